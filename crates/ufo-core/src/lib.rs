@@ -1,0 +1,30 @@
+//! `ufo-core`: the decisions of ufo-rs.
+//!
+//! This crate holds the HostAgent and AppAgent state machines, the round and session loops,
+//! the four-phase processor, the blackboard, prompts, the tolerant response parser and the
+//! *ports* through which the engine reaches the world: [`Desktop`], [`LlmClient`], [`UserIo`]
+//! and [`Recorder`]. It performs no network, X11, D-Bus or file I/O itself; adapters in other
+//! crates implement the ports.
+
+pub mod action;
+pub mod agent;
+pub mod blackboard;
+pub mod config;
+pub mod events;
+pub mod parse;
+pub mod ports;
+pub mod processor;
+pub mod prompt;
+pub mod response;
+pub mod session;
+pub mod status;
+
+pub use action::{Button, ScrollDirection, UiAction};
+
+pub use ports::{
+    ChatMessage, ChatRequest, ChatResponse, ConfirmRequest, ContentPart, Control, Decision,
+    Desktop, DesktopError, LaunchableApp, LlmClient, LlmError, MessageRole, Recorder,
+    RecorderError, Rect, Screenshot, ShellOutput, Usage, UserIo, WindowInfo, WindowObservation,
+};
+
+pub use status::{AppStatus, HostStatus};

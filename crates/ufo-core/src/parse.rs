@@ -1,0 +1,150 @@
+//! The one tolerant parser of model output.
+//!
+//! Models wrap JSON in code fences, put prose around it, and leave trailing commas. This
+//! module repairs those and nothing else: anything still invalid is an error whose text is sent
+//! back to the model.
+
+use serde_json::{Map, Value};
+
+/// Find the JSON object in a model's answer and parse it, repairing fences, surrounding prose
+/// and trailing commas. Never panics.
+pub fn parse_object(raw: &str) -> Result<Map<String, Value>, String> {
+    let candidate = extract_object(raw).ok_or_else(|| {
+        if raw.trim().is_empty() {
+            "the answer is empty; answer with one JSON object".to_string()
+        } else {
+            "the answer holds no JSON object (no balanced {...} found); answer with one JSON object"
+                .to_string()
+        }
+    })?;
+    let repaired = remove_trailing_commas(candidate);
+    match serde_json::from_str::<Value>(&repaired) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err("the answer is JSON but not an object".to_string()),
+        Err(e) => Err(format!("the answer is not valid JSON: {e}")),
+    }
+}
+
+/// The first balanced `{...}` in `raw`, skipping braces inside strings.
+fn extract_object(raw: &str) -> Option<&str> {
+    let bytes = raw.as_bytes();
+    let mut search_from = 0;
+    while let Some(rel) = raw.get(search_from..)?.find('{') {
+        let start = search_from + rel;
+        let mut depth = 0usize;
+        let mut in_str = false;
+        let mut escaped = false;
+        for (i, &b) in bytes.iter().enumerate().skip(start) {
+            if in_str {
+                if escaped {
+                    escaped = false;
+                } else if b == b'\\' {
+                    escaped = true;
+                } else if b == b'"' {
+                    in_str = false;
+                }
+                continue;
+            }
+            match b {
+                b'"' => in_str = true,
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return raw.get(start..=i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Unbalanced from this brace: try the next one.
+        search_from = start + 1;
+    }
+    None
+}
+
+/// Drop commas that directly precede `}` or `]` (outside strings).
+fn remove_trailing_commas(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut in_str = false;
+    let mut escaped = false;
+    let chars: Vec<char> = s.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if in_str {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_str = false;
+            }
+            continue;
+        }
+        if c == '"' {
+            in_str = true;
+        }
+        if c == ',' {
+            let next = chars[i + 1..].iter().find(|c| !c.is_whitespace());
+            if matches!(next, Some('}') | Some(']')) {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn repairs_fences_prose_and_trailing_commas() {
+        let raw = "Sure! Here it is:\n```json\n{\"a\": [1, 2,], \"b\": \"}{\",}\n```\nDone.";
+        let m = parse_object(raw).expect("repaired");
+        assert_eq!(m["a"], serde_json::json!([1, 2]));
+        assert_eq!(m["b"], "}{");
+    }
+
+    #[test]
+    fn keeps_commas_inside_strings() {
+        let m = parse_object(r#"{"t": "a ,}"}"#).expect("valid");
+        assert_eq!(m["t"], "a ,}");
+    }
+
+    #[test]
+    fn rejects_what_cannot_be_repaired() {
+        assert!(parse_object("").unwrap_err().contains("empty"));
+        assert!(parse_object("no json here").unwrap_err().contains("no JSON object"));
+        assert!(parse_object("{\"a\": }").unwrap_err().contains("not valid JSON"));
+        assert!(parse_object("{'a': 1}").is_err());
+    }
+
+    #[test]
+    fn skips_an_unbalanced_brace_in_prose() {
+        let m = parse_object("note { this\n{\"ok\": true}").expect("found");
+        assert_eq!(m["ok"], true);
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(s in ".*") {
+            let _ = parse_object(&s);
+        }
+
+        #[test]
+        fn never_panics_on_jsonish(s in r#"[{}\[\]",:a-z0-9\\ \n`]*"#) {
+            let _ = parse_object(&s);
+        }
+
+        #[test]
+        fn valid_objects_survive_wrapping(key in "[a-z]{1,8}", val in ".*", pre in "[^{]*", post in ".*") {
+            let obj = serde_json::json!({ key.clone(): val.clone() });
+            let raw = format!("{pre}\n```json\n{obj}\n```\n{post}");
+            let m = parse_object(&raw).expect("wrapped object parses");
+            prop_assert_eq!(m.get(&key), Some(&serde_json::Value::String(val)));
+        }
+    }
+}

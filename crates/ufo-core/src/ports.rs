@@ -1,0 +1,381 @@
+//! The ports: traits the engine calls to reach the desktop, the model, the person and the
+//! trajectory store. Every adapter (simulated or live desktop, scripted or HTTP model, terminal
+//! or scripted user) implements one of these; the state machines never change for a new one.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::action::UiAction;
+
+// ---------------------------------------------------------------------------------------------
+// Desktop
+// ---------------------------------------------------------------------------------------------
+
+/// A rectangle in screen pixels (for a control) or window pixels (for `click_at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Rect {
+    /// Left edge.
+    pub x: i32,
+    /// Top edge.
+    pub y: i32,
+    /// Width.
+    pub w: u32,
+    /// Height.
+    pub h: u32,
+}
+
+/// A PNG image with its size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Screenshot {
+    /// PNG-encoded bytes.
+    pub png: Arc<Vec<u8>>,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+}
+
+/// One top-level window as the HostAgent sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowInfo {
+    /// Backend-specific stable identifier; pass it back to [`Desktop::observe`] and
+    /// [`Desktop::act`].
+    pub id: String,
+    /// Window title.
+    pub title: String,
+    /// Application name (e.g. "Writer", "gnome-calculator").
+    pub app_name: String,
+    /// Process name (executable), part of the AppAgent cache key `app_root/process_name`.
+    pub process: String,
+    /// Process id, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// Position and size on screen, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rect: Option<Rect>,
+}
+
+/// An application that is not running but that the host may launch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchableApp {
+    /// Application name.
+    pub name: String,
+    /// The shell command that launches it.
+    pub command: String,
+}
+
+/// One control of a window, as the AppAgent sees it.
+///
+/// The engine numbers the controls of a [`WindowObservation`] in order: `controls[i]` carries
+/// label `i + 1`, and an annotated screenshot must draw the same numbers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Control {
+    /// Backend-specific stable identifier of the control (the scenario `id` in the simulated
+    /// desktop).
+    pub id: String,
+    /// Role: button, edit, table, list, combo box, menu item, ...
+    pub role: String,
+    /// Accessible name (with the description folded in where the name is noise).
+    pub name: String,
+    /// Current value or text, when the control has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// Screen rectangle.
+    #[serde(default)]
+    pub rect: Rect,
+    /// Whether the control accepts input now.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A window observed in one step: its controls (in label order) and screenshots.
+#[derive(Debug, Clone)]
+pub struct WindowObservation {
+    /// The window observed.
+    pub window: WindowInfo,
+    /// Visible, interactive controls in a stable order; label = index + 1.
+    pub controls: Vec<Control>,
+    /// Clean screenshot of the window.
+    pub screenshot: Option<Screenshot>,
+    /// The same screenshot with numbered boxes drawn on the controls.
+    pub annotated: Option<Screenshot>,
+    /// Non-fatal problems met while observing (a node that misbehaved, ...).
+    pub warnings: Vec<String>,
+}
+
+/// What a shell command printed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShellOutput {
+    /// Exit code, when the command ran to completion.
+    pub code: Option<i32>,
+    /// Standard output (possibly truncated).
+    pub stdout: String,
+    /// Standard error (possibly truncated).
+    pub stderr: String,
+    /// The application this command launched, if it was an application's launch command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launched: Option<String>,
+}
+
+/// Errors of a desktop backend.
+#[derive(Debug, thiserror::Error)]
+pub enum DesktopError {
+    /// No window with that id.
+    #[error("no window {0:?} on the desktop; list the windows again and pick one that exists")]
+    NoWindow(String),
+    /// No control with that id in the window.
+    #[error("no control {control:?} in window {window:?}; observe the window again")]
+    NoControl {
+        /// The window searched.
+        window: String,
+        /// The control asked for.
+        control: String,
+    },
+    /// No application with that name can be launched.
+    #[error("no application {0:?} is known to the desktop; check the name or the launch table")]
+    UnknownApp(String),
+    /// The action reached the control but failed.
+    #[error("{0}")]
+    ActionFailed(String),
+    /// The action does not apply to this control (e.g. set_text on a button).
+    #[error("{0}")]
+    Unsupported(String),
+    /// Observing the window failed.
+    #[error("observation failed: {0}")]
+    Observe(String),
+    /// The backend did not answer in time.
+    #[error("the desktop did not answer within {0} ms; the application may be hung")]
+    Timeout(u64),
+    /// Any other backend failure.
+    #[error("desktop backend failure: {0}")]
+    Backend(String),
+}
+
+/// The desktop the agents act on: a simulated one, a live Linux session, ...
+#[async_trait]
+pub trait Desktop: Send + Sync {
+    /// Every top-level window, in a stable order.
+    async fn windows(&self) -> Result<Vec<WindowInfo>, DesktopError>;
+
+    /// Applications that are not running but can be launched.
+    async fn launchable(&self) -> Result<Vec<LaunchableApp>, DesktopError>;
+
+    /// A screenshot of the whole desktop, if the backend can take one.
+    async fn desktop_screenshot(&self) -> Result<Option<Screenshot>, DesktopError>;
+
+    /// Observe one window: controls with labels, screenshot, annotated screenshot.
+    async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError>;
+
+    /// Perform an action. `control_id` is `None` only for actions that need no control
+    /// (`click_at`). Returns a short text result (for `read_text`, the text read).
+    async fn act(
+        &self,
+        window_id: &str,
+        control_id: Option<&str>,
+        action: &UiAction,
+    ) -> Result<String, DesktopError>;
+
+    /// Launch an application by name and return its window once it is up.
+    async fn launch(&self, app: &str) -> Result<WindowInfo, DesktopError>;
+
+    /// Run a shell command (the host's `Bash` field).
+    async fn shell(&self, command: &str) -> Result<ShellOutput, DesktopError>;
+
+    /// Wait until the UI has settled after an action (bounded by the backend).
+    async fn settle(&self);
+
+    /// A JSON snapshot of the final state, written to `<out>/desktop_final.json` at the end of
+    /// a run. Backends without such a snapshot return `None`.
+    fn final_state(&self) -> Option<serde_json::Value> {
+        None
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Language model
+// ---------------------------------------------------------------------------------------------
+
+/// Who speaks in a chat message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageRole {
+    /// Instructions.
+    System,
+    /// The engine's prompt.
+    User,
+    /// The model's earlier answer (used when re-asking).
+    Assistant,
+}
+
+/// One part of a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContentPart {
+    /// Plain text.
+    Text(String),
+    /// A PNG image (a screenshot).
+    Image {
+        /// PNG bytes.
+        png: Arc<Vec<u8>>,
+        /// Short description, e.g. "annotated screenshot".
+        caption: String,
+    },
+}
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatMessage {
+    /// Speaker.
+    pub role: MessageRole,
+    /// Parts, in order.
+    pub content: Vec<ContentPart>,
+}
+
+impl ChatMessage {
+    /// A text-only message.
+    pub fn text(role: MessageRole, text: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: vec![ContentPart::Text(text.into())],
+        }
+    }
+
+    /// The concatenated text parts of this message.
+    pub fn text_content(&self) -> String {
+        let mut s = String::new();
+        for part in &self.content {
+            if let ContentPart::Text(t) = part {
+                if !s.is_empty() {
+                    s.push('\n');
+                }
+                s.push_str(t);
+            }
+        }
+        s
+    }
+}
+
+/// A request to the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatRequest {
+    /// The kind of agent asking: `"host"`, `"app"`, or another registered kind.
+    pub agent: String,
+    /// The conversation (system prompt, user prompt, and on re-ask the bad answer and the
+    /// error).
+    pub messages: Vec<ChatMessage>,
+    /// Ask the provider for a JSON object, where it supports that.
+    pub json_mode: bool,
+}
+
+impl ChatRequest {
+    /// All text of all messages, joined by newlines (what `expect` checks search).
+    pub fn prompt_text(&self) -> String {
+        self.messages
+            .iter()
+            .map(ChatMessage::text_content)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// Token usage of one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+}
+
+/// The model's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatResponse {
+    /// The text of the answer (expected to hold a JSON object).
+    pub text: String,
+    /// Token usage as reported (or estimated, for backends that cannot count).
+    pub usage: Usage,
+}
+
+/// Errors of a model backend.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    /// The call failed and retrying will not help (bad key, script mismatch, script
+    /// exhausted, ...). The agent goes to ERROR.
+    #[error("{0}")]
+    Fatal(String),
+    /// The call failed after the backend's own retries.
+    #[error("model unreachable: {0}")]
+    Unavailable(String),
+}
+
+/// A language model.
+#[async_trait]
+pub trait LlmClient: Send + Sync {
+    /// Send one request and wait for the answer. Implementations bound the wait themselves.
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
+
+    /// A short description for logs, e.g. `script:run.jsonl` or `openai:gpt-4o`.
+    fn describe(&self) -> String;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The person
+// ---------------------------------------------------------------------------------------------
+
+/// An action held by the CONFIRM gate, shown to the person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConfirmRequest {
+    /// The agent asking (`HostAgent`, `AppAgent/Writer`).
+    pub agent: String,
+    /// A one-line description of the held action.
+    pub description: String,
+    /// The action itself as JSON.
+    pub action: serde_json::Value,
+}
+
+/// The person's answer to a confirmation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Decision {
+    /// Run the held action.
+    Approve,
+    /// Do not run it.
+    Reject,
+}
+
+/// The person behind the keyboard (or a script standing in for them).
+#[async_trait]
+pub trait UserIo: Send + Sync {
+    /// Ask for approval of a held action. Adapters implement the policy
+    /// (`--confirm ask|yes|no`) and any timeout; no answer means [`Decision::Reject`].
+    async fn confirm(&self, request: &ConfirmRequest) -> Decision;
+
+    /// Ask a question; `None` when no answer came (no terminal, timeout, no answers left).
+    async fn ask(&self, agent: &str, question: &str) -> Option<String>;
+
+    /// Ask for a follow-up request that starts a new round; `None` ends the session.
+    async fn follow_up(&self) -> Option<String>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trajectory
+// ---------------------------------------------------------------------------------------------
+
+/// Errors while recording the trajectory.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot record the trajectory: {0}; check that the output folder is writable")]
+pub struct RecorderError(pub String);
+
+/// Where the trajectory goes: events (`events.jsonl`) and artifacts (screenshots, prompts).
+pub trait Recorder: Send {
+    /// Record one event (a JSON object with a `type` field). Must be durable when it returns.
+    fn event(&mut self, event: &serde_json::Value) -> Result<(), RecorderError>;
+
+    /// Store an artifact (e.g. `step_3_annotated.png`) and return its path relative to the
+    /// output folder.
+    fn artifact(&mut self, name: &str, bytes: &[u8]) -> Result<String, RecorderError>;
+}

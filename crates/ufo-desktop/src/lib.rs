@@ -1,0 +1,1 @@
+//! Desktop backends for ufo-rs.

@@ -1,0 +1,1 @@
+//! Model backends for ufo-rs.
