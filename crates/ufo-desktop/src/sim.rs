@@ -237,6 +237,29 @@ impl State {
 /// Build it with [`SimDesktop::from_json_str`] or [`SimDesktop::load`], hand it to the engine
 /// as a [`Desktop`], and inspect it afterwards with [`Desktop::final_state`],
 /// [`SimDesktop::actions`], [`SimDesktop::control_value`] and [`SimDesktop::is_running`].
+///
+/// ```
+/// use ufo_core::{Button, Desktop, UiAction};
+/// use ufo_desktop::SimDesktop;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let desktop = SimDesktop::from_json_str(r#"{"apps": [{"name": "Writer", "controls": [
+///     {"id": "export", "role": "button", "name": "Export", "reveals": ["ok"]},
+///     {"id": "ok", "role": "button", "name": "OK", "hidden": true}]}]}"#)?;
+/// let rt = tokio::runtime::Builder::new_current_thread().build()?;
+/// rt.block_on(async {
+///     let obs = desktop.observe("Writer").await?;
+///     assert_eq!(obs.controls.len(), 1); // "ok" is hidden; label 1 = "export"
+///     let click = UiAction::Click { button: Button::Left, double: false };
+///     desktop.act("Writer", Some("export"), &click).await?;
+///     assert_eq!(desktop.observe("Writer").await?.controls.len(), 2);
+///     Ok::<_, ufo_core::DesktopError>(())
+/// })?;
+/// let state = desktop.final_state().unwrap_or_default();
+/// assert_eq!(state["actions"][0]["action"], "click");
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 pub struct SimDesktop {
     state: Mutex<State>,
