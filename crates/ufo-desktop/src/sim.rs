@@ -1026,7 +1026,12 @@ fn parse_fault(v: &Value, at: &str, apps: &[SimApp]) -> Result<Fault, ScenarioEr
     };
     Ok(Fault {
         app,
-        control,
+        // observe and launch faults concern the whole app
+        control: if action == OBSERVE || action == LAUNCH {
+            None
+        } else {
+            control
+        },
         action,
         error,
         remaining,
@@ -1353,7 +1358,7 @@ mod tests {
     async fn observe_fault_is_a_system_error() {
         let d = SimDesktop::from_json_str(
             r#"{"apps":[{"name":"A","controls":[{"id":"b"}]},{"name":"B"}],
-                "faults":[{"app":"A","action":"observe","error":"accessibility bus gone"},
+                "faults":[{"app":"A","control":"b","action":"observe","error":"accessibility bus gone"},
                           {"app":"B","action":"screenshot","times":1}]}"#,
         )
         .expect("parses");
