@@ -272,7 +272,7 @@ pub fn to_image_rect(screen: Rect, origin: Rect) -> Rect {
 /// Draw the annotation boxes onto `image` in place: for each `(label, rect)` an outline and,
 /// at the box's top-left corner, a filled tag with the label in white.
 pub fn draw_annotations<L: AsRef<str>>(image: &mut RgbaImage, labels: &[(L, Rect)]) {
-    const SCALE: u32 = 2;
+    const SCALE: u32 = 3;
     const PAD: u32 = 2;
     for (i, (label, rect)) in labels.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
@@ -416,7 +416,7 @@ mod tests {
         // The second box has a different colour.
         assert_eq!(out.pixel(69, 60), Some(PALETTE[1]));
         // Digit "1": its middle column is white inside the tag.
-        assert_eq!(out.pixel(14, 13), Some([255, 255, 255, 255]));
+        assert_eq!(out.pixel(15, 13), Some([255, 255, 255, 255]));
     }
 
     #[test]

@@ -469,9 +469,9 @@ fn render_window(app: &SimApp, index: usize) -> RgbaImage {
         if text_len > 0 {
             img.fill_rect(
                 Rect {
-                    x: r.x + 6,
+                    x: r.x + 40,
                     y: r.y + 9,
-                    w: (text_len * 5).min(r.w - 12),
+                    w: (text_len * 5).min(r.w - 46),
                     h: 6,
                 },
                 [50, 50, 50, 255],
