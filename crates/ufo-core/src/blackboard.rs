@@ -89,11 +89,15 @@ impl Blackboard {
     }
 
     fn entries(&self) -> usize {
-        self.requests.len() + self.questions.len() + self.trajectories.len() + self.screenshots.len()
+        self.requests.len()
+            + self.questions.len()
+            + self.trajectories.len()
+            + self.screenshots.len()
     }
 
     fn enforce(&mut self) {
-        while self.entries() > self.limits.max_entries || self.render().len() > self.limits.max_bytes
+        while self.entries() > self.limits.max_entries
+            || self.render().len() > self.limits.max_bytes
         {
             if !self.trajectories.is_empty() {
                 self.trajectories.remove(0);
@@ -151,7 +155,10 @@ impl Blackboard {
             }
         }
         if !self.screenshots.is_empty() {
-            s.push_str(&format!("Saved screenshots: {}\n", self.screenshots.join(", ")));
+            s.push_str(&format!(
+                "Saved screenshots: {}\n",
+                self.screenshots.join(", ")
+            ));
         }
         s
     }
@@ -185,7 +192,9 @@ mod tests {
         assert_eq!(b.trajectories.len(), 3);
         assert_eq!(b.trajectories[0].subtask, "subtask 7");
         assert_eq!(b.dropped_trajectories, 7);
-        assert!(b.render().contains("7 earlier subtask trajectories were dropped"));
+        assert!(b
+            .render()
+            .contains("7 earlier subtask trajectories were dropped"));
     }
 
     #[test]

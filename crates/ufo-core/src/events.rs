@@ -6,7 +6,12 @@ use crate::agent::{LlmStats, StepReport};
 use crate::session::SessionStatus;
 
 /// `session_start`.
-pub fn session_start(request: &str, config: &crate::config::Config, llm: &str, app_llm: &str) -> Value {
+pub fn session_start(
+    request: &str,
+    config: &crate::config::Config,
+    llm: &str,
+    app_llm: &str,
+) -> Value {
     json!({
         "type": "session_start",
         "request": request,

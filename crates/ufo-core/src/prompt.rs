@@ -159,7 +159,11 @@ impl Prompts {
             name: name.into(),
             message: e.to_string(),
         };
-        self.env.get_template(name).map_err(err)?.render(ctx).map_err(err)
+        self.env
+            .get_template(name)
+            .map_err(err)?
+            .render(ctx)
+            .map_err(err)
     }
 }
 
@@ -171,7 +175,9 @@ mod tests {
     #[test]
     fn built_in_templates_render_schema_and_functions() {
         let p = Prompts::new(&PromptTemplates::default()).expect("compile");
-        let s = p.render("app_system", &json!({"window_title": "W"})).expect("render");
+        let s = p
+            .render("app_system", &json!({"window_title": "W"}))
+            .expect("render");
         assert!(s.contains("SCREENSHOT") && s.contains("set_text") && s.contains("\"Status\""));
         let u = p
             .render(

@@ -109,8 +109,9 @@ impl<'a> Session<'a> {
         let mut total = LlmStats::default();
         let mut rounds = 0u32;
         let (status, reason, message) = loop {
-            let (status, reason, message) =
-                self.run_round(&mut cx, &mut steps, &mut total, &mut record).await;
+            let (status, reason, message) = self
+                .run_round(&mut cx, &mut steps, &mut total, &mut record)
+                .await;
             rounds += 1;
             record(
                 cx.recorder,
@@ -162,7 +163,14 @@ impl<'a> Session<'a> {
                     let processing = self.host.is_processing();
                     let report = self.host.handle(cx).await;
                     let end = self.host.round_end(cx);
-                    (HOST_NAME.to_string(), "host", state, processing, report, end)
+                    (
+                        HOST_NAME.to_string(),
+                        "host",
+                        state,
+                        processing,
+                        report,
+                        end,
+                    )
                 }
                 Cursor::Sub(key) => {
                     let Some(agent) = self.host.agent_mut(key) else {

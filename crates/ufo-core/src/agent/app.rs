@@ -123,7 +123,9 @@ impl AppAgent {
         StepReport {
             status: self.state.as_str().into(),
             subtask: Some(self.subtask.clone()),
-            action: Some(json!({"archive": {"subtask": self.subtask, "status": status, "result": result}})),
+            action: Some(
+                json!({"archive": {"subtask": self.subtask, "status": status, "result": result}}),
+            ),
             result: Some(result).filter(|r| !r.is_empty()),
             ..StepReport::default()
         }
@@ -235,7 +237,8 @@ impl AppAgent {
                 let r = execute(cx, &self.window, held.control.as_ref(), &held.action).await;
                 record["executed"] = true.into();
                 self.actions.push(format!("{described} (approved) -> {r}"));
-                self.memory.push(format!("approved and ran {described} -> {r}"));
+                self.memory
+                    .push(format!("approved and ran {described} -> {r}"));
                 self.last_result = Some(r.clone());
                 report.result = Some(r);
                 self.status = AppStatus::Continue;
@@ -278,7 +281,8 @@ impl SubAgent for AppAgent {
         self.error = None;
         self.last_result = None;
         // Memory is kept: a reused agent remembers its earlier subtasks.
-        self.memory.push(format!("--- new subtask: {} ---", self.subtask));
+        self.memory
+            .push(format!("--- new subtask: {} ---", self.subtask));
     }
 
     fn state_name(&self) -> &'static str {
@@ -388,7 +392,13 @@ fn describe(action: &UiAction, control: Option<&Control>, label: &str) -> String
         format!(" {args}")
     };
     match control {
-        Some(c) => format!("{}{} on [{label}] {} \"{}\"", action.name(), args, c.role, c.name),
+        Some(c) => format!(
+            "{}{} on [{label}] {} \"{}\"",
+            action.name(),
+            args,
+            c.role,
+            c.name
+        ),
         None => format!("{}{}", action.name(), args),
     }
 }
@@ -411,7 +421,10 @@ async fn execute(
     action: &UiAction,
 ) -> String {
     let d = cx.services.desktop;
-    match d.act(&window.id, control.map(|c| c.id.as_str()), action).await {
+    match d
+        .act(&window.id, control.map(|c| c.id.as_str()), action)
+        .await
+    {
         Ok(text) => {
             if text.is_empty() {
                 "ok".to_string()
@@ -459,8 +472,7 @@ impl StepRunner for AppStep<'_, '_> {
                 let agent = &mut *self.agent;
                 agent.questions = if r.questions.is_empty() && r.status == AppStatus::Pending {
                     vec![if r.comment.is_empty() {
-                        "The agent needs more information to go on. What should it do?"
-                            .to_string()
+                        "The agent needs more information to go on. What should it do?".to_string()
                     } else {
                         r.comment.clone()
                     }]
@@ -509,12 +521,18 @@ impl AppStep<'_, '_> {
         self.agent.last_seen = seen;
         let seq = self.cx.seq;
         if let Some(s) = &obs.screenshot {
-            if let Some(p) = self.cx.save(&format!("step_{seq:04}_screenshot.png"), &s.png) {
+            if let Some(p) = self
+                .cx
+                .save(&format!("step_{seq:04}_screenshot.png"), &s.png)
+            {
                 self.report.artifacts.insert("screenshot".into(), p.into());
             }
         }
         if let Some(s) = &obs.annotated {
-            if let Some(p) = self.cx.save(&format!("step_{seq:04}_annotated.png"), &s.png) {
+            if let Some(p) = self
+                .cx
+                .save(&format!("step_{seq:04}_annotated.png"), &s.png)
+            {
                 self.report.artifacts.insert("annotated".into(), p.into());
             }
         }
@@ -559,9 +577,19 @@ impl AppStep<'_, '_> {
             "last_result": self.agent.last_result,
             "extra_functions": "",
         });
-        let system = svc.prompts.render("app_system", &ctx).map_err(|e| e.to_string())?;
-        let user = svc.prompts.render("app_user", &ctx).map_err(|e| e.to_string())?;
-        let images = match (&obs.annotated, &obs.screenshot, svc.config.screenshots_to_model) {
+        let system = svc
+            .prompts
+            .render("app_system", &ctx)
+            .map_err(|e| e.to_string())?;
+        let user = svc
+            .prompts
+            .render("app_user", &ctx)
+            .map_err(|e| e.to_string())?;
+        let images = match (
+            &obs.annotated,
+            &obs.screenshot,
+            svc.config.screenshots_to_model,
+        ) {
             (Some(a), _, true) => vec![(a.png.clone(), "annotated screenshot".to_string())],
             (None, Some(s), true) => vec![(s.png.clone(), "screenshot".to_string())],
             _ => Vec::new(),

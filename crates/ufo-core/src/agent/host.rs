@@ -7,9 +7,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::{
-    ask_model, cache_key, resolve, AgentFactory, Assignment, Cx, StepReport, SubAgent,
-};
+use super::{ask_model, cache_key, resolve, AgentFactory, Assignment, Cx, StepReport, SubAgent};
 use crate::blackboard::QuestionAnswer;
 use crate::ports::{ConfirmRequest, Decision, LaunchableApp, Screenshot, WindowInfo};
 use crate::processor::{Processor, StepRunner};
@@ -175,7 +173,7 @@ impl HostAgent {
                     // ASSIGN without an agent cannot happen after a successful handle; the
                     // handle set ERROR in that case.
                     None => HostNext::Host(HostStatus::Error),
-                }
+                };
             }
             HostStatus::Finish | HostStatus::Fail | HostStatus::Error => HostStatus::Finish,
         };
@@ -479,8 +477,7 @@ impl StepRunner for HostStep<'_, '_> {
                 host.messages = r.message.clone();
                 host.questions = if r.questions.is_empty() && r.status == HostStatus::Pending {
                     vec![if r.comment.is_empty() {
-                        "The agent needs more information to go on. What should it do?"
-                            .to_string()
+                        "The agent needs more information to go on. What should it do?".to_string()
                     } else {
                         r.comment.clone()
                     }]
@@ -536,8 +533,14 @@ impl HostStep<'_, '_> {
             "memory": memory,
             "last_result": self.host.last_result,
         });
-        let system = svc.prompts.render("host_system", &ctx).map_err(|e| e.to_string())?;
-        let user = svc.prompts.render("host_user", &ctx).map_err(|e| e.to_string())?;
+        let system = svc
+            .prompts
+            .render("host_system", &ctx)
+            .map_err(|e| e.to_string())?;
+        let user = svc
+            .prompts
+            .render("host_user", &ctx)
+            .map_err(|e| e.to_string())?;
         let images = match (&self.screenshot, svc.config.screenshots_to_model) {
             (Some(s), true) => vec![(s.png.clone(), "desktop screenshot".to_string())],
             _ => Vec::new(),
@@ -649,8 +652,7 @@ fn validate_host(raw: &str) -> Result<HostResponse, String> {
         && r.control_text.trim().is_empty()
     {
         return Err(
-            "Status ASSIGN needs ControlLabel or ControlText naming the window to assign to"
-                .into(),
+            "Status ASSIGN needs ControlLabel or ControlText naming the window to assign to".into(),
         );
     }
     Ok(r)
@@ -662,14 +664,13 @@ mod tests {
 
     #[test]
     fn the_model_cannot_drive_the_host_to_error_or_screenshot() {
-        let e = validate_host(r#"{"Observation":"o","Thought":"t","Status":"ERROR"}"#)
-            .unwrap_err();
+        let e = validate_host(r#"{"Observation":"o","Thought":"t","Status":"ERROR"}"#).unwrap_err();
         assert!(e.contains("not allowed"), "{e}");
         let e = validate_host(r#"{"Observation":"o","Thought":"t","Status":"SCREENSHOT"}"#)
             .unwrap_err();
         assert!(e.contains("unknown Status"), "{e}");
-        let e = validate_host(r#"{"Observation":"o","Thought":"t","Status":"ASSIGN"}"#)
-            .unwrap_err();
+        let e =
+            validate_host(r#"{"Observation":"o","Thought":"t","Status":"ASSIGN"}"#).unwrap_err();
         assert!(e.contains("ControlText"), "{e}");
         assert!(validate_host(r#"{"Observation":"o","Thought":"t","Status":"FAIL"}"#).is_ok());
     }

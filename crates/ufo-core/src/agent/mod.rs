@@ -237,7 +237,9 @@ pub(crate) async fn ask_model<T>(
                 request
                     .messages
                     .push(ChatMessage::text(MessageRole::Assistant, response.text));
-                request.messages.push(ChatMessage::text(MessageRole::User, fix));
+                request
+                    .messages
+                    .push(ChatMessage::text(MessageRole::User, fix));
             }
         }
     }
@@ -274,7 +276,9 @@ pub(crate) fn resolve<'n>(
     }
     (0..count)
         .find(|&i| names(i).iter().any(|n| n.trim() == text))
-        .or_else(|| (0..count).find(|&i| names(i).iter().any(|n| n.trim().eq_ignore_ascii_case(text))))
+        .or_else(|| {
+            (0..count).find(|&i| names(i).iter().any(|n| n.trim().eq_ignore_ascii_case(text)))
+        })
 }
 
 #[cfg(test)]
