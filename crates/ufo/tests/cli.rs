@@ -1,0 +1,689 @@
+//! End-to-end tests of the real `ufo` binary against the contracts of DESIGN.md: the seed's
+//! Word→Excel example, and one scenario + script pair (under `tests/scenarios/`) for every row
+//! of both state tables, the bad-model-output rules, the scripted model and the command line.
+//!
+//! Each test runs `ufo run --desktop sim:... --llm script:... --out <tempdir>`, checks the exit
+//! code, the structure of `events.jsonl`, the exact `(role,state)` sequence of its step
+//! records, and `desktop_final.json` where the desktop's state proves the behaviour.
+
+mod common;
+
+use common::*;
+
+// ---------------------------------------------------------------------------------------------
+// The seed's example
+// ---------------------------------------------------------------------------------------------
+
+/// DESIGN.md: "The seed's Word→Excel example ... must produce exactly this (role,state)
+/// sequence". Run exactly as the issue's "Done when" command (no --config).
+#[test]
+fn word_excel_example_produces_the_seed_sequence() {
+    let dir = repo_root().join("examples").join("word_excel");
+    let run = run_dir(&dir, &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AFIN, HC, HA, AC, AFIN, HC, HFIN])
+        .assert_last_terminal()
+        .assert_round_end("FINISH", None)
+        .assert_processor_statuses("host", &["ASSIGN", "ASSIGN", "FINISH"])
+        .assert_processor_statuses("app", &["FINISH", "FINISH"]);
+    let steps = run.steps();
+    let app_agents: Vec<String> = steps
+        .iter()
+        .filter(|e| e["role"] == "app")
+        .map(|e| s(&e["agent"]))
+        .collect();
+    assert_eq!(
+        app_agents,
+        [
+            "AppAgent/Word",
+            "AppAgent/Word",
+            "AppAgent/Excel",
+            "AppAgent/Excel"
+        ],
+        "{}",
+        run.ctx()
+    );
+    // The action that came with FINISH ran in that step (DESIGN.md "Model responses").
+    run.assert_actions(&[
+        ("Word", "sales_table", "read_text", true),
+        ("Excel", "cells", "type_keys", true),
+    ]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// AppAgent rows
+// ---------------------------------------------------------------------------------------------
+
+/// SCREENSHOT: after a click that reveals a dialog, the next prompt lists the revealed
+/// control (the script `expect`s "Save As PDF"), and it can be acted on.
+#[test]
+fn app_screenshot_reannotates_a_revealed_dialog() {
+    let run = run_scenario("screenshot_reveal", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, ASHOT, AC, AFIN, HC, HFIN])
+        .assert_last_terminal()
+        .assert_processor_statuses("app", &["SCREENSHOT", "CONTINUE", "FINISH"])
+        .assert_actions(&[
+            ("Writer", "export", "click", true),
+            ("Writer", "dlg_save", "click", true),
+        ]);
+    // The dialog's button hides itself when clicked.
+    assert_eq!(
+        run.final_control("Writer", "dlg_save")["hidden"],
+        true,
+        "{}",
+        run.ctx()
+    );
+}
+
+/// App PENDING with an answer: the answer reaches the next prompt (`expect`) and is used.
+#[test]
+fn app_pending_answer_reaches_the_next_prompt() {
+    let run = run_scenario("app_pending_answer", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, APEND, AC, AFIN, HC, HFIN])
+        .assert_last_terminal()
+        .assert_processor_statuses("app", &["PENDING", "FINISH"])
+        .assert_actions(&[("Writer", "file_name", "set_text", true)]);
+    assert_eq!(
+        run.final_control("Writer", "file_name")["value"],
+        "quarterly-summary-2026.pdf",
+        "{}",
+        run.ctx()
+    );
+}
+
+/// App PENDING without an answer: "CONTINUE (an unanswered question is noted on the
+/// blackboard)" — not FAIL.
+#[test]
+fn app_pending_unanswered_goes_on() {
+    let run = run_scenario("app_pending_unanswered", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, APEND, AC, AFIN, HC, HFIN])
+        .assert_last_terminal()
+        .assert_actions(&[("Writer", "file_name", "set_text", true)]);
+}
+
+/// App CONFIRM approved (`--confirm yes`): the held action runs once, after approval, then
+/// CONTINUE.
+#[test]
+fn app_confirm_approved_runs_the_held_action_once() {
+    let run = run_scenario("app_confirm_approved", &["--confirm", "yes"]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, ACONF, AC, AFIN, HC, HFIN])
+        .assert_last_terminal()
+        .assert_processor_statuses("app", &["CONFIRM", "FINISH"])
+        .assert_actions(&[("Writer", "delete_all", "click", true)]);
+}
+
+/// App CONFIRM rejected (`--confirm no`): the held action never reaches the desktop — this
+/// proves the gate holds — and the subtask ends (FINISH, archived as rejected).
+#[test]
+fn app_confirm_rejected_never_reaches_the_desktop() {
+    let run = run_scenario("app_confirm_rejected", &["--confirm", "no"]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, ACONF, AFIN, HC, HFIN])
+        .assert_last_terminal();
+    let actions = run.actions();
+    assert!(
+        actions.iter().all(|(_, c, _, _)| c != "delete_all"),
+        "the held click on Delete All reached the desktop: {actions:?}\n{}",
+        run.ctx()
+    );
+    run.assert_actions(&[]);
+}
+
+/// `--confirm ask` without a terminal means no (DESIGN.md "Command line").
+#[test]
+fn app_confirm_ask_without_terminal_rejects() {
+    let run = run_scenario("app_confirm_rejected", &["--confirm", "ask"]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, ACONF, AFIN, HC, HFIN])
+        .assert_actions(&[]);
+}
+
+/// `safe_guard = false`: CONFIRM approves without asking, even with `--confirm no`.
+#[test]
+fn app_confirm_with_safe_guard_off_approves() {
+    let run = run_scenario("app_confirm_safeguard_off", &["--confirm", "no"]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, ACONF, AC, AFIN, HC, HFIN])
+        .assert_actions(&[("Writer", "delete_all", "click", true)]);
+}
+
+/// App FAIL with `on_subtask_fail = "replan"`: Host.CONTINUE sees the failure (`expect`s the
+/// failure text) and retries with the same app.
+#[test]
+fn app_fail_replan_lets_the_host_retry() {
+    let run = run_scenario("app_fail_replan", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AFAIL, HC, HA, AC, AFIN, HC, HFIN])
+        .assert_last_terminal()
+        .assert_round_end("FINISH", None)
+        .assert_processor_statuses("app", &["FAIL", "FINISH"])
+        // FAIL carries no action; only the retry's click reached the desktop.
+        .assert_actions(&[("Writer", "export", "click", true)]);
+}
+
+/// App FAIL with `on_subtask_fail = "finish"`: Host.FINISH, round ends FAIL, reason
+/// `subtask_failed`, exit 1.
+#[test]
+fn app_fail_finish_ends_the_round_with_subtask_failed() {
+    let run = run_scenario("app_fail_finish", &[]);
+    run.assert_code(1)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AFAIL, HFIN])
+        .assert_last_terminal()
+        .assert_round_end("FAIL", Some("subtask_failed"));
+    assert_eq!(run.record("session_end")["status"], "FAIL", "{}", run.ctx());
+}
+
+/// `max_subtask_failures = 2`: the second failed subtask goes straight to Host.FAIL.
+#[test]
+fn app_fail_twice_reaches_host_fail() {
+    let run = run_scenario("app_fail_max_failures", &[]);
+    run.assert_code(1)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AFAIL, HC, HA, AC, AFAIL, HFAIL])
+        .assert_last_terminal()
+        .assert_round_end("FAIL", None);
+}
+
+/// App ERROR from an injected fault (observing the window fails): the phase error is ERROR,
+/// the round ends on the app's ERROR, exit 3, and the model was not called.
+#[test]
+fn app_error_from_an_observe_fault() {
+    let run = run_scenario("app_error_observe_fault", &[]);
+    run.assert_code(3)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AERR])
+        .assert_last_terminal()
+        .assert_round_end("ERROR", None)
+        .assert_processor_statuses("app", &["ERROR"])
+        .assert_actions(&[]);
+    assert_eq!(
+        run.llm_calls("app"),
+        [0],
+        "no model call without an observation\n{}",
+        run.ctx()
+    );
+}
+
+/// A failed action (a click fault) is not an ERROR: its error text ("access denied") reaches
+/// the next prompt (`expect`), and the desktop records the action with `ok: false`.
+#[test]
+fn failed_action_is_reported_to_the_model_not_an_error() {
+    let run = run_scenario("action_fault", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AC, AFAIL, HC, HFIN])
+        .assert_last_terminal()
+        .assert_processor_statuses("app", &["CONTINUE", "FAIL"])
+        .assert_actions(&[("Writer", "export", "click", false)]);
+    // The faulted click revealed nothing.
+    assert_eq!(
+        run.final_control("Writer", "dlg_save")["hidden"],
+        true,
+        "{}",
+        run.ctx()
+    );
+}
+
+/// Control resolution: an unknown label, a label whose control does not match ControlText
+/// (case-insensitive match), and an empty label all resolve by ControlText; a ControlText
+/// that matches nothing fails the step (not ERROR) and nothing reaches the desktop for it.
+#[test]
+fn control_text_resolves_unknown_and_mismatched_labels() {
+    let run = run_scenario("control_text_fallback", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AC, AC, AC, AFIN, HC, HFIN])
+        .assert_last_terminal()
+        .assert_processor_statuses("app", &["CONTINUE", "CONTINUE", "CONTINUE", "FINISH"]);
+    let ok_actions: Vec<(String, String, String, bool)> =
+        run.actions().into_iter().filter(|a| a.3).collect();
+    assert_eq!(
+        ok_actions,
+        [
+            ("Writer".into(), "export".into(), "click".into(), true),
+            ("Writer".into(), "save".into(), "click".into(), true),
+            ("Writer".into(), "print".into(), "click".into(), true),
+        ],
+        "{}",
+        run.ctx()
+    );
+}
+
+/// The AppAgent cache: a second ASSIGN to the same app reuses the agent, whose prompt still
+/// carries the first subtask (`expect`).
+#[test]
+fn app_agent_is_reused_on_a_second_assign() {
+    let run = run_scenario("app_cache_reuse", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AFIN, HC, HA, AC, AFIN, HC, HFIN])
+        .assert_last_terminal()
+        .assert_actions(&[
+            ("Writer", "title", "set_text", true),
+            ("Writer", "file_name", "set_text", true),
+        ]);
+    let agents: Vec<String> = run
+        .steps()
+        .iter()
+        .filter(|e| e["role"] == "app")
+        .map(|e| s(&e["agent"]))
+        .collect();
+    assert_eq!(agents, ["AppAgent/Writer"; 4], "{}", run.ctx());
+    assert_eq!(
+        run.final_control("Writer", "title")["value"],
+        "Quarterly Report"
+    );
+    assert_eq!(
+        run.final_control("Writer", "file_name")["value"],
+        "report-final"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// HostAgent rows
+// ---------------------------------------------------------------------------------------------
+
+/// Host FAIL from the model: exit 1, the round ends on host FAIL.
+#[test]
+fn host_fail_ends_the_session_with_exit_1() {
+    let run = run_scenario("host_fail", &[]);
+    run.assert_code(1)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HFAIL])
+        .assert_last_terminal()
+        .assert_processor_statuses("host", &["FAIL"])
+        .assert_round_end("FAIL", None)
+        .assert_actions(&[]);
+}
+
+/// Host PENDING with an answer (`--answers`): the answer reaches the next prompt.
+#[test]
+fn host_pending_answer_reaches_the_next_prompt() {
+    let run = run_scenario("host_pending_answer", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HPEND, HC, HFIN])
+        .assert_last_terminal()
+        .assert_processor_statuses("host", &["PENDING", "FINISH"]);
+}
+
+/// Host PENDING with no answer (no terminal, no --answers): FAIL, exit 1.
+#[test]
+fn host_pending_unanswered_fails() {
+    let run = run_scenario("host_pending_unanswered", &[]);
+    run.assert_code(1)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HPEND, HFAIL])
+        .assert_last_terminal()
+        .assert_round_end("FAIL", None);
+}
+
+/// Host PENDING with `ask_question = false`: no question, goes on (best effort).
+#[test]
+fn host_pending_without_asking_goes_on() {
+    let run = run_scenario("host_pending_no_ask", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HPEND, HC, HFIN])
+        .assert_last_terminal();
+}
+
+/// Host CONFIRM of a Bash launch, approved: the app is launched only then, the next host
+/// prompt shows its window (`expect`), and the AppAgent acts on it.
+#[test]
+fn host_confirm_bash_approved_launches_then_assigns() {
+    let run = run_scenario("host_confirm_bash_approved", &["--confirm", "yes"]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HCONF, HC, HA, AC, AFIN, HC, HFIN])
+        .assert_last_terminal()
+        .assert_processor_statuses("host", &["CONFIRM", "ASSIGN", "FINISH"])
+        .assert_actions(&[
+            ("Calc", "", "launch", true),
+            ("Calc", "cell_a1", "set_text", true),
+        ]);
+    assert_eq!(run.final_app("Calc")["running"], true, "{}", run.ctx());
+    assert_eq!(run.final_control("Calc", "cell_a1")["value"], "42");
+}
+
+/// Host CONFIRM of a Bash launch, rejected: FAIL, exit 1, and nothing was launched.
+#[test]
+fn host_confirm_bash_rejected_launches_nothing() {
+    let run = run_scenario("host_confirm_bash_rejected", &["--confirm", "no"]);
+    run.assert_code(1)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HCONF, HFAIL])
+        .assert_last_terminal()
+        .assert_round_end("FAIL", None)
+        .assert_actions(&[]);
+    assert_eq!(run.final_app("Calc")["running"], false, "{}", run.ctx());
+}
+
+/// An app that is not running is launched by a host Bash equal to its `launch`, in the same
+/// response that assigns it; the launch precedes the app's actions.
+#[test]
+fn app_not_running_is_launched_by_bash_then_assigned() {
+    let run = run_scenario("launch_not_running", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AFIN, HC, HFIN])
+        .assert_last_terminal()
+        .assert_actions(&[
+            ("Calc", "", "launch", true),
+            ("Calc", "cell_a1", "set_text", true),
+        ]);
+    assert_eq!(run.final_app("Calc")["running"], true, "{}", run.ctx());
+    assert_eq!(run.final_control("Calc", "cell_a1")["value"], "42");
+    let app_agents: Vec<String> = run
+        .steps()
+        .iter()
+        .filter(|e| e["role"] == "app")
+        .map(|e| s(&e["agent"]))
+        .collect();
+    assert_eq!(app_agents, ["AppAgent/Calc"; 2], "{}", run.ctx());
+}
+
+/// A Bash command that is no app's `launch` is recorded as a `shell` action with its command.
+#[test]
+fn host_shell_command_is_recorded_not_run() {
+    let run = run_scenario("host_shell_command", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HC, HFIN])
+        .assert_last_terminal();
+    let d = run.final_desktop();
+    let actions = d["actions"].as_array().expect("actions array");
+    assert_eq!(actions.len(), 1, "{d}\n{}", run.ctx());
+    assert_eq!(actions[0]["action"], "shell", "{d}");
+    assert_eq!(actions[0]["args"]["command"], "echo report-ready", "{d}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps and limits
+// ---------------------------------------------------------------------------------------------
+
+/// `--max-steps 3` (overriding max_steps = 50 in the config): three processor steps, then the
+/// round ends FAIL with reason `max_steps`, exit 1; ASSIGN does not count.
+#[test]
+fn max_steps_flag_stops_the_round() {
+    let run = run_scenario("max_steps_flag", &["--max-steps", "3"]);
+    run.assert_code(1)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AC])
+        .assert_round_end("FAIL", Some("max_steps"));
+    assert_eq!(run.record("session_end")["status"], "FAIL");
+    let typed = run.actions().iter().filter(|a| a.2 == "type_keys").count();
+    assert_eq!(typed, 2, "two app steps acted\n{}", run.ctx());
+}
+
+/// `max_steps` from the config file.
+#[test]
+fn max_steps_from_config_stops_the_round() {
+    let run = run_scenario("max_steps_config", &[]);
+    run.assert_code(1)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC])
+        .assert_round_end("FAIL", Some("max_steps"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad model output
+// ---------------------------------------------------------------------------------------------
+
+/// Code fences, prose around the JSON, trailing commas and snake_case names are repaired
+/// without re-asking (one model call per step).
+#[test]
+fn malformed_json_is_repaired_without_reasking() {
+    let run = run_scenario("malformed_repaired", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AFIN, HC, HFIN])
+        .assert_last_terminal()
+        .assert_actions(&[("Writer", "title", "set_text", true)]);
+    assert_eq!(run.llm_calls("host"), [1, 1], "{}", run.ctx());
+    assert_eq!(run.llm_calls("app"), [1], "{}", run.ctx());
+    assert_eq!(
+        run.final_control("Writer", "title")["value"],
+        "Quarterly Report"
+    );
+}
+
+/// Not JSON, an unknown function, a missing required field and an unknown Status are each
+/// sent back to the model (the re-ask prompt carries the error) and the run then succeeds.
+#[test]
+fn invalid_json_is_reasked_then_succeeds() {
+    let run = run_scenario("invalid_json_reask", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AFIN, HC, HFIN])
+        .assert_last_terminal()
+        .assert_actions(&[("Writer", "title", "set_text", true)]);
+    assert_eq!(run.llm_calls("host"), [2, 2], "{}", run.ctx());
+    assert_eq!(run.llm_calls("app"), [3], "{}", run.ctx());
+}
+
+/// Still invalid after `json_parsing_retry = 2` re-asks (3 calls): ERROR, exit 3, and no
+/// fourth call.
+#[test]
+fn invalid_json_until_the_retry_limit_is_an_error() {
+    let run = run_scenario("invalid_json_retry_limit", &[]);
+    run.assert_code(3)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HERR])
+        .assert_last_terminal()
+        .assert_processor_statuses("host", &["ERROR"])
+        .assert_round_end("ERROR", None);
+    assert_eq!(run.llm_calls("host"), [3], "{}", run.ctx());
+}
+
+/// Host `Status: "SCREENSHOT"` and `Status: "ERROR"` are transitions the matrix forbids:
+/// re-asked, not followed.
+#[test]
+fn forbidden_host_transitions_are_reasked() {
+    let run = run_scenario("forbidden_transition", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HFIN])
+        .assert_last_terminal()
+        .assert_processor_statuses("host", &["FINISH"]);
+    assert_eq!(run.llm_calls("host"), [3], "{}", run.ctx());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scripted model
+// ---------------------------------------------------------------------------------------------
+
+/// A script that runs out of lines is an ERROR (exit 3) of the agent that asked.
+#[test]
+fn script_out_of_lines_is_an_error() {
+    let run = run_scenario("script_exhausted", &[]);
+    run.assert_code(3)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AERR])
+        .assert_last_terminal()
+        .assert_round_end("ERROR", None);
+}
+
+fn names_line(stderr: &str, n: usize) -> bool {
+    let low = stderr.to_lowercase();
+    low.contains(&format!("line {n}")) || low.contains(&format!("script.jsonl:{n}"))
+}
+
+/// A script line whose `agent` does not match the caller: ERROR, exit 3, line named on stderr.
+#[test]
+fn script_agent_mismatch_is_an_error_naming_the_line() {
+    let run = run_scenario("script_agent_mismatch", &[]);
+    run.assert_code(3)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AERR])
+        .assert_last_terminal();
+    assert!(
+        names_line(&run.stderr, 2),
+        "stderr must name script line 2\n{}",
+        run.ctx()
+    );
+}
+
+/// A script line whose `expect` is not in the prompt: ERROR, exit 3, line named on stderr.
+#[test]
+fn script_expect_mismatch_is_an_error_naming_the_line() {
+    let run = run_scenario("script_expect_mismatch", &[]);
+    run.assert_code(3)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HERR])
+        .assert_last_terminal();
+    assert!(
+        names_line(&run.stderr, 1),
+        "stderr must name script line 1\n{}",
+        run.ctx()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Command line
+// ---------------------------------------------------------------------------------------------
+
+fn sim_args(scenario: &str) -> Vec<String> {
+    let dir = scenario_dir(scenario);
+    vec![
+        "--desktop".into(),
+        format!("sim:{}", dir.join("desktop.json").display()),
+        "--llm".into(),
+        format!("script:{}", dir.join("script.jsonl").display()),
+    ]
+}
+
+fn assert_usage_error(run: &Run, mentions: &[&str]) {
+    run.assert_code(2);
+    assert!(
+        !run.stderr.trim().is_empty(),
+        "a usage error says what to fix\n{}",
+        run.ctx()
+    );
+    let low = run.stderr.to_lowercase();
+    assert!(
+        mentions.iter().any(|m| low.contains(&m.to_lowercase())),
+        "stderr should mention one of {mentions:?}\n{}",
+        run.ctx()
+    );
+}
+
+#[test]
+fn unknown_option_is_a_usage_error() {
+    let mut args = sim_args("host_fail");
+    args.push("--frobnicate".into());
+    let run = run_args("unknown_option", "do something", &args);
+    assert_usage_error(&run, &["frobnicate"]);
+}
+
+#[test]
+fn missing_scenario_file_is_a_usage_error() {
+    let mut args = sim_args("host_fail");
+    args[1] = format!(
+        "sim:{}",
+        scenario_dir("host_fail")
+            .join("no-such-desktop.json")
+            .display()
+    );
+    let run = run_args("missing_scenario", "do something", &args);
+    assert_usage_error(&run, &["no-such-desktop.json"]);
+}
+
+#[test]
+fn malformed_scenario_file_is_a_usage_error() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bad = tmp.path().join("broken.json");
+    std::fs::write(&bad, "{\"apps\": [ {\"name\": ").expect("write");
+    let mut args = sim_args("host_fail");
+    args[1] = format!("sim:{}", bad.display());
+    let run = run_args("malformed_scenario", "do something", &args);
+    assert_usage_error(&run, &["broken.json", "desktop", "scenario"]);
+}
+
+#[test]
+fn bad_llm_spec_is_a_usage_error() {
+    let mut args = sim_args("host_fail");
+    args[3] = "banana:split".into();
+    let run = run_args("bad_llm_spec", "do something", &args);
+    assert_usage_error(&run, &["banana", "--llm"]);
+}
+
+#[test]
+fn missing_script_file_is_a_usage_error() {
+    let mut args = sim_args("host_fail");
+    args[3] = format!(
+        "script:{}",
+        scenario_dir("host_fail")
+            .join("no-such-script.jsonl")
+            .display()
+    );
+    let run = run_args("missing_script", "do something", &args);
+    assert_usage_error(&run, &["no-such-script.jsonl"]);
+}
+
+#[test]
+fn bad_confirm_policy_is_a_usage_error() {
+    let mut args = sim_args("host_fail");
+    args.extend(["--confirm".into(), "maybe".into()]);
+    let run = run_args("bad_confirm", "do something", &args);
+    assert_usage_error(&run, &["maybe", "confirm"]);
+}
+
+#[test]
+fn bad_config_value_is_a_usage_error() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let cfg = tmp.path().join("ufo.toml");
+    std::fs::write(&cfg, "on_subtask_fail = \"explode\"\n").expect("write");
+    let mut args = sim_args("host_fail");
+    args.extend(["--config".into(), cfg.display().to_string()]);
+    let run = run_args("bad_config", "do something", &args);
+    assert_usage_error(&run, &["on_subtask_fail", "explode"]);
+}
+
+#[test]
+fn missing_config_file_is_a_usage_error() {
+    let mut args = sim_args("host_fail");
+    args.extend([
+        "--config".into(),
+        scenario_dir("host_fail")
+            .join("no-such-ufo.toml")
+            .display()
+            .to_string(),
+    ]);
+    let run = run_args("missing_config", "do something", &args);
+    assert_usage_error(&run, &["no-such-ufo.toml"]);
+}
+
+/// `ufo run --help` documents the options of DESIGN.md "Command line".
+#[test]
+fn run_help_lists_the_documented_options() {
+    let out = ufo().args(["run", "--help"]).output().expect("ufo runs");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for opt in [
+        "--desktop",
+        "--llm",
+        "--out",
+        "--max-steps",
+        "--max-rounds",
+        "--confirm",
+        "--answers",
+        "--config",
+    ] {
+        assert!(text.contains(opt), "`ufo run --help` lacks {opt}:\n{text}");
+    }
+}
