@@ -267,7 +267,7 @@ mod tests {
         controls: Mutex<Vec<Control>>,
     }
 
-    fn control(id: &str, name: &str) -> Control {
+    fn button(id: &str, name: &str) -> Control {
         Control {
             id: id.into(),
             role: "button".into(),
@@ -322,7 +322,7 @@ mod tests {
                 .ok();
             if control == Some("open") {
                 if let Ok(mut c) = self.controls.lock() {
-                    c.push(control("ok", "OK"));
+                    c.push(button("ok", "OK"));
                 }
             }
             Ok(String::new())
@@ -410,7 +410,7 @@ mod tests {
         let log: Log = Arc::default();
         let desktop = FakeDesktop {
             log: log.clone(),
-            controls: Mutex::new(vec![control("del", "Delete"), control("open", "Open")]),
+            controls: Mutex::new(vec![button("del", "Delete"), button("open", "Open")]),
         };
         let llm = FakeLlm(Mutex::new(answers.into()));
         let user = FakeUser {
