@@ -64,6 +64,12 @@ impl Blackboard {
         }
     }
 
+    /// Set the bounds (after loading a saved blackboard) and enforce them.
+    pub fn set_limits(&mut self, limits: BlackboardLimits) {
+        self.limits = limits;
+        self.enforce();
+    }
+
     /// Add a request of the person.
     pub fn add_request(&mut self, request: impl Into<String>) {
         self.requests.push(request.into());

@@ -3,10 +3,13 @@
 //! One round is DESIGN.md's loop: handle the state, stop if the round ends or the step limit
 //! is hit, else move to the next state and agent. Every visited state gives one `step` record.
 
-use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
 
 use crate::agent::host::{HostAgent, HostNext, HOST_NAME};
-use crate::agent::{AgentFactory, Cx, Handoff, LlmStats, Services};
+use crate::agent::{AgentFactory, Cx, Handoff, LlmStats, Services, SubtaskRecord};
 use crate::blackboard::Blackboard;
 use crate::events::{self, StepWho};
 use crate::ports::Recorder;
@@ -21,6 +24,8 @@ pub enum SessionStatus {
     Fail,
     /// A system error.
     Error,
+    /// The person stopped the session (Ctrl-C).
+    Cancelled,
 }
 
 impl SessionStatus {
@@ -30,6 +35,7 @@ impl SessionStatus {
             SessionStatus::Finish => "FINISH",
             SessionStatus::Fail => "FAIL",
             SessionStatus::Error => "ERROR",
+            SessionStatus::Cancelled => "CANCELLED",
         }
     }
 }
@@ -62,6 +68,33 @@ enum Cursor {
 pub struct Session<'a> {
     services: Services<'a>,
     host: HostAgent,
+    cancel: Option<Arc<AtomicBool>>,
+}
+
+/// The file name of the checkpoint in the trajectory folder.
+pub const CHECKPOINT_FILE: &str = "checkpoint.json";
+
+/// What a resume needs, saved after every step as `checkpoint.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// The current round's request.
+    pub request: String,
+    /// The round to run next.
+    pub round: u32,
+    /// The next step record's sequence number.
+    pub seq: u64,
+    /// Steps counted so far.
+    pub steps: u32,
+    /// Rounds completed.
+    pub rounds_done: u32,
+    /// Subtasks finished so far.
+    pub previous_subtasks: Vec<SubtaskRecord>,
+    /// The host's plan.
+    pub plan: Vec<String>,
+    /// The blackboard.
+    pub blackboard: Blackboard,
+    /// Model usage so far.
+    pub llm: LlmStats,
 }
 
 impl<'a> Session<'a> {
@@ -70,11 +103,55 @@ impl<'a> Session<'a> {
         Self {
             services,
             host: HostAgent::new(factory),
+            cancel: None,
         }
+    }
+
+    /// Stop between states once `flag` is set (e.g. by Ctrl-C): the state being handled
+    /// finishes, then the round and the session end with status CANCELLED.
+    pub fn with_cancel(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.cancel = Some(flag);
+        self
     }
 
     /// Run the session on `request`, recording to `recorder`.
     pub async fn run(&mut self, request: &str, recorder: &mut dyn Recorder) -> SessionOutcome {
+        let mut blackboard = Blackboard::new(self.services.config.blackboard.clone());
+        blackboard.add_request(request);
+        let start = Checkpoint {
+            request: request.to_string(),
+            round: 0,
+            seq: 0,
+            steps: 0,
+            rounds_done: 0,
+            previous_subtasks: Vec::new(),
+            plan: Vec::new(),
+            blackboard,
+            llm: LlmStats::default(),
+        };
+        self.run_from(start, false, recorder).await
+    }
+
+    /// Continue a cancelled or crashed session from its last checkpoint, with the desktop as
+    /// it is now: a new round on the same request, with the blackboard, previous subtasks and
+    /// plan restored.
+    pub async fn resume(
+        &mut self,
+        mut checkpoint: Checkpoint,
+        recorder: &mut dyn Recorder,
+    ) -> SessionOutcome {
+        checkpoint
+            .blackboard
+            .set_limits(self.services.config.blackboard.clone());
+        self.run_from(checkpoint, true, recorder).await
+    }
+
+    async fn run_from(
+        &mut self,
+        start: Checkpoint,
+        resumed: bool,
+        recorder: &mut dyn Recorder,
+    ) -> SessionOutcome {
         let config = self.services.config;
         let mut recorder_error: Option<String> = None;
         let mut record = |rec: &mut dyn Recorder, v: &serde_json::Value| {
@@ -82,32 +159,34 @@ impl<'a> Session<'a> {
                 recorder_error.get_or_insert(e.to_string());
             }
         };
-        record(
-            recorder,
-            &events::session_start(
-                request,
-                config,
-                &self.services.host_llm.describe(),
-                &self.services.app_llm.describe(),
-            ),
+        let mut first = events::session_start(
+            &start.request,
+            config,
+            &self.services.host_llm.describe(),
+            &self.services.app_llm.describe(),
         );
-        let mut blackboard = Blackboard::new(config.blackboard.clone());
-        blackboard.add_request(request);
+        if resumed {
+            first["resumed"] = true.into();
+            first["round"] = start.round.into();
+            first["seq"] = start.seq.into();
+        }
+        record(recorder, &first);
+        self.host.set_plan(start.plan);
         let mut cx = Cx {
             services: self.services,
             recorder,
-            blackboard,
-            request: request.to_string(),
-            previous_subtasks: Vec::new(),
-            round: 0,
-            seq: 0,
+            blackboard: start.blackboard,
+            request: start.request,
+            previous_subtasks: start.previous_subtasks,
+            round: start.round,
+            seq: start.seq,
             round_failures: 0,
             forced_end: None,
             fail_reason: None,
         };
-        let mut steps = 0u32;
-        let mut total = LlmStats::default();
-        let mut rounds = 0u32;
+        let mut steps = start.steps;
+        let mut total = start.llm;
+        let mut rounds = start.rounds_done;
         let (status, reason, message) = loop {
             let (status, reason, message) = self
                 .run_round(&mut cx, &mut steps, &mut total, &mut record)
@@ -118,7 +197,16 @@ impl<'a> Session<'a> {
                 &events::round_end(cx.round, status, &reason, message.as_deref(), steps),
             );
             save_blackboard(&mut cx);
-            if rounds >= config.max_rounds.max(1) || steps >= config.max_steps {
+            let cancelled = status == SessionStatus::Cancelled;
+            // A cancelled round is not done: a resume runs it again.
+            self.checkpoint(
+                &mut cx,
+                steps,
+                rounds - u32::from(cancelled),
+                total,
+                cancelled,
+            );
+            if cancelled || rounds >= config.max_rounds.max(1) || steps >= config.max_steps {
                 break (status, reason, message);
             }
             let Some(next) = self.services.user.follow_up().await else {
@@ -146,6 +234,37 @@ impl<'a> Session<'a> {
         }
     }
 
+    fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::SeqCst))
+    }
+
+    /// Save what a resume needs (`checkpoint.json`).
+    fn checkpoint(
+        &self,
+        cx: &mut Cx<'_>,
+        steps: u32,
+        rounds_done: u32,
+        llm: LlmStats,
+        same_round: bool,
+    ) {
+        let cp = Checkpoint {
+            request: cx.request.clone(),
+            round: if same_round { cx.round } else { cx.round + 1 },
+            seq: cx.seq,
+            steps,
+            rounds_done,
+            previous_subtasks: cx.previous_subtasks.clone(),
+            plan: self.host.plan().to_vec(),
+            blackboard: cx.blackboard.clone(),
+            llm,
+        };
+        if let Ok(bytes) = serde_json::to_vec_pretty(&cp) {
+            cx.save(CHECKPOINT_FILE, &bytes);
+        }
+    }
+
     async fn run_round(
         &mut self,
         cx: &mut Cx<'_>,
@@ -157,6 +276,31 @@ impl<'a> Session<'a> {
         self.host.start_round();
         let mut cursor = Cursor::Host;
         loop {
+            if self.cancelled() {
+                if let Cursor::Sub(key) = &cursor {
+                    if let Some(agent) = self.host.agent_mut(key) {
+                        let record = crate::agent::SubtaskRecord {
+                            agent: agent.name(),
+                            subtask: agent.subtask().to_string(),
+                            status: "CANCELLED".into(),
+                            result: "the person cancelled the session during this subtask".into(),
+                        };
+                        cx.blackboard.add_trajectory(crate::blackboard::Trajectory {
+                            agent: record.agent.clone(),
+                            subtask: record.subtask.clone(),
+                            status: record.status.clone(),
+                            result: record.result.clone(),
+                            actions: Vec::new(),
+                        });
+                        cx.previous_subtasks.push(record);
+                    }
+                }
+                return (
+                    SessionStatus::Cancelled,
+                    "cancelled".into(),
+                    Some("the person cancelled the session".into()),
+                );
+            }
             let (name, role, state, processing, report, end) = match &cursor {
                 Cursor::Host => {
                     let state = self.host.state().as_str();
@@ -205,6 +349,8 @@ impl<'a> Session<'a> {
             };
             record(cx.recorder, &events::step(&who, &report));
             cx.seq += 1;
+            // After every step, what a resume needs, in case the process dies.
+            self.checkpoint(cx, *steps, 0, *total, true);
             if let Some((status, reason)) = end {
                 return (status, reason, report.error.or(report.result));
             }

@@ -24,6 +24,7 @@
 //! control fail with `error`. Extensions: `control` may be omitted (the fault then applies to
 //! every control of the app); `"action": "observe"` (or `"screenshot"`) makes observing the app
 //! fail with [`DesktopError::Observe`] (a *system* error, which drives an agent to ERROR);
+//! An app's `"delay_ms": N` makes each observation of it take N ms (a slow application).
 //! `"action": "launch"` makes launching the app fail; `"times": N` lets the fault fire only
 //! `N` times (default: every time). `error` defaults to `"injected fault"`.
 //!
@@ -169,6 +170,8 @@ struct SimApp {
     running: bool,
     launch: String,
     controls: Vec<SimControl>,
+    /// Milliseconds each observation of this app takes (a slow application).
+    delay_ms: u64,
 }
 
 /// What a fault applies to, besides UI functions.
@@ -580,6 +583,16 @@ impl Desktop for SimDesktop {
     }
 
     async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError> {
+        let delay = {
+            let st = self.lock();
+            st.running_app(window_id)
+                .map(|i| st.apps[i].delay_ms)
+                .unwrap_or(0)
+        };
+        if delay > 0 {
+            // A slow application: the lock is not held while it "works".
+            tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+        }
         let mut st = self.lock();
         let i = st.running_app(window_id)?;
         if let Some(error) = st.fault(i, None, OBSERVE) {
@@ -923,6 +936,19 @@ fn parse_app(v: &Value, at: &str) -> Result<SimApp, ScenarioError> {
     let process = opt_str(m, "process", at)?.unwrap_or_else(|| name.to_lowercase());
     let title = opt_str(m, "title", at)?.unwrap_or_else(|| name.clone());
     let running = opt_bool(m, "running", at)?.unwrap_or(true);
+    let delay_ms = match m.get("delay_ms") {
+        None | Some(Value::Null) => 0,
+        Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64().unwrap_or(0),
+        Some(other) => {
+            return Err(invalid(
+                format!("{at}.delay_ms"),
+                format!(
+                    "expected a whole number of milliseconds, got {}",
+                    kind(other)
+                ),
+            ))
+        }
+    };
     let launch = opt_str(m, "launch", at)?
         .filter(|s| !s.trim().is_empty())
         .unwrap_or_else(|| process.clone());
@@ -971,6 +997,7 @@ fn parse_app(v: &Value, at: &str) -> Result<SimApp, ScenarioError> {
         running,
         launch,
         controls,
+        delay_ms,
     })
 }
 

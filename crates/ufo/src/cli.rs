@@ -27,10 +27,49 @@ pub struct Cli {
 pub enum Command {
     /// Run a session on a request.
     Run(RunArgs),
+    /// Continue a cancelled or crashed session from its trajectory folder, with the desktop
+    /// as it is now. Desktop, model and policies default to those of the original run.
+    Resume(ResumeArgs),
+}
+
+/// Options of `ufo resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The trajectory folder of the session to continue (holds checkpoint.json).
+    pub out: PathBuf,
+
+    /// Desktop (default: the original run's).
+    #[arg(long, value_name = "live|sim:FILE")]
+    pub desktop: Option<String>,
+
+    /// Model (default: the original run's).
+    #[arg(long, value_name = "SPEC")]
+    pub llm: Option<String>,
+
+    /// Most processor steps in the whole session, counting the steps already taken.
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u32>,
+
+    /// CONFIRM policy (default: the original run's).
+    #[arg(long, value_enum, value_name = "ask|yes|no")]
+    pub confirm: Option<ConfirmPolicy>,
+
+    /// Answers to PENDING questions, one per line, used in order.
+    #[arg(long, value_name = "FILE")]
+    pub answers: Option<PathBuf>,
+
+    /// Configuration file (default: the original run's).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Print no progress lines.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// What `--confirm` does with actions held by the CONFIRM gate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ConfirmPolicy {
     /// Ask in the terminal; with no terminal, reject.
     Ask,

@@ -7,17 +7,23 @@ mod user;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
 use clap::Parser;
+use serde::{Deserialize, Serialize};
 use ufo_core::agent::{AppAgentFactory, Services};
 use ufo_core::prompt::Prompts;
+use ufo_core::session::{Checkpoint, CHECKPOINT_FILE};
 use ufo_core::{Desktop, LlmClient, Session, SessionStatus};
 
-use crate::cli::{Cli, Command, RunArgs};
+use crate::cli::{Cli, Command, ConfirmPolicy, ResumeArgs, RunArgs};
 
 /// Exit status for bad usage or configuration.
 const EXIT_USAGE: u8 = 2;
+/// Exit status of a cancelled session (128 + SIGINT, as shells report it).
+const EXIT_CANCELLED: u8 = 130;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -45,15 +51,88 @@ fn main() -> ExitCode {
             return ExitCode::from(3);
         }
     };
+    let cancel = match install_ctrl_c() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: cannot install the Ctrl-C handler: {e}");
+            return ExitCode::from(3);
+        }
+    };
     match cli.command {
-        Command::Run(args) => runtime.block_on(run(args)),
+        Command::Run(args) => runtime.block_on(run(args, None, cancel)),
+        Command::Resume(args) => match resume_args(&args) {
+            Ok((run_args, checkpoint)) => runtime.block_on(run(run_args, Some(checkpoint), cancel)),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(EXIT_USAGE)
+            }
+        },
     }
+}
+
+/// First Ctrl-C: finish the current step, then end the session CANCELLED (exit 130).
+/// Second Ctrl-C: abort at once.
+fn install_ctrl_c() -> Result<Arc<AtomicBool>, ctrlc::Error> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    ctrlc::set_handler(move || {
+        if f.swap(true, Ordering::SeqCst) {
+            eprintln!("\naborted");
+            std::process::exit(EXIT_CANCELLED.into());
+        }
+        eprintln!("\ncancelling after the current step (Ctrl-C again aborts at once)");
+    })?;
+    Ok(flag)
+}
+
+/// What `ufo run` remembers for `ufo resume` (`<out>/run.json`).
+#[derive(Debug, Serialize, Deserialize)]
+struct RunRecord {
+    desktop: String,
+    llm: String,
+    confirm: ConfirmPolicy,
+    config: Option<PathBuf>,
+    max_steps: u32,
+}
+
+const RUN_RECORD: &str = "run.json";
+
+/// Turn `ufo resume` options into the options of the original run, plus its checkpoint.
+fn resume_args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
+    let read = |name: &str| -> Result<String> {
+        let p = args.out.join(name);
+        std::fs::read_to_string(&p).with_context(|| {
+            format!(
+                "cannot read {}; is {} the trajectory folder of a ufo run?",
+                p.display(),
+                args.out.display()
+            )
+        })
+    };
+    let checkpoint: Checkpoint = serde_json::from_str(&read(CHECKPOINT_FILE)?)
+        .with_context(|| format!("{CHECKPOINT_FILE} in {} is damaged", args.out.display()))?;
+    let record: RunRecord = serde_json::from_str(&read(RUN_RECORD)?)
+        .with_context(|| format!("{RUN_RECORD} in {} is damaged", args.out.display()))?;
+    let run = RunArgs {
+        request: checkpoint.request.clone(),
+        desktop: args.desktop.clone().unwrap_or(record.desktop),
+        llm: Some(args.llm.clone().unwrap_or(record.llm)),
+        out: Some(args.out.clone()),
+        max_steps: Some(args.max_steps.unwrap_or(record.max_steps)),
+        max_rounds: None,
+        confirm: Some(args.confirm.unwrap_or(record.confirm)),
+        answers: args.answers.clone(),
+        requests: None,
+        config: args.config.clone().or(record.config),
+        quiet: args.quiet,
+    };
+    Ok((run, checkpoint))
 }
 
 /// A usage or configuration problem: exit 2 with the message.
 struct Usage(anyhow::Error);
 
-async fn run(args: RunArgs) -> ExitCode {
+async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>) -> ExitCode {
     let prepared = match prepare(&args) {
         Ok(p) => p,
         Err(Usage(e)) => {
@@ -69,7 +148,7 @@ async fn run(args: RunArgs) -> ExitCode {
         out,
         prompts,
     } = prepared;
-    let mut recorder = match recorder::FileRecorder::create(&out, !args.quiet) {
+    let mut recorder = match recorder::FileRecorder::create(&out, !args.quiet, resume.is_some()) {
         Ok(r) => r,
         Err(e) => {
             eprintln!(
@@ -87,8 +166,23 @@ async fn run(args: RunArgs) -> ExitCode {
         config: &settings.config,
         prompts: &prompts,
     };
-    let mut session = Session::new(services, Box::new(AppAgentFactory));
-    let outcome = session.run(&args.request, &mut recorder).await;
+    let record = RunRecord {
+        desktop: args.desktop.clone(),
+        llm: settings.llm.clone(),
+        confirm: settings.confirm,
+        config: args.config.clone(),
+        max_steps: settings.config.max_steps,
+    };
+    if let Ok(bytes) = serde_json::to_vec_pretty(&record) {
+        if let Err(e) = ufo_core::Recorder::artifact(&mut recorder, RUN_RECORD, &bytes) {
+            eprintln!("warning: {e}; `ufo resume` will need --desktop and --llm");
+        }
+    }
+    let mut session = Session::new(services, Box::new(AppAgentFactory)).with_cancel(cancel);
+    let outcome = match resume {
+        Some(checkpoint) => session.resume(checkpoint, &mut recorder).await,
+        None => session.run(&args.request, &mut recorder).await,
+    };
     if let Some(state) = desktop.final_state() {
         match serde_json::to_vec_pretty(&state) {
             Ok(bytes) => {
@@ -121,6 +215,7 @@ async fn run(args: RunArgs) -> ExitCode {
         SessionStatus::Finish => 0,
         SessionStatus::Fail => 1,
         SessionStatus::Error => 3,
+        SessionStatus::Cancelled => EXIT_CANCELLED,
     })
 }
 

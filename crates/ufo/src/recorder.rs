@@ -16,10 +16,20 @@ pub struct FileRecorder {
 }
 
 impl FileRecorder {
-    /// Create the folder and `events.jsonl` in it.
-    pub fn create(dir: &Path, progress: bool) -> std::io::Result<Self> {
+    /// Create the folder and `events.jsonl` in it (`append`: keep the events already there,
+    /// for `ufo resume`).
+    pub fn create(dir: &Path, progress: bool, append: bool) -> std::io::Result<Self> {
         std::fs::create_dir_all(dir)?;
-        let events = File::create(dir.join("events.jsonl"))?;
+        let path = dir.join("events.jsonl");
+        let events = if append {
+            terminate_last_line(&path)?;
+            std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(&path)?
+        } else {
+            File::create(&path)?
+        };
         Ok(Self {
             dir: dir.to_path_buf(),
             events,
@@ -66,6 +76,21 @@ impl FileRecorder {
             _ => {}
         }
     }
+}
+
+/// A process killed mid-write can leave a partial last line; drop it so appended events start
+/// on a line of their own and the file stays valid JSON Lines.
+fn terminate_last_line(path: &Path) -> std::io::Result<()> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if text.is_empty() || text.ends_with('\n') {
+        return Ok(());
+    }
+    let keep = text.rfind('\n').map_or(0, |i| i + 1);
+    std::fs::write(path, &text[..keep])
 }
 
 fn action_text(a: &Value) -> String {
@@ -120,8 +145,12 @@ impl Recorder for FileRecorder {
             .chars()
             .map(|c| if c == '/' || c == '\\' { '_' } else { c })
             .collect();
-        std::fs::write(self.dir.join(&safe), bytes)
-            .map_err(|x| RecorderError(format!("{}: {x}", self.dir.join(&safe).display())))?;
+        // Write then rename, so a killed process never leaves half a checkpoint behind.
+        let path = self.dir.join(&safe);
+        let tmp = self.dir.join(format!(".{safe}.tmp"));
+        std::fs::write(&tmp, bytes)
+            .and_then(|_| std::fs::rename(&tmp, &path))
+            .map_err(|x| RecorderError(format!("{}: {x}", path.display())))?;
         Ok(safe)
     }
 }

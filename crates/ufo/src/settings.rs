@@ -181,6 +181,7 @@ mod tests {
         v.extend_from_slice(extra);
         match crate::cli::Cli::parse_from(v).command {
             crate::cli::Command::Run(a) => a,
+            other => panic!("expected a run command, got {other:?}"),
         }
     }
 

@@ -294,6 +294,10 @@ impl SubAgent for AppAgent {
         self.state.as_str()
     }
 
+    fn subtask(&self) -> &str {
+        &self.subtask
+    }
+
     fn is_processing(&self) -> bool {
         match self.state {
             AppStatus::Continue | AppStatus::Screenshot => true,

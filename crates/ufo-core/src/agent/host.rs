@@ -113,6 +113,16 @@ impl HostAgent {
         self.state
     }
 
+    /// The host's current plan.
+    pub fn plan(&self) -> &[String] {
+        &self.plan
+    }
+
+    /// Restore a plan (resume).
+    pub fn set_plan(&mut self, plan: Vec<String>) {
+        self.plan = plan;
+    }
+
     /// Start a round: back to CONTINUE, with memory and cached agents kept.
     pub fn start_round(&mut self) {
         self.state = HostStatus::Continue;

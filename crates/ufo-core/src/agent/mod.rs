@@ -111,7 +111,7 @@ pub struct StepReport {
 }
 
 /// Model usage of one step.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LlmStats {
     /// Calls made (re-asks included).
     pub calls: u64,
@@ -154,6 +154,8 @@ pub trait SubAgent: Send {
     fn state_name(&self) -> &'static str;
     /// Whether the current state runs the processor (counts as a step).
     fn is_processing(&self) -> bool;
+    /// The subtask being worked on.
+    fn subtask(&self) -> &str;
     /// Handle the current state.
     async fn handle(&mut self, cx: &mut Cx<'_>) -> StepReport;
     /// Whether the round ends on the current state, and with which status and reason.

@@ -1,0 +1,137 @@
+//! Ctrl-C and `ufo resume`, through the real binary: SIGINT during a step ends the session
+//! CANCELLED (exit 130) with a valid `events.jsonl`, and `ufo resume` completes it.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+fn events(out: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(out.join("events.jsonl")).unwrap_or_default();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("invalid line {l:?}: {e}")))
+        .collect()
+}
+
+fn start(out: &Path) -> Child {
+    let dir = scenario_dir("cancel_resume");
+    let request = std::fs::read_to_string(dir.join("request.txt")).expect("request");
+    Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .arg("run")
+        .arg("--desktop")
+        .arg(format!("sim:{}", dir.join("desktop.json").display()))
+        .arg("--llm")
+        .arg(format!("script:{}", dir.join("script.jsonl").display()))
+        .arg("--out")
+        .arg(out)
+        .arg(request.trim())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ufo starts")
+}
+
+/// Wait until the trajectory shows the host's ASSIGN, i.e. the app's slow step has begun.
+fn wait_for_assign(out: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if events(out)
+            .iter()
+            .any(|e| e["type"] == "step" && e["state"] == "ASSIGN")
+        {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("no ASSIGN step within 30 s");
+}
+
+fn sigint(child: &Child) {
+    let ok = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs")
+        .success();
+    assert!(ok, "kill -INT failed");
+}
+
+#[test]
+fn ctrl_c_cancels_after_the_step_and_resume_completes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("out");
+    let child = start(&out);
+    wait_for_assign(&out);
+    sigint(&child);
+    let output = child.wait_with_output().expect("ufo ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "stderr:\n{stderr}");
+    let ev = events(&out);
+    let last = ev.last().expect("events");
+    assert_eq!(last["type"], "session_end", "{ev:?}");
+    assert_eq!(last["status"], "CANCELLED");
+    // The step in progress finished (its action reached the desktop); nothing after it ran.
+    let states: Vec<String> = ev
+        .iter()
+        .filter(|e| e["type"] == "step")
+        .map(|e| format!("{}:{}", s(&e["role"]), s(&e["state"])))
+        .collect();
+    assert_eq!(states, ["host:CONTINUE", "host:ASSIGN", "app:CONTINUE"]);
+    let desktop: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("desktop_final.json")).expect("desktop_final"),
+    )
+    .expect("json");
+    assert_eq!(desktop["actions"][0]["action"], "set_text");
+
+    // Resume with the rest of the conversation: the host sees the cancelled subtask and the
+    // plan it had.
+    let dir = scenario_dir("cancel_resume");
+    let resumed = ufo()
+        .arg("resume")
+        .arg(&out)
+        .arg("--llm")
+        .arg(format!("script:{}", dir.join("resume.jsonl").display()))
+        .output()
+        .expect("resume runs");
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(0), "stderr:\n{stderr}");
+    let ev = events(&out);
+    let starts: Vec<&Value> = ev.iter().filter(|e| e["type"] == "session_start").collect();
+    assert_eq!(starts.len(), 2);
+    assert_eq!(starts[1]["resumed"], true);
+    let last = ev.last().expect("events");
+    assert_eq!(last["type"], "session_end");
+    assert_eq!(last["status"], "FINISH");
+    // Sequence numbers go on where the cancelled session stopped.
+    let seqs: Vec<u64> = ev
+        .iter()
+        .filter(|e| e["type"] == "step")
+        .filter_map(|e| e["seq"].as_u64())
+        .collect();
+    assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_second_ctrl_c_aborts_at_once() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("out");
+    let child = start(&out);
+    wait_for_assign(&out);
+    let t = Instant::now();
+    sigint(&child);
+    std::thread::sleep(Duration::from_millis(100));
+    sigint(&child);
+    let output = child.wait_with_output().expect("ufo ends");
+    assert_eq!(output.status.code(), Some(130));
+    assert!(
+        t.elapsed() < Duration::from_millis(2000),
+        "the abort waited for the slow step: {:?}",
+        t.elapsed()
+    );
+    // Whatever was written is whole lines of JSON.
+    let _ = events(&out);
+}
