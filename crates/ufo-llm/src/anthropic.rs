@@ -16,7 +16,7 @@ use ufo_core::ports::{
 };
 
 use crate::openai::png_base64;
-use crate::options::{ApiKey, ConfigError, HttpSettings};
+use crate::options::{ApiKey, ConfigError, HttpSettings, Secrets};
 use crate::retry::{build_client, header_map, post_json, secret_header, short, Target};
 use crate::script::estimate_tokens;
 
@@ -51,6 +51,7 @@ pub struct AnthropicClient {
     settings: HttpSettings,
     key_hint: String,
     key_sent: bool,
+    secrets: Secrets,
 }
 
 impl AnthropicClient {
@@ -78,6 +79,7 @@ impl AnthropicClient {
             HeaderValue::from_static(ANTHROPIC_VERSION),
         );
         let http = build_client(&config.settings.retry, &url).map_err(ConfigError)?;
+        let secrets = Secrets::collect(config.api_key.as_ref(), &config.settings);
         Ok(Self {
             http,
             url,
@@ -86,6 +88,7 @@ impl AnthropicClient {
             settings: config.settings,
             key_hint: config.key_hint,
             key_sent: config.api_key.is_some(),
+            secrets,
         })
     }
 
@@ -224,6 +227,7 @@ impl LlmClient for AnthropicClient {
             url: &self.url,
             key_hint: &self.key_hint,
             key_sent: self.key_sent,
+            secrets: &self.secrets,
         };
         let text = post_json(
             &self.http,
@@ -233,7 +237,7 @@ impl LlmClient for AnthropicClient {
             &body,
         )
         .await?;
-        parse_message(&text, request, &self.url)
+        parse_message(&text, request, &self.url).map_err(|e| self.secrets.scrub_error(e))
     }
 
     fn describe(&self) -> String {

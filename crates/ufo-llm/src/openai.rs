@@ -18,7 +18,7 @@ use ufo_core::ports::{
     ChatMessage, ChatRequest, ChatResponse, ContentPart, LlmClient, LlmError, MessageRole, Usage,
 };
 
-use crate::options::{ApiKey, ConfigError, HttpSettings};
+use crate::options::{ApiKey, ConfigError, HttpSettings, Secrets};
 use crate::retry::{build_client, header_map, post_json, secret_header, short, Target};
 use crate::script::estimate_tokens;
 
@@ -70,6 +70,7 @@ pub struct OpenAiClient {
     settings: HttpSettings,
     key_hint: String,
     key_sent: bool,
+    secrets: Secrets,
     provider: &'static str,
     description: String,
 }
@@ -92,6 +93,7 @@ impl OpenAiClient {
             headers.insert(AUTHORIZATION, value);
         }
         let http = build_client(&config.settings.retry, &url).map_err(ConfigError)?;
+        let secrets = Secrets::collect(config.api_key.as_ref(), &config.settings);
         Ok(Self {
             http,
             url,
@@ -101,6 +103,7 @@ impl OpenAiClient {
             settings: config.settings,
             key_hint: config.key_hint,
             key_sent: config.api_key.is_some(),
+            secrets,
             provider: "the OpenAI-compatible server",
         })
     }
@@ -125,6 +128,7 @@ impl OpenAiClient {
             headers.insert(HeaderName::from_static("api-key"), value);
         }
         let http = build_client(&config.settings.retry, &url).map_err(ConfigError)?;
+        let secrets = Secrets::collect(config.api_key.as_ref(), &config.settings);
         Ok(Self {
             http,
             url,
@@ -134,6 +138,7 @@ impl OpenAiClient {
             settings: config.settings,
             key_hint: config.key_hint,
             key_sent: config.api_key.is_some(),
+            secrets,
             provider: "Azure OpenAI",
         })
     }
@@ -271,6 +276,7 @@ impl LlmClient for OpenAiClient {
             url: &self.url,
             key_hint: &self.key_hint,
             key_sent: self.key_sent,
+            secrets: &self.secrets,
         };
         let text = post_json(
             &self.http,
@@ -281,6 +287,7 @@ impl LlmClient for OpenAiClient {
         )
         .await?;
         parse_completion(&text, request, self.provider, &self.url)
+            .map_err(|e| self.secrets.scrub_error(e))
     }
 
     fn describe(&self) -> String {

@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use ufo_core::ports::LlmError;
+
 use crate::retry::RetryPolicy;
 
 /// A provider that cannot be set up as configured; the message says what to fix.
@@ -96,6 +98,60 @@ impl fmt::Debug for ApiKey {
     }
 }
 
+/// Secret values (the API key, extra header values) that must never appear in an error
+/// message or a log line; [`Secrets::scrub`] replaces them with `***`.
+#[derive(Clone, Default)]
+pub(crate) struct Secrets(Vec<String>);
+
+impl Secrets {
+    /// The key and the values of the extra headers (those long enough to be secrets).
+    pub(crate) fn collect(key: Option<&ApiKey>, settings: &HttpSettings) -> Self {
+        let mut values: Vec<String> = key.map(|k| k.0.clone()).into_iter().collect();
+        values.extend(
+            settings
+                .extra_headers
+                .iter()
+                .map(|(_, v)| v.trim().to_string())
+                .filter(|v| v.len() >= 8),
+        );
+        // Also a bearer value's token alone.
+        let tokens: Vec<String> = values
+            .iter()
+            .filter_map(|v| v.strip_prefix("Bearer ").map(str::to_string))
+            .collect();
+        values.extend(tokens);
+        values.retain(|v| !v.is_empty());
+        // Longest first, so a value containing another is replaced whole.
+        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        Self(values)
+    }
+
+    /// `text` with every secret replaced by `***`.
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for secret in &self.0 {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), "***");
+            }
+        }
+        out
+    }
+
+    /// The error with secrets scrubbed from its message.
+    pub(crate) fn scrub_error(&self, error: LlmError) -> LlmError {
+        match error {
+            LlmError::Fatal(m) => LlmError::Fatal(self.scrub(&m)),
+            LlmError::Unavailable(m) => LlmError::Unavailable(self.scrub(&m)),
+        }
+    }
+}
+
+impl fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Secrets({} hidden)", self.0.len())
+    }
+}
+
 /// How closely an OpenAI-style model looks at an image (`image_url.detail`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ImageDetail {
@@ -129,8 +185,8 @@ impl ImageDetail {
     }
 }
 
-/// Settings common to every HTTP provider.
-#[derive(Debug, Clone)]
+/// Settings common to every HTTP provider. Its `Debug` output shows header names only.
+#[derive(Clone)]
 pub struct HttpSettings {
     /// Timeouts, retries and backoff.
     pub retry: RetryPolicy,
@@ -151,6 +207,20 @@ pub struct HttpSettings {
 impl HttpSettings {
     /// `max_tokens` sent to Anthropic when none is configured.
     pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
+}
+
+impl fmt::Debug for HttpSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.extra_headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("HttpSettings")
+            .field("retry", &self.retry)
+            .field("extra_headers", &names)
+            .field("image_detail", &self.image_detail)
+            .field("temperature", &self.temperature)
+            .field("max_tokens", &self.max_tokens)
+            .field("allow_json_mode", &self.allow_json_mode)
+            .finish()
+    }
 }
 
 impl Default for HttpSettings {
@@ -222,6 +292,20 @@ mod tests {
         let text = format!("{env:?} {:?}", ApiKey::new("sk-secret"));
         assert!(!text.contains("sk-secret"), "{text}");
         assert!(text.contains("OPENAI_API_KEY"));
+    }
+
+    #[test]
+    fn secrets_are_scrubbed() {
+        let mut settings = HttpSettings::default();
+        settings
+            .extra_headers
+            .push(("Authorization".into(), "Bearer gw-token-123456".into()));
+        settings.extra_headers.push(("X-Small".into(), "1".into()));
+        assert!(!format!("{settings:?}").contains("gw-token"));
+        let s = Secrets::collect(Some(&ApiKey::new("sk-abcdef")), &settings);
+        let text = s.scrub("key sk-abcdef, auth Bearer gw-token-123456, token gw-token-123456, 1");
+        assert_eq!(text, "key ***, auth ***, token ***, 1");
+        assert!(!format!("{s:?}").contains("sk-"));
     }
 
     #[test]

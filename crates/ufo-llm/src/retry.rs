@@ -20,7 +20,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Response, StatusCode};
 use ufo_core::ports::LlmError;
 
-use crate::options::{is_loopback_url, HttpSettings};
+use crate::options::{is_loopback_url, HttpSettings, Secrets};
 
 /// Timeouts, attempts and backoff of an HTTP provider.
 #[derive(Debug, Clone, PartialEq)]
@@ -128,6 +128,8 @@ pub(crate) struct Target<'a> {
     pub key_hint: &'a str,
     /// Whether a key was sent at all.
     pub key_sent: bool,
+    /// Values scrubbed from messages and logs.
+    pub secrets: &'a Secrets,
 }
 
 enum Outcome {
@@ -166,8 +168,9 @@ pub(crate) async fn post_json(
         };
         match outcome {
             Outcome::Done(text) => return Ok(text),
-            Outcome::Fatal(msg) => return Err(LlmError::Fatal(msg)),
+            Outcome::Fatal(msg) => return Err(LlmError::Fatal(target.secrets.scrub(&msg))),
             Outcome::Retry { reason, after } => {
+                let reason = target.secrets.scrub(&reason);
                 if attempt < attempts {
                     let wait = match after {
                         Some(after) => after.min(policy.max_retry_after),

@@ -515,3 +515,30 @@ fn bad_settings_are_config_errors() {
     .unwrap_err();
     assert!(e.to_string().contains("UFO_LLM_BASE_URL"));
 }
+
+#[tokio::test]
+async fn a_key_echoed_by_the_server_is_scrubbed_from_errors() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(403).set_body_json(json!({
+            "error": {"message": "key sk-echoed-secret-999 is not allowed here"}
+        })))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(500).set_body_string("upstream said: sk-echoed-secret-999"),
+        )
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let c = client(&server, Some("sk-echoed-secret-999"));
+    for _ in 0..2 {
+        let e = c.complete(&text_request("x")).await.unwrap_err();
+        let msg = err_text(&e).1;
+        assert!(!msg.contains("sk-echoed-secret-999"), "{msg}");
+        assert!(msg.contains("***"), "{msg}");
+    }
+}
