@@ -16,8 +16,7 @@
 //!   name is accepted for future kinds. The comparison ignores case and a trailing `Agent`,
 //!   so `"HostAgent"` means `"host"`.
 //! - `response` (required): an object is sent as its compact JSON text (keys in the order
-//!   written); a string is sent
-//!   as-is, so malformed model output can be scripted.
+//!   written); a string is sent as-is, so malformed model output can be scripted.
 //! - `expect` (optional): substrings that must all occur in the prompt
 //!   ([`ChatRequest::prompt_text`]). A single string is accepted as a one-element list.
 //!
