@@ -8,7 +8,8 @@
 //! preceded by its caption as a text part. `json_mode` adds
 //! `"response_format":{"type":"json_object"}`. Usage comes from
 //! `usage.prompt_tokens` / `usage.completion_tokens` (estimated as `ceil(chars/4)` when the
-//! server reports none).
+//! server reports none). A leading `<think>...</think>` block (local reasoning models) is
+//! dropped from the answer.
 
 use async_trait::async_trait;
 use base64::Engine as _;
@@ -252,6 +253,7 @@ fn parse_completion(
             .join(""),
         _ => String::new(),
     };
+    text = strip_think(text);
     if text.trim().is_empty() {
         if let Some(refusal) = message.get("refusal").and_then(Value::as_str) {
             text = refusal.to_string();
@@ -265,6 +267,18 @@ fn parse_completion(
         completion_tokens: count("completion_tokens").unwrap_or_else(|| estimate_tokens(&text)),
     };
     Ok(ChatResponse { text, usage })
+}
+
+/// Drop a leading `<think>...</think>` block (reasoning models served by Ollama, vLLM or
+/// llama.cpp put their reasoning there, braces and all, before the JSON answer).
+fn strip_think(text: String) -> String {
+    let start = text.trim_start();
+    if let Some(rest) = start.strip_prefix("<think>") {
+        if let Some(end) = rest.find("</think>") {
+            return rest[end + "</think>".len()..].trim_start().to_string();
+        }
+    }
+    text
 }
 
 #[async_trait]
@@ -292,5 +306,20 @@ impl LlmClient for OpenAiClient {
 
     fn describe(&self) -> String {
         self.description.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_think;
+
+    #[test]
+    fn think_blocks_are_dropped() {
+        assert_eq!(
+            strip_think("<think>use {x}?</think>\n{\"Status\":\"FINISH\"}".into()),
+            "{\"Status\":\"FINISH\"}"
+        );
+        assert_eq!(strip_think("<think>unfinished".into()), "<think>unfinished");
+        assert_eq!(strip_think("plain".into()), "plain");
     }
 }

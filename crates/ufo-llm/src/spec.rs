@@ -10,7 +10,7 @@
 //!
 //! For every HTTP provider: `UFO_LLM_HEADERS` (`Name: value; Name2: value`) adds headers,
 //! `UFO_LLM_IMAGE_DETAIL` (`auto|low|high`) sets the image detail, `UFO_LLM_MAX_ATTEMPTS`
-//! and `UFO_LLM_TIMEOUT_SECS` (whole request) override the retry policy. The environment
+//! and `UFO_LLM_TIMEOUT_SECS` (read and whole-attempt timeouts) override the retry policy. The environment
 //! overrides [`LlmOptions::settings`]; [`LlmOptions::base_url`] overrides the environment.
 //! Model names may contain `:` (`openai:llama3.1:8b`): only the first `:` splits.
 
@@ -200,11 +200,10 @@ pub fn settings_from_env(opts: &LlmOptions) -> Result<HttpSettings, SpecError> {
                 var: "UFO_LLM_TIMEOUT_SECS",
                 problem: format!("{text:?}; use a positive number of seconds"),
             })?;
+        // A non-streamed answer sends nothing until it is complete, so the read timeout
+        // follows the whole-attempt timeout (slow local models need both raised).
         settings.retry.request_timeout = Duration::from_secs_f64(secs);
-        settings.retry.read_timeout = settings
-            .retry
-            .read_timeout
-            .min(settings.retry.request_timeout);
+        settings.retry.read_timeout = settings.retry.request_timeout;
     }
     Ok(settings)
 }
