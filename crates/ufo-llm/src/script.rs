@@ -15,8 +15,8 @@
 //!   [`ChatRequest::agent`]. `"host"` and `"app"` are the built-in kinds; any other non-empty
 //!   name is accepted for future kinds. The comparison ignores case and a trailing `Agent`,
 //!   so `"HostAgent"` means `"host"`.
-//! - `response` (required): an object is sent as its compact JSON text; a string is sent
-//!   as-is, so malformed model output can be scripted.
+//! - `response` (required): an object is sent as its compact JSON text (keys in the order
+//!   written); a string is sent as-is, so malformed model output can be scripted.
 //! - `expect` (optional): substrings that must all occur in the prompt
 //!   ([`ChatRequest::prompt_text`]). A single string is accepted as a one-element list.
 //!
@@ -285,7 +285,7 @@ fn parse_line(raw: &str, line: usize) -> Result<Entry, String> {
     };
     let text = match map.get("response") {
         Some(Value::String(s)) => s.clone(),
-        Some(obj @ Value::Object(_)) => obj.to_string(),
+        Some(obj @ Value::Object(_)) => raw_response(raw).unwrap_or_else(|| obj.to_string()),
         Some(other) => {
             return Err(format!(
                 r#""response" must be a JSON object (sent as its JSON text) or a string (sent as-is), found {}"#,
@@ -326,6 +326,42 @@ fn parse_line(raw: &str, line: usize) -> Result<Entry, String> {
         text,
         expect,
     })
+}
+
+/// The `response` object of a line as written (keys in the author's order), compacted.
+fn raw_response(raw: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Line<'a> {
+        #[serde(borrow)]
+        response: &'a serde_json::value::RawValue,
+    }
+    let line: Line<'_> = serde_json::from_str(raw.trim()).ok()?;
+    Some(compact_json(line.response.get()))
+}
+
+/// Remove the whitespace outside strings from valid JSON text.
+fn compact_json(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in text.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !c.is_whitespace() {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn kind_of(value: &Value) -> &'static str {
@@ -382,6 +418,19 @@ mod tests {
         let b = m.complete(&request("app", "anything")).await.unwrap();
         assert_eq!(b.text, "```json\n{oops");
         assert!(m.is_exhausted());
+    }
+
+    #[test]
+    fn object_response_keeps_the_authors_key_order() {
+        let m = ScriptedModel::from_jsonl_str(
+            "s",
+            r#"{"agent":"host","response":{"Thought": "a \"q\" b", "Status": "FINISH", "Args": {"z": 1, "a": "x y"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            m.entries[0].text,
+            r#"{"Thought":"a \"q\" b","Status":"FINISH","Args":{"z":1,"a":"x y"}}"#
+        );
     }
 
     #[tokio::test]

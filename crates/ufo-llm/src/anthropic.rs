@@ -1,0 +1,246 @@
+//! Anthropic Messages API (`POST {base}/v1/messages`).
+//!
+//! Wire format: system messages are joined into the top-level `system` field; the other
+//! messages alternate `user` / `assistant` (consecutive messages of one role are merged, and a
+//! conversation that starts with the assistant gets an empty user turn first); images are
+//! `{"type":"image","source":{"type":"base64","media_type":"image/png","data":...}}` blocks
+//! preceded by their caption. Headers `x-api-key` and `anthropic-version`. Usage comes from
+//! `usage.input_tokens` / `usage.output_tokens`. The API has no JSON mode; the prompt asks
+//! for JSON.
+
+use async_trait::async_trait;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::{json, Map, Value};
+use ufo_core::ports::{
+    ChatRequest, ChatResponse, ContentPart, LlmClient, LlmError, MessageRole, Usage,
+};
+
+use crate::openai::png_base64;
+use crate::options::{ApiKey, ConfigError, HttpSettings, Secrets};
+use crate::retry::{build_client, header_map, post_json, secret_header, short, Target};
+use crate::script::estimate_tokens;
+
+/// The default base URL of the Anthropic API.
+pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// The `anthropic-version` header sent.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// Settings of the Anthropic Messages API.
+#[derive(Debug, Clone)]
+pub struct AnthropicConfig {
+    /// Model name (`claude-sonnet-4-5`, ...).
+    pub model: String,
+    /// Base URL without the path (`https://api.anthropic.com`); a trailing `/v1` is accepted.
+    pub base_url: String,
+    /// Key sent in `x-api-key`.
+    pub api_key: Option<ApiKey>,
+    /// Where the key comes from, named in a 401/403 error (e.g. `ANTHROPIC_API_KEY`).
+    pub key_hint: String,
+    /// Timeouts, retries, headers, sampling (`max_tokens` defaults to
+    /// [`HttpSettings::ANTHROPIC_DEFAULT_MAX_TOKENS`]).
+    pub settings: HttpSettings,
+}
+
+/// A client of the Anthropic Messages API.
+#[derive(Debug)]
+pub struct AnthropicClient {
+    http: reqwest::Client,
+    url: String,
+    headers: HeaderMap,
+    model: String,
+    settings: HttpSettings,
+    key_hint: String,
+    key_sent: bool,
+    secrets: Secrets,
+}
+
+impl AnthropicClient {
+    /// Set up a client.
+    pub fn new(config: AnthropicConfig) -> Result<Self, ConfigError> {
+        let base = config.base_url.trim().trim_end_matches('/');
+        if base.is_empty() {
+            return Err(ConfigError(format!(
+                "the Anthropic base URL is empty; leave ANTHROPIC_BASE_URL unset for \
+                 {ANTHROPIC_DEFAULT_BASE_URL}"
+            )));
+        }
+        let url = if base.ends_with("/v1") {
+            format!("{base}/messages")
+        } else {
+            format!("{base}/v1/messages")
+        };
+        let mut headers = header_map(&config.settings).map_err(ConfigError)?;
+        if let Some(key) = &config.api_key {
+            let value = secret_header(key.expose(), &config.key_hint).map_err(ConfigError)?;
+            headers.insert(HeaderName::from_static("x-api-key"), value);
+        }
+        headers.insert(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(ANTHROPIC_VERSION),
+        );
+        let http = build_client(&config.settings.retry, &url).map_err(ConfigError)?;
+        let secrets = Secrets::collect(config.api_key.as_ref(), &config.settings);
+        Ok(Self {
+            http,
+            url,
+            headers,
+            model: config.model,
+            settings: config.settings,
+            key_hint: config.key_hint,
+            key_sent: config.api_key.is_some(),
+            secrets,
+        })
+    }
+
+    /// The endpoint URL requests go to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The JSON body sent for `request`.
+    pub fn request_body(&self, request: &ChatRequest) -> Value {
+        let mut system = Vec::new();
+        let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
+        for message in &request.messages {
+            let role = match message.role {
+                MessageRole::System => {
+                    let text = message.text_content();
+                    if !text.is_empty() {
+                        system.push(text);
+                    }
+                    continue;
+                }
+                MessageRole::User => "user",
+                MessageRole::Assistant => "assistant",
+            };
+            let blocks = blocks(&message.content);
+            if blocks.is_empty() {
+                continue;
+            }
+            match turns.last_mut() {
+                Some((last, existing)) if *last == role => existing.extend(blocks),
+                _ => turns.push((role, blocks)),
+            }
+        }
+        if turns.first().is_some_and(|(role, _)| *role == "assistant") || turns.is_empty() {
+            turns.insert(
+                0,
+                ("user", vec![json!({"type": "text", "text": "(no prompt)"})]),
+            );
+        }
+        let messages: Vec<Value> = turns
+            .into_iter()
+            .map(|(role, content)| json!({"role": role, "content": content}))
+            .collect();
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.model));
+        body.insert(
+            "max_tokens".into(),
+            json!(self
+                .settings
+                .max_tokens
+                .unwrap_or(HttpSettings::ANTHROPIC_DEFAULT_MAX_TOKENS)),
+        );
+        if !system.is_empty() {
+            body.insert("system".into(), json!(system.join("\n\n")));
+        }
+        body.insert("messages".into(), Value::Array(messages));
+        if let Some(t) = self.settings.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
+        Value::Object(body)
+    }
+}
+
+fn blocks(parts: &[ContentPart]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for part in parts {
+        match part {
+            ContentPart::Text(text) => {
+                // The API rejects empty text blocks.
+                if !text.is_empty() {
+                    out.push(json!({"type": "text", "text": text}));
+                }
+            }
+            ContentPart::Image { png, caption } => {
+                if !caption.trim().is_empty() {
+                    out.push(json!({"type": "text", "text": caption}));
+                }
+                out.push(json!({
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": png_base64(png)}
+                }));
+            }
+        }
+    }
+    out
+}
+
+/// Read a Messages API body: the text blocks joined; an empty text when there are none (a
+/// refusal with no text included).
+fn parse_message(body: &str, request: &ChatRequest, url: &str) -> Result<ChatResponse, LlmError> {
+    let malformed = |why: String| {
+        LlmError::Fatal(format!(
+            "Anthropic answered with something that is not a message ({why}; body begins: \
+             {:?}); check that {url} is the Anthropic Messages API",
+            short(body, 200)
+        ))
+    };
+    let value: Value =
+        serde_json::from_str(body).map_err(|e| malformed(format!("invalid JSON: {e}")))?;
+    if value.get("type").and_then(Value::as_str) == Some("error") {
+        return Err(LlmError::Fatal(format!(
+            "Anthropic answered with an error: {}",
+            crate::retry::error_message(body)
+        )));
+    }
+    let Some(content) = value.get("content").and_then(Value::as_array) else {
+        return Err(malformed("no content array".into()));
+    };
+    let text = content
+        .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("");
+    let usage = value.get("usage");
+    let count = |field: &str| usage.and_then(|u| u.get(field)).and_then(Value::as_u64);
+    let usage = Usage {
+        // Cached prompt tokens are reported apart from `input_tokens`; all are prompt tokens.
+        prompt_tokens: count("input_tokens")
+            .map(|n| {
+                n + count("cache_creation_input_tokens").unwrap_or(0)
+                    + count("cache_read_input_tokens").unwrap_or(0)
+            })
+            .unwrap_or_else(|| estimate_tokens(&request.prompt_text())),
+        completion_tokens: count("output_tokens").unwrap_or_else(|| estimate_tokens(&text)),
+    };
+    Ok(ChatResponse { text, usage })
+}
+
+#[async_trait]
+impl LlmClient for AnthropicClient {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let body = self.request_body(request);
+        let target = Target {
+            provider: "Anthropic",
+            url: &self.url,
+            key_hint: &self.key_hint,
+            key_sent: self.key_sent,
+            secrets: &self.secrets,
+        };
+        let text = post_json(
+            &self.http,
+            &self.settings.retry,
+            &target,
+            &self.headers,
+            &body,
+        )
+        .await?;
+        parse_message(&text, request, &self.url).map_err(|e| self.secrets.scrub_error(e))
+    }
+
+    fn describe(&self) -> String {
+        format!("anthropic:{}", self.model)
+    }
+}

@@ -1,0 +1,325 @@
+//! OpenAI-compatible chat completions (`POST {base}/chat/completions`): OpenAI itself, and
+//! local servers that speak the same API (Ollama, vLLM, llama.cpp's server, LM Studio); and
+//! the Azure OpenAI variant (deployment URL, `api-version`, `api-key` header).
+//!
+//! Wire format: text-only messages are sent with a plain string `content`; messages with
+//! screenshots as a list of parts, each image as
+//! `{"type":"image_url","image_url":{"url":"data:image/png;base64,...","detail":"high"}}`
+//! preceded by its caption as a text part. `json_mode` adds
+//! `"response_format":{"type":"json_object"}`. Usage comes from
+//! `usage.prompt_tokens` / `usage.completion_tokens` (estimated as `ceil(chars/4)` when the
+//! server reports none). A leading `<think>...</think>` block (local reasoning models) is
+//! dropped from the answer.
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use reqwest::header::{HeaderMap, HeaderName, AUTHORIZATION};
+use serde_json::{json, Map, Value};
+use ufo_core::ports::{
+    ChatMessage, ChatRequest, ChatResponse, ContentPart, LlmClient, LlmError, MessageRole, Usage,
+};
+
+use crate::options::{ApiKey, ConfigError, HttpSettings, Secrets};
+use crate::retry::{build_client, header_map, post_json, secret_header, short, Target};
+use crate::script::estimate_tokens;
+
+/// The default base URL of the OpenAI API.
+pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// The default Azure OpenAI `api-version`.
+pub const AZURE_DEFAULT_API_VERSION: &str = "2024-10-21";
+
+/// Settings of an OpenAI-compatible endpoint.
+#[derive(Debug, Clone)]
+pub struct OpenAiConfig {
+    /// Model name sent in the body (`gpt-4o`, `llama3.1:8b`, ...).
+    pub model: String,
+    /// Base URL up to and including `/v1`; `/chat/completions` is appended.
+    pub base_url: String,
+    /// Bearer key; `None` for local servers that need none.
+    pub api_key: Option<ApiKey>,
+    /// Where the key comes from, named in a 401/403 error (e.g. `OPENAI_API_KEY`).
+    pub key_hint: String,
+    /// Timeouts, retries, headers, image detail, sampling.
+    pub settings: HttpSettings,
+}
+
+/// Settings of an Azure OpenAI deployment.
+#[derive(Debug, Clone)]
+pub struct AzureConfig {
+    /// Resource endpoint, e.g. `https://my-resource.openai.azure.com`.
+    pub endpoint: String,
+    /// Deployment name.
+    pub deployment: String,
+    /// `api-version` query parameter.
+    pub api_version: String,
+    /// Key sent in the `api-key` header.
+    pub api_key: Option<ApiKey>,
+    /// Where the key comes from, named in a 401/403 error (e.g. `AZURE_OPENAI_API_KEY`).
+    pub key_hint: String,
+    /// Timeouts, retries, headers, image detail, sampling.
+    pub settings: HttpSettings,
+}
+
+/// A client of an OpenAI-compatible (or Azure OpenAI) chat completions endpoint.
+#[derive(Debug)]
+pub struct OpenAiClient {
+    http: reqwest::Client,
+    url: String,
+    headers: HeaderMap,
+    /// `Some(model)` for OpenAI-compatible servers; `None` for Azure (the deployment decides).
+    model: Option<String>,
+    settings: HttpSettings,
+    key_hint: String,
+    key_sent: bool,
+    secrets: Secrets,
+    provider: &'static str,
+    description: String,
+}
+
+impl OpenAiClient {
+    /// A client of an OpenAI-compatible server.
+    pub fn new(config: OpenAiConfig) -> Result<Self, ConfigError> {
+        let base = config.base_url.trim().trim_end_matches('/');
+        if base.is_empty() {
+            return Err(ConfigError(
+                "the base URL is empty; set UFO_LLM_BASE_URL to e.g. http://127.0.0.1:11434/v1"
+                    .into(),
+            ));
+        }
+        let url = format!("{base}/chat/completions");
+        let mut headers = header_map(&config.settings).map_err(ConfigError)?;
+        if let Some(key) = &config.api_key {
+            let value = secret_header(&format!("Bearer {}", key.expose()), &config.key_hint)
+                .map_err(ConfigError)?;
+            headers.insert(AUTHORIZATION, value);
+        }
+        let http = build_client(&config.settings.retry, &url).map_err(ConfigError)?;
+        let secrets = Secrets::collect(config.api_key.as_ref(), &config.settings);
+        Ok(Self {
+            http,
+            url,
+            headers,
+            description: format!("openai:{}", config.model),
+            model: Some(config.model),
+            settings: config.settings,
+            key_hint: config.key_hint,
+            key_sent: config.api_key.is_some(),
+            secrets,
+            provider: "the OpenAI-compatible server",
+        })
+    }
+
+    /// A client of an Azure OpenAI deployment.
+    pub fn azure(config: AzureConfig) -> Result<Self, ConfigError> {
+        let endpoint = config.endpoint.trim().trim_end_matches('/');
+        if endpoint.is_empty() {
+            return Err(ConfigError(
+                "the Azure endpoint is empty; set AZURE_OPENAI_ENDPOINT to \
+                 https://<resource>.openai.azure.com"
+                    .into(),
+            ));
+        }
+        let url = format!(
+            "{endpoint}/openai/deployments/{}/chat/completions?api-version={}",
+            config.deployment, config.api_version
+        );
+        let mut headers = header_map(&config.settings).map_err(ConfigError)?;
+        if let Some(key) = &config.api_key {
+            let value = secret_header(key.expose(), &config.key_hint).map_err(ConfigError)?;
+            headers.insert(HeaderName::from_static("api-key"), value);
+        }
+        let http = build_client(&config.settings.retry, &url).map_err(ConfigError)?;
+        let secrets = Secrets::collect(config.api_key.as_ref(), &config.settings);
+        Ok(Self {
+            http,
+            url,
+            headers,
+            description: format!("azure:{}", config.deployment),
+            model: None,
+            settings: config.settings,
+            key_hint: config.key_hint,
+            key_sent: config.api_key.is_some(),
+            secrets,
+            provider: "Azure OpenAI",
+        })
+    }
+
+    /// The endpoint URL requests go to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The JSON body sent for `request`.
+    pub fn request_body(&self, request: &ChatRequest) -> Value {
+        let mut body = Map::new();
+        if let Some(model) = &self.model {
+            body.insert("model".into(), json!(model));
+        }
+        let messages: Vec<Value> = request
+            .messages
+            .iter()
+            .map(|m| message_json(m, &self.settings))
+            .collect();
+        body.insert("messages".into(), Value::Array(messages));
+        if request.json_mode && self.settings.allow_json_mode {
+            body.insert("response_format".into(), json!({"type": "json_object"}));
+        }
+        if let Some(t) = self.settings.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
+        if let Some(n) = self.settings.max_tokens {
+            body.insert("max_tokens".into(), json!(n));
+        }
+        Value::Object(body)
+    }
+}
+
+/// The wire name of a role.
+pub(crate) fn role_name(role: MessageRole) -> &'static str {
+    match role {
+        MessageRole::System => "system",
+        MessageRole::User => "user",
+        MessageRole::Assistant => "assistant",
+    }
+}
+
+/// Standard base64 of PNG bytes.
+pub(crate) fn png_base64(png: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(png)
+}
+
+fn message_json(message: &ChatMessage, settings: &HttpSettings) -> Value {
+    let role = role_name(message.role);
+    let has_image = message
+        .content
+        .iter()
+        .any(|p| matches!(p, ContentPart::Image { .. }));
+    if !has_image {
+        return json!({"role": role, "content": message.text_content()});
+    }
+    let mut parts = Vec::new();
+    for part in &message.content {
+        match part {
+            ContentPart::Text(text) => parts.push(json!({"type": "text", "text": text})),
+            ContentPart::Image { png, caption } => {
+                if !caption.trim().is_empty() {
+                    parts.push(json!({"type": "text", "text": caption}));
+                }
+                parts.push(json!({
+                    "type": "image_url",
+                    "image_url": {
+                        "url": format!("data:image/png;base64,{}", png_base64(png)),
+                        "detail": settings.image_detail.as_str(),
+                    }
+                }));
+            }
+        }
+    }
+    json!({"role": role, "content": parts})
+}
+
+/// Read a chat completion body. Empty content gives an empty text; a refusal gives the
+/// refusal text (the engine then treats it as an invalid answer and re-asks).
+fn parse_completion(
+    body: &str,
+    request: &ChatRequest,
+    provider: &str,
+    url: &str,
+) -> Result<ChatResponse, LlmError> {
+    let malformed = |why: String| {
+        LlmError::Fatal(format!(
+            "{provider} answered with something that is not a chat completion ({why}; body \
+             begins: {:?}); check that {url} is an OpenAI-compatible chat completions endpoint",
+            short(body, 200)
+        ))
+    };
+    let value: Value =
+        serde_json::from_str(body).map_err(|e| malformed(format!("invalid JSON: {e}")))?;
+    let Some(message) = value.pointer("/choices/0/message") else {
+        if let Some(err) = value.get("error") {
+            return Err(LlmError::Fatal(format!(
+                "{provider} answered with an error: {}",
+                short(&err.to_string(), 300)
+            )));
+        }
+        return Err(malformed("no choices[0].message".into()));
+    };
+    let mut text = match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    };
+    text = strip_think(text);
+    if text.trim().is_empty() {
+        if let Some(refusal) = message.get("refusal").and_then(Value::as_str) {
+            text = refusal.to_string();
+        }
+    }
+    let usage = value.get("usage");
+    let count = |field: &str| usage.and_then(|u| u.get(field)).and_then(Value::as_u64);
+    let usage = Usage {
+        prompt_tokens: count("prompt_tokens")
+            .unwrap_or_else(|| estimate_tokens(&request.prompt_text())),
+        completion_tokens: count("completion_tokens").unwrap_or_else(|| estimate_tokens(&text)),
+    };
+    Ok(ChatResponse { text, usage })
+}
+
+/// Drop a leading `<think>...</think>` block (reasoning models served by Ollama, vLLM or
+/// llama.cpp put their reasoning there, braces and all, before the JSON answer).
+fn strip_think(text: String) -> String {
+    let start = text.trim_start();
+    if let Some(rest) = start.strip_prefix("<think>") {
+        if let Some(end) = rest.find("</think>") {
+            return rest[end + "</think>".len()..].trim_start().to_string();
+        }
+    }
+    text
+}
+
+#[async_trait]
+impl LlmClient for OpenAiClient {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let body = self.request_body(request);
+        let target = Target {
+            provider: self.provider,
+            url: &self.url,
+            key_hint: &self.key_hint,
+            key_sent: self.key_sent,
+            secrets: &self.secrets,
+        };
+        let text = post_json(
+            &self.http,
+            &self.settings.retry,
+            &target,
+            &self.headers,
+            &body,
+        )
+        .await?;
+        parse_completion(&text, request, self.provider, &self.url)
+            .map_err(|e| self.secrets.scrub_error(e))
+    }
+
+    fn describe(&self) -> String {
+        self.description.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_think;
+
+    #[test]
+    fn think_blocks_are_dropped() {
+        assert_eq!(
+            strip_think("<think>use {x}?</think>\n{\"Status\":\"FINISH\"}".into()),
+            "{\"Status\":\"FINISH\"}"
+        );
+        assert_eq!(strip_think("<think>unfinished".into()), "<think>unfinished");
+        assert_eq!(strip_think("plain".into()), "plain");
+    }
+}

@@ -1,0 +1,340 @@
+//! Settings shared by the HTTP providers: where environment variables come from, API keys
+//! that never print, image detail, extra headers, sampling limits.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use ufo_core::ports::LlmError;
+
+use crate::retry::RetryPolicy;
+
+/// A provider that cannot be set up as configured; the message says what to fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+/// Where environment variables are read from: the process environment (the default) or a
+/// fixed map (tests, or a caller that resolved them itself).
+///
+/// Its `Debug` output lists variable names only, never values (they hold API keys).
+#[derive(Clone, Default)]
+pub struct Env {
+    vars: Option<HashMap<String, String>>,
+}
+
+impl Env {
+    /// Read the process environment.
+    pub fn process() -> Self {
+        Self { vars: None }
+    }
+
+    /// A fixed set of variables; the process environment is not consulted.
+    pub fn from_pairs<K, V>(pairs: impl IntoIterator<Item = (K, V)>) -> Self
+    where
+        K: Into<String>,
+        V: Into<String>,
+    {
+        Self {
+            vars: Some(
+                pairs
+                    .into_iter()
+                    .map(|(k, v)| (k.into(), v.into()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The value of `name`, if set and not blank (surrounding whitespace trimmed).
+    pub fn get(&self, name: &str) -> Option<String> {
+        let value = match &self.vars {
+            Some(map) => map.get(name).cloned(),
+            None => std::env::var(name).ok(),
+        }?;
+        let value = value.trim();
+        (!value.is_empty()).then(|| value.to_string())
+    }
+
+    /// The first of `names` that is set, with its name.
+    pub fn first(&self, names: &[&'static str]) -> Option<(&'static str, String)> {
+        names
+            .iter()
+            .find_map(|name| self.get(name).map(|value| (*name, value)))
+    }
+}
+
+impl fmt::Debug for Env {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.vars {
+            None => f.write_str("Env(process)"),
+            Some(map) => {
+                let mut names: Vec<&String> = map.keys().collect();
+                names.sort();
+                f.debug_tuple("Env").field(&names).finish()
+            }
+        }
+    }
+}
+
+/// An API key. It is sent in a header and nowhere else: `Debug` prints `ApiKey(***)` and it
+/// has no `Display`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wrap a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+
+    /// The secret itself, for the request header.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(***)")
+    }
+}
+
+/// Secret values (the API key, extra header values) that must never appear in an error
+/// message or a log line; [`Secrets::scrub`] replaces them with `***`.
+#[derive(Clone, Default)]
+pub(crate) struct Secrets(Vec<String>);
+
+impl Secrets {
+    /// The key and the values of the extra headers (those long enough to be secrets).
+    pub(crate) fn collect(key: Option<&ApiKey>, settings: &HttpSettings) -> Self {
+        let mut values: Vec<String> = key.map(|k| k.0.clone()).into_iter().collect();
+        values.extend(
+            settings
+                .extra_headers
+                .iter()
+                .map(|(_, v)| v.trim().to_string())
+                .filter(|v| v.len() >= 8),
+        );
+        // Also a bearer value's token alone.
+        let tokens: Vec<String> = values
+            .iter()
+            .filter_map(|v| v.strip_prefix("Bearer ").map(str::to_string))
+            .collect();
+        values.extend(tokens);
+        values.retain(|v| !v.is_empty());
+        // Longest first, so a value containing another is replaced whole.
+        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        Self(values)
+    }
+
+    /// `text` with every secret replaced by `***`.
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for secret in &self.0 {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), "***");
+            }
+        }
+        out
+    }
+
+    /// The error with secrets scrubbed from its message.
+    pub(crate) fn scrub_error(&self, error: LlmError) -> LlmError {
+        match error {
+            LlmError::Fatal(m) => LlmError::Fatal(self.scrub(&m)),
+            LlmError::Unavailable(m) => LlmError::Unavailable(self.scrub(&m)),
+        }
+    }
+}
+
+impl fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Secrets({} hidden)", self.0.len())
+    }
+}
+
+/// How closely an OpenAI-style model looks at an image (`image_url.detail`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ImageDetail {
+    /// Let the provider decide.
+    Auto,
+    /// 512×512 preview: cheap, blurry labels.
+    Low,
+    /// Full resolution tiles: needed to read small control labels (the default).
+    #[default]
+    High,
+}
+
+impl ImageDetail {
+    /// The wire value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Low => "low",
+            Self::High => "high",
+        }
+    }
+
+    /// Parse `auto`, `low` or `high` (any case).
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "auto" => Some(Self::Auto),
+            "low" => Some(Self::Low),
+            "high" => Some(Self::High),
+            _ => None,
+        }
+    }
+}
+
+/// Settings common to every HTTP provider. Its `Debug` output shows header names only.
+#[derive(Clone)]
+pub struct HttpSettings {
+    /// Timeouts, retries and backoff.
+    pub retry: RetryPolicy,
+    /// Extra request headers (e.g. for a gateway); sent as-is, never logged or recorded.
+    pub extra_headers: Vec<(String, String)>,
+    /// Image detail for OpenAI-style providers.
+    pub image_detail: ImageDetail,
+    /// Sampling temperature; `None` leaves the provider's default (some models reject it).
+    pub temperature: Option<f64>,
+    /// Maximum completion tokens; `None` leaves the provider's default (Anthropic requires a
+    /// value and uses [`HttpSettings::ANTHROPIC_DEFAULT_MAX_TOKENS`]).
+    pub max_tokens: Option<u32>,
+    /// Whether to ask for JSON output (`response_format`) when a request sets `json_mode`.
+    /// Turn off for servers that reject `response_format`.
+    pub allow_json_mode: bool,
+}
+
+impl HttpSettings {
+    /// `max_tokens` sent to Anthropic when none is configured.
+    pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
+}
+
+impl fmt::Debug for HttpSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.extra_headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("HttpSettings")
+            .field("retry", &self.retry)
+            .field("extra_headers", &names)
+            .field("image_detail", &self.image_detail)
+            .field("temperature", &self.temperature)
+            .field("max_tokens", &self.max_tokens)
+            .field("allow_json_mode", &self.allow_json_mode)
+            .finish()
+    }
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            retry: RetryPolicy::default(),
+            extra_headers: Vec::new(),
+            image_detail: ImageDetail::default(),
+            temperature: None,
+            max_tokens: None,
+            allow_json_mode: true,
+        }
+    }
+}
+
+/// Parse `UFO_LLM_HEADERS`-style text: `Name: value` pairs separated by newlines or `;`.
+pub fn parse_headers(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    for item in text.split(['\n', ';']) {
+        let item = item.trim();
+        if item.is_empty() {
+            continue;
+        }
+        let Some((name, value)) = item.split_once(':').or_else(|| item.split_once('=')) else {
+            return Err(format!(
+                "header {item:?} has no value; write it as \"Name: value\" (pairs separated by ';')"
+            ));
+        };
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(format!(
+                "header {item:?} has no name; write it as \"Name: value\""
+            ));
+        }
+        out.push((name.to_string(), value.trim().to_string()));
+    }
+    Ok(out)
+}
+
+/// Whether a base URL points at this machine (then no proxy is used).
+pub(crate) fn is_loopback_url(url: &str) -> bool {
+    let rest = url.split_once("://").map(|(_, rest)| rest).unwrap_or(url);
+    let host_port = rest.split(['/', '?']).next().unwrap_or("");
+    let host = if let Some(v6) = host_port.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        host_port.split(':').next().unwrap_or("")
+    };
+    host.eq_ignore_ascii_case("localhost") || host.starts_with("127.") || host == "::1"
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_map_trims_and_skips_blank() {
+        let env = Env::from_pairs([("A", " x "), ("B", "  ")]);
+        assert_eq!(env.get("A").as_deref(), Some("x"));
+        assert_eq!(env.get("B"), None);
+        assert_eq!(env.get("C"), None);
+        assert_eq!(env.first(&["B", "A"]), Some(("A", "x".to_string())));
+    }
+
+    #[test]
+    fn debug_never_shows_secrets() {
+        let env = Env::from_pairs([("OPENAI_API_KEY", "sk-secret")]);
+        let text = format!("{env:?} {:?}", ApiKey::new("sk-secret"));
+        assert!(!text.contains("sk-secret"), "{text}");
+        assert!(text.contains("OPENAI_API_KEY"));
+    }
+
+    #[test]
+    fn secrets_are_scrubbed() {
+        let mut settings = HttpSettings::default();
+        settings
+            .extra_headers
+            .push(("Authorization".into(), "Bearer gw-token-123456".into()));
+        settings.extra_headers.push(("X-Small".into(), "1".into()));
+        assert!(!format!("{settings:?}").contains("gw-token"));
+        let s = Secrets::collect(Some(&ApiKey::new("sk-abcdef")), &settings);
+        let text = s.scrub("key sk-abcdef, auth Bearer gw-token-123456, token gw-token-123456, 1");
+        assert_eq!(text, "key ***, auth ***, token ***, 1");
+        assert!(!format!("{s:?}").contains("sk-"));
+    }
+
+    #[test]
+    fn headers_parse() {
+        let h = parse_headers("X-A: 1; X-B=two\nX-C: a:b").unwrap();
+        assert_eq!(
+            h,
+            vec![
+                ("X-A".to_string(), "1".to_string()),
+                ("X-B".to_string(), "two".to_string()),
+                ("X-C".to_string(), "a:b".to_string()),
+            ]
+        );
+        assert!(parse_headers("nothing").is_err());
+        assert!(parse_headers(": v").is_err());
+    }
+
+    #[test]
+    fn loopback_detection() {
+        assert!(is_loopback_url("http://127.0.0.1:8080/v1"));
+        assert!(is_loopback_url("http://localhost/v1"));
+        assert!(is_loopback_url("http://[::1]:3000"));
+        assert!(!is_loopback_url("https://api.example.com/v1"));
+    }
+
+    #[test]
+    fn image_detail_parse() {
+        assert_eq!(ImageDetail::parse("LOW"), Some(ImageDetail::Low));
+        assert_eq!(ImageDetail::parse("x"), None);
+        assert_eq!(ImageDetail::default().as_str(), "high");
+    }
+}
