@@ -61,7 +61,7 @@ pub struct PromptTemplates {
 }
 
 /// The engine's settings.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Config {
     /// Ask before running an action whose response says CONFIRM (off: approve without asking).
@@ -90,6 +90,8 @@ pub struct Config {
     pub prompts: PromptTemplates,
     /// Actions that always go through CONFIRM.
     pub sensitive: SensitivePolicy,
+    /// Stop the session with FAIL, reason `budget`, once model calls cost more than this.
+    pub max_cost: Option<f64>,
 }
 
 impl Default for Config {
@@ -108,6 +110,7 @@ impl Default for Config {
             blackboard: BlackboardLimits::default(),
             prompts: PromptTemplates::default(),
             sensitive: SensitivePolicy::default(),
+            max_cost: None,
         }
     }
 }

@@ -66,7 +66,8 @@ pub fn step(who: &StepWho<'_>, r: &StepReport) -> Value {
 }
 
 fn llm(s: &LlmStats) -> Value {
-    json!({"calls": s.calls, "prompt_tokens": s.prompt_tokens, "completion_tokens": s.completion_tokens})
+    json!({"calls": s.calls, "prompt_tokens": s.prompt_tokens,
+           "completion_tokens": s.completion_tokens, "cost": s.cost})
 }
 
 /// `round_end`.

@@ -321,6 +321,12 @@ pub trait LlmClient: Send + Sync {
 
     /// A short description for logs, e.g. `script:run.jsonl` or `openai:gpt-4o`.
     fn describe(&self) -> String;
+
+    /// What a call with this usage cost (in the price table's currency); 0 when unpriced.
+    fn cost(&self, usage: &Usage) -> f64 {
+        let _ = usage;
+        0.0
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -334,10 +334,13 @@ impl<'a> Session<'a> {
             if processing {
                 *steps += 1;
             }
-            total.calls += report.llm.calls;
-            total.prompt_tokens += report.llm.prompt_tokens;
-            total.completion_tokens += report.llm.completion_tokens;
-            let limit = *steps >= max_steps;
+            total.add(&report.llm);
+            let over_budget = self
+                .services
+                .config
+                .max_cost
+                .is_some_and(|max| total.cost > max);
+            let limit = *steps >= max_steps || over_budget;
             let who = StepWho {
                 round: cx.round,
                 seq: cx.seq,
@@ -353,6 +356,17 @@ impl<'a> Session<'a> {
             self.checkpoint(cx, *steps, 0, *total, true);
             if let Some((status, reason)) = end {
                 return (status, reason, report.error.or(report.result));
+            }
+            if over_budget {
+                return (
+                    SessionStatus::Fail,
+                    "budget".into(),
+                    Some(format!(
+                        "model calls cost {:.4}, more than max_cost {:.4}",
+                        total.cost,
+                        self.services.config.max_cost.unwrap_or_default()
+                    )),
+                );
             }
             if limit {
                 return (

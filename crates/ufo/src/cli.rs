@@ -122,6 +122,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
+    /// Record every model request and response into this folder, for `--llm replay:DIR`.
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
+
     /// Print no progress lines.
     #[arg(long, short)]
     pub quiet: bool,

@@ -1,6 +1,7 @@
 //! `ufo`: the command line of ufo-rs.
 
 mod cli;
+mod models;
 mod recorder;
 mod settings;
 mod user;
@@ -16,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use ufo_core::agent::{AppAgentFactory, Services};
 use ufo_core::prompt::Prompts;
 use ufo_core::session::{Checkpoint, CHECKPOINT_FILE};
-use ufo_core::{Desktop, LlmClient, Session, SessionStatus};
+use ufo_core::{Desktop, Session, SessionStatus};
 
 use crate::cli::{Cli, Command, ConfirmPolicy, ResumeArgs, RunArgs};
 
@@ -124,6 +125,7 @@ fn resume_args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
         answers: args.answers.clone(),
         requests: None,
         config: args.config.clone().or(record.config),
+        record: None,
         quiet: args.quiet,
     };
     Ok((run, checkpoint))
@@ -160,8 +162,8 @@ async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>)
     };
     let services = Services {
         desktop: desktop.as_ref(),
-        host_llm: llm.as_ref(),
-        app_llm: llm.as_ref(),
+        host_llm: llm.host(),
+        app_llm: llm.app(),
         user: &user,
         config: &settings.config,
         prompts: &prompts,
@@ -198,13 +200,14 @@ async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>)
     }
     if !args.quiet {
         eprintln!(
-            "session ended {} ({}) after {} step(s), {} model call(s), {} prompt + {} completion tokens; trajectory in {}",
+            "session ended {} ({}) after {} step(s), {} model call(s), {} prompt + {} completion tokens, cost {:.4}; trajectory in {}",
             outcome.status.as_str(),
             outcome.reason,
             outcome.steps,
             outcome.llm.calls,
             outcome.llm.prompt_tokens,
             outcome.llm.completion_tokens,
+            outcome.llm.cost,
             out.display()
         );
         if let (SessionStatus::Error, Some(m)) = (outcome.status, &outcome.message) {
@@ -222,7 +225,7 @@ async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>)
 struct Prepared {
     settings: settings::Settings,
     desktop: Box<dyn Desktop>,
-    llm: Box<dyn LlmClient>,
+    llm: models::Models,
     user: user::CliUser,
     out: PathBuf,
     prompts: Prompts,
@@ -233,7 +236,14 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Usage> {
     let settings = settings::resolve(args, &env).map_err(Usage)?;
     let prompts = Prompts::new(&settings.config.prompts).map_err(|e| Usage(e.into()))?;
     let desktop = open_desktop(&args.desktop).map_err(Usage)?;
-    let llm = open_llm(&settings.llm).map_err(Usage)?;
+    let llm = models::Models::build(&models::ModelPlan {
+        host: &settings.llm,
+        app: &settings.app_llm,
+        backup: settings.backup_llm.as_deref(),
+        prices: &settings.prices,
+        record: args.record.as_deref(),
+    })
+    .map_err(Usage)?;
     let answers = match &args.answers {
         Some(p) => read_lines(p, "--answers").map_err(Usage)?,
         None => Vec::new(),
@@ -277,24 +287,6 @@ fn open_desktop(spec: &str) -> Result<Box<dyn Desktop>> {
         )),
         other => Err(anyhow!(
             "--desktop {other:?} is not a desktop; use live or sim:<SCENARIO.json>"
-        )),
-    }
-}
-
-fn open_llm(spec: &str) -> Result<Box<dyn LlmClient>> {
-    let (kind, rest) = spec.split_once(':').ok_or_else(|| {
-        anyhow!("--llm {spec:?} has no kind; use openai:<model>, anthropic:<model>, script:<FILE> or replay:<DIR>")
-    })?;
-    match kind {
-        "script" => {
-            let m = ufo_llm::ScriptedModel::load(rest).map_err(|e| anyhow!("--llm {spec}: {e}"))?;
-            Ok(Box::new(m))
-        }
-        "openai" | "anthropic" | "azure" | "replay" => Err(anyhow!(
-            "--llm {spec}: the {kind} provider is not built into this version yet; use script:<FILE>"
-        )),
-        other => Err(anyhow!(
-            "--llm {spec:?}: unknown kind {other:?}; use openai:<model>, anthropic:<model>, script:<FILE> or replay:<DIR>"
         )),
     }
 }

@@ -1,5 +1,6 @@
 //! Loading `ufo.toml`, then `UFO_*` environment variables, then flags.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -9,6 +10,7 @@ use ufo_core::sensitive::SensitivePolicy;
 use ufo_core::{Config, OnSubtaskFail};
 
 use crate::cli::{ConfirmPolicy, RunArgs};
+use crate::models::PriceEntry;
 
 /// The whole configuration file: the engine's keys plus the binary's own.
 #[derive(Debug, Default, Deserialize)]
@@ -29,6 +31,16 @@ struct FileConfig {
     sensitive: Option<SensitivePolicy>,
     /// Default model spec.
     llm: Option<String>,
+    /// The host's model (default: `llm`).
+    host_llm: Option<String>,
+    /// The AppAgents' model (default: `llm`).
+    app_llm: Option<String>,
+    /// Used when a model stays unavailable after its retries.
+    backup_llm: Option<String>,
+    /// Stop with FAIL, reason `budget`, above this cost.
+    max_cost: Option<f64>,
+    /// Prices by model spec.
+    prices: Option<HashMap<String, PriceEntry>>,
     /// Default confirm policy.
     confirm: Option<String>,
     /// Default trajectory root.
@@ -40,8 +52,14 @@ struct FileConfig {
 pub struct Settings {
     /// Engine settings.
     pub config: Config,
-    /// Model spec.
+    /// Model spec (the host's, and the apps' unless `app_llm` is set).
     pub llm: String,
+    /// The AppAgents' model spec.
+    pub app_llm: String,
+    /// Backup model spec.
+    pub backup_llm: Option<String>,
+    /// Prices by spec.
+    pub prices: HashMap<String, PriceEntry>,
     /// Confirm policy.
     pub confirm: ConfirmPolicy,
     /// Root of default trajectory folders.
@@ -132,14 +150,30 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
         },
         (None, None) => ConfirmPolicy::Ask,
     };
-    let llm = args.llm.clone().or(file.llm).ok_or_else(|| {
+    if let Some(v) = env("UFO_MAX_COST") {
+        c.max_cost = Some(
+            v.trim()
+                .parse()
+                .with_context(|| format!("UFO_MAX_COST is {v:?}; set it to a number"))?,
+        );
+    } else if file.max_cost.is_some() {
+        c.max_cost = file.max_cost;
+    }
+    // --llm names the model of every agent; otherwise the file's per-agent keys apply.
+    let flag_llm = args.llm.clone();
+    let app_llm = flag_llm.clone().or(file.app_llm);
+    let llm = flag_llm.or(file.host_llm).or(file.llm).ok_or_else(|| {
         anyhow::anyhow!(
             "no model given; pass --llm (e.g. --llm openai:gpt-4o or --llm script:FILE.jsonl), \
              set UFO_LLM, or put llm = \"...\" in ufo.toml"
         )
     })?;
+    let app_llm = app_llm.unwrap_or_else(|| llm.clone());
     Ok(Settings {
         config: c,
+        app_llm,
+        backup_llm: file.backup_llm,
+        prices: file.prices.unwrap_or_default(),
         llm,
         confirm,
         runs_dir: file.runs_dir.unwrap_or_else(|| PathBuf::from("runs")),

@@ -111,7 +111,7 @@ pub struct StepReport {
 }
 
 /// Model usage of one step.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct LlmStats {
     /// Calls made (re-asks included).
     pub calls: u64,
@@ -119,6 +119,19 @@ pub struct LlmStats {
     pub prompt_tokens: u64,
     /// Completion tokens.
     pub completion_tokens: u64,
+    /// Cost by the price table (0 when unpriced).
+    #[serde(default)]
+    pub cost: f64,
+}
+
+impl LlmStats {
+    /// Add another step's usage.
+    pub fn add(&mut self, other: &LlmStats) {
+        self.calls += other.calls;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.cost += other.cost;
+    }
 }
 
 /// What the host hands to a sub-agent on ASSIGN.
@@ -221,6 +234,7 @@ pub(crate) async fn ask_model<T>(
         stats.calls += 1;
         stats.prompt_tokens += response.usage.prompt_tokens;
         stats.completion_tokens += response.usage.completion_tokens;
+        stats.cost += llm.cost(&response.usage);
         transcript.push_str("\n\n--- model answer ---\n");
         transcript.push_str(&response.text);
         match parse(&response.text) {
