@@ -440,6 +440,42 @@ fn max_steps_from_config_stops_the_round() {
         .assert_round_end("FAIL", Some("max_steps"));
 }
 
+/// DESIGN.md "Command line": "`--config <FILE>` ufo.toml; env UFO_* and flags override it".
+/// `UFO_MAX_STEPS=2` overrides `max_steps = 50` from the config.
+#[test]
+fn max_steps_from_env_overrides_the_config() {
+    let dir = scenario_dir("max_steps_flag");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("out");
+    let request = std::fs::read_to_string(dir.join("request.txt")).expect("request");
+    let output = ufo()
+        .env("UFO_MAX_STEPS", "2")
+        .arg("run")
+        .args(sim_args("max_steps_flag"))
+        .arg("--config")
+        .arg(dir.join("ufo.toml"))
+        .arg("--out")
+        .arg(&out)
+        .arg(request.trim())
+        .output()
+        .expect("ufo runs");
+    let code = output.status.code().unwrap_or(-1);
+    let events = std::fs::read_to_string(out.join("events.jsonl")).unwrap_or_default();
+    let seq: Vec<(String, String)> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["type"] == "step")
+        .map(|e| (s(&e["role"]), s(&e["state"])))
+        .collect();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(code, 1, "exit code\n{stderr}");
+    assert_eq!(
+        seq,
+        [HC, HA, AC].map(|(r, st)| (r.to_string(), st.to_string())),
+        "{stderr}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Bad model output
 // ---------------------------------------------------------------------------------------------
