@@ -27,4 +27,6 @@ pub use ports::{
     RecorderError, Rect, Screenshot, ShellOutput, Usage, UserIo, WindowInfo, WindowObservation,
 };
 
+pub use config::{Config, OnSubtaskFail};
+pub use session::{Session, SessionOutcome, SessionStatus};
 pub use status::{AppStatus, HostStatus};

@@ -117,8 +117,12 @@ mod tests {
     #[test]
     fn rejects_what_cannot_be_repaired() {
         assert!(parse_object("").unwrap_err().contains("empty"));
-        assert!(parse_object("no json here").unwrap_err().contains("no JSON object"));
-        assert!(parse_object("{\"a\": }").unwrap_err().contains("not valid JSON"));
+        assert!(parse_object("no json here")
+            .unwrap_err()
+            .contains("no JSON object"));
+        assert!(parse_object("{\"a\": }")
+            .unwrap_err()
+            .contains("not valid JSON"));
         assert!(parse_object("{'a': 1}").is_err());
     }
 

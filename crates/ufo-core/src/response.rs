@@ -207,8 +207,8 @@ mod tests {
         assert!(e.contains("Thought"), "{e}");
         let e = AppResponse::parse(r#"{"Observation":"o","Thought":"t"}"#).unwrap_err();
         assert!(e.contains("Status"), "{e}");
-        let e = HostResponse::parse(r#"{"Observation":"o","Thought":"t","Status":"GO"}"#)
-            .unwrap_err();
+        let e =
+            HostResponse::parse(r#"{"Observation":"o","Thought":"t","Status":"GO"}"#).unwrap_err();
         assert!(e.contains("unknown Status"), "{e}");
     }
 

@@ -213,7 +213,10 @@ mod tests {
         for to in HostStatus::ALL {
             assert_eq!(Continue.llm_may_go(to), to != Error, "CONTINUE->{to}");
             for from in [Assign, Finish, Fail, Error, Pending, Confirm] {
-                assert!(!from.llm_may_go(to), "{from}->{to} must not be model-driven");
+                assert!(
+                    !from.llm_may_go(to),
+                    "{from}->{to} must not be model-driven"
+                );
             }
         }
     }

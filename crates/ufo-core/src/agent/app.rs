@@ -1,0 +1,726 @@
+//! The AppAgent: operates one application window, one action per step, through its labelled
+//! controls. Its states are [`AppStatus`]; every `match` on them is exhaustive.
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+use super::host::clip;
+use super::{ask_model, resolve, Assignment, Cx, Handoff, StepReport, SubAgent, SubtaskRecord};
+use crate::action::UiAction;
+use crate::blackboard::{QuestionAnswer, Trajectory};
+use crate::config::{AgentMode, OnSubtaskFail};
+use crate::ports::{ConfirmRequest, Control, Decision, WindowInfo, WindowObservation};
+use crate::processor::{Processor, StepRunner};
+use crate::response::AppResponse;
+use crate::session::SessionStatus;
+use crate::status::{AppStatus, HostStatus};
+
+/// The AppAgent's strategies, by phase: DATA_COLLECTION [`Settle`, `Observe`],
+/// LLM_INTERACTION [`AskModel`], ACTION_EXECUTION [`Execute`], MEMORY_UPDATE [`Remember`].
+///
+/// [`Settle`]: AppStrategy::Settle
+/// [`Observe`]: AppStrategy::Observe
+/// [`AskModel`]: AppStrategy::AskModel
+/// [`Execute`]: AppStrategy::Execute
+/// [`Remember`]: AppStrategy::Remember
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppStrategy {
+    /// Wait for the UI to settle (SCREENSHOT only).
+    Settle,
+    /// Observe the window: controls, labels, screenshots.
+    Observe,
+    /// Build the prompt, ask the model, validate (re-asking when invalid).
+    AskModel,
+    /// Resolve the control and run the action, or hold it (CONFIRM).
+    Execute,
+    /// Record the step in memory.
+    Remember,
+}
+
+/// An action held by the CONFIRM gate.
+#[derive(Debug, Clone)]
+struct Held {
+    action: UiAction,
+    control: Option<Control>,
+    label: String,
+}
+
+/// The AppAgent of one application.
+pub struct AppAgent {
+    window: WindowInfo,
+    state: AppStatus,
+    status: AppStatus,
+    processor: Processor<AppStrategy>,
+    subtask: String,
+    messages: Vec<String>,
+    memory: Vec<String>,
+    last_result: Option<String>,
+    /// Controls (id, name) seen in the last observation, to tell what is new.
+    last_seen: Vec<(String, String)>,
+    /// The last observation showed controls the model had not seen before.
+    reannotated: bool,
+    questions: Vec<String>,
+    held: Option<Held>,
+    rejected: bool,
+    result: String,
+    actions: Vec<String>,
+    error: Option<String>,
+}
+
+impl AppAgent {
+    /// A new AppAgent for this window.
+    pub fn new(window: WindowInfo) -> Self {
+        Self {
+            window,
+            state: AppStatus::Continue,
+            status: AppStatus::Continue,
+            processor: Processor::new(
+                vec![AppStrategy::Settle, AppStrategy::Observe],
+                vec![AppStrategy::AskModel],
+                vec![AppStrategy::Execute],
+                vec![AppStrategy::Remember],
+            ),
+            subtask: String::new(),
+            messages: Vec::new(),
+            memory: Vec::new(),
+            last_result: None,
+            last_seen: Vec::new(),
+            reannotated: false,
+            questions: Vec::new(),
+            held: None,
+            rejected: false,
+            result: String::new(),
+            actions: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// The current state.
+    pub fn state(&self) -> AppStatus {
+        self.state
+    }
+
+    fn archive(&mut self, cx: &mut Cx<'_>, status: &str) -> StepReport {
+        let result = match (&self.error, self.result.is_empty()) {
+            (Some(e), _) if status == "ERROR" => e.clone(),
+            (_, false) => self.result.clone(),
+            _ => self.last_result.clone().unwrap_or_default(),
+        };
+        let record = SubtaskRecord {
+            agent: self.name(),
+            subtask: self.subtask.clone(),
+            status: status.to_string(),
+            result: result.clone(),
+        };
+        cx.previous_subtasks.push(record);
+        cx.blackboard.add_trajectory(Trajectory {
+            agent: self.name(),
+            subtask: self.subtask.clone(),
+            status: status.to_string(),
+            result: result.clone(),
+            actions: self.actions.clone(),
+        });
+        StepReport {
+            status: self.state.as_str().into(),
+            subtask: Some(self.subtask.clone()),
+            action: Some(
+                json!({"archive": {"subtask": self.subtask, "status": status, "result": result}}),
+            ),
+            result: Some(result).filter(|r| !r.is_empty()),
+            ..StepReport::default()
+        }
+    }
+
+    async fn handle_processing(&mut self, cx: &mut Cx<'_>) -> StepReport {
+        let processor = self.processor.clone();
+        let fresh = self.state == AppStatus::Screenshot;
+        let mut step = AppStep {
+            agent: self,
+            cx,
+            fresh,
+            obs: None,
+            response: None,
+            result: None,
+            report: StepReport::default(),
+            transcript: String::new(),
+        };
+        let outcome = processor.run(&mut step).await;
+        let AppStep {
+            agent,
+            cx,
+            response,
+            result,
+            mut report,
+            transcript,
+            ..
+        } = step;
+        report.timings_ms = outcome.timings_ms;
+        let name = format!("step_{:04}_app_prompt.txt", cx.seq);
+        if let Some(p) = cx.save(&name, transcript.as_bytes()) {
+            report.artifacts.insert("prompt".into(), p.into());
+        }
+        if let Some(err) = outcome.error {
+            agent.status = AppStatus::Error;
+            let text = err.to_string();
+            agent.error = Some(text.clone());
+            report.error = Some(text);
+        } else if let Some(r) = &response {
+            agent.status = r.status;
+        }
+        agent.last_result = result.clone();
+        report.result = result;
+        report.status = agent.status.as_str().into();
+        report.subtask = Some(agent.subtask.clone());
+        report
+    }
+
+    async fn handle_pending(&mut self, cx: &mut Cx<'_>) -> StepReport {
+        let questions = std::mem::take(&mut self.questions);
+        let name = self.name();
+        let mut answers = Vec::new();
+        for q in &questions {
+            let answer = if cx.services.config.ask_question {
+                cx.services.user.ask(&name, q).await
+            } else {
+                None
+            };
+            answers.push(answer.clone());
+            // An unanswered question is noted on the blackboard (DESIGN.md).
+            cx.blackboard.add_question(QuestionAnswer {
+                agent: name.clone(),
+                question: q.clone(),
+                answer,
+            });
+        }
+        self.status = AppStatus::Continue;
+        StepReport {
+            status: "CONTINUE".into(),
+            subtask: Some(self.subtask.clone()),
+            action: Some(json!({"questions": questions, "answers": answers})),
+            ..StepReport::default()
+        }
+    }
+
+    async fn handle_confirm(&mut self, cx: &mut Cx<'_>) -> StepReport {
+        let Some(held) = self.held.take() else {
+            // Nothing was held (CONFIRM without an action): nothing to approve.
+            self.status = AppStatus::Continue;
+            return StepReport {
+                status: "CONTINUE".into(),
+                subtask: Some(self.subtask.clone()),
+                result: Some("CONFIRM without an action; nothing to approve".into()),
+                ..StepReport::default()
+            };
+        };
+        let described = describe(&held.action, held.control.as_ref(), &held.label);
+        let action_json = action_record(&held.action, held.control.as_ref(), &held.label);
+        let decision = if cx.services.config.safe_guard {
+            cx.services
+                .user
+                .confirm(&ConfirmRequest {
+                    agent: self.name(),
+                    description: described.clone(),
+                    action: action_json.clone(),
+                })
+                .await
+        } else {
+            Decision::Approve
+        };
+        let mut record = action_json;
+        record["decision"] = format!("{decision:?}").into();
+        let mut report = StepReport {
+            subtask: Some(self.subtask.clone()),
+            ..StepReport::default()
+        };
+        match decision {
+            Decision::Approve => {
+                let r = execute(cx, &self.window, held.control.as_ref(), &held.action).await;
+                record["executed"] = true.into();
+                self.actions.push(format!("{described} (approved) -> {r}"));
+                self.memory
+                    .push(format!("approved and ran {described} -> {r}"));
+                self.last_result = Some(r.clone());
+                report.result = Some(r);
+                self.status = AppStatus::Continue;
+            }
+            Decision::Reject => {
+                record["executed"] = false.into();
+                self.rejected = true;
+                self.memory.push(format!("the person rejected {described}"));
+                self.result = format!("the person rejected the action: {described}");
+                report.result = Some(self.result.clone());
+                self.status = AppStatus::Finish;
+            }
+        }
+        report.action = Some(record);
+        report.status = self.status.as_str().into();
+        report
+    }
+}
+
+#[async_trait]
+impl SubAgent for AppAgent {
+    fn name(&self) -> String {
+        format!("AppAgent/{}", self.window.app_name)
+    }
+
+    fn role(&self) -> &'static str {
+        "app"
+    }
+
+    fn begin(&mut self, a: Assignment) {
+        self.subtask = a.subtask;
+        self.messages = a.messages;
+        self.window = a.window;
+        self.state = AppStatus::Continue;
+        self.status = AppStatus::Continue;
+        self.held = None;
+        self.rejected = false;
+        self.result.clear();
+        self.actions.clear();
+        self.error = None;
+        self.last_result = None;
+        // Memory is kept: a reused agent remembers its earlier subtasks.
+        self.memory
+            .push(format!("--- new subtask: {} ---", self.subtask));
+    }
+
+    fn state_name(&self) -> &'static str {
+        self.state.as_str()
+    }
+
+    fn is_processing(&self) -> bool {
+        match self.state {
+            AppStatus::Continue | AppStatus::Screenshot => true,
+            AppStatus::Finish
+            | AppStatus::Fail
+            | AppStatus::Error
+            | AppStatus::Pending
+            | AppStatus::Confirm => false,
+        }
+    }
+
+    async fn handle(&mut self, cx: &mut Cx<'_>) -> StepReport {
+        match self.state {
+            AppStatus::Continue | AppStatus::Screenshot => self.handle_processing(cx).await,
+            AppStatus::Pending => self.handle_pending(cx).await,
+            AppStatus::Confirm => self.handle_confirm(cx).await,
+            AppStatus::Finish => {
+                let status = if self.rejected { "REJECTED" } else { "FINISH" };
+                self.archive(cx, status)
+            }
+            AppStatus::Fail => {
+                cx.round_failures += 1;
+                self.archive(cx, "FAIL")
+            }
+            AppStatus::Error => self.archive(cx, "ERROR"),
+        }
+    }
+
+    fn round_end(&self) -> Option<(SessionStatus, String)> {
+        match self.state {
+            AppStatus::Error => Some((SessionStatus::Error, "app_error".into())),
+            AppStatus::Continue
+            | AppStatus::Screenshot
+            | AppStatus::Finish
+            | AppStatus::Fail
+            | AppStatus::Pending
+            | AppStatus::Confirm => None,
+        }
+    }
+
+    fn is_subtask_end(&self) -> bool {
+        match self.state {
+            AppStatus::Finish | AppStatus::Fail | AppStatus::Error => true,
+            AppStatus::Continue
+            | AppStatus::Screenshot
+            | AppStatus::Pending
+            | AppStatus::Confirm => false,
+        }
+    }
+
+    fn next_state(&mut self, cx: &mut Cx<'_>) -> Handoff {
+        let config = cx.services.config;
+        let next = match self.state {
+            AppStatus::Continue => self.status,
+            AppStatus::Screenshot => {
+                // Another SCREENSHOT while nothing new appeared: nothing is left to
+                // re-annotate, so go on in CONTINUE.
+                if self.status == AppStatus::Screenshot && !self.reannotated {
+                    AppStatus::Continue
+                } else {
+                    self.status
+                }
+            }
+            AppStatus::Pending => AppStatus::Continue,
+            AppStatus::Confirm => self.status,
+            AppStatus::Finish => {
+                return Handoff::Host(match config.mode {
+                    AgentMode::Normal => HostStatus::Continue,
+                    AgentMode::Follower => HostStatus::Finish,
+                })
+            }
+            AppStatus::Fail => {
+                return Handoff::Host(match config.on_subtask_fail {
+                    OnSubtaskFail::Replan => {
+                        if cx.round_failures >= config.max_subtask_failures {
+                            cx.fail_reason = Some("max_subtask_failures".into());
+                            HostStatus::Fail
+                        } else {
+                            HostStatus::Continue
+                        }
+                    }
+                    OnSubtaskFail::Finish => {
+                        cx.forced_end = Some((SessionStatus::Fail, "subtask_failed".into()));
+                        HostStatus::Finish
+                    }
+                })
+            }
+            AppStatus::Error => return Handoff::Host(HostStatus::Finish),
+        };
+        self.state = next;
+        Handoff::Stay
+    }
+}
+
+/// One line describing an action.
+fn describe(action: &UiAction, control: Option<&Control>, label: &str) -> String {
+    let args = action.args();
+    let args = if args.as_object().is_some_and(|m| m.is_empty()) {
+        String::new()
+    } else {
+        format!(" {args}")
+    };
+    match control {
+        Some(c) => format!(
+            "{}{} on [{label}] {} \"{}\"",
+            action.name(),
+            args,
+            c.role,
+            c.name
+        ),
+        None => format!("{}{}", action.name(), args),
+    }
+}
+
+fn action_record(action: &UiAction, control: Option<&Control>, label: &str) -> Value {
+    json!({
+        "function": action.name(),
+        "args": action.args(),
+        "control_label": label,
+        "control_id": control.map(|c| c.id.clone()),
+        "control_text": control.map(|c| c.name.clone()),
+    })
+}
+
+/// Run an action on the desktop and describe its outcome; a failure is text, not an error.
+async fn execute(
+    cx: &mut Cx<'_>,
+    window: &WindowInfo,
+    control: Option<&Control>,
+    action: &UiAction,
+) -> String {
+    let d = cx.services.desktop;
+    match d
+        .act(&window.id, control.map(|c| c.id.as_str()), action)
+        .await
+    {
+        Ok(text) => {
+            if text.is_empty() {
+                "ok".to_string()
+            } else {
+                clip(&text, 2000)
+            }
+        }
+        Err(e) => format!("action failed: {e}"),
+    }
+}
+
+/// The data of one AppAgent processor run.
+struct AppStep<'s, 'a> {
+    agent: &'s mut AppAgent,
+    cx: &'s mut Cx<'a>,
+    fresh: bool,
+    obs: Option<WindowObservation>,
+    response: Option<AppResponse>,
+    result: Option<String>,
+    report: StepReport,
+    transcript: String,
+}
+
+impl StepRunner for AppStep<'_, '_> {
+    type Strategy = AppStrategy;
+
+    async fn run(&mut self, strategy: AppStrategy) -> Result<(), String> {
+        match strategy {
+            AppStrategy::Settle => {
+                if self.fresh {
+                    self.cx.services.desktop.settle().await;
+                }
+                Ok(())
+            }
+            AppStrategy::Observe => self.observe().await,
+            AppStrategy::AskModel => self.ask().await,
+            AppStrategy::Execute => {
+                self.execute().await;
+                Ok(())
+            }
+            AppStrategy::Remember => {
+                let Some(r) = &self.response else {
+                    return Ok(());
+                };
+                let agent = &mut *self.agent;
+                agent.questions = if r.questions.is_empty() && r.status == AppStatus::Pending {
+                    vec![if r.comment.is_empty() {
+                        "The agent needs more information to go on. What should it do?".to_string()
+                    } else {
+                        r.comment.clone()
+                    }]
+                } else {
+                    r.questions.clone()
+                };
+                if !r.result.is_empty() {
+                    agent.result = r.result.clone();
+                }
+                let mut line = format!("Status {}", r.status);
+                if let Some(a) = &self.report.action {
+                    line.push_str(&format!(
+                        ", {} {} on [{}] {}",
+                        a["function"].as_str().unwrap_or(""),
+                        a["args"],
+                        a["control_label"].as_str().unwrap_or(""),
+                        a["control_text"].as_str().unwrap_or("")
+                    ));
+                }
+                if let Some(res) = &self.result {
+                    line.push_str(&format!(" -> {res}"));
+                }
+                agent.memory.push(line);
+                self.report.thought = Some(r.thought.clone());
+                Ok(())
+            }
+        }
+    }
+}
+
+impl AppStep<'_, '_> {
+    async fn observe(&mut self) -> Result<(), String> {
+        let obs = self
+            .cx
+            .services
+            .desktop
+            .observe(&self.agent.window.id)
+            .await
+            .map_err(|e| e.to_string())?;
+        let seen: Vec<(String, String)> = obs
+            .controls
+            .iter()
+            .map(|c| (c.id.clone(), c.name.clone()))
+            .collect();
+        self.agent.reannotated = seen.iter().any(|s| !self.agent.last_seen.contains(s));
+        self.agent.last_seen = seen;
+        let seq = self.cx.seq;
+        if let Some(s) = &obs.screenshot {
+            if let Some(p) = self
+                .cx
+                .save(&format!("step_{seq:04}_screenshot.png"), &s.png)
+            {
+                self.report.artifacts.insert("screenshot".into(), p.into());
+            }
+        }
+        if let Some(s) = &obs.annotated {
+            if let Some(p) = self
+                .cx
+                .save(&format!("step_{seq:04}_annotated.png"), &s.png)
+            {
+                self.report.artifacts.insert("annotated".into(), p.into());
+            }
+        }
+        if !obs.warnings.is_empty() {
+            self.report
+                .artifacts
+                .insert("observation_warnings".into(), obs.warnings.clone().into());
+        }
+        self.obs = Some(obs);
+        Ok(())
+    }
+
+    async fn ask(&mut self) -> Result<(), String> {
+        let Some(obs) = &self.obs else {
+            return Err("no observation of the window".into());
+        };
+        let svc = self.cx.services;
+        let controls: Vec<Value> = obs
+            .controls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                json!({"label": i + 1, "role": c.role, "name": c.name, "value": c.value, "enabled": c.enabled})
+            })
+            .collect();
+        let keep = svc.config.memory_in_prompt;
+        let start = self.agent.memory.len().saturating_sub(keep);
+        let memory: Vec<String> = self.agent.memory[start..]
+            .iter()
+            .enumerate()
+            .map(|(i, m)| format!("{}. {m}", start + i + 1))
+            .collect();
+        let ctx = json!({
+            "subtask": self.agent.subtask,
+            "messages": self.agent.messages,
+            "request": self.cx.request,
+            "blackboard": self.cx.blackboard.render(),
+            "window_title": obs.window.title,
+            "fresh": self.fresh,
+            "controls": controls,
+            "memory": memory,
+            "last_result": self.agent.last_result,
+            "extra_functions": "",
+        });
+        let system = svc
+            .prompts
+            .render("app_system", &ctx)
+            .map_err(|e| e.to_string())?;
+        let user = svc
+            .prompts
+            .render("app_user", &ctx)
+            .map_err(|e| e.to_string())?;
+        let images = match (
+            &obs.annotated,
+            &obs.screenshot,
+            svc.config.screenshots_to_model,
+        ) {
+            (Some(a), _, true) => vec![(a.png.clone(), "annotated screenshot".to_string())],
+            (None, Some(s), true) => vec![(s.png.clone(), "screenshot".to_string())],
+            _ => Vec::new(),
+        };
+        let from = self.agent.state;
+        let response = ask_model(
+            svc.app_llm,
+            "app",
+            svc.config.json_parsing_retry,
+            system,
+            user,
+            images,
+            |raw| validate_app(raw, from),
+            &mut self.report.llm,
+            &mut self.transcript,
+        )
+        .await?;
+        self.response = Some(response);
+        Ok(())
+    }
+
+    async fn execute(&mut self) {
+        let (Some(r), Some(obs)) = (&self.response, &self.obs) else {
+            return;
+        };
+        if r.function.trim().is_empty() {
+            return;
+        }
+        let action = match UiAction::parse(&r.function, &r.args) {
+            Ok(a) => a,
+            // Validated in AskModel; kept as a result rather than a panic.
+            Err(e) => {
+                self.result = Some(e);
+                return;
+            }
+        };
+        let control = if action.needs_control() {
+            let idx = resolve(&r.control_label, &r.control_text, obs.controls.len(), |i| {
+                vec![obs.controls[i].name.as_str()]
+            });
+            match idx {
+                Some(i) => Some(obs.controls[i].clone()),
+                None => {
+                    let mut rec = action_record(&action, None, &r.control_label);
+                    rec["executed"] = false.into();
+                    self.report.action = Some(rec);
+                    self.result = Some(format!(
+                        "action failed: no control matches ControlLabel {:?} / ControlText {:?}; \
+                         pick a label from the control list",
+                        r.control_label, r.control_text
+                    ));
+                    return;
+                }
+            }
+        } else {
+            None
+        };
+        let label = match &control {
+            Some(c) => obs
+                .controls
+                .iter()
+                .position(|x| x.id == c.id)
+                .map(|i| (i + 1).to_string())
+                .unwrap_or_default(),
+            None => String::new(),
+        };
+        let mut rec = action_record(&action, control.as_ref(), &label);
+        match r.status {
+            AppStatus::Confirm => {
+                // The gate: the action is held, not executed, until the person approves.
+                rec["executed"] = false.into();
+                rec["held"] = true.into();
+                self.agent.held = Some(Held {
+                    action,
+                    control,
+                    label,
+                });
+                self.result = Some("held for confirmation".into());
+            }
+            AppStatus::Continue | AppStatus::Screenshot | AppStatus::Finish => {
+                let out = execute(self.cx, &self.agent.window, control.as_ref(), &action).await;
+                rec["executed"] = true.into();
+                self.agent.actions.push(format!(
+                    "{} -> {out}",
+                    describe(&action, control.as_ref(), &label)
+                ));
+                if matches!(action, UiAction::ReadText) && !out.starts_with("action failed") {
+                    self.agent.result = out.clone();
+                }
+                self.result = Some(out);
+            }
+            AppStatus::Pending | AppStatus::Fail | AppStatus::Error => {
+                rec["executed"] = false.into();
+            }
+        }
+        self.report.action = Some(rec);
+    }
+}
+
+/// Parse an app answer, check the status against the matrix and the function against the
+/// function table.
+fn validate_app(raw: &str, from: AppStatus) -> Result<AppResponse, String> {
+    let r = AppResponse::parse(raw)?;
+    if !from.llm_may_go(r.status) {
+        return Err(format!(
+            "Status {} is not allowed for the AppAgent in {from}",
+            r.status
+        ));
+    }
+    if !r.function.trim().is_empty() {
+        UiAction::parse(&r.function, &r.args)?;
+    }
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_functions_are_invalid_answers() {
+        let e = validate_app(
+            r#"{"Observation":"o","Thought":"t","Function":"drag","Status":"CONTINUE"}"#,
+            AppStatus::Continue,
+        )
+        .unwrap_err();
+        assert!(e.contains("unknown function"), "{e}");
+        assert!(validate_app(
+            r#"{"Observation":"o","Thought":"t","Function":"click_input","Args":{},"Status":"SCREENSHOT"}"#,
+            AppStatus::Continue
+        )
+        .is_ok());
+    }
+}

@@ -1,0 +1,677 @@
+//! The HostAgent: decomposes the request, picks or launches an application, and assigns
+//! subtasks. Its states are [`HostStatus`]; every `match` on them is exhaustive, so a new
+//! state cannot be added without deciding each transition.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::{ask_model, cache_key, resolve, AgentFactory, Assignment, Cx, StepReport, SubAgent};
+use crate::blackboard::QuestionAnswer;
+use crate::ports::{ConfirmRequest, Decision, LaunchableApp, Screenshot, WindowInfo};
+use crate::processor::{Processor, StepRunner};
+use crate::response::HostResponse;
+use crate::session::SessionStatus;
+use crate::status::HostStatus;
+
+/// The host's display name in trajectories.
+pub const HOST_NAME: &str = "HostAgent";
+
+/// The host's strategies, by phase: DATA_COLLECTION [`CaptureDesktop`, `ListWindows`],
+/// LLM_INTERACTION [`AskModel`], ACTION_EXECUTION [`RunBash`, `SelectWindow`],
+/// MEMORY_UPDATE [`UpdateMemory`].
+///
+/// [`CaptureDesktop`]: HostStrategy::CaptureDesktop
+/// [`ListWindows`]: HostStrategy::ListWindows
+/// [`AskModel`]: HostStrategy::AskModel
+/// [`RunBash`]: HostStrategy::RunBash
+/// [`SelectWindow`]: HostStrategy::SelectWindow
+/// [`UpdateMemory`]: HostStrategy::UpdateMemory
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostStrategy {
+    /// Take a desktop screenshot.
+    CaptureDesktop,
+    /// List windows and launchable applications.
+    ListWindows,
+    /// Build the prompt, ask the model, validate the answer (re-asking when invalid).
+    AskModel,
+    /// Run the answer's `Bash` command (unless the status holds or drops the action).
+    RunBash,
+    /// Resolve the window to ASSIGN to (launching the application when needed).
+    SelectWindow,
+    /// Record the step in the host's memory.
+    UpdateMemory,
+}
+
+/// Where the round goes after a host state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostNext {
+    /// The host, in this state.
+    Host(HostStatus),
+    /// The sub-agent with this cache key, in its first state.
+    Sub(String),
+}
+
+/// An action the host chose: a shell command and/or a window.
+#[derive(Debug, Clone, Default, Serialize)]
+struct HostAction {
+    bash: String,
+    control_label: String,
+    control_text: String,
+}
+
+/// The HostAgent.
+pub struct HostAgent {
+    state: HostStatus,
+    status: HostStatus,
+    processor: Processor<HostStrategy>,
+    memory: Vec<String>,
+    plan: Vec<String>,
+    last_result: Option<String>,
+    current_subtask: String,
+    messages: Vec<String>,
+    questions: Vec<String>,
+    held: Option<HostAction>,
+    selected: Option<WindowInfo>,
+    agents: HashMap<String, Box<dyn SubAgent>>,
+    active: Option<String>,
+    factory: Box<dyn AgentFactory>,
+}
+
+impl HostAgent {
+    /// A host that creates sub-agents with `factory`.
+    pub fn new(factory: Box<dyn AgentFactory>) -> Self {
+        Self {
+            state: HostStatus::Continue,
+            status: HostStatus::Continue,
+            processor: Processor::new(
+                vec![HostStrategy::CaptureDesktop, HostStrategy::ListWindows],
+                vec![HostStrategy::AskModel],
+                vec![HostStrategy::RunBash, HostStrategy::SelectWindow],
+                vec![HostStrategy::UpdateMemory],
+            ),
+            memory: Vec::new(),
+            plan: Vec::new(),
+            last_result: None,
+            current_subtask: String::new(),
+            messages: Vec::new(),
+            questions: Vec::new(),
+            held: None,
+            selected: None,
+            agents: HashMap::new(),
+            active: None,
+            factory,
+        }
+    }
+
+    /// The current state.
+    pub fn state(&self) -> HostStatus {
+        self.state
+    }
+
+    /// Start a round: back to CONTINUE, with memory and cached agents kept.
+    pub fn start_round(&mut self) {
+        self.state = HostStatus::Continue;
+        self.status = HostStatus::Continue;
+        self.held = None;
+        self.selected = None;
+        self.active = None;
+    }
+
+    /// Enter a state (used when a sub-agent hands control back).
+    pub fn enter(&mut self, state: HostStatus) {
+        self.state = state;
+        self.status = state;
+    }
+
+    /// The cached sub-agent with this key.
+    pub fn agent_mut(&mut self, key: &str) -> Option<&mut (dyn SubAgent + 'static)> {
+        self.agents.get_mut(key).map(|b| b.as_mut())
+    }
+
+    /// Whether the current state runs the processor.
+    pub fn is_processing(&self) -> bool {
+        match self.state {
+            HostStatus::Continue => true,
+            HostStatus::Assign
+            | HostStatus::Finish
+            | HostStatus::Fail
+            | HostStatus::Error
+            | HostStatus::Pending
+            | HostStatus::Confirm => false,
+        }
+    }
+
+    /// Whether the round ends on the current state, with status and reason.
+    pub fn round_end(&self, cx: &Cx<'_>) -> Option<(SessionStatus, String)> {
+        match self.state {
+            HostStatus::Finish => Some(
+                cx.forced_end
+                    .clone()
+                    .unwrap_or((SessionStatus::Finish, "finish".into())),
+            ),
+            HostStatus::Fail => Some((
+                SessionStatus::Fail,
+                cx.fail_reason.clone().unwrap_or_else(|| "host_fail".into()),
+            )),
+            HostStatus::Error => Some((SessionStatus::Error, "host_error".into())),
+            HostStatus::Continue
+            | HostStatus::Assign
+            | HostStatus::Pending
+            | HostStatus::Confirm => None,
+        }
+    }
+
+    /// The next state (DESIGN.md's HostAgent table, "next state" column).
+    pub fn next_state(&mut self) -> HostNext {
+        let next = match self.state {
+            HostStatus::Continue | HostStatus::Pending | HostStatus::Confirm => self.status,
+            HostStatus::Assign => {
+                return match &self.active {
+                    Some(key) => HostNext::Sub(key.clone()),
+                    // ASSIGN without an agent cannot happen after a successful handle; the
+                    // handle set ERROR in that case.
+                    None => HostNext::Host(HostStatus::Error),
+                };
+            }
+            HostStatus::Finish | HostStatus::Fail | HostStatus::Error => HostStatus::Finish,
+        };
+        self.state = next;
+        HostNext::Host(next)
+    }
+
+    /// Handle the current state.
+    pub async fn handle(&mut self, cx: &mut Cx<'_>) -> StepReport {
+        match self.state {
+            HostStatus::Continue => self.handle_continue(cx).await,
+            HostStatus::Assign => self.handle_assign(),
+            HostStatus::Pending => self.handle_pending(cx).await,
+            HostStatus::Confirm => self.handle_confirm(cx).await,
+            HostStatus::Finish | HostStatus::Fail | HostStatus::Error => StepReport {
+                status: self.state.as_str().into(),
+                ..StepReport::default()
+            },
+        }
+    }
+
+    async fn handle_continue(&mut self, cx: &mut Cx<'_>) -> StepReport {
+        let processor = self.processor.clone();
+        let mut step = HostStep {
+            host: self,
+            cx,
+            windows: Vec::new(),
+            launchable: Vec::new(),
+            screenshot: None,
+            response: None,
+            results: Vec::new(),
+            report: StepReport::default(),
+            transcript: String::new(),
+        };
+        let outcome = processor.run(&mut step).await;
+        let HostStep {
+            host,
+            cx,
+            response,
+            results,
+            mut report,
+            transcript,
+            ..
+        } = step;
+        report.timings_ms = outcome.timings_ms;
+        let prompt_name = format!("step_{:04}_host_prompt.txt", cx.seq);
+        if let Some(p) = cx.save(&prompt_name, transcript.as_bytes()) {
+            report.artifacts.insert("prompt".into(), p.into());
+        }
+        if let Some(err) = outcome.error {
+            host.status = HostStatus::Error;
+            report.error = Some(err.to_string());
+        } else if let Some(r) = &response {
+            host.status = r.status;
+        }
+        if !results.is_empty() {
+            let text = results.join("; ");
+            report.result = Some(text.clone());
+            host.last_result = Some(text);
+        } else {
+            host.last_result = None;
+        }
+        report.status = host.status.as_str().into();
+        report.subtask = Some(host.current_subtask.clone()).filter(|s| !s.is_empty());
+        report
+    }
+
+    fn handle_assign(&mut self) -> StepReport {
+        let Some(window) = self.selected.clone() else {
+            self.status = HostStatus::Error;
+            return StepReport {
+                status: "ERROR".into(),
+                error: Some("ASSIGN without a selected window".into()),
+                ..StepReport::default()
+            };
+        };
+        let key = cache_key(&window);
+        let factory = &self.factory;
+        let agent = self
+            .agents
+            .entry(key.clone())
+            .or_insert_with(|| factory.create(&window));
+        agent.begin(Assignment {
+            subtask: self.current_subtask.clone(),
+            messages: self.messages.clone(),
+            window: window.clone(),
+        });
+        let name = agent.name();
+        self.active = Some(key.clone());
+        self.status = HostStatus::Assign;
+        StepReport {
+            status: "ASSIGN".into(),
+            subtask: Some(self.current_subtask.clone()),
+            action: Some(json!({"assign": name, "window": window.title, "cache_key": key})),
+            ..StepReport::default()
+        }
+    }
+
+    async fn handle_pending(&mut self, cx: &mut Cx<'_>) -> StepReport {
+        let questions = std::mem::take(&mut self.questions);
+        let mut unanswered = false;
+        for q in &questions {
+            let answer = if cx.services.config.ask_question {
+                cx.services.user.ask(HOST_NAME, q).await
+            } else {
+                None
+            };
+            unanswered |= answer.is_none();
+            cx.blackboard.add_question(QuestionAnswer {
+                agent: HOST_NAME.into(),
+                question: q.clone(),
+                answer,
+            });
+        }
+        // Only when asking is on does a missing answer fail the round (DESIGN.md).
+        self.status = if unanswered && cx.services.config.ask_question {
+            cx.fail_reason = Some("no_answer".into());
+            HostStatus::Fail
+        } else {
+            HostStatus::Continue
+        };
+        StepReport {
+            status: self.status.as_str().into(),
+            action: Some(json!({"questions": questions})),
+            result: unanswered.then(|| "a question got no answer".to_string()),
+            ..StepReport::default()
+        }
+    }
+
+    async fn handle_confirm(&mut self, cx: &mut Cx<'_>) -> StepReport {
+        let held = self.held.take().unwrap_or_default();
+        let action = serde_json::to_value(&held).unwrap_or(Value::Null);
+        let decision = if cx.services.config.safe_guard {
+            let description = if held.bash.is_empty() {
+                format!(
+                    "assign to window {} {}",
+                    held.control_label, held.control_text
+                )
+            } else {
+                format!("run shell command: {}", held.bash)
+            };
+            cx.services
+                .user
+                .confirm(&ConfirmRequest {
+                    agent: HOST_NAME.into(),
+                    description,
+                    action: action.clone(),
+                })
+                .await
+        } else {
+            Decision::Approve
+        };
+        let mut report = StepReport {
+            action: Some(json!({"held": action, "decision": format!("{decision:?}")})),
+            ..StepReport::default()
+        };
+        match decision {
+            Decision::Approve => {
+                if !held.bash.is_empty() {
+                    let r = run_bash(cx, &held.bash).await;
+                    self.last_result = Some(r.clone());
+                    report.result = Some(r);
+                }
+                self.status = HostStatus::Continue;
+            }
+            Decision::Reject => {
+                cx.fail_reason = Some("rejected".into());
+                report.result = Some("the person rejected the action".into());
+                self.status = HostStatus::Fail;
+            }
+        }
+        report.status = self.status.as_str().into();
+        report
+    }
+}
+
+/// Run a shell command through the desktop and describe the outcome in one line.
+async fn run_bash(cx: &mut Cx<'_>, command: &str) -> String {
+    match cx.services.desktop.shell(command).await {
+        Ok(out) => {
+            let mut s = format!(
+                "ran `{command}`: exit {}",
+                out.code.map_or("unknown".to_string(), |c| c.to_string())
+            );
+            if let Some(app) = out.launched {
+                s.push_str(&format!(", launched {app}"));
+            }
+            let stdout = out.stdout.trim();
+            if !stdout.is_empty() {
+                s.push_str(&format!(", stdout: {}", clip(stdout, 400)));
+            }
+            let stderr = out.stderr.trim();
+            if !stderr.is_empty() {
+                s.push_str(&format!(", stderr: {}", clip(stderr, 400)));
+            }
+            s
+        }
+        Err(e) => format!("shell command `{command}` failed: {e}"),
+    }
+}
+
+pub(crate) fn clip(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// The data of one host processor run.
+struct HostStep<'s, 'a> {
+    host: &'s mut HostAgent,
+    cx: &'s mut Cx<'a>,
+    windows: Vec<WindowInfo>,
+    launchable: Vec<LaunchableApp>,
+    screenshot: Option<Screenshot>,
+    response: Option<HostResponse>,
+    results: Vec<String>,
+    report: StepReport,
+    transcript: String,
+}
+
+impl StepRunner for HostStep<'_, '_> {
+    type Strategy = HostStrategy;
+
+    async fn run(&mut self, strategy: HostStrategy) -> Result<(), String> {
+        match strategy {
+            HostStrategy::CaptureDesktop => {
+                let shot = self
+                    .cx
+                    .services
+                    .desktop
+                    .desktop_screenshot()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if let Some(shot) = &shot {
+                    let name = format!("step_{:04}_desktop.png", self.cx.seq);
+                    if let Some(p) = self.cx.save(&name, &shot.png) {
+                        self.report.artifacts.insert("screenshot".into(), p.into());
+                    }
+                }
+                self.screenshot = shot;
+                Ok(())
+            }
+            HostStrategy::ListWindows => {
+                let d = self.cx.services.desktop;
+                self.windows = d.windows().await.map_err(|e| e.to_string())?;
+                self.launchable = d.launchable().await.map_err(|e| e.to_string())?;
+                Ok(())
+            }
+            HostStrategy::AskModel => self.ask().await,
+            HostStrategy::RunBash => {
+                let Some(r) = &self.response else {
+                    return Ok(());
+                };
+                let action = HostAction {
+                    bash: r.bash.trim().to_string(),
+                    control_label: r.control_label.clone(),
+                    control_text: r.control_text.clone(),
+                };
+                let mut record = serde_json::to_value(&action).unwrap_or(Value::Null);
+                match r.status {
+                    HostStatus::Confirm => {
+                        // The gate: nothing reaches the desktop before approval.
+                        self.host.held = Some(action);
+                        record["executed"] = false.into();
+                        record["held"] = true.into();
+                    }
+                    HostStatus::Continue | HostStatus::Assign | HostStatus::Finish => {
+                        if !action.bash.is_empty() {
+                            let line = run_bash(self.cx, &action.bash).await;
+                            self.results.push(line);
+                            record["executed"] = true.into();
+                        }
+                    }
+                    HostStatus::Pending | HostStatus::Fail | HostStatus::Error => {
+                        record["executed"] = false.into();
+                    }
+                }
+                let has_action = !r.bash.trim().is_empty()
+                    || !r.control_label.is_empty()
+                    || !r.control_text.is_empty();
+                if has_action {
+                    self.report.action = Some(record);
+                }
+                Ok(())
+            }
+            HostStrategy::SelectWindow => self.select_window().await,
+            HostStrategy::UpdateMemory => {
+                let Some(r) = &self.response else {
+                    return Ok(());
+                };
+                let host = &mut *self.host;
+                host.plan = r.plan.clone();
+                if !r.current_subtask.is_empty() {
+                    host.current_subtask = r.current_subtask.clone();
+                }
+                host.messages = r.message.clone();
+                host.questions = if r.questions.is_empty() && r.status == HostStatus::Pending {
+                    vec![if r.comment.is_empty() {
+                        "The agent needs more information to go on. What should it do?".to_string()
+                    } else {
+                        r.comment.clone()
+                    }]
+                } else {
+                    r.questions.clone()
+                };
+                let mut line = format!("Status {}", r.status);
+                if !r.current_subtask.is_empty() {
+                    line.push_str(&format!(", subtask \"{}\"", r.current_subtask));
+                }
+                if let Some(w) = &host.selected {
+                    line.push_str(&format!(", window \"{}\"", w.title));
+                }
+                if !r.bash.is_empty() {
+                    line.push_str(&format!(", bash `{}`", r.bash));
+                }
+                if !self.results.is_empty() {
+                    line.push_str(&format!(" -> {}", self.results.join("; ")));
+                }
+                host.memory.push(line);
+                self.report.thought = Some(r.thought.clone());
+                Ok(())
+            }
+        }
+    }
+}
+
+impl HostStep<'_, '_> {
+    async fn ask(&mut self) -> Result<(), String> {
+        let svc = self.cx.services;
+        let windows: Vec<Value> = self
+            .windows
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                json!({"label": i + 1, "title": w.title, "app_name": w.app_name, "process": w.process})
+            })
+            .collect();
+        let keep = svc.config.memory_in_prompt;
+        let start = self.host.memory.len().saturating_sub(keep);
+        let memory: Vec<String> = self.host.memory[start..]
+            .iter()
+            .enumerate()
+            .map(|(i, m)| format!("{}. {m}", start + i + 1))
+            .collect();
+        let ctx = json!({
+            "request": self.cx.request,
+            "blackboard": self.cx.blackboard.render(),
+            "windows": windows,
+            "launchable": self.launchable,
+            "previous_subtasks": self.cx.previous_subtasks,
+            "plan": self.host.plan,
+            "memory": memory,
+            "last_result": self.host.last_result,
+        });
+        let system = svc
+            .prompts
+            .render("host_system", &ctx)
+            .map_err(|e| e.to_string())?;
+        let user = svc
+            .prompts
+            .render("host_user", &ctx)
+            .map_err(|e| e.to_string())?;
+        let images = match (&self.screenshot, svc.config.screenshots_to_model) {
+            (Some(s), true) => vec![(s.png.clone(), "desktop screenshot".to_string())],
+            _ => Vec::new(),
+        };
+        let response = ask_model(
+            svc.host_llm,
+            "host",
+            svc.config.json_parsing_retry,
+            system,
+            user,
+            images,
+            validate_host,
+            &mut self.report.llm,
+            &mut self.transcript,
+        )
+        .await?;
+        self.response = Some(response);
+        Ok(())
+    }
+
+    async fn select_window(&mut self) -> Result<(), String> {
+        let Some(r) = &self.response else {
+            return Ok(());
+        };
+        if r.status != HostStatus::Assign {
+            return Ok(());
+        }
+        let desktop = self.cx.services.desktop;
+        if !r.bash.trim().is_empty() {
+            // The command may have opened the window: look again.
+            self.windows = desktop.windows().await.map_err(|e| e.to_string())?;
+            self.launchable = desktop.launchable().await.map_err(|e| e.to_string())?;
+        }
+        let found = resolve(&r.control_label, &r.control_text, self.windows.len(), |i| {
+            let w = &self.windows[i];
+            vec![w.title.as_str(), w.app_name.as_str(), w.process.as_str()]
+        });
+        let window = match found {
+            Some(i) => Some(self.windows[i].clone()),
+            None => {
+                let text = r.control_text.trim();
+                match self
+                    .launchable
+                    .iter()
+                    .find(|a| !text.is_empty() && a.name.eq_ignore_ascii_case(text))
+                {
+                    Some(app) => match desktop.launch(&app.name).await {
+                        Ok(w) => {
+                            self.results.push(format!("launched {}", app.name));
+                            Some(w)
+                        }
+                        Err(e) => {
+                            self.results
+                                .push(format!("launching {} failed: {e}", app.name));
+                            None
+                        }
+                    },
+                    None => None,
+                }
+            }
+        };
+        match window {
+            Some(w) => {
+                if let Some(a) = self.report.action.as_mut() {
+                    a["window"] = w.title.clone().into();
+                }
+                self.host.selected = Some(w);
+            }
+            None => {
+                // Not an ERROR: the model sees the failure and tries again.
+                let titles: Vec<String> = self
+                    .windows
+                    .iter()
+                    .enumerate()
+                    .map(|(i, w)| format!("[{}] {}", i + 1, w.title))
+                    .collect();
+                self.results.push(format!(
+                    "no window matches ControlLabel {:?} / ControlText {:?}; the windows are: {}",
+                    r.control_label,
+                    r.control_text,
+                    if titles.is_empty() {
+                        "(none)".to_string()
+                    } else {
+                        titles.join(", ")
+                    }
+                ));
+                self.host.selected = None;
+                if let Some(resp) = self.response.as_mut() {
+                    resp.status = HostStatus::Continue;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parse a host answer and check it against the transition matrix.
+fn validate_host(raw: &str) -> Result<HostResponse, String> {
+    let r = HostResponse::parse(raw)?;
+    if !HostStatus::Continue.llm_may_go(r.status) {
+        return Err(format!(
+            "Status {} is not allowed for the HostAgent here; use one of: {}",
+            r.status,
+            HostStatus::LLM_OUTCOMES.map(HostStatus::as_str).join(", ")
+        ));
+    }
+    if r.status == HostStatus::Assign
+        && r.control_label.trim().is_empty()
+        && r.control_text.trim().is_empty()
+    {
+        return Err(
+            "Status ASSIGN needs ControlLabel or ControlText naming the window to assign to".into(),
+        );
+    }
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_cannot_drive_the_host_to_error_or_screenshot() {
+        let e = validate_host(r#"{"Observation":"o","Thought":"t","Status":"ERROR"}"#).unwrap_err();
+        assert!(e.contains("not allowed"), "{e}");
+        let e = validate_host(r#"{"Observation":"o","Thought":"t","Status":"SCREENSHOT"}"#)
+            .unwrap_err();
+        assert!(e.contains("unknown Status"), "{e}");
+        let e =
+            validate_host(r#"{"Observation":"o","Thought":"t","Status":"ASSIGN"}"#).unwrap_err();
+        assert!(e.contains("ControlText"), "{e}");
+        assert!(validate_host(r#"{"Observation":"o","Thought":"t","Status":"FAIL"}"#).is_ok());
+    }
+}

@@ -1,0 +1,302 @@
+//! Agents: the HostAgent, the AppAgent, and the seam for further agent kinds.
+//!
+//! The host's states are [`HostStatus`](crate::status::HostStatus) and are handled by
+//! [`host::HostAgent`]. Every agent the host can ASSIGN to implements [`SubAgent`] and keeps its
+//! own state enum: the AppAgent does (with [`AppStatus`](crate::status::AppStatus)), and an
+//! operator or shell agent can be added as another `SubAgent` + [`AgentFactory`] without
+//! editing either existing state machine.
+
+pub mod app;
+pub mod host;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::blackboard::Blackboard;
+use crate::config::Config;
+use crate::ports::{
+    ChatMessage, ChatRequest, ContentPart, Desktop, LlmClient, MessageRole, Recorder, UserIo,
+    WindowInfo,
+};
+use crate::prompt::Prompts;
+use crate::session::SessionStatus;
+use crate::status::HostStatus;
+
+/// The services a session runs with.
+#[derive(Clone, Copy)]
+pub struct Services<'a> {
+    /// The desktop.
+    pub desktop: &'a dyn Desktop,
+    /// The HostAgent's model.
+    pub host_llm: &'a dyn LlmClient,
+    /// The AppAgents' model.
+    pub app_llm: &'a dyn LlmClient,
+    /// The person.
+    pub user: &'a dyn UserIo,
+    /// Settings.
+    pub config: &'a Config,
+    /// Compiled prompt templates.
+    pub prompts: &'a Prompts,
+}
+
+/// A finished subtask, as the host sees it in "previous subtasks".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubtaskRecord {
+    /// The agent that ran it.
+    pub agent: String,
+    /// The subtask.
+    pub subtask: String,
+    /// FINISH, FAIL, ERROR or REJECTED.
+    pub status: String,
+    /// Result or error.
+    pub result: String,
+}
+
+/// The mutable context of a session, shared by every agent.
+pub struct Cx<'a> {
+    /// Services.
+    pub services: Services<'a>,
+    /// Where the trajectory goes.
+    pub recorder: &'a mut dyn Recorder,
+    /// The shared blackboard.
+    pub blackboard: Blackboard,
+    /// The current round's request.
+    pub request: String,
+    /// Subtasks finished so far in the session.
+    pub previous_subtasks: Vec<SubtaskRecord>,
+    /// Round number (from 0).
+    pub round: u32,
+    /// Sequence number of the step record being produced.
+    pub seq: u64,
+    /// Failed subtasks in this round.
+    pub round_failures: u32,
+    /// An outcome forced on the round by the system (e.g. `subtask_failed`).
+    pub forced_end: Option<(SessionStatus, String)>,
+    /// Why the host moved to FAIL, if it did.
+    pub fail_reason: Option<String>,
+}
+
+impl Cx<'_> {
+    /// Store an artifact and return its path; a storage failure is a warning in the result,
+    /// not a failed step.
+    pub fn save(&mut self, name: &str, bytes: &[u8]) -> Option<String> {
+        self.recorder.artifact(name, bytes).ok()
+    }
+}
+
+/// What the handling of one state produced, for the step record.
+#[derive(Debug, Clone, Default)]
+pub struct StepReport {
+    /// The agent's status after handling.
+    pub status: String,
+    /// The subtask being worked on.
+    pub subtask: Option<String>,
+    /// The action taken or held.
+    pub action: Option<Value>,
+    /// The action's result or error text.
+    pub result: Option<String>,
+    /// The model's thought.
+    pub thought: Option<String>,
+    /// Model calls and tokens.
+    pub llm: LlmStats,
+    /// Per-phase timings.
+    pub timings_ms: Map<String, Value>,
+    /// A system error (phase error) that moved the agent to ERROR.
+    pub error: Option<String>,
+    /// Paths of artifacts written for this step.
+    pub artifacts: Map<String, Value>,
+}
+
+/// Model usage of one step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct LlmStats {
+    /// Calls made (re-asks included).
+    pub calls: u64,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+}
+
+/// What the host hands to a sub-agent on ASSIGN.
+#[derive(Debug, Clone)]
+pub struct Assignment {
+    /// The subtask.
+    pub subtask: String,
+    /// The host's hints.
+    pub messages: Vec<String>,
+    /// The window to operate.
+    pub window: WindowInfo,
+}
+
+/// Where control goes after a sub-agent's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handoff {
+    /// The sub-agent moved to its own next state and keeps control.
+    Stay,
+    /// Control returns to the host in this state.
+    Host(HostStatus),
+}
+
+/// An agent the host can ASSIGN a subtask to. Each kind keeps its own state machine.
+#[async_trait]
+pub trait SubAgent: Send {
+    /// Display name, e.g. `AppAgent/Writer`.
+    fn name(&self) -> String;
+    /// Role in the trajectory, e.g. `app`.
+    fn role(&self) -> &'static str;
+    /// Take a new subtask and enter the kind's first state (its CONTINUE).
+    fn begin(&mut self, assignment: Assignment);
+    /// The current state's name.
+    fn state_name(&self) -> &'static str;
+    /// Whether the current state runs the processor (counts as a step).
+    fn is_processing(&self) -> bool;
+    /// Handle the current state.
+    async fn handle(&mut self, cx: &mut Cx<'_>) -> StepReport;
+    /// Whether the round ends on the current state, and with which status and reason.
+    fn round_end(&self) -> Option<(SessionStatus, String)>;
+    /// Whether the subtask ends on the current state.
+    fn is_subtask_end(&self) -> bool;
+    /// Move to the next state; say whether control stays or returns to the host.
+    fn next_state(&mut self, cx: &mut Cx<'_>) -> Handoff;
+}
+
+/// Creates sub-agents for the windows (or other targets) the host assigns to.
+pub trait AgentFactory: Send + Sync {
+    /// A new agent for this window.
+    fn create(&self, window: &WindowInfo) -> Box<dyn SubAgent>;
+}
+
+/// The default factory: an AppAgent per application window.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AppAgentFactory;
+
+impl AgentFactory for AppAgentFactory {
+    fn create(&self, window: &WindowInfo) -> Box<dyn SubAgent> {
+        Box::new(app::AppAgent::new(window.clone()))
+    }
+}
+
+/// The AppAgent cache key: `app_root/process_name`.
+pub fn cache_key(window: &WindowInfo) -> String {
+    format!("{}/{}", window.app_name, window.process)
+}
+
+/// Ask the model, parsing and validating with `parse`; an invalid answer is sent back with
+/// its error, up to `json_parsing_retry` times. Returns the parsed answer, or the error that
+/// sends the agent to ERROR. Appends every exchange to `transcript`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn ask_model<T>(
+    llm: &dyn LlmClient,
+    agent_kind: &str,
+    retries: u32,
+    system: String,
+    user: String,
+    images: Vec<(Arc<Vec<u8>>, String)>,
+    parse: impl Fn(&str) -> Result<T, String>,
+    stats: &mut LlmStats,
+    transcript: &mut String,
+) -> Result<T, String> {
+    let mut user_msg = ChatMessage::text(MessageRole::User, user);
+    for (png, caption) in images {
+        user_msg.content.push(ContentPart::Image { png, caption });
+    }
+    let mut request = ChatRequest {
+        agent: agent_kind.to_string(),
+        messages: vec![ChatMessage::text(MessageRole::System, system), user_msg],
+        json_mode: true,
+    };
+    transcript.push_str(&request.prompt_text());
+    let mut last_error = String::new();
+    for attempt in 0..=retries {
+        let response = llm
+            .complete(&request)
+            .await
+            .map_err(|e| format!("model call failed: {e}"))?;
+        stats.calls += 1;
+        stats.prompt_tokens += response.usage.prompt_tokens;
+        stats.completion_tokens += response.usage.completion_tokens;
+        transcript.push_str("\n\n--- model answer ---\n");
+        transcript.push_str(&response.text);
+        match parse(&response.text) {
+            Ok(v) => return Ok(v),
+            Err(e) => {
+                last_error = e;
+                if attempt == retries {
+                    break;
+                }
+                let fix = format!(
+                    "Your answer could not be used: {last_error}. Answer again with exactly one \
+                     valid JSON object with the required fields (Observation, Thought, Status)."
+                );
+                transcript.push_str("\n\n--- re-ask ---\n");
+                transcript.push_str(&fix);
+                request
+                    .messages
+                    .push(ChatMessage::text(MessageRole::Assistant, response.text));
+                request
+                    .messages
+                    .push(ChatMessage::text(MessageRole::User, fix));
+            }
+        }
+    }
+    Err(format!(
+        "the model's answer was still invalid after {retries} re-asks: {last_error}"
+    ))
+}
+
+/// Find the index of the item a model means by `label` and `text` (DESIGN.md "Control
+/// resolution"): the label wins when its name matches `text` (or `text` is empty); otherwise
+/// `text` is matched exactly, then case-insensitively, against each item's names.
+pub(crate) fn resolve<'n>(
+    label: &str,
+    text: &str,
+    count: usize,
+    names: impl Fn(usize) -> Vec<&'n str>,
+) -> Option<usize> {
+    let text = text.trim();
+    let by_label = label
+        .trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<usize>()
+        .ok()
+        .filter(|n| *n >= 1 && *n <= count)
+        .map(|n| n - 1);
+    if let Some(i) = by_label {
+        if text.is_empty() || names(i).iter().any(|n| n.trim().eq_ignore_ascii_case(text)) {
+            return Some(i);
+        }
+    }
+    if text.is_empty() {
+        return None;
+    }
+    (0..count)
+        .find(|&i| names(i).iter().any(|n| n.trim() == text))
+        .or_else(|| {
+            (0..count).find(|&i| names(i).iter().any(|n| n.trim().eq_ignore_ascii_case(text)))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolution_follows_design() {
+        let names = ["OK", "Cancel", "ok"];
+        let f = |i: usize| vec![names[i]];
+        assert_eq!(resolve("2", "", 3, f), Some(1));
+        assert_eq!(resolve("2", "Cancel", 3, f), Some(1));
+        // Label's name does not match the text: resolve by text, exact first.
+        assert_eq!(resolve("2", "ok", 3, f), Some(2));
+        assert_eq!(resolve("9", "OK", 3, f), Some(0));
+        assert_eq!(resolve("", "CANCEL", 3, f), Some(1));
+        assert_eq!(resolve("", "Help", 3, f), None);
+        assert_eq!(resolve("", "", 3, f), None);
+        assert_eq!(resolve("[3]", "", 3, f), Some(2));
+    }
+}

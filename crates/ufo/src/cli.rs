@@ -1,0 +1,89 @@
+//! Command-line interface.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// ufo: a desktop agent. Say what you want done in plain words; a HostAgent splits it into
+/// subtasks and AppAgents carry them out in the applications on your desktop.
+#[derive(Debug, Parser)]
+#[command(
+    name = "ufo",
+    version,
+    after_help = "Examples:\n  \
+        ufo run --desktop sim:examples/word_excel/desktop.json \\\n    \
+        --llm script:examples/word_excel/script.jsonl \\\n    \
+        \"Extract the sales table from Word and create a bar chart in Excel\"\n\n\
+        Exit status: 0 the session ended FINISH, 1 FAIL, 3 ERROR, 2 bad usage or configuration."
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a session on a request.
+    Run(RunArgs),
+}
+
+/// What `--confirm` does with actions held by the CONFIRM gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConfirmPolicy {
+    /// Ask in the terminal; with no terminal, reject.
+    Ask,
+    /// Approve every held action.
+    Yes,
+    /// Reject every held action.
+    No,
+}
+
+/// Options of `ufo run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The request, in plain words.
+    pub request: String,
+
+    /// Desktop to act on: `live` (this Linux session) or `sim:<SCENARIO.json>` (simulated).
+    #[arg(long, default_value = "live", value_name = "live|sim:FILE")]
+    pub desktop: String,
+
+    /// Model: `openai:<model>`, `anthropic:<model>`, `script:<FILE.jsonl>` or `replay:<DIR>`.
+    /// Default: the `llm` key of ufo.toml, else UFO_LLM.
+    #[arg(long, value_name = "SPEC", env = "UFO_LLM")]
+    pub llm: Option<String>,
+
+    /// Trajectory folder (default runs/<timestamp>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Most processor steps in the session.
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u32>,
+
+    /// Most rounds (follow-up requests) in the session.
+    #[arg(long, value_name = "N")]
+    pub max_rounds: Option<u32>,
+
+    /// What to do with actions the model wants confirmed. `ask` without a terminal means no.
+    #[arg(long, value_enum, value_name = "ask|yes|no")]
+    pub confirm: Option<ConfirmPolicy>,
+
+    /// Answers to PENDING questions, one per line, used in order.
+    #[arg(long, value_name = "FILE")]
+    pub answers: Option<PathBuf>,
+
+    /// Follow-up requests for further rounds, one per line (with --max-rounds > 1).
+    #[arg(long, value_name = "FILE")]
+    pub requests: Option<PathBuf>,
+
+    /// Configuration file (ufo.toml). Environment variables UFO_* and flags override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Print no progress lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}

@@ -1,0 +1,217 @@
+//! Loading `ufo.toml`, then `UFO_*` environment variables, then flags.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use ufo_core::config::{AgentMode, BlackboardLimits, PromptTemplates};
+use ufo_core::{Config, OnSubtaskFail};
+
+use crate::cli::{ConfirmPolicy, RunArgs};
+
+/// The whole configuration file: the engine's keys plus the binary's own.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    safe_guard: Option<bool>,
+    ask_question: Option<bool>,
+    max_steps: Option<u32>,
+    max_rounds: Option<u32>,
+    json_parsing_retry: Option<u32>,
+    on_subtask_fail: Option<OnSubtaskFail>,
+    max_subtask_failures: Option<u32>,
+    mode: Option<AgentMode>,
+    memory_in_prompt: Option<usize>,
+    screenshots_to_model: Option<bool>,
+    blackboard: Option<BlackboardLimits>,
+    prompts: Option<PromptTemplates>,
+    /// Default model spec.
+    llm: Option<String>,
+    /// Default confirm policy.
+    confirm: Option<String>,
+    /// Default trajectory root.
+    runs_dir: Option<PathBuf>,
+}
+
+/// Everything `ufo run` needs, resolved.
+#[derive(Debug)]
+pub struct Settings {
+    /// Engine settings.
+    pub config: Config,
+    /// Model spec.
+    pub llm: String,
+    /// Confirm policy.
+    pub confirm: ConfirmPolicy,
+    /// Root of default trajectory folders.
+    pub runs_dir: PathBuf,
+}
+
+/// Resolve settings: file (--config, else ./ufo.toml if present), then env, then flags.
+pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<Settings> {
+    let path = args.config.clone().or_else(|| {
+        let p = PathBuf::from("ufo.toml");
+        p.exists().then_some(p)
+    });
+    let file = match &path {
+        Some(p) => load(p)?,
+        None => FileConfig::default(),
+    };
+    let mut c = Config::default();
+    macro_rules! take {
+        ($($f:ident),*) => { $( if let Some(v) = file.$f { c.$f = v; } )* };
+    }
+    take!(
+        safe_guard,
+        ask_question,
+        max_steps,
+        max_rounds,
+        json_parsing_retry,
+        on_subtask_fail,
+        max_subtask_failures,
+        mode,
+        memory_in_prompt,
+        screenshots_to_model,
+        blackboard,
+        prompts
+    );
+    let mut confirm_text = file.confirm.clone();
+
+    // Environment.
+    if let Some(v) = env("UFO_SAFE_GUARD") {
+        c.safe_guard = parse_bool("UFO_SAFE_GUARD", &v)?;
+    }
+    if let Some(v) = env("UFO_ASK_QUESTION") {
+        c.ask_question = parse_bool("UFO_ASK_QUESTION", &v)?;
+    }
+    if let Some(v) = env("UFO_MAX_STEPS") {
+        c.max_steps = parse_num("UFO_MAX_STEPS", &v)?;
+    }
+    if let Some(v) = env("UFO_MAX_ROUNDS") {
+        c.max_rounds = parse_num("UFO_MAX_ROUNDS", &v)?;
+    }
+    if let Some(v) = env("UFO_JSON_PARSING_RETRY") {
+        c.json_parsing_retry = parse_num("UFO_JSON_PARSING_RETRY", &v)?;
+    }
+    if let Some(v) = env("UFO_MAX_SUBTASK_FAILURES") {
+        c.max_subtask_failures = parse_num("UFO_MAX_SUBTASK_FAILURES", &v)?;
+    }
+    if let Some(v) = env("UFO_ON_SUBTASK_FAIL") {
+        c.on_subtask_fail = match v.trim().to_ascii_lowercase().as_str() {
+            "replan" => OnSubtaskFail::Replan,
+            "finish" => OnSubtaskFail::Finish,
+            _ => bail!("UFO_ON_SUBTASK_FAIL is {v:?}; set it to replan or finish"),
+        };
+    }
+    if let Some(v) = env("UFO_CONFIRM") {
+        confirm_text = Some(v);
+    }
+
+    // Flags.
+    if let Some(n) = args.max_steps {
+        c.max_steps = n;
+    }
+    if let Some(n) = args.max_rounds {
+        c.max_rounds = n;
+    }
+    if c.max_steps == 0 {
+        bail!("max_steps is 0; set it to 1 or more");
+    }
+    if c.max_rounds == 0 {
+        bail!("max_rounds is 0; set it to 1 or more");
+    }
+    let confirm = match (args.confirm, confirm_text) {
+        (Some(p), _) => p,
+        (None, Some(t)) => match t.trim().to_ascii_lowercase().as_str() {
+            "ask" => ConfirmPolicy::Ask,
+            "yes" => ConfirmPolicy::Yes,
+            "no" => ConfirmPolicy::No,
+            _ => bail!("confirm is {t:?}; use ask, yes or no"),
+        },
+        (None, None) => ConfirmPolicy::Ask,
+    };
+    let llm = args.llm.clone().or(file.llm).ok_or_else(|| {
+        anyhow::anyhow!(
+            "no model given; pass --llm (e.g. --llm openai:gpt-4o or --llm script:FILE.jsonl), \
+             set UFO_LLM, or put llm = \"...\" in ufo.toml"
+        )
+    })?;
+    Ok(Settings {
+        config: c,
+        llm,
+        confirm,
+        runs_dir: file.runs_dir.unwrap_or_else(|| PathBuf::from("runs")),
+    })
+}
+
+fn load(path: &Path) -> Result<FileConfig> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the configuration file {}", path.display()))?;
+    toml::from_str(&text).with_context(|| {
+        format!(
+            "the configuration file {} is not valid; fix the key named below",
+            path.display()
+        )
+    })
+}
+
+fn parse_bool(name: &str, v: &str) -> Result<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => bail!("{name} is {v:?}; set it to true or false"),
+    }
+}
+
+fn parse_num(name: &str, v: &str) -> Result<u32> {
+    v.trim()
+        .parse()
+        .with_context(|| format!("{name} is {v:?}; set it to a whole number"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(extra: &[&str]) -> RunArgs {
+        let mut v = vec!["ufo", "run", "req", "--llm", "script:x"];
+        v.extend_from_slice(extra);
+        match crate::cli::Cli::parse_from(v).command {
+            crate::cli::Command::Run(a) => a,
+        }
+    }
+
+    #[test]
+    fn file_then_env_then_flags() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("ufo.toml");
+        std::fs::write(
+            &p,
+            "max_steps = 7\nmax_rounds = 2\non_subtask_fail = \"finish\"\n",
+        )
+        .expect("write");
+        let p = p.to_string_lossy().to_string();
+        let env = |k: &str| (k == "UFO_MAX_STEPS").then(|| "9".to_string());
+        let s = resolve(&args(&["--config", &p]), &env).expect("ok");
+        assert_eq!(s.config.max_steps, 9);
+        assert_eq!(s.config.max_rounds, 2);
+        assert_eq!(s.config.on_subtask_fail, OnSubtaskFail::Finish);
+        let s = resolve(&args(&["--config", &p, "--max-steps", "3"]), &env).expect("ok");
+        assert_eq!(s.config.max_steps, 3);
+    }
+
+    #[test]
+    fn bad_values_say_what_to_fix() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("ufo.toml");
+        std::fs::write(&p, "max_stepz = 7\n").expect("write");
+        let p = p.to_string_lossy().to_string();
+        let e = resolve(&args(&["--config", &p]), &|_| None).expect_err("unknown key");
+        assert!(format!("{e:#}").contains("max_stepz"), "{e:#}");
+        let e = resolve(&args(&[]), &|k| {
+            (k == "UFO_SAFE_GUARD").then(|| "maybe".into())
+        })
+        .expect_err("bad bool");
+        assert!(e.to_string().contains("true or false"));
+    }
+}
