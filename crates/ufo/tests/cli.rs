@@ -44,6 +44,14 @@ fn word_excel_example_produces_the_seed_sequence() {
         "{}",
         run.ctx()
     );
+    // Readable progress on stderr names the agents (issue 2, item 12).
+    for agent in ["HostAgent", "AppAgent/Word", "AppAgent/Excel"] {
+        assert!(
+            run.stderr.contains(agent),
+            "stderr progress lacks {agent}\n{}",
+            run.ctx()
+        );
+    }
     // The action that came with FINISH ran in that step (DESIGN.md "Model responses").
     run.assert_actions(&[
         ("Word", "sales_table", "read_text", true),
@@ -87,6 +95,7 @@ fn app_pending_answer_reaches_the_next_prompt() {
         .assert_sequence(&[HC, HA, AC, APEND, AC, AFIN, HC, HFIN])
         .assert_last_terminal()
         .assert_processor_statuses("app", &["PENDING", "FINISH"])
+        // The PENDING answer carried set_text "wrong-name.pdf": not run.
         .assert_actions(&[("Writer", "file_name", "set_text", true)]);
     assert_eq!(
         run.final_control("Writer", "file_name")["value"],
@@ -183,7 +192,9 @@ fn app_fail_finish_ends_the_round_with_subtask_failed() {
         .assert_well_formed()
         .assert_sequence(&[HC, HA, AC, AFAIL, HFIN])
         .assert_last_terminal()
-        .assert_round_end("FAIL", Some("subtask_failed"));
+        .assert_round_end("FAIL", Some("subtask_failed"))
+        // The FAIL answer carried a click on Delete All: not run.
+        .assert_actions(&[]);
     assert_eq!(run.record("session_end")["status"], "FAIL", "{}", run.ctx());
 }
 
@@ -191,6 +202,19 @@ fn app_fail_finish_ends_the_round_with_subtask_failed() {
 #[test]
 fn app_fail_twice_reaches_host_fail() {
     let run = run_scenario("app_fail_max_failures", &[]);
+    run.assert_code(1)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AFAIL, HC, HA, AC, AFAIL, HFAIL])
+        .assert_last_terminal()
+        .assert_round_end("FAIL", None)
+        .assert_actions(&[]);
+}
+
+/// Without a config file: `on_subtask_fail = "replan"` and `max_subtask_failures = 2` are the
+/// defaults, so the first failure is replanned and the second is Host FAIL.
+#[test]
+fn app_fail_defaults_replan_then_host_fail() {
+    let run = run_scenario("app_fail_defaults", &[]);
     run.assert_code(1)
         .assert_well_formed()
         .assert_sequence(&[HC, HA, AC, AFAIL, HC, HA, AC, AFAIL, HFAIL])
@@ -214,6 +238,62 @@ fn app_error_from_an_observe_fault() {
         run.llm_calls("app"),
         [0],
         "no model call without an observation\n{}",
+        run.ctx()
+    );
+}
+
+/// App ERROR chosen by the model: the round ends on the app's ERROR (exit 3) and the action
+/// that came with ERROR is not run.
+#[test]
+fn app_error_status_ends_the_round_without_acting() {
+    let run = run_scenario("app_error_status", &[]);
+    run.assert_code(3)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AERR])
+        .assert_last_terminal()
+        .assert_round_end("ERROR", None)
+        .assert_actions(&[]);
+}
+
+/// Every function of DESIGN.md's table, called by its UFO alias, reaches the desktop under
+/// its canonical name; `read_text` puts the text into the step's result, which the next
+/// prompt shows (`expect` "Hello world").
+#[test]
+fn every_function_alias_reaches_the_desktop_canonically() {
+    let run = run_scenario("functions_aliases", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AC, AC, AC, AC, AC, AC, AC, AFIN, HC, HFIN])
+        .assert_last_terminal();
+    let got: Vec<(String, String, bool)> = run
+        .actions()
+        .into_iter()
+        .map(|(_, c, f, ok)| (c, f, ok))
+        .collect();
+    let want: Vec<(String, String, bool)> = [
+        ("bold", "click"),
+        ("body", "set_text"),
+        ("body", "type_keys"),
+        ("body", "scroll"),
+        ("font", "select"),
+        ("body", "read_text"),
+        ("body", "focus"),
+        ("", "click_at"),
+    ]
+    .iter()
+    .map(|(c, f)| (c.to_string(), f.to_string(), true))
+    .collect();
+    assert_eq!(got, want, "{}", run.ctx());
+    let d = run.final_desktop();
+    let click_at = &d["actions"][7];
+    assert_eq!(click_at["args"]["x"], 10, "{d}");
+    assert_eq!(click_at["args"]["y"], 20, "{d}");
+    assert_eq!(d["actions"][3]["args"]["amount"], 2, "{d}");
+    assert_eq!(d["actions"][3]["args"]["direction"], "down", "{d}");
+    assert_eq!(
+        run.final_control("Writer", "body")["value"],
+        "Hello world",
+        "set_text replaces, type_keys types at the end\n{}",
         run.ctx()
     );
 }
@@ -318,7 +398,9 @@ fn host_pending_answer_reaches_the_next_prompt() {
         .assert_well_formed()
         .assert_sequence(&[HC, HPEND, HC, HFIN])
         .assert_last_terminal()
-        .assert_processor_statuses("host", &["PENDING", "FINISH"]);
+        .assert_processor_statuses("host", &["PENDING", "FINISH"])
+        // "with PENDING, FAIL or ERROR it is not run": the Bash of the PENDING answer.
+        .assert_actions(&[]);
 }
 
 /// Host PENDING with no answer (no terminal, no --answers): FAIL, exit 1.
@@ -340,6 +422,22 @@ fn host_pending_without_asking_goes_on() {
         .assert_well_formed()
         .assert_sequence(&[HC, HPEND, HC, HFIN])
         .assert_last_terminal();
+}
+
+/// `--answers` lines are used in order across agents; a PENDING with two questions takes two
+/// lines, and each answer reaches the next prompt of the agent that asked (`expect`).
+#[test]
+fn answers_are_consumed_in_order_across_agents() {
+    let run = run_scenario("pending_answers_in_order", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HPEND, HC, HA, AC, APEND, AC, AFIN, HC, HFIN])
+        .assert_last_terminal()
+        .assert_actions(&[("Writer", "title", "set_text", true)]);
+    assert_eq!(
+        run.final_control("Writer", "title")["value"],
+        "Notes on the Engine"
+    );
 }
 
 /// Host CONFIRM of a Bash launch, approved: the app is launched only then, the next host
@@ -371,6 +469,19 @@ fn host_confirm_bash_rejected_launches_nothing() {
         .assert_round_end("FAIL", None)
         .assert_actions(&[]);
     assert_eq!(run.final_app("Calc")["running"], false, "{}", run.ctx());
+}
+
+/// Host CONFIRM with `safe_guard = false`: approved without asking, even with `--confirm no`.
+#[test]
+fn host_confirm_with_safe_guard_off_approves() {
+    let run = run_scenario("host_confirm_safeguard_off", &["--confirm", "no"]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HCONF, HC, HA, AC, AFIN, HC, HFIN])
+        .assert_actions(&[
+            ("Calc", "", "launch", true),
+            ("Calc", "cell_a1", "set_text", true),
+        ]);
 }
 
 /// An app that is not running is launched by a host Bash equal to its `launch`, in the same
@@ -524,6 +635,17 @@ fn invalid_json_until_the_retry_limit_is_an_error() {
         .assert_processor_statuses("host", &["ERROR"])
         .assert_round_end("ERROR", None);
     assert_eq!(run.llm_calls("host"), [3], "{}", run.ctx());
+}
+
+/// Without a config file the default `json_parsing_retry` is 3: four calls, then ERROR.
+#[test]
+fn invalid_json_default_retry_limit_is_three_reasks() {
+    let run = run_scenario("invalid_json_default_limit", &[]);
+    run.assert_code(3)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HERR])
+        .assert_last_terminal();
+    assert_eq!(run.llm_calls("host"), [4], "{}", run.ctx());
 }
 
 /// Host `Status: "SCREENSHOT"` and `Status: "ERROR"` are transitions the matrix forbids:

@@ -376,6 +376,18 @@ impl Run {
                 "terminal: {st}\n{}",
                 self.ctx()
             );
+            assert!(
+                st["timings_ms"].is_object(),
+                "timings_ms is an object: {st}\n{}",
+                self.ctx()
+            );
+            for key in ["calls", "prompt_tokens", "completion_tokens"] {
+                assert!(
+                    st["llm"][key].is_u64(),
+                    "llm.{key} is a count: {st}\n{}",
+                    self.ctx()
+                );
+            }
             if i + 1 < steps.len() {
                 assert_eq!(
                     st["terminal"],
