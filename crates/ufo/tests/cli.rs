@@ -484,6 +484,48 @@ fn host_confirm_with_safe_guard_off_approves() {
         ]);
 }
 
+/// The host resolves its window by ControlText when the label is unknown or empty: by title
+/// (exact), by application name (case-insensitive); each subtask goes to the right app.
+#[test]
+fn host_resolves_windows_by_title_and_app_name() {
+    let run = run_scenario("host_window_resolution", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[
+            HC, HA, AC, AFIN, HC, HA, AC, AFIN, HC, HA, AC, AFIN, HC, HFIN,
+        ])
+        .assert_last_terminal()
+        .assert_actions(&[
+            ("Writer", "title", "set_text", true),
+            ("Writer", "file_name", "set_text", true),
+            ("Calc", "cell_a1", "set_text", true),
+        ]);
+    let agents: Vec<String> = run
+        .steps()
+        .iter()
+        .filter(|e| e["role"] == "app" && e["state"] == "CONTINUE")
+        .map(|e| s(&e["agent"]))
+        .collect();
+    assert_eq!(
+        agents,
+        ["AppAgent/Writer", "AppAgent/Writer", "AppAgent/Calc"],
+        "{}",
+        run.ctx()
+    );
+}
+
+/// `--max-rounds 2` without a terminal: no follow-up request comes, so the session ends after
+/// the first round, as it would with one round.
+#[test]
+fn max_rounds_without_a_follow_up_ends_after_one_round() {
+    let dir = repo_root().join("examples").join("word_excel");
+    let run = run_dir(&dir, &["--max-rounds", "2"]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AFIN, HC, HA, AC, AFIN, HC, HFIN]);
+    run.record("round_end");
+}
+
 /// An app that is not running is launched by a host Bash equal to its `launch`, in the same
 /// response that assigns it; the launch precedes the app's actions.
 #[test]
@@ -539,6 +581,36 @@ fn max_steps_flag_stops_the_round() {
     assert_eq!(run.record("session_end")["status"], "FAIL");
     let typed = run.actions().iter().filter(|a| a.2 == "type_keys").count();
     assert_eq!(typed, 2, "two app steps acted\n{}", run.ctx());
+}
+
+/// Only processor steps count: with `max_steps = 4`, host PENDING, ASSIGN and app CONFIRM
+/// are free, so the round stops after the fourth processor step (app CONTINUE).
+#[test]
+fn max_steps_counts_only_processor_steps() {
+    let run = run_scenario("max_steps_not_counting", &["--confirm", "yes"]);
+    run.assert_code(1)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HPEND, HC, HA, AC, ACONF, AC])
+        .assert_round_end("FAIL", Some("max_steps"))
+        .assert_actions(&[
+            ("Writer", "delete_all", "click", true),
+            ("Writer", "title", "type_keys", true),
+        ]);
+}
+
+/// When `max_steps` ends the round on an answer that says CONFIRM, the held action is never
+/// approved nor run.
+#[test]
+fn max_steps_on_a_confirm_answer_leaves_the_action_held() {
+    let run = run_scenario(
+        "max_steps_not_counting",
+        &["--confirm", "yes", "--max-steps", "3"],
+    );
+    run.assert_code(1)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HPEND, HC, HA, AC])
+        .assert_round_end("FAIL", Some("max_steps"))
+        .assert_actions(&[]);
 }
 
 /// `max_steps` from the config file.
