@@ -243,3 +243,320 @@ fn save_blackboard(cx: &mut Cx<'_>) {
         cx.save("blackboard.json", &bytes);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The round loop over in-test fakes of every port, logging each port call in order.
+    use std::collections::VecDeque;
+    use std::sync::{Arc, Mutex};
+
+    use async_trait::async_trait;
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::agent::AppAgentFactory;
+    use crate::config::Config;
+    use crate::ports::*;
+    use crate::prompt::Prompts;
+    use crate::UiAction;
+
+    type Log = Arc<Mutex<Vec<String>>>;
+
+    struct FakeDesktop {
+        log: Log,
+        controls: Mutex<Vec<Control>>,
+    }
+
+    fn button(id: &str, name: &str) -> Control {
+        Control {
+            id: id.into(),
+            role: "button".into(),
+            name: name.into(),
+            value: None,
+            rect: Rect::default(),
+            enabled: true,
+        }
+    }
+
+    fn window() -> WindowInfo {
+        WindowInfo {
+            id: "w".into(),
+            title: "Doc - Writer".into(),
+            app_name: "Writer".into(),
+            process: "writer".into(),
+            pid: None,
+            rect: None,
+        }
+    }
+
+    #[async_trait]
+    impl Desktop for FakeDesktop {
+        async fn windows(&self) -> Result<Vec<WindowInfo>, DesktopError> {
+            Ok(vec![window()])
+        }
+        async fn launchable(&self) -> Result<Vec<LaunchableApp>, DesktopError> {
+            Ok(vec![])
+        }
+        async fn desktop_screenshot(&self) -> Result<Option<Screenshot>, DesktopError> {
+            Ok(None)
+        }
+        async fn observe(&self, _w: &str) -> Result<WindowObservation, DesktopError> {
+            let controls = self.controls.lock().map(|c| c.clone()).unwrap_or_default();
+            Ok(WindowObservation {
+                window: window(),
+                controls,
+                screenshot: None,
+                annotated: None,
+                warnings: vec![],
+            })
+        }
+        async fn act(
+            &self,
+            _w: &str,
+            control: Option<&str>,
+            action: &UiAction,
+        ) -> Result<String, DesktopError> {
+            self.log
+                .lock()
+                .map(|mut l| l.push(format!("act {} {:?}", action.name(), control)))
+                .ok();
+            if control == Some("open") {
+                if let Ok(mut c) = self.controls.lock() {
+                    c.push(button("ok", "OK"));
+                }
+            }
+            Ok(String::new())
+        }
+        async fn launch(&self, app: &str) -> Result<WindowInfo, DesktopError> {
+            Err(DesktopError::UnknownApp(app.into()))
+        }
+        async fn shell(&self, _c: &str) -> Result<ShellOutput, DesktopError> {
+            Ok(ShellOutput::default())
+        }
+        async fn settle(&self) {}
+    }
+
+    struct FakeLlm(Mutex<VecDeque<Value>>);
+
+    #[async_trait]
+    impl LlmClient for FakeLlm {
+        async fn complete(&self, _r: &ChatRequest) -> Result<ChatResponse, LlmError> {
+            let next = self.0.lock().ok().and_then(|mut q| q.pop_front());
+            match next {
+                Some(v) => Ok(ChatResponse {
+                    text: v.to_string(),
+                    usage: Usage::default(),
+                }),
+                None => Err(LlmError::Fatal("fake model: no more answers".into())),
+            }
+        }
+        fn describe(&self) -> String {
+            "fake".into()
+        }
+    }
+
+    struct FakeUser {
+        log: Log,
+        decision: Decision,
+    }
+
+    #[async_trait]
+    impl UserIo for FakeUser {
+        async fn confirm(&self, r: &ConfirmRequest) -> Decision {
+            self.log
+                .lock()
+                .map(|mut l| l.push(format!("confirm {}", r.description)))
+                .ok();
+            self.decision
+        }
+        async fn ask(&self, _a: &str, _q: &str) -> Option<String> {
+            None
+        }
+        async fn follow_up(&self) -> Option<String> {
+            None
+        }
+    }
+
+    #[derive(Default)]
+    struct MemRecorder(Vec<Value>);
+
+    impl Recorder for MemRecorder {
+        fn event(&mut self, e: &Value) -> Result<(), RecorderError> {
+            self.0.push(e.clone());
+            Ok(())
+        }
+        fn artifact(&mut self, name: &str, _b: &[u8]) -> Result<String, RecorderError> {
+            Ok(name.into())
+        }
+    }
+
+    fn host(status: &str) -> Value {
+        json!({"Observation": "o", "Thought": "t", "Current Sub-Task": "delete it",
+               "ControlLabel": "1", "ControlText": "Doc - Writer", "Status": status})
+    }
+
+    fn app(label: &str, name: &str, status: &str) -> Value {
+        json!({"Observation": "o", "Thought": "t", "ControlLabel": label, "ControlText": name,
+               "Function": "click", "Args": {}, "Status": status})
+    }
+
+    struct Run {
+        log: Vec<String>,
+        seq: Vec<(String, String)>,
+        outcome: SessionOutcome,
+    }
+
+    async fn run(answers: Vec<Value>, decision: Decision, config: Config) -> Run {
+        let log: Log = Arc::default();
+        let desktop = FakeDesktop {
+            log: log.clone(),
+            controls: Mutex::new(vec![button("del", "Delete"), button("open", "Open")]),
+        };
+        let llm = FakeLlm(Mutex::new(answers.into()));
+        let user = FakeUser {
+            log: log.clone(),
+            decision,
+        };
+        let prompts = Prompts::new(&config.prompts).expect("templates");
+        let services = Services {
+            desktop: &desktop,
+            host_llm: &llm,
+            app_llm: &llm,
+            user: &user,
+            config: &config,
+            prompts: &prompts,
+        };
+        let mut rec = MemRecorder::default();
+        let outcome = Session::new(services, Box::new(AppAgentFactory))
+            .run("request", &mut rec)
+            .await;
+        let seq = rec
+            .0
+            .iter()
+            .filter(|e| e["type"] == "step")
+            .map(|e| {
+                (
+                    e["role"].as_str().unwrap_or("").to_string(),
+                    e["state"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect();
+        let log = log.lock().map(|l| l.clone()).unwrap_or_default();
+        Run { log, seq, outcome }
+    }
+
+    fn seq(s: &[(&str, &str)]) -> Vec<(String, String)> {
+        s.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_rejected_confirm_never_reaches_the_desktop() {
+        let r = run(
+            vec![
+                host("ASSIGN"),
+                app("1", "Delete", "CONFIRM"),
+                host("FINISH"),
+            ],
+            Decision::Reject,
+            Config::default(),
+        )
+        .await;
+        assert_eq!(
+            r.log,
+            vec![
+                "confirm click {\"button\":\"left\",\"double\":false} on [1] button \"Delete\""
+                    .to_string()
+            ]
+        );
+        assert_eq!(
+            r.seq,
+            seq(&[
+                ("host", "CONTINUE"),
+                ("host", "ASSIGN"),
+                ("app", "CONTINUE"),
+                ("app", "CONFIRM"),
+                ("app", "FINISH"),
+                ("host", "CONTINUE"),
+                ("host", "FINISH"),
+            ])
+        );
+        assert_eq!(r.outcome.status, SessionStatus::Finish);
+    }
+
+    #[tokio::test]
+    async fn an_approved_confirm_runs_the_action_once_after_approval() {
+        let r = run(
+            vec![
+                host("ASSIGN"),
+                app("1", "Delete", "CONFIRM"),
+                json!({"Observation": "o", "Thought": "t", "Status": "FINISH"}),
+                host("FINISH"),
+            ],
+            Decision::Approve,
+            Config::default(),
+        )
+        .await;
+        assert_eq!(
+            r.log,
+            vec![
+                "confirm click {\"button\":\"left\",\"double\":false} on [1] button \"Delete\""
+                    .to_string(),
+                "act click Some(\"del\")".to_string()
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn only_processing_states_count_as_steps() {
+        let config = Config {
+            max_steps: 2,
+            ..Config::default()
+        };
+        // host CONTINUE (1) → ASSIGN (not counted) → app CONTINUE (2) → limit.
+        let r = run(
+            vec![host("ASSIGN"), app("1", "Delete", "CONTINUE")],
+            Decision::Approve,
+            config,
+        )
+        .await;
+        assert_eq!(r.outcome.status, SessionStatus::Fail);
+        assert_eq!(r.outcome.reason, "max_steps");
+        assert_eq!(r.outcome.steps, 2);
+        assert_eq!(r.seq.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn screenshot_goes_to_continue_when_nothing_new_appeared() {
+        // Click "Open" (reveals OK) with SCREENSHOT; in SCREENSHOT, OK is new, so a further
+        // SCREENSHOT is honoured; the next capture shows nothing new, so SCREENSHOT → CONTINUE.
+        let r = run(
+            vec![
+                host("ASSIGN"),
+                app("2", "Open", "SCREENSHOT"),
+                json!({"Observation": "o", "Thought": "t", "Status": "SCREENSHOT"}),
+                json!({"Observation": "o", "Thought": "t", "Status": "SCREENSHOT"}),
+                json!({"Observation": "o", "Thought": "t", "Status": "FINISH"}),
+                host("FINISH"),
+            ],
+            Decision::Approve,
+            Config::default(),
+        )
+        .await;
+        assert_eq!(
+            r.seq,
+            seq(&[
+                ("host", "CONTINUE"),
+                ("host", "ASSIGN"),
+                ("app", "CONTINUE"),
+                ("app", "SCREENSHOT"),
+                ("app", "SCREENSHOT"),
+                ("app", "CONTINUE"),
+                ("app", "FINISH"),
+                ("host", "CONTINUE"),
+                ("host", "FINISH"),
+            ])
+        );
+    }
+}
