@@ -485,7 +485,9 @@ fn host_confirm_with_safe_guard_off_approves() {
 }
 
 /// The host resolves its window by ControlText when the label is unknown or empty: by title
-/// (exact), by application name (case-insensitive); each subtask goes to the right app.
+/// (exact), by application name (case-insensitive); each subtask goes to the right app. Writer
+/// and Calc share one process (`soffice.bin`): the cache key `app_root/process_name` still
+/// gives them two AppAgents.
 #[test]
 fn host_resolves_windows_by_title_and_app_name() {
     let run = run_scenario("host_window_resolution", &[]);
@@ -512,6 +514,33 @@ fn host_resolves_windows_by_title_and_app_name() {
         "{}",
         run.ctx()
     );
+}
+
+/// Issue 2, item 11: the screenshots of the steps are saved in `<out>/` as PNG files.
+#[test]
+fn screenshots_are_saved_as_png_in_the_output_folder() {
+    let dir = repo_root().join("examples").join("word_excel");
+    let run = run_dir(&dir, &[]);
+    run.assert_code(0);
+    let pngs: Vec<std::path::PathBuf> = std::fs::read_dir(&run.out)
+        .expect("out folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "png"))
+        .collect();
+    assert!(
+        !pngs.is_empty(),
+        "no PNG in {}\n{}",
+        run.out.display(),
+        run.ctx()
+    );
+    for p in pngs {
+        let bytes = std::fs::read(&p).expect("read png");
+        assert!(
+            bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+            "{} is not a PNG",
+            p.display()
+        );
+    }
 }
 
 /// `--max-rounds 2` without a terminal: no follow-up request comes, so the session ends after
