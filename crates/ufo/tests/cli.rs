@@ -106,7 +106,7 @@ fn app_pending_answer_reaches_the_next_prompt() {
 }
 
 /// App PENDING without an answer: "CONTINUE (an unanswered question is noted on the
-/// blackboard)" — not FAIL.
+/// blackboard)" — not FAIL; the next prompt carries the question (`expect`).
 #[test]
 fn app_pending_unanswered_goes_on() {
     let run = run_scenario("app_pending_unanswered", &[]);
@@ -131,7 +131,8 @@ fn app_confirm_approved_runs_the_held_action_once() {
 }
 
 /// App CONFIRM rejected (`--confirm no`): the held action never reaches the desktop — this
-/// proves the gate holds — and the subtask ends (FINISH, archived as rejected).
+/// proves the gate holds — and the subtask ends (FINISH, archived as rejected: the host's next
+/// prompt says "rejected", `expect`).
 #[test]
 fn app_confirm_rejected_never_reaches_the_desktop() {
     let run = run_scenario("app_confirm_rejected", &["--confirm", "no"]);
