@@ -544,6 +544,19 @@ fn screenshots_are_saved_as_png_in_the_output_folder() {
     }
 }
 
+/// DESIGN.md "Control resolution": "if nothing matches, the step fails with a message the
+/// model sees next step" — for the host, an ASSIGN to a window that does not exist is not
+/// followed (no AppAgent), and the next host prompt names it (`expect` "Impress").
+#[test]
+fn host_assign_to_an_unknown_window_fails_the_step() {
+    let run = run_scenario("host_unknown_window", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HC, HFIN])
+        .assert_last_terminal()
+        .assert_actions(&[]);
+}
+
 /// `--max-rounds 2` without a terminal: no follow-up request comes, so the session ends after
 /// the first round, as it would with one round.
 #[test]
