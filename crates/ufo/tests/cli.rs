@@ -941,6 +941,45 @@ fn missing_config_file_is_a_usage_error() {
     assert_usage_error(&run, &["no-such-ufo.toml"]);
 }
 
+#[test]
+fn missing_answers_file_is_a_usage_error() {
+    let mut args = sim_args("host_fail");
+    args.extend([
+        "--answers".into(),
+        scenario_dir("host_fail")
+            .join("no-such-answers.txt")
+            .display()
+            .to_string(),
+    ]);
+    let run = run_args("missing_answers", "do something", &args);
+    assert_usage_error(&run, &["no-such-answers.txt"]);
+}
+
+#[test]
+fn non_numeric_max_steps_is_a_usage_error() {
+    let mut args = sim_args("host_fail");
+    args.extend(["--max-steps".into(), "many".into()]);
+    let run = run_args("bad_max_steps", "do something", &args);
+    assert_usage_error(&run, &["many", "max-steps"]);
+}
+
+#[test]
+fn missing_request_is_a_usage_error() {
+    let dir = scenario_dir("host_fail");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = ufo()
+        .arg("run")
+        .args(sim_args("host_fail"))
+        .arg("--config")
+        .arg(dir.join("ufo.toml"))
+        .arg("--out")
+        .arg(tmp.path().join("out"))
+        .output()
+        .expect("ufo runs");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(!out.stderr.is_empty(), "a message says what is missing");
+}
+
 /// `ufo run --help` documents the options of DESIGN.md "Command line".
 #[test]
 fn run_help_lists_the_documented_options() {
