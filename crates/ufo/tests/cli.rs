@@ -59,6 +59,43 @@ fn word_excel_example_produces_the_seed_sequence() {
     ]);
 }
 
+/// The issue's "Done when" command, verbatim, from the workspace root (relative paths).
+#[test]
+fn word_excel_done_when_command_verbatim() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("r");
+    let output = ufo()
+        .current_dir(repo_root())
+        .args([
+            "run",
+            "--desktop",
+            "sim:examples/word_excel/desktop.json",
+            "--llm",
+            "script:examples/word_excel/script.jsonl",
+            "Extract the sales table from Word and create a bar chart in Excel",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .expect("ufo runs");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = std::fs::read_to_string(out.join("events.jsonl")).expect("events.jsonl");
+    let seq: Vec<(String, String)> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON line"))
+        .filter(|e| e["type"] == "step")
+        .map(|e| (s(&e["role"]), s(&e["state"])))
+        .collect();
+    let want = [HC, HA, AC, AFIN, HC, HA, AC, AFIN, HC, HFIN]
+        .map(|(r, st)| (r.to_string(), st.to_string()));
+    assert_eq!(seq, want);
+}
+
 // ---------------------------------------------------------------------------------------------
 // AppAgent rows
 // ---------------------------------------------------------------------------------------------
