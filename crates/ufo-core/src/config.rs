@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::sensitive::SensitivePolicy;
+
 /// What happens after an AppAgent's subtask FAILs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -86,6 +88,8 @@ pub struct Config {
     pub blackboard: BlackboardLimits,
     /// Prompt template overrides.
     pub prompts: PromptTemplates,
+    /// Actions that always go through CONFIRM.
+    pub sensitive: SensitivePolicy,
 }
 
 impl Default for Config {
@@ -103,6 +107,7 @@ impl Default for Config {
             screenshots_to_model: true,
             blackboard: BlackboardLimits::default(),
             prompts: PromptTemplates::default(),
+            sensitive: SensitivePolicy::default(),
         }
     }
 }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use ufo_core::config::{AgentMode, BlackboardLimits, PromptTemplates};
+use ufo_core::sensitive::SensitivePolicy;
 use ufo_core::{Config, OnSubtaskFail};
 
 use crate::cli::{ConfirmPolicy, RunArgs};
@@ -25,6 +26,7 @@ struct FileConfig {
     screenshots_to_model: Option<bool>,
     blackboard: Option<BlackboardLimits>,
     prompts: Option<PromptTemplates>,
+    sensitive: Option<SensitivePolicy>,
     /// Default model spec.
     llm: Option<String>,
     /// Default confirm policy.
@@ -72,7 +74,8 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
         memory_in_prompt,
         screenshots_to_model,
         blackboard,
-        prompts
+        prompts,
+        sensitive
     );
     let mut confirm_text = file.confirm.clone();
 

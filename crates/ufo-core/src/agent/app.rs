@@ -43,6 +43,8 @@ struct Held {
     action: UiAction,
     control: Option<Control>,
     label: String,
+    /// Why the sensitive-action policy holds it, when the model did not ask for CONFIRM.
+    sensitive: Option<String>,
 }
 
 /// The AppAgent of one application.
@@ -212,7 +214,10 @@ impl AppAgent {
                 ..StepReport::default()
             };
         };
-        let described = describe(&held.action, held.control.as_ref(), &held.label);
+        let mut described = describe(&held.action, held.control.as_ref(), &held.label);
+        if let Some(reason) = &held.sensitive {
+            described.push_str(&format!(" ({reason})"));
+        }
         let action_json = action_record(&held.action, held.control.as_ref(), &held.label);
         let decision = if cx.services.config.safe_guard {
             cx.services
@@ -657,7 +662,28 @@ impl AppStep<'_, '_> {
             None => String::new(),
         };
         let mut rec = action_record(&action, control.as_ref(), &label);
-        match r.status {
+        let mut status = r.status;
+        let mut sensitive = None;
+        if matches!(
+            status,
+            AppStatus::Continue | AppStatus::Screenshot | AppStatus::Finish
+        ) {
+            sensitive = self
+                .cx
+                .services
+                .config
+                .sensitive
+                .action_reason(&action, control.as_ref());
+            if let Some(reason) = &sensitive {
+                // The model did not ask, but the policy holds this action all the same.
+                rec["sensitive"] = reason.clone().into();
+                status = AppStatus::Confirm;
+            }
+        }
+        if let Some(resp) = self.response.as_mut() {
+            resp.status = status;
+        }
+        match status {
             AppStatus::Confirm => {
                 // The gate: the action is held, not executed, until the person approves.
                 rec["executed"] = false.into();
@@ -666,6 +692,7 @@ impl AppStep<'_, '_> {
                     action,
                     control,
                     label,
+                    sensitive,
                 });
                 self.result = Some("held for confirmation".into());
             }

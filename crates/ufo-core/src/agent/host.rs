@@ -59,6 +59,9 @@ struct HostAction {
     bash: String,
     control_label: String,
     control_text: String,
+    /// Why the sensitive-action policy holds it, when the model did not ask for CONFIRM.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sensitive: Option<String>,
 }
 
 /// The HostAgent.
@@ -307,7 +310,7 @@ impl HostAgent {
         let held = self.held.take().unwrap_or_default();
         let action = serde_json::to_value(&held).unwrap_or(Value::Null);
         let decision = if cx.services.config.safe_guard {
-            let description = if held.bash.is_empty() {
+            let mut description = if held.bash.is_empty() {
                 format!(
                     "assign to window {} {}",
                     held.control_label, held.control_text
@@ -315,6 +318,9 @@ impl HostAgent {
             } else {
                 format!("run shell command: {}", held.bash)
             };
+            if let Some(reason) = &held.sensitive {
+                description.push_str(&format!(" ({reason})"));
+            }
             cx.services
                 .user
                 .confirm(&ConfirmRequest {
@@ -428,42 +434,7 @@ impl StepRunner for HostStep<'_, '_> {
                 Ok(())
             }
             HostStrategy::AskModel => self.ask().await,
-            HostStrategy::RunBash => {
-                let Some(r) = &self.response else {
-                    return Ok(());
-                };
-                let action = HostAction {
-                    bash: r.bash.trim().to_string(),
-                    control_label: r.control_label.clone(),
-                    control_text: r.control_text.clone(),
-                };
-                let mut record = serde_json::to_value(&action).unwrap_or(Value::Null);
-                match r.status {
-                    HostStatus::Confirm => {
-                        // The gate: nothing reaches the desktop before approval.
-                        self.host.held = Some(action);
-                        record["executed"] = false.into();
-                        record["held"] = true.into();
-                    }
-                    HostStatus::Continue | HostStatus::Assign | HostStatus::Finish => {
-                        if !action.bash.is_empty() {
-                            let line = run_bash(self.cx, &action.bash).await;
-                            self.results.push(line);
-                            record["executed"] = true.into();
-                        }
-                    }
-                    HostStatus::Pending | HostStatus::Fail | HostStatus::Error => {
-                        record["executed"] = false.into();
-                    }
-                }
-                let has_action = !r.bash.trim().is_empty()
-                    || !r.control_label.is_empty()
-                    || !r.control_text.is_empty();
-                if has_action {
-                    self.report.action = Some(record);
-                }
-                Ok(())
-            }
+            HostStrategy::RunBash => self.run_bash_strategy().await,
             HostStrategy::SelectWindow => self.select_window().await,
             HostStrategy::UpdateMemory => {
                 let Some(r) = &self.response else {
@@ -506,6 +477,64 @@ impl StepRunner for HostStep<'_, '_> {
 }
 
 impl HostStep<'_, '_> {
+    /// Run the answer's `Bash`, hold it (CONFIRM, or a command the shell policy does not
+    /// allow), or drop it (PENDING, FAIL).
+    async fn run_bash_strategy(&mut self) -> Result<(), String> {
+        let Some(r) = &self.response else {
+            return Ok(());
+        };
+        let bash = r.bash.trim().to_string();
+        let mut action = HostAction {
+            bash: bash.clone(),
+            control_label: r.control_label.clone(),
+            control_text: r.control_text.clone(),
+            sensitive: None,
+        };
+        let has_action =
+            !bash.is_empty() || !r.control_label.is_empty() || !r.control_text.is_empty();
+        let mut status = r.status;
+        if !bash.is_empty()
+            && matches!(
+                status,
+                HostStatus::Continue | HostStatus::Assign | HostStatus::Finish
+            )
+        {
+            let launch: Vec<String> = self.launchable.iter().map(|a| a.command.clone()).collect();
+            let policy = &self.cx.services.config.sensitive;
+            if let Some(reason) = policy.shell_reason(&bash, &launch) {
+                // The model did not ask, but the policy holds this command all the same.
+                action.sensitive = Some(reason);
+                status = HostStatus::Confirm;
+            }
+        }
+        let mut record = serde_json::to_value(&action).unwrap_or(Value::Null);
+        match status {
+            HostStatus::Confirm => {
+                // The gate: nothing reaches the desktop before approval.
+                self.host.held = Some(action);
+                record["executed"] = false.into();
+                record["held"] = true.into();
+            }
+            HostStatus::Continue | HostStatus::Assign | HostStatus::Finish => {
+                if !bash.is_empty() {
+                    let line = run_bash(self.cx, &bash).await;
+                    self.results.push(line);
+                    record["executed"] = true.into();
+                }
+            }
+            HostStatus::Pending | HostStatus::Fail | HostStatus::Error => {
+                record["executed"] = false.into();
+            }
+        }
+        if let Some(resp) = self.response.as_mut() {
+            resp.status = status;
+        }
+        if has_action {
+            self.report.action = Some(record);
+        }
+        Ok(())
+    }
+
     async fn ask(&mut self) -> Result<(), String> {
         let svc = self.cx.services;
         let windows: Vec<Value> = self
