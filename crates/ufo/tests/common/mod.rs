@@ -91,7 +91,10 @@ pub fn run_dir(dir: &Path, extra: &[&str]) -> Run {
 pub fn run_args(label: &str, request: &str, args: &[String]) -> Run {
     let tmp = tempfile::tempdir().expect("tempdir");
     let out = tmp.path().join("out");
+    // Run in an empty folder: the binary also reads `./ufo.toml`, and the defaults tests must
+    // not pick one up.
     let output = ufo()
+        .current_dir(tmp.path())
         .arg("run")
         .args(args)
         .arg("--out")
