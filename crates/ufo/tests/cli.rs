@@ -44,11 +44,56 @@ fn word_excel_example_produces_the_seed_sequence() {
         "{}",
         run.ctx()
     );
+    // Readable progress on stderr names the agents (issue 2, item 12).
+    for agent in ["HostAgent", "AppAgent/Word", "AppAgent/Excel"] {
+        assert!(
+            run.stderr.contains(agent),
+            "stderr progress lacks {agent}\n{}",
+            run.ctx()
+        );
+    }
     // The action that came with FINISH ran in that step (DESIGN.md "Model responses").
     run.assert_actions(&[
         ("Word", "sales_table", "read_text", true),
         ("Excel", "cells", "type_keys", true),
     ]);
+}
+
+/// The issue's "Done when" command, verbatim, from the workspace root (relative paths).
+#[test]
+fn word_excel_done_when_command_verbatim() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("r");
+    let output = ufo()
+        .current_dir(repo_root())
+        .args([
+            "run",
+            "--desktop",
+            "sim:examples/word_excel/desktop.json",
+            "--llm",
+            "script:examples/word_excel/script.jsonl",
+            "Extract the sales table from Word and create a bar chart in Excel",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .expect("ufo runs");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = std::fs::read_to_string(out.join("events.jsonl")).expect("events.jsonl");
+    let seq: Vec<(String, String)> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON line"))
+        .filter(|e| e["type"] == "step")
+        .map(|e| (s(&e["role"]), s(&e["state"])))
+        .collect();
+    let want = [HC, HA, AC, AFIN, HC, HA, AC, AFIN, HC, HFIN]
+        .map(|(r, st)| (r.to_string(), st.to_string()));
+    assert_eq!(seq, want);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -87,6 +132,7 @@ fn app_pending_answer_reaches_the_next_prompt() {
         .assert_sequence(&[HC, HA, AC, APEND, AC, AFIN, HC, HFIN])
         .assert_last_terminal()
         .assert_processor_statuses("app", &["PENDING", "FINISH"])
+        // The PENDING answer carried set_text "wrong-name.pdf": not run.
         .assert_actions(&[("Writer", "file_name", "set_text", true)]);
     assert_eq!(
         run.final_control("Writer", "file_name")["value"],
@@ -97,7 +143,7 @@ fn app_pending_answer_reaches_the_next_prompt() {
 }
 
 /// App PENDING without an answer: "CONTINUE (an unanswered question is noted on the
-/// blackboard)" — not FAIL.
+/// blackboard)" — not FAIL; the next prompt carries the question (`expect`).
 #[test]
 fn app_pending_unanswered_goes_on() {
     let run = run_scenario("app_pending_unanswered", &[]);
@@ -122,7 +168,8 @@ fn app_confirm_approved_runs_the_held_action_once() {
 }
 
 /// App CONFIRM rejected (`--confirm no`): the held action never reaches the desktop — this
-/// proves the gate holds — and the subtask ends (FINISH, archived as rejected).
+/// proves the gate holds — and the subtask ends (FINISH, archived as rejected: the host's next
+/// prompt says "rejected", `expect`).
 #[test]
 fn app_confirm_rejected_never_reaches_the_desktop() {
     let run = run_scenario("app_confirm_rejected", &["--confirm", "no"]);
@@ -183,7 +230,9 @@ fn app_fail_finish_ends_the_round_with_subtask_failed() {
         .assert_well_formed()
         .assert_sequence(&[HC, HA, AC, AFAIL, HFIN])
         .assert_last_terminal()
-        .assert_round_end("FAIL", Some("subtask_failed"));
+        .assert_round_end("FAIL", Some("subtask_failed"))
+        // The FAIL answer carried a click on Delete All: not run.
+        .assert_actions(&[]);
     assert_eq!(run.record("session_end")["status"], "FAIL", "{}", run.ctx());
 }
 
@@ -191,6 +240,19 @@ fn app_fail_finish_ends_the_round_with_subtask_failed() {
 #[test]
 fn app_fail_twice_reaches_host_fail() {
     let run = run_scenario("app_fail_max_failures", &[]);
+    run.assert_code(1)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AFAIL, HC, HA, AC, AFAIL, HFAIL])
+        .assert_last_terminal()
+        .assert_round_end("FAIL", None)
+        .assert_actions(&[]);
+}
+
+/// Without a config file: `on_subtask_fail = "replan"` and `max_subtask_failures = 2` are the
+/// defaults, so the first failure is replanned and the second is Host FAIL.
+#[test]
+fn app_fail_defaults_replan_then_host_fail() {
+    let run = run_scenario("app_fail_defaults", &[]);
     run.assert_code(1)
         .assert_well_formed()
         .assert_sequence(&[HC, HA, AC, AFAIL, HC, HA, AC, AFAIL, HFAIL])
@@ -214,6 +276,62 @@ fn app_error_from_an_observe_fault() {
         run.llm_calls("app"),
         [0],
         "no model call without an observation\n{}",
+        run.ctx()
+    );
+}
+
+/// App ERROR chosen by the model: the round ends on the app's ERROR (exit 3) and the action
+/// that came with ERROR is not run.
+#[test]
+fn app_error_status_ends_the_round_without_acting() {
+    let run = run_scenario("app_error_status", &[]);
+    run.assert_code(3)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AERR])
+        .assert_last_terminal()
+        .assert_round_end("ERROR", None)
+        .assert_actions(&[]);
+}
+
+/// Every function of DESIGN.md's table, called by its UFO alias, reaches the desktop under
+/// its canonical name; `read_text` puts the text into the step's result, which the next
+/// prompt shows (`expect` "Hello world").
+#[test]
+fn every_function_alias_reaches_the_desktop_canonically() {
+    let run = run_scenario("functions_aliases", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AC, AC, AC, AC, AC, AC, AC, AFIN, HC, HFIN])
+        .assert_last_terminal();
+    let got: Vec<(String, String, bool)> = run
+        .actions()
+        .into_iter()
+        .map(|(_, c, f, ok)| (c, f, ok))
+        .collect();
+    let want: Vec<(String, String, bool)> = [
+        ("bold", "click"),
+        ("body", "set_text"),
+        ("body", "type_keys"),
+        ("body", "scroll"),
+        ("font", "select"),
+        ("body", "read_text"),
+        ("body", "focus"),
+        ("", "click_at"),
+    ]
+    .iter()
+    .map(|(c, f)| (c.to_string(), f.to_string(), true))
+    .collect();
+    assert_eq!(got, want, "{}", run.ctx());
+    let d = run.final_desktop();
+    let click_at = &d["actions"][7];
+    assert_eq!(click_at["args"]["x"], 10, "{d}");
+    assert_eq!(click_at["args"]["y"], 20, "{d}");
+    assert_eq!(d["actions"][3]["args"]["amount"], 2, "{d}");
+    assert_eq!(d["actions"][3]["args"]["direction"], "down", "{d}");
+    assert_eq!(
+        run.final_control("Writer", "body")["value"],
+        "Hello world",
+        "set_text replaces, type_keys types at the end\n{}",
         run.ctx()
     );
 }
@@ -318,7 +436,9 @@ fn host_pending_answer_reaches_the_next_prompt() {
         .assert_well_formed()
         .assert_sequence(&[HC, HPEND, HC, HFIN])
         .assert_last_terminal()
-        .assert_processor_statuses("host", &["PENDING", "FINISH"]);
+        .assert_processor_statuses("host", &["PENDING", "FINISH"])
+        // "with PENDING, FAIL or ERROR it is not run": the Bash of the PENDING answer.
+        .assert_actions(&[]);
 }
 
 /// Host PENDING with no answer (no terminal, no --answers): FAIL, exit 1.
@@ -340,6 +460,22 @@ fn host_pending_without_asking_goes_on() {
         .assert_well_formed()
         .assert_sequence(&[HC, HPEND, HC, HFIN])
         .assert_last_terminal();
+}
+
+/// `--answers` lines are used in order across agents; a PENDING with two questions takes two
+/// lines, and each answer reaches the next prompt of the agent that asked (`expect`).
+#[test]
+fn answers_are_consumed_in_order_across_agents() {
+    let run = run_scenario("pending_answers_in_order", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HPEND, HC, HA, AC, APEND, AC, AFIN, HC, HFIN])
+        .assert_last_terminal()
+        .assert_actions(&[("Writer", "title", "set_text", true)]);
+    assert_eq!(
+        run.final_control("Writer", "title")["value"],
+        "Notes on the Engine"
+    );
 }
 
 /// Host CONFIRM of a Bash launch, approved: the app is launched only then, the next host
@@ -371,6 +507,103 @@ fn host_confirm_bash_rejected_launches_nothing() {
         .assert_round_end("FAIL", None)
         .assert_actions(&[]);
     assert_eq!(run.final_app("Calc")["running"], false, "{}", run.ctx());
+}
+
+/// Host CONFIRM with `safe_guard = false`: approved without asking, even with `--confirm no`.
+#[test]
+fn host_confirm_with_safe_guard_off_approves() {
+    let run = run_scenario("host_confirm_safeguard_off", &["--confirm", "no"]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HCONF, HC, HA, AC, AFIN, HC, HFIN])
+        .assert_actions(&[
+            ("Calc", "", "launch", true),
+            ("Calc", "cell_a1", "set_text", true),
+        ]);
+}
+
+/// The host resolves its window by ControlText when the label is unknown or empty: by title
+/// (exact), by application name (case-insensitive); each subtask goes to the right app. Writer
+/// and Calc share one process (`soffice.bin`): the cache key `app_root/process_name` still
+/// gives them two AppAgents.
+#[test]
+fn host_resolves_windows_by_title_and_app_name() {
+    let run = run_scenario("host_window_resolution", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[
+            HC, HA, AC, AFIN, HC, HA, AC, AFIN, HC, HA, AC, AFIN, HC, HFIN,
+        ])
+        .assert_last_terminal()
+        .assert_actions(&[
+            ("Writer", "title", "set_text", true),
+            ("Writer", "file_name", "set_text", true),
+            ("Calc", "cell_a1", "set_text", true),
+        ]);
+    let agents: Vec<String> = run
+        .steps()
+        .iter()
+        .filter(|e| e["role"] == "app" && e["state"] == "CONTINUE")
+        .map(|e| s(&e["agent"]))
+        .collect();
+    assert_eq!(
+        agents,
+        ["AppAgent/Writer", "AppAgent/Writer", "AppAgent/Calc"],
+        "{}",
+        run.ctx()
+    );
+}
+
+/// Issue 2, item 11: the screenshots of the steps are saved in `<out>/` as PNG files.
+#[test]
+fn screenshots_are_saved_as_png_in_the_output_folder() {
+    let dir = repo_root().join("examples").join("word_excel");
+    let run = run_dir(&dir, &[]);
+    run.assert_code(0);
+    let pngs: Vec<std::path::PathBuf> = std::fs::read_dir(&run.out)
+        .expect("out folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "png"))
+        .collect();
+    assert!(
+        !pngs.is_empty(),
+        "no PNG in {}\n{}",
+        run.out.display(),
+        run.ctx()
+    );
+    for p in pngs {
+        let bytes = std::fs::read(&p).expect("read png");
+        assert!(
+            bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+            "{} is not a PNG",
+            p.display()
+        );
+    }
+}
+
+/// DESIGN.md "Control resolution": "if nothing matches, the step fails with a message the
+/// model sees next step" — for the host, an ASSIGN to a window that does not exist is not
+/// followed (no AppAgent), and the next host prompt names it (`expect` "Impress").
+#[test]
+fn host_assign_to_an_unknown_window_fails_the_step() {
+    let run = run_scenario("host_unknown_window", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HC, HFIN])
+        .assert_last_terminal()
+        .assert_actions(&[]);
+}
+
+/// `--max-rounds 2` without a terminal: no follow-up request comes, so the session ends after
+/// the first round, as it would with one round.
+#[test]
+fn max_rounds_without_a_follow_up_ends_after_one_round() {
+    let dir = repo_root().join("examples").join("word_excel");
+    let run = run_dir(&dir, &["--max-rounds", "2"]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AFIN, HC, HA, AC, AFIN, HC, HFIN]);
+    run.record("round_end");
 }
 
 /// An app that is not running is launched by a host Bash equal to its `launch`, in the same
@@ -430,6 +663,36 @@ fn max_steps_flag_stops_the_round() {
     assert_eq!(typed, 2, "two app steps acted\n{}", run.ctx());
 }
 
+/// Only processor steps count: with `max_steps = 4`, host PENDING, ASSIGN and app CONFIRM
+/// are free, so the round stops after the fourth processor step (app CONTINUE).
+#[test]
+fn max_steps_counts_only_processor_steps() {
+    let run = run_scenario("max_steps_not_counting", &["--confirm", "yes"]);
+    run.assert_code(1)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HPEND, HC, HA, AC, ACONF, AC])
+        .assert_round_end("FAIL", Some("max_steps"))
+        .assert_actions(&[
+            ("Writer", "delete_all", "click", true),
+            ("Writer", "title", "type_keys", true),
+        ]);
+}
+
+/// When `max_steps` ends the round on an answer that says CONFIRM, the held action is never
+/// approved nor run.
+#[test]
+fn max_steps_on_a_confirm_answer_leaves_the_action_held() {
+    let run = run_scenario(
+        "max_steps_not_counting",
+        &["--confirm", "yes", "--max-steps", "3"],
+    );
+    run.assert_code(1)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HPEND, HC, HA, AC])
+        .assert_round_end("FAIL", Some("max_steps"))
+        .assert_actions(&[]);
+}
+
 /// `max_steps` from the config file.
 #[test]
 fn max_steps_from_config_stops_the_round() {
@@ -438,6 +701,42 @@ fn max_steps_from_config_stops_the_round() {
         .assert_well_formed()
         .assert_sequence(&[HC, HA, AC])
         .assert_round_end("FAIL", Some("max_steps"));
+}
+
+/// DESIGN.md "Command line": "`--config <FILE>` ufo.toml; env UFO_* and flags override it".
+/// `UFO_MAX_STEPS=2` overrides `max_steps = 50` from the config.
+#[test]
+fn max_steps_from_env_overrides_the_config() {
+    let dir = scenario_dir("max_steps_flag");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("out");
+    let request = std::fs::read_to_string(dir.join("request.txt")).expect("request");
+    let output = ufo()
+        .env("UFO_MAX_STEPS", "2")
+        .arg("run")
+        .args(sim_args("max_steps_flag"))
+        .arg("--config")
+        .arg(dir.join("ufo.toml"))
+        .arg("--out")
+        .arg(&out)
+        .arg(request.trim())
+        .output()
+        .expect("ufo runs");
+    let code = output.status.code().unwrap_or(-1);
+    let events = std::fs::read_to_string(out.join("events.jsonl")).unwrap_or_default();
+    let seq: Vec<(String, String)> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["type"] == "step")
+        .map(|e| (s(&e["role"]), s(&e["state"])))
+        .collect();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(code, 1, "exit code\n{stderr}");
+    assert_eq!(
+        seq,
+        [HC, HA, AC].map(|(r, st)| (r.to_string(), st.to_string())),
+        "{stderr}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -488,6 +787,17 @@ fn invalid_json_until_the_retry_limit_is_an_error() {
         .assert_processor_statuses("host", &["ERROR"])
         .assert_round_end("ERROR", None);
     assert_eq!(run.llm_calls("host"), [3], "{}", run.ctx());
+}
+
+/// Without a config file the default `json_parsing_retry` is 3: four calls, then ERROR.
+#[test]
+fn invalid_json_default_retry_limit_is_three_reasks() {
+    let run = run_scenario("invalid_json_default_limit", &[]);
+    run.assert_code(3)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HERR])
+        .assert_last_terminal();
+    assert_eq!(run.llm_calls("host"), [4], "{}", run.ctx());
 }
 
 /// Host `Status: "SCREENSHOT"` and `Status: "ERROR"` are transitions the matrix forbids:
@@ -666,6 +976,45 @@ fn missing_config_file_is_a_usage_error() {
     ]);
     let run = run_args("missing_config", "do something", &args);
     assert_usage_error(&run, &["no-such-ufo.toml"]);
+}
+
+#[test]
+fn missing_answers_file_is_a_usage_error() {
+    let mut args = sim_args("host_fail");
+    args.extend([
+        "--answers".into(),
+        scenario_dir("host_fail")
+            .join("no-such-answers.txt")
+            .display()
+            .to_string(),
+    ]);
+    let run = run_args("missing_answers", "do something", &args);
+    assert_usage_error(&run, &["no-such-answers.txt"]);
+}
+
+#[test]
+fn non_numeric_max_steps_is_a_usage_error() {
+    let mut args = sim_args("host_fail");
+    args.extend(["--max-steps".into(), "many".into()]);
+    let run = run_args("bad_max_steps", "do something", &args);
+    assert_usage_error(&run, &["many", "max-steps"]);
+}
+
+#[test]
+fn missing_request_is_a_usage_error() {
+    let dir = scenario_dir("host_fail");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = ufo()
+        .arg("run")
+        .args(sim_args("host_fail"))
+        .arg("--config")
+        .arg(dir.join("ufo.toml"))
+        .arg("--out")
+        .arg(tmp.path().join("out"))
+        .output()
+        .expect("ufo runs");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(!out.stderr.is_empty(), "a message says what is missing");
 }
 
 /// `ufo run --help` documents the options of DESIGN.md "Command line".

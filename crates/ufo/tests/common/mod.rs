@@ -91,7 +91,10 @@ pub fn run_dir(dir: &Path, extra: &[&str]) -> Run {
 pub fn run_args(label: &str, request: &str, args: &[String]) -> Run {
     let tmp = tempfile::tempdir().expect("tempdir");
     let out = tmp.path().join("out");
+    // Run in an empty folder: the binary also reads `./ufo.toml`, and the defaults tests must
+    // not pick one up.
     let output = ufo()
+        .current_dir(tmp.path())
         .arg("run")
         .args(args)
         .arg("--out")
@@ -376,6 +379,18 @@ impl Run {
                 "terminal: {st}\n{}",
                 self.ctx()
             );
+            assert!(
+                st["timings_ms"].is_object(),
+                "timings_ms is an object: {st}\n{}",
+                self.ctx()
+            );
+            for key in ["calls", "prompt_tokens", "completion_tokens"] {
+                assert!(
+                    st["llm"][key].is_u64(),
+                    "llm.{key} is a count: {st}\n{}",
+                    self.ctx()
+                );
+            }
             if i + 1 < steps.len() {
                 assert_eq!(
                     st["terminal"],
