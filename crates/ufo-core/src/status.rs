@@ -72,16 +72,13 @@ impl HostStatus {
 
     /// Parse a model's `Status` (case and surrounding blanks ignored).
     pub fn parse(s: &str) -> Result<Self, String> {
-        let t = s.trim();
-        Self::ALL
-            .into_iter()
-            .find(|st| st.as_str().eq_ignore_ascii_case(t))
-            .ok_or_else(|| {
-                format!(
-                    "unknown Status {s:?} for the HostAgent; use one of: {}",
-                    names(&Self::LLM_OUTCOMES.map(Self::as_str))
-                )
-            })
+        parse_named(
+            s,
+            &Self::ALL,
+            Self::as_str,
+            "HostAgent",
+            &Self::LLM_OUTCOMES,
+        )
     }
 
     /// Statuses a model may return from CONTINUE (DESIGN.md: the matrix plus FAIL).
@@ -145,16 +142,7 @@ impl AppStatus {
 
     /// Parse a model's `Status` (case and surrounding blanks ignored).
     pub fn parse(s: &str) -> Result<Self, String> {
-        let t = s.trim();
-        Self::ALL
-            .into_iter()
-            .find(|st| st.as_str().eq_ignore_ascii_case(t))
-            .ok_or_else(|| {
-                format!(
-                    "unknown Status {s:?} for the AppAgent; use one of: {}",
-                    names(&Self::ALL.map(Self::as_str))
-                )
-            })
+        parse_named(s, &Self::ALL, Self::as_str, "AppAgent", &Self::ALL)
     }
 
     /// Whether the model may move the AppAgent from `self` to `to`. The model runs in
@@ -179,8 +167,25 @@ impl AppStatus {
     }
 }
 
-fn names(list: &[&str]) -> String {
-    list.join(", ")
+/// Find the status named `s` among `all`; the error lists the statuses a model may use.
+fn parse_named<T: Copy>(
+    s: &str,
+    all: &[T],
+    name: fn(T) -> &'static str,
+    agent: &str,
+    offered: &[T],
+) -> Result<T, String> {
+    let t = s.trim();
+    all.iter()
+        .copied()
+        .find(|st| name(*st).eq_ignore_ascii_case(t))
+        .ok_or_else(|| {
+            let names: Vec<&str> = offered.iter().map(|st| name(*st)).collect();
+            format!(
+                "unknown Status {s:?} for the {agent}; use one of: {}",
+                names.join(", ")
+            )
+        })
 }
 
 impl std::fmt::Display for HostStatus {

@@ -156,16 +156,9 @@ impl AppAgent {
             transcript,
             ..
         } = step;
-        report.timings_ms = outcome.timings_ms;
-        let name = format!("step_{:04}_app_prompt.txt", cx.seq);
-        if let Some(p) = cx.save(&name, transcript.as_bytes()) {
-            report.artifacts.insert("prompt".into(), p.into());
-        }
-        if let Some(err) = outcome.error {
+        if let Some(error) = report.close(cx, "app", &transcript, outcome) {
             agent.status = AppStatus::Error;
-            let text = err.to_string();
-            agent.error = Some(text.clone());
-            report.error = Some(text);
+            agent.error = Some(error);
         } else if let Some(r) = &response {
             agent.status = r.status;
         }

@@ -231,14 +231,8 @@ impl HostAgent {
             transcript,
             ..
         } = step;
-        report.timings_ms = outcome.timings_ms;
-        let prompt_name = format!("step_{:04}_host_prompt.txt", cx.seq);
-        if let Some(p) = cx.save(&prompt_name, transcript.as_bytes()) {
-            report.artifacts.insert("prompt".into(), p.into());
-        }
-        if let Some(err) = outcome.error {
+        if report.close(cx, "host", &transcript, outcome).is_some() {
             host.status = HostStatus::Error;
-            report.error = Some(err.to_string());
         } else if let Some(r) = &response {
             host.status = r.status;
         }

@@ -110,6 +110,27 @@ pub struct StepReport {
     pub artifacts: Map<String, Value>,
 }
 
+impl StepReport {
+    /// Close a processor run: keep the timings, save the prompt transcript as
+    /// `step_NNNN_<role>_prompt.txt`, and return the phase error's text, if any.
+    pub(crate) fn close(
+        &mut self,
+        cx: &mut Cx<'_>,
+        role: &str,
+        transcript: &str,
+        outcome: crate::processor::ProcessReport,
+    ) -> Option<String> {
+        self.timings_ms = outcome.timings_ms;
+        let name = format!("step_{:04}_{role}_prompt.txt", cx.seq);
+        if let Some(p) = cx.save(&name, transcript.as_bytes()) {
+            self.artifacts.insert("prompt".into(), p.into());
+        }
+        let error = outcome.error.map(|e| e.to_string());
+        self.error.clone_from(&error);
+        error
+    }
+}
+
 /// Model usage of one step.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct LlmStats {
