@@ -52,7 +52,10 @@ Blackboard (shared by all agents):
 Windows on the desktop:
 {% for w in windows %}  [{{ w.label }}] {{ w.title }} (application: {{ w.app_name }}, process: {{ w.process }})
 {% else %}  (no windows are open)
-{% endfor %}{% if launchable %}
+{% endfor %}{% if agents %}
+Agents you can assign to like a window (by label or name):
+{% for a in agents %}  [{{ a.label }}] {{ a.name }}: {{ a.description }}
+{% endfor %}{% endif %}{% if launchable %}
 Applications that are not running and can be launched (put the command in "Bash"):
 {% for a in launchable %}  {{ a.name }}: {{ a.command }}
 {% endfor %}{% endif %}{% if previous_subtasks %}

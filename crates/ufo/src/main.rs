@@ -167,6 +167,7 @@ async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>)
         user: &user,
         config: &settings.config,
         prompts: &prompts,
+        tools: None,
     };
     let record = RunRecord {
         desktop: args.desktop.clone(),

@@ -6,20 +6,24 @@ use serde_json::{json, Value};
 
 use super::host::clip;
 use super::{ask_model, resolve, Assignment, Cx, Handoff, StepReport, SubAgent, SubtaskRecord};
-use crate::action::UiAction;
+use crate::action::{canonical_name, UiAction};
 use crate::blackboard::{QuestionAnswer, Trajectory};
 use crate::config::{AgentMode, OnSubtaskFail};
-use crate::ports::{ConfirmRequest, Control, Decision, WindowInfo, WindowObservation};
+use crate::ports::{
+    ConfirmRequest, Control, Decision, ToolProvider, ToolSpec, WindowInfo, WindowObservation,
+};
 use crate::processor::{Processor, StepRunner};
 use crate::response::AppResponse;
 use crate::session::SessionStatus;
 use crate::status::{AppStatus, HostStatus};
 
 /// The AppAgent's strategies, by phase: DATA_COLLECTION [`Settle`, `Observe`],
-/// LLM_INTERACTION [`AskModel`], ACTION_EXECUTION [`Execute`], MEMORY_UPDATE [`Remember`].
+/// [`ListTools`], LLM_INTERACTION [`AskModel`], ACTION_EXECUTION [`Execute`], MEMORY_UPDATE
+/// [`Remember`].
 ///
 /// [`Settle`]: AppStrategy::Settle
 /// [`Observe`]: AppStrategy::Observe
+/// [`ListTools`]: AppStrategy::ListTools
 /// [`AskModel`]: AppStrategy::AskModel
 /// [`Execute`]: AppStrategy::Execute
 /// [`Remember`]: AppStrategy::Remember
@@ -29,6 +33,8 @@ pub enum AppStrategy {
     Settle,
     /// Observe the window: controls, labels, screenshots.
     Observe,
+    /// List the tools (e.g. MCP) this application's agent may call.
+    ListTools,
     /// Build the prompt, ask the model, validate (re-asking when invalid).
     AskModel,
     /// Resolve the control and run the action, or hold it (CONFIRM).
@@ -37,12 +43,66 @@ pub enum AppStrategy {
     Remember,
 }
 
+/// What the model chose to do: a GUI function on a control, or a tool call.
+#[derive(Debug, Clone)]
+enum Planned {
+    Ui {
+        action: UiAction,
+        control: Option<Control>,
+        label: String,
+    },
+    Tool {
+        name: String,
+        args: Value,
+    },
+}
+
+impl Planned {
+    /// One line describing it.
+    fn describe(&self) -> String {
+        match self {
+            Planned::Ui {
+                action,
+                control,
+                label,
+            } => describe(action, control.as_ref(), label),
+            Planned::Tool { name, args } => format!("tool {name} {args}"),
+        }
+    }
+
+    /// Its trajectory record.
+    fn record(&self) -> Value {
+        match self {
+            Planned::Ui {
+                action,
+                control,
+                label,
+            } => action_record(action, control.as_ref(), label),
+            Planned::Tool { name, args } => json!({"function": name, "args": args, "tool": true}),
+        }
+    }
+
+    /// Run it; a failure is text in the result, not an error.
+    async fn run(&self, cx: &mut Cx<'_>, window: &WindowInfo) -> String {
+        match self {
+            Planned::Ui {
+                action, control, ..
+            } => execute(cx, window, control.as_ref(), action).await,
+            Planned::Tool { name, args } => match cx.services.tools {
+                Some(tools) => match tools.call(&window.app_name, name, args).await {
+                    Ok(text) => clip(&text, 4000),
+                    Err(e) => format!("action failed: {e}"),
+                },
+                None => format!("action failed: no tool {name} is configured"),
+            },
+        }
+    }
+}
+
 /// An action held by the CONFIRM gate.
 #[derive(Debug, Clone)]
 struct Held {
-    action: UiAction,
-    control: Option<Control>,
-    label: String,
+    planned: Planned,
     /// Why the sensitive-action policy holds it, when the model did not ask for CONFIRM.
     sensitive: Option<String>,
 }
@@ -77,7 +137,11 @@ impl AppAgent {
             state: AppStatus::Continue,
             status: AppStatus::Continue,
             processor: Processor::new(
-                vec![AppStrategy::Settle, AppStrategy::Observe],
+                vec![
+                    AppStrategy::Settle,
+                    AppStrategy::Observe,
+                    AppStrategy::ListTools,
+                ],
                 vec![AppStrategy::AskModel],
                 vec![AppStrategy::Execute],
                 vec![AppStrategy::Remember],
@@ -141,6 +205,7 @@ impl AppAgent {
             cx,
             fresh,
             obs: None,
+            tools: Vec::new(),
             response: None,
             result: None,
             report: StepReport::default(),
@@ -207,11 +272,11 @@ impl AppAgent {
                 ..StepReport::default()
             };
         };
-        let mut described = describe(&held.action, held.control.as_ref(), &held.label);
+        let mut described = held.planned.describe();
         if let Some(reason) = &held.sensitive {
             described.push_str(&format!(" ({reason})"));
         }
-        let action_json = action_record(&held.action, held.control.as_ref(), &held.label);
+        let action_json = held.planned.record();
         let decision = if cx.services.config.safe_guard {
             cx.services
                 .user
@@ -232,7 +297,7 @@ impl AppAgent {
         };
         match decision {
             Decision::Approve => {
-                let r = execute(cx, &self.window, held.control.as_ref(), &held.action).await;
+                let r = held.planned.run(cx, &self.window).await;
                 record["executed"] = true.into();
                 self.actions.push(format!("{described} (approved) -> {r}"));
                 self.memory
@@ -385,6 +450,23 @@ impl SubAgent for AppAgent {
     }
 }
 
+/// The tools as prompt lines.
+fn tools_text(tools: &[ToolSpec]) -> String {
+    if tools.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "Tools (call one with \"Function\": its name and \"Args\" matching its schema; no control needed):\n",
+    );
+    for t in tools {
+        s.push_str(&format!(
+            "- {}: {} Args schema: {}\n",
+            t.name, t.description, t.input_schema
+        ));
+    }
+    s
+}
+
 /// One line describing an action.
 fn describe(action: &UiAction, control: Option<&Control>, label: &str) -> String {
     let args = action.args();
@@ -444,6 +526,7 @@ struct AppStep<'s, 'a> {
     cx: &'s mut Cx<'a>,
     fresh: bool,
     obs: Option<WindowObservation>,
+    tools: Vec<ToolSpec>,
     response: Option<AppResponse>,
     result: Option<String>,
     report: StepReport,
@@ -462,6 +545,10 @@ impl StepRunner for AppStep<'_, '_> {
                 Ok(())
             }
             AppStrategy::Observe => self.observe().await,
+            AppStrategy::ListTools => {
+                self.list_tools().await;
+                Ok(())
+            }
             AppStrategy::AskModel => self.ask().await,
             AppStrategy::Execute => {
                 self.execute().await;
@@ -577,7 +664,7 @@ impl AppStep<'_, '_> {
             "controls": controls,
             "memory": memory,
             "last_result": self.agent.last_result,
-            "extra_functions": "",
+            "extra_functions": tools_text(&self.tools),
         });
         let system = svc
             .prompts
@@ -597,6 +684,7 @@ impl AppStep<'_, '_> {
             _ => Vec::new(),
         };
         let from = self.agent.state;
+        let tools = self.tools.clone();
         let response = ask_model(
             svc.app_llm,
             "app",
@@ -604,7 +692,7 @@ impl AppStep<'_, '_> {
             system,
             user,
             images,
-            |raw| validate_app(raw, from),
+            |raw| validate_app(raw, from, &tools, svc.tools),
             &mut self.report.llm,
             &mut self.transcript,
         )
@@ -620,57 +708,80 @@ impl AppStep<'_, '_> {
         if r.function.trim().is_empty() {
             return;
         }
-        let action = match UiAction::parse(&r.function, &r.args) {
-            Ok(a) => a,
-            // Validated in AskModel; kept as a result rather than a panic.
-            Err(e) => {
-                self.result = Some(e);
-                return;
-            }
-        };
-        let control = if action.needs_control() {
-            let idx = resolve(&r.control_label, &r.control_text, obs.controls.len(), |i| {
-                vec![obs.controls[i].name.as_str()]
-            });
-            match idx {
-                Some(i) => Some(obs.controls[i].clone()),
-                None => {
-                    let mut rec = action_record(&action, None, &r.control_label);
-                    rec["executed"] = false.into();
-                    self.report.action = Some(rec);
-                    self.result = Some(format!(
-                        "action failed: no control matches ControlLabel {:?} / ControlText {:?}; \
-                         pick a label from the control list",
-                        r.control_label, r.control_text
-                    ));
-                    return;
-                }
+        let planned = if let Some(tool) = self.tools.iter().find(|t| t.name == r.function.trim()) {
+            if canonical_name(&r.function).is_none() {
+                Some(Planned::Tool {
+                    name: tool.name.clone(),
+                    args: r.args.clone(),
+                })
+            } else {
+                None
             }
         } else {
             None
         };
-        let label = match &control {
-            Some(c) => obs
-                .controls
-                .iter()
-                .position(|x| x.id == c.id)
-                .map(|i| (i + 1).to_string())
-                .unwrap_or_default(),
-            None => String::new(),
+        let planned = match planned {
+            Some(p) => p,
+            None => {
+                let action = match UiAction::parse(&r.function, &r.args) {
+                    Ok(a) => a,
+                    // Validated in AskModel; kept as a result rather than a panic.
+                    Err(e) => {
+                        self.result = Some(e);
+                        return;
+                    }
+                };
+                let control = if action.needs_control() {
+                    let idx = resolve(&r.control_label, &r.control_text, obs.controls.len(), |i| {
+                        vec![obs.controls[i].name.as_str()]
+                    });
+                    match idx {
+                        Some(i) => Some(obs.controls[i].clone()),
+                        None => {
+                            let mut rec = action_record(&action, None, &r.control_label);
+                            rec["executed"] = false.into();
+                            self.report.action = Some(rec);
+                            self.result = Some(format!(
+                                "action failed: no control matches ControlLabel {:?} / ControlText {:?}; \
+                                 pick a label from the control list",
+                                r.control_label, r.control_text
+                            ));
+                            return;
+                        }
+                    }
+                } else {
+                    None
+                };
+                let label = match &control {
+                    Some(c) => obs
+                        .controls
+                        .iter()
+                        .position(|x| x.id == c.id)
+                        .map(|i| (i + 1).to_string())
+                        .unwrap_or_default(),
+                    None => String::new(),
+                };
+                Planned::Ui {
+                    action,
+                    control,
+                    label,
+                }
+            }
         };
-        let mut rec = action_record(&action, control.as_ref(), &label);
+        let mut rec = planned.record();
         let mut status = r.status;
         let mut sensitive = None;
         if matches!(
             status,
             AppStatus::Continue | AppStatus::Screenshot | AppStatus::Finish
         ) {
-            sensitive = self
-                .cx
-                .services
-                .config
-                .sensitive
-                .action_reason(&action, control.as_ref());
+            let policy = &self.cx.services.config.sensitive;
+            sensitive = match &planned {
+                Planned::Ui {
+                    action, control, ..
+                } => policy.action_reason(action, control.as_ref()),
+                Planned::Tool { name, .. } => policy.tool_reason(name),
+            };
             if let Some(reason) = &sensitive {
                 // The model did not ask, but the policy holds this action all the same.
                 rec["sensitive"] = reason.clone().into();
@@ -685,22 +796,23 @@ impl AppStep<'_, '_> {
                 // The gate: the action is held, not executed, until the person approves.
                 rec["executed"] = false.into();
                 rec["held"] = true.into();
-                self.agent.held = Some(Held {
-                    action,
-                    control,
-                    label,
-                    sensitive,
-                });
+                self.agent.held = Some(Held { planned, sensitive });
                 self.result = Some("held for confirmation".into());
             }
             AppStatus::Continue | AppStatus::Screenshot | AppStatus::Finish => {
-                let out = execute(self.cx, &self.agent.window, control.as_ref(), &action).await;
+                let out = planned.run(self.cx, &self.agent.window).await;
                 rec["executed"] = true.into();
-                self.agent.actions.push(format!(
-                    "{} -> {out}",
-                    describe(&action, control.as_ref(), &label)
-                ));
-                if matches!(action, UiAction::ReadText) && !out.starts_with("action failed") {
+                self.agent
+                    .actions
+                    .push(format!("{} -> {out}", planned.describe()));
+                let is_read = matches!(
+                    planned,
+                    Planned::Ui {
+                        action: UiAction::ReadText,
+                        ..
+                    } | Planned::Tool { .. }
+                );
+                if is_read && !out.starts_with("action failed") {
                     self.agent.result = out.clone();
                 }
                 self.result = Some(out);
@@ -711,11 +823,33 @@ impl AppStep<'_, '_> {
         }
         self.report.action = Some(rec);
     }
+
+    /// List the tools this application's AppAgent may call. A provider that cannot list them
+    /// is a warning, not a failed step: the GUI functions still work.
+    async fn list_tools(&mut self) {
+        let Some(provider) = self.cx.services.tools else {
+            return;
+        };
+        match provider.tools_for(&self.agent.window.app_name).await {
+            Ok(tools) => self.tools = tools,
+            Err(e) => {
+                self.tools.clear();
+                self.report
+                    .artifacts
+                    .insert("tool_warning".into(), e.to_string().into());
+            }
+        }
+    }
 }
 
 /// Parse an app answer, check the status against the matrix and the function against the
-/// function table.
-fn validate_app(raw: &str, from: AppStatus) -> Result<AppResponse, String> {
+/// function table or the tools (their Args against the tool's schema).
+fn validate_app(
+    raw: &str,
+    from: AppStatus,
+    tools: &[ToolSpec],
+    provider: Option<&dyn ToolProvider>,
+) -> Result<AppResponse, String> {
     let r = AppResponse::parse(raw)?;
     if !from.llm_may_go(r.status) {
         return Err(format!(
@@ -723,9 +857,27 @@ fn validate_app(raw: &str, from: AppStatus) -> Result<AppResponse, String> {
             r.status
         ));
     }
-    if !r.function.trim().is_empty() {
-        UiAction::parse(&r.function, &r.args)?;
+    let function = r.function.trim();
+    if function.is_empty() {
+        return Ok(r);
     }
+    if canonical_name(function).is_none() {
+        if let (Some(tool), Some(provider)) = (tools.iter().find(|t| t.name == function), provider)
+        {
+            provider
+                .validate(tool, &r.args)
+                .map_err(|e| e.to_string())?;
+            return Ok(r);
+        }
+    }
+    UiAction::parse(function, &r.args).map_err(|e| {
+        if tools.is_empty() {
+            e
+        } else {
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            format!("{e}; or one of the tools: {}", names.join(", "))
+        }
+    })?;
     Ok(r)
 }
 
@@ -738,12 +890,16 @@ mod tests {
         let e = validate_app(
             r#"{"Observation":"o","Thought":"t","Function":"drag","Status":"CONTINUE"}"#,
             AppStatus::Continue,
+            &[],
+            None,
         )
         .unwrap_err();
         assert!(e.contains("unknown function"), "{e}");
         assert!(validate_app(
             r#"{"Observation":"o","Thought":"t","Function":"click_input","Args":{},"Status":"SCREENSHOT"}"#,
-            AppStatus::Continue
+            AppStatus::Continue,
+            &[],
+            None
         )
         .is_ok());
     }
