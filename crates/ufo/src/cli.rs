@@ -27,6 +27,26 @@ pub struct Cli {
 pub enum Command {
     /// Run a session on a request.
     Run(RunArgs),
+    /// Write `<OUT>/report.html`: a self-contained page replaying a trajectory.
+    Report(ReportArgs),
+    /// List past sessions in a runs folder, newest first.
+    Runs(RunsArgs),
+}
+
+/// Options of `ufo report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The trajectory folder (the `--out` of `ufo run`).
+    #[arg(value_name = "OUT")]
+    pub out: PathBuf,
+}
+
+/// Options of `ufo runs`.
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// The runs folder (default: `runs_dir` of ufo.toml, else `runs`).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// What `--confirm` does with actions held by the CONFIRM gate.
@@ -83,7 +103,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
-    /// Print no progress lines.
-    #[arg(long, short)]
+    /// Print no progress lines (warnings and errors only).
+    #[arg(long, short, conflicts_with = "verbose")]
     pub quiet: bool,
+
+    /// More detail on stderr: `-v` adds each step's thought and timings and info logs,
+    /// `-vv` debug logs. `<out>/ufo.log` always has the debug log.
+    #[arg(long, short, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Write `<out>/report.html` (see `ufo report`) when the session ends.
+    #[arg(long)]
+    pub report: bool,
 }

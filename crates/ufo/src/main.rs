@@ -1,8 +1,14 @@
 //! `ufo`: the command line of ufo-rs.
 
 mod cli;
+mod console;
+mod highlight;
+mod logging;
 mod recorder;
+mod report;
+mod runs;
 mod settings;
+mod trajectory;
 mod user;
 
 use std::path::{Path, PathBuf};
@@ -14,7 +20,8 @@ use ufo_core::agent::{AppAgentFactory, Services};
 use ufo_core::prompt::Prompts;
 use ufo_core::{Desktop, LlmClient, Session, SessionStatus};
 
-use crate::cli::{Cli, Command, RunArgs};
+use crate::cli::{Cli, Command, ReportArgs, RunArgs, RunsArgs};
+use crate::console::{Console, Verbosity};
 
 /// Exit status for bad usage or configuration.
 const EXIT_USAGE: u8 = 2;
@@ -28,13 +35,6 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("UFO_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -45,8 +45,62 @@ fn main() -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    match cli.command {
+    let code = match cli.command {
         Command::Run(args) => runtime.block_on(run(args)),
+        Command::Report(args) => report_command(&args),
+        Command::Runs(args) => runs_command(&args),
+    };
+    // Do not wait for anything still blocked (e.g. a terminal read that timed out).
+    runtime.shutdown_background();
+    code
+}
+
+/// `ufo report <OUT>`.
+fn report_command(args: &ReportArgs) -> ExitCode {
+    let console = Console::new(Verbosity::Normal);
+    logging::init(&console, None);
+    if !args.out.join("events.jsonl").is_file() {
+        eprintln!(
+            "error: {} has no events.jsonl; pass the --out folder of a `ufo run`",
+            args.out.display()
+        );
+        return ExitCode::from(EXIT_USAGE);
+    }
+    match report::write(&args.out) {
+        Ok(path) => {
+            println!("{}", path.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `ufo runs [--dir DIR]`.
+fn runs_command(args: &RunsArgs) -> ExitCode {
+    let console = Console::new(Verbosity::Normal);
+    logging::init(&console, None);
+    let dir = match &args.dir {
+        Some(d) => d.clone(),
+        None => match settings::runs_dir_from_file(Path::new("ufo.toml")) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+    };
+    match runs::scan(&dir) {
+        Ok(rows) => {
+            print!("{}", runs::render(&dir, &rows));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(EXIT_USAGE)
+        }
     }
 }
 
@@ -54,7 +108,8 @@ fn main() -> ExitCode {
 struct Usage(anyhow::Error);
 
 async fn run(args: RunArgs) -> ExitCode {
-    let prepared = match prepare(&args) {
+    let console = Console::new(Verbosity::from_flags(args.quiet, args.verbose));
+    let prepared = match prepare(&args, &console) {
         Ok(p) => p,
         Err(Usage(e)) => {
             eprintln!("error: {e:#}");
@@ -69,7 +124,7 @@ async fn run(args: RunArgs) -> ExitCode {
         out,
         prompts,
     } = prepared;
-    let mut recorder = match recorder::FileRecorder::create(&out, !args.quiet) {
+    let mut recorder = match recorder::FileRecorder::create_with(&out, console.clone()) {
         Ok(r) => r,
         Err(e) => {
             eprintln!(
@@ -79,6 +134,9 @@ async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    logging::init(&console, Some(&out.join("ufo.log")));
+    tracing::info!(request = %args.request, out = %out.display(), "session starts");
+    console.start_status();
     let services = Services {
         desktop: desktop.as_ref(),
         host_llm: llm.as_ref(),
@@ -89,6 +147,8 @@ async fn run(args: RunArgs) -> ExitCode {
     };
     let mut session = Session::new(services, Box::new(AppAgentFactory));
     let outcome = session.run(&args.request, &mut recorder).await;
+    console.finish();
+    tracing::info!(status = outcome.status.as_str(), reason = %outcome.reason, "session ended");
     if let Some(state) = desktop.final_state() {
         match serde_json::to_vec_pretty(&state) {
             Ok(bytes) => {
@@ -117,6 +177,16 @@ async fn run(args: RunArgs) -> ExitCode {
             eprintln!("error: {m}");
         }
     }
+    if args.report {
+        match report::write(&out) {
+            Ok(path) => {
+                if !args.quiet {
+                    eprintln!("report: {}", path.display());
+                }
+            }
+            Err(e) => eprintln!("warning: cannot write the report: {e:#}"),
+        }
+    }
     ExitCode::from(match outcome.status {
         SessionStatus::Finish => 0,
         SessionStatus::Fail => 1,
@@ -133,7 +203,7 @@ struct Prepared {
     prompts: Prompts,
 }
 
-fn prepare(args: &RunArgs) -> Result<Prepared, Usage> {
+fn prepare(args: &RunArgs, console: &std::sync::Arc<Console>) -> Result<Prepared, Usage> {
     let env = |k: &str| std::env::var(k).ok();
     let settings = settings::resolve(args, &env).map_err(Usage)?;
     let prompts = Prompts::new(&settings.config.prompts).map_err(|e| Usage(e.into()))?;
@@ -147,7 +217,7 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Usage> {
         Some(p) => read_lines(p, "--requests").map_err(Usage)?,
         None => Vec::new(),
     };
-    let user = user::CliUser::new(settings.confirm, answers, requests);
+    let user = user::CliUser::with_console(settings.confirm, answers, requests, console.clone());
     let out = args.out.clone().unwrap_or_else(|| {
         settings
             .runs_dir
