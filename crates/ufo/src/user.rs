@@ -81,20 +81,29 @@ impl StdinLines {
         }
     }
 
-    /// The next line typed after this call, within `timeout`; `None` on timeout or EOF.
+    /// Drop what was typed while nothing was asked; false when input has ended.
+    async fn drain(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        if self.eof.load(Ordering::SeqCst) {
+            return false;
+        }
+        let mut rx = self.rx.lock().await;
+        while let Ok(x) = rx.try_recv() {
+            if x.is_none() {
+                self.eof.store(true, Ordering::SeqCst);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The next line, within `timeout`; `None` on timeout or EOF.
     async fn next(&self, timeout: Duration) -> Option<String> {
         use std::sync::atomic::Ordering;
         if self.eof.load(Ordering::SeqCst) {
             return None;
         }
         let mut rx = self.rx.lock().await;
-        // Drop what was typed before the question was shown.
-        while let Ok(x) = rx.try_recv() {
-            if x.is_none() {
-                self.eof.store(true, Ordering::SeqCst);
-                return None;
-            }
-        }
         match tokio::time::timeout(timeout, rx.recv()).await {
             Ok(Some(Some(line))) => Some(line),
             Ok(_) => {
@@ -157,21 +166,25 @@ impl CliUser {
         if !self.tty {
             return None;
         }
+        let lines = self.stdin.get_or_init(StdinLines::start);
+        // Drop earlier keystrokes before the question is shown, never after: an answer
+        // typed as soon as the prompt appears must count.
+        if !lines.drain().await {
+            return None;
+        }
         self.console.pause();
         self.console.write_raw(prompt.as_bytes());
-        let answer = self
-            .stdin
-            .get_or_init(StdinLines::start)
-            .next(self.timeout)
-            .await;
+        let answer = lines.next(self.timeout).await;
         if answer.is_none() {
-            self.console.line(&self.console.paint(
-                Style::Yellow,
-                &format!(
+            let why = if lines.eof.load(std::sync::atomic::Ordering::SeqCst) {
+                "\n(input closed; counted as no answer)".to_string()
+            } else {
+                format!(
                     "\n(no answer within {} s; counted as no answer)",
                     self.timeout.as_secs_f64()
-                ),
-            ));
+                )
+            };
+            self.console.line(&self.console.paint(Style::Yellow, &why));
         }
         self.console.resume();
         answer

@@ -642,10 +642,9 @@ fn pty_confirm_approve() {
     p.expect("approved");
     let (code, rest) = p.finish();
     assert_eq!(code, 0, "{rest}");
-    assert!(
-        !rest.contains('\u{1b}') || !rest.contains("\u{1b}[3"),
-        "NO_COLOR: no colours"
-    );
+    for text in [&shown, &rest] {
+        assert!(!text.contains("\u{1b}[3"), "NO_COLOR: no colours: {text:?}");
+    }
     let clicks: Vec<Value> = p
         .actions()
         .into_iter()
@@ -685,8 +684,13 @@ fn pty_confirm_shows_the_shell_command() {
     assert!(shown.contains("shell command:"), "{shown}");
     // Colour is on in a terminal without NO_COLOR.
     assert!(
-        shown.contains("\u{1b}["),
+        shown.contains("\u{1b}[3"),
         "colour escapes expected: {shown:?}"
+    );
+    // The live status line was drawn (only on a terminal): round, step, elapsed, tokens.
+    assert!(
+        shown.contains("round 0 step 0 (#0)") && shown.contains(" tokens"),
+        "status line expected: {shown:?}"
     );
     p.session.send_line("y").expect("send");
     let (code, rest) = p.finish();
