@@ -102,6 +102,12 @@ fn assert_self_contained(html: &str, steps: usize, ctx: &str) {
         html.starts_with("<!DOCTYPE html>"),
         "{ctx}: not an HTML page"
     );
+    assert!(
+        html.contains(
+            "http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:;"
+        ),
+        "{ctx}: the page forbids loading anything but inline images"
+    );
     assert_eq!(
         dom_steps(html),
         steps,
@@ -471,6 +477,10 @@ fn chromium(args: &[String]) -> std::process::Output {
         "--disable-component-update",
         "--disable-sync",
         "--no-first-run",
+        // The browser's own background requests (update checks, accounts) must not even
+        // resolve a name: nothing leaves the machine during the test.
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--no-proxy-server",
     ])
     .args(args)
     .timeout(Duration::from_secs(120));
