@@ -180,6 +180,17 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
     })
 }
 
+/// The runs folder for `ufo runs`: `runs_dir` of the configuration file at `path` when it
+/// exists, else `runs`.
+pub fn runs_dir_from_file(path: &Path) -> Result<PathBuf> {
+    if !path.exists() {
+        return Ok(PathBuf::from("runs"));
+    }
+    Ok(load(path)?
+        .runs_dir
+        .unwrap_or_else(|| PathBuf::from("runs")))
+}
+
 fn load(path: &Path) -> Result<FileConfig> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the configuration file {}", path.display()))?;
