@@ -98,6 +98,12 @@ Functions:
 - focus: Args {} gives the control the focus
 - click_at: Args {"x": 10, "y": 20} clicks at window pixels; no control needed
 {% if extra_functions %}{{ extra_functions }}
+{% endif %}{% if multi_action %}
+Several actions in one answer: instead of ControlLabel/ControlText/Function/Args you may give
+"Actions": [{"ControlLabel": "3", "ControlText": "Name", "Function": "set_text", "Args": {"text": "x"}}, ...].
+They run in order; before each, the control is checked again, and the first one that can no
+longer run (gone, hidden, disabled) stops the list: you are told how far it got. Use it only for
+actions that do not change which controls exist (e.g. filling several fields).
 {% endif %}
 When to use each Status (the action in the same answer runs first, then the status applies):
 - CONTINUE: more actions are needed.

@@ -29,6 +29,7 @@ struct FileConfig {
     blackboard: Option<BlackboardLimits>,
     prompts: Option<PromptTemplates>,
     sensitive: Option<SensitivePolicy>,
+    multi_action: Option<bool>,
     /// Default model spec.
     llm: Option<String>,
     /// The host's model (default: `llm`).
@@ -93,7 +94,8 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
         screenshots_to_model,
         blackboard,
         prompts,
-        sensitive
+        sensitive,
+        multi_action
     );
     let mut confirm_text = file.confirm.clone();
 

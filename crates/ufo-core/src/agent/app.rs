@@ -55,6 +55,8 @@ enum Planned {
         name: String,
         args: Value,
     },
+    /// Speculative multi-action: run in order, each checked against a fresh observation.
+    Batch(Vec<Planned>),
 }
 
 impl Planned {
@@ -67,6 +69,10 @@ impl Planned {
                 label,
             } => describe(action, control.as_ref(), label),
             Planned::Tool { name, args } => format!("tool {name} {args}"),
+            Planned::Batch(list) => {
+                let parts: Vec<String> = list.iter().map(Planned::describe).collect();
+                format!("{} actions: {}", list.len(), parts.join("; "))
+            }
         }
     }
 
@@ -79,6 +85,9 @@ impl Planned {
                 label,
             } => action_record(action, control.as_ref(), label),
             Planned::Tool { name, args } => json!({"function": name, "args": args, "tool": true}),
+            Planned::Batch(list) => {
+                json!({"function": "batch", "batch": list.iter().map(Planned::record).collect::<Vec<_>>()})
+            }
         }
     }
 
@@ -95,8 +104,61 @@ impl Planned {
                 },
                 None => format!("action failed: no tool {name} is configured"),
             },
+            Planned::Batch(list) => run_batch(cx, window, list).await.0,
         }
     }
+}
+
+/// Run a multi-action list in order. Before every action after the first, the window is
+/// observed again and the action's control must still be there, visible and enabled; the
+/// first that cannot run stops the list. Returns the text for the model and how many ran.
+async fn run_batch(cx: &mut Cx<'_>, window: &WindowInfo, list: &[Planned]) -> (String, usize) {
+    let n = list.len();
+    let mut lines = Vec::new();
+    for (i, planned) in list.iter().enumerate() {
+        if i > 0 {
+            if let Planned::Ui {
+                control: Some(c),
+                label,
+                ..
+            } = planned
+            {
+                let fresh = cx.services.desktop.observe(&window.id).await;
+                let problem = match &fresh {
+                    Err(e) => Some(format!("the window could not be observed: {e}")),
+                    Ok(obs) => match obs.controls.iter().find(|x| x.id == c.id) {
+                        None => Some(format!("control [{label}] \"{}\" is gone", c.name)),
+                        Some(x) if !x.enabled => {
+                            Some(format!("control [{label}] \"{}\" is disabled", c.name))
+                        }
+                        Some(_) => None,
+                    },
+                };
+                if let Some(p) = problem {
+                    lines.push(format!(
+                        "stopped before action {} ({}): {p}",
+                        i + 1,
+                        planned.describe()
+                    ));
+                    return (format!("ran {i} of {n} actions; {}", lines.join("; ")), i);
+                }
+            }
+        }
+        let out = Box::pin(planned.run(cx, window)).await;
+        let failed = out.starts_with("action failed");
+        lines.push(format!("{}. {} -> {out}", i + 1, planned.describe()));
+        if failed {
+            return (
+                format!(
+                    "ran {i} of {n} actions (action {} failed); {}",
+                    i + 1,
+                    lines.join("; ")
+                ),
+                i,
+            );
+        }
+    }
+    (format!("ran {n} of {n} actions; {}", lines.join("; ")), n)
 }
 
 /// An action held by the CONFIRM gate.
@@ -450,6 +512,70 @@ impl SubAgent for AppAgent {
     }
 }
 
+/// Why the sensitive-action policy holds a planned action (any action of a list).
+fn sensitive_reason(
+    policy: &crate::sensitive::SensitivePolicy,
+    planned: &Planned,
+) -> Option<String> {
+    match planned {
+        Planned::Ui {
+            action, control, ..
+        } => policy.action_reason(action, control.as_ref()),
+        Planned::Tool { name, .. } => policy.tool_reason(name),
+        Planned::Batch(list) => list.iter().find_map(|p| sensitive_reason(policy, p)),
+    }
+}
+
+/// Turn one chosen function into a planned action: a tool call, or a GUI function on the
+/// control resolved from the label and text. The error is the step's result.
+fn plan(
+    function: &str,
+    args: &Value,
+    label: &str,
+    text: &str,
+    obs: &WindowObservation,
+    tools: &[ToolSpec],
+) -> Result<Planned, String> {
+    let function = function.trim();
+    if canonical_name(function).is_none() {
+        if let Some(tool) = tools.iter().find(|t| t.name == function) {
+            return Ok(Planned::Tool {
+                name: tool.name.clone(),
+                args: args.clone(),
+            });
+        }
+    }
+    let action = UiAction::parse(function, args)?;
+    let control = if action.needs_control() {
+        let idx = resolve(label, text, obs.controls.len(), |i| {
+            vec![obs.controls[i].name.as_str()]
+        });
+        match idx {
+            Some(i) => Some(obs.controls[i].clone()),
+            None => return Err(format!(
+                "action failed: no control matches ControlLabel {label:?} / ControlText {text:?}; \
+                     pick a label from the control list"
+            )),
+        }
+    } else {
+        None
+    };
+    let label = match &control {
+        Some(c) => obs
+            .controls
+            .iter()
+            .position(|x| x.id == c.id)
+            .map(|i| (i + 1).to_string())
+            .unwrap_or_default(),
+        None => String::new(),
+    };
+    Ok(Planned::Ui {
+        action,
+        control,
+        label,
+    })
+}
+
 /// The tools as prompt lines.
 fn tools_text(tools: &[ToolSpec]) -> String {
     if tools.is_empty() {
@@ -665,6 +791,7 @@ impl AppStep<'_, '_> {
             "memory": memory,
             "last_result": self.agent.last_result,
             "extra_functions": tools_text(&self.tools),
+            "multi_action": svc.config.multi_action,
         });
         let system = svc
             .prompts
@@ -692,7 +819,7 @@ impl AppStep<'_, '_> {
             system,
             user,
             images,
-            |raw| validate_app(raw, from, &tools, svc.tools),
+            |raw| validate_app(raw, from, &tools, svc.tools, svc.config.multi_action),
             &mut self.report.llm,
             &mut self.transcript,
         )
@@ -705,68 +832,63 @@ impl AppStep<'_, '_> {
         let (Some(r), Some(obs)) = (&self.response, &self.obs) else {
             return;
         };
+        if !r.actions.is_empty() {
+            let mut list = Vec::new();
+            for (i, a) in r.actions.iter().enumerate() {
+                match plan(
+                    &a.function,
+                    &a.args,
+                    &a.control_label,
+                    &a.control_text,
+                    obs,
+                    &self.tools,
+                ) {
+                    Ok(p) => list.push(p),
+                    Err(e) => {
+                        if list.is_empty() {
+                            self.result = Some(format!("action 1 of the list: {e}"));
+                            return;
+                        }
+                        // Run what can run; the model hears where the list stopped.
+                        self.result = Some(format!("action {} of the list: {e}", i + 1));
+                        break;
+                    }
+                }
+            }
+            let planned = Planned::Batch(list);
+            self.carry_out(planned).await;
+            return;
+        }
         if r.function.trim().is_empty() {
             return;
         }
-        let planned = if let Some(tool) = self.tools.iter().find(|t| t.name == r.function.trim()) {
-            if canonical_name(&r.function).is_none() {
-                Some(Planned::Tool {
-                    name: tool.name.clone(),
-                    args: r.args.clone(),
-                })
-            } else {
-                None
-            }
-        } else {
-            None
-        };
-        let planned = match planned {
-            Some(p) => p,
-            None => {
-                let action = match UiAction::parse(&r.function, &r.args) {
-                    Ok(a) => a,
-                    // Validated in AskModel; kept as a result rather than a panic.
-                    Err(e) => {
-                        self.result = Some(e);
-                        return;
-                    }
-                };
-                let control = if action.needs_control() {
-                    let idx = resolve(&r.control_label, &r.control_text, obs.controls.len(), |i| {
-                        vec![obs.controls[i].name.as_str()]
-                    });
-                    match idx {
-                        Some(i) => Some(obs.controls[i].clone()),
-                        None => {
-                            let mut rec = action_record(&action, None, &r.control_label);
-                            rec["executed"] = false.into();
-                            self.report.action = Some(rec);
-                            self.result = Some(format!(
-                                "action failed: no control matches ControlLabel {:?} / ControlText {:?}; \
-                                 pick a label from the control list",
-                                r.control_label, r.control_text
-                            ));
-                            return;
-                        }
-                    }
-                } else {
-                    None
-                };
-                let label = match &control {
-                    Some(c) => obs
-                        .controls
-                        .iter()
-                        .position(|x| x.id == c.id)
-                        .map(|i| (i + 1).to_string())
-                        .unwrap_or_default(),
-                    None => String::new(),
-                };
-                Planned::Ui {
-                    action,
-                    control,
-                    label,
+        let planned = match plan(
+            &r.function,
+            &r.args,
+            &r.control_label,
+            &r.control_text,
+            obs,
+            &self.tools,
+        ) {
+            Ok(p) => p,
+            Err(e) => {
+                if let Ok(action) = UiAction::parse(&r.function, &r.args) {
+                    let mut rec = action_record(&action, None, &r.control_label);
+                    rec["executed"] = false.into();
+                    self.report.action = Some(rec);
                 }
+                self.result = Some(e);
+                return;
             }
+        };
+        self.carry_out(planned).await;
+    }
+
+    /// Hold, run or drop the planned action according to the status (and the sensitive-action
+    /// policy), and record it.
+    async fn carry_out(&mut self, planned: Planned) {
+        let Some(r) = &self.response else {
+            return;
         };
         let mut rec = planned.record();
         let mut status = r.status;
@@ -776,12 +898,7 @@ impl AppStep<'_, '_> {
             AppStatus::Continue | AppStatus::Screenshot | AppStatus::Finish
         ) {
             let policy = &self.cx.services.config.sensitive;
-            sensitive = match &planned {
-                Planned::Ui {
-                    action, control, ..
-                } => policy.action_reason(action, control.as_ref()),
-                Planned::Tool { name, .. } => policy.tool_reason(name),
-            };
+            sensitive = sensitive_reason(policy, &planned);
             if let Some(reason) = &sensitive {
                 // The model did not ask, but the policy holds this action all the same.
                 rec["sensitive"] = reason.clone().into();
@@ -800,7 +917,22 @@ impl AppStep<'_, '_> {
                 self.result = Some("held for confirmation".into());
             }
             AppStatus::Continue | AppStatus::Screenshot | AppStatus::Finish => {
-                let out = planned.run(self.cx, &self.agent.window).await;
+                let out = match &planned {
+                    Planned::Batch(list) => {
+                        let (out, done) = run_batch(self.cx, &self.agent.window, list).await;
+                        rec["completed"] = done.into();
+                        // A cut-short list is news the model must see: keep going.
+                        if done < list.len() {
+                            if let Some(resp) = self.response.as_mut() {
+                                if resp.status == AppStatus::Finish {
+                                    resp.status = AppStatus::Continue;
+                                }
+                            }
+                        }
+                        out
+                    }
+                    _ => planned.run(self.cx, &self.agent.window).await,
+                };
                 rec["executed"] = true.into();
                 self.agent
                     .actions
@@ -815,7 +947,11 @@ impl AppStep<'_, '_> {
                 if is_read && !out.starts_with("action failed") {
                     self.agent.result = out.clone();
                 }
-                self.result = Some(out);
+                self.result = Some(match self.result.take() {
+                    // A list planned only in part: say which action could not be planned.
+                    Some(note) => format!("{out}; {note}"),
+                    None => out,
+                });
             }
             AppStatus::Pending | AppStatus::Fail | AppStatus::Error => {
                 rec["executed"] = false.into();
@@ -849,6 +985,7 @@ fn validate_app(
     from: AppStatus,
     tools: &[ToolSpec],
     provider: Option<&dyn ToolProvider>,
+    multi: bool,
 ) -> Result<AppResponse, String> {
     let r = AppResponse::parse(raw)?;
     if !from.llm_may_go(r.status) {
@@ -857,20 +994,41 @@ fn validate_app(
             r.status
         ));
     }
-    let function = r.function.trim();
-    if function.is_empty() {
+    if !r.actions.is_empty() {
+        if !multi {
+            return Err(
+                "several Actions in one answer are turned off; give one action with Function and Args"
+                    .into(),
+            );
+        }
+        for (i, a) in r.actions.iter().enumerate() {
+            check_function(&a.function, &a.args, tools, provider)
+                .map_err(|e| format!("Actions[{i}]: {e}"))?;
+        }
         return Ok(r);
+    }
+    check_function(&r.function, &r.args, tools, provider)?;
+    Ok(r)
+}
+
+/// A function must be a GUI function with valid Args, or a tool whose schema the Args match.
+fn check_function(
+    function: &str,
+    args: &Value,
+    tools: &[ToolSpec],
+    provider: Option<&dyn ToolProvider>,
+) -> Result<(), String> {
+    let function = function.trim();
+    if function.is_empty() {
+        return Ok(());
     }
     if canonical_name(function).is_none() {
         if let (Some(tool), Some(provider)) = (tools.iter().find(|t| t.name == function), provider)
         {
-            provider
-                .validate(tool, &r.args)
-                .map_err(|e| e.to_string())?;
-            return Ok(r);
+            return provider.validate(tool, args).map_err(|e| e.to_string());
         }
     }
-    UiAction::parse(function, &r.args).map_err(|e| {
+    UiAction::parse(function, args).map_err(|e| {
         if tools.is_empty() {
             e
         } else {
@@ -878,7 +1036,7 @@ fn validate_app(
             format!("{e}; or one of the tools: {}", names.join(", "))
         }
     })?;
-    Ok(r)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -892,6 +1050,7 @@ mod tests {
             AppStatus::Continue,
             &[],
             None,
+            false,
         )
         .unwrap_err();
         assert!(e.contains("unknown function"), "{e}");
@@ -899,7 +1058,8 @@ mod tests {
             r#"{"Observation":"o","Thought":"t","Function":"click_input","Args":{},"Status":"SCREENSHOT"}"#,
             AppStatus::Continue,
             &[],
-            None
+            None,
+            false
         )
         .is_ok());
     }
