@@ -93,6 +93,8 @@ cmd_up() {
     echo "$mark" >"$STATE/mark"
 
     local display; display=":$(free_display)"
+    # keep the caller's toolchains reachable after the env file switches HOME
+    local cargo_home="${CARGO_HOME:-$HOME/.cargo}" rustup_home="${RUSTUP_HOME:-$HOME/.rustup}"
     export UFO_SESSION_MARK="$mark"
     export HOME="$STATE/home" XDG_RUNTIME_DIR="$STATE/runtime"
     export XDG_CONFIG_HOME="$HOME/.config" XDG_DATA_HOME="$HOME/.local/share" XDG_CACHE_HOME="$HOME/.cache"
@@ -131,6 +133,10 @@ export XDG_CACHE_HOME='$XDG_CACHE_HOME'
 export GSETTINGS_BACKEND=memory
 export GTK_A11Y=atspi
 export UFO_DESKTOP_SESSION='$STATE'
+EOF
+    [ -d "$cargo_home" ] && echo "export CARGO_HOME='$cargo_home'" >>"$ENV_FILE"
+    [ -d "$rustup_home" ] && echo "export RUSTUP_HOME='$rustup_home'" >>"$ENV_FILE"
+    cat >>"$ENV_FILE" <<EOF
 unset NO_AT_BRIDGE WAYLAND_DISPLAY
 EOF
     log "up on $DISPLAY; environment in $ENV_FILE"

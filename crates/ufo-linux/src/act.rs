@@ -279,7 +279,7 @@ impl LinuxDesktop {
                 exact.ifaces,
             ))
         };
-        let tree = crate::bus::AppTree::from_nodes(self.bus.get_items(&c.bus).await?);
+        let tree = self.bus.tree(&c.bus).await?;
         let mut found = find(&tree);
         if found.is_none() {
             // a closed GTK3 combo box builds its menu lazily: open it and look again
@@ -290,7 +290,7 @@ impl LinuxDesktop {
             {
                 let _ = self.do_action(c, i).await;
                 tokio::time::sleep(self.config.settle_time / 2).await;
-                let tree = crate::bus::AppTree::from_nodes(self.bus.get_items(&c.bus).await?);
+                let tree = self.bus.tree(&c.bus).await?;
                 found = find(&tree);
             }
         }

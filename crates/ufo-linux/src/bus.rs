@@ -154,7 +154,60 @@ impl A11yBus {
                 .await
         })
         .await?;
-        Ok(A11yBus { conn, timeout })
+        let bus = A11yBus { conn, timeout };
+        bus.become_client().await;
+        Ok(bus)
+    }
+
+    /// GTK3's accessibility bridge publishes its `Cache` object only once some client listens
+    /// to events: register a rare event, so every application (running or started later)
+    /// turns its cache on. Failures are ignored (the walk still works without the cache).
+    async fn become_client(&self) {
+        const REG: &str = "org.a11y.atspi.Registry";
+        const PATH: &str = "/org/a11y/atspi/registry";
+        let props: Vec<String> = Vec::new();
+        let with_props: Result<(), LinuxError> = self
+            .call(
+                REG,
+                PATH,
+                REG,
+                "RegisterEvent",
+                &("window:create", props, ""),
+            )
+            .await;
+        if with_props.is_err() {
+            let _: Result<(), LinuxError> = self
+                .call(REG, PATH, REG, "RegisterEvent", &("window:create",))
+                .await;
+        }
+    }
+
+    /// One application's tree: `GetItems` (after asking the application to turn its cache on
+    /// if it lacks one), else the top-level windows only, for the walk to complete.
+    pub async fn tree(&self, app: &str) -> Result<AppTree, LinuxError> {
+        if let Ok(nodes) = self.get_items(app).await {
+            return Ok(AppTree::from_nodes(nodes));
+        }
+        let _: Result<String, LinuxError> = self
+            .call(
+                app,
+                ROOT_PATH,
+                "org.a11y.atspi.Application",
+                "GetApplicationBusAddress",
+                &(),
+            )
+            .await;
+        if let Ok(nodes) = self.get_items(app).await {
+            return Ok(AppTree::from_nodes(nodes));
+        }
+        let tops = self.children(app, ROOT_PATH).await?;
+        let nodes = futures::future::join_all(
+            tops.iter()
+                .enumerate()
+                .map(|(i, p)| self.node(app, p, ROOT_PATH, i as i32)),
+        )
+        .await;
+        Ok(AppTree::from_nodes(nodes.into_iter().flatten().collect()))
     }
 
     /// Call a method and deserialize its reply; bounded by the timeout.

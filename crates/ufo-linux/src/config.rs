@@ -23,6 +23,9 @@ pub struct LinuxConfig {
     pub walk_max_nodes: usize,
     /// Launch table: application name (matched case-insensitively) → shell command.
     pub launch: Vec<(String, String)>,
+    /// Extra environment for launched applications and shell commands (tests give each run a
+    /// fresh `HOME` this way).
+    pub launch_env: Vec<(String, String)>,
 }
 
 impl Default for LinuxConfig {
@@ -41,6 +44,7 @@ impl Default for LinuxConfig {
                 ("text editor".into(), "mousepad".into()),
                 ("mousepad".into(), "mousepad".into()),
             ],
+            launch_env: Vec::new(),
         }
     }
 }

@@ -10,7 +10,7 @@ use ufo_core::{
     WindowObservation,
 };
 
-use crate::bus::{A11yBus, AppTree, ROOT_PATH};
+use crate::bus::{A11yBus, ROOT_PATH};
 use crate::x11::{XWindow, X11};
 use crate::{annotate, LinuxConfig, LinuxError};
 
@@ -230,9 +230,8 @@ impl LinuxDesktop {
         let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)) else {
             return false;
         };
-        match self.bus.get_items(bus).await {
-            Ok(nodes) => {
-                let tree = AppTree::from_nodes(nodes);
+        match self.bus.tree(bus).await {
+            Ok(tree) => {
                 tree.kids(ROOT_PATH).iter().any(|p| {
                     tree.nodes
                         .get(p)
@@ -258,11 +257,12 @@ impl LinuxDesktop {
 
     async fn spawn_and_wait(&self, name: &str, command: &str) -> Result<WindowInfo, LinuxError> {
         use std::os::unix::process::CommandExt;
-        let before: Vec<u32> = self
+        // X reuses window ids once a client is gone: a window is new if its (id, pid) is new
+        let before: Vec<(u32, Option<u32>)> = self
             .x11(|x| x.client_windows())
             .await?
             .iter()
-            .map(|w| w.id)
+            .map(|w| (w.id, w.pid))
             .collect();
         let child = std::process::Command::new("/bin/sh")
             .arg("-c")
@@ -270,6 +270,7 @@ impl LinuxDesktop {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
+            .envs(self.config.launch_env.iter().map(|(k, v)| (k, v)))
             .process_group(0)
             .spawn()
             .map_err(|e| LinuxError::Launch {
@@ -299,14 +300,15 @@ impl LinuxDesktop {
             let xs = self.x11(|x| x.client_windows()).await?;
             let by_pid = self.apps_by_pid().await.unwrap_or_default();
             for w in xs.iter().filter(|w| matches(w)) {
-                if !before.contains(&w.id) && self.window_ready(w, &by_pid).await {
+                let seen = before.contains(&(w.id, w.pid));
+                if !seen && self.window_ready(w, &by_pid).await {
                     let app = match w.pid.and_then(|p| by_pid.get(&p)) {
                         Some(bus) => self.app_name(bus).await,
                         None => None,
                     };
                     return Ok(self.info(w, app));
                 }
-                if before.contains(&w.id) {
+                if seen {
                     existing = Some(w.clone());
                 }
             }
@@ -316,7 +318,8 @@ impl LinuxDesktop {
                 st.children
                     .iter_mut()
                     .find(|c| c.id() == child_pid)
-                    .map_or(true, |c| matches!(c.try_wait(), Ok(Some(_))))
+                    .map(|c| matches!(c.try_wait(), Ok(Some(_))))
+                    .unwrap_or(true)
             };
             if exited {
                 if let Some(w) = &existing {
@@ -328,6 +331,15 @@ impl LinuxDesktop {
                 }
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // do not leave a process behind whose window never came
+        {
+            let mut st = self.lock();
+            if let Some(c) = st.children.iter_mut().find(|c| c.id() == child_pid) {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            st.children.retain(|c| c.id() != child_pid);
         }
         Err(LinuxError::Launch {
             app: name.to_string(),
@@ -364,6 +376,7 @@ impl LinuxDesktop {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
+            .envs(self.config.launch_env.iter().map(|(k, v)| (k, v)))
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| LinuxError::Shell(e.to_string()))?;

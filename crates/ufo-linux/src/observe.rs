@@ -98,6 +98,14 @@ const TEXTUAL: &[u32] = &[
     role::DOCUMENT_EMAIL,
 ];
 
+/// Entries of lists, trees and tab bars: their visible label beats their description.
+const ITEMS: &[u32] = &[
+    role::LIST_ITEM,
+    role::TREE_ITEM,
+    role::TABLE_CELL,
+    role::PAGE_TAB,
+];
+
 const CHECKABLE: &[u32] = &[
     role::CHECK_BOX,
     role::TOGGLE_BUTTON,
@@ -143,7 +151,7 @@ pub(crate) fn is_noise(name: &str) -> bool {
 pub(crate) fn clean_name(name: &str, description: &str, child_text: &str) -> String {
     let mut n = collapse_ws(name);
     let words: Vec<&str> = n.split(' ').collect();
-    if words.len() % 2 == 0 && words.len() >= 2 {
+    if words.len() >= 2 && words.len() & 1 == 0 {
         let half = words.len() / 2;
         if words[..half] == words[half..] {
             n = words[..half].join(" ");
@@ -467,8 +475,8 @@ impl LinuxDesktop {
     ) -> Result<Vec<Fetched>, LinuxError> {
         let t = Instant::now();
         if !trees.contains_key(bus) {
-            let nodes = self.bus.get_items(bus).await?;
-            trees.insert(bus.to_string(), AppTree::from_nodes(nodes));
+            let tree = self.bus.tree(bus).await?;
+            trees.insert(bus.to_string(), tree);
         }
         let relative = self.is_relative(bus).await;
         let tree = trees
@@ -629,7 +637,11 @@ impl LinuxDesktop {
         } else {
             None
         };
-        let name = clean_name(&n.name, &n.description, &c.child_text);
+        let name = if ITEMS.contains(&n.role) && !c.child_text.is_empty() {
+            clean_name(&n.name, &c.child_text, &n.description)
+        } else {
+            clean_name(&n.name, &n.description, &c.child_text)
+        };
         let role = role_name(n.role);
         let enabled = n.has(state::SENSITIVE) || n.has(state::ENABLED);
         let mut states = Vec::new();
@@ -818,9 +830,13 @@ fn collect_candidates(tree: &AppTree, frame: &str) -> Vec<Candidate> {
                 && n.ifaces & iface::ACTION != 0
                 && !role::CONTAINERS.contains(&n.role));
         if interactive {
+            let mut child_text = label_text(tree, &n.path);
+            if child_text.is_empty() && TEXTUAL.contains(&n.role) {
+                child_text = sibling_label(tree, n).unwrap_or_default();
+            }
             out.push(Candidate {
                 node: n.clone(),
-                child_text: label_text(tree, &n.path),
+                child_text,
             });
         }
         // a menu's items are visible only while it is open; GTK3 marks them SHOWING then
@@ -831,24 +847,46 @@ fn collect_candidates(tree: &AppTree, frame: &str) -> Vec<Candidate> {
     out
 }
 
-/// Names of label descendants (two levels), for buttons whose own name is noise.
+/// Names of label descendants (four levels, at most three labels), for controls whose own
+/// name is noise.
 fn label_text(tree: &AppTree, path: &str) -> String {
-    let mut parts = Vec::new();
-    for k in tree.kids(path) {
-        if let Some(n) = tree.nodes.get(k) {
-            if n.role == role::LABEL && !n.name.trim().is_empty() {
-                parts.push(n.name.trim().to_string());
-            }
-            for kk in tree.kids(k) {
-                if let Some(nn) = tree.nodes.get(kk) {
-                    if nn.role == role::LABEL && !nn.name.trim().is_empty() {
-                        parts.push(nn.name.trim().to_string());
+    fn walk(tree: &AppTree, path: &str, depth: usize, parts: &mut Vec<String>) {
+        if depth == 0 || parts.len() >= 3 {
+            return;
+        }
+        for k in tree.kids(path) {
+            if let Some(n) = tree.nodes.get(k) {
+                if n.role == role::LABEL && !n.name.trim().is_empty() {
+                    parts.push(n.name.trim().to_string());
+                    if parts.len() >= 3 {
+                        return;
                     }
                 }
+                walk(tree, k, depth - 1, parts);
             }
         }
     }
+    let mut parts = Vec::new();
+    walk(tree, path, 4, &mut parts);
     parts.join(" ")
+}
+
+/// The label next to an unnamed entry ("Name:" beside a file name field), without the colon
+/// and mnemonic underscores: the nearest label among its siblings.
+fn sibling_label(tree: &AppTree, n: &Node) -> Option<String> {
+    tree.kids(&n.parent)
+        .iter()
+        .filter_map(|p| tree.nodes.get(p))
+        .filter(|s| s.role == role::LABEL && !s.name.trim().is_empty())
+        .min_by_key(|s| (s.index - n.index).abs())
+        .map(|s| {
+            s.name
+                .trim()
+                .trim_end_matches(':')
+                .replace('_', "")
+                .trim()
+                .to_string()
+        })
 }
 
 async fn encode_pair(
