@@ -21,11 +21,16 @@ fn centre(c: &CtlInfo) -> (i32, i32) {
 
 impl LinuxDesktop {
     async fn control(&self, window: &str, control_id: &str) -> Result<CtlInfo, LinuxError> {
-        if let Some(c) = self.lock().controls.get(control_id) {
-            return Ok(c.clone());
+        let known = self.lock().controls.get(control_id).cloned();
+        if let Some(mut c) = known {
+            // the engine's observation leaves action names to the action that needs them
+            if c.actions.is_empty() && c.ifaces & iface::ACTION != 0 {
+                c.actions = self.bus.actions(&c.bus, &c.path).await.unwrap_or_default();
+            }
+            return Ok(c);
         }
         // not seen yet (or the window changed): observe once and look again
-        self.observe_full(window).await?;
+        self.observe_with(window, true).await?;
         self.lock()
             .controls
             .get(control_id)

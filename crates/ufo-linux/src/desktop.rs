@@ -40,6 +40,8 @@ pub(crate) struct State {
     pub controls: HashMap<String, CtlInfo>,
     /// launched children, reaped as they exit
     pub children: Vec<std::process::Child>,
+    /// pid → bus name of applications on the accessibility bus (refreshed on a miss)
+    pub bus_by_pid: HashMap<u32, String>,
     /// the window acted on last (for `settle`)
     pub last_window: Option<u32>,
 }
@@ -122,6 +124,19 @@ impl LinuxDesktop {
             .into_iter()
             .filter_map(|(bus, pid)| pid.map(|p| (p, bus)))
             .collect())
+    }
+
+    /// Bus names for these pids, from the cache unless one is missing or `refresh`.
+    pub(crate) async fn bus_map(&self, pids: &[u32], refresh: bool) -> HashMap<u32, String> {
+        if !refresh {
+            let st = self.lock();
+            if pids.iter().all(|p| st.bus_by_pid.contains_key(p)) {
+                return st.bus_by_pid.clone();
+            }
+        }
+        let map = self.apps_by_pid().await.unwrap_or_default();
+        self.lock().bus_by_pid = map.clone();
+        map
     }
 
     pub(crate) async fn app_name(&self, bus: &str) -> Option<String> {

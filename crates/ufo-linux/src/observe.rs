@@ -262,6 +262,8 @@ pub struct FullObservation {
 struct Candidate {
     node: Node,
     child_text: String,
+    /// A button among its descendants (GTK4's inert wrapper around menu buttons).
+    wraps_button: bool,
 }
 
 struct Fetched {
@@ -275,20 +277,46 @@ impl LinuxDesktop {
         &self,
         window_id: &str,
     ) -> Result<WindowObservation, LinuxError> {
-        Ok(self.observe_full(window_id).await?.observation)
+        Ok(self.observe_with(window_id, false).await?.observation)
     }
 
-    /// Observe a window with details and timings.
+    /// Observe a window with details (action names included) and timings.
     pub async fn observe_full(&self, window_id: &str) -> Result<FullObservation, LinuxError> {
+        self.observe_with(window_id, true).await
+    }
+
+    /// Observe a window; `with_actions` also fetches every control's action names (for
+    /// `inspect`; the engine's observation leaves them to the action that needs them).
+    pub async fn observe_with(
+        &self,
+        window_id: &str,
+        with_actions: bool,
+    ) -> Result<FullObservation, LinuxError> {
         let t0 = Instant::now();
-        let main = self.xwindow(window_id).await?;
-        let xid = main.id;
-        let all = self.x11(|x| x.client_windows()).await?;
+        let xid = crate::desktop::parse_window_id(window_id)?;
+        let (all, active) = self
+            .x11(|x| Ok((x.client_windows()?, x.active_window()?)))
+            .await?;
+        let main = all
+            .iter()
+            .find(|w| w.id == xid)
+            .cloned()
+            .ok_or_else(|| LinuxError::NoWindow(window_id.to_string()))?;
         // dialogs that belong to this window are observed with it (they sit on top of it)
         let attached: Vec<XWindow> = all
             .into_iter()
             .filter(|w| w.transient_for == Some(xid) && w.id != xid)
             .collect();
+        let mut early_warnings = Vec::new();
+        // bring the window to the front so that its screenshot shows it (as UFO does); a
+        // session without a window manager has no active window and is left alone
+        if let Some(a) = active {
+            if a != xid && !attached.iter().any(|d| d.id == a) {
+                if let Err(e) = self.activate(xid).await {
+                    early_warnings.push(format!("could not raise the window: {e}"));
+                }
+            }
+        }
         let mut area = xrect(&main);
         for d in &attached {
             let (x0, y0) = (area.x.min(d.x), area.y.min(d.y));
@@ -321,15 +349,15 @@ impl LinuxDesktop {
             (img, t.elapsed())
         };
         let controls = async {
-            let mut warnings = Vec::new();
+            let mut warnings = early_warnings;
             let mut stats = ObservationStats::default();
-            let by_pid = match self.apps_by_pid().await {
-                Ok(m) => m,
-                Err(e) => {
-                    warnings.push(format!("cannot list applications on the bus: {e}"));
-                    HashMap::new()
-                }
-            };
+            let pids: Vec<u32> = attached
+                .iter()
+                .chain(std::iter::once(&main))
+                .filter_map(|w| w.pid)
+                .collect();
+            let mut by_pid = self.bus_map(&pids, false).await;
+            let mut refreshed = false;
             let mut trees: HashMap<String, AppTree> = HashMap::new();
             let mut groups: Vec<Vec<Fetched>> = Vec::new();
             // dialogs first: they are on top and usually what needs an answer
@@ -342,10 +370,28 @@ impl LinuxDesktop {
                     ));
                     continue;
                 };
-                match self
-                    .window_controls(&bus, w, &mut trees, &mut stats, &mut warnings)
-                    .await
-                {
+                let mut result = self
+                    .window_controls(&bus, w, with_actions, &mut trees, &mut stats, &mut warnings)
+                    .await;
+                if result.is_err() && !refreshed {
+                    // the cached bus name may be stale (the application restarted): look again
+                    refreshed = true;
+                    by_pid = self.bus_map(&pids, true).await;
+                    if let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)).cloned() {
+                        trees.remove(&bus);
+                        result = self
+                            .window_controls(
+                                &bus,
+                                w,
+                                with_actions,
+                                &mut trees,
+                                &mut stats,
+                                &mut warnings,
+                            )
+                            .await;
+                    }
+                }
+                match result {
                     Ok(g) => groups.push(g),
                     Err(e) => warnings.push(format!(
                         "controls of window {} could not be read: {e}",
@@ -353,9 +399,10 @@ impl LinuxDesktop {
                     )),
                 }
             }
-            (groups, warnings, stats)
+            let main_bus = main.pid.and_then(|p| by_pid.get(&p)).cloned();
+            (groups, warnings, stats, main_bus)
         };
-        let ((img, capture_time), (groups, mut warnings, mut stats)) =
+        let ((img, capture_time), (groups, mut warnings, mut stats, main_bus)) =
             tokio::join!(capture, controls);
         stats.capture = capture_time;
 
@@ -423,16 +470,8 @@ impl LinuxDesktop {
                     .insert(f.detail.control.id.clone(), f.info.clone());
             }
         }
-        let by_pid_name = match main.pid {
-            Some(pid) => match self
-                .apps_by_pid()
-                .await
-                .ok()
-                .and_then(|m| m.get(&pid).cloned())
-            {
-                Some(bus) => self.app_name(&bus).await,
-                None => None,
-            },
+        let by_pid_name = match main_bus {
+            Some(bus) => self.app_name(&bus).await,
             None => None,
         };
         let window = WindowInfo {
@@ -469,6 +508,7 @@ impl LinuxDesktop {
         &self,
         bus: &str,
         w: &XWindow,
+        with_actions: bool,
         trees: &mut HashMap<String, AppTree>,
         stats: &mut ObservationStats,
         warnings: &mut Vec<String>,
@@ -519,7 +559,7 @@ impl LinuxDesktop {
         let results = futures::future::join_all(
             candidates
                 .iter()
-                .map(|c| self.fetch_control(bus, c, offset, win_rect, w.id)),
+                .map(|c| self.fetch_control(bus, c, offset, win_rect, w.id, with_actions)),
         )
         .await;
         let mut out = Vec::new();
@@ -554,6 +594,7 @@ impl LinuxDesktop {
         offset: (i32, i32),
         win: Rect,
         xid: u32,
+        with_actions: bool,
     ) -> Result<Option<Fetched>, LinuxError> {
         let n = &c.node;
         let ext = async {
@@ -564,7 +605,7 @@ impl LinuxDesktop {
             }
         };
         let acts = async {
-            if n.ifaces & iface::ACTION != 0 {
+            if with_actions && n.ifaces & iface::ACTION != 0 {
                 self.bus.actions(bus, &n.path).await
             } else {
                 Ok(Vec::new())
@@ -596,7 +637,7 @@ impl LinuxDesktop {
             n.role,
             role::PUSH_BUTTON | role::TOGGLE_BUTTON | role::PUSH_BUTTON_MENU
         );
-        if is_button && !n.has(state::FOCUSABLE) && actions.is_empty() {
+        if is_button && !n.has(state::FOCUSABLE) && c.wraps_button {
             // GTK4 wraps a menu button in a second, inert button
             return Ok(None);
         }
@@ -834,9 +875,15 @@ fn collect_candidates(tree: &AppTree, frame: &str) -> Vec<Candidate> {
             if child_text.is_empty() && TEXTUAL.contains(&n.role) {
                 child_text = sibling_label(tree, n).unwrap_or_default();
             }
+            let wraps_button = tree
+                .subtree(&n.path, 16)
+                .iter()
+                .skip(1)
+                .any(|d| matches!(d.role, role::PUSH_BUTTON | role::TOGGLE_BUTTON));
             out.push(Candidate {
                 node: n.clone(),
                 child_text,
+                wraps_button,
             });
         }
         // a menu's items are visible only while it is open; GTK3 marks them SHOWING then
