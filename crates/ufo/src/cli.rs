@@ -34,6 +34,21 @@ pub enum Command {
     Report(ReportArgs),
     /// List past sessions in a runs folder, newest first.
     Runs(RunsArgs),
+    /// Show a window of the live desktop as the agent sees it: its controls with labels, and
+    /// the annotated screenshot. The first thing to run when the agent cannot find a button.
+    Inspect(InspectArgs),
+}
+
+/// Options of `ufo inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The window: title, application or process name, or part of the title (default: the
+    /// active window).
+    pub window: Option<String>,
+
+    /// Where to write the annotated screenshot.
+    #[arg(long, value_name = "FILE", default_value = "inspect.png")]
+    pub png: PathBuf,
 }
 
 /// Options of `ufo resume`.
