@@ -81,9 +81,17 @@ pub struct ResumeArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
-    /// Print no progress lines.
-    #[arg(long, short)]
+    /// Print no progress lines (warnings and errors only).
+    #[arg(long, short, conflicts_with = "verbose")]
     pub quiet: bool,
+
+    /// More detail on stderr (`-v`, `-vv`), as for `ufo run`.
+    #[arg(long, short, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Write `<out>/report.html` (the whole session, resumed parts included) when it ends.
+    #[arg(long)]
+    pub report: bool,
 }
 
 /// Options of `ufo report`.

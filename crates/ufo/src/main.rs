@@ -183,8 +183,8 @@ fn resume_args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
         requests: None,
         config: args.config.clone().or(record.config),
         record: None,
-        report: false,
-        verbose: 0,
+        report: args.report,
+        verbose: args.verbose,
         quiet: args.quiet,
     };
     Ok((run, checkpoint))
@@ -195,7 +195,7 @@ struct Usage(anyhow::Error);
 
 async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>) -> ExitCode {
     let console = Console::new(Verbosity::from_flags(args.quiet, args.verbose));
-    let prepared = match prepare(&args, &console) {
+    let prepared = match prepare(&args, &console, &cancel) {
         Ok(p) => p,
         Err(Usage(e)) => {
             eprintln!("error: {e:#}");
@@ -316,7 +316,11 @@ struct Prepared {
     prompts: Prompts,
 }
 
-fn prepare(args: &RunArgs, console: &std::sync::Arc<Console>) -> Result<Prepared, Usage> {
+fn prepare(
+    args: &RunArgs,
+    console: &Arc<Console>,
+    cancel: &Arc<AtomicBool>,
+) -> Result<Prepared, Usage> {
     let env = |k: &str| std::env::var(k).ok();
     let settings = settings::resolve(args, &env).map_err(Usage)?;
     let prompts = Prompts::new(&settings.config.prompts).map_err(|e| Usage(e.into()))?;
@@ -336,7 +340,8 @@ fn prepare(args: &RunArgs, console: &std::sync::Arc<Console>) -> Result<Prepared
         Some(p) => read_lines(p, "--requests").map_err(Usage)?,
         None => Vec::new(),
     };
-    let user = user::CliUser::with_console(settings.confirm, answers, requests, console.clone());
+    let user = user::CliUser::with_console(settings.confirm, answers, requests, console.clone())
+        .with_cancel(cancel.clone());
     let out = args.out.clone().unwrap_or_else(|| {
         settings
             .runs_dir
