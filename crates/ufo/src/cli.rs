@@ -11,10 +11,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     name = "ufo",
     version,
     after_help = "Examples:\n  \
+        ufo run --llm openai:gpt-4o \"Compute 12 + 30 on the calculator\"\n  \
         ufo run --desktop sim:examples/word_excel/desktop.json \\\n    \
         --llm script:examples/word_excel/script.jsonl \\\n    \
-        \"Extract the sales table from Word and create a bar chart in Excel\"\n\n\
-        Exit status: 0 the session ended FINISH, 1 FAIL, 3 ERROR, 2 bad usage or configuration."
+        \"Extract the sales table from Word and create a bar chart in Excel\"\n  \
+        ufo inspect calculator\n\n\
+        Exit status: 0 the session ended FINISH, 1 FAIL, 3 ERROR, 2 bad usage or configuration,\n\
+        130 cancelled (Ctrl-C)."
 )]
 pub struct Cli {
     /// What to do.
