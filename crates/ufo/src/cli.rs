@@ -30,6 +30,8 @@ pub enum Command {
     /// Continue a cancelled or crashed session from its trajectory folder, with the desktop
     /// as it is now. Desktop, model and policies default to those of the original run.
     Resume(ResumeArgs),
+    /// The Model Context Protocol: `ufo mcp serve` exposes this desktop to MCP clients.
+    Mcp(crate::mcp_cmd::McpArgs),
 }
 
 /// Options of `ufo resume`.

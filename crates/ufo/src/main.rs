@@ -1,6 +1,7 @@
 //! `ufo`: the command line of ufo-rs.
 
 mod cli;
+mod mcp_cmd;
 mod models;
 mod recorder;
 mod settings;
@@ -14,7 +15,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, Context, Result};
 use clap::Parser;
 use serde::{Deserialize, Serialize};
-use ufo_core::agent::{AppAgentFactory, Services};
+use ufo_core::agent::Services;
 use ufo_core::prompt::Prompts;
 use ufo_core::session::{Checkpoint, CHECKPOINT_FILE};
 use ufo_core::{Desktop, Session, SessionStatus};
@@ -68,6 +69,7 @@ fn main() -> ExitCode {
                 ExitCode::from(EXIT_USAGE)
             }
         },
+        Command::Mcp(args) => runtime.block_on(mcp_cmd::run(args)),
     }
 }
 
@@ -150,6 +152,15 @@ async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>)
         out,
         prompts,
     } = prepared;
+    let (mcp_tools, factory) = match mcp_cmd::tools(&settings.mcp)
+        .and_then(|t| Ok((t, mcp_cmd::factory(&settings.agents)?)))
+    {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     let mut recorder = match recorder::FileRecorder::create(&out, !args.quiet, resume.is_some()) {
         Ok(r) => r,
         Err(e) => {
@@ -167,7 +178,7 @@ async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>)
         user: &user,
         config: &settings.config,
         prompts: &prompts,
-        tools: None,
+        tools: mcp_tools.as_ref().map(|t| t as &dyn ufo_core::ToolProvider),
     };
     let record = RunRecord {
         desktop: args.desktop.clone(),
@@ -181,11 +192,15 @@ async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>)
             eprintln!("warning: {e}; `ufo resume` will need --desktop and --llm");
         }
     }
-    let mut session = Session::new(services, Box::new(AppAgentFactory)).with_cancel(cancel);
+    let mut session = Session::new(services, Box::new(factory)).with_cancel(cancel);
     let outcome = match resume {
         Some(checkpoint) => session.resume(checkpoint, &mut recorder).await,
         None => session.run(&args.request, &mut recorder).await,
     };
+    drop(session);
+    if let Some(t) = &mcp_tools {
+        t.shutdown().await;
+    }
     if let Some(state) = desktop.final_state() {
         match serde_json::to_vec_pretty(&state) {
             Ok(bytes) => {
@@ -275,7 +290,7 @@ fn read_lines(path: &Path, flag: &str) -> Result<Vec<String>> {
     Ok(text.lines().map(str::to_string).collect())
 }
 
-fn open_desktop(spec: &str) -> Result<Box<dyn Desktop>> {
+pub(crate) fn open_desktop(spec: &str) -> Result<Box<dyn Desktop>> {
     if let Some(file) = spec.strip_prefix("sim:") {
         let sim =
             ufo_desktop::SimDesktop::load(file).map_err(|e| anyhow!("--desktop {spec}: {e}"))?;
