@@ -14,9 +14,7 @@ use ufo_mcp::{McpServerConfig, McpTools};
 fn servers_dir() -> PathBuf {
     std::env::var_os("UFO_MCP_SERVERS_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-deps/mcp")
-        })
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-deps/mcp"))
 }
 
 fn peer(path: PathBuf, what: &str) -> Option<PathBuf> {
@@ -81,7 +79,11 @@ async fn streamable_http_server_tools_are_listed_and_called() {
         },
     )])
     .expect("valid config");
-    assert!(tools.tools_for("Calc").await.expect("no servers").is_empty());
+    assert!(tools
+        .tools_for("Calc")
+        .await
+        .expect("no servers")
+        .is_empty());
     let listed = tools.tools_for("writer").await.expect("tools listed");
     let echo = listed
         .iter()
@@ -116,7 +118,11 @@ async fn a_server_that_hangs_at_start_is_bounded_by_the_timeout() {
     .expect("valid config");
     let started = Instant::now();
     let e = tools.tools_for("Writer").await.expect_err("no tools");
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(e.to_string().contains("did not start within 500 ms"), "{e}");
     let e = tools
         .call("Writer", "anything", &json!({}))

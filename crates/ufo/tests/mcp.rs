@@ -48,11 +48,18 @@ fn python_mcp() -> Option<PathBuf> {
     let venv = std::env::var_os("UFO_PY_MCP_VENV")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join("target/test-deps/py"));
-    peer(
-        venv.join("bin/python"),
-        "the Python mcp package",
-        "install_python_mcp",
-    )
+    let python = venv.join("bin/python");
+    // A virtual environment without the package counts as absent.
+    let usable = std::process::Command::new(&python)
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let path = if usable {
+        python
+    } else {
+        venv.join("bin/python-with-mcp")
+    };
+    peer(path, "the Python mcp package", "install_python_mcp")
 }
 
 fn fixture(name: &str) -> PathBuf {
@@ -448,4 +455,25 @@ fn the_operator_agent_clicks_and_types_at_coordinates() {
     assert_eq!(actions[0]["action"], "click_at", "{state}");
     assert_eq!(actions[1]["action"], "type_keys", "{state}");
     assert_eq!(actions[1]["control"], "name", "{state}");
+}
+
+#[test]
+fn bad_mcp_and_agents_config_exit_2_saying_what_to_fix() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let script = vec![host("FINISH", "", "", &[])];
+    for (config, says) in [
+        (
+            "[mcp.servers.x]\napps = [\"Writer\"]\n",
+            "exactly one of `command`",
+        ),
+        (
+            "[agents]\nshell = true\nshell_workdir = \"/nonexistent/dir\"\n",
+            "not a directory",
+        ),
+        ("[agents]\nshel = true\n", "shel"),
+    ] {
+        let run = run_session(tmp.path(), &script, config, &[]);
+        run.assert_code(2);
+        assert!(run.stderr.contains(says), "{config}: {}", run.stderr);
+    }
 }
