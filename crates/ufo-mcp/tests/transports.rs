@@ -149,3 +149,78 @@ async fn a_missing_program_and_a_bad_config_say_what_to_fix() {
         .err()
         .is_some_and(|e| e.to_string().contains("exactly one of `command`")));
 }
+
+fn alive(pid: &str) -> bool {
+    Path::new("/proc").join(pid).exists()
+        && std::fs::read_to_string(Path::new("/proc").join(pid).join("stat"))
+            .map(|s| !s.contains(") Z "))
+            .unwrap_or(false)
+}
+
+#[tokio::test]
+async fn a_server_that_dies_is_a_failed_call_then_started_again_and_shut_down_at_the_end() {
+    let Some(bin) = peer(
+        servers_dir().join("node_modules/.bin/mcp-server-everything"),
+        "@modelcontextprotocol/server-everything",
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let pidfile = tmp.path().join("pid");
+    let script = format!(
+        "echo $$ > '{}'; exec '{}' stdio",
+        pidfile.display(),
+        bin.display()
+    );
+    let tools = McpTools::new([(
+        "everything".to_string(),
+        McpServerConfig {
+            command: Some("sh".into()),
+            args: vec!["-c".into(), script],
+            timeout_ms: Some(15_000),
+            ..McpServerConfig::default()
+        },
+    )])
+    .expect("valid config");
+    let out = tools
+        .call("Writer", "echo", &json!({"message": "one"}))
+        .await
+        .expect("echo answers");
+    assert!(out.contains("one"), "{out}");
+    let pid = std::fs::read_to_string(&pidfile)
+        .expect("pid")
+        .trim()
+        .to_string();
+    assert!(alive(&pid));
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let e = tools
+        .call("Writer", "echo", &json!({"message": "two"}))
+        .await;
+    eprintln!("the call after the kill: {e:?}");
+    // Either the dead connection is noticed before the call (and the server restarted) or
+    // the call fails; it never hangs, and the next call works again.
+    if let Err(e) = &e {
+        assert!(matches!(e, ToolError::Failed { .. }), "{e}");
+    }
+    let out = tools
+        .call("Writer", "echo", &json!({"message": "three"}))
+        .await
+        .expect("started again");
+    assert!(out.contains("three"), "{out}");
+    let pid2 = std::fs::read_to_string(&pidfile)
+        .expect("pid")
+        .trim()
+        .to_string();
+    assert_ne!(pid, pid2, "a new server process");
+    tools.shutdown().await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(&pid2) {
+        assert!(Instant::now() < deadline, "the server outlived shutdown");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
