@@ -73,3 +73,42 @@ impl AgentFactory for AgentsFactory {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window(app: &str) -> WindowInfo {
+        WindowInfo {
+            id: app.into(),
+            title: format!("{app} window"),
+            app_name: app.into(),
+            process: app.to_ascii_lowercase(),
+            pid: None,
+            rect: None,
+        }
+    }
+
+    #[test]
+    fn windows_get_app_or_operator_agents_and_the_shell_is_a_target() {
+        let plain = AgentsFactory::new();
+        assert!(plain.agents().is_empty());
+        assert!(plain.create_agent("shell").is_none());
+        assert_eq!(plain.create(&window("Writer")).role(), "app");
+
+        let f = AgentsFactory::new()
+            .with_shell(ShellConfig::new("/tmp"))
+            .with_operator_apps(vec!["paint".into()]);
+        let targets = f.agents();
+        assert_eq!(targets.len(), 1);
+        assert_eq!(targets[0].name, "shell");
+        assert_eq!(f.create_agent("Shell").map(|a| a.role()), Some("shell"));
+        assert!(f.create_agent("browser").is_none());
+        let op = f.create(&window("Paint"));
+        assert_eq!(
+            (op.role(), op.name()),
+            ("operator", "OperatorAgent/Paint".to_string())
+        );
+        assert_eq!(f.create(&window("Writer")).role(), "app");
+    }
+}
