@@ -6,7 +6,7 @@
 //! model sees), never a hung session. A server whose connection is gone is started again on
 //! the next use.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
@@ -33,6 +33,8 @@ pub struct McpServerConfig {
     pub command: Option<String>,
     /// Its arguments.
     pub args: Vec<String>,
+    /// Extra environment variables for it (e.g. an API key the server needs).
+    pub env: BTreeMap<String, String>,
     /// A streamable HTTP endpoint (instead of `command`).
     pub url: Option<String>,
     /// The applications whose AppAgents see this server's tools (application names, any
@@ -167,7 +169,9 @@ impl Server {
             return Err(McpConfigError::Transport(self.name.clone()).to_string());
         };
         let mut cmd = tokio::process::Command::new(program);
-        cmd.args(&self.config.args).kill_on_drop(true);
+        cmd.args(&self.config.args)
+            .envs(&self.config.env)
+            .kill_on_drop(true);
         let (transport, stderr) = TokioChildProcess::builder(cmd)
             .stderr(Stdio::piped())
             .spawn()

@@ -167,9 +167,9 @@ async fn a_server_that_dies_is_a_failed_call_then_started_again_and_shut_down_at
     };
     let tmp = tempfile::tempdir().expect("tempdir");
     let pidfile = tmp.path().join("pid");
+    // The pid file comes through `env`, which is passed to the server's process.
     let script = format!(
-        "echo $$ > '{}'; exec '{}' stdio",
-        pidfile.display(),
+        "echo $$ > \"$UFO_TEST_PIDFILE\"; exec '{}' stdio",
         bin.display()
     );
     let tools = McpTools::new([(
@@ -177,6 +177,11 @@ async fn a_server_that_dies_is_a_failed_call_then_started_again_and_shut_down_at
         McpServerConfig {
             command: Some("sh".into()),
             args: vec!["-c".into(), script],
+            env: [(
+                "UFO_TEST_PIDFILE".to_string(),
+                pidfile.display().to_string(),
+            )]
+            .into(),
             timeout_ms: Some(15_000),
             ..McpServerConfig::default()
         },
