@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# System packages some tests use. Source this file and call the functions, or run it to
-# install everything: `scripts/test-deps.sh`.
+# System packages and test peers some tests use. Source this file and call the functions, or
+# run it with a function name: `scripts/test-deps.sh install_mcp_servers`. Without an argument
+# it installs everything.
 #
 # install_chromium: Debian's `chromium`, for the headless-browser check of `ufo report`
 # (crates/ufo/tests/person.rs, report_in_headless_chromium). Installs only when
 # /usr/bin/chromium is missing and we are root; otherwise says why it does nothing.
+#
+# install_mcp_servers: the reference MCP servers `@modelcontextprotocol/server-filesystem` and
+# `@modelcontextprotocol/server-everything`, with npm, into target/test-deps/mcp (or
+# $UFO_MCP_SERVERS_DIR), for crates/ufo-mcp/tests and crates/ufo/tests/mcp.rs.
+#
+# install_python_mcp: the Python `mcp` package (an independent MCP client) into a virtual
+# environment at target/test-deps/py (or $UFO_PY_MCP_VENV), for the `ufo mcp serve` test.
 
 install_chromium() {
   if [ -x /usr/bin/chromium ]; then
@@ -18,7 +26,47 @@ install_chromium() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
 }
 
+_ufo_repo_root() {
+  cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd
+}
+
+install_mcp_servers() {
+  local dir="${UFO_MCP_SERVERS_DIR:-$(_ufo_repo_root)/target/test-deps/mcp}"
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "install_mcp_servers: npm is missing; install Node.js and npm first" >&2
+    return 1
+  fi
+  if [ -x "$dir/node_modules/.bin/mcp-server-filesystem" ] && [ -x "$dir/node_modules/.bin/mcp-server-everything" ]; then
+    return 0
+  fi
+  mkdir -p "$dir"
+  npm install --no-audit --no-fund --prefix "$dir" \
+    @modelcontextprotocol/server-filesystem @modelcontextprotocol/server-everything
+}
+
+install_python_mcp() {
+  local venv="${UFO_PY_MCP_VENV:-$(_ufo_repo_root)/target/test-deps/py}"
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import mcp' >/dev/null 2>&1; then
+    return 0
+  fi
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check mcp
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
-  install_chromium
+  case "${1:-}" in
+    "")
+      install_chromium
+      install_mcp_servers
+      install_python_mcp
+      ;;
+    install_chromium | install_mcp_servers | install_python_mcp)
+      "$1"
+      ;;
+    *)
+      echo "usage: $0 [install_chromium|install_mcp_servers|install_python_mcp]" >&2
+      exit 2
+      ;;
+  esac
 fi

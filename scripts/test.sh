@@ -38,5 +38,13 @@ cargo fmt --all -- --check
 echo "== cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+# In CI, install the MCP test peers (npm servers, the Python mcp client) and require their tests.
+if [ "${CI:-}" = "true" ]; then
+  echo "== install test dependencies (MCP servers, Python mcp)"
+  scripts/test-deps.sh install_mcp_servers
+  scripts/test-deps.sh install_python_mcp
+  export UFO_PEER_TESTS=1
+fi
+
 echo "== cargo test"
 cargo test --workspace --locked

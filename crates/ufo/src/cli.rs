@@ -40,6 +40,8 @@ pub enum Command {
     /// Show a window of the live desktop as the agent sees it: its controls with labels, and
     /// the annotated screenshot. The first thing to run when the agent cannot find a button.
     Inspect(InspectArgs),
+    /// The Model Context Protocol: `ufo mcp serve` exposes this desktop to MCP clients.
+    Mcp(crate::mcp_cmd::McpArgs),
 }
 
 /// Options of `ufo inspect`.

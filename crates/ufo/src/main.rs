@@ -4,6 +4,7 @@ mod cli;
 mod console;
 mod highlight;
 mod logging;
+mod mcp_cmd;
 mod models;
 mod recorder;
 mod report;
@@ -20,7 +21,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, Context, Result};
 use clap::Parser;
 use serde::{Deserialize, Serialize};
-use ufo_core::agent::{AppAgentFactory, Services};
+use ufo_core::agent::Services;
 use ufo_core::prompt::Prompts;
 use ufo_core::session::{Checkpoint, CHECKPOINT_FILE};
 use ufo_core::{Desktop, Session, SessionStatus};
@@ -73,6 +74,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report_command(&args),
         Command::Inspect(args) => runtime.block_on(inspect_command(&args)),
         Command::Runs(args) => runs_command(&args),
+        Command::Mcp(args) => runtime.block_on(mcp_cmd::run(args)),
     };
     // Do not wait for anything still blocked (e.g. a terminal read that timed out).
     runtime.shutdown_background();
@@ -216,6 +218,15 @@ async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>)
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    let (mcp_tools, factory) = match mcp_cmd::tools(&settings.mcp)
+        .and_then(|t| Ok((t, mcp_cmd::factory(&settings.agents)?)))
+    {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     let mut recorder = match recorder::FileRecorder::create_with(
         &out,
         console.clone(),
@@ -240,7 +251,7 @@ async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>)
         user: &user,
         config: &settings.config,
         prompts: &prompts,
-        tools: None,
+        tools: mcp_tools.as_ref().map(|t| t as &dyn ufo_core::ToolProvider),
     };
     let record = RunRecord {
         desktop: args.desktop.clone(),
@@ -254,13 +265,17 @@ async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>)
             eprintln!("warning: {e}; `ufo resume` will need --desktop and --llm");
         }
     }
-    let mut session = Session::new(services, Box::new(AppAgentFactory)).with_cancel(cancel);
+    let mut session = Session::new(services, Box::new(factory)).with_cancel(cancel);
     let outcome = match resume {
         Some(checkpoint) => session.resume(checkpoint, &mut recorder).await,
         None => session.run(&args.request, &mut recorder).await,
     };
     console.finish();
     tracing::info!(status = outcome.status.as_str(), reason = %outcome.reason, "session ended");
+    drop(session);
+    if let Some(t) = &mcp_tools {
+        t.shutdown().await;
+    }
     if let Some(state) = desktop.final_state() {
         match serde_json::to_vec_pretty(&state) {
             Ok(bytes) => {
@@ -363,7 +378,10 @@ fn read_lines(path: &Path, flag: &str) -> Result<Vec<String>> {
 }
 
 /// Open the desktop named by `--desktop`.
-async fn open_desktop(spec: &str, launch: &[(String, String)]) -> Result<Box<dyn Desktop>> {
+pub(crate) async fn open_desktop(
+    spec: &str,
+    launch: &[(String, String)],
+) -> Result<Box<dyn Desktop>> {
     if let Some(file) = spec.strip_prefix("sim:") {
         let sim =
             ufo_desktop::SimDesktop::load(file).map_err(|e| anyhow!("--desktop {spec}: {e}"))?;

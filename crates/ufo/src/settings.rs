@@ -48,6 +48,10 @@ struct FileConfig {
     confirm: Option<String>,
     /// Default trajectory root.
     runs_dir: Option<PathBuf>,
+    /// MCP servers (`[mcp.servers.<name>]`).
+    mcp: Option<crate::mcp_cmd::McpSection>,
+    /// Third-party agents (`[agents]`).
+    agents: Option<crate::mcp_cmd::AgentsSection>,
 }
 
 /// Everything `ufo run` needs, resolved.
@@ -69,6 +73,10 @@ pub struct Settings {
     pub confirm: ConfirmPolicy,
     /// Root of default trajectory folders.
     pub runs_dir: PathBuf,
+    /// MCP servers.
+    pub mcp: crate::mcp_cmd::McpSection,
+    /// Third-party agents.
+    pub agents: crate::mcp_cmd::AgentsSection,
 }
 
 /// Resolve settings: file (--config, else ./ufo.toml if present), then env, then flags.
@@ -189,6 +197,8 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
         llm,
         confirm,
         runs_dir: file.runs_dir.unwrap_or_else(|| PathBuf::from("runs")),
+        mcp: file.mcp.unwrap_or_default(),
+        agents: file.agents.unwrap_or_default(),
     })
 }
 

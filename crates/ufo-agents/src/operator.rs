@@ -1,0 +1,476 @@
+//! The operator agent: a coordinate-based computer-use agent for applications whose control
+//! tree is poor. Each step it sends the window's screenshot (no control list) to the model
+//! with a coordinate prompt and performs the answer at window pixels: `click` at x,y
+//! (`click_at`), or `type` text into whatever is at x,y.
+//!
+//! Its states are [`OperatorStatus`]: CONTINUE, FINISH, FAIL, ERROR. An action the
+//! sensitive-action policy flags (e.g. `click_at` listed in `[sensitive] functions`, typing
+//! into a password field) is shown to the person through
+//! [`UserIo::confirm`](ufo_core::UserIo::confirm) before it runs, within the step.
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+use ufo_core::agent::{ask_model, Assignment, Cx, Handoff, StepReport, SubAgent};
+use ufo_core::{
+    ConfirmRequest, Control, Decision, SessionStatus, UiAction, WindowInfo, WindowObservation,
+};
+
+use crate::common::{archive, clip, hand_back, recent, Ending, Fields};
+
+/// The operator agent's model kind (the `agent` of its model requests and script lines).
+pub const OPERATOR_KIND: &str = "operator";
+
+/// The operator agent's states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OperatorStatus {
+    /// Look at the screenshot, ask the model, act at coordinates.
+    Continue,
+    /// The subtask is done.
+    Finish,
+    /// The subtask cannot be done.
+    Fail,
+    /// A system error: the round ends.
+    Error,
+}
+
+impl OperatorStatus {
+    /// The upper-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OperatorStatus::Continue => "CONTINUE",
+            OperatorStatus::Finish => "FINISH",
+            OperatorStatus::Fail => "FAIL",
+            OperatorStatus::Error => "ERROR",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_uppercase().as_str() {
+            "CONTINUE" => Ok(OperatorStatus::Continue),
+            "FINISH" => Ok(OperatorStatus::Finish),
+            "FAIL" => Ok(OperatorStatus::Fail),
+            other => Err(format!(
+                "unknown Status {other:?} for the operator agent; use CONTINUE, FINISH or FAIL"
+            )),
+        }
+    }
+}
+
+/// What the operator does at a point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Move {
+    None,
+    Click { x: i32, y: i32 },
+    Type { x: i32, y: i32, text: String },
+}
+
+#[derive(Debug, Clone)]
+struct OperatorResponse {
+    thought: String,
+    action: Move,
+    status: OperatorStatus,
+    result: String,
+}
+
+fn parse_response(raw: &str) -> Result<OperatorResponse, String> {
+    let f = Fields::parse(raw)?;
+    let status = OperatorStatus::parse(&f.text("Status"))?;
+    let kind = f.text("Action").to_ascii_lowercase();
+    let point = || -> Result<(i32, i32), String> {
+        let x = f.number("X").ok_or("the action needs X (window pixels)")?;
+        let y = f.number("Y").ok_or("the action needs Y (window pixels)")?;
+        let x = i32::try_from(x).map_err(|_| "X is out of range".to_string())?;
+        let y = i32::try_from(y).map_err(|_| "Y is out of range".to_string())?;
+        if x < 0 || y < 0 {
+            return Err("X and Y must be 0 or more".into());
+        }
+        Ok((x, y))
+    };
+    let action = match kind.as_str() {
+        "" | "none" => Move::None,
+        "click" | "click_at" | "left_click" => {
+            let (x, y) = point()?;
+            Move::Click { x, y }
+        }
+        "type" | "type_at" => {
+            let (x, y) = point()?;
+            let text = f.text("Text");
+            if text.is_empty() {
+                return Err("Action type needs Text".into());
+            }
+            Move::Type { x, y, text }
+        }
+        other => return Err(format!("unknown Action {other:?}; use click, type or none")),
+    };
+    Ok(OperatorResponse {
+        thought: f.text("Thought"),
+        action,
+        status,
+        result: f.text("Result"),
+    })
+}
+
+const SYSTEM_PROMPT: &str = "You are an operator agent: you use a computer by looking at a \
+screenshot of one application window and acting at pixel coordinates in that window (origin \
+top-left). You carry out one subtask, one action per step.\n\
+Answer with exactly one JSON object:\n\
+{\"Observation\": \"what the screenshot shows\", \"Thought\": \"your reasoning\", \
+\"Action\": \"click|type|none\", \"X\": 0, \"Y\": 0, \"Text\": \"text to type (type only)\", \
+\"Status\": \"CONTINUE|FINISH|FAIL\", \"Result\": \"the subtask's result when you FINISH\"}\n\
+click: a left click at (X, Y). type: type Text into the field at (X, Y). none: no action. \
+Status: CONTINUE acts and shows you the new screenshot; FINISH acts (if any) and ends the \
+subtask; FAIL ends it as impossible (no action).";
+
+/// The operator agent of one window.
+pub struct OperatorAgent {
+    window: WindowInfo,
+    state: OperatorStatus,
+    status: OperatorStatus,
+    subtask: String,
+    messages: Vec<String>,
+    memory: Vec<String>,
+    last_result: Option<String>,
+    result: String,
+    actions: Vec<String>,
+    error: Option<String>,
+}
+
+impl OperatorAgent {
+    /// An operator agent for this window.
+    pub fn new(window: WindowInfo) -> Self {
+        Self {
+            window,
+            state: OperatorStatus::Continue,
+            status: OperatorStatus::Continue,
+            subtask: String::new(),
+            messages: Vec::new(),
+            memory: Vec::new(),
+            last_result: None,
+            result: String::new(),
+            actions: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// The current state.
+    pub fn state(&self) -> OperatorStatus {
+        self.state
+    }
+
+    fn fail_step(&mut self, mut report: StepReport, error: String) -> StepReport {
+        self.status = OperatorStatus::Error;
+        self.error = Some(error.clone());
+        report.error = Some(error);
+        report.status = "ERROR".into();
+        report.subtask = Some(self.subtask.clone());
+        report
+    }
+
+    async fn handle_continue(&mut self, cx: &mut Cx<'_>) -> StepReport {
+        let svc = cx.services;
+        let mut report = StepReport::default();
+        let started = std::time::Instant::now();
+        let obs = match svc.desktop.observe(&self.window.id).await {
+            Ok(o) => o,
+            Err(e) => return self.fail_step(report, e.to_string()),
+        };
+        let (width, height) = obs
+            .screenshot
+            .as_ref()
+            .map_or((0, 0), |s| (s.width, s.height));
+        if let Some(s) = &obs.screenshot {
+            let name = format!("step_{:04}_screenshot.png", cx.seq);
+            if let Some(p) = cx.save(&name, &s.png) {
+                report.artifacts.insert("screenshot".into(), p.into());
+            }
+        }
+        let user = format!(
+            "Subtask: {}\n{}Whole request: {}\nWindow: {} ({}x{} pixels)\n\nBlackboard (shared by all agents):\n{}\n\nYour steps so far:\n{}\n\nResult of your last action: {}\n",
+            self.subtask,
+            if self.messages.is_empty() {
+                String::new()
+            } else {
+                format!("Hints from the host: {}\n", self.messages.join("; "))
+            },
+            cx.request,
+            obs.window.title,
+            width,
+            height,
+            cx.blackboard.render(),
+            recent(&self.memory, svc.config.memory_in_prompt),
+            self.last_result.as_deref().unwrap_or("(none)"),
+        );
+        let images = obs
+            .screenshot
+            .as_ref()
+            .map(|s| vec![(s.png.clone(), "window screenshot".to_string())])
+            .unwrap_or_default();
+        let mut transcript = String::new();
+        let asked = ask_model(
+            svc.app_llm,
+            OPERATOR_KIND,
+            svc.config.json_parsing_retry,
+            SYSTEM_PROMPT.to_string(),
+            user,
+            images,
+            parse_response,
+            &mut report.llm,
+            &mut transcript,
+        )
+        .await;
+        let name = format!("step_{:04}_operator_prompt.txt", cx.seq);
+        if let Some(p) = cx.save(&name, transcript.as_bytes()) {
+            report.artifacts.insert("prompt".into(), p.into());
+        }
+        let r = match asked {
+            Ok(r) => r,
+            Err(e) => return self.fail_step(report, e),
+        };
+        report.thought = Some(r.thought.clone());
+        let runs = matches!(r.status, OperatorStatus::Continue | OperatorStatus::Finish);
+        if r.action != Move::None {
+            let (record, out) = self.perform(cx, &obs, &r.action, runs).await;
+            report.action = Some(record);
+            report.result = out;
+        }
+        if !r.result.is_empty() {
+            self.result = r.result.clone();
+        }
+        let mut line = format!("Status {}", r.status.as_str());
+        if let Some(a) = &report.action {
+            line.push_str(&format!(", {a}"));
+        }
+        if let Some(res) = &report.result {
+            line.push_str(&format!(" -> {}", clip(res, 400)));
+        }
+        self.memory.push(line);
+        self.last_result = report.result.clone();
+        self.status = r.status;
+        report.timings_ms.insert(
+            "total".into(),
+            (started.elapsed().as_millis() as u64).into(),
+        );
+        report.status = r.status.as_str().into();
+        report.subtask = Some(self.subtask.clone());
+        report
+    }
+
+    /// Run a move (or record it as not run); returns its record and result text.
+    async fn perform(
+        &mut self,
+        cx: &mut Cx<'_>,
+        obs: &WindowObservation,
+        mv: &Move,
+        runs: bool,
+    ) -> (Value, Option<String>) {
+        let (action, control, x, y) = match mv {
+            Move::None => return (Value::Null, None),
+            Move::Click { x, y } => (UiAction::ClickAt { x: *x, y: *y }, None, *x, *y),
+            Move::Type { x, y, text } => (
+                UiAction::TypeKeys { keys: text.clone() },
+                control_at(obs, *x, *y),
+                *x,
+                *y,
+            ),
+        };
+        let mut record = json!({"function": action.name(), "args": action.args(), "x": x, "y": y,
+                                "control_id": control.as_ref().map(|c| c.id.clone())});
+        if !runs {
+            record["executed"] = false.into();
+            return (record, None);
+        }
+        if matches!(mv, Move::Type { .. }) && control.is_none() {
+            record["executed"] = false.into();
+            return (
+                record,
+                Some(format!(
+                    "action failed: nothing to type into at ({x}, {y}); click a text field first or pick other coordinates"
+                )),
+            );
+        }
+        if let Some(reason) = cx
+            .services
+            .config
+            .sensitive
+            .action_reason(&action, control.as_ref())
+        {
+            record["sensitive"] = reason.clone().into();
+            record["held"] = true.into();
+            let decision = if cx.services.config.safe_guard {
+                cx.services
+                    .user
+                    .confirm(&ConfirmRequest {
+                        agent: self.name(),
+                        description: format!("{} at ({x}, {y}) ({reason})", action.name()),
+                        action: record.clone(),
+                    })
+                    .await
+            } else {
+                Decision::Approve
+            };
+            record["decision"] = format!("{decision:?}").into();
+            if decision == Decision::Reject {
+                record["executed"] = false.into();
+                return (record, Some("the person rejected the action".into()));
+            }
+        }
+        let out = match cx
+            .services
+            .desktop
+            .act(
+                &self.window.id,
+                control.as_ref().map(|c| c.id.as_str()),
+                &action,
+            )
+            .await
+        {
+            Ok(t) if t.is_empty() => "ok".to_string(),
+            Ok(t) => clip(&t, 2000),
+            Err(e) => format!("action failed: {e}"),
+        };
+        record["executed"] = true.into();
+        self.actions
+            .push(format!("{} at ({x}, {y}) -> {out}", action.name()));
+        (record, Some(out))
+    }
+}
+
+/// The innermost control whose rectangle holds the window point (x, y).
+fn control_at(obs: &WindowObservation, x: i32, y: i32) -> Option<Control> {
+    let (ox, oy) = obs.window.rect.map_or((0, 0), |r| (r.x, r.y));
+    let (sx, sy) = (ox + x, oy + y);
+    obs.controls
+        .iter()
+        .filter(|c| {
+            let r = c.rect;
+            r.w > 0
+                && r.h > 0
+                && sx >= r.x
+                && sy >= r.y
+                && i64::from(sx) < i64::from(r.x) + i64::from(r.w)
+                && i64::from(sy) < i64::from(r.y) + i64::from(r.h)
+        })
+        .min_by_key(|c| u64::from(c.rect.w) * u64::from(c.rect.h))
+        .cloned()
+}
+
+#[async_trait]
+impl SubAgent for OperatorAgent {
+    fn name(&self) -> String {
+        format!("OperatorAgent/{}", self.window.app_name)
+    }
+
+    fn role(&self) -> &'static str {
+        OPERATOR_KIND
+    }
+
+    fn begin(&mut self, a: Assignment) {
+        self.subtask = a.subtask;
+        self.messages = a.messages;
+        self.window = a.window;
+        self.state = OperatorStatus::Continue;
+        self.status = OperatorStatus::Continue;
+        self.result.clear();
+        self.actions.clear();
+        self.error = None;
+        self.last_result = None;
+        self.memory
+            .push(format!("--- new subtask: {} ---", self.subtask));
+    }
+
+    fn state_name(&self) -> &'static str {
+        self.state.as_str()
+    }
+
+    fn is_processing(&self) -> bool {
+        match self.state {
+            OperatorStatus::Continue => true,
+            OperatorStatus::Finish | OperatorStatus::Fail | OperatorStatus::Error => false,
+        }
+    }
+
+    fn subtask(&self) -> &str {
+        &self.subtask
+    }
+
+    async fn handle(&mut self, cx: &mut Cx<'_>) -> StepReport {
+        let status = match self.state {
+            OperatorStatus::Continue => return self.handle_continue(cx).await,
+            OperatorStatus::Finish => "FINISH",
+            OperatorStatus::Fail => {
+                cx.round_failures += 1;
+                "FAIL"
+            }
+            OperatorStatus::Error => "ERROR",
+        };
+        let result = match (&self.error, self.result.is_empty()) {
+            (Some(e), _) if status == "ERROR" => e.clone(),
+            (_, false) => self.result.clone(),
+            _ => self.last_result.clone().unwrap_or_default(),
+        };
+        let name = self.name();
+        archive(
+            cx,
+            &name,
+            self.state.as_str(),
+            &self.subtask,
+            status,
+            &result,
+            &self.actions,
+        )
+    }
+
+    fn round_end(&self) -> Option<(SessionStatus, String)> {
+        match self.state {
+            OperatorStatus::Error => Some((SessionStatus::Error, "operator_error".into())),
+            OperatorStatus::Continue | OperatorStatus::Finish | OperatorStatus::Fail => None,
+        }
+    }
+
+    fn is_subtask_end(&self) -> bool {
+        match self.state {
+            OperatorStatus::Finish | OperatorStatus::Fail | OperatorStatus::Error => true,
+            OperatorStatus::Continue => false,
+        }
+    }
+
+    fn next_state(&mut self, cx: &mut Cx<'_>) -> Handoff {
+        match self.state {
+            OperatorStatus::Continue => {
+                self.state = self.status;
+                Handoff::Stay
+            }
+            OperatorStatus::Finish => hand_back(cx, Ending::Finish),
+            OperatorStatus::Fail => hand_back(cx, Ending::Fail),
+            OperatorStatus::Error => hand_back(cx, Ending::Error),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coordinate_answers_are_checked() {
+        let r = parse_response(
+            r#"{"Observation":"o","Thought":"t","Action":"click","X":10,"Y":"20","Status":"CONTINUE"}"#,
+        )
+        .expect("valid");
+        assert_eq!(r.action, Move::Click { x: 10, y: 20 });
+        assert!(parse_response(
+            r#"{"Observation":"o","Thought":"t","Action":"click","Status":"CONTINUE"}"#
+        )
+        .expect_err("no X")
+        .contains("X"));
+        assert!(parse_response(
+            r#"{"Observation":"o","Thought":"t","Action":"type","X":1,"Y":1,"Status":"CONTINUE"}"#
+        )
+        .expect_err("no text")
+        .contains("Text"));
+        assert!(parse_response(
+            r#"{"Observation":"o","Thought":"t","Action":"drag","X":1,"Y":1,"Status":"CONTINUE"}"#
+        )
+        .is_err());
+    }
+}

@@ -1,0 +1,539 @@
+//! The shell agent: a LinuxAgent the HostAgent can ASSIGN a subtask to like an application.
+//! It runs one shell command per step in its working directory and reads the output, until the
+//! model says FINISH or FAIL.
+//!
+//! Its states are [`ShellStatus`]: CONTINUE (ask the model, run its `Command`), CONFIRM (a
+//! command held for the person), FINISH, FAIL, ERROR. Commands go through the same shell
+//! policy as the host's `Bash` ([`SensitivePolicy::shell_reason`]): a command that is not a
+//! single allow-listed program is held in CONFIRM and runs only after
+//! [`UserIo::confirm`](ufo_core::UserIo::confirm) approves it; it never runs silently.
+//!
+//! [`SensitivePolicy::shell_reason`]: ufo_core::sensitive::SensitivePolicy::shell_reason
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::json;
+use ufo_core::agent::{ask_model, Assignment, Cx, Handoff, StepReport, SubAgent};
+use ufo_core::{ConfirmRequest, Decision, SessionStatus};
+
+use crate::common::{archive, clip, hand_back, recent, Ending, Fields};
+
+/// The shell agent's target name, as the host sees it.
+pub const SHELL_AGENT: &str = "shell";
+
+/// Settings of the shell agent (`[agents]` in `ufo.toml`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellConfig {
+    /// Where commands run.
+    pub workdir: PathBuf,
+    /// How long one command may run before it is killed.
+    pub timeout: Duration,
+    /// Most bytes of stdout/stderr kept per command.
+    pub max_output: usize,
+}
+
+impl ShellConfig {
+    /// Commands in `workdir`, 60 s each, 4000 bytes of output kept.
+    pub fn new(workdir: impl Into<PathBuf>) -> Self {
+        Self {
+            workdir: workdir.into(),
+            timeout: Duration::from_secs(60),
+            max_output: 4000,
+        }
+    }
+}
+
+/// The shell agent's states (and the statuses its model may answer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShellStatus {
+    /// Ask the model for the next command and run it.
+    Continue,
+    /// A command is held until the person approves it.
+    Confirm,
+    /// The subtask is done.
+    Finish,
+    /// The subtask cannot be done.
+    Fail,
+    /// A system error (the model unreachable, answers still invalid): the round ends.
+    Error,
+}
+
+impl ShellStatus {
+    /// The upper-case name used in answers and trajectories.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShellStatus::Continue => "CONTINUE",
+            ShellStatus::Confirm => "CONFIRM",
+            ShellStatus::Finish => "FINISH",
+            ShellStatus::Fail => "FAIL",
+            ShellStatus::Error => "ERROR",
+        }
+    }
+
+    /// Parse the model's `Status`; ERROR is the system's, not the model's.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_uppercase().as_str() {
+            "CONTINUE" => Ok(ShellStatus::Continue),
+            "CONFIRM" => Ok(ShellStatus::Confirm),
+            "FINISH" => Ok(ShellStatus::Finish),
+            "FAIL" => Ok(ShellStatus::Fail),
+            other => Err(format!(
+                "unknown Status {other:?} for the shell agent; use CONTINUE, FINISH, FAIL or CONFIRM"
+            )),
+        }
+    }
+}
+
+/// The shell agent's answer.
+#[derive(Debug, Clone)]
+struct ShellResponse {
+    thought: String,
+    command: String,
+    status: ShellStatus,
+    result: String,
+}
+
+fn parse_response(raw: &str) -> Result<ShellResponse, String> {
+    let f = Fields::parse(raw)?;
+    let status = ShellStatus::parse(&f.text("Status"))?;
+    let command = f.text("Command");
+    if status == ShellStatus::Confirm && command.is_empty() {
+        return Err("Status CONFIRM needs the Command to confirm".into());
+    }
+    Ok(ShellResponse {
+        thought: f.text("Thought"),
+        command,
+        status,
+        result: f.text("Result"),
+    })
+}
+
+const SYSTEM_PROMPT: &str = "You are the shell agent of a desktop automation system (a \
+LinuxAgent). You carry out one subtask by running shell commands (sh -c), one per step, in \
+your working directory, and reading their output.\n\
+Answer with exactly one JSON object:\n\
+{\"Observation\": \"what the last output shows\", \"Thought\": \"your reasoning\", \
+\"Command\": \"the one shell command to run now, or empty\", \"Status\": \"CONTINUE|FINISH|FAIL|CONFIRM\", \
+\"Comment\": \"a note for the person\", \"Result\": \"the subtask's result when you FINISH\"}\n\
+Status: CONTINUE runs Command and shows you its output next step; FINISH runs Command (if any) \
+and ends the subtask, with Result as its result; FAIL ends the subtask as impossible (Command \
+is not run); CONFIRM asks the person before running Command (use it for anything risky). \
+Commands that are not a single allow-listed program (pipes, redirections, ;, &&, rm, ...) are \
+always shown to the person first.";
+
+/// The shell agent.
+pub struct ShellAgent {
+    config: ShellConfig,
+    state: ShellStatus,
+    status: ShellStatus,
+    subtask: String,
+    messages: Vec<String>,
+    memory: Vec<String>,
+    last_result: Option<String>,
+    held: Option<(String, Option<String>)>,
+    rejected: bool,
+    result: String,
+    actions: Vec<String>,
+    error: Option<String>,
+}
+
+impl ShellAgent {
+    /// A shell agent with these settings.
+    pub fn new(config: ShellConfig) -> Self {
+        Self {
+            config,
+            state: ShellStatus::Continue,
+            status: ShellStatus::Continue,
+            subtask: String::new(),
+            messages: Vec::new(),
+            memory: Vec::new(),
+            last_result: None,
+            held: None,
+            rejected: false,
+            result: String::new(),
+            actions: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// The current state.
+    pub fn state(&self) -> ShellStatus {
+        self.state
+    }
+
+    /// Run a command in the working directory, bounded by the timeout; describe the outcome.
+    async fn run(&self, command: &str) -> String {
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.arg("-c")
+            .arg(command)
+            .current_dir(&self.config.workdir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                return format!(
+                    "command failed to start: {e} (working directory {})",
+                    self.config.workdir.display()
+                )
+            }
+        };
+        let out = match tokio::time::timeout(self.config.timeout, child.wait_with_output()).await {
+            Ok(Ok(o)) => o,
+            Ok(Err(e)) => return format!("command failed: {e}"),
+            Err(_) => {
+                return format!(
+                    "command failed: it did not finish within {} ms and was killed",
+                    self.config.timeout.as_millis()
+                )
+            }
+        };
+        let mut s = format!(
+            "exit {}",
+            out.status
+                .code()
+                .map_or("by signal".to_string(), |c| c.to_string())
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !stdout.trim().is_empty() {
+            s.push_str(&format!(
+                "\nstdout:\n{}",
+                clip(stdout.trim_end(), self.config.max_output)
+            ));
+        }
+        if !stderr.trim().is_empty() {
+            s.push_str(&format!(
+                "\nstderr:\n{}",
+                clip(stderr.trim_end(), self.config.max_output)
+            ));
+        }
+        s
+    }
+
+    async fn handle_continue(&mut self, cx: &mut Cx<'_>) -> StepReport {
+        let svc = cx.services;
+        let mut report = StepReport::default();
+        let mut transcript = String::new();
+        let started = std::time::Instant::now();
+        let user = format!(
+            "Subtask: {}\n{}Whole request: {}\nWorking directory: {}\n\nBlackboard (shared by all agents):\n{}\n\nYour steps so far:\n{}\n\nResult of your last command: {}\n",
+            self.subtask,
+            if self.messages.is_empty() {
+                String::new()
+            } else {
+                format!("Hints from the host: {}\n", self.messages.join("; "))
+            },
+            cx.request,
+            self.config.workdir.display(),
+            cx.blackboard.render(),
+            recent(&self.memory, svc.config.memory_in_prompt),
+            self.last_result.as_deref().unwrap_or("(none)"),
+        );
+        let asked = ask_model(
+            svc.app_llm,
+            SHELL_AGENT,
+            svc.config.json_parsing_retry,
+            SYSTEM_PROMPT.to_string(),
+            user,
+            Vec::new(),
+            parse_response,
+            &mut report.llm,
+            &mut transcript,
+        )
+        .await;
+        let llm_ms = started.elapsed().as_millis() as u64;
+        let name = format!("step_{:04}_shell_prompt.txt", cx.seq);
+        if let Some(p) = cx.save(&name, transcript.as_bytes()) {
+            report.artifacts.insert("prompt".into(), p.into());
+        }
+        let r = match asked {
+            Ok(r) => r,
+            Err(e) => {
+                self.status = ShellStatus::Error;
+                self.error = Some(e.clone());
+                report.error = Some(e);
+                report.status = "ERROR".into();
+                report.subtask = Some(self.subtask.clone());
+                return report;
+            }
+        };
+        report.thought = Some(r.thought.clone());
+        let mut status = r.status;
+        let command = r.command.trim().to_string();
+        let act_started = std::time::Instant::now();
+        if !command.is_empty() {
+            let mut record = json!({"function": "shell", "args": {"command": command},
+                                    "workdir": self.config.workdir.display().to_string()});
+            let sensitive = match status {
+                ShellStatus::Continue | ShellStatus::Finish => {
+                    svc.config.sensitive.shell_reason(&command, &[])
+                }
+                ShellStatus::Confirm | ShellStatus::Fail | ShellStatus::Error => None,
+            };
+            if let Some(reason) = &sensitive {
+                record["sensitive"] = reason.clone().into();
+                status = ShellStatus::Confirm;
+            }
+            match status {
+                ShellStatus::Confirm => {
+                    // The gate: held, not run, until the person approves.
+                    record["executed"] = false.into();
+                    record["held"] = true.into();
+                    self.held = Some((command.clone(), sensitive));
+                    report.result = Some("held for confirmation".into());
+                }
+                ShellStatus::Continue | ShellStatus::Finish => {
+                    let out = self.run(&command).await;
+                    record["executed"] = true.into();
+                    self.actions
+                        .push(format!("$ {command} -> {}", clip(&out, 300)));
+                    report.result = Some(out);
+                }
+                ShellStatus::Fail | ShellStatus::Error => {
+                    record["executed"] = false.into();
+                }
+            }
+            report.action = Some(record);
+        }
+        if !r.result.is_empty() {
+            self.result = r.result.clone();
+        } else if status == ShellStatus::Finish {
+            if let Some(out) = &report.result {
+                self.result = out.clone();
+            }
+        }
+        let mut line = format!("Status {}", status.as_str());
+        if !command.is_empty() {
+            line.push_str(&format!(", command `{command}`"));
+        }
+        if let Some(res) = &report.result {
+            line.push_str(&format!(" -> {}", clip(res, 400)));
+        }
+        self.memory.push(line);
+        self.last_result = report.result.clone();
+        self.status = status;
+        report
+            .timings_ms
+            .insert("llm_interaction".into(), llm_ms.into());
+        report.timings_ms.insert(
+            "action_execution".into(),
+            (act_started.elapsed().as_millis() as u64).into(),
+        );
+        report.timings_ms.insert(
+            "total".into(),
+            (started.elapsed().as_millis() as u64).into(),
+        );
+        report.status = status.as_str().into();
+        report.subtask = Some(self.subtask.clone());
+        report
+    }
+
+    async fn handle_confirm(&mut self, cx: &mut Cx<'_>) -> StepReport {
+        let mut report = StepReport {
+            subtask: Some(self.subtask.clone()),
+            ..StepReport::default()
+        };
+        let Some((command, sensitive)) = self.held.take() else {
+            self.status = ShellStatus::Continue;
+            report.status = "CONTINUE".into();
+            report.result = Some("CONFIRM without a command; nothing to approve".into());
+            return report;
+        };
+        let mut description = format!(
+            "run shell command in {}: {command}",
+            self.config.workdir.display()
+        );
+        if let Some(reason) = &sensitive {
+            description.push_str(&format!(" ({reason})"));
+        }
+        let action = json!({"function": "shell", "args": {"command": command}});
+        let decision = if cx.services.config.safe_guard {
+            cx.services
+                .user
+                .confirm(&ConfirmRequest {
+                    agent: self.name(),
+                    description,
+                    action: action.clone(),
+                })
+                .await
+        } else {
+            Decision::Approve
+        };
+        let mut record = action;
+        record["decision"] = format!("{decision:?}").into();
+        match decision {
+            Decision::Approve => {
+                let out = self.run(&command).await;
+                record["executed"] = true.into();
+                self.actions
+                    .push(format!("$ {command} (approved) -> {}", clip(&out, 300)));
+                self.memory.push(format!(
+                    "approved and ran `{command}` -> {}",
+                    clip(&out, 400)
+                ));
+                self.last_result = Some(out.clone());
+                report.result = Some(out);
+                self.status = ShellStatus::Continue;
+            }
+            Decision::Reject => {
+                record["executed"] = false.into();
+                self.rejected = true;
+                self.memory.push(format!("the person rejected `{command}`"));
+                self.result = format!("the person rejected the command: {command}");
+                report.result = Some(self.result.clone());
+                self.status = ShellStatus::Finish;
+            }
+        }
+        report.action = Some(record);
+        report.status = self.status.as_str().into();
+        report
+    }
+
+    fn archive_as(&mut self, cx: &mut Cx<'_>, status: &str) -> StepReport {
+        let result = match (&self.error, self.result.is_empty()) {
+            (Some(e), _) if status == "ERROR" => e.clone(),
+            (_, false) => self.result.clone(),
+            _ => self.last_result.clone().unwrap_or_default(),
+        };
+        let name = self.name();
+        archive(
+            cx,
+            &name,
+            self.state.as_str(),
+            &self.subtask,
+            status,
+            &result,
+            &self.actions,
+        )
+    }
+}
+
+#[async_trait]
+impl SubAgent for ShellAgent {
+    fn name(&self) -> String {
+        "ShellAgent".into()
+    }
+
+    fn role(&self) -> &'static str {
+        SHELL_AGENT
+    }
+
+    fn begin(&mut self, a: Assignment) {
+        self.subtask = a.subtask;
+        self.messages = a.messages;
+        self.state = ShellStatus::Continue;
+        self.status = ShellStatus::Continue;
+        self.held = None;
+        self.rejected = false;
+        self.result.clear();
+        self.actions.clear();
+        self.error = None;
+        self.last_result = None;
+        self.memory
+            .push(format!("--- new subtask: {} ---", self.subtask));
+    }
+
+    fn state_name(&self) -> &'static str {
+        self.state.as_str()
+    }
+
+    fn is_processing(&self) -> bool {
+        match self.state {
+            ShellStatus::Continue => true,
+            ShellStatus::Confirm | ShellStatus::Finish | ShellStatus::Fail | ShellStatus::Error => {
+                false
+            }
+        }
+    }
+
+    fn subtask(&self) -> &str {
+        &self.subtask
+    }
+
+    async fn handle(&mut self, cx: &mut Cx<'_>) -> StepReport {
+        match self.state {
+            ShellStatus::Continue => self.handle_continue(cx).await,
+            ShellStatus::Confirm => self.handle_confirm(cx).await,
+            ShellStatus::Finish => {
+                let status = if self.rejected { "REJECTED" } else { "FINISH" };
+                self.archive_as(cx, status)
+            }
+            ShellStatus::Fail => {
+                cx.round_failures += 1;
+                self.archive_as(cx, "FAIL")
+            }
+            ShellStatus::Error => self.archive_as(cx, "ERROR"),
+        }
+    }
+
+    fn round_end(&self) -> Option<(SessionStatus, String)> {
+        match self.state {
+            ShellStatus::Error => Some((SessionStatus::Error, "shell_error".into())),
+            ShellStatus::Continue
+            | ShellStatus::Confirm
+            | ShellStatus::Finish
+            | ShellStatus::Fail => None,
+        }
+    }
+
+    fn is_subtask_end(&self) -> bool {
+        match self.state {
+            ShellStatus::Finish | ShellStatus::Fail | ShellStatus::Error => true,
+            ShellStatus::Continue | ShellStatus::Confirm => false,
+        }
+    }
+
+    fn next_state(&mut self, cx: &mut Cx<'_>) -> Handoff {
+        let next = match self.state {
+            ShellStatus::Continue | ShellStatus::Confirm => self.status,
+            ShellStatus::Finish => return hand_back(cx, Ending::Finish),
+            ShellStatus::Fail => return hand_back(cx, Ending::Fail),
+            ShellStatus::Error => return hand_back(cx, Ending::Error),
+        };
+        self.state = next;
+        Handoff::Stay
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_parsed_tolerantly() {
+        let r = parse_response(
+            "```json\n{\"observation\":\"o\",\"thought\":\"t\",\"command\":\"ls\",\"status\":\"continue\",}\n```",
+        )
+        .expect("valid");
+        assert_eq!(r.command, "ls");
+        assert_eq!(r.status, ShellStatus::Continue);
+        assert!(
+            parse_response(r#"{"Observation":"o","Thought":"t","Status":"SCREENSHOT"}"#)
+                .expect_err("unknown status")
+                .contains("unknown Status")
+        );
+        assert!(parse_response(r#"{"Observation":"o","Thought":"t","Status":"CONFIRM"}"#).is_err());
+        assert!(parse_response(r#"{"Thought":"t","Status":"FINISH"}"#).is_err());
+    }
+
+    #[tokio::test]
+    async fn commands_run_in_the_working_directory_with_a_timeout() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut config = ShellConfig::new(dir.path());
+        config.timeout = Duration::from_millis(300);
+        let agent = ShellAgent::new(config);
+        let out = agent.run("pwd").await;
+        assert!(out.starts_with("exit 0"), "{out}");
+        assert!(out.contains(&dir.path().display().to_string()), "{out}");
+        let out = agent.run("sleep 5").await;
+        assert!(out.contains("did not finish"), "{out}");
+        let out = agent.run("exit 3").await;
+        assert!(out.starts_with("exit 3"), "{out}");
+    }
+}

@@ -1,0 +1,462 @@
+//! MCP client tools for AppAgents: a [`ToolProvider`] over the MCP servers of `ufo.toml`.
+//!
+//! Servers start lazily (on the first `tools_for` of an application they serve), are reused
+//! for the session, and are shut down by [`McpTools::shutdown`]. Every request is bounded by
+//! the server's timeout: a server that hangs or dies makes the call fail (a failed action the
+//! model sees), never a hung session. A server whose connection is gone is started again on
+//! the next use.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientRequest, RawContent};
+use rmcp::service::{PeerRequestOptions, RunningService, ServiceError};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::Mutex;
+use ufo_core::{ToolError, ToolProvider, ToolSpec};
+
+/// Default per-request timeout, in milliseconds.
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+
+/// How one MCP server is reached (`[mcp.servers.<name>]` in `ufo.toml`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// A program to start with its stdin/stdout as the MCP stdio transport.
+    pub command: Option<String>,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Extra environment variables for it (e.g. an API key the server needs).
+    pub env: BTreeMap<String, String>,
+    /// A streamable HTTP endpoint (instead of `command`).
+    pub url: Option<String>,
+    /// The applications whose AppAgents see this server's tools (application names, any
+    /// case); empty: every AppAgent (a global server).
+    pub apps: Vec<String>,
+    /// Per-request timeout in milliseconds (starting the server included); default 30000.
+    pub timeout_ms: Option<u64>,
+}
+
+/// Errors in the MCP configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum McpConfigError {
+    /// Neither `command` nor `url`, or both.
+    #[error("[mcp.servers.{0}] needs exactly one of `command` (a stdio server) or `url` (streamable HTTP)")]
+    Transport(String),
+    /// A zero timeout.
+    #[error("[mcp.servers.{0}] timeout_ms is 0; set it to 1 or more milliseconds")]
+    Timeout(String),
+}
+
+impl McpServerConfig {
+    /// Check the entry named `name`.
+    pub fn check(&self, name: &str) -> Result<(), McpConfigError> {
+        if self.command.is_some() == self.url.is_some() {
+            return Err(McpConfigError::Transport(name.to_string()));
+        }
+        if self.timeout_ms == Some(0) {
+            return Err(McpConfigError::Timeout(name.to_string()));
+        }
+        Ok(())
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS))
+    }
+
+    fn serves(&self, app: &str) -> bool {
+        self.apps.is_empty() || self.apps.iter().any(|a| a.eq_ignore_ascii_case(app))
+    }
+}
+
+/// A live connection to a server.
+struct Conn {
+    service: RunningService<RoleClient, ()>,
+    tools: Vec<ToolSpec>,
+}
+
+/// One configured server and its connection, if started.
+struct Server {
+    name: String,
+    config: McpServerConfig,
+    conn: Mutex<Option<Conn>>,
+    /// The last lines the server wrote on stderr (for error messages).
+    stderr: Arc<StdMutex<VecDeque<String>>>,
+}
+
+const STDERR_LINES: usize = 20;
+
+impl Server {
+    fn stderr_tail(&self) -> String {
+        let lines = match self.stderr.lock() {
+            Ok(l) => l.iter().cloned().collect::<Vec<_>>(),
+            Err(_) => Vec::new(),
+        };
+        if lines.is_empty() {
+            String::new()
+        } else {
+            format!(" (server stderr: {})", lines.join(" | "))
+        }
+    }
+
+    /// Start the server and list its tools, all within the timeout.
+    async fn connect(&self) -> Result<Conn, String> {
+        let timeout = self.config.timeout();
+        let started = tokio::time::timeout(timeout, self.start()).await;
+        let service = match started {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return Err(e),
+            Err(_) => {
+                return Err(format!(
+                    "MCP server {} did not start within {} ms",
+                    self.name,
+                    timeout.as_millis()
+                ))
+            }
+        };
+        let listed = tokio::time::timeout(timeout, service.list_all_tools()).await;
+        let tools = match listed {
+            Ok(Ok(t)) => t,
+            Ok(Err(e)) => {
+                let _ = tokio::time::timeout(Duration::from_secs(5), service.cancel()).await;
+                return Err(format!(
+                    "MCP server {} could not list its tools: {e}",
+                    self.name
+                ));
+            }
+            Err(_) => {
+                let _ = tokio::time::timeout(Duration::from_secs(5), service.cancel()).await;
+                return Err(format!(
+                    "MCP server {} did not list its tools within {} ms",
+                    self.name,
+                    timeout.as_millis()
+                ));
+            }
+        };
+        let tools = tools
+            .into_iter()
+            .map(|t| ToolSpec {
+                name: t.name.to_string(),
+                description: t
+                    .description
+                    .as_deref()
+                    .map(str::to_string)
+                    .or(t.title.clone())
+                    .unwrap_or_default(),
+                input_schema: Value::Object((*t.input_schema).clone()),
+                source: self.name.clone(),
+            })
+            .collect();
+        Ok(Conn { service, tools })
+    }
+
+    async fn start(&self) -> Result<RunningService<RoleClient, ()>, String> {
+        if let Some(url) = &self.config.url {
+            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+            return ()
+                .serve(transport)
+                .await
+                .map_err(|e| format!("cannot connect to MCP server {} at {url}: {e}", self.name));
+        }
+        let Some(program) = &self.config.command else {
+            return Err(McpConfigError::Transport(self.name.clone()).to_string());
+        };
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(&self.config.args)
+            .envs(&self.config.env)
+            .kill_on_drop(true);
+        let (transport, stderr) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                format!(
+                    "cannot start MCP server {} (`{program}`): {e}; check `command` in [mcp.servers.{}]",
+                    self.name, self.name
+                )
+            })?;
+        if let Some(stderr) = stderr {
+            let keep = self.stderr.clone();
+            let name = self.name.clone();
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    tracing::debug!(server = %name, "{line}");
+                    if let Ok(mut k) = keep.lock() {
+                        if k.len() == STDERR_LINES {
+                            k.pop_front();
+                        }
+                        k.push_back(line);
+                    }
+                }
+            });
+        }
+        ().serve(transport).await.map_err(|e| {
+            format!(
+                "MCP server {} did not initialise: {e}{}",
+                self.name,
+                self.stderr_tail()
+            )
+        })
+    }
+
+    /// The server's tools, starting it if needed.
+    async fn tools(&self) -> Result<Vec<ToolSpec>, String> {
+        let mut guard = self.conn.lock().await;
+        if let Some(c) = guard.as_ref() {
+            if !c.service.is_transport_closed() {
+                return Ok(c.tools.clone());
+            }
+        }
+        let conn = self.connect().await?;
+        let tools = conn.tools.clone();
+        if let Some(old) = guard.replace(conn) {
+            let _ = tokio::time::timeout(Duration::from_secs(5), old.service.cancel()).await;
+        }
+        Ok(tools)
+    }
+
+    async fn call(&self, tool: &str, args: &Value) -> Result<String, ToolError> {
+        let timeout = self.config.timeout();
+        let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        let mut guard = self.conn.lock().await;
+        let alive = guard
+            .as_ref()
+            .is_some_and(|c| !c.service.is_transport_closed());
+        if !alive {
+            let conn = self.connect().await.map_err(|message| ToolError::Failed {
+                tool: tool.to_string(),
+                message,
+            })?;
+            *guard = Some(conn);
+        }
+        let Some(conn) = guard.as_ref() else {
+            return Err(ToolError::Failed {
+                tool: tool.into(),
+                message: format!("MCP server {} is not connected", self.name),
+            });
+        };
+        let arguments = match args {
+            Value::Object(m) => Some(m.clone()),
+            Value::Null => None,
+            other => {
+                return Err(ToolError::BadArgs {
+                    tool: tool.into(),
+                    message: format!("Args must be a JSON object, found {other}"),
+                })
+            }
+        };
+        let request =
+            ClientRequest::CallToolRequest(rmcp::model::Request::new(CallToolRequestParams {
+                meta: None,
+                name: tool.to_string().into(),
+                arguments,
+                task: None,
+            }));
+        let peer = conn.service.peer().clone();
+        // The peer's own timeout cancels the request on the server; the outer one also covers
+        // a server that no longer reads its input.
+        let options = PeerRequestOptions {
+            timeout: Some(timeout),
+            meta: None,
+        };
+        let outcome = tokio::time::timeout(timeout + Duration::from_millis(500), async {
+            peer.send_request_with_option(request, options)
+                .await?
+                .await_response()
+                .await
+        })
+        .await;
+        let response = match outcome {
+            Err(_) | Ok(Err(ServiceError::Timeout { .. })) => {
+                return Err(ToolError::Timeout {
+                    tool: tool.into(),
+                    ms,
+                })
+            }
+            Ok(Err(e)) => {
+                let closed = conn.service.is_transport_closed()
+                    || matches!(e, ServiceError::TransportClosed);
+                let message = format!(
+                    "MCP server {}: {e}{}{}",
+                    self.name,
+                    if closed {
+                        "; the server has exited and will be started again on the next call"
+                    } else {
+                        ""
+                    },
+                    self.stderr_tail()
+                );
+                if closed {
+                    if let Some(old) = guard.take() {
+                        let _ = tokio::time::timeout(Duration::from_secs(5), old.service.cancel())
+                            .await;
+                    }
+                }
+                return Err(ToolError::Failed {
+                    tool: tool.into(),
+                    message,
+                });
+            }
+            Ok(Ok(r)) => r,
+        };
+        let result = match response {
+            rmcp::model::ServerResult::CallToolResult(r) => r,
+            other => {
+                return Err(ToolError::Failed {
+                    tool: tool.into(),
+                    message: format!("unexpected answer from MCP server {}: {other:?}", self.name),
+                })
+            }
+        };
+        let text = result_text(&result);
+        if result.is_error == Some(true) {
+            return Err(ToolError::Failed {
+                tool: tool.into(),
+                message: text,
+            });
+        }
+        Ok(text)
+    }
+
+    async fn shutdown(&self) {
+        let mut guard = self.conn.lock().await;
+        if let Some(conn) = guard.take() {
+            if tokio::time::timeout(Duration::from_secs(5), conn.service.cancel())
+                .await
+                .is_err()
+            {
+                tracing::warn!(server = %self.name, "MCP server did not stop within 5 s");
+            }
+        }
+    }
+}
+
+/// The text of a tool result: text parts, embedded text resources, the structured content
+/// when there is no text, and a note per image or binary part.
+pub fn result_text(result: &CallToolResult) -> String {
+    let mut parts = Vec::new();
+    for c in &result.content {
+        match &c.raw {
+            RawContent::Text(t) => parts.push(t.text.clone()),
+            RawContent::Image(i) => parts.push(format!("[image {}]", i.mime_type)),
+            RawContent::Audio(a) => parts.push(format!("[audio {}]", a.mime_type)),
+            RawContent::Resource(r) => match &r.resource {
+                rmcp::model::ResourceContents::TextResourceContents { uri, text, .. } => {
+                    parts.push(format!("{uri}: {text}"))
+                }
+                rmcp::model::ResourceContents::BlobResourceContents { uri, .. } => {
+                    parts.push(format!("[binary resource {uri}]"))
+                }
+            },
+            RawContent::ResourceLink(r) => parts.push(format!("[resource {}]", r.uri)),
+        }
+    }
+    if parts.is_empty() {
+        if let Some(s) = &result.structured_content {
+            parts.push(s.to_string());
+        }
+    }
+    parts.join("\n")
+}
+
+/// MCP tools for the AppAgents: every server of `[mcp.servers]`.
+pub struct McpTools {
+    servers: Vec<Server>,
+}
+
+impl McpTools {
+    /// Tools from these servers (name, config), checked; nothing starts until first used.
+    pub fn new(
+        servers: impl IntoIterator<Item = (String, McpServerConfig)>,
+    ) -> Result<Self, McpConfigError> {
+        let mut out = Vec::new();
+        for (name, config) in servers {
+            config.check(&name)?;
+            out.push(Server {
+                name,
+                config,
+                conn: Mutex::new(None),
+                stderr: Arc::new(StdMutex::new(VecDeque::new())),
+            });
+        }
+        Ok(Self { servers: out })
+    }
+
+    /// Whether no server is configured.
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+
+    /// Stop every started server (at the end of the session).
+    pub async fn shutdown(&self) {
+        for s in &self.servers {
+            s.shutdown().await;
+        }
+    }
+
+    fn serving<'s>(&'s self, app: &'s str) -> impl Iterator<Item = &'s Server> + 's {
+        self.servers.iter().filter(move |s| s.config.serves(app))
+    }
+}
+
+#[async_trait]
+impl ToolProvider for McpTools {
+    async fn tools_for(&self, app: &str) -> Result<Vec<ToolSpec>, ToolError> {
+        let mut tools: Vec<ToolSpec> = Vec::new();
+        let mut errors = Vec::new();
+        for server in self.serving(app) {
+            match server.tools().await {
+                Ok(list) => {
+                    for t in list {
+                        // The first server offering a name wins.
+                        if !tools.iter().any(|x| x.name == t.name) {
+                            tools.push(t);
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    errors.push(e);
+                }
+            }
+        }
+        if !errors.is_empty() && tools.is_empty() {
+            return Err(ToolError::Failed {
+                tool: "(listing tools)".into(),
+                message: errors.join("; "),
+            });
+        }
+        Ok(tools)
+    }
+
+    fn validate(&self, tool: &ToolSpec, args: &Value) -> Result<(), ToolError> {
+        crate::schema::validate(tool, args)
+    }
+
+    async fn call(&self, app: &str, tool: &str, args: &Value) -> Result<String, ToolError> {
+        for server in self.serving(app) {
+            let offers = {
+                let guard = server.conn.lock().await;
+                guard
+                    .as_ref()
+                    .is_some_and(|c| c.tools.iter().any(|t| t.name == tool))
+            };
+            let offers = offers
+                || match server.tools().await {
+                    Ok(list) => list.iter().any(|t| t.name == tool),
+                    Err(_) => false,
+                };
+            if offers {
+                return server.call(tool, args).await;
+            }
+        }
+        Err(ToolError::Unknown(tool.to_string()))
+    }
+}
