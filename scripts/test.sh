@@ -9,6 +9,15 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 2
 fi
 
+# In CI, install the browser the report test opens the HTML report in, and require that test.
+if [ "${CI:-}" = "true" ]; then
+  # shellcheck source=scripts/test-deps.sh
+  source scripts/test-deps.sh
+  echo "== install test dependencies (chromium)"
+  install_chromium
+  export UFO_BROWSER_TESTS=1
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 

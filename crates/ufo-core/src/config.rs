@@ -92,6 +92,8 @@ pub struct Config {
     pub sensitive: SensitivePolicy,
     /// Stop the session with FAIL, reason `budget`, once model calls cost more than this.
     pub max_cost: Option<f64>,
+    /// Speculative multi-action: the AppAgent may answer with a list of `Actions`.
+    pub multi_action: bool,
 }
 
 impl Default for Config {
@@ -111,6 +113,7 @@ impl Default for Config {
             prompts: PromptTemplates::default(),
             sensitive: SensitivePolicy::default(),
             max_cost: None,
+            multi_action: false,
         }
     }
 }

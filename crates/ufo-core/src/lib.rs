@@ -25,7 +25,8 @@ pub use action::{Button, ScrollDirection, UiAction};
 pub use ports::{
     ChatMessage, ChatRequest, ChatResponse, ConfirmRequest, ContentPart, Control, Decision,
     Desktop, DesktopError, LaunchableApp, LlmClient, LlmError, MessageRole, Recorder,
-    RecorderError, Rect, Screenshot, ShellOutput, Usage, UserIo, WindowInfo, WindowObservation,
+    RecorderError, Rect, Screenshot, ShellOutput, ToolError, ToolProvider, ToolSpec, Usage, UserIo,
+    WindowInfo, WindowObservation,
 };
 
 pub use config::{Config, OnSubtaskFail};

@@ -330,6 +330,74 @@ pub trait LlmClient: Send + Sync {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Tools (MCP and others)
+// ---------------------------------------------------------------------------------------------
+
+/// A tool an AppAgent may call instead of clicking (e.g. from an MCP server).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The name the model uses in `Function`.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of its arguments (`Args`).
+    pub input_schema: serde_json::Value,
+    /// Where it comes from (e.g. the MCP server's name).
+    pub source: String,
+}
+
+/// Errors of a tool provider.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// No such tool for this application.
+    #[error("no tool {0:?} is available here")]
+    Unknown(String),
+    /// The arguments do not match the tool's schema.
+    #[error("Args do not match the schema of {tool}: {message}")]
+    BadArgs {
+        /// The tool.
+        tool: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The tool ran and reported a failure, or its server failed.
+    #[error("tool {tool} failed: {message}")]
+    Failed {
+        /// The tool.
+        tool: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The tool did not answer in time.
+    #[error("tool {tool} did not answer within {ms} ms")]
+    Timeout {
+        /// The tool.
+        tool: String,
+        /// The limit.
+        ms: u64,
+    },
+}
+
+/// Tools offered to the AppAgents beside the GUI functions.
+#[async_trait]
+pub trait ToolProvider: Send + Sync {
+    /// The tools for the AppAgent of this application (its own and the global ones).
+    async fn tools_for(&self, app: &str) -> Result<Vec<ToolSpec>, ToolError>;
+
+    /// Check `args` against the tool's schema before any call (a mismatch goes back to the
+    /// model as an invalid answer).
+    fn validate(&self, tool: &ToolSpec, args: &serde_json::Value) -> Result<(), ToolError>;
+
+    /// Call a tool; implementations bound the wait. The text is the step's result.
+    async fn call(
+        &self,
+        app: &str,
+        tool: &str,
+        args: &serde_json::Value,
+    ) -> Result<String, ToolError>;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The person
 // ---------------------------------------------------------------------------------------------
 

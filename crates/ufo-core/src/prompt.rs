@@ -52,7 +52,10 @@ Blackboard (shared by all agents):
 Windows on the desktop:
 {% for w in windows %}  [{{ w.label }}] {{ w.title }} (application: {{ w.app_name }}, process: {{ w.process }})
 {% else %}  (no windows are open)
-{% endfor %}{% if launchable %}
+{% endfor %}{% if agents %}
+Agents you can assign to like a window (by label or name):
+{% for a in agents %}  [{{ a.label }}] {{ a.name }}: {{ a.description }}
+{% endfor %}{% endif %}{% if launchable %}
 Applications that are not running and can be launched (put the command in "Bash"):
 {% for a in launchable %}  {{ a.name }}: {{ a.command }}
 {% endfor %}{% endif %}{% if previous_subtasks %}
@@ -95,6 +98,12 @@ Functions:
 - focus: Args {} gives the control the focus
 - click_at: Args {"x": 10, "y": 20} clicks at window pixels; no control needed
 {% if extra_functions %}{{ extra_functions }}
+{% endif %}{% if multi_action %}
+Several actions in one answer: instead of ControlLabel/ControlText/Function/Args you may give
+"Actions": [{"ControlLabel": "3", "ControlText": "Name", "Function": "set_text", "Args": {"text": "x"}}, ...].
+They run in order; before each, the control is checked again, and the first one that can no
+longer run (gone, hidden, disabled) stops the list: you are told how far it got. Use it only for
+actions that do not change which controls exist (e.g. filling several fields).
 {% endif %}
 When to use each Status (the action in the same answer runs first, then the status applies):
 - CONTINUE: more actions are needed.

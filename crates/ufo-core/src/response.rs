@@ -62,6 +62,33 @@ pub struct AppResponse {
     pub questions: Vec<String>,
     /// The subtask's result, when it produces one.
     pub result: String,
+    /// Speculative multi-action: several actions to run in order in this step (when enabled).
+    pub actions: Vec<ActionSpec>,
+}
+
+/// One action of a multi-action answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ActionSpec {
+    /// Label of the control.
+    pub control_label: String,
+    /// Name of the control.
+    pub control_text: String,
+    /// Function to call.
+    pub function: String,
+    /// Its arguments.
+    pub args: Value,
+}
+
+fn args_value(v: Option<&Value>) -> Result<Value, String> {
+    Ok(match v {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(Value::String(s)) if s.trim().is_empty() => Value::Object(Map::new()),
+        // Some models send Args as a JSON string; accept it when it holds an object.
+        Some(Value::String(s)) => parse_object(s)
+            .map(Value::Object)
+            .map_err(|e| format!("Args is a string that is not a JSON object: {e}"))?,
+        Some(v) => v.clone(),
+    })
 }
 
 /// Normalise a field name: lower case, letters and digits only.
@@ -155,14 +182,27 @@ impl AppResponse {
         let observation = f.required("Observation", &["observation"])?;
         let thought = f.required("Thought", &["thought"])?;
         let status = AppStatus::parse(&f.required("Status", &["status"])?)?;
-        let args = match f.get(&["args", "arguments"]) {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(Value::String(s)) if s.trim().is_empty() => Value::Object(Map::new()),
-            // Some models send Args as a JSON string; accept it when it holds an object.
-            Some(Value::String(s)) => parse_object(s)
-                .map(Value::Object)
-                .map_err(|e| format!("Args is a string that is not a JSON object: {e}"))?,
-            Some(v) => v.clone(),
+        let args = args_value(f.get(&["args", "arguments"]))?;
+        let actions = match f.get(&["actions"]) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| match item {
+                    Value::Object(m) => {
+                        let a = Fields::new(m.clone());
+                        Ok(ActionSpec {
+                            control_label: a.text(&["controllabel", "label"]),
+                            control_text: a.text(&["controltext"]),
+                            function: a.text(&["function"]),
+                            args: args_value(a.get(&["args", "arguments"]))
+                                .map_err(|e| format!("Actions[{i}]: {e}"))?,
+                        })
+                    }
+                    _ => Err(format!("Actions[{i}] is not an object")),
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err("Actions must be a list of action objects".into()),
         };
         Ok(AppResponse {
             observation,
@@ -176,6 +216,7 @@ impl AppResponse {
             plan: f.list(&["plan"]),
             questions: f.list(&["questions"]),
             result: f.text(&["result"]),
+            actions,
         })
     }
 }

@@ -23,7 +23,7 @@ pub struct SensitivePolicy {
     pub shell_allow: Vec<String>,
     /// Words in a control's name that make acting on it sensitive (whole words, any case).
     pub control_words: Vec<String>,
-    /// Functions that are always sensitive (canonical names, e.g. `type_keys`).
+    /// Functions that are always sensitive (canonical names, e.g. `type_keys`, or tool names).
     pub functions: Vec<String>,
     /// Typing into a password field is sensitive.
     pub password_fields: bool,
@@ -85,6 +85,12 @@ impl SensitivePolicy {
                 "{name:?} is not on the shell allow-list ([sensitive] shell_allow)"
             ))
         }
+    }
+
+    /// Why a tool call needs confirmation (the tool is listed in `functions`), or `None`.
+    pub fn tool_reason(&self, tool: &str) -> Option<String> {
+        (self.enabled && self.functions.iter().any(|f| f == tool))
+            .then(|| format!("the tool {tool} is listed in [sensitive] functions"))
     }
 
     /// Why an AppAgent action needs confirmation, or `None`.

@@ -496,11 +496,14 @@ mod tests {
         async fn settle(&self) {}
     }
 
-    struct FakeLlm(Mutex<VecDeque<Value>>);
+    struct FakeLlm(Mutex<VecDeque<Value>>, Mutex<Vec<String>>);
 
     #[async_trait]
     impl LlmClient for FakeLlm {
-        async fn complete(&self, _r: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        async fn complete(&self, r: &ChatRequest) -> Result<ChatResponse, LlmError> {
+            if let Ok(mut p) = self.1.lock() {
+                p.push(r.prompt_text());
+            }
             let next = self.0.lock().ok().and_then(|mut q| q.pop_front());
             match next {
                 Some(v) => Ok(ChatResponse {
@@ -560,24 +563,60 @@ mod tests {
                "Function": "click", "Args": {}, "Status": status})
     }
 
+    struct FakeTools(Log);
+
+    #[async_trait]
+    impl ToolProvider for FakeTools {
+        async fn tools_for(&self, app: &str) -> Result<Vec<ToolSpec>, ToolError> {
+            Ok(vec![ToolSpec {
+                name: "write_file".into(),
+                description: format!("Write a file for {app}."),
+                input_schema: json!({"type": "object", "required": ["path"]}),
+                source: "fake".into(),
+            }])
+        }
+        fn validate(&self, tool: &ToolSpec, args: &Value) -> Result<(), ToolError> {
+            match args.get("path") {
+                Some(Value::String(_)) => Ok(()),
+                _ => Err(ToolError::BadArgs {
+                    tool: tool.name.clone(),
+                    message: "\"path\" is a required property".into(),
+                }),
+            }
+        }
+        async fn call(&self, _app: &str, tool: &str, args: &Value) -> Result<String, ToolError> {
+            self.0
+                .lock()
+                .map(|mut l| l.push(format!("tool {tool} {args}")))
+                .ok();
+            Ok("wrote 5 bytes".into())
+        }
+    }
+
     struct Run {
         log: Vec<String>,
+        prompts: Vec<String>,
         seq: Vec<(String, String)>,
         outcome: SessionOutcome,
     }
 
     async fn run(answers: Vec<Value>, decision: Decision, config: Config) -> Run {
+        run_with(answers, decision, config, false).await
+    }
+
+    async fn run_with(answers: Vec<Value>, decision: Decision, config: Config, tools: bool) -> Run {
         let log: Log = Arc::default();
         let desktop = FakeDesktop {
             log: log.clone(),
             controls: Mutex::new(vec![button("del", "Delete"), button("open", "Open")]),
         };
-        let llm = FakeLlm(Mutex::new(answers.into()));
+        let llm = FakeLlm(Mutex::new(answers.into()), Mutex::default());
         let user = FakeUser {
             log: log.clone(),
             decision,
         };
         let prompts = Prompts::new(&config.prompts).expect("templates");
+        let fake_tools = FakeTools(log.clone());
         let services = Services {
             desktop: &desktop,
             host_llm: &llm,
@@ -585,6 +624,7 @@ mod tests {
             user: &user,
             config: &config,
             prompts: &prompts,
+            tools: if tools { Some(&fake_tools) } else { None },
         };
         let mut rec = MemRecorder::default();
         let outcome = Session::new(services, Box::new(AppAgentFactory))
@@ -602,7 +642,13 @@ mod tests {
             })
             .collect();
         let log = log.lock().map(|l| l.clone()).unwrap_or_default();
-        Run { log, seq, outcome }
+        let prompts = llm.1.lock().map(|p| p.clone()).unwrap_or_default();
+        Run {
+            log,
+            prompts,
+            seq,
+            outcome,
+        }
     }
 
     fn seq(s: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -718,5 +764,35 @@ mod tests {
                 ("host", "FINISH"),
             ])
         );
+    }
+
+    #[tokio::test]
+    async fn tools_are_listed_validated_and_called() {
+        let tool = |args: Value, status: &str| {
+            json!({"Observation": "o", "Thought": "t", "Function": "write_file", "Args": args,
+                   "Status": status})
+        };
+        let r = run_with(
+            vec![
+                host("ASSIGN"),
+                tool(json!({}), "CONTINUE"),
+                tool(json!({"path": "a.txt"}), "FINISH"),
+                host("FINISH"),
+            ],
+            Decision::Approve,
+            Config::default(),
+            true,
+        )
+        .await;
+        assert_eq!(r.outcome.status, SessionStatus::Finish);
+        assert_eq!(
+            r.log,
+            vec!["tool write_file {\"path\":\"a.txt\"}".to_string()]
+        );
+        // The app prompt listed the tool; the bad Args were sent back with the schema error.
+        assert!(r.prompts[1].contains("write_file: Write a file for Writer."));
+        assert!(r.prompts[2].contains("\"path\" is a required property"));
+        // The host saw the tool's result as the subtask's result.
+        assert!(r.prompts[3].contains("wrote 5 bytes"), "{}", r.prompts[3]);
     }
 }

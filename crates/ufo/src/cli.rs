@@ -30,6 +30,10 @@ pub enum Command {
     /// Continue a cancelled or crashed session from its trajectory folder, with the desktop
     /// as it is now. Desktop, model and policies default to those of the original run.
     Resume(ResumeArgs),
+    /// Write `<OUT>/report.html`: a self-contained page replaying a trajectory.
+    Report(ReportArgs),
+    /// List past sessions in a runs folder, newest first.
+    Runs(RunsArgs),
 }
 
 /// Options of `ufo resume`.
@@ -65,6 +69,22 @@ pub struct ResumeArgs {
     /// Print no progress lines.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// Options of `ufo report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The trajectory folder (the `--out` of `ufo run`).
+    #[arg(value_name = "OUT")]
+    pub out: PathBuf,
+}
+
+/// Options of `ufo runs`.
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// The runs folder (default: `runs_dir` of ufo.toml, else `runs`).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// What `--confirm` does with actions held by the CONFIRM gate.
@@ -126,7 +146,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
 
-    /// Print no progress lines.
-    #[arg(long, short)]
+    /// Print no progress lines (warnings and errors only).
+    #[arg(long, short, conflicts_with = "verbose")]
     pub quiet: bool,
+
+    /// More detail on stderr: `-v` adds each step's thought and timings and info logs,
+    /// `-vv` debug logs. `<out>/ufo.log` always has the debug log.
+    #[arg(long, short, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Write `<out>/report.html` (see `ufo report`) when the session ends.
+    #[arg(long)]
+    pub report: bool,
 }

@@ -1,9 +1,15 @@
 //! `ufo`: the command line of ufo-rs.
 
 mod cli;
+mod console;
+mod highlight;
+mod logging;
 mod models;
 mod recorder;
+mod report;
+mod runs;
 mod settings;
+mod trajectory;
 mod user;
 
 use std::path::{Path, PathBuf};
@@ -19,7 +25,8 @@ use ufo_core::prompt::Prompts;
 use ufo_core::session::{Checkpoint, CHECKPOINT_FILE};
 use ufo_core::{Desktop, Session, SessionStatus};
 
-use crate::cli::{Cli, Command, ConfirmPolicy, ResumeArgs, RunArgs};
+use crate::cli::{Cli, Command, ConfirmPolicy, ReportArgs, ResumeArgs, RunArgs, RunsArgs};
+use crate::console::{Console, Verbosity};
 
 /// Exit status for bad usage or configuration.
 const EXIT_USAGE: u8 = 2;
@@ -35,13 +42,6 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("UFO_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -59,7 +59,7 @@ fn main() -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    match cli.command {
+    let code = match cli.command {
         Command::Run(args) => runtime.block_on(run(args, None, cancel)),
         Command::Resume(args) => match resume_args(&args) {
             Ok((run_args, checkpoint)) => runtime.block_on(run(run_args, Some(checkpoint), cancel)),
@@ -68,6 +68,60 @@ fn main() -> ExitCode {
                 ExitCode::from(EXIT_USAGE)
             }
         },
+        Command::Report(args) => report_command(&args),
+        Command::Runs(args) => runs_command(&args),
+    };
+    // Do not wait for anything still blocked (e.g. a terminal read that timed out).
+    runtime.shutdown_background();
+    code
+}
+
+/// `ufo report <OUT>`.
+fn report_command(args: &ReportArgs) -> ExitCode {
+    let console = Console::new(Verbosity::Normal);
+    logging::init(&console, None);
+    if !args.out.join("events.jsonl").is_file() {
+        eprintln!(
+            "error: {} has no events.jsonl; pass the --out folder of a `ufo run`",
+            args.out.display()
+        );
+        return ExitCode::from(EXIT_USAGE);
+    }
+    match report::write(&args.out) {
+        Ok(path) => {
+            println!("{}", path.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `ufo runs [--dir DIR]`.
+fn runs_command(args: &RunsArgs) -> ExitCode {
+    let console = Console::new(Verbosity::Normal);
+    logging::init(&console, None);
+    let dir = match &args.dir {
+        Some(d) => d.clone(),
+        None => match settings::runs_dir_from_file(Path::new("ufo.toml")) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+    };
+    match runs::scan(&dir) {
+        Ok(rows) => {
+            print!("{}", runs::render(&dir, &rows));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(EXIT_USAGE)
+        }
     }
 }
 
@@ -126,6 +180,8 @@ fn resume_args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
         requests: None,
         config: args.config.clone().or(record.config),
         record: None,
+        report: false,
+        verbose: 0,
         quiet: args.quiet,
     };
     Ok((run, checkpoint))
@@ -135,7 +191,8 @@ fn resume_args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
 struct Usage(anyhow::Error);
 
 async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>) -> ExitCode {
-    let prepared = match prepare(&args) {
+    let console = Console::new(Verbosity::from_flags(args.quiet, args.verbose));
+    let prepared = match prepare(&args, &console) {
         Ok(p) => p,
         Err(Usage(e)) => {
             eprintln!("error: {e:#}");
@@ -150,7 +207,11 @@ async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>)
         out,
         prompts,
     } = prepared;
-    let mut recorder = match recorder::FileRecorder::create(&out, !args.quiet, resume.is_some()) {
+    let mut recorder = match recorder::FileRecorder::create_with(
+        &out,
+        console.clone(),
+        resume.is_some(),
+    ) {
         Ok(r) => r,
         Err(e) => {
             eprintln!(
@@ -160,6 +221,9 @@ async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>)
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    logging::init(&console, Some(&out.join("ufo.log")));
+    tracing::info!(request = %args.request, out = %out.display(), "session starts");
+    console.start_status();
     let services = Services {
         desktop: desktop.as_ref(),
         host_llm: llm.host(),
@@ -167,6 +231,7 @@ async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>)
         user: &user,
         config: &settings.config,
         prompts: &prompts,
+        tools: None,
     };
     let record = RunRecord {
         desktop: args.desktop.clone(),
@@ -185,6 +250,8 @@ async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>)
         Some(checkpoint) => session.resume(checkpoint, &mut recorder).await,
         None => session.run(&args.request, &mut recorder).await,
     };
+    console.finish();
+    tracing::info!(status = outcome.status.as_str(), reason = %outcome.reason, "session ended");
     if let Some(state) = desktop.final_state() {
         match serde_json::to_vec_pretty(&state) {
             Ok(bytes) => {
@@ -214,6 +281,16 @@ async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>)
             eprintln!("error: {m}");
         }
     }
+    if args.report {
+        match report::write(&out) {
+            Ok(path) => {
+                if !args.quiet {
+                    eprintln!("report: {}", path.display());
+                }
+            }
+            Err(e) => eprintln!("warning: cannot write the report: {e:#}"),
+        }
+    }
     ExitCode::from(match outcome.status {
         SessionStatus::Finish => 0,
         SessionStatus::Fail => 1,
@@ -231,7 +308,7 @@ struct Prepared {
     prompts: Prompts,
 }
 
-fn prepare(args: &RunArgs) -> Result<Prepared, Usage> {
+fn prepare(args: &RunArgs, console: &std::sync::Arc<Console>) -> Result<Prepared, Usage> {
     let env = |k: &str| std::env::var(k).ok();
     let settings = settings::resolve(args, &env).map_err(Usage)?;
     let prompts = Prompts::new(&settings.config.prompts).map_err(|e| Usage(e.into()))?;
@@ -252,7 +329,7 @@ fn prepare(args: &RunArgs) -> Result<Prepared, Usage> {
         Some(p) => read_lines(p, "--requests").map_err(Usage)?,
         None => Vec::new(),
     };
-    let user = user::CliUser::new(settings.confirm, answers, requests);
+    let user = user::CliUser::with_console(settings.confirm, answers, requests, console.clone());
     let out = args.out.clone().unwrap_or_else(|| {
         settings
             .runs_dir

@@ -1,24 +1,41 @@
 //! The trajectory writer: `<out>/events.jsonl` (one flushed line per event), artifacts, and
-//! progress lines on stderr.
+//! progress lines on stderr (through the [`Console`]; one line per step, the same text on a
+//! terminal and off it, coloured only on a terminal), with each step also logged to `ufo.log`.
 
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::Value;
 use ufo_core::{Recorder, RecorderError};
+
+use crate::console::{Console, Style, Verbosity};
+use crate::logging::STEP_TARGET;
 
 /// Writes the trajectory into a folder.
 pub struct FileRecorder {
     dir: PathBuf,
     events: File,
-    progress: bool,
+    console: Arc<Console>,
 }
 
 impl FileRecorder {
-    /// Create the folder and `events.jsonl` in it (`append`: keep the events already there,
-    /// for `ufo resume`).
+    /// Create the folder and `events.jsonl` in it; progress lines on stderr unless `progress`
+    /// is false.
+    #[allow(dead_code)]
     pub fn create(dir: &Path, progress: bool, append: bool) -> std::io::Result<Self> {
+        let v = if progress {
+            Verbosity::Normal
+        } else {
+            Verbosity::Quiet
+        };
+        Self::create_with(dir, Console::new(v), append)
+    }
+
+    /// Create the folder and `events.jsonl` in it, printing progress through `console`
+    /// (`append`: keep the events already there, for `ufo resume`).
+    pub fn create_with(dir: &Path, console: Arc<Console>, append: bool) -> std::io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join("events.jsonl");
         let events = if append {
@@ -33,21 +50,47 @@ impl FileRecorder {
         Ok(Self {
             dir: dir.to_path_buf(),
             events,
-            progress,
+            console,
         })
+    }
+
+    fn log_step(&self, e: &Value) {
+        let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("");
+        match s("type") {
+            "step" => tracing::info!(
+                target: STEP_TARGET,
+                round = %e["round"],
+                seq = %e["seq"],
+                agent = s("agent"),
+                state = s("state"),
+                status = s("status"),
+                subtask = s("subtask"),
+                thought = s("thought"),
+                action = %e.get("action").filter(|a| !a.is_null()).map(action_text).unwrap_or_default(),
+                result = s("result"),
+                error = s("error"),
+                llm = %e["llm"],
+                timings_ms = %e["timings_ms"],
+                "step"
+            ),
+            other => tracing::info!(target: STEP_TARGET, record = %e, "{other}"),
+        }
     }
 
     fn print_progress(&self, e: &Value) {
         let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("");
+        let c = &self.console;
         match s("type") {
             "step" => {
                 let mut line = format!(
-                    "[round {} step {}] {} {} -> {}",
-                    e["round"],
-                    e["seq"],
-                    s("agent"),
+                    "{} {} {} -> {}",
+                    c.paint(
+                        Style::Dim,
+                        &format!("[round {} step {}]", e["round"], e["seq"])
+                    ),
+                    c.paint(Style::Cyan, s("agent")),
                     s("state"),
-                    s("status")
+                    c.paint(Style::for_status(s("status")), s("status"))
                 );
                 if let Some(t) = e.get("subtask").and_then(Value::as_str) {
                     line.push_str(&format!(" | subtask: {}", one_line(t, 80)));
@@ -59,21 +102,61 @@ impl FileRecorder {
                     line.push_str(&format!(" | result: {}", one_line(r, 100)));
                 }
                 if let Some(err) = e.get("error").and_then(Value::as_str) {
-                    line.push_str(&format!(" | error: {}", one_line(err, 300)));
+                    line.push_str(
+                        &c.paint(Style::Red, &format!(" | error: {}", one_line(err, 300))),
+                    );
                 }
-                eprintln!("{line}");
+                c.line(&line);
+                if c.verbosity() >= Verbosity::Verbose {
+                    self.print_details(e);
+                }
             }
-            "round_end" => eprintln!(
+            "round_end" => c.line(&format!(
                 "round {} ended {} ({}){}",
                 e["round"],
-                s("status"),
+                c.paint(Style::for_status(s("status")), s("status")),
                 s("reason"),
                 e.get("message")
                     .and_then(Value::as_str)
                     .map(|m| format!(": {}", one_line(m, 300)))
                     .unwrap_or_default()
-            ),
+            )),
             _ => {}
+        }
+    }
+
+    /// `-v`: the thought, model use and phase timings of a step, indented under its line.
+    fn print_details(&self, e: &Value) {
+        let c = &self.console;
+        if let Some(t) = e.get("thought").and_then(Value::as_str) {
+            c.line(&c.paint(Style::Dim, &format!("    thought: {}", one_line(t, 200))));
+        }
+        let calls = e["llm"]["calls"].as_u64().unwrap_or(0);
+        if calls > 0 {
+            let mut l = format!(
+                "    model: {calls} call(s), {} prompt + {} completion tokens",
+                e["llm"]["prompt_tokens"].as_u64().unwrap_or(0),
+                e["llm"]["completion_tokens"].as_u64().unwrap_or(0)
+            );
+            if let Some(m) = e.get("timings_ms").and_then(Value::as_object) {
+                const ORDER: [&str; 5] = [
+                    "data_collection",
+                    "llm_interaction",
+                    "action_execution",
+                    "memory_update",
+                    "total",
+                ];
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort_by_key(|k| ORDER.iter().position(|p| p == k).unwrap_or(ORDER.len()));
+                let parts: Vec<String> = keys
+                    .into_iter()
+                    .filter_map(|k| m[k].as_f64().map(|ms| format!("{k} {ms:.1} ms")))
+                    .collect();
+                if !parts.is_empty() {
+                    l.push_str(&format!("; {}", parts.join(", ")));
+                }
+            }
+            c.line(&c.paint(Style::Dim, &l));
         }
     }
 }
@@ -93,7 +176,8 @@ fn terminate_last_line(path: &Path) -> std::io::Result<()> {
     std::fs::write(path, &text[..keep])
 }
 
-fn action_text(a: &Value) -> String {
+/// A one-line description of a step's action record.
+pub fn action_text(a: &Value) -> String {
     if let Some(f) = a.get("function").and_then(Value::as_str) {
         let label = a.get("control_label").and_then(Value::as_str).unwrap_or("");
         let text = a.get("control_text").and_then(Value::as_str).unwrap_or("");
@@ -133,9 +217,11 @@ impl Recorder for FileRecorder {
             .map_err(|x| {
                 RecorderError(format!("{}: {x}", self.dir.join("events.jsonl").display()))
             })?;
-        if self.progress {
+        self.log_step(&e);
+        if self.console.progress() {
             self.print_progress(&e);
         }
+        self.console.on_event(&e);
         Ok(())
     }
 

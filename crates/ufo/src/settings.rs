@@ -29,6 +29,7 @@ struct FileConfig {
     blackboard: Option<BlackboardLimits>,
     prompts: Option<PromptTemplates>,
     sensitive: Option<SensitivePolicy>,
+    multi_action: Option<bool>,
     /// Default model spec.
     llm: Option<String>,
     /// The host's model (default: `llm`).
@@ -93,7 +94,8 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
         screenshots_to_model,
         blackboard,
         prompts,
-        sensitive
+        sensitive,
+        multi_action
     );
     let mut confirm_text = file.confirm.clone();
 
@@ -178,6 +180,17 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
         confirm,
         runs_dir: file.runs_dir.unwrap_or_else(|| PathBuf::from("runs")),
     })
+}
+
+/// The runs folder for `ufo runs`: `runs_dir` of the configuration file at `path` when it
+/// exists, else `runs`.
+pub fn runs_dir_from_file(path: &Path) -> Result<PathBuf> {
+    if !path.exists() {
+        return Ok(PathBuf::from("runs"));
+    }
+    Ok(load(path)?
+        .runs_dir
+        .unwrap_or_else(|| PathBuf::from("runs")))
 }
 
 fn load(path: &Path) -> Result<FileConfig> {

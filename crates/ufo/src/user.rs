@@ -1,15 +1,119 @@
 //! The person: answers from a file, then the terminal (when there is one), under the
 //! `--confirm` policy.
+//!
+//! Prompts are written to stderr and answers read from stdin, only when both are terminals.
+//! One background thread reads stdin line by line; lines typed while nothing was asked are
+//! dropped before each prompt, so a late answer never answers the next question. Each prompt
+//! waits at most the timeout (5 minutes; `UFO_PROMPT_TIMEOUT_SECS` overrides it, undocumented
+//! for now), after which it counts as no answer.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, IsTerminal, Write};
-use std::sync::Mutex;
+use std::io::{BufRead, IsTerminal};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use serde_json::Value;
+use tokio::sync::mpsc;
 use ufo_core::{ConfirmRequest, Decision, UserIo};
 
 use crate::cli::ConfirmPolicy;
+use crate::console::{Console, Style, Verbosity};
+
+/// Default time a prompt waits for the person.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Environment variable overriding the prompt timeout (seconds, fractions allowed).
+pub const TIMEOUT_ENV: &str = "UFO_PROMPT_TIMEOUT_SECS";
+
+/// The prompt timeout from [`TIMEOUT_ENV`], else the default; a bad value is reported and
+/// ignored.
+fn timeout_from_env(value: Option<String>) -> (Duration, Option<String>) {
+    match value {
+        None => (DEFAULT_TIMEOUT, None),
+        Some(v) => match v.trim().parse::<f64>() {
+            Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => (Duration::from_secs_f64(s), None),
+            _ => (
+                DEFAULT_TIMEOUT,
+                Some(format!(
+                    "{TIMEOUT_ENV} is {v:?}; set it to a number of seconds above 0 (using 300)"
+                )),
+            ),
+        },
+    }
+}
+
+/// Lines from stdin, read by one background thread. `None` in the channel means end of input.
+struct StdinLines {
+    rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<Option<String>>>,
+    eof: std::sync::atomic::AtomicBool,
+}
+
+impl StdinLines {
+    fn start() -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        // A plain thread (not the runtime's blocking pool): a read still waiting when the
+        // session ends must not keep the process alive.
+        let spawned = std::thread::Builder::new()
+            .name("ufo-stdin".into())
+            .spawn(move || {
+                let stdin = std::io::stdin();
+                loop {
+                    let mut line = String::new();
+                    match stdin.lock().read_line(&mut line) {
+                        Ok(0) | Err(_) => {
+                            let _ = tx.send(None);
+                            return;
+                        }
+                        Ok(_) => {
+                            let l = line.trim_end_matches(['\r', '\n']).to_string();
+                            if tx.send(Some(l)).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
+        let eof = std::sync::atomic::AtomicBool::new(spawned.is_err());
+        Self {
+            rx: tokio::sync::Mutex::new(rx),
+            eof,
+        }
+    }
+
+    /// Drop what was typed while nothing was asked; false when input has ended.
+    async fn drain(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        if self.eof.load(Ordering::SeqCst) {
+            return false;
+        }
+        let mut rx = self.rx.lock().await;
+        while let Ok(x) = rx.try_recv() {
+            if x.is_none() {
+                self.eof.store(true, Ordering::SeqCst);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The next line, within `timeout`; `None` on timeout or EOF.
+    async fn next(&self, timeout: Duration) -> Option<String> {
+        use std::sync::atomic::Ordering;
+        if self.eof.load(Ordering::SeqCst) {
+            return None;
+        }
+        let mut rx = self.rx.lock().await;
+        match tokio::time::timeout(timeout, rx.recv()).await {
+            Ok(Some(Some(line))) => Some(line),
+            Ok(_) => {
+                self.eof.store(true, Ordering::SeqCst);
+                None
+            }
+            Err(_) => None,
+        }
+    }
+}
 
 /// `UserIo` for the command line.
 pub struct CliUser {
@@ -18,17 +122,36 @@ pub struct CliUser {
     requests: Mutex<VecDeque<String>>,
     tty: bool,
     timeout: Duration,
+    console: Arc<Console>,
+    stdin: std::sync::OnceLock<StdinLines>,
 }
 
 impl CliUser {
     /// A user with this policy, scripted answers and follow-up requests.
+    #[allow(dead_code)]
     pub fn new(confirm: ConfirmPolicy, answers: Vec<String>, requests: Vec<String>) -> Self {
+        Self::with_console(confirm, answers, requests, Console::new(Verbosity::Normal))
+    }
+
+    /// As [`CliUser::new`], prompting through `console` (which pauses the status line).
+    pub fn with_console(
+        confirm: ConfirmPolicy,
+        answers: Vec<String>,
+        requests: Vec<String>,
+        console: Arc<Console>,
+    ) -> Self {
+        let (timeout, warning) = timeout_from_env(std::env::var(TIMEOUT_ENV).ok());
+        if let Some(w) = warning {
+            console.line(&format!("warning: {w}"));
+        }
         Self {
             confirm,
             answers: Mutex::new(answers.into()),
             requests: Mutex::new(requests.into()),
             tty: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
-            timeout: Duration::from_secs(300),
+            timeout,
+            console,
+            stdin: std::sync::OnceLock::new(),
         }
     }
 
@@ -37,25 +160,71 @@ impl CliUser {
         g.pop_front()
     }
 
-    /// Read one line from the terminal, bounded by the timeout; `None` on timeout or EOF.
+    /// Show `prompt` and read one line from the terminal, bounded by the timeout; `None` on
+    /// timeout, EOF, or without a terminal.
     async fn read_line(&self, prompt: String) -> Option<String> {
         if !self.tty {
             return None;
         }
-        let task = tokio::task::spawn_blocking(move || {
-            let mut err = std::io::stderr();
-            let _ = write!(err, "{prompt}");
-            let _ = err.flush();
-            let mut line = String::new();
-            match std::io::stdin().lock().read_line(&mut line) {
-                Ok(0) | Err(_) => None,
-                Ok(_) => Some(line.trim_end_matches(['\r', '\n']).to_string()),
-            }
-        });
-        match tokio::time::timeout(self.timeout, task).await {
-            Ok(Ok(line)) => line,
-            _ => None,
+        let lines = self.stdin.get_or_init(StdinLines::start);
+        // Drop earlier keystrokes before the question is shown, never after: an answer
+        // typed as soon as the prompt appears must count.
+        if !lines.drain().await {
+            return None;
         }
+        self.console.pause();
+        self.console.write_raw(prompt.as_bytes());
+        let answer = lines.next(self.timeout).await;
+        if answer.is_none() {
+            let why = if lines.eof.load(std::sync::atomic::Ordering::SeqCst) {
+                "\n(input closed; counted as no answer)".to_string()
+            } else {
+                format!(
+                    "\n(no answer within {} s; counted as no answer)",
+                    self.timeout.as_secs_f64()
+                )
+            };
+            self.console.line(&self.console.paint(Style::Yellow, &why));
+        }
+        self.console.resume();
+        answer
+    }
+
+    /// The lines that show a held action: what it is, on which control, with which text.
+    fn describe_held(&self, request: &ConfirmRequest) -> String {
+        let c = &self.console;
+        let a = &request.action;
+        let held = a.get("held").unwrap_or(a);
+        let field = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let mut out = format!(
+            "\n{} {} wants to: {}\n",
+            c.paint(Style::Yellow, "CONFIRM"),
+            c.paint(Style::Cyan, &request.agent),
+            c.paint(Style::Bold, &request.description)
+        );
+        let (label, text) = (field(held, "control_label"), field(held, "control_text"));
+        if !label.is_empty() || !text.is_empty() {
+            out.push_str(&format!("  control: [{label}] {text}\n"));
+        }
+        let args = held.get("args").cloned().unwrap_or(Value::Null);
+        for (k, name) in [
+            ("text", "text to type"),
+            ("keys", "keys to type"),
+            ("item", "item"),
+        ] {
+            if let Some(v) = args.get(k).and_then(Value::as_str) {
+                out.push_str(&format!("  {name}: {v:?}\n"));
+            }
+        }
+        let bash = field(held, "bash");
+        if !bash.is_empty() {
+            out.push_str(&format!(
+                "  shell command: {}\n",
+                c.paint(Style::Bold, &bash)
+            ));
+        }
+        out.push_str("Approve? [y/N] ");
+        out
     }
 }
 
@@ -66,16 +235,22 @@ impl UserIo for CliUser {
             ConfirmPolicy::Yes => Decision::Approve,
             ConfirmPolicy::No => Decision::Reject,
             ConfirmPolicy::Ask => {
-                let prompt = format!(
-                    "\n{} wants to: {}\nApprove? [y/N] ",
-                    request.agent, request.description
-                );
-                match self.read_line(prompt).await {
+                let prompt = self.describe_held(request);
+                let decision = match self.read_line(prompt).await {
                     Some(a) if matches!(a.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
                         Decision::Approve
                     }
                     _ => Decision::Reject,
+                };
+                tracing::info!(agent = %request.agent, action = %request.description, ?decision, "confirmation");
+                if self.tty {
+                    let word = match decision {
+                        Decision::Approve => self.console.paint(Style::Green, "approved"),
+                        Decision::Reject => self.console.paint(Style::Red, "rejected"),
+                    };
+                    self.console.line(&word);
                 }
+                decision
             }
         }
     }
@@ -84,9 +259,18 @@ impl UserIo for CliUser {
         if let Some(a) = Self::pop(&self.answers) {
             return Some(a);
         }
-        self.read_line(format!("\n{agent} asks: {question}\n> "))
+        let prompt = format!(
+            "\n{} {} asks: {}\n> ",
+            self.console.paint(Style::Yellow, "QUESTION"),
+            self.console.paint(Style::Cyan, agent),
+            self.console.paint(Style::Bold, question)
+        );
+        let answer = self
+            .read_line(prompt)
             .await
-            .filter(|a| !a.trim().is_empty())
+            .filter(|a| !a.trim().is_empty());
+        tracing::info!(agent, question, answered = answer.is_some(), "question");
+        answer
     }
 
     async fn follow_up(&self) -> Option<String> {
@@ -96,5 +280,28 @@ impl UserIo for CliUser {
         self.read_line("\nAnything else? (empty line ends the session)\n> ".into())
             .await
             .filter(|a| !a.trim().is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_timeout_from_the_environment() {
+        assert_eq!(timeout_from_env(None), (DEFAULT_TIMEOUT, None));
+        assert_eq!(
+            timeout_from_env(Some("1".into())),
+            (Duration::from_secs(1), None)
+        );
+        assert_eq!(
+            timeout_from_env(Some("0.5".into())).0,
+            Duration::from_millis(500)
+        );
+        for bad in ["0", "-1", "soon", "inf"] {
+            let (d, w) = timeout_from_env(Some(bad.into()));
+            assert_eq!(d, DEFAULT_TIMEOUT);
+            assert!(w.is_some_and(|w| w.contains(TIMEOUT_ENV)), "{bad}");
+        }
     }
 }

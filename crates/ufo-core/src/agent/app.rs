@@ -6,20 +6,24 @@ use serde_json::{json, Value};
 
 use super::host::clip;
 use super::{ask_model, resolve, Assignment, Cx, Handoff, StepReport, SubAgent, SubtaskRecord};
-use crate::action::UiAction;
+use crate::action::{canonical_name, UiAction};
 use crate::blackboard::{QuestionAnswer, Trajectory};
 use crate::config::{AgentMode, OnSubtaskFail};
-use crate::ports::{ConfirmRequest, Control, Decision, WindowInfo, WindowObservation};
+use crate::ports::{
+    ConfirmRequest, Control, Decision, ToolProvider, ToolSpec, WindowInfo, WindowObservation,
+};
 use crate::processor::{Processor, StepRunner};
 use crate::response::AppResponse;
 use crate::session::SessionStatus;
 use crate::status::{AppStatus, HostStatus};
 
 /// The AppAgent's strategies, by phase: DATA_COLLECTION [`Settle`, `Observe`],
-/// LLM_INTERACTION [`AskModel`], ACTION_EXECUTION [`Execute`], MEMORY_UPDATE [`Remember`].
+/// [`ListTools`], LLM_INTERACTION [`AskModel`], ACTION_EXECUTION [`Execute`], MEMORY_UPDATE
+/// [`Remember`].
 ///
 /// [`Settle`]: AppStrategy::Settle
 /// [`Observe`]: AppStrategy::Observe
+/// [`ListTools`]: AppStrategy::ListTools
 /// [`AskModel`]: AppStrategy::AskModel
 /// [`Execute`]: AppStrategy::Execute
 /// [`Remember`]: AppStrategy::Remember
@@ -29,6 +33,8 @@ pub enum AppStrategy {
     Settle,
     /// Observe the window: controls, labels, screenshots.
     Observe,
+    /// List the tools (e.g. MCP) this application's agent may call.
+    ListTools,
     /// Build the prompt, ask the model, validate (re-asking when invalid).
     AskModel,
     /// Resolve the control and run the action, or hold it (CONFIRM).
@@ -37,12 +43,128 @@ pub enum AppStrategy {
     Remember,
 }
 
+/// What the model chose to do: a GUI function on a control, or a tool call.
+#[derive(Debug, Clone)]
+enum Planned {
+    Ui {
+        action: UiAction,
+        control: Option<Control>,
+        label: String,
+    },
+    Tool {
+        name: String,
+        args: Value,
+    },
+    /// Speculative multi-action: run in order, each checked against a fresh observation.
+    Batch(Vec<Planned>),
+}
+
+impl Planned {
+    /// One line describing it.
+    fn describe(&self) -> String {
+        match self {
+            Planned::Ui {
+                action,
+                control,
+                label,
+            } => describe(action, control.as_ref(), label),
+            Planned::Tool { name, args } => format!("tool {name} {args}"),
+            Planned::Batch(list) => {
+                let parts: Vec<String> = list.iter().map(Planned::describe).collect();
+                format!("{} actions: {}", list.len(), parts.join("; "))
+            }
+        }
+    }
+
+    /// Its trajectory record.
+    fn record(&self) -> Value {
+        match self {
+            Planned::Ui {
+                action,
+                control,
+                label,
+            } => action_record(action, control.as_ref(), label),
+            Planned::Tool { name, args } => json!({"function": name, "args": args, "tool": true}),
+            Planned::Batch(list) => {
+                json!({"function": "batch", "batch": list.iter().map(Planned::record).collect::<Vec<_>>()})
+            }
+        }
+    }
+
+    /// Run it; a failure is text in the result, not an error.
+    async fn run(&self, cx: &mut Cx<'_>, window: &WindowInfo) -> String {
+        match self {
+            Planned::Ui {
+                action, control, ..
+            } => execute(cx, window, control.as_ref(), action).await,
+            Planned::Tool { name, args } => match cx.services.tools {
+                Some(tools) => match tools.call(&window.app_name, name, args).await {
+                    Ok(text) => clip(&text, 4000),
+                    Err(e) => format!("action failed: {e}"),
+                },
+                None => format!("action failed: no tool {name} is configured"),
+            },
+            Planned::Batch(list) => run_batch(cx, window, list).await.0,
+        }
+    }
+}
+
+/// Run a multi-action list in order. Before every action after the first, the window is
+/// observed again and the action's control must still be there, visible and enabled; the
+/// first that cannot run stops the list. Returns the text for the model and how many ran.
+async fn run_batch(cx: &mut Cx<'_>, window: &WindowInfo, list: &[Planned]) -> (String, usize) {
+    let n = list.len();
+    let mut lines = Vec::new();
+    for (i, planned) in list.iter().enumerate() {
+        if i > 0 {
+            if let Planned::Ui {
+                control: Some(c),
+                label,
+                ..
+            } = planned
+            {
+                let fresh = cx.services.desktop.observe(&window.id).await;
+                let problem = match &fresh {
+                    Err(e) => Some(format!("the window could not be observed: {e}")),
+                    Ok(obs) => match obs.controls.iter().find(|x| x.id == c.id) {
+                        None => Some(format!("control [{label}] \"{}\" is gone", c.name)),
+                        Some(x) if !x.enabled => {
+                            Some(format!("control [{label}] \"{}\" is disabled", c.name))
+                        }
+                        Some(_) => None,
+                    },
+                };
+                if let Some(p) = problem {
+                    lines.push(format!(
+                        "stopped before action {} ({}): {p}",
+                        i + 1,
+                        planned.describe()
+                    ));
+                    return (format!("ran {i} of {n} actions; {}", lines.join("; ")), i);
+                }
+            }
+        }
+        let out = Box::pin(planned.run(cx, window)).await;
+        let failed = out.starts_with("action failed");
+        lines.push(format!("{}. {} -> {out}", i + 1, planned.describe()));
+        if failed {
+            return (
+                format!(
+                    "ran {i} of {n} actions (action {} failed); {}",
+                    i + 1,
+                    lines.join("; ")
+                ),
+                i,
+            );
+        }
+    }
+    (format!("ran {n} of {n} actions; {}", lines.join("; ")), n)
+}
+
 /// An action held by the CONFIRM gate.
 #[derive(Debug, Clone)]
 struct Held {
-    action: UiAction,
-    control: Option<Control>,
-    label: String,
+    planned: Planned,
     /// Why the sensitive-action policy holds it, when the model did not ask for CONFIRM.
     sensitive: Option<String>,
 }
@@ -77,7 +199,11 @@ impl AppAgent {
             state: AppStatus::Continue,
             status: AppStatus::Continue,
             processor: Processor::new(
-                vec![AppStrategy::Settle, AppStrategy::Observe],
+                vec![
+                    AppStrategy::Settle,
+                    AppStrategy::Observe,
+                    AppStrategy::ListTools,
+                ],
                 vec![AppStrategy::AskModel],
                 vec![AppStrategy::Execute],
                 vec![AppStrategy::Remember],
@@ -141,6 +267,7 @@ impl AppAgent {
             cx,
             fresh,
             obs: None,
+            tools: Vec::new(),
             response: None,
             result: None,
             report: StepReport::default(),
@@ -207,11 +334,11 @@ impl AppAgent {
                 ..StepReport::default()
             };
         };
-        let mut described = describe(&held.action, held.control.as_ref(), &held.label);
+        let mut described = held.planned.describe();
         if let Some(reason) = &held.sensitive {
             described.push_str(&format!(" ({reason})"));
         }
-        let action_json = action_record(&held.action, held.control.as_ref(), &held.label);
+        let action_json = held.planned.record();
         let decision = if cx.services.config.safe_guard {
             cx.services
                 .user
@@ -232,7 +359,7 @@ impl AppAgent {
         };
         match decision {
             Decision::Approve => {
-                let r = execute(cx, &self.window, held.control.as_ref(), &held.action).await;
+                let r = held.planned.run(cx, &self.window).await;
                 record["executed"] = true.into();
                 self.actions.push(format!("{described} (approved) -> {r}"));
                 self.memory
@@ -385,6 +512,87 @@ impl SubAgent for AppAgent {
     }
 }
 
+/// Why the sensitive-action policy holds a planned action (any action of a list).
+fn sensitive_reason(
+    policy: &crate::sensitive::SensitivePolicy,
+    planned: &Planned,
+) -> Option<String> {
+    match planned {
+        Planned::Ui {
+            action, control, ..
+        } => policy.action_reason(action, control.as_ref()),
+        Planned::Tool { name, .. } => policy.tool_reason(name),
+        Planned::Batch(list) => list.iter().find_map(|p| sensitive_reason(policy, p)),
+    }
+}
+
+/// Turn one chosen function into a planned action: a tool call, or a GUI function on the
+/// control resolved from the label and text. The error is the step's result.
+fn plan(
+    function: &str,
+    args: &Value,
+    label: &str,
+    text: &str,
+    obs: &WindowObservation,
+    tools: &[ToolSpec],
+) -> Result<Planned, String> {
+    let function = function.trim();
+    if canonical_name(function).is_none() {
+        if let Some(tool) = tools.iter().find(|t| t.name == function) {
+            return Ok(Planned::Tool {
+                name: tool.name.clone(),
+                args: args.clone(),
+            });
+        }
+    }
+    let action = UiAction::parse(function, args)?;
+    let control = if action.needs_control() {
+        let idx = resolve(label, text, obs.controls.len(), |i| {
+            vec![obs.controls[i].name.as_str()]
+        });
+        match idx {
+            Some(i) => Some(obs.controls[i].clone()),
+            None => return Err(format!(
+                "action failed: no control matches ControlLabel {label:?} / ControlText {text:?}; \
+                     pick a label from the control list"
+            )),
+        }
+    } else {
+        None
+    };
+    let label = match &control {
+        Some(c) => obs
+            .controls
+            .iter()
+            .position(|x| x.id == c.id)
+            .map(|i| (i + 1).to_string())
+            .unwrap_or_default(),
+        None => String::new(),
+    };
+    Ok(Planned::Ui {
+        action,
+        control,
+        label,
+    })
+}
+
+/// The tools as prompt lines.
+fn tools_text(tools: &[ToolSpec]) -> String {
+    if tools.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "Tools (call one with \"Function\": its name and \"Args\" matching its schema; no control needed):\n",
+    );
+    for t in tools {
+        s.push_str(&format!(
+            "- {}: {} Args schema: {}\n",
+            t.name, t.description, t.input_schema
+        ));
+    }
+    s
+}
+
 /// One line describing an action.
 fn describe(action: &UiAction, control: Option<&Control>, label: &str) -> String {
     let args = action.args();
@@ -444,6 +652,7 @@ struct AppStep<'s, 'a> {
     cx: &'s mut Cx<'a>,
     fresh: bool,
     obs: Option<WindowObservation>,
+    tools: Vec<ToolSpec>,
     response: Option<AppResponse>,
     result: Option<String>,
     report: StepReport,
@@ -462,6 +671,10 @@ impl StepRunner for AppStep<'_, '_> {
                 Ok(())
             }
             AppStrategy::Observe => self.observe().await,
+            AppStrategy::ListTools => {
+                self.list_tools().await;
+                Ok(())
+            }
             AppStrategy::AskModel => self.ask().await,
             AppStrategy::Execute => {
                 self.execute().await;
@@ -577,7 +790,8 @@ impl AppStep<'_, '_> {
             "controls": controls,
             "memory": memory,
             "last_result": self.agent.last_result,
-            "extra_functions": "",
+            "extra_functions": tools_text(&self.tools),
+            "multi_action": svc.config.multi_action,
         });
         let system = svc
             .prompts
@@ -597,6 +811,7 @@ impl AppStep<'_, '_> {
             _ => Vec::new(),
         };
         let from = self.agent.state;
+        let tools = self.tools.clone();
         let response = ask_model(
             svc.app_llm,
             "app",
@@ -604,7 +819,7 @@ impl AppStep<'_, '_> {
             system,
             user,
             images,
-            |raw| validate_app(raw, from),
+            |raw| validate_app(raw, from, &tools, svc.tools, svc.config.multi_action),
             &mut self.report.llm,
             &mut self.transcript,
         )
@@ -617,60 +832,73 @@ impl AppStep<'_, '_> {
         let (Some(r), Some(obs)) = (&self.response, &self.obs) else {
             return;
         };
+        if !r.actions.is_empty() {
+            let mut list = Vec::new();
+            for (i, a) in r.actions.iter().enumerate() {
+                match plan(
+                    &a.function,
+                    &a.args,
+                    &a.control_label,
+                    &a.control_text,
+                    obs,
+                    &self.tools,
+                ) {
+                    Ok(p) => list.push(p),
+                    Err(e) => {
+                        if list.is_empty() {
+                            self.result = Some(format!("action 1 of the list: {e}"));
+                            return;
+                        }
+                        // Run what can run; the model hears where the list stopped.
+                        self.result = Some(format!("action {} of the list: {e}", i + 1));
+                        break;
+                    }
+                }
+            }
+            let planned = Planned::Batch(list);
+            self.carry_out(planned).await;
+            return;
+        }
         if r.function.trim().is_empty() {
             return;
         }
-        let action = match UiAction::parse(&r.function, &r.args) {
-            Ok(a) => a,
-            // Validated in AskModel; kept as a result rather than a panic.
+        let planned = match plan(
+            &r.function,
+            &r.args,
+            &r.control_label,
+            &r.control_text,
+            obs,
+            &self.tools,
+        ) {
+            Ok(p) => p,
             Err(e) => {
+                if let Ok(action) = UiAction::parse(&r.function, &r.args) {
+                    let mut rec = action_record(&action, None, &r.control_label);
+                    rec["executed"] = false.into();
+                    self.report.action = Some(rec);
+                }
                 self.result = Some(e);
                 return;
             }
         };
-        let control = if action.needs_control() {
-            let idx = resolve(&r.control_label, &r.control_text, obs.controls.len(), |i| {
-                vec![obs.controls[i].name.as_str()]
-            });
-            match idx {
-                Some(i) => Some(obs.controls[i].clone()),
-                None => {
-                    let mut rec = action_record(&action, None, &r.control_label);
-                    rec["executed"] = false.into();
-                    self.report.action = Some(rec);
-                    self.result = Some(format!(
-                        "action failed: no control matches ControlLabel {:?} / ControlText {:?}; \
-                         pick a label from the control list",
-                        r.control_label, r.control_text
-                    ));
-                    return;
-                }
-            }
-        } else {
-            None
+        self.carry_out(planned).await;
+    }
+
+    /// Hold, run or drop the planned action according to the status (and the sensitive-action
+    /// policy), and record it.
+    async fn carry_out(&mut self, planned: Planned) {
+        let Some(r) = &self.response else {
+            return;
         };
-        let label = match &control {
-            Some(c) => obs
-                .controls
-                .iter()
-                .position(|x| x.id == c.id)
-                .map(|i| (i + 1).to_string())
-                .unwrap_or_default(),
-            None => String::new(),
-        };
-        let mut rec = action_record(&action, control.as_ref(), &label);
+        let mut rec = planned.record();
         let mut status = r.status;
         let mut sensitive = None;
         if matches!(
             status,
             AppStatus::Continue | AppStatus::Screenshot | AppStatus::Finish
         ) {
-            sensitive = self
-                .cx
-                .services
-                .config
-                .sensitive
-                .action_reason(&action, control.as_ref());
+            let policy = &self.cx.services.config.sensitive;
+            sensitive = sensitive_reason(policy, &planned);
             if let Some(reason) = &sensitive {
                 // The model did not ask, but the policy holds this action all the same.
                 rec["sensitive"] = reason.clone().into();
@@ -685,25 +913,45 @@ impl AppStep<'_, '_> {
                 // The gate: the action is held, not executed, until the person approves.
                 rec["executed"] = false.into();
                 rec["held"] = true.into();
-                self.agent.held = Some(Held {
-                    action,
-                    control,
-                    label,
-                    sensitive,
-                });
+                self.agent.held = Some(Held { planned, sensitive });
                 self.result = Some("held for confirmation".into());
             }
             AppStatus::Continue | AppStatus::Screenshot | AppStatus::Finish => {
-                let out = execute(self.cx, &self.agent.window, control.as_ref(), &action).await;
+                let out = match &planned {
+                    Planned::Batch(list) => {
+                        let (out, done) = run_batch(self.cx, &self.agent.window, list).await;
+                        rec["completed"] = done.into();
+                        // A cut-short list is news the model must see: keep going.
+                        if done < list.len() {
+                            if let Some(resp) = self.response.as_mut() {
+                                if resp.status == AppStatus::Finish {
+                                    resp.status = AppStatus::Continue;
+                                }
+                            }
+                        }
+                        out
+                    }
+                    _ => planned.run(self.cx, &self.agent.window).await,
+                };
                 rec["executed"] = true.into();
-                self.agent.actions.push(format!(
-                    "{} -> {out}",
-                    describe(&action, control.as_ref(), &label)
-                ));
-                if matches!(action, UiAction::ReadText) && !out.starts_with("action failed") {
+                self.agent
+                    .actions
+                    .push(format!("{} -> {out}", planned.describe()));
+                let is_read = matches!(
+                    planned,
+                    Planned::Ui {
+                        action: UiAction::ReadText,
+                        ..
+                    } | Planned::Tool { .. }
+                );
+                if is_read && !out.starts_with("action failed") {
                     self.agent.result = out.clone();
                 }
-                self.result = Some(out);
+                self.result = Some(match self.result.take() {
+                    // A list planned only in part: say which action could not be planned.
+                    Some(note) => format!("{out}; {note}"),
+                    None => out,
+                });
             }
             AppStatus::Pending | AppStatus::Fail | AppStatus::Error => {
                 rec["executed"] = false.into();
@@ -711,11 +959,34 @@ impl AppStep<'_, '_> {
         }
         self.report.action = Some(rec);
     }
+
+    /// List the tools this application's AppAgent may call. A provider that cannot list them
+    /// is a warning, not a failed step: the GUI functions still work.
+    async fn list_tools(&mut self) {
+        let Some(provider) = self.cx.services.tools else {
+            return;
+        };
+        match provider.tools_for(&self.agent.window.app_name).await {
+            Ok(tools) => self.tools = tools,
+            Err(e) => {
+                self.tools.clear();
+                self.report
+                    .artifacts
+                    .insert("tool_warning".into(), e.to_string().into());
+            }
+        }
+    }
 }
 
 /// Parse an app answer, check the status against the matrix and the function against the
-/// function table.
-fn validate_app(raw: &str, from: AppStatus) -> Result<AppResponse, String> {
+/// function table or the tools (their Args against the tool's schema).
+fn validate_app(
+    raw: &str,
+    from: AppStatus,
+    tools: &[ToolSpec],
+    provider: Option<&dyn ToolProvider>,
+    multi: bool,
+) -> Result<AppResponse, String> {
     let r = AppResponse::parse(raw)?;
     if !from.llm_may_go(r.status) {
         return Err(format!(
@@ -723,10 +994,49 @@ fn validate_app(raw: &str, from: AppStatus) -> Result<AppResponse, String> {
             r.status
         ));
     }
-    if !r.function.trim().is_empty() {
-        UiAction::parse(&r.function, &r.args)?;
+    if !r.actions.is_empty() {
+        if !multi {
+            return Err(
+                "several Actions in one answer are turned off; give one action with Function and Args"
+                    .into(),
+            );
+        }
+        for (i, a) in r.actions.iter().enumerate() {
+            check_function(&a.function, &a.args, tools, provider)
+                .map_err(|e| format!("Actions[{i}]: {e}"))?;
+        }
+        return Ok(r);
     }
+    check_function(&r.function, &r.args, tools, provider)?;
     Ok(r)
+}
+
+/// A function must be a GUI function with valid Args, or a tool whose schema the Args match.
+fn check_function(
+    function: &str,
+    args: &Value,
+    tools: &[ToolSpec],
+    provider: Option<&dyn ToolProvider>,
+) -> Result<(), String> {
+    let function = function.trim();
+    if function.is_empty() {
+        return Ok(());
+    }
+    if canonical_name(function).is_none() {
+        if let (Some(tool), Some(provider)) = (tools.iter().find(|t| t.name == function), provider)
+        {
+            return provider.validate(tool, args).map_err(|e| e.to_string());
+        }
+    }
+    UiAction::parse(function, args).map_err(|e| {
+        if tools.is_empty() {
+            e
+        } else {
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            format!("{e}; or one of the tools: {}", names.join(", "))
+        }
+    })?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -738,12 +1048,18 @@ mod tests {
         let e = validate_app(
             r#"{"Observation":"o","Thought":"t","Function":"drag","Status":"CONTINUE"}"#,
             AppStatus::Continue,
+            &[],
+            None,
+            false,
         )
         .unwrap_err();
         assert!(e.contains("unknown function"), "{e}");
         assert!(validate_app(
             r#"{"Observation":"o","Thought":"t","Function":"click_input","Args":{},"Status":"SCREENSHOT"}"#,
-            AppStatus::Continue
+            AppStatus::Continue,
+            &[],
+            None,
+            false
         )
         .is_ok());
     }

@@ -7,7 +7,9 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::{ask_model, cache_key, resolve, AgentFactory, Assignment, Cx, StepReport, SubAgent};
+use super::{
+    ask_model, cache_key, resolve, AgentFactory, AgentTarget, Assignment, Cx, StepReport, SubAgent,
+};
 use crate::blackboard::QuestionAnswer;
 use crate::ports::{ConfirmRequest, Decision, LaunchableApp, Screenshot, WindowInfo};
 use crate::processor::{Processor, StepRunner};
@@ -64,6 +66,22 @@ struct HostAction {
     sensitive: Option<String>,
 }
 
+/// What the host assigns to: an application window or a third-party agent.
+#[derive(Debug, Clone)]
+enum Target {
+    Window(WindowInfo),
+    Agent(AgentTarget),
+}
+
+impl Target {
+    fn title(&self) -> &str {
+        match self {
+            Target::Window(w) => &w.title,
+            Target::Agent(a) => &a.name,
+        }
+    }
+}
+
 /// The HostAgent.
 pub struct HostAgent {
     state: HostStatus,
@@ -76,7 +94,7 @@ pub struct HostAgent {
     messages: Vec<String>,
     questions: Vec<String>,
     held: Option<HostAction>,
-    selected: Option<WindowInfo>,
+    selected: Option<Target>,
     agents: HashMap<String, Box<dyn SubAgent>>,
     active: Option<String>,
     factory: Box<dyn AgentFactory>,
@@ -215,6 +233,7 @@ impl HostAgent {
             cx,
             windows: Vec::new(),
             launchable: Vec::new(),
+            agents: Vec::new(),
             screenshot: None,
             response: None,
             results: Vec::new(),
@@ -249,7 +268,7 @@ impl HostAgent {
     }
 
     fn handle_assign(&mut self) -> StepReport {
-        let Some(window) = self.selected.clone() else {
+        let Some(target) = self.selected.clone() else {
             self.status = HostStatus::Error;
             return StepReport {
                 status: "ERROR".into(),
@@ -257,12 +276,39 @@ impl HostAgent {
                 ..StepReport::default()
             };
         };
-        let key = cache_key(&window);
-        let factory = &self.factory;
-        let agent = self
-            .agents
-            .entry(key.clone())
-            .or_insert_with(|| factory.create(&window));
+        let (key, window) = match &target {
+            Target::Window(w) => (cache_key(w), w.clone()),
+            Target::Agent(a) => (
+                format!("agent/{}", a.name),
+                WindowInfo {
+                    id: a.name.clone(),
+                    title: a.name.clone(),
+                    app_name: a.name.clone(),
+                    process: "agent".into(),
+                    pid: None,
+                    rect: None,
+                },
+            ),
+        };
+        if !self.agents.contains_key(&key) {
+            let created = match &target {
+                Target::Window(w) => Some(self.factory.create(w)),
+                Target::Agent(a) => self.factory.create_agent(&a.name),
+            };
+            let Some(agent) = created else {
+                self.status = HostStatus::Error;
+                return StepReport {
+                    status: "ERROR".into(),
+                    error: Some(format!("no agent can be created for {}", target.title())),
+                    ..StepReport::default()
+                };
+            };
+            self.agents.insert(key.clone(), agent);
+        }
+        let Some(agent) = self.agents.get_mut(&key) else {
+            self.status = HostStatus::Error;
+            return StepReport::default();
+        };
         agent.begin(Assignment {
             subtask: self.current_subtask.clone(),
             messages: self.messages.clone(),
@@ -402,6 +448,7 @@ struct HostStep<'s, 'a> {
     cx: &'s mut Cx<'a>,
     windows: Vec<WindowInfo>,
     launchable: Vec<LaunchableApp>,
+    agents: Vec<AgentTarget>,
     screenshot: Option<Screenshot>,
     response: Option<HostResponse>,
     results: Vec<String>,
@@ -435,6 +482,7 @@ impl StepRunner for HostStep<'_, '_> {
                 let d = self.cx.services.desktop;
                 self.windows = d.windows().await.map_err(|e| e.to_string())?;
                 self.launchable = d.launchable().await.map_err(|e| e.to_string())?;
+                self.agents = self.host.factory.agents();
                 Ok(())
             }
             HostStrategy::AskModel => self.ask().await,
@@ -463,8 +511,8 @@ impl StepRunner for HostStep<'_, '_> {
                 if !r.current_subtask.is_empty() {
                     line.push_str(&format!(", subtask \"{}\"", r.current_subtask));
                 }
-                if let Some(w) = &host.selected {
-                    line.push_str(&format!(", window \"{}\"", w.title));
+                if let Some(t) = &host.selected {
+                    line.push_str(&format!(", target \"{}\"", t.title()));
                 }
                 if !r.bash.is_empty() {
                     line.push_str(&format!(", bash `{}`", r.bash));
@@ -561,6 +609,12 @@ impl HostStep<'_, '_> {
             "blackboard": self.cx.blackboard.render(),
             "windows": windows,
             "launchable": self.launchable,
+            "agents": self
+                .agents
+                .iter()
+                .enumerate()
+                .map(|(i, a)| json!({"label": self.windows.len() + i + 1, "name": a.name, "description": a.description}))
+                .collect::<Vec<_>>(),
             "previous_subtasks": self.cx.previous_subtasks,
             "plan": self.host.plan,
             "memory": memory,
@@ -607,12 +661,23 @@ impl HostStep<'_, '_> {
             self.windows = desktop.windows().await.map_err(|e| e.to_string())?;
             self.launchable = desktop.launchable().await.map_err(|e| e.to_string())?;
         }
-        let found = resolve(&r.control_label, &r.control_text, self.windows.len(), |i| {
-            let w = &self.windows[i];
-            vec![w.title.as_str(), w.app_name.as_str(), w.process.as_str()]
-        });
+        let n = self.windows.len();
+        let found = resolve(
+            &r.control_label,
+            &r.control_text,
+            n + self.agents.len(),
+            |i| match self.windows.get(i) {
+                Some(w) => vec![w.title.as_str(), w.app_name.as_str(), w.process.as_str()],
+                None => self
+                    .agents
+                    .get(i - n)
+                    .map(|a| vec![a.name.as_str()])
+                    .unwrap_or_default(),
+            },
+        );
         let window = match found {
-            Some(i) => Some(self.windows[i].clone()),
+            Some(i) if i < n => Some(Target::Window(self.windows[i].clone())),
+            Some(i) => self.agents.get(i - n).cloned().map(Target::Agent),
             None => {
                 let text = r.control_text.trim();
                 match self
@@ -623,7 +688,7 @@ impl HostStep<'_, '_> {
                     Some(app) => match desktop.launch(&app.name).await {
                         Ok(w) => {
                             self.results.push(format!("launched {}", app.name));
-                            Some(w)
+                            Some(Target::Window(w))
                         }
                         Err(e) => {
                             self.results
@@ -636,11 +701,11 @@ impl HostStep<'_, '_> {
             }
         };
         match window {
-            Some(w) => {
+            Some(t) => {
                 if let Some(a) = self.report.action.as_mut() {
-                    a["window"] = w.title.clone().into();
+                    a["window"] = t.title().into();
                 }
-                self.host.selected = Some(w);
+                self.host.selected = Some(t);
             }
             None => {
                 // Not an ERROR: the model sees the failure and tries again.

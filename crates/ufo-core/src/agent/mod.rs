@@ -18,8 +18,8 @@ use serde_json::{Map, Value};
 use crate::blackboard::Blackboard;
 use crate::config::Config;
 use crate::ports::{
-    ChatMessage, ChatRequest, ContentPart, Desktop, LlmClient, MessageRole, Recorder, UserIo,
-    WindowInfo,
+    ChatMessage, ChatRequest, ContentPart, Desktop, LlmClient, MessageRole, Recorder, ToolProvider,
+    UserIo, WindowInfo,
 };
 use crate::prompt::Prompts;
 use crate::session::SessionStatus;
@@ -40,6 +40,8 @@ pub struct Services<'a> {
     pub config: &'a Config,
     /// Compiled prompt templates.
     pub prompts: &'a Prompts,
+    /// Tools for the AppAgents beside the GUI functions, if any.
+    pub tools: Option<&'a dyn ToolProvider>,
 }
 
 /// A finished subtask, as the host sees it in "previous subtasks".
@@ -162,7 +164,8 @@ pub struct Assignment {
     pub subtask: String,
     /// The host's hints.
     pub messages: Vec<String>,
-    /// The window to operate.
+    /// The window to operate; for a third-party agent target, a stand-in whose `app_name` is
+    /// the target's name and whose `process` is `agent`.
     pub window: WindowInfo,
 }
 
@@ -200,10 +203,31 @@ pub trait SubAgent: Send {
     fn next_state(&mut self, cx: &mut Cx<'_>) -> Handoff;
 }
 
+/// A third-party agent the host can assign subtasks to like an application (e.g. a shell
+/// agent), listed in the host's prompt with its description.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentTarget {
+    /// The name the host uses in `ControlText`.
+    pub name: String,
+    /// What it is good for.
+    pub description: String,
+}
+
 /// Creates sub-agents for the windows (or other targets) the host assigns to.
 pub trait AgentFactory: Send + Sync {
     /// A new agent for this window.
     fn create(&self, window: &WindowInfo) -> Box<dyn SubAgent>;
+
+    /// Third-party agents the host may assign to besides windows.
+    fn agents(&self) -> Vec<AgentTarget> {
+        Vec::new()
+    }
+
+    /// A new third-party agent by target name; `None` if this factory has none by that name.
+    fn create_agent(&self, name: &str) -> Option<Box<dyn SubAgent>> {
+        let _ = name;
+        None
+    }
 }
 
 /// The default factory: an AppAgent per application window.
@@ -221,11 +245,12 @@ pub fn cache_key(window: &WindowInfo) -> String {
     format!("{}/{}", window.app_name, window.process)
 }
 
-/// Ask the model, parsing and validating with `parse`; an invalid answer is sent back with
+/// Ask the model (for agent kinds outside this crate too), parsing and validating with
+/// `parse`; an invalid answer is sent back with
 /// its error, up to `json_parsing_retry` times. Returns the parsed answer, or the error that
 /// sends the agent to ERROR. Appends every exchange to `transcript`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) async fn ask_model<T>(
+pub async fn ask_model<T>(
     llm: &dyn LlmClient,
     agent_kind: &str,
     retries: u32,
@@ -288,7 +313,7 @@ pub(crate) async fn ask_model<T>(
 /// Find the index of the item a model means by `label` and `text` (DESIGN.md "Control
 /// resolution"): the label wins when its name matches `text` (or `text` is empty); otherwise
 /// `text` is matched exactly, then case-insensitively, against each item's names.
-pub(crate) fn resolve<'n>(
+pub fn resolve<'n>(
     label: &str,
     text: &str,
     count: usize,

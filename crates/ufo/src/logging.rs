@@ -1,0 +1,63 @@
+//! Logging through `tracing`: to stderr (through the [`Console`], at the verbosity's level, or
+//! `UFO_LOG`) and, for `ufo run`, to `<out>/ufo.log` at debug level with every step.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Layer as _};
+
+use crate::console::{Console, ConsoleWriter, Verbosity};
+
+/// Target of the per-step log records (kept out of stderr, which has the progress lines).
+pub const STEP_TARGET: &str = "ufo_trajectory";
+
+/// The stderr filter: `UFO_LOG` if set, else by verbosity.
+fn stderr_filter(verbosity: Verbosity) -> EnvFilter {
+    let base = std::env::var("UFO_LOG").ok().unwrap_or_else(|| {
+        match verbosity {
+            Verbosity::Quiet => "error",
+            Verbosity::Normal => "warn",
+            Verbosity::Verbose => "info",
+            Verbosity::Debug => "debug",
+        }
+        .to_string()
+    });
+    EnvFilter::try_new(format!("{base},{STEP_TARGET}=off"))
+        .unwrap_or_else(|_| EnvFilter::new(format!("warn,{STEP_TARGET}=off")))
+}
+
+/// Install the global subscriber. With `log_file`, also append every event (debug level for
+/// ufo's crates) to that file; a file that cannot be opened is a warning, not an error.
+pub fn init(console: &Arc<Console>, log_file: Option<&Path>) {
+    let stderr_layer = tracing_subscriber::fmt::layer()
+        .with_writer(ConsoleWriter(console.clone()))
+        .with_ansi(console.color())
+        .with_target(false)
+        .with_filter(stderr_filter(console.verbosity()));
+    let mut warning = None;
+    let file_layer = log_file.and_then(|p| {
+        match std::fs::OpenOptions::new().create(true).append(true).open(p) {
+            Ok(f) => Some(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(Mutex::new(f))
+                    .with_ansi(false)
+                    .with_filter(EnvFilter::new(format!(
+                        "info,ufo=debug,ufo_core=debug,ufo_llm=debug,ufo_desktop=debug,{STEP_TARGET}=info"
+                    ))),
+            ),
+            Err(e) => {
+                warning = Some(format!("cannot open the log file {}: {e}", p.display()));
+                None
+            }
+        }
+    });
+    let _ = tracing_subscriber::registry()
+        .with(stderr_layer)
+        .with(file_layer)
+        .try_init();
+    if let Some(w) = warning {
+        tracing::warn!("{w}");
+    }
+}

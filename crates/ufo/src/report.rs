@@ -1,0 +1,402 @@
+//! `ufo report <OUT>`: one self-contained HTML file (`<OUT>/report.html`) replaying a
+//! trajectory: the request, every step with its screenshot and the chosen control highlighted,
+//! the subtasks, the blackboard and how the session ended.
+//!
+//! The page needs no network: CSS and the little script are inline, screenshots are `data:`
+//! URIs, and a Content-Security-Policy forbids loading anything else. Every text from the
+//! trajectory is HTML-escaped by the template engine (auto-escaping is on for `.html`
+//! templates), so model output cannot inject markup.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use base64::Engine as _;
+use minijinja::{context, Environment, Value as TplValue};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::highlight;
+use crate::recorder::action_text;
+use crate::trajectory::{num, text, Trajectory};
+
+const TEMPLATE: &str = include_str!("report.html");
+
+/// Longest prompt text embedded per step (characters); the rest is cut with a note.
+const MAX_PROMPT_CHARS: usize = 200_000;
+
+/// The phases of a processor step, in order, as `timings_ms` names them.
+const PHASES: &[&str] = &[
+    "data_collection",
+    "llm_interaction",
+    "action_execution",
+    "memory_update",
+    "total",
+];
+
+#[derive(Serialize)]
+struct StepView {
+    seq: String,
+    round: u64,
+    agent: String,
+    role: String,
+    state: String,
+    status: String,
+    status_class: &'static str,
+    terminal: bool,
+    subtask: String,
+    thought: String,
+    action_summary: String,
+    action_json: String,
+    result: String,
+    error: String,
+    timings: Vec<(String, String)>,
+    llm_calls: u64,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    control_label: String,
+    control_text: String,
+    image: Option<TplValue>,
+    image_kind: String,
+    highlight: Option<Highlight>,
+    prompt: String,
+    notes: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Highlight {
+    left: String,
+    top: String,
+    width: String,
+    height: String,
+}
+
+#[derive(Serialize)]
+struct RoundView {
+    index: u64,
+    steps: Vec<StepView>,
+    end: Option<EndView>,
+}
+
+#[derive(Serialize)]
+struct EndView {
+    status: String,
+    status_class: &'static str,
+    reason: String,
+    message: String,
+    steps: u64,
+}
+
+#[derive(Serialize)]
+struct SubtaskView {
+    seq: String,
+    agent: String,
+    subtask: String,
+    status: String,
+    status_class: &'static str,
+    result: String,
+}
+
+fn status_class(s: &str) -> &'static str {
+    match s {
+        "FINISH" => "ok",
+        "FAIL" | "REJECTED" => "fail",
+        "ERROR" => "error",
+        "CONFIRM" | "PENDING" => "wait",
+        _ => "neutral",
+    }
+}
+
+fn pct(part: i64, whole: u32) -> String {
+    if whole == 0 {
+        return "0".into();
+    }
+    format!("{:.3}", (part as f64) * 100.0 / f64::from(whole))
+}
+
+fn data_uri(png: &[u8]) -> TplValue {
+    // Base64 text is [A-Za-z0-9+/=] only: safe inside an attribute as it is.
+    TplValue::from_safe_string(format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(png)
+    ))
+}
+
+fn step_view(t: &Trajectory, e: &Value) -> StepView {
+    let action = e.get("action").filter(|a| !a.is_null());
+    // A held action's label sits under `held` for the host's CONFIRM.
+    let act_field = |k: &str| -> String {
+        action
+            .and_then(|a| a.get(k).or_else(|| a.get("held").and_then(|h| h.get(k))))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let control_label = act_field("control_label");
+    let control_text = act_field("control_text");
+    let llm = e.get("llm").cloned().unwrap_or(Value::Null);
+    let mut timings = Vec::new();
+    if let Some(m) = e.get("timings_ms").and_then(Value::as_object) {
+        let mut keys: Vec<&String> = m.keys().collect();
+        keys.sort_by_key(|k| PHASES.iter().position(|p| p == k).unwrap_or(PHASES.len()));
+        for k in keys {
+            if let Some(ms) = m.get(k).and_then(Value::as_f64) {
+                timings.push((k.replace('_', " "), format!("{ms:.1} ms")));
+            }
+        }
+    }
+    let mut notes = Vec::new();
+    let artifacts = e.get("artifacts").cloned().unwrap_or(Value::Null);
+    let art = |k: &str| artifacts.get(k).and_then(Value::as_str).map(str::to_string);
+    let mut image = None;
+    let mut image_kind = String::new();
+    let mut hl = None;
+    for (key, kind) in [
+        ("annotated", "annotated screenshot"),
+        ("screenshot", "screenshot"),
+    ] {
+        let Some(rel) = art(key) else { continue };
+        match t.artifact(&rel) {
+            Ok(bytes) => {
+                if key == "annotated" && !control_label.is_empty() {
+                    if let Some(f) = highlight::find_label(&bytes, &control_label) {
+                        hl = Some(Highlight {
+                            left: pct(i64::from(f.rect.x), f.width),
+                            top: pct(i64::from(f.rect.y), f.height),
+                            width: pct(i64::from(f.rect.w), f.width),
+                            height: pct(i64::from(f.rect.h), f.height),
+                        });
+                    }
+                }
+                image = Some(data_uri(&bytes));
+                image_kind = kind.to_string();
+                break;
+            }
+            Err(err) => notes.push(err),
+        }
+    }
+    let prompt = match art("prompt") {
+        Some(rel) => match t.artifact(&rel) {
+            Ok(bytes) => {
+                let s = String::from_utf8_lossy(&bytes);
+                if s.chars().count() > MAX_PROMPT_CHARS {
+                    let mut cut: String = s.chars().take(MAX_PROMPT_CHARS).collect();
+                    cut.push_str("\n… (cut; the whole text is in the trajectory folder)");
+                    cut
+                } else {
+                    s.into_owned()
+                }
+            }
+            Err(err) => {
+                notes.push(err);
+                String::new()
+            }
+        },
+        None => String::new(),
+    };
+    let status = text(e, "status").to_string();
+    StepView {
+        seq: e
+            .get("seq")
+            .map(|s| match s {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .unwrap_or_default(),
+        round: num(e, "round"),
+        agent: text(e, "agent").to_string(),
+        role: text(e, "role").to_string(),
+        state: text(e, "state").to_string(),
+        status_class: status_class(&status),
+        status,
+        terminal: e.get("terminal").and_then(Value::as_bool).unwrap_or(false),
+        subtask: text(e, "subtask").to_string(),
+        thought: text(e, "thought").to_string(),
+        action_summary: action.map(action_text).unwrap_or_default(),
+        action_json: action
+            .and_then(|a| serde_json::to_string_pretty(a).ok())
+            .unwrap_or_default(),
+        result: text(e, "result").to_string(),
+        error: text(e, "error").to_string(),
+        timings,
+        llm_calls: num(&llm, "calls"),
+        prompt_tokens: num(&llm, "prompt_tokens"),
+        completion_tokens: num(&llm, "completion_tokens"),
+        control_label,
+        control_text,
+        image,
+        image_kind,
+        highlight: hl,
+        prompt,
+        notes,
+    }
+}
+
+fn end_view(e: &Value) -> EndView {
+    let status = text(e, "status").to_string();
+    EndView {
+        status_class: status_class(&status),
+        status,
+        reason: text(e, "reason").to_string(),
+        message: text(e, "message").to_string(),
+        steps: num(e, "steps"),
+    }
+}
+
+/// Render the report of a trajectory as HTML text.
+pub fn render(t: &Trajectory) -> Result<String> {
+    let mut rounds: Vec<RoundView> = Vec::new();
+    let mut subtasks = Vec::new();
+    for e in &t.records {
+        let round = num(e, "round");
+        let idx = match rounds.iter().position(|r| r.index == round) {
+            Some(i) => i,
+            None if matches!(text(e, "type"), "step" | "round_end") => {
+                rounds.push(RoundView {
+                    index: round,
+                    steps: Vec::new(),
+                    end: None,
+                });
+                rounds.len() - 1
+            }
+            None => continue,
+        };
+        match text(e, "type") {
+            "step" => {
+                let view = step_view(t, e);
+                if let Some(archive) = e
+                    .get("action")
+                    .and_then(|a| a.get("archive"))
+                    .filter(|a| a.is_object())
+                {
+                    let status = text(archive, "status").to_string();
+                    subtasks.push(SubtaskView {
+                        seq: view.seq.clone(),
+                        agent: view.agent.clone(),
+                        subtask: text(archive, "subtask").to_string(),
+                        status_class: status_class(&status),
+                        status,
+                        result: text(archive, "result").to_string(),
+                    });
+                }
+                rounds[idx].steps.push(view);
+            }
+            "round_end" => rounds[idx].end = Some(end_view(e)),
+            _ => {}
+        }
+    }
+    let start = t.first("session_start").cloned().unwrap_or(Value::Null);
+    let end = t.last("session_end");
+    let mut problems = t.problems.clone();
+    let blackboard = match t.blackboard() {
+        Ok(b) => b,
+        Err(e) => {
+            problems.push(e);
+            None
+        }
+    };
+    let bb_text = |k: &str| -> Vec<String> {
+        blackboard
+            .as_ref()
+            .and_then(|b| b.get(k))
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|v| match v {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let questions: Vec<(String, String)> = blackboard
+        .as_ref()
+        .and_then(|b| b.get("questions"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|q| match q {
+                    Value::Object(_) => (
+                        text(q, "question").to_string(),
+                        q.get("answer")
+                            .and_then(Value::as_str)
+                            .unwrap_or("(no answer)")
+                            .to_string(),
+                    ),
+                    other => (other.to_string(), String::new()),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let trajectories: Vec<Value> = blackboard
+        .as_ref()
+        .and_then(|b| b.get("trajectories"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let trajectories: Vec<TplValue> = trajectories
+        .iter()
+        .map(|tr| {
+            let actions: Vec<String> = tr
+                .get("actions")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .map(|x| x.as_str().map(str::to_string).unwrap_or(x.to_string()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            TplValue::from_serialize(serde_json::json!({
+                "agent": text(tr, "agent"),
+                "subtask": text(tr, "subtask"),
+                "status": text(tr, "status"),
+                "status_class": status_class(text(tr, "status")),
+                "result": text(tr, "result"),
+                "actions": actions,
+            }))
+        })
+        .collect();
+    let step_count: usize = rounds.iter().map(|r| r.steps.len()).sum();
+    let mut env = Environment::new();
+    env.add_template("report.html", TEMPLATE)
+        .context("the report template does not compile")?;
+    let tpl = env
+        .get_template("report.html")
+        .context("the report template is missing")?;
+    let html = tpl
+        .render(context! {
+            request => t.request().unwrap_or(""),
+            started => text(&start, "ts"),
+            llm => text(&start, "llm"),
+            dir => t.dir.display().to_string(),
+            end => end.map(end_view),
+            rounds_run => end.map(|e| num(e, "rounds")),
+            calls => end.map(|e| num(e.get("llm").unwrap_or(&Value::Null), "calls")),
+            prompt_tokens => end.map(|e| num(e.get("llm").unwrap_or(&Value::Null), "prompt_tokens")),
+            completion_tokens => end.map(|e| num(e.get("llm").unwrap_or(&Value::Null), "completion_tokens")),
+            problems,
+            rounds,
+            step_count,
+            subtasks,
+            has_blackboard => blackboard.is_some(),
+            bb_requests => bb_text("requests"),
+            bb_questions => questions,
+            bb_trajectories => trajectories,
+            bb_json => blackboard.as_ref().and_then(|b| serde_json::to_string_pretty(b).ok()).unwrap_or_default(),
+            generated => chrono::Utc::now().to_rfc3339(),
+        })
+        .context("rendering the report failed")?;
+    Ok(html)
+}
+
+/// Write `<dir>/report.html` for the trajectory in `dir` and return its path.
+pub fn write(dir: &Path) -> Result<PathBuf> {
+    let t = Trajectory::load(dir)
+        .with_context(|| format!("{} is not a trajectory folder", dir.display()))?;
+    let html = render(&t)?;
+    let path = dir.join("report.html");
+    let tmp = dir.join(".report.html.tmp");
+    std::fs::write(&tmp, html).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
