@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# The whole test suite, as a newcomer and CI run it: formatting, lints, then every test of
-# the workspace (unit, property, and integration tests that drive the real `ufo` binary).
+# The whole test suite, as a newcomer and CI run it: it installs what the tests need (Debian
+# packages for the headless desktop and the browser, when missing; root needed for that),
+# starts a headless desktop session (Xvfb + D-Bus + AT-SPI2 + a window manager) unless one is
+# already up, then runs formatting, lints, and every test of the workspace: unit, property,
+# integration tests that drive the real `ufo` binary, live tests on gnome-calculator and
+# mousepad, and the headless-browser check of the HTML report. No test may skip: the
+# UFO_*_TESTS switches below make a missing peer a failure, not a silent pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,14 +14,23 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 2
 fi
 
-# In CI, install the browser the report test opens the HTML report in, and require that test.
-if [ "${CI:-}" = "true" ]; then
-  # shellcheck source=scripts/test-deps.sh
-  source scripts/test-deps.sh
-  echo "== install test dependencies (chromium)"
-  install_chromium
-  export UFO_BROWSER_TESTS=1
+# shellcheck source=scripts/test-deps.sh
+source scripts/test-deps.sh
+echo "== test dependencies"
+install_chromium
+
+echo "== headless desktop session"
+started_session=0
+if ! scripts/desktop-session.sh status >/dev/null 2>&1; then
+  scripts/desktop-session.sh up >/dev/null
+  started_session=1
 fi
+# shellcheck disable=SC1091
+source "${UFO_SESSION_DIR:-/tmp/ufo-desktop-session}/env"
+if [ "$started_session" = 1 ]; then
+  trap 'scripts/desktop-session.sh down >/dev/null 2>&1 || true' EXIT
+fi
+export UFO_LIVE_TESTS=1 UFO_BROWSER_TESTS=1
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -11,10 +11,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     name = "ufo",
     version,
     after_help = "Examples:\n  \
+        ufo run --llm openai:gpt-4o \"Compute 12 + 30 on the calculator\"\n  \
         ufo run --desktop sim:examples/word_excel/desktop.json \\\n    \
         --llm script:examples/word_excel/script.jsonl \\\n    \
-        \"Extract the sales table from Word and create a bar chart in Excel\"\n\n\
-        Exit status: 0 the session ended FINISH, 1 FAIL, 3 ERROR, 2 bad usage or configuration."
+        \"Extract the sales table from Word and create a bar chart in Excel\"\n  \
+        ufo inspect calculator\n\n\
+        Exit status: 0 the session ended FINISH, 1 FAIL, 3 ERROR, 2 bad usage or configuration,\n\
+        130 cancelled (Ctrl-C)."
 )]
 pub struct Cli {
     /// What to do.
@@ -34,6 +37,21 @@ pub enum Command {
     Report(ReportArgs),
     /// List past sessions in a runs folder, newest first.
     Runs(RunsArgs),
+    /// Show a window of the live desktop as the agent sees it: its controls with labels, and
+    /// the annotated screenshot. The first thing to run when the agent cannot find a button.
+    Inspect(InspectArgs),
+}
+
+/// Options of `ufo inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The window: title, application or process name, or part of the title (default: the
+    /// active window).
+    pub window: Option<String>,
+
+    /// Where to write the annotated screenshot.
+    #[arg(long, value_name = "FILE", default_value = "inspect.png")]
+    pub png: PathBuf,
 }
 
 /// Options of `ufo resume`.
@@ -66,9 +84,17 @@ pub struct ResumeArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
-    /// Print no progress lines.
-    #[arg(long, short)]
+    /// Print no progress lines (warnings and errors only).
+    #[arg(long, short, conflicts_with = "verbose")]
     pub quiet: bool,
+
+    /// More detail on stderr (`-v`, `-vv`), as for `ufo run`.
+    #[arg(long, short, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Write `<out>/report.html` (the whole session, resumed parts included) when it ends.
+    #[arg(long)]
+    pub report: bool,
 }
 
 /// Options of `ufo report`.

@@ -74,7 +74,7 @@ impl Style {
             "FINISH" => Style::Green,
             "FAIL" | "REJECTED" => Style::Red,
             "ERROR" => Style::Magenta,
-            "CONFIRM" | "PENDING" => Style::Yellow,
+            "CONFIRM" | "PENDING" | "CANCELLED" => Style::Yellow,
             _ => Style::Bold,
         }
     }
@@ -88,6 +88,7 @@ struct Status {
     agent: String,
     state: String,
     tokens: u64,
+    cost: f64,
 }
 
 /// Stderr for one `ufo` process.
@@ -211,7 +212,11 @@ impl Console {
             s.seq,
             self.paint(Style::Cyan, &agent)
         ));
-        bar.set_message(format!("{} tokens", s.tokens));
+        if s.cost > 0.0 {
+            bar.set_message(format!("{} tokens, cost {:.4}", s.tokens, s.cost));
+        } else {
+            bar.set_message(format!("{} tokens", s.tokens));
+        }
     }
 
     fn hide_bar(&self) {
@@ -253,6 +258,7 @@ impl Console {
             );
             s.tokens += e["llm"]["prompt_tokens"].as_u64().unwrap_or(0)
                 + e["llm"]["completion_tokens"].as_u64().unwrap_or(0);
+            s.cost += e["llm"]["cost"].as_f64().unwrap_or(0.0);
         }
         if e["type"] == "session_end" {
             self.finish();

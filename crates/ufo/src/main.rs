@@ -25,7 +25,9 @@ use ufo_core::prompt::Prompts;
 use ufo_core::session::{Checkpoint, CHECKPOINT_FILE};
 use ufo_core::{Desktop, Session, SessionStatus};
 
-use crate::cli::{Cli, Command, ConfirmPolicy, ReportArgs, ResumeArgs, RunArgs, RunsArgs};
+use crate::cli::{
+    Cli, Command, ConfirmPolicy, InspectArgs, ReportArgs, ResumeArgs, RunArgs, RunsArgs,
+};
 use crate::console::{Console, Verbosity};
 
 /// Exit status for bad usage or configuration.
@@ -69,6 +71,7 @@ fn main() -> ExitCode {
             }
         },
         Command::Report(args) => report_command(&args),
+        Command::Inspect(args) => runtime.block_on(inspect_command(&args)),
         Command::Runs(args) => runs_command(&args),
     };
     // Do not wait for anything still blocked (e.g. a terminal read that timed out).
@@ -180,8 +183,8 @@ fn resume_args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
         requests: None,
         config: args.config.clone().or(record.config),
         record: None,
-        report: false,
-        verbose: 0,
+        report: args.report,
+        verbose: args.verbose,
         quiet: args.quiet,
     };
     Ok((run, checkpoint))
@@ -192,7 +195,7 @@ struct Usage(anyhow::Error);
 
 async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>) -> ExitCode {
     let console = Console::new(Verbosity::from_flags(args.quiet, args.verbose));
-    let prepared = match prepare(&args, &console) {
+    let prepared = match prepare(&args, &console, &cancel) {
         Ok(p) => p,
         Err(Usage(e)) => {
             eprintln!("error: {e:#}");
@@ -201,12 +204,18 @@ async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>)
     };
     let Prepared {
         settings,
-        desktop,
         llm,
         user,
         out,
         prompts,
     } = prepared;
+    let desktop = match open_desktop(&args.desktop, &settings.launch).await {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     let mut recorder = match recorder::FileRecorder::create_with(
         &out,
         console.clone(),
@@ -301,18 +310,20 @@ async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>)
 
 struct Prepared {
     settings: settings::Settings,
-    desktop: Box<dyn Desktop>,
     llm: models::Models,
     user: user::CliUser,
     out: PathBuf,
     prompts: Prompts,
 }
 
-fn prepare(args: &RunArgs, console: &std::sync::Arc<Console>) -> Result<Prepared, Usage> {
+fn prepare(
+    args: &RunArgs,
+    console: &Arc<Console>,
+    cancel: &Arc<AtomicBool>,
+) -> Result<Prepared, Usage> {
     let env = |k: &str| std::env::var(k).ok();
     let settings = settings::resolve(args, &env).map_err(Usage)?;
     let prompts = Prompts::new(&settings.config.prompts).map_err(|e| Usage(e.into()))?;
-    let desktop = open_desktop(&args.desktop).map_err(Usage)?;
     let llm = models::Models::build(&models::ModelPlan {
         host: &settings.llm,
         app: &settings.app_llm,
@@ -329,7 +340,8 @@ fn prepare(args: &RunArgs, console: &std::sync::Arc<Console>) -> Result<Prepared
         Some(p) => read_lines(p, "--requests").map_err(Usage)?,
         None => Vec::new(),
     };
-    let user = user::CliUser::with_console(settings.confirm, answers, requests, console.clone());
+    let user = user::CliUser::with_console(settings.confirm, answers, requests, console.clone())
+        .with_cancel(cancel.clone());
     let out = args.out.clone().unwrap_or_else(|| {
         settings
             .runs_dir
@@ -337,7 +349,6 @@ fn prepare(args: &RunArgs, console: &std::sync::Arc<Console>) -> Result<Prepared
     });
     Ok(Prepared {
         settings,
-        desktop,
         llm,
         user,
         out,
@@ -351,19 +362,68 @@ fn read_lines(path: &Path, flag: &str) -> Result<Vec<String>> {
     Ok(text.lines().map(str::to_string).collect())
 }
 
-fn open_desktop(spec: &str) -> Result<Box<dyn Desktop>> {
+/// Open the desktop named by `--desktop`.
+async fn open_desktop(spec: &str, launch: &[(String, String)]) -> Result<Box<dyn Desktop>> {
     if let Some(file) = spec.strip_prefix("sim:") {
         let sim =
             ufo_desktop::SimDesktop::load(file).map_err(|e| anyhow!("--desktop {spec}: {e}"))?;
         return Ok(Box::new(sim));
     }
     match spec {
-        "live" => Err(anyhow!(
-            "--desktop live: the live Linux desktop backend is not built into this version yet; \
-             use --desktop sim:<SCENARIO.json>"
-        )),
+        "live" => Ok(Box::new(connect_live(launch).await?)),
         other => Err(anyhow!(
             "--desktop {other:?} is not a desktop; use live or sim:<SCENARIO.json>"
         )),
+    }
+}
+
+/// Connect to this Linux session's accessibility bus and X server.
+async fn connect_live(launch: &[(String, String)]) -> Result<ufo_linux::LinuxDesktop> {
+    let mut config = ufo_linux::LinuxConfig::default();
+    // Entries of ufo.toml's [launch] table come first, so they win over the built-in ones.
+    let mut table = launch.to_vec();
+    table.extend(config.launch);
+    config.launch = table;
+    ufo_linux::LinuxDesktop::connect(config).await.map_err(|e| {
+        anyhow!(
+            "--desktop live: {e}; is a desktop session running? (for a headless one: \
+             scripts/desktop-session.sh up && source /tmp/ufo-desktop-session/env)"
+        )
+    })
+}
+
+/// `ufo inspect [WINDOW]`: a window's controls as the agent sees them, and the annotated
+/// screenshot.
+async fn inspect_command(args: &InspectArgs) -> ExitCode {
+    let desktop = match connect_live(&[]).await {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    match ufo_linux::inspect(&desktop, args.window.as_deref()).await {
+        Ok(report) => {
+            for line in &report.lines {
+                println!("{line}");
+            }
+            for w in &report.warnings {
+                eprintln!("warning: {w}");
+            }
+            if !report.annotated_png.is_empty() {
+                match std::fs::write(&args.png, &report.annotated_png) {
+                    Ok(()) => eprintln!("annotated screenshot: {}", args.png.display()),
+                    Err(e) => {
+                        eprintln!("error: cannot write {}: {e}", args.png.display());
+                        return ExitCode::from(1);
+                    }
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
     }
 }

@@ -138,6 +138,9 @@ impl FileRecorder {
                 e["llm"]["prompt_tokens"].as_u64().unwrap_or(0),
                 e["llm"]["completion_tokens"].as_u64().unwrap_or(0)
             );
+            if let Some(cost) = e["llm"]["cost"].as_f64().filter(|c| *c > 0.0) {
+                l.push_str(&format!(", cost {cost:.4}"));
+            }
             if let Some(m) = e.get("timings_ms").and_then(Value::as_object) {
                 const ORDER: [&str; 5] = [
                     "data_collection",

@@ -53,6 +53,7 @@ struct StepView {
     llm_calls: u64,
     prompt_tokens: u64,
     completion_tokens: u64,
+    cost: String,
     control_label: String,
     control_text: String,
     image: Option<TplValue>,
@@ -73,6 +74,7 @@ struct Highlight {
 #[derive(Serialize)]
 struct RoundView {
     index: u64,
+    resumed: bool,
     steps: Vec<StepView>,
     end: Option<EndView>,
 }
@@ -101,7 +103,7 @@ fn status_class(s: &str) -> &'static str {
         "FINISH" => "ok",
         "FAIL" | "REJECTED" => "fail",
         "ERROR" => "error",
-        "CONFIRM" | "PENDING" => "wait",
+        "CONFIRM" | "PENDING" | "CANCELLED" => "wait",
         _ => "neutral",
     }
 }
@@ -221,6 +223,7 @@ fn step_view(t: &Trajectory, e: &Value) -> StepView {
         llm_calls: num(&llm, "calls"),
         prompt_tokens: num(&llm, "prompt_tokens"),
         completion_tokens: num(&llm, "completion_tokens"),
+        cost: cost_text(&llm),
         control_label,
         control_text,
         image,
@@ -228,6 +231,14 @@ fn step_view(t: &Trajectory, e: &Value) -> StepView {
         highlight: hl,
         prompt,
         notes,
+    }
+}
+
+/// `llm.cost` as text, empty when absent or zero (unpriced models).
+fn cost_text(llm: &Value) -> String {
+    match llm.get("cost").and_then(Value::as_f64) {
+        Some(c) if c > 0.0 => format!("{c:.4}"),
+        _ => String::new(),
     }
 }
 
@@ -246,20 +257,37 @@ fn end_view(e: &Value) -> EndView {
 pub fn render(t: &Trajectory) -> Result<String> {
     let mut rounds: Vec<RoundView> = Vec::new();
     let mut subtasks = Vec::new();
+    // A new group starts at each round and at each resume (a later `session_start`).
+    let mut current: Option<usize> = None;
+    let mut starts = 0;
+    let mut resumed = false;
     for e in &t.records {
         let round = num(e, "round");
-        let idx = match rounds.iter().position(|r| r.index == round) {
-            Some(i) => i,
-            None if matches!(text(e, "type"), "step" | "round_end") => {
+        if text(e, "type") == "session_start" {
+            starts += 1;
+            if starts > 1 {
+                resumed = true;
+                current = None;
+            }
+            continue;
+        }
+        if !matches!(text(e, "type"), "step" | "round_end") {
+            continue;
+        }
+        let idx = match current {
+            Some(i) if rounds[i].index == round => i,
+            _ => {
                 rounds.push(RoundView {
                     index: round,
+                    resumed,
                     steps: Vec::new(),
                     end: None,
                 });
+                resumed = false;
                 rounds.len() - 1
             }
-            None => continue,
         };
+        current = Some(idx);
         match text(e, "type") {
             "step" => {
                 let view = step_view(t, e);
@@ -285,7 +313,8 @@ pub fn render(t: &Trajectory) -> Result<String> {
         }
     }
     let start = t.first("session_start").cloned().unwrap_or(Value::Null);
-    let end = t.last("session_end");
+    let end = t.final_end();
+    let (_, _, total_cost) = t.llm_totals();
     let mut problems = t.problems.clone();
     let blackboard = match t.blackboard() {
         Ok(b) => b,
@@ -371,6 +400,8 @@ pub fn render(t: &Trajectory) -> Result<String> {
             dir => t.dir.display().to_string(),
             end => end.map(end_view),
             rounds_run => end.map(|e| num(e, "rounds")),
+            resumes => t.resumes(),
+            total_cost => if total_cost > 0.0 { format!("{total_cost:.4}") } else { String::new() },
             calls => end.map(|e| num(e.get("llm").unwrap_or(&Value::Null), "calls")),
             prompt_tokens => end.map(|e| num(e.get("llm").unwrap_or(&Value::Null), "prompt_tokens")),
             completion_tokens => end.map(|e| num(e.get("llm").unwrap_or(&Value::Null), "completion_tokens")),

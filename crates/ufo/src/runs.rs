@@ -5,7 +5,6 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
-use serde_json::Value;
 
 use crate::trajectory::{num, text, LoadError, Trajectory};
 
@@ -28,6 +27,10 @@ pub struct RunRow {
     pub calls: u64,
     /// Tokens, prompt + completion.
     pub tokens: u64,
+    /// What the model calls cost (price table currency; 0 when unpriced).
+    pub cost: f64,
+    /// How many times the session was resumed.
+    pub resumes: usize,
     /// What is wrong with the folder, if anything.
     pub problems: Vec<String>,
 }
@@ -90,6 +93,8 @@ fn broken(name: String, mtime: Option<SystemTime>, why: String) -> RunRow {
         steps: 0,
         calls: 0,
         tokens: 0,
+        cost: 0.0,
+        resumes: 0,
         problems: vec![why],
     }
 }
@@ -107,7 +112,7 @@ fn row(path: &Path, name: String, mtime: Option<SystemTime>) -> RunRow {
         Err(e) => return broken(name, mtime, e.to_string()),
     };
     let start = t.first("session_start");
-    let end = t.last("session_end");
+    let end = t.final_end();
     let ts = start.map(|s| text(s, "ts").to_string()).unwrap_or_default();
     let when = chrono::DateTime::parse_from_rfc3339(&ts)
         .map(|d| {
@@ -124,32 +129,17 @@ fn row(path: &Path, name: String, mtime: Option<SystemTime>) -> RunRow {
                 .map(|m| chrono::DateTime::<chrono::Utc>::from(m).to_rfc3339())
                 .unwrap_or_default()
         });
-    let (status, steps, calls, tokens) = match end {
-        Some(e) => {
-            let llm = e.get("llm").cloned().unwrap_or(Value::Null);
-            (
-                text(e, "status").to_string(),
-                num(e, "steps"),
-                num(&llm, "calls"),
-                num(&llm, "prompt_tokens") + num(&llm, "completion_tokens"),
-            )
-        }
-        None => {
-            let (mut calls, mut tokens) = (0, 0);
-            for s in t.steps() {
-                let llm = s.get("llm").cloned().unwrap_or(Value::Null);
-                calls += num(&llm, "calls");
-                tokens += num(&llm, "prompt_tokens") + num(&llm, "completion_tokens");
-            }
-            let steps = t.last("step").map(|s| num(s, "steps")).unwrap_or(0);
-            let status = if t.records.is_empty() {
-                "BROKEN"
-            } else {
-                "INCOMPLETE"
-            };
-            (status.to_string(), steps, calls, tokens)
-        }
+    let (calls, tokens, cost) = t.llm_totals();
+    let status = match end {
+        Some(e) => text(e, "status").to_string(),
+        None if t.records.is_empty() => "BROKEN".to_string(),
+        None => "INCOMPLETE".to_string(),
     };
+    // Steps counted so far: the session_end's count, else the last step record's.
+    let steps = end
+        .map(|e| num(e, "steps"))
+        .or_else(|| t.last("step").map(|s| num(s, "steps")))
+        .unwrap_or(0);
     RunRow {
         name,
         when,
@@ -159,6 +149,8 @@ fn row(path: &Path, name: String, mtime: Option<SystemTime>) -> RunRow {
         steps,
         calls,
         tokens,
+        cost,
+        resumes: t.resumes(),
         problems: t.problems,
     }
 }
@@ -190,20 +182,24 @@ pub fn render(dir: &Path, rows: &[RunRow]) -> String {
         .unwrap_or(4)
         .clamp(6, 40);
     let mut out = format!(
-        "{:<19}  {:<name_w$}  {:<10}  {:>5}  {:>5}  {:>8}  REQUEST\n",
-        "DATE", "FOLDER", "STATUS", "STEPS", "CALLS", "TOKENS"
+        "{:<19}  {:<name_w$}  {:<10}  {:>5}  {:>5}  {:>8}  {:>8}  REQUEST\n",
+        "DATE", "FOLDER", "STATUS", "STEPS", "CALLS", "TOKENS", "COST"
     );
     for r in rows {
         out.push_str(&format!(
-            "{:<19}  {:<name_w$}  {:<10}  {:>5}  {:>5}  {:>8}  {}\n",
+            "{:<19}  {:<name_w$}  {:<10}  {:>5}  {:>5}  {:>8}  {:>8.4}  {}\n",
             r.when,
             clip(&r.name, name_w),
             r.status,
             r.steps,
             r.calls,
             r.tokens,
+            r.cost,
             clip(&r.request, 60)
         ));
+        if r.resumes > 0 {
+            out.push_str(&format!("    resumed {} time(s)\n", r.resumes));
+        }
         for p in &r.problems {
             out.push_str(&format!("    ! {}\n", clip(p, 200)));
         }
@@ -229,6 +225,7 @@ mod tests {
             "old",
             Some(concat!(
                 "{\"type\":\"session_start\",\"request\":\"first\",\"ts\":\"2026-01-01T10:00:00+00:00\"}\n",
+                "{\"type\":\"step\",\"steps\":4,\"llm\":{\"calls\":3,\"prompt_tokens\":10,\"completion_tokens\":5,\"cost\":0.25}}\n",
                 "{\"type\":\"session_end\",\"status\":\"FINISH\",\"steps\":4,\"llm\":{\"calls\":3,\"prompt_tokens\":10,\"completion_tokens\":5}}\n"
             )),
         );
@@ -256,6 +253,7 @@ mod tests {
             (old.status.as_str(), old.steps, old.calls, old.tokens),
             ("FINISH", 4, 3, 15)
         );
+        assert!((old.cost - 0.25).abs() < 1e-9, "{}", old.cost);
         assert!(scan(&root.path().join("missing")).is_err());
     }
 }

@@ -30,6 +30,8 @@ struct FileConfig {
     prompts: Option<PromptTemplates>,
     sensitive: Option<SensitivePolicy>,
     multi_action: Option<bool>,
+    /// Live desktop: application name -> launch command.
+    launch: Option<HashMap<String, String>>,
     /// Default model spec.
     llm: Option<String>,
     /// The host's model (default: `llm`).
@@ -61,6 +63,8 @@ pub struct Settings {
     pub backup_llm: Option<String>,
     /// Prices by spec.
     pub prices: HashMap<String, PriceEntry>,
+    /// Live desktop launch table (name, command), from `[launch]`.
+    pub launch: Vec<(String, String)>,
     /// Confirm policy.
     pub confirm: ConfirmPolicy,
     /// Root of default trajectory folders.
@@ -176,6 +180,12 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
         app_llm,
         backup_llm: file.backup_llm,
         prices: file.prices.unwrap_or_default(),
+        launch: {
+            let mut l: Vec<(String, String)> =
+                file.launch.unwrap_or_default().into_iter().collect();
+            l.sort();
+            l
+        },
         llm,
         confirm,
         runs_dir: file.runs_dir.unwrap_or_else(|| PathBuf::from("runs")),

@@ -69,7 +69,7 @@ impl Trajectory {
             if t.first("session_start").is_none() {
                 t.problems.push("no session_start record".into());
             }
-            if t.first("session_end").is_none() {
+            if t.final_end().is_none() {
                 t.problems.push(
                     "no session_end record: the session was interrupted or is still running".into(),
                 );
@@ -86,6 +86,43 @@ impl Trajectory {
     /// The last record of a type.
     pub fn last(&self, ty: &str) -> Option<&Value> {
         self.records.iter().rev().find(|r| r["type"] == ty)
+    }
+
+    /// The `session_end` that closes the last session segment (a resumed session appends a
+    /// new `session_start` ... `session_end` to the same file); `None` while it is running or
+    /// after it was killed.
+    pub fn final_end(&self) -> Option<&Value> {
+        let last_start = self
+            .records
+            .iter()
+            .rposition(|r| r["type"] == "session_start");
+        self.records
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(i, r)| r["type"] == "session_end" && !matches!(last_start, Some(s) if *i <= s))
+            .map(|(_, r)| r)
+    }
+
+    /// How many times the session was resumed (`session_start` records after the first).
+    pub fn resumes(&self) -> usize {
+        self.records
+            .iter()
+            .filter(|r| r["type"] == "session_start")
+            .count()
+            .saturating_sub(1)
+    }
+
+    /// Model use summed over every step record: calls, prompt + completion tokens, cost.
+    pub fn llm_totals(&self) -> (u64, u64, f64) {
+        let mut t = (0, 0, 0.0);
+        for s in self.steps() {
+            let llm = &s["llm"];
+            t.0 += num(llm, "calls");
+            t.1 += num(llm, "prompt_tokens") + num(llm, "completion_tokens");
+            t.2 += llm["cost"].as_f64().unwrap_or(0.0);
+        }
+        t
     }
 
     /// Every `step` record, in order.

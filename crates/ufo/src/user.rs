@@ -9,6 +9,7 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -46,7 +47,7 @@ fn timeout_from_env(value: Option<String>) -> (Duration, Option<String>) {
 /// Lines from stdin, read by one background thread. `None` in the channel means end of input.
 struct StdinLines {
     rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<Option<String>>>,
-    eof: std::sync::atomic::AtomicBool,
+    eof: AtomicBool,
 }
 
 impl StdinLines {
@@ -74,7 +75,7 @@ impl StdinLines {
                     }
                 }
             });
-        let eof = std::sync::atomic::AtomicBool::new(spawned.is_err());
+        let eof = AtomicBool::new(spawned.is_err());
         Self {
             rx: tokio::sync::Mutex::new(rx),
             eof,
@@ -83,7 +84,6 @@ impl StdinLines {
 
     /// Drop what was typed while nothing was asked; false when input has ended.
     async fn drain(&self) -> bool {
-        use std::sync::atomic::Ordering;
         if self.eof.load(Ordering::SeqCst) {
             return false;
         }
@@ -99,7 +99,6 @@ impl StdinLines {
 
     /// The next line, within `timeout`; `None` on timeout or EOF.
     async fn next(&self, timeout: Duration) -> Option<String> {
-        use std::sync::atomic::Ordering;
         if self.eof.load(Ordering::SeqCst) {
             return None;
         }
@@ -124,6 +123,7 @@ pub struct CliUser {
     timeout: Duration,
     console: Arc<Console>,
     stdin: std::sync::OnceLock<StdinLines>,
+    cancel: Option<Arc<AtomicBool>>,
 }
 
 impl CliUser {
@@ -152,6 +152,31 @@ impl CliUser {
             timeout,
             console,
             stdin: std::sync::OnceLock::new(),
+            cancel: None,
+        }
+    }
+
+    /// Watch the Ctrl-C flag: once it is set, a prompt being shown stops waiting and counts
+    /// as no answer (so the session can end CANCELLED after the current step), and no new
+    /// prompt is shown.
+    pub fn with_cancel(mut self, cancel: Arc<AtomicBool>) -> Self {
+        self.cancel = Some(cancel);
+        self
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::SeqCst))
+    }
+
+    /// Resolves once Ctrl-C was pressed (never without a flag).
+    async fn until_cancelled(&self) {
+        loop {
+            if self.cancelled() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
@@ -163,7 +188,7 @@ impl CliUser {
     /// Show `prompt` and read one line from the terminal, bounded by the timeout; `None` on
     /// timeout, EOF, or without a terminal.
     async fn read_line(&self, prompt: String) -> Option<String> {
-        if !self.tty {
+        if !self.tty || self.cancelled() {
             return None;
         }
         let lines = self.stdin.get_or_init(StdinLines::start);
@@ -174,9 +199,14 @@ impl CliUser {
         }
         self.console.pause();
         self.console.write_raw(prompt.as_bytes());
-        let answer = lines.next(self.timeout).await;
+        let answer = tokio::select! {
+            a = lines.next(self.timeout) => a,
+            _ = self.until_cancelled() => None,
+        };
         if answer.is_none() {
-            let why = if lines.eof.load(std::sync::atomic::Ordering::SeqCst) {
+            let why = if self.cancelled() {
+                "\n(cancelled; counted as no answer)".to_string()
+            } else if lines.eof.load(Ordering::SeqCst) {
                 "\n(input closed; counted as no answer)".to_string()
             } else {
                 format!(

@@ -765,3 +765,138 @@ fn pty_confirm_timeout_rejects() {
     assert_eq!(code, 0, "{rest}");
     assert!(p.actions().iter().all(|a| a["control"] != "delete_all"));
 }
+
+/// Ctrl-C while a CONFIRM prompt waits: the prompt stops waiting (no answer: rejected), the
+/// held click never reaches the desktop, and the session ends CANCELLED with exit 130.
+#[test]
+fn pty_ctrl_c_at_a_prompt_cancels() {
+    let mut p = pty_run(
+        "app_confirm_rejected",
+        &["--confirm", "ask"],
+        &[("NO_COLOR", "1")],
+    );
+    p.expect("Approve? [y/N]");
+    let t = Instant::now();
+    p.session.send_control('c').expect("send ^C");
+    p.expect("cancelled; counted as no answer");
+    let (code, rest) = p.finish();
+    assert_eq!(code, 130, "{rest}");
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert!(p.actions().iter().all(|a| a["control"] != "delete_all"));
+    let events = std::fs::read_to_string(p.out.join("events.jsonl")).expect("events");
+    let last: Value = events
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<Value>(l).ok())
+        .expect("records");
+    assert_eq!(last["type"], "session_end", "{events}");
+    assert_eq!(last["status"], "CANCELLED", "{events}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A cancelled and resumed session
+// ---------------------------------------------------------------------------------------------
+
+/// Ctrl-C during the slow step of `cancel_resume`, then `ufo resume --report`: the report
+/// covers both parts (every step record, a "resumed" round, the final FINISH), and `ufo runs`
+/// lists the folder once, FINISH, resumed once.
+#[test]
+fn report_and_runs_of_a_cancelled_then_resumed_session() {
+    let dir = scenario_dir("cancel_resume");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let runs = tmp.path().join("runs");
+    let out = runs.join("session");
+    let request = std::fs::read_to_string(dir.join("request.txt")).expect("request");
+    let child = StdCommand::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .arg("run")
+        .arg("--desktop")
+        .arg(format!("sim:{}", dir.join("desktop.json").display()))
+        .arg("--llm")
+        .arg(format!("script:{}", dir.join("script.jsonl").display()))
+        .arg("--out")
+        .arg(&out)
+        .arg(request.trim())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ufo starts");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(out.join("events.jsonl")).unwrap_or_default();
+        if text.contains("\"state\":\"ASSIGN\"") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no ASSIGN within 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ok = StdCommand::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs")
+        .success();
+    assert!(ok);
+    let o = child.wait_with_output().expect("ufo ends");
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    // The cancelled session alone: INCOMPLETE it is not; it ended CANCELLED.
+    let html = report(&out);
+    assert!(
+        html.contains("id=\"session-status\">CANCELLED<"),
+        "cancelled shown"
+    );
+
+    let o = ufo()
+        .arg("resume")
+        .arg(&out)
+        .arg("--llm")
+        .arg(format!("script:{}", dir.join("resume.jsonl").display()))
+        .arg("--report")
+        .output()
+        .expect("resume runs");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report written");
+    let text = std::fs::read_to_string(out.join("events.jsonl")).expect("events");
+    let steps = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "step")
+        .count();
+    assert_self_contained(&html, steps, "resumed session");
+    assert!(
+        html.contains("id=\"session-status\">FINISH<"),
+        "final status"
+    );
+    assert!(html.contains("resumed 1 time(s)"));
+    assert!(html.contains("<span class=\"badge wait\">resumed</span>"));
+    assert!(
+        html.contains(">CANCELLED</span>"),
+        "the cancelled round's end is kept"
+    );
+
+    let o = ufo()
+        .arg("runs")
+        .arg("--dir")
+        .arg(&runs)
+        .output()
+        .expect("ufo runs");
+    let listing = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0));
+    let line = listing
+        .lines()
+        .find(|l| l.contains("session"))
+        .unwrap_or_else(|| panic!("listed:\n{listing}"));
+    assert!(line.contains("FINISH"), "{listing}");
+    assert!(listing.contains("resumed 1 time(s)"), "{listing}");
+    assert!(!listing.contains("INCOMPLETE"), "{listing}");
+}

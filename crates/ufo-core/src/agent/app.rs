@@ -552,10 +552,12 @@ fn plan(
         });
         match idx {
             Some(i) => Some(obs.controls[i].clone()),
-            None => return Err(format!(
+            None => {
+                return Err(format!(
                 "action failed: no control matches ControlLabel {label:?} / ControlText {text:?}; \
                      pick a label from the control list"
-            )),
+            ))
+            }
         }
     } else {
         None

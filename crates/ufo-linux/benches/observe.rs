@@ -1,0 +1,186 @@
+//! Observation benchmark: the whole observation (tree + screenshot + annotation) of each test
+//! window, p50 and p95, side by side with a pyatspi walk of the same window run in the same
+//! run with `/usr/bin/python3`, and the ratio.
+//!
+//! Run inside a desktop session: `cargo bench -p ufo-linux --bench observe`
+//! (`UFO_BENCH_ITERS` sets the number of observations, default 100; the Python walk runs a
+//! fifth as many, at least 10). It launches gnome-calculator and mousepad under a fresh HOME
+//! and stops them at the end.
+#![allow(clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+
+use ufo_core::Desktop;
+use ufo_linux::{LinuxConfig, LinuxDesktop, ObservationStats};
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    pct(&v, 0.5)
+}
+
+fn pyatspi(app: &str, title: &str, iters: usize) -> Result<(Vec<f64>, usize), String> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/pyatspi_walk.py");
+    let out = std::process::Command::new("/usr/bin/python3")
+        .args([script, app, title, &iters.to_string()])
+        .output()
+        .map_err(|e| format!("cannot run /usr/bin/python3: {e}"))?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
+        format!(
+            "pyatspi walk failed ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })?;
+    if let Some(err) = v.get("error") {
+        return Err(err.to_string());
+    }
+    let mut times: Vec<f64> = v["times_ms"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+        .unwrap_or_default();
+    times.sort_by(|a, b| a.total_cmp(b));
+    Ok((times, v["nodes"].as_u64().unwrap_or(0) as usize))
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    if std::env::var_os("DISPLAY").is_none() {
+        eprintln!(
+            "observe bench: no DISPLAY; run scripts/desktop-session.sh up and source its env file"
+        );
+        return;
+    }
+    let iters: usize = std::env::var("UFO_BENCH_ITERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100);
+    let home = tempfile::tempdir().expect("temporary HOME");
+    let h = |sub: &str| home.path().join(sub).to_string_lossy().into_owned();
+    let config = LinuxConfig {
+        launch_env: vec![
+            ("HOME".into(), h("")),
+            ("XDG_CONFIG_HOME".into(), h(".config")),
+            ("XDG_DATA_HOME".into(), h(".local/share")),
+            ("XDG_CACHE_HOME".into(), h(".cache")),
+            ("GSETTINGS_BACKEND".into(), "memory".into()),
+        ],
+        ..LinuxConfig::default()
+    };
+    let desktop = match LinuxDesktop::connect(config).await {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("observe bench: {e}");
+            std::process::exit(1);
+        }
+    };
+    let before: Vec<Option<u32>> = desktop
+        .windows()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .map(|w| w.pid)
+        .collect();
+    let mut started = Vec::new();
+    let mut windows = Vec::new();
+    for app in ["calculator", "text editor"] {
+        match desktop.launch_app(app).await {
+            Ok(w) => {
+                if !before.contains(&w.pid) {
+                    started.extend(w.pid);
+                }
+                windows.push(w);
+            }
+            Err(e) => eprintln!("observe bench: cannot launch {app}: {e}"),
+        }
+    }
+    println!(
+        "{:<26} {:>5} {:>8} | {:>8} {:>8} | {:>7} {:>7} {:>7} {:>7} | {:>9} {:>9} | {:>7}",
+        "window (ms)",
+        "nodes",
+        "controls",
+        "p50",
+        "p95",
+        "tree",
+        "details",
+        "capture",
+        "encode",
+        "py p50",
+        "py p95",
+        "ratio"
+    );
+    for w in &windows {
+        // warm up: the first observation of a GTK4 window walks its tree once
+        for _ in 0..3 {
+            let _ = desktop.observe_with(&w.id, false).await;
+        }
+        let mut totals = Vec::with_capacity(iters);
+        let mut stats: Vec<ObservationStats> = Vec::with_capacity(iters);
+        let mut controls = 0;
+        for _ in 0..iters {
+            let t = Instant::now();
+            match desktop.observe_with(&w.id, false).await {
+                Ok(o) => {
+                    totals.push(ms(t.elapsed()));
+                    controls = o.observation.controls.len();
+                    stats.push(o.stats);
+                }
+                Err(e) => {
+                    eprintln!("observe bench: observation of {} failed: {e}", w.title);
+                    break;
+                }
+            }
+        }
+        totals.sort_by(|a, b| a.total_cmp(b));
+        let nodes = stats.last().map(|s| s.nodes).unwrap_or(0);
+        let part =
+            |f: fn(&ObservationStats) -> Duration| median(stats.iter().map(|s| ms(f(s))).collect());
+        let (p50, p95) = (pct(&totals, 0.5), pct(&totals, 0.95));
+        let py = pyatspi(&w.app_name, &w.title, (iters / 5).max(10));
+        let (py50, py95, ratio, py_nodes) = match &py {
+            Ok((t, n)) => {
+                let (a, b) = (pct(t, 0.5), pct(t, 0.95));
+                (a, b, a / p50, *n)
+            }
+            Err(e) => {
+                eprintln!("observe bench: pyatspi baseline unavailable: {e}");
+                (f64::NAN, f64::NAN, f64::NAN, 0)
+            }
+        };
+        println!(
+            "{:<26} {:>5} {:>8} | {:>8.2} {:>8.2} | {:>7.2} {:>7.2} {:>7.2} {:>7.2} | {:>9.1} {:>9.1} | {:>6.1}x",
+            format!("{} ({})", w.app_name, if py_nodes > 0 { py_nodes } else { nodes }),
+            nodes,
+            controls,
+            p50,
+            p95,
+            part(|s| s.tree),
+            part(|s| s.details),
+            part(|s| s.capture),
+            part(|s| s.encode),
+            py50,
+            py95,
+            ratio
+        );
+    }
+    println!(
+        "(p50/p95 of {iters} whole observations: tree + per-control details + screenshot + annotation + 2 PNGs; \
+         tree/details/capture/encode are medians of the parts, capture runs alongside the tree; \
+         py = pyatspi walk of the same window with its client cache cleared, ratio = py p50 / p50)"
+    );
+    for pid in started {
+        let _ = std::process::Command::new("kill")
+            .arg(pid.to_string())
+            .status();
+    }
+}

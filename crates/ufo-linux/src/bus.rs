@@ -1,0 +1,483 @@
+//! The accessibility bus: connection, bounded calls, and the `Cache.GetItems` fast path.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use atspi::proxy::bus::{BusProxy, StatusProxy};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use zbus::zvariant::{DynamicType, OwnedObjectPath, OwnedValue, Type};
+
+use crate::LinuxError;
+
+/// Interfaces a node implements (bit set).
+pub(crate) mod iface {
+    pub const ACTION: u32 = 1;
+    pub const COMPONENT: u32 = 2;
+    pub const TEXT: u32 = 4;
+    pub const EDITABLE_TEXT: u32 = 8;
+    pub const VALUE: u32 = 16;
+    pub const SELECTION: u32 = 32;
+    pub const APPLICATION: u32 = 64;
+}
+
+/// AT-SPI state bits (`org.a11y.atspi.StateType`).
+pub(crate) mod state {
+    pub const ACTIVE: u64 = 1 << 1;
+    pub const CHECKED: u64 = 1 << 4;
+    pub const DEFUNCT: u64 = 1 << 6;
+    pub const EDITABLE: u64 = 1 << 7;
+    pub const ENABLED: u64 = 1 << 8;
+    pub const EXPANDED: u64 = 1 << 10;
+    pub const FOCUSABLE: u64 = 1 << 11;
+    pub const FOCUSED: u64 = 1 << 12;
+    pub const MANAGES_DESCENDANTS: u64 = 1 << 31;
+    pub const SELECTED: u64 = 1 << 23;
+    pub const SENSITIVE: u64 = 1 << 24;
+    pub const SHOWING: u64 = 1 << 25;
+    pub const VISIBLE: u64 = 1 << 30;
+}
+
+/// Object path of an application's root accessible.
+pub(crate) const ROOT_PATH: &str = "/org/a11y/atspi/accessible/root";
+
+/// One accessible object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Node {
+    pub path: String,
+    pub parent: String,
+    pub index: i32,
+    pub child_count: i32,
+    pub ifaces: u32,
+    pub name: String,
+    pub role: u32,
+    pub description: String,
+    pub states: u64,
+}
+
+impl Node {
+    pub fn has(&self, s: u64) -> bool {
+        self.states & s != 0
+    }
+}
+
+type ObjRef = (String, OwnedObjectPath);
+type RawItem = (
+    ObjRef,
+    ObjRef,
+    ObjRef,
+    i32,
+    i32,
+    Vec<String>,
+    String,
+    u32,
+    String,
+    Vec<u32>,
+);
+
+pub(crate) fn iface_bits(names: &[String]) -> u32 {
+    let mut bits = 0;
+    for n in names {
+        bits |= match n.as_str() {
+            "org.a11y.atspi.Action" => iface::ACTION,
+            "org.a11y.atspi.Component" => iface::COMPONENT,
+            "org.a11y.atspi.Text" => iface::TEXT,
+            "org.a11y.atspi.EditableText" => iface::EDITABLE_TEXT,
+            "org.a11y.atspi.Value" => iface::VALUE,
+            "org.a11y.atspi.Selection" => iface::SELECTION,
+            "org.a11y.atspi.Application" => iface::APPLICATION,
+            _ => 0,
+        };
+    }
+    bits
+}
+
+pub(crate) fn state_bits(words: &[u32]) -> u64 {
+    let lo = u64::from(words.first().copied().unwrap_or(0));
+    let hi = u64::from(words.get(1).copied().unwrap_or(0));
+    lo | (hi << 32)
+}
+
+/// A connection to the accessibility bus with every call bounded.
+#[derive(Clone)]
+pub(crate) struct A11yBus {
+    pub conn: zbus::Connection,
+    pub timeout: Duration,
+}
+
+async fn bounded<T, F>(what: &str, timeout: Duration, fut: F) -> Result<T, LinuxError>
+where
+    F: std::future::Future<Output = Result<T, zbus::Error>>,
+{
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(LinuxError::A11yBus(format!("{what}: {e}"))),
+        Err(_) => Err(LinuxError::Timeout {
+            what: what.to_string(),
+            ms: timeout.as_millis() as u64,
+        }),
+    }
+}
+
+impl A11yBus {
+    /// Find the accessibility bus through the session bus, switch accessibility on if it is
+    /// off, and connect.
+    pub async fn connect(timeout: Duration) -> Result<A11yBus, LinuxError> {
+        if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_none() {
+            return Err(LinuxError::A11yBus(
+                "DBUS_SESSION_BUS_ADDRESS is not set".into(),
+            ));
+        }
+        let session = bounded("connect to the session bus", timeout, async {
+            zbus::connection::Builder::session()?
+                .method_timeout(timeout)
+                .build()
+                .await
+        })
+        .await?;
+        let status = bounded("org.a11y.Status", timeout, StatusProxy::new(&session)).await?;
+        let enabled = bounded("org.a11y.Status.IsEnabled", timeout, status.is_enabled()).await?;
+        if !enabled {
+            bounded(
+                "set org.a11y.Status.IsEnabled",
+                timeout,
+                status.set_is_enabled(true),
+            )
+            .await?;
+        }
+        let bus = bounded("org.a11y.Bus", timeout, BusProxy::new(&session)).await?;
+        let address = bounded("org.a11y.Bus.GetAddress", timeout, bus.get_address()).await?;
+        let conn = bounded("connect to the accessibility bus", timeout, async {
+            zbus::connection::Builder::address(address.as_str())?
+                .method_timeout(timeout)
+                .build()
+                .await
+        })
+        .await?;
+        let bus = A11yBus { conn, timeout };
+        bus.become_client().await;
+        Ok(bus)
+    }
+
+    /// GTK3's accessibility bridge publishes its `Cache` object only once some client listens
+    /// to events: register a rare event, so every application (running or started later)
+    /// turns its cache on. Failures are ignored (the walk still works without the cache).
+    async fn become_client(&self) {
+        const REG: &str = "org.a11y.atspi.Registry";
+        const PATH: &str = "/org/a11y/atspi/registry";
+        let props: Vec<String> = Vec::new();
+        let with_props: Result<(), LinuxError> = self
+            .call(
+                REG,
+                PATH,
+                REG,
+                "RegisterEvent",
+                &("window:create", props, ""),
+            )
+            .await;
+        if with_props.is_err() {
+            let _: Result<(), LinuxError> = self
+                .call(REG, PATH, REG, "RegisterEvent", &("window:create",))
+                .await;
+        }
+    }
+
+    /// One application's tree: `GetItems` (after asking the application to turn its cache on
+    /// if it lacks one), else the top-level windows only, for the walk to complete.
+    pub async fn tree(&self, app: &str) -> Result<AppTree, LinuxError> {
+        if let Ok(nodes) = self.get_items(app).await {
+            return Ok(AppTree::from_nodes(nodes));
+        }
+        let _: Result<String, LinuxError> = self
+            .call(
+                app,
+                ROOT_PATH,
+                "org.a11y.atspi.Application",
+                "GetApplicationBusAddress",
+                &(),
+            )
+            .await;
+        if let Ok(nodes) = self.get_items(app).await {
+            return Ok(AppTree::from_nodes(nodes));
+        }
+        let tops = self.children(app, ROOT_PATH).await?;
+        let nodes = futures::future::join_all(
+            tops.iter()
+                .enumerate()
+                .map(|(i, p)| self.node(app, p, ROOT_PATH, i as i32)),
+        )
+        .await;
+        Ok(AppTree::from_nodes(nodes.into_iter().flatten().collect()))
+    }
+
+    /// Call a method and deserialize its reply; bounded by the timeout.
+    pub async fn call<B, R>(
+        &self,
+        dest: &str,
+        path: &str,
+        iface: &str,
+        method: &str,
+        body: &B,
+    ) -> Result<R, LinuxError>
+    where
+        B: Serialize + DynamicType,
+        R: DeserializeOwned + Type,
+    {
+        let what = || format!("{iface}.{method} on {dest}{path}");
+        let fut = self
+            .conn
+            .call_method(Some(dest), path, Some(iface), method, body);
+        let msg = match tokio::time::timeout(self.timeout, fut).await {
+            Ok(Ok(m)) => m,
+            Ok(Err(e)) => {
+                return Err(LinuxError::Call {
+                    what: what(),
+                    reason: e.to_string(),
+                })
+            }
+            Err(_) => {
+                return Err(LinuxError::Timeout {
+                    what: what(),
+                    ms: self.timeout.as_millis() as u64,
+                })
+            }
+        };
+        msg.body().deserialize::<R>().map_err(|e| LinuxError::Call {
+            what: what(),
+            reason: format!("unexpected reply: {e}"),
+        })
+    }
+
+    /// Read a property.
+    pub async fn prop<R>(
+        &self,
+        dest: &str,
+        path: &str,
+        iface: &str,
+        name: &str,
+    ) -> Result<R, LinuxError>
+    where
+        R: TryFrom<OwnedValue>,
+        R::Error: std::fmt::Display,
+    {
+        let v: OwnedValue = self
+            .call(
+                dest,
+                path,
+                "org.freedesktop.DBus.Properties",
+                "Get",
+                &(iface, name),
+            )
+            .await?;
+        R::try_from(v).map_err(|e| LinuxError::Call {
+            what: format!("{iface}.{name} on {dest}{path}"),
+            reason: format!("unexpected property type: {e}"),
+        })
+    }
+
+    /// The applications on the bus: (bus name, pid).
+    pub async fn applications(&self) -> Result<Vec<(String, Option<u32>)>, LinuxError> {
+        let apps: Vec<ObjRef> = self
+            .call(
+                "org.a11y.atspi.Registry",
+                ROOT_PATH,
+                "org.a11y.atspi.Accessible",
+                "GetChildren",
+                &(),
+            )
+            .await?;
+        let pids = futures::future::join_all(apps.iter().map(|(name, _)| async move {
+            self.call::<_, u32>(
+                "org.freedesktop.DBus",
+                "/org/freedesktop/DBus",
+                "org.freedesktop.DBus",
+                "GetConnectionUnixProcessID",
+                &(name.as_str(),),
+            )
+            .await
+            .ok()
+        }))
+        .await;
+        Ok(apps
+            .into_iter()
+            .zip(pids)
+            .map(|((name, _), pid)| (name, pid))
+            .collect())
+    }
+
+    /// The whole cached tree of one application in one call.
+    pub async fn get_items(&self, app: &str) -> Result<Vec<Node>, LinuxError> {
+        let raw: Vec<RawItem> = self
+            .call(
+                app,
+                "/org/a11y/atspi/cache",
+                "org.a11y.atspi.Cache",
+                "GetItems",
+                &(),
+            )
+            .await?;
+        Ok(raw
+            .into_iter()
+            .map(
+                |(obj, _app, parent, index, children, ifaces, name, role, desc, states)| Node {
+                    path: obj.1.as_str().to_string(),
+                    parent: parent.1.as_str().to_string(),
+                    index,
+                    child_count: children,
+                    ifaces: iface_bits(&ifaces),
+                    name,
+                    role,
+                    description: desc,
+                    states: state_bits(&states),
+                },
+            )
+            .collect())
+    }
+
+    /// Children of one node (one call), as object paths in order.
+    pub async fn children(&self, app: &str, path: &str) -> Result<Vec<String>, LinuxError> {
+        let kids: Vec<ObjRef> = self
+            .call(app, path, "org.a11y.atspi.Accessible", "GetChildren", &())
+            .await?;
+        Ok(kids
+            .into_iter()
+            .filter(|(bus, _)| bus == app)
+            .map(|(_, p)| p.as_str().to_string())
+            .collect())
+    }
+
+    /// Everything about one node, fetched concurrently (the slow path).
+    pub async fn node(
+        &self,
+        app: &str,
+        path: &str,
+        parent: &str,
+        index: i32,
+    ) -> Result<Node, LinuxError> {
+        const ACC: &str = "org.a11y.atspi.Accessible";
+        let (role, name, desc, states, ifaces, count) = futures::try_join!(
+            self.call::<_, u32>(app, path, ACC, "GetRole", &()),
+            self.prop::<String>(app, path, ACC, "Name"),
+            self.prop::<String>(app, path, ACC, "Description"),
+            self.call::<_, Vec<u32>>(app, path, ACC, "GetState", &()),
+            self.call::<_, Vec<String>>(app, path, ACC, "GetInterfaces", &()),
+            self.prop::<i32>(app, path, ACC, "ChildCount"),
+        )?;
+        Ok(Node {
+            path: path.to_string(),
+            parent: parent.to_string(),
+            index,
+            child_count: count,
+            ifaces: iface_bits(&ifaces),
+            name,
+            role,
+            description: desc,
+            states: state_bits(&states),
+        })
+    }
+
+    /// Screen extents of a node (`Component.GetExtents`, screen coordinates).
+    pub async fn extents(&self, app: &str, path: &str) -> Result<(i32, i32, i32, i32), LinuxError> {
+        self.call(
+            app,
+            path,
+            "org.a11y.atspi.Component",
+            "GetExtents",
+            &(0u32,),
+        )
+        .await
+    }
+
+    /// Action names of a node.
+    pub async fn actions(&self, app: &str, path: &str) -> Result<Vec<String>, LinuxError> {
+        let acts: Vec<(String, String, String)> = self
+            .call(app, path, "org.a11y.atspi.Action", "GetActions", &())
+            .await?;
+        Ok(acts.into_iter().map(|(n, _, _)| n).collect())
+    }
+
+    /// All text of a node with the Text interface.
+    pub async fn text(&self, app: &str, path: &str) -> Result<String, LinuxError> {
+        self.call(app, path, "org.a11y.atspi.Text", "GetText", &(0i32, -1i32))
+            .await
+    }
+
+    /// Current value of a node with the Value interface.
+    pub async fn value(&self, app: &str, path: &str) -> Result<f64, LinuxError> {
+        self.prop(app, path, "org.a11y.atspi.Value", "CurrentValue")
+            .await
+    }
+
+    /// Toolkit name and version of an application.
+    pub async fn toolkit(&self, app: &str) -> (String, String) {
+        const APP: &str = "org.a11y.atspi.Application";
+        let name = self
+            .prop::<String>(app, ROOT_PATH, APP, "ToolkitName")
+            .await
+            .unwrap_or_default();
+        let version = self
+            .prop::<String>(app, ROOT_PATH, APP, "Version")
+            .await
+            .unwrap_or_default();
+        (name, version)
+    }
+}
+
+/// One application's tree, indexed.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct AppTree {
+    pub nodes: HashMap<String, Node>,
+    pub children: HashMap<String, Vec<String>>,
+}
+
+impl AppTree {
+    pub fn from_nodes(nodes: Vec<Node>) -> AppTree {
+        let mut t = AppTree::default();
+        for n in nodes {
+            t.insert(n);
+        }
+        t.sort_children();
+        t
+    }
+
+    pub fn insert(&mut self, n: Node) {
+        if !self.nodes.contains_key(&n.path) {
+            self.children
+                .entry(n.parent.clone())
+                .or_default()
+                .push(n.path.clone());
+        }
+        self.nodes.insert(n.path.clone(), n);
+    }
+
+    pub fn sort_children(&mut self) {
+        let nodes = &self.nodes;
+        for kids in self.children.values_mut() {
+            kids.sort_by_key(|p| nodes.get(p).map(|n| n.index).unwrap_or(i32::MAX));
+            kids.dedup();
+        }
+    }
+
+    pub fn kids(&self, path: &str) -> &[String] {
+        self.children.get(path).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Depth-first order of the subtree under `root` (root included).
+    pub fn subtree(&self, root: &str, limit: usize) -> Vec<&Node> {
+        let mut out = Vec::new();
+        let mut stack = vec![root.to_string()];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(p) = stack.pop() {
+            if out.len() >= limit || !seen.insert(p.clone()) {
+                continue;
+            }
+            if let Some(n) = self.nodes.get(&p) {
+                out.push(n);
+            }
+            for k in self.kids(&p).iter().rev() {
+                stack.push(k.clone());
+            }
+        }
+        out
+    }
+}

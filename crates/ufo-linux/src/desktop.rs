@@ -1,0 +1,547 @@
+//! `LinuxDesktop`: windows, launching, shell, and the `Desktop` port.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use ufo_core::{
+    Desktop, DesktopError, LaunchableApp, Rect, Screenshot, ShellOutput, UiAction, WindowInfo,
+    WindowObservation,
+};
+
+use crate::bus::{A11yBus, ROOT_PATH};
+use crate::x11::{XWindow, X11};
+use crate::{annotate, LinuxConfig, LinuxError};
+
+/// What the last observation learnt about one control (used by actions).
+#[derive(Debug, Clone)]
+pub(crate) struct CtlInfo {
+    pub bus: String,
+    pub path: String,
+    pub name: String,
+    /// Screen rectangle.
+    pub rect: Rect,
+    pub actions: Vec<String>,
+    pub ifaces: u32,
+    pub states: u64,
+    /// The X window it belongs to.
+    pub window: u32,
+}
+
+/// Mutable state shared by the calls.
+#[derive(Default)]
+pub(crate) struct State {
+    /// bus name → application name
+    pub app_names: HashMap<String, String>,
+    /// bus name → whether extents are window-relative (GTK4)
+    pub relative: HashMap<String, bool>,
+    /// control id → info, from the latest observation of its window
+    pub controls: HashMap<String, CtlInfo>,
+    /// launched children, reaped as they exit
+    pub children: Vec<std::process::Child>,
+    /// pid → bus name of applications on the accessibility bus (refreshed on a miss)
+    pub bus_by_pid: HashMap<u32, String>,
+    /// the window acted on last (for `settle`)
+    pub last_window: Option<u32>,
+}
+
+/// The live Linux desktop: AT-SPI2 over zbus for controls, X11 for windows, pixels and input.
+pub struct LinuxDesktop {
+    pub(crate) config: LinuxConfig,
+    pub(crate) x: Arc<X11>,
+    pub(crate) bus: A11yBus,
+    pub(crate) state: Mutex<State>,
+}
+
+/// Parse a window id (`0x1a00004` or decimal).
+pub(crate) fn parse_window_id(id: &str) -> Result<u32, LinuxError> {
+    let t = id.trim();
+    let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => t.parse::<u32>().ok(),
+    };
+    parsed.ok_or_else(|| LinuxError::NoWindow(id.to_string()))
+}
+
+pub(crate) fn window_id(xid: u32) -> String {
+    format!("{xid:#x}")
+}
+
+fn process_name(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+impl LinuxDesktop {
+    /// Connect to the X server (`DISPLAY`) and the accessibility bus (through
+    /// `DBUS_SESSION_BUS_ADDRESS`), switching accessibility on if it is off.
+    pub async fn connect(config: LinuxConfig) -> Result<LinuxDesktop, LinuxError> {
+        let x = tokio::task::spawn_blocking(X11::connect)
+            .await
+            .map_err(|e| LinuxError::X11 {
+                what: "connect".into(),
+                reason: e.to_string(),
+            })??;
+        let bus = A11yBus::connect(config.call_timeout).await?;
+        Ok(LinuxDesktop {
+            config,
+            x: Arc::new(x),
+            bus,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &LinuxConfig {
+        &self.config
+    }
+
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // a panic while holding the lock leaves plain data behind: keep going
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) async fn x11<T, F>(&self, f: F) -> Result<T, LinuxError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&X11) -> Result<T, LinuxError> + Send + 'static,
+    {
+        let x = self.x.clone();
+        tokio::task::spawn_blocking(move || f(&x))
+            .await
+            .map_err(|e| LinuxError::X11 {
+                what: "worker".into(),
+                reason: e.to_string(),
+            })?
+    }
+
+    /// Applications on the accessibility bus by pid: pid → bus name.
+    pub(crate) async fn apps_by_pid(&self) -> Result<HashMap<u32, String>, LinuxError> {
+        let apps = self.bus.applications().await?;
+        Ok(apps
+            .into_iter()
+            .filter_map(|(bus, pid)| pid.map(|p| (p, bus)))
+            .collect())
+    }
+
+    /// Bus names for these pids, from the cache unless one is missing or `refresh`.
+    pub(crate) async fn bus_map(&self, pids: &[u32], refresh: bool) -> HashMap<u32, String> {
+        if !refresh {
+            let st = self.lock();
+            if pids.iter().all(|p| st.bus_by_pid.contains_key(p)) {
+                return st.bus_by_pid.clone();
+            }
+        }
+        let map = self.apps_by_pid().await.unwrap_or_default();
+        self.lock().bus_by_pid = map.clone();
+        map
+    }
+
+    pub(crate) async fn app_name(&self, bus: &str) -> Option<String> {
+        if let Some(n) = self.lock().app_names.get(bus) {
+            return Some(n.clone());
+        }
+        let name = self
+            .bus
+            .prop::<String>(bus, ROOT_PATH, "org.a11y.atspi.Accessible", "Name")
+            .await
+            .ok()?;
+        self.lock().app_names.insert(bus.to_string(), name.clone());
+        Some(name)
+    }
+
+    pub(crate) async fn is_relative(&self, bus: &str) -> bool {
+        if let Some(r) = self.lock().relative.get(bus) {
+            return *r;
+        }
+        let (tk, version) = self.bus.toolkit(bus).await;
+        let rel = tk.eq_ignore_ascii_case("gtk") && version.starts_with('4');
+        self.lock().relative.insert(bus.to_string(), rel);
+        rel
+    }
+
+    fn info(&self, w: &XWindow, app: Option<String>) -> WindowInfo {
+        let process = w
+            .pid
+            .and_then(process_name)
+            .unwrap_or_else(|| w.class.clone());
+        WindowInfo {
+            id: window_id(w.id),
+            title: w.title.clone(),
+            app_name: app
+                .filter(|a| !a.is_empty())
+                .unwrap_or_else(|| w.class.clone()),
+            process,
+            pid: w.pid,
+            rect: Some(Rect {
+                x: w.x,
+                y: w.y,
+                w: w.w,
+                h: w.h,
+            }),
+        }
+    }
+
+    /// Every top-level window with its application, in the window manager's order.
+    pub async fn list_windows(&self) -> Result<Vec<WindowInfo>, LinuxError> {
+        let xs = self.x11(|x| x.client_windows()).await?;
+        let by_pid = self.apps_by_pid().await.unwrap_or_default();
+        let mut out = Vec::with_capacity(xs.len());
+        for w in &xs {
+            let app = match w.pid.and_then(|p| by_pid.get(&p)) {
+                Some(bus) => self.app_name(bus).await,
+                None => None,
+            };
+            out.push(self.info(w, app));
+        }
+        Ok(out)
+    }
+
+    pub(crate) async fn xwindow(&self, window_id: &str) -> Result<XWindow, LinuxError> {
+        let xid = parse_window_id(window_id)?;
+        self.x11(move |x| x.window_info(xid))
+            .await
+            .ok()
+            .flatten()
+            .ok_or_else(|| LinuxError::NoWindow(window_id.to_string()))
+    }
+
+    /// Bring a window to the front and wait (bounded) until the window manager says it is active.
+    pub(crate) async fn activate(&self, xid: u32) -> Result<(), LinuxError> {
+        if self.x11(|x| x.active_window()).await? == Some(xid) {
+            return Ok(());
+        }
+        self.x11(move |x| x.request_activate(xid)).await?;
+        let deadline = Instant::now() + Duration::from_millis(1000);
+        while Instant::now() < deadline {
+            if self.x11(|x| x.active_window()).await? == Some(xid) {
+                // let the toolkit take the focus it was just given
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Err(LinuxError::Timeout {
+            what: format!("activating window {}", window_id(xid)),
+            ms: 1000,
+        })
+    }
+
+    /// Ask a window to close (as its close button would); the application may ask to save.
+    pub async fn close_window(&self, window_id: &str) -> Result<(), LinuxError> {
+        let xid = parse_window_id(window_id)?;
+        self.x11(move |x| x.request_close(xid)).await
+    }
+
+    fn reap(&self) {
+        let mut st = self.lock();
+        st.children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
+    }
+
+    /// Whether an application has a populated window on the bus for this X window.
+    async fn window_ready(&self, w: &XWindow, by_pid: &HashMap<u32, String>) -> bool {
+        let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)) else {
+            return false;
+        };
+        match self.bus.tree(bus).await {
+            Ok(tree) => {
+                tree.kids(ROOT_PATH).iter().any(|p| {
+                    tree.nodes
+                        .get(p)
+                        .is_some_and(|n| n.child_count > 0 && n.name == w.title)
+                }) || tree
+                    .kids(ROOT_PATH)
+                    .iter()
+                    .any(|p| tree.nodes.get(p).is_some_and(|n| n.child_count > 0))
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Launch an application from the launch table and wait until its window is on the bus.
+    pub async fn launch_app(&self, app: &str) -> Result<WindowInfo, LinuxError> {
+        let (name, command) = self
+            .config
+            .command_for(app)
+            .map(|(n, c)| (n.to_string(), c.to_string()))
+            .ok_or_else(|| LinuxError::UnknownApp(app.to_string()))?;
+        self.spawn_and_wait(&name, &command).await
+    }
+
+    async fn spawn_and_wait(&self, name: &str, command: &str) -> Result<WindowInfo, LinuxError> {
+        use std::os::unix::process::CommandExt;
+        // X reuses window ids once a client is gone: a window is new if its (id, pid) is new
+        let before: Vec<(u32, Option<u32>)> = self
+            .x11(|x| x.client_windows())
+            .await?
+            .iter()
+            .map(|w| (w.id, w.pid))
+            .collect();
+        let child = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(format!("exec {command}"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .envs(self.config.launch_env.iter().map(|(k, v)| (k, v)))
+            .process_group(0)
+            .spawn()
+            .map_err(|e| LinuxError::Launch {
+                app: name.to_string(),
+                command: command.to_string(),
+                reason: e.to_string(),
+            })?;
+        let child_pid = child.id();
+        self.lock().children.push(child);
+        let exe = command
+            .split_whitespace()
+            .next()
+            .and_then(|c| c.rsplit('/').next())
+            .unwrap_or(command)
+            .to_lowercase();
+        let matches = |w: &XWindow| {
+            w.pid == Some(child_pid)
+                || w.class.to_lowercase() == exe
+                || w.pid
+                    .and_then(process_name)
+                    .is_some_and(|p| exe.starts_with(&p.to_lowercase()))
+        };
+        let deadline = Instant::now() + self.config.launch_timeout;
+        let mut existing: Option<XWindow> = None;
+        while Instant::now() < deadline {
+            self.reap();
+            let xs = self.x11(|x| x.client_windows()).await?;
+            let by_pid = self.apps_by_pid().await.unwrap_or_default();
+            for w in xs.iter().filter(|w| matches(w)) {
+                let seen = before.contains(&(w.id, w.pid));
+                if !seen && self.window_ready(w, &by_pid).await {
+                    let app = match w.pid.and_then(|p| by_pid.get(&p)) {
+                        Some(bus) => self.app_name(bus).await,
+                        None => None,
+                    };
+                    return Ok(self.info(w, app));
+                }
+                if seen {
+                    existing = Some(w.clone());
+                }
+            }
+            // a single-instance application answers a second launch by raising its window
+            let exited = {
+                let mut st = self.lock();
+                st.children
+                    .iter_mut()
+                    .find(|c| c.id() == child_pid)
+                    .map(|c| matches!(c.try_wait(), Ok(Some(_))))
+                    .unwrap_or(true)
+            };
+            if exited {
+                if let Some(w) = &existing {
+                    let app = match w.pid.and_then(|p| by_pid.get(&p)) {
+                        Some(bus) => self.app_name(bus).await,
+                        None => None,
+                    };
+                    return Ok(self.info(w, app));
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // do not leave a process behind whose window never came
+        {
+            let mut st = self.lock();
+            if let Some(c) = st.children.iter_mut().find(|c| c.id() == child_pid) {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            st.children.retain(|c| c.id() != child_pid);
+        }
+        Err(LinuxError::Launch {
+            app: name.to_string(),
+            command: command.to_string(),
+            reason: format!(
+                "no window of it appeared on the accessibility bus within {} s; is it installed, and does the session have accessibility on (scripts/desktop-session.sh up)?",
+                self.config.launch_timeout.as_secs()
+            ),
+        })
+    }
+
+    /// Run a shell command with a time bound. A command equal to a launch-table command
+    /// launches that application (without waiting for it to exit).
+    pub async fn run_shell(&self, command: &str) -> Result<ShellOutput, LinuxError> {
+        let trimmed = command.trim().trim_end_matches('&').trim();
+        let launch = self
+            .config
+            .launch
+            .iter()
+            .find(|(_, c)| c.trim() == trimmed)
+            .map(|(n, c)| (n.clone(), c.clone()));
+        if let Some((name, cmd)) = launch {
+            let w = self.spawn_and_wait(&name, &cmd).await?;
+            return Ok(ShellOutput {
+                code: None,
+                stdout: String::new(),
+                stderr: String::new(),
+                launched: Some(w.app_name),
+            });
+        }
+        let child = tokio::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(command)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .envs(self.config.launch_env.iter().map(|(k, v)| (k, v)))
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| LinuxError::Shell(e.to_string()))?;
+        let out = tokio::time::timeout(self.config.shell_timeout, child.wait_with_output())
+            .await
+            .map_err(|_| LinuxError::Timeout {
+                what: format!("shell command `{command}`"),
+                ms: self.config.shell_timeout.as_millis() as u64,
+            })?
+            .map_err(|e| LinuxError::Shell(e.to_string()))?;
+        let cut = |b: &[u8]| {
+            let s = String::from_utf8_lossy(b);
+            if s.len() > 16_000 {
+                let mut end = 16_000;
+                while !s.is_char_boundary(end) {
+                    end -= 1;
+                }
+                format!("{}…(truncated)", &s[..end])
+            } else {
+                s.into_owned()
+            }
+        };
+        Ok(ShellOutput {
+            code: out.status.code(),
+            stdout: cut(&out.stdout),
+            stderr: cut(&out.stderr),
+            launched: None,
+        })
+    }
+
+    /// A PNG of the whole screen.
+    pub async fn screen_png(&self) -> Result<Screenshot, LinuxError> {
+        self.x11(|x| {
+            let img = x.capture(0, 0, x.screen_w, x.screen_h)?;
+            let png = annotate::encode_png(&img)?;
+            Ok(Screenshot {
+                png: Arc::new(png),
+                width: img.width,
+                height: img.height,
+            })
+        })
+        .await
+    }
+
+    /// Wait until the window stops changing after an action: first a change (or the settle
+    /// time), then two unchanged looks. `before` is the fingerprint taken before the action.
+    pub(crate) async fn settle_window(&self, xid: u32, before: Option<u64>) {
+        let Ok(w) = self.x11(move |x| x.window_info(xid)).await else {
+            return;
+        };
+        let Some(w) = w else {
+            // the window went away (closed by the action): nothing to wait for
+            return;
+        };
+        let poll = self.config.settle_poll;
+        let deadline = Instant::now() + self.config.settle_time;
+        let fp = move |x: &X11| x.fingerprint(w.x, w.y, w.w, w.h);
+        let mut last = match before {
+            Some(b) => b,
+            None => match self.x11(fp).await {
+                Ok(v) => v,
+                Err(_) => return,
+            },
+        };
+        let mut changed = false;
+        let mut stable = 0;
+        while Instant::now() < deadline {
+            tokio::time::sleep(poll).await;
+            let Ok(now) = self.x11(fp).await else { return };
+            if now != last {
+                changed = true;
+                stable = 0;
+                last = now;
+            } else if changed {
+                stable += 1;
+                if stable >= 2 {
+                    return;
+                }
+            }
+        }
+    }
+
+    pub(crate) async fn fingerprint(&self, xid: u32) -> Option<u64> {
+        self.x11(move |x| {
+            let w = x
+                .window_info(xid)?
+                .ok_or_else(|| LinuxError::NoWindow(window_id(xid)))?;
+            x.fingerprint(w.x, w.y, w.w, w.h)
+        })
+        .await
+        .ok()
+    }
+}
+
+#[async_trait]
+impl Desktop for LinuxDesktop {
+    async fn windows(&self) -> Result<Vec<WindowInfo>, DesktopError> {
+        Ok(self.list_windows().await?)
+    }
+
+    async fn launchable(&self) -> Result<Vec<LaunchableApp>, DesktopError> {
+        let windows = self.list_windows().await?;
+        let running = |cmd: &str| {
+            let exe = cmd.split_whitespace().next().unwrap_or(cmd).to_lowercase();
+            windows
+                .iter()
+                .any(|w| w.process.to_lowercase() == exe || w.app_name.to_lowercase() == exe)
+        };
+        Ok(self
+            .config
+            .launch
+            .iter()
+            .filter(|(_, c)| !running(c))
+            .map(|(n, c)| LaunchableApp {
+                name: n.clone(),
+                command: c.clone(),
+            })
+            .collect())
+    }
+
+    async fn desktop_screenshot(&self) -> Result<Option<Screenshot>, DesktopError> {
+        Ok(Some(self.screen_png().await?))
+    }
+
+    async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError> {
+        Ok(self.observe_window(window_id).await?)
+    }
+
+    async fn act(
+        &self,
+        window_id: &str,
+        control_id: Option<&str>,
+        action: &UiAction,
+    ) -> Result<String, DesktopError> {
+        Ok(self.perform(window_id, control_id, action).await?)
+    }
+
+    async fn launch(&self, app: &str) -> Result<WindowInfo, DesktopError> {
+        Ok(self.launch_app(app).await?)
+    }
+
+    async fn shell(&self, command: &str) -> Result<ShellOutput, DesktopError> {
+        Ok(self.run_shell(command).await?)
+    }
+
+    async fn settle(&self) {
+        let last = self.lock().last_window;
+        match last {
+            Some(xid) => self.settle_window(xid, None).await,
+            None => tokio::time::sleep(self.config.settle_poll).await,
+        }
+    }
+}

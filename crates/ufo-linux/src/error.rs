@@ -1,0 +1,105 @@
+//! Errors of the Linux backend. Every message says what to do about it.
+
+use ufo_core::DesktopError;
+
+/// Errors of the live Linux desktop backend.
+#[derive(Debug, thiserror::Error)]
+pub enum LinuxError {
+    /// `DISPLAY` is not set.
+    #[error("DISPLAY is not set; start a session with `scripts/desktop-session.sh up` and `source` the env file it prints, or run inside a desktop session")]
+    NoDisplay,
+    /// The X server refused the connection or is not there.
+    #[error("cannot connect to the X server {display:?}: {reason}; check DISPLAY (is Xvfb or your desktop running?)")]
+    X11Connect {
+        /// The display tried.
+        display: String,
+        /// Why it failed.
+        reason: String,
+    },
+    /// An X11 request failed.
+    #[error("X11 request failed ({what}): {reason}; the X server may have gone away, start the session again")]
+    X11 {
+        /// What was asked.
+        what: String,
+        /// Why it failed.
+        reason: String,
+    },
+    /// The session bus or the accessibility bus cannot be reached.
+    #[error("cannot reach the accessibility bus: {0}; check DBUS_SESSION_BUS_ADDRESS and that at-spi-bus-launcher runs (scripts/desktop-session.sh up starts both)")]
+    A11yBus(String),
+    /// A D-Bus call failed.
+    #[error("accessibility call {what} failed: {reason}; the application may have closed, observe again")]
+    Call {
+        /// Interface.method and object.
+        what: String,
+        /// Why it failed.
+        reason: String,
+    },
+    /// A D-Bus call or a wait did not finish in time.
+    #[error("{what} did not answer within {ms} ms; the application may be busy or hung, try again or raise the timeout")]
+    Timeout {
+        /// What was waited for.
+        what: String,
+        /// The bound, in milliseconds.
+        ms: u64,
+    },
+    /// No window matched.
+    #[error("no window matches {0:?}; run `ufo inspect` without a window to list them")]
+    NoWindow(String),
+    /// No control with that id.
+    #[error("no control {control:?} in window {window:?}; observe the window again and use a current label")]
+    NoControl {
+        /// The window.
+        window: String,
+        /// The control id.
+        control: String,
+    },
+    /// The application is not in the launch table.
+    #[error(
+        "no application {0:?} in the launch table; add it to LinuxConfig::launch (name -> command)"
+    )]
+    UnknownApp(String),
+    /// Launching failed.
+    #[error("launching {app:?} with `{command}` failed: {reason}")]
+    Launch {
+        /// Application name.
+        app: String,
+        /// Command line.
+        command: String,
+        /// Why.
+        reason: String,
+    },
+    /// The action does not apply.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The action reached the control and failed.
+    #[error("{0}")]
+    ActionFailed(String),
+    /// Bad `type_keys` syntax.
+    #[error(
+        "bad key syntax: {0}; see crates/ufo-linux/README.md (e.g. `hello{{ENTER}}`, `{{ctrl+s}}`)"
+    )]
+    KeySyntax(String),
+    /// Encoding the screenshot failed.
+    #[error("cannot encode the screenshot as PNG: {0}")]
+    Png(String),
+    /// Running a shell command failed.
+    #[error("cannot run the shell command: {0}")]
+    Shell(String),
+}
+
+impl From<LinuxError> for DesktopError {
+    fn from(e: LinuxError) -> Self {
+        match e {
+            LinuxError::NoWindow(w) => DesktopError::NoWindow(w),
+            LinuxError::NoControl { window, control } => {
+                DesktopError::NoControl { window, control }
+            }
+            LinuxError::UnknownApp(a) => DesktopError::UnknownApp(a),
+            LinuxError::Timeout { ms, .. } => DesktopError::Timeout(ms),
+            LinuxError::Unsupported(m) => DesktopError::Unsupported(m),
+            LinuxError::ActionFailed(m) | LinuxError::KeySyntax(m) => DesktopError::ActionFailed(m),
+            other => DesktopError::Backend(other.to_string()),
+        }
+    }
+}

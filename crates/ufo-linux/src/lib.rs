@@ -1,0 +1,147 @@
+//! The live Linux desktop backend of ufo-rs.
+//!
+//! Controls come from the accessibility bus (AT-SPI2, spoken over zbus): one
+//! `org.a11y.atspi.Cache.GetItems` call gives an application's whole tree, the per-control
+//! details (extents, actions, text) are fetched concurrently, and a bounded walk fills in what
+//! the cache lacks (GTK4 before its first walk). Windows, screenshots and input go through
+//! X11 (x11rb: `_NET_CLIENT_LIST`, `GetImage`, XTEST).
+//!
+//! Entry points: [`LinuxDesktop::connect`] (implements [`ufo_core::Desktop`]) and [`inspect`].
+//! See `crates/ufo-linux/README.md` for the session setup and the key syntax.
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+mod act;
+mod annotate;
+mod bus;
+mod config;
+mod desktop;
+mod error;
+mod keys;
+mod observe;
+mod x11;
+
+pub use config::LinuxConfig;
+pub use desktop::LinuxDesktop;
+pub use error::LinuxError;
+pub use observe::{ControlDetail, FullObservation, ObservationStats};
+
+use ufo_core::WindowInfo;
+
+/// What `ufo inspect` shows: a window's controls as the agent sees them, and the annotated
+/// screenshot.
+#[derive(Debug, Clone)]
+pub struct InspectReport {
+    /// The window inspected.
+    pub window: WindowInfo,
+    /// One line per control, `[label] role "name" ...`, in label order, after a header line.
+    pub lines: Vec<String>,
+    /// The annotated screenshot (PNG), empty when no screenshot could be taken.
+    pub annotated_png: Vec<u8>,
+    /// Non-fatal problems met while observing.
+    pub warnings: Vec<String>,
+}
+
+/// Pick a window by id, exact title, application or process name, or title substring
+/// (case-insensitive); `None` picks the active window (else the first).
+pub async fn find_window(
+    desktop: &LinuxDesktop,
+    window: Option<&str>,
+) -> Result<WindowInfo, LinuxError> {
+    let windows = desktop.list_windows().await?;
+    let Some(want) = window.map(str::trim).filter(|w| !w.is_empty()) else {
+        let active = desktop.x11(|x| x.active_window()).await.ok().flatten();
+        return active
+            .and_then(|a| windows.iter().find(|w| w.id == desktop::window_id(a)))
+            .or_else(|| windows.first())
+            .cloned()
+            .ok_or_else(|| LinuxError::NoWindow("(any window)".into()));
+    };
+    let lw = want.to_lowercase();
+    let tests: [&dyn Fn(&WindowInfo) -> bool; 5] = [
+        &|w| w.id == want,
+        &|w| w.title.to_lowercase() == lw,
+        &|w| w.app_name.to_lowercase() == lw,
+        &|w| w.process.to_lowercase() == lw,
+        &|w| w.title.to_lowercase().contains(&lw),
+    ];
+    for t in tests {
+        if let Some(w) = windows.iter().find(|w| t(w)) {
+            return Ok(w.clone());
+        }
+    }
+    if let Ok(xid) = desktop::parse_window_id(want) {
+        if let Some(w) = windows.iter().find(|w| w.id == desktop::window_id(xid)) {
+            return Ok(w.clone());
+        }
+    }
+    let names: Vec<String> = windows
+        .iter()
+        .map(|w| format!("{} {:?} ({})", w.id, w.title, w.app_name))
+        .collect();
+    Err(LinuxError::NoWindow(format!(
+        "{want}; open windows: {}",
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    )))
+}
+
+/// Observe a window (see [`find_window`] for how `window` is matched) and describe its controls
+/// as the agent sees them.
+pub async fn inspect(
+    desktop: &LinuxDesktop,
+    window: Option<&str>,
+) -> Result<InspectReport, LinuxError> {
+    let w = find_window(desktop, window).await?;
+    let full = desktop.observe_full(&w.id).await?;
+    let obs = &full.observation;
+    let mut lines = vec![format!(
+        "window {} {:?} app {:?} process {} pid {} — {} controls",
+        obs.window.id,
+        obs.window.title,
+        obs.window.app_name,
+        obs.window.process,
+        obs.window
+            .pid
+            .map(|p| p.to_string())
+            .unwrap_or_else(|| "?".into()),
+        obs.controls.len()
+    )];
+    for (i, d) in full.details.iter().enumerate() {
+        let c = &d.control;
+        let mut line = format!(
+            "[{}] {} {:?} @{},{} {}x{}",
+            i + 1,
+            c.role,
+            c.name,
+            c.rect.x,
+            c.rect.y,
+            c.rect.w,
+            c.rect.h
+        );
+        if let Some(v) = &c.value {
+            let short: String = v.chars().take(60).collect();
+            let more = if v.chars().count() > 60 { "…" } else { "" };
+            line.push_str(&format!(" value={short:?}{more}"));
+        }
+        if !d.states.is_empty() {
+            line.push_str(&format!(" [{}]", d.states.join(",")));
+        }
+        if !d.actions.is_empty() {
+            line.push_str(&format!(" actions={}", d.actions.join("|")));
+        }
+        lines.push(line);
+    }
+    Ok(InspectReport {
+        window: obs.window.clone(),
+        lines,
+        annotated_png: obs
+            .annotated
+            .as_ref()
+            .map(|s| s.png.as_ref().clone())
+            .unwrap_or_default(),
+        warnings: obs.warnings.clone(),
+    })
+}

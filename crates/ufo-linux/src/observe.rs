@@ -1,0 +1,1000 @@
+//! Observation of one window in one step: the controls an agent can use (through the
+//! `Cache.GetItems` fast path, with a bounded walk when the cache is incomplete), the screenshot,
+//! and the annotated screenshot.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ufo_core::{Control, Rect, Screenshot, WindowInfo, WindowObservation};
+
+use crate::annotate::{self, Mark};
+use crate::bus::{iface, state, AppTree, Node, ROOT_PATH};
+use crate::desktop::{window_id as format_window_id, CtlInfo, LinuxDesktop};
+use crate::x11::{RgbImage, XWindow};
+use crate::LinuxError;
+
+/// AT-SPI role numbers used here.
+mod role {
+    pub const CHECK_BOX: u32 = 7;
+    pub const CHECK_MENU_ITEM: u32 = 8;
+    pub const COMBO_BOX: u32 = 11;
+    pub const DIALOG: u32 = 16;
+    pub const FRAME: u32 = 23;
+    pub const LABEL: u32 = 29;
+    pub const LIST_ITEM: u32 = 32;
+    pub const MENU: u32 = 33;
+    pub const MENU_ITEM: u32 = 35;
+    pub const PAGE_TAB: u32 = 37;
+    pub const PASSWORD_TEXT: u32 = 40;
+    pub const PUSH_BUTTON: u32 = 43;
+    pub const RADIO_BUTTON: u32 = 44;
+    pub const RADIO_MENU_ITEM: u32 = 45;
+    pub const SLIDER: u32 = 51;
+    pub const SPIN_BUTTON: u32 = 52;
+    pub const TABLE_CELL: u32 = 56;
+    pub const TERMINAL: u32 = 60;
+    pub const TEXT: u32 = 61;
+    pub const TOGGLE_BUTTON: u32 = 62;
+    pub const WINDOW: u32 = 69;
+    pub const ENTRY: u32 = 79;
+    pub const DOCUMENT_FRAME: u32 = 82;
+    pub const LINK: u32 = 88;
+    pub const TREE_ITEM: u32 = 91;
+    pub const DOCUMENT_SPREADSHEET: u32 = 92;
+    pub const DOCUMENT_PRESENTATION: u32 = 93;
+    pub const DOCUMENT_TEXT: u32 = 94;
+    pub const DOCUMENT_WEB: u32 = 95;
+    pub const DOCUMENT_EMAIL: u32 = 96;
+    pub const LIST_BOX: u32 = 98;
+    pub const PUSH_BUTTON_MENU: u32 = 129;
+    /// Containers and decorations: never controls, even when focusable.
+    pub const CONTAINERS: &[u32] = &[
+        2, 14, 16, 18, 20, 23, 24, 25, 28, 29, 30, 31, 34, 38, 39, 46, 49, 50, 53, 54, 55, 63, 64,
+        65, 66, 68, 69, 75, 85, 99,
+    ];
+}
+
+const INTERACTIVE: &[u32] = &[
+    role::PUSH_BUTTON,
+    role::TOGGLE_BUTTON,
+    role::CHECK_BOX,
+    role::RADIO_BUTTON,
+    role::MENU,
+    role::MENU_ITEM,
+    role::CHECK_MENU_ITEM,
+    role::RADIO_MENU_ITEM,
+    role::COMBO_BOX,
+    role::ENTRY,
+    role::TEXT,
+    role::PASSWORD_TEXT,
+    role::SPIN_BUTTON,
+    role::SLIDER,
+    role::LIST_ITEM,
+    role::PAGE_TAB,
+    role::LINK,
+    role::TREE_ITEM,
+    role::TABLE_CELL,
+    role::LIST_BOX,
+    role::TERMINAL,
+    role::DOCUMENT_FRAME,
+    role::DOCUMENT_TEXT,
+    role::DOCUMENT_WEB,
+    role::DOCUMENT_SPREADSHEET,
+    role::DOCUMENT_PRESENTATION,
+    role::DOCUMENT_EMAIL,
+    role::PUSH_BUTTON_MENU,
+];
+
+const TEXTUAL: &[u32] = &[
+    role::TEXT,
+    role::ENTRY,
+    role::SPIN_BUTTON,
+    role::COMBO_BOX,
+    role::TERMINAL,
+    role::DOCUMENT_FRAME,
+    role::DOCUMENT_TEXT,
+    role::DOCUMENT_WEB,
+    role::DOCUMENT_EMAIL,
+];
+
+/// Entries of lists, trees and tab bars: their visible label beats their description.
+const ITEMS: &[u32] = &[
+    role::LIST_ITEM,
+    role::TREE_ITEM,
+    role::TABLE_CELL,
+    role::PAGE_TAB,
+];
+
+const CHECKABLE: &[u32] = &[
+    role::CHECK_BOX,
+    role::TOGGLE_BUTTON,
+    role::RADIO_BUTTON,
+    role::CHECK_MENU_ITEM,
+    role::RADIO_MENU_ITEM,
+];
+
+/// Longest value text kept in an observation (the full text is one `read_text` away).
+const VALUE_MAX: usize = 2000;
+
+/// The readable name of a role number.
+pub(crate) fn role_name(r: u32) -> String {
+    match atspi::Role::try_from(r) {
+        Ok(role) => role.name().to_string(),
+        Err(_) => format!("role {r}"),
+    }
+}
+
+fn collapse_ws(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A toolkit type name standing in for a name (GTK4: "GtkButton", "AdwGizmo").
+pub(crate) fn is_noise(name: &str) -> bool {
+    if name.is_empty() {
+        return true;
+    }
+    for prefix in ["Gtk", "Adw", "Gd", "Hdy", "Gsk"] {
+        if let Some(rest) = name.strip_prefix(prefix) {
+            if rest.starts_with(|c: char| c.is_ascii_uppercase())
+                && rest.chars().all(|c| c.is_ascii_alphanumeric())
+            {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// The name an agent sees: whitespace collapsed, GTK4's doubled names ("7 7") undoubled, and
+/// the description (else the children's label text) when the name is noise.
+pub(crate) fn clean_name(name: &str, description: &str, child_text: &str) -> String {
+    let mut n = collapse_ws(name);
+    let words: Vec<&str> = n.split(' ').collect();
+    if words.len() >= 2 && words.len() & 1 == 0 {
+        let half = words.len() / 2;
+        if words[..half] == words[half..] {
+            n = words[..half].join(" ");
+        }
+    }
+    if is_noise(&n) {
+        let d = collapse_ws(description);
+        if !d.is_empty() && !is_noise(&d) {
+            return d;
+        }
+        let c = collapse_ws(child_text);
+        if !is_noise(&c) {
+            return c;
+        }
+        return String::new();
+    }
+    n
+}
+
+/// Reading order: rows top to bottom (a control joins a row when its top is above the middle
+/// of the row's first control), left to right within a row. Returns the permutation.
+pub(crate) fn reading_order(rects: &[Rect]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..rects.len()).collect();
+    idx.sort_by_key(|&i| (rects[i].y, rects[i].x, i));
+    let mut out = Vec::with_capacity(idx.len());
+    let mut row: Vec<usize> = Vec::new();
+    let mut anchor: Option<Rect> = None;
+    for i in idx {
+        let r = rects[i];
+        let joins = anchor.is_some_and(|a| {
+            let half = (a.h.min(r.h) / 2).max(1) as i32;
+            r.y < a.y + half
+        });
+        if !joins {
+            row.sort_by_key(|&j| (rects[j].x, rects[j].y, j));
+            out.append(&mut row);
+            anchor = Some(r);
+        }
+        row.push(i);
+    }
+    row.sort_by_key(|&j| (rects[j].x, rects[j].y, j));
+    out.append(&mut row);
+    out
+}
+
+fn intersect(a: Rect, b: Rect) -> Option<Rect> {
+    let x0 = a.x.max(b.x);
+    let y0 = a.y.max(b.y);
+    let x1 = (a.x + a.w as i32).min(b.x + b.w as i32);
+    let y1 = (a.y + a.h as i32).min(b.y + b.h as i32);
+    (x1 > x0 && y1 > y0).then(|| Rect {
+        x: x0,
+        y: y0,
+        w: (x1 - x0) as u32,
+        h: (y1 - y0) as u32,
+    })
+}
+
+fn xrect(w: &XWindow) -> Rect {
+    Rect {
+        x: w.x,
+        y: w.y,
+        w: w.w,
+        h: w.h,
+    }
+}
+
+/// A control with everything the backend knows about it.
+#[derive(Debug, Clone)]
+pub struct ControlDetail {
+    /// The control as the engine sees it.
+    pub control: Control,
+    /// AT-SPI state names that matter to a person reading `ufo inspect` (focused, checked, ...).
+    pub states: Vec<&'static str>,
+    /// Action names the control offers.
+    pub actions: Vec<String>,
+}
+
+/// Where the time of one observation went.
+#[derive(Debug, Clone, Default)]
+pub struct ObservationStats {
+    /// Nodes of the window's tree looked at.
+    pub nodes: usize,
+    /// Whether the slow walk was needed (incomplete cache).
+    pub walked: bool,
+    /// Tree (GetItems + walk) time.
+    pub tree: Duration,
+    /// Per-control details (extents, actions, text) time.
+    pub details: Duration,
+    /// Screen capture time (runs alongside the tree).
+    pub capture: Duration,
+    /// Annotation and PNG encoding time.
+    pub encode: Duration,
+    /// Whole observation.
+    pub total: Duration,
+}
+
+/// A full observation: what the engine gets plus details for `inspect` and benchmarks.
+pub struct FullObservation {
+    /// What the engine gets.
+    pub observation: WindowObservation,
+    /// The same controls with states and actions, in label order.
+    pub details: Vec<ControlDetail>,
+    /// Timings.
+    pub stats: ObservationStats,
+}
+
+struct Candidate {
+    node: Node,
+    child_text: String,
+    /// A button among its descendants (GTK4's inert wrapper around menu buttons).
+    wraps_button: bool,
+}
+
+struct Fetched {
+    detail: ControlDetail,
+    info: CtlInfo,
+}
+
+impl LinuxDesktop {
+    /// Observe a window (engine view).
+    pub(crate) async fn observe_window(
+        &self,
+        window_id: &str,
+    ) -> Result<WindowObservation, LinuxError> {
+        Ok(self.observe_with(window_id, false).await?.observation)
+    }
+
+    /// Observe a window with details (action names included) and timings.
+    pub async fn observe_full(&self, window_id: &str) -> Result<FullObservation, LinuxError> {
+        self.observe_with(window_id, true).await
+    }
+
+    /// Observe a window; `with_actions` also fetches every control's action names (for
+    /// `inspect`; the engine's observation leaves them to the action that needs them).
+    pub async fn observe_with(
+        &self,
+        window_id: &str,
+        with_actions: bool,
+    ) -> Result<FullObservation, LinuxError> {
+        let t0 = Instant::now();
+        let xid = crate::desktop::parse_window_id(window_id)?;
+        let (all, active) = self
+            .x11(|x| Ok((x.client_windows()?, x.active_window()?)))
+            .await?;
+        let main = all
+            .iter()
+            .find(|w| w.id == xid)
+            .cloned()
+            .ok_or_else(|| LinuxError::NoWindow(window_id.to_string()))?;
+        // dialogs that belong to this window are observed with it (they sit on top of it)
+        let attached: Vec<XWindow> = all
+            .into_iter()
+            .filter(|w| w.transient_for == Some(xid) && w.id != xid)
+            .collect();
+        let mut early_warnings = Vec::new();
+        // bring the window to the front so that its screenshot shows it (as UFO does); a
+        // session without a window manager has no active window and is left alone
+        if let Some(a) = active {
+            if a != xid && !attached.iter().any(|d| d.id == a) {
+                if let Err(e) = self.activate(xid).await {
+                    early_warnings.push(format!("could not raise the window: {e}"));
+                }
+            }
+        }
+        let mut area = xrect(&main);
+        for d in &attached {
+            let (x0, y0) = (area.x.min(d.x), area.y.min(d.y));
+            let x1 = (area.x + area.w as i32).max(d.x + d.w as i32);
+            let y1 = (area.y + area.h as i32).max(d.y + d.h as i32);
+            area = Rect {
+                x: x0,
+                y: y0,
+                w: (x1 - x0) as u32,
+                h: (y1 - y0) as u32,
+            };
+        }
+        let screen = Rect {
+            x: 0,
+            y: 0,
+            w: self.x.screen_w,
+            h: self.x.screen_h,
+        };
+        let area = intersect(area, screen).ok_or_else(|| {
+            LinuxError::ActionFailed(format!(
+                "window {window_id} is entirely off screen; move it onto the screen"
+            ))
+        })?;
+
+        let capture = async {
+            let t = Instant::now();
+            let img = self
+                .x11(move |x| x.capture(area.x, area.y, area.w, area.h))
+                .await;
+            (img, t.elapsed())
+        };
+        let controls = async {
+            let mut warnings = early_warnings;
+            let mut stats = ObservationStats::default();
+            let pids: Vec<u32> = attached
+                .iter()
+                .chain(std::iter::once(&main))
+                .filter_map(|w| w.pid)
+                .collect();
+            let mut by_pid = self.bus_map(&pids, false).await;
+            let mut refreshed = false;
+            let mut trees: HashMap<String, AppTree> = HashMap::new();
+            let mut groups: Vec<Vec<Fetched>> = Vec::new();
+            // dialogs first: they are on top and usually what needs an answer
+            for w in attached.iter().chain(std::iter::once(&main)) {
+                let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)).cloned() else {
+                    warnings.push(format!(
+                        "window {} ({:?}) is not on the accessibility bus: only its screenshot is available (was the application started before accessibility was switched on?)",
+                        format_window_id(w.id),
+                        w.title
+                    ));
+                    continue;
+                };
+                let mut result = self
+                    .window_controls(&bus, w, with_actions, &mut trees, &mut stats, &mut warnings)
+                    .await;
+                if result.is_err() && !refreshed {
+                    // the cached bus name may be stale (the application restarted): look again
+                    refreshed = true;
+                    by_pid = self.bus_map(&pids, true).await;
+                    if let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)).cloned() {
+                        trees.remove(&bus);
+                        result = self
+                            .window_controls(
+                                &bus,
+                                w,
+                                with_actions,
+                                &mut trees,
+                                &mut stats,
+                                &mut warnings,
+                            )
+                            .await;
+                    }
+                }
+                match result {
+                    Ok(g) => groups.push(g),
+                    Err(e) => warnings.push(format!(
+                        "controls of window {} could not be read: {e}",
+                        format_window_id(w.id)
+                    )),
+                }
+            }
+            let main_bus = main.pid.and_then(|p| by_pid.get(&p)).cloned();
+            (groups, warnings, stats, main_bus)
+        };
+        let ((img, capture_time), (groups, mut warnings, mut stats, main_bus)) =
+            tokio::join!(capture, controls);
+        stats.capture = capture_time;
+
+        // drop main-window controls hidden under an attached dialog
+        let dialog_rects: Vec<Rect> = attached.iter().map(xrect).collect();
+        let mut fetched: Vec<Fetched> = Vec::new();
+        let n_groups = groups.len();
+        for (gi, group) in groups.into_iter().enumerate() {
+            let is_main = gi + 1 == n_groups && !dialog_rects.is_empty();
+            let rects: Vec<Rect> = group.iter().map(|f| f.detail.control.rect).collect();
+            let order = reading_order(&rects);
+            let mut group: Vec<Option<Fetched>> = group.into_iter().map(Some).collect();
+            for i in order {
+                let Some(f) = group[i].take() else { continue };
+                if is_main {
+                    let r = f.detail.control.rect;
+                    let (cx, cy) = (r.x + r.w as i32 / 2, r.y + r.h as i32 / 2);
+                    if dialog_rects.iter().any(|d| {
+                        cx >= d.x && cy >= d.y && cx < d.x + d.w as i32 && cy < d.y + d.h as i32
+                    }) {
+                        continue;
+                    }
+                }
+                fetched.push(f);
+            }
+        }
+
+        let t_enc = Instant::now();
+        let (screenshot, annotated) = match img {
+            Ok(img) => {
+                let marks: Vec<Mark> = fetched
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| {
+                        let r = f.detail.control.rect;
+                        Mark {
+                            x: r.x - area.x,
+                            y: r.y - area.y,
+                            w: r.w,
+                            h: r.h,
+                            label: i + 1,
+                        }
+                    })
+                    .collect();
+                match encode_pair(img, marks).await {
+                    Ok((a, b)) => (Some(a), Some(b)),
+                    Err(e) => {
+                        warnings.push(format!("screenshot could not be encoded: {e}"));
+                        (None, None)
+                    }
+                }
+            }
+            Err(e) => {
+                warnings.push(format!("no screenshot: {e}"));
+                (None, None)
+            }
+        };
+        stats.encode = t_enc.elapsed();
+
+        {
+            let mut st = self.lock();
+            st.controls.retain(|_, c| c.window != xid);
+            for f in &fetched {
+                st.controls
+                    .insert(f.detail.control.id.clone(), f.info.clone());
+            }
+        }
+        let by_pid_name = match main_bus {
+            Some(bus) => self.app_name(&bus).await,
+            None => None,
+        };
+        let window = WindowInfo {
+            id: format_window_id(main.id),
+            title: main.title.clone(),
+            app_name: by_pid_name
+                .filter(|a| !a.is_empty())
+                .unwrap_or_else(|| main.class.clone()),
+            process: main
+                .pid
+                .and_then(|p| std::fs::read_to_string(format!("/proc/{p}/comm")).ok())
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|| main.class.clone()),
+            pid: main.pid,
+            rect: Some(xrect(&main)),
+        };
+        let details: Vec<ControlDetail> = fetched.into_iter().map(|f| f.detail).collect();
+        stats.total = t0.elapsed();
+        Ok(FullObservation {
+            observation: WindowObservation {
+                window,
+                controls: details.iter().map(|d| d.control.clone()).collect(),
+                screenshot,
+                annotated,
+                warnings,
+            },
+            details,
+            stats,
+        })
+    }
+
+    /// The controls of one X window, from its application's tree.
+    async fn window_controls(
+        &self,
+        bus: &str,
+        w: &XWindow,
+        with_actions: bool,
+        trees: &mut HashMap<String, AppTree>,
+        stats: &mut ObservationStats,
+        warnings: &mut Vec<String>,
+    ) -> Result<Vec<Fetched>, LinuxError> {
+        let t = Instant::now();
+        if !trees.contains_key(bus) {
+            let tree = self.bus.tree(bus).await?;
+            trees.insert(bus.to_string(), tree);
+        }
+        let relative = self.is_relative(bus).await;
+        let tree = trees
+            .get_mut(bus)
+            .ok_or_else(|| LinuxError::ActionFailed("tree vanished".into()))?;
+        let frame = pick_frame(tree, w).ok_or_else(|| {
+            LinuxError::ActionFailed(format!(
+                "the application has no window named {:?} on the accessibility bus",
+                w.title
+            ))
+        })?;
+        if self.complete_tree(bus, tree, &frame, warnings).await {
+            stats.walked = true;
+        }
+        let tree = &*tree;
+        let subtree_len = tree.subtree(&frame, self.config.walk_max_nodes).len();
+        stats.nodes += subtree_len;
+        let candidates = collect_candidates(tree, &frame);
+        stats.tree += t.elapsed();
+
+        let t = Instant::now();
+        // window-relative extents (GTK4): offset by where the toolkit's window sits
+        let offset = if relative {
+            match self.bus.extents(bus, &frame).await {
+                Ok((fx, fy, fw, fh)) => (
+                    w.x + ((w.w as i32 - fw) / 2).max(0) - fx,
+                    w.y + ((w.h as i32 - fh) / 2).max(0) - fy,
+                ),
+                Err(e) => {
+                    warnings.push(format!(
+                        "window extents unknown, rectangles may be off: {e}"
+                    ));
+                    (w.x, w.y)
+                }
+            }
+        } else {
+            (0, 0)
+        };
+        let win_rect = xrect(w);
+        let results = futures::future::join_all(
+            candidates
+                .iter()
+                .map(|c| self.fetch_control(bus, c, offset, win_rect, w.id, with_actions)),
+        )
+        .await;
+        let mut out = Vec::new();
+        let mut failed = 0;
+        let mut first_err = None;
+        for r in results {
+            match r {
+                Ok(Some(f)) => out.push(f),
+                Ok(None) => {}
+                Err(e) => {
+                    failed += 1;
+                    first_err.get_or_insert(e.to_string());
+                }
+            }
+        }
+        if failed > 0 {
+            warnings.push(format!(
+                "{failed} of {} controls did not answer and are left out (first error: {})",
+                candidates.len(),
+                first_err.unwrap_or_default()
+            ));
+        }
+        stats.details += t.elapsed();
+        Ok(out)
+    }
+
+    /// Extents, actions and text of one candidate; `None` when it is not on screen.
+    async fn fetch_control(
+        &self,
+        bus: &str,
+        c: &Candidate,
+        offset: (i32, i32),
+        win: Rect,
+        xid: u32,
+        with_actions: bool,
+    ) -> Result<Option<Fetched>, LinuxError> {
+        let n = &c.node;
+        let ext = async {
+            if n.ifaces & iface::COMPONENT != 0 {
+                self.bus.extents(bus, &n.path).await.map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        let acts = async {
+            if with_actions && n.ifaces & iface::ACTION != 0 {
+                self.bus.actions(bus, &n.path).await
+            } else {
+                Ok(Vec::new())
+            }
+        };
+        let text = async {
+            if n.ifaces & iface::TEXT != 0 && TEXTUAL.contains(&n.role) {
+                self.bus.text(bus, &n.path).await.map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        let value = async {
+            if n.ifaces & iface::VALUE != 0 && n.ifaces & iface::TEXT == 0 {
+                self.bus.value(bus, &n.path).await.ok()
+            } else {
+                None
+            }
+        };
+        let (ext, actions, text, value) = tokio::join!(ext, acts, text, value);
+        let Some((x, y, ew, eh)) = ext? else {
+            return Ok(None);
+        };
+        if x == i32::MIN || y == i32::MIN || ew < 2 || eh < 2 {
+            return Ok(None);
+        }
+        let actions = actions.unwrap_or_default();
+        let is_button = matches!(
+            n.role,
+            role::PUSH_BUTTON | role::TOGGLE_BUTTON | role::PUSH_BUTTON_MENU
+        );
+        if is_button && !n.has(state::FOCUSABLE) && c.wraps_button {
+            // GTK4 wraps a menu button in a second, inert button
+            return Ok(None);
+        }
+        let raw = Rect {
+            x: x.saturating_add(offset.0),
+            y: y.saturating_add(offset.1),
+            w: ew as u32,
+            h: eh as u32,
+        };
+        let Some(rect) = intersect(raw, win) else {
+            return Ok(None);
+        };
+        let text = text.unwrap_or(None);
+        let value = if n.role == role::PASSWORD_TEXT {
+            None
+        } else if let Some(t) = text {
+            let mut t = t;
+            if t.len() > VALUE_MAX {
+                let mut end = VALUE_MAX;
+                while !t.is_char_boundary(end) {
+                    end -= 1;
+                }
+                t.truncate(end);
+                t.push('…');
+            }
+            Some(t)
+        } else if let Some(v) = value {
+            Some(format!("{v}"))
+        } else if CHECKABLE.contains(&n.role) {
+            Some(
+                if n.has(state::CHECKED) {
+                    "checked"
+                } else {
+                    "unchecked"
+                }
+                .to_string(),
+            )
+        } else {
+            None
+        };
+        let name = if ITEMS.contains(&n.role) && !c.child_text.is_empty() {
+            clean_name(&n.name, &c.child_text, &n.description)
+        } else {
+            clean_name(&n.name, &n.description, &c.child_text)
+        };
+        let role = role_name(n.role);
+        let enabled = n.has(state::SENSITIVE) || n.has(state::ENABLED);
+        let mut states = Vec::new();
+        for (bit, label) in [
+            (state::FOCUSED, "focused"),
+            (state::CHECKED, "checked"),
+            (state::SELECTED, "selected"),
+            (state::EXPANDED, "expanded"),
+            (state::EDITABLE, "editable"),
+        ] {
+            if n.has(bit) {
+                states.push(label);
+            }
+        }
+        if !enabled {
+            states.push("disabled");
+        }
+        let id = format!("{bus}{}", n.path);
+        Ok(Some(Fetched {
+            info: CtlInfo {
+                bus: bus.to_string(),
+                path: n.path.clone(),
+                name: name.clone(),
+                rect,
+                actions: actions.clone(),
+                ifaces: n.ifaces,
+                states: n.states,
+                window: xid,
+            },
+            detail: ControlDetail {
+                control: Control {
+                    id,
+                    role,
+                    name,
+                    value,
+                    rect,
+                    enabled,
+                },
+                states,
+                actions,
+            },
+        }))
+    }
+
+    /// Fill in the parts of the tree the application's cache did not give (GTK4 before its
+    /// first walk) by walking the incomplete visible nodes, within the walk budget. Returns
+    /// whether a walk was needed.
+    async fn complete_tree(
+        &self,
+        bus: &str,
+        tree: &mut AppTree,
+        frame: &str,
+        warnings: &mut Vec<String>,
+    ) -> bool {
+        let uses_showing = uses_showing(tree, frame);
+        let visible = |n: &Node| n.has(state::VISIBLE) && (!uses_showing || n.has(state::SHOWING));
+        let mut frontier: Vec<String> = tree
+            .subtree(frame, self.config.walk_max_nodes)
+            .into_iter()
+            .filter(|n| {
+                visible(n)
+                    && !n.has(state::MANAGES_DESCENDANTS)
+                    && n.child_count > 0
+                    && n.child_count < 2000
+                    && (tree.kids(&n.path).len() as i32) < n.child_count
+            })
+            .map(|n| n.path.clone())
+            .collect();
+        if frontier.is_empty() {
+            return false;
+        }
+        let start = Instant::now();
+        let mut visited = 0usize;
+        let mut errors = 0usize;
+        while !frontier.is_empty()
+            && start.elapsed() < self.config.walk_budget
+            && visited < self.config.walk_max_nodes
+        {
+            visited += frontier.len();
+            let results =
+                futures::future::join_all(frontier.iter().map(|p| self.bus.children(bus, p))).await;
+            let mut fresh: Vec<(String, String, i32)> = Vec::new();
+            for (p, r) in frontier.iter().zip(results) {
+                match r {
+                    Ok(kids) => {
+                        for (i, k) in kids.into_iter().enumerate() {
+                            if !tree.nodes.contains_key(&k) {
+                                fresh.push((k, p.clone(), i as i32));
+                            }
+                        }
+                    }
+                    Err(_) => errors += 1,
+                }
+            }
+            frontier.clear();
+            let nodes = futures::future::join_all(
+                fresh.iter().map(|(k, p, i)| self.bus.node(bus, k, p, *i)),
+            )
+            .await;
+            for n in nodes {
+                match n {
+                    Ok(n) => {
+                        if n.child_count > 0
+                            && visible(&n)
+                            && !n.has(state::MANAGES_DESCENDANTS)
+                            && n.child_count < 2000
+                        {
+                            frontier.push(n.path.clone());
+                        }
+                        tree.insert(n);
+                    }
+                    Err(_) => errors += 1,
+                }
+            }
+        }
+        tree.sort_children();
+        if !frontier.is_empty() {
+            warnings.push(format!(
+                "the tree walk stopped at its budget ({} ms, {} nodes): some controls may be missing",
+                self.config.walk_budget.as_millis(),
+                self.config.walk_max_nodes
+            ));
+        }
+        if errors > 0 {
+            warnings.push(format!(
+                "{errors} nodes did not answer during the tree walk and are left out"
+            ));
+        }
+        true
+    }
+}
+
+/// Whether the toolkit sets SHOWING on descendants (GTK3 does, GTK4 only on the window).
+fn uses_showing(tree: &AppTree, frame: &str) -> bool {
+    tree.subtree(frame, 400)
+        .iter()
+        .skip(1)
+        .any(|n| n.has(state::SHOWING))
+}
+
+/// The accessible window for an X window: by title, else the active one, else the only one.
+fn pick_frame(tree: &AppTree, w: &XWindow) -> Option<String> {
+    let tops: Vec<&Node> = tree
+        .kids(ROOT_PATH)
+        .iter()
+        .filter_map(|p| tree.nodes.get(p))
+        .filter(|n| {
+            matches!(n.role, role::FRAME | role::DIALOG | role::WINDOW | 2 | 19)
+                || n.child_count > 0
+        })
+        .collect();
+    let title = collapse_ws(&w.title);
+    tops.iter()
+        .find(|n| collapse_ws(&n.name) == title)
+        .or_else(|| {
+            tops.iter()
+                .find(|n| !n.name.trim().is_empty() && title.contains(n.name.trim()))
+        })
+        .or_else(|| tops.iter().find(|n| n.has(state::ACTIVE)))
+        .or_else(|| (tops.len() == 1).then(|| &tops[0]))
+        .map(|n| n.path.clone())
+}
+
+/// Visible interactive nodes under the frame, in tree order, with their children's label text.
+fn collect_candidates(tree: &AppTree, frame: &str) -> Vec<Candidate> {
+    let uses_showing = uses_showing(tree, frame);
+    let visible = |n: &Node| {
+        n.has(state::VISIBLE) && (!uses_showing || n.has(state::SHOWING)) && !n.has(state::DEFUNCT)
+    };
+    let mut out = Vec::new();
+    let mut stack: Vec<String> = tree.kids(frame).iter().rev().cloned().collect();
+    let mut guard = 0usize;
+    while let Some(p) = stack.pop() {
+        guard += 1;
+        if guard > 20_000 {
+            break;
+        }
+        let Some(n) = tree.nodes.get(&p) else {
+            continue;
+        };
+        if !visible(n) {
+            continue;
+        }
+        let interactive = INTERACTIVE.contains(&n.role)
+            || (n.has(state::FOCUSABLE)
+                && n.ifaces & iface::ACTION != 0
+                && !role::CONTAINERS.contains(&n.role));
+        if interactive {
+            let mut child_text = label_text(tree, &n.path);
+            if child_text.is_empty() && TEXTUAL.contains(&n.role) {
+                child_text = sibling_label(tree, n).unwrap_or_default();
+            }
+            let wraps_button = tree
+                .subtree(&n.path, 16)
+                .iter()
+                .skip(1)
+                .any(|d| matches!(d.role, role::PUSH_BUTTON | role::TOGGLE_BUTTON));
+            out.push(Candidate {
+                node: n.clone(),
+                child_text,
+                wraps_button,
+            });
+        }
+        // a menu's items are visible only while it is open; GTK3 marks them SHOWING then
+        for k in tree.kids(&p).iter().rev() {
+            stack.push(k.clone());
+        }
+    }
+    out
+}
+
+/// Names of label descendants (four levels, at most three labels), for controls whose own
+/// name is noise.
+fn label_text(tree: &AppTree, path: &str) -> String {
+    fn walk(tree: &AppTree, path: &str, depth: usize, parts: &mut Vec<String>) {
+        if depth == 0 || parts.len() >= 3 {
+            return;
+        }
+        for k in tree.kids(path) {
+            if let Some(n) = tree.nodes.get(k) {
+                if n.role == role::LABEL && !n.name.trim().is_empty() {
+                    parts.push(n.name.trim().to_string());
+                    if parts.len() >= 3 {
+                        return;
+                    }
+                }
+                walk(tree, k, depth - 1, parts);
+            }
+        }
+    }
+    let mut parts = Vec::new();
+    walk(tree, path, 4, &mut parts);
+    parts.join(" ")
+}
+
+/// The label next to an unnamed entry ("Name:" beside a file name field), without the colon
+/// and mnemonic underscores: the nearest label among its siblings.
+fn sibling_label(tree: &AppTree, n: &Node) -> Option<String> {
+    tree.kids(&n.parent)
+        .iter()
+        .filter_map(|p| tree.nodes.get(p))
+        .filter(|s| s.role == role::LABEL && !s.name.trim().is_empty())
+        .min_by_key(|s| (s.index - n.index).abs())
+        .map(|s| {
+            s.name
+                .trim()
+                .trim_end_matches(':')
+                .replace('_', "")
+                .trim()
+                .to_string()
+        })
+}
+
+async fn encode_pair(
+    img: RgbImage,
+    marks: Vec<Mark>,
+) -> Result<(Screenshot, Screenshot), LinuxError> {
+    let (w, h) = (img.width, img.height);
+    let img = Arc::new(img);
+    let img2 = img.clone();
+    let clean = tokio::task::spawn_blocking(move || annotate::encode_png(&img2));
+    let marked = tokio::task::spawn_blocking(move || {
+        let drawn = annotate::draw(&img, &marks);
+        annotate::encode_png(&drawn)
+    });
+    let (clean, marked) = tokio::join!(clean, marked);
+    let join_err = |e: tokio::task::JoinError| LinuxError::Png(e.to_string());
+    let clean = clean.map_err(join_err)??;
+    let marked = marked.map_err(join_err)??;
+    Ok((
+        Screenshot {
+            png: Arc::new(clean),
+            width: w,
+            height: h,
+        },
+        Screenshot {
+            png: Arc::new(marked),
+            width: w,
+            height: h,
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_cleaned() {
+        assert_eq!(clean_name("7 7", "", ""), "7");
+        assert_eq!(clean_name("mod mod", "Modulus divide", ""), "mod");
+        assert_eq!(clean_name("GtkButton", "Pi [Ctrl+P]", "π"), "Pi [Ctrl+P]");
+        assert_eq!(clean_name("GtkButton", "", "x2"), "x2");
+        assert_eq!(clean_name("To Uppercase      ", "x", ""), "To Uppercase");
+        assert_eq!(clean_name("", "", ""), "");
+        assert_eq!(clean_name("Save", "Save the file", ""), "Save");
+        assert!(is_noise("AdwGizmo"));
+        assert!(!is_noise("Gtk"));
+        assert!(!is_noise("Gdansk harbour"));
+    }
+
+    #[test]
+    fn reading_order_rows_then_columns() {
+        let r = |x, y, w, h| Rect { x, y, w, h };
+        // a 2x2 grid given shuffled, plus a tall button spanning both rows on the right
+        let rects = vec![
+            r(60, 50, 40, 40), // 0: row 2 col 2
+            r(10, 0, 40, 40),  // 1: row 1 col 1
+            r(110, 0, 40, 90), // 2: tall, row 1 col 3
+            r(10, 50, 40, 40), // 3: row 2 col 1
+            r(60, 0, 40, 40),  // 4: row 1 col 2
+        ];
+        assert_eq!(reading_order(&rects), vec![1, 4, 2, 3, 0]);
+    }
+}

@@ -1,0 +1,429 @@
+//! X11 through x11rb: top-level windows, screenshots (GetImage) and input (XTEST).
+
+use std::sync::Mutex;
+
+use x11rb::connection::{Connection, RequestConnection};
+use x11rb::protocol::xproto::{
+    self, AtomEnum, ClientMessageEvent, ConnectionExt as _, EventMask, ImageFormat, MapState,
+    Window,
+};
+use x11rb::protocol::xtest::ConnectionExt as _;
+use x11rb::rust_connection::RustConnection;
+
+use crate::LinuxError;
+
+x11rb::atom_manager! {
+    pub(crate) Atoms: AtomsCookie {
+        _NET_CLIENT_LIST,
+        _NET_ACTIVE_WINDOW,
+        _NET_WM_NAME,
+        _NET_WM_PID,
+        _NET_CLOSE_WINDOW,
+        UTF8_STRING,
+    }
+}
+
+/// A top-level client window as X11 knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct XWindow {
+    pub id: Window,
+    pub title: String,
+    pub pid: Option<u32>,
+    pub class: String,
+    /// Client area in root coordinates.
+    pub x: i32,
+    pub y: i32,
+    pub w: u32,
+    pub h: u32,
+    pub transient_for: Option<Window>,
+}
+
+/// An RGB image.
+pub(crate) struct RgbImage {
+    pub width: u32,
+    pub height: u32,
+    /// Row-major RGB, 3 bytes a pixel.
+    pub data: Vec<u8>,
+}
+
+struct KeyMap {
+    min: u8,
+    per: usize,
+    syms: Vec<u32>,
+    /// A keycode with no keysyms, used to type keysyms the keyboard lacks.
+    scratch: Option<u8>,
+}
+
+/// The X11 connection.
+pub(crate) struct X11 {
+    conn: RustConnection,
+    root: Window,
+    pub screen_w: u32,
+    pub screen_h: u32,
+    atoms: Atoms,
+    keymap: Mutex<Option<KeyMap>>,
+}
+
+fn xerr(what: &str) -> impl Fn(String) -> LinuxError + '_ {
+    move |reason| LinuxError::X11 {
+        what: what.to_string(),
+        reason,
+    }
+}
+
+impl X11 {
+    /// Connect to `$DISPLAY` and check for XTEST.
+    pub fn connect() -> Result<X11, LinuxError> {
+        let display = std::env::var("DISPLAY").map_err(|_| LinuxError::NoDisplay)?;
+        let (conn, screen_num) =
+            x11rb::connect(Some(&display)).map_err(|e| LinuxError::X11Connect {
+                display: display.clone(),
+                reason: e.to_string(),
+            })?;
+        let screen = conn
+            .setup()
+            .roots
+            .get(screen_num)
+            .ok_or_else(|| LinuxError::X11Connect {
+                display: display.clone(),
+                reason: format!("screen {screen_num} does not exist"),
+            })?;
+        let root = screen.root;
+        let (screen_w, screen_h) = (
+            u32::from(screen.width_in_pixels),
+            u32::from(screen.height_in_pixels),
+        );
+        let atoms = Atoms::new(&conn)
+            .map_err(|e| xerr("intern atoms")(e.to_string()))?
+            .reply()
+            .map_err(|e| xerr("intern atoms")(e.to_string()))?;
+        let has_xtest = conn
+            .extension_information(x11rb::protocol::xtest::X11_EXTENSION_NAME)
+            .map_err(|e| xerr("query XTEST")(e.to_string()))?
+            .is_some();
+        if !has_xtest {
+            return Err(LinuxError::X11Connect {
+                display,
+                reason: "the X server lacks the XTEST extension needed for input".into(),
+            });
+        }
+        Ok(X11 {
+            conn,
+            root,
+            screen_w,
+            screen_h,
+            atoms,
+            keymap: Mutex::new(None),
+        })
+    }
+
+    fn prop32(&self, win: Window, prop: u32, ty: impl Into<u32>) -> Result<Vec<u32>, LinuxError> {
+        let r = self
+            .conn
+            .get_property(false, win, prop, ty, 0, 4096)
+            .map_err(|e| xerr("GetProperty")(e.to_string()))?
+            .reply()
+            .map_err(|e| xerr("GetProperty")(e.to_string()))?;
+        Ok(r.value32().map(|v| v.collect()).unwrap_or_default())
+    }
+
+    /// Managed, viewable top-level windows in the window manager's order (`_NET_CLIENT_LIST`).
+    pub fn client_windows(&self) -> Result<Vec<XWindow>, LinuxError> {
+        let ids = self.prop32(self.root, self.atoms._NET_CLIENT_LIST, AtomEnum::WINDOW)?;
+        // a window may vanish between the list and these calls: it is skipped
+        Ok(self.windows_info(&ids).into_iter().flatten().collect())
+    }
+
+    /// One window's details; `None` when it is not viewable (or gone).
+    pub fn window_info(&self, id: Window) -> Result<Option<XWindow>, LinuxError> {
+        Ok(self.windows_info(&[id]).pop().flatten())
+    }
+
+    /// Details of several windows, all requests sent before the first reply is read (one
+    /// round trip in all instead of seven per window).
+    pub fn windows_info(&self, ids: &[Window]) -> Vec<Option<XWindow>> {
+        type Cookies<'a> = (
+            x11rb::cookie::Cookie<'a, RustConnection, xproto::GetWindowAttributesReply>,
+            x11rb::cookie::Cookie<'a, RustConnection, xproto::GetGeometryReply>,
+            x11rb::cookie::Cookie<'a, RustConnection, xproto::TranslateCoordinatesReply>,
+            [x11rb::cookie::Cookie<'a, RustConnection, xproto::GetPropertyReply>; 5],
+        );
+        let c = &self.conn;
+        let prop = |id: Window, p: u32, t: u32| c.get_property(false, id, p, t, 0, 4096);
+        let sent: Vec<Option<Cookies<'_>>> = ids
+            .iter()
+            .map(|&id| {
+                Some((
+                    c.get_window_attributes(id).ok()?,
+                    c.get_geometry(id).ok()?,
+                    c.translate_coordinates(id, self.root, 0, 0).ok()?,
+                    [
+                        prop(id, self.atoms._NET_WM_NAME, self.atoms.UTF8_STRING).ok()?,
+                        prop(id, AtomEnum::WM_NAME.into(), AtomEnum::STRING.into()).ok()?,
+                        prop(id, self.atoms._NET_WM_PID, AtomEnum::CARDINAL.into()).ok()?,
+                        prop(id, AtomEnum::WM_CLASS.into(), AtomEnum::STRING.into()).ok()?,
+                        prop(
+                            id,
+                            AtomEnum::WM_TRANSIENT_FOR.into(),
+                            AtomEnum::WINDOW.into(),
+                        )
+                        .ok()?,
+                    ],
+                ))
+            })
+            .collect();
+        ids.iter()
+            .zip(sent)
+            .map(|(&id, cookies)| {
+                let (attrs, geo, tr, [name, wm_name, pid, class, transient]) = cookies?;
+                // read every reply, so none is left pending, before deciding
+                let attrs = attrs.reply().ok();
+                let geo = geo.reply().ok();
+                let tr = tr.reply().ok();
+                let text = |r: Option<xproto::GetPropertyReply>| {
+                    r.map(|r| String::from_utf8_lossy(&r.value).into_owned())
+                        .unwrap_or_default()
+                };
+                let first32 = |r: Option<xproto::GetPropertyReply>| {
+                    r.and_then(|r| r.value32().and_then(|mut v| v.next()))
+                };
+                let name = text(name.reply().ok());
+                let wm_name = text(wm_name.reply().ok());
+                let pid = first32(pid.reply().ok());
+                let class = text(class.reply().ok());
+                let transient_for = first32(transient.reply().ok()).filter(|w| *w != 0);
+                let (attrs, geo, tr) = (attrs?, geo?, tr?);
+                if attrs.map_state != MapState::VIEWABLE {
+                    return None;
+                }
+                Some(XWindow {
+                    id,
+                    title: if name.is_empty() { wm_name } else { name },
+                    pid,
+                    class: class.split('\0').next().unwrap_or_default().to_string(),
+                    x: i32::from(tr.dst_x),
+                    y: i32::from(tr.dst_y),
+                    w: u32::from(geo.width),
+                    h: u32::from(geo.height),
+                    transient_for,
+                })
+            })
+            .collect()
+    }
+
+    /// The active window, if the window manager says.
+    pub fn active_window(&self) -> Result<Option<Window>, LinuxError> {
+        Ok(self
+            .prop32(self.root, self.atoms._NET_ACTIVE_WINDOW, AtomEnum::WINDOW)?
+            .first()
+            .copied()
+            .filter(|w| *w != 0))
+    }
+
+    fn client_message(&self, win: Window, ty: u32, data: [u32; 5]) -> Result<(), LinuxError> {
+        let ev = ClientMessageEvent::new(32, win, ty, data);
+        self.conn
+            .send_event(
+                false,
+                self.root,
+                EventMask::SUBSTRUCTURE_REDIRECT | EventMask::SUBSTRUCTURE_NOTIFY,
+                ev,
+            )
+            .map_err(|e| xerr("SendEvent")(e.to_string()))?;
+        self.conn
+            .flush()
+            .map_err(|e| xerr("flush")(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Ask the window manager to activate (raise and focus) a window.
+    pub fn request_activate(&self, win: Window) -> Result<(), LinuxError> {
+        self.client_message(win, self.atoms._NET_ACTIVE_WINDOW, [2, 0, 0, 0, 0])
+    }
+
+    /// Ask the window manager to close a window.
+    pub fn request_close(&self, win: Window) -> Result<(), LinuxError> {
+        self.client_message(win, self.atoms._NET_CLOSE_WINDOW, [0, 2, 0, 0, 0])
+    }
+
+    /// Capture a screen rectangle (clipped to the screen) as RGB.
+    pub fn capture(&self, x: i32, y: i32, w: u32, h: u32) -> Result<RgbImage, LinuxError> {
+        let x0 = x.clamp(0, self.screen_w as i32);
+        let y0 = y.clamp(0, self.screen_h as i32);
+        let x1 = (x + w as i32).clamp(0, self.screen_w as i32);
+        let y1 = (y + h as i32).clamp(0, self.screen_h as i32);
+        let (cw, ch) = ((x1 - x0).max(0) as u32, (y1 - y0).max(0) as u32);
+        if cw == 0 || ch == 0 {
+            return Err(LinuxError::X11 {
+                what: "GetImage".into(),
+                reason: format!("the rectangle {x},{y} {w}x{h} is off screen"),
+            });
+        }
+        let reply = self
+            .conn
+            .get_image(
+                ImageFormat::Z_PIXMAP,
+                self.root,
+                x0 as i16,
+                y0 as i16,
+                cw as u16,
+                ch as u16,
+                !0,
+            )
+            .map_err(|e| xerr("GetImage")(e.to_string()))?
+            .reply()
+            .map_err(|e| xerr("GetImage")(e.to_string()))?;
+        let depth = reply.depth;
+        let n = (cw * ch) as usize;
+        if depth != 24 && depth != 32 || reply.data.len() < n * 4 {
+            return Err(LinuxError::X11 {
+                what: "GetImage".into(),
+                reason: format!(
+                    "unsupported screen format (depth {depth}, {} bytes for {n} pixels); run the X server at 24-bit depth",
+                    reply.data.len()
+                ),
+            });
+        }
+        let mut data = Vec::with_capacity(n * 3);
+        for px in reply.data.chunks_exact(4).take(n) {
+            // little-endian BGRX
+            data.extend_from_slice(&[px[2], px[1], px[0]]);
+        }
+        Ok(RgbImage {
+            width: cw,
+            height: ch,
+            data,
+        })
+    }
+
+    /// A cheap fingerprint of a screen rectangle (to see whether it changed).
+    pub fn fingerprint(&self, x: i32, y: i32, w: u32, h: u32) -> Result<u64, LinuxError> {
+        let img = self.capture(x, y, w, h)?;
+        // FNV-1a over every 7th byte is plenty to notice a redraw
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in img.data.iter().step_by(7) {
+            hash ^= u64::from(*b);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        Ok(hash)
+    }
+
+    fn fake(&self, ty: u8, detail: u8, x: i16, y: i16) -> Result<(), LinuxError> {
+        self.conn
+            .xtest_fake_input(ty, detail, 0, self.root, x, y, 0)
+            .map_err(|e| xerr("XTEST FakeInput")(e.to_string()))?;
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<(), LinuxError> {
+        self.conn
+            .get_input_focus()
+            .map_err(|e| xerr("sync")(e.to_string()))?
+            .reply()
+            .map_err(|e| xerr("sync")(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Move the pointer.
+    pub fn motion(&self, x: i32, y: i32) -> Result<(), LinuxError> {
+        self.fake(xproto::MOTION_NOTIFY_EVENT, 0, x as i16, y as i16)?;
+        self.sync()
+    }
+
+    /// Press and release a button at a point, `count` times.
+    pub fn click(&self, x: i32, y: i32, button: u8, count: u32) -> Result<(), LinuxError> {
+        self.motion(x, y)?;
+        for _ in 0..count {
+            self.fake(xproto::BUTTON_PRESS_EVENT, button, 0, 0)?;
+            self.fake(xproto::BUTTON_RELEASE_EVENT, button, 0, 0)?;
+        }
+        self.sync()
+    }
+
+    fn load_keymap(&self) -> Result<KeyMap, LinuxError> {
+        let setup = self.conn.setup();
+        let (min, max) = (setup.min_keycode, setup.max_keycode);
+        let r = self
+            .conn
+            .get_keyboard_mapping(min, max - min + 1)
+            .map_err(|e| xerr("GetKeyboardMapping")(e.to_string()))?
+            .reply()
+            .map_err(|e| xerr("GetKeyboardMapping")(e.to_string()))?;
+        let per = usize::from(r.keysyms_per_keycode).max(1);
+        let syms = r.keysyms;
+        let scratch = (0..syms.len() / per)
+            .rev()
+            .find(|i| syms[i * per..(i + 1) * per].iter().all(|s| *s == 0))
+            .map(|i| min + i as u8);
+        Ok(KeyMap {
+            min,
+            per,
+            syms,
+            scratch,
+        })
+    }
+
+    /// Find (keycode, needs shift) for a keysym, binding the scratch keycode when missing.
+    fn keycode_for(&self, km: &mut KeyMap, sym: u32) -> Result<(u8, bool), LinuxError> {
+        let mut shifted = None;
+        for (i, chunk) in km.syms.chunks(km.per).enumerate() {
+            if chunk.first() == Some(&sym) {
+                return Ok((km.min + i as u8, false));
+            }
+            if shifted.is_none() && chunk.get(1) == Some(&sym) {
+                shifted = Some(km.min + i as u8);
+            }
+        }
+        if let Some(kc) = shifted {
+            return Ok((kc, true));
+        }
+        let kc = km.scratch.ok_or_else(|| {
+            LinuxError::ActionFailed(format!(
+                "the keyboard map has no key for keysym {sym:#x} and no free keycode to bind it"
+            ))
+        })?;
+        let syms = vec![sym; km.per];
+        self.conn
+            .change_keyboard_mapping(1, kc, km.per as u8, &syms)
+            .map_err(|e| xerr("ChangeKeyboardMapping")(e.to_string()))?;
+        self.sync()?;
+        let idx = usize::from(kc - km.min) * km.per;
+        km.syms[idx..idx + km.per].copy_from_slice(&syms);
+        // give clients time to refresh their keymap after MappingNotify
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        Ok((kc, false))
+    }
+
+    /// Press modifiers, press and release the key, release the modifiers.
+    pub fn chord(&self, mods: &[u32], key: u32) -> Result<(), LinuxError> {
+        let mut guard = self
+            .keymap
+            .lock()
+            .map_err(|_| LinuxError::ActionFailed("keyboard state poisoned".into()))?;
+        if guard.is_none() {
+            *guard = Some(self.load_keymap()?);
+        }
+        let km = guard
+            .as_mut()
+            .ok_or_else(|| LinuxError::ActionFailed("no keyboard map".into()))?;
+        let mut held = Vec::new();
+        for m in mods {
+            let (kc, _) = self.keycode_for(km, *m)?;
+            held.push(kc);
+        }
+        let (kc, shift) = self.keycode_for(km, key)?;
+        if shift && !mods.contains(&crate::keys::sym::SHIFT_L) {
+            let (skc, _) = self.keycode_for(km, crate::keys::sym::SHIFT_L)?;
+            held.push(skc);
+        }
+        for h in &held {
+            self.fake(xproto::KEY_PRESS_EVENT, *h, 0, 0)?;
+        }
+        self.fake(xproto::KEY_PRESS_EVENT, kc, 0, 0)?;
+        self.fake(xproto::KEY_RELEASE_EVENT, kc, 0, 0)?;
+        for h in held.iter().rev() {
+            self.fake(xproto::KEY_RELEASE_EVENT, *h, 0, 0)?;
+        }
+        self.sync()
+    }
+}
