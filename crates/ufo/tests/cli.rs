@@ -864,6 +864,73 @@ fn script_expect_mismatch_is_an_error_naming_the_line() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Trajectory durability
+// ---------------------------------------------------------------------------------------------
+
+/// DESIGN.md "Trajectory": "flushed as written; the file stays valid JSONL if the process is
+/// killed". Kill -9 the binary in the middle of a slow run (the simulated app takes 300 ms per
+/// observation): the records written so far are all there, each a complete JSON line.
+#[test]
+fn killed_run_leaves_valid_jsonl() {
+    use std::time::{Duration, Instant};
+    let dir = scenario_dir("slow_app_killed");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("out");
+    let request = std::fs::read_to_string(dir.join("request.txt")).expect("request");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .current_dir(tmp.path())
+        .arg("run")
+        .args(sim_args("slow_app_killed"))
+        .arg("--config")
+        .arg(dir.join("ufo.toml"))
+        .arg("--out")
+        .arg(&out)
+        .arg(request.trim())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("ufo starts");
+    let events = out.join("events.jsonl");
+    let count_steps = || {
+        std::fs::read_to_string(&events)
+            .unwrap_or_default()
+            .matches("\"type\":\"step\"")
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while count_steps() < 4 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let finished_early = child.try_wait().expect("try_wait").is_some();
+    child.kill().expect("kill");
+    let _ = child.wait();
+    assert!(
+        !finished_early,
+        "the slow run ended before it could be killed"
+    );
+    let text = std::fs::read_to_string(&events).expect("events.jsonl exists after kill");
+    assert!(
+        text.ends_with('\n'),
+        "the last record is a complete line: {text:?}"
+    );
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert_eq!(records[0]["type"], "session_start");
+    let steps = records.iter().filter(|r| r["type"] == "step").count();
+    assert!(
+        steps >= 4,
+        "the steps written before the kill are kept: {text}"
+    );
+    assert!(
+        records.iter().all(|r| r["type"] != "session_end"),
+        "killed, so no session_end: {text}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
 // Command line
 // ---------------------------------------------------------------------------------------------
 
