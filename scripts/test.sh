@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as a newcomer and CI run it: it installs what the tests need (Debian
-# packages for the headless desktop and the browser, when missing; root needed for that),
+# packages for the headless desktop and the browser, when missing, root needed for that; the
+# MCP reference servers with npm and the Python mcp client with pip, under target/test-deps),
 # starts a headless desktop session (Xvfb + D-Bus + AT-SPI2 + a window manager) unless one is
 # already up, then runs formatting, lints, and every test of the workspace: unit, property,
 # integration tests that drive the real `ufo` binary, live tests on gnome-calculator and
@@ -16,8 +17,10 @@ fi
 
 # shellcheck source=scripts/test-deps.sh
 source scripts/test-deps.sh
-echo "== test dependencies"
+echo "== test dependencies (Chromium, the MCP reference servers, the Python mcp client)"
 install_chromium
+install_mcp_servers
+install_python_mcp
 
 echo "== headless desktop session"
 started_session=0
@@ -30,21 +33,13 @@ source "${UFO_SESSION_DIR:-/tmp/ufo-desktop-session}/env"
 if [ "$started_session" = 1 ]; then
   trap 'scripts/desktop-session.sh down >/dev/null 2>&1 || true' EXIT
 fi
-export UFO_LIVE_TESTS=1 UFO_BROWSER_TESTS=1
+export UFO_LIVE_TESTS=1 UFO_BROWSER_TESTS=1 UFO_PEER_TESTS=1
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
 echo "== cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-
-# In CI, install the MCP test peers (npm servers, the Python mcp client) and require their tests.
-if [ "${CI:-}" = "true" ]; then
-  echo "== install test dependencies (MCP servers, Python mcp)"
-  scripts/test-deps.sh install_mcp_servers
-  scripts/test-deps.sh install_python_mcp
-  export UFO_PEER_TESTS=1
-fi
 
 echo "== cargo test"
 cargo test --workspace --locked
