@@ -2,8 +2,8 @@
 # The whole test suite, as a newcomer and CI run it: it installs what the tests need (Debian
 # packages for the headless desktop and the browser, when missing, root needed for that; the
 # MCP reference servers with npm and the Python mcp client with pip, under target/test-deps),
-# starts a headless desktop session (Xvfb + D-Bus + AT-SPI2 + a window manager) unless one is
-# already up, then runs formatting, lints, and every test of the workspace: unit, property,
+# starts a private headless desktop session (Xvfb + D-Bus + AT-SPI2 + a window manager), then
+# runs formatting, lints, and every test of the workspace: unit, property,
 # integration tests that drive the real `ufo` binary, live tests on gnome-calculator and
 # mousepad, and the headless-browser check of the HTML report. No test may skip: the
 # UFO_*_TESTS switches below make a missing peer a failure, not a silent pass.
@@ -23,16 +23,14 @@ install_mcp_servers
 install_python_mcp
 
 echo "== headless desktop session"
-started_session=0
-if ! scripts/desktop-session.sh status >/dev/null 2>&1; then
-  scripts/desktop-session.sh up >/dev/null
-  started_session=1
-fi
+# A private session for this run (its own display, bus and HOME), stopped when the run ends,
+# so the suite neither depends on nor disturbs any other session on the machine.
+UFO_SESSION_DIR="$(mktemp -d /tmp/ufo-test-session.XXXXXX)"
+export UFO_SESSION_DIR
+trap 'scripts/desktop-session.sh down >/dev/null 2>&1 || true; rm -rf "$UFO_SESSION_DIR"' EXIT
+scripts/desktop-session.sh up >/dev/null
 # shellcheck disable=SC1091
-source "${UFO_SESSION_DIR:-/tmp/ufo-desktop-session}/env"
-if [ "$started_session" = 1 ]; then
-  trap 'scripts/desktop-session.sh down >/dev/null 2>&1 || true' EXIT
-fi
+source "$UFO_SESSION_DIR/env"
 export UFO_LIVE_TESTS=1 UFO_BROWSER_TESTS=1 UFO_PEER_TESTS=1
 
 echo "== cargo fmt --check"
