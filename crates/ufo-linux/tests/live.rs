@@ -426,3 +426,102 @@ async fn mousepad_types_and_saves_a_file() {
     let title = &windows.iter().find(|x| x.id == w.id).expect("window").title;
     assert!(title.contains("note.txt"), "{title}");
 }
+
+/// What the engine's scenario does through the port: an application launched because it was
+/// not running (through the host's shell command), a menu opened and a dialog opened, each
+/// re-observed after the UI settled (SCREENSHOT) with fresh labels.
+#[tokio::test]
+async fn launch_menu_dialog_and_reannotate() {
+    if !should_run("launch_menu_dialog_and_reannotate") {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let d = connect().await;
+    assert!(
+        d.launchable()
+            .await
+            .expect("launchable")
+            .iter()
+            .any(|a| a.command == "mousepad"),
+        "mousepad should be launchable while it is not running"
+    );
+    let out = d.shell("mousepad").await.expect("shell launch");
+    assert_eq!(out.launched.as_deref(), Some("mousepad"));
+    let w = d
+        .windows()
+        .await
+        .expect("windows")
+        .into_iter()
+        .find(|w| w.app_name == "mousepad")
+        .expect("the launched window is listed");
+    let _g = AppGuard(w.pid);
+    let first = d.observe(&w.id).await.expect("observe");
+    let file = find(&first, "menu", "File");
+    d.act(
+        &w.id,
+        Some(&file.id),
+        &UiAction::Click {
+            button: Button::Left,
+            double: false,
+        },
+    )
+    .await
+    .expect("open the File menu");
+    d.settle().await;
+    let menu = observe_until(&d, &w.id, "the open File menu", |o| {
+        o.controls
+            .iter()
+            .any(|c| c.role == "menu item" && c.name == "Save As...")
+    })
+    .await;
+    assert!(menu.controls.len() > first.controls.len());
+    assert_inside_window(&menu);
+    let esc = UiAction::TypeKeys {
+        keys: "{ESC}".into(),
+    };
+    d.act(&w.id, Some(&file.id), &esc)
+        .await
+        .expect("close the menu");
+    let text = find(&first, "text", "");
+    d.act(
+        &w.id,
+        Some(&text.id),
+        &UiAction::TypeKeys {
+            keys: "{ctrl+s}".into(),
+        },
+    )
+    .await
+    .expect("ctrl+s");
+    d.settle().await;
+    let dialog = observe_until(&d, &w.id, "the Save As dialog", |o| {
+        o.controls
+            .iter()
+            .any(|c| c.role == "button" && c.name == "Cancel")
+    })
+    .await;
+    // the dialog's controls come first, and the annotated screenshot shows the new labels
+    assert_eq!(dialog.controls[0].role, "text");
+    assert_eq!(dialog.controls[0].name, "Name");
+    assert_ne!(
+        dialog.annotated.as_ref().unwrap().png,
+        first.annotated.as_ref().unwrap().png
+    );
+    let cancel = find(&dialog, "button", "Cancel");
+    d.act(
+        &w.id,
+        Some(&cancel.id),
+        &UiAction::Click {
+            button: Button::Left,
+            double: false,
+        },
+    )
+    .await
+    .expect("cancel");
+    observe_until(&d, &w.id, "the dialog to close", |o| {
+        o.controls.iter().all(|c| c.name != "Cancel")
+            && o.controls
+                .iter()
+                .any(|c| c.role == "menu" && c.name == "File")
+    })
+    .await;
+}
