@@ -189,6 +189,20 @@ async fn windows_lists_both_applications() {
     assert_eq!(m.app_name, "mousepad");
     assert_eq!(m.process, "mousepad");
     assert!(m.title.contains("Mousepad"), "{}", m.title);
+    // the whole screen, and a plain shell command
+    let screen = d
+        .desktop_screenshot()
+        .await
+        .expect("desktop screenshot")
+        .expect("a screenshot");
+    assert_png(&screen.png);
+    assert!(screen.width >= 640 && screen.height >= 480);
+    let out = d.shell("echo hello; echo oops >&2; exit 3").await.expect("shell");
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (Some(3), "hello\n", "oops\n")
+    );
+    assert_eq!(out.launched, None);
     // both are running now, so neither is launchable
     let launchable = d.launchable().await.expect("launchable");
     assert!(
