@@ -197,7 +197,10 @@ async fn windows_lists_both_applications() {
         .expect("a screenshot");
     assert_png(&screen.png);
     assert!(screen.width >= 640 && screen.height >= 480);
-    let out = d.shell("echo hello; echo oops >&2; exit 3").await.expect("shell");
+    let out = d
+        .shell("echo hello; echo oops >&2; exit 3")
+        .await
+        .expect("shell");
     assert_eq!(
         (out.code, out.stdout.as_str(), out.stderr.as_str()),
         (Some(3), "hello\n", "oops\n")
@@ -451,6 +454,18 @@ async fn launch_menu_dialog_and_reannotate() {
     }
     let _serial = SERIAL.lock().await;
     let d = connect().await;
+    // an earlier test's mousepad may still be on its way out
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while d
+        .windows()
+        .await
+        .expect("windows")
+        .iter()
+        .any(|w| w.app_name == "mousepad")
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert!(
         d.launchable()
             .await
@@ -520,6 +535,51 @@ async fn launch_menu_dialog_and_reannotate() {
         dialog.annotated.as_ref().unwrap().png,
         first.annotated.as_ref().unwrap().png
     );
+    // select an entry of the places list by the name the observation shows
+    let places = dialog
+        .controls
+        .iter()
+        .find(|c| c.role == "list box")
+        .expect("the places list");
+    d.act(
+        &w.id,
+        Some(&places.id),
+        &UiAction::Select {
+            item: "Desktop".into(),
+        },
+    )
+    .await
+    .expect("select Desktop");
+    let full = d.observe_full(&w.id).await.expect("observe_full");
+    let desktop_row = full
+        .details
+        .iter()
+        .find(|x| x.control.role == "list item" && x.control.name == "Desktop")
+        .unwrap_or_else(|| {
+            panic!(
+                "no Desktop row: {:?}",
+                full.details
+                    .iter()
+                    .map(|x| format!("{} {:?} {:?}", x.control.role, x.control.name, x.states))
+                    .collect::<Vec<_>>()
+            )
+        });
+    assert!(
+        desktop_row.states.contains(&"selected"),
+        "{:?}",
+        desktop_row.states
+    );
+    let err = d
+        .act(
+            &w.id,
+            Some(&places.id),
+            &UiAction::Select {
+                item: "No Such Place".into(),
+            },
+        )
+        .await
+        .expect_err("an unknown entry fails");
+    assert!(err.to_string().contains("Desktop"), "{err}");
     let cancel = find(&dialog, "button", "Cancel");
     d.act(
         &w.id,
