@@ -114,6 +114,10 @@ const CHECKABLE: &[u32] = &[
     role::RADIO_MENU_ITEM,
 ];
 
+/// Containers of entries: walked even when they manage their descendants (GTK3 reports no
+/// child count for them and keeps their rows out of its cache).
+const LISTS: &[u32] = &[11, 31, 33, 38, 55, 65, 66, 98];
+
 /// Most children of one node taken by the walk (lists that manage their descendants can hold
 /// thousands of rows).
 const MAX_WALK_CHILDREN: usize = 300;
@@ -747,8 +751,10 @@ impl LinuxDesktop {
         // `thorough` (for `select`): also walk lists that manage their descendants and nodes
         // whose child count is unknown (-1), starting with the root itself
         let incomplete = |n: &Node, known: usize| {
-            if thorough {
-                (n.child_count < 0 || (known as i32) < n.child_count) && n.child_count < 2000
+            if thorough && LISTS.contains(&n.role) {
+                // GTK3 reports -1 for menus whose items it does cache: walk only when none is
+                ((n.child_count < 0 && known == 0) || (known as i32) < n.child_count)
+                    && n.child_count < 2000
             } else {
                 !n.has(state::MANAGES_DESCENDANTS)
                     && n.child_count > 0
