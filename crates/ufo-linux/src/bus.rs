@@ -528,6 +528,24 @@ impl AppTree {
         self.nodes.insert(n.path.clone(), n);
     }
 
+    /// Move a node under another parent (the live `GetChildren` answer beats the cache).
+    pub fn reparent(&mut self, path: &str, parent: &str, index: i32) {
+        let Some(old) = self.nodes.get(path).map(|n| n.parent.clone()) else {
+            return;
+        };
+        if let Some(kids) = self.children.get_mut(&old) {
+            kids.retain(|k| k != path);
+        }
+        if let Some(n) = self.nodes.get_mut(path) {
+            n.parent = parent.to_string();
+            n.index = index;
+        }
+        let kids = self.children.entry(parent.to_string()).or_default();
+        if !kids.iter().any(|k| k == path) {
+            kids.push(path.to_string());
+        }
+    }
+
     pub fn sort_children(&mut self) {
         let nodes = &self.nodes;
         for kids in self.children.values_mut() {

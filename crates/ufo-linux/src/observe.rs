@@ -775,6 +775,7 @@ impl LinuxDesktop {
         let mut visited = 0usize;
         let mut errors = 0usize;
         let mut capped = false;
+        let mut moved: Vec<(String, String, i32)> = Vec::new();
         while !frontier.is_empty()
             && start.elapsed() < self.config.walk_budget
             && visited < self.config.walk_max_nodes
@@ -790,8 +791,12 @@ impl LinuxDesktop {
                             capped = true;
                         }
                         for (i, k) in kids.into_iter().enumerate().take(MAX_WALK_CHILDREN) {
-                            if !tree.nodes.contains_key(&k) {
-                                fresh.push((k, p.clone(), i as i32));
+                            match tree.nodes.get(&k) {
+                                None => fresh.push((k, p.clone(), i as i32)),
+                                // GTK3's cache can file a dialog's children under another
+                                // parent: the live answer wins
+                                Some(n) if n.parent != *p => moved.push((k, p.clone(), i as i32)),
+                                Some(_) => {}
                             }
                         }
                     }
@@ -799,6 +804,14 @@ impl LinuxDesktop {
                 }
             }
             frontier.clear();
+            for (k, p, i) in moved.drain(..) {
+                tree.reparent(&k, &p, i);
+                if let Some(n) = tree.nodes.get(&k) {
+                    if visible(n) && incomplete(n, tree.kids(&k).len()) {
+                        frontier.push(k.clone());
+                    }
+                }
+            }
             let nodes = futures::future::join_all(
                 fresh.iter().map(|(k, p, i)| self.bus.node(bus, k, p, *i)),
             )
