@@ -147,26 +147,35 @@ EOF
 # D-Bus activated for them), or that is an X client of this session's display and is not one of
 # our own ancestors or a shell (applications launched by tests or the agent).
 session_processes() {
-    local mark="$1" display="$2" self_chain=" " p pid env comm
+    local mark="$1" display="$2" self_chain=" " p pid comm
     p=$$
     while [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != 1 ]; do
         self_chain+="$p "
         p="$(awk '{print $4}' "/proc/$p/stat" 2>/dev/null || true)"
     done
-    for d in /proc/[0-9]*; do
-        pid="${d#/proc/}"
-        [[ "$self_chain" == *" $pid "* ]] && continue
-        env="$(tr '\0' '\n' <"$d/environ" 2>/dev/null)" || continue
-        if [ -n "$mark" ] && grep -qx "UFO_SESSION_MARK=$mark" <<<"$env"; then
-            echo "$pid"; continue
-        fi
-        if [ -n "$display" ] && grep -qx "DISPLAY=$display" <<<"$env"; then
-            comm="$(cat "$d/comm" 2>/dev/null || true)"
+    # our own process group (the pipeline this script runs in: `down | tee log`) is spared;
+    # an application started in it dies with the X server anyway
+    local own_pgid f
+    own_pgid="$(awk '{print $5}' "/proc/$$/stat" 2>/dev/null || true)"
+    spare() { # spare PID: ours, an ancestor, or in our process group
+        [[ "$self_chain" == *" $1 "* ]] && return 0
+        [ -n "$own_pgid" ] && [ "$(awk '{print $5}' "/proc/$1/stat" 2>/dev/null)" = "$own_pgid" ]
+    }
+    if [ -n "$mark" ]; then
+        for f in $(grep -lzx "UFO_SESSION_MARK=$mark" /proc/[0-9]*/environ 2>/dev/null); do
+            pid="${f#/proc/}"; pid="${pid%/environ}"
+            spare "$pid" || echo "$pid"
+        done
+    fi
+    if [ -n "$display" ]; then
+        for f in $(grep -lzx "DISPLAY=$display" /proc/[0-9]*/environ 2>/dev/null); do
+            pid="${f#/proc/}"; pid="${pid%/environ}"
+            spare "$pid" && continue
+            comm="$(cat "/proc/$pid/comm" 2>/dev/null || true)"
             case "$comm" in bash|sh|dash|zsh|fish|cargo|rustc|tmux*|screen|sudo|su|login) continue ;; esac
-            # test binaries inherit DISPLAY too: only end them if they are not our ancestors (done above)
             echo "$pid"
-        fi
-    done
+        done
+    fi
 }
 
 cmd_down() {

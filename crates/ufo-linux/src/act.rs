@@ -266,25 +266,36 @@ impl LinuxDesktop {
     async fn select(&self, xid: u32, c: &CtlInfo, item: &str) -> Result<String, LinuxError> {
         let want = item.trim().to_lowercase();
         let find = |tree: &crate::bus::AppTree| -> Option<(String, String, i32, u32)> {
-            let nodes = tree.subtree(&c.path, 5000);
-            let matches = |n: &&&crate::bus::Node| {
-                crate::observe::clean_name(&n.name, "", "").to_lowercase() == want
-            };
-            let exact = nodes.iter().skip(1).find(matches).or_else(|| {
-                nodes.iter().skip(1).find(|n: &&&crate::bus::Node| {
-                    crate::observe::clean_name(&n.name, "", "")
-                        .to_lowercase()
-                        .contains(&want)
+            // entries named as the observation names them ("Desktop" for a places row whose
+            // own name is empty), entries first, then any node; exact, then substring
+            let nodes: Vec<(&crate::bus::Node, String)> = tree
+                .subtree(&c.path, 5000)
+                .into_iter()
+                .skip(1)
+                .map(|n| (n, crate::observe::display_name(tree, n).to_lowercase()))
+                .collect();
+            let entry = |n: &crate::bus::Node| crate::observe::is_entry(n.role);
+            let hit = nodes
+                .iter()
+                .find(|(n, name)| entry(n) && *name == want)
+                .or_else(|| nodes.iter().find(|(_, name)| *name == want))
+                .or_else(|| {
+                    nodes
+                        .iter()
+                        .find(|(n, name)| entry(n) && name.contains(&want))
                 })
-            })?;
-            Some((
-                exact.path.clone(),
-                exact.parent.clone(),
-                exact.index,
-                exact.ifaces,
-            ))
+                .or_else(|| nodes.iter().find(|(_, name)| name.contains(&want)))?;
+            let n = hit.0;
+            Some((n.path.clone(), n.parent.clone(), n.index, n.ifaces))
         };
-        let tree = self.bus.tree(&c.bus).await?;
+        let mut tree = self.bus.tree(&c.bus).await?;
+        // entries the application's cache lacks (GTK3 dialogs, GTK4) come from a walk
+        let mut ignored = Vec::new();
+        if !tree.nodes.contains_key(&c.path) {
+            tree.insert(self.bus.node(&c.bus, &c.path, "", 0).await?);
+        }
+        self.complete_tree(&c.bus, &mut tree, &c.path, true, &mut ignored)
+            .await;
         let mut found = find(&tree);
         if found.is_none() {
             // a closed GTK3 combo box builds its menu lazily: open it and look again
@@ -295,7 +306,12 @@ impl LinuxDesktop {
             {
                 let _ = self.do_action(c, i).await;
                 tokio::time::sleep(self.config.settle_time / 2).await;
-                let tree = self.bus.tree(&c.bus).await?;
+                tree = self.bus.tree(&c.bus).await?;
+                if !tree.nodes.contains_key(&c.path) {
+                    tree.insert(self.bus.node(&c.bus, &c.path, "", 0).await?);
+                }
+                self.complete_tree(&c.bus, &mut tree, &c.path, true, &mut ignored)
+                    .await;
                 found = find(&tree);
             }
         }
@@ -304,7 +320,8 @@ impl LinuxDesktop {
                 .subtree(&c.path, 200)
                 .iter()
                 .skip(1)
-                .map(|n| crate::observe::clean_name(&n.name, "", ""))
+                .filter(|n| crate::observe::is_entry(n.role))
+                .map(|n| crate::observe::display_name(&tree, n))
                 .filter(|n| !n.is_empty())
                 .take(30)
                 .collect();

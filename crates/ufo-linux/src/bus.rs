@@ -98,11 +98,14 @@ pub(crate) fn state_bits(words: &[u32]) -> u64 {
     lo | (hi << 32)
 }
 
-/// A connection to the accessibility bus with every call bounded.
+/// A connection to the accessibility bus with every call bounded, plus direct (peer-to-peer)
+/// connections to the applications that offer one (GTK3), which skip the bus daemon's hop.
 #[derive(Clone)]
 pub(crate) struct A11yBus {
     pub conn: zbus::Connection,
     pub timeout: Duration,
+    /// bus name → direct connection (`None`: the application offers none)
+    peers: std::sync::Arc<std::sync::Mutex<HashMap<String, Option<zbus::Connection>>>>,
 }
 
 async fn bounded<T, F>(what: &str, timeout: Duration, fut: F) -> Result<T, LinuxError>
@@ -154,7 +157,11 @@ impl A11yBus {
                 .await
         })
         .await?;
-        let bus = A11yBus { conn, timeout };
+        let bus = A11yBus {
+            conn,
+            timeout,
+            peers: Default::default(),
+        };
         bus.become_client().await;
         Ok(bus)
     }
@@ -182,9 +189,53 @@ impl A11yBus {
         }
     }
 
+    fn peer(&self, app: &str) -> Option<zbus::Connection> {
+        let peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+        peers.get(app).cloned().flatten()
+    }
+
+    fn forget_peer(&self, app: &str) {
+        let mut peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+        peers.insert(app.to_string(), None);
+    }
+
+    /// Open a direct connection to an application when it offers one (once per application).
+    pub async fn connect_peer(&self, app: &str) {
+        {
+            let peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+            if peers.contains_key(app) {
+                return;
+            }
+        }
+        let address: Result<String, LinuxError> = self
+            .call(
+                app,
+                ROOT_PATH,
+                "org.a11y.atspi.Application",
+                "GetApplicationBusAddress",
+                &(),
+            )
+            .await;
+        let peer = match address {
+            Ok(a) if !a.is_empty() => bounded("direct connection", self.timeout, async {
+                zbus::connection::Builder::address(a.as_str())?
+                    .p2p()
+                    .method_timeout(self.timeout)
+                    .build()
+                    .await
+            })
+            .await
+            .ok(),
+            _ => None,
+        };
+        let mut peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+        peers.insert(app.to_string(), peer);
+    }
+
     /// One application's tree: `GetItems` (after asking the application to turn its cache on
     /// if it lacks one), else the top-level windows only, for the walk to complete.
     pub async fn tree(&self, app: &str) -> Result<AppTree, LinuxError> {
+        self.connect_peer(app).await;
         if let Ok(nodes) = self.get_items(app).await {
             return Ok(AppTree::from_nodes(nodes));
         }
@@ -224,6 +275,33 @@ impl A11yBus {
         R: DeserializeOwned + Type,
     {
         let what = || format!("{iface}.{method} on {dest}{path}");
+        if let Some(peer) = self.peer(dest) {
+            let fut = peer.call_method(None::<&str>, path, Some(iface), method, body);
+            match tokio::time::timeout(self.timeout, fut).await {
+                Ok(Ok(msg)) => {
+                    return msg.body().deserialize::<R>().map_err(|e| LinuxError::Call {
+                        what: what(),
+                        reason: format!("unexpected reply: {e}"),
+                    })
+                }
+                Ok(Err(zbus::Error::MethodError(name, text, _))) => {
+                    return Err(LinuxError::Call {
+                        what: what(),
+                        reason: format!("{name}: {}", text.unwrap_or_default()),
+                    })
+                }
+                Ok(Err(_)) => {
+                    // the direct connection broke: forget it and go through the bus
+                    self.forget_peer(dest);
+                }
+                Err(_) => {
+                    return Err(LinuxError::Timeout {
+                        what: what(),
+                        ms: self.timeout.as_millis() as u64,
+                    })
+                }
+            }
+        }
         let fut = self
             .conn
             .call_method(Some(dest), path, Some(iface), method, body);
@@ -448,6 +526,24 @@ impl AppTree {
                 .push(n.path.clone());
         }
         self.nodes.insert(n.path.clone(), n);
+    }
+
+    /// Move a node under another parent (the live `GetChildren` answer beats the cache).
+    pub fn reparent(&mut self, path: &str, parent: &str, index: i32) {
+        let Some(old) = self.nodes.get(path).map(|n| n.parent.clone()) else {
+            return;
+        };
+        if let Some(kids) = self.children.get_mut(&old) {
+            kids.retain(|k| k != path);
+        }
+        if let Some(n) = self.nodes.get_mut(path) {
+            n.parent = parent.to_string();
+            n.index = index;
+        }
+        let kids = self.children.entry(parent.to_string()).or_default();
+        if !kids.iter().any(|k| k == path) {
+            kids.push(path.to_string());
+        }
     }
 
     pub fn sort_children(&mut self) {

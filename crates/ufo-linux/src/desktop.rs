@@ -214,9 +214,19 @@ impl LinuxDesktop {
             return Ok(());
         }
         self.x11(move |x| x.request_activate(xid)).await?;
+        // a window with a modal dialog hands the focus to the dialog: that counts
+        let family: Vec<u32> = self
+            .x11(|x| x.client_windows())
+            .await?
+            .iter()
+            .filter(|w| w.id == xid || w.transient_for == Some(xid))
+            .map(|w| w.id)
+            .chain(std::iter::once(xid))
+            .collect();
         let deadline = Instant::now() + Duration::from_millis(1000);
         while Instant::now() < deadline {
-            if self.x11(|x| x.active_window()).await? == Some(xid) {
+            let active = self.x11(|x| x.active_window()).await?;
+            if active.is_some_and(|a| family.contains(&a)) {
                 // let the toolkit take the focus it was just given
                 tokio::time::sleep(Duration::from_millis(30)).await;
                 return Ok(());

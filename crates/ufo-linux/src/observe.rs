@@ -114,6 +114,14 @@ const CHECKABLE: &[u32] = &[
     role::RADIO_MENU_ITEM,
 ];
 
+/// Containers of entries: walked even when they manage their descendants (GTK3 reports no
+/// child count for them and keeps their rows out of its cache).
+const LISTS: &[u32] = &[11, 31, 33, 38, 55, 65, 66, 98];
+
+/// Most children of one node taken by the walk (lists that manage their descendants can hold
+/// thousands of rows).
+const MAX_WALK_CHILDREN: usize = 300;
+
 /// Longest value text kept in an observation (the full text is one `read_text` away).
 const VALUE_MAX: usize = 2000;
 
@@ -528,7 +536,7 @@ impl LinuxDesktop {
                 w.title
             ))
         })?;
-        if self.complete_tree(bus, tree, &frame, warnings).await {
+        if self.complete_tree(bus, tree, &frame, true, warnings).await {
             stats.walked = true;
         }
         let tree = &*tree;
@@ -730,25 +738,34 @@ impl LinuxDesktop {
     /// Fill in the parts of the tree the application's cache did not give (GTK4 before its
     /// first walk) by walking the incomplete visible nodes, within the walk budget. Returns
     /// whether a walk was needed.
-    async fn complete_tree(
+    pub(crate) async fn complete_tree(
         &self,
         bus: &str,
         tree: &mut AppTree,
         frame: &str,
+        thorough: bool,
         warnings: &mut Vec<String>,
     ) -> bool {
         let uses_showing = uses_showing(tree, frame);
         let visible = |n: &Node| n.has(state::VISIBLE) && (!uses_showing || n.has(state::SHOWING));
+        // `thorough` (for `select`): also walk lists that manage their descendants and nodes
+        // whose child count is unknown (-1), starting with the root itself
+        let incomplete = |n: &Node, known: usize| {
+            if thorough && LISTS.contains(&n.role) {
+                // GTK3 reports -1 for menus whose items it does cache: walk only when none is
+                ((n.child_count < 0 && known == 0) || (known as i32) < n.child_count)
+                    && n.child_count < 2000
+            } else {
+                !n.has(state::MANAGES_DESCENDANTS)
+                    && n.child_count > 0
+                    && n.child_count < 2000
+                    && (known as i32) < n.child_count
+            }
+        };
         let mut frontier: Vec<String> = tree
             .subtree(frame, self.config.walk_max_nodes)
             .into_iter()
-            .filter(|n| {
-                visible(n)
-                    && !n.has(state::MANAGES_DESCENDANTS)
-                    && n.child_count > 0
-                    && n.child_count < 2000
-                    && (tree.kids(&n.path).len() as i32) < n.child_count
-            })
+            .filter(|n| visible(n) && incomplete(n, tree.kids(&n.path).len()))
             .map(|n| n.path.clone())
             .collect();
         if frontier.is_empty() {
@@ -757,6 +774,8 @@ impl LinuxDesktop {
         let start = Instant::now();
         let mut visited = 0usize;
         let mut errors = 0usize;
+        let mut capped = false;
+        let mut moved: Vec<(String, String, i32)> = Vec::new();
         while !frontier.is_empty()
             && start.elapsed() < self.config.walk_budget
             && visited < self.config.walk_max_nodes
@@ -768,9 +787,16 @@ impl LinuxDesktop {
             for (p, r) in frontier.iter().zip(results) {
                 match r {
                     Ok(kids) => {
-                        for (i, k) in kids.into_iter().enumerate() {
-                            if !tree.nodes.contains_key(&k) {
-                                fresh.push((k, p.clone(), i as i32));
+                        if kids.len() > MAX_WALK_CHILDREN {
+                            capped = true;
+                        }
+                        for (i, k) in kids.into_iter().enumerate().take(MAX_WALK_CHILDREN) {
+                            match tree.nodes.get(&k) {
+                                None => fresh.push((k, p.clone(), i as i32)),
+                                // GTK3's cache can file a dialog's children under another
+                                // parent: the live answer wins
+                                Some(n) if n.parent != *p => moved.push((k, p.clone(), i as i32)),
+                                Some(_) => {}
                             }
                         }
                     }
@@ -778,6 +804,14 @@ impl LinuxDesktop {
                 }
             }
             frontier.clear();
+            for (k, p, i) in moved.drain(..) {
+                tree.reparent(&k, &p, i);
+                if let Some(n) = tree.nodes.get(&k) {
+                    if visible(n) && incomplete(n, tree.kids(&k).len()) {
+                        frontier.push(k.clone());
+                    }
+                }
+            }
             let nodes = futures::future::join_all(
                 fresh.iter().map(|(k, p, i)| self.bus.node(bus, k, p, *i)),
             )
@@ -785,11 +819,7 @@ impl LinuxDesktop {
             for n in nodes {
                 match n {
                     Ok(n) => {
-                        if n.child_count > 0
-                            && visible(&n)
-                            && !n.has(state::MANAGES_DESCENDANTS)
-                            && n.child_count < 2000
-                        {
+                        if visible(&n) && incomplete(&n, 0) && n.child_count != 0 {
                             frontier.push(n.path.clone());
                         }
                         tree.insert(n);
@@ -809,6 +839,11 @@ impl LinuxDesktop {
         if errors > 0 {
             warnings.push(format!(
                 "{errors} nodes did not answer during the tree walk and are left out"
+            ));
+        }
+        if capped {
+            warnings.push(format!(
+                "a list has more than {MAX_WALK_CHILDREN} entries: only the first {MAX_WALK_CHILDREN} are shown"
             ));
         }
         true
@@ -892,6 +927,25 @@ fn collect_candidates(tree: &AppTree, frame: &str) -> Vec<Candidate> {
         }
     }
     out
+}
+
+/// Whether a role is an entry of a list, tree, table, tab bar or menu (what `select` picks).
+pub(crate) fn is_entry(r: u32) -> bool {
+    ITEMS.contains(&r)
+        || matches!(
+            r,
+            role::MENU_ITEM | role::CHECK_MENU_ITEM | role::RADIO_MENU_ITEM
+        )
+}
+
+/// A node's name as the observation shows it.
+pub(crate) fn display_name(tree: &AppTree, n: &Node) -> String {
+    let child_text = label_text(tree, &n.path);
+    if ITEMS.contains(&n.role) && !child_text.is_empty() {
+        clean_name(&n.name, &child_text, &n.description)
+    } else {
+        clean_name(&n.name, &n.description, &child_text)
+    }
 }
 
 /// Names of label descendants (four levels, at most three labels), for controls whose own

@@ -189,6 +189,23 @@ async fn windows_lists_both_applications() {
     assert_eq!(m.app_name, "mousepad");
     assert_eq!(m.process, "mousepad");
     assert!(m.title.contains("Mousepad"), "{}", m.title);
+    // the whole screen, and a plain shell command
+    let screen = d
+        .desktop_screenshot()
+        .await
+        .expect("desktop screenshot")
+        .expect("a screenshot");
+    assert_png(&screen.png);
+    assert!(screen.width >= 640 && screen.height >= 480);
+    let out = d
+        .shell("echo hello; echo oops >&2; exit 3")
+        .await
+        .expect("shell");
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (Some(3), "hello\n", "oops\n")
+    );
+    assert_eq!(out.launched, None);
     // both are running now, so neither is launchable
     let launchable = d.launchable().await.expect("launchable");
     assert!(
@@ -425,4 +442,160 @@ async fn mousepad_types_and_saves_a_file() {
     let windows = d.windows().await.expect("windows");
     let title = &windows.iter().find(|x| x.id == w.id).expect("window").title;
     assert!(title.contains("note.txt"), "{title}");
+}
+
+/// What the engine's scenario does through the port: an application launched because it was
+/// not running (through the host's shell command), a menu opened and a dialog opened, each
+/// re-observed after the UI settled (SCREENSHOT) with fresh labels.
+#[tokio::test]
+async fn launch_menu_dialog_and_reannotate() {
+    if !should_run("launch_menu_dialog_and_reannotate") {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let d = connect().await;
+    // an earlier test's mousepad may still be on its way out
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while d
+        .windows()
+        .await
+        .expect("windows")
+        .iter()
+        .any(|w| w.app_name == "mousepad")
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        d.launchable()
+            .await
+            .expect("launchable")
+            .iter()
+            .any(|a| a.command == "mousepad"),
+        "mousepad should be launchable while it is not running"
+    );
+    let out = d.shell("mousepad").await.expect("shell launch");
+    assert_eq!(out.launched.as_deref(), Some("mousepad"));
+    let w = d
+        .windows()
+        .await
+        .expect("windows")
+        .into_iter()
+        .find(|w| w.app_name == "mousepad")
+        .expect("the launched window is listed");
+    let _g = AppGuard(w.pid);
+    let first = d.observe(&w.id).await.expect("observe");
+    let file = find(&first, "menu", "File");
+    d.act(
+        &w.id,
+        Some(&file.id),
+        &UiAction::Click {
+            button: Button::Left,
+            double: false,
+        },
+    )
+    .await
+    .expect("open the File menu");
+    d.settle().await;
+    let menu = observe_until(&d, &w.id, "the open File menu", |o| {
+        o.controls
+            .iter()
+            .any(|c| c.role == "menu item" && c.name == "Save As...")
+    })
+    .await;
+    assert!(menu.controls.len() > first.controls.len());
+    assert_inside_window(&menu);
+    let esc = UiAction::TypeKeys {
+        keys: "{ESC}".into(),
+    };
+    d.act(&w.id, Some(&file.id), &esc)
+        .await
+        .expect("close the menu");
+    let text = find(&first, "text", "");
+    d.act(
+        &w.id,
+        Some(&text.id),
+        &UiAction::TypeKeys {
+            keys: "{ctrl+s}".into(),
+        },
+    )
+    .await
+    .expect("ctrl+s");
+    d.settle().await;
+    let dialog = observe_until(&d, &w.id, "the Save As dialog", |o| {
+        o.controls
+            .iter()
+            .any(|c| c.role == "button" && c.name == "Cancel")
+    })
+    .await;
+    // the dialog's controls come first, and the annotated screenshot shows the new labels
+    assert_eq!(dialog.controls[0].role, "text");
+    assert_eq!(dialog.controls[0].name, "Name");
+    assert_ne!(
+        dialog.annotated.as_ref().unwrap().png,
+        first.annotated.as_ref().unwrap().png
+    );
+    // select an entry of the places list by the name the observation shows
+    let places = dialog
+        .controls
+        .iter()
+        .find(|c| c.role == "list box")
+        .expect("the places list");
+    d.act(
+        &w.id,
+        Some(&places.id),
+        &UiAction::Select {
+            item: "Desktop".into(),
+        },
+    )
+    .await
+    .expect("select Desktop");
+    let full = d.observe_full(&w.id).await.expect("observe_full");
+    let desktop_row = full
+        .details
+        .iter()
+        .find(|x| x.control.role == "list item" && x.control.name == "Desktop")
+        .unwrap_or_else(|| {
+            panic!(
+                "no Desktop row: {:?}",
+                full.details
+                    .iter()
+                    .map(|x| format!("{} {:?} {:?}", x.control.role, x.control.name, x.states))
+                    .collect::<Vec<_>>()
+            )
+        });
+    assert!(
+        desktop_row.states.contains(&"selected"),
+        "{:?}",
+        desktop_row.states
+    );
+    let err = d
+        .act(
+            &w.id,
+            Some(&places.id),
+            &UiAction::Select {
+                item: "No Such Place".into(),
+            },
+        )
+        .await
+        .expect_err("an unknown entry fails");
+    assert!(err.to_string().contains("Desktop"), "{err}");
+    let cancel = find(&dialog, "button", "Cancel");
+    d.act(
+        &w.id,
+        Some(&cancel.id),
+        &UiAction::Click {
+            button: Button::Left,
+            double: false,
+        },
+    )
+    .await
+    .expect("cancel");
+    observe_until(&d, &w.id, "the dialog to close", |o| {
+        o.controls.iter().all(|c| c.name != "Cancel")
+            && o.controls
+                .iter()
+                .any(|c| c.role == "menu" && c.name == "File")
+    })
+    .await;
 }
