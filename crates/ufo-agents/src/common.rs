@@ -1,12 +1,8 @@
 //! Helpers shared by the agents of this crate: reading model answers tolerantly, archiving a
 //! finished subtask, and where control goes after one.
 
-use serde_json::{json, Map, Value};
-use ufo_core::agent::{Cx, Handoff, StepReport, SubtaskRecord};
-use ufo_core::blackboard::Trajectory;
-use ufo_core::config::AgentMode;
+use serde_json::{Map, Value};
 use ufo_core::parse::parse_object;
-use ufo_core::{HostStatus, OnSubtaskFail, SessionStatus};
 
 /// A model answer's fields, by normalised name (lower case, letters and digits only), so
 /// `ControlText`, `control_text` and `Control Text` are one field.
@@ -52,93 +48,9 @@ impl Fields {
     }
 }
 
-/// Cut text to at most `max` bytes (on a character boundary), marking the cut.
-pub(crate) fn clip(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
-}
+pub(crate) use ufo_core::agent::{archive, clip, hand_back, Ending};
 
-/// Archive a finished subtask into the previous subtasks and the blackboard, and describe it.
-pub(crate) fn archive(
-    cx: &mut Cx<'_>,
-    agent: &str,
-    state: &str,
-    subtask: &str,
-    status: &str,
-    result: &str,
-    actions: &[String],
-) -> StepReport {
-    cx.previous_subtasks.push(SubtaskRecord {
-        agent: agent.to_string(),
-        subtask: subtask.to_string(),
-        status: status.to_string(),
-        result: result.to_string(),
-    });
-    cx.blackboard.add_trajectory(Trajectory {
-        agent: agent.to_string(),
-        subtask: subtask.to_string(),
-        status: status.to_string(),
-        result: result.to_string(),
-        actions: actions.to_vec(),
-    });
-    StepReport {
-        status: state.to_string(),
-        subtask: Some(subtask.to_string()),
-        action: Some(json!({"archive": {"subtask": subtask, "status": status, "result": result}})),
-        result: Some(result.to_string()).filter(|r| !r.is_empty()),
-        ..StepReport::default()
-    }
-}
-
-/// How a subtask ended, for the hand-off back to the host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ending {
-    Finish,
-    Fail,
-    Error,
-}
-
-/// Where control goes after a subtask ends, by the same rules as the AppAgent's (DESIGN.md):
-/// FINISH → Host CONTINUE (follower mode: FINISH); FAIL → replan or finish per
-/// `on_subtask_fail`; ERROR → Host FINISH (the round has ended on the ERROR).
-pub(crate) fn hand_back(cx: &mut Cx<'_>, ending: Ending) -> Handoff {
-    let config = cx.services.config;
-    Handoff::Host(match ending {
-        Ending::Finish => match config.mode {
-            AgentMode::Normal => HostStatus::Continue,
-            AgentMode::Follower => HostStatus::Finish,
-        },
-        Ending::Fail => match config.on_subtask_fail {
-            OnSubtaskFail::Replan => {
-                if cx.round_failures >= config.max_subtask_failures {
-                    cx.fail_reason = Some("max_subtask_failures".into());
-                    HostStatus::Fail
-                } else {
-                    HostStatus::Continue
-                }
-            }
-            OnSubtaskFail::Finish => {
-                cx.forced_end = Some((SessionStatus::Fail, "subtask_failed".into()));
-                HostStatus::Finish
-            }
-        },
-        Ending::Error => HostStatus::Finish,
-    })
-}
-
-/// The last `keep` memory lines, numbered.
+/// The last `keep` memory lines, numbered, as one text.
 pub(crate) fn recent(memory: &[String], keep: usize) -> String {
-    let start = memory.len().saturating_sub(keep);
-    memory[start..]
-        .iter()
-        .enumerate()
-        .map(|(i, m)| format!("{}. {m}", start + i + 1))
-        .collect::<Vec<_>>()
-        .join("\n")
+    ufo_core::agent::recent(memory, keep).join("\n")
 }

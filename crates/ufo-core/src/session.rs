@@ -279,20 +279,16 @@ impl<'a> Session<'a> {
             if self.cancelled() {
                 if let Cursor::Sub(key) = &cursor {
                     if let Some(agent) = self.host.agent_mut(key) {
-                        let record = crate::agent::SubtaskRecord {
-                            agent: agent.name(),
-                            subtask: agent.subtask().to_string(),
-                            status: "CANCELLED".into(),
-                            result: "the person cancelled the session during this subtask".into(),
-                        };
-                        cx.blackboard.add_trajectory(crate::blackboard::Trajectory {
-                            agent: record.agent.clone(),
-                            subtask: record.subtask.clone(),
-                            status: record.status.clone(),
-                            result: record.result.clone(),
-                            actions: Vec::new(),
-                        });
-                        cx.previous_subtasks.push(record);
+                        let (name, subtask) = (agent.name(), agent.subtask().to_string());
+                        crate::agent::archive(
+                            cx,
+                            &name,
+                            agent.state_name(),
+                            &subtask,
+                            "CANCELLED",
+                            "the person cancelled the session during this subtask",
+                            &[],
+                        );
                     }
                 }
                 return (

@@ -4,18 +4,19 @@
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::host::clip;
-use super::{ask_model, resolve, Assignment, Cx, Handoff, StepReport, SubAgent, SubtaskRecord};
+use super::{
+    archive, ask_model, clip, hand_back, recent, resolve, Assignment, Cx, Ending, Handoff,
+    StepReport, SubAgent,
+};
 use crate::action::{canonical_name, UiAction};
-use crate::blackboard::{QuestionAnswer, Trajectory};
-use crate::config::{AgentMode, OnSubtaskFail};
+use crate::blackboard::QuestionAnswer;
 use crate::ports::{
     ConfirmRequest, Control, Decision, ToolProvider, ToolSpec, WindowInfo, WindowObservation,
 };
 use crate::processor::{Processor, StepRunner};
 use crate::response::AppResponse;
 use crate::session::SessionStatus;
-use crate::status::{AppStatus, HostStatus};
+use crate::status::AppStatus;
 
 /// The AppAgent's strategies, by phase: DATA_COLLECTION [`Settle`, `Observe`],
 /// [`ListTools`], LLM_INTERACTION [`AskModel`], ACTION_EXECUTION [`Execute`], MEMORY_UPDATE
@@ -234,29 +235,16 @@ impl AppAgent {
             (_, false) => self.result.clone(),
             _ => self.last_result.clone().unwrap_or_default(),
         };
-        let record = SubtaskRecord {
-            agent: self.name(),
-            subtask: self.subtask.clone(),
-            status: status.to_string(),
-            result: result.clone(),
-        };
-        cx.previous_subtasks.push(record);
-        cx.blackboard.add_trajectory(Trajectory {
-            agent: self.name(),
-            subtask: self.subtask.clone(),
-            status: status.to_string(),
-            result: result.clone(),
-            actions: self.actions.clone(),
-        });
-        StepReport {
-            status: self.state.as_str().into(),
-            subtask: Some(self.subtask.clone()),
-            action: Some(
-                json!({"archive": {"subtask": self.subtask, "status": status, "result": result}}),
-            ),
-            result: Some(result).filter(|r| !r.is_empty()),
-            ..StepReport::default()
-        }
+        let name = self.name();
+        archive(
+            cx,
+            &name,
+            self.state.as_str(),
+            &self.subtask,
+            status,
+            &result,
+            &self.actions,
+        )
     }
 
     async fn handle_processing(&mut self, cx: &mut Cx<'_>) -> StepReport {
@@ -469,7 +457,6 @@ impl SubAgent for AppAgent {
     }
 
     fn next_state(&mut self, cx: &mut Cx<'_>) -> Handoff {
-        let config = cx.services.config;
         let next = match self.state {
             AppStatus::Continue => self.status,
             AppStatus::Screenshot => {
@@ -483,29 +470,9 @@ impl SubAgent for AppAgent {
             }
             AppStatus::Pending => AppStatus::Continue,
             AppStatus::Confirm => self.status,
-            AppStatus::Finish => {
-                return Handoff::Host(match config.mode {
-                    AgentMode::Normal => HostStatus::Continue,
-                    AgentMode::Follower => HostStatus::Finish,
-                })
-            }
-            AppStatus::Fail => {
-                return Handoff::Host(match config.on_subtask_fail {
-                    OnSubtaskFail::Replan => {
-                        if cx.round_failures >= config.max_subtask_failures {
-                            cx.fail_reason = Some("max_subtask_failures".into());
-                            HostStatus::Fail
-                        } else {
-                            HostStatus::Continue
-                        }
-                    }
-                    OnSubtaskFail::Finish => {
-                        cx.forced_end = Some((SessionStatus::Fail, "subtask_failed".into()));
-                        HostStatus::Finish
-                    }
-                })
-            }
-            AppStatus::Error => return Handoff::Host(HostStatus::Finish),
+            AppStatus::Finish => return hand_back(cx, Ending::Finish),
+            AppStatus::Fail => return hand_back(cx, Ending::Fail),
+            AppStatus::Error => return hand_back(cx, Ending::Error),
         };
         self.state = next;
         Handoff::Stay
@@ -775,13 +742,7 @@ impl AppStep<'_, '_> {
                 json!({"label": i + 1, "role": c.role, "name": c.name, "value": c.value, "enabled": c.enabled})
             })
             .collect();
-        let keep = svc.config.memory_in_prompt;
-        let start = self.agent.memory.len().saturating_sub(keep);
-        let memory: Vec<String> = self.agent.memory[start..]
-            .iter()
-            .enumerate()
-            .map(|(i, m)| format!("{}. {m}", start + i + 1))
-            .collect();
+        let memory = recent(&self.agent.memory, svc.config.memory_in_prompt);
         let ctx = json!({
             "subtask": self.agent.subtask,
             "messages": self.agent.messages,

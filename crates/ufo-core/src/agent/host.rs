@@ -8,7 +8,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{
-    ask_model, cache_key, resolve, AgentFactory, AgentTarget, Assignment, Cx, StepReport, SubAgent,
+    ask_model, cache_key, clip, recent, resolve, AgentFactory, AgentTarget, Assignment, Cx,
+    StepReport, SubAgent,
 };
 use crate::blackboard::QuestionAnswer;
 use crate::ports::{ConfirmRequest, Decision, LaunchableApp, Screenshot, WindowInfo};
@@ -431,17 +432,6 @@ async fn run_bash(cx: &mut Cx<'_>, command: &str) -> String {
     }
 }
 
-pub(crate) fn clip(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
-}
-
 /// The data of one host processor run.
 struct HostStep<'s, 'a> {
     host: &'s mut HostAgent,
@@ -597,13 +587,7 @@ impl HostStep<'_, '_> {
                 json!({"label": i + 1, "title": w.title, "app_name": w.app_name, "process": w.process})
             })
             .collect();
-        let keep = svc.config.memory_in_prompt;
-        let start = self.host.memory.len().saturating_sub(keep);
-        let memory: Vec<String> = self.host.memory[start..]
-            .iter()
-            .enumerate()
-            .map(|(i, m)| format!("{}. {m}", start + i + 1))
-            .collect();
+        let memory = recent(&self.host.memory, svc.config.memory_in_prompt);
         let ctx = json!({
             "request": self.cx.request,
             "blackboard": self.cx.blackboard.render(),

@@ -240,6 +240,104 @@ impl AgentFactory for AppAgentFactory {
     }
 }
 
+/// Archive a finished subtask into the previous subtasks and the blackboard, and describe it
+/// as the step report of the state `state` that archived it.
+pub fn archive(
+    cx: &mut Cx<'_>,
+    agent: &str,
+    state: &str,
+    subtask: &str,
+    status: &str,
+    result: &str,
+    actions: &[String],
+) -> StepReport {
+    cx.previous_subtasks.push(SubtaskRecord {
+        agent: agent.to_string(),
+        subtask: subtask.to_string(),
+        status: status.to_string(),
+        result: result.to_string(),
+    });
+    cx.blackboard.add_trajectory(crate::blackboard::Trajectory {
+        agent: agent.to_string(),
+        subtask: subtask.to_string(),
+        status: status.to_string(),
+        result: result.to_string(),
+        actions: actions.to_vec(),
+    });
+    StepReport {
+        status: state.to_string(),
+        subtask: Some(subtask.to_string()),
+        action: Some(
+            serde_json::json!({"archive": {"subtask": subtask, "status": status, "result": result}}),
+        ),
+        result: Some(result.to_string()).filter(|r| !r.is_empty()),
+        ..StepReport::default()
+    }
+}
+
+/// How a sub-agent's subtask ended, for the hand-off back to the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// Done.
+    Finish,
+    /// Failed (replan or finish, per `on_subtask_fail`).
+    Fail,
+    /// A system error: the round ends.
+    Error,
+}
+
+/// Where control goes after a sub-agent's subtask ends (DESIGN.md's AppAgent table, the same
+/// for every agent kind): FINISH → Host CONTINUE (follower mode: Host FINISH); FAIL →
+/// `replan`: Host CONTINUE, or Host FAIL after `max_subtask_failures`; `finish`: Host FINISH
+/// with the round ending FAIL `subtask_failed`; ERROR → Host FINISH.
+pub fn hand_back(cx: &mut Cx<'_>, ending: Ending) -> Handoff {
+    use crate::config::{AgentMode, OnSubtaskFail};
+    let config = cx.services.config;
+    Handoff::Host(match ending {
+        Ending::Finish => match config.mode {
+            AgentMode::Normal => HostStatus::Continue,
+            AgentMode::Follower => HostStatus::Finish,
+        },
+        Ending::Fail => match config.on_subtask_fail {
+            OnSubtaskFail::Replan => {
+                if cx.round_failures >= config.max_subtask_failures {
+                    cx.fail_reason = Some("max_subtask_failures".into());
+                    HostStatus::Fail
+                } else {
+                    HostStatus::Continue
+                }
+            }
+            OnSubtaskFail::Finish => {
+                cx.forced_end = Some((SessionStatus::Fail, "subtask_failed".into()));
+                HostStatus::Finish
+            }
+        },
+        Ending::Error => HostStatus::Finish,
+    })
+}
+
+/// Cut text to at most `max` bytes (on a character boundary), marking the cut.
+pub fn clip(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// The last `keep` memory lines, numbered from the start of the whole memory.
+pub fn recent(memory: &[String], keep: usize) -> Vec<String> {
+    let start = memory.len().saturating_sub(keep);
+    memory[start..]
+        .iter()
+        .enumerate()
+        .map(|(i, m)| format!("{}. {m}", start + i + 1))
+        .collect()
+}
+
 /// The AppAgent cache key: `app_root/process_name`.
 pub fn cache_key(window: &WindowInfo) -> String {
     format!("{}/{}", window.app_name, window.process)
