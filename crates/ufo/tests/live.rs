@@ -97,7 +97,8 @@ fn ufo_computes_a_sum_on_the_calculator() {
     std::fs::create_dir_all(&home).expect("home");
     let out = tmp.path().join("out");
     let script = tmp.path().join("script.jsonl");
-    let click = |name: &str, status: &str| line("app", app(name, "", "click", json!({}), status), &[]);
+    let click =
+        |name: &str, status: &str| line("app", app(name, "", "click", json!({}), status), &[]);
     let lines = [
         line(
             "host",
@@ -143,14 +144,24 @@ fn ufo_computes_a_sum_on_the_calculator() {
     assert_eq!(
         sequence(&out),
         [
-            "host CONTINUE", "host ASSIGN", "app CONTINUE", "app CONTINUE", "app CONTINUE",
-            "app CONTINUE", "app CONTINUE", "app CONTINUE", "app FINISH", "host CONTINUE",
+            "host CONTINUE",
+            "host ASSIGN",
+            "app CONTINUE",
+            "app CONTINUE",
+            "app CONTINUE",
+            "app CONTINUE",
+            "app CONTINUE",
+            "app CONTINUE",
+            "app FINISH",
+            "host CONTINUE",
             "host FINISH"
         ]
     );
     // A fresh observation by another process shows the result on the display.
     assert!(
-        shown.lines().any(|l| l.contains("text") && l.contains("value=\"42\"")),
+        shown
+            .lines()
+            .any(|l| l.contains("text") && l.contains("value=\"42\"")),
         "the display does not show 42:\n{shown}"
     );
 }
@@ -178,21 +189,43 @@ fn ufo_types_and_saves_a_file_in_mousepad() {
         // Mousepad's menus come first, then its text area: label 7.
         line(
             "app",
-            app("", "7", "type_keys", json!({"keys": "Hello from ufo-rs{ENTER}bye"}), "CONTINUE"),
+            app(
+                "",
+                "7",
+                "type_keys",
+                json!({"keys": "Hello from ufo-rs{ENTER}bye"}),
+                "CONTINUE",
+            ),
             &["[7] text"],
         ),
         // Ctrl+S opens the Save As dialog: re-annotate.
         line(
             "app",
-            app("", "7", "type_keys", json!({"keys": "{ctrl+s}"}), "SCREENSHOT"),
+            app(
+                "",
+                "7",
+                "type_keys",
+                json!({"keys": "{ctrl+s}"}),
+                "SCREENSHOT",
+            ),
             &[],
         ),
         line(
             "app",
-            app("Name", "", "set_text", json!({"text": file.display().to_string()}), "CONTINUE"),
+            app(
+                "Name",
+                "",
+                "set_text",
+                json!({"text": file.display().to_string()}),
+                "CONTINUE",
+            ),
             &["fresh capture", "text \"Name\""],
         ),
-        line("app", app("Save", "", "click", json!({}), "FINISH"), &["button \"Save\""]),
+        line(
+            "app",
+            app("Save", "", "click", json!({}), "FINISH"),
+            &["button \"Save\""],
+        ),
         line(
             "host",
             json!({"Observation": "Saved.", "Thought": "Finish.", "Status": "FINISH"}),
@@ -229,9 +262,21 @@ fn ufo_types_and_saves_a_file_in_mousepad() {
     assert_eq!(
         sequence(&out),
         [
-            "host CONTINUE", "host ASSIGN", "app CONTINUE", "app CONTINUE", "app SCREENSHOT",
-            "app CONTINUE", "app FINISH", "host CONTINUE", "host FINISH"
+            "host CONTINUE",
+            "host ASSIGN",
+            "app CONTINUE",
+            "app CONTINUE",
+            "app SCREENSHOT",
+            "app CONTINUE",
+            "app FINISH",
+            "host CONTINUE",
+            "host FINISH"
         ]
     );
-    assert_eq!(content.trim_end(), "Hello from ufo-rs\nbye", "{}", file.display());
+    assert_eq!(
+        content.trim_end(),
+        "Hello from ufo-rs\nbye",
+        "{}",
+        file.display()
+    );
 }
