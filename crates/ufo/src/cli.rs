@@ -37,6 +37,12 @@ pub enum Command {
     /// Show a window of the live desktop as the agent sees it: its controls with labels, and
     /// the annotated screenshot. The first thing to run when the agent cannot find a button.
     Inspect(InspectArgs),
+    /// Run a suite of OSWorld-format tasks on the live desktop, judge each with its
+    /// evaluator, and print the summary table.
+    Batch(Box<crate::batch_cmd::BatchArgs>),
+    /// Follower mode: carry out a given plan (`{"task": ..., "steps": [...]}`); the AppAgent's
+    /// FINISH ends the session.
+    Follow(crate::follow_cmd::FollowArgs),
 }
 
 /// Options of `ufo inspect`.

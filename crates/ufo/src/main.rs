@@ -1,7 +1,9 @@
 //! `ufo`: the command line of ufo-rs.
 
+mod batch_cmd;
 mod cli;
 mod console;
+mod follow_cmd;
 mod highlight;
 mod logging;
 mod models;
@@ -73,6 +75,8 @@ fn main() -> ExitCode {
         Command::Report(args) => report_command(&args),
         Command::Inspect(args) => runtime.block_on(inspect_command(&args)),
         Command::Runs(args) => runs_command(&args),
+        Command::Batch(args) => batch_cmd::batch_command(*args, &runtime),
+        Command::Follow(args) => runtime.block_on(follow_cmd::follow_command(args, cancel)),
     };
     // Do not wait for anything still blocked (e.g. a terminal read that timed out).
     runtime.shutdown_background();
