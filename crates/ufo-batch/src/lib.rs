@@ -7,6 +7,7 @@
 //! - [`getters`]: `vm_file`, `vm_command_line`, `vm_command_error`, `rule` (and `local_file`);
 //! - [`eval`]: the metrics `exact_match`, `check_include_exclude`, `match_in_list`,
 //!   `compare_text_file`, `check_list`, `is_in_list`, `infeasible`;
+//! - [`llm_eval`]: the LLM evaluation agent (reason, sub-scores, complete yes/no/unsure);
 //! - [`results`]: per-task results (JSONL) and the summary table.
 //!
 //! The `ufo batch` command (crate `ufo`) drives these; see this crate's README.
@@ -14,6 +15,7 @@
 
 pub mod eval;
 pub mod getters;
+pub mod llm_eval;
 pub mod results;
 pub mod setup;
 pub mod task;
@@ -22,7 +24,8 @@ use std::path::PathBuf;
 
 pub use eval::{evaluate, metric, Evaluation, RunFacts, SUPPORTED_METRICS};
 pub use getters::{GetterEnv, SUPPORTED_GETTERS};
-pub use results::{summary_table, task_lines, TaskResult, TaskStatus};
+pub use llm_eval::{judge, trajectory_text, LlmVerdict};
+pub use results::{llm_eval_line, summary_table, task_lines, TaskResult, TaskStatus};
 pub use setup::{run_step, SetupOptions, SUPPORTED_STEPS};
 pub use task::{collect_task_files, ConfigStep, EvaluatorSpec, OneOrMany, Task};
 

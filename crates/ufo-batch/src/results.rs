@@ -84,6 +84,10 @@ pub struct TaskResult {
     /// Lines of the setup and the evaluation.
     #[serde(default)]
     pub log: Vec<String>,
+    /// The LLM evaluation agent's verdict (`--eval-llm`): `{"complete", "reason",
+    /// "sub_scores", "calls"}` or `{"error"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm_eval: Option<serde_json::Value>,
 }
 
 impl TaskResult {
@@ -108,6 +112,7 @@ impl TaskResult {
             eval_s: 0.0,
             out: String::new(),
             log: Vec::new(),
+            llm_eval: None,
         }
     }
 
@@ -213,6 +218,44 @@ pub fn summary_table(results: &[TaskResult]) -> String {
     out.push_str(&total.line("TOTAL"));
     out.push('\n');
     out
+}
+
+/// How the LLM evaluation agent's verdicts compare with the evaluators, when there are any:
+/// `LLM evaluation agent: yes 5, no 1, unsure 0, error 0; agrees with the evaluators on 6 of 6`.
+pub fn llm_eval_line(results: &[TaskResult]) -> Option<String> {
+    let judged: Vec<&TaskResult> = results.iter().filter(|r| r.llm_eval.is_some()).collect();
+    if judged.is_empty() {
+        return None;
+    }
+    let verdict = |r: &TaskResult| {
+        r.llm_eval
+            .as_ref()
+            .and_then(|v| v.get("complete"))
+            .and_then(|c| c.as_str())
+            .map(str::to_string)
+    };
+    let count = |want: &str| {
+        judged
+            .iter()
+            .filter(|r| verdict(r).as_deref() == Some(want))
+            .count()
+    };
+    let errors = judged.iter().filter(|r| verdict(r).is_none()).count();
+    let decided: Vec<&&TaskResult> = judged
+        .iter()
+        .filter(|r| matches!(r.status, TaskStatus::Passed | TaskStatus::Failed))
+        .collect();
+    let agree = decided
+        .iter()
+        .filter(|r| (verdict(r).as_deref() == Some("yes")) == (r.status == TaskStatus::Passed))
+        .count();
+    Some(format!(
+        "LLM evaluation agent: yes {}, no {}, unsure {}, error {errors}; agrees with the evaluators on {agree} of {}",
+        count("yes"),
+        count("no"),
+        count("unsure"),
+        decided.len()
+    ))
 }
 
 /// One line per task: id, status, time and the non-model part of it.

@@ -65,6 +65,12 @@ pub struct BatchArgs {
     #[arg(long, value_enum, value_name = "ask|yes|no")]
     pub confirm: Option<ConfirmPolicy>,
 
+    /// Also judge every task that ran with the LLM evaluation agent (UFO's EvaluationAgent:
+    /// reason, sub-scores, complete yes/no/unsure), using this model; the verdict goes into the
+    /// result as `llm_eval` (the task's own evaluator still decides passed/failed).
+    #[arg(long, value_name = "SPEC")]
+    pub eval_llm: Option<String>,
+
     /// Longest time one task may take, in seconds; the worker is killed after it.
     #[arg(long, value_name = "SECS", default_value_t = 600)]
     pub task_timeout: u64,
@@ -99,8 +105,8 @@ pub fn batch_command(args: BatchArgs, runtime: &tokio::runtime::Runtime) -> Exit
     }
 }
 
-/// Read a desktop-session env file (`export K='V'` lines, `unset A B` lines).
-fn read_env_file(path: &Path) -> Result<(Vec<(String, String)>, Vec<String>)> {
+/// Read a desktop-session env file (`export K='V'` lines, `unset A B` lines) into a job.
+fn read_env_file(path: &Path) -> Result<Job> {
     let text = std::fs::read_to_string(path).with_context(|| {
         format!(
             "cannot read --display-env {}; start a session with UFO_SESSION_DIR=<dir> \
@@ -130,7 +136,7 @@ fn read_env_file(path: &Path) -> Result<(Vec<(String, String)>, Vec<String>)> {
             unset.extend(rest.split_whitespace().map(str::to_string));
         }
     }
-    Ok((set, unset))
+    Ok(Job { set, unset })
 }
 
 /// A folder name for a task id.
@@ -168,10 +174,7 @@ fn coordinate(args: &BatchArgs) -> Result<ExitCode> {
     let mut jobs = Vec::new();
     for i in 0..args.jobs {
         match args.display_env.get(i) {
-            Some(p) => {
-                let (set, unset) = read_env_file(p)?;
-                jobs.push(Job { set, unset });
-            }
+            Some(p) => jobs.push(read_env_file(p)?),
             None => jobs.push(Job {
                 set: Vec::new(),
                 unset: Vec::new(),
@@ -300,6 +303,9 @@ fn coordinate(args: &BatchArgs) -> Result<ExitCode> {
     std::fs::write(out.join("summary.txt"), format!("{table}\n{lines}"))
         .with_context(|| format!("cannot write {}/summary.txt", out.display()))?;
     println!("{table}");
+    if let Some(line) = ufo_batch::llm_eval_line(&results) {
+        println!("{line}\n");
+    }
     if !args.quiet {
         println!("{lines}");
     }
@@ -346,6 +352,9 @@ fn run_worker(
     }
     if let Some(n) = args.max_steps {
         cmd.arg("--max-steps").arg(n.to_string());
+    }
+    if let Some(e) = &args.eval_llm {
+        cmd.arg("--eval-llm").arg(e);
     }
     if let Some(c) = args.confirm {
         cmd.arg("--confirm").arg(match c {
@@ -486,6 +495,28 @@ fn model_seconds(events: &Path) -> f64 {
         .filter_map(|e| e["timings_ms"]["llm_interaction"].as_f64())
         .sum::<f64>()
         / 1000.0
+}
+
+/// The LLM evaluation agent's verdict on a trajectory, as JSON (`{"error"}` when it could
+/// not judge).
+async fn llm_verdict(spec: &str, instruction: &str, trajectory: &Path) -> Value {
+    let client = match ufo_llm::from_spec(spec, &ufo_llm::LlmOptions::default()) {
+        Ok(c) => c,
+        Err(e) => return serde_json::json!({"error": format!("--eval-llm {spec}: {e}")}),
+    };
+    let events = std::fs::read_to_string(trajectory.join("events.jsonl")).unwrap_or_default();
+    let text = ufo_batch::trajectory_text(&events);
+    match ufo_batch::judge(client.as_ref(), instruction, &text).await {
+        Ok(v) => serde_json::json!({
+            "complete": v.complete,
+            "reason": v.reason,
+            "sub_scores": v.sub_scores,
+            "calls": v.calls,
+            "prompt_tokens": v.prompt_tokens,
+            "completion_tokens": v.completion_tokens,
+        }),
+        Err(e) => serde_json::json!({"error": e.to_string()}),
+    }
 }
 
 /// The worker: one task in this process, the result written to `<worker_out>/result.json`.
@@ -692,9 +723,41 @@ async fn run_task(args: &BatchArgs, file: &Path, dir: &Path) -> TaskResult {
             r.reason = format!("evaluation: {e}");
         }
     }
+    if let Some(spec) = &args.eval_llm {
+        r.llm_eval = Some(llm_verdict(spec, &task.instruction, &trajectory).await);
+    }
     let closed = close_new_windows(&desktop, &before).await;
     if !closed.is_empty() {
         r.log.push(format!("closed processes {closed:?}"));
     }
     finish(r)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_session_env_file_becomes_a_job_without_its_home() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("env");
+        std::fs::write(
+            &p,
+            "export DISPLAY=':101'\nexport HOME='/tmp/s/home'\nexport GTK_A11Y=atspi\n\
+             unset NO_AT_BRIDGE WAYLAND_DISPLAY\n",
+        )
+        .unwrap();
+        let job = read_env_file(&p).unwrap();
+        assert_eq!(
+            job.set,
+            vec![
+                ("DISPLAY".to_string(), ":101".to_string()),
+                ("GTK_A11Y".to_string(), "atspi".to_string())
+            ]
+        );
+        assert_eq!(job.unset, vec!["NO_AT_BRIDGE", "WAYLAND_DISPLAY"]);
+        assert!(read_env_file(&tmp.path().join("missing")).is_err());
+        assert_eq!(safe_name("a/b c"), "a_b_c");
+    }
 }

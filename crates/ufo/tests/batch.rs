@@ -229,7 +229,22 @@ fn the_live_suite_is_judged_by_its_evaluators() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().expect("tempdir");
     let out = tmp.path().join("out");
-    let (code, stdout, stderr) = run_suite(&out, &[]);
+    // The LLM evaluation agent too, with a scripted model: each worker starts the script
+    // afresh, so one line answers for every task.
+    let eval = tmp.path().join("eval.jsonl");
+    std::fs::write(
+        &eval,
+        json!({"agent": "evaluation",
+               "response": {"reason": "the trajectory shows the task done",
+                            "sub_scores": {"task": "yes"}, "complete": "yes"},
+               "expect": ["Task: ", "What the agent did:", "session ended"]})
+        .to_string(),
+    )
+    .expect("write");
+    let (code, stdout, stderr) = run_suite(
+        &out,
+        &["--eval-llm".into(), format!("script:{}", eval.display())],
+    );
     let results = read_results(&out);
     assert_eq!(
         statuses(&results),
@@ -243,8 +258,13 @@ fn the_live_suite_is_judged_by_its_evaluators() {
             assert!(r["steps"].as_u64().unwrap_or(0) >= 1, "{r}");
             assert!(r["model_calls"].as_u64().unwrap_or(0) >= 1, "{r}");
             assert!(r["time_s"].as_f64().unwrap_or(0.0) > 0.0, "{r}");
+            assert_eq!(r["llm_eval"]["complete"], "yes", "{r}");
         }
     }
+    assert!(
+        stdout.contains("LLM evaluation agent: yes 7, no 0, unsure 0, error 0; agrees with the evaluators on 6 of 7"),
+        "{stdout}"
+    );
     // Print the table so the test log carries the numbers.
     println!("{stdout}");
 }
