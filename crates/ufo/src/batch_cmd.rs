@@ -91,12 +91,17 @@ pub struct BatchArgs {
 /// Name of a worker's result file in its task folder.
 const RESULT_FILE: &str = "result.json";
 
-/// `ufo batch`.
-pub fn batch_command(args: BatchArgs, runtime: &tokio::runtime::Runtime) -> ExitCode {
+/// `ufo batch`. The first Ctrl-C lets the running tasks end their current step (their sessions
+/// end CANCELLED) and starts no further task; the tasks not started are reported skipped.
+pub fn batch_command(
+    args: BatchArgs,
+    runtime: &tokio::runtime::Runtime,
+    cancel: Arc<AtomicBool>,
+) -> ExitCode {
     if let Some(task) = args.worker.clone() {
-        return runtime.block_on(worker(args, task));
+        return runtime.block_on(worker(args, task, cancel));
     }
-    match coordinate(&args) {
+    match coordinate(&args, &cancel) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -157,7 +162,7 @@ struct Job {
     unset: Vec<String>,
 }
 
-fn coordinate(args: &BatchArgs) -> Result<ExitCode> {
+fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
     if args.jobs == 0 {
         return Err(anyhow!("--jobs must be at least 1"));
     }
@@ -262,6 +267,17 @@ fn coordinate(args: &BatchArgs) -> Result<ExitCode> {
                 let Some((i, file, task)) = next else {
                     break;
                 };
+                if cancel.load(std::sync::atomic::Ordering::SeqCst) {
+                    let r = TaskResult::early(
+                        &task.id,
+                        &task.app(),
+                        TaskStatus::Skipped,
+                        "cancelled (Ctrl-C) before it started",
+                    );
+                    bar.inc(1);
+                    done.lock().unwrap_or_else(|p| p.into_inner()).push((i, r));
+                    continue;
+                }
                 bar.set_message(task.id.clone());
                 let r = run_worker(args, &exe, job, &file, &task, &out);
                 if !args.quiet {
@@ -520,12 +536,12 @@ async fn llm_verdict(spec: &str, instruction: &str, trajectory: &Path) -> Value 
 }
 
 /// The worker: one task in this process, the result written to `<worker_out>/result.json`.
-async fn worker(args: BatchArgs, file: PathBuf) -> ExitCode {
+async fn worker(args: BatchArgs, file: PathBuf, cancel: Arc<AtomicBool>) -> ExitCode {
     let Some(dir) = args.worker_out.clone() else {
         eprintln!("error: --worker needs --worker-out");
         return ExitCode::from(crate::EXIT_USAGE);
     };
-    let result = run_task(&args, &file, &dir).await;
+    let result = run_task(&args, &file, &dir, cancel).await;
     let text = match serde_json::to_string_pretty(&result) {
         Ok(t) => t,
         Err(e) => {
@@ -543,7 +559,12 @@ async fn worker(args: BatchArgs, file: PathBuf) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-async fn run_task(args: &BatchArgs, file: &Path, dir: &Path) -> TaskResult {
+async fn run_task(
+    args: &BatchArgs,
+    file: &Path,
+    dir: &Path,
+    cancel: Arc<AtomicBool>,
+) -> TaskResult {
     let started = Instant::now();
     let task = match Task::load(file) {
         Ok(t) => t,
@@ -587,7 +608,6 @@ async fn run_task(args: &BatchArgs, file: &Path, dir: &Path) -> TaskResult {
         quiet: true,
     };
     let console = Console::new(Verbosity::Quiet);
-    let cancel = Arc::new(AtomicBool::new(false));
     let prepared = match crate::prepare(&run_args, &console, &cancel) {
         Ok(p) => p,
         Err(crate::Usage(e)) => {

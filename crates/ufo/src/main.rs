@@ -75,7 +75,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report_command(&args),
         Command::Inspect(args) => runtime.block_on(inspect_command(&args)),
         Command::Runs(args) => runs_command(&args),
-        Command::Batch(args) => batch_cmd::batch_command(*args, &runtime),
+        Command::Batch(args) => batch_cmd::batch_command(*args, &runtime, cancel),
         Command::Follow(args) => runtime.block_on(follow_cmd::follow_command(args, cancel)),
     };
     // Do not wait for anything still blocked (e.g. a terminal read that timed out).
