@@ -158,8 +158,10 @@ pub async fn run_step(
                 .and_then(Value::as_str)
                 .ok_or_else(|| need("\"path\""))?;
             let path = opts.map(path);
+            // its own process (not a tab of a mousepad already on the session bus), so the
+            // window is new and is closed with the task
             let opener = if is_text_file(&path) {
-                "mousepad"
+                "mousepad --disable-server"
             } else {
                 "xdg-open"
             };
