@@ -21,6 +21,7 @@ pub fn session_start(
         "max_rounds": config.max_rounds,
         "safe_guard": config.safe_guard,
         "ask_question": config.ask_question,
+        "mode": config.mode,
     })
 }
 

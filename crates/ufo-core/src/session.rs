@@ -116,6 +116,18 @@ impl<'a> Session<'a> {
 
     /// Run the session on `request`, recording to `recorder`.
     pub async fn run(&mut self, request: &str, recorder: &mut dyn Recorder) -> SessionOutcome {
+        self.follow(request, Vec::new(), recorder).await
+    }
+
+    /// Run the session on `request` with the host's plan set to `plan` from the start (a
+    /// given plan, for follower mode: set `mode = follower` in the config so that the
+    /// AppAgent's FINISH ends the round). With an empty plan this is [`Session::run`].
+    pub async fn follow(
+        &mut self,
+        request: &str,
+        plan: Vec<String>,
+        recorder: &mut dyn Recorder,
+    ) -> SessionOutcome {
         let mut blackboard = Blackboard::new(self.services.config.blackboard.clone());
         blackboard.add_request(request);
         let start = Checkpoint {
@@ -125,7 +137,7 @@ impl<'a> Session<'a> {
             steps: 0,
             rounds_done: 0,
             previous_subtasks: Vec::new(),
-            plan: Vec::new(),
+            plan,
             blackboard,
             llm: LlmStats::default(),
         };

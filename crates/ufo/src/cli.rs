@@ -42,6 +42,12 @@ pub enum Command {
     Inspect(InspectArgs),
     /// The Model Context Protocol: `ufo mcp serve` exposes this desktop to MCP clients.
     Mcp(crate::mcp_cmd::McpArgs),
+    /// Run a suite of OSWorld-format tasks on the live desktop, judge each with its
+    /// evaluator, and print the summary table.
+    Batch(Box<crate::batch_cmd::BatchArgs>),
+    /// Follower mode: carry out a given plan (`{"task": ..., "steps": [...]}`); the AppAgent's
+    /// FINISH ends the session.
+    Follow(crate::follow_cmd::FollowArgs),
 }
 
 /// Options of `ufo inspect`.

@@ -1,7 +1,9 @@
 //! `ufo`: the command line of ufo-rs.
 
+mod batch_cmd;
 mod cli;
 mod console;
+mod follow_cmd;
 mod highlight;
 mod logging;
 mod mcp_cmd;
@@ -75,6 +77,8 @@ fn main() -> ExitCode {
         Command::Inspect(args) => runtime.block_on(inspect_command(&args)),
         Command::Runs(args) => runs_command(&args),
         Command::Mcp(args) => runtime.block_on(mcp_cmd::run(args)),
+        Command::Batch(args) => batch_cmd::batch_command(*args, &runtime, cancel),
+        Command::Follow(args) => runtime.block_on(follow_cmd::follow_command(args, cancel)),
     };
     // Do not wait for anything still blocked (e.g. a terminal read that timed out).
     runtime.shutdown_background();

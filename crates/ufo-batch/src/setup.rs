@@ -1,0 +1,311 @@
+//! The config-step runner: puts the desktop in a task's start state (and runs an evaluator's
+//! `postconfig`), through the [`Desktop`] port.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use ufo_core::Desktop;
+
+use crate::getters::command_line;
+use crate::task::ConfigStep;
+use crate::BatchError;
+
+/// The config-step kinds this crate runs.
+pub const SUPPORTED_STEPS: &[&str] = &[
+    "launch",
+    "execute",
+    "command",
+    "open",
+    "sleep",
+    "activate_window",
+];
+
+/// Longest `sleep` step honoured.
+const MAX_SLEEP: Duration = Duration::from_secs(120);
+
+/// The command of a step's parameters (`command`: a string or a list of words), as shell text.
+pub fn command_text(params: &Value) -> Option<String> {
+    params.get("command").and_then(command_line)
+}
+
+/// How steps run.
+#[derive(Debug, Clone)]
+pub struct SetupOptions {
+    /// The task's home folder: `/home/user/` in commands and paths is mapped onto it.
+    pub home: std::path::PathBuf,
+    /// Launch commands of the desktop's launch table: `launch` with one of these goes through
+    /// the desktop's launcher, which waits for the window to be on the accessibility bus.
+    pub launch_commands: Vec<String>,
+    /// Longest wait for the window of a launched or opened application.
+    pub window_timeout: Duration,
+}
+
+impl SetupOptions {
+    fn map(&self, text: &str) -> String {
+        let home = self.home.display().to_string();
+        text.replace("/home/user/", &format!("{home}/"))
+            .replace("~/", &format!("{home}/"))
+    }
+}
+
+fn desktop_err(step: &str, e: impl std::fmt::Display) -> BatchError {
+    BatchError::Step {
+        step: step.to_string(),
+        message: e.to_string(),
+    }
+}
+
+async fn window_keys(desktop: &dyn Desktop) -> Vec<(String, Option<u32>)> {
+    desktop
+        .windows()
+        .await
+        .map(|ws| ws.into_iter().map(|w| (w.id, w.pid)).collect())
+        .unwrap_or_default()
+}
+
+/// Run `command` in the background and wait (bounded) for a new window.
+async fn spawn_and_wait(
+    desktop: &dyn Desktop,
+    step: &str,
+    command: &str,
+    opts: &SetupOptions,
+) -> Result<String, BatchError> {
+    let before = window_keys(desktop).await;
+    desktop
+        .shell(&format!("{command} >/dev/null 2>&1 &"))
+        .await
+        .map_err(|e| desktop_err(step, e))?;
+    let deadline = Instant::now() + opts.window_timeout;
+    while Instant::now() < deadline {
+        if let Ok(ws) = desktop.windows().await {
+            if let Some(w) = ws.iter().find(|w| !before.contains(&(w.id.clone(), w.pid))) {
+                // let the application populate its window on the accessibility bus
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                return Ok(format!("{step} `{command}`: window {:?}", w.title));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(format!(
+        "{step} `{command}`: no new window within {} s",
+        opts.window_timeout.as_secs()
+    ))
+}
+
+fn is_text_file(path: &str) -> bool {
+    let ext = path.rsplit('.').next().unwrap_or("").to_lowercase();
+    [
+        "txt", "md", "csv", "py", "json", "log", "sh", "toml", "yaml", "yml", "rs", "c", "h",
+        "ini", "cfg", "html", "xml",
+    ]
+    .contains(&ext.as_str())
+}
+
+/// The number of an X window id (`0x1a00003` or decimal) for xdotool.
+fn window_number(id: &str) -> String {
+    id.strip_prefix("0x")
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+        .map(|n| n.to_string())
+        .unwrap_or_else(|| id.to_string())
+}
+
+/// Run one config step; returns a line for the task's log.
+pub async fn run_step(
+    desktop: &dyn Desktop,
+    step: &ConfigStep,
+    opts: &SetupOptions,
+) -> Result<String, BatchError> {
+    let kind = step.kind.as_str();
+    let p = &step.parameters;
+    let need = |what: &str| desktop_err(kind, format!("needs {what}"));
+    match kind {
+        "launch" => {
+            let cmd = opts.map(&command_text(p).ok_or_else(|| need("\"command\""))?);
+            if opts.launch_commands.iter().any(|c| c.trim() == cmd.trim()) {
+                let out = desktop
+                    .shell(&cmd)
+                    .await
+                    .map_err(|e| desktop_err(kind, e))?;
+                Ok(format!(
+                    "launch `{cmd}`: {}",
+                    out.launched.unwrap_or_else(|| "started".into())
+                ))
+            } else {
+                spawn_and_wait(desktop, kind, &cmd, opts).await
+            }
+        }
+        "execute" | "command" => {
+            let cmd = opts.map(&command_text(p).ok_or_else(|| need("\"command\""))?);
+            let out = desktop
+                .shell(&cmd)
+                .await
+                .map_err(|e| desktop_err(kind, e))?;
+            Ok(format!(
+                "{kind} `{cmd}`: exit {}{}",
+                out.code
+                    .map(|c| c.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                if out.stderr.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!(", stderr {:?}", out.stderr.trim())
+                }
+            ))
+        }
+        "open" => {
+            let path = p
+                .get("path")
+                .and_then(Value::as_str)
+                .ok_or_else(|| need("\"path\""))?;
+            let path = opts.map(path);
+            // its own process (not a tab of a mousepad already on the session bus), so the
+            // window is new and is closed with the task
+            let opener = if is_text_file(&path) {
+                "mousepad --disable-server"
+            } else {
+                "xdg-open"
+            };
+            let cmd = format!("{opener} {}", crate::getters::sh_quote(&path));
+            spawn_and_wait(desktop, kind, &cmd, opts).await
+        }
+        "sleep" => {
+            let secs = p
+                .get("seconds")
+                .and_then(Value::as_f64)
+                .ok_or_else(|| need("\"seconds\" (a number)"))?;
+            let d = Duration::from_secs_f64(secs.max(0.0)).min(MAX_SLEEP);
+            tokio::time::sleep(d).await;
+            Ok(format!("sleep {} s", d.as_secs_f64()))
+        }
+        "activate_window" => {
+            let name = p
+                .get("window_name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| need("\"window_name\""))?;
+            let strict = p.get("strict").and_then(Value::as_bool).unwrap_or(false);
+            let by_class = p.get("by_class").and_then(Value::as_bool).unwrap_or(false);
+            let lname = name.to_lowercase();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            loop {
+                let ws = desktop.windows().await.map_err(|e| desktop_err(kind, e))?;
+                let found = ws.iter().find(|w| {
+                    if by_class {
+                        w.app_name.to_lowercase() == lname || w.process.to_lowercase() == lname
+                    } else if strict {
+                        w.title == name
+                    } else {
+                        w.title.to_lowercase().contains(&lname)
+                    }
+                });
+                if let Some(w) = found {
+                    let cmd = format!(
+                        "timeout 5 xdotool windowactivate --sync {}",
+                        window_number(&w.id)
+                    );
+                    desktop
+                        .shell(&cmd)
+                        .await
+                        .map_err(|e| desktop_err(kind, e))?;
+                    return Ok(format!("activate_window {:?}", w.title));
+                }
+                if Instant::now() >= deadline {
+                    return Err(desktop_err(kind, format!("no window {name:?}")));
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+        other => Err(BatchError::Unsupported(format!(
+            "unsupported config step `{other}`"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use ufo_desktop::SimDesktop;
+
+    fn sim() -> SimDesktop {
+        let scenario = json!({"apps": [
+            {"name": "Editor", "process": "editor", "title": "notes - Editor", "running": true,
+             "launch": "editor", "controls": []},
+            {"name": "Calc", "process": "calc", "title": "Calc", "running": false,
+             "launch": "calc", "controls": []}
+        ]});
+        SimDesktop::from_value(&scenario).unwrap()
+    }
+
+    fn opts() -> SetupOptions {
+        SetupOptions {
+            home: "/tmp/h".into(),
+            launch_commands: vec!["calc".into()],
+            window_timeout: Duration::from_millis(300),
+        }
+    }
+
+    fn step(kind: &str, p: Value) -> ConfigStep {
+        ConfigStep {
+            kind: kind.into(),
+            parameters: p,
+        }
+    }
+
+    #[tokio::test]
+    async fn steps_reach_the_desktop() {
+        let d = sim();
+        let o = opts();
+        let r = run_step(&d, &step("launch", json!({"command": ["calc"]})), &o)
+            .await
+            .unwrap();
+        assert!(r.contains("Calc"), "{r}");
+        assert!(d
+            .windows()
+            .await
+            .unwrap()
+            .iter()
+            .any(|w| w.app_name == "Calc"));
+        let r = run_step(
+            &d,
+            &step(
+                "execute",
+                json!({"command": ["touch", "/home/user/a b.txt"]}),
+            ),
+            &o,
+        )
+        .await
+        .unwrap();
+        assert!(r.contains("touch '/tmp/h/a b.txt'"), "{r}");
+        let r = run_step(
+            &d,
+            &step("activate_window", json!({"window_name": "notes"})),
+            &o,
+        )
+        .await
+        .unwrap();
+        assert_eq!(r, "activate_window \"notes - Editor\"");
+        run_step(&d, &step("sleep", json!({"seconds": 0.01})), &o)
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn bad_or_unknown_steps_are_errors() {
+        let d = sim();
+        let o = opts();
+        assert!(matches!(
+            run_step(&d, &step("download", json!({})), &o).await,
+            Err(BatchError::Unsupported(_))
+        ));
+        assert!(run_step(&d, &step("sleep", json!({})), &o).await.is_err());
+        assert!(run_step(&d, &step("launch", json!({"command": 3})), &o)
+            .await
+            .is_err());
+    }
+
+    #[test]
+    fn window_ids_become_numbers() {
+        assert_eq!(window_number("0x10"), "16");
+        assert_eq!(window_number("w1"), "w1");
+    }
+}

@@ -1,0 +1,270 @@
+//! The OSWorld task format: `id`, `instruction`, `config` steps, `evaluator`.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::BatchError;
+
+/// One config (setup) step: `{"type": "launch", "parameters": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigStep {
+    /// Step kind: `launch`, `execute`, `command`, `open`, `sleep`, `activate_window`, ...
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The step's parameters.
+    #[serde(default)]
+    pub parameters: Value,
+}
+
+/// One value or a list of them (OSWorld allows both for `func`, `result`, `expected`,
+/// `options`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany<T> {
+    /// A list.
+    Many(Vec<T>),
+    /// A single value.
+    One(T),
+}
+
+impl<T: Clone> OneOrMany<T> {
+    /// The values as a list.
+    pub fn to_vec(&self) -> Vec<T> {
+        match self {
+            OneOrMany::One(v) => vec![v.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// The evaluator of a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvaluatorSpec {
+    /// Metric function(s), e.g. `exact_match`, or a list of them.
+    pub func: OneOrMany<String>,
+    /// Getter(s) of the result, e.g. `{"type": "vm_command_line", "command": "..."}`.
+    #[serde(default)]
+    pub result: Option<OneOrMany<Value>>,
+    /// Getter(s) of the expected value, e.g. `{"type": "rule", "rules": {...}}`.
+    #[serde(default)]
+    pub expected: Option<OneOrMany<Value>>,
+    /// Options passed to the metric(s).
+    #[serde(default)]
+    pub options: Option<OneOrMany<Value>>,
+    /// How several metrics combine: `and` (default) or `or`.
+    #[serde(default)]
+    pub conj: Option<String>,
+    /// Steps run after the session and before the getters (same kinds as `config`).
+    #[serde(default)]
+    pub postconfig: Vec<ConfigStep>,
+}
+
+/// One task in the OSWorld JSON format, plus ufo-rs extensions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    /// Task id (unique in a suite).
+    pub id: String,
+    /// What the agent is asked to do.
+    pub instruction: String,
+    /// Setup steps run before the session.
+    #[serde(default)]
+    pub config: Vec<ConfigStep>,
+    /// How the final state is judged.
+    pub evaluator: EvaluatorSpec,
+    /// Applications the task involves (the first one names the task's app in the summary).
+    #[serde(default)]
+    pub related_apps: Vec<String>,
+    /// ufo-rs extension: a scripted-model file (JSONL, the `--llm script:` format), relative
+    /// to the task file, used instead of `--llm` for this task.
+    #[serde(default)]
+    pub ufo_script: Option<String>,
+    /// Where the task was read from (set by [`Task::load`]).
+    #[serde(skip)]
+    pub source: PathBuf,
+}
+
+impl Task {
+    /// Parse a task from JSON text; `source` is the file it came from (for relative paths).
+    pub fn parse(text: &str, source: &Path) -> Result<Task, BatchError> {
+        let mut task: Task = serde_json::from_str(text).map_err(|e| BatchError::Task {
+            path: source.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        if task.id.trim().is_empty() {
+            return Err(BatchError::Task {
+                path: source.to_path_buf(),
+                message: "the task has an empty \"id\"".into(),
+            });
+        }
+        task.source = source.to_path_buf();
+        Ok(task)
+    }
+
+    /// Read a task file.
+    pub fn load(path: &Path) -> Result<Task, BatchError> {
+        let text = std::fs::read_to_string(path).map_err(|e| BatchError::Io {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        Task::parse(&text, path)
+    }
+
+    /// The folder of the task file (relative paths in the task resolve against it).
+    pub fn dir(&self) -> PathBuf {
+        self.source
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."))
+    }
+
+    /// The scripted-model file of the task, resolved against the task's folder.
+    pub fn script_path(&self) -> Option<PathBuf> {
+        self.ufo_script.as_ref().map(|s| self.dir().join(s))
+    }
+
+    /// The application the task is counted under in the summary: the first of
+    /// `related_apps`, else the program of the first `launch` step, else `other`.
+    pub fn app(&self) -> String {
+        if let Some(a) = self.related_apps.first() {
+            return a.clone();
+        }
+        for step in &self.config {
+            if step.kind == "launch" {
+                if let Some(cmd) = crate::setup::command_text(&step.parameters) {
+                    if let Some(first) = cmd.split_whitespace().next() {
+                        return first.rsplit('/').next().unwrap_or(first).to_string();
+                    }
+                }
+            }
+        }
+        "other".into()
+    }
+
+    /// Why this task cannot run here (an unsupported config step, getter or metric), if so.
+    pub fn unsupported(&self) -> Option<String> {
+        let steps = self.config.iter().chain(&self.evaluator.postconfig);
+        for s in steps {
+            if !crate::setup::SUPPORTED_STEPS.contains(&s.kind.as_str()) {
+                return Some(format!("unsupported config step `{}`", s.kind));
+            }
+        }
+        for f in self.evaluator.func.to_vec() {
+            if !crate::eval::SUPPORTED_METRICS.contains(&f.as_str()) {
+                return Some(format!("unsupported evaluator function `{f}`"));
+            }
+        }
+        let getters = self
+            .evaluator
+            .result
+            .iter()
+            .chain(&self.evaluator.expected)
+            .flat_map(OneOrMany::to_vec);
+        for g in getters {
+            let kind = g.get("type").and_then(Value::as_str).unwrap_or("");
+            if !crate::getters::SUPPORTED_GETTERS.contains(&kind) {
+                return Some(format!("unsupported getter `{kind}`"));
+            }
+        }
+        if let Some(c) = &self.evaluator.conj {
+            if c != "and" && c != "or" {
+                return Some(format!("unsupported conj `{c}` (use and / or)"));
+            }
+        }
+        None
+    }
+}
+
+/// Every task file (`*.json`) named by `paths`: files as given, folders searched recursively,
+/// in a stable (sorted) order.
+pub fn collect_task_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, BatchError> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), BatchError> {
+        let entries = std::fs::read_dir(dir).map_err(|e| BatchError::Io {
+            path: dir.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for p in paths {
+            if p.is_dir() {
+                walk(&p, out)?;
+            } else if p.extension().is_some_and(|e| e == "json") {
+                out.push(p);
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            walk(p, &mut out)?;
+        } else if p.is_file() {
+            out.push(p.clone());
+        } else {
+            return Err(BatchError::Io {
+                path: p.clone(),
+                message: "no such file or folder".into(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_osworld_task_parses_with_defaults() {
+        let text = json!({
+            "id": "t1", "instruction": "do it",
+            "config": [{"type": "launch", "parameters": {"command": ["gnome-calculator"]}}],
+            "evaluator": {"func": "exact_match",
+                          "result": {"type": "vm_command_line", "command": "echo hi"},
+                          "expected": {"type": "rule", "rules": {"expected": "hi"}}}
+        })
+        .to_string();
+        let t = Task::parse(&text, Path::new("suite/t1.json")).unwrap();
+        assert_eq!(t.app(), "gnome-calculator");
+        assert_eq!(t.unsupported(), None);
+        assert_eq!(t.dir(), PathBuf::from("suite"));
+        assert_eq!(t.evaluator.func.to_vec(), vec!["exact_match".to_string()]);
+    }
+
+    #[test]
+    fn unsupported_parts_are_named() {
+        let mut t = Task::parse(
+            r#"{"id":"x","instruction":"i","config":[{"type":"download","parameters":{}}],
+                "evaluator":{"func":["exact_match","compare_pdfs"]}}"#,
+            Path::new("x.json"),
+        )
+        .unwrap();
+        assert_eq!(
+            t.unsupported().as_deref(),
+            Some("unsupported config step `download`")
+        );
+        t.config.clear();
+        assert_eq!(
+            t.unsupported().as_deref(),
+            Some("unsupported evaluator function `compare_pdfs`")
+        );
+        t.evaluator.func = OneOrMany::One("exact_match".into());
+        t.evaluator.result = Some(OneOrMany::One(json!({"type": "cloud_file"})));
+        assert_eq!(
+            t.unsupported().as_deref(),
+            Some("unsupported getter `cloud_file`")
+        );
+    }
+
+    #[test]
+    fn bad_json_is_an_error_not_a_panic() {
+        assert!(Task::parse("{", Path::new("a.json")).is_err());
+        assert!(Task::parse(
+            r#"{"id":"","instruction":"","evaluator":{"func":"infeasible"}}"#,
+            Path::new("a.json")
+        )
+        .is_err());
+    }
+}

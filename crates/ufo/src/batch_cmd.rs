@@ -1,0 +1,783 @@
+//! `ufo batch <TASKS>...`: run a suite of OSWorld-format tasks on the live desktop and judge
+//! each with its evaluator.
+//!
+//! The coordinator (this process) reads and checks the tasks, then runs each runnable task in
+//! a worker process (`ufo batch --worker TASK`, this same binary) with a fresh `HOME` and the
+//! environment of the job's desktop session, so `--jobs N` runs N tasks at once on N displays.
+//! A worker runs the config steps, the session, the evaluator, closes the windows the task
+//! opened, and writes `result.json`; the coordinator collects the results into
+//! `results.jsonl` and prints the summary table.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::Value;
+use ufo_batch::{Task, TaskResult, TaskStatus};
+use ufo_core::agent::{AppAgentFactory, Services};
+use ufo_core::{Desktop, Session};
+
+use crate::cli::{ConfirmPolicy, RunArgs};
+use crate::console::{Console, Verbosity};
+
+/// Options of `ufo batch`.
+#[derive(Debug, Args)]
+pub struct BatchArgs {
+    /// Task files (OSWorld JSON) or folders of them (searched recursively for `*.json`).
+    #[arg(value_name = "TASKS", required_unless_present = "worker")]
+    pub tasks: Vec<PathBuf>,
+
+    /// Model for tasks without a `ufo_script`: `openai:<model>`, `anthropic:<model>`, ...
+    /// Without it, such tasks are skipped.
+    #[arg(long, value_name = "SPEC", env = "UFO_LLM")]
+    pub llm: Option<String>,
+
+    /// Batch folder: `results.jsonl`, `summary.txt` and one folder per task
+    /// (default runs/batch-<timestamp>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Tasks run at once, each job on its own desktop session (see --display-env).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub jobs: usize,
+
+    /// The env file of a desktop session (`$UFO_SESSION_DIR/env` of
+    /// scripts/desktop-session.sh), once per job in order. Job 1 without one uses this
+    /// process's environment.
+    #[arg(long = "display-env", value_name = "FILE")]
+    pub display_env: Vec<PathBuf>,
+
+    /// Configuration file (ufo.toml), as for `ufo run`.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Most processor steps per task.
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u32>,
+
+    /// What to do with actions the model wants confirmed (unattended: `ask` means no).
+    #[arg(long, value_enum, value_name = "ask|yes|no")]
+    pub confirm: Option<ConfirmPolicy>,
+
+    /// Also judge every task that ran with the LLM evaluation agent (UFO's EvaluationAgent:
+    /// reason, sub-scores, complete yes/no/unsure), using this model; the verdict goes into the
+    /// result as `llm_eval` (the task's own evaluator still decides passed/failed).
+    #[arg(long, value_name = "SPEC")]
+    pub eval_llm: Option<String>,
+
+    /// Longest time one task may take, in seconds; the worker is killed after it.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub task_timeout: u64,
+
+    /// No progress bar and no per-task lines (the summary table is still printed).
+    #[arg(long, short)]
+    pub quiet: bool,
+
+    /// Internal: run one task in this process (used by the coordinator).
+    #[arg(long, hide = true, value_name = "TASK")]
+    pub worker: Option<PathBuf>,
+
+    /// Internal: the worker's task folder.
+    #[arg(long, hide = true, value_name = "DIR")]
+    pub worker_out: Option<PathBuf>,
+}
+
+/// Name of a worker's result file in its task folder.
+const RESULT_FILE: &str = "result.json";
+
+/// `ufo batch`. The first Ctrl-C lets the running tasks end their current step (their sessions
+/// end CANCELLED) and starts no further task; the tasks not started are reported skipped.
+pub fn batch_command(
+    args: BatchArgs,
+    runtime: &tokio::runtime::Runtime,
+    cancel: Arc<AtomicBool>,
+) -> ExitCode {
+    if let Some(task) = args.worker.clone() {
+        return runtime.block_on(worker(args, task, cancel));
+    }
+    match coordinate(&args, &cancel) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(crate::EXIT_USAGE)
+        }
+    }
+}
+
+/// Read a desktop-session env file (`export K='V'` lines, `unset A B` lines) into a job.
+fn read_env_file(path: &Path) -> Result<Job> {
+    let text = std::fs::read_to_string(path).with_context(|| {
+        format!(
+            "cannot read --display-env {}; start a session with UFO_SESSION_DIR=<dir> \
+             scripts/desktop-session.sh up",
+            path.display()
+        )
+    })?;
+    let mut set = Vec::new();
+    let mut unset = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("export ") {
+            if let Some((k, v)) = rest.split_once('=') {
+                let v = v.trim();
+                let v = v
+                    .strip_prefix('\'')
+                    .and_then(|v| v.strip_suffix('\''))
+                    .unwrap_or(v);
+                // the task gets its own HOME; the toolchain variables do not matter to it
+                if !matches!(
+                    k,
+                    "HOME" | "XDG_CONFIG_HOME" | "XDG_DATA_HOME" | "XDG_CACHE_HOME"
+                ) {
+                    set.push((k.to_string(), v.to_string()));
+                }
+            }
+        } else if let Some(rest) = line.strip_prefix("unset ") {
+            unset.extend(rest.split_whitespace().map(str::to_string));
+        }
+    }
+    Ok(Job { set, unset })
+}
+
+/// A folder name for a task id.
+fn safe_name(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+struct Job {
+    set: Vec<(String, String)>,
+    unset: Vec<String>,
+}
+
+fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
+    if args.jobs == 0 {
+        return Err(anyhow!("--jobs must be at least 1"));
+    }
+    if args.jobs > 1 && args.display_env.len() < args.jobs {
+        return Err(anyhow!(
+            "--jobs {} needs {} --display-env files, one desktop session per job (got {}); start \
+             them with UFO_SESSION_DIR=/tmp/ufo-s<N> scripts/desktop-session.sh up and pass \
+             --display-env /tmp/ufo-s<N>/env",
+            args.jobs,
+            args.jobs,
+            args.display_env.len()
+        ));
+    }
+    let mut jobs = Vec::new();
+    for i in 0..args.jobs {
+        match args.display_env.get(i) {
+            Some(p) => jobs.push(read_env_file(p)?),
+            None => jobs.push(Job {
+                set: Vec::new(),
+                unset: Vec::new(),
+            }),
+        }
+    }
+    let files = ufo_batch::collect_task_files(&args.tasks)?;
+    if files.is_empty() {
+        return Err(anyhow!("no task files (*.json) in the given paths"));
+    }
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("runs").join(format!(
+            "batch-{}",
+            chrono::Local::now().format("%Y%m%d-%H%M%S")
+        ))
+    });
+    std::fs::create_dir_all(out.join("tasks"))
+        .with_context(|| format!("cannot create the batch folder {}", out.display()))?;
+    let out = out.canonicalize().unwrap_or(out);
+
+    // Read and check every task first: what cannot run is skipped (or an error) at once.
+    let mut results: Vec<Option<TaskResult>> = Vec::new();
+    let mut queue = VecDeque::new();
+    for (i, file) in files.iter().enumerate() {
+        let stem = file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| format!("task{i}"));
+        let early = match Task::load(file) {
+            Err(e) => Some(TaskResult::early(
+                &stem,
+                "other",
+                TaskStatus::Error,
+                e.to_string(),
+            )),
+            Ok(task) => {
+                if let Some(why) = task.unsupported() {
+                    Some(TaskResult::early(
+                        &task.id,
+                        &task.app(),
+                        TaskStatus::Skipped,
+                        why,
+                    ))
+                } else if task.ufo_script.is_none() && args.llm.is_none() {
+                    Some(TaskResult::early(
+                        &task.id,
+                        &task.app(),
+                        TaskStatus::Skipped,
+                        "no model: the task has no ufo_script and no --llm was given",
+                    ))
+                } else {
+                    queue.push_back((i, file.clone(), task));
+                    None
+                }
+            }
+        };
+        results.push(early);
+    }
+
+    let bar = if args.quiet {
+        ProgressBar::hidden()
+    } else {
+        let b =
+            ProgressBar::with_draw_target(Some(files.len() as u64), ProgressDrawTarget::stderr());
+        if let Ok(style) =
+            ProgressStyle::with_template("{bar:30} {pos}/{len} tasks | {elapsed} | {msg}")
+        {
+            b.set_style(style);
+        }
+        b
+    };
+    bar.inc(results.iter().filter(|r| r.is_some()).count() as u64);
+    let exe = std::env::current_exe().context("cannot find the ufo executable")?;
+    let queue = Arc::new(Mutex::new(queue));
+    let done: Arc<Mutex<Vec<(usize, TaskResult)>>> = Arc::default();
+    std::thread::scope(|scope| {
+        for job in &jobs {
+            let queue = queue.clone();
+            let done = done.clone();
+            let bar = bar.clone();
+            let exe = exe.clone();
+            let out = out.clone();
+            scope.spawn(move || loop {
+                let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+                let Some((i, file, task)) = next else {
+                    break;
+                };
+                if cancel.load(std::sync::atomic::Ordering::SeqCst) {
+                    let r = TaskResult::early(
+                        &task.id,
+                        &task.app(),
+                        TaskStatus::Skipped,
+                        "cancelled (Ctrl-C) before it started",
+                    );
+                    bar.inc(1);
+                    done.lock().unwrap_or_else(|p| p.into_inner()).push((i, r));
+                    continue;
+                }
+                bar.set_message(task.id.clone());
+                let r = run_worker(args, &exe, job, &file, &task, &out);
+                if !args.quiet {
+                    bar.suspend(|| {
+                        eprintln!(
+                            "{:<8} {} ({:.1} s){}",
+                            r.status.as_str(),
+                            r.id,
+                            r.time_s,
+                            if r.status == TaskStatus::Passed {
+                                String::new()
+                            } else {
+                                format!(": {}", r.reason.chars().take(120).collect::<String>())
+                            }
+                        )
+                    });
+                }
+                bar.inc(1);
+                done.lock().unwrap_or_else(|p| p.into_inner()).push((i, r));
+            });
+        }
+    });
+    bar.finish_and_clear();
+    for (i, r) in done.lock().unwrap_or_else(|p| p.into_inner()).drain(..) {
+        if let Some(slot) = results.get_mut(i) {
+            *slot = Some(r);
+        }
+    }
+    let results: Vec<TaskResult> = results.into_iter().flatten().collect();
+    let mut jsonl = String::new();
+    for r in &results {
+        jsonl.push_str(&serde_json::to_string(r)?);
+        jsonl.push('\n');
+    }
+    std::fs::write(out.join("results.jsonl"), jsonl)
+        .with_context(|| format!("cannot write {}/results.jsonl", out.display()))?;
+    let table = ufo_batch::summary_table(&results);
+    let lines = ufo_batch::task_lines(&results);
+    std::fs::write(out.join("summary.txt"), format!("{table}\n{lines}"))
+        .with_context(|| format!("cannot write {}/summary.txt", out.display()))?;
+    println!("{table}");
+    if let Some(line) = ufo_batch::llm_eval_line(&results) {
+        println!("{line}\n");
+    }
+    if !args.quiet {
+        println!("{lines}");
+    }
+    eprintln!("results: {}", out.join("results.jsonl").display());
+    let bad = results
+        .iter()
+        .any(|r| matches!(r.status, TaskStatus::Failed | TaskStatus::Error));
+    Ok(ExitCode::from(u8::from(bad)))
+}
+
+/// Run one task in a worker process and read its result.
+fn run_worker(
+    args: &BatchArgs,
+    exe: &Path,
+    job: &Job,
+    file: &Path,
+    task: &Task,
+    out: &Path,
+) -> TaskResult {
+    let started = Instant::now();
+    let dir = out.join("tasks").join(safe_name(&task.id));
+    let _ = std::fs::remove_dir_all(&dir);
+    let home = dir.join("home");
+    let fail = |why: String| {
+        let mut r = TaskResult::early(&task.id, &task.app(), TaskStatus::Error, why);
+        r.time_s = started.elapsed().as_secs_f64();
+        r.out = dir.display().to_string();
+        r
+    };
+    if let Err(e) = std::fs::create_dir_all(home.join(".config")) {
+        return fail(format!("cannot create {}: {e}", home.display()));
+    }
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("batch")
+        .arg("--worker")
+        .arg(file)
+        .arg("--worker-out")
+        .arg(&dir);
+    if let Some(l) = &args.llm {
+        cmd.arg("--llm").arg(l);
+    }
+    if let Some(c) = &args.config {
+        cmd.arg("--config").arg(c);
+    }
+    if let Some(n) = args.max_steps {
+        cmd.arg("--max-steps").arg(n.to_string());
+    }
+    if let Some(e) = &args.eval_llm {
+        cmd.arg("--eval-llm").arg(e);
+    }
+    if let Some(c) = args.confirm {
+        cmd.arg("--confirm").arg(match c {
+            ConfirmPolicy::Ask => "ask",
+            ConfirmPolicy::Yes => "yes",
+            ConfirmPolicy::No => "no",
+        });
+    }
+    for k in &job.unset {
+        cmd.env_remove(k);
+    }
+    cmd.envs(job.set.iter().map(|(k, v)| (k, v)))
+        .env("HOME", &home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null());
+    let log = match std::fs::File::create(dir.join("worker.log")) {
+        Ok(f) => f,
+        Err(e) => return fail(format!("cannot create the worker log: {e}")),
+    };
+    cmd.stderr(log);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return fail(format!("cannot start the worker: {e}")),
+    };
+    let deadline = started + Duration::from_secs(args.task_timeout);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return fail(format!("cannot wait for the worker: {e}")),
+        }
+    };
+    let read = std::fs::read_to_string(dir.join(RESULT_FILE))
+        .ok()
+        .and_then(|t| serde_json::from_str::<TaskResult>(&t).ok());
+    match (read, status) {
+        (Some(r), _) => r,
+        (None, None) => fail(format!(
+            "the task took longer than --task-timeout {} s; its worker was killed",
+            args.task_timeout
+        )),
+        (None, Some(s)) => {
+            let log = std::fs::read_to_string(dir.join("worker.log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(3).collect();
+            fail(format!(
+                "the worker ended ({s}) without a result: {}",
+                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+            ))
+        }
+    }
+}
+
+/// Windows as (id, pid) pairs.
+async fn window_keys(desktop: &dyn Desktop) -> Vec<(String, Option<u32>)> {
+    desktop
+        .windows()
+        .await
+        .map(|ws| ws.into_iter().map(|w| (w.id, w.pid)).collect())
+        .unwrap_or_default()
+}
+
+/// Close what the task opened: end the processes of windows that were not there before
+/// (TERM, then KILL after 3 s), so the next task starts from the same desktop.
+async fn close_new_windows(desktop: &dyn Desktop, before: &[(String, Option<u32>)]) -> Vec<u32> {
+    let mut pids: Vec<u32> = window_keys(desktop)
+        .await
+        .into_iter()
+        .filter(|k| !before.contains(k))
+        .filter_map(|(_, pid)| pid)
+        .filter(|p| *p != std::process::id())
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    let signal = |sig: &str, pid: u32| {
+        let _ = std::process::Command::new("kill")
+            .arg(sig)
+            .arg(pid.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    };
+    for p in &pids {
+        signal("-TERM", *p);
+    }
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        let alive: Vec<u32> = pids
+            .iter()
+            .copied()
+            .filter(|p| Path::new(&format!("/proc/{p}")).exists())
+            .collect();
+        if alive.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for p in &pids {
+        if Path::new(&format!("/proc/{p}")).exists() {
+            signal("-KILL", *p);
+        }
+    }
+    // let the window manager drop the windows
+    let settle = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < settle {
+        let now = window_keys(desktop).await;
+        if now.iter().all(|k| before.contains(k)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    pids
+}
+
+/// `PATH` with the folder of this executable first.
+fn own_path() -> Option<(String, String)> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?.display().to_string();
+    let path = std::env::var("PATH").unwrap_or_default();
+    Some(("PATH".into(), format!("{dir}:{path}")))
+}
+
+/// Model time of a trajectory: the sum of the steps' `llm_interaction` timings, seconds.
+fn model_seconds(events: &Path) -> f64 {
+    let Ok(text) = std::fs::read_to_string(events) else {
+        return 0.0;
+    };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "step")
+        .filter_map(|e| e["timings_ms"]["llm_interaction"].as_f64())
+        .sum::<f64>()
+        / 1000.0
+}
+
+/// The LLM evaluation agent's verdict on a trajectory, as JSON (`{"error"}` when it could
+/// not judge).
+async fn llm_verdict(spec: &str, instruction: &str, trajectory: &Path) -> Value {
+    let client = match ufo_llm::from_spec(spec, &ufo_llm::LlmOptions::default()) {
+        Ok(c) => c,
+        Err(e) => return serde_json::json!({"error": format!("--eval-llm {spec}: {e}")}),
+    };
+    let events = std::fs::read_to_string(trajectory.join("events.jsonl")).unwrap_or_default();
+    let text = ufo_batch::trajectory_text(&events);
+    match ufo_batch::judge(client.as_ref(), instruction, &text).await {
+        Ok(v) => serde_json::json!({
+            "complete": v.complete,
+            "reason": v.reason,
+            "sub_scores": v.sub_scores,
+            "calls": v.calls,
+            "prompt_tokens": v.prompt_tokens,
+            "completion_tokens": v.completion_tokens,
+        }),
+        Err(e) => serde_json::json!({"error": e.to_string()}),
+    }
+}
+
+/// The worker: one task in this process, the result written to `<worker_out>/result.json`.
+async fn worker(args: BatchArgs, file: PathBuf, cancel: Arc<AtomicBool>) -> ExitCode {
+    let Some(dir) = args.worker_out.clone() else {
+        eprintln!("error: --worker needs --worker-out");
+        return ExitCode::from(crate::EXIT_USAGE);
+    };
+    let result = run_task(&args, &file, &dir, cancel).await;
+    let text = match serde_json::to_string_pretty(&result) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: cannot serialise the result: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    if let Err(e) = std::fs::write(dir.join(RESULT_FILE), text) {
+        eprintln!(
+            "error: cannot write {}: {e}",
+            dir.join(RESULT_FILE).display()
+        );
+        return ExitCode::from(3);
+    }
+    ExitCode::SUCCESS
+}
+
+async fn run_task(
+    args: &BatchArgs,
+    file: &Path,
+    dir: &Path,
+    cancel: Arc<AtomicBool>,
+) -> TaskResult {
+    let started = Instant::now();
+    let task = match Task::load(file) {
+        Ok(t) => t,
+        Err(e) => return TaskResult::early("?", "other", TaskStatus::Error, e.to_string()),
+    };
+    let mut r = TaskResult::early(&task.id, &task.app(), TaskStatus::Error, "");
+    r.out = dir.display().to_string();
+    let finish = |mut r: TaskResult| {
+        r.time_s = started.elapsed().as_secs_f64();
+        r
+    };
+    if let Some(why) = task.unsupported() {
+        r.status = TaskStatus::Skipped;
+        r.reason = why;
+        return finish(r);
+    }
+    let llm = match (task.script_path(), &args.llm) {
+        (Some(p), _) => format!("script:{}", p.display()),
+        (None, Some(l)) => l.clone(),
+        (None, None) => {
+            r.status = TaskStatus::Skipped;
+            r.reason = "no model: the task has no ufo_script and no --llm was given".into();
+            return finish(r);
+        }
+    };
+    let trajectory = dir.join("trajectory");
+    let run_args = RunArgs {
+        request: task.instruction.clone(),
+        desktop: "live".into(),
+        llm: Some(llm),
+        out: Some(trajectory.clone()),
+        max_steps: args.max_steps,
+        max_rounds: Some(1),
+        confirm: args.confirm,
+        answers: None,
+        requests: None,
+        config: args.config.clone(),
+        record: None,
+        report: false,
+        verbose: 0,
+        quiet: true,
+    };
+    let console = Console::new(Verbosity::Quiet);
+    let prepared = match crate::prepare(&run_args, &console, &cancel) {
+        Ok(p) => p,
+        Err(crate::Usage(e)) => {
+            r.reason = format!("configuration: {e:#}");
+            return finish(r);
+        }
+    };
+    let desktop = match crate::connect_live(&prepared.settings.launch).await {
+        Ok(d) => d,
+        Err(e) => {
+            r.reason = format!("{e:#}");
+            return finish(r);
+        }
+    };
+    let before = window_keys(&desktop).await;
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| dir.join("home"));
+    let opts = ufo_batch::SetupOptions {
+        home: home.clone(),
+        launch_commands: desktop
+            .config()
+            .launch
+            .iter()
+            .map(|(_, c)| c.clone())
+            .collect(),
+        window_timeout: Duration::from_secs(20),
+    };
+
+    // Setup.
+    let t = Instant::now();
+    for step in &task.config {
+        match ufo_batch::run_step(&desktop, step, &opts).await {
+            Ok(line) => r.log.push(line),
+            Err(e) => {
+                r.status = if matches!(e, ufo_batch::BatchError::Unsupported(_)) {
+                    TaskStatus::Skipped
+                } else {
+                    TaskStatus::Error
+                };
+                r.reason = format!("setup: {e}");
+                r.setup_s = t.elapsed().as_secs_f64();
+                close_new_windows(&desktop, &before).await;
+                return finish(r);
+            }
+        }
+    }
+    r.setup_s = t.elapsed().as_secs_f64();
+
+    // The session.
+    let mut recorder =
+        match crate::recorder::FileRecorder::create_with(&trajectory, console.clone(), false) {
+            Ok(rec) => rec,
+            Err(e) => {
+                r.reason = format!("cannot create {}: {e}", trajectory.display());
+                close_new_windows(&desktop, &before).await;
+                return finish(r);
+            }
+        };
+    crate::logging::init(&console, Some(&trajectory.join("ufo.log")));
+    let services = Services {
+        desktop: &desktop,
+        host_llm: prepared.llm.host(),
+        app_llm: prepared.llm.app(),
+        user: &prepared.user,
+        config: &prepared.settings.config,
+        prompts: &prepared.prompts,
+        tools: None,
+    };
+    let outcome = Session::new(services, Box::new(AppAgentFactory))
+        .with_cancel(cancel)
+        .run(&task.instruction, &mut recorder)
+        .await;
+    r.session_status = outcome.status.as_str().to_string();
+    r.session_reason = outcome.reason.clone();
+    r.steps = outcome.steps;
+    r.model_calls = outcome.llm.calls;
+    r.prompt_tokens = outcome.llm.prompt_tokens;
+    r.completion_tokens = outcome.llm.completion_tokens;
+    r.cost = outcome.llm.cost;
+    r.model_time_s = model_seconds(&trajectory.join("events.jsonl"));
+    if let Some(m) = &outcome.message {
+        r.log.push(format!(
+            "session ended {} ({}): {m}",
+            r.session_status, r.session_reason
+        ));
+    }
+
+    // Evaluation.
+    let t = Instant::now();
+    let mut post_error = None;
+    for step in &task.evaluator.postconfig {
+        match ufo_batch::run_step(&desktop, step, &opts).await {
+            Ok(line) => r.log.push(line),
+            Err(e) => {
+                post_error = Some(e);
+                break;
+            }
+        }
+    }
+    let env = ufo_batch::GetterEnv {
+        home,
+        task_dir: task.dir(),
+        // `ufo` itself is on the PATH of getter commands (e.g. `ufo inspect WINDOW`)
+        env: own_path().into_iter().collect(),
+        timeout: Duration::from_secs(30),
+    };
+    let facts = ufo_batch::RunFacts {
+        status: r.session_status.clone(),
+        reason: r.session_reason.clone(),
+    };
+    let verdict = match post_error {
+        Some(e) => Err(e),
+        None => ufo_batch::evaluate(&task.evaluator, &env, &facts).await,
+    };
+    r.eval_s = t.elapsed().as_secs_f64();
+    match verdict {
+        Ok(ev) => {
+            r.score = Some(ev.score);
+            r.status = if ev.score >= 1.0 {
+                TaskStatus::Passed
+            } else {
+                TaskStatus::Failed
+            };
+            r.reason = ev.details.join("; ");
+        }
+        Err(ufo_batch::BatchError::Unsupported(why)) => {
+            r.status = TaskStatus::Skipped;
+            r.reason = why;
+        }
+        Err(e) => {
+            r.status = TaskStatus::Error;
+            r.reason = format!("evaluation: {e}");
+        }
+    }
+    if let Some(spec) = &args.eval_llm {
+        r.llm_eval = Some(llm_verdict(spec, &task.instruction, &trajectory).await);
+    }
+    let closed = close_new_windows(&desktop, &before).await;
+    if !closed.is_empty() {
+        r.log.push(format!("closed processes {closed:?}"));
+    }
+    finish(r)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_session_env_file_becomes_a_job_without_its_home() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("env");
+        std::fs::write(
+            &p,
+            "export DISPLAY=':101'\nexport HOME='/tmp/s/home'\nexport GTK_A11Y=atspi\n\
+             unset NO_AT_BRIDGE WAYLAND_DISPLAY\n",
+        )
+        .unwrap();
+        let job = read_env_file(&p).unwrap();
+        assert_eq!(
+            job.set,
+            vec![
+                ("DISPLAY".to_string(), ":101".to_string()),
+                ("GTK_A11Y".to_string(), "atspi".to_string())
+            ]
+        );
+        assert_eq!(job.unset, vec!["NO_AT_BRIDGE", "WAYLAND_DISPLAY"]);
+        assert!(read_env_file(&tmp.path().join("missing")).is_err());
+        assert_eq!(safe_name("a/b c"), "a_b_c");
+    }
+}

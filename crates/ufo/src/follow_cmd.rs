@@ -1,0 +1,177 @@
+//! `ufo follow <PLAN.json>`: follower mode. The plan file holds a task and its steps; the
+//! session starts with the host's plan set to those steps and `mode = follower`, so the
+//! AppAgent's FINISH goes to Host FINISH and the round ends there.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context, Result};
+use clap::Args;
+use serde::Deserialize;
+use ufo_core::agent::{AppAgentFactory, Services};
+use ufo_core::config::AgentMode;
+use ufo_core::{Session, SessionStatus};
+
+use crate::cli::{ConfirmPolicy, RunArgs};
+use crate::console::{Console, Verbosity};
+
+/// Options of `ufo follow`.
+#[derive(Debug, Args)]
+pub struct FollowArgs {
+    /// The plan: `{"task": "...", "steps": ["...", ...]}`.
+    #[arg(value_name = "PLAN.json")]
+    pub plan: PathBuf,
+
+    /// Desktop to act on: `live` or `sim:<SCENARIO.json>`.
+    #[arg(long, default_value = "live", value_name = "live|sim:FILE")]
+    pub desktop: String,
+
+    /// Model, as for `ufo run`.
+    #[arg(long, value_name = "SPEC", env = "UFO_LLM")]
+    pub llm: Option<String>,
+
+    /// Trajectory folder (default runs/<timestamp>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Most processor steps.
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u32>,
+
+    /// What to do with actions the model wants confirmed.
+    #[arg(long, value_enum, value_name = "ask|yes|no")]
+    pub confirm: Option<ConfirmPolicy>,
+
+    /// Configuration file (ufo.toml).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Print no progress lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// A plan file.
+#[derive(Debug, Deserialize)]
+struct PlanFile {
+    /// The task, in plain words.
+    task: String,
+    /// Its steps, in order.
+    #[serde(default)]
+    steps: Vec<String>,
+}
+
+fn read_plan(path: &std::path::Path) -> Result<PlanFile> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the plan {}", path.display()))?;
+    let plan: PlanFile = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a plan; write {{\"task\": \"...\", \"steps\": [\"...\"]}}",
+            path.display()
+        )
+    })?;
+    if plan.task.trim().is_empty() {
+        return Err(anyhow!("the plan {} has an empty \"task\"", path.display()));
+    }
+    Ok(plan)
+}
+
+/// `ufo follow`.
+pub async fn follow_command(args: FollowArgs, cancel: Arc<AtomicBool>) -> ExitCode {
+    let plan = match read_plan(&args.plan) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(crate::EXIT_USAGE);
+        }
+    };
+    let run_args = RunArgs {
+        request: plan.task.clone(),
+        desktop: args.desktop.clone(),
+        llm: args.llm.clone(),
+        out: args.out.clone(),
+        max_steps: args.max_steps,
+        max_rounds: Some(1),
+        confirm: args.confirm,
+        answers: None,
+        requests: None,
+        config: args.config.clone(),
+        record: None,
+        report: false,
+        verbose: 0,
+        quiet: args.quiet,
+    };
+    let console = Console::new(Verbosity::from_flags(args.quiet, 0));
+    let mut prepared = match crate::prepare(&run_args, &console, &cancel) {
+        Ok(p) => p,
+        Err(crate::Usage(e)) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(crate::EXIT_USAGE);
+        }
+    };
+    prepared.settings.config.mode = AgentMode::Follower;
+    let desktop = match crate::open_desktop(&args.desktop, &prepared.settings.launch).await {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(crate::EXIT_USAGE);
+        }
+    };
+    let out = prepared.out.clone();
+    let mut recorder =
+        match crate::recorder::FileRecorder::create_with(&out, console.clone(), false) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!(
+                    "error: cannot create the trajectory folder {}: {e}",
+                    out.display()
+                );
+                return ExitCode::from(crate::EXIT_USAGE);
+            }
+        };
+    crate::logging::init(&console, Some(&out.join("ufo.log")));
+    console.start_status();
+    let services = Services {
+        desktop: desktop.as_ref(),
+        host_llm: prepared.llm.host(),
+        app_llm: prepared.llm.app(),
+        user: &prepared.user,
+        config: &prepared.settings.config,
+        prompts: &prepared.prompts,
+        tools: None,
+    };
+    let request = format!(
+        "{}\n(Follower mode: carry out the given plan, step by step, without changing it.)",
+        plan.task
+    );
+    let outcome = Session::new(services, Box::new(AppAgentFactory))
+        .with_cancel(cancel)
+        .follow(&request, plan.steps, &mut recorder)
+        .await;
+    console.finish();
+    if let Some(state) = desktop.final_state() {
+        if let Ok(bytes) = serde_json::to_vec_pretty(&state) {
+            if let Err(e) = std::fs::write(out.join("desktop_final.json"), bytes) {
+                eprintln!("warning: cannot write desktop_final.json: {e}");
+            }
+        }
+    }
+    if !args.quiet {
+        eprintln!(
+            "session ended {} ({}) after {} step(s), {} model call(s); trajectory in {}",
+            outcome.status.as_str(),
+            outcome.reason,
+            outcome.steps,
+            outcome.llm.calls,
+            out.display()
+        );
+    }
+    ExitCode::from(match outcome.status {
+        SessionStatus::Finish => 0,
+        SessionStatus::Fail => 1,
+        SessionStatus::Error => 3,
+        SessionStatus::Cancelled => crate::EXIT_CANCELLED,
+    })
+}

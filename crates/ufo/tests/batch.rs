@@ -1,0 +1,349 @@
+//! `ufo batch` and `ufo follow` through the real binary.
+//!
+//! - `ufo follow` on the simulated desktop: the `(role,state)` sequence of follower mode.
+//! - `ufo batch` without a desktop: unsupported and broken tasks are skipped / errors.
+//! - `ufo batch tests/batch` on the live desktop (calculator, mousepad, shell tasks) with the
+//!   tasks' scripted models, each judged by its evaluator; `--jobs 2` on two displays gives the
+//!   same results as `--jobs 1`. Live tests run when `UFO_LIVE_TESTS=1` or `DISPLAY` is set,
+//!   else they are skipped with a message.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use common::*;
+use serde_json::{json, Value};
+
+/// Live batch runs share the display: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn should_run_live(name: &str) -> bool {
+    if std::env::var("UFO_LIVE_TESTS").as_deref() == Ok("1") {
+        return true;
+    }
+    if std::env::var_os("DISPLAY").is_some() {
+        return true;
+    }
+    eprintln!(
+        "skipping {name}: no DISPLAY and UFO_LIVE_TESTS is not 1 (start scripts/desktop-session.sh)"
+    );
+    false
+}
+
+#[test]
+fn follow_runs_the_given_plan_and_the_app_finish_ends_the_round() {
+    let dir = repo_root().join("tests").join("follow");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("out");
+    let output = ufo()
+        .current_dir(tmp.path())
+        .arg("follow")
+        .arg(dir.join("plan.json"))
+        .arg("--desktop")
+        .arg(format!("sim:{}", dir.join("desktop.json").display()))
+        .arg("--llm")
+        .arg(format!("script:{}", dir.join("script.jsonl").display()))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let events: Vec<Value> = std::fs::read_to_string(out.join("events.jsonl"))
+        .expect("events")
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let seq: Vec<(String, String)> = events
+        .iter()
+        .filter(|e| e["type"] == "step")
+        .map(|e| (s(&e["role"]), s(&e["state"])))
+        .collect();
+    let want = [HC, HA, AC, AC, AFIN, HFIN];
+    assert_eq!(
+        seq,
+        want.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect::<Vec<_>>(),
+        "{stderr}"
+    );
+    let start = events.iter().find(|e| e["type"] == "session_start");
+    assert_eq!(
+        start.map(|e| s(&e["mode"])).as_deref(),
+        Some("follower"),
+        "{start:?}"
+    );
+    let end = events
+        .iter()
+        .find(|e| e["type"] == "session_end")
+        .expect("session_end");
+    assert_eq!(end["status"], "FINISH");
+    let desktop: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("desktop_final.json")).expect("final state"),
+    )
+    .expect("json");
+    let controls = &desktop["apps"][0]["controls"];
+    assert_eq!(controls[0]["value"], "Quarterly Report");
+    assert_eq!(controls[1]["value"], "report-final");
+}
+
+#[test]
+fn follow_rejects_a_plan_that_is_not_one() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let plan = tmp.path().join("plan.json");
+    std::fs::write(&plan, r#"{"steps": ["a"]}"#).expect("write");
+    let output = ufo()
+        .arg("follow")
+        .arg(&plan)
+        .arg("--desktop")
+        .arg("sim:nowhere.json")
+        .output()
+        .expect("ufo runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("is not a plan"), "{stderr}");
+}
+
+fn read_results(out: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out.join("results.jsonl"))
+        .unwrap_or_else(|e| panic!("{}/results.jsonl: {e}", out.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+fn statuses(results: &[Value]) -> BTreeMap<String, String> {
+    results
+        .iter()
+        .map(|r| (s(&r["id"]), s(&r["status"])))
+        .collect()
+}
+
+#[test]
+fn unsupported_and_broken_tasks_are_skipped_or_errors_never_a_crash() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let tasks = tmp.path().join("tasks");
+    std::fs::create_dir_all(&tasks).expect("dir");
+    std::fs::write(tasks.join("broken.json"), "{ not json").expect("write");
+    let task = |id: &str, step: &str, func: &str| {
+        json!({"id": id, "instruction": "x", "config": [{"type": step, "parameters": {}}],
+               "evaluator": {"func": func}})
+        .to_string()
+    };
+    std::fs::write(tasks.join("a.json"), task("dl", "download", "exact_match")).expect("write");
+    std::fs::write(tasks.join("b.json"), task("pdf", "sleep", "compare_pdfs")).expect("write");
+    // supported, but no ufo_script and no --llm: skipped too
+    std::fs::write(tasks.join("c.json"), task("nomodel", "sleep", "infeasible")).expect("write");
+    let out = tmp.path().join("out");
+    let output = ufo()
+        .arg("batch")
+        .arg(&tasks)
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        .output()
+        .expect("ufo runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let results = read_results(&out);
+    let st = statuses(&results);
+    assert_eq!(st["dl"], "skipped");
+    assert_eq!(st["pdf"], "skipped");
+    assert_eq!(st["nomodel"], "skipped");
+    assert_eq!(st["broken"], "error");
+    let reason = |id: &str| {
+        results
+            .iter()
+            .find(|r| r["id"] == id)
+            .map(|r| s(&r["reason"]))
+            .unwrap_or_default()
+    };
+    assert!(reason("dl").contains("unsupported config step `download`"));
+    assert!(reason("pdf").contains("unsupported evaluator function `compare_pdfs`"));
+    assert!(stdout.contains("TOTAL"), "{stdout}");
+    assert!(out.join("summary.txt").is_file());
+}
+
+#[test]
+fn jobs_without_a_display_per_job_is_a_usage_error() {
+    let output = ufo()
+        .arg("batch")
+        .arg(repo_root().join("tests").join("batch"))
+        .arg("--jobs")
+        .arg("2")
+        .output()
+        .expect("ufo runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--display-env"), "{stderr}");
+}
+
+/// What the suite in tests/batch must give.
+fn expected_suite() -> BTreeMap<String, String> {
+    [
+        ("calc_sum", "passed"),
+        // the scripted model presses 31: the evaluator must fail it
+        ("calc_wrong", "failed"),
+        ("infeasible_fax", "passed"),
+        ("mousepad_append", "passed"),
+        ("shell_delete", "passed"),
+        ("shell_list", "passed"),
+        ("shell_write", "passed"),
+        ("skip_download", "skipped"),
+    ]
+    .into_iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect()
+}
+
+fn run_suite(out: &Path, extra: &[String]) -> (Option<i32>, String, String) {
+    let output = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .arg("batch")
+        .arg(repo_root().join("tests").join("batch"))
+        .arg("--confirm")
+        .arg("yes")
+        .arg("--task-timeout")
+        .arg("120")
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        .env_remove("UFO_LLM")
+        .output()
+        .expect("ufo runs");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_live_suite_is_judged_by_its_evaluators() {
+    if !should_run_live("the_live_suite_is_judged_by_its_evaluators") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("out");
+    // The LLM evaluation agent too, with a scripted model: each worker starts the script
+    // afresh, so one line answers for every task.
+    let eval = tmp.path().join("eval.jsonl");
+    std::fs::write(
+        &eval,
+        json!({"agent": "evaluation",
+               "response": {"reason": "the trajectory shows the task done",
+                            "sub_scores": {"task": "yes"}, "complete": "yes"},
+               "expect": ["Task: ", "What the agent did:", "session ended"]})
+        .to_string(),
+    )
+    .expect("write");
+    let (code, stdout, stderr) = run_suite(
+        &out,
+        &["--eval-llm".into(), format!("script:{}", eval.display())],
+    );
+    let results = read_results(&out);
+    assert_eq!(
+        statuses(&results),
+        expected_suite(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    // a failed task makes the exit status 1
+    assert_eq!(code, Some(1), "{stderr}");
+    for r in &results {
+        if r["status"] != "skipped" {
+            assert!(r["steps"].as_u64().unwrap_or(0) >= 1, "{r}");
+            assert!(r["model_calls"].as_u64().unwrap_or(0) >= 1, "{r}");
+            assert!(r["time_s"].as_f64().unwrap_or(0.0) > 0.0, "{r}");
+            assert_eq!(r["llm_eval"]["complete"], "yes", "{r}");
+        }
+    }
+    assert!(
+        stdout.contains("LLM evaluation agent: yes 7, no 0, unsure 0, error 0; agrees with the evaluators on 6 of 7"),
+        "{stdout}"
+    );
+    // Print the table so the test log carries the numbers.
+    println!("{stdout}");
+}
+
+/// A second headless desktop session, brought down when dropped.
+struct ExtraSession {
+    dir: PathBuf,
+}
+
+impl ExtraSession {
+    fn up(dir: PathBuf) -> Option<ExtraSession> {
+        let status = Command::new(repo_root().join("scripts").join("desktop-session.sh"))
+            .arg("up")
+            .env("UFO_SESSION_DIR", &dir)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .ok()?;
+        let s = ExtraSession { dir };
+        status.success().then_some(s)
+    }
+}
+
+impl Drop for ExtraSession {
+    fn drop(&mut self) {
+        let _ = Command::new(repo_root().join("scripts").join("desktop-session.sh"))
+            .arg("down")
+            .env("UFO_SESSION_DIR", &self.dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+}
+
+#[test]
+fn two_jobs_on_two_displays_give_the_same_results_as_one() {
+    if !should_run_live("two_jobs_on_two_displays_give_the_same_results_as_one") {
+        return;
+    }
+    let first = std::env::var("UFO_DESKTOP_SESSION")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from("/tmp/ufo-desktop-session"))
+        .join("env");
+    if !first.is_file() {
+        eprintln!(
+            "skipping two_jobs_on_two_displays_give_the_same_results_as_one: no session env \
+             file {} (start scripts/desktop-session.sh)",
+            first.display()
+        );
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let session = ExtraSession::up(tmp.path().join("session2"))
+        .expect("a second desktop session starts (scripts/desktop-session.sh up)");
+    let second = session.dir.join("env");
+    let one = tmp.path().join("one");
+    let two = tmp.path().join("two");
+    let (_, out1, err1) = run_suite(&one, &[]);
+    let started = std::time::Instant::now();
+    let (_, out2, err2) = run_suite(
+        &two,
+        &[
+            "--jobs".into(),
+            "2".into(),
+            "--display-env".into(),
+            first.display().to_string(),
+            "--display-env".into(),
+            second.display().to_string(),
+        ],
+    );
+    let wall2 = started.elapsed();
+    drop(session);
+    let r1 = statuses(&read_results(&one));
+    let r2 = statuses(&read_results(&two));
+    assert_eq!(r1, expected_suite(), "{out1}\n{err1}");
+    assert_eq!(r2, r1, "--jobs 2:\n{out2}\n{err2}");
+    println!(
+        "--jobs 1:\n{out1}\n--jobs 2 ({:.1} s):\n{out2}",
+        wall2.as_secs_f64()
+    );
+    assert!(wall2 < Duration::from_secs(600));
+}
