@@ -1,21 +1,17 @@
 //! `ufo follow <PLAN.json>`: follower mode. The plan file holds a task and its steps; the
 //! session starts with the host's plan set to those steps and `mode = follower`, so the
-//! AppAgent's FINISH goes to Host FINISH and the round ends there.
+//! AppAgent's FINISH goes to Host FINISH and the round ends there. Everything else is
+//! `ufo run`'s pipeline (`crate::run`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use crate::cli::{ConfirmPolicy, RunArgs};
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use serde::Deserialize;
-use ufo_core::agent::{AppAgentFactory, Services};
-use ufo_core::config::AgentMode;
-use ufo_core::{Session, SessionStatus};
-
-use crate::cli::{ConfirmPolicy, RunArgs};
-use crate::console::{Console, Verbosity};
 
 /// Options of `ufo follow`.
 #[derive(Debug, Args)]
@@ -88,7 +84,10 @@ pub async fn follow_command(args: FollowArgs, cancel: Arc<AtomicBool>) -> ExitCo
         }
     };
     let run_args = RunArgs {
-        request: plan.task.clone(),
+        request: format!(
+            "{}\n(Follower mode: carry out the given plan, step by step, without changing it.)",
+            plan.task
+        ),
         desktop: args.desktop.clone(),
         llm: args.llm.clone(),
         out: args.out.clone(),
@@ -103,75 +102,5 @@ pub async fn follow_command(args: FollowArgs, cancel: Arc<AtomicBool>) -> ExitCo
         verbose: 0,
         quiet: args.quiet,
     };
-    let console = Console::new(Verbosity::from_flags(args.quiet, 0));
-    let mut prepared = match crate::prepare(&run_args, &console, &cancel) {
-        Ok(p) => p,
-        Err(crate::Usage(e)) => {
-            eprintln!("error: {e:#}");
-            return ExitCode::from(crate::EXIT_USAGE);
-        }
-    };
-    prepared.settings.config.mode = AgentMode::Follower;
-    let desktop = match crate::open_desktop(&args.desktop, &prepared.settings.launch).await {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return ExitCode::from(crate::EXIT_USAGE);
-        }
-    };
-    let out = prepared.out.clone();
-    let mut recorder =
-        match crate::recorder::FileRecorder::create_with(&out, console.clone(), false) {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!(
-                    "error: cannot create the trajectory folder {}: {e}",
-                    out.display()
-                );
-                return ExitCode::from(crate::EXIT_USAGE);
-            }
-        };
-    crate::logging::init(&console, Some(&out.join("ufo.log")));
-    console.start_status();
-    let services = Services {
-        desktop: desktop.as_ref(),
-        host_llm: prepared.llm.host(),
-        app_llm: prepared.llm.app(),
-        user: &prepared.user,
-        config: &prepared.settings.config,
-        prompts: &prepared.prompts,
-        tools: None,
-    };
-    let request = format!(
-        "{}\n(Follower mode: carry out the given plan, step by step, without changing it.)",
-        plan.task
-    );
-    let outcome = Session::new(services, Box::new(AppAgentFactory))
-        .with_cancel(cancel)
-        .follow(&request, plan.steps, &mut recorder)
-        .await;
-    console.finish();
-    if let Some(state) = desktop.final_state() {
-        if let Ok(bytes) = serde_json::to_vec_pretty(&state) {
-            if let Err(e) = std::fs::write(out.join("desktop_final.json"), bytes) {
-                eprintln!("warning: cannot write desktop_final.json: {e}");
-            }
-        }
-    }
-    if !args.quiet {
-        eprintln!(
-            "session ended {} ({}) after {} step(s), {} model call(s); trajectory in {}",
-            outcome.status.as_str(),
-            outcome.reason,
-            outcome.steps,
-            outcome.llm.calls,
-            out.display()
-        );
-    }
-    ExitCode::from(match outcome.status {
-        SessionStatus::Finish => 0,
-        SessionStatus::Fail => 1,
-        SessionStatus::Error => 3,
-        SessionStatus::Cancelled => crate::EXIT_CANCELLED,
-    })
+    crate::run(run_args, crate::Start::Follow(plan.steps), cancel).await
 }

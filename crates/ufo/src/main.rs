@@ -65,9 +65,11 @@ fn main() -> ExitCode {
         }
     };
     let code = match cli.command {
-        Command::Run(args) => runtime.block_on(run(args, None, cancel)),
+        Command::Run(args) => runtime.block_on(run(args, Start::New, cancel)),
         Command::Resume(args) => match resume_args(&args) {
-            Ok((run_args, checkpoint)) => runtime.block_on(run(run_args, Some(checkpoint), cancel)),
+            Ok((run_args, checkpoint)) => {
+                runtime.block_on(run(run_args, Start::Resume(Box::new(checkpoint)), cancel))
+            }
             Err(e) => {
                 eprintln!("error: {e:#}");
                 ExitCode::from(EXIT_USAGE)
@@ -199,15 +201,28 @@ fn resume_args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
 /// A usage or configuration problem: exit 2 with the message.
 struct Usage(anyhow::Error);
 
-async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>) -> ExitCode {
+/// How a session starts.
+pub(crate) enum Start {
+    /// A new session on the request.
+    New,
+    /// `ufo resume`: from a checkpoint.
+    Resume(Box<Checkpoint>),
+    /// `ufo follow`: follower mode with the host's plan set to these steps.
+    Follow(Vec<String>),
+}
+
+pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) -> ExitCode {
     let console = Console::new(Verbosity::from_flags(args.quiet, args.verbose));
-    let prepared = match prepare(&args, &console, &cancel) {
+    let mut prepared = match prepare(&args, &console, &cancel) {
         Ok(p) => p,
         Err(Usage(e)) => {
             eprintln!("error: {e:#}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    if let Start::Follow(_) = start {
+        prepared.settings.config.mode = ufo_core::config::AgentMode::Follower;
+    }
     let Prepared {
         settings,
         llm,
@@ -234,7 +249,7 @@ async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>)
     let mut recorder = match recorder::FileRecorder::create_with(
         &out,
         console.clone(),
-        resume.is_some(),
+        matches!(start, Start::Resume(_)),
     ) {
         Ok(r) => r,
         Err(e) => {
@@ -270,9 +285,10 @@ async fn run(args: RunArgs, resume: Option<Checkpoint>, cancel: Arc<AtomicBool>)
         }
     }
     let mut session = Session::new(services, Box::new(factory)).with_cancel(cancel);
-    let outcome = match resume {
-        Some(checkpoint) => session.resume(checkpoint, &mut recorder).await,
-        None => session.run(&args.request, &mut recorder).await,
+    let outcome = match start {
+        Start::Resume(checkpoint) => session.resume(*checkpoint, &mut recorder).await,
+        Start::Follow(steps) => session.follow(&args.request, steps, &mut recorder).await,
+        Start::New => session.run(&args.request, &mut recorder).await,
     };
     console.finish();
     tracing::info!(status = outcome.status.as_str(), reason = %outcome.reason, "session ended");
