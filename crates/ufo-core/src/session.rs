@@ -252,6 +252,17 @@ impl<'a> Session<'a> {
             .is_some_and(|c| c.load(Ordering::SeqCst))
     }
 
+    /// Whether `cursor` is on a sub-agent state that closes a completed subtask without a
+    /// model call or an action and without ending the round (the AppAgent's FINISH and FAIL).
+    fn closing_subtask(&mut self, cursor: &Cursor) -> bool {
+        match cursor {
+            Cursor::Host => false,
+            Cursor::Sub(key) => self.host.agent_mut(key).is_some_and(|a| {
+                !a.is_processing() && a.is_subtask_end() && a.round_end().is_none()
+            }),
+        }
+    }
+
     /// Save what a resume needs (`checkpoint.json`).
     fn checkpoint(
         &self,
@@ -288,7 +299,11 @@ impl<'a> Session<'a> {
         self.host.start_round();
         let mut cursor = Cursor::Host;
         loop {
-            if self.cancelled() {
+            // After Ctrl-C a sub-agent's FINISH or FAIL state still runs: the step before it
+            // completed the subtask, and that state only archives the result with its real
+            // status (no model call, no action), so the result is kept and a resume does not
+            // redo the subtask.
+            if self.cancelled() && !self.closing_subtask(&cursor) {
                 if let Cursor::Sub(key) = &cursor {
                     if let Some(agent) = self.host.agent_mut(key) {
                         let (name, subtask) = (agent.name(), agent.subtask().to_string());
