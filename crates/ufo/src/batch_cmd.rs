@@ -668,10 +668,13 @@ async fn run_task(
             }
         };
     crate::logging::init(&console, Some(&trajectory.join("ufo.log")));
+    // The first Ctrl-C also cuts a model call in flight (and its retries).
+    let host_llm = crate::cancel::CancellableLlm::new(prepared.llm.host(), cancel.clone());
+    let app_llm = crate::cancel::CancellableLlm::new(prepared.llm.app(), cancel.clone());
     let services = Services {
         desktop: &desktop,
-        host_llm: prepared.llm.host(),
-        app_llm: prepared.llm.app(),
+        host_llm: &host_llm,
+        app_llm: &app_llm,
         user: &prepared.user,
         config: &prepared.settings.config,
         prompts: &prepared.prompts,

@@ -251,3 +251,82 @@ fn ctrl_c_keeps_the_result_of_a_step_that_finished_the_subtask() {
         .collect();
     assert!(after.is_empty(), "{after:?}");
 }
+
+/// Defect: while a model server hung, one Ctrl-C waited out every timeout and retry (62.7 s
+/// with `UFO_LLM_TIMEOUT_SECS=15`, about 480 s with the defaults). Now the first Ctrl-C cuts
+/// the call in flight and its retries: CANCELLED, exit 130, in well under the bound.
+#[test]
+fn ctrl_c_stops_a_hanging_model_call_and_its_retries() {
+    // A server that accepts connections and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            // Keep each connection open, unanswered, for as long as the test runs.
+            if held_tx.send(conn).is_err() {
+                return;
+            }
+        }
+    });
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("out");
+    let dir = scenario_dir("cancel_resume");
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("ufo"));
+    for (key, _) in std::env::vars() {
+        if key.starts_with("UFO_") {
+            cmd.env_remove(key);
+        }
+    }
+    let mut child = cmd
+        .arg("run")
+        .arg("--desktop")
+        .arg(format!("sim:{}", dir.join("desktop.json").display()))
+        .arg("--llm")
+        .arg("openai:x")
+        .arg("--out")
+        .arg(&out)
+        .arg("Write hello into the notes")
+        .env("UFO_LLM_BASE_URL", format!("http://127.0.0.1:{port}/v1"))
+        .env("OPENAI_API_KEY", "sk-test-not-a-key")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ufo starts");
+    // The host's first model call is in flight once the server has its connection.
+    held_rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("ufo connects to the model server");
+    std::thread::sleep(Duration::from_millis(1000));
+    let signalled = Instant::now();
+    sigint(&child);
+    let bound = Duration::from_secs(5);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if signalled.elapsed() > bound + Duration::from_secs(25) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("ufo still waits on the hanging server 30 s after Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = signalled.elapsed();
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+    }
+    assert_eq!(status.code(), Some(130), "stderr:\n{stderr}");
+    assert!(
+        took < bound,
+        "ended {took:?} after Ctrl-C; stderr:\n{stderr}"
+    );
+    let ev = events(&out);
+    let last = ev.last().expect("events");
+    assert_eq!(last["type"], "session_end", "{ev:?}");
+    assert_eq!(last["status"], "CANCELLED", "{ev:?}");
+    assert_eq!(last["reason"], "cancelled", "{ev:?}");
+    eprintln!("ufo ended {took:?} after Ctrl-C");
+}
