@@ -285,12 +285,13 @@ fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
                         eprintln!(
                             "{:<8} {} ({:.1} s){}",
                             r.status.as_str(),
-                            r.id,
+                            ufo_core::inert(&r.id),
                             r.time_s,
                             if r.status == TaskStatus::Passed {
                                 String::new()
                             } else {
-                                format!(": {}", r.reason.chars().take(120).collect::<String>())
+                                let reason: String = r.reason.chars().take(120).collect();
+                                format!(": {}", ufo_core::inert(&reason))
                             }
                         )
                     });
