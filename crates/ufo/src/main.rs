@@ -450,11 +450,12 @@ async fn inspect_command(args: &InspectArgs) -> ExitCode {
     };
     match ufo_linux::inspect(&desktop, args.window.as_deref()).await {
         Ok(report) => {
+            // Control names and values come from the screen: shown inert.
             for line in &report.lines {
-                println!("{line}");
+                println!("{}", ufo_core::inert(line));
             }
             for w in &report.warnings {
-                eprintln!("warning: {w}");
+                eprintln!("warning: {}", ufo_core::inert(w));
             }
             if !report.annotated_png.is_empty() {
                 match std::fs::write(&args.png, &report.annotated_png) {
