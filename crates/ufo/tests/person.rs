@@ -904,6 +904,35 @@ fn pty_confirm_shows_spoofing_text_escaped() {
     );
 }
 
+/// A PENDING question with a spoofing escape sequence is shown escaped too.
+#[test]
+fn pty_pending_question_shows_spoofing_text_escaped() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    spoof_scenario(tmp.path(), false);
+    let script = [
+        serde_json::json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+            "Status": "PENDING", "Questions": [format!("Which file?{SPOOF}")]}}),
+        serde_json::json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+            "Status": "FINISH"}, "expect": ["notes.txt"]}),
+    ]
+    .iter()
+    .map(|l| l.to_string())
+    .collect::<Vec<_>>()
+    .join("\n");
+    std::fs::write(tmp.path().join("script.jsonl"), script).expect("script");
+    let mut p = pty_run_dir(tmp.path(), &[], &[("NO_COLOR", "1")]);
+    p.expect("HostAgent asks: ");
+    let shown = p.expect("\n> ");
+    assert!(
+        shown.starts_with(&format!("Which file?{SPOOF_SHOWN}\r")),
+        "{shown:?}"
+    );
+    assert!(!shown.contains(SPOOF), "{shown:?}");
+    p.session.send_line("notes.txt").expect("send");
+    let (code, rest) = p.finish();
+    assert_eq!(code, 0, "{rest}");
+}
+
 /// Off a terminal too: progress lines, stderr logs and `ufo.log` show the untrusted text
 /// escaped and hold no escape character at all.
 #[test]
