@@ -108,7 +108,10 @@ impl<'a> Session<'a> {
     }
 
     /// Stop between states once `flag` is set (e.g. by Ctrl-C): the state being handled
-    /// finishes, then the round and the session end with status CANCELLED.
+    /// finishes (a sub-agent's FINISH or FAIL state that follows it too, so a completed
+    /// subtask is archived with its result), then the round and the session end with status
+    /// CANCELLED. A model call the adapter cut because of the flag fails the step; the session
+    /// still ends CANCELLED, not ERROR.
     pub fn with_cancel(mut self, flag: Arc<AtomicBool>) -> Self {
         self.cancel = Some(flag);
         self
