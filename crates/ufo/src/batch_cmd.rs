@@ -596,6 +596,7 @@ async fn run_task(
         desktop: "live".into(),
         llm: Some(llm),
         out: Some(trajectory.clone()),
+        force: false,
         max_steps: args.max_steps,
         max_rounds: Some(1),
         confirm: args.confirm,

@@ -1,9 +1,14 @@
 //! The trajectory writer: `<out>/events.jsonl` (one flushed line per event), artifacts, and
 //! progress lines on stderr (through the [`Console`]; one line per step, the same text on a
 //! terminal and off it, coloured only on a terminal), with each step also logged to `ufo.log`.
+//!
+//! A trajectory is never left half-written: each event is one whole line (a failed write is
+//! cut back to the last whole line), artifacts are written to a temporary file and renamed
+//! (the temporary file is removed on failure), and a lock file keeps two runs out of one
+//! folder (see [`OutLock`]).
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -13,10 +18,25 @@ use ufo_core::{Recorder, RecorderError};
 use crate::console::{Console, Style, Verbosity};
 use crate::logging::STEP_TARGET;
 
+/// Where event lines go: `events.jsonl`, or in tests a writer that fails on demand.
+pub trait EventSink: Write + Send {
+    /// Cut the file back to `len` bytes, dropping a partly written line.
+    fn truncate(&mut self, len: u64) -> std::io::Result<()>;
+}
+
+impl EventSink for File {
+    fn truncate(&mut self, len: u64) -> std::io::Result<()> {
+        // The file is opened in append mode, so the next write goes to the new end.
+        self.set_len(len)
+    }
+}
+
 /// Writes the trajectory into a folder.
 pub struct FileRecorder {
     dir: PathBuf,
-    events: File,
+    events: Box<dyn EventSink>,
+    /// Bytes of whole lines in `events.jsonl`: where a failed write is cut back to.
+    written: u64,
     console: Arc<Console>,
 }
 
@@ -38,20 +58,34 @@ impl FileRecorder {
     pub fn create_with(dir: &Path, console: Arc<Console>, append: bool) -> std::io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join("events.jsonl");
-        let events = if append {
+        if append {
             terminate_last_line(&path)?;
-            std::fs::OpenOptions::new()
-                .append(true)
-                .create(true)
-                .open(&path)?
         } else {
-            File::create(&path)?
-        };
-        Ok(Self {
+            File::create(&path)?;
+        }
+        // Append mode: after a failed write is cut back, the next line starts at the new end.
+        let events = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&path)?;
+        let written = events.metadata()?.len();
+        Ok(Self::with_sink(dir, Box::new(events), written, console))
+    }
+
+    /// A recorder writing its events to `events` (which holds `written` bytes of whole lines
+    /// already) and its artifacts into `dir`.
+    pub fn with_sink(
+        dir: &Path,
+        events: Box<dyn EventSink>,
+        written: u64,
+        console: Arc<Console>,
+    ) -> Self {
+        Self {
             dir: dir.to_path_buf(),
             events,
+            written,
             console,
-        })
+        }
     }
 
     fn log_step(&self, e: &Value) {
@@ -213,13 +247,20 @@ impl Recorder for FileRecorder {
         }
         let mut line = serde_json::to_string(&e).map_err(|x| RecorderError(x.to_string()))?;
         line.push('\n');
-        // One write per line, flushed: a killed process leaves whole lines behind.
-        self.events
+        // One write per line, flushed: a killed process leaves whole lines behind; a failed
+        // write (disk full) is cut back to the last whole line.
+        if let Err(x) = self
+            .events
             .write_all(line.as_bytes())
             .and_then(|_| self.events.flush())
-            .map_err(|x| {
-                RecorderError(format!("{}: {x}", self.dir.join("events.jsonl").display()))
-            })?;
+        {
+            let _ = self.events.truncate(self.written);
+            return Err(RecorderError(io_message(
+                &self.dir.join("events.jsonl"),
+                &x,
+            )));
+        }
+        self.written += line.len() as u64;
         self.log_step(&e);
         if self.console.progress() {
             self.print_progress(&e);
@@ -234,12 +275,238 @@ impl Recorder for FileRecorder {
             .chars()
             .map(|c| if c == '/' || c == '\\' { '_' } else { c })
             .collect();
-        // Write then rename, so a killed process never leaves half a checkpoint behind.
         let path = self.dir.join(&safe);
-        let tmp = self.dir.join(format!(".{safe}.tmp"));
-        std::fs::write(&tmp, bytes)
-            .and_then(|_| std::fs::rename(&tmp, &path))
-            .map_err(|x| RecorderError(format!("{}: {x}", path.display())))?;
+        write_atomic(&path, bytes).map_err(|x| RecorderError(io_message(&path, &x)))?;
         Ok(safe)
     }
+}
+
+/// Write a file whole or not at all: into a temporary file beside it, then renamed over it,
+/// so a killed process never leaves half a checkpoint behind; on failure the temporary file
+/// is removed and any earlier version of the file stays.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let result = File::create(&tmp)
+        .and_then(|mut f| f.write_all(bytes))
+        .and_then(|_| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// What failed writing `path`, and what to do about it.
+pub fn io_message(path: &Path, e: &std::io::Error) -> String {
+    let hint = match e.kind() {
+        ErrorKind::StorageFull | ErrorKind::QuotaExceeded => {
+            "the disk is full: free space, then continue with `ufo resume` on the folder"
+        }
+        ErrorKind::FileTooLarge => {
+            "the file is larger than this process may write (`ulimit -f`): raise the limit, \
+             then continue with `ufo resume` on the folder"
+        }
+        ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem => {
+            "the folder cannot be written: pass --out with a writable folder"
+        }
+        _ => "check the disk and the folder",
+    };
+    format!("cannot write {}: {e}; {hint}", path.display())
+}
+
+/// The files of a trajectory in its folder: what `--force` clears.
+fn is_trajectory_file(name: &str) -> bool {
+    const FIXED: [&str; 7] = [
+        "events.jsonl",
+        "ufo.log",
+        "run.json",
+        "checkpoint.json",
+        "blackboard.json",
+        "desktop_final.json",
+        "report.html",
+    ];
+    FIXED.contains(&name)
+        || name.starts_with("step_")
+        || (name.starts_with('.') && name.ends_with(".tmp"))
+}
+
+/// Why a trajectory folder cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum OutError {
+    /// Another process holds the folder's lock.
+    #[error(
+        "another ufo (pid {pid}) is writing a trajectory into {dir}; wait for it to end or \
+         choose another folder for --out (if no ufo is running, delete {dir}/.lock)"
+    )]
+    Busy {
+        /// The folder.
+        dir: String,
+        /// The holder's process id.
+        pid: u32,
+    },
+    /// The folder holds a trajectory already and `--force` was not given.
+    #[error(
+        "{dir} already holds a trajectory (events.jsonl); choose another folder for --out, \
+         or pass --force to replace it"
+    )]
+    Occupied {
+        /// The folder.
+        dir: String,
+    },
+    /// The folder or its lock cannot be created, or the old trajectory cannot be cleared.
+    #[error("cannot use the trajectory folder {dir}: {source}; pass --out with a writable folder")]
+    Io {
+        /// The folder.
+        dir: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// How a run uses its trajectory folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutMode {
+    /// A new trajectory: refuse a folder that holds one.
+    New,
+    /// A new trajectory replacing the one in the folder (`--force`).
+    Replace,
+    /// `ufo resume`: append to the trajectory in the folder.
+    Append,
+}
+
+/// The lock on a trajectory folder (`<out>/.lock`, holding the owner's pid), removed when
+/// dropped. A lock whose process is gone is taken over.
+#[derive(Debug)]
+pub struct OutLock {
+    path: PathBuf,
+}
+
+const LOCK_FILE: &str = ".lock";
+
+impl OutLock {
+    /// Create the folder, take its lock and check it per `mode` (for [`OutMode::Replace`],
+    /// call [`OutLock::clear`] once the run is sure to start).
+    pub fn open(dir: &Path, mode: OutMode) -> Result<Self, OutError> {
+        let shown = dir.display().to_string();
+        let io = |source| OutError::Io {
+            dir: shown.clone(),
+            source,
+        };
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let lock = Self::acquire(dir)?;
+        if mode == OutMode::New && dir.join("events.jsonl").exists() {
+            return Err(OutError::Occupied { dir: shown });
+        }
+        Ok(lock)
+    }
+
+    /// Remove the trajectory in the locked folder (its events, log, checkpoint, step files
+    /// and the like; other files stay).
+    pub fn clear(&self) -> Result<(), OutError> {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        clear_trajectory(dir).map_err(|source| OutError::Io {
+            dir: dir.display().to_string(),
+            source,
+        })
+    }
+
+    fn acquire(dir: &Path) -> Result<Self, OutError> {
+        let path = dir.join(LOCK_FILE);
+        let io = |source| OutError::Io {
+            dir: dir.display().to_string(),
+            source,
+        };
+        // Two tries: the second after removing a stale lock.
+        for _ in 0..2 {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut f) => {
+                    let lock = Self { path: path.clone() };
+                    f.write_all(std::process::id().to_string().as_bytes())
+                        .map_err(io)?;
+                    return Ok(lock);
+                }
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+                    let text = std::fs::read_to_string(&path).unwrap_or_default();
+                    match text.trim().parse::<u32>() {
+                        Ok(pid) if process_alive(pid) => {
+                            return Err(OutError::Busy {
+                                dir: dir.display().to_string(),
+                                pid,
+                            })
+                        }
+                        // Dead holder, or a lock left half-written by a killed process.
+                        _ => {
+                            if text.is_empty() && lock_is_fresh(&path) {
+                                // Its holder may be writing the pid right now.
+                                return Err(OutError::Busy {
+                                    dir: dir.display().to_string(),
+                                    pid: 0,
+                                });
+                            }
+                            let _ = std::fs::remove_file(&path);
+                        }
+                    }
+                }
+                Err(e) => return Err(io(e)),
+            }
+        }
+        Err(OutError::Busy {
+            dir: dir.display().to_string(),
+            pid: 0,
+        })
+    }
+}
+
+impl Drop for OutLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Whether a process with this id is running (not this one: a lock naming this process
+/// was left by an earlier one that had the same id).
+fn process_alive(pid: u32) -> bool {
+    if pid == std::process::id() || pid == 0 {
+        return false;
+    }
+    if !Path::new("/proc/self").exists() {
+        // No way to tell: assume the holder is alive rather than break its lock.
+        return true;
+    }
+    Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// An empty lock file younger than a few seconds: its creator may not have written its pid
+/// yet.
+fn lock_is_fresh(path: &Path) -> bool {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age < std::time::Duration::from_secs(5))
+}
+
+/// Remove the files of the trajectory in `dir` (other files are left alone).
+fn clear_trajectory(dir: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !is_trajectory_file(&name) {
+            continue;
+        }
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(&path)?;
+        } else {
+            std::fs::remove_file(&path)?;
+        }
+    }
+    Ok(())
 }

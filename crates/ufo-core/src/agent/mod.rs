@@ -79,13 +79,29 @@ pub struct Cx<'a> {
     pub forced_end: Option<(SessionStatus, String)>,
     /// Why the host moved to FAIL, if it did.
     pub fail_reason: Option<String>,
+    /// The first failure to record the trajectory (e.g. a full disk): the session ends
+    /// ERROR, reason `io`, after the step in which it happened.
+    pub io_error: Option<String>,
 }
 
 impl Cx<'_> {
-    /// Store an artifact and return its path; a storage failure is a warning in the result,
-    /// not a failed step.
+    /// Store an artifact and return its path; a storage failure does not fail the step, but
+    /// is kept in [`Cx::io_error`] and ends the session after it.
     pub fn save(&mut self, name: &str, bytes: &[u8]) -> Option<String> {
-        self.recorder.artifact(name, bytes).ok()
+        match self.recorder.artifact(name, bytes) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                self.io_error.get_or_insert(e.to_string());
+                None
+            }
+        }
+    }
+
+    /// Record an event; a failure is kept in [`Cx::io_error`].
+    pub fn record(&mut self, event: &Value) {
+        if let Err(e) = self.recorder.event(event) {
+            self.io_error.get_or_insert(e.to_string());
+        }
     }
 }
 
