@@ -510,3 +510,182 @@ fn clear_trajectory(dir: &Path) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A disk that fills up: accepts `room` bytes, then fails with "no space left"; shares
+    /// what it holds so the test can read it back.
+    struct FullDisk {
+        data: Arc<Mutex<Vec<u8>>>,
+        room: usize,
+    }
+
+    impl Write for FullDisk {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let mut d = self.data.lock().map_err(|_| ErrorKind::Other)?;
+            let free = self.room.saturating_sub(d.len());
+            if free == 0 {
+                return Err(std::io::Error::from(ErrorKind::StorageFull));
+            }
+            let n = free.min(buf.len());
+            d.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl EventSink for FullDisk {
+        fn truncate(&mut self, len: u64) -> std::io::Result<()> {
+            let mut d = self.data.lock().map_err(|_| ErrorKind::Other)?;
+            d.truncate(usize::try_from(len).unwrap_or(usize::MAX));
+            // Cutting back frees the room the partial line took.
+            Ok(())
+        }
+    }
+
+    fn event(i: usize) -> Value {
+        serde_json::json!({"type": "step", "seq": i, "result": "x".repeat(100)})
+    }
+
+    #[test]
+    fn a_full_disk_leaves_only_whole_lines_and_says_so() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let data = Arc::new(Mutex::new(Vec::new()));
+        let sink = FullDisk {
+            data: data.clone(),
+            room: 1000,
+        };
+        let mut r = FileRecorder::with_sink(
+            tmp.path(),
+            Box::new(sink),
+            0,
+            Console::new(Verbosity::Quiet),
+        );
+        let mut ok = 0;
+        let mut error = None;
+        for i in 0..20 {
+            match r.event(&event(i)) {
+                Ok(()) => ok += 1,
+                Err(e) => {
+                    error = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        let error = error.expect("the disk filled up");
+        assert!(error.contains("events.jsonl"), "{error}");
+        assert!(error.contains("free space"), "{error}");
+        let text = String::from_utf8(data.lock().expect("lock").clone()).expect("utf-8");
+        assert!(
+            text.ends_with('\n'),
+            "a partial last line was left: {text:?}"
+        );
+        assert_eq!(text.lines().count(), ok);
+        for line in text.lines() {
+            serde_json::from_str::<Value>(line).expect("every line is whole JSON");
+        }
+        // A later, smaller event that fits goes on a line of its own.
+        r.event(&serde_json::json!({"type": "x"})).expect("fits");
+        let text = String::from_utf8(data.lock().expect("lock").clone()).expect("utf-8");
+        assert_eq!(text.lines().count(), ok + 1);
+        assert!(text
+            .lines()
+            .all(|l| serde_json::from_str::<Value>(l).is_ok()));
+    }
+
+    #[test]
+    fn a_failed_artifact_leaves_no_temporary_file_and_keeps_the_old_one() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut r = FileRecorder::create_with(tmp.path(), Console::new(Verbosity::Quiet), false)
+            .expect("recorder");
+        r.artifact("checkpoint.json", b"{\"old\": true}")
+            .expect("first write");
+        // The rename cannot replace a folder: the write fails after the temporary file was
+        // written.
+        std::fs::create_dir(tmp.path().join("blackboard.json")).expect("dir");
+        std::fs::write(tmp.path().join("blackboard.json").join("x"), "x").expect("file");
+        let e = r
+            .artifact("blackboard.json", b"{}")
+            .expect_err("cannot replace a folder");
+        assert!(e.to_string().contains("blackboard.json"), "{e}");
+        let names: Vec<String> = std::fs::read_dir(tmp.path())
+            .expect("read_dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            !names.iter().any(|n| n.ends_with(".tmp")),
+            "temporary files left: {names:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("checkpoint.json")).expect("kept"),
+            "{\"old\": true}"
+        );
+    }
+
+    #[test]
+    fn a_folder_with_a_trajectory_is_refused_and_force_clears_only_the_trajectory() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
+        for f in [
+            "events.jsonl",
+            "step_0003_host_prompt.txt",
+            ".checkpoint.json.tmp",
+            "notes.txt",
+        ] {
+            std::fs::write(dir.join(f), "x").expect("write");
+        }
+        let e = OutLock::open(dir, OutMode::New).expect_err("refused");
+        assert!(matches!(e, OutError::Occupied { .. }), "{e}");
+        assert!(e.to_string().contains("--force"), "{e}");
+        // The refused run released its lock.
+        assert!(!dir.join(LOCK_FILE).exists());
+        let lock = OutLock::open(dir, OutMode::Replace).expect("replace");
+        lock.clear().expect("clear");
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .expect("read_dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, [".lock", "notes.txt"]);
+        drop(lock);
+        assert!(
+            !dir.join(LOCK_FILE).exists(),
+            "the lock is removed at the end"
+        );
+        // Resume appends: never refused for the trajectory it continues.
+        std::fs::write(dir.join("events.jsonl"), "{}\n").expect("write");
+        drop(OutLock::open(dir, OutMode::Append).expect("append"));
+    }
+
+    #[test]
+    fn a_live_lock_is_refused_and_a_stale_one_taken_over() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path();
+        let held = OutLock::open(dir, OutMode::New).expect("first");
+        // The holder here is this very process; a second process sees its pid as alive.
+        // Simulate the second process with a lock naming a live pid that is not ours: pid 1.
+        drop(held);
+        std::fs::write(dir.join(LOCK_FILE), "1").expect("write");
+        let e = OutLock::open(dir, OutMode::New).expect_err("busy");
+        assert!(matches!(e, OutError::Busy { pid: 1, .. }), "{e}");
+        assert!(e.to_string().contains("another ufo"), "{e}");
+        // A process that has ended: its lock is taken over.
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("true runs");
+        let pid = child.id();
+        child.wait().expect("true ends");
+        std::fs::write(dir.join(LOCK_FILE), pid.to_string()).expect("write");
+        let lock = OutLock::open(dir, OutMode::New).expect("stale lock taken over");
+        assert_eq!(
+            std::fs::read_to_string(dir.join(LOCK_FILE)).expect("lock"),
+            std::process::id().to_string()
+        );
+        drop(lock);
+    }
+}
