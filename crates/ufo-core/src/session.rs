@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::agent::host::{HostAgent, HostNext, HOST_NAME};
-use crate::agent::{AgentFactory, Cx, Handoff, LlmStats, Services, SubtaskRecord};
+use crate::agent::{AgentFactory, Cx, Handoff, LlmStats, Services, SubtaskHistory};
 use crate::blackboard::Blackboard;
 use crate::events::{self, StepWho};
 use crate::ports::Recorder;
@@ -87,8 +87,8 @@ pub struct Checkpoint {
     pub steps: u32,
     /// Rounds completed.
     pub rounds_done: u32,
-    /// Subtasks finished so far.
-    pub previous_subtasks: Vec<SubtaskRecord>,
+    /// Subtasks finished so far (bounded; a bare list in older checkpoints).
+    pub previous_subtasks: SubtaskHistory,
     /// The host's plan.
     pub plan: Vec<String>,
     /// The blackboard.
@@ -136,7 +136,7 @@ impl<'a> Session<'a> {
             seq: 0,
             steps: 0,
             rounds_done: 0,
-            previous_subtasks: Vec::new(),
+            previous_subtasks: SubtaskHistory::default(),
             plan,
             blackboard,
             llm: LlmStats::default(),
