@@ -621,6 +621,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn clip_chars_says_how_much_was_cut() {
+        assert_eq!(clip_chars("abc", 3), "abc");
+        assert_eq!(clip_chars("abcdé", 2), "ab… (3 chars more)");
+    }
+
+    #[test]
     fn resolution_follows_design() {
         let names = ["OK", "Cancel", "ok"];
         let f = |i: usize| vec![names[i]];
