@@ -274,3 +274,37 @@ fn a_write_failure_ends_the_session_error_io_with_a_whole_trajectory() {
         assert_eq!(steps, 1, "limit {blocks}: {ev:?}");
     }
 }
+
+#[test]
+fn a_batch_folder_with_results_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("batch");
+    std::fs::create_dir_all(out.join("tasks").join("t1")).expect("mkdir");
+    std::fs::write(out.join("results.jsonl"), "{\"id\":\"t1\"}\n").expect("write");
+    std::fs::write(out.join("tasks").join("t1").join("result.json"), "{}").expect("write");
+    let output = ufo()
+        .current_dir(tmp.path())
+        .arg("batch")
+        .arg(
+            repo_root()
+                .join("tests")
+                .join("batch")
+                .join("calc_sum.json"),
+        )
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--force") && stderr.contains("another folder"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("results.jsonl")).expect("kept"),
+        "{\"id\":\"t1\"}\n"
+    );
+    assert!(out.join("tasks").join("t1").join("result.json").exists());
+    assert!(!out.join(".lock").exists());
+}
