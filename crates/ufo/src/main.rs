@@ -411,9 +411,15 @@ fn prepare(
     let user = user::CliUser::with_console(settings.confirm, answers, requests, console.clone())
         .with_cancel(cancel.clone());
     let out = args.out.clone().unwrap_or_else(|| {
-        settings
-            .runs_dir
-            .join(chrono::Local::now().format("%Y%m%d-%H%M%S").to_string())
+        // Two runs started in the same second get folders of their own.
+        let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
+        let mut dir = settings.runs_dir.join(&stamp);
+        let mut n = 2;
+        while dir.exists() && n < 1000 {
+            dir = settings.runs_dir.join(format!("{stamp}-{n}"));
+            n += 1;
+        }
+        dir
     });
     Ok(Prepared {
         settings,
