@@ -370,7 +370,8 @@ impl<'a> Session<'a> {
                 role,
                 state,
                 steps: *steps,
-                terminal: end.is_some() || limit,
+                // A failed write during the step ends the round after it.
+                terminal: end.is_some() || limit || cx.io_error.is_some(),
             };
             cx.record(&events::step(&who, &report));
             cx.seq += 1;

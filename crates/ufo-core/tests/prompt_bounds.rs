@@ -1,6 +1,7 @@
 //! The host prompt and the checkpoint stay bounded however many subtasks a session runs:
 //! 100 subtasks with 8 KB results each (issue 10, defect 9: an 817 KB prompt and an 822 KB
-//! checkpoint before the bound), and a host ERROR ends the round with its error as message.
+//! checkpoint before the bound); a host ERROR ends the round with its error as message; a
+//! recorder that fails ends the session ERROR, reason `io`.
 
 use std::sync::Mutex;
 
@@ -266,4 +267,51 @@ async fn host_error_carries_its_message() {
             "{e}"
         );
     }
+}
+
+/// A recorder that fails (a full disk) ends the session ERROR, reason `io`, after the step in
+/// which it failed, with the failure in the message (defect 14).
+#[tokio::test]
+async fn a_recorder_failure_ends_the_session_error_io() {
+    struct Full(Vec<Value>);
+    impl Recorder for Full {
+        fn event(&mut self, e: &Value) -> Result<(), RecorderError> {
+            self.0.push(e.clone());
+            Ok(())
+        }
+        fn artifact(&mut self, name: &str, _b: &[u8]) -> Result<String, RecorderError> {
+            Err(RecorderError(format!("cannot write {name}: no space left")))
+        }
+    }
+    let config = Config::default();
+    let prompts = Prompts::new(&config.prompts).expect("templates");
+    let model = Model {
+        subtasks: 3,
+        host_calls: Mutex::new(0),
+        host_prompts: Mutex::new(Vec::new()),
+    };
+    let services = Services {
+        desktop: &Desk,
+        host_llm: &model,
+        app_llm: &model,
+        user: &Person,
+        config: &config,
+        prompts: &prompts,
+        tools: None,
+    };
+    let mut rec = Full(Vec::new());
+    let outcome = Session::new(services, Box::new(AppAgentFactory))
+        .run("anything", &mut rec)
+        .await;
+    assert_eq!(outcome.status, SessionStatus::Error);
+    assert_eq!(outcome.reason, "io");
+    assert!(outcome
+        .message
+        .as_deref()
+        .is_some_and(|m| m.contains("no space left")));
+    // One step ran (its prompt could not be saved), and it is marked as the last.
+    let steps: Vec<&Value> = rec.0.iter().filter(|e| e["type"] == "step").collect();
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert_eq!(steps[0]["terminal"], true);
+    assert_eq!(model.host_prompts.lock().expect("lock").len(), 1);
 }
