@@ -10,6 +10,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::BlackboardLimits;
 
+/// Most actions kept per trajectory (the latest).
+const TRAJECTORY_ACTIONS: usize = 20;
+/// Most characters of one action line.
+const ACTION_CHARS: usize = 200;
+
 /// A question asked of the person and the answer, if any.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuestionAnswer {
@@ -82,8 +87,21 @@ impl Blackboard {
         self.enforce();
     }
 
-    /// Add a finished subtask.
-    pub fn add_trajectory(&mut self, t: Trajectory) {
+    /// Add a finished subtask, its texts clipped (the whole result stays in the events) so
+    /// that one large result cannot push every other entry out.
+    pub fn add_trajectory(&mut self, mut t: Trajectory) {
+        use crate::agent::{clip_chars, SUBTASK_RESULT_CHARS, SUBTASK_TEXT_CHARS};
+        t.subtask = clip_chars(&t.subtask, SUBTASK_TEXT_CHARS);
+        t.result = clip_chars(&t.result, SUBTASK_RESULT_CHARS);
+        if t.actions.len() > TRAJECTORY_ACTIONS {
+            let cut = t.actions.len() - TRAJECTORY_ACTIONS;
+            t.actions.drain(..cut);
+            t.actions
+                .insert(0, format!("({cut} earlier actions not kept)"));
+        }
+        for a in &mut t.actions {
+            *a = clip_chars(a, ACTION_CHARS);
+        }
         self.trajectories.push(t);
         self.enforce();
     }

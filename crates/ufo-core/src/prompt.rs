@@ -60,7 +60,9 @@ Applications that are not running and can be launched (put the command in "Bash"
 {% for a in launchable %}  {{ a.name }}: {{ a.command }}
 {% endfor %}{% endif %}{% if previous_subtasks %}
 Previous subtasks:
-{% for s in previous_subtasks %}  - [{{ s.status }}] {{ s.subtask }} ({{ s.agent }}) result: {{ s.result }}
+{% if earlier_summary %}  ({{ earlier_summary }})
+{% endif %}{% for s in earlier_subtasks %}  - [{{ s.status }}] {{ s.subtask }} ({{ s.agent }})
+{% endfor %}{% for s in previous_subtasks %}  - [{{ s.status }}] {{ s.subtask }} ({{ s.agent }}) result: {{ s.result }}
 {% endfor %}{% endif %}{% if plan %}
 Your plan so far:
 {% for p in plan %}  - {{ p }}

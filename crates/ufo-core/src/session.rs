@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::agent::host::{HostAgent, HostNext, HOST_NAME};
-use crate::agent::{AgentFactory, Cx, Handoff, LlmStats, Services, SubtaskRecord};
+use crate::agent::{AgentFactory, Cx, Handoff, LlmStats, Services, SubtaskHistory};
 use crate::blackboard::Blackboard;
 use crate::events::{self, StepWho};
 use crate::ports::Recorder;
@@ -87,8 +87,8 @@ pub struct Checkpoint {
     pub steps: u32,
     /// Rounds completed.
     pub rounds_done: u32,
-    /// Subtasks finished so far.
-    pub previous_subtasks: Vec<SubtaskRecord>,
+    /// Subtasks finished so far (bounded; a bare list in older checkpoints).
+    pub previous_subtasks: SubtaskHistory,
     /// The host's plan.
     pub plan: Vec<String>,
     /// The blackboard.
@@ -139,7 +139,7 @@ impl<'a> Session<'a> {
             seq: 0,
             steps: 0,
             rounds_done: 0,
-            previous_subtasks: Vec::new(),
+            previous_subtasks: SubtaskHistory::default(),
             plan,
             blackboard,
             llm: LlmStats::default(),
@@ -168,12 +168,6 @@ impl<'a> Session<'a> {
         recorder: &mut dyn Recorder,
     ) -> SessionOutcome {
         let config = self.services.config;
-        let mut recorder_error: Option<String> = None;
-        let mut record = |rec: &mut dyn Recorder, v: &serde_json::Value| {
-            if let Err(e) = rec.event(v) {
-                recorder_error.get_or_insert(e.to_string());
-            }
-        };
         let mut first = events::session_start(
             &start.request,
             config,
@@ -185,7 +179,6 @@ impl<'a> Session<'a> {
             first["round"] = start.round.into();
             first["seq"] = start.seq.into();
         }
-        record(recorder, &first);
         self.host.set_plan(start.plan);
         let mut cx = Cx {
             services: self.services,
@@ -198,19 +191,22 @@ impl<'a> Session<'a> {
             round_failures: 0,
             forced_end: None,
             fail_reason: None,
+            io_error: None,
         };
+        cx.record(&first);
         let mut steps = start.steps;
         let mut total = start.llm;
         let mut rounds = start.rounds_done;
-        let (status, reason, message) = loop {
-            let (status, reason, message) = self
-                .run_round(&mut cx, &mut steps, &mut total, &mut record)
-                .await;
+        let (mut status, mut reason, mut message) = loop {
+            let (status, reason, message) = self.run_round(&mut cx, &mut steps, &mut total).await;
             rounds += 1;
-            record(
-                cx.recorder,
-                &events::round_end(cx.round, status, &reason, message.as_deref(), steps),
-            );
+            cx.record(&events::round_end(
+                cx.round,
+                status,
+                &reason,
+                message.as_deref(),
+                steps,
+            ));
             save_blackboard(&mut cx);
             let cancelled = status == SessionStatus::Cancelled;
             // A cancelled round is not done: a resume runs it again.
@@ -221,7 +217,11 @@ impl<'a> Session<'a> {
                 total,
                 cancelled,
             );
-            if cancelled || rounds >= config.max_rounds.max(1) || steps >= config.max_steps {
+            if cancelled
+                || cx.io_error.is_some()
+                || rounds >= config.max_rounds.max(1)
+                || steps >= config.max_steps
+            {
                 break (status, reason, message);
             }
             let Some(next) = self.services.user.follow_up().await else {
@@ -234,10 +234,22 @@ impl<'a> Session<'a> {
             cx.forced_end = None;
             cx.fail_reason = None;
         };
-        record(
-            cx.recorder,
-            &events::session_end(status, &reason, message.as_deref(), rounds, steps, &total),
-        );
+        // A trajectory that could not be written whole ends the session ERROR, even when
+        // the failure came after the last step (e.g. the round's end record).
+        if let Some(e) = &cx.io_error {
+            if reason != "io" {
+                (status, reason, message) =
+                    (SessionStatus::Error, "io".into(), Some(io_message(e)));
+            }
+        }
+        cx.record(&events::session_end(
+            status,
+            &reason,
+            message.as_deref(),
+            rounds,
+            steps,
+            &total,
+        ));
         SessionOutcome {
             status,
             reason,
@@ -245,7 +257,7 @@ impl<'a> Session<'a> {
             rounds,
             steps,
             llm: total,
-            recorder_error,
+            recorder_error: cx.io_error,
         }
     }
 
@@ -296,9 +308,11 @@ impl<'a> Session<'a> {
         cx: &mut Cx<'_>,
         steps: &mut u32,
         total: &mut LlmStats,
-        record: &mut impl FnMut(&mut dyn Recorder, &serde_json::Value),
     ) -> (SessionStatus, String, Option<String>) {
         let max_steps = self.services.config.max_steps;
+        if let Some(e) = &cx.io_error {
+            return (SessionStatus::Error, "io".into(), Some(io_message(e)));
+        }
         self.host.start_round();
         let mut cursor = Cursor::Host;
         loop {
@@ -374,12 +388,16 @@ impl<'a> Session<'a> {
                 role,
                 state,
                 steps: *steps,
-                terminal: end.is_some() || limit,
+                // A failed write during the step ends the round after it.
+                terminal: end.is_some() || limit || cx.io_error.is_some(),
             };
-            record(cx.recorder, &events::step(&who, &report));
+            cx.record(&events::step(&who, &report));
             cx.seq += 1;
             // After every step, what a resume needs, in case the process dies.
             self.checkpoint(cx, *steps, 0, *total, true);
+            if let Some(e) = &cx.io_error {
+                return (SessionStatus::Error, "io".into(), Some(io_message(e)));
+            }
             if let Some((status, reason)) = end {
                 return (status, reason, report.error.or(report.result));
             }
@@ -422,6 +440,13 @@ impl<'a> Session<'a> {
             };
         }
     }
+}
+
+/// The session's message when the trajectory could not be written.
+fn io_message(error: &str) -> String {
+    format!(
+        "{error}; the session stopped so that nothing is done that the trajectory does not record"
+    )
 }
 
 fn save_blackboard(cx: &mut Cx<'_>) {

@@ -39,9 +39,14 @@ pub struct BatchArgs {
     pub llm: Option<String>,
 
     /// Batch folder: `results.jsonl`, `summary.txt` and one folder per task
-    /// (default runs/batch-<timestamp>).
+    /// (default runs/batch-<timestamp>); one that holds a batch's results is refused unless
+    /// --force is given.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+
+    /// Replace the batch results already in the --out folder.
+    #[arg(long)]
+    pub force: bool,
 
     /// Tasks run at once, each job on its own desktop session (see --display-env).
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -196,6 +201,24 @@ fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
             chrono::Local::now().format("%Y%m%d-%H%M%S")
         ))
     });
+    // Locked for the whole batch; an earlier batch's results are kept unless --force.
+    let _lock = crate::recorder::OutLock::open(&out, crate::recorder::OutMode::Append)?;
+    if out.join("results.jsonl").exists() {
+        if !args.force {
+            return Err(anyhow!(
+                "{} already holds a batch's results (results.jsonl); choose another folder for \
+                 --out, or pass --force to replace them",
+                out.display()
+            ));
+        }
+        for name in ["results.jsonl", "summary.txt"] {
+            let _ = std::fs::remove_file(out.join(name));
+        }
+        if out.join("tasks").exists() {
+            std::fs::remove_dir_all(out.join("tasks"))
+                .with_context(|| format!("cannot clear {}/tasks", out.display()))?;
+        }
+    }
     std::fs::create_dir_all(out.join("tasks"))
         .with_context(|| format!("cannot create the batch folder {}", out.display()))?;
     let out = out.canonicalize().unwrap_or(out);
@@ -597,6 +620,7 @@ async fn run_task(
         desktop: "live".into(),
         llm: Some(llm),
         out: Some(trajectory.clone()),
+        force: false,
         max_steps: args.max_steps,
         max_rounds: Some(1),
         confirm: args.confirm,

@@ -148,9 +148,15 @@ pub struct RunArgs {
     #[arg(long, value_name = "SPEC", env = "UFO_LLM")]
     pub llm: Option<String>,
 
-    /// Trajectory folder (default runs/<timestamp>).
+    /// Trajectory folder (default runs/<timestamp>). A folder that already holds a
+    /// trajectory is refused unless --force is given.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+
+    /// Replace the trajectory already in the --out folder (its events, log, checkpoint and
+    /// step files are deleted first).
+    #[arg(long)]
+    pub force: bool,
 
     /// Most processor steps in the session.
     #[arg(long, value_name = "N")]

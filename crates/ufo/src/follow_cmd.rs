@@ -28,9 +28,14 @@ pub struct FollowArgs {
     #[arg(long, value_name = "SPEC", env = "UFO_LLM")]
     pub llm: Option<String>,
 
-    /// Trajectory folder (default runs/<timestamp>).
+    /// Trajectory folder (default runs/<timestamp>), refused if it holds a trajectory
+    /// unless --force is given.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+
+    /// Replace the trajectory already in the --out folder.
+    #[arg(long)]
+    pub force: bool,
 
     /// Most processor steps.
     #[arg(long, value_name = "N")]
@@ -91,6 +96,7 @@ pub async fn follow_command(args: FollowArgs, cancel: Arc<AtomicBool>) -> ExitCo
         desktop: args.desktop.clone(),
         llm: args.llm.clone(),
         out: args.out.clone(),
+        force: args.force,
         max_steps: args.max_steps,
         max_rounds: Some(1),
         confirm: args.confirm,

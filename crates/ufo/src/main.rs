@@ -189,6 +189,8 @@ fn resume_args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
         desktop: args.desktop.clone().unwrap_or(record.desktop),
         llm: Some(args.llm.clone().unwrap_or(record.llm)),
         out: Some(args.out.clone()),
+        // Resume appends to the trajectory in its folder; it never clears it.
+        force: false,
         max_steps: Some(args.max_steps.unwrap_or(record.max_steps)),
         max_rounds: None,
         confirm: Some(args.confirm.unwrap_or(record.confirm)),
@@ -228,6 +230,19 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
     if let Start::Follow(_) = start {
         prepared.settings.config.mode = ufo_core::config::AgentMode::Follower;
     }
+    // The folder is locked before anything runs and stays locked until the end.
+    let out_mode = match (&start, args.force) {
+        (Start::Resume(_), _) => recorder::OutMode::Append,
+        (_, true) => recorder::OutMode::Replace,
+        (_, false) => recorder::OutMode::New,
+    };
+    let out_lock = match recorder::OutLock::open(&prepared.out, out_mode) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
     let Prepared {
         settings,
         llm,
@@ -251,6 +266,12 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    if out_mode == recorder::OutMode::Replace {
+        if let Err(e) = out_lock.clear() {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    }
     let mut recorder = match recorder::FileRecorder::create_with(
         &out,
         console.clone(),
@@ -289,7 +310,9 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
     };
     if let Ok(bytes) = serde_json::to_vec_pretty(&record) {
         if let Err(e) = ufo_core::Recorder::artifact(&mut recorder, RUN_RECORD, &bytes) {
-            eprintln!("warning: {e}; `ufo resume` will need --desktop and --llm");
+            // A folder that cannot take run.json cannot take the trajectory either.
+            eprintln!("error: {e}");
+            return ExitCode::from(3);
         }
     }
     let mut session = Session::new(services, Box::new(factory)).with_cancel(cancel);
@@ -304,18 +327,23 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
     if let Some(t) = &mcp_tools {
         t.shutdown().await;
     }
+    // Whole or not at all (written beside it, then renamed).
+    let mut final_error = None;
     if let Some(state) = desktop.final_state() {
         match serde_json::to_vec_pretty(&state) {
             Ok(bytes) => {
-                if let Err(e) = std::fs::write(out.join("desktop_final.json"), bytes) {
-                    eprintln!("warning: cannot write desktop_final.json: {e}");
+                if let Err(e) =
+                    ufo_core::Recorder::artifact(&mut recorder, "desktop_final.json", &bytes)
+                {
+                    eprintln!("error: desktop_final.json: {e}");
+                    final_error = Some(e);
                 }
             }
             Err(e) => eprintln!("warning: cannot serialise the desktop state: {e}"),
         }
     }
     if let Some(e) = &outcome.recorder_error {
-        eprintln!("warning: the trajectory is incomplete: {e}");
+        eprintln!("error: the trajectory is incomplete: {e}");
     }
     if !args.quiet {
         eprintln!(
@@ -342,6 +370,11 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
             }
             Err(e) => eprintln!("warning: cannot write the report: {e:#}"),
         }
+    }
+    drop(out_lock);
+    // A trajectory that could not be written whole is an ERROR whatever the session did.
+    if final_error.is_some() && outcome.status != SessionStatus::Cancelled {
+        return ExitCode::from(3);
     }
     ExitCode::from(match outcome.status {
         SessionStatus::Finish => 0,
@@ -386,9 +419,15 @@ fn prepare(
     let user = user::CliUser::with_console(settings.confirm, answers, requests, console.clone())
         .with_cancel(cancel.clone());
     let out = args.out.clone().unwrap_or_else(|| {
-        settings
-            .runs_dir
-            .join(chrono::Local::now().format("%Y%m%d-%H%M%S").to_string())
+        // Two runs started in the same second get folders of their own.
+        let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
+        let mut dir = settings.runs_dir.join(&stamp);
+        let mut n = 2;
+        while dir.exists() && n < 1000 {
+            dir = settings.runs_dir.join(format!("{stamp}-{n}"));
+            n += 1;
+        }
+        dir
     });
     Ok(Prepared {
         settings,

@@ -8,8 +8,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{
-    ask_model, cache_key, clip, recent, resolve, AgentFactory, AgentTarget, Assignment, Cx,
-    StepReport, SubAgent,
+    ask_model, cache_key, clip, clip_chars, recent, resolve, AgentFactory, AgentTarget, Assignment,
+    Cx, StepReport, SubAgent,
 };
 use crate::blackboard::QuestionAnswer;
 use crate::ports::{ConfirmRequest, Decision, LaunchableApp, Screenshot, WindowInfo};
@@ -20,6 +20,15 @@ use crate::status::HostStatus;
 
 /// The host's display name in trajectories.
 pub const HOST_NAME: &str = "HostAgent";
+
+/// Most characters of one memory line in the prompt.
+const MEMORY_LINE_CHARS: usize = 1_000;
+/// Most plan steps in the prompt.
+const PLAN_ITEMS: usize = 30;
+/// Most characters of one plan step in the prompt.
+const PLAN_ITEM_CHARS: usize = 300;
+/// Most characters of the last step's result in the prompt.
+const LAST_RESULT_CHARS: usize = 2_000;
 
 /// The host's strategies, by phase: DATA_COLLECTION [`CaptureDesktop`, `ListWindows`],
 /// LLM_INTERACTION [`AskModel`], ACTION_EXECUTION [`RunBash`, `SelectWindow`],
@@ -99,6 +108,8 @@ pub struct HostAgent {
     agents: HashMap<String, Box<dyn SubAgent>>,
     active: Option<String>,
     factory: Box<dyn AgentFactory>,
+    /// The error that sent the host to ERROR, for the round's message.
+    error: Option<String>,
 }
 
 impl HostAgent {
@@ -123,6 +134,7 @@ impl HostAgent {
             selected: None,
             agents: HashMap::new(),
             active: None,
+            error: None,
             factory,
         }
     }
@@ -149,6 +161,7 @@ impl HostAgent {
         self.held = None;
         self.selected = None;
         self.active = None;
+        self.error = None;
     }
 
     /// Enter a state (used when a sub-agent hands control back).
@@ -215,16 +228,28 @@ impl HostAgent {
 
     /// Handle the current state.
     pub async fn handle(&mut self, cx: &mut Cx<'_>) -> StepReport {
-        match self.state {
+        let report = match self.state {
             HostStatus::Continue => self.handle_continue(cx).await,
             HostStatus::Assign => self.handle_assign(),
             HostStatus::Pending => self.handle_pending(cx).await,
             HostStatus::Confirm => self.handle_confirm(cx).await,
-            HostStatus::Finish | HostStatus::Fail | HostStatus::Error => StepReport {
+            HostStatus::Error => StepReport {
+                status: self.state.as_str().into(),
+                // The round's message: what went wrong, not null.
+                error: Some(self.error.clone().unwrap_or_else(|| {
+                    "the HostAgent stopped on an error; see the step before".into()
+                })),
+                ..StepReport::default()
+            },
+            HostStatus::Finish | HostStatus::Fail => StepReport {
                 status: self.state.as_str().into(),
                 ..StepReport::default()
             },
+        };
+        if self.status == HostStatus::Error && self.state != HostStatus::Error {
+            self.error = report.error.clone();
         }
+        report
     }
 
     async fn handle_continue(&mut self, cx: &mut Cx<'_>) -> StepReport {
@@ -308,7 +333,11 @@ impl HostAgent {
         }
         let Some(agent) = self.agents.get_mut(&key) else {
             self.status = HostStatus::Error;
-            return StepReport::default();
+            return StepReport {
+                status: "ERROR".into(),
+                error: Some(format!("the agent for {} was not kept", target.title())),
+                ..StepReport::default()
+            };
         };
         agent.begin(Assignment {
             subtask: self.current_subtask.clone(),
@@ -587,7 +616,26 @@ impl HostStep<'_, '_> {
                 json!({"label": i + 1, "title": w.title, "app_name": w.app_name, "process": w.process})
             })
             .collect();
-        let memory = recent(&self.host.memory, svc.config.memory_in_prompt);
+        // Everything that grows with the session is bounded here (the host prompt stays
+        // within about 16,000 tokens however many subtasks ran).
+        let memory: Vec<String> = recent(&self.host.memory, svc.config.memory_in_prompt)
+            .iter()
+            .map(|m| clip_chars(m, MEMORY_LINE_CHARS))
+            .collect();
+        let mut plan: Vec<String> = self
+            .host
+            .plan
+            .iter()
+            .take(PLAN_ITEMS)
+            .map(|p| clip_chars(p, PLAN_ITEM_CHARS))
+            .collect();
+        if self.host.plan.len() > PLAN_ITEMS {
+            plan.push(format!(
+                "… ({} more steps)",
+                self.host.plan.len() - PLAN_ITEMS
+            ));
+        }
+        let history = &self.cx.previous_subtasks;
         let ctx = json!({
             "request": self.cx.request,
             "blackboard": self.cx.blackboard.render(),
@@ -599,10 +647,12 @@ impl HostStep<'_, '_> {
                 .enumerate()
                 .map(|(i, a)| json!({"label": self.windows.len() + i + 1, "name": a.name, "description": a.description}))
                 .collect::<Vec<_>>(),
-            "previous_subtasks": self.cx.previous_subtasks,
-            "plan": self.host.plan,
+            "previous_subtasks": history.recent,
+            "earlier_subtasks": history.summarised,
+            "earlier_summary": history.summary(),
+            "plan": plan,
             "memory": memory,
-            "last_result": self.host.last_result,
+            "last_result": self.host.last_result.as_deref().map(|r| clip_chars(r, LAST_RESULT_CHARS)),
         });
         let system = svc
             .prompts

@@ -57,6 +57,154 @@ pub struct SubtaskRecord {
     pub result: String,
 }
 
+/// Newest subtasks shown whole (results clipped) in the host's prompt.
+pub const RECENT_SUBTASKS: usize = 10;
+/// Subtasks before those, one line each, before they are only counted.
+pub const SUMMARISED_SUBTASKS: usize = 20;
+/// Most characters of a subtask's result kept for the host.
+pub const SUBTASK_RESULT_CHARS: usize = 1_000;
+/// Most characters of a subtask's text kept for the host.
+pub const SUBTASK_TEXT_CHARS: usize = 500;
+/// Most characters of a subtask's text in its one-line summary.
+const SUMMARY_TEXT_CHARS: usize = 150;
+
+/// How many of the oldest subtasks ended which way (they are only counted).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubtaskCounts {
+    /// FINISH.
+    pub finished: u64,
+    /// FAIL, ERROR or REJECTED.
+    pub failed: u64,
+    /// Any other ending (e.g. CANCELLED).
+    pub other: u64,
+}
+
+impl SubtaskCounts {
+    fn total(&self) -> u64 {
+        self.finished + self.failed + self.other
+    }
+}
+
+/// The subtasks finished so far in a session, bounded by entries and bytes (DESIGN.md: the
+/// host's memory of earlier subtasks must not grow without bound): the newest
+/// [`RECENT_SUBTASKS`] kept with results clipped to [`SUBTASK_RESULT_CHARS`], the
+/// [`SUMMARISED_SUBTASKS`] before them as one line each, the rest only counted. The whole
+/// results stay in `events.jsonl`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "HistoryRepr")]
+pub struct SubtaskHistory {
+    /// The newest subtasks, oldest first.
+    pub recent: Vec<SubtaskRecord>,
+    /// The ones before them (results dropped), oldest first.
+    pub summarised: Vec<SubtaskRecord>,
+    /// The oldest, counted.
+    pub counted: SubtaskCounts,
+}
+
+/// A saved history: a bare list in checkpoints written before it was bounded.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum HistoryRepr {
+    Bounded {
+        recent: Vec<SubtaskRecord>,
+        #[serde(default)]
+        summarised: Vec<SubtaskRecord>,
+        #[serde(default)]
+        counted: SubtaskCounts,
+    },
+    List(Vec<SubtaskRecord>),
+}
+
+impl From<HistoryRepr> for SubtaskHistory {
+    fn from(r: HistoryRepr) -> Self {
+        let (list, counted, clipped): (Vec<SubtaskRecord>, _, _) = match r {
+            HistoryRepr::Bounded {
+                recent,
+                summarised,
+                counted,
+            } => (
+                summarised.into_iter().chain(recent).collect(),
+                counted,
+                true,
+            ),
+            HistoryRepr::List(list) => (list, SubtaskCounts::default(), false),
+        };
+        // Re-apply the bounds: a file may hold more than they allow.
+        let mut h = SubtaskHistory {
+            counted,
+            ..SubtaskHistory::default()
+        };
+        for mut record in list {
+            // Texts clipped before carry the "… (N chars more)" mark: clip them only if
+            // they are longer than a clipped text can be.
+            let slack = if clipped { CLIP_MARK_CHARS } else { 0 };
+            record.subtask = clip_chars(&record.subtask, SUBTASK_TEXT_CHARS + slack);
+            record.result = clip_chars(&record.result, SUBTASK_RESULT_CHARS + slack);
+            h.push_clipped(record);
+        }
+        h
+    }
+}
+
+/// The most characters [`clip_chars`] adds.
+const CLIP_MARK_CHARS: usize = 40;
+
+impl SubtaskHistory {
+    /// Add a finished subtask, clipping its texts and moving the oldest ones down.
+    pub fn push(&mut self, mut record: SubtaskRecord) {
+        record.subtask = clip_chars(&record.subtask, SUBTASK_TEXT_CHARS);
+        record.result = clip_chars(&record.result, SUBTASK_RESULT_CHARS);
+        self.push_clipped(record);
+    }
+
+    fn push_clipped(&mut self, record: SubtaskRecord) {
+        self.recent.push(record);
+        if self.recent.len() > RECENT_SUBTASKS {
+            let mut old = self.recent.remove(0);
+            if old.subtask.chars().count() > SUMMARY_TEXT_CHARS + CLIP_MARK_CHARS {
+                old.subtask = clip_chars(&old.subtask, SUMMARY_TEXT_CHARS);
+            }
+            old.result.clear();
+            self.summarised.push(old);
+        }
+        if self.summarised.len() > SUMMARISED_SUBTASKS {
+            let old = self.summarised.remove(0);
+            match old.status.as_str() {
+                "FINISH" => self.counted.finished += 1,
+                "FAIL" | "ERROR" | "REJECTED" => self.counted.failed += 1,
+                _ => self.counted.other += 1,
+            }
+        }
+    }
+
+    /// Subtasks recorded in all, counted ones included.
+    pub fn len(&self) -> u64 {
+        self.counted.total() + (self.recent.len() + self.summarised.len()) as u64
+    }
+
+    /// Whether no subtask has finished yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// One line on the subtasks that are only counted, if any.
+    pub fn summary(&self) -> Option<String> {
+        let c = &self.counted;
+        (c.total() > 0).then(|| {
+            let mut s = format!(
+                "{} earlier subtasks, not listed: {} finished, {} failed",
+                c.total(),
+                c.finished,
+                c.failed
+            );
+            if c.other > 0 {
+                s.push_str(&format!(", {} ended otherwise", c.other));
+            }
+            s
+        })
+    }
+}
+
 /// The mutable context of a session, shared by every agent.
 pub struct Cx<'a> {
     /// Services.
@@ -67,8 +215,8 @@ pub struct Cx<'a> {
     pub blackboard: Blackboard,
     /// The current round's request.
     pub request: String,
-    /// Subtasks finished so far in the session.
-    pub previous_subtasks: Vec<SubtaskRecord>,
+    /// Subtasks finished so far in the session (bounded).
+    pub previous_subtasks: SubtaskHistory,
     /// Round number (from 0).
     pub round: u32,
     /// Sequence number of the step record being produced.
@@ -79,13 +227,29 @@ pub struct Cx<'a> {
     pub forced_end: Option<(SessionStatus, String)>,
     /// Why the host moved to FAIL, if it did.
     pub fail_reason: Option<String>,
+    /// The first failure to record the trajectory (e.g. a full disk): the session ends
+    /// ERROR, reason `io`, after the step in which it happened.
+    pub io_error: Option<String>,
 }
 
 impl Cx<'_> {
-    /// Store an artifact and return its path; a storage failure is a warning in the result,
-    /// not a failed step.
+    /// Store an artifact and return its path; a storage failure does not fail the step, but
+    /// is kept in [`Cx::io_error`] and ends the session after it.
     pub fn save(&mut self, name: &str, bytes: &[u8]) -> Option<String> {
-        self.recorder.artifact(name, bytes).ok()
+        match self.recorder.artifact(name, bytes) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                self.io_error.get_or_insert(e.to_string());
+                None
+            }
+        }
+    }
+
+    /// Record an event; a failure is kept in [`Cx::io_error`].
+    pub fn record(&mut self, event: &Value) {
+        if let Err(e) = self.recorder.event(event) {
+            self.io_error.get_or_insert(e.to_string());
+        }
     }
 }
 
@@ -316,6 +480,17 @@ pub fn hand_back(cx: &mut Cx<'_>, ending: Ending) -> Handoff {
     })
 }
 
+/// Cut text to at most `max` characters, saying how much was cut: "… (N chars more)".
+pub fn clip_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_string(),
+        Some((end, _)) => {
+            let more = s[end..].chars().count();
+            format!("{}… ({more} chars more)", &s[..end])
+        }
+    }
+}
+
 /// Cut text to at most `max` bytes (on a character boundary), marking the cut.
 pub fn clip(s: &str, max: usize) -> String {
     if s.len() <= max {
@@ -444,6 +619,12 @@ pub fn resolve<'n>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clip_chars_says_how_much_was_cut() {
+        assert_eq!(clip_chars("abc", 3), "abc");
+        assert_eq!(clip_chars("abcdé", 2), "ab… (3 chars more)");
+    }
 
     #[test]
     fn resolution_follows_design() {
