@@ -126,6 +126,20 @@ impl Secrets {
         Self(values)
     }
 
+    /// Also hide the credentials `url` carries (userinfo, query values), however quoted.
+    pub(crate) fn with_url(mut self, url: &str) -> Self {
+        // Very short pieces (a one-letter user name) would mangle messages and protect little.
+        self.0.extend(
+            crate::redact::url_secrets(url)
+                .into_iter()
+                .filter(|v| v.len() >= 3),
+        );
+        self.0.sort();
+        self.0.dedup();
+        self.0.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        self
+    }
+
     /// `text` with every secret replaced by `***`.
     pub(crate) fn scrub(&self, text: &str) -> String {
         let mut out = text.to_string();
@@ -260,6 +274,27 @@ pub fn parse_headers(text: &str) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
+/// `base` (trailing `/` trimmed) with `path` appended before its query string, if any, and
+/// `query` added to it: `http://h/v1?key=k` + `/chat/completions` gives
+/// `http://h/v1/chat/completions?key=k` (a gateway's key in the base URL keeps working).
+pub(crate) fn endpoint_url(base: &str, path: &str, query: Option<&str>) -> String {
+    let (base, base_query) = match base.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (base, None),
+    };
+    let mut url = format!("{}{path}", base.trim_end_matches('/'));
+    let queries: Vec<&str> = base_query
+        .into_iter()
+        .chain(query)
+        .filter(|q| !q.is_empty())
+        .collect();
+    if !queries.is_empty() {
+        url.push('?');
+        url.push_str(&queries.join("&"));
+    }
+    url
+}
+
 /// Whether a base URL points at this machine (then no proxy is used).
 pub(crate) fn is_loopback_url(url: &str) -> bool {
     let rest = url.split_once("://").map(|(_, rest)| rest).unwrap_or(url);
@@ -321,6 +356,22 @@ mod tests {
         );
         assert!(parse_headers("nothing").is_err());
         assert!(parse_headers(": v").is_err());
+    }
+
+    #[test]
+    fn endpoint_urls_keep_the_query_last() {
+        assert_eq!(
+            endpoint_url("http://h/v1/", "/chat/completions", None),
+            "http://h/v1/chat/completions"
+        );
+        assert_eq!(
+            endpoint_url("http://h/v1?key=k", "/chat/completions", None),
+            "http://h/v1/chat/completions?key=k"
+        );
+        assert_eq!(
+            endpoint_url("http://h?key=k", "/x", Some("api-version=1")),
+            "http://h/x?key=k&api-version=1"
+        );
     }
 
     #[test]
