@@ -298,7 +298,9 @@ pub(crate) fn endpoint_url(base: &str, path: &str, query: Option<&str>) -> Strin
 /// Whether a base URL points at this machine (then no proxy is used).
 pub(crate) fn is_loopback_url(url: &str) -> bool {
     let rest = url.split_once("://").map(|(_, rest)| rest).unwrap_or(url);
-    let host_port = rest.split(['/', '?']).next().unwrap_or("");
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    // Skip a `user:pass@` prefix.
+    let host_port = authority.rsplit('@').next().unwrap_or(authority);
     let host = if let Some(v6) = host_port.strip_prefix('[') {
         v6.split(']').next().unwrap_or("")
     } else {
@@ -379,6 +381,8 @@ mod tests {
         assert!(is_loopback_url("http://127.0.0.1:8080/v1"));
         assert!(is_loopback_url("http://localhost/v1"));
         assert!(is_loopback_url("http://[::1]:3000"));
+        assert!(is_loopback_url("http://user:pw@127.0.0.1:8080/v1?key=k"));
+        assert!(!is_loopback_url("http://127.0.0.1@example.com/v1"));
         assert!(!is_loopback_url("https://api.example.com/v1"));
     }
 
