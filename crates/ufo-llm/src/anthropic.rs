@@ -14,10 +14,10 @@ use serde_json::{json, Map, Value};
 use ufo_core::ports::{
     ChatRequest, ChatResponse, ContentPart, LlmClient, LlmError, MessageRole, Usage,
 };
+use ufo_core::redact::redact_url;
 
 use crate::openai::png_base64;
 use crate::options::{endpoint_url, ApiKey, ConfigError, HttpSettings, Secrets};
-use crate::redact::redact_url;
 use crate::retry::{build_client, header_map, post_json, secret_header, short, Target};
 use crate::script::estimate_tokens;
 

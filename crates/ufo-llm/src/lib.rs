@@ -9,7 +9,7 @@
 //! - [`backup`]: [`BackupModel`], a primary model with a backup;
 //! - [`spec`]: [`from_spec`], which turns `--llm <SPEC>` into a client;
 //! - [`price`]: cost of a call from its usage;
-//! - [`redact`]: [`redact_url`], credentials hidden from every URL that is shown.
+//! - [`redact_url`] (from `ufo_core::redact`): credentials hidden from every URL shown.
 //!
 //! See the crate's README for the environment variables and the retry policy.
 
@@ -19,7 +19,6 @@ pub mod openai;
 pub mod options;
 pub mod price;
 pub mod record;
-pub mod redact;
 pub mod retry;
 pub mod script;
 pub mod spec;
@@ -30,7 +29,7 @@ pub use openai::{AzureConfig, OpenAiClient, OpenAiConfig};
 pub use options::{ApiKey, ConfigError, Env, HttpSettings, ImageDetail};
 pub use price::Price;
 pub use record::{RecordError, Recording, ReplayModel};
-pub use redact::redact_url;
 pub use retry::RetryPolicy;
 pub use script::{ScriptError, ScriptedModel};
 pub use spec::{from_spec, LlmOptions, SpecError};
+pub use ufo_core::redact::redact_url;

@@ -18,9 +18,9 @@ use serde_json::{json, Map, Value};
 use ufo_core::ports::{
     ChatMessage, ChatRequest, ChatResponse, ContentPart, LlmClient, LlmError, MessageRole, Usage,
 };
+use ufo_core::redact::redact_url;
 
 use crate::options::{endpoint_url, ApiKey, ConfigError, HttpSettings, Secrets};
-use crate::redact::redact_url;
 use crate::retry::{build_client, header_map, post_json, secret_header, short, Target};
 use crate::script::estimate_tokens;
 

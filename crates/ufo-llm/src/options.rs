@@ -128,12 +128,7 @@ impl Secrets {
 
     /// Also hide the credentials `url` carries (userinfo, query values), however quoted.
     pub(crate) fn with_url(mut self, url: &str) -> Self {
-        // Very short pieces (a one-letter user name) would mangle messages and protect little.
-        self.0.extend(
-            crate::redact::url_secrets(url)
-                .into_iter()
-                .filter(|v| v.len() >= 3),
-        );
+        self.0.extend(ufo_core::redact::url_secrets(url));
         self.0.sort();
         self.0.dedup();
         self.0.sort_by_key(|v| std::cmp::Reverse(v.len()));

@@ -24,7 +24,7 @@
 //!   `1..=`[`MAX_ATTEMPTS_LIMIT`], timeouts finite, positive and at most
 //!   [`MAX_TIMEOUT_SECS`]; anything else is a configuration error (exit status 2);
 //! - messages never show a secret: the API key and header values are scrubbed, and URLs
-//!   are shown through [`crate::redact_url`] (no userinfo, no query values).
+//!   are shown through [`redact_url`](crate::redact_url) (no userinfo, no query values).
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -148,7 +148,7 @@ pub(crate) struct Target<'a> {
     pub provider: &'a str,
     /// Full URL of the endpoint, for sending.
     pub url: &'a str,
-    /// The URL as shown in messages ([`crate::redact_url`] of `url`).
+    /// The URL as shown in messages ([`redact_url`](crate::redact_url) of `url`).
     pub shown_url: &'a str,
     /// How to fix a bad key, e.g. `OPENAI_API_KEY (or UFO_LLM_API_KEY)`.
     pub key_hint: &'a str,

@@ -2,7 +2,9 @@
 //!
 //! A base URL can hold a secret in its userinfo (`https://user:pass@host/v1`), in a query
 //! parameter (`?key=...`, `?api_key=...`, `?sig=...`, a gateway's token) or in a fragment.
-//! [`redact_url`] is the one function every message, log line and file uses to show a URL.
+//! [`redact_url`] is the one function every message, log line and file uses to show a URL
+//! (model providers in `ufo-llm`, MCP servers in `ufo-mcp`); [`scrub_url_secrets`] removes
+//! those credentials from text that quotes the URL some other way (a library's error).
 
 /// Query parameters whose values are shown: known not to be secrets.
 const SHOWN_QUERY_PARAMETERS: &[&str] = &["api-version", "api_version"];
@@ -16,7 +18,7 @@ const HIDDEN: &str = "***";
 /// is not a valid URL too (it never fails and never panics).
 ///
 /// ```
-/// use ufo_llm::redact_url;
+/// use ufo_core::redact::redact_url;
 /// assert_eq!(
 ///     redact_url("http://user:secret@127.0.0.1:8080/v1?key=SECRET&api-version=1"),
 ///     "http://***@127.0.0.1:8080/v1?key=***&api-version=1"
@@ -82,9 +84,22 @@ fn shown(name: &str) -> bool {
         .any(|p| p.eq_ignore_ascii_case(name))
 }
 
+/// `text` with the credentials of `url` (see [`url_secrets`]) replaced by `***`.
+pub fn scrub_url_secrets(text: &str, url: &str) -> String {
+    let mut out = text.to_string();
+    for secret in url_secrets(url) {
+        if out.contains(secret.as_str()) {
+            out = out.replace(secret.as_str(), HIDDEN);
+        }
+    }
+    out
+}
+
 /// The parts of `url` that [`redact_url`] hides (userinfo pieces and query values, raw and
-/// percent-decoded), for scrubbing them from text that quotes the URL some other way.
-pub(crate) fn url_secrets(url: &str) -> Vec<String> {
+/// percent-decoded, longest first), for scrubbing them from text that quotes the URL some
+/// other way. Pieces shorter than 3 characters are left out: hiding them would mangle
+/// messages and protect little.
+pub fn url_secrets(url: &str) -> Vec<String> {
     let mut out = Vec::new();
     let no_fragment = url.split('#').next().unwrap_or("");
     let (rest, query) = match no_fragment.split_once('?') {
@@ -112,6 +127,11 @@ pub(crate) fn url_secrets(url: &str) -> Vec<String> {
     }
     let decoded: Vec<String> = out.iter().map(|s| percent_decode(s)).collect();
     out.extend(decoded);
+    out.retain(|s| s.len() >= 3);
+    out.sort();
+    out.dedup();
+    // Longest first, so a value containing another is replaced whole.
+    out.sort_by_key(|s| std::cmp::Reverse(s.len()));
     out
 }
 
@@ -138,6 +158,33 @@ fn percent_decode(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Any text: no panic; a secret placed in the userinfo or a query value never shows.
+        #[test]
+        fn never_panics_and_never_shows_a_placed_secret(
+            any in "\\PC{0,80}",
+            host in "[a-z0-9.:\\[\\]]{1,20}",
+            path in "(/[a-zA-Z0-9@:._-]{0,8}){0,3}",
+            name in "[a-z_]{1,8}",
+            user in proptest::bool::ANY,
+        ) {
+            let _ = redact_url(&any);
+            let _ = scrub_url_secrets(&any, &any);
+            let secret = "S3cr3tXYZ";
+            let url = if user {
+                format!("https://u:{secret}@{host}{path}")
+            } else {
+                format!("https://{host}{path}?{name}={secret}")
+            };
+            let shown = redact_url(&url);
+            prop_assert!(!shown.contains(secret), "{} -> {}", url, shown);
+            prop_assert!(shown.contains(host.as_str()), "{} -> {}", url, shown);
+        }
+    }
 
     #[test]
     fn userinfo_and_query_values_are_hidden() {
@@ -168,10 +215,17 @@ mod tests {
 
     #[test]
     fn secrets_of_a_url_include_decoded_forms() {
-        let s = url_secrets("http://us%65r:p%40ss@h/v1?key=K%2F1&api-version=9#F");
-        for want in ["us%65r:p%40ss", "user", "p@ss", "K%2F1", "K/1", "F"] {
+        let s = url_secrets("http://us%65r:p%40ss@h/v1?key=K%2F1&api-version=9#FRAG");
+        for want in ["us%65r:p%40ss", "user", "p@ss", "K%2F1", "K/1", "FRAG"] {
             assert!(s.iter().any(|x| x == want), "{want} missing from {s:?}");
         }
         assert!(!s.iter().any(|x| x == "9"), "{s:?}");
+        assert_eq!(
+            scrub_url_secrets(
+                "error sending request for url (http://h/v1?key=K%2F1): refused (p@ss)",
+                "http://u:p%40ss@h/v1?key=K%2F1"
+            ),
+            "error sending request for url (http://h/v1?key=***): refused (***)"
+        );
     }
 }
