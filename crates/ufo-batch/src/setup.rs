@@ -173,7 +173,10 @@ pub async fn run_step(
                 .get("seconds")
                 .and_then(Value::as_f64)
                 .ok_or_else(|| need("\"seconds\" (a number)"))?;
-            let d = Duration::from_secs_f64(secs.max(0.0)).min(MAX_SLEEP);
+            // Clamp before converting: a huge number (1e300) would panic in the conversion.
+            let secs = if secs.is_finite() { secs } else { 0.0 };
+            let d = Duration::try_from_secs_f64(secs.clamp(0.0, MAX_SLEEP.as_secs_f64()))
+                .unwrap_or(MAX_SLEEP);
             tokio::time::sleep(d).await;
             Ok(format!("sleep {} s", d.as_secs_f64()))
         }
@@ -301,6 +304,19 @@ mod tests {
         assert!(run_step(&d, &step("launch", json!({"command": 3})), &o)
             .await
             .is_err());
+    }
+
+    /// A task file's `"seconds": 1e300` used to panic converting to a duration; now it is
+    /// clamped to the longest sleep (the call is still sleeping when the bound expires).
+    #[tokio::test]
+    async fn a_huge_sleep_is_clamped_not_a_panic() {
+        let d = sim();
+        let o = opts();
+        for secs in [1e300, f64::MAX] {
+            let step = step("sleep", json!({ "seconds": secs }));
+            let r = tokio::time::timeout(Duration::from_millis(50), run_step(&d, &step, &o)).await;
+            assert!(r.is_err(), "{secs}: still sleeping, not ended: {r:?}");
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod parse;
 pub mod ports;
 pub mod processor;
 pub mod prompt;
+pub mod redact;
 pub mod response;
 pub mod sensitive;
 pub mod session;

@@ -14,9 +14,10 @@ use serde_json::{json, Map, Value};
 use ufo_core::ports::{
     ChatRequest, ChatResponse, ContentPart, LlmClient, LlmError, MessageRole, Usage,
 };
+use ufo_core::redact::redact_url;
 
 use crate::openai::png_base64;
-use crate::options::{ApiKey, ConfigError, HttpSettings, Secrets};
+use crate::options::{endpoint_url, ApiKey, ConfigError, HttpSettings, Secrets};
 use crate::retry::{build_client, header_map, post_json, secret_header, short, Target};
 use crate::script::estimate_tokens;
 
@@ -42,10 +43,11 @@ pub struct AnthropicConfig {
 }
 
 /// A client of the Anthropic Messages API.
-#[derive(Debug)]
 pub struct AnthropicClient {
     http: reqwest::Client,
     url: String,
+    /// `url` as shown in messages ([`redact_url`]).
+    shown_url: String,
     headers: HeaderMap,
     model: String,
     settings: HttpSettings,
@@ -64,11 +66,13 @@ impl AnthropicClient {
                  {ANTHROPIC_DEFAULT_BASE_URL}"
             )));
         }
-        let url = if base.ends_with("/v1") {
-            format!("{base}/messages")
+        let path_part = base.split('?').next().unwrap_or(base).trim_end_matches('/');
+        let path = if path_part.ends_with("/v1") {
+            "/messages"
         } else {
-            format!("{base}/v1/messages")
+            "/v1/messages"
         };
+        let url = endpoint_url(base, path, None);
         let mut headers = header_map(&config.settings).map_err(ConfigError)?;
         if let Some(key) = &config.api_key {
             let value = secret_header(key.expose(), &config.key_hint).map_err(ConfigError)?;
@@ -79,9 +83,10 @@ impl AnthropicClient {
             HeaderValue::from_static(ANTHROPIC_VERSION),
         );
         let http = build_client(&config.settings.retry, &url).map_err(ConfigError)?;
-        let secrets = Secrets::collect(config.api_key.as_ref(), &config.settings);
+        let secrets = Secrets::collect(config.api_key.as_ref(), &config.settings).with_url(&url);
         Ok(Self {
             http,
+            shown_url: redact_url(&url),
             url,
             headers,
             model: config.model,
@@ -92,7 +97,8 @@ impl AnthropicClient {
         })
     }
 
-    /// The endpoint URL requests go to.
+    /// The endpoint URL requests go to, credentials included: never print it (print
+    /// [`redact_url`] of it).
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -218,6 +224,17 @@ fn parse_message(body: &str, request: &ChatRequest, url: &str) -> Result<ChatRes
     Ok(ChatResponse { text, usage })
 }
 
+/// Shows the redacted URL only: the real one may carry credentials.
+impl std::fmt::Debug for AnthropicClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnthropicClient")
+            .field("url", &self.shown_url)
+            .field("model", &self.model)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
 #[async_trait]
 impl LlmClient for AnthropicClient {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
@@ -225,6 +242,7 @@ impl LlmClient for AnthropicClient {
         let target = Target {
             provider: "Anthropic",
             url: &self.url,
+            shown_url: &self.shown_url,
             key_hint: &self.key_hint,
             key_sent: self.key_sent,
             secrets: &self.secrets,
@@ -237,7 +255,7 @@ impl LlmClient for AnthropicClient {
             &body,
         )
         .await?;
-        parse_message(&text, request, &self.url).map_err(|e| self.secrets.scrub_error(e))
+        parse_message(&text, request, &self.shown_url).map_err(|e| self.secrets.scrub_error(e))
     }
 
     fn describe(&self) -> String {

@@ -8,7 +8,8 @@
 //! - [`record`]: [`Recording`] of calls to a folder and [`ReplayModel`] (`replay:DIR`);
 //! - [`backup`]: [`BackupModel`], a primary model with a backup;
 //! - [`spec`]: [`from_spec`], which turns `--llm <SPEC>` into a client;
-//! - [`price`]: cost of a call from its usage.
+//! - [`price`]: cost of a call from its usage;
+//! - [`redact_url`] (from `ufo_core::redact`): credentials hidden from every URL shown.
 //!
 //! See the crate's README for the environment variables and the retry policy.
 
@@ -31,3 +32,4 @@ pub use record::{RecordError, Recording, ReplayModel};
 pub use retry::RetryPolicy;
 pub use script::{ScriptError, ScriptedModel};
 pub use spec::{from_spec, LlmOptions, SpecError};
+pub use ufo_core::redact::redact_url;

@@ -18,8 +18,9 @@ use serde_json::{json, Map, Value};
 use ufo_core::ports::{
     ChatMessage, ChatRequest, ChatResponse, ContentPart, LlmClient, LlmError, MessageRole, Usage,
 };
+use ufo_core::redact::redact_url;
 
-use crate::options::{ApiKey, ConfigError, HttpSettings, Secrets};
+use crate::options::{endpoint_url, ApiKey, ConfigError, HttpSettings, Secrets};
 use crate::retry::{build_client, header_map, post_json, secret_header, short, Target};
 use crate::script::estimate_tokens;
 
@@ -61,10 +62,11 @@ pub struct AzureConfig {
 }
 
 /// A client of an OpenAI-compatible (or Azure OpenAI) chat completions endpoint.
-#[derive(Debug)]
 pub struct OpenAiClient {
     http: reqwest::Client,
     url: String,
+    /// `url` as shown in messages ([`redact_url`]).
+    shown_url: String,
     headers: HeaderMap,
     /// `Some(model)` for OpenAI-compatible servers; `None` for Azure (the deployment decides).
     model: Option<String>,
@@ -86,7 +88,7 @@ impl OpenAiClient {
                     .into(),
             ));
         }
-        let url = format!("{base}/chat/completions");
+        let url = endpoint_url(base, "/chat/completions", None);
         let mut headers = header_map(&config.settings).map_err(ConfigError)?;
         if let Some(key) = &config.api_key {
             let value = secret_header(&format!("Bearer {}", key.expose()), &config.key_hint)
@@ -94,9 +96,10 @@ impl OpenAiClient {
             headers.insert(AUTHORIZATION, value);
         }
         let http = build_client(&config.settings.retry, &url).map_err(ConfigError)?;
-        let secrets = Secrets::collect(config.api_key.as_ref(), &config.settings);
+        let secrets = Secrets::collect(config.api_key.as_ref(), &config.settings).with_url(&url);
         Ok(Self {
             http,
+            shown_url: redact_url(&url),
             url,
             headers,
             description: format!("openai:{}", config.model),
@@ -119,9 +122,10 @@ impl OpenAiClient {
                     .into(),
             ));
         }
-        let url = format!(
-            "{endpoint}/openai/deployments/{}/chat/completions?api-version={}",
-            config.deployment, config.api_version
+        let url = endpoint_url(
+            endpoint,
+            &format!("/openai/deployments/{}/chat/completions", config.deployment),
+            Some(&format!("api-version={}", config.api_version)),
         );
         let mut headers = header_map(&config.settings).map_err(ConfigError)?;
         if let Some(key) = &config.api_key {
@@ -129,9 +133,10 @@ impl OpenAiClient {
             headers.insert(HeaderName::from_static("api-key"), value);
         }
         let http = build_client(&config.settings.retry, &url).map_err(ConfigError)?;
-        let secrets = Secrets::collect(config.api_key.as_ref(), &config.settings);
+        let secrets = Secrets::collect(config.api_key.as_ref(), &config.settings).with_url(&url);
         Ok(Self {
             http,
+            shown_url: redact_url(&url),
             url,
             headers,
             description: format!("azure:{}", config.deployment),
@@ -144,7 +149,8 @@ impl OpenAiClient {
         })
     }
 
-    /// The endpoint URL requests go to.
+    /// The endpoint URL requests go to, credentials included: never print it (print
+    /// [`redact_url`] of it).
     pub fn url(&self) -> &str {
         &self.url
     }
@@ -281,6 +287,18 @@ fn strip_think(text: String) -> String {
     text
 }
 
+/// Shows the redacted URL only: the real one may carry credentials.
+impl std::fmt::Debug for OpenAiClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiClient")
+            .field("url", &self.shown_url)
+            .field("model", &self.model)
+            .field("provider", &self.provider)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
 #[async_trait]
 impl LlmClient for OpenAiClient {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
@@ -288,6 +306,7 @@ impl LlmClient for OpenAiClient {
         let target = Target {
             provider: self.provider,
             url: &self.url,
+            shown_url: &self.shown_url,
             key_hint: &self.key_hint,
             key_sent: self.key_sent,
             secrets: &self.secrets,
@@ -300,7 +319,7 @@ impl LlmClient for OpenAiClient {
             &body,
         )
         .await?;
-        parse_completion(&text, request, self.provider, &self.url)
+        parse_completion(&text, request, self.provider, &self.shown_url)
             .map_err(|e| self.secrets.scrub_error(e))
     }
 

@@ -126,6 +126,15 @@ impl Secrets {
         Self(values)
     }
 
+    /// Also hide the credentials `url` carries (userinfo, query values), however quoted.
+    pub(crate) fn with_url(mut self, url: &str) -> Self {
+        self.0.extend(ufo_core::redact::url_secrets(url));
+        self.0.sort();
+        self.0.dedup();
+        self.0.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        self
+    }
+
     /// `text` with every secret replaced by `***`.
     pub(crate) fn scrub(&self, text: &str) -> String {
         let mut out = text.to_string();
@@ -260,10 +269,33 @@ pub fn parse_headers(text: &str) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
+/// `base` (trailing `/` trimmed) with `path` appended before its query string, if any, and
+/// `query` added to it: `http://h/v1?key=k` + `/chat/completions` gives
+/// `http://h/v1/chat/completions?key=k` (a gateway's key in the base URL keeps working).
+pub(crate) fn endpoint_url(base: &str, path: &str, query: Option<&str>) -> String {
+    let (base, base_query) = match base.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (base, None),
+    };
+    let mut url = format!("{}{path}", base.trim_end_matches('/'));
+    let queries: Vec<&str> = base_query
+        .into_iter()
+        .chain(query)
+        .filter(|q| !q.is_empty())
+        .collect();
+    if !queries.is_empty() {
+        url.push('?');
+        url.push_str(&queries.join("&"));
+    }
+    url
+}
+
 /// Whether a base URL points at this machine (then no proxy is used).
 pub(crate) fn is_loopback_url(url: &str) -> bool {
     let rest = url.split_once("://").map(|(_, rest)| rest).unwrap_or(url);
-    let host_port = rest.split(['/', '?']).next().unwrap_or("");
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    // Skip a `user:pass@` prefix.
+    let host_port = authority.rsplit('@').next().unwrap_or(authority);
     let host = if let Some(v6) = host_port.strip_prefix('[') {
         v6.split(']').next().unwrap_or("")
     } else {
@@ -324,10 +356,28 @@ mod tests {
     }
 
     #[test]
+    fn endpoint_urls_keep_the_query_last() {
+        assert_eq!(
+            endpoint_url("http://h/v1/", "/chat/completions", None),
+            "http://h/v1/chat/completions"
+        );
+        assert_eq!(
+            endpoint_url("http://h/v1?key=k", "/chat/completions", None),
+            "http://h/v1/chat/completions?key=k"
+        );
+        assert_eq!(
+            endpoint_url("http://h?key=k", "/x", Some("api-version=1")),
+            "http://h/x?key=k&api-version=1"
+        );
+    }
+
+    #[test]
     fn loopback_detection() {
         assert!(is_loopback_url("http://127.0.0.1:8080/v1"));
         assert!(is_loopback_url("http://localhost/v1"));
         assert!(is_loopback_url("http://[::1]:3000"));
+        assert!(is_loopback_url("http://user:pw@127.0.0.1:8080/v1?key=k"));
+        assert!(!is_loopback_url("http://127.0.0.1@example.com/v1"));
         assert!(!is_loopback_url("https://api.example.com/v1"));
     }
 

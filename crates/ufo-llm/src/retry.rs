@@ -1,16 +1,30 @@
 //! Reliability of one HTTP call, shared by every provider: timeouts, retries with exponential
-//! backoff and jitter, `Retry-After`, and clear errors for requests that cannot succeed.
+//! backoff and jitter, `Retry-After`, bounded bodies, and clear errors for requests that
+//! cannot succeed. This comment is the single statement of the whole retry policy.
 //!
 //! Policy:
 //! - retried: connection errors, timeouts, an interrupted body, HTTP 408, 409, 429 and every
 //!   5xx (including Anthropic's 529 "overloaded");
 //! - the wait before retry `n` (1-based) is `base_delay · 2^(n-1)`, capped at `max_delay`,
-//!   times a random factor in `[0.5, 1]` (jitter); a `retry-after-ms` or `Retry-After`
-//!   (seconds) header from the server replaces it, capped at `max_retry_after`;
+//!   times a random factor in `[0.5, 1]` (jitter); a `retry-after-ms` (milliseconds) or
+//!   `Retry-After` (seconds) header from the server replaces it, clamped to
+//!   `max_retry_after` (60 s by default): a huge value (`1e20`, `inf`) waits
+//!   `max_retry_after`; a value that is not a number, NaN, negative, or an HTTP date is
+//!   ignored (the computed backoff applies). A header can never make the wait unbounded nor
+//!   crash the conversion to a duration;
+//! - every response body is read chunk by chunk up to [`MAX_BODY_BYTES`] (16 MiB); a longer
+//!   body (or a `Content-Length` announcing one) ends the call at once with
+//!   [`LlmError::Fatal`], not retried: an endless or oversized answer never fills memory;
 //! - not retried: any other 4xx. 401/403 become [`LlmError::Fatal`] naming the environment
 //!   variable that holds the key; others a fatal error quoting the server's message;
 //! - after `max_attempts` attempts the call fails with [`LlmError::Unavailable`] (which a
-//!   [`crate::BackupModel`] answers by asking its backup).
+//!   [`crate::BackupModel`] answers by asking its backup); its message says how many HTTP
+//!   requests were made;
+//! - configured values are validated where they are read ([`crate::spec`]): attempts
+//!   `1..=`[`MAX_ATTEMPTS_LIMIT`], timeouts finite, positive and at most
+//!   [`MAX_TIMEOUT_SECS`]; anything else is a configuration error (exit status 2);
+//! - messages never show a secret: the API key and header values are scrubbed, and URLs
+//!   are shown through [`redact_url`](crate::redact_url) (no userinfo, no query values).
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -21,6 +35,16 @@ use reqwest::{Response, StatusCode};
 use ufo_core::ports::LlmError;
 
 use crate::options::{is_loopback_url, HttpSettings, Secrets};
+
+/// The largest response body read from a provider: 16 MiB (a chat completion is a few KB;
+/// this leaves room for long answers while bounding memory).
+pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+
+/// The largest accepted `UFO_LLM_MAX_ATTEMPTS`.
+pub const MAX_ATTEMPTS_LIMIT: u32 = 100;
+
+/// The largest accepted timeout, in seconds (one day).
+pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 
 /// Timeouts, attempts and backoff of an HTTP provider.
 #[derive(Debug, Clone, PartialEq)]
@@ -122,8 +146,10 @@ pub(crate) fn secret_header(value: &str, env_hint: &str) -> Result<HeaderValue, 
 pub(crate) struct Target<'a> {
     /// Provider name for messages (`OpenAI-compatible server`, `Anthropic`, ...).
     pub provider: &'a str,
-    /// Full URL of the endpoint.
+    /// Full URL of the endpoint, for sending.
     pub url: &'a str,
+    /// The URL as shown in messages ([`redact_url`](crate::redact_url) of `url`).
+    pub shown_url: &'a str,
     /// How to fix a bad key, e.g. `OPENAI_API_KEY (or UFO_LLM_API_KEY)`.
     pub key_hint: &'a str,
     /// Whether a key was sent at all.
@@ -163,16 +189,24 @@ pub(crate) async fn post_json(
             .send()
             .await;
         let outcome = match sent {
-            Ok(response) => classify(response, target).await,
-            Err(e) => transport_error(&e, policy),
+            Ok(response) => classify(response, policy, target).await,
+            Err(e) => transport_error(e, policy),
         };
         match outcome {
             Outcome::Done(text) => return Ok(text),
-            Outcome::Fatal(msg) => return Err(LlmError::Fatal(target.secrets.scrub(&msg))),
+            Outcome::Fatal(msg) => {
+                let msg = if attempt > 1 {
+                    format!("{msg} (after {attempt} HTTP requests)")
+                } else {
+                    msg
+                };
+                return Err(LlmError::Fatal(target.secrets.scrub(&msg)));
+            }
             Outcome::Retry { reason, after } => {
                 let reason = target.secrets.scrub(&reason);
                 if attempt < attempts {
                     let wait = match after {
+                        // Already clamped by `retry_after`; `min` again keeps this obvious.
                         Some(after) => after.min(policy.max_retry_after),
                         None => policy.backoff(attempt),
                     };
@@ -188,13 +222,16 @@ pub(crate) async fn post_json(
             }
         }
     }
-    Err(LlmError::Unavailable(format!(
+    Err(LlmError::Unavailable(target.secrets.scrub(&format!(
         "{} at {} failed {attempts} time(s); last error: {last_reason}",
-        target.provider, target.url
-    )))
+        target.provider, target.shown_url
+    ))))
 }
 
-fn transport_error(e: &reqwest::Error, policy: &RetryPolicy) -> Outcome {
+fn transport_error(e: reqwest::Error, policy: &RetryPolicy) -> Outcome {
+    // reqwest's message would quote the request URL, query string included: the final
+    // message names the redacted URL instead.
+    let e = e.without_url();
     if e.is_builder() {
         return Outcome::Fatal(format!("cannot build the request: {e}; check the base URL"));
     }
@@ -216,12 +253,21 @@ fn transport_error(e: &reqwest::Error, policy: &RetryPolicy) -> Outcome {
     }
 }
 
-async fn classify(response: Response, target: &Target<'_>) -> Outcome {
+async fn classify(response: Response, policy: &RetryPolicy, target: &Target<'_>) -> Outcome {
     let status = response.status();
-    let after = retry_after(response.headers());
-    let body = match response.text().await {
+    let after = retry_after(response.headers(), policy.max_retry_after);
+    let body = match read_body(response, MAX_BODY_BYTES).await {
         Ok(body) => body,
-        Err(e) => {
+        Err(BodyError::TooLarge) => {
+            return Outcome::Fatal(format!(
+                "{} sent a response body larger than {} MiB (HTTP {status}); a chat answer is \
+                 a few KB, so check that {} is the right endpoint",
+                target.provider,
+                MAX_BODY_BYTES / (1024 * 1024),
+                target.shown_url
+            ))
+        }
+        Err(BodyError::Read(e)) => {
             return Outcome::Retry {
                 reason: format!("HTTP {status}, but reading the body failed: {e}"),
                 after: None,
@@ -253,7 +299,7 @@ async fn classify(response: Response, target: &Target<'_>) -> Outcome {
     let advice = match code {
         404 => format!(
             "check the model (or deployment) name and the base URL ({})",
-            target.url
+            target.shown_url
         ),
         413 => "the request is too large; send smaller or fewer screenshots".to_string(),
         _ => "check the model name and the provider settings".to_string(),
@@ -264,17 +310,52 @@ async fn classify(response: Response, target: &Target<'_>) -> Outcome {
     ))
 }
 
-/// The wait the server asks for: `retry-after-ms` (milliseconds, OpenAI) or `Retry-After` in
-/// seconds. An HTTP-date `Retry-After` is ignored (the backoff applies).
-pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let number = |name: &str| -> Option<f64> {
-        let v: f64 = headers.get(name)?.to_str().ok()?.trim().parse().ok()?;
-        (v.is_finite() && v >= 0.0).then_some(v)
-    };
-    if let Some(ms) = number("retry-after-ms") {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+/// Why a body could not be read.
+enum BodyError {
+    /// Longer than the cap.
+    TooLarge,
+    /// The connection failed or timed out while reading.
+    Read(reqwest::Error),
+}
+
+/// Read a response body chunk by chunk, failing as soon as it exceeds `cap` bytes (or its
+/// `Content-Length` says it will), so an endless body never fills memory.
+async fn read_body(mut response: Response, cap: usize) -> Result<String, BodyError> {
+    if response.content_length().is_some_and(|n| n > cap as u64) {
+        return Err(BodyError::TooLarge);
     }
-    number("retry-after").map(Duration::from_secs_f64)
+    let mut bytes: Vec<u8> = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                if bytes.len() + chunk.len() > cap {
+                    return Err(BodyError::TooLarge);
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            Ok(None) => break,
+            Err(e) => return Err(BodyError::Read(e.without_url())),
+        }
+    }
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
+/// The wait the server asks for: `retry-after-ms` (milliseconds, OpenAI) or `Retry-After` in
+/// seconds, clamped to `max`. NaN, negative, non-numeric and HTTP-date values are ignored
+/// (the backoff applies); huge and infinite values give `max`.
+pub(crate) fn retry_after(headers: &HeaderMap, max: Duration) -> Option<Duration> {
+    let seconds = |name: &str, scale: f64| -> Option<f64> {
+        let v: f64 = headers.get(name)?.to_str().ok()?.trim().parse().ok()?;
+        // NaN fails `>=`; infinity is clamped below.
+        (v >= 0.0).then_some(v / scale)
+    };
+    let secs = seconds("retry-after-ms", 1000.0).or_else(|| seconds("retry-after", 1.0))?;
+    // `secs` is finite-or-+inf and non-negative; after `min` it is within `max`, so the
+    // conversion cannot fail (the fallback is only there to never panic).
+    Some(Duration::try_from_secs_f64(secs.min(max.as_secs_f64())).unwrap_or(max))
 }
 
 /// The human message of an error body: `error.message` (OpenAI, Anthropic), `error` as a
@@ -337,18 +418,47 @@ mod tests {
 
     #[test]
     fn retry_after_headers() {
+        let max = Duration::from_secs(60);
         let mut h = HeaderMap::new();
-        assert_eq!(retry_after(&h), None);
+        assert_eq!(retry_after(&h, max), None);
         h.insert("retry-after", HeaderValue::from_static("2"));
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        assert_eq!(retry_after(&h, max), Some(Duration::from_secs(2)));
         h.insert("retry-after-ms", HeaderValue::from_static("150"));
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(150)));
+        assert_eq!(retry_after(&h, max), Some(Duration::from_millis(150)));
         let mut h = HeaderMap::new();
         h.insert(
             "retry-after",
             HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
         );
-        assert_eq!(retry_after(&h), None);
+        assert_eq!(retry_after(&h, max), None);
+    }
+
+    /// Defect 3: huge values used to panic in `Duration::from_secs_f64`.
+    #[test]
+    fn huge_nan_and_negative_retry_after_never_panic() {
+        let max = Duration::from_secs(60);
+        let one = |name: &'static str, value: &'static str| {
+            let mut h = HeaderMap::new();
+            h.insert(name, HeaderValue::from_static(value));
+            retry_after(&h, max)
+        };
+        for huge in ["1e20", "1e300", "18446744073709551616", "inf", "Infinity"] {
+            assert_eq!(one("retry-after", huge), Some(max), "{huge}");
+        }
+        // 2^64 s in milliseconds, and more.
+        for huge in ["18446744073709551616000", "1e30", "inf"] {
+            assert_eq!(one("retry-after-ms", huge), Some(max), "{huge}");
+        }
+        for ignored in ["NaN", "-1", "-inf", "", "soon"] {
+            assert_eq!(one("retry-after", ignored), None, "{ignored}");
+            assert_eq!(one("retry-after-ms", ignored), None, "{ignored}");
+        }
+        // An ignored `retry-after-ms` falls back to `Retry-After`.
+        let mut h = HeaderMap::new();
+        h.insert("retry-after-ms", HeaderValue::from_static("NaN"));
+        h.insert("retry-after", HeaderValue::from_static("1"));
+        assert_eq!(retry_after(&h, max), Some(Duration::from_secs(1)));
+        assert_eq!(one("retry-after", "0"), Some(Duration::ZERO));
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //!
 //! For every HTTP provider: `UFO_LLM_HEADERS` (`Name: value; Name2: value`) adds headers,
 //! `UFO_LLM_IMAGE_DETAIL` (`auto|low|high`) sets the image detail, `UFO_LLM_MAX_ATTEMPTS`
-//! and `UFO_LLM_TIMEOUT_SECS` (read and whole-attempt timeouts) override the retry policy. The environment
+//! (1 to 100) and `UFO_LLM_TIMEOUT_SECS` (read and whole-attempt timeouts, seconds above 0 and
+//! at most one day) override the retry policy; other values are configuration errors. The environment
 //! overrides [`LlmOptions::settings`]; [`LlmOptions::base_url`] overrides the environment.
 //! Model names may contain `:` (`openai:llama3.1:8b`): only the first `:` splits.
 
@@ -24,6 +25,7 @@ use crate::openai::{
 };
 use crate::options::{parse_headers, ApiKey, ConfigError, Env, HttpSettings, ImageDetail};
 use crate::record::{RecordError, ReplayModel};
+use crate::retry::{MAX_ATTEMPTS_LIMIT, MAX_TIMEOUT_SECS};
 use crate::script::{ScriptError, ScriptedModel};
 
 /// The accepted forms, quoted in errors.
@@ -182,30 +184,45 @@ pub fn settings_from_env(opts: &LlmOptions) -> Result<HttpSettings, SpecError> {
             })?;
     }
     if let Some(text) = env.get("UFO_LLM_MAX_ATTEMPTS") {
-        settings.retry.max_attempts =
-            text.parse::<u32>()
-                .ok()
-                .filter(|n| *n >= 1)
-                .ok_or_else(|| SpecError::BadVariable {
-                    var: "UFO_LLM_MAX_ATTEMPTS",
-                    problem: format!("{text:?}; use a whole number of attempts, at least 1"),
-                })?;
+        settings.retry.max_attempts = text
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=MAX_ATTEMPTS_LIMIT).contains(n))
+            .ok_or_else(|| SpecError::BadVariable {
+                var: "UFO_LLM_MAX_ATTEMPTS",
+                problem: format!(
+                    "{text:?}; use a whole number of attempts from 1 to {MAX_ATTEMPTS_LIMIT}"
+                ),
+            })?;
     }
     if let Some(text) = env.get("UFO_LLM_TIMEOUT_SECS") {
-        let secs = text
-            .parse::<f64>()
-            .ok()
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .ok_or_else(|| SpecError::BadVariable {
-                var: "UFO_LLM_TIMEOUT_SECS",
-                problem: format!("{text:?}; use a positive number of seconds"),
-            })?;
+        let timeout = timeout_secs(&text).map_err(|problem| SpecError::BadVariable {
+            var: "UFO_LLM_TIMEOUT_SECS",
+            problem,
+        })?;
         // A non-streamed answer sends nothing until it is complete, so the read timeout
         // follows the whole-attempt timeout (slow local models need both raised).
-        settings.retry.request_timeout = Duration::from_secs_f64(secs);
-        settings.retry.read_timeout = settings.retry.request_timeout;
+        settings.retry.request_timeout = timeout;
+        settings.retry.read_timeout = timeout;
     }
     Ok(settings)
+}
+
+/// A timeout in seconds: a finite number above 0 and at most [`MAX_TIMEOUT_SECS`]. NaN,
+/// infinities, negative and out-of-range values are refused with a message saying what to
+/// write instead (they would otherwise panic converting to a `Duration`, or mean "never").
+pub fn timeout_secs(text: &str) -> Result<Duration, String> {
+    let problem = || {
+        format!(
+            "{text:?}; use a number of seconds above 0 and at most {MAX_TIMEOUT_SECS} \
+             (e.g. 120)"
+        )
+    };
+    let secs: f64 = text.trim().parse().map_err(|_| problem())?;
+    if !(secs > 0.0 && secs <= MAX_TIMEOUT_SECS) {
+        return Err(problem());
+    }
+    Duration::try_from_secs_f64(secs).map_err(|_| problem())
 }
 
 fn key(env: &Env, vars: &[&'static str]) -> Option<ApiKey> {

@@ -160,10 +160,15 @@ impl Server {
     async fn start(&self) -> Result<RunningService<RoleClient, ()>, String> {
         if let Some(url) = &self.config.url {
             let transport = StreamableHttpClientTransport::from_uri(url.as_str());
-            return ()
-                .serve(transport)
-                .await
-                .map_err(|e| format!("cannot connect to MCP server {} at {url}: {e}", self.name));
+            return ().serve(transport).await.map_err(|e| {
+                // The URL may carry a token (userinfo, `?key=`): never print it.
+                let e = ufo_core::redact::scrub_url_secrets(&e.to_string(), url);
+                format!(
+                    "cannot connect to MCP server {} at {}: {e}",
+                    self.name,
+                    ufo_core::redact::redact_url(url)
+                )
+            });
         }
         let Some(program) = &self.config.command else {
             return Err(McpConfigError::Transport(self.name.clone()).to_string());

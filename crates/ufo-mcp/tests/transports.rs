@@ -229,3 +229,35 @@ async fn a_server_that_dies_is_a_failed_call_then_started_again_and_shut_down_at
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Issue "Hardening", defect 13: a token in an MCP server's URL (userinfo or a query
+/// parameter) is never printed in the connection error, whatever the HTTP library quotes.
+#[tokio::test]
+async fn credentials_in_an_mcp_url_are_not_printed() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        l.local_addr().expect("addr").port()
+    };
+    let tools = McpTools::new([(
+        "remote".to_string(),
+        McpServerConfig {
+            url: Some(format!(
+                "http://user:secret@127.0.0.1:{port}/mcp?token=SECRET"
+            )),
+            timeout_ms: Some(5_000),
+            ..McpServerConfig::default()
+        },
+    )])
+    .expect("valid config");
+    let e = tools
+        .tools_for("Writer")
+        .await
+        .expect_err("nothing listens");
+    let text = e.to_string();
+    assert!(
+        !text.contains("secret") && !text.contains("SECRET"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
+    tools.shutdown().await;
+}

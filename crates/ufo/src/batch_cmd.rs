@@ -76,8 +76,10 @@ pub struct BatchArgs {
     #[arg(long, value_name = "SPEC")]
     pub eval_llm: Option<String>,
 
-    /// Longest time one task may take, in seconds; the worker is killed after it.
-    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    /// Longest time one task may take, in seconds (1 to 604800, a week); the worker is killed
+    /// after it.
+    #[arg(long, value_name = "SECS", default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(1..=604_800))]
     pub task_timeout: u64,
 
     /// No progress bar and no per-task lines (the summary table is still printed).

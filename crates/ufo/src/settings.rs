@@ -165,13 +165,27 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
         (None, None) => ConfirmPolicy::Ask,
     };
     if let Some(v) = env("UFO_MAX_COST") {
-        c.max_cost = Some(
-            v.trim()
-                .parse()
-                .with_context(|| format!("UFO_MAX_COST is {v:?}; set it to a number"))?,
-        );
-    } else if file.max_cost.is_some() {
-        c.max_cost = file.max_cost;
+        let cost = v.trim().parse::<f64>().ok();
+        c.max_cost = Some(check_amount(cost, "UFO_MAX_COST", &v)?);
+    } else if let Some(cost) = file.max_cost {
+        c.max_cost = Some(check_amount(
+            Some(cost),
+            "max_cost in the configuration file",
+            &cost.to_string(),
+        )?);
+    }
+    let prices = file.prices.unwrap_or_default();
+    for (spec, p) in &prices {
+        for (field, value) in [
+            ("input_per_1k", p.input_per_1k),
+            ("output_per_1k", p.output_per_1k),
+        ] {
+            check_amount(
+                Some(value),
+                &format!("{field} of [prices.\"{spec}\"] in the configuration file"),
+                &value.to_string(),
+            )?;
+        }
     }
     // --llm names the model of every agent; otherwise the file's per-agent keys apply.
     let flag_llm = args.llm.clone();
@@ -187,7 +201,7 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
         config: c,
         app_llm,
         backup_llm: file.backup_llm,
-        prices: file.prices.unwrap_or_default(),
+        prices,
         launch: {
             let mut l: Vec<(String, String)> =
                 file.launch.unwrap_or_default().into_iter().collect();
@@ -229,6 +243,15 @@ fn parse_bool(name: &str, v: &str) -> Result<bool> {
         "1" | "true" | "yes" | "on" => Ok(true),
         "0" | "false" | "no" | "off" => Ok(false),
         _ => bail!("{name} is {v:?}; set it to true or false"),
+    }
+}
+
+/// A cost or a price: a finite number, 0 or more. NaN would switch the budget off (every
+/// comparison with NaN is false), an infinity or a negative value would make no sense.
+fn check_amount(value: Option<f64>, name: &str, text: &str) -> Result<f64> {
+    match value {
+        Some(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => bail!("{name} is {text:?}; set it to a number, 0 or more (e.g. 2.5)"),
     }
 }
 
@@ -284,5 +307,42 @@ mod tests {
         })
         .expect_err("bad bool");
         assert!(e.to_string().contains("true or false"));
+    }
+
+    /// Defect 15: `UFO_MAX_COST=NaN` used to switch the budget off.
+    #[test]
+    fn max_cost_and_prices_must_be_finite_and_not_negative() {
+        for bad in ["NaN", "nan", "inf", "-inf", "-1", "1e999", "cheap"] {
+            let e = resolve(&args(&[]), &|k| {
+                (k == "UFO_MAX_COST").then(|| bad.to_string())
+            })
+            .expect_err(bad);
+            assert!(e.to_string().contains("UFO_MAX_COST"), "{bad}: {e}");
+            assert!(e.to_string().contains("0 or more"), "{bad}: {e}");
+        }
+        let ok = resolve(&args(&[]), &|k| {
+            (k == "UFO_MAX_COST").then(|| "0.25".into())
+        });
+        assert_eq!(ok.expect("ok").config.max_cost, Some(0.25));
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("ufo.toml");
+        for (text, what) in [
+            ("max_cost = nan\n", "max_cost"),
+            ("max_cost = -inf\n", "max_cost"),
+            (
+                "[prices.\"openai:m\"]\ninput_per_1k = nan\noutput_per_1k = 1.0\n",
+                "input_per_1k",
+            ),
+            (
+                "[prices.\"openai:m\"]\ninput_per_1k = 1.0\noutput_per_1k = -2.0\n",
+                "output_per_1k",
+            ),
+        ] {
+            std::fs::write(&p, text).expect("write");
+            let path = p.to_string_lossy().to_string();
+            let e = resolve(&args(&["--config", &path]), &|_| None).expect_err(text);
+            assert!(e.to_string().contains(what), "{text}: {e}");
+        }
     }
 }

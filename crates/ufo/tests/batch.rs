@@ -347,3 +347,26 @@ fn two_jobs_on_two_displays_give_the_same_results_as_one() {
     );
     assert!(wall2 < Duration::from_secs(600));
 }
+
+/// A `--task-timeout` too large to add to a clock (it used to overflow `Instant + Duration`
+/// when the first task started) is refused up front: exit 2, naming the flag.
+#[test]
+fn an_out_of_range_task_timeout_is_a_usage_error() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for bad in ["18446744073709551615", "0"] {
+        let output = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+            .arg("batch")
+            .arg(repo_root().join("tests").join("batch"))
+            .arg("--task-timeout")
+            .arg(bad)
+            .arg("--out")
+            .arg(tmp.path().join("out"))
+            .env_remove("UFO_LLM")
+            .output()
+            .expect("ufo runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{bad}: {stderr}");
+        assert!(stderr.contains("--task-timeout"), "{bad}: {stderr}");
+        assert!(!tmp.path().join("out").exists(), "{bad}");
+    }
+}

@@ -283,3 +283,108 @@ async fn a_priced_session_over_budget_fails_with_reason_budget() {
     assert!(end["llm"]["cost"].as_f64().unwrap_or(0.0) > 0.5);
     assert_eq!(steps(&out).len(), 1, "stopped after the first step");
 }
+
+/// `ufo run` with a failing fake server, the given extra environment and `--report`.
+fn run_failing(
+    base_url: &str,
+    out: &Path,
+    envs: &[(&str, String)],
+) -> (std::process::Output, String) {
+    let ex = repo_root().join("examples/word_excel");
+    let a = vec![
+        "run".to_string(),
+        "--desktop".into(),
+        format!("sim:{}", ex.join("desktop.json").display()),
+        "--llm".into(),
+        "openai:fake-model".into(),
+        "--out".into(),
+        out.display().to_string(),
+        "--report".into(),
+        "chart the sales".into(),
+    ];
+    let mut envs = envs.to_vec();
+    envs.push(("UFO_LLM_BASE_URL", base_url.to_string()));
+    let output = run_ufo(&a, &envs);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output, stderr)
+}
+
+/// Defect 13: a base URL with credentials (`user:secret@`, `?key=SECRET`) used to be printed
+/// in errors, events.jsonl, ufo.log and report.html. Defect 15: the failed call (2 HTTP
+/// requests) used to count as 0 model calls.
+#[tokio::test]
+async fn credentials_in_the_base_url_are_redacted_everywhere_and_failed_calls_count() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(500).set_body_json(json!({"error": {"message": "down"}})),
+        )
+        .mount(&server)
+        .await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("out");
+    let authority = server.uri().replace("http://", "");
+    let base = format!("http://user:secret@{authority}/v1?key=SECRET&sig=SECRET2");
+    let o = out.clone();
+    let (output, stderr) = tokio::task::spawn_blocking(move || {
+        run_failing(&base, &o, &[("UFO_LLM_MAX_ATTEMPTS", "2".to_string())])
+    })
+    .await
+    .expect("join");
+    assert_eq!(output.status.code(), Some(3), "stderr:\n{stderr}");
+    assert_eq!(server.received_requests().await.expect("requests").len(), 2);
+    // The error still says where the request went, without the credentials.
+    assert!(stderr.contains(&authority), "stderr:\n{stderr}");
+    assert!(stderr.contains("***"), "stderr:\n{stderr}");
+    assert!(out.join("report.html").exists());
+    assert!(out.join("ufo.log").exists());
+    for secret in ["secret", "SECRET"] {
+        let hits = files_containing(&out, secret);
+        assert!(hits.is_empty(), "{secret:?} leaked into {hits:?}");
+        assert!(
+            !stderr.contains(secret),
+            "{secret:?} leaked into stderr:\n{stderr}"
+        );
+        assert!(!String::from_utf8_lossy(&output.stdout).contains(secret));
+    }
+    // The failed call counts as one model call, and its error names its HTTP attempts.
+    let steps = steps(&out);
+    assert_eq!(steps[0]["status"], "ERROR", "{}", steps[0]);
+    assert_eq!(steps[0]["llm"]["calls"], 1, "{}", steps[0]);
+    assert!(
+        s(&steps[0]["error"]).contains("failed 2 time(s)"),
+        "{}",
+        steps[0]
+    );
+    let text = std::fs::read_to_string(out.join("events.jsonl")).expect("events");
+    let end: Value = serde_json::from_str(text.lines().last().expect("line")).expect("json");
+    assert_eq!(end["type"], "session_end");
+    assert_eq!(end["llm"]["calls"], 1, "{end}");
+}
+
+/// Defects 3 and 15: numbers that used to panic (`UFO_LLM_TIMEOUT_SECS=1e30`, exit 101) or
+/// switch the budget off (`UFO_MAX_COST=NaN`) are configuration errors: exit 2, a message
+/// naming the variable, no trajectory started.
+#[test]
+fn non_finite_or_out_of_range_numbers_are_configuration_errors() {
+    let cases = [
+        ("UFO_LLM_TIMEOUT_SECS", "1e30"),
+        ("UFO_LLM_TIMEOUT_SECS", "NaN"),
+        ("UFO_LLM_TIMEOUT_SECS", "-3"),
+        ("UFO_LLM_TIMEOUT_SECS", "inf"),
+        ("UFO_LLM_MAX_ATTEMPTS", "1000000"),
+        ("UFO_MAX_COST", "NaN"),
+        ("UFO_MAX_COST", "inf"),
+        ("UFO_MAX_COST", "-1"),
+    ];
+    for (var, value) in cases {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let out = tmp.path().join("out");
+        let (output, stderr) =
+            run_failing("http://127.0.0.1:9/v1", &out, &[(var, value.to_string())]);
+        assert_eq!(output.status.code(), Some(2), "{var}={value}: {stderr}");
+        assert!(stderr.contains(var), "{var}={value}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{var}={value}: {stderr}");
+        assert!(!out.join("events.jsonl").exists(), "{var}={value}");
+    }
+}

@@ -300,7 +300,7 @@ impl StepReport {
 /// Model usage of one step.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct LlmStats {
-    /// Calls made (re-asks included).
+    /// Calls made (re-asks and failed calls included).
     pub calls: u64,
     /// Prompt tokens.
     pub prompt_tokens: u64,
@@ -546,11 +546,12 @@ pub async fn ask_model<T>(
     transcript.push_str(&request.prompt_text());
     let mut last_error = String::new();
     for attempt in 0..=retries {
+        // A failed call is a call too (its HTTP attempts are named in the error).
+        stats.calls += 1;
         let response = llm
             .complete(&request)
             .await
             .map_err(|e| format!("model call failed: {e}"))?;
-        stats.calls += 1;
         stats.prompt_tokens += response.usage.prompt_tokens;
         stats.completion_tokens += response.usage.completion_tokens;
         stats.cost += llm.cost(&response.usage);
@@ -619,6 +620,7 @@ pub fn resolve<'n>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ports::{ChatResponse, LlmError};
 
     #[test]
     fn clip_chars_says_how_much_was_cut() {
@@ -639,5 +641,40 @@ mod tests {
         assert_eq!(resolve("", "Help", 3, f), None);
         assert_eq!(resolve("", "", 3, f), None);
         assert_eq!(resolve("[3]", "", 3, f), Some(2));
+    }
+
+    struct Down;
+
+    #[async_trait]
+    impl LlmClient for Down {
+        async fn complete(&self, _: &ChatRequest) -> Result<ChatResponse, LlmError> {
+            Err(LlmError::Unavailable("failed 4 time(s)".into()))
+        }
+        fn describe(&self) -> String {
+            "down".into()
+        }
+    }
+
+    /// Defect 15: a call that failed (after its HTTP retries) used to count as 0 calls.
+    #[tokio::test]
+    async fn a_failed_call_counts_as_a_call() {
+        let mut stats = LlmStats::default();
+        let mut transcript = String::new();
+        let e = ask_model(
+            &Down,
+            "host",
+            2,
+            "system".into(),
+            "user".into(),
+            Vec::new(),
+            |_| Ok::<(), String>(()),
+            &mut stats,
+            &mut transcript,
+        )
+        .await
+        .expect_err("the model is down");
+        assert!(e.contains("failed 4 time(s)"), "{e}");
+        assert_eq!(stats.calls, 1);
+        assert_eq!(stats.prompt_tokens, 0);
     }
 }
