@@ -16,6 +16,7 @@ pub mod ports;
 pub mod processor;
 pub mod prompt;
 pub mod response;
+pub mod secrets;
 pub mod sensitive;
 pub mod session;
 pub mod status;
