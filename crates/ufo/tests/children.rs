@@ -1,0 +1,205 @@
+//! What ufo's gates and child processes guarantee, through the real binary on the simulated
+//! desktop with a scripted model: provider keys never reach a command's output (nor any file
+//! of the trajectory), and a click at a point is judged by the control under it.
+
+mod common;
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use common::*;
+
+/// Every file under `dir`, recursively.
+fn files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+fn write_script(dir: &Path, lines: &[Value]) -> String {
+    let path = dir.join("script.jsonl");
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(&path, text.join("\n") + "\n").expect("write script");
+    path.display().to_string()
+}
+
+/// Defect 1: the shell agent's `echo $OPENAI_API_KEY` (allow-listed: it runs unconfirmed)
+/// printed the key into events.jsonl, the log, the checkpoint and the next prompt. The key is
+/// in ufo's environment; it is in no file of `--out` and not on stderr.
+#[test]
+fn the_shell_agent_cannot_print_the_provider_keys() {
+    const OPENAI: &str = "sk-openai-leak-probe-7f3a9c";
+    const ANTHROPIC: &str = "sk-ant-leak-probe-2b8e41";
+    const UFO: &str = "sk-ufo-leak-probe-5d0c77";
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let work = tmp.path().join("work");
+    std::fs::create_dir(&work).expect("mkdir");
+    let config = tmp.path().join("ufo.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[agents]\nshell = true\nshell_workdir = {}\n",
+            Value::String(work.display().to_string())
+        ),
+    )
+    .expect("write config");
+    let script = write_script(
+        tmp.path(),
+        &[
+            json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+                "Current Sub-Task": "Print the keys", "ControlText": "shell", "Status": "ASSIGN"}}),
+            json!({"agent": "shell", "response": {"Observation": "o", "Thought": "t",
+                "Command": "echo [$OPENAI_API_KEY] [$ANTHROPIC_API_KEY] [$UFO_LLM_API_KEY]",
+                "Status": "CONTINUE"}}),
+            json!({"agent": "shell", "response": {"Observation": "o", "Thought": "t",
+                "Command": "", "Status": "FINISH", "Result": "printed"}}),
+            json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+                "Status": "FINISH"}}),
+        ],
+    );
+    let out = tmp.path().join("out");
+    let output = ufo()
+        .current_dir(tmp.path())
+        .env("OPENAI_API_KEY", OPENAI)
+        .env("ANTHROPIC_API_KEY", ANTHROPIC)
+        .env("UFO_LLM_API_KEY", UFO)
+        .args(["run", "--desktop"])
+        .arg(format!(
+            "sim:{}",
+            scenario_dir("sensitive_click")
+                .join("desktop.json")
+                .display()
+        ))
+        .arg("--llm")
+        .arg(format!("script:{script}"))
+        .arg("--config")
+        .arg(&config)
+        .args(["--confirm", "no", "--out"])
+        .arg(&out)
+        .arg("print the keys")
+        .output()
+        .expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let events = std::fs::read_to_string(out.join("events.jsonl")).expect("events");
+    // the command ran (unconfirmed) and printed empty brackets
+    assert!(events.contains("[] [] []"), "{events}");
+    let all = files(&out);
+    assert!(all.len() > 3, "{all:?}");
+    for key in [OPENAI, ANTHROPIC, UFO] {
+        assert!(!stderr.contains(key), "{key} on stderr");
+        assert!(
+            !String::from_utf8_lossy(&output.stdout).contains(key),
+            "{key} on stdout"
+        );
+        for f in &all {
+            let bytes = std::fs::read(f).expect("read");
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(key),
+                "{key} in {}",
+                f.display()
+            );
+        }
+    }
+}
+
+/// Defect 6: `click` on "Delete All" was held, `click_at` on the same spot was not. The app
+/// agent's `click_at` at window pixels (100, 80) — on Delete All — is held for CONFIRM;
+/// rejected, it never reaches the desktop.
+#[test]
+fn a_click_at_on_a_sensitive_control_is_held() {
+    let run = run_scenario("sensitive_click_at", &["--confirm", "no"]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, ACONF, AFIN, HC, HFIN])
+        .assert_actions(&[]);
+    let step = &run.steps()[2];
+    assert_eq!(step["action"]["held"], true, "{}", run.ctx());
+    assert!(
+        s(&step["action"]["sensitive"]).contains("Delete All"),
+        "{}",
+        run.ctx()
+    );
+    assert_eq!(
+        s(&run.final_control("Writer", "title")["value"]),
+        "Q3 report"
+    );
+}
+
+/// A copy of a scenario folder with its script edited.
+fn edited_scenario(name: &str, edit: impl Fn(&str) -> String) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = scenario_dir(name);
+    let script = std::fs::read_to_string(dir.join("script.jsonl")).expect("script");
+    std::fs::write(tmp.path().join("script.jsonl"), edit(&script)).expect("write");
+    for f in ["desktop.json", "request.txt", "ufo.toml"] {
+        if dir.join(f).exists() {
+            std::fs::copy(dir.join(f), tmp.path().join(f)).expect("copy");
+        }
+    }
+    tmp
+}
+
+/// Approved, the same `click_at` runs once; at a harmless point it runs unasked.
+#[test]
+fn a_click_at_runs_when_approved_or_harmless() {
+    let approved = edited_scenario("sensitive_click_at", |script| {
+        let mut lines: Vec<String> = script.lines().map(str::to_string).collect();
+        let done = json!({"agent": "app", "response": {"Observation": "Cleared.",
+            "Thought": "Done.", "ControlLabel": "", "ControlText": "", "Function": "",
+            "Args": {}, "Status": "FINISH", "Result": "cleared"}});
+        lines.insert(2, done.to_string());
+        lines.join("\n") + "\n"
+    });
+    let run = run_dir(approved.path(), &["--confirm", "yes"]);
+    run.assert_code(0)
+        .assert_sequence(&[HC, HA, AC, ACONF, AC, AFIN, HC, HFIN])
+        .assert_actions(&[("Writer", "", "click_at", true)]);
+    // (100, 50) is on the Title field: nothing sensitive, no confirmation
+    let harmless = edited_scenario("sensitive_click_at", |s| {
+        s.replace("\"y\": 80", "\"y\": 50")
+    });
+    let run = run_dir(harmless.path(), &["--confirm", "no"]);
+    run.assert_code(0)
+        .assert_sequence(&[HC, HA, AC, AFIN, HC, HFIN])
+        .assert_actions(&[("Writer", "", "click_at", true)]);
+}
+
+/// Defect 6, operator agent: its click at the point of "Delete All" is shown to the person;
+/// rejected, it never reaches the desktop.
+#[test]
+fn the_operator_agents_click_on_a_sensitive_control_is_held() {
+    let run = run_scenario("sensitive_operator_click", &["--confirm", "no"]);
+    run.assert_code(0).assert_actions(&[]);
+    let step = run
+        .steps()
+        .into_iter()
+        .find(|s| {
+            s["agent"]
+                .as_str()
+                .is_some_and(|a| a.starts_with("OperatorAgent"))
+        })
+        .expect("an operator step");
+    assert_eq!(step["action"]["held"], true, "{}", run.ctx());
+    assert_eq!(step["action"]["decision"], "Reject", "{}", run.ctx());
+    assert_eq!(step["action"]["executed"], false, "{}", run.ctx());
+    assert!(
+        s(&step["action"]["sensitive"]).contains("Delete All"),
+        "{}",
+        run.ctx()
+    );
+    let run = run_scenario("sensitive_operator_click", &["--confirm", "yes"]);
+    run.assert_code(0)
+        .assert_actions(&[("Writer", "", "click_at", true)]);
+}
