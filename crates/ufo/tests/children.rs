@@ -203,3 +203,126 @@ fn the_operator_agents_click_on_a_sensitive_control_is_held() {
     run.assert_code(0)
         .assert_actions(&[("Writer", "", "click_at", true)]);
 }
+
+/// Processes (not zombies) whose command line has the word `arg`.
+fn alive_with_arg(arg: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let zombie = stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|s| s.trim_start().starts_with('Z'));
+            !zombie && cmd.split(|b| *b == 0).any(|w| w == arg.as_bytes())
+        })
+        .count()
+}
+
+fn wait_until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < deadline {
+        if f() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("{what}: not within {secs} s");
+}
+
+/// `ufo run` with the shell agent running `command` (approved), started in the background.
+fn start_shell_command(tmp: &Path, command: &str) -> std::process::Child {
+    let config = tmp.join("ufo.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[agents]\nshell = true\nshell_workdir = {}\n",
+            Value::String(tmp.display().to_string())
+        ),
+    )
+    .expect("write config");
+    let script = write_script(
+        tmp,
+        &[
+            json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+                "Current Sub-Task": "Wait", "ControlText": "shell", "Status": "ASSIGN"}}),
+            json!({"agent": "shell", "response": {"Observation": "o", "Thought": "t",
+                "Command": command, "Status": "CONTINUE"}}),
+            json!({"agent": "shell", "response": {"Observation": "o", "Thought": "t",
+                "Command": "", "Status": "FINISH", "Result": "must not be reached"}}),
+        ],
+    );
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .current_dir(tmp)
+        .args(["run", "--desktop"])
+        .arg(format!(
+            "sim:{}",
+            scenario_dir("sensitive_click")
+                .join("desktop.json")
+                .display()
+        ))
+        .arg("--llm")
+        .arg(format!("script:{script}"))
+        .arg("--config")
+        .arg(&config)
+        .args(["--confirm", "yes", "--out"])
+        .arg(tmp.join("out"))
+        .arg("wait")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("ufo starts")
+}
+
+fn sigint(child: &std::process::Child) {
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs")
+        .success();
+    assert!(ok, "kill -INT failed");
+}
+
+fn exit_code(child: &mut std::process::Child, secs: u64) -> Option<i32> {
+    let mut code = None;
+    wait_until("ufo exits", secs, || match child.try_wait() {
+        Ok(Some(s)) => {
+            code = s.code();
+            true
+        }
+        _ => false,
+    });
+    code
+}
+
+/// Defect 10 and Ctrl-C: commands run in process groups of their own, which a terminal's
+/// SIGINT no longer reaches; the first Ctrl-C interrupts them (the step ends at once, not at
+/// the 60 s timeout) and nothing is left running.
+#[test]
+fn ctrl_c_interrupts_a_running_command() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut ufo = start_shell_command(tmp.path(), "sleep 4949");
+    wait_until("sleep 4949 runs", 30, || alive_with_arg("4949") > 0);
+    sigint(&ufo);
+    assert_eq!(exit_code(&mut ufo, 20), Some(130));
+    wait_until("sleep 4949 ends", 10, || alive_with_arg("4949") == 0);
+}
+
+/// A command that ignores SIGINT: the second Ctrl-C aborts ufo at once and kills the
+/// command's whole process group on the way out.
+#[test]
+fn a_second_ctrl_c_kills_running_commands() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut ufo = start_shell_command(tmp.path(), "trap '' INT; sleep 5050; echo done");
+    wait_until("sleep 5050 runs", 30, || alive_with_arg("5050") > 0);
+    sigint(&ufo);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(alive_with_arg("5050") > 0, "it ignores SIGINT");
+    sigint(&ufo);
+    assert_eq!(exit_code(&mut ufo, 20), Some(130));
+    wait_until("sleep 5050 ends", 10, || alive_with_arg("5050") == 0);
+}
