@@ -326,3 +326,93 @@ fn a_second_ctrl_c_kills_running_commands() {
     assert_eq!(exit_code(&mut ufo, 20), Some(130));
     wait_until("sleep 5050 ends", 10, || alive_with_arg("5050") == 0);
 }
+
+/// Defect 5: the allow-list matched the program's basename, so `./ls` ran a local script and
+/// `date -s …` passed. Both are held now; rejected, neither runs, while `ls -la` still runs
+/// unasked.
+#[test]
+fn a_local_script_named_like_an_allowed_program_is_held() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let work = tmp.path().join("work");
+    std::fs::create_dir(&work).expect("mkdir");
+    let marker = tmp.path().join("the-local-ls-ran");
+    let script = work.join("ls");
+    std::fs::write(&script, format!("#!/bin/sh\ntouch {}\n", marker.display())).expect("write");
+    let chmod = std::process::Command::new("chmod")
+        .arg("755")
+        .arg(&script)
+        .status()
+        .expect("chmod");
+    assert!(chmod.success());
+    let config = tmp.path().join("ufo.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[agents]\nshell = true\nshell_workdir = {}\n",
+            Value::String(work.display().to_string())
+        ),
+    )
+    .expect("write config");
+    let shell = |command: &str, status: &str| {
+        json!({"agent": "shell", "response": {"Observation": "o", "Thought": "t",
+            "Command": command, "Status": status}})
+    };
+    let host = |status: &str, subtask: &str| {
+        json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+            "Current Sub-Task": subtask, "ControlText": "shell", "Status": status}})
+    };
+    let lines = [
+        host("ASSIGN", "List the folder"),
+        shell("ls -la", "CONTINUE"),
+        shell("./ls", "CONTINUE"),
+        host("ASSIGN", "Set the clock"),
+        shell("date -s 2020-01-01", "CONTINUE"),
+        host("FINISH", ""),
+    ];
+    let script = write_script(tmp.path(), &lines);
+    let output = ufo()
+        .current_dir(tmp.path())
+        .args(["run", "--desktop"])
+        .arg(format!(
+            "sim:{}",
+            scenario_dir("sensitive_click")
+                .join("desktop.json")
+                .display()
+        ))
+        .arg("--llm")
+        .arg(format!("script:{script}"))
+        .arg("--config")
+        .arg(&config)
+        .args(["--confirm", "no", "--out"])
+        .arg(tmp.path().join("out"))
+        .arg("list and set the clock")
+        .output()
+        .expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!marker.exists(), "./ls ran unconfirmed: {stderr}");
+    let events = std::fs::read_to_string(tmp.path().join("out/events.jsonl")).expect("events");
+    let steps: Vec<Value> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "step" && e["agent"] == "ShellAgent")
+        .filter(|e| e["action"]["args"]["command"].is_string() && e["state"] == "CONTINUE")
+        .collect();
+    let by_command = |c: &str| {
+        steps
+            .iter()
+            .find(|e| e["action"]["args"]["command"] == c)
+            .unwrap_or_else(|| panic!("no step ran {c}: {events}"))
+            .clone()
+    };
+    assert_eq!(by_command("ls -la")["action"]["executed"], true, "{events}");
+    let local = by_command("./ls");
+    assert_eq!(local["action"]["held"], true, "{events}");
+    assert!(
+        s(&local["action"]["sensitive"]).contains("relative path"),
+        "{local}"
+    );
+    let date = by_command("date -s 2020-01-01");
+    assert_eq!(date["action"]["held"], true, "{events}");
+    assert!(s(&date["action"]["sensitive"]).contains("clock"), "{date}");
+}
