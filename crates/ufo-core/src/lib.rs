@@ -11,6 +11,7 @@ pub mod agent;
 pub mod blackboard;
 pub mod config;
 pub mod events;
+pub mod inert;
 pub mod parse;
 pub mod ports;
 pub mod processor;
@@ -31,5 +32,6 @@ pub use ports::{
 };
 
 pub use config::{Config, OnSubtaskFail};
+pub use inert::{inert, inert_exact};
 pub use session::{Session, SessionOutcome, SessionStatus};
 pub use status::{AppStatus, HostStatus};

@@ -108,7 +108,10 @@ impl<'a> Session<'a> {
     }
 
     /// Stop between states once `flag` is set (e.g. by Ctrl-C): the state being handled
-    /// finishes, then the round and the session end with status CANCELLED.
+    /// finishes (a sub-agent's FINISH or FAIL state that follows it too, so a completed
+    /// subtask is archived with its result), then the round and the session end with status
+    /// CANCELLED. A model call the adapter cut because of the flag fails the step; the session
+    /// still ends CANCELLED, not ERROR.
     pub fn with_cancel(mut self, flag: Arc<AtomicBool>) -> Self {
         self.cancel = Some(flag);
         self
@@ -252,6 +255,17 @@ impl<'a> Session<'a> {
             .is_some_and(|c| c.load(Ordering::SeqCst))
     }
 
+    /// Whether `cursor` is on a sub-agent state that closes a completed subtask without a
+    /// model call or an action and without ending the round (the AppAgent's FINISH and FAIL).
+    fn closing_subtask(&mut self, cursor: &Cursor) -> bool {
+        match cursor {
+            Cursor::Host => false,
+            Cursor::Sub(key) => self.host.agent_mut(key).is_some_and(|a| {
+                !a.is_processing() && a.is_subtask_end() && a.round_end().is_none()
+            }),
+        }
+    }
+
     /// Save what a resume needs (`checkpoint.json`).
     fn checkpoint(
         &self,
@@ -288,7 +302,11 @@ impl<'a> Session<'a> {
         self.host.start_round();
         let mut cursor = Cursor::Host;
         loop {
-            if self.cancelled() {
+            // After Ctrl-C a sub-agent's FINISH or FAIL state still runs: the step before it
+            // completed the subtask, and that state only archives the result with its real
+            // status (no model call, no action), so the result is kept and a resume does not
+            // redo the subtask.
+            if self.cancelled() && !self.closing_subtask(&cursor) {
                 if let Cursor::Sub(key) = &cursor {
                     if let Some(agent) = self.host.agent_mut(key) {
                         let (name, subtask) = (agent.name(), agent.subtask().to_string());
@@ -802,5 +820,148 @@ mod tests {
         assert!(r.prompts[2].contains("\"path\" is a required property"));
         // The host saw the tool's result as the subtask's result.
         assert!(r.prompts[3].contains("wrote 5 bytes"), "{}", r.prompts[3]);
+    }
+
+    /// A model that sets the Ctrl-C flag during its `at`-th call (from 0), as a Ctrl-C pressed
+    /// while that call runs; that call then answers, or with `cut` fails as a cut call does.
+    struct CtrlCDuring {
+        answers: Mutex<VecDeque<Value>>,
+        calls: Mutex<usize>,
+        at: usize,
+        flag: Arc<AtomicBool>,
+        cut: bool,
+    }
+
+    #[async_trait]
+    impl LlmClient for CtrlCDuring {
+        async fn complete(&self, _r: &ChatRequest) -> Result<ChatResponse, LlmError> {
+            let n = {
+                let mut c = self.calls.lock().expect("lock");
+                *c += 1;
+                *c - 1
+            };
+            let next = self.answers.lock().ok().and_then(|mut q| q.pop_front());
+            if n == self.at {
+                self.flag.store(true, Ordering::SeqCst);
+                if self.cut {
+                    return Err(LlmError::Fatal("the model call was cancelled".into()));
+                }
+            }
+            match next {
+                Some(v) => Ok(ChatResponse {
+                    text: v.to_string(),
+                    usage: Usage::default(),
+                }),
+                None => Err(LlmError::Fatal("fake model: no more answers".into())),
+            }
+        }
+        fn describe(&self) -> String {
+            "fake".into()
+        }
+    }
+
+    async fn run_cancelled(
+        answers: Vec<Value>,
+        at: usize,
+        cut: bool,
+    ) -> (Vec<Value>, SessionOutcome) {
+        let log: Log = Arc::default();
+        let desktop = FakeDesktop {
+            log: log.clone(),
+            controls: Mutex::new(vec![button("ok", "OK")]),
+        };
+        let flag = Arc::new(AtomicBool::new(false));
+        let llm = CtrlCDuring {
+            answers: Mutex::new(answers.into()),
+            calls: Mutex::default(),
+            at,
+            flag: flag.clone(),
+            cut,
+        };
+        let user = FakeUser {
+            log,
+            decision: Decision::Approve,
+        };
+        let config = Config::default();
+        let prompts = Prompts::new(&config.prompts).expect("templates");
+        let services = Services {
+            desktop: &desktop,
+            host_llm: &llm,
+            app_llm: &llm,
+            user: &user,
+            config: &config,
+            prompts: &prompts,
+            tools: None,
+        };
+        let mut rec = MemRecorder::default();
+        let outcome = Session::new(services, Box::new(AppAgentFactory))
+            .with_cancel(flag)
+            .run("request", &mut rec)
+            .await;
+        (rec.0, outcome)
+    }
+
+    fn states(events: &[Value]) -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["type"] == "step")
+            .map(|e| {
+                format!(
+                    "{}:{}:{}",
+                    e["role"].as_str().unwrap_or(""),
+                    e["state"].as_str().unwrap_or(""),
+                    e["status"].as_str().unwrap_or("")
+                )
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn ctrl_c_during_a_step_that_finishes_the_subtask_keeps_its_result() {
+        let mut finish = app("1", "OK", "FINISH");
+        finish["Result"] = "deleted".into();
+        let (events, outcome) = run_cancelled(vec![host("ASSIGN"), finish], 1, false).await;
+        assert_eq!(outcome.status, SessionStatus::Cancelled);
+        assert_eq!(
+            states(&events),
+            [
+                "host:CONTINUE:ASSIGN",
+                "host:ASSIGN:ASSIGN",
+                "app:CONTINUE:FINISH",
+                "app:FINISH:FINISH"
+            ]
+        );
+        let finished = events
+            .iter()
+            .find(|e| e["type"] == "step" && e["state"] == "FINISH")
+            .expect("FINISH step");
+        assert!(
+            finished["result"]
+                .as_str()
+                .unwrap_or("")
+                .contains("deleted"),
+            "{finished}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_model_call_cut_by_ctrl_c_ends_cancelled_not_error() {
+        // The AppAgent's call is cut: the subtask is archived CANCELLED, no ERROR state runs.
+        let (events, outcome) =
+            run_cancelled(vec![host("ASSIGN"), app("1", "OK", "FINISH")], 1, true).await;
+        assert_eq!(outcome.status, SessionStatus::Cancelled);
+        assert_eq!(outcome.reason, "cancelled");
+        assert_eq!(
+            states(&events),
+            [
+                "host:CONTINUE:ASSIGN",
+                "host:ASSIGN:ASSIGN",
+                "app:CONTINUE:ERROR"
+            ]
+        );
+        // The host's call is cut: likewise.
+        let (events, outcome) = run_cancelled(vec![host("ASSIGN")], 0, true).await;
+        assert_eq!(outcome.status, SessionStatus::Cancelled);
+        assert_eq!(states(&events), ["host:CONTINUE:ERROR"]);
     }
 }

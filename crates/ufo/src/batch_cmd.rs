@@ -285,12 +285,13 @@ fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
                         eprintln!(
                             "{:<8} {} ({:.1} s){}",
                             r.status.as_str(),
-                            r.id,
+                            ufo_core::inert(&r.id),
                             r.time_s,
                             if r.status == TaskStatus::Passed {
                                 String::new()
                             } else {
-                                format!(": {}", r.reason.chars().take(120).collect::<String>())
+                                let reason: String = r.reason.chars().take(120).collect();
+                                format!(": {}", ufo_core::inert(&reason))
                             }
                         )
                     });
@@ -668,10 +669,13 @@ async fn run_task(
             }
         };
     crate::logging::init(&console, Some(&trajectory.join("ufo.log")));
+    // The first Ctrl-C also cuts a model call in flight (and its retries).
+    let host_llm = crate::cancel::CancellableLlm::new(prepared.llm.host(), cancel.clone());
+    let app_llm = crate::cancel::CancellableLlm::new(prepared.llm.app(), cancel.clone());
     let services = Services {
         desktop: &desktop,
-        host_llm: prepared.llm.host(),
-        app_llm: prepared.llm.app(),
+        host_llm: &host_llm,
+        app_llm: &app_llm,
         user: &prepared.user,
         config: &prepared.settings.config,
         prompts: &prepared.prompts,

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
+use ufo_core::inert::inert;
 
 /// How much `ufo run` says on stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -250,11 +251,13 @@ impl Console {
             s.round = e["round"].as_u64().unwrap_or(s.round);
             s.steps = e["steps"].as_u64().unwrap_or(s.steps);
             s.seq = e["seq"].as_u64().unwrap_or(s.seq);
-            s.agent = e["agent"].as_str().unwrap_or("").to_string();
+            // The agent's name holds an application's name from the screen: made inert, as
+            // is everything shown from a record.
+            s.agent = inert(e["agent"].as_str().unwrap_or("")).into_owned();
             s.state = format!(
                 "{} -> {}",
-                e["state"].as_str().unwrap_or(""),
-                e["status"].as_str().unwrap_or("")
+                inert(e["state"].as_str().unwrap_or("")),
+                inert(e["status"].as_str().unwrap_or(""))
             );
             s.tokens += e["llm"]["prompt_tokens"].as_u64().unwrap_or(0)
                 + e["llm"]["completion_tokens"].as_u64().unwrap_or(0);

@@ -1,12 +1,20 @@
 //! Logging through `tracing`: to stderr (through the [`Console`], at the verbosity's level, or
 //! `UFO_LOG`) and, for `ufo run`, to `<out>/ufo.log` at debug level with every step.
+//!
+//! Field values and messages often hold untrusted text (a subtask, a result, screen text): both
+//! outputs format them through [`inert`], so a control character or escape sequence in them is
+//! written escaped (`\x1b`, `\r`) and can neither redraw the terminal nor forge a log line.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use tracing_subscriber::field::MakeExt as _;
+use tracing_subscriber::fmt::FormatFields;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{EnvFilter, Layer as _};
+
+use ufo_core::inert::inert;
 
 use crate::console::{Console, ConsoleWriter, Verbosity};
 
@@ -28,10 +36,26 @@ fn stderr_filter(verbosity: Verbosity) -> EnvFilter {
         .unwrap_or_else(|_| EnvFilter::new(format!("warn,{STEP_TARGET}=off")))
 }
 
+/// The event formatter's fields: `name=value` (the message bare), each made inert.
+fn inert_fields() -> impl for<'w> FormatFields<'w> + Send + Sync + 'static {
+    tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
+        // `%` fields and messages arrive as their Display text, raw: escape them here.
+        let text = format!("{value:?}");
+        let shown = inert(&text);
+        if field.name() == "message" {
+            write!(w, "{shown}")
+        } else {
+            write!(w, "{}={shown}", field.name())
+        }
+    })
+    .delimited(" ")
+}
+
 /// Install the global subscriber. With `log_file`, also append every event (debug level for
 /// ufo's crates) to that file; a file that cannot be opened is a warning, not an error.
 pub fn init(console: &Arc<Console>, log_file: Option<&Path>) {
     let stderr_layer = tracing_subscriber::fmt::layer()
+        .fmt_fields(inert_fields())
         .with_writer(ConsoleWriter(console.clone()))
         .with_ansi(console.color())
         .with_target(false)
@@ -41,6 +65,7 @@ pub fn init(console: &Arc<Console>, log_file: Option<&Path>) {
         match std::fs::OpenOptions::new().create(true).append(true).open(p) {
             Ok(f) => Some(
                 tracing_subscriber::fmt::layer()
+                    .fmt_fields(inert_fields())
                     .with_writer(Mutex::new(f))
                     .with_ansi(false)
                     .with_filter(EnvFilter::new(format!(

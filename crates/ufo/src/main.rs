@@ -1,6 +1,7 @@
 //! `ufo`: the command line of ufo-rs.
 
 mod batch_cmd;
+mod cancel;
 mod cli;
 mod console;
 mod follow_cmd;
@@ -136,7 +137,8 @@ fn runs_command(args: &RunsArgs) -> ExitCode {
     }
 }
 
-/// First Ctrl-C: finish the current step, then end the session CANCELLED (exit 130).
+/// First Ctrl-C: stop a model call in flight at once (see [`cancel::CancellableLlm`]), let an
+/// action in progress finish, then end the session CANCELLED (exit 130).
 /// Second Ctrl-C: abort at once.
 fn install_ctrl_c() -> Result<Arc<AtomicBool>, ctrlc::Error> {
     let flag = Arc::new(AtomicBool::new(false));
@@ -150,7 +152,10 @@ fn install_ctrl_c() -> Result<Arc<AtomicBool>, ctrlc::Error> {
         }
         // the terminal's SIGINT no longer reaches commands in their own process groups
         ufo_proc::interrupt_all();
-        eprintln!("\ncancelling after the current step (Ctrl-C again aborts at once)");
+        eprintln!(
+            "\ncancelling: a model call in flight stops now, a running command is interrupted, \
+             an action in progress finishes (Ctrl-C again aborts at once)"
+        );
     })?;
     Ok(flag)
 }
@@ -267,10 +272,13 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
     logging::init(&console, Some(&out.join("ufo.log")));
     tracing::info!(request = %args.request, out = %out.display(), "session starts");
     console.start_status();
+    // The first Ctrl-C also cuts a model call in flight (and its retries).
+    let host_llm = cancel::CancellableLlm::new(llm.host(), cancel.clone());
+    let app_llm = cancel::CancellableLlm::new(llm.app(), cancel.clone());
     let services = Services {
         desktop: desktop.as_ref(),
-        host_llm: llm.host(),
-        app_llm: llm.app(),
+        host_llm: &host_llm,
+        app_llm: &app_llm,
         user: &user,
         config: &settings.config,
         prompts: &prompts,
@@ -326,7 +334,7 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
             out.display()
         );
         if let (SessionStatus::Error, Some(m)) = (outcome.status, &outcome.message) {
-            eprintln!("error: {m}");
+            eprintln!("error: {}", ufo_core::inert(m));
         }
     }
     if args.report {
@@ -446,11 +454,12 @@ async fn inspect_command(args: &InspectArgs) -> ExitCode {
     };
     match ufo_linux::inspect(&desktop, args.window.as_deref()).await {
         Ok(report) => {
+            // Control names and values come from the screen: shown inert.
             for line in &report.lines {
-                println!("{line}");
+                println!("{}", ufo_core::inert(line));
             }
             for w in &report.warnings {
-                eprintln!("warning: {w}");
+                eprintln!("warning: {}", ufo_core::inert(w));
             }
             if !report.annotated_png.is_empty() {
                 match std::fs::write(&args.png, &report.annotated_png) {

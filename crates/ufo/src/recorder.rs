@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
+use ufo_core::inert::inert;
 use ufo_core::{Recorder, RecorderError};
 
 use crate::console::{Console, Style, Verbosity};
@@ -78,9 +79,10 @@ impl FileRecorder {
     }
 
     fn print_progress(&self, e: &Value) {
-        let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("");
+        // Every field shown is made inert (an agent's name holds an application's name).
+        let s = |k: &str| inert(e.get(k).and_then(Value::as_str).unwrap_or(""));
         let c = &self.console;
-        match s("type") {
+        match s("type").as_ref() {
             "step" => {
                 let mut line = format!(
                     "{} {} {} -> {}",
@@ -88,9 +90,9 @@ impl FileRecorder {
                         Style::Dim,
                         &format!("[round {} step {}]", e["round"], e["seq"])
                     ),
-                    c.paint(Style::Cyan, s("agent")),
+                    c.paint(Style::Cyan, &s("agent")),
                     s("state"),
-                    c.paint(Style::for_status(s("status")), s("status"))
+                    c.paint(Style::for_status(&s("status")), &s("status"))
                 );
                 if let Some(t) = e.get("subtask").and_then(Value::as_str) {
                     line.push_str(&format!(" | subtask: {}", one_line(t, 80)));
@@ -114,7 +116,7 @@ impl FileRecorder {
             "round_end" => c.line(&format!(
                 "round {} ended {} ({}){}",
                 e["round"],
-                c.paint(Style::for_status(s("status")), s("status")),
+                c.paint(Style::for_status(&s("status")), &s("status")),
                 s("reason"),
                 e.get("message")
                     .and_then(Value::as_str)
@@ -196,12 +198,14 @@ pub fn action_text(a: &Value) -> String {
     a.to_string()
 }
 
+/// Untrusted text for a progress line: newlines as spaces, clipped to `max` characters, and
+/// made inert (control characters and escape sequences shown escaped, never obeyed).
 fn one_line(s: &str, max: usize) -> String {
     let flat: String = s.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
     if flat.chars().count() <= max {
-        flat
+        inert(&flat).into_owned()
     } else {
-        format!("{}…", flat.chars().take(max).collect::<String>())
+        format!("{}…", inert(&flat.chars().take(max).collect::<String>()))
     }
 }
 

@@ -16,6 +16,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 use tokio::sync::mpsc;
+use ufo_core::inert::{inert, inert_exact, needs_escaping};
 use ufo_core::{ConfirmRequest, Decision, UserIo};
 
 use crate::cli::ConfirmPolicy;
@@ -221,6 +222,8 @@ impl CliUser {
     }
 
     /// The lines that show a held action: what it is, on which control, with which text.
+    /// Everything in it came from a model or the screen, so it is made inert first: a control
+    /// character or escape sequence is shown escaped and can never redraw the prompt.
     fn describe_held(&self, request: &ConfirmRequest) -> String {
         let c = &self.console;
         let a = &request.action;
@@ -229,12 +232,16 @@ impl CliUser {
         let mut out = format!(
             "\n{} {} wants to: {}\n",
             c.paint(Style::Yellow, "CONFIRM"),
-            c.paint(Style::Cyan, &request.agent),
-            c.paint(Style::Bold, &request.description)
+            c.paint(Style::Cyan, &inert(&request.agent)),
+            c.paint(Style::Bold, &inert(&request.description))
         );
         let (label, text) = (field(held, "control_label"), field(held, "control_text"));
         if !label.is_empty() || !text.is_empty() {
-            out.push_str(&format!("  control: [{label}] {text}\n"));
+            out.push_str(&format!(
+                "  control: [{}] {}\n",
+                inert(&label),
+                inert(&text)
+            ));
         }
         let args = held.get("args").cloned().unwrap_or(Value::Null);
         for (k, name) in [
@@ -243,15 +250,27 @@ impl CliUser {
             ("item", "item"),
         ] {
             if let Some(v) = args.get(k).and_then(Value::as_str) {
-                out.push_str(&format!("  {name}: {v:?}\n"));
+                out.push_str(&format!("  {name}: \"{}\"\n", inert_exact(v)));
             }
         }
+        // The command to approve, exactly and on one line: the host's `Bash`, or a shell
+        // agent's `command`.
         let bash = field(held, "bash");
-        if !bash.is_empty() {
+        let command = if bash.is_empty() {
+            field(&args, "command")
+        } else {
+            bash
+        };
+        if !command.is_empty() {
             out.push_str(&format!(
                 "  shell command: {}\n",
-                c.paint(Style::Bold, &bash)
+                c.paint(Style::Bold, &inert_exact(&command))
             ));
+            if needs_escaping(&command) {
+                out.push_str(
+                    "  (shown escaped: \\n is a newline, \\r a carriage return, \\x1b an escape, \\\\ one backslash)\n",
+                );
+            }
         }
         out.push_str("Approve? [y/N] ");
         out
@@ -272,7 +291,7 @@ impl UserIo for CliUser {
                     }
                     _ => Decision::Reject,
                 };
-                tracing::info!(agent = %request.agent, action = %request.description, ?decision, "confirmation");
+                tracing::info!(agent = %inert(&request.agent), action = %inert(&request.description), ?decision, "confirmation");
                 if self.tty {
                     let word = match decision {
                         Decision::Approve => self.console.paint(Style::Green, "approved"),
@@ -292,8 +311,8 @@ impl UserIo for CliUser {
         let prompt = format!(
             "\n{} {} asks: {}\n> ",
             self.console.paint(Style::Yellow, "QUESTION"),
-            self.console.paint(Style::Cyan, agent),
-            self.console.paint(Style::Bold, question)
+            self.console.paint(Style::Cyan, &inert(agent)),
+            self.console.paint(Style::Bold, &inert(question))
         );
         let answer = self
             .read_line(prompt)

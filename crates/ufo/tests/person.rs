@@ -578,7 +578,11 @@ struct Pty {
 }
 
 fn pty_run(scenario: &str, extra: &[&str], env: &[(&str, &str)]) -> Pty {
-    let dir = scenario_dir(scenario);
+    pty_run_dir(&scenario_dir(scenario), extra, env)
+}
+
+/// As [`pty_run`], on a scenario folder anywhere.
+fn pty_run_dir(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Pty {
     let tmp = tempfile::tempdir().expect("tempdir");
     let out = tmp.path().join("out");
     let bin = assert_cmd::cargo::cargo_bin("ufo");
@@ -791,6 +795,174 @@ fn pty_ctrl_c_at_a_prompt_cancels() {
         .expect("records");
     assert_eq!(last["type"], "session_end", "{events}");
     assert_eq!(last["status"], "CANCELLED", "{events}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Untrusted text is inert on a terminal
+// ---------------------------------------------------------------------------------------------
+
+/// What a terminal shows for the spoofing text: a carriage return and "erase line" that would
+/// replace `rm -rf /tmp/victim` with a harmless-looking `ls /tmp/victim`.
+const SPOOF: &str = "\r\u{1b}[2Kls /tmp/victim";
+/// The same text as ufo must show it: escaped, on one line.
+const SPOOF_SHOWN: &str = "\\r\\x1b[2Kls /tmp/victim";
+
+/// A scenario whose model holds a spoofing shell command (host CONFIRM with `Bash`), then has
+/// the AppAgent hold a click on a control whose on-screen name spoofs too; its subtask, thought
+/// and result carry escape sequences and a right-to-left override. With `click_approved` the
+/// script goes on as after an approved click (the AppAgent then finishes).
+fn spoof_scenario(dir: &Path, click_approved: bool) {
+    let desktop = serde_json::json!({"apps": [{
+    "name": "Writer", "process": "writer", "title": "report.odt - Writer", "running": true,
+    "launch": "writer",
+    "controls": [
+        {"id": "body", "role": "edit", "name": "Body", "value": ""},
+        {"id": "delete_all", "role": "button", "name": format!("Delete All{SPOOF}")}
+    ]}]});
+    let host = |status: &str, bash: &str, text: &str| {
+        serde_json::json!({"agent": "host", "response": {
+            "Observation": "o\u{1b}[1A\u{1b}[2K", "Thought": "t\u{202e}gnol",
+            "Current Sub-Task": format!("clean up{SPOOF}"), "ControlLabel": "1",
+            "ControlText": text, "Status": status, "Bash": bash, "Comment": "done\u{1b}[31m"}})
+    };
+    let app = serde_json::json!({"agent": "app", "response": {
+        "Observation": "o", "Thought": format!("think{SPOOF}"), "ControlLabel": "2",
+        "ControlText": format!("Delete All{SPOOF}"), "Function": "click", "Args": {},
+        "Status": "CONFIRM"}});
+    let mut script = vec![
+        host("CONFIRM", &format!("rm -rf /tmp/victim{SPOOF}"), ""),
+        host("ASSIGN", "", "Writer"),
+        app,
+    ];
+    if click_approved {
+        script.push(serde_json::json!({"agent": "app", "response": {
+            "Observation": "o", "Thought": "t", "Status": "FINISH",
+            "Result": format!("deleted{SPOOF}")}}));
+    }
+    script.push(host("FINISH", "", ""));
+    let script = script
+        .iter()
+        .map(|l| l.to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(dir.join("desktop.json"), desktop.to_string()).expect("desktop");
+    std::fs::write(dir.join("script.jsonl"), script).expect("script");
+    std::fs::write(dir.join("request.txt"), "Tidy up the report").expect("request");
+    std::fs::write(
+        dir.join("ufo.toml"),
+        "safe_guard = true\nask_question = true\nmax_steps = 20\nmax_rounds = 1\n",
+    )
+    .expect("config");
+}
+
+/// Defect: a held command holding `\r ESC[2K ls /tmp/victim` showed as `ls /tmp/victim` at the
+/// CONFIRM prompt. Now the prompt shows the command exactly, escaped, on one line, and no raw
+/// escape sequence from the model or the screen reaches the terminal (prompt, progress lines,
+/// status line).
+#[test]
+fn pty_confirm_shows_spoofing_text_escaped() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    spoof_scenario(tmp.path(), false);
+    let mut p = pty_run_dir(tmp.path(), &["--confirm", "ask"], &[("NO_COLOR", "1")]);
+    let first = p.expect("Approve? [y/N]");
+    assert!(
+        first.contains(&format!(
+            "shell command: rm -rf /tmp/victim{SPOOF_SHOWN}\r\n"
+        )),
+        "the held command is shown exactly on one line: {first:?}"
+    );
+    assert!(first.contains("shown escaped"), "{first:?}");
+    // Approved: the simulated desktop records the command (it runs nothing).
+    p.session.send_line("y").expect("send");
+    let second = p.expect("Approve? [y/N]");
+    assert!(
+        second.contains(&format!("control: [2] Delete All{SPOOF_SHOWN}")),
+        "{second:?}"
+    );
+    p.session.send_line("n").expect("send");
+    let (code, rest) = p.finish();
+    assert_eq!(code, 0, "{rest}");
+    for text in [&first, &second, &rest] {
+        assert!(
+            !text.contains(SPOOF),
+            "raw spoofing text reached the terminal: {text:?}"
+        );
+        assert!(!text.contains("\u{202e}"), "raw bidi override: {text:?}");
+        assert!(!text.contains("\u{1b}[1A"), "raw cursor-up: {text:?}");
+    }
+    // What was approved is what ran; the rejected click never happened.
+    let actions = p.actions();
+    assert!(
+        actions
+            .iter()
+            .any(|a| a["args"]["command"] == format!("rm -rf /tmp/victim{SPOOF}")),
+        "{actions:?}"
+    );
+    assert!(
+        actions.iter().all(|a| a["control"] != "delete_all"),
+        "{actions:?}"
+    );
+}
+
+/// A PENDING question with a spoofing escape sequence is shown escaped too.
+#[test]
+fn pty_pending_question_shows_spoofing_text_escaped() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    spoof_scenario(tmp.path(), false);
+    let script = [
+        serde_json::json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+            "Status": "PENDING", "Questions": [format!("Which file?{SPOOF}")]}}),
+        serde_json::json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+            "Status": "FINISH"}, "expect": ["notes.txt"]}),
+    ]
+    .iter()
+    .map(|l| l.to_string())
+    .collect::<Vec<_>>()
+    .join("\n");
+    std::fs::write(tmp.path().join("script.jsonl"), script).expect("script");
+    let mut p = pty_run_dir(tmp.path(), &[], &[("NO_COLOR", "1")]);
+    p.expect("HostAgent asks: ");
+    let shown = p.expect("\n> ");
+    assert!(
+        shown.starts_with(&format!("Which file?{SPOOF_SHOWN}\r")),
+        "{shown:?}"
+    );
+    assert!(!shown.contains(SPOOF), "{shown:?}");
+    p.session.send_line("notes.txt").expect("send");
+    let (code, rest) = p.finish();
+    assert_eq!(code, 0, "{rest}");
+}
+
+/// Off a terminal too: progress lines, stderr logs and `ufo.log` show the untrusted text
+/// escaped and hold no escape character at all.
+#[test]
+fn progress_lines_and_logs_show_spoofing_text_escaped() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    spoof_scenario(tmp.path(), true);
+    let run = run_dir(tmp.path(), &["--confirm", "yes", "-vv"]);
+    run.assert_code(0);
+    assert!(
+        !run.stderr.contains('\u{1b}') && !run.stderr.contains('\u{202e}'),
+        "{:?}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains(&format!("subtask: clean up{SPOOF_SHOWN}")),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("thought: t\\u{202e}gnol"),
+        "{}",
+        run.stderr
+    );
+    let log = std::fs::read_to_string(run.out.join("ufo.log")).expect("ufo.log");
+    assert!(
+        !log.contains('\u{1b}') && !log.contains('\r') && !log.contains('\u{202e}'),
+        "{log:?}"
+    );
+    assert!(log.contains("/tmp/victim"), "{log}");
 }
 
 // ---------------------------------------------------------------------------------------------
