@@ -4,16 +4,16 @@
 //! (`click_at`), or `type` text into whatever is at x,y.
 //!
 //! Its states are [`OperatorStatus`]: CONTINUE, FINISH, FAIL, ERROR. An action the
-//! sensitive-action policy flags (e.g. `click_at` listed in `[sensitive] functions`, typing
-//! into a password field) is shown to the person through
+//! sensitive-action policy flags (a click on a control named "Delete All" — the control under
+//! the point is judged, as for `click_at` —, `click_at` listed in `[sensitive] functions`,
+//! typing into a password field) is shown to the person through
 //! [`UserIo::confirm`](ufo_core::UserIo::confirm) before it runs, within the step.
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use ufo_core::agent::{ask_model, Assignment, Cx, Handoff, StepReport, SubAgent};
-use ufo_core::{
-    ConfirmRequest, Control, Decision, SessionStatus, UiAction, WindowInfo, WindowObservation,
-};
+use ufo_core::sensitive::control_at;
+use ufo_core::{ConfirmRequest, Decision, SessionStatus, UiAction, WindowInfo, WindowObservation};
 
 use crate::common::{archive, clip, hand_back, recent, Ending, Fields};
 
@@ -263,18 +263,23 @@ impl OperatorAgent {
         mv: &Move,
         runs: bool,
     ) -> (Value, Option<String>) {
-        let (action, control, x, y) = match mv {
+        let (action, x, y) = match mv {
             Move::None => return (Value::Null, None),
-            Move::Click { x, y } => (UiAction::ClickAt { x: *x, y: *y }, None, *x, *y),
-            Move::Type { x, y, text } => (
-                UiAction::TypeKeys { keys: text.clone() },
-                control_at(obs, *x, *y),
-                *x,
-                *y,
-            ),
+            Move::Click { x, y } => (UiAction::ClickAt { x: *x, y: *y }, *x, *y),
+            Move::Type { x, y, text } => (UiAction::TypeKeys { keys: text.clone() }, *x, *y),
+        };
+        // The control under the point: what a click there acts on (for the sensitive-action
+        // gate), and what typing goes into.
+        let under = control_at(obs, x, y).cloned();
+        let control = match mv {
+            Move::Type { .. } => under.clone(),
+            Move::Click { .. } | Move::None => None,
         };
         let mut record = json!({"function": action.name(), "args": action.args(), "x": x, "y": y,
                                 "control_id": control.as_ref().map(|c| c.id.clone())});
+        if let Some(c) = &under {
+            record["control_text"] = c.name.clone().into();
+        }
         if !runs {
             record["executed"] = false.into();
             return (record, None);
@@ -292,7 +297,7 @@ impl OperatorAgent {
             .services
             .config
             .sensitive
-            .action_reason(&action, control.as_ref())
+            .action_reason(&action, under.as_ref())
         {
             record["sensitive"] = reason.clone().into();
             record["held"] = true.into();
@@ -333,25 +338,6 @@ impl OperatorAgent {
             .push(format!("{} at ({x}, {y}) -> {out}", action.name()));
         (record, Some(out))
     }
-}
-
-/// The innermost control whose rectangle holds the window point (x, y).
-fn control_at(obs: &WindowObservation, x: i32, y: i32) -> Option<Control> {
-    let (ox, oy) = obs.window.rect.map_or((0, 0), |r| (r.x, r.y));
-    let (sx, sy) = (ox + x, oy + y);
-    obs.controls
-        .iter()
-        .filter(|c| {
-            let r = c.rect;
-            r.w > 0
-                && r.h > 0
-                && sx >= r.x
-                && sy >= r.y
-                && i64::from(sx) < i64::from(r.x) + i64::from(r.w)
-                && i64::from(sy) < i64::from(r.y) + i64::from(r.h)
-        })
-        .min_by_key(|c| u64::from(c.rect.w) * u64::from(c.rect.h))
-        .cloned()
 }
 
 #[async_trait]

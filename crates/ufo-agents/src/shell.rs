@@ -7,11 +7,12 @@
 //! policy as the host's `Bash` ([`SensitivePolicy::shell_reason`]): a command that is not a
 //! single allow-listed program is held in CONFIRM and runs only after
 //! [`UserIo::confirm`](ufo_core::UserIo::confirm) approves it; it never runs silently.
+//! Commands run through [`ufo_proc`]: without ufo's secrets in their environment, in a
+//! process group of their own that a timeout kills whole, their output capped.
 //!
 //! [`SensitivePolicy::shell_reason`]: ufo_core::sensitive::SensitivePolicy::shell_reason
 
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -85,6 +86,23 @@ impl ShellStatus {
             )),
         }
     }
+}
+
+/// A captured stream for the model: at most `max` bytes, then how much was left out.
+fn show(c: &ufo_proc::Captured, max: usize) -> String {
+    let text = String::from_utf8_lossy(&c.bytes);
+    let text = text.trim_end();
+    if text.len() <= max && !c.truncated() {
+        return text.to_string();
+    }
+    let shown = clip(text, max);
+    let total = c.bytes.len() as u64 + c.more;
+    let left = total.saturating_sub(text.len().min(max) as u64);
+    let mut s = format!("{shown}\n… truncated ({left} bytes more)");
+    if c.stopped {
+        s.push_str("; the command was stopped for printing too much");
+    }
+    s
 }
 
 /// The shell agent's answer.
@@ -165,17 +183,13 @@ impl ShellAgent {
     }
 
     /// Run a command in the working directory, bounded by the timeout; describe the outcome.
+    /// It runs without ufo's secrets in its environment, in its own process group (killed
+    /// whole on timeout or cancel), its output read up to [`ufo_proc::DEFAULT_MAX_OUTPUT`].
     async fn run(&self, command: &str) -> String {
-        let mut cmd = tokio::process::Command::new("sh");
-        cmd.arg("-c")
-            .arg(command)
-            .current_dir(&self.config.workdir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let child = match cmd.spawn() {
-            Ok(c) => c,
+        let mut cmd = ufo_proc::shell_command(command);
+        cmd.current_dir(&self.config.workdir);
+        let out = match ufo_proc::run(cmd, ufo_proc::Limits::new(self.config.timeout)).await {
+            Ok(o) => o,
             Err(e) => {
                 return format!(
                     "command failed to start: {e} (working directory {})",
@@ -183,35 +197,21 @@ impl ShellAgent {
                 )
             }
         };
-        let out = match tokio::time::timeout(self.config.timeout, child.wait_with_output()).await {
-            Ok(Ok(o)) => o,
-            Ok(Err(e)) => return format!("command failed: {e}"),
-            Err(_) => {
-                return format!(
-                    "command failed: it did not finish within {} ms and was killed",
-                    self.config.timeout.as_millis()
-                )
-            }
-        };
+        if out.timed_out {
+            return format!(
+                "command failed: it did not finish within {} ms and was killed (with every process it started)",
+                self.config.timeout.as_millis()
+            );
+        }
         let mut s = format!(
             "exit {}",
-            out.status
-                .code()
-                .map_or("by signal".to_string(), |c| c.to_string())
+            out.code.map_or("by signal".to_string(), |c| c.to_string())
         );
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if !stdout.trim().is_empty() {
-            s.push_str(&format!(
-                "\nstdout:\n{}",
-                clip(stdout.trim_end(), self.config.max_output)
-            ));
-        }
-        if !stderr.trim().is_empty() {
-            s.push_str(&format!(
-                "\nstderr:\n{}",
-                clip(stderr.trim_end(), self.config.max_output)
-            ));
+        for (name, stream) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            let shown = show(stream, self.config.max_output);
+            if !shown.trim().is_empty() {
+                s.push_str(&format!("\n{name}:\n{shown}"));
+            }
         }
         s
     }
@@ -272,7 +272,8 @@ impl ShellAgent {
                                     "workdir": self.config.workdir.display().to_string()});
             let sensitive = match status {
                 ShellStatus::Continue | ShellStatus::Finish => {
-                    svc.config.sensitive.shell_reason(&command, &[])
+                    let find = |name: &str| ufo_proc::which(name, None);
+                    svc.config.sensitive.shell_reason(&command, &[], &find)
                 }
                 ShellStatus::Confirm | ShellStatus::Fail | ShellStatus::Error => None,
             };
@@ -535,5 +536,48 @@ mod tests {
         assert!(out.contains("did not finish"), "{out}");
         let out = agent.run("exit 3").await;
         assert!(out.starts_with("exit 3"), "{out}");
+    }
+
+    /// Defects 1, 4, 10 through the agent: no key in the output, bounded output, no child
+    /// left behind by a timeout.
+    #[tokio::test]
+    async fn commands_see_no_keys_print_a_bounded_output_and_leave_no_child() {
+        std::env::set_var("OPENAI_API_KEY", "sk-shell-agent-test-key");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut config = ShellConfig::new(dir.path());
+        config.timeout = Duration::from_secs(30);
+        let agent = ShellAgent::new(config.clone());
+        let out = agent.run("echo key=$OPENAI_API_KEY.").await;
+        assert!(out.contains("key=."), "{out}");
+        assert!(!out.contains("sk-shell-agent-test-key"), "{out}");
+        let out = agent.run("cat /dev/zero").await;
+        assert!(out.len() < 10_000, "{} bytes", out.len());
+        assert!(out.contains("truncated"), "{out}");
+        assert!(out.contains("stopped for printing too much"), "{out}");
+        config.timeout = Duration::from_millis(300);
+        let agent = ShellAgent::new(config);
+        let out = agent.run("sleep 4646; echo done").await;
+        assert!(out.contains("did not finish"), "{out}");
+        let mut left = true;
+        for _ in 0..100 {
+            left = std::fs::read_dir("/proc")
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|e| {
+                    let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+                    let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+                    let zombie = stat
+                        .rsplit(')')
+                        .next()
+                        .is_some_and(|s| s.trim_start().starts_with('Z'));
+                    !zombie && cmd.split(|b| *b == 0).any(|w| w == b"4646")
+                });
+            if !left {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(!left, "sleep 4646 outlived the timeout");
     }
 }

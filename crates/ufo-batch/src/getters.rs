@@ -83,36 +83,45 @@ pub fn command_line(command: &Value) -> Option<String> {
     }
 }
 
-/// Run a shell command under `env`, bounded by its timeout (the command is killed after it).
+/// Most bytes of a getter command's stdout (and of its stderr): a longer output is an error,
+/// not a silently shortened value for the metric.
+pub const MAX_GETTER_OUTPUT: usize = ufo_proc::DEFAULT_MAX_OUTPUT;
+
+/// Run a shell command under `env`, bounded by its timeout. It gets none of ufo's secrets,
+/// runs in its own process group (killed whole after the timeout), and may print at most
+/// [`MAX_GETTER_OUTPUT`] bytes per stream.
 pub async fn run_command(env: &GetterEnv, command: &str) -> Result<CommandOutput, BatchError> {
-    let child = tokio::process::Command::new("/bin/sh")
-        .arg("-c")
-        .arg(command)
-        .envs(env.env.iter().map(|(k, v)| (k, v)))
-        .env("HOME", &env.home)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| BatchError::Command {
-            command: command.to_string(),
-            message: e.to_string(),
-        })?;
-    let out = tokio::time::timeout(env.timeout, child.wait_with_output())
+    let mut cmd = ufo_proc::shell_command(command);
+    cmd.envs(env.env.iter().map(|(k, v)| (k, v)))
+        .env("HOME", &env.home);
+    let limits = ufo_proc::Limits {
+        timeout: env.timeout,
+        max_output: MAX_GETTER_OUTPUT,
+    };
+    let fail = |message: String| BatchError::Command {
+        command: command.to_string(),
+        message,
+    };
+    let out = ufo_proc::run(cmd, limits)
         .await
-        .map_err(|_| BatchError::Command {
-            command: command.to_string(),
-            message: format!("timed out after {} s", env.timeout.as_secs()),
-        })?
-        .map_err(|e| BatchError::Command {
-            command: command.to_string(),
-            message: e.to_string(),
-        })?;
+        .map_err(|e| fail(e.to_string()))?;
+    if out.timed_out {
+        return Err(fail(format!(
+            "timed out after {} s and was killed with every process it started",
+            env.timeout.as_secs()
+        )));
+    }
+    for (name, stream) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+        if stream.truncated() {
+            return Err(fail(format!(
+                "printed more than {MAX_GETTER_OUTPUT} bytes on {name}; a getter's output is kept whole or not at all, so make the command print less"
+            )));
+        }
+    }
     Ok(CommandOutput {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout.bytes).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr.bytes).into_owned(),
+        code: out.code,
     })
 }
 
@@ -225,6 +234,34 @@ mod tests {
         )
         .await;
         assert!(matches!(r, Err(BatchError::Command { .. })), "{r:?}");
+    }
+
+    /// Defects 1 and 4 for getters: no key in a getter's output, an endless output is an
+    /// error after a bounded read.
+    #[tokio::test]
+    async fn getters_see_no_keys_and_endless_output_is_an_error() {
+        std::env::set_var("OPENAI_API_KEY", "sk-getter-test-key");
+        let tmp = tempfile::tempdir().unwrap();
+        let mut e = env(tmp.path());
+        e.timeout = Duration::from_secs(60);
+        let out = get(
+            &e,
+            &json!({"type": "vm_command_line", "command": "echo \"[$OPENAI_API_KEY]\""}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(out, json!("[]\n"));
+        let r = get(
+            &e,
+            &json!({"type": "vm_command_line", "command": "cat /dev/zero"}),
+        )
+        .await;
+        match r {
+            Err(BatchError::Command { message, .. }) => {
+                assert!(message.contains("more than"), "{message}")
+            }
+            other => panic!("expected an error, got {other:?}"),
+        }
     }
 
     #[tokio::test]

@@ -18,6 +18,7 @@ pub mod processor;
 pub mod prompt;
 pub mod redact;
 pub mod response;
+pub mod secrets;
 pub mod sensitive;
 pub mod session;
 pub mod status;

@@ -187,6 +187,15 @@ pub trait Desktop: Send + Sync {
     /// Run a shell command (the host's `Bash` field).
     async fn shell(&self, command: &str) -> Result<ShellOutput, DesktopError>;
 
+    /// Where [`shell`](Desktop::shell) would find the program `name` (a bare name, no `/`):
+    /// its absolute path, or `None` when it finds none. The shell allow-list uses it
+    /// ([`crate::sensitive::SensitivePolicy::shell_reason`]). The default finds nothing, so
+    /// every command other than a launch command is held for confirmation.
+    fn find_program(&self, name: &str) -> Option<String> {
+        let _ = name;
+        None
+    }
+
     /// Wait until the UI has settled after an action (bounded by the backend).
     async fn settle(&self);
 

@@ -1,17 +1,22 @@
 //! Sensitive actions: what always goes through the CONFIRM gate, whatever Status the model
 //! chose. A model fooled by text on the screen can ask for anything; it cannot skip this check.
 //!
-//! - Shell commands (the host's `Bash`): an **allow-list**. A command runs without confirmation
-//!   only if it is the launch command of an application the desktop knows, or a single simple
-//!   command (no `;`, `|`, `&&`, redirection, substitution) whose program is on `shell_allow`.
+//! - Shell commands (the host's `Bash`, the shell agent): an **allow-list**. A command runs
+//!   without confirmation only if it is the launch command of an application the desktop
+//!   knows, or a single simple command (no `;`, `|`, `&&`, redirection, substitution) whose
+//!   program is on `shell_allow` **and** resolves to a program of the system folders
+//!   ([`SYSTEM_PROGRAM_DIRS`]; never a relative path), with per-program argument rules
+//!   (`date` may not set the clock, `find` may not delete or run programs). See
+//!   [`SensitivePolicy::shell_reason`].
 //! - AppAgent actions: a control whose name contains one of `control_words` as a word (delete,
 //!   send, close, install, ...), any function listed in `functions`, and typing into a password
-//!   field (`password_fields`).
+//!   field (`password_fields`). A `click_at` (and the operator agent's clicks) is judged by
+//!   the control under the point ([`control_at`]), like a `click` on that control.
 
 use serde::{Deserialize, Serialize};
 
 use crate::action::UiAction;
-use crate::ports::Control;
+use crate::ports::{Control, WindowObservation};
 
 /// The sensitive-action policy (`[sensitive]` in ufo.toml).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,10 +64,159 @@ impl Default for SensitivePolicy {
 /// Characters that turn one command into several, or write where they should not.
 const SHELL_OPERATORS: &[&str] = &[";", "|", "&", ">", "<", "`", "$(", "\n", "\r"];
 
+/// The folders an allow-listed program must be found in (as an absolute path). A program
+/// found elsewhere (a relative path such as `./ls`, a user's `~/bin`, `/tmp/x/ls`) is never
+/// allow-listed, whatever its name.
+pub const SYSTEM_PROGRAM_DIRS: &[&str] =
+    &["/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/sbin"];
+
+/// Programs whose job is to run another program (or a shell): never allow-listed, even when
+/// `shell_allow` names them, since the allow-list could not see what they run.
+pub const RUNS_OTHER_PROGRAMS: &[&str] = &[
+    "env", "xargs", "nice", "nohup", "timeout", "sudo", "doas", "su", "runuser", "pkexec", "sh",
+    "bash", "dash", "zsh", "ksh", "fish", "exec", "command", "eval", "time", "watch", "strace",
+    "setsid", "stdbuf", "chroot", "busybox", "flock", "ionice", "taskset", "unshare", "nsenter",
+    "script",
+];
+
+/// `find` arguments that delete, run programs or write files.
+const FIND_ACTIONS: &[&str] = &[
+    "-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls",
+];
+
+/// Characters that make the shell rewrite a word (expansion, quoting, globbing): an argument
+/// of a program with argument rules must not hold them, or the rule would judge a word the
+/// program never sees (`date ${IFS}-s${IFS}2020`).
+const REWRITTEN: &[char] = &['$', '\\', '\'', '"', '*', '?', '[', '{', '~'];
+
+/// Where the shell that will run a command finds a program: `Some(absolute path)` or `None`
+/// when it finds none. The adapter that runs the command supplies it (core reads no files):
+/// a `PATH` lookup on the machine, a fixed answer on the simulated desktop.
+pub type FindProgram<'a> = &'a (dyn Fn(&str) -> Option<String> + Sync);
+
+/// Why `date` with these arguments needs confirmation: anything but reading the clock
+/// (`-s`/`--set`, or an operand other than `+FORMAT`, sets it).
+fn date_reason(args: &[&str]) -> Option<String> {
+    let sets = |what: &str| {
+        Some(format!(
+            "date {what} may set the system clock; only reading the date (options -d, -u, -R, -I, -r, -f and +FORMAT) runs without confirmation"
+        ))
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i];
+        i += 1;
+        if a.starts_with('+') {
+            continue;
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            let (name, has_value) = match long.split_once('=') {
+                Some((n, _)) => (n, true),
+                None => (long, false),
+            };
+            match name {
+                "date" | "file" | "reference" => {
+                    if !has_value {
+                        i += 1; // its value
+                    }
+                }
+                "utc" | "universal" | "iso-8601" | "rfc-3339" | "rfc-email" | "rfc-2822"
+                | "debug" | "help" | "version" | "resolution" => {}
+                _ => return sets(&format!("with the option {a:?}")),
+            }
+            continue;
+        }
+        if let Some(cluster) = a.strip_prefix('-') {
+            if cluster.is_empty() {
+                return sets("with the operand \"-\"");
+            }
+            for (at, c) in cluster.char_indices() {
+                match c {
+                    'u' | 'R' => {}
+                    // an optional value, attached
+                    'I' => break,
+                    'd' | 'f' | 'r' => {
+                        if at + c.len_utf8() == cluster.len() {
+                            i += 1; // its value is the next argument
+                        }
+                        break;
+                    }
+                    _ => return sets(&format!("with the option {a:?}")),
+                }
+            }
+            continue;
+        }
+        return sets(&format!("with the operand {a:?}"));
+    }
+    None
+}
+
+/// Why these arguments of `program` need confirmation (per-program rules), or `None`.
+fn argument_reason(program: &str, args: &[&str]) -> Option<String> {
+    let ruled = matches!(program, "date" | "find");
+    if !ruled {
+        return None;
+    }
+    if let Some(a) = args.iter().find(|a| a.contains(REWRITTEN)) {
+        return Some(format!(
+            "the argument {a:?} of {program} holds quoting, expansion or glob characters; {program} runs without confirmation only with plain arguments"
+        ));
+    }
+    match program {
+        "date" => date_reason(args),
+        "find" => args
+            .iter()
+            .find(|a| FIND_ACTIONS.contains(a))
+            .map(|a| format!("find {a} deletes files, runs programs or writes files")),
+        _ => None,
+    }
+}
+
+/// Whether `path` is directly inside one of [`SYSTEM_PROGRAM_DIRS`] and named `name`.
+fn in_system_dir(path: &str, name: &str) -> bool {
+    match path.rsplit_once('/') {
+        Some((dir, file)) => file == name && SYSTEM_PROGRAM_DIRS.contains(&dir),
+        None => false,
+    }
+}
+
+/// The innermost control whose rectangle holds the point (x, y) given in **window** pixels
+/// (as `click_at` and the operator agent's coordinates are). Control rectangles are screen
+/// pixels on both desktops, so the point is moved by the window's origin first.
+pub fn control_at(obs: &WindowObservation, x: i32, y: i32) -> Option<&Control> {
+    let (ox, oy) = obs.window.rect.map_or((0, 0), |r| (r.x, r.y));
+    let (sx, sy) = (i64::from(ox) + i64::from(x), i64::from(oy) + i64::from(y));
+    obs.controls
+        .iter()
+        .filter(|c| {
+            let r = c.rect;
+            r.w > 0
+                && r.h > 0
+                && sx >= i64::from(r.x)
+                && sy >= i64::from(r.y)
+                && sx < i64::from(r.x) + i64::from(r.w)
+                && sy < i64::from(r.y) + i64::from(r.h)
+        })
+        .min_by_key(|c| u64::from(c.rect.w) * u64::from(c.rect.h))
+}
+
 impl SensitivePolicy {
     /// Why a shell command needs confirmation, or `None` when it may run.
-    /// `launch_commands` are the desktop's known application launch commands.
-    pub fn shell_reason(&self, command: &str, launch_commands: &[String]) -> Option<String> {
+    /// `launch_commands` are the desktop's known application launch commands; `find` says
+    /// where the shell running the command would find a program (see [`FindProgram`]).
+    ///
+    /// A command runs unconfirmed only when it is a launch command, or a single simple
+    /// command whose program (1) is named on `shell_allow`, (2) is not one that runs other
+    /// programs ([`RUNS_OTHER_PROGRAMS`]), (3) is an absolute path in, or a bare name found
+    /// in, one of [`SYSTEM_PROGRAM_DIRS`] (a relative path like `./ls` never is), and (4)
+    /// passes its argument rules (`date` only reads the clock, `find` neither deletes nor
+    /// runs programs).
+    pub fn shell_reason(
+        &self,
+        command: &str,
+        launch_commands: &[String],
+        find: FindProgram<'_>,
+    ) -> Option<String> {
         if !self.enabled {
             return None;
         }
@@ -76,15 +230,45 @@ impl SensitivePolicy {
                 "the shell command uses the operator {op:?}; only single commands on the allow-list run without confirmation"
             ));
         }
-        let program = cmd.split_whitespace().next().unwrap_or("");
+        let mut words = cmd.split_whitespace();
+        let program = words.next().unwrap_or("");
+        let args: Vec<&str> = words.collect();
         let name = program.rsplit('/').next().unwrap_or(program);
-        if self.shell_allow.iter().any(|a| a == name) {
-            None
-        } else {
-            Some(format!(
+        if !self.shell_allow.iter().any(|a| a == name) {
+            return Some(format!(
                 "{name:?} is not on the shell allow-list ([sensitive] shell_allow)"
-            ))
+            ));
         }
+        if RUNS_OTHER_PROGRAMS.contains(&name) {
+            return Some(format!(
+                "{name:?} runs other programs, so it is never allow-listed"
+            ));
+        }
+        let path = if program.starts_with('/') {
+            program.to_string()
+        } else if program.contains('/') {
+            return Some(format!(
+                "{program:?} is a relative path; only programs of the system folders ({}) run without confirmation",
+                SYSTEM_PROGRAM_DIRS.join(", ")
+            ));
+        } else {
+            match find(program) {
+                Some(p) => p,
+                None => {
+                    return Some(format!(
+                        "{program:?} was not found in a system folder on PATH; only programs of {} run without confirmation",
+                        SYSTEM_PROGRAM_DIRS.join(", ")
+                    ))
+                }
+            }
+        };
+        if !in_system_dir(&path, name) {
+            return Some(format!(
+                "{program:?} is {path:?}, outside the system folders ({}); only their programs run without confirmation",
+                SYSTEM_PROGRAM_DIRS.join(", ")
+            ));
+        }
+        argument_reason(name, &args)
     }
 
     /// Why a tool call needs confirmation (the tool is listed in `functions`), or `None`.
@@ -93,7 +277,8 @@ impl SensitivePolicy {
             .then(|| format!("the tool {tool} is listed in [sensitive] functions"))
     }
 
-    /// Why an AppAgent action needs confirmation, or `None`.
+    /// Why an AppAgent action needs confirmation, or `None`. `control` is the control acted
+    /// on; for `click_at`, the control under the point ([`control_at`]).
     pub fn action_reason(&self, action: &UiAction, control: Option<&Control>) -> Option<String> {
         if !self.enabled {
             return None;
@@ -112,7 +297,10 @@ impl SensitivePolicy {
         }
         let acts_on_it = matches!(
             action,
-            UiAction::Click { .. } | UiAction::Select { .. } | UiAction::TypeKeys { .. }
+            UiAction::Click { .. }
+                | UiAction::ClickAt { .. }
+                | UiAction::Select { .. }
+                | UiAction::TypeKeys { .. }
         );
         if acts_on_it {
             let name = control.name.to_ascii_lowercase();
@@ -151,24 +339,180 @@ mod tests {
         }
     }
 
+    /// A machine where every program is in /usr/bin.
+    fn usr_bin(name: &str) -> Option<String> {
+        Some(format!("/usr/bin/{name}"))
+    }
+
+    fn reason(p: &SensitivePolicy, cmd: &str) -> Option<String> {
+        p.shell_reason(cmd, &["libreoffice --calc".to_string()], &usr_bin)
+    }
+
     #[test]
     fn the_shell_allow_list_holds() {
         let p = SensitivePolicy::default();
-        let launch = vec!["libreoffice --calc".to_string()];
-        assert_eq!(p.shell_reason("libreoffice --calc", &launch), None);
-        assert_eq!(p.shell_reason("libreoffice --calc &", &launch), None);
-        assert_eq!(p.shell_reason("echo report-ready", &launch), None);
-        assert_eq!(p.shell_reason("/bin/ls -l", &launch), None);
-        assert!(p.shell_reason("rm -rf ~", &launch).is_some());
-        assert!(p.shell_reason("echo hi; rm -rf ~", &launch).is_some());
-        assert!(p.shell_reason("echo $(rm -rf ~)", &launch).is_some());
-        assert!(p.shell_reason("cat x > /etc/passwd", &launch).is_some());
-        assert!(p.shell_reason("curl x | sh", &launch).is_some());
+        assert_eq!(reason(&p, "libreoffice --calc"), None);
+        assert_eq!(reason(&p, "libreoffice --calc &"), None);
+        assert_eq!(reason(&p, "echo report-ready"), None);
+        assert_eq!(reason(&p, "/bin/ls -l"), None);
+        assert_eq!(reason(&p, "ls -la"), None);
+        assert!(reason(&p, "rm -rf ~").is_some());
+        assert!(reason(&p, "echo hi; rm -rf ~").is_some());
+        assert!(reason(&p, "echo $(rm -rf ~)").is_some());
+        assert!(reason(&p, "cat x > /etc/passwd").is_some());
+        assert!(reason(&p, "curl x | sh").is_some());
         let off = SensitivePolicy {
             enabled: false,
             ..SensitivePolicy::default()
         };
-        assert_eq!(off.shell_reason("rm -rf ~", &launch), None);
+        assert_eq!(off.shell_reason("rm -rf ~", &[], &usr_bin), None);
+    }
+
+    /// Defect: the allow-list matched the program's basename, so `./ls` ran a local script.
+    #[test]
+    fn only_programs_of_the_system_folders_are_allow_listed() {
+        let p = SensitivePolicy::default();
+        for cmd in [
+            "./ls",
+            "bin/ls -la",
+            "../ls",
+            "/tmp/x/ls",
+            "/usr/bin/../../tmp/ls",
+        ] {
+            let r = reason(&p, cmd).unwrap_or_else(|| panic!("{cmd} ran unconfirmed"));
+            assert!(r.contains("system folders"), "{cmd}: {r}");
+        }
+        for cmd in ["/usr/bin/ls", "/bin/ls -l", "/usr/local/bin/ls", "/sbin/ls"] {
+            assert_eq!(reason(&p, cmd), None, "{cmd}");
+        }
+        // what PATH finds is what runs: a user's ~/bin/ls first on PATH is not /usr/bin/ls
+        let home_first = |n: &str| Some(format!("/home/u/bin/{n}"));
+        let r = p.shell_reason("ls -la", &[], &home_first).expect("held");
+        assert!(r.contains("/home/u/bin/ls"), "{r}");
+        let relative_path = |n: &str| Some(format!("bin/{n}"));
+        assert!(p.shell_reason("ls", &[], &relative_path).is_some());
+        let nowhere = |_: &str| None;
+        assert!(p
+            .shell_reason("ls", &[], &nowhere)
+            .is_some_and(|r| r.contains("not found")));
+        // a resolver answering with another program's path does not pass either
+        let other = |_: &str| Some("/usr/bin/rm".to_string());
+        assert!(p.shell_reason("ls", &[], &other).is_some());
+    }
+
+    /// Defect: `date -s …` passed unconfirmed.
+    #[test]
+    fn date_may_read_the_clock_but_not_set_it() {
+        let p = SensitivePolicy::default();
+        for cmd in [
+            "date",
+            "date +%Y-%m-%d",
+            "date -u",
+            "date -R",
+            "date -Iseconds",
+            "date -d tomorrow",
+            "date -ud tomorrow +%s",
+            "date --date=tomorrow",
+            "date --date tomorrow",
+            "date --utc --iso-8601=seconds",
+            "date -r notes.txt",
+        ] {
+            assert_eq!(reason(&p, cmd), None, "{cmd}");
+        }
+        for cmd in [
+            "date -s 2020-01-01",
+            "date -s2020-01-01",
+            "date -us 2020-01-01",
+            "date --set=2020-01-01",
+            "date --set 2020-01-01",
+            "date --se=2020-01-01",
+            "date 010112002020",
+            "date -d tomorrow 0101",
+            "date ${IFS}-s${IFS}2020",
+            "date '-s' 2020",
+            "date \\-s 2020",
+            "/bin/date -s 2020-01-01",
+        ] {
+            assert!(reason(&p, cmd).is_some(), "{cmd} ran unconfirmed");
+        }
+    }
+
+    #[test]
+    fn find_may_list_but_not_delete_or_run_and_wrappers_never_pass() {
+        let mut p = SensitivePolicy::default();
+        p.shell_allow
+            .extend(["find".to_string(), "env".to_string()]);
+        // a glob could expand to a file named -delete
+        assert!(reason(&p, "find . -name *.txt").is_some());
+        assert_eq!(reason(&p, "find . -name notes.txt -type f"), None);
+        for cmd in [
+            "find . -delete",
+            "find . -exec rm {} +",
+            "find / -execdir sh",
+            "find . -fprint /etc/x",
+            "find . -name x -ok rm",
+        ] {
+            assert!(reason(&p, cmd).is_some(), "{cmd} ran unconfirmed");
+        }
+        assert!(reason(&p, "env rm -rf /").is_some_and(|r| r.contains("runs other programs")));
+        assert_eq!(reason(&p, "du -sh ."), None);
+        assert_eq!(reason(&p, "df -h"), None);
+        assert_eq!(reason(&p, "mkdir -p a/b"), None);
+        assert_eq!(reason(&p, "touch notes.txt"), None);
+    }
+
+    /// Defect: `click_at` on the point of "Delete All" was not held while `click` was.
+    #[test]
+    fn click_at_is_judged_by_the_control_under_the_point() {
+        let window = crate::ports::WindowInfo {
+            id: "w".into(),
+            title: "Writer".into(),
+            app_name: "Writer".into(),
+            process: "writer".into(),
+            pid: None,
+            rect: Some(Rect {
+                x: 40,
+                y: 40,
+                w: 480,
+                h: 200,
+            }),
+        };
+        let mut panel = control("pane", "Panel");
+        panel.rect = Rect {
+            x: 40,
+            y: 40,
+            w: 480,
+            h: 200,
+        };
+        let mut delete = control("button", "Delete All");
+        delete.rect = Rect {
+            x: 52,
+            y: 110,
+            w: 456,
+            h: 24,
+        };
+        let obs = WindowObservation {
+            window,
+            controls: vec![panel, delete],
+            screenshot: None,
+            annotated: None,
+            warnings: Vec::new(),
+        };
+        // window pixels (100, 80) are screen pixels (140, 120): on Delete All, inside Panel
+        let under = control_at(&obs, 100, 80).expect("a control");
+        assert_eq!(under.name, "Delete All");
+        assert_eq!(
+            control_at(&obs, 100, 20).map(|c| c.name.as_str()),
+            Some("Panel")
+        );
+        assert!(control_at(&obs, 600, 20).is_none());
+        assert!(control_at(&obs, i32::MAX, i32::MAX).is_none());
+        let p = SensitivePolicy::default();
+        let at = UiAction::ClickAt { x: 100, y: 80 };
+        assert!(p
+            .action_reason(&at, control_at(&obs, 100, 80))
+            .is_some_and(|r| r.contains("Delete All")));
+        assert!(p.action_reason(&at, control_at(&obs, 100, 20)).is_none());
     }
 
     #[test]

@@ -811,6 +811,12 @@ impl Desktop for SimDesktop {
         }
     }
 
+    /// The simulated machine is a standard system: every program is in `/usr/bin` (nothing
+    /// runs here; the allow-list still tells relative paths and other folders apart).
+    fn find_program(&self, name: &str) -> Option<String> {
+        (!name.is_empty() && !name.contains('/')).then(|| format!("/usr/bin/{name}"))
+    }
+
     async fn settle(&self) {}
 
     fn final_state(&self) -> Option<Value> {

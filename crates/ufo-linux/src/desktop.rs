@@ -68,6 +68,54 @@ pub(crate) fn window_id(xid: u32) -> String {
     format!("{xid:#x}")
 }
 
+/// Most characters of stdout (and of stderr) a shell command hands back to the model.
+const SHELL_SHOWN: usize = 16_000;
+
+/// A captured stream as text: at most [`SHELL_SHOWN`] bytes, then how much was left out.
+fn shown(c: &ufo_proc::Captured) -> String {
+    let s = String::from_utf8_lossy(&c.bytes);
+    if s.len() <= SHELL_SHOWN && !c.truncated() {
+        return s.into_owned();
+    }
+    let mut end = s.len().min(SHELL_SHOWN);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let left = (c.bytes.len() as u64 + c.more).saturating_sub(end as u64);
+    let mut out = format!("{}…(truncated, {left} bytes more)", &s[..end]);
+    if c.stopped {
+        out.push_str("; the command was stopped for printing too much");
+    }
+    out
+}
+
+/// Run `/bin/sh -c command` for the host's `Bash`: without ufo's secrets (then `env` added),
+/// in its own process group killed whole after `timeout` or when the call is dropped, its
+/// output read up to [`ufo_proc::DEFAULT_MAX_OUTPUT`] per stream.
+pub(crate) async fn run_command(
+    command: &str,
+    env: &[(String, String)],
+    timeout: Duration,
+) -> Result<ShellOutput, LinuxError> {
+    let mut cmd = ufo_proc::shell_command(command);
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
+    let out = ufo_proc::run(cmd, ufo_proc::Limits::new(timeout))
+        .await
+        .map_err(|e| LinuxError::Shell(e.to_string()))?;
+    if out.timed_out {
+        return Err(LinuxError::Timeout {
+            what: format!("shell command `{command}` (killed with every process it started)"),
+            ms: timeout.as_millis() as u64,
+        });
+    }
+    Ok(ShellOutput {
+        code: out.code,
+        stdout: shown(&out.stdout),
+        stderr: shown(&out.stderr),
+        launched: None,
+    })
+}
+
 fn process_name(pid: u32) -> Option<String> {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .ok()
@@ -289,7 +337,10 @@ impl LinuxDesktop {
             .iter()
             .map(|w| (w.id, w.pid))
             .collect();
-        let child = std::process::Command::new("/bin/sh")
+        let mut cmd = std::process::Command::new("/bin/sh");
+        // the application gets none of ufo's secrets (provider keys, UFO_LLM_*)
+        ufo_proc::scrub_env_std(&mut cmd);
+        let child = cmd
             .arg("-c")
             .arg(format!("exec {command}"))
             .stdin(std::process::Stdio::null())
@@ -395,41 +446,20 @@ impl LinuxDesktop {
                 launched: Some(w.app_name),
             });
         }
-        let child = tokio::process::Command::new("/bin/sh")
-            .arg("-c")
-            .arg(command)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .envs(self.config.launch_env.iter().map(|(k, v)| (k, v)))
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| LinuxError::Shell(e.to_string()))?;
-        let out = tokio::time::timeout(self.config.shell_timeout, child.wait_with_output())
-            .await
-            .map_err(|_| LinuxError::Timeout {
-                what: format!("shell command `{command}`"),
-                ms: self.config.shell_timeout.as_millis() as u64,
-            })?
-            .map_err(|e| LinuxError::Shell(e.to_string()))?;
-        let cut = |b: &[u8]| {
-            let s = String::from_utf8_lossy(b);
-            if s.len() > 16_000 {
-                let mut end = 16_000;
-                while !s.is_char_boundary(end) {
-                    end -= 1;
-                }
-                format!("{}…(truncated)", &s[..end])
-            } else {
-                s.into_owned()
-            }
-        };
-        Ok(ShellOutput {
-            code: out.status.code(),
-            stdout: cut(&out.stdout),
-            stderr: cut(&out.stderr),
-            launched: None,
-        })
+        run_command(command, &self.config.launch_env, self.config.shell_timeout).await
+    }
+
+    /// Where this desktop's shell finds `name`: on `PATH` of `launch_env` when it sets one,
+    /// else on ufo's own `PATH`.
+    pub fn find_program(&self, name: &str) -> Option<String> {
+        let path = self
+            .config
+            .launch_env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| std::ffi::OsString::from(v));
+        ufo_proc::which(name, path.as_deref())
     }
 
     /// A PNG of the whole screen.
@@ -547,11 +577,81 @@ impl Desktop for LinuxDesktop {
         Ok(self.run_shell(command).await?)
     }
 
+    fn find_program(&self, name: &str) -> Option<String> {
+        LinuxDesktop::find_program(self, name)
+    }
+
     async fn settle(&self) {
         let last = self.lock().last_window;
         match last {
             Some(xid) => self.settle_window(xid, None).await,
             None => tokio::time::sleep(self.config.settle_poll).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Defect 1 for the host's `Bash` on the live desktop: the command sees no key, but the
+    /// configured environment.
+    #[tokio::test]
+    async fn host_shell_commands_get_no_secrets() {
+        std::env::set_var("ANTHROPIC_API_KEY", "sk-ant-live-desktop-test");
+        std::env::set_var("UFO_LLM_API_KEY", "sk-ufo-live-desktop-test");
+        let env = vec![("HOME".to_string(), "/tmp/task-home".to_string())];
+        let out = run_command("env", &env, Duration::from_secs(30))
+            .await
+            .expect("runs");
+        assert_eq!(out.code, Some(0));
+        assert!(
+            !out.stdout.contains("sk-ant-live-desktop-test"),
+            "{}",
+            out.stdout
+        );
+        assert!(
+            !out.stdout.contains("sk-ufo-live-desktop-test"),
+            "{}",
+            out.stdout
+        );
+        assert!(out.stdout.contains("HOME=/tmp/task-home"), "{}", out.stdout);
+    }
+
+    /// Defects 4 and 10 for the host's `Bash`: endless output is cut, a timeout kills the
+    /// whole group.
+    #[tokio::test]
+    async fn host_shell_output_is_capped_and_a_timeout_kills_the_group() {
+        let out = run_command("yes", &[], Duration::from_secs(60))
+            .await
+            .expect("runs");
+        assert!(out.stdout.len() < 20_000, "{} bytes", out.stdout.len());
+        assert!(out.stdout.contains("truncated"), "{}", &out.stdout[..100]);
+        let r = run_command("sleep 4747; echo done", &[], Duration::from_millis(300)).await;
+        assert!(matches!(r, Err(LinuxError::Timeout { .. })), "{r:?}");
+        let alive = || {
+            std::fs::read_dir("/proc")
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|e| {
+                    let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+                    let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+                    let zombie = stat
+                        .rsplit(')')
+                        .next()
+                        .is_some_and(|s| s.trim_start().starts_with('Z'));
+                    !zombie && cmd.split(|b| *b == 0).any(|w| w == b"4747")
+                })
+        };
+        let mut left = true;
+        for _ in 0..100 {
+            left = alive();
+            if !left {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(!left, "sleep 4747 outlived the timeout");
     }
 }

@@ -33,7 +33,9 @@ pub struct McpServerConfig {
     pub command: Option<String>,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Extra environment variables for it (e.g. an API key the server needs).
+    /// Extra environment variables for it (e.g. an API key the server needs). The server
+    /// inherits ufo's environment without its secrets ([`ufo_core::secrets`]); a secret it
+    /// needs must be passed here.
     pub env: BTreeMap<String, String>,
     /// A streamable HTTP endpoint (instead of `command`).
     pub url: Option<String>,
@@ -174,6 +176,8 @@ impl Server {
             return Err(McpConfigError::Transport(self.name.clone()).to_string());
         };
         let mut cmd = tokio::process::Command::new(program);
+        // none of ufo's secrets (provider keys, UFO_LLM_*), unless `env` passes one on purpose
+        ufo_proc::scrub_env(&mut cmd);
         cmd.args(&self.config.args)
             .envs(&self.config.env)
             .kill_on_drop(true);
@@ -463,5 +467,42 @@ impl ToolProvider for McpTools {
             }
         }
         Err(ToolError::Unknown(tool.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Defect 1 for MCP stdio servers: the server inherits no provider key, but gets what its
+    /// `env` passes on purpose. The "server" here writes its environment and exits.
+    #[tokio::test]
+    async fn a_stdio_server_gets_no_secrets_but_its_explicit_env() {
+        std::env::set_var("OPENAI_API_KEY", "sk-mcp-parent-secret");
+        std::env::set_var("UFO_LLM_BASE_URL", "https://user:pw@llm.example/v1");
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dump = tmp.path().join("env.txt");
+        let config = McpServerConfig {
+            command: Some("/bin/sh".into()),
+            args: vec!["-c".into(), "env > \"$DUMP\"".into()],
+            env: BTreeMap::from([
+                ("DUMP".to_string(), dump.display().to_string()),
+                (
+                    "SEARCH_API_KEY".to_string(),
+                    "passed-on-purpose".to_string(),
+                ),
+            ]),
+            timeout_ms: Some(5000),
+            ..McpServerConfig::default()
+        };
+        let tools = McpTools::new([("dump".to_string(), config)]).expect("valid");
+        // it exits without speaking MCP: listing its tools fails, after it ran
+        let _ = tools.tools_for("Writer").await;
+        tools.shutdown().await;
+        let env = std::fs::read_to_string(&dump).expect("the server ran");
+        assert!(!env.contains("sk-mcp-parent-secret"), "{env}");
+        assert!(!env.contains("user:pw"), "{env}");
+        assert!(env.contains("SEARCH_API_KEY=passed-on-purpose"), "{env}");
+        assert!(env.contains("PATH="), "{env}");
     }
 }

@@ -146,11 +146,15 @@ fn install_ctrl_c() -> Result<Arc<AtomicBool>, ctrlc::Error> {
     ctrlc::set_handler(move || {
         if f.swap(true, Ordering::SeqCst) {
             eprintln!("\naborted");
+            // commands run in process groups of their own: end them before leaving
+            ufo_proc::kill_all();
             std::process::exit(EXIT_CANCELLED.into());
         }
+        // the terminal's SIGINT no longer reaches commands in their own process groups
+        ufo_proc::interrupt_all();
         eprintln!(
-            "\ncancelling: a model call in flight stops now, an action in progress finishes \
-             (Ctrl-C again aborts at once)"
+            "\ncancelling: a model call in flight stops now, a running command is interrupted, \
+             an action in progress finishes (Ctrl-C again aborts at once)"
         );
     })?;
     Ok(flag)

@@ -479,17 +479,27 @@ impl SubAgent for AppAgent {
     }
 }
 
-/// Why the sensitive-action policy holds a planned action (any action of a list).
+/// Why the sensitive-action policy holds a planned action (any action of a list). A
+/// `click_at` is judged by the control of `obs` under its point, like a `click` on it.
 fn sensitive_reason(
     policy: &crate::sensitive::SensitivePolicy,
     planned: &Planned,
+    obs: Option<&WindowObservation>,
 ) -> Option<String> {
     match planned {
+        Planned::Ui {
+            action: action @ UiAction::ClickAt { x, y },
+            control,
+            ..
+        } => {
+            let under = obs.and_then(|o| crate::sensitive::control_at(o, *x, *y));
+            policy.action_reason(action, under.or(control.as_ref()))
+        }
         Planned::Ui {
             action, control, ..
         } => policy.action_reason(action, control.as_ref()),
         Planned::Tool { name, .. } => policy.tool_reason(name),
-        Planned::Batch(list) => list.iter().find_map(|p| sensitive_reason(policy, p)),
+        Planned::Batch(list) => list.iter().find_map(|p| sensitive_reason(policy, p, obs)),
     }
 }
 
@@ -861,7 +871,7 @@ impl AppStep<'_, '_> {
             AppStatus::Continue | AppStatus::Screenshot | AppStatus::Finish
         ) {
             let policy = &self.cx.services.config.sensitive;
-            sensitive = sensitive_reason(policy, &planned);
+            sensitive = sensitive_reason(policy, &planned, self.obs.as_ref());
             if let Some(reason) = &sensitive {
                 // The model did not ask, but the policy holds this action all the same.
                 rec["sensitive"] = reason.clone().into();

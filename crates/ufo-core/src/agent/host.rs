@@ -572,7 +572,9 @@ impl HostStep<'_, '_> {
         {
             let launch: Vec<String> = self.launchable.iter().map(|a| a.command.clone()).collect();
             let policy = &self.cx.services.config.sensitive;
-            if let Some(reason) = policy.shell_reason(&bash, &launch) {
+            let desktop = self.cx.services.desktop;
+            let find = |name: &str| desktop.find_program(name);
+            if let Some(reason) = policy.shell_reason(&bash, &launch, &find) {
                 // The model did not ask, but the policy holds this command all the same.
                 action.sensitive = Some(reason);
                 status = HostStatus::Confirm;
