@@ -222,7 +222,7 @@ fn ctrl_c_keeps_the_result_of_a_step_that_finished_the_subtask() {
         &std::fs::read_to_string(out.join("checkpoint.json")).expect("checkpoint"),
     )
     .expect("json");
-    let done = &checkpoint["previous_subtasks"];
+    let done = &checkpoint["previous_subtasks"]["recent"];
     assert_eq!(done.as_array().map(Vec::len), Some(1), "{checkpoint}");
     assert_eq!(done[0]["status"], "FINISH", "{checkpoint}");
     assert!(
