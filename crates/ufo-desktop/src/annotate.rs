@@ -270,14 +270,22 @@ pub fn to_image_rect(screen: Rect, origin: Rect) -> Rect {
 }
 
 /// Draw the annotation boxes onto `image` in place: for each `(label, rect)` an outline and,
-/// at the box's top-left corner, a filled tag with the label in white.
+/// at the box's top-left corner, a filled tag with the label in white. The colour cycles with
+/// the label's number (`"1"`, `"2"`, ...; with the position for other labels).
 pub fn draw_annotations<L: AsRef<str>>(image: &mut RgbaImage, labels: &[(L, Rect)]) {
     const SCALE: u32 = 3;
     const PAD: u32 = 2;
     for (i, (label, rect)) in labels.iter().enumerate() {
-        let color = PALETTE[i % PALETTE.len()];
-        image.stroke_rect(*rect, 2, color);
         let label = label.as_ref();
+        // The colour follows the label number, so a subset of the labels (the simulated
+        // desktop skips covered ones) keeps the colours of the full set.
+        let n = label
+            .parse::<usize>()
+            .ok()
+            .and_then(|n| n.checked_sub(1))
+            .unwrap_or(i);
+        let color = PALETTE[n % PALETTE.len()];
+        image.stroke_rect(*rect, 2, color);
         let tag = Rect {
             x: rect.x,
             y: rect.y,
@@ -413,8 +421,9 @@ mod tests {
         assert!(img.as_raw().iter().all(|b| *b == 255), "original unchanged");
         // The outline of the first box is the first palette colour.
         assert_eq!(out.pixel(69, 20), Some(PALETTE[0]));
-        // The second box has a different colour.
-        assert_eq!(out.pixel(69, 60), Some(PALETTE[1]));
+        // The second box has the colour of its number, a different one.
+        assert_eq!(out.pixel(69, 60), Some(PALETTE[11 % PALETTE.len()]));
+        assert_ne!(PALETTE[11 % PALETTE.len()], PALETTE[0]);
         // Digit "1": its middle column is white inside the tag.
         assert_eq!(out.pixel(15, 13), Some([255, 255, 255, 255]));
     }

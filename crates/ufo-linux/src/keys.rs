@@ -238,3 +238,7 @@ mod tests {
         assert_eq!(parse_keys("é€").unwrap(), vec![k(0xe9), k(0x0100_20ac)]);
     }
 }
+
+#[cfg(test)]
+#[path = "keys_fuzz.rs"]
+mod fuzz;

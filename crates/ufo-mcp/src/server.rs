@@ -9,12 +9,16 @@ use std::sync::Arc;
 
 use base64::Engine;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, Content, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerInfo, Tool,
+    CallToolRequestParams, CallToolResult, ClientJsonRpcMessage, ClientNotification, ClientRequest,
+    Content, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerInfo, ServerJsonRpcMessage, Tool,
 };
 use rmcp::service::RequestContext;
+use rmcp::transport::Transport;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
 use ufo_core::agent::resolve;
 use ufo_core::{Desktop, UiAction, WindowInfo, WindowObservation};
 
@@ -278,16 +282,457 @@ impl ServerHandler for DesktopServer {
     }
 }
 
+/// Longest request line `ufo mcp serve` reads; a longer line is answered with a parse error
+/// and skipped without being held in memory whole.
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// JSON-RPC error codes the line filter answers with.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+
 /// Serve `desktop` over stdio until the client closes the connection.
+///
+/// A line that is not a JSON-RPC message gets an error response and the server keeps serving
+/// (rmcp's own stdio transport would end the session on it).
 pub async fn serve_stdio(desktop: Arc<dyn Desktop>, allow_actions: bool) -> Result<(), ServeError> {
     let server = DesktopServer::new(desktop, allow_actions);
-    let running = server
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| ServeError::Init(e.to_string()))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| ServeError::Task(e.to_string()))?;
+    serve_lines(
+        server,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        MAX_LINE_BYTES,
+    )
+    .await
+}
+
+/// Serve `server` over newline-delimited JSON-RPC on `input`/`output`, answering malformed
+/// lines (not JSON, not a message, longer than `max_line` bytes) with a JSON-RPC error.
+pub async fn serve_lines<R, W>(
+    server: DesktopServer,
+    input: R,
+    output: W,
+    max_line: usize,
+) -> Result<(), ServeError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    // One writer owns the output so that rmcp's answers and the filter's error answers are
+    // each written as whole lines, never interleaved.
+    let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>(64);
+    let writer = tokio::spawn(write_lines(output, out_rx));
+    let (msg_tx, msg_rx) = mpsc::channel::<ClientJsonRpcMessage>(16);
+    let reader = tokio::spawn(read_lines(input, msg_tx, out_tx.clone(), max_line));
+    let transport = LineTransport {
+        incoming: msg_rx,
+        outgoing: Some(out_tx),
+    };
+    let result = async {
+        let running = server
+            .serve(transport)
+            .await
+            .map_err(|e| ServeError::Init(e.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| ServeError::Task(e.to_string()))?;
+        Ok(())
+    }
+    .await;
+    reader.abort();
+    let _ = reader.await;
+    // Every sender is gone now: the writer flushes what is queued and ends (bounded, in case
+    // the output blocks).
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), writer).await;
+    result
+}
+
+/// rmcp's side of the line filter: messages that parsed, answers to the writer.
+struct LineTransport {
+    incoming: mpsc::Receiver<ClientJsonRpcMessage>,
+    outgoing: Option<mpsc::Sender<Vec<u8>>>,
+}
+
+impl Transport<RoleServer> for LineTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: ServerJsonRpcMessage,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let tx = self.outgoing.clone();
+        async move {
+            let tx = tx.ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::NotConnected,
+                    "the MCP transport is closed",
+                )
+            })?;
+            let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+            line.push(b'\n');
+            tx.send(line).await.map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the output is closed")
+            })
+        }
+    }
+
+    fn receive(
+        &mut self,
+    ) -> impl std::future::Future<Output = Option<ClientJsonRpcMessage>> + Send {
+        // Cancel-safe: rmcp polls this inside a select!.
+        self.incoming.recv()
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.outgoing = None;
+        Ok(())
+    }
+}
+
+async fn write_lines<W: AsyncWrite + Unpin>(
+    mut output: W,
+    mut lines: mpsc::Receiver<Vec<u8>>,
+) -> std::io::Result<()> {
+    while let Some(line) = lines.recv().await {
+        output.write_all(&line).await?;
+        output.flush().await?;
+    }
     Ok(())
+}
+
+/// What one input line is.
+#[derive(Debug)]
+enum Incoming {
+    /// A JSON-RPC message for rmcp.
+    Message(Box<ClientJsonRpcMessage>),
+    /// Not a message: this error response goes back (one line, newline included).
+    Reply(Vec<u8>),
+    /// Nothing to do (a blank line, or a notification rmcp does not know: JSON-RPC forbids
+    /// answering notifications).
+    Ignore,
+}
+
+/// The outcome of reading one line.
+#[derive(Debug, PartialEq, Eq)]
+enum Line {
+    /// A line is in the buffer (without its newline).
+    Complete,
+    /// The line was longer than the cap; it was skipped up to its newline.
+    TooLong,
+    /// End of input.
+    Eof,
+}
+
+/// Read one line into `buf` (cleared first) holding at most `max` bytes of it: a longer line
+/// is consumed up to its newline and reported as [`Line::TooLong`]. A last line without a
+/// newline counts as a line.
+async fn read_bounded_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line> {
+    buf.clear();
+    let mut too_long = false;
+    let mut any = false;
+    loop {
+        let chunk = reader.fill_buf().await?;
+        if chunk.is_empty() {
+            return Ok(match (too_long, any) {
+                (true, _) => Line::TooLong,
+                (false, true) => Line::Complete,
+                (false, false) => Line::Eof,
+            });
+        }
+        any = true;
+        let (part, used, done) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) => (&chunk[..i], i + 1, true),
+            None => (chunk, chunk.len(), false),
+        };
+        if !too_long {
+            if buf.len() + part.len() > max {
+                too_long = true;
+                buf.clear();
+                buf.shrink_to(64 * 1024);
+            } else {
+                buf.extend_from_slice(part);
+            }
+        }
+        reader.consume(used);
+        if done {
+            return Ok(if too_long {
+                Line::TooLong
+            } else {
+                Line::Complete
+            });
+        }
+    }
+}
+
+/// A JSON-RPC error response line.
+fn error_line(id: Value, code: i64, message: String) -> Vec<u8> {
+    let mut line = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+        .to_string()
+        .into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// Sort one input line (without its newline).
+fn classify(line: &[u8]) -> Incoming {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Incoming::Ignore;
+    }
+    let message_error = match serde_json::from_slice::<ClientJsonRpcMessage>(line) {
+        Ok(m) => return Incoming::Message(Box::new(m)),
+        Err(e) => e,
+    };
+    let value = match serde_json::from_slice::<Value>(line) {
+        Ok(v) => v,
+        Err(e) => {
+            return Incoming::Reply(error_line(
+                Value::Null,
+                PARSE_ERROR,
+                format!(
+                    "parse error: the line is not JSON ({e}); send one JSON-RPC message per line"
+                ),
+            ))
+        }
+    };
+    let id = value.get("id");
+    if id.is_none() && value.get("method").is_some_and(Value::is_string) {
+        return Incoming::Ignore;
+    }
+    let id = match id {
+        Some(v @ (Value::String(_) | Value::Number(_))) => v.clone(),
+        _ => Value::Null,
+    };
+    Incoming::Reply(error_line(
+        id,
+        INVALID_REQUEST,
+        format!(
+            "invalid request: the line is JSON but not a JSON-RPC 2.0 message this server \
+             understands ({message_error}); send {{\"jsonrpc\":\"2.0\",\"id\":...,\"method\":...}}"
+        ),
+    ))
+}
+
+/// Where the MCP handshake is. rmcp ends the session when the first message is not
+/// `initialize` or the next is not `notifications/initialized`, so the filter answers (or
+/// drops) anything else until then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    AwaitInitialize,
+    AwaitInitialized,
+    Running,
+}
+
+/// Let `message` through to rmcp, or answer / drop it when the handshake is not done.
+fn admit(phase: &mut Phase, message: ClientJsonRpcMessage) -> Incoming {
+    let refuse = |id: &rmcp::model::RequestId, what: &str| {
+        let id = serde_json::to_value(id).unwrap_or(Value::Null);
+        Incoming::Reply(error_line(
+            id,
+            INVALID_REQUEST,
+            format!("the MCP session is not initialised yet: {what}"),
+        ))
+    };
+    match (*phase, &message) {
+        (Phase::Running, _) => Incoming::Message(Box::new(message)),
+        (Phase::AwaitInitialize, ClientJsonRpcMessage::Request(r)) => match r.request {
+            ClientRequest::InitializeRequest(_) => {
+                *phase = Phase::AwaitInitialized;
+                Incoming::Message(Box::new(message))
+            }
+            _ => refuse(&r.id, "send `initialize` first"),
+        },
+        (Phase::AwaitInitialized, ClientJsonRpcMessage::Notification(n))
+            if matches!(
+                n.notification,
+                ClientNotification::InitializedNotification(_)
+            ) =>
+        {
+            *phase = Phase::Running;
+            Incoming::Message(Box::new(message))
+        }
+        (Phase::AwaitInitialized, ClientJsonRpcMessage::Request(r)) => {
+            refuse(&r.id, "send `notifications/initialized` first")
+        }
+        // Notifications, responses and errors before the handshake is done: nothing to answer.
+        _ => Incoming::Ignore,
+    }
+}
+
+/// The line filter: read `input` line by line, forward messages to rmcp, answer the rest.
+async fn read_lines<R: AsyncRead + Unpin>(
+    input: R,
+    to_server: mpsc::Sender<ClientJsonRpcMessage>,
+    out: mpsc::Sender<Vec<u8>>,
+    max_line: usize,
+) {
+    let mut reader = BufReader::with_capacity(64 * 1024, input);
+    let mut buf = Vec::new();
+    let mut phase = Phase::AwaitInitialize;
+    loop {
+        let incoming = match read_bounded_line(&mut reader, &mut buf, max_line).await {
+            Ok(Line::Eof) => break,
+            Ok(Line::Complete) => match classify(&buf) {
+                Incoming::Message(m) => admit(&mut phase, *m),
+                other => other,
+            },
+            Ok(Line::TooLong) => Incoming::Reply(error_line(
+                Value::Null,
+                PARSE_ERROR,
+                format!(
+                    "parse error: the line is longer than {max_line} bytes and was skipped; \
+                     send smaller messages"
+                ),
+            )),
+            Err(e) => {
+                tracing::warn!("cannot read the MCP input: {e}");
+                break;
+            }
+        };
+        match incoming {
+            Incoming::Message(m) => {
+                if to_server.send(*m).await.is_err() {
+                    break;
+                }
+            }
+            Incoming::Reply(line) => {
+                tracing::warn!(
+                    "answered a malformed MCP input line with an error: {}",
+                    String::from_utf8_lossy(&line).trim_end()
+                );
+                if out.send(line).await.is_err() {
+                    break;
+                }
+            }
+            Incoming::Ignore => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{duplex, AsyncBufReadExt};
+
+    const SCENARIO: &str = r#"{"apps": [{"name": "Writer", "controls": [
+        {"id": "name", "role": "edit", "name": "File name", "value": ""}]}]}"#;
+
+    const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+
+    fn server() -> DesktopServer {
+        let desktop = ufo_desktop::SimDesktop::from_json_str(SCENARIO).expect("scenario");
+        DesktopServer::new(Arc::new(desktop), false)
+    }
+
+    /// Run the server on `input` (closed at the end) and return every output line as JSON.
+    async fn exchange(input: Vec<u8>, max_line: usize) -> Vec<Value> {
+        let (mut client_w, server_r) = duplex(1 << 16);
+        let (server_w, client_r) = duplex(1 << 16);
+        let serving = tokio::spawn(serve_lines(server(), server_r, server_w, max_line));
+        let feeding = tokio::spawn(async move {
+            client_w.write_all(&input).await.expect("write input");
+            // Give the server time to answer before the input closes.
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            drop(client_w);
+        });
+        let mut lines = tokio::io::BufReader::new(client_r).lines();
+        let mut out = Vec::new();
+        while let Ok(Some(line)) =
+            tokio::time::timeout(std::time::Duration::from_secs(10), lines.next_line())
+                .await
+                .expect("the server answers or closes within 10 s")
+        {
+            out.push(serde_json::from_str(&line).expect("every output line is JSON"));
+        }
+        feeding.await.expect("feeder");
+        let _ = serving.await;
+        out
+    }
+
+    fn by_id(out: &[Value], id: Value) -> &Value {
+        out.iter()
+            .find(|v| v["id"] == id)
+            .unwrap_or_else(|| panic!("no answer with id {id}: {out:?}"))
+    }
+
+    #[tokio::test]
+    async fn a_malformed_line_gets_a_parse_error_and_the_server_keeps_serving() {
+        let input = format!(
+            "this is not json\n{{\"jsonrpc\":\"2.0\",\"id\":7}}\n[1,2]\n\n\
+             {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/whatever\",\"params\":{{}}}}\n\
+             {{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}}\n{INITIALIZE}\n\
+             {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}}\n\
+             not json either\n\
+             {{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\"}}\n"
+        );
+        let out = exchange(input.into_bytes(), MAX_LINE_BYTES).await;
+        let parse_errors: Vec<&Value> = out
+            .iter()
+            .filter(|v| v["error"]["code"] == PARSE_ERROR)
+            .collect();
+        assert_eq!(parse_errors.len(), 2, "{out:?}");
+        assert_eq!(parse_errors[0]["id"], Value::Null);
+        assert_eq!(parse_errors[0]["jsonrpc"], "2.0");
+        assert_eq!(by_id(&out, json!(7))["error"]["code"], INVALID_REQUEST);
+        let invalid_null: Vec<&Value> = out
+            .iter()
+            .filter(|v| v["error"]["code"] == INVALID_REQUEST && v["id"].is_null())
+            .collect();
+        assert_eq!(invalid_null.len(), 1, "the batch array: {out:?}");
+        let init = by_id(&out, json!(1));
+        assert_eq!(init["result"]["serverInfo"]["name"], "ufo", "{out:?}");
+        // tools/list before the handshake is refused, after it answered
+        assert_eq!(by_id(&out, json!(2))["error"]["code"], INVALID_REQUEST);
+        let tools = by_id(&out, json!(3))["result"]["tools"]
+            .as_array()
+            .map(Vec::len);
+        assert_eq!(tools, Some(5), "{out:?}");
+        // blank line and unknown notification: no answer
+        assert_eq!(out.len(), 7, "{out:?}");
+    }
+
+    #[tokio::test]
+    async fn an_overlong_line_is_answered_without_being_buffered_and_serving_goes_on() {
+        let mut input = vec![b'x'; 300_000];
+        input.push(b'\n');
+        input.extend_from_slice(INITIALIZE.as_bytes());
+        input.push(b'\n');
+        let out = exchange(input, 1024).await;
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert_eq!(out[0]["error"]["code"], PARSE_ERROR, "{out:?}");
+        assert!(out[0]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("longer than 1024 bytes")));
+        assert_eq!(by_id(&out, json!(1))["result"]["serverInfo"]["name"], "ufo");
+    }
+
+    #[tokio::test]
+    async fn bounded_line_reader_splits_caps_and_ends() {
+        let data: &[u8] = b"ab\r\n0123456789\nlast";
+        let mut r = tokio::io::BufReader::with_capacity(3, data);
+        let mut buf = Vec::new();
+        assert_eq!(
+            read_bounded_line(&mut r, &mut buf, 5).await.ok(),
+            Some(Line::Complete)
+        );
+        assert_eq!(buf, b"ab\r");
+        assert_eq!(
+            read_bounded_line(&mut r, &mut buf, 5).await.ok(),
+            Some(Line::TooLong)
+        );
+        assert!(buf.is_empty());
+        assert_eq!(
+            read_bounded_line(&mut r, &mut buf, 5).await.ok(),
+            Some(Line::Complete)
+        );
+        assert_eq!(buf, b"last");
+        assert_eq!(
+            read_bounded_line(&mut r, &mut buf, 5).await.ok(),
+            Some(Line::Eof)
+        );
+    }
 }
