@@ -25,11 +25,21 @@ pub fn parse_object(raw: &str) -> Result<Map<String, Value>, String> {
     }
 }
 
+/// How many unbalanced `{` the search skips before it gives up. Each restart rescans the rest
+/// of the answer, so without a bound an answer of many unclosed braces (`{{{{…`) would take time
+/// quadratic in its length; real answers have at most a few stray braces in their prose.
+const MAX_RESTARTS: usize = 64;
+
 /// The first balanced `{...}` in `raw`, skipping braces inside strings.
 fn extract_object(raw: &str) -> Option<&str> {
     let bytes = raw.as_bytes();
     let mut search_from = 0;
+    let mut restarts = 0;
     while let Some(rel) = raw.get(search_from..)?.find('{') {
+        if restarts > MAX_RESTARTS {
+            return None;
+        }
+        restarts += 1;
         let start = search_from + rel;
         let mut depth = 0usize;
         let mut in_str = false;
@@ -129,6 +139,17 @@ mod tests {
     #[test]
     fn skips_an_unbalanced_brace_in_prose() {
         let m = parse_object("note { this\n{\"ok\": true}").expect("found");
+        assert_eq!(m["ok"], true);
+    }
+
+    #[test]
+    fn many_unclosed_braces_end_the_search_quickly() {
+        // 64 KiB of `{` scanned from every brace would be 2^31 steps; the restart bound keeps
+        // it to a few million.
+        let raw = format!("{}{{\"ok\": true}}", "{".repeat(1 << 16));
+        assert!(parse_object(&raw).unwrap_err().contains("no JSON object"));
+        // A few stray braces in the prose are still skipped.
+        let m = parse_object("a { b { c {\n{\"ok\": true}").expect("found");
         assert_eq!(m["ok"], true);
     }
 
