@@ -560,19 +560,7 @@ mod tests {
         assert!(out.contains("did not finish"), "{out}");
         let mut left = true;
         for _ in 0..100 {
-            left = std::fs::read_dir("/proc")
-                .into_iter()
-                .flatten()
-                .flatten()
-                .any(|e| {
-                    let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-                    let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-                    let zombie = stat
-                        .rsplit(')')
-                        .next()
-                        .is_some_and(|s| s.trim_start().starts_with('Z'));
-                    !zombie && cmd.split(|b| *b == 0).any(|w| w == b"4646")
-                });
+            left = !ufo_proc::live_processes_with_arg("4646").is_empty();
             if !left {
                 break;
             }

@@ -629,21 +629,7 @@ mod tests {
         assert!(out.stdout.contains("truncated"), "{}", &out.stdout[..100]);
         let r = run_command("sleep 4747; echo done", &[], Duration::from_millis(300)).await;
         assert!(matches!(r, Err(LinuxError::Timeout { .. })), "{r:?}");
-        let alive = || {
-            std::fs::read_dir("/proc")
-                .into_iter()
-                .flatten()
-                .flatten()
-                .any(|e| {
-                    let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-                    let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-                    let zombie = stat
-                        .rsplit(')')
-                        .next()
-                        .is_some_and(|s| s.trim_start().starts_with('Z'));
-                    !zombie && cmd.split(|b| *b == 0).any(|w| w == b"4747")
-                })
-        };
+        let alive = || !ufo_proc::live_processes_with_arg("4747").is_empty();
         let mut left = true;
         for _ in 0..100 {
             left = alive();

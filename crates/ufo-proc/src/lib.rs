@@ -313,6 +313,30 @@ pub async fn run(mut cmd: Command, limits: Limits) -> Result<Finished, ProcError
     })
 }
 
+/// The processes (zombies left out: they are dead, waiting for their parent) whose command line
+/// holds `arg` as one whole argument. Tests use it to prove that no child outlived its command
+/// (`sleep 4242` gone after a timeout); it reads `/proc` and finds nothing where there is none.
+pub fn live_processes_with_arg(arg: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = state
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z'));
+        if !zombie && cmdline.split(|b| *b == 0).any(|w| w == arg.as_bytes()) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -394,31 +418,9 @@ mod tests {
         assert_eq!(f.stderr.text(), "oops\n");
     }
 
-    fn alive_with_arg(arg: &str) -> Vec<u32> {
-        let mut pids = Vec::new();
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-                continue;
-            };
-            let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-            // a zombie is dead already (waiting for its parent to read its status)
-            let zombie = state
-                .rsplit(')')
-                .next()
-                .is_some_and(|s| s.trim_start().starts_with('Z'));
-            if !zombie && cmdline.split(|b| *b == 0).any(|w| w == arg.as_bytes()) {
-                pids.push(pid);
-            }
-        }
-        pids
-    }
-
     async fn gone(arg: &str) -> bool {
         for _ in 0..100 {
-            if alive_with_arg(arg).is_empty() {
+            if live_processes_with_arg(arg).is_empty() {
                 return true;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -454,7 +456,7 @@ mod tests {
         let task = tokio::spawn(run(shell_command("sleep 4444"), limits(60_000)));
         let mut seen = false;
         for _ in 0..100 {
-            if !alive_with_arg("4444").is_empty() {
+            if !live_processes_with_arg("4444").is_empty() {
                 seen = true;
                 break;
             }
@@ -482,7 +484,7 @@ mod tests {
         .await
         .expect("runs");
         assert_eq!(f.stdout.text(), "started\n");
-        let pids = alive_with_arg("4545");
+        let pids = live_processes_with_arg("4545");
         assert!(!pids.is_empty(), "the background process was killed");
         for p in pids {
             let _ = nix::sys::signal::kill(Pid::from_raw(p as i32), Signal::SIGKILL);

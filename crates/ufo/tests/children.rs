@@ -206,20 +206,7 @@ fn the_operator_agents_click_on_a_sensitive_control_is_held() {
 
 /// Processes (not zombies) whose command line has the word `arg`.
 fn alive_with_arg(arg: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| {
-            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-            let zombie = stat
-                .rsplit(')')
-                .next()
-                .is_some_and(|s| s.trim_start().starts_with('Z'));
-            !zombie && cmd.split(|b| *b == 0).any(|w| w == arg.as_bytes())
-        })
-        .count()
+    ufo_proc::live_processes_with_arg(arg).len()
 }
 
 fn wait_until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
