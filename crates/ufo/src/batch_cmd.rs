@@ -151,6 +151,41 @@ fn read_env_file(path: &Path) -> Result<Job> {
     Ok(Job { set, unset })
 }
 
+/// The display job `i` runs on, checked before any task starts: a batch without a desktop
+/// would otherwise fail every task one by one.
+fn job_display(job: &Job, i: usize, env: &dyn Fn(&str) -> Option<String>) -> Result<String> {
+    let display = match job.set.iter().find(|(k, _)| k == "DISPLAY") {
+        Some((_, v)) => Some(v.clone()),
+        None if job.unset.iter().any(|k| k == "DISPLAY") => None,
+        None => env("DISPLAY"),
+    };
+    let Some(display) = display.filter(|d| !d.trim().is_empty()) else {
+        return Err(anyhow!(
+            "no desktop to run job {} on: DISPLAY is not set; start a session with \
+             UFO_SESSION_DIR=/tmp/ufo-s1 scripts/desktop-session.sh up and pass --display-env \
+             /tmp/ufo-s1/env (or run ufo batch inside a desktop session)",
+            i + 1
+        ));
+    };
+    // A local display `:N` is served through its socket; a missing socket means no X server.
+    let number = display
+        .strip_prefix(':')
+        .and_then(|rest| rest.split('.').next())
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if let Some(n) = number {
+        let socket = Path::new("/tmp/.X11-unix").join(format!("X{n}"));
+        if !socket.exists() {
+            return Err(anyhow!(
+                "no desktop to run job {} on: no X server answers on DISPLAY {display} ({} is \
+                 missing); start the session first (scripts/desktop-session.sh up)",
+                i + 1,
+                socket.display()
+            ));
+        }
+    }
+    Ok(display)
+}
+
 /// A folder name for a task id.
 fn safe_name(id: &str) -> String {
     id.chars()
@@ -192,6 +227,9 @@ fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
                 unset: Vec::new(),
             }),
         }
+    }
+    for (i, job) in jobs.iter().enumerate() {
+        job_display(job, i, &|k| std::env::var(k).ok())?;
     }
     let files = ufo_batch::collect_task_files(&args.tasks)?;
     if files.is_empty() {
@@ -787,6 +825,35 @@ async fn run_task(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn a_job_without_a_display_is_refused_before_any_task() {
+        let none = |_: &str| None;
+        let bare = Job {
+            set: Vec::new(),
+            unset: Vec::new(),
+        };
+        let e = job_display(&bare, 0, &none).expect_err("no DISPLAY");
+        assert!(e.to_string().contains("DISPLAY is not set"), "{e}");
+        let gone = Job {
+            set: vec![("DISPLAY".into(), ":4242".into())],
+            unset: Vec::new(),
+        };
+        let e = job_display(&gone, 1, &none).expect_err("no X server");
+        assert!(e.to_string().contains("job 2"), "{e}");
+        assert!(e.to_string().contains("X4242"), "{e}");
+        let unset = Job {
+            set: Vec::new(),
+            unset: vec!["DISPLAY".into()],
+        };
+        let outer = |k: &str| (k == "DISPLAY").then(|| ":0".to_string());
+        assert!(job_display(&unset, 0, &outer).is_err());
+        let remote = |k: &str| (k == "DISPLAY").then(|| "otherhost:0".to_string());
+        assert_eq!(
+            job_display(&bare, 0, &remote).expect("remote"),
+            "otherhost:0"
+        );
+    }
 
     #[test]
     fn a_session_env_file_becomes_a_job_without_its_home() {

@@ -184,6 +184,13 @@ fn resume_args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
             )
         })
     };
+    if let Some(status) = ended_status(&args.out.join("events.jsonl")) {
+        return Err(anyhow!(
+            "the session in {} already ended {status}; there is nothing to resume (a resume \
+             would repeat its actions): start a new session with `ufo run`",
+            args.out.display()
+        ));
+    }
     let checkpoint: Checkpoint = serde_json::from_str(&read(CHECKPOINT_FILE)?)
         .with_context(|| format!("{CHECKPOINT_FILE} in {} is damaged", args.out.display()))?;
     let record: RunRecord = serde_json::from_str(&read(RUN_RECORD)?)
@@ -209,6 +216,21 @@ fn resume_args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
     Ok((run, checkpoint))
 }
 
+/// The status of a session that ended for good (FINISH or FAIL), read from the last
+/// `session_start`/`session_end` record of its trajectory; `None` while it can still be resumed
+/// (cancelled, crashed, ERROR) or when the file cannot be read (the checkpoint read says why).
+fn ended_status(events: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(events).ok()?;
+    let last = text
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| matches!(e["type"].as_str(), Some("session_start" | "session_end")))?;
+    let status = last["status"].as_str()?;
+    (last["type"] == "session_end" && matches!(status, "FINISH" | "FAIL"))
+        .then(|| status.to_string())
+}
+
 /// A usage or configuration problem: exit 2 with the message.
 struct Usage(anyhow::Error);
 
@@ -223,6 +245,10 @@ pub(crate) enum Start {
 }
 
 pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) -> ExitCode {
+    if args.request.trim().is_empty() {
+        eprintln!("error: the request is empty; say what to do, e.g. ufo run \"Compute 12 + 30 on the calculator\"");
+        return ExitCode::from(EXIT_USAGE);
+    }
     let console = Console::new(Verbosity::from_flags(args.quiet, args.verbose));
     let mut prepared = match prepare(&args, &console, &cancel) {
         Ok(p) => p,

@@ -178,12 +178,24 @@ fn a_second_run_in_a_folder_in_use_is_refused() {
 fn resume_appends_to_its_own_folder() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let out = tmp.path().join("out");
-    // A session that ran out of steps, resumed with a higher limit.
+    // A session that ran out of steps and was then cut off, resumed with a higher limit.
     let first = run(
         &scenario_args("app_fail_replan", &out),
         &["--max-steps", "2"],
     );
     assert_eq!(first.status.code(), Some(1), "{first:?}");
+    // As if ufo had been killed before the end: a session that ended FAIL is not resumed.
+    let path = out.join("events.jsonl");
+    let text = std::fs::read_to_string(&path).expect("events");
+    let kept: String = text
+        .lines()
+        .filter(|l| {
+            !l.contains("\"type\":\"round_end\"") && !l.contains("\"type\":\"session_end\"")
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(kept, text, "the ends were there");
+    std::fs::write(&path, kept).expect("write");
     let resumed = ufo()
         .arg("resume")
         .arg(&out)

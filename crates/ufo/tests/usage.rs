@@ -1,0 +1,78 @@
+//! Usage errors that must stop `ufo` before anything runs (exit 2): a blank request, a resume
+//! of a session that already ended, a batch with no desktop to run on.
+
+mod common;
+
+use common::*;
+
+fn word_excel(out: &std::path::Path, request: &str) -> std::process::Output {
+    let ex = repo_root().join("examples").join("word_excel");
+    ufo()
+        .arg("run")
+        .arg("--desktop")
+        .arg(format!("sim:{}", ex.join("desktop.json").display()))
+        .arg("--llm")
+        .arg(format!("script:{}", ex.join("script.jsonl").display()))
+        .arg("--out")
+        .arg(out)
+        .arg(request)
+        .output()
+        .expect("ufo runs")
+}
+
+#[test]
+fn a_blank_request_is_a_usage_error_and_nothing_runs() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for request in ["", "   \n\t"] {
+        let out = tmp.path().join("out");
+        let output = word_excel(&out, request);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("the request is empty"), "{stderr}");
+        assert!(!out.join("events.jsonl").exists(), "nothing may run");
+    }
+}
+
+#[test]
+fn resuming_a_session_that_ended_is_a_usage_error_and_runs_nothing_again() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("out");
+    let first = word_excel(
+        &out,
+        "Extract the sales table from Word and create a bar chart in Excel",
+    );
+    assert_eq!(first.status.code(), Some(0));
+    let before = std::fs::read_to_string(out.join("events.jsonl")).expect("events");
+    let resumed = ufo().arg("resume").arg(&out).output().expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("already ended FINISH"), "{stderr}");
+    let after = std::fs::read_to_string(out.join("events.jsonl")).expect("events");
+    assert_eq!(before, after, "the trajectory is untouched");
+}
+
+#[test]
+fn a_batch_without_a_desktop_stops_before_the_first_task() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("out");
+    for display in [None, Some(":4243")] {
+        let mut cmd = ufo();
+        cmd.arg("batch")
+            .arg(repo_root().join("tests").join("batch"))
+            .arg("--out")
+            .arg(&out)
+            .arg("--quiet");
+        match display {
+            Some(d) => cmd.env("DISPLAY", d),
+            None => cmd.env_remove("DISPLAY"),
+        };
+        let output = cmd.output().expect("ufo runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{display:?}: {stderr}");
+        assert!(stderr.contains("no desktop to run job 1 on"), "{stderr}");
+        assert!(
+            !out.join("results.jsonl").exists(),
+            "no task may run: {stderr}"
+        );
+    }
+}
