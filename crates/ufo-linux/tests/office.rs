@@ -169,22 +169,31 @@ async fn calc_started_while_connected_stays_idle_when_observed() {
         .unwrap_or_else(|e| panic!("cannot launch Calc: {e}"));
     let pid = w.pid.expect("Calc's window has a pid");
 
-    let t = Instant::now();
-    let obs = tokio::time::timeout(Duration::from_secs(30), d.observe(&w.id))
-        .await
-        .expect("the observation of Calc did not answer within 30 s")
-        .expect("observe Calc");
-    let took = t.elapsed();
-    assert!(
-        took < Duration::from_secs(2),
-        "the observation of Calc took {took:?}; {}",
-        describe(&obs)
-    );
-    assert!(
-        obs.controls.len() >= 20,
-        "Calc's toolbars and menus are missing: {}",
-        describe(&obs)
-    );
+    // the window is on the bus before LibreOffice has filled it: observe until its toolbars
+    // and menus are there, every observation answering within 2 s
+    let fill_deadline = Instant::now() + Duration::from_secs(30);
+    let obs = loop {
+        let t = Instant::now();
+        let obs = tokio::time::timeout(Duration::from_secs(30), d.observe(&w.id))
+            .await
+            .expect("the observation of Calc did not answer within 30 s")
+            .expect("observe Calc");
+        let took = t.elapsed();
+        assert!(
+            took < Duration::from_secs(2),
+            "the observation of Calc took {took:?}; {}",
+            describe(&obs)
+        );
+        if obs.controls.len() >= 20 {
+            break obs;
+        }
+        assert!(
+            Instant::now() < fill_deadline,
+            "Calc's toolbars and menus are missing after 30 s: {}",
+            describe(&obs)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     // whether the sheet is in GTK3's cache (then it is refused, with a warning) depends on
     // timing; when it is, the warning names it
     if let Some(w) = obs
