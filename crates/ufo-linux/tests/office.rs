@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 use ufo_core::{Desktop, WindowObservation};
 use ufo_linux::{LinuxConfig, LinuxDesktop};
 
+/// The tests take turns: they share the screen.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn should_run(test: &str) -> bool {
     if std::env::var("UFO_LIVE_TESTS").as_deref() == Ok("1") {
         return true;
@@ -120,6 +123,7 @@ async fn calc_started_while_connected_stays_idle_when_observed() {
     if !should_run("calc_started_while_connected_stays_idle_when_observed") {
         return;
     }
+    let _turn = SERIAL.lock().await;
     let cmd = ufo_linux::default_launch_table(ufo_linux::libreoffice_gtk3_installed())
         .into_iter()
         .find(|(n, _)| n == "spreadsheet")
@@ -257,4 +261,82 @@ async fn calc_started_while_connected_stays_idle_when_observed() {
         share * 100.0,
         grew_kib / 1024
     );
+}
+
+/// Issue 11, item 9: a LibreOffice without an accessible plugin (`SAL_USE_VCLPLUGIN=gen`) is
+/// not on the accessibility bus; the observation says so and how to fix it, instead of
+/// suggesting it "was started before accessibility was switched on".
+#[tokio::test(flavor = "multi_thread")]
+async fn calc_without_its_accessible_plugin_is_diagnosed() {
+    if !should_run("calc_without_its_accessible_plugin_is_diagnosed") {
+        return;
+    }
+    let _turn = SERIAL.lock().await;
+    assert!(
+        ufo_proc::which("libreoffice", None).is_some(),
+        "LibreOffice is not installed: run scripts/test-deps.sh install_libreoffice (as root)"
+    );
+    let dir = tempfile::Builder::new()
+        .prefix("ufo-office-test-")
+        .tempdir()
+        .expect("cannot create a temporary folder");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let profile_arg = format!(
+        "-env:UserInstallation=file://{}",
+        dir.path().join("profile").display()
+    );
+    let d = LinuxDesktop::connect(LinuxConfig::default())
+        .await
+        .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
+    let _guard = OfficeGuard {
+        profile_arg: profile_arg.clone(),
+        _dir: dir,
+    };
+    {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = std::process::Command::new("libreoffice");
+        ufo_proc::scrub_env_std(&mut cmd);
+        cmd.args(["--calc", "--norestore", "--nologo", &profile_arg])
+            .env("SAL_USE_VCLPLUGIN", "gen")
+            .env("HOME", &home)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("cannot start libreoffice");
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let w = loop {
+        let ours = ufo_proc::live_processes_with_arg(&profile_arg);
+        let windows = d.windows().await.expect("list windows");
+        if let Some(w) = windows
+            .into_iter()
+            .find(|w| w.pid.is_some_and(|p| ours.contains(&p)) && w.title.contains("Calc"))
+        {
+            break w;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Calc's window (SAL_USE_VCLPLUGIN=gen) did not appear within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let obs = tokio::time::timeout(Duration::from_secs(30), d.observe(&w.id))
+        .await
+        .expect("the observation did not answer within 30 s")
+        .expect("observe Calc");
+    assert!(obs.controls.is_empty(), "{}", describe(&obs));
+    let hint = obs
+        .warnings
+        .iter()
+        .find(|w| w.contains("not on the accessibility bus"))
+        .unwrap_or_else(|| panic!("no diagnosis: {}", describe(&obs)));
+    assert!(
+        hint.contains("SAL_USE_VCLPLUGIN=gen")
+            && hint.contains("start it with SAL_USE_VCLPLUGIN=gtk3"),
+        "{hint}"
+    );
+    assert!(!hint.contains("before accessibility"), "{hint}");
 }
