@@ -37,10 +37,22 @@ fn should_run(test: &str) -> bool {
 struct OfficeGuard {
     profile_arg: String,
     _dir: tempfile::TempDir,
+    /// the launcher, when the test started LibreOffice itself (reaped at the end)
+    child: Option<std::process::Child>,
 }
 
 impl Drop for OfficeGuard {
     fn drop(&mut self) {
+        self.kill_all();
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl OfficeGuard {
+    fn kill_all(&self) {
         let deadline = Instant::now() + Duration::from_secs(5);
         let mut signal = "-TERM";
         loop {
@@ -165,6 +177,7 @@ async fn calc_started_while_connected_stays_idle_when_observed() {
     let _guard = OfficeGuard {
         profile_arg: profile_arg.clone(),
         _dir: dir,
+        child: None,
     };
 
     let w = d
@@ -289,15 +302,17 @@ async fn calc_without_its_accessible_plugin_is_diagnosed() {
     let d = LinuxDesktop::connect(LinuxConfig::default())
         .await
         .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
-    let _guard = OfficeGuard {
+    let mut guard = OfficeGuard {
         profile_arg: profile_arg.clone(),
         _dir: dir,
+        child: None,
     };
     {
         use std::os::unix::process::CommandExt;
         let mut cmd = std::process::Command::new("libreoffice");
         ufo_proc::scrub_env_std(&mut cmd);
-        cmd.args(["--calc", "--norestore", "--nologo", &profile_arg])
+        let child = cmd
+            .args(["--calc", "--norestore", "--nologo", &profile_arg])
             .env("SAL_USE_VCLPLUGIN", "gen")
             .env("HOME", &home)
             .stdin(std::process::Stdio::null())
@@ -306,6 +321,7 @@ async fn calc_without_its_accessible_plugin_is_diagnosed() {
             .process_group(0)
             .spawn()
             .expect("cannot start libreoffice");
+        guard.child = Some(child);
     }
     let deadline = Instant::now() + Duration::from_secs(60);
     let w = loop {
