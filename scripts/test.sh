@@ -17,7 +17,7 @@ fi
 
 # shellcheck source=scripts/test-deps.sh
 source scripts/test-deps.sh
-echo "== test dependencies (Chromium, LibreOffice, the MCP reference servers, the Python mcp client)"
+echo "== test dependencies (Chromium, the MCP reference servers, the Python mcp client)"
 install_chromium
 install_libreoffice
 install_mcp_servers
