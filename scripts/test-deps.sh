@@ -7,6 +7,10 @@
 # (crates/ufo/tests/person.rs, report_in_headless_chromium). Installs only when
 # /usr/bin/chromium is missing and we are root; otherwise says why it does nothing.
 #
+# install_libreoffice: Debian's LibreOffice Calc, Writer and Impress with its GTK3 plugin (the
+# one with an accessibility bridge), for the live LibreOffice tests
+# (crates/ufo-linux/tests/office.rs). Installs only the missing packages, and only as root.
+#
 # install_mcp_servers: the reference MCP servers `@modelcontextprotocol/server-filesystem` and
 # `@modelcontextprotocol/server-everything`, with npm, into target/test-deps/mcp (or
 # $UFO_MCP_SERVERS_DIR), for crates/ufo-mcp/tests and crates/ufo/tests/mcp.rs.
@@ -24,6 +28,24 @@ install_chromium() {
   fi
   apt-get update
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
+}
+
+install_libreoffice() {
+  local missing=() p
+  for p in libreoffice-calc libreoffice-writer libreoffice-impress libreoffice-gtk3; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  if [ "${#missing[@]}" -eq 0 ]; then
+    return 0
+  fi
+  if [ "$(id -u)" != "0" ]; then
+    echo "install_libreoffice: ${missing[*]} missing and this is not root; run as root: apt-get install --no-install-recommends ${missing[*]}" >&2
+    return 1
+  fi
+  apt-get update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 }
 
 _ufo_repo_root() {
@@ -58,14 +80,15 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   case "${1:-}" in
     "")
       install_chromium
+      install_libreoffice
       install_mcp_servers
       install_python_mcp
       ;;
-    install_chromium | install_mcp_servers | install_python_mcp)
+    install_chromium | install_libreoffice | install_mcp_servers | install_python_mcp)
       "$1"
       ;;
     *)
-      echo "usage: $0 [install_chromium|install_mcp_servers|install_python_mcp]" >&2
+      echo "usage: $0 [install_chromium|install_libreoffice|install_mcp_servers|install_python_mcp]" >&2
       exit 2
       ;;
   esac

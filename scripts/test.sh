@@ -19,6 +19,7 @@ fi
 source scripts/test-deps.sh
 echo "== test dependencies (Chromium, the MCP reference servers, the Python mcp client)"
 install_chromium
+install_libreoffice
 install_mcp_servers
 install_python_mcp
 

@@ -21,6 +21,11 @@ pub struct LinuxConfig {
     pub walk_budget: Duration,
     /// Most nodes the fallback walk visits.
     pub walk_max_nodes: usize,
+    /// Most children a container may report for the walk to enumerate it. A container that
+    /// reports more (a spreadsheet reports every cell of the sheet, 2^31 of them), or a
+    /// negative count, is never enumerated: asking for all its children would make the
+    /// application build them all.
+    pub walk_max_children: usize,
     /// Launch table: application name (matched case-insensitively) → shell command.
     pub launch: Vec<(String, String)>,
     /// Extra environment for launched applications and shell commands (tests give each run a
@@ -38,15 +43,94 @@ impl Default for LinuxConfig {
             shell_timeout: Duration::from_secs(60),
             walk_budget: Duration::from_secs(3),
             walk_max_nodes: 5000,
-            launch: vec![
-                ("calculator".into(), "gnome-calculator".into()),
-                ("gnome-calculator".into(), "gnome-calculator".into()),
-                ("text editor".into(), "mousepad".into()),
-                ("mousepad".into(), "mousepad".into()),
-            ],
+            walk_max_children: 2000,
+            launch: default_launch_table(libreoffice_gtk3_installed()),
             launch_env: Vec::new(),
         }
     }
+}
+
+/// Where Debian (and most distributions) put LibreOffice's GTK3 plugin, the one of its
+/// window-system plugins that speaks AT-SPI.
+const LIBREOFFICE_GTK3_PLUGINS: &[&str] = &[
+    "/usr/lib/libreoffice/program/libvclplug_gtk3lo.so",
+    "/usr/lib64/libreoffice/program/libvclplug_gtk3lo.so",
+    "/opt/libreoffice/program/libvclplug_gtk3lo.so",
+];
+
+/// Whether LibreOffice's accessible GTK3 plugin is installed.
+pub fn libreoffice_gtk3_installed() -> bool {
+    LIBREOFFICE_GTK3_PLUGINS
+        .iter()
+        .any(|p| std::path::Path::new(p).exists())
+}
+
+/// The built-in launch table. LibreOffice is started with its GTK3 plugin when that is
+/// installed: its other plugins (`gen`, `x11`) put nothing on the accessibility bus.
+pub fn default_launch_table(libreoffice_gtk3: bool) -> Vec<(String, String)> {
+    let office = |arg: &str| {
+        if libreoffice_gtk3 {
+            format!("env SAL_USE_VCLPLUGIN=gtk3 libreoffice {arg}")
+        } else {
+            format!("libreoffice {arg}")
+        }
+    };
+    vec![
+        ("calculator".into(), "gnome-calculator".into()),
+        ("gnome-calculator".into(), "gnome-calculator".into()),
+        ("text editor".into(), "mousepad".into()),
+        ("mousepad".into(), "mousepad".into()),
+        ("spreadsheet".into(), office("--calc")),
+        ("libreoffice".into(), office("--calc")),
+        ("libreoffice calc".into(), office("--calc")),
+        ("word processor".into(), office("--writer")),
+        ("libreoffice writer".into(), office("--writer")),
+        ("presentation".into(), office("--impress")),
+        ("libreoffice impress".into(), office("--impress")),
+    ]
+}
+
+/// The program a launch command runs: its first word after `env` and `NAME=value`
+/// assignments (`env SAL_USE_VCLPLUGIN=gtk3 libreoffice --calc` → `libreoffice`), lowercased,
+/// without its directory.
+pub fn program_of(command: &str) -> String {
+    let mut words = command.split_whitespace().peekable();
+    if words.peek() == Some(&"env") {
+        words.next();
+    }
+    words
+        .find(|w| !(w.contains('=') && !w.starts_with('=') && !w.starts_with('/')))
+        .map(|w| w.rsplit('/').next().unwrap_or(w).to_lowercase())
+        .unwrap_or_default()
+}
+
+/// A command without its leading `env` and `NAME=value` assignments, lowercased, words joined
+/// by one space: what a person means when they type the command without the environment.
+pub(crate) fn bare_command(command: &str) -> String {
+    let mut words: Vec<&str> = command.split_whitespace().collect();
+    if words.first() == Some(&"env") {
+        words.remove(0);
+    }
+    let start = words
+        .iter()
+        .position(|w| !(w.contains('=') && !w.starts_with('=') && !w.starts_with('/')))
+        .unwrap_or(words.len());
+    words[start..].join(" ").to_lowercase()
+}
+
+/// Whether a window's class or process belongs to the program `exe` (LibreOffice runs as
+/// `soffice.bin` with classes such as `libreoffice-calc`, whatever the command was called).
+pub(crate) fn same_program(exe: &str, class: &str, process: Option<&str>) -> bool {
+    let class = class.to_lowercase();
+    let process = process.map(str::to_lowercase);
+    if class == exe || process.as_deref().is_some_and(|p| exe.starts_with(p)) {
+        return true;
+    }
+    let office = ["libreoffice", "soffice", "localc", "lowriter", "loimpress"];
+    office.contains(&exe)
+        && (class.starts_with("libreoffice")
+            || class.starts_with("soffice")
+            || process.as_deref() == Some("soffice.bin"))
 }
 
 impl LinuxConfig {
@@ -57,10 +141,85 @@ impl LinuxConfig {
             .iter()
             .find(|(name, _)| name.to_lowercase() == want)
             .or_else(|| {
+                let want = bare_command(&want);
                 self.launch
                     .iter()
-                    .find(|(_, cmd)| cmd.trim().to_lowercase() == want)
+                    .find(|(_, cmd)| bare_command(cmd) == want)
             })
             .map(|(n, c)| (n.as_str(), c.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn launch_table_knows_the_office_applications() {
+        let config = LinuxConfig {
+            launch: default_launch_table(true),
+            ..LinuxConfig::default()
+        };
+        for (name, arg) in [
+            ("spreadsheet", "--calc"),
+            ("Spreadsheet", "--calc"),
+            ("libreoffice", "--calc"),
+            ("word processor", "--writer"),
+            ("presentation", "--impress"),
+        ] {
+            let (_, cmd) = config.command_for(name).expect(name);
+            assert_eq!(cmd, format!("env SAL_USE_VCLPLUGIN=gtk3 libreoffice {arg}"));
+            assert_eq!(program_of(cmd), "libreoffice");
+        }
+        // without the GTK3 plugin the command is plain (forcing gtk3 would fail to start)
+        let plain = default_launch_table(false);
+        assert!(plain
+            .iter()
+            .any(|(n, c)| n == "spreadsheet" && c == "libreoffice --calc"));
+        assert!(plain.iter().all(|(_, c)| !c.contains("SAL_USE_VCLPLUGIN")));
+    }
+
+    #[test]
+    fn program_of_skips_env_and_assignments() {
+        assert_eq!(program_of("gnome-calculator"), "gnome-calculator");
+        assert_eq!(program_of("/usr/bin/Mousepad --x"), "mousepad");
+        assert_eq!(program_of("A=1 B=2 libreoffice --writer"), "libreoffice");
+        assert_eq!(program_of("env X=1 soffice"), "soffice");
+        assert_eq!(program_of(""), "");
+    }
+
+    #[test]
+    fn a_command_typed_without_its_environment_finds_the_entry() {
+        let config = LinuxConfig {
+            launch: default_launch_table(true),
+            ..LinuxConfig::default()
+        };
+        let (name, _) = config.command_for("libreoffice --writer").expect("writer");
+        assert_eq!(name, "word processor");
+        assert_eq!(
+            bare_command("env SAL_USE_VCLPLUGIN=gtk3  libreoffice --calc"),
+            "libreoffice --calc"
+        );
+    }
+
+    #[test]
+    fn libreoffice_windows_belong_to_the_libreoffice_command() {
+        assert!(same_program(
+            "libreoffice",
+            "libreoffice-calc",
+            Some("soffice.bin")
+        ));
+        assert!(same_program("libreoffice", "Soffice", None));
+        assert!(same_program("mousepad", "Mousepad", None));
+        assert!(same_program(
+            "gnome-calculator",
+            "x",
+            Some("gnome-calculato")
+        ));
+        assert!(!same_program(
+            "mousepad",
+            "libreoffice-calc",
+            Some("soffice.bin")
+        ));
     }
 }

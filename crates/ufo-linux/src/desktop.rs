@@ -356,18 +356,14 @@ impl LinuxDesktop {
             })?;
         let child_pid = child.id();
         self.lock().children.push(child);
-        let exe = command
-            .split_whitespace()
-            .next()
-            .and_then(|c| c.rsplit('/').next())
-            .unwrap_or(command)
-            .to_lowercase();
+        let exe = crate::config::program_of(command);
         let matches = |w: &XWindow| {
             w.pid == Some(child_pid)
-                || w.class.to_lowercase() == exe
-                || w.pid
-                    .and_then(process_name)
-                    .is_some_and(|p| exe.starts_with(&p.to_lowercase()))
+                || crate::config::same_program(
+                    &exe,
+                    &w.class,
+                    w.pid.and_then(process_name).as_deref(),
+                )
         };
         let deadline = Instant::now() + self.config.launch_timeout;
         let mut existing: Option<XWindow> = None;
@@ -435,7 +431,10 @@ impl LinuxDesktop {
             .config
             .launch
             .iter()
-            .find(|(_, c)| c.trim() == trimmed)
+            .find(|(_, c)| {
+                c.trim() == trimmed
+                    || crate::config::bare_command(c) == crate::config::bare_command(trimmed)
+            })
             .map(|(n, c)| (n.clone(), c.clone()));
         if let Some((name, cmd)) = launch {
             let w = self.spawn_and_wait(&name, &cmd).await?;
@@ -535,7 +534,7 @@ impl Desktop for LinuxDesktop {
     async fn launchable(&self) -> Result<Vec<LaunchableApp>, DesktopError> {
         let windows = self.list_windows().await?;
         let running = |cmd: &str| {
-            let exe = cmd.split_whitespace().next().unwrap_or(cmd).to_lowercase();
+            let exe = crate::config::program_of(cmd);
             windows
                 .iter()
                 .any(|w| w.process.to_lowercase() == exe || w.app_name.to_lowercase() == exe)

@@ -20,7 +20,7 @@ mod keys;
 mod observe;
 mod x11;
 
-pub use config::LinuxConfig;
+pub use config::{default_launch_table, libreoffice_gtk3_installed, program_of, LinuxConfig};
 pub use desktop::LinuxDesktop;
 pub use error::LinuxError;
 pub use observe::{ControlDetail, FullObservation, ObservationStats};

@@ -371,8 +371,13 @@ impl LinuxDesktop {
             // dialogs first: they are on top and usually what needs an answer
             for w in attached.iter().chain(std::iter::once(&main)) {
                 let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)).cloned() else {
+                    let why = match w.pid.and_then(libreoffice_without_a11y) {
+                        Some(hint) => hint,
+                        None => "was the application started before accessibility was switched on?"
+                            .to_string(),
+                    };
                     warnings.push(format!(
-                        "window {} ({:?}) is not on the accessibility bus: only its screenshot is available (was the application started before accessibility was switched on?)",
+                        "window {} ({:?}) is not on the accessibility bus: only its screenshot is available ({why})",
                         format_window_id(w.id),
                         w.title
                     ));
@@ -542,7 +547,13 @@ impl LinuxDesktop {
         let tree = &*tree;
         let subtree_len = tree.subtree(&frame, self.config.walk_max_nodes).len();
         stats.nodes += subtree_len;
-        let candidates = collect_candidates(tree, &frame);
+        let (candidates, cut) = collect_candidates(tree, &frame, self.config.walk_max_nodes);
+        if cut {
+            warnings.push(format!(
+                "the window has more than {} accessible nodes: only the first {} were read, some controls may be missing",
+                self.config.walk_max_nodes, self.config.walk_max_nodes
+            ));
+        }
         stats.tree += t.elapsed();
 
         let t = Instant::now();
@@ -736,8 +747,13 @@ impl LinuxDesktop {
     }
 
     /// Fill in the parts of the tree the application's cache did not give (GTK4 before its
-    /// first walk) by walking the incomplete visible nodes, within the walk budget. Returns
-    /// whether a walk was needed.
+    /// first walk) by walking the incomplete visible nodes. The walk is bounded in nodes
+    /// (`walk_max_nodes`) and time (`walk_budget`, every round of calls included) and says in
+    /// `warnings` when it was cut. It never enumerates a container whose child count is
+    /// negative or above `walk_max_children`, read live just before (a spreadsheet manages its
+    /// descendants and reports every cell of the sheet: asking for its children makes the
+    /// application build them all, at 100% CPU and without end). Returns whether a walk was
+    /// needed.
     pub(crate) async fn complete_tree(
         &self,
         bus: &str,
@@ -748,41 +764,88 @@ impl LinuxDesktop {
     ) -> bool {
         let uses_showing = uses_showing(tree, frame);
         let visible = |n: &Node| n.has(state::VISIBLE) && (!uses_showing || n.has(state::SHOWING));
-        // `thorough` (for `select`): also walk lists that manage their descendants and nodes
-        // whose child count is unknown (-1), starting with the root itself
-        let incomplete = |n: &Node, known: usize| {
-            if thorough && LISTS.contains(&n.role) {
-                // GTK3 reports -1 for menus whose items it does cache: walk only when none is
-                ((n.child_count < 0 && known == 0) || (known as i32) < n.child_count)
-                    && n.child_count < 2000
-            } else {
-                !n.has(state::MANAGES_DESCENDANTS)
-                    && n.child_count > 0
-                    && n.child_count < 2000
-                    && (known as i32) < n.child_count
+        let bound = self.config.walk_max_children;
+        let max_nodes = self.config.walk_max_nodes;
+        let mut frontier: Vec<String> = Vec::new();
+        let mut probes: Vec<String> = Vec::new();
+        let mut refused: Vec<String> = Vec::new();
+        for n in tree.subtree(frame, max_nodes) {
+            if !visible(n) {
+                continue;
             }
-        };
-        let mut frontier: Vec<String> = tree
-            .subtree(frame, self.config.walk_max_nodes)
-            .into_iter()
-            .filter(|n| visible(n) && incomplete(n, tree.kids(&n.path).len()))
-            .map(|n| n.path.clone())
-            .collect();
-        if frontier.is_empty() {
+            match walk_verdict(n, tree.kids(&n.path).len(), thorough, bound, false) {
+                Walk::Children => frontier.push(n.path.clone()),
+                Walk::Probe => probes.push(n.path.clone()),
+                Walk::Refuse => refused.push(refusal(n, bound)),
+                Walk::Done => {}
+            }
+        }
+        if frontier.is_empty() && probes.is_empty() {
+            report_refused(&mut refused, warnings);
             return false;
         }
         let start = Instant::now();
+        let deadline = start + self.config.walk_budget;
         let mut visited = 0usize;
         let mut errors = 0usize;
         let mut capped = false;
+        let mut cut = false;
         let mut moved: Vec<(String, String, i32)> = Vec::new();
-        while !frontier.is_empty()
-            && start.elapsed() < self.config.walk_budget
-            && visited < self.config.walk_max_nodes
-        {
+        loop {
+            // nodes whose cached count cannot be trusted: read the live count (one cheap call
+            // each, no child is built) and enumerate only a bounded one
+            if !probes.is_empty() {
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                let counts = tokio::time::timeout(
+                    remaining,
+                    futures::future::join_all(probes.iter().map(|p| {
+                        self.bus
+                            .prop::<i32>(bus, p, "org.a11y.atspi.Accessible", "ChildCount")
+                    })),
+                )
+                .await;
+                let Ok(counts) = counts else {
+                    cut = true;
+                    break;
+                };
+                for (p, c) in probes.drain(..).zip(counts) {
+                    match c {
+                        Ok(c) => {
+                            if let Some(n) = tree.nodes.get_mut(&p) {
+                                n.child_count = c;
+                                match walk_verdict(n, 0, thorough, bound, true) {
+                                    Walk::Children => frontier.push(p),
+                                    Walk::Refuse => refused.push(refusal(n, bound)),
+                                    Walk::Probe | Walk::Done => {}
+                                }
+                            }
+                        }
+                        Err(_) => errors += 1,
+                    }
+                }
+            }
+            if frontier.is_empty() {
+                break;
+            }
+            if Instant::now() >= deadline || visited >= max_nodes {
+                cut = true;
+                break;
+            }
+            if frontier.len() > max_nodes - visited {
+                frontier.truncate(max_nodes - visited);
+                cut = true;
+            }
             visited += frontier.len();
-            let results =
-                futures::future::join_all(frontier.iter().map(|p| self.bus.children(bus, p))).await;
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let results = tokio::time::timeout(
+                remaining,
+                futures::future::join_all(frontier.iter().map(|p| self.bus.children(bus, p))),
+            )
+            .await;
+            let Ok(results) = results else {
+                cut = true;
+                break;
+            };
             let mut fresh: Vec<(String, String, i32)> = Vec::new();
             for (p, r) in frontier.iter().zip(results) {
                 match r {
@@ -807,20 +870,38 @@ impl LinuxDesktop {
             for (k, p, i) in moved.drain(..) {
                 tree.reparent(&k, &p, i);
                 if let Some(n) = tree.nodes.get(&k) {
-                    if visible(n) && incomplete(n, tree.kids(&k).len()) {
-                        frontier.push(k.clone());
+                    if visible(n) {
+                        match walk_verdict(n, tree.kids(&k).len(), thorough, bound, false) {
+                            Walk::Children => frontier.push(k.clone()),
+                            Walk::Probe => probes.push(k.clone()),
+                            Walk::Refuse => refused.push(refusal(n, bound)),
+                            Walk::Done => {}
+                        }
                     }
                 }
             }
-            let nodes = futures::future::join_all(
-                fresh.iter().map(|(k, p, i)| self.bus.node(bus, k, p, *i)),
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let nodes = tokio::time::timeout(
+                remaining,
+                futures::future::join_all(
+                    fresh.iter().map(|(k, p, i)| self.bus.node(bus, k, p, *i)),
+                ),
             )
             .await;
+            let Ok(nodes) = nodes else {
+                cut = true;
+                break;
+            };
             for n in nodes {
                 match n {
                     Ok(n) => {
-                        if visible(&n) && incomplete(&n, 0) && n.child_count != 0 {
-                            frontier.push(n.path.clone());
+                        if visible(&n) {
+                            // a fresh node's count was read live just now
+                            match walk_verdict(&n, 0, thorough, bound, true) {
+                                Walk::Children => frontier.push(n.path.clone()),
+                                Walk::Refuse => refused.push(refusal(&n, bound)),
+                                Walk::Probe | Walk::Done => {}
+                            }
                         }
                         tree.insert(n);
                     }
@@ -829,11 +910,11 @@ impl LinuxDesktop {
             }
         }
         tree.sort_children();
-        if !frontier.is_empty() {
+        if cut {
             warnings.push(format!(
                 "the tree walk stopped at its budget ({} ms, {} nodes): some controls may be missing",
                 self.config.walk_budget.as_millis(),
-                self.config.walk_max_nodes
+                max_nodes
             ));
         }
         if errors > 0 {
@@ -846,7 +927,94 @@ impl LinuxDesktop {
                 "a list has more than {MAX_WALK_CHILDREN} entries: only the first {MAX_WALK_CHILDREN} are shown"
             ));
         }
+        report_refused(&mut refused, warnings);
         true
+    }
+}
+
+/// What the walk does with one visible node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Walk {
+    /// Nothing: its children are known, it has none, or it keeps them to itself.
+    Done,
+    /// Ask for its children (its count is known and within the bound).
+    Children,
+    /// Its cached count says nothing (-1): read the live count before deciding.
+    Probe,
+    /// Never ask for its children: it reports more than the bound, or (read live) a
+    /// negative count.
+    Refuse,
+}
+
+/// The walk's decision for a node with `known` children in the tree. `live`: its child count
+/// was read from the application just now (not from the cache).
+pub(crate) fn walk_verdict(
+    n: &Node,
+    known: usize,
+    thorough: bool,
+    bound: usize,
+    live: bool,
+) -> Walk {
+    let count = n.child_count;
+    let bound = i32::try_from(bound).unwrap_or(i32::MAX);
+    let list = LISTS.contains(&n.role);
+    let manages = n.has(state::MANAGES_DESCENDANTS);
+    if count > bound {
+        return if list || manages || thorough {
+            Walk::Refuse
+        } else {
+            Walk::Done
+        };
+    }
+    if count < 0 {
+        // GTK3 reports -1 for menus whose items it does cache: look only when none is
+        return match (thorough && list, live) {
+            (true, false) if known == 0 => Walk::Probe,
+            (true, true) => Walk::Refuse,
+            _ => Walk::Done,
+        };
+    }
+    // `thorough` (for `select` and observations): lists that manage their descendants are
+    // walked too (GTK3 keeps their rows out of its cache), within the bound
+    let may = !manages || (thorough && list);
+    if may && count > 0 && (known as i32) < count {
+        Walk::Children
+    } else {
+        Walk::Done
+    }
+}
+
+/// The warning for a container the walk did not enumerate.
+fn refusal(n: &Node, bound: usize) -> String {
+    let count = if n.child_count < 0 {
+        "an unknown number of children".to_string()
+    } else {
+        format!("{} children", n.child_count)
+    };
+    let manages = if n.has(state::MANAGES_DESCENDANTS) {
+        ", manages its descendants"
+    } else {
+        ""
+    };
+    format!(
+        "{} {:?} ({count}{manages}) was not enumerated (a child count below 0 or above {bound}; asking for them all would make the application build every one): its cells or entries are not listed as controls",
+        role_name(n.role),
+        collapse_ws(&n.name)
+    )
+}
+
+/// Add the refusals to the warnings, once each, at most five.
+fn report_refused(refused: &mut Vec<String>, warnings: &mut Vec<String>) {
+    refused.sort();
+    refused.dedup();
+    let more = refused.len().saturating_sub(5);
+    for r in refused.drain(..).take(5) {
+        if !warnings.contains(&r) {
+            warnings.push(r);
+        }
+    }
+    if more > 0 {
+        warnings.push(format!("{more} more large containers were not enumerated"));
     }
 }
 
@@ -881,8 +1049,9 @@ fn pick_frame(tree: &AppTree, w: &XWindow) -> Option<String> {
         .map(|n| n.path.clone())
 }
 
-/// Visible interactive nodes under the frame, in tree order, with their children's label text.
-fn collect_candidates(tree: &AppTree, frame: &str) -> Vec<Candidate> {
+/// Visible interactive nodes under the frame, in tree order, with their children's label
+/// text, looking at no more than `max_nodes` nodes (the flag: whether it stopped there).
+fn collect_candidates(tree: &AppTree, frame: &str, max_nodes: usize) -> (Vec<Candidate>, bool) {
     let uses_showing = uses_showing(tree, frame);
     let visible = |n: &Node| {
         n.has(state::VISIBLE) && (!uses_showing || n.has(state::SHOWING)) && !n.has(state::DEFUNCT)
@@ -892,8 +1061,8 @@ fn collect_candidates(tree: &AppTree, frame: &str) -> Vec<Candidate> {
     let mut guard = 0usize;
     while let Some(p) = stack.pop() {
         guard += 1;
-        if guard > 20_000 {
-            break;
+        if guard > max_nodes {
+            return (out, true);
         }
         let Some(n) = tree.nodes.get(&p) else {
             continue;
@@ -926,7 +1095,48 @@ fn collect_candidates(tree: &AppTree, frame: &str) -> Vec<Candidate> {
             stack.push(k.clone());
         }
     }
-    out
+    (out, false)
+}
+
+/// For a LibreOffice process (`soffice.bin`) that is not on the accessibility bus: why, and
+/// how to fix it. Its `gen` and `x11` window-system plugins have no accessibility bridge;
+/// only the GTK3 one (package libreoffice-gtk3) has.
+fn libreoffice_without_a11y(pid: u32) -> Option<String> {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    if comm.trim() != "soffice.bin" {
+        return None;
+    }
+    let plugin = std::fs::read(format!("/proc/{pid}/environ"))
+        .ok()
+        .and_then(|env| {
+            env.split(|b| *b == 0).find_map(|v| {
+                v.strip_prefix(b"SAL_USE_VCLPLUGIN=")
+                    .map(|p| String::from_utf8_lossy(p).into_owned())
+            })
+        });
+    Some(libreoffice_hint(
+        plugin.as_deref(),
+        crate::config::libreoffice_gtk3_installed(),
+    ))
+}
+
+/// The advice for a LibreOffice without accessibility, given the plugin it was told to use
+/// and whether the GTK3 plugin is installed.
+pub(crate) fn libreoffice_hint(plugin: Option<&str>, gtk3_installed: bool) -> String {
+    let running = match plugin {
+        Some(p) if !p.is_empty() => {
+            format!("LibreOffice runs with SAL_USE_VCLPLUGIN={p}, a plugin")
+        }
+        _ => "LibreOffice runs with a window-system plugin".to_string(),
+    };
+    let install = if gtk3_installed {
+        ""
+    } else {
+        "install libreoffice-gtk3 (apt-get install libreoffice-gtk3), then "
+    };
+    format!(
+        "{running} without accessibility, so its controls cannot be read: {install}close LibreOffice (every window) and start it with SAL_USE_VCLPLUGIN=gtk3 (for example `SAL_USE_VCLPLUGIN=gtk3 libreoffice --calc`, or `ufo` launching `spreadsheet`)"
+    )
 }
 
 /// Whether a role is an entry of a list, tree, table, tab bar or menu (what `select` picks).
@@ -1036,6 +1246,107 @@ mod tests {
         assert!(is_noise("AdwGizmo"));
         assert!(!is_noise("Gtk"));
         assert!(!is_noise("Gdansk harbour"));
+    }
+
+    fn node(role: u32, child_count: i32, states: u64) -> Node {
+        Node {
+            path: "/n".into(),
+            parent: "/p".into(),
+            index: 0,
+            child_count,
+            ifaces: 0,
+            name: "Sheet Sheet1".into(),
+            role,
+            description: String::new(),
+            states,
+        }
+    }
+
+    /// Issue 11, item 1: Calc's sheet (a table that manages its descendants, -1 in GTK3's
+    /// cache, 2^31 - 1 children read live) is never enumerated; this was walked before.
+    #[test]
+    fn a_sheet_with_every_cell_as_a_child_is_never_enumerated() {
+        const TABLE: u32 = 55;
+        // the states LibreOffice 7.4 reports for its sheet
+        let states = 0xc24c_1980;
+        let cached = node(TABLE, -1, states);
+        assert_eq!(walk_verdict(&cached, 0, true, 2000, false), Walk::Probe);
+        let live = node(TABLE, i32::MAX, states);
+        assert_eq!(walk_verdict(&live, 0, true, 2000, true), Walk::Refuse);
+        assert_eq!(walk_verdict(&live, 0, false, 2000, true), Walk::Refuse);
+        assert_eq!(walk_verdict(&live, 0, true, 2000, false), Walk::Refuse);
+        // a negative count read live is refused too
+        assert_eq!(
+            walk_verdict(&node(TABLE, -1, states), 0, true, 2000, true),
+            Walk::Refuse
+        );
+        // just above the bound (any container): refused; at the bound: walked
+        assert_eq!(
+            walk_verdict(&node(TABLE, 2001, states), 0, true, 2000, true),
+            Walk::Refuse
+        );
+        assert_eq!(
+            walk_verdict(&node(TABLE, 2000, states), 0, true, 2000, true),
+            Walk::Children
+        );
+        assert_eq!(
+            walk_verdict(&node(role::FRAME, 5000, 0), 0, true, 2000, false),
+            Walk::Refuse
+        );
+        assert!(refusal(&live, 2000).contains(
+            "\"Sheet Sheet1\" (2147483647 children, manages its descendants) was not enumerated"
+        ));
+    }
+
+    /// What the walk did before stays: GTK3 menus report -1 with their items cached, GTK3
+    /// lists that manage their descendants are walked within the bound, plain containers
+    /// with missing children are walked.
+    #[test]
+    fn bounded_lists_and_containers_are_still_walked() {
+        let manages = state::MANAGES_DESCENDANTS;
+        assert_eq!(
+            walk_verdict(&node(role::MENU, -1, 0), 31, true, 2000, false),
+            Walk::Done
+        );
+        assert_eq!(
+            walk_verdict(&node(role::LIST_BOX, -1, manages), 0, true, 2000, false),
+            Walk::Probe
+        );
+        assert_eq!(
+            walk_verdict(&node(role::LIST_BOX, 12, manages), 0, true, 2000, true),
+            Walk::Children
+        );
+        // not thorough: a list that manages its descendants is left alone, as before
+        assert_eq!(
+            walk_verdict(&node(role::LIST_BOX, 12, manages), 0, false, 2000, true),
+            Walk::Done
+        );
+        assert_eq!(
+            walk_verdict(&node(role::FRAME, 4, 0), 2, false, 2000, false),
+            Walk::Children
+        );
+        assert_eq!(
+            walk_verdict(&node(role::FRAME, 4, 0), 4, true, 2000, false),
+            Walk::Done
+        );
+        // a non-list that manages its descendants is never walked
+        assert_eq!(
+            walk_verdict(&node(role::FRAME, 4, manages), 0, true, 2000, true),
+            Walk::Done
+        );
+    }
+
+    /// Issue 11, item 9: a LibreOffice without its accessible plugin gets the fix, not
+    /// "started before accessibility was switched on".
+    #[test]
+    fn libreoffice_without_accessibility_is_told_how_to_fix_it() {
+        let h = libreoffice_hint(Some("gen"), true);
+        assert!(h.contains("SAL_USE_VCLPLUGIN=gen"), "{h}");
+        assert!(h.contains("start it with SAL_USE_VCLPLUGIN=gtk3"), "{h}");
+        assert!(!h.contains("install libreoffice-gtk3"), "{h}");
+        let h = libreoffice_hint(None, false);
+        assert!(h.contains("install libreoffice-gtk3"), "{h}");
+        assert!(!h.contains("before accessibility"), "{h}");
     }
 
     #[test]
