@@ -822,3 +822,133 @@ async fn select_normalises_names_and_fails_without_side_effects() {
     .await
     .expect("cancel");
 }
+
+/// Issue 11, item 7, on the application where it was seen: LibreOffice applies a command
+/// chord after the keys queued behind it, so `{ctrl+a}Note` sent as one burst gave "NoteHello
+/// world" (all selected) instead of "Note". Checked in the saved document, read from disk.
+/// Needs LibreOffice Writer with its GTK3 plugin (scripts/test.sh installs them).
+#[tokio::test]
+async fn type_keys_keeps_order_in_libreoffice_writer() {
+    if !should_run("type_keys_keeps_order_in_libreoffice_writer") {
+        return;
+    }
+    if !std::path::Path::new("/usr/lib/libreoffice/share/registry/writer.xcd").exists()
+        || std::process::Command::new("libreoffice")
+            .arg("--version")
+            .output()
+            .is_err()
+    {
+        assert_ne!(
+            std::env::var("UFO_LIVE_TESTS").as_deref(),
+            Ok("1"),
+            "LibreOffice Writer is not installed; install libreoffice-writer and libreoffice-gtk3 (scripts/test.sh does)"
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipping type_keys_keeps_order_in_libreoffice_writer: LibreOffice Writer is not installed"
+        );
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    // a private profile without the tip-of-the-day dialog
+    let profile = dir.path().join("profile");
+    std::fs::create_dir_all(profile.join("user")).expect("profile");
+    std::fs::write(
+        profile.join("user/registrymodifications.xcu"),
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="ShowTipOfTheDay" oor:op="fuse"><value>false</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="FirstRun" oor:op="fuse"><value>false</value></prop></item>
+</oor:items>
+"#,
+    )
+    .expect("profile settings");
+    let home = fresh_home();
+    let h = |sub: &str| home.join(sub).to_string_lossy().into_owned();
+    let config = LinuxConfig {
+        launch_env: vec![
+            ("HOME".into(), h("")),
+            ("XDG_CONFIG_HOME".into(), h(".config")),
+            ("SAL_USE_VCLPLUGIN".into(), "gtk3".into()),
+        ],
+        launch: vec![(
+            "writer".into(),
+            format!(
+                "libreoffice --writer --norestore -env:UserInstallation=file://{}",
+                profile.display()
+            ),
+        )],
+        ..LinuxConfig::default()
+    };
+    let d = LinuxDesktop::connect(config)
+        .await
+        .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
+    let (w, _g) = launch(&d, "writer").await;
+    let obs = observe_until(&d, &w.id, "the Writer document", |o| {
+        o.controls.iter().any(|c| c.role == "document text")
+    })
+    .await;
+    let doc = obs
+        .controls
+        .iter()
+        .find(|c| c.role == "document text")
+        .expect("document")
+        .clone();
+    let keys = |k: &str| UiAction::TypeKeys { keys: k.into() };
+    d.act(&w.id, Some(&doc.id), &keys("hello world"))
+        .await
+        .expect("type hello world");
+    d.act(&w.id, Some(&doc.id), &keys("{ctrl+a}Note"))
+        .await
+        .expect("type {ctrl+a}Note");
+    d.act(&w.id, Some(&doc.id), &keys("{ctrl+s}"))
+        .await
+        .expect("ctrl+s");
+    let dlg = observe_until(&d, &w.id, "the save dialog", |o| {
+        o.controls
+            .iter()
+            .any(|c| c.role == "text" && c.name == "Name")
+    })
+    .await;
+    let path = dir.path().join("order.odt");
+    let name = find(&dlg, "text", "Name");
+    d.act(
+        &w.id,
+        Some(&name.id),
+        &UiAction::SetText {
+            text: path.to_string_lossy().into_owned(),
+        },
+    )
+    .await
+    .expect("set_text");
+    d.act(&w.id, Some(&name.id), &keys("{ENTER}"))
+        .await
+        .expect("save");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let content = loop {
+        let out = std::process::Command::new("unzip")
+            .args(["-p", &path.to_string_lossy(), "content.xml"])
+            .output();
+        if let Ok(out) = out {
+            if out.status.success() && !out.stdout.is_empty() {
+                break String::from_utf8_lossy(&out.stdout).into_owned();
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} was not written",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let body = content
+        .split("<office:text>")
+        .nth(1)
+        .unwrap_or(&content)
+        .to_string();
+    assert!(
+        body.contains(">Note<") && !body.to_lowercase().contains("world"),
+        "the document should hold just \"Note\": {body}"
+    );
+}
