@@ -91,7 +91,79 @@ impl LinuxDesktop {
         .await
     }
 
-    /// Focus a control for typing: AT-SPI focus, else a click on it.
+    /// Type a key sequence strictly in the order written: the batches of
+    /// [`crate::keys::batches`] one after another (every command chord alone), each sent
+    /// through XTEST and synced with the X server, then waited on until the application has
+    /// applied it before the next batch goes out.
+    async fn send_keys_in_order(
+        &self,
+        xid: u32,
+        ctl: Option<&CtlInfo>,
+        steps: Vec<KeyStep>,
+    ) -> Result<(), LinuxError> {
+        let batches: Vec<Vec<KeyStep>> = crate::keys::batches(&steps)
+            .into_iter()
+            .map(<[KeyStep]>::to_vec)
+            .collect();
+        let last = batches.len().saturating_sub(1);
+        for (i, batch) in batches.into_iter().enumerate() {
+            let before = if i < last {
+                self.fingerprint(xid).await
+            } else {
+                None
+            };
+            self.send_keys(batch).await?;
+            if i < last {
+                self.wait_keys_applied(xid, ctl, before).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Wait, bounded, until the application has applied the keys just sent: a round trip to
+    /// the application over AT-SPI (answered from its main loop, so after the events it had
+    /// already read), then until the window changed and stopped changing (two unchanged
+    /// looks), or half the settle time when nothing visible happens.
+    async fn wait_keys_applied(&self, xid: u32, ctl: Option<&CtlInfo>, before: Option<u64>) {
+        if let Some(c) = ctl {
+            let _ = self
+                .bus
+                .call::<_, Vec<u32>>(
+                    &c.bus,
+                    &c.path,
+                    "org.a11y.atspi.Accessible",
+                    "GetState",
+                    &(),
+                )
+                .await;
+        }
+        let Some(mut last) = before else {
+            tokio::time::sleep(self.config.settle_poll * 2).await;
+            return;
+        };
+        let deadline = std::time::Instant::now() + self.config.settle_time / 2;
+        let mut changed = false;
+        let mut stable = 0;
+        while std::time::Instant::now() < deadline {
+            tokio::time::sleep(self.config.settle_poll).await;
+            let Some(now) = self.fingerprint(xid).await else {
+                return;
+            };
+            if now != last {
+                changed = true;
+                stable = 0;
+                last = now;
+            } else if changed {
+                stable += 1;
+                if stable >= 2 {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Focus a control for typing: AT-SPI focus, else a click on it; when the focus moved,
+    /// wait until the application has taken it, so the first key goes to the control.
     async fn focus_for_typing(&self, xid: u32, c: &CtlInfo) -> Result<(), LinuxError> {
         self.activate(xid).await?;
         if c.states & state::FOCUSED != 0 {
@@ -101,6 +173,16 @@ impl LinuxDesktop {
             let (x, y) = centre(c);
             self.x11(move |xx| xx.click(x, y, 1, 1)).await?;
         }
+        let _ = self
+            .bus
+            .call::<_, Vec<u32>>(
+                &c.bus,
+                &c.path,
+                "org.a11y.atspi.Accessible",
+                "GetState",
+                &(),
+            )
+            .await;
         Ok(())
     }
 
@@ -217,7 +299,7 @@ impl LinuxDesktop {
                     mods: vec![],
                     key: crate::keys::char_keysym(ch),
                 }));
-                self.send_keys(steps).await?;
+                self.send_keys_in_order(xid, Some(c), steps).await?;
                 Ok(format!("typed the new text into {:?}", c.name))
             }
             UiAction::TypeKeys { keys } => {
@@ -227,7 +309,7 @@ impl LinuxDesktop {
                     None => self.activate(xid).await?,
                 }
                 let n = steps.len();
-                self.send_keys(steps).await?;
+                self.send_keys_in_order(xid, ctl, steps).await?;
                 Ok(format!("typed {n} keys"))
             }
             UiAction::Scroll { direction, amount } => {
@@ -262,31 +344,35 @@ impl LinuxDesktop {
     }
 
     /// Choose an entry of a list or combo box: through the Selection interface when the entry
-    /// is a direct child, else by clicking (opening the combo first).
+    /// is a direct child, else by clicking (opening the combo first). The entry is matched by
+    /// [`match_entry`]; when none matches, a popup this opened is closed again, so a failed
+    /// `select` leaves the box as it was, and the error lists the entries.
     async fn select(&self, xid: u32, c: &CtlInfo, item: &str) -> Result<String, LinuxError> {
-        let want = item.trim().to_lowercase();
-        let find = |tree: &crate::bus::AppTree| -> Option<(String, String, i32, u32)> {
-            // entries named as the observation names them ("Desktop" for a places row whose
-            // own name is empty), entries first, then any node; exact, then substring
-            let nodes: Vec<(&crate::bus::Node, String)> = tree
-                .subtree(&c.path, 5000)
-                .into_iter()
-                .skip(1)
-                .map(|n| (n, crate::observe::display_name(tree, n).to_lowercase()))
-                .collect();
-            let entry = |n: &crate::bus::Node| crate::observe::is_entry(n.role);
-            let hit = nodes
+        // entries named as the observation names them ("Desktop" for a places row whose own
+        // name is empty)
+        let find = |tree: &crate::bus::AppTree| {
+            let nodes: Vec<&crate::bus::Node> =
+                tree.subtree(&c.path, 5000).into_iter().skip(1).collect();
+            let cands: Vec<(String, bool)> = nodes
                 .iter()
-                .find(|(n, name)| entry(n) && *name == want)
-                .or_else(|| nodes.iter().find(|(_, name)| *name == want))
-                .or_else(|| {
-                    nodes
-                        .iter()
-                        .find(|(n, name)| entry(n) && name.contains(&want))
+                .map(|n| {
+                    (
+                        crate::observe::display_name(tree, n),
+                        crate::observe::is_entry(n.role),
+                    )
                 })
-                .or_else(|| nodes.iter().find(|(_, name)| name.contains(&want)))?;
-            let n = hit.0;
-            Some((n.path.clone(), n.parent.clone(), n.index, n.ifaces))
+                .collect();
+            let found = match match_entry(item, &cands) {
+                EntryMatch::One(i) => {
+                    let n = nodes[i];
+                    Ok((n.path.clone(), n.parent.clone(), n.index, n.ifaces))
+                }
+                EntryMatch::Several(is) => {
+                    Err(is.into_iter().map(|i| cands[i].0.clone()).collect())
+                }
+                EntryMatch::NoMatch => Err(Vec::new()),
+            };
+            (found, entry_names(&cands))
         };
         let mut tree = self.bus.tree(&c.bus).await?;
         // entries the application's cache lacks (GTK3 dialogs, GTK4) come from a walk
@@ -296,15 +382,18 @@ impl LinuxDesktop {
         }
         self.complete_tree(&c.bus, &mut tree, &c.path, true, &mut ignored)
             .await;
-        let mut found = find(&tree);
-        if found.is_none() {
+        let (mut found, mut names) = find(&tree);
+        let mut opened = None;
+        if matches!(&found, Err(several) if several.is_empty()) {
             // a closed GTK3 combo box builds its menu lazily: open it and look again
             if let Some(i) = c
                 .actions
                 .iter()
                 .position(|a| CLICK_ACTIONS.contains(&a.to_lowercase().as_str()))
             {
-                let _ = self.do_action(c, i).await;
+                if self.do_action(c, i).await.unwrap_or(false) {
+                    opened = Some(i);
+                }
                 tokio::time::sleep(self.config.settle_time / 2).await;
                 tree = self.bus.tree(&c.bus).await?;
                 if !tree.nodes.contains_key(&c.path) {
@@ -312,24 +401,26 @@ impl LinuxDesktop {
                 }
                 self.complete_tree(&c.bus, &mut tree, &c.path, true, &mut ignored)
                     .await;
-                found = find(&tree);
+                let (f, n) = find(&tree);
+                found = f;
+                if !n.is_empty() {
+                    names = n;
+                }
             }
         }
-        let Some((path, parent, index, ifaces)) = found else {
-            let names: Vec<String> = tree
-                .subtree(&c.path, 200)
-                .iter()
-                .skip(1)
-                .filter(|n| crate::observe::is_entry(n.role))
-                .map(|n| crate::observe::display_name(&tree, n))
-                .filter(|n| !n.is_empty())
-                .take(30)
-                .collect();
-            return Err(LinuxError::ActionFailed(format!(
-                "{:?} has no entry {item:?}; entries: {}",
-                c.name,
-                names.join(", ")
-            )));
+        let (path, parent, index, ifaces) = match found {
+            Ok(hit) => hit,
+            Err(several) => {
+                // leave the box as it was: close the popup this opened (the click action
+                // toggles it) and choose nothing
+                if let Some(i) = opened {
+                    let _ = self.do_action(c, i).await;
+                    tokio::time::sleep(self.config.settle_poll * 2).await;
+                }
+                return Err(LinuxError::ActionFailed(select_error(
+                    &c.name, item, &several, &names,
+                )));
+            }
         };
         let parent_selectable = tree
             .nodes
@@ -382,5 +473,216 @@ impl LinuxDesktop {
         }
         self.xclick(xid, x + w / 2, y + h / 2, 1, 1).await?;
         Ok(format!("clicked entry {item:?} of {:?}", c.name))
+    }
+}
+
+/// The most entries an error message lists.
+const MAX_LISTED: usize = 30;
+
+/// What [`match_entry`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum EntryMatch {
+    /// This candidate.
+    One(usize),
+    /// Several entries contain the wanted text and none equals it: these candidates.
+    Several(Vec<usize>),
+    /// Nothing matches.
+    NoMatch,
+}
+
+/// A name reduced for a forgiving comparison: every dash (hyphen, non-breaking hyphen, figure,
+/// en and em dash, horizontal bar, minus sign, small and full-width hyphen-minus) becomes `-`,
+/// every run of white space (non-breaking and narrow spaces too) one space, trimmed; soft
+/// hyphens and zero-width characters are dropped; letters are lower-cased.
+pub(crate) fn normalise_entry(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut pending_space = false;
+    for c in s.chars() {
+        let c = match c {
+            '\u{2010}'..='\u{2015}' | '\u{2212}' | '\u{fe58}' | '\u{fe63}' | '\u{ff0d}' => '-',
+            '\u{ad}' | '\u{200b}'..='\u{200d}' | '\u{2060}' | '\u{feff}' => continue,
+            c if c.is_whitespace() => {
+                pending_space = !out.is_empty();
+                continue;
+            }
+            c => c,
+        };
+        if pending_space {
+            out.push(' ');
+            pending_space = false;
+        }
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+/// Match the entry a `select` names among candidates (display name, whether its role is an
+/// entry of a list or menu), in tiers, entries before other nodes in each: the exact name,
+/// then the name after [`normalise_entry`] (dashes, spaces, case), then the only entry whose
+/// normalised name contains the wanted text. Several entries containing it are ambiguous, not
+/// a guess.
+pub(crate) fn match_entry(want: &str, cands: &[(String, bool)]) -> EntryMatch {
+    let exact = want.trim();
+    let norm = normalise_entry(want);
+    if norm.is_empty() {
+        return EntryMatch::NoMatch;
+    }
+    let tiers: [&dyn Fn(&str) -> bool; 2] = [&|name| name.trim() == exact, &|name| {
+        normalise_entry(name) == norm
+    }];
+    for same in tiers {
+        for entries_only in [true, false] {
+            if let Some(i) = cands
+                .iter()
+                .position(|(name, entry)| (*entry || !entries_only) && same(name))
+            {
+                return EntryMatch::One(i);
+            }
+        }
+    }
+    let containing: Vec<usize> = cands
+        .iter()
+        .enumerate()
+        .filter(|(_, (name, entry))| *entry && normalise_entry(name).contains(&norm))
+        .map(|(i, _)| i)
+        .collect();
+    match containing.as_slice() {
+        [] => EntryMatch::NoMatch,
+        [one] => EntryMatch::One(*one),
+        _ => EntryMatch::Several(containing),
+    }
+}
+
+/// The distinct, non-empty names of the entries among the candidates, in order.
+fn entry_names(cands: &[(String, bool)]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for (name, entry) in cands {
+        if *entry && !name.trim().is_empty() && !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    names
+}
+
+/// The message of a failed `select`: what was asked, why it failed, and the entries (at most
+/// [`MAX_LISTED`], with how many more).
+fn select_error(control: &str, item: &str, several: &[String], entries: &[String]) -> String {
+    let list = |names: &[String]| {
+        let mut s = names
+            .iter()
+            .take(MAX_LISTED)
+            .map(|n| format!("{n:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if names.len() > MAX_LISTED {
+            s.push_str(&format!(" and {} more", names.len() - MAX_LISTED));
+        }
+        s
+    };
+    if !several.is_empty() {
+        return format!(
+            "{control:?} has several entries containing {item:?}: {}; select one by its whole name",
+            list(several)
+        );
+    }
+    if entries.is_empty() {
+        return format!(
+            "{control:?} has no entry {item:?} and lists no entries; open it (click) and observe its list, then select by a listed name"
+        );
+    }
+    format!(
+        "{control:?} has no entry {item:?} (nothing was selected); its entries: {}",
+        list(entries)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cands(names: &[(&str, bool)]) -> Vec<(String, bool)> {
+        names.iter().map(|(n, e)| (n.to_string(), *e)).collect()
+    }
+
+    #[test]
+    fn normalising_dashes_spaces_and_case() {
+        assert_eq!(
+            normalise_entry("  Excel 2007\u{2013}365\u{a0}(.XLSX) "),
+            "excel 2007-365 (.xlsx)"
+        );
+        for dash in [
+            '\u{2010}', '\u{2011}', '\u{2012}', '\u{2013}', '\u{2014}', '\u{2212}',
+        ] {
+            assert_eq!(normalise_entry(&format!("a{dash}b")), "a-b");
+        }
+        assert_eq!(normalise_entry("a \t\u{202f} b"), "a b");
+        assert_eq!(normalise_entry("co\u{ad}lour"), "colour");
+        assert_eq!(normalise_entry(" \u{a0} "), "");
+    }
+
+    /// Defect 8 (issue 11): a hyphen in the request matches the entry's en dash.
+    #[test]
+    fn select_matches_exactly_then_normalised() {
+        let c = cands(&[
+            ("All Formats", true),
+            ("Excel 2007\u{2013}365 (.xlsx)", true),
+            ("Excel 97\u{2013}2003 (.xls)", true),
+        ]);
+        assert_eq!(
+            match_entry("Excel 2007-365 (.xlsx)", &c),
+            EntryMatch::One(1)
+        );
+        assert_eq!(
+            match_entry("excel 2007 \u{2014} 365 (.XLSX)", &c),
+            EntryMatch::NoMatch
+        );
+        assert_eq!(match_entry("EXCEL 97-2003 (.XLS)", &c), EntryMatch::One(2));
+        // the exact name wins over a normalised one, entries over other nodes
+        let c = cands(&[("utf-8", false), ("UTF-8", true), ("UTF\u{2011}8", true)]);
+        assert_eq!(match_entry("UTF\u{2011}8", &c), EntryMatch::One(2));
+        assert_eq!(match_entry("UTF-8", &c), EntryMatch::One(1));
+        assert_eq!(match_entry("utf-8", &c), EntryMatch::One(0));
+        assert_eq!(match_entry("Utf-8", &c), EntryMatch::One(1));
+    }
+
+    /// Defect 8 (issue 11): a part of a name matches only when one entry contains it; an
+    /// unknown or empty name matches nothing (so nothing is selected).
+    #[test]
+    fn select_never_guesses() {
+        let c = cands(&[
+            ("All Formats", true),
+            ("Excel 2007\u{2013}365 (.xlsx)", true),
+            ("Excel 97\u{2013}2003 (.xls)", true),
+            ("Text CSV (.csv)", false),
+        ]);
+        assert_eq!(match_entry("csv", &c), EntryMatch::NoMatch);
+        assert_eq!(match_entry("(.xlsx)", &c), EntryMatch::One(1));
+        assert_eq!(match_entry("excel", &c), EntryMatch::Several(vec![1, 2]));
+        assert_eq!(match_entry("Excel 2010", &c), EntryMatch::NoMatch);
+        assert_eq!(match_entry("  ", &c), EntryMatch::NoMatch);
+        assert_eq!(match_entry("", &[]), EntryMatch::NoMatch);
+    }
+
+    /// Defect 8 (issue 11): the error lists the entries, at most 30, and says how many more.
+    #[test]
+    fn a_failed_select_lists_the_entries() {
+        let many: Vec<(String, bool)> = (0..45).map(|i| (format!("Entry {i}"), true)).collect();
+        let names = entry_names(&many);
+        let msg = select_error("Type", "Nope", &[], &names);
+        assert!(
+            msg.contains("\"Entry 0\"") && msg.contains("\"Entry 29\""),
+            "{msg}"
+        );
+        assert!(
+            !msg.contains("\"Entry 30\"") && msg.contains("and 15 more"),
+            "{msg}"
+        );
+        assert!(msg.contains("nothing was selected"), "{msg}");
+        let dup = cands(&[("A", true), ("A", true), ("", true), ("label", false)]);
+        assert_eq!(entry_names(&dup), vec!["A".to_string()]);
+        let msg = select_error("Type", "Nope", &[], &[]);
+        assert!(msg.contains("open it"), "{msg}");
+        let msg = select_error("Type", "ex", &["Ex 1".into(), "Ex 2".into()], &names);
+        assert!(msg.contains("several") && msg.contains("\"Ex 2\""), "{msg}");
     }
 }

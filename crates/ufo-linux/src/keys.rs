@@ -180,6 +180,37 @@ pub(crate) fn parse_keys(input: &str) -> Result<Vec<KeyStep>, LinuxError> {
     Ok(steps)
 }
 
+/// Whether a step is a command chord (held Ctrl, Alt or Super): applications may act on those
+/// later than on plain typing (LibreOffice dispatches them as posted commands), so text after
+/// one could land before its effect.
+pub(crate) fn is_command(step: &KeyStep) -> bool {
+    let KeyStep::Chord { mods, .. } = step;
+    mods.iter()
+        .any(|m| matches!(*m, sym::CONTROL_L | sym::ALT_L | sym::SUPER_L))
+}
+
+/// Split a key sequence into the batches `type_keys` sends one after another, waiting for the
+/// window to apply each batch before the next: every command chord is a batch of its own, and
+/// each run of plain keys (text, Shift, named keys like Enter or Backspace) between them is one
+/// batch. The batches concatenated are the sequence, in its order.
+pub(crate) fn batches(steps: &[KeyStep]) -> Vec<&[KeyStep]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, step) in steps.iter().enumerate() {
+        if is_command(step) {
+            if start < i {
+                out.push(&steps[start..i]);
+            }
+            out.push(&steps[i..=i]);
+            start = i + 1;
+        }
+    }
+    if start < steps.len() {
+        out.push(&steps[start..]);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,6 +267,79 @@ mod tests {
         assert_eq!(parse_keys("a{b").unwrap().len(), 3);
         assert!(parse_keys("{NOPE}").is_err());
         assert_eq!(parse_keys("é€").unwrap(), vec![k(0xe9), k(0x0100_20ac)]);
+    }
+
+    /// Defect 7 (issue 11): `{ctrl+a}Note` is two batches, the chord then the text, so the text
+    /// waits for the chord's effect; plain keys stay in one batch.
+    #[test]
+    fn command_chords_are_batches_of_their_own() {
+        let steps = parse_keys("{ctrl+a}Note").unwrap();
+        let b = batches(&steps);
+        assert_eq!(b.len(), 2);
+        assert!(is_command(&b[0][0]) && b[0].len() == 1);
+        assert_eq!(b[1], &steps[1..]);
+        let steps = parse_keys("ab{BACKSPACE}c{ENTER}d{shift+x}").unwrap();
+        assert_eq!(batches(&steps), vec![&steps[..]]);
+        let steps = parse_keys("x{ctrl+c}{alt+F4}y{super+d}").unwrap();
+        let lens: Vec<usize> = batches(&steps).iter().map(|b| b.len()).collect();
+        assert_eq!(lens, vec![1, 1, 1, 1, 1]);
+        assert!(batches(&[]).is_empty());
+    }
+
+    /// Defect 7 (issue 11), the failure itself on a model of an application that applies a
+    /// command chord only once it is idle (as LibreOffice does) while it inserts typed text at
+    /// once: sent as one burst, `{ctrl+a}Note` in "Slide 2 title" garbles it; sent in batches
+    /// with a wait for the application between them, it replaces the text.
+    #[test]
+    fn batches_keep_order_on_an_application_with_deferred_commands() {
+        #[derive(Default)]
+        struct App {
+            text: String,
+            caret: usize,
+            selection: Option<(usize, usize)>,
+            pending: Vec<u32>,
+        }
+        impl App {
+            fn key(&mut self, step: &KeyStep) {
+                let KeyStep::Chord { mods, key } = step;
+                if is_command(step) {
+                    self.pending.push(*key);
+                    return;
+                }
+                debug_assert!(mods.iter().all(|m| *m == sym::SHIFT_L));
+                let c = char::from_u32(*key).unwrap_or('?');
+                if let Some((a, b)) = self.selection.take() {
+                    self.text.replace_range(a..b, "");
+                    self.caret = a;
+                }
+                self.text.insert(self.caret, c);
+                self.caret += c.len_utf8();
+            }
+            fn idle(&mut self) {
+                for key in std::mem::take(&mut self.pending) {
+                    if key == 'a' as u32 {
+                        self.selection = Some((0, self.text.len()));
+                        self.caret = self.text.len();
+                    }
+                }
+            }
+        }
+        let steps = parse_keys("{ctrl+a}Note").unwrap();
+        let fresh = || App {
+            text: "Slide 2 title".into(),
+            caret: 6,
+            ..App::default()
+        };
+        let mut burst = fresh();
+        steps.iter().for_each(|s| burst.key(s));
+        burst.idle();
+        assert_ne!(burst.text, "Note");
+        let mut ordered = fresh();
+        for batch in batches(&steps) {
+            batch.iter().for_each(|s| ordered.key(s));
+            ordered.idle();
+        }
+        assert_eq!(ordered.text, "Note");
     }
 }
 

@@ -50,8 +50,12 @@ struct KeyMap {
     min: u8,
     per: usize,
     syms: Vec<u32>,
-    /// A keycode with no keysyms, used to type keysyms the keyboard lacks.
-    scratch: Option<u8>,
+    /// Keycodes with no keysyms, bound in turn to type keysyms the keyboard lacks. Taking
+    /// them in turn (rather than rebinding one) keeps a key already sent from being read by
+    /// the application with the keysym bound after it.
+    scratch: Vec<u8>,
+    /// The scratch keycode to bind next.
+    next_scratch: usize,
 }
 
 /// The X11 connection.
@@ -353,13 +357,15 @@ impl X11 {
         let syms = r.keysyms;
         let scratch = (0..syms.len() / per)
             .rev()
-            .find(|i| syms[i * per..(i + 1) * per].iter().all(|s| *s == 0))
-            .map(|i| min + i as u8);
+            .filter(|i| syms[i * per..(i + 1) * per].iter().all(|s| *s == 0))
+            .map(|i| min + i as u8)
+            .collect();
         Ok(KeyMap {
             min,
             per,
             syms,
             scratch,
+            next_scratch: 0,
         })
     }
 
@@ -377,11 +383,13 @@ impl X11 {
         if let Some(kc) = shifted {
             return Ok((kc, true));
         }
-        let kc = km.scratch.ok_or_else(|| {
-            LinuxError::ActionFailed(format!(
-                "the keyboard map has no key for keysym {sym:#x} and no free keycode to bind it"
-            ))
-        })?;
+        if km.scratch.is_empty() {
+            return Err(LinuxError::ActionFailed(format!(
+                "the keyboard map has no key for keysym {sym:#x} and no free keycode to bind it; type this character with set_text instead"
+            )));
+        }
+        let kc = km.scratch[km.next_scratch % km.scratch.len()];
+        km.next_scratch = (km.next_scratch + 1) % km.scratch.len();
         let syms = vec![sym; km.per];
         self.conn
             .change_keyboard_mapping(1, kc, km.per as u8, &syms)
