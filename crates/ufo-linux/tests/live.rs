@@ -382,59 +382,8 @@ async fn mousepad_types_and_saves_a_file() {
         .await
         .expect("read");
     assert_eq!(typed, "Hello from ufo-rs\nsecond line: {braces} & 50%");
-    d.act(
-        &w.id,
-        Some(&text.id),
-        &UiAction::TypeKeys {
-            keys: "{ctrl+s}".into(),
-        },
-    )
-    .await
-    .expect("ctrl+s");
-    // the Save As dialog is observed with its window, on top
-    let dlg = observe_until(&d, &w.id, "the save dialog", |o| {
-        o.controls
-            .iter()
-            .any(|c| c.role == "text" && c.name == "Name")
-    })
-    .await;
-    let name = find(&dlg, "text", "Name");
-    d.act(
-        &w.id,
-        Some(&name.id),
-        &UiAction::SetText {
-            text: path.to_string_lossy().into_owned(),
-        },
-    )
-    .await
-    .expect("set_text");
-    let dlg = d.observe(&w.id).await.expect("observe dialog");
-    let save = find(&dlg, "button", "Save");
-    d.act(
-        &w.id,
-        Some(&save.id),
-        &UiAction::Click {
-            button: Button::Left,
-            double: false,
-        },
-    )
-    .await
-    .expect("click Save");
-    // checked on disk
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let content = loop {
-        if let Ok(s) = std::fs::read_to_string(&path) {
-            if !s.is_empty() {
-                break s;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} was not written",
-            path.display()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    // the Save As dialog is observed with its window, on top; the file is checked on disk
+    let content = save_and_read(&d, &w, &text.id, &path).await;
     assert_eq!(
         content.trim_end_matches('\n'),
         "Hello from ufo-rs\nsecond line: {braces} & 50%"
