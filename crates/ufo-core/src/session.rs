@@ -1,6 +1,6 @@
 //! Session and Round (Module layer): how many rounds and steps, and when to stop.
 //!
-//! One round is DESIGN.md's loop: handle the state, stop if the round ends or the step limit
+//! One round is the loop of docs/states.md: handle the state, stop if the round ends or the step limit
 //! is hit, else move to the next state and agent. Every visited state gives one `step` record.
 
 use std::sync::atomic::{AtomicBool, Ordering};

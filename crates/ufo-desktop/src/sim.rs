@@ -1,7 +1,7 @@
 //! The simulated desktop (`--desktop sim:FILE`): an in-process, deterministic [`Desktop`]
 //! loaded from a JSON scenario.
 //!
-//! The scenario format is the contract of DESIGN.md ("Simulated desktop"):
+//! The scenario format is the contract of docs/formats.md ("Simulated desktop"):
 //!
 //! ```json
 //! {"apps": [{

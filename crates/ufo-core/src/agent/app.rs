@@ -295,7 +295,7 @@ impl AppAgent {
                 None
             };
             answers.push(answer.clone());
-            // An unanswered question is noted on the blackboard (DESIGN.md).
+            // An unanswered question is noted on the blackboard (docs/states.md, AppAgent PENDING).
             cx.blackboard.add_question(QuestionAnswer {
                 agent: name.clone(),
                 question: q.clone(),

@@ -208,7 +208,7 @@ impl HostAgent {
         }
     }
 
-    /// The next state (DESIGN.md's HostAgent table, "next state" column).
+    /// The next state (docs/states.md's HostAgent table, "next state" column).
     pub fn next_state(&mut self) -> HostNext {
         let next = match self.state {
             HostStatus::Continue | HostStatus::Pending | HostStatus::Confirm => self.status,
@@ -371,7 +371,7 @@ impl HostAgent {
                 answer,
             });
         }
-        // Only when asking is on does a missing answer fail the round (DESIGN.md).
+        // Only when asking is on does a missing answer fail the round (docs/states.md, HostAgent PENDING).
         self.status = if unanswered && cx.services.config.ask_question {
             cx.fail_reason = Some("no_answer".into());
             HostStatus::Fail

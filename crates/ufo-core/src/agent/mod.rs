@@ -85,7 +85,7 @@ impl SubtaskCounts {
     }
 }
 
-/// The subtasks finished so far in a session, bounded by entries and bytes (DESIGN.md: the
+/// The subtasks finished so far in a session, bounded by entries and bytes (docs/states.md "The blackboard": the
 /// host's memory of earlier subtasks must not grow without bound): the newest
 /// [`RECENT_SUBTASKS`] kept with results clipped to [`SUBTASK_RESULT_CHARS`], the
 /// [`SUMMARISED_SUBTASKS`] before them as one line each, the rest only counted. The whole
@@ -450,7 +450,7 @@ pub enum Ending {
     Error,
 }
 
-/// Where control goes after a sub-agent's subtask ends (DESIGN.md's AppAgent table, the same
+/// Where control goes after a sub-agent's subtask ends (docs/states.md's AppAgent table, the same
 /// for every agent kind): FINISH → Host CONTINUE (follower mode: Host FINISH); FAIL →
 /// `replan`: Host CONTINUE, or Host FAIL after `max_subtask_failures`; `finish`: Host FINISH
 /// with the round ending FAIL `subtask_failed`; ERROR → Host FINISH.
@@ -584,7 +584,7 @@ pub async fn ask_model<T>(
     ))
 }
 
-/// Find the index of the item a model means by `label` and `text` (DESIGN.md "Control
+/// Find the index of the item a model means by `label` and `text` (docs/responses.md "Finding the
 /// resolution"): the label wins when its name matches `text` (or `text` is empty); otherwise
 /// `text` is matched exactly, then case-insensitively, against each item's names.
 pub fn resolve<'n>(
