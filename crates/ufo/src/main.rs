@@ -231,6 +231,19 @@ fn ended_status(events: &Path) -> Option<String> {
         .then(|| status.to_string())
 }
 
+/// A desktop or model spec whose file part (`sim:FILE`, `script:FILE`, `replay:DIR`) is made
+/// absolute; other specs are returned as they are.
+fn absolute_spec(spec: &str) -> String {
+    for prefix in ["sim:", "script:", "replay:"] {
+        if let Some(path) = spec.strip_prefix(prefix) {
+            if let Ok(abs) = std::path::absolute(path) {
+                return format!("{prefix}{}", abs.display());
+            }
+        }
+    }
+    spec.to_string()
+}
+
 /// A usage or configuration problem: exit 2 with the message.
 struct Usage(anyhow::Error);
 
@@ -331,11 +344,15 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
         prompts: &prompts,
         tools: mcp_tools.as_ref().map(|t| t as &dyn ufo_core::ToolProvider),
     };
+    // Paths are kept absolute so that `ufo resume` works from any folder.
     let record = RunRecord {
-        desktop: args.desktop.clone(),
-        llm: settings.llm.clone(),
+        desktop: absolute_spec(&args.desktop),
+        llm: absolute_spec(&settings.llm),
         confirm: settings.confirm,
-        config: args.config.clone(),
+        config: args
+            .config
+            .as_ref()
+            .map(|c| std::path::absolute(c).unwrap_or_else(|_| c.clone())),
         max_steps: settings.config.max_steps,
     };
     if let Ok(bytes) = serde_json::to_vec_pretty(&record) {

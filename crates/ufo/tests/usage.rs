@@ -76,3 +76,66 @@ fn a_batch_without_a_desktop_stops_before_the_first_task() {
         );
     }
 }
+
+/// Issue 14: `run.json` kept the paths as typed, relative to where the run started, so a
+/// `ufo resume` from another folder failed with "cannot read script ...". They are absolute now.
+#[test]
+fn a_session_started_with_relative_paths_resumes_from_another_folder() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let start = tmp.path().join("start");
+    std::fs::create_dir(&start).expect("mkdir");
+    let ex = repo_root().join("examples").join("word_excel");
+    std::fs::copy(ex.join("desktop.json"), start.join("desktop.json")).expect("copy");
+    // only the host's first answer and the app's: the script runs out, the session ends ERROR
+    let script = std::fs::read_to_string(ex.join("script.jsonl")).expect("script");
+    let head: Vec<&str> = script.lines().take(2).collect();
+    std::fs::write(start.join("script.jsonl"), head.join("\n") + "\n").expect("write");
+    let first = ufo()
+        .current_dir(&start)
+        .args([
+            "run",
+            "--desktop",
+            "sim:desktop.json",
+            "--llm",
+            "script:script.jsonl",
+        ])
+        .args([
+            "--out",
+            "out",
+            "Extract the sales table from Word and create a bar chart in Excel",
+        ])
+        .output()
+        .expect("ufo runs");
+    assert_eq!(
+        first.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let out = start.join("out");
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).expect("run.json"))
+            .expect("json");
+    let desktop = record["desktop"].as_str().expect("desktop");
+    assert_eq!(
+        desktop,
+        format!("sim:{}", start.join("desktop.json").display()),
+        "{record}"
+    );
+    let resumed = ufo()
+        .current_dir(tmp.path())
+        .arg("resume")
+        .arg(&out)
+        .output()
+        .expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(!stderr.contains("cannot read"), "{stderr}");
+    // the resumed session really ran: a second session_start, and the script ran out again
+    let events = std::fs::read_to_string(out.join("events.jsonl")).expect("events");
+    let starts = events
+        .lines()
+        .filter(|l| l.contains("\"type\":\"session_start\""))
+        .count();
+    assert_eq!(starts, 2, "{stderr}");
+    assert_eq!(resumed.status.code(), Some(3), "{stderr}");
+}
