@@ -77,7 +77,7 @@ pub struct ResumeArgs {
     pub llm: Option<String>,
 
     /// Most processor steps in the whole session, counting the steps already taken.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::cli::count)]
     pub max_steps: Option<u32>,
 
     /// CONFIRM policy (default: the original run's).
@@ -159,11 +159,11 @@ pub struct RunArgs {
     pub force: bool,
 
     /// Most processor steps in the session.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::cli::count)]
     pub max_steps: Option<u32>,
 
     /// Most rounds (follow-up requests) in the session.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::cli::count)]
     pub max_rounds: Option<u32>,
 
     /// What to do with actions the model wants confirmed. `ask` without a terminal means no.
@@ -198,4 +198,12 @@ pub struct RunArgs {
     /// Write `<out>/report.html` (see `ufo report`) when the session ends.
     #[arg(long)]
     pub report: bool,
+}
+
+/// A count given on the command line (`--max-steps`, `--max-rounds`): a whole number, with a
+/// message that says so (clap's own would suggest `-- -1` for a negative one).
+pub fn count(s: &str) -> Result<u32, String> {
+    s.trim()
+        .parse::<u32>()
+        .map_err(|_| format!("{s:?} is not a count; give a whole number such as 20"))
 }

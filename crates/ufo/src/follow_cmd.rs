@@ -38,7 +38,7 @@ pub struct FollowArgs {
     pub force: bool,
 
     /// Most processor steps.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::cli::count)]
     pub max_steps: Option<u32>,
 
     /// What to do with actions the model wants confirmed.

@@ -125,9 +125,18 @@ fn runs_command(args: &RunsArgs) -> ExitCode {
             }
         },
     };
+    if args.dir.is_none() && !dir.exists() {
+        // the default folder appears with the first run that does not pass --out
+        println!(
+            "no sessions in {} yet (ufo run writes there unless --out is given; pass --dir with \
+             the folder your trajectories are in)",
+            dir.display()
+        );
+        return ExitCode::SUCCESS;
+    }
     match runs::scan(&dir) {
-        Ok(rows) => {
-            print!("{}", runs::render(&dir, &rows));
+        Ok(listing) => {
+            print!("{}", runs::render(&dir, &listing));
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -518,8 +527,8 @@ async fn connect_live(launch: &[(String, String)]) -> Result<ufo_linux::LinuxDes
     config.launch = table;
     ufo_linux::LinuxDesktop::connect(config).await.map_err(|e| {
         anyhow!(
-            "--desktop live: {e}; is a desktop session running? (for a headless one: \
-             scripts/desktop-session.sh up && source /tmp/ufo-desktop-session/env)"
+            "cannot reach the live desktop: {e}; is a desktop session running? (for a headless \
+             one: scripts/desktop-session.sh up && source /tmp/ufo-desktop-session/env)"
         )
     })
 }

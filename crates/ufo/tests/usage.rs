@@ -139,3 +139,35 @@ fn a_session_started_with_relative_paths_resumes_from_another_folder() {
     assert_eq!(starts, 2, "{stderr}");
     assert_eq!(resumed.status.code(), Some(3), "{stderr}");
 }
+
+/// Issue 14: `--max-steps -1` got clap's tip "to pass '-1' as a value, use '-- -1'", which
+/// sends the user the wrong way; it is now a plain message about the count.
+#[test]
+fn a_negative_count_says_what_a_count_is() {
+    for flag in ["--max-steps", "--max-rounds"] {
+        let output = ufo()
+            .args(["run", flag, "-1", "a request"])
+            .output()
+            .expect("ufo runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("is not a count"), "{stderr}");
+        assert!(!stderr.contains("-- -1"), "{stderr}");
+    }
+}
+
+/// Issue 14: `ufo inspect` without a display spoke of `--desktop live`, an option it does not
+/// have.
+#[test]
+fn inspect_without_a_display_names_no_option_it_lacks() {
+    let output = ufo()
+        .arg("inspect")
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .output()
+        .expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_ne!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("DISPLAY is not set"), "{stderr}");
+    assert!(!stderr.contains("--desktop"), "{stderr}");
+}
