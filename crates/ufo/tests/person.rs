@@ -453,10 +453,17 @@ fn progress_lines_verbosity_and_log_file() {
         .collect();
     assert_eq!(lines.len(), step_count(&run), "{}", run.stderr);
     assert!(
-        lines[0].starts_with("[round 0 step 0] HostAgent CONTINUE -> ASSIGN | subtask: "),
+        lines[0].starts_with("[round 0 step 1 #0] HostAgent CONTINUE -> ASSIGN | subtask: "),
         "{}",
         lines[0]
     );
+    // issue 14: the step number is the counted one, as in the summary ("after 5 step(s)"); the
+    // host's choice of window reads as words, not as raw JSON
+    let last = lines.last().expect("lines");
+    assert!(last.starts_with("[round 0 step 5 #9] HostAgent"), "{last}");
+    assert!(run.stderr.contains("after 5 step(s)"), "{}", run.stderr);
+    assert!(lines[0].contains("action: window [1] "), "{}", lines[0]);
+    assert!(!run.stderr.contains("\"control_label\""), "{}", run.stderr);
     assert!(!run.stderr.contains("thought:"));
     let log = std::fs::read_to_string(run.out.join("ufo.log")).expect("ufo.log");
     assert_eq!(
