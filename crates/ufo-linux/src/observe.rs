@@ -1208,10 +1208,7 @@ async fn encode_pair(
     let img = Arc::new(img);
     let img2 = img.clone();
     let clean = tokio::task::spawn_blocking(move || annotate::encode_png(&img2));
-    let marked = tokio::task::spawn_blocking(move || {
-        let drawn = annotate::draw(&img, &marks);
-        annotate::encode_png(&drawn)
-    });
+    let marked = tokio::task::spawn_blocking(move || annotate::annotated_png(&img, &marks));
     let (clean, marked) = tokio::join!(clean, marked);
     let join_err = |e: tokio::task::JoinError| LinuxError::Png(e.to_string());
     let clean = clean.map_err(join_err)??;

@@ -164,6 +164,21 @@ fn ufo_computes_a_sum_on_the_calculator() {
             .any(|l| l.contains("text") && l.contains("value=\"42\"")),
         "the display does not show 42:\n{shown}"
     );
+    // Issue 14: live screenshots are drawn by the shared annotator, so the report highlights
+    // the button each of the six app steps clicked.
+    let report = ufo_live(&home, &["report".into(), out.display().to_string()]);
+    assert_eq!(
+        report.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+    assert_eq!(
+        html.matches("class=\"hl\" data-highlight=").count(),
+        6,
+        "every clicked button is highlighted on the live screenshots"
+    );
 }
 
 #[test]
