@@ -12,6 +12,7 @@ pub mod blackboard;
 pub mod config;
 pub mod events;
 pub mod inert;
+pub mod keys;
 pub mod parse;
 pub mod ports;
 pub mod processor;
