@@ -90,19 +90,7 @@ impl ShellStatus {
 
 /// A captured stream for the model: at most `max` bytes, then how much was left out.
 fn show(c: &ufo_proc::Captured, max: usize) -> String {
-    let text = String::from_utf8_lossy(&c.bytes);
-    let text = text.trim_end();
-    if text.len() <= max && !c.truncated() {
-        return text.to_string();
-    }
-    let shown = clip(text, max);
-    let total = c.bytes.len() as u64 + c.more;
-    let left = total.saturating_sub(text.len().min(max) as u64);
-    let mut s = format!("{shown}\n… truncated ({left} bytes more)");
-    if c.stopped {
-        s.push_str("; the command was stopped for printing too much");
-    }
-    s
+    c.shown(max).trim_end().to_string()
 }
 
 /// The shell agent's answer.

@@ -23,6 +23,7 @@ pub mod secrets;
 pub mod sensitive;
 pub mod session;
 pub mod status;
+pub mod text;
 
 pub use action::{Button, ScrollDirection, UiAction};
 

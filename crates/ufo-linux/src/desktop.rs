@@ -73,20 +73,7 @@ const SHELL_SHOWN: usize = 16_000;
 
 /// A captured stream as text: at most [`SHELL_SHOWN`] bytes, then how much was left out.
 fn shown(c: &ufo_proc::Captured) -> String {
-    let s = String::from_utf8_lossy(&c.bytes);
-    if s.len() <= SHELL_SHOWN && !c.truncated() {
-        return s.into_owned();
-    }
-    let mut end = s.len().min(SHELL_SHOWN);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    let left = (c.bytes.len() as u64 + c.more).saturating_sub(end as u64);
-    let mut out = format!("{}…(truncated, {left} bytes more)", &s[..end]);
-    if c.stopped {
-        out.push_str("; the command was stopped for printing too much");
-    }
-    out
+    c.shown(SHELL_SHOWN)
 }
 
 /// Run `/bin/sh -c command` for the host's `Bash`: without ufo's secrets (then `env` added),

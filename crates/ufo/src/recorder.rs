@@ -260,15 +260,10 @@ pub fn action_text(a: &Value) -> String {
     a.to_string()
 }
 
-/// Untrusted text for a progress line: newlines as spaces, clipped to `max` characters, and
-/// made inert (control characters and escape sequences shown escaped, never obeyed).
+/// Untrusted text for a progress line: on one line, clipped to `max` characters, and made
+/// inert (escape sequences and other controls shown escaped, never obeyed).
 fn one_line(s: &str, max: usize) -> String {
-    let flat: String = s.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
-    if flat.chars().count() <= max {
-        inert(&flat).into_owned()
-    } else {
-        format!("{}…", inert(&flat.chars().take(max).collect::<String>()))
-    }
+    inert(&ufo_core::text::one_line(s, max)).into_owned()
 }
 
 impl Recorder for FileRecorder {

@@ -6,6 +6,8 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 
+use ufo_core::text::one_line;
+
 use crate::trajectory::{num, text, LoadError, Trajectory};
 
 /// One row of the listing.
@@ -190,21 +192,6 @@ fn row(path: &Path, name: String, mtime: Option<SystemTime>) -> RunRow {
     }
 }
 
-fn clip(s: &str, max: usize) -> String {
-    let flat: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        format!(
-            "{}…",
-            flat.chars().take(max.saturating_sub(1)).collect::<String>()
-        )
-    }
-}
-
 /// Render the listing as text lines (a header, one line per run, problems indented below, and
 /// how many folders without a trajectory were left out).
 pub fn render(dir: &Path, scan: &Scan) -> String {
@@ -231,19 +218,19 @@ pub fn render(dir: &Path, scan: &Scan) -> String {
         out.push_str(&format!(
             "{:<19}  {:<name_w$}  {:<10}  {:>5}  {:>5}  {:>8}  {:>8.4}  {}\n",
             r.when,
-            clip(&r.name, name_w),
+            one_line(&r.name, name_w.saturating_sub(1)),
             r.status,
             r.steps,
             r.calls,
             r.tokens,
             r.cost,
-            clip(&r.request, 60)
+            one_line(&r.request, 59)
         ));
         if r.resumes > 0 {
             out.push_str(&format!("    resumed {} time(s)\n", r.resumes));
         }
         for p in &r.problems {
-            out.push_str(&format!("    ! {}\n", clip(p, 200)));
+            out.push_str(&format!("    ! {}\n", one_line(p, 199)));
         }
     }
     out.push_str(&skipped);

@@ -480,28 +480,7 @@ pub fn hand_back(cx: &mut Cx<'_>, ending: Ending) -> Handoff {
     })
 }
 
-/// Cut text to at most `max` characters, saying how much was cut: "… (N chars more)".
-pub fn clip_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        None => s.to_string(),
-        Some((end, _)) => {
-            let more = s[end..].chars().count();
-            format!("{}… ({more} chars more)", &s[..end])
-        }
-    }
-}
-
-/// Cut text to at most `max` bytes (on a character boundary), marking the cut.
-pub fn clip(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
-}
+pub use crate::text::{clip, clip_chars};
 
 /// The last `keep` memory lines, numbered from the start of the whole memory.
 pub fn recent(memory: &[String], keep: usize) -> Vec<String> {
@@ -621,12 +600,6 @@ pub fn resolve<'n>(
 mod tests {
     use super::*;
     use crate::ports::{ChatResponse, LlmError};
-
-    #[test]
-    fn clip_chars_says_how_much_was_cut() {
-        assert_eq!(clip_chars("abc", 3), "abc");
-        assert_eq!(clip_chars("abcdé", 2), "ab… (3 chars more)");
-    }
 
     #[test]
     fn resolution_follows_design() {
