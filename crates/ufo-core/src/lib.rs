@@ -23,6 +23,8 @@ pub mod secrets;
 pub mod sensitive;
 pub mod session;
 pub mod status;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod text;
 
 pub use action::{Button, ScrollDirection, UiAction};

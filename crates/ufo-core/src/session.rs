@@ -591,18 +591,7 @@ mod tests {
         }
     }
 
-    #[derive(Default)]
-    struct MemRecorder(Vec<Value>);
-
-    impl Recorder for MemRecorder {
-        fn event(&mut self, e: &Value) -> Result<(), RecorderError> {
-            self.0.push(e.clone());
-            Ok(())
-        }
-        fn artifact(&mut self, name: &str, _b: &[u8]) -> Result<String, RecorderError> {
-            Ok(name.into())
-        }
-    }
+    use crate::testing::MemoryRecorder as MemRecorder;
 
     fn host(status: &str) -> Value {
         json!({"Observation": "o", "Thought": "t", "Current Sub-Task": "delete it",
@@ -682,7 +671,7 @@ mod tests {
             .run("request", &mut rec)
             .await;
         let seq = rec
-            .0
+            .events
             .iter()
             .filter(|e| e["type"] == "step")
             .map(|e| {
@@ -923,7 +912,7 @@ mod tests {
             .with_cancel(flag)
             .run("request", &mut rec)
             .await;
-        (rec.0, outcome)
+        (rec.events, outcome)
     }
 
     fn states(events: &[Value]) -> Vec<String> {

@@ -8,29 +8,14 @@
 //! and kills every LibreOffice process it started, pass or fail.
 #![allow(clippy::unwrap_used)]
 
-use std::io::Write;
 use std::time::{Duration, Instant};
+use ufo_desktop::testing::require_live;
 
 use ufo_core::{Desktop, WindowObservation};
 use ufo_linux::{LinuxConfig, LinuxDesktop};
 
 /// The tests take turns: they share the screen.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-fn should_run(test: &str) -> bool {
-    if std::env::var("UFO_LIVE_TESTS").as_deref() == Ok("1") {
-        return true;
-    }
-    if std::env::var_os("DISPLAY").is_none() {
-        // written to the real stderr, past the test harness's capture, so the reason shows
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipping {test}: no DISPLAY and UFO_LIVE_TESTS is not 1 (start a session with scripts/desktop-session.sh up and source its env file)"
-        );
-        return false;
-    }
-    true
-}
 
 /// Kills every process of the LibreOffice this test started (the `oosplash` launcher and the
 /// `soffice.bin` it starts carry the profile argument), pass or fail.
@@ -132,7 +117,7 @@ fn describe(obs: &WindowObservation) -> String {
 /// back empty after 6-8 s and LibreOffice stayed at 100% CPU, its memory growing ~70 MB/s.
 #[tokio::test(flavor = "multi_thread")]
 async fn calc_started_while_connected_stays_idle_when_observed() {
-    if !should_run("calc_started_while_connected_stays_idle_when_observed") {
+    if !require_live("calc_started_while_connected_stays_idle_when_observed") {
         return;
     }
     let _turn = SERIAL.lock().await;
@@ -281,7 +266,7 @@ async fn calc_started_while_connected_stays_idle_when_observed() {
 /// suggesting it "was started before accessibility was switched on".
 #[tokio::test(flavor = "multi_thread")]
 async fn calc_without_its_accessible_plugin_is_diagnosed() {
-    if !should_run("calc_without_its_accessible_plugin_is_diagnosed") {
+    if !require_live("calc_without_its_accessible_plugin_is_diagnosed") {
         return;
     }
     let _turn = SERIAL.lock().await;
