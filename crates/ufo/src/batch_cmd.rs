@@ -668,9 +668,10 @@ async fn run_task(
         requests: None,
         config: args.config.clone(),
         record: None,
-        report: false,
-        verbose: 0,
-        quiet: true,
+        output: crate::cli::OutputArgs {
+            quiet: true,
+            ..Default::default()
+        },
     };
     let console = Console::new(Verbosity::Quiet);
     let prepared = match crate::prepare(&run_args, &console, &cancel) {

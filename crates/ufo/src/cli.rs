@@ -92,17 +92,9 @@ pub struct ResumeArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
-    /// Print no progress lines (warnings and errors only).
-    #[arg(long, short, conflicts_with = "verbose")]
-    pub quiet: bool,
-
-    /// More detail on stderr (`-v`, `-vv`), as for `ufo run`.
-    #[arg(long, short, action = clap::ArgAction::Count)]
-    pub verbose: u8,
-
-    /// Write `<out>/report.html` (the whole session, resumed parts included) when it ends.
-    #[arg(long)]
-    pub report: bool,
+    /// Progress, detail and the report.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// Options of `ufo report`.
@@ -186,6 +178,15 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
 
+    /// Progress, detail and the report.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// What a session shows while it runs and leaves behind: the options `ufo run`, `ufo resume`
+/// and `ufo follow` share.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct OutputArgs {
     /// Print no progress lines (warnings and errors only).
     #[arg(long, short, conflicts_with = "verbose")]
     pub quiet: bool,
@@ -195,7 +196,8 @@ pub struct RunArgs {
     #[arg(long, short, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
-    /// Write `<out>/report.html` (see `ufo report`) when the session ends.
+    /// Write `<out>/report.html` (see `ufo report`; a resumed session's parts included) when
+    /// the session ends.
     #[arg(long)]
     pub report: bool,
 }

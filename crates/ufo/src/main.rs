@@ -218,9 +218,7 @@ fn resume_args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
         requests: None,
         config: args.config.clone().or(record.config),
         record: None,
-        report: args.report,
-        verbose: args.verbose,
-        quiet: args.quiet,
+        output: args.output,
     };
     Ok((run, checkpoint))
 }
@@ -271,7 +269,10 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
         eprintln!("error: the request is empty; say what to do, e.g. ufo run \"Compute 12 + 30 on the calculator\"");
         return ExitCode::from(EXIT_USAGE);
     }
-    let console = Console::new(Verbosity::from_flags(args.quiet, args.verbose));
+    let console = Console::new(Verbosity::from_flags(
+        args.output.quiet,
+        args.output.verbose,
+    ));
     let mut prepared = match prepare(&args, &console, &cancel) {
         Ok(p) => p,
         Err(Usage(e)) => {
@@ -401,7 +402,7 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
     if let Some(e) = &outcome.recorder_error {
         eprintln!("error: the trajectory is incomplete: {e}");
     }
-    if !args.quiet {
+    if !args.output.quiet {
         eprintln!(
             "session ended {} ({}) after {} step(s), {} model call(s), {} prompt + {} completion tokens, cost {:.4}; trajectory in {}",
             outcome.status.as_str(),
@@ -417,10 +418,10 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
             eprintln!("error: {}", ufo_core::inert(m));
         }
     }
-    if args.report {
+    if args.output.report {
         match report::write(&out) {
             Ok(path) => {
-                if !args.quiet {
+                if !args.output.quiet {
                     eprintln!("report: {}", path.display());
                 }
             }

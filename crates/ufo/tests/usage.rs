@@ -171,3 +171,33 @@ fn inspect_without_a_display_names_no_option_it_lacks() {
     assert!(stderr.contains("DISPLAY is not set"), "{stderr}");
     assert!(!stderr.contains("--desktop"), "{stderr}");
 }
+
+/// Issue 14: `ufo follow` had no `-v` and its `--quiet` lacked the conflict rule; the output
+/// options are now one set shared by `run`, `resume` and `follow`.
+#[test]
+fn follow_takes_the_output_options_of_run() {
+    let dir = repo_root().join("tests").join("follow");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let follow = |extra: &[&str], out: &str| {
+        ufo()
+            .arg("follow")
+            .arg(dir.join("plan.json"))
+            .arg("--desktop")
+            .arg(format!("sim:{}", dir.join("desktop.json").display()))
+            .arg("--llm")
+            .arg(format!("script:{}", dir.join("script.jsonl").display()))
+            .arg("--out")
+            .arg(tmp.path().join(out))
+            .args(extra)
+            .output()
+            .expect("ufo runs")
+    };
+    let verbose = follow(&["-v", "--report"], "v");
+    let stderr = String::from_utf8_lossy(&verbose.stderr);
+    assert_eq!(verbose.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("thought:"), "{stderr}");
+    assert!(tmp.path().join("v").join("report.html").is_file());
+    let both = follow(&["-q", "-v"], "q");
+    assert_eq!(both.status.code(), Some(2));
+    assert!(!tmp.path().join("q").join("events.jsonl").exists());
+}
