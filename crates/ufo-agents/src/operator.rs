@@ -15,7 +15,9 @@ use ufo_core::agent::{ask_model, Assignment, Cx, Handoff, StepReport, SubAgent};
 use ufo_core::sensitive::control_at;
 use ufo_core::{ConfirmRequest, Decision, SessionStatus, UiAction, WindowInfo, WindowObservation};
 
-use crate::common::{archive, clip, hand_back, recent, Ending, Fields};
+use crate::common::{
+    archive, clip, hand_back, recent, subtask_result, Ending, Fields, SubtaskOutcome,
+};
 
 /// The operator agent's model kind (the `agent` of its model requests and script lines).
 pub const OPERATOR_KIND: &str = "operator";
@@ -382,18 +384,19 @@ impl SubAgent for OperatorAgent {
     async fn handle(&mut self, cx: &mut Cx<'_>) -> StepReport {
         let status = match self.state {
             OperatorStatus::Continue => return self.handle_continue(cx).await,
-            OperatorStatus::Finish => "FINISH",
+            OperatorStatus::Finish => SubtaskOutcome::Finish,
             OperatorStatus::Fail => {
                 cx.round_failures += 1;
-                "FAIL"
+                SubtaskOutcome::Fail
             }
-            OperatorStatus::Error => "ERROR",
+            OperatorStatus::Error => SubtaskOutcome::Error,
         };
-        let result = match (&self.error, self.result.is_empty()) {
-            (Some(e), _) if status == "ERROR" => e.clone(),
-            (_, false) => self.result.clone(),
-            _ => self.last_result.clone().unwrap_or_default(),
-        };
+        let result = subtask_result(
+            status,
+            self.error.as_deref(),
+            &self.result,
+            self.last_result.as_deref(),
+        );
         let name = self.name();
         archive(
             cx,

@@ -20,7 +20,9 @@ use serde_json::json;
 use ufo_core::agent::{ask_model, Assignment, Cx, Handoff, StepReport, SubAgent};
 use ufo_core::{ConfirmRequest, Decision, SessionStatus};
 
-use crate::common::{archive, clip, hand_back, recent, Ending, Fields};
+use crate::common::{
+    archive, clip, hand_back, recent, subtask_result, Ending, Fields, SubtaskOutcome,
+};
 
 /// The shell agent's target name, as the host sees it.
 pub const SHELL_AGENT: &str = "shell";
@@ -384,12 +386,13 @@ impl ShellAgent {
         report
     }
 
-    fn archive_as(&mut self, cx: &mut Cx<'_>, status: &str) -> StepReport {
-        let result = match (&self.error, self.result.is_empty()) {
-            (Some(e), _) if status == "ERROR" => e.clone(),
-            (_, false) => self.result.clone(),
-            _ => self.last_result.clone().unwrap_or_default(),
-        };
+    fn archive_as(&mut self, cx: &mut Cx<'_>, status: SubtaskOutcome) -> StepReport {
+        let result = subtask_result(
+            status,
+            self.error.as_deref(),
+            &self.result,
+            self.last_result.as_deref(),
+        );
         let name = self.name();
         archive(
             cx,
@@ -450,14 +453,18 @@ impl SubAgent for ShellAgent {
             ShellStatus::Continue => self.handle_continue(cx).await,
             ShellStatus::Confirm => self.handle_confirm(cx).await,
             ShellStatus::Finish => {
-                let status = if self.rejected { "REJECTED" } else { "FINISH" };
+                let status = if self.rejected {
+                    SubtaskOutcome::Rejected
+                } else {
+                    SubtaskOutcome::Finish
+                };
                 self.archive_as(cx, status)
             }
             ShellStatus::Fail => {
                 cx.round_failures += 1;
-                self.archive_as(cx, "FAIL")
+                self.archive_as(cx, SubtaskOutcome::Fail)
             }
-            ShellStatus::Error => self.archive_as(cx, "ERROR"),
+            ShellStatus::Error => self.archive_as(cx, SubtaskOutcome::Error),
         }
     }
 

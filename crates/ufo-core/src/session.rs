@@ -329,7 +329,7 @@ impl<'a> Session<'a> {
                             &name,
                             agent.state_name(),
                             &subtask,
-                            "CANCELLED",
+                            crate::agent::SubtaskOutcome::Cancelled,
                             "the person cancelled the session during this subtask",
                             &[],
                         );

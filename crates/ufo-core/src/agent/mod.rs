@@ -44,6 +44,56 @@ pub struct Services<'a> {
     pub tools: Option<&'a dyn ToolProvider>,
 }
 
+/// How a subtask ended, as archived for the host and on the blackboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum SubtaskOutcome {
+    /// The agent finished it.
+    Finish,
+    /// The agent gave up.
+    Fail,
+    /// The system could not go on (no observation, the model unreachable, ...).
+    Error,
+    /// The person rejected the action the agent held for confirmation.
+    Rejected,
+    /// The person cancelled the session during it.
+    Cancelled,
+}
+
+impl SubtaskOutcome {
+    /// The name written in the trajectory and shown to the host: `FINISH`, `FAIL`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubtaskOutcome::Finish => "FINISH",
+            SubtaskOutcome::Fail => "FAIL",
+            SubtaskOutcome::Error => "ERROR",
+            SubtaskOutcome::Rejected => "REJECTED",
+            SubtaskOutcome::Cancelled => "CANCELLED",
+        }
+    }
+}
+
+impl std::fmt::Display for SubtaskOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What an ended subtask hands back: for ERROR the error, otherwise the model's `Result`, and
+/// without one the result of the agent's last action. Every agent kind archives this.
+pub fn subtask_result(
+    outcome: SubtaskOutcome,
+    error: Option<&str>,
+    result: &str,
+    last_result: Option<&str>,
+) -> String {
+    match (error, outcome) {
+        (Some(e), SubtaskOutcome::Error) => e.to_string(),
+        _ if !result.is_empty() => result.to_string(),
+        _ => last_result.unwrap_or_default().to_string(),
+    }
+}
+
 /// A finished subtask, as the host sees it in "previous subtasks".
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubtaskRecord {
@@ -51,8 +101,8 @@ pub struct SubtaskRecord {
     pub agent: String,
     /// The subtask.
     pub subtask: String,
-    /// FINISH, FAIL, ERROR or REJECTED.
-    pub status: String,
+    /// How it ended.
+    pub status: SubtaskOutcome,
     /// Result or error.
     pub result: String,
 }
@@ -169,10 +219,12 @@ impl SubtaskHistory {
         }
         if self.summarised.len() > SUMMARISED_SUBTASKS {
             let old = self.summarised.remove(0);
-            match old.status.as_str() {
-                "FINISH" => self.counted.finished += 1,
-                "FAIL" | "ERROR" | "REJECTED" => self.counted.failed += 1,
-                _ => self.counted.other += 1,
+            match old.status {
+                SubtaskOutcome::Finish => self.counted.finished += 1,
+                SubtaskOutcome::Fail | SubtaskOutcome::Error | SubtaskOutcome::Rejected => {
+                    self.counted.failed += 1
+                }
+                SubtaskOutcome::Cancelled => self.counted.other += 1,
             }
         }
     }
@@ -411,20 +463,20 @@ pub fn archive(
     agent: &str,
     state: &str,
     subtask: &str,
-    status: &str,
+    status: SubtaskOutcome,
     result: &str,
     actions: &[String],
 ) -> StepReport {
     cx.previous_subtasks.push(SubtaskRecord {
         agent: agent.to_string(),
         subtask: subtask.to_string(),
-        status: status.to_string(),
+        status,
         result: result.to_string(),
     });
     cx.blackboard.add_trajectory(crate::blackboard::Trajectory {
         agent: agent.to_string(),
         subtask: subtask.to_string(),
-        status: status.to_string(),
+        status,
         result: result.to_string(),
         actions: actions.to_vec(),
     });
@@ -600,6 +652,18 @@ pub fn resolve<'n>(
 mod tests {
     use super::*;
     use crate::ports::{ChatResponse, LlmError};
+
+    #[test]
+    fn a_subtask_hands_back_its_error_its_result_or_its_last_action_result() {
+        use SubtaskOutcome::*;
+        assert_eq!(subtask_result(Error, Some("no window"), "r", Some("l")), "no window");
+        assert_eq!(subtask_result(Finish, Some("old error"), "r", Some("l")), "r");
+        assert_eq!(subtask_result(Fail, None, "", Some("l")), "l");
+        assert_eq!(subtask_result(Rejected, None, "", None), "");
+        // the names of the trajectory and the checkpoint are unchanged
+        assert_eq!(serde_json::to_value(Rejected).unwrap_or_default(), "REJECTED");
+        assert_eq!(Cancelled.as_str(), "CANCELLED");
+    }
 
     #[test]
     fn resolution_follows_design() {
