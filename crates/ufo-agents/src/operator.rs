@@ -11,7 +11,7 @@
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
-use ufo_core::agent::{ask_model, Assignment, Cx, Handoff, StepReport, SubAgent};
+use ufo_core::agent::{ask_model, Assignment, Cx, Handoff, ModelCall, StepReport, SubAgent};
 use ufo_core::sensitive::control_at;
 use ufo_core::{ConfirmRequest, Decision, SessionStatus, UiAction, WindowInfo, WindowObservation};
 
@@ -209,12 +209,14 @@ impl OperatorAgent {
             .unwrap_or_default();
         let mut transcript = String::new();
         let asked = ask_model(
-            svc.app_llm,
-            OPERATOR_KIND,
-            svc.config.json_parsing_retry,
-            SYSTEM_PROMPT.to_string(),
-            user,
-            images,
+            ModelCall {
+                llm: svc.app_llm,
+                agent_kind: OPERATOR_KIND,
+                retries: svc.config.json_parsing_retry,
+                system: SYSTEM_PROMPT.to_string(),
+                user,
+                images,
+            },
             parse_response,
             &mut report.llm,
             &mut transcript,

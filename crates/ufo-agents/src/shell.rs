@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::json;
-use ufo_core::agent::{ask_model, Assignment, Cx, Handoff, StepReport, SubAgent};
+use ufo_core::agent::{ask_model, Assignment, Cx, Handoff, ModelCall, StepReport, SubAgent};
 use ufo_core::{ConfirmRequest, Decision, SessionStatus};
 
 use crate::common::{
@@ -226,12 +226,14 @@ impl ShellAgent {
             self.last_result.as_deref().unwrap_or("(none)"),
         );
         let asked = ask_model(
-            svc.app_llm,
-            SHELL_AGENT,
-            svc.config.json_parsing_retry,
-            SYSTEM_PROMPT.to_string(),
-            user,
-            Vec::new(),
+            ModelCall {
+                llm: svc.app_llm,
+                agent_kind: SHELL_AGENT,
+                retries: svc.config.json_parsing_retry,
+                system: SYSTEM_PROMPT.to_string(),
+                user,
+                images: Vec::new(),
+            },
             parse_response,
             &mut report.llm,
             &mut transcript,

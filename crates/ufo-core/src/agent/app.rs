@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::{
     archive, ask_model, clip, hand_back, recent, resolve, subtask_result, Assignment, Cx, Ending,
-    Handoff, StepReport, SubAgent, SubtaskOutcome,
+    Handoff, ModelCall, StepReport, SubAgent, SubtaskOutcome,
 };
 use crate::action::{canonical_name, UiAction};
 use crate::blackboard::QuestionAnswer;
@@ -791,12 +791,14 @@ impl AppStep<'_, '_> {
         let from = self.agent.state;
         let tools = self.tools.clone();
         let response = ask_model(
-            svc.app_llm,
-            "app",
-            svc.config.json_parsing_retry,
-            system,
-            user,
-            images,
+            ModelCall {
+                llm: svc.app_llm,
+                agent_kind: "app",
+                retries: svc.config.json_parsing_retry,
+                system,
+                user,
+                images,
+            },
             |raw| validate_app(raw, from, &tools, svc.tools, svc.config.multi_action),
             &mut self.report.llm,
             &mut self.transcript,

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::{
     ask_model, cache_key, clip, clip_chars, recent, resolve, AgentFactory, AgentTarget, Assignment,
-    Cx, StepReport, SubAgent,
+    Cx, ModelCall, StepReport, SubAgent,
 };
 use crate::blackboard::QuestionAnswer;
 use crate::ports::{ConfirmRequest, Decision, LaunchableApp, Screenshot, WindowInfo};
@@ -669,12 +669,14 @@ impl HostStep<'_, '_> {
             _ => Vec::new(),
         };
         let response = ask_model(
-            svc.host_llm,
-            "host",
-            svc.config.json_parsing_retry,
-            system,
-            user,
-            images,
+            ModelCall {
+                llm: svc.host_llm,
+                agent_kind: "host",
+                retries: svc.config.json_parsing_retry,
+                system,
+                user,
+                images,
+            },
             validate_host,
             &mut self.report.llm,
             &mut self.transcript,

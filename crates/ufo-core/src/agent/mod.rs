@@ -549,22 +549,42 @@ pub fn cache_key(window: &WindowInfo) -> String {
     format!("{}/{}", window.app_name, window.process)
 }
 
+/// One question to the model: who asks, how often an invalid answer is sent back, and the
+/// prompt.
+pub struct ModelCall<'a> {
+    /// The model.
+    pub llm: &'a dyn LlmClient,
+    /// The asking agent's kind (`host`, `app`, a third-party kind), for scripted models and
+    /// logs.
+    pub agent_kind: &'a str,
+    /// Re-asks after an invalid answer (`json_parsing_retry`).
+    pub retries: u32,
+    /// The system prompt.
+    pub system: String,
+    /// The user prompt.
+    pub user: String,
+    /// Images sent with the user prompt, each with a caption.
+    pub images: Vec<(Arc<Vec<u8>>, String)>,
+}
+
 /// Ask the model (for agent kinds outside this crate too), parsing and validating with
-/// `parse`; an invalid answer is sent back with
-/// its error, up to `json_parsing_retry` times. Returns the parsed answer, or the error that
-/// sends the agent to ERROR. Appends every exchange to `transcript`.
-#[allow(clippy::too_many_arguments)]
+/// `parse`; an invalid answer is sent back with its error, up to `call.retries` times. Returns
+/// the parsed answer, or the error that sends the agent to ERROR. Adds the calls and tokens to
+/// `stats` and appends every exchange to `transcript`.
 pub async fn ask_model<T>(
-    llm: &dyn LlmClient,
-    agent_kind: &str,
-    retries: u32,
-    system: String,
-    user: String,
-    images: Vec<(Arc<Vec<u8>>, String)>,
+    call: ModelCall<'_>,
     parse: impl Fn(&str) -> Result<T, String>,
     stats: &mut LlmStats,
     transcript: &mut String,
 ) -> Result<T, String> {
+    let ModelCall {
+        llm,
+        agent_kind,
+        retries,
+        system,
+        user,
+        images,
+    } = call;
     let mut user_msg = ChatMessage::text(MessageRole::User, user);
     for (png, caption) in images {
         user_msg.content.push(ContentPart::Image { png, caption });
@@ -656,12 +676,21 @@ mod tests {
     #[test]
     fn a_subtask_hands_back_its_error_its_result_or_its_last_action_result() {
         use SubtaskOutcome::*;
-        assert_eq!(subtask_result(Error, Some("no window"), "r", Some("l")), "no window");
-        assert_eq!(subtask_result(Finish, Some("old error"), "r", Some("l")), "r");
+        assert_eq!(
+            subtask_result(Error, Some("no window"), "r", Some("l")),
+            "no window"
+        );
+        assert_eq!(
+            subtask_result(Finish, Some("old error"), "r", Some("l")),
+            "r"
+        );
         assert_eq!(subtask_result(Fail, None, "", Some("l")), "l");
         assert_eq!(subtask_result(Rejected, None, "", None), "");
         // the names of the trajectory and the checkpoint are unchanged
-        assert_eq!(serde_json::to_value(Rejected).unwrap_or_default(), "REJECTED");
+        assert_eq!(
+            serde_json::to_value(Rejected).unwrap_or_default(),
+            "REJECTED"
+        );
         assert_eq!(Cancelled.as_str(), "CANCELLED");
     }
 
@@ -698,12 +727,14 @@ mod tests {
         let mut stats = LlmStats::default();
         let mut transcript = String::new();
         let e = ask_model(
-            &Down,
-            "host",
-            2,
-            "system".into(),
-            "user".into(),
-            Vec::new(),
+            ModelCall {
+                llm: &Down,
+                agent_kind: "host",
+                retries: 2,
+                system: "system".into(),
+                user: "user".into(),
+                images: Vec::new(),
+            },
             |_| Ok::<(), String>(()),
             &mut stats,
             &mut transcript,
