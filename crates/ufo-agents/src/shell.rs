@@ -175,6 +175,7 @@ impl ShellAgent {
     /// Run a command in the working directory, bounded by the timeout; describe the outcome.
     /// It runs without ufo's secrets in its environment, in its own process group (killed
     /// whole on timeout or cancel), its output read up to [`ufo_proc::DEFAULT_MAX_OUTPUT`].
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn run(&self, command: &str) -> String {
         let mut cmd = ufo_proc::shell_command(command);
         cmd.current_dir(&self.config.workdir);
@@ -187,6 +188,7 @@ impl ShellAgent {
                 )
             }
         };
+        tracing::debug!(code = ?out.code, timed_out = out.timed_out, "shell agent command ended");
         if out.timed_out {
             return format!(
                 "command failed: it did not finish within {} ms and was killed (with every process it started)",

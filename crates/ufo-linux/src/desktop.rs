@@ -542,25 +542,44 @@ impl Desktop for LinuxDesktop {
         Ok(Some(self.screen_png().await?))
     }
 
+    #[tracing::instrument(level = "debug", skip(self), err(Display))]
     async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError> {
-        Ok(self.observe_window(window_id).await?)
+        let started = std::time::Instant::now();
+        let obs = self.observe_window(window_id).await?;
+        tracing::debug!(
+            controls = obs.controls.len(),
+            warnings = obs.warnings.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "observed"
+        );
+        Ok(obs)
     }
 
+    #[tracing::instrument(level = "debug", skip(self, action), fields(action = action.name()), err(Display))]
     async fn act(
         &self,
         window_id: &str,
         control_id: Option<&str>,
         action: &UiAction,
     ) -> Result<String, DesktopError> {
-        Ok(self.perform(window_id, control_id, action).await?)
+        let started = std::time::Instant::now();
+        let done = self.perform(window_id, control_id, action).await?;
+        tracing::debug!(ms = started.elapsed().as_millis() as u64, "acted");
+        Ok(done)
     }
 
+    #[tracing::instrument(level = "debug", skip(self), err(Display))]
     async fn launch(&self, app: &str) -> Result<WindowInfo, DesktopError> {
-        Ok(self.launch_app(app).await?)
+        let window = self.launch_app(app).await?;
+        tracing::debug!(window = %window.id, title = %window.title, "launched");
+        Ok(window)
     }
 
+    #[tracing::instrument(level = "debug", skip(self), err(Display))]
     async fn shell(&self, command: &str) -> Result<ShellOutput, DesktopError> {
-        Ok(self.run_shell(command).await?)
+        let out = self.run_shell(command).await?;
+        tracing::debug!(code = ?out.code, "command ended");
+        Ok(out)
     }
 
     fn find_program(&self, name: &str) -> Option<String> {

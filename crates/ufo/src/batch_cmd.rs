@@ -623,6 +623,7 @@ async fn worker(args: BatchArgs, file: PathBuf, cancel: Arc<AtomicBool>) -> Exit
     ExitCode::SUCCESS
 }
 
+#[tracing::instrument(level = "info", skip(args, dir, cancel), fields(task = %file.display()))]
 async fn run_task(
     args: &BatchArgs,
     file: &Path,

@@ -154,6 +154,9 @@ fn ufo_computes_a_sum_on_the_calculator() {
             .any(|l| l.contains("text") && l.contains("value=\"42\"")),
         "the display does not show 42:\n{shown}"
     );
+    // Issue 14: the live desktop logs its observations and actions (with timings) to ufo.log
+    let log = std::fs::read_to_string(out.join("ufo.log")).expect("ufo.log");
+    assert!(log.contains("observed") && log.contains("acted"), "{log}");
     // Issue 14: live screenshots are drawn by the shared annotator, so the report highlights
     // the button each of the six app steps clicked.
     let report = ufo_live(&home, &["report".into(), out.display().to_string()]);
