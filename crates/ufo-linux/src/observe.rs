@@ -808,10 +808,13 @@ impl LinuxDesktop {
         let mut capped = false;
         let mut cut = false;
         let mut moved: Vec<(String, String, i32)> = Vec::new();
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut rescans = 0;
         loop {
             // nodes whose cached count cannot be trusted: read the live count (one cheap call
             // each, no child is built) and enumerate only a bounded one
             if !probes.is_empty() {
+                seen.extend(probes.iter().cloned());
                 let remaining = deadline.saturating_duration_since(Instant::now());
                 let counts = tokio::time::timeout(
                     remaining,
@@ -842,8 +845,28 @@ impl LinuxDesktop {
                 }
             }
             if frontier.is_empty() {
+                // nodes connected during the walk (cached under a parent the cache lacked,
+                // as LibreOffice files its root pane and its toolbars' boxes) may be
+                // incomplete too: look at the tree again, a few times at most
+                if rescans < 3 {
+                    rescans += 1;
+                    for n in tree.subtree(frame, max_nodes) {
+                        if visible(n) && !seen.contains(&n.path) {
+                            match walk_verdict(n, tree.kids(&n.path).len(), thorough, bound, false)
+                            {
+                                Walk::Children => frontier.push(n.path.clone()),
+                                Walk::Probe => probes.push(n.path.clone()),
+                                Walk::Refuse | Walk::Done => {}
+                            }
+                        }
+                    }
+                    if !frontier.is_empty() || !probes.is_empty() {
+                        continue;
+                    }
+                }
                 break;
             }
+            seen.extend(frontier.iter().cloned());
             if Instant::now() >= deadline || visited >= max_nodes {
                 cut = true;
                 break;

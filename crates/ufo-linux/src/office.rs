@@ -157,13 +157,16 @@ pub(crate) fn ancestor_name(tree: &AppTree, n: &Node, textual: bool) -> Option<S
             let label = [&a.name, &a.description]
                 .into_iter()
                 .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
-                .find(|s| !s.is_empty())?;
-            // when the panel holds an entry, the entry takes the name and a button the list
-            return Some(if textual || !has_entry(tree, &a.path) {
-                label
-            } else {
-                format!("{label} list")
-            });
+                .find(|s| !s.is_empty());
+            if let Some(label) = label {
+                // when the panel holds an entry, the entry takes the name and a button the
+                // list
+                return Some(if textual || !has_entry(tree, &a.path) {
+                    label
+                } else {
+                    format!("{label} list")
+                });
+            }
         }
         p = a.parent.as_str();
     }
@@ -676,5 +679,59 @@ mod tests {
             "Paragraph 1: The quick brown fox jumps…"
         );
         assert_eq!(paragraph_name("Cell A", Some("A1")), "A1: Cell A");
+    }
+}
+#[cfg(test)]
+mod dbg {
+    use crate::bus::ROOT_PATH;
+    #[tokio::test]
+    #[ignore]
+    async fn dump_tree() {
+        let d = crate::LinuxDesktop::connect(crate::LinuxConfig::default())
+            .await
+            .unwrap();
+        let want = std::env::var("DUMP_NAME").unwrap_or("Font Name".into());
+        for (name, _) in d.bus.applications().await.unwrap() {
+            let Ok(mut tree) = d.bus.tree(&name).await else {
+                continue;
+            };
+            let Some(frame) = tree
+                .kids(ROOT_PATH)
+                .iter()
+                .find(|p| {
+                    tree.nodes
+                        .get(*p)
+                        .is_some_and(|n| n.name.contains("LibreOffice"))
+                })
+                .cloned()
+            else {
+                continue;
+            };
+            let mut w = Vec::new();
+            d.complete_tree(&name, &mut tree, &frame, true, &mut w)
+                .await;
+            println!(
+                "reachable {} warnings {:?}",
+                tree.subtree(&frame, 100000).len(),
+                w
+            );
+            for n in tree.subtree(&frame, 100000) {
+                if n.name == want {
+                    for m in tree.subtree(&n.path, 50) {
+                        println!(
+                            "    {} {} {:?} cc={} known={} states={:x} ifaces={:x} parent={}",
+                            m.path,
+                            crate::observe::role_name(m.role),
+                            m.name,
+                            m.child_count,
+                            tree.kids(&m.path).len(),
+                            m.states,
+                            m.ifaces,
+                            m.parent
+                        );
+                    }
+                }
+            }
+        }
     }
 }
