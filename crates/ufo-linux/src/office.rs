@@ -331,9 +331,8 @@ impl LinuxDesktop {
             .subtree(frame, self.config.walk_max_nodes)
             .into_iter()
             .filter(|n| {
-                is_document(n.role)
-                    && n.has(state::SHOWING)
-                    && (tree.kids(&n.path).is_empty() || n.child_count < 0)
+                // the slides panel's cached children can be stale: read them all live
+                is_document(n.role) && n.has(state::SHOWING)
             })
             .map(|n| n.path.clone())
             .collect();
@@ -387,6 +386,10 @@ impl LinuxDesktop {
             let mut fresh: Vec<(String, String, i32)> = Vec::new();
             for (p, k) in parents.iter().zip(kids) {
                 let Ok(k) = k else { continue };
+                // the live answer replaces what the cache had (stale slides, old paragraphs)
+                if let Some(old) = tree.children.get_mut(p) {
+                    old.retain(|c| k.contains(c));
+                }
                 for (i, path) in k.into_iter().enumerate() {
                     if read + fresh.len() >= DOC_MAX_NODES {
                         break;
