@@ -690,7 +690,7 @@ async fn impress_sets_the_title_of_slide_two_and_saves_pptx() {
             .await
             .unwrap_or_else(|e| panic!("cannot launch Impress: {e}"));
     let obs = observe_until(&o.d, &w.id, "the slides panel", |obs| {
-        obs.controls.iter().any(|c| c.name == "Slide2")
+        obs.controls.iter().any(|c| c.name == "Slide 2")
             && obs
                 .controls
                 .iter()
@@ -705,7 +705,7 @@ async fn impress_sets_the_title_of_slide_two_and_saves_pptx() {
         "{}",
         listing(&obs)
     );
-    let s2 = control(&obs, "panel", "Slide2");
+    let s2 = control(&obs, "panel", "Slide 2");
     act(
         &o.d,
         &w.id,
