@@ -255,8 +255,9 @@ fn centre_in(r: Rect, area: Rect) -> bool {
 
 /// Which controls to keep: a menu without an action whose name another menu with an action
 /// has is LibreOffice's shadow of the menu bar (dropped), and while a menu or popup is open
-/// (menu entries stacked in a column), the other controls whose centre it covers are dropped,
-/// so that no label is drawn over another control.
+/// (menu entries stacked in a column), the other controls whose centre or top-left corner
+/// (where the label goes) it covers are dropped, so that no label is drawn over another
+/// control.
 pub(crate) fn keep_mask(items: &[Placed]) -> Vec<bool> {
     let mut keep = vec![true; items.len()];
     // shadow menus
@@ -308,7 +309,20 @@ pub(crate) fn keep_mask(items: &[Placed]) -> Vec<bool> {
         return keep;
     }
     for (i, it) in items.iter().enumerate() {
-        if keep[i] && !members.contains(&i) && popups.iter().any(|p| centre_in(it.rect, *p)) {
+        // the label goes in the top-left corner: a control whose centre or label the popup
+        // covers is left out
+        let corner = Rect {
+            x: it.rect.x,
+            y: it.rect.y,
+            w: 2,
+            h: 2,
+        };
+        if keep[i]
+            && !members.contains(&i)
+            && popups
+                .iter()
+                .any(|p| centre_in(it.rect, *p) || centre_in(corner, *p))
+        {
             keep[i] = false;
         }
     }
@@ -665,6 +679,14 @@ mod tests {
             placed("push button", "Beside", false, r(320, 110, 30, 30)),
         ];
         assert_eq!(keep_mask(&items), vec![true, true, true, false, true]);
+        // a paragraph whose label (top-left) is under the menu, its centre beside it
+        let items = vec![
+            placed("menu item", "A", true, r(181, 44, 300, 25)),
+            placed("menu item", "B", true, r(181, 69, 300, 25)),
+            placed("paragraph", "P", false, r(207, 50, 793, 38)),
+            placed("paragraph", "Q", false, r(207, 200, 793, 38)),
+        ];
+        assert_eq!(keep_mask(&items), vec![true, true, false, true]);
         // nothing open: everything stays
         let items = vec![
             placed("menu", "File", true, r(0, 19, 39, 25)),
