@@ -1157,6 +1157,8 @@ fn collect_candidates(tree: &AppTree, frame: &str, max_nodes: usize) -> (Vec<Can
                 child_text = sibling_label(tree, n).unwrap_or_default();
             }
             if child_text.is_empty() && n.name.trim().is_empty() && n.description.is_empty() {
+                // a paragraph in a table cell: the cell's address, marked by \u{1} so that
+                // fetch_control puts it before the paragraph's text
                 child_text = office::cell_of(tree, n)
                     .map(|c| format!("\u{1}{c}"))
                     .or_else(|| office::ancestor_name(tree, n, TEXTUAL.contains(&n.role)))
