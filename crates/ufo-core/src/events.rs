@@ -1,9 +1,151 @@
-//! Trajectory records (`events.jsonl`), as docs/formats.md "Trajectory" specifies them.
+//! Trajectory records (`events.jsonl`), as docs/formats.md "Trajectory" specifies them: one
+//! typed [`Record`] enum, written here for the recorder and read back by `ufo report`,
+//! `ufo runs`, `ufo resume` and `ufo batch`.
+//!
+//! Reading is tolerant: a missing field takes its default, and a record of a type this version
+//! does not know reads as [`Record::Other`] (the format may gain record types).
 
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use crate::agent::{LlmStats, StepReport};
+use crate::config::AgentMode;
 use crate::session::SessionStatus;
+
+/// One line of `events.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    /// A session (or a resumed part of one) starts.
+    SessionStart(SessionStart),
+    /// A state the round loop visited.
+    Step(Box<Step>),
+    /// A round ended.
+    RoundEnd(End),
+    /// The session (or this part of it) ended.
+    SessionEnd(End),
+    /// A record type this version does not know.
+    #[serde(other)]
+    Other,
+}
+
+impl Record {
+    /// The record as the JSON object written to the file.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// When it was written (RFC 3339), when the recorder stamped it.
+    pub fn ts(&self) -> Option<&str> {
+        match self {
+            Record::SessionStart(r) => r.ts.as_deref(),
+            Record::Step(r) => r.ts.as_deref(),
+            Record::RoundEnd(r) | Record::SessionEnd(r) => r.ts.as_deref(),
+            Record::Other => None,
+        }
+    }
+}
+
+/// `session_start`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionStart {
+    /// When it was written (added by the recorder).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
+    /// The person's request.
+    pub request: String,
+    /// The host's model.
+    pub llm: String,
+    /// The AppAgents' model.
+    pub app_llm: String,
+    /// Step limit of the session.
+    pub max_steps: u32,
+    /// Round limit of the session.
+    pub max_rounds: u32,
+    /// Whether the CONFIRM gate asks.
+    pub safe_guard: bool,
+    /// Whether PENDING asks.
+    pub ask_question: bool,
+    /// Normal or follower mode.
+    pub mode: AgentMode,
+    /// Set on the start of a resumed part.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<bool>,
+    /// The round a resumed part starts in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
+    /// The sequence number a resumed part goes on from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+}
+
+/// `step`: one state the round loop visited.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Step {
+    /// When it was written (added by the recorder).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
+    /// Round number.
+    pub round: u32,
+    /// Sequence number in the session.
+    pub seq: u64,
+    /// `HostAgent` or `AppAgent/<app>` (or a third-party agent's name).
+    pub agent: String,
+    /// `host` or `app`.
+    pub role: String,
+    /// The state handled.
+    pub state: String,
+    /// The status after the handle.
+    pub status: String,
+    /// The subtask being worked on.
+    pub subtask: Option<String>,
+    /// The action taken, held or archived.
+    pub action: Option<Value>,
+    /// The action's result or error text.
+    pub result: Option<String>,
+    /// The model's thought.
+    pub thought: Option<String>,
+    /// A system error of this step.
+    pub error: Option<String>,
+    /// Model use of this step.
+    pub llm: LlmStats,
+    /// Milliseconds per processor phase and `total`.
+    pub timings_ms: Map<String, Value>,
+    /// Artifacts written for this step, by kind (`prompt`, `screenshot`, ...).
+    pub artifacts: Map<String, Value>,
+    /// Steps counted in the session so far.
+    pub steps: u32,
+    /// Whether the round ends on this record.
+    pub terminal: bool,
+}
+
+/// `round_end` and `session_end`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct End {
+    /// When it was written (added by the recorder).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
+    /// The round that ended (`round_end`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round: Option<u32>,
+    /// FINISH, FAIL, ERROR (or CANCELLED for a session).
+    pub status: String,
+    /// Why (`finish`, `max_steps`, `app_error`, ...).
+    pub reason: String,
+    /// The detail.
+    pub message: Option<String>,
+    /// Steps counted.
+    pub steps: u32,
+    /// Rounds run (`session_end`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<u32>,
+    /// Model use of the whole session (`session_end`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub llm: Option<LlmStats>,
+}
 
 /// `session_start`.
 pub fn session_start(
@@ -11,18 +153,18 @@ pub fn session_start(
     config: &crate::config::Config,
     llm: &str,
     app_llm: &str,
-) -> Value {
-    json!({
-        "type": "session_start",
-        "request": request,
-        "llm": llm,
-        "app_llm": app_llm,
-        "max_steps": config.max_steps,
-        "max_rounds": config.max_rounds,
-        "safe_guard": config.safe_guard,
-        "ask_question": config.ask_question,
-        "mode": config.mode,
-    })
+) -> SessionStart {
+    SessionStart {
+        request: request.to_string(),
+        llm: llm.to_string(),
+        app_llm: app_llm.to_string(),
+        max_steps: config.max_steps,
+        max_rounds: config.max_rounds,
+        safe_guard: config.safe_guard,
+        ask_question: config.ask_question,
+        mode: config.mode,
+        ..SessionStart::default()
+    }
 }
 
 /// Identity of the agent of a step.
@@ -44,31 +186,26 @@ pub struct StepWho<'a> {
 }
 
 /// `step`.
-pub fn step(who: &StepWho<'_>, r: &StepReport) -> Value {
-    json!({
-        "type": "step",
-        "round": who.round,
-        "seq": who.seq,
-        "agent": who.agent,
-        "role": who.role,
-        "state": who.state,
-        "status": r.status,
-        "subtask": r.subtask,
-        "action": r.action,
-        "result": r.result,
-        "thought": r.thought,
-        "error": r.error,
-        "llm": llm(&r.llm),
-        "timings_ms": r.timings_ms,
-        "artifacts": r.artifacts,
-        "steps": who.steps,
-        "terminal": who.terminal,
-    })
-}
-
-fn llm(s: &LlmStats) -> Value {
-    json!({"calls": s.calls, "prompt_tokens": s.prompt_tokens,
-           "completion_tokens": s.completion_tokens, "cost": s.cost})
+pub fn step(who: &StepWho<'_>, r: &StepReport) -> Record {
+    Record::Step(Box::new(Step {
+        ts: None,
+        round: who.round,
+        seq: who.seq,
+        agent: who.agent.to_string(),
+        role: who.role.to_string(),
+        state: who.state.to_string(),
+        status: r.status.clone(),
+        subtask: r.subtask.clone(),
+        action: r.action.clone(),
+        result: r.result.clone(),
+        thought: r.thought.clone(),
+        error: r.error.clone(),
+        llm: r.llm,
+        timings_ms: r.timings_ms.clone(),
+        artifacts: r.artifacts.clone(),
+        steps: who.steps,
+        terminal: who.terminal,
+    }))
 }
 
 /// `round_end`.
@@ -78,14 +215,14 @@ pub fn round_end(
     reason: &str,
     message: Option<&str>,
     steps: u32,
-) -> Value {
-    json!({
-        "type": "round_end",
-        "round": round,
-        "status": status.as_str(),
-        "reason": reason,
-        "message": message,
-        "steps": steps,
+) -> Record {
+    Record::RoundEnd(End {
+        round: Some(round),
+        status: status.as_str().to_string(),
+        reason: reason.to_string(),
+        message: message.map(str::to_string),
+        steps,
+        ..End::default()
     })
 }
 
@@ -97,14 +234,40 @@ pub fn session_end(
     rounds: u32,
     steps: u32,
     total: &LlmStats,
-) -> Value {
-    json!({
-        "type": "session_end",
-        "status": status.as_str(),
-        "reason": reason,
-        "message": message,
-        "rounds": rounds,
-        "steps": steps,
-        "llm": llm(total),
+) -> Record {
+    Record::SessionEnd(End {
+        status: status.as_str().to_string(),
+        reason: reason.to_string(),
+        message: message.map(str::to_string),
+        steps,
+        rounds: Some(rounds),
+        llm: Some(*total),
+        ..End::default()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The records read back as written, and unknown or partial lines are tolerated.
+    #[test]
+    fn records_round_trip_and_reading_is_tolerant() {
+        let end = round_end(2, SessionStatus::Fail, "max_steps", None, 7);
+        let v = end.to_value();
+        assert_eq!(v["type"], "round_end");
+        assert_eq!(v["round"], 2);
+        assert_eq!(v["message"], Value::Null);
+        assert_eq!(serde_json::from_value::<Record>(v).ok(), Some(end));
+        let other: Record =
+            serde_json::from_str(r#"{"type":"tool_call","x":1}"#).unwrap_or(Record::Other);
+        assert_eq!(other, Record::Other);
+        let Ok(Record::Step(s)) = serde_json::from_str::<Record>(
+            r#"{"type":"step","seq":3,"llm":{"calls":2},"ts":"2026-01-01T00:00:00Z"}"#,
+        ) else {
+            panic!("a partial step reads with defaults")
+        };
+        assert_eq!((s.seq, s.llm.calls, s.llm.prompt_tokens), (3, 2, 0));
+        assert_eq!(s.ts.as_deref(), Some("2026-01-01T00:00:00Z"));
+    }
 }

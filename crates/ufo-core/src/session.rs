@@ -175,9 +175,9 @@ impl<'a> Session<'a> {
             &self.services.app_llm.describe(),
         );
         if resumed {
-            first["resumed"] = true.into();
-            first["round"] = start.round.into();
-            first["seq"] = start.seq.into();
+            first.resumed = Some(true);
+            first.round = Some(start.round);
+            first.seq = Some(start.seq);
         }
         self.host.set_plan(start.plan);
         let mut cx = Cx {
@@ -193,7 +193,7 @@ impl<'a> Session<'a> {
             fail_reason: None,
             io_error: None,
         };
-        cx.record(&first);
+        cx.record(&events::Record::SessionStart(first));
         let mut steps = start.steps;
         let mut total = start.llm;
         let mut rounds = start.rounds_done;

@@ -25,13 +25,15 @@ pub fn clip_chars(s: &str, max: usize) -> String {
     }
 }
 
-/// Text on one line: every run of whitespace and control characters becomes one space (ends
-/// trimmed), then at most `max` characters, marked with "…" when cut.
+/// Text on one line: every run of whitespace (line breaks, tabs, spaces) becomes one space
+/// (ends trimmed), then at most `max` characters, marked with "…" when cut. A carriage return
+/// and other control characters are kept, for [`crate::inert`] to show escaped where the text
+/// reaches a terminal (a hidden `\r` is how a line is spoofed).
 pub fn one_line(s: &str, max: usize) -> String {
-    let mut flat = String::with_capacity(s.len().min(max * 4 + 4));
+    let mut flat = String::with_capacity(s.len().min(max.saturating_mul(4).saturating_add(4)));
     let mut gap = false;
     for c in s.chars() {
-        if c.is_whitespace() || c.is_control() {
+        if c.is_whitespace() && c != '\r' {
             gap = !flat.is_empty();
         } else {
             if gap {
@@ -61,7 +63,8 @@ mod tests {
         assert_eq!(clip("abcé", 4), "abc…");
         assert_eq!(clip_chars("abc", 3), "abc");
         assert_eq!(clip_chars("abcdé", 2), "ab… (3 chars more)");
-        assert_eq!(one_line("  a\n\tb \u{1b} c  ", 10), "a b c");
+        assert_eq!(one_line("  a\n\tb  c  ", 10), "a b c");
+        assert_eq!(one_line("a\r\u{1b}[2Kb", 10), "a\r\u{1b}[2Kb");
         assert_eq!(one_line("xxxxxxxxxx", 4), "xxxx…");
         assert_eq!(one_line("", 4), "");
     }

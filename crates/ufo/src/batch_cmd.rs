@@ -570,9 +570,14 @@ fn model_seconds(events: &Path) -> f64 {
         return 0.0;
     };
     text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["type"] == "step")
-        .filter_map(|e| e["timings_ms"]["llm_interaction"].as_f64())
+        .filter_map(
+            |l| match serde_json::from_str::<ufo_core::events::Record>(l) {
+                Ok(ufo_core::events::Record::Step(s)) => {
+                    s.timings_ms.get("llm_interaction")?.as_f64()
+                }
+                _ => None,
+            },
+        )
         .sum::<f64>()
         / 1000.0
 }

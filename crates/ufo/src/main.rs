@@ -227,15 +227,19 @@ fn resume_args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
 /// `session_start`/`session_end` record of its trajectory; `None` while it can still be resumed
 /// (cancelled, crashed, ERROR) or when the file cannot be read (the checkpoint read says why).
 fn ended_status(events: &Path) -> Option<String> {
+    use ufo_core::events::Record;
     let text = std::fs::read_to_string(events).ok()?;
     let last = text
         .lines()
         .rev()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|e| matches!(e["type"].as_str(), Some("session_start" | "session_end")))?;
-    let status = last["status"].as_str()?;
-    (last["type"] == "session_end" && matches!(status, "FINISH" | "FAIL"))
-        .then(|| status.to_string())
+        .filter_map(|l| serde_json::from_str::<Record>(l).ok())
+        .find(|e| matches!(e, Record::SessionStart(_) | Record::SessionEnd(_)))?;
+    match last {
+        Record::SessionEnd(end) if matches!(end.status.as_str(), "FINISH" | "FAIL") => {
+            Some(end.status)
+        }
+        _ => None,
+    }
 }
 
 /// A desktop or model spec whose file part (`sim:FILE`, `script:FILE`, `replay:DIR`) is made

@@ -17,7 +17,9 @@ use serde_json::Value;
 
 use crate::highlight;
 use crate::recorder::action_text;
-use crate::trajectory::{num, text, Trajectory};
+use ufo_core::events::{End, Record, Step};
+
+use crate::trajectory::{text, Trajectory};
 
 const TEMPLATE: &str = include_str!("report.html");
 
@@ -123,8 +125,8 @@ fn data_uri(png: &[u8]) -> TplValue {
     ))
 }
 
-fn step_view(t: &Trajectory, e: &Value) -> StepView {
-    let action = e.get("action").filter(|a| !a.is_null());
+fn step_view(t: &Trajectory, e: &Step) -> StepView {
+    let action = e.action.as_ref().filter(|a| !a.is_null());
     // A held action's label sits under `held` for the host's CONFIRM.
     let act_field = |k: &str| -> String {
         action
@@ -135,9 +137,9 @@ fn step_view(t: &Trajectory, e: &Value) -> StepView {
     };
     let control_label = act_field("control_label");
     let control_text = act_field("control_text");
-    let llm = e.get("llm").cloned().unwrap_or(Value::Null);
     let mut timings = Vec::new();
-    if let Some(m) = e.get("timings_ms").and_then(Value::as_object) {
+    {
+        let m = &e.timings_ms;
         let mut keys: Vec<&String> = m.keys().collect();
         keys.sort_by_key(|k| PHASES.iter().position(|p| p == k).unwrap_or(PHASES.len()));
         for k in keys {
@@ -147,8 +149,12 @@ fn step_view(t: &Trajectory, e: &Value) -> StepView {
         }
     }
     let mut notes = Vec::new();
-    let artifacts = e.get("artifacts").cloned().unwrap_or(Value::Null);
-    let art = |k: &str| artifacts.get(k).and_then(Value::as_str).map(str::to_string);
+    let art = |k: &str| {
+        e.artifacts
+            .get(k)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
     let mut image = None;
     let mut image_kind = String::new();
     let mut hl = None;
@@ -195,35 +201,30 @@ fn step_view(t: &Trajectory, e: &Value) -> StepView {
         },
         None => String::new(),
     };
-    let status = text(e, "status").to_string();
+    let status = e.status.clone();
+    let opt = |o: &Option<String>| o.clone().unwrap_or_default();
     StepView {
-        seq: e
-            .get("seq")
-            .map(|s| match s {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            })
-            .unwrap_or_default(),
-        round: num(e, "round"),
-        agent: text(e, "agent").to_string(),
-        role: text(e, "role").to_string(),
-        state: text(e, "state").to_string(),
+        seq: e.seq.to_string(),
+        round: u64::from(e.round),
+        agent: e.agent.clone(),
+        role: e.role.clone(),
+        state: e.state.clone(),
         status_class: status_class(&status),
         status,
-        terminal: e.get("terminal").and_then(Value::as_bool).unwrap_or(false),
-        subtask: text(e, "subtask").to_string(),
-        thought: text(e, "thought").to_string(),
+        terminal: e.terminal,
+        subtask: opt(&e.subtask),
+        thought: opt(&e.thought),
         action_summary: action.map(action_text).unwrap_or_default(),
         action_json: action
             .and_then(|a| serde_json::to_string_pretty(a).ok())
             .unwrap_or_default(),
-        result: text(e, "result").to_string(),
-        error: text(e, "error").to_string(),
+        result: opt(&e.result),
+        error: opt(&e.error),
         timings,
-        llm_calls: num(&llm, "calls"),
-        prompt_tokens: num(&llm, "prompt_tokens"),
-        completion_tokens: num(&llm, "completion_tokens"),
-        cost: cost_text(&llm),
+        llm_calls: e.llm.calls,
+        prompt_tokens: e.llm.prompt_tokens,
+        completion_tokens: e.llm.completion_tokens,
+        cost: cost_text(e.llm.cost),
         control_label,
         control_text,
         image,
@@ -234,22 +235,22 @@ fn step_view(t: &Trajectory, e: &Value) -> StepView {
     }
 }
 
-/// `llm.cost` as text, empty when absent or zero (unpriced models).
-fn cost_text(llm: &Value) -> String {
-    match llm.get("cost").and_then(Value::as_f64) {
-        Some(c) if c > 0.0 => format!("{c:.4}"),
-        _ => String::new(),
+/// A cost as text, empty when zero (unpriced models).
+fn cost_text(cost: f64) -> String {
+    if cost > 0.0 {
+        format!("{cost:.4}")
+    } else {
+        String::new()
     }
 }
 
-fn end_view(e: &Value) -> EndView {
-    let status = text(e, "status").to_string();
+fn end_view(e: &End) -> EndView {
     EndView {
-        status_class: status_class(&status),
-        status,
-        reason: text(e, "reason").to_string(),
-        message: text(e, "message").to_string(),
-        steps: num(e, "steps"),
+        status_class: status_class(&e.status),
+        status: e.status.clone(),
+        reason: e.reason.clone(),
+        message: e.message.clone().unwrap_or_default(),
+        steps: u64::from(e.steps),
     }
 }
 
@@ -262,18 +263,19 @@ pub fn render(t: &Trajectory) -> Result<String> {
     let mut starts = 0;
     let mut resumed = false;
     for e in &t.records {
-        let round = num(e, "round");
-        if text(e, "type") == "session_start" {
-            starts += 1;
-            if starts > 1 {
-                resumed = true;
-                current = None;
+        let round = match e {
+            Record::SessionStart(_) => {
+                starts += 1;
+                if starts > 1 {
+                    resumed = true;
+                    current = None;
+                }
+                continue;
             }
-            continue;
-        }
-        if !matches!(text(e, "type"), "step" | "round_end") {
-            continue;
-        }
+            Record::Step(s) => u64::from(s.round),
+            Record::RoundEnd(end) => u64::from(end.round.unwrap_or(0)),
+            Record::SessionEnd(_) | Record::Other => continue,
+        };
         let idx = match current {
             Some(i) if rounds[i].index == round => i,
             _ => {
@@ -288,11 +290,12 @@ pub fn render(t: &Trajectory) -> Result<String> {
             }
         };
         current = Some(idx);
-        match text(e, "type") {
-            "step" => {
-                let view = step_view(t, e);
-                if let Some(archive) = e
-                    .get("action")
+        match e {
+            Record::Step(step) => {
+                let view = step_view(t, step);
+                if let Some(archive) = step
+                    .action
+                    .as_ref()
                     .and_then(|a| a.get("archive"))
                     .filter(|a| a.is_object())
                 {
@@ -308,11 +311,11 @@ pub fn render(t: &Trajectory) -> Result<String> {
                 }
                 rounds[idx].steps.push(view);
             }
-            "round_end" => rounds[idx].end = Some(end_view(e)),
-            _ => {}
+            Record::RoundEnd(end) => rounds[idx].end = Some(end_view(end)),
+            Record::SessionStart(_) | Record::SessionEnd(_) | Record::Other => {}
         }
     }
-    let start = t.first("session_start").cloned().unwrap_or(Value::Null);
+    let start = t.first_start().cloned().unwrap_or_default();
     let end = t.final_end();
     let (_, _, total_cost) = t.llm_totals();
     let mut problems = t.problems.clone();
@@ -395,16 +398,16 @@ pub fn render(t: &Trajectory) -> Result<String> {
     let html = tpl
         .render(context! {
             request => t.request().unwrap_or(""),
-            started => text(&start, "ts"),
-            llm => text(&start, "llm"),
+            started => start.ts.clone().unwrap_or_default(),
+            llm => start.llm.clone(),
             dir => t.dir.display().to_string(),
             end => end.map(end_view),
-            rounds_run => end.map(|e| num(e, "rounds")),
+            rounds_run => end.and_then(|e| e.rounds),
             resumes => t.resumes(),
             total_cost => if total_cost > 0.0 { format!("{total_cost:.4}") } else { String::new() },
-            calls => end.map(|e| num(e.get("llm").unwrap_or(&Value::Null), "calls")),
-            prompt_tokens => end.map(|e| num(e.get("llm").unwrap_or(&Value::Null), "prompt_tokens")),
-            completion_tokens => end.map(|e| num(e.get("llm").unwrap_or(&Value::Null), "completion_tokens")),
+            calls => end.map(|e| e.llm.unwrap_or_default().calls),
+            prompt_tokens => end.map(|e| e.llm.unwrap_or_default().prompt_tokens),
+            completion_tokens => end.map(|e| e.llm.unwrap_or_default().completion_tokens),
             problems,
             rounds,
             step_count,

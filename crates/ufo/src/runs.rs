@@ -6,9 +6,9 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 
-use ufo_core::text::one_line;
+use ufo_core::{inert, text::one_line};
 
-use crate::trajectory::{num, text, LoadError, Trajectory};
+use crate::trajectory::{LoadError, Trajectory};
 
 /// One row of the listing.
 #[derive(Debug)]
@@ -148,9 +148,9 @@ fn row(path: &Path, name: String, mtime: Option<SystemTime>) -> RunRow {
         }
         Err(e) => return broken(name, mtime, e.to_string()),
     };
-    let start = t.first("session_start");
+    let start = t.first_start();
     let end = t.final_end();
-    let ts = start.map(|s| text(s, "ts").to_string()).unwrap_or_default();
+    let ts = start.and_then(|s| s.ts.clone()).unwrap_or_default();
     let when = chrono::DateTime::parse_from_rfc3339(&ts)
         .map(|d| {
             d.with_timezone(&chrono::Local)
@@ -168,14 +168,14 @@ fn row(path: &Path, name: String, mtime: Option<SystemTime>) -> RunRow {
         });
     let (calls, tokens, cost) = t.llm_totals();
     let status = match end {
-        Some(e) => text(e, "status").to_string(),
+        Some(e) => e.status.clone(),
         None if t.records.is_empty() => "BROKEN".to_string(),
         None => "INCOMPLETE".to_string(),
     };
     // Steps counted so far: the session_end's count, else the last step record's.
     let steps = end
-        .map(|e| num(e, "steps"))
-        .or_else(|| t.last("step").map(|s| num(s, "steps")))
+        .map(|e| u64::from(e.steps))
+        .or_else(|| t.last_step().map(|s| u64::from(s.steps)))
         .unwrap_or(0);
     RunRow {
         name,
@@ -190,6 +190,18 @@ fn row(path: &Path, name: String, mtime: Option<SystemTime>) -> RunRow {
         resumes: t.resumes(),
         problems: t.problems,
     }
+}
+
+/// Text from a trajectory for a column `width` characters wide: on one line, cut with "…" to
+/// fit, and made inert (escape sequences in a request or a folder name are shown, not obeyed).
+fn fit(s: &str, width: usize) -> String {
+    let flat = one_line(s, usize::MAX);
+    let cut = if flat.chars().count() <= width {
+        flat
+    } else {
+        one_line(&flat, width.saturating_sub(1))
+    };
+    inert(&cut).into_owned()
 }
 
 /// Render the listing as text lines (a header, one line per run, problems indented below, and
@@ -218,19 +230,19 @@ pub fn render(dir: &Path, scan: &Scan) -> String {
         out.push_str(&format!(
             "{:<19}  {:<name_w$}  {:<10}  {:>5}  {:>5}  {:>8}  {:>8.4}  {}\n",
             r.when,
-            one_line(&r.name, name_w.saturating_sub(1)),
+            fit(&r.name, name_w),
             r.status,
             r.steps,
             r.calls,
             r.tokens,
             r.cost,
-            one_line(&r.request, 59)
+            fit(&r.request, 60)
         ));
         if r.resumes > 0 {
             out.push_str(&format!("    resumed {} time(s)\n", r.resumes));
         }
         for p in &r.problems {
-            out.push_str(&format!("    ! {}\n", one_line(p, 199)));
+            out.push_str(&format!("    ! {}\n", fit(p, 200)));
         }
     }
     out.push_str(&skipped);

@@ -4,14 +4,15 @@
 use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
+use ufo_core::events::{End, Record, SessionStart, Step};
 
 /// The records of one `events.jsonl`, with what was wrong while reading it.
 #[derive(Debug, Default)]
 pub struct Trajectory {
     /// The trajectory folder.
     pub dir: PathBuf,
-    /// Every record that parsed as a JSON object, in file order.
-    pub records: Vec<Value>,
+    /// Every line that reads as a record, in file order.
+    pub records: Vec<Record>,
     /// Problems met (a line that is not JSON, a missing `session_end`, ...).
     pub problems: Vec<String>,
 }
@@ -54,7 +55,13 @@ impl Trajectory {
                 continue;
             }
             match serde_json::from_str::<Value>(line) {
-                Ok(v) if v.is_object() => t.records.push(v),
+                Ok(v) if v.is_object() => match serde_json::from_value::<Record>(v) {
+                    Ok(r) => t.records.push(r),
+                    Err(e) => t.problems.push(format!(
+                        "events.jsonl line {} is not a valid record: {e}",
+                        i + 1
+                    )),
+                },
                 Ok(_) => t
                     .problems
                     .push(format!("events.jsonl line {} is not a JSON object", i + 1)),
@@ -66,7 +73,7 @@ impl Trajectory {
         if t.records.is_empty() {
             t.problems.push("events.jsonl has no records".into());
         } else {
-            if t.first("session_start").is_none() {
+            if t.first_start().is_none() {
                 t.problems.push("no session_start record".into());
             }
             if t.final_end().is_none() {
@@ -78,37 +85,42 @@ impl Trajectory {
         Ok(t)
     }
 
-    /// The first record of a type.
-    pub fn first(&self, ty: &str) -> Option<&Value> {
-        self.records.iter().find(|r| r["type"] == ty)
+    /// The first `session_start`.
+    pub fn first_start(&self) -> Option<&SessionStart> {
+        self.records.iter().find_map(|r| match r {
+            Record::SessionStart(s) => Some(s),
+            _ => None,
+        })
     }
 
-    /// The last record of a type.
-    pub fn last(&self, ty: &str) -> Option<&Value> {
-        self.records.iter().rev().find(|r| r["type"] == ty)
+    /// The last `step`.
+    pub fn last_step(&self) -> Option<&Step> {
+        self.steps().last()
     }
 
     /// The `session_end` that closes the last session segment (a resumed session appends a
     /// new `session_start` ... `session_end` to the same file); `None` while it is running or
     /// after it was killed.
-    pub fn final_end(&self) -> Option<&Value> {
+    pub fn final_end(&self) -> Option<&End> {
         let last_start = self
             .records
             .iter()
-            .rposition(|r| r["type"] == "session_start");
+            .rposition(|r| matches!(r, Record::SessionStart(_)));
         self.records
             .iter()
             .enumerate()
             .rev()
-            .find(|(i, r)| r["type"] == "session_end" && !matches!(last_start, Some(s) if *i <= s))
-            .map(|(_, r)| r)
+            .find_map(|(i, r)| match r {
+                Record::SessionEnd(e) if !matches!(last_start, Some(s) if i <= s) => Some(e),
+                _ => None,
+            })
     }
 
     /// How many times the session was resumed (`session_start` records after the first).
     pub fn resumes(&self) -> usize {
         self.records
             .iter()
-            .filter(|r| r["type"] == "session_start")
+            .filter(|r| matches!(r, Record::SessionStart(_)))
             .count()
             .saturating_sub(1)
     }
@@ -117,24 +129,24 @@ impl Trajectory {
     pub fn llm_totals(&self) -> (u64, u64, f64) {
         let mut t = (0, 0, 0.0);
         for s in self.steps() {
-            let llm = &s["llm"];
-            t.0 += num(llm, "calls");
-            t.1 += num(llm, "prompt_tokens") + num(llm, "completion_tokens");
-            t.2 += llm["cost"].as_f64().unwrap_or(0.0);
+            t.0 += s.llm.calls;
+            t.1 += s.llm.prompt_tokens + s.llm.completion_tokens;
+            t.2 += s.llm.cost;
         }
         t
     }
 
     /// Every `step` record, in order.
-    pub fn steps(&self) -> impl Iterator<Item = &Value> {
-        self.records.iter().filter(|r| r["type"] == "step")
+    pub fn steps(&self) -> impl Iterator<Item = &Step> {
+        self.records.iter().filter_map(|r| match r {
+            Record::Step(s) => Some(s.as_ref()),
+            _ => None,
+        })
     }
 
     /// The request of the session (`session_start.request`).
     pub fn request(&self) -> Option<&str> {
-        self.first("session_start")
-            .and_then(|s| s.get("request"))
-            .and_then(Value::as_str)
+        self.first_start().map(|s| s.request.as_str())
     }
 
     /// `blackboard.json`, if present and valid JSON.
@@ -161,14 +173,9 @@ impl Trajectory {
     }
 }
 
-/// A string field of a record, or `""`.
+/// A string field of a JSON object (an action, a blackboard entry), or `""`.
 pub fn text<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-/// A number field of a record (also inside `llm`), or 0.
-pub fn num(v: &Value, key: &str) -> u64 {
-    v.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -297,9 +297,9 @@ impl Cx<'_> {
         }
     }
 
-    /// Record an event; a failure is kept in [`Cx::io_error`].
-    pub fn record(&mut self, event: &Value) {
-        if let Err(e) = self.recorder.event(event) {
+    /// Record a trajectory record; a failure is kept in [`Cx::io_error`].
+    pub fn record(&mut self, record: &crate::events::Record) {
+        if let Err(e) = self.recorder.event(&record.to_value()) {
             self.io_error.get_or_insert(e.to_string());
         }
     }
@@ -349,8 +349,9 @@ impl StepReport {
     }
 }
 
-/// Model usage of one step.
+/// Model usage of one step (or, summed, of a session). Missing fields read as 0.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LlmStats {
     /// Calls made (re-asks and failed calls included).
     pub calls: u64,
