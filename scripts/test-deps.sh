@@ -11,6 +11,10 @@
 # one with an accessibility bridge), for the live LibreOffice tests
 # (crates/ufo-linux/tests/office.rs). Installs only the missing packages, and only as root.
 #
+# install_apps: Chromium, GIMP (GTK 2), Thunar, xfce4-terminal and FeatherPad (a small Qt 5
+# application; VLC refuses to run as root) for the live application tests
+# (crates/ufo/tests/apps.rs). Installs only the missing packages, and only as root.
+#
 # install_mcp_servers: the reference MCP servers `@modelcontextprotocol/server-filesystem` and
 # `@modelcontextprotocol/server-everything`, with npm, into target/test-deps/mcp (or
 # $UFO_MCP_SERVERS_DIR), for crates/ufo-mcp/tests and crates/ufo/tests/mcp.rs.
@@ -42,6 +46,24 @@ install_libreoffice() {
   fi
   if [ "$(id -u)" != "0" ]; then
     echo "install_libreoffice: ${missing[*]} missing and this is not root; run as root: apt-get install --no-install-recommends ${missing[*]}" >&2
+    return 1
+  fi
+  apt-get update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+install_apps() {
+  local missing=() p
+  for p in chromium gimp thunar xfce4-terminal featherpad libgail-common libatk-adaptor; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  if [ "${#missing[@]}" -eq 0 ]; then
+    return 0
+  fi
+  if [ "$(id -u)" != "0" ]; then
+    echo "install_apps: ${missing[*]} missing and this is not root; run as root: apt-get install --no-install-recommends ${missing[*]}" >&2
     return 1
   fi
   apt-get update
@@ -81,14 +103,15 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     "")
       install_chromium
       install_libreoffice
+      install_apps
       install_mcp_servers
       install_python_mcp
       ;;
-    install_chromium | install_libreoffice | install_mcp_servers | install_python_mcp)
+    install_chromium | install_libreoffice | install_apps | install_mcp_servers | install_python_mcp)
       "$1"
       ;;
     *)
-      echo "usage: $0 [install_chromium|install_libreoffice|install_mcp_servers|install_python_mcp]" >&2
+      echo "usage: $0 [install_chromium|install_libreoffice|install_apps|install_mcp_servers|install_python_mcp]" >&2
       exit 2
       ;;
   esac
