@@ -449,3 +449,139 @@ fn write_png(path: &Path, w: u32, h: u32, pixel: impl Fn(u32, u32) -> [u8; 3]) {
     }
     writer.write_image_data(&data).expect("png data");
 }
+
+/// Issue 12, item 7: a file manager's items are listed in list view. The agent switches
+/// Thunar to its list view through the View menu, picks the file by name, renames it through
+/// the Rename dialog, and the file has its new name on disk.
+#[test]
+fn the_agent_renames_a_file_in_thunar() {
+    if !should_run("the_agent_renames_a_file_in_thunar") {
+        return;
+    }
+    need("thunar");
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let guard = AppGuard::new("thunar");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join(&guard.token);
+    std::fs::create_dir_all(&dir).expect("folder");
+    std::fs::write(dir.join("old-name.txt"), "kept\n").expect("file");
+    let config = format!("[launch]\n\"test files\" = \"thunar {}\"\n", dir.display());
+    let lines = [
+        assign("test files", "Rename old-name.txt to new-name.txt"),
+        line("app", app("View", "", "click", json!({}), "CONTINUE")),
+        line("app", app("List View", "", "click", json!({}), "CONTINUE")),
+        // list view lists the file by name: focus selects its row, F2 opens the Rename dialog
+        line(
+            "app",
+            app("old-name.txt", "", "focus", json!({}), "CONTINUE"),
+        ),
+        line(
+            "app",
+            app(
+                "old-name.txt",
+                "",
+                "type_keys",
+                json!({"keys": "{F2}"}),
+                "CONTINUE",
+            ),
+        ),
+        // the dialog comes first in the observation: its name field is label 1
+        line(
+            "app",
+            app(
+                "",
+                "1",
+                "set_text",
+                json!({"text": "new-name.txt"}),
+                "CONTINUE",
+            ),
+        ),
+        line("app", app("Rename", "", "click", json!({}), "FINISH")),
+        host_finish(),
+    ];
+    let run = ufo_run(
+        tmp.path(),
+        &lines,
+        &config,
+        "Rename old-name.txt to new-name.txt",
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !dir.join("new-name.txt").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(run.status.code(), Some(0), "stderr:\n{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("new-name.txt"))
+            .ok()
+            .as_deref(),
+        Some("kept\n"),
+        "stderr:\n{stderr}"
+    );
+    assert!(!dir.join("old-name.txt").exists(), "stderr:\n{stderr}");
+}
+
+/// The title of a window whose title contains `part` (through xdotool, not ufo).
+fn window_titled(part: &str) -> Option<String> {
+    let out = Command::new("xdotool")
+        .args(["search", "--name", part, "getwindowname"])
+        .output()
+        .ok()?;
+    let t = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (!t.is_empty()).then_some(t)
+}
+
+/// Issue 12, item 9: the Qt application (FeatherPad, Qt 5) opens a file through its File
+/// menu and the Qt file dialog; its window then shows that file (title read by xdotool).
+#[test]
+fn the_agent_opens_a_file_in_a_qt_editor_through_its_menu() {
+    if !should_run("the_agent_opens_a_file_in_a_qt_editor_through_its_menu") {
+        return;
+    }
+    need("featherpad");
+    need("xdotool");
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let guard = AppGuard::new("featherpad");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let start = tmp.path().join(format!("{}-start.txt", guard.token));
+    std::fs::write(&start, "start\n").expect("file");
+    let target = tmp.path().join(format!("opened-{}.txt", guard.token));
+    std::fs::write(&target, "the text inside\n").expect("file");
+    let config = format!(
+        "[launch]\n\"qt editor\" = \"featherpad --standalone {}\"\n",
+        start.display()
+    );
+    let lines = [
+        assign("qt editor", "Open the file"),
+        line("app", app("File", "", "click", json!({}), "CONTINUE")),
+        // the open menu's "Open" item (the toolbar has an "Open" button too): label and name
+        line("app", app("Open", "18", "click", json!({}), "CONTINUE")),
+        line(
+            "app",
+            app(
+                "File name:",
+                "",
+                "set_text",
+                json!({"text": target.display().to_string()}),
+                "CONTINUE",
+            ),
+        ),
+        // the dialog's controls come first: its "Open" button is the first "Open"
+        line("app", app("Open", "", "click", json!({}), "FINISH")),
+        host_finish(),
+    ];
+    let run = ufo_run(tmp.path(), &lines, &config, "Open the file");
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    let part = format!("opened-{}", guard.token);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut title = None;
+    while title.is_none() && Instant::now() < deadline {
+        title = window_titled(&part);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(run.status.code(), Some(0), "stderr:\n{stderr}");
+    assert!(
+        title.is_some(),
+        "no FeatherPad window shows {part}:\n{stderr}"
+    );
+}
