@@ -741,3 +741,72 @@ fn the_agent_flips_and_exports_an_image_in_gimp() {
         assert_eq!(row, [blue, blue, red, red], "not flipped:\n{stderr}");
     }
 }
+
+/// Issue 12, item 1: a Chromium started by a host `Bash` (no switch given) gets
+/// `--force-renderer-accessibility` (and `--no-sandbox` as root) from ufo, so its page is on
+/// the accessibility bus: `ufo inspect` lists the page's button and `ufo doctor` is content.
+#[test]
+fn a_chromium_started_by_bash_shows_its_page_to_the_agent() {
+    if !should_run("a_chromium_started_by_bash_shows_its_page_to_the_agent") {
+        return;
+    }
+    need("chromium");
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let guard = AppGuard::new("chromium");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let page = tmp.path().join("page.html");
+    std::fs::write(
+        &page,
+        format!(
+            "<html><head><title>{}</title></head><body><button>Press me</button></body></html>",
+            guard.token
+        ),
+    )
+    .expect("page");
+    let profile = tmp.path().join(&guard.token);
+    let lines = [
+        line(
+            "host",
+            json!({"Observation": "No browser is open.", "Thought": "Open the page.",
+                   "Status": "CONTINUE",
+                   "Bash": format!("chromium --no-first-run --user-data-dir={} file://{} &",
+                                   profile.display(), page.display())}),
+        ),
+        host_finish(),
+    ];
+    let run = ufo_run(tmp.path(), &lines, "", "Open the page");
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert_eq!(run.status.code(), Some(0), "stderr:\n{stderr}");
+    let cmdlines: Vec<String> = processes_with(&guard.token)
+        .iter()
+        .filter_map(|p| std::fs::read(format!("/proc/{p}/cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .collect();
+    assert!(
+        cmdlines
+            .iter()
+            .any(|c| c.contains("--force-renderer-accessibility")),
+        "{cmdlines:?}"
+    );
+    // the page fills in a moment after the window shows
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut shown = String::new();
+    while Instant::now() < deadline {
+        let out = ufo(&[
+            "inspect",
+            &guard.token,
+            "--png",
+            &tmp.path().join("inspect.png").display().to_string(),
+        ]);
+        shown = String::from_utf8_lossy(&out.stdout).into_owned();
+        if shown.contains("\"Press me\"") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(shown.contains("\"Press me\""), "{shown}");
+    let out = ufo(&["doctor", &guard.token]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("(chromium, Chromium)"), "{text}");
+}
