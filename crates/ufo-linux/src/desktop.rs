@@ -450,8 +450,7 @@ impl LinuxDesktop {
             });
         }
         if let Some(single) = crate::toolkit::single_command(command) {
-            let program = crate::config::program_of(&single);
-            if crate::toolkit::is_gui_program(&program, &self.config.launch) {
+            if crate::toolkit::opens_window(&single, &self.config.launch) {
                 return self.launch_detached(&single).await;
             }
         }

@@ -115,7 +115,9 @@ impl LinuxDesktop {
                 st.children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
             }
             if let Some((at, code)) = exited_at {
-                if at.elapsed() >= HANDOVER_GRACE {
+                // a program that printed something and exited is not handing over a request
+                let printed = std::fs::metadata(log_path).is_ok_and(|m| m.len() > 0);
+                if printed || at.elapsed() >= HANDOVER_GRACE {
                     return Ok(ShellOutput {
                         code,
                         stdout: read_log(log_path),

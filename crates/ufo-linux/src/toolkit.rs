@@ -192,6 +192,38 @@ pub fn single_command(command: &str) -> Option<String> {
     (!single && !double).then(|| t.to_string())
 }
 
+/// Arguments with which a GUI program opens no window (conversions, batch modes, version
+/// and help): such a command is run as an ordinary shell command, waited for to the end.
+const NO_WINDOW_ARGS: &[&str] = &[
+    "--headless",
+    "--convert-to",
+    "--print-to-file",
+    "--cat",
+    "--version",
+    "-v",
+    "--help",
+    "-h",
+    "--help-all",
+    "-i",
+    "--no-interface",
+    "-b",
+    "--batch",
+    "--dump-dom",
+    "--screenshot",
+    "--print-to-pdf",
+];
+
+/// Whether a single command runs a GUI program that will open a window (see
+/// [`is_gui_program`]; arguments such as `--headless` or `--version` say it will not).
+pub fn opens_window(command: &str, launch: &[(String, String)]) -> bool {
+    let program = crate::config::program_of(command);
+    is_gui_program(&program, launch)
+        && !command.split_whitespace().any(|w| {
+            let flag = w.split('=').next().unwrap_or(w);
+            NO_WINDOW_ARGS.contains(&flag)
+        })
+}
+
 /// Whether `program` is a GUI application: in the launch table, in [`KNOWN_GUI`], a
 /// Chromium-family program, or the program of a `.desktop` entry that is not a terminal
 /// program (`Terminal=true`).
@@ -503,6 +535,18 @@ mod tests {
         assert!(is_gui_program("chromium", &[]));
         assert!(!is_gui_program("ls", &[]));
         assert!(!is_gui_program("", &[]));
+        assert!(opens_window("gimp a.png", &[]));
+        assert!(!opens_window(
+            "libreoffice --headless --convert-to pdf a.docx",
+            &[]
+        ));
+        assert!(!opens_window(
+            "chromium --headless=new --dump-dom file:///a",
+            &[]
+        ));
+        assert!(!opens_window("gimp -i -b '(gimp-quit 0)'", &[]));
+        assert!(!opens_window("xfce4-terminal --version", &[]));
+        assert!(!opens_window("ls -l", &[]));
         assert_eq!(
             desktop_entry_program("[Desktop Entry]\nName=X\nExec=/usr/bin/foo-app %U\n"),
             Some("foo-app".into())

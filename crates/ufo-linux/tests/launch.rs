@@ -80,11 +80,18 @@ async fn a_shell_launch_returns_with_the_window_and_the_app_gets_the_accessibili
         .await
         .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
 
-    // a GUI program that exits without a window: its output, as any command
+    // a GUI program that exits without a window: its exit code and output, as any command
+    let out = d
+        .run_shell("xfce4-terminal --no-such-option-4711")
+        .await
+        .expect("runs");
+    assert!(matches!(out.code, Some(c) if c != 0), "{out:?}");
+    assert!(out.stdout.contains("no-such-option-4711"), "{out:?}");
+    assert_eq!(out.launched, None);
+    // with an argument that opens no window it is an ordinary command, waited for
     let out = d.run_shell("xfce4-terminal --version").await.expect("runs");
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(out.stdout.contains("xfce4-terminal"), "{out:?}");
-    assert_eq!(out.launched, None);
 
     // a GUI program started in the background: back once its window is there, still running
     let token = format!("ufo-launch-test-{}", std::process::id());
