@@ -561,6 +561,52 @@ mod tests {
         );
     }
 
+    fn node(path: &str, parent: &str, role: u32, name: &str) -> crate::bus::Node {
+        crate::bus::Node {
+            path: path.into(),
+            parent: parent.into(),
+            index: 0,
+            child_count: 0,
+            ifaces: 0,
+            name: name.into(),
+            role,
+            description: String::new(),
+            states: crate::bus::state::SHOWING,
+        }
+    }
+
+    /// Issue 12, item 7: Thunar's icon view exposes no items; the observation says so, and a
+    /// list that has its items (or a Qt window's plain layered pane) is left alone.
+    #[test]
+    fn an_icon_view_without_items_is_reported() {
+        let pane = atspi::Role::DirectoryPane as u32;
+        let layered = atspi::Role::LayeredPane as u32;
+        let panel = atspi::Role::Panel as u32;
+        let cell = atspi::Role::TableCell as u32;
+        let empty = AppTree::from_nodes(vec![
+            node("/f", "/root", atspi::Role::Frame as u32, "files - Thunar"),
+            node("/p", "/f", pane, "Icon view"),
+            node("/p/x", "/p", panel, ""),
+        ]);
+        let w = tree_warnings(&empty, "/f", 100);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("\"Icon view\"") && w[0].contains("list view"),
+            "{w:?}"
+        );
+        let listed = AppTree::from_nodes(vec![
+            node("/f", "/root", atspi::Role::Frame as u32, "files - Thunar"),
+            node("/p", "/f", pane, "Details view"),
+            node("/p/c", "/p", cell, "notes.txt"),
+        ]);
+        assert!(tree_warnings(&listed, "/f", 100).is_empty());
+        let qt = AppTree::from_nodes(vec![
+            node("/f", "/root", atspi::Role::Frame as u32, "Untitled"),
+            node("/l", "/f", layered, ""),
+        ]);
+        assert!(tree_warnings(&qt, "/f", 100).is_empty());
+    }
+
     #[test]
     fn toolkits_are_told_apart_by_name_and_libraries() {
         let gtk2 = "7f00 r-xp /usr/lib/x86_64-linux-gnu/libgtk-x11-2.0.so.0.2400.33\n";

@@ -481,6 +481,9 @@ fn the_agent_renames_a_file_in_thunar() {
     let config = format!("[launch]\n\"test files\" = \"thunar {}\"\n", dir.display());
     let lines = [
         assign("test files", "Rename old-name.txt to new-name.txt"),
+        // the icon view first: its files are not listed, and the observation warns so
+        line("app", app("View", "", "click", json!({}), "CONTINUE")),
+        line("app", app("Icon View", "", "click", json!({}), "CONTINUE")),
         line("app", app("View", "", "click", json!({}), "CONTINUE")),
         line("app", app("List View", "", "click", json!({}), "CONTINUE")),
         // list view lists the file by name: focus selects its row, F2 opens the Rename dialog
@@ -532,6 +535,11 @@ fn the_agent_renames_a_file_in_thunar() {
         "stderr:\n{stderr}"
     );
     assert!(!dir.join("old-name.txt").exists(), "stderr:\n{stderr}");
+    let events = std::fs::read_to_string(tmp.path().join("out/events.jsonl")).unwrap_or_default();
+    assert!(
+        events.contains("exposes no items to accessibility"),
+        "no observation warned about the icon view:\n{stderr}"
+    );
 }
 
 /// The title of a window whose title contains `part` (through xdotool, not ufo).
