@@ -232,9 +232,15 @@ fn the_agent_runs_a_command_in_a_terminal() {
     assert_eq!(text.trim(), "made-by-ufo", "stderr:\n{stderr}");
     // read_text returned the screen, with the command on it
     let events = std::fs::read_to_string(tmp.path().join("out/events.jsonl")).unwrap_or_default();
+    let read: Vec<String> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "step" && e["action"].to_string().contains("read_text"))
+        .map(|e| e["result"].to_string())
+        .collect();
     assert!(
-        events.contains("echo made-by-ufo"),
-        "read_text did not return the terminal's screen:\n{events}"
+        read.iter().any(|r| r.contains("echo made-by-ufo")),
+        "read_text did not return the terminal's screen: {read:?}"
     );
     assert_eq!(
         steps(&tmp.path().join("out")).last().map(String::as_str),
