@@ -97,8 +97,10 @@ impl Drop for AppGuard {
                 "-TERM"
             };
             for pid in pids {
+                // a process may be gone already (Chromium's helpers end with it)
                 let _ = Command::new("kill")
                     .args([signal, &pid.to_string()])
+                    .stderr(Stdio::null())
                     .status();
             }
             if Instant::now() > deadline + Duration::from_secs(2) {
