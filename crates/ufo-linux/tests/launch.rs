@@ -41,6 +41,7 @@ impl Drop for Guard {
             for p in pids {
                 let _ = std::process::Command::new("kill")
                     .arg(p.to_string())
+                    .stderr(std::process::Stdio::null())
                     .status();
             }
             std::thread::sleep(Duration::from_millis(100));
