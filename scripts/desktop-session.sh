@@ -8,7 +8,8 @@
 #   scripts/desktop-session.sh down   stop everything it started, leaving no processes
 #   scripts/desktop-session.sh status exit 0 when the session is up
 #
-# The environment (DISPLAY, DBUS_SESSION_BUS_ADDRESS, HOME, ...) is written to
+# The environment (DISPLAY, DBUS_SESSION_BUS_ADDRESS, HOME, the accessibility switches of
+# GTK 2 and Qt: GTK_MODULES=gail:atk-bridge, QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1, ...) is written to
 # "$UFO_SESSION_DIR/env" (default /tmp/ufo-desktop-session/env) as `export` lines, so:
 #   scripts/desktop-session.sh up && source /tmp/ufo-desktop-session/env
 # Variables: UFO_SESSION_DIR (state folder), UFO_SCREEN (default 1280x1024x24).
@@ -99,6 +100,10 @@ cmd_up() {
     export HOME="$STATE/home" XDG_RUNTIME_DIR="$STATE/runtime"
     export XDG_CONFIG_HOME="$HOME/.config" XDG_DATA_HOME="$HOME/.local/share" XDG_CACHE_HOME="$HOME/.cache"
     export DISPLAY="$display" GSETTINGS_BACKEND=memory GTK_A11Y=atspi
+    # what each toolkit needs to put its applications on the accessibility bus: GTK 2 loads
+    # its bridge modules, Qt and older GNOME code paths switch accessibility on
+    export GTK_MODULES=gail:atk-bridge QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1 QT_ACCESSIBILITY=1
+    export ACCESSIBILITY_ENABLED=1 GNOME_ACCESSIBILITY=1
     unset NO_AT_BRIDGE WAYLAND_DISPLAY SESSION_MANAGER || true
 
     Xvfb "$display" -screen 0 "$SCREEN_GEOM" -nolisten tcp -noreset >"$STATE/xvfb.log" 2>&1 &
@@ -132,6 +137,11 @@ export XDG_DATA_HOME='$XDG_DATA_HOME'
 export XDG_CACHE_HOME='$XDG_CACHE_HOME'
 export GSETTINGS_BACKEND=memory
 export GTK_A11Y=atspi
+export GTK_MODULES=gail:atk-bridge
+export QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1
+export QT_ACCESSIBILITY=1
+export ACCESSIBILITY_ENABLED=1
+export GNOME_ACCESSIBILITY=1
 export UFO_DESKTOP_SESSION='$STATE'
 EOF
     [ -d "$cargo_home" ] && echo "export CARGO_HOME='$cargo_home'" >>"$ENV_FILE"

@@ -11,6 +11,10 @@
 # one with an accessibility bridge), for the live LibreOffice tests
 # (crates/ufo-linux/tests/office.rs). Installs only the missing packages, and only as root.
 #
+# install_apps: Chromium, GIMP (GTK 2), Thunar, xfce4-terminal and FeatherPad (a small Qt 5
+# application; VLC refuses to run as root) for the live application tests
+# (crates/ufo/tests/apps.rs). Installs only the missing packages, and only as root.
+#
 # install_mcp_servers: the reference MCP servers `@modelcontextprotocol/server-filesystem` and
 # `@modelcontextprotocol/server-everything`, with npm (Node.js and npm come from Debian when
 # missing, as root), into target/test-deps/mcp (or
@@ -60,6 +64,10 @@ _apt_install_missing() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 }
 
+install_apps() {
+  _apt_install_missing install_apps chromium gimp thunar xfce4-terminal featherpad libgail-common libatk-adaptor
+}
+
 install_mcp_servers() {
   local dir="${UFO_MCP_SERVERS_DIR:-$(_ufo_repo_root)/target/test-deps/mcp}"
   if ! command -v npm >/dev/null 2>&1; then
@@ -92,14 +100,15 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     "")
       install_chromium
       install_libreoffice
+      install_apps
       install_mcp_servers
       install_python_mcp
       ;;
-    install_chromium | install_libreoffice | install_mcp_servers | install_python_mcp)
+    install_chromium | install_libreoffice | install_apps | install_mcp_servers | install_python_mcp)
       "$1"
       ;;
     *)
-      echo "usage: $0 [install_chromium|install_libreoffice|install_mcp_servers|install_python_mcp]" >&2
+      echo "usage: $0 [install_chromium|install_libreoffice|install_apps|install_mcp_servers|install_python_mcp]" >&2
       exit 2
       ;;
   esac

@@ -20,6 +20,7 @@ source scripts/test-deps.sh
 echo "== test dependencies (Chromium, the MCP reference servers, the Python mcp client)"
 install_chromium
 install_libreoffice
+install_apps
 install_mcp_servers
 install_python_mcp
 

@@ -165,7 +165,10 @@ impl LinuxDesktop {
     /// Focus a control for typing: AT-SPI focus, else a click on it; when the focus moved,
     /// wait until the application has taken it, so the first key goes to the control.
     async fn focus_for_typing(&self, xid: u32, c: &CtlInfo) -> Result<(), LinuxError> {
-        self.activate(xid).await?;
+        // a control of a dialog attached to the window: the keys go to the dialog (raising
+        // the main window would take the focus from a non-modal dialog)
+        self.activate(if c.window != 0 { c.window } else { xid })
+            .await?;
         if c.states & state::FOCUSED != 0 {
             return Ok(());
         }

@@ -87,6 +87,24 @@ pub fn default_launch_table(libreoffice_gtk3: bool) -> Vec<(String, String)> {
         ("libreoffice writer".into(), office("--writer")),
         ("presentation".into(), office("--impress")),
         ("libreoffice impress".into(), office("--impress")),
+        // Chromium gets --force-renderer-accessibility (and --no-sandbox as root) at launch,
+        // every application the accessibility environment of `toolkit::A11Y_ENV`
+        ("browser".into(), "chromium".into()),
+        ("web browser".into(), "chromium".into()),
+        ("chromium".into(), "chromium".into()),
+        ("image editor".into(), "gimp".into()),
+        ("gimp".into(), "gimp".into()),
+        ("media player".into(), "vlc".into()),
+        ("vlc".into(), "vlc".into()),
+        ("file manager".into(), "thunar".into()),
+        ("thunar".into(), "thunar".into()),
+        ("terminal".into(), "xfce4-terminal --disable-server".into()),
+        (
+            "xfce4-terminal".into(),
+            "xfce4-terminal --disable-server".into(),
+        ),
+        ("qt text editor".into(), "featherpad".into()),
+        ("featherpad".into(), "featherpad".into()),
     ]
 }
 
@@ -177,6 +195,29 @@ mod tests {
             .iter()
             .any(|(n, c)| n == "spreadsheet" && c == "libreoffice --calc"));
         assert!(plain.iter().all(|(_, c)| !c.contains("SAL_USE_VCLPLUGIN")));
+    }
+
+    /// Issue 12, item 1: the built-in table knows browsers, image editors, media players,
+    /// file managers and terminals.
+    #[test]
+    fn launch_table_knows_the_everyday_applications() {
+        let config = LinuxConfig {
+            launch: default_launch_table(true),
+            ..LinuxConfig::default()
+        };
+        for (name, program) in [
+            ("browser", "chromium"),
+            ("Web browser", "chromium"),
+            ("chromium", "chromium"),
+            ("image editor", "gimp"),
+            ("media player", "vlc"),
+            ("file manager", "thunar"),
+            ("terminal", "xfce4-terminal"),
+            ("qt text editor", "featherpad"),
+        ] {
+            let (_, cmd) = config.command_for(name).expect(name);
+            assert_eq!(program_of(cmd), program, "{name}");
+        }
     }
 
     #[test]

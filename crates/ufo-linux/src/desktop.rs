@@ -103,7 +103,7 @@ pub(crate) async fn run_command(
     })
 }
 
-fn process_name(pid: u32) -> Option<String> {
+pub(crate) fn process_name(pid: u32) -> Option<String> {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .ok()
         .map(|s| s.trim().to_string())
@@ -197,7 +197,7 @@ impl LinuxDesktop {
         rel
     }
 
-    fn info(&self, w: &XWindow, app: Option<String>) -> WindowInfo {
+    pub(crate) fn info(&self, w: &XWindow, app: Option<String>) -> WindowInfo {
         let process = w
             .pid
             .and_then(process_name)
@@ -286,7 +286,7 @@ impl LinuxDesktop {
     }
 
     /// Whether an application has a populated window on the bus for this X window.
-    async fn window_ready(&self, w: &XWindow, by_pid: &HashMap<u32, String>) -> bool {
+    pub(crate) async fn window_ready(&self, w: &XWindow, by_pid: &HashMap<u32, String>) -> bool {
         let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)) else {
             return false;
         };
@@ -325,14 +325,18 @@ impl LinuxDesktop {
             .map(|w| (w.id, w.pid))
             .collect();
         let mut cmd = std::process::Command::new("/bin/sh");
-        // the application gets none of ufo's secrets (provider keys, UFO_LLM_*)
+        // the application gets none of ufo's secrets (provider keys, UFO_LLM_*), and what its
+        // toolkit needs to be on the accessibility bus
         ufo_proc::scrub_env_std(&mut cmd);
+        let command = &crate::toolkit::with_switches(command);
         let child = cmd
             .arg("-c")
             .arg(format!("exec {command}"))
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
+            .env_remove("NO_AT_BRIDGE")
+            .envs(crate::toolkit::a11y_env())
             .envs(self.config.launch_env.iter().map(|(k, v)| (k, v)))
             .process_group(0)
             .spawn()
@@ -432,7 +436,14 @@ impl LinuxDesktop {
                 launched: Some(w.app_name),
             });
         }
-        run_command(command, &self.config.launch_env, self.config.shell_timeout).await
+        if let Some(single) = crate::toolkit::single_command(command) {
+            if crate::toolkit::opens_window(&single, &self.config.launch) {
+                return self.launch_detached(&single).await;
+            }
+        }
+        let mut env = crate::toolkit::a11y_env();
+        env.extend(self.config.launch_env.iter().cloned());
+        run_command(command, &env, self.config.shell_timeout).await
     }
 
     /// Where this desktop's shell finds `name`: on `PATH` of `launch_env` when it sets one,

@@ -15,10 +15,13 @@ mod annotate;
 mod bus;
 mod config;
 mod desktop;
+pub mod doctor;
 mod error;
 mod keys;
+mod launch;
 mod observe;
 mod office;
+pub mod toolkit;
 mod x11;
 
 pub use config::{default_launch_table, libreoffice_gtk3_installed, program_of, LinuxConfig};

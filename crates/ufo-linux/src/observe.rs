@@ -372,11 +372,7 @@ impl LinuxDesktop {
             // dialogs first: they are on top and usually what needs an answer
             for w in attached.iter().chain(std::iter::once(&main)) {
                 let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)).cloned() else {
-                    let why = match w.pid.and_then(libreoffice_without_a11y) {
-                        Some(hint) => hint,
-                        None => "was the application started before accessibility was switched on?"
-                            .to_string(),
-                    };
+                    let why = crate::toolkit::not_on_bus_hint(w.pid);
                     warnings.push(format!(
                         "window {} ({:?}) is not on the accessibility bus: only its screenshot is available ({why})",
                         format_window_id(w.id),
@@ -446,6 +442,9 @@ impl LinuxDesktop {
                 }
                 fetched.push(f);
             }
+        }
+        if fetched.is_empty() && main_bus.is_some() {
+            warnings.extend(crate::toolkit::no_controls_hint(main.pid));
         }
 
         let t_enc = Instant::now();
@@ -552,6 +551,11 @@ impl LinuxDesktop {
         // office documents: their visible paragraphs, cells, shapes and slides (office.rs)
         self.read_documents(bus, tree, &frame, warnings).await;
         let tree = &*tree;
+        warnings.extend(crate::toolkit::tree_warnings(
+            tree,
+            &frame,
+            self.config.walk_max_nodes,
+        ));
         let subtree_len = tree.subtree(&frame, self.config.walk_max_nodes).len();
         stats.nodes += subtree_len;
         let (candidates, cut) = collect_candidates(tree, &frame, self.config.walk_max_nodes);
@@ -1186,7 +1190,7 @@ fn collect_candidates(tree: &AppTree, frame: &str, max_nodes: usize) -> (Vec<Can
 /// For a LibreOffice process (`soffice.bin`) that is not on the accessibility bus: why, and
 /// how to fix it. Its `gen` and `x11` window-system plugins have no accessibility bridge;
 /// only the GTK3 one (package libreoffice-gtk3) has.
-fn libreoffice_without_a11y(pid: u32) -> Option<String> {
+pub(crate) fn libreoffice_without_a11y(pid: u32) -> Option<String> {
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
     if comm.trim() != "soffice.bin" {
         return None;

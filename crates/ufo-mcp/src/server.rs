@@ -64,7 +64,7 @@ impl DesktopServer {
             Value::Object(m) => Arc::new(m),
             _ => Arc::new(Map::new()),
         };
-        let window = json!({"type": "string", "description": "window id, title, or application name (from list_windows)"});
+        let window = json!({"type": "string", "description": "window id, title (or part of it), or application name (from list_windows)"});
         let control = json!({"type": "string", "description": "control label number (from observe_window), id, or name"});
         vec![
             Tool::new(
@@ -185,6 +185,18 @@ impl DesktopServer {
                 windows[i].app_name.as_str(),
                 windows[i].process.as_str(),
             ]
+        })
+        .or_else(|| {
+            // part of a title, as `ufo inspect` accepts ("VLC media player" finds
+            // "clip.mp4 - VLC media player")
+            let want = wanted.trim().to_lowercase();
+            (!want.is_empty())
+                .then(|| {
+                    windows
+                        .iter()
+                        .position(|w| w.title.to_lowercase().contains(&want))
+                })
+                .flatten()
         })
         .map(|i| windows[i].clone())
         .ok_or_else(|| format!("no window {wanted:?}; call list_windows for the windows"))
@@ -657,6 +669,25 @@ mod tests {
         out.iter()
             .find(|v| v["id"] == id)
             .unwrap_or_else(|| panic!("no answer with id {id}: {out:?}"))
+    }
+
+    /// Issue 12, defect 7: part of a title finds the window, as `ufo inspect` does.
+    #[tokio::test]
+    async fn a_window_is_found_by_part_of_its_title() {
+        let desktop = ufo_desktop::SimDesktop::from_json_str(
+            r#"{"apps": [{"name": "VLC", "process": "vlc", "title": "clip.mp4 - VLC media player",
+                "controls": []}]}"#,
+        )
+        .expect("scenario");
+        let server = DesktopServer::new(Arc::new(desktop), false);
+        let w = server.window("VLC media player").await.expect("found");
+        assert_eq!(w.title, "clip.mp4 - VLC media player");
+        assert_eq!(
+            server.window("vlc").await.expect("by process").process,
+            "vlc"
+        );
+        assert!(server.window("Firefox").await.is_err());
+        assert!(server.window("  ").await.is_err());
     }
 
     #[tokio::test]

@@ -40,6 +40,10 @@ pub enum Command {
     /// Show a window of the live desktop as the agent sees it: its controls with labels, and
     /// the annotated screenshot. The first thing to run when the agent cannot find a button.
     Inspect(InspectArgs),
+    /// Check that this session is fit for the agent (DISPLAY, window manager, XTEST, session
+    /// and accessibility buses) and that each window (or WINDOW) shows its controls; every
+    /// problem is printed with its fix. Exit 0 all well, 1 something missing, 2 bad usage.
+    Doctor(crate::doctor::DoctorArgs),
     /// The Model Context Protocol: `ufo mcp serve` exposes this desktop to MCP clients.
     Mcp(crate::mcp_cmd::McpArgs),
     /// Run a suite of OSWorld-format tasks on the live desktop, judge each with its

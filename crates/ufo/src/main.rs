@@ -4,6 +4,7 @@ mod batch_cmd;
 mod cancel;
 mod cli;
 mod console;
+mod doctor;
 mod follow_cmd;
 mod highlight;
 mod logging;
@@ -78,6 +79,7 @@ fn main() -> ExitCode {
         },
         Command::Report(args) => report_command(&args),
         Command::Inspect(args) => runtime.block_on(inspect_command(&args)),
+        Command::Doctor(args) => runtime.block_on(doctor::run(&args)),
         Command::Runs(args) => runs_command(&args),
         Command::Mcp(args) => runtime.block_on(mcp_cmd::run(args)),
         Command::Batch(args) => batch_cmd::batch_command(*args, &runtime, cancel),

@@ -41,6 +41,11 @@ pub struct ServeArgs {
     /// are refused.
     #[arg(long)]
     pub allow_actions: bool,
+
+    /// Configuration file (ufo.toml, default ./ufo.toml when present): its `[launch]` table
+    /// adds to the built-in one for `launch_app`. Its other keys are checked but unused.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 /// `[mcp]` in ufo.toml.
@@ -110,8 +115,15 @@ pub fn factory(section: &AgentsSection) -> Result<AgentsFactory> {
 pub async fn run(args: McpArgs) -> ExitCode {
     match args.command {
         McpCommand::Serve(a) => {
+            let launch = match crate::settings::launch_from_file(a.config.as_deref()) {
+                Ok(l) => l,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    return ExitCode::from(2);
+                }
+            };
             let desktop: Arc<dyn ufo_core::Desktop> =
-                match crate::open_desktop(&a.desktop, &[]).await {
+                match crate::open_desktop(&a.desktop, &launch).await {
                     Ok(d) => Arc::from(d),
                     Err(e) => {
                         eprintln!("error: {e:#}");

@@ -227,6 +227,28 @@ pub fn runs_dir_from_file(path: &Path) -> Result<PathBuf> {
         .unwrap_or_else(|| PathBuf::from("runs")))
 }
 
+/// The `[launch]` table for `ufo mcp serve`: from `config` when given, else from ./ufo.toml
+/// when it exists, else empty (the built-in table applies in every case).
+pub fn launch_from_file(config: Option<&Path>) -> Result<Vec<(String, String)>> {
+    let path = match config {
+        Some(p) => p.to_path_buf(),
+        None => {
+            let p = PathBuf::from("ufo.toml");
+            if !p.exists() {
+                return Ok(Vec::new());
+            }
+            p
+        }
+    };
+    let mut l: Vec<(String, String)> = load(&path)?
+        .launch
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    l.sort();
+    Ok(l)
+}
+
 fn load(path: &Path) -> Result<FileConfig> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the configuration file {}", path.display()))?;

@@ -1,0 +1,271 @@
+//! `ufo doctor`: is this session fit for the agent, and is each window readable? Every check
+//! says what it found, and every problem comes with its fix.
+
+use std::time::Duration;
+
+use atspi::proxy::bus::{BusProxy, StatusProxy};
+use x11rb::connection::{Connection, RequestConnection};
+use x11rb::protocol::xproto::{AtomEnum, ConnectionExt as _};
+
+use crate::{toolkit, LinuxDesktop, LinuxError};
+
+/// One check's outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// Whether the check passed.
+    pub ok: bool,
+    /// What was checked and found.
+    pub what: String,
+    /// For a problem: how to fix it.
+    pub fix: Option<String>,
+}
+
+impl Finding {
+    fn ok(what: impl Into<String>) -> Self {
+        Self {
+            ok: true,
+            what: what.into(),
+            fix: None,
+        }
+    }
+
+    fn problem(what: impl Into<String>, fix: impl Into<String>) -> Self {
+        Self {
+            ok: false,
+            what: what.into(),
+            fix: Some(fix.into()),
+        }
+    }
+}
+
+const SESSION_FIX: &str = "start a session with `scripts/desktop-session.sh up` and `source` the env file it prints, or run ufo inside your desktop session";
+
+/// The session checks: `DISPLAY` set and reachable, XTEST, a window manager, the session
+/// bus, the accessibility bus and its `IsEnabled`. Read-only: nothing is switched on.
+pub async fn check_session(timeout: Duration) -> Vec<Finding> {
+    let mut out = Vec::new();
+    match std::env::var("DISPLAY") {
+        Err(_) => out.push(Finding::problem("DISPLAY is not set", SESSION_FIX)),
+        Ok(display) => {
+            let d = display.clone();
+            let x = tokio::time::timeout(timeout, tokio::task::spawn_blocking(move || check_x(&d)))
+                .await;
+            match x {
+                Ok(Ok(findings)) => out.extend(findings),
+                _ => out.push(Finding::problem(
+                    format!(
+                        "the X server {display} did not answer within {} ms",
+                        timeout.as_millis()
+                    ),
+                    SESSION_FIX,
+                )),
+            }
+        }
+    }
+    out.extend(check_buses(timeout).await);
+    out
+}
+
+fn check_x(display: &str) -> Vec<Finding> {
+    let (conn, screen) = match x11rb::connect(Some(display)) {
+        Ok(c) => c,
+        Err(e) => {
+            return vec![Finding::problem(
+                format!("cannot connect to the X server {display}: {e}"),
+                SESSION_FIX,
+            )]
+        }
+    };
+    let mut out = vec![Finding::ok(format!("X server {display} reachable"))];
+    let xtest = conn
+        .extension_information(x11rb::protocol::xtest::X11_EXTENSION_NAME)
+        .ok()
+        .flatten()
+        .is_some();
+    out.push(if xtest {
+        Finding::ok("XTEST extension present (input)")
+    } else {
+        Finding::problem(
+            "the X server lacks the XTEST extension, so ufo cannot type or click",
+            "use an X server with XTEST (Xvfb and Xorg have it unless started with -extension XTEST)",
+        )
+    });
+    let Some(root) = conn.setup().roots.get(screen).map(|s| s.root) else {
+        return out;
+    };
+    let wm = wm_name(&conn, root);
+    out.push(match wm {
+        Some(name) => Finding::ok(format!("window manager: {name}")),
+        None => Finding::problem(
+            "no window manager (no _NET_SUPPORTING_WM_CHECK on the root window): windows cannot be raised or listed",
+            "start an EWMH window manager, e.g. `openbox --sm-disable &` (scripts/desktop-session.sh up starts one)",
+        ),
+    });
+    out
+}
+
+fn wm_name(conn: &impl Connection, root: u32) -> Option<String> {
+    let atom = |name: &str| {
+        conn.intern_atom(false, name.as_bytes())
+            .ok()?
+            .reply()
+            .ok()
+            .map(|r| r.atom)
+    };
+    let check = atom("_NET_SUPPORTING_WM_CHECK")?;
+    let win = conn
+        .get_property(false, root, check, AtomEnum::WINDOW, 0, 1)
+        .ok()?
+        .reply()
+        .ok()?
+        .value32()?
+        .next()?;
+    let name_atom = atom("_NET_WM_NAME")?;
+    let utf8 = atom("UTF8_STRING")?;
+    let name = conn
+        .get_property(false, win, name_atom, utf8, 0, 256)
+        .ok()
+        .and_then(|c| c.reply().ok())
+        .map(|r| String::from_utf8_lossy(&r.value).into_owned())
+        .unwrap_or_default();
+    Some(if name.is_empty() {
+        format!("window {win:#x}")
+    } else {
+        name
+    })
+}
+
+async fn check_buses(timeout: Duration) -> Vec<Finding> {
+    if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_none() {
+        return vec![Finding::problem(
+            "DBUS_SESSION_BUS_ADDRESS is not set: no session bus, so no accessibility bus",
+            SESSION_FIX,
+        )];
+    }
+    let session = tokio::time::timeout(timeout, async {
+        zbus::connection::Builder::session()?
+            .method_timeout(timeout)
+            .build()
+            .await
+    })
+    .await;
+    let session = match session {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            return vec![Finding::problem(
+                format!("cannot connect to the session bus: {e}"),
+                SESSION_FIX,
+            )]
+        }
+        Err(_) => {
+            return vec![Finding::problem(
+                "the session bus did not answer",
+                SESSION_FIX,
+            )]
+        }
+    };
+    let mut out = vec![Finding::ok("session bus reachable")];
+    let address = tokio::time::timeout(timeout, async {
+        BusProxy::new(&session).await?.get_address().await
+    })
+    .await;
+    match address {
+        Ok(Ok(a)) if !a.is_empty() => {
+            out.push(Finding::ok("accessibility bus (org.a11y.Bus) running"))
+        }
+        _ => {
+            out.push(Finding::problem(
+                "the accessibility bus (org.a11y.Bus) is not running",
+                "install at-spi2-core and start /usr/libexec/at-spi-bus-launcher --launch-immediately (scripts/desktop-session.sh up does)",
+            ));
+            return out;
+        }
+    }
+    let enabled = tokio::time::timeout(timeout, async {
+        StatusProxy::new(&session).await?.is_enabled().await
+    })
+    .await;
+    out.push(match enabled {
+        Ok(Ok(true)) => Finding::ok("accessibility switched on (org.a11y.Status IsEnabled)"),
+        Ok(Ok(false)) => Finding::problem(
+            "accessibility is switched off (org.a11y.Status IsEnabled is false): applications started now stay off the accessibility bus",
+            "switch it on: `dbus-send --session --dest=org.a11y.Bus /org/a11y/bus org.freedesktop.DBus.Properties.Set string:org.a11y.Status string:IsEnabled variant:boolean:true` (ufo does so when it connects), then restart the applications",
+        ),
+        _ => Finding::problem(
+            "org.a11y.Status IsEnabled could not be read",
+            "check that at-spi-bus-launcher runs (scripts/desktop-session.sh up starts it)",
+        ),
+    });
+    out
+}
+
+/// The window checks: for each window (or the one `window` names, as `ufo inspect` matches
+/// it), whether it is on the accessibility bus and how many controls it has; a window
+/// without controls gets its toolkit and the fix.
+pub async fn check_windows(
+    desktop: &LinuxDesktop,
+    window: Option<&str>,
+) -> Result<Vec<Finding>, LinuxError> {
+    let windows = match window {
+        Some(w) => vec![crate::find_window(desktop, Some(w)).await?],
+        None => desktop.list_windows().await?,
+    };
+    let by_pid = desktop.apps_by_pid().await.unwrap_or_default();
+    let mut out = Vec::new();
+    for w in windows {
+        let tk = w
+            .pid
+            .map(toolkit::detect)
+            .unwrap_or(toolkit::Toolkit::Unknown);
+        let name = format!(
+            "window {} {:?} ({}, {})",
+            w.id,
+            w.title,
+            if w.process.is_empty() {
+                "?"
+            } else {
+                &w.process
+            },
+            tk.name()
+        );
+        let on_bus = w.pid.is_some_and(|p| by_pid.contains_key(&p));
+        if !on_bus {
+            out.push(Finding::problem(
+                format!("{name}: not on the accessibility bus, the agent sees only pixels"),
+                toolkit::not_on_bus_hint(w.pid),
+            ));
+            continue;
+        }
+        match desktop.observe_with(&w.id, false).await {
+            Ok(full) => {
+                let n = full.observation.controls.len();
+                if n == 0 {
+                    out.push(Finding::problem(
+                        format!("{name}: on the accessibility bus but no controls"),
+                        toolkit::fix(tk),
+                    ));
+                } else {
+                    let notes: Vec<&String> = full
+                        .observation
+                        .warnings
+                        .iter()
+                        .filter(|m| m.contains("exposes no items"))
+                        .collect();
+                    let mut what = format!("{name}: {n} controls");
+                    for m in notes {
+                        what.push_str(&format!("; note: {m}"));
+                    }
+                    out.push(Finding::ok(what));
+                }
+            }
+            Err(e) => out.push(Finding::problem(
+                format!("{name}: could not be observed: {e}"),
+                "run `ufo inspect` on it for details; if the application is hung, restart it",
+            )),
+        }
+    }
+    if out.is_empty() {
+        out.push(Finding::ok("no windows open"));
+    }
+    Ok(out)
+}

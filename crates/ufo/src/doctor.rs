@@ -1,0 +1,85 @@
+//! `ufo doctor [WINDOW]`: is this session fit for the agent, and can it read each window?
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+
+/// Options of `ufo doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Check only this window: title, application or process name, or part of the title, as
+    /// `ufo inspect` matches it (default: every window).
+    pub window: Option<String>,
+}
+
+/// Bound on each session check (connecting to the X server, a D-Bus call).
+const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
+
+fn print(f: &ufo_linux::doctor::Finding) {
+    // window titles come from the screen: shown inert
+    let what = ufo_core::inert(&f.what);
+    if f.ok {
+        println!("ok       {what}");
+    } else {
+        println!("PROBLEM  {what}");
+        if let Some(fix) = &f.fix {
+            println!("  fix:   {}", ufo_core::inert(fix));
+        }
+    }
+}
+
+/// Run `ufo doctor`: 0 when the session and the windows are fit for the agent, 1 when
+/// something is missing (each problem printed with its fix), 2 when the window named
+/// matches none.
+pub async fn run(args: &DoctorArgs) -> ExitCode {
+    let session = ufo_linux::doctor::check_session(CHECK_TIMEOUT).await;
+    for f in &session {
+        print(f);
+    }
+    let mut problems = session.iter().filter(|f| !f.ok).count();
+    if problems > 0 {
+        println!("{problems} problem(s) in the session; windows not checked");
+        return ExitCode::from(1);
+    }
+    let desktop = match ufo_linux::LinuxDesktop::connect(ufo_linux::LinuxConfig::default()).await {
+        Ok(d) => d,
+        Err(e) => {
+            print(&ufo_linux::doctor::Finding {
+                ok: false,
+                what: format!("cannot open the live desktop: {e}"),
+                fix: Some("start the session again (scripts/desktop-session.sh down; up)".into()),
+            });
+            return ExitCode::from(1);
+        }
+    };
+    match ufo_linux::doctor::check_windows(&desktop, args.window.as_deref()).await {
+        Ok(windows) => {
+            for f in &windows {
+                print(f);
+            }
+            problems += windows.iter().filter(|f| !f.ok).count();
+        }
+        Err(e @ ufo_linux::LinuxError::NoWindow(_)) => {
+            eprintln!("error: {}", ufo_core::inert(&e.to_string()));
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            print(&ufo_linux::doctor::Finding {
+                ok: false,
+                what: format!("the windows could not be listed: {e}"),
+                fix: Some(
+                    "check that the window manager runs (scripts/desktop-session.sh up)".into(),
+                ),
+            });
+            return ExitCode::from(1);
+        }
+    }
+    if problems == 0 {
+        println!("all well: the session and the windows are fit for the agent");
+        ExitCode::SUCCESS
+    } else {
+        println!("{problems} problem(s); the fixes are above");
+        ExitCode::from(1)
+    }
+}
