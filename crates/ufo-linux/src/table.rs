@@ -264,6 +264,8 @@ impl LinuxDesktop {
                 .iter_mut()
                 .find(|o| o.detail.control.id == f.detail.control.id)
             {
+                // named already (a dialog's field): left as it is
+                Some(o) if !o.detail.control.name.is_empty() => {}
                 Some(o) => *o = f,
                 None => out.push(f),
             }
@@ -573,7 +575,7 @@ impl LinuxDesktop {
             .filter(|(_, shown)| *shown)
             .filter_map(|((n, e), _)| Some((n, e.ok().and_then(on_screen)?)))
             .filter(|(_, r)| {
-                r.x < line_rect.x
+                r.x + r.w as i32 <= line_rect.x
                     && (mid(*r) - mid(line_rect)).abs() <= (line_rect.h.max(r.h) / 2) as i32 + 4
             })
             .max_by_key(|(_, r)| r.x);
