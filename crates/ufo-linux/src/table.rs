@@ -671,6 +671,41 @@ impl LinuxDesktop {
         Ok(())
     }
 
+    /// Give the keyboard focus back to the sheet (the Name Box may keep it after a jump), and
+    /// wait until LibreOffice has taken it.
+    async fn focus_grid(&self, xid: u32, sheet: &CtlInfo) -> Result<(), LinuxError> {
+        self.activate(xid).await?;
+        let _ = self
+            .bus
+            .call::<_, bool>(
+                &sheet.bus,
+                &sheet.path,
+                "org.a11y.atspi.Component",
+                "GrabFocus",
+                &(),
+            )
+            .await;
+        let deadline = Instant::now() + self.config.settle_time / 2;
+        loop {
+            let focused = self
+                .bus
+                .call::<_, Vec<u32>>(
+                    &sheet.bus,
+                    &sheet.path,
+                    "org.a11y.atspi.Accessible",
+                    "GetState",
+                    &(),
+                )
+                .await
+                .map(|w| crate::bus::state_bits(&w) & state::FOCUSED != 0)
+                .unwrap_or(false);
+            if focused || Instant::now() >= deadline {
+                return Ok(());
+            }
+            tokio::time::sleep(self.config.settle_poll).await;
+        }
+    }
+
     /// Move the cursor to a cell through the Name Box.
     async fn go_to_cell(&self, xid: u32, window: &str, address: &str) -> Result<(), LinuxError> {
         let name_box = match self.named(xid, NAME_BOX) {
@@ -738,7 +773,7 @@ impl LinuxDesktop {
             }
             UiAction::SetText { text } => {
                 self.go_to_cell(xid, window, &address).await?;
-                self.activate(xid).await?;
+                self.focus_grid(xid, &sheet).await?;
                 let mut steps: Vec<KeyStep> = text
                     .chars()
                     .map(|ch| KeyStep::Chord {
@@ -756,8 +791,13 @@ impl LinuxDesktop {
                     key: sym::RETURN,
                 });
                 self.send_keys_in_order(xid, Some(&sheet), steps).await?;
-                // the application answers after it has handled the keys
-                let now = shown().await.unwrap_or_default();
+                // LibreOffice shows the content once it has handled Enter: wait for it, bounded
+                let deadline = Instant::now() + self.config.settle_time;
+                let mut now = shown().await.unwrap_or_default();
+                while now.is_empty() && !text.trim().is_empty() && Instant::now() < deadline {
+                    tokio::time::sleep(self.config.settle_poll).await;
+                    now = shown().await.unwrap_or_default();
+                }
                 if now.is_empty() && !text.trim().is_empty() {
                     return Err(LinuxError::ActionFailed(format!(
                         "typed {text:?} into cell {address} but it still shows nothing; is a dialog open?"
@@ -772,7 +812,7 @@ impl LinuxDesktop {
             UiAction::TypeKeys { keys } => {
                 let steps = parse_keys(keys)?;
                 self.go_to_cell(xid, window, &address).await?;
-                self.activate(xid).await?;
+                self.focus_grid(xid, &sheet).await?;
                 let n = steps.len();
                 self.send_keys_in_order(xid, Some(&sheet), steps).await?;
                 Ok(format!("typed {n} keys in cell {address}"))

@@ -535,7 +535,7 @@ async fn ufo_fills_cells_by_address_sums_them_and_saves_xlsx() {
     ));
     lines.push(app_line("Save", "click", serde_json::json!({}), "CONTINUE"));
     lines.push(app_line(
-        "Use Excel 2007-365!",
+        "Use Excel 2007\u{2013}365 Format",
         "click",
         serde_json::json!({}),
         "FINISH",
@@ -580,12 +580,19 @@ async fn ufo_fills_cells_by_address_sums_them_and_saves_xlsx() {
         if x.status.success() && !x.stdout.is_empty() {
             break String::from_utf8_lossy(&x.stdout).into_owned();
         }
-        assert!(
-            Instant::now() < deadline,
-            "{} is not an xlsx with a sheet1: {}\nufo said:\n{stderr}",
-            file.display(),
-            String::from_utf8_lossy(&x.stderr)
-        );
+        if Instant::now() > deadline {
+            let now = d.observe(&w.id).await.map(|o| {
+                o.controls
+                    .iter()
+                    .map(|c| format!("{} {:?} {:?}", c.role, c.name, c.value))
+                    .collect::<Vec<_>>()
+            });
+            panic!(
+                "{} is not an xlsx with a sheet1: {}\nufo said:\n{stderr}\nthe window now: {now:?}",
+                file.display(),
+                String::from_utf8_lossy(&x.stderr)
+            );
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     for (i, v) in (1..=5).enumerate() {
