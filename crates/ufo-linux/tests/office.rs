@@ -615,7 +615,7 @@ async fn ufo_fills_cells_by_address_sums_them_and_saves_xlsx() {
     let a6 = &xml[at..];
     let a6 = &a6[..a6.find("</c>").unwrap_or(a6.len())];
     assert!(
-        a6.contains("<f>SUM(A1:A5)</f>"),
+        a6.contains(">SUM(A1:A5)</f>"),
         "A6 has no =SUM(A1:A5): {a6}"
     );
     assert!(a6.contains("<v>15</v>"), "A6 does not show 15: {a6}");
