@@ -20,6 +20,7 @@
 //! the range typed (`A1:B5`). The Name Box and the formula input line ("Input line") are named
 //! here: LibreOffice gives them no accessible name.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use ufo_core::{Control, Rect, UiAction};
@@ -356,20 +357,39 @@ impl LinuxDesktop {
             .iter()
             .filter(|c| !c.text.trim().is_empty() || next.contains(&(c.row, c.col)))
             .collect();
+        // the grid's geometry from the cells of its first visible row and column (one call
+        // per row and per column, not per cell)
+        let edges: Vec<&Cell> = cells
+            .iter()
+            .filter(|c| c.row == range.top || c.col == range.left)
+            .collect();
         let extents = tokio::time::timeout(
             deadline.saturating_duration_since(Instant::now()) + Duration::from_millis(500),
-            futures::future::join_all(listed.iter().map(|c| self.bus.extents(bus, &c.path))),
+            futures::future::join_all(edges.iter().map(|c| self.bus.extents(bus, &c.path))),
         )
         .await
         .map_err(|_| LinuxError::Timeout {
             what: "reading the extents of the visible cells".to_string(),
             ms: self.config.walk_budget.as_millis() as u64,
         })?;
+        let mut cols: HashMap<u32, (i32, i32)> = HashMap::new();
+        let mut rows: HashMap<u32, (i32, i32)> = HashMap::new();
+        for (c, e) in edges.iter().zip(extents) {
+            let Ok((x, y, w, h)) = e else { continue };
+            if c.row == range.top {
+                cols.insert(c.col, (x, w));
+            }
+            if c.col == range.left {
+                rows.insert(c.row, (y, h));
+            }
+        }
 
         let sheet_id = format!("{bus}{}", sheet.path);
         let mut out = Vec::new();
-        for (c, ext) in listed.into_iter().zip(extents) {
-            let Ok((cx, cy, cw, ch)) = ext else { continue };
+        for c in listed {
+            let (Some(&(cx, cw)), Some(&(cy, ch))) = (cols.get(&c.col), rows.get(&c.row)) else {
+                continue;
+            };
             let raw = Rect {
                 x: cx + offset.0,
                 y: cy + offset.1,
