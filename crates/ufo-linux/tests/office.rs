@@ -619,6 +619,44 @@ async fn ufo_fills_cells_by_address_sums_them_and_saves_xlsx() {
         "A6 has no =SUM(A1:A5): {a6}"
     );
     assert!(a6.contains("<v>15</v>"), "A6 does not show 15: {a6}");
+    // read_text on a cell gives its formula and its value; the Name Box selects a range
+    let obs = d
+        .observe(&w.id)
+        .await
+        .expect("observe Calc after the session");
+    let a6 = obs
+        .controls
+        .iter()
+        .find(|c| c.role == "table cell" && c.name == "A6")
+        .unwrap_or_else(|| panic!("A6 is not listed: {}", describe(&obs)));
+    assert_eq!(a6.value.as_deref(), Some("15"));
+    let read = d
+        .act(&w.id, Some(&a6.id), &ufo_core::UiAction::ReadText)
+        .await
+        .expect("read_text on A6");
+    assert_eq!(read, "=SUM(A1:A5) \u{2192} 15");
+    let name_box = obs
+        .controls
+        .iter()
+        .find(|c| c.name == "Name Box")
+        .unwrap_or_else(|| panic!("no Name Box: {}", describe(&obs)));
+    d.act(
+        &w.id,
+        Some(&name_box.id),
+        &ufo_core::UiAction::SetText {
+            text: "A1:B5".into(),
+        },
+    )
+    .await
+    .expect("set_text on the Name Box");
+    let obs = d.observe(&w.id).await.expect("observe Calc");
+    let shown = obs
+        .controls
+        .iter()
+        .find(|c| c.name == "Name Box")
+        .and_then(|c| c.value.clone());
+    assert_eq!(shown.as_deref(), Some("A1:B5"), "{}", describe(&obs));
+
     // LibreOffice is idle afterwards
     let (share, grew_kib) = load_over(pid, Duration::from_secs(2));
     assert!(
