@@ -149,9 +149,11 @@ async fn main() {
     );
     let pid = windows[0].pid.unwrap_or(0);
     for w in &windows {
+        let rss0 = cpu_ticks_and_rss(pid).map(|x| x.1).unwrap_or(0);
         for _ in 0..3 {
             let _ = d.observe_with(&w.id, false).await;
         }
+        let rss_warm = cpu_ticks_and_rss(pid).map(|x| x.1).unwrap_or(0);
         let mut t = Vec::new();
         let mut last = None;
         for _ in 0..iters {
@@ -161,6 +163,14 @@ async fn main() {
             last = Some(o);
         }
         t.sort_by(|a, b| a.total_cmp(b));
+        let rss1 = cpu_ticks_and_rss(pid).map(|x| x.1).unwrap_or(0);
+        eprintln!(
+            "{}: LibreOffice memory {} MiB before, {} MiB after 3 warm-up observations, {} MiB after {iters} more",
+            w.title,
+            rss0 / 1024,
+            rss_warm / 1024,
+            rss1 / 1024
+        );
         let o = last.unwrap().observation;
         // the controls part of the AppAgent prompt, as prompt.rs writes it
         let chars: usize = o

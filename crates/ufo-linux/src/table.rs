@@ -36,6 +36,8 @@ use crate::LinuxError;
 pub(crate) const MAX_ROWS: u32 = 60;
 /// Most columns of a sheet read in one observation.
 pub(crate) const MAX_COLS: u32 = 30;
+/// Most cell references remembered between observations (then forgotten all at once).
+const MAX_KNOWN_CELLS: usize = 50_000;
 /// Columns of a LibreOffice sheet (A..XFD) and rows.
 const SHEET_COLS: u32 = 16_384;
 const SHEET_ROWS: u32 = 1_048_576;
@@ -317,19 +319,33 @@ impl LinuxDesktop {
         );
         let (range, cut) = CellRange::between(tl?, br?, MAX_ROWS, MAX_COLS);
 
-        // every visible cell: one reference and one text each, all at once, bounded in time
+        // every visible cell: its text, all at once, bounded in time; the cell objects of
+        // earlier observations are asked again (they follow their cell's content), so only
+        // cells never seen before are asked for
+        let known: HashMap<(u32, u32), String> = {
+            let st = self.lock();
+            range
+                .cells()
+                .filter_map(|(r, c)| {
+                    st.sheet_cells
+                        .get(&(bus.to_string(), sheet.path.clone(), r, c))
+                        .map(|p| ((r, c), p.clone()))
+                })
+                .collect()
+        };
+        let known = &known;
         let read = futures::future::join_all(range.cells().map(|(r, c)| async move {
-            let cell: ObjRef = self
-                .bus
-                .call(
-                    bus,
-                    &sheet.path,
-                    TABLE_IFACE,
-                    "GetAccessibleAt",
-                    &(r as i32, c as i32),
-                )
-                .await?;
-            let path = cell.1.as_str().to_string();
+            if let Some(path) = known.get(&(r, c)) {
+                if let Ok(text) = self.bus.text(bus, path).await {
+                    return Ok(Cell {
+                        row: r,
+                        col: c,
+                        path: path.clone(),
+                        text,
+                    });
+                }
+            }
+            let path = self.cell_path(bus, &sheet.path, r, c).await?;
             let text = self.bus.text(bus, &path).await.unwrap_or_default();
             Ok::<_, LinuxError>(Cell {
                 row: r,
@@ -347,6 +363,18 @@ impl LinuxDesktop {
                     ms: self.config.walk_budget.as_millis() as u64,
                 })?;
         let cells: Vec<Cell> = cells.into_iter().filter_map(Result::ok).collect();
+        {
+            let mut st = self.lock();
+            if st.sheet_cells.len() > MAX_KNOWN_CELLS {
+                st.sheet_cells.clear();
+            }
+            for c in &cells {
+                st.sheet_cells.insert(
+                    (bus.to_string(), sheet.path.clone(), c.row, c.col),
+                    c.path.clone(),
+                );
+            }
+        }
         let filled: Vec<(u32, u32)> = cells
             .iter()
             .filter(|c| !c.text.trim().is_empty())
@@ -443,6 +471,28 @@ impl LinuxDesktop {
             },
         ));
         Ok(out)
+    }
+
+    /// A fresh reference to one cell (LibreOffice builds a new cell object each time, and keeps
+    /// it: callers reuse the ones they have).
+    async fn cell_path(
+        &self,
+        bus: &str,
+        sheet: &str,
+        row: u32,
+        col: u32,
+    ) -> Result<String, LinuxError> {
+        let cell: ObjRef = self
+            .bus
+            .call(
+                bus,
+                sheet,
+                TABLE_IFACE,
+                "GetAccessibleAt",
+                &(row as i32, col as i32),
+            )
+            .await?;
+        Ok(cell.1.as_str().to_string())
     }
 
     /// A cell's (row, column): from its name (LibreOffice names cells by address), else from
@@ -769,17 +819,16 @@ impl LinuxDesktop {
     ) -> Result<String, LinuxError> {
         let address = cell_address(row, col);
         let sheet = self.sheet_info(window, sheet_id).await?;
-        let cell: ObjRef = self
-            .bus
-            .call(
-                &sheet.bus,
-                &sheet.path,
-                TABLE_IFACE,
-                "GetAccessibleAt",
-                &(row as i32, col as i32),
-            )
-            .await?;
-        let path = cell.1.as_str().to_string();
+        let key = (sheet.bus.clone(), sheet.path.clone(), row, col);
+        let known = self.lock().sheet_cells.get(&key).cloned();
+        let path = match known {
+            Some(p) if self.bus.text(&sheet.bus, &p).await.is_ok() => p,
+            _ => {
+                let p = self.cell_path(&sheet.bus, &sheet.path, row, col).await?;
+                self.lock().sheet_cells.insert(key, p.clone());
+                p
+            }
+        };
         let shown = || async { self.bus.text(&sheet.bus, &path).await };
         match action {
             UiAction::ReadText => {
