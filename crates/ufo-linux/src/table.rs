@@ -20,7 +20,7 @@
 //! the range typed (`A1:B5`). The Name Box and the formula input line ("Input line") are named
 //! here: LibreOffice gives them no accessible name.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use ufo_core::{Control, Rect, UiAction};
@@ -36,6 +36,8 @@ use crate::LinuxError;
 pub(crate) const MAX_ROWS: u32 = 60;
 /// Most columns of a sheet read in one observation.
 pub(crate) const MAX_COLS: u32 = 30;
+/// Where the application's accessible objects live (not `/org/a11y/atspi/null`).
+const ACCESSIBLE: &str = "/org/a11y/atspi/accessible/";
 /// Most cell references remembered between observations (then forgotten all at once).
 const MAX_KNOWN_CELLS: usize = 50_000;
 /// Columns of a LibreOffice sheet (A..XFD) and rows.
@@ -262,7 +264,7 @@ impl LinuxDesktop {
                 )),
             }
         }
-        for f in self.formula_bar(bus, tree, offset, win, xid).await {
+        for f in self.formula_bar(bus, tree, frame, offset, win, xid).await {
             match out
                 .iter_mut()
                 .find(|o| o.detail.control.id == f.detail.control.id)
@@ -543,10 +545,18 @@ impl LinuxDesktop {
         &self,
         bus: &str,
         tree: &AppTree,
+        frame: &str,
         offset: (i32, i32),
         win: Rect,
         xid: u32,
     ) -> Vec<Fetched> {
+        // the window's own nodes (its root pane among them), the frame itself left out
+        let inside: HashSet<&str> = tree
+            .subtree(frame, self.config.walk_max_nodes)
+            .into_iter()
+            .skip(1)
+            .map(|n| n.path.as_str())
+            .collect();
         // the cache's states of these nodes are stale (it can say "defunct" of a live one):
         // their states are read live
         let live_showing = |path: String| async move {
@@ -604,7 +614,8 @@ impl LinuxDesktop {
             // the panel itself says "defunct"; the text inside tells whether it shows
             let node = node.filter(|n| n.ifaces & iface::TEXT != 0);
             let Some(node) = node else { continue };
-            if live_showing(node.path.clone()).await {
+            if live_showing(node.path.clone()).await && self.under(bus, &panel.path, &inside).await
+            {
                 line = Some((node, rect));
                 break;
             }
@@ -638,7 +649,7 @@ impl LinuxDesktop {
             futures::future::join_all(boxes.iter().map(|n| live_showing(n.path.clone())))
         );
         let mid = |r: Rect| r.y + r.h as i32 / 2;
-        let best = boxes
+        let mut near: Vec<(&Node, Rect)> = boxes
             .into_iter()
             .zip(extents)
             .zip(shown)
@@ -648,7 +659,16 @@ impl LinuxDesktop {
                 r.x + r.w as i32 <= line_rect.x
                     && (mid(*r) - mid(line_rect)).abs() <= (line_rect.h.max(r.h) / 2) as i32 + 4
             })
-            .max_by_key(|(_, r)| r.x);
+            .collect();
+        // nearest the input line first; another window's box can sit in the same place
+        near.sort_by_key(|(_, r)| std::cmp::Reverse(r.x));
+        let mut best = None;
+        for (n, r) in near.into_iter().take(4) {
+            if self.under(bus, &n.path, &inside).await {
+                best = Some((n, r));
+                break;
+            }
+        }
         if let Some((n, rect)) = best {
             let value = self.bus.text(bus, &n.path).await.ok();
             out.push(fetched(
@@ -661,6 +681,27 @@ impl LinuxDesktop {
             ));
         }
         out
+    }
+
+    /// Whether a node lies inside the window: one of its live parents is among the window's
+    /// nodes (`inside`; the cache's parents are missing for these nodes, and another Calc
+    /// window has the same boxes in the same place).
+    async fn under(&self, bus: &str, path: &str, inside: &HashSet<&str>) -> bool {
+        let mut p = path.to_string();
+        for _ in 0..16 {
+            let parent: Result<(String, OwnedObjectPath), _> = self
+                .bus
+                .prop(bus, &p, "org.a11y.atspi.Accessible", "Parent")
+                .await;
+            match parent {
+                Ok((_, next)) if inside.contains(next.as_str()) => return true,
+                Ok((_, next)) if next.as_str() != p && next.as_str().starts_with(ACCESSIBLE) => {
+                    p = next.as_str().to_string();
+                }
+                _ => return false,
+            }
+        }
+        false
     }
 
     /// Actions on a cell (a control id with `#` and an address) and `set_text` on the Name
