@@ -205,15 +205,14 @@ impl LinuxDesktop {
     ) -> Result<String, LinuxError> {
         let xid = parse_window_id(window)?;
         // spreadsheet cells (by address) and the Name Box
-        if let Some(id) = control_id {
+        if let Some(id) = control_id.filter(|id| self.is_sheet_target(id, action)) {
             let before = self.fingerprint(xid).await;
-            if let Some(result) = self.sheet_action(xid, window, id, action).await {
-                self.lock().last_window = Some(xid);
-                if !matches!(action, UiAction::ReadText) {
-                    self.settle_window(xid, before).await;
-                }
-                return result;
+            self.lock().last_window = Some(xid);
+            let result = self.sheet_action(xid, window, id, action).await;
+            if !matches!(action, UiAction::ReadText) {
+                self.settle_window(xid, before).await;
             }
+            return result;
         }
         let ctl = match (control_id, action.needs_control()) {
             (Some(id), _) => Some(self.control(window, id).await?),

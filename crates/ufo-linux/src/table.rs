@@ -704,27 +704,49 @@ impl LinuxDesktop {
         false
     }
 
-    /// Actions on a cell (a control id with `#` and an address) and `set_text` on the Name
-    /// Box; `None` for everything else.
+    /// Whether an action goes to [`Self::sheet_action`]: any action on a cell (a control id
+    /// with `#` and an address), `set_text` on the Name Box.
+    pub(crate) fn is_sheet_target(&self, control_id: &str, action: &UiAction) -> bool {
+        split_cell_id(control_id).is_some()
+            || (matches!(action, UiAction::SetText { .. })
+                && self
+                    .lock()
+                    .controls
+                    .get(control_id)
+                    .is_some_and(|c| c.name == NAME_BOX))
+    }
+
+    /// An action on a cell, or `set_text` on the Name Box (which jumps there).
     pub(crate) async fn sheet_action(
         &self,
         xid: u32,
         window: &str,
         control_id: &str,
         action: &UiAction,
-    ) -> Option<Result<String, LinuxError>> {
+    ) -> Result<String, LinuxError> {
         if let Some((sheet_id, cell)) = split_cell_id(control_id) {
-            return Some(self.cell_action(xid, window, sheet_id, cell, action).await);
+            return self.cell_action(xid, window, sheet_id, cell, action).await;
         }
-        let known = self.lock().controls.get(control_id).cloned()?;
-        match action {
-            UiAction::SetText { text } if known.name == NAME_BOX => Some(
-                self.jump(&known, text)
-                    .await
-                    .map(|()| format!("the Name Box moved the cursor to {:?}", text.trim())),
-            ),
-            _ => None,
-        }
+        let name_box = self
+            .lock()
+            .controls
+            .get(control_id)
+            .cloned()
+            .ok_or_else(|| LinuxError::NoControl {
+                window: window.to_string(),
+                control: control_id.to_string(),
+            })?;
+        let UiAction::SetText { text } = action else {
+            return Err(LinuxError::Unsupported(format!(
+                "{} on the Name Box: use set_text",
+                action.name()
+            )));
+        };
+        self.jump(&name_box, text).await?;
+        Ok(format!(
+            "the Name Box moved the cursor to {:?}",
+            text.trim()
+        ))
     }
 
     /// The control of this window with a given name (the Name Box, the input line).
