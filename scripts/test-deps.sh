@@ -12,11 +12,12 @@
 # (crates/ufo-linux/tests/office.rs). Installs only the missing packages, and only as root.
 #
 # install_mcp_servers: the reference MCP servers `@modelcontextprotocol/server-filesystem` and
-# `@modelcontextprotocol/server-everything`, with npm, into target/test-deps/mcp (or
+# `@modelcontextprotocol/server-everything`, with npm (Node.js and npm come from Debian when
+# missing, as root), into target/test-deps/mcp (or
 # $UFO_MCP_SERVERS_DIR), for crates/ufo-mcp/tests and crates/ufo/tests/mcp.rs.
 #
 # install_python_mcp: the Python `mcp` package (an independent MCP client) into a virtual
-# environment at target/test-deps/py (or $UFO_PY_MCP_VENV), for the `ufo mcp serve` test.
+# environment (python3-venv comes from Debian when missing, as root) at target/test-deps/py (or $UFO_PY_MCP_VENV), for the `ufo mcp serve` test.
 
 install_chromium() {
   if [ -x /usr/bin/chromium ]; then
@@ -31,8 +32,19 @@ install_chromium() {
 }
 
 install_libreoffice() {
-  local missing=() p
-  for p in libreoffice-calc libreoffice-writer libreoffice-impress libreoffice-gtk3; do
+  _apt_install_missing install_libreoffice libreoffice-calc libreoffice-writer libreoffice-impress libreoffice-gtk3
+}
+
+_ufo_repo_root() {
+  cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd
+}
+
+# Installs the named Debian packages that are missing (root only; otherwise says what to run).
+# $1 is the caller's name, for the messages.
+_apt_install_missing() {
+  local who="$1" missing=() p
+  shift
+  for p in "$@"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
       missing+=("$p")
     fi
@@ -41,22 +53,17 @@ install_libreoffice() {
     return 0
   fi
   if [ "$(id -u)" != "0" ]; then
-    echo "install_libreoffice: ${missing[*]} missing and this is not root; run as root: apt-get install --no-install-recommends ${missing[*]}" >&2
+    echo "$who: ${missing[*]} missing and this is not root; run as root: apt-get install --no-install-recommends ${missing[*]}" >&2
     return 1
   fi
   apt-get update
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 }
 
-_ufo_repo_root() {
-  cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd
-}
-
 install_mcp_servers() {
   local dir="${UFO_MCP_SERVERS_DIR:-$(_ufo_repo_root)/target/test-deps/mcp}"
   if ! command -v npm >/dev/null 2>&1; then
-    echo "install_mcp_servers: npm is missing; install Node.js and npm first" >&2
-    return 1
+    _apt_install_missing install_mcp_servers nodejs npm || return 1
   fi
   if [ -x "$dir/node_modules/.bin/mcp-server-filesystem" ] && [ -x "$dir/node_modules/.bin/mcp-server-everything" ]; then
     return 0
@@ -70,6 +77,10 @@ install_python_mcp() {
   local venv="${UFO_PY_MCP_VENV:-$(_ufo_repo_root)/target/test-deps/py}"
   if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import mcp' >/dev/null 2>&1; then
     return 0
+  fi
+  # Debian's python3 makes virtual environments only with python3-venv (ensurepip) installed
+  if ! python3 -c 'import ensurepip' >/dev/null 2>&1; then
+    _apt_install_missing install_python_mcp python3-venv || return 1
   fi
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check mcp

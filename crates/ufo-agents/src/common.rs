@@ -48,7 +48,9 @@ impl Fields {
     }
 }
 
-pub(crate) use ufo_core::agent::{archive, clip, hand_back, Ending};
+pub(crate) use ufo_core::agent::{
+    archive, clip, hand_back, subtask_result, Ending, SubtaskOutcome,
+};
 
 /// The last `keep` memory lines, numbered, as one text.
 pub(crate) fn recent(memory: &[String], keep: usize) -> String {

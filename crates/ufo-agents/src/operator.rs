@@ -11,11 +11,13 @@
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
-use ufo_core::agent::{ask_model, Assignment, Cx, Handoff, StepReport, SubAgent};
+use ufo_core::agent::{ask_model, Assignment, Cx, Handoff, ModelCall, StepReport, SubAgent};
 use ufo_core::sensitive::control_at;
 use ufo_core::{ConfirmRequest, Decision, SessionStatus, UiAction, WindowInfo, WindowObservation};
 
-use crate::common::{archive, clip, hand_back, recent, Ending, Fields};
+use crate::common::{
+    archive, clip, hand_back, recent, subtask_result, Ending, Fields, SubtaskOutcome,
+};
 
 /// The operator agent's model kind (the `agent` of its model requests and script lines).
 pub const OPERATOR_KIND: &str = "operator";
@@ -207,12 +209,14 @@ impl OperatorAgent {
             .unwrap_or_default();
         let mut transcript = String::new();
         let asked = ask_model(
-            svc.app_llm,
-            OPERATOR_KIND,
-            svc.config.json_parsing_retry,
-            SYSTEM_PROMPT.to_string(),
-            user,
-            images,
+            ModelCall {
+                llm: svc.app_llm,
+                agent_kind: OPERATOR_KIND,
+                retries: svc.config.json_parsing_retry,
+                system: SYSTEM_PROMPT.to_string(),
+                user,
+                images,
+            },
             parse_response,
             &mut report.llm,
             &mut transcript,
@@ -382,18 +386,19 @@ impl SubAgent for OperatorAgent {
     async fn handle(&mut self, cx: &mut Cx<'_>) -> StepReport {
         let status = match self.state {
             OperatorStatus::Continue => return self.handle_continue(cx).await,
-            OperatorStatus::Finish => "FINISH",
+            OperatorStatus::Finish => SubtaskOutcome::Finish,
             OperatorStatus::Fail => {
                 cx.round_failures += 1;
-                "FAIL"
+                SubtaskOutcome::Fail
             }
-            OperatorStatus::Error => "ERROR",
+            OperatorStatus::Error => SubtaskOutcome::Error,
         };
-        let result = match (&self.error, self.result.is_empty()) {
-            (Some(e), _) if status == "ERROR" => e.clone(),
-            (_, false) => self.result.clone(),
-            _ => self.last_result.clone().unwrap_or_default(),
-        };
+        let result = subtask_result(
+            status,
+            self.error.as_deref(),
+            &self.result,
+            self.last_result.as_deref(),
+        );
         let name = self.name();
         archive(
             cx,

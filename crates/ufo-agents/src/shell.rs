@@ -17,10 +17,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::json;
-use ufo_core::agent::{ask_model, Assignment, Cx, Handoff, StepReport, SubAgent};
+use ufo_core::agent::{ask_model, Assignment, Cx, Handoff, ModelCall, StepReport, SubAgent};
 use ufo_core::{ConfirmRequest, Decision, SessionStatus};
 
-use crate::common::{archive, clip, hand_back, recent, Ending, Fields};
+use crate::common::{
+    archive, clip, hand_back, recent, subtask_result, Ending, Fields, SubtaskOutcome,
+};
 
 /// The shell agent's target name, as the host sees it.
 pub const SHELL_AGENT: &str = "shell";
@@ -90,19 +92,7 @@ impl ShellStatus {
 
 /// A captured stream for the model: at most `max` bytes, then how much was left out.
 fn show(c: &ufo_proc::Captured, max: usize) -> String {
-    let text = String::from_utf8_lossy(&c.bytes);
-    let text = text.trim_end();
-    if text.len() <= max && !c.truncated() {
-        return text.to_string();
-    }
-    let shown = clip(text, max);
-    let total = c.bytes.len() as u64 + c.more;
-    let left = total.saturating_sub(text.len().min(max) as u64);
-    let mut s = format!("{shown}\n… truncated ({left} bytes more)");
-    if c.stopped {
-        s.push_str("; the command was stopped for printing too much");
-    }
-    s
+    c.shown(max).trim_end().to_string()
 }
 
 /// The shell agent's answer.
@@ -185,6 +175,7 @@ impl ShellAgent {
     /// Run a command in the working directory, bounded by the timeout; describe the outcome.
     /// It runs without ufo's secrets in its environment, in its own process group (killed
     /// whole on timeout or cancel), its output read up to [`ufo_proc::DEFAULT_MAX_OUTPUT`].
+    #[tracing::instrument(level = "debug", skip(self))]
     async fn run(&self, command: &str) -> String {
         let mut cmd = ufo_proc::shell_command(command);
         cmd.current_dir(&self.config.workdir);
@@ -197,6 +188,7 @@ impl ShellAgent {
                 )
             }
         };
+        tracing::debug!(code = ?out.code, timed_out = out.timed_out, "shell agent command ended");
         if out.timed_out {
             return format!(
                 "command failed: it did not finish within {} ms and was killed (with every process it started)",
@@ -236,12 +228,14 @@ impl ShellAgent {
             self.last_result.as_deref().unwrap_or("(none)"),
         );
         let asked = ask_model(
-            svc.app_llm,
-            SHELL_AGENT,
-            svc.config.json_parsing_retry,
-            SYSTEM_PROMPT.to_string(),
-            user,
-            Vec::new(),
+            ModelCall {
+                llm: svc.app_llm,
+                agent_kind: SHELL_AGENT,
+                retries: svc.config.json_parsing_retry,
+                system: SYSTEM_PROMPT.to_string(),
+                user,
+                images: Vec::new(),
+            },
             parse_response,
             &mut report.llm,
             &mut transcript,
@@ -396,12 +390,13 @@ impl ShellAgent {
         report
     }
 
-    fn archive_as(&mut self, cx: &mut Cx<'_>, status: &str) -> StepReport {
-        let result = match (&self.error, self.result.is_empty()) {
-            (Some(e), _) if status == "ERROR" => e.clone(),
-            (_, false) => self.result.clone(),
-            _ => self.last_result.clone().unwrap_or_default(),
-        };
+    fn archive_as(&mut self, cx: &mut Cx<'_>, status: SubtaskOutcome) -> StepReport {
+        let result = subtask_result(
+            status,
+            self.error.as_deref(),
+            &self.result,
+            self.last_result.as_deref(),
+        );
         let name = self.name();
         archive(
             cx,
@@ -462,14 +457,18 @@ impl SubAgent for ShellAgent {
             ShellStatus::Continue => self.handle_continue(cx).await,
             ShellStatus::Confirm => self.handle_confirm(cx).await,
             ShellStatus::Finish => {
-                let status = if self.rejected { "REJECTED" } else { "FINISH" };
+                let status = if self.rejected {
+                    SubtaskOutcome::Rejected
+                } else {
+                    SubtaskOutcome::Finish
+                };
                 self.archive_as(cx, status)
             }
             ShellStatus::Fail => {
                 cx.round_failures += 1;
-                self.archive_as(cx, "FAIL")
+                self.archive_as(cx, SubtaskOutcome::Fail)
             }
-            ShellStatus::Error => self.archive_as(cx, "ERROR"),
+            ShellStatus::Error => self.archive_as(cx, SubtaskOutcome::Error),
         }
     }
 

@@ -1,4 +1,4 @@
-//! AppAgent functions: the canonical names of DESIGN.md, UFO's aliases, and their arguments.
+//! AppAgent functions: the canonical names of docs/responses.md, UFO's aliases, and their arguments.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -33,8 +33,8 @@ pub struct Trajectory {
     pub agent: String,
     /// The subtask.
     pub subtask: String,
-    /// FINISH, FAIL, ERROR or REJECTED.
-    pub status: String,
+    /// How it ended.
+    pub status: crate::agent::SubtaskOutcome,
     /// Its result or the error.
     pub result: String,
     /// Actions it took, one line each.
@@ -196,7 +196,7 @@ mod tests {
         Trajectory {
             agent: "AppAgent/X".into(),
             subtask: format!("subtask {i}"),
-            status: "FINISH".into(),
+            status: crate::agent::SubtaskOutcome::Finish,
             result: "x".repeat(100),
             actions: vec![],
         }

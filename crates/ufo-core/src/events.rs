@@ -1,4 +1,4 @@
-//! Trajectory records (`events.jsonl`), as DESIGN.md specifies them.
+//! Trajectory records (`events.jsonl`), as docs/formats.md "Trajectory" specifies them.
 
 use serde_json::{json, Value};
 

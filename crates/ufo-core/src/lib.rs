@@ -12,6 +12,7 @@ pub mod blackboard;
 pub mod config;
 pub mod events;
 pub mod inert;
+pub mod keys;
 pub mod parse;
 pub mod ports;
 pub mod processor;
@@ -22,6 +23,9 @@ pub mod secrets;
 pub mod sensitive;
 pub mod session;
 pub mod status;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+pub mod text;
 
 pub use action::{Button, ScrollDirection, UiAction};
 

@@ -1,6 +1,6 @@
 //! Session and Round (Module layer): how many rounds and steps, and when to stop.
 //!
-//! One round is DESIGN.md's loop: handle the state, stop if the round ends or the step limit
+//! One round is the loop of docs/states.md: handle the state, stop if the round ends or the step limit
 //! is hit, else move to the next state and agent. Every visited state gives one `step` record.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -329,7 +329,7 @@ impl<'a> Session<'a> {
                             &name,
                             agent.state_name(),
                             &subtask,
-                            "CANCELLED",
+                            crate::agent::SubtaskOutcome::Cancelled,
                             "the person cancelled the session during this subtask",
                             &[],
                         );
@@ -591,18 +591,7 @@ mod tests {
         }
     }
 
-    #[derive(Default)]
-    struct MemRecorder(Vec<Value>);
-
-    impl Recorder for MemRecorder {
-        fn event(&mut self, e: &Value) -> Result<(), RecorderError> {
-            self.0.push(e.clone());
-            Ok(())
-        }
-        fn artifact(&mut self, name: &str, _b: &[u8]) -> Result<String, RecorderError> {
-            Ok(name.into())
-        }
-    }
+    use crate::testing::MemoryRecorder as MemRecorder;
 
     fn host(status: &str) -> Value {
         json!({"Observation": "o", "Thought": "t", "Current Sub-Task": "delete it",
@@ -682,7 +671,7 @@ mod tests {
             .run("request", &mut rec)
             .await;
         let seq = rec
-            .0
+            .events
             .iter()
             .filter(|e| e["type"] == "step")
             .map(|e| {
@@ -923,7 +912,7 @@ mod tests {
             .with_cancel(flag)
             .run("request", &mut rec)
             .await;
-        (rec.0, outcome)
+        (rec.events, outcome)
     }
 
     fn states(events: &[Value]) -> Vec<String> {

@@ -81,7 +81,7 @@ impl HostStatus {
         )
     }
 
-    /// Statuses a model may return from CONTINUE (DESIGN.md: the matrix plus FAIL).
+    /// Statuses a model may return from CONTINUE (docs/states.md: the table plus FAIL).
     pub const LLM_OUTCOMES: [HostStatus; 6] = [
         HostStatus::Continue,
         HostStatus::Assign,
@@ -146,7 +146,7 @@ impl AppStatus {
     }
 
     /// Whether the model may move the AppAgent from `self` to `to`. The model runs in
-    /// CONTINUE and SCREENSHOT, and may choose any app status there (seed 003's mapping).
+    /// CONTINUE and SCREENSHOT, and may choose any app status there (the reference system's mapping of operator statuses).
     pub fn llm_may_go(self, to: AppStatus) -> bool {
         match self {
             AppStatus::Continue | AppStatus::Screenshot => match to {

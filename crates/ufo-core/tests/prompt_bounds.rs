@@ -11,6 +11,7 @@ use ufo_core::agent::{AppAgentFactory, Services};
 use ufo_core::ports::*;
 use ufo_core::prompt::Prompts;
 use ufo_core::session::{Checkpoint, CHECKPOINT_FILE};
+use ufo_core::testing::{ListedPerson, MemoryRecorder};
 use ufo_core::{Config, Session, SessionStatus, UiAction};
 
 /// The bound: 16,000 tokens at about 4 characters a token.
@@ -103,40 +104,21 @@ impl LlmClient for Model {
     }
 }
 
-struct Person;
-
-#[async_trait]
-impl UserIo for Person {
-    async fn confirm(&self, _r: &ConfirmRequest) -> Decision {
-        Decision::Reject
-    }
-    async fn ask(&self, _a: &str, _q: &str) -> Option<String> {
-        None
-    }
-    async fn follow_up(&self) -> Option<String> {
-        None
-    }
+/// The person rejects every held action and answers nothing.
+fn person() -> ListedPerson {
+    ListedPerson::new(Decision::Reject, [])
 }
 
-#[derive(Default)]
-struct Rec {
-    events: Vec<Value>,
-    checkpoint: Vec<u8>,
-    largest_checkpoint: usize,
-}
-
-impl Recorder for Rec {
-    fn event(&mut self, e: &Value) -> Result<(), RecorderError> {
-        self.events.push(e.clone());
-        Ok(())
-    }
-    fn artifact(&mut self, name: &str, bytes: &[u8]) -> Result<String, RecorderError> {
-        if name == CHECKPOINT_FILE {
-            self.largest_checkpoint = self.largest_checkpoint.max(bytes.len());
-            self.checkpoint = bytes.to_vec();
-        }
-        Ok(name.into())
-    }
+/// The largest checkpoint the session wrote, and the last one.
+fn checkpoints(rec: &MemoryRecorder) -> (usize, Vec<u8>) {
+    let all: Vec<&Vec<u8>> = rec
+        .artifacts
+        .iter()
+        .filter(|(n, _)| n == CHECKPOINT_FILE)
+        .map(|(_, b)| b)
+        .collect();
+    let largest = all.iter().map(|b| b.len()).max().unwrap_or(0);
+    (largest, all.last().map(|b| b.to_vec()).unwrap_or_default())
 }
 
 #[tokio::test]
@@ -155,12 +137,12 @@ async fn a_hundred_subtasks_with_8_kb_results_keep_the_host_prompt_and_checkpoin
         desktop: &Desk,
         host_llm: &model,
         app_llm: &model,
-        user: &Person,
+        user: &person(),
         config: &config,
         prompts: &prompts,
         tools: None,
     };
-    let mut rec = Rec::default();
+    let mut rec = MemoryRecorder::default();
     let outcome = Session::new(services, Box::new(AppAgentFactory))
         .run("copy a hundred tables", &mut rec)
         .await;
@@ -168,6 +150,7 @@ async fn a_hundred_subtasks_with_8_kb_results_keep_the_host_prompt_and_checkpoin
     let prompts = model.host_prompts.lock().expect("lock").clone();
     assert_eq!(prompts.len(), 101);
     let largest = prompts.iter().copied().max().unwrap_or(0);
+    let (largest_checkpoint, last_checkpoint) = checkpoints(&rec);
     let total: usize = prompts.iter().sum();
     println!(
         "host prompt: largest {largest} bytes, last {} bytes, all {} host prompts {total} bytes \
@@ -175,13 +158,13 @@ async fn a_hundred_subtasks_with_8_kb_results_keep_the_host_prompt_and_checkpoin
         prompts[100],
         prompts.len(),
         total / 4,
-        rec.largest_checkpoint
+        largest_checkpoint
     );
     assert!(largest <= PROMPT_BOUND, "host prompt of {largest} bytes");
     assert!(
-        rec.largest_checkpoint <= 64 * 1024,
+        largest_checkpoint <= 64 * 1024,
         "checkpoint of {} bytes",
-        rec.largest_checkpoint
+        largest_checkpoint
     );
     // The whole results are still in the trajectory.
     let archived = rec
@@ -191,7 +174,7 @@ async fn a_hundred_subtasks_with_8_kb_results_keep_the_host_prompt_and_checkpoin
         .count();
     assert_eq!(archived, 100);
     // The checkpoint reads back: the newest subtasks in full, the older summarised or counted.
-    let cp: Checkpoint = serde_json::from_slice(&rec.checkpoint).expect("checkpoint");
+    let cp: Checkpoint = serde_json::from_slice(&last_checkpoint).expect("checkpoint");
     assert_eq!(cp.previous_subtasks.len(), 100);
     assert_eq!(cp.previous_subtasks.recent.len(), 10);
     let last = &cp.previous_subtasks.recent[9].result;
@@ -241,12 +224,12 @@ async fn host_error_carries_its_message() {
         desktop: &Desk,
         host_llm: &Down,
         app_llm: &Down,
-        user: &Person,
+        user: &person(),
         config: &config,
         prompts: &prompts,
         tools: None,
     };
-    let mut rec = Rec::default();
+    let mut rec = MemoryRecorder::default();
     let outcome = Session::new(services, Box::new(AppAgentFactory))
         .run("anything", &mut rec)
         .await;
@@ -294,7 +277,7 @@ async fn a_recorder_failure_ends_the_session_error_io() {
         desktop: &Desk,
         host_llm: &model,
         app_llm: &model,
-        user: &Person,
+        user: &person(),
         config: &config,
         prompts: &prompts,
         tools: None,

@@ -19,13 +19,13 @@ pub type Rgba = [u8; 4];
 #[derive(Debug, thiserror::Error)]
 pub enum AnnotateError {
     /// The pixel buffer does not match the image size.
-    #[error("image buffer has {got} bytes but {width}x{height} RGBA needs {expected}")]
+    #[error("image buffer has {got} bytes but a {width}x{height} image needs {expected}")]
     BadBuffer {
         /// Width given.
         width: u32,
         /// Height given.
         height: u32,
-        /// Bytes needed (`width * height * 4`).
+        /// Bytes needed (`width * height * 4` for RGBA, `* 3` for RGB).
         expected: usize,
         /// Bytes given.
         got: usize,
@@ -78,6 +78,28 @@ impl RgbaImage {
                 expected,
                 got: data.len(),
             });
+        }
+        Ok(Self {
+            width,
+            height,
+            data,
+        })
+    }
+
+    /// Convert a row-major RGB buffer (3 bytes a pixel, as an X11 capture gives) to RGBA.
+    pub fn from_rgb(width: u32, height: u32, rgb: &[u8]) -> Result<Self, AnnotateError> {
+        let expected = width as usize * height as usize * 3;
+        if rgb.len() != expected {
+            return Err(AnnotateError::BadBuffer {
+                width,
+                height,
+                expected,
+                got: rgb.len(),
+            });
+        }
+        let mut data = Vec::with_capacity(expected / 3 * 4);
+        for px in rgb.chunks_exact(3) {
+            data.extend_from_slice(&[px[0], px[1], px[2], 255]);
         }
         Ok(Self {
             width,
@@ -216,7 +238,8 @@ impl RgbaImage {
 }
 
 const GLYPH_W: u32 = 3;
-const GLYPH_H: u32 = 5;
+/// Height of a glyph of the built-in font, in font pixels (before scaling).
+pub const GLYPH_H: u32 = 5;
 
 /// The 3x5 glyph of a character: five rows, the three low bits of each row left to right.
 fn glyph(c: char) -> [u8; 5] {
@@ -249,7 +272,8 @@ pub fn text_width(text: &str, scale: u32) -> u32 {
 }
 
 /// Box colours, cycled by label index so neighbouring boxes differ.
-const PALETTE: &[Rgba] = &[
+/// The box colours, cycled by label number (label 1 gets the first).
+pub const PALETTE: &[Rgba] = &[
     [220, 30, 30, 255],
     [20, 110, 220, 255],
     [20, 150, 60, 255],
@@ -269,12 +293,17 @@ pub fn to_image_rect(screen: Rect, origin: Rect) -> Rect {
     }
 }
 
+/// Font scale of the label tags [`draw_annotations`] draws (the report finds tags by it).
+pub const TAG_SCALE: u32 = 3;
+/// Padding around the label inside a tag, in image pixels.
+pub const TAG_PAD: u32 = 2;
+
 /// Draw the annotation boxes onto `image` in place: for each `(label, rect)` an outline and,
 /// at the box's top-left corner, a filled tag with the label in white. The colour cycles with
 /// the label's number (`"1"`, `"2"`, ...; with the position for other labels).
 pub fn draw_annotations<L: AsRef<str>>(image: &mut RgbaImage, labels: &[(L, Rect)]) {
-    const SCALE: u32 = 3;
-    const PAD: u32 = 2;
+    const SCALE: u32 = TAG_SCALE;
+    const PAD: u32 = TAG_PAD;
     for (i, (label, rect)) in labels.iter().enumerate() {
         let label = label.as_ref();
         // The colour follows the label number, so a subset of the labels (the simulated

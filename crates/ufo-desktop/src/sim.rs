@@ -1,7 +1,7 @@
 //! The simulated desktop (`--desktop sim:FILE`): an in-process, deterministic [`Desktop`]
 //! loaded from a JSON scenario.
 //!
-//! The scenario format is the contract of DESIGN.md ("Simulated desktop"):
+//! The scenario format is the contract of docs/formats.md ("Simulated desktop"):
 //!
 //! ```json
 //! {"apps": [{
@@ -519,54 +519,6 @@ fn render_window(app: &SimApp, index: usize) -> RgbaImage {
     img
 }
 
-/// Apply a `type_keys` sequence to a value: text is appended, `{ENTER}` → newline, `{TAB}` →
-/// tab, `{SPACE}` → space, `{BACKSPACE}` deletes one character, `{{}`/`{}}` are literal braces,
-/// `{KEY n}` repeats, other `{...}` keys and chords change nothing.
-fn apply_keys(value: &mut String, keys: &str) {
-    let mut rest = keys;
-    while let Some(ch) = rest.chars().next() {
-        if ch != '{' {
-            value.push(ch);
-            rest = &rest[ch.len_utf8()..];
-            continue;
-        }
-        if rest.starts_with("{}}") {
-            value.push('}');
-            rest = &rest[3..];
-            continue;
-        }
-        let Some(end) = rest[1..].find('}').map(|e| e + 1) else {
-            // Unclosed brace: the rest is literal text.
-            value.push_str(rest);
-            break;
-        };
-        let token = &rest[1..end];
-        rest = &rest[end + 1..];
-        if token == "{" {
-            value.push('{');
-            continue;
-        }
-        let mut parts = token.split_whitespace();
-        let key = parts.next().unwrap_or("").to_ascii_lowercase();
-        let count = parts
-            .next()
-            .and_then(|n| n.parse::<usize>().ok())
-            .unwrap_or(1)
-            .min(1000);
-        for _ in 0..count {
-            match key.as_str() {
-                "enter" | "return" => value.push('\n'),
-                "tab" => value.push('\t'),
-                "space" => value.push(' '),
-                "backspace" | "bs" | "bksp" => {
-                    value.pop();
-                }
-                _ => {}
-            }
-        }
-    }
-}
-
 #[async_trait]
 impl Desktop for SimDesktop {
     async fn windows(&self) -> Result<Vec<WindowInfo>, DesktopError> {
@@ -730,6 +682,18 @@ impl Desktop for SimDesktop {
             record(&mut st, Some(cid), false);
             return Err(DesktopError::ActionFailed(error));
         }
+        // the one key parser of every desktop: a key string the live desktop refuses is
+        // refused here too
+        let presses = match action {
+            UiAction::TypeKeys { keys } => match ufo_core::keys::parse_keys(keys) {
+                Ok(p) => p,
+                Err(e) => {
+                    record(&mut st, Some(cid), false);
+                    return Err(DesktopError::ActionFailed(e.to_string()));
+                }
+            },
+            _ => Vec::new(),
+        };
         record(&mut st, Some(cid), true);
 
         let app = &mut st.apps[ai];
@@ -776,9 +740,9 @@ impl Desktop for SimDesktop {
                 app.controls[ci].value = Some(text.clone());
                 format!("set the text of {label} to {text:?}")
             }
-            UiAction::TypeKeys { keys } => {
+            UiAction::TypeKeys { .. } => {
                 let value = app.controls[ci].value.get_or_insert_with(String::new);
-                apply_keys(value, keys);
+                ufo_core::keys::apply_to_text(value, &presses);
                 format!("typed into {label}; its text is now {value:?}")
             }
             UiAction::Select { item } => {
@@ -1325,7 +1289,7 @@ mod tests {
     fn key_sequences_edit_the_value() {
         let run = |start: &str, keys: &str| {
             let mut v = start.to_string();
-            apply_keys(&mut v, keys);
+            ufo_core::keys::apply_to_text(&mut v, &ufo_core::keys::parse_keys(keys).expect("keys"));
             v
         };
         assert_eq!(run("", "ab{BACKSPACE}c{ENTER}{TAB}d"), "ac\n\td");
@@ -1335,6 +1299,8 @@ mod tests {
         assert_eq!(run("", "a{SPACE}b{ENTER 2}"), "a b\n\n");
         assert_eq!(run("", "50% {unclosed"), "50% {unclosed");
         assert_eq!(run("é", "{BACKSPACE}ü"), "ü");
+        // issue 14: a bare chord is a chord here as on the live desktop, not text
+        assert_eq!(run("x", "ctrl+s"), "x");
     }
 
     #[tokio::test]

@@ -168,7 +168,7 @@ proptest! {
     }
 
     #[test]
-    fn typed_plain_text_is_appended_as_is(text in "[^{}]{0,64}", keys in adversarial()) {
+    fn typed_plain_text_is_appended_as_is(text in "[^{}+]{0,64}", keys in adversarial()) {
         let d = SimDesktop::from_json_str(
             r#"{"apps": [{"name": "W", "controls": [{"id": "e", "role": "edit", "value": ""}]}]}"#,
         )
@@ -176,7 +176,8 @@ proptest! {
         let typed =
             |k: &str| block_on(d.act("W", Some("e"), &UiAction::TypeKeys { keys: k.into() }));
         typed(&text).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert_eq!(d.control_value("W", "e"), Some(text.clone()));
+        // a carriage return is the Enter key, as on the live desktop
+        prop_assert_eq!(d.control_value("W", "e"), Some(text.replace('\r', "\n")));
         // Any key string afterwards: no panic.
         let _ = typed(&keys);
     }

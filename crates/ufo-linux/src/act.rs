@@ -193,6 +193,10 @@ impl LinuxDesktop {
         if c.ifaces & iface::VALUE != 0 {
             return Ok(format!("{}", self.bus.value(&c.bus, &c.path).await?));
         }
+        // a document without text of its own (Writer's): its visible text (office.rs)
+        if let Some(t) = self.document_text(c).await {
+            return Ok(t);
+        }
         Ok(c.name.clone())
     }
 

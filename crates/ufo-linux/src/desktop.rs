@@ -76,20 +76,7 @@ const SHELL_SHOWN: usize = 16_000;
 
 /// A captured stream as text: at most [`SHELL_SHOWN`] bytes, then how much was left out.
 fn shown(c: &ufo_proc::Captured) -> String {
-    let s = String::from_utf8_lossy(&c.bytes);
-    if s.len() <= SHELL_SHOWN && !c.truncated() {
-        return s.into_owned();
-    }
-    let mut end = s.len().min(SHELL_SHOWN);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    let left = (c.bytes.len() as u64 + c.more).saturating_sub(end as u64);
-    let mut out = format!("{}…(truncated, {left} bytes more)", &s[..end]);
-    if c.stopped {
-        out.push_str("; the command was stopped for printing too much");
-    }
-    out
+    c.shown(SHELL_SHOWN)
 }
 
 /// Run `/bin/sh -c command` for the host's `Bash`: without ufo's secrets (then `env` added),
@@ -558,25 +545,44 @@ impl Desktop for LinuxDesktop {
         Ok(Some(self.screen_png().await?))
     }
 
+    #[tracing::instrument(level = "debug", skip(self), err(Display))]
     async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError> {
-        Ok(self.observe_window(window_id).await?)
+        let started = std::time::Instant::now();
+        let obs = self.observe_window(window_id).await?;
+        tracing::debug!(
+            controls = obs.controls.len(),
+            warnings = obs.warnings.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "observed"
+        );
+        Ok(obs)
     }
 
+    #[tracing::instrument(level = "debug", skip(self, action), fields(action = action.name()), err(Display))]
     async fn act(
         &self,
         window_id: &str,
         control_id: Option<&str>,
         action: &UiAction,
     ) -> Result<String, DesktopError> {
-        Ok(self.perform(window_id, control_id, action).await?)
+        let started = std::time::Instant::now();
+        let done = self.perform(window_id, control_id, action).await?;
+        tracing::debug!(ms = started.elapsed().as_millis() as u64, "acted");
+        Ok(done)
     }
 
+    #[tracing::instrument(level = "debug", skip(self), err(Display))]
     async fn launch(&self, app: &str) -> Result<WindowInfo, DesktopError> {
-        Ok(self.launch_app(app).await?)
+        let window = self.launch_app(app).await?;
+        tracing::debug!(window = %window.id, title = %window.title, "launched");
+        Ok(window)
     }
 
+    #[tracing::instrument(level = "debug", skip(self), err(Display))]
     async fn shell(&self, command: &str) -> Result<ShellOutput, DesktopError> {
-        Ok(self.run_shell(command).await?)
+        let out = self.run_shell(command).await?;
+        tracing::debug!(code = ?out.code, "command ended");
+        Ok(out)
     }
 
     fn find_program(&self, name: &str) -> Option<String> {

@@ -1,14 +1,8 @@
-//! The `type_keys` syntax.
-//!
-//! * Plain text is typed as is (`hello world`); a newline types Return, a tab types Tab.
-//! * `{NAME}` presses a special key: `{ENTER}`, `{TAB}`, `{ESC}`, `{BACKSPACE}`, `{DELETE}`,
-//!   `{INSERT}`, `{HOME}`, `{END}`, `{UP}`, `{DOWN}`, `{LEFT}`, `{RIGHT}`, `{PGUP}`,
-//!   `{PGDN}`, `{SPACE}`, `{F1}`…`{F12}`, `{MENU}` (names are case-insensitive).
-//! * `{NAME N}` presses it N times (`{BACKSPACE 3}`).
-//! * `{mod+…+key}` is a chord: modifiers `ctrl`, `shift`, `alt`, `super`, then one key, either a
-//!   character (`{ctrl+s}`, `{ctrl+shift+z}`) or a special key name (`{alt+F4}`, `{ctrl+ENTER}`).
-//! * A whole string that is just a chord (`ctrl+s`, `alt+F4`) is the chord too.
-//! * `{{}` and `{}}` type literal braces; a `{` with no matching `}` is typed literally.
+//! Key strings as X key events. The `type_keys` syntax itself is parsed by
+//! [`ufo_core::keys`], the one parser every desktop shares; this module turns its presses into
+//! keysyms and groups them into the batches `type_keys` sends.
+
+use ufo_core::keys::{Key, Modifier, NamedKey};
 
 use crate::LinuxError;
 
@@ -44,140 +38,53 @@ pub(crate) fn char_keysym(c: char) -> u32 {
     }
 }
 
-fn named_key(name: &str) -> Option<u32> {
-    let n = name.to_ascii_uppercase();
-    Some(match n.as_str() {
-        "ENTER" | "RETURN" => sym::RETURN,
-        "TAB" => sym::TAB,
-        "ESC" | "ESCAPE" => 0xff1b,
-        "BACKSPACE" | "BKSP" | "BS" => 0xff08,
-        "DELETE" | "DEL" => 0xffff,
-        "INSERT" | "INS" => 0xff63,
-        "HOME" => 0xff50,
-        "END" => 0xff57,
-        "LEFT" => 0xff51,
-        "UP" => 0xff52,
-        "RIGHT" => 0xff53,
-        "DOWN" => 0xff54,
-        "PGUP" | "PAGEUP" => 0xff55,
-        "PGDN" | "PAGEDOWN" => 0xff56,
-        "SPACE" => 0x20,
-        "PLUS" => '+' as u32,
-        "MENU" | "APPS" => 0xff67,
-        "PRTSC" | "PRINT" => 0xff61,
-        _ => {
-            let num = n.strip_prefix('F')?.parse::<u32>().ok()?;
-            if (1..=24).contains(&num) {
-                0xffbe + num - 1
-            } else {
-                return None;
-            }
-        }
-    })
-}
-
-fn modifier(name: &str) -> Option<u32> {
-    Some(match name.to_ascii_lowercase().as_str() {
-        "ctrl" | "control" | "ctl" => sym::CONTROL_L,
-        "shift" => sym::SHIFT_L,
-        "alt" | "meta" => sym::ALT_L,
-        "super" | "win" | "cmd" => sym::SUPER_L,
-        _ => return None,
-    })
-}
-
-/// Parse `mod+mod+key` (no braces). `None` when it is not a chord.
-fn parse_chord(s: &str) -> Option<KeyStep> {
-    let parts: Vec<&str> = s.split('+').collect();
-    if parts.len() < 2 {
-        return None;
+/// The keysym of a named key.
+fn named_keysym(k: NamedKey) -> u32 {
+    match k {
+        NamedKey::Enter => sym::RETURN,
+        NamedKey::Tab => sym::TAB,
+        NamedKey::Esc => 0xff1b,
+        NamedKey::Backspace => 0xff08,
+        NamedKey::Delete => 0xffff,
+        NamedKey::Insert => 0xff63,
+        NamedKey::Home => 0xff50,
+        NamedKey::End => 0xff57,
+        NamedKey::Left => 0xff51,
+        NamedKey::Up => 0xff52,
+        NamedKey::Right => 0xff53,
+        NamedKey::Down => 0xff54,
+        NamedKey::PageUp => 0xff55,
+        NamedKey::PageDown => 0xff56,
+        NamedKey::Space => 0x20,
+        NamedKey::Menu => 0xff67,
+        NamedKey::PrintScreen => 0xff61,
+        NamedKey::F(n) => 0xffbe + u32::from(n.clamp(1, 24)) - 1,
     }
-    let (key_part, mod_parts) = match parts.split_last() {
-        // "ctrl++" means ctrl and the plus key
-        Some((last, rest)) if last.is_empty() && rest.last() == Some(&"") => {
-            (("+"), &rest[..rest.len() - 1])
-        }
-        Some((last, rest)) => (*last, rest),
-        None => return None,
-    };
-    let mods = mod_parts
-        .iter()
-        .map(|m| modifier(m.trim()))
-        .collect::<Option<Vec<u32>>>()?;
-    let key = key_part.trim();
-    let mut chars = key.chars();
-    let keysym = match (chars.next(), chars.next()) {
-        (Some(c), None) => char_keysym(c.to_ascii_lowercase()),
-        _ => named_key(key)?,
-    };
-    Some(KeyStep::Chord { mods, key: keysym })
 }
 
-/// Parse a `type_keys` string into steps.
+fn modifier_keysym(m: Modifier) -> u32 {
+    match m {
+        Modifier::Ctrl => sym::CONTROL_L,
+        Modifier::Shift => sym::SHIFT_L,
+        Modifier::Alt => sym::ALT_L,
+        Modifier::Super => sym::SUPER_L,
+    }
+}
+
+/// Parse a `type_keys` string (the one parser, [`ufo_core::keys`]) into X key steps.
 pub(crate) fn parse_keys(input: &str) -> Result<Vec<KeyStep>, LinuxError> {
-    let trimmed = input.trim();
-    if !trimmed.is_empty() && !trimmed.contains(['{', '}', ' ']) {
-        if let Some(chord) = parse_chord(trimmed) {
-            return Ok(vec![chord]);
-        }
-    }
-    let mut steps = Vec::new();
-    let plain = |c: char| KeyStep::Chord {
-        mods: vec![],
-        key: char_keysym(c),
-    };
-    let mut rest = input;
-    while let Some(c) = rest.chars().next() {
-        if c == '{' {
-            // literal braces: {{} and {}}
-            if rest.starts_with("{{}") {
-                steps.push(plain('{'));
-                rest = &rest[3..];
-                continue;
-            }
-            if rest.starts_with("{}}") {
-                steps.push(plain('}'));
-                rest = &rest[3..];
-                continue;
-            }
-            if let Some(end) = rest[1..].find('}') {
-                let inner = &rest[1..1 + end];
-                let (body, count) = match inner.rsplit_once(' ') {
-                    Some((b, n)) if n.trim().parse::<u32>().is_ok() => {
-                        (b.trim(), n.trim().parse::<u32>().unwrap_or(1))
-                    }
-                    _ => (inner.trim(), 1),
-                };
-                if count > 1000 {
-                    return Err(LinuxError::KeySyntax(format!(
-                        "repeat count {count} in {{{inner}}} is above 1000"
-                    )));
-                }
-                let step = if let Some(k) = named_key(body) {
-                    KeyStep::Chord {
-                        mods: vec![],
-                        key: k,
-                    }
-                } else if let Some(ch) = parse_chord(body) {
-                    ch
-                } else if body.chars().count() == 1 {
-                    plain(body.chars().next().unwrap_or(' '))
-                } else {
-                    return Err(LinuxError::KeySyntax(format!(
-                        "unknown key {{{inner}}}; use a key name like {{ENTER}} or a chord like {{ctrl+s}}"
-                    )));
-                };
-                for _ in 0..count {
-                    steps.push(step.clone());
-                }
-                rest = &rest[2 + end..];
-                continue;
-            }
-        }
-        steps.push(plain(c));
-        rest = &rest[c.len_utf8()..];
-    }
-    Ok(steps)
+    let presses =
+        ufo_core::keys::parse_keys(input).map_err(|e| LinuxError::KeySyntax(e.to_string()))?;
+    Ok(presses
+        .into_iter()
+        .map(|p| KeyStep::Chord {
+            mods: p.mods.into_iter().map(modifier_keysym).collect(),
+            key: match p.key {
+                Key::Char(c) => char_keysym(c),
+                Key::Named(k) => named_keysym(k),
+            },
+        })
+        .collect())
 }
 
 /// Whether a step is a command chord (held Ctrl, Alt or Super): applications may act on those

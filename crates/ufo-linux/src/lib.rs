@@ -18,6 +18,7 @@ mod desktop;
 mod error;
 mod keys;
 mod observe;
+mod office;
 mod table;
 mod x11;
 

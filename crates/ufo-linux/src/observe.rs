@@ -11,6 +11,7 @@ use ufo_core::{Control, Rect, Screenshot, WindowInfo, WindowObservation};
 use crate::annotate::{self, Mark};
 use crate::bus::{iface, state, AppTree, Node, ROOT_PATH};
 use crate::desktop::{window_id as format_window_id, CtlInfo, LinuxDesktop};
+use crate::office;
 use crate::x11::{RgbImage, XWindow};
 use crate::LinuxError;
 
@@ -421,6 +422,10 @@ impl LinuxDesktop {
 
         // drop main-window controls hidden under an attached dialog
         let dialog_rects: Vec<Rect> = attached.iter().map(xrect).collect();
+        let groups = groups
+            .into_iter()
+            .map(without_shadows_and_covered)
+            .collect::<Vec<_>>();
         let mut fetched: Vec<Fetched> = Vec::new();
         let n_groups = groups.len();
         for (gi, group) in groups.into_iter().enumerate() {
@@ -544,6 +549,8 @@ impl LinuxDesktop {
         if self.complete_tree(bus, tree, &frame, true, warnings).await {
             stats.walked = true;
         }
+        // office documents: their visible paragraphs, cells, shapes and slides (office.rs)
+        self.read_documents(bus, tree, &frame, warnings).await;
         let tree = &*tree;
         let subtree_len = tree.subtree(&frame, self.config.walk_max_nodes).len();
         stats.nodes += subtree_len;
@@ -575,11 +582,14 @@ impl LinuxDesktop {
             (0, 0)
         };
         let win_rect = xrect(w);
-        let results = futures::future::join_all(
-            candidates
-                .iter()
-                .map(|c| self.fetch_control(bus, c, offset, win_rect, w.id, with_actions)),
-        )
+        // a fresh LibreOffice window reports its own controls shifted (office.rs)
+        let nodes: Vec<&Node> = candidates.iter().map(|c| &c.node).collect();
+        let fixes = self.extent_corrections(bus, tree, &frame, &nodes).await;
+        let results = futures::future::join_all(candidates.iter().map(|c| {
+            let (dx, dy) = fixes.get(&c.node.path).copied().unwrap_or((0, 0));
+            let offset = (offset.0 + dx, offset.1 + dy);
+            self.fetch_control(bus, c, offset, win_rect, w.id, with_actions)
+        }))
         .await;
         let mut out = Vec::new();
         let mut failed = 0;
@@ -629,14 +639,17 @@ impl LinuxDesktop {
             }
         };
         let acts = async {
-            if with_actions && n.ifaces & iface::ACTION != 0 {
+            // a menu's actions tell a real menu from LibreOffice's shadow of it
+            if (with_actions || n.role == role::MENU) && n.ifaces & iface::ACTION != 0 {
                 self.bus.actions(bus, &n.path).await
             } else {
                 Ok(Vec::new())
             }
         };
         let text = async {
-            if n.ifaces & iface::TEXT != 0 && TEXTUAL.contains(&n.role) {
+            if n.ifaces & iface::TEXT != 0
+                && (TEXTUAL.contains(&n.role) || office::is_text_part(n.role))
+            {
                 self.bus.text(bus, &n.path).await.map(Some)
             } else {
                 Ok(None)
@@ -702,7 +715,11 @@ impl LinuxDesktop {
         } else {
             None
         };
-        let name = if ITEMS.contains(&n.role) && !c.child_text.is_empty() {
+        let name = if office::is_text_part(n.role) && n.name.trim().is_empty() {
+            // a paragraph: the start of its text (its table cell's name first)
+            let cell = c.child_text.strip_prefix('\u{1}');
+            office::paragraph_name(value.as_deref().unwrap_or(""), cell)
+        } else if ITEMS.contains(&n.role) && !c.child_text.is_empty() {
             clean_name(&n.name, &c.child_text, &n.description)
         } else {
             clean_name(&n.name, &n.description, &c.child_text)
@@ -796,10 +813,13 @@ impl LinuxDesktop {
         let mut capped = false;
         let mut cut = false;
         let mut moved: Vec<(String, String, i32)> = Vec::new();
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut rescans = 0;
         loop {
             // nodes whose cached count cannot be trusted: read the live count (one cheap call
             // each, no child is built) and enumerate only a bounded one
             if !probes.is_empty() {
+                seen.extend(probes.iter().cloned());
                 let remaining = deadline.saturating_duration_since(Instant::now());
                 let counts = tokio::time::timeout(
                     remaining,
@@ -830,8 +850,28 @@ impl LinuxDesktop {
                 }
             }
             if frontier.is_empty() {
+                // nodes connected during the walk (cached under a parent the cache lacked,
+                // as LibreOffice files its root pane and its toolbars' boxes) may be
+                // incomplete too: look at the tree again, a few times at most
+                if rescans < 3 {
+                    rescans += 1;
+                    for n in tree.subtree(frame, max_nodes) {
+                        if visible(n) && !seen.contains(&n.path) {
+                            match walk_verdict(n, tree.kids(&n.path).len(), thorough, bound, false)
+                            {
+                                Walk::Children => frontier.push(n.path.clone()),
+                                Walk::Probe => probes.push(n.path.clone()),
+                                Walk::Refuse | Walk::Done => {}
+                            }
+                        }
+                    }
+                    if !frontier.is_empty() || !probes.is_empty() {
+                        continue;
+                    }
+                }
                 break;
             }
+            seen.extend(frontier.iter().cloned());
             if Instant::now() >= deadline || visited >= max_nodes {
                 cut = true;
                 break;
@@ -897,6 +937,7 @@ impl LinuxDesktop {
                 cut = true;
                 break;
             };
+            let mut attached: Vec<String> = Vec::new();
             for n in nodes {
                 match n {
                     Ok(n) => {
@@ -907,10 +948,26 @@ impl LinuxDesktop {
                                 Walk::Refuse => refused.push(refusal(&n, bound)),
                                 Walk::Probe | Walk::Done => {}
                             }
+                            attached.push(n.path.clone());
                         }
                         tree.insert(n);
                     }
                     Err(_) => errors += 1,
+                }
+            }
+            // cached nodes whose parent was missing from the cache (LibreOffice files its
+            // root pane and the boxes of its toolbars so) hang under a fresh node now: walk
+            // the incomplete ones among them too
+            for p in attached {
+                for d in tree.subtree(&p, max_nodes).into_iter().skip(1) {
+                    if visible(d) {
+                        match walk_verdict(d, tree.kids(&d.path).len(), thorough, bound, false) {
+                            Walk::Children => frontier.push(d.path.clone()),
+                            Walk::Probe => probes.push(d.path.clone()),
+                            Walk::Refuse => refused.push(refusal(d, bound)),
+                            Walk::Done => {}
+                        }
+                    }
                 }
             }
         }
@@ -987,6 +1044,25 @@ pub(crate) fn walk_verdict(
     } else {
         Walk::Done
     }
+}
+
+/// Drop LibreOffice's shadow menus and the controls an open menu covers (office.rs).
+fn without_shadows_and_covered(group: Vec<Fetched>) -> Vec<Fetched> {
+    let placed: Vec<office::Placed> = group
+        .iter()
+        .map(|f| office::Placed {
+            role: f.detail.control.role.clone(),
+            name: f.detail.control.name.clone(),
+            has_action: f.info.actions.iter().any(|a| !a.trim().is_empty()),
+            rect: f.detail.control.rect,
+        })
+        .collect();
+    let keep = office::keep_mask(&placed);
+    group
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(f, k)| k.then_some(f))
+        .collect()
 }
 
 /// The warning for a container the walk did not enumerate.
@@ -1078,11 +1154,20 @@ fn collect_candidates(tree: &AppTree, frame: &str, max_nodes: usize) -> (Vec<Can
         let interactive = INTERACTIVE.contains(&n.role)
             || (n.has(state::FOCUSABLE)
                 && n.ifaces & iface::ACTION != 0
-                && !role::CONTAINERS.contains(&n.role));
-        if interactive {
+                && !role::CONTAINERS.contains(&n.role))
+            || office::is_document_part(tree, n);
+        if interactive && !office::is_hidden_part(tree, n) {
             let mut child_text = label_text(tree, &n.path);
             if child_text.is_empty() && TEXTUAL.contains(&n.role) {
                 child_text = sibling_label(tree, n).unwrap_or_default();
+            }
+            if child_text.is_empty() && n.name.trim().is_empty() && n.description.is_empty() {
+                // a paragraph in a table cell: the cell's address, marked by \u{1} so that
+                // fetch_control puts it before the paragraph's text
+                child_text = office::cell_of(tree, n)
+                    .map(|c| format!("\u{1}{c}"))
+                    .or_else(|| office::ancestor_name(tree, n, TEXTUAL.contains(&n.role)))
+                    .unwrap_or_default();
             }
             let wraps_button = tree
                 .subtree(&n.path, 16)
@@ -1213,10 +1298,7 @@ async fn encode_pair(
     let img = Arc::new(img);
     let img2 = img.clone();
     let clean = tokio::task::spawn_blocking(move || annotate::encode_png(&img2));
-    let marked = tokio::task::spawn_blocking(move || {
-        let drawn = annotate::draw(&img, &marks);
-        annotate::encode_png(&drawn)
-    });
+    let marked = tokio::task::spawn_blocking(move || annotate::annotated_png(&img, &marks));
     let (clean, marked) = tokio::join!(clean, marked);
     let join_err = |e: tokio::task::JoinError| LinuxError::Png(e.to_string());
     let clean = clean.map_err(join_err)??;

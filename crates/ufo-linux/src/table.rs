@@ -253,7 +253,14 @@ impl LinuxDesktop {
         if sheets.is_empty() {
             return;
         }
+        // a fresh LibreOffice window reports the extents under its root pane shifted
+        // (office.rs): the sheet's correction applies to its cells (the formula bar, outside
+        // that part of the tree, is reported where it is)
+        let refs: Vec<&Node> = sheets.iter().collect();
+        let fixes = self.extent_corrections(bus, tree, frame, &refs).await;
         for sheet in &sheets {
+            let (dx, dy) = fixes.get(&sheet.path).copied().unwrap_or((0, 0));
+            let offset = (offset.0 + dx, offset.1 + dy);
             let name = crate::observe::clean_name(&sheet.name, &sheet.description, "");
             let refused = format!("table {:?} (", name);
             warnings.retain(|w| !w.starts_with(&refused));

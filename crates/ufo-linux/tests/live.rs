@@ -10,27 +10,13 @@
 use std::io::Write;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+use ufo_desktop::testing::require_live;
 
 use ufo_core::{Button, Control, Desktop, UiAction, WindowInfo, WindowObservation};
 use ufo_linux::{inspect, LinuxConfig, LinuxDesktop};
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 static HOME: OnceLock<tempfile::TempDir> = OnceLock::new();
-
-fn should_run(test: &str) -> bool {
-    if std::env::var("UFO_LIVE_TESTS").as_deref() == Ok("1") {
-        return true;
-    }
-    if std::env::var_os("DISPLAY").is_none() {
-        // written to the real stderr, past the test harness's capture, so the reason shows
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipping {test}: no DISPLAY and UFO_LIVE_TESTS is not 1 (start a session with scripts/desktop-session.sh up and source its env file)"
-        );
-        return false;
-    }
-    true
-}
 
 /// A fresh HOME for this test run (shared by the tests of the run, made once).
 fn fresh_home() -> &'static std::path::Path {
@@ -166,7 +152,7 @@ where
 
 #[tokio::test]
 async fn windows_lists_both_applications() {
-    if !should_run("windows_lists_both_applications") {
+    if !require_live("windows_lists_both_applications") {
         return;
     }
     let _serial = SERIAL.lock().await;
@@ -218,7 +204,7 @@ async fn windows_lists_both_applications() {
 
 #[tokio::test]
 async fn observe_calculator_gtk4() {
-    if !should_run("observe_calculator_gtk4") {
+    if !require_live("observe_calculator_gtk4") {
         return;
     }
     let _serial = SERIAL.lock().await;
@@ -272,7 +258,7 @@ async fn observe_calculator_gtk4() {
 
 #[tokio::test]
 async fn observe_mousepad_gtk3() {
-    if !should_run("observe_mousepad_gtk3") {
+    if !require_live("observe_mousepad_gtk3") {
         return;
     }
     let _serial = SERIAL.lock().await;
@@ -298,7 +284,7 @@ async fn observe_mousepad_gtk3() {
 
 #[tokio::test]
 async fn calculator_computes_a_sum() {
-    if !should_run("calculator_computes_a_sum") {
+    if !require_live("calculator_computes_a_sum") {
         return;
     }
     let _serial = SERIAL.lock().await;
@@ -354,7 +340,7 @@ async fn calculator_computes_a_sum() {
 
 #[tokio::test]
 async fn mousepad_types_and_saves_a_file() {
-    if !should_run("mousepad_types_and_saves_a_file") {
+    if !require_live("mousepad_types_and_saves_a_file") {
         return;
     }
     let _serial = SERIAL.lock().await;
@@ -398,7 +384,7 @@ async fn mousepad_types_and_saves_a_file() {
 /// re-observed after the UI settled (SCREENSHOT) with fresh labels.
 #[tokio::test]
 async fn launch_menu_dialog_and_reannotate() {
-    if !should_run("launch_menu_dialog_and_reannotate") {
+    if !require_live("launch_menu_dialog_and_reannotate") {
         return;
     }
     let _serial = SERIAL.lock().await;
@@ -615,7 +601,7 @@ async fn save_and_read(
 /// through fresh observations and through the file saved to disk.
 #[tokio::test]
 async fn type_keys_keeps_chords_and_text_in_order() {
-    if !should_run("type_keys_keeps_chords_and_text_in_order") {
+    if !require_live("type_keys_keeps_chords_and_text_in_order") {
         return;
     }
     let _serial = SERIAL.lock().await;
@@ -691,7 +677,7 @@ async fn type_keys_keeps_chords_and_text_in_order() {
 /// the entry. Checked through fresh observations.
 #[tokio::test]
 async fn select_normalises_names_and_fails_without_side_effects() {
-    if !should_run("select_normalises_names_and_fails_without_side_effects") {
+    if !require_live("select_normalises_names_and_fails_without_side_effects") {
         return;
     }
     let _serial = SERIAL.lock().await;
@@ -778,7 +764,7 @@ async fn select_normalises_names_and_fails_without_side_effects() {
 /// Needs LibreOffice Writer with its GTK3 plugin (scripts/test.sh installs them).
 #[tokio::test]
 async fn type_keys_keeps_order_in_libreoffice_writer() {
-    if !should_run("type_keys_keeps_order_in_libreoffice_writer") {
+    if !require_live("type_keys_keeps_order_in_libreoffice_writer") {
         return;
     }
     if !std::path::Path::new("/usr/lib/libreoffice/share/registry/writer.xcd").exists()

@@ -8,29 +8,14 @@
 //! and kills every LibreOffice process it started, pass or fail.
 #![allow(clippy::unwrap_used)]
 
-use std::io::Write;
 use std::time::{Duration, Instant};
+use ufo_desktop::testing::require_live;
 
-use ufo_core::{Desktop, WindowObservation};
+use ufo_core::{Button, Desktop, UiAction, WindowObservation};
 use ufo_linux::{LinuxConfig, LinuxDesktop};
 
 /// The tests take turns: they share the screen.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-fn should_run(test: &str) -> bool {
-    if std::env::var("UFO_LIVE_TESTS").as_deref() == Ok("1") {
-        return true;
-    }
-    if std::env::var_os("DISPLAY").is_none() {
-        // written to the real stderr, past the test harness's capture, so the reason shows
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipping {test}: no DISPLAY and UFO_LIVE_TESTS is not 1 (start a session with scripts/desktop-session.sh up and source its env file)"
-        );
-        return false;
-    }
-    true
-}
 
 /// Kills every process of the LibreOffice this test started (the `oosplash` launcher and the
 /// `soffice.bin` it starts carry the profile argument), pass or fail.
@@ -132,7 +117,7 @@ fn describe(obs: &WindowObservation) -> String {
 /// back empty after 6-8 s and LibreOffice stayed at 100% CPU, its memory growing ~70 MB/s.
 #[tokio::test(flavor = "multi_thread")]
 async fn calc_started_while_connected_stays_idle_when_observed() {
-    if !should_run("calc_started_while_connected_stays_idle_when_observed") {
+    if !require_live("calc_started_while_connected_stays_idle_when_observed") {
         return;
     }
     let _turn = SERIAL.lock().await;
@@ -281,7 +266,7 @@ async fn calc_started_while_connected_stays_idle_when_observed() {
 /// suggesting it "was started before accessibility was switched on".
 #[tokio::test(flavor = "multi_thread")]
 async fn calc_without_its_accessible_plugin_is_diagnosed() {
-    if !should_run("calc_without_its_accessible_plugin_is_diagnosed") {
+    if !require_live("calc_without_its_accessible_plugin_is_diagnosed") {
         return;
     }
     let _turn = SERIAL.lock().await;
@@ -355,6 +340,397 @@ async fn calc_without_its_accessible_plugin_is_diagnosed() {
         "{hint}"
     );
     assert!(!hint.contains("before accessibility"), "{hint}");
+}
+
+/// A fresh LibreOffice for one test: a temporary HOME and profile, a document made from a
+/// flat ODF file with LibreOffice's own converter (before the window starts, same profile),
+/// and a desktop whose launch table opens that document.
+struct Office {
+    d: LinuxDesktop,
+    guard: OfficeGuard,
+    doc: std::path::PathBuf,
+}
+
+async fn office_with(entry: &str, flat_name: &str, flat: &str, to: &str) -> Office {
+    let cmd = ufo_linux::default_launch_table(ufo_linux::libreoffice_gtk3_installed())
+        .into_iter()
+        .find(|(n, _)| n == entry)
+        .map(|(_, c)| c)
+        .unwrap_or_else(|| panic!("the launch table knows {entry}"));
+    assert!(
+        ufo_linux::libreoffice_gtk3_installed() && ufo_proc::which("libreoffice", None).is_some(),
+        "LibreOffice with its GTK3 plugin is not installed: run scripts/test-deps.sh install_libreoffice (as root)"
+    );
+    let dir = tempfile::Builder::new()
+        .prefix("ufo-office-test-")
+        .tempdir()
+        .expect("cannot create a temporary folder");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let profile_arg = format!(
+        "-env:UserInstallation=file://{}",
+        dir.path().join("profile").display()
+    );
+    let guard = OfficeGuard {
+        profile_arg: profile_arg.clone(),
+        _dir: dir,
+        child: None,
+    };
+    let work = guard._dir.path().join("docs");
+    std::fs::create_dir_all(&work).unwrap();
+    let flat_path = work.join(flat_name);
+    std::fs::write(&flat_path, flat).unwrap();
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new("libreoffice")
+            .args([
+                &profile_arg,
+                "--headless",
+                "--norestore",
+                "--convert-to",
+                to,
+                "--outdir",
+            ])
+            .arg(&work)
+            .arg(&flat_path)
+            .env("HOME", &home)
+            .stdin(std::process::Stdio::null())
+            .output(),
+    )
+    .await
+    .expect("libreoffice --convert-to did not finish within 120 s")
+    .expect("cannot run libreoffice --convert-to");
+    let ext = to.split(':').next().unwrap();
+    let doc = flat_path.with_extension(ext);
+    assert!(
+        doc.exists(),
+        "libreoffice --convert-to {to} made no file: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let h = |sub: &str| home.join(sub).to_string_lossy().into_owned();
+    let d = LinuxDesktop::connect(LinuxConfig {
+        launch: vec![(
+            "office".into(),
+            format!("{cmd} --norestore --nologo {profile_arg} {}", doc.display()),
+        )],
+        launch_env: vec![
+            ("HOME".into(), h("")),
+            ("XDG_CONFIG_HOME".into(), h(".config")),
+            ("XDG_DATA_HOME".into(), h(".local/share")),
+            ("XDG_CACHE_HOME".into(), h(".cache")),
+            ("GSETTINGS_BACKEND".into(), "memory".into()),
+        ],
+        launch_timeout: Duration::from_secs(60),
+        ..LinuxConfig::default()
+    })
+    .await
+    .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
+    Office { d, guard, doc }
+}
+
+/// Observe until `ok` holds (30 s at most).
+async fn observe_until<F>(d: &LinuxDesktop, id: &str, what: &str, ok: F) -> WindowObservation
+where
+    F: Fn(&WindowObservation) -> bool,
+{
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let obs = tokio::time::timeout(Duration::from_secs(30), d.observe(id))
+            .await
+            .expect("an observation did not answer within 30 s")
+            .expect("observe");
+        if ok(&obs) {
+            return obs;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not appear within 30 s: {}",
+            listing(&obs)
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+fn listing(obs: &WindowObservation) -> String {
+    let mut s = describe(obs);
+    for c in &obs.controls {
+        s.push_str(&format!("\n  {} {:?} {:?}", c.role, c.name, c.value));
+    }
+    s
+}
+
+fn control<'a>(obs: &'a WindowObservation, role: &str, name: &str) -> &'a ufo_core::Control {
+    obs.controls
+        .iter()
+        .find(|c| c.role == role && c.name == name)
+        .unwrap_or_else(|| panic!("no {role} {name:?}: {}", listing(obs)))
+}
+
+async fn act(d: &LinuxDesktop, w: &str, id: &str, a: UiAction) -> String {
+    d.act(w, Some(id), &a)
+        .await
+        .unwrap_or_else(|e| panic!("{} failed: {e}", a.name()))
+}
+
+/// Save with Ctrl+S and keep the foreign format (the "Use ... Format!" button of
+/// LibreOffice's question); wait until the file has changed.
+async fn save_keeping_format(o: &Office, w: &str, focus_id: &str, keep: &str) {
+    let before = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
+    act(
+        &o.d,
+        w,
+        focus_id,
+        UiAction::TypeKeys {
+            keys: "{ctrl+s}".into(),
+        },
+    )
+    .await;
+    let q = observe_until(&o.d, w, "the Keep format question", |obs| {
+        obs.controls
+            .iter()
+            .any(|c| c.role == "button" && c.name.starts_with(keep))
+    })
+    .await;
+    let button = q
+        .controls
+        .iter()
+        .find(|c| c.role == "button" && c.name.starts_with(keep))
+        .unwrap();
+    act(
+        &o.d,
+        w,
+        &button.id,
+        UiAction::Click {
+            button: Button::Left,
+            double: false,
+        },
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
+        if now.is_some() && now != before {
+            // the file is written in one go, but give LibreOffice a moment to close it
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} was not saved within 30 s",
+            o.doc.display()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// One member of a zip file, read by `unzip` (not by ufo).
+fn unzip(file: &std::path::Path, member: &str) -> String {
+    let out = std::process::Command::new("unzip")
+        .arg("-p")
+        .arg(file)
+        .arg(member)
+        .output()
+        .expect("cannot run unzip (install it)");
+    assert!(
+        out.status.success(),
+        "unzip -p {} {member} failed",
+        file.display()
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Issue 11, test 10(b), items 3 and 6: in a fresh Writer window (rectangles reported 25 px
+/// too high), type a paragraph, select its last word and press the "Bold" toggle button by
+/// name (it has no action: it is clicked at its corrected centre), save as docx, and find
+/// the bold run with that word in word/document.xml.
+#[tokio::test(flavor = "multi_thread")]
+async fn writer_bolds_one_word_by_name_and_saves_docx() {
+    if !require_live("writer_bolds_one_word_by_name_and_saves_docx") {
+        return;
+    }
+    let _turn = SERIAL.lock().await;
+    let flat = r#"<?xml version="1.0" encoding="UTF-8"?>
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.3" office:mimetype="application/vnd.oasis.opendocument.text">
+<office:body><office:text><text:p>First line of the letter.</text:p></office:text></office:body></office:document>"#;
+    let o = office_with(
+        "word processor",
+        "letter.fodt",
+        flat,
+        "docx:MS Word 2007 XML",
+    )
+    .await;
+    let w =
+        o.d.launch_app("office")
+            .await
+            .unwrap_or_else(|e| panic!("cannot launch Writer: {e}"));
+    let obs = observe_until(&o.d, &w.id, "the paragraph and the Bold button", |obs| {
+        obs.controls
+            .iter()
+            .any(|c| c.role == "paragraph" && c.name == "First line of the letter.")
+            && obs
+                .controls
+                .iter()
+                .any(|c| c.role == "toggle button" && c.name == "Bold")
+    })
+    .await;
+    // the font boxes are named
+    for name in ["Font Name", "Font Size", "Paragraph Style"] {
+        control(&obs, "text", name);
+    }
+    let doc = obs
+        .controls
+        .iter()
+        .find(|c| c.role == "document text")
+        .unwrap_or_else(|| panic!("no document: {}", listing(&obs)));
+    act(
+        &o.d,
+        &w.id,
+        &doc.id,
+        UiAction::TypeKeys {
+            keys: "{ctrl+END}{ENTER}Hello brave world{ctrl+shift+LEFT}".into(),
+        },
+    )
+    .await;
+    let obs = observe_until(&o.d, &w.id, "the typed paragraph", |obs| {
+        obs.controls
+            .iter()
+            .any(|c| c.role == "paragraph" && c.name == "Hello brave world")
+    })
+    .await;
+    // read_text on the document gives its visible text
+    let text = act(&o.d, &w.id, &doc.id, UiAction::ReadText).await;
+    assert!(
+        text.contains("First line of the letter.") && text.contains("Hello brave world"),
+        "{text}"
+    );
+    let bold = control(&obs, "toggle button", "Bold");
+    act(
+        &o.d,
+        &w.id,
+        &bold.id,
+        UiAction::Click {
+            button: Button::Left,
+            double: false,
+        },
+    )
+    .await;
+    let obs = observe_until(&o.d, &w.id, "Bold checked", |obs| {
+        obs.controls
+            .iter()
+            // LibreOffice's toggle buttons give their state as a value: 1 when pressed
+            .any(|c| c.name == "Bold" && matches!(c.value.as_deref(), Some("1" | "checked")))
+    })
+    .await;
+    let para = control(&obs, "paragraph", "Hello brave world");
+    save_keeping_format(&o, &w.id, &para.id, "Use Word").await;
+    let xml = unzip(&o.doc, "word/document.xml");
+    // the run that holds "world" is bold; the one before it is not
+    let runs: Vec<&str> = xml.split("<w:r>").skip(1).collect();
+    let world = runs
+        .iter()
+        .find(|r| r.contains(">world<"))
+        .unwrap_or_else(|| panic!("no run with the word: {xml}"));
+    assert!(world.contains("<w:b/>"), "the word is not bold: {world}");
+    let before = runs
+        .iter()
+        .find(|r| r.contains("Hello brave"))
+        .unwrap_or_else(|| panic!("no run with the start: {xml}"));
+    assert!(
+        !before.contains("<w:b/>"),
+        "more than the word is bold: {before}"
+    );
+    drop(o.guard);
+}
+
+/// Issue 11, test 10(c), item 4: open a two-slide presentation, choose slide 2 in the slides
+/// panel by name, set its title (an editable text control) and save as pptx; the title is
+/// in ppt/slides/slide2.xml.
+#[tokio::test(flavor = "multi_thread")]
+async fn impress_sets_the_title_of_slide_two_and_saves_pptx() {
+    if !require_live("impress_sets_the_title_of_slide_two_and_saves_pptx") {
+        return;
+    }
+    let _turn = SERIAL.lock().await;
+    let slide = |n: &str, title: &str| {
+        format!(
+            r#"<draw:page draw:name="{n}" draw:master-page-name="Default"><draw:frame presentation:class="title" svg:x="1.4cm" svg:y="0.8cm" svg:width="25cm" svg:height="3cm"><draw:text-box><text:p>{title}</text:p></draw:text-box></draw:frame><draw:frame presentation:class="outline" svg:x="1.4cm" svg:y="4.5cm" svg:width="25cm" svg:height="10cm"><draw:text-box><text:p>Body of {n}</text:p></draw:text-box></draw:frame></draw:page>"#
+        )
+    };
+    let flat = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.3" office:mimetype="application/vnd.oasis.opendocument.presentation">
+<office:body><office:presentation>{}{}</office:presentation></office:body></office:document>"#,
+        slide("Slide1", "Opening"),
+        slide("Slide2", "Old title")
+    );
+    let o = office_with(
+        "presentation",
+        "deck.fodp",
+        &flat,
+        "pptx:Impress MS PowerPoint 2007 XML",
+    )
+    .await;
+    let w =
+        o.d.launch_app("office")
+            .await
+            .unwrap_or_else(|e| panic!("cannot launch Impress: {e}"));
+    let obs = observe_until(&o.d, &w.id, "the slides panel", |obs| {
+        obs.controls.iter().any(|c| c.name == "Slide 2")
+            && obs
+                .controls
+                .iter()
+                .any(|c| c.role == "paragraph" && c.name == "Opening")
+    })
+    .await;
+    // the layouts panel's entries are listed
+    assert!(
+        obs.controls
+            .iter()
+            .any(|c| c.role == "list item" && c.name == "Title, Content"),
+        "{}",
+        listing(&obs)
+    );
+    let s2 = control(&obs, "panel", "Slide 2");
+    act(
+        &o.d,
+        &w.id,
+        &s2.id,
+        UiAction::Click {
+            button: Button::Left,
+            double: false,
+        },
+    )
+    .await;
+    let obs = observe_until(&o.d, &w.id, "slide 2's title", |obs| {
+        obs.controls
+            .iter()
+            .any(|c| c.role == "paragraph" && c.name == "Old title")
+    })
+    .await;
+    let title = control(&obs, "paragraph", "Old title");
+    act(
+        &o.d,
+        &w.id,
+        &title.id,
+        UiAction::SetText {
+            text: "Quarterly results".into(),
+        },
+    )
+    .await;
+    let obs = observe_until(&o.d, &w.id, "the new title", |obs| {
+        obs.controls
+            .iter()
+            .any(|c| c.role == "paragraph" && c.name == "Quarterly results")
+    })
+    .await;
+    let title = control(&obs, "paragraph", "Quarterly results");
+    save_keeping_format(&o, &w.id, &title.id, "Use PowerPoint").await;
+    let xml = unzip(&o.doc, "ppt/slides/slide2.xml");
+    assert!(xml.contains("Quarterly results"), "{xml}");
+    assert!(!xml.contains("Old title"), "{xml}");
+    let first = unzip(&o.doc, "ppt/slides/slide1.xml");
+    assert!(first.contains("Opening"), "{first}");
+    drop(o.guard);
 }
 
 /// Start LibreOffice Calc (GTK3 plugin, fresh profile under `dir`) and wait for its window
@@ -456,7 +832,7 @@ fn app_line(text: &str, function: &str, args: serde_json::Value, status: &str) -
 /// is read back by unzip, not by ufo.
 #[tokio::test(flavor = "multi_thread")]
 async fn ufo_fills_cells_by_address_sums_them_and_saves_xlsx() {
-    if !should_run("ufo_fills_cells_by_address_sums_them_and_saves_xlsx") {
+    if !require_live("ufo_fills_cells_by_address_sums_them_and_saves_xlsx") {
         return;
     }
     let _turn = SERIAL.lock().await;

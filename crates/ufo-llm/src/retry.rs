@@ -383,14 +383,7 @@ pub(crate) fn error_message(body: &str) -> String {
 
 /// The first `max` characters of `text` on one line.
 pub(crate) fn short(text: &str, max: usize) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        let mut s: String = flat.chars().take(max).collect();
-        s.push('…');
-        s
-    }
+    ufo_core::text::one_line(text, max)
 }
 
 #[cfg(test)]

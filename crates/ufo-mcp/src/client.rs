@@ -449,6 +449,7 @@ impl ToolProvider for McpTools {
         crate::schema::validate(tool, args)
     }
 
+    #[tracing::instrument(level = "debug", skip(self, args), err(Display))]
     async fn call(&self, app: &str, tool: &str, args: &Value) -> Result<String, ToolError> {
         for server in self.serving(app) {
             let offers = {

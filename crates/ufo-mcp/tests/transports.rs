@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use ufo_desktop::testing::require_peer;
 
 use serde_json::json;
 use ufo_core::{ToolError, ToolProvider};
@@ -15,21 +16,6 @@ fn servers_dir() -> PathBuf {
     std::env::var_os("UFO_MCP_SERVERS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-deps/mcp"))
-}
-
-fn peer(path: PathBuf, what: &str) -> Option<PathBuf> {
-    if path.exists() {
-        return Some(path);
-    }
-    let message = format!(
-        "{what} is not installed at {}; run `scripts/test-deps.sh install_mcp_servers`",
-        path.display()
-    );
-    if std::env::var("UFO_PEER_TESTS").as_deref() == Ok("1") {
-        panic!("UFO_PEER_TESTS=1 and {message}");
-    }
-    eprintln!("skipped: {message} (set UFO_PEER_TESTS=1 to make this a failure)");
-    None
 }
 
 /// Kills the server process when the test ends, however it ends.
@@ -44,9 +30,10 @@ impl Drop for Child {
 
 #[tokio::test]
 async fn streamable_http_server_tools_are_listed_and_called() {
-    let Some(index) = peer(
+    let Some(index) = require_peer(
         servers_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
         "@modelcontextprotocol/server-everything",
+        "install_mcp_servers",
     ) else {
         return;
     };
@@ -159,9 +146,10 @@ fn alive(pid: &str) -> bool {
 
 #[tokio::test]
 async fn a_server_that_dies_is_a_failed_call_then_started_again_and_shut_down_at_the_end() {
-    let Some(bin) = peer(
+    let Some(bin) = require_peer(
         servers_dir().join("node_modules/.bin/mcp-server-everything"),
         "@modelcontextprotocol/server-everything",
+        "install_mcp_servers",
     ) else {
         return;
     };

@@ -183,16 +183,28 @@ impl Captured {
 
     /// The text (invalid UTF-8 replaced), with a note when bytes were left out.
     pub fn text(&self) -> String {
-        let mut s = String::from_utf8_lossy(&self.bytes).into_owned();
-        if self.stopped {
-            s.push_str(&format!(
-                "\n… truncated (more than {} bytes more; the command was stopped for printing too much)",
-                self.more
-            ));
-        } else if self.more > 0 {
-            s.push_str(&format!("\n… truncated ({} bytes more)", self.more));
+        self.shown(usize::MAX)
+    }
+
+    /// The text (invalid UTF-8 replaced) cut to at most `max` bytes on a character boundary,
+    /// then a line saying how many bytes were left out and whether the command was stopped for
+    /// printing too much: what a model or a person is shown of a command's output.
+    pub fn shown(&self, max: usize) -> String {
+        let s = String::from_utf8_lossy(&self.bytes);
+        let mut end = s.len().min(max);
+        while !s.is_char_boundary(end) {
+            end -= 1;
         }
-        s
+        let left = (s.len() - end) as u64 + self.more;
+        let mut out = s[..end].to_string();
+        if left > 0 || self.stopped {
+            out.push_str(&format!("\n… truncated ({left} bytes more"));
+            if self.stopped {
+                out.push_str("; the command was stopped for printing too much");
+            }
+            out.push(')');
+        }
+        out
     }
 }
 
@@ -405,7 +417,10 @@ mod tests {
         assert_eq!(f.stdout.bytes.len(), DEFAULT_MAX_OUTPUT);
         assert!(f.stdout.stopped && f.stopped(), "{:?}", f.stdout.more);
         assert!(!f.timed_out, "stopped for its output, not by the timeout");
-        assert!(f.stdout.text().contains("truncated (more than"));
+        assert!(f
+            .stdout
+            .text()
+            .contains("the command was stopped for printing too much"));
         let mut small = Limits::new(Duration::from_secs(60));
         small.max_output = 10;
         let f = run(shell_command("yes | head -c 1000; echo oops >&2"), small)

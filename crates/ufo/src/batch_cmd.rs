@@ -623,6 +623,7 @@ async fn worker(args: BatchArgs, file: PathBuf, cancel: Arc<AtomicBool>) -> Exit
     ExitCode::SUCCESS
 }
 
+#[tracing::instrument(level = "info", skip(args, dir, cancel), fields(task = %file.display()))]
 async fn run_task(
     args: &BatchArgs,
     file: &Path,
@@ -668,9 +669,10 @@ async fn run_task(
         requests: None,
         config: args.config.clone(),
         record: None,
-        report: false,
-        verbose: 0,
-        quiet: true,
+        output: crate::cli::OutputArgs {
+            quiet: true,
+            ..Default::default()
+        },
     };
     let console = Console::new(Verbosity::Quiet);
     let prepared = match crate::prepare(&run_args, &console, &cancel) {

@@ -77,7 +77,7 @@ pub struct ResumeArgs {
     pub llm: Option<String>,
 
     /// Most processor steps in the whole session, counting the steps already taken.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::cli::count)]
     pub max_steps: Option<u32>,
 
     /// CONFIRM policy (default: the original run's).
@@ -92,17 +92,9 @@ pub struct ResumeArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
-    /// Print no progress lines (warnings and errors only).
-    #[arg(long, short, conflicts_with = "verbose")]
-    pub quiet: bool,
-
-    /// More detail on stderr (`-v`, `-vv`), as for `ufo run`.
-    #[arg(long, short, action = clap::ArgAction::Count)]
-    pub verbose: u8,
-
-    /// Write `<out>/report.html` (the whole session, resumed parts included) when it ends.
-    #[arg(long)]
-    pub report: bool,
+    /// Progress, detail and the report.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// Options of `ufo report`.
@@ -159,11 +151,11 @@ pub struct RunArgs {
     pub force: bool,
 
     /// Most processor steps in the session.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::cli::count)]
     pub max_steps: Option<u32>,
 
     /// Most rounds (follow-up requests) in the session.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::cli::count)]
     pub max_rounds: Option<u32>,
 
     /// What to do with actions the model wants confirmed. `ask` without a terminal means no.
@@ -186,6 +178,15 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
 
+    /// Progress, detail and the report.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// What a session shows while it runs and leaves behind: the options `ufo run`, `ufo resume`
+/// and `ufo follow` share.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct OutputArgs {
     /// Print no progress lines (warnings and errors only).
     #[arg(long, short, conflicts_with = "verbose")]
     pub quiet: bool,
@@ -195,7 +196,16 @@ pub struct RunArgs {
     #[arg(long, short, action = clap::ArgAction::Count)]
     pub verbose: u8,
 
-    /// Write `<out>/report.html` (see `ufo report`) when the session ends.
+    /// Write `<out>/report.html` (see `ufo report`; a resumed session's parts included) when
+    /// the session ends.
     #[arg(long)]
     pub report: bool,
+}
+
+/// A count given on the command line (`--max-steps`, `--max-rounds`): a whole number, with a
+/// message that says so (clap's own would suggest `-- -1` for a negative one).
+pub fn count(s: &str) -> Result<u32, String> {
+    s.trim()
+        .parse::<u32>()
+        .map_err(|_| format!("{s:?} is not a count; give a whole number such as 20"))
 }

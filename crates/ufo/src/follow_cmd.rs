@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use crate::cli::{ConfirmPolicy, RunArgs};
+use crate::cli::{ConfirmPolicy, OutputArgs, RunArgs};
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use serde::Deserialize;
@@ -38,7 +38,7 @@ pub struct FollowArgs {
     pub force: bool,
 
     /// Most processor steps.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::cli::count)]
     pub max_steps: Option<u32>,
 
     /// What to do with actions the model wants confirmed.
@@ -49,9 +49,9 @@ pub struct FollowArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
-    /// Print no progress lines.
-    #[arg(long, short)]
-    pub quiet: bool,
+    /// Progress, detail and the report, as for `ufo run`.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// A plan file.
@@ -104,9 +104,7 @@ pub async fn follow_command(args: FollowArgs, cancel: Arc<AtomicBool>) -> ExitCo
         requests: None,
         config: args.config.clone(),
         record: None,
-        report: false,
-        verbose: 0,
-        quiet: args.quiet,
+        output: args.output,
     };
     crate::run(run_args, crate::Start::Follow(plan.steps), cancel).await
 }

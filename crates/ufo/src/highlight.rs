@@ -2,7 +2,8 @@
 //! the control the model chose.
 //!
 //! Step records carry the chosen control's label (`action.control_label`) but not its
-//! rectangle. Annotated screenshots are drawn by `ufo_desktop::annotate::draw_annotations`:
+//! rectangle. Annotated screenshots of every backend (the simulated and the live desktop) are
+//! drawn by the one annotator, `ufo_desktop::annotate::draw_annotations`:
 //! for each control an outline and, at the box's top-left corner, a filled tag with the label
 //! in white in the built-in bitmap font. We render the tag for the label the same way and look
 //! for it in the image; the outline's top row and left column from there give the box. When
@@ -10,24 +11,11 @@
 //! report shows the label as text instead.
 
 use ufo_core::Rect;
-use ufo_desktop::annotate::{decode_png, text_width, Rgba, RgbaImage};
+use ufo_desktop::annotate::{
+    decode_png, text_width, Rgba, RgbaImage, GLYPH_H, PALETTE, TAG_PAD as PAD, TAG_SCALE as SCALE,
+};
 
-/// Font scale and padding used by `ufo_desktop::annotate::draw_annotations`.
-const SCALE: u32 = 3;
-const PAD: u32 = 2;
-const GLYPH_H: u32 = 5;
 const WHITE: Rgba = [255, 255, 255, 255];
-
-/// Box colours of `ufo_desktop::annotate` (cycled by label index): a match in the expected
-/// colour is preferred when several tags look alike.
-const PALETTE: &[Rgba] = &[
-    [220, 30, 30, 255],
-    [20, 110, 220, 255],
-    [20, 150, 60, 255],
-    [200, 110, 0, 255],
-    [150, 40, 180, 255],
-    [0, 140, 150, 255],
-];
 
 /// Where a label's box is on an image, in image pixels, with the image's size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -125,9 +125,18 @@ fn runs_command(args: &RunsArgs) -> ExitCode {
             }
         },
     };
+    if args.dir.is_none() && !dir.exists() {
+        // the default folder appears with the first run that does not pass --out
+        println!(
+            "no sessions in {} yet (ufo run writes there unless --out is given; pass --dir with \
+             the folder your trajectories are in)",
+            dir.display()
+        );
+        return ExitCode::SUCCESS;
+    }
     match runs::scan(&dir) {
-        Ok(rows) => {
-            print!("{}", runs::render(&dir, &rows));
+        Ok(listing) => {
+            print!("{}", runs::render(&dir, &listing));
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -209,9 +218,7 @@ fn resume_args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
         requests: None,
         config: args.config.clone().or(record.config),
         record: None,
-        report: args.report,
-        verbose: args.verbose,
-        quiet: args.quiet,
+        output: args.output,
     };
     Ok((run, checkpoint))
 }
@@ -229,6 +236,19 @@ fn ended_status(events: &Path) -> Option<String> {
     let status = last["status"].as_str()?;
     (last["type"] == "session_end" && matches!(status, "FINISH" | "FAIL"))
         .then(|| status.to_string())
+}
+
+/// A desktop or model spec whose file part (`sim:FILE`, `script:FILE`, `replay:DIR`) is made
+/// absolute; other specs are returned as they are.
+fn absolute_spec(spec: &str) -> String {
+    for prefix in ["sim:", "script:", "replay:"] {
+        if let Some(path) = spec.strip_prefix(prefix) {
+            if let Ok(abs) = std::path::absolute(path) {
+                return format!("{prefix}{}", abs.display());
+            }
+        }
+    }
+    spec.to_string()
 }
 
 /// A usage or configuration problem: exit 2 with the message.
@@ -249,7 +269,10 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
         eprintln!("error: the request is empty; say what to do, e.g. ufo run \"Compute 12 + 30 on the calculator\"");
         return ExitCode::from(EXIT_USAGE);
     }
-    let console = Console::new(Verbosity::from_flags(args.quiet, args.verbose));
+    let console = Console::new(Verbosity::from_flags(
+        args.output.quiet,
+        args.output.verbose,
+    ));
     let mut prepared = match prepare(&args, &console, &cancel) {
         Ok(p) => p,
         Err(Usage(e)) => {
@@ -331,11 +354,15 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
         prompts: &prompts,
         tools: mcp_tools.as_ref().map(|t| t as &dyn ufo_core::ToolProvider),
     };
+    // Paths are kept absolute so that `ufo resume` works from any folder.
     let record = RunRecord {
-        desktop: args.desktop.clone(),
-        llm: settings.llm.clone(),
+        desktop: absolute_spec(&args.desktop),
+        llm: absolute_spec(&settings.llm),
         confirm: settings.confirm,
-        config: args.config.clone(),
+        config: args
+            .config
+            .as_ref()
+            .map(|c| std::path::absolute(c).unwrap_or_else(|_| c.clone())),
         max_steps: settings.config.max_steps,
     };
     if let Ok(bytes) = serde_json::to_vec_pretty(&record) {
@@ -375,7 +402,7 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
     if let Some(e) = &outcome.recorder_error {
         eprintln!("error: the trajectory is incomplete: {e}");
     }
-    if !args.quiet {
+    if !args.output.quiet {
         eprintln!(
             "session ended {} ({}) after {} step(s), {} model call(s), {} prompt + {} completion tokens, cost {:.4}; trajectory in {}",
             outcome.status.as_str(),
@@ -391,10 +418,10 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
             eprintln!("error: {}", ufo_core::inert(m));
         }
     }
-    if args.report {
+    if args.output.report {
         match report::write(&out) {
             Ok(path) => {
-                if !args.quiet {
+                if !args.output.quiet {
                     eprintln!("report: {}", path.display());
                 }
             }
@@ -501,8 +528,8 @@ async fn connect_live(launch: &[(String, String)]) -> Result<ufo_linux::LinuxDes
     config.launch = table;
     ufo_linux::LinuxDesktop::connect(config).await.map_err(|e| {
         anyhow!(
-            "--desktop live: {e}; is a desktop session running? (for a headless one: \
-             scripts/desktop-session.sh up && source /tmp/ufo-desktop-session/env)"
+            "cannot reach the live desktop: {e}; is a desktop session running? (for a headless \
+             one: scripts/desktop-session.sh up && source /tmp/ufo-desktop-session/env)"
         )
     })
 }

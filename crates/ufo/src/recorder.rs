@@ -122,7 +122,9 @@ impl FileRecorder {
                     "{} {} {} -> {}",
                     c.paint(
                         Style::Dim,
-                        &format!("[round {} step {}]", e["round"], e["seq"])
+                        // the counted steps (as in the summary and the report), then the
+                        // record's number
+                        &format!("[round {} step {} #{}]", e["round"], e["steps"], e["seq"])
                     ),
                     c.paint(Style::Cyan, &s("agent")),
                     s("state"),
@@ -229,18 +231,39 @@ pub fn action_text(a: &Value) -> String {
         }
         return s;
     }
+    if let Some(agent) = a.get("assign").and_then(Value::as_str) {
+        let window = a.get("window").and_then(Value::as_str).unwrap_or("");
+        return format!("hand the subtask to {agent} ({window})");
+    }
+    if let Some(archive) = a.get("archive") {
+        let status = archive.get("status").and_then(Value::as_str).unwrap_or("");
+        return format!("archive the subtask as {status}");
+    }
+    // a host action: the command it ran and the window it chose
+    if a.get("bash").is_some() || a.get("control_label").is_some() {
+        let bash = a.get("bash").and_then(Value::as_str).unwrap_or("").trim();
+        let label = a.get("control_label").and_then(Value::as_str).unwrap_or("");
+        let text = a.get("control_text").and_then(Value::as_str).unwrap_or("");
+        let mut parts = Vec::new();
+        if !bash.is_empty() {
+            parts.push(format!("run `{bash}`"));
+        }
+        if !label.is_empty() || !text.is_empty() {
+            parts.push(format!("window [{label}] {text}"));
+        }
+        let mut s = parts.join(", ");
+        if let Some(why) = a.get("sensitive").and_then(Value::as_str) {
+            s.push_str(&format!(" (held: {why})"));
+        }
+        return s;
+    }
     a.to_string()
 }
 
-/// Untrusted text for a progress line: newlines as spaces, clipped to `max` characters, and
-/// made inert (control characters and escape sequences shown escaped, never obeyed).
+/// Untrusted text for a progress line: on one line, clipped to `max` characters, and made
+/// inert (escape sequences and other controls shown escaped, never obeyed).
 fn one_line(s: &str, max: usize) -> String {
-    let flat: String = s.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
-    if flat.chars().count() <= max {
-        inert(&flat).into_owned()
-    } else {
-        format!("{}…", inert(&flat.chars().take(max).collect::<String>()))
-    }
+    inert(&ufo_core::text::one_line(s, max)).into_owned()
 }
 
 impl Recorder for FileRecorder {

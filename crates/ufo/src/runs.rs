@@ -6,6 +6,8 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 
+use ufo_core::text::one_line;
+
 use crate::trajectory::{num, text, LoadError, Trajectory};
 
 /// One row of the listing.
@@ -35,8 +37,38 @@ pub struct RunRow {
     pub problems: Vec<String>,
 }
 
-/// Read every sub-folder of `dir`. Errors only when `dir` itself cannot be listed.
-pub fn scan(dir: &Path) -> Result<Vec<RunRow>> {
+/// Files one of which every trajectory folder holds (ufo writes `.lock` and `run.json` first).
+const TRAJECTORY_FILES: &[&str] = &["events.jsonl", "run.json", "checkpoint.json", ".lock"];
+
+/// Whether `path` looks like a trajectory folder (whole, partial or broken), not some
+/// unrelated folder that happens to sit in the runs folder.
+fn is_trajectory(path: &Path) -> bool {
+    TRAJECTORY_FILES.iter().any(|f| path.join(f).exists())
+}
+
+/// The listing of a runs folder.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// One row per trajectory folder, newest first.
+    pub rows: Vec<RunRow>,
+    /// Sub-folders left out because they hold no trajectory at all.
+    pub skipped: usize,
+}
+
+/// Read every sub-folder of `dir` that holds a trajectory; `dir` itself when it is one (the
+/// `--out` folder of a run). Errors only when `dir` itself cannot be listed.
+pub fn scan(dir: &Path) -> Result<Scan> {
+    if dir.join("events.jsonl").is_file() {
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| dir.display().to_string());
+        let mtime = std::fs::metadata(dir).and_then(|m| m.modified()).ok();
+        return Ok(Scan {
+            rows: vec![row(dir, name, mtime)],
+            skipped: 0,
+        });
+    }
     let entries = std::fs::read_dir(dir).with_context(|| {
         format!(
             "cannot list the runs folder {}; pass --dir with the folder your trajectories are in",
@@ -44,6 +76,7 @@ pub fn scan(dir: &Path) -> Result<Vec<RunRow>> {
         )
     })?;
     let mut rows = Vec::new();
+    let mut skipped = 0;
     for entry in entries {
         let entry = match entry {
             Ok(e) => e,
@@ -63,10 +96,14 @@ pub fn scan(dir: &Path) -> Result<Vec<RunRow>> {
         if !meta.as_ref().is_some_and(|m| m.is_dir()) {
             continue;
         }
+        if !is_trajectory(&path) {
+            skipped += 1;
+            continue;
+        }
         rows.push(row(&path, name, mtime));
     }
     rows.sort_by(|a, b| b.sort.cmp(&a.sort));
-    Ok(rows)
+    Ok(Scan { rows, skipped })
 }
 
 fn fmt_time(t: Option<SystemTime>) -> String {
@@ -155,25 +192,17 @@ fn row(path: &Path, name: String, mtime: Option<SystemTime>) -> RunRow {
     }
 }
 
-fn clip(s: &str, max: usize) -> String {
-    let flat: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        format!(
-            "{}…",
-            flat.chars().take(max.saturating_sub(1)).collect::<String>()
-        )
-    }
-}
-
-/// Render the listing as text lines (a header, one line per run, problems indented below).
-pub fn render(dir: &Path, rows: &[RunRow]) -> String {
+/// Render the listing as text lines (a header, one line per run, problems indented below, and
+/// how many folders without a trajectory were left out).
+pub fn render(dir: &Path, scan: &Scan) -> String {
+    let skipped = match scan.skipped {
+        0 => String::new(),
+        1 => "(1 folder without a trajectory left out)\n".to_string(),
+        n => format!("({n} folders without a trajectory left out)\n"),
+    };
+    let rows = &scan.rows;
     if rows.is_empty() {
-        return format!("no sessions in {}\n", dir.display());
+        return format!("no sessions in {}\n{skipped}", dir.display());
     }
     let name_w = rows
         .iter()
@@ -189,21 +218,22 @@ pub fn render(dir: &Path, rows: &[RunRow]) -> String {
         out.push_str(&format!(
             "{:<19}  {:<name_w$}  {:<10}  {:>5}  {:>5}  {:>8}  {:>8.4}  {}\n",
             r.when,
-            clip(&r.name, name_w),
+            one_line(&r.name, name_w.saturating_sub(1)),
             r.status,
             r.steps,
             r.calls,
             r.tokens,
             r.cost,
-            clip(&r.request, 60)
+            one_line(&r.request, 59)
         ));
         if r.resumes > 0 {
             out.push_str(&format!("    resumed {} time(s)\n", r.resumes));
         }
         for p in &r.problems {
-            out.push_str(&format!("    ! {}\n", clip(p, 200)));
+            out.push_str(&format!("    ! {}\n", one_line(p, 199)));
         }
     }
+    out.push_str(&skipped);
     out
 }
 
@@ -237,11 +267,22 @@ mod tests {
                 "{\"type\":\"st"
             )),
         );
+        // a run that died before its first event: listed as broken
         mk("empty", None);
+        std::fs::write(root.path().join("empty").join("run.json"), "{}").expect("write");
+        // an unrelated folder: left out, and counted
+        mk("photos", None);
         std::fs::write(root.path().join("stray.txt"), "x").expect("write");
-        let rows = scan(root.path()).expect("scan");
+        let listing = scan(root.path()).expect("scan");
+        let rows = &listing.rows;
         assert_eq!(rows.len(), 3);
-        let text = render(root.path(), &rows);
+        assert_eq!(listing.skipped, 1);
+        let text = render(root.path(), &listing);
+        assert!(!text.contains("photos"), "{text}");
+        assert!(
+            text.contains("1 folder without a trajectory left out"),
+            "{text}"
+        );
         let pos = |s: &str| text.find(s).unwrap_or_else(|| panic!("{s} in\n{text}"));
         assert!(pos("second") < pos("first"), "{text}");
         assert!(text.contains("INCOMPLETE"), "{text}");
@@ -255,5 +296,10 @@ mod tests {
         );
         assert!((old.cost - 0.25).abs() < 1e-9, "{}", old.cost);
         assert!(scan(&root.path().join("missing")).is_err());
+        // the --out folder of a run, given itself: that one session
+        let one = scan(&root.path().join("old")).expect("scan");
+        assert_eq!(one.rows.len(), 1);
+        assert_eq!(one.rows[0].name, "old");
+        assert_eq!(one.rows[0].status, "FINISH");
     }
 }

@@ -14,25 +14,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
+use ufo_desktop::testing::require_live;
 
 use common::*;
 use serde_json::{json, Value};
 
 /// Live batch runs share the display: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn should_run_live(name: &str) -> bool {
-    if std::env::var("UFO_LIVE_TESTS").as_deref() == Ok("1") {
-        return true;
-    }
-    if std::env::var_os("DISPLAY").is_some() {
-        return true;
-    }
-    eprintln!(
-        "skipping {name}: no DISPLAY and UFO_LIVE_TESTS is not 1 (start scripts/desktop-session.sh)"
-    );
-    false
-}
 
 #[test]
 fn follow_runs_the_given_plan_and_the_app_finish_ends_the_round() {
@@ -223,7 +211,7 @@ fn run_suite(out: &Path, extra: &[String]) -> (Option<i32>, String, String) {
 
 #[test]
 fn the_live_suite_is_judged_by_its_evaluators() {
-    if !should_run_live("the_live_suite_is_judged_by_its_evaluators") {
+    if !require_live("the_live_suite_is_judged_by_its_evaluators") {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
@@ -300,7 +288,7 @@ impl Drop for ExtraSession {
 
 #[test]
 fn two_jobs_on_two_displays_give_the_same_results_as_one() {
-    if !should_run_live("two_jobs_on_two_displays_give_the_same_results_as_one") {
+    if !require_live("two_jobs_on_two_displays_give_the_same_results_as_one") {
         return;
     }
     let first = std::env::var("UFO_DESKTOP_SESSION")

@@ -1,4 +1,4 @@
-//! End-to-end tests of the real `ufo` binary against the contracts of DESIGN.md: the seed's
+//! End-to-end tests of the real `ufo` binary against the contracts of docs/: the reference
 //! Word→Excel example, and one scenario + script pair (under `tests/scenarios/`) for every row
 //! of both state tables, the bad-model-output rules, the scripted model and the command line.
 //!
@@ -14,8 +14,8 @@ use common::*;
 // The seed's example
 // ---------------------------------------------------------------------------------------------
 
-/// DESIGN.md: "The seed's Word→Excel example ... must produce exactly this (role,state)
-/// sequence". Run exactly as the issue's "Done when" command (no --config).
+/// docs/formats.md: "The reference example ... visits exactly these (role, state)
+/// pairs". Run exactly as the issue's "Done when" command (no --config).
 #[test]
 fn word_excel_example_produces_the_seed_sequence() {
     let dir = repo_root().join("examples").join("word_excel");
@@ -52,7 +52,7 @@ fn word_excel_example_produces_the_seed_sequence() {
             run.ctx()
         );
     }
-    // The action that came with FINISH ran in that step (DESIGN.md "Model responses").
+    // The action that came with FINISH ran in that step (docs/responses.md "An action and its status").
     run.assert_actions(&[
         ("Word", "sales_table", "read_text", true),
         ("Excel", "cells", "type_keys", true),
@@ -186,7 +186,7 @@ fn app_confirm_rejected_never_reaches_the_desktop() {
     run.assert_actions(&[]);
 }
 
-/// `--confirm ask` without a terminal means no (DESIGN.md "Command line").
+/// `--confirm ask` without a terminal means no (docs/formats.md "Command line").
 #[test]
 fn app_confirm_ask_without_terminal_rejects() {
     let run = run_scenario("app_confirm_rejected", &["--confirm", "ask"]);
@@ -293,7 +293,7 @@ fn app_error_status_ends_the_round_without_acting() {
         .assert_actions(&[]);
 }
 
-/// Every function of DESIGN.md's table, called by its UFO alias, reaches the desktop under
+/// Every function of docs/responses.md's table, called by its UFO alias, reaches the desktop under
 /// its canonical name; `read_text` puts the text into the step's result, which the next
 /// prompt shows (`expect` "Hello world").
 #[test]
@@ -581,7 +581,7 @@ fn screenshots_are_saved_as_png_in_the_output_folder() {
     }
 }
 
-/// DESIGN.md "Control resolution": "if nothing matches, the step fails with a message the
+/// docs/responses.md "Finding the control": "if nothing matches, the step fails with a message the
 /// model sees next step" — for the host, an ASSIGN to a window that does not exist is not
 /// followed (no AppAgent), and the next host prompt names it (`expect` "Impress").
 #[test]
@@ -703,7 +703,7 @@ fn max_steps_from_config_stops_the_round() {
         .assert_round_end("FAIL", Some("max_steps"));
 }
 
-/// DESIGN.md "Command line": "`--config <FILE>` ufo.toml; env UFO_* and flags override it".
+/// docs/formats.md "Command line": "`--config <FILE>` ufo.toml; env UFO_* and flags override it".
 /// `UFO_MAX_STEPS=2` overrides `max_steps = 50` from the config.
 #[test]
 fn max_steps_from_env_overrides_the_config() {
@@ -867,7 +867,7 @@ fn script_expect_mismatch_is_an_error_naming_the_line() {
 // Trajectory durability
 // ---------------------------------------------------------------------------------------------
 
-/// DESIGN.md "Trajectory": "flushed as written; the file stays valid JSONL if the process is
+/// docs/formats.md "Trajectory": "flushed as written; the file stays valid JSONL if the process is
 /// killed". Kill -9 the binary in the middle of a slow run (the simulated app takes 300 ms per
 /// observation): the records written so far are all there, each a complete JSON line.
 #[test]
@@ -1084,7 +1084,7 @@ fn missing_request_is_a_usage_error() {
     assert!(!out.stderr.is_empty(), "a message says what is missing");
 }
 
-/// `ufo run --help` documents the options of DESIGN.md "Command line".
+/// `ufo run --help` documents the options of docs/formats.md "Command line".
 #[test]
 fn run_help_lists_the_documented_options() {
     let out = ufo().args(["run", "--help"]).output().expect("ufo runs");

@@ -12,23 +12,13 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use ufo_desktop::testing::require_live;
 
 use common::*;
 use serde_json::{json, Value};
 
 /// Live tests share one display: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn should_run(name: &str) -> bool {
-    if std::env::var("UFO_LIVE_TESTS").as_deref() == Ok("1") {
-        return true;
-    }
-    if std::env::var_os("DISPLAY").is_some() {
-        return true;
-    }
-    eprintln!("skipping {name}: no DISPLAY and UFO_LIVE_TESTS is not 1 (start scripts/desktop-session.sh)");
-    false
-}
 
 fn line(agent: &str, response: Value, expect: &[&str]) -> String {
     json!({"agent": agent, "response": response, "expect": expect}).to_string()
@@ -88,7 +78,7 @@ fn sequence(out: &Path) -> Vec<String> {
 
 #[test]
 fn ufo_computes_a_sum_on_the_calculator() {
-    if !should_run("ufo_computes_a_sum_on_the_calculator") {
+    if !require_live("ufo_computes_a_sum_on_the_calculator") {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
@@ -164,11 +154,29 @@ fn ufo_computes_a_sum_on_the_calculator() {
             .any(|l| l.contains("text") && l.contains("value=\"42\"")),
         "the display does not show 42:\n{shown}"
     );
+    // Issue 14: the live desktop logs its observations and actions (with timings) to ufo.log
+    let log = std::fs::read_to_string(out.join("ufo.log")).expect("ufo.log");
+    assert!(log.contains("observed") && log.contains("acted"), "{log}");
+    // Issue 14: live screenshots are drawn by the shared annotator, so the report highlights
+    // the button each of the six app steps clicked.
+    let report = ufo_live(&home, &["report".into(), out.display().to_string()]);
+    assert_eq!(
+        report.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+    assert_eq!(
+        html.matches("class=\"hl\" data-highlight=").count(),
+        6,
+        "every clicked button is highlighted on the live screenshots"
+    );
 }
 
 #[test]
 fn ufo_types_and_saves_a_file_in_mousepad() {
-    if !should_run("ufo_types_and_saves_a_file_in_mousepad") {
+    if !require_live("ufo_types_and_saves_a_file_in_mousepad") {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());

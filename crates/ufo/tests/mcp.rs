@@ -11,33 +11,17 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use ufo_desktop::testing::require_peer;
 
 use serde_json::{json, Value};
 
 use common::{repo_root, run_args, Run};
 
-/// A test peer, or `None` (skip, with the reason printed) when it is not installed and
-/// `UFO_PEER_TESTS` is not `1`.
-fn peer(path: PathBuf, what: &str, install: &str) -> Option<PathBuf> {
-    if path.exists() {
-        return Some(path);
-    }
-    let message = format!(
-        "{what} is not installed at {}; run `scripts/test-deps.sh {install}`",
-        path.display()
-    );
-    if std::env::var("UFO_PEER_TESTS").as_deref() == Ok("1") {
-        panic!("UFO_PEER_TESTS=1 and {message}");
-    }
-    eprintln!("skipped: {message} (set UFO_PEER_TESTS=1 to make this a failure)");
-    None
-}
-
 fn mcp_bin(name: &str) -> Option<PathBuf> {
     let dir = std::env::var_os("UFO_MCP_SERVERS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join("target/test-deps/mcp"));
-    peer(
+    require_peer(
         dir.join("node_modules/.bin").join(name),
         &format!("the MCP server {name}"),
         "install_mcp_servers",
@@ -59,7 +43,7 @@ fn python_mcp() -> Option<PathBuf> {
     } else {
         venv.join("bin/python-with-mcp")
     };
-    peer(path, "the Python mcp package", "install_python_mcp")
+    require_peer(path, "the Python mcp package", "install_python_mcp")
 }
 
 fn fixture(name: &str) -> PathBuf {

@@ -347,7 +347,11 @@ fn runs_lists_sessions_newest_first_and_tolerates_broken_folders() {
     };
     copy(&first.out, "a-first");
     copy(&second.out, "b-second");
+    // a run that died before its first event (ufo writes run.json first)
     std::fs::create_dir_all(runs.join("c-empty")).expect("mkdir");
+    std::fs::write(runs.join("c-empty").join("run.json"), "{}").expect("w");
+    // a folder that has nothing to do with ufo: left out, counted
+    std::fs::create_dir_all(runs.join("f-photos")).expect("mkdir");
     std::fs::create_dir_all(runs.join("d-garbage")).expect("mkdir");
     std::fs::write(
         runs.join("d-garbage").join("events.jsonl"),
@@ -388,6 +392,31 @@ fn runs_lists_sessions_newest_first_and_tolerates_broken_folders() {
     assert!(line("e-cut").contains("INCOMPLETE"), "{out}");
     assert!(out.contains("no session_end"), "{out}");
     assert!(!out.contains("notes.txt"), "{out}");
+    assert!(!out.contains("f-photos"), "{out}");
+    assert!(
+        out.contains("1 folder without a trajectory left out"),
+        "{out}"
+    );
+    // the --out folder of a run, given itself, lists that one session
+    let o = ufo()
+        .arg("runs")
+        .arg("--dir")
+        .arg(runs.join("a-first"))
+        .output()
+        .expect("ufo runs");
+    let one = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{one}");
+    assert!(one.contains("a-first") && one.contains("FINISH"), "{one}");
+    // no runs folder yet (a fresh clone): nothing to list is not an error
+    let fresh = tempfile::tempdir().expect("tempdir");
+    let o = ufo()
+        .current_dir(fresh.path())
+        .arg("runs")
+        .output()
+        .expect("ufo runs");
+    let none = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{none}");
+    assert!(none.contains("no sessions in runs yet"), "{none}");
     // Newest first: b-second started after a-first (e-cut shares a-first's start).
     let pos = |n: &str| out.find(n).unwrap_or(usize::MAX);
     assert!(pos("b-second") < pos("a-first"), "{out}");
@@ -424,10 +453,17 @@ fn progress_lines_verbosity_and_log_file() {
         .collect();
     assert_eq!(lines.len(), step_count(&run), "{}", run.stderr);
     assert!(
-        lines[0].starts_with("[round 0 step 0] HostAgent CONTINUE -> ASSIGN | subtask: "),
+        lines[0].starts_with("[round 0 step 1 #0] HostAgent CONTINUE -> ASSIGN | subtask: "),
         "{}",
         lines[0]
     );
+    // issue 14: the step number is the counted one, as in the summary ("after 5 step(s)"); the
+    // host's choice of window reads as words, not as raw JSON
+    let last = lines.last().expect("lines");
+    assert!(last.starts_with("[round 0 step 5 #9] HostAgent"), "{last}");
+    assert!(run.stderr.contains("after 5 step(s)"), "{}", run.stderr);
+    assert!(lines[0].contains("action: window [1] "), "{}", lines[0]);
+    assert!(!run.stderr.contains("\"control_label\""), "{}", run.stderr);
     assert!(!run.stderr.contains("thought:"));
     let log = std::fs::read_to_string(run.out.join("ufo.log")).expect("ufo.log");
     assert_eq!(

@@ -5,8 +5,8 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::{
-    archive, ask_model, clip, hand_back, recent, resolve, Assignment, Cx, Ending, Handoff,
-    StepReport, SubAgent,
+    archive, ask_model, clip, hand_back, recent, resolve, subtask_result, Assignment, Cx, Ending,
+    Handoff, ModelCall, StepReport, SubAgent, SubtaskOutcome,
 };
 use crate::action::{canonical_name, UiAction};
 use crate::blackboard::QuestionAnswer;
@@ -229,12 +229,13 @@ impl AppAgent {
         self.state
     }
 
-    fn archive(&mut self, cx: &mut Cx<'_>, status: &str) -> StepReport {
-        let result = match (&self.error, self.result.is_empty()) {
-            (Some(e), _) if status == "ERROR" => e.clone(),
-            (_, false) => self.result.clone(),
-            _ => self.last_result.clone().unwrap_or_default(),
-        };
+    fn archive(&mut self, cx: &mut Cx<'_>, status: SubtaskOutcome) -> StepReport {
+        let result = subtask_result(
+            status,
+            self.error.as_deref(),
+            &self.result,
+            self.last_result.as_deref(),
+        );
         let name = self.name();
         archive(
             cx,
@@ -295,7 +296,7 @@ impl AppAgent {
                 None
             };
             answers.push(answer.clone());
-            // An unanswered question is noted on the blackboard (DESIGN.md).
+            // An unanswered question is noted on the blackboard (docs/states.md, AppAgent PENDING).
             cx.blackboard.add_question(QuestionAnswer {
                 agent: name.clone(),
                 question: q.clone(),
@@ -423,14 +424,18 @@ impl SubAgent for AppAgent {
             AppStatus::Pending => self.handle_pending(cx).await,
             AppStatus::Confirm => self.handle_confirm(cx).await,
             AppStatus::Finish => {
-                let status = if self.rejected { "REJECTED" } else { "FINISH" };
+                let status = if self.rejected {
+                    SubtaskOutcome::Rejected
+                } else {
+                    SubtaskOutcome::Finish
+                };
                 self.archive(cx, status)
             }
             AppStatus::Fail => {
                 cx.round_failures += 1;
-                self.archive(cx, "FAIL")
+                self.archive(cx, SubtaskOutcome::Fail)
             }
-            AppStatus::Error => self.archive(cx, "ERROR"),
+            AppStatus::Error => self.archive(cx, SubtaskOutcome::Error),
         }
     }
 
@@ -826,12 +831,14 @@ impl AppStep<'_, '_> {
         let from = self.agent.state;
         let tools = self.tools.clone();
         let response = ask_model(
-            svc.app_llm,
-            "app",
-            svc.config.json_parsing_retry,
-            system,
-            user,
-            images,
+            ModelCall {
+                llm: svc.app_llm,
+                agent_kind: "app",
+                retries: svc.config.json_parsing_retry,
+                system,
+                user,
+                images,
+            },
             |raw| validate_app(raw, from, &tools, svc.tools, svc.config.multi_action),
             &mut self.report.llm,
             &mut self.transcript,

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::{
     ask_model, cache_key, clip, clip_chars, recent, resolve, AgentFactory, AgentTarget, Assignment,
-    Cx, StepReport, SubAgent,
+    Cx, ModelCall, StepReport, SubAgent,
 };
 use crate::blackboard::QuestionAnswer;
 use crate::ports::{ConfirmRequest, Decision, LaunchableApp, Screenshot, WindowInfo};
@@ -208,7 +208,7 @@ impl HostAgent {
         }
     }
 
-    /// The next state (DESIGN.md's HostAgent table, "next state" column).
+    /// The next state (docs/states.md's HostAgent table, "next state" column).
     pub fn next_state(&mut self) -> HostNext {
         let next = match self.state {
             HostStatus::Continue | HostStatus::Pending | HostStatus::Confirm => self.status,
@@ -371,7 +371,7 @@ impl HostAgent {
                 answer,
             });
         }
-        // Only when asking is on does a missing answer fail the round (DESIGN.md).
+        // Only when asking is on does a missing answer fail the round (docs/states.md, HostAgent PENDING).
         self.status = if unanswered && cx.services.config.ask_question {
             cx.fail_reason = Some("no_answer".into());
             HostStatus::Fail
@@ -669,12 +669,14 @@ impl HostStep<'_, '_> {
             _ => Vec::new(),
         };
         let response = ask_model(
-            svc.host_llm,
-            "host",
-            svc.config.json_parsing_retry,
-            system,
-            user,
-            images,
+            ModelCall {
+                llm: svc.host_llm,
+                agent_kind: "host",
+                retries: svc.config.json_parsing_retry,
+                system,
+                user,
+                images,
+            },
             validate_host,
             &mut self.report.llm,
             &mut self.transcript,

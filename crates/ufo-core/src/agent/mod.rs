@@ -44,6 +44,56 @@ pub struct Services<'a> {
     pub tools: Option<&'a dyn ToolProvider>,
 }
 
+/// How a subtask ended, as archived for the host and on the blackboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum SubtaskOutcome {
+    /// The agent finished it.
+    Finish,
+    /// The agent gave up.
+    Fail,
+    /// The system could not go on (no observation, the model unreachable, ...).
+    Error,
+    /// The person rejected the action the agent held for confirmation.
+    Rejected,
+    /// The person cancelled the session during it.
+    Cancelled,
+}
+
+impl SubtaskOutcome {
+    /// The name written in the trajectory and shown to the host: `FINISH`, `FAIL`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubtaskOutcome::Finish => "FINISH",
+            SubtaskOutcome::Fail => "FAIL",
+            SubtaskOutcome::Error => "ERROR",
+            SubtaskOutcome::Rejected => "REJECTED",
+            SubtaskOutcome::Cancelled => "CANCELLED",
+        }
+    }
+}
+
+impl std::fmt::Display for SubtaskOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What an ended subtask hands back: for ERROR the error, otherwise the model's `Result`, and
+/// without one the result of the agent's last action. Every agent kind archives this.
+pub fn subtask_result(
+    outcome: SubtaskOutcome,
+    error: Option<&str>,
+    result: &str,
+    last_result: Option<&str>,
+) -> String {
+    match (error, outcome) {
+        (Some(e), SubtaskOutcome::Error) => e.to_string(),
+        _ if !result.is_empty() => result.to_string(),
+        _ => last_result.unwrap_or_default().to_string(),
+    }
+}
+
 /// A finished subtask, as the host sees it in "previous subtasks".
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubtaskRecord {
@@ -51,8 +101,8 @@ pub struct SubtaskRecord {
     pub agent: String,
     /// The subtask.
     pub subtask: String,
-    /// FINISH, FAIL, ERROR or REJECTED.
-    pub status: String,
+    /// How it ended.
+    pub status: SubtaskOutcome,
     /// Result or error.
     pub result: String,
 }
@@ -85,7 +135,7 @@ impl SubtaskCounts {
     }
 }
 
-/// The subtasks finished so far in a session, bounded by entries and bytes (DESIGN.md: the
+/// The subtasks finished so far in a session, bounded by entries and bytes (docs/states.md "The blackboard": the
 /// host's memory of earlier subtasks must not grow without bound): the newest
 /// [`RECENT_SUBTASKS`] kept with results clipped to [`SUBTASK_RESULT_CHARS`], the
 /// [`SUMMARISED_SUBTASKS`] before them as one line each, the rest only counted. The whole
@@ -169,10 +219,12 @@ impl SubtaskHistory {
         }
         if self.summarised.len() > SUMMARISED_SUBTASKS {
             let old = self.summarised.remove(0);
-            match old.status.as_str() {
-                "FINISH" => self.counted.finished += 1,
-                "FAIL" | "ERROR" | "REJECTED" => self.counted.failed += 1,
-                _ => self.counted.other += 1,
+            match old.status {
+                SubtaskOutcome::Finish => self.counted.finished += 1,
+                SubtaskOutcome::Fail | SubtaskOutcome::Error | SubtaskOutcome::Rejected => {
+                    self.counted.failed += 1
+                }
+                SubtaskOutcome::Cancelled => self.counted.other += 1,
             }
         }
     }
@@ -411,20 +463,20 @@ pub fn archive(
     agent: &str,
     state: &str,
     subtask: &str,
-    status: &str,
+    status: SubtaskOutcome,
     result: &str,
     actions: &[String],
 ) -> StepReport {
     cx.previous_subtasks.push(SubtaskRecord {
         agent: agent.to_string(),
         subtask: subtask.to_string(),
-        status: status.to_string(),
+        status,
         result: result.to_string(),
     });
     cx.blackboard.add_trajectory(crate::blackboard::Trajectory {
         agent: agent.to_string(),
         subtask: subtask.to_string(),
-        status: status.to_string(),
+        status,
         result: result.to_string(),
         actions: actions.to_vec(),
     });
@@ -450,7 +502,7 @@ pub enum Ending {
     Error,
 }
 
-/// Where control goes after a sub-agent's subtask ends (DESIGN.md's AppAgent table, the same
+/// Where control goes after a sub-agent's subtask ends (docs/states.md's AppAgent table, the same
 /// for every agent kind): FINISH → Host CONTINUE (follower mode: Host FINISH); FAIL →
 /// `replan`: Host CONTINUE, or Host FAIL after `max_subtask_failures`; `finish`: Host FINISH
 /// with the round ending FAIL `subtask_failed`; ERROR → Host FINISH.
@@ -480,28 +532,7 @@ pub fn hand_back(cx: &mut Cx<'_>, ending: Ending) -> Handoff {
     })
 }
 
-/// Cut text to at most `max` characters, saying how much was cut: "… (N chars more)".
-pub fn clip_chars(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        None => s.to_string(),
-        Some((end, _)) => {
-            let more = s[end..].chars().count();
-            format!("{}… ({more} chars more)", &s[..end])
-        }
-    }
-}
-
-/// Cut text to at most `max` bytes (on a character boundary), marking the cut.
-pub fn clip(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
-}
+pub use crate::text::{clip, clip_chars};
 
 /// The last `keep` memory lines, numbered from the start of the whole memory.
 pub fn recent(memory: &[String], keep: usize) -> Vec<String> {
@@ -518,22 +549,42 @@ pub fn cache_key(window: &WindowInfo) -> String {
     format!("{}/{}", window.app_name, window.process)
 }
 
+/// One question to the model: who asks, how often an invalid answer is sent back, and the
+/// prompt.
+pub struct ModelCall<'a> {
+    /// The model.
+    pub llm: &'a dyn LlmClient,
+    /// The asking agent's kind (`host`, `app`, a third-party kind), for scripted models and
+    /// logs.
+    pub agent_kind: &'a str,
+    /// Re-asks after an invalid answer (`json_parsing_retry`).
+    pub retries: u32,
+    /// The system prompt.
+    pub system: String,
+    /// The user prompt.
+    pub user: String,
+    /// Images sent with the user prompt, each with a caption.
+    pub images: Vec<(Arc<Vec<u8>>, String)>,
+}
+
 /// Ask the model (for agent kinds outside this crate too), parsing and validating with
-/// `parse`; an invalid answer is sent back with
-/// its error, up to `json_parsing_retry` times. Returns the parsed answer, or the error that
-/// sends the agent to ERROR. Appends every exchange to `transcript`.
-#[allow(clippy::too_many_arguments)]
+/// `parse`; an invalid answer is sent back with its error, up to `call.retries` times. Returns
+/// the parsed answer, or the error that sends the agent to ERROR. Adds the calls and tokens to
+/// `stats` and appends every exchange to `transcript`.
 pub async fn ask_model<T>(
-    llm: &dyn LlmClient,
-    agent_kind: &str,
-    retries: u32,
-    system: String,
-    user: String,
-    images: Vec<(Arc<Vec<u8>>, String)>,
+    call: ModelCall<'_>,
     parse: impl Fn(&str) -> Result<T, String>,
     stats: &mut LlmStats,
     transcript: &mut String,
 ) -> Result<T, String> {
+    let ModelCall {
+        llm,
+        agent_kind,
+        retries,
+        system,
+        user,
+        images,
+    } = call;
     let mut user_msg = ChatMessage::text(MessageRole::User, user);
     for (png, caption) in images {
         user_msg.content.push(ContentPart::Image { png, caption });
@@ -584,7 +635,7 @@ pub async fn ask_model<T>(
     ))
 }
 
-/// Find the index of the item a model means by `label` and `text` (DESIGN.md "Control
+/// Find the index of the item a model means by `label` and `text` (docs/responses.md "Finding the
 /// resolution"): the label wins when its name matches `text` (or `text` is empty); otherwise
 /// `text` is matched exactly, then case-insensitively, against each item's names.
 pub fn resolve<'n>(
@@ -623,9 +674,24 @@ mod tests {
     use crate::ports::{ChatResponse, LlmError};
 
     #[test]
-    fn clip_chars_says_how_much_was_cut() {
-        assert_eq!(clip_chars("abc", 3), "abc");
-        assert_eq!(clip_chars("abcdé", 2), "ab… (3 chars more)");
+    fn a_subtask_hands_back_its_error_its_result_or_its_last_action_result() {
+        use SubtaskOutcome::*;
+        assert_eq!(
+            subtask_result(Error, Some("no window"), "r", Some("l")),
+            "no window"
+        );
+        assert_eq!(
+            subtask_result(Finish, Some("old error"), "r", Some("l")),
+            "r"
+        );
+        assert_eq!(subtask_result(Fail, None, "", Some("l")), "l");
+        assert_eq!(subtask_result(Rejected, None, "", None), "");
+        // the names of the trajectory and the checkpoint are unchanged
+        assert_eq!(
+            serde_json::to_value(Rejected).unwrap_or_default(),
+            "REJECTED"
+        );
+        assert_eq!(Cancelled.as_str(), "CANCELLED");
     }
 
     #[test]
@@ -661,12 +727,14 @@ mod tests {
         let mut stats = LlmStats::default();
         let mut transcript = String::new();
         let e = ask_model(
-            &Down,
-            "host",
-            2,
-            "system".into(),
-            "user".into(),
-            Vec::new(),
+            ModelCall {
+                llm: &Down,
+                agent_kind: "host",
+                retries: 2,
+                system: "system".into(),
+                user: "user".into(),
+                images: Vec::new(),
+            },
             |_| Ok::<(), String>(()),
             &mut stats,
             &mut transcript,

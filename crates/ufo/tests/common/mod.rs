@@ -1,6 +1,6 @@
 //! Helpers for the integration tests: run the real `ufo` binary on a scenario and read back
 //! the trajectory (`events.jsonl`) and the simulated desktop's final state
-//! (`desktop_final.json`), as DESIGN.md "Interfaces that tests rely on" specifies them.
+//! (`desktop_final.json`), as docs/formats.md specifies them.
 
 #![allow(dead_code)]
 
@@ -269,7 +269,7 @@ impl Run {
         self
     }
 
-    /// The structural checks every trajectory must pass (DESIGN.md "Trajectory"):
+    /// The structural checks every trajectory must pass (docs/formats.md "Trajectory"):
     /// every line is JSON with a `type`; `session_start` first; `session_end` last with a
     /// status and a reason matching the exit code; a `round_end` with status and reason;
     /// step records with the documented fields, strictly increasing `seq`, `agent`

@@ -1,0 +1,53 @@
+//! When a test that needs the outside world runs (feature `testing`): one rule for every test
+//! crate of the workspace, instead of a copy in each.
+//!
+//! - Live tests need a desktop session. They run when `DISPLAY` is set or `UFO_LIVE_TESTS=1`;
+//!   otherwise they print why and pass without running. With `UFO_LIVE_TESTS=1` a missing
+//!   session or application is a failure (`scripts/test.sh` sets it: no test may skip there).
+//! - Peer tests need a program installed by `scripts/test-deps.sh` (an MCP server, a Python
+//!   client). Without it they print why and pass, unless `UFO_PEER_TESTS=1`, where they fail.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Whether the live test `test` runs now; when it does not, the reason is printed.
+pub fn require_live(test: &str) -> bool {
+    if std::env::var("UFO_LIVE_TESTS").as_deref() == Ok("1") {
+        return true;
+    }
+    if std::env::var_os("DISPLAY").is_some() {
+        return true;
+    }
+    // written to the real stderr, past the test harness's capture, so the reason shows
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipping {test}: no DISPLAY and UFO_LIVE_TESTS is not 1 (start a session with \
+         scripts/desktop-session.sh up and source its env file)"
+    );
+    false
+}
+
+/// The test peer at `path` (`what` it is, and the `scripts/test-deps.sh` function that
+/// installs it), or `None` when it is missing and `UFO_PEER_TESTS` is not `1` (the reason is
+/// printed).
+///
+/// # Panics
+/// When the peer is missing and `UFO_PEER_TESTS=1`: the test must not pass without it.
+pub fn require_peer(path: PathBuf, what: &str, install: &str) -> Option<PathBuf> {
+    if path.exists() {
+        return Some(path);
+    }
+    let message = format!(
+        "{what} is not installed at {}; run `scripts/test-deps.sh {install}`",
+        path.display()
+    );
+    assert!(
+        std::env::var("UFO_PEER_TESTS").as_deref() != Ok("1"),
+        "UFO_PEER_TESTS=1 and {message}"
+    );
+    let _ = writeln!(
+        std::io::stderr(),
+        "skipped: {message} (set UFO_PEER_TESTS=1 to make this a failure)"
+    );
+    None
+}
