@@ -567,7 +567,7 @@ fn plan(
 /// (an empty cell: listing every empty cell would blow the prompt): the cell of the window's
 /// only `table` control, as a control whose id is the table's id, `#` and the address. The
 /// desktop resolves that id to the cell; a desktop that does not know such ids says so.
-fn cell_of_table(text: &str, obs: &WindowObservation) -> Option<Control> {
+pub fn cell_of_table(text: &str, obs: &WindowObservation) -> Option<Control> {
     let address = cell_address(text)?;
     let mut tables = obs.controls.iter().filter(|c| c.role == "table");
     let table = tables.next()?;
