@@ -38,6 +38,9 @@ pub(crate) const MAX_ROWS: u32 = 60;
 pub(crate) const MAX_COLS: u32 = 30;
 /// Where the application's accessible objects live (not `/org/a11y/atspi/null`).
 const ACCESSIBLE: &str = "/org/a11y/atspi/accessible/";
+/// Longest cell value shown in an observation (`read_text` gives the whole content): a few
+/// long texts must not blow the prompt of a sheet.
+const CELL_VALUE_MAX: usize = 200;
 /// Most cell references remembered between observations (then forgotten all at once).
 const MAX_KNOWN_CELLS: usize = 50_000;
 /// Columns of a LibreOffice sheet (A..XFD) and rows.
@@ -170,6 +173,18 @@ pub(crate) fn cells_next_to_data(filled: &[(u32, u32)], range: &CellRange) -> Ve
     out.into_iter()
         .filter(|p| range.contains(*p) && !set.contains(p))
         .collect()
+}
+
+/// `s` cut to at most `max` bytes (at a character boundary), with `…` when cut.
+pub(crate) fn clip(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
 }
 
 /// What the sheet control's value says about its cells.
@@ -437,7 +452,7 @@ impl LinuxDesktop {
                 continue;
             };
             let name = cell_address(c.row, c.col);
-            let value = (!c.text.is_empty()).then(|| c.text.clone());
+            let value = (!c.text.is_empty()).then(|| clip(&c.text, CELL_VALUE_MAX));
             out.push(fetched(
                 cell_id(&sheet_id, c.row, c.col),
                 "table cell",
@@ -1078,6 +1093,17 @@ mod tests {
         let s = sheet_summary(&range, 5, false);
         assert!(s.starts_with("cells A1:O46 visible, 5 filled"), "{s}");
         assert!(s.contains("name any cell by its address"), "{s}");
+    }
+
+    #[test]
+    fn long_cell_values_are_clipped() {
+        assert_eq!(clip("15", CELL_VALUE_MAX), "15");
+        let long = "é".repeat(300);
+        let c = clip(&long, CELL_VALUE_MAX);
+        assert!(
+            c.len() <= CELL_VALUE_MAX + '…'.len_utf8() && c.ends_with('…'),
+            "{c}"
+        );
     }
 
     #[test]
