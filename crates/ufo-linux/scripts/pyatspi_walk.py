@@ -28,7 +28,11 @@ def walk(node, out):
     except NotImplementedError:
         ext = None
     out.append((role, name, desc, len(states), ext))
-    for i in range(node.childCount):
+    count = node.childCount
+    if count < 0 or count > 2000:
+        # a spreadsheet reports every cell of the sheet: never enumerated (as in ufo)
+        return
+    for i in range(count):
         child = node.getChildAtIndex(i)
         if child is not None:
             walk(child, out)

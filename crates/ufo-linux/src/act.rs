@@ -95,7 +95,7 @@ impl LinuxDesktop {
     /// [`crate::keys::batches`] one after another (every command chord alone), each sent
     /// through XTEST and synced with the X server, then waited on until the application has
     /// applied it before the next batch goes out.
-    async fn send_keys_in_order(
+    pub(crate) async fn send_keys_in_order(
         &self,
         xid: u32,
         ctl: Option<&CtlInfo>,
@@ -211,6 +211,16 @@ impl LinuxDesktop {
         action: &UiAction,
     ) -> Result<String, LinuxError> {
         let xid = parse_window_id(window)?;
+        // spreadsheet cells (by address) and the Name Box
+        if let Some(id) = control_id.filter(|id| self.is_sheet_target(id, action)) {
+            let before = self.fingerprint(xid).await;
+            self.lock().last_window = Some(xid);
+            let result = self.sheet_action(xid, window, id, action).await;
+            if !matches!(action, UiAction::ReadText) {
+                self.settle_window(xid, before).await;
+            }
+            return result;
+        }
         let ctl = match (control_id, action.needs_control()) {
             (Some(id), _) => Some(self.control(window, id).await?),
             (None, true) => {

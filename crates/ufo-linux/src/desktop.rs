@@ -44,6 +44,9 @@ pub(crate) struct State {
     pub bus_by_pid: HashMap<u32, String>,
     /// the window acted on last (for `settle`)
     pub last_window: Option<u32>,
+    /// spreadsheet cells read before: (bus, sheet path, row, column) → the cell's path
+    /// (see `table.rs`: LibreOffice keeps every cell object it hands out)
+    pub sheet_cells: HashMap<(String, String, u32, u32), String>,
 }
 
 /// The live Linux desktop: AT-SPI2 over zbus for controls, X11 for windows, pixels and input.

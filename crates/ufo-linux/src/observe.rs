@@ -206,7 +206,7 @@ pub(crate) fn reading_order(rects: &[Rect]) -> Vec<usize> {
     out
 }
 
-fn intersect(a: Rect, b: Rect) -> Option<Rect> {
+pub(crate) fn intersect(a: Rect, b: Rect) -> Option<Rect> {
     let x0 = a.x.max(b.x);
     let y0 = a.y.max(b.y);
     let x1 = (a.x + a.w as i32).min(b.x + b.w as i32);
@@ -275,9 +275,9 @@ struct Candidate {
     wraps_button: bool,
 }
 
-struct Fetched {
-    detail: ControlDetail,
-    info: CtlInfo,
+pub(crate) struct Fetched {
+    pub(crate) detail: ControlDetail,
+    pub(crate) info: CtlInfo,
 }
 
 impl LinuxDesktop {
@@ -608,6 +608,11 @@ impl LinuxDesktop {
                 }
             }
         }
+        // spreadsheets: their visible cells, read by range (never enumerated)
+        self.sheet_controls(
+            bus, tree, &frame, offset, win_rect, w.id, &mut out, warnings,
+        )
+        .await;
         if failed > 0 {
             warnings.push(format!(
                 "{failed} of {} controls did not answer and are left out (first error: {})",

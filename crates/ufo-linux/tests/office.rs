@@ -732,3 +732,313 @@ async fn impress_sets_the_title_of_slide_two_and_saves_pptx() {
     assert!(first.contains("Opening"), "{first}");
     drop(o.guard);
 }
+
+/// Start LibreOffice Calc (GTK3 plugin, fresh profile under `dir`) and wait for its window
+/// with its sheet on the bus: (the window, the guard that kills it).
+async fn start_calc(
+    d: &LinuxDesktop,
+    dir: tempfile::TempDir,
+) -> (ufo_core::WindowInfo, OfficeGuard) {
+    assert!(
+        ufo_linux::libreoffice_gtk3_installed() && ufo_proc::which("libreoffice", None).is_some(),
+        "LibreOffice with its GTK3 plugin is not installed: run scripts/test-deps.sh install_libreoffice (as root)"
+    );
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let profile_arg = format!(
+        "-env:UserInstallation=file://{}",
+        dir.path().join("profile").display()
+    );
+    let mut guard = OfficeGuard {
+        profile_arg: profile_arg.clone(),
+        _dir: dir,
+        child: None,
+    };
+    {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = std::process::Command::new("libreoffice");
+        ufo_proc::scrub_env_std(&mut cmd);
+        let child = cmd
+            .args(["--calc", "--norestore", "--nologo", &profile_arg])
+            .env("SAL_USE_VCLPLUGIN", "gtk3")
+            .env("HOME", &home)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("cannot start libreoffice");
+        guard.child = Some(child);
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let w = loop {
+        let ours = ufo_proc::live_processes_with_arg(&profile_arg);
+        let windows = d.windows().await.expect("list windows");
+        if let Some(w) = windows
+            .into_iter()
+            .find(|w| w.pid.is_some_and(|p| ours.contains(&p)) && w.title.contains("Calc"))
+        {
+            break w;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Calc's window did not appear within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    // LibreOffice fills its window (toolbars, then the sheet) a few seconds after showing it
+    loop {
+        let obs = d.observe(&w.id).await.expect("observe Calc");
+        if obs.controls.iter().any(|c| c.role == "table") && obs.controls.len() >= 20 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Calc's sheet is not on the bus after 60 s: {}",
+            describe(&obs)
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    (w, guard)
+}
+
+/// The `ufo` binary of this build (built by `cargo build -p ufo`), next to the test binaries.
+fn ufo_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let bin = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|dir| dir.join("ufo"))
+        .expect("the target folder");
+    assert!(
+        bin.exists(),
+        "{} is missing: build it first with cargo build -p ufo",
+        bin.display()
+    );
+    bin
+}
+
+fn app_line(text: &str, function: &str, args: serde_json::Value, status: &str) -> String {
+    serde_json::json!({"agent": "app", "response": {
+        "Observation": "the sheet", "Thought": "next step", "ControlLabel": "",
+        "ControlText": text, "Function": function, "Args": args, "Status": status}})
+    .to_string()
+}
+
+/// Issue 11, test 10(a) and item 2: a scripted `ufo run` fills A1:A5 with 1..5 and A6 with
+/// `=SUM(A1:A5)`, naming every cell by its address (A2..A6 are empty, so not listed: they
+/// resolve through the sheet), and saves the sheet as xlsx through the Save As dialog and
+/// the "Keep current format" question, naming every control, never coordinates. The file
+/// is read back by unzip, not by ufo.
+#[tokio::test(flavor = "multi_thread")]
+async fn ufo_fills_cells_by_address_sums_them_and_saves_xlsx() {
+    if !require_live("ufo_fills_cells_by_address_sums_them_and_saves_xlsx") {
+        return;
+    }
+    let _turn = SERIAL.lock().await;
+    let ufo = ufo_binary();
+    let d = LinuxDesktop::connect(LinuxConfig::default())
+        .await
+        .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
+    let dir = tempfile::Builder::new()
+        .prefix("ufo-office-test-")
+        .tempdir()
+        .expect("cannot create a temporary folder");
+    let work = dir.path().to_path_buf();
+    let (w, _guard) = start_calc(&d, dir).await;
+    let pid = w.pid.expect("Calc's window has a pid");
+    // the empty sheet: its first cell is listed, the rest are summarised on the sheet
+    let obs = d.observe(&w.id).await.expect("observe Calc");
+    let sheet = obs
+        .controls
+        .iter()
+        .find(|c| c.role == "table")
+        .unwrap_or_else(|| panic!("no sheet: {}", describe(&obs)));
+    assert!(
+        sheet
+            .value
+            .as_deref()
+            .is_some_and(|v| v.contains("name any cell by its address")),
+        "{sheet:?}"
+    );
+    for name in ["A1", "Name Box", "Input line", "Sheet1"] {
+        assert!(
+            obs.controls.iter().any(|c| c.name == name),
+            "{name} is not listed: {:?}",
+            obs.controls.iter().map(|c| &c.name).collect::<Vec<_>>()
+        );
+    }
+    let cells = obs
+        .controls
+        .iter()
+        .filter(|c| c.role == "table cell")
+        .count();
+    assert!(cells <= 3, "empty cells are listed one by one: {cells}");
+
+    let file = work.join("sum.xlsx");
+    let out = work.join("out");
+    let script = work.join("script.jsonl");
+    let mut lines = vec![serde_json::json!({"agent": "host", "response": {
+        "Observation": "Calc is open.", "Thought": "Assign.",
+        "Current Sub-Task": "Fill A1:A5, sum them in A6, save as xlsx",
+        "ControlText": w.title, "Status": "ASSIGN"}})
+    .to_string()];
+    for (i, v) in ["1", "2", "3", "4", "5", "=SUM(A1:A5)"].iter().enumerate() {
+        lines.push(app_line(
+            &format!("A{}", i + 1),
+            "set_text",
+            serde_json::json!({ "text": v }),
+            "CONTINUE",
+        ));
+    }
+    lines.push(app_line(
+        "Sheet Sheet1",
+        "type_keys",
+        serde_json::json!({"keys": "{ctrl+shift+s}"}),
+        "SCREENSHOT",
+    ));
+    lines.push(app_line(
+        "ODF Spreadsheet (.ods)",
+        "select",
+        serde_json::json!({"item": "Excel 2007-365 (.xlsx)"}),
+        "CONTINUE",
+    ));
+    lines.push(app_line(
+        "Name",
+        "set_text",
+        serde_json::json!({"text": file.display().to_string()}),
+        "CONTINUE",
+    ));
+    lines.push(app_line("Save", "click", serde_json::json!({}), "CONTINUE"));
+    lines.push(app_line(
+        "Use Excel 2007\u{2013}365 Format",
+        "click",
+        serde_json::json!({}),
+        "FINISH",
+    ));
+    lines.push(
+        serde_json::json!({"agent": "host", "response": {
+            "Observation": "Saved.", "Thought": "Finish.", "Status": "FINISH"}})
+        .to_string(),
+    );
+    std::fs::write(&script, lines.join("\n")).unwrap();
+    let run = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(ufo)
+            .args([
+                "run",
+                "--desktop",
+                "live",
+                "--llm",
+                &format!("script:{}", script.display()),
+                "--out",
+                &out.display().to_string(),
+                "Fill A1:A5 with 1 to 5, sum them in A6 and save as sum.xlsx",
+            ])
+            .env_remove("UFO_LLM")
+            .output()
+            .expect("ufo runs")
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert_eq!(run.status.code(), Some(0), "ufo run failed:\n{stderr}");
+    // the file, read by unzip
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let xml = loop {
+        let x = std::process::Command::new("unzip")
+            .args([
+                "-p",
+                &file.display().to_string(),
+                "xl/worksheets/sheet1.xml",
+            ])
+            .output()
+            .expect("unzip runs");
+        if x.status.success() && !x.stdout.is_empty() {
+            break String::from_utf8_lossy(&x.stdout).into_owned();
+        }
+        if Instant::now() > deadline {
+            let now = d.observe(&w.id).await.map(|o| {
+                o.controls
+                    .iter()
+                    .map(|c| format!("{} {:?} {:?}", c.role, c.name, c.value))
+                    .collect::<Vec<_>>()
+            });
+            panic!(
+                "{} is not an xlsx with a sheet1: {}\nufo said:\n{stderr}\nthe window now: {now:?}",
+                file.display(),
+                String::from_utf8_lossy(&x.stderr)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    for (i, v) in (1..=5).enumerate() {
+        let cell = format!("<c r=\"A{}\"", i + 1);
+        let at = xml
+            .find(&cell)
+            .unwrap_or_else(|| panic!("no cell A{} in {xml}", i + 1));
+        let rest = &xml[at..];
+        let end = rest.find("</c>").unwrap_or(rest.len());
+        assert!(
+            rest[..end].contains(&format!("<v>{v}</v>")),
+            "A{} is not {v}: {}",
+            i + 1,
+            &rest[..end]
+        );
+    }
+    let at = xml
+        .find("<c r=\"A6\"")
+        .unwrap_or_else(|| panic!("no A6 in {xml}"));
+    let a6 = &xml[at..];
+    let a6 = &a6[..a6.find("</c>").unwrap_or(a6.len())];
+    assert!(
+        a6.contains(">SUM(A1:A5)</f>"),
+        "A6 has no =SUM(A1:A5): {a6}"
+    );
+    assert!(a6.contains("<v>15</v>"), "A6 does not show 15: {a6}");
+    // read_text on a cell gives its formula and its value; the Name Box selects a range
+    let obs = d
+        .observe(&w.id)
+        .await
+        .expect("observe Calc after the session");
+    let a6 = obs
+        .controls
+        .iter()
+        .find(|c| c.role == "table cell" && c.name == "A6")
+        .unwrap_or_else(|| panic!("A6 is not listed: {}", describe(&obs)));
+    assert_eq!(a6.value.as_deref(), Some("15"));
+    let read = d
+        .act(&w.id, Some(&a6.id), &ufo_core::UiAction::ReadText)
+        .await
+        .expect("read_text on A6");
+    assert_eq!(read, "=SUM(A1:A5) \u{2192} 15");
+    let name_box = obs
+        .controls
+        .iter()
+        .find(|c| c.name == "Name Box")
+        .unwrap_or_else(|| panic!("no Name Box: {}", describe(&obs)));
+    d.act(
+        &w.id,
+        Some(&name_box.id),
+        &ufo_core::UiAction::SetText {
+            text: "A1:B5".into(),
+        },
+    )
+    .await
+    .expect("set_text on the Name Box");
+    let obs = d.observe(&w.id).await.expect("observe Calc");
+    let shown = obs
+        .controls
+        .iter()
+        .find(|c| c.name == "Name Box")
+        .and_then(|c| c.value.clone());
+    assert_eq!(shown.as_deref(), Some("A1:B5"), "{}", describe(&obs));
+
+    // LibreOffice is idle afterwards
+    let (share, grew_kib) = load_over(pid, Duration::from_secs(2));
+    assert!(
+        share < 0.3 && grew_kib < 20 * 1024,
+        "after the session LibreOffice used {:.0}% of a core and grew by {} MiB",
+        share * 100.0,
+        grew_kib / 1024
+    );
+}

@@ -222,6 +222,8 @@ impl DesktopServer {
             vec![obs.controls[i].name.as_str()]
         })
         .map(|i| obs.controls[i].id.clone())
+        // a spreadsheet cell the observation does not list (an empty one), by its address
+        .or_else(|| ufo_core::agent::app::cell_of_table(text, &obs).map(|c| c.id))
         .ok_or_else(|| {
             format!(
                 "no control {wanted:?} in {}; call observe_window for the labels",

@@ -532,8 +532,11 @@ fn plan(
         let idx = resolve(label, text, obs.controls.len(), |i| {
             vec![obs.controls[i].name.as_str()]
         });
-        match idx {
-            Some(i) => Some(obs.controls[i].clone()),
+        match idx
+            .map(|i| obs.controls[i].clone())
+            .or_else(|| cell_of_table(text, obs))
+        {
+            Some(c) => Some(c),
             None => {
                 return Err(format!(
                 "action failed: no control matches ControlLabel {label:?} / ControlText {text:?}; \
@@ -558,6 +561,43 @@ fn plan(
         control,
         label,
     })
+}
+
+/// A spreadsheet cell named by its address (`A7`, `$B$12`) that the observation does not list
+/// (an empty cell: listing every empty cell would blow the prompt): the cell of the window's
+/// only `table` control, as a control whose id is the table's id, `#` and the address. The
+/// desktop resolves that id to the cell; a desktop that does not know such ids says so.
+pub fn cell_of_table(text: &str, obs: &WindowObservation) -> Option<Control> {
+    let address = cell_address(text)?;
+    let mut tables = obs.controls.iter().filter(|c| c.role == "table");
+    let table = tables.next()?;
+    if tables.next().is_some() {
+        return None;
+    }
+    Some(Control {
+        id: format!("{}#{address}", table.id),
+        role: "table cell".to_string(),
+        name: address,
+        value: None,
+        rect: table.rect,
+        enabled: table.enabled,
+    })
+}
+
+/// An A1-style cell address in canonical form (`b7` and `$B$7` give `B7`): one to three
+/// letters, then a row number from 1 to 1,048,576.
+pub fn cell_address(text: &str) -> Option<String> {
+    let t: String = text.trim().chars().filter(|c| *c != '$').collect();
+    let letters = t.chars().take_while(|c| c.is_ascii_alphabetic()).count();
+    let (col, row) = t.split_at(letters);
+    if !(1..=3).contains(&letters) || row.is_empty() || !row.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let n: u32 = row.parse().ok()?;
+    if n == 0 || n > 1_048_576 || row.starts_with('0') {
+        return None;
+    }
+    Some(format!("{}{n}", col.to_ascii_uppercase()))
 }
 
 /// The tools as prompt lines.
@@ -1022,6 +1062,69 @@ fn check_function(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sheet_obs(controls: Vec<(&str, &str, &str)>) -> WindowObservation {
+        WindowObservation {
+            window: WindowInfo {
+                id: "w".into(),
+                title: "Untitled 1 - LibreOffice Calc".into(),
+                app_name: "soffice".into(),
+                process: "soffice.bin".into(),
+                pid: None,
+                rect: None,
+            },
+            controls: controls
+                .into_iter()
+                .map(|(id, role, name)| Control {
+                    id: id.into(),
+                    role: role.into(),
+                    name: name.into(),
+                    value: None,
+                    rect: Default::default(),
+                    enabled: true,
+                })
+                .collect(),
+            screenshot: None,
+            annotated: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Issue 11, item 2: `ControlText: "A7"` names cell A7 even when the observation does not
+    /// list it (empty cells are summarised): it goes to the sheet, with the address in the id.
+    #[test]
+    fn an_unlisted_cell_address_resolves_to_the_sheet() {
+        let obs = sheet_obs(vec![
+            (":1.5/sheet#A1", "table cell", "A1"),
+            (":1.5/sheet", "table", "Sheet Sheet1"),
+            (":1.5/box", "text", "Name Box"),
+        ]);
+        let args = json!({"text": "7"});
+        let Planned::Ui { control, .. } =
+            plan("set_edit_text", &args, "", "a7", &obs, &[]).unwrap()
+        else {
+            panic!("not a GUI action")
+        };
+        let c = control.unwrap();
+        assert_eq!((c.id.as_str(), c.name.as_str()), (":1.5/sheet#A7", "A7"));
+        // a listed cell resolves to itself, as any control does
+        let Planned::Ui { control, .. } =
+            plan("set_edit_text", &args, "", "A1", &obs, &[]).unwrap()
+        else {
+            panic!("not a GUI action")
+        };
+        assert_eq!(control.unwrap().id, ":1.5/sheet#A1");
+        // not an address, or no sheet: no control, as before
+        assert!(plan("set_edit_text", &args, "", "Total", &obs, &[]).is_err());
+        let no_sheet = sheet_obs(vec![(":1.5/box", "text", "Name Box")]);
+        assert!(plan("set_edit_text", &args, "", "A7", &no_sheet, &[]).is_err());
+        assert_eq!(cell_address("$AB$12").as_deref(), Some("AB12"));
+        assert_eq!(cell_address("A0"), None);
+        assert_eq!(cell_address("ABCD1"), None);
+        assert_eq!(cell_address("A01"), None);
+        assert_eq!(cell_address("XFD1048576").as_deref(), Some("XFD1048576"));
+        assert_eq!(cell_address("A1048577"), None);
+    }
 
     #[test]
     fn unknown_functions_are_invalid_answers() {

@@ -1,0 +1,1136 @@
+//! Spreadsheets (LibreOffice Calc's sheet): a table that reports every cell of the sheet as a
+//! child (2^31, -1 in GTK3's cache) and manages its descendants. Its children are never
+//! enumerated (that makes LibreOffice build every cell, at 100% CPU and without end); only its
+//! visible range is read, through hit tests of the visible corners and the Table interface, one
+//! cell at a time, bounded in cells ([`MAX_ROWS`] x [`MAX_COLS`]) and time.
+//!
+//! Cells are controls named by their address (`A1`, `B7`) with their shown text as value. Only
+//! filled cells are listed, plus the empty cells next to the data (the first empty cell under
+//! each filled column and right of each filled row, or the first visible cell of an empty
+//! sheet), so the prompt stays bounded; the sheet itself is listed as a `table` control whose
+//! value says which range is visible. Every cell control's id is the sheet's id, `#` and the
+//! address, and the engine gives a cell the observation does not list the same kind of id
+//! (`ControlText: "A7"` with A7 empty), so actions on cells find their cell by address, fresh
+//! each time.
+//!
+//! Actions on a cell: `read_text` gives the formula and the shown value (`=SUM(A1:A5) → 15`),
+//! read from the formula input line after the Name Box moved the cursor there; `set_text`
+//! moves the cursor with the Name Box, types the content and presses Enter (LibreOffice's cells
+//! have no editable text interface). `set_text` on the Name Box jumps to the cell or selects
+//! the range typed (`A1:B5`). The Name Box and the formula input line ("Input line") are named
+//! here: LibreOffice gives them no accessible name.
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use ufo_core::{Control, Rect, UiAction};
+use zbus::zvariant::OwnedObjectPath;
+
+use crate::bus::{iface, state, AppTree, Node};
+use crate::desktop::{CtlInfo, LinuxDesktop};
+use crate::keys::{char_keysym, parse_keys, sym, KeyStep};
+use crate::observe::{intersect, ControlDetail, Fetched};
+use crate::LinuxError;
+
+/// Most rows of a sheet read in one observation.
+pub(crate) const MAX_ROWS: u32 = 60;
+/// Most columns of a sheet read in one observation.
+pub(crate) const MAX_COLS: u32 = 30;
+/// Where the application's accessible objects live (not `/org/a11y/atspi/null`).
+const ACCESSIBLE: &str = "/org/a11y/atspi/accessible/";
+/// Longest cell value shown in an observation (`read_text` gives the whole content): a few
+/// long texts must not blow the prompt of a sheet.
+const CELL_VALUE_MAX: usize = 200;
+/// Most cell references remembered between observations (then forgotten all at once).
+const MAX_KNOWN_CELLS: usize = 50_000;
+/// Columns of a LibreOffice sheet (A..XFD) and rows.
+const SHEET_COLS: u32 = 16_384;
+const SHEET_ROWS: u32 = 1_048_576;
+
+/// The name given to LibreOffice's Name Box (the cell address box left of the input line).
+pub(crate) const NAME_BOX: &str = "Name Box";
+/// The name of the formula input line (LibreOffice names its panel so, not the text).
+pub(crate) const INPUT_LINE: &str = "Input line";
+
+mod role {
+    pub const PANEL: u32 = 39;
+    pub const TABLE: u32 = 55;
+    pub const TEXT: u32 = 61;
+}
+
+/// The column letters of a zero-based column: 0 → `A`, 25 → `Z`, 26 → `AA`, 702 → `AAA`.
+pub(crate) fn column_name(col: u32) -> String {
+    let mut n = col as u64 + 1;
+    let mut out = Vec::new();
+    while n > 0 {
+        let rem = ((n - 1) % 26) as u8;
+        out.push(b'A' + rem);
+        n = (n - 1) / 26;
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// The address of a zero-based (row, column): (6, 1) → `B7`.
+pub(crate) fn cell_address(row: u32, col: u32) -> String {
+    format!("{}{}", column_name(col), row as u64 + 1)
+}
+
+/// A cell address (`B7`, `$b$7`) as a zero-based (row, column) within the sheet's size.
+pub(crate) fn parse_cell(s: &str) -> Option<(u32, u32)> {
+    let canonical = ufo_core::agent::app::cell_address(s)?;
+    let letters = canonical
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .count();
+    let (l, r) = canonical.split_at(letters);
+    let mut col: u64 = 0;
+    for b in l.bytes() {
+        col = col * 26 + u64::from(b - b'A' + 1);
+    }
+    let row: u64 = r.parse().ok()?;
+    let (row, col) = (u32::try_from(row - 1).ok()?, u32::try_from(col - 1).ok()?);
+    (row < SHEET_ROWS && col < SHEET_COLS).then_some((row, col))
+}
+
+/// A range of cells, zero-based and inclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CellRange {
+    pub top: u32,
+    pub left: u32,
+    pub bottom: u32,
+    pub right: u32,
+}
+
+impl CellRange {
+    /// The range between two corner cells, cut to `max_rows` x `max_cols` from the top left
+    /// (the flag: whether it was cut).
+    pub(crate) fn between(
+        a: (u32, u32),
+        b: (u32, u32),
+        max_rows: u32,
+        max_cols: u32,
+    ) -> (CellRange, bool) {
+        let (top, bottom) = (a.0.min(b.0), a.0.max(b.0));
+        let (left, right) = (a.1.min(b.1), a.1.max(b.1));
+        let cut_bottom = bottom.min(top + max_rows.max(1) - 1);
+        let cut_right = right.min(left + max_cols.max(1) - 1);
+        (
+            CellRange {
+                top,
+                left,
+                bottom: cut_bottom,
+                right: cut_right,
+            },
+            cut_bottom != bottom || cut_right != right,
+        )
+    }
+
+    /// Every cell, row by row.
+    pub(crate) fn cells(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        (self.top..=self.bottom).flat_map(move |r| (self.left..=self.right).map(move |c| (r, c)))
+    }
+
+    pub(crate) fn contains(&self, (r, c): (u32, u32)) -> bool {
+        (self.top..=self.bottom).contains(&r) && (self.left..=self.right).contains(&c)
+    }
+
+    /// `A1:O46`.
+    pub(crate) fn name(&self) -> String {
+        format!(
+            "{}:{}",
+            cell_address(self.top, self.left),
+            cell_address(self.bottom, self.right)
+        )
+    }
+}
+
+/// The empty cells worth listing beside the filled ones: the first empty cell under the last
+/// filled cell of each column and right of the last filled cell of each row (where the next
+/// entry usually goes), or the first cell of the range when nothing is filled. Sorted, row by
+/// row.
+pub(crate) fn cells_next_to_data(filled: &[(u32, u32)], range: &CellRange) -> Vec<(u32, u32)> {
+    use std::collections::{BTreeMap, BTreeSet};
+    if filled.is_empty() {
+        return vec![(range.top, range.left)];
+    }
+    let set: BTreeSet<(u32, u32)> = filled.iter().copied().collect();
+    let mut last_in_col: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut last_in_row: BTreeMap<u32, u32> = BTreeMap::new();
+    for &(r, c) in filled {
+        let e = last_in_col.entry(c).or_insert(r);
+        *e = (*e).max(r);
+        let e = last_in_row.entry(r).or_insert(c);
+        *e = (*e).max(c);
+    }
+    let mut out: BTreeSet<(u32, u32)> = BTreeSet::new();
+    for (c, r) in last_in_col {
+        out.insert((r + 1, c));
+    }
+    for (r, c) in last_in_row {
+        out.insert((r, c + 1));
+    }
+    out.into_iter()
+        .filter(|p| range.contains(*p) && !set.contains(p))
+        .collect()
+}
+
+/// `s` cut to at most `max` bytes (at a character boundary), with `…` when cut.
+pub(crate) fn clip(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// What the sheet control's value says about its cells.
+pub(crate) fn sheet_summary(range: &CellRange, filled: usize, cut: bool) -> String {
+    let cut = if cut {
+        format!(" (only the first {MAX_ROWS} rows and {MAX_COLS} columns of the window are read)")
+    } else {
+        String::new()
+    };
+    format!(
+        "cells {} visible{cut}, {filled} filled (listed); empty cells are not listed, except those next to the data: name any cell by its address (ControlText \"B7\"); set_text on a cell enters its content, read_text gives its formula and value; set_text on the Name Box jumps to a cell or selects a range (A1:B5)",
+        range.name()
+    )
+}
+
+/// Whether a node is a spreadsheet whose children must never be enumerated: a table that
+/// manages its descendants and reports a child count below 0 or above `bound`.
+pub(crate) fn is_sheet(n: &Node, bound: usize) -> bool {
+    let bound = i64::try_from(bound).unwrap_or(i64::MAX);
+    n.role == role::TABLE
+        && n.has(state::MANAGES_DESCENDANTS)
+        && (n.child_count < 0 || i64::from(n.child_count) > bound)
+}
+
+/// The control id of a cell of the sheet with control id `sheet_id`.
+pub(crate) fn cell_id(sheet_id: &str, row: u32, col: u32) -> String {
+    format!("{sheet_id}#{}", cell_address(row, col))
+}
+
+/// A cell control id split into the sheet's control id and the cell.
+pub(crate) fn split_cell_id(id: &str) -> Option<(&str, (u32, u32))> {
+    let (sheet, addr) = id.rsplit_once('#')?;
+    Some((sheet, parse_cell(addr)?))
+}
+
+/// The content of a cell as `read_text` gives it: the formula and the shown value, or the
+/// value alone when the cell holds no formula.
+pub(crate) fn cell_content(input_line: Option<&str>, shown: &str) -> String {
+    match input_line {
+        Some(f) if f.starts_with('=') && f != shown => format!("{f} → {shown}"),
+        _ => shown.to_string(),
+    }
+}
+
+type ObjRef = (String, OwnedObjectPath);
+
+const TABLE_IFACE: &str = "org.a11y.atspi.Table";
+
+/// A cell read from the sheet.
+struct Cell {
+    row: u32,
+    col: u32,
+    path: String,
+    text: String,
+}
+
+impl LinuxDesktop {
+    /// The controls of the spreadsheets among the window's nodes: each sheet's visible filled
+    /// cells (and the empty ones next to the data), the sheet itself, and the formula input
+    /// line; also names the Name Box among `out`. Replaces the warning that the sheet was not
+    /// enumerated.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn sheet_controls(
+        &self,
+        bus: &str,
+        tree: &AppTree,
+        frame: &str,
+        offset: (i32, i32),
+        win: Rect,
+        xid: u32,
+        out: &mut Vec<Fetched>,
+        warnings: &mut Vec<String>,
+    ) {
+        let bound = self.config.walk_max_children;
+        let sheets: Vec<Node> = tree
+            .subtree(frame, self.config.walk_max_nodes)
+            .into_iter()
+            .filter(|n| is_sheet(n, bound) && n.has(state::SHOWING) && n.has(state::VISIBLE))
+            .cloned()
+            .collect();
+        if sheets.is_empty() {
+            return;
+        }
+        // a fresh LibreOffice window reports the extents under its root pane shifted
+        // (office.rs): the sheet's correction applies to its cells (the formula bar, outside
+        // that part of the tree, is reported where it is)
+        let refs: Vec<&Node> = sheets.iter().collect();
+        let fixes = self.extent_corrections(bus, tree, frame, &refs).await;
+        for sheet in &sheets {
+            let (dx, dy) = fixes.get(&sheet.path).copied().unwrap_or((0, 0));
+            let offset = (offset.0 + dx, offset.1 + dy);
+            let name = crate::observe::clean_name(&sheet.name, &sheet.description, "");
+            let refused = format!("table {:?} (", name);
+            warnings.retain(|w| !w.starts_with(&refused));
+            match self.read_sheet(bus, sheet, offset, win, xid).await {
+                Ok(mut cells) => out.append(&mut cells),
+                Err(e) => warnings.push(format!(
+                    "the visible cells of sheet {name:?} could not be read ({e}): they are not listed; name a cell by its address or use the Name Box"
+                )),
+            }
+        }
+        for f in self.formula_bar(bus, tree, frame, offset, win, xid).await {
+            match out
+                .iter_mut()
+                .find(|o| o.detail.control.id == f.detail.control.id)
+            {
+                // named already (a dialog's field): left as it is
+                Some(o) if !o.detail.control.name.is_empty() => {}
+                Some(o) => *o = f,
+                None => out.push(f),
+            }
+        }
+    }
+
+    /// The visible cells of one sheet, then the sheet.
+    async fn read_sheet(
+        &self,
+        bus: &str,
+        sheet: &Node,
+        offset: (i32, i32),
+        win: Rect,
+        xid: u32,
+    ) -> Result<Vec<Fetched>, LinuxError> {
+        let deadline = Instant::now() + self.config.walk_budget;
+        let (x, y, w, h) = self.bus.extents(bus, &sheet.path).await?;
+        let raw_win = Rect {
+            x: win.x - offset.0,
+            y: win.y - offset.1,
+            ..win
+        };
+        let table_rect = Rect {
+            x,
+            y,
+            w: w.max(0) as u32,
+            h: h.max(0) as u32,
+        };
+        let vis = intersect(table_rect, raw_win).ok_or_else(|| {
+            LinuxError::ActionFailed("the sheet is outside the window".to_string())
+        })?;
+        let corner = |px: i32, py: i32| async move {
+            let r: ObjRef = self
+                .bus
+                .call(
+                    bus,
+                    &sheet.path,
+                    "org.a11y.atspi.Component",
+                    "GetAccessibleAtPoint",
+                    &(px, py, 0u32),
+                )
+                .await?;
+            self.cell_position(bus, &sheet.path, r.1.as_str()).await
+        };
+        let (tl, br) = tokio::join!(
+            corner(vis.x + 1, vis.y + 1),
+            corner(vis.x + vis.w as i32 - 2, vis.y + vis.h as i32 - 2)
+        );
+        let (range, cut) = CellRange::between(tl?, br?, MAX_ROWS, MAX_COLS);
+
+        // every visible cell: its text, all at once, bounded in time; the cell objects of
+        // earlier observations are asked again (they follow their cell's content), so only
+        // cells never seen before are asked for
+        let known: HashMap<(u32, u32), String> = {
+            let st = self.lock();
+            range
+                .cells()
+                .filter_map(|(r, c)| {
+                    st.sheet_cells
+                        .get(&(bus.to_string(), sheet.path.clone(), r, c))
+                        .map(|p| ((r, c), p.clone()))
+                })
+                .collect()
+        };
+        let known = &known;
+        let read = futures::future::join_all(range.cells().map(|(r, c)| async move {
+            if let Some(path) = known.get(&(r, c)) {
+                if let Ok(text) = self.bus.text(bus, path).await {
+                    return Ok(Cell {
+                        row: r,
+                        col: c,
+                        path: path.clone(),
+                        text,
+                    });
+                }
+            }
+            let path = self.cell_path(bus, &sheet.path, r, c).await?;
+            let text = self.bus.text(bus, &path).await.unwrap_or_default();
+            Ok::<_, LinuxError>(Cell {
+                row: r,
+                col: c,
+                path,
+                text,
+            })
+        }));
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let cells =
+            tokio::time::timeout(remaining, read)
+                .await
+                .map_err(|_| LinuxError::Timeout {
+                    what: format!("reading the {} visible cells", range.name()),
+                    ms: self.config.walk_budget.as_millis() as u64,
+                })?;
+        let cells: Vec<Cell> = cells.into_iter().filter_map(Result::ok).collect();
+        {
+            let mut st = self.lock();
+            if st.sheet_cells.len() > MAX_KNOWN_CELLS {
+                st.sheet_cells.clear();
+            }
+            for c in &cells {
+                st.sheet_cells.insert(
+                    (bus.to_string(), sheet.path.clone(), c.row, c.col),
+                    c.path.clone(),
+                );
+            }
+        }
+        let filled: Vec<(u32, u32)> = cells
+            .iter()
+            .filter(|c| !c.text.trim().is_empty())
+            .map(|c| (c.row, c.col))
+            .collect();
+        let next = cells_next_to_data(&filled, &range);
+        let listed: Vec<&Cell> = cells
+            .iter()
+            .filter(|c| !c.text.trim().is_empty() || next.contains(&(c.row, c.col)))
+            .collect();
+        // the grid's geometry from the cells of its first visible row and column (one call
+        // per row and per column, not per cell)
+        let edges: Vec<&Cell> = cells
+            .iter()
+            .filter(|c| c.row == range.top || c.col == range.left)
+            .collect();
+        let extents = tokio::time::timeout(
+            deadline.saturating_duration_since(Instant::now()) + Duration::from_millis(500),
+            futures::future::join_all(edges.iter().map(|c| self.bus.extents(bus, &c.path))),
+        )
+        .await
+        .map_err(|_| LinuxError::Timeout {
+            what: "reading the extents of the visible cells".to_string(),
+            ms: self.config.walk_budget.as_millis() as u64,
+        })?;
+        let mut cols: HashMap<u32, (i32, i32)> = HashMap::new();
+        let mut rows: HashMap<u32, (i32, i32)> = HashMap::new();
+        for (c, e) in edges.iter().zip(extents) {
+            let Ok((x, y, w, h)) = e else { continue };
+            if c.row == range.top {
+                cols.insert(c.col, (x, w));
+            }
+            if c.col == range.left {
+                rows.insert(c.row, (y, h));
+            }
+        }
+
+        let sheet_id = format!("{bus}{}", sheet.path);
+        let mut out = Vec::new();
+        for c in listed {
+            let (Some(&(cx, cw)), Some(&(cy, ch))) = (cols.get(&c.col), rows.get(&c.row)) else {
+                continue;
+            };
+            let raw = Rect {
+                x: cx + offset.0,
+                y: cy + offset.1,
+                w: cw.max(0) as u32,
+                h: ch.max(0) as u32,
+            };
+            let Some(rect) = intersect(raw, win) else {
+                continue;
+            };
+            let name = cell_address(c.row, c.col);
+            let value = (!c.text.is_empty()).then(|| clip(&c.text, CELL_VALUE_MAX));
+            out.push(fetched(
+                cell_id(&sheet_id, c.row, c.col),
+                "table cell",
+                name,
+                value,
+                rect,
+                CtlInfo {
+                    bus: bus.to_string(),
+                    path: c.path.clone(),
+                    name: cell_address(c.row, c.col),
+                    rect,
+                    actions: Vec::new(),
+                    ifaces: iface::TEXT | iface::COMPONENT | iface::VALUE,
+                    states: 0,
+                    window: xid,
+                },
+            ));
+        }
+        let rect = Rect {
+            x: vis.x + offset.0,
+            y: vis.y + offset.1,
+            ..vis
+        };
+        let name = crate::observe::clean_name(&sheet.name, &sheet.description, "");
+        out.push(fetched(
+            sheet_id,
+            "table",
+            name.clone(),
+            Some(sheet_summary(&range, filled.len(), cut)),
+            rect,
+            CtlInfo {
+                bus: bus.to_string(),
+                path: sheet.path.clone(),
+                name,
+                rect,
+                actions: Vec::new(),
+                ifaces: sheet.ifaces,
+                states: sheet.states,
+                window: xid,
+            },
+        ));
+        Ok(out)
+    }
+
+    /// A fresh reference to one cell (LibreOffice builds a new cell object each time, and keeps
+    /// it: callers reuse the ones they have).
+    async fn cell_path(
+        &self,
+        bus: &str,
+        sheet: &str,
+        row: u32,
+        col: u32,
+    ) -> Result<String, LinuxError> {
+        let cell: ObjRef = self
+            .bus
+            .call(
+                bus,
+                sheet,
+                TABLE_IFACE,
+                "GetAccessibleAt",
+                &(row as i32, col as i32),
+            )
+            .await?;
+        Ok(cell.1.as_str().to_string())
+    }
+
+    /// A cell's (row, column): from its name (LibreOffice names cells by address), else from
+    /// its index through the Table interface.
+    async fn cell_position(
+        &self,
+        bus: &str,
+        sheet: &str,
+        cell: &str,
+    ) -> Result<(u32, u32), LinuxError> {
+        let name: String = self
+            .bus
+            .prop(bus, cell, "org.a11y.atspi.Accessible", "Name")
+            .await?;
+        if let Some(p) = parse_cell(&name) {
+            return Ok(p);
+        }
+        let index: i32 = self
+            .bus
+            .call(
+                bus,
+                cell,
+                "org.a11y.atspi.Accessible",
+                "GetIndexInParent",
+                &(),
+            )
+            .await?;
+        let arg = (index,);
+        let (r, c) = tokio::join!(
+            self.bus
+                .call::<_, i32>(bus, sheet, TABLE_IFACE, "GetRowAtIndex", &arg),
+            self.bus
+                .call::<_, i32>(bus, sheet, TABLE_IFACE, "GetColumnAtIndex", &arg)
+        );
+        match (r?, c?) {
+            (r, c) if r >= 0 && c >= 0 => Ok((r as u32, c as u32)),
+            _ => Err(LinuxError::ActionFailed(format!(
+                "the cell under the sheet's corner ({name:?}) has no row and column"
+            ))),
+        }
+    }
+
+    /// The formula input line (the text inside the panel LibreOffice names "Input line") and
+    /// the Name Box (the unnamed one-line text box left of it). LibreOffice's cache files
+    /// them under parents it does not list, so they are looked for among all the
+    /// application's showing nodes, by where they are: inside this window, on one row.
+    async fn formula_bar(
+        &self,
+        bus: &str,
+        tree: &AppTree,
+        frame: &str,
+        offset: (i32, i32),
+        win: Rect,
+        xid: u32,
+    ) -> Vec<Fetched> {
+        // the window's own nodes (its root pane among them), the frame itself left out
+        let inside: HashSet<&str> = tree
+            .subtree(frame, self.config.walk_max_nodes)
+            .into_iter()
+            .skip(1)
+            .map(|n| n.path.as_str())
+            .collect();
+        // the cache's states of these nodes are stale (it can say "defunct" of a live one):
+        // their states are read live
+        let live_showing = |path: String| async move {
+            self.bus
+                .call::<_, Vec<u32>>(bus, &path, "org.a11y.atspi.Accessible", "GetState", &())
+                .await
+                .map(|w| {
+                    let s = crate::bus::state_bits(&w);
+                    s & state::SHOWING != 0 && s & state::VISIBLE != 0
+                })
+                .unwrap_or(false)
+        };
+        let on_screen = |(x, y, w, h): (i32, i32, i32, i32)| {
+            intersect(
+                Rect {
+                    x: x + offset.0,
+                    y: y + offset.1,
+                    w: w.max(0) as u32,
+                    h: h.max(0) as u32,
+                },
+                win,
+            )
+        };
+        let panels: Vec<&Node> = tree
+            .nodes
+            .values()
+            .filter(|n| n.role == role::PANEL && n.name.trim() == INPUT_LINE)
+            .take(8)
+            .collect();
+        let mut line = None;
+        for panel in panels {
+            let Some(rect) = self
+                .bus
+                .extents(bus, &panel.path)
+                .await
+                .ok()
+                .and_then(on_screen)
+            else {
+                continue;
+            };
+            let kid = match tree.kids(&panel.path).first() {
+                Some(k) => Some(k.clone()),
+                None => self
+                    .bus
+                    .children(bus, &panel.path)
+                    .await
+                    .ok()
+                    .and_then(|k| k.into_iter().next()),
+            };
+            let Some(kid) = kid else { continue };
+            let node = match tree.nodes.get(&kid) {
+                Some(n) => Some(n.clone()),
+                None => self.bus.node(bus, &kid, &panel.path, 0).await.ok(),
+            };
+            // the panel itself says "defunct"; the text inside tells whether it shows
+            let node = node.filter(|n| n.ifaces & iface::TEXT != 0);
+            let Some(node) = node else { continue };
+            if live_showing(node.path.clone()).await && self.under(bus, &panel.path, &inside).await
+            {
+                line = Some((node, rect));
+                break;
+            }
+        }
+        let Some((line, line_rect)) = line else {
+            return Vec::new();
+        };
+        let text = self.bus.text(bus, &line.path).await.unwrap_or_default();
+        let mut out = vec![fetched(
+            format!("{bus}{}", line.path),
+            "text",
+            INPUT_LINE.to_string(),
+            Some(text),
+            line_rect,
+            info(bus, &line, INPUT_LINE, line_rect, xid),
+        )];
+        // the Name Box: unnamed editable one-line text boxes, the one nearest the input
+        // line on its left
+        let boxes: Vec<&Node> = tree
+            .nodes
+            .values()
+            .filter(|n| {
+                n.role == role::TEXT
+                    && n.name.trim().is_empty()
+                    && n.ifaces & iface::EDITABLE_TEXT != 0
+            })
+            .take(40)
+            .collect();
+        let (extents, shown) = tokio::join!(
+            futures::future::join_all(boxes.iter().map(|n| self.bus.extents(bus, &n.path))),
+            futures::future::join_all(boxes.iter().map(|n| live_showing(n.path.clone())))
+        );
+        let mid = |r: Rect| r.y + r.h as i32 / 2;
+        let mut near: Vec<(&Node, Rect)> = boxes
+            .into_iter()
+            .zip(extents)
+            .zip(shown)
+            .filter(|(_, shown)| *shown)
+            .filter_map(|((n, e), _)| Some((n, e.ok().and_then(on_screen)?)))
+            .filter(|(_, r)| {
+                r.x + r.w as i32 <= line_rect.x
+                    && (mid(*r) - mid(line_rect)).abs() <= (line_rect.h.max(r.h) / 2) as i32 + 4
+            })
+            .collect();
+        // nearest the input line first; another window's box can sit in the same place
+        near.sort_by_key(|(_, r)| std::cmp::Reverse(r.x));
+        let mut best = None;
+        for (n, r) in near.into_iter().take(4) {
+            if self.under(bus, &n.path, &inside).await {
+                best = Some((n, r));
+                break;
+            }
+        }
+        if let Some((n, rect)) = best {
+            let value = self.bus.text(bus, &n.path).await.ok();
+            out.push(fetched(
+                format!("{bus}{}", n.path),
+                "text",
+                NAME_BOX.to_string(),
+                value,
+                rect,
+                info(bus, n, NAME_BOX, rect, xid),
+            ));
+        }
+        out
+    }
+
+    /// Whether a node lies inside the window: one of its live parents is among the window's
+    /// nodes (`inside`; the cache's parents are missing for these nodes, and another Calc
+    /// window has the same boxes in the same place).
+    async fn under(&self, bus: &str, path: &str, inside: &HashSet<&str>) -> bool {
+        let mut p = path.to_string();
+        for _ in 0..16 {
+            let parent: Result<(String, OwnedObjectPath), _> = self
+                .bus
+                .prop(bus, &p, "org.a11y.atspi.Accessible", "Parent")
+                .await;
+            match parent {
+                Ok((_, next)) if inside.contains(next.as_str()) => return true,
+                Ok((_, next)) if next.as_str() != p && next.as_str().starts_with(ACCESSIBLE) => {
+                    p = next.as_str().to_string();
+                }
+                _ => return false,
+            }
+        }
+        false
+    }
+
+    /// Whether an action goes to [`Self::sheet_action`]: any action on a cell (a control id
+    /// with `#` and an address), `set_text` on the Name Box.
+    pub(crate) fn is_sheet_target(&self, control_id: &str, action: &UiAction) -> bool {
+        split_cell_id(control_id).is_some()
+            || (matches!(action, UiAction::SetText { .. })
+                && self
+                    .lock()
+                    .controls
+                    .get(control_id)
+                    .is_some_and(|c| c.name == NAME_BOX))
+    }
+
+    /// An action on a cell, or `set_text` on the Name Box (which jumps there).
+    pub(crate) async fn sheet_action(
+        &self,
+        xid: u32,
+        window: &str,
+        control_id: &str,
+        action: &UiAction,
+    ) -> Result<String, LinuxError> {
+        if let Some((sheet_id, cell)) = split_cell_id(control_id) {
+            return self.cell_action(xid, window, sheet_id, cell, action).await;
+        }
+        let name_box = self
+            .lock()
+            .controls
+            .get(control_id)
+            .cloned()
+            .ok_or_else(|| LinuxError::NoControl {
+                window: window.to_string(),
+                control: control_id.to_string(),
+            })?;
+        let UiAction::SetText { text } = action else {
+            return Err(LinuxError::Unsupported(format!(
+                "{} on the Name Box: use set_text",
+                action.name()
+            )));
+        };
+        self.jump(&name_box, text).await?;
+        Ok(format!(
+            "the Name Box moved the cursor to {:?}",
+            text.trim()
+        ))
+    }
+
+    /// The control of this window with a given name (the Name Box, the input line).
+    fn named(&self, xid: u32, name: &str) -> Option<CtlInfo> {
+        self.lock()
+            .controls
+            .values()
+            .find(|c| c.window == xid && c.name == name)
+            .cloned()
+    }
+
+    /// Type a cell address or range into the Name Box and press Enter (its `activate`
+    /// action): LibreOffice moves the cursor there or selects the range.
+    async fn jump(&self, name_box: &CtlInfo, target: &str) -> Result<(), LinuxError> {
+        let target = target.trim();
+        let ok: bool = self
+            .bus
+            .call(
+                &name_box.bus,
+                &name_box.path,
+                "org.a11y.atspi.EditableText",
+                "SetTextContents",
+                &(target,),
+            )
+            .await?;
+        if !ok {
+            return Err(LinuxError::ActionFailed(format!(
+                "the Name Box did not take {target:?}; observe the window again"
+            )));
+        }
+        let actions = self
+            .bus
+            .actions(&name_box.bus, &name_box.path)
+            .await
+            .unwrap_or_default();
+        let index = actions
+            .iter()
+            .position(|a| a.eq_ignore_ascii_case("activate"))
+            .ok_or_else(|| {
+                LinuxError::ActionFailed(
+                    "the Name Box has no activate action: type the address into it with type_keys and {ENTER}"
+                        .to_string(),
+                )
+            })?;
+        let _: bool = self
+            .bus
+            .call(
+                &name_box.bus,
+                &name_box.path,
+                "org.a11y.atspi.Action",
+                "DoAction",
+                &(index as i32,),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Give the keyboard focus back to the sheet (the Name Box may keep it after a jump), and
+    /// wait until LibreOffice has taken it.
+    async fn focus_grid(&self, xid: u32, sheet: &CtlInfo) -> Result<(), LinuxError> {
+        self.activate(xid).await?;
+        let _ = self
+            .bus
+            .call::<_, bool>(
+                &sheet.bus,
+                &sheet.path,
+                "org.a11y.atspi.Component",
+                "GrabFocus",
+                &(),
+            )
+            .await;
+        let deadline = Instant::now() + self.config.settle_time / 2;
+        loop {
+            let focused = self
+                .bus
+                .call::<_, Vec<u32>>(
+                    &sheet.bus,
+                    &sheet.path,
+                    "org.a11y.atspi.Accessible",
+                    "GetState",
+                    &(),
+                )
+                .await
+                .map(|w| crate::bus::state_bits(&w) & state::FOCUSED != 0)
+                .unwrap_or(false);
+            if focused || Instant::now() >= deadline {
+                return Ok(());
+            }
+            tokio::time::sleep(self.config.settle_poll).await;
+        }
+    }
+
+    /// Move the cursor to a cell through the Name Box.
+    async fn go_to_cell(&self, xid: u32, window: &str, address: &str) -> Result<(), LinuxError> {
+        let name_box = match self.named(xid, NAME_BOX) {
+            Some(b) => b,
+            None => {
+                self.observe_with(window, false).await?;
+                self.named(xid, NAME_BOX).ok_or_else(|| {
+                    LinuxError::ActionFailed(format!(
+                        "cannot reach cell {address}: the window shows no Name Box (View ▸ Formula Bar shows it)"
+                    ))
+                })?
+            }
+        };
+        self.jump(&name_box, address).await
+    }
+
+    /// The sheet control's info, observing once when it is not known.
+    async fn sheet_info(&self, window: &str, sheet_id: &str) -> Result<CtlInfo, LinuxError> {
+        if let Some(s) = self.lock().controls.get(sheet_id).cloned() {
+            return Ok(s);
+        }
+        self.observe_with(window, false).await?;
+        self.lock()
+            .controls
+            .get(sheet_id)
+            .cloned()
+            .ok_or_else(|| LinuxError::NoControl {
+                window: window.to_string(),
+                control: sheet_id.to_string(),
+            })
+    }
+
+    /// One action on one cell.
+    async fn cell_action(
+        &self,
+        xid: u32,
+        window: &str,
+        sheet_id: &str,
+        (row, col): (u32, u32),
+        action: &UiAction,
+    ) -> Result<String, LinuxError> {
+        let address = cell_address(row, col);
+        let sheet = self.sheet_info(window, sheet_id).await?;
+        let key = (sheet.bus.clone(), sheet.path.clone(), row, col);
+        let known = self.lock().sheet_cells.get(&key).cloned();
+        let path = match known {
+            Some(p) if self.bus.text(&sheet.bus, &p).await.is_ok() => p,
+            _ => {
+                let p = self.cell_path(&sheet.bus, &sheet.path, row, col).await?;
+                self.lock().sheet_cells.insert(key, p.clone());
+                p
+            }
+        };
+        let shown = || async { self.bus.text(&sheet.bus, &path).await };
+        match action {
+            UiAction::ReadText => {
+                let value = shown().await?;
+                self.go_to_cell(xid, window, &address).await?;
+                let formula = match self.named(xid, INPUT_LINE) {
+                    Some(line) => self.bus.text(&line.bus, &line.path).await.ok(),
+                    None => None,
+                };
+                Ok(cell_content(formula.as_deref(), &value))
+            }
+            UiAction::SetText { text } => {
+                self.go_to_cell(xid, window, &address).await?;
+                self.focus_grid(xid, &sheet).await?;
+                let mut steps: Vec<KeyStep> = text
+                    .chars()
+                    .map(|ch| KeyStep::Chord {
+                        mods: vec![],
+                        key: char_keysym(ch),
+                    })
+                    .collect();
+                // Delete drops what AutoInput proposed after the text, Enter commits
+                steps.push(KeyStep::Chord {
+                    mods: vec![],
+                    key: 0xffff,
+                });
+                steps.push(KeyStep::Chord {
+                    mods: vec![],
+                    key: sym::RETURN,
+                });
+                self.send_keys_in_order(xid, Some(&sheet), steps).await?;
+                // LibreOffice shows the content once it has handled Enter: wait for it, bounded
+                let deadline = Instant::now() + self.config.settle_time;
+                let mut now = shown().await.unwrap_or_default();
+                while now.is_empty() && !text.trim().is_empty() && Instant::now() < deadline {
+                    tokio::time::sleep(self.config.settle_poll).await;
+                    now = shown().await.unwrap_or_default();
+                }
+                if now.is_empty() && !text.trim().is_empty() {
+                    return Err(LinuxError::ActionFailed(format!(
+                        "typed {text:?} into cell {address} but it still shows nothing; is a dialog open?"
+                    )));
+                }
+                Ok(format!("entered {text:?} in cell {address} (it shows {now:?})"))
+            }
+            UiAction::Click { .. } | UiAction::Focus => {
+                self.go_to_cell(xid, window, &address).await?;
+                Ok(format!("selected cell {address}"))
+            }
+            UiAction::TypeKeys { keys } => {
+                let steps = parse_keys(keys)?;
+                self.go_to_cell(xid, window, &address).await?;
+                self.focus_grid(xid, &sheet).await?;
+                let n = steps.len();
+                self.send_keys_in_order(xid, Some(&sheet), steps).await?;
+                Ok(format!("typed {n} keys in cell {address}"))
+            }
+            UiAction::Select { .. } | UiAction::Scroll { .. } | UiAction::ClickAt { .. } => {
+                Err(LinuxError::Unsupported(format!(
+                    "{} does not apply to cell {address}: use set_text, read_text, click or type_keys on a cell, scroll on the sheet",
+                    action.name()
+                )))
+            }
+        }
+    }
+}
+
+fn info(bus: &str, n: &Node, name: &str, rect: Rect, xid: u32) -> CtlInfo {
+    CtlInfo {
+        bus: bus.to_string(),
+        path: n.path.clone(),
+        name: name.to_string(),
+        rect,
+        actions: Vec::new(),
+        ifaces: n.ifaces,
+        states: n.states,
+        window: xid,
+    }
+}
+
+fn fetched(
+    id: String,
+    role: &str,
+    name: String,
+    value: Option<String>,
+    rect: Rect,
+    info: CtlInfo,
+) -> Fetched {
+    let states = if info.states & state::EDITABLE != 0 {
+        vec!["editable"]
+    } else {
+        Vec::new()
+    };
+    Fetched {
+        detail: ControlDetail {
+            control: Control {
+                id,
+                role: role.to_string(),
+                name,
+                value,
+                rect,
+                enabled: true,
+            },
+            states,
+            actions: Vec::new(),
+        },
+        info,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 11, item 2: cells are named by their address, columns past Z included.
+    #[test]
+    fn addresses_and_column_letters() {
+        assert_eq!(column_name(0), "A");
+        assert_eq!(column_name(25), "Z");
+        assert_eq!(column_name(26), "AA");
+        assert_eq!(column_name(27), "AB");
+        assert_eq!(column_name(51), "AZ");
+        assert_eq!(column_name(52), "BA");
+        assert_eq!(column_name(701), "ZZ");
+        assert_eq!(column_name(702), "AAA");
+        assert_eq!(column_name(SHEET_COLS - 1), "XFD");
+        assert_eq!(cell_address(6, 1), "B7");
+        for (r, c) in [(0, 0), (6, 1), (99, 26), (1_048_575, 16_383), (41, 702)] {
+            assert_eq!(parse_cell(&cell_address(r, c)), Some((r, c)));
+        }
+        assert_eq!(parse_cell("$aa$10"), Some((9, 26)));
+        assert_eq!(parse_cell("XFE1"), None, "past the last column");
+        assert_eq!(parse_cell("A1048577"), None);
+        assert_eq!(parse_cell("Sheet1"), None);
+        assert_eq!(parse_cell("A"), None);
+        assert_eq!(
+            split_cell_id(":1.42/org/a11y/atspi/accessible/7#AB12"),
+            Some((":1.42/org/a11y/atspi/accessible/7", (11, 27)))
+        );
+        assert_eq!(split_cell_id(":1.42/org/a11y/atspi/accessible/7"), None);
+        assert_eq!(
+            cell_id(":1.4/p", 6, 1),
+            ":1.4/p#B7",
+            "the same id as the engine gives an unlisted cell"
+        );
+    }
+
+    /// The visible range from its two corner cells, cut to the bound.
+    #[test]
+    fn the_visible_range_is_bounded() {
+        let (r, cut) = CellRange::between((0, 0), (45, 14), MAX_ROWS, MAX_COLS);
+        assert_eq!(r.name(), "A1:O46");
+        assert!(!cut);
+        assert_eq!(r.cells().count(), 46 * 15);
+        // corners given the other way round, far from A1, wider than the bound
+        let (r, cut) = CellRange::between((120, 60), (20, 10), MAX_ROWS, MAX_COLS);
+        assert!(cut);
+        assert_eq!(r.name(), "K21:AN80");
+        assert_eq!(r.cells().count(), (MAX_ROWS * MAX_COLS) as usize);
+    }
+
+    /// Only the empty cells next to the data are listed; an empty sheet lists its first cell.
+    #[test]
+    fn empty_cells_next_to_the_data() {
+        let (range, _) = CellRange::between((0, 0), (45, 14), MAX_ROWS, MAX_COLS);
+        assert_eq!(cells_next_to_data(&[], &range), vec![(0, 0)]);
+        // A1:A5 filled: A6 below, B1..B5 to the right
+        let filled: Vec<(u32, u32)> = (0..5).map(|r| (r, 0)).collect();
+        let next: Vec<String> = cells_next_to_data(&filled, &range)
+            .into_iter()
+            .map(|(r, c)| cell_address(r, c))
+            .collect();
+        assert_eq!(next, ["B1", "B2", "B3", "B4", "B5", "A6"]);
+        // a full visible block lists nothing more (the cells beyond are not visible)
+        let full: Vec<(u32, u32)> = range.cells().collect();
+        assert!(cells_next_to_data(&full, &range).is_empty());
+        let s = sheet_summary(&range, 5, false);
+        assert!(s.starts_with("cells A1:O46 visible, 5 filled"), "{s}");
+        assert!(s.contains("name any cell by its address"), "{s}");
+    }
+
+    #[test]
+    fn long_cell_values_are_clipped() {
+        assert_eq!(clip("15", CELL_VALUE_MAX), "15");
+        let long = "é".repeat(300);
+        let c = clip(&long, CELL_VALUE_MAX);
+        assert!(
+            c.len() <= CELL_VALUE_MAX + '…'.len_utf8() && c.ends_with('…'),
+            "{c}"
+        );
+    }
+
+    #[test]
+    fn read_text_gives_formula_and_value() {
+        assert_eq!(cell_content(Some("=SUM(A1:A5)"), "15"), "=SUM(A1:A5) → 15");
+        assert_eq!(cell_content(Some("7"), "7"), "7");
+        assert_eq!(cell_content(None, "7"), "7");
+        assert_eq!(cell_content(Some("=\"a\""), "a"), "=\"a\" → a");
+    }
+
+    #[test]
+    fn only_huge_tables_that_manage_their_descendants_are_sheets() {
+        let n = |count, states| Node {
+            path: "/s".into(),
+            parent: "/p".into(),
+            index: 0,
+            child_count: count,
+            ifaces: 0,
+            name: "Sheet Sheet1".into(),
+            role: role::TABLE,
+            description: String::new(),
+            states,
+        };
+        let m = state::MANAGES_DESCENDANTS;
+        assert!(is_sheet(&n(-1, m), 2000));
+        assert!(is_sheet(&n(i32::MAX, m), 2000));
+        assert!(!is_sheet(&n(12, m), 2000));
+        assert!(!is_sheet(&n(i32::MAX, 0), 2000));
+    }
+}
