@@ -260,3 +260,25 @@ fn watch_without_a_private_desktop_is_a_usage_error() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--desktop private"));
 }
+
+/// Issue 15: a private desktop that cannot start (its programs missing) stops ufo before
+/// anything runs, with exit 2 and the packages to install.
+#[test]
+fn missing_programs_are_named_with_their_packages() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let output = ufo()
+        .env("PATH", tmp.path())
+        .args(["run", "--desktop", "private", "--llm", "script:none.jsonl"])
+        .arg("--out")
+        .arg(tmp.path().join("out"))
+        .arg("a request")
+        .output()
+        .expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("apt-get install") && stderr.contains("xvfb"),
+        "{stderr}"
+    );
+    assert!(!tmp.path().join("out").join("events.jsonl").exists());
+}
