@@ -48,6 +48,15 @@ pub struct BatchArgs {
     #[arg(long)]
     pub force: bool,
 
+    /// Desktop the tasks run on: `live` (this session and the --display-env sessions) or
+    /// `private` (ufo starts one private desktop per job and ends them at the end).
+    #[arg(long, default_value = "live", value_name = "live|private")]
+    pub desktop: String,
+
+    /// The private desktops' options.
+    #[command(flatten)]
+    pub private: crate::cli::PrivateArgs,
+
     /// Tasks run at once, each job on its own desktop session (see --display-env).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub jobs: usize,
@@ -674,6 +683,7 @@ async fn run_task(
         requests: None,
         config: args.config.clone(),
         record: None,
+        private: crate::cli::PrivateArgs::default(),
         output: crate::cli::OutputArgs {
             quiet: true,
             ..Default::default()

@@ -52,6 +52,16 @@ pub enum Command {
     /// Follower mode: carry out a given plan (`{"task": ..., "steps": [...]}`); the AppAgent's
     /// FINISH ends the session.
     Follow(crate::follow_cmd::FollowArgs),
+    /// Internal: ends a private desktop when the ufo that started it ends.
+    #[command(hide = true)]
+    PrivateReaper {
+        /// The ufo process to watch.
+        pid: u32,
+        /// The mark every process of the private desktop carries.
+        mark: String,
+        /// The private desktop's folder, removed at the end.
+        dir: PathBuf,
+    },
 }
 
 /// Options of `ufo inspect`.
@@ -72,8 +82,8 @@ pub struct ResumeArgs {
     /// The trajectory folder of the session to continue (holds checkpoint.json).
     pub out: PathBuf,
 
-    /// Desktop (default: the original run's).
-    #[arg(long, value_name = "live|sim:FILE")]
+    /// Desktop (default: the original run's): `live`, `private` or `sim:FILE`.
+    #[arg(long, value_name = "live|private|sim:FILE")]
     pub desktop: Option<String>,
 
     /// Model (default: the original run's).
@@ -95,6 +105,10 @@ pub struct ResumeArgs {
     /// Configuration file (default: the original run's).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+
+    /// The private desktop's options.
+    #[command(flatten)]
+    pub private: PrivateArgs,
 
     /// Progress, detail and the report.
     #[command(flatten)]
@@ -135,8 +149,10 @@ pub struct RunArgs {
     /// The request, in plain words.
     pub request: String,
 
-    /// Desktop to act on: `live` (this Linux session) or `sim:<SCENARIO.json>` (simulated).
-    #[arg(long, default_value = "live", value_name = "live|sim:FILE")]
+    /// Desktop to act on: `live` (this Linux session), `private` (a desktop of ufo's own,
+    /// started for the session and ended with it; your display, pointer and windows are left
+    /// alone) or `sim:<SCENARIO.json>` (simulated).
+    #[arg(long, default_value = "live", value_name = "live|private|sim:FILE")]
     pub desktop: String,
 
     /// Model: `openai:<model>`, `anthropic:<model>`, `script:<FILE.jsonl>` or `replay:<DIR>`.
@@ -182,6 +198,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
 
+    /// The private desktop's options.
+    #[command(flatten)]
+    pub private: PrivateArgs,
+
     /// Progress, detail and the report.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -212,4 +232,18 @@ pub fn count(s: &str) -> Result<u32, String> {
     s.trim()
         .parse::<u32>()
         .map_err(|_| format!("{s:?} is not a count; give a whole number such as 20"))
+}
+
+/// How a private desktop (`--desktop private`) is started: the options `run`, `resume`,
+/// `follow`, `mcp serve` and `batch` share.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct PrivateArgs {
+    /// With `--desktop private`: show the private desktop in a window on your display
+    /// (Xephyr), where you can watch it and click and type in it.
+    #[arg(long)]
+    pub watch: bool,
+
+    /// With `--desktop private`: give the private desktop a fresh, empty HOME instead of yours.
+    #[arg(long)]
+    pub scratch_home: bool,
 }

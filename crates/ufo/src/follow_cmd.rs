@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use crate::cli::{ConfirmPolicy, OutputArgs, RunArgs};
+use crate::cli::{ConfirmPolicy, OutputArgs, PrivateArgs, RunArgs};
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use serde::Deserialize;
@@ -20,8 +20,8 @@ pub struct FollowArgs {
     #[arg(value_name = "PLAN.json")]
     pub plan: PathBuf,
 
-    /// Desktop to act on: `live` or `sim:<SCENARIO.json>`.
-    #[arg(long, default_value = "live", value_name = "live|sim:FILE")]
+    /// Desktop to act on: `live`, `private` or `sim:<SCENARIO.json>`.
+    #[arg(long, default_value = "live", value_name = "live|private|sim:FILE")]
     pub desktop: String,
 
     /// Model, as for `ufo run`.
@@ -48,6 +48,10 @@ pub struct FollowArgs {
     /// Configuration file (ufo.toml).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+
+    /// The private desktop's options, as for `ufo run`.
+    #[command(flatten)]
+    pub private: PrivateArgs,
 
     /// Progress, detail and the report, as for `ufo run`.
     #[command(flatten)]
@@ -104,6 +108,7 @@ pub async fn follow_command(args: FollowArgs, cancel: Arc<AtomicBool>) -> ExitCo
         requests: None,
         config: args.config.clone(),
         record: None,
+        private: args.private,
         output: args.output,
     };
     crate::run(run_args, crate::Start::Follow(plan.steps), cancel).await

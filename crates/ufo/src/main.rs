@@ -10,6 +10,7 @@ mod highlight;
 mod logging;
 mod mcp_cmd;
 mod models;
+mod private;
 mod recorder;
 mod report;
 mod runs;
@@ -38,7 +39,7 @@ use crate::console::{Console, Verbosity};
 /// Exit status for bad usage or configuration.
 const EXIT_USAGE: u8 = 2;
 /// Exit status of a cancelled session (128 + SIGINT, as shells report it).
-const EXIT_CANCELLED: u8 = 130;
+pub(crate) const EXIT_CANCELLED: u8 = 130;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -49,6 +50,17 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    if let crate::cli::Command::PrivateReaper { pid, mark, dir } = &cli.command {
+        return private::reaper(*pid, mark, dir);
+    }
+    match private::plan(&cli.command) {
+        Ok(Some(plan)) => return private::run_inside(&plan),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -84,6 +96,8 @@ fn main() -> ExitCode {
         Command::Mcp(args) => runtime.block_on(mcp_cmd::run(args)),
         Command::Batch(args) => batch_cmd::batch_command(*args, &runtime, cancel),
         Command::Follow(args) => runtime.block_on(follow_cmd::follow_command(args, cancel)),
+        // handled before the runtime starts
+        Command::PrivateReaper { .. } => ExitCode::SUCCESS,
     };
     // Do not wait for anything still blocked (e.g. a terminal read that timed out).
     runtime.shutdown_background();
@@ -209,6 +223,7 @@ fn resume_args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
     let run = RunArgs {
         request: checkpoint.request.clone(),
         desktop: args.desktop.clone().unwrap_or(record.desktop),
+        private: args.private,
         llm: Some(args.llm.clone().unwrap_or(record.llm)),
         out: Some(args.out.clone()),
         // Resume appends to the trajectory in its folder; it never clears it.
@@ -362,7 +377,12 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
     };
     // Paths are kept absolute so that `ufo resume` works from any folder.
     let record = RunRecord {
-        desktop: absolute_spec(&args.desktop),
+        // inside a private desktop the session is resumed on a private desktop again
+        desktop: if args.desktop == "live" && std::env::var_os(private::INSIDE_VAR).is_some() {
+            "private".to_string()
+        } else {
+            absolute_spec(&args.desktop)
+        },
         llm: absolute_spec(&settings.llm),
         confirm: settings.confirm,
         config: args
@@ -519,8 +539,12 @@ pub(crate) async fn open_desktop(
     }
     match spec {
         "live" => Ok(Box::new(connect_live(launch).await?)),
+        "private" => Err(anyhow!(
+            "--desktop private is started by ufo itself for run, resume, follow, mcp serve and \
+             batch; this command cannot use it"
+        )),
         other => Err(anyhow!(
-            "--desktop {other:?} is not a desktop; use live or sim:<SCENARIO.json>"
+            "--desktop {other:?} is not a desktop; use live, private or sim:<SCENARIO.json>"
         )),
     }
 }

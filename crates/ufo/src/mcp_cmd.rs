@@ -33,9 +33,14 @@ pub enum McpCommand {
 /// Options of `ufo mcp serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Desktop to serve: `live` (this Linux session) or `sim:<SCENARIO.json>` (simulated).
-    #[arg(long, default_value = "live", value_name = "live|sim:FILE")]
+    /// Desktop to serve: `live` (this Linux session), `private` (a desktop of ufo's own, ended
+    /// with the server) or `sim:<SCENARIO.json>` (simulated).
+    #[arg(long, default_value = "live", value_name = "live|private|sim:FILE")]
     pub desktop: String,
+
+    /// The private desktop's options.
+    #[command(flatten)]
+    pub private: crate::cli::PrivateArgs,
 
     /// Allow the tools that change the desktop (act, type_text, launch_app); without it they
     /// are refused.

@@ -1,0 +1,664 @@
+//! `--desktop private`: a desktop of ufo's own, so the agent works beside the person instead of
+//! on top of them.
+//!
+//! ufo starts an X server (Xvfb; Xephyr in a window on the person's display with `--watch`), a
+//! session D-Bus, the AT-SPI bus with accessibility switched on and a window manager, all with
+//! the accessibility switches of every toolkit in their environment, then runs the same
+//! command again inside that desktop with `--desktop live`, and ends every process of it when
+//! the command ends. The person's display, pointer, keyboard focus and windows are never
+//! touched: nothing of the session talks to their X server (except Xephyr's window when
+//! watching).
+//!
+//! No leftovers: every process of the private desktop carries a mark in its environment
+//! (`UFO_SESSION_MARK`), and a reaper process (`ufo private-reaper`, in its own process group)
+//! watches ufo: when ufo ends, even by SIGKILL, it ends every process with the mark.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+/// The environment variable that marks every process of one private desktop.
+pub const MARK_VAR: &str = "UFO_SESSION_MARK";
+/// Set in the command ufo runs inside its private desktop (its value is the state folder), so
+/// that `run.json` records `private` and a resume starts a private desktop again.
+pub const INSIDE_VAR: &str = "UFO_PRIVATE_DESKTOP";
+/// Longest wait for each part of the desktop to come up.
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+/// Screen of the private X server.
+const SCREEN: (u32, u32) = (1280, 1024);
+
+/// How to start a private desktop.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Show it in a window on the person's display (Xephyr) instead of running it headless.
+    pub watch: bool,
+    /// A fresh, empty HOME instead of the person's.
+    pub scratch_home: bool,
+}
+
+/// A running private desktop. Dropping it ends every process it started.
+pub struct PrivateDesktop {
+    /// The environment of the desktop: what a program needs to run inside it.
+    pub env: Vec<(String, String)>,
+    /// The state folder (runtime dir, logs, scratch HOME).
+    pub dir: PathBuf,
+    mark: String,
+    children: Vec<Child>,
+    reaper: Option<Child>,
+}
+
+/// A program the private desktop needs, with the Debian package that has it.
+const NEEDS: &[(&str, &str)] = &[
+    ("dbus-daemon", "dbus"),
+    ("dbus-send", "dbus-bin"),
+    ("openbox", "openbox"),
+    ("xprop", "x11-utils"),
+];
+const BUS_LAUNCHER: &str = "/usr/libexec/at-spi-bus-launcher";
+
+fn which(program: &str) -> Option<PathBuf> {
+    ufo_proc::which(program, None).map(PathBuf::from)
+}
+
+/// A display number nobody uses (no lock file, no socket).
+fn free_display() -> Result<u32> {
+    (200..400)
+        .find(|n| {
+            !Path::new(&format!("/tmp/.X{n}-lock")).exists()
+                && !Path::new(&format!("/tmp/.X11-unix/X{n}")).exists()
+        })
+        .ok_or_else(|| {
+            anyhow!("no free X display between :200 and :399; remove stale /tmp/.X*-lock files")
+        })
+}
+
+/// Wait until `ready()` holds, or fail with `what` after `timeout`.
+fn wait_until(what: &str, timeout: Duration, mut ready: impl FnMut() -> bool) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    while !ready() {
+        if Instant::now() > deadline {
+            bail!("{what} did not come up within {} s", timeout.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    Ok(())
+}
+
+impl PrivateDesktop {
+    /// Start a private desktop. `exe` is the ufo binary (for the reaper). Errors say which
+    /// package to install when a program is missing.
+    pub fn start(exe: &Path, opts: &Options) -> Result<PrivateDesktop> {
+        let server = if opts.watch { "Xephyr" } else { "Xvfb" };
+        let server_pkg = if opts.watch { "xserver-xephyr" } else { "xvfb" };
+        let mut missing: Vec<&str> = Vec::new();
+        if which(server).is_none() {
+            missing.push(server_pkg);
+        }
+        for (prog, pkg) in NEEDS {
+            if which(prog).is_none() {
+                missing.push(pkg);
+            }
+        }
+        if !Path::new(BUS_LAUNCHER).exists() {
+            missing.push("at-spi2-core");
+        }
+        if !missing.is_empty() {
+            bail!(
+                "--desktop private needs programs that are not installed; install them (as root: \
+                 apt-get install --no-install-recommends {})",
+                missing.join(" ")
+            );
+        }
+        if opts.watch && std::env::var_os("DISPLAY").is_none() {
+            bail!("--watch shows the private desktop in a window on your display, but DISPLAY is not set; run without --watch");
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let mark = format!("ufo-private-{}-{nanos}", std::process::id());
+        let dir = std::env::temp_dir().join(&mark);
+        std::fs::create_dir(&dir).with_context(|| {
+            format!("cannot make the private desktop's folder {}", dir.display())
+        })?;
+        let runtime = dir.join("runtime");
+        std::fs::create_dir_all(&runtime).context("cannot make the private runtime folder")?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700))
+                .context("cannot protect the private runtime folder")?;
+        }
+        let display = format!(":{}", free_display()?);
+        let mut env: Vec<(String, String)> = vec![
+            (MARK_VAR.into(), mark.clone()),
+            (INSIDE_VAR.into(), dir.display().to_string()),
+            ("DISPLAY".into(), display.clone()),
+            ("XDG_RUNTIME_DIR".into(), runtime.display().to_string()),
+            ("GSETTINGS_BACKEND".into(), "memory".into()),
+            ("GTK_A11Y".into(), "atspi".into()),
+            ("GTK_MODULES".into(), "gail:atk-bridge".into()),
+            ("QT_LINUX_ACCESSIBILITY_ALWAYS_ON".into(), "1".into()),
+            ("QT_ACCESSIBILITY".into(), "1".into()),
+            ("ACCESSIBILITY_ENABLED".into(), "1".into()),
+            ("GNOME_ACCESSIBILITY".into(), "1".into()),
+        ];
+        if opts.scratch_home {
+            let home = dir.join("home");
+            std::fs::create_dir_all(&home).context("cannot make the scratch HOME")?;
+            env.push(("HOME".into(), home.display().to_string()));
+        }
+        let mut desk = PrivateDesktop {
+            env,
+            dir,
+            mark,
+            children: Vec::new(),
+            reaper: None,
+        };
+        // the reaper first: whatever starts after it is ended with ufo, even a failed start
+        let reaper = Command::new(exe)
+            .arg("private-reaper")
+            .arg(std::process::id().to_string())
+            .arg(&desk.mark)
+            .arg(&desk.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .context("cannot start the private desktop's reaper")?;
+        desk.reaper = Some(reaper);
+
+        let (w, h) = SCREEN;
+        let mut x = desk.command(server);
+        x.arg(&display);
+        if opts.watch {
+            x.args(["-screen", &format!("{w}x{h}"), "-resizeable"]);
+            // Xephyr opens its window on the person's display
+            if let Some(outer) = std::env::var_os("DISPLAY") {
+                x.env("DISPLAY", outer);
+            }
+        } else {
+            x.args(["-screen", "0", &format!("{w}x{h}x24")]);
+        }
+        x.args(["-nolisten", "tcp", "-noreset"]);
+        desk.spawn_logged(x, "xserver")?;
+        let socket = PathBuf::from(format!("/tmp/.X11-unix/X{}", &display[1..]));
+        wait_until(&format!("the X server {display}"), START_TIMEOUT, || {
+            socket.exists()
+        })
+        .with_context(|| format!("see {}", desk.dir.join("xserver.log").display()))?;
+
+        let mut bus = desk.command("dbus-daemon");
+        bus.args(["--session", "--nofork", "--print-address=1"])
+            .stdout(Stdio::piped());
+        let mut bus_child = bus.spawn().context("cannot start dbus-daemon")?;
+        let address = {
+            let out = bus_child
+                .stdout
+                .take()
+                .ok_or_else(|| anyhow!("dbus-daemon gave no output pipe"))?;
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let mut line = String::new();
+                let _ = BufReader::new(out).read_line(&mut line);
+                let _ = tx.send(line);
+            });
+            desk.children.push(bus_child);
+            rx.recv_timeout(START_TIMEOUT)
+                .map_err(|_| anyhow!("dbus-daemon did not print its address"))?
+                .trim()
+                .to_string()
+        };
+        if address.is_empty() {
+            bail!("dbus-daemon did not print its address");
+        }
+        desk.env
+            .push(("DBUS_SESSION_BUS_ADDRESS".into(), address.clone()));
+
+        let mut launcher = desk.command(BUS_LAUNCHER);
+        launcher.arg("--launch-immediately");
+        desk.spawn_logged(launcher, "atspi")?;
+        wait_until("the accessibility bus", START_TIMEOUT, || {
+            desk.quiet(
+                "dbus-send",
+                &[
+                    "--session",
+                    "--dest=org.a11y.Bus",
+                    "--print-reply",
+                    "/org/a11y/bus",
+                    "org.a11y.Bus.GetAddress",
+                ],
+            )
+        })?;
+        if !desk.quiet(
+            "dbus-send",
+            &[
+                "--session",
+                "--dest=org.a11y.Bus",
+                "--print-reply",
+                "/org/a11y/bus",
+                "org.freedesktop.DBus.Properties.Set",
+                "string:org.a11y.Status",
+                "string:IsEnabled",
+                "variant:boolean:true",
+            ],
+        ) {
+            bail!("could not switch accessibility on in the private desktop (org.a11y.Status.IsEnabled)");
+        }
+
+        let mut wm = desk.command("openbox");
+        wm.arg("--sm-disable");
+        desk.spawn_logged(wm, "openbox")?;
+        wait_until("the window manager", START_TIMEOUT, || {
+            desk.quiet("xprop", &["-root", "_NET_SUPPORTING_WM_CHECK"])
+        })?;
+        Ok(desk)
+    }
+
+    /// A command that runs inside the desktop (its environment, the mark), in a process group
+    /// of its own so that a Ctrl-C meant for ufo does not end it.
+    fn command(&self, program: &str) -> Command {
+        let mut c = Command::new(program);
+        ufo_proc::scrub_env_std(&mut c);
+        c.env_remove("NO_AT_BRIDGE")
+            .env_remove("WAYLAND_DISPLAY")
+            .env_remove("SESSION_MANAGER");
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c.stdin(Stdio::null()).process_group(0);
+        c
+    }
+
+    fn spawn_logged(&mut self, mut c: Command, name: &str) -> Result<()> {
+        let log = std::fs::File::create(self.dir.join(format!("{name}.log")))
+            .with_context(|| format!("cannot write the {name} log"))?;
+        let err = log.try_clone().context("cannot share the log file")?;
+        c.stdout(log).stderr(err);
+        let child = c
+            .spawn()
+            .with_context(|| format!("cannot start {name} of the private desktop"))?;
+        self.children.push(child);
+        Ok(())
+    }
+
+    /// Run a short helper inside the desktop; whether it succeeded (bounded to 5 s).
+    fn quiet(&self, program: &str, args: &[&str]) -> bool {
+        let mut c = self.command(program);
+        c.args(args).stdout(Stdio::null()).stderr(Stdio::null());
+        let Ok(mut child) = c.spawn() else {
+            return false;
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) => return status.success(),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                _ => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// The desktop's environment as a desktop-session env file (`export K='V'` lines), as
+    /// `ufo batch --display-env` reads it.
+    pub fn write_env_file(&self) -> Result<PathBuf> {
+        let mut text = String::new();
+        for (k, v) in &self.env {
+            text.push_str(&format!("export {k}='{}'\n", v.replace('\'', "'\\''")));
+        }
+        text.push_str("unset NO_AT_BRIDGE WAYLAND_DISPLAY\n");
+        let path = self.dir.join("env");
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(path)
+    }
+
+    /// End every process of the desktop: the ones it started, and every other process that
+    /// carries its mark (applications the agent launched, services D-Bus started).
+    pub fn stop(&mut self) {
+        end_marked(&self.mark, Duration::from_secs(3));
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        self.children.clear();
+        if let Some(mut r) = self.reaper.take() {
+            let _ = r.kill();
+            let _ = r.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Drop for PrivateDesktop {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The processes whose environment carries `MARK_VAR=mark`, this process excluded.
+pub fn marked_processes(mark: &str) -> Vec<u32> {
+    let needle = format!("{MARK_VAR}={mark}");
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Send SIGTERM to every marked process, then SIGKILL to what is left after `grace`.
+pub fn end_marked(mark: &str, grace: Duration) {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let signal_all = |sig: Signal| {
+        let pids = marked_processes(mark);
+        for pid in &pids {
+            if let Ok(p) = i32::try_from(*pid) {
+                let _ = kill(Pid::from_raw(p), sig);
+            }
+        }
+        pids.len()
+    };
+    if signal_all(Signal::SIGTERM) == 0 {
+        return;
+    }
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if marked_processes(mark).is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal_all(Signal::SIGKILL);
+}
+
+/// `ufo private-reaper PID MARK DIR`: wait until process PID ends, then end every process
+/// with the mark and remove DIR. Runs in its own process group, so it outlives a SIGKILL of
+/// ufo and a Ctrl-C in ufo's terminal.
+pub fn reaper(parent: u32, mark: &str, dir: &Path) -> ExitCode {
+    use nix::sys::signal::kill;
+    use nix::unistd::Pid;
+    let Ok(pid) = i32::try_from(parent) else {
+        return ExitCode::from(2);
+    };
+    while kill(Pid::from_raw(pid), None).is_ok() {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    end_marked(mark, Duration::from_secs(3));
+    let _ = std::fs::remove_dir_all(dir);
+    ExitCode::SUCCESS
+}
+
+/// What the command line asks of private desktops.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// How to start them.
+    pub opts: Options,
+    /// How many (one per batch job, else one).
+    pub desktops: usize,
+    /// `ufo batch`: the desktops are handed over as `--display-env` files.
+    pub batch: bool,
+}
+
+/// Whether this command runs on private desktops: `--desktop private` given, or a resumed
+/// session that ran on one. `Err` is a usage error (`--watch` without a private desktop, ...).
+pub fn plan(command: &crate::cli::Command) -> Result<Option<Plan>> {
+    use crate::cli::Command;
+    use crate::mcp_cmd::McpCommand;
+    let (desktop, private, desktops, batch) = match command {
+        Command::Run(a) => (Some(a.desktop.clone()), a.private, 1, false),
+        Command::Follow(a) => (Some(a.desktop.clone()), a.private, 1, false),
+        Command::Resume(a) => {
+            let recorded = || -> Option<String> {
+                let text = std::fs::read_to_string(a.out.join("run.json")).ok()?;
+                let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+                v["desktop"].as_str().map(str::to_string)
+            };
+            (a.desktop.clone().or_else(recorded), a.private, 1, false)
+        }
+        Command::Mcp(m) => match &m.command {
+            McpCommand::Serve(a) => (Some(a.desktop.clone()), a.private, 1, false),
+        },
+        Command::Batch(a) => (Some(a.desktop.clone()), a.private, a.jobs.max(1), true),
+        _ => return Ok(None),
+    };
+    // inside a private desktop already: this is the command ufo runs there
+    if std::env::var_os(INSIDE_VAR).is_some() {
+        return Ok(None);
+    }
+    if desktop.as_deref() != Some("private") {
+        if private.watch || private.scratch_home {
+            bail!("--watch and --scratch-home are options of a private desktop; add --desktop private");
+        }
+        if batch && desktop.as_deref() != Some("live") {
+            bail!("ufo batch runs on --desktop live or --desktop private");
+        }
+        return Ok(None);
+    }
+    Ok(Some(Plan {
+        opts: Options {
+            watch: private.watch,
+            scratch_home: private.scratch_home,
+        },
+        desktops,
+        batch,
+    }))
+}
+
+/// The command line for the command ufo runs inside the private desktop(s): `--desktop
+/// private` becomes `--desktop live` (for a batch: one `--display-env` per desktop), and the
+/// private desktop's own options are dropped.
+pub fn inner_args(
+    args: &[std::ffi::OsString],
+    plan: &Plan,
+    env_files: &[PathBuf],
+) -> Vec<std::ffi::OsString> {
+    use std::ffi::OsString;
+    let mut out: Vec<OsString> = Vec::new();
+    let mut saw_desktop = false;
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        let text = a.to_string_lossy();
+        if text == "--watch" || text == "--scratch-home" {
+            i += 1;
+            continue;
+        }
+        let (is_desktop, value_in_next) = if text == "--desktop" {
+            (true, true)
+        } else {
+            (text.starts_with("--desktop="), false)
+        };
+        if is_desktop {
+            saw_desktop = true;
+            if !plan.batch {
+                out.push(OsString::from("--desktop"));
+                out.push(OsString::from("live"));
+            }
+            i += if value_in_next { 2 } else { 1 };
+            continue;
+        }
+        out.push(a.clone());
+        i += 1;
+    }
+    if !saw_desktop && !plan.batch {
+        out.push(OsString::from("--desktop"));
+        out.push(OsString::from("live"));
+    }
+    for f in env_files {
+        out.push(OsString::from("--display-env"));
+        out.push(f.clone().into_os_string());
+    }
+    out
+}
+
+/// Start the private desktop(s), run this command again inside them, end them, and return
+/// the command's exit status (2 when a desktop cannot be started, with the package to install).
+pub fn run_inside(plan: &Plan) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: cannot find the ufo binary to run inside the private desktop: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    // a Ctrl-C in the terminal reaches the inner ufo too (same process group), which cancels
+    // its session; this process waits for it, then ends the desktop (a signal sent to this
+    // process alone ends the inner one after a grace period)
+    let signalled = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let s = signalled.clone();
+        let _ = ctrlc::set_handler(move || s.store(true, std::sync::atomic::Ordering::SeqCst));
+    }
+    let mut desktops = Vec::new();
+    for _ in 0..plan.desktops {
+        match PrivateDesktop::start(&exe, &plan.opts) {
+            Ok(d) => desktops.push(d),
+            Err(e) => {
+                eprintln!("error: cannot start a private desktop: {e:#}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let mut env_files = Vec::new();
+    if plan.batch {
+        for d in &desktops {
+            match d.write_env_file() {
+                Ok(f) => env_files.push(f),
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    return ExitCode::from(3);
+                }
+            }
+        }
+    }
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let mut inner = Command::new(&exe);
+    inner.args(inner_args(&args, plan, &env_files));
+    if !plan.batch {
+        // the session itself runs inside the desktop; a batch gives each job its desktop
+        for (k, v) in &desktops[0].env {
+            inner.env(k, v);
+        }
+        inner
+            .env_remove("NO_AT_BRIDGE")
+            .env_remove("WAYLAND_DISPLAY");
+    } else {
+        inner.env(INSIDE_VAR, &desktops[0].dir);
+    }
+    let mut child = match inner.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: cannot run ufo inside the private desktop: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    let mut deadline: Option<Instant> = None;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) => {}
+            Err(_) => break None,
+        }
+        if signalled.load(std::sync::atomic::Ordering::SeqCst) && deadline.is_none() {
+            deadline = Some(Instant::now() + Duration::from_secs(10));
+        }
+        if deadline.is_some_and(|d| Instant::now() > d) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    for d in &mut desktops {
+        d.stop();
+    }
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Some(s) => match (s.code(), s.signal()) {
+            (Some(c), _) => ExitCode::from(u8::try_from(c).unwrap_or(3)),
+            (None, Some(sig)) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(3)),
+            _ => ExitCode::from(3),
+        },
+        None => ExitCode::from(crate::EXIT_CANCELLED),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_inner_command_runs_on_the_live_desktop_inside() {
+        let one = Plan {
+            opts: Options::default(),
+            desktops: 1,
+            batch: false,
+        };
+        assert_eq!(
+            inner_args(
+                &os(&["run", "--desktop", "private", "--watch", "x"]),
+                &one,
+                &[]
+            ),
+            os(&["run", "--desktop", "live", "x"])
+        );
+        assert_eq!(
+            inner_args(
+                &os(&["run", "--desktop=private", "--scratch-home", "x"]),
+                &one,
+                &[]
+            ),
+            os(&["run", "--desktop", "live", "x"])
+        );
+        // a resume that ran on a private desktop names none
+        assert_eq!(
+            inner_args(&os(&["resume", "out"]), &one, &[]),
+            os(&["resume", "out", "--desktop", "live"])
+        );
+        let batch = Plan {
+            opts: Options::default(),
+            desktops: 2,
+            batch: true,
+        };
+        assert_eq!(
+            inner_args(
+                &os(&["batch", "t", "--jobs", "2", "--desktop", "private"]),
+                &batch,
+                &[PathBuf::from("/a/env"), PathBuf::from("/b/env")]
+            ),
+            os(&[
+                "batch",
+                "t",
+                "--jobs",
+                "2",
+                "--display-env",
+                "/a/env",
+                "--display-env",
+                "/b/env"
+            ])
+        );
+    }
+}
