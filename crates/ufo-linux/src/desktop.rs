@@ -27,6 +27,9 @@ pub(crate) struct CtlInfo {
     pub states: u64,
     /// The X window it belongs to.
     pub window: u32,
+    /// AT-SPI role number and raw accessible name when observed, and its label there (for
+    /// the "changed since the last observation" check).
+    pub seen: crate::verify::Seen,
 }
 
 /// Mutable state shared by the calls.

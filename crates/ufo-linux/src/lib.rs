@@ -18,6 +18,7 @@ mod desktop;
 mod error;
 mod keys;
 mod observe;
+mod verify;
 mod x11;
 
 pub use config::{default_launch_table, libreoffice_gtk3_installed, program_of, LinuxConfig};

@@ -478,9 +478,10 @@ impl LinuxDesktop {
         {
             let mut st = self.lock();
             st.controls.retain(|_, c| c.window != xid);
-            for f in &fetched {
-                st.controls
-                    .insert(f.detail.control.id.clone(), f.info.clone());
+            for (i, f) in fetched.iter().enumerate() {
+                let mut info = f.info.clone();
+                info.seen.label = i + 1;
+                st.controls.insert(f.detail.control.id.clone(), info);
             }
         }
         let by_pid_name = match main_bus {
@@ -730,6 +731,11 @@ impl LinuxDesktop {
                 ifaces: n.ifaces,
                 states: n.states,
                 window: xid,
+                seen: crate::verify::Seen {
+                    role: n.role,
+                    name: n.name.clone(),
+                    label: 0,
+                },
             },
             detail: ControlDetail {
                 control: Control {
@@ -739,6 +745,7 @@ impl LinuxDesktop {
                     value,
                     rect,
                     enabled,
+                    focused: n.has(state::FOCUSED),
                 },
                 states,
                 actions,

@@ -5,8 +5,8 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::{
-    archive, ask_model, clip, hand_back, recent, resolve, Assignment, Cx, Ending, Handoff,
-    StepReport, SubAgent,
+    archive, ask_model, clip, hand_back, recent, resolve_control, unresolved_message, Assignment,
+    Cx, Ending, Handoff, StepReport, SubAgent,
 };
 use crate::action::{canonical_name, UiAction};
 use crate::blackboard::QuestionAnswer;
@@ -524,16 +524,16 @@ fn plan(
     }
     let action = UiAction::parse(function, args)?;
     let control = if action.needs_control() {
-        let idx = resolve(label, text, obs.controls.len(), |i| {
-            vec![obs.controls[i].name.as_str()]
-        });
-        match idx {
-            Some(i) => Some(obs.controls[i].clone()),
-            None => {
-                return Err(format!(
-                "action failed: no control matches ControlLabel {label:?} / ControlText {text:?}; \
-                     pick a label from the control list"
-            ))
+        match resolve_control(label, text, &obs.controls, action.name()) {
+            Ok(i) => Some(obs.controls[i].clone()),
+            Err(why) => {
+                return Err(unresolved_message(
+                    &why,
+                    label,
+                    text,
+                    action.name(),
+                    &obs.controls,
+                ))
             }
         }
     } else {
