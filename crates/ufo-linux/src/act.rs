@@ -10,7 +10,20 @@ use crate::LinuxError;
 
 /// Action names that mean "click" in the toolkits we know (matched case-insensitively;
 /// GTK3 says "click", GTK4 "click" or "Click", others "press"/"activate").
-const CLICK_ACTIONS: &[&str] = &["click", "press", "activate", "jump", "toggle", "open"];
+/// Chromium names a check box's action "check"/"uncheck", an option's "select" and a list
+/// item's "doDefault".
+const CLICK_ACTIONS: &[&str] = &[
+    "click",
+    "press",
+    "activate",
+    "jump",
+    "toggle",
+    "open",
+    "check",
+    "uncheck",
+    "select",
+    "dodefault",
+];
 
 fn centre(c: &CtlInfo) -> (i32, i32) {
     (
@@ -189,7 +202,12 @@ impl LinuxDesktop {
 
     async fn read(&self, c: &CtlInfo) -> Result<String, LinuxError> {
         if c.ifaces & iface::TEXT != 0 {
-            return self.bus.text(&c.bus, &c.path).await;
+            let t = self.bus.text(&c.bus, &c.path).await?;
+            // a web page's text is one object replacement character per child
+            if t.contains('\u{fffc}') && crate::web::DOCUMENTS.contains(&c.seen.role) {
+                return self.read_document(c).await;
+            }
+            return Ok(t);
         }
         if c.ifaces & iface::VALUE != 0 {
             return Ok(format!("{}", self.bus.value(&c.bus, &c.path).await?));
@@ -320,7 +338,11 @@ impl LinuxDesktop {
                     ScrollDirection::Up => 4,
                     ScrollDirection::Down => 5,
                 };
+                let layout = self.layout_before_scroll(c).await;
                 self.xclick(xid, x, y, b, (*amount).clamp(1, 50)).await?;
+                if let Some(before) = layout {
+                    self.wait_scrolled(c, before).await;
+                }
                 Ok(format!("scrolled {:?} {amount}", c.name))
             }
             UiAction::Select { item } => {
@@ -459,7 +481,9 @@ impl LinuxDesktop {
                         &(i as i32,),
                     )
                     .await?;
-                if ok {
+                // a web option's action may only highlight it: believe the state
+                if ok && (!parent_selectable || self.wait_selected(&c.bus, &path).await) {
+                    self.close_popup(c).await;
                     return Ok(format!("selected {item:?} in {:?}", c.name));
                 }
             }

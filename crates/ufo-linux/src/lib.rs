@@ -19,6 +19,7 @@ mod error;
 mod keys;
 mod observe;
 mod verify;
+mod web;
 mod x11;
 
 pub use config::{default_launch_table, libreoffice_gtk3_installed, program_of, LinuxConfig};

@@ -272,6 +272,8 @@ struct Candidate {
     child_text: String,
     /// A button among its descendants (GTK4's inert wrapper around menu buttons).
     wraps_button: bool,
+    /// A combo box's chosen option (web content gives no readable text for it).
+    choice: Option<String>,
 }
 
 struct Fetched {
@@ -670,7 +672,13 @@ impl LinuxDesktop {
         let Some(rect) = intersect(raw, win) else {
             return Ok(None);
         };
-        let text = text.unwrap_or(None);
+        let mut text = text.unwrap_or(None);
+        if let Some(t) = &text {
+            if t.contains('\u{fffc}') && crate::web::is_placeholder(t) {
+                // embedded objects only (a web page, a <select>): no readable value of its own
+                text = c.choice.clone();
+            }
+        }
         let value = if n.role == role::PASSWORD_TEXT {
             None
         } else if let Some(t) = text {
@@ -1091,11 +1099,14 @@ fn collect_candidates(tree: &AppTree, frame: &str, max_nodes: usize) -> (Vec<Can
                 .iter()
                 .skip(1)
                 .any(|d| matches!(d.role, role::PUSH_BUTTON | role::TOGGLE_BUTTON));
-            out.push(Candidate {
-                node: n.clone(),
-                child_text,
-                wraps_button,
-            });
+            if !crate::web::is_empty_wrapper(tree, n, &child_text) {
+                out.push(Candidate {
+                    node: n.clone(),
+                    child_text,
+                    wraps_button,
+                    choice: crate::web::combo_choice(tree, n),
+                });
+            }
         }
         // a menu's items are visible only while it is open; GTK3 marks them SHOWING then
         for k in tree.kids(&p).iter().rev() {
