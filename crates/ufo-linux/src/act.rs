@@ -261,8 +261,17 @@ impl LinuxDesktop {
                         .iter()
                         .position(|a| CLICK_ACTIONS.contains(&a.to_lowercase().as_str()));
                     if let Some(i) = idx {
-                        if self.do_action(c, i).await? {
-                            return Ok(format!("clicked {:?} ({})", c.name, c.actions[i]));
+                        match self.do_action_watching(c, i).await? {
+                            crate::modal::Done::Answered(true) => {
+                                return Ok(format!("clicked {:?} ({})", c.name, c.actions[i]));
+                            }
+                            crate::modal::Done::OpenedDialog(title) => {
+                                return Ok(format!(
+                                    "clicked {:?} ({}); opened the dialog {title:?}",
+                                    c.name, c.actions[i]
+                                ));
+                            }
+                            crate::modal::Done::Answered(false) => {}
                         }
                     }
                 }

@@ -17,6 +17,7 @@ mod config;
 mod desktop;
 mod error;
 mod keys;
+mod modal;
 mod observe;
 mod verify;
 mod web;
