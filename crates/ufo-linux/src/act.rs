@@ -10,6 +10,9 @@ use crate::LinuxError;
 
 /// Action names that mean "click" in the toolkits we know (matched case-insensitively;
 /// GTK3 says "click", GTK4 "click" or "Click", others "press"/"activate").
+/// AT-SPI role of a menu.
+const MENU: u32 = 33;
+
 /// Chromium names a check box's action "check"/"uncheck", an option's "select" and a list
 /// item's "doDefault".
 const CLICK_ACTIONS: &[&str] = &[
@@ -414,6 +417,11 @@ impl LinuxDesktop {
         }
         self.complete_tree(&c.bus, &mut tree, &c.path, true, &mut ignored)
             .await;
+        if c.seen.role == MENU {
+            // GTK2 menus: their items (and submenus') are read even while hidden
+            self.open_menus(&c.bus, &mut tree, vec![c.path.clone()], true)
+                .await;
+        }
         let (mut found, mut names) = find(&tree);
         let mut opened = None;
         if matches!(&found, Err(several) if several.is_empty()) {
@@ -433,6 +441,10 @@ impl LinuxDesktop {
                 }
                 self.complete_tree(&c.bus, &mut tree, &c.path, true, &mut ignored)
                     .await;
+                if c.seen.role == MENU {
+                    self.open_menus(&c.bus, &mut tree, vec![c.path.clone()], true)
+                        .await;
+                }
                 let (f, n) = find(&tree);
                 found = f;
                 if !n.is_empty() {
@@ -458,7 +470,9 @@ impl LinuxDesktop {
             .nodes
             .get(&parent)
             .is_some_and(|p| p.ifaces & iface::SELECTION != 0);
-        if parent_selectable {
+        // selecting a menu's child only highlights it: a menu item is activated instead
+        let in_menu = tree.nodes.get(&parent).is_some_and(|p| p.role == MENU);
+        if parent_selectable && !in_menu {
             let ok: bool = self
                 .bus
                 .call(
@@ -491,7 +505,8 @@ impl LinuxDesktop {
                     )
                     .await?;
                 // a web option's action may only highlight it: believe the state
-                if ok && (!parent_selectable || self.wait_selected(&c.bus, &path).await) {
+                if ok && (!parent_selectable || in_menu || self.wait_selected(&c.bus, &path).await)
+                {
                     self.close_popup(c).await;
                     return Ok(format!("selected {item:?} in {:?}", c.name));
                 }

@@ -17,6 +17,7 @@ mod config;
 mod desktop;
 mod error;
 mod keys;
+mod menus;
 mod modal;
 mod observe;
 mod verify;

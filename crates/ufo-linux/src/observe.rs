@@ -547,10 +547,14 @@ impl LinuxDesktop {
         if self.complete_tree(bus, tree, &frame, true, warnings).await {
             stats.walked = true;
         }
+        // GTK2: items of an open menu are never SHOWING
+        let top_menus = crate::menus::top_menus(tree, &frame, self.config.walk_max_nodes);
+        let open_menus = self.open_menus(bus, tree, top_menus, false).await;
         let tree = &*tree;
         let subtree_len = tree.subtree(&frame, self.config.walk_max_nodes).len();
         stats.nodes += subtree_len;
-        let (candidates, cut) = collect_candidates(tree, &frame, self.config.walk_max_nodes);
+        let (candidates, cut) =
+            collect_candidates(tree, &frame, self.config.walk_max_nodes, &open_menus);
         if cut {
             warnings.push(format!(
                 "the window has more than {} accessible nodes: only the first {} were read, some controls may be missing",
@@ -1066,10 +1070,18 @@ fn pick_frame(tree: &AppTree, w: &XWindow) -> Option<String> {
 
 /// Visible interactive nodes under the frame, in tree order, with their children's label
 /// text, looking at no more than `max_nodes` nodes (the flag: whether it stopped there).
-fn collect_candidates(tree: &AppTree, frame: &str, max_nodes: usize) -> (Vec<Candidate>, bool) {
+fn collect_candidates(
+    tree: &AppTree,
+    frame: &str,
+    max_nodes: usize,
+    open_menus: &std::collections::HashSet<String>,
+) -> (Vec<Candidate>, bool) {
     let uses_showing = uses_showing(tree, frame);
     let visible = |n: &Node| {
-        n.has(state::VISIBLE) && (!uses_showing || n.has(state::SHOWING)) && !n.has(state::DEFUNCT)
+        (n.has(state::VISIBLE)
+            && (!uses_showing || n.has(state::SHOWING))
+            && !n.has(state::DEFUNCT))
+            || crate::menus::shown_in_open_menu(open_menus, n)
     };
     let mut out = Vec::new();
     let mut stack: Vec<String> = tree.kids(frame).iter().rev().cloned().collect();
