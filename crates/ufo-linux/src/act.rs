@@ -472,6 +472,16 @@ impl LinuxDesktop {
             .is_some_and(|p| p.ifaces & iface::SELECTION != 0);
         // selecting a menu's child only highlights it: a menu item is activated instead
         let in_menu = tree.nodes.get(&parent).is_some_and(|p| p.role == MENU);
+        let greyed = tree
+            .nodes
+            .get(&path)
+            .is_some_and(|n| !n.has(state::SENSITIVE) && !n.has(state::ENABLED));
+        if in_menu && greyed {
+            return Err(LinuxError::ActionFailed(format!(
+                "entry {item:?} of {:?} is disabled (greyed out) now; nothing was chosen",
+                c.name
+            )));
+        }
         if parent_selectable && !in_menu {
             let ok: bool = self
                 .bus
