@@ -69,10 +69,12 @@ fn page(links: usize) -> String {
 }
 
 /// Stops every process of the profile, however the bench ends.
-struct Browser(String);
+struct Browser(String, std::process::Child);
 
 impl Drop for Browser {
     fn drop(&mut self) {
+        let _ = self.1.kill();
+        let _ = self.1.wait();
         for signal in ["-TERM", "-KILL"] {
             for _ in 0..30 {
                 let pids = ufo_proc::live_processes_with_arg(&self.0);
@@ -119,11 +121,14 @@ async fn main() {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn();
-    if let Err(e) = spawned {
-        eprintln!("chromium bench: cannot start chromium: {e}");
-        std::process::exit(1);
-    }
-    let _browser = Browser(profile);
+    let child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("chromium bench: cannot start chromium: {e}");
+            std::process::exit(1);
+        }
+    };
+    let _browser = Browser(profile, child);
     let desktop = match LinuxDesktop::connect(LinuxConfig::default()).await {
         Ok(d) => d,
         Err(e) => {

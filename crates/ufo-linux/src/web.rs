@@ -236,7 +236,7 @@ impl LinuxDesktop {
             )
             .await
             .ok();
-        if !states.is_some_and(|s| crate::bus::state_bits(&s) & state::EXPANDED != 0) {
+        if states.is_none_or(|s| crate::bus::state_bits(&s) & state::EXPANDED == 0) {
             return;
         }
         if let Some(i) = c
