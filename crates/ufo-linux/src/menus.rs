@@ -1,4 +1,4 @@
-//! GTK2 menus: the items of an open GTK2 menu are VISIBLE but never SHOWING (GIMP with
+//! GTK2 menus (applications whose bridge is GAIL): the items of an open GTK2 menu are VISIBLE but never SHOWING (GIMP with
 //! `GTK_MODULES=gail:atk-bridge`), so the usual visibility rule hides them while the menu is
 //! open. A menu counts as open when one of its first items is drawn somewhere (real extents);
 //! the items of open menus are then read (bounded) and accepted as visible.
@@ -34,7 +34,24 @@ pub(crate) fn shown_in_open_menu(open: &HashSet<String>, n: &crate::bus::Node) -
     !open.is_empty() && n.has(state::VISIBLE) && !n.has(state::DEFUNCT) && open.contains(&n.parent)
 }
 
+/// Whether a toolkit name and version are GTK2's (its bridge calls itself GAIL).
+pub(crate) fn is_gtk2(toolkit: &str, version: &str) -> bool {
+    toolkit.eq_ignore_ascii_case("gail")
+        || (toolkit.eq_ignore_ascii_case("gtk") && version.starts_with('2'))
+}
+
 impl LinuxDesktop {
+    /// Whether the application on `bus` is GTK2 (asked once per application).
+    pub(crate) async fn is_gtk2_app(&self, bus: &str) -> bool {
+        if let Some(g) = self.lock().gtk2.get(bus) {
+            return *g;
+        }
+        let (tk, version) = self.bus.toolkit(bus).await;
+        let g = is_gtk2(&tk, &version);
+        self.lock().gtk2.insert(bus.to_string(), g);
+        g
+    }
+
     /// A menu's item paths: from the tree, else asked (one call; a menu claiming more than
     /// `walk_max_children` items, or a negative count, is left alone).
     async fn item_paths(&self, bus: &str, tree: &AppTree, menu: &str) -> Vec<String> {
@@ -166,6 +183,13 @@ mod tests {
         assert!(!shown_in_open_menu(&open, &closed));
         let hidden = node("/x", "/image", 35, 0);
         assert!(!shown_in_open_menu(&open, &hidden));
+    }
+
+    #[test]
+    fn gtk2_is_recognised_by_its_bridge() {
+        assert!(is_gtk2("GAIL", "2.24.33"));
+        assert!(!is_gtk2("GTK", "3.24.38"));
+        assert!(!is_gtk2("Chromium", "148"));
     }
 
     #[test]

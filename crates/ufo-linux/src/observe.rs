@@ -548,8 +548,12 @@ impl LinuxDesktop {
             stats.walked = true;
         }
         // GTK2: items of an open menu are never SHOWING
-        let top_menus = crate::menus::top_menus(tree, &frame, self.config.walk_max_nodes);
-        let open_menus = self.open_menus(bus, tree, top_menus, false).await;
+        let open_menus = if self.is_gtk2_app(bus).await {
+            let top_menus = crate::menus::top_menus(tree, &frame, self.config.walk_max_nodes);
+            self.open_menus(bus, tree, top_menus, false).await
+        } else {
+            std::collections::HashSet::new()
+        };
         let tree = &*tree;
         let subtree_len = tree.subtree(&frame, self.config.walk_max_nodes).len();
         stats.nodes += subtree_len;
