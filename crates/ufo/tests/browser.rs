@@ -136,6 +136,7 @@ fn wait_for_control(home: &Path, window: &str, wanted: &str, png: &Path) -> Stri
 const PAGE_URI: &str = r#"
 import sys, time, pyatspi
 want = sys.argv[1]
+needs = sys.argv[2] if len(sys.argv) > 2 else ''
 def find(n, pred, depth=0):
     if pred(n): return n
     if depth > 25: return None
@@ -152,7 +153,9 @@ while time.time() < end:
         doc = find(app, lambda n: n.getRoleName() == 'document web' and n.name == want)
         if doc is None: continue
         attrs = dict(a.split(':', 1) for a in doc.queryDocument().getAttributes() if ':' in a)
-        print(attrs.get('URI', ''))
+        uri = attrs.get('URI', '')
+        if needs not in uri: continue
+        print(uri)
         sys.exit(0)
     time.sleep(0.5)
 print('no page titled', want, file=sys.stderr)
@@ -294,5 +297,99 @@ fn ufo_fills_and_submits_a_web_form_in_chromium() {
     assert_eq!(
         query, "name=Ada+Lovelace&city=Paris&colour=blue&gift=yes",
         "submitted URL {uri_text}\nufo results: {results:#?}"
+    );
+}
+
+/// Below the fold: `read_text` on the page returns its text, `scroll` on the page brings later
+/// links into the observation that follows (not a stale one), and a click on one of them by
+/// name follows it; the URL is read back through pyatspi.
+#[test]
+fn ufo_reads_scrolls_and_follows_a_link_below_the_fold_in_chromium() {
+    if !should_run("ufo_reads_scrolls_and_follows_a_link_below_the_fold_in_chromium") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let page = write_form(tmp.path(), 200);
+    let _browser = start_chromium(tmp.path(), &page);
+    let png = tmp.path().join("inspect.png");
+    let shown = wait_for_control(&home, "Order form", "link \"Link number 0\"", &png);
+    assert!(
+        !shown.contains("link \"Link number 135\""),
+        "link 135 is on screen before scrolling:\n{shown}"
+    );
+    let out = tmp.path().join("out");
+    let script = tmp.path().join("script.jsonl");
+    let with_expect = |response: Value, expect: &[&str]| {
+        json!({"agent": "app", "response": response, "expect": expect}).to_string()
+    };
+    let lines = [
+        line(
+            "host",
+            json!({"Observation": "The page is open in Chromium.", "Thought": "Assign.",
+                   "Current Sub-Task": "Open link 135", "ControlText": "Order form - Chromium",
+                   "Status": "ASSIGN"}),
+        ),
+        line("app", app("Order form", "read_text", json!({}), "CONTINUE")),
+        // the page's text came back, the link is further down
+        with_expect(
+            app(
+                "Order form",
+                "scroll",
+                json!({"direction": "down", "amount": 20}),
+                "CONTINUE",
+            ),
+            &["Order form", "Link number 3"],
+        ),
+        with_expect(
+            app("Link number 135", "click", json!({}), "CONTINUE"),
+            &["link \"Link number 135\""],
+        ),
+        line("app", app("", "", json!({}), "FINISH")),
+        line(
+            "host",
+            json!({"Observation": "Done.", "Thought": "Finish.", "Status": "FINISH"}),
+        ),
+    ];
+    std::fs::write(&script, lines.join("\n")).expect("script");
+    let run = ufo_live(
+        &home,
+        &[
+            "run".into(),
+            "--desktop".into(),
+            "live".into(),
+            "--llm".into(),
+            format!("script:{}", script.display()),
+            "--out".into(),
+            out.display().to_string(),
+            "Open link 135".into(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    // the links the model was shown after the scroll, for the failure message
+    let shown_after: Vec<String> = std::fs::read_to_string(out.join("step_0004_app_prompt.txt"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("] link "))
+        .map(|l| l.trim().to_string())
+        .collect();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "stderr:\n{stderr}\nlinks after the scroll: {:?} … {:?}",
+        shown_after.first(),
+        shown_after.last()
+    );
+    let uri = Command::new("/usr/bin/python3")
+        .args(["-c", PAGE_URI, "Order form", "#l135"])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        uri.status.success(),
+        "the page did not go to #l135 (pyatspi: {} {})\nstderr:\n{stderr}",
+        String::from_utf8_lossy(&uri.stdout),
+        String::from_utf8_lossy(&uri.stderr)
     );
 }
