@@ -351,9 +351,19 @@ impl LinuxDesktop {
                     ScrollDirection::Down => 5,
                 };
                 let layout = self.layout_before_scroll(c).await;
-                self.xclick(xid, x, y, b, (*amount).clamp(1, 50)).await?;
-                if let Some(before) = layout {
-                    self.wait_scrolled(c, before).await;
+                let notches = (*amount).clamp(1, 50);
+                match layout {
+                    Some(before) => {
+                        // a web page coalesces notches sent back to back into a scroll of
+                        // varying length: one at a time, each one delivered and synced
+                        self.activate(xid).await?;
+                        for _ in 0..notches {
+                            self.x11(move |xx| xx.click(x, y, b, 1)).await?;
+                            tokio::time::sleep(crate::web::NOTCH_PAUSE).await;
+                        }
+                        self.wait_scrolled(c, before).await;
+                    }
+                    None => self.xclick(xid, x, y, b, notches).await?,
                 }
                 Ok(format!("scrolled {:?} {amount}", c.name))
             }

@@ -60,6 +60,9 @@ pub(crate) fn is_empty_wrapper(tree: &AppTree, n: &Node, child_text: &str) -> bo
 /// Roles of a whole document (web page, office document).
 pub(crate) const DOCUMENTS: &[u32] = &[82, 95];
 
+/// Pause between the wheel notches of a scroll on a web page.
+pub(crate) const NOTCH_PAUSE: Duration = Duration::from_millis(30);
+
 /// Most characters `read_text` returns for a page.
 pub(crate) const PAGE_TEXT_MAX: usize = 20_000;
 /// Most nodes of a page read for its text.
@@ -186,23 +189,32 @@ impl LinuxDesktop {
     }
 
     /// After a scroll of a web document, wait (bounded) until its content is laid out at the
-    /// new place: the children's extents changed from `before` and stayed the same for one
-    /// poll. Chromium's tree shows the old positions for ~0.1 s, then no content, then the new
+    /// new place: the children's extents changed from `before` and stayed the same for two
+    /// polls. Chromium's tree shows the old positions for ~0.1 s, then no content, then the new
     /// one.
     pub(crate) async fn wait_scrolled(
         &self,
         c: &CtlInfo,
         before: Option<Vec<(i32, i32, i32, i32)>>,
     ) {
-        const BOUND: Duration = Duration::from_millis(1500);
+        const BOUND: Duration = Duration::from_millis(2500);
         const POLL: Duration = Duration::from_millis(100);
+        // unchanged for this many polls in a row: a busy renderer applies the wheel notches
+        // in bursts, with pauses of about one poll between them
+        const STABLE: usize = 2;
         let start = Instant::now();
         let mut last: Option<Vec<(i32, i32, i32, i32)>> = None;
+        let mut same = 0;
         while start.elapsed() < BOUND {
             tokio::time::sleep(POLL).await;
             let now = self.document_layout(c).await;
             if now.is_some() && now != before && now == last {
-                return;
+                same += 1;
+                if same >= STABLE {
+                    return;
+                }
+            } else {
+                same = 0;
             }
             last = now;
         }
