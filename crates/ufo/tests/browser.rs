@@ -393,3 +393,131 @@ fn ufo_reads_scrolls_and_follows_a_link_below_the_fold_in_chromium() {
         String::from_utf8_lossy(&uri.stderr)
     );
 }
+
+/// `ufo mcp serve --desktop live --allow-actions` with its stdio, one request at a time.
+struct McpServe {
+    child: Child,
+    stdin: std::process::ChildStdin,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+    id: u64,
+}
+
+impl McpServe {
+    fn start(home: &Path) -> McpServe {
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+            .args(["mcp", "serve", "--desktop", "live", "--allow-actions"])
+            .env("HOME", home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ufo mcp serve starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut s = McpServe {
+            child,
+            stdin,
+            lines: std::io::BufRead::lines(std::io::BufReader::new(stdout)),
+            id: 0,
+        };
+        s.request(
+            "initialize",
+            json!({"protocolVersion": "2025-03-26", "capabilities": {},
+                   "clientInfo": {"name": "test", "version": "0"}}),
+        );
+        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        s
+    }
+
+    fn send(&mut self, v: &Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{v}").expect("the server reads");
+        self.stdin.flush().expect("flush");
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.id += 1;
+        let id = self.id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let line = self
+                .lines
+                .next()
+                .expect("the server answers")
+                .expect("a line");
+            let v: Value = serde_json::from_str(&line).expect("JSON");
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+
+    /// A tool's text answer and whether it is an error.
+    fn tool(&mut self, name: &str, args: Value) -> (String, bool) {
+        let r = self.request("tools/call", json!({"name": name, "arguments": args}));
+        let text = r["result"]["content"]
+            .as_array()
+            .and_then(|c| c.iter().find(|p| p["type"] == "text"))
+            .map(|p| s(&p["text"]))
+            .unwrap_or_else(|| r.to_string());
+        (text, r["result"]["isError"] == true)
+    }
+}
+
+impl Drop for McpServe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A label means the control of the observation the client was given: after the page changed
+/// under it, acting on a label of the old page fails with "changed since the last
+/// observation" instead of reaching whatever a fresh observation numbers that way.
+#[test]
+fn a_label_of_a_page_that_changed_is_refused() {
+    if !should_run("a_label_of_a_page_that_changed_is_refused") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let page = write_form(tmp.path(), 5);
+    let _browser = start_chromium(tmp.path(), &page);
+    let png = tmp.path().join("inspect.png");
+    wait_for_control(&home, "Order form", "entry \"Full name\"", &png);
+    let mut mcp = McpServe::start(&home);
+    let window = "Order form - Chromium";
+    let (obs, err) = mcp.tool("observe_window", json!({"window": window}));
+    assert!(!err, "{obs}");
+    let obs: Value = serde_json::from_str(&obs).expect("observation JSON");
+    let label = obs["controls"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["name"] == "Full name"))
+        .map(|c| c["label"].to_string())
+        .expect("the Full name field is listed");
+    // the page changes under the client: the form is submitted
+    let (sent, err) = mcp.tool(
+        "act",
+        json!({"window": window, "control": "Send order", "function": "click"}),
+    );
+    assert!(!err, "{sent}");
+    let uri = Command::new("/usr/bin/python3")
+        .args(["-c", PAGE_URI, "Thanks"])
+        .output()
+        .expect("python3 runs");
+    assert!(uri.status.success(), "the form was not submitted");
+    let (answer, err) = mcp.tool(
+        "act",
+        json!({"window": "Thanks - Chromium", "control": label, "function": "set_text",
+               "args": {"text": "too late"}}),
+    );
+    assert!(err, "acting on a stale label succeeded: {answer}");
+    assert!(
+        answer.contains(&format!(
+            "the control labelled {label} changed since the last observation"
+        )),
+        "{answer}"
+    );
+}
