@@ -264,7 +264,7 @@ impl LinuxDesktop {
                         .iter()
                         .position(|a| CLICK_ACTIONS.contains(&a.to_lowercase().as_str()));
                     if let Some(i) = idx {
-                        match self.do_action_watching(c, i).await? {
+                        match self.do_action_watching(&c.bus, &c.path, i).await? {
                             crate::modal::Done::Answered(true) => {
                                 return Ok(format!("clicked {:?} ({})", c.name, c.actions[i]));
                             }
@@ -514,16 +514,16 @@ impl LinuxDesktop {
                 .iter()
                 .position(|a| CLICK_ACTIONS.contains(&a.to_lowercase().as_str()))
             {
-                let ok: bool = self
-                    .bus
-                    .call(
-                        &c.bus,
-                        &path,
-                        "org.a11y.atspi.Action",
-                        "DoAction",
-                        &(i as i32,),
-                    )
-                    .await?;
+                // a menu item may open a modal dialog whose call blocks (GTK2 file chooser)
+                let ok = match self.do_action_watching(&c.bus, &path, i).await? {
+                    crate::modal::Done::Answered(ok) => ok,
+                    crate::modal::Done::OpenedDialog(title) => {
+                        return Ok(format!(
+                            "selected {item:?} in {:?}; opened the dialog {title:?}",
+                            c.name
+                        ));
+                    }
+                };
                 // a web option's action may only highlight it: believe the state
                 if ok && (!parent_selectable || in_menu || self.wait_selected(&c.bus, &path).await)
                 {

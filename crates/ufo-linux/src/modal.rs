@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::desktop::{CtlInfo, LinuxDesktop};
+use crate::desktop::LinuxDesktop;
 use crate::LinuxError;
 
 /// How often the window list is looked at while an action's call is pending.
@@ -35,19 +35,21 @@ impl LinuxDesktop {
             .unwrap_or_default()
     }
 
-    /// Run action `index` of `c`; while its call is pending, watch for a new top-level window.
+    /// Run action `index` of the node `path` of application `bus`; while its call is pending,
+    /// watch for a new top-level window.
     /// A call that is still blocked when one appeared has opened a modal dialog: it is
     /// reported as [`Done::OpenedDialog`] rather than waited for until the call timeout.
     pub(crate) async fn do_action_watching(
         &self,
-        c: &CtlInfo,
+        bus: &str,
+        path: &str,
         index: usize,
     ) -> Result<Done, LinuxError> {
         let before: Vec<u32> = self.window_ids().await.into_iter().map(|w| w.0).collect();
         let arg = (index as i32,);
-        let call =
-            self.bus
-                .call::<_, bool>(&c.bus, &c.path, "org.a11y.atspi.Action", "DoAction", &arg);
+        let call = self
+            .bus
+            .call::<_, bool>(bus, path, "org.a11y.atspi.Action", "DoAction", &arg);
         tokio::pin!(call);
         let mut seen: Option<String> = None;
         loop {
