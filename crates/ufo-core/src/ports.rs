@@ -88,10 +88,18 @@ pub struct Control {
     /// Whether the control accepts input now.
     #[serde(default = "yes")]
     pub enabled: bool,
+    /// Whether the control has the keyboard focus (breaks ties between controls of one
+    /// name; absent in older observations and scenarios).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub focused: bool,
 }
 
 fn yes() -> bool {
     true
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// A window observed in one step: its controls (in label order) and screenshots.

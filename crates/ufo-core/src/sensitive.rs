@@ -336,6 +336,7 @@ mod tests {
             value: None,
             rect: Rect::default(),
             enabled: true,
+            focused: false,
         }
     }
 

@@ -17,7 +17,7 @@
 //!
 //! Defaults: `process` = the name in lower case, `title` = the name, `running` = true,
 //! `launch` = `process`, `role` = `"control"`, `name` = `""`, `value` = none, `hidden` = false,
-//! `enabled` = true. Unknown fields are ignored. Control ids must be unique within an app and
+//! `enabled` = true, `focused` = false (the control with the keyboard focus). Unknown fields are ignored. Control ids must be unique within an app and
 //! `reveals`/`hides` must name controls of the same app.
 //!
 //! Faults: `action` is a function name (canonical or UFO alias) and makes that action on that
@@ -149,6 +149,7 @@ struct SimControl {
     value: Option<String>,
     hidden: bool,
     enabled: bool,
+    focused: bool,
     reveals: Vec<String>,
     hides: Vec<String>,
 }
@@ -608,6 +609,7 @@ impl Desktop for SimDesktop {
                 value: c.value.clone(),
                 rect: on_screen(r, win_rect),
                 enabled: c.enabled,
+                focused: c.focused,
             });
         }
         let image = render_window(app, i);
@@ -947,6 +949,7 @@ fn parse_control(v: &Value, at: &str) -> Result<SimControl, ScenarioError> {
         value,
         hidden: opt_bool(m, "hidden", at)?.unwrap_or(false),
         enabled: opt_bool(m, "enabled", at)?.unwrap_or(true),
+        focused: opt_bool(m, "focused", at)?.unwrap_or(false),
         reveals: str_list(m, "reveals", at)?,
         hides: str_list(m, "hides", at)?,
     })

@@ -10,7 +10,23 @@ use crate::LinuxError;
 
 /// Action names that mean "click" in the toolkits we know (matched case-insensitively;
 /// GTK3 says "click", GTK4 "click" or "Click", others "press"/"activate").
-const CLICK_ACTIONS: &[&str] = &["click", "press", "activate", "jump", "toggle", "open"];
+/// AT-SPI role of a menu.
+const MENU: u32 = 33;
+
+/// Chromium names a check box's action "check"/"uncheck", an option's "select" and a list
+/// item's "doDefault".
+const CLICK_ACTIONS: &[&str] = &[
+    "click",
+    "press",
+    "activate",
+    "jump",
+    "toggle",
+    "open",
+    "check",
+    "uncheck",
+    "select",
+    "dodefault",
+];
 
 fn centre(c: &CtlInfo) -> (i32, i32) {
     (
@@ -23,6 +39,7 @@ impl LinuxDesktop {
     async fn control(&self, window: &str, control_id: &str) -> Result<CtlInfo, LinuxError> {
         let known = self.lock().controls.get(control_id).cloned();
         if let Some(mut c) = known {
+            self.check_unchanged(&c).await?;
             // the engine's observation leaves action names to the action that needs them
             if c.actions.is_empty() && c.ifaces & iface::ACTION != 0 {
                 c.actions = self.bus.actions(&c.bus, &c.path).await.unwrap_or_default();
@@ -191,7 +208,12 @@ impl LinuxDesktop {
 
     async fn read(&self, c: &CtlInfo) -> Result<String, LinuxError> {
         if c.ifaces & iface::TEXT != 0 {
-            return self.bus.text(&c.bus, &c.path).await;
+            let t = self.bus.text(&c.bus, &c.path).await?;
+            // a web page's text is one object replacement character per child
+            if t.contains('\u{fffc}') && crate::web::DOCUMENTS.contains(&c.seen.role) {
+                return self.read_document(c).await;
+            }
+            return Ok(t);
         }
         if c.ifaces & iface::VALUE != 0 {
             return Ok(format!("{}", self.bus.value(&c.bus, &c.path).await?));
@@ -259,8 +281,17 @@ impl LinuxDesktop {
                         .iter()
                         .position(|a| CLICK_ACTIONS.contains(&a.to_lowercase().as_str()));
                     if let Some(i) = idx {
-                        if self.do_action(c, i).await? {
-                            return Ok(format!("clicked {:?} ({})", c.name, c.actions[i]));
+                        match self.do_action_watching(&c.bus, &c.path, i).await? {
+                            crate::modal::Done::Answered(true) => {
+                                return Ok(format!("clicked {:?} ({})", c.name, c.actions[i]));
+                            }
+                            crate::modal::Done::OpenedDialog(title) => {
+                                return Ok(format!(
+                                    "clicked {:?} ({}); opened the dialog {title:?}",
+                                    c.name, c.actions[i]
+                                ));
+                            }
+                            crate::modal::Done::Answered(false) => {}
                         }
                     }
                 }
@@ -336,7 +367,21 @@ impl LinuxDesktop {
                     ScrollDirection::Up => 4,
                     ScrollDirection::Down => 5,
                 };
-                self.xclick(xid, x, y, b, (*amount).clamp(1, 50)).await?;
+                let layout = self.layout_before_scroll(c).await;
+                let notches = (*amount).clamp(1, 50);
+                match layout {
+                    Some(before) => {
+                        // a web page coalesces notches sent back to back into a scroll of
+                        // varying length: one at a time, each one delivered and synced
+                        self.activate(xid).await?;
+                        for _ in 0..notches {
+                            self.x11(move |xx| xx.click(x, y, b, 1)).await?;
+                            tokio::time::sleep(crate::web::NOTCH_PAUSE).await;
+                        }
+                        self.wait_scrolled(c, before).await;
+                    }
+                    None => self.xclick(xid, x, y, b, notches).await?,
+                }
                 Ok(format!("scrolled {:?} {amount}", c.name))
             }
             UiAction::Select { item } => {
@@ -399,6 +444,11 @@ impl LinuxDesktop {
         }
         self.complete_tree(&c.bus, &mut tree, &c.path, true, &mut ignored)
             .await;
+        if c.seen.role == MENU {
+            // GTK2 menus: their items (and submenus') are read even while hidden
+            self.open_menus(&c.bus, &mut tree, vec![c.path.clone()], true)
+                .await;
+        }
         let (mut found, mut names) = find(&tree);
         let mut opened = None;
         if matches!(&found, Err(several) if several.is_empty()) {
@@ -418,6 +468,10 @@ impl LinuxDesktop {
                 }
                 self.complete_tree(&c.bus, &mut tree, &c.path, true, &mut ignored)
                     .await;
+                if c.seen.role == MENU {
+                    self.open_menus(&c.bus, &mut tree, vec![c.path.clone()], true)
+                        .await;
+                }
                 let (f, n) = find(&tree);
                 found = f;
                 if !n.is_empty() {
@@ -443,7 +497,19 @@ impl LinuxDesktop {
             .nodes
             .get(&parent)
             .is_some_and(|p| p.ifaces & iface::SELECTION != 0);
-        if parent_selectable {
+        // selecting a menu's child only highlights it: a menu item is activated instead
+        let in_menu = tree.nodes.get(&parent).is_some_and(|p| p.role == MENU);
+        let greyed = tree
+            .nodes
+            .get(&path)
+            .is_some_and(|n| !n.has(state::SENSITIVE) && !n.has(state::ENABLED));
+        if in_menu && greyed {
+            return Err(LinuxError::ActionFailed(format!(
+                "entry {item:?} of {:?} is disabled (greyed out) now; nothing was chosen",
+                c.name
+            )));
+        }
+        if parent_selectable && !in_menu {
             let ok: bool = self
                 .bus
                 .call(
@@ -465,17 +531,20 @@ impl LinuxDesktop {
                 .iter()
                 .position(|a| CLICK_ACTIONS.contains(&a.to_lowercase().as_str()))
             {
-                let ok: bool = self
-                    .bus
-                    .call(
-                        &c.bus,
-                        &path,
-                        "org.a11y.atspi.Action",
-                        "DoAction",
-                        &(i as i32,),
-                    )
-                    .await?;
-                if ok {
+                // a menu item may open a modal dialog whose call blocks (GTK2 file chooser)
+                let ok = match self.do_action_watching(&c.bus, &path, i).await? {
+                    crate::modal::Done::Answered(ok) => ok,
+                    crate::modal::Done::OpenedDialog(title) => {
+                        return Ok(format!(
+                            "selected {item:?} in {:?}; opened the dialog {title:?}",
+                            c.name
+                        ));
+                    }
+                };
+                // a web option's action may only highlight it: believe the state
+                if ok && (!parent_selectable || in_menu || self.wait_selected(&c.bus, &path).await)
+                {
+                    self.close_popup(c).await;
                     return Ok(format!("selected {item:?} in {:?}", c.name));
                 }
             }

@@ -471,7 +471,29 @@ impl A11yBus {
         let acts: Vec<(String, String, String)> = self
             .call(app, path, "org.a11y.atspi.Action", "GetActions", &())
             .await?;
-        Ok(acts.into_iter().map(|(n, _, _)| n).collect())
+        let mut names: Vec<String> = acts.into_iter().map(|(n, _, _)| n).collect();
+        // Chromium answers GetActions with empty names but GetName(i) with the real ones
+        if names.iter().any(String::is_empty) {
+            let asked =
+                futures::future::join_all(names.iter().enumerate().map(|(i, n)| async move {
+                    if n.is_empty() {
+                        self.call::<_, String>(
+                            app,
+                            path,
+                            "org.a11y.atspi.Action",
+                            "GetName",
+                            &(i as i32,),
+                        )
+                        .await
+                        .unwrap_or_default()
+                    } else {
+                        n.clone()
+                    }
+                }))
+                .await;
+            names = asked;
+        }
+        Ok(names)
     }
 
     /// All text of a node with the Text interface.

@@ -27,6 +27,9 @@ pub(crate) struct CtlInfo {
     pub states: u64,
     /// The X window it belongs to.
     pub window: u32,
+    /// AT-SPI role number and raw accessible name when observed, and its label there (for
+    /// the "changed since the last observation" check).
+    pub seen: crate::verify::Seen,
 }
 
 /// Mutable state shared by the calls.
@@ -36,6 +39,8 @@ pub(crate) struct State {
     pub app_names: HashMap<String, String>,
     /// bus name → whether extents are window-relative (GTK4)
     pub relative: HashMap<String, bool>,
+    /// bus name → whether the application is GTK2 (open menus need `crate::menus`)
+    pub gtk2: HashMap<String, bool>,
     /// control id → info, from the latest observation of its window
     pub controls: HashMap<String, CtlInfo>,
     /// launched children, reaped as they exit

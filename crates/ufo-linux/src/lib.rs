@@ -19,10 +19,14 @@ pub mod doctor;
 mod error;
 mod keys;
 mod launch;
+mod menus;
+mod modal;
 mod observe;
 mod office;
 mod table;
 pub mod toolkit;
+mod verify;
+mod web;
 mod x11;
 
 pub use config::{default_launch_table, libreoffice_gtk3_installed, program_of, LinuxConfig};

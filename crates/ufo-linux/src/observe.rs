@@ -16,7 +16,7 @@ use crate::x11::{RgbImage, XWindow};
 use crate::LinuxError;
 
 /// AT-SPI role numbers used here.
-mod role {
+pub(crate) mod role {
     pub const CHECK_BOX: u32 = 7;
     pub const CHECK_MENU_ITEM: u32 = 8;
     pub const COMBO_BOX: u32 = 11;
@@ -273,6 +273,8 @@ struct Candidate {
     child_text: String,
     /// A button among its descendants (GTK4's inert wrapper around menu buttons).
     wraps_button: bool,
+    /// A combo box's chosen option (web content gives no readable text for it).
+    choice: Option<String>,
 }
 
 pub(crate) struct Fetched {
@@ -482,9 +484,10 @@ impl LinuxDesktop {
         {
             let mut st = self.lock();
             st.controls.retain(|_, c| c.window != xid);
-            for f in &fetched {
-                st.controls
-                    .insert(f.detail.control.id.clone(), f.info.clone());
+            for (i, f) in fetched.iter().enumerate() {
+                let mut info = f.info.clone();
+                info.seen.label = i + 1;
+                st.controls.insert(f.detail.control.id.clone(), info);
             }
         }
         let by_pid_name = match main_bus {
@@ -550,6 +553,13 @@ impl LinuxDesktop {
         }
         // office documents: their visible paragraphs, cells, shapes and slides (office.rs)
         self.read_documents(bus, tree, &frame, warnings).await;
+        // GTK2: items of an open menu are never SHOWING
+        let open_menus = if self.is_gtk2_app(bus).await {
+            let top_menus = crate::menus::top_menus(tree, &frame, self.config.walk_max_nodes);
+            self.open_menus(bus, tree, top_menus, false).await
+        } else {
+            std::collections::HashSet::new()
+        };
         let tree = &*tree;
         warnings.extend(crate::toolkit::tree_warnings(
             tree,
@@ -558,7 +568,8 @@ impl LinuxDesktop {
         ));
         let subtree_len = tree.subtree(&frame, self.config.walk_max_nodes).len();
         stats.nodes += subtree_len;
-        let (candidates, cut) = collect_candidates(tree, &frame, self.config.walk_max_nodes);
+        let (candidates, cut) =
+            collect_candidates(tree, &frame, self.config.walk_max_nodes, &open_menus);
         if cut {
             warnings.push(format!(
                 "the window has more than {} accessible nodes: only the first {} were read, some controls may be missing",
@@ -691,7 +702,13 @@ impl LinuxDesktop {
         let Some(rect) = intersect(raw, win) else {
             return Ok(None);
         };
-        let text = text.unwrap_or(None);
+        let mut text = text.unwrap_or(None);
+        if let Some(t) = &text {
+            if t.contains('\u{fffc}') && crate::web::is_placeholder(t) {
+                // embedded objects only (a web page, a <select>): no readable value of its own
+                text = c.choice.clone();
+            }
+        }
         let value = if n.role == role::PASSWORD_TEXT {
             None
         } else if let Some(t) = text {
@@ -756,6 +773,11 @@ impl LinuxDesktop {
                 ifaces: n.ifaces,
                 states: n.states,
                 window: xid,
+                seen: crate::verify::Seen {
+                    role: n.role,
+                    name: n.name.clone(),
+                    label: 0,
+                },
             },
             detail: ControlDetail {
                 control: Control {
@@ -765,6 +787,7 @@ impl LinuxDesktop {
                     value,
                     rect,
                     enabled,
+                    focused: n.has(state::FOCUSED),
                 },
                 states,
                 actions,
@@ -1136,10 +1159,18 @@ fn pick_frame(tree: &AppTree, w: &XWindow) -> Option<String> {
 
 /// Visible interactive nodes under the frame, in tree order, with their children's label
 /// text, looking at no more than `max_nodes` nodes (the flag: whether it stopped there).
-fn collect_candidates(tree: &AppTree, frame: &str, max_nodes: usize) -> (Vec<Candidate>, bool) {
+fn collect_candidates(
+    tree: &AppTree,
+    frame: &str,
+    max_nodes: usize,
+    open_menus: &std::collections::HashSet<String>,
+) -> (Vec<Candidate>, bool) {
     let uses_showing = uses_showing(tree, frame);
     let visible = |n: &Node| {
-        n.has(state::VISIBLE) && (!uses_showing || n.has(state::SHOWING)) && !n.has(state::DEFUNCT)
+        (n.has(state::VISIBLE)
+            && (!uses_showing || n.has(state::SHOWING))
+            && !n.has(state::DEFUNCT))
+            || crate::menus::shown_in_open_menu(open_menus, n)
     };
     let mut out = Vec::new();
     let mut stack: Vec<String> = tree.kids(frame).iter().rev().cloned().collect();
@@ -1178,11 +1209,14 @@ fn collect_candidates(tree: &AppTree, frame: &str, max_nodes: usize) -> (Vec<Can
                 .iter()
                 .skip(1)
                 .any(|d| matches!(d.role, role::PUSH_BUTTON | role::TOGGLE_BUTTON));
-            out.push(Candidate {
-                node: n.clone(),
-                child_text,
-                wraps_button,
-            });
+            if !crate::web::is_empty_wrapper(tree, n, &child_text) {
+                out.push(Candidate {
+                    node: n.clone(),
+                    child_text,
+                    wraps_button,
+                    choice: crate::web::combo_choice(tree, n),
+                });
+            }
         }
         // a menu's items are visible only while it is open; GTK3 marks them SHOWING then
         for k in tree.kids(&p).iter().rev() {

@@ -468,6 +468,12 @@ impl LinuxDesktop {
                     ifaces: iface::TEXT | iface::COMPONENT | iface::VALUE,
                     states: 0,
                     window: xid,
+                    // a cell's name is its address; only its role is compared before acting
+                    seen: crate::verify::Seen {
+                        role: crate::observe::role::TABLE_CELL,
+                        name: cell_address(c.row, c.col),
+                        label: 0,
+                    },
                 },
             ));
         }
@@ -492,6 +498,11 @@ impl LinuxDesktop {
                 ifaces: sheet.ifaces,
                 states: sheet.states,
                 window: xid,
+                seen: crate::verify::Seen {
+                    role: sheet.role,
+                    name: sheet.name.clone(),
+                    label: 0,
+                },
             },
         ));
         Ok(out)
@@ -991,6 +1002,11 @@ fn info(bus: &str, n: &Node, name: &str, rect: Rect, xid: u32) -> CtlInfo {
         ifaces: n.ifaces,
         states: n.states,
         window: xid,
+        seen: crate::verify::Seen {
+            role: n.role,
+            name: n.name.clone(),
+            label: 0,
+        },
     }
 }
 
@@ -1016,6 +1032,7 @@ fn fetched(
                 value,
                 rect,
                 enabled: true,
+                focused: false,
             },
             states,
             actions: Vec::new(),

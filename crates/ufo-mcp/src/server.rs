@@ -5,7 +5,8 @@
 //! `launch_app`. The last three change the desktop and are refused (an error result saying
 //! how to allow them) unless the server was made with `allow_actions`.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use rmcp::model::{
@@ -19,8 +20,9 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
-use ufo_core::agent::resolve;
-use ufo_core::{Desktop, UiAction, WindowInfo, WindowObservation};
+use ufo_core::agent::app::cell_of_table;
+use ufo_core::agent::{resolve, resolve_control, unresolved_message, Unresolved};
+use ufo_core::{Control, Desktop, UiAction, WindowInfo, WindowObservation};
 
 /// Errors of the MCP server.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +43,9 @@ pub const ACTING_TOOLS: [&str; 3] = ["act", "type_text", "launch_app"];
 pub struct DesktopServer {
     desktop: Arc<dyn Desktop>,
     allow_actions: bool,
+    /// window id → the controls of the last observation returned for it: labels mean what
+    /// the client saw there, not what a fresh observation would number.
+    seen: Arc<Mutex<HashMap<String, Vec<Control>>>>,
 }
 
 impl DesktopServer {
@@ -49,6 +54,7 @@ impl DesktopServer {
         Self {
             desktop,
             allow_actions,
+            seen: Arc::default(),
         }
     }
 
@@ -121,6 +127,7 @@ impl DesktopServer {
             "observe_window" => {
                 let w = self.window(str_arg(args, "window")?).await?;
                 let obs = d.observe(&w.id).await.map_err(|e| e.to_string())?;
+                self.remember(&w.id, &obs);
                 let mut out = vec![Content::text(describe(&obs))];
                 if let Some(shot) = obs.annotated.as_ref().or(obs.screenshot.as_ref()) {
                     let data = base64::engine::general_purpose::STANDARD.encode(shot.png.as_slice());
@@ -134,7 +141,9 @@ impl DesktopServer {
                 let fargs = args.get("args").cloned().unwrap_or(Value::Object(Map::new()));
                 let action = UiAction::parse(function, &fargs)?;
                 let control = match args.get("control").and_then(Value::as_str) {
-                    Some(c) if action.needs_control() => Some(self.control(&w, c).await?),
+                    Some(c) if action.needs_control() => {
+                        Some(self.control(&w, c, action.name()).await?)
+                    }
                     _ if action.needs_control() => {
                         return Err(format!("{} needs a control; pass `control`", action.name()))
                     }
@@ -148,7 +157,9 @@ impl DesktopServer {
             }
             "type_text" => {
                 let w = self.window(str_arg(args, "window")?).await?;
-                let control = self.control(&w, str_arg(args, "control")?).await?;
+                let control = self
+                    .control(&w, str_arg(args, "control")?, "type_keys")
+                    .await?;
                 let action = UiAction::TypeKeys {
                     keys: str_arg(args, "text")?.to_string(),
                 };
@@ -202,14 +213,35 @@ impl DesktopServer {
         .ok_or_else(|| format!("no window {wanted:?}; call list_windows for the windows"))
     }
 
-    /// A control's id by label number, id, or name, in a fresh observation.
-    async fn control(&self, w: &WindowInfo, wanted: &str) -> Result<String, String> {
-        let obs = self
-            .desktop
-            .observe(&w.id)
-            .await
-            .map_err(|e| e.to_string())?;
-        if let Some(c) = obs.controls.iter().find(|c| c.id == wanted) {
+    /// Keep the controls of an observation returned to the client.
+    fn remember(&self, window: &str, obs: &WindowObservation) {
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.insert(window.to_string(), obs.controls.clone());
+        }
+    }
+
+    /// A control's id by label number, id, or name, resolved (for `function`) against the
+    /// last observation returned for the window; a window not observed yet is observed now.
+    async fn control(
+        &self,
+        w: &WindowInfo,
+        wanted: &str,
+        function: &str,
+    ) -> Result<String, String> {
+        let known = self.seen.lock().ok().and_then(|s| s.get(&w.id).cloned());
+        let controls = match known {
+            Some(c) => c,
+            None => {
+                let obs = self
+                    .desktop
+                    .observe(&w.id)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                self.remember(&w.id, &obs);
+                obs.controls
+            }
+        };
+        if let Some(c) = controls.iter().find(|c| c.id == wanted) {
             return Ok(c.id.clone());
         }
         let label = if wanted.trim().parse::<usize>().is_ok() {
@@ -218,18 +250,20 @@ impl DesktopServer {
             ""
         };
         let text = if label.is_empty() { wanted } else { "" };
-        resolve(label, text, obs.controls.len(), |i| {
-            vec![obs.controls[i].name.as_str()]
-        })
-        .map(|i| obs.controls[i].id.clone())
-        // a spreadsheet cell the observation does not list (an empty one), by its address
-        .or_else(|| ufo_core::agent::app::cell_of_table(text, &obs).map(|c| c.id))
-        .ok_or_else(|| {
-            format!(
-                "no control {wanted:?} in {}; call observe_window for the labels",
+        match resolve_control(label, text, &controls, function) {
+            Ok(i) => Ok(controls[i].id.clone()),
+            // a spreadsheet cell the observation does not list (an empty one), by its address
+            Err(Unresolved::NoMatch) if cell_of_table(text, &controls).is_some() => {
+                cell_of_table(text, &controls)
+                    .map(|c| c.id)
+                    .ok_or_else(|| "no cell".to_string())
+            }
+            Err(why) => Err(format!(
+                "{} (window {}; call observe_window for the labels)",
+                unresolved_message(&why, label, text, function, &controls),
                 w.title
-            )
-        })
+            )),
+        }
     }
 }
 

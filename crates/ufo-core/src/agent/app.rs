@@ -5,8 +5,9 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::{
-    archive, ask_model, clip, hand_back, recent, resolve, subtask_result, Assignment, Cx, Ending,
-    Handoff, ModelCall, StepReport, SubAgent, SubtaskOutcome,
+    archive, ask_model, clip, hand_back, recent, resolve_control, subtask_result,
+    unresolved_message, Assignment, Cx, Ending, Handoff, ModelCall, StepReport, SubAgent,
+    SubtaskOutcome, Unresolved,
 };
 use crate::action::{canonical_name, UiAction};
 use crate::blackboard::QuestionAnswer;
@@ -529,19 +530,20 @@ fn plan(
     }
     let action = UiAction::parse(function, args)?;
     let control = if action.needs_control() {
-        let idx = resolve(label, text, obs.controls.len(), |i| {
-            vec![obs.controls[i].name.as_str()]
-        });
-        match idx
-            .map(|i| obs.controls[i].clone())
-            .or_else(|| cell_of_table(text, obs))
-        {
-            Some(c) => Some(c),
-            None => {
-                return Err(format!(
-                "action failed: no control matches ControlLabel {label:?} / ControlText {text:?}; \
-                     pick a label from the control list"
-            ))
+        match resolve_control(label, text, &obs.controls, action.name()) {
+            Ok(i) => Some(obs.controls[i].clone()),
+            // a spreadsheet cell the observation does not list is named by its address
+            Err(Unresolved::NoMatch) if cell_of_table(text, &obs.controls).is_some() => {
+                cell_of_table(text, &obs.controls)
+            }
+            Err(why) => {
+                return Err(unresolved_message(
+                    &why,
+                    label,
+                    text,
+                    action.name(),
+                    &obs.controls,
+                ))
             }
         }
     } else {
@@ -567,9 +569,9 @@ fn plan(
 /// (an empty cell: listing every empty cell would blow the prompt): the cell of the window's
 /// only `table` control, as a control whose id is the table's id, `#` and the address. The
 /// desktop resolves that id to the cell; a desktop that does not know such ids says so.
-pub fn cell_of_table(text: &str, obs: &WindowObservation) -> Option<Control> {
+pub fn cell_of_table(text: &str, controls: &[Control]) -> Option<Control> {
     let address = cell_address(text)?;
-    let mut tables = obs.controls.iter().filter(|c| c.role == "table");
+    let mut tables = controls.iter().filter(|c| c.role == "table");
     let table = tables.next()?;
     if tables.next().is_some() {
         return None;
@@ -581,6 +583,7 @@ pub fn cell_of_table(text: &str, obs: &WindowObservation) -> Option<Control> {
         value: None,
         rect: table.rect,
         enabled: table.enabled,
+        focused: false,
     })
 }
 
@@ -1082,6 +1085,7 @@ mod tests {
                     value: None,
                     rect: Default::default(),
                     enabled: true,
+                    focused: false,
                 })
                 .collect(),
             screenshot: None,

@@ -8,6 +8,9 @@
 
 pub mod app;
 pub mod host;
+pub mod resolution;
+
+pub use resolution::{resolve_control, unresolved_message, Unresolved};
 
 use std::sync::Arc;
 

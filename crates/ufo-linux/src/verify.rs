@@ -1,0 +1,117 @@
+//! A label means the control the model saw: before acting, the control behind the id is read
+//! again and must still have the role and name it had in the observation the model answered.
+
+use crate::desktop::{CtlInfo, LinuxDesktop};
+use crate::observe::role_name;
+use crate::LinuxError;
+
+/// What an observation saw of a control.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Seen {
+    /// AT-SPI role number.
+    pub role: u32,
+    /// Raw accessible name.
+    pub name: String,
+    /// Its label in that observation (1-based; 0 when unknown).
+    pub label: usize,
+}
+
+/// Roles whose accessible name follows their content or the document's title (a GTK combo box
+/// is named by its chosen item, a document or tab by its title): only their role is checked.
+const NAME_FOLLOWS_CONTENT: &[u32] = &[
+    11, // combo box
+    23, // frame
+    29, // label
+    37, // page tab
+    40, // password text
+    51, // slider
+    52, // spin button
+    56, // table cell
+    60, // terminal
+    61, // text
+    79, // entry
+    82, 92, 93, 94, 95, 96, // documents
+    98, // list box
+];
+
+/// Why `now` is not the control that was `seen`, if it is not.
+pub(crate) fn changed(seen: &Seen, now_role: u32, now_name: &str) -> Option<String> {
+    let name_checked = !NAME_FOLLOWS_CONTENT.contains(&seen.role);
+    if now_role == seen.role && (!name_checked || now_name.trim() == seen.name.trim()) {
+        return None;
+    }
+    Some(format!(
+        "it was {} {:?}, now it is {} {:?}",
+        role_name(seen.role),
+        seen.name,
+        role_name(now_role),
+        now_name
+    ))
+}
+
+fn label_text(seen: &Seen) -> String {
+    if seen.label == 0 {
+        "the control".to_string()
+    } else {
+        format!("the control labelled {}", seen.label)
+    }
+}
+
+impl LinuxDesktop {
+    /// Fail when the control behind `c` is gone or has another role or name than in the
+    /// observation it came from.
+    pub(crate) async fn check_unchanged(&self, c: &CtlInfo) -> Result<(), LinuxError> {
+        const ACC: &str = "org.a11y.atspi.Accessible";
+        let now = futures::try_join!(
+            self.bus
+                .call::<_, u32>(&c.bus, &c.path, ACC, "GetRole", &()),
+            self.bus.prop::<String>(&c.bus, &c.path, ACC, "Name"),
+        );
+        let why = match now {
+            Ok((role, name)) => changed(&c.seen, role, &name),
+            Err(LinuxError::Timeout { .. }) => None, // a busy application: the action will say
+            Err(e) => Some(format!("it is gone ({e})")),
+        };
+        match why {
+            None => Ok(()),
+            Some(why) => Err(LinuxError::ActionFailed(format!(
+                "{} changed since the last observation: {why}; observe the window again and \
+                 pick a label from the new control list",
+                label_text(&c.seen)
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(role: u32, name: &str) -> Seen {
+        Seen {
+            role,
+            name: name.into(),
+            label: 17,
+        }
+    }
+
+    #[test]
+    fn same_role_and_name_is_unchanged() {
+        assert_eq!(changed(&seen(43, "OK"), 43, "OK"), None);
+    }
+
+    #[test]
+    fn another_role_or_name_is_a_change() {
+        assert!(changed(&seen(43, "OK"), 43, "Cancel").is_some());
+        assert!(changed(&seen(43, "OK"), 35, "OK").is_some());
+        let s = seen(43, "OK");
+        assert_eq!(label_text(&s), "the control labelled 17");
+    }
+
+    #[test]
+    fn a_name_that_follows_content_is_not_compared() {
+        // a GTK combo box is named by its chosen item
+        assert_eq!(changed(&seen(11, "Red"), 11, "Green"), None);
+        assert!(changed(&seen(11, "Red"), 43, "Red").is_some());
+    }
+}
