@@ -518,6 +518,11 @@ async fn run_ufo_script(work: &std::path::Path, lines: &[String], request: &str)
     .expect("cannot run ufo");
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
     assert_eq!(run.status.code(), Some(0), "ufo run failed:\n{stderr}");
+    // every step found its control by name and did its action
+    assert!(
+        !stderr.contains("action failed"),
+        "a step of ufo run failed:\n{stderr}"
+    );
     stderr
 }
 
@@ -633,16 +638,20 @@ async fn ufo_bolds_one_word_by_name_in_writer_and_saves_docx() {
             "Bold",
             "click",
             serde_json::json!({}),
-            "CONTINUE",
+            "SCREENSHOT",
             &["paragraph \"Hello brave world\"", "toggle button \"Bold\""],
         ),
+        // the Bold button shows it is pressed (LibreOffice gives its state as a value)
         answer(
             "app",
             "Hello brave world",
             "type_keys",
             serde_json::json!({"keys": "{ctrl+s}"}),
             "SCREENSHOT",
-            &["paragraph \"Hello brave world\""],
+            &[
+                "paragraph \"Hello brave world\"",
+                "toggle button \"Bold\" value: \"1\"",
+            ],
         ),
         answer(
             "app",
