@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 use ufo_desktop::testing::require_live;
 
-use ufo_core::{Button, Desktop, UiAction, WindowObservation};
+use ufo_core::{Desktop, WindowObservation};
 use ufo_linux::{LinuxConfig, LinuxDesktop};
 
 /// The tests take turns: they share the screen.
@@ -459,70 +459,6 @@ fn listing(obs: &WindowObservation) -> String {
     s
 }
 
-fn control<'a>(obs: &'a WindowObservation, role: &str, name: &str) -> &'a ufo_core::Control {
-    obs.controls
-        .iter()
-        .find(|c| c.role == role && c.name == name)
-        .unwrap_or_else(|| panic!("no {role} {name:?}: {}", listing(obs)))
-}
-
-async fn act(d: &LinuxDesktop, w: &str, id: &str, a: UiAction) -> String {
-    d.act(w, Some(id), &a)
-        .await
-        .unwrap_or_else(|e| panic!("{} failed: {e}", a.name()))
-}
-
-/// Save with Ctrl+S and keep the foreign format (the "Use ... Format!" button of
-/// LibreOffice's question); wait until the file has changed.
-async fn save_keeping_format(o: &Office, w: &str, focus_id: &str, keep: &str) {
-    let before = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
-    act(
-        &o.d,
-        w,
-        focus_id,
-        UiAction::TypeKeys {
-            keys: "{ctrl+s}".into(),
-        },
-    )
-    .await;
-    let q = observe_until(&o.d, w, "the Keep format question", |obs| {
-        obs.controls
-            .iter()
-            .any(|c| c.role == "button" && c.name.starts_with(keep))
-    })
-    .await;
-    let button = q
-        .controls
-        .iter()
-        .find(|c| c.role == "button" && c.name.starts_with(keep))
-        .unwrap();
-    act(
-        &o.d,
-        w,
-        &button.id,
-        UiAction::Click {
-            button: Button::Left,
-            double: false,
-        },
-    )
-    .await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let now = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
-        if now.is_some() && now != before {
-            // the file is written in one go, but give LibreOffice a moment to close it
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} was not saved within 30 s",
-            o.doc.display()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 /// One member of a zip file, read by `unzip` (not by ufo).
 fn unzip(file: &std::path::Path, member: &str) -> String {
     let out = std::process::Command::new("unzip")
@@ -539,13 +475,109 @@ fn unzip(file: &std::path::Path, member: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Issue 11, test 10(b), items 3 and 6: in a fresh Writer window (rectangles reported 25 px
-/// too high), type a paragraph, select its last word and press the "Bold" toggle button by
-/// name (it has no action: it is clicked at its corrected centre), save as docx, and find
-/// the bold run with that word in word/document.xml.
+/// One answer of the scripted model: the host's (`text` names a window) or the app agent's
+/// (`text` names a control), with the texts its prompt must show (`expect`).
+fn answer(
+    agent: &str,
+    text: &str,
+    function: &str,
+    args: serde_json::Value,
+    status: &str,
+    expect: &[&str],
+) -> String {
+    let response = if agent == "host" {
+        serde_json::json!({"Observation": "the desktop", "Thought": "next sub-task",
+            "Current Sub-Task": "the user's request", "ControlText": text, "Status": status})
+    } else {
+        serde_json::json!({"Observation": "the window", "Thought": "next step", "ControlLabel": "",
+            "ControlText": text, "Function": function, "Args": args, "Status": status})
+    };
+    serde_json::json!({"agent": agent, "response": response, "expect": expect}).to_string()
+}
+
+/// Run `ufo run --desktop live --llm script:FILE` with these answers (written to `work`) and
+/// this request; its stderr, after checking that it finished (exit code 0) within 5 minutes.
+async fn run_ufo_script(work: &std::path::Path, lines: &[String], request: &str) -> String {
+    let script = work.join("script.jsonl");
+    std::fs::write(&script, lines.join("\n")).unwrap();
+    let run = tokio::time::timeout(
+        Duration::from_secs(300),
+        tokio::process::Command::new(ufo_binary())
+            .args(["run", "--desktop", "live", "--llm"])
+            .arg(format!("script:{}", script.display()))
+            .arg("--out")
+            .arg(work.join("out"))
+            .arg(request)
+            .env_remove("UFO_LLM")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("ufo run did not finish within 5 minutes")
+    .expect("cannot run ufo");
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert_eq!(run.status.code(), Some(0), "ufo run failed:\n{stderr}");
+    // every step found its control by name and did its action
+    assert!(
+        !stderr.contains("action failed"),
+        "a step of ufo run failed:\n{stderr}"
+    );
+    stderr
+}
+
+/// The title a window shows now (LibreOffice names its window "LibreOffice" first and after
+/// the document once it is loaded).
+async fn title_now(d: &LinuxDesktop, id: &str) -> String {
+    d.windows()
+        .await
+        .expect("list windows")
+        .into_iter()
+        .find(|w| w.id == id)
+        .map(|w| w.title)
+        .unwrap_or_else(|| panic!("window {id} is gone"))
+}
+
+/// Wait (30 s at most) until `doc` has been written again (its time differs from `before`)
+/// and `unzip` reads `member` from it; that member's text.
+async fn saved_member(
+    doc: &std::path::Path,
+    before: Option<std::time::SystemTime>,
+    member: &str,
+    ufo_said: &str,
+) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = std::fs::metadata(doc).and_then(|m| m.modified()).ok();
+        if now.is_some() && now != before {
+            let x = std::process::Command::new("unzip")
+                .arg("-p")
+                .arg(doc)
+                .arg(member)
+                .output()
+                .expect("cannot run unzip (install it)");
+            if x.status.success() && !x.stdout.is_empty() {
+                return String::from_utf8_lossy(&x.stdout).into_owned();
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} was not saved with a {member} within 30 s; ufo said:\n{ufo_said}",
+            doc.display()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Issue 11, test 10(b), items 3 and 6: a scripted `ufo run` in a fresh Writer window
+/// (rectangles reported 25 px too high) types a paragraph into the document, selects its last
+/// word, presses the "Bold" toggle button by name (it has no action: it is clicked at its
+/// corrected centre), saves with Ctrl+S sent to the named paragraph and keeps the Word
+/// format by naming the button of LibreOffice's question. unzip finds the word in a bold run
+/// of word/document.xml and the rest of the paragraph in a run that is not bold.
 #[tokio::test(flavor = "multi_thread")]
-async fn writer_bolds_one_word_by_name_and_saves_docx() {
-    if !require_live("writer_bolds_one_word_by_name_and_saves_docx") {
+async fn ufo_bolds_one_word_by_name_in_writer_and_saves_docx() {
+    if !require_live("ufo_bolds_one_word_by_name_in_writer_and_saves_docx") {
         return;
     }
     let _turn = SERIAL.lock().await;
@@ -563,7 +595,8 @@ async fn writer_bolds_one_word_by_name_and_saves_docx() {
         o.d.launch_app("office")
             .await
             .unwrap_or_else(|e| panic!("cannot launch Writer: {e}"));
-    let obs = observe_until(&o.d, &w.id, "the paragraph and the Bold button", |obs| {
+    // LibreOffice fills its window a few seconds after showing it
+    observe_until(&o.d, &w.id, "the paragraph and the Bold button", |obs| {
         obs.controls
             .iter()
             .any(|c| c.role == "paragraph" && c.name == "First line of the letter.")
@@ -573,57 +606,70 @@ async fn writer_bolds_one_word_by_name_and_saves_docx() {
                 .any(|c| c.role == "toggle button" && c.name == "Bold")
     })
     .await;
-    // the font boxes are named
-    for name in ["Font Name", "Font Size", "Paragraph Style"] {
-        control(&obs, "text", name);
-    }
-    let doc = obs
-        .controls
-        .iter()
-        .find(|c| c.role == "document text")
-        .unwrap_or_else(|| panic!("no document: {}", listing(&obs)));
-    act(
-        &o.d,
-        &w.id,
-        &doc.id,
-        UiAction::TypeKeys {
-            keys: "{ctrl+END}{ENTER}Hello brave world{ctrl+shift+LEFT}".into(),
-        },
+    let title = title_now(&o.d, &w.id).await;
+    let before = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
+    let lines = [
+        answer(
+            "host",
+            &title,
+            "",
+            serde_json::json!({}),
+            "ASSIGN",
+            &[&title],
+        ),
+        // the document, the paragraph and the font boxes are listed by name
+        answer(
+            "app",
+            "letter - LibreOffice Document",
+            "type_keys",
+            serde_json::json!({"keys": "{ctrl+END}{ENTER}Hello brave world{ctrl+shift+LEFT}"}),
+            "CONTINUE",
+            &[
+                "document text \"letter - LibreOffice Document\"",
+                "paragraph \"First line of the letter.\"",
+                "toggle button \"Bold\"",
+                "text \"Font Name\"",
+                "text \"Font Size\"",
+                "text \"Paragraph Style\"",
+            ],
+        ),
+        answer(
+            "app",
+            "Bold",
+            "click",
+            serde_json::json!({}),
+            "SCREENSHOT",
+            &["paragraph \"Hello brave world\"", "toggle button \"Bold\""],
+        ),
+        // the Bold button shows it is pressed (LibreOffice gives its state as a value)
+        answer(
+            "app",
+            "Hello brave world",
+            "type_keys",
+            serde_json::json!({"keys": "{ctrl+s}"}),
+            "SCREENSHOT",
+            &[
+                "paragraph \"Hello brave world\"",
+                "toggle button \"Bold\" value: \"1\"",
+            ],
+        ),
+        answer(
+            "app",
+            "Use Word 2007\u{2013}365 Format",
+            "click",
+            serde_json::json!({}),
+            "FINISH",
+            &["button \"Use Word 2007\u{2013}365 Format\""],
+        ),
+        answer("host", "", "", serde_json::json!({}), "FINISH", &[]),
+    ];
+    let said = run_ufo_script(
+        o.guard._dir.path(),
+        &lines,
+        "In Writer add a paragraph \"Hello brave world\", make \"world\" bold and save as docx",
     )
     .await;
-    let obs = observe_until(&o.d, &w.id, "the typed paragraph", |obs| {
-        obs.controls
-            .iter()
-            .any(|c| c.role == "paragraph" && c.name == "Hello brave world")
-    })
-    .await;
-    // read_text on the document gives its visible text
-    let text = act(&o.d, &w.id, &doc.id, UiAction::ReadText).await;
-    assert!(
-        text.contains("First line of the letter.") && text.contains("Hello brave world"),
-        "{text}"
-    );
-    let bold = control(&obs, "toggle button", "Bold");
-    act(
-        &o.d,
-        &w.id,
-        &bold.id,
-        UiAction::Click {
-            button: Button::Left,
-            double: false,
-        },
-    )
-    .await;
-    let obs = observe_until(&o.d, &w.id, "Bold checked", |obs| {
-        obs.controls
-            .iter()
-            // LibreOffice's toggle buttons give their state as a value: 1 when pressed
-            .any(|c| c.name == "Bold" && matches!(c.value.as_deref(), Some("1" | "checked")))
-    })
-    .await;
-    let para = control(&obs, "paragraph", "Hello brave world");
-    save_keeping_format(&o, &w.id, &para.id, "Use Word").await;
-    let xml = unzip(&o.doc, "word/document.xml");
+    let xml = saved_member(&o.doc, before, "word/document.xml", &said).await;
     // the run that holds "world" is bold; the one before it is not
     let runs: Vec<&str> = xml.split("<w:r>").skip(1).collect();
     let world = runs
@@ -631,23 +677,33 @@ async fn writer_bolds_one_word_by_name_and_saves_docx() {
         .find(|r| r.contains(">world<"))
         .unwrap_or_else(|| panic!("no run with the word: {xml}"));
     assert!(world.contains("<w:b/>"), "the word is not bold: {world}");
-    let before = runs
+    let start = runs
         .iter()
         .find(|r| r.contains("Hello brave"))
         .unwrap_or_else(|| panic!("no run with the start: {xml}"));
     assert!(
-        !before.contains("<w:b/>"),
-        "more than the word is bold: {before}"
+        !start.contains("<w:b/>"),
+        "more than the word is bold: {start}"
+    );
+    let first = runs
+        .iter()
+        .find(|r| r.contains("First line of the letter."))
+        .unwrap_or_else(|| panic!("the first paragraph is gone: {xml}"));
+    assert!(
+        !first.contains("<w:b/>"),
+        "the first paragraph is bold: {first}"
     );
     drop(o.guard);
 }
 
-/// Issue 11, test 10(c), item 4: open a two-slide presentation, choose slide 2 in the slides
-/// panel by name, set its title (an editable text control) and save as pptx; the title is
-/// in ppt/slides/slide2.xml.
+/// Issue 11, test 10(c), item 4: in a two-slide presentation a scripted `ufo run` chooses
+/// slide 2 in the slides panel by name, sets its title by naming the title's paragraph
+/// (set_text), saves with Ctrl+S sent to the new title and keeps the PowerPoint format by
+/// naming the button of LibreOffice's question. unzip finds the new title in
+/// ppt/slides/slide2.xml and slide 1 unchanged.
 #[tokio::test(flavor = "multi_thread")]
-async fn impress_sets_the_title_of_slide_two_and_saves_pptx() {
-    if !require_live("impress_sets_the_title_of_slide_two_and_saves_pptx") {
+async fn ufo_sets_the_title_of_slide_two_in_impress_and_saves_pptx() {
+    if !require_live("ufo_sets_the_title_of_slide_two_in_impress_and_saves_pptx") {
         return;
     }
     let _turn = SERIAL.lock().await;
@@ -674,7 +730,7 @@ async fn impress_sets_the_title_of_slide_two_and_saves_pptx() {
         o.d.launch_app("office")
             .await
             .unwrap_or_else(|e| panic!("cannot launch Impress: {e}"));
-    let obs = observe_until(&o.d, &w.id, "the slides panel", |obs| {
+    observe_until(&o.d, &w.id, "the slides panel", |obs| {
         obs.controls.iter().any(|c| c.name == "Slide 2")
             && obs
                 .controls
@@ -682,54 +738,71 @@ async fn impress_sets_the_title_of_slide_two_and_saves_pptx() {
                 .any(|c| c.role == "paragraph" && c.name == "Opening")
     })
     .await;
-    // the layouts panel's entries are listed
-    assert!(
-        obs.controls
-            .iter()
-            .any(|c| c.role == "list item" && c.name == "Title, Content"),
-        "{}",
-        listing(&obs)
-    );
-    let s2 = control(&obs, "panel", "Slide 2");
-    act(
-        &o.d,
-        &w.id,
-        &s2.id,
-        UiAction::Click {
-            button: Button::Left,
-            double: false,
-        },
+    let title = title_now(&o.d, &w.id).await;
+    let before = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
+    let lines = [
+        answer(
+            "host",
+            &title,
+            "",
+            serde_json::json!({}),
+            "ASSIGN",
+            &[&title],
+        ),
+        // the slides panel's slides, slide 1's title and the layouts are listed by name
+        answer(
+            "app",
+            "Slide 2",
+            "click",
+            serde_json::json!({}),
+            "CONTINUE",
+            &[
+                "\"Slide 1\"",
+                "\"Slide 2\"",
+                "paragraph \"Opening\"",
+                "list item \"Title, Content\"",
+            ],
+        ),
+        answer(
+            "app",
+            "Old title",
+            "set_text",
+            serde_json::json!({"text": "Quarterly results"}),
+            "CONTINUE",
+            &["paragraph \"Old title\""],
+        ),
+        answer(
+            "app",
+            "Quarterly results",
+            "type_keys",
+            serde_json::json!({"keys": "{ctrl+s}"}),
+            "SCREENSHOT",
+            &["paragraph \"Quarterly results\""],
+        ),
+        answer(
+            "app",
+            "Use PowerPoint 2007\u{2013}365 Format",
+            "click",
+            serde_json::json!({}),
+            "FINISH",
+            &["button \"Use PowerPoint 2007\u{2013}365 Format\""],
+        ),
+        answer("host", "", "", serde_json::json!({}), "FINISH", &[]),
+    ];
+    let said = run_ufo_script(
+        o.guard._dir.path(),
+        &lines,
+        "In Impress set the title of slide 2 to \"Quarterly results\" and save",
     )
     .await;
-    let obs = observe_until(&o.d, &w.id, "slide 2's title", |obs| {
-        obs.controls
-            .iter()
-            .any(|c| c.role == "paragraph" && c.name == "Old title")
-    })
-    .await;
-    let title = control(&obs, "paragraph", "Old title");
-    act(
-        &o.d,
-        &w.id,
-        &title.id,
-        UiAction::SetText {
-            text: "Quarterly results".into(),
-        },
-    )
-    .await;
-    let obs = observe_until(&o.d, &w.id, "the new title", |obs| {
-        obs.controls
-            .iter()
-            .any(|c| c.role == "paragraph" && c.name == "Quarterly results")
-    })
-    .await;
-    let title = control(&obs, "paragraph", "Quarterly results");
-    save_keeping_format(&o, &w.id, &title.id, "Use PowerPoint").await;
-    let xml = unzip(&o.doc, "ppt/slides/slide2.xml");
+    let xml = saved_member(&o.doc, before, "ppt/slides/slide2.xml", &said).await;
     assert!(xml.contains("Quarterly results"), "{xml}");
     assert!(!xml.contains("Old title"), "{xml}");
     let first = unzip(&o.doc, "ppt/slides/slide1.xml");
-    assert!(first.contains("Opening"), "{first}");
+    assert!(
+        first.contains("Opening") && !first.contains("Quarterly results"),
+        "{first}"
+    );
     drop(o.guard);
 }
 
