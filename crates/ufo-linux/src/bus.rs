@@ -32,6 +32,7 @@ pub(crate) mod state {
     pub const FOCUSABLE: u64 = 1 << 11;
     pub const FOCUSED: u64 = 1 << 12;
     pub const MANAGES_DESCENDANTS: u64 = 1 << 31;
+    pub const MODAL: u64 = 1 << 16;
     pub const SELECTED: u64 = 1 << 23;
     pub const SENSITIVE: u64 = 1 << 24;
     pub const SHOWING: u64 = 1 << 25;

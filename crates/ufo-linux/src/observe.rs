@@ -412,10 +412,25 @@ impl LinuxDesktop {
                 }
             }
             let main_bus = main.pid.and_then(|p| by_pid.get(&p)).cloned();
-            (groups, warnings, stats, main_bus)
+            // a modal dialog on top: the window under it takes no input until it closes
+            let modal = attached.iter().find_map(|w| {
+                let tree = trees.get(w.pid.and_then(|p| by_pid.get(&p))?)?;
+                let frame = pick_frame(tree, w)?;
+                tree.nodes
+                    .get(&frame)?
+                    .has(state::MODAL)
+                    .then(|| w.title.clone())
+            });
+            (groups, warnings, stats, main_bus, modal)
         };
-        let ((img, capture_time), (groups, mut warnings, mut stats, main_bus)) =
+        let ((img, capture_time), (groups, mut warnings, mut stats, main_bus, modal)) =
             tokio::join!(capture, controls);
+        if let Some(title) = &modal {
+            warnings.push(format!(
+                "the modal dialog {title:?} is open: the controls of the window under it are not \
+                 listed (it takes no input until the dialog is closed)"
+            ));
+        }
         stats.capture = capture_time;
 
         // drop main-window controls hidden under an attached dialog
@@ -433,6 +448,9 @@ impl LinuxDesktop {
             let mut group: Vec<Option<Fetched>> = group.into_iter().map(Some).collect();
             for i in order {
                 let Some(f) = group[i].take() else { continue };
+                if is_main && modal.is_some() {
+                    continue;
+                }
                 if is_main {
                     let r = f.detail.control.rect;
                     let (cx, cy) = (r.x + r.w as i32 / 2, r.y + r.h as i32 / 2);
