@@ -114,13 +114,18 @@ pub enum ActionRecord {
         /// The command as given.
         command: String,
     },
+    /// An application's window closed through the port (`Desktop::close`).
+    Close {
+        /// Application name.
+        app: String,
+    },
 }
 
 impl ActionRecord {
     /// The JSON form used in `desktop_final.json`: UI actions as
     /// `{"app","control","action","args","ok"}`, launches as `{"app","action":"launch"}`
     /// (with `"ok": false` added only for a failed launch), shell commands as
-    /// `{"action":"shell","args":{"command":...}}`.
+    /// `{"action":"shell","args":{"command":...}}`, closed windows as `{"app","action":"close"}`.
     pub fn to_json(&self) -> Value {
         match self {
             ActionRecord::Ui {
@@ -137,6 +142,7 @@ impl ActionRecord {
             ActionRecord::Shell { command } => {
                 json!({"action": "shell", "args": {"command": command}})
             }
+            ActionRecord::Close { app } => json!({"app": app, "action": "close"}),
         }
     }
 }
@@ -149,7 +155,7 @@ struct SimControl {
     value: Option<String>,
     hidden: bool,
     enabled: bool,
-    focused: bool,
+    states: ufo_core::ports::ControlStates,
     reveals: Vec<String>,
     hides: Vec<String>,
 }
@@ -609,7 +615,7 @@ impl Desktop for SimDesktop {
                 value: c.value.clone(),
                 rect: on_screen(r, win_rect),
                 enabled: c.enabled,
-                focused: c.focused,
+                states: c.states,
             });
         }
         let image = render_window(app, i);
@@ -792,6 +798,20 @@ impl Desktop for SimDesktop {
         Ok(window_info(i, &st.apps[i]))
     }
 
+    async fn activate(&self, window_id: &str) -> Result<(), DesktopError> {
+        // every simulated window is in front of the model when observed: nothing to raise
+        self.lock().running_app(window_id).map(|_| ())
+    }
+
+    async fn close(&self, window_id: &str) -> Result<(), DesktopError> {
+        let mut st = self.lock();
+        let i = st.running_app(window_id)?;
+        st.apps[i].running = false;
+        let app = st.apps[i].name.clone();
+        st.actions.push(ActionRecord::Close { app });
+        Ok(())
+    }
+
     async fn shell(&self, command: &str) -> Result<ShellOutput, DesktopError> {
         let wanted = command.trim();
         let wanted = wanted.strip_suffix('&').unwrap_or(wanted).trim();
@@ -949,7 +969,13 @@ fn parse_control(v: &Value, at: &str) -> Result<SimControl, ScenarioError> {
         value,
         hidden: opt_bool(m, "hidden", at)?.unwrap_or(false),
         enabled: opt_bool(m, "enabled", at)?.unwrap_or(true),
-        focused: opt_bool(m, "focused", at)?.unwrap_or(false),
+        states: ufo_core::ports::ControlStates {
+            focused: opt_bool(m, "focused", at)?.unwrap_or(false),
+            checked: opt_bool(m, "checked", at)?.unwrap_or(false),
+            selected: opt_bool(m, "selected", at)?.unwrap_or(false),
+            expanded: opt_bool(m, "expanded", at)?.unwrap_or(false),
+            editable: opt_bool(m, "editable", at)?.unwrap_or(false),
+        },
         reveals: str_list(m, "reveals", at)?,
         hides: str_list(m, "hides", at)?,
     })
@@ -1304,6 +1330,51 @@ mod tests {
         assert_eq!(run("é", "{BACKSPACE}ü"), "ü");
         // issue 14: a bare chord is a chord here as on the live desktop, not text
         assert_eq!(run("x", "ctrl+s"), "x");
+    }
+
+    /// Issue 14: a scenario control's states reach the observation.
+    #[tokio::test]
+    async fn control_states_are_observed() {
+        let d = SimDesktop::from_value(&json!({"apps": [{"name": "A", "controls": [
+            {"id": "c", "role": "check box", "name": "Bold", "checked": true, "focused": true},
+            {"id": "e", "role": "edit", "name": "Name", "editable": true}]}]}))
+        .expect("scenario");
+        let obs = d.observe("A").await.expect("observe");
+        let s = obs.controls[0].states;
+        assert!(s.checked && s.focused && !s.selected && !s.expanded && !s.editable);
+        assert!(obs.controls[1].states.editable);
+        // written flat, and only when true
+        let v = serde_json::to_value(&obs.controls[1]).expect("json");
+        assert_eq!(v["editable"], true);
+        assert!(v.get("checked").is_none());
+    }
+
+    /// Issue 14: the port can activate and close windows; a closed app leaves the window
+    /// list and can be launched again.
+    #[tokio::test]
+    async fn windows_are_activated_and_closed_through_the_port() {
+        let d = sim();
+        d.activate("Writer").await.expect("activate");
+        assert!(matches!(
+            d.activate("Nope").await,
+            Err(DesktopError::NoWindow(_))
+        ));
+        d.close("Writer").await.expect("close");
+        assert!(d
+            .windows()
+            .await
+            .expect("windows")
+            .iter()
+            .all(|w| w.id != "Writer"));
+        assert!(matches!(
+            d.close("Writer").await,
+            Err(DesktopError::NoWindow(_))
+        ));
+        let state = d.final_state().expect("state");
+        assert_eq!(
+            state["actions"].as_array().and_then(|a| a.last()).cloned(),
+            Some(json!({"app": "Writer", "action": "close"}))
+        );
     }
 
     #[tokio::test]
