@@ -101,14 +101,6 @@ fn is_text_file(path: &str) -> bool {
     .contains(&ext.as_str())
 }
 
-/// The number of an X window id (`0x1a00003` or decimal) for xdotool.
-fn window_number(id: &str) -> String {
-    id.strip_prefix("0x")
-        .and_then(|h| u64::from_str_radix(h, 16).ok())
-        .map(|n| n.to_string())
-        .unwrap_or_else(|| id.to_string())
-}
-
 /// Run one config step; returns a line for the task's log.
 pub async fn run_step(
     desktop: &dyn Desktop,
@@ -201,12 +193,8 @@ pub async fn run_step(
                     }
                 });
                 if let Some(w) = found {
-                    let cmd = format!(
-                        "timeout 5 xdotool windowactivate --sync {}",
-                        window_number(&w.id)
-                    );
                     desktop
-                        .shell(&cmd)
+                        .activate(&w.id)
                         .await
                         .map_err(|e| desktop_err(kind, e))?;
                     return Ok(format!("activate_window {:?}", w.title));
@@ -317,11 +305,5 @@ mod tests {
             let r = tokio::time::timeout(Duration::from_millis(50), run_step(&d, &step, &o)).await;
             assert!(r.is_err(), "{secs}: still sleeping, not ended: {r:?}");
         }
-    }
-
-    #[test]
-    fn window_ids_become_numbers() {
-        assert_eq!(window_number("0x10"), "16");
-        assert_eq!(window_number("w1"), "w1");
     }
 }

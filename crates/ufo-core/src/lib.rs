@@ -30,8 +30,8 @@ pub mod text;
 pub use action::{Button, ScrollDirection, UiAction};
 
 pub use ports::{
-    ChatMessage, ChatRequest, ChatResponse, ConfirmRequest, ContentPart, Control, Decision,
-    Desktop, DesktopError, LaunchableApp, LlmClient, LlmError, MessageRole, Recorder,
+    ChatMessage, ChatRequest, ChatResponse, ConfirmRequest, ContentPart, Control, ControlStates,
+    Decision, Desktop, DesktopError, LaunchableApp, LlmClient, LlmError, MessageRole, Recorder,
     RecorderError, Rect, Screenshot, ShellOutput, ToolError, ToolProvider, ToolSpec, Usage, UserIo,
     WindowInfo, WindowObservation,
 };

@@ -88,10 +88,42 @@ pub struct Control {
     /// Whether the control accepts input now.
     #[serde(default = "yes")]
     pub enabled: bool,
-    /// Whether the control has the keyboard focus (breaks ties between controls of one
-    /// name; absent in older observations and scenarios).
+    /// Its states (focused, checked, selected, expanded, editable), written as flat boolean
+    /// fields and only when true (absent in older observations and scenarios).
+    #[serde(flatten)]
+    pub states: ControlStates,
+}
+
+/// The states of a control a model may need: which field has the focus (it also breaks ties
+/// between controls of one name), whether a box is checked, an item selected, a menu or tree
+/// node expanded, a text editable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControlStates {
+    /// It has the keyboard focus.
     #[serde(default, skip_serializing_if = "is_false")]
     pub focused: bool,
+    /// A check box, toggle or radio button that is on.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub checked: bool,
+    /// A selected item (of a list, a tab row, a table).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub selected: bool,
+    /// An expanded menu, combo box or tree node.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub expanded: bool,
+    /// A text the person can edit.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub editable: bool,
+}
+
+impl ControlStates {
+    /// Only the focus set.
+    pub fn focused(focused: bool) -> Self {
+        Self {
+            focused,
+            ..Self::default()
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -206,6 +238,23 @@ pub trait Desktop: Send + Sync {
 
     /// Wait until the UI has settled after an action (bounded by the backend).
     async fn settle(&self);
+
+    /// Bring a window to the front and give it the keyboard focus (bounded by the backend).
+    /// Backends without windows to raise answer [`DesktopError::Unsupported`].
+    async fn activate(&self, window_id: &str) -> Result<(), DesktopError> {
+        Err(DesktopError::Unsupported(format!(
+            "this desktop cannot activate window {window_id}"
+        )))
+    }
+
+    /// Close a window: ask it to close as a person would, and when it is still there after a
+    /// short grace period, end its application. Returns once the window is gone (bounded).
+    /// Backends that cannot close windows answer [`DesktopError::Unsupported`].
+    async fn close(&self, window_id: &str) -> Result<(), DesktopError> {
+        Err(DesktopError::Unsupported(format!(
+            "this desktop cannot close window {window_id}"
+        )))
+    }
 
     /// A JSON snapshot of the final state, written to `<out>/desktop_final.json` at the end of
     /// a run. Backends without such a snapshot return `None`.

@@ -127,7 +127,7 @@ Blackboard (shared by all agents):
 {{ blackboard }}{% endif %}
 Window: {{ window_title }}{% if fresh %} (fresh capture after the UI changed){% endif %}
 Controls:
-{% for c in controls %}  [{{ c.label }}] {{ c.role }} "{{ c.name }}"{% if c.value is not none %} value: {{ c.value | tojson }}{% endif %}{% if not c.enabled %} (disabled){% endif %}
+{% for c in controls %}  [{{ c.label }}] {{ c.role }} "{{ c.name }}"{% if c.value is not none %} value: {{ c.value | tojson }}{% endif %}{% if not c.enabled %} (disabled){% endif %}{% if c.states %} [{{ c.states | join(", ") }}]{% endif %}
 {% else %}  (no controls found)
 {% endfor %}{% if memory %}
 Your previous steps:

@@ -336,7 +336,7 @@ mod tests {
             value: None,
             rect: Rect::default(),
             enabled: true,
-            focused: false,
+            states: Default::default(),
         }
     }
 

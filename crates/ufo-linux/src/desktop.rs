@@ -288,6 +288,61 @@ impl LinuxDesktop {
         self.x11(move |x| x.request_close(xid)).await
     }
 
+    /// Whether a window is gone from the window list (a withdrawn window is not a client
+    /// any more); an X error counts as gone.
+    async fn window_gone(&self, xid: u32) -> bool {
+        self.x11(|x| x.client_windows())
+            .await
+            .map(|ws| ws.iter().all(|w| w.id != xid))
+            .unwrap_or(true)
+    }
+
+    /// Close a window for good: ask it to close, and when it is still there after `grace`
+    /// (an application asking whether to save, or one that ignores the request), end its
+    /// process (SIGTERM, then SIGKILL). Returns once the window is gone, bounded.
+    pub async fn close_for_good(&self, window_id: &str, grace: Duration) -> Result<(), LinuxError> {
+        let xid = parse_window_id(window_id)?;
+        let pid = self
+            .x11(move |x| x.window_info(xid))
+            .await?
+            .and_then(|w| w.pid);
+        self.x11(move |x| x.request_close(xid)).await?;
+        for (wait, signal) in [
+            (grace, Some("-TERM")),
+            (Duration::from_secs(2), Some("-KILL")),
+            (Duration::from_secs(2), None),
+        ] {
+            let deadline = Instant::now() + wait;
+            while Instant::now() < deadline {
+                if self.window_gone(xid).await {
+                    return Ok(());
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            match (signal, pid) {
+                // never this process (a window of ufo's own)
+                (Some(sig), Some(p)) if p != std::process::id() => {
+                    let _ = tokio::process::Command::new("kill")
+                        .arg(sig)
+                        .arg(p.to_string())
+                        .stdout(std::process::Stdio::null())
+                        .stderr(std::process::Stdio::null())
+                        .status()
+                        .await;
+                }
+                _ => {}
+            }
+        }
+        if self.window_gone(xid).await {
+            Ok(())
+        } else {
+            Err(LinuxError::Timeout {
+                what: format!("closing window {window_id}"),
+                ms: (grace + Duration::from_secs(4)).as_millis() as u64,
+            })
+        }
+    }
+
     fn reap(&self) {
         let mut st = self.lock();
         st.children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
@@ -603,6 +658,19 @@ impl Desktop for LinuxDesktop {
 
     fn find_program(&self, name: &str) -> Option<String> {
         LinuxDesktop::find_program(self, name)
+    }
+
+    #[tracing::instrument(level = "debug", skip(self), err(Display))]
+    async fn activate(&self, window_id: &str) -> Result<(), DesktopError> {
+        let xid = parse_window_id(window_id)?;
+        Ok(LinuxDesktop::activate(self, xid).await?)
+    }
+
+    #[tracing::instrument(level = "debug", skip(self), err(Display))]
+    async fn close(&self, window_id: &str) -> Result<(), DesktopError> {
+        Ok(self
+            .close_for_good(window_id, Duration::from_secs(3))
+            .await?)
     }
 
     async fn settle(&self) {

@@ -1032,7 +1032,7 @@ fn fetched(
                 value,
                 rect,
                 enabled: true,
-                focused: false,
+                states: Default::default(),
             },
             states,
             actions: Vec::new(),

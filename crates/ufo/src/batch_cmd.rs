@@ -513,56 +513,23 @@ async fn window_keys(desktop: &dyn Desktop) -> Vec<(String, Option<u32>)> {
         .unwrap_or_default()
 }
 
-/// Close what the task opened: end the processes of windows that were not there before
-/// (TERM, then KILL after 3 s), so the next task starts from the same desktop.
-async fn close_new_windows(desktop: &dyn Desktop, before: &[(String, Option<u32>)]) -> Vec<u32> {
-    let mut pids: Vec<u32> = window_keys(desktop)
+/// Close what the task opened, so the next task starts from the same desktop: every window
+/// that was not there before is closed through the desktop port (asked to close; its
+/// application ended when it is still there after the port's grace period), all at once.
+/// Returns the windows that would not close, with why.
+async fn close_new_windows(desktop: &dyn Desktop, before: &[(String, Option<u32>)]) -> Vec<String> {
+    let before_ids: Vec<&String> = before.iter().map(|(id, _)| id).collect();
+    let new: Vec<String> = window_keys(desktop)
         .await
         .into_iter()
-        .filter(|k| !before.contains(k))
-        .filter_map(|(_, pid)| pid)
-        .filter(|p| *p != std::process::id())
+        .map(|(id, _)| id)
+        .filter(|id| !before_ids.contains(&id))
         .collect();
-    pids.sort_unstable();
-    pids.dedup();
-    let signal = |sig: &str, pid: u32| {
-        let _ = std::process::Command::new("kill")
-            .arg(sig)
-            .arg(pid.to_string())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
-    };
-    for p in &pids {
-        signal("-TERM", *p);
-    }
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < deadline {
-        let alive: Vec<u32> = pids
-            .iter()
-            .copied()
-            .filter(|p| Path::new(&format!("/proc/{p}")).exists())
-            .collect();
-        if alive.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    for p in &pids {
-        if Path::new(&format!("/proc/{p}")).exists() {
-            signal("-KILL", *p);
-        }
-    }
-    // let the window manager drop the windows
-    let settle = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < settle {
-        let now = window_keys(desktop).await;
-        if now.iter().all(|k| before.contains(k)) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    pids
+    let closed = futures::future::join_all(new.iter().map(|id| desktop.close(id))).await;
+    new.into_iter()
+        .zip(closed)
+        .filter_map(|(id, r)| r.err().map(|e| format!("{id}: {e}")))
+        .collect()
 }
 
 /// `PATH` with the folder of this executable first.
@@ -831,9 +798,11 @@ async fn run_task(
     if let Some(spec) = &args.eval_llm {
         r.llm_eval = Some(llm_verdict(spec, &task.instruction, &trajectory).await);
     }
-    let closed = close_new_windows(&desktop, &before).await;
-    if !closed.is_empty() {
-        r.log.push(format!("closed processes {closed:?}"));
+    let stuck = close_new_windows(&desktop, &before).await;
+    if !stuck.is_empty() {
+        r.log.push(format!(
+            "windows of the task that would not close: {stuck:?}"
+        ));
     }
     finish(r)
 }

@@ -509,6 +509,20 @@ fn sensitive_reason(
     }
 }
 
+/// The states a model sees beside a control (`focused`, `checked`, ...), in a fixed order.
+fn state_words(s: &crate::ports::ControlStates) -> Vec<&'static str> {
+    [
+        (s.focused, "focused"),
+        (s.checked, "checked"),
+        (s.selected, "selected"),
+        (s.expanded, "expanded"),
+        (s.editable, "editable"),
+    ]
+    .into_iter()
+    .filter_map(|(on, word)| on.then_some(word))
+    .collect()
+}
+
 /// Turn one chosen function into a planned action: a tool call, or a GUI function on the
 /// control resolved from the label and text. The error is the step's result.
 fn plan(
@@ -583,7 +597,7 @@ pub fn cell_of_table(text: &str, controls: &[Control]) -> Option<Control> {
         value: None,
         rect: table.rect,
         enabled: table.enabled,
-        focused: false,
+        states: Default::default(),
     })
 }
 
@@ -797,7 +811,8 @@ impl AppStep<'_, '_> {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                json!({"label": i + 1, "role": c.role, "name": c.name, "value": c.value, "enabled": c.enabled})
+                json!({"label": i + 1, "role": c.role, "name": c.name, "value": c.value,
+                       "enabled": c.enabled, "states": state_words(&c.states)})
             })
             .collect();
         let memory = recent(&self.agent.memory, svc.config.memory_in_prompt);
@@ -1066,6 +1081,18 @@ fn check_function(
 mod tests {
     use super::*;
 
+    /// Issue 14: the model sees a control's states beside it, in a fixed order.
+    #[test]
+    fn states_are_words_in_a_fixed_order() {
+        let s = crate::ports::ControlStates {
+            editable: true,
+            focused: true,
+            ..Default::default()
+        };
+        assert_eq!(state_words(&s), ["focused", "editable"]);
+        assert!(state_words(&Default::default()).is_empty());
+    }
+
     fn sheet_obs(controls: Vec<(&str, &str, &str)>) -> WindowObservation {
         WindowObservation {
             window: WindowInfo {
@@ -1085,7 +1112,7 @@ mod tests {
                     value: None,
                     rect: Default::default(),
                     enabled: true,
-                    focused: false,
+                    states: Default::default(),
                 })
                 .collect(),
             screenshot: None,

@@ -171,7 +171,7 @@ fn narrow(found: Vec<usize>, controls: &[Control], function: &str) -> Result<usi
         let focused: Vec<usize> = found
             .iter()
             .copied()
-            .filter(|&i| controls[i].focused)
+            .filter(|&i| controls[i].states.focused)
             .collect();
         if focused.len() == 1 {
             found = focused;
@@ -209,7 +209,7 @@ pub fn unresolved_message(
                         i + 1,
                         c.role,
                         c.name,
-                        if c.focused { " (focused)" } else { "" }
+                        if c.states.focused { " (focused)" } else { "" }
                     )
                 })
                 .collect();
@@ -242,7 +242,7 @@ mod tests {
             value: None,
             rect: Rect::default(),
             enabled: true,
-            focused,
+            states: crate::ports::ControlStates::focused(focused),
         }
     }
 
