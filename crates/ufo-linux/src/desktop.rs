@@ -52,6 +52,9 @@ pub(crate) struct State {
     /// spreadsheet cells read before: (bus, sheet path, row, column) → the cell's path
     /// (see `table.rs`: LibreOffice keeps every cell object it hands out)
     pub sheet_cells: HashMap<(String, String, u32, u32), String>,
+    /// X window → its process, for every window seen (to follow a window its application
+    /// replaced, see `observe.rs`)
+    pub window_pids: HashMap<u32, u32>,
 }
 
 /// The live Linux desktop: AT-SPI2 over zbus for controls, X11 for windows, pixels and input.

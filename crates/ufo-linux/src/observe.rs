@@ -308,11 +308,21 @@ impl LinuxDesktop {
         let (all, active) = self
             .x11(|x| Ok((x.client_windows()?, x.active_window()?)))
             .await?;
-        let main = all
-            .iter()
-            .find(|w| w.id == xid)
-            .cloned()
-            .ok_or_else(|| LinuxError::NoWindow(window_id.to_string()))?;
+        let main = match all.iter().find(|w| w.id == xid) {
+            Some(w) => w.clone(),
+            None => self
+                .successor(xid, &all)
+                .ok_or_else(|| LinuxError::NoWindow(window_id.to_string()))?,
+        };
+        {
+            let mut st = self.lock();
+            for w in &all {
+                if let Some(pid) = w.pid {
+                    st.window_pids.insert(w.id, pid);
+                }
+            }
+        }
+        let xid = main.id;
         // dialogs that belong to this window are observed with it (they sit on top of it)
         let attached: Vec<XWindow> = all
             .into_iter()
@@ -539,6 +549,17 @@ impl LinuxDesktop {
             details,
             stats,
         })
+    }
+
+    /// The window that took the place of window `xid`, now gone: the only top-level window of
+    /// the same process (LibreOffice replaces its start window by the document's window).
+    fn successor(&self, xid: u32, all: &[XWindow]) -> Option<XWindow> {
+        let pid = *self.lock().window_pids.get(&xid)?;
+        let mut same: Vec<&XWindow> = all
+            .iter()
+            .filter(|w| w.pid == Some(pid) && w.transient_for.is_none())
+            .collect();
+        (same.len() == 1).then(|| same.remove(0).clone())
     }
 
     /// The controls of one X window, from its application's tree.
