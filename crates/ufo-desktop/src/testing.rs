@@ -9,6 +9,8 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::process::Child;
+use std::time::{Duration, Instant};
 
 /// Whether the live test `test` runs now; when it does not, the reason is printed.
 pub fn require_live(test: &str) -> bool {
@@ -50,4 +52,63 @@ pub fn require_peer(path: PathBuf, what: &str, install: &str) -> Option<PathBuf>
         "skipped: {message} (set UFO_PEER_TESTS=1 to make this a failure)"
     );
     None
+}
+
+/// End every process whose command line holds `arg` as one whole argument (a profile folder,
+/// a marker the test gave the application): SIGTERM, then SIGKILL to what is left after 5 s.
+/// Returns once none is left (or 2 s after the SIGKILL).
+pub fn end_processes_with_arg(arg: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut signal = "-TERM";
+    loop {
+        let pids = ufo_proc::live_processes_with_arg(arg);
+        if pids.is_empty() {
+            return;
+        }
+        if Instant::now() > deadline {
+            signal = "-KILL";
+        }
+        for pid in pids {
+            // a process may be gone already (helpers end with their parent)
+            let _ = std::process::Command::new("kill")
+                .args([signal, &pid.to_string()])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+        if signal == "-KILL" && Instant::now() > deadline + Duration::from_secs(2) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Ends the processes of an application a test started, pass or fail: when dropped, every
+/// process whose command line holds `arg` (see [`end_processes_with_arg`]), and the process
+/// the test spawned itself, reaped.
+#[derive(Debug)]
+pub struct ProcessGuard {
+    /// The argument every process of the application carries.
+    pub arg: String,
+    /// The process the test spawned, if any.
+    pub child: Option<Child>,
+}
+
+impl ProcessGuard {
+    /// A guard for the processes carrying `arg`.
+    pub fn new(arg: impl Into<String>, child: Option<Child>) -> Self {
+        Self {
+            arg: arg.into(),
+            child,
+        }
+    }
+}
+
+impl Drop for ProcessGuard {
+    fn drop(&mut self) {
+        end_processes_with_arg(&self.arg);
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }

@@ -38,26 +38,7 @@ impl Drop for OfficeGuard {
 
 impl OfficeGuard {
     fn kill_all(&self) {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let mut signal = "-TERM";
-        loop {
-            let pids = ufo_proc::live_processes_with_arg(&self.profile_arg);
-            if pids.is_empty() {
-                return;
-            }
-            if Instant::now() > deadline {
-                signal = "-KILL";
-            }
-            for pid in pids {
-                let _ = std::process::Command::new("kill")
-                    .args([signal, &pid.to_string()])
-                    .status();
-            }
-            if signal == "-KILL" && Instant::now() > deadline + Duration::from_secs(2) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        ufo_desktop::testing::end_processes_with_arg(&self.profile_arg);
     }
 }
 

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use ufo_desktop::testing::require_live;
+use ufo_desktop::testing::{require_live, ProcessGuard};
 
 use common::*;
 use serde_json::{json, Value};
@@ -29,42 +29,8 @@ fn app(text: &str, function: &str, args: Value, status: &str) -> Value {
            "ControlText": text, "Function": function, "Args": args, "Status": status})
 }
 
-/// Kills every process of the browser this test started (they all carry its profile
-/// argument), pass or fail.
-struct BrowserGuard {
-    profile_arg: String,
-    child: Option<Child>,
-}
-
-impl Drop for BrowserGuard {
-    fn drop(&mut self) {
-        for signal in ["-TERM", "-KILL"] {
-            let deadline = Instant::now() + Duration::from_secs(3);
-            loop {
-                let pids = ufo_proc::live_processes_with_arg(&self.profile_arg);
-                if pids.is_empty() {
-                    break;
-                }
-                for pid in &pids {
-                    let _ = Command::new("kill")
-                        .args([signal, &pid.to_string()])
-                        .status();
-                }
-                if Instant::now() > deadline {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        }
-        if let Some(c) = self.child.as_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
 /// Start Chromium with renderer accessibility on `page`, in a fresh profile under `dir`.
-fn start_chromium(dir: &Path, page: &Path) -> BrowserGuard {
+fn start_chromium(dir: &Path, page: &Path) -> ProcessGuard {
     let profile = dir.join("chromium-profile");
     let profile_arg = format!("--user-data-dir={}", profile.display());
     let child = Command::new("chromium")
@@ -83,10 +49,7 @@ fn start_chromium(dir: &Path, page: &Path) -> BrowserGuard {
         .stderr(Stdio::null())
         .spawn()
         .expect("chromium starts (install it: apt-get install chromium)");
-    BrowserGuard {
-        profile_arg,
-        child: Some(child),
-    }
+    ProcessGuard::new(profile_arg, Some(child))
 }
 
 /// `ufo` with a fresh HOME.

@@ -10,10 +10,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use ufo_desktop::testing::require_live;
+use ufo_desktop::testing::{require_live, ProcessGuard};
 
 use common::*;
 use serde_json::{json, Value};
@@ -28,40 +28,6 @@ fn line(agent: &str, response: Value, expect: &[&str]) -> String {
 fn app(text: &str, function: &str, args: Value, status: &str) -> Value {
     json!({"Observation": "the window", "Thought": "next step", "ControlLabel": "",
            "ControlText": text, "Function": function, "Args": args, "Status": status})
-}
-
-/// Kills every process whose command line holds `arg` (the one this test started), pass or
-/// fail.
-struct Guard {
-    arg: String,
-    child: Option<Child>,
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        for signal in ["-TERM", "-KILL"] {
-            let deadline = Instant::now() + Duration::from_secs(3);
-            loop {
-                let pids = ufo_proc::live_processes_with_arg(&self.arg);
-                if pids.is_empty() {
-                    break;
-                }
-                for pid in &pids {
-                    let _ = Command::new("kill")
-                        .args([signal, &pid.to_string()])
-                        .status();
-                }
-                if Instant::now() > deadline {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        }
-        if let Some(c) = self.child.as_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
 }
 
 fn ufo_live(home: &Path, args: &[String]) -> std::process::Output {
@@ -197,7 +163,7 @@ fn ufo_lists_an_open_gtk2_menu_and_activates_its_item_in_gimp() {
         .stderr(Stdio::null())
         .spawn()
         .expect("gimp starts (install it: apt-get install gimp)");
-    let _gimp = Guard {
+    let _gimp = ProcessGuard {
         arg: image.display().to_string(),
         child: Some(child),
     };
@@ -277,7 +243,7 @@ fn a_click_that_opens_a_qt_modal_dialog_is_reported_done() {
         .stderr(Stdio::null())
         .spawn()
         .expect("featherpad starts (install it: apt-get install featherpad)");
-    let _app = Guard {
+    let _app = ProcessGuard {
         arg: file.display().to_string(),
         child: Some(child),
     };
