@@ -140,12 +140,13 @@ impl PrivateDesktop {
             ("XDG_RUNTIME_DIR".into(), runtime.display().to_string()),
             ("GSETTINGS_BACKEND".into(), "memory".into()),
             ("GTK_A11Y".into(), "atspi".into()),
-            ("GTK_MODULES".into(), "gail:atk-bridge".into()),
-            ("QT_LINUX_ACCESSIBILITY_ALWAYS_ON".into(), "1".into()),
-            ("QT_ACCESSIBILITY".into(), "1".into()),
-            ("ACCESSIBILITY_ENABLED".into(), "1".into()),
-            ("GNOME_ACCESSIBILITY".into(), "1".into()),
         ];
+        // what each toolkit needs to be on the accessibility bus (the live desktop's table)
+        env.extend(
+            ufo_linux::toolkit::A11Y_ENV
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        );
         if opts.scratch_home {
             let home = dir.join("home");
             std::fs::create_dir_all(&home).context("cannot make the scratch HOME")?;
