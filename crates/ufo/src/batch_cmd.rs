@@ -688,23 +688,12 @@ async fn run_task(
 
     // Setup.
     let t = Instant::now();
-    for step in &task.config {
-        match ufo_batch::run_step(&desktop, step, &opts).await {
-            Ok(line) => r.log.push(line),
-            Err(e) => {
-                r.status = if matches!(e, ufo_batch::BatchError::Unsupported(_)) {
-                    TaskStatus::Skipped
-                } else {
-                    TaskStatus::Error
-                };
-                r.reason = format!("setup: {e}");
-                r.setup_s = t.elapsed().as_secs_f64();
-                close_new_windows(&desktop, &before).await;
-                return finish(r);
-            }
-        }
-    }
+    let setup = run_setup(&desktop, &task, &opts, &mut r).await;
     r.setup_s = t.elapsed().as_secs_f64();
+    if setup.is_err() {
+        close_new_windows(&desktop, &before).await;
+        return finish(r);
+    }
 
     // The session.
     let mut recorder =
@@ -717,11 +706,65 @@ async fn run_task(
             }
         };
     crate::logging::init(&console, Some(&trajectory.join("ufo.log")));
+    run_session(&desktop, &prepared, &task, &mut recorder, cancel, &mut r).await;
+    r.model_time_s = model_seconds(&trajectory.join("events.jsonl"));
+
+    // Evaluation.
+    let t = Instant::now();
+    evaluate_task(&desktop, &task, &opts, home, &mut r).await;
+    r.eval_s = t.elapsed().as_secs_f64();
+    if let Some(spec) = &args.eval_llm {
+        r.llm_eval = Some(llm_verdict(spec, &task.instruction, &trajectory).await);
+    }
+    let stuck = close_new_windows(&desktop, &before).await;
+    if !stuck.is_empty() {
+        r.log.push(format!(
+            "windows of the task that would not close: {stuck:?}"
+        ));
+    }
+    finish(r)
+}
+
+/// Run a task's setup steps; a failed one sets the result (skipped when unsupported, else
+/// error) and ends the task.
+async fn run_setup(
+    desktop: &ufo_linux::LinuxDesktop,
+    task: &Task,
+    opts: &ufo_batch::SetupOptions,
+    r: &mut TaskResult,
+) -> Result<(), ()> {
+    for step in &task.config {
+        match ufo_batch::run_step(desktop, step, opts).await {
+            Ok(line) => r.log.push(line),
+            Err(e) => {
+                r.status = if matches!(e, ufo_batch::BatchError::Unsupported(_)) {
+                    TaskStatus::Skipped
+                } else {
+                    TaskStatus::Error
+                };
+                r.reason = format!("setup: {e}");
+                return Err(());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Run the task's session on the live desktop, recording into `recorder`; its outcome and
+/// model use go into the result.
+async fn run_session(
+    desktop: &ufo_linux::LinuxDesktop,
+    prepared: &crate::Prepared,
+    task: &Task,
+    recorder: &mut crate::recorder::FileRecorder,
+    cancel: Arc<AtomicBool>,
+    r: &mut TaskResult,
+) {
     // The first Ctrl-C also cuts a model call in flight (and its retries).
     let host_llm = crate::cancel::CancellableLlm::new(prepared.llm.host(), cancel.clone());
     let app_llm = crate::cancel::CancellableLlm::new(prepared.llm.app(), cancel.clone());
     let services = Services {
-        desktop: &desktop,
+        desktop,
         host_llm: &host_llm,
         app_llm: &app_llm,
         user: &prepared.user,
@@ -731,7 +774,7 @@ async fn run_task(
     };
     let outcome = Session::new(services, Box::new(AppAgentFactory))
         .with_cancel(cancel)
-        .run(&task.instruction, &mut recorder)
+        .run(&task.instruction, recorder)
         .await;
     r.session_status = outcome.status.as_str().to_string();
     r.session_reason = outcome.reason.clone();
@@ -740,19 +783,26 @@ async fn run_task(
     r.prompt_tokens = outcome.llm.prompt_tokens;
     r.completion_tokens = outcome.llm.completion_tokens;
     r.cost = outcome.llm.cost;
-    r.model_time_s = model_seconds(&trajectory.join("events.jsonl"));
     if let Some(m) = &outcome.message {
         r.log.push(format!(
             "session ended {} ({}): {m}",
             r.session_status, r.session_reason
         ));
     }
+}
 
-    // Evaluation.
-    let t = Instant::now();
+/// Run the evaluator's postconfig steps and the evaluator itself; the verdict (passed,
+/// failed, skipped when unsupported, error) and its details go into the result.
+async fn evaluate_task(
+    desktop: &ufo_linux::LinuxDesktop,
+    task: &Task,
+    opts: &ufo_batch::SetupOptions,
+    home: PathBuf,
+    r: &mut TaskResult,
+) {
     let mut post_error = None;
     for step in &task.evaluator.postconfig {
-        match ufo_batch::run_step(&desktop, step, &opts).await {
+        match ufo_batch::run_step(desktop, step, opts).await {
             Ok(line) => r.log.push(line),
             Err(e) => {
                 post_error = Some(e);
@@ -775,7 +825,6 @@ async fn run_task(
         Some(e) => Err(e),
         None => ufo_batch::evaluate(&task.evaluator, &env, &facts).await,
     };
-    r.eval_s = t.elapsed().as_secs_f64();
     match verdict {
         Ok(ev) => {
             r.score = Some(ev.score);
@@ -795,16 +844,6 @@ async fn run_task(
             r.reason = format!("evaluation: {e}");
         }
     }
-    if let Some(spec) = &args.eval_llm {
-        r.llm_eval = Some(llm_verdict(spec, &task.instruction, &trajectory).await);
-    }
-    let stuck = close_new_windows(&desktop, &before).await;
-    if !stuck.is_empty() {
-        r.log.push(format!(
-            "windows of the task that would not close: {stuck:?}"
-        ));
-    }
-    finish(r)
 }
 
 #[cfg(test)]
