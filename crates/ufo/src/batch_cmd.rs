@@ -213,7 +213,23 @@ struct Job {
     unset: Vec<String>,
 }
 
+/// Run a batch: check the jobs' desktops, prepare the batch folder, settle at once what
+/// cannot run, run the rest on the jobs (one worker process per task), and write the results.
 fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
+    let jobs = job_envs(args)?;
+    let files = ufo_batch::collect_task_files(&args.tasks)?;
+    if files.is_empty() {
+        return Err(anyhow!("no task files (*.json) in the given paths"));
+    }
+    let (out, _lock) = batch_folder(args)?;
+    let (mut results, queue) = triage(args, &files);
+    run_queue(args, &jobs, queue, &out, cancel, &mut results)?;
+    let results: Vec<TaskResult> = results.into_iter().flatten().collect();
+    write_results(args, &out, &results)
+}
+
+/// The environment of each job's desktop (`--display-env`), checked: each has a display.
+fn job_envs(args: &BatchArgs) -> Result<Vec<Job>> {
     if args.jobs == 0 {
         return Err(anyhow!("--jobs must be at least 1"));
     }
@@ -240,18 +256,19 @@ fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
     for (i, job) in jobs.iter().enumerate() {
         job_display(job, i, &|k| std::env::var(k).ok())?;
     }
-    let files = ufo_batch::collect_task_files(&args.tasks)?;
-    if files.is_empty() {
-        return Err(anyhow!("no task files (*.json) in the given paths"));
-    }
+    Ok(jobs)
+}
+
+/// The batch folder, locked for the whole batch; an earlier batch's results are kept unless
+/// `--force`.
+fn batch_folder(args: &BatchArgs) -> Result<(PathBuf, crate::recorder::OutLock)> {
     let out = args.out.clone().unwrap_or_else(|| {
         PathBuf::from("runs").join(format!(
             "batch-{}",
             chrono::Local::now().format("%Y%m%d-%H%M%S")
         ))
     });
-    // Locked for the whole batch; an earlier batch's results are kept unless --force.
-    let _lock = crate::recorder::OutLock::open(&out, crate::recorder::OutMode::Append)?;
+    let lock = crate::recorder::OutLock::open(&out, crate::recorder::OutMode::Append)?;
     if out.join("results.jsonl").exists() {
         if !args.force {
             return Err(anyhow!(
@@ -272,7 +289,15 @@ fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
         .with_context(|| format!("cannot create the batch folder {}", out.display()))?;
     let out = out.canonicalize().unwrap_or(out);
 
-    // Read and check every task first: what cannot run is skipped (or an error) at once.
+    Ok((out, lock))
+}
+
+/// Tasks waiting for a job: each with its slot in the results and its file.
+type Queue = VecDeque<(usize, PathBuf, Task)>;
+
+/// Read and check every task: what cannot run is settled at once (skipped, or an error) in
+/// its slot of the results; the rest is queued with its slot.
+fn triage(args: &BatchArgs, files: &[PathBuf]) -> (Vec<Option<TaskResult>>, Queue) {
     let mut results: Vec<Option<TaskResult>> = Vec::new();
     let mut queue = VecDeque::new();
     for (i, file) in files.iter().enumerate() {
@@ -311,11 +336,24 @@ fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
         results.push(early);
     }
 
+    (results, queue)
+}
+
+/// Run the queued tasks, each job taking the next task until none is left; every result goes
+/// into its slot.
+fn run_queue(
+    args: &BatchArgs,
+    jobs: &[Job],
+    queue: Queue,
+    out: &Path,
+    cancel: &AtomicBool,
+    results: &mut [Option<TaskResult>],
+) -> Result<()> {
     let bar = if args.quiet {
         ProgressBar::hidden()
     } else {
         let b =
-            ProgressBar::with_draw_target(Some(files.len() as u64), ProgressDrawTarget::stderr());
+            ProgressBar::with_draw_target(Some(results.len() as u64), ProgressDrawTarget::stderr());
         if let Ok(style) =
             ProgressStyle::with_template("{bar:30} {pos}/{len} tasks | {elapsed} | {msg}")
         {
@@ -328,12 +366,12 @@ fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
     let queue = Arc::new(Mutex::new(queue));
     let done: Arc<Mutex<Vec<(usize, TaskResult)>>> = Arc::default();
     std::thread::scope(|scope| {
-        for job in &jobs {
+        for job in jobs {
             let queue = queue.clone();
             let done = done.clone();
             let bar = bar.clone();
             let exe = exe.clone();
-            let out = out.clone();
+            let out = out.to_path_buf();
             scope.spawn(move || loop {
                 let next = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
                 let Some((i, file, task)) = next else {
@@ -379,20 +417,25 @@ fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
             *slot = Some(r);
         }
     }
-    let results: Vec<TaskResult> = results.into_iter().flatten().collect();
+    Ok(())
+}
+
+/// Write `results.jsonl` and `summary.txt`, print the table; exit 1 when a task failed or
+/// ended in error.
+fn write_results(args: &BatchArgs, out: &Path, results: &[TaskResult]) -> Result<ExitCode> {
     let mut jsonl = String::new();
-    for r in &results {
+    for r in results {
         jsonl.push_str(&serde_json::to_string(r)?);
         jsonl.push('\n');
     }
     std::fs::write(out.join("results.jsonl"), jsonl)
         .with_context(|| format!("cannot write {}/results.jsonl", out.display()))?;
-    let table = ufo_batch::summary_table(&results);
-    let lines = ufo_batch::task_lines(&results);
+    let table = ufo_batch::summary_table(results);
+    let lines = ufo_batch::task_lines(results);
     std::fs::write(out.join("summary.txt"), format!("{table}\n{lines}"))
         .with_context(|| format!("cannot write {}/summary.txt", out.display()))?;
     println!("{table}");
-    if let Some(line) = ufo_batch::llm_eval_line(&results) {
+    if let Some(line) = ufo_batch::llm_eval_line(results) {
         println!("{line}\n");
     }
     if !args.quiet {
