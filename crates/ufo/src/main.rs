@@ -259,6 +259,89 @@ fn ended_status(events: &Path) -> Option<String> {
     }
 }
 
+/// Write `run.json`: what `ufo resume` needs to continue the session. Paths are kept absolute
+/// so that a resume works from any folder.
+fn write_run_record(
+    args: &RunArgs,
+    settings: &settings::Settings,
+    recorder: &mut recorder::FileRecorder,
+) -> Result<(), ufo_core::RecorderError> {
+    let record = RunRecord {
+        // inside a private desktop the session is resumed on a private desktop again
+        desktop: if args.desktop == "live" && std::env::var_os(private::INSIDE_VAR).is_some() {
+            "private".to_string()
+        } else {
+            absolute_spec(&args.desktop)
+        },
+        llm: absolute_spec(&settings.llm),
+        confirm: settings.confirm,
+        config: args
+            .config
+            .as_ref()
+            .map(|c| std::path::absolute(c).unwrap_or_else(|_| c.clone())),
+        max_steps: settings.config.max_steps,
+    };
+    match serde_json::to_vec_pretty(&record) {
+        Ok(bytes) => ufo_core::Recorder::artifact(recorder, RUN_RECORD, &bytes).map(|_| ()),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Write the desktop's final state (`desktop_final.json`, simulated desktop), whole or not at
+/// all; the error when it could not be written.
+fn save_final_state(
+    desktop: &dyn Desktop,
+    recorder: &mut recorder::FileRecorder,
+) -> Option<ufo_core::RecorderError> {
+    let state = desktop.final_state()?;
+    match serde_json::to_vec_pretty(&state) {
+        Ok(bytes) => match ufo_core::Recorder::artifact(recorder, "desktop_final.json", &bytes) {
+            Ok(_) => None,
+            Err(e) => {
+                eprintln!("error: desktop_final.json: {e}");
+                Some(e)
+            }
+        },
+        Err(e) => {
+            eprintln!("warning: cannot serialise the desktop state: {e}");
+            None
+        }
+    }
+}
+
+/// The closing lines on stderr (unless `--quiet`) and, with `--report`, the report.
+fn summarise(args: &RunArgs, outcome: &ufo_core::SessionOutcome, out: &Path) {
+    if let Some(e) = &outcome.recorder_error {
+        eprintln!("error: the trajectory is incomplete: {e}");
+    }
+    if !args.output.quiet {
+        eprintln!(
+            "session ended {} ({}) after {} step(s), {} model call(s), {} prompt + {} completion tokens, cost {:.4}; trajectory in {}",
+            outcome.status.as_str(),
+            outcome.reason,
+            outcome.steps,
+            outcome.llm.calls,
+            outcome.llm.prompt_tokens,
+            outcome.llm.completion_tokens,
+            outcome.llm.cost,
+            out.display()
+        );
+        if let (SessionStatus::Error, Some(m)) = (outcome.status, &outcome.message) {
+            eprintln!("error: {}", ufo_core::inert(m));
+        }
+    }
+    if args.output.report {
+        match report::write(out) {
+            Ok(path) => {
+                if !args.output.quiet {
+                    eprintln!("report: {}", path.display());
+                }
+            }
+            Err(e) => eprintln!("warning: cannot write the report: {e:#}"),
+        }
+    }
+}
+
 /// A desktop or model spec whose file part (`sim:FILE`, `script:FILE`, `replay:DIR`) is made
 /// absolute; other specs are returned as they are.
 fn absolute_spec(spec: &str) -> String {
@@ -375,28 +458,10 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
         prompts: &prompts,
         tools: mcp_tools.as_ref().map(|t| t as &dyn ufo_core::ToolProvider),
     };
-    // Paths are kept absolute so that `ufo resume` works from any folder.
-    let record = RunRecord {
-        // inside a private desktop the session is resumed on a private desktop again
-        desktop: if args.desktop == "live" && std::env::var_os(private::INSIDE_VAR).is_some() {
-            "private".to_string()
-        } else {
-            absolute_spec(&args.desktop)
-        },
-        llm: absolute_spec(&settings.llm),
-        confirm: settings.confirm,
-        config: args
-            .config
-            .as_ref()
-            .map(|c| std::path::absolute(c).unwrap_or_else(|_| c.clone())),
-        max_steps: settings.config.max_steps,
-    };
-    if let Ok(bytes) = serde_json::to_vec_pretty(&record) {
-        if let Err(e) = ufo_core::Recorder::artifact(&mut recorder, RUN_RECORD, &bytes) {
-            // A folder that cannot take run.json cannot take the trajectory either.
-            eprintln!("error: {e}");
-            return ExitCode::from(3);
-        }
+    if let Err(e) = write_run_record(&args, &settings, &mut recorder) {
+        // A folder that cannot take run.json cannot take the trajectory either.
+        eprintln!("error: {e}");
+        return ExitCode::from(3);
     }
     let mut session = Session::new(services, Box::new(factory)).with_cancel(cancel);
     let outcome = match start {
@@ -410,50 +475,8 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
     if let Some(t) = &mcp_tools {
         t.shutdown().await;
     }
-    // Whole or not at all (written beside it, then renamed).
-    let mut final_error = None;
-    if let Some(state) = desktop.final_state() {
-        match serde_json::to_vec_pretty(&state) {
-            Ok(bytes) => {
-                if let Err(e) =
-                    ufo_core::Recorder::artifact(&mut recorder, "desktop_final.json", &bytes)
-                {
-                    eprintln!("error: desktop_final.json: {e}");
-                    final_error = Some(e);
-                }
-            }
-            Err(e) => eprintln!("warning: cannot serialise the desktop state: {e}"),
-        }
-    }
-    if let Some(e) = &outcome.recorder_error {
-        eprintln!("error: the trajectory is incomplete: {e}");
-    }
-    if !args.output.quiet {
-        eprintln!(
-            "session ended {} ({}) after {} step(s), {} model call(s), {} prompt + {} completion tokens, cost {:.4}; trajectory in {}",
-            outcome.status.as_str(),
-            outcome.reason,
-            outcome.steps,
-            outcome.llm.calls,
-            outcome.llm.prompt_tokens,
-            outcome.llm.completion_tokens,
-            outcome.llm.cost,
-            out.display()
-        );
-        if let (SessionStatus::Error, Some(m)) = (outcome.status, &outcome.message) {
-            eprintln!("error: {}", ufo_core::inert(m));
-        }
-    }
-    if args.output.report {
-        match report::write(&out) {
-            Ok(path) => {
-                if !args.output.quiet {
-                    eprintln!("report: {}", path.display());
-                }
-            }
-            Err(e) => eprintln!("warning: cannot write the report: {e:#}"),
-        }
-    }
+    let final_error = save_final_state(desktop.as_ref(), &mut recorder);
+    summarise(&args, &outcome, &out);
     drop(out_lock);
     // A trajectory that could not be written whole is an ERROR whatever the session did.
     if final_error.is_some() && outcome.status != SessionStatus::Cancelled {
