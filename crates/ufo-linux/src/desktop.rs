@@ -47,6 +47,9 @@ pub(crate) struct State {
     /// spreadsheet cells read before: (bus, sheet path, row, column) → the cell's path
     /// (see `table.rs`: LibreOffice keeps every cell object it hands out)
     pub sheet_cells: HashMap<(String, String, u32, u32), String>,
+    /// nodes read one by one before (the walk, document parts): (bus, path) → the node, whose
+    /// role, description and interfaces are not read again (`nodecache.rs`)
+    pub known_nodes: HashMap<(String, String), crate::bus::Node>,
 }
 
 /// The live Linux desktop: AT-SPI2 over zbus for controls, X11 for windows, pixels and input.

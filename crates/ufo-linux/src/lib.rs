@@ -19,6 +19,7 @@ pub mod doctor;
 mod error;
 mod keys;
 mod launch;
+mod nodecache;
 mod observe;
 mod office;
 mod table;

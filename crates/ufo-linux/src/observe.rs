@@ -545,11 +545,14 @@ impl LinuxDesktop {
                 w.title
             ))
         })?;
+        let t_items = t.elapsed();
         if self.complete_tree(bus, tree, &frame, true, warnings).await {
             stats.walked = true;
         }
+        let t_walk = t.elapsed();
         // office documents: their visible paragraphs, cells, shapes and slides (office.rs)
         self.read_documents(bus, tree, &frame, warnings).await;
+        let t_docs = t.elapsed();
         let tree = &*tree;
         warnings.extend(crate::toolkit::tree_warnings(
             tree,
@@ -589,12 +592,14 @@ impl LinuxDesktop {
         // a fresh LibreOffice window reports its own controls shifted (office.rs)
         let nodes: Vec<&Node> = candidates.iter().map(|c| &c.node).collect();
         let fixes = self.extent_corrections(bus, tree, &frame, &nodes).await;
+        let t_fixes = t.elapsed();
         let results = futures::future::join_all(candidates.iter().map(|c| {
             let (dx, dy) = fixes.get(&c.node.path).copied().unwrap_or((0, 0));
             let offset = (offset.0 + dx, offset.1 + dy);
             self.fetch_control(bus, c, offset, win_rect, w.id, with_actions)
         }))
         .await;
+        let t_fetch = t.elapsed();
         let mut out = Vec::new();
         let mut failed = 0;
         let mut first_err = None;
@@ -621,6 +626,16 @@ impl LinuxDesktop {
             ));
         }
         stats.details += t.elapsed();
+        tracing::debug!(
+            items_ms = t_items.as_millis() as u64,
+            walk_ms = (t_walk - t_items).as_millis() as u64,
+            documents_ms = (t_docs - t_walk).as_millis() as u64,
+            corrections_ms = t_fixes.as_millis() as u64,
+            controls_ms = (t_fetch - t_fixes).as_millis() as u64,
+            candidates = candidates.len(),
+            sheets_ms = (t.elapsed() - t_fetch).as_millis() as u64,
+            "window controls read"
+        );
         Ok(out)
     }
 
@@ -933,7 +948,7 @@ impl LinuxDesktop {
             let nodes = tokio::time::timeout(
                 remaining,
                 futures::future::join_all(
-                    fresh.iter().map(|(k, p, i)| self.bus.node(bus, k, p, *i)),
+                    fresh.iter().map(|(k, p, i)| self.known_node(bus, k, p, *i)),
                 ),
             )
             .await;

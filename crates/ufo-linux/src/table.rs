@@ -286,7 +286,14 @@ impl LinuxDesktop {
                 )),
             }
         }
-        for f in self.formula_bar(bus, tree, frame, offset, win, xid).await {
+        let t = Instant::now();
+        let bar = self.formula_bar(bus, tree, frame, offset, win, xid).await;
+        tracing::debug!(
+            ms = t.elapsed().as_millis() as u64,
+            found = bar.len(),
+            "formula bar read"
+        );
+        for f in bar {
             match out
                 .iter_mut()
                 .find(|o| o.detail.control.id == f.detail.control.id)
@@ -342,6 +349,7 @@ impl LinuxDesktop {
             corner(vis.x + vis.w as i32 - 2, vis.y + vis.h as i32 - 2)
         );
         let (range, cut) = CellRange::between(tl?, br?, MAX_ROWS, MAX_COLS);
+        let t_corners = Instant::now();
 
         // every visible cell: its text, all at once, bounded in time; the cell objects of
         // earlier observations are asked again (they follow their cell's content), so only
@@ -387,6 +395,7 @@ impl LinuxDesktop {
                     ms: self.config.walk_budget.as_millis() as u64,
                 })?;
         let cells: Vec<Cell> = cells.into_iter().filter_map(Result::ok).collect();
+        let t_cells = Instant::now();
         {
             let mut st = self.lock();
             if st.sheet_cells.len() > MAX_KNOWN_CELLS {
@@ -436,6 +445,14 @@ impl LinuxDesktop {
             }
         }
 
+        tracing::debug!(
+            range = %range.name(),
+            cells = cells.len(),
+            corners_ms = (t_corners - (deadline - self.config.walk_budget)).as_millis() as u64,
+            texts_ms = (t_cells - t_corners).as_millis() as u64,
+            geometry_ms = t_cells.elapsed().as_millis() as u64,
+            "sheet read"
+        );
         let sheet_id = format!("{bus}{}", sheet.path);
         let mut out = Vec::new();
         for c in listed {
