@@ -106,6 +106,8 @@ pub(crate) struct A11yBus {
     pub timeout: Duration,
     /// bus name → direct connection (`None`: the application offers none)
     peers: std::sync::Arc<std::sync::Mutex<HashMap<String, Option<zbus::Connection>>>>,
+    /// event counts by application (`None`: not listening, nothing is kept)
+    pub changes: Option<crate::changes::Changes>,
 }
 
 async fn bounded<T, F>(what: &str, timeout: Duration, fut: F) -> Result<T, LinuxError>
@@ -157,10 +159,12 @@ impl A11yBus {
                 .await
         })
         .await?;
+        let changes = crate::changes::Changes::start(&conn, timeout).await;
         let bus = A11yBus {
             conn,
             timeout,
             peers: Default::default(),
+            changes,
         };
         bus.become_client().await;
         Ok(bus)

@@ -13,6 +13,7 @@
 mod act;
 mod annotate;
 mod bus;
+mod changes;
 mod config;
 mod desktop;
 pub mod doctor;

@@ -531,8 +531,15 @@ impl LinuxDesktop {
         warnings: &mut Vec<String>,
     ) -> Result<Vec<Fetched>, LinuxError> {
         let t = Instant::now();
+        // LibreOffice's tree of the last observation, when it sent no event since (changes.rs)
+        let mut kept_count = None;
         if !trees.contains_key(bus) {
-            let tree = self.bus.tree(bus).await?;
+            let (count, kept) = self.kept_tree(bus).await;
+            kept_count = Some(count);
+            let tree = match kept {
+                Some(t) => t,
+                None => self.bus.tree(bus).await?,
+            };
             trees.insert(bus.to_string(), tree);
         }
         let relative = self.is_relative(bus).await;
@@ -548,6 +555,9 @@ impl LinuxDesktop {
         let t_items = t.elapsed();
         if self.complete_tree(bus, tree, &frame, true, warnings).await {
             stats.walked = true;
+        }
+        if let Some(count) = kept_count {
+            self.keep_tree(bus, count, tree);
         }
         let t_walk = t.elapsed();
         // office documents: their visible paragraphs, cells, shapes and slides (office.rs)

@@ -234,7 +234,8 @@ type ObjRef = (String, OwnedObjectPath);
 const TABLE_IFACE: &str = "org.a11y.atspi.Table";
 
 /// A cell read from the sheet.
-struct Cell {
+#[derive(Clone)]
+pub(crate) struct Cell {
     row: u32,
     col: u32,
     path: String,
@@ -366,6 +367,16 @@ impl LinuxDesktop {
                 .collect()
         };
         let known = &known;
+        // the cells of the last observation, when LibreOffice sent no event since
+        let count = self.event_count(bus);
+        let key = (bus.to_string(), sheet.path.clone());
+        let kept: Option<Vec<Cell>> = count.and_then(|n| {
+            let st = self.lock();
+            let (at, cells) = st.kept_cells.get(&key)?;
+            let all = cells.len() == range.cells().count()
+                && cells.iter().all(|c| range.contains((c.row, c.col)));
+            (*at == n && all).then(|| cells.clone())
+        });
         let read = futures::future::join_all(range.cells().map(|(r, c)| async move {
             if let Some(path) = known.get(&(r, c)) {
                 if let Ok(text) = self.bus.text(bus, path).await {
@@ -386,15 +397,29 @@ impl LinuxDesktop {
                 text,
             })
         }));
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        let cells =
-            tokio::time::timeout(remaining, read)
-                .await
-                .map_err(|_| LinuxError::Timeout {
-                    what: format!("reading the {} visible cells", range.name()),
-                    ms: self.config.walk_budget.as_millis() as u64,
+        let cells: Vec<Cell> = match kept {
+            Some(cells) => cells,
+            None => {
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                let cells = tokio::time::timeout(remaining, read).await.map_err(|_| {
+                    LinuxError::Timeout {
+                        what: format!("reading the {} visible cells", range.name()),
+                        ms: self.config.walk_budget.as_millis() as u64,
+                    }
                 })?;
-        let cells: Vec<Cell> = cells.into_iter().filter_map(Result::ok).collect();
+                let cells: Vec<Cell> = cells.into_iter().filter_map(Result::ok).collect();
+                let mut st = self.lock();
+                match count {
+                    Some(n) => {
+                        st.kept_cells.insert(key, (n, cells.clone()));
+                    }
+                    None => {
+                        st.kept_cells.remove(&key);
+                    }
+                }
+                cells
+            }
+        };
         let t_cells = Instant::now();
         {
             let mut st = self.lock();
