@@ -234,6 +234,27 @@ async fn main() {
             pyn
         );
     }
+    // the windows in turn: raising one makes LibreOffice send events, so nothing is kept
+    // and every observation reads the window whole (what an observation after an action costs)
+    let mut turns: Vec<Vec<f64>> = vec![Vec::new(); windows.len()];
+    for _ in 0..iters {
+        for (w, t) in windows.iter().zip(turns.iter_mut()) {
+            let s = Instant::now();
+            let _ = d.observe_with(&w.id, false).await.expect("observe");
+            t.push(s.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    for (w, t) in windows.iter().zip(turns.iter_mut()) {
+        t.sort_by(|a, b| a.total_cmp(b));
+        println!(
+            "{:<34} {:>8} {:>9} | {:>8.1} {:>8.1} | (windows in turn: read whole)",
+            w.title.chars().take(34).collect::<String>(),
+            "",
+            "",
+            pct(t, 0.5),
+            pct(t, 0.95)
+        );
+    }
     if let Some((t0, r0)) = cpu_ticks_and_rss(pid) {
         std::thread::sleep(Duration::from_secs(3));
         if let Some((t1, r1)) = cpu_ticks_and_rss(pid) {
