@@ -3,7 +3,9 @@
 //! and the cell texts read then, so they are kept instead of read again (reading them costs
 //! LibreOffice 100-300 ms of work each time).
 //!
-//! A task counts every signal on the accessibility bus by sender. Before a count is trusted,
+//! A task counts every signal on the accessibility bus by sender; the applications are asked
+//! to send their object, window and focus events at the first observation of LibreOffice
+//! (nothing read before that is kept). Before a count is trusted,
 //! the application is pinged through the bus (its earlier signals arrive before the answer)
 //! and a marker signal sent to this connection comes back through the task (so the task has
 //! counted them all). Any event counts as a change; anything unsure (no answer, the task
@@ -31,6 +33,11 @@ pub(crate) struct Changes {
     counts: Arc<Mutex<HashMap<String, u64>>>,
     marker: tokio::sync::watch::Receiver<u64>,
     next_marker: Arc<std::sync::atomic::AtomicU64>,
+    /// whether the applications were asked to send their events (done at the first
+    /// observation of LibreOffice, so that other sessions do not make every application
+    /// send them)
+    registered: Arc<tokio::sync::OnceCell<bool>>,
+    timeout: Duration,
     conn: zbus::Connection,
 }
 
@@ -47,8 +54,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Changes {
-    /// Listen to every signal on the accessibility bus and ask the applications to send
-    /// their events (object, window and focus events). `None` when that fails: nothing is
+    /// Listen to every signal on the accessibility bus. `None` when that fails: nothing is
     /// kept between observations then.
     pub(crate) async fn start(conn: &zbus::Connection, timeout: Duration) -> Option<Changes> {
         let rule = zbus::MatchRule::builder()
@@ -61,20 +67,6 @@ impl Changes {
         .await
         .ok()?
         .ok()?;
-        const REG: &str = "org.a11y.atspi.Registry";
-        const PATH: &str = "/org/a11y/atspi/registry";
-        for event in ["object:", "window:", "focus:"] {
-            let props: Vec<String> = Vec::new();
-            let with_props = (event, props, "");
-            let call = conn.call_method(Some(REG), PATH, Some(REG), "RegisterEvent", &with_props);
-            if !matches!(tokio::time::timeout(timeout, call).await, Ok(Ok(_))) {
-                let bare = (event,);
-                let call = conn.call_method(Some(REG), PATH, Some(REG), "RegisterEvent", &bare);
-                if !matches!(tokio::time::timeout(timeout, call).await, Ok(Ok(_))) {
-                    return None;
-                }
-            }
-        }
         let counts: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
         let (tx, rx) = tokio::sync::watch::channel(0u64);
         let own = conn.unique_name().map(|n| n.to_string());
@@ -104,13 +96,50 @@ impl Changes {
             counts,
             marker: rx,
             next_marker: Arc::new(std::sync::atomic::AtomicU64::new(1)),
+            registered: Arc::default(),
+            timeout,
             conn: conn.clone(),
         })
+    }
+
+    /// Ask the applications to send their object, window and focus events (once); whether
+    /// they were asked before this call.
+    async fn register(&self) -> bool {
+        let mut first = false;
+        let ok = *self
+            .registered
+            .get_or_init(|| async {
+                first = true;
+                let (conn, timeout) = (&self.conn, self.timeout);
+                const REG: &str = "org.a11y.atspi.Registry";
+                const PATH: &str = "/org/a11y/atspi/registry";
+                for event in ["object:", "window:", "focus:"] {
+                    let props: Vec<String> = Vec::new();
+                    let with_props = (event, props, "");
+                    let call =
+                        conn.call_method(Some(REG), PATH, Some(REG), "RegisterEvent", &with_props);
+                    if !matches!(tokio::time::timeout(timeout, call).await, Ok(Ok(_))) {
+                        let bare = (event,);
+                        let call =
+                            conn.call_method(Some(REG), PATH, Some(REG), "RegisterEvent", &bare);
+                        if !matches!(tokio::time::timeout(timeout, call).await, Ok(Ok(_))) {
+                            return false;
+                        }
+                    }
+                }
+                true
+            })
+            .await;
+        ok && !first
     }
 
     /// The number of events `app` has sent so far, every event it sent before this call
     /// counted; `None` when that cannot be made sure of.
     pub(crate) async fn count(&self, app: &str) -> Option<u64> {
+        // nothing read before the applications send their events may be kept
+        if !self.register().await {
+            return None;
+        }
         let ping = self.conn.call_method(
             Some(app),
             crate::bus::ROOT_PATH,
