@@ -100,6 +100,11 @@ async fn main() {
         );
         return;
     }
+    // `RUST_LOG=ufo_linux=debug` shows where an observation's time goes
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
     let iters: usize = std::env::var("UFO_BENCH_ITERS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -156,13 +161,32 @@ async fn main() {
         let rss_warm = cpu_ticks_and_rss(pid).map(|x| x.1).unwrap_or(0);
         let mut t = Vec::new();
         let mut last = None;
+        let mut phases: [Vec<f64>; 4] = Default::default();
         for _ in 0..iters {
             let s = Instant::now();
             let o = d.observe_with(&w.id, false).await.expect("observe");
             t.push(s.elapsed().as_secs_f64() * 1000.0);
+            let st = &o.stats;
+            for (v, d) in phases
+                .iter_mut()
+                .zip([st.tree, st.details, st.capture, st.encode])
+            {
+                v.push(d.as_secs_f64() * 1000.0);
+            }
             last = Some(o);
         }
         t.sort_by(|a, b| a.total_cmp(b));
+        for v in phases.iter_mut() {
+            v.sort_by(|a, b| a.total_cmp(b));
+        }
+        eprintln!(
+            "{}: p50 of its parts (ms): tree {:.1}, details {:.1}, capture {:.1} (beside them), encode {:.1}",
+            w.title,
+            pct(&phases[0], 0.5),
+            pct(&phases[1], 0.5),
+            pct(&phases[2], 0.5),
+            pct(&phases[3], 0.5)
+        );
         let rss1 = cpu_ticks_and_rss(pid).map(|x| x.1).unwrap_or(0);
         eprintln!(
             "{}: LibreOffice memory {} MiB before, {} MiB after 3 warm-up observations, {} MiB after {iters} more",
@@ -208,6 +232,27 @@ async fn main() {
             py50,
             py95,
             pyn
+        );
+    }
+    // the windows in turn: raising one makes LibreOffice send events, so nothing is kept
+    // and every observation reads the window whole (what an observation after an action costs)
+    let mut turns: Vec<Vec<f64>> = vec![Vec::new(); windows.len()];
+    for _ in 0..iters {
+        for (w, t) in windows.iter().zip(turns.iter_mut()) {
+            let s = Instant::now();
+            let _ = d.observe_with(&w.id, false).await.expect("observe");
+            t.push(s.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    for (w, t) in windows.iter().zip(turns.iter_mut()) {
+        t.sort_by(|a, b| a.total_cmp(b));
+        println!(
+            "{:<34} {:>8} {:>9} | {:>8.1} {:>8.1} | (windows in turn: read whole)",
+            w.title.chars().take(34).collect::<String>(),
+            "",
+            "",
+            pct(t, 0.5),
+            pct(t, 0.95)
         );
     }
     if let Some((t0, r0)) = cpu_ticks_and_rss(pid) {

@@ -107,6 +107,8 @@ pub(crate) struct A11yBus {
     pub timeout: Duration,
     /// bus name → direct connection (`None`: the application offers none)
     peers: std::sync::Arc<std::sync::Mutex<HashMap<String, Option<zbus::Connection>>>>,
+    /// event counts by application (`None`: not listening, nothing is kept)
+    pub changes: Option<crate::changes::Changes>,
 }
 
 async fn bounded<T, F>(what: &str, timeout: Duration, fut: F) -> Result<T, LinuxError>
@@ -158,10 +160,12 @@ impl A11yBus {
                 .await
         })
         .await?;
+        let changes = crate::changes::Changes::start(&conn, timeout).await;
         let bus = A11yBus {
             conn,
             timeout,
             peers: Default::default(),
+            changes,
         };
         bus.become_client().await;
         Ok(bus)
@@ -275,16 +279,31 @@ impl A11yBus {
         B: Serialize + DynamicType,
         R: DeserializeOwned + Type,
     {
+        let msg = self.call_msg(dest, path, iface, method, body).await?;
+        msg.body().deserialize::<R>().map_err(|e| LinuxError::Call {
+            what: format!("{iface}.{method} on {dest}{path}"),
+            reason: format!("unexpected reply: {e}"),
+        })
+    }
+
+    /// Call a method (through the application's direct connection when it has one); its
+    /// reply message, bounded by the timeout.
+    async fn call_msg<B>(
+        &self,
+        dest: &str,
+        path: &str,
+        iface: &str,
+        method: &str,
+        body: &B,
+    ) -> Result<zbus::Message, LinuxError>
+    where
+        B: Serialize + DynamicType,
+    {
         let what = || format!("{iface}.{method} on {dest}{path}");
         if let Some(peer) = self.peer(dest) {
             let fut = peer.call_method(None::<&str>, path, Some(iface), method, body);
             match tokio::time::timeout(self.timeout, fut).await {
-                Ok(Ok(msg)) => {
-                    return msg.body().deserialize::<R>().map_err(|e| LinuxError::Call {
-                        what: what(),
-                        reason: format!("unexpected reply: {e}"),
-                    })
-                }
+                Ok(Ok(msg)) => return Ok(msg),
                 Ok(Err(zbus::Error::MethodError(name, text, _))) => {
                     return Err(LinuxError::Call {
                         what: what(),
@@ -306,25 +325,17 @@ impl A11yBus {
         let fut = self
             .conn
             .call_method(Some(dest), path, Some(iface), method, body);
-        let msg = match tokio::time::timeout(self.timeout, fut).await {
-            Ok(Ok(m)) => m,
-            Ok(Err(e)) => {
-                return Err(LinuxError::Call {
-                    what: what(),
-                    reason: e.to_string(),
-                })
-            }
-            Err(_) => {
-                return Err(LinuxError::Timeout {
-                    what: what(),
-                    ms: self.timeout.as_millis() as u64,
-                })
-            }
-        };
-        msg.body().deserialize::<R>().map_err(|e| LinuxError::Call {
-            what: what(),
-            reason: format!("unexpected reply: {e}"),
-        })
+        match tokio::time::timeout(self.timeout, fut).await {
+            Ok(Ok(m)) => Ok(m),
+            Ok(Err(e)) => Err(LinuxError::Call {
+                what: what(),
+                reason: e.to_string(),
+            }),
+            Err(_) => Err(LinuxError::Timeout {
+                what: what(),
+                ms: self.timeout.as_millis() as u64,
+            }),
+        }
     }
 
     /// Read a property.
@@ -386,8 +397,9 @@ impl A11yBus {
 
     /// The whole cached tree of one application in one call.
     pub async fn get_items(&self, app: &str) -> Result<Vec<Node>, LinuxError> {
-        let raw: Vec<RawItem> = self
-            .call(
+        let t = std::time::Instant::now();
+        let msg = self
+            .call_msg(
                 app,
                 "/org/a11y/atspi/cache",
                 "org.a11y.atspi.Cache",
@@ -395,6 +407,18 @@ impl A11yBus {
                 &(),
             )
             .await?;
+        let t_call = t.elapsed();
+        let raw: Vec<RawItem> = msg.body().deserialize().map_err(|e| LinuxError::Call {
+            what: format!("org.a11y.atspi.Cache.GetItems on {app}"),
+            reason: format!("unexpected reply: {e}"),
+        })?;
+        tracing::debug!(
+            items = raw.len(),
+            bytes = msg.data().len(),
+            call_ms = t_call.as_millis() as u64,
+            decode_ms = (t.elapsed() - t_call).as_millis() as u64,
+            "cache items read"
+        );
         Ok(raw
             .into_iter()
             .map(

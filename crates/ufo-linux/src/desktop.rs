@@ -55,6 +55,15 @@ pub(crate) struct State {
     /// X window → its process, for every window seen (to follow a window its application
     /// replaced, see `observe.rs`)
     pub window_pids: HashMap<u32, u32>,
+    /// nodes read one by one before (the walk, document parts): (bus, path) → the node, whose
+    /// role, description and interfaces are not read again (`nodecache.rs`)
+    pub known_nodes: HashMap<(String, String), crate::bus::Node>,
+    /// bus name → its tree kept from the last observation (`changes.rs`)
+    pub kept: HashMap<String, crate::changes::Kept>,
+    /// bus name → its event count at the start of the current observation
+    pub event_counts: HashMap<String, u64>,
+    /// (bus, sheet path) → the cells read last, with the event count they were read at
+    pub kept_cells: HashMap<(String, String), (u64, Vec<crate::table::Cell>)>,
 }
 
 /// The live Linux desktop: AT-SPI2 over zbus for controls, X11 for windows, pixels and input.

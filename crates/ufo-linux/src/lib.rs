@@ -13,6 +13,7 @@
 mod act;
 mod annotate;
 mod bus;
+mod changes;
 mod config;
 mod desktop;
 pub mod doctor;
@@ -21,6 +22,7 @@ mod keys;
 mod launch;
 mod menus;
 mod modal;
+mod nodecache;
 mod observe;
 mod office;
 mod table;

@@ -573,8 +573,15 @@ impl LinuxDesktop {
         warnings: &mut Vec<String>,
     ) -> Result<Vec<Fetched>, LinuxError> {
         let t = Instant::now();
+        // LibreOffice's tree of the last observation, when it sent no event since (changes.rs)
+        let mut kept_count = None;
         if !trees.contains_key(bus) {
-            let tree = self.bus.tree(bus).await?;
+            let (count, kept) = self.kept_tree(bus).await;
+            kept_count = Some(count);
+            let tree = match kept {
+                Some(t) => t,
+                None => self.bus.tree(bus).await?,
+            };
             trees.insert(bus.to_string(), tree);
         }
         let relative = self.is_relative(bus).await;
@@ -587,11 +594,17 @@ impl LinuxDesktop {
                 w.title
             ))
         })?;
+        let t_items = t.elapsed();
         if self.complete_tree(bus, tree, &frame, true, warnings).await {
             stats.walked = true;
         }
+        if let Some(count) = kept_count {
+            self.keep_tree(bus, count, tree);
+        }
+        let t_walk = t.elapsed();
         // office documents: their visible paragraphs, cells, shapes and slides (office.rs)
         self.read_documents(bus, tree, &frame, warnings).await;
+        let t_docs = t.elapsed();
         // GTK2: items of an open menu are never SHOWING
         let open_menus = if self.is_gtk2_app(bus).await {
             let top_menus = crate::menus::top_menus(tree, &frame, self.config.walk_max_nodes);
@@ -639,12 +652,14 @@ impl LinuxDesktop {
         // a fresh LibreOffice window reports its own controls shifted (office.rs)
         let nodes: Vec<&Node> = candidates.iter().map(|c| &c.node).collect();
         let fixes = self.extent_corrections(bus, tree, &frame, &nodes).await;
+        let t_fixes = t.elapsed();
         let results = futures::future::join_all(candidates.iter().map(|c| {
             let (dx, dy) = fixes.get(&c.node.path).copied().unwrap_or((0, 0));
             let offset = (offset.0 + dx, offset.1 + dy);
             self.fetch_control(bus, c, offset, win_rect, w.id, with_actions)
         }))
         .await;
+        let t_fetch = t.elapsed();
         let mut out = Vec::new();
         let mut failed = 0;
         let mut first_err = None;
@@ -671,6 +686,16 @@ impl LinuxDesktop {
             ));
         }
         stats.details += t.elapsed();
+        tracing::debug!(
+            items_ms = t_items.as_millis() as u64,
+            walk_ms = (t_walk - t_items).as_millis() as u64,
+            documents_ms = (t_docs - t_walk).as_millis() as u64,
+            corrections_ms = t_fixes.as_millis() as u64,
+            controls_ms = (t_fetch - t_fixes).as_millis() as u64,
+            candidates = candidates.len(),
+            sheets_ms = (t.elapsed() - t_fetch).as_millis() as u64,
+            "window controls read"
+        );
         Ok(out)
     }
 
@@ -1001,7 +1026,7 @@ impl LinuxDesktop {
             let nodes = tokio::time::timeout(
                 remaining,
                 futures::future::join_all(
-                    fresh.iter().map(|(k, p, i)| self.bus.node(bus, k, p, *i)),
+                    fresh.iter().map(|(k, p, i)| self.known_node(bus, k, p, *i)),
                 ),
             )
             .await;

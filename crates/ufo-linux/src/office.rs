@@ -420,7 +420,7 @@ impl LinuxDesktop {
             let nodes = tokio::time::timeout(
                 remaining,
                 futures::future::join_all(
-                    fresh.iter().map(|(k, p, i)| self.bus.node(bus, k, p, *i)),
+                    fresh.iter().map(|(k, p, i)| self.known_node(bus, k, p, *i)),
                 ),
             )
             .await

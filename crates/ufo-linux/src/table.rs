@@ -175,17 +175,7 @@ pub(crate) fn cells_next_to_data(filled: &[(u32, u32)], range: &CellRange) -> Ve
         .collect()
 }
 
-/// `s` cut to at most `max` bytes (at a character boundary), with `…` when cut.
-pub(crate) fn clip(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
-}
+use ufo_core::text::clip;
 
 /// What the sheet control's value says about its cells.
 pub(crate) fn sheet_summary(range: &CellRange, filled: usize, cut: bool) -> String {
@@ -234,7 +224,8 @@ type ObjRef = (String, OwnedObjectPath);
 const TABLE_IFACE: &str = "org.a11y.atspi.Table";
 
 /// A cell read from the sheet.
-struct Cell {
+#[derive(Clone)]
+pub(crate) struct Cell {
     row: u32,
     col: u32,
     path: String,
@@ -286,7 +277,14 @@ impl LinuxDesktop {
                 )),
             }
         }
-        for f in self.formula_bar(bus, tree, frame, offset, win, xid).await {
+        let t = Instant::now();
+        let bar = self.formula_bar(bus, tree, frame, offset, win, xid).await;
+        tracing::debug!(
+            ms = t.elapsed().as_millis() as u64,
+            found = bar.len(),
+            "formula bar read"
+        );
+        for f in bar {
             match out
                 .iter_mut()
                 .find(|o| o.detail.control.id == f.detail.control.id)
@@ -342,6 +340,7 @@ impl LinuxDesktop {
             corner(vis.x + vis.w as i32 - 2, vis.y + vis.h as i32 - 2)
         );
         let (range, cut) = CellRange::between(tl?, br?, MAX_ROWS, MAX_COLS);
+        let t_corners = Instant::now();
 
         // every visible cell: its text, all at once, bounded in time; the cell objects of
         // earlier observations are asked again (they follow their cell's content), so only
@@ -358,6 +357,16 @@ impl LinuxDesktop {
                 .collect()
         };
         let known = &known;
+        // the cells of the last observation, when LibreOffice sent no event since
+        let count = self.event_count(bus);
+        let key = (bus.to_string(), sheet.path.clone());
+        let kept: Option<Vec<Cell>> = count.and_then(|n| {
+            let st = self.lock();
+            let (at, cells) = st.kept_cells.get(&key)?;
+            let all = cells.len() == range.cells().count()
+                && cells.iter().all(|c| range.contains((c.row, c.col)));
+            (*at == n && all).then(|| cells.clone())
+        });
         let read = futures::future::join_all(range.cells().map(|(r, c)| async move {
             if let Some(path) = known.get(&(r, c)) {
                 if let Ok(text) = self.bus.text(bus, path).await {
@@ -378,15 +387,30 @@ impl LinuxDesktop {
                 text,
             })
         }));
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        let cells =
-            tokio::time::timeout(remaining, read)
-                .await
-                .map_err(|_| LinuxError::Timeout {
-                    what: format!("reading the {} visible cells", range.name()),
-                    ms: self.config.walk_budget.as_millis() as u64,
+        let cells: Vec<Cell> = match kept {
+            Some(cells) => cells,
+            None => {
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                let cells = tokio::time::timeout(remaining, read).await.map_err(|_| {
+                    LinuxError::Timeout {
+                        what: format!("reading the {} visible cells", range.name()),
+                        ms: self.config.walk_budget.as_millis() as u64,
+                    }
                 })?;
-        let cells: Vec<Cell> = cells.into_iter().filter_map(Result::ok).collect();
+                let cells: Vec<Cell> = cells.into_iter().filter_map(Result::ok).collect();
+                let mut st = self.lock();
+                match count {
+                    Some(n) => {
+                        st.kept_cells.insert(key, (n, cells.clone()));
+                    }
+                    None => {
+                        st.kept_cells.remove(&key);
+                    }
+                }
+                cells
+            }
+        };
+        let t_cells = Instant::now();
         {
             let mut st = self.lock();
             if st.sheet_cells.len() > MAX_KNOWN_CELLS {
@@ -436,6 +460,14 @@ impl LinuxDesktop {
             }
         }
 
+        tracing::debug!(
+            range = %range.name(),
+            cells = cells.len(),
+            corners_ms = (t_corners - (deadline - self.config.walk_budget)).as_millis() as u64,
+            texts_ms = (t_cells - t_corners).as_millis() as u64,
+            geometry_ms = t_cells.elapsed().as_millis() as u64,
+            "sheet read"
+        );
         let sheet_id = format!("{bus}{}", sheet.path);
         let mut out = Vec::new();
         for c in listed {

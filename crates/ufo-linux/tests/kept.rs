@@ -1,0 +1,174 @@
+//! Live test of what an observation keeps of LibreOffice between observations (issue 11,
+//! speed): the tree and the cell texts of the last observation are kept while LibreOffice
+//! sends no event, and a change made outside ufo (keys typed with xdotool) shows in the next
+//! observation.
+//!
+//! Needs a desktop session (`scripts/desktop-session.sh up`, then `source` its env file),
+//! LibreOffice with its GTK3 plugin and xdotool. Without `DISPLAY` and without
+//! `UFO_LIVE_TESTS=1` it is skipped with a printed reason; with `UFO_LIVE_TESTS=1` it fails
+//! loudly when something is missing. It uses a fresh profile and kills the LibreOffice it
+//! started, pass or fail.
+#![allow(clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+use ufo_desktop::testing::require_live;
+
+use ufo_core::{Desktop, WindowObservation};
+use ufo_linux::LinuxDesktop;
+
+/// Kills the LibreOffice this test started (its processes carry the profile argument).
+struct Guard {
+    profile_arg: String,
+    child: std::process::Child,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let pids = ufo_proc::live_processes_with_arg(&self.profile_arg);
+            if pids.is_empty() {
+                break;
+            }
+            let signal = if Instant::now() > deadline {
+                "-KILL"
+            } else {
+                "-TERM"
+            };
+            for pid in pids {
+                let _ = std::process::Command::new("kill")
+                    .args([signal, &pid.to_string()])
+                    .status();
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn cell(o: &WindowObservation, address: &str) -> Option<String> {
+    o.controls
+        .iter()
+        .find(|c| c.role == "table cell" && c.name == address)
+        .map(|c| c.value.clone().unwrap_or_default())
+}
+
+fn listed(o: &WindowObservation) -> Vec<(String, String, Option<String>)> {
+    let mut v: Vec<_> = o
+        .controls
+        .iter()
+        .map(|c| (c.role.clone(), c.name.clone(), c.value.clone()))
+        .collect();
+    v.sort();
+    v
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kept_calc_observation_follows_changes_made_outside_ufo() {
+    if !require_live("a_kept_calc_observation_follows_changes_made_outside_ufo") {
+        return;
+    }
+    assert!(
+        ufo_linux::libreoffice_gtk3_installed() && ufo_proc::which("libreoffice", None).is_some(),
+        "LibreOffice with its GTK3 plugin is not installed: run scripts/test-deps.sh install_libreoffice (as root)"
+    );
+    assert!(
+        ufo_proc::which("xdotool", None).is_some(),
+        "xdotool is not installed: apt-get install xdotool"
+    );
+    let dir = tempfile::Builder::new()
+        .prefix("ufo-kept-test-")
+        .tempdir()
+        .unwrap();
+    let sheet = dir.path().join("kept.fods");
+    std::fs::write(
+        &sheet,
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2" office:mimetype="application/vnd.oasis.opendocument.spreadsheet"><office:body><office:spreadsheet><table:table table:name="Sheet1"><table:table-row><table:table-cell office:value-type="float" office:value="1"><text:p>1</text:p></table:table-cell></table:table-row><table:table-row><table:table-cell office:value-type="float" office:value="2"><text:p>2</text:p></table:table-cell></table:table-row></table:table></office:spreadsheet></office:body></office:document>"#,
+    )
+    .unwrap();
+    let profile_arg = format!(
+        "-env:UserInstallation=file://{}",
+        dir.path().join("profile").display()
+    );
+    let d = LinuxDesktop::connect(Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
+    let child = std::process::Command::new("libreoffice")
+        .args(["--norestore", "--nologo", &profile_arg])
+        .arg(&sheet)
+        .env("SAL_USE_VCLPLUGIN", "gtk3")
+        .env("HOME", dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("cannot start libreoffice");
+    let _guard = Guard {
+        profile_arg: profile_arg.clone(),
+        child,
+    };
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let w = loop {
+        let ws = d.windows().await.unwrap_or_default();
+        if let Some(w) = ws.into_iter().find(|w| w.title.contains("kept.fods")) {
+            break w;
+        }
+        assert!(Instant::now() < deadline, "kept.fods did not open in 90 s");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    // LibreOffice finishes its window a few seconds after it shows it
+    let fill = Instant::now() + Duration::from_secs(30);
+    loop {
+        let o = d.observe(&w.id).await.expect("observe Calc");
+        if cell(&o, "A1").as_deref() == Some("1") && o.controls.len() >= 20 {
+            break;
+        }
+        assert!(
+            Instant::now() < fill,
+            "Calc's cell A1 does not show 1 after 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    // an observation right after another (kept when LibreOffice sent nothing) lists the same
+    let first = d.observe(&w.id).await.expect("observe Calc");
+    let second = d.observe(&w.id).await.expect("observe Calc");
+    assert_eq!(
+        listed(&first),
+        listed(&second),
+        "two observations of an unchanged window differ"
+    );
+    assert_eq!(cell(&second, "A2").as_deref(), Some("2"));
+
+    // change A1 outside ufo: the cursor to A1, 42, Enter
+    let xid = w.id.clone();
+    let xdo = |args: &[&str]| {
+        let ok = std::process::Command::new("xdotool")
+            .args(args)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "xdotool {args:?} failed");
+    };
+    let wid = u64::from_str_radix(xid.trim_start_matches("0x"), 16)
+        .unwrap()
+        .to_string();
+    xdo(&["windowactivate", "--sync", &wid]);
+    xdo(&["key", "--clearmodifiers", "ctrl+Home"]);
+    xdo(&["type", "--delay", "50", "42"]);
+    xdo(&["key", "Return"]);
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let o = d.observe(&w.id).await.expect("observe Calc");
+        if cell(&o, "A1").as_deref() == Some("42") {
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "A1 was changed to 42 outside ufo but the observation still shows {:?}",
+            cell(&o, "A1")
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
