@@ -194,8 +194,11 @@ impl PrivateDesktop {
         .with_context(|| format!("see {}", desk.dir.join("xserver.log").display()))?;
 
         let mut bus = desk.command("dbus-daemon");
+        let bus_log = std::fs::File::create(desk.dir.join("dbus.log"))
+            .context("cannot write the dbus log")?;
         bus.args(["--session", "--nofork", "--print-address=1"])
-            .stdout(Stdio::piped());
+            .stdout(Stdio::piped())
+            .stderr(bus_log);
         let mut bus_child = bus.spawn().context("cannot start dbus-daemon")?;
         let address = {
             let out = bus_child

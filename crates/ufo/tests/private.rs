@@ -135,6 +135,8 @@ fn a_private_desktop_computes_and_leaves_the_persons_desktop_alone() {
         .expect("ufo runs");
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(0), "{stderr}");
+    // the private desktop's daemons log to its folder, not to the person's terminal
+    assert!(!stderr.contains("dbus-daemon"), "{stderr}");
     println!(
         "whole private session: {:.1} s",
         started.elapsed().as_secs_f64()
