@@ -42,7 +42,13 @@ pub enum AnnotateError {
     },
     /// The PNG encoder failed.
     #[error("PNG encoding failed: {0}")]
-    Encode(String),
+    Encode(#[from] png::EncodingError),
+    /// A PNG could not be read.
+    #[error("PNG decoding failed: {0}")]
+    Decode(#[from] png::DecodingError),
+    /// A PNG in a format this reader does not take (it reads 8-bit RGB and RGBA).
+    #[error("unsupported PNG format {0}; save it as 8-bit RGB or RGBA")]
+    Format(String),
 }
 
 /// An 8-bit RGBA image, row-major, 4 bytes per pixel.
@@ -360,15 +366,9 @@ pub fn encode_png(image: &RgbaImage) -> Result<Vec<u8>, AnnotateError> {
         enc.set_color(png::ColorType::Rgba);
         enc.set_depth(png::BitDepth::Eight);
         enc.set_compression(png::Compression::Fast);
-        let mut writer = enc
-            .write_header()
-            .map_err(|e| AnnotateError::Encode(e.to_string()))?;
-        writer
-            .write_image_data(&image.data)
-            .map_err(|e| AnnotateError::Encode(e.to_string()))?;
-        writer
-            .finish()
-            .map_err(|e| AnnotateError::Encode(e.to_string()))?;
+        let mut writer = enc.write_header()?;
+        writer.write_image_data(&image.data)?;
+        writer.finish()?;
     }
     Ok(out)
 }
@@ -398,13 +398,9 @@ pub fn annotated_screenshot<L: AsRef<str>>(
 /// re-annotate saved screenshots.
 pub fn decode_png(bytes: &[u8]) -> Result<RgbaImage, AnnotateError> {
     let decoder = png::Decoder::new(bytes);
-    let mut reader = decoder
-        .read_info()
-        .map_err(|e| AnnotateError::Encode(format!("decoding: {e}")))?;
+    let mut reader = decoder.read_info()?;
     let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader
-        .next_frame(&mut buf)
-        .map_err(|e| AnnotateError::Encode(format!("decoding: {e}")))?;
+    let info = reader.next_frame(&mut buf)?;
     buf.truncate(info.buffer_size());
     let data = match (info.color_type, info.bit_depth) {
         (png::ColorType::Rgba, png::BitDepth::Eight) => buf,
@@ -412,11 +408,7 @@ pub fn decode_png(bytes: &[u8]) -> Result<RgbaImage, AnnotateError> {
             .chunks_exact(3)
             .flat_map(|p| [p[0], p[1], p[2], 255])
             .collect(),
-        (ct, bd) => {
-            return Err(AnnotateError::Encode(format!(
-                "decoding: unsupported PNG format {ct:?} {bd:?}"
-            )))
-        }
+        (ct, bd) => return Err(AnnotateError::Format(format!("{ct:?} {bd:?}"))),
     };
     RgbaImage::from_raw(info.width, info.height, data)
 }

@@ -25,8 +25,7 @@ pub(crate) struct Mark {
 
 /// The capture with numbered boxes drawn on it, as PNG.
 pub(crate) fn annotated_png(img: &RgbImage, marks: &[Mark]) -> Result<Vec<u8>, LinuxError> {
-    let mut rgba = RgbaImage::from_rgb(img.width, img.height, &img.data)
-        .map_err(|e| LinuxError::Png(e.to_string()))?;
+    let mut rgba = RgbaImage::from_rgb(img.width, img.height, &img.data)?;
     let labels: Vec<(String, Rect)> = marks
         .iter()
         .map(|m| {
@@ -42,7 +41,7 @@ pub(crate) fn annotated_png(img: &RgbImage, marks: &[Mark]) -> Result<Vec<u8>, L
         })
         .collect();
     shared::draw_annotations(&mut rgba, &labels);
-    shared::encode_png(&rgba).map_err(|e| LinuxError::Png(e.to_string()))
+    Ok(shared::encode_png(&rgba)?)
 }
 
 /// Encode an RGB capture as PNG (fast compression: screenshots are taken every step).
@@ -53,11 +52,9 @@ pub(crate) fn encode_png(img: &RgbImage) -> Result<Vec<u8>, LinuxError> {
         enc.set_color(png::ColorType::Rgb);
         enc.set_depth(png::BitDepth::Eight);
         enc.set_compression(png::Compression::Fast);
-        let mut w = enc
-            .write_header()
-            .map_err(|e| LinuxError::Png(e.to_string()))?;
+        let mut w = enc.write_header().map_err(shared::AnnotateError::from)?;
         w.write_image_data(&img.data)
-            .map_err(|e| LinuxError::Png(e.to_string()))?;
+            .map_err(shared::AnnotateError::from)?;
     }
     Ok(buf)
 }

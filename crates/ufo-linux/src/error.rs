@@ -82,7 +82,10 @@ pub enum LinuxError {
     KeySyntax(String),
     /// Encoding the screenshot failed.
     #[error("cannot encode the screenshot as PNG: {0}")]
-    Png(String),
+    Png(#[from] ufo_desktop::annotate::AnnotateError),
+    /// A background task (screenshot encoding) ended without its result.
+    #[error("a screenshot task failed: {0}; observe again")]
+    Task(#[from] tokio::task::JoinError),
     /// Running a shell command failed.
     #[error("cannot run the shell command: {0}")]
     Shell(String),

@@ -1408,9 +1408,8 @@ async fn encode_pair(
     let clean = tokio::task::spawn_blocking(move || annotate::encode_png(&img2));
     let marked = tokio::task::spawn_blocking(move || annotate::annotated_png(&img, &marks));
     let (clean, marked) = tokio::join!(clean, marked);
-    let join_err = |e: tokio::task::JoinError| LinuxError::Png(e.to_string());
-    let clean = clean.map_err(join_err)??;
-    let marked = marked.map_err(join_err)??;
+    let clean = clean??;
+    let marked = marked??;
     Ok((
         Screenshot {
             png: Arc::new(clean),

@@ -158,10 +158,13 @@ pub fn which(name: &str, path: Option<&OsStr>) -> Option<String> {
 pub enum ProcError {
     /// The program could not be started.
     #[error("the command could not be started: {0}; check that /bin/sh exists and the working directory is readable")]
-    Spawn(String),
+    Spawn(#[source] std::io::Error),
+    /// It started but the system gave no process id for it (it ended at once).
+    #[error("the started command has no process id (it ended at once); run it again")]
+    NoPid,
     /// Waiting for it failed.
     #[error("waiting for the command failed: {0}")]
-    Wait(String),
+    Wait(#[source] std::io::Error),
 }
 
 /// One output stream, captured up to a cap.
@@ -281,11 +284,11 @@ pub async fn run(mut cmd: Command, limits: Limits) -> Result<Finished, ProcError
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|e| ProcError::Spawn(e.to_string()))?;
+    let mut child = cmd.spawn().map_err(ProcError::Spawn)?;
     let pgid = child
         .id()
         .and_then(|p| i32::try_from(p).ok())
-        .ok_or_else(|| ProcError::Spawn("the started command has no process id".into()))?;
+        .ok_or(ProcError::NoPid)?;
     let mut group = Group::new(pgid);
     let (out, err) = (child.stdout.take(), child.stderr.take());
     let cap = limits.max_output;
@@ -316,7 +319,7 @@ pub async fn run(mut cmd: Command, limits: Limits) -> Result<Finished, ProcError
         };
     // ended on its own (or already killed): what it left in the background is its business
     group.armed = false;
-    let status = status.map_err(|e| ProcError::Wait(e.to_string()))?;
+    let status = status.map_err(ProcError::Wait)?;
     Ok(Finished {
         code: if timed_out { None } else { status.code() },
         stdout,
