@@ -47,6 +47,13 @@ pub(crate) struct State {
     /// spreadsheet cells read before: (bus, sheet path, row, column) → the cell's path
     /// (see `table.rs`: LibreOffice keeps every cell object it hands out)
     pub sheet_cells: HashMap<(String, String, u32, u32), String>,
+    /// settling (settle.rs): first-change bounds learned, how the last action went in,
+    /// whether it changed the screen
+    pub learned: crate::settle::Learned,
+    pub last_input: crate::settle::Input,
+    pub last_changed: Option<bool>,
+    /// the control an XTEST click left the pointer over
+    pub pointer_over: Option<ufo_core::Rect>,
 }
 
 /// The live Linux desktop: AT-SPI2 over zbus for controls, X11 for windows, pixels and input.
@@ -55,6 +62,8 @@ pub struct LinuxDesktop {
     pub(crate) x: Arc<X11>,
     pub(crate) bus: A11yBus,
     pub(crate) state: Mutex<State>,
+    /// X damage and window events for settling (settle.rs); `None` without DAMAGE
+    pub(crate) watch: Option<Arc<crate::settle::ChangeWatch>>,
 }
 
 /// Parse a window id (`0x1a00004` or decimal).
@@ -128,6 +137,11 @@ impl LinuxDesktop {
             x: Arc::new(x),
             bus,
             state: Mutex::new(State::default()),
+            watch: tokio::task::spawn_blocking(crate::settle::ChangeWatch::start)
+                .await
+                .ok()
+                .flatten()
+                .map(Arc::new),
         })
     }
 
@@ -598,6 +612,10 @@ impl Desktop for LinuxDesktop {
 
     fn find_program(&self, name: &str) -> Option<String> {
         LinuxDesktop::find_program(self, name)
+    }
+
+    fn last_action_changed(&self) -> Option<bool> {
+        self.lock().last_changed
     }
 
     async fn settle(&self) {

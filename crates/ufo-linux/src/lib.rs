@@ -21,6 +21,7 @@ mod keys;
 mod launch;
 mod observe;
 mod office;
+mod settle;
 mod table;
 pub mod toolkit;
 mod x11;
