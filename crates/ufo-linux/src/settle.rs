@@ -38,6 +38,10 @@ pub(crate) struct SettleParams {
     pub quiet: Duration,
     /// Longest wait for a first change.
     pub first_change: Duration,
+    /// Longest wait for quiet after the first change: a toolkit's transitions (GTK fades a
+    /// button in over a quarter second when it becomes sensitive) redraw at frame rate
+    /// without saying anything new; the accessibility tree is already up to date.
+    pub tail: Duration,
     /// Longest wait in all.
     pub max: Duration,
 }
@@ -60,17 +64,18 @@ pub(crate) fn decide(
     p: &SettleParams,
 ) -> Decision {
     let changed = first.is_some();
-    if elapsed >= p.max {
+    if elapsed >= p.max || first.is_some_and(|f| elapsed >= f + p.tail) {
         return Decision::Settled { changed };
     }
     let left = p.max - elapsed;
     match last {
         Some(t) => {
             let quiet_for = elapsed.saturating_sub(t);
+            let tail_left = first.map_or(left, |f| (f + p.tail).saturating_sub(elapsed));
             if quiet_for >= p.quiet {
                 Decision::Settled { changed: true }
             } else {
-                Decision::Wait((p.quiet - quiet_for).min(left))
+                Decision::Wait((p.quiet - quiet_for).min(left).min(tail_left))
             }
         }
         None if elapsed >= p.first_change => Decision::Settled { changed: false },
@@ -232,6 +237,7 @@ mod tests {
         SettleParams {
             quiet: ms(40),
             first_change: ms(100),
+            tail: ms(300),
             max: ms(800),
         }
     }
@@ -267,14 +273,31 @@ mod tests {
     }
 
     #[test]
-    fn a_window_that_never_goes_quiet_ends_at_the_max() {
+    fn a_transition_that_runs_on_ends_at_the_tail() {
+        // first change at 30 ms, redraws every 16 ms: done at 30 + 300 ms
         assert_eq!(
-            decide(ms(800), Some(ms(5)), Some(ms(795)), &p()),
+            decide(ms(320), Some(ms(30)), Some(ms(318)), &p()),
+            Decision::Wait(ms(10))
+        );
+        assert_eq!(
+            decide(ms(330), Some(ms(30)), Some(ms(318)), &p()),
+            Decision::Settled { changed: true }
+        );
+    }
+
+    #[test]
+    fn a_window_that_never_goes_quiet_ends_at_the_max() {
+        let p = SettleParams {
+            tail: ms(2000),
+            ..p()
+        };
+        assert_eq!(
+            decide(ms(800), Some(ms(5)), Some(ms(795)), &p),
             Decision::Settled { changed: true }
         );
         // a wait never runs past the max
         assert_eq!(
-            decide(ms(790), Some(ms(5)), Some(ms(789)), &p()),
+            decide(ms(790), Some(ms(5)), Some(ms(789)), &p),
             Decision::Wait(ms(10))
         );
     }
@@ -391,12 +414,14 @@ impl crate::desktop::LinuxDesktop {
                 let params = SettleParams {
                     quiet: QUIET,
                     first_change: self.lock().learned.bound(&key, max),
+                    tail: self.config.settle_tail,
                     max,
                 };
                 let poll = self.config.settle_poll.min(Duration::from_millis(5));
                 let (mut seen, mut look) = (0, before);
                 let (mut first, mut last): (Option<Duration>, Option<Duration>) = (None, None);
                 let mut looks = 0;
+                let mut changes = Vec::new();
                 loop {
                     let (redraws, s_first, s_last) = w.activity_since(since);
                     if redraws > seen {
@@ -406,6 +431,7 @@ impl crate::desktop::LinuxDesktop {
                         if now != look {
                             look = now;
                             let t = since.elapsed();
+                            changes.push(t.as_millis() as u64);
                             first.get_or_insert(t);
                             last = Some(t);
                         }
@@ -429,6 +455,8 @@ impl crate::desktop::LinuxDesktop {
                                 first_ms = f.map(|f| f.as_millis() as u64),
                                 redraws,
                                 looks,
+                                ?changes,
+                                ?exempt,
                                 ms = since.elapsed().as_millis() as u64,
                                 "settled"
                             );
