@@ -397,7 +397,7 @@ impl X11 {
                     (a, b)
                 })
                 .collect();
-            let mut col = (row % 3) as usize;
+            let mut col = row % 3;
             while col < cw {
                 if let Some((_, b)) = cut.iter().find(|(a, b)| col >= *a && col < *b) {
                     col = *b;
