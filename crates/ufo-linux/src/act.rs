@@ -237,11 +237,15 @@ impl LinuxDesktop {
             .as_ref()
             .filter(|_| matches!(action, UiAction::Click { .. }))
             .map(|c| c.rect);
-        let start = self.settle_start(xid, clicked).await;
+        // a control of a dialog: watch the dialog's window
+        let watched = ctl
+            .as_ref()
+            .map_or(xid, |c| if c.window != 0 { c.window } else { xid });
+        let start = self.settle_start(watched, clicked).await;
         self.lock().last_window = Some(xid);
         let result = self.run_action(xid, window, ctl.as_ref(), action).await?;
         if !matches!(action, UiAction::ReadText) {
-            self.settle_after(xid, start).await;
+            self.settle_after(watched, start).await;
         }
         Ok(result)
     }

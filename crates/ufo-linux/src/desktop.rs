@@ -619,6 +619,9 @@ impl Desktop for LinuxDesktop {
     }
 
     async fn settle(&self) {
+        if self.settle_quiet().await {
+            return;
+        }
         let last = self.lock().last_window;
         match last {
             Some(xid) => self.settle_window(xid, None).await,

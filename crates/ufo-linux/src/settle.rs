@@ -198,6 +198,13 @@ impl ChangeWatch {
     }
 }
 
+impl ChangeWatch {
+    /// When the last change of any kind was seen.
+    pub fn last_change(&self) -> Option<Instant> {
+        self.lock().changes.back().map(|c| c.at)
+    }
+}
+
 /// The listening thread: every damage or structure event is a change (damage is acknowledged
 /// at once so the next redraw reports again). Ends when the connection breaks.
 fn listen(conn: &RustConnection, shared: &Mutex<Shared>) {
@@ -477,6 +484,36 @@ impl crate::desktop::LinuxDesktop {
 }
 
 impl crate::desktop::LinuxDesktop {
+    /// The settle asked for between steps (a SCREENSHOT status): the last action already
+    /// settled, so wait only while something still changes: until no X event came for
+    /// [`QUIET`] and the screen over the last window (a dialog on it included) looks the same
+    /// twice [`QUIET`] apart (at most `settle_time`). `false` without a change watch.
+    pub(crate) async fn settle_quiet(&self) -> bool {
+        let Some(w) = &self.watch else {
+            return false;
+        };
+        let last = self.lock().last_window;
+        let deadline = Instant::now() + self.config.settle_time;
+        let mut look = match last {
+            Some(x) => self.masked_fingerprint(x, &[]).await,
+            None => None,
+        };
+        while Instant::now() < deadline {
+            if let Some(t) = w.last_change().filter(|t| t.elapsed() < QUIET) {
+                tokio::time::sleep(QUIET.saturating_sub(t.elapsed())).await;
+                continue;
+            }
+            let Some(x) = last else { break };
+            tokio::time::sleep(QUIET).await;
+            let now = self.masked_fingerprint(x, &[]).await;
+            if now == look {
+                break;
+            }
+            look = now;
+        }
+        true
+    }
+
     /// The centre of a control when an XTEST click there reaches it: the control is showing
     /// and visible with a sensible size, its centre is on the screen and inside its window,
     /// and the X hit test at that point finds its window on top (no other window, dialog or
