@@ -245,7 +245,8 @@ impl LinuxDesktop {
         self.lock().last_window = Some(xid);
         let result = self.run_action(xid, window, ctl.as_ref(), action).await?;
         if !matches!(action, UiAction::ReadText) {
-            self.settle_after(watched, start).await;
+            let probe = ctl.as_ref().map(|c| (c.bus.as_str(), c.path.as_str()));
+            self.settle_after(watched, start, probe).await;
         }
         Ok(result)
     }

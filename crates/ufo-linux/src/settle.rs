@@ -406,7 +406,12 @@ impl crate::desktop::LinuxDesktop {
     /// [`ufo_core::Desktop::last_action_changed`]) whether anything changed. A redraw counts
     /// as a change when the window's pixels (outside the exempt rectangles) differ from the
     /// last look; a window mapped, unmapped or moved always counts.
-    pub(crate) async fn settle_after(&self, xid: u32, start: SettleStart) -> bool {
+    pub(crate) async fn settle_after(
+        &self,
+        xid: u32,
+        start: SettleStart,
+        probe: Option<(&str, &str)>,
+    ) -> bool {
         let changed = match (start, &self.watch) {
             (
                 SettleStart::Events {
@@ -454,6 +459,31 @@ impl crate::desktop::LinuxDesktop {
                     match decide(since.elapsed(), f, l, &params) {
                         Decision::Wait(d) => tokio::time::sleep(d.min(poll)).await,
                         Decision::Settled { changed } => {
+                            // the application may still be busy (LibreOffice closes one
+                            // dialog, then opens the next): a round trip to it is answered
+                            // from its main loop once the click's handler is done; whatever
+                            // that handler showed since keeps the settle going until quiet
+                            if let Some((bus, path)) = probe {
+                                let asked = Instant::now();
+                                let _ = self
+                                    .bus
+                                    .call::<_, Vec<u32>>(
+                                        bus,
+                                        path,
+                                        "org.a11y.atspi.Accessible",
+                                        "GetState",
+                                        &(),
+                                    )
+                                    .await;
+                                tokio::time::sleep(Duration::from_millis(10)).await;
+                                if w.last_change().is_some_and(|t| t >= asked) {
+                                    while since.elapsed() < max
+                                        && w.last_change().is_some_and(|t| t.elapsed() < QUIET)
+                                    {
+                                        tokio::time::sleep(poll).await;
+                                    }
+                                }
+                            }
                             if let Some(f) = f {
                                 self.lock().learned.note(&key, f);
                             }
