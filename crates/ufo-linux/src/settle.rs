@@ -116,6 +116,8 @@ impl Learned {
 struct Change {
     at: Instant,
     damage: bool,
+    /// a window was mapped (a dialog or a menu appeared)
+    mapped: bool,
 }
 
 #[derive(Default)]
@@ -203,6 +205,16 @@ impl ChangeWatch {
     pub fn last_change(&self) -> Option<Instant> {
         self.lock().changes.back().map(|c| c.at)
     }
+
+    /// When the last window was mapped.
+    pub fn last_map(&self) -> Option<Instant> {
+        self.lock()
+            .changes
+            .iter()
+            .rev()
+            .find(|c| c.mapped)
+            .map(|c| c.at)
+    }
 }
 
 /// The listening thread: every damage or structure event is a change (damage is acknowledged
@@ -214,17 +226,17 @@ fn listen(conn: &RustConnection, shared: &Mutex<Shared>) {
             Event::DamageNotify(n) => {
                 let _ = conn.damage_subtract(n.damage, 0u32, 0u32);
                 let _ = conn.flush();
-                Some(true)
+                Some((true, false))
             }
-            Event::MapNotify(_)
-            | Event::UnmapNotify(_)
-            | Event::ConfigureNotify(_)
-            | Event::DestroyNotify(_) => Some(false),
+            Event::MapNotify(_) => Some((false, true)),
+            Event::UnmapNotify(_) | Event::ConfigureNotify(_) | Event::DestroyNotify(_) => {
+                Some((false, false))
+            }
             _ => None,
         };
-        if let Some(damage) = change {
+        if let Some((damage, mapped)) = change {
             let mut g = shared.lock().unwrap_or_else(|p| p.into_inner());
-            g.changes.push_back(Change { at, damage });
+            g.changes.push_back(Change { at, damage, mapped });
             if g.changes.len() > KEEP {
                 g.changes.pop_front();
             }
@@ -482,6 +494,26 @@ impl crate::desktop::LinuxDesktop {
                                     {
                                         tokio::time::sleep(poll).await;
                                     }
+                                }
+                            }
+                            // the action closed the dialog it was on: applications often
+                            // open the next one a while later (LibreOffice's keep-format
+                            // question after Save), so wait for a window to appear (then
+                            // quiet) up to the settle time
+                            let gone = self
+                                .x11(move |x| x.window_info(xid))
+                                .await
+                                .is_ok_and(|w| w.is_none());
+                            if gone {
+                                let closed = Instant::now();
+                                while since.elapsed() < max {
+                                    let mapped = w.last_map().is_some_and(|t| t >= since);
+                                    let quiet =
+                                        w.last_change().is_none_or(|t| t.elapsed() >= QUIET);
+                                    if mapped && quiet && closed.elapsed() >= QUIET {
+                                        break;
+                                    }
+                                    tokio::time::sleep(poll).await;
                                 }
                             }
                             if let Some(f) = f {
