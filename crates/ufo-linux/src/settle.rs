@@ -473,7 +473,7 @@ impl crate::desktop::LinuxDesktop {
                         Decision::Settled { changed } => {
                             // the application may still be busy (LibreOffice closes one
                             // dialog, then opens the next): a round trip to it is answered
-                            // from its main loop once the click's handler is done; whatever
+                            // from its main loop once the click's handler is done; a window
                             // that handler showed since keeps the settle going until quiet
                             if let Some((bus, path)) = probe {
                                 let asked = Instant::now();
@@ -488,7 +488,9 @@ impl crate::desktop::LinuxDesktop {
                                     )
                                     .await;
                                 tokio::time::sleep(Duration::from_millis(10)).await;
-                                if w.last_change().is_some_and(|t| t >= asked) {
+                                // (a window appeared: redraws of the watched window alone
+                                // are the transitions the tail already cut short)
+                                if w.last_map().is_some_and(|t| t >= asked) {
                                     while since.elapsed() < max
                                         && w.last_change().is_some_and(|t| t.elapsed() < QUIET)
                                     {
