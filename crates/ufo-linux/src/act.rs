@@ -237,11 +237,18 @@ impl LinuxDesktop {
             .as_ref()
             .filter(|_| matches!(action, UiAction::Click { .. }))
             .map(|c| c.rect);
-        // a control of a dialog: watch the dialog's window
-        let watched = ctl
+        // a control of a dialog: the pixels of the window's region (dialogs close and the
+        // next one opens a while later, as LibreOffice's keep-format question after Save;
+        // events on the dialog alone end the wait too early)
+        let in_dialog = ctl
             .as_ref()
-            .map_or(xid, |c| if c.window != 0 { c.window } else { xid });
-        let start = self.settle_start(watched, clicked).await;
+            .is_some_and(|c| c.window != 0 && c.window != xid);
+        let watched = xid;
+        let start = if in_dialog {
+            crate::settle::SettleStart::Pixels(self.fingerprint(xid).await)
+        } else {
+            self.settle_start(watched, clicked).await
+        };
         self.lock().last_window = Some(xid);
         let result = self.run_action(xid, window, ctl.as_ref(), action).await?;
         if !matches!(action, UiAction::ReadText) {

@@ -118,6 +118,8 @@ struct Change {
     damage: bool,
     /// a window was mapped (a dialog or a menu appeared)
     mapped: bool,
+    /// the window unmapped or destroyed, if any
+    gone: Option<u32>,
 }
 
 #[derive(Default)]
@@ -206,6 +208,26 @@ impl ChangeWatch {
         self.lock().changes.back().map(|c| c.at)
     }
 
+    /// Whether one of `ids` was unmapped or destroyed after `since`.
+    pub fn gone_since(&self, since: Instant, ids: &[u32]) -> bool {
+        self.lock()
+            .changes
+            .iter()
+            .rev()
+            .take_while(|c| c.at >= since)
+            .any(|c| c.gone.is_some_and(|g| ids.contains(&g)))
+    }
+
+    /// Whether a window was mapped, unmapped, moved or destroyed after `since`.
+    pub fn structure_since(&self, since: Instant) -> bool {
+        self.lock()
+            .changes
+            .iter()
+            .rev()
+            .take_while(|c| c.at >= since)
+            .any(|c| !c.damage)
+    }
+
     /// When the last window was mapped.
     pub fn last_map(&self) -> Option<Instant> {
         self.lock()
@@ -226,17 +248,22 @@ fn listen(conn: &RustConnection, shared: &Mutex<Shared>) {
             Event::DamageNotify(n) => {
                 let _ = conn.damage_subtract(n.damage, 0u32, 0u32);
                 let _ = conn.flush();
-                Some((true, false))
+                Some((true, false, None))
             }
-            Event::MapNotify(_) => Some((false, true)),
-            Event::UnmapNotify(_) | Event::ConfigureNotify(_) | Event::DestroyNotify(_) => {
-                Some((false, false))
-            }
+            Event::MapNotify(_) => Some((false, true, None)),
+            Event::UnmapNotify(e) => Some((false, false, Some(e.window))),
+            Event::DestroyNotify(e) => Some((false, false, Some(e.window))),
+            Event::ConfigureNotify(_) => Some((false, false, None)),
             _ => None,
         };
-        if let Some((damage, mapped)) = change {
+        if let Some((damage, mapped, gone)) = change {
             let mut g = shared.lock().unwrap_or_else(|p| p.into_inner());
-            g.changes.push_back(Change { at, damage, mapped });
+            g.changes.push_back(Change {
+                at,
+                damage,
+                mapped,
+                gone,
+            });
             if g.changes.len() > KEEP {
                 g.changes.pop_front();
             }
@@ -344,6 +371,9 @@ pub(crate) enum SettleStart {
         since: Instant,
         exempt: Vec<Rect>,
         before: Option<u64>,
+        /// the watched window and its window-manager frame (their unmapping means the
+        /// action closed the window)
+        ids: Vec<u32>,
     },
     Pixels(Option<u64>),
 }
@@ -390,12 +420,15 @@ impl crate::desktop::LinuxDesktop {
             Some(w) => {
                 let w = Arc::clone(w);
                 let _ = tokio::task::spawn_blocking(move || w.watch(xid)).await;
+                let frame = self.x11(move |x| x.top_of(xid)).await.ok();
+                let ids = std::iter::once(xid).chain(frame).collect();
                 let since = Instant::now();
                 let before = self.masked_fingerprint(xid, &exempt).await;
                 SettleStart::Events {
                     since,
                     exempt,
                     before,
+                    ids,
                 }
             }
             None => SettleStart::Pixels(self.fingerprint(xid).await),
@@ -430,6 +463,7 @@ impl crate::desktop::LinuxDesktop {
                     since,
                     exempt,
                     before,
+                    ids,
                 },
                 Some(w),
             ) => {
@@ -488,9 +522,9 @@ impl crate::desktop::LinuxDesktop {
                                     )
                                     .await;
                                 tokio::time::sleep(Duration::from_millis(10)).await;
-                                // (a window appeared: redraws of the watched window alone
-                                // are the transitions the tail already cut short)
-                                if w.last_map().is_some_and(|t| t >= asked) {
+                                // (a window appeared, went or moved: redraws of the watched
+                                // window alone are the transitions the tail cut short)
+                                if w.structure_since(asked) {
                                     while since.elapsed() < max
                                         && w.last_change().is_some_and(|t| t.elapsed() < QUIET)
                                     {
@@ -502,11 +536,7 @@ impl crate::desktop::LinuxDesktop {
                             // open the next one a while later (LibreOffice's keep-format
                             // question after Save), so wait for a window to appear (then
                             // quiet) up to the settle time
-                            let gone = self
-                                .x11(move |x| x.window_info(xid))
-                                .await
-                                .is_ok_and(|w| w.is_none());
-                            if gone {
+                            if w.gone_since(since, &ids) {
                                 let closed = Instant::now();
                                 while since.elapsed() < max {
                                     let mapped = w.last_map().is_some_and(|t| t >= since);
@@ -588,7 +618,9 @@ impl crate::desktop::LinuxDesktop {
         c: &crate::desktop::CtlInfo,
     ) -> Option<(i32, i32)> {
         use crate::bus::{iface, state};
+        // (a dialog's controls keep their AT-SPI action, see `perform`)
         if !self.config.xtest_clicks
+            || (c.window != 0 && c.window != xid)
             || c.ifaces & iface::COMPONENT == 0
             // (the application's cache leaves SHOWING out; the hit test below stands for it)
             || c.states & state::VISIBLE == 0
