@@ -256,6 +256,13 @@ pub trait Desktop: Send + Sync {
         )))
     }
 
+    /// Whether the last [`act`](Desktop::act) visibly changed anything (its settle saw the
+    /// window change), when the backend knows; multi-action stops at an action that changed
+    /// nothing. The default does not know.
+    fn last_action_changed(&self) -> Option<bool> {
+        None
+    }
+
     /// A JSON snapshot of the final state, written to `<out>/desktop_final.json` at the end of
     /// a run. Backends without such a snapshot return `None`.
     fn final_state(&self) -> Option<serde_json::Value> {

@@ -253,11 +253,29 @@ impl LinuxDesktop {
             }
             (None, false) => None,
         };
-        let before = self.fingerprint(xid).await;
+        // settle on X events from the moment of the action (settle.rs); a click's own
+        // press and hover animation does not hold the settle up
+        let clicked = ctl
+            .as_ref()
+            .filter(|_| matches!(action, UiAction::Click { .. }))
+            .map(|c| c.rect);
+        // a control of a dialog: the pixels of the window's region (dialogs close and the
+        // next one opens a while later, as LibreOffice's keep-format question after Save;
+        // events on the dialog alone end the wait too early)
+        let in_dialog = ctl
+            .as_ref()
+            .is_some_and(|c| c.window != 0 && c.window != xid);
+        let watched = xid;
+        let start = if in_dialog {
+            crate::settle::SettleStart::Pixels(self.fingerprint(xid).await)
+        } else {
+            self.settle_start(watched, clicked).await
+        };
         self.lock().last_window = Some(xid);
         let result = self.run_action(xid, window, ctl.as_ref(), action).await?;
         if !matches!(action, UiAction::ReadText) {
-            self.settle_window(xid, before).await;
+            let probe = ctl.as_ref().map(|c| (c.bus.as_str(), c.path.as_str()));
+            self.settle_after(watched, start, probe).await;
         }
         Ok(result)
     }
@@ -276,6 +294,14 @@ impl LinuxDesktop {
             UiAction::Click { button, double } => {
                 let c = need()?;
                 if matches!(button, Button::Left) && !double {
+                    // the fastest correct input: XTEST at the centre of a control nothing
+                    // covers (its effect shows in milliseconds), else the AT-SPI action
+                    if let Some((x, y)) = self.uncovered_centre(xid, c).await {
+                        self.lock().last_input = crate::settle::Input::Xtest;
+                        self.xclick(xid, x, y, 1, 1).await?;
+                        return Ok(format!("clicked {:?} at {x},{y}", c.name));
+                    }
+                    self.lock().last_input = crate::settle::Input::Atspi;
                     let idx = c
                         .actions
                         .iter()

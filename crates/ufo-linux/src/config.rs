@@ -12,6 +12,14 @@ pub struct LinuxConfig {
     pub settle_time: Duration,
     /// Interval between two looks at the window while settling.
     pub settle_poll: Duration,
+    /// Click a visible control nothing covers with XTEST at its centre (its effect shows in
+    /// milliseconds) rather than through its AT-SPI action (GTK shows that a quarter second
+    /// later). `UFO_XTEST_CLICKS=0` turns it off.
+    pub xtest_clicks: bool,
+    /// Longest wait, after the window's first change, for it to go quiet: transitions
+    /// (buttons fading in) go on redrawing after the accessibility tree is up to date.
+    /// `UFO_SETTLE_TAIL_MS` sets it (default 100 ms).
+    pub settle_tail: Duration,
     /// Longest wait for a launched application's window to appear on the accessibility bus.
     pub launch_timeout: Duration,
     /// Longest time a `shell` command may run.
@@ -39,6 +47,13 @@ impl Default for LinuxConfig {
             call_timeout: Duration::from_millis(2000),
             settle_time: Duration::from_millis(800),
             settle_poll: Duration::from_millis(25),
+            settle_tail: Duration::from_millis(
+                std::env::var("UFO_SETTLE_TAIL_MS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(100),
+            ),
+            xtest_clicks: std::env::var("UFO_XTEST_CLICKS").map_or(true, |v| v != "0"),
             launch_timeout: Duration::from_secs(20),
             shell_timeout: Duration::from_secs(60),
             walk_budget: Duration::from_secs(3),

@@ -64,6 +64,13 @@ pub(crate) struct State {
     pub event_counts: HashMap<String, u64>,
     /// (bus, sheet path) → the cells read last, with the event count they were read at
     pub kept_cells: HashMap<(String, String), (u64, Vec<crate::table::Cell>)>,
+    /// settling (settle.rs): first-change bounds learned, how the last action went in,
+    /// whether it changed the screen
+    pub learned: crate::settle::Learned,
+    pub last_input: crate::settle::Input,
+    pub last_changed: Option<bool>,
+    /// the control an XTEST click left the pointer over
+    pub pointer_over: Option<ufo_core::Rect>,
 }
 
 /// The live Linux desktop: AT-SPI2 over zbus for controls, X11 for windows, pixels and input.
@@ -72,6 +79,8 @@ pub struct LinuxDesktop {
     pub(crate) x: Arc<X11>,
     pub(crate) bus: A11yBus,
     pub(crate) state: Mutex<State>,
+    /// X damage and window events for settling (settle.rs); `None` without DAMAGE
+    pub(crate) watch: Option<Arc<crate::settle::ChangeWatch>>,
 }
 
 /// Parse a window id (`0x1a00004` or decimal).
@@ -145,6 +154,11 @@ impl LinuxDesktop {
             x: Arc::new(x),
             bus,
             state: Mutex::new(State::default()),
+            watch: tokio::task::spawn_blocking(crate::settle::ChangeWatch::start)
+                .await
+                .ok()
+                .flatten()
+                .map(Arc::new),
         })
     }
 
@@ -685,7 +699,14 @@ impl Desktop for LinuxDesktop {
             .await?)
     }
 
+    fn last_action_changed(&self) -> Option<bool> {
+        self.lock().last_changed
+    }
+
     async fn settle(&self) {
+        if self.settle_quiet().await {
+            return;
+        }
         let last = self.lock().last_window;
         match last {
             Some(xid) => self.settle_window(xid, None).await,

@@ -25,6 +25,7 @@ mod modal;
 mod nodecache;
 mod observe;
 mod office;
+mod settle;
 mod table;
 pub mod toolkit;
 mod verify;

@@ -300,6 +300,37 @@ impl X11 {
         })
     }
 
+    /// The child of the root window on top at a screen point (a top-level window, its
+    /// window-manager frame, or a popup), if any: the hit test before an XTEST click.
+    pub fn top_at(&self, x: i32, y: i32) -> Result<Option<Window>, LinuxError> {
+        let r = self
+            .conn
+            .translate_coordinates(self.root, self.root, x as i16, y as i16)
+            .map_err(|e| xerr("TranslateCoordinates")(e.to_string()))?
+            .reply()
+            .map_err(|e| xerr("TranslateCoordinates")(e.to_string()))?;
+        Ok((r.child != x11rb::NONE).then_some(r.child))
+    }
+
+    /// The child of the root window that holds `win` (its frame when a window manager
+    /// reparents it, else the window itself); at most 16 levels up.
+    pub fn top_of(&self, win: Window) -> Result<Window, LinuxError> {
+        let mut w = win;
+        for _ in 0..16 {
+            let t = self
+                .conn
+                .query_tree(w)
+                .map_err(|e| xerr("QueryTree")(e.to_string()))?
+                .reply()
+                .map_err(|e| xerr("QueryTree")(e.to_string()))?;
+            if t.parent == self.root || t.parent == x11rb::NONE {
+                return Ok(w);
+            }
+            w = t.parent;
+        }
+        Ok(w)
+    }
+
     /// A cheap fingerprint of a screen rectangle (to see whether it changed).
     pub fn fingerprint(&self, x: i32, y: i32, w: u32, h: u32) -> Result<u64, LinuxError> {
         let img = self.capture(x, y, w, h)?;
@@ -308,6 +339,75 @@ impl X11 {
         for b in img.data.iter().step_by(7) {
             hash ^= u64::from(*b);
             hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        Ok(hash)
+    }
+
+    /// A fingerprint of a screen rectangle that leaves out the pixels inside `masks` (screen
+    /// rectangles): the settle's look at a window with the clicked control's own animation
+    /// left out. Hashes every third pixel of the raw image (no conversion: it runs on every
+    /// redraw while settling).
+    pub fn fingerprint_masked(
+        &self,
+        x: i32,
+        y: i32,
+        w: u32,
+        h: u32,
+        masks: &[ufo_core::Rect],
+    ) -> Result<u64, LinuxError> {
+        let x0 = x.clamp(0, self.screen_w as i32);
+        let y0 = y.clamp(0, self.screen_h as i32);
+        let x1 = (x + w as i32).clamp(0, self.screen_w as i32);
+        let y1 = (y + h as i32).clamp(0, self.screen_h as i32);
+        let (cw, ch) = ((x1 - x0).max(0) as usize, (y1 - y0).max(0) as usize);
+        if cw == 0 || ch == 0 {
+            return Ok(0);
+        }
+        let reply = self
+            .conn
+            .get_image(
+                ImageFormat::Z_PIXMAP,
+                self.root,
+                x0 as i16,
+                y0 as i16,
+                cw as u16,
+                ch as u16,
+                !0,
+            )
+            .map_err(|e| xerr("GetImage")(e.to_string()))?
+            .reply()
+            .map_err(|e| xerr("GetImage")(e.to_string()))?;
+        let stride = reply.data.len() / ch;
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut mix = |px: &[u8]| {
+            for b in &px[..3] {
+                hash ^= u64::from(*b);
+                hash = hash.wrapping_mul(0x0100_0000_01b3);
+            }
+        };
+        for (row, line) in reply.data.chunks_exact(stride.max(4)).enumerate() {
+            let sy = y0 + row as i32;
+            // the columns of this row inside a mask, as pixel ranges
+            let cut: Vec<(usize, usize)> = masks
+                .iter()
+                .filter(|m| sy >= m.y && sy < m.y + m.h as i32)
+                .map(|m| {
+                    let a = (m.x - x0).clamp(0, cw as i32) as usize;
+                    let b = (m.x + m.w as i32 - x0).clamp(0, cw as i32) as usize;
+                    (a, b)
+                })
+                .collect();
+            let mut col = row % 3;
+            while col < cw {
+                if let Some((_, b)) = cut.iter().find(|(a, b)| col >= *a && col < *b) {
+                    col = *b;
+                    continue;
+                }
+                if let Some(px) = line.get(col * 4..col * 4 + 4) {
+                    mix(px);
+                }
+                col += 3;
+            }
         }
         Ok(hash)
     }

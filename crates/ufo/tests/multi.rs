@@ -45,3 +45,15 @@ fn a_list_is_refused_when_multi_action_is_off() {
         .assert_actions(&[("Forms", "first", "set_text", true)]);
     assert_eq!(run.steps()[2]["llm"]["calls"], 2, "{}", run.ctx());
 }
+
+/// Verified speculation: an action that changed nothing (the first name already read "Ada")
+/// stops the list there with the reason; the model hears it and carries on.
+#[test]
+fn a_list_stops_at_an_action_that_changed_nothing() {
+    let run = run_scenario("multi_action_no_effect", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AC, AFIN, HC, HFIN]);
+    assert_eq!(run.steps()[2]["action"]["completed"], 1, "{}", run.ctx());
+    assert_eq!(s(&run.final_control("Forms", "last")["value"]), "Lovelace");
+}

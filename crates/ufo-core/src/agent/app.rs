@@ -159,6 +159,20 @@ async fn run_batch(cx: &mut Cx<'_>, window: &WindowInfo, list: &[Planned]) -> (S
                 i,
             );
         }
+        // Verified speculation: an action that changed nothing on the screen did not do
+        // what the list assumed; the rest waits for the model (a read changes nothing).
+        let acts =
+            matches!(planned, Planned::Ui { action, .. } if !matches!(action, UiAction::ReadText));
+        if acts && i + 1 < n && cx.services.desktop.last_action_changed() == Some(false) {
+            lines.push(format!(
+                "stopped after action {}: it changed nothing on the screen",
+                i + 1
+            ));
+            return (
+                format!("ran {} of {n} actions; {}", i + 1, lines.join("; ")),
+                i + 1,
+            );
+        }
     }
     (format!("ran {n} of {n} actions; {}", lines.join("; ")), n)
 }

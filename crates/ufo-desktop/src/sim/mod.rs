@@ -159,6 +159,7 @@ impl SimDesktop {
                 apps,
                 faults,
                 actions: Vec::new(),
+                last_changed: None,
             }),
         })
     }
@@ -196,117 +197,9 @@ impl SimDesktop {
     }
 }
 
-#[async_trait]
-impl Desktop for SimDesktop {
-    async fn windows(&self) -> Result<Vec<WindowInfo>, DesktopError> {
-        let st = self.lock();
-        Ok(st
-            .apps
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| a.running)
-            .map(|(i, a)| window_info(i, a))
-            .collect())
-    }
-
-    async fn launchable(&self) -> Result<Vec<LaunchableApp>, DesktopError> {
-        let st = self.lock();
-        Ok(st
-            .apps
-            .iter()
-            .filter(|a| !a.running)
-            .map(|a| LaunchableApp {
-                name: a.name.clone(),
-                command: a.launch.clone(),
-            })
-            .collect())
-    }
-
-    async fn desktop_screenshot(&self) -> Result<Option<Screenshot>, DesktopError> {
-        let st = self.lock();
-        let running: Vec<(usize, &SimApp)> = st
-            .apps
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| a.running)
-            .collect();
-        let (mut w, mut h) = (640u32, 480u32);
-        for (i, a) in &running {
-            let r = window_rect(*i, a.controls.len());
-            w = w.max(r.x as u32 + r.w + 40);
-            h = h.max(r.y as u32 + r.h + 40);
-        }
-        let mut img = RgbaImage::new(w, h, [40, 70, 100, 255]);
-        for (i, a) in &running {
-            let r = window_rect(*i, a.controls.len());
-            img.blit(&render_window(a, *i), r.x, r.y);
-        }
-        annotate::to_screenshot(&img)
-            .map(Some)
-            .map_err(|e| DesktopError::Backend(e.to_string()))
-    }
-
-    async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError> {
-        let delay = {
-            let st = self.lock();
-            st.running_app(window_id)
-                .map(|i| st.apps[i].delay_ms)
-                .unwrap_or(0)
-        };
-        if delay > 0 {
-            // A slow application: the lock is not held while it "works".
-            tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
-        }
-        let mut st = self.lock();
-        let i = st.running_app(window_id)?;
-        if let Some(error) = st.fault(i, None, OBSERVE) {
-            return Err(DesktopError::Observe(error));
-        }
-        let app = &st.apps[i];
-        let window = window_info(i, app);
-        let win_rect = window_rect(i, app.controls.len());
-        let mut controls = Vec::new();
-        let mut labels = Vec::new();
-        let last = last_visible(&app.controls);
-        for (slot, c) in app.controls.iter().enumerate() {
-            if c.hidden {
-                continue;
-            }
-            let r = slot_rect(slot);
-            // Labels of covered controls would be drawn over (the later label is at least as
-            // wide), so only the drawn controls get one in the picture.
-            if drawn(&app.controls, slot, last) {
-                labels.push(((controls.len() + 1).to_string(), r));
-            }
-            controls.push(Control {
-                id: c.id.clone(),
-                role: c.role.clone(),
-                name: c.name.clone(),
-                value: c.value.clone(),
-                rect: on_screen(r, win_rect),
-                enabled: c.enabled,
-                states: c.states,
-            });
-        }
-        let image = render_window(app, i);
-        drop(st);
-        let mut warnings = Vec::new();
-        let screenshot = annotate::to_screenshot(&image)
-            .map_err(|e| warnings.push(format!("screenshot: {e}")))
-            .ok();
-        let annotated = annotate::annotated_screenshot(&image, &labels)
-            .map_err(|e| warnings.push(format!("annotated screenshot: {e}")))
-            .ok();
-        Ok(WindowObservation {
-            window,
-            controls,
-            screenshot,
-            annotated,
-            warnings,
-        })
-    }
-
-    async fn act(
+impl SimDesktop {
+    /// Carry out one action (the [`Desktop::act`] of the simulation).
+    async fn act_now(
         &self,
         window_id: &str,
         control_id: Option<&str>,
@@ -442,6 +335,137 @@ impl Desktop for SimDesktop {
             UiAction::ClickAt { x, y } => format!("clicked at ({x}, {y}) in {label}"),
         };
         Ok(outcome)
+    }
+}
+
+#[async_trait]
+impl Desktop for SimDesktop {
+    async fn windows(&self) -> Result<Vec<WindowInfo>, DesktopError> {
+        let st = self.lock();
+        Ok(st
+            .apps
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.running)
+            .map(|(i, a)| window_info(i, a))
+            .collect())
+    }
+
+    async fn launchable(&self) -> Result<Vec<LaunchableApp>, DesktopError> {
+        let st = self.lock();
+        Ok(st
+            .apps
+            .iter()
+            .filter(|a| !a.running)
+            .map(|a| LaunchableApp {
+                name: a.name.clone(),
+                command: a.launch.clone(),
+            })
+            .collect())
+    }
+
+    async fn desktop_screenshot(&self) -> Result<Option<Screenshot>, DesktopError> {
+        let st = self.lock();
+        let running: Vec<(usize, &SimApp)> = st
+            .apps
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.running)
+            .collect();
+        let (mut w, mut h) = (640u32, 480u32);
+        for (i, a) in &running {
+            let r = window_rect(*i, a.controls.len());
+            w = w.max(r.x as u32 + r.w + 40);
+            h = h.max(r.y as u32 + r.h + 40);
+        }
+        let mut img = RgbaImage::new(w, h, [40, 70, 100, 255]);
+        for (i, a) in &running {
+            let r = window_rect(*i, a.controls.len());
+            img.blit(&render_window(a, *i), r.x, r.y);
+        }
+        annotate::to_screenshot(&img)
+            .map(Some)
+            .map_err(|e| DesktopError::Backend(e.to_string()))
+    }
+
+    async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError> {
+        let delay = {
+            let st = self.lock();
+            st.running_app(window_id)
+                .map(|i| st.apps[i].delay_ms)
+                .unwrap_or(0)
+        };
+        if delay > 0 {
+            // A slow application: the lock is not held while it "works".
+            tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
+        }
+        let mut st = self.lock();
+        let i = st.running_app(window_id)?;
+        if let Some(error) = st.fault(i, None, OBSERVE) {
+            return Err(DesktopError::Observe(error));
+        }
+        let app = &st.apps[i];
+        let window = window_info(i, app);
+        let win_rect = window_rect(i, app.controls.len());
+        let mut controls = Vec::new();
+        let mut labels = Vec::new();
+        let last = last_visible(&app.controls);
+        for (slot, c) in app.controls.iter().enumerate() {
+            if c.hidden {
+                continue;
+            }
+            let r = slot_rect(slot);
+            // Labels of covered controls would be drawn over (the later label is at least as
+            // wide), so only the drawn controls get one in the picture.
+            if drawn(&app.controls, slot, last) {
+                labels.push(((controls.len() + 1).to_string(), r));
+            }
+            controls.push(Control {
+                id: c.id.clone(),
+                role: c.role.clone(),
+                name: c.name.clone(),
+                value: c.value.clone(),
+                rect: on_screen(r, win_rect),
+                enabled: c.enabled,
+                states: c.states,
+            });
+        }
+        let image = render_window(app, i);
+        drop(st);
+        let mut warnings = Vec::new();
+        let screenshot = annotate::to_screenshot(&image)
+            .map_err(|e| warnings.push(format!("screenshot: {e}")))
+            .ok();
+        let annotated = annotate::annotated_screenshot(&image, &labels)
+            .map_err(|e| warnings.push(format!("annotated screenshot: {e}")))
+            .ok();
+        Ok(WindowObservation {
+            window,
+            controls,
+            screenshot,
+            annotated,
+            warnings,
+        })
+    }
+
+    async fn act(
+        &self,
+        window_id: &str,
+        control_id: Option<&str>,
+        action: &UiAction,
+    ) -> Result<String, DesktopError> {
+        // whether the action changed anything a person could see: values, hidden controls,
+        // running applications (multi-action stops at an action that changed nothing)
+        let shown = |d: &Self| d.final_state().map(|v| v["apps"].clone());
+        let before = shown(self);
+        let out = self.act_now(window_id, control_id, action).await;
+        let changed = shown(self) != before;
+        self.lock().last_changed = Some(changed);
+        out
+    }
+
+    fn last_action_changed(&self) -> Option<bool> {
+        self.lock().last_changed
     }
 
     async fn launch(&self, app: &str) -> Result<WindowInfo, DesktopError> {

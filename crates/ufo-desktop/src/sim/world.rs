@@ -163,6 +163,8 @@ pub(crate) struct State {
     pub(crate) apps: Vec<SimApp>,
     pub(crate) faults: Vec<Fault>,
     pub(crate) actions: Vec<ActionRecord>,
+    /// whether the last action changed what a person could see
+    pub(crate) last_changed: Option<bool>,
 }
 
 impl State {

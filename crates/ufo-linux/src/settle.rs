@@ -1,0 +1,652 @@
+//! Settling after an action on events, not on a clock (issue 13).
+//!
+//! A [`ChangeWatch`] holds its own X connection and listens, on a thread of its own, for
+//! X Damage on the window acted on (every redraw of it) and for windows appearing, going
+//! away or moving (structure events on the root window: a dialog or a menu opening). Nothing
+//! is asked of the applications: the X server reports what they draw, so listening costs them
+//! no work. After an action, [`decide`] (a pure function over the times of the changes)
+//! says when the window has settled: it changed and then stayed quiet for
+//! [`SettleParams::quiet`], or nothing changed within a bound learned per application and
+//! input path ([`Learned`]): twice the longest time to a first change seen so far, between a
+//! floor and the configured settle time.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use x11rb::connection::Connection;
+use x11rb::protocol::damage::{self, ConnectionExt as _};
+use x11rb::protocol::xproto::{ChangeWindowAttributesAux, ConnectionExt as _, EventMask};
+use x11rb::protocol::Event;
+use x11rb::rust_connection::RustConnection;
+
+use ufo_core::Rect;
+
+/// How long the window must stay quiet after a change to count as settled.
+pub(crate) const QUIET: Duration = Duration::from_millis(40);
+/// The shortest wait for a first change (an application never seen changing yet waits the
+/// configured settle time; one seen answering in 10 ms waits this long: gnome-calculator
+/// shows the result of `=` up to ~120 ms after the click).
+pub(crate) const FLOOR: Duration = Duration::from_millis(150);
+/// Most change times kept.
+const KEEP: usize = 512;
+
+/// The bounds of one settle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SettleParams {
+    /// Quiet time after the last change that ends the wait.
+    pub quiet: Duration,
+    /// Longest wait for a first change.
+    pub first_change: Duration,
+    /// Longest wait for quiet after the first change: a toolkit's transitions (GTK fades a
+    /// button in over a quarter second when it becomes sensitive) redraw at frame rate
+    /// without saying anything new; the accessibility tree is already up to date.
+    pub tail: Duration,
+    /// Longest wait in all.
+    pub max: Duration,
+}
+
+/// What [`decide`] says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// Look again after at most this long.
+    Wait(Duration),
+    /// Done; `changed` says whether anything changed since the action.
+    Settled { changed: bool },
+}
+
+/// Decide, `elapsed` after the action, given the times (since the action) of the first and
+/// the last change seen.
+pub(crate) fn decide(
+    elapsed: Duration,
+    first: Option<Duration>,
+    last: Option<Duration>,
+    p: &SettleParams,
+) -> Decision {
+    let changed = first.is_some();
+    if elapsed >= p.max || first.is_some_and(|f| elapsed >= f + p.tail) {
+        return Decision::Settled { changed };
+    }
+    let left = p.max - elapsed;
+    match last {
+        Some(t) => {
+            let quiet_for = elapsed.saturating_sub(t);
+            let tail_left = first.map_or(left, |f| (f + p.tail).saturating_sub(elapsed));
+            if quiet_for >= p.quiet {
+                Decision::Settled { changed: true }
+            } else {
+                Decision::Wait((p.quiet - quiet_for).min(left).min(tail_left))
+            }
+        }
+        None if elapsed >= p.first_change => Decision::Settled { changed: false },
+        None => Decision::Wait((p.first_change - elapsed).min(left)),
+    }
+}
+
+/// The longest time to a first change seen per application and input path, which bounds the
+/// wait for a first change next time.
+#[derive(Debug, Default)]
+pub(crate) struct Learned {
+    first_change: HashMap<String, Duration>,
+}
+
+impl Learned {
+    /// The bound for `key`: twice the longest first change seen, at least [`FLOOR`], at most
+    /// `max` (and `max` for a key never seen).
+    pub fn bound(&self, key: &str, max: Duration) -> Duration {
+        match self.first_change.get(key) {
+            Some(t) => (*t * 2).clamp(FLOOR, max),
+            None => max,
+        }
+    }
+
+    /// Note how long the first change took after an action.
+    pub fn note(&mut self, key: &str, first: Duration) {
+        let e = self
+            .first_change
+            .entry(key.to_string())
+            .or_insert(Duration::ZERO);
+        *e = (*e).max(first);
+    }
+}
+
+/// One change: when, and whether it is a redraw of the watched window (else a window
+/// mapped, unmapped or moved).
+#[derive(Debug, Clone, Copy)]
+struct Change {
+    at: Instant,
+    damage: bool,
+    /// a window was mapped (a dialog or a menu appeared)
+    mapped: bool,
+    /// the window unmapped or destroyed, if any
+    gone: Option<u32>,
+}
+
+#[derive(Default)]
+struct Shared {
+    /// the watched window and its damage object
+    watched: Option<(u32, u32)>,
+    /// the changes seen, oldest first
+    changes: VecDeque<Change>,
+}
+
+/// Change notifications from the X server: damage on one watched window, windows mapped,
+/// unmapped or moved anywhere.
+pub(crate) struct ChangeWatch {
+    conn: Arc<RustConnection>,
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl ChangeWatch {
+    /// Connect and start listening; `None` when the X server lacks DAMAGE or the connection
+    /// fails (settling then falls back to comparing pixels).
+    pub fn start() -> Option<ChangeWatch> {
+        let display = std::env::var("DISPLAY").ok()?;
+        let (conn, screen) = x11rb::connect(Some(&display)).ok()?;
+        conn.damage_query_version(1, 1).ok()?.reply().ok()?;
+        let root = conn.setup().roots.get(screen)?.root;
+        conn.change_window_attributes(
+            root,
+            &ChangeWindowAttributesAux::new().event_mask(EventMask::SUBSTRUCTURE_NOTIFY),
+        )
+        .ok()?
+        .check()
+        .ok()?;
+        let conn = Arc::new(conn);
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let (c, s) = (Arc::clone(&conn), Arc::clone(&shared));
+        std::thread::Builder::new()
+            .name("ufo-x-changes".into())
+            .spawn(move || listen(&c, &s))
+            .ok()?;
+        Some(ChangeWatch { conn, shared })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Watch `xid` for damage from now on (the previous window is let go).
+    pub fn watch(&self, xid: u32) {
+        let mut g = self.lock();
+        if g.watched.map(|(w, _)| w) == Some(xid) {
+            return;
+        }
+        if let Some((_, old)) = g.watched.take() {
+            let _ = self.conn.damage_destroy(old);
+        }
+        let Ok(id) = self.conn.generate_id() else {
+            return;
+        };
+        let made = self
+            .conn
+            .damage_create(id, xid, damage::ReportLevel::BOUNDING_BOX)
+            .ok()
+            .and_then(|c| c.check().ok());
+        if made.is_some() {
+            g.watched = Some((xid, id));
+        }
+        let _ = self.conn.flush();
+    }
+
+    /// Since `since`: how many redraws of the watched window were reported, and the times
+    /// (since `since`) of the first and the last window mapped, unmapped or moved.
+    pub fn activity_since(&self, since: Instant) -> (usize, Option<Duration>, Option<Duration>) {
+        let g = self.lock();
+        let after = || g.changes.iter().rev().take_while(|c| c.at >= since);
+        let damage = after().filter(|c| c.damage).count();
+        let mut structure = after().filter(|c| !c.damage).map(|c| c.at - since);
+        let last = structure.next();
+        let first = structure.last().or(last);
+        (damage, first, last)
+    }
+}
+
+impl ChangeWatch {
+    /// When the last change of any kind was seen.
+    pub fn last_change(&self) -> Option<Instant> {
+        self.lock().changes.back().map(|c| c.at)
+    }
+
+    /// Whether one of `ids` was unmapped or destroyed after `since`.
+    pub fn gone_since(&self, since: Instant, ids: &[u32]) -> bool {
+        self.lock()
+            .changes
+            .iter()
+            .rev()
+            .take_while(|c| c.at >= since)
+            .any(|c| c.gone.is_some_and(|g| ids.contains(&g)))
+    }
+
+    /// Whether a window was mapped, unmapped, moved or destroyed after `since`.
+    pub fn structure_since(&self, since: Instant) -> bool {
+        self.lock()
+            .changes
+            .iter()
+            .rev()
+            .take_while(|c| c.at >= since)
+            .any(|c| !c.damage)
+    }
+
+    /// When the last window was mapped.
+    pub fn last_map(&self) -> Option<Instant> {
+        self.lock()
+            .changes
+            .iter()
+            .rev()
+            .find(|c| c.mapped)
+            .map(|c| c.at)
+    }
+}
+
+/// The listening thread: every damage or structure event is a change (damage is acknowledged
+/// at once so the next redraw reports again). Ends when the connection breaks.
+fn listen(conn: &RustConnection, shared: &Mutex<Shared>) {
+    while let Ok(ev) = conn.wait_for_event() {
+        let at = Instant::now();
+        let change = match ev {
+            Event::DamageNotify(n) => {
+                let _ = conn.damage_subtract(n.damage, 0u32, 0u32);
+                let _ = conn.flush();
+                Some((true, false, None))
+            }
+            Event::MapNotify(_) => Some((false, true, None)),
+            Event::UnmapNotify(e) => Some((false, false, Some(e.window))),
+            Event::DestroyNotify(e) => Some((false, false, Some(e.window))),
+            Event::ConfigureNotify(_) => Some((false, false, None)),
+            _ => None,
+        };
+        if let Some((damage, mapped, gone)) = change {
+            let mut g = shared.lock().unwrap_or_else(|p| p.into_inner());
+            g.changes.push_back(Change {
+                at,
+                damage,
+                mapped,
+                gone,
+            });
+            if g.changes.len() > KEEP {
+                g.changes.pop_front();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn p() -> SettleParams {
+        SettleParams {
+            quiet: ms(40),
+            first_change: ms(100),
+            tail: ms(300),
+            max: ms(800),
+        }
+    }
+
+    #[test]
+    fn settles_once_quiet_after_a_change() {
+        // changed at 10 ms: at 30 ms wait 20 ms more, at 50 ms settled
+        assert_eq!(
+            decide(ms(30), Some(ms(10)), Some(ms(10)), &p()),
+            Decision::Wait(ms(20))
+        );
+        assert_eq!(
+            decide(ms(50), Some(ms(10)), Some(ms(10)), &p()),
+            Decision::Settled { changed: true }
+        );
+    }
+
+    #[test]
+    fn a_later_change_restarts_the_quiet_time() {
+        assert_eq!(
+            decide(ms(60), Some(ms(10)), Some(ms(45)), &p()),
+            Decision::Wait(ms(25))
+        );
+    }
+
+    #[test]
+    fn nothing_changed_ends_at_the_first_change_bound() {
+        assert_eq!(decide(ms(30), None, None, &p()), Decision::Wait(ms(70)));
+        assert_eq!(
+            decide(ms(100), None, None, &p()),
+            Decision::Settled { changed: false }
+        );
+    }
+
+    #[test]
+    fn a_transition_that_runs_on_ends_at_the_tail() {
+        // first change at 30 ms, redraws every 16 ms: done at 30 + 300 ms
+        assert_eq!(
+            decide(ms(320), Some(ms(30)), Some(ms(318)), &p()),
+            Decision::Wait(ms(10))
+        );
+        assert_eq!(
+            decide(ms(330), Some(ms(30)), Some(ms(318)), &p()),
+            Decision::Settled { changed: true }
+        );
+    }
+
+    #[test]
+    fn a_window_that_never_goes_quiet_ends_at_the_max() {
+        let p = SettleParams {
+            tail: ms(2000),
+            ..p()
+        };
+        assert_eq!(
+            decide(ms(800), Some(ms(5)), Some(ms(795)), &p),
+            Decision::Settled { changed: true }
+        );
+        // a wait never runs past the max
+        assert_eq!(
+            decide(ms(790), Some(ms(5)), Some(ms(789)), &p),
+            Decision::Wait(ms(10))
+        );
+    }
+
+    #[test]
+    fn the_first_change_bound_is_learned_per_key() {
+        let mut l = Learned::default();
+        assert_eq!(l.bound("calc/xtest", ms(800)), ms(800));
+        l.note("calc/xtest", ms(12));
+        assert_eq!(l.bound("calc/xtest", ms(800)), FLOOR);
+        l.note("calc/xtest", ms(100));
+        l.note("calc/xtest", ms(20));
+        assert_eq!(l.bound("calc/xtest", ms(800)), ms(200));
+        l.note("calc/atspi", ms(600));
+        assert_eq!(l.bound("calc/atspi", ms(800)), ms(800));
+        assert_eq!(l.bound("calc/xtest", ms(800)), ms(200));
+    }
+}
+
+/// Where a settle starts: the time of the action, the screen rectangles left out of the
+/// looks at the window and the look before the action (with a change watch); or the window's
+/// pixels before it when no watch runs.
+pub(crate) enum SettleStart {
+    Events {
+        since: Instant,
+        exempt: Vec<Rect>,
+        before: Option<u64>,
+        /// the watched window and its window-manager frame (their unmapping means the
+        /// action closed the window)
+        ids: Vec<u32>,
+    },
+    Pixels(Option<u64>),
+}
+
+/// How an action reached the application (the learned bounds differ: an XTEST click shows in
+/// milliseconds, an AT-SPI action in GTK only a quarter second later).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Input {
+    #[default]
+    Other,
+    Xtest,
+    Atspi,
+}
+
+/// `r` grown by `by` pixels on every side (a button's focus ring and shadow).
+fn grow(r: Rect, by: u32) -> Rect {
+    Rect {
+        x: r.x - by as i32,
+        y: r.y - by as i32,
+        w: r.w + 2 * by,
+        h: r.h + 2 * by,
+    }
+}
+
+impl crate::desktop::LinuxDesktop {
+    /// Start watching `xid` before acting on it. `clicked` is the control about to be
+    /// clicked: its own press and hover animation (and that of the control the pointer
+    /// leaves) run on for half a second in GTK and say nothing new, so the looks at the
+    /// window leave them out.
+    pub(crate) async fn settle_start(&self, xid: u32, clicked: Option<Rect>) -> SettleStart {
+        let exempt: Vec<Rect> = {
+            let mut g = self.lock();
+            g.last_input = Input::Other;
+            clicked
+                .into_iter()
+                .chain(g.pointer_over.take())
+                .map(|r| grow(r, 4))
+                .collect()
+        };
+        if clicked.is_some() {
+            self.lock().pointer_over = clicked;
+        }
+        match &self.watch {
+            Some(w) => {
+                let w = Arc::clone(w);
+                let _ = tokio::task::spawn_blocking(move || w.watch(xid)).await;
+                let frame = self.x11(move |x| x.top_of(xid)).await.ok();
+                let ids = std::iter::once(xid).chain(frame).collect();
+                let since = Instant::now();
+                let before = self.masked_fingerprint(xid, &exempt).await;
+                SettleStart::Events {
+                    since,
+                    exempt,
+                    before,
+                    ids,
+                }
+            }
+            None => SettleStart::Pixels(self.fingerprint(xid).await),
+        }
+    }
+
+    async fn masked_fingerprint(&self, xid: u32, exempt: &[Rect]) -> Option<u64> {
+        let masks = exempt.to_vec();
+        self.x11(move |x| {
+            let w = x
+                .window_info(xid)?
+                .ok_or_else(|| crate::LinuxError::NoWindow(format!("{xid:#x}")))?;
+            x.fingerprint_masked(w.x, w.y, w.w, w.h, &masks)
+        })
+        .await
+        .ok()
+    }
+
+    /// Wait until the window has settled after the action begun at `start`; remembers (for
+    /// [`ufo_core::Desktop::last_action_changed`]) whether anything changed. A redraw counts
+    /// as a change when the window's pixels (outside the exempt rectangles) differ from the
+    /// last look; a window mapped, unmapped or moved always counts.
+    pub(crate) async fn settle_after(
+        &self,
+        xid: u32,
+        start: SettleStart,
+        probe: Option<(&str, &str)>,
+    ) -> bool {
+        let changed = match (start, &self.watch) {
+            (
+                SettleStart::Events {
+                    since,
+                    exempt,
+                    before,
+                    ids,
+                },
+                Some(w),
+            ) => {
+                let key = format!("{xid:#x}/{:?}", self.lock().last_input);
+                let max = self.config.settle_time;
+                let params = SettleParams {
+                    quiet: QUIET,
+                    first_change: self.lock().learned.bound(&key, max),
+                    tail: self.config.settle_tail,
+                    max,
+                };
+                let poll = self.config.settle_poll.min(Duration::from_millis(5));
+                let (mut seen, mut look) = (0, before);
+                let (mut first, mut last): (Option<Duration>, Option<Duration>) = (None, None);
+                let mut looks = 0;
+                let mut changes = Vec::new();
+                loop {
+                    let (redraws, s_first, s_last) = w.activity_since(since);
+                    if redraws > seen {
+                        seen = redraws;
+                        looks += 1;
+                        let now = self.masked_fingerprint(xid, &exempt).await;
+                        if now != look {
+                            look = now;
+                            let t = since.elapsed();
+                            changes.push(t.as_millis() as u64);
+                            first.get_or_insert(t);
+                            last = Some(t);
+                        }
+                    }
+                    let f = match (first, s_first) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    let l = match (last, s_last) {
+                        (Some(a), Some(b)) => Some(a.max(b)),
+                        (a, b) => a.or(b),
+                    };
+                    match decide(since.elapsed(), f, l, &params) {
+                        Decision::Wait(d) => tokio::time::sleep(d.min(poll)).await,
+                        Decision::Settled { changed } => {
+                            // the application may still be busy (LibreOffice closes one
+                            // dialog, then opens the next): a round trip to it is answered
+                            // from its main loop once the click's handler is done; a window
+                            // that handler showed since keeps the settle going until quiet
+                            if let Some((bus, path)) = probe {
+                                let asked = Instant::now();
+                                let _ = self
+                                    .bus
+                                    .call::<_, Vec<u32>>(
+                                        bus,
+                                        path,
+                                        "org.a11y.atspi.Accessible",
+                                        "GetState",
+                                        &(),
+                                    )
+                                    .await;
+                                tokio::time::sleep(Duration::from_millis(10)).await;
+                                // (a window appeared, went or moved: redraws of the watched
+                                // window alone are the transitions the tail cut short)
+                                if w.structure_since(asked) {
+                                    while since.elapsed() < max
+                                        && w.last_change().is_some_and(|t| t.elapsed() < QUIET)
+                                    {
+                                        tokio::time::sleep(poll).await;
+                                    }
+                                }
+                            }
+                            // the action closed the dialog it was on: applications often
+                            // open the next one a while later (LibreOffice's keep-format
+                            // question after Save), so wait for a window to appear (then
+                            // quiet) up to the settle time
+                            if w.gone_since(since, &ids) {
+                                let closed = Instant::now();
+                                while since.elapsed() < max {
+                                    let mapped = w.last_map().is_some_and(|t| t >= since);
+                                    let quiet =
+                                        w.last_change().is_none_or(|t| t.elapsed() >= QUIET);
+                                    if mapped && quiet && closed.elapsed() >= QUIET {
+                                        break;
+                                    }
+                                    tokio::time::sleep(poll).await;
+                                }
+                            }
+                            if let Some(f) = f {
+                                self.lock().learned.note(&key, f);
+                            }
+                            tracing::debug!(
+                                changed,
+                                first_ms = f.map(|f| f.as_millis() as u64),
+                                redraws,
+                                looks,
+                                ?changes,
+                                ?exempt,
+                                ms = since.elapsed().as_millis() as u64,
+                                "settled"
+                            );
+                            break changed;
+                        }
+                    }
+                }
+            }
+            (SettleStart::Pixels(before), _) => {
+                self.settle_window(xid, before).await;
+                before.is_none() || self.fingerprint(xid).await != before
+            }
+            (SettleStart::Events { .. }, None) => true,
+        };
+        self.lock().last_changed = Some(changed);
+        changed
+    }
+}
+
+impl crate::desktop::LinuxDesktop {
+    /// The settle asked for between steps (a SCREENSHOT status): the last action already
+    /// settled, so wait only while something still changes: until no X event came for
+    /// [`QUIET`] and the screen over the last window (a dialog on it included) looks the same
+    /// twice [`QUIET`] apart (at most `settle_time`). `false` without a change watch.
+    pub(crate) async fn settle_quiet(&self) -> bool {
+        let Some(w) = &self.watch else {
+            return false;
+        };
+        let last = self.lock().last_window;
+        let deadline = Instant::now() + self.config.settle_time;
+        let mut look = match last {
+            Some(x) => self.masked_fingerprint(x, &[]).await,
+            None => None,
+        };
+        while Instant::now() < deadline {
+            if let Some(t) = w.last_change().filter(|t| t.elapsed() < QUIET) {
+                tokio::time::sleep(QUIET.saturating_sub(t.elapsed())).await;
+                continue;
+            }
+            let Some(x) = last else { break };
+            tokio::time::sleep(QUIET).await;
+            let now = self.masked_fingerprint(x, &[]).await;
+            if now == look {
+                break;
+            }
+            look = now;
+        }
+        true
+    }
+
+    /// The centre of a control when an XTEST click there reaches it: the control is showing
+    /// and visible with a sensible size, its centre is on the screen and inside its window,
+    /// and the X hit test at that point finds its window on top (no other window, dialog or
+    /// menu covers it). `None` sends the click through the control's AT-SPI action.
+    pub(crate) async fn uncovered_centre(
+        &self,
+        xid: u32,
+        c: &crate::desktop::CtlInfo,
+    ) -> Option<(i32, i32)> {
+        use crate::bus::{iface, state};
+        // (a dialog's controls keep their AT-SPI action, see `perform`)
+        if !self.config.xtest_clicks
+            || (c.window != 0 && c.window != xid)
+            || c.ifaces & iface::COMPONENT == 0
+            // (the application's cache leaves SHOWING out; the hit test below stands for it)
+            || c.states & state::VISIBLE == 0
+            || c.rect.w < 2
+            || c.rect.h < 2
+        {
+            return None;
+        }
+        let (x, y) = (
+            c.rect.x + c.rect.w as i32 / 2,
+            c.rect.y + c.rect.h as i32 / 2,
+        );
+        let target = if c.window != 0 { c.window } else { xid };
+        self.x11(move |xx| {
+            let on_screen =
+                x >= 0 && y >= 0 && (x as u32) < xx.screen_w && (y as u32) < xx.screen_h;
+            let inside = xx.window_info(target)?.is_some_and(|w| {
+                x >= w.x && y >= w.y && x < w.x + w.w as i32 && y < w.y + w.h as i32
+            });
+            let (hit, top) = (xx.top_at(x, y)?, xx.top_of(target)?);
+            tracing::debug!(on_screen, inside, ?hit, top, "hit test");
+            Ok(on_screen && inside && hit == Some(top))
+        })
+        .await
+        .ok()
+        .filter(|ok| *ok)
+        .map(|_| (x, y))
+    }
+}

@@ -1,0 +1,287 @@
+//! Non-model time per live AppAgent step (issue 13): the sum of a step's phases other than
+//! the model call (`timings_ms` of the `app` step records in events.jsonl), p50 and p95 over
+//! the steps of several scripted `ufo run --desktop live` sessions: gnome-calculator 12 × 7
+//! (five clicks, then the display is read through pyatspi and must show 84), the same with
+//! `multi_action` on (one model call for the five clicks), and mousepad type-and-save (the
+//! saved file is read from disk). Needs a desktop session (`DISPLAY`) with pyatspi:
+//!
+//!     cargo build -p ufo && cargo bench -p ufo --bench steps
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+const RUNS: usize = 5;
+
+fn binary() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    match std::env::var_os("UFO_BENCH_BIN") {
+        Some(b) => PathBuf::from(b),
+        None => root.join("target/debug/ufo"),
+    }
+}
+
+fn line(agent: &str, response: Value) -> String {
+    json!({"agent": agent, "response": response}).to_string()
+}
+
+fn app(text: &str, label: &str, function: &str, args: Value, status: &str) -> Value {
+    json!({"Observation": "o", "Thought": "t", "ControlLabel": label, "ControlText": text,
+           "Function": function, "Args": args, "Status": status})
+}
+
+fn host_assign(task: &str, app: &str) -> String {
+    line(
+        "host",
+        json!({"Observation": "o", "Thought": "t", "Current Sub-Task": task,
+               "ControlText": app, "Status": "ASSIGN"}),
+    )
+}
+
+fn host_finish() -> String {
+    line(
+        "host",
+        json!({"Observation": "o", "Thought": "t", "Status": "FINISH"}),
+    )
+}
+
+/// Run one scripted session; returns the non-model milliseconds of each app step and the
+/// number of app model calls.
+fn run(bin: &Path, dir: &Path, lines: &[String], task: &str, multi: bool) -> (Vec<f64>, usize) {
+    let script = dir.join("script.jsonl");
+    std::fs::write(&script, lines.join("\n")).unwrap();
+    let out = dir.join("out");
+    let _ = std::fs::remove_dir_all(&out);
+    let mut cmd = Command::new(bin);
+    cmd.args(["run", "--desktop", "live", "--llm"])
+        .arg(format!("script:{}", script.display()))
+        .arg("--out")
+        .arg(&out)
+        .env_remove("UFO_LLM");
+    if multi {
+        let cfg = dir.join("config.toml");
+        std::fs::write(&cfg, "multi_action = true\n").unwrap();
+        cmd.arg("--config").arg(&cfg);
+    }
+    let status = cmd.arg(task).output().unwrap();
+    if !status.status.success() {
+        eprintln!(
+            "run failed ({:?}): {}",
+            status.status.code(),
+            String::from_utf8_lossy(&status.stderr)
+        );
+    }
+    let events = std::fs::read_to_string(out.join("events.jsonl")).unwrap_or_default();
+    let mut times = Vec::new();
+    for e in events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    {
+        if e["type"] != "step" || e["role"] != "app" {
+            continue;
+        }
+        // the step's whole time less the model call (records without timings are the
+        // archive steps that end a subtask: no work)
+        let t = &e["timings_ms"];
+        if let Some(total) = t["total"].as_f64() {
+            times.push(total - t["llm_interaction"].as_f64().unwrap_or(0.0));
+        }
+    }
+    let calls = times.len();
+    (times, calls)
+}
+
+/// The calculator's display text through pyatspi; the calculator is closed afterwards.
+fn calculator_display() -> String {
+    app_text_and_close("calculator")
+}
+
+/// The text of the last non-empty text field of the application whose name contains `app`
+/// (read through pyatspi on this session's bus); the application is closed afterwards and
+/// waited for (up to 5 s), so the next run starts a fresh one.
+fn app_text_and_close(app: &str) -> String {
+    let py = r#"
+import pyatspi, os, signal, sys, time
+d = pyatspi.Registry.getDesktop(0)
+shown = ''
+pids = []
+for a in d:
+    if a is None or sys.argv[1] not in (a.name or '').lower():
+        continue
+    stack = [a]
+    n = 0
+    while stack and n < 3000:
+        o = stack.pop(); n += 1
+        try:
+            if o.getRole() in (pyatspi.ROLE_EDITBAR, pyatspi.ROLE_TEXT, pyatspi.ROLE_ENTRY):
+                t = o.queryText().getText(0, -1)
+                if t.strip():
+                    shown = t.strip()
+            if 0 <= o.childCount <= 500:
+                stack.extend(o[i] for i in range(o.childCount))
+        except Exception:
+            pass
+    pids.append(a.get_process_id())
+    os.kill(pids[-1], signal.SIGTERM)
+for _ in range(50):
+    if not any(os.path.exists('/proc/%d' % p) for p in pids):
+        break
+    time.sleep(0.1)
+time.sleep(0.3)
+print(shown)
+"#;
+    let out = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(py)
+        .arg(app)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn kill_mousepad() {
+    app_text_and_close("mousepad");
+}
+
+fn pct(v: &mut [f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+fn report(name: &str, v: &mut [f64], calls: usize, ok: usize) {
+    let (p50, p95) = (pct(v, 0.5), pct(v, 0.95));
+    println!(
+        "{name}: {} app steps, non-model time per step p50 {p50:.0} ms, p95 {p95:.0} ms; {calls} app model calls in {RUNS} runs; result right in {ok}/{RUNS}",
+        v.len()
+    );
+}
+
+fn calculator(bin: &Path, dir: &Path, multi: bool) {
+    let task = "Compute 12 x 7";
+    let click = |t: &str, s: &str| line("app", app(t, "", "click", json!({}), s));
+    let lines: Vec<String> = if multi {
+        let a = |t: &str| json!({"ControlText": t, "Function": "click", "Args": {}});
+        vec![
+            host_assign(task, "calculator"),
+            line(
+                "app",
+                json!({"Observation": "o", "Thought": "t", "Status": "FINISH",
+                       "Actions": [a("1"), a("2"), a("×"), a("7"), a("=")]}),
+            ),
+            host_finish(),
+        ]
+    } else {
+        vec![
+            host_assign(task, "calculator"),
+            click("1", "CONTINUE"),
+            click("2", "CONTINUE"),
+            click("×", "CONTINUE"),
+            click("7", "CONTINUE"),
+            click("=", "FINISH"),
+            host_finish(),
+        ]
+    };
+    let (mut all, mut calls, mut ok) = (Vec::new(), 0, 0);
+    for _ in 0..RUNS {
+        let (t, c) = run(bin, dir, &lines, task, multi);
+        all.extend(t);
+        calls += c;
+        let shown = calculator_display();
+        if shown == "84" {
+            ok += 1;
+        } else {
+            eprintln!("the calculator shows {shown:?}, not 84");
+        }
+    }
+    let name = if multi {
+        "calculator 12 × 7, multi_action"
+    } else {
+        "calculator 12 × 7"
+    };
+    report(name, &mut all, calls, ok);
+}
+
+fn mousepad(bin: &Path, dir: &Path) {
+    let task = "Write a note and save it";
+    let (mut all, mut calls, mut ok) = (Vec::new(), 0, 0);
+    for i in 0..RUNS {
+        let file = dir.join(format!("note{i}.txt"));
+        let lines = vec![
+            host_assign(task, "text editor"),
+            line(
+                "app",
+                app(
+                    "",
+                    "7",
+                    "type_keys",
+                    json!({"keys": "Hello from ufo-rs{ENTER}bye"}),
+                    "CONTINUE",
+                ),
+            ),
+            line(
+                "app",
+                app(
+                    "",
+                    "7",
+                    "type_keys",
+                    json!({"keys": "{ctrl+s}"}),
+                    "SCREENSHOT",
+                ),
+            ),
+            line(
+                "app",
+                app(
+                    "Name",
+                    "",
+                    "set_text",
+                    json!({"text": file.display().to_string()}),
+                    "CONTINUE",
+                ),
+            ),
+            line("app", app("Save", "", "click", json!({}), "FINISH")),
+            host_finish(),
+        ];
+        let (t, c) = run(bin, dir, &lines, task, false);
+        all.extend(t);
+        calls += c;
+        let mut content = String::new();
+        for _ in 0..50 {
+            content = std::fs::read_to_string(&file).unwrap_or_default();
+            if !content.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        if content.trim_end() == "Hello from ufo-rs\nbye" {
+            ok += 1;
+        } else {
+            eprintln!("the saved file holds {content:?}");
+        }
+        kill_mousepad();
+    }
+    report("mousepad type-and-save", &mut all, calls, ok);
+}
+
+fn main() {
+    if std::env::var_os("DISPLAY").is_none() {
+        eprintln!("steps bench: no DISPLAY; start a session (scripts/desktop-session.sh up)");
+        return;
+    }
+    let bin = binary();
+    let dir = tempfile::tempdir().unwrap();
+    let only = std::env::var("UFO_BENCH_ONLY").unwrap_or_default();
+    if only.is_empty() || only == "calculator" {
+        calculator(&bin, dir.path(), false);
+    }
+    if only.is_empty() || only == "multi" {
+        calculator(&bin, dir.path(), true);
+    }
+    if only.is_empty() || only == "mousepad" {
+        mousepad(&bin, dir.path());
+    }
+}
