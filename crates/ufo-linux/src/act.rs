@@ -266,7 +266,10 @@ impl LinuxDesktop {
             .as_ref()
             .is_some_and(|c| c.window != 0 && c.window != xid);
         let watched = xid;
-        let start = if in_dialog {
+        // a scroll: a web page keeps moving after its layout looked still (smooth scrolling),
+        // and the old pixel settle waits for the picture itself to stop
+        let scroll = matches!(action, UiAction::Scroll { .. });
+        let start = if in_dialog || scroll {
             crate::settle::SettleStart::Pixels(self.fingerprint(xid).await)
         } else {
             self.settle_start(watched, clicked).await
