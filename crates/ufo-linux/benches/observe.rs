@@ -13,45 +13,9 @@ use std::time::{Duration, Instant};
 use ufo_core::Desktop;
 use ufo_linux::{LinuxConfig, LinuxDesktop, ObservationStats};
 
-fn pct(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[idx.min(sorted.len() - 1)]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    pct(&v, 0.5)
-}
-
-fn pyatspi(app: &str, title: &str, iters: usize) -> Result<(Vec<f64>, usize), String> {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/pyatspi_walk.py");
-    let out = std::process::Command::new("/usr/bin/python3")
-        .args([script, app, title, &iters.to_string()])
-        .output()
-        .map_err(|e| format!("cannot run /usr/bin/python3: {e}"))?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
-        format!(
-            "pyatspi walk failed ({e}): {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })?;
-    if let Some(err) = v.get("error") {
-        return Err(err.to_string());
-    }
-    let mut times: Vec<f64> = v["times_ms"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
-        .unwrap_or_default();
-    times.sort_by(|a, b| a.total_cmp(b));
-    Ok((times, v["nodes"].as_u64().unwrap_or(0) as usize))
-}
+#[path = "support/mod.rs"]
+mod support;
+use support::{median, ms, pct, pyatspi};
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
