@@ -3,7 +3,9 @@
 //! the steps of several scripted `ufo run --desktop live` sessions: gnome-calculator 12 × 7
 //! (five clicks, then the display is read through pyatspi and must show 84), the same with
 //! `multi_action` on (one model call for the five clicks), and mousepad type-and-save (the
-//! saved file is read from disk). Needs a desktop session (`DISPLAY`) with pyatspi:
+//! saved file is read from disk), and Chromium click-a-link-then-observe (the model's second
+//! call must be shown the new page, and pyatspi must find the new page's address). Needs a
+//! desktop session (`DISPLAY`) with pyatspi and `chromium`:
 //!
 //!     cargo build -p ufo && cargo bench -p ufo --bench steps
 #![allow(clippy::unwrap_used)]
@@ -267,6 +269,111 @@ fn mousepad(bin: &Path, dir: &Path) {
     report("mousepad type-and-save", &mut all, calls, ok);
 }
 
+/// The Chromium page the bench starts on, and the page its link leads to.
+fn write_pages(dir: &Path) -> PathBuf {
+    let first = dir.join("first.html");
+    std::fs::write(
+        &first,
+        "<!doctype html><html><head><title>First page</title></head><body><h1>Start here</h1>\
+         <p><a href=\"second.html\">Go to the second page</a></p></body></html>",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("second.html"),
+        "<!doctype html><html><head><title>Second page</title></head><body>\
+         <h1>Arrived on page two</h1><p><a href=\"first.html\">Back to the first page</a></p>\
+         </body></html>",
+    )
+    .unwrap();
+    first
+}
+
+/// Through pyatspi: the address of the page Chromium shows.
+const PAGE_URI: &str = r#"
+import pyatspi
+def find(n, depth=0):
+    if n.getRoleName() == 'document web': return n
+    if depth > 25: return None
+    for i in range(min(n.childCount, 50)):
+        c = n.getChildAtIndex(i)
+        r = find(c, depth + 1) if c is not None else None
+        if r: return r
+    return None
+for app in pyatspi.Registry.getDesktop(0):
+    if app is not None and (app.name or '').lower().startswith('chrom'):
+        doc = find(app)
+        if doc is not None:
+            attrs = dict(a.split(':', 1) for a in doc.queryDocument().getAttributes() if ':' in a)
+            print(attrs.get('URI', ''))
+            break
+"#;
+
+fn chromium(bin: &Path, dir: &Path) {
+    let task = "Follow the link to the second page";
+    let lines = vec![
+        host_assign(task, "First page - Chromium"),
+        line(
+            "app",
+            app("Go to the second page", "", "click", json!({}), "CONTINUE"),
+        ),
+        // the observation after the click must be of the new page (not a stale one)
+        json!({"agent": "app", "response": app("", "", "", json!({}), "FINISH"),
+               "expect": ["Back to the first page"]})
+        .to_string(),
+        host_finish(),
+    ];
+    let (mut all, mut calls, mut ok) = (Vec::new(), 0, 0);
+    for i in 0..RUNS {
+        let pages = dir.join(format!("pages{i}"));
+        std::fs::create_dir_all(&pages).unwrap();
+        let first = write_pages(&pages);
+        let profile = format!("--user-data-dir={}", pages.join("profile").display());
+        let child = Command::new("chromium")
+            .args([
+                "--force-renderer-accessibility",
+                "--no-sandbox",
+                "--no-first-run",
+                "--no-default-browser-check",
+                "--disable-gpu",
+                "--password-store=basic",
+                &profile,
+            ])
+            .arg(format!("file://{}", first.display()))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("chromium starts (apt-get install chromium)");
+        let _browser = ufo_desktop::testing::ProcessGuard::new(profile, Some(child));
+        // the page is ready once its link is listed
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
+        while std::time::Instant::now() < deadline {
+            let shown = Command::new(bin)
+                .args(["inspect", "First page", "--png", "/dev/null"])
+                .output()
+                .unwrap();
+            if String::from_utf8_lossy(&shown.stdout).contains("Go to the second page") {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+        let (t, c) = run(bin, dir, &lines, task, false);
+        all.extend(t);
+        calls += c;
+        let uri = Command::new("/usr/bin/python3")
+            .args(["-c", PAGE_URI])
+            .output()
+            .unwrap();
+        let uri = String::from_utf8_lossy(&uri.stdout).trim().to_string();
+        if uri.ends_with("/second.html") {
+            ok += 1;
+        } else {
+            eprintln!("Chromium shows {uri:?}, not second.html");
+        }
+    }
+    report("chromium click-a-link-then-observe", &mut all, calls, ok);
+}
+
 fn main() {
     if std::env::var_os("DISPLAY").is_none() {
         eprintln!("steps bench: no DISPLAY; start a session (scripts/desktop-session.sh up)");
@@ -283,5 +390,8 @@ fn main() {
     }
     if only.is_empty() || only == "mousepad" {
         mousepad(&bin, dir.path());
+    }
+    if only.is_empty() || only == "chromium" {
+        chromium(&bin, dir.path());
     }
 }
