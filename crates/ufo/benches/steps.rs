@@ -49,9 +49,23 @@ fn host_finish() -> String {
     )
 }
 
-/// Run one scripted session; returns the non-model milliseconds of each app step and the
-/// number of app model calls.
-fn run(bin: &Path, dir: &Path, lines: &[String], task: &str, multi: bool) -> (Vec<f64>, usize) {
+/// What the runs of one case measured.
+#[derive(Default)]
+struct Measured {
+    /// non-model milliseconds of each AppAgent step
+    steps: Vec<f64>,
+    /// data-collection milliseconds of each AppAgent step
+    collect: Vec<f64>,
+    /// non-model milliseconds of each whole session (every step, host steps included)
+    sessions: Vec<f64>,
+    /// AppAgent model calls
+    calls: usize,
+    /// runs whose result was checked right
+    ok: usize,
+}
+
+/// Run one scripted session and add what it measured to `m`.
+fn run(bin: &Path, dir: &Path, lines: &[String], task: &str, multi: bool, m: &mut Measured) {
     let script = dir.join("script.jsonl");
     std::fs::write(&script, lines.join("\n")).unwrap();
     let out = dir.join("out");
@@ -76,23 +90,30 @@ fn run(bin: &Path, dir: &Path, lines: &[String], task: &str, multi: bool) -> (Ve
         );
     }
     let events = std::fs::read_to_string(out.join("events.jsonl")).unwrap_or_default();
-    let mut times = Vec::new();
+    let mut session = 0.0;
     for e in events
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
     {
-        if e["type"] != "step" || e["role"] != "app" {
+        if e["type"] != "step" {
             continue;
         }
         // the step's whole time less the model call (records without timings are the
         // archive steps that end a subtask: no work)
         let t = &e["timings_ms"];
-        if let Some(total) = t["total"].as_f64() {
-            times.push(total - t["llm_interaction"].as_f64().unwrap_or(0.0));
+        let Some(total) = t["total"].as_f64() else {
+            continue;
+        };
+        let own = total - t["llm_interaction"].as_f64().unwrap_or(0.0);
+        session += own;
+        if e["role"] == "app" {
+            m.steps.push(own);
+            m.collect
+                .push(t["data_collection"].as_f64().unwrap_or(f64::NAN));
+            m.calls += 1;
         }
     }
-    let calls = times.len();
-    (times, calls)
+    m.sessions.push(session);
 }
 
 /// The calculator's display text through pyatspi; the calculator is closed afterwards.
@@ -155,11 +176,17 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
     v[((v.len() - 1) as f64 * p).round() as usize]
 }
 
-fn report(name: &str, v: &mut [f64], calls: usize, ok: usize) {
-    let (p50, p95) = (pct(v, 0.5), pct(v, 0.95));
+fn report(name: &str, m: &mut Measured) {
+    let (p50, p95) = (pct(&mut m.steps, 0.5), pct(&mut m.steps, 0.95));
+    let collect = pct(&mut m.collect, 0.5);
+    let session = pct(&mut m.sessions, 0.5);
     println!(
-        "{name}: {} app steps, non-model time per step p50 {p50:.0} ms, p95 {p95:.0} ms; {calls} app model calls in {RUNS} runs; result right in {ok}/{RUNS}",
-        v.len()
+        "{name}: {} app steps, non-model time per step p50 {p50:.0} ms, p95 {p95:.0} ms \
+         (data collection p50 {collect:.0} ms); whole session p50 {session:.0} ms; \
+         {} app model calls in {RUNS} runs; result right in {}/{RUNS}",
+        m.steps.len(),
+        m.calls,
+        m.ok
     );
 }
 
@@ -188,14 +215,12 @@ fn calculator(bin: &Path, dir: &Path, multi: bool) {
             host_finish(),
         ]
     };
-    let (mut all, mut calls, mut ok) = (Vec::new(), 0, 0);
+    let mut m = Measured::default();
     for _ in 0..RUNS {
-        let (t, c) = run(bin, dir, &lines, task, multi);
-        all.extend(t);
-        calls += c;
+        run(bin, dir, &lines, task, multi, &mut m);
         let shown = calculator_display();
         if shown == "84" {
-            ok += 1;
+            m.ok += 1;
         } else {
             eprintln!("the calculator shows {shown:?}, not 84");
         }
@@ -205,12 +230,12 @@ fn calculator(bin: &Path, dir: &Path, multi: bool) {
     } else {
         "calculator 12 × 7"
     };
-    report(name, &mut all, calls, ok);
+    report(name, &mut m);
 }
 
 fn mousepad(bin: &Path, dir: &Path) {
     let task = "Write a note and save it";
-    let (mut all, mut calls, mut ok) = (Vec::new(), 0, 0);
+    let mut m = Measured::default();
     for i in 0..RUNS {
         let file = dir.join(format!("note{i}.txt"));
         let lines = vec![
@@ -248,9 +273,7 @@ fn mousepad(bin: &Path, dir: &Path) {
             line("app", app("Save", "", "click", json!({}), "FINISH")),
             host_finish(),
         ];
-        let (t, c) = run(bin, dir, &lines, task, false);
-        all.extend(t);
-        calls += c;
+        run(bin, dir, &lines, task, false, &mut m);
         let mut content = String::new();
         for _ in 0..50 {
             content = std::fs::read_to_string(&file).unwrap_or_default();
@@ -260,13 +283,13 @@ fn mousepad(bin: &Path, dir: &Path) {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
         if content.trim_end() == "Hello from ufo-rs\nbye" {
-            ok += 1;
+            m.ok += 1;
         } else {
             eprintln!("the saved file holds {content:?}");
         }
         kill_mousepad();
     }
-    report("mousepad type-and-save", &mut all, calls, ok);
+    report("mousepad type-and-save", &mut m);
 }
 
 /// The Chromium page the bench starts on, and the page its link leads to.
@@ -322,7 +345,7 @@ fn chromium(bin: &Path, dir: &Path) {
         .to_string(),
         host_finish(),
     ];
-    let (mut all, mut calls, mut ok) = (Vec::new(), 0, 0);
+    let mut m = Measured::default();
     for i in 0..RUNS {
         let pages = dir.join(format!("pages{i}"));
         std::fs::create_dir_all(&pages).unwrap();
@@ -357,21 +380,19 @@ fn chromium(bin: &Path, dir: &Path) {
             }
             std::thread::sleep(std::time::Duration::from_millis(300));
         }
-        let (t, c) = run(bin, dir, &lines, task, false);
-        all.extend(t);
-        calls += c;
+        run(bin, dir, &lines, task, false, &mut m);
         let uri = Command::new("/usr/bin/python3")
             .args(["-c", PAGE_URI])
             .output()
             .unwrap();
         let uri = String::from_utf8_lossy(&uri.stdout).trim().to_string();
         if uri.ends_with("/second.html") {
-            ok += 1;
+            m.ok += 1;
         } else {
             eprintln!("Chromium shows {uri:?}, not second.html");
         }
     }
-    report("chromium click-a-link-then-observe", &mut all, calls, ok);
+    report("chromium click-a-link-then-observe", &mut m);
 }
 
 fn main() {
