@@ -268,6 +268,24 @@ pub trait Desktop: Send + Sync {
     fn final_state(&self) -> Option<serde_json::Value> {
         None
     }
+
+    /// Whether the person has taken the desktop over: their own input (a click, a key) came
+    /// since the last hand-back. `Some` names what they did. The engine then pauses (it
+    /// executes no action) until [`wait_handback`](Desktop::wait_handback) says they handed it
+    /// back. Must be cheap (no waiting). Only a watched private desktop sees the person; the
+    /// default never does.
+    fn person_input(&self) -> Option<String> {
+        None
+    }
+
+    /// Wait at most `within` for the person to hand the desktop back (on the live desktop, the
+    /// hand-back key); `true` once they did, and [`person_input`](Desktop::person_input) is
+    /// `None` again until their next input. The engine calls it in short slices so that
+    /// Ctrl-C and its own limit stay in force. The default has nothing to wait for.
+    async fn wait_handback(&self, within: std::time::Duration) -> bool {
+        let _ = within;
+        true
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

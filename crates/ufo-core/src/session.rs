@@ -5,6 +5,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -62,6 +63,16 @@ pub struct SessionOutcome {
 enum Cursor {
     Host,
     Sub(String),
+}
+
+/// How a pause for the person ended.
+enum Pause {
+    /// They handed the desktop back.
+    HandedBack,
+    /// Ctrl-C during the pause.
+    Cancelled,
+    /// No hand-back within the limit (seconds).
+    TimedOut(u64),
 }
 
 /// A session: one HostAgent, its cached sub-agents, the blackboard, up to `max_rounds` rounds.
@@ -278,6 +289,48 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// Wait while the person has the desktop (bounded by `takeover_limit_s`, in short slices
+    /// so that Ctrl-C ends the wait), recording the `takeover` and `handback` records.
+    async fn pause(&self, cx: &mut Cx<'_>, input: String, steps: u32) -> Pause {
+        const SLICE: Duration = Duration::from_millis(200);
+        let limit_s = self.services.config.takeover_limit_s;
+        let limit = Duration::from_secs(limit_s);
+        cx.record(&events::Record::Takeover(events::Takeover {
+            ts: None,
+            round: cx.round,
+            seq: cx.seq,
+            steps,
+            input,
+        }));
+        let started = Instant::now();
+        let outcome = loop {
+            if self.cancelled() {
+                break Pause::Cancelled;
+            }
+            let left = limit.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                break Pause::TimedOut(limit_s);
+            }
+            if self.services.desktop.wait_handback(left.min(SLICE)).await {
+                break Pause::HandedBack;
+            }
+        };
+        let how = match outcome {
+            Pause::HandedBack => "handed_back",
+            Pause::Cancelled => "cancelled",
+            Pause::TimedOut(_) => "timeout",
+        };
+        cx.record(&events::Record::Handback(events::Handback {
+            ts: None,
+            round: cx.round,
+            seq: cx.seq,
+            steps,
+            how: how.into(),
+            paused_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        }));
+        outcome
+    }
+
     /// Save what a resume needs (`checkpoint.json`).
     fn checkpoint(
         &self,
@@ -340,6 +393,31 @@ impl<'a> Session<'a> {
                     "cancelled".into(),
                     Some("the person cancelled the session".into()),
                 );
+            }
+            // The person took the desktop over: no state runs (so no action) until they hand
+            // it back; then the step observes again and the model decides anew.
+            if !self.cancelled() {
+                if let Some(input) = self.services.desktop.person_input() {
+                    match self.pause(cx, input, *steps).await {
+                        Pause::HandedBack => {}
+                        // the check at the top of the loop ends the round
+                        Pause::Cancelled => continue,
+                        Pause::TimedOut(limit) => {
+                            return (
+                                SessionStatus::Fail,
+                                "takeover_timeout".into(),
+                                Some(format!(
+                                    "the person took the desktop over and did not hand it back \
+                                     within {limit} s; press Pause in the desktop's window to hand \
+                                     it back, or raise takeover_limit_s"
+                                )),
+                            );
+                        }
+                    }
+                    if let Some(e) = &cx.io_error {
+                        return (SessionStatus::Error, "io".into(), Some(io_message(e)));
+                    }
+                }
             }
             let (name, role, state, processing, report, end) = match &cursor {
                 Cursor::Host => {
