@@ -286,6 +286,11 @@ pub trait Desktop: Send + Sync {
         let _ = within;
         true
     }
+
+    /// The person handed the desktop back another way (Enter on ufo's terminal): forget their
+    /// input so far, so that [`person_input`](Desktop::person_input) is `None` until their
+    /// next input. The default has nothing to forget.
+    fn hand_back(&self) {}
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -524,6 +529,15 @@ pub trait UserIo: Send + Sync {
 
     /// Ask for a follow-up request that starts a new round; `None` ends the session.
     async fn follow_up(&self) -> Option<String>;
+
+    /// While the person has taken the desktop over ([`Desktop::person_input`]): whether they
+    /// handed it back from where ufo runs (Enter on its terminal), without waiting. `first` is
+    /// set on the first call of a pause (drop earlier input, say how to hand back). The
+    /// default (no terminal) never hands back; the desktop's own key still does.
+    async fn handback_requested(&self, first: bool) -> bool {
+        let _ = first;
+        false
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -303,6 +303,8 @@ impl<'a> Session<'a> {
             input,
         }));
         let started = Instant::now();
+        let user = self.services.user;
+        let _ = user.handback_requested(true).await;
         let outcome = loop {
             if self.cancelled() {
                 break Pause::Cancelled;
@@ -312,6 +314,10 @@ impl<'a> Session<'a> {
                 break Pause::TimedOut(limit_s);
             }
             if self.services.desktop.wait_handback(left.min(SLICE)).await {
+                break Pause::HandedBack;
+            }
+            if user.handback_requested(false).await {
+                self.services.desktop.hand_back();
                 break Pause::HandedBack;
             }
         };

@@ -713,6 +713,12 @@ impl Desktop for LinuxDesktop {
         self.person.as_ref().and_then(|p| p.taken())
     }
 
+    fn hand_back(&self) {
+        if let Some(p) = &self.person {
+            p.hand_back();
+        }
+    }
+
     async fn wait_handback(&self, within: Duration) -> bool {
         match &self.person {
             Some(p) => p.wait_handback(within).await,

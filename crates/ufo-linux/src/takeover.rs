@@ -109,6 +109,11 @@ impl PersonWatch {
         self.lock().taken.clone()
     }
 
+    /// The person handed the desktop back another way (ufo's terminal).
+    pub(crate) fn hand_back(&self) {
+        self.lock().taken = None;
+    }
+
     /// Wait at most `within` for the hand-back key; `true` once the desktop is not taken over.
     pub(crate) async fn wait_handback(&self, within: Duration) -> bool {
         let deadline = Instant::now() + within;

@@ -160,3 +160,65 @@ fn a_take_over_that_is_never_handed_back_ends_the_round_after_the_limit() {
     let end = run.record("session_end");
     assert!(s(&end["message"]).contains("Pause"), "{end}");
 }
+
+/// The person may hand the desktop back from ufo's terminal too: Enter there ends the pause
+/// (the scenario's desktop never hands back by itself).
+#[test]
+fn enter_on_the_terminal_hands_the_desktop_back() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    scenario(
+        tmp.path(),
+        Value::Null,
+        &[
+            host("ASSIGN", "Tidy the report", "Writer"),
+            json!({"agent": "app", "response": {"Observation": "o", "Thought": "t",
+                "ControlLabel": "2", "ControlText": "Delete All", "Function": "click",
+                "Args": {}, "Status": "CONTINUE"}}),
+            json!({"agent": "app", "response": {"Observation": "o", "Thought": "t",
+                "Status": "FINISH"}, "expect": ["Typed by the person"]}),
+            host("FINISH", "", ""),
+        ],
+    );
+    std::fs::write(tmp.path().join("ufo.toml"), "takeover_limit_s = 20\n").expect("ufo.toml");
+    let out = tmp.path().join("out");
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ufo"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("UFO_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("TERM", "xterm-256color")
+        .env("NO_COLOR", "1")
+        .arg("run")
+        .arg("--desktop")
+        .arg(format!("sim:{}", tmp.path().join("desktop.json").display()))
+        .arg("--llm")
+        .arg(format!(
+            "script:{}",
+            tmp.path().join("script.jsonl").display()
+        ))
+        .arg("--config")
+        .arg(tmp.path().join("ufo.toml"))
+        .arg("--out")
+        .arg(&out)
+        .arg("Tidy the report");
+    let mut p = rexpect::session::spawn_command(cmd, Some(30_000)).expect("spawn in a pty");
+    p.exp_string("Press Enter here")
+        .expect("the terminal says how to hand back");
+    p.send_line("").expect("send");
+    p.exp_string("handed the desktop back")
+        .expect("the pause ends");
+    let rest = p.exp_eof().unwrap_or_default();
+    let code = match p.process.wait() {
+        Ok(rexpect::process::wait::WaitStatus::Exited(_, c)) => c,
+        other => panic!("ufo did not exit normally: {other:?}\n{rest}"),
+    };
+    assert_eq!(code, 0, "{rest}");
+    let events = std::fs::read_to_string(out.join("events.jsonl")).expect("events");
+    assert_eq!(
+        events.matches("\"type\":\"takeover\"").count(),
+        1,
+        "{events}"
+    );
+    assert!(events.contains("\"how\":\"handed_back\""), "{events}");
+}

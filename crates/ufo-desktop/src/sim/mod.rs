@@ -638,6 +638,10 @@ impl Desktop for SimDesktop {
         self.lock().taken.clone()
     }
 
+    fn hand_back(&self) {
+        self.lock().taken = None;
+    }
+
     async fn wait_handback(&self, within: std::time::Duration) -> bool {
         let handed_back = {
             let mut st = self.lock();
