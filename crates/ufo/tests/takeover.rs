@@ -222,3 +222,74 @@ fn enter_on_the_terminal_hands_the_desktop_back() {
     );
     assert!(events.contains("\"how\":\"handed_back\""), "{events}");
 }
+
+/// Ctrl-C still cancels while the agent waits for the person: the pause ends `cancelled`, the
+/// session CANCELLED (exit 130), and nothing was executed.
+#[test]
+fn ctrl_c_during_a_take_over_cancels_the_session() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    scenario(
+        tmp.path(),
+        Value::Null,
+        &[
+            host("ASSIGN", "Tidy the report", "Writer"),
+            json!({"agent": "app", "response": {"Observation": "o", "Thought": "t",
+                "ControlLabel": "2", "ControlText": "Delete All", "Function": "click",
+                "Args": {}, "Status": "CONTINUE"}}),
+        ],
+    );
+    let out = tmp.path().join("out");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .env_remove("UFO_TAKEOVER_LIMIT_S")
+        .arg("run")
+        .arg("--desktop")
+        .arg(format!("sim:{}", tmp.path().join("desktop.json").display()))
+        .arg("--llm")
+        .arg(format!(
+            "script:{}",
+            tmp.path().join("script.jsonl").display()
+        ))
+        .arg("--out")
+        .arg(&out)
+        .arg("Tidy the report")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("ufo starts");
+    let events = || std::fs::read_to_string(out.join("events.jsonl")).unwrap_or_default();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !events().contains("\"takeover\"") {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("no take-over:\n{}", events());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(sent, "kill -INT failed");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("Ctrl-C did not end the pause:\n{}", events());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130), "{}", events());
+    let text = events();
+    assert!(text.contains("\"how\":\"cancelled\""), "{text}");
+    assert!(text.contains("\"status\":\"CANCELLED\""), "{text}");
+    let final_state = std::fs::read_to_string(out.join("desktop_final.json")).unwrap_or_default();
+    assert!(
+        !final_state.contains("delete_all\",\"action\""),
+        "{final_state}"
+    );
+}
