@@ -293,3 +293,46 @@ fn ctrl_c_during_a_take_over_cancels_the_session() {
     .unwrap_or(Value::Null);
     assert_eq!(final_state["actions"], json!([]), "{final_state}");
 }
+
+/// Multi-action: the person takes over between two actions of a list; the rest of the list
+/// is not run (it was decided on the screen before), and after the hand-back the model
+/// decides anew.
+#[test]
+fn a_take_over_stops_a_list_of_actions() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    scenario(
+        tmp.path(),
+        json!(1),
+        &[
+            host("ASSIGN", "Tidy the report", "Writer"),
+            json!({"agent": "app", "response": {"Observation": "o", "Thought": "t",
+                "Actions": [
+                    {"ControlLabel": "1", "ControlText": "Title", "Function": "set_text",
+                     "Args": {"text": "Draft"}},
+                    {"ControlLabel": "1", "ControlText": "Title", "Function": "set_text",
+                     "Args": {"text": "Final"}}],
+                "Status": "CONTINUE"}}),
+            json!({"agent": "app", "response": {"Observation": "o", "Thought": "t",
+                "Status": "FINISH"},
+                "expect": ["Typed by the person", "stopped before action 2"]}),
+            host("FINISH", "", ""),
+        ],
+    );
+    // the person takes over at the re-observation before the list's second action
+    let path = tmp.path().join("desktop.json");
+    let mut desktop: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("desktop")).expect("json");
+    desktop["takeover"]["after_observations"] = json!(2);
+    std::fs::write(&path, desktop.to_string()).expect("desktop.json");
+    std::fs::write(tmp.path().join("ufo.toml"), "multi_action = true\n").expect("ufo.toml");
+    let run = run_dir(tmp.path(), &[]);
+    run.assert_code(0).assert_well_formed();
+    let actions = run.actions();
+    assert_eq!(actions.len(), 1, "{actions:?}");
+    assert_eq!(
+        (actions[0].1.as_str(), actions[0].2.as_str()),
+        ("title", "set_text")
+    );
+    assert_eq!(run.record("takeover")["type"], "takeover");
+    assert_eq!(run.record("handback")["how"], "handed_back");
+}

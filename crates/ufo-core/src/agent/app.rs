@@ -119,14 +119,6 @@ async fn run_batch(cx: &mut Cx<'_>, window: &WindowInfo, list: &[Planned]) -> (S
     let mut lines = Vec::new();
     for (i, planned) in list.iter().enumerate() {
         if i > 0 {
-            if let Some(input) = cx.services.desktop.person_input() {
-                lines.push(format!(
-                    "stopped before action {} ({}): the person took the desktop over ({input})",
-                    i + 1,
-                    planned.describe()
-                ));
-                return (format!("ran {i} of {n} actions; {}", lines.join("; ")), i);
-            }
             if let Planned::Ui {
                 control: Some(c),
                 label,
@@ -152,6 +144,17 @@ async fn run_batch(cx: &mut Cx<'_>, window: &WindowInfo, list: &[Planned]) -> (S
                     ));
                     return (format!("ran {i} of {n} actions; {}", lines.join("; ")), i);
                 }
+            }
+        }
+        // the person took the desktop over since the list was decided: the rest is stale
+        if i > 0 {
+            if let Some(input) = cx.services.desktop.person_input() {
+                lines.push(format!(
+                    "stopped before action {} ({}): the person took the desktop over ({input})",
+                    i + 1,
+                    planned.describe()
+                ));
+                return (format!("ran {i} of {n} actions; {}", lines.join("; ")), i);
             }
         }
         let out = Box::pin(planned.run(cx, window)).await;
