@@ -782,6 +782,155 @@ mod tests {
             .collect()
     }
 
+    /// The person takes the desktop over while the host's model decides (right after its
+    /// first window list), and hands it back at the first wait.
+    struct PersonDesktop {
+        inner: FakeDesktop,
+        lists: Mutex<u32>,
+        taken: Mutex<bool>,
+    }
+
+    #[async_trait]
+    impl Desktop for PersonDesktop {
+        async fn windows(&self) -> Result<Vec<WindowInfo>, DesktopError> {
+            if let Ok(mut n) = self.lists.lock() {
+                *n += 1;
+                if *n == 1 {
+                    *self.taken.lock().expect("lock") = true;
+                }
+            }
+            self.inner.windows().await
+        }
+        async fn launchable(&self) -> Result<Vec<LaunchableApp>, DesktopError> {
+            self.inner.launchable().await
+        }
+        async fn desktop_screenshot(&self) -> Result<Option<Screenshot>, DesktopError> {
+            self.inner.desktop_screenshot().await
+        }
+        async fn observe(&self, w: &str) -> Result<WindowObservation, DesktopError> {
+            self.inner.observe(w).await
+        }
+        async fn act(
+            &self,
+            w: &str,
+            control: Option<&str>,
+            action: &UiAction,
+        ) -> Result<String, DesktopError> {
+            self.inner.act(w, control, action).await
+        }
+        async fn launch(&self, app: &str) -> Result<WindowInfo, DesktopError> {
+            self.inner.launch(app).await
+        }
+        async fn shell(&self, c: &str) -> Result<ShellOutput, DesktopError> {
+            self.inner
+                .log
+                .lock()
+                .map(|mut l| l.push(format!("shell {c}")))
+                .ok();
+            self.inner.shell(c).await
+        }
+        async fn settle(&self) {}
+        fn person_input(&self) -> Option<String> {
+            self.taken
+                .lock()
+                .ok()
+                .filter(|t| **t)
+                .map(|_| "key press".to_string())
+        }
+        async fn wait_handback(&self, _within: std::time::Duration) -> bool {
+            self.inner
+                .log
+                .lock()
+                .map(|mut l| l.push("handback".into()))
+                .ok();
+            *self.taken.lock().expect("lock") = false;
+            true
+        }
+    }
+
+    /// A host answer decided before the person took over is dropped (its command never runs);
+    /// the loop pauses, records the hand-over, and the host decides anew.
+    #[tokio::test]
+    async fn a_host_answer_from_before_a_take_over_is_dropped() {
+        let log: Log = Arc::default();
+        let desktop = PersonDesktop {
+            inner: FakeDesktop {
+                log: log.clone(),
+                controls: Mutex::new(vec![button("del", "Delete")]),
+            },
+            lists: Mutex::new(0),
+            taken: Mutex::new(false),
+        };
+        let mut stale = host("ASSIGN");
+        stale["Bash"] = "touch stale".into();
+        let llm = FakeLlm(
+            Mutex::new(
+                vec![
+                    stale,
+                    host("ASSIGN"),
+                    json!({"Observation": "o", "Thought": "t", "Status": "FINISH"}),
+                    host("FINISH"),
+                ]
+                .into(),
+            ),
+            Mutex::default(),
+        );
+        let user = FakeUser {
+            log: log.clone(),
+            decision: Decision::Reject,
+        };
+        let config = Config::default();
+        let prompts = Prompts::new(&config.prompts).expect("templates");
+        let services = Services {
+            desktop: &desktop,
+            host_llm: &llm,
+            app_llm: &llm,
+            user: &user,
+            config: &config,
+            prompts: &prompts,
+            tools: None,
+        };
+        let mut rec = MemRecorder::default();
+        let outcome = Session::new(services, Box::new(AppAgentFactory))
+            .run("request", &mut rec)
+            .await;
+        assert_eq!(
+            outcome.status,
+            SessionStatus::Finish,
+            "{:?}",
+            outcome.message
+        );
+        assert_eq!(
+            log.lock().map(|l| l.clone()).unwrap_or_default(),
+            vec!["handback".to_string()]
+        );
+        let kinds: Vec<String> = rec
+            .events
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    e["type"].as_str().unwrap_or(""),
+                    e["state"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        assert_eq!(
+            kinds[..5],
+            [
+                "session_start ",
+                "step CONTINUE",
+                "takeover ",
+                "handback ",
+                "step CONTINUE"
+            ]
+        );
+        let dropped = &rec.events[1];
+        assert_eq!(dropped["status"], "CONTINUE", "{dropped}");
+        assert_eq!(dropped["action"]["discarded"], "takeover", "{dropped}");
+        assert_eq!(dropped["action"]["executed"], false, "{dropped}");
+    }
+
     #[tokio::test]
     async fn a_rejected_confirm_never_reaches_the_desktop() {
         let r = run(
