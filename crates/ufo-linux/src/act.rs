@@ -259,32 +259,23 @@ impl LinuxDesktop {
             .as_ref()
             .filter(|_| matches!(action, UiAction::Click { .. }))
             .map(|c| c.rect);
-        // a control of a dialog: an action that cannot close the dialog settles on the
-        // dialog's own events; a click or keys may close it, and applications open the next
-        // dialog a while later (LibreOffice's keep-format question after Save), so those wait
-        // on the pixels of the window's region, where the next one shows
-        let dialog = ctl
+        // a control of a dialog: the pixels of the window's region. A click or keys may close
+        // the dialog, and applications open the next one a while later (LibreOffice's
+        // keep-format question after Save); and a dialog may still be busy after its own
+        // redraws went quiet (GTK's file chooser ignores a Save pressed within ~0.1 s of its
+        // name being set, while its completion loads), which waiting on the window under it
+        // (often unchanged, so up to the settle time) leaves room for
+        let in_dialog = ctl
             .as_ref()
-            .filter(|c| c.window != 0 && c.window != xid)
-            .map(|c| c.window);
-        let keeps_dialog = matches!(
-            action,
-            UiAction::SetText { .. } | UiAction::Select { .. } | UiAction::Focus
-        );
+            .is_some_and(|c| c.window != 0 && c.window != xid);
         // a scroll: a web page keeps moving after its layout looked still (smooth scrolling),
         // and the old pixel settle waits for the picture itself to stop
         let scroll = matches!(action, UiAction::Scroll { .. });
-        let (watched, start) = match dialog {
-            Some(d) if keeps_dialog => (d, self.settle_start(d, None).await),
-            Some(_) => (
-                xid,
-                crate::settle::SettleStart::Pixels(self.fingerprint(xid).await),
-            ),
-            None if scroll => (
-                xid,
-                crate::settle::SettleStart::Pixels(self.fingerprint(xid).await),
-            ),
-            None => (xid, self.settle_start(xid, clicked).await),
+        let watched = xid;
+        let start = if in_dialog || scroll {
+            crate::settle::SettleStart::Pixels(self.fingerprint(xid).await)
+        } else {
+            self.settle_start(watched, clicked).await
         };
         self.lock().last_window = Some(xid);
         let result = self.run_action(xid, window, ctl.as_ref(), action).await?;
