@@ -48,7 +48,9 @@ pub(crate) const MAX_REFRESH: usize = 200;
 /// What an event says changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Change {
-    /// The object's own name, states, text or value.
+    /// The object's states (focused, selected, active, ...).
+    State(String),
+    /// The object's own name, text, value or other properties.
     Node(String),
     /// The object's children (added, removed or reordered).
     Children(String),
@@ -63,10 +65,10 @@ pub(crate) enum Change {
 pub(crate) fn classify(iface: &str, member: &str, path: &str, body_path: Option<&str>) -> Change {
     match (iface, member) {
         ("org.a11y.atspi.Event.Object", "ChildrenChanged") => Change::Children(path.into()),
-        ("org.a11y.atspi.Event.Object", _) | ("org.a11y.atspi.Event.Focus", _) => {
-            Change::Node(path.into())
-        }
-        ("org.a11y.atspi.Event.Window", "Activate" | "Deactivate") => Change::Node(path.into()),
+        ("org.a11y.atspi.Event.Object", "StateChanged")
+        | ("org.a11y.atspi.Event.Focus", _)
+        | ("org.a11y.atspi.Event.Window", "Activate" | "Deactivate") => Change::State(path.into()),
+        ("org.a11y.atspi.Event.Object", _) => Change::Node(path.into()),
         ("org.a11y.atspi.Cache", "RemoveAccessible") => match body_path {
             Some(p) => Change::Removed(p.into()),
             None => Change::Whole,
@@ -105,7 +107,7 @@ pub(crate) fn plan(changes: &[Change], in_tree: impl Fn(&str) -> bool) -> Option
     for c in changes {
         match c {
             Change::Whole => return None,
-            Change::Node(path) if in_tree(path) => {
+            Change::Node(path) | Change::State(path) if in_tree(path) => {
                 p.nodes.insert(path.clone());
             }
             Change::Children(path) if in_tree(path) => {
@@ -114,7 +116,7 @@ pub(crate) fn plan(changes: &[Change], in_tree: impl Fn(&str) -> bool) -> Option
             Change::Removed(path) if in_tree(path) => {
                 p.removed.insert(path.clone());
             }
-            Change::Node(_) | Change::Children(_) | Change::Removed(_) => {}
+            Change::Node(_) | Change::State(_) | Change::Children(_) | Change::Removed(_) => {}
         }
     }
     // a removed object needs no other read; listing children reads the node too
@@ -122,6 +124,22 @@ pub(crate) fn plan(changes: &[Change], in_tree: impl Fn(&str) -> bool) -> Option
         .retain(|n| !p.removed.contains(n) && !p.children.contains(n));
     p.children.retain(|n| !p.removed.contains(n));
     (p.nodes.len() + p.children.len() <= MAX_REFRESH).then_some(p)
+}
+
+/// Whether `changes` leave a sheet's cells as they were: every event is on an object of the
+/// kept tree, and the only ones on a container of many children (`manages`: the sheet) are
+/// state changes (its focus). An edited cell sends its events itself (it is never in the
+/// tree); a sort, a paste or a recalculation sends them on the sheet.
+pub(crate) fn cells_quiet(
+    changes: &[Change],
+    in_tree: impl Fn(&str) -> bool,
+    manages: impl Fn(&str) -> bool,
+) -> bool {
+    changes.iter().all(|c| match c {
+        Change::Whole => false,
+        Change::State(p) => in_tree(p),
+        Change::Node(p) | Change::Children(p) | Change::Removed(p) => in_tree(p) && !manages(p),
+    })
 }
 
 /// One application's event log.
@@ -362,6 +380,12 @@ pub(crate) fn keeps_trees(app_name: &str) -> bool {
     a.contains("soffice") || a.contains("libreoffice")
 }
 
+/// Whether a kept tree may be brought up to date from the events (`UFO_INCREMENTAL=0`
+/// reads it whole after any event, as before: for comparisons and as a way out).
+fn incremental() -> bool {
+    std::env::var("UFO_INCREMENTAL").map_or(true, |v| v.trim() != "0")
+}
+
 /// Drop `path` and everything under it from the tree.
 pub(crate) fn remove_subtree(tree: &mut AppTree, path: &str) {
     if let Some(parent) = tree.nodes.get(path).map(|n| n.parent.clone()) {
@@ -443,16 +467,40 @@ impl LinuxDesktop {
             tracing::debug!(bus, count, "kept tree: no event since");
             return (count, Some(tree));
         }
-        let events = changes.between(bus, then, now).await;
-        let Some(p) = events.and_then(|e| plan(&e, |p| tree.nodes.contains_key(p))) else {
+        if !incremental() {
+            return (count, None);
+        }
+        let events = changes.between(bus, then, now).await.unwrap_or_default();
+        let in_tree = |p: &str| tree.nodes.contains_key(p);
+        let Some(p) = (!events.is_empty())
+            .then(|| plan(&events, in_tree))
+            .flatten()
+        else {
             tracing::debug!(bus, count, "kept tree: read whole");
             return (count, None);
         };
+        let manages = |p: &str| {
+            tree.nodes
+                .get(p)
+                .is_some_and(|n| n.has(state::MANAGES_DESCENDANTS))
+        };
+        let quiet = cells_quiet(&events, in_tree, manages);
         let t = std::time::Instant::now();
         let ok = self.refresh_tree(bus, &mut tree, &p).await;
+        if ok && quiet {
+            // the cells read at the last observation still hold (table.rs keeps them while
+            // the count is the same)
+            let mut st = self.lock();
+            for ((b, _), (at, _)) in st.kept_cells.iter_mut() {
+                if b == bus && *at == then {
+                    *at = now;
+                }
+            }
+        }
         tracing::debug!(
             bus,
             count,
+            quiet,
             events = now - then,
             nodes = p.nodes.len(),
             children = p.children.len(),
@@ -587,6 +635,10 @@ mod tests {
         let o = "org.a11y.atspi.Event.Object";
         assert_eq!(
             classify(o, "StateChanged", "/a/1", None),
+            Change::State("/a/1".into())
+        );
+        assert_eq!(
+            classify(o, "TextChanged", "/a/1", None),
             Change::Node("/a/1".into())
         );
         assert_eq!(
@@ -595,7 +647,7 @@ mod tests {
         );
         assert_eq!(
             classify("org.a11y.atspi.Event.Window", "Activate", "/w", None),
-            Change::Node("/w".into())
+            Change::State("/w".into())
         );
         assert_eq!(
             classify("org.a11y.atspi.Event.Window", "Create", "/w", None),
@@ -645,6 +697,30 @@ mod tests {
             .map(|i| Change::Node(format!("/n/{i}")))
             .collect();
         assert!(plan(&many, |_| true).is_none());
+    }
+
+    #[test]
+    fn cells_hold_only_while_every_event_is_on_the_tree_and_the_sheet_only_changed_state() {
+        let tree: HashSet<&str> = ["/toolbar", "/sheet"].into_iter().collect();
+        let has = |p: &str| tree.contains(p);
+        let manages = |p: &str| p == "/sheet";
+        let quiet = |c: &[Change]| cells_quiet(c, has, manages);
+        assert!(quiet(&[
+            Change::State("/sheet".into()),
+            Change::Node("/toolbar".into()),
+            Change::Children("/toolbar".into()),
+        ]));
+        assert!(!quiet(&[Change::Node("/cell/A1".into())]), "an edited cell");
+        assert!(!quiet(&[Change::State("/cell/A1".into())]));
+        assert!(
+            !quiet(&[Change::Children("/sheet".into())]),
+            "rows inserted"
+        );
+        assert!(
+            !quiet(&[Change::Node("/sheet".into())]),
+            "visible data changed"
+        );
+        assert!(!quiet(&[Change::Whole]));
     }
 
     #[test]
