@@ -126,21 +126,41 @@ pub(crate) fn plan(changes: &[Change], in_tree: impl Fn(&str) -> bool) -> Option
     (p.nodes.len() + p.children.len() <= MAX_REFRESH).then_some(p)
 }
 
-/// Whether `changes` leave a sheet's cells as they were: every event is on an object of the
-/// kept tree, and the only ones on a container of many children (`manages`: the sheet) are
-/// state changes (its focus). An edited cell sends its events itself (it is never in the
-/// tree); a sort, a paste or a recalculation sends them on the sheet.
-pub(crate) fn cells_quiet(
+/// Whether `changes` may leave a sheet's cells as they were: the only events on a container
+/// of many children (`manages`: the sheet) are state changes (its focus), and at most
+/// [`MAX_OUTSIDE`] objects outside the tree sent events. Returns those objects: the cells
+/// hold only if none of them is a cell (their parent is in the tree and is not a sheet). An
+/// edited cell sends its events itself; a sort, a paste or a recalculation sends them on the
+/// sheet.
+pub(crate) fn cells_verdict(
     changes: &[Change],
     in_tree: impl Fn(&str) -> bool,
     manages: impl Fn(&str) -> bool,
-) -> bool {
-    changes.iter().all(|c| match c {
-        Change::Whole => false,
-        Change::State(p) => in_tree(p),
-        Change::Node(p) | Change::Children(p) | Change::Removed(p) => in_tree(p) && !manages(p),
-    })
+) -> Option<BTreeSet<String>> {
+    let mut outside = BTreeSet::new();
+    for c in changes {
+        let (p, state) = match c {
+            Change::Whole => return None,
+            Change::State(p) => (p, true),
+            Change::Node(p) | Change::Children(p) | Change::Removed(p) => (p, false),
+        };
+        if !in_tree(p) {
+            outside.insert(p.clone());
+            if outside.len() > MAX_OUTSIDE {
+                return None;
+            }
+        } else if !state && manages(p) {
+            return None;
+        }
+    }
+    Some(outside)
 }
+
+/// Most objects outside the tree whose parent is asked for (to tell a cell from a new toolbar
+/// item); more and the cells are read again.
+const MAX_OUTSIDE: usize = 24;
+/// Most steps up from such an object to the tree.
+const MAX_HOPS: usize = 4;
 
 /// One application's event log.
 #[derive(Default)]
@@ -479,14 +499,10 @@ impl LinuxDesktop {
             tracing::debug!(bus, count, "kept tree: read whole");
             return (count, None);
         };
-        let manages = |p: &str| {
-            tree.nodes
-                .get(p)
-                .is_some_and(|n| n.has(state::MANAGES_DESCENDANTS))
-        };
-        let quiet = cells_quiet(&events, in_tree, manages);
         let t = std::time::Instant::now();
         let ok = self.refresh_tree(bus, &mut tree, &p).await;
+        // judged on the refreshed tree: objects new since are in it now
+        let quiet = ok && self.cells_hold(bus, &events, &tree).await;
         if ok && quiet {
             // the cells read at the last observation still hold (table.rs keeps them while
             // the count is the same)
@@ -510,6 +526,78 @@ impl LinuxDesktop {
             "kept tree: refreshed"
         );
         (count, ok.then_some(tree))
+    }
+
+    /// Whether the cells of the sheets of `bus` read at the last observation still hold
+    /// after `events` ([`cells_verdict`], each object outside the tree asked for its parent).
+    async fn cells_hold(&self, bus: &str, events: &[Change], tree: &AppTree) -> bool {
+        let manages = |p: &str| {
+            tree.nodes
+                .get(p)
+                .is_some_and(|n| n.has(state::MANAGES_DESCENDANTS))
+        };
+        let Some(outside) = cells_verdict(events, |p| tree.nodes.contains_key(p), manages) else {
+            return false;
+        };
+        // each object's ancestors up to the tree, a few steps at most (LibreOffice builds a
+        // new toolbar item's objects under new objects)
+        let mut parent_of: HashMap<String, Option<String>> = HashMap::new();
+        let mut ask: Vec<String> = outside.iter().cloned().collect();
+        for _ in 0..MAX_HOPS {
+            if ask.is_empty() {
+                break;
+            }
+            let answers = tokio::time::timeout(
+                SYNC_WAIT,
+                futures::future::join_all(ask.iter().map(|p| self.parent_of(bus, p))),
+            )
+            .await;
+            let Ok(answers) = answers else { return false };
+            let mut next = Vec::new();
+            for (p, a) in ask.drain(..).zip(answers) {
+                if let Some(up) = &a {
+                    if !tree.nodes.contains_key(up) && !parent_of.contains_key(up) {
+                        next.push(up.clone());
+                    }
+                }
+                parent_of.insert(p, a);
+            }
+            next.sort();
+            next.dedup();
+            ask = next;
+        }
+        let hold = outside.iter().all(|p| {
+            let mut at = p.clone();
+            for _ in 0..=MAX_HOPS {
+                match parent_of.get(&at).cloned().flatten() {
+                    Some(up) if tree.nodes.contains_key(&up) => return !manages(&up),
+                    Some(up) => at = up,
+                    None => return false,
+                }
+            }
+            false
+        });
+        if !hold {
+            tracing::trace!(?outside, ?parent_of, "kept cells: read again");
+        }
+        hold
+    }
+
+    /// The parent of an object (`None` when it is gone or does not answer).
+    async fn parent_of(&self, bus: &str, path: &str) -> Option<String> {
+        let v: zbus::zvariant::OwnedValue = self
+            .bus
+            .call(
+                bus,
+                path,
+                "org.freedesktop.DBus.Properties",
+                "Get",
+                &("org.a11y.atspi.Accessible", "Parent"),
+            )
+            .await
+            .ok()?;
+        let (_, parent) = <(String, zbus::zvariant::OwnedObjectPath)>::try_from(v).ok()?;
+        Some(parent.as_str().to_string())
     }
 
     /// Read again what `p` names; false when a read failed (then read the tree whole).
@@ -700,27 +788,40 @@ mod tests {
     }
 
     #[test]
-    fn cells_hold_only_while_every_event_is_on_the_tree_and_the_sheet_only_changed_state() {
+    fn cells_hold_only_while_the_sheet_only_changed_state_and_few_others_changed() {
         let tree: HashSet<&str> = ["/toolbar", "/sheet"].into_iter().collect();
         let has = |p: &str| tree.contains(p);
         let manages = |p: &str| p == "/sheet";
-        let quiet = |c: &[Change]| cells_quiet(c, has, manages);
-        assert!(quiet(&[
-            Change::State("/sheet".into()),
-            Change::Node("/toolbar".into()),
-            Change::Children("/toolbar".into()),
-        ]));
-        assert!(!quiet(&[Change::Node("/cell/A1".into())]), "an edited cell");
-        assert!(!quiet(&[Change::State("/cell/A1".into())]));
-        assert!(
-            !quiet(&[Change::Children("/sheet".into())]),
+        let verdict = |c: &[Change]| cells_verdict(c, has, manages);
+        assert_eq!(
+            verdict(&[
+                Change::State("/sheet".into()),
+                Change::Node("/toolbar".into()),
+                Change::Children("/toolbar".into()),
+            ]),
+            Some(BTreeSet::new())
+        );
+        // objects outside the tree are named, to be asked for their parent (a cell's is the
+        // sheet)
+        assert_eq!(
+            verdict(&[Change::Node("/x".into()), Change::State("/x".into())]),
+            Some(["/x".to_string()].into_iter().collect())
+        );
+        assert_eq!(
+            verdict(&[Change::Children("/sheet".into())]),
+            None,
             "rows inserted"
         );
-        assert!(
-            !quiet(&[Change::Node("/sheet".into())]),
+        assert_eq!(
+            verdict(&[Change::Node("/sheet".into())]),
+            None,
             "visible data changed"
         );
-        assert!(!quiet(&[Change::Whole]));
+        assert_eq!(verdict(&[Change::Whole]), None);
+        let many: Vec<Change> = (0..=MAX_OUTSIDE)
+            .map(|i| Change::Node(format!("/c/{i}")))
+            .collect();
+        assert_eq!(verdict(&many), None);
     }
 
     #[test]

@@ -187,6 +187,17 @@ async fn a_kept_calc_observation_follows_changes_made_outside_ufo() {
         Some(true),
         "A1 was made bold outside ufo but the next observation shows the Bold button unchecked"
     );
+    // the refreshed observation lists what a whole read lists (a new connection keeps nothing)
+    let whole = LinuxDesktop::connect(Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
+    let w_whole = whole.observe(&w.id).await.expect("observe Calc whole");
+    let again = d.observe(&w.id).await.expect("observe Calc");
+    assert_eq!(
+        listed(&again),
+        listed(&w_whole),
+        "the observation refreshed from the events differs from a whole read"
+    );
     // and again: the same window after the same kind of change, refreshed from the events
     xdo(&["key", "--clearmodifiers", "ctrl+b"]);
     xdo(&["key", "Down"]);
