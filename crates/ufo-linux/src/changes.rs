@@ -158,9 +158,9 @@ pub(crate) fn cells_verdict(
 
 /// Most objects outside the tree whose parent is asked for (to tell a cell from a new toolbar
 /// item); more and the cells are read again.
-const MAX_OUTSIDE: usize = 24;
+const MAX_OUTSIDE: usize = 96;
 /// Most steps up from such an object to the tree.
-const MAX_HOPS: usize = 4;
+const MAX_HOPS: usize = 8;
 
 /// One application's event log.
 #[derive(Default)]
@@ -537,6 +537,19 @@ impl LinuxDesktop {
                 .is_some_and(|n| n.has(state::MANAGES_DESCENDANTS))
         };
         let Some(outside) = cells_verdict(events, |p| tree.nodes.contains_key(p), manages) else {
+            if tracing::enabled!(tracing::Level::TRACE) {
+                let loud: BTreeSet<String> = events
+                    .iter()
+                    .filter_map(|c| match c {
+                        Change::Whole => Some("whole".to_string()),
+                        Change::State(p) => (!tree.nodes.contains_key(p)).then(|| p.clone()),
+                        Change::Node(p) | Change::Children(p) | Change::Removed(p) => {
+                            (!tree.nodes.contains_key(p) || manages(p)).then(|| format!("{c:?}"))
+                        }
+                    })
+                    .collect();
+                tracing::trace!(n = loud.len(), ?loud, "kept cells: read again");
+            }
             return false;
         };
         // each object's ancestors up to the tree, a few steps at most (LibreOffice builds a
