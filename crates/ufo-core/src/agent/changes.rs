@@ -240,8 +240,11 @@ fn clip_chars(s: &str, max: usize) -> String {
     out
 }
 
-/// `role "name"`, the name clipped.
+/// `role "name"`, the name clipped (the role alone for an unnamed control).
 fn brief(c: &Control) -> String {
+    if c.name.trim().is_empty() {
+        return c.role.clone();
+    }
     format!("{} {}", c.role, quoted(&c.name))
 }
 
@@ -383,6 +386,16 @@ mod tests {
         assert!(
             line.contains("toggle button \"Play\" → \"Pause\" [+focused +disabled]"),
             "{line}"
+        );
+    }
+
+    #[test]
+    fn an_unnamed_control_is_named_by_its_role() {
+        let before = vec![ctl("d", "text", "", Some("1"), 0)];
+        let after = vec![ctl("d", "text", "", Some("12"), 0)];
+        assert_eq!(
+            diff(&before, &after).line(),
+            "Since your last action: 1 changed (text: \"1\" → \"12\")"
         );
     }
 
