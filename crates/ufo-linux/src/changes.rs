@@ -129,7 +129,7 @@ pub(crate) fn plan(changes: &[Change], in_tree: impl Fn(&str) -> bool) -> Option
 /// Whether `changes` may leave a sheet's cells as they were: the only events on a container
 /// of many children (`manages`: the sheet) are state changes (its focus), and at most
 /// [`MAX_OUTSIDE`] objects outside the tree sent events. Returns those objects: the cells
-/// hold only if none of them is a cell (their parent is in the tree and is not a sheet). An
+/// hold only if none of them is a cell or text that may sit in one (their role says). An
 /// edited cell sends its events itself; a sort, a paste or a recalculation sends them on the
 /// sheet.
 pub(crate) fn cells_verdict(
@@ -156,11 +156,12 @@ pub(crate) fn cells_verdict(
     Some(outside)
 }
 
-/// Most objects outside the tree whose parent is asked for (to tell a cell from a new toolbar
+/// Most objects outside the tree whose role is asked for (to tell a cell from a rebuilt menu
 /// item); more and the cells are read again.
-const MAX_OUTSIDE: usize = 96;
-/// Most steps up from such an object to the tree.
-const MAX_HOPS: usize = 8;
+const MAX_OUTSIDE: usize = 256;
+/// Roles of objects that are or may sit in a sheet's cell: table cell, paragraph, text,
+/// entry, unknown, filler (LibreOffice's in-place editor).
+const MAY_HOLD_CELL_TEXT: &[u32] = &[0, 20, 56, 61, 73, 79];
 
 /// One application's event log.
 #[derive(Default)]
@@ -529,7 +530,7 @@ impl LinuxDesktop {
     }
 
     /// Whether the cells of the sheets of `bus` read at the last observation still hold
-    /// after `events` ([`cells_verdict`], each object outside the tree asked for its parent).
+    /// after `events` ([`cells_verdict`], each object outside the tree asked for its role).
     async fn cells_hold(&self, bus: &str, events: &[Change], tree: &AppTree) -> bool {
         let manages = |p: &str| {
             tree.nodes
@@ -552,65 +553,32 @@ impl LinuxDesktop {
             }
             return false;
         };
-        // each object's ancestors up to the tree, a few steps at most (LibreOffice builds a
-        // new toolbar item's objects under new objects)
-        let mut parent_of: HashMap<String, Option<String>> = HashMap::new();
-        let mut ask: Vec<String> = outside.iter().cloned().collect();
-        for _ in 0..MAX_HOPS {
-            if ask.is_empty() {
-                break;
-            }
-            let answers = tokio::time::timeout(
-                SYNC_WAIT,
-                futures::future::join_all(ask.iter().map(|p| self.parent_of(bus, p))),
-            )
-            .await;
-            let Ok(answers) = answers else { return false };
-            let mut next = Vec::new();
-            for (p, a) in ask.drain(..).zip(answers) {
-                if let Some(up) = &a {
-                    if !tree.nodes.contains_key(up) && !parent_of.contains_key(up) {
-                        next.push(up.clone());
-                    }
-                }
-                parent_of.insert(p, a);
-            }
-            next.sort();
-            next.dedup();
-            ask = next;
-        }
-        let hold = outside.iter().all(|p| {
-            let mut at = p.clone();
-            for _ in 0..=MAX_HOPS {
-                match parent_of.get(&at).cloned().flatten() {
-                    Some(up) if tree.nodes.contains_key(&up) => return !manages(&up),
-                    Some(up) => at = up,
-                    None => return false,
-                }
-            }
-            false
-        });
+        // what the objects outside the tree are: a cell, or text that may sit in a cell,
+        // means the cells may have changed; menus, buttons and panels mean nothing to them
+        let removed: HashSet<&String> = events
+            .iter()
+            .filter_map(|c| match c {
+                Change::Removed(p) => Some(p),
+                _ => None,
+            })
+            .collect();
+        let ask: Vec<&String> = outside.iter().filter(|p| !removed.contains(p)).collect();
+        let roles = tokio::time::timeout(
+            SYNC_WAIT,
+            futures::future::join_all(ask.iter().map(|p| {
+                self.bus
+                    .call::<_, u32>(bus, p, "org.a11y.atspi.Accessible", "GetRole", &())
+            })),
+        )
+        .await;
+        let Ok(roles) = roles else { return false };
+        let hold = roles
+            .iter()
+            .all(|r| r.as_ref().is_ok_and(|r| !MAY_HOLD_CELL_TEXT.contains(r)));
         if !hold {
-            tracing::trace!(?outside, ?parent_of, "kept cells: read again");
+            tracing::trace!(?ask, ?roles, "kept cells: read again");
         }
         hold
-    }
-
-    /// The parent of an object (`None` when it is gone or does not answer).
-    async fn parent_of(&self, bus: &str, path: &str) -> Option<String> {
-        let v: zbus::zvariant::OwnedValue = self
-            .bus
-            .call(
-                bus,
-                path,
-                "org.freedesktop.DBus.Properties",
-                "Get",
-                &("org.a11y.atspi.Accessible", "Parent"),
-            )
-            .await
-            .ok()?;
-        let (_, parent) = <(String, zbus::zvariant::OwnedObjectPath)>::try_from(v).ok()?;
-        Some(parent.as_str().to_string())
     }
 
     /// Read again what `p` names; false when a read failed (then read the tree whole).
