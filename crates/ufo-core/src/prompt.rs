@@ -134,6 +134,7 @@ Your previous steps:
 {% for m in memory %}  {{ m }}
 {% endfor %}{% endif %}{% if last_result %}
 Result of your last action: {{ last_result }}
+{% endif %}{% if changes %}{{ changes }}
 {% endif %}
 Answer with one JSON object."#;
 

@@ -25,6 +25,11 @@ async fn main() {
         );
         return;
     }
+    // `RUST_LOG=ufo_linux=debug` shows where an observation's time goes
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
     let iters: usize = std::env::var("UFO_BENCH_ITERS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -142,9 +147,87 @@ async fn main() {
          tree/details/capture/encode are medians of the parts, capture runs alongside the tree; \
          py = pyatspi walk of the same window with its client cache cleared, ratio = py p50 / p50)"
     );
+    // after an action (what an AppAgent step observes): a click on the calculator's "1"
+    // (C clears it every 10), a letter typed into mousepad; the application's CPU over the run
+    println!(
+        "{:<26} {:>8} {:>8} | {:>12}",
+        "after an action (ms)", "p50", "p95", "app CPU"
+    );
+    for w in &windows {
+        let Ok(o) = desktop.observe(&w.id).await else {
+            continue;
+        };
+        let find = |role: &str, name: &str| {
+            o.controls
+                .iter()
+                .find(|c| c.role == role && (name.is_empty() || c.name == name))
+                .map(|c| c.id.clone())
+        };
+        let click = ufo_core::UiAction::Click {
+            button: ufo_core::Button::Left,
+            double: false,
+        };
+        let steps: Vec<(Option<String>, ufo_core::UiAction)> = if w.app_name.contains("calc") {
+            let (one, clear) = (find("button", "1"), find("button", "C"));
+            (0..iters.min(40))
+                .map(|i| {
+                    if i % 10 == 9 {
+                        (clear.clone(), click.clone())
+                    } else {
+                        (one.clone(), click.clone())
+                    }
+                })
+                .collect()
+        } else {
+            let text = find("text", "");
+            (0..iters.min(40))
+                .map(|_| {
+                    (
+                        text.clone(),
+                        ufo_core::UiAction::TypeKeys { keys: "a".into() },
+                    )
+                })
+                .collect()
+        };
+        let ticks0 = w.pid.and_then(cpu_ticks);
+        let t_run = Instant::now();
+        let mut after = Vec::new();
+        for (id, action) in steps {
+            let Some(id) = id else { break };
+            if desktop.act(&w.id, Some(&id), &action).await.is_err() {
+                break;
+            }
+            let t = Instant::now();
+            if desktop.observe_with(&w.id, false).await.is_ok() {
+                after.push(ms(t.elapsed()));
+            }
+        }
+        let cpu = match (ticks0, w.pid.and_then(cpu_ticks)) {
+            (Some(a), Some(b)) => format!(
+                "{:.0}% of a core",
+                (b - a) as f64 / 100.0 / t_run.elapsed().as_secs_f64() * 100.0
+            ),
+            _ => "?".into(),
+        };
+        after.sort_by(|a, b| a.total_cmp(b));
+        println!(
+            "{:<26} {:>8.2} {:>8.2} | {:>12}",
+            w.app_name,
+            pct(&after, 0.5),
+            pct(&after, 0.95),
+            cpu
+        );
+    }
     for pid in started {
         let _ = std::process::Command::new("kill")
             .arg(pid.to_string())
             .status();
     }
+}
+
+/// User and system CPU ticks of a process so far.
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(rest.get(11)?.parse::<u64>().ok()? + rest.get(12)?.parse::<u64>().ok()?)
 }

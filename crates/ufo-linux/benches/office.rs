@@ -210,8 +210,9 @@ async fn main() {
             pyn
         );
     }
-    // the windows in turn: raising one makes LibreOffice send events, so nothing is kept
-    // and every observation reads the window whole (what an observation after an action costs)
+    // the windows in turn: raising one makes LibreOffice send events, so every observation
+    // follows events (what an observation after an action costs): the kept tree is refreshed
+    // from them (changes.rs), or read whole with UFO_INCREMENTAL=0
     let mut turns: Vec<Vec<f64>> = vec![Vec::new(); windows.len()];
     for _ in 0..iters {
         for (w, t) in windows.iter().zip(turns.iter_mut()) {
@@ -223,7 +224,7 @@ async fn main() {
     for (w, t) in windows.iter().zip(turns.iter_mut()) {
         t.sort_by(|a, b| a.total_cmp(b));
         println!(
-            "{:<34} {:>8} {:>9} | {:>8.1} {:>8.1} | (windows in turn: read whole)",
+            "{:<34} {:>8} {:>9} | {:>8.1} {:>8.1} | (windows in turn: after events)",
             w.title.chars().take(34).collect::<String>(),
             "",
             "",

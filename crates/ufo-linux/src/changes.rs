@@ -1,38 +1,209 @@
-//! Which applications changed since an earlier observation, from the events they send: a
-//! LibreOffice window that sent no event at all since its last observation still has the tree
-//! and the cell texts read then, so they are kept instead of read again (reading them costs
-//! LibreOffice 100-300 ms of work each time).
+//! Incremental observation of LibreOffice: the tree of its last observation is kept and only
+//! what its events say changed is read again (reading the whole tree costs LibreOffice
+//! 100-400 ms of work each time).
 //!
-//! A task counts every signal on the accessibility bus by sender; the applications are asked
-//! to send their object, window and focus events at the first observation of LibreOffice
-//! (nothing read before that is kept). Before a count is trusted,
-//! the application is pinged through the bus (its earlier signals arrive before the answer)
-//! and a marker signal sent to this connection comes back through the task (so the task has
-//! counted them all). Any event counts as a change; anything unsure (no answer, the task
-//! stopped) means "changed".
+//! One task per observed application listens to that application's signals only (a match
+//! rule with `sender=` its bus name: other applications' events never reach this process)
+//! and logs them: which object, and whether its children changed or only its own properties.
+//! The applications are asked to send their object, window and focus events at the first
+//! observation of LibreOffice (nothing read before that is kept). Before the log is trusted,
+//! the application is pinged through the bus: its earlier signals arrive before the answer,
+//! and the task takes every signal already received before it answers (a biased select).
+//!
+//! At the next observation of the same application the kept tree is brought up to date
+//! ([`plan`]): an object whose properties, states or text changed has its name, states and
+//! child count read again; an object whose children changed has its children listed again
+//! (bounded: a container reporting more than `walk_max_children` is never enumerated) and the
+//! walk then reads the new ones; an object that went away is dropped with its subtree. The
+//! whole tree is read again when that is not sure to be right: the first time, a window
+//! created or destroyed, an event of a kind not understood, more than [`MAX_REFRESH`] objects
+//! changed, the log overflowed, or a read failed. Objects outside the kept tree (a sheet's
+//! cells, which the tree never holds) change nothing in it.
+//!
+//! Only LibreOffice is observed this way ([`keeps_trees`]): its bridge sends an event for
+//! every change. GTK4 does not announce every change of its widgets (a label's text, a
+//! button shown), and asking every GTK application for all its object events makes them all
+//! work; their whole tree comes in one `GetItems` call of 5-15 ms anyway.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
+use tokio::sync::{mpsc, oneshot};
 
-use crate::bus::AppTree;
+use crate::bus::{state, AppTree, Node};
 use crate::desktop::LinuxDesktop;
 
-const MARKER_PATH: &str = "/org/ufo_rs/Marker";
-const MARKER_IFACE: &str = "org.ufo_rs.Marker";
-/// Longest wait for an application's ping and for the marker.
+/// Longest wait for an application's ping and for its listening task.
 const SYNC_WAIT: Duration = Duration::from_millis(300);
-/// Events queued for the counting task before the connection waits for it.
+/// Signals queued for one application's task before the connection waits for it.
 const QUEUE: usize = 8192;
+/// Events logged per application (older ones are dropped: a refresh that needs them reads
+/// the whole tree).
+const MAX_LOG: usize = 4096;
+/// Most objects refreshed one by one; more changed than this and the whole tree is read.
+pub(crate) const MAX_REFRESH: usize = 200;
 
-/// Event counts by sender, kept up to date by a task.
+/// What an event says changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// The object's states (focused, selected, active, ...).
+    State(String),
+    /// The object's own name, text, value or other properties.
+    Node(String),
+    /// The object's children (added, removed or reordered).
+    Children(String),
+    /// The object went away (with its subtree).
+    Removed(String),
+    /// Something this module cannot follow object by object: read the whole tree.
+    Whole,
+}
+
+/// The change a signal announces, from its interface, member and object path (and, for the
+/// cache's signals, the object in its body).
+pub(crate) fn classify(iface: &str, member: &str, path: &str, body_path: Option<&str>) -> Change {
+    match (iface, member) {
+        ("org.a11y.atspi.Event.Object", "ChildrenChanged") => Change::Children(path.into()),
+        ("org.a11y.atspi.Event.Object", "StateChanged")
+        | ("org.a11y.atspi.Event.Focus", _)
+        | ("org.a11y.atspi.Event.Window", "Activate" | "Deactivate") => Change::State(path.into()),
+        ("org.a11y.atspi.Event.Object", _) => Change::Node(path.into()),
+        ("org.a11y.atspi.Cache", "RemoveAccessible") => match body_path {
+            Some(p) => Change::Removed(p.into()),
+            None => Change::Whole,
+        },
+        // a new object in the cache: its parent's children changed
+        ("org.a11y.atspi.Cache", "AddAccessible") => match body_path {
+            Some(p) => Change::Children(p.into()),
+            None => Change::Whole,
+        },
+        _ => Change::Whole,
+    }
+}
+
+/// What to read again to bring a kept tree up to date.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// Objects whose name, states and child count are read again.
+    pub nodes: BTreeSet<String>,
+    /// Objects whose children are listed again.
+    pub children: BTreeSet<String>,
+    /// Objects dropped with their subtrees.
+    pub removed: BTreeSet<String>,
+}
+
+impl Plan {
+    /// Whether nothing needs reading.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty() && self.children.is_empty() && self.removed.is_empty()
+    }
+}
+
+/// The refresh of a kept tree for `changes`, or `None` when the whole tree must be read.
+/// Objects not in the tree (`in_tree` false) are left alone: nothing kept depends on them.
+pub(crate) fn plan(changes: &[Change], in_tree: impl Fn(&str) -> bool) -> Option<Plan> {
+    let mut p = Plan::default();
+    for c in changes {
+        match c {
+            Change::Whole => return None,
+            Change::Node(path) | Change::State(path) if in_tree(path) => {
+                p.nodes.insert(path.clone());
+            }
+            Change::Children(path) if in_tree(path) => {
+                p.children.insert(path.clone());
+            }
+            Change::Removed(path) if in_tree(path) => {
+                p.removed.insert(path.clone());
+            }
+            Change::Node(_) | Change::State(_) | Change::Children(_) | Change::Removed(_) => {}
+        }
+    }
+    // a removed object needs no other read; listing children reads the node too
+    p.nodes
+        .retain(|n| !p.removed.contains(n) && !p.children.contains(n));
+    p.children.retain(|n| !p.removed.contains(n));
+    (p.nodes.len() + p.children.len() <= MAX_REFRESH).then_some(p)
+}
+
+/// Whether `changes` may leave a sheet's cells as they were: the only events on a container
+/// of many children (`manages`: the sheet) are state changes (its focus), and at most
+/// [`MAX_OUTSIDE`] objects outside the tree sent events. Returns those objects: the cells
+/// hold only if none of them is a cell or text that may sit in one (their role says). An
+/// edited cell sends its events itself; a sort, a paste or a recalculation sends them on the
+/// sheet.
+pub(crate) fn cells_verdict(
+    changes: &[Change],
+    in_tree: impl Fn(&str) -> bool,
+    manages: impl Fn(&str) -> bool,
+) -> Option<BTreeSet<String>> {
+    let mut outside = BTreeSet::new();
+    for c in changes {
+        let (p, state) = match c {
+            Change::Whole => return None,
+            Change::State(p) => (p, true),
+            Change::Node(p) | Change::Children(p) | Change::Removed(p) => (p, false),
+        };
+        if !in_tree(p) {
+            outside.insert(p.clone());
+            if outside.len() > MAX_OUTSIDE {
+                return None;
+            }
+        } else if !state && manages(p) {
+            return None;
+        }
+    }
+    Some(outside)
+}
+
+/// Most objects outside the tree whose role is asked for (to tell a cell from a rebuilt menu
+/// item); more and the cells are read again.
+const MAX_OUTSIDE: usize = 256;
+/// Roles of objects that are or may sit in a sheet's cell: table cell, paragraph, text,
+/// entry, unknown, filler (LibreOffice's in-place editor).
+const MAY_HOLD_CELL_TEXT: &[u32] = &[0, 20, 56, 61, 73, 79];
+
+/// One application's event log.
+#[derive(Default)]
+struct Log {
+    /// Events received so far.
+    total: u64,
+    /// The latest events (the last is number `total`).
+    recent: VecDeque<Change>,
+}
+
+impl Log {
+    fn push(&mut self, c: Change) {
+        self.total += 1;
+        if self.recent.len() >= MAX_LOG {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(c);
+    }
+
+    /// The events after number `from` up to number `to`; `None` when some were dropped.
+    fn between(&self, from: u64, to: u64) -> Option<Vec<Change>> {
+        let oldest = self.total - self.recent.len() as u64; // number of the event before the first kept
+        if from < oldest || to > self.total || from > to {
+            return None;
+        }
+        let a = (from - oldest) as usize;
+        let b = (to - oldest) as usize;
+        Some(self.recent.range(a..b).cloned().collect())
+    }
+}
+
+/// The listening task of one application.
+struct Watch {
+    log: Arc<Mutex<Log>>,
+    /// Asks the task to take every signal already received, then answer.
+    sync: mpsc::Sender<oneshot::Sender<()>>,
+}
+
+/// Event logs of the observed applications, kept up to date by one task each.
 #[derive(Clone)]
 pub(crate) struct Changes {
-    counts: Arc<Mutex<HashMap<String, u64>>>,
-    marker: tokio::sync::watch::Receiver<u64>,
-    next_marker: Arc<std::sync::atomic::AtomicU64>,
+    watches: Arc<tokio::sync::Mutex<HashMap<String, Option<Arc<Watch>>>>>,
     /// whether the applications were asked to send their events (done at the first
     /// observation of LibreOffice, so that other sessions do not make every application
     /// send them)
@@ -53,53 +224,107 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The object path in the body of a cache signal: the removed object, or the parent of the
+/// added one.
+fn cache_body_path(msg: &zbus::Message, member: &str) -> Option<String> {
+    type Ref = (String, zbus::zvariant::OwnedObjectPath);
+    let body = msg.body();
+    match member {
+        "RemoveAccessible" => body
+            .deserialize::<Ref>()
+            .ok()
+            .map(|r| r.1.as_str().to_string()),
+        "AddAccessible" => {
+            type Item = (
+                Ref,
+                Ref,
+                Ref,
+                i32,
+                i32,
+                Vec<String>,
+                String,
+                u32,
+                String,
+                Vec<u32>,
+            );
+            body.deserialize::<Item>()
+                .ok()
+                .map(|i| i.2 .1.as_str().to_string())
+        }
+        _ => None,
+    }
+}
+
 impl Changes {
-    /// Listen to every signal on the accessibility bus. `None` when that fails: nothing is
-    /// kept between observations then.
+    /// Ready to listen to the applications observed later. `None` never happens today; kept
+    /// so that a bus without signals can switch keeping off.
     pub(crate) async fn start(conn: &zbus::Connection, timeout: Duration) -> Option<Changes> {
-        let rule = zbus::MatchRule::builder()
-            .msg_type(zbus::message::Type::Signal)
-            .build();
-        let stream = tokio::time::timeout(
-            timeout,
-            zbus::MessageStream::for_match_rule(rule, conn, Some(QUEUE)),
-        )
-        .await
-        .ok()?
-        .ok()?;
-        let counts: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
-        let (tx, rx) = tokio::sync::watch::channel(0u64);
-        let own = conn.unique_name().map(|n| n.to_string());
-        let task_counts = counts.clone();
-        tokio::spawn(async move {
-            let mut stream = stream;
-            while let Some(Ok(msg)) = stream.next().await {
-                let header = msg.header();
-                let Some(sender) = header.sender().map(|s| s.to_string()) else {
-                    continue;
-                };
-                if Some(&sender) == own.as_ref()
-                    && header
-                        .interface()
-                        .is_some_and(|i| i.as_str() == MARKER_IFACE)
-                {
-                    if let Ok(n) = msg.body().deserialize::<u64>() {
-                        tx.send_replace(n);
-                    }
-                    continue;
-                }
-                *lock(&task_counts).entry(sender).or_insert(0) += 1;
-            }
-            // the stream ended: every later sync fails (the marker never comes)
-        });
         Some(Changes {
-            counts,
-            marker: rx,
-            next_marker: Arc::new(std::sync::atomic::AtomicU64::new(1)),
+            watches: Arc::default(),
             registered: Arc::default(),
             timeout,
             conn: conn.clone(),
         })
+    }
+
+    /// The listening task of `app`, started at the first call; `None` when its signals
+    /// cannot be listened to.
+    async fn watch(&self, app: &str) -> Option<Arc<Watch>> {
+        let mut watches = self.watches.lock().await;
+        if let Some(w) = watches.get(app) {
+            return w.clone();
+        }
+        let w = self.listen(app).await.map(Arc::new);
+        watches.insert(app.to_string(), w.clone());
+        w
+    }
+
+    async fn listen(&self, app: &str) -> Option<Watch> {
+        let rule = zbus::MatchRule::builder()
+            .msg_type(zbus::message::Type::Signal)
+            .sender(app)
+            .ok()?
+            .build()
+            .to_owned();
+        let stream = tokio::time::timeout(
+            self.timeout,
+            zbus::MessageStream::for_match_rule(rule, &self.conn, Some(QUEUE)),
+        )
+        .await
+        .ok()?
+        .ok()?;
+        let log: Arc<Mutex<Log>> = Arc::default();
+        let (tx, mut rx) = mpsc::channel::<oneshot::Sender<()>>(16);
+        let task_log = log.clone();
+        tokio::spawn(async move {
+            let mut stream = stream;
+            loop {
+                // `biased`: every signal already received is taken before a sync is answered
+                tokio::select! {
+                    biased;
+                    msg = stream.next() => {
+                        let Some(Ok(msg)) = msg else { break };
+                        let header = msg.header();
+                        let iface = header.interface().map(|i| i.to_string()).unwrap_or_default();
+                        let member = header.member().map(|m| m.to_string()).unwrap_or_default();
+                        let path = header.path().map(|p| p.to_string()).unwrap_or_default();
+                        let body_path = if iface == "org.a11y.atspi.Cache" {
+                            cache_body_path(&msg, &member)
+                        } else {
+                            None
+                        };
+                        let change = classify(&iface, &member, &path, body_path.as_deref());
+                        lock(&task_log).push(change);
+                    }
+                    req = rx.recv() => {
+                        let Some(req) = req else { break };
+                        let _ = req.send(());
+                    }
+                }
+            }
+            // the stream ended: every later sync fails (nobody answers)
+        });
+        Some(Watch { log, sync: tx })
     }
 
     /// Ask the applications to send their object, window and focus events (once); whether
@@ -133,9 +358,11 @@ impl Changes {
         ok && !first
     }
 
-    /// The number of events `app` has sent so far, every event it sent before this call
-    /// counted; `None` when that cannot be made sure of.
+    /// The number of events `app` has sent since it is listened to, every event it sent
+    /// before this call counted; `None` when that cannot be made sure of.
     pub(crate) async fn count(&self, app: &str) -> Option<u64> {
+        // listen first, so that nothing sent after the registration is missed
+        let watch = self.watch(app).await?;
         // nothing read before the applications send their events may be kept
         if !self.register().await {
             return None;
@@ -148,20 +375,22 @@ impl Changes {
             &(),
         );
         tokio::time::timeout(SYNC_WAIT, ping).await.ok()?.ok()?;
-        let n = self
-            .next_marker
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let own = self.conn.unique_name()?.to_string();
-        let sent = self
-            .conn
-            .emit_signal(Some(own.as_str()), MARKER_PATH, MARKER_IFACE, "Sync", &n);
-        tokio::time::timeout(SYNC_WAIT, sent).await.ok()?.ok()?;
-        let mut rx = self.marker.clone();
-        tokio::time::timeout(SYNC_WAIT, rx.wait_for(|seen| *seen >= n))
+        let (tx, rx) = oneshot::channel();
+        tokio::time::timeout(SYNC_WAIT, watch.sync.send(tx))
             .await
             .ok()?
             .ok()?;
-        Some(lock(&self.counts).get(app).copied().unwrap_or(0))
+        tokio::time::timeout(SYNC_WAIT, rx).await.ok()?.ok()?;
+        let n = lock(&watch.log).total;
+        Some(n)
+    }
+
+    /// The events `app` sent after number `from` up to number `to` (two counts); `None` when
+    /// they are not all known.
+    async fn between(&self, app: &str, from: u64, to: u64) -> Option<Vec<Change>> {
+        let watch = self.watches.lock().await.get(app).cloned().flatten()?;
+        let log = lock(&watch.log);
+        log.between(from, to)
     }
 }
 
@@ -172,9 +401,62 @@ pub(crate) fn keeps_trees(app_name: &str) -> bool {
     a.contains("soffice") || a.contains("libreoffice")
 }
 
+/// Whether a kept tree may be brought up to date from the events (`UFO_INCREMENTAL=0`
+/// reads it whole after any event, as before: for comparisons and as a way out).
+fn incremental() -> bool {
+    std::env::var("UFO_INCREMENTAL").map_or(true, |v| v.trim() != "0")
+}
+
+/// Drop `path` and everything under it from the tree.
+pub(crate) fn remove_subtree(tree: &mut AppTree, path: &str) {
+    if let Some(parent) = tree.nodes.get(path).map(|n| n.parent.clone()) {
+        if let Some(kids) = tree.children.get_mut(&parent) {
+            kids.retain(|k| k != path);
+        }
+    }
+    let mut stack = vec![path.to_string()];
+    let mut seen = HashSet::new();
+    while let Some(p) = stack.pop() {
+        if !seen.insert(p.clone()) {
+            continue;
+        }
+        tree.nodes.remove(&p);
+        if let Some(kids) = tree.children.remove(&p) {
+            stack.extend(kids);
+        }
+    }
+}
+
+/// Put the live list of `parent`'s children into the tree: children no longer there are
+/// dropped with their subtrees, those still there get their new index; returns the new ones
+/// (path and index), to be read.
+pub(crate) fn set_children(
+    tree: &mut AppTree,
+    parent: &str,
+    live: &[String],
+) -> Vec<(String, i32)> {
+    let keep: HashSet<&String> = live.iter().collect();
+    let old: Vec<String> = tree.kids(parent).to_vec();
+    for k in old.iter().filter(|k| !keep.contains(k)) {
+        remove_subtree(tree, k);
+    }
+    let mut fresh = Vec::new();
+    for (i, k) in live.iter().enumerate() {
+        let i = i as i32;
+        if tree.nodes.contains_key(k) {
+            // known (here or elsewhere in the tree): hang it here, at its new place
+            tree.reparent(k, parent, i);
+        } else {
+            fresh.push((k.clone(), i));
+        }
+    }
+    fresh
+}
+
 impl LinuxDesktop {
-    /// The tree of `bus` kept from an earlier observation when the application sent no
-    /// event since, and its event count now (to keep what this observation reads).
+    /// The tree of `bus` kept from an earlier observation, brought up to date from the
+    /// events the application sent since, and its event count now (to keep what this
+    /// observation reads). `None` for the tree: read it whole.
     pub(crate) async fn kept_tree(&self, bus: &str) -> (Option<u64>, Option<AppTree>) {
         let Some(changes) = self.bus.changes.clone() else {
             return (None, None);
@@ -183,21 +465,199 @@ impl LinuxDesktop {
             return (None, None);
         }
         let count = changes.count(bus).await;
-        let mut st = self.lock();
-        match count {
-            Some(c) => {
-                st.event_counts.insert(bus.to_string(), c);
+        let kept = {
+            let mut st = self.lock();
+            match count {
+                Some(c) => {
+                    st.event_counts.insert(bus.to_string(), c);
+                }
+                None => {
+                    st.event_counts.remove(bus);
+                }
             }
-            None => {
-                st.event_counts.remove(bus);
+            match count {
+                Some(_) => st.kept.get(bus).map(|k| (k.count, k.tree.clone())),
+                None => None,
+            }
+        };
+        let (Some(now), Some((then, mut tree))) = (count, kept) else {
+            tracing::debug!(bus, count, "kept tree: none");
+            return (count, None);
+        };
+        if then == now {
+            tracing::debug!(bus, count, "kept tree: no event since");
+            return (count, Some(tree));
+        }
+        if !incremental() {
+            return (count, None);
+        }
+        let events = changes.between(bus, then, now).await.unwrap_or_default();
+        let in_tree = |p: &str| tree.nodes.contains_key(p);
+        let Some(p) = (!events.is_empty())
+            .then(|| plan(&events, in_tree))
+            .flatten()
+        else {
+            tracing::debug!(bus, count, "kept tree: read whole");
+            return (count, None);
+        };
+        let t = std::time::Instant::now();
+        let ok = self.refresh_tree(bus, &mut tree, &p).await;
+        // judged on the refreshed tree: objects new since are in it now
+        let quiet = ok && self.cells_hold(bus, &events, &tree).await;
+        if ok && quiet {
+            // the cells read at the last observation still hold (table.rs keeps them while
+            // the count is the same)
+            let mut st = self.lock();
+            for ((b, _), (at, _)) in st.kept_cells.iter_mut() {
+                if b == bus && *at == then {
+                    *at = now;
+                }
             }
         }
-        let tree = match (count, st.kept.get(bus)) {
-            (Some(c), Some(k)) if k.count == c => Some(k.tree.clone()),
-            _ => None,
+        tracing::debug!(
+            bus,
+            count,
+            quiet,
+            events = now - then,
+            nodes = p.nodes.len(),
+            children = p.children.len(),
+            removed = p.removed.len(),
+            ok,
+            ms = t.elapsed().as_millis() as u64,
+            "kept tree: refreshed"
+        );
+        (count, ok.then_some(tree))
+    }
+
+    /// Whether the cells of the sheets of `bus` read at the last observation still hold
+    /// after `events` ([`cells_verdict`], each object outside the tree asked for its role).
+    async fn cells_hold(&self, bus: &str, events: &[Change], tree: &AppTree) -> bool {
+        let manages = |p: &str| {
+            tree.nodes
+                .get(p)
+                .is_some_and(|n| n.has(state::MANAGES_DESCENDANTS))
         };
-        tracing::debug!(bus, count, kept = tree.is_some(), "kept tree");
-        (count, tree)
+        let Some(outside) = cells_verdict(events, |p| tree.nodes.contains_key(p), manages) else {
+            if tracing::enabled!(tracing::Level::TRACE) {
+                let loud: BTreeSet<String> = events
+                    .iter()
+                    .filter_map(|c| match c {
+                        Change::Whole => Some("whole".to_string()),
+                        Change::State(p) => (!tree.nodes.contains_key(p)).then(|| p.clone()),
+                        Change::Node(p) | Change::Children(p) | Change::Removed(p) => {
+                            (!tree.nodes.contains_key(p) || manages(p)).then(|| format!("{c:?}"))
+                        }
+                    })
+                    .collect();
+                tracing::trace!(n = loud.len(), ?loud, "kept cells: read again");
+            }
+            return false;
+        };
+        // what the objects outside the tree are: a cell, or text that may sit in a cell,
+        // means the cells may have changed; menus, buttons and panels mean nothing to them
+        let removed: HashSet<&String> = events
+            .iter()
+            .filter_map(|c| match c {
+                Change::Removed(p) => Some(p),
+                _ => None,
+            })
+            .collect();
+        let ask: Vec<&String> = outside.iter().filter(|p| !removed.contains(p)).collect();
+        let roles = tokio::time::timeout(
+            SYNC_WAIT,
+            futures::future::join_all(ask.iter().map(|p| {
+                self.bus
+                    .call::<_, u32>(bus, p, "org.a11y.atspi.Accessible", "GetRole", &())
+            })),
+        )
+        .await;
+        let Ok(roles) = roles else { return false };
+        let hold = roles
+            .iter()
+            .all(|r| r.as_ref().is_ok_and(|r| !MAY_HOLD_CELL_TEXT.contains(r)));
+        if !hold {
+            tracing::trace!(?ask, ?roles, "kept cells: read again");
+        }
+        hold
+    }
+
+    /// Read again what `p` names; false when a read failed (then read the tree whole).
+    async fn refresh_tree(&self, bus: &str, tree: &mut AppTree, p: &Plan) -> bool {
+        if p.is_empty() {
+            // only objects outside the tree changed (a sheet's cells)
+            return true;
+        }
+        for r in &p.removed {
+            remove_subtree(tree, r);
+        }
+        let bound = i32::try_from(self.config.walk_max_children).unwrap_or(i32::MAX);
+        // the nodes themselves (a listed node is read again too)
+        let targets: Vec<(String, String, i32)> = p
+            .nodes
+            .iter()
+            .chain(&p.children)
+            .filter_map(|path| {
+                let n = tree.nodes.get(path)?;
+                Some((path.clone(), n.parent.clone(), n.index))
+            })
+            .collect();
+        let read = tokio::time::timeout(
+            self.config.walk_budget,
+            futures::future::join_all(
+                targets
+                    .iter()
+                    .map(|(path, parent, i)| self.known_node(bus, path, parent, *i)),
+            ),
+        )
+        .await;
+        let Ok(read) = read else { return false };
+        let mut relist: Vec<String> = Vec::new();
+        for ((path, _, _), n) in targets.iter().zip(read) {
+            match n {
+                Ok(n) => {
+                    let known = tree.kids(path).len();
+                    let count_changed = usize::try_from(n.child_count).ok() != Some(known);
+                    let enumerable =
+                        (0..=bound).contains(&n.child_count) && !n.has(state::MANAGES_DESCENDANTS);
+                    if enumerable && (p.children.contains(path) || count_changed) {
+                        relist.push(path.clone());
+                    }
+                    tree.nodes.insert(path.clone(), n);
+                }
+                // gone since: drop it (its parent's children event says the rest)
+                Err(_) => remove_subtree(tree, path),
+            }
+        }
+        relist.retain(|p| tree.nodes.contains_key(p));
+        let lists = tokio::time::timeout(
+            self.config.walk_budget,
+            futures::future::join_all(relist.iter().map(|p| self.bus.children(bus, p))),
+        )
+        .await;
+        let Ok(lists) = lists else { return false };
+        let mut fresh: Vec<(String, String, i32)> = Vec::new();
+        for (parent, live) in relist.iter().zip(lists) {
+            let Ok(live) = live else { return false };
+            for (k, i) in set_children(tree, parent, &live) {
+                fresh.push((k, parent.clone(), i));
+            }
+        }
+        let nodes = tokio::time::timeout(
+            self.config.walk_budget,
+            futures::future::join_all(fresh.iter().map(|(k, p, i)| self.known_node(bus, k, p, *i))),
+        )
+        .await;
+        let Ok(nodes) = nodes else { return false };
+        for n in nodes {
+            // a new child's own children are read by the walk that follows (its child count
+            // is known, its children are not)
+            let Ok(n): Result<Node, _> = n else {
+                return false;
+            };
+            tree.insert(n);
+        }
+        tree.sort_children();
+        true
     }
 
     /// Keep a tree read (or kept) now, with the application's event count from before it
@@ -237,5 +697,162 @@ mod tests {
         assert!(keeps_trees("LibreOffice"));
         assert!(!keeps_trees("gnome-calculator"));
         assert!(!keeps_trees("Firefox"));
+    }
+
+    #[test]
+    fn signals_are_classified_by_what_they_change() {
+        let o = "org.a11y.atspi.Event.Object";
+        assert_eq!(
+            classify(o, "StateChanged", "/a/1", None),
+            Change::State("/a/1".into())
+        );
+        assert_eq!(
+            classify(o, "TextChanged", "/a/1", None),
+            Change::Node("/a/1".into())
+        );
+        assert_eq!(
+            classify(o, "ChildrenChanged", "/a/1", None),
+            Change::Children("/a/1".into())
+        );
+        assert_eq!(
+            classify("org.a11y.atspi.Event.Window", "Activate", "/w", None),
+            Change::State("/w".into())
+        );
+        assert_eq!(
+            classify("org.a11y.atspi.Event.Window", "Create", "/w", None),
+            Change::Whole
+        );
+        assert_eq!(
+            classify(
+                "org.a11y.atspi.Cache",
+                "RemoveAccessible",
+                "/c",
+                Some("/a/9")
+            ),
+            Change::Removed("/a/9".into())
+        );
+        assert_eq!(
+            classify("org.a11y.atspi.Cache", "AddAccessible", "/c", Some("/a/2")),
+            Change::Children("/a/2".into())
+        );
+        assert_eq!(
+            classify("org.a11y.atspi.Event.Document", "LoadComplete", "/d", None),
+            Change::Whole
+        );
+    }
+
+    #[test]
+    fn a_plan_reads_only_what_the_tree_holds_and_gives_up_when_unsure() {
+        let tree: HashSet<&str> = ["/a/1", "/a/2", "/a/3"].into_iter().collect();
+        let has = |p: &str| tree.contains(p);
+        let p = plan(
+            &[
+                Change::Node("/a/1".into()),
+                Change::Node("/cell/77".into()),
+                Change::Children("/a/2".into()),
+                Change::Node("/a/2".into()),
+                Change::Removed("/a/3".into()),
+                Change::Node("/a/3".into()),
+            ],
+            has,
+        )
+        .expect("a plan");
+        assert_eq!(p.nodes.iter().collect::<Vec<_>>(), ["/a/1"]);
+        assert_eq!(p.children.iter().collect::<Vec<_>>(), ["/a/2"]);
+        assert_eq!(p.removed.iter().collect::<Vec<_>>(), ["/a/3"]);
+        assert!(plan(&[Change::Node("/a/1".into()), Change::Whole], has).is_none());
+        assert!(plan(&[Change::Node("/x".into())], has).is_some_and(|p| p.is_empty()));
+        let many: Vec<Change> = (0..=MAX_REFRESH)
+            .map(|i| Change::Node(format!("/n/{i}")))
+            .collect();
+        assert!(plan(&many, |_| true).is_none());
+    }
+
+    #[test]
+    fn cells_hold_only_while_the_sheet_only_changed_state_and_few_others_changed() {
+        let tree: HashSet<&str> = ["/toolbar", "/sheet"].into_iter().collect();
+        let has = |p: &str| tree.contains(p);
+        let manages = |p: &str| p == "/sheet";
+        let verdict = |c: &[Change]| cells_verdict(c, has, manages);
+        assert_eq!(
+            verdict(&[
+                Change::State("/sheet".into()),
+                Change::Node("/toolbar".into()),
+                Change::Children("/toolbar".into()),
+            ]),
+            Some(BTreeSet::new())
+        );
+        // objects outside the tree are named, to be asked for their parent (a cell's is the
+        // sheet)
+        assert_eq!(
+            verdict(&[Change::Node("/x".into()), Change::State("/x".into())]),
+            Some(["/x".to_string()].into_iter().collect())
+        );
+        assert_eq!(
+            verdict(&[Change::Children("/sheet".into())]),
+            None,
+            "rows inserted"
+        );
+        assert_eq!(
+            verdict(&[Change::Node("/sheet".into())]),
+            None,
+            "visible data changed"
+        );
+        assert_eq!(verdict(&[Change::Whole]), None);
+        let many: Vec<Change> = (0..=MAX_OUTSIDE)
+            .map(|i| Change::Node(format!("/c/{i}")))
+            .collect();
+        assert_eq!(verdict(&many), None);
+    }
+
+    #[test]
+    fn the_log_gives_the_events_between_two_counts_or_none_when_dropped() {
+        let mut log = Log::default();
+        for i in 0..(MAX_LOG + 10) {
+            log.push(Change::Node(format!("/n/{i}")));
+        }
+        let total = log.total;
+        assert_eq!(
+            log.between(total - 2, total),
+            Some(vec![
+                Change::Node(format!("/n/{}", MAX_LOG + 8)),
+                Change::Node(format!("/n/{}", MAX_LOG + 9))
+            ])
+        );
+        assert_eq!(log.between(total, total), Some(vec![]));
+        assert_eq!(log.between(5, total), None, "dropped events");
+        assert_eq!(log.between(total - 1, total + 1), None, "not yet received");
+    }
+
+    fn node(path: &str, parent: &str, index: i32) -> Node {
+        Node {
+            path: path.into(),
+            parent: parent.into(),
+            index,
+            child_count: 0,
+            ifaces: 0,
+            name: String::new(),
+            role: 0,
+            description: String::new(),
+            states: 0,
+        }
+    }
+
+    #[test]
+    fn new_children_replace_the_old_ones_and_their_subtrees_go() {
+        let mut t = AppTree::from_nodes(vec![
+            node("/p", "/root", 0),
+            node("/a", "/p", 0),
+            node("/a/x", "/a", 0),
+            node("/b", "/p", 1),
+        ]);
+        let fresh = set_children(&mut t, "/p", &["/b".into(), "/c".into()]);
+        assert_eq!(fresh, vec![("/c".to_string(), 1)]);
+        assert!(!t.nodes.contains_key("/a") && !t.nodes.contains_key("/a/x"));
+        assert_eq!(t.nodes["/b"].index, 0);
+        assert_eq!(t.kids("/p"), ["/b".to_string()]);
+        remove_subtree(&mut t, "/p");
+        assert!(t.nodes.is_empty() || !t.nodes.contains_key("/b"));
+        assert!(t.kids("/root").is_empty());
     }
 }

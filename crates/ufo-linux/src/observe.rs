@@ -298,12 +298,73 @@ impl LinuxDesktop {
 
     /// Observe a window; `with_actions` also fetches every control's action names (for
     /// `inspect`; the engine's observation leaves them to the action that needs them).
+    ///
+    /// The steps: find the window and its dialogs (raising it), then read its controls and
+    /// capture it at the same time, put the controls in reading order without what a dialog
+    /// covers, draw the labels, and remember the controls for the actions.
     pub async fn observe_with(
         &self,
         window_id: &str,
         with_actions: bool,
     ) -> Result<FullObservation, LinuxError> {
         let t0 = Instant::now();
+        let Located {
+            main,
+            attached,
+            area,
+            warnings: early_warnings,
+        } = self.locate(window_id).await?;
+        let capture = async {
+            let t = Instant::now();
+            let img = self
+                .x11(move |x| x.capture(area.x, area.y, area.w, area.h))
+                .await;
+            (img, t.elapsed())
+        };
+        let controls = self.read_windows(&main, &attached, with_actions, early_warnings);
+        let ((img, capture_time), read) = tokio::join!(capture, controls);
+        let ReadWindows {
+            groups,
+            mut warnings,
+            mut stats,
+            main_bus,
+            modal,
+        } = read;
+        if let Some(title) = &modal {
+            warnings.push(format!(
+                "the modal dialog {title:?} is open: the controls of the window under it are not \
+                 listed (it takes no input until the dialog is closed)"
+            ));
+        }
+        stats.capture = capture_time;
+        let fetched = arrange(groups, &attached, modal.is_some());
+        if fetched.is_empty() && main_bus.is_some() {
+            warnings.extend(crate::toolkit::no_controls_hint(main.pid));
+        }
+        let t_enc = Instant::now();
+        let (screenshot, annotated) =
+            labelled_screenshots(img, &fetched, area, &mut warnings).await;
+        stats.encode = t_enc.elapsed();
+        self.remember_controls(main.id, &fetched);
+        let window = self.window_info(&main, main_bus).await;
+        let details: Vec<ControlDetail> = fetched.into_iter().map(|f| f.detail).collect();
+        stats.total = t0.elapsed();
+        Ok(FullObservation {
+            observation: WindowObservation {
+                window,
+                controls: details.iter().map(|d| d.control.clone()).collect(),
+                screenshot,
+                annotated,
+                warnings,
+            },
+            details,
+            stats,
+        })
+    }
+
+    /// Step 1: the window (or the one that replaced it), its dialogs, and the area they cover
+    /// on the screen; the window is raised so that its screenshot shows it (as UFO does).
+    async fn locate(&self, window_id: &str) -> Result<Located, LinuxError> {
         let xid = crate::desktop::parse_window_id(window_id)?;
         let (all, active) = self
             .x11(|x| Ok((x.client_windows()?, x.active_window()?)))
@@ -328,28 +389,18 @@ impl LinuxDesktop {
             .into_iter()
             .filter(|w| w.transient_for == Some(xid) && w.id != xid)
             .collect();
-        let mut early_warnings = Vec::new();
-        // bring the window to the front so that its screenshot shows it (as UFO does); a
-        // session without a window manager has no active window and is left alone
+        let mut warnings = Vec::new();
+        // a session without a window manager has no active window and is left alone
         if let Some(a) = active {
             if a != xid && !attached.iter().any(|d| d.id == a) {
                 if let Err(e) = self.activate(xid).await {
-                    early_warnings.push(format!("could not raise the window: {e}"));
+                    warnings.push(format!("could not raise the window: {e}"));
                 }
             }
         }
-        let mut area = xrect(&main);
-        for d in &attached {
-            let (x0, y0) = (area.x.min(d.x), area.y.min(d.y));
-            let x1 = (area.x + area.w as i32).max(d.x + d.w as i32);
-            let y1 = (area.y + area.h as i32).max(d.y + d.h as i32);
-            area = Rect {
-                x: x0,
-                y: y0,
-                w: (x1 - x0) as u32,
-                h: (y1 - y0) as u32,
-            };
-        }
+        let area = attached
+            .iter()
+            .fold(xrect(&main), |a, d| union(a, xrect(d)));
         let screen = Rect {
             x: 0,
             y: 0,
@@ -361,171 +412,114 @@ impl LinuxDesktop {
                 "window {window_id} is entirely off screen; move it onto the screen"
             ))
         })?;
+        Ok(Located {
+            main,
+            attached,
+            area,
+            warnings,
+        })
+    }
 
-        let capture = async {
-            let t = Instant::now();
-            let img = self
-                .x11(move |x| x.capture(area.x, area.y, area.w, area.h))
+    /// Step 2: the controls of the dialogs (first: they are on top and usually what needs an
+    /// answer) and of the window, one group each, and the title of a modal dialog among them.
+    async fn read_windows(
+        &self,
+        main: &XWindow,
+        attached: &[XWindow],
+        with_actions: bool,
+        mut warnings: Vec<String>,
+    ) -> ReadWindows {
+        let mut stats = ObservationStats::default();
+        let pids: Vec<u32> = attached
+            .iter()
+            .chain(std::iter::once(main))
+            .filter_map(|w| w.pid)
+            .collect();
+        let mut by_pid = self.bus_map(&pids, false).await;
+        let mut refreshed = false;
+        let mut trees: HashMap<String, AppTree> = HashMap::new();
+        let mut groups: Vec<Vec<Fetched>> = Vec::new();
+        for w in attached.iter().chain(std::iter::once(main)) {
+            let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)).cloned() else {
+                let why = crate::toolkit::not_on_bus_hint(w.pid);
+                warnings.push(format!(
+                    "window {} ({:?}) is not on the accessibility bus: only its screenshot is available ({why})",
+                    format_window_id(w.id),
+                    w.title
+                ));
+                continue;
+            };
+            let mut result = self
+                .window_controls(&bus, w, with_actions, &mut trees, &mut stats, &mut warnings)
                 .await;
-            (img, t.elapsed())
-        };
-        let controls = async {
-            let mut warnings = early_warnings;
-            let mut stats = ObservationStats::default();
-            let pids: Vec<u32> = attached
-                .iter()
-                .chain(std::iter::once(&main))
-                .filter_map(|w| w.pid)
-                .collect();
-            let mut by_pid = self.bus_map(&pids, false).await;
-            let mut refreshed = false;
-            let mut trees: HashMap<String, AppTree> = HashMap::new();
-            let mut groups: Vec<Vec<Fetched>> = Vec::new();
-            // dialogs first: they are on top and usually what needs an answer
-            for w in attached.iter().chain(std::iter::once(&main)) {
-                let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)).cloned() else {
-                    let why = crate::toolkit::not_on_bus_hint(w.pid);
-                    warnings.push(format!(
-                        "window {} ({:?}) is not on the accessibility bus: only its screenshot is available ({why})",
-                        format_window_id(w.id),
-                        w.title
-                    ));
-                    continue;
-                };
-                let mut result = self
-                    .window_controls(&bus, w, with_actions, &mut trees, &mut stats, &mut warnings)
-                    .await;
-                if result.is_err() && !refreshed {
-                    // the cached bus name may be stale (the application restarted): look again
-                    refreshed = true;
-                    by_pid = self.bus_map(&pids, true).await;
-                    if let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)).cloned() {
-                        trees.remove(&bus);
-                        result = self
-                            .window_controls(
-                                &bus,
-                                w,
-                                with_actions,
-                                &mut trees,
-                                &mut stats,
-                                &mut warnings,
-                            )
-                            .await;
-                    }
-                }
-                match result {
-                    Ok(g) => groups.push(g),
-                    Err(e) => warnings.push(format!(
-                        "controls of window {} could not be read: {e}",
-                        format_window_id(w.id)
-                    )),
+            if result.is_err() && !refreshed {
+                // the cached bus name may be stale (the application restarted): look again
+                refreshed = true;
+                by_pid = self.bus_map(&pids, true).await;
+                if let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)).cloned() {
+                    trees.remove(&bus);
+                    result = self
+                        .window_controls(
+                            &bus,
+                            w,
+                            with_actions,
+                            &mut trees,
+                            &mut stats,
+                            &mut warnings,
+                        )
+                        .await;
                 }
             }
-            let main_bus = main.pid.and_then(|p| by_pid.get(&p)).cloned();
-            // a modal dialog on top: the window under it takes no input until it closes
-            let modal = attached.iter().find_map(|w| {
-                let tree = trees.get(w.pid.and_then(|p| by_pid.get(&p))?)?;
-                let frame = pick_frame(tree, w)?;
-                tree.nodes
-                    .get(&frame)?
-                    .has(state::MODAL)
-                    .then(|| w.title.clone())
-            });
-            (groups, warnings, stats, main_bus, modal)
-        };
-        let ((img, capture_time), (groups, mut warnings, mut stats, main_bus, modal)) =
-            tokio::join!(capture, controls);
-        if let Some(title) = &modal {
-            warnings.push(format!(
-                "the modal dialog {title:?} is open: the controls of the window under it are not \
-                 listed (it takes no input until the dialog is closed)"
-            ));
+            match result {
+                Ok(g) => groups.push(g),
+                Err(e) => warnings.push(format!(
+                    "controls of window {} could not be read: {e}",
+                    format_window_id(w.id)
+                )),
+            }
         }
-        stats.capture = capture_time;
+        let main_bus = main.pid.and_then(|p| by_pid.get(&p)).cloned();
+        // a modal dialog on top: the window under it takes no input until it closes
+        let modal = attached.iter().find_map(|w| {
+            let tree = trees.get(w.pid.and_then(|p| by_pid.get(&p))?)?;
+            let frame = pick_frame(tree, w)?;
+            tree.nodes
+                .get(&frame)?
+                .has(state::MODAL)
+                .then(|| w.title.clone())
+        });
+        ReadWindows {
+            groups,
+            warnings,
+            stats,
+            main_bus,
+            modal,
+        }
+    }
 
-        // drop main-window controls hidden under an attached dialog
-        let dialog_rects: Vec<Rect> = attached.iter().map(xrect).collect();
-        let groups = groups
-            .into_iter()
-            .map(without_shadows_and_covered)
-            .collect::<Vec<_>>();
-        let mut fetched: Vec<Fetched> = Vec::new();
-        let n_groups = groups.len();
-        for (gi, group) in groups.into_iter().enumerate() {
-            let is_main = gi + 1 == n_groups && !dialog_rects.is_empty();
-            let rects: Vec<Rect> = group.iter().map(|f| f.detail.control.rect).collect();
-            let order = reading_order(&rects);
-            let mut group: Vec<Option<Fetched>> = group.into_iter().map(Some).collect();
-            for i in order {
-                let Some(f) = group[i].take() else { continue };
-                if is_main && modal.is_some() {
-                    continue;
-                }
-                if is_main {
-                    let r = f.detail.control.rect;
-                    let (cx, cy) = (r.x + r.w as i32 / 2, r.y + r.h as i32 / 2);
-                    if dialog_rects.iter().any(|d| {
-                        cx >= d.x && cy >= d.y && cx < d.x + d.w as i32 && cy < d.y + d.h as i32
-                    }) {
-                        continue;
-                    }
-                }
-                fetched.push(f);
-            }
+    /// Step 5: the controls of this observation, by id, for the actions that name them
+    /// (those of the window's earlier observation are forgotten).
+    fn remember_controls(&self, xid: u32, fetched: &[Fetched]) {
+        let mut st = self.lock();
+        st.controls.retain(|_, c| c.window != xid);
+        for (i, f) in fetched.iter().enumerate() {
+            let mut info = f.info.clone();
+            info.seen.label = i + 1;
+            st.controls.insert(f.detail.control.id.clone(), info);
         }
-        if fetched.is_empty() && main_bus.is_some() {
-            warnings.extend(crate::toolkit::no_controls_hint(main.pid));
-        }
+    }
 
-        let t_enc = Instant::now();
-        let (screenshot, annotated) = match img {
-            Ok(img) => {
-                let marks: Vec<Mark> = fetched
-                    .iter()
-                    .enumerate()
-                    .map(|(i, f)| {
-                        let r = f.detail.control.rect;
-                        Mark {
-                            x: r.x - area.x,
-                            y: r.y - area.y,
-                            w: r.w,
-                            h: r.h,
-                            label: i + 1,
-                        }
-                    })
-                    .collect();
-                match encode_pair(img, marks).await {
-                    Ok((a, b)) => (Some(a), Some(b)),
-                    Err(e) => {
-                        warnings.push(format!("screenshot could not be encoded: {e}"));
-                        (None, None)
-                    }
-                }
-            }
-            Err(e) => {
-                warnings.push(format!("no screenshot: {e}"));
-                (None, None)
-            }
-        };
-        stats.encode = t_enc.elapsed();
-
-        {
-            let mut st = self.lock();
-            st.controls.retain(|_, c| c.window != xid);
-            for (i, f) in fetched.iter().enumerate() {
-                let mut info = f.info.clone();
-                info.seen.label = i + 1;
-                st.controls.insert(f.detail.control.id.clone(), info);
-            }
-        }
-        let by_pid_name = match main_bus {
+    /// Step 6: what the engine is told about the window (its application's name from the
+    /// bus, else its X class).
+    async fn window_info(&self, main: &XWindow, main_bus: Option<String>) -> WindowInfo {
+        let by_bus_name = match main_bus {
             Some(bus) => self.app_name(&bus).await,
             None => None,
         };
-        let window = WindowInfo {
+        WindowInfo {
             id: format_window_id(main.id),
             title: main.title.clone(),
-            app_name: by_pid_name
+            app_name: by_bus_name
                 .filter(|a| !a.is_empty())
                 .unwrap_or_else(|| main.class.clone()),
             process: main
@@ -534,21 +528,8 @@ impl LinuxDesktop {
                 .map(|s| s.trim().to_string())
                 .unwrap_or_else(|| main.class.clone()),
             pid: main.pid,
-            rect: Some(xrect(&main)),
-        };
-        let details: Vec<ControlDetail> = fetched.into_iter().map(|f| f.detail).collect();
-        stats.total = t0.elapsed();
-        Ok(FullObservation {
-            observation: WindowObservation {
-                window,
-                controls: details.iter().map(|d| d.control.clone()).collect(),
-                screenshot,
-                annotated,
-                warnings,
-            },
-            details,
-            stats,
-        })
+            rect: Some(xrect(main)),
+        }
     }
 
     /// The window that took the place of window `xid`, now gone: the only top-level window of
@@ -1140,6 +1121,112 @@ pub(crate) fn walk_verdict(
         Walk::Children
     } else {
         Walk::Done
+    }
+}
+
+/// The window to observe, found on the screen.
+struct Located {
+    main: XWindow,
+    /// Its dialogs (transient for it).
+    attached: Vec<XWindow>,
+    /// The part of the screen the window and its dialogs cover.
+    area: Rect,
+    warnings: Vec<String>,
+}
+
+/// What reading the controls of a window and its dialogs gave.
+struct ReadWindows {
+    /// One group per window read, dialogs first, the main window last.
+    groups: Vec<Vec<Fetched>>,
+    warnings: Vec<String>,
+    stats: ObservationStats,
+    /// The bus name of the main window's application.
+    main_bus: Option<String>,
+    /// The title of a modal dialog on top.
+    modal: Option<String>,
+}
+
+/// The smallest rectangle holding both.
+fn union(a: Rect, b: Rect) -> Rect {
+    let (x0, y0) = (a.x.min(b.x), a.y.min(b.y));
+    let x1 = (a.x + a.w as i32).max(b.x + b.w as i32);
+    let y1 = (a.y + a.h as i32).max(b.y + b.h as i32);
+    Rect {
+        x: x0,
+        y: y0,
+        w: (x1 - x0) as u32,
+        h: (y1 - y0) as u32,
+    }
+}
+
+/// Step 3: the controls in label order: each group in reading order, without LibreOffice's
+/// shadow menus and what an open menu covers, and without the main window's controls that a
+/// dialog covers (all of them under a modal dialog).
+fn arrange(groups: Vec<Vec<Fetched>>, attached: &[XWindow], modal: bool) -> Vec<Fetched> {
+    let dialog_rects: Vec<Rect> = attached.iter().map(xrect).collect();
+    let n_groups = groups.len();
+    let mut fetched: Vec<Fetched> = Vec::new();
+    for (gi, group) in groups.into_iter().enumerate() {
+        let group = without_shadows_and_covered(group);
+        let is_main = gi + 1 == n_groups && !dialog_rects.is_empty();
+        if is_main && modal {
+            continue;
+        }
+        let rects: Vec<Rect> = group.iter().map(|f| f.detail.control.rect).collect();
+        let order = reading_order(&rects);
+        let mut group: Vec<Option<Fetched>> = group.into_iter().map(Some).collect();
+        for i in order {
+            let Some(f) = group[i].take() else { continue };
+            if is_main {
+                let r = f.detail.control.rect;
+                let (cx, cy) = (r.x + r.w as i32 / 2, r.y + r.h as i32 / 2);
+                if dialog_rects.iter().any(|d| {
+                    cx >= d.x && cy >= d.y && cx < d.x + d.w as i32 && cy < d.y + d.h as i32
+                }) {
+                    continue;
+                }
+            }
+            fetched.push(f);
+        }
+    }
+    fetched
+}
+
+/// Step 4: the screenshot and the annotated screenshot (the labels drawn where the controls
+/// are, relative to the captured `area`); a failure is a warning.
+async fn labelled_screenshots(
+    img: Result<RgbImage, LinuxError>,
+    fetched: &[Fetched],
+    area: Rect,
+    warnings: &mut Vec<String>,
+) -> (Option<Screenshot>, Option<Screenshot>) {
+    let img = match img {
+        Ok(img) => img,
+        Err(e) => {
+            warnings.push(format!("no screenshot: {e}"));
+            return (None, None);
+        }
+    };
+    let marks: Vec<Mark> = fetched
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let r = f.detail.control.rect;
+            Mark {
+                x: r.x - area.x,
+                y: r.y - area.y,
+                w: r.w,
+                h: r.h,
+                label: i + 1,
+            }
+        })
+        .collect();
+    match encode_pair(img, marks).await {
+        Ok((a, b)) => (Some(a), Some(b)),
+        Err(e) => {
+            warnings.push(format!("screenshot could not be encoded: {e}"));
+            (None, None)
+        }
     }
 }
 

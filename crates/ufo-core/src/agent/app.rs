@@ -210,6 +210,8 @@ pub struct AppAgent {
     last_seen: Vec<(String, String)>,
     /// The last observation showed controls the model had not seen before.
     reannotated: bool,
+    /// The window id and controls of the last observation, to say what changed since.
+    last_controls: Option<(String, Vec<Control>)>,
     questions: Vec<String>,
     held: Option<Held>,
     rejected: bool,
@@ -241,6 +243,7 @@ impl AppAgent {
             last_result: None,
             last_seen: Vec::new(),
             reannotated: false,
+            last_controls: None,
             questions: Vec::new(),
             held: None,
             rejected: false,
@@ -282,6 +285,7 @@ impl AppAgent {
             cx,
             fresh,
             obs: None,
+            changes: None,
             tools: Vec::new(),
             response: None,
             result: None,
@@ -718,6 +722,8 @@ struct AppStep<'s, 'a> {
     cx: &'s mut Cx<'a>,
     fresh: bool,
     obs: Option<WindowObservation>,
+    /// What changed in the window since the last observation (one line), when known.
+    changes: Option<String>,
     tools: Vec<ToolSpec>,
     response: Option<AppResponse>,
     result: Option<String>,
@@ -805,6 +811,18 @@ impl AppStep<'_, '_> {
             .collect();
         self.agent.reannotated = seen.iter().any(|s| !self.agent.last_seen.contains(s));
         self.agent.last_seen = seen;
+        // what changed since the last observation of the same window (the action's evidence)
+        let window_id = self.agent.window.id.clone();
+        if let Some((id, before)) = &self.agent.last_controls {
+            if *id == window_id {
+                let line = super::changes::diff(before, &obs.controls).line();
+                self.report
+                    .artifacts
+                    .insert("observation_changes".into(), line.clone().into());
+                self.changes = Some(line);
+            }
+        }
+        self.agent.last_controls = Some((window_id, obs.controls.clone()));
         let seq = self.cx.seq;
         if let Some(s) = &obs.screenshot {
             if let Some(p) = self
@@ -856,6 +874,7 @@ impl AppStep<'_, '_> {
             "controls": controls,
             "memory": memory,
             "last_result": self.agent.last_result,
+            "changes": self.changes,
             "extra_functions": tools_text(&self.tools),
             "multi_action": svc.config.multi_action,
         });

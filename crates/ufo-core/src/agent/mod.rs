@@ -7,6 +7,7 @@
 //! editing either existing state machine.
 
 pub mod app;
+pub mod changes;
 pub mod host;
 pub mod resolution;
 
