@@ -228,7 +228,7 @@ impl OperatorAgent {
         }
         let r = match asked {
             Ok(r) => r,
-            Err(e) => return self.fail_step(report, e),
+            Err(e) => return self.fail_step(report, e.to_string()),
         };
         report.thought = Some(r.thought.clone());
         let runs = matches!(r.status, OperatorStatus::Continue | OperatorStatus::Finish);

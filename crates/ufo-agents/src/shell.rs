@@ -249,6 +249,8 @@ impl ShellAgent {
         let r = match asked {
             Ok(r) => r,
             Err(e) => {
+                // the step record and the subtask's result keep the error as text
+                let e = e.to_string();
                 self.status = ShellStatus::Error;
                 self.error = Some(e.clone());
                 report.error = Some(e);

@@ -61,10 +61,10 @@ impl AnthropicClient {
     pub fn new(config: AnthropicConfig) -> Result<Self, ConfigError> {
         let base = config.base_url.trim().trim_end_matches('/');
         if base.is_empty() {
-            return Err(ConfigError(format!(
-                "the Anthropic base URL is empty; leave ANTHROPIC_BASE_URL unset for \
-                 {ANTHROPIC_DEFAULT_BASE_URL}"
-            )));
+            return Err(ConfigError::EmptyUrl {
+                what: "Anthropic base URL",
+                fix: format!("leave ANTHROPIC_BASE_URL unset for {ANTHROPIC_DEFAULT_BASE_URL}"),
+            });
         }
         let path_part = base.split('?').next().unwrap_or(base).trim_end_matches('/');
         let path = if path_part.ends_with("/v1") {
@@ -73,16 +73,16 @@ impl AnthropicClient {
             "/v1/messages"
         };
         let url = endpoint_url(base, path, None);
-        let mut headers = header_map(&config.settings).map_err(ConfigError)?;
+        let mut headers = header_map(&config.settings)?;
         if let Some(key) = &config.api_key {
-            let value = secret_header(key.expose(), &config.key_hint).map_err(ConfigError)?;
+            let value = secret_header(key.expose(), &config.key_hint)?;
             headers.insert(HeaderName::from_static("x-api-key"), value);
         }
         headers.insert(
             HeaderName::from_static("anthropic-version"),
             HeaderValue::from_static(ANTHROPIC_VERSION),
         );
-        let http = build_client(&config.settings.retry, &url).map_err(ConfigError)?;
+        let http = build_client(&config.settings.retry, &url)?;
         let secrets = Secrets::collect(config.api_key.as_ref(), &config.settings).with_url(&url);
         Ok(Self {
             http,

@@ -83,19 +83,18 @@ impl OpenAiClient {
     pub fn new(config: OpenAiConfig) -> Result<Self, ConfigError> {
         let base = config.base_url.trim().trim_end_matches('/');
         if base.is_empty() {
-            return Err(ConfigError(
-                "the base URL is empty; set UFO_LLM_BASE_URL to e.g. http://127.0.0.1:11434/v1"
-                    .into(),
-            ));
+            return Err(ConfigError::EmptyUrl {
+                what: "base URL",
+                fix: "set UFO_LLM_BASE_URL to e.g. http://127.0.0.1:11434/v1".into(),
+            });
         }
         let url = endpoint_url(base, "/chat/completions", None);
-        let mut headers = header_map(&config.settings).map_err(ConfigError)?;
+        let mut headers = header_map(&config.settings)?;
         if let Some(key) = &config.api_key {
-            let value = secret_header(&format!("Bearer {}", key.expose()), &config.key_hint)
-                .map_err(ConfigError)?;
+            let value = secret_header(&format!("Bearer {}", key.expose()), &config.key_hint)?;
             headers.insert(AUTHORIZATION, value);
         }
-        let http = build_client(&config.settings.retry, &url).map_err(ConfigError)?;
+        let http = build_client(&config.settings.retry, &url)?;
         let secrets = Secrets::collect(config.api_key.as_ref(), &config.settings).with_url(&url);
         Ok(Self {
             http,
@@ -116,23 +115,22 @@ impl OpenAiClient {
     pub fn azure(config: AzureConfig) -> Result<Self, ConfigError> {
         let endpoint = config.endpoint.trim().trim_end_matches('/');
         if endpoint.is_empty() {
-            return Err(ConfigError(
-                "the Azure endpoint is empty; set AZURE_OPENAI_ENDPOINT to \
-                 https://<resource>.openai.azure.com"
-                    .into(),
-            ));
+            return Err(ConfigError::EmptyUrl {
+                what: "Azure endpoint",
+                fix: "set AZURE_OPENAI_ENDPOINT to https://<resource>.openai.azure.com".into(),
+            });
         }
         let url = endpoint_url(
             endpoint,
             &format!("/openai/deployments/{}/chat/completions", config.deployment),
             Some(&format!("api-version={}", config.api_version)),
         );
-        let mut headers = header_map(&config.settings).map_err(ConfigError)?;
+        let mut headers = header_map(&config.settings)?;
         if let Some(key) = &config.api_key {
-            let value = secret_header(key.expose(), &config.key_hint).map_err(ConfigError)?;
+            let value = secret_header(key.expose(), &config.key_hint)?;
             headers.insert(HeaderName::from_static("api-key"), value);
         }
-        let http = build_client(&config.settings.retry, &url).map_err(ConfigError)?;
+        let http = build_client(&config.settings.retry, &url)?;
         let secrets = Secrets::collect(config.api_key.as_ref(), &config.settings).with_url(&url);
         Ok(Self {
             http,

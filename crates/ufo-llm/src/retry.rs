@@ -34,7 +34,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Response, StatusCode};
 use ufo_core::ports::LlmError;
 
-use crate::options::{is_loopback_url, HttpSettings, Secrets};
+use crate::options::{is_loopback_url, ConfigError, HttpSettings, Secrets};
 
 /// The largest response body read from a provider: 16 MiB (a chat completion is a few KB;
 /// this leaves room for long answers while bounding memory).
@@ -104,7 +104,7 @@ fn random_unit() -> f64 {
 pub(crate) fn build_client(
     policy: &RetryPolicy,
     base_url: &str,
-) -> Result<reqwest::Client, String> {
+) -> Result<reqwest::Client, ConfigError> {
     let mut builder = reqwest::Client::builder()
         .connect_timeout(policy.connect_timeout)
         .read_timeout(policy.read_timeout)
@@ -113,19 +113,23 @@ pub(crate) fn build_client(
     if is_loopback_url(base_url) {
         builder = builder.no_proxy();
     }
-    builder
-        .build()
-        .map_err(|e| format!("cannot set up the HTTP client: {e}"))
+    builder.build().map_err(ConfigError::Client)
 }
 
 /// Turn configured extra headers into a header map; the error names the bad header.
-pub(crate) fn header_map(settings: &HttpSettings) -> Result<HeaderMap, String> {
+pub(crate) fn header_map(settings: &HttpSettings) -> Result<HeaderMap, ConfigError> {
     let mut map = HeaderMap::new();
     for (name, value) in &settings.extra_headers {
-        let header = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("extra header name {name:?} is not a valid HTTP header name"))?;
-        let mut value = HeaderValue::from_str(value)
-            .map_err(|_| format!("extra header {name:?} has a value that is not valid in HTTP"))?;
+        let header =
+            HeaderName::from_bytes(name.as_bytes()).map_err(|source| ConfigError::HeaderName {
+                name: name.clone(),
+                source,
+            })?;
+        let mut value =
+            HeaderValue::from_str(value).map_err(|source| ConfigError::HeaderValue {
+                name: name.clone(),
+                source,
+            })?;
         value.set_sensitive(true);
         map.append(header, value);
     }
@@ -133,9 +137,10 @@ pub(crate) fn header_map(settings: &HttpSettings) -> Result<HeaderMap, String> {
 }
 
 /// Mark a secret header value (an API key) so it is never printed.
-pub(crate) fn secret_header(value: &str, env_hint: &str) -> Result<HeaderValue, String> {
-    let mut value = HeaderValue::from_str(value).map_err(|_| {
-        format!("the API key contains characters not allowed in an HTTP header; check {env_hint}")
+pub(crate) fn secret_header(value: &str, env_hint: &str) -> Result<HeaderValue, ConfigError> {
+    let mut value = HeaderValue::from_str(value).map_err(|source| ConfigError::KeyValue {
+        hint: env_hint.to_string(),
+        source,
     })?;
     value.set_sensitive(true);
     Ok(value)
@@ -475,6 +480,8 @@ mod tests {
         s.extra_headers.push(("X-Ok".into(), "1".into()));
         assert_eq!(header_map(&s).unwrap().len(), 1);
         s.extra_headers.push(("bad name".into(), "1".into()));
-        assert!(header_map(&s).unwrap_err().contains("bad name"));
+        let e = header_map(&s).unwrap_err();
+        assert!(e.to_string().contains("bad name"), "{e}");
+        assert!(std::error::Error::source(&e).is_some(), "the cause is kept");
     }
 }

@@ -14,7 +14,7 @@ use crate::blackboard::QuestionAnswer;
 use crate::ports::{
     ConfirmRequest, Control, Decision, ToolProvider, ToolSpec, WindowInfo, WindowObservation,
 };
-use crate::processor::{Processor, StepRunner};
+use crate::processor::{Processor, StepError, StepRunner};
 use crate::response::AppResponse;
 use crate::session::SessionStatus;
 use crate::status::AppStatus;
@@ -717,7 +717,7 @@ struct AppStep<'s, 'a> {
 impl StepRunner for AppStep<'_, '_> {
     type Strategy = AppStrategy;
 
-    async fn run(&mut self, strategy: AppStrategy) -> Result<(), String> {
+    async fn run(&mut self, strategy: AppStrategy) -> Result<(), StepError> {
         match strategy {
             AppStrategy::Settle => {
                 if self.fresh {
@@ -774,14 +774,13 @@ impl StepRunner for AppStep<'_, '_> {
 }
 
 impl AppStep<'_, '_> {
-    async fn observe(&mut self) -> Result<(), String> {
+    async fn observe(&mut self) -> Result<(), StepError> {
         let obs = self
             .cx
             .services
             .desktop
             .observe(&self.agent.window.id)
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         let seen: Vec<(String, String)> = obs
             .controls
             .iter()
@@ -815,9 +814,9 @@ impl AppStep<'_, '_> {
         Ok(())
     }
 
-    async fn ask(&mut self) -> Result<(), String> {
+    async fn ask(&mut self) -> Result<(), StepError> {
         let Some(obs) = &self.obs else {
-            return Err("no observation of the window".into());
+            return Err(StepError::NoObservation);
         };
         let svc = self.cx.services;
         let controls: Vec<Value> = obs
@@ -843,14 +842,8 @@ impl AppStep<'_, '_> {
             "extra_functions": tools_text(&self.tools),
             "multi_action": svc.config.multi_action,
         });
-        let system = svc
-            .prompts
-            .render("app_system", &ctx)
-            .map_err(|e| e.to_string())?;
-        let user = svc
-            .prompts
-            .render("app_user", &ctx)
-            .map_err(|e| e.to_string())?;
+        let system = svc.prompts.render("app_system", &ctx)?;
+        let user = svc.prompts.render("app_user", &ctx)?;
         let images = match (
             &obs.annotated,
             &obs.screenshot,

@@ -24,6 +24,7 @@ use crate::ports::{
     ChatMessage, ChatRequest, ContentPart, Desktop, LlmClient, MessageRole, Recorder, ToolProvider,
     UserIo, WindowInfo,
 };
+use crate::processor::StepError;
 use crate::prompt::Prompts;
 use crate::session::SessionStatus;
 use crate::status::HostStatus;
@@ -580,7 +581,7 @@ pub async fn ask_model<T>(
     parse: impl Fn(&str) -> Result<T, String>,
     stats: &mut LlmStats,
     transcript: &mut String,
-) -> Result<T, String> {
+) -> Result<T, StepError> {
     let ModelCall {
         llm,
         agent_kind,
@@ -603,10 +604,7 @@ pub async fn ask_model<T>(
     for attempt in 0..=retries {
         // A failed call is a call too (its HTTP attempts are named in the error).
         stats.calls += 1;
-        let response = llm
-            .complete(&request)
-            .await
-            .map_err(|e| format!("model call failed: {e}"))?;
+        let response = llm.complete(&request).await.map_err(StepError::Model)?;
         stats.prompt_tokens += response.usage.prompt_tokens;
         stats.completion_tokens += response.usage.completion_tokens;
         stats.cost += llm.cost(&response.usage);
@@ -634,9 +632,10 @@ pub async fn ask_model<T>(
             }
         }
     }
-    Err(format!(
-        "the model's answer was still invalid after {retries} re-asks: {last_error}"
-    ))
+    Err(StepError::InvalidAnswer {
+        retries,
+        reason: last_error,
+    })
 }
 
 /// Find the index of the item a model means by `label` and `text` (docs/responses.md "Finding the
