@@ -117,7 +117,10 @@ where
 {
     match tokio::time::timeout(timeout, fut).await {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(LinuxError::A11yBus(format!("{what}: {e}"))),
+        Ok(Err(source)) => Err(LinuxError::A11yBus {
+            what: what.to_string(),
+            source,
+        }),
         Err(_) => Err(LinuxError::Timeout {
             what: what.to_string(),
             ms: timeout.as_millis() as u64,
@@ -130,9 +133,7 @@ impl A11yBus {
     /// off, and connect.
     pub async fn connect(timeout: Duration) -> Result<A11yBus, LinuxError> {
         if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_none() {
-            return Err(LinuxError::A11yBus(
-                "DBUS_SESSION_BUS_ADDRESS is not set".into(),
-            ));
+            return Err(LinuxError::NoSessionBus);
         }
         let session = bounded("connect to the session bus", timeout, async {
             zbus::connection::Builder::session()?

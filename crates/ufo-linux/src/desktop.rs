@@ -115,9 +115,7 @@ pub(crate) async fn run_command(
 ) -> Result<ShellOutput, LinuxError> {
     let mut cmd = ufo_proc::shell_command(command);
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
-    let out = ufo_proc::run(cmd, ufo_proc::Limits::new(timeout))
-        .await
-        .map_err(|e| LinuxError::Shell(e.to_string()))?;
+    let out = ufo_proc::run(cmd, ufo_proc::Limits::new(timeout)).await?;
     if out.timed_out {
         return Err(LinuxError::Timeout {
             what: format!("shell command `{command}` (killed with every process it started)"),

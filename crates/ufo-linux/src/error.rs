@@ -24,9 +24,18 @@ pub enum LinuxError {
         /// Why it failed.
         reason: String,
     },
+    /// There is no session bus to find the accessibility bus through.
+    #[error("cannot reach the accessibility bus: DBUS_SESSION_BUS_ADDRESS is not set; run inside a desktop session, or start one with `scripts/desktop-session.sh up` and `source` the env file it prints")]
+    NoSessionBus,
     /// The session bus or the accessibility bus cannot be reached.
-    #[error("cannot reach the accessibility bus: {0}; check DBUS_SESSION_BUS_ADDRESS and that at-spi-bus-launcher runs (scripts/desktop-session.sh up starts both)")]
-    A11yBus(String),
+    #[error("cannot reach the accessibility bus ({what}): {source}; check DBUS_SESSION_BUS_ADDRESS and that at-spi-bus-launcher runs (scripts/desktop-session.sh up starts both)")]
+    A11yBus {
+        /// The step that failed (`connect to the session bus`, `org.a11y.Bus.GetAddress`, ...).
+        what: String,
+        /// The D-Bus error.
+        #[source]
+        source: zbus::Error,
+    },
     /// A D-Bus call failed.
     #[error("accessibility call {what} failed: {reason}; the application may have closed, observe again")]
     Call {
@@ -87,8 +96,28 @@ pub enum LinuxError {
     #[error("a screenshot task failed: {0}; observe again")]
     Task(#[from] tokio::task::JoinError),
     /// Running a shell command failed.
-    #[error("cannot run the shell command: {0}")]
-    Shell(String),
+    #[error("cannot run the shell command: {0}; check that /bin/sh exists and the system has free processes and memory")]
+    Shell(#[from] ufo_proc::ProcError),
+    /// An application's launch command could not be started.
+    #[error("`{command}` could not be started: {source}; check the application's launch command")]
+    Spawn {
+        /// The command line.
+        command: String,
+        /// Why it did not start.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The log file of a launched application could not be made.
+    #[error("cannot create the log file {path} for `{command}`: {source}; check that the temporary folder is writable")]
+    LaunchLog {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The command line.
+        command: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl From<LinuxError> for DesktopError {

@@ -744,7 +744,11 @@ mod tests {
         )
         .await
         .expect_err("the model is down");
-        assert!(e.contains("failed 4 time(s)"), "{e}");
+        assert!(e.to_string().contains("failed 4 time(s)"), "{e}");
+        assert!(
+            matches!(e, StepError::Model(_)),
+            "the model's error is kept: {e:?}"
+        );
         assert_eq!(stats.calls, 1);
         assert_eq!(stats.prompt_tokens, 0);
     }
