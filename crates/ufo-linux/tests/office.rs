@@ -10,6 +10,7 @@
 
 use std::time::{Duration, Instant};
 use ufo_desktop::testing::require_live;
+use ufo_desktop::testing::script::{app_line, ufo_binary};
 
 use ufo_core::{Desktop, WindowObservation};
 use ufo_linux::{LinuxConfig, LinuxDesktop};
@@ -856,29 +857,6 @@ async fn start_calc(
     (w, guard)
 }
 
-/// The `ufo` binary of this build (built by `cargo build -p ufo`), next to the test binaries.
-fn ufo_binary() -> std::path::PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let bin = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .map(|dir| dir.join("ufo"))
-        .expect("the target folder");
-    assert!(
-        bin.exists(),
-        "{} is missing: build it first with cargo build -p ufo",
-        bin.display()
-    );
-    bin
-}
-
-fn app_line(text: &str, function: &str, args: serde_json::Value, status: &str) -> String {
-    serde_json::json!({"agent": "app", "response": {
-        "Observation": "the sheet", "Thought": "next step", "ControlLabel": "",
-        "ControlText": text, "Function": function, "Args": args, "Status": status}})
-    .to_string()
-}
-
 /// Issue 11, test 10(a) and item 2: a scripted `ufo run` fills A1:A5 with 1..5 and A6 with
 /// `=SUM(A1:A5)`, naming every cell by its address (A2..A6 are empty, so not listed: they
 /// resolve through the sheet), and saves the sheet as xlsx through the Save As dialog and
@@ -940,6 +918,7 @@ async fn ufo_fills_cells_by_address_sums_them_and_saves_xlsx() {
     for (i, v) in ["1", "2", "3", "4", "5", "=SUM(A1:A5)"].iter().enumerate() {
         lines.push(app_line(
             &format!("A{}", i + 1),
+            "",
             "set_text",
             serde_json::json!({ "text": v }),
             "CONTINUE",
@@ -947,25 +926,35 @@ async fn ufo_fills_cells_by_address_sums_them_and_saves_xlsx() {
     }
     lines.push(app_line(
         "Sheet Sheet1",
+        "",
         "type_keys",
         serde_json::json!({"keys": "{ctrl+shift+s}"}),
         "SCREENSHOT",
     ));
     lines.push(app_line(
         "ODF Spreadsheet (.ods)",
+        "",
         "select",
         serde_json::json!({"item": "Excel 2007-365 (.xlsx)"}),
         "CONTINUE",
     ));
     lines.push(app_line(
         "Name",
+        "",
         "set_text",
         serde_json::json!({"text": file.display().to_string()}),
         "CONTINUE",
     ));
-    lines.push(app_line("Save", "click", serde_json::json!({}), "CONTINUE"));
+    lines.push(app_line(
+        "Save",
+        "",
+        "click",
+        serde_json::json!({}),
+        "CONTINUE",
+    ));
     lines.push(app_line(
         "Use Excel 2007\u{2013}365 Format",
+        "",
         "click",
         serde_json::json!({}),
         "FINISH",

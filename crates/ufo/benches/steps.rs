@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value};
+use ufo_desktop::testing::script::{app_line, host_assign, host_finish, line};
 
 const RUNS: usize = 5;
 
@@ -21,30 +22,6 @@ fn binary() -> PathBuf {
         Some(b) => PathBuf::from(b),
         None => root.join("target/debug/ufo"),
     }
-}
-
-fn line(agent: &str, response: Value) -> String {
-    json!({"agent": agent, "response": response}).to_string()
-}
-
-fn app(text: &str, label: &str, function: &str, args: Value, status: &str) -> Value {
-    json!({"Observation": "o", "Thought": "t", "ControlLabel": label, "ControlText": text,
-           "Function": function, "Args": args, "Status": status})
-}
-
-fn host_assign(task: &str, app: &str) -> String {
-    line(
-        "host",
-        json!({"Observation": "o", "Thought": "t", "Current Sub-Task": task,
-               "ControlText": app, "Status": "ASSIGN"}),
-    )
-}
-
-fn host_finish() -> String {
-    line(
-        "host",
-        json!({"Observation": "o", "Thought": "t", "Status": "FINISH"}),
-    )
 }
 
 /// Run one scripted session; returns the non-model milliseconds of each app step and the
@@ -163,7 +140,7 @@ fn report(name: &str, v: &mut [f64], calls: usize, ok: usize) {
 
 fn calculator(bin: &Path, dir: &Path, multi: bool) {
     let task = "Compute 12 x 7";
-    let click = |t: &str, s: &str| line("app", app(t, "", "click", json!({}), s));
+    let click = |t: &str, s: &str| app_line(t, "", "click", json!({}), s);
     let lines: Vec<String> = if multi {
         let a = |t: &str| json!({"ControlText": t, "Function": "click", "Args": {}});
         vec![
@@ -172,6 +149,7 @@ fn calculator(bin: &Path, dir: &Path, multi: bool) {
                 "app",
                 json!({"Observation": "o", "Thought": "t", "Status": "FINISH",
                        "Actions": [a("1"), a("2"), a("×"), a("7"), a("=")]}),
+                &[],
             ),
             host_finish(),
         ]
@@ -213,37 +191,28 @@ fn mousepad(bin: &Path, dir: &Path) {
         let file = dir.join(format!("note{i}.txt"));
         let lines = vec![
             host_assign(task, "text editor"),
-            line(
-                "app",
-                app(
-                    "",
-                    "7",
-                    "type_keys",
-                    json!({"keys": "Hello from ufo-rs{ENTER}bye"}),
-                    "CONTINUE",
-                ),
+            app_line(
+                "",
+                "7",
+                "type_keys",
+                json!({"keys": "Hello from ufo-rs{ENTER}bye"}),
+                "CONTINUE",
             ),
-            line(
-                "app",
-                app(
-                    "",
-                    "7",
-                    "type_keys",
-                    json!({"keys": "{ctrl+s}"}),
-                    "SCREENSHOT",
-                ),
+            app_line(
+                "",
+                "7",
+                "type_keys",
+                json!({"keys": "{ctrl+s}"}),
+                "SCREENSHOT",
             ),
-            line(
-                "app",
-                app(
-                    "Name",
-                    "",
-                    "set_text",
-                    json!({"text": file.display().to_string()}),
-                    "CONTINUE",
-                ),
+            app_line(
+                "Name",
+                "",
+                "set_text",
+                json!({"text": file.display().to_string()}),
+                "CONTINUE",
             ),
-            line("app", app("Save", "", "click", json!({}), "FINISH")),
+            app_line("Save", "", "click", json!({}), "FINISH"),
             host_finish(),
         ];
         let (t, c) = run(bin, dir, &lines, task, false);
