@@ -23,17 +23,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 /// `ufo inspect WINDOW`: (stdout, pid of the window's process).
 fn inspect(home: &Path, window: &str, png: &Path) -> (String, Option<u32>) {
-    let out = ufo_live(
-        home,
-        &[
-            "inspect".into(),
-            window.into(),
-            "--png".into(),
-            png.display().to_string(),
-        ],
-        &[],
-    );
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let text = inspect_window(home, window, png);
     let pid = text
         .lines()
         .next()

@@ -485,6 +485,21 @@ pub fn ufo_live(home: &Path, args: &[String], env: &[(&str, &str)]) -> std::proc
         .expect("ufo runs")
 }
 
+/// What `ufo inspect WINDOW --png PNG` prints (the window's controls).
+pub fn inspect_window(home: &Path, window: &str, png: &Path) -> String {
+    let out = ufo_live(
+        home,
+        &[
+            "inspect".into(),
+            window.into(),
+            "--png".into(),
+            png.display().to_string(),
+        ],
+        &[],
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Wait (`within` at most) until `ufo inspect WINDOW --png PNG` lists a line containing
 /// `wanted`; returns that listing.
 ///
@@ -500,17 +515,7 @@ pub fn wait_for_control(
     let deadline = std::time::Instant::now() + within;
     let mut last = String::new();
     while std::time::Instant::now() < deadline {
-        let out = ufo_live(
-            home,
-            &[
-                "inspect".into(),
-                window.into(),
-                "--png".into(),
-                png.display().to_string(),
-            ],
-            &[],
-        );
-        last = String::from_utf8_lossy(&out.stdout).into_owned();
+        last = inspect_window(home, window, png);
         if last.contains(wanted) {
             return last;
         }
