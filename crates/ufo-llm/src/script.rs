@@ -52,6 +52,7 @@ use std::sync::{Mutex, PoisonError};
 
 use async_trait::async_trait;
 use serde_json::Value;
+use ufo_core::parse::compact_json;
 use ufo_core::ports::{ChatRequest, ChatResponse, LlmClient, LlmError, Usage};
 
 /// What a script line looks like, quoted in error messages.
@@ -353,31 +354,6 @@ fn raw_response(raw: &str) -> Option<String> {
     }
     let line: Line<'_> = serde_json::from_str(raw.trim()).ok()?;
     Some(compact_json(line.response.get()))
-}
-
-/// Remove the whitespace outside strings from valid JSON text.
-fn compact_json(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut in_string = false;
-    let mut escaped = false;
-    for c in text.chars() {
-        if in_string {
-            out.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-            }
-        } else if c == '"' {
-            in_string = true;
-            out.push(c);
-        } else if !c.is_whitespace() {
-            out.push(c);
-        }
-    }
-    out
 }
 
 fn kind_of(value: &Value) -> &'static str {
