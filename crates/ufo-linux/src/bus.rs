@@ -119,7 +119,7 @@ where
         Ok(Ok(v)) => Ok(v),
         Ok(Err(source)) => Err(LinuxError::A11yBus {
             what: what.to_string(),
-            source,
+            source: Box::new(source),
         }),
         Err(_) => Err(LinuxError::Timeout {
             what: what.to_string(),

@@ -32,9 +32,9 @@ pub enum LinuxError {
     A11yBus {
         /// The step that failed (`connect to the session bus`, `org.a11y.Bus.GetAddress`, ...).
         what: String,
-        /// The D-Bus error.
+        /// The D-Bus error (boxed: it is large, and every result of the backend carries it).
         #[source]
-        source: zbus::Error,
+        source: Box<zbus::Error>,
     },
     /// A D-Bus call failed.
     #[error("accessibility call {what} failed: {reason}; the application may have closed, observe again")]

@@ -115,9 +115,9 @@ pub enum McpConnectError {
     Initialise {
         /// The server's name.
         name: String,
-        /// The handshake's failure.
+        /// The handshake's failure (boxed: it is large).
         #[source]
-        source: rmcp::service::ClientInitializeError,
+        source: Box<rmcp::service::ClientInitializeError>,
         /// The last lines of the server's stderr (` (server stderr: ...)`), or empty.
         stderr: String,
     },
@@ -134,9 +134,9 @@ pub enum McpConnectError {
     ListTools {
         /// The server's name.
         name: String,
-        /// The server's answer.
+        /// The server's answer (boxed: it is large).
         #[source]
-        source: ServiceError,
+        source: Box<ServiceError>,
     },
     /// Listing the tools took longer than the timeout.
     #[error("MCP server {name} did not list its tools within {ms} ms; raise timeout_ms in [mcp.servers.{name}] or check the server")]
@@ -199,7 +199,7 @@ impl Server {
                 let _ = tokio::time::timeout(Duration::from_secs(5), service.cancel()).await;
                 return Err(McpConnectError::ListTools {
                     name: self.name.clone(),
-                    source: e,
+                    source: Box::new(e),
                 });
             }
             Err(_) => {
@@ -276,7 +276,7 @@ impl Server {
             .await
             .map_err(|source| McpConnectError::Initialise {
                 name: self.name.clone(),
-                source,
+                source: Box::new(source),
                 stderr: self.stderr_tail(),
             })
     }

@@ -32,7 +32,7 @@ pub enum ServeError {
         "the MCP client did not initialise the session: {0}; the client must send \
          `initialize` first"
     )]
-    Init(#[source] rmcp::service::ServerInitializeError),
+    Init(#[source] Box<rmcp::service::ServerInitializeError>),
     /// The server task failed.
     #[error("the MCP server stopped unexpectedly: {0}; run it again (with -v for details)")]
     Task(#[source] tokio::task::JoinError),
@@ -403,7 +403,10 @@ where
         outgoing: Some(out_tx),
     };
     let result = async {
-        let running = server.serve(transport).await.map_err(ServeError::Init)?;
+        let running = server
+            .serve(transport)
+            .await
+            .map_err(|e| ServeError::Init(Box::new(e)))?;
         running.waiting().await.map_err(ServeError::Task)?;
         Ok(())
     }
