@@ -427,10 +427,9 @@ impl LinuxDesktop {
             .envs(self.config.launch_env.iter().map(|(k, v)| (k, v)))
             .process_group(0)
             .spawn()
-            .map_err(|e| LinuxError::Launch {
-                app: name.to_string(),
+            .map_err(|source| LinuxError::Spawn {
                 command: command.to_string(),
-                reason: e.to_string(),
+                source,
             })?;
         let child_pid = child.id();
         self.lock().children.push(child);

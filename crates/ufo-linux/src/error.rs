@@ -16,7 +16,25 @@ pub enum LinuxError {
         /// Why it failed.
         reason: String,
     },
-    /// An X11 request failed.
+    /// The X server could not be reached.
+    #[error("cannot connect to the X server {display:?}: {source}; check DISPLAY (is Xvfb or your desktop running?)")]
+    X11ConnectFailed {
+        /// The display tried.
+        display: String,
+        /// The connection's error.
+        #[source]
+        source: x11rb::errors::ConnectError,
+    },
+    /// An X11 request failed on the connection or got an error reply.
+    #[error("X11 request failed ({what}): {source}; the X server may have gone away, start the session again")]
+    X11Request {
+        /// What was asked.
+        what: String,
+        /// The connection's or the server's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// An X11 request gave an answer that cannot be used.
     #[error("X11 request failed ({what}): {reason}; the X server may have gone away, start the session again")]
     X11 {
         /// What was asked.
@@ -43,6 +61,16 @@ pub enum LinuxError {
         what: String,
         /// Why it failed.
         reason: String,
+    },
+    /// A D-Bus call failed below the application (the connection, the bus, a reply that does
+    /// not decode).
+    #[error("accessibility call {what} failed: {source}; the application may have closed, observe again")]
+    CallFailed {
+        /// Interface.method and object.
+        what: String,
+        /// The D-Bus error (boxed: it is large).
+        #[source]
+        source: Box<zbus::Error>,
     },
     /// A D-Bus call or a wait did not finish in time.
     #[error("{what} did not answer within {ms} ms; the application may be busy or hung, try again or raise the timeout")]
