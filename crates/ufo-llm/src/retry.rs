@@ -34,7 +34,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Response, StatusCode};
 use ufo_core::ports::LlmError;
 
-use crate::options::{is_loopback_url, ConfigError, HttpSettings, Secrets};
+use crate::options::{is_loopback_url, ApiKey, ConfigError, HttpSettings, Secrets};
 
 /// The largest response body read from a provider: 16 MiB (a chat completion is a few KB;
 /// this leaves room for long answers while bounding memory).
@@ -144,6 +144,81 @@ pub(crate) fn secret_header(value: &str, env_hint: &str) -> Result<HeaderValue, 
     })?;
     value.set_sensitive(true);
     Ok(value)
+}
+
+/// One provider endpoint as every HTTP client uses it: the client, the URL (and the form
+/// shown in messages), the headers with the key, the settings, and what a failure message
+/// needs (where the key comes from, the secrets to scrub).
+pub(crate) struct Endpoint {
+    pub http: reqwest::Client,
+    /// The URL requests go to, credentials included: never print it.
+    pub url: String,
+    /// `url` as shown in messages ([`redact_url`](crate::redact_url)).
+    pub shown_url: String,
+    pub headers: HeaderMap,
+    pub settings: HttpSettings,
+    /// How to fix a bad key, e.g. `OPENAI_API_KEY (or UFO_LLM_API_KEY)`.
+    pub key_hint: String,
+    pub key_sent: bool,
+    pub secrets: Secrets,
+}
+
+impl Endpoint {
+    /// Set up the endpoint at `url`: the configured extra headers, then `key` (if any) in the
+    /// header `key_header` as `key_value` writes it, and the HTTP client.
+    pub(crate) fn new(
+        url: String,
+        settings: HttpSettings,
+        key: Option<&ApiKey>,
+        key_header: HeaderName,
+        key_value: impl Fn(&str) -> String,
+        key_hint: String,
+    ) -> Result<Self, ConfigError> {
+        let mut headers = header_map(&settings)?;
+        if let Some(key) = key {
+            headers.insert(
+                key_header,
+                secret_header(&key_value(key.expose()), &key_hint)?,
+            );
+        }
+        let http = build_client(&settings.retry, &url)?;
+        let secrets = Secrets::collect(key, &settings).with_url(&url);
+        Ok(Self {
+            http,
+            shown_url: crate::redact_url(&url),
+            url,
+            headers,
+            settings,
+            key_hint,
+            key_sent: key.is_some(),
+            secrets,
+        })
+    }
+
+    /// POST `body` to the endpoint with retries (see [`post_json`]); `provider` names it in
+    /// messages.
+    pub(crate) async fn post(
+        &self,
+        provider: &str,
+        body: &serde_json::Value,
+    ) -> Result<String, LlmError> {
+        let target = Target {
+            provider,
+            url: &self.url,
+            shown_url: &self.shown_url,
+            key_hint: &self.key_hint,
+            key_sent: self.key_sent,
+            secrets: &self.secrets,
+        };
+        post_json(
+            &self.http,
+            &self.settings.retry,
+            &target,
+            &self.headers,
+            body,
+        )
+        .await
+    }
 }
 
 /// Who is being called, for messages.
