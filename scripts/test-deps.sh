@@ -13,7 +13,8 @@
 #
 # install_apps: Chromium, GIMP (GTK 2), Thunar, xfce4-terminal and FeatherPad (a small Qt 5
 # application; VLC refuses to run as root) for the live application tests
-# (crates/ufo/tests/apps.rs). Installs only the missing packages, and only as root.
+# (crates/ufo/tests/apps.rs), and Xephyr for the `--watch` tests (crates/ufo/tests/private.rs).
+# Installs only the missing packages, and only as root.
 #
 # install_mcp_servers: the reference MCP servers `@modelcontextprotocol/server-filesystem` and
 # `@modelcontextprotocol/server-everything`, with npm (Node.js and npm come from Debian when
@@ -65,7 +66,7 @@ _apt_install_missing() {
 }
 
 install_apps() {
-  _apt_install_missing install_apps chromium gimp thunar xfce4-terminal featherpad libgail-common libatk-adaptor
+  _apt_install_missing install_apps chromium gimp thunar xfce4-terminal featherpad libgail-common libatk-adaptor xserver-xephyr
 }
 
 install_mcp_servers() {

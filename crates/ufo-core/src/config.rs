@@ -94,6 +94,10 @@ pub struct Config {
     pub max_cost: Option<f64>,
     /// Speculative multi-action: the AppAgent may answer with a list of `Actions`.
     pub multi_action: bool,
+    /// Longest pause, in seconds, while the person has taken the desktop over (a watched
+    /// private desktop); without a hand-back by then the round ends FAIL, reason
+    /// `takeover_timeout`.
+    pub takeover_limit_s: u64,
 }
 
 impl Default for Config {
@@ -114,6 +118,7 @@ impl Default for Config {
             sensitive: SensitivePolicy::default(),
             max_cost: None,
             multi_action: false,
+            takeover_limit_s: 600,
         }
     }
 }

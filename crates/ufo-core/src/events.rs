@@ -24,6 +24,11 @@ pub enum Record {
     RoundEnd(End),
     /// The session (or this part of it) ended.
     SessionEnd(End),
+    /// The person took the desktop over: the agent pauses (a watched private desktop).
+    Takeover(Takeover),
+    /// The person handed the desktop back (or the pause ended without it): the agent
+    /// observes again and its model decides anew.
+    Handback(Handback),
     /// A record type this version does not know.
     #[serde(other)]
     Other,
@@ -41,6 +46,8 @@ impl Record {
             Record::SessionStart(r) => r.ts.as_deref(),
             Record::Step(r) => r.ts.as_deref(),
             Record::RoundEnd(r) | Record::SessionEnd(r) => r.ts.as_deref(),
+            Record::Takeover(r) => r.ts.as_deref(),
+            Record::Handback(r) => r.ts.as_deref(),
             Record::Other => None,
         }
     }
@@ -147,6 +154,44 @@ pub struct End {
     pub llm: Option<LlmStats>,
 }
 
+/// `takeover`: the person's own input was seen on the desktop; no action runs until they hand
+/// it back.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Takeover {
+    /// When it was written (added by the recorder).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
+    /// Round number.
+    pub round: u32,
+    /// The sequence number of the step that comes next (the paused one).
+    pub seq: u64,
+    /// Steps counted so far.
+    pub steps: u32,
+    /// What the person did (e.g. `button press on "Xephyr virtual mouse"`).
+    pub input: String,
+}
+
+/// `handback`: the pause ended.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Handback {
+    /// When it was written (added by the recorder).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
+    /// Round number.
+    pub round: u32,
+    /// The sequence number of the step that comes next.
+    pub seq: u64,
+    /// Steps counted so far.
+    pub steps: u32,
+    /// How the pause ended: `handed_back`, `timeout` (no hand-back within the limit; the
+    /// round ends FAIL) or `cancelled` (Ctrl-C).
+    pub how: String,
+    /// How long the agent was paused, in milliseconds.
+    pub paused_ms: u64,
+}
+
 /// `session_start`.
 pub fn session_start(
     request: &str,
@@ -249,6 +294,28 @@ pub fn session_end(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hand-over records read back as written; a reader that predates them sees `Other`.
+    #[test]
+    fn takeover_records_round_trip() {
+        let t = Record::Takeover(Takeover {
+            round: 0,
+            seq: 4,
+            steps: 2,
+            input: "key press".into(),
+            ..Takeover::default()
+        });
+        let v = t.to_value();
+        assert_eq!(
+            (v["type"].as_str(), v["seq"].as_u64()),
+            (Some("takeover"), Some(4))
+        );
+        assert_eq!(serde_json::from_value::<Record>(v).ok(), Some(t));
+        let h: Record =
+            serde_json::from_str(r#"{"type":"handback","how":"handed_back","paused_ms":7}"#)
+                .unwrap_or(Record::Other);
+        assert!(matches!(h, Record::Handback(ref b) if b.how == "handed_back" && b.paused_ms == 7));
+    }
 
     /// The records read back as written, and unknown or partial lines are tolerated.
     #[test]

@@ -275,6 +275,29 @@ pub trait Desktop: Send + Sync {
     fn final_state(&self) -> Option<serde_json::Value> {
         None
     }
+
+    /// Whether the person has taken the desktop over: their own input (a click, a key) came
+    /// since the last hand-back. `Some` names what they did. The engine then pauses (it
+    /// executes no action) until [`wait_handback`](Desktop::wait_handback) says they handed it
+    /// back. Must be cheap (no waiting). Only a watched private desktop sees the person; the
+    /// default never does.
+    fn person_input(&self) -> Option<String> {
+        None
+    }
+
+    /// Wait at most `within` for the person to hand the desktop back (on the live desktop, the
+    /// hand-back key); `true` once they did, and [`person_input`](Desktop::person_input) is
+    /// `None` again until their next input. The engine calls it in short slices so that
+    /// Ctrl-C and its own limit stay in force. The default has nothing to wait for.
+    async fn wait_handback(&self, within: std::time::Duration) -> bool {
+        let _ = within;
+        true
+    }
+
+    /// The person handed the desktop back another way (Enter on ufo's terminal): forget their
+    /// input so far, so that [`person_input`](Desktop::person_input) is `None` until their
+    /// next input. The default has nothing to forget.
+    fn hand_back(&self) {}
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -513,6 +536,15 @@ pub trait UserIo: Send + Sync {
 
     /// Ask for a follow-up request that starts a new round; `None` ends the session.
     async fn follow_up(&self) -> Option<String>;
+
+    /// While the person has taken the desktop over ([`Desktop::person_input`]): whether they
+    /// handed it back from where ufo runs (Enter on its terminal), without waiting. `first` is
+    /// set on the first call of a pause (drop earlier input, say how to hand back). The
+    /// default (no terminal) never hands back; the desktop's own key still does.
+    async fn handback_requested(&self, first: bool) -> bool {
+        let _ = first;
+        false
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

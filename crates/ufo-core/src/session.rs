@@ -5,6 +5,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -62,6 +63,16 @@ pub struct SessionOutcome {
 enum Cursor {
     Host,
     Sub(String),
+}
+
+/// How a pause for the person ended.
+enum Pause {
+    /// They handed the desktop back.
+    HandedBack,
+    /// Ctrl-C during the pause.
+    Cancelled,
+    /// No hand-back within the limit (seconds).
+    TimedOut(u64),
 }
 
 /// A session: one HostAgent, its cached sub-agents, the blackboard, up to `max_rounds` rounds.
@@ -278,6 +289,54 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// Wait while the person has the desktop (bounded by `takeover_limit_s`, in short slices
+    /// so that Ctrl-C ends the wait), recording the `takeover` and `handback` records.
+    async fn pause(&self, cx: &mut Cx<'_>, input: String, steps: u32) -> Pause {
+        const SLICE: Duration = Duration::from_millis(200);
+        let limit_s = self.services.config.takeover_limit_s;
+        let limit = Duration::from_secs(limit_s);
+        cx.record(&events::Record::Takeover(events::Takeover {
+            ts: None,
+            round: cx.round,
+            seq: cx.seq,
+            steps,
+            input,
+        }));
+        let started = Instant::now();
+        let user = self.services.user;
+        let _ = user.handback_requested(true).await;
+        let outcome = loop {
+            if self.cancelled() {
+                break Pause::Cancelled;
+            }
+            let left = limit.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                break Pause::TimedOut(limit_s);
+            }
+            if self.services.desktop.wait_handback(left.min(SLICE)).await {
+                break Pause::HandedBack;
+            }
+            if user.handback_requested(false).await {
+                self.services.desktop.hand_back();
+                break Pause::HandedBack;
+            }
+        };
+        let how = match outcome {
+            Pause::HandedBack => "handed_back",
+            Pause::Cancelled => "cancelled",
+            Pause::TimedOut(_) => "timeout",
+        };
+        cx.record(&events::Record::Handback(events::Handback {
+            ts: None,
+            round: cx.round,
+            seq: cx.seq,
+            steps,
+            how: how.into(),
+            paused_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        }));
+        outcome
+    }
+
     /// Save what a resume needs (`checkpoint.json`).
     fn checkpoint(
         &self,
@@ -340,6 +399,31 @@ impl<'a> Session<'a> {
                     "cancelled".into(),
                     Some("the person cancelled the session".into()),
                 );
+            }
+            // The person took the desktop over: no state runs (so no action) until they hand
+            // it back; then the step observes again and the model decides anew.
+            if !self.cancelled() {
+                if let Some(input) = self.services.desktop.person_input() {
+                    match self.pause(cx, input, *steps).await {
+                        Pause::HandedBack => {}
+                        // the check at the top of the loop ends the round
+                        Pause::Cancelled => continue,
+                        Pause::TimedOut(limit) => {
+                            return (
+                                SessionStatus::Fail,
+                                "takeover_timeout".into(),
+                                Some(format!(
+                                    "the person took the desktop over and did not hand it back \
+                                     within {limit} s; press Pause in the desktop's window to hand \
+                                     it back, or raise takeover_limit_s"
+                                )),
+                            );
+                        }
+                    }
+                    if let Some(e) = &cx.io_error {
+                        return (SessionStatus::Error, "io".into(), Some(io_message(e)));
+                    }
+                }
             }
             let (name, role, state, processing, report, end) = match &cursor {
                 Cursor::Host => {
@@ -696,6 +780,155 @@ mod tests {
         s.iter()
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect()
+    }
+
+    /// The person takes the desktop over while the host's model decides (right after its
+    /// first window list), and hands it back at the first wait.
+    struct PersonDesktop {
+        inner: FakeDesktop,
+        lists: Mutex<u32>,
+        taken: Mutex<bool>,
+    }
+
+    #[async_trait]
+    impl Desktop for PersonDesktop {
+        async fn windows(&self) -> Result<Vec<WindowInfo>, DesktopError> {
+            if let Ok(mut n) = self.lists.lock() {
+                *n += 1;
+                if *n == 1 {
+                    *self.taken.lock().expect("lock") = true;
+                }
+            }
+            self.inner.windows().await
+        }
+        async fn launchable(&self) -> Result<Vec<LaunchableApp>, DesktopError> {
+            self.inner.launchable().await
+        }
+        async fn desktop_screenshot(&self) -> Result<Option<Screenshot>, DesktopError> {
+            self.inner.desktop_screenshot().await
+        }
+        async fn observe(&self, w: &str) -> Result<WindowObservation, DesktopError> {
+            self.inner.observe(w).await
+        }
+        async fn act(
+            &self,
+            w: &str,
+            control: Option<&str>,
+            action: &UiAction,
+        ) -> Result<String, DesktopError> {
+            self.inner.act(w, control, action).await
+        }
+        async fn launch(&self, app: &str) -> Result<WindowInfo, DesktopError> {
+            self.inner.launch(app).await
+        }
+        async fn shell(&self, c: &str) -> Result<ShellOutput, DesktopError> {
+            self.inner
+                .log
+                .lock()
+                .map(|mut l| l.push(format!("shell {c}")))
+                .ok();
+            self.inner.shell(c).await
+        }
+        async fn settle(&self) {}
+        fn person_input(&self) -> Option<String> {
+            self.taken
+                .lock()
+                .ok()
+                .filter(|t| **t)
+                .map(|_| "key press".to_string())
+        }
+        async fn wait_handback(&self, _within: std::time::Duration) -> bool {
+            self.inner
+                .log
+                .lock()
+                .map(|mut l| l.push("handback".into()))
+                .ok();
+            *self.taken.lock().expect("lock") = false;
+            true
+        }
+    }
+
+    /// A host answer decided before the person took over is dropped (its command never runs);
+    /// the loop pauses, records the hand-over, and the host decides anew.
+    #[tokio::test]
+    async fn a_host_answer_from_before_a_take_over_is_dropped() {
+        let log: Log = Arc::default();
+        let desktop = PersonDesktop {
+            inner: FakeDesktop {
+                log: log.clone(),
+                controls: Mutex::new(vec![button("del", "Delete")]),
+            },
+            lists: Mutex::new(0),
+            taken: Mutex::new(false),
+        };
+        let mut stale = host("ASSIGN");
+        stale["Bash"] = "touch stale".into();
+        let llm = FakeLlm(
+            Mutex::new(
+                vec![
+                    stale,
+                    host("ASSIGN"),
+                    json!({"Observation": "o", "Thought": "t", "Status": "FINISH"}),
+                    host("FINISH"),
+                ]
+                .into(),
+            ),
+            Mutex::default(),
+        );
+        let user = FakeUser {
+            log: log.clone(),
+            decision: Decision::Reject,
+        };
+        let config = Config::default();
+        let prompts = Prompts::new(&config.prompts).expect("templates");
+        let services = Services {
+            desktop: &desktop,
+            host_llm: &llm,
+            app_llm: &llm,
+            user: &user,
+            config: &config,
+            prompts: &prompts,
+            tools: None,
+        };
+        let mut rec = MemRecorder::default();
+        let outcome = Session::new(services, Box::new(AppAgentFactory))
+            .run("request", &mut rec)
+            .await;
+        assert_eq!(
+            outcome.status,
+            SessionStatus::Finish,
+            "{:?}",
+            outcome.message
+        );
+        assert_eq!(
+            log.lock().map(|l| l.clone()).unwrap_or_default(),
+            vec!["handback".to_string()]
+        );
+        let kinds: Vec<String> = rec
+            .events
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    e["type"].as_str().unwrap_or(""),
+                    e["state"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        assert_eq!(
+            kinds[..5],
+            [
+                "session_start ",
+                "step CONTINUE",
+                "takeover ",
+                "handback ",
+                "step CONTINUE"
+            ]
+        );
+        let dropped = &rec.events[1];
+        assert_eq!(dropped["status"], "CONTINUE", "{dropped}");
+        assert_eq!(dropped["action"]["discarded"], "takeover", "{dropped}");
+        assert_eq!(dropped["action"]["executed"], false, "{dropped}");
     }
 
     #[tokio::test]

@@ -259,20 +259,32 @@ impl LinuxDesktop {
             .as_ref()
             .filter(|_| matches!(action, UiAction::Click { .. }))
             .map(|c| c.rect);
-        // a control of a dialog: the pixels of the window's region (dialogs close and the
-        // next one opens a while later, as LibreOffice's keep-format question after Save;
-        // events on the dialog alone end the wait too early)
-        let in_dialog = ctl
+        // a control of a dialog: an action that cannot close the dialog settles on the
+        // dialog's own events; a click or keys may close it, and applications open the next
+        // dialog a while later (LibreOffice's keep-format question after Save), so those wait
+        // on the pixels of the window's region, where the next one shows
+        let dialog = ctl
             .as_ref()
-            .is_some_and(|c| c.window != 0 && c.window != xid);
-        let watched = xid;
+            .filter(|c| c.window != 0 && c.window != xid)
+            .map(|c| c.window);
+        let keeps_dialog = matches!(
+            action,
+            UiAction::SetText { .. } | UiAction::Select { .. } | UiAction::Focus
+        );
         // a scroll: a web page keeps moving after its layout looked still (smooth scrolling),
         // and the old pixel settle waits for the picture itself to stop
         let scroll = matches!(action, UiAction::Scroll { .. });
-        let start = if in_dialog || scroll {
-            crate::settle::SettleStart::Pixels(self.fingerprint(xid).await)
-        } else {
-            self.settle_start(watched, clicked).await
+        let (watched, start) = match dialog {
+            Some(d) if keeps_dialog => (d, self.settle_start(d, None).await),
+            Some(_) => (
+                xid,
+                crate::settle::SettleStart::Pixels(self.fingerprint(xid).await),
+            ),
+            None if scroll => (
+                xid,
+                crate::settle::SettleStart::Pixels(self.fingerprint(xid).await),
+            ),
+            None => (xid, self.settle_start(xid, clicked).await),
         };
         self.lock().last_window = Some(xid);
         let result = self.run_action(xid, window, ctl.as_ref(), action).await?;

@@ -81,6 +81,8 @@ pub struct LinuxDesktop {
     pub(crate) state: Mutex<State>,
     /// X damage and window events for settling (settle.rs); `None` without DAMAGE
     pub(crate) watch: Option<Arc<crate::settle::ChangeWatch>>,
+    /// The person's input on a watched private desktop (takeover.rs); `None` elsewhere
+    pub(crate) person: Option<crate::takeover::PersonWatch>,
 }
 
 /// Parse a window id (`0x1a00004` or decimal).
@@ -157,6 +159,10 @@ impl LinuxDesktop {
                 .ok()
                 .flatten()
                 .map(Arc::new),
+            person: tokio::task::spawn_blocking(crate::takeover::PersonWatch::start_if_watched)
+                .await
+                .ok()
+                .flatten(),
         })
     }
 
@@ -698,6 +704,23 @@ impl Desktop for LinuxDesktop {
 
     fn last_action_changed(&self) -> Option<bool> {
         self.lock().last_changed
+    }
+
+    fn person_input(&self) -> Option<String> {
+        self.person.as_ref().and_then(|p| p.taken())
+    }
+
+    fn hand_back(&self) {
+        if let Some(p) = &self.person {
+            p.hand_back();
+        }
+    }
+
+    async fn wait_handback(&self, within: Duration) -> bool {
+        match &self.person {
+            Some(p) => p.wait_handback(within).await,
+            None => true,
+        }
     }
 
     async fn settle(&self) {

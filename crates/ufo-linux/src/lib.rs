@@ -27,6 +27,7 @@ mod observe;
 mod office;
 mod settle;
 mod table;
+pub mod takeover;
 pub mod toolkit;
 mod verify;
 mod web;

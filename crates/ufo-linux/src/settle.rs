@@ -22,6 +22,8 @@ use x11rb::rust_connection::RustConnection;
 
 use ufo_core::Rect;
 
+use crate::x11::Look;
+
 /// How long the window must stay quiet after a change to count as settled.
 pub(crate) const QUIET: Duration = Duration::from_millis(40);
 /// The shortest wait for a first change (an application never seen changing yet waits the
@@ -251,6 +253,7 @@ fn listen(conn: &RustConnection, shared: &Mutex<Shared>) {
                 Some((true, false, None))
             }
             Event::MapNotify(_) => Some((false, true, None)),
+            Event::CreateNotify(_) => Some((false, false, None)),
             Event::UnmapNotify(e) => Some((false, false, Some(e.window))),
             Event::DestroyNotify(e) => Some((false, false, Some(e.window))),
             Event::ConfigureNotify(_) => Some((false, false, None)),
@@ -370,7 +373,7 @@ pub(crate) enum SettleStart {
     Events {
         since: Instant,
         exempt: Vec<Rect>,
-        before: Option<u64>,
+        before: Option<Look>,
         /// the watched window and its window-manager frame (their unmapping means the
         /// action closed the window)
         ids: Vec<u32>,
@@ -386,6 +389,24 @@ pub(crate) enum Input {
     Other,
     Xtest,
     Atspi,
+}
+
+/// Whether two looks at a window differ outside `exempt` by more than a blinking text caret
+/// (a window that could not be read counts as changed when it could be before, or after).
+fn differs(a: Option<&Look>, b: Option<&Look>, exempt: &[Rect]) -> bool {
+    changed_box(a, b, exempt).is_some()
+}
+
+/// Where two looks at a window differ (see [`differs`]); the whole window when one of them
+/// could not be read.
+fn changed_box(a: Option<&Look>, b: Option<&Look>, exempt: &[Rect]) -> Option<Rect> {
+    match (a, b) {
+        (Some(a), Some(b)) => a
+            .changed_box(b, exempt)
+            .filter(|r| !crate::x11::is_caret(r)),
+        (None, None) => None,
+        _ => Some(Rect::default()),
+    }
 }
 
 /// `r` grown by `by` pixels on every side (a button's focus ring and shadow).
@@ -423,7 +444,7 @@ impl crate::desktop::LinuxDesktop {
                 let frame = self.x11(move |x| x.top_of(xid)).await.ok();
                 let ids = std::iter::once(xid).chain(frame).collect();
                 let since = Instant::now();
-                let before = self.masked_fingerprint(xid, &exempt).await;
+                let before = self.look(xid).await;
                 SettleStart::Events {
                     since,
                     exempt,
@@ -435,13 +456,13 @@ impl crate::desktop::LinuxDesktop {
         }
     }
 
-    async fn masked_fingerprint(&self, xid: u32, exempt: &[Rect]) -> Option<u64> {
-        let masks = exempt.to_vec();
+    /// The window's pixels now (`None` when it cannot be read).
+    async fn look(&self, xid: u32) -> Option<Look> {
         self.x11(move |x| {
             let w = x
                 .window_info(xid)?
                 .ok_or_else(|| crate::LinuxError::NoWindow(format!("{xid:#x}")))?;
-            x.fingerprint_masked(w.x, w.y, w.w, w.h, &masks)
+            x.look(w.x, w.y, w.w, w.h)
         })
         .await
         .ok()
@@ -485,11 +506,12 @@ impl crate::desktop::LinuxDesktop {
                     if redraws > seen {
                         seen = redraws;
                         looks += 1;
-                        let now = self.masked_fingerprint(xid, &exempt).await;
-                        if now != look {
-                            look = now;
+                        let now = self.look(xid).await;
+                        let moved = changed_box(look.as_ref(), now.as_ref(), &exempt);
+                        look = now;
+                        if let Some(r) = moved {
                             let t = since.elapsed();
-                            changes.push(t.as_millis() as u64);
+                            changes.push((t.as_millis() as u64, r.x, r.y, r.w, r.h));
                             first.get_or_insert(t);
                             last = Some(t);
                         }
@@ -521,7 +543,9 @@ impl crate::desktop::LinuxDesktop {
                                         &(),
                                     )
                                     .await;
-                                tokio::time::sleep(Duration::from_millis(10)).await;
+                                // (a window the handler made is announced at once by its
+                                // CreateNotify; its MapNotify waits for the window manager)
+                                tokio::time::sleep(Duration::from_millis(4)).await;
                                 // (a window appeared, went or moved: redraws of the watched
                                 // window alone are the transitions the tail cut short)
                                 if w.structure_since(asked) {
@@ -589,7 +613,7 @@ impl crate::desktop::LinuxDesktop {
         let last = self.lock().last_window;
         let deadline = Instant::now() + self.config.settle_time;
         let mut look = match last {
-            Some(x) => self.masked_fingerprint(x, &[]).await,
+            Some(x) => self.look(x).await,
             None => None,
         };
         while Instant::now() < deadline {
@@ -599,11 +623,12 @@ impl crate::desktop::LinuxDesktop {
             }
             let Some(x) = last else { break };
             tokio::time::sleep(QUIET).await;
-            let now = self.masked_fingerprint(x, &[]).await;
-            if now == look {
+            let now = self.look(x).await;
+            let moved = differs(look.as_ref(), now.as_ref(), &[]);
+            look = now;
+            if !moved {
                 break;
             }
-            look = now;
         }
         true
     }

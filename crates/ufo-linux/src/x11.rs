@@ -344,25 +344,16 @@ impl X11 {
         Ok(hash)
     }
 
-    /// A fingerprint of a screen rectangle that leaves out the pixels inside `masks` (screen
-    /// rectangles): the settle's look at a window with the clicked control's own animation
-    /// left out. Hashes every third pixel of the raw image (no conversion: it runs on every
-    /// redraw while settling).
-    pub fn fingerprint_masked(
-        &self,
-        x: i32,
-        y: i32,
-        w: u32,
-        h: u32,
-        masks: &[ufo_core::Rect],
-    ) -> Result<u64, LinuxError> {
+    /// The raw pixels of a screen rectangle (clipped to the screen): the settle's look at a
+    /// window, compared with the previous look by [`Look::changed_box`].
+    pub fn look(&self, x: i32, y: i32, w: u32, h: u32) -> Result<Look, LinuxError> {
         let x0 = x.clamp(0, self.screen_w as i32);
         let y0 = y.clamp(0, self.screen_h as i32);
         let x1 = (x + w as i32).clamp(0, self.screen_w as i32);
         let y1 = (y + h as i32).clamp(0, self.screen_h as i32);
         let (cw, ch) = ((x1 - x0).max(0) as usize, (y1 - y0).max(0) as usize);
         if cw == 0 || ch == 0 {
-            return Ok(0);
+            return Ok(Look::default());
         }
         let reply = self
             .conn
@@ -379,38 +370,24 @@ impl X11 {
             .reply()
             .map_err(xerr("GetImage"))?;
         let stride = reply.data.len() / ch;
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        let mut mix = |px: &[u8]| {
-            for b in &px[..3] {
-                hash ^= u64::from(*b);
-                hash = hash.wrapping_mul(0x0100_0000_01b3);
-            }
-        };
-        for (row, line) in reply.data.chunks_exact(stride.max(4)).enumerate() {
-            let sy = y0 + row as i32;
-            // the columns of this row inside a mask, as pixel ranges
-            let cut: Vec<(usize, usize)> = masks
-                .iter()
-                .filter(|m| sy >= m.y && sy < m.y + m.h as i32)
-                .map(|m| {
-                    let a = (m.x - x0).clamp(0, cw as i32) as usize;
-                    let b = (m.x + m.w as i32 - x0).clamp(0, cw as i32) as usize;
-                    (a, b)
-                })
-                .collect();
-            let mut col = row % 3;
-            while col < cw {
-                if let Some((_, b)) = cut.iter().find(|(a, b)| col >= *a && col < *b) {
-                    col = *b;
-                    continue;
-                }
-                if let Some(px) = line.get(col * 4..col * 4 + 4) {
-                    mix(px);
-                }
-                col += 3;
-            }
+        if stride < cw * 4 {
+            return Err(LinuxError::X11 {
+                what: "GetImage".into(),
+                reason: format!(
+                    "unsupported screen format (depth {}, {} bytes for {cw}x{ch} pixels); run the X server at 24-bit depth",
+                    reply.depth,
+                    reply.data.len()
+                ),
+            });
         }
-        Ok(hash)
+        Ok(Look {
+            x: x0,
+            y: y0,
+            w: cw,
+            h: ch,
+            stride,
+            data: reply.data,
+        })
     }
 
     fn fake(&self, ty: u8, detail: u8, x: i16, y: i16) -> Result<(), LinuxError> {
@@ -534,5 +511,158 @@ impl X11 {
             self.fake(xproto::KEY_RELEASE_EVENT, *h, 0, 0)?;
         }
         self.sync()
+    }
+}
+
+/// The raw pixels (32 bits each) of a screen rectangle at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Look {
+    x: i32,
+    y: i32,
+    w: usize,
+    h: usize,
+    stride: usize,
+    data: Vec<u8>,
+}
+
+impl Look {
+    /// The smallest screen rectangle holding every pixel that differs between `self` and
+    /// `other`, leaving out the pixels inside `masks` (screen rectangles); `None` when nothing
+    /// outside them differs. Two looks of different rectangles differ everywhere.
+    pub fn changed_box(&self, other: &Look, masks: &[ufo_core::Rect]) -> Option<ufo_core::Rect> {
+        if (self.x, self.y, self.w, self.h) != (other.x, other.y, other.w, other.h) {
+            return Some(ufo_core::Rect {
+                x: other.x,
+                y: other.y,
+                w: other.w as u32,
+                h: other.h as u32,
+            });
+        }
+        let masked = |sx: i32, sy: i32| {
+            masks
+                .iter()
+                .any(|m| sx >= m.x && sx < m.x + m.w as i32 && sy >= m.y && sy < m.y + m.h as i32)
+        };
+        let (mut x0, mut y0, mut x1, mut y1) = (usize::MAX, usize::MAX, 0, 0);
+        for row in 0..self.h {
+            let at = row * self.stride;
+            let (a, b) = (
+                self.data.get(at..at + self.w * 4),
+                other.data.get(at..at + self.w * 4),
+            );
+            let (Some(a), Some(b)) = (a, b) else { break };
+            // (whole rows compare as memory first: most rows did not change)
+            if a == b {
+                continue;
+            }
+            let sy = self.y + row as i32;
+            for (col, (p, q)) in a.chunks_exact(4).zip(b.chunks_exact(4)).enumerate() {
+                // the fourth byte is padding
+                if p[..3] != q[..3] && !masked(self.x + col as i32, sy) {
+                    x0 = x0.min(col);
+                    x1 = x1.max(col);
+                    y0 = y0.min(row);
+                    y1 = y1.max(row);
+                }
+            }
+        }
+        (x0 != usize::MAX).then(|| ufo_core::Rect {
+            x: self.x + x0 as i32,
+            y: self.y + y0 as i32,
+            w: (x1 - x0 + 1) as u32,
+            h: (y1 - y0 + 1) as u32,
+        })
+    }
+}
+
+/// Whether a changed rectangle is a text caret blinking (a line at most 2 pixels wide and
+/// at most 60 high): toolkits fade it in and out at frame rate for half a second (GTK 4) or
+/// flip it twice a second, and it says nothing about what an action did.
+pub(crate) fn is_caret(r: &ufo_core::Rect) -> bool {
+    r.w <= 2 && r.h <= 60
+}
+
+#[cfg(test)]
+mod look_tests {
+    use super::*;
+
+    fn look(w: usize, h: usize) -> Look {
+        Look {
+            x: 100,
+            y: 50,
+            w,
+            h,
+            stride: w * 4,
+            data: vec![0; w * h * 4],
+        }
+    }
+
+    fn set(l: &mut Look, col: usize, row: usize) {
+        let i = row * l.stride + col * 4;
+        l.data[i] = 255;
+    }
+
+    #[test]
+    fn the_changed_box_covers_every_changed_pixel_in_screen_coordinates() {
+        let a = look(20, 10);
+        let mut b = a.clone();
+        assert_eq!(a.changed_box(&b, &[]), None);
+        set(&mut b, 3, 2);
+        set(&mut b, 7, 5);
+        assert_eq!(
+            a.changed_box(&b, &[]),
+            Some(ufo_core::Rect {
+                x: 103,
+                y: 52,
+                w: 5,
+                h: 4
+            })
+        );
+    }
+
+    #[test]
+    fn masked_pixels_and_padding_bytes_do_not_count() {
+        let a = look(20, 10);
+        let mut b = a.clone();
+        set(&mut b, 3, 2);
+        // the padding byte of another pixel
+        b.data[4 * 4 + 3] = 9;
+        let mask = ufo_core::Rect {
+            x: 102,
+            y: 51,
+            w: 3,
+            h: 3,
+        };
+        assert_eq!(a.changed_box(&b, &[mask]), None);
+    }
+
+    #[test]
+    fn a_thin_line_is_a_caret_and_a_glyph_is_not() {
+        let a = look(40, 30);
+        let mut caret = a.clone();
+        for row in 3..25 {
+            set(&mut caret, 10, row);
+        }
+        let r = a.changed_box(&caret, &[]).unwrap();
+        assert!(is_caret(&r), "{r:?}");
+        let mut glyph = caret.clone();
+        set(&mut glyph, 4, 8);
+        let r = a.changed_box(&glyph, &[]).unwrap();
+        assert!(!is_caret(&r), "{r:?}");
+    }
+
+    #[test]
+    fn looks_of_different_rectangles_differ_everywhere() {
+        let a = look(20, 10);
+        let b = look(21, 10);
+        assert_eq!(
+            a.changed_box(&b, &[]),
+            Some(ufo_core::Rect {
+                x: 100,
+                y: 50,
+                w: 21,
+                h: 10
+            })
+        );
     }
 }

@@ -3,7 +3,9 @@
 //! the steps of several scripted `ufo run --desktop live` sessions: gnome-calculator 12 × 7
 //! (five clicks, then the display is read through pyatspi and must show 84), the same with
 //! `multi_action` on (one model call for the five clicks), and mousepad type-and-save (the
-//! saved file is read from disk). Needs a desktop session (`DISPLAY`) with pyatspi:
+//! saved file is read from disk), and Chromium click-a-link-then-observe (the model's second
+//! call must be shown the new page, and pyatspi must find the new page's address). Needs a
+//! desktop session (`DISPLAY`) with pyatspi and `chromium`:
 //!
 //!     cargo build -p ufo && cargo bench -p ufo --bench steps
 #![allow(clippy::unwrap_used)]
@@ -12,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value};
-use ufo_desktop::testing::script::{app_line, host_assign, host_finish, line};
+use ufo_desktop::testing::script::{app, app_line, host_assign, host_finish, line};
 
 const RUNS: usize = 5;
 
@@ -24,9 +26,23 @@ fn binary() -> PathBuf {
     }
 }
 
-/// Run one scripted session; returns the non-model milliseconds of each app step and the
-/// number of app model calls.
-fn run(bin: &Path, dir: &Path, lines: &[String], task: &str, multi: bool) -> (Vec<f64>, usize) {
+/// What the runs of one case measured.
+#[derive(Default)]
+struct Measured {
+    /// non-model milliseconds of each AppAgent step
+    steps: Vec<f64>,
+    /// data-collection milliseconds of each AppAgent step
+    collect: Vec<f64>,
+    /// non-model milliseconds of each whole session (every step, host steps included)
+    sessions: Vec<f64>,
+    /// AppAgent model calls
+    calls: usize,
+    /// runs whose result was checked right
+    ok: usize,
+}
+
+/// Run one scripted session and add what it measured to `m`.
+fn run(bin: &Path, dir: &Path, lines: &[String], task: &str, multi: bool, m: &mut Measured) {
     let script = dir.join("script.jsonl");
     std::fs::write(&script, lines.join("\n")).unwrap();
     let out = dir.join("out");
@@ -51,23 +67,30 @@ fn run(bin: &Path, dir: &Path, lines: &[String], task: &str, multi: bool) -> (Ve
         );
     }
     let events = std::fs::read_to_string(out.join("events.jsonl")).unwrap_or_default();
-    let mut times = Vec::new();
+    let mut session = 0.0;
     for e in events
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
     {
-        if e["type"] != "step" || e["role"] != "app" {
+        if e["type"] != "step" {
             continue;
         }
         // the step's whole time less the model call (records without timings are the
         // archive steps that end a subtask: no work)
         let t = &e["timings_ms"];
-        if let Some(total) = t["total"].as_f64() {
-            times.push(total - t["llm_interaction"].as_f64().unwrap_or(0.0));
+        let Some(total) = t["total"].as_f64() else {
+            continue;
+        };
+        let own = total - t["llm_interaction"].as_f64().unwrap_or(0.0);
+        session += own;
+        if e["role"] == "app" {
+            m.steps.push(own);
+            m.collect
+                .push(t["data_collection"].as_f64().unwrap_or(f64::NAN));
+            m.calls += 1;
         }
     }
-    let calls = times.len();
-    (times, calls)
+    m.sessions.push(session);
 }
 
 /// The calculator's display text through pyatspi; the calculator is closed afterwards.
@@ -130,11 +153,17 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
     v[((v.len() - 1) as f64 * p).round() as usize]
 }
 
-fn report(name: &str, v: &mut [f64], calls: usize, ok: usize) {
-    let (p50, p95) = (pct(v, 0.5), pct(v, 0.95));
+fn report(name: &str, m: &mut Measured) {
+    let (p50, p95) = (pct(&mut m.steps, 0.5), pct(&mut m.steps, 0.95));
+    let collect = pct(&mut m.collect, 0.5);
+    let session = pct(&mut m.sessions, 0.5);
     println!(
-        "{name}: {} app steps, non-model time per step p50 {p50:.0} ms, p95 {p95:.0} ms; {calls} app model calls in {RUNS} runs; result right in {ok}/{RUNS}",
-        v.len()
+        "{name}: {} app steps, non-model time per step p50 {p50:.0} ms, p95 {p95:.0} ms \
+         (data collection p50 {collect:.0} ms); whole session p50 {session:.0} ms; \
+         {} app model calls in {RUNS} runs; result right in {}/{RUNS}",
+        m.steps.len(),
+        m.calls,
+        m.ok
     );
 }
 
@@ -164,14 +193,12 @@ fn calculator(bin: &Path, dir: &Path, multi: bool) {
             host_finish(),
         ]
     };
-    let (mut all, mut calls, mut ok) = (Vec::new(), 0, 0);
+    let mut m = Measured::default();
     for _ in 0..RUNS {
-        let (t, c) = run(bin, dir, &lines, task, multi);
-        all.extend(t);
-        calls += c;
+        run(bin, dir, &lines, task, multi, &mut m);
         let shown = calculator_display();
         if shown == "84" {
-            ok += 1;
+            m.ok += 1;
         } else {
             eprintln!("the calculator shows {shown:?}, not 84");
         }
@@ -181,12 +208,12 @@ fn calculator(bin: &Path, dir: &Path, multi: bool) {
     } else {
         "calculator 12 × 7"
     };
-    report(name, &mut all, calls, ok);
+    report(name, &mut m);
 }
 
 fn mousepad(bin: &Path, dir: &Path) {
     let task = "Write a note and save it";
-    let (mut all, mut calls, mut ok) = (Vec::new(), 0, 0);
+    let mut m = Measured::default();
     for i in 0..RUNS {
         let file = dir.join(format!("note{i}.txt"));
         let lines = vec![
@@ -215,9 +242,7 @@ fn mousepad(bin: &Path, dir: &Path) {
             app_line("Save", "", "click", json!({}), "FINISH"),
             host_finish(),
         ];
-        let (t, c) = run(bin, dir, &lines, task, false);
-        all.extend(t);
-        calls += c;
+        run(bin, dir, &lines, task, false, &mut m);
         let mut content = String::new();
         for _ in 0..50 {
             content = std::fs::read_to_string(&file).unwrap_or_default();
@@ -227,13 +252,115 @@ fn mousepad(bin: &Path, dir: &Path) {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
         if content.trim_end() == "Hello from ufo-rs\nbye" {
-            ok += 1;
+            m.ok += 1;
         } else {
             eprintln!("the saved file holds {content:?}");
         }
         kill_mousepad();
     }
-    report("mousepad type-and-save", &mut all, calls, ok);
+    report("mousepad type-and-save", &mut m);
+}
+
+/// The Chromium page the bench starts on, and the page its link leads to.
+fn write_pages(dir: &Path) -> PathBuf {
+    let first = dir.join("first.html");
+    std::fs::write(
+        &first,
+        "<!doctype html><html><head><title>First page</title></head><body><h1>Start here</h1>\
+         <p><a href=\"second.html\">Go to the second page</a></p></body></html>",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("second.html"),
+        "<!doctype html><html><head><title>Second page</title></head><body>\
+         <h1>Arrived on page two</h1><p><a href=\"first.html\">Back to the first page</a></p>\
+         </body></html>",
+    )
+    .unwrap();
+    first
+}
+
+/// Through pyatspi: the address of the page Chromium shows.
+const PAGE_URI: &str = r#"
+import pyatspi
+def find(n, depth=0):
+    if n.getRoleName() == 'document web': return n
+    if depth > 25: return None
+    for i in range(min(n.childCount, 50)):
+        c = n.getChildAtIndex(i)
+        r = find(c, depth + 1) if c is not None else None
+        if r: return r
+    return None
+for app in pyatspi.Registry.getDesktop(0):
+    if app is not None and (app.name or '').lower().startswith('chrom'):
+        doc = find(app)
+        if doc is not None:
+            attrs = dict(a.split(':', 1) for a in doc.queryDocument().getAttributes() if ':' in a)
+            print(attrs.get('URI', ''))
+            break
+"#;
+
+fn chromium(bin: &Path, dir: &Path) {
+    let task = "Follow the link to the second page";
+    let lines = vec![
+        host_assign(task, "First page - Chromium"),
+        app_line("Go to the second page", "", "click", json!({}), "CONTINUE"),
+        // the observation after the click must be of the new page (not a stale one)
+        line(
+            "app",
+            app("", "", "", json!({}), "FINISH"),
+            &["Back to the first page"],
+        ),
+        host_finish(),
+    ];
+    let mut m = Measured::default();
+    for i in 0..RUNS {
+        let pages = dir.join(format!("pages{i}"));
+        std::fs::create_dir_all(&pages).unwrap();
+        let first = write_pages(&pages);
+        let profile = format!("--user-data-dir={}", pages.join("profile").display());
+        let child = Command::new("chromium")
+            .args([
+                "--force-renderer-accessibility",
+                "--no-sandbox",
+                "--no-first-run",
+                "--no-default-browser-check",
+                "--disable-gpu",
+                "--password-store=basic",
+                &profile,
+            ])
+            .arg(format!("file://{}", first.display()))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("chromium starts (apt-get install chromium)");
+        let _browser = ufo_desktop::testing::ProcessGuard::new(profile, Some(child));
+        // the page is ready once its link is listed
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
+        while std::time::Instant::now() < deadline {
+            let shown = Command::new(bin)
+                .args(["inspect", "First page", "--png", "/dev/null"])
+                .output()
+                .unwrap();
+            if String::from_utf8_lossy(&shown.stdout).contains("Go to the second page") {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+        run(bin, dir, &lines, task, false, &mut m);
+        let uri = Command::new("/usr/bin/python3")
+            .args(["-c", PAGE_URI])
+            .output()
+            .unwrap();
+        let uri = String::from_utf8_lossy(&uri.stdout).trim().to_string();
+        if uri.ends_with("/second.html") {
+            m.ok += 1;
+        } else {
+            eprintln!("Chromium shows {uri:?}, not second.html");
+        }
+    }
+    report("chromium click-a-link-then-observe", &mut m);
 }
 
 fn main() {
@@ -252,5 +379,8 @@ fn main() {
     }
     if only.is_empty() || only == "mousepad" {
         mousepad(&bin, dir.path());
+    }
+    if only.is_empty() || only == "chromium" {
+        chromium(&bin, dir.path());
     }
 }

@@ -147,6 +147,11 @@ impl PrivateDesktop {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string())),
         );
+        if opts.watch {
+            // the live desktop inside then tells the person's input from the agent's, and
+            // pauses the agent while they use the window (ufo_linux::takeover)
+            env.push((ufo_linux::takeover::WATCHED_VAR.into(), "1".into()));
+        }
         if opts.scratch_home {
             let home = dir.join("home");
             std::fs::create_dir_all(&home).context("cannot make the scratch HOME")?;

@@ -149,6 +149,33 @@ impl FileRecorder {
                     self.print_details(e);
                 }
             }
+            "takeover" => c.line(&c.paint(
+                Style::Yellow,
+                &format!(
+                    "[round {} step {} #{}] the person took the desktop over ({}); the agent pauses until it is handed back (Pause key in its window)",
+                    e["round"],
+                    e["steps"],
+                    e["seq"],
+                    one_line(&s("input"), 100)
+                ),
+            )),
+            "handback" => c.line(&c.paint(
+                Style::Yellow,
+                &format!(
+                    "[round {} step {} #{}] {} (paused {:.1} s)",
+                    e["round"],
+                    e["steps"],
+                    e["seq"],
+                    match s("how").as_ref() {
+                        "handed_back" =>
+                            "the person handed the desktop back; the agent observes again",
+                        "timeout" => "the desktop was not handed back in time; the round ends",
+                        "cancelled" => "the session was cancelled during the take-over",
+                        _ => "the take-over ended",
+                    },
+                    e["paused_ms"].as_f64().unwrap_or(0.0) / 1000.0
+                ),
+            )),
             "round_end" => c.line(&format!(
                 "round {} ended {} ({}){}",
                 e["round"],

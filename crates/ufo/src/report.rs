@@ -262,8 +262,25 @@ pub fn render(t: &Trajectory) -> Result<String> {
     let mut current: Option<usize> = None;
     let mut starts = 0;
     let mut resumed = false;
+    // a hand-over (takeover, handback) is shown on the step that follows it
+    let mut hand_over: Vec<String> = Vec::new();
     for e in &t.records {
         let round = match e {
+            Record::Takeover(h) => {
+                hand_over.push(format!(
+                    "The person took the desktop over before this step ({}); the agent paused.",
+                    h.input
+                ));
+                continue;
+            }
+            Record::Handback(h) => {
+                hand_over.push(format!(
+                    "The pause ended after {:.1} s ({}); the window was observed again.",
+                    h.paused_ms as f64 / 1000.0,
+                    h.how
+                ));
+                continue;
+            }
             Record::SessionStart(_) => {
                 starts += 1;
                 if starts > 1 {
@@ -292,7 +309,8 @@ pub fn render(t: &Trajectory) -> Result<String> {
         current = Some(idx);
         match e {
             Record::Step(step) => {
-                let view = step_view(t, step);
+                let mut view = step_view(t, step);
+                view.notes.splice(0..0, hand_over.drain(..));
                 if let Some(archive) = step
                     .action
                     .as_ref()
@@ -312,7 +330,11 @@ pub fn render(t: &Trajectory) -> Result<String> {
                 rounds[idx].steps.push(view);
             }
             Record::RoundEnd(end) => rounds[idx].end = Some(end_view(end)),
-            Record::SessionStart(_) | Record::SessionEnd(_) | Record::Other => {}
+            Record::SessionStart(_)
+            | Record::SessionEnd(_)
+            | Record::Takeover(_)
+            | Record::Handback(_)
+            | Record::Other => {}
         }
     }
     let start = t.first_start().cloned().unwrap_or_default();

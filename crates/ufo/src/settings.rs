@@ -30,6 +30,7 @@ struct FileConfig {
     prompts: Option<PromptTemplates>,
     sensitive: Option<SensitivePolicy>,
     multi_action: Option<bool>,
+    takeover_limit_s: Option<u64>,
     /// Live desktop: application name -> launch command.
     launch: Option<HashMap<String, String>>,
     /// Default model spec.
@@ -107,7 +108,8 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
         blackboard,
         prompts,
         sensitive,
-        multi_action
+        multi_action,
+        takeover_limit_s
     );
     let mut confirm_text = file.confirm.clone();
 
@@ -136,6 +138,9 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
             "finish" => OnSubtaskFail::Finish,
             _ => bail!("UFO_ON_SUBTASK_FAIL is {v:?}; set it to replan or finish"),
         };
+    }
+    if let Some(v) = env("UFO_TAKEOVER_LIMIT_S") {
+        c.takeover_limit_s = u64::from(parse_num("UFO_TAKEOVER_LIMIT_S", &v)?);
     }
     if let Some(v) = env("UFO_CONFIRM") {
         confirm_text = Some(v);

@@ -322,6 +322,24 @@ impl UserIo for CliUser {
         answer
     }
 
+    async fn handback_requested(&self, first: bool) -> bool {
+        if !self.tty || self.cancelled() {
+            return false;
+        }
+        let lines = self.stdin.get_or_init(StdinLines::start);
+        if first {
+            // a line typed before the take-over does not hand it back
+            if lines.drain().await {
+                self.console.line(&self.console.paint(
+                    Style::Yellow,
+                    "Press Enter here, or Pause in the desktop's window, to hand the desktop back to the agent.",
+                ));
+            }
+            return false;
+        }
+        lines.next(Duration::ZERO).await.is_some()
+    }
+
     async fn follow_up(&self) -> Option<String> {
         if let Some(r) = Self::pop(&self.requests) {
             return Some(r);

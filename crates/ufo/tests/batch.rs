@@ -358,3 +358,148 @@ fn an_out_of_range_task_timeout_is_a_usage_error() {
         assert!(!tmp.path().join("out").exists(), "{bad}");
     }
 }
+
+/// A script with each run of AppAgent answers that go on (`CONTINUE`) merged, with the answer
+/// that ends it, into one answer of `Actions` (the form a model answers in with
+/// `multi_action` on); host lines and single answers stay as they are.
+fn merge_app_answers(script: &str) -> String {
+    let mut out: Vec<Value> = Vec::new();
+    let mut run: Vec<Value> = Vec::new();
+    let flush = |run: &mut Vec<Value>, out: &mut Vec<Value>| {
+        if run.len() < 2 {
+            out.append(run);
+            return;
+        }
+        let actions: Vec<Value> = run
+            .iter()
+            .map(|l| {
+                let r = &l["response"];
+                json!({"ControlLabel": r["ControlLabel"], "ControlText": r["ControlText"],
+                       "Function": r["Function"], "Args": r["Args"]})
+            })
+            .collect();
+        let mut first = run[0].clone();
+        let last = &run[run.len() - 1]["response"];
+        first["response"]["Status"] = last["Status"].clone();
+        first["response"]["Actions"] = Value::Array(actions);
+        for k in ["ControlLabel", "ControlText", "Function", "Args"] {
+            if let Some(o) = first["response"].as_object_mut() {
+                o.remove(k);
+            }
+        }
+        out.push(first);
+        run.clear();
+    };
+    for l in script.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(l).expect("a script line");
+        let ui = v["agent"] == "app" && v["response"]["Function"].is_string();
+        if ui {
+            let goes_on = v["response"]["Status"] == "CONTINUE";
+            run.push(v);
+            if !goes_on {
+                flush(&mut run, &mut out);
+            }
+        } else {
+            flush(&mut run, &mut out);
+            out.push(v);
+        }
+    }
+    flush(&mut run, &mut out);
+    out.iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn merging_app_answers_keeps_host_lines_and_the_last_status() {
+    let script = [
+        json!({"agent": "host", "response": {"Status": "ASSIGN"}}),
+        json!({"agent": "app", "response": {"ControlLabel": "", "ControlText": "1", "Function": "click", "Args": {}, "Status": "CONTINUE"}, "expect": ["x"]}),
+        json!({"agent": "app", "response": {"ControlLabel": "", "ControlText": "=", "Function": "click", "Args": {}, "Status": "FINISH"}}),
+        json!({"agent": "host", "response": {"Status": "FINISH"}}),
+    ]
+    .map(|v| v.to_string())
+    .join("\n");
+    let merged: Vec<Value> = merge_app_answers(&script)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(merged.len(), 3);
+    assert_eq!(merged[1]["response"]["Status"], "FINISH");
+    assert_eq!(merged[1]["expect"], json!(["x"]));
+    assert_eq!(merged[1]["response"]["Actions"][1]["ControlText"], "=");
+    assert!(merged[1]["response"].get("Function").is_none());
+}
+
+/// Issue 13: the suite with `multi_action` on, its AppAgent answers merged into lists, gives
+/// the same results with fewer model calls; the calls saved are printed.
+#[test]
+fn the_suite_with_multi_action_answers_gives_the_same_results_with_fewer_calls() {
+    if !require_live("the_suite_with_multi_action_answers_gives_the_same_results_with_fewer_calls")
+    {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let suite = tmp.path().join("suite");
+    let from = repo_root().join("tests").join("batch");
+    let (mut single, mut merged_lines) = (BTreeMap::new(), 0usize);
+    for sub in ["", "scripts", "expected"] {
+        std::fs::create_dir_all(suite.join(sub)).expect("suite folder");
+        for e in std::fs::read_dir(from.join(sub)).expect("suite").flatten() {
+            let p = e.path();
+            if !p.is_file() {
+                continue;
+            }
+            let name = p.file_name().expect("name").to_owned();
+            let text = std::fs::read_to_string(&p).expect("read");
+            let text = if sub == "scripts" {
+                let id = p
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                single.insert(id, text.lines().filter(|l| !l.trim().is_empty()).count());
+                let m = merge_app_answers(&text);
+                merged_lines += m.lines().count();
+                m
+            } else {
+                text
+            };
+            std::fs::write(suite.join(sub).join(name), text).expect("write");
+        }
+    }
+    let cfg = tmp.path().join("multi.toml");
+    std::fs::write(&cfg, "multi_action = true\n").expect("config");
+    let out = tmp.path().join("out");
+    let output = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .arg("batch")
+        .arg(&suite)
+        .args(["--confirm", "yes", "--task-timeout", "120", "--out"])
+        .arg(&out)
+        .arg("--config")
+        .arg(&cfg)
+        .env_remove("UFO_LLM")
+        .output()
+        .expect("ufo runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let results = read_results(&out);
+    assert_eq!(
+        statuses(&results),
+        expected_suite(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let calls: u64 = results
+        .iter()
+        .map(|r| r["model_calls"].as_u64().unwrap_or(0))
+        .sum();
+    let before: usize = single.values().sum();
+    // every script line is one model call when a task passes with single answers
+    assert_eq!(calls as usize, merged_lines, "{results:#?}");
+    assert!((calls as usize) < before, "{calls} calls, {before} before");
+    println!(
+        "multi_action on the batch suite: {calls} model calls instead of {before} ({} saved)",
+        before - calls as usize
+    );
+}

@@ -145,6 +145,17 @@ async fn run_batch(cx: &mut Cx<'_>, window: &WindowInfo, list: &[Planned]) -> (S
                 }
             }
         }
+        // the person took the desktop over since the list was decided: the rest is stale
+        if i > 0 {
+            if let Some(input) = cx.services.desktop.person_input() {
+                lines.push(format!(
+                    "stopped before action {} ({}): the person took the desktop over ({input})",
+                    i + 1,
+                    planned.describe()
+                ));
+                return (format!("ran {i} of {n} actions; {}", lines.join("; ")), i);
+            }
+        }
         let out = Box::pin(planned.run(cx, window)).await;
         let failed = out.starts_with("action failed");
         lines.push(format!("{}. {} -> {out}", i + 1, planned.describe()));
@@ -702,7 +713,12 @@ impl StepRunner for AppStep<'_, '_> {
             }
             AppStrategy::AskModel => self.ask().await,
             AppStrategy::Execute => {
-                self.execute().await;
+                // The person took the desktop over while the model was deciding: the answer
+                // was made on a screen that has changed, so it is dropped, not executed.
+                match self.cx.services.desktop.person_input() {
+                    Some(input) => self.discard(&input),
+                    None => self.execute().await,
+                }
                 Ok(())
             }
             AppStrategy::Remember => {
@@ -897,6 +913,32 @@ impl AppStep<'_, '_> {
             }
         };
         self.carry_out(planned).await;
+    }
+
+    /// Drop the model's answer because the person took the desktop over (`input` says how):
+    /// nothing runs, the agent stays in CONTINUE, and its next step (after the hand-back)
+    /// observes the window again and asks the model anew.
+    fn discard(&mut self, input: &str) {
+        let Some(r) = self.response.as_mut() else {
+            return;
+        };
+        if !r.function.trim().is_empty() || !r.actions.is_empty() {
+            self.report.action = Some(json!({
+                "function": r.function,
+                "args": r.args,
+                "control_label": r.control_label,
+                "control_text": r.control_text,
+                "executed": false,
+                "discarded": "takeover",
+            }));
+        }
+        r.status = AppStatus::Continue;
+        r.questions.clear();
+        r.result.clear();
+        self.result = Some(format!(
+            "not executed: the person took the desktop over ({input}) after the window was \
+             observed; it is observed again once they hand it back"
+        ));
     }
 
     /// Hold, run or drop the planned action according to the status (and the sensitive-action

@@ -499,7 +499,15 @@ impl StepRunner for HostStep<'_, '_> {
                 Ok(())
             }
             HostStrategy::AskModel => self.ask().await,
-            HostStrategy::RunBash => self.run_bash_strategy().await,
+            // The person took the desktop over while the model was deciding: its answer was
+            // made on a screen that has changed, so nothing of it runs.
+            HostStrategy::RunBash => match self.cx.services.desktop.person_input() {
+                Some(input) => {
+                    self.discard(&input);
+                    Ok(())
+                }
+                None => self.run_bash_strategy().await,
+            },
             HostStrategy::SelectWindow => self.select_window().await,
             HostStrategy::UpdateMemory => {
                 let Some(r) = &self.response else {
@@ -544,6 +552,31 @@ impl StepRunner for HostStep<'_, '_> {
 impl HostStep<'_, '_> {
     /// Run the answer's `Bash`, hold it (CONFIRM, or a command the shell policy does not
     /// allow), or drop it (PENDING, FAIL).
+    /// Drop the model's answer because the person took the desktop over (`input` says how):
+    /// no command, no window chosen; the host stays in CONTINUE and decides anew after the
+    /// hand-back.
+    fn discard(&mut self, input: &str) {
+        let Some(r) = self.response.as_mut() else {
+            return;
+        };
+        if !r.bash.trim().is_empty() || !r.control_label.is_empty() || !r.control_text.is_empty() {
+            self.report.action = Some(json!({
+                "bash": r.bash,
+                "control_label": r.control_label,
+                "control_text": r.control_text,
+                "executed": false,
+                "discarded": "takeover",
+            }));
+        }
+        r.status = HostStatus::Continue;
+        r.bash.clear();
+        r.questions.clear();
+        self.results.push(format!(
+            "not executed: the person took the desktop over ({input}) while this answer was \
+             decided; the desktop is looked at again once they hand it back"
+        ));
+    }
+
     async fn run_bash_strategy(&mut self) -> Result<(), StepError> {
         let Some(r) = &self.response else {
             return Ok(());

@@ -95,6 +95,81 @@ pub struct SimDesktop {
 }
 
 // Layout (window pixels).
+/// Read the scenario's `"takeover"`: `{"after_observations": N, "app": A, "control": C,
+/// "value": V, "hand_back_after": K}` (`app`/`control`/`value` optional; `hand_back_after`
+/// defaults to 1, `null` never hands back).
+fn parse_takeover(v: &Value, apps: &[SimApp]) -> Result<ScriptedTakeover, ScenarioError> {
+    let at = "takeover";
+    let o = v
+        .as_object()
+        .ok_or_else(|| invalid(at, format!("expected an object, got {}", kind(v))))?;
+    let count = |key: &str| -> Result<Option<u32>, ScenarioError> {
+        match o.get(key) {
+            None => Ok(None),
+            Some(Value::Null) => Ok(Some(u32::MAX)),
+            Some(n) => n
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .map(Some)
+                .ok_or_else(|| invalid(format!("{at}.{key}"), "expected a whole number")),
+        }
+    };
+    let after_observations = count("after_observations")?.unwrap_or(1);
+    let hand_back_after = match count("hand_back_after")? {
+        None => Some(1),
+        Some(u32::MAX) => None,
+        Some(n) => Some(n),
+    };
+    let text = |key: &str| o.get(key).and_then(Value::as_str);
+    let set = match (text("app"), text("control")) {
+        (Some(app), Some(control)) => {
+            let a = apps
+                .iter()
+                .position(|x| x.name.eq_ignore_ascii_case(app))
+                .ok_or_else(|| invalid(format!("{at}.app"), format!("no app {app:?}")))?;
+            let c = apps[a].control(control).ok_or_else(|| {
+                invalid(
+                    format!("{at}.control"),
+                    format!("no control {control:?} in {app}"),
+                )
+            })?;
+            Some((a, c, text("value").unwrap_or_default().to_string()))
+        }
+        (None, None) => None,
+        _ => return Err(invalid(
+            at,
+            "give both app and control (the control whose value the person changes), or neither",
+        )),
+    };
+    Ok(ScriptedTakeover {
+        after_observations,
+        set,
+        hand_back_after,
+        waits: 0,
+        fired: false,
+    })
+}
+
+impl State {
+    /// A scripted take-over fires right after its observation: the agent's picture is stale.
+    fn person_after_observation(&mut self) {
+        self.observations += 1;
+        let Some(t) = self.takeover.as_mut() else {
+            return;
+        };
+        if t.fired || self.observations < t.after_observations {
+            return;
+        }
+        t.fired = true;
+        if let Some((a, c, value)) = &t.set {
+            if let Some(control) = self.apps.get_mut(*a).and_then(|x| x.controls.get_mut(*c)) {
+                control.value = Some(value.clone());
+            }
+        }
+        self.taken = Some("scripted person input".into());
+    }
+}
+
 impl SimDesktop {
     /// Parse a scenario from JSON text.
     pub fn from_json_str(text: &str) -> Result<Self, ScenarioError> {
@@ -154,12 +229,19 @@ impl SimDesktop {
                 ))
             }
         }
+        let takeover = match root.get("takeover") {
+            None | Some(Value::Null) => None,
+            Some(t) => Some(parse_takeover(t, &apps)?),
+        };
         Ok(Self {
             state: Mutex::new(State {
                 apps,
                 faults,
                 actions: Vec::new(),
                 last_changed: None,
+                takeover,
+                observations: 0,
+                taken: None,
             }),
         })
     }
@@ -431,6 +513,7 @@ impl Desktop for SimDesktop {
             });
         }
         let image = render_window(app, i);
+        st.person_after_observation();
         drop(st);
         let mut warnings = Vec::new();
         let screenshot = annotate::to_screenshot(&image)
@@ -550,6 +633,34 @@ impl Desktop for SimDesktop {
     }
 
     async fn settle(&self) {}
+
+    fn person_input(&self) -> Option<String> {
+        self.lock().taken.clone()
+    }
+
+    fn hand_back(&self) {
+        self.lock().taken = None;
+    }
+
+    async fn wait_handback(&self, within: std::time::Duration) -> bool {
+        let handed_back = {
+            let mut st = self.lock();
+            let st = &mut *st;
+            match st.takeover.as_mut() {
+                Some(t) if st.taken.is_some() => {
+                    t.waits += 1;
+                    t.hand_back_after.is_some_and(|n| t.waits >= n)
+                }
+                _ => true,
+            }
+        };
+        if handed_back {
+            self.lock().taken = None;
+        } else {
+            tokio::time::sleep(within).await;
+        }
+        handed_back
+    }
 
     fn final_state(&self) -> Option<Value> {
         let st = self.lock();

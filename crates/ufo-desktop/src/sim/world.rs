@@ -165,6 +165,25 @@ pub(crate) struct State {
     pub(crate) actions: Vec<ActionRecord>,
     /// whether the last action changed what a person could see
     pub(crate) last_changed: Option<bool>,
+    /// a scripted take-over by the person (`"takeover"` in the scenario)
+    pub(crate) takeover: Option<ScriptedTakeover>,
+    /// observations made so far (the take-over's trigger)
+    pub(crate) observations: u32,
+    /// set while the person has the desktop: what they did
+    pub(crate) taken: Option<String>,
+}
+
+/// A scripted take-over: right after the agent's `after_observations`-th observation the
+/// person takes the desktop, sets a control's value (the screen changes under the agent), and
+/// hands it back on the `hand_back_after`-th wait (never when `None`).
+#[derive(Debug, Clone)]
+pub(crate) struct ScriptedTakeover {
+    pub(crate) after_observations: u32,
+    /// (app index, control index, new value)
+    pub(crate) set: Option<(usize, usize, String)>,
+    pub(crate) hand_back_after: Option<u32>,
+    pub(crate) waits: u32,
+    pub(crate) fired: bool,
 }
 
 impl State {
