@@ -48,9 +48,7 @@ impl Fields {
     }
 }
 
-pub(crate) use ufo_core::agent::{
-    archive, clip, hand_back, subtask_result, Ending, SubtaskOutcome,
-};
+pub(crate) use ufo_core::agent::{clip, hand_back, Ending, SubtaskLog, SubtaskOutcome};
 
 /// The last `keep` memory lines, numbered, as one text.
 pub(crate) fn recent(memory: &[String], keep: usize) -> String {

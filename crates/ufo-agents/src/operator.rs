@@ -15,9 +15,7 @@ use ufo_core::agent::{ask_model, Assignment, Cx, Handoff, ModelCall, StepReport,
 use ufo_core::sensitive::control_at;
 use ufo_core::{ConfirmRequest, Decision, SessionStatus, UiAction, WindowInfo, WindowObservation};
 
-use crate::common::{
-    archive, clip, hand_back, recent, subtask_result, Ending, Fields, SubtaskOutcome,
-};
+use crate::common::{clip, hand_back, recent, Ending, Fields, SubtaskLog, SubtaskOutcome};
 
 /// The operator agent's model kind (the `agent` of its model requests and script lines).
 pub const OPERATOR_KIND: &str = "operator";
@@ -128,13 +126,7 @@ pub struct OperatorAgent {
     window: WindowInfo,
     state: OperatorStatus,
     status: OperatorStatus,
-    subtask: String,
-    messages: Vec<String>,
-    memory: Vec<String>,
-    last_result: Option<String>,
-    result: String,
-    actions: Vec<String>,
-    error: Option<String>,
+    log: SubtaskLog,
 }
 
 impl OperatorAgent {
@@ -144,13 +136,7 @@ impl OperatorAgent {
             window,
             state: OperatorStatus::Continue,
             status: OperatorStatus::Continue,
-            subtask: String::new(),
-            messages: Vec::new(),
-            memory: Vec::new(),
-            last_result: None,
-            result: String::new(),
-            actions: Vec::new(),
-            error: None,
+            log: SubtaskLog::default(),
         }
     }
 
@@ -161,10 +147,10 @@ impl OperatorAgent {
 
     fn fail_step(&mut self, mut report: StepReport, error: String) -> StepReport {
         self.status = OperatorStatus::Error;
-        self.error = Some(error.clone());
+        self.log.error = Some(error.clone());
         report.error = Some(error);
         report.status = "ERROR".into();
-        report.subtask = Some(self.subtask.clone());
+        report.subtask = Some(self.log.subtask.clone());
         report
     }
 
@@ -188,19 +174,19 @@ impl OperatorAgent {
         }
         let user = format!(
             "Subtask: {}\n{}Whole request: {}\nWindow: {} ({}x{} pixels)\n\nBlackboard (shared by all agents):\n{}\n\nYour steps so far:\n{}\n\nResult of your last action: {}\n",
-            self.subtask,
-            if self.messages.is_empty() {
+            self.log.subtask,
+            if self.log.messages.is_empty() {
                 String::new()
             } else {
-                format!("Hints from the host: {}\n", self.messages.join("; "))
+                format!("Hints from the host: {}\n", self.log.messages.join("; "))
             },
             cx.request,
             obs.window.title,
             width,
             height,
             cx.blackboard.render(),
-            recent(&self.memory, svc.config.memory_in_prompt),
-            self.last_result.as_deref().unwrap_or("(none)"),
+            recent(&self.log.memory, svc.config.memory_in_prompt),
+            self.log.last_result.as_deref().unwrap_or("(none)"),
         );
         let images = obs
             .screenshot
@@ -228,7 +214,7 @@ impl OperatorAgent {
         }
         let r = match asked {
             Ok(r) => r,
-            Err(e) => return self.fail_step(report, e),
+            Err(e) => return self.fail_step(report, e.to_string()),
         };
         report.thought = Some(r.thought.clone());
         let runs = matches!(r.status, OperatorStatus::Continue | OperatorStatus::Finish);
@@ -238,7 +224,7 @@ impl OperatorAgent {
             report.result = out;
         }
         if !r.result.is_empty() {
-            self.result = r.result.clone();
+            self.log.result = r.result.clone();
         }
         let mut line = format!("Status {}", r.status.as_str());
         if let Some(a) = &report.action {
@@ -247,15 +233,15 @@ impl OperatorAgent {
         if let Some(res) = &report.result {
             line.push_str(&format!(" -> {}", clip(res, 400)));
         }
-        self.memory.push(line);
-        self.last_result = report.result.clone();
+        self.log.memory.push(line);
+        self.log.last_result = report.result.clone();
         self.status = r.status;
         report.timings_ms.insert(
             "total".into(),
             (started.elapsed().as_millis() as u64).into(),
         );
         report.status = r.status.as_str().into();
-        report.subtask = Some(self.subtask.clone());
+        report.subtask = Some(self.log.subtask.clone());
         report
     }
 
@@ -338,7 +324,8 @@ impl OperatorAgent {
             Err(e) => format!("action failed: {e}"),
         };
         record["executed"] = true.into();
-        self.actions
+        self.log
+            .actions
             .push(format!("{} at ({x}, {y}) -> {out}", action.name()));
         (record, Some(out))
     }
@@ -355,17 +342,10 @@ impl SubAgent for OperatorAgent {
     }
 
     fn begin(&mut self, a: Assignment) {
-        self.subtask = a.subtask;
-        self.messages = a.messages;
         self.window = a.window;
         self.state = OperatorStatus::Continue;
         self.status = OperatorStatus::Continue;
-        self.result.clear();
-        self.actions.clear();
-        self.error = None;
-        self.last_result = None;
-        self.memory
-            .push(format!("--- new subtask: {} ---", self.subtask));
+        self.log.begin(a.subtask, a.messages);
     }
 
     fn state_name(&self) -> &'static str {
@@ -380,7 +360,7 @@ impl SubAgent for OperatorAgent {
     }
 
     fn subtask(&self) -> &str {
-        &self.subtask
+        &self.log.subtask
     }
 
     async fn handle(&mut self, cx: &mut Cx<'_>) -> StepReport {
@@ -393,22 +373,8 @@ impl SubAgent for OperatorAgent {
             }
             OperatorStatus::Error => SubtaskOutcome::Error,
         };
-        let result = subtask_result(
-            status,
-            self.error.as_deref(),
-            &self.result,
-            self.last_result.as_deref(),
-        );
         let name = self.name();
-        archive(
-            cx,
-            &name,
-            self.state.as_str(),
-            &self.subtask,
-            status,
-            &result,
-            &self.actions,
-        )
+        self.log.archive(cx, &name, self.state.as_str(), status)
     }
 
     fn round_end(&self) -> Option<(SessionStatus, String)> {

@@ -20,9 +20,7 @@ use serde_json::json;
 use ufo_core::agent::{ask_model, Assignment, Cx, Handoff, ModelCall, StepReport, SubAgent};
 use ufo_core::{ConfirmRequest, Decision, SessionStatus};
 
-use crate::common::{
-    archive, clip, hand_back, recent, subtask_result, Ending, Fields, SubtaskOutcome,
-};
+use crate::common::{clip, hand_back, recent, Ending, Fields, SubtaskLog, SubtaskOutcome};
 
 /// The shell agent's target name, as the host sees it.
 pub const SHELL_AGENT: &str = "shell";
@@ -137,15 +135,9 @@ pub struct ShellAgent {
     config: ShellConfig,
     state: ShellStatus,
     status: ShellStatus,
-    subtask: String,
-    messages: Vec<String>,
-    memory: Vec<String>,
-    last_result: Option<String>,
+    log: SubtaskLog,
     held: Option<(String, Option<String>)>,
     rejected: bool,
-    result: String,
-    actions: Vec<String>,
-    error: Option<String>,
 }
 
 impl ShellAgent {
@@ -155,15 +147,9 @@ impl ShellAgent {
             config,
             state: ShellStatus::Continue,
             status: ShellStatus::Continue,
-            subtask: String::new(),
-            messages: Vec::new(),
-            memory: Vec::new(),
-            last_result: None,
+            log: SubtaskLog::default(),
             held: None,
             rejected: false,
-            result: String::new(),
-            actions: Vec::new(),
-            error: None,
         }
     }
 
@@ -215,17 +201,17 @@ impl ShellAgent {
         let started = std::time::Instant::now();
         let user = format!(
             "Subtask: {}\n{}Whole request: {}\nWorking directory: {}\n\nBlackboard (shared by all agents):\n{}\n\nYour steps so far:\n{}\n\nResult of your last command: {}\n",
-            self.subtask,
-            if self.messages.is_empty() {
+            self.log.subtask,
+            if self.log.messages.is_empty() {
                 String::new()
             } else {
-                format!("Hints from the host: {}\n", self.messages.join("; "))
+                format!("Hints from the host: {}\n", self.log.messages.join("; "))
             },
             cx.request,
             self.config.workdir.display(),
             cx.blackboard.render(),
-            recent(&self.memory, svc.config.memory_in_prompt),
-            self.last_result.as_deref().unwrap_or("(none)"),
+            recent(&self.log.memory, svc.config.memory_in_prompt),
+            self.log.last_result.as_deref().unwrap_or("(none)"),
         );
         let asked = ask_model(
             ModelCall {
@@ -249,11 +235,13 @@ impl ShellAgent {
         let r = match asked {
             Ok(r) => r,
             Err(e) => {
+                // the step record and the subtask's result keep the error as text
+                let e = e.to_string();
                 self.status = ShellStatus::Error;
-                self.error = Some(e.clone());
+                self.log.error = Some(e.clone());
                 report.error = Some(e);
                 report.status = "ERROR".into();
-                report.subtask = Some(self.subtask.clone());
+                report.subtask = Some(self.log.subtask.clone());
                 return report;
             }
         };
@@ -286,7 +274,8 @@ impl ShellAgent {
                 ShellStatus::Continue | ShellStatus::Finish => {
                     let out = self.run(&command).await;
                     record["executed"] = true.into();
-                    self.actions
+                    self.log
+                        .actions
                         .push(format!("$ {command} -> {}", clip(&out, 300)));
                     report.result = Some(out);
                 }
@@ -297,10 +286,10 @@ impl ShellAgent {
             report.action = Some(record);
         }
         if !r.result.is_empty() {
-            self.result = r.result.clone();
+            self.log.result = r.result.clone();
         } else if status == ShellStatus::Finish {
             if let Some(out) = &report.result {
-                self.result = out.clone();
+                self.log.result = out.clone();
             }
         }
         let mut line = format!("Status {}", status.as_str());
@@ -310,8 +299,8 @@ impl ShellAgent {
         if let Some(res) = &report.result {
             line.push_str(&format!(" -> {}", clip(res, 400)));
         }
-        self.memory.push(line);
-        self.last_result = report.result.clone();
+        self.log.memory.push(line);
+        self.log.last_result = report.result.clone();
         self.status = status;
         report
             .timings_ms
@@ -325,13 +314,13 @@ impl ShellAgent {
             (started.elapsed().as_millis() as u64).into(),
         );
         report.status = status.as_str().into();
-        report.subtask = Some(self.subtask.clone());
+        report.subtask = Some(self.log.subtask.clone());
         report
     }
 
     async fn handle_confirm(&mut self, cx: &mut Cx<'_>) -> StepReport {
         let mut report = StepReport {
-            subtask: Some(self.subtask.clone()),
+            subtask: Some(self.log.subtask.clone()),
             ..StepReport::default()
         };
         let Some((command, sensitive)) = self.held.take() else {
@@ -366,22 +355,25 @@ impl ShellAgent {
             Decision::Approve => {
                 let out = self.run(&command).await;
                 record["executed"] = true.into();
-                self.actions
+                self.log
+                    .actions
                     .push(format!("$ {command} (approved) -> {}", clip(&out, 300)));
-                self.memory.push(format!(
+                self.log.memory.push(format!(
                     "approved and ran `{command}` -> {}",
                     clip(&out, 400)
                 ));
-                self.last_result = Some(out.clone());
+                self.log.last_result = Some(out.clone());
                 report.result = Some(out);
                 self.status = ShellStatus::Continue;
             }
             Decision::Reject => {
                 record["executed"] = false.into();
                 self.rejected = true;
-                self.memory.push(format!("the person rejected `{command}`"));
-                self.result = format!("the person rejected the command: {command}");
-                report.result = Some(self.result.clone());
+                self.log
+                    .memory
+                    .push(format!("the person rejected `{command}`"));
+                self.log.result = format!("the person rejected the command: {command}");
+                report.result = Some(self.log.result.clone());
                 self.status = ShellStatus::Finish;
             }
         }
@@ -391,22 +383,8 @@ impl ShellAgent {
     }
 
     fn archive_as(&mut self, cx: &mut Cx<'_>, status: SubtaskOutcome) -> StepReport {
-        let result = subtask_result(
-            status,
-            self.error.as_deref(),
-            &self.result,
-            self.last_result.as_deref(),
-        );
         let name = self.name();
-        archive(
-            cx,
-            &name,
-            self.state.as_str(),
-            &self.subtask,
-            status,
-            &result,
-            &self.actions,
-        )
+        self.log.archive(cx, &name, self.state.as_str(), status)
     }
 }
 
@@ -421,18 +399,11 @@ impl SubAgent for ShellAgent {
     }
 
     fn begin(&mut self, a: Assignment) {
-        self.subtask = a.subtask;
-        self.messages = a.messages;
         self.state = ShellStatus::Continue;
         self.status = ShellStatus::Continue;
         self.held = None;
         self.rejected = false;
-        self.result.clear();
-        self.actions.clear();
-        self.error = None;
-        self.last_result = None;
-        self.memory
-            .push(format!("--- new subtask: {} ---", self.subtask));
+        self.log.begin(a.subtask, a.messages);
     }
 
     fn state_name(&self) -> &'static str {
@@ -449,7 +420,7 @@ impl SubAgent for ShellAgent {
     }
 
     fn subtask(&self) -> &str {
-        &self.subtask
+        &self.log.subtask
     }
 
     async fn handle(&mut self, cx: &mut Cx<'_>) -> StepReport {

@@ -55,7 +55,9 @@ fn desktop_err(step: &str, e: impl std::fmt::Display) -> BatchError {
     }
 }
 
-async fn window_keys(desktop: &dyn Desktop) -> Vec<(String, Option<u32>)> {
+/// The desktop's windows as (id, pid) pairs (none when they cannot be listed): what was there
+/// before a command, to tell the windows it opened.
+pub async fn window_keys(desktop: &dyn Desktop) -> Vec<(String, Option<u32>)> {
     desktop
         .windows()
         .await

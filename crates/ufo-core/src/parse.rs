@@ -42,21 +42,13 @@ fn extract_object(raw: &str) -> Option<&str> {
         restarts += 1;
         let start = search_from + rel;
         let mut depth = 0usize;
-        let mut in_str = false;
-        let mut escaped = false;
+        let mut scan = JsonScan::default();
         for (i, &b) in bytes.iter().enumerate().skip(start) {
-            if in_str {
-                if escaped {
-                    escaped = false;
-                } else if b == b'\\' {
-                    escaped = true;
-                } else if b == b'"' {
-                    in_str = false;
-                }
+            // quotes and backslashes are ASCII: a byte of a multi-byte character is neither
+            if scan.in_string(char::from(b)) {
                 continue;
             }
             match b {
-                b'"' => in_str = true,
                 b'{' => depth += 1,
                 b'}' => {
                     depth -= 1;
@@ -73,26 +65,48 @@ fn extract_object(raw: &str) -> Option<&str> {
     None
 }
 
+/// Where a scan of JSON text is: inside a string (just after a backslash or not) or outside.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct JsonScan {
+    in_str: bool,
+    escaped: bool,
+}
+
+impl JsonScan {
+    /// Take the next character; whether it belongs to a string (its quotes included).
+    pub fn in_string(&mut self, c: char) -> bool {
+        if self.in_str {
+            if self.escaped {
+                self.escaped = false;
+            } else if c == '\\' {
+                self.escaped = true;
+            } else if c == '"' {
+                self.in_str = false;
+            }
+            return true;
+        }
+        self.in_str = c == '"';
+        self.in_str
+    }
+}
+
+/// Remove the whitespace outside strings from JSON text.
+pub fn compact_json(text: &str) -> String {
+    let mut scan = JsonScan::default();
+    text.chars()
+        .filter(|&c| scan.in_string(c) || !c.is_whitespace())
+        .collect()
+}
+
 /// Drop commas that directly precede `}` or `]` (outside strings).
 fn remove_trailing_commas(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    let mut in_str = false;
-    let mut escaped = false;
+    let mut scan = JsonScan::default();
     let chars: Vec<char> = s.chars().collect();
     for (i, &c) in chars.iter().enumerate() {
-        if in_str {
+        if scan.in_string(c) {
             out.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_str = false;
-            }
             continue;
-        }
-        if c == '"' {
-            in_str = true;
         }
         if c == ',' {
             let next = chars[i + 1..].iter().find(|c| !c.is_whitespace());
@@ -109,6 +123,14 @@ fn remove_trailing_commas(s: &str) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn compact_json_keeps_the_whitespace_inside_strings() {
+        assert_eq!(
+            compact_json("{ \"a b\" : [1, \"x \\\" y\"] }"),
+            "{\"a b\":[1,\"x \\\" y\"]}"
+        );
+    }
 
     #[test]
     fn repairs_fences_prose_and_trailing_commas() {

@@ -26,6 +26,13 @@ pub struct Rect {
     pub h: u32,
 }
 
+impl Rect {
+    /// A rectangle at (`x`, `y`), `w` × `h` pixels.
+    pub const fn new(x: i32, y: i32, w: u32, h: u32) -> Self {
+        Self { x, y, w, h }
+    }
+}
+
 /// A PNG image with its size.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Screenshot {

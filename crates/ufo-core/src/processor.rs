@@ -9,6 +9,9 @@ use std::time::Instant;
 
 use serde_json::{Map, Value};
 
+use crate::ports::{DesktopError, LlmError};
+use crate::prompt::PromptError;
+
 /// The four phases, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Phase {
@@ -42,27 +45,48 @@ impl Phase {
     }
 }
 
+/// Why a strategy stopped a processor run (the agent goes to ERROR). Answers the model can
+/// fix are not errors of this kind: they are sent back to the model as text (see
+/// [`ask_model`](crate::agent::ask_model)).
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    /// The desktop failed (observing the window, listing windows, a screenshot); its own
+    /// message says what to do.
+    #[error(transparent)]
+    Desktop(#[from] DesktopError),
+    /// A prompt template did not render; its message names the template and the fix.
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+    /// The model call failed after the backend's own retries.
+    #[error("model call failed: {0}")]
+    Model(#[source] LlmError),
+    /// The model's answer was still invalid after the configured re-asks.
+    #[error(
+        "the model's answer was still invalid after {retries} re-asks: {reason}; \
+         raise json_parsing_retry or use a model that follows the answer format"
+    )]
+    InvalidAnswer {
+        /// The re-asks made (`json_parsing_retry`).
+        retries: u32,
+        /// What was wrong with the last answer, as told to the model.
+        reason: String,
+    },
+    /// The model was to be asked about a window that was not observed.
+    #[error("no observation of the window; the Observe strategy must run before AskModel")]
+    NoObservation,
+}
+
 /// A strategy that failed, stopping the processor.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
+#[error("{} phase, strategy {strategy}: {error}", phase.key())]
 pub struct PhaseError {
     /// The phase it ran in.
     pub phase: Phase,
     /// The strategy's name.
     pub strategy: String,
     /// What went wrong.
-    pub message: String,
-}
-
-impl std::fmt::Display for PhaseError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} phase, strategy {}: {}",
-            self.phase.key(),
-            self.strategy,
-            self.message
-        )
-    }
+    #[source]
+    pub error: StepError,
 }
 
 /// The step data of an agent kind, able to run each of its strategies.
@@ -74,11 +98,11 @@ pub trait StepRunner {
     fn run(
         &mut self,
         strategy: Self::Strategy,
-    ) -> impl std::future::Future<Output = Result<(), String>>;
+    ) -> impl std::future::Future<Output = Result<(), StepError>>;
 }
 
 /// What a processor run reports.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct ProcessReport {
     /// Milliseconds per phase (and `total`).
     pub timings_ms: Map<String, Value>,
@@ -126,11 +150,11 @@ impl<S: Copy + std::fmt::Debug> Processor<S> {
         'phases: for (phase, strategies) in &self.phases {
             let t = Instant::now();
             for s in strategies {
-                if let Err(message) = runner.run(*s).await {
+                if let Err(error) = runner.run(*s).await {
                     report.error = Some(PhaseError {
                         phase: *phase,
                         strategy: format!("{s:?}"),
-                        message,
+                        error,
                     });
                     report
                         .timings_ms
@@ -169,12 +193,12 @@ mod tests {
 
     impl StepRunner for R {
         type Strategy = S;
-        async fn run(&mut self, s: S) -> Result<(), String> {
+        async fn run(&mut self, s: S) -> Result<(), StepError> {
             match s {
                 S::A => self.0.push("a"),
                 S::B => self.0.push("b"),
                 S::C => self.0.push("c"),
-                S::Boom => return Err("no observation".into()),
+                S::Boom => return Err(StepError::NoObservation),
             }
             Ok(())
         }
@@ -188,7 +212,10 @@ mod tests {
         assert_eq!(r.0, vec!["a", "b"]);
         let e = rep.error.expect("error kept");
         assert_eq!(e.phase, Phase::ActionExecution);
-        assert_eq!(e.message, "no observation");
+        assert!(matches!(e.error, StepError::NoObservation), "{e}");
+        assert!(e
+            .to_string()
+            .starts_with("action_execution phase, strategy Boom: no observation"));
         assert!(rep.timings_ms.contains_key("data_collection"));
         assert!(rep.timings_ms.contains_key("action_execution"));
         assert!(!rep.timings_ms.contains_key("memory_update"));

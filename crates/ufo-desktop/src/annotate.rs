@@ -417,14 +417,10 @@ pub fn decode_png(bytes: &[u8]) -> Result<RgbaImage, AnnotateError> {
 mod tests {
     use super::*;
 
-    fn r(x: i32, y: i32, w: u32, h: u32) -> Rect {
-        Rect { x, y, w, h }
-    }
-
     #[test]
     fn encodes_and_decodes_round_trip() {
         let mut img = RgbaImage::new(40, 30, [255, 255, 255, 255]);
-        img.fill_rect(r(5, 5, 10, 10), [0, 0, 0, 255]);
+        img.fill_rect(Rect::new(5, 5, 10, 10), [0, 0, 0, 255]);
         let png = encode_png(&img).expect("encode");
         assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
         let back = decode_png(&png).expect("decode");
@@ -434,8 +430,14 @@ mod tests {
     #[test]
     fn annotate_draws_boxes_and_digits_without_touching_the_original() {
         let img = RgbaImage::new(120, 80, [255, 255, 255, 255]);
-        let png = annotate(&img, &[("1", r(10, 10, 60, 30)), ("12", r(10, 45, 60, 30))])
-            .expect("annotate");
+        let png = annotate(
+            &img,
+            &[
+                ("1", Rect::new(10, 10, 60, 30)),
+                ("12", Rect::new(10, 45, 60, 30)),
+            ],
+        )
+        .expect("annotate");
         let out = decode_png(&png).expect("decode");
         assert_eq!((out.width(), out.height()), (120, 80));
         assert_ne!(out, img);
@@ -452,17 +454,17 @@ mod tests {
     #[test]
     fn different_labels_draw_differently() {
         let img = RgbaImage::new(60, 40, [255, 255, 255, 255]);
-        let a = annotate(&img, &[("1", r(5, 5, 40, 25))]).expect("a");
-        let b = annotate(&img, &[("7", r(5, 5, 40, 25))]).expect("b");
+        let a = annotate(&img, &[("1", Rect::new(5, 5, 40, 25))]).expect("a");
+        let b = annotate(&img, &[("7", Rect::new(5, 5, 40, 25))]).expect("b");
         assert_ne!(decode_png(&a).expect("a"), decode_png(&b).expect("b"));
     }
 
     #[test]
     fn drawing_is_clipped_to_the_image() {
         let mut img = RgbaImage::new(10, 10, [0, 0, 0, 255]);
-        img.fill_rect(r(-5, -5, 100, 100), [1, 2, 3, 255]);
-        img.stroke_rect(r(8, 8, 50, 50), 3, [9, 9, 9, 255]);
-        draw_annotations(&mut img, &[("99", r(-20, 5, 5, 5))]);
+        img.fill_rect(Rect::new(-5, -5, 100, 100), [1, 2, 3, 255]);
+        img.stroke_rect(Rect::new(8, 8, 50, 50), 3, [9, 9, 9, 255]);
+        draw_annotations(&mut img, &[("99", Rect::new(-20, 5, 5, 5))]);
         assert_eq!(img.pixel(0, 0), Some([1, 2, 3, 255]));
         assert_eq!(img.pixel(9, 9), Some([9, 9, 9, 255]));
         assert_eq!(img.pixel(10, 0), None);
@@ -479,8 +481,11 @@ mod tests {
 
     #[test]
     fn screen_rects_translate_to_image_rects() {
-        let win = r(100, 50, 480, 300);
-        assert_eq!(to_image_rect(r(112, 90, 20, 10), win), r(12, 40, 20, 10));
+        let win = Rect::new(100, 50, 480, 300);
+        assert_eq!(
+            to_image_rect(Rect::new(112, 90, 20, 10), win),
+            Rect::new(12, 40, 20, 10)
+        );
         assert_eq!(text_width("12", 2), 14);
         assert_eq!(text_width("", 2), 0);
     }

@@ -6,6 +6,10 @@
 //!   session or application is a failure (`scripts/test.sh` sets it: no test may skip there).
 //! - Peer tests need a program installed by `scripts/test-deps.sh` (an MCP server, a Python
 //!   client). Without it they print why and pass, unless `UFO_PEER_TESTS=1`, where they fail.
+//!
+//! [`script`] writes scripted sessions (the model's lines) and finds the `ufo` binary.
+
+pub mod script;
 
 use std::io::Write;
 use std::path::PathBuf;

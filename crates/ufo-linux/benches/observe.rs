@@ -35,15 +35,8 @@ async fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(100);
     let home = tempfile::tempdir().expect("temporary HOME");
-    let h = |sub: &str| home.path().join(sub).to_string_lossy().into_owned();
     let config = LinuxConfig {
-        launch_env: vec![
-            ("HOME".into(), h("")),
-            ("XDG_CONFIG_HOME".into(), h(".config")),
-            ("XDG_DATA_HOME".into(), h(".local/share")),
-            ("XDG_CACHE_HOME".into(), h(".cache")),
-            ("GSETTINGS_BACKEND".into(), "memory".into()),
-        ],
+        launch_env: LinuxConfig::home_env(home.path()),
         ..LinuxConfig::default()
     };
     let desktop = match LinuxDesktop::connect(config).await {

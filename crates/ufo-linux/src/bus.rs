@@ -117,7 +117,10 @@ where
 {
     match tokio::time::timeout(timeout, fut).await {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(LinuxError::A11yBus(format!("{what}: {e}"))),
+        Ok(Err(source)) => Err(LinuxError::A11yBus {
+            what: what.to_string(),
+            source: Box::new(source),
+        }),
         Err(_) => Err(LinuxError::Timeout {
             what: what.to_string(),
             ms: timeout.as_millis() as u64,
@@ -130,9 +133,7 @@ impl A11yBus {
     /// off, and connect.
     pub async fn connect(timeout: Duration) -> Result<A11yBus, LinuxError> {
         if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_none() {
-            return Err(LinuxError::A11yBus(
-                "DBUS_SESSION_BUS_ADDRESS is not set".into(),
-            ));
+            return Err(LinuxError::NoSessionBus);
         }
         let session = bounded("connect to the session bus", timeout, async {
             zbus::connection::Builder::session()?
@@ -280,10 +281,12 @@ impl A11yBus {
         R: DeserializeOwned + Type,
     {
         let msg = self.call_msg(dest, path, iface, method, body).await?;
-        msg.body().deserialize::<R>().map_err(|e| LinuxError::Call {
-            what: format!("{iface}.{method} on {dest}{path}"),
-            reason: format!("unexpected reply: {e}"),
-        })
+        msg.body()
+            .deserialize::<R>()
+            .map_err(|e| LinuxError::CallFailed {
+                what: format!("{iface}.{method} on {dest}{path} (its reply)"),
+                source: Box::new(e),
+            })
     }
 
     /// Call a method (through the application's direct connection when it has one); its
@@ -327,9 +330,9 @@ impl A11yBus {
             .call_method(Some(dest), path, Some(iface), method, body);
         match tokio::time::timeout(self.timeout, fut).await {
             Ok(Ok(m)) => Ok(m),
-            Ok(Err(e)) => Err(LinuxError::Call {
+            Ok(Err(e)) => Err(LinuxError::CallFailed {
                 what: what(),
-                reason: e.to_string(),
+                source: Box::new(e),
             }),
             Err(_) => Err(LinuxError::Timeout {
                 what: what(),
@@ -408,10 +411,13 @@ impl A11yBus {
             )
             .await?;
         let t_call = t.elapsed();
-        let raw: Vec<RawItem> = msg.body().deserialize().map_err(|e| LinuxError::Call {
-            what: format!("org.a11y.atspi.Cache.GetItems on {app}"),
-            reason: format!("unexpected reply: {e}"),
-        })?;
+        let raw: Vec<RawItem> = msg
+            .body()
+            .deserialize()
+            .map_err(|e| LinuxError::CallFailed {
+                what: format!("org.a11y.atspi.Cache.GetItems on {app} (its reply)"),
+                source: Box::new(e),
+            })?;
         tracing::debug!(
             items = raw.len(),
             bytes = msg.data().len(),

@@ -167,6 +167,21 @@ pub(crate) fn same_program(exe: &str, class: &str, process: Option<&str>) -> boo
 }
 
 impl LinuxConfig {
+    /// A launch environment (for [`LinuxConfig::launch_env`]) that keeps what launched
+    /// applications write — settings, caches, recent files — under `home` (`HOME` and the XDG
+    /// folders below it), with GSettings in memory: a test or benchmark leaves the person's
+    /// own configuration untouched and starts from the same state every time.
+    pub fn home_env(home: &std::path::Path) -> Vec<(String, String)> {
+        let h = |sub: &str| home.join(sub).to_string_lossy().into_owned();
+        vec![
+            ("HOME".into(), h("")),
+            ("XDG_CONFIG_HOME".into(), h(".config")),
+            ("XDG_DATA_HOME".into(), h(".local/share")),
+            ("XDG_CACHE_HOME".into(), h(".cache")),
+            ("GSETTINGS_BACKEND".into(), "memory".into()),
+        ]
+    }
+
     /// The command that launches `app`, by name (case-insensitive) or by command.
     pub fn command_for(&self, app: &str) -> Option<(&str, &str)> {
         let want = app.trim().to_lowercase();

@@ -117,9 +117,7 @@ pub(crate) async fn run_command(
 ) -> Result<ShellOutput, LinuxError> {
     let mut cmd = ufo_proc::shell_command(command);
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
-    let out = ufo_proc::run(cmd, ufo_proc::Limits::new(timeout))
-        .await
-        .map_err(|e| LinuxError::Shell(e.to_string()))?;
+    let out = ufo_proc::run(cmd, ufo_proc::Limits::new(timeout)).await?;
     if out.timed_out {
         return Err(LinuxError::Timeout {
             what: format!("shell command `{command}` (killed with every process it started)"),
@@ -435,10 +433,9 @@ impl LinuxDesktop {
             .envs(self.config.launch_env.iter().map(|(k, v)| (k, v)))
             .process_group(0)
             .spawn()
-            .map_err(|e| LinuxError::Launch {
-                app: name.to_string(),
+            .map_err(|source| LinuxError::Spawn {
                 command: command.to_string(),
-                reason: e.to_string(),
+                source,
             })?;
         let child_pid = child.id();
         self.lock().children.push(child);

@@ -16,7 +16,25 @@ pub enum LinuxError {
         /// Why it failed.
         reason: String,
     },
-    /// An X11 request failed.
+    /// The X server could not be reached.
+    #[error("cannot connect to the X server {display:?}: {source}; check DISPLAY (is Xvfb or your desktop running?)")]
+    X11ConnectFailed {
+        /// The display tried.
+        display: String,
+        /// The connection's error.
+        #[source]
+        source: x11rb::errors::ConnectError,
+    },
+    /// An X11 request failed on the connection or got an error reply.
+    #[error("X11 request failed ({what}): {source}; the X server may have gone away, start the session again")]
+    X11Request {
+        /// What was asked.
+        what: String,
+        /// The connection's or the server's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// An X11 request gave an answer that cannot be used.
     #[error("X11 request failed ({what}): {reason}; the X server may have gone away, start the session again")]
     X11 {
         /// What was asked.
@@ -24,9 +42,18 @@ pub enum LinuxError {
         /// Why it failed.
         reason: String,
     },
+    /// There is no session bus to find the accessibility bus through.
+    #[error("cannot reach the accessibility bus: DBUS_SESSION_BUS_ADDRESS is not set; run inside a desktop session, or start one with `scripts/desktop-session.sh up` and `source` the env file it prints")]
+    NoSessionBus,
     /// The session bus or the accessibility bus cannot be reached.
-    #[error("cannot reach the accessibility bus: {0}; check DBUS_SESSION_BUS_ADDRESS and that at-spi-bus-launcher runs (scripts/desktop-session.sh up starts both)")]
-    A11yBus(String),
+    #[error("cannot reach the accessibility bus ({what}): {source}; check DBUS_SESSION_BUS_ADDRESS and that at-spi-bus-launcher runs (scripts/desktop-session.sh up starts both)")]
+    A11yBus {
+        /// The step that failed (`connect to the session bus`, `org.a11y.Bus.GetAddress`, ...).
+        what: String,
+        /// The D-Bus error (boxed: it is large, and every result of the backend carries it).
+        #[source]
+        source: Box<zbus::Error>,
+    },
     /// A D-Bus call failed.
     #[error("accessibility call {what} failed: {reason}; the application may have closed, observe again")]
     Call {
@@ -34,6 +61,16 @@ pub enum LinuxError {
         what: String,
         /// Why it failed.
         reason: String,
+    },
+    /// A D-Bus call failed below the application (the connection, the bus, a reply that does
+    /// not decode).
+    #[error("accessibility call {what} failed: {source}; the application may have closed, observe again")]
+    CallFailed {
+        /// Interface.method and object.
+        what: String,
+        /// The D-Bus error (boxed: it is large).
+        #[source]
+        source: Box<zbus::Error>,
     },
     /// A D-Bus call or a wait did not finish in time.
     #[error("{what} did not answer within {ms} ms; the application may be busy or hung, try again or raise the timeout")]
@@ -87,8 +124,28 @@ pub enum LinuxError {
     #[error("a screenshot task failed: {0}; observe again")]
     Task(#[from] tokio::task::JoinError),
     /// Running a shell command failed.
-    #[error("cannot run the shell command: {0}")]
-    Shell(String),
+    #[error("cannot run the shell command: {0}; check that /bin/sh exists and the system has free processes and memory")]
+    Shell(#[from] ufo_proc::ProcError),
+    /// An application's launch command could not be started.
+    #[error("`{command}` could not be started: {source}; check the application's launch command")]
+    Spawn {
+        /// The command line.
+        command: String,
+        /// Why it did not start.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The log file of a launched application could not be made.
+    #[error("cannot create the log file {path} for `{command}`: {source}; check that the temporary folder is writable")]
+    LaunchLog {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The command line.
+        command: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl From<LinuxError> for DesktopError {

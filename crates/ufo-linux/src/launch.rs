@@ -39,15 +39,13 @@ impl LinuxDesktop {
             std::process::id(),
             LOG_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
-        let log = std::fs::File::create(&log_path).map_err(|e| {
-            LinuxError::Shell(format!(
-                "cannot create the log file {} for `{command}`: {e}; check that the temporary folder is writable",
-                log_path.display()
-            ))
-        })?;
-        let log_err = log
-            .try_clone()
-            .map_err(|e| LinuxError::Shell(e.to_string()))?;
+        let log_error = |source| LinuxError::LaunchLog {
+            path: log_path.clone(),
+            command: command.clone(),
+            source,
+        };
+        let log = std::fs::File::create(&log_path).map_err(log_error)?;
+        let log_err = log.try_clone().map_err(log_error)?;
         let mut cmd = std::process::Command::new("/bin/sh");
         ufo_proc::scrub_env_std(&mut cmd);
         let spawned = cmd
@@ -64,11 +62,9 @@ impl LinuxDesktop {
             .spawn();
         let child = match spawned {
             Ok(c) => c,
-            Err(e) => {
+            Err(source) => {
                 let _ = std::fs::remove_file(&log_path);
-                return Err(LinuxError::Shell(format!(
-                    "`{command}` could not be started: {e}"
-                )));
+                return Err(LinuxError::Spawn { command, source });
             }
         };
         let result = self

@@ -582,28 +582,24 @@ impl LinuxDesktop {
 mod tests {
     use super::*;
 
-    fn r(x: i32, y: i32, w: u32, h: u32) -> Rect {
-        Rect { x, y, w, h }
-    }
-
     /// Issue 11, item 6: in a fresh LibreOffice window the root pane says y=19 where its GTK
     /// parent (below the 25 px menu bar) is at y=44; LibreOffice's own controls move by 25,
     /// the GTK boxes embedded in its toolbars (and everything in them) stay.
     #[test]
     fn a_fresh_window_is_shifted_except_its_gtk_islands() {
-        let shift = root_pane_shift(r(0, 44, 1280, 980), r(0, 19, 1280, 980));
+        let shift = root_pane_shift(Rect::new(0, 44, 1280, 980), Rect::new(0, 19, 1280, 980));
         assert_eq!(shift, Some((0, 25)));
         let shift = shift.unwrap();
-        let root = r(0, 19, 1280, 980);
-        let toolbar = r(0, 58, 1280, 39);
+        let root = Rect::new(0, 19, 1280, 980);
+        let toolbar = Rect::new(0, 58, 1280, 39);
         // the Bold button: moved
-        let bold = r(591, 60, 33, 35);
+        let bold = Rect::new(591, 60, 33, 35);
         assert_eq!(chain_correction(&[root, toolbar, bold], shift), (0, 25));
         // the font name entry: panel "Font Name" (LibreOffice's) holds a GTK box at its true
         // place, 25 px lower, the same size
-        let vcl_panel = r(267, 60, 207, 34);
-        let gtk_box = r(267, 85, 207, 34);
-        let entry = r(267, 85, 171, 34);
+        let vcl_panel = Rect::new(267, 60, 207, 34);
+        let gtk_box = Rect::new(267, 85, 207, 34);
+        let entry = Rect::new(267, 85, 171, 34);
         assert_eq!(
             chain_correction(
                 &[root, toolbar, vcl_panel, vcl_panel, gtk_box, entry],
@@ -620,7 +616,7 @@ mod tests {
         // first click), nor one whose sizes differ
         assert_eq!(root_pane_shift(root, root), None);
         assert_eq!(
-            root_pane_shift(r(0, 44, 1280, 980), r(0, 19, 1280, 900)),
+            root_pane_shift(Rect::new(0, 44, 1280, 980), Rect::new(0, 19, 1280, 900)),
             None
         );
     }
@@ -639,12 +635,12 @@ mod tests {
     #[test]
     fn shadow_menus_are_dropped() {
         let items = vec![
-            placed("menu", "File", true, r(0, 19, 39, 25)),
-            placed("menu", "File", false, r(0, 19, 35, 19)),
-            placed("menu", "Edit", false, r(35, 19, 37, 19)),
-            placed("menu", "Edit", true, r(39, 19, 41, 25)),
-            placed("menu", "Only", false, r(90, 19, 41, 25)),
-            placed("push button", "File", false, r(4, 46, 44, 35)),
+            placed("menu", "File", true, Rect::new(0, 19, 39, 25)),
+            placed("menu", "File", false, Rect::new(0, 19, 35, 19)),
+            placed("menu", "Edit", false, Rect::new(35, 19, 37, 19)),
+            placed("menu", "Edit", true, Rect::new(39, 19, 41, 25)),
+            placed("menu", "Only", false, Rect::new(90, 19, 41, 25)),
+            placed("push button", "File", false, Rect::new(4, 46, 44, 35)),
         ];
         assert_eq!(
             keep_mask(&items),
@@ -657,14 +653,14 @@ mod tests {
     #[test]
     fn controls_under_an_open_menu_are_dropped() {
         let items = vec![
-            placed("menu", "File", true, r(0, 19, 39, 25)),
-            placed("menu", "Edit", true, r(39, 19, 41, 25)),
-            placed("menu item", "New", true, r(0, 44, 200, 24)),
-            placed("menu item", "Open...", true, r(0, 68, 200, 24)),
-            placed("check menu item", "Ruler", true, r(0, 92, 200, 24)),
-            placed("push button", "Save", false, r(92, 46, 44, 35)),
-            placed("document text", "doc", false, r(0, 122, 1207, 855)),
-            placed("toggle button", "Bold", false, r(591, 85, 33, 35)),
+            placed("menu", "File", true, Rect::new(0, 19, 39, 25)),
+            placed("menu", "Edit", true, Rect::new(39, 19, 41, 25)),
+            placed("menu item", "New", true, Rect::new(0, 44, 200, 24)),
+            placed("menu item", "Open...", true, Rect::new(0, 68, 200, 24)),
+            placed("check menu item", "Ruler", true, Rect::new(0, 92, 200, 24)),
+            placed("push button", "Save", false, Rect::new(92, 46, 44, 35)),
+            placed("document text", "doc", false, Rect::new(0, 122, 1207, 855)),
+            placed("toggle button", "Bold", false, Rect::new(591, 85, 33, 35)),
         ];
         assert_eq!(
             keep_mask(&items),
@@ -672,25 +668,25 @@ mod tests {
         );
         // the document's centre is outside the menu; a button under the menu is not
         let items = vec![
-            placed("menu item", "A", true, r(100, 100, 200, 20)),
-            placed("menu item", "B", true, r(100, 120, 200, 20)),
-            placed("menu item", "C", true, r(100, 140, 200, 20)),
-            placed("push button", "Under", false, r(150, 110, 30, 30)),
-            placed("push button", "Beside", false, r(320, 110, 30, 30)),
+            placed("menu item", "A", true, Rect::new(100, 100, 200, 20)),
+            placed("menu item", "B", true, Rect::new(100, 120, 200, 20)),
+            placed("menu item", "C", true, Rect::new(100, 140, 200, 20)),
+            placed("push button", "Under", false, Rect::new(150, 110, 30, 30)),
+            placed("push button", "Beside", false, Rect::new(320, 110, 30, 30)),
         ];
         assert_eq!(keep_mask(&items), vec![true, true, true, false, true]);
         // a paragraph whose label (top-left) is under the menu, its centre beside it
         let items = vec![
-            placed("menu item", "A", true, r(181, 44, 300, 25)),
-            placed("menu item", "B", true, r(181, 69, 300, 25)),
-            placed("paragraph", "P", false, r(207, 50, 793, 38)),
-            placed("paragraph", "Q", false, r(207, 200, 793, 38)),
+            placed("menu item", "A", true, Rect::new(181, 44, 300, 25)),
+            placed("menu item", "B", true, Rect::new(181, 69, 300, 25)),
+            placed("paragraph", "P", false, Rect::new(207, 50, 793, 38)),
+            placed("paragraph", "Q", false, Rect::new(207, 200, 793, 38)),
         ];
         assert_eq!(keep_mask(&items), vec![true, true, false, true]);
         // nothing open: everything stays
         let items = vec![
-            placed("menu", "File", true, r(0, 19, 39, 25)),
-            placed("push button", "Save", false, r(0, 21, 44, 35)),
+            placed("menu", "File", true, Rect::new(0, 19, 39, 25)),
+            placed("push button", "Save", false, Rect::new(0, 21, 44, 35)),
         ];
         assert_eq!(keep_mask(&items), vec![true, true]);
     }

@@ -68,10 +68,13 @@ pub(crate) struct X11 {
     keymap: Mutex<Option<KeyMap>>,
 }
 
-fn xerr(what: &str) -> impl Fn(String) -> LinuxError + '_ {
-    move |reason| LinuxError::X11 {
+fn xerr<E>(what: &str) -> impl Fn(E) -> LinuxError + '_
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    move |source| LinuxError::X11Request {
         what: what.to_string(),
-        reason,
+        source: Box::new(source),
     }
 }
 
@@ -80,9 +83,9 @@ impl X11 {
     pub fn connect() -> Result<X11, LinuxError> {
         let display = std::env::var("DISPLAY").map_err(|_| LinuxError::NoDisplay)?;
         let (conn, screen_num) =
-            x11rb::connect(Some(&display)).map_err(|e| LinuxError::X11Connect {
+            x11rb::connect(Some(&display)).map_err(|source| LinuxError::X11ConnectFailed {
                 display: display.clone(),
-                reason: e.to_string(),
+                source,
             })?;
         let screen = conn
             .setup()
@@ -98,12 +101,12 @@ impl X11 {
             u32::from(screen.height_in_pixels),
         );
         let atoms = Atoms::new(&conn)
-            .map_err(|e| xerr("intern atoms")(e.to_string()))?
+            .map_err(xerr("intern atoms"))?
             .reply()
-            .map_err(|e| xerr("intern atoms")(e.to_string()))?;
+            .map_err(xerr("intern atoms"))?;
         let has_xtest = conn
             .extension_information(x11rb::protocol::xtest::X11_EXTENSION_NAME)
-            .map_err(|e| xerr("query XTEST")(e.to_string()))?
+            .map_err(xerr("query XTEST"))?
             .is_some();
         if !has_xtest {
             return Err(LinuxError::X11Connect {
@@ -125,9 +128,9 @@ impl X11 {
         let r = self
             .conn
             .get_property(false, win, prop, ty, 0, 4096)
-            .map_err(|e| xerr("GetProperty")(e.to_string()))?
+            .map_err(xerr("GetProperty"))?
             .reply()
-            .map_err(|e| xerr("GetProperty")(e.to_string()))?;
+            .map_err(xerr("GetProperty"))?;
         Ok(r.value32().map(|v| v.collect()).unwrap_or_default())
     }
 
@@ -233,10 +236,8 @@ impl X11 {
                 EventMask::SUBSTRUCTURE_REDIRECT | EventMask::SUBSTRUCTURE_NOTIFY,
                 ev,
             )
-            .map_err(|e| xerr("SendEvent")(e.to_string()))?;
-        self.conn
-            .flush()
-            .map_err(|e| xerr("flush")(e.to_string()))?;
+            .map_err(xerr("SendEvent"))?;
+        self.conn.flush().map_err(xerr("flush"))?;
         Ok(())
     }
 
@@ -274,9 +275,9 @@ impl X11 {
                 ch as u16,
                 !0,
             )
-            .map_err(|e| xerr("GetImage")(e.to_string()))?
+            .map_err(xerr("GetImage"))?
             .reply()
-            .map_err(|e| xerr("GetImage")(e.to_string()))?;
+            .map_err(xerr("GetImage"))?;
         let depth = reply.depth;
         let n = (cw * ch) as usize;
         if depth != 24 && depth != 32 || reply.data.len() < n * 4 {
@@ -306,9 +307,9 @@ impl X11 {
         let r = self
             .conn
             .translate_coordinates(self.root, self.root, x as i16, y as i16)
-            .map_err(|e| xerr("TranslateCoordinates")(e.to_string()))?
+            .map_err(xerr("TranslateCoordinates"))?
             .reply()
-            .map_err(|e| xerr("TranslateCoordinates")(e.to_string()))?;
+            .map_err(xerr("TranslateCoordinates"))?;
         Ok((r.child != x11rb::NONE).then_some(r.child))
     }
 
@@ -320,9 +321,9 @@ impl X11 {
             let t = self
                 .conn
                 .query_tree(w)
-                .map_err(|e| xerr("QueryTree")(e.to_string()))?
+                .map_err(xerr("QueryTree"))?
                 .reply()
-                .map_err(|e| xerr("QueryTree")(e.to_string()))?;
+                .map_err(xerr("QueryTree"))?;
             if t.parent == self.root || t.parent == x11rb::NONE {
                 return Ok(w);
             }
@@ -365,9 +366,9 @@ impl X11 {
                 ch as u16,
                 !0,
             )
-            .map_err(|e| xerr("GetImage")(e.to_string()))?
+            .map_err(xerr("GetImage"))?
             .reply()
-            .map_err(|e| xerr("GetImage")(e.to_string()))?;
+            .map_err(xerr("GetImage"))?;
         let stride = reply.data.len() / ch;
         if stride < cw * 4 {
             return Err(LinuxError::X11 {
@@ -392,16 +393,16 @@ impl X11 {
     fn fake(&self, ty: u8, detail: u8, x: i16, y: i16) -> Result<(), LinuxError> {
         self.conn
             .xtest_fake_input(ty, detail, 0, self.root, x, y, 0)
-            .map_err(|e| xerr("XTEST FakeInput")(e.to_string()))?;
+            .map_err(xerr("XTEST FakeInput"))?;
         Ok(())
     }
 
     fn sync(&self) -> Result<(), LinuxError> {
         self.conn
             .get_input_focus()
-            .map_err(|e| xerr("sync")(e.to_string()))?
+            .map_err(xerr("sync"))?
             .reply()
-            .map_err(|e| xerr("sync")(e.to_string()))?;
+            .map_err(xerr("sync"))?;
         Ok(())
     }
 
@@ -427,9 +428,9 @@ impl X11 {
         let r = self
             .conn
             .get_keyboard_mapping(min, max - min + 1)
-            .map_err(|e| xerr("GetKeyboardMapping")(e.to_string()))?
+            .map_err(xerr("GetKeyboardMapping"))?
             .reply()
-            .map_err(|e| xerr("GetKeyboardMapping")(e.to_string()))?;
+            .map_err(xerr("GetKeyboardMapping"))?;
         let per = usize::from(r.keysyms_per_keycode).max(1);
         let syms = r.keysyms;
         let scratch = (0..syms.len() / per)
@@ -470,7 +471,7 @@ impl X11 {
         let syms = vec![sym; km.per];
         self.conn
             .change_keyboard_mapping(1, kc, km.per as u8, &syms)
-            .map_err(|e| xerr("ChangeKeyboardMapping")(e.to_string()))?;
+            .map_err(xerr("ChangeKeyboardMapping"))?;
         self.sync()?;
         let idx = usize::from(kc - km.min) * km.per;
         km.syms[idx..idx + km.per].copy_from_slice(&syms);

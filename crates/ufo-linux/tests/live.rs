@@ -10,6 +10,9 @@
 use std::io::Write;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+mod support;
+
+use support::*;
 use ufo_desktop::testing::require_live;
 
 use ufo_core::{Button, Control, Desktop, UiAction, WindowInfo, WindowObservation};
@@ -31,15 +34,8 @@ fn fresh_home() -> &'static std::path::Path {
 
 async fn connect() -> LinuxDesktop {
     let home = fresh_home();
-    let h = |sub: &str| home.join(sub).to_string_lossy().into_owned();
     let config = LinuxConfig {
-        launch_env: vec![
-            ("HOME".into(), h("")),
-            ("XDG_CONFIG_HOME".into(), h(".config")),
-            ("XDG_DATA_HOME".into(), h(".local/share")),
-            ("XDG_CACHE_HOME".into(), h(".cache")),
-            ("GSETTINGS_BACKEND".into(), "memory".into()),
-        ],
+        launch_env: LinuxConfig::home_env(home),
         ..LinuxConfig::default()
     };
     match LinuxDesktop::connect(config).await {
@@ -125,29 +121,6 @@ fn assert_inside_window(obs: &WindowObservation) {
 
 fn assert_png(bytes: &[u8]) {
     assert!(bytes.len() > 100 && &bytes[1..4] == b"PNG", "not a PNG");
-}
-
-async fn observe_until<F>(d: &LinuxDesktop, id: &str, what: &str, ok: F) -> WindowObservation
-where
-    F: Fn(&WindowObservation) -> bool,
-{
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let obs = d.observe(id).await.expect("observe");
-        if ok(&obs) {
-            return obs;
-        }
-        if Instant::now() > deadline {
-            panic!(
-                "timed out waiting for {what}; controls: {:?}",
-                obs.controls
-                    .iter()
-                    .map(|c| format!("{} {:?} {:?}", c.role, c.name, c.value))
-                    .collect::<Vec<_>>()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 #[tokio::test]
@@ -302,11 +275,17 @@ async fn calculator_computes_a_sum() {
             .unwrap_or_else(|e| panic!("click {name}: {e}"));
     }
     // checked through a fresh observation, not the actions' own results
-    let fresh = observe_until(&d, &w.id, "the display to show 42", |o| {
-        o.controls
-            .iter()
-            .any(|c| c.role == "text" && c.value.as_deref().map(str::trim) == Some("42"))
-    })
+    let fresh = observe_until(
+        &d,
+        &w.id,
+        "the display to show 42",
+        Duration::from_secs(10),
+        |o| {
+            o.controls
+                .iter()
+                .any(|c| c.role == "text" && c.value.as_deref().map(str::trim) == Some("42"))
+        },
+    )
     .await;
     assert_inside_window(&fresh);
     // read_text on the display agrees
@@ -330,7 +309,7 @@ async fn calculator_computes_a_sum() {
     )
     .await
     .expect("type_keys");
-    observe_until(&d, &w.id, "6*7 to give 42", |o| {
+    observe_until(&d, &w.id, "6*7 to give 42", Duration::from_secs(10), |o| {
         o.controls
             .iter()
             .any(|c| c.role == "text" && c.value.as_deref().map(str::trim) == Some("42"))
@@ -432,11 +411,17 @@ async fn launch_menu_dialog_and_reannotate() {
     .await
     .expect("open the File menu");
     d.settle().await;
-    let menu = observe_until(&d, &w.id, "the open File menu", |o| {
-        o.controls
-            .iter()
-            .any(|c| c.role == "menu item" && c.name == "Save As...")
-    })
+    let menu = observe_until(
+        &d,
+        &w.id,
+        "the open File menu",
+        Duration::from_secs(10),
+        |o| {
+            o.controls
+                .iter()
+                .any(|c| c.role == "menu item" && c.name == "Save As...")
+        },
+    )
     .await;
     assert!(menu.controls.len() > first.controls.len());
     assert_inside_window(&menu);
@@ -457,11 +442,17 @@ async fn launch_menu_dialog_and_reannotate() {
     .await
     .expect("ctrl+s");
     d.settle().await;
-    let dialog = observe_until(&d, &w.id, "the Save As dialog", |o| {
-        o.controls
-            .iter()
-            .any(|c| c.role == "button" && c.name == "Cancel")
-    })
+    let dialog = observe_until(
+        &d,
+        &w.id,
+        "the Save As dialog",
+        Duration::from_secs(10),
+        |o| {
+            o.controls
+                .iter()
+                .any(|c| c.role == "button" && c.name == "Cancel")
+        },
+    )
     .await;
     // the dialog's controls come first, and the annotated screenshot shows the new labels
     assert_eq!(dialog.controls[0].role, "text");
@@ -526,12 +517,18 @@ async fn launch_menu_dialog_and_reannotate() {
     )
     .await
     .expect("cancel");
-    observe_until(&d, &w.id, "the dialog to close", |o| {
-        o.controls.iter().all(|c| c.name != "Cancel")
-            && o.controls
-                .iter()
-                .any(|c| c.role == "menu" && c.name == "File")
-    })
+    observe_until(
+        &d,
+        &w.id,
+        "the dialog to close",
+        Duration::from_secs(10),
+        |o| {
+            o.controls.iter().all(|c| c.name != "Cancel")
+                && o.controls
+                    .iter()
+                    .any(|c| c.role == "menu" && c.name == "File")
+        },
+    )
     .await;
 }
 
@@ -552,7 +549,7 @@ async fn save_and_read(
     )
     .await
     .expect("ctrl+s");
-    let dlg = observe_until(d, &w.id, "the save dialog", |o| {
+    let dlg = observe_until(d, &w.id, "the save dialog", Duration::from_secs(10), |o| {
         o.controls
             .iter()
             .any(|c| c.role == "text" && c.name == "Name")
@@ -626,11 +623,25 @@ async fn type_keys_keeps_chords_and_text_in_order() {
     d.act(&w.id, Some(&text.id), &keys("hello world"))
         .await
         .expect("type hello world");
-    observe_until(&d, &w.id, "hello world typed", value_is("hello world")).await;
+    observe_until(
+        &d,
+        &w.id,
+        "hello world typed",
+        Duration::from_secs(10),
+        value_is("hello world"),
+    )
+    .await;
     d.act(&w.id, Some(&text.id), &keys("{ctrl+a}Note"))
         .await
         .expect("type {ctrl+a}Note");
-    observe_until(&d, &w.id, "Note replacing everything", value_is("Note")).await;
+    observe_until(
+        &d,
+        &w.id,
+        "Note replacing everything",
+        Duration::from_secs(10),
+        value_is("Note"),
+    )
+    .await;
     // the chord in the middle and at the end too
     d.act(
         &w.id,
@@ -643,6 +654,7 @@ async fn type_keys_keeps_chords_and_text_in_order() {
         &d,
         &w.id,
         "the mixed sequence to give ac, d",
+        Duration::from_secs(10),
         value_is("ac\nd"),
     )
     .await;
@@ -694,11 +706,17 @@ async fn select_normalises_names_and_fails_without_side_effects() {
     )
     .await
     .expect("ctrl+s");
-    let dlg = observe_until(&d, &w.id, "the save dialog with its combo boxes", |o| {
-        o.controls
-            .iter()
-            .any(|c| c.role == "combo box" && c.name == "Text Files")
-    })
+    let dlg = observe_until(
+        &d,
+        &w.id,
+        "the save dialog with its combo boxes",
+        Duration::from_secs(10),
+        |o| {
+            o.controls
+                .iter()
+                .any(|c| c.role == "combo box" && c.name == "Text Files")
+        },
+    )
     .await;
     let select = |item: &str| UiAction::Select { item: item.into() };
     let types = find(&dlg, "combo box", "Text Files").clone();
@@ -727,22 +745,34 @@ async fn select_normalises_names_and_fails_without_side_effects() {
     d.act(&w.id, Some(&types.id), &select("  all\u{a0} FILES "))
         .await
         .expect("select all files");
-    observe_until(&d, &w.id, "the file type to be All Files", |o| {
-        o.controls
-            .iter()
-            .any(|c| c.role == "combo box" && c.name == "All Files")
-    })
+    observe_until(
+        &d,
+        &w.id,
+        "the file type to be All Files",
+        Duration::from_secs(10),
+        |o| {
+            o.controls
+                .iter()
+                .any(|c| c.role == "combo box" && c.name == "All Files")
+        },
+    )
     .await;
     // en dash and minus sign for the entry's hyphens
     let enc = find(&dlg, "combo box", "Default (UTF-8)").clone();
     d.act(&w.id, Some(&enc.id), &select("iso\u{2013}8859\u{2212}15"))
         .await
         .expect("select ISO-8859-15");
-    observe_until(&d, &w.id, "the encoding to be ISO-8859-15", |o| {
-        o.controls
-            .iter()
-            .any(|c| c.role == "combo box" && c.name == "ISO-8859-15")
-    })
+    observe_until(
+        &d,
+        &w.id,
+        "the encoding to be ISO-8859-15",
+        Duration::from_secs(10),
+        |o| {
+            o.controls
+                .iter()
+                .any(|c| c.role == "combo box" && c.name == "ISO-8859-15")
+        },
+    )
     .await;
     let dlg = d.observe(&w.id).await.expect("observe");
     let cancel = find(&dlg, "button", "Cancel");
@@ -820,9 +850,13 @@ async fn type_keys_keeps_order_in_libreoffice_writer() {
         .await
         .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
     let (w, _g) = launch(&d, "writer").await;
-    let obs = observe_until(&d, &w.id, "the Writer document", |o| {
-        o.controls.iter().any(|c| c.role == "document text")
-    })
+    let obs = observe_until(
+        &d,
+        &w.id,
+        "the Writer document",
+        Duration::from_secs(10),
+        |o| o.controls.iter().any(|c| c.role == "document text"),
+    )
     .await;
     let doc = obs
         .controls
@@ -840,7 +874,7 @@ async fn type_keys_keeps_order_in_libreoffice_writer() {
     d.act(&w.id, Some(&doc.id), &keys("{ctrl+s}"))
         .await
         .expect("ctrl+s");
-    let dlg = observe_until(&d, &w.id, "the save dialog", |o| {
+    let dlg = observe_until(&d, &w.id, "the save dialog", Duration::from_secs(10), |o| {
         o.controls
             .iter()
             .any(|c| c.role == "text" && c.name == "Name")

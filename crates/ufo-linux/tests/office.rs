@@ -9,9 +9,13 @@
 #![allow(clippy::unwrap_used)]
 
 use std::time::{Duration, Instant};
-use ufo_desktop::testing::require_live;
+mod support;
 
-use ufo_core::{Desktop, WindowObservation};
+use support::*;
+use ufo_desktop::testing::require_live;
+use ufo_desktop::testing::script::{app_line, ufo_binary};
+
+use ufo_core::Desktop;
 use ufo_linux::{LinuxConfig, LinuxDesktop};
 
 /// The tests take turns: they share the screen.
@@ -84,14 +88,6 @@ fn load_over(pid: u32, span: Duration) -> (f64, i64) {
     (share, rss1 as i64 - rss0 as i64)
 }
 
-fn describe(obs: &WindowObservation) -> String {
-    format!(
-        "{} controls, warnings {:?}",
-        obs.controls.len(),
-        obs.warnings
-    )
-}
-
 /// Issue 11, test 10(d), item 1: Calc's sheet reports a child for each of its 2^31 cells
 /// (manages its descendants, count -1 in the cache). Started while ufo is connected to the
 /// bus and then observed, it used to get asked for all its children: the observation came
@@ -121,20 +117,13 @@ async fn calc_started_while_connected_stays_idle_when_observed() {
         "-env:UserInstallation=file://{}",
         dir.path().join("profile").display()
     );
-    let h = |sub: &str| home.join(sub).to_string_lossy().into_owned();
     // the process that is connected to the bus when Calc's window is created
     let d = LinuxDesktop::connect(LinuxConfig {
         launch: vec![(
             "calc".into(),
             format!("{cmd} --norestore --nologo {profile_arg}"),
         )],
-        launch_env: vec![
-            ("HOME".into(), h("")),
-            ("XDG_CONFIG_HOME".into(), h(".config")),
-            ("XDG_DATA_HOME".into(), h(".local/share")),
-            ("XDG_CACHE_HOME".into(), h(".cache")),
-            ("GSETTINGS_BACKEND".into(), "memory".into()),
-        ],
+        launch_env: LinuxConfig::home_env(&home),
         launch_timeout: Duration::from_secs(60),
         ..LinuxConfig::default()
     })
@@ -388,56 +377,18 @@ async fn office_with(entry: &str, flat_name: &str, flat: &str, to: &str) -> Offi
         "libreoffice --convert-to {to} made no file: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let h = |sub: &str| home.join(sub).to_string_lossy().into_owned();
     let d = LinuxDesktop::connect(LinuxConfig {
         launch: vec![(
             "office".into(),
             format!("{cmd} --norestore --nologo {profile_arg} {}", doc.display()),
         )],
-        launch_env: vec![
-            ("HOME".into(), h("")),
-            ("XDG_CONFIG_HOME".into(), h(".config")),
-            ("XDG_DATA_HOME".into(), h(".local/share")),
-            ("XDG_CACHE_HOME".into(), h(".cache")),
-            ("GSETTINGS_BACKEND".into(), "memory".into()),
-        ],
+        launch_env: LinuxConfig::home_env(&home),
         launch_timeout: Duration::from_secs(60),
         ..LinuxConfig::default()
     })
     .await
     .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
     Office { d, guard, doc }
-}
-
-/// Observe until `ok` holds (30 s at most).
-async fn observe_until<F>(d: &LinuxDesktop, id: &str, what: &str, ok: F) -> WindowObservation
-where
-    F: Fn(&WindowObservation) -> bool,
-{
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let obs = tokio::time::timeout(Duration::from_secs(30), d.observe(id))
-            .await
-            .expect("an observation did not answer within 30 s")
-            .expect("observe");
-        if ok(&obs) {
-            return obs;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not appear within 30 s: {}",
-            listing(&obs)
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-}
-
-fn listing(obs: &WindowObservation) -> String {
-    let mut s = describe(obs);
-    for c in &obs.controls {
-        s.push_str(&format!("\n  {} {:?} {:?}", c.role, c.name, c.value));
-    }
-    s
 }
 
 /// One member of a zip file, read by `unzip` (not by ufo).
@@ -577,15 +528,21 @@ async fn ufo_bolds_one_word_by_name_in_writer_and_saves_docx() {
             .await
             .unwrap_or_else(|e| panic!("cannot launch Writer: {e}"));
     // LibreOffice fills its window a few seconds after showing it
-    observe_until(&o.d, &w.id, "the paragraph and the Bold button", |obs| {
-        obs.controls
-            .iter()
-            .any(|c| c.role == "paragraph" && c.name == "First line of the letter.")
-            && obs
-                .controls
+    observe_until(
+        &o.d,
+        &w.id,
+        "the paragraph and the Bold button",
+        Duration::from_secs(30),
+        |obs| {
+            obs.controls
                 .iter()
-                .any(|c| c.role == "toggle button" && c.name == "Bold")
-    })
+                .any(|c| c.role == "paragraph" && c.name == "First line of the letter.")
+                && obs
+                    .controls
+                    .iter()
+                    .any(|c| c.role == "toggle button" && c.name == "Bold")
+        },
+    )
     .await;
     let title = title_now(&o.d, &w.id).await;
     let before = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
@@ -711,13 +668,19 @@ async fn ufo_sets_the_title_of_slide_two_in_impress_and_saves_pptx() {
         o.d.launch_app("office")
             .await
             .unwrap_or_else(|e| panic!("cannot launch Impress: {e}"));
-    observe_until(&o.d, &w.id, "the slides panel", |obs| {
-        obs.controls.iter().any(|c| c.name == "Slide 2")
-            && obs
-                .controls
-                .iter()
-                .any(|c| c.role == "paragraph" && c.name == "Opening")
-    })
+    observe_until(
+        &o.d,
+        &w.id,
+        "the slides panel",
+        Duration::from_secs(30),
+        |obs| {
+            obs.controls.iter().any(|c| c.name == "Slide 2")
+                && obs
+                    .controls
+                    .iter()
+                    .any(|c| c.role == "paragraph" && c.name == "Opening")
+        },
+    )
     .await;
     let title = title_now(&o.d, &w.id).await;
     let before = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
@@ -856,29 +819,6 @@ async fn start_calc(
     (w, guard)
 }
 
-/// The `ufo` binary of this build (built by `cargo build -p ufo`), next to the test binaries.
-fn ufo_binary() -> std::path::PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let bin = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .map(|dir| dir.join("ufo"))
-        .expect("the target folder");
-    assert!(
-        bin.exists(),
-        "{} is missing: build it first with cargo build -p ufo",
-        bin.display()
-    );
-    bin
-}
-
-fn app_line(text: &str, function: &str, args: serde_json::Value, status: &str) -> String {
-    serde_json::json!({"agent": "app", "response": {
-        "Observation": "the sheet", "Thought": "next step", "ControlLabel": "",
-        "ControlText": text, "Function": function, "Args": args, "Status": status}})
-    .to_string()
-}
-
 /// Issue 11, test 10(a) and item 2: a scripted `ufo run` fills A1:A5 with 1..5 and A6 with
 /// `=SUM(A1:A5)`, naming every cell by its address (A2..A6 are empty, so not listed: they
 /// resolve through the sheet), and saves the sheet as xlsx through the Save As dialog and
@@ -940,6 +880,7 @@ async fn ufo_fills_cells_by_address_sums_them_and_saves_xlsx() {
     for (i, v) in ["1", "2", "3", "4", "5", "=SUM(A1:A5)"].iter().enumerate() {
         lines.push(app_line(
             &format!("A{}", i + 1),
+            "",
             "set_text",
             serde_json::json!({ "text": v }),
             "CONTINUE",
@@ -947,25 +888,35 @@ async fn ufo_fills_cells_by_address_sums_them_and_saves_xlsx() {
     }
     lines.push(app_line(
         "Sheet Sheet1",
+        "",
         "type_keys",
         serde_json::json!({"keys": "{ctrl+shift+s}"}),
         "SCREENSHOT",
     ));
     lines.push(app_line(
         "ODF Spreadsheet (.ods)",
+        "",
         "select",
         serde_json::json!({"item": "Excel 2007-365 (.xlsx)"}),
         "CONTINUE",
     ));
     lines.push(app_line(
         "Name",
+        "",
         "set_text",
         serde_json::json!({"text": file.display().to_string()}),
         "CONTINUE",
     ));
-    lines.push(app_line("Save", "click", serde_json::json!({}), "CONTINUE"));
+    lines.push(app_line(
+        "Save",
+        "",
+        "click",
+        serde_json::json!({}),
+        "CONTINUE",
+    ));
     lines.push(app_line(
         "Use Excel 2007\u{2013}365 Format",
+        "",
         "click",
         serde_json::json!({}),
         "FINISH",

@@ -139,13 +139,8 @@ async fn xtest_and_atspi_clicks_compute_12_times_7_and_observations_are_fresh() 
         return;
     }
     let home = tempfile::tempdir().unwrap();
-    let h = |sub: &str| home.path().join(sub).to_string_lossy().into_owned();
     let d = LinuxDesktop::connect(LinuxConfig {
-        launch_env: vec![
-            ("HOME".into(), h("")),
-            ("XDG_CONFIG_HOME".into(), h(".config")),
-            ("GSETTINGS_BACKEND".into(), "memory".into()),
-        ],
+        launch_env: LinuxConfig::home_env(home.path()),
         ..LinuxConfig::default()
     })
     .await

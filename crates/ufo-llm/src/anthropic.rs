@@ -9,16 +9,15 @@
 //! for JSON.
 
 use async_trait::async_trait;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{json, Map, Value};
 use ufo_core::ports::{
     ChatRequest, ChatResponse, ContentPart, LlmClient, LlmError, MessageRole, Usage,
 };
-use ufo_core::redact::redact_url;
 
 use crate::openai::png_base64;
-use crate::options::{endpoint_url, ApiKey, ConfigError, HttpSettings, Secrets};
-use crate::retry::{build_client, header_map, post_json, secret_header, short, Target};
+use crate::options::{endpoint_url, ApiKey, ConfigError, HttpSettings};
+use crate::retry::{short, Endpoint};
 use crate::script::estimate_tokens;
 
 /// The default base URL of the Anthropic API.
@@ -44,16 +43,8 @@ pub struct AnthropicConfig {
 
 /// A client of the Anthropic Messages API.
 pub struct AnthropicClient {
-    http: reqwest::Client,
-    url: String,
-    /// `url` as shown in messages ([`redact_url`]).
-    shown_url: String,
-    headers: HeaderMap,
+    endpoint: Endpoint,
     model: String,
-    settings: HttpSettings,
-    key_hint: String,
-    key_sent: bool,
-    secrets: Secrets,
 }
 
 impl AnthropicClient {
@@ -61,10 +52,10 @@ impl AnthropicClient {
     pub fn new(config: AnthropicConfig) -> Result<Self, ConfigError> {
         let base = config.base_url.trim().trim_end_matches('/');
         if base.is_empty() {
-            return Err(ConfigError(format!(
-                "the Anthropic base URL is empty; leave ANTHROPIC_BASE_URL unset for \
-                 {ANTHROPIC_DEFAULT_BASE_URL}"
-            )));
+            return Err(ConfigError::EmptyUrl {
+                what: "Anthropic base URL",
+                fix: format!("leave ANTHROPIC_BASE_URL unset for {ANTHROPIC_DEFAULT_BASE_URL}"),
+            });
         }
         let path_part = base.split('?').next().unwrap_or(base).trim_end_matches('/');
         let path = if path_part.ends_with("/v1") {
@@ -73,34 +64,28 @@ impl AnthropicClient {
             "/v1/messages"
         };
         let url = endpoint_url(base, path, None);
-        let mut headers = header_map(&config.settings).map_err(ConfigError)?;
-        if let Some(key) = &config.api_key {
-            let value = secret_header(key.expose(), &config.key_hint).map_err(ConfigError)?;
-            headers.insert(HeaderName::from_static("x-api-key"), value);
-        }
-        headers.insert(
+        let mut endpoint = Endpoint::new(
+            url,
+            config.settings,
+            config.api_key.as_ref(),
+            HeaderName::from_static("x-api-key"),
+            str::to_string,
+            config.key_hint,
+        )?;
+        endpoint.headers.insert(
             HeaderName::from_static("anthropic-version"),
             HeaderValue::from_static(ANTHROPIC_VERSION),
         );
-        let http = build_client(&config.settings.retry, &url).map_err(ConfigError)?;
-        let secrets = Secrets::collect(config.api_key.as_ref(), &config.settings).with_url(&url);
         Ok(Self {
-            http,
-            shown_url: redact_url(&url),
-            url,
-            headers,
+            endpoint,
             model: config.model,
-            settings: config.settings,
-            key_hint: config.key_hint,
-            key_sent: config.api_key.is_some(),
-            secrets,
         })
     }
 
     /// The endpoint URL requests go to, credentials included: never print it (print
-    /// [`redact_url`] of it).
+    /// [`redact_url`](crate::redact_url) of it).
     pub fn url(&self) -> &str {
-        &self.url
+        &self.endpoint.url
     }
 
     /// The JSON body sent for `request`.
@@ -143,6 +128,7 @@ impl AnthropicClient {
         body.insert(
             "max_tokens".into(),
             json!(self
+                .endpoint
                 .settings
                 .max_tokens
                 .unwrap_or(HttpSettings::ANTHROPIC_DEFAULT_MAX_TOKENS)),
@@ -151,7 +137,7 @@ impl AnthropicClient {
             body.insert("system".into(), json!(system.join("\n\n")));
         }
         body.insert("messages".into(), Value::Array(messages));
-        if let Some(t) = self.settings.temperature {
+        if let Some(t) = self.endpoint.settings.temperature {
             body.insert("temperature".into(), json!(t));
         }
         Value::Object(body)
@@ -228,9 +214,9 @@ fn parse_message(body: &str, request: &ChatRequest, url: &str) -> Result<ChatRes
 impl std::fmt::Debug for AnthropicClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AnthropicClient")
-            .field("url", &self.shown_url)
+            .field("url", &self.endpoint.shown_url)
             .field("model", &self.model)
-            .field("settings", &self.settings)
+            .field("settings", &self.endpoint.settings)
             .finish_non_exhaustive()
     }
 }
@@ -239,23 +225,9 @@ impl std::fmt::Debug for AnthropicClient {
 impl LlmClient for AnthropicClient {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let body = self.request_body(request);
-        let target = Target {
-            provider: "Anthropic",
-            url: &self.url,
-            shown_url: &self.shown_url,
-            key_hint: &self.key_hint,
-            key_sent: self.key_sent,
-            secrets: &self.secrets,
-        };
-        let text = post_json(
-            &self.http,
-            &self.settings.retry,
-            &target,
-            &self.headers,
-            &body,
-        )
-        .await?;
-        parse_message(&text, request, &self.shown_url).map_err(|e| self.secrets.scrub_error(e))
+        let text = self.endpoint.post("Anthropic", &body).await?;
+        parse_message(&text, request, &self.endpoint.shown_url)
+            .map_err(|e| self.endpoint.secrets.scrub_error(e))
     }
 
     fn describe(&self) -> String {

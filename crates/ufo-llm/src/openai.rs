@@ -13,15 +13,14 @@
 
 use async_trait::async_trait;
 use base64::Engine as _;
-use reqwest::header::{HeaderMap, HeaderName, AUTHORIZATION};
+use reqwest::header::{HeaderName, AUTHORIZATION};
 use serde_json::{json, Map, Value};
 use ufo_core::ports::{
     ChatMessage, ChatRequest, ChatResponse, ContentPart, LlmClient, LlmError, MessageRole, Usage,
 };
-use ufo_core::redact::redact_url;
 
-use crate::options::{endpoint_url, ApiKey, ConfigError, HttpSettings, Secrets};
-use crate::retry::{build_client, header_map, post_json, secret_header, short, Target};
+use crate::options::{endpoint_url, ApiKey, ConfigError, HttpSettings};
+use crate::retry::{short, Endpoint};
 use crate::script::estimate_tokens;
 
 /// The default base URL of the OpenAI API.
@@ -63,17 +62,9 @@ pub struct AzureConfig {
 
 /// A client of an OpenAI-compatible (or Azure OpenAI) chat completions endpoint.
 pub struct OpenAiClient {
-    http: reqwest::Client,
-    url: String,
-    /// `url` as shown in messages ([`redact_url`]).
-    shown_url: String,
-    headers: HeaderMap,
+    endpoint: Endpoint,
     /// `Some(model)` for OpenAI-compatible servers; `None` for Azure (the deployment decides).
     model: Option<String>,
-    settings: HttpSettings,
-    key_hint: String,
-    key_sent: bool,
-    secrets: Secrets,
     provider: &'static str,
     description: String,
 }
@@ -83,31 +74,24 @@ impl OpenAiClient {
     pub fn new(config: OpenAiConfig) -> Result<Self, ConfigError> {
         let base = config.base_url.trim().trim_end_matches('/');
         if base.is_empty() {
-            return Err(ConfigError(
-                "the base URL is empty; set UFO_LLM_BASE_URL to e.g. http://127.0.0.1:11434/v1"
-                    .into(),
-            ));
+            return Err(ConfigError::EmptyUrl {
+                what: "base URL",
+                fix: "set UFO_LLM_BASE_URL to e.g. http://127.0.0.1:11434/v1".into(),
+            });
         }
         let url = endpoint_url(base, "/chat/completions", None);
-        let mut headers = header_map(&config.settings).map_err(ConfigError)?;
-        if let Some(key) = &config.api_key {
-            let value = secret_header(&format!("Bearer {}", key.expose()), &config.key_hint)
-                .map_err(ConfigError)?;
-            headers.insert(AUTHORIZATION, value);
-        }
-        let http = build_client(&config.settings.retry, &url).map_err(ConfigError)?;
-        let secrets = Secrets::collect(config.api_key.as_ref(), &config.settings).with_url(&url);
-        Ok(Self {
-            http,
-            shown_url: redact_url(&url),
+        let endpoint = Endpoint::new(
             url,
-            headers,
+            config.settings,
+            config.api_key.as_ref(),
+            AUTHORIZATION,
+            |key| format!("Bearer {key}"),
+            config.key_hint,
+        )?;
+        Ok(Self {
+            endpoint,
             description: format!("openai:{}", config.model),
             model: Some(config.model),
-            settings: config.settings,
-            key_hint: config.key_hint,
-            key_sent: config.api_key.is_some(),
-            secrets,
             provider: "the OpenAI-compatible server",
         })
     }
@@ -116,43 +100,36 @@ impl OpenAiClient {
     pub fn azure(config: AzureConfig) -> Result<Self, ConfigError> {
         let endpoint = config.endpoint.trim().trim_end_matches('/');
         if endpoint.is_empty() {
-            return Err(ConfigError(
-                "the Azure endpoint is empty; set AZURE_OPENAI_ENDPOINT to \
-                 https://<resource>.openai.azure.com"
-                    .into(),
-            ));
+            return Err(ConfigError::EmptyUrl {
+                what: "Azure endpoint",
+                fix: "set AZURE_OPENAI_ENDPOINT to https://<resource>.openai.azure.com".into(),
+            });
         }
         let url = endpoint_url(
             endpoint,
             &format!("/openai/deployments/{}/chat/completions", config.deployment),
             Some(&format!("api-version={}", config.api_version)),
         );
-        let mut headers = header_map(&config.settings).map_err(ConfigError)?;
-        if let Some(key) = &config.api_key {
-            let value = secret_header(key.expose(), &config.key_hint).map_err(ConfigError)?;
-            headers.insert(HeaderName::from_static("api-key"), value);
-        }
-        let http = build_client(&config.settings.retry, &url).map_err(ConfigError)?;
-        let secrets = Secrets::collect(config.api_key.as_ref(), &config.settings).with_url(&url);
-        Ok(Self {
-            http,
-            shown_url: redact_url(&url),
+        let endpoint = Endpoint::new(
             url,
-            headers,
+            config.settings,
+            config.api_key.as_ref(),
+            HeaderName::from_static("api-key"),
+            str::to_string,
+            config.key_hint,
+        )?;
+        Ok(Self {
+            endpoint,
             description: format!("azure:{}", config.deployment),
             model: None,
-            settings: config.settings,
-            key_hint: config.key_hint,
-            key_sent: config.api_key.is_some(),
-            secrets,
             provider: "Azure OpenAI",
         })
     }
 
     /// The endpoint URL requests go to, credentials included: never print it (print
-    /// [`redact_url`] of it).
+    /// [`redact_url`](crate::redact_url) of it).
     pub fn url(&self) -> &str {
-        &self.url
+        &self.endpoint.url
     }
 
     /// The JSON body sent for `request`.
@@ -164,16 +141,16 @@ impl OpenAiClient {
         let messages: Vec<Value> = request
             .messages
             .iter()
-            .map(|m| message_json(m, &self.settings))
+            .map(|m| message_json(m, &self.endpoint.settings))
             .collect();
         body.insert("messages".into(), Value::Array(messages));
-        if request.json_mode && self.settings.allow_json_mode {
+        if request.json_mode && self.endpoint.settings.allow_json_mode {
             body.insert("response_format".into(), json!({"type": "json_object"}));
         }
-        if let Some(t) = self.settings.temperature {
+        if let Some(t) = self.endpoint.settings.temperature {
             body.insert("temperature".into(), json!(t));
         }
-        if let Some(n) = self.settings.max_tokens {
+        if let Some(n) = self.endpoint.settings.max_tokens {
             body.insert("max_tokens".into(), json!(n));
         }
         Value::Object(body)
@@ -291,10 +268,10 @@ fn strip_think(text: String) -> String {
 impl std::fmt::Debug for OpenAiClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenAiClient")
-            .field("url", &self.shown_url)
+            .field("url", &self.endpoint.shown_url)
             .field("model", &self.model)
             .field("provider", &self.provider)
-            .field("settings", &self.settings)
+            .field("settings", &self.endpoint.settings)
             .finish_non_exhaustive()
     }
 }
@@ -303,24 +280,9 @@ impl std::fmt::Debug for OpenAiClient {
 impl LlmClient for OpenAiClient {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let body = self.request_body(request);
-        let target = Target {
-            provider: self.provider,
-            url: &self.url,
-            shown_url: &self.shown_url,
-            key_hint: &self.key_hint,
-            key_sent: self.key_sent,
-            secrets: &self.secrets,
-        };
-        let text = post_json(
-            &self.http,
-            &self.settings.retry,
-            &target,
-            &self.headers,
-            &body,
-        )
-        .await?;
-        parse_completion(&text, request, self.provider, &self.shown_url)
-            .map_err(|e| self.secrets.scrub_error(e))
+        let text = self.endpoint.post(self.provider, &body).await?;
+        parse_completion(&text, request, self.provider, &self.endpoint.shown_url)
+            .map_err(|e| self.endpoint.secrets.scrub_error(e))
     }
 
     fn describe(&self) -> String {

@@ -9,9 +9,50 @@ use ufo_core::ports::LlmError;
 use crate::retry::RetryPolicy;
 
 /// A provider that cannot be set up as configured; the message says what to fix.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ConfigError(pub String);
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The provider's base URL or endpoint is empty.
+    #[error("the {what} is empty; {fix}")]
+    EmptyUrl {
+        /// Which URL (`base URL`, `Azure endpoint`, ...).
+        what: &'static str,
+        /// How to set it.
+        fix: String,
+    },
+    /// A configured extra header has a name HTTP does not allow.
+    #[error("extra header name {name:?} is not a valid HTTP header name; check the extra headers (UFO_LLM_HEADERS)")]
+    HeaderName {
+        /// The name as configured.
+        name: String,
+        /// Why HTTP refuses it.
+        #[source]
+        source: reqwest::header::InvalidHeaderName,
+    },
+    /// A configured extra header has a value HTTP does not allow.
+    #[error(
+        "extra header {name:?} has a value that is not valid in HTTP; check the extra headers (UFO_LLM_HEADERS): \
+         (no line breaks or control characters)"
+    )]
+    HeaderValue {
+        /// The header's name (the value is not shown: it may be a secret).
+        name: String,
+        /// Why HTTP refuses it.
+        #[source]
+        source: reqwest::header::InvalidHeaderValue,
+    },
+    /// The API key cannot be sent in an HTTP header.
+    #[error("the API key contains characters not allowed in an HTTP header; check {hint}")]
+    KeyValue {
+        /// The variables that hold the key.
+        hint: String,
+        /// Why HTTP refuses it.
+        #[source]
+        source: reqwest::header::InvalidHeaderValue,
+    },
+    /// The HTTP client could not be built (e.g. the system's TLS set-up is unusable).
+    #[error("cannot set up the HTTP client: {0}; check the system's TLS certificates")]
+    Client(#[source] reqwest::Error),
+}
 
 /// Where environment variables are read from: the process environment (the default) or a
 /// fixed map (tests, or a caller that resolved them itself).

@@ -34,7 +34,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Response, StatusCode};
 use ufo_core::ports::LlmError;
 
-use crate::options::{is_loopback_url, HttpSettings, Secrets};
+use crate::options::{is_loopback_url, ApiKey, ConfigError, HttpSettings, Secrets};
 
 /// The largest response body read from a provider: 16 MiB (a chat completion is a few KB;
 /// this leaves room for long answers while bounding memory).
@@ -104,7 +104,7 @@ fn random_unit() -> f64 {
 pub(crate) fn build_client(
     policy: &RetryPolicy,
     base_url: &str,
-) -> Result<reqwest::Client, String> {
+) -> Result<reqwest::Client, ConfigError> {
     let mut builder = reqwest::Client::builder()
         .connect_timeout(policy.connect_timeout)
         .read_timeout(policy.read_timeout)
@@ -113,19 +113,23 @@ pub(crate) fn build_client(
     if is_loopback_url(base_url) {
         builder = builder.no_proxy();
     }
-    builder
-        .build()
-        .map_err(|e| format!("cannot set up the HTTP client: {e}"))
+    builder.build().map_err(ConfigError::Client)
 }
 
 /// Turn configured extra headers into a header map; the error names the bad header.
-pub(crate) fn header_map(settings: &HttpSettings) -> Result<HeaderMap, String> {
+pub(crate) fn header_map(settings: &HttpSettings) -> Result<HeaderMap, ConfigError> {
     let mut map = HeaderMap::new();
     for (name, value) in &settings.extra_headers {
-        let header = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("extra header name {name:?} is not a valid HTTP header name"))?;
-        let mut value = HeaderValue::from_str(value)
-            .map_err(|_| format!("extra header {name:?} has a value that is not valid in HTTP"))?;
+        let header =
+            HeaderName::from_bytes(name.as_bytes()).map_err(|source| ConfigError::HeaderName {
+                name: name.clone(),
+                source,
+            })?;
+        let mut value =
+            HeaderValue::from_str(value).map_err(|source| ConfigError::HeaderValue {
+                name: name.clone(),
+                source,
+            })?;
         value.set_sensitive(true);
         map.append(header, value);
     }
@@ -133,12 +137,88 @@ pub(crate) fn header_map(settings: &HttpSettings) -> Result<HeaderMap, String> {
 }
 
 /// Mark a secret header value (an API key) so it is never printed.
-pub(crate) fn secret_header(value: &str, env_hint: &str) -> Result<HeaderValue, String> {
-    let mut value = HeaderValue::from_str(value).map_err(|_| {
-        format!("the API key contains characters not allowed in an HTTP header; check {env_hint}")
+pub(crate) fn secret_header(value: &str, env_hint: &str) -> Result<HeaderValue, ConfigError> {
+    let mut value = HeaderValue::from_str(value).map_err(|source| ConfigError::KeyValue {
+        hint: env_hint.to_string(),
+        source,
     })?;
     value.set_sensitive(true);
     Ok(value)
+}
+
+/// One provider endpoint as every HTTP client uses it: the client, the URL (and the form
+/// shown in messages), the headers with the key, the settings, and what a failure message
+/// needs (where the key comes from, the secrets to scrub).
+pub(crate) struct Endpoint {
+    pub http: reqwest::Client,
+    /// The URL requests go to, credentials included: never print it.
+    pub url: String,
+    /// `url` as shown in messages ([`redact_url`](crate::redact_url)).
+    pub shown_url: String,
+    pub headers: HeaderMap,
+    pub settings: HttpSettings,
+    /// How to fix a bad key, e.g. `OPENAI_API_KEY (or UFO_LLM_API_KEY)`.
+    pub key_hint: String,
+    pub key_sent: bool,
+    pub secrets: Secrets,
+}
+
+impl Endpoint {
+    /// Set up the endpoint at `url`: the configured extra headers, then `key` (if any) in the
+    /// header `key_header` as `key_value` writes it, and the HTTP client.
+    pub(crate) fn new(
+        url: String,
+        settings: HttpSettings,
+        key: Option<&ApiKey>,
+        key_header: HeaderName,
+        key_value: impl Fn(&str) -> String,
+        key_hint: String,
+    ) -> Result<Self, ConfigError> {
+        let mut headers = header_map(&settings)?;
+        if let Some(key) = key {
+            headers.insert(
+                key_header,
+                secret_header(&key_value(key.expose()), &key_hint)?,
+            );
+        }
+        let http = build_client(&settings.retry, &url)?;
+        let secrets = Secrets::collect(key, &settings).with_url(&url);
+        Ok(Self {
+            http,
+            shown_url: crate::redact_url(&url),
+            url,
+            headers,
+            settings,
+            key_hint,
+            key_sent: key.is_some(),
+            secrets,
+        })
+    }
+
+    /// POST `body` to the endpoint with retries (see [`post_json`]); `provider` names it in
+    /// messages.
+    pub(crate) async fn post(
+        &self,
+        provider: &str,
+        body: &serde_json::Value,
+    ) -> Result<String, LlmError> {
+        let target = Target {
+            provider,
+            url: &self.url,
+            shown_url: &self.shown_url,
+            key_hint: &self.key_hint,
+            key_sent: self.key_sent,
+            secrets: &self.secrets,
+        };
+        post_json(
+            &self.http,
+            &self.settings.retry,
+            &target,
+            &self.headers,
+            body,
+        )
+        .await
+    }
 }
 
 /// Who is being called, for messages.
@@ -475,6 +555,8 @@ mod tests {
         s.extra_headers.push(("X-Ok".into(), "1".into()));
         assert_eq!(header_map(&s).unwrap().len(), 1);
         s.extra_headers.push(("bad name".into(), "1".into()));
-        assert!(header_map(&s).unwrap_err().contains("bad name"));
+        let e = header_map(&s).unwrap_err();
+        assert!(e.to_string().contains("bad name"), "{e}");
+        assert!(std::error::Error::source(&e).is_some(), "the cause is kept");
     }
 }

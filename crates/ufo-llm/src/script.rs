@@ -52,6 +52,7 @@ use std::sync::{Mutex, PoisonError};
 
 use async_trait::async_trait;
 use serde_json::Value;
+use ufo_core::parse::compact_json;
 use ufo_core::ports::{ChatRequest, ChatResponse, LlmClient, LlmError, Usage};
 
 /// What a script line looks like, quoted in error messages.
@@ -68,6 +69,17 @@ pub enum ScriptError {
         /// The I/O error.
         #[source]
         source: std::io::Error,
+    },
+    /// A line is not JSON.
+    #[error("script {script} line {line}: not valid JSON ({source}); check quotes, commas and braces; each line must be one JSON object like {LINE_SHAPE}")]
+    Json {
+        /// The script's name (its path).
+        script: String,
+        /// 1-based line number in the file.
+        line: usize,
+        /// The parser's error.
+        #[source]
+        source: serde_json::Error,
     },
     /// A line is not a valid script entry.
     #[error("script {script} line {line}: {problem}; each line must be one JSON object like {LINE_SHAPE}")]
@@ -132,7 +144,13 @@ impl ScriptedModel {
             if raw.trim().is_empty() {
                 continue;
             }
-            let entry = parse_line(raw, line).map_err(|problem| ScriptError::Line {
+            let value: Value =
+                serde_json::from_str(raw.trim()).map_err(|source| ScriptError::Json {
+                    script: name.clone(),
+                    line,
+                    source,
+                })?;
+            let entry = parse_line(value, raw, line).map_err(|problem| ScriptError::Line {
                 script: name.clone(),
                 line,
                 problem,
@@ -263,10 +281,9 @@ fn excerpt(prompt: &str) -> String {
     format!("{head:?} ... {tail:?}")
 }
 
-/// Parse one non-blank line; the error says what to fix.
-fn parse_line(raw: &str, line: usize) -> Result<Entry, String> {
-    let value: Value = serde_json::from_str(raw.trim())
-        .map_err(|e| format!("not valid JSON ({e}); check quotes, commas and braces"))?;
+/// Check one line's JSON (`raw` is its text); the error says what to fix. It is a message,
+/// not an error type: it names a field the author wrote wrongly, with no cause below it.
+fn parse_line(value: Value, raw: &str, line: usize) -> Result<Entry, String> {
     let Value::Object(map) = value else {
         return Err(format!("expected a JSON object, found {}", kind_of(&value)));
     };
@@ -337,31 +354,6 @@ fn raw_response(raw: &str) -> Option<String> {
     }
     let line: Line<'_> = serde_json::from_str(raw.trim()).ok()?;
     Some(compact_json(line.response.get()))
-}
-
-/// Remove the whitespace outside strings from valid JSON text.
-fn compact_json(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut in_string = false;
-    let mut escaped = false;
-    for c in text.chars() {
-        if in_string {
-            out.push(c);
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_string = false;
-            }
-        } else if c == '"' {
-            in_string = true;
-            out.push(c);
-        } else if !c.is_whitespace() {
-            out.push(c);
-        }
-    }
-    out
 }
 
 fn kind_of(value: &Value) -> &'static str {
@@ -614,7 +606,10 @@ mod tests {
             let err = ScriptedModel::from_jsonl_str("bad.jsonl", &text).unwrap_err();
             let msg = err.to_string();
             assert!(
-                matches!(err, ScriptError::Line { line: 3, .. }),
+                matches!(
+                    err,
+                    ScriptError::Line { line: 3, .. } | ScriptError::Json { line: 3, .. }
+                ),
                 "{line}: {msg}"
             );
             assert!(msg.contains("bad.jsonl line 3"), "{line}: {msg}");

@@ -78,6 +78,76 @@ impl McpServerConfig {
     }
 }
 
+/// Why a server could not be started or its tools listed. The messages name the server and
+/// say what to check; a tool call that needed the connection reports it as
+/// [`ToolError::Failed`].
+#[derive(Debug, thiserror::Error)]
+pub enum McpConnectError {
+    /// The entry names no `command` (nor a `url`).
+    #[error(transparent)]
+    Config(#[from] McpConfigError),
+    /// The server's program could not be started.
+    #[error("cannot start MCP server {name} (`{program}`): {source}; check `command` in [mcp.servers.{name}]")]
+    Spawn {
+        /// The server's name.
+        name: String,
+        /// The program configured.
+        program: String,
+        /// Why it did not start.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A streamable HTTP server did not accept the connection. The cause is kept as text with
+    /// the URL's credentials scrubbed out (the error itself would print them).
+    #[error("cannot connect to MCP server {name} at {url}: {reason}; check `url` in [mcp.servers.{name}] and that the server is running")]
+    Connect {
+        /// The server's name.
+        name: String,
+        /// The URL without credentials.
+        url: String,
+        /// What the transport said, credentials scrubbed.
+        reason: String,
+    },
+    /// A started server did not complete the MCP handshake.
+    #[error(
+        "MCP server {name} did not initialise: {source}{stderr}; check that it speaks MCP on stdio"
+    )]
+    Initialise {
+        /// The server's name.
+        name: String,
+        /// The handshake's failure (boxed: it is large).
+        #[source]
+        source: Box<rmcp::service::ClientInitializeError>,
+        /// The last lines of the server's stderr (` (server stderr: ...)`), or empty.
+        stderr: String,
+    },
+    /// Starting the server took longer than its timeout.
+    #[error("MCP server {name} did not start within {ms} ms; raise timeout_ms in [mcp.servers.{name}] or check the server")]
+    StartTimeout {
+        /// The server's name.
+        name: String,
+        /// The timeout.
+        ms: u128,
+    },
+    /// The server refused to list its tools.
+    #[error("MCP server {name} could not list its tools: {source}")]
+    ListTools {
+        /// The server's name.
+        name: String,
+        /// The server's answer (boxed: it is large).
+        #[source]
+        source: Box<ServiceError>,
+    },
+    /// Listing the tools took longer than the timeout.
+    #[error("MCP server {name} did not list its tools within {ms} ms; raise timeout_ms in [mcp.servers.{name}] or check the server")]
+    ListTimeout {
+        /// The server's name.
+        name: String,
+        /// The timeout.
+        ms: u128,
+    },
+}
+
 /// A live connection to a server.
 struct Conn {
     service: RunningService<RoleClient, ()>,
@@ -109,18 +179,17 @@ impl Server {
     }
 
     /// Start the server and list its tools, all within the timeout.
-    async fn connect(&self) -> Result<Conn, String> {
+    async fn connect(&self) -> Result<Conn, McpConnectError> {
         let timeout = self.config.timeout();
         let started = tokio::time::timeout(timeout, self.start()).await;
         let service = match started {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => return Err(e),
             Err(_) => {
-                return Err(format!(
-                    "MCP server {} did not start within {} ms",
-                    self.name,
-                    timeout.as_millis()
-                ))
+                return Err(McpConnectError::StartTimeout {
+                    name: self.name.clone(),
+                    ms: timeout.as_millis(),
+                })
             }
         };
         let listed = tokio::time::timeout(timeout, service.list_all_tools()).await;
@@ -128,18 +197,17 @@ impl Server {
             Ok(Ok(t)) => t,
             Ok(Err(e)) => {
                 let _ = tokio::time::timeout(Duration::from_secs(5), service.cancel()).await;
-                return Err(format!(
-                    "MCP server {} could not list its tools: {e}",
-                    self.name
-                ));
+                return Err(McpConnectError::ListTools {
+                    name: self.name.clone(),
+                    source: Box::new(e),
+                });
             }
             Err(_) => {
                 let _ = tokio::time::timeout(Duration::from_secs(5), service.cancel()).await;
-                return Err(format!(
-                    "MCP server {} did not list its tools within {} ms",
-                    self.name,
-                    timeout.as_millis()
-                ));
+                return Err(McpConnectError::ListTimeout {
+                    name: self.name.clone(),
+                    ms: timeout.as_millis(),
+                });
             }
         };
         let tools = tools
@@ -159,21 +227,20 @@ impl Server {
         Ok(Conn { service, tools })
     }
 
-    async fn start(&self) -> Result<RunningService<RoleClient, ()>, String> {
+    async fn start(&self) -> Result<RunningService<RoleClient, ()>, McpConnectError> {
         if let Some(url) = &self.config.url {
             let transport = StreamableHttpClientTransport::from_uri(url.as_str());
             return ().serve(transport).await.map_err(|e| {
                 // The URL may carry a token (userinfo, `?key=`): never print it.
-                let e = ufo_core::redact::scrub_url_secrets(&e.to_string(), url);
-                format!(
-                    "cannot connect to MCP server {} at {}: {e}",
-                    self.name,
-                    ufo_core::redact::redact_url(url)
-                )
+                McpConnectError::Connect {
+                    name: self.name.clone(),
+                    url: ufo_core::redact::redact_url(url),
+                    reason: ufo_core::redact::scrub_url_secrets(&e.to_string(), url),
+                }
             });
         }
         let Some(program) = &self.config.command else {
-            return Err(McpConfigError::Transport(self.name.clone()).to_string());
+            return Err(McpConfigError::Transport(self.name.clone()).into());
         };
         let mut cmd = tokio::process::Command::new(program);
         // none of ufo's secrets (provider keys, UFO_LLM_*), unless `env` passes one on purpose
@@ -184,11 +251,10 @@ impl Server {
         let (transport, stderr) = TokioChildProcess::builder(cmd)
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| {
-                format!(
-                    "cannot start MCP server {} (`{program}`): {e}; check `command` in [mcp.servers.{}]",
-                    self.name, self.name
-                )
+            .map_err(|source| McpConnectError::Spawn {
+                name: self.name.clone(),
+                program: program.clone(),
+                source,
             })?;
         if let Some(stderr) = stderr {
             let keep = self.stderr.clone();
@@ -206,17 +272,17 @@ impl Server {
                 }
             });
         }
-        ().serve(transport).await.map_err(|e| {
-            format!(
-                "MCP server {} did not initialise: {e}{}",
-                self.name,
-                self.stderr_tail()
-            )
-        })
+        ().serve(transport)
+            .await
+            .map_err(|source| McpConnectError::Initialise {
+                name: self.name.clone(),
+                source: Box::new(source),
+                stderr: self.stderr_tail(),
+            })
     }
 
     /// The server's tools, starting it if needed.
-    async fn tools(&self) -> Result<Vec<ToolSpec>, String> {
+    async fn tools(&self) -> Result<Vec<ToolSpec>, McpConnectError> {
         let mut guard = self.conn.lock().await;
         if let Some(c) = guard.as_ref() {
             if !c.service.is_transport_closed() {
@@ -239,9 +305,9 @@ impl Server {
             .as_ref()
             .is_some_and(|c| !c.service.is_transport_closed());
         if !alive {
-            let conn = self.connect().await.map_err(|message| ToolError::Failed {
+            let conn = self.connect().await.map_err(|e| ToolError::Failed {
                 tool: tool.to_string(),
-                message,
+                message: e.to_string(),
             })?;
             *guard = Some(conn);
         }
@@ -432,7 +498,7 @@ impl ToolProvider for McpTools {
                 }
                 Err(e) => {
                     tracing::warn!("{e}");
-                    errors.push(e);
+                    errors.push(e.to_string());
                 }
             }
         }

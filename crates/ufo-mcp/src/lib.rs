@@ -12,5 +12,5 @@ pub mod client;
 pub mod schema;
 pub mod server;
 
-pub use client::{McpConfigError, McpServerConfig, McpTools, DEFAULT_TIMEOUT_MS};
-pub use server::{serve_stdio, DesktopServer, ServeError};
+pub use client::{McpConfigError, McpConnectError, McpServerConfig, McpTools, DEFAULT_TIMEOUT_MS};
+pub use server::{serve_stdio, DesktopServer, ServeError, ToolCallError};

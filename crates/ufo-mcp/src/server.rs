@@ -28,11 +28,43 @@ use ufo_core::{Control, Desktop, UiAction, WindowInfo, WindowObservation};
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// The MCP session could not start (the client did not initialise).
-    #[error("the MCP client did not initialise the session: {0}")]
-    Init(String),
+    #[error(
+        "the MCP client did not initialise the session: {0}; the client must send \
+         `initialize` first"
+    )]
+    Init(#[source] Box<rmcp::service::ServerInitializeError>),
     /// The server task failed.
-    #[error("the MCP server stopped unexpectedly: {0}")]
-    Task(String),
+    #[error("the MCP server stopped unexpectedly: {0}; run it again (with -v for details)")]
+    Task(#[source] tokio::task::JoinError),
+}
+
+/// Why a tool call failed; its text is the error result the MCP client sees.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolCallError {
+    /// An acting tool on a server started without `--allow-actions`.
+    #[error(
+        "refused: {0} changes the desktop, and this server was started without \
+         --allow-actions; restart it with `ufo mcp serve --allow-actions` to allow it"
+    )]
+    Refused(String),
+    /// The desktop failed; its message says what to do.
+    #[error(transparent)]
+    Desktop(#[from] ufo_core::DesktopError),
+    /// No tool of that name.
+    #[error(
+        "no tool {0:?}; the tools are list_windows, observe_window, act, type_text, launch_app"
+    )]
+    UnknownTool(String),
+    /// A required argument is missing or not a string.
+    #[error("missing string argument {0:?}")]
+    MissingArgument(String),
+    /// No window matches.
+    #[error("no window {0:?}; call list_windows for the windows")]
+    NoWindow(String),
+    /// The function or its arguments are invalid, or the control was not found: the text
+    /// the agents' own resolution gives (it lists the candidates).
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// The tools that change the desktop (refused unless actions are allowed).
@@ -109,28 +141,26 @@ impl DesktopServer {
         &self,
         name: &str,
         args: &Map<String, Value>,
-    ) -> Result<Vec<Content>, String> {
+    ) -> Result<Vec<Content>, ToolCallError> {
         if ACTING_TOOLS.contains(&name) && !self.allow_actions {
-            return Err(format!(
-                "refused: {name} changes the desktop, and this server was started without \
-                 --allow-actions; restart it with `ufo mcp serve --allow-actions` to allow it"
-            ));
+            return Err(ToolCallError::Refused(name.to_string()));
         }
         let d = self.desktop.as_ref();
         match name {
             "list_windows" => {
-                let windows = d.windows().await.map_err(|e| e.to_string())?;
-                let launchable = d.launchable().await.map_err(|e| e.to_string())?;
+                let windows = d.windows().await?;
+                let launchable = d.launchable().await?;
                 let text = json!({"windows": windows, "launchable": launchable});
                 Ok(vec![Content::text(text.to_string())])
             }
             "observe_window" => {
                 let w = self.window(str_arg(args, "window")?).await?;
-                let obs = d.observe(&w.id).await.map_err(|e| e.to_string())?;
+                let obs = d.observe(&w.id).await?;
                 self.remember(&w.id, &obs);
                 let mut out = vec![Content::text(describe(&obs))];
                 if let Some(shot) = obs.annotated.as_ref().or(obs.screenshot.as_ref()) {
-                    let data = base64::engine::general_purpose::STANDARD.encode(shot.png.as_slice());
+                    let data =
+                        base64::engine::general_purpose::STANDARD.encode(shot.png.as_slice());
                     out.push(Content::image(data, "image/png"));
                 }
                 Ok(out)
@@ -138,22 +168,29 @@ impl DesktopServer {
             "act" => {
                 let w = self.window(str_arg(args, "window")?).await?;
                 let function = str_arg(args, "function")?;
-                let fargs = args.get("args").cloned().unwrap_or(Value::Object(Map::new()));
-                let action = UiAction::parse(function, &fargs)?;
+                let fargs = args
+                    .get("args")
+                    .cloned()
+                    .unwrap_or(Value::Object(Map::new()));
+                let action = UiAction::parse(function, &fargs).map_err(ToolCallError::Invalid)?;
                 let control = match args.get("control").and_then(Value::as_str) {
                     Some(c) if action.needs_control() => {
                         Some(self.control(&w, c, action.name()).await?)
                     }
                     _ if action.needs_control() => {
-                        return Err(format!("{} needs a control; pass `control`", action.name()))
+                        return Err(ToolCallError::Invalid(format!(
+                            "{} needs a control; pass `control`",
+                            action.name()
+                        )))
                     }
                     _ => None,
                 };
-                let r = d
-                    .act(&w.id, control.as_deref(), &action)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                Ok(vec![Content::text(if r.is_empty() { "ok".into() } else { r })])
+                let r = d.act(&w.id, control.as_deref(), &action).await?;
+                Ok(vec![Content::text(if r.is_empty() {
+                    "ok".into()
+                } else {
+                    r
+                })])
             }
             "type_text" => {
                 let w = self.window(str_arg(args, "window")?).await?;
@@ -163,30 +200,24 @@ impl DesktopServer {
                 let action = UiAction::TypeKeys {
                     keys: str_arg(args, "text")?.to_string(),
                 };
-                let r = d
-                    .act(&w.id, Some(&control), &action)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                Ok(vec![Content::text(if r.is_empty() { "ok".into() } else { r })])
+                let r = d.act(&w.id, Some(&control), &action).await?;
+                Ok(vec![Content::text(if r.is_empty() {
+                    "ok".into()
+                } else {
+                    r
+                })])
             }
             "launch_app" => {
-                let w = d
-                    .launch(str_arg(args, "name")?)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                Ok(vec![Content::text(
-                    json!({"launched": w}).to_string(),
-                )])
+                let w = d.launch(str_arg(args, "name")?).await?;
+                Ok(vec![Content::text(json!({"launched": w}).to_string())])
             }
-            other => Err(format!(
-                "no tool {other:?}; the tools are list_windows, observe_window, act, type_text, launch_app"
-            )),
+            other => Err(ToolCallError::UnknownTool(other.to_string())),
         }
     }
 
     /// A window by id, then by title / application / process name.
-    async fn window(&self, wanted: &str) -> Result<WindowInfo, String> {
-        let windows = self.desktop.windows().await.map_err(|e| e.to_string())?;
+    async fn window(&self, wanted: &str) -> Result<WindowInfo, ToolCallError> {
+        let windows = self.desktop.windows().await?;
         if let Some(w) = windows.iter().find(|w| w.id == wanted) {
             return Ok(w.clone());
         }
@@ -210,7 +241,7 @@ impl DesktopServer {
                 .flatten()
         })
         .map(|i| windows[i].clone())
-        .ok_or_else(|| format!("no window {wanted:?}; call list_windows for the windows"))
+        .ok_or_else(|| ToolCallError::NoWindow(wanted.to_string()))
     }
 
     /// Keep the controls of an observation returned to the client.
@@ -227,16 +258,12 @@ impl DesktopServer {
         w: &WindowInfo,
         wanted: &str,
         function: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, ToolCallError> {
         let known = self.seen.lock().ok().and_then(|s| s.get(&w.id).cloned());
         let controls = match known {
             Some(c) => c,
             None => {
-                let obs = self
-                    .desktop
-                    .observe(&w.id)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let obs = self.desktop.observe(&w.id).await?;
                 self.remember(&w.id, &obs);
                 obs.controls
             }
@@ -256,21 +283,21 @@ impl DesktopServer {
             Err(Unresolved::NoMatch) if cell_of_table(text, &controls).is_some() => {
                 cell_of_table(text, &controls)
                     .map(|c| c.id)
-                    .ok_or_else(|| "no cell".to_string())
+                    .ok_or_else(|| ToolCallError::Invalid("no cell".to_string()))
             }
-            Err(why) => Err(format!(
+            Err(why) => Err(ToolCallError::Invalid(format!(
                 "{} (window {}; call observe_window for the labels)",
                 unresolved_message(&why, label, text, function, &controls),
                 w.title
-            )),
+            ))),
         }
     }
 }
 
-fn str_arg<'a>(args: &'a Map<String, Value>, key: &str) -> Result<&'a str, String> {
+fn str_arg<'a>(args: &'a Map<String, Value>, key: &str) -> Result<&'a str, ToolCallError> {
     args.get(key)
         .and_then(Value::as_str)
-        .ok_or_else(|| format!("missing string argument {key:?}"))
+        .ok_or_else(|| ToolCallError::MissingArgument(key.to_string()))
 }
 
 /// The text part of an observation: the window and its labelled controls, as JSON.
@@ -325,7 +352,7 @@ impl ServerHandler for DesktopServer {
         let args = request.arguments.unwrap_or_default();
         Ok(match self.run_tool(&request.name, &args).await {
             Ok(content) => CallToolResult::success(content),
-            Err(e) => CallToolResult::error(vec![Content::text(e)]),
+            Err(e) => CallToolResult::error(vec![Content::text(e.to_string())]),
         })
     }
 }
@@ -379,11 +406,8 @@ where
         let running = server
             .serve(transport)
             .await
-            .map_err(|e| ServeError::Init(e.to_string()))?;
-        running
-            .waiting()
-            .await
-            .map_err(|e| ServeError::Task(e.to_string()))?;
+            .map_err(|e| ServeError::Init(Box::new(e)))?;
+        running.waiting().await.map_err(ServeError::Task)?;
         Ok(())
     }
     .await;

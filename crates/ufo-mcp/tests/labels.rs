@@ -89,7 +89,8 @@ async fn a_shared_name_resolves_by_role_or_fails_listing_candidates() {
             &args(json!({"window": "Term", "control": "Save", "function": "click"})),
         )
         .await
-        .expect_err("two Save buttons");
+        .expect_err("two Save buttons")
+        .to_string();
     assert!(err.contains("matches 2 controls"), "{err}");
     assert!(err.contains("button \"Save\""), "{err}");
 }

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{json, Value};
+use ufo_desktop::testing::script::{app, app_line, host_assign, host_finish, line};
 
 const RUNS: usize = 5;
 
@@ -23,30 +24,6 @@ fn binary() -> PathBuf {
         Some(b) => PathBuf::from(b),
         None => root.join("target/debug/ufo"),
     }
-}
-
-fn line(agent: &str, response: Value) -> String {
-    json!({"agent": agent, "response": response}).to_string()
-}
-
-fn app(text: &str, label: &str, function: &str, args: Value, status: &str) -> Value {
-    json!({"Observation": "o", "Thought": "t", "ControlLabel": label, "ControlText": text,
-           "Function": function, "Args": args, "Status": status})
-}
-
-fn host_assign(task: &str, app: &str) -> String {
-    line(
-        "host",
-        json!({"Observation": "o", "Thought": "t", "Current Sub-Task": task,
-               "ControlText": app, "Status": "ASSIGN"}),
-    )
-}
-
-fn host_finish() -> String {
-    line(
-        "host",
-        json!({"Observation": "o", "Thought": "t", "Status": "FINISH"}),
-    )
 }
 
 /// What the runs of one case measured.
@@ -192,7 +169,7 @@ fn report(name: &str, m: &mut Measured) {
 
 fn calculator(bin: &Path, dir: &Path, multi: bool) {
     let task = "Compute 12 x 7";
-    let click = |t: &str, s: &str| line("app", app(t, "", "click", json!({}), s));
+    let click = |t: &str, s: &str| app_line(t, "", "click", json!({}), s);
     let lines: Vec<String> = if multi {
         let a = |t: &str| json!({"ControlText": t, "Function": "click", "Args": {}});
         vec![
@@ -201,6 +178,7 @@ fn calculator(bin: &Path, dir: &Path, multi: bool) {
                 "app",
                 json!({"Observation": "o", "Thought": "t", "Status": "FINISH",
                        "Actions": [a("1"), a("2"), a("×"), a("7"), a("=")]}),
+                &[],
             ),
             host_finish(),
         ]
@@ -240,37 +218,28 @@ fn mousepad(bin: &Path, dir: &Path) {
         let file = dir.join(format!("note{i}.txt"));
         let lines = vec![
             host_assign(task, "text editor"),
-            line(
-                "app",
-                app(
-                    "",
-                    "7",
-                    "type_keys",
-                    json!({"keys": "Hello from ufo-rs{ENTER}bye"}),
-                    "CONTINUE",
-                ),
+            app_line(
+                "",
+                "7",
+                "type_keys",
+                json!({"keys": "Hello from ufo-rs{ENTER}bye"}),
+                "CONTINUE",
             ),
-            line(
-                "app",
-                app(
-                    "",
-                    "7",
-                    "type_keys",
-                    json!({"keys": "{ctrl+s}"}),
-                    "SCREENSHOT",
-                ),
+            app_line(
+                "",
+                "7",
+                "type_keys",
+                json!({"keys": "{ctrl+s}"}),
+                "SCREENSHOT",
             ),
-            line(
-                "app",
-                app(
-                    "Name",
-                    "",
-                    "set_text",
-                    json!({"text": file.display().to_string()}),
-                    "CONTINUE",
-                ),
+            app_line(
+                "Name",
+                "",
+                "set_text",
+                json!({"text": file.display().to_string()}),
+                "CONTINUE",
             ),
-            line("app", app("Save", "", "click", json!({}), "FINISH")),
+            app_line("Save", "", "click", json!({}), "FINISH"),
             host_finish(),
         ];
         run(bin, dir, &lines, task, false, &mut m);
@@ -335,14 +304,13 @@ fn chromium(bin: &Path, dir: &Path) {
     let task = "Follow the link to the second page";
     let lines = vec![
         host_assign(task, "First page - Chromium"),
+        app_line("Go to the second page", "", "click", json!({}), "CONTINUE"),
+        // the observation after the click must be of the new page (not a stale one)
         line(
             "app",
-            app("Go to the second page", "", "click", json!({}), "CONTINUE"),
+            app("", "", "", json!({}), "FINISH"),
+            &["Back to the first page"],
         ),
-        // the observation after the click must be of the new page (not a stale one)
-        json!({"agent": "app", "response": app("", "", "", json!({}), "FINISH"),
-               "expect": ["Back to the first page"]})
-        .to_string(),
         host_finish(),
     ];
     let mut m = Measured::default();

@@ -547,22 +547,13 @@ fn run_worker(
     }
 }
 
-/// Windows as (id, pid) pairs.
-async fn window_keys(desktop: &dyn Desktop) -> Vec<(String, Option<u32>)> {
-    desktop
-        .windows()
-        .await
-        .map(|ws| ws.into_iter().map(|w| (w.id, w.pid)).collect())
-        .unwrap_or_default()
-}
-
 /// Close what the task opened, so the next task starts from the same desktop: every window
 /// that was not there before is closed through the desktop port (asked to close; its
 /// application ended when it is still there after the port's grace period), all at once.
 /// Returns the windows that would not close, with why.
 async fn close_new_windows(desktop: &dyn Desktop, before: &[(String, Option<u32>)]) -> Vec<String> {
     let before_ids: Vec<&String> = before.iter().map(|(id, _)| id).collect();
-    let new: Vec<String> = window_keys(desktop)
+    let new: Vec<String> = ufo_batch::setup::window_keys(desktop)
         .await
         .into_iter()
         .map(|(id, _)| id)
@@ -714,7 +705,7 @@ async fn run_task(
             return finish(r);
         }
     };
-    let before = window_keys(&desktop).await;
+    let before = ufo_batch::setup::window_keys(&desktop).await;
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| dir.join("home"));

@@ -124,10 +124,6 @@ mod tests {
     use super::*;
     use ufo_desktop::annotate::{annotate, encode_png};
 
-    fn r(x: i32, y: i32, w: u32, h: u32) -> Rect {
-        Rect { x, y, w, h }
-    }
-
     #[test]
     fn finds_each_labelled_box() {
         let base = RgbaImage::new(300, 200, [240, 240, 240, 255]);
@@ -135,7 +131,7 @@ mod tests {
         for i in 0..12 {
             let x = 5 + (i % 3) * 95;
             let y = 5 + (i / 3) * 48;
-            labels.push(((i + 1).to_string(), r(x, y, 90, 40)));
+            labels.push(((i + 1).to_string(), Rect::new(x, y, 90, 40)));
         }
         let png = annotate(&base, &labels).expect("png");
         for (label, rect) in &labels {

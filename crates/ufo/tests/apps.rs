@@ -18,6 +18,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use ufo_desktop::testing::require_live;
+use ufo_desktop::testing::script::{app_line, host_assign, host_finish, line};
 
 use common::*;
 use serde_json::{json, Value};
@@ -98,30 +99,6 @@ impl Drop for AppGuard {
     }
 }
 
-fn line(agent: &str, response: Value) -> String {
-    json!({"agent": agent, "response": response, "expect": []}).to_string()
-}
-
-fn app(text: &str, label: &str, function: &str, args: Value, status: &str) -> Value {
-    json!({"Observation": "the window", "Thought": "next action", "ControlLabel": label,
-           "ControlText": text, "Function": function, "Args": args, "Status": status})
-}
-
-fn assign(app_name: &str, task: &str) -> String {
-    line(
-        "host",
-        json!({"Observation": "It is not open.", "Thought": "Launch it and assign.",
-               "Current Sub-Task": task, "ControlText": app_name, "Status": "ASSIGN"}),
-    )
-}
-
-fn host_finish() -> String {
-    line(
-        "host",
-        json!({"Observation": "Done.", "Thought": "Finish.", "Status": "FINISH"}),
-    )
-}
-
 /// `ufo run --desktop live` with a scripted model and a config file, under a fresh HOME.
 fn ufo_run(tmp: &Path, lines: &[String], config: &str, request: &str) -> std::process::Output {
     let script = tmp.join("script.jsonl");
@@ -197,21 +174,15 @@ fn the_agent_runs_a_command_in_a_terminal() {
     );
     // xfce4-terminal's menus come first (one of them is named "Terminal"), then the terminal
     let lines = [
-        assign("test terminal", "Write a file from the shell"),
-        line(
-            "app",
-            app(
-                "Terminal",
-                "7",
-                "type_keys",
-                json!({"keys": format!("echo made-by-ufo > {}{{ENTER}}", made.display())}),
-                "CONTINUE",
-            ),
+        host_assign("Write a file from the shell", "test terminal"),
+        app_line(
+            "Terminal",
+            "7",
+            "type_keys",
+            json!({"keys": format!("echo made-by-ufo > {}{{ENTER}}", made.display())}),
+            "CONTINUE",
         ),
-        line(
-            "app",
-            app("Terminal", "7", "read_text", json!({}), "FINISH"),
-        ),
+        app_line("Terminal", "7", "read_text", json!({}), "FINISH"),
         host_finish(),
     ];
     let run = ufo_run(tmp.path(), &lines, &config, "Write a file from the shell");
@@ -255,6 +226,7 @@ fn a_bash_launch_returns_when_the_window_appears_and_the_app_stays() {
             json!({"Observation": "No terminal is open.", "Thought": "Start one.",
                    "Status": "CONTINUE",
                    "Bash": format!("xfce4-terminal --disable-server --title={} &", guard.token)}),
+            &[],
         ),
         host_finish(),
     ];
@@ -476,39 +448,30 @@ fn the_agent_renames_a_file_in_thunar() {
     std::fs::write(dir.join("old-name.txt"), "kept\n").expect("file");
     let config = format!("[launch]\n\"test files\" = \"thunar {}\"\n", dir.display());
     let lines = [
-        assign("test files", "Rename old-name.txt to new-name.txt"),
+        host_assign("Rename old-name.txt to new-name.txt", "test files"),
         // the icon view first: its files are not listed, and the observation warns so
-        line("app", app("View", "", "click", json!({}), "CONTINUE")),
-        line("app", app("Icon View", "", "click", json!({}), "CONTINUE")),
-        line("app", app("View", "", "click", json!({}), "CONTINUE")),
-        line("app", app("List View", "", "click", json!({}), "CONTINUE")),
+        app_line("View", "", "click", json!({}), "CONTINUE"),
+        app_line("Icon View", "", "click", json!({}), "CONTINUE"),
+        app_line("View", "", "click", json!({}), "CONTINUE"),
+        app_line("List View", "", "click", json!({}), "CONTINUE"),
         // list view lists the file by name: focus selects its row, F2 opens the Rename dialog
-        line(
-            "app",
-            app("old-name.txt", "", "focus", json!({}), "CONTINUE"),
-        ),
-        line(
-            "app",
-            app(
-                "old-name.txt",
-                "",
-                "type_keys",
-                json!({"keys": "{F2}"}),
-                "CONTINUE",
-            ),
+        app_line("old-name.txt", "", "focus", json!({}), "CONTINUE"),
+        app_line(
+            "old-name.txt",
+            "",
+            "type_keys",
+            json!({"keys": "{F2}"}),
+            "CONTINUE",
         ),
         // the dialog comes first in the observation: its name field is label 1
-        line(
-            "app",
-            app(
-                "",
-                "1",
-                "set_text",
-                json!({"text": "new-name.txt"}),
-                "CONTINUE",
-            ),
+        app_line(
+            "",
+            "1",
+            "set_text",
+            json!({"text": "new-name.txt"}),
+            "CONTINUE",
         ),
-        line("app", app("Rename", "", "click", json!({}), "FINISH")),
+        app_line("Rename", "", "click", json!({}), "FINISH"),
         host_finish(),
     ];
     let run = ufo_run(
@@ -569,22 +532,19 @@ fn the_agent_opens_a_file_in_a_qt_editor_through_its_menu() {
         start.display()
     );
     let lines = [
-        assign("qt editor", "Open the file"),
-        line("app", app("File", "", "click", json!({}), "CONTINUE")),
+        host_assign("Open the file", "qt editor"),
+        app_line("File", "", "click", json!({}), "CONTINUE"),
         // the open menu's "Open" item (the toolbar has an "Open" button too): label and name
-        line("app", app("Open", "18", "click", json!({}), "CONTINUE")),
-        line(
-            "app",
-            app(
-                "File name:",
-                "",
-                "set_text",
-                json!({"text": target.display().to_string()}),
-                "CONTINUE",
-            ),
+        app_line("Open", "18", "click", json!({}), "CONTINUE"),
+        app_line(
+            "File name:",
+            "",
+            "set_text",
+            json!({"text": target.display().to_string()}),
+            "CONTINUE",
         ),
         // the dialog's controls come first: its "Open" button is the first "Open"
-        line("app", app("Open", "", "click", json!({}), "FINISH")),
+        app_line("Open", "", "click", json!({}), "FINISH"),
         host_finish(),
     ];
     let run = ufo_run(tmp.path(), &lines, &config, "Open the file");
@@ -650,12 +610,7 @@ fn the_agent_flips_and_exports_an_image_in_gimp() {
     );
     let output = tmp.path().join("flipped.png");
     let config = String::new();
-    let keys = |k: &str, status: &str| {
-        line(
-            "app",
-            app(&name, "", "type_keys", json!({"keys": k}), status),
-        )
-    };
+    let keys = |k: &str, status: &str| app_line(&name, "", "type_keys", json!({"keys": k}), status);
     let lines = [
         // a host Bash launch of a GTK 2 program: ufo starts it with its accessibility modules
         // and returns once its window is there
@@ -664,43 +619,40 @@ fn the_agent_flips_and_exports_an_image_in_gimp() {
             json!({"Observation": "GIMP is not open.", "Thought": "Start it on the image.",
                    "Status": "CONTINUE",
                    "Bash": format!("gimp -n --no-splash --no-fonts {} &", input.display())}),
+            &[],
         ),
         // GIMP shows its window before it has loaded the image
         line(
             "host",
             json!({"Observation": "GIMP is starting.", "Thought": "Let it load the image.",
                    "Status": "CONTINUE", "Bash": "sleep 6"}),
+            &[],
         ),
         line(
             "host",
             json!({"Observation": "GIMP shows the image.", "Thought": "Assign the flip.",
                    "Current Sub-Task": "Flip the image horizontally and export it",
                    "ControlLabel": "1", "Status": "ASSIGN"}),
+            &[],
         ),
         keys("{alt+i}", "CONTINUE"),
         keys("t", "CONTINUE"),
         keys("h", "CONTINUE"),
         keys("{shift+ctrl+e}", "CONTINUE"),
         // the Export Image dialog's name field (GTK 2 labels it after the folder row)
-        line(
-            "app",
-            app(
-                "Save in folder",
-                "",
-                "set_text",
-                json!({"text": output.display().to_string()}),
-                "CONTINUE",
-            ),
+        app_line(
+            "Save in folder",
+            "",
+            "set_text",
+            json!({"text": output.display().to_string()}),
+            "CONTINUE",
         ),
-        line(
-            "app",
-            app(
-                "Save in folder",
-                "",
-                "type_keys",
-                json!({"keys": "{ENTER}"}),
-                "FINISH",
-            ),
+        app_line(
+            "Save in folder",
+            "",
+            "type_keys",
+            json!({"keys": "{ENTER}"}),
+            "FINISH",
         ),
         // the PNG options come from GIMP's PNG plug-in, a window of another process that
         // takes a moment to start
@@ -708,14 +660,16 @@ fn the_agent_flips_and_exports_an_image_in_gimp() {
             "host",
             json!({"Observation": "GIMP is exporting.", "Thought": "Let the plug-in start.",
                    "Status": "CONTINUE", "Bash": "sleep 3"}),
+            &[],
         ),
         line(
             "host",
             json!({"Observation": "The PNG options are asked.", "Thought": "Confirm them.",
                    "Current Sub-Task": "Export with the default options",
                    "ControlText": "Export Image as PNG", "Status": "ASSIGN"}),
+            &[],
         ),
-        line("app", app("Export", "", "click", json!({}), "FINISH")),
+        app_line("Export", "", "click", json!({}), "FINISH"),
         host_finish(),
     ];
     let run = ufo_run(
@@ -775,6 +729,7 @@ fn a_chromium_started_by_bash_shows_its_page_to_the_agent() {
                    "Status": "CONTINUE",
                    "Bash": format!("chromium --no-first-run --user-data-dir={} file://{} &",
                                    profile.display(), page.display())}),
+            &[],
         ),
         host_finish(),
     ];

@@ -11,7 +11,8 @@ mod common;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use ufo_desktop::testing::script::{app, app_line, line};
 use ufo_desktop::testing::{require_live, ProcessGuard};
 
 use common::*;
@@ -19,15 +20,6 @@ use serde_json::{json, Value};
 
 /// Live tests share one display: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn line(agent: &str, response: Value) -> String {
-    json!({"agent": agent, "response": response}).to_string()
-}
-
-fn app(text: &str, function: &str, args: Value, status: &str) -> Value {
-    json!({"Observation": "the page", "Thought": "next field", "ControlLabel": "",
-           "ControlText": text, "Function": function, "Args": args, "Status": status})
-}
 
 /// Start Chromium with renderer accessibility on `page`, in a fresh profile under `dir`.
 fn start_chromium(dir: &Path, page: &Path) -> ProcessGuard {
@@ -50,39 +42,6 @@ fn start_chromium(dir: &Path, page: &Path) -> ProcessGuard {
         .spawn()
         .expect("chromium starts (install it: apt-get install chromium)");
     ProcessGuard::new(profile_arg, Some(child))
-}
-
-/// `ufo` with a fresh HOME.
-fn ufo_live(home: &Path, args: &[String]) -> std::process::Output {
-    Command::new(assert_cmd::cargo::cargo_bin("ufo"))
-        .args(args)
-        .env("HOME", home)
-        .env_remove("UFO_LLM")
-        .output()
-        .expect("ufo runs")
-}
-
-/// Wait until `ufo inspect WINDOW` lists a control line containing `wanted`.
-fn wait_for_control(home: &Path, window: &str, wanted: &str, png: &Path) -> String {
-    let deadline = Instant::now() + Duration::from_secs(40);
-    let mut last = String::new();
-    while Instant::now() < deadline {
-        let out = ufo_live(
-            home,
-            &[
-                "inspect".into(),
-                window.into(),
-                "--png".into(),
-                png.display().to_string(),
-            ],
-        );
-        last = String::from_utf8_lossy(&out.stdout).into_owned();
-        if last.contains(wanted) {
-            return last;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    panic!("{window:?} never showed {wanted:?}; last inspect:\n{last}");
 }
 
 /// Through pyatspi (not ufo): the URI of the page Chromium shows, once it is `want_title`.
@@ -155,7 +114,13 @@ fn ufo_fills_and_submits_a_web_form_in_chromium() {
     let page = write_form(tmp.path(), 40);
     let _browser = start_chromium(tmp.path(), &page);
     let png = tmp.path().join("inspect.png");
-    let shown = wait_for_control(&home, "Order form", "entry \"Full name\"", &png);
+    let shown = wait_for_control(
+        &home,
+        "Order form",
+        "entry \"Full name\"",
+        Duration::from_secs(40),
+        &png,
+    );
     // what issue 12 found broken: actions named, no empty list items beside the links
     assert!(
         shown.contains("actions=jump"),
@@ -174,30 +139,24 @@ fn ufo_fills_and_submits_a_web_form_in_chromium() {
             json!({"Observation": "The order form is open in Chromium.", "Thought": "Assign.",
                    "Current Sub-Task": "Fill and send the order form",
                    "ControlText": "Order form - Chromium", "Status": "ASSIGN"}),
+            &[],
         ),
-        line(
-            "app",
-            app(
-                "Full name",
-                "set_text",
-                json!({"text": "Ada Lovelace"}),
-                "CONTINUE",
-            ),
+        app_line(
+            "Full name",
+            "",
+            "set_text",
+            json!({"text": "Ada Lovelace"}),
+            "CONTINUE",
         ),
-        line(
-            "app",
-            app("City", "set_text", json!({"text": "Paris"}), "CONTINUE"),
-        ),
-        line(
-            "app",
-            app("Colour", "select", json!({"item": "Blue"}), "CONTINUE"),
-        ),
-        line("app", app("Gift wrap", "click", json!({}), "CONTINUE")),
-        line("app", app("Send order", "click", json!({}), "CONTINUE")),
-        line("app", app("", "", json!({}), "FINISH")),
+        app_line("City", "", "set_text", json!({"text": "Paris"}), "CONTINUE"),
+        app_line("Colour", "", "select", json!({"item": "Blue"}), "CONTINUE"),
+        app_line("Gift wrap", "", "click", json!({}), "CONTINUE"),
+        app_line("Send order", "", "click", json!({}), "CONTINUE"),
+        app_line("", "", "", json!({}), "FINISH"),
         line(
             "host",
             json!({"Observation": "Sent.", "Thought": "Finish.", "Status": "FINISH"}),
+            &[],
         ),
     ];
     std::fs::write(&script, lines.join("\n")).expect("script");
@@ -216,6 +175,7 @@ fn ufo_fills_and_submits_a_web_form_in_chromium() {
             "yes".into(),
             "Fill and send the order form".into(),
         ],
+        &[],
     );
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
     let events = std::fs::read_to_string(out.join("events.jsonl")).unwrap_or_default();
@@ -268,7 +228,13 @@ fn ufo_reads_scrolls_and_follows_a_link_below_the_fold_in_chromium() {
     let page = write_form(tmp.path(), 200);
     let _browser = start_chromium(tmp.path(), &page);
     let png = tmp.path().join("inspect.png");
-    let shown = wait_for_control(&home, "Order form", "link \"Link number 0\"", &png);
+    let shown = wait_for_control(
+        &home,
+        "Order form",
+        "link \"Link number 0\"",
+        Duration::from_secs(40),
+        &png,
+    );
     assert!(
         !shown.contains("link \"Link number 135\""),
         "link 135 is on screen before scrolling:\n{shown}"
@@ -284,12 +250,14 @@ fn ufo_reads_scrolls_and_follows_a_link_below_the_fold_in_chromium() {
             json!({"Observation": "The page is open in Chromium.", "Thought": "Assign.",
                    "Current Sub-Task": "Open link 135", "ControlText": "Order form - Chromium",
                    "Status": "ASSIGN"}),
+            &[],
         ),
-        line("app", app("Order form", "read_text", json!({}), "CONTINUE")),
+        app_line("Order form", "", "read_text", json!({}), "CONTINUE"),
         // the page's text came back, the link is further down
         with_expect(
             app(
                 "Order form",
+                "",
                 "scroll",
                 json!({"direction": "down", "amount": 20}),
                 "CONTINUE",
@@ -297,13 +265,14 @@ fn ufo_reads_scrolls_and_follows_a_link_below_the_fold_in_chromium() {
             &["Order form", "Link number 3"],
         ),
         with_expect(
-            app("Link number 135", "click", json!({}), "CONTINUE"),
+            app("Link number 135", "", "click", json!({}), "CONTINUE"),
             &["link \"Link number 135\""],
         ),
-        line("app", app("", "", json!({}), "FINISH")),
+        app_line("", "", "", json!({}), "FINISH"),
         line(
             "host",
             json!({"Observation": "Done.", "Thought": "Finish.", "Status": "FINISH"}),
+            &[],
         ),
     ];
     std::fs::write(&script, lines.join("\n")).expect("script");
@@ -319,6 +288,7 @@ fn ufo_reads_scrolls_and_follows_a_link_below_the_fold_in_chromium() {
             out.display().to_string(),
             "Open link 135".into(),
         ],
+        &[],
     );
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
     // the links the model was shown after the scroll, for the failure message
@@ -439,7 +409,13 @@ fn a_label_of_a_page_that_changed_is_refused() {
     let page = write_form(tmp.path(), 5);
     let _browser = start_chromium(tmp.path(), &page);
     let png = tmp.path().join("inspect.png");
-    wait_for_control(&home, "Order form", "entry \"Full name\"", &png);
+    wait_for_control(
+        &home,
+        "Order form",
+        "entry \"Full name\"",
+        Duration::from_secs(40),
+        &png,
+    );
     let mut mcp = McpServe::start(&home);
     let window = "Order form - Chromium";
     let (obs, err) = mcp.tool("observe_window", json!({"window": window}));

@@ -4,20 +4,14 @@
 //!
 //! Run when `UFO_LIVE_TESTS=1` or when a `DISPLAY` is set; skipped with a message otherwise.
 
-use std::path::Path;
+mod common;
+
 use std::process::Command;
 
 use serde_json::{json, Value};
 use ufo_desktop::testing::require_live;
 
-fn ufo_live(home: &Path, args: &[String]) -> std::process::Output {
-    Command::new(assert_cmd::cargo::cargo_bin("ufo"))
-        .args(args)
-        .env("HOME", home)
-        .env_remove("UFO_LLM")
-        .output()
-        .expect("ufo runs")
-}
+use common::ufo_live;
 
 #[test]
 fn multi_action_computes_12_times_7_in_one_model_call() {
@@ -55,9 +49,10 @@ fn multi_action_computes_12_times_7_in_one_model_call() {
             out.display().to_string(),
             "Compute 12 x 7".into(),
         ],
+        &[],
     );
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
-    let shown = ufo_live(&home, &["inspect".into(), "Calculator".into()]);
+    let shown = ufo_live(&home, &["inspect".into(), "Calculator".into()], &[]);
     let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
     let pid: Option<u32> = shown
         .lines()

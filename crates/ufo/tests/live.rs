@@ -13,6 +13,7 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use ufo_desktop::testing::require_live;
+use ufo_desktop::testing::script::{app, app_line, line};
 
 use common::*;
 use serde_json::{json, Value};
@@ -20,37 +21,9 @@ use serde_json::{json, Value};
 /// Live tests share one display: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn line(agent: &str, response: Value, expect: &[&str]) -> String {
-    json!({"agent": agent, "response": response, "expect": expect}).to_string()
-}
-
-fn app(text: &str, label: &str, function: &str, args: Value, status: &str) -> Value {
-    json!({"Observation": "the window", "Thought": "next action", "ControlLabel": label,
-           "ControlText": text, "Function": function, "Args": args, "Status": status})
-}
-
-/// Run `ufo` with a fresh HOME (applications keep state there).
-fn ufo_live(home: &Path, args: &[String]) -> std::process::Output {
-    Command::new(assert_cmd::cargo::cargo_bin("ufo"))
-        .args(args)
-        .env("HOME", home)
-        .env_remove("UFO_LLM")
-        .output()
-        .expect("ufo runs")
-}
-
 /// `ufo inspect WINDOW`: (stdout, pid of the window's process).
 fn inspect(home: &Path, window: &str, png: &Path) -> (String, Option<u32>) {
-    let out = ufo_live(
-        home,
-        &[
-            "inspect".into(),
-            window.into(),
-            "--png".into(),
-            png.display().to_string(),
-        ],
-    );
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let text = inspect_window(home, window, png);
     let pid = text
         .lines()
         .next()
@@ -87,8 +60,7 @@ fn ufo_computes_a_sum_on_the_calculator() {
     std::fs::create_dir_all(&home).expect("home");
     let out = tmp.path().join("out");
     let script = tmp.path().join("script.jsonl");
-    let click =
-        |name: &str, status: &str| line("app", app(name, "", "click", json!({}), status), &[]);
+    let click = |name: &str, status: &str| app_line(name, "", "click", json!({}), status);
     let lines = [
         line(
             "host",
@@ -126,6 +98,7 @@ fn ufo_computes_a_sum_on_the_calculator() {
             out.display().to_string(),
             "Compute 12 + 30".into(),
         ],
+        &[],
     );
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
     let (shown, pid) = inspect(&home, "Calculator", &tmp.path().join("calc.png"));
@@ -159,7 +132,7 @@ fn ufo_computes_a_sum_on_the_calculator() {
     assert!(log.contains("observed") && log.contains("acted"), "{log}");
     // Issue 14: live screenshots are drawn by the shared annotator, so the report highlights
     // the button each of the six app steps clicked.
-    let report = ufo_live(&home, &["report".into(), out.display().to_string()]);
+    let report = ufo_live(&home, &["report".into(), out.display().to_string()], &[]);
     assert_eq!(
         report.status.code(),
         Some(0),
@@ -207,16 +180,12 @@ fn ufo_types_and_saves_a_file_in_mousepad() {
             &["[7] text"],
         ),
         // Ctrl+S opens the Save As dialog: re-annotate.
-        line(
-            "app",
-            app(
-                "",
-                "7",
-                "type_keys",
-                json!({"keys": "{ctrl+s}"}),
-                "SCREENSHOT",
-            ),
-            &[],
+        app_line(
+            "",
+            "7",
+            "type_keys",
+            json!({"keys": "{ctrl+s}"}),
+            "SCREENSHOT",
         ),
         line(
             "app",
@@ -253,6 +222,7 @@ fn ufo_types_and_saves_a_file_in_mousepad() {
             out.display().to_string(),
             "Write a note and save it".into(),
         ],
+        &[],
     );
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
     // Checked on disk, not through the agent.

@@ -13,6 +13,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use ufo_desktop::testing::script::{app, app_line, line};
 use ufo_desktop::testing::{require_live, ProcessGuard};
 
 use common::*;
@@ -20,50 +21,6 @@ use serde_json::{json, Value};
 
 /// Live tests share one display: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn line(agent: &str, response: Value, expect: &[&str]) -> String {
-    json!({"agent": agent, "response": response, "expect": expect}).to_string()
-}
-
-fn app(text: &str, function: &str, args: Value, status: &str) -> Value {
-    json!({"Observation": "the window", "Thought": "next step", "ControlLabel": "",
-           "ControlText": text, "Function": function, "Args": args, "Status": status})
-}
-
-fn ufo_live(home: &Path, args: &[String], env: &[(&str, &str)]) -> std::process::Output {
-    Command::new(assert_cmd::cargo::cargo_bin("ufo"))
-        .args(args)
-        .env("HOME", home)
-        .env_remove("UFO_LLM")
-        .envs(env.iter().copied())
-        .output()
-        .expect("ufo runs")
-}
-
-/// Wait until `ufo inspect WINDOW` lists a line containing `wanted`.
-fn wait_for_control(home: &Path, window: &str, wanted: &str, secs: u64) -> String {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    let mut last = String::new();
-    let png = home.join("inspect.png");
-    while Instant::now() < deadline {
-        let out = ufo_live(
-            home,
-            &[
-                "inspect".into(),
-                window.into(),
-                "--png".into(),
-                png.display().to_string(),
-            ],
-            &[],
-        );
-        last = String::from_utf8_lossy(&out.stdout).into_owned();
-        if last.contains(wanted) {
-            return last;
-        }
-        std::thread::sleep(Duration::from_millis(700));
-    }
-    panic!("{window:?} never showed {wanted:?}; last inspect:\n{last}");
-}
 
 /// `ufo run --desktop live` with a script; the run and its events.
 fn run_script(home: &Path, dir: &Path, lines: &[String], request: &str) -> (Option<i32>, String) {
@@ -182,7 +139,13 @@ fn ufo_lists_an_open_gtk2_menu_and_activates_its_item_in_gimp() {
         child: Some(child),
     };
     // the window is titled by the image once it is loaded (its menus come before that)
-    wait_for_control(&home, "halves", "menu \"Image\"", 120);
+    wait_for_control(
+        &home,
+        "halves",
+        "menu \"Image\"",
+        Duration::from_secs(120),
+        &home.join("inspect.png"),
+    );
 
     let lines = [
         line(
@@ -192,24 +155,25 @@ fn ufo_lists_an_open_gtk2_menu_and_activates_its_item_in_gimp() {
                    "Status": "ASSIGN"}),
             &[],
         ),
-        line("app", app("Image", "click", json!({}), "CONTINUE"), &[]),
+        app_line("Image", "", "click", json!({}), "CONTINUE"),
         // the open menu is listed: its submenu Transform and its items
         line(
             "app",
-            app("Transform", "click", json!({}), "CONTINUE"),
+            app("Transform", "", "click", json!({}), "CONTINUE"),
             &["menu \"Transform\"", "menu item \"Canvas Size...\""],
         ),
         line(
             "app",
             app(
                 "Image",
+                "",
                 "select",
                 json!({"item": "Flip Horizontally"}),
                 "CONTINUE",
             ),
             &["menu item \"Flip Horizontally\""],
         ),
-        line("app", app("", "", json!({}), "FINISH"), &[]),
+        app_line("", "", "", json!({}), "FINISH"),
         line(
             "host",
             json!({"Observation": "Flipped.", "Thought": "Finish.", "Status": "FINISH"}),
@@ -261,7 +225,13 @@ fn a_click_that_opens_a_qt_modal_dialog_is_reported_done() {
         arg: file.display().to_string(),
         child: Some(child),
     };
-    wait_for_control(&home, "FeatherPad", "button \"Open\"", 40);
+    wait_for_control(
+        &home,
+        "FeatherPad",
+        "button \"Open\"",
+        Duration::from_secs(40),
+        &home.join("inspect.png"),
+    );
     let lines = [
         line(
             "host",
@@ -270,10 +240,10 @@ fn a_click_that_opens_a_qt_modal_dialog_is_reported_done() {
                    "Status": "ASSIGN"}),
             &[],
         ),
-        line("app", app("Open", "click", json!({}), "CONTINUE"), &[]),
+        app_line("Open", "", "click", json!({}), "CONTINUE"),
         line(
             "app",
-            app("", "", json!({}), "FINISH"),
+            app("", "", "", json!({}), "FINISH"),
             &["opened the dialog"],
         ),
         line(

@@ -5,16 +5,15 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::{
-    archive, ask_model, clip, hand_back, recent, resolve_control, subtask_result,
-    unresolved_message, Assignment, Cx, Ending, Handoff, ModelCall, StepReport, SubAgent,
-    SubtaskOutcome, Unresolved,
+    ask_model, clip, hand_back, recent, resolve_control, unresolved_message, Assignment, Cx,
+    Ending, Handoff, ModelCall, StepReport, SubAgent, SubtaskLog, SubtaskOutcome, Unresolved,
 };
 use crate::action::{canonical_name, UiAction};
 use crate::blackboard::QuestionAnswer;
 use crate::ports::{
     ConfirmRequest, Control, Decision, ToolProvider, ToolSpec, WindowInfo, WindowObservation,
 };
-use crate::processor::{Processor, StepRunner};
+use crate::processor::{Processor, StepError, StepRunner};
 use crate::response::AppResponse;
 use crate::session::SessionStatus;
 use crate::status::AppStatus;
@@ -202,10 +201,7 @@ pub struct AppAgent {
     state: AppStatus,
     status: AppStatus,
     processor: Processor<AppStrategy>,
-    subtask: String,
-    messages: Vec<String>,
-    memory: Vec<String>,
-    last_result: Option<String>,
+    log: SubtaskLog,
     /// Controls (id, name) seen in the last observation, to tell what is new.
     last_seen: Vec<(String, String)>,
     /// The last observation showed controls the model had not seen before.
@@ -215,9 +211,6 @@ pub struct AppAgent {
     questions: Vec<String>,
     held: Option<Held>,
     rejected: bool,
-    result: String,
-    actions: Vec<String>,
-    error: Option<String>,
 }
 
 impl AppAgent {
@@ -237,19 +230,13 @@ impl AppAgent {
                 vec![AppStrategy::Execute],
                 vec![AppStrategy::Remember],
             ),
-            subtask: String::new(),
-            messages: Vec::new(),
-            memory: Vec::new(),
-            last_result: None,
+            log: SubtaskLog::default(),
             last_seen: Vec::new(),
             reannotated: false,
             last_controls: None,
             questions: Vec::new(),
             held: None,
             rejected: false,
-            result: String::new(),
-            actions: Vec::new(),
-            error: None,
         }
     }
 
@@ -259,22 +246,8 @@ impl AppAgent {
     }
 
     fn archive(&mut self, cx: &mut Cx<'_>, status: SubtaskOutcome) -> StepReport {
-        let result = subtask_result(
-            status,
-            self.error.as_deref(),
-            &self.result,
-            self.last_result.as_deref(),
-        );
         let name = self.name();
-        archive(
-            cx,
-            &name,
-            self.state.as_str(),
-            &self.subtask,
-            status,
-            &result,
-            &self.actions,
-        )
+        self.log.archive(cx, &name, self.state.as_str(), status)
     }
 
     async fn handle_processing(&mut self, cx: &mut Cx<'_>) -> StepReport {
@@ -304,14 +277,14 @@ impl AppAgent {
         } = step;
         if let Some(error) = report.close(cx, "app", &transcript, outcome) {
             agent.status = AppStatus::Error;
-            agent.error = Some(error);
+            agent.log.error = Some(error);
         } else if let Some(r) = &response {
             agent.status = r.status;
         }
-        agent.last_result = result.clone();
+        agent.log.last_result = result.clone();
         report.result = result;
         report.status = agent.status.as_str().into();
-        report.subtask = Some(agent.subtask.clone());
+        report.subtask = Some(agent.log.subtask.clone());
         report
     }
 
@@ -336,7 +309,7 @@ impl AppAgent {
         self.status = AppStatus::Continue;
         StepReport {
             status: "CONTINUE".into(),
-            subtask: Some(self.subtask.clone()),
+            subtask: Some(self.log.subtask.clone()),
             action: Some(json!({"questions": questions, "answers": answers})),
             ..StepReport::default()
         }
@@ -348,7 +321,7 @@ impl AppAgent {
             self.status = AppStatus::Continue;
             return StepReport {
                 status: "CONTINUE".into(),
-                subtask: Some(self.subtask.clone()),
+                subtask: Some(self.log.subtask.clone()),
                 result: Some("CONFIRM without an action; nothing to approve".into()),
                 ..StepReport::default()
             };
@@ -373,26 +346,31 @@ impl AppAgent {
         let mut record = action_json;
         record["decision"] = format!("{decision:?}").into();
         let mut report = StepReport {
-            subtask: Some(self.subtask.clone()),
+            subtask: Some(self.log.subtask.clone()),
             ..StepReport::default()
         };
         match decision {
             Decision::Approve => {
                 let r = held.planned.run(cx, &self.window).await;
                 record["executed"] = true.into();
-                self.actions.push(format!("{described} (approved) -> {r}"));
-                self.memory
+                self.log
+                    .actions
+                    .push(format!("{described} (approved) -> {r}"));
+                self.log
+                    .memory
                     .push(format!("approved and ran {described} -> {r}"));
-                self.last_result = Some(r.clone());
+                self.log.last_result = Some(r.clone());
                 report.result = Some(r);
                 self.status = AppStatus::Continue;
             }
             Decision::Reject => {
                 record["executed"] = false.into();
                 self.rejected = true;
-                self.memory.push(format!("the person rejected {described}"));
-                self.result = format!("the person rejected the action: {described}");
-                report.result = Some(self.result.clone());
+                self.log
+                    .memory
+                    .push(format!("the person rejected {described}"));
+                self.log.result = format!("the person rejected the action: {described}");
+                report.result = Some(self.log.result.clone());
                 self.status = AppStatus::Finish;
             }
         }
@@ -413,20 +391,12 @@ impl SubAgent for AppAgent {
     }
 
     fn begin(&mut self, a: Assignment) {
-        self.subtask = a.subtask;
-        self.messages = a.messages;
         self.window = a.window;
         self.state = AppStatus::Continue;
         self.status = AppStatus::Continue;
         self.held = None;
         self.rejected = false;
-        self.result.clear();
-        self.actions.clear();
-        self.error = None;
-        self.last_result = None;
-        // Memory is kept: a reused agent remembers its earlier subtasks.
-        self.memory
-            .push(format!("--- new subtask: {} ---", self.subtask));
+        self.log.begin(a.subtask, a.messages);
     }
 
     fn state_name(&self) -> &'static str {
@@ -434,7 +404,7 @@ impl SubAgent for AppAgent {
     }
 
     fn subtask(&self) -> &str {
-        &self.subtask
+        &self.log.subtask
     }
 
     fn is_processing(&self) -> bool {
@@ -734,7 +704,7 @@ struct AppStep<'s, 'a> {
 impl StepRunner for AppStep<'_, '_> {
     type Strategy = AppStrategy;
 
-    async fn run(&mut self, strategy: AppStrategy) -> Result<(), String> {
+    async fn run(&mut self, strategy: AppStrategy) -> Result<(), StepError> {
         match strategy {
             AppStrategy::Settle => {
                 if self.fresh {
@@ -772,7 +742,7 @@ impl StepRunner for AppStep<'_, '_> {
                     r.questions.clone()
                 };
                 if !r.result.is_empty() {
-                    agent.result = r.result.clone();
+                    agent.log.result = r.result.clone();
                 }
                 let mut line = format!("Status {}", r.status);
                 if let Some(a) = &self.report.action {
@@ -787,7 +757,7 @@ impl StepRunner for AppStep<'_, '_> {
                 if let Some(res) = &self.result {
                     line.push_str(&format!(" -> {res}"));
                 }
-                agent.memory.push(line);
+                agent.log.memory.push(line);
                 self.report.thought = Some(r.thought.clone());
                 Ok(())
             }
@@ -796,14 +766,13 @@ impl StepRunner for AppStep<'_, '_> {
 }
 
 impl AppStep<'_, '_> {
-    async fn observe(&mut self) -> Result<(), String> {
+    async fn observe(&mut self) -> Result<(), StepError> {
         let obs = self
             .cx
             .services
             .desktop
             .observe(&self.agent.window.id)
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         let seen: Vec<(String, String)> = obs
             .controls
             .iter()
@@ -849,9 +818,9 @@ impl AppStep<'_, '_> {
         Ok(())
     }
 
-    async fn ask(&mut self) -> Result<(), String> {
+    async fn ask(&mut self) -> Result<(), StepError> {
         let Some(obs) = &self.obs else {
-            return Err("no observation of the window".into());
+            return Err(StepError::NoObservation);
         };
         let svc = self.cx.services;
         let controls: Vec<Value> = obs
@@ -863,29 +832,23 @@ impl AppStep<'_, '_> {
                        "enabled": c.enabled, "states": state_words(&c.states)})
             })
             .collect();
-        let memory = recent(&self.agent.memory, svc.config.memory_in_prompt);
+        let memory = recent(&self.agent.log.memory, svc.config.memory_in_prompt);
         let ctx = json!({
-            "subtask": self.agent.subtask,
-            "messages": self.agent.messages,
+            "subtask": self.agent.log.subtask,
+            "messages": self.agent.log.messages,
             "request": self.cx.request,
             "blackboard": self.cx.blackboard.render(),
             "window_title": obs.window.title,
             "fresh": self.fresh,
             "controls": controls,
             "memory": memory,
-            "last_result": self.agent.last_result,
+            "last_result": self.agent.log.last_result,
             "changes": self.changes,
             "extra_functions": tools_text(&self.tools),
             "multi_action": svc.config.multi_action,
         });
-        let system = svc
-            .prompts
-            .render("app_system", &ctx)
-            .map_err(|e| e.to_string())?;
-        let user = svc
-            .prompts
-            .render("app_user", &ctx)
-            .map_err(|e| e.to_string())?;
+        let system = svc.prompts.render("app_system", &ctx)?;
+        let user = svc.prompts.render("app_user", &ctx)?;
         let images = match (
             &obs.annotated,
             &obs.screenshot,
@@ -1048,6 +1011,7 @@ impl AppStep<'_, '_> {
                 };
                 rec["executed"] = true.into();
                 self.agent
+                    .log
                     .actions
                     .push(format!("{} -> {out}", planned.describe()));
                 let is_read = matches!(
@@ -1058,7 +1022,7 @@ impl AppStep<'_, '_> {
                     } | Planned::Tool { .. }
                 );
                 if is_read && !out.starts_with("action failed") {
-                    self.agent.result = out.clone();
+                    self.agent.log.result = out.clone();
                 }
                 self.result = Some(match self.result.take() {
                     // A list planned only in part: say which action could not be planned.

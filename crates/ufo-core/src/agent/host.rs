@@ -13,7 +13,7 @@ use super::{
 };
 use crate::blackboard::QuestionAnswer;
 use crate::ports::{ConfirmRequest, Decision, LaunchableApp, Screenshot, WindowInfo};
-use crate::processor::{Processor, StepRunner};
+use crate::processor::{Processor, StepError, StepRunner};
 use crate::response::HostResponse;
 use crate::session::SessionStatus;
 use crate::status::HostStatus;
@@ -478,16 +478,10 @@ struct HostStep<'s, 'a> {
 impl StepRunner for HostStep<'_, '_> {
     type Strategy = HostStrategy;
 
-    async fn run(&mut self, strategy: HostStrategy) -> Result<(), String> {
+    async fn run(&mut self, strategy: HostStrategy) -> Result<(), StepError> {
         match strategy {
             HostStrategy::CaptureDesktop => {
-                let shot = self
-                    .cx
-                    .services
-                    .desktop
-                    .desktop_screenshot()
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let shot = self.cx.services.desktop.desktop_screenshot().await?;
                 if let Some(shot) = &shot {
                     let name = format!("step_{:04}_desktop.png", self.cx.seq);
                     if let Some(p) = self.cx.save(&name, &shot.png) {
@@ -499,8 +493,8 @@ impl StepRunner for HostStep<'_, '_> {
             }
             HostStrategy::ListWindows => {
                 let d = self.cx.services.desktop;
-                self.windows = d.windows().await.map_err(|e| e.to_string())?;
-                self.launchable = d.launchable().await.map_err(|e| e.to_string())?;
+                self.windows = d.windows().await?;
+                self.launchable = d.launchable().await?;
                 self.agents = self.host.factory.agents();
                 Ok(())
             }
@@ -583,7 +577,7 @@ impl HostStep<'_, '_> {
         ));
     }
 
-    async fn run_bash_strategy(&mut self) -> Result<(), String> {
+    async fn run_bash_strategy(&mut self) -> Result<(), StepError> {
         let Some(r) = &self.response else {
             return Ok(());
         };
@@ -641,7 +635,7 @@ impl HostStep<'_, '_> {
         Ok(())
     }
 
-    async fn ask(&mut self) -> Result<(), String> {
+    async fn ask(&mut self) -> Result<(), StepError> {
         let svc = self.cx.services;
         let windows: Vec<Value> = self
             .windows
@@ -689,14 +683,8 @@ impl HostStep<'_, '_> {
             "memory": memory,
             "last_result": self.host.last_result.as_deref().map(|r| clip_chars(r, LAST_RESULT_CHARS)),
         });
-        let system = svc
-            .prompts
-            .render("host_system", &ctx)
-            .map_err(|e| e.to_string())?;
-        let user = svc
-            .prompts
-            .render("host_user", &ctx)
-            .map_err(|e| e.to_string())?;
+        let system = svc.prompts.render("host_system", &ctx)?;
+        let user = svc.prompts.render("host_user", &ctx)?;
         let images = match (&self.screenshot, svc.config.screenshots_to_model) {
             (Some(s), true) => vec![(s.png.clone(), "desktop screenshot".to_string())],
             _ => Vec::new(),
@@ -719,7 +707,7 @@ impl HostStep<'_, '_> {
         Ok(())
     }
 
-    async fn select_window(&mut self) -> Result<(), String> {
+    async fn select_window(&mut self) -> Result<(), StepError> {
         let Some(r) = &self.response else {
             return Ok(());
         };
@@ -729,8 +717,8 @@ impl HostStep<'_, '_> {
         let desktop = self.cx.services.desktop;
         if !r.bash.trim().is_empty() {
             // The command may have opened the window: look again.
-            self.windows = desktop.windows().await.map_err(|e| e.to_string())?;
-            self.launchable = desktop.launchable().await.map_err(|e| e.to_string())?;
+            self.windows = desktop.windows().await?;
+            self.launchable = desktop.launchable().await?;
         }
         let n = self.windows.len();
         let found = resolve(

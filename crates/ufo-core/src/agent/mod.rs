@@ -25,6 +25,7 @@ use crate::ports::{
     ChatMessage, ChatRequest, ContentPart, Desktop, LlmClient, MessageRole, Recorder, ToolProvider,
     UserIo, WindowInfo,
 };
+use crate::processor::StepError;
 use crate::prompt::Prompts;
 use crate::session::SessionStatus;
 use crate::status::HostStatus;
@@ -95,6 +96,69 @@ pub fn subtask_result(
         (Some(e), SubtaskOutcome::Error) => e.to_string(),
         _ if !result.is_empty() => result.to_string(),
         _ => last_result.unwrap_or_default().to_string(),
+    }
+}
+
+/// What a sub-agent keeps of the subtask it works on (and, in `memory`, of its earlier
+/// ones): one record for every agent kind, so starting and archiving a subtask is one piece
+/// of code.
+#[derive(Debug, Clone, Default)]
+pub struct SubtaskLog {
+    /// The subtask the host assigned.
+    pub subtask: String,
+    /// The host's hints for it.
+    pub messages: Vec<String>,
+    /// One line per step, over every subtask of this agent.
+    pub memory: Vec<String>,
+    /// The last action's result or error, shown in the next prompt.
+    pub last_result: Option<String>,
+    /// The result the model reported (`Result`), if any.
+    pub result: String,
+    /// The actions run for this subtask, for the blackboard.
+    pub actions: Vec<String>,
+    /// The system error that ended it, if any.
+    pub error: Option<String>,
+}
+
+impl SubtaskLog {
+    /// Start a new subtask: everything of the last one is cleared but the memory, which gets
+    /// a line marking the start.
+    pub fn begin(&mut self, subtask: String, messages: Vec<String>) {
+        self.subtask = subtask;
+        self.messages = messages;
+        self.result.clear();
+        self.actions.clear();
+        self.error = None;
+        self.last_result = None;
+        // Memory is kept: a reused agent remembers its earlier subtasks.
+        self.memory
+            .push(format!("--- new subtask: {} ---", self.subtask));
+    }
+
+    /// Archive the subtask as `status` (see [`archive`]), its result chosen by
+    /// [`subtask_result`]; `agent` and `state` name the agent and its state for the record.
+    pub fn archive(
+        &self,
+        cx: &mut Cx<'_>,
+        agent: &str,
+        state: &str,
+        status: SubtaskOutcome,
+    ) -> StepReport {
+        let result = subtask_result(
+            status,
+            self.error.as_deref(),
+            &self.result,
+            self.last_result.as_deref(),
+        );
+        archive(
+            cx,
+            agent,
+            state,
+            &self.subtask,
+            status,
+            &result,
+            &self.actions,
+        )
     }
 }
 
@@ -581,7 +645,7 @@ pub async fn ask_model<T>(
     parse: impl Fn(&str) -> Result<T, String>,
     stats: &mut LlmStats,
     transcript: &mut String,
-) -> Result<T, String> {
+) -> Result<T, StepError> {
     let ModelCall {
         llm,
         agent_kind,
@@ -604,10 +668,7 @@ pub async fn ask_model<T>(
     for attempt in 0..=retries {
         // A failed call is a call too (its HTTP attempts are named in the error).
         stats.calls += 1;
-        let response = llm
-            .complete(&request)
-            .await
-            .map_err(|e| format!("model call failed: {e}"))?;
+        let response = llm.complete(&request).await.map_err(StepError::Model)?;
         stats.prompt_tokens += response.usage.prompt_tokens;
         stats.completion_tokens += response.usage.completion_tokens;
         stats.cost += llm.cost(&response.usage);
@@ -635,9 +696,10 @@ pub async fn ask_model<T>(
             }
         }
     }
-    Err(format!(
-        "the model's answer was still invalid after {retries} re-asks: {last_error}"
-    ))
+    Err(StepError::InvalidAnswer {
+        retries,
+        reason: last_error,
+    })
 }
 
 /// Find the index of the item a model means by `label` and `text` (docs/responses.md "Finding the
@@ -746,7 +808,11 @@ mod tests {
         )
         .await
         .expect_err("the model is down");
-        assert!(e.contains("failed 4 time(s)"), "{e}");
+        assert!(e.to_string().contains("failed 4 time(s)"), "{e}");
+        assert!(
+            matches!(e, StepError::Model(_)),
+            "the model's error is kept: {e:?}"
+        );
         assert_eq!(stats.calls, 1);
         assert_eq!(stats.prompt_tokens, 0);
     }

@@ -473,6 +473,57 @@ impl Run {
     }
 }
 
+/// Run `ufo ARGS` (a live desktop session's, or any) under a fresh `HOME` (applications keep
+/// state there), with `env` added and no `UFO_LLM` from the caller.
+pub fn ufo_live(home: &Path, args: &[String], env: &[(&str, &str)]) -> std::process::Output {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .args(args)
+        .env("HOME", home)
+        .env_remove("UFO_LLM")
+        .envs(env.iter().copied())
+        .output()
+        .expect("ufo runs")
+}
+
+/// What `ufo inspect WINDOW --png PNG` prints (the window's controls).
+pub fn inspect_window(home: &Path, window: &str, png: &Path) -> String {
+    let out = ufo_live(
+        home,
+        &[
+            "inspect".into(),
+            window.into(),
+            "--png".into(),
+            png.display().to_string(),
+        ],
+        &[],
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Wait (`within` at most) until `ufo inspect WINDOW --png PNG` lists a line containing
+/// `wanted`; returns that listing.
+///
+/// # Panics
+/// When it does not appear in time, with the last listing.
+pub fn wait_for_control(
+    home: &Path,
+    window: &str,
+    wanted: &str,
+    within: Duration,
+    png: &Path,
+) -> String {
+    let deadline = std::time::Instant::now() + within;
+    let mut last = String::new();
+    while std::time::Instant::now() < deadline {
+        last = inspect_window(home, window, png);
+        if last.contains(wanted) {
+            return last;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    panic!("{window:?} never showed {wanted:?}; last inspect:\n{last}");
+}
+
 /// A JSON value as a plain string (strings unquoted, null empty).
 pub fn s(v: &Value) -> String {
     match v {
