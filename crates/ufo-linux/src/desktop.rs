@@ -71,6 +71,8 @@ pub(crate) struct State {
     pub last_changed: Option<bool>,
     /// the control an XTEST click left the pointer over
     pub pointer_over: Option<ufo_core::Rect>,
+    /// the observation made while the last settle waited (`settle::take_prefetched`)
+    pub prefetched: Option<crate::settle::Prefetched>,
 }
 
 /// The live Linux desktop: AT-SPI2 over zbus for controls, X11 for windows, pixels and input.
@@ -648,7 +650,13 @@ impl Desktop for LinuxDesktop {
     #[tracing::instrument(level = "debug", skip(self), err(Display))]
     async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError> {
         let started = std::time::Instant::now();
-        let obs = self.observe_window(window_id).await?;
+        let obs = match self.take_prefetched(window_id).await {
+            Some(o) => {
+                tracing::debug!("observed while settling");
+                o
+            }
+            None => self.observe_window(window_id).await?,
+        };
         tracing::debug!(
             controls = obs.controls.len(),
             warnings = obs.warnings.len(),
@@ -666,6 +674,8 @@ impl Desktop for LinuxDesktop {
         action: &UiAction,
     ) -> Result<String, DesktopError> {
         let started = std::time::Instant::now();
+        // (an observation made while the last action settled is of the screen before this one)
+        self.lock().prefetched = None;
         let done = self.perform(window_id, control_id, action).await?;
         tracing::debug!(ms = started.elapsed().as_millis() as u64, "acted");
         Ok(done)

@@ -30,6 +30,13 @@ pub(crate) const QUIET: Duration = Duration::from_millis(40);
 /// configured settle time; one seen answering in 10 ms waits this long: gnome-calculator
 /// shows the result of `=` up to ~120 ms after the click).
 pub(crate) const FLOOR: Duration = Duration::from_millis(150);
+/// How long the window must have been quiet after a change before ufo observes it while
+/// waiting out the rest of [`QUIET`] (back-to-back frames of one redraw come ~16 ms apart).
+const PREFETCH_AFTER: Duration = Duration::from_millis(12);
+/// Most observations made while waiting in one settle.
+const PREFETCH_MAX: usize = 2;
+/// Longest time an observation made while settling is kept for the next step.
+const PREFETCH_KEPT: Duration = Duration::from_secs(2);
 /// Most change times kept.
 const KEEP: usize = 512;
 
@@ -366,6 +373,18 @@ mod tests {
     }
 }
 
+/// An observation made while a settle waited out its quiet time, for the next `observe` of
+/// the window: the window did not change after it began (up to the end of the settle).
+pub(crate) struct Prefetched {
+    xid: u32,
+    /// when the settle ended
+    settled: Instant,
+    /// the window's last look in the settle, and the rectangles left out of looks
+    look: Option<Look>,
+    exempt: Vec<Rect>,
+    obs: ufo_core::WindowObservation,
+}
+
 /// Where a settle starts: the time of the action, the screen rectangles left out of the
 /// looks at the window and the look before the action (with a change watch); or the window's
 /// pixels before it when no watch runs.
@@ -501,6 +520,8 @@ impl crate::desktop::LinuxDesktop {
                 let (mut first, mut last): (Option<Duration>, Option<Duration>) = (None, None);
                 let mut looks = 0;
                 let mut changes = Vec::new();
+                let mut prefetches = 0;
+                let mut prefetched: Option<(Instant, ufo_core::WindowObservation)> = None;
                 loop {
                     let (redraws, s_first, s_last) = w.activity_since(since);
                     if redraws > seen {
@@ -525,7 +546,29 @@ impl crate::desktop::LinuxDesktop {
                         (a, b) => a.or(b),
                     };
                     match decide(since.elapsed(), f, l, &params) {
-                        Decision::Wait(d) => tokio::time::sleep(d.min(poll)).await,
+                        Decision::Wait(d) => {
+                            // observe while the quiet time runs out: the next step's
+                            // observation is then ready when the window has settled (kept
+                            // only if nothing changed after it began, see `take_prefetched`)
+                            if let Some(lc) = l {
+                                let began_after = |t: &Instant| *t >= since + lc;
+                                let quiet_for = since.elapsed().saturating_sub(lc);
+                                if prefetches < PREFETCH_MAX
+                                    && quiet_for >= PREFETCH_AFTER
+                                    && !prefetched.as_ref().is_some_and(|(t, _)| began_after(t))
+                                {
+                                    prefetches += 1;
+                                    let t = Instant::now();
+                                    let obs = self
+                                        .observe_window(&crate::desktop::window_id(xid))
+                                        .await
+                                        .ok();
+                                    prefetched = obs.map(|o| (t, o));
+                                    continue;
+                                }
+                            }
+                            tokio::time::sleep(d.min(poll)).await
+                        }
                         Decision::Settled { changed } => {
                             // the application may still be busy (LibreOffice closes one
                             // dialog, then opens the next): a round trip to it is answered
@@ -575,11 +618,37 @@ impl crate::desktop::LinuxDesktop {
                             if let Some(f) = f {
                                 self.lock().learned.note(&key, f);
                             }
+                            // the observation made while waiting holds if it began after the
+                            // last change and the window looks the same since the last look
+                            let kept = match prefetched {
+                                Some((t, obs))
+                                    if l.is_some_and(|lc| t >= since + lc)
+                                        && !w.structure_since(t) =>
+                                {
+                                    let (redraws, _, _) = w.activity_since(since);
+                                    let same = redraws == seen || {
+                                        let now = self.look(xid).await;
+                                        !differs(look.as_ref(), now.as_ref(), &exempt)
+                                    };
+                                    same.then_some(Prefetched {
+                                        xid,
+                                        settled: Instant::now(),
+                                        look: look.clone(),
+                                        exempt: exempt.clone(),
+                                        obs,
+                                    })
+                                }
+                                _ => None,
+                            };
+                            let kept_one = kept.is_some();
+                            self.lock().prefetched = kept;
                             tracing::debug!(
                                 changed,
                                 first_ms = f.map(|f| f.as_millis() as u64),
                                 redraws,
                                 looks,
+                                prefetches,
+                                kept_one,
                                 ?changes,
                                 ?exempt,
                                 ms = since.elapsed().as_millis() as u64,
@@ -602,6 +671,29 @@ impl crate::desktop::LinuxDesktop {
 }
 
 impl crate::desktop::LinuxDesktop {
+    /// The observation of `window_id` made while the last settle waited, if the window has
+    /// not changed since the settle ended (no window event; no redraw, or one that leaves the
+    /// window looking the same) and it is at most [`PREFETCH_KEPT`] old. Taken once.
+    pub(crate) async fn take_prefetched(
+        &self,
+        window_id: &str,
+    ) -> Option<ufo_core::WindowObservation> {
+        let p = self.lock().prefetched.take()?;
+        let w = self.watch.as_ref()?;
+        let xid = crate::desktop::parse_window_id(window_id).ok()?;
+        if p.xid != xid || p.settled.elapsed() > PREFETCH_KEPT || w.structure_since(p.settled) {
+            return None;
+        }
+        let (redraws, _, _) = w.activity_since(p.settled);
+        if redraws > 0 {
+            let now = self.look(xid).await;
+            if differs(p.look.as_ref(), now.as_ref(), &p.exempt) {
+                return None;
+            }
+        }
+        Some(p.obs)
+    }
+
     /// The settle asked for between steps (a SCREENSHOT status): the last action already
     /// settled, so wait only while something still changes: until no X event came for
     /// [`QUIET`] and the screen over the last window (a dialog on it included) looks the same

@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 use ufo_desktop::testing::require_live;
 
-use ufo_core::{Desktop, WindowObservation};
+use ufo_core::{Button, Desktop, UiAction, WindowObservation};
 use ufo_linux::{LinuxConfig, LinuxDesktop};
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -153,6 +153,36 @@ async fn mousepad_and_calculator_changed_outside_ufo_show_it_in_the_next_observa
     assert!(
         shows(&o, "42"),
         "Enter pressed outside ufo, but the next observation shows {:?}",
+        texts(&o)
+    );
+
+    // a click by ufo: the observation made while its settle waited is the next one, unless
+    // the window changed after it (here: a key typed outside ufo)
+    let click = |o: &WindowObservation, name: &str| {
+        o.controls
+            .iter()
+            .find(|c| c.name == name && c.role.contains("button"))
+            .map(|c| c.id.clone())
+            .unwrap_or_else(|| panic!("no button {name:?} in {:?}", o.controls))
+    };
+    let left = UiAction::Click {
+        button: Button::Left,
+        double: false,
+    };
+    let seven = click(&o, "7");
+    d.act(&w.id, Some(&seven), &left).await.expect("click 7");
+    let o = d.observe(&w.id).await.expect("observe after the click");
+    assert!(
+        shows(&o, "7"),
+        "7 clicked, but the next observation shows {:?}",
+        texts(&o)
+    );
+    let eight = click(&o, "8");
+    d.act(&w.id, Some(&eight), &left).await.expect("click 8");
+    let o = type_outside(&d, &w.id, &[&["type", "5"]]).await;
+    assert!(
+        shows(&o, "785"),
+        "8 clicked by ufo and 5 typed outside it, but the next observation shows {:?}",
         texts(&o)
     );
 }
