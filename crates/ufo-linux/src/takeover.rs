@@ -23,6 +23,9 @@ use x11rb::protocol::xproto::ConnectionExt as _;
 use x11rb::protocol::Event;
 use x11rb::rust_connection::RustConnection;
 
+use crate::x11::xerr;
+use crate::LinuxError;
+
 /// Set (to `1`) by the outer ufo in the environment of a watched private desktop.
 pub const WATCHED_VAR: &str = "UFO_WATCHED_DESKTOP";
 /// The key that hands the desktop back to the agent.
@@ -62,22 +65,36 @@ impl PersonWatch {
         }
     }
 
-    fn start() -> Result<PersonWatch, String> {
-        let display = std::env::var("DISPLAY").map_err(|_| "DISPLAY is not set".to_string())?;
+    fn start() -> Result<PersonWatch, LinuxError> {
+        let display = std::env::var("DISPLAY").map_err(|_| LinuxError::NoDisplay)?;
         let (conn, screen) =
-            x11rb::connect(Some(&display)).map_err(|e| format!("X connection: {e}"))?;
+            x11rb::connect(Some(&display)).map_err(|source| LinuxError::X11ConnectFailed {
+                display: display.clone(),
+                source,
+            })?;
         let version = conn
             .xinput_xi_query_version(2, 2)
-            .map_err(|e| e.to_string())?
+            .map_err(xerr("XIQueryVersion"))?
             .reply()
-            .map_err(|e| format!("XInput2 is missing: {e}"))?;
+            .map_err(xerr("XIQueryVersion (is XInput 2 missing?)"))?;
         if (version.major_version, version.minor_version) < (2, 1) {
-            return Err(format!(
-                "XInput {}.{} has no raw events (2.1 needed)",
-                version.major_version, version.minor_version
-            ));
+            return Err(LinuxError::X11 {
+                what: "XIQueryVersion".into(),
+                reason: format!(
+                    "XInput {}.{} has no raw events (2.1 needed)",
+                    version.major_version, version.minor_version
+                ),
+            });
         }
-        let root = conn.setup().roots.get(screen).ok_or("no screen")?.root;
+        let root = conn
+            .setup()
+            .roots
+            .get(screen)
+            .ok_or_else(|| LinuxError::X11 {
+                what: "the screen".into(),
+                reason: format!("the server has no screen {screen}"),
+            })?
+            .root;
         let pause = pause_keycodes(&conn)?;
         conn.xinput_xi_select_events(
             root,
@@ -88,15 +105,18 @@ impl PersonWatch {
                 ],
             }],
         )
-        .map_err(|e| e.to_string())?
+        .map_err(xerr("XISelectEvents"))?
         .check()
-        .map_err(|e| format!("selecting raw input events: {e}"))?;
+        .map_err(xerr("XISelectEvents (raw input events)"))?;
         let shared = Arc::new(Mutex::new(Shared::default()));
         let s = Arc::clone(&shared);
         std::thread::Builder::new()
             .name("ufo-person-input".into())
             .spawn(move || listen(&conn, &pause, &s))
-            .map_err(|e| e.to_string())?;
+            .map_err(|source| LinuxError::Spawn {
+                command: "the person-input listening thread".into(),
+                source,
+            })?;
         Ok(PersonWatch { shared })
     }
 
@@ -131,14 +151,14 @@ impl PersonWatch {
 }
 
 /// The keycodes that carry the Pause keysym in the server's keyboard map.
-fn pause_keycodes(conn: &RustConnection) -> Result<Vec<u32>, String> {
+fn pause_keycodes(conn: &RustConnection) -> Result<Vec<u32>, LinuxError> {
     let setup = conn.setup();
     let (min, max) = (setup.min_keycode, setup.max_keycode);
     let map = conn
         .get_keyboard_mapping(min, max.saturating_sub(min).saturating_add(1))
-        .map_err(|e| e.to_string())?
+        .map_err(xerr("GetKeyboardMapping"))?
         .reply()
-        .map_err(|e| format!("keyboard map: {e}"))?;
+        .map_err(xerr("GetKeyboardMapping"))?;
     let per = usize::from(map.keysyms_per_keycode.max(1));
     Ok(map
         .keysyms

@@ -68,7 +68,8 @@ pub(crate) struct X11 {
     keymap: Mutex<Option<KeyMap>>,
 }
 
-fn xerr<E>(what: &str) -> impl Fn(E) -> LinuxError + '_
+/// An X11 request's error as [`LinuxError::X11Request`], naming what was asked.
+pub(crate) fn xerr<E>(what: &str) -> impl Fn(E) -> LinuxError + '_
 where
     E: std::error::Error + Send + Sync + 'static,
 {
