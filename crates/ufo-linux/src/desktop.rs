@@ -32,6 +32,9 @@ pub(crate) struct CtlInfo {
     pub seen: crate::verify::Seen,
 }
 
+/// The controls of one observation by id, each with the label it was given.
+pub(crate) type Labelled = Vec<(String, CtlInfo)>;
+
 /// Mutable state shared by the calls.
 #[derive(Default)]
 pub(crate) struct State {
@@ -73,6 +76,10 @@ pub(crate) struct State {
     pub pointer_over: Option<ufo_core::Rect>,
     /// the observation made while the last settle waited (`settle::take_prefetched`)
     pub prefetched: Option<crate::settle::Prefetched>,
+    /// an observation is being made while settling: its controls go to `prefetch_controls`
+    /// instead of `controls` (labels mean the observation handed out last)
+    pub prefetching: bool,
+    pub prefetch_controls: Option<(u32, Labelled)>,
 }
 
 /// The live Linux desktop: AT-SPI2 over zbus for controls, X11 for windows, pixels and input.

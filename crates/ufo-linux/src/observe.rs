@@ -500,13 +500,23 @@ impl LinuxDesktop {
     /// Step 5: the controls of this observation, by id, for the actions that name them
     /// (those of the window's earlier observation are forgotten).
     fn remember_controls(&self, xid: u32, fetched: &[Fetched]) {
+        let entries: crate::desktop::Labelled = fetched
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let mut info = f.info.clone();
+                info.seen.label = i + 1;
+                (f.detail.control.id.clone(), info)
+            })
+            .collect();
         let mut st = self.lock();
-        st.controls.retain(|_, c| c.window != xid);
-        for (i, f) in fetched.iter().enumerate() {
-            let mut info = f.info.clone();
-            info.seen.label = i + 1;
-            st.controls.insert(f.detail.control.id.clone(), info);
+        // an observation made while settling is nobody's yet: its labels count once it is
+        // handed out (settle.rs, `take_prefetched`)
+        if st.prefetching {
+            st.prefetch_controls = Some((xid, entries));
+            return;
         }
+        install_controls(&mut st.controls, xid, entries);
     }
 
     /// Step 6: what the engine is told about the window (its application's name from the
@@ -1509,6 +1519,16 @@ async fn encode_pair(
             height: h,
         },
     ))
+}
+
+/// Make `entries` the controls of window `xid` (those of its last observation, by id).
+pub(crate) fn install_controls(
+    controls: &mut HashMap<String, CtlInfo>,
+    xid: u32,
+    entries: crate::desktop::Labelled,
+) {
+    controls.retain(|_, c| c.window != xid);
+    controls.extend(entries);
 }
 
 #[cfg(test)]

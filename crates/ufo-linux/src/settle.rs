@@ -383,7 +383,17 @@ pub(crate) struct Prefetched {
     look: Option<Look>,
     exempt: Vec<Rect>,
     obs: ufo_core::WindowObservation,
+    /// the controls it labelled (installed when it is handed out)
+    controls: (u32, crate::desktop::Labelled),
 }
+
+/// An observation made while settling: when it began, what it saw, the controls it labelled
+/// (and their window).
+type Made = (
+    Instant,
+    ufo_core::WindowObservation,
+    (u32, crate::desktop::Labelled),
+);
 
 /// Where a settle starts: the time of the action, the screen rectangles left out of the
 /// looks at the window and the look before the action (with a change watch); or the window's
@@ -521,7 +531,7 @@ impl crate::desktop::LinuxDesktop {
                 let mut looks = 0;
                 let mut changes = Vec::new();
                 let mut prefetches = 0;
-                let mut prefetched: Option<(Instant, ufo_core::WindowObservation)> = None;
+                let mut prefetched: Option<Made> = None;
                 loop {
                     let (redraws, s_first, s_last) = w.activity_since(since);
                     if redraws > seen {
@@ -555,15 +565,21 @@ impl crate::desktop::LinuxDesktop {
                                 let quiet_for = since.elapsed().saturating_sub(lc);
                                 if prefetches < PREFETCH_MAX
                                     && quiet_for >= PREFETCH_AFTER
-                                    && !prefetched.as_ref().is_some_and(|(t, _)| began_after(t))
+                                    && !prefetched.as_ref().is_some_and(|(t, _, _)| began_after(t))
                                 {
                                     prefetches += 1;
                                     let t = Instant::now();
+                                    self.lock().prefetching = true;
                                     let obs = self
                                         .observe_window(&crate::desktop::window_id(xid))
                                         .await
                                         .ok();
-                                    prefetched = obs.map(|o| (t, o));
+                                    let controls = {
+                                        let mut st = self.lock();
+                                        st.prefetching = false;
+                                        st.prefetch_controls.take()
+                                    };
+                                    prefetched = obs.zip(controls).map(|(o, c)| (t, o, c));
                                     continue;
                                 }
                             }
@@ -621,7 +637,7 @@ impl crate::desktop::LinuxDesktop {
                             // the observation made while waiting holds if it began after the
                             // last change and the window looks the same since the last look
                             let kept = match prefetched {
-                                Some((t, obs))
+                                Some((t, obs, controls))
                                     if l.is_some_and(|lc| t >= since + lc)
                                         && !w.structure_since(t) =>
                                 {
@@ -636,6 +652,7 @@ impl crate::desktop::LinuxDesktop {
                                         look: look.clone(),
                                         exempt: exempt.clone(),
                                         obs,
+                                        controls,
                                     })
                                 }
                                 _ => None,
@@ -691,6 +708,8 @@ impl crate::desktop::LinuxDesktop {
                 return None;
             }
         }
+        let (owner, entries) = p.controls;
+        crate::observe::install_controls(&mut self.lock().controls, owner, entries);
         Some(p.obs)
     }
 
