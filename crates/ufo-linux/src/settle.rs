@@ -568,6 +568,14 @@ impl crate::desktop::LinuxDesktop {
                                     && !prefetched.as_ref().is_some_and(|(t, _, _)| began_after(t))
                                 {
                                     prefetches += 1;
+                                    // an observation raises its window when another one is
+                                    // active (one the action opened): only the next step's
+                                    // own observation may do that
+                                    let active = self.x11(|x| x.active_window()).await;
+                                    if active.is_ok_and(|a| a.is_some_and(|a| a != xid)) {
+                                        prefetches = PREFETCH_MAX;
+                                        continue;
+                                    }
                                     let t = Instant::now();
                                     self.lock().prefetching = true;
                                     let obs = self
