@@ -162,19 +162,12 @@ fn ufo_fills_and_submits_a_web_form_in_chromium() {
     std::fs::write(&script, lines.join("\n")).expect("script");
     let run = ufo_live(
         &home,
-        &[
-            "run".into(),
-            "--desktop".into(),
-            "live".into(),
-            "--llm".into(),
-            format!("script:{}", script.display()),
-            "--out".into(),
-            out.display().to_string(),
-            // "Send order" is a sensitive control by default: the person approves it
-            "--confirm".into(),
-            "yes".into(),
-            "Fill and send the order form".into(),
-        ],
+        // "Send order" is a sensitive control by default: the person approves it
+        &live_run_args(
+            &script,
+            &out,
+            &["--confirm", "yes", "Fill and send the order form"],
+        ),
         &[],
     );
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
@@ -278,16 +271,7 @@ fn ufo_reads_scrolls_and_follows_a_link_below_the_fold_in_chromium() {
     std::fs::write(&script, lines.join("\n")).expect("script");
     let run = ufo_live(
         &home,
-        &[
-            "run".into(),
-            "--desktop".into(),
-            "live".into(),
-            "--llm".into(),
-            format!("script:{}", script.display()),
-            "--out".into(),
-            out.display().to_string(),
-            "Open link 135".into(),
-        ],
+        &live_run_args(&script, &out, &["Open link 135"]),
         &[],
     );
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();

@@ -11,7 +11,7 @@ use std::process::Command;
 use serde_json::{json, Value};
 use ufo_desktop::testing::require_live;
 
-use common::ufo_live;
+use common::{live_run_args, ufo_live};
 
 #[test]
 fn multi_action_computes_12_times_7_in_one_model_call() {
@@ -37,18 +37,11 @@ fn multi_action_computes_12_times_7_in_one_model_call() {
     std::fs::write(&script, text.join("\n")).expect("script");
     let run = ufo_live(
         &home,
-        &[
-            "run".into(),
-            "--desktop".into(),
-            "live".into(),
-            "--config".into(),
-            config.display().to_string(),
-            "--llm".into(),
-            format!("script:{}", script.display()),
-            "--out".into(),
-            out.display().to_string(),
-            "Compute 12 x 7".into(),
-        ],
+        &live_run_args(
+            &script,
+            &out,
+            &["--config", &config.display().to_string(), "Compute 12 x 7"],
+        ),
         &[],
     );
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();

@@ -88,16 +88,7 @@ fn ufo_computes_a_sum_on_the_calculator() {
     std::fs::write(&script, lines.join("\n")).expect("script");
     let run = ufo_live(
         &home,
-        &[
-            "run".into(),
-            "--desktop".into(),
-            "live".into(),
-            "--llm".into(),
-            format!("script:{}", script.display()),
-            "--out".into(),
-            out.display().to_string(),
-            "Compute 12 + 30".into(),
-        ],
+        &live_run_args(&script, &out, &["Compute 12 + 30"]),
         &[],
     );
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
@@ -212,16 +203,7 @@ fn ufo_types_and_saves_a_file_in_mousepad() {
     std::fs::write(&script, lines.join("\n")).expect("script");
     let run = ufo_live(
         &home,
-        &[
-            "run".into(),
-            "--desktop".into(),
-            "live".into(),
-            "--llm".into(),
-            format!("script:{}", script.display()),
-            "--out".into(),
-            out.display().to_string(),
-            "Write a note and save it".into(),
-        ],
+        &live_run_args(&script, &out, &["Write a note and save it"]),
         &[],
     );
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();

@@ -38,20 +38,7 @@ fn run_script_env(
     let script = dir.join("script.jsonl");
     let out = dir.join("out");
     std::fs::write(&script, lines.join("\n")).expect("script");
-    let run = ufo_live(
-        home,
-        &[
-            "run".into(),
-            "--desktop".into(),
-            "live".into(),
-            "--llm".into(),
-            format!("script:{}", script.display()),
-            "--out".into(),
-            out.display().to_string(),
-            request.into(),
-        ],
-        env,
-    );
+    let run = ufo_live(home, &live_run_args(&script, &out, &[request]), env);
     let events = std::fs::read_to_string(out.join("events.jsonl")).unwrap_or_default();
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
     (run.status.code(), format!("{stderr}\n{events}"))

@@ -485,6 +485,22 @@ pub fn ufo_live(home: &Path, args: &[String], env: &[(&str, &str)]) -> std::proc
         .expect("ufo runs")
 }
 
+/// The arguments of a scripted `ufo run --desktop live` writing its trajectory to `out`;
+/// `rest` follows them (further options, then the request).
+pub fn live_run_args(script: &Path, out: &Path, rest: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "run".into(),
+        "--desktop".into(),
+        "live".into(),
+        "--llm".into(),
+        format!("script:{}", script.display()),
+        "--out".into(),
+        out.display().to_string(),
+    ];
+    args.extend(rest.iter().map(|a| a.to_string()));
+    args
+}
+
 /// What `ufo inspect WINDOW --png PNG` prints (the window's controls).
 pub fn inspect_window(home: &Path, window: &str, png: &Path) -> String {
     let out = ufo_live(
