@@ -72,8 +72,13 @@ pub(crate) struct State {
     pub learned: crate::settle::Learned,
     pub last_input: crate::settle::Input,
     pub last_changed: Option<bool>,
-    /// the control an XTEST click left the pointer over
-    pub pointer_over: Option<ufo_core::Rect>,
+    /// when the last settle after an action ended
+    pub settled_at: Option<std::time::Instant>,
+    /// the controls clicked lately, newest last (their press animations run on: see
+    /// `settle::Clicked`)
+    pub clicked: crate::settle::Clicked,
+    /// regions redrawn frame after frame in one place (toolkit transitions)
+    pub transitions: crate::settle::Transitions,
     /// the observation made while the last settle waited (`settle::take_prefetched`)
     pub prefetched: Option<crate::settle::Prefetched>,
     /// an observation is being made while settling: its controls go to `prefetch_controls`

@@ -32,13 +32,45 @@ pub(crate) const QUIET: Duration = Duration::from_millis(40);
 pub(crate) const FLOOR: Duration = Duration::from_millis(150);
 /// How long the window must have been quiet after a change before ufo observes it while
 /// waiting out the rest of [`QUIET`] (back-to-back frames of one redraw come ~16 ms apart).
-const PREFETCH_AFTER: Duration = Duration::from_millis(12);
+const PREFETCH_AFTER: Duration = Duration::from_millis(20);
 /// Most observations made while waiting in one settle.
-const PREFETCH_MAX: usize = 2;
+const PREFETCH_MAX: usize = 3;
 /// Longest time an observation made while settling is kept for the next step.
 const PREFETCH_KEPT: Duration = Duration::from_secs(2);
 /// Most change times kept.
 const KEEP: usize = 512;
+/// How long a clicked control's own press, ripple and hover transitions run on in a
+/// toolkit (GTK: up to half a second); its rectangle is left out of the looks that long.
+const ANIMATION: Duration = Duration::from_millis(600);
+
+/// The controls clicked lately: a press animation runs on for [`ANIMATION`] after the click,
+/// and the control last clicked keeps the pointer over it (its hover fades when the pointer
+/// leaves). Steps can follow each other faster than that (a scripted model, a list of
+/// actions), so every one of them is left out of the looks, not only the last.
+#[derive(Debug, Default)]
+pub(crate) struct Clicked(VecDeque<(Instant, Rect)>);
+
+impl Clicked {
+    /// Note a click on `r` at `at`.
+    pub fn note(&mut self, at: Instant, r: Rect) {
+        self.0.push_back((at, r));
+        while self.0.len() > 8 {
+            self.0.pop_front();
+        }
+    }
+
+    /// The rectangles still animating at `now`: those clicked less than [`ANIMATION`]
+    /// before, and the last one clicked (the pointer is still over it).
+    pub fn animating(&mut self, now: Instant) -> Vec<Rect> {
+        let n = self.0.len();
+        let mut i = 0;
+        self.0.retain(|(t, _)| {
+            i += 1;
+            i == n || now.duration_since(*t) < ANIMATION
+        });
+        self.0.iter().map(|(_, r)| *r).collect()
+    }
+}
 
 /// The bounds of one settle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,6 +151,82 @@ impl Learned {
     }
 }
 
+/// Longest time between two frames of one transition (GTK draws one every 16 ms; a busy
+/// machine skips some).
+const FRAME_GAP: Duration = Duration::from_millis(50);
+/// Largest transition, per side: a button or an icon fading or pulsing. A larger region
+/// redrawn frame after frame (a page being laid out, a video) is content.
+const TRANSITION_SIDE: u32 = 160;
+/// Frames of a region after which it is a transition.
+const TRANSITION_FRAMES: u32 = 3;
+
+/// Regions of a window redrawn frame after frame in one place: a toolkit's transitions (GTK
+/// fades a button in over a quarter second when it becomes sensitive, and pulses a
+/// suggested action). A small region changed on [`TRANSITION_FRAMES`] looks in a row, each
+/// at most [`FRAME_GAP`] after the last, within the same rectangle (give or take 4 pixels)
+/// is one: from that frame on its redraws are not changes (the accessibility tree already
+/// says what the transition shows), and the looks that decide whether an observation still
+/// holds leave it out. A change that lands somewhere else, or a region that grows, is content.
+#[derive(Debug, Default)]
+pub(crate) struct Transitions(Vec<Track>);
+
+#[derive(Debug, Clone, Copy)]
+struct Track {
+    rect: Rect,
+    frames: u32,
+    last: Instant,
+}
+
+fn near(a: &Rect, b: &Rect) -> bool {
+    (a.x - b.x).abs() <= 4
+        && (a.y - b.y).abs() <= 4
+        && (a.w as i32 - b.w as i32).abs() <= 4
+        && (a.h as i32 - b.h as i32).abs() <= 4
+}
+
+impl Transitions {
+    /// Note the regions that changed in a look at `at`; the ones that are content (not
+    /// transitions) are returned.
+    pub fn note(&mut self, at: Instant, regions: &[Rect]) -> Vec<Rect> {
+        self.0
+            .retain(|t| at.saturating_duration_since(t.last) <= FRAME_GAP);
+        let mut content = Vec::new();
+        for r in regions {
+            let small = r.w <= TRANSITION_SIDE && r.h <= TRANSITION_SIDE;
+            let frames = match self.0.iter_mut().find(|t| near(&t.rect, r)) {
+                Some(t) if small => {
+                    t.frames += 1;
+                    t.last = at;
+                    t.frames
+                }
+                _ => {
+                    self.0.push(Track {
+                        rect: *r,
+                        frames: 1,
+                        last: at,
+                    });
+                    1
+                }
+            };
+            if frames < TRANSITION_FRAMES {
+                content.push(*r);
+            }
+        }
+        content
+    }
+
+    /// The rectangles of the transitions running at `now` (grown by 4 pixels: the track
+    /// allows that much movement).
+    pub fn running(&self, now: Instant) -> Vec<Rect> {
+        self.0
+            .iter()
+            .filter(|t| t.frames >= TRANSITION_FRAMES)
+            .filter(|t| now.saturating_duration_since(t.last) <= FRAME_GAP * 4)
+            .map(|t| grow(t.rect, 4))
+            .collect()
+    }
+}
+
 /// One change: when, and whether it is a redraw of the watched window (else a window
 /// mapped, unmapped or moved).
 #[derive(Debug, Clone, Copy)]
@@ -133,8 +241,8 @@ struct Change {
 
 #[derive(Default)]
 struct Shared {
-    /// the watched window and its damage object
-    watched: Option<(u32, u32)>,
+    /// the watched windows and their damage objects
+    watched: Vec<(u32, u32)>,
     /// the changes seen, oldest first
     changes: VecDeque<Change>,
 }
@@ -175,25 +283,31 @@ impl ChangeWatch {
         self.shared.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Watch `xid` for damage from now on (the previous window is let go).
-    pub fn watch(&self, xid: u32) {
+    /// Watch `xids` (a window and the dialogs on it) for damage from now on (the windows
+    /// watched before and not among them are let go).
+    pub fn watch(&self, xids: &[u32]) {
         let mut g = self.lock();
-        if g.watched.map(|(w, _)| w) == Some(xid) {
-            return;
-        }
-        if let Some((_, old)) = g.watched.take() {
+        let (keep, gone): (Vec<_>, Vec<_>) =
+            g.watched.drain(..).partition(|(w, _)| xids.contains(w));
+        g.watched = keep;
+        for (_, old) in gone {
             let _ = self.conn.damage_destroy(old);
         }
-        let Ok(id) = self.conn.generate_id() else {
-            return;
-        };
-        let made = self
-            .conn
-            .damage_create(id, xid, damage::ReportLevel::BOUNDING_BOX)
-            .ok()
-            .and_then(|c| c.check().ok());
-        if made.is_some() {
-            g.watched = Some((xid, id));
+        for &xid in xids {
+            if g.watched.iter().any(|(w, _)| *w == xid) {
+                continue;
+            }
+            let Ok(id) = self.conn.generate_id() else {
+                continue;
+            };
+            let made = self
+                .conn
+                .damage_create(id, xid, damage::ReportLevel::BOUNDING_BOX)
+                .ok()
+                .and_then(|c| c.check().ok());
+            if made.is_some() {
+                g.watched.push((xid, id));
+            }
         }
         let _ = self.conn.flush();
     }
@@ -359,6 +473,53 @@ mod tests {
     }
 
     #[test]
+    fn a_small_region_redrawn_frame_after_frame_in_place_is_a_transition_from_its_third_frame() {
+        let t0 = Instant::now();
+        let button = Rect::new(740, 660, 63, 92);
+        let display = Rect::new(500, 455, 17, 22);
+        let mut tr = Transitions::default();
+        assert_eq!(tr.note(t0, &[display, button]), vec![display, button]);
+        assert_eq!(tr.note(t0 + ms(15), &[button]), vec![button]);
+        assert!(tr.running(t0 + ms(15)).is_empty());
+        // the third frame, a pixel off
+        let moved = Rect::new(741, 660, 63, 92);
+        assert_eq!(tr.note(t0 + ms(30), &[moved]), vec![]);
+        assert_eq!(tr.running(t0 + ms(40)), vec![grow(button, 4)]);
+        // content elsewhere still counts while it runs
+        assert_eq!(tr.note(t0 + ms(45), &[moved, display]), vec![display]);
+        // a pause longer than a frame ends it
+        assert_eq!(tr.note(t0 + ms(200), &[moved]), vec![moved]);
+    }
+
+    #[test]
+    fn a_large_or_growing_region_redrawn_frame_after_frame_is_content() {
+        let t0 = Instant::now();
+        let page = Rect::new(0, 80, 800, 600);
+        let mut tr = Transitions::default();
+        for i in 0..5 {
+            assert_eq!(tr.note(t0 + ms(16 * i), &[page]), vec![page]);
+        }
+        let mut tr = Transitions::default();
+        for i in 0..5u32 {
+            let text = Rect::new(10, 10, 10 + 12 * i, 20);
+            assert_eq!(tr.note(t0 + ms(16 * u64::from(i)), &[text]), vec![text]);
+        }
+        assert!(tr.running(t0 + ms(80)).is_empty());
+    }
+
+    #[test]
+    fn clicks_animate_for_a_while_and_the_last_one_keeps_the_pointer() {
+        let t0 = Instant::now();
+        let r = |x| Rect::new(x, 0, 10, 10);
+        let mut c = Clicked::default();
+        c.note(t0, r(1));
+        c.note(t0 + ms(100), r(2));
+        assert_eq!(c.animating(t0 + ms(200)), vec![r(1), r(2)]);
+        assert_eq!(c.animating(t0 + ms(650)), vec![r(2)]);
+        assert_eq!(c.animating(t0 + ms(5000)), vec![r(2)]);
+    }
+
+    #[test]
     fn the_first_change_bound_is_learned_per_key() {
         let mut l = Learned::default();
         assert_eq!(l.bound("calc/xtest", ms(800)), ms(800));
@@ -377,6 +538,8 @@ mod tests {
 /// the window: the window did not change after it began (up to the end of the settle).
 pub(crate) struct Prefetched {
     xid: u32,
+    /// the area of the window and its dialogs, which the looks look at
+    area: Option<Rect>,
     /// when the settle ended
     settled: Instant,
     /// the window's last look in the settle, and the rectangles left out of looks
@@ -406,8 +569,20 @@ pub(crate) enum SettleStart {
         /// the watched window and its window-manager frame (their unmapping means the
         /// action closed the window)
         ids: Vec<u32>,
+        /// the windows watched for damage (the window and the dialogs on it) and the
+        /// screen area they cover, which the looks look at
+        watched: Watched,
     },
     Pixels(Option<u64>),
+}
+
+/// The windows a settle watches: a window and the dialogs on it (a dialog the action opens
+/// is drawn after it appears, and the next observation shows it), and the screen area they
+/// cover.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Watched {
+    pub ids: Vec<u32>,
+    pub area: Option<Rect>,
 }
 
 /// How an action reached the application (the learned bounds differ: an XTEST click shows in
@@ -426,15 +601,23 @@ fn differs(a: Option<&Look>, b: Option<&Look>, exempt: &[Rect]) -> bool {
     changed_box(a, b, exempt).is_some()
 }
 
-/// Where two looks at a window differ (see [`differs`]); the whole window when one of them
-/// could not be read.
+/// Where two looks at a window differ (see [`differs`]): the smallest rectangle holding
+/// every changed region but the carets; the whole window when one of them could not be read.
 fn changed_box(a: Option<&Look>, b: Option<&Look>, exempt: &[Rect]) -> Option<Rect> {
+    crate::x11::union(changed_regions(a, b, exempt))
+}
+
+/// The regions where two looks at a window differ, carets left out; the whole window when
+/// one of them could not be read.
+fn changed_regions(a: Option<&Look>, b: Option<&Look>, exempt: &[Rect]) -> Vec<Rect> {
     match (a, b) {
         (Some(a), Some(b)) => a
-            .changed_box(b, exempt)
-            .filter(|r| !crate::x11::is_caret(r)),
-        (None, None) => None,
-        _ => Some(Rect::default()),
+            .changed_regions(b, exempt)
+            .into_iter()
+            .filter(|r| !crate::x11::is_caret(r))
+            .collect(),
+        (None, None) => Vec::new(),
+        _ => vec![Rect::default()],
     }
 }
 
@@ -450,39 +633,74 @@ fn grow(r: Rect, by: u32) -> Rect {
 
 impl crate::desktop::LinuxDesktop {
     /// Start watching `xid` before acting on it. `clicked` is the control about to be
-    /// clicked: its own press and hover animation (and that of the control the pointer
-    /// leaves) run on for half a second in GTK and say nothing new, so the looks at the
-    /// window leave them out.
+    /// clicked: its own press and hover animation (and those of the controls clicked just
+    /// before, and of the one the pointer leaves) run on for half a second in GTK and say
+    /// nothing new, so the looks at the window leave them out.
     pub(crate) async fn settle_start(&self, xid: u32, clicked: Option<Rect>) -> SettleStart {
         let exempt: Vec<Rect> = {
             let mut g = self.lock();
             g.last_input = Input::Other;
-            clicked
-                .into_iter()
-                .chain(g.pointer_over.take())
-                .map(|r| grow(r, 4))
-                .collect()
+            let now = Instant::now();
+            let mut exempt = g.clicked.animating(now);
+            if let Some(r) = clicked {
+                exempt.push(r);
+                g.clicked.note(now, r);
+            }
+            exempt.into_iter().map(|r| grow(r, 4)).collect()
         };
-        if clicked.is_some() {
-            self.lock().pointer_over = clicked;
-        }
         match &self.watch {
             Some(w) => {
-                let w = Arc::clone(w);
-                let _ = tokio::task::spawn_blocking(move || w.watch(xid)).await;
+                let watched = self.watched(xid).await;
+                let (w, wanted) = (Arc::clone(w), watched.ids.clone());
+                let _ = tokio::task::spawn_blocking(move || w.watch(&wanted)).await;
                 let frame = self.x11(move |x| x.top_of(xid)).await.ok();
                 let ids = std::iter::once(xid).chain(frame).collect();
                 let since = Instant::now();
-                let before = self.look(xid).await;
+                let before = self.look_at(watched.area).await;
                 SettleStart::Events {
                     since,
                     exempt,
                     before,
                     ids,
+                    watched,
                 }
             }
             None => SettleStart::Pixels(self.fingerprint(xid).await),
         }
+    }
+
+    /// The windows to watch for `xid`: it and the dialogs on it (the windows transient for
+    /// it), with the area they cover; `xid` alone when the window manager does not list it.
+    async fn watched(&self, xid: u32) -> Watched {
+        self.x11(move |x| {
+            let all = x.client_windows()?;
+            let mine: Vec<_> = all
+                .iter()
+                .filter(|w| w.id == xid || w.transient_for == Some(xid))
+                .collect();
+            if !mine.iter().any(|w| w.id == xid) {
+                let area = x.window_info(xid)?.map(|w| Rect::new(w.x, w.y, w.w, w.h));
+                return Ok(Watched {
+                    ids: vec![xid],
+                    area,
+                });
+            }
+            Ok(Watched {
+                ids: mine.iter().map(|w| w.id).collect(),
+                area: crate::x11::union(mine.iter().map(|w| Rect::new(w.x, w.y, w.w, w.h))),
+            })
+        })
+        .await
+        .unwrap_or_else(|_: crate::LinuxError| Watched {
+            ids: vec![xid],
+            area: None,
+        })
+    }
+
+    /// The pixels of a screen area now (`None` when there is none or it cannot be read).
+    async fn look_at(&self, area: Option<Rect>) -> Option<Look> {
+        let a = area?;
+        self.x11(move |x| x.look(a.x, a.y, a.w, a.h)).await.ok()
     }
 
     /// The window's pixels now (`None` when it cannot be read).
@@ -514,12 +732,13 @@ impl crate::desktop::LinuxDesktop {
                     exempt,
                     before,
                     ids,
+                    mut watched,
                 },
                 Some(w),
             ) => {
                 let key = format!("{xid:#x}/{:?}", self.lock().last_input);
                 let max = self.config.settle_time;
-                let params = SettleParams {
+                let mut params = SettleParams {
                     quiet: QUIET,
                     first_change: self.lock().learned.bound(&key, max),
                     tail: self.config.settle_tail,
@@ -532,15 +751,38 @@ impl crate::desktop::LinuxDesktop {
                 let mut changes = Vec::new();
                 let mut prefetches = 0;
                 let mut prefetched: Option<Made> = None;
+                let mut structure_seen = None;
                 loop {
                     let (redraws, s_first, s_last) = w.activity_since(since);
-                    if redraws > seen {
+                    // a window appeared, went or moved: a dialog opened on the window (or
+                    // closed) is watched (or let go) from now on
+                    let mut moved = false;
+                    if s_last != structure_seen {
+                        structure_seen = s_last;
+                        let now = self.watched(xid).await;
+                        if now != watched {
+                            // a dialog the action opened on the window is drawn for a while
+                            // after it appears, and that is content, not a transition: it
+                            // gets the whole settle time to go quiet
+                            if now.ids.iter().any(|i| !watched.ids.contains(i)) {
+                                params.tail = max;
+                            }
+                            if now.ids != watched.ids {
+                                let (w, wanted) = (Arc::clone(w), now.ids.clone());
+                                let _ = tokio::task::spawn_blocking(move || w.watch(&wanted)).await;
+                            }
+                            watched = now;
+                            moved = true;
+                        }
+                    }
+                    if redraws > seen || moved {
                         seen = redraws;
                         looks += 1;
-                        let now = self.look(xid).await;
-                        let moved = changed_box(look.as_ref(), now.as_ref(), &exempt);
+                        let now = self.look_at(watched.area).await;
+                        let regions = changed_regions(look.as_ref(), now.as_ref(), &exempt);
                         look = now;
-                        if let Some(r) = moved {
+                        let content = self.lock().transitions.note(Instant::now(), &regions);
+                        if let Some(r) = crate::x11::union(content) {
                             let t = since.elapsed();
                             changes.push((t.as_millis() as u64, r.x, r.y, r.w, r.h));
                             first.get_or_insert(t);
@@ -572,7 +814,9 @@ impl crate::desktop::LinuxDesktop {
                                     // active (one the action opened): only the next step's
                                     // own observation may do that
                                     let active = self.x11(|x| x.active_window()).await;
-                                    if active.is_ok_and(|a| a.is_some_and(|a| a != xid)) {
+                                    if active
+                                        .is_ok_and(|a| a.is_some_and(|a| !watched.ids.contains(&a)))
+                                    {
                                         prefetches = PREFETCH_MAX;
                                         continue;
                                     }
@@ -650,15 +894,18 @@ impl crate::desktop::LinuxDesktop {
                                         && !w.structure_since(t) =>
                                 {
                                     let (redraws, _, _) = w.activity_since(since);
+                                    let mut exempt = exempt.clone();
+                                    exempt.extend(self.lock().transitions.running(Instant::now()));
                                     let same = redraws == seen || {
-                                        let now = self.look(xid).await;
+                                        let now = self.look_at(watched.area).await;
                                         !differs(look.as_ref(), now.as_ref(), &exempt)
                                     };
                                     same.then_some(Prefetched {
                                         xid,
+                                        area: watched.area,
                                         settled: Instant::now(),
                                         look: look.clone(),
-                                        exempt: exempt.clone(),
+                                        exempt,
                                         obs,
                                         controls,
                                     })
@@ -666,7 +913,11 @@ impl crate::desktop::LinuxDesktop {
                                 _ => None,
                             };
                             let kept_one = kept.is_some();
-                            self.lock().prefetched = kept;
+                            {
+                                let mut st = self.lock();
+                                st.prefetched = kept;
+                                st.settled_at = Some(Instant::now());
+                            }
                             tracing::debug!(
                                 changed,
                                 first_ms = f.map(|f| f.as_millis() as u64),
@@ -711,7 +962,7 @@ impl crate::desktop::LinuxDesktop {
         }
         let (redraws, _, _) = w.activity_since(p.settled);
         if redraws > 0 {
-            let now = self.look(xid).await;
+            let now = self.look_at(p.area).await;
             if differs(p.look.as_ref(), now.as_ref(), &p.exempt) {
                 return None;
             }
@@ -724,12 +975,20 @@ impl crate::desktop::LinuxDesktop {
     /// The settle asked for between steps (a SCREENSHOT status): the last action already
     /// settled, so wait only while something still changes: until no X event came for
     /// [`QUIET`] and the screen over the last window (a dialog on it included) looks the same
-    /// twice [`QUIET`] apart (at most `settle_time`). `false` without a change watch.
+    /// twice [`QUIET`] apart (at most `settle_time`); at once when nothing changed since the
+    /// last action's settle ended (it waited for quiet, a dialog the action opened included).
+    /// `false` without a change watch.
     pub(crate) async fn settle_quiet(&self) -> bool {
         let Some(w) = &self.watch else {
             return false;
         };
-        let last = self.lock().last_window;
+        let (last, settled_at) = {
+            let st = self.lock();
+            (st.last_window, st.settled_at)
+        };
+        if settled_at.is_some_and(|s| w.last_change().is_none_or(|c| c < s)) {
+            return true;
+        }
         let deadline = Instant::now() + self.config.settle_time;
         let mut look = match last {
             Some(x) => self.look(x).await,
@@ -743,9 +1002,14 @@ impl crate::desktop::LinuxDesktop {
             let Some(x) = last else { break };
             tokio::time::sleep(QUIET).await;
             let now = self.look(x).await;
-            let moved = differs(look.as_ref(), now.as_ref(), &[]);
+            let moved = changed_box(look.as_ref(), now.as_ref(), &[]);
             look = now;
-            if !moved {
+            tracing::debug!(
+                ?moved,
+                since_settle_ms = settled_at.map(|s| s.elapsed().as_millis() as u64),
+                "quiet look"
+            );
+            if moved.is_none() {
                 break;
             }
         }

@@ -527,24 +527,29 @@ pub(crate) struct Look {
 }
 
 impl Look {
-    /// The smallest screen rectangle holding every pixel that differs between `self` and
-    /// `other`, leaving out the pixels inside `masks` (screen rectangles); `None` when nothing
-    /// outside them differs. Two looks of different rectangles differ everywhere.
-    pub fn changed_box(&self, other: &Look, masks: &[ufo_core::Rect]) -> Option<ufo_core::Rect> {
+    /// Where `self` and `other` differ: one screen rectangle per group of changed pixels
+    /// (pixels in neighbouring [`TILE`]-pixel tiles form one group, each given by the
+    /// smallest rectangle holding its pixels), leaving out the pixels inside `masks` (screen
+    /// rectangles); empty when nothing outside them differs. Two looks of different
+    /// rectangles differ everywhere. Apart, a blinking caret and a fading button are two
+    /// groups, so the caret can be told apart from a change that matters.
+    pub fn changed_regions(&self, other: &Look, masks: &[ufo_core::Rect]) -> Vec<ufo_core::Rect> {
         if (self.x, self.y, self.w, self.h) != (other.x, other.y, other.w, other.h) {
-            return Some(ufo_core::Rect {
-                x: other.x,
-                y: other.y,
-                w: other.w as u32,
-                h: other.h as u32,
-            });
+            return vec![ufo_core::Rect::new(
+                other.x,
+                other.y,
+                other.w as u32,
+                other.h as u32,
+            )];
         }
         let masked = |sx: i32, sy: i32| {
             masks
                 .iter()
                 .any(|m| sx >= m.x && sx < m.x + m.w as i32 && sy >= m.y && sy < m.y + m.h as i32)
         };
-        let (mut x0, mut y0, mut x1, mut y1) = (usize::MAX, usize::MAX, 0, 0);
+        // per tile: the bounds (x0, y0, x1, y1) of its changed pixels, in look coordinates
+        let (tw, th) = (self.w.div_ceil(TILE), self.h.div_ceil(TILE));
+        let mut tiles: Vec<Option<(usize, usize, usize, usize)>> = vec![None; tw * th];
         for row in 0..self.h {
             let at = row * self.stride;
             let (a, b) = (
@@ -560,20 +565,81 @@ impl Look {
             for (col, (p, q)) in a.chunks_exact(4).zip(b.chunks_exact(4)).enumerate() {
                 // the fourth byte is padding
                 if p[..3] != q[..3] && !masked(self.x + col as i32, sy) {
-                    x0 = x0.min(col);
-                    x1 = x1.max(col);
-                    y0 = y0.min(row);
-                    y1 = y1.max(row);
+                    let t = &mut tiles[(row / TILE) * tw + col / TILE];
+                    *t = Some(match *t {
+                        None => (col, row, col, row),
+                        Some((x0, y0, x1, y1)) => {
+                            (x0.min(col), y0.min(row), x1.max(col), y1.max(row))
+                        }
+                    });
                 }
             }
         }
-        (x0 != usize::MAX).then(|| ufo_core::Rect {
-            x: self.x + x0 as i32,
-            y: self.y + y0 as i32,
-            w: (x1 - x0 + 1) as u32,
-            h: (y1 - y0 + 1) as u32,
-        })
+        // groups of neighbouring changed tiles (8-neighbourhood)
+        let mut regions = Vec::new();
+        let mut seen = vec![false; tiles.len()];
+        for start in 0..tiles.len() {
+            if seen[start] || tiles[start].is_none() {
+                continue;
+            }
+            seen[start] = true;
+            let mut stack = vec![start];
+            let mut bounds = (usize::MAX, usize::MAX, 0, 0);
+            while let Some(i) = stack.pop() {
+                if let Some((x0, y0, x1, y1)) = tiles[i] {
+                    bounds = (
+                        bounds.0.min(x0),
+                        bounds.1.min(y0),
+                        bounds.2.max(x1),
+                        bounds.3.max(y1),
+                    );
+                }
+                let (tx, ty) = ((i % tw) as isize, (i / tw) as isize);
+                for (dx, dy) in [
+                    (-1, -1),
+                    (0, -1),
+                    (1, -1),
+                    (-1, 0),
+                    (1, 0),
+                    (-1, 1),
+                    (0, 1),
+                    (1, 1),
+                ] {
+                    let (nx, ny) = (tx + dx, ty + dy);
+                    if nx < 0 || ny < 0 || nx >= tw as isize || ny >= th as isize {
+                        continue;
+                    }
+                    let n = ny as usize * tw + nx as usize;
+                    if !seen[n] && tiles[n].is_some() {
+                        seen[n] = true;
+                        stack.push(n);
+                    }
+                }
+            }
+            let (x0, y0, x1, y1) = bounds;
+            regions.push(ufo_core::Rect::new(
+                self.x + x0 as i32,
+                self.y + y0 as i32,
+                (x1 - x0 + 1) as u32,
+                (y1 - y0 + 1) as u32,
+            ));
+        }
+        regions
     }
+}
+
+/// The side of the square tiles [`Look::changed_regions`] groups changed pixels by: changes
+/// this close (a glyph's strokes, a button's label and border) are one region.
+const TILE: usize = 16;
+
+/// The smallest rectangle holding all of `rs` (`None` when there are none).
+pub(crate) fn union(rs: impl IntoIterator<Item = ufo_core::Rect>) -> Option<ufo_core::Rect> {
+    rs.into_iter().reduce(|a, b| {
+        let (x0, y0) = (a.x.min(b.x), a.y.min(b.y));
+        let x1 = (a.x + a.w as i32).max(b.x + b.w as i32);
+        let y1 = (a.y + a.h as i32).max(b.y + b.h as i32);
+        ufo_core::Rect::new(x0, y0, (x1 - x0) as u32, (y1 - y0) as u32)
+    })
 }
 
 /// Whether a changed rectangle is a text caret blinking (a line at most 2 pixels wide and
@@ -604,21 +670,38 @@ mod look_tests {
     }
 
     #[test]
-    fn the_changed_box_covers_every_changed_pixel_in_screen_coordinates() {
+    fn a_region_covers_every_changed_pixel_near_each_other_in_screen_coordinates() {
         let a = look(20, 10);
         let mut b = a.clone();
-        assert_eq!(a.changed_box(&b, &[]), None);
+        assert_eq!(a.changed_regions(&b, &[]), vec![]);
         set(&mut b, 3, 2);
         set(&mut b, 7, 5);
         assert_eq!(
-            a.changed_box(&b, &[]),
-            Some(ufo_core::Rect {
-                x: 103,
-                y: 52,
-                w: 5,
-                h: 4
-            })
+            a.changed_regions(&b, &[]),
+            vec![ufo_core::Rect::new(103, 52, 5, 4)]
         );
+    }
+
+    #[test]
+    fn changes_far_apart_are_regions_of_their_own() {
+        let a = look(100, 60);
+        let mut b = a.clone();
+        set(&mut b, 2, 2);
+        // two tiles from the nearest change: apart
+        set(&mut b, 60, 3);
+        // neighbouring tiles, diagonally: together
+        set(&mut b, 15, 15);
+        set(&mut b, 16, 16);
+        let mut r = a.changed_regions(&b, &[]);
+        r.sort_by_key(|r| (r.x, r.y));
+        assert_eq!(
+            r,
+            vec![
+                ufo_core::Rect::new(102, 52, 15, 15),
+                ufo_core::Rect::new(160, 53, 1, 1)
+            ]
+        );
+        assert_eq!(union(r), Some(ufo_core::Rect::new(102, 52, 59, 15)));
     }
 
     #[test]
@@ -634,7 +717,7 @@ mod look_tests {
             w: 3,
             h: 3,
         };
-        assert_eq!(a.changed_box(&b, &[mask]), None);
+        assert_eq!(a.changed_regions(&b, &[mask]), vec![]);
     }
 
     #[test]
@@ -644,12 +727,12 @@ mod look_tests {
         for row in 3..25 {
             set(&mut caret, 10, row);
         }
-        let r = a.changed_box(&caret, &[]).unwrap();
-        assert!(is_caret(&r), "{r:?}");
+        let r = a.changed_regions(&caret, &[]);
+        assert!(r.len() == 1 && is_caret(&r[0]), "{r:?}");
         let mut glyph = caret.clone();
         set(&mut glyph, 4, 8);
-        let r = a.changed_box(&glyph, &[]).unwrap();
-        assert!(!is_caret(&r), "{r:?}");
+        let r = a.changed_regions(&glyph, &[]);
+        assert!(r.len() == 1 && !is_caret(&r[0]), "{r:?}");
     }
 
     #[test]
@@ -657,13 +740,8 @@ mod look_tests {
         let a = look(20, 10);
         let b = look(21, 10);
         assert_eq!(
-            a.changed_box(&b, &[]),
-            Some(ufo_core::Rect {
-                x: 100,
-                y: 50,
-                w: 21,
-                h: 10
-            })
+            a.changed_regions(&b, &[]),
+            vec![ufo_core::Rect::new(100, 50, 21, 10)]
         );
     }
 }

@@ -126,6 +126,41 @@ async fn mousepad_and_calculator_changed_outside_ufo_show_it_in_the_next_observa
         "two characters erased outside ufo, but the next observation shows {:?}",
         texts(&again)
     );
+
+    // a dialog an action opens is watched from when it appears: the observation after the
+    // action shows it drawn, and one made while it settled is dropped when the dialog
+    // changes afterwards (a name typed into it outside ufo)
+    let keys = |k: &str| UiAction::TypeKeys { keys: k.into() };
+    let doc = again
+        .controls
+        .iter()
+        .find(|c| c.role == "text")
+        .map(|c| c.id.clone())
+        .expect("mousepad's document");
+    d.act(&w.id, Some(&doc), &keys("{ctrl+s}"))
+        .await
+        .expect("ctrl+s");
+    let o = d.observe(&w.id).await.expect("observe the save dialog");
+    assert!(
+        o.controls
+            .iter()
+            .any(|c| c.name == "Save" && c.role.contains("button")),
+        "ctrl+s pressed, but the next observation shows no Save button: {:?}",
+        o.controls
+    );
+    // (the dialog is the active window, its name field focused with its text selected)
+    xdo(&["type", "--delay", "20", "zq-outside.txt"]);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let o = d
+        .observe(&w.id)
+        .await
+        .expect("observe the save dialog again");
+    assert!(
+        texts(&o).iter().any(|t| t.contains("zq-outside.txt")),
+        "a name typed into the dialog outside ufo, but the next observation shows {:?}",
+        texts(&o)
+    );
+    xdo(&["key", "Escape"]);
     drop(_g);
 
     // gnome-calculator (GTK4): a sum typed on the keyboard
