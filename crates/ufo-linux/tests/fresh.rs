@@ -127,9 +127,9 @@ async fn mousepad_and_calculator_changed_outside_ufo_show_it_in_the_next_observa
         texts(&again)
     );
 
-    // a dialog an action opens is watched from when it appears: the observation after the
-    // action shows it drawn, and one made while it settled is dropped when the dialog
-    // changes afterwards (a name typed into it outside ufo)
+    // a dialog an action opens is watched from when it appears: it is drawn when the action
+    // returns, and the observation made while it settled is dropped when the dialog changes
+    // afterwards (a name typed into it outside ufo)
     let keys = |k: &str| UiAction::TypeKeys { keys: k.into() };
     let doc = again
         .controls
@@ -140,6 +140,9 @@ async fn mousepad_and_calculator_changed_outside_ufo_show_it_in_the_next_observa
     d.act(&w.id, Some(&doc), &keys("{ctrl+s}"))
         .await
         .expect("ctrl+s");
+    // (the dialog is the active window, its name field focused with its text selected)
+    xdo(&["type", "--delay", "20", "zq-outside.txt"]);
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let o = d.observe(&w.id).await.expect("observe the save dialog");
     assert!(
         o.controls
@@ -148,13 +151,6 @@ async fn mousepad_and_calculator_changed_outside_ufo_show_it_in_the_next_observa
         "ctrl+s pressed, but the next observation shows no Save button: {:?}",
         o.controls
     );
-    // (the dialog is the active window, its name field focused with its text selected)
-    xdo(&["type", "--delay", "20", "zq-outside.txt"]);
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let o = d
-        .observe(&w.id)
-        .await
-        .expect("observe the save dialog again");
     assert!(
         texts(&o).iter().any(|t| t.contains("zq-outside.txt")),
         "a name typed into the dialog outside ufo, but the next observation shows {:?}",
