@@ -104,6 +104,43 @@ fn read_results(out: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// What the AppAgent did in the tasks whose status is not the one wanted (each step's result
+/// and the change the next observation saw), for an assertion's message: a live run that
+/// fails under load is told apart from a logic error by its trajectory, which the temporary
+/// directory takes with it.
+fn diagnose(out: &Path, got: &BTreeMap<String, String>, want: &BTreeMap<String, String>) -> String {
+    let mut text = String::new();
+    for (id, status) in got {
+        if want.get(id) == Some(status) {
+            continue;
+        }
+        text.push_str(&format!("\n{id}: {status}, wanted {:?}\n", want.get(id)));
+        let events = out
+            .join("tasks")
+            .join(id)
+            .join("trajectory")
+            .join("events.jsonl");
+        for e in std::fs::read_to_string(&events)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["type"] == "step")
+        {
+            text.push_str(&format!(
+                "  {} {}: {} | {} | {:.0} ms\n",
+                s(&e["role"]),
+                e["seq"],
+                s(&e["result"]),
+                s(&e["artifacts"]["observation_changes"]),
+                e["timings_ms"]["action_execution"]
+                    .as_f64()
+                    .unwrap_or(f64::NAN)
+            ));
+        }
+    }
+    text
+}
+
 fn statuses(results: &[Value]) -> BTreeMap<String, String> {
     results
         .iter()
@@ -237,7 +274,8 @@ fn the_live_suite_is_judged_by_its_evaluators() {
     assert_eq!(
         statuses(&results),
         expected_suite(),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
+        "stdout:\n{stdout}\nstderr:\n{stderr}{}",
+        diagnose(&out, &statuses(&results), &expected_suite())
     );
     // a failed task makes the exit status 1
     assert_eq!(code, Some(1), "{stderr}");
@@ -327,8 +365,18 @@ fn two_jobs_on_two_displays_give_the_same_results_as_one() {
     drop(session);
     let r1 = statuses(&read_results(&one));
     let r2 = statuses(&read_results(&two));
-    assert_eq!(r1, expected_suite(), "{out1}\n{err1}");
-    assert_eq!(r2, r1, "--jobs 2:\n{out2}\n{err2}");
+    assert_eq!(
+        r1,
+        expected_suite(),
+        "{out1}\n{err1}{}",
+        diagnose(&one, &r1, &expected_suite())
+    );
+    assert_eq!(
+        r2,
+        r1,
+        "--jobs 2:\n{out2}\n{err2}{}",
+        diagnose(&two, &r2, &r1)
+    );
     println!(
         "--jobs 1:\n{out1}\n--jobs 2 ({:.1} s):\n{out2}",
         wall2.as_secs_f64()
@@ -488,7 +536,8 @@ fn the_suite_with_multi_action_answers_gives_the_same_results_with_fewer_calls()
     assert_eq!(
         statuses(&results),
         expected_suite(),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
+        "stdout:\n{stdout}\nstderr:\n{stderr}{}",
+        diagnose(&out, &statuses(&results), &expected_suite())
     );
     let calls: u64 = results
         .iter()
