@@ -1,8 +1,8 @@
 //! Live test of what an observation keeps of LibreOffice between observations (issue 11,
 //! speed): the tree and the cell texts of the last observation are kept while LibreOffice
 //! sends no event and brought up to date from its events otherwise (changes.rs), and a change
-//! made outside ufo (keys typed with xdotool: a cell's value, the Bold button's state) shows in
-//! the very next observation.
+//! made outside ufo (keys typed with xdotool: a cell's value and a formula fed by it, the Bold
+//! button's state) shows in the very next observation.
 //!
 //! Needs a desktop session (`scripts/desktop-session.sh up`, then `source` its env file),
 //! LibreOffice with its GTK3 plugin and xdotool. Without `DISPLAY` and without
@@ -86,7 +86,7 @@ async fn a_kept_calc_observation_follows_changes_made_outside_ufo() {
     std::fs::write(
         &sheet,
         r#"<?xml version="1.0" encoding="UTF-8"?>
-<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2" office:mimetype="application/vnd.oasis.opendocument.spreadsheet"><office:body><office:spreadsheet><table:table table:name="Sheet1"><table:table-row><table:table-cell office:value-type="float" office:value="1"><text:p>1</text:p></table:table-cell></table:table-row><table:table-row><table:table-cell office:value-type="float" office:value="2"><text:p>2</text:p></table:table-cell></table:table-row></table:table></office:spreadsheet></office:body></office:document>"#,
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:of="urn:oasis:names:tc:opendocument:xmlns:of:1.2" office:version="1.2" office:mimetype="application/vnd.oasis.opendocument.spreadsheet"><office:body><office:spreadsheet><table:table table:name="Sheet1"><table:table-row><table:table-cell office:value-type="float" office:value="1"><text:p>1</text:p></table:table-cell></table:table-row><table:table-row><table:table-cell office:value-type="float" office:value="2"><text:p>2</text:p></table:table-cell></table:table-row><table:table-row><table:table-cell table:formula="of:=[.A1]+[.A2]" office:value-type="float" office:value="3"><text:p>3</text:p></table:table-cell></table:table-row></table:table></office:spreadsheet></office:body></office:document>"#,
     )
     .unwrap();
     let profile_arg = format!(
@@ -141,6 +141,7 @@ async fn a_kept_calc_observation_follows_changes_made_outside_ufo() {
         "two observations of an unchanged window differ"
     );
     assert_eq!(cell(&second, "A2").as_deref(), Some("2"));
+    assert_eq!(cell(&second, "A3").as_deref(), Some("3"), "A3 is =A1+A2");
 
     // change A1 outside ufo: the cursor to A1, 42, Enter
     let xid = w.id.clone();
@@ -169,6 +170,13 @@ async fn a_kept_calc_observation_follows_changes_made_outside_ufo() {
         "A1 was changed to 42 outside ufo but the next observation shows otherwise"
     );
     assert_eq!(cell(&o, "A2").as_deref(), Some("2"));
+    // (a cell whose formula reads A1 is recalculated: its new value shows too)
+    assert_eq!(
+        cell(&o, "A3").as_deref(),
+        Some("44"),
+        "A3 is =A1+A2: {:?}",
+        listed(&o)
+    );
 
     // a change of the toolbar, not of a cell: A1 bold makes the Bold button checked
     let bold = |o: &WindowObservation| {
@@ -208,4 +216,5 @@ async fn a_kept_calc_observation_follows_changes_made_outside_ufo() {
     assert_eq!(bold(&o), Some(false), "bold was switched off outside ufo");
     assert_eq!(cell(&o, "A2").as_deref(), Some("7"), "A2 was changed to 7");
     assert_eq!(cell(&o, "A1").as_deref(), Some("42"));
+    assert_eq!(cell(&o, "A3").as_deref(), Some("49"), "A3 is =A1+A2");
 }
