@@ -129,9 +129,13 @@ pub(crate) fn plan(changes: &[Change], in_tree: impl Fn(&str) -> bool) -> Option
 /// Whether `changes` may leave a sheet's cells as they were: the only events on a container
 /// of many children (`manages`: the sheet) are state changes (its focus), and at most
 /// [`MAX_OUTSIDE`] objects outside the tree sent events. Returns those objects: the cells
-/// hold only if none of them is a cell or text that may sit in one (their role says). An
-/// edited cell sends its events itself; a sort, a paste or a recalculation sends them on the
-/// sheet.
+/// hold only if none of them is a cell or text that may sit in one (their role says).
+/// A cell's own object does not announce a new content: a value typed into a cell and entered
+/// (and the formulas it feeds) shows only as the sheet's `ActiveDescendantChanged` and
+/// `SelectionChanged` (its cursor moving on), with events of short-lived objects of
+/// LibreOffice's own; a sort, a paste or a recalculation sends them on the sheet too. So
+/// those events of the sheet count as content here, not as state (`kept.rs` checks a formula
+/// fed by a cell changed outside ufo).
 pub(crate) fn cells_verdict(
     changes: &[Change],
     in_tree: impl Fn(&str) -> bool,
