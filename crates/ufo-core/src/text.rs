@@ -27,7 +27,7 @@ pub fn clip_chars(s: &str, max: usize) -> String {
 
 /// Text on one line: every run of whitespace (line breaks, tabs, spaces) becomes one space
 /// (ends trimmed), then at most `max` characters, marked with "…" when cut. A carriage return
-/// and other control characters are kept, for [`crate::inert`] to show escaped where the text
+/// and other control characters are kept, for [`crate::inert()`] to show escaped where the text
 /// reaches a terminal (a hidden `\r` is how a line is spoofed).
 pub fn one_line(s: &str, max: usize) -> String {
     let mut flat = String::with_capacity(s.len().min(max.saturating_mul(4).saturating_add(4)));

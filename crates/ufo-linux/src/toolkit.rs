@@ -224,8 +224,8 @@ pub fn opens_window(command: &str, launch: &[(String, String)]) -> bool {
         })
 }
 
-/// Whether `program` is a GUI application: in the launch table, in [`KNOWN_GUI`], a
-/// Chromium-family program, or the program of a `.desktop` entry that is not a terminal
+/// Whether `program` is a GUI application: in the launch table, among the known GUI programs,
+/// a Chromium-family program, or the program of a `.desktop` entry that is not a terminal
 /// program (`Terminal=true`).
 pub fn is_gui_program(program: &str, launch: &[(String, String)]) -> bool {
     if program.is_empty() {

@@ -1,6 +1,6 @@
 //! Agents: the HostAgent, the AppAgent, and the seam for further agent kinds.
 //!
-//! The host's states are [`HostStatus`](crate::status::HostStatus) and are handled by
+//! The host's states are [`HostStatus`] and are handled by
 //! [`host::HostAgent`]. Every agent the host can ASSIGN to implements [`SubAgent`] and keeps its
 //! own state enum: the AppAgent does (with [`AppStatus`](crate::status::AppStatus)), and an
 //! operator or shell agent can be added as another `SubAgent` + [`AgentFactory`] without

@@ -14,9 +14,9 @@ pub enum ActionRecord {
         app: String,
         /// Control id (`None` for `click_at` without a control).
         control: Option<String>,
-        /// Canonical function name ([`UiAction::name`]).
+        /// Canonical function name ([`ufo_core::UiAction::name`]).
         action: String,
-        /// Arguments ([`UiAction::args`]).
+        /// Arguments ([`ufo_core::UiAction::args`]).
         args: Value,
         /// `false` when a fault (or a disabled control) made it fail.
         ok: bool,
