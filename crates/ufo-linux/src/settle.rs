@@ -1,14 +1,16 @@
 //! Settling after an action on events, not on a clock (issue 13).
 //!
 //! A [`ChangeWatch`] holds its own X connection and listens, on a thread of its own, for
-//! X Damage on the window acted on (every redraw of it) and for windows appearing, going
-//! away or moving (structure events on the root window: a dialog or a menu opening). Nothing
-//! is asked of the applications: the X server reports what they draw, so listening costs them
-//! no work. After an action, [`decide`] (a pure function over the times of the changes)
-//! says when the window has settled: it changed and then stayed quiet for
-//! [`SettleParams::quiet`], or nothing changed within a bound learned per application and
-//! input path ([`Learned`]): twice the longest time to a first change seen so far, between a
-//! floor and the configured settle time.
+//! X Damage on the window acted on and the dialogs on it ([`Watched`]: every redraw of them)
+//! and for windows appearing, going away or moving (structure events on the root window: a
+//! dialog or a menu opening). Nothing is asked of the applications: the X server reports what
+//! they draw, so listening costs them no work. A redraw is a change when the pixels differ
+//! from the last look, in regions ([`crate::x11::Look::changed_regions`]) other than a caret,
+//! a control clicked lately ([`Clicked`]) or a toolkit's transition ([`Transitions`]). After
+//! an action, [`decide`] (a pure function over the times of the changes) says when the window
+//! has settled: it changed and then stayed quiet for [`SettleParams::quiet`], or nothing
+//! changed within a bound learned per application and input path ([`Learned`]): twice the
+//! longest time to a first change seen so far, between a floor and the configured settle time.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
