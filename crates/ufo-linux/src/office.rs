@@ -141,7 +141,7 @@ pub(crate) fn cell_of(tree: &AppTree, n: &Node) -> Option<String> {
 /// levels and inside its toolbar (LibreOffice's font, size and style boxes are an unnamed
 /// entry and button in a panel named "Font Name", "Font Size", "Paragraph Style"; the
 /// sidebar's tab buttons sit in a panel whose description names them). An entry gets the
-/// panel's name, a button beside it "<name> list".
+/// panel's name, a button beside it "`<name>` list".
 pub(crate) fn ancestor_name(tree: &AppTree, n: &Node, textual: bool) -> Option<String> {
     let mut p = n.parent.as_str();
     for _ in 0..8 {

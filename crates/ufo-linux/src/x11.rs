@@ -346,7 +346,7 @@ impl X11 {
     }
 
     /// The raw pixels of a screen rectangle (clipped to the screen): the settle's look at a
-    /// window, compared with the previous look by [`Look::changed_box`].
+    /// window, compared with the previous look by [`Look::changed_regions`].
     pub fn look(&self, x: i32, y: i32, w: u32, h: u32) -> Result<Look, LinuxError> {
         let x0 = x.clamp(0, self.screen_w as i32);
         let y0 = y.clamp(0, self.screen_h as i32);
