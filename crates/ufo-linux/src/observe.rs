@@ -219,15 +219,6 @@ pub(crate) fn intersect(a: Rect, b: Rect) -> Option<Rect> {
     })
 }
 
-fn xrect(w: &XWindow) -> Rect {
-    Rect {
-        x: w.x,
-        y: w.y,
-        w: w.w,
-        h: w.h,
-    }
-}
-
 /// A control with everything the backend knows about it.
 #[derive(Debug, Clone)]
 pub struct ControlDetail {
@@ -398,9 +389,9 @@ impl LinuxDesktop {
                 }
             }
         }
-        let area = attached
-            .iter()
-            .fold(xrect(&main), |a, d| union(a, xrect(d)));
+        // (the window is one of them: the union is there)
+        let area = crate::x11::union(std::iter::once(&main).chain(&attached).map(XWindow::rect))
+            .unwrap_or_else(|| main.rect());
         let screen = Rect {
             x: 0,
             y: 0,
@@ -538,7 +529,7 @@ impl LinuxDesktop {
                 .map(|s| s.trim().to_string())
                 .unwrap_or_else(|| main.class.clone()),
             pid: main.pid,
-            rect: Some(xrect(main)),
+            rect: Some(main.rect()),
         }
     }
 
@@ -639,7 +630,7 @@ impl LinuxDesktop {
         } else {
             (0, 0)
         };
-        let win_rect = xrect(w);
+        let win_rect = w.rect();
         // a fresh LibreOffice window reports its own controls shifted (office.rs)
         let nodes: Vec<&Node> = candidates.iter().map(|c| &c.node).collect();
         let fixes = self.extent_corrections(bus, tree, &frame, &nodes).await;
@@ -1156,24 +1147,11 @@ struct ReadWindows {
     modal: Option<String>,
 }
 
-/// The smallest rectangle holding both.
-fn union(a: Rect, b: Rect) -> Rect {
-    let (x0, y0) = (a.x.min(b.x), a.y.min(b.y));
-    let x1 = (a.x + a.w as i32).max(b.x + b.w as i32);
-    let y1 = (a.y + a.h as i32).max(b.y + b.h as i32);
-    Rect {
-        x: x0,
-        y: y0,
-        w: (x1 - x0) as u32,
-        h: (y1 - y0) as u32,
-    }
-}
-
 /// Step 3: the controls in label order: each group in reading order, without LibreOffice's
 /// shadow menus and what an open menu covers, and without the main window's controls that a
 /// dialog covers (all of them under a modal dialog).
 fn arrange(groups: Vec<Vec<Fetched>>, attached: &[XWindow], modal: bool) -> Vec<Fetched> {
-    let dialog_rects: Vec<Rect> = attached.iter().map(xrect).collect();
+    let dialog_rects: Vec<Rect> = attached.iter().map(XWindow::rect).collect();
     let n_groups = groups.len();
     let mut fetched: Vec<Fetched> = Vec::new();
     for (gi, group) in groups.into_iter().enumerate() {

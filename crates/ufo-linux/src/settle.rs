@@ -681,7 +681,7 @@ impl crate::desktop::LinuxDesktop {
                 .filter(|w| w.id == xid || w.transient_for == Some(xid))
                 .collect();
             if !mine.iter().any(|w| w.id == xid) {
-                let area = x.window_info(xid)?.map(|w| Rect::new(w.x, w.y, w.w, w.h));
+                let area = x.window_info(xid)?.map(|w| w.rect());
                 return Ok(Watched {
                     ids: vec![xid],
                     area,
@@ -689,7 +689,7 @@ impl crate::desktop::LinuxDesktop {
             }
             Ok(Watched {
                 ids: mine.iter().map(|w| w.id).collect(),
-                area: crate::x11::union(mine.iter().map(|w| Rect::new(w.x, w.y, w.w, w.h))),
+                area: crate::x11::union(mine.iter().map(|w| w.rect())),
             })
         })
         .await

@@ -38,6 +38,13 @@ pub(crate) struct XWindow {
     pub transient_for: Option<Window>,
 }
 
+impl XWindow {
+    /// Its client area on the screen.
+    pub fn rect(&self) -> ufo_core::Rect {
+        ufo_core::Rect::new(self.x, self.y, self.w, self.h)
+    }
+}
+
 /// An RGB image.
 pub(crate) struct RgbImage {
     pub width: u32,
