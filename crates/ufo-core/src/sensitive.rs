@@ -244,8 +244,13 @@ impl SensitivePolicy {
                 crate::inert::inert_exact(&c.to_string())
             ));
         }
-        let cmd = command.trim();
-        let bare = cmd.strip_suffix('&').unwrap_or(cmd).trim();
+        // Only the shell's blanks are trimmed: a newline before or after the command is
+        // another (empty) command line, held like any newline.
+        let cmd = command.trim_matches(shell_words::is_blank);
+        let bare = cmd
+            .strip_suffix('&')
+            .unwrap_or(cmd)
+            .trim_matches(shell_words::is_blank);
         if launch_commands.iter().any(|l| l.trim() == bare) {
             return None;
         }
@@ -495,6 +500,8 @@ mod tests {
             "ls a\\",
             "ls $[1]",
             "ls\u{0}",
+            "\nls",
+            "ls\n",
         ] {
             assert!(reason(&p, cmd).is_some(), "{cmd:?} ran unconfirmed");
         }
@@ -504,6 +511,7 @@ mod tests {
             "cat *.txt",
             "ls\t-la",
             "  ls  ",
+            "\tls\t",
         ] {
             assert_eq!(reason(&p, cmd), None, "{cmd:?}");
         }

@@ -107,8 +107,8 @@ fn dollar(next: Option<char>, word: &mut Word) -> Result<(), NotSimple> {
 }
 
 /// The words of `command` as `sh` reads them, or why it is not one simple command. A `#`
-/// at the start of a word begins a comment (the rest is not read); an empty command has no
-/// words.
+/// at the start of a word begins a comment (to the end of the line; a next line is refused
+/// like any newline); an empty command has no words.
 pub fn words(command: &str) -> Result<Vec<ShellWord>, NotSimple> {
     let mut out = Vec::new();
     let mut w = Word::default();
@@ -136,7 +136,11 @@ pub fn words(command: &str) -> Result<Vec<ShellWord>, NotSimple> {
         }
         if !w.started {
             if c == '#' {
-                return Ok(out);
+                // a comment runs to the end of the line; a next line is another command
+                return match command[i..].contains('\n') {
+                    true => Err(NotSimple::Operator('\n')),
+                    false => Ok(out),
+                };
             }
             w.started = true;
             w.start = i;
@@ -258,6 +262,7 @@ mod tests {
         assert_eq!(literal("echo a#b"), ["echo", "a#b"]);
         assert_eq!(literal("echo ''#b"), ["echo", "#b"]);
         assert!(literal("# nothing").is_empty());
+        assert_eq!(words("ls # x\nrm -rf ~"), Err(NotSimple::Operator('\n')));
         assert!(literal("").is_empty());
     }
 
