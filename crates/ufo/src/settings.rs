@@ -167,9 +167,14 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
             .map(|p| format!("the configuration file {}", p.display()))
             .unwrap_or_default()
     };
-    // Who switched safe_guard off, if anyone (the file, then the environment).
-    let mut guard_off_by = (file.safe_guard == Some(false))
-        .then(|| format!("safe_guard = false in {}", file_name(&path)));
+    // Who switched safe_guard off, if anyone (the file, then the environment), and whether
+    // the person typed it on this command line (`--config FILE`).
+    let mut guard_off_by = (file.safe_guard == Some(false)).then(|| {
+        (
+            format!("safe_guard = false in {}", file_name(&path)),
+            args.config.is_some(),
+        )
+    });
     if let Some(p) = &file.sensitive {
         warnings.extend(policy_weakenings(p, &file_name(&path)));
     }
@@ -201,7 +206,7 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
     // Environment.
     if let Some(v) = env("UFO_SAFE_GUARD") {
         c.safe_guard = parse_bool("UFO_SAFE_GUARD", &v)?;
-        guard_off_by = (!c.safe_guard).then(|| format!("UFO_SAFE_GUARD={}", v.trim()));
+        guard_off_by = (!c.safe_guard).then(|| (format!("UFO_SAFE_GUARD={}", v.trim()), false));
     }
     if let Some(v) = env("UFO_ASK_QUESTION") {
         c.ask_question = parse_bool("UFO_ASK_QUESTION", &v)?;
@@ -260,17 +265,22 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
         },
         (None, None) => ConfirmPolicy::Ask,
     };
-    // A flag the person typed wins over files and the environment: `--confirm no` (or ask)
-    // is never turned into "approve everything" by a safe_guard = false they did not type.
-    if let Some(by) = guard_off_by {
+    // A flag the person typed wins over the environment and the ./ufo.toml read from the
+    // current folder: `--confirm no` (or ask) is never turned into "approve everything" by a
+    // safe_guard = false they did not type. A file they name with --config is theirs.
+    if let Some((by, typed)) = guard_off_by {
         match args.confirm {
-            Some(flag) => {
+            Some(flag) if !typed => {
                 c.safe_guard = true;
                 warnings.push(format!(
                     "{by} is ignored: --confirm {} on the command line decides what happens to held actions",
                     flag.as_str()
                 ));
             }
+            Some(flag) => warnings.push(format!(
+                "{by} approves every held action without asking, whatever --confirm {} says",
+                flag.as_str()
+            )),
             None => warnings.push(format!(
                 "{by} approves every held action without asking (pass --confirm no or --confirm ask to keep the gate)"
             )),
@@ -442,6 +452,49 @@ mod tests {
         })
         .expect_err("bad bool");
         assert!(e.to_string().contains("true or false"));
+    }
+
+    /// Defect: `safe_guard = false` in ./ufo.toml (read from the current folder) or
+    /// `UFO_SAFE_GUARD=false` overruled a typed `--confirm no`. A typed flag wins now; a file
+    /// named with `--config` is the person's own and still switches the guard off. Each is
+    /// named in a warning.
+    #[test]
+    fn a_typed_confirm_flag_wins_over_safe_guard_off_it_did_not_type() {
+        let env_off = |k: &str| (k == "UFO_SAFE_GUARD").then(|| "false".to_string());
+        let s = resolve(&args(&["--confirm", "no"]), &env_off).expect("ok");
+        assert!(s.config.safe_guard);
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.contains("UFO_SAFE_GUARD=false") && w.contains("--confirm no")),
+            "{:?}",
+            s.warnings
+        );
+        let s = resolve(&args(&[]), &env_off).expect("ok");
+        assert!(!s.config.safe_guard);
+        assert!(s.warnings.iter().any(|w| w.contains("UFO_SAFE_GUARD")));
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("mine.toml");
+        std::fs::write(&p, "safe_guard = false\n").expect("write");
+        let p = p.to_string_lossy().to_string();
+        let s = resolve(&args(&["--config", &p, "--confirm", "no"]), &|_| None).expect("ok");
+        assert!(
+            !s.config.safe_guard,
+            "a typed --config file is the person's"
+        );
+        assert!(
+            s.warnings.iter().any(|w| w.contains("mine.toml")),
+            "{:?}",
+            s.warnings
+        );
+
+        let s = resolve(&args(&[]), &|_| None).expect("ok");
+        assert!(
+            s.config.safe_guard && s.warnings.is_empty(),
+            "{:?}",
+            s.warnings
+        );
     }
 
     /// Defect 15: `UFO_MAX_COST=NaN` used to switch the budget off.
