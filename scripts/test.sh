@@ -49,3 +49,4 @@ echo "== bounded fuzz run (about a minute; README: how to run a long campaign)"
 UFO_FUZZ_CASES=3000 cargo test --workspace --locked --test fuzz_parsers --test fuzz_task
 UFO_FUZZ_CASES=10000 cargo test --workspace --locked --lib keys::fuzz
 UFO_FUZZ_CASES=400 cargo test --workspace --locked --test fuzz_scenario
+UFO_FUZZ_CASES=3000 cargo test -p ufo-core --locked --test fuzz_shell_gate

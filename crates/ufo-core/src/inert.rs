@@ -10,25 +10,30 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-/// Whether `c` must not reach a terminal raw: C0 and C1 control characters, DEL, and the
-/// Unicode format, bidirectional and line/paragraph separator characters.
+/// Whether `c` must not reach a terminal raw: C0 and C1 control characters, DEL, the Unicode
+/// format, bidirectional and line/paragraph separator characters, and every Unicode space but
+/// the ASCII one (a no-break space or U+3000 looks like a space, yet the shell reads it as part
+/// of a word: shown raw, `cat<U+00A0>x/../bin/rm` would read as a harmless `cat`).
 pub fn is_unsafe(c: char) -> bool {
     let u = c as u32;
     u < 0x20
         || (0x7f..=0x9f).contains(&u)
         || matches!(
             u,
-            0x00ad
+            0x00a0
+                | 0x00ad
                 | 0x0600..=0x0605
                 | 0x061c
                 | 0x06dd
                 | 0x070f
                 | 0x0890..=0x0891
                 | 0x08e2
+                | 0x1680
                 | 0x180e
-                | 0x200b..=0x200f
-                | 0x2028..=0x202e
-                | 0x2060..=0x206f
+                | 0x2000..=0x200f
+                | 0x2028..=0x202f
+                | 0x205f..=0x206f
+                | 0x3000
                 | 0xfeff
                 | 0xfff9..=0xfffb
                 | 0x110bd
@@ -123,6 +128,31 @@ mod tests {
         assert_eq!(inert("\u{feff}bom"), "\\u{feff}bom");
         assert_eq!(inert("line\u{2028}sep"), "line\\u{2028}sep");
         assert_eq!(inert("tag\u{e0041}"), "tag\\u{e0041}");
+    }
+
+    /// Defect: progress lines showed U+0085, U+2028 and a no-break space as plain spaces,
+    /// which hid `cat<U+00A0>x/../../bin/rm` behind a harmless-looking `cat x/…`.
+    #[test]
+    fn unicode_spaces_are_shown_escaped() {
+        assert_eq!(
+            inert("cat\u{a0}x/../bin/rm"),
+            "cat\\u{a0}x/../bin/rm",
+            "no-break space"
+        );
+        for c in [
+            '\u{85}', '\u{a0}', '\u{1680}', '\u{2000}', '\u{2007}', '\u{200a}', '\u{2028}',
+            '\u{2029}', '\u{202f}', '\u{205f}', '\u{3000}',
+        ] {
+            assert!(c.is_whitespace(), "{c:?}");
+            assert!(is_unsafe(c), "{c:?}");
+            assert_eq!(inert(&format!("a{c}b")), format!("a\\u{{{:x}}}b", c as u32));
+        }
+        // every Unicode space but the ASCII ones (tab and newline are escaped as controls)
+        for c in (0..=0x10ffff).filter_map(char::from_u32) {
+            if c.is_whitespace() && c != ' ' {
+                assert!(is_unsafe(c), "{c:?}");
+            }
+        }
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod response;
 pub mod secrets;
 pub mod sensitive;
 pub mod session;
+pub mod shell_words;
 pub mod status;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

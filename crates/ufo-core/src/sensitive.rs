@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::action::UiAction;
 use crate::ports::{Control, WindowObservation};
+use crate::shell_words;
 
 /// The sensitive-action policy (`[sensitive]` in ufo.toml).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,8 +77,24 @@ pub const RUNS_OTHER_PROGRAMS: &[&str] = &[
     "env", "xargs", "nice", "nohup", "timeout", "sudo", "doas", "su", "runuser", "pkexec", "sh",
     "bash", "dash", "zsh", "ksh", "fish", "exec", "command", "eval", "time", "watch", "strace",
     "setsid", "stdbuf", "chroot", "busybox", "flock", "ionice", "taskset", "unshare", "nsenter",
-    "script",
+    "script", ".", "source", "trap", "builtin", "alias", "fc",
 ];
+
+/// Words the shell reads as part of its grammar when they come first (POSIX reserved words,
+/// and bash's): never a program, whatever `shell_allow` says.
+const SHELL_KEYWORDS: &[&str] = &[
+    "!", "{", "}", "case", "do", "done", "elif", "else", "esac", "fi", "for", "if", "in", "then",
+    "until", "while", "[[", "]]", "function", "select", "coproc", "time",
+];
+
+/// Characters that make a command read differently by a person and by the shell: every
+/// whitespace but the shell's blanks (a no-break space looks like a space but is part of a
+/// word to `sh`), control characters, and the Unicode format and bidirectional characters a
+/// terminal does not show (see [`crate::inert::is_unsafe`]). A command holding one is never
+/// allow-listed. A newline is left to the operator check.
+fn hidden_from_the_reader(c: char) -> bool {
+    !matches!(c, ' ' | '\t' | '\n') && (c.is_whitespace() || crate::inert::is_unsafe(c))
+}
 
 /// `find` arguments that delete, run programs or write files.
 const FIND_ACTIONS: &[&str] = &[
@@ -220,8 +237,20 @@ impl SensitivePolicy {
         if !self.enabled {
             return None;
         }
-        let cmd = command.trim();
-        let bare = cmd.strip_suffix('&').unwrap_or(cmd).trim();
+        if let Some(c) = command.chars().find(|&c| hidden_from_the_reader(c)) {
+            return Some(format!(
+                "the shell command holds U+{:04X} (shown {}), which the shell does not read as a space and a terminal may not show as it is; only commands of plain characters run without confirmation",
+                c as u32,
+                crate::inert::inert_exact(&c.to_string())
+            ));
+        }
+        // Only the shell's blanks are trimmed: a newline before or after the command is
+        // another (empty) command line, held like any newline.
+        let cmd = command.trim_matches(shell_words::is_blank);
+        let bare = cmd
+            .strip_suffix('&')
+            .unwrap_or(cmd)
+            .trim_matches(shell_words::is_blank);
         if launch_commands.iter().any(|l| l.trim() == bare) {
             return None;
         }
@@ -230,9 +259,35 @@ impl SensitivePolicy {
                 "the shell command uses the operator {op:?}; only single commands on the allow-list run without confirmation"
             ));
         }
-        let mut words = cmd.split_whitespace();
-        let program = words.next().unwrap_or("");
-        let args: Vec<&str> = words.collect();
+        // The words the shell will run, read as `sh` reads them (never `split_whitespace`).
+        let words = match shell_words::words(cmd) {
+            Ok(w) => w,
+            Err(e) => {
+                return Some(format!(
+                    "the shell command is not one simple command: it holds {e}; only single commands on the allow-list run without confirmation"
+                ))
+            }
+        };
+        let Some((first, rest)) = words.split_first() else {
+            return Some("the shell command holds no program to judge".into());
+        };
+        let Some(program) = first.plain() else {
+            return Some(format!(
+                "the program word {:?} holds quoting or expansion, so the shell decides what it runs; only a plainly written program runs without confirmation",
+                first.raw
+            ));
+        };
+        if program.contains('=') {
+            return Some(format!(
+                "{program:?} sets a variable for the command after it; commands with variable assignments are never allow-listed"
+            ));
+        }
+        if SHELL_KEYWORDS.contains(&program) {
+            return Some(format!(
+                "{program:?} is a shell keyword, not a program; it is never allow-listed"
+            ));
+        }
+        let args: Vec<&str> = rest.iter().map(|w| w.raw.as_str()).collect();
         let name = program.rsplit('/').next().unwrap_or(program);
         if !self.shell_allow.iter().any(|a| a == name) {
             return Some(format!(
@@ -399,6 +454,77 @@ mod tests {
         // a resolver answering with another program's path does not pass either
         let other = |_: &str| Some("/usr/bin/rm".to_string());
         assert!(p.shell_reason("ls", &[], &other).is_some());
+    }
+
+    /// Defect (Unicode whitespace): the gate split commands with `split_whitespace`, `sh` only
+    /// at a space or a tab, so `cat<U+00A0>x/../../../../bin/rm -rf v` was judged `cat` and ran
+    /// /bin/rm unconfirmed.
+    #[test]
+    fn unicode_spaces_never_split_the_program_word() {
+        let p = SensitivePolicy::default();
+        for sp in [
+            '\u{a0}', '\u{85}', '\u{2028}', '\u{2029}', '\u{3000}', '\u{200b}', '\u{feff}',
+            '\u{b}', '\u{c}', '\u{1680}', '\u{202f}', '\u{2007}', '\r',
+        ] {
+            for cmd in [
+                format!("cat{sp}x/../../../../bin/rm -rf VICTIM"),
+                format!("ls{sp}x/../../../../bin/rm"),
+                format!("mkdir cat{sp}x"),
+                format!("echo a{sp}b"),
+                format!("libreoffice --calc{sp}"),
+                format!("{sp}libreoffice --calc"),
+            ] {
+                let r = reason(&p, &cmd).unwrap_or_else(|| panic!("{cmd:?} ran unconfirmed"));
+                assert!(r.contains(&format!("U+{:04X}", sp as u32)), "{cmd:?}: {r}");
+            }
+        }
+    }
+
+    /// The program word is judged as the shell reads it: quoted, escaped or expanded program
+    /// words, assignments and keywords are held; comments and quoted arguments are not.
+    #[test]
+    fn the_program_is_the_word_the_shell_runs() {
+        let p = SensitivePolicy::default();
+        for cmd in [
+            "'ls'",
+            "\\ls",
+            "\"ls\" -l",
+            "l$x",
+            "l* x",
+            "~/ls",
+            "X=1 ls",
+            "PATH=/tmp ls",
+            "(ls)",
+            "ls ${x:-a}",
+            "ls 'a",
+            "ls a\\",
+            "ls $[1]",
+            "ls\u{0}",
+            "\nls",
+            "ls\n",
+        ] {
+            assert!(reason(&p, cmd).is_some(), "{cmd:?} ran unconfirmed");
+        }
+        for cmd in [
+            "ls # a comment",
+            "echo 'a b' \"c d\" e\\ f",
+            "cat *.txt",
+            "ls\t-la",
+            "  ls  ",
+            "\tls\t",
+        ] {
+            assert_eq!(reason(&p, cmd), None, "{cmd:?}");
+        }
+        let mut with_keyword = SensitivePolicy::default();
+        with_keyword
+            .shell_allow
+            .extend(["if".to_string(), "!".to_string(), ".".to_string()]);
+        for cmd in ["if ls", "! ls", ". ./x"] {
+            assert!(
+                reason(&with_keyword, cmd).is_some(),
+                "{cmd:?} ran unconfirmed"
+            );
+        }
     }
 
     /// Defect: `date -s …` passed unconfirmed.

@@ -25,15 +25,16 @@ pub fn clip_chars(s: &str, max: usize) -> String {
     }
 }
 
-/// Text on one line: every run of whitespace (line breaks, tabs, spaces) becomes one space
-/// (ends trimmed), then at most `max` characters, marked with "…" when cut. A carriage return
-/// and other control characters are kept, for [`crate::inert()`] to show escaped where the text
-/// reaches a terminal (a hidden `\r` is how a line is spoofed).
+/// Text on one line: every run of ASCII spaces, tabs and line feeds becomes one space (ends
+/// trimmed), then at most `max` characters, marked with "…" when cut. A carriage return, other
+/// control characters and the Unicode spaces (U+0085, U+00A0, U+2028, U+3000, …) are kept, for
+/// [`crate::inert()`] to show escaped where the text reaches a terminal: a hidden `\r` is how a
+/// line is spoofed, and a no-break space shown as a space hides what the shell will run.
 pub fn one_line(s: &str, max: usize) -> String {
     let mut flat = String::with_capacity(s.len().min(max.saturating_mul(4).saturating_add(4)));
     let mut gap = false;
     for c in s.chars() {
-        if c.is_whitespace() && c != '\r' {
+        if matches!(c, ' ' | '\t' | '\n') {
             gap = !flat.is_empty();
         } else {
             if gap {
@@ -67,5 +68,10 @@ mod tests {
         assert_eq!(one_line("a\r\u{1b}[2Kb", 10), "a\r\u{1b}[2Kb");
         assert_eq!(one_line("xxxxxxxxxx", 4), "xxxx…");
         assert_eq!(one_line("", 4), "");
+        // Unicode spaces are not spaces to the shell: kept, for inert() to show escaped
+        assert_eq!(
+            one_line("cat\u{a0}x \u{85}\u{2028}y", 20),
+            "cat\u{a0}x \u{85}\u{2028}y"
+        );
     }
 }

@@ -143,6 +143,17 @@ pub enum ConfirmPolicy {
     No,
 }
 
+impl ConfirmPolicy {
+    /// The policy as typed on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConfirmPolicy::Ask => "ask",
+            ConfirmPolicy::Yes => "yes",
+            ConfirmPolicy::No => "no",
+        }
+    }
+}
+
 /// Options of `ufo run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {

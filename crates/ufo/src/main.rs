@@ -220,6 +220,7 @@ fn resume_args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
         .with_context(|| format!("{CHECKPOINT_FILE} in {} is damaged", args.out.display()))?;
     let record: RunRecord = serde_json::from_str(&read(RUN_RECORD)?)
         .with_context(|| format!("{RUN_RECORD} in {} is damaged", args.out.display()))?;
+    let (confirm, config) = safe_to_resume_with(args, &record);
     let run = RunArgs {
         request: checkpoint.request.clone(),
         desktop: args.desktop.clone().unwrap_or(record.desktop),
@@ -230,14 +231,54 @@ fn resume_args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
         force: false,
         max_steps: Some(args.max_steps.unwrap_or(record.max_steps)),
         max_rounds: None,
-        confirm: Some(args.confirm.unwrap_or(record.confirm)),
+        confirm,
         answers: args.answers.clone(),
         requests: None,
-        config: args.config.clone().or(record.config),
+        config,
         record: None,
         output: args.output,
     };
     Ok((run, checkpoint))
+}
+
+/// The confirm policy and configuration file a resume runs with: the flags given, else what
+/// `run.json` recorded, but only what keeps the CONFIRM gate as strong as the defaults. The
+/// trajectory folder may have been prepared by someone else, so `confirm: yes` and a
+/// configuration file that weakens the gate ([`settings::file_weakens_the_gate`]) are not
+/// re-applied: each is named on stderr with the flag that gives it again.
+fn safe_to_resume_with(
+    args: &ResumeArgs,
+    record: &RunRecord,
+) -> (Option<ConfirmPolicy>, Option<PathBuf>) {
+    let confirm = match (args.confirm, record.confirm) {
+        (Some(flag), _) => Some(flag),
+        (None, ConfirmPolicy::Yes) => {
+            eprintln!(
+                "warning: {RUN_RECORD} records --confirm yes; not re-applied (held actions are                  not approved on a resume): pass --confirm yes again to approve them"
+            );
+            None
+        }
+        (None, recorded) => Some(recorded),
+    };
+    let config = match (&args.config, &record.config) {
+        (Some(flag), _) => Some(flag.clone()),
+        (None, Some(recorded)) => match settings::file_weakens_the_gate(recorded) {
+            Ok(weakens) if !weakens.is_empty() => {
+                eprintln!(
+                    "warning: {RUN_RECORD} records --config {}, which weakens the confirmation                      gate ({}); not re-applied: pass --config {} again to use it",
+                    ufo_core::inert(&recorded.display().to_string()),
+                    ufo_core::inert(&weakens.join("; ")),
+                    ufo_core::inert(&recorded.display().to_string())
+                );
+                None
+            }
+            // unreadable or harmless: used as before (an unreadable file is then an error
+            // that says what to fix)
+            _ => Some(recorded.clone()),
+        },
+        (None, None) => None,
+    };
+    (confirm, config)
 }
 
 /// The status of a session that ended for good (FINISH or FAIL), read from the last
@@ -505,6 +546,9 @@ fn prepare(
 ) -> Result<Prepared, Usage> {
     let env = |k: &str| std::env::var(k).ok();
     let settings = settings::resolve(args, &env).map_err(Usage)?;
+    for w in &settings.warnings {
+        eprintln!("warning: {}", ufo_core::inert(w));
+    }
     let prompts = Prompts::new(&settings.config.prompts).map_err(|e| Usage(e.into()))?;
     let llm = models::Models::build(&models::ModelPlan {
         host: &settings.llm,

@@ -78,6 +78,76 @@ pub struct Settings {
     pub mcp: crate::mcp_cmd::McpSection,
     /// Third-party agents.
     pub agents: crate::mcp_cmd::AgentsSection,
+    /// What a configuration file or variable did to the CONFIRM gate (weakened it, or tried
+    /// to and was overruled by a flag): printed on stderr, one warning each.
+    pub warnings: Vec<String>,
+}
+
+/// How a configuration file weakens the CONFIRM gate, one line each (empty: it does not):
+/// `safe_guard = false`, `confirm = "yes"`, and a `[sensitive]` policy that holds less than
+/// the default one.
+pub fn file_weakens_the_gate(path: &Path) -> Result<Vec<String>> {
+    let file = load(path)?;
+    let what = format!("the configuration file {}", path.display());
+    let mut out = Vec::new();
+    if file.safe_guard == Some(false) {
+        out.push(format!(
+            "safe_guard = false in {what} approves every held action without asking"
+        ));
+    }
+    if let Some(c) = &file.confirm {
+        if c.trim().eq_ignore_ascii_case("yes") {
+            out.push(format!(
+                "confirm = \"yes\" in {what} approves every held action"
+            ));
+        }
+    }
+    if let Some(p) = &file.sensitive {
+        out.extend(policy_weakenings(p, &what));
+    }
+    Ok(out)
+}
+
+/// How `policy` (from `what`) holds less than the default policy.
+fn policy_weakenings(policy: &SensitivePolicy, what: &str) -> Vec<String> {
+    let default = SensitivePolicy::default();
+    let mut out = Vec::new();
+    if !policy.enabled {
+        out.push(format!(
+            "[sensitive] enabled = false in {what}: only the model's own CONFIRM holds actions"
+        ));
+        return out;
+    }
+    let added: Vec<&str> = policy
+        .shell_allow
+        .iter()
+        .filter(|p| !default.shell_allow.contains(p))
+        .map(String::as_str)
+        .collect();
+    if !added.is_empty() {
+        out.push(format!(
+            "[sensitive] shell_allow in {what} lets {} run without confirmation",
+            added.join(", ")
+        ));
+    }
+    let dropped: Vec<&str> = default
+        .control_words
+        .iter()
+        .filter(|w| !policy.control_words.contains(w))
+        .map(String::as_str)
+        .collect();
+    if !dropped.is_empty() {
+        out.push(format!(
+            "[sensitive] control_words in {what} no longer hold controls named {}",
+            dropped.join(", ")
+        ));
+    }
+    if !policy.password_fields {
+        out.push(format!(
+            "[sensitive] password_fields = false in {what}: typing into a password field is not held"
+        ));
+    }
+    out
 }
 
 /// Resolve settings: file (--config, else ./ufo.toml if present), then env, then flags.
@@ -91,6 +161,23 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
         None => FileConfig::default(),
     };
     let mut c = Config::default();
+    let mut warnings = Vec::new();
+    let file_name = |p: &Option<PathBuf>| {
+        p.as_ref()
+            .map(|p| format!("the configuration file {}", p.display()))
+            .unwrap_or_default()
+    };
+    // Who switched safe_guard off, if anyone (the file, then the environment), and whether
+    // the person typed it on this command line (`--config FILE`).
+    let mut guard_off_by = (file.safe_guard == Some(false)).then(|| {
+        (
+            format!("safe_guard = false in {}", file_name(&path)),
+            args.config.is_some(),
+        )
+    });
+    if let Some(p) = &file.sensitive {
+        warnings.extend(policy_weakenings(p, &file_name(&path)));
+    }
     macro_rules! take {
         ($($f:ident),*) => { $( if let Some(v) = file.$f { c.$f = v; } )* };
     }
@@ -111,11 +198,15 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
         multi_action,
         takeover_limit_s
     );
-    let mut confirm_text = file.confirm.clone();
+    let mut confirm_text = file
+        .confirm
+        .clone()
+        .map(|t| (t, format!("confirm in {}", file_name(&path))));
 
     // Environment.
     if let Some(v) = env("UFO_SAFE_GUARD") {
         c.safe_guard = parse_bool("UFO_SAFE_GUARD", &v)?;
+        guard_off_by = (!c.safe_guard).then(|| (format!("UFO_SAFE_GUARD={}", v.trim()), false));
     }
     if let Some(v) = env("UFO_ASK_QUESTION") {
         c.ask_question = parse_bool("UFO_ASK_QUESTION", &v)?;
@@ -143,7 +234,7 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
         c.takeover_limit_s = u64::from(parse_num("UFO_TAKEOVER_LIMIT_S", &v)?);
     }
     if let Some(v) = env("UFO_CONFIRM") {
-        confirm_text = Some(v);
+        confirm_text = Some((v, "UFO_CONFIRM".to_string()));
     }
 
     // Flags.
@@ -161,14 +252,40 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
     }
     let confirm = match (args.confirm, confirm_text) {
         (Some(p), _) => p,
-        (None, Some(t)) => match t.trim().to_ascii_lowercase().as_str() {
+        (None, Some((t, from))) => match t.trim().to_ascii_lowercase().as_str() {
             "ask" => ConfirmPolicy::Ask,
-            "yes" => ConfirmPolicy::Yes,
+            "yes" => {
+                warnings.push(format!(
+                    "{from} is \"yes\": every held action is approved without asking (pass --confirm ask or --confirm no to keep the gate)"
+                ));
+                ConfirmPolicy::Yes
+            }
             "no" => ConfirmPolicy::No,
             _ => bail!("confirm is {t:?}; use ask, yes or no"),
         },
         (None, None) => ConfirmPolicy::Ask,
     };
+    // A flag the person typed wins over the environment and the ./ufo.toml read from the
+    // current folder: `--confirm no` (or ask) is never turned into "approve everything" by a
+    // safe_guard = false they did not type. A file they name with --config is theirs.
+    if let Some((by, typed)) = guard_off_by {
+        match args.confirm {
+            Some(flag) if !typed => {
+                c.safe_guard = true;
+                warnings.push(format!(
+                    "{by} is ignored: --confirm {} on the command line decides what happens to held actions",
+                    flag.as_str()
+                ));
+            }
+            Some(flag) => warnings.push(format!(
+                "{by} approves every held action without asking, whatever --confirm {} says",
+                flag.as_str()
+            )),
+            None => warnings.push(format!(
+                "{by} approves every held action without asking (pass --confirm no or --confirm ask to keep the gate)"
+            )),
+        }
+    }
     if let Some(v) = env("UFO_MAX_COST") {
         let cost = v.trim().parse::<f64>().ok();
         c.max_cost = Some(check_amount(cost, "UFO_MAX_COST", &v)?);
@@ -218,6 +335,7 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
         runs_dir: file.runs_dir.unwrap_or_else(|| PathBuf::from("runs")),
         mcp: file.mcp.unwrap_or_default(),
         agents: file.agents.unwrap_or_default(),
+        warnings,
     })
 }
 
@@ -334,6 +452,49 @@ mod tests {
         })
         .expect_err("bad bool");
         assert!(e.to_string().contains("true or false"));
+    }
+
+    /// Defect: `safe_guard = false` in ./ufo.toml (read from the current folder) or
+    /// `UFO_SAFE_GUARD=false` overruled a typed `--confirm no`. A typed flag wins now; a file
+    /// named with `--config` is the person's own and still switches the guard off. Each is
+    /// named in a warning.
+    #[test]
+    fn a_typed_confirm_flag_wins_over_safe_guard_off_it_did_not_type() {
+        let env_off = |k: &str| (k == "UFO_SAFE_GUARD").then(|| "false".to_string());
+        let s = resolve(&args(&["--confirm", "no"]), &env_off).expect("ok");
+        assert!(s.config.safe_guard);
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.contains("UFO_SAFE_GUARD=false") && w.contains("--confirm no")),
+            "{:?}",
+            s.warnings
+        );
+        let s = resolve(&args(&[]), &env_off).expect("ok");
+        assert!(!s.config.safe_guard);
+        assert!(s.warnings.iter().any(|w| w.contains("UFO_SAFE_GUARD")));
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("mine.toml");
+        std::fs::write(&p, "safe_guard = false\n").expect("write");
+        let p = p.to_string_lossy().to_string();
+        let s = resolve(&args(&["--config", &p, "--confirm", "no"]), &|_| None).expect("ok");
+        assert!(
+            !s.config.safe_guard,
+            "a typed --config file is the person's"
+        );
+        assert!(
+            s.warnings.iter().any(|w| w.contains("mine.toml")),
+            "{:?}",
+            s.warnings
+        );
+
+        let s = resolve(&args(&[]), &|_| None).expect("ok");
+        assert!(
+            s.config.safe_guard && s.warnings.is_empty(),
+            "{:?}",
+            s.warnings
+        );
     }
 
     /// Defect 15: `UFO_MAX_COST=NaN` used to switch the budget off.

@@ -268,7 +268,7 @@ impl CliUser {
             ));
             if needs_escaping(&command) {
                 out.push_str(
-                    "  (shown escaped: \\n is a newline, \\r a carriage return, \\x1b an escape, \\\\ one backslash)\n",
+                    "  (shown escaped: \\n is a newline, \\r a carriage return, \\x1b an escape, \\u{a0} a no-break space (any \\u{…} is one character by its code), \\\\ one backslash)\n",
                 );
             }
         }

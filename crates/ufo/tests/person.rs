@@ -940,6 +940,51 @@ fn pty_confirm_shows_spoofing_text_escaped() {
     );
 }
 
+/// Defect (Unicode space): `cat<U+00A0>x/../../bin/rm -rf /tmp/victim` was judged `cat` and
+/// ran unasked, shown as a harmless `cat x/…`. Now the gate holds it, and the CONFIRM prompt
+/// shows the no-break space escaped (and says why it holds the command); rejected, nothing
+/// reaches the desktop.
+#[test]
+fn pty_confirm_shows_a_unicode_space_escaped() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    spoof_scenario(tmp.path(), false);
+    let attack = "cat\u{a0}x/../../bin/rm -rf /tmp/victim";
+    let script = [
+        serde_json::json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+            "Status": "CONTINUE", "Bash": attack}}),
+        serde_json::json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+            "Status": "FINISH"}}),
+    ]
+    .iter()
+    .map(|l| l.to_string())
+    .collect::<Vec<_>>()
+    .join("\n");
+    std::fs::write(tmp.path().join("script.jsonl"), script).expect("script");
+    let mut p = pty_run_dir(tmp.path(), &["--confirm", "ask"], &[("NO_COLOR", "1")]);
+    let shown = p.expect("Approve? [y/N]");
+    assert!(
+        shown.contains("shell command: cat\\u{a0}x/../../bin/rm -rf /tmp/victim\r\n"),
+        "{shown:?}"
+    );
+    assert!(shown.contains("U+00A0"), "the reason is shown: {shown:?}");
+    assert!(shown.contains("no-break space"), "{shown:?}");
+    p.session.send_line("n").expect("send");
+    let (_, rest) = p.finish();
+    for text in [&shown, &rest] {
+        // the terminal's bytes arrive one char per byte: a raw U+00A0 is the pair C2 A0
+        assert!(
+            !text.contains("\u{c2}\u{a0}"),
+            "a raw no-break space: {text:?}"
+        );
+        assert!(!text.contains("cat x/"), "{text:?}");
+    }
+    assert!(
+        p.actions().iter().all(|a| a["action"] != "shell"),
+        "{:?}",
+        p.actions()
+    );
+}
+
 /// A PENDING question with a spoofing escape sequence is shown escaped too.
 #[test]
 fn pty_pending_question_shows_spoofing_text_escaped() {
