@@ -377,7 +377,10 @@ mod tests {
             ("UFO_LLM_TIMEOUT_SECS", "30000000"),
             ("UFO_LLM_BASE_URL", "http://localhost:8080/v1"),
             ("SHORT_API_KEY", "abc"),
-            ("UFO_LLM_HEADERS", "Authorization: Bearer tok-9876543210; X-Org = org-long-id"),
+            (
+                "UFO_LLM_HEADERS",
+                "Authorization: Bearer tok-9876543210; X-Org = org-long-id",
+            ),
             ("PATH", "/usr/local/bin:/usr/bin"),
         ]);
         let text = "key sk-abcdef123456 pw=hunter2hunter2 spec script:/tmp/script.jsonl \
@@ -387,7 +390,10 @@ mod tests {
             "key *** pw=*** spec script:/tmp/script.jsonl 30000000 http://localhost:8080/v1 abc \
              *** *** /usr/local/bin:/usr/bin"
         );
-        assert!(matches!(r.redact("nothing here"), std::borrow::Cow::Borrowed(_)));
+        assert!(matches!(
+            r.redact("nothing here"),
+            std::borrow::Cow::Borrowed(_)
+        ));
         assert_eq!(
             r.redact_bytes(b"\xffsk-abcdef123456\xfe").as_deref(),
             Some(&b"\xff***\xfe"[..])
@@ -395,13 +401,19 @@ mod tests {
         assert_eq!(r.redact_bytes(b"clean"), None);
         let mut v = serde_json::json!({"a": ["x sk-abcdef123456 y", 1], "sk-abcdef123456": null});
         r.redact_json(&mut v);
-        assert_eq!(v, serde_json::json!({"a": ["x *** y", 1], "sk-abcdef123456": null}));
+        assert_eq!(
+            v,
+            serde_json::json!({"a": ["x *** y", 1], "sk-abcdef123456": null})
+        );
     }
 
     #[test]
     fn a_value_inside_another_is_hidden_whole() {
         let r = Redactor::from_values(["secret-value".to_string(), "secret-value-longer".into()]);
-        assert_eq!(r.redact("[secret-value-longer] [secret-value]"), "[***] [***]");
+        assert_eq!(
+            r.redact("[secret-value-longer] [secret-value]"),
+            "[***] [***]"
+        );
         assert!(Redactor::default().is_empty());
     }
 

@@ -245,8 +245,7 @@ impl Server {
         // none of ufo's secrets (provider keys, UFO_LLM_*), unless `env` passes one on purpose;
         // memory and CPU time limited as every command ufo runs
         let mut cmd = ufo_proc::limited_command(program, &self.config.args);
-        cmd.envs(&self.config.env)
-            .kill_on_drop(true);
+        cmd.envs(&self.config.env).kill_on_drop(true);
         let (transport, stderr) = TokioChildProcess::builder(cmd)
             .stderr(Stdio::piped())
             .spawn()

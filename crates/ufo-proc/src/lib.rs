@@ -188,7 +188,10 @@ impl ChildLimits {
     fn ulimit_script(&self) -> String {
         let mut s = String::new();
         if let Some(bytes) = self.memory {
-            s.push_str(&format!("ulimit -d {} 2>/dev/null; ", (bytes / 1024).max(1)));
+            s.push_str(&format!(
+                "ulimit -d {} 2>/dev/null; ",
+                (bytes / 1024).max(1)
+            ));
         }
         if let Some(secs) = self.cpu {
             s.push_str(&format!("ulimit -t {secs} 2>/dev/null; "));

@@ -57,7 +57,10 @@ fn decode(bytes: &[u8]) -> Vec<(OsString, OsString)> {
     let mut out = Vec::new();
     while let (Some(k), Some(v)) = (parts.next(), parts.next()) {
         if !k.is_empty() {
-            out.push((OsString::from_vec(k.to_vec()), OsString::from_vec(v.to_vec())));
+            out.push((
+                OsString::from_vec(k.to_vec()),
+                OsString::from_vec(v.to_vec()),
+            ));
         }
     }
     out
