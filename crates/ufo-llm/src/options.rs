@@ -64,7 +64,8 @@ pub struct Env {
 }
 
 impl Env {
-    /// Read the process environment.
+    /// Read the process environment (secrets the process holds in memory first:
+    /// [`ufo_core::secrets::held`]).
     pub fn process() -> Self {
         Self { vars: None }
     }
@@ -89,7 +90,8 @@ impl Env {
     pub fn get(&self, name: &str) -> Option<String> {
         let value = match &self.vars {
             Some(map) => map.get(name).cloned(),
-            None => std::env::var(name).ok(),
+            // the binary holds the secrets in memory, out of its environment
+            None => ufo_core::secrets::held(name).or_else(|| std::env::var(name).ok()),
         }?;
         let value = value.trim();
         (!value.is_empty()).then(|| value.to_string())

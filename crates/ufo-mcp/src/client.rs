@@ -242,12 +242,10 @@ impl Server {
         let Some(program) = &self.config.command else {
             return Err(McpConfigError::Transport(self.name.clone()).into());
         };
-        let mut cmd = tokio::process::Command::new(program);
-        // none of ufo's secrets (provider keys, UFO_LLM_*), unless `env` passes one on purpose
-        ufo_proc::scrub_env(&mut cmd);
-        cmd.args(&self.config.args)
-            .envs(&self.config.env)
-            .kill_on_drop(true);
+        // none of ufo's secrets (provider keys, UFO_LLM_*), unless `env` passes one on purpose;
+        // memory and CPU time limited as every command ufo runs
+        let mut cmd = ufo_proc::limited_command(program, &self.config.args);
+        cmd.envs(&self.config.env).kill_on_drop(true);
         let (transport, stderr) = TokioChildProcess::builder(cmd)
             .stderr(Stdio::piped())
             .spawn()
@@ -390,7 +388,8 @@ impl Server {
                 })
             }
         };
-        let text = result_text(&result);
+        // a key the server knows (or read) never reaches the model or the trajectory
+        let text = ufo_core::secrets::redact(&result_text(&result));
         if result.is_error == Some(true) {
             return Err(ToolError::Failed {
                 tool: tool.into(),

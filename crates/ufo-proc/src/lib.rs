@@ -4,6 +4,9 @@
 //! Guarantees of [`run`] on a command from [`shell_command`]:
 //! - **No secrets**: the environment loses every variable [`ufo_core::secrets::is_secret_env`]
 //!   names (provider keys, `UFO_LLM_*`, ...) — [`scrub_env`] / [`scrub_env_std`].
+//! - **No secret values in the output**: the values of the secrets the process holds
+//!   ([`ufo_core::secrets::hold`]) are replaced by `***` in what a command printed (a key read
+//!   from a file, say), before anyone sees it.
 //! - **Bounded output**: stdout and stderr are read as they come, each kept up to a cap
 //!   ([`DEFAULT_MAX_OUTPUT`], 1 MiB); beyond it bytes are only counted, and after
 //!   [`DRAIN_LIMIT`] more the command is stopped. Memory stays bounded whatever it prints.
@@ -116,11 +119,144 @@ pub fn scrub_env_std(cmd: &mut std::process::Command) -> &mut std::process::Comm
     cmd
 }
 
-/// `/bin/sh -c command` with stdin from /dev/null and the secrets removed from its
-/// environment; run it with [`run`].
+/// Resource limits of the commands ufo runs ([`shell_command`], [`limited_command`]): set in
+/// the child (`ulimit`, i.e. `setrlimit`) before the command starts, inherited by everything
+/// it starts. Applications ufo launches are not limited (they start otherwise).
+///
+/// - `memory`: the data limit (`RLIMIT_DATA`, bytes): heap and private writable mappings.
+///   Not the address space (`RLIMIT_AS`): browsers and JIT runtimes reserve terabytes of
+///   address space they never use and fail to start under an address-space cap, while a
+///   runaway (`grep -f /dev/zero`) grows exactly the data this limit counts.
+/// - `cpu`: the CPU-time limit (`RLIMIT_CPU`, seconds of CPU, not of wall time): a process
+///   past it gets SIGXCPU and ends. The wall-clock timeout of each command already stops
+///   foreground work; this also ends a busy loop left running in the background.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChildLimits {
+    /// Most bytes of data memory per process; `None`: unlimited.
+    pub memory: Option<u64>,
+    /// Most seconds of CPU time per process; `None`: unlimited.
+    pub cpu: Option<u64>,
+}
+
+/// Default data-memory limit of a command: 2 GiB (a shell tool rarely needs a tenth of it; an
+/// application started from a command keeps room for its heap).
+pub const DEFAULT_CHILD_MEMORY: u64 = 2 << 30;
+
+/// Default CPU-time limit of a command: 300 s of CPU (per process, so a long session's
+/// background helpers are not cut short; a busy loop is).
+pub const DEFAULT_CHILD_CPU_SECS: u64 = 300;
+
+/// Environment variable for the memory limit in MiB (`0`: none).
+pub const MEMORY_ENV: &str = "UFO_CHILD_MEMORY_MB";
+
+/// Environment variable for the CPU-time limit in seconds (`0`: none).
+pub const CPU_ENV: &str = "UFO_CHILD_CPU_SECS";
+
+impl Default for ChildLimits {
+    fn default() -> Self {
+        Self {
+            memory: Some(DEFAULT_CHILD_MEMORY),
+            cpu: Some(DEFAULT_CHILD_CPU_SECS),
+        }
+    }
+}
+
+impl ChildLimits {
+    /// The defaults, changed by [`MEMORY_ENV`] and [`CPU_ENV`] from `env` (a value that is no
+    /// whole number is an error naming the variable).
+    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let mut limits = Self::default();
+        let number = |name: &str| -> Result<Option<u64>, String> {
+            match env(name) {
+                None => Ok(None),
+                Some(v) => v.trim().parse::<u64>().map(Some).map_err(|_| {
+                    format!("{name}={v:?} is not a whole number; give e.g. {name}=0 for no limit")
+                }),
+            }
+        };
+        if let Some(mb) = number(MEMORY_ENV)? {
+            limits.memory = (mb > 0).then(|| mb.saturating_mul(1 << 20));
+        }
+        if let Some(secs) = number(CPU_ENV)? {
+            limits.cpu = (secs > 0).then_some(secs);
+        }
+        Ok(limits)
+    }
+
+    /// The `ulimit` commands that set these limits (`sh` syntax; empty when unlimited). A
+    /// limit the system already keeps lower stays lower.
+    fn ulimit_script(&self) -> String {
+        let mut s = String::new();
+        if let Some(bytes) = self.memory {
+            s.push_str(&format!(
+                "ulimit -d {} 2>/dev/null; ",
+                (bytes / 1024).max(1)
+            ));
+        }
+        if let Some(secs) = self.cpu {
+            s.push_str(&format!("ulimit -t {secs} 2>/dev/null; "));
+        }
+        s
+    }
+}
+
+/// The limits of the commands started from now on (set once at start by the binary).
+static CHILD_LIMITS: Mutex<Option<ChildLimits>> = Mutex::new(None);
+
+/// Set the limits of the commands started from now on ([`ChildLimits`]).
+pub fn set_child_limits(limits: ChildLimits) {
+    *CHILD_LIMITS.lock().unwrap_or_else(|p| p.into_inner()) = Some(limits);
+}
+
+/// The limits of the commands started now: those set, else the defaults.
+pub fn child_limits() -> ChildLimits {
+    CHILD_LIMITS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .unwrap_or_default()
+}
+
+/// `/bin/sh -c command` with stdin from /dev/null, the secrets removed from its environment
+/// and the [`child_limits`] set; run it with [`run`]. The command runs as `sh -c command`
+/// (exec'd by a first `sh` that only sets the limits), so it is parsed exactly as given.
 pub fn shell_command(command: &str) -> Command {
+    let script = child_limits().ulimit_script();
     let mut cmd = Command::new("/bin/sh");
-    cmd.arg("-c").arg(command).stdin(Stdio::null());
+    if script.is_empty() {
+        cmd.arg("-c").arg(command);
+    } else {
+        cmd.arg("-c")
+            .arg(format!("{script}exec /bin/sh -c \"$1\""))
+            .arg("sh")
+            .arg(command);
+    }
+    cmd.stdin(Stdio::null());
+    scrub_env(&mut cmd);
+    cmd
+}
+
+/// `program args...` with the secrets removed from its environment and the [`child_limits`]
+/// set (through a `sh` that sets them and `exec`s the program, as given): an MCP stdio server.
+pub fn limited_command(program: &str, args: &[String]) -> Command {
+    let script = child_limits().ulimit_script();
+    // a program that is not there fails to spawn as before (not as a shell's exit 127)
+    let found = if program.contains('/') {
+        Path::new(program).is_file()
+    } else {
+        which(program, None).is_some()
+    };
+    let mut cmd = if script.is_empty() || !found {
+        let mut c = Command::new(program);
+        c.args(args);
+        c
+    } else {
+        let mut c = Command::new("/bin/sh");
+        c.arg("-c")
+            .arg(format!("{script}exec \"$0\" \"$@\""))
+            .arg(program)
+            .args(args);
+        c
+    };
     scrub_env(&mut cmd);
     cmd
 }
@@ -276,6 +412,16 @@ async fn read_capped<R: AsyncRead + Unpin>(reader: Option<R>, cap: usize, pgid: 
     c
 }
 
+/// The output with the values of the secrets this process holds replaced by `***`
+/// ([`ufo_core::secrets::redactor`]): the one place every command's output passes before it
+/// reaches a model, a trajectory or a person.
+fn redacted(mut c: Captured) -> Captured {
+    if let Some(bytes) = ufo_core::secrets::redactor().redact_bytes(&c.bytes) {
+        c.bytes = bytes;
+    }
+    c
+}
+
 /// Run a command: in its own process group, stdout and stderr captured up to the cap, the
 /// whole group killed on timeout, on too much output, or when this future is dropped.
 /// Build the command with [`shell_command`] (or scrub it with [`scrub_env`]).
@@ -322,8 +468,8 @@ pub async fn run(mut cmd: Command, limits: Limits) -> Result<Finished, ProcError
     let status = status.map_err(ProcError::Wait)?;
     Ok(Finished {
         code: if timed_out { None } else { status.code() },
-        stdout,
-        stderr,
+        stdout: redacted(stdout),
+        stderr: redacted(stderr),
         timed_out,
     })
 }

@@ -254,7 +254,7 @@ fn job_envs(args: &BatchArgs) -> Result<Vec<Job>> {
         }
     }
     for (i, job) in jobs.iter().enumerate() {
-        job_display(job, i, &|k| std::env::var(k).ok())?;
+        job_display(job, i, &|k| crate::secret_env::var(k))?;
     }
     Ok(jobs)
 }
@@ -503,8 +503,9 @@ fn run_worker(
         .env("XDG_CONFIG_HOME", home.join(".config"))
         .env("XDG_DATA_HOME", home.join(".local/share"))
         .env("XDG_CACHE_HOME", home.join(".cache"))
-        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null());
+    // the keys go through a pipe on stdin, never through the worker's environment
+    crate::secret_env::pass_on_stdin(&mut cmd);
     let log = match std::fs::File::create(dir.join("worker.log")) {
         Ok(f) => f,
         Err(e) => return fail(format!("cannot create the worker log: {e}")),
@@ -514,6 +515,11 @@ fn run_worker(
         Ok(c) => c,
         Err(e) => return fail(format!("cannot start the worker: {e}")),
     };
+    if let Err(e) = crate::secret_env::write_to_stdin(&mut child) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return fail(format!("cannot hand the model keys to the worker: {e}"));
+    }
     let deadline = started + Duration::from_secs(args.task_timeout);
     let status = loop {
         match child.try_wait() {

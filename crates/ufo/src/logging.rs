@@ -40,7 +40,8 @@ fn stderr_filter(verbosity: Verbosity) -> EnvFilter {
 fn inert_fields() -> impl for<'w> FormatFields<'w> + Send + Sync + 'static {
     tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
         // `%` fields and messages arrive as their Display text, raw: escape them here.
-        let text = format!("{value:?}");
+        // known secret values hidden first (a key quoted by an error, a file's content)
+        let text = ufo_core::secrets::redact(&format!("{value:?}"));
         let shown = inert(&text);
         if field.name() == "message" {
             write!(w, "{shown}")

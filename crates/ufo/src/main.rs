@@ -14,6 +14,7 @@ mod private;
 mod recorder;
 mod report;
 mod runs;
+mod secret_env;
 mod settings;
 mod trajectory;
 mod user;
@@ -42,6 +43,18 @@ const EXIT_USAGE: u8 = 2;
 pub(crate) const EXIT_CANCELLED: u8 = 130;
 
 fn main() -> ExitCode {
+    // first, while single-threaded: no key may stay in this process's /proc environ
+    let startup = secret_env::take_at_start();
+    if let Some(w) = &startup.warning {
+        eprintln!("warning: {w}");
+    }
+    match ufo_proc::ChildLimits::from_env(&|k| std::env::var(k).ok()) {
+        Ok(limits) => ufo_proc::set_child_limits(limits),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -544,7 +557,7 @@ fn prepare(
     console: &Arc<Console>,
     cancel: &Arc<AtomicBool>,
 ) -> Result<Prepared, Usage> {
-    let env = |k: &str| std::env::var(k).ok();
+    let env = |k: &str| secret_env::var(k);
     let settings = settings::resolve(args, &env).map_err(Usage)?;
     for w in &settings.warnings {
         eprintln!("warning: {}", ufo_core::inert(w));

@@ -89,7 +89,42 @@ fn build_one(spec: &str, plan: &ModelPlan<'_>, agent: &str) -> Result<Box<dyn Ll
             Recording::new(client, &dir).map_err(|e| anyhow!("--record {}: {e}", dir.display()))?,
         );
     }
-    Ok(client)
+    // last, so the recording and every backend see the prompt without secrets
+    Ok(Box::new(Redacting { inner: client }))
+}
+
+/// A model whose prompts never carry a known secret value: every text part is passed through
+/// the process's redactor ([`ufo_core::secrets::redactor`]) before the call, whatever brought
+/// the value into the agent's memory (a file a command printed, a tool's answer, screen text).
+struct Redacting {
+    inner: Box<dyn LlmClient>,
+}
+
+#[async_trait]
+impl LlmClient for Redacting {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let redactor = ufo_core::secrets::redactor();
+        if redactor.is_empty() {
+            return self.inner.complete(request).await;
+        }
+        let mut clean = request.clone();
+        for part in clean.messages.iter_mut().flat_map(|m| m.content.iter_mut()) {
+            if let ufo_core::ports::ContentPart::Text(t) = part {
+                if let std::borrow::Cow::Owned(r) = redactor.redact(t) {
+                    *t = r;
+                }
+            }
+        }
+        self.inner.complete(&clean).await
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    fn cost(&self, usage: &Usage) -> f64 {
+        self.inner.cost(usage)
+    }
 }
 
 /// A model with a price: reports the cost of each call to the engine.

@@ -572,7 +572,17 @@ pub fn run_inside(plan: &Plan) -> ExitCode {
     } else {
         inner.env(INSIDE_VAR, &desktops[0].dir);
     }
-    let mut child = match inner.spawn() {
+    // the keys go in an inherited memory file (stdin stays the terminal), not the environment
+    let handed = match crate::secret_env::pass_in_memfd(&mut inner) {
+        Ok(fd) => fd,
+        Err(e) => {
+            eprintln!("error: cannot hand the model keys to ufo inside the private desktop: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    let spawned = inner.spawn();
+    drop(handed);
+    let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: cannot run ufo inside the private desktop: {e}");

@@ -296,6 +296,8 @@ fn one_line(s: &str, max: usize) -> String {
 impl Recorder for FileRecorder {
     fn event(&mut self, event: &Value) -> Result<(), RecorderError> {
         let mut e = event.clone();
+        // known secret values never reach the file, the log or the progress lines
+        ufo_core::secrets::redactor().redact_json(&mut e);
         if let Value::Object(m) = &mut e {
             m.insert("ts".into(), chrono::Utc::now().to_rfc3339().into());
         }
@@ -330,6 +332,8 @@ impl Recorder for FileRecorder {
             .map(|c| if c == '/' || c == '\\' { '_' } else { c })
             .collect();
         let path = self.dir.join(&safe);
+        let redacted = ufo_core::secrets::redactor().redact_bytes(bytes);
+        let bytes = redacted.as_deref().unwrap_or(bytes);
         write_atomic(&path, bytes).map_err(|x| RecorderError(io_message(&path, &x)))?;
         Ok(safe)
     }

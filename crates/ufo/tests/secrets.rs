@@ -1,0 +1,311 @@
+//! Provider keys out of reach, through the real binary on the simulated desktop with a
+//! scripted model: no process ufo starts can read a key through any ufo process's
+//! `/proc/<pid>/environ` or `cmdline` (also as root), ufo is not dumpable, a key that reaches
+//! ufo another way (a file a command prints) is hidden (`***`) from the trajectory, the
+//! output and the prompts; and commands run with memory and CPU-time limits.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use common::*;
+
+const OPENAI: &str = "sk-openai-proc-probe-4e1d8a";
+const PGPASS: &str = "pg-password-probe-93b2c7";
+const FROM_FILE: &str = "sk-ant-file-probe-6f0b3e";
+
+/// Every file under `dir`, recursively.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+fn write_script(dir: &Path, lines: &[Value]) -> String {
+    let path = dir.join("script.jsonl");
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(&path, text.join("\n") + "\n").expect("write script");
+    path.display().to_string()
+}
+
+fn host_assigns_shell() -> Value {
+    json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+        "Current Sub-Task": "Run it", "ControlText": "shell", "Status": "ASSIGN"}})
+}
+
+fn shell(command: &str, expect: &[&str]) -> Value {
+    json!({"agent": "shell", "expect": expect, "response": {"Observation": "o", "Thought": "t",
+        "Command": command, "Status": "CONTINUE"}})
+}
+
+/// A config with the shell agent working in `dir`, extra lines appended.
+fn shell_config(dir: &Path, extra: &str) -> PathBuf {
+    let config = dir.join("ufo.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[agents]\nshell = true\nshell_workdir = {}\n{extra}",
+            Value::String(dir.display().to_string())
+        ),
+    )
+    .expect("write config");
+    config
+}
+
+fn sim_desktop() -> String {
+    format!(
+        "sim:{}",
+        scenario_dir("sensitive_click")
+            .join("desktop.json")
+            .display()
+    )
+}
+
+/// Critical defect 2: `cat /proc/$PPID/environ` (allow-listed, unconfirmed) printed ufo's own
+/// environment with the keys into events.jsonl, ufo.log, checkpoint.json and the next prompt.
+/// Now ufo's environ holds no key (the command still reads it: `PATH=` is there), its cmdline
+/// neither, and the key that a file holds is `***` in every record, on stdout/stderr and in
+/// the prompt the model got.
+#[test]
+fn a_command_reads_no_key_from_ufos_proc_files_and_no_record_holds_one() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let work = tmp.path().join("work");
+    std::fs::create_dir(&work).expect("mkdir");
+    std::fs::write(work.join("notes.txt"), format!("token={FROM_FILE}\n")).expect("write");
+    let config = shell_config(&work, "");
+    let script = write_script(
+        tmp.path(),
+        &[
+            host_assigns_shell(),
+            shell("cat /proc/$PPID/environ", &[]),
+            // the environment was read (the prompt shows it) but holds no key
+            shell("cat /proc/$PPID/cmdline", &["PATH="]),
+            shell("cat notes.txt", &[]),
+            // the key the file holds reached the model as ***
+            json!({"agent": "shell", "expect": ["token=***"], "response": {"Observation": "o",
+                "Thought": "t", "Command": "", "Status": "FINISH", "Result": "read"}}),
+            json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+                "Status": "FINISH"}}),
+        ],
+    );
+    let out = tmp.path().join("out");
+    let record = tmp.path().join("record");
+    let output = ufo()
+        .current_dir(tmp.path())
+        .env("OPENAI_API_KEY", OPENAI)
+        .env("PGPASSWORD", PGPASS)
+        .env("ANTHROPIC_API_KEY", FROM_FILE)
+        .args(["run", "--desktop", &sim_desktop(), "--llm"])
+        .arg(format!("script:{script}"))
+        .arg("--config")
+        .arg(&config)
+        .arg("--record")
+        .arg(&record)
+        .args(["--confirm", "no", "--out"])
+        .arg(&out)
+        .arg("read the environment")
+        .output()
+        .expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let events = std::fs::read_to_string(out.join("events.jsonl")).expect("events");
+    assert!(events.contains("PATH="), "the environ was read: {events}");
+    assert!(events.contains("token=***"), "{events}");
+    let mut all = files(&out);
+    all.extend(files(&record));
+    assert!(all.len() > 4, "{all:?}");
+    for key in [OPENAI, PGPASS, FROM_FILE] {
+        assert!(!stderr.contains(key), "{key} on stderr");
+        assert!(!stdout.contains(key), "{key} on stdout");
+        for f in &all {
+            let bytes = std::fs::read(f).expect("read");
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(key),
+                "{key} in {}",
+                f.display()
+            );
+        }
+    }
+}
+
+/// The parent of each process (from `/proc/<pid>/stat`).
+fn parents() -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let ppid = stat
+            .rsplit(')')
+            .next()
+            .and_then(|s| s.split_whitespace().nth(1))
+            .and_then(|s| s.parse().ok());
+        if let Some(ppid) = ppid {
+            out.push((pid, ppid));
+        }
+    }
+    out
+}
+
+/// `root` and every process below it.
+fn tree(root: u32) -> Vec<u32> {
+    let all = parents();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(all.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    found
+}
+
+/// Critical defect 2, the walk: while a command runs, no process of ufo's tree (ufo, the
+/// shell, the command) shows a key in its environ or cmdline — read here with every
+/// privilege the test has, root included. And ufo is not dumpable: a child without
+/// CAP_SYS_PTRACE cannot read its environ (checked when the test runs as a user other than root).
+#[test]
+fn no_process_of_the_ufo_tree_shows_a_key_and_ufo_is_not_dumpable() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = shell_config(tmp.path(), "");
+    let script = write_script(
+        tmp.path(),
+        &[
+            host_assigns_shell(),
+            shell("sleep 4747", &[]),
+            json!({"agent": "shell", "response": {"Observation": "o", "Thought": "t",
+                "Command": "", "Status": "FINISH", "Result": "x"}}),
+        ],
+    );
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .current_dir(tmp.path())
+        .env("OPENAI_API_KEY", OPENAI)
+        .env("PGPASSWORD", PGPASS)
+        .args(["run", "--desktop", &sim_desktop(), "--llm"])
+        .arg(format!("script:{script}"))
+        .arg("--config")
+        .arg(&config)
+        .args(["--confirm", "yes", "--out"])
+        .arg(tmp.path().join("out"))
+        .arg("wait")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("ufo starts");
+    let ufo = child.id();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let procs = loop {
+        let t = tree(ufo);
+        let sleeping = t.iter().any(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains("4747"))
+                .unwrap_or(false)
+        });
+        if sleeping {
+            break t;
+        }
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(procs.len() >= 2, "{procs:?}");
+    let mut read_any = false;
+    for p in &procs {
+        for file in ["environ", "cmdline"] {
+            let Ok(bytes) = std::fs::read(format!("/proc/{p}/{file}")) else {
+                continue;
+            };
+            read_any |= file == "environ" && !bytes.is_empty();
+            let text = String::from_utf8_lossy(&bytes);
+            for key in [OPENAI, PGPASS] {
+                assert!(!text.contains(key), "{key} in /proc/{p}/{file}");
+            }
+        }
+    }
+    assert!(read_any, "no environ could be read");
+    // not dumpable: a child of another user's process (as a non-root user, ufo's own uid) can
+    // no longer read ufo's environ, which now belongs to root. (As root the check needs a
+    // child without CAP_SYS_PTRACE, which some sandboxed kernels do not tell apart.)
+    let probe = std::process::Command::new("cat")
+        .arg(format!("/proc/{ufo}/environ"))
+        .output();
+    let _ = child.kill();
+    let _ = child.wait();
+    if real_uid() != 0 {
+        let probe = probe.expect("cat runs");
+        assert!(
+            !probe.status.success(),
+            "a child read ufo's environ: ufo is dumpable"
+        );
+    }
+}
+
+/// This process's real user id (from `/proc/self/status`).
+fn real_uid() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|u| u.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Children had no resource limits: `grep -f /dev/zero` ate memory until the machine's cap.
+/// Under a 256 MiB limit it fails at once with a clear message, and a busy loop is killed at
+/// a 2 s CPU limit (long before the command's 60 s timeout).
+#[test]
+fn commands_run_with_memory_and_cpu_limits() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = shell_config(tmp.path(), "");
+    let script = write_script(
+        tmp.path(),
+        &[
+            host_assigns_shell(),
+            shell("grep -f /dev/zero /dev/null", &[]),
+            shell("while :; do :; done", &["memory exhausted"]),
+            json!({"agent": "shell", "response": {"Observation": "o", "Thought": "t",
+                "Command": "", "Status": "FINISH", "Result": "x"}}),
+            json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+                "Status": "FINISH"}}),
+        ],
+    );
+    let out = tmp.path().join("out");
+    let started = Instant::now();
+    let output = ufo()
+        .current_dir(tmp.path())
+        .env("UFO_CHILD_MEMORY_MB", "256")
+        .env("UFO_CHILD_CPU_SECS", "2")
+        .args(["run", "--desktop", &sim_desktop(), "--llm"])
+        .arg(format!("script:{script}"))
+        .arg("--config")
+        .arg(&config)
+        .args(["--confirm", "yes", "--out"])
+        .arg(&out)
+        .arg("limits")
+        .output()
+        .expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(40), "took {took:?}");
+    let events = std::fs::read_to_string(out.join("events.jsonl")).expect("events");
+    assert!(events.contains("memory exhausted"), "{events}");
+    // the busy loop ended by SIGXCPU (a signal: no exit code), not by the 60 s timeout
+    assert!(!events.contains("timed out"), "{events}");
+}
