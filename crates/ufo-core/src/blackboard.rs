@@ -9,6 +9,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::BlackboardLimits;
+use crate::subtask::{SubtaskOutcome, SUBTASK_RESULT_CHARS, SUBTASK_TEXT_CHARS};
+use crate::text::clip_chars;
 
 /// Most actions kept per trajectory (the latest).
 const TRAJECTORY_ACTIONS: usize = 20;
@@ -34,7 +36,7 @@ pub struct Trajectory {
     /// The subtask.
     pub subtask: String,
     /// How it ended.
-    pub status: crate::agent::SubtaskOutcome,
+    pub status: SubtaskOutcome,
     /// Its result or the error.
     pub result: String,
     /// Actions it took, one line each.
@@ -90,7 +92,6 @@ impl Blackboard {
     /// Add a finished subtask, its texts clipped (the whole result stays in the events) so
     /// that one large result cannot push every other entry out.
     pub fn add_trajectory(&mut self, mut t: Trajectory) {
-        use crate::agent::{clip_chars, SUBTASK_RESULT_CHARS, SUBTASK_TEXT_CHARS};
         t.subtask = clip_chars(&t.subtask, SUBTASK_TEXT_CHARS);
         t.result = clip_chars(&t.result, SUBTASK_RESULT_CHARS);
         if t.actions.len() > TRAJECTORY_ACTIONS {
@@ -196,7 +197,7 @@ mod tests {
         Trajectory {
             agent: "AppAgent/X".into(),
             subtask: format!("subtask {i}"),
-            status: crate::agent::SubtaskOutcome::Finish,
+            status: SubtaskOutcome::Finish,
             result: "x".repeat(100),
             actions: vec![],
         }

@@ -8,9 +8,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::agent::{LlmStats, StepReport};
 use crate::config::AgentMode;
-use crate::session::SessionStatus;
+use crate::status::SessionStatus;
 
 /// One line of `events.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -190,6 +189,54 @@ pub struct Handback {
     pub how: String,
     /// How long the agent was paused, in milliseconds.
     pub paused_ms: u64,
+}
+
+/// What the handling of one state produced, for the step record.
+#[derive(Debug, Clone, Default)]
+pub struct StepReport {
+    /// The agent's status after handling.
+    pub status: String,
+    /// The subtask being worked on.
+    pub subtask: Option<String>,
+    /// The action taken or held.
+    pub action: Option<Value>,
+    /// The action's result or error text.
+    pub result: Option<String>,
+    /// The model's thought.
+    pub thought: Option<String>,
+    /// Model calls and tokens.
+    pub llm: LlmStats,
+    /// Per-phase timings.
+    pub timings_ms: Map<String, Value>,
+    /// A system error (phase error) that moved the agent to ERROR.
+    pub error: Option<String>,
+    /// Paths of artifacts written for this step.
+    pub artifacts: Map<String, Value>,
+}
+
+/// Model usage of one step (or, summed, of a session). Missing fields read as 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LlmStats {
+    /// Calls made (re-asks and failed calls included).
+    pub calls: u64,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Cost by the price table (0 when unpriced).
+    #[serde(default)]
+    pub cost: f64,
+}
+
+impl LlmStats {
+    /// Add another step's usage.
+    pub fn add(&mut self, other: &LlmStats) {
+        self.calls += other.calls;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.cost += other.cost;
+    }
 }
 
 /// `session_start`.

@@ -24,6 +24,7 @@ pub mod sensitive;
 pub mod session;
 pub mod shell_words;
 pub mod status;
+pub mod subtask;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod text;
@@ -39,5 +40,5 @@ pub use ports::{
 
 pub use config::{Config, OnSubtaskFail};
 pub use inert::{inert, inert_exact};
-pub use session::{Session, SessionOutcome, SessionStatus};
-pub use status::{AppStatus, HostStatus};
+pub use session::{Session, SessionOutcome};
+pub use status::{AppStatus, EndReason, HostStatus, RoundEnd, SessionStatus};

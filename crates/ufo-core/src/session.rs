@@ -10,36 +10,14 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::agent::host::{HostAgent, HostNext, HOST_NAME};
-use crate::agent::{AgentFactory, Cx, Handoff, LlmStats, Services, SubtaskHistory};
+use crate::agent::{archive, AgentFactory, Cx, Handoff, Services};
 use crate::blackboard::Blackboard;
-use crate::events::{self, StepWho};
+use crate::events::{self, LlmStats, StepReport, StepWho};
 use crate::ports::Recorder;
+use crate::status::{EndReason, HostStatus, RoundEnd};
+use crate::subtask::{SubtaskHistory, SubtaskOutcome};
 
-/// How a round or session ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum SessionStatus {
-    /// Done.
-    Finish,
-    /// Could not be done.
-    Fail,
-    /// A system error.
-    Error,
-    /// The person stopped the session (Ctrl-C).
-    Cancelled,
-}
-
-impl SessionStatus {
-    /// Upper-case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SessionStatus::Finish => "FINISH",
-            SessionStatus::Fail => "FAIL",
-            SessionStatus::Error => "ERROR",
-            SessionStatus::Cancelled => "CANCELLED",
-        }
-    }
-}
+pub use crate::status::SessionStatus;
 
 /// The result of a session.
 #[derive(Debug, Clone)]
@@ -60,9 +38,36 @@ pub struct SessionOutcome {
     pub recorder_error: Option<String>,
 }
 
+/// Whose state the round loop handles next: the host's, or the cached sub-agent's of this key.
 enum Cursor {
     Host,
     Sub(String),
+}
+
+/// What a session has counted so far (carried over a resume by the checkpoint).
+struct Tally {
+    /// Steps counted.
+    steps: u32,
+    /// Rounds run.
+    rounds: u32,
+    /// Model usage.
+    llm: LlmStats,
+}
+
+/// One state handled: who handled it, and what came of it.
+struct Visit {
+    /// The agent's display name.
+    agent: String,
+    /// Its role in the trajectory (`host`, `app`, ...).
+    role: &'static str,
+    /// The state handled.
+    state: &'static str,
+    /// Whether the state ran the processor (counts as a step).
+    processing: bool,
+    /// What the handling produced.
+    report: StepReport,
+    /// Whether the round ends on the state, with which status and reason.
+    end: Option<(SessionStatus, EndReason)>,
 }
 
 /// How a pause for the person ended.
@@ -178,18 +183,12 @@ impl<'a> Session<'a> {
         resumed: bool,
         recorder: &mut dyn Recorder,
     ) -> SessionOutcome {
-        let config = self.services.config;
-        let mut first = events::session_start(
-            &start.request,
-            config,
-            &self.services.host_llm.describe(),
-            &self.services.app_llm.describe(),
-        );
-        if resumed {
-            first.resumed = Some(true);
-            first.round = Some(start.round);
-            first.seq = Some(start.seq);
-        }
+        let first = self.start_record(&start, resumed);
+        let mut tally = Tally {
+            steps: start.steps,
+            rounds: start.rounds_done,
+            llm: start.llm,
+        };
         self.host.set_plan(start.plan);
         let mut cx = Cx {
             services: self.services,
@@ -205,71 +204,68 @@ impl<'a> Session<'a> {
             io_error: None,
         };
         cx.record(&events::Record::SessionStart(first));
-        let mut steps = start.steps;
-        let mut total = start.llm;
-        let mut rounds = start.rounds_done;
-        let (mut status, mut reason, mut message) = loop {
-            let (status, reason, message) = self.run_round(&mut cx, &mut steps, &mut total).await;
-            rounds += 1;
-            cx.record(&events::round_end(
-                cx.round,
-                status,
-                &reason,
-                message.as_deref(),
-                steps,
-            ));
-            save_blackboard(&mut cx);
-            let cancelled = status == SessionStatus::Cancelled;
-            // A cancelled round is not done: a resume runs it again.
-            self.checkpoint(
-                &mut cx,
-                steps,
-                rounds - u32::from(cancelled),
-                total,
-                cancelled,
-            );
-            if cancelled
+        let end = self.run_rounds(&mut cx, &mut tally).await;
+        end_session(cx, end, tally)
+    }
+
+    /// The `session_start` record; a resumed part says where it goes on from.
+    fn start_record(&self, start: &Checkpoint, resumed: bool) -> events::SessionStart {
+        let mut first = events::session_start(
+            &start.request,
+            self.services.config,
+            &self.services.host_llm.describe(),
+            &self.services.app_llm.describe(),
+        );
+        if resumed {
+            first.resumed = Some(true);
+            first.round = Some(start.round);
+            first.seq = Some(start.seq);
+        }
+        first
+    }
+
+    /// Run rounds until one is cancelled, the trajectory cannot be written, a limit is
+    /// reached, or the person has no follow-up request; the last round's end.
+    async fn run_rounds(&mut self, cx: &mut Cx<'_>, tally: &mut Tally) -> RoundEnd {
+        let config = self.services.config;
+        loop {
+            let end = self.run_round(cx, tally).await;
+            self.close_round(cx, &end, tally);
+            if end.status == SessionStatus::Cancelled
                 || cx.io_error.is_some()
-                || rounds >= config.max_rounds.max(1)
-                || steps >= config.max_steps
+                || tally.rounds >= config.max_rounds.max(1)
+                || tally.steps >= config.max_steps
             {
-                break (status, reason, message);
+                return end;
             }
             let Some(next) = self.services.user.follow_up().await else {
-                break (status, reason, message);
+                return end;
             };
-            cx.round += 1;
-            cx.request = next.clone();
-            cx.blackboard.add_request(next);
-            cx.round_failures = 0;
-            cx.forced_end = None;
-            cx.fail_reason = None;
-        };
-        // A trajectory that could not be written whole ends the session ERROR, even when
-        // the failure came after the last step (e.g. the round's end record).
-        if let Some(e) = &cx.io_error {
-            if reason != "io" {
-                (status, reason, message) =
-                    (SessionStatus::Error, "io".into(), Some(io_message(e)));
-            }
+            begin_round(cx, next);
         }
-        cx.record(&events::session_end(
-            status,
-            &reason,
-            message.as_deref(),
-            rounds,
-            steps,
-            &total,
+    }
+
+    /// Count the round, write its `round_end` record, and save the blackboard and the
+    /// checkpoint.
+    fn close_round(&self, cx: &mut Cx<'_>, end: &RoundEnd, tally: &mut Tally) {
+        tally.rounds += 1;
+        cx.record(&events::round_end(
+            cx.round,
+            end.status,
+            end.reason.as_str(),
+            end.message.as_deref(),
+            tally.steps,
         ));
-        SessionOutcome {
-            status,
-            reason,
-            message,
-            rounds,
-            steps,
-            llm: total,
-            recorder_error: cx.io_error,
-        }
+        save_blackboard(cx);
+        let cancelled = end.status == SessionStatus::Cancelled;
+        // A cancelled round is not done: a resume runs it again.
+        self.checkpoint(
+            cx,
+            tally.steps,
+            tally.rounds - u32::from(cancelled),
+            tally.llm,
+            cancelled,
+        );
     }
 
     fn cancelled(&self) -> bool {
@@ -362,15 +358,11 @@ impl<'a> Session<'a> {
         }
     }
 
-    async fn run_round(
-        &mut self,
-        cx: &mut Cx<'_>,
-        steps: &mut u32,
-        total: &mut LlmStats,
-    ) -> (SessionStatus, String, Option<String>) {
-        let max_steps = self.services.config.max_steps;
+    /// Run one round: handle the state under the cursor, one `step` record each, until the
+    /// round ends (docs/states.md).
+    async fn run_round(&mut self, cx: &mut Cx<'_>, tally: &mut Tally) -> RoundEnd {
         if let Some(e) = &cx.io_error {
-            return (SessionStatus::Error, "io".into(), Some(io_message(e)));
+            return RoundEnd::io(e);
         }
         self.host.start_round();
         let mut cursor = Cursor::Host;
@@ -380,157 +372,205 @@ impl<'a> Session<'a> {
             // status (no model call, no action), so the result is kept and a resume does not
             // redo the subtask.
             if self.cancelled() && !self.closing_subtask(&cursor) {
-                if let Cursor::Sub(key) = &cursor {
-                    if let Some(agent) = self.host.agent_mut(key) {
-                        let (name, subtask) = (agent.name(), agent.subtask().to_string());
-                        crate::agent::archive(
-                            cx,
-                            &name,
-                            agent.state_name(),
-                            &subtask,
-                            crate::agent::SubtaskOutcome::Cancelled,
-                            "the person cancelled the session during this subtask",
-                            &[],
-                        );
-                    }
-                }
-                return (
-                    SessionStatus::Cancelled,
-                    "cancelled".into(),
-                    Some("the person cancelled the session".into()),
-                );
+                self.archive_cancelled(cx, &cursor);
+                return RoundEnd::cancelled();
             }
-            // The person took the desktop over: no state runs (so no action) until they hand
-            // it back; then the step observes again and the model decides anew.
-            if !self.cancelled() {
-                if let Some(input) = self.services.desktop.person_input() {
-                    match self.pause(cx, input, *steps).await {
-                        Pause::HandedBack => {}
-                        // the check at the top of the loop ends the round
-                        Pause::Cancelled => continue,
-                        Pause::TimedOut(limit) => {
-                            return (
-                                SessionStatus::Fail,
-                                "takeover_timeout".into(),
-                                Some(format!(
-                                    "the person took the desktop over and did not hand it back \
-                                     within {limit} s; press Pause in the desktop's window to hand \
-                                     it back, or raise takeover_limit_s"
-                                )),
-                            );
-                        }
-                    }
-                    if let Some(e) = &cx.io_error {
-                        return (SessionStatus::Error, "io".into(), Some(io_message(e)));
-                    }
+            if let Some(pause) = self.person_pause(cx, tally.steps).await {
+                match pause {
+                    Pause::HandedBack => {}
+                    // the check at the top of the loop ends the round
+                    Pause::Cancelled => continue,
+                    Pause::TimedOut(limit_s) => return RoundEnd::takeover_timeout(limit_s),
+                }
+                if let Some(e) = &cx.io_error {
+                    return RoundEnd::io(e);
                 }
             }
-            let (name, role, state, processing, report, end) = match &cursor {
-                Cursor::Host => {
-                    let state = self.host.state().as_str();
-                    let processing = self.host.is_processing();
-                    let report = self.host.handle(cx).await;
-                    let end = self.host.round_end(cx);
-                    (
-                        HOST_NAME.to_string(),
-                        "host",
-                        state,
-                        processing,
-                        report,
-                        end,
-                    )
-                }
-                Cursor::Sub(key) => {
-                    let Some(agent) = self.host.agent_mut(key) else {
-                        return (
-                            SessionStatus::Error,
-                            "internal".into(),
-                            Some(format!("no agent {key} in the cache")),
-                        );
-                    };
-                    let state = agent.state_name();
-                    let processing = agent.is_processing();
-                    let report = agent.handle(cx).await;
-                    let end = agent.round_end();
-                    (agent.name(), agent.role(), state, processing, report, end)
-                }
+            let visit = match self.visit(cx, &cursor).await {
+                Ok(visit) => visit,
+                Err(end) => return end,
             };
-            if processing {
-                *steps += 1;
+            if let Some(end) = self.record_step(cx, visit, tally) {
+                return end;
             }
-            total.add(&report.llm);
-            let over_budget = self
-                .services
-                .config
-                .max_cost
-                .is_some_and(|max| total.cost > max);
-            let limit = *steps >= max_steps || over_budget;
-            let who = StepWho {
-                round: cx.round,
-                seq: cx.seq,
-                agent: &name,
-                role,
-                state,
-                steps: *steps,
-                // A failed write during the step ends the round after it.
-                terminal: end.is_some() || limit || cx.io_error.is_some(),
-            };
-            cx.record(&events::step(&who, &report));
-            cx.seq += 1;
-            // After every step, what a resume needs, in case the process dies.
-            self.checkpoint(cx, *steps, 0, *total, true);
-            if let Some(e) = &cx.io_error {
-                return (SessionStatus::Error, "io".into(), Some(io_message(e)));
+            cursor = self.next_cursor(cx, cursor);
+        }
+    }
+
+    /// Archive the subtask of the sub-agent under `cursor`, if any, as CANCELLED.
+    fn archive_cancelled(&mut self, cx: &mut Cx<'_>, cursor: &Cursor) {
+        let Cursor::Sub(key) = cursor else {
+            return;
+        };
+        if let Some(agent) = self.host.agent_mut(key) {
+            let (name, subtask) = (agent.name(), agent.subtask().to_string());
+            archive(
+                cx,
+                &name,
+                agent.state_name(),
+                &subtask,
+                SubtaskOutcome::Cancelled,
+                "the person cancelled the session during this subtask",
+                &[],
+            );
+        }
+    }
+
+    /// The person took the desktop over: no state runs (so no action) until they hand it
+    /// back; then the step observes again and the model decides anew. `None` when they have
+    /// not (or Ctrl-C was pressed, which ends the round anyway).
+    async fn person_pause(&self, cx: &mut Cx<'_>, steps: u32) -> Option<Pause> {
+        if self.cancelled() {
+            return None;
+        }
+        let input = self.services.desktop.person_input()?;
+        Some(self.pause(cx, input, steps).await)
+    }
+
+    /// Handle the state under `cursor`; a sub-agent missing from the cache ends the round.
+    async fn visit(&mut self, cx: &mut Cx<'_>, cursor: &Cursor) -> Result<Visit, RoundEnd> {
+        match cursor {
+            Cursor::Host => {
+                let state = self.host.state().as_str();
+                let processing = self.host.is_processing();
+                let report = self.host.handle(cx).await;
+                let end = self.host.round_end(cx);
+                Ok(Visit {
+                    agent: HOST_NAME.to_string(),
+                    role: "host",
+                    state,
+                    processing,
+                    report,
+                    end,
+                })
             }
-            if let Some((status, reason)) = end {
-                return (status, reason, report.error.or(report.result));
+            Cursor::Sub(key) => {
+                let Some(agent) = self.host.agent_mut(key) else {
+                    return Err(RoundEnd::no_agent(key));
+                };
+                let state = agent.state_name();
+                let processing = agent.is_processing();
+                let report = agent.handle(cx).await;
+                let end = agent
+                    .round_end()
+                    .map(|(status, reason)| (status, EndReason::named(reason)));
+                Ok(Visit {
+                    agent: agent.name(),
+                    role: agent.role(),
+                    state,
+                    processing,
+                    report,
+                    end,
+                })
             }
-            if over_budget {
-                return (
-                    SessionStatus::Fail,
-                    "budget".into(),
-                    Some(format!(
-                        "model calls cost {:.4}, more than max_cost {:.4}",
-                        total.cost,
-                        self.services.config.max_cost.unwrap_or_default()
-                    )),
-                );
-            }
-            if limit {
-                return (
-                    SessionStatus::Fail,
-                    "max_steps".into(),
-                    Some(format!("the step limit ({max_steps}) was reached")),
-                );
-            }
-            cursor = match cursor {
-                Cursor::Host => match self.host.next_state() {
-                    HostNext::Host(_) => Cursor::Host,
-                    HostNext::Sub(key) => Cursor::Sub(key),
-                },
-                Cursor::Sub(key) => {
-                    let handoff = match self.host.agent_mut(&key) {
-                        Some(agent) => agent.next_state(cx),
-                        None => Handoff::Host(crate::status::HostStatus::Error),
-                    };
-                    match handoff {
-                        Handoff::Stay => Cursor::Sub(key),
-                        Handoff::Host(state) => {
-                            self.host.enter(state);
-                            Cursor::Host
-                        }
+        }
+    }
+
+    /// Count the visited state (when it ran the processor) and its model use, write its
+    /// `step` record and the checkpoint, and say whether the round ends on it: on a failed
+    /// write, on the agent's state, over `max_cost`, or at `max_steps`.
+    fn record_step(&self, cx: &mut Cx<'_>, visit: Visit, tally: &mut Tally) -> Option<RoundEnd> {
+        let config = self.services.config;
+        if visit.processing {
+            tally.steps += 1;
+        }
+        tally.llm.add(&visit.report.llm);
+        let over_budget = config.max_cost.is_some_and(|max| tally.llm.cost > max);
+        let limit = tally.steps >= config.max_steps || over_budget;
+        let who = StepWho {
+            round: cx.round,
+            seq: cx.seq,
+            agent: &visit.agent,
+            role: visit.role,
+            state: visit.state,
+            steps: tally.steps,
+            // A failed write during the step ends the round after it.
+            terminal: visit.end.is_some() || limit || cx.io_error.is_some(),
+        };
+        cx.record(&events::step(&who, &visit.report));
+        cx.seq += 1;
+        // After every step, what a resume needs, in case the process dies.
+        self.checkpoint(cx, tally.steps, 0, tally.llm, true);
+        if let Some(e) = &cx.io_error {
+            return Some(RoundEnd::io(e));
+        }
+        if let Some((status, reason)) = visit.end {
+            let report = visit.report;
+            return Some(RoundEnd::new(
+                status,
+                reason,
+                report.error.or(report.result),
+            ));
+        }
+        if over_budget {
+            return Some(RoundEnd::budget(
+                tally.llm.cost,
+                config.max_cost.unwrap_or_default(),
+            ));
+        }
+        limit.then(|| RoundEnd::max_steps(config.max_steps))
+    }
+
+    /// Where control goes after the state under `cursor`.
+    fn next_cursor(&mut self, cx: &mut Cx<'_>, cursor: Cursor) -> Cursor {
+        match cursor {
+            Cursor::Host => match self.host.next_state() {
+                HostNext::Host(_) => Cursor::Host,
+                HostNext::Sub(key) => Cursor::Sub(key),
+            },
+            Cursor::Sub(key) => {
+                let handoff = match self.host.agent_mut(&key) {
+                    Some(agent) => agent.next_state(cx),
+                    None => Handoff::Host(HostStatus::Error),
+                };
+                match handoff {
+                    Handoff::Stay => Cursor::Sub(key),
+                    Handoff::Host(state) => {
+                        self.host.enter(state);
+                        Cursor::Host
                     }
                 }
-            };
+            }
         }
     }
 }
 
-/// The session's message when the trajectory could not be written.
-fn io_message(error: &str) -> String {
-    format!(
-        "{error}; the session stopped so that nothing is done that the trajectory does not record"
-    )
+/// Start the next round of the session on the person's follow-up `request`.
+fn begin_round(cx: &mut Cx<'_>, request: String) {
+    cx.round += 1;
+    cx.request = request.clone();
+    cx.blackboard.add_request(request);
+    cx.round_failures = 0;
+    cx.forced_end = None;
+    cx.fail_reason = None;
+}
+
+/// End the session on the last round's `end` and write `session_end`. A trajectory that
+/// could not be written whole ends the session ERROR, even when the failure came after the
+/// last step (e.g. the round's end record).
+fn end_session(mut cx: Cx<'_>, mut end: RoundEnd, tally: Tally) -> SessionOutcome {
+    if let Some(e) = &cx.io_error {
+        if end.reason != EndReason::Io {
+            end = RoundEnd::io(e);
+        }
+    }
+    cx.record(&events::session_end(
+        end.status,
+        end.reason.as_str(),
+        end.message.as_deref(),
+        tally.rounds,
+        tally.steps,
+        &tally.llm,
+    ));
+    SessionOutcome {
+        status: end.status,
+        reason: end.reason.to_string(),
+        message: end.message,
+        rounds: tally.rounds,
+        steps: tally.steps,
+        llm: tally.llm,
+        recorder_error: cx.io_error,
+    }
 }
 
 fn save_blackboard(cx: &mut Cx<'_>) {

@@ -4,19 +4,22 @@
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::{
-    ask_model, clip, hand_back, recent, resolve_control, unresolved_message, Assignment, Cx,
-    Ending, Handoff, ModelCall, StepReport, SubAgent, SubtaskLog, SubtaskOutcome, Unresolved,
-};
+use super::context::Cx;
+use super::model::{ask_model, ModelCall};
+use super::resolution::{resolve_control, unresolved_message, Unresolved};
+use super::subagent::{hand_back, AgentFactory, Assignment, Ending, Handoff, SubAgent};
+use super::subtask_log::{recent, SubtaskLog};
 use crate::action::{canonical_name, UiAction};
 use crate::blackboard::QuestionAnswer;
+use crate::events::StepReport;
 use crate::ports::{
     ConfirmRequest, Control, Decision, ToolProvider, ToolSpec, WindowInfo, WindowObservation,
 };
 use crate::processor::{Processor, StepError, StepRunner};
 use crate::response::AppResponse;
-use crate::session::SessionStatus;
-use crate::status::AppStatus;
+use crate::status::{AppStatus, EndReason, SessionStatus};
+use crate::subtask::SubtaskOutcome;
+use crate::text::clip;
 
 /// The AppAgent's strategies, by phase: DATA_COLLECTION [`Settle`, `Observe`],
 /// [`ListTools`], LLM_INTERACTION [`AskModel`], ACTION_EXECUTION [`Execute`], MEMORY_UPDATE
@@ -441,7 +444,7 @@ impl SubAgent for AppAgent {
 
     fn round_end(&self) -> Option<(SessionStatus, String)> {
         match self.state {
-            AppStatus::Error => Some((SessionStatus::Error, "app_error".into())),
+            AppStatus::Error => Some((SessionStatus::Error, EndReason::AppError.to_string())),
             AppStatus::Continue
             | AppStatus::Screenshot
             | AppStatus::Finish
@@ -1114,6 +1117,16 @@ fn check_function(
         }
     })?;
     Ok(())
+}
+
+/// The default factory: an AppAgent per application window.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AppAgentFactory;
+
+impl AgentFactory for AppAgentFactory {
+    fn create(&self, window: &WindowInfo) -> Box<dyn SubAgent> {
+        Box::new(AppAgent::new(window.clone()))
+    }
 }
 
 #[cfg(test)]

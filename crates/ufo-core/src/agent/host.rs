@@ -7,16 +7,18 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::{
-    ask_model, cache_key, clip, clip_chars, recent, resolve, AgentFactory, AgentTarget, Assignment,
-    Cx, ModelCall, StepReport, SubAgent,
-};
+use super::context::Cx;
+use super::model::{ask_model, ModelCall};
+use super::resolution::resolve;
+use super::subagent::{AgentFactory, AgentTarget, Assignment, SubAgent};
+use super::subtask_log::recent;
 use crate::blackboard::QuestionAnswer;
+use crate::events::StepReport;
 use crate::ports::{ConfirmRequest, Decision, LaunchableApp, Screenshot, WindowInfo};
 use crate::processor::{Processor, StepError, StepRunner};
 use crate::response::HostResponse;
-use crate::session::SessionStatus;
-use crate::status::HostStatus;
+use crate::status::{EndReason, HostStatus, SessionStatus};
+use crate::text::{clip, clip_chars};
 
 /// The host's display name in trajectories.
 pub const HOST_NAME: &str = "HostAgent";
@@ -189,18 +191,18 @@ impl HostAgent {
     }
 
     /// Whether the round ends on the current state, with status and reason.
-    pub fn round_end(&self, cx: &Cx<'_>) -> Option<(SessionStatus, String)> {
+    pub fn round_end(&self, cx: &Cx<'_>) -> Option<(SessionStatus, EndReason)> {
         match self.state {
             HostStatus::Finish => Some(
                 cx.forced_end
                     .clone()
-                    .unwrap_or((SessionStatus::Finish, "finish".into())),
+                    .unwrap_or((SessionStatus::Finish, EndReason::Finish)),
             ),
             HostStatus::Fail => Some((
                 SessionStatus::Fail,
-                cx.fail_reason.clone().unwrap_or_else(|| "host_fail".into()),
+                cx.fail_reason.clone().unwrap_or(EndReason::HostFail),
             )),
-            HostStatus::Error => Some((SessionStatus::Error, "host_error".into())),
+            HostStatus::Error => Some((SessionStatus::Error, EndReason::HostError)),
             HostStatus::Continue
             | HostStatus::Assign
             | HostStatus::Pending
@@ -373,7 +375,7 @@ impl HostAgent {
         }
         // Only when asking is on does a missing answer fail the round (docs/states.md, HostAgent PENDING).
         self.status = if unanswered && cx.services.config.ask_question {
-            cx.fail_reason = Some("no_answer".into());
+            cx.fail_reason = Some(EndReason::NoAnswer);
             HostStatus::Fail
         } else {
             HostStatus::Continue
@@ -426,7 +428,7 @@ impl HostAgent {
                 self.status = HostStatus::Continue;
             }
             Decision::Reject => {
-                cx.fail_reason = Some("rejected".into());
+                cx.fail_reason = Some(EndReason::Rejected);
                 report.result = Some("the person rejected the action".into());
                 self.status = HostStatus::Fail;
             }
@@ -813,6 +815,11 @@ fn validate_host(raw: &str) -> Result<HostResponse, String> {
         );
     }
     Ok(r)
+}
+
+/// The AppAgent cache key: `app_root/process_name`.
+pub fn cache_key(window: &WindowInfo) -> String {
+    format!("{}/{}", window.app_name, window.process)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! model answered a `ControlLabel` / `ControlText` pair means. Never a silent first match: a
 //! name that fits several controls is narrowed by exact name, then by a role that fits the
 //! function, then by focus; still several, the action fails and lists them with their labels.
+//! [`resolve`] is the same label-then-text rule over any list (the host's windows and apps).
 
 use crate::ports::Control;
 
@@ -229,6 +230,39 @@ pub fn unresolved_message(
     }
 }
 
+/// Find the index of the item a model means by `label` and `text` (docs/responses.md "Finding the
+/// resolution"): the label wins when its name matches `text` (or `text` is empty); otherwise
+/// `text` is matched exactly, then case-insensitively, against each item's names.
+pub fn resolve<'n>(
+    label: &str,
+    text: &str,
+    count: usize,
+    names: impl Fn(usize) -> Vec<&'n str>,
+) -> Option<usize> {
+    let text = text.trim();
+    let by_label = label
+        .trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<usize>()
+        .ok()
+        .filter(|n| *n >= 1 && *n <= count)
+        .map(|n| n - 1);
+    if let Some(i) = by_label {
+        if text.is_empty() || names(i).iter().any(|n| n.trim().eq_ignore_ascii_case(text)) {
+            return Some(i);
+        }
+    }
+    if text.is_empty() {
+        return None;
+    }
+    (0..count)
+        .find(|&i| names(i).iter().any(|n| n.trim() == text))
+        .or_else(|| {
+            (0..count).find(|&i| names(i).iter().any(|n| n.trim().eq_ignore_ascii_case(text)))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,5 +366,20 @@ mod tests {
             resolve_control("", "A", &cs, "type_keys"),
             Err(Unresolved::Ambiguous(_))
         ));
+    }
+
+    #[test]
+    fn resolution_follows_design() {
+        let names = ["OK", "Cancel", "ok"];
+        let f = |i: usize| vec![names[i]];
+        assert_eq!(resolve("2", "", 3, f), Some(1));
+        assert_eq!(resolve("2", "Cancel", 3, f), Some(1));
+        // Label's name does not match the text: resolve by text, exact first.
+        assert_eq!(resolve("2", "ok", 3, f), Some(2));
+        assert_eq!(resolve("9", "OK", 3, f), Some(0));
+        assert_eq!(resolve("", "CANCEL", 3, f), Some(1));
+        assert_eq!(resolve("", "Help", 3, f), None);
+        assert_eq!(resolve("", "", 3, f), None);
+        assert_eq!(resolve("[3]", "", 3, f), Some(2));
     }
 }
