@@ -267,7 +267,8 @@ fn safe_to_resume_with(
         (Some(flag), _) => Some(flag),
         (None, ConfirmPolicy::Yes) => {
             eprintln!(
-                "warning: {RUN_RECORD} records --confirm yes; not re-applied (held actions are                  not approved on a resume): pass --confirm yes again to approve them"
+                "warning: {RUN_RECORD} records --confirm yes; not re-applied (held actions are \
+                 not approved on a resume): pass --confirm yes again to approve them"
             );
             None
         }
@@ -275,10 +276,11 @@ fn safe_to_resume_with(
     };
     let config = match (&args.config, &record.config) {
         (Some(flag), _) => Some(flag.clone()),
-        (None, Some(recorded)) => match settings::file_weakens_the_gate(recorded) {
+        (None, Some(recorded)) => match unsafe_to_reapply(recorded) {
             Ok(weakens) if !weakens.is_empty() => {
                 eprintln!(
-                    "warning: {RUN_RECORD} records --config {}, which weakens the confirmation                      gate ({}); not re-applied: pass --config {} again to use it",
+                    "warning: {RUN_RECORD} records --config {}, which weakens the confirmation \
+                     gate or starts programs ({}); not re-applied: pass --config {} again to use it",
                     ufo_core::inert(&recorded.display().to_string()),
                     ufo_core::inert(&weakens.join("; ")),
                     ufo_core::inert(&recorded.display().to_string())
@@ -292,6 +294,14 @@ fn safe_to_resume_with(
         (None, None) => None,
     };
     (confirm, config)
+}
+
+/// Why a recorded configuration file is not re-applied on a resume: how it weakens the gate
+/// (including `[launch]` commands, which run unconfirmed) and the programs it starts.
+fn unsafe_to_reapply(config: &Path) -> Result<Vec<String>> {
+    let mut why = settings::file_weakens_the_gate(config)?;
+    why.extend(settings::file_starts_programs(config)?);
+    Ok(why)
 }
 
 /// The status of a session that ended for good (FINISH or FAIL), read from the last

@@ -105,7 +105,41 @@ pub fn file_weakens_the_gate(path: &Path) -> Result<Vec<String>> {
     if let Some(p) = &file.sensitive {
         out.extend(policy_weakenings(p, &what));
     }
+    out.extend(launch_exemptions(file.launch.as_ref(), &what));
     Ok(out)
+}
+
+/// What a configuration file makes ufo start without asking the person, one line each
+/// (empty: nothing): the `[mcp.servers]`, which ufo starts or connects to itself. A trajectory
+/// folder may have been prepared by someone else, so `ufo resume` re-applies no recorded
+/// configuration that does this (nor one that weakens the gate).
+pub fn file_starts_programs(path: &Path) -> Result<Vec<String>> {
+    let file = load(path)?;
+    let what = format!("the configuration file {}", path.display());
+    let servers = file.mcp.map(|m| m.servers).unwrap_or_default();
+    Ok(servers
+        .keys()
+        .map(|name| {
+            format!("[mcp.servers.{name}] in {what} starts a program or connects to a server")
+        })
+        .collect())
+}
+
+/// How a `[launch]` table weakens the gate: a launch command runs without confirmation
+/// (it is the desktop's way to start an application), so each entry is one more command the
+/// model may run unasked.
+fn launch_exemptions(launch: Option<&HashMap<String, String>>, what: &str) -> Vec<String> {
+    let mut entries: Vec<(&String, &String)> = launch.into_iter().flatten().collect();
+    entries.sort();
+    entries
+        .into_iter()
+        .map(|(app, command)| {
+            format!(
+                "[launch] {app} in {what} lets {:?} run without confirmation",
+                ufo_core::inert(command)
+            )
+        })
+        .collect()
 }
 
 /// How `policy` (from `what`) holds less than the default policy.
@@ -177,6 +211,11 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
     });
     if let Some(p) = &file.sensitive {
         warnings.extend(policy_weakenings(p, &file_name(&path)));
+    }
+    // ./ufo.toml is picked up from the current folder, which may not be the person's own: its
+    // launch commands are named, since each runs unconfirmed (a --config file was typed).
+    if args.config.is_none() {
+        warnings.extend(launch_exemptions(file.launch.as_ref(), &file_name(&path)));
     }
     macro_rules! take {
         ($($f:ident),*) => { $( if let Some(v) = file.$f { c.$f = v; } )* };

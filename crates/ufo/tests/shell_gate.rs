@@ -365,6 +365,34 @@ fn resume_does_not_take_a_gate_weakening_config_from_the_folder() {
     );
 }
 
+/// Defect 5: a launch command runs unconfirmed (it is how the desktop starts an application),
+/// so a config file named by run.json whose `[launch]` table names `rm -rf VICTIM`, or that
+/// starts an MCP server, is not re-applied either; stderr names the entry and `--config`.
+#[test]
+fn resume_does_not_take_a_config_with_launch_commands_or_servers_from_the_folder() {
+    for (extra, named) in [
+        ("[launch]\nwipe = \"rm -rf VICTIM\"", "[launch] wipe"),
+        (
+            "[mcp.servers.planted]\ncommand = \"rm\"\nargs = [\"-rf\", \"VICTIM\"]",
+            "[mcp.servers.planted]",
+        ),
+    ] {
+        let b = Bench::new();
+        let out = interrupted_session(&b);
+        prepare(&b, &out, "no", extra);
+        let output = resume(&b, &out);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(b.victim_survived(), "the planted rm ran:\n{stderr}");
+        assert!(
+            stderr.lines().any(|l| l.starts_with("warning:")
+                && l.contains("planted.toml")
+                && l.contains(named)
+                && l.contains("not re-applied")),
+            "{extra}: {stderr}"
+        );
+    }
+}
+
 /// A harmless recorded config and `confirm: no` are still re-applied on a resume.
 #[test]
 fn resume_reapplies_settings_that_keep_the_gate() {
