@@ -556,6 +556,18 @@ fn classify(line: &[u8]) -> Incoming {
         return Incoming::Ignore;
     }
     let message_error = match serde_json::from_slice::<ClientJsonRpcMessage>(line) {
+        // A message with an `id` member that is not a string or an integer (an object, a
+        // float, a bool, null, a number too large) reads as a notification, since the id is
+        // not a field of one: JSON-RPC calls it an Invalid Request, answered with id null.
+        Ok(ClientJsonRpcMessage::Notification(_)) if has_id(line) => {
+            return Incoming::Reply(error_line(
+                Value::Null,
+                INVALID_REQUEST,
+                "invalid request: the \"id\" must be a string or an integer (at most \
+                 9223372036854775807); send {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":...}"
+                    .into(),
+            ))
+        }
         Ok(m) => return Incoming::Message(Box::new(m)),
         Err(e) => e,
     };
@@ -575,8 +587,10 @@ fn classify(line: &[u8]) -> Incoming {
     if id.is_none() && value.get("method").is_some_and(Value::is_string) {
         return Incoming::Ignore;
     }
+    // echoed only when it is an id JSON-RPC allows (a string, an integer rmcp can hold)
     let id = match id {
-        Some(v @ (Value::String(_) | Value::Number(_))) => v.clone(),
+        Some(v @ Value::String(_)) => v.clone(),
+        Some(Value::Number(n)) if n.as_i64().is_some() => Value::Number(n.clone()),
         _ => Value::Null,
     };
     Incoming::Reply(error_line(
@@ -587,6 +601,12 @@ fn classify(line: &[u8]) -> Incoming {
              understands ({message_error}); send {{\"jsonrpc\":\"2.0\",\"id\":...,\"method\":...}}"
         ),
     ))
+}
+
+/// Whether a line that is a JSON object has an `id` member (of any type).
+fn has_id(line: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Map<String, Value>>(line)
+        .is_ok_and(|m| m.contains_key("id"))
 }
 
 /// Where the MCP handshake is. rmcp ends the session when the first message is not

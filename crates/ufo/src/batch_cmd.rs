@@ -195,17 +195,10 @@ fn job_display(job: &Job, i: usize, env: &dyn Fn(&str) -> Option<String>) -> Res
     Ok(display)
 }
 
-/// A folder name for a task id.
-fn safe_name(id: &str) -> String {
-    id.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+/// A task's folder, `<out>/tasks/<name>`: always a folder of its own inside `tasks` (see
+/// [`ufo_batch::folder_name`]), whatever the id (`..`, `.`, `a/b`, controls).
+fn task_dir(out: &Path, id: &str) -> PathBuf {
+    out.join("tasks").join(ufo_batch::folder_name(id))
 }
 
 struct Job {
@@ -388,7 +381,7 @@ fn run_queue(
                     done.lock().unwrap_or_else(|p| p.into_inner()).push((i, r));
                     continue;
                 }
-                bar.set_message(task.id.clone());
+                bar.set_message(ufo_core::inert(&task.id).into_owned());
                 let r = run_worker(args, &exe, job, &file, &task, &out);
                 if !args.quiet {
                     bar.suspend(|| {
@@ -434,12 +427,12 @@ fn write_results(args: &BatchArgs, out: &Path, results: &[TaskResult]) -> Result
     let lines = ufo_batch::task_lines(results);
     std::fs::write(out.join("summary.txt"), format!("{table}\n{lines}"))
         .with_context(|| format!("cannot write {}/summary.txt", out.display()))?;
-    println!("{table}");
+    crate::output::outln!("{table}");
     if let Some(line) = ufo_batch::llm_eval_line(results) {
-        println!("{line}\n");
+        crate::output::outln!("{line}\n");
     }
     if !args.quiet {
-        println!("{lines}");
+        crate::output::outln!("{lines}");
     }
     eprintln!("results: {}", out.join("results.jsonl").display());
     let bad = results
@@ -458,7 +451,7 @@ fn run_worker(
     out: &Path,
 ) -> TaskResult {
     let started = Instant::now();
-    let dir = out.join("tasks").join(safe_name(&task.id));
+    let dir = task_dir(out, &task.id);
     let _ = std::fs::remove_dir_all(&dir);
     let home = dir.join("home");
     let fail = |why: String| {
@@ -934,6 +927,21 @@ mod tests {
         );
         assert_eq!(job.unset, vec!["NO_AT_BRIDGE", "WAYLAND_DISPLAY"]);
         assert!(read_env_file(&tmp.path().join("missing")).is_err());
-        assert_eq!(safe_name("a/b c"), "a_b_c");
+        let out = Path::new("/o");
+        for id in ["..", ".", "", "a/b", "../../x", "/abs"] {
+            let dir = task_dir(out, id);
+            assert_eq!(
+                dir.parent(),
+                Some(Path::new("/o/tasks")),
+                "{id:?} -> {dir:?}"
+            );
+            assert!(
+                matches!(
+                    dir.components().next_back(),
+                    Some(std::path::Component::Normal(_))
+                ),
+                "{id:?} -> {dir:?}"
+            );
+        }
     }
 }
