@@ -280,9 +280,26 @@ fn batch_folder(args: &BatchArgs) -> Result<(PathBuf, crate::recorder::OutLock)>
     }
     std::fs::create_dir_all(out.join("tasks"))
         .with_context(|| format!("cannot create the batch folder {}", out.display()))?;
+    check_tasks_folder(&out)?;
     let out = out.canonicalize().unwrap_or(out);
 
     Ok((out, lock))
+}
+
+/// `<out>/tasks` must be a folder of the batch's own: task folders are created and removed in
+/// it, so a planted link (to a home folder, say) would have them removed elsewhere.
+fn check_tasks_folder(out: &Path) -> Result<()> {
+    let tasks = out.join("tasks");
+    let meta = std::fs::symlink_metadata(&tasks)
+        .with_context(|| format!("cannot use {}", tasks.display()))?;
+    if !meta.is_dir() {
+        return Err(anyhow!(
+            "{} is a symbolic link or not a folder; the batch creates and removes task folders \
+             in it, so it must be a folder of its own: remove it or choose another --out",
+            tasks.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Tasks waiting for a job: each with its slot in the results and its file.
@@ -421,12 +438,15 @@ fn write_results(args: &BatchArgs, out: &Path, results: &[TaskResult]) -> Result
         jsonl.push_str(&serde_json::to_string(r)?);
         jsonl.push('\n');
     }
-    std::fs::write(out.join("results.jsonl"), jsonl)
+    crate::folder::write_bytes(&out.join("results.jsonl"), jsonl.as_bytes())
         .with_context(|| format!("cannot write {}/results.jsonl", out.display()))?;
     let table = ufo_batch::summary_table(results);
     let lines = ufo_batch::task_lines(results);
-    std::fs::write(out.join("summary.txt"), format!("{table}\n{lines}"))
-        .with_context(|| format!("cannot write {}/summary.txt", out.display()))?;
+    crate::folder::write_bytes(
+        &out.join("summary.txt"),
+        format!("{table}\n{lines}").as_bytes(),
+    )
+    .with_context(|| format!("cannot write {}/summary.txt", out.display()))?;
     crate::output::outln!("{table}");
     if let Some(line) = ufo_batch::llm_eval_line(results) {
         crate::output::outln!("{line}\n");
@@ -943,5 +963,20 @@ mod tests {
                 "{id:?} -> {dir:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_tasks_folder_that_is_a_link_is_refused() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let elsewhere = tmp.path().join("home");
+        std::fs::create_dir(&elsewhere).expect("mkdir");
+        let out = tmp.path().join("out");
+        std::fs::create_dir(&out).expect("mkdir");
+        std::os::unix::fs::symlink(&elsewhere, out.join("tasks")).expect("symlink");
+        let e = check_tasks_folder(&out).expect_err("refused");
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        std::fs::remove_file(out.join("tasks")).expect("rm");
+        std::fs::create_dir(out.join("tasks")).expect("mkdir");
+        assert!(check_tasks_folder(&out).is_ok());
     }
 }
