@@ -411,8 +411,8 @@ pub enum OutError {
     /// A trajectory file in the folder is a symbolic link (planted: ufo never makes one).
     #[error(
         "{name} in {dir} is a symbolic link; ufo neither reads nor writes through links in a \
-         trajectory folder: remove it, choose another folder for --out, or pass --force to \
-         replace the trajectory (the link is removed, not followed)"
+         trajectory folder: remove it or use another folder (`ufo run --force` replaces the \
+         trajectory, removing the link without following it)"
     )]
     Link {
         /// The folder.
