@@ -140,6 +140,48 @@ fn resume_refuses_an_events_file_that_is_a_link() {
     );
 }
 
+#[test]
+fn resume_never_blocks_on_a_fifo_in_the_folder() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("out");
+    interrupted_session(&out);
+    for name in ["run.json", "checkpoint.json", "events.jsonl"] {
+        let saved = tmp.path().join(name);
+        std::fs::rename(out.join(name), &saved).expect("move");
+        let made = Command::new("mkfifo")
+            .arg(out.join(name))
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success());
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+            .arg("resume")
+            .arg(&out)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("ufo starts");
+        let start = Instant::now();
+        let mut code = None;
+        while start.elapsed() < Duration::from_secs(20) {
+            if let Ok(Some(st)) = child.try_wait() {
+                code = Some(st.code());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if code.is_none() {
+            let _ = child.kill();
+        }
+        let output = child.wait_with_output().expect("ended");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(code, Some(Some(2)), "{name} as a FIFO: {stderr}");
+        assert!(stderr.contains("not a regular file"), "{name}: {stderr}");
+        std::fs::remove_file(out.join(name)).expect("rm");
+        std::fs::rename(&saved, out.join(name)).expect("move back");
+    }
+}
+
 /// A finished session's folder and the artifacts its steps name.
 fn finished_session(out: &Path) -> Vec<String> {
     let output = run(&scenario_args("app_fail_replan", out));
