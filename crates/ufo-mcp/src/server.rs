@@ -846,4 +846,36 @@ mod tests {
             Some(Line::Eof)
         );
     }
+
+    /// An id JSON-RPC does not allow makes the line an Invalid Request answered with id null
+    /// (it used to read as a notification and get no answer); a plain notification stays
+    /// unanswered and a valid request passes.
+    #[test]
+    fn requests_with_ids_json_rpc_does_not_allow_are_invalid() {
+        for id in [
+            "{}",
+            "[]",
+            "1.5",
+            "true",
+            "null",
+            "9223372036854775808",
+            "1e30",
+        ] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+            let Incoming::Reply(reply) = classify(line.as_bytes()) else {
+                panic!("id {id}: not answered");
+            };
+            let v: Value = serde_json::from_slice(&reply).expect("json");
+            assert_eq!(v["id"], Value::Null, "id {id}: {v}");
+            assert_eq!(v["error"]["code"], INVALID_REQUEST, "id {id}: {v}");
+        }
+        assert!(matches!(
+            classify(br#"{"jsonrpc":"2.0","method":"notifications/whatever"}"#),
+            Incoming::Ignore | Incoming::Message(_)
+        ));
+        assert!(matches!(
+            classify(br#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#),
+            Incoming::Message(_)
+        ));
+    }
 }
