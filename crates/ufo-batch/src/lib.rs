@@ -27,7 +27,7 @@ pub use getters::{GetterEnv, SUPPORTED_GETTERS};
 pub use llm_eval::{judge, trajectory_text, LlmVerdict};
 pub use results::{llm_eval_line, summary_table, task_lines, TaskResult, TaskStatus};
 pub use setup::{run_step, SetupOptions, SUPPORTED_STEPS};
-pub use task::{collect_task_files, ConfigStep, EvaluatorSpec, OneOrMany, Task};
+pub use task::{collect_task_files, folder_name, ConfigStep, EvaluatorSpec, OneOrMany, Task};
 
 /// Errors of batch runs. [`BatchError::Unsupported`] marks a task `skipped`; the others
 /// make it `error`.

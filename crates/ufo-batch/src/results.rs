@@ -212,7 +212,8 @@ pub fn summary_table(results: &[TaskResult]) -> String {
         "non-model"
     );
     for (app, row) in &by_app {
-        out.push_str(&row.line(app));
+        // the app comes from the task file: shown inert like every untrusted text
+        out.push_str(&row.line(&ufo_core::inert(app)));
         out.push('\n');
     }
     out.push_str(&total.line("TOTAL"));
@@ -265,10 +266,13 @@ pub fn task_lines(results: &[TaskResult]) -> String {
         "task", "status", "steps", "time/s", "non-model", "setup/s", "eval/s"
     );
     for r in results {
+        // ids and reasons come from task files and sessions: escape sequences, controls and
+        // bidi characters are shown escaped, never obeyed (on stdout and in summary.txt)
         let reason: String = r.reason.chars().take(80).collect();
+        let reason = ufo_core::inert(&reason);
         out.push_str(&format!(
             "{:<28} {:<8} {:>6} {:>8.2} {:>9.2} {:>8.2} {:>7.2}  {}\n",
-            r.id,
+            ufo_core::inert(&r.id),
             r.status.as_str(),
             r.steps,
             r.time_s,
@@ -305,5 +309,20 @@ mod tests {
         let back: TaskResult = serde_json::from_str(&line).unwrap();
         assert_eq!(back, a);
         assert!(task_lines(&[a]).contains("passed"));
+    }
+
+    #[test]
+    fn ids_reasons_and_apps_are_shown_inert() {
+        let hostile = "t\x1b[2J\x1b]0;owned\x07\u{202e}gpj.exe\r";
+        let r = TaskResult::early(hostile, "calc\x1b[31m", TaskStatus::Error, "bad\x1b[1A");
+        let text = format!(
+            "{}{}",
+            summary_table(std::slice::from_ref(&r)),
+            task_lines(&[r])
+        );
+        for bad in ['\x1b', '\x07', '\u{202e}', '\r'] {
+            assert!(!text.contains(bad), "{bad:?} shown raw in {text:?}");
+        }
+        assert!(text.contains("\\x1b"), "{text}");
     }
 }

@@ -176,6 +176,38 @@ impl Task {
     }
 }
 
+/// Longest task folder name (bytes); a longer encoded id is cut and a hash of the whole id
+/// added, so that ids stay apart.
+const MAX_FOLDER_NAME: usize = 200;
+
+/// The folder name of a task id (`<out>/tasks/<name>`): the id itself when it is a plain name
+/// (letters, digits, `-`, `_`, and `.` other than first), else the id with every other byte
+/// written `%XX` (so `..` is `%2E.`, `a/b` is `a%2Fb`). No id is refused and no two ids share a
+/// folder; `results.jsonl` keeps the id as the task file gives it.
+pub fn folder_name(id: &str) -> String {
+    let mut name = String::with_capacity(id.len());
+    for (i, b) in id.bytes().enumerate() {
+        let plain = b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || (b == b'.' && i > 0);
+        if plain {
+            name.push(char::from(b));
+        } else {
+            name.push_str(&format!("%{b:02X}"));
+        }
+    }
+    if name.is_empty() {
+        return "%".into();
+    }
+    if name.len() > MAX_FOLDER_NAME {
+        // FNV-1a: stable across runs and versions, unlike the standard library's hasher
+        let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        name.truncate(MAX_FOLDER_NAME - 17);
+        name.push_str(&format!("~{hash:016x}"));
+    }
+    name
+}
+
 /// Every task file (`*.json`) named by `paths`: files as given, folders searched recursively,
 /// in a stable (sorted) order.
 pub fn collect_task_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, BatchError> {
@@ -266,5 +298,45 @@ mod tests {
             Path::new("a.json")
         )
         .is_err());
+    }
+
+    #[test]
+    fn a_task_folder_name_is_one_plain_name_that_keeps_ids_apart() {
+        assert_eq!(folder_name("0a1b-calc_sum.v2"), "0a1b-calc_sum.v2");
+        for id in [
+            "..", ".", "", "a/b", "/etc", "a\\b", "x\u{1b}y", "\u{202e}", "a\0b",
+        ] {
+            let name = folder_name(id);
+            assert!(plain(&name), "{id:?} -> {name:?}");
+        }
+        assert_ne!(folder_name("a/b"), folder_name("a_b"));
+        assert_ne!(folder_name(".."), folder_name("%2E."));
+        assert!(folder_name(&"x".repeat(1000)).len() <= 200);
+        assert_ne!(
+            folder_name(&"x".repeat(1000)),
+            folder_name(&"x".repeat(999))
+        );
+    }
+
+    /// One path component that names a child of its folder, printable, not too long.
+    fn plain(name: &str) -> bool {
+        let p = Path::new(name);
+        let mut parts = p.components();
+        matches!(parts.next(), Some(std::path::Component::Normal(_)))
+            && parts.next().is_none()
+            && !name.starts_with('.')
+            && name.len() <= 200
+            && name.chars().all(|c| c.is_ascii_graphic())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_id_gets_a_plain_folder_name_of_its_own(a in "\\PC*", b in "[./%a-z\u{0}-\u{1f}]{0,6}") {
+            proptest::prop_assert!(plain(&folder_name(&a)), "{:?}", a);
+            proptest::prop_assert!(plain(&folder_name(&b)), "{:?}", b);
+            if a != b {
+                proptest::prop_assert_ne!(folder_name(&a), folder_name(&b));
+            }
+        }
     }
 }

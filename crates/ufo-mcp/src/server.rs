@@ -556,6 +556,18 @@ fn classify(line: &[u8]) -> Incoming {
         return Incoming::Ignore;
     }
     let message_error = match serde_json::from_slice::<ClientJsonRpcMessage>(line) {
+        // A message with an `id` member that is not a string or an integer (an object, a
+        // float, a bool, null, a number too large) reads as a notification, since the id is
+        // not a field of one: JSON-RPC calls it an Invalid Request, answered with id null.
+        Ok(ClientJsonRpcMessage::Notification(_)) if has_id(line) => {
+            return Incoming::Reply(error_line(
+                Value::Null,
+                INVALID_REQUEST,
+                "invalid request: the \"id\" must be a string or an integer (at most \
+                 9223372036854775807); send {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":...}"
+                    .into(),
+            ))
+        }
         Ok(m) => return Incoming::Message(Box::new(m)),
         Err(e) => e,
     };
@@ -575,8 +587,10 @@ fn classify(line: &[u8]) -> Incoming {
     if id.is_none() && value.get("method").is_some_and(Value::is_string) {
         return Incoming::Ignore;
     }
+    // echoed only when it is an id JSON-RPC allows (a string, an integer rmcp can hold)
     let id = match id {
-        Some(v @ (Value::String(_) | Value::Number(_))) => v.clone(),
+        Some(v @ Value::String(_)) => v.clone(),
+        Some(Value::Number(n)) if n.as_i64().is_some() => Value::Number(n.clone()),
         _ => Value::Null,
     };
     Incoming::Reply(error_line(
@@ -587,6 +601,12 @@ fn classify(line: &[u8]) -> Incoming {
              understands ({message_error}); send {{\"jsonrpc\":\"2.0\",\"id\":...,\"method\":...}}"
         ),
     ))
+}
+
+/// Whether a line that is a JSON object has an `id` member (of any type).
+fn has_id(line: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Map<String, Value>>(line)
+        .is_ok_and(|m| m.contains_key("id"))
 }
 
 /// Where the MCP handshake is. rmcp ends the session when the first message is not
@@ -825,5 +845,37 @@ mod tests {
             read_bounded_line(&mut r, &mut buf, 5).await.ok(),
             Some(Line::Eof)
         );
+    }
+
+    /// An id JSON-RPC does not allow makes the line an Invalid Request answered with id null
+    /// (it used to read as a notification and get no answer); a plain notification stays
+    /// unanswered and a valid request passes.
+    #[test]
+    fn requests_with_ids_json_rpc_does_not_allow_are_invalid() {
+        for id in [
+            "{}",
+            "[]",
+            "1.5",
+            "true",
+            "null",
+            "9223372036854775808",
+            "1e30",
+        ] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+            let Incoming::Reply(reply) = classify(line.as_bytes()) else {
+                panic!("id {id}: not answered");
+            };
+            let v: Value = serde_json::from_slice(&reply).expect("json");
+            assert_eq!(v["id"], Value::Null, "id {id}: {v}");
+            assert_eq!(v["error"]["code"], INVALID_REQUEST, "id {id}: {v}");
+        }
+        assert!(matches!(
+            classify(br#"{"jsonrpc":"2.0","method":"notifications/whatever"}"#),
+            Incoming::Ignore | Incoming::Message(_)
+        ));
+        assert!(matches!(
+            classify(br#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#),
+            Incoming::Message(_)
+        ));
     }
 }

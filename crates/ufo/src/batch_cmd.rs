@@ -195,17 +195,10 @@ fn job_display(job: &Job, i: usize, env: &dyn Fn(&str) -> Option<String>) -> Res
     Ok(display)
 }
 
-/// A folder name for a task id.
-fn safe_name(id: &str) -> String {
-    id.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+/// A task's folder, `<out>/tasks/<name>`: always a folder of its own inside `tasks` (see
+/// [`ufo_batch::folder_name`]), whatever the id (`..`, `.`, `a/b`, controls).
+fn task_dir(out: &Path, id: &str) -> PathBuf {
+    out.join("tasks").join(ufo_batch::folder_name(id))
 }
 
 struct Job {
@@ -287,9 +280,26 @@ fn batch_folder(args: &BatchArgs) -> Result<(PathBuf, crate::recorder::OutLock)>
     }
     std::fs::create_dir_all(out.join("tasks"))
         .with_context(|| format!("cannot create the batch folder {}", out.display()))?;
+    check_tasks_folder(&out)?;
     let out = out.canonicalize().unwrap_or(out);
 
     Ok((out, lock))
+}
+
+/// `<out>/tasks` must be a folder of the batch's own: task folders are created and removed in
+/// it, so a planted link (to a home folder, say) would have them removed elsewhere.
+fn check_tasks_folder(out: &Path) -> Result<()> {
+    let tasks = out.join("tasks");
+    let meta = std::fs::symlink_metadata(&tasks)
+        .with_context(|| format!("cannot use {}", tasks.display()))?;
+    if !meta.is_dir() {
+        return Err(anyhow!(
+            "{} is a symbolic link or not a folder; the batch creates and removes task folders \
+             in it, so it must be a folder of its own: remove it or choose another --out",
+            tasks.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Tasks waiting for a job: each with its slot in the results and its file.
@@ -388,7 +398,7 @@ fn run_queue(
                     done.lock().unwrap_or_else(|p| p.into_inner()).push((i, r));
                     continue;
                 }
-                bar.set_message(task.id.clone());
+                bar.set_message(ufo_core::inert(&task.id).into_owned());
                 let r = run_worker(args, &exe, job, &file, &task, &out);
                 if !args.quiet {
                     bar.suspend(|| {
@@ -428,18 +438,21 @@ fn write_results(args: &BatchArgs, out: &Path, results: &[TaskResult]) -> Result
         jsonl.push_str(&serde_json::to_string(r)?);
         jsonl.push('\n');
     }
-    std::fs::write(out.join("results.jsonl"), jsonl)
+    crate::folder::write_bytes(&out.join("results.jsonl"), jsonl.as_bytes())
         .with_context(|| format!("cannot write {}/results.jsonl", out.display()))?;
     let table = ufo_batch::summary_table(results);
     let lines = ufo_batch::task_lines(results);
-    std::fs::write(out.join("summary.txt"), format!("{table}\n{lines}"))
-        .with_context(|| format!("cannot write {}/summary.txt", out.display()))?;
-    println!("{table}");
+    crate::folder::write_bytes(
+        &out.join("summary.txt"),
+        format!("{table}\n{lines}").as_bytes(),
+    )
+    .with_context(|| format!("cannot write {}/summary.txt", out.display()))?;
+    crate::output::outln!("{table}");
     if let Some(line) = ufo_batch::llm_eval_line(results) {
-        println!("{line}\n");
+        crate::output::outln!("{line}\n");
     }
     if !args.quiet {
-        println!("{lines}");
+        crate::output::outln!("{lines}");
     }
     eprintln!("results: {}", out.join("results.jsonl").display());
     let bad = results
@@ -458,7 +471,7 @@ fn run_worker(
     out: &Path,
 ) -> TaskResult {
     let started = Instant::now();
-    let dir = out.join("tasks").join(safe_name(&task.id));
+    let dir = task_dir(out, &task.id);
     let _ = std::fs::remove_dir_all(&dir);
     let home = dir.join("home");
     let fail = |why: String| {
@@ -940,6 +953,36 @@ mod tests {
         );
         assert_eq!(job.unset, vec!["NO_AT_BRIDGE", "WAYLAND_DISPLAY"]);
         assert!(read_env_file(&tmp.path().join("missing")).is_err());
-        assert_eq!(safe_name("a/b c"), "a_b_c");
+        let out = Path::new("/o");
+        for id in ["..", ".", "", "a/b", "../../x", "/abs"] {
+            let dir = task_dir(out, id);
+            assert_eq!(
+                dir.parent(),
+                Some(Path::new("/o/tasks")),
+                "{id:?} -> {dir:?}"
+            );
+            assert!(
+                matches!(
+                    dir.components().next_back(),
+                    Some(std::path::Component::Normal(_))
+                ),
+                "{id:?} -> {dir:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_tasks_folder_that_is_a_link_is_refused() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let elsewhere = tmp.path().join("home");
+        std::fs::create_dir(&elsewhere).expect("mkdir");
+        let out = tmp.path().join("out");
+        std::fs::create_dir(&out).expect("mkdir");
+        std::os::unix::fs::symlink(&elsewhere, out.join("tasks")).expect("symlink");
+        let e = check_tasks_folder(&out).expect_err("refused");
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        std::fs::remove_file(out.join("tasks")).expect("rm");
+        std::fs::create_dir(out.join("tasks")).expect("mkdir");
+        assert!(check_tasks_folder(&out).is_ok());
     }
 }

@@ -20,11 +20,11 @@ fn print(f: &ufo_linux::doctor::Finding) {
     // window titles come from the screen: shown inert
     let what = ufo_core::inert(&f.what);
     if f.ok {
-        println!("ok       {what}");
+        crate::output::outln!("ok       {what}");
     } else {
-        println!("PROBLEM  {what}");
+        crate::output::outln!("PROBLEM  {what}");
         if let Some(fix) = &f.fix {
-            println!("  fix:   {}", ufo_core::inert(fix));
+            crate::output::outln!("  fix:   {}", ufo_core::inert(fix));
         }
     }
 }
@@ -39,7 +39,7 @@ pub async fn run(args: &DoctorArgs) -> ExitCode {
     }
     let mut problems = session.iter().filter(|f| !f.ok).count();
     if problems > 0 {
-        println!("{problems} problem(s) in the session; windows not checked");
+        crate::output::outln!("{problems} problem(s) in the session; windows not checked");
         return ExitCode::from(1);
     }
     let desktop = match ufo_linux::LinuxDesktop::connect(ufo_linux::LinuxConfig::default()).await {
@@ -76,10 +76,10 @@ pub async fn run(args: &DoctorArgs) -> ExitCode {
         }
     }
     if problems == 0 {
-        println!("all well: the session and the windows are fit for the agent");
+        crate::output::outln!("all well: the session and the windows are fit for the agent");
         ExitCode::SUCCESS
     } else {
-        println!("{problems} problem(s); the fixes are above");
+        crate::output::outln!("{problems} problem(s); the fixes are above");
         ExitCode::from(1)
     }
 }

@@ -63,7 +63,8 @@ pub fn init(console: &Arc<Console>, log_file: Option<&Path>) {
         .with_filter(stderr_filter(console.verbosity()));
     let mut warning = None;
     let file_layer = log_file.and_then(|p| {
-        match std::fs::OpenOptions::new().create(true).append(true).open(p) {
+        // never through a link planted in the trajectory folder
+        match crate::folder::open_append(p) {
             Ok(f) => Some(
                 tracing_subscriber::fmt::layer()
                     .fmt_fields(inert_fields())

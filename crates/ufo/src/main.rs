@@ -5,11 +5,13 @@ mod cancel;
 mod cli;
 mod console;
 mod doctor;
+mod folder;
 mod follow_cmd;
 mod highlight;
 mod logging;
 mod mcp_cmd;
 mod models;
+mod output;
 mod private;
 mod recorder;
 mod report;
@@ -32,13 +34,11 @@ use ufo_core::prompt::Prompts;
 use ufo_core::session::{Checkpoint, CHECKPOINT_FILE};
 use ufo_core::{Desktop, Session, SessionStatus};
 
-use crate::cli::{
-    Cli, Command, ConfirmPolicy, InspectArgs, ReportArgs, ResumeArgs, RunArgs, RunsArgs,
-};
+use crate::cli::{Cli, Command, ConfirmPolicy, InspectArgs, ResumeArgs, RunArgs};
 use crate::console::{Console, Verbosity};
 
 /// Exit status for bad usage or configuration.
-const EXIT_USAGE: u8 = 2;
+pub(crate) const EXIT_USAGE: u8 = 2;
 /// Exit status of a cancelled session (128 + SIGINT, as shells report it).
 pub(crate) const EXIT_CANCELLED: u8 = 130;
 
@@ -84,31 +84,31 @@ fn main() -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    let cancel = match install_ctrl_c() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: cannot install the Ctrl-C handler: {e}");
-            return ExitCode::from(3);
-        }
-    };
+    // Only the commands with a session to cancel take over SIGINT (and, through the handler,
+    // SIGTERM and SIGHUP); the others keep the default, so that a signal ends them.
     let code = match cli.command {
-        Command::Run(args) => runtime.block_on(run(args, Start::New, cancel)),
+        Command::Run(args) => with_cancel(|cancel| runtime.block_on(run(args, Start::New, cancel))),
         Command::Resume(args) => match resume_args(&args) {
-            Ok((run_args, checkpoint)) => {
-                runtime.block_on(run(run_args, Start::Resume(Box::new(checkpoint)), cancel))
-            }
+            Ok((run_args, checkpoint)) => with_cancel(|cancel| {
+                let start = Start::Resume(Box::new(checkpoint));
+                runtime.block_on(run(run_args, start, cancel))
+            }),
             Err(e) => {
                 eprintln!("error: {e:#}");
                 ExitCode::from(EXIT_USAGE)
             }
         },
-        Command::Report(args) => report_command(&args),
+        Command::Report(args) => report::command(&args),
         Command::Inspect(args) => runtime.block_on(inspect_command(&args)),
         Command::Doctor(args) => runtime.block_on(doctor::run(&args)),
-        Command::Runs(args) => runs_command(&args),
+        Command::Runs(args) => runs::command(&args),
         Command::Mcp(args) => runtime.block_on(mcp_cmd::run(args)),
-        Command::Batch(args) => batch_cmd::batch_command(*args, &runtime, cancel),
-        Command::Follow(args) => runtime.block_on(follow_cmd::follow_command(args, cancel)),
+        Command::Batch(args) => {
+            with_cancel(|cancel| batch_cmd::batch_command(*args, &runtime, cancel))
+        }
+        Command::Follow(args) => {
+            with_cancel(|cancel| runtime.block_on(follow_cmd::follow_command(args, cancel)))
+        }
         // handled before the runtime starts
         Command::PrivateReaper { .. } => ExitCode::SUCCESS,
     };
@@ -117,60 +117,13 @@ fn main() -> ExitCode {
     code
 }
 
-/// `ufo report <OUT>`.
-fn report_command(args: &ReportArgs) -> ExitCode {
-    let console = Console::new(Verbosity::Normal);
-    logging::init(&console, None);
-    if !args.out.join("events.jsonl").is_file() {
-        eprintln!(
-            "error: {} has no events.jsonl; pass the --out folder of a `ufo run`",
-            args.out.display()
-        );
-        return ExitCode::from(EXIT_USAGE);
-    }
-    match report::write(&args.out) {
-        Ok(path) => {
-            println!("{}", path.display());
-            ExitCode::SUCCESS
-        }
+/// Run a command that has a session to cancel, with the Ctrl-C handler installed.
+fn with_cancel(go: impl FnOnce(Arc<AtomicBool>) -> ExitCode) -> ExitCode {
+    match install_ctrl_c() {
+        Ok(cancel) => go(cancel),
         Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(1)
-        }
-    }
-}
-
-/// `ufo runs [--dir DIR]`.
-fn runs_command(args: &RunsArgs) -> ExitCode {
-    let console = Console::new(Verbosity::Normal);
-    logging::init(&console, None);
-    let dir = match &args.dir {
-        Some(d) => d.clone(),
-        None => match settings::runs_dir_from_file(Path::new("ufo.toml")) {
-            Ok(d) => d,
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                return ExitCode::from(EXIT_USAGE);
-            }
-        },
-    };
-    if args.dir.is_none() && !dir.exists() {
-        // the default folder appears with the first run that does not pass --out
-        println!(
-            "no sessions in {} yet (ufo run writes there unless --out is given; pass --dir with \
-             the folder your trajectories are in)",
-            dir.display()
-        );
-        return ExitCode::SUCCESS;
-    }
-    match runs::scan(&dir) {
-        Ok(listing) => {
-            print!("{}", runs::render(&dir, &listing));
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(EXIT_USAGE)
+            eprintln!("error: cannot install the Ctrl-C handler: {e}");
+            ExitCode::from(3)
         }
     }
 }
@@ -214,15 +167,17 @@ const RUN_RECORD: &str = "run.json";
 fn resume_args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
     let read = |name: &str| -> Result<String> {
         let p = args.out.join(name);
-        std::fs::read_to_string(&p).with_context(|| {
-            format!(
-                "cannot read {}; is {} the trajectory folder of a ufo run?",
-                p.display(),
-                args.out.display()
-            )
-        })
+        folder::read_capped(&p, MAX_STATE_FILE)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .with_context(|| {
+                format!(
+                    "cannot read {}; is {} the trajectory folder of a ufo run?",
+                    p.display(),
+                    args.out.display()
+                )
+            })
     };
-    if let Some(status) = ended_status(&args.out.join("events.jsonl")) {
+    if let Some(status) = ended_status(&args.out) {
         return Err(anyhow!(
             "the session in {} already ended {status}; there is nothing to resume (a resume \
              would repeat its actions): start a new session with `ufo run`",
@@ -304,23 +259,17 @@ fn unsafe_to_reapply(config: &Path) -> Result<Vec<String>> {
     Ok(why)
 }
 
-/// The status of a session that ended for good (FINISH or FAIL), read from the last
-/// `session_start`/`session_end` record of its trajectory; `None` while it can still be resumed
-/// (cancelled, crashed, ERROR) or when the file cannot be read (the checkpoint read says why).
-fn ended_status(events: &Path) -> Option<String> {
-    use ufo_core::events::Record;
-    let text = std::fs::read_to_string(events).ok()?;
-    let last = text
-        .lines()
-        .rev()
-        .filter_map(|l| serde_json::from_str::<Record>(l).ok())
-        .find(|e| matches!(e, Record::SessionStart(_) | Record::SessionEnd(_)))?;
-    match last {
-        Record::SessionEnd(end) if matches!(end.status.as_str(), "FINISH" | "FAIL") => {
-            Some(end.status)
-        }
-        _ => None,
-    }
+/// The largest `checkpoint.json` / `run.json` `ufo resume` reads (bytes).
+const MAX_STATE_FILE: u64 = 64 << 20;
+
+/// The status of a session that ended for good (FINISH or FAIL), read (as a stream) from the
+/// last `session_start`/`session_end` record of its trajectory in `dir`; `None` while it can
+/// still be resumed (cancelled, crashed, ERROR) or when the file cannot be read (the
+/// checkpoint read or the folder's lock says why).
+fn ended_status(dir: &Path) -> Option<String> {
+    let t = trajectory::Trajectory::load(dir, trajectory::Keep::SUMMARY).ok()?;
+    let end = t.final_end()?;
+    matches!(end.status.as_str(), "FINISH" | "FAIL").then(|| end.status.clone())
 }
 
 /// Write `run.json`: what `ufo resume` needs to continue the session. Paths are kept absolute
@@ -668,7 +617,7 @@ async fn inspect_command(args: &InspectArgs) -> ExitCode {
         Ok(report) => {
             // Control names and values come from the screen: shown inert.
             for line in &report.lines {
-                println!("{}", ufo_core::inert(line));
+                output::outln!("{}", ufo_core::inert(line));
             }
             for w in &report.warnings {
                 eprintln!("warning: {}", ufo_core::inert(w));

@@ -436,8 +436,9 @@ pub fn plan(command: &crate::cli::Command) -> Result<Option<Plan>> {
         Command::Follow(a) => (Some(a.desktop.clone()), a.private, 1, false),
         Command::Resume(a) => {
             let recorded = || -> Option<String> {
-                let text = std::fs::read_to_string(a.out.join("run.json")).ok()?;
-                let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+                // a regular file only: a FIFO planted as run.json must not block the start
+                let text = crate::folder::read_capped(&a.out.join("run.json"), 1 << 20).ok()?;
+                let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
                 v["desktop"].as_str().map(str::to_string)
             };
             (a.desktop.clone().or_else(recorded), a.private, 1, false)

@@ -5,7 +5,8 @@
 //! A trajectory is never left half-written: each event is one whole line (a failed write is
 //! cut back to the last whole line), artifacts are written to a temporary file and renamed
 //! (the temporary file is removed on failure), and a lock file keeps two runs out of one
-//! folder (see [`OutLock`]).
+//! folder (see [`OutLock`]). Every file is opened through [`crate::folder`]: a link planted
+//! in the folder is refused, never followed.
 
 use std::fs::File;
 use std::io::{ErrorKind, Write};
@@ -59,16 +60,13 @@ impl FileRecorder {
     pub fn create_with(dir: &Path, console: Arc<Console>, append: bool) -> std::io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join("events.jsonl");
-        if append {
-            terminate_last_line(&path)?;
-        } else {
-            File::create(&path)?;
-        }
         // Append mode: after a failed write is cut back, the next line starts at the new end.
-        let events = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(&path)?;
+        let events = crate::folder::open_append(&path)?;
+        if append {
+            terminate_last_line(&events)?;
+        } else {
+            events.set_len(0)?;
+        }
         let written = events.metadata()?.len();
         Ok(Self::with_sink(dir, Box::new(events), written, console))
     }
@@ -230,18 +228,29 @@ impl FileRecorder {
 }
 
 /// A process killed mid-write can leave a partial last line; drop it so appended events start
-/// on a line of their own and the file stays valid JSON Lines.
-fn terminate_last_line(path: &Path) -> std::io::Result<()> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    if text.is_empty() || text.ends_with('\n') {
-        return Ok(());
+/// on a line of their own and the file stays valid JSON Lines. The file is searched backwards
+/// for its last newline, a block at a time, so its size does not matter.
+fn terminate_last_line(file: &File) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt as _;
+    const BLOCK: u64 = 64 * 1024;
+    let len = file.metadata()?.len();
+    let mut end = len;
+    let mut block = vec![0u8; BLOCK as usize];
+    while end > 0 {
+        let start = end.saturating_sub(BLOCK);
+        let part = &mut block[..(end - start) as usize];
+        file.read_exact_at(part, start)?;
+        if let Some(i) = part.iter().rposition(|b| *b == b'\n') {
+            let keep = start + i as u64 + 1;
+            return if keep == len {
+                Ok(())
+            } else {
+                file.set_len(keep)
+            };
+        }
+        end = start;
     }
-    let keep = text.rfind('\n').map_or(0, |i| i + 1);
-    std::fs::write(path, &text[..keep])
+    file.set_len(0)
 }
 
 /// A one-line description of a step's action record.
@@ -339,22 +348,11 @@ impl Recorder for FileRecorder {
     }
 }
 
-/// Write a file whole or not at all: into a temporary file beside it, then renamed over it,
-/// so a killed process never leaves half a checkpoint behind; on failure the temporary file
-/// is removed and any earlier version of the file stays.
+/// Write a file whole or not at all (see [`crate::folder::write_atomic`]): a killed process
+/// never leaves half a checkpoint behind, and on failure no temporary file is left and any
+/// earlier version of the file stays.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let result = File::create(&tmp)
-        .and_then(|mut f| f.write_all(bytes))
-        .and_then(|_| std::fs::rename(&tmp, path));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    crate::folder::write_bytes(path, bytes)
 }
 
 /// What failed writing `path`, and what to do about it.
@@ -414,6 +412,18 @@ pub enum OutError {
         /// The folder.
         dir: String,
     },
+    /// A trajectory file in the folder is a symbolic link (planted: ufo never makes one).
+    #[error(
+        "{name} in {dir} is a symbolic link; ufo neither reads nor writes through links in a \
+         trajectory folder: remove it or use another folder (`ufo run --force` replaces the \
+         trajectory, removing the link without following it)"
+    )]
+    Link {
+        /// The folder.
+        dir: String,
+        /// The link's name (the first one, when there are several).
+        name: String,
+    },
     /// The folder or its lock cannot be created, or the old trajectory cannot be cleared.
     #[error("cannot use the trajectory folder {dir}: {source}; pass --out with a writable folder")]
     Io {
@@ -455,7 +465,14 @@ impl OutLock {
         };
         std::fs::create_dir_all(dir).map_err(io)?;
         let lock = Self::acquire(dir)?;
-        if mode == OutMode::New && dir.join("events.jsonl").exists() {
+        // --force removes the links with the rest of the old trajectory.
+        if mode != OutMode::Replace {
+            let links = crate::folder::links_among(dir, is_trajectory_file).map_err(io)?;
+            if let Some(name) = links.into_iter().next() {
+                return Err(OutError::Link { dir: shown, name });
+            }
+        }
+        if mode == OutMode::New && crate::folder::exists(&dir.join("events.jsonl")) {
             return Err(OutError::Occupied { dir: shown });
         }
         Ok(lock)
@@ -491,7 +508,9 @@ impl OutLock {
                     return Ok(lock);
                 }
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-                    let text = std::fs::read_to_string(&path).unwrap_or_default();
+                    let text = crate::folder::read_capped(&path, 64)
+                        .map(|b| String::from_utf8_lossy(&b).into_owned())
+                        .unwrap_or_default();
                     match text.trim().parse::<u32>() {
                         Ok(pid) if process_alive(pid) => {
                             return Err(OutError::Busy {
@@ -544,7 +563,7 @@ fn process_alive(pid: u32) -> bool {
 /// An empty lock file younger than a few seconds: its creator may not have written its pid
 /// yet.
 fn lock_is_fresh(path: &Path) -> bool {
-    std::fs::metadata(path)
+    std::fs::symlink_metadata(path)
         .and_then(|m| m.modified())
         .ok()
         .and_then(|t| t.elapsed().ok())

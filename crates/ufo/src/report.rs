@@ -6,8 +6,15 @@
 //! URIs, and a Content-Security-Policy forbids loading anything else. Every text from the
 //! trajectory is HTML-escaped by the template engine (auto-escaping is on for `.html`
 //! templates), so model output cannot inject markup.
+//!
+//! The trajectory is read as a stream and one report embeds a bounded part of it: the first
+//! [`Keep::REPORT`] records, screenshots up to [`MAX_IMAGES_TOTAL`] bytes in all and prompts
+//! up to [`MAX_PROMPTS_TOTAL`]; what is left out is named in the page ("Not shown in this
+//! page"). Files are read and the page written through [`crate::folder`] (no link followed;
+//! the page whole or not at all, no temporary file left on a failure).
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use base64::Engine as _;
@@ -19,12 +26,42 @@ use crate::highlight;
 use crate::recorder::action_text;
 use ufo_core::events::{End, Record, Step};
 
-use crate::trajectory::{text, Trajectory};
+use crate::cli::ReportArgs;
+use crate::console::{Console, Verbosity};
+use crate::trajectory::{text, Keep, Trajectory};
 
 const TEMPLATE: &str = include_str!("report.html");
 
 /// Longest prompt text embedded per step (characters); the rest is cut with a note.
 const MAX_PROMPT_CHARS: usize = 200_000;
+
+/// Largest screenshot embedded (bytes); a larger one is named, not embedded.
+const MAX_IMAGE: u64 = 16 << 20;
+
+/// Screenshot bytes one report embeds in all; later steps name their screenshot instead.
+pub const MAX_IMAGES_TOTAL: u64 = 24 << 20;
+
+/// Prompt bytes one report embeds in all; later steps name their prompt file instead.
+pub const MAX_PROMPTS_TOTAL: u64 = 16 << 20;
+
+/// What the report may still embed, and what it left out.
+struct Budget {
+    images: u64,
+    prompts: u64,
+    images_left_out: usize,
+    prompts_left_out: usize,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Self {
+            images: MAX_IMAGES_TOTAL,
+            prompts: MAX_PROMPTS_TOTAL,
+            images_left_out: 0,
+            prompts_left_out: 0,
+        }
+    }
+}
 
 /// The phases of a processor step, in order, as `timings_ms` names them.
 const PHASES: &[&str] = &[
@@ -125,7 +162,7 @@ fn data_uri(png: &[u8]) -> TplValue {
     ))
 }
 
-fn step_view(t: &Trajectory, e: &Step) -> StepView {
+fn step_view(t: &Trajectory, e: &Step, budget: &mut Budget) -> StepView {
     let action = e.action.as_ref().filter(|a| !a.is_null());
     // A held action's label sits under `held` for the host's CONFIRM.
     let act_field = |k: &str| -> String {
@@ -163,8 +200,23 @@ fn step_view(t: &Trajectory, e: &Step) -> StepView {
         ("screenshot", "screenshot"),
     ] {
         let Some(rel) = art(key) else { continue };
-        match t.artifact(&rel) {
-            Ok(bytes) => {
+        if budget.images == 0 {
+            budget.images_left_out += 1;
+            notes.push(format!(
+                "{kind} not embedded (see {rel} in the trajectory folder)"
+            ));
+            break;
+        }
+        match t.artifact(&rel, MAX_IMAGE.min(budget.images)) {
+            Ok((_, false)) => {
+                budget.images_left_out += 1;
+                notes.push(format!(
+                    "{kind} {rel} not embedded: larger than this report still takes"
+                ));
+                break;
+            }
+            Ok((bytes, true)) => {
+                budget.images = budget.images.saturating_sub(bytes.len() as u64);
                 if key == "annotated" && !control_label.is_empty() {
                     if let Some(f) = highlight::find_label(&bytes, &control_label) {
                         hl = Some(Highlight {
@@ -183,10 +235,19 @@ fn step_view(t: &Trajectory, e: &Step) -> StepView {
         }
     }
     let prompt = match art("prompt") {
-        Some(rel) => match t.artifact(&rel) {
-            Ok(bytes) => {
+        Some(rel) if budget.prompts == 0 => {
+            budget.prompts_left_out += 1;
+            notes.push(format!(
+                "prompt not embedded (see {rel} in the trajectory folder)"
+            ));
+            String::new()
+        }
+        // UTF-8 takes at most 4 bytes a character
+        Some(rel) => match t.artifact(&rel, (MAX_PROMPT_CHARS as u64 * 4).min(budget.prompts)) {
+            Ok((bytes, whole)) => {
+                budget.prompts = budget.prompts.saturating_sub(bytes.len() as u64);
                 let s = String::from_utf8_lossy(&bytes);
-                if s.chars().count() > MAX_PROMPT_CHARS {
+                if !whole || s.chars().count() > MAX_PROMPT_CHARS {
                     let mut cut: String = s.chars().take(MAX_PROMPT_CHARS).collect();
                     cut.push_str("\n… (cut; the whole text is in the trajectory folder)");
                     cut
@@ -254,8 +315,9 @@ fn end_view(e: &End) -> EndView {
     }
 }
 
-/// Render the report of a trajectory as HTML text.
-pub fn render(t: &Trajectory) -> Result<String> {
+/// Render the report of a trajectory as HTML into `out`.
+pub fn render(t: &Trajectory, out: &mut dyn std::io::Write) -> Result<()> {
+    let mut budget = Budget::default();
     let mut rounds: Vec<RoundView> = Vec::new();
     let mut subtasks = Vec::new();
     // A new group starts at each round and at each resume (a later `session_start`).
@@ -309,7 +371,7 @@ pub fn render(t: &Trajectory) -> Result<String> {
         current = Some(idx);
         match e {
             Record::Step(step) => {
-                let mut view = step_view(t, step);
+                let mut view = step_view(t, step, &mut budget);
                 view.notes.splice(0..0, hand_over.drain(..));
                 if let Some(archive) = step
                     .action
@@ -410,15 +472,16 @@ pub fn render(t: &Trajectory) -> Result<String> {
             }))
         })
         .collect();
-    let step_count: usize = rounds.iter().map(|r| r.steps.len()).sum();
+    let step_count: usize = rounds.iter().map(|r| r.steps.len()).sum::<usize>() + t.omitted_steps;
+    let limits = limits(t, &budget);
     let mut env = Environment::new();
     env.add_template("report.html", TEMPLATE)
         .context("the report template does not compile")?;
     let tpl = env
         .get_template("report.html")
         .context("the report template is missing")?;
-    let html = tpl
-        .render(context! {
+    tpl.render_captured_to(
+        context! {
             request => t.request().unwrap_or(""),
             started => start.ts.clone().unwrap_or_default(),
             llm => start.llm.clone(),
@@ -431,6 +494,7 @@ pub fn render(t: &Trajectory) -> Result<String> {
             prompt_tokens => end.map(|e| e.llm.unwrap_or_default().prompt_tokens),
             completion_tokens => end.map(|e| e.llm.unwrap_or_default().completion_tokens),
             problems,
+            limits,
             rounds,
             step_count,
             subtasks,
@@ -440,19 +504,84 @@ pub fn render(t: &Trajectory) -> Result<String> {
             bb_trajectories => trajectories,
             bb_json => blackboard.as_ref().and_then(|b| serde_json::to_string_pretty(b).ok()).unwrap_or_default(),
             generated => chrono::Utc::now().to_rfc3339(),
-        })
-        .context("rendering the report failed")?;
-    Ok(html)
+        },
+        out,
+    )
+    .context("rendering the report failed")?;
+    Ok(())
 }
 
-/// Write `<dir>/report.html` for the trajectory in `dir` and return its path.
+/// What the page leaves out, one sentence each.
+fn limits(t: &Trajectory, budget: &Budget) -> Vec<String> {
+    let mut v = Vec::new();
+    if t.omitted_steps > 0 {
+        v.push(format!(
+            "{} later step(s) are not shown: a report shows the first {} steps or {} MB of \
+             events.jsonl; the whole trajectory is in events.jsonl (`ufo runs` sums all of it)",
+            t.omitted_steps,
+            Keep::REPORT.steps,
+            Keep::REPORT.bytes >> 20
+        ));
+    }
+    if budget.images_left_out > 0 {
+        v.push(format!(
+            "{} screenshot(s) are not shown: a report embeds {} MB of screenshots; the files \
+             are in the trajectory folder",
+            budget.images_left_out,
+            MAX_IMAGES_TOTAL >> 20
+        ));
+    }
+    if budget.prompts_left_out > 0 {
+        v.push(format!(
+            "{} prompt(s) are not shown: a report embeds {} MB of prompts; the files are in the \
+             trajectory folder",
+            budget.prompts_left_out,
+            MAX_PROMPTS_TOTAL >> 20
+        ));
+    }
+    v
+}
+
+/// Write `<dir>/report.html` for the trajectory in `dir` and return its path. The page is
+/// written whole or not at all: on any failure no temporary file is left behind.
 pub fn write(dir: &Path) -> Result<PathBuf> {
-    let t = Trajectory::load(dir)
+    let t = Trajectory::load(dir, Keep::REPORT)
         .with_context(|| format!("{} is not a trajectory folder", dir.display()))?;
-    let html = render(&t)?;
     let path = dir.join("report.html");
-    let tmp = dir.join(".report.html.tmp");
-    std::fs::write(&tmp, html).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
+    crate::folder::write_atomic(&path, |w| {
+        render(&t, w).map_err(|e| std::io::Error::other(format!("{e:#}")))
+    })
+    .map_err(|e| anyhow::anyhow!(crate::recorder::io_message(&path, &e)))?;
     Ok(path)
+}
+
+/// `ufo report <OUT>`: exit 0 with the page's path on stdout; 2 when OUT holds no readable
+/// trajectory (no events.jsonl, or one that is a link or not a regular file); 1 when the page
+/// cannot be written.
+pub fn command(args: &ReportArgs) -> ExitCode {
+    let console = Console::new(Verbosity::Normal);
+    crate::logging::init(&console, None);
+    let events = args.out.join("events.jsonl");
+    if let Err(e) = crate::folder::open_read(&events) {
+        let why = if e.kind() == std::io::ErrorKind::NotFound {
+            "there is none".to_string()
+        } else {
+            e.to_string()
+        };
+        eprintln!(
+            "error: cannot read {}: {why}; pass the --out folder of a `ufo run`",
+            events.display()
+        );
+        return ExitCode::from(crate::EXIT_USAGE);
+    }
+    match write(&args.out) {
+        Ok(path) => {
+            crate::output::outln!("{}", path.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
 }

@@ -2,13 +2,16 @@
 //! partial folder gets a line saying what is wrong with it.
 
 use std::path::Path;
+use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 
 use ufo_core::{inert, text::one_line};
 
-use crate::trajectory::{LoadError, Trajectory};
+use crate::cli::RunsArgs;
+use crate::console::{Console, Verbosity};
+use crate::trajectory::{Keep, LoadError, Trajectory};
 
 /// One row of the listing.
 #[derive(Debug)]
@@ -43,7 +46,9 @@ const TRAJECTORY_FILES: &[&str] = &["events.jsonl", "run.json", "checkpoint.json
 /// Whether `path` looks like a trajectory folder (whole, partial or broken), not some
 /// unrelated folder that happens to sit in the runs folder.
 fn is_trajectory(path: &Path) -> bool {
-    TRAJECTORY_FILES.iter().any(|f| path.join(f).exists())
+    TRAJECTORY_FILES
+        .iter()
+        .any(|f| crate::folder::exists(&path.join(f)))
 }
 
 /// The listing of a runs folder.
@@ -58,7 +63,7 @@ pub struct Scan {
 /// Read every sub-folder of `dir` that holds a trajectory; `dir` itself when it is one (the
 /// `--out` folder of a run). Errors only when `dir` itself cannot be listed.
 pub fn scan(dir: &Path) -> Result<Scan> {
-    if dir.join("events.jsonl").is_file() {
+    if crate::folder::exists(&dir.join("events.jsonl")) {
         let name = dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -137,7 +142,7 @@ fn broken(name: String, mtime: Option<SystemTime>, why: String) -> RunRow {
 }
 
 fn row(path: &Path, name: String, mtime: Option<SystemTime>) -> RunRow {
-    let t = match Trajectory::load(path) {
+    let t = match Trajectory::load(path, Keep::SUMMARY) {
         Ok(t) => t,
         Err(LoadError::NoEvents(_)) => {
             return broken(
@@ -169,13 +174,13 @@ fn row(path: &Path, name: String, mtime: Option<SystemTime>) -> RunRow {
     let (calls, tokens, cost) = t.llm_totals();
     let status = match end {
         Some(e) => e.status.clone(),
-        None if t.records.is_empty() => "BROKEN".to_string(),
+        None if t.record_count == 0 => "BROKEN".to_string(),
         None => "INCOMPLETE".to_string(),
     };
     // Steps counted so far: the session_end's count, else the last step record's.
     let steps = end
         .map(|e| u64::from(e.steps))
-        .or_else(|| t.last_step().map(|s| u64::from(s.steps)))
+        .or_else(|| t.last_step_steps().map(u64::from))
         .unwrap_or(0);
     RunRow {
         name,
@@ -247,6 +252,41 @@ pub fn render(dir: &Path, scan: &Scan) -> String {
     }
     out.push_str(&skipped);
     out
+}
+
+/// `ufo runs [--dir DIR]`.
+pub fn command(args: &RunsArgs) -> ExitCode {
+    let console = Console::new(Verbosity::Normal);
+    crate::logging::init(&console, None);
+    let dir = match &args.dir {
+        Some(d) => d.clone(),
+        None => match crate::settings::runs_dir_from_file(Path::new("ufo.toml")) {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return ExitCode::from(crate::EXIT_USAGE);
+            }
+        },
+    };
+    if args.dir.is_none() && !dir.exists() {
+        // the default folder appears with the first run that does not pass --out
+        crate::output::print(format_args!(
+            "no sessions in {} yet (ufo run writes there unless --out is given; pass --dir with \
+             the folder your trajectories are in)\n",
+            dir.display()
+        ));
+        return ExitCode::SUCCESS;
+    }
+    match scan(&dir) {
+        Ok(listing) => {
+            crate::output::print(format_args!("{}", render(&dir, &listing)));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(crate::EXIT_USAGE)
+        }
+    }
 }
 
 #[cfg(test)]

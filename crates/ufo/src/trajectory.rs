@@ -1,20 +1,63 @@
 //! Reading a trajectory folder back (`events.jsonl`, `blackboard.json`, artifacts), tolerant
 //! of partial and broken folders: what cannot be read is reported, never a panic.
+//!
+//! Everything is read through [`crate::folder`] (no link followed, regular files only) and
+//! `events.jsonl` is read as a stream, line by line with a longest line: the summary (start,
+//! end, totals) covers the whole file, while only a bounded first part of its records is kept
+//! in memory ([`Keep`]), so a file of any size is read in bounded memory.
 
+use std::io::BufReader;
 use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 use ufo_core::events::{End, Record, SessionStart, Step};
+
+use crate::folder;
+
+/// The longest `events.jsonl` line read (bytes); a longer one is skipped with a note.
+pub const MAX_LINE: usize = 16 << 20;
+
+/// The largest `blackboard.json` read (bytes).
+const MAX_BLACKBOARD: u64 = 16 << 20;
+
+/// How much of a trajectory's records [`Trajectory::load`] keeps in memory: the records from
+/// the start of the file while both limits hold; the rest is counted (and summed), not kept.
+#[derive(Debug, Clone, Copy)]
+pub struct Keep {
+    /// Step records kept at most.
+    pub steps: usize,
+    /// Bytes of record lines kept at most.
+    pub bytes: usize,
+}
+
+impl Keep {
+    /// Nothing but the summary (`ufo runs`, the checks of `ufo resume`).
+    pub const SUMMARY: Keep = Keep { steps: 0, bytes: 0 };
+    /// What one report shows at most.
+    pub const REPORT: Keep = Keep {
+        steps: 2_000,
+        bytes: 32 << 20,
+    };
+}
 
 /// The records of one `events.jsonl`, with what was wrong while reading it.
 #[derive(Debug, Default)]
 pub struct Trajectory {
     /// The trajectory folder.
     pub dir: PathBuf,
-    /// Every line that reads as a record, in file order.
+    /// The records kept (see [`Keep`]), in file order: a first part of the file.
     pub records: Vec<Record>,
     /// Problems met (a line that is not JSON, a missing `session_end`, ...).
     pub problems: Vec<String>,
+    /// Records read in all (kept or not).
+    pub record_count: usize,
+    /// Step records read but not kept.
+    pub omitted_steps: usize,
+    first_start: Option<SessionStart>,
+    final_end: Option<End>,
+    starts: usize,
+    last_steps: Option<u32>,
+    llm: (u64, u64, f64),
 }
 
 /// Why a folder is not a trajectory at all.
@@ -23,7 +66,7 @@ pub enum LoadError {
     /// No `events.jsonl` in the folder.
     #[error("no events.jsonl in {0}")]
     NoEvents(PathBuf),
-    /// `events.jsonl` exists but cannot be read.
+    /// `events.jsonl` exists but cannot be read (a link, a FIFO, no permission, ...).
     #[error("cannot read {path}: {err}")]
     Unreadable {
         /// The file.
@@ -34,49 +77,90 @@ pub enum LoadError {
 }
 
 impl Trajectory {
-    /// Read `<dir>/events.jsonl`. Lines that are not JSON objects are skipped and reported in
+    /// Read `<dir>/events.jsonl` as a stream, keeping what `keep` allows. Lines that are not
+    /// JSON objects, or longer than [`MAX_LINE`], are skipped and reported in
     /// [`Trajectory::problems`]; a trailing partial line (a killed process) is reported too.
-    pub fn load(dir: &Path) -> Result<Self, LoadError> {
+    pub fn load(dir: &Path, keep: Keep) -> Result<Self, LoadError> {
         let path = dir.join("events.jsonl");
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
+        let file = match folder::open_read(&path) {
+            Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(LoadError::NoEvents(dir.to_path_buf()))
             }
             Err(err) => return Err(LoadError::Unreadable { path, err }),
         };
-        let text = String::from_utf8_lossy(&bytes);
         let mut t = Trajectory {
             dir: dir.to_path_buf(),
             ..Trajectory::default()
         };
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
+        let mut reader = BufReader::with_capacity(256 * 1024, file);
+        let mut buf = Vec::new();
+        let mut kept_bytes = 0usize;
+        let mut kept_steps = 0usize;
+        let mut keeping = true;
+        for n in 1.. {
+            let line = folder::read_line(&mut reader, &mut buf, MAX_LINE).map_err(|err| {
+                LoadError::Unreadable {
+                    path: path.clone(),
+                    err,
+                }
+            })?;
+            match line {
+                folder::Line::Eof => break,
+                folder::Line::TooLong(len) => {
+                    t.problems.push(format!(
+                        "events.jsonl line {n} is {len} bytes long, more than the {MAX_LINE} \
+                         bytes read of a line: skipped"
+                    ));
+                    continue;
+                }
+                folder::Line::Text => {}
+            }
+            let text = String::from_utf8_lossy(&buf);
+            if text.trim().is_empty() {
                 continue;
             }
-            match serde_json::from_str::<Value>(line) {
+            let record = match serde_json::from_str::<Value>(&text) {
                 Ok(v) if v.is_object() => match serde_json::from_value::<Record>(v) {
-                    Ok(r) => t.records.push(r),
-                    Err(e) => t.problems.push(format!(
-                        "events.jsonl line {} is not a valid record: {e}",
-                        i + 1
-                    )),
+                    Ok(r) => r,
+                    Err(e) => {
+                        t.problems
+                            .push(format!("events.jsonl line {n} is not a valid record: {e}"));
+                        continue;
+                    }
                 },
-                Ok(_) => t
-                    .problems
-                    .push(format!("events.jsonl line {} is not a JSON object", i + 1)),
-                Err(e) => t
-                    .problems
-                    .push(format!("events.jsonl line {} is not JSON: {e}", i + 1)),
+                Ok(_) => {
+                    t.problems
+                        .push(format!("events.jsonl line {n} is not a JSON object"));
+                    continue;
+                }
+                Err(e) => {
+                    t.problems
+                        .push(format!("events.jsonl line {n} is not JSON: {e}"));
+                    continue;
+                }
+            };
+            t.sum(&record);
+            // Kept: the records from the start of the file while both limits hold.
+            let is_step = matches!(record, Record::Step(_));
+            keeping = keeping
+                && kept_bytes + buf.len() <= keep.bytes
+                && (!is_step || kept_steps < keep.steps);
+            if keeping {
+                kept_bytes += buf.len();
+                kept_steps += usize::from(is_step);
+                t.records.push(record);
+            } else if is_step {
+                t.omitted_steps += 1;
             }
         }
-        if t.records.is_empty() {
+        if t.record_count == 0 {
             t.problems.push("events.jsonl has no records".into());
         } else {
-            if t.first_start().is_none() {
+            if t.first_start.is_none() {
                 t.problems.push("no session_start record".into());
             }
-            if t.final_end().is_none() {
+            if t.final_end.is_none() {
                 t.problems.push(
                     "no session_end record: the session was interrupted or is still running".into(),
                 );
@@ -85,58 +169,59 @@ impl Trajectory {
         Ok(t)
     }
 
-    /// The first `session_start`.
-    pub fn first_start(&self) -> Option<&SessionStart> {
-        self.records.iter().find_map(|r| match r {
-            Record::SessionStart(s) => Some(s),
-            _ => None,
-        })
+    /// Add one record to the summary of the whole file.
+    fn sum(&mut self, record: &Record) {
+        self.record_count += 1;
+        match record {
+            Record::SessionStart(s) => {
+                self.starts += 1;
+                // a resumed session's part: its end is still to come
+                self.final_end = None;
+                if self.first_start.is_none() {
+                    self.first_start = Some(s.clone());
+                }
+            }
+            Record::SessionEnd(e) => self.final_end = Some(e.clone()),
+            Record::Step(s) => {
+                self.last_steps = Some(s.steps);
+                self.llm.0 += s.llm.calls;
+                self.llm.1 += s.llm.prompt_tokens + s.llm.completion_tokens;
+                self.llm.2 += s.llm.cost;
+            }
+            Record::RoundEnd(_) | Record::Takeover(_) | Record::Handback(_) | Record::Other => {}
+        }
     }
 
-    /// The last `step`.
-    pub fn last_step(&self) -> Option<&Step> {
-        self.steps().last()
+    /// The first `session_start` of the file.
+    pub fn first_start(&self) -> Option<&SessionStart> {
+        self.first_start.as_ref()
+    }
+
+    /// The `steps` count of the last `step` record of the file.
+    pub fn last_step_steps(&self) -> Option<u32> {
+        self.last_steps
     }
 
     /// The `session_end` that closes the last session segment (a resumed session appends a
     /// new `session_start` ... `session_end` to the same file); `None` while it is running or
     /// after it was killed.
     pub fn final_end(&self) -> Option<&End> {
-        let last_start = self
-            .records
-            .iter()
-            .rposition(|r| matches!(r, Record::SessionStart(_)));
-        self.records
-            .iter()
-            .enumerate()
-            .rev()
-            .find_map(|(i, r)| match r {
-                Record::SessionEnd(e) if !matches!(last_start, Some(s) if i <= s) => Some(e),
-                _ => None,
-            })
+        self.final_end.as_ref()
     }
 
     /// How many times the session was resumed (`session_start` records after the first).
     pub fn resumes(&self) -> usize {
-        self.records
-            .iter()
-            .filter(|r| matches!(r, Record::SessionStart(_)))
-            .count()
-            .saturating_sub(1)
+        self.starts.saturating_sub(1)
     }
 
-    /// Model use summed over every step record: calls, prompt + completion tokens, cost.
+    /// Model use summed over every step record of the file: calls, prompt + completion
+    /// tokens, cost.
     pub fn llm_totals(&self) -> (u64, u64, f64) {
-        let mut t = (0, 0, 0.0);
-        for s in self.steps() {
-            t.0 += s.llm.calls;
-            t.1 += s.llm.prompt_tokens + s.llm.completion_tokens;
-            t.2 += s.llm.cost;
-        }
-        t
+        self.llm
     }
 
-    /// Every `step` record, in order.
+    /// The `step` records kept, in order.
+    #[allow(dead_code)]
     pub fn steps(&self) -> impl Iterator<Item = &Step> {
         self.records.iter().filter_map(|r| match r {
             Record::Step(s) => Some(s.as_ref()),
@@ -152,7 +237,7 @@ impl Trajectory {
     /// `blackboard.json`, if present and valid JSON.
     pub fn blackboard(&self) -> Result<Option<Value>, String> {
         let path = self.dir.join("blackboard.json");
-        match std::fs::read(&path) {
+        match folder::read_capped(&path, MAX_BLACKBOARD) {
             Ok(b) => serde_json::from_slice(&b)
                 .map(Some)
                 .map_err(|e| format!("blackboard.json is not valid JSON: {e}")),
@@ -161,15 +246,17 @@ impl Trajectory {
         }
     }
 
-    /// Read an artifact named in a step record, refusing paths that leave the folder.
-    pub fn artifact(&self, rel: &str) -> Result<Vec<u8>, String> {
+    /// Read at most `max` bytes of an artifact named in a step record (and whether that is
+    /// all of it), refusing paths that leave the folder, links and anything but a regular file.
+    pub fn artifact(&self, rel: &str, max: u64) -> Result<(Vec<u8>, bool), String> {
         let p = Path::new(rel);
         if rel.is_empty() || !p.components().all(|c| matches!(c, Component::Normal(_))) {
             return Err(format!(
                 "artifact path {rel:?} leaves the trajectory folder"
             ));
         }
-        std::fs::read(self.dir.join(p)).map_err(|e| format!("cannot read artifact {rel}: {e}"))
+        folder::read_prefix(&self.dir.join(p), max)
+            .map_err(|e| format!("cannot read artifact {rel}: {e}"))
     }
 }
 
@@ -190,7 +277,7 @@ mod tests {
             "{\"type\":\"session_start\",\"request\":\"x\"}\nnot json\n[1]\n{\"type\":\"step\"",
         )
         .expect("write");
-        let t = Trajectory::load(dir.path()).expect("loads");
+        let t = Trajectory::load(dir.path(), Keep::REPORT).expect("loads");
         assert_eq!(t.records.len(), 1);
         assert_eq!(t.request(), Some("x"));
         let all = t.problems.join("\n");
@@ -204,13 +291,52 @@ mod tests {
     fn missing_folder_and_escaping_artifacts() {
         let dir = tempfile::tempdir().expect("tempdir");
         assert!(matches!(
-            Trajectory::load(&dir.path().join("nope")),
+            Trajectory::load(&dir.path().join("nope"), Keep::REPORT),
             Err(LoadError::NoEvents(_))
         ));
         std::fs::write(dir.path().join("events.jsonl"), "").expect("write");
-        let t = Trajectory::load(dir.path()).expect("loads");
-        assert!(t.artifact("../etc/passwd").is_err());
-        assert!(t.artifact("/etc/passwd").is_err());
-        assert!(t.artifact("missing.png").is_err());
+        let t = Trajectory::load(dir.path(), Keep::REPORT).expect("loads");
+        assert!(t.artifact("../etc/passwd", 10).is_err());
+        assert!(t.artifact("/etc/passwd", 10).is_err());
+        assert!(t.artifact("missing.png", 10).is_err());
+    }
+
+    #[test]
+    fn only_a_first_part_is_kept_and_the_summary_covers_the_whole_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut text = String::from("{\"type\":\"session_start\",\"request\":\"r\"}\n");
+        for i in 0..10 {
+            text.push_str(&format!(
+                "{{\"type\":\"step\",\"steps\":{i},\"llm\":{{\"calls\":1,\"prompt_tokens\":1,\"completion_tokens\":1}}}}\n"
+            ));
+        }
+        text.push_str(&format!(
+            "{{\"type\":\"step\",\"thought\":\"{}\"}}\n",
+            "x".repeat(MAX_LINE)
+        ));
+        text.push_str("{\"type\":\"session_end\",\"status\":\"FINISH\",\"steps\":9}\n");
+        std::fs::write(dir.path().join("events.jsonl"), text).expect("write");
+        let t = Trajectory::load(
+            dir.path(),
+            Keep {
+                steps: 3,
+                bytes: 1 << 20,
+            },
+        )
+        .expect("loads");
+        assert_eq!(t.steps().count(), 3);
+        assert_eq!(t.omitted_steps, 7);
+        assert_eq!(t.llm_totals().0, 10);
+        assert_eq!(t.last_step_steps(), Some(9));
+        assert_eq!(t.final_end().map(|e| e.status.as_str()), Some("FINISH"));
+        assert_eq!(t.request(), Some("r"));
+        let all = t.problems.join("\n");
+        assert!(
+            all.contains("line 12 is") && all.contains("skipped"),
+            "{all}"
+        );
+        let s = Trajectory::load(dir.path(), Keep::SUMMARY).expect("loads");
+        assert!(s.records.is_empty());
+        assert_eq!(s.record_count, 12);
     }
 }

@@ -104,3 +104,43 @@ fn wait(child: &mut Child) -> Option<i32> {
     let _ = child.wait();
     None
 }
+
+#[test]
+fn a_request_with_an_id_json_rpc_does_not_allow_is_answered_invalid_request() {
+    let (mut child, rx) = serve();
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut send = |line: &str| {
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .and_then(|()| stdin.flush())
+            .expect("the server still reads its input");
+    };
+    send(INITIALIZE);
+    let init = next(&rx, "initialize");
+    assert_eq!(init["id"], 1, "{init}");
+    send(INITIALIZED);
+    // an object, a float, a bool, null, and numbers too large for any integer type
+    for id in [
+        r#"{"a":1}"#,
+        "[1]",
+        "1.5",
+        "true",
+        "null",
+        "9223372036854775808",
+        "18446744073709551616",
+    ] {
+        send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#
+        ));
+        let error = next(&rx, &format!("a request with id {id}"));
+        assert_eq!(error["jsonrpc"], "2.0", "id {id}: {error}");
+        assert_eq!(error["id"], Value::Null, "id {id}: {error}");
+        assert_eq!(error["error"]["code"], -32600, "id {id}: {error}");
+    }
+    // and it still serves
+    send(r#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#);
+    let tools = next(&rx, "tools/list");
+    assert_eq!(tools["id"], 9, "{tools}");
+    drop(stdin);
+    assert_eq!(wait(&mut child), Some(0));
+}
