@@ -14,6 +14,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ClientRequest, RawContent};
 use rmcp::service::{PeerRequestOptions, RunningService, ServiceError};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 use serde::{Deserialize, Serialize};
@@ -166,6 +167,8 @@ struct Server {
     conn: Mutex<Option<Conn>>,
     /// The last lines the server wrote on stderr (for error messages).
     stderr: Arc<StdMutex<VecDeque<String>>>,
+    /// Where a streamable HTTP server last redirected to (redacted; not followed).
+    redirected: Arc<StdMutex<Option<String>>>,
 }
 
 const STDERR_LINES: usize = 20;
@@ -287,14 +290,22 @@ impl Server {
         oversized: Arc<AtomicBool>,
     ) -> Result<RunningService<RoleClient, ()>, McpConnectError> {
         if let Some(url) = &self.config.url {
-            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+            let connect_error = |reason: String| McpConnectError::Connect {
+                name: self.name.clone(),
+                url: ufo_core::redact::redact_url(url),
+                reason,
+            };
+            let http = self
+                .http_client()
+                .map_err(|e| connect_error(e.to_string()))?;
+            let transport = StreamableHttpClientTransport::with_client(
+                http,
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()),
+            );
             return ().serve(transport).await.map_err(|e| {
                 // The URL may carry a token (userinfo, `?key=`): never print it.
-                McpConnectError::Connect {
-                    name: self.name.clone(),
-                    url: ufo_core::redact::redact_url(url),
-                    reason: ufo_core::redact::scrub_url_secrets(&e.to_string(), url),
-                }
+                let reason = ufo_core::redact::scrub_url_secrets(&e.to_string(), url);
+                connect_error(format!("{reason}{}", self.redirect_note()))
             });
         }
         let Some(program) = &self.config.command else {
@@ -324,6 +335,32 @@ impl Server {
                 source: Box::new(source),
                 stderr: self.stderr_tail(),
             })
+    }
+
+    /// The HTTP client of a streamable HTTP server. It follows no redirect: one would re-send
+    /// the request (tool arguments, the URL's credentials) wherever the server points, so
+    /// the address is noted for the error message instead.
+    fn http_client(&self) -> Result<reqwest::Client, reqwest::Error> {
+        let redirected = self.redirected.clone();
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            if let Ok(mut r) = redirected.lock() {
+                *r = Some(ufo_core::redact::redact_url(attempt.url().as_str()));
+            }
+            attempt.stop()
+        });
+        reqwest::Client::builder().redirect(policy).build()
+    }
+
+    /// ` (it answered a redirect to …)` when the server answered one, or empty.
+    fn redirect_note(&self) -> String {
+        match self.redirected.lock().ok().and_then(|r| r.clone()) {
+            Some(to) => format!(
+                " (it answered a redirect to {to}, which is not followed: set `url` in \
+                 [mcp.servers.{}] to the final address)",
+                self.name
+            ),
+            None => String::new(),
+        }
     }
 
     /// The server's tools, starting it if needed.
@@ -420,8 +457,8 @@ impl Server {
                         } else {
                             ""
                         },
-                        self.stderr_tail()
-                    )
+                        self.stderr_tail(),
+                    ) + &self.redirect_note()
                 };
                 let closed = closed || conn.oversized.load(Ordering::SeqCst);
                 if closed {
@@ -515,6 +552,7 @@ impl McpTools {
                 config,
                 conn: Mutex::new(None),
                 stderr: Arc::new(StdMutex::new(VecDeque::new())),
+                redirected: Arc::new(StdMutex::new(None)),
             });
         }
         Ok(Self { servers: out })

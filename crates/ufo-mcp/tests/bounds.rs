@@ -105,3 +105,65 @@ async fn an_endless_tool_result_is_cut_the_server_restarted_and_the_session_goes
     }
     tools.shutdown().await;
 }
+
+/// A loopback HTTP server that answers every request with `answer`; returns its port and the
+/// number of requests it received.
+fn http_server(answer: String) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let port = listener.local_addr().expect("addr").port();
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut head = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    (port, count)
+}
+
+/// Issue 21, item 6 for MCP: a streamable HTTP server that answers `307` to another origin
+/// used to have the JSON-RPC message re-POSTed there. Now no redirect is followed: the other
+/// origin receives nothing and connecting fails.
+#[tokio::test]
+async fn an_mcp_http_redirect_to_another_origin_is_not_followed() {
+    let (elsewhere, received) = http_server(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+            .to_string(),
+    );
+    let (port, _) = http_server(format!(
+        "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://127.0.0.1:{elsewhere}/steal\r\n\
+         content-length: 0\r\n\r\n"
+    ));
+    let tools = McpTools::new([(
+        "remote".to_string(),
+        McpServerConfig {
+            url: Some(format!("http://user:secret@127.0.0.1:{port}/mcp")),
+            timeout_ms: Some(5_000),
+            ..McpServerConfig::default()
+        },
+    )])
+    .expect("valid config");
+    let e = tools
+        .tools_for("Writer")
+        .await
+        .expect_err("a redirect is not followed");
+    eprintln!("{e}");
+    assert_eq!(
+        received.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the other origin was called"
+    );
+    assert!(e.to_string().contains("redirect"), "{e}");
+    assert!(!e.to_string().contains("secret"), "{e}");
+    tools.shutdown().await;
+}
