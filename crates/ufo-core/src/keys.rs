@@ -6,6 +6,8 @@
 //!   `{INSERT}`, `{HOME}`, `{END}`, `{UP}`, `{DOWN}`, `{LEFT}`, `{RIGHT}`, `{PGUP}`, `{PGDN}`,
 //!   `{SPACE}`, `{F1}`…`{F24}`, `{MENU}`, `{PRTSC}`, `{PLUS}` (names are case-insensitive).
 //! * `{NAME N}` presses it N times (`{BACKSPACE 3}`), at most 1,000.
+//! * One string makes at most 100,000 presses in all ([`MAX_PRESSES`]); a longer one is an
+//!   error (split the keys), on every desktop.
 //! * `{mod+…+key}` is a chord: modifiers `ctrl`, `shift`, `alt`, `super`, then one key, either a
 //!   character (`{ctrl+s}`, `{ctrl+shift+z}`, `{ctrl++}`) or a key name (`{alt+F4}`).
 //! * A whole string that is only a chord (`ctrl+s`, `alt+F4`) is that chord, not text.
@@ -118,6 +120,10 @@ impl std::error::Error for KeyError {}
 /// Most presses a `{NAME N}` may repeat.
 pub const MAX_REPEAT: u32 = 1000;
 
+/// Most presses one key string may make, repeats and plain text together (100,000: a long
+/// text typed at once, while a hostile answer cannot expand into millions of presses).
+pub const MAX_PRESSES: usize = 100_000;
+
 fn named_key(name: &str) -> Option<Key> {
     let n = name.to_ascii_uppercase();
     Some(Key::Named(match n.as_str() {
@@ -210,12 +216,12 @@ pub fn parse_keys(input: &str) -> Result<Vec<KeyPress>, KeyError> {
         if c == '{' {
             // literal braces: {{} and {}}
             if rest.starts_with("{{}") {
-                presses.push(KeyPress::plain(Key::Char('{')));
+                push_presses(&mut presses, KeyPress::plain(Key::Char('{')), 1)?;
                 rest = &rest[3..];
                 continue;
             }
             if rest.starts_with("{}}") {
-                presses.push(KeyPress::plain(Key::Char('}')));
+                push_presses(&mut presses, KeyPress::plain(Key::Char('}')), 1)?;
                 rest = &rest[3..];
                 continue;
             }
@@ -248,17 +254,33 @@ pub fn parse_keys(input: &str) -> Result<Vec<KeyPress>, KeyError> {
                         }
                     }
                 };
-                for _ in 0..count {
-                    presses.push(press.clone());
-                }
+                // `count` is at most MAX_REPEAT here
+                push_presses(&mut presses, press, count as usize)?;
                 rest = &rest[2 + end..];
                 continue;
             }
         }
-        presses.push(KeyPress::plain(char_key(c)));
+        push_presses(&mut presses, KeyPress::plain(char_key(c)), 1)?;
         rest = &rest[c.len_utf8()..];
     }
     Ok(presses)
+}
+
+/// Append `count` copies of `press`, refusing to go beyond [`MAX_PRESSES`] in all: checked
+/// before anything grows, so a hostile string costs no more memory than the cap.
+fn push_presses(
+    presses: &mut Vec<KeyPress>,
+    press: KeyPress,
+    count: usize,
+) -> Result<(), KeyError> {
+    if presses.len().saturating_add(count) > MAX_PRESSES {
+        return Err(KeyError(format!(
+            "the keys make more than {MAX_PRESSES} key presses; split them into several \
+             type_keys actions"
+        )));
+    }
+    presses.resize(presses.len() + count, press);
+    Ok(())
 }
 
 /// What a key string does to a text field's value, as far as text goes: characters are
@@ -288,6 +310,7 @@ pub fn apply_to_text(value: &mut String, presses: &[KeyPress]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn c(ch: char) -> KeyPress {
         KeyPress::plain(Key::Char(ch))
@@ -344,6 +367,49 @@ mod tests {
         assert!(parse_keys("{NOPE}").is_err());
         assert!(parse_keys("{a 1001}").is_err());
         assert!(parse_keys("{b 4294967296}").is_err());
+    }
+
+    /// Issue 21, item 7: `{x 1000}` repeated 125,000 times (a 1 MB answer) expanded to 125 M
+    /// presses (4 GiB) before anything looked at it. The presses of one string are capped.
+    #[test]
+    fn the_presses_of_one_string_are_capped() {
+        let huge = "{x 1000}".repeat(125_000);
+        let e = parse_keys(&huge).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("more than {MAX_PRESSES} key presses")),
+            "{e}"
+        );
+        assert!(e.contains("split"), "{e}");
+        // plain text counts too
+        assert!(parse_keys(&"a".repeat(MAX_PRESSES + 1)).is_err());
+        assert_eq!(
+            parse_keys(&"a".repeat(MAX_PRESSES)).unwrap().len(),
+            MAX_PRESSES
+        );
+        let exact = "{x 1000}".repeat(MAX_PRESSES / 1000);
+        assert_eq!(parse_keys(&exact).unwrap().len(), MAX_PRESSES);
+        assert!(parse_keys(&format!("{exact}{{ENTER}}")).is_err());
+    }
+
+    proptest! {
+        /// Whatever the string (repeats, text, braces), a parse never returns more presses
+        /// than the cap.
+        #[test]
+        fn no_string_parses_beyond_the_cap(
+            parts in proptest::collection::vec(
+                prop_oneof![
+                    (1u32..=1000).prop_map(|n| format!("{{x {n}}}")),
+                    "[a-z{}]{0,8}",
+                    Just("{ENTER 999}".to_string()),
+                ],
+                0..400,
+            )
+        ) {
+            let text = parts.concat();
+            if let Ok(presses) = parse_keys(&text) {
+                prop_assert!(presses.len() <= MAX_PRESSES);
+            }
+        }
     }
 
     #[test]

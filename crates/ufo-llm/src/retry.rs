@@ -15,6 +15,9 @@
 //! - every response body is read chunk by chunk up to [`MAX_BODY_BYTES`] (16 MiB); a longer
 //!   body (or a `Content-Length` announcing one) ends the call at once with
 //!   [`LlmError::Fatal`], not retried: an endless or oversized answer never fills memory;
+//! - never followed: a redirect (3xx). It would re-send the prompt, the key and the
+//!   configured headers to the address it names, another host included; the call fails with
+//!   [`LlmError::Fatal`] naming that address (redacted) and asking for it as the base URL;
 //! - not retried: any other 4xx. 401/403 become [`LlmError::Fatal`] naming the environment
 //!   variable that holds the key; others a fatal error quoting the server's message;
 //! - after `max_attempts` attempts the call fails with [`LlmError::Unavailable`] (which a
@@ -109,7 +112,10 @@ pub(crate) fn build_client(
         .connect_timeout(policy.connect_timeout)
         .read_timeout(policy.read_timeout)
         .timeout(policy.request_timeout)
-        .user_agent(concat!("ufo-rs/", env!("CARGO_PKG_VERSION")));
+        .user_agent(concat!("ufo-rs/", env!("CARGO_PKG_VERSION")))
+        // A redirect would re-send the prompt, the key and the configured headers to wherever
+        // the server points (another host included): never follow one, say so instead.
+        .redirect(reqwest::redirect::Policy::none());
     if is_loopback_url(base_url) {
         builder = builder.no_proxy();
     }
@@ -335,6 +341,9 @@ fn transport_error(e: reqwest::Error, policy: &RetryPolicy) -> Outcome {
 
 async fn classify(response: Response, policy: &RetryPolicy, target: &Target<'_>) -> Outcome {
     let status = response.status();
+    if status.is_redirection() {
+        return Outcome::Fatal(redirect_message(&response, target));
+    }
     let after = retry_after(response.headers(), policy.max_retry_after);
     let body = match read_body(response, MAX_BODY_BYTES).await {
         Ok(body) => body,
@@ -388,6 +397,33 @@ async fn classify(response: Response, policy: &RetryPolicy, target: &Target<'_>)
         "{} rejected the request (HTTP {code}: {message}); {advice}",
         target.provider
     ))
+}
+
+/// The error for a redirect answer: where it points (resolved against the request URL,
+/// credentials and query values hidden) and what to do.
+fn redirect_message(response: &Response, target: &Target<'_>) -> String {
+    let code = response.status().as_u16();
+    let location = response
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| match response.url().join(v) {
+            Ok(url) => crate::redact_url(url.as_str()),
+            Err(_) => crate::redact_url(v),
+        });
+    match location {
+        Some(location) => format!(
+            "{} at {} answered a redirect to {location} (HTTP {code}); redirects are not \
+             followed, since the prompt, the key and the headers would go with them: set the \
+             base URL to the final address",
+            target.provider, target.shown_url
+        ),
+        None => format!(
+            "{} at {} answered a redirect (HTTP {code}) without a Location; check the base \
+             URL and set it to the final address",
+            target.provider, target.shown_url
+        ),
+    }
 }
 
 /// Why a body could not be read.

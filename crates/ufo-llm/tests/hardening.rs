@@ -297,3 +297,86 @@ fn bad_timeouts_and_attempts_are_configuration_errors() {
     }
     assert_eq!(spec_error(&[base, ("UFO_LLM_MAX_ATTEMPTS", "100")]), "");
 }
+
+/// Issue 21, item 6: a model server that answers `307` to another origin used to get the
+/// prompt re-POSTed there with the key (`x-api-key` for Anthropic) and the `UFO_LLM_HEADERS`
+/// headers. Now no redirect is followed: the other origin receives nothing and the call fails
+/// at once with a message that says to set the base URL to the final address.
+#[tokio::test]
+async fn a_redirect_to_another_origin_gets_no_credentials_and_is_a_clear_error() {
+    for provider in ["openai", "anthropic"] {
+        for status in [307, 308, 301, 302, 303] {
+            let elsewhere = MockServer::start().await;
+            Mock::given(method("POST"))
+                .respond_with(ResponseTemplate::new(200).set_body_json(completion()))
+                .mount(&elsewhere)
+                .await;
+            Mock::given(method("GET"))
+                .respond_with(ResponseTemplate::new(200).set_body_json(completion()))
+                .mount(&elsewhere)
+                .await;
+            let server = MockServer::start().await;
+            Mock::given(method("POST"))
+                .respond_with(ResponseTemplate::new(status).insert_header(
+                    "location",
+                    format!("{}/steal?token=SECRET", elsewhere.uri()).as_str(),
+                ))
+                .mount(&server)
+                .await;
+            let settings = HttpSettings {
+                extra_headers: vec![("X-Team-Token".into(), "hunter2".into())],
+                ..quick_settings()
+            };
+            let key = Some(ufo_llm::ApiKey::new("sk-secret-key"));
+            let client: Box<dyn LlmClient> = if provider == "openai" {
+                Box::new(
+                    OpenAiClient::new(OpenAiConfig {
+                        model: "m".into(),
+                        base_url: format!("{}/v1", server.uri()),
+                        api_key: key,
+                        key_hint: "OPENAI_API_KEY".into(),
+                        settings,
+                    })
+                    .unwrap(),
+                )
+            } else {
+                Box::new(
+                    AnthropicClient::new(AnthropicConfig {
+                        model: "m".into(),
+                        base_url: server.uri(),
+                        api_key: key,
+                        key_hint: "ANTHROPIC_API_KEY".into(),
+                        settings,
+                    })
+                    .unwrap(),
+                )
+            };
+            let result = client.complete(&text_request("x")).await;
+            let received: Vec<String> = elsewhere
+                .received_requests()
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| format!("{} {:?}", r.method, r.headers))
+                .collect();
+            assert!(
+                received.is_empty(),
+                "{provider} {status}: the other origin was called: {received:?}"
+            );
+            let (kind, msg) = err_text(result.as_ref().unwrap_err());
+            let ctx = format!("{provider} {status}: {msg}");
+            assert_eq!(kind, "fatal", "{ctx}");
+            assert!(
+                msg.contains("answered a redirect to"),
+                "the message says what happened: {ctx}"
+            );
+            assert!(msg.contains(&format!("{}/steal", elsewhere.uri())), "{ctx}");
+            assert!(
+                msg.contains("set the base URL to the final address"),
+                "{ctx}"
+            );
+            assert_no_secret(&msg);
+            assert_eq!(server.received_requests().await.unwrap().len(), 1, "{ctx}");
+        }
+    }
+}

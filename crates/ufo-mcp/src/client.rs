@@ -7,20 +7,23 @@
 //! the next use.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ClientRequest, RawContent};
 use rmcp::service::{PeerRequestOptions, RunningService, ServiceError};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::Mutex;
 use ufo_core::{ToolError, ToolProvider, ToolSpec};
+
+use crate::bounded::{BoundedChild, MAX_MESSAGE_BYTES};
 
 /// Default per-request timeout, in milliseconds.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -152,6 +155,9 @@ pub enum McpConnectError {
 struct Conn {
     service: RunningService<RoleClient, ()>,
     tools: Vec<ToolSpec>,
+    /// Raised when the server sent a message longer than [`MAX_MESSAGE_BYTES`] (the
+    /// connection is then closed).
+    oversized: Arc<AtomicBool>,
 }
 
 /// One configured server and its connection, if started.
@@ -161,9 +167,54 @@ struct Server {
     conn: Mutex<Option<Conn>>,
     /// The last lines the server wrote on stderr (for error messages).
     stderr: Arc<StdMutex<VecDeque<String>>>,
+    /// Where a streamable HTTP server last redirected to (redacted; not followed).
+    redirected: Arc<StdMutex<Option<String>>>,
 }
 
 const STDERR_LINES: usize = 20;
+
+/// The longest stderr line kept, in bytes; the rest of a longer line is dropped.
+const STDERR_LINE_BYTES: usize = 1000;
+
+/// Read a server's stderr to its end: each line is logged and the last [`STDERR_LINES`] are
+/// kept in `keep`, each cut to [`STDERR_LINE_BYTES`], so an endless line costs no memory.
+async fn keep_stderr(
+    stderr: tokio::process::ChildStderr,
+    name: String,
+    keep: Arc<StdMutex<VecDeque<String>>>,
+) {
+    let mut reader = BufReader::new(stderr);
+    let mut line: Vec<u8> = Vec::new();
+    let push = |line: &[u8]| {
+        let line = String::from_utf8_lossy(line).into_owned();
+        tracing::debug!(server = %name, "{line}");
+        if let Ok(mut k) = keep.lock() {
+            if k.len() == STDERR_LINES {
+                k.pop_front();
+            }
+            k.push_back(line);
+        }
+    };
+    loop {
+        let buf = match reader.fill_buf().await {
+            Ok(buf) if !buf.is_empty() => buf,
+            _ => break,
+        };
+        let newline = buf.iter().position(|b| *b == b'\n');
+        let part = &buf[..newline.unwrap_or(buf.len())];
+        let room = STDERR_LINE_BYTES.saturating_sub(line.len());
+        line.extend_from_slice(&part[..part.len().min(room)]);
+        let used = newline.map_or(buf.len(), |i| i + 1);
+        reader.consume(used);
+        if newline.is_some() {
+            push(&line);
+            line.clear();
+        }
+    }
+    if !line.is_empty() {
+        push(&line);
+    }
+}
 
 impl Server {
     fn stderr_tail(&self) -> String {
@@ -181,7 +232,8 @@ impl Server {
     /// Start the server and list its tools, all within the timeout.
     async fn connect(&self) -> Result<Conn, McpConnectError> {
         let timeout = self.config.timeout();
-        let started = tokio::time::timeout(timeout, self.start()).await;
+        let oversized = Arc::new(AtomicBool::new(false));
+        let started = tokio::time::timeout(timeout, self.start(oversized.clone())).await;
         let service = match started {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => return Err(e),
@@ -224,19 +276,36 @@ impl Server {
                 source: self.name.clone(),
             })
             .collect();
-        Ok(Conn { service, tools })
+        Ok(Conn {
+            service,
+            tools,
+            oversized,
+        })
     }
 
-    async fn start(&self) -> Result<RunningService<RoleClient, ()>, McpConnectError> {
+    /// Start the server (a stdio server's messages bounded to [`MAX_MESSAGE_BYTES`], raising
+    /// `oversized` past it) and complete the MCP handshake.
+    async fn start(
+        &self,
+        oversized: Arc<AtomicBool>,
+    ) -> Result<RunningService<RoleClient, ()>, McpConnectError> {
         if let Some(url) = &self.config.url {
-            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+            let connect_error = |reason: String| McpConnectError::Connect {
+                name: self.name.clone(),
+                url: ufo_core::redact::redact_url(url),
+                reason,
+            };
+            let http = self
+                .http_client()
+                .map_err(|e| connect_error(e.to_string()))?;
+            let transport = StreamableHttpClientTransport::with_client(
+                http,
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()),
+            );
             return ().serve(transport).await.map_err(|e| {
                 // The URL may carry a token (userinfo, `?key=`): never print it.
-                McpConnectError::Connect {
-                    name: self.name.clone(),
-                    url: ufo_core::redact::redact_url(url),
-                    reason: ufo_core::redact::scrub_url_secrets(&e.to_string(), url),
-                }
+                let reason = ufo_core::redact::scrub_url_secrets(&e.to_string(), url);
+                connect_error(format!("{reason}{}", self.redirect_note()))
             });
         }
         let Some(program) = &self.config.command else {
@@ -245,30 +314,19 @@ impl Server {
         // none of ufo's secrets (provider keys, UFO_LLM_*), unless `env` passes one on purpose;
         // memory and CPU time limited as every command ufo runs
         let mut cmd = ufo_proc::limited_command(program, &self.config.args);
-        cmd.envs(&self.config.env).kill_on_drop(true);
-        let (transport, stderr) = TokioChildProcess::builder(cmd)
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| McpConnectError::Spawn {
-                name: self.name.clone(),
-                program: program.clone(),
-                source,
+        cmd.envs(&self.config.env);
+        let (transport, stderr) =
+            BoundedChild::spawn(cmd, MAX_MESSAGE_BYTES, oversized).map_err(|source| {
+                McpConnectError::Spawn {
+                    name: self.name.clone(),
+                    program: program.clone(),
+                    source,
+                }
             })?;
         if let Some(stderr) = stderr {
             let keep = self.stderr.clone();
             let name = self.name.clone();
-            tokio::spawn(async move {
-                let mut lines = BufReader::new(stderr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    tracing::debug!(server = %name, "{line}");
-                    if let Ok(mut k) = keep.lock() {
-                        if k.len() == STDERR_LINES {
-                            k.pop_front();
-                        }
-                        k.push_back(line);
-                    }
-                }
-            });
+            tokio::spawn(keep_stderr(stderr, name, keep));
         }
         ().serve(transport)
             .await
@@ -277,6 +335,32 @@ impl Server {
                 source: Box::new(source),
                 stderr: self.stderr_tail(),
             })
+    }
+
+    /// The HTTP client of a streamable HTTP server. It follows no redirect: one would re-send
+    /// the request (tool arguments, the URL's credentials) wherever the server points, so
+    /// the address is noted for the error message instead.
+    fn http_client(&self) -> Result<reqwest::Client, reqwest::Error> {
+        let redirected = self.redirected.clone();
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            if let Ok(mut r) = redirected.lock() {
+                *r = Some(ufo_core::redact::redact_url(attempt.url().as_str()));
+            }
+            attempt.stop()
+        });
+        reqwest::Client::builder().redirect(policy).build()
+    }
+
+    /// ` (it answered a redirect to …)` when the server answered one, or empty.
+    fn redirect_note(&self) -> String {
+        match self.redirected.lock().ok().and_then(|r| r.clone()) {
+            Some(to) => format!(
+                " (it answered a redirect to {to}, which is not followed: set `url` in \
+                 [mcp.servers.{}] to the final address)",
+                self.name
+            ),
+            None => String::new(),
+        }
     }
 
     /// The server's tools, starting it if needed.
@@ -356,16 +440,27 @@ impl Server {
             Ok(Err(e)) => {
                 let closed = conn.service.is_transport_closed()
                     || matches!(e, ServiceError::TransportClosed);
-                let message = format!(
-                    "MCP server {}: {e}{}{}",
-                    self.name,
-                    if closed {
-                        "; the server has exited and will be started again on the next call"
-                    } else {
-                        ""
-                    },
-                    self.stderr_tail()
-                );
+                let message = if conn.oversized.load(Ordering::SeqCst) {
+                    format!(
+                        "MCP server {} sent a message longer than {} MiB in answer to {tool}; \
+                         it was stopped and will be started again on the next call (ask the \
+                         tool for less)",
+                        self.name,
+                        MAX_MESSAGE_BYTES >> 20
+                    )
+                } else {
+                    format!(
+                        "MCP server {}: {e}{}{}",
+                        self.name,
+                        if closed {
+                            "; the server has exited and will be started again on the next call"
+                        } else {
+                            ""
+                        },
+                        self.stderr_tail(),
+                    ) + &self.redirect_note()
+                };
+                let closed = closed || conn.oversized.load(Ordering::SeqCst);
                 if closed {
                     if let Some(old) = guard.take() {
                         let _ = tokio::time::timeout(Duration::from_secs(5), old.service.cancel())
@@ -458,6 +553,7 @@ impl McpTools {
                 config,
                 conn: Mutex::new(None),
                 stderr: Arc::new(StdMutex::new(VecDeque::new())),
+                redirected: Arc::new(StdMutex::new(None)),
             });
         }
         Ok(Self { servers: out })

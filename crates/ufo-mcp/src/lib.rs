@@ -8,9 +8,11 @@
 //!   window with its annotated screenshot, act, type, launch), for `ufo mcp serve`. Acting
 //!   tools are refused unless actions are allowed.
 
+mod bounded;
 pub mod client;
 pub mod schema;
 pub mod server;
 
+pub use bounded::MAX_MESSAGE_BYTES;
 pub use client::{McpConfigError, McpConnectError, McpServerConfig, McpTools, DEFAULT_TIMEOUT_MS};
 pub use server::{serve_stdio, DesktopServer, ServeError, ToolCallError};
