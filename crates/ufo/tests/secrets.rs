@@ -255,6 +255,63 @@ fn no_process_of_the_ufo_tree_shows_a_key_and_ufo_is_not_dumpable() {
     }
 }
 
+/// Critical defect 2, memory and environ of ufo itself: ufo is not dumpable, so a child
+/// that is not privileged cannot read ufo's `/proc/<pid>/environ` (nor its memory) even
+/// under ufo's own user id. As root the test starts ufo as `nobody` (through `setpriv`),
+/// since root reads everything; a dumpable ufo lets its `nobody` child read the file.
+#[test]
+fn ufo_is_not_dumpable_so_its_children_cannot_read_its_proc_files() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let work = tmp.path().join("work");
+    std::fs::create_dir(&work).expect("mkdir");
+    let config = shell_config(&work, "");
+    let script = write_script(
+        tmp.path(),
+        &[
+            host_assigns_shell(),
+            shell("cat /proc/$PPID/environ", &[]),
+            json!({"agent": "shell", "response": {"Observation": "o", "Thought": "t",
+                "Command": "", "Status": "FINISH", "Result": "read"}}),
+            json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+                "Status": "FINISH"}}),
+        ],
+    );
+    let out = tmp.path().join("out");
+    let mut cmd = if real_uid() == 0 {
+        use std::os::unix::fs::PermissionsExt;
+        for dir in [tmp.path(), work.as_path()] {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777))
+                .expect("chmod");
+        }
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(assert_cmd::cargo::cargo_bin("ufo"));
+        c
+    } else {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+    };
+    let output = cmd
+        .current_dir(tmp.path())
+        .env("OPENAI_API_KEY", OPENAI)
+        .args(["run", "--desktop", &sim_desktop(), "--llm"])
+        .arg(format!("script:{script}"))
+        .arg("--config")
+        .arg(&config)
+        .args(["--confirm", "no", "--out"])
+        .arg(&out)
+        .arg("read the environment")
+        .output()
+        .expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let events = std::fs::read_to_string(out.join("events.jsonl")).expect("events");
+    assert!(
+        !events.contains("PATH="),
+        "a child read ufo's environ: ufo is dumpable"
+    );
+    assert!(events.contains("Permission denied"), "{events}");
+}
+
 /// This process's real user id (from `/proc/self/status`).
 fn real_uid() -> u32 {
     std::fs::read_to_string("/proc/self/status")
@@ -308,4 +365,64 @@ fn commands_run_with_memory_and_cpu_limits() {
     assert!(events.contains("memory exhausted"), "{events}");
     // the busy loop ended by SIGXCPU (a signal: no exit code), not by the 60 s timeout
     assert!(!events.contains("timed out"), "{events}");
+}
+
+/// Critical defect 2 for `ufo batch`: a worker is a process of ufo's too, and it used to be
+/// started with the keys in its environment. A task's config step (a command the worker
+/// runs) reads the environ of its worker and of the batch's own ufo into the task's home;
+/// both are read (`PATH=` is there) and hold no key. A live test: batches need a desktop.
+#[test]
+fn no_batch_worker_nor_the_batch_shows_a_key_in_its_environ() {
+    if !ufo_desktop::testing::require_live("no_batch_worker_nor_the_batch_shows_a_key_in_its_environ")
+    {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let tasks = tmp.path().join("tasks");
+    std::fs::create_dir(&tasks).expect("mkdir");
+    std::fs::write(
+        tasks.join("env_probe.jsonl"),
+        json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+            "Status": "FINISH"}})
+        .to_string()
+            + "\n",
+    )
+    .expect("script");
+    let probe = "cat /proc/$PPID/environ > /home/user/worker.env; \
+                 cat /proc/$(cut -d' ' -f4 /proc/$PPID/stat)/environ > /home/user/batch.env";
+    let task = json!({
+        "id": "env_probe",
+        "instruction": "Nothing to do",
+        "related_apps": ["shell"],
+        "config": [{"type": "command", "parameters": {"command": probe}}],
+        "evaluator": {"func": "check_include_exclude",
+            "result": {"type": "vm_command_line", "command": "cat /home/user/worker.env"},
+            "expected": {"type": "rule", "rules": {"include": ["PATH="]}}},
+        "ufo_script": "env_probe.jsonl"
+    });
+    std::fs::write(tasks.join("env_probe.json"), task.to_string()).expect("task");
+    let out = tmp.path().join("out");
+    let output = ufo()
+        .current_dir(tmp.path())
+        .env("OPENAI_API_KEY", OPENAI)
+        .env("PGPASSWORD", PGPASS)
+        .env_remove("UFO_LLM")
+        .arg("batch")
+        .arg(&tasks)
+        .args(["--confirm", "yes", "--task-timeout", "120", "--out"])
+        .arg(&out)
+        .output()
+        .expect("ufo runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let home = out.join("tasks").join("env_probe").join("home");
+    for name in ["worker.env", "batch.env"] {
+        let text = std::fs::read(home.join(name))
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_else(|e| panic!("{name} was not written ({e}):\n{stdout}\n{stderr}"));
+        assert!(text.contains("PATH="), "{name} was not read: {text:?}");
+        for key in [OPENAI, PGPASS] {
+            assert!(!text.contains(key), "{key} in the {name} environ");
+        }
+    }
 }
