@@ -10,9 +10,10 @@ use ufo_core::{
     WindowObservation,
 };
 
-use crate::bus::{A11yBus, ROOT_PATH};
+use crate::a11y::bus::{A11yBus, ROOT_PATH};
 use crate::x11::{XWindow, X11};
-use crate::{annotate, LinuxConfig, LinuxError};
+use crate::x11::annotate;
+use crate::{LinuxConfig, LinuxError};
 
 /// What the last observation learnt about one control (used by actions).
 #[derive(Debug, Clone)]
@@ -29,7 +30,7 @@ pub(crate) struct CtlInfo {
     pub window: u32,
     /// AT-SPI role number and raw accessible name when observed, and its label there (for
     /// the "changed since the last observation" check).
-    pub seen: crate::verify::Seen,
+    pub seen: crate::act::verify::Seen,
 }
 
 /// The controls of one observation by id, each with the label it was given.
@@ -42,7 +43,7 @@ pub(crate) struct State {
     pub app_names: HashMap<String, String>,
     /// bus name → whether extents are window-relative (GTK4)
     pub relative: HashMap<String, bool>,
-    /// bus name → whether the application is GTK2 (open menus need `crate::menus`)
+    /// bus name → whether the application is GTK2 (open menus need `crate::apps::menus`)
     pub gtk2: HashMap<String, bool>,
     /// control id → info, from the latest observation of its window
     pub controls: HashMap<String, CtlInfo>,
@@ -60,27 +61,27 @@ pub(crate) struct State {
     pub window_pids: HashMap<u32, u32>,
     /// nodes read one by one before (the walk, document parts): (bus, path) → the node, whose
     /// role, description and interfaces are not read again (`nodecache.rs`)
-    pub known_nodes: HashMap<(String, String), crate::bus::Node>,
+    pub known_nodes: HashMap<(String, String), crate::a11y::bus::Node>,
     /// bus name → its tree kept from the last observation (`changes.rs`)
-    pub kept: HashMap<String, crate::changes::Kept>,
+    pub kept: HashMap<String, crate::observe::changes::Kept>,
     /// bus name → its event count at the start of the current observation
     pub event_counts: HashMap<String, u64>,
     /// (bus, sheet path) → the cells read last, with the event count they were read at
-    pub kept_cells: HashMap<(String, String), (u64, Vec<crate::table::Cell>)>,
+    pub kept_cells: HashMap<(String, String), (u64, Vec<crate::apps::table::Cell>)>,
     /// settling (settle.rs): first-change bounds learned, how the last action went in,
     /// whether it changed the screen
-    pub learned: crate::settle::Learned,
-    pub last_input: crate::settle::Input,
+    pub learned: crate::act::settle::Learned,
+    pub last_input: crate::act::settle::Input,
     pub last_changed: Option<bool>,
     /// when the last settle after an action ended
     pub settled_at: Option<std::time::Instant>,
     /// the controls clicked lately, newest last (their press animations run on: see
     /// `settle::Clicked`)
-    pub clicked: crate::settle::Clicked,
+    pub clicked: crate::act::settle::Clicked,
     /// regions redrawn frame after frame in one place (toolkit transitions)
-    pub transitions: crate::settle::Transitions,
+    pub transitions: crate::act::settle::Transitions,
     /// the observation made while the last settle waited (`settle::take_prefetched`)
-    pub prefetched: Option<crate::settle::Prefetched>,
+    pub prefetched: Option<crate::act::settle::Prefetched>,
     /// an observation is being made while settling: its controls go to `prefetch_controls`
     /// instead of `controls` (labels mean the observation handed out last)
     pub prefetching: bool,
@@ -94,9 +95,9 @@ pub struct LinuxDesktop {
     pub(crate) bus: A11yBus,
     pub(crate) state: Mutex<State>,
     /// X damage and window events for settling (settle.rs); `None` without DAMAGE
-    pub(crate) watch: Option<Arc<crate::settle::ChangeWatch>>,
+    pub(crate) watch: Option<Arc<crate::act::settle::ChangeWatch>>,
     /// The person's input on a watched private desktop (takeover.rs); `None` elsewhere
-    pub(crate) person: Option<crate::takeover::PersonWatch>,
+    pub(crate) person: Option<crate::x11::takeover::PersonWatch>,
 }
 
 /// Parse a window id (`0x1a00004` or decimal).
@@ -168,12 +169,12 @@ impl LinuxDesktop {
             x: Arc::new(x),
             bus,
             state: Mutex::new(State::default()),
-            watch: tokio::task::spawn_blocking(crate::settle::ChangeWatch::start)
+            watch: tokio::task::spawn_blocking(crate::act::settle::ChangeWatch::start)
                 .await
                 .ok()
                 .flatten()
                 .map(Arc::new),
-            person: tokio::task::spawn_blocking(crate::takeover::PersonWatch::start_if_watched)
+            person: tokio::task::spawn_blocking(crate::x11::takeover::PersonWatch::start_if_watched)
                 .await
                 .ok()
                 .flatten(),
@@ -435,7 +436,7 @@ impl LinuxDesktop {
         // the application gets none of ufo's secrets (provider keys, UFO_LLM_*), and what its
         // toolkit needs to be on the accessibility bus
         ufo_proc::scrub_env_std(&mut cmd);
-        let command = &crate::toolkit::with_switches(command);
+        let command = &crate::launch::toolkit::with_switches(command);
         let child = cmd
             .arg("-c")
             .arg(format!("exec {command}"))
@@ -443,7 +444,7 @@ impl LinuxDesktop {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .env_remove("NO_AT_BRIDGE")
-            .envs(crate::toolkit::a11y_env())
+            .envs(crate::launch::toolkit::a11y_env())
             .envs(self.config.launch_env.iter().map(|(k, v)| (k, v)))
             .process_group(0)
             .spawn()
@@ -542,12 +543,12 @@ impl LinuxDesktop {
                 launched: Some(w.app_name),
             });
         }
-        if let Some(single) = crate::toolkit::single_command(command) {
-            if crate::toolkit::opens_window(&single, &self.config.launch) {
+        if let Some(single) = crate::launch::toolkit::single_command(command) {
+            if crate::launch::toolkit::opens_window(&single, &self.config.launch) {
                 return self.launch_detached(&single).await;
             }
         }
-        let mut env = crate::toolkit::a11y_env();
+        let mut env = crate::launch::toolkit::a11y_env();
         env.extend(self.config.launch_env.iter().cloned());
         run_command(command, &env, self.config.shell_timeout).await
     }

@@ -10,28 +10,18 @@
 //! See `crates/ufo-linux/README.md` for the session setup and the key syntax.
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod a11y;
 mod act;
-mod annotate;
-mod bus;
-mod changes;
+mod apps;
 mod config;
 mod desktop;
-pub mod doctor;
 mod error;
-mod keys;
 mod launch;
-mod menus;
-mod modal;
-mod nodecache;
 mod observe;
-mod office;
-mod settle;
-mod table;
-pub mod takeover;
-pub mod toolkit;
-mod verify;
-mod web;
 mod x11;
+
+pub use launch::{doctor, toolkit};
+pub use x11::takeover;
 
 pub use config::{default_launch_table, libreoffice_gtk3_installed, program_of, LinuxConfig};
 pub use desktop::LinuxDesktop;

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use crate::bus::{iface, state, AppTree, Node};
+use crate::a11y::bus::{iface, state, AppTree, Node};
 use crate::desktop::{CtlInfo, LinuxDesktop};
 use crate::LinuxError;
 
@@ -248,7 +248,7 @@ impl LinuxDesktop {
             )
             .await
             .ok();
-        if states.is_none_or(|s| crate::bus::state_bits(&s) & state::EXPANDED == 0) {
+        if states.is_none_or(|s| crate::a11y::bus::state_bits(&s) & state::EXPANDED == 0) {
             return;
         }
         if let Some(i) = c
@@ -279,7 +279,7 @@ impl LinuxDesktop {
                 .call(bus, path, "org.a11y.atspi.Accessible", "GetState", &())
                 .await
                 .ok();
-            if states.is_some_and(|s| crate::bus::state_bits(&s) & state::SELECTED != 0) {
+            if states.is_some_and(|s| crate::a11y::bus::state_bits(&s) & state::SELECTED != 0) {
                 return true;
             }
             if start.elapsed() >= self.config.settle_time {

@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use ufo_core::Rect;
 
-use crate::bus::{iface, state, AppTree, Node};
+use crate::a11y::bus::{iface, state, AppTree, Node};
 use crate::desktop::{CtlInfo, LinuxDesktop};
 
 /// AT-SPI role numbers used here.

@@ -1,11 +1,15 @@
 //! Actions on controls: AT-SPI where the control supports it, XTEST otherwise; each returns
 //! once the window has reacted or the settle time has passed.
 
+pub(crate) mod modal;
+pub(crate) mod settle;
+pub(crate) mod verify;
+
 use ufo_core::{Button, ScrollDirection, UiAction};
 
-use crate::bus::{iface, state};
+use crate::a11y::bus::{iface, state};
 use crate::desktop::{parse_window_id, CtlInfo, LinuxDesktop};
-use crate::keys::{parse_keys, KeyStep};
+use crate::x11::keys::{parse_keys, KeyStep};
 use crate::LinuxError;
 
 /// Action names that mean "click" in the toolkits we know (matched case-insensitively;
@@ -109,7 +113,7 @@ impl LinuxDesktop {
     }
 
     /// Type a key sequence strictly in the order written: the batches of
-    /// [`crate::keys::batches`] one after another (every command chord alone), each sent
+    /// [`crate::x11::keys::batches`] one after another (every command chord alone), each sent
     /// through XTEST and synced with the X server, then waited on until the application has
     /// applied it before the next batch goes out.
     pub(crate) async fn send_keys_in_order(
@@ -118,7 +122,7 @@ impl LinuxDesktop {
         ctl: Option<&CtlInfo>,
         steps: Vec<KeyStep>,
     ) -> Result<(), LinuxError> {
-        let batches: Vec<Vec<KeyStep>> = crate::keys::batches(&steps)
+        let batches: Vec<Vec<KeyStep>> = crate::x11::keys::batches(&steps)
             .into_iter()
             .map(<[KeyStep]>::to_vec)
             .collect();
@@ -210,7 +214,7 @@ impl LinuxDesktop {
         if c.ifaces & iface::TEXT != 0 {
             let t = self.bus.text(&c.bus, &c.path).await?;
             // a web page's text is one object replacement character per child
-            if t.contains('\u{fffc}') && crate::web::DOCUMENTS.contains(&c.seen.role) {
+            if t.contains('\u{fffc}') && crate::apps::web::DOCUMENTS.contains(&c.seen.role) {
                 return self.read_document(c).await;
             }
             return Ok(t);
@@ -273,7 +277,7 @@ impl LinuxDesktop {
         let scroll = matches!(action, UiAction::Scroll { .. });
         let watched = xid;
         let start = if in_dialog || scroll {
-            crate::settle::SettleStart::Pixels(self.fingerprint(xid).await)
+            crate::act::settle::SettleStart::Pixels(self.fingerprint(xid).await)
         } else {
             self.settle_start(watched, clicked).await
         };
@@ -303,27 +307,27 @@ impl LinuxDesktop {
                     // the fastest correct input: XTEST at the centre of a control nothing
                     // covers (its effect shows in milliseconds), else the AT-SPI action
                     if let Some((x, y)) = self.uncovered_centre(xid, c).await {
-                        self.lock().last_input = crate::settle::Input::Xtest;
+                        self.lock().last_input = crate::act::settle::Input::Xtest;
                         self.xclick(xid, x, y, 1, 1).await?;
                         return Ok(format!("clicked {:?} at {x},{y}", c.name));
                     }
-                    self.lock().last_input = crate::settle::Input::Atspi;
+                    self.lock().last_input = crate::act::settle::Input::Atspi;
                     let idx = c
                         .actions
                         .iter()
                         .position(|a| CLICK_ACTIONS.contains(&a.to_lowercase().as_str()));
                     if let Some(i) = idx {
                         match self.do_action_watching(&c.bus, &c.path, i).await? {
-                            crate::modal::Done::Answered(true) => {
+                            crate::act::modal::Done::Answered(true) => {
                                 return Ok(format!("clicked {:?} ({})", c.name, c.actions[i]));
                             }
-                            crate::modal::Done::OpenedDialog(title) => {
+                            crate::act::modal::Done::OpenedDialog(title) => {
                                 return Ok(format!(
                                     "clicked {:?} ({}); opened the dialog {title:?}",
                                     c.name, c.actions[i]
                                 ));
                             }
-                            crate::modal::Done::Answered(false) => {}
+                            crate::act::modal::Done::Answered(false) => {}
                         }
                     }
                 }
@@ -368,7 +372,7 @@ impl LinuxDesktop {
                 }
                 self.focus_for_typing(xid, c).await?;
                 let mut steps = vec![KeyStep::Chord {
-                    mods: vec![crate::keys::sym::CONTROL_L],
+                    mods: vec![crate::x11::keys::sym::CONTROL_L],
                     key: 'a' as u32,
                 }];
                 steps.push(KeyStep::Chord {
@@ -377,7 +381,7 @@ impl LinuxDesktop {
                 });
                 steps.extend(text.chars().map(|ch| KeyStep::Chord {
                     mods: vec![],
-                    key: crate::keys::char_keysym(ch),
+                    key: crate::x11::keys::char_keysym(ch),
                 }));
                 self.send_keys_in_order(xid, Some(c), steps).await?;
                 Ok(format!("typed the new text into {:?}", c.name))
@@ -408,7 +412,7 @@ impl LinuxDesktop {
                         self.activate(xid).await?;
                         for _ in 0..notches {
                             self.x11(move |xx| xx.click(x, y, b, 1)).await?;
-                            tokio::time::sleep(crate::web::NOTCH_PAUSE).await;
+                            tokio::time::sleep(crate::apps::web::NOTCH_PAUSE).await;
                         }
                         self.wait_scrolled(c, before).await;
                     }
@@ -444,8 +448,8 @@ impl LinuxDesktop {
     async fn select(&self, xid: u32, c: &CtlInfo, item: &str) -> Result<String, LinuxError> {
         // entries named as the observation names them ("Desktop" for a places row whose own
         // name is empty)
-        let find = |tree: &crate::bus::AppTree| {
-            let nodes: Vec<&crate::bus::Node> =
+        let find = |tree: &crate::a11y::bus::AppTree| {
+            let nodes: Vec<&crate::a11y::bus::Node> =
                 tree.subtree(&c.path, 5000).into_iter().skip(1).collect();
             let cands: Vec<(String, bool)> = nodes
                 .iter()
@@ -565,8 +569,8 @@ impl LinuxDesktop {
             {
                 // a menu item may open a modal dialog whose call blocks (GTK2 file chooser)
                 let ok = match self.do_action_watching(&c.bus, &path, i).await? {
-                    crate::modal::Done::Answered(ok) => ok,
-                    crate::modal::Done::OpenedDialog(title) => {
+                    crate::act::modal::Done::Answered(ok) => ok,
+                    crate::act::modal::Done::OpenedDialog(title) => {
                         return Ok(format!(
                             "selected {item:?} in {:?}; opened the dialog {title:?}",
                             c.name

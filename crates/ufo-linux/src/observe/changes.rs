@@ -32,7 +32,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::bus::{state, AppTree, Node};
+use crate::a11y::bus::{state, AppTree, Node};
 use crate::desktop::LinuxDesktop;
 
 /// Longest wait for an application's ping and for its listening task.
@@ -373,7 +373,7 @@ impl Changes {
         }
         let ping = self.conn.call_method(
             Some(app),
-            crate::bus::ROOT_PATH,
+            crate::a11y::bus::ROOT_PATH,
             Some("org.freedesktop.DBus.Peer"),
             "Ping",
             &(),

@@ -26,9 +26,9 @@ use std::time::{Duration, Instant};
 use ufo_core::{Control, Rect, UiAction};
 use zbus::zvariant::OwnedObjectPath;
 
-use crate::bus::{iface, state, AppTree, Node};
+use crate::a11y::bus::{iface, state, AppTree, Node};
 use crate::desktop::{CtlInfo, LinuxDesktop};
-use crate::keys::{char_keysym, parse_keys, sym, KeyStep};
+use crate::x11::keys::{char_keysym, parse_keys, sym, KeyStep};
 use crate::observe::{intersect, ControlDetail, Fetched};
 use crate::LinuxError;
 
@@ -501,7 +501,7 @@ impl LinuxDesktop {
                     states: 0,
                     window: xid,
                     // a cell's name is its address; only its role is compared before acting
-                    seen: crate::verify::Seen {
+                    seen: crate::act::verify::Seen {
                         role: crate::observe::role::TABLE_CELL,
                         name: cell_address(c.row, c.col),
                         label: 0,
@@ -530,7 +530,7 @@ impl LinuxDesktop {
                 ifaces: sheet.ifaces,
                 states: sheet.states,
                 window: xid,
-                seen: crate::verify::Seen {
+                seen: crate::act::verify::Seen {
                     role: sheet.role,
                     name: sheet.name.clone(),
                     label: 0,
@@ -629,7 +629,7 @@ impl LinuxDesktop {
                 .call::<_, Vec<u32>>(bus, &path, "org.a11y.atspi.Accessible", "GetState", &())
                 .await
                 .map(|w| {
-                    let s = crate::bus::state_bits(&w);
+                    let s = crate::a11y::bus::state_bits(&w);
                     s & state::SHOWING != 0 && s & state::VISIBLE != 0
                 })
                 .unwrap_or(false)
@@ -895,7 +895,7 @@ impl LinuxDesktop {
                     &(),
                 )
                 .await
-                .map(|w| crate::bus::state_bits(&w) & state::FOCUSED != 0)
+                .map(|w| crate::a11y::bus::state_bits(&w) & state::FOCUSED != 0)
                 .unwrap_or(false);
             if focused || Instant::now() >= deadline {
                 return Ok(());
@@ -1034,7 +1034,7 @@ fn info(bus: &str, n: &Node, name: &str, rect: Rect, xid: u32) -> CtlInfo {
         ifaces: n.ifaces,
         states: n.states,
         window: xid,
-        seen: crate::verify::Seen {
+        seen: crate::act::verify::Seen {
             role: n.role,
             name: n.name.clone(),
             label: 0,

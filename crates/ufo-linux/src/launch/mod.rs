@@ -2,6 +2,9 @@
 //! process group, output to a log that nobody waits on), so the command returns as soon as
 //! the application's window appears, and the application outlives it.
 
+pub mod doctor;
+pub mod toolkit;
+
 use std::io::Read;
 use std::time::{Duration, Instant};
 
@@ -27,7 +30,7 @@ impl LinuxDesktop {
     /// without a window (`gimp --version`) returns its exit code and output, as any command.
     pub(crate) async fn launch_detached(&self, command: &str) -> Result<ShellOutput, LinuxError> {
         use std::os::unix::process::CommandExt;
-        let command = crate::toolkit::with_switches(command);
+        let command = crate::launch::toolkit::with_switches(command);
         let before: Vec<(u32, Option<u32>)> = self
             .x11(|x| x.client_windows())
             .await?
@@ -55,7 +58,7 @@ impl LinuxDesktop {
             .stdout(log)
             .stderr(log_err)
             .env_remove("NO_AT_BRIDGE")
-            .envs(crate::toolkit::a11y_env())
+            .envs(crate::launch::toolkit::a11y_env())
             .envs(self.config.launch_env.iter().map(|(k, v)| (k, v)))
             // its own group: ufo's cleanup of shell commands never reaches it
             .process_group(0)

@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use crate::bus::{state, AppTree};
+use crate::a11y::bus::{state, AppTree};
 use crate::desktop::LinuxDesktop;
 
 const MENU: u32 = 33;
@@ -30,7 +30,7 @@ pub(crate) fn top_menus(tree: &AppTree, frame: &str, max_nodes: usize) -> Vec<St
 }
 
 /// Whether `n`'s parent is a menu found open: then a VISIBLE node counts as shown.
-pub(crate) fn shown_in_open_menu(open: &HashSet<String>, n: &crate::bus::Node) -> bool {
+pub(crate) fn shown_in_open_menu(open: &HashSet<String>, n: &crate::a11y::bus::Node) -> bool {
     !open.is_empty() && n.has(state::VISIBLE) && !n.has(state::DEFUNCT) && open.contains(&n.parent)
 }
 
@@ -158,7 +158,7 @@ impl LinuxDesktop {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bus::Node;
+    use crate::a11y::bus::Node;
 
     fn node(path: &str, parent: &str, role: u32, states: u64) -> Node {
         Node {

@@ -5,7 +5,7 @@
 //! node seen before has only its name, states and child count read again: three calls
 //! instead of six.
 
-use crate::bus::Node;
+use crate::a11y::bus::Node;
 use crate::desktop::LinuxDesktop;
 use crate::LinuxError;
 
@@ -24,7 +24,7 @@ fn refreshed(
     index: i32,
 ) -> Node {
     n.name = name;
-    n.states = crate::bus::state_bits(states);
+    n.states = crate::a11y::bus::state_bits(states);
     n.child_count = count;
     n.parent = parent.to_string();
     n.index = index;
@@ -88,7 +88,7 @@ mod tests {
         assert_eq!((n.role, n.ifaces, n.description.as_str()), (73, 5, "d"));
         assert_eq!((n.name.as_str(), n.child_count), ("new", 2));
         assert_eq!((n.parent.as_str(), n.index), ("/a/2", 0));
-        assert_eq!(n.states, crate::bus::state_bits(&[1 << 25, 0]));
+        assert_eq!(n.states, crate::a11y::bus::state_bits(&[1 << 25, 0]));
         assert_ne!(n.states, 0);
     }
 }

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::bus::AppTree;
+use crate::a11y::bus::AppTree;
 
 /// Environment every application ufo starts gets: GTK2 loads its accessibility bridge
 /// (GTK3 ignores these two module names, it has the bridge built in), Qt 5/6 turn their
@@ -433,7 +433,7 @@ pub(crate) fn tree_warnings(tree: &AppTree, frame: &str, limit: usize) -> Vec<St
         if !file_view {
             continue;
         }
-        if !n.has(crate::bus::state::SHOWING) {
+        if !n.has(crate::a11y::bus::state::SHOWING) {
             continue;
         }
         let named = tree
@@ -561,8 +561,8 @@ mod tests {
         );
     }
 
-    fn node(path: &str, parent: &str, role: u32, name: &str) -> crate::bus::Node {
-        crate::bus::Node {
+    fn node(path: &str, parent: &str, role: u32, name: &str) -> crate::a11y::bus::Node {
+        crate::a11y::bus::Node {
             path: path.into(),
             parent: parent.into(),
             index: 0,
@@ -571,7 +571,7 @@ mod tests {
             name: name.into(),
             role,
             description: String::new(),
-            states: crate::bus::state::SHOWING,
+            states: crate::a11y::bus::state::SHOWING,
         }
     }
 

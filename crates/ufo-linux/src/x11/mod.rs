@@ -1,5 +1,9 @@
 //! X11 through x11rb: top-level windows, screenshots (GetImage) and input (XTEST).
 
+pub(crate) mod annotate;
+pub(crate) mod keys;
+pub mod takeover;
+
 use std::sync::Mutex;
 
 use x11rb::connection::{Connection, RequestConnection};
@@ -506,8 +510,8 @@ impl X11 {
             held.push(kc);
         }
         let (kc, shift) = self.keycode_for(km, key)?;
-        if shift && !mods.contains(&crate::keys::sym::SHIFT_L) {
-            let (skc, _) = self.keycode_for(km, crate::keys::sym::SHIFT_L)?;
+        if shift && !mods.contains(&crate::x11::keys::sym::SHIFT_L) {
+            let (skc, _) = self.keycode_for(km, crate::x11::keys::sym::SHIFT_L)?;
             held.push(skc);
         }
         for h in &held {

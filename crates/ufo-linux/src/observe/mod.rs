@@ -2,16 +2,18 @@
 //! `Cache.GetItems` fast path, with a bounded walk when the cache is incomplete), the screenshot,
 //! and the annotated screenshot.
 
+pub(crate) mod changes;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ufo_core::{Control, Rect, Screenshot, WindowInfo, WindowObservation};
 
-use crate::annotate::{self, Mark};
-use crate::bus::{iface, state, AppTree, Node, ROOT_PATH};
+use crate::x11::annotate::{self, Mark};
+use crate::a11y::bus::{iface, state, AppTree, Node, ROOT_PATH};
 use crate::desktop::{window_id as format_window_id, CtlInfo, LinuxDesktop};
-use crate::office;
+use crate::apps::office;
 use crate::x11::{RgbImage, XWindow};
 use crate::LinuxError;
 
@@ -330,7 +332,7 @@ impl LinuxDesktop {
         stats.capture = capture_time;
         let fetched = arrange(groups, &attached, modal.is_some());
         if fetched.is_empty() && main_bus.is_some() {
-            warnings.extend(crate::toolkit::no_controls_hint(main.pid));
+            warnings.extend(crate::launch::toolkit::no_controls_hint(main.pid));
         }
         let t_enc = Instant::now();
         let (screenshot, annotated) =
@@ -432,7 +434,7 @@ impl LinuxDesktop {
         let mut groups: Vec<Vec<Fetched>> = Vec::new();
         for w in attached.iter().chain(std::iter::once(main)) {
             let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)).cloned() else {
-                let why = crate::toolkit::not_on_bus_hint(w.pid);
+                let why = crate::launch::toolkit::not_on_bus_hint(w.pid);
                 warnings.push(format!(
                     "window {} ({:?}) is not on the accessibility bus: only its screenshot is available ({why})",
                     format_window_id(w.id),
@@ -589,13 +591,13 @@ impl LinuxDesktop {
         let t_docs = t.elapsed();
         // GTK2: items of an open menu are never SHOWING
         let open_menus = if self.is_gtk2_app(bus).await {
-            let top_menus = crate::menus::top_menus(tree, &frame, self.config.walk_max_nodes);
+            let top_menus = crate::apps::menus::top_menus(tree, &frame, self.config.walk_max_nodes);
             self.open_menus(bus, tree, top_menus, false).await
         } else {
             std::collections::HashSet::new()
         };
         let tree = &*tree;
-        warnings.extend(crate::toolkit::tree_warnings(
+        warnings.extend(crate::launch::toolkit::tree_warnings(
             tree,
             &frame,
             self.config.walk_max_nodes,
@@ -750,7 +752,7 @@ impl LinuxDesktop {
         };
         let mut text = text.unwrap_or(None);
         if let Some(t) = &text {
-            if t.contains('\u{fffc}') && crate::web::is_placeholder(t) {
+            if t.contains('\u{fffc}') && crate::apps::web::is_placeholder(t) {
                 // embedded objects only (a web page, a <select>): no readable value of its own
                 text = c.choice.clone();
             }
@@ -819,7 +821,7 @@ impl LinuxDesktop {
                 ifaces: n.ifaces,
                 states: n.states,
                 window: xid,
-                seen: crate::verify::Seen {
+                seen: crate::act::verify::Seen {
                     role: n.role,
                     name: n.name.clone(),
                     label: 0,
@@ -1315,7 +1317,7 @@ fn collect_candidates(
         (n.has(state::VISIBLE)
             && (!uses_showing || n.has(state::SHOWING))
             && !n.has(state::DEFUNCT))
-            || crate::menus::shown_in_open_menu(open_menus, n)
+            || crate::apps::menus::shown_in_open_menu(open_menus, n)
     };
     let mut out = Vec::new();
     let mut stack: Vec<String> = tree.kids(frame).iter().rev().cloned().collect();
@@ -1354,12 +1356,12 @@ fn collect_candidates(
                 .iter()
                 .skip(1)
                 .any(|d| matches!(d.role, role::PUSH_BUTTON | role::TOGGLE_BUTTON));
-            if !crate::web::is_empty_wrapper(tree, n, &child_text) {
+            if !crate::apps::web::is_empty_wrapper(tree, n, &child_text) {
                 out.push(Candidate {
                     node: n.clone(),
                     child_text,
                     wraps_button,
-                    choice: crate::web::combo_choice(tree, n),
+                    choice: crate::apps::web::combo_choice(tree, n),
                 });
             }
         }
