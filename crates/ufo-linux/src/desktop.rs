@@ -11,81 +11,35 @@ use ufo_core::{
 };
 
 use crate::a11y::bus::{A11yBus, ROOT_PATH};
-use crate::x11::{XWindow, X11};
 use crate::x11::annotate;
+use crate::x11::{parse_window_id, window_id, XWindow, X11};
 use crate::{LinuxConfig, LinuxError};
 
-/// What the last observation learnt about one control (used by actions).
-#[derive(Debug, Clone)]
-pub(crate) struct CtlInfo {
-    pub bus: String,
-    pub path: String,
-    pub name: String,
-    /// Screen rectangle.
-    pub rect: Rect,
-    pub actions: Vec<String>,
-    pub ifaces: u32,
-    pub states: u64,
-    /// The X window it belongs to.
-    pub window: u32,
-    /// AT-SPI role number and raw accessible name when observed, and its label there (for
-    /// the "changed since the last observation" check).
-    pub seen: crate::act::verify::Seen,
-}
-
-/// The controls of one observation by id, each with the label it was given.
-pub(crate) type Labelled = Vec<(String, CtlInfo)>;
-
-/// Mutable state shared by the calls.
+/// What is known of the applications on the bus, learnt once and asked again on a miss.
 #[derive(Default)]
-pub(crate) struct State {
+pub(crate) struct AppFacts {
     /// bus name → application name
-    pub app_names: HashMap<String, String>,
+    pub names: HashMap<String, String>,
     /// bus name → whether extents are window-relative (GTK4)
     pub relative: HashMap<String, bool>,
     /// bus name → whether the application is GTK2 (open menus need `crate::apps::menus`)
     pub gtk2: HashMap<String, bool>,
-    /// control id → info, from the latest observation of its window
-    pub controls: HashMap<String, CtlInfo>,
-    /// launched children, reaped as they exit
-    pub children: Vec<std::process::Child>,
     /// pid → bus name of applications on the accessibility bus (refreshed on a miss)
     pub bus_by_pid: HashMap<u32, String>,
-    /// the window acted on last (for `settle`)
-    pub last_window: Option<u32>,
-    /// spreadsheet cells read before: (bus, sheet path, row, column) → the cell's path
-    /// (see `table.rs`: LibreOffice keeps every cell object it hands out)
-    pub sheet_cells: HashMap<(String, String, u32, u32), String>,
     /// X window → its process, for every window seen (to follow a window its application
-    /// replaced, see `observe.rs`)
+    /// replaced, see `observe`)
     pub window_pids: HashMap<u32, u32>,
-    /// nodes read one by one before (the walk, document parts): (bus, path) → the node, whose
-    /// role, description and interfaces are not read again (`nodecache.rs`)
-    pub known_nodes: HashMap<(String, String), crate::a11y::bus::Node>,
-    /// bus name → its tree kept from the last observation (`changes.rs`)
-    pub kept: HashMap<String, crate::observe::changes::Kept>,
-    /// bus name → its event count at the start of the current observation
-    pub event_counts: HashMap<String, u64>,
-    /// (bus, sheet path) → the cells read last, with the event count they were read at
-    pub kept_cells: HashMap<(String, String), (u64, Vec<crate::apps::table::Cell>)>,
-    /// settling (settle.rs): first-change bounds learned, how the last action went in,
-    /// whether it changed the screen
-    pub learned: crate::act::settle::Learned,
-    pub last_input: crate::act::settle::Input,
-    pub last_changed: Option<bool>,
-    /// when the last settle after an action ended
-    pub settled_at: Option<std::time::Instant>,
-    /// the controls clicked lately, newest last (their press animations run on: see
-    /// `settle::Clicked`)
-    pub clicked: crate::act::settle::Clicked,
-    /// regions redrawn frame after frame in one place (toolkit transitions)
-    pub transitions: crate::act::settle::Transitions,
-    /// the observation made while the last settle waited (`settle::take_prefetched`)
-    pub prefetched: Option<crate::act::settle::Prefetched>,
-    /// an observation is being made while settling: its controls go to `prefetch_controls`
-    /// instead of `controls` (labels mean the observation handed out last)
-    pub prefetching: bool,
-    pub prefetch_controls: Option<(u32, Labelled)>,
+}
+
+/// One feature's state behind a lock of its own, so that a feature locks only what it owns.
+#[derive(Default)]
+pub(crate) struct Part<T>(Mutex<T>);
+
+impl<T> Part<T> {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, T> {
+        // a panic while holding the lock leaves plain data behind: keep going
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// The live Linux desktop: AT-SPI2 over zbus for controls, X11 for windows, pixels and input.
@@ -93,25 +47,24 @@ pub struct LinuxDesktop {
     pub(crate) config: LinuxConfig,
     pub(crate) x: Arc<X11>,
     pub(crate) bus: A11yBus,
-    pub(crate) state: Mutex<State>,
+    /// what is known of the applications on the bus
+    pub(crate) apps: Part<AppFacts>,
+    /// the controls of the latest observations (`observe`), used by the actions
+    pub(crate) controls: Part<crate::observe::controls::KnownControls>,
+    /// launched children, reaped as they exit (`launch`)
+    pub(crate) launched: Part<crate::launch::Launched>,
+    /// nodes read one by one before (`a11y::nodecache`)
+    pub(crate) nodes: crate::a11y::nodecache::KnownNodes,
+    /// trees kept from the last observation of each application (`observe::changes`)
+    pub(crate) kept: Part<crate::observe::changes::KeptTrees>,
+    /// spreadsheet cells read before (`apps::table`)
+    pub(crate) sheets: Part<crate::apps::table::SheetCache>,
+    /// what settling keeps between actions (`act::settle`)
+    pub(crate) settling: Part<crate::act::settle::SettleState>,
     /// X damage and window events for settling (settle.rs); `None` without DAMAGE
     pub(crate) watch: Option<Arc<crate::act::settle::ChangeWatch>>,
     /// The person's input on a watched private desktop (takeover.rs); `None` elsewhere
     pub(crate) person: Option<crate::x11::takeover::PersonWatch>,
-}
-
-/// Parse a window id (`0x1a00004` or decimal).
-pub(crate) fn parse_window_id(id: &str) -> Result<u32, LinuxError> {
-    let t = id.trim();
-    let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        Some(hex) => u32::from_str_radix(hex, 16).ok(),
-        None => t.parse::<u32>().ok(),
-    };
-    parsed.ok_or_else(|| LinuxError::NoWindow(id.to_string()))
-}
-
-pub(crate) fn window_id(xid: u32) -> String {
-    format!("{xid:#x}")
 }
 
 /// Most characters of stdout (and of stderr) a shell command hands back to the model.
@@ -168,27 +121,30 @@ impl LinuxDesktop {
             config,
             x: Arc::new(x),
             bus,
-            state: Mutex::new(State::default()),
+            apps: Part::default(),
+            controls: Part::default(),
+            launched: Part::default(),
+            nodes: Default::default(),
+            kept: Part::default(),
+            sheets: Part::default(),
+            settling: Part::default(),
             watch: tokio::task::spawn_blocking(crate::act::settle::ChangeWatch::start)
                 .await
                 .ok()
                 .flatten()
                 .map(Arc::new),
-            person: tokio::task::spawn_blocking(crate::x11::takeover::PersonWatch::start_if_watched)
-                .await
-                .ok()
-                .flatten(),
+            person: tokio::task::spawn_blocking(
+                crate::x11::takeover::PersonWatch::start_if_watched,
+            )
+            .await
+            .ok()
+            .flatten(),
         })
     }
 
     /// The configuration in force.
     pub fn config(&self) -> &LinuxConfig {
         &self.config
-    }
-
-    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        // a panic while holding the lock leaves plain data behind: keep going
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) async fn x11<T, F>(&self, f: F) -> Result<T, LinuxError>
@@ -217,18 +173,18 @@ impl LinuxDesktop {
     /// Bus names for these pids, from the cache unless one is missing or `refresh`.
     pub(crate) async fn bus_map(&self, pids: &[u32], refresh: bool) -> HashMap<u32, String> {
         if !refresh {
-            let st = self.lock();
+            let st = self.apps.lock();
             if pids.iter().all(|p| st.bus_by_pid.contains_key(p)) {
                 return st.bus_by_pid.clone();
             }
         }
         let map = self.apps_by_pid().await.unwrap_or_default();
-        self.lock().bus_by_pid = map.clone();
+        self.apps.lock().bus_by_pid = map.clone();
         map
     }
 
     pub(crate) async fn app_name(&self, bus: &str) -> Option<String> {
-        if let Some(n) = self.lock().app_names.get(bus) {
+        if let Some(n) = self.apps.lock().names.get(bus) {
             return Some(n.clone());
         }
         let name = self
@@ -236,17 +192,17 @@ impl LinuxDesktop {
             .prop::<String>(bus, ROOT_PATH, "org.a11y.atspi.Accessible", "Name")
             .await
             .ok()?;
-        self.lock().app_names.insert(bus.to_string(), name.clone());
+        self.apps.lock().names.insert(bus.to_string(), name.clone());
         Some(name)
     }
 
     pub(crate) async fn is_relative(&self, bus: &str) -> bool {
-        if let Some(r) = self.lock().relative.get(bus) {
+        if let Some(r) = self.apps.lock().relative.get(bus) {
             return *r;
         }
         let (tk, version) = self.bus.toolkit(bus).await;
         let rel = tk.eq_ignore_ascii_case("gtk") && version.starts_with('4');
-        self.lock().relative.insert(bus.to_string(), rel);
+        self.apps.lock().relative.insert(bus.to_string(), rel);
         rel
     }
 
@@ -389,7 +345,7 @@ impl LinuxDesktop {
     }
 
     fn reap(&self) {
-        let mut st = self.lock();
+        let mut st = self.launched.lock();
         st.children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
     }
 
@@ -453,7 +409,7 @@ impl LinuxDesktop {
                 source,
             })?;
         let child_pid = child.id();
-        self.lock().children.push(child);
+        self.launched.lock().children.push(child);
         let exe = crate::config::program_of(command);
         let matches = |w: &XWindow| {
             w.pid == Some(child_pid)
@@ -484,7 +440,7 @@ impl LinuxDesktop {
             }
             // a single-instance application answers a second launch by raising its window
             let exited = {
-                let mut st = self.lock();
+                let mut st = self.launched.lock();
                 st.children
                     .iter_mut()
                     .find(|c| c.id() == child_pid)
@@ -504,7 +460,7 @@ impl LinuxDesktop {
         }
         // do not leave a process behind whose window never came
         {
-            let mut st = self.lock();
+            let mut st = self.launched.lock();
             if let Some(c) = st.children.iter_mut().find(|c| c.id() == child_pid) {
                 let _ = c.kill();
                 let _ = c.wait();
@@ -688,7 +644,7 @@ impl Desktop for LinuxDesktop {
     ) -> Result<String, DesktopError> {
         let started = std::time::Instant::now();
         // (an observation made while the last action settled is of the screen before this one)
-        self.lock().prefetched = None;
+        self.settling.lock().prefetched = None;
         let done = self.perform(window_id, control_id, action).await?;
         tracing::debug!(ms = started.elapsed().as_millis() as u64, "acted");
         Ok(done)
@@ -726,7 +682,7 @@ impl Desktop for LinuxDesktop {
     }
 
     fn last_action_changed(&self) -> Option<bool> {
-        self.lock().last_changed
+        self.settling.lock().last_changed
     }
 
     fn person_input(&self) -> Option<String> {
@@ -750,7 +706,7 @@ impl Desktop for LinuxDesktop {
         if self.settle_quiet().await {
             return;
         }
-        let last = self.lock().last_window;
+        let last = self.settling.lock().last_window;
         match last {
             Some(xid) => self.settle_window(xid, None).await,
             None => tokio::time::sleep(self.config.settle_poll).await,

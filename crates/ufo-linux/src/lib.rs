@@ -54,7 +54,7 @@ pub async fn find_window(
     let Some(want) = window.map(str::trim).filter(|w| !w.is_empty()) else {
         let active = desktop.x11(|x| x.active_window()).await.ok().flatten();
         return active
-            .and_then(|a| windows.iter().find(|w| w.id == desktop::window_id(a)))
+            .and_then(|a| windows.iter().find(|w| w.id == crate::x11::window_id(a)))
             .or_else(|| windows.first())
             .cloned()
             .ok_or_else(|| LinuxError::NoWindow("(any window)".into()));
@@ -72,8 +72,8 @@ pub async fn find_window(
             return Ok(w.clone());
         }
     }
-    if let Ok(xid) = desktop::parse_window_id(want) {
-        if let Some(w) = windows.iter().find(|w| w.id == desktop::window_id(xid)) {
+    if let Ok(xid) = crate::x11::parse_window_id(want) {
+        if let Some(w) = windows.iter().find(|w| w.id == crate::x11::window_id(xid)) {
             return Ok(w.clone());
         }
     }

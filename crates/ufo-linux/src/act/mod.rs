@@ -8,8 +8,10 @@ pub(crate) mod verify;
 use ufo_core::{Button, ScrollDirection, UiAction};
 
 use crate::a11y::bus::{iface, state};
-use crate::desktop::{parse_window_id, CtlInfo, LinuxDesktop};
+use crate::desktop::LinuxDesktop;
+use crate::observe::controls::CtlInfo;
 use crate::x11::keys::{parse_keys, KeyStep};
+use crate::x11::parse_window_id;
 use crate::LinuxError;
 
 /// Action names that mean "click" in the toolkits we know (matched case-insensitively;
@@ -41,7 +43,7 @@ fn centre(c: &CtlInfo) -> (i32, i32) {
 
 impl LinuxDesktop {
     async fn control(&self, window: &str, control_id: &str) -> Result<CtlInfo, LinuxError> {
-        let known = self.lock().controls.get(control_id).cloned();
+        let known = self.controls.lock().by_id.get(control_id).cloned();
         if let Some(mut c) = known {
             self.check_unchanged(&c).await?;
             // the engine's observation leaves action names to the action that needs them
@@ -52,8 +54,9 @@ impl LinuxDesktop {
         }
         // not seen yet (or the window changed): observe once and look again
         self.observe_with(window, true).await?;
-        self.lock()
-            .controls
+        self.controls
+            .lock()
+            .by_id
             .get(control_id)
             .cloned()
             .ok_or_else(|| LinuxError::NoControl {
@@ -240,7 +243,7 @@ impl LinuxDesktop {
         // spreadsheet cells (by address) and the Name Box
         if let Some(id) = control_id.filter(|id| self.is_sheet_target(id, action)) {
             let before = self.fingerprint(xid).await;
-            self.lock().last_window = Some(xid);
+            self.settling.lock().last_window = Some(xid);
             let result = self.sheet_action(xid, window, id, action).await;
             if !matches!(action, UiAction::ReadText) {
                 self.settle_window(xid, before).await;
@@ -281,7 +284,7 @@ impl LinuxDesktop {
         } else {
             self.settle_start(watched, clicked).await
         };
-        self.lock().last_window = Some(xid);
+        self.settling.lock().last_window = Some(xid);
         let result = self.run_action(xid, window, ctl.as_ref(), action).await?;
         if !matches!(action, UiAction::ReadText) {
             let probe = ctl.as_ref().map(|c| (c.bus.as_str(), c.path.as_str()));
@@ -307,11 +310,11 @@ impl LinuxDesktop {
                     // the fastest correct input: XTEST at the centre of a control nothing
                     // covers (its effect shows in milliseconds), else the AT-SPI action
                     if let Some((x, y)) = self.uncovered_centre(xid, c).await {
-                        self.lock().last_input = crate::act::settle::Input::Xtest;
+                        self.settling.lock().last_input = crate::act::settle::Input::Xtest;
                         self.xclick(xid, x, y, 1, 1).await?;
                         return Ok(format!("clicked {:?} at {x},{y}", c.name));
                     }
-                    self.lock().last_input = crate::act::settle::Input::Atspi;
+                    self.settling.lock().last_input = crate::act::settle::Input::Atspi;
                     let idx = c
                         .actions
                         .iter()

@@ -536,6 +536,28 @@ mod tests {
     }
 }
 
+/// What settling keeps between actions.
+#[derive(Default)]
+pub(crate) struct SettleState {
+    /// first-change bounds learned per window and input
+    pub learned: Learned,
+    /// how the last action went in
+    pub last_input: Input,
+    /// whether the last action changed the screen
+    pub last_changed: Option<bool>,
+    /// when the last settle after an action ended
+    pub settled_at: Option<Instant>,
+    /// the controls clicked lately, newest last (their press animations run on: see
+    /// [`Clicked`])
+    pub clicked: Clicked,
+    /// regions redrawn frame after frame in one place (toolkit transitions)
+    pub transitions: Transitions,
+    /// the observation made while the last settle waited (`take_prefetched`)
+    pub prefetched: Option<Prefetched>,
+    /// the window acted on last (for `settle`)
+    pub last_window: Option<u32>,
+}
+
 /// An observation made while a settle waited out its quiet time, for the next `observe` of
 /// the window: the window did not change after it began (up to the end of the settle).
 pub(crate) struct Prefetched {
@@ -549,7 +571,7 @@ pub(crate) struct Prefetched {
     exempt: Vec<Rect>,
     obs: ufo_core::WindowObservation,
     /// the controls it labelled (installed when it is handed out)
-    controls: (u32, crate::desktop::Labelled),
+    controls: (u32, crate::observe::controls::Labelled),
 }
 
 /// An observation made while settling: when it began, what it saw, the controls it labelled
@@ -557,7 +579,7 @@ pub(crate) struct Prefetched {
 type Made = (
     Instant,
     ufo_core::WindowObservation,
-    (u32, crate::desktop::Labelled),
+    (u32, crate::observe::controls::Labelled),
 );
 
 /// Where a settle starts: the time of the action, the screen rectangles left out of the
@@ -640,7 +662,7 @@ impl crate::desktop::LinuxDesktop {
     /// nothing new, so the looks at the window leave them out.
     pub(crate) async fn settle_start(&self, xid: u32, clicked: Option<Rect>) -> SettleStart {
         let exempt: Vec<Rect> = {
-            let mut g = self.lock();
+            let mut g = self.settling.lock();
             g.last_input = Input::Other;
             let now = Instant::now();
             let mut exempt = g.clicked.animating(now);
@@ -738,11 +760,11 @@ impl crate::desktop::LinuxDesktop {
                 },
                 Some(w),
             ) => {
-                let key = format!("{xid:#x}/{:?}", self.lock().last_input);
+                let key = format!("{xid:#x}/{:?}", self.settling.lock().last_input);
                 let max = self.config.settle_time;
                 let mut params = SettleParams {
                     quiet: QUIET,
-                    first_change: self.lock().learned.bound(&key, max),
+                    first_change: self.settling.lock().learned.bound(&key, max),
                     tail: self.config.settle_tail,
                     max,
                 };
@@ -783,7 +805,11 @@ impl crate::desktop::LinuxDesktop {
                         let now = self.look_at(watched.area).await;
                         let regions = changed_regions(look.as_ref(), now.as_ref(), &exempt);
                         look = now;
-                        let content = self.lock().transitions.note(Instant::now(), &regions);
+                        let content = self
+                            .settling
+                            .lock()
+                            .transitions
+                            .note(Instant::now(), &regions);
                         if let Some(r) = crate::x11::union(content) {
                             let t = since.elapsed();
                             changes.push((t.as_millis() as u64, r.x, r.y, r.w, r.h));
@@ -823,15 +849,13 @@ impl crate::desktop::LinuxDesktop {
                                         continue;
                                     }
                                     let t = Instant::now();
-                                    self.lock().prefetching = true;
-                                    let obs = self
-                                        .observe_window(&crate::desktop::window_id(xid))
-                                        .await
-                                        .ok();
+                                    self.controls.lock().prefetching = true;
+                                    let obs =
+                                        self.observe_window(&crate::x11::window_id(xid)).await.ok();
                                     let controls = {
-                                        let mut st = self.lock();
+                                        let mut st = self.controls.lock();
                                         st.prefetching = false;
-                                        st.prefetch_controls.take()
+                                        st.prefetched.take()
                                     };
                                     prefetched = obs.zip(controls).map(|(o, c)| (t, o, c));
                                     continue;
@@ -886,7 +910,7 @@ impl crate::desktop::LinuxDesktop {
                                 }
                             }
                             if let Some(f) = f {
-                                self.lock().learned.note(&key, f);
+                                self.settling.lock().learned.note(&key, f);
                             }
                             // the observation made while waiting holds if it began after the
                             // last change and the window looks the same since the last look
@@ -897,7 +921,9 @@ impl crate::desktop::LinuxDesktop {
                                 {
                                     let (redraws, _, _) = w.activity_since(since);
                                     let mut exempt = exempt.clone();
-                                    exempt.extend(self.lock().transitions.running(Instant::now()));
+                                    exempt.extend(
+                                        self.settling.lock().transitions.running(Instant::now()),
+                                    );
                                     let same = redraws == seen || {
                                         let now = self.look_at(watched.area).await;
                                         !differs(look.as_ref(), now.as_ref(), &exempt)
@@ -916,7 +942,7 @@ impl crate::desktop::LinuxDesktop {
                             };
                             let kept_one = kept.is_some();
                             {
-                                let mut st = self.lock();
+                                let mut st = self.settling.lock();
                                 st.prefetched = kept;
                                 st.settled_at = Some(Instant::now());
                             }
@@ -943,7 +969,7 @@ impl crate::desktop::LinuxDesktop {
             }
             (SettleStart::Events { .. }, None) => true,
         };
-        self.lock().last_changed = Some(changed);
+        self.settling.lock().last_changed = Some(changed);
         changed
     }
 }
@@ -956,9 +982,9 @@ impl crate::desktop::LinuxDesktop {
         &self,
         window_id: &str,
     ) -> Option<ufo_core::WindowObservation> {
-        let p = self.lock().prefetched.take()?;
+        let p = self.settling.lock().prefetched.take()?;
         let w = self.watch.as_ref()?;
-        let xid = crate::desktop::parse_window_id(window_id).ok()?;
+        let xid = crate::x11::parse_window_id(window_id).ok()?;
         if p.xid != xid || p.settled.elapsed() > PREFETCH_KEPT || w.structure_since(p.settled) {
             return None;
         }
@@ -970,7 +996,7 @@ impl crate::desktop::LinuxDesktop {
             }
         }
         let (owner, entries) = p.controls;
-        crate::observe::install_controls(&mut self.lock().controls, owner, entries);
+        crate::observe::install_controls(&mut self.controls.lock().by_id, owner, entries);
         Some(p.obs)
     }
 
@@ -985,7 +1011,7 @@ impl crate::desktop::LinuxDesktop {
             return false;
         };
         let (last, settled_at) = {
-            let st = self.lock();
+            let st = self.settling.lock();
             (st.last_window, st.settled_at)
         };
         if settled_at.is_some_and(|s| w.last_change().is_none_or(|c| c < s)) {
@@ -1025,7 +1051,7 @@ impl crate::desktop::LinuxDesktop {
     pub(crate) async fn uncovered_centre(
         &self,
         xid: u32,
-        c: &crate::desktop::CtlInfo,
+        c: &crate::observe::controls::CtlInfo,
     ) -> Option<(i32, i32)> {
         use crate::a11y::bus::{iface, state};
         // (a dialog's controls keep their AT-SPI action, see `perform`)

@@ -1,20 +1,11 @@
 //! A label means the control the model saw: before acting, the control behind the id is read
 //! again and must still have the role and name it had in the observation the model answered.
 
-use crate::desktop::{CtlInfo, LinuxDesktop};
+use crate::desktop::LinuxDesktop;
+use crate::observe::controls::CtlInfo;
+use crate::observe::controls::Seen;
 use crate::observe::role_name;
 use crate::LinuxError;
-
-/// What an observation saw of a control.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Seen {
-    /// AT-SPI role number.
-    pub role: u32,
-    /// Raw accessible name.
-    pub name: String,
-    /// Its label in that observation (1-based; 0 when unknown).
-    pub label: usize,
-}
 
 /// Roles whose accessible name follows their content or the document's title (a GTK combo box
 /// is named by its chosen item, a document or tab by its title): only their role is checked.

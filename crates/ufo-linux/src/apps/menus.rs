@@ -43,12 +43,12 @@ pub(crate) fn is_gtk2(toolkit: &str, version: &str) -> bool {
 impl LinuxDesktop {
     /// Whether the application on `bus` is GTK2 (asked once per application).
     pub(crate) async fn is_gtk2_app(&self, bus: &str) -> bool {
-        if let Some(g) = self.lock().gtk2.get(bus) {
+        if let Some(g) = self.apps.lock().gtk2.get(bus) {
             return *g;
         }
         let (tk, version) = self.bus.toolkit(bus).await;
         let g = is_gtk2(&tk, &version);
-        self.lock().gtk2.insert(bus.to_string(), g);
+        self.apps.lock().gtk2.insert(bus.to_string(), g);
         g
     }
 

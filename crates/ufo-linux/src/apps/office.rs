@@ -14,7 +14,8 @@ use std::time::Instant;
 use ufo_core::Rect;
 
 use crate::a11y::bus::{iface, state, AppTree, Node};
-use crate::desktop::{CtlInfo, LinuxDesktop};
+use crate::desktop::LinuxDesktop;
+use crate::observe::controls::CtlInfo;
 
 /// AT-SPI role numbers used here.
 pub(crate) mod role {
@@ -420,7 +421,9 @@ impl LinuxDesktop {
             let nodes = tokio::time::timeout(
                 remaining,
                 futures::future::join_all(
-                    fresh.iter().map(|(k, p, i)| self.known_node(bus, k, p, *i)),
+                    fresh
+                        .iter()
+                        .map(|(k, p, i)| self.nodes.read(&self.bus, bus, k, p, *i)),
                 ),
             )
             .await

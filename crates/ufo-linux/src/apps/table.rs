@@ -27,9 +27,10 @@ use ufo_core::{Control, Rect, UiAction};
 use zbus::zvariant::OwnedObjectPath;
 
 use crate::a11y::bus::{iface, state, AppTree, Node};
-use crate::desktop::{CtlInfo, LinuxDesktop};
-use crate::x11::keys::{char_keysym, parse_keys, sym, KeyStep};
+use crate::desktop::LinuxDesktop;
+use crate::observe::controls::CtlInfo;
 use crate::observe::{intersect, ControlDetail, Fetched};
+use crate::x11::keys::{char_keysym, parse_keys, sym, KeyStep};
 use crate::LinuxError;
 
 /// Most rows of a sheet read in one observation.
@@ -232,6 +233,16 @@ pub(crate) struct Cell {
     text: String,
 }
 
+/// Spreadsheet cells read before.
+#[derive(Default)]
+pub(crate) struct SheetCache {
+    /// (bus, sheet path, row, column) → the cell's path (LibreOffice keeps every cell object
+    /// it hands out)
+    pub cells: HashMap<(String, String, u32, u32), String>,
+    /// (bus, sheet path) → the cells read last, with the event count they were read at
+    pub kept: HashMap<(String, String), (u64, Vec<Cell>)>,
+}
+
 impl LinuxDesktop {
     /// The controls of the spreadsheets among the window's nodes: each sheet's visible filled
     /// cells (and the empty ones next to the data), the sheet itself, and the formula input
@@ -346,11 +357,11 @@ impl LinuxDesktop {
         // earlier observations are asked again (they follow their cell's content), so only
         // cells never seen before are asked for
         let known: HashMap<(u32, u32), String> = {
-            let st = self.lock();
+            let st = self.sheets.lock();
             range
                 .cells()
                 .filter_map(|(r, c)| {
-                    st.sheet_cells
+                    st.cells
                         .get(&(bus.to_string(), sheet.path.clone(), r, c))
                         .map(|p| ((r, c), p.clone()))
                 })
@@ -361,8 +372,8 @@ impl LinuxDesktop {
         let count = self.event_count(bus);
         let key = (bus.to_string(), sheet.path.clone());
         let kept: Option<Vec<Cell>> = count.and_then(|n| {
-            let st = self.lock();
-            let (at, cells) = st.kept_cells.get(&key)?;
+            let st = self.sheets.lock();
+            let (at, cells) = st.kept.get(&key)?;
             let all = cells.len() == range.cells().count()
                 && cells.iter().all(|c| range.contains((c.row, c.col)));
             (*at == n && all).then(|| cells.clone())
@@ -398,13 +409,13 @@ impl LinuxDesktop {
                     }
                 })?;
                 let cells: Vec<Cell> = cells.into_iter().filter_map(Result::ok).collect();
-                let mut st = self.lock();
+                let mut st = self.sheets.lock();
                 match count {
                     Some(n) => {
-                        st.kept_cells.insert(key, (n, cells.clone()));
+                        st.kept.insert(key, (n, cells.clone()));
                     }
                     None => {
-                        st.kept_cells.remove(&key);
+                        st.kept.remove(&key);
                     }
                 }
                 cells
@@ -412,12 +423,12 @@ impl LinuxDesktop {
         };
         let t_cells = Instant::now();
         {
-            let mut st = self.lock();
-            if st.sheet_cells.len() > MAX_KNOWN_CELLS {
-                st.sheet_cells.clear();
+            let mut st = self.sheets.lock();
+            if st.cells.len() > MAX_KNOWN_CELLS {
+                st.cells.clear();
             }
             for c in &cells {
-                st.sheet_cells.insert(
+                st.cells.insert(
                     (bus.to_string(), sheet.path.clone(), c.row, c.col),
                     c.path.clone(),
                 );
@@ -501,7 +512,7 @@ impl LinuxDesktop {
                     states: 0,
                     window: xid,
                     // a cell's name is its address; only its role is compared before acting
-                    seen: crate::act::verify::Seen {
+                    seen: crate::observe::controls::Seen {
                         role: crate::observe::role::TABLE_CELL,
                         name: cell_address(c.row, c.col),
                         label: 0,
@@ -530,7 +541,7 @@ impl LinuxDesktop {
                 ifaces: sheet.ifaces,
                 states: sheet.states,
                 window: xid,
-                seen: crate::act::verify::Seen {
+                seen: crate::observe::controls::Seen {
                     role: sheet.role,
                     name: sheet.name.clone(),
                     label: 0,
@@ -775,8 +786,9 @@ impl LinuxDesktop {
         split_cell_id(control_id).is_some()
             || (matches!(action, UiAction::SetText { .. })
                 && self
-                    .lock()
                     .controls
+                    .lock()
+                    .by_id
                     .get(control_id)
                     .is_some_and(|c| c.name == NAME_BOX))
     }
@@ -793,8 +805,9 @@ impl LinuxDesktop {
             return self.cell_action(xid, window, sheet_id, cell, action).await;
         }
         let name_box = self
-            .lock()
             .controls
+            .lock()
+            .by_id
             .get(control_id)
             .cloned()
             .ok_or_else(|| LinuxError::NoControl {
@@ -816,8 +829,9 @@ impl LinuxDesktop {
 
     /// The control of this window with a given name (the Name Box, the input line).
     fn named(&self, xid: u32, name: &str) -> Option<CtlInfo> {
-        self.lock()
-            .controls
+        self.controls
+            .lock()
+            .by_id
             .values()
             .find(|c| c.window == xid && c.name == name)
             .cloned()
@@ -922,12 +936,13 @@ impl LinuxDesktop {
 
     /// The sheet control's info, observing once when it is not known.
     async fn sheet_info(&self, window: &str, sheet_id: &str) -> Result<CtlInfo, LinuxError> {
-        if let Some(s) = self.lock().controls.get(sheet_id).cloned() {
+        if let Some(s) = self.controls.lock().by_id.get(sheet_id).cloned() {
             return Ok(s);
         }
         self.observe_with(window, false).await?;
-        self.lock()
-            .controls
+        self.controls
+            .lock()
+            .by_id
             .get(sheet_id)
             .cloned()
             .ok_or_else(|| LinuxError::NoControl {
@@ -948,12 +963,12 @@ impl LinuxDesktop {
         let address = cell_address(row, col);
         let sheet = self.sheet_info(window, sheet_id).await?;
         let key = (sheet.bus.clone(), sheet.path.clone(), row, col);
-        let known = self.lock().sheet_cells.get(&key).cloned();
+        let known = self.sheets.lock().cells.get(&key).cloned();
         let path = match known {
             Some(p) if self.bus.text(&sheet.bus, &p).await.is_ok() => p,
             _ => {
                 let p = self.cell_path(&sheet.bus, &sheet.path, row, col).await?;
-                self.lock().sheet_cells.insert(key, p.clone());
+                self.sheets.lock().cells.insert(key, p.clone());
                 p
             }
         };
@@ -1034,7 +1049,7 @@ fn info(bus: &str, n: &Node, name: &str, rect: Rect, xid: u32) -> CtlInfo {
         ifaces: n.ifaces,
         states: n.states,
         window: xid,
-        seen: crate::act::verify::Seen {
+        seen: crate::observe::controls::Seen {
             role: n.role,
             name: n.name.clone(),
             label: 0,

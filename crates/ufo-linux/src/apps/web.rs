@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::a11y::bus::{iface, state, AppTree, Node};
-use crate::desktop::{CtlInfo, LinuxDesktop};
+use crate::desktop::LinuxDesktop;
+use crate::observe::controls::CtlInfo;
 use crate::LinuxError;
 
 /// AT-SPI role numbers used here.

@@ -24,6 +24,12 @@ const BUS_GRACE: Duration = Duration::from_secs(5);
 /// Most bytes of the log shown when the command ends without a window.
 const LOG_SHOWN: u64 = 16_000;
 
+/// The applications launched, reaped as they exit.
+#[derive(Default)]
+pub(crate) struct Launched {
+    pub children: Vec<std::process::Child>,
+}
+
 impl LinuxDesktop {
     /// Start `command` (one plain command running a GUI program) apart from ufo and return
     /// when a new window of it appears (bounded by the launch timeout). A command that exits
@@ -86,7 +92,7 @@ impl LinuxDesktop {
         log_path: &std::path::Path,
     ) -> Result<ShellOutput, LinuxError> {
         let child_pid = child.id();
-        self.lock().children.push(child);
+        self.launched.lock().children.push(child);
         let exe = crate::config::program_of(command);
         let matches = |w: &XWindow| {
             !before.contains(&(w.id, w.pid))
@@ -105,7 +111,7 @@ impl LinuxDesktop {
                 return Ok(self.on_bus_soon(&w).await);
             }
             if exited_at.is_none() {
-                let mut st = self.lock();
+                let mut st = self.launched.lock();
                 if let Some(c) = st.children.iter_mut().find(|c| c.id() == child_pid) {
                     if let Ok(Some(status)) = c.try_wait() {
                         exited_at = Some((Instant::now(), status.code()));

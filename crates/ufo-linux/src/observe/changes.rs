@@ -224,6 +224,15 @@ pub(crate) struct Kept {
     pub tree: AppTree,
 }
 
+/// The trees kept from the last observation of each application.
+#[derive(Default)]
+pub(crate) struct KeptTrees {
+    /// bus name → its tree kept from the last observation
+    pub trees: HashMap<String, Kept>,
+    /// bus name → its event count at the start of the current observation
+    pub event_counts: HashMap<String, u64>,
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -470,7 +479,7 @@ impl LinuxDesktop {
         }
         let count = changes.count(bus).await;
         let kept = {
-            let mut st = self.lock();
+            let mut st = self.kept.lock();
             match count {
                 Some(c) => {
                     st.event_counts.insert(bus.to_string(), c);
@@ -480,7 +489,7 @@ impl LinuxDesktop {
                 }
             }
             match count {
-                Some(_) => st.kept.get(bus).map(|k| (k.count, k.tree.clone())),
+                Some(_) => st.trees.get(bus).map(|k| (k.count, k.tree.clone())),
                 None => None,
             }
         };
@@ -511,8 +520,8 @@ impl LinuxDesktop {
         if ok && quiet {
             // the cells read at the last observation still hold (table.rs keeps them while
             // the count is the same)
-            let mut st = self.lock();
-            for ((b, _), (at, _)) in st.kept_cells.iter_mut() {
+            let mut st = self.sheets.lock();
+            for ((b, _), (at, _)) in st.kept.iter_mut() {
                 if b == bus && *at == then {
                     *at = now;
                 }
@@ -610,7 +619,7 @@ impl LinuxDesktop {
             futures::future::join_all(
                 targets
                     .iter()
-                    .map(|(path, parent, i)| self.known_node(bus, path, parent, *i)),
+                    .map(|(path, parent, i)| self.nodes.read(&self.bus, bus, path, parent, *i)),
             ),
         )
         .await;
@@ -648,7 +657,11 @@ impl LinuxDesktop {
         }
         let nodes = tokio::time::timeout(
             self.config.walk_budget,
-            futures::future::join_all(fresh.iter().map(|(k, p, i)| self.known_node(bus, k, p, *i))),
+            futures::future::join_all(
+                fresh
+                    .iter()
+                    .map(|(k, p, i)| self.nodes.read(&self.bus, bus, k, p, *i)),
+            ),
         )
         .await;
         let Ok(nodes) = nodes else { return false };
@@ -667,10 +680,10 @@ impl LinuxDesktop {
     /// Keep a tree read (or kept) now, with the application's event count from before it
     /// was read.
     pub(crate) fn keep_tree(&self, bus: &str, count: Option<u64>, tree: &AppTree) {
-        let mut st = self.lock();
+        let mut st = self.kept.lock();
         match count {
             Some(count) => {
-                st.kept.insert(
+                st.trees.insert(
                     bus.to_string(),
                     Kept {
                         count,
@@ -679,7 +692,7 @@ impl LinuxDesktop {
                 );
             }
             None => {
-                st.kept.remove(bus);
+                st.trees.remove(bus);
             }
         }
     }
@@ -687,7 +700,7 @@ impl LinuxDesktop {
     /// The event count of `bus` taken at the start of this observation, when its trees may
     /// be kept.
     pub(crate) fn event_count(&self, bus: &str) -> Option<u64> {
-        self.lock().event_counts.get(bus).copied()
+        self.kept.lock().event_counts.get(bus).copied()
     }
 }
 

@@ -3,6 +3,7 @@
 //! and the annotated screenshot.
 
 pub(crate) mod changes;
+pub(crate) mod controls;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,10 +11,12 @@ use std::time::{Duration, Instant};
 
 use ufo_core::{Control, Rect, Screenshot, WindowInfo, WindowObservation};
 
-use crate::x11::annotate::{self, Mark};
 use crate::a11y::bus::{iface, state, AppTree, Node, ROOT_PATH};
-use crate::desktop::{window_id as format_window_id, CtlInfo, LinuxDesktop};
 use crate::apps::office;
+use crate::desktop::LinuxDesktop;
+use crate::observe::controls::CtlInfo;
+use crate::x11::annotate::{self, Mark};
+use crate::x11::window_id as format_window_id;
 use crate::x11::{RgbImage, XWindow};
 use crate::LinuxError;
 
@@ -358,7 +361,7 @@ impl LinuxDesktop {
     /// Step 1: the window (or the one that replaced it), its dialogs, and the area they cover
     /// on the screen; the window is raised so that its screenshot shows it (as UFO does).
     async fn locate(&self, window_id: &str) -> Result<Located, LinuxError> {
-        let xid = crate::desktop::parse_window_id(window_id)?;
+        let xid = crate::x11::parse_window_id(window_id)?;
         let (all, active) = self
             .x11(|x| Ok((x.client_windows()?, x.active_window()?)))
             .await?;
@@ -369,7 +372,7 @@ impl LinuxDesktop {
                 .ok_or_else(|| LinuxError::NoWindow(window_id.to_string()))?,
         };
         {
-            let mut st = self.lock();
+            let mut st = self.apps.lock();
             for w in &all {
                 if let Some(pid) = w.pid {
                     st.window_pids.insert(w.id, pid);
@@ -493,7 +496,7 @@ impl LinuxDesktop {
     /// Step 5: the controls of this observation, by id, for the actions that name them
     /// (those of the window's earlier observation are forgotten).
     fn remember_controls(&self, xid: u32, fetched: &[Fetched]) {
-        let entries: crate::desktop::Labelled = fetched
+        let entries: crate::observe::controls::Labelled = fetched
             .iter()
             .enumerate()
             .map(|(i, f)| {
@@ -502,14 +505,14 @@ impl LinuxDesktop {
                 (f.detail.control.id.clone(), info)
             })
             .collect();
-        let mut st = self.lock();
+        let mut st = self.controls.lock();
         // an observation made while settling is nobody's yet: its labels count once it is
         // handed out (settle.rs, `take_prefetched`)
         if st.prefetching {
-            st.prefetch_controls = Some((xid, entries));
+            st.prefetched = Some((xid, entries));
             return;
         }
-        install_controls(&mut st.controls, xid, entries);
+        install_controls(&mut st.by_id, xid, entries);
     }
 
     /// Step 6: what the engine is told about the window (its application's name from the
@@ -538,7 +541,7 @@ impl LinuxDesktop {
     /// The window that took the place of window `xid`, now gone: the only top-level window of
     /// the same process (LibreOffice replaces its start window by the document's window).
     fn successor(&self, xid: u32, all: &[XWindow]) -> Option<XWindow> {
-        let pid = *self.lock().window_pids.get(&xid)?;
+        let pid = *self.apps.lock().window_pids.get(&xid)?;
         let mut same: Vec<&XWindow> = all
             .iter()
             .filter(|w| w.pid == Some(pid) && w.transient_for.is_none())
@@ -821,7 +824,7 @@ impl LinuxDesktop {
                 ifaces: n.ifaces,
                 states: n.states,
                 window: xid,
-                seen: crate::act::verify::Seen {
+                seen: crate::observe::controls::Seen {
                     role: n.role,
                     name: n.name.clone(),
                     label: 0,
@@ -1010,7 +1013,9 @@ impl LinuxDesktop {
             let nodes = tokio::time::timeout(
                 remaining,
                 futures::future::join_all(
-                    fresh.iter().map(|(k, p, i)| self.known_node(bus, k, p, *i)),
+                    fresh
+                        .iter()
+                        .map(|(k, p, i)| self.nodes.read(&self.bus, bus, k, p, *i)),
                 ),
             )
             .await;
@@ -1505,7 +1510,7 @@ async fn encode_pair(
 pub(crate) fn install_controls(
     controls: &mut HashMap<String, CtlInfo>,
     xid: u32,
-    entries: crate::desktop::Labelled,
+    entries: crate::observe::controls::Labelled,
 ) {
     controls.retain(|_, c| c.window != xid);
     controls.extend(entries);

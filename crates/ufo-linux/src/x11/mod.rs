@@ -16,6 +16,20 @@ use x11rb::rust_connection::RustConnection;
 
 use crate::LinuxError;
 
+/// Parse a window id (`0x1a00004` or decimal).
+pub(crate) fn parse_window_id(id: &str) -> Result<u32, LinuxError> {
+    let t = id.trim();
+    let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => t.parse::<u32>().ok(),
+    };
+    parsed.ok_or_else(|| LinuxError::NoWindow(id.to_string()))
+}
+
+pub(crate) fn window_id(xid: u32) -> String {
+    format!("{xid:#x}")
+}
+
 x11rb::atom_manager! {
     pub(crate) Atoms: AtomsCookie {
         _NET_CLIENT_LIST,
