@@ -3,3 +3,4 @@
 
 pub(crate) mod bus;
 pub(crate) mod nodecache;
+pub(crate) mod vocab;

@@ -7,7 +7,8 @@ pub(crate) mod verify;
 
 use ufo_core::{Button, ScrollDirection, UiAction};
 
-use crate::a11y::bus::{iface, state};
+use crate::a11y::vocab::role;
+use crate::a11y::vocab::{iface, state};
 use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
 use crate::x11::keys::{parse_keys, KeyStep};
@@ -16,9 +17,6 @@ use crate::LinuxError;
 
 /// Action names that mean "click" in the toolkits we know (matched case-insensitively;
 /// GTK3 says "click", GTK4 "click" or "Click", others "press"/"activate").
-/// AT-SPI role of a menu.
-const MENU: u32 = 33;
-
 /// Chromium names a check box's action "check"/"uncheck", an option's "select" and a list
 /// item's "doDefault".
 const CLICK_ACTIONS: &[&str] = &[
@@ -483,7 +481,7 @@ impl LinuxDesktop {
         }
         self.complete_tree(&c.bus, &mut tree, &c.path, true, &mut ignored)
             .await;
-        if c.seen.role == MENU {
+        if c.seen.role == role::MENU {
             // GTK2 menus: their items (and submenus') are read even while hidden
             self.open_menus(&c.bus, &mut tree, vec![c.path.clone()], true)
                 .await;
@@ -507,7 +505,7 @@ impl LinuxDesktop {
                 }
                 self.complete_tree(&c.bus, &mut tree, &c.path, true, &mut ignored)
                     .await;
-                if c.seen.role == MENU {
+                if c.seen.role == role::MENU {
                     self.open_menus(&c.bus, &mut tree, vec![c.path.clone()], true)
                         .await;
                 }
@@ -537,7 +535,10 @@ impl LinuxDesktop {
             .get(&parent)
             .is_some_and(|p| p.ifaces & iface::SELECTION != 0);
         // selecting a menu's child only highlights it: a menu item is activated instead
-        let in_menu = tree.nodes.get(&parent).is_some_and(|p| p.role == MENU);
+        let in_menu = tree
+            .nodes
+            .get(&parent)
+            .is_some_and(|p| p.role == role::MENU);
         let greyed = tree
             .nodes
             .get(&path)

@@ -1053,7 +1053,7 @@ impl crate::desktop::LinuxDesktop {
         xid: u32,
         c: &crate::observe::controls::CtlInfo,
     ) -> Option<(i32, i32)> {
-        use crate::a11y::bus::{iface, state};
+        use crate::a11y::vocab::{iface, state};
         // (a dialog's controls keep their AT-SPI action, see `perform`)
         if !self.config.xtest_clicks
             || (c.window != 0 && c.window != xid)

@@ -1,28 +1,34 @@
 //! A label means the control the model saw: before acting, the control behind the id is read
 //! again and must still have the role and name it had in the observation the model answered.
 
+use crate::a11y::vocab::role;
+use crate::a11y::vocab::role_name;
 use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
 use crate::observe::controls::Seen;
-use crate::observe::role_name;
 use crate::LinuxError;
 
 /// Roles whose accessible name follows their content or the document's title (a GTK combo box
 /// is named by its chosen item, a document or tab by its title): only their role is checked.
 const NAME_FOLLOWS_CONTENT: &[u32] = &[
-    11, // combo box
-    23, // frame
-    29, // label
-    37, // page tab
-    40, // password text
-    51, // slider
-    52, // spin button
-    56, // table cell
-    60, // terminal
-    61, // text
-    79, // entry
-    82, 92, 93, 94, 95, 96, // documents
-    98, // list box
+    role::COMBO_BOX,
+    role::FRAME,
+    role::LABEL,
+    role::PAGE_TAB,
+    role::PASSWORD_TEXT,
+    role::SLIDER,
+    role::SPIN_BUTTON,
+    role::TABLE_CELL,
+    role::TERMINAL,
+    role::TEXT,
+    role::ENTRY,
+    role::DOCUMENT_FRAME,
+    role::DOCUMENT_SPREADSHEET,
+    role::DOCUMENT_PRESENTATION,
+    role::DOCUMENT_TEXT,
+    role::DOCUMENT_WEB,
+    role::DOCUMENT_EMAIL,
+    role::LIST_BOX,
 ];
 
 /// Why `now` is not the control that was `seen`, if it is not.

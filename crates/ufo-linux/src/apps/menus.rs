@@ -5,11 +5,11 @@
 
 use std::collections::HashSet;
 
-use crate::a11y::bus::{state, AppTree};
+use crate::a11y::bus::AppTree;
+use crate::a11y::vocab::role;
+use crate::a11y::vocab::state;
 use crate::desktop::LinuxDesktop;
 
-const MENU: u32 = 33;
-const MENU_BAR: u32 = 34;
 /// How many levels of submenus are followed.
 const MAX_DEPTH: usize = 4;
 /// How many items of a menu are probed for extents.
@@ -19,11 +19,11 @@ const PROBES: usize = 3;
 pub(crate) fn top_menus(tree: &AppTree, frame: &str, max_nodes: usize) -> Vec<String> {
     tree.subtree(frame, max_nodes)
         .into_iter()
-        .filter(|n| n.role == MENU && n.has(state::VISIBLE))
+        .filter(|n| n.role == role::MENU && n.has(state::VISIBLE))
         .filter(|n| {
             tree.nodes
                 .get(&n.parent)
-                .is_some_and(|p| p.role == MENU_BAR)
+                .is_some_and(|p| p.role == role::MENU_BAR)
         })
         .map(|n| n.path.clone())
         .collect()
@@ -144,7 +144,7 @@ impl LinuxDesktop {
                         .filter(|k| {
                             tree.nodes
                                 .get(*k)
-                                .is_some_and(|n| n.role == MENU && n.has(state::VISIBLE))
+                                .is_some_and(|n| n.role == role::MENU && n.has(state::VISIBLE))
                         })
                         .cloned(),
                 );
@@ -196,9 +196,14 @@ mod tests {
     fn top_menus_are_the_menus_of_a_menu_bar() {
         let tree = AppTree::from_nodes(vec![
             node("/frame", "/", 23, state::VISIBLE),
-            node("/bar", "/frame", MENU_BAR, state::VISIBLE),
-            node("/image", "/bar", MENU, state::VISIBLE | state::SHOWING),
-            node("/sub", "/image", MENU, state::VISIBLE),
+            node("/bar", "/frame", role::MENU_BAR, state::VISIBLE),
+            node(
+                "/image",
+                "/bar",
+                role::MENU,
+                state::VISIBLE | state::SHOWING,
+            ),
+            node("/sub", "/image", role::MENU, state::VISIBLE),
         ]);
         assert_eq!(top_menus(&tree, "/frame", 100), ["/image"]);
     }

@@ -13,26 +13,11 @@ use std::time::Instant;
 
 use ufo_core::Rect;
 
-use crate::a11y::bus::{iface, state, AppTree, Node};
+use crate::a11y::bus::{AppTree, Node};
+use crate::a11y::vocab::role;
+use crate::a11y::vocab::{iface, state};
 use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
-
-/// AT-SPI role numbers used here.
-pub(crate) mod role {
-    pub const FRAME: u32 = 23;
-    pub const PANEL: u32 = 39;
-    pub const ROOT_PANE: u32 = 46;
-    pub const SCROLL_PANE: u32 = 49;
-    pub const TABLE: u32 = 55;
-    pub const TABLE_CELL: u32 = 56;
-    pub const TOOL_BAR: u32 = 63;
-    pub const PARAGRAPH: u32 = 73;
-    pub const DOCUMENT_FRAME: u32 = 82;
-    pub const HEADING: u32 = 83;
-    pub const SECTION: u32 = 85;
-    pub const DOCUMENT_PRESENTATION: u32 = 93;
-    pub const DOCUMENT_TEXT: u32 = 94;
-}
 
 /// Most children read from one document node (LibreOffice reports only what is on screen:
 /// a page of paragraphs, the shapes of one slide, the slides of the panel).
@@ -177,7 +162,7 @@ pub(crate) fn ancestor_name(tree: &AppTree, n: &Node, textual: bool) -> Option<S
 fn has_entry(tree: &AppTree, path: &str) -> bool {
     tree.subtree(path, 40)
         .iter()
-        .any(|d| d.role == 61 && d.ifaces & iface::EDITABLE_TEXT != 0)
+        .any(|d| d.role == role::TEXT && d.ifaces & iface::EDITABLE_TEXT != 0)
 }
 
 /// The correction of one node's rectangle in a LibreOffice window whose frame reports its
@@ -383,7 +368,7 @@ impl LinuxDesktop {
                         if let Some(n) = tree.nodes.get(p) {
                             left_out.push(format!(
                                 "{} {:?} ({c} children)",
-                                crate::observe::role_name(n.role),
+                                crate::a11y::vocab::role_name(n.role),
                                 n.name.trim()
                             ));
                         }

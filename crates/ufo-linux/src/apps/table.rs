@@ -26,7 +26,9 @@ use std::time::{Duration, Instant};
 use ufo_core::{Control, Rect, UiAction};
 use zbus::zvariant::OwnedObjectPath;
 
-use crate::a11y::bus::{iface, state, AppTree, Node};
+use crate::a11y::bus::{AppTree, Node};
+use crate::a11y::vocab::role;
+use crate::a11y::vocab::{iface, state};
 use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
 use crate::observe::{intersect, ControlDetail, Fetched};
@@ -52,12 +54,6 @@ const SHEET_ROWS: u32 = 1_048_576;
 pub(crate) const NAME_BOX: &str = "Name Box";
 /// The name of the formula input line (LibreOffice names its panel so, not the text).
 pub(crate) const INPUT_LINE: &str = "Input line";
-
-mod role {
-    pub const PANEL: u32 = 39;
-    pub const TABLE: u32 = 55;
-    pub const TEXT: u32 = 61;
-}
 
 /// The column letters of a zero-based column: 0 → `A`, 25 → `Z`, 26 → `AA`, 702 → `AAA`.
 pub(crate) fn column_name(col: u32) -> String {
@@ -513,7 +509,7 @@ impl LinuxDesktop {
                     window: xid,
                     // a cell's name is its address; only its role is compared before acting
                     seen: crate::observe::controls::Seen {
-                        role: crate::observe::role::TABLE_CELL,
+                        role: crate::a11y::vocab::role::TABLE_CELL,
                         name: cell_address(c.row, c.col),
                         label: 0,
                     },

@@ -6,21 +6,12 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use crate::a11y::bus::{iface, state, AppTree, Node};
+use crate::a11y::bus::{AppTree, Node};
+use crate::a11y::vocab::role;
+use crate::a11y::vocab::{iface, state};
 use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
 use crate::LinuxError;
-
-/// AT-SPI role numbers used here.
-const COMBO_BOX: u32 = 11;
-const LIST_ITEM: u32 = 32;
-const MENU_ITEM: u32 = 35;
-const LINK: u32 = 88;
-const PUSH_BUTTON: u32 = 43;
-const CHECK_BOX: u32 = 7;
-const RADIO_BUTTON: u32 = 44;
-const ENTRY: u32 = 79;
-const STATIC: u32 = 116;
 
 /// How deep below a combo box its options are looked for.
 const OPTIONS_DEPTH_NODES: usize = 256;
@@ -33,13 +24,13 @@ pub(crate) fn is_placeholder(text: &str) -> bool {
 
 /// The chosen option's name of a combo box, from its subtree (the selected menu or list item).
 pub(crate) fn combo_choice(tree: &AppTree, n: &Node) -> Option<String> {
-    if n.role != COMBO_BOX {
+    if n.role != role::COMBO_BOX {
         return None;
     }
     tree.subtree(&n.path, OPTIONS_DEPTH_NODES)
         .into_iter()
         .skip(1)
-        .find(|d| matches!(d.role, MENU_ITEM | LIST_ITEM) && d.has(state::SELECTED))
+        .find(|d| matches!(d.role, role::MENU_ITEM | role::LIST_ITEM) && d.has(state::SELECTED))
         .map(|d| d.name.trim().to_string())
         .filter(|s| !s.is_empty())
 }
@@ -47,19 +38,24 @@ pub(crate) fn combo_choice(tree: &AppTree, n: &Node) -> Option<String> {
 /// An unnamed list item that only wraps a control (Chromium's `<li>` around a link): listing
 /// it beside the link doubles the count and gives the model a control it cannot name.
 pub(crate) fn is_empty_wrapper(tree: &AppTree, n: &Node, child_text: &str) -> bool {
-    n.role == LIST_ITEM
+    n.role == role::LIST_ITEM
         && n.name.trim().is_empty()
         && child_text.trim().is_empty()
         && tree.subtree(&n.path, 32).into_iter().skip(1).any(|d| {
             matches!(
                 d.role,
-                LINK | PUSH_BUTTON | CHECK_BOX | RADIO_BUTTON | ENTRY | COMBO_BOX
+                role::LINK
+                    | role::PUSH_BUTTON
+                    | role::CHECK_BOX
+                    | role::RADIO_BUTTON
+                    | role::ENTRY
+                    | role::COMBO_BOX
             )
         })
 }
 
 /// Roles of a whole document (web page, office document).
-pub(crate) const DOCUMENTS: &[u32] = &[82, 95];
+pub(crate) const DOCUMENTS: &[u32] = &[role::DOCUMENT_FRAME, role::DOCUMENT_WEB];
 
 /// Pause between the wheel notches of a scroll on a web page.
 pub(crate) const NOTCH_PAUSE: Duration = Duration::from_millis(30);
@@ -88,7 +84,7 @@ pub(crate) fn assemble(
     let kids: Vec<&String> = tree
         .kids(path)
         .iter()
-        .filter(|k| tree.nodes.get(*k).is_none_or(|n| n.role != STATIC))
+        .filter(|k| tree.nodes.get(*k).is_none_or(|n| n.role != role::STATIC))
         .collect();
     match texts.get(path) {
         Some(t) => {
@@ -122,9 +118,18 @@ pub(crate) fn assemble(
 /// Paragraph-like nodes end with a line break in the assembled text.
 fn is_block(tree: &AppTree, path: &str) -> bool {
     // paragraph, heading, section, list item, list, form, table row
-    tree.nodes
-        .get(path)
-        .is_some_and(|n| matches!(n.role, 73 | 83 | 85 | 32 | 31 | 87 | 90))
+    tree.nodes.get(path).is_some_and(|n| {
+        matches!(
+            n.role,
+            role::PARAGRAPH
+                | role::HEADING
+                | role::SECTION
+                | role::LIST_ITEM
+                | role::LIST
+                | role::FORM
+                | role::TABLE_ROW
+        )
+    })
 }
 
 impl LinuxDesktop {
@@ -235,7 +240,7 @@ impl LinuxDesktop {
     /// Close a combo box's popup that choosing an option left open (Chromium keeps a
     /// `<select>`'s list open after its option's action): its open action toggles it.
     pub(crate) async fn close_popup(&self, c: &CtlInfo) {
-        if c.seen.role != COMBO_BOX || c.states & state::EXPANDED != 0 {
+        if c.seen.role != role::COMBO_BOX || c.states & state::EXPANDED != 0 {
             return;
         }
         let states: Option<Vec<u32>> = self
@@ -313,9 +318,9 @@ mod tests {
     fn a_page_text_replaces_each_embedded_object_by_its_text() {
         let tree = AppTree::from_nodes(vec![
             node("/p1", "/doc", 0, 73, "", 0),
-            node("/a", "/p1", 0, LINK, "x", 0),
+            node("/a", "/p1", 0, role::LINK, "x", 0),
             node("/p2", "/doc", 1, 73, "", 0),
-            node("/s", "/p2", 0, STATIC, "End.", 0),
+            node("/s", "/p2", 0, role::STATIC, "End.", 0),
         ]);
         let texts: HashMap<String, String> = [
             ("/doc", "\u{fffc}\u{fffc}"),
@@ -337,10 +342,10 @@ mod tests {
     #[test]
     fn a_select_is_valued_by_its_chosen_option() {
         let tree = AppTree::from_nodes(vec![
-            node("/c", "/doc", 0, COMBO_BOX, "Colour", 0),
+            node("/c", "/doc", 0, role::COMBO_BOX, "Colour", 0),
             node("/m", "/c", 0, 33, "", 0),
-            node("/r", "/m", 0, MENU_ITEM, "Red", 0),
-            node("/g", "/m", 1, MENU_ITEM, "Green", state::SELECTED),
+            node("/r", "/m", 0, role::MENU_ITEM, "Red", 0),
+            node("/g", "/m", 1, role::MENU_ITEM, "Green", state::SELECTED),
         ]);
         let c = tree.nodes.get("/c").cloned().unwrap();
         assert_eq!(combo_choice(&tree, &c).as_deref(), Some("Green"));
@@ -352,11 +357,11 @@ mod tests {
     #[test]
     fn an_unnamed_list_item_around_a_link_is_dropped_a_named_one_is_kept() {
         let tree = AppTree::from_nodes(vec![
-            node("/li", "/ul", 0, LIST_ITEM, "", 0),
-            node("/a", "/li", 0, LINK, "Home", 0),
-            node("/li2", "/ul", 1, LIST_ITEM, "Plain", 0),
+            node("/li", "/ul", 0, role::LIST_ITEM, "", 0),
+            node("/a", "/li", 0, role::LINK, "Home", 0),
+            node("/li2", "/ul", 1, role::LIST_ITEM, "Plain", 0),
             node("/t", "/li2", 0, 61, "", 0),
-            node("/li3", "/ul", 2, LIST_ITEM, "", 0),
+            node("/li3", "/ul", 2, role::LIST_ITEM, "", 0),
         ]);
         let get = |p: &str| tree.nodes.get(p).cloned().unwrap();
         assert!(is_empty_wrapper(&tree, &get("/li"), ""));

@@ -32,7 +32,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::a11y::bus::{state, AppTree, Node};
+use crate::a11y::bus::{AppTree, Node};
+use crate::a11y::vocab::role;
+use crate::a11y::vocab::state;
 use crate::desktop::LinuxDesktop;
 
 /// Longest wait for an application's ping and for its listening task.
@@ -164,8 +166,15 @@ pub(crate) fn cells_verdict(
 /// item); more and the cells are read again.
 const MAX_OUTSIDE: usize = 256;
 /// Roles of objects that are or may sit in a sheet's cell: table cell, paragraph, text,
-/// entry, unknown, filler (LibreOffice's in-place editor).
-const MAY_HOLD_CELL_TEXT: &[u32] = &[0, 20, 56, 61, 73, 79];
+/// entry, none (invalid), filler (LibreOffice's in-place editor).
+const MAY_HOLD_CELL_TEXT: &[u32] = &[
+    role::INVALID,
+    role::FILLER,
+    role::TABLE_CELL,
+    role::TEXT,
+    role::PARAGRAPH,
+    role::ENTRY,
+];
 
 /// One application's event log.
 #[derive(Default)]

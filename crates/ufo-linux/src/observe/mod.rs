@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use ufo_core::{Control, Rect, Screenshot, WindowInfo, WindowObservation};
 
-use crate::a11y::bus::{iface, state, AppTree, Node, ROOT_PATH};
+use crate::a11y::bus::{AppTree, Node, ROOT_PATH};
+use crate::a11y::vocab::{iface, role, role_name, state};
 use crate::apps::office;
 use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
@@ -20,46 +21,39 @@ use crate::x11::window_id as format_window_id;
 use crate::x11::{RgbImage, XWindow};
 use crate::LinuxError;
 
-/// AT-SPI role numbers used here.
-pub(crate) mod role {
-    pub const CHECK_BOX: u32 = 7;
-    pub const CHECK_MENU_ITEM: u32 = 8;
-    pub const COMBO_BOX: u32 = 11;
-    pub const DIALOG: u32 = 16;
-    pub const FRAME: u32 = 23;
-    pub const LABEL: u32 = 29;
-    pub const LIST_ITEM: u32 = 32;
-    pub const MENU: u32 = 33;
-    pub const MENU_ITEM: u32 = 35;
-    pub const PAGE_TAB: u32 = 37;
-    pub const PASSWORD_TEXT: u32 = 40;
-    pub const PUSH_BUTTON: u32 = 43;
-    pub const RADIO_BUTTON: u32 = 44;
-    pub const RADIO_MENU_ITEM: u32 = 45;
-    pub const SLIDER: u32 = 51;
-    pub const SPIN_BUTTON: u32 = 52;
-    pub const TABLE_CELL: u32 = 56;
-    pub const TERMINAL: u32 = 60;
-    pub const TEXT: u32 = 61;
-    pub const TOGGLE_BUTTON: u32 = 62;
-    pub const WINDOW: u32 = 69;
-    pub const ENTRY: u32 = 79;
-    pub const DOCUMENT_FRAME: u32 = 82;
-    pub const LINK: u32 = 88;
-    pub const TREE_ITEM: u32 = 91;
-    pub const DOCUMENT_SPREADSHEET: u32 = 92;
-    pub const DOCUMENT_PRESENTATION: u32 = 93;
-    pub const DOCUMENT_TEXT: u32 = 94;
-    pub const DOCUMENT_WEB: u32 = 95;
-    pub const DOCUMENT_EMAIL: u32 = 96;
-    pub const LIST_BOX: u32 = 98;
-    pub const PUSH_BUTTON_MENU: u32 = 129;
-    /// Containers and decorations: never controls, even when focusable.
-    pub const CONTAINERS: &[u32] = &[
-        2, 14, 16, 18, 20, 23, 24, 25, 28, 29, 30, 31, 34, 38, 39, 46, 49, 50, 53, 54, 55, 63, 64,
-        65, 66, 68, 69, 75, 85, 99,
-    ];
-}
+/// Containers and decorations: never controls, even when focusable.
+const CONTAINERS: &[u32] = &[
+    role::ALERT,
+    role::DESKTOP_FRAME,
+    role::DIALOG,
+    role::DRAWING_AREA,
+    role::FILLER,
+    role::FRAME,
+    role::GLASS_PANE,
+    role::HTML_CONTAINER,
+    role::INTERNAL_FRAME,
+    role::LABEL,
+    role::LAYERED_PANE,
+    role::LIST,
+    role::MENU_BAR,
+    role::PAGE_TAB_LIST,
+    role::PANEL,
+    role::ROOT_PANE,
+    role::SCROLL_PANE,
+    role::SEPARATOR,
+    role::SPLIT_PANE,
+    role::STATUS_BAR,
+    role::TABLE,
+    role::TOOL_BAR,
+    role::TOOL_TIP,
+    role::TREE,
+    role::TREE_TABLE,
+    role::VIEWPORT,
+    role::WINDOW,
+    role::APPLICATION,
+    role::SECTION,
+    role::GROUPING,
+];
 
 const INTERACTIVE: &[u32] = &[
     role::PUSH_BUTTON,
@@ -122,7 +116,16 @@ const CHECKABLE: &[u32] = &[
 
 /// Containers of entries: walked even when they manage their descendants (GTK3 reports no
 /// child count for them and keeps their rows out of its cache).
-const LISTS: &[u32] = &[11, 31, 33, 38, 55, 65, 66, 98];
+const LISTS: &[u32] = &[
+    role::COMBO_BOX,
+    role::LIST,
+    role::MENU,
+    role::PAGE_TAB_LIST,
+    role::TABLE,
+    role::TREE,
+    role::TREE_TABLE,
+    role::LIST_BOX,
+];
 
 /// Most children of one node taken by the walk (lists that manage their descendants can hold
 /// thousands of rows).
@@ -130,14 +133,6 @@ const MAX_WALK_CHILDREN: usize = 300;
 
 /// Longest value text kept in an observation (the full text is one `read_text` away).
 const VALUE_MAX: usize = 2000;
-
-/// The readable name of a role number.
-pub(crate) fn role_name(r: u32) -> String {
-    match atspi::Role::try_from(r) {
-        Ok(role) => role.name().to_string(),
-        Err(_) => format!("role {r}"),
-    }
-}
 
 fn collapse_ws(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -1293,8 +1288,10 @@ fn pick_frame(tree: &AppTree, w: &XWindow) -> Option<String> {
         .iter()
         .filter_map(|p| tree.nodes.get(p))
         .filter(|n| {
-            matches!(n.role, role::FRAME | role::DIALOG | role::WINDOW | 2 | 19)
-                || n.child_count > 0
+            matches!(
+                n.role,
+                role::FRAME | role::DIALOG | role::WINDOW | role::ALERT | role::FILE_CHOOSER
+            ) || n.child_count > 0
         })
         .collect();
     let title = collapse_ws(&w.title);
@@ -1341,7 +1338,7 @@ fn collect_candidates(
         let interactive = INTERACTIVE.contains(&n.role)
             || (n.has(state::FOCUSABLE)
                 && n.ifaces & iface::ACTION != 0
-                && !role::CONTAINERS.contains(&n.role))
+                && !CONTAINERS.contains(&n.role))
             || office::is_document_part(tree, n);
         if interactive && !office::is_hidden_part(tree, n) {
             let mut child_text = label_text(tree, &n.path);
