@@ -80,7 +80,7 @@ pub(crate) struct A11yBus {
     /// bus name → direct connection (`None`: the application offers none)
     peers: std::sync::Arc<std::sync::Mutex<HashMap<String, Option<zbus::Connection>>>>,
     /// event counts by application (`None`: not listening, nothing is kept)
-    pub changes: Option<crate::observe::changes::Changes>,
+    pub changes: Option<crate::a11y::events::Changes>,
 }
 
 async fn bounded<T, F>(what: &str, timeout: Duration, fut: F) -> Result<T, LinuxError>
@@ -133,7 +133,7 @@ impl A11yBus {
                 .await
         })
         .await?;
-        let changes = crate::observe::changes::Changes::start(&conn, timeout).await;
+        let changes = crate::a11y::events::Changes::start(&conn, timeout).await;
         let bus = A11yBus {
             conn,
             timeout,

@@ -2,5 +2,6 @@
 //! `Cache.GetItems` tree, and the nodes read one by one before.
 
 pub(crate) mod bus;
+pub(crate) mod events;
 pub(crate) mod nodecache;
 pub(crate) mod vocab;
