@@ -10,7 +10,8 @@ use ufo_core::{
     WindowObservation,
 };
 
-use crate::a11y::bus::{A11yBus, ROOT_PATH};
+use crate::a11y::bus::A11yBus;
+use crate::a11y::vocab::ROOT_PATH;
 use crate::x11::annotate;
 use crate::x11::{parse_window_id, window_id, XWindow, X11};
 use crate::{LinuxConfig, LinuxError};

@@ -8,11 +8,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use zbus::zvariant::{DynamicType, OwnedObjectPath, OwnedValue, Type};
 
-use crate::a11y::vocab::iface;
+use crate::a11y::vocab::{iface, ROOT_PATH};
 use crate::LinuxError;
-
-/// Object path of an application's root accessible.
-pub(crate) const ROOT_PATH: &str = "/org/a11y/atspi/accessible/root";
 
 /// One accessible object.
 #[derive(Debug, Clone, PartialEq, Eq)]

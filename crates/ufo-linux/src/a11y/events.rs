@@ -258,7 +258,7 @@ impl Changes {
         }
         let ping = self.conn.call_method(
             Some(app),
-            crate::a11y::bus::ROOT_PATH,
+            crate::a11y::vocab::ROOT_PATH,
             Some("org.freedesktop.DBus.Peer"),
             "Ping",
             &(),

@@ -7,6 +7,9 @@
 
 use atspi::{Interface, Role, State};
 
+/// Object path of an application's root accessible.
+pub(crate) const ROOT_PATH: &str = "/org/a11y/atspi/accessible/root";
+
 /// Role numbers (`org.a11y.atspi.Role`).
 pub(crate) mod role {
     use super::Role;

@@ -996,7 +996,7 @@ impl crate::desktop::LinuxDesktop {
             }
         }
         let (owner, entries) = p.controls;
-        crate::observe::install_controls(&mut self.controls.lock().by_id, owner, entries);
+        self.controls.lock().install(owner, entries);
         Some(p.obs)
     }
 

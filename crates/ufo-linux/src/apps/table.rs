@@ -31,7 +31,8 @@ use crate::a11y::vocab::role;
 use crate::a11y::vocab::{iface, state};
 use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
-use crate::observe::{intersect, ControlDetail, Fetched};
+use crate::observe::controls::{ControlDetail, Fetched};
+use crate::x11::intersect;
 use crate::x11::keys::{char_keysym, parse_keys, sym, KeyStep};
 use crate::LinuxError;
 
@@ -274,7 +275,7 @@ impl LinuxDesktop {
         for sheet in &sheets {
             let (dx, dy) = fixes.get(&sheet.path).copied().unwrap_or((0, 0));
             let offset = (offset.0 + dx, offset.1 + dy);
-            let name = crate::observe::clean_name(&sheet.name, &sheet.description, "");
+            let name = crate::observe::names::clean_name(&sheet.name, &sheet.description, "");
             let refused = format!("table {:?} (", name);
             warnings.retain(|w| !w.starts_with(&refused));
             match self.read_sheet(bus, sheet, offset, win, xid).await {
@@ -521,7 +522,7 @@ impl LinuxDesktop {
             y: vis.y + offset.1,
             ..vis
         };
-        let name = crate::observe::clean_name(&sheet.name, &sheet.description, "");
+        let name = crate::observe::names::clean_name(&sheet.name, &sheet.description, "");
         out.push(fetched(
             sheet_id,
             "table",

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use ufo_core::Rect;
+use ufo_core::{Control, Rect};
 
 /// What the last observation learnt about one control (used by actions).
 #[derive(Debug, Clone)]
@@ -46,4 +46,29 @@ pub(crate) struct KnownControls {
     /// of `by_id` (labels mean the observation handed out last)
     pub prefetching: bool,
     pub prefetched: Option<(u32, Labelled)>,
+}
+
+/// A control with everything the backend knows about it.
+#[derive(Debug, Clone)]
+pub struct ControlDetail {
+    /// The control as the engine sees it.
+    pub control: Control,
+    /// AT-SPI state names that matter to a person reading `ufo inspect` (focused, checked, ...).
+    pub states: Vec<&'static str>,
+    /// Action names the control offers.
+    pub actions: Vec<String>,
+}
+
+/// A control as observed: what the engine is told, and what the actions need.
+pub(crate) struct Fetched {
+    pub(crate) detail: ControlDetail,
+    pub(crate) info: CtlInfo,
+}
+
+impl KnownControls {
+    /// Put the controls of a new observation of window `xid` in place of its old ones.
+    pub(crate) fn install(&mut self, xid: u32, entries: Labelled) {
+        self.by_id.retain(|_, c| c.window != xid);
+        self.by_id.extend(entries);
+    }
 }

@@ -4,6 +4,7 @@
 
 pub(crate) mod changes;
 pub(crate) mod controls;
+pub(crate) mod names;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,15 +12,20 @@ use std::time::{Duration, Instant};
 
 use ufo_core::{Control, Rect, Screenshot, WindowInfo, WindowObservation};
 
-use crate::a11y::bus::{AppTree, Node, ROOT_PATH};
+use crate::a11y::bus::{AppTree, Node};
+use crate::a11y::vocab::ROOT_PATH;
 use crate::a11y::vocab::{iface, role, role_name, state};
 use crate::apps::office;
 use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
 use crate::x11::annotate::{self, Mark};
+use crate::x11::intersect;
 use crate::x11::window_id as format_window_id;
 use crate::x11::{RgbImage, XWindow};
 use crate::LinuxError;
+pub use controls::ControlDetail;
+use controls::Fetched;
+use names::{clean_name, collapse_ws};
 
 /// Containers and decorations: never controls, even when focusable.
 const CONTAINERS: &[u32] = &[
@@ -134,52 +140,6 @@ const MAX_WALK_CHILDREN: usize = 300;
 /// Longest value text kept in an observation (the full text is one `read_text` away).
 const VALUE_MAX: usize = 2000;
 
-fn collapse_ws(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// A toolkit type name standing in for a name (GTK4: "GtkButton", "AdwGizmo").
-pub(crate) fn is_noise(name: &str) -> bool {
-    if name.is_empty() {
-        return true;
-    }
-    for prefix in ["Gtk", "Adw", "Gd", "Hdy", "Gsk"] {
-        if let Some(rest) = name.strip_prefix(prefix) {
-            if rest.starts_with(|c: char| c.is_ascii_uppercase())
-                && rest.chars().all(|c| c.is_ascii_alphanumeric())
-            {
-                return true;
-            }
-        }
-    }
-    false
-}
-
-/// The name an agent sees: whitespace collapsed, GTK4's doubled names ("7 7") undoubled, and
-/// the description (else the children's label text) when the name is noise.
-pub(crate) fn clean_name(name: &str, description: &str, child_text: &str) -> String {
-    let mut n = collapse_ws(name);
-    let words: Vec<&str> = n.split(' ').collect();
-    if words.len() >= 2 && words.len() & 1 == 0 {
-        let half = words.len() / 2;
-        if words[..half] == words[half..] {
-            n = words[..half].join(" ");
-        }
-    }
-    if is_noise(&n) {
-        let d = collapse_ws(description);
-        if !d.is_empty() && !is_noise(&d) {
-            return d;
-        }
-        let c = collapse_ws(child_text);
-        if !is_noise(&c) {
-            return c;
-        }
-        return String::new();
-    }
-    n
-}
-
 /// Reading order: rows top to bottom (a control joins a row when its top is above the middle
 /// of the row's first control), left to right within a row. Returns the permutation.
 pub(crate) fn reading_order(rects: &[Rect]) -> Vec<usize> {
@@ -204,30 +164,6 @@ pub(crate) fn reading_order(rects: &[Rect]) -> Vec<usize> {
     row.sort_by_key(|&j| (rects[j].x, rects[j].y, j));
     out.append(&mut row);
     out
-}
-
-pub(crate) fn intersect(a: Rect, b: Rect) -> Option<Rect> {
-    let x0 = a.x.max(b.x);
-    let y0 = a.y.max(b.y);
-    let x1 = (a.x + a.w as i32).min(b.x + b.w as i32);
-    let y1 = (a.y + a.h as i32).min(b.y + b.h as i32);
-    (x1 > x0 && y1 > y0).then(|| Rect {
-        x: x0,
-        y: y0,
-        w: (x1 - x0) as u32,
-        h: (y1 - y0) as u32,
-    })
-}
-
-/// A control with everything the backend knows about it.
-#[derive(Debug, Clone)]
-pub struct ControlDetail {
-    /// The control as the engine sees it.
-    pub control: Control,
-    /// AT-SPI state names that matter to a person reading `ufo inspect` (focused, checked, ...).
-    pub states: Vec<&'static str>,
-    /// Action names the control offers.
-    pub actions: Vec<String>,
 }
 
 /// Where the time of one observation went.
@@ -266,11 +202,6 @@ struct Candidate {
     wraps_button: bool,
     /// A combo box's chosen option (web content gives no readable text for it).
     choice: Option<String>,
-}
-
-pub(crate) struct Fetched {
-    pub(crate) detail: ControlDetail,
-    pub(crate) info: CtlInfo,
 }
 
 impl LinuxDesktop {
@@ -507,7 +438,7 @@ impl LinuxDesktop {
             st.prefetched = Some((xid, entries));
             return;
         }
-        install_controls(&mut st.by_id, xid, entries);
+        st.install(xid, entries);
     }
 
     /// Step 6: what the engine is told about the window (its application's name from the
@@ -1503,33 +1434,9 @@ async fn encode_pair(
     ))
 }
 
-/// Make `entries` the controls of window `xid` (those of its last observation, by id).
-pub(crate) fn install_controls(
-    controls: &mut HashMap<String, CtlInfo>,
-    xid: u32,
-    entries: crate::observe::controls::Labelled,
-) {
-    controls.retain(|_, c| c.window != xid);
-    controls.extend(entries);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_are_cleaned() {
-        assert_eq!(clean_name("7 7", "", ""), "7");
-        assert_eq!(clean_name("mod mod", "Modulus divide", ""), "mod");
-        assert_eq!(clean_name("GtkButton", "Pi [Ctrl+P]", "π"), "Pi [Ctrl+P]");
-        assert_eq!(clean_name("GtkButton", "", "x2"), "x2");
-        assert_eq!(clean_name("To Uppercase      ", "x", ""), "To Uppercase");
-        assert_eq!(clean_name("", "", ""), "");
-        assert_eq!(clean_name("Save", "Save the file", ""), "Save");
-        assert!(is_noise("AdwGizmo"));
-        assert!(!is_noise("Gtk"));
-        assert!(!is_noise("Gdansk harbour"));
-    }
 
     fn node(role: u32, child_count: i32, states: u64) -> Node {
         Node {

@@ -657,6 +657,19 @@ impl Look {
 /// this close (a glyph's strokes, a button's label and border) are one region.
 const TILE: usize = 16;
 
+pub(crate) fn intersect(a: ufo_core::Rect, b: ufo_core::Rect) -> Option<ufo_core::Rect> {
+    let x0 = a.x.max(b.x);
+    let y0 = a.y.max(b.y);
+    let x1 = (a.x + a.w as i32).min(b.x + b.w as i32);
+    let y1 = (a.y + a.h as i32).min(b.y + b.h as i32);
+    (x1 > x0 && y1 > y0).then(|| ufo_core::Rect {
+        x: x0,
+        y: y0,
+        w: (x1 - x0) as u32,
+        h: (y1 - y0) as u32,
+    })
+}
+
 /// The smallest rectangle holding all of `rs` (`None` when there are none).
 pub(crate) fn union(rs: impl IntoIterator<Item = ufo_core::Rect>) -> Option<ufo_core::Rect> {
     rs.into_iter().reduce(|a, b| {
