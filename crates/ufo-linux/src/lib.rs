@@ -8,6 +8,27 @@
 //!
 //! Entry points: [`LinuxDesktop::connect`] (implements [`ufo_core::Desktop`]) and [`inspect`].
 //! See `crates/ufo-linux/README.md` for the session setup and the key syntax.
+//!
+//! # Map
+//!
+//! Lower layers never import higher ones; read from the bottom up.
+//!
+//! | folder | what | state it owns |
+//! |---|---|---|
+//! | `a11y/` | the accessibility bus: bounded calls and `Cache.GetItems` (`bus`), the AT-SPI vocabulary from the `atspi` crate (`vocab`), the applications' event logs (`events`), nodes read one by one before (`nodecache`) | `KnownNodes` |
+//! | `x11/` | the X connection: windows, window ids, screenshots, XTEST input (`mod`), keys, the screenshot annotation, the person's take-over watch | |
+//! | `launch/` | launching applications apart from ufo (`mod`), toolkit detection and accessibility switches (`toolkit`), `ufo doctor` (`doctor`) | `Launched` |
+//! | `apps/` | what some applications need beyond the generic observation: Calc's sheets (`table`), office documents (`office`), web pages (`web`), GTK2's open menus (`menus`) | `SheetCache` |
+//! | `observe/` | the observation pipeline (`mod`), the controls it learnt (`controls`), the names an agent sees (`names`), LibreOffice's kept trees (`changes`) | `KnownControls`, `KeptTrees` |
+//! | `act/` | actions on controls (`mod`), the check that a label still means its control (`verify`), modal dialogs (`modal`), settling after an action (`settle`) | `SettleState` |
+//! | `desktop.rs` | [`LinuxDesktop`]: the bus, the X connection, the configuration and the parts above, and the [`ufo_core::Desktop`] port | `AppFacts` |
+//! | `config.rs`, `error.rs` | [`LinuxConfig`] and the launch table; [`LinuxError`] | |
+//!
+//! The features are methods of [`LinuxDesktop`] (one `impl` block in each feature's file),
+//! so `desktop.rs` and the files of `launch/`, `apps/`, `observe/` and `act/` still import
+//! each other. Each part has its own lock; where a feature touches another's part it names it
+//! (`self.controls`, `self.settling`, ...): the actions and Calc read the known controls,
+//! settling records them while it observes, the kept trees age the sheet cache.
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod a11y;

@@ -397,145 +397,6 @@ fn listen(conn: &RustConnection, shared: &Mutex<Shared>) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
-
-    fn p() -> SettleParams {
-        SettleParams {
-            quiet: ms(40),
-            first_change: ms(100),
-            tail: ms(300),
-            max: ms(800),
-        }
-    }
-
-    #[test]
-    fn settles_once_quiet_after_a_change() {
-        // changed at 10 ms: at 30 ms wait 20 ms more, at 50 ms settled
-        assert_eq!(
-            decide(ms(30), Some(ms(10)), Some(ms(10)), &p()),
-            Decision::Wait(ms(20))
-        );
-        assert_eq!(
-            decide(ms(50), Some(ms(10)), Some(ms(10)), &p()),
-            Decision::Settled { changed: true }
-        );
-    }
-
-    #[test]
-    fn a_later_change_restarts_the_quiet_time() {
-        assert_eq!(
-            decide(ms(60), Some(ms(10)), Some(ms(45)), &p()),
-            Decision::Wait(ms(25))
-        );
-    }
-
-    #[test]
-    fn nothing_changed_ends_at_the_first_change_bound() {
-        assert_eq!(decide(ms(30), None, None, &p()), Decision::Wait(ms(70)));
-        assert_eq!(
-            decide(ms(100), None, None, &p()),
-            Decision::Settled { changed: false }
-        );
-    }
-
-    #[test]
-    fn a_transition_that_runs_on_ends_at_the_tail() {
-        // first change at 30 ms, redraws every 16 ms: done at 30 + 300 ms
-        assert_eq!(
-            decide(ms(320), Some(ms(30)), Some(ms(318)), &p()),
-            Decision::Wait(ms(10))
-        );
-        assert_eq!(
-            decide(ms(330), Some(ms(30)), Some(ms(318)), &p()),
-            Decision::Settled { changed: true }
-        );
-    }
-
-    #[test]
-    fn a_window_that_never_goes_quiet_ends_at_the_max() {
-        let p = SettleParams {
-            tail: ms(2000),
-            ..p()
-        };
-        assert_eq!(
-            decide(ms(800), Some(ms(5)), Some(ms(795)), &p),
-            Decision::Settled { changed: true }
-        );
-        // a wait never runs past the max
-        assert_eq!(
-            decide(ms(790), Some(ms(5)), Some(ms(789)), &p),
-            Decision::Wait(ms(10))
-        );
-    }
-
-    #[test]
-    fn a_small_region_redrawn_frame_after_frame_in_place_is_a_transition_from_its_third_frame() {
-        let t0 = Instant::now();
-        let button = Rect::new(740, 660, 63, 92);
-        let display = Rect::new(500, 455, 17, 22);
-        let mut tr = Transitions::default();
-        assert_eq!(tr.note(t0, &[display, button]), vec![display, button]);
-        assert_eq!(tr.note(t0 + ms(15), &[button]), vec![button]);
-        assert!(tr.running(t0 + ms(15)).is_empty());
-        // the third frame, a pixel off
-        let moved = Rect::new(741, 660, 63, 92);
-        assert_eq!(tr.note(t0 + ms(30), &[moved]), vec![]);
-        assert_eq!(tr.running(t0 + ms(40)), vec![grow(button, 4)]);
-        // content elsewhere still counts while it runs
-        assert_eq!(tr.note(t0 + ms(45), &[moved, display]), vec![display]);
-        // a pause longer than a frame ends it
-        assert_eq!(tr.note(t0 + ms(200), &[moved]), vec![moved]);
-    }
-
-    #[test]
-    fn a_large_or_growing_region_redrawn_frame_after_frame_is_content() {
-        let t0 = Instant::now();
-        let page = Rect::new(0, 80, 800, 600);
-        let mut tr = Transitions::default();
-        for i in 0..5 {
-            assert_eq!(tr.note(t0 + ms(16 * i), &[page]), vec![page]);
-        }
-        let mut tr = Transitions::default();
-        for i in 0..5u32 {
-            let text = Rect::new(10, 10, 10 + 12 * i, 20);
-            assert_eq!(tr.note(t0 + ms(16 * u64::from(i)), &[text]), vec![text]);
-        }
-        assert!(tr.running(t0 + ms(80)).is_empty());
-    }
-
-    #[test]
-    fn clicks_animate_for_a_while_and_the_last_one_keeps_the_pointer() {
-        let t0 = Instant::now();
-        let r = |x| Rect::new(x, 0, 10, 10);
-        let mut c = Clicked::default();
-        c.note(t0, r(1));
-        c.note(t0 + ms(100), r(2));
-        assert_eq!(c.animating(t0 + ms(200)), vec![r(1), r(2)]);
-        assert_eq!(c.animating(t0 + ms(650)), vec![r(2)]);
-        assert_eq!(c.animating(t0 + ms(5000)), vec![r(2)]);
-    }
-
-    #[test]
-    fn the_first_change_bound_is_learned_per_key() {
-        let mut l = Learned::default();
-        assert_eq!(l.bound("calc/xtest", ms(800)), ms(800));
-        l.note("calc/xtest", ms(12));
-        assert_eq!(l.bound("calc/xtest", ms(800)), FLOOR);
-        l.note("calc/xtest", ms(100));
-        l.note("calc/xtest", ms(20));
-        assert_eq!(l.bound("calc/xtest", ms(800)), ms(200));
-        l.note("calc/atspi", ms(600));
-        assert_eq!(l.bound("calc/atspi", ms(800)), ms(800));
-        assert_eq!(l.bound("calc/xtest", ms(800)), ms(200));
-    }
-}
-
 /// What settling keeps between actions.
 #[derive(Default)]
 pub(crate) struct SettleState {
@@ -1084,5 +945,144 @@ impl crate::desktop::LinuxDesktop {
         .ok()
         .filter(|ok| *ok)
         .map(|_| (x, y))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn p() -> SettleParams {
+        SettleParams {
+            quiet: ms(40),
+            first_change: ms(100),
+            tail: ms(300),
+            max: ms(800),
+        }
+    }
+
+    #[test]
+    fn settles_once_quiet_after_a_change() {
+        // changed at 10 ms: at 30 ms wait 20 ms more, at 50 ms settled
+        assert_eq!(
+            decide(ms(30), Some(ms(10)), Some(ms(10)), &p()),
+            Decision::Wait(ms(20))
+        );
+        assert_eq!(
+            decide(ms(50), Some(ms(10)), Some(ms(10)), &p()),
+            Decision::Settled { changed: true }
+        );
+    }
+
+    #[test]
+    fn a_later_change_restarts_the_quiet_time() {
+        assert_eq!(
+            decide(ms(60), Some(ms(10)), Some(ms(45)), &p()),
+            Decision::Wait(ms(25))
+        );
+    }
+
+    #[test]
+    fn nothing_changed_ends_at_the_first_change_bound() {
+        assert_eq!(decide(ms(30), None, None, &p()), Decision::Wait(ms(70)));
+        assert_eq!(
+            decide(ms(100), None, None, &p()),
+            Decision::Settled { changed: false }
+        );
+    }
+
+    #[test]
+    fn a_transition_that_runs_on_ends_at_the_tail() {
+        // first change at 30 ms, redraws every 16 ms: done at 30 + 300 ms
+        assert_eq!(
+            decide(ms(320), Some(ms(30)), Some(ms(318)), &p()),
+            Decision::Wait(ms(10))
+        );
+        assert_eq!(
+            decide(ms(330), Some(ms(30)), Some(ms(318)), &p()),
+            Decision::Settled { changed: true }
+        );
+    }
+
+    #[test]
+    fn a_window_that_never_goes_quiet_ends_at_the_max() {
+        let p = SettleParams {
+            tail: ms(2000),
+            ..p()
+        };
+        assert_eq!(
+            decide(ms(800), Some(ms(5)), Some(ms(795)), &p),
+            Decision::Settled { changed: true }
+        );
+        // a wait never runs past the max
+        assert_eq!(
+            decide(ms(790), Some(ms(5)), Some(ms(789)), &p),
+            Decision::Wait(ms(10))
+        );
+    }
+
+    #[test]
+    fn a_small_region_redrawn_frame_after_frame_in_place_is_a_transition_from_its_third_frame() {
+        let t0 = Instant::now();
+        let button = Rect::new(740, 660, 63, 92);
+        let display = Rect::new(500, 455, 17, 22);
+        let mut tr = Transitions::default();
+        assert_eq!(tr.note(t0, &[display, button]), vec![display, button]);
+        assert_eq!(tr.note(t0 + ms(15), &[button]), vec![button]);
+        assert!(tr.running(t0 + ms(15)).is_empty());
+        // the third frame, a pixel off
+        let moved = Rect::new(741, 660, 63, 92);
+        assert_eq!(tr.note(t0 + ms(30), &[moved]), vec![]);
+        assert_eq!(tr.running(t0 + ms(40)), vec![grow(button, 4)]);
+        // content elsewhere still counts while it runs
+        assert_eq!(tr.note(t0 + ms(45), &[moved, display]), vec![display]);
+        // a pause longer than a frame ends it
+        assert_eq!(tr.note(t0 + ms(200), &[moved]), vec![moved]);
+    }
+
+    #[test]
+    fn a_large_or_growing_region_redrawn_frame_after_frame_is_content() {
+        let t0 = Instant::now();
+        let page = Rect::new(0, 80, 800, 600);
+        let mut tr = Transitions::default();
+        for i in 0..5 {
+            assert_eq!(tr.note(t0 + ms(16 * i), &[page]), vec![page]);
+        }
+        let mut tr = Transitions::default();
+        for i in 0..5u32 {
+            let text = Rect::new(10, 10, 10 + 12 * i, 20);
+            assert_eq!(tr.note(t0 + ms(16 * u64::from(i)), &[text]), vec![text]);
+        }
+        assert!(tr.running(t0 + ms(80)).is_empty());
+    }
+
+    #[test]
+    fn clicks_animate_for_a_while_and_the_last_one_keeps_the_pointer() {
+        let t0 = Instant::now();
+        let r = |x| Rect::new(x, 0, 10, 10);
+        let mut c = Clicked::default();
+        c.note(t0, r(1));
+        c.note(t0 + ms(100), r(2));
+        assert_eq!(c.animating(t0 + ms(200)), vec![r(1), r(2)]);
+        assert_eq!(c.animating(t0 + ms(650)), vec![r(2)]);
+        assert_eq!(c.animating(t0 + ms(5000)), vec![r(2)]);
+    }
+
+    #[test]
+    fn the_first_change_bound_is_learned_per_key() {
+        let mut l = Learned::default();
+        assert_eq!(l.bound("calc/xtest", ms(800)), ms(800));
+        l.note("calc/xtest", ms(12));
+        assert_eq!(l.bound("calc/xtest", ms(800)), FLOOR);
+        l.note("calc/xtest", ms(100));
+        l.note("calc/xtest", ms(20));
+        assert_eq!(l.bound("calc/xtest", ms(800)), ms(200));
+        l.note("calc/atspi", ms(600));
+        assert_eq!(l.bound("calc/atspi", ms(800)), ms(800));
+        assert_eq!(l.bound("calc/xtest", ms(800)), ms(200));
     }
 }

@@ -1306,47 +1306,6 @@ fn collect_candidates(
     (out, false)
 }
 
-/// For a LibreOffice process (`soffice.bin`) that is not on the accessibility bus: why, and
-/// how to fix it. Its `gen` and `x11` window-system plugins have no accessibility bridge;
-/// only the GTK3 one (package libreoffice-gtk3) has.
-pub(crate) fn libreoffice_without_a11y(pid: u32) -> Option<String> {
-    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
-    if comm.trim() != "soffice.bin" {
-        return None;
-    }
-    let plugin = std::fs::read(format!("/proc/{pid}/environ"))
-        .ok()
-        .and_then(|env| {
-            env.split(|b| *b == 0).find_map(|v| {
-                v.strip_prefix(b"SAL_USE_VCLPLUGIN=")
-                    .map(|p| String::from_utf8_lossy(p).into_owned())
-            })
-        });
-    Some(libreoffice_hint(
-        plugin.as_deref(),
-        crate::config::libreoffice_gtk3_installed(),
-    ))
-}
-
-/// The advice for a LibreOffice without accessibility, given the plugin it was told to use
-/// and whether the GTK3 plugin is installed.
-pub(crate) fn libreoffice_hint(plugin: Option<&str>, gtk3_installed: bool) -> String {
-    let running = match plugin {
-        Some(p) if !p.is_empty() => {
-            format!("LibreOffice runs with SAL_USE_VCLPLUGIN={p}, a plugin")
-        }
-        _ => "LibreOffice runs with a window-system plugin".to_string(),
-    };
-    let install = if gtk3_installed {
-        ""
-    } else {
-        "install libreoffice-gtk3 (apt-get install libreoffice-gtk3), then "
-    };
-    format!(
-        "{running} without accessibility, so its controls cannot be read: {install}close LibreOffice (every window) and start it with SAL_USE_VCLPLUGIN=gtk3 (for example `SAL_USE_VCLPLUGIN=gtk3 libreoffice --calc`, or `ufo` launching `spreadsheet`)"
-    )
-}
-
 /// Whether a role is an entry of a list, tree, table, tab bar or menu (what `select` picks).
 pub(crate) fn is_entry(r: u32) -> bool {
     ITEMS.contains(&r)
@@ -1524,19 +1483,6 @@ mod tests {
             walk_verdict(&node(role::FRAME, 4, manages), 0, true, 2000, true),
             Walk::Done
         );
-    }
-
-    /// Issue 11, item 9: a LibreOffice without its accessible plugin gets the fix, not
-    /// "started before accessibility was switched on".
-    #[test]
-    fn libreoffice_without_accessibility_is_told_how_to_fix_it() {
-        let h = libreoffice_hint(Some("gen"), true);
-        assert!(h.contains("SAL_USE_VCLPLUGIN=gen"), "{h}");
-        assert!(h.contains("start it with SAL_USE_VCLPLUGIN=gtk3"), "{h}");
-        assert!(!h.contains("install libreoffice-gtk3"), "{h}");
-        let h = libreoffice_hint(None, false);
-        assert!(h.contains("install libreoffice-gtk3"), "{h}");
-        assert!(!h.contains("before accessibility"), "{h}");
     }
 
     #[test]
