@@ -302,91 +302,9 @@ impl LinuxDesktop {
             ctl.ok_or_else(|| LinuxError::Unsupported(format!("{} needs a control", action.name())))
         };
         match action {
-            UiAction::Click { button, double } => {
-                let c = need()?;
-                if matches!(button, Button::Left) && !double {
-                    // the fastest correct input: XTEST at the centre of a control nothing
-                    // covers (its effect shows in milliseconds), else the AT-SPI action
-                    if let Some((x, y)) = self.uncovered_centre(xid, c).await {
-                        self.settling.lock().last_input = crate::act::settle::Input::Xtest;
-                        self.xclick(xid, x, y, 1, 1).await?;
-                        return Ok(format!("clicked {:?} at {x},{y}", c.name));
-                    }
-                    self.settling.lock().last_input = crate::act::settle::Input::Atspi;
-                    let idx = c
-                        .actions
-                        .iter()
-                        .position(|a| CLICK_ACTIONS.contains(&a.to_lowercase().as_str()));
-                    if let Some(i) = idx {
-                        match self.do_action_watching(&c.bus, &c.path, i).await? {
-                            crate::act::modal::Done::Answered(true) => {
-                                return Ok(format!("clicked {:?} ({})", c.name, c.actions[i]));
-                            }
-                            crate::act::modal::Done::OpenedDialog(title) => {
-                                return Ok(format!(
-                                    "clicked {:?} ({}); opened the dialog {title:?}",
-                                    c.name, c.actions[i]
-                                ));
-                            }
-                            crate::act::modal::Done::Answered(false) => {}
-                        }
-                    }
-                }
-                let b = match button {
-                    Button::Left => 1,
-                    Button::Middle => 2,
-                    Button::Right => 3,
-                };
-                let (x, y) = centre(c);
-                self.xclick(xid, x, y, b, if *double { 2 } else { 1 })
-                    .await?;
-                Ok(format!("clicked {:?} at {x},{y}", c.name))
-            }
-            UiAction::ClickAt { x, y } => {
-                let w = self.xwindow(window).await?;
-                if *x < 0 || *y < 0 || *x >= w.w as i32 || *y >= w.h as i32 {
-                    return Err(LinuxError::ActionFailed(format!(
-                        "click_at {x},{y} is outside the window ({}x{})",
-                        w.w, w.h
-                    )));
-                }
-                self.xclick(xid, w.x + x, w.y + y, 1, 1).await?;
-                Ok(format!("clicked at {x},{y}"))
-            }
-            UiAction::SetText { text } => {
-                let c = need()?;
-                if c.ifaces & iface::EDITABLE_TEXT != 0 {
-                    let ok: bool = self
-                        .bus
-                        .call(
-                            &c.bus,
-                            &c.path,
-                            "org.a11y.atspi.EditableText",
-                            "SetTextContents",
-                            &(text.as_str(),),
-                        )
-                        .await
-                        .unwrap_or(false);
-                    if ok && self.read(c).await.ok().as_deref() == Some(text.as_str()) {
-                        return Ok(format!("set the text of {:?}", c.name));
-                    }
-                }
-                self.focus_for_typing(xid, c).await?;
-                let mut steps = vec![KeyStep::Chord {
-                    mods: vec![crate::x11::keys::sym::CONTROL_L],
-                    key: 'a' as u32,
-                }];
-                steps.push(KeyStep::Chord {
-                    mods: vec![],
-                    key: 0xffff, // Delete
-                });
-                steps.extend(text.chars().map(|ch| KeyStep::Chord {
-                    mods: vec![],
-                    key: crate::x11::keys::char_keysym(ch),
-                }));
-                self.send_keys_in_order(xid, Some(c), steps).await?;
-                Ok(format!("typed the new text into {:?}", c.name))
-            }
+            UiAction::Click { button, double } => self.click(xid, need()?, *button, *double).await,
+            UiAction::ClickAt { x, y } => self.click_at(xid, window, *x, *y).await,
+            UiAction::SetText { text } => self.set_text(xid, need()?, text).await,
             UiAction::TypeKeys { keys } => {
                 let steps = parse_keys(keys)?;
                 match ctl {
@@ -398,28 +316,7 @@ impl LinuxDesktop {
                 Ok(format!("typed {n} keys"))
             }
             UiAction::Scroll { direction, amount } => {
-                let c = need()?;
-                let (x, y) = centre(c);
-                let b = match direction {
-                    ScrollDirection::Up => 4,
-                    ScrollDirection::Down => 5,
-                };
-                let layout = self.layout_before_scroll(c).await;
-                let notches = (*amount).clamp(1, 50);
-                match layout {
-                    Some(before) => {
-                        // a web page coalesces notches sent back to back into a scroll of
-                        // varying length: one at a time, each one delivered and synced
-                        self.activate(xid).await?;
-                        for _ in 0..notches {
-                            self.x11(move |xx| xx.click(x, y, b, 1)).await?;
-                            tokio::time::sleep(crate::apps::web::NOTCH_PAUSE).await;
-                        }
-                        self.wait_scrolled(c, before).await;
-                    }
-                    None => self.xclick(xid, x, y, b, notches).await?,
-                }
-                Ok(format!("scrolled {:?} {amount}", c.name))
+                self.scroll(xid, need()?, *direction, *amount).await
             }
             UiAction::Select { item } => {
                 let c = need()?;
@@ -429,16 +326,147 @@ impl LinuxDesktop {
                 let c = need()?;
                 self.read(c).await
             }
-            UiAction::Focus => {
-                let c = need()?;
-                if self.grab_focus(c).await {
-                    Ok(format!("focused {:?}", c.name))
-                } else {
-                    let (x, y) = centre(c);
-                    self.xclick(xid, x, y, 1, 1).await?;
-                    Ok(format!("clicked {:?} to focus it", c.name))
+            UiAction::Focus => self.focus(xid, need()?).await,
+        }
+    }
+
+    /// `click`: a left single click at the centre of a control nothing covers (XTEST), else
+    /// through the control's AT-SPI click action; other buttons and double clicks by XTEST.
+    async fn click(
+        &self,
+        xid: u32,
+        c: &CtlInfo,
+        button: Button,
+        double: bool,
+    ) -> Result<String, LinuxError> {
+        if matches!(button, Button::Left) && !double {
+            // the fastest correct input: XTEST at the centre of a control nothing
+            // covers (its effect shows in milliseconds), else the AT-SPI action
+            if let Some((x, y)) = self.uncovered_centre(xid, c).await {
+                self.settling.lock().last_input = crate::act::settle::Input::Xtest;
+                self.xclick(xid, x, y, 1, 1).await?;
+                return Ok(format!("clicked {:?} at {x},{y}", c.name));
+            }
+            self.settling.lock().last_input = crate::act::settle::Input::Atspi;
+            let idx = c
+                .actions
+                .iter()
+                .position(|a| CLICK_ACTIONS.contains(&a.to_lowercase().as_str()));
+            if let Some(i) = idx {
+                match self.do_action_watching(&c.bus, &c.path, i).await? {
+                    crate::act::modal::Done::Answered(true) => {
+                        return Ok(format!("clicked {:?} ({})", c.name, c.actions[i]));
+                    }
+                    crate::act::modal::Done::OpenedDialog(title) => {
+                        return Ok(format!(
+                            "clicked {:?} ({}); opened the dialog {title:?}",
+                            c.name, c.actions[i]
+                        ));
+                    }
+                    crate::act::modal::Done::Answered(false) => {}
                 }
             }
+        }
+        let b = match button {
+            Button::Left => 1,
+            Button::Middle => 2,
+            Button::Right => 3,
+        };
+        let (x, y) = centre(c);
+        self.xclick(xid, x, y, b, if double { 2 } else { 1 })
+            .await?;
+        Ok(format!("clicked {:?} at {x},{y}", c.name))
+    }
+
+    /// `click_at`: XTEST at a point of the window (window pixels).
+    async fn click_at(&self, xid: u32, window: &str, x: i32, y: i32) -> Result<String, LinuxError> {
+        let w = self.xwindow(window).await?;
+        if x < 0 || y < 0 || x >= w.w as i32 || y >= w.h as i32 {
+            return Err(LinuxError::ActionFailed(format!(
+                "click_at {x},{y} is outside the window ({}x{})",
+                w.w, w.h
+            )));
+        }
+        self.xclick(xid, w.x + x, w.y + y, 1, 1).await?;
+        Ok(format!("clicked at {x},{y}"))
+    }
+
+    /// `set_text`: `EditableText.SetTextContents`, checked by reading back; else focus,
+    /// select all, delete and type.
+    async fn set_text(&self, xid: u32, c: &CtlInfo, text: &str) -> Result<String, LinuxError> {
+        if c.ifaces & iface::EDITABLE_TEXT != 0 {
+            let ok: bool = self
+                .bus
+                .call(
+                    &c.bus,
+                    &c.path,
+                    "org.a11y.atspi.EditableText",
+                    "SetTextContents",
+                    &(text,),
+                )
+                .await
+                .unwrap_or(false);
+            if ok && self.read(c).await.ok().as_deref() == Some(text) {
+                return Ok(format!("set the text of {:?}", c.name));
+            }
+        }
+        self.focus_for_typing(xid, c).await?;
+        let mut steps = vec![KeyStep::Chord {
+            mods: vec![crate::x11::keys::sym::CONTROL_L],
+            key: 'a' as u32,
+        }];
+        steps.push(KeyStep::Chord {
+            mods: vec![],
+            key: 0xffff, // Delete
+        });
+        steps.extend(text.chars().map(|ch| KeyStep::Chord {
+            mods: vec![],
+            key: crate::x11::keys::char_keysym(ch),
+        }));
+        self.send_keys_in_order(xid, Some(c), steps).await?;
+        Ok(format!("typed the new text into {:?}", c.name))
+    }
+
+    /// `scroll`: wheel notches at the control's centre; on a web page one at a time, until
+    /// the page has moved.
+    async fn scroll(
+        &self,
+        xid: u32,
+        c: &CtlInfo,
+        direction: ScrollDirection,
+        amount: u32,
+    ) -> Result<String, LinuxError> {
+        let (x, y) = centre(c);
+        let b = match direction {
+            ScrollDirection::Up => 4,
+            ScrollDirection::Down => 5,
+        };
+        let layout = self.layout_before_scroll(c).await;
+        let notches = amount.clamp(1, 50);
+        match layout {
+            Some(before) => {
+                // a web page coalesces notches sent back to back into a scroll of
+                // varying length: one at a time, each one delivered and synced
+                self.activate(xid).await?;
+                for _ in 0..notches {
+                    self.x11(move |xx| xx.click(x, y, b, 1)).await?;
+                    tokio::time::sleep(crate::apps::web::NOTCH_PAUSE).await;
+                }
+                self.wait_scrolled(c, before).await;
+            }
+            None => self.xclick(xid, x, y, b, notches).await?,
+        }
+        Ok(format!("scrolled {:?} {amount}", c.name))
+    }
+
+    /// `focus`: AT-SPI `GrabFocus`, else a click at the centre.
+    async fn focus(&self, xid: u32, c: &CtlInfo) -> Result<String, LinuxError> {
+        if self.grab_focus(c).await {
+            Ok(format!("focused {:?}", c.name))
+        } else {
+            let (x, y) = centre(c);
+            self.xclick(xid, x, y, 1, 1).await?;
+            Ok(format!("clicked {:?} to focus it", c.name))
         }
     }
 

@@ -230,6 +230,106 @@ pub(crate) struct Cell {
     text: String,
 }
 
+/// Column → (x, width) or row → (y, height) of a sheet's grid, in bus coordinates.
+type Spans = HashMap<u32, (i32, i32)>;
+
+/// Where a sheet's cells are on the screen: the grid's spans, the offset from bus to screen
+/// coordinates, and the window that clips them.
+struct Grid<'a> {
+    cols: &'a Spans,
+    rows: &'a Spans,
+    offset: (i32, i32),
+    win: Rect,
+}
+
+/// Step 5 of `read_sheet`: the listed cells as controls, each at its place in the grid and
+/// clipped to the window (a cell outside it is left out).
+fn cell_controls(
+    bus: &str,
+    sheet_id: &str,
+    listed: &[&Cell],
+    grid: &Grid<'_>,
+    xid: u32,
+) -> Vec<Fetched> {
+    let mut out = Vec::new();
+    for c in listed {
+        let (Some(&(cx, cw)), Some(&(cy, ch))) = (grid.cols.get(&c.col), grid.rows.get(&c.row))
+        else {
+            continue;
+        };
+        let raw = Rect {
+            x: cx + grid.offset.0,
+            y: cy + grid.offset.1,
+            w: cw.max(0) as u32,
+            h: ch.max(0) as u32,
+        };
+        let Some(rect) = intersect(raw, grid.win) else {
+            continue;
+        };
+        let name = cell_address(c.row, c.col);
+        let value = (!c.text.is_empty()).then(|| clip(&c.text, CELL_VALUE_MAX));
+        out.push(fetched(
+            cell_id(sheet_id, c.row, c.col),
+            "table cell",
+            name,
+            value,
+            rect,
+            CtlInfo {
+                bus: bus.to_string(),
+                path: c.path.clone(),
+                name: cell_address(c.row, c.col),
+                rect,
+                actions: Vec::new(),
+                ifaces: iface::TEXT | iface::COMPONENT | iface::VALUE,
+                states: 0,
+                window: xid,
+                // a cell's name is its address; only its role is compared before acting
+                seen: crate::observe::controls::Seen {
+                    role: crate::a11y::vocab::role::TABLE_CELL,
+                    name: cell_address(c.row, c.col),
+                    label: 0,
+                },
+            },
+        ));
+    }
+    out
+}
+
+/// Step 6 of `read_sheet`: the sheet itself as a control, its value the summary of what is
+/// visible.
+fn sheet_control(
+    bus: &str,
+    sheet: &Node,
+    sheet_id: String,
+    summary: String,
+    rect: Rect,
+    xid: u32,
+) -> Fetched {
+    let name = crate::observe::names::clean_name(&sheet.name, &sheet.description, "");
+    fetched(
+        sheet_id,
+        "table",
+        name.clone(),
+        Some(summary),
+        rect,
+        CtlInfo {
+            bus: bus.to_string(),
+            path: sheet.path.clone(),
+            name,
+            rect,
+            actions: Vec::new(),
+            ifaces: sheet.ifaces,
+            states: sheet.states,
+            window: xid,
+            seen: crate::observe::controls::Seen {
+                role: sheet.role,
+                name: sheet.name.clone(),
+                label: 0,
+            },
+        },
+    )
+}
+
 /// Spreadsheet cells read before.
 #[derive(Default)]
 pub(crate) struct SheetCache {
@@ -315,6 +415,58 @@ impl LinuxDesktop {
         xid: u32,
     ) -> Result<Vec<Fetched>, LinuxError> {
         let deadline = Instant::now() + self.config.walk_budget;
+        let (vis, range, cut) = self.visible_range(bus, sheet, offset, win).await?;
+        let t_corners = Instant::now();
+        let cells = self.read_cells(bus, sheet, &range, deadline).await?;
+        let t_cells = Instant::now();
+        self.remember_cell_paths(bus, sheet, &cells);
+        let filled: Vec<(u32, u32)> = cells
+            .iter()
+            .filter(|c| !c.text.trim().is_empty())
+            .map(|c| (c.row, c.col))
+            .collect();
+        let next = cells_next_to_data(&filled, &range);
+        let listed: Vec<&Cell> = cells
+            .iter()
+            .filter(|c| !c.text.trim().is_empty() || next.contains(&(c.row, c.col)))
+            .collect();
+        let (cols, rows) = self.grid_geometry(bus, &cells, &range, deadline).await?;
+        tracing::debug!(
+            range = %range.name(),
+            cells = cells.len(),
+            corners_ms = (t_corners - (deadline - self.config.walk_budget)).as_millis() as u64,
+            texts_ms = (t_cells - t_corners).as_millis() as u64,
+            geometry_ms = t_cells.elapsed().as_millis() as u64,
+            "sheet read"
+        );
+        let sheet_id = format!("{bus}{}", sheet.path);
+        let grid = Grid {
+            cols: &cols,
+            rows: &rows,
+            offset,
+            win,
+        };
+        let mut out = cell_controls(bus, &sheet_id, &listed, &grid, xid);
+        let rect = Rect {
+            x: vis.x + offset.0,
+            y: vis.y + offset.1,
+            ..vis
+        };
+        let summary = sheet_summary(&range, filled.len(), cut);
+        out.push(sheet_control(bus, sheet, sheet_id, summary, rect, xid));
+        Ok(out)
+    }
+
+    /// Step 1 of [`Self::read_sheet`]: the sheet's part inside the window (bus coordinates)
+    /// and the cells there, from the cells at its two corners (two hit tests); whether the
+    /// range was cut to [`MAX_ROWS`] × [`MAX_COLS`].
+    async fn visible_range(
+        &self,
+        bus: &str,
+        sheet: &Node,
+        offset: (i32, i32),
+        win: Rect,
+    ) -> Result<(Rect, CellRange, bool), LinuxError> {
         let (x, y, w, h) = self.bus.extents(bus, &sheet.path).await?;
         let raw_win = Rect {
             x: win.x - offset.0,
@@ -348,11 +500,20 @@ impl LinuxDesktop {
             corner(vis.x + vis.w as i32 - 2, vis.y + vis.h as i32 - 2)
         );
         let (range, cut) = CellRange::between(tl?, br?, MAX_ROWS, MAX_COLS);
-        let t_corners = Instant::now();
+        Ok((vis, range, cut))
+    }
 
-        // every visible cell: its text, all at once, bounded in time; the cell objects of
-        // earlier observations are asked again (they follow their cell's content), so only
-        // cells never seen before are asked for
+    /// Step 2 of [`Self::read_sheet`]: every visible cell with its text, all at once, bounded
+    /// by `deadline`. The cells of the last observation are taken again when LibreOffice sent
+    /// no event since; otherwise the cell objects of earlier observations are asked again
+    /// (they follow their cell's content), and only cells never seen before are looked up.
+    async fn read_cells(
+        &self,
+        bus: &str,
+        sheet: &Node,
+        range: &CellRange,
+        deadline: Instant,
+    ) -> Result<Vec<Cell>, LinuxError> {
         let known: HashMap<(u32, u32), String> = {
             let st = self.sheets.lock();
             range
@@ -375,6 +536,9 @@ impl LinuxDesktop {
                 && cells.iter().all(|c| range.contains((c.row, c.col)));
             (*at == n && all).then(|| cells.clone())
         });
+        if let Some(cells) = kept {
+            return Ok(cells);
+        }
         let read = futures::future::join_all(range.cells().map(|(r, c)| async move {
             if let Some(path) = known.get(&(r, c)) {
                 if let Ok(text) = self.bus.text(bus, path).await {
@@ -395,54 +559,52 @@ impl LinuxDesktop {
                 text,
             })
         }));
-        let cells: Vec<Cell> = match kept {
-            Some(cells) => cells,
-            None => {
-                let remaining = deadline.saturating_duration_since(Instant::now());
-                let cells = tokio::time::timeout(remaining, read).await.map_err(|_| {
-                    LinuxError::Timeout {
-                        what: format!("reading the {} visible cells", range.name()),
-                        ms: self.config.walk_budget.as_millis() as u64,
-                    }
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let cells =
+            tokio::time::timeout(remaining, read)
+                .await
+                .map_err(|_| LinuxError::Timeout {
+                    what: format!("reading the {} visible cells", range.name()),
+                    ms: self.config.walk_budget.as_millis() as u64,
                 })?;
-                let cells: Vec<Cell> = cells.into_iter().filter_map(Result::ok).collect();
-                let mut st = self.sheets.lock();
-                match count {
-                    Some(n) => {
-                        st.kept.insert(key, (n, cells.clone()));
-                    }
-                    None => {
-                        st.kept.remove(&key);
-                    }
-                }
-                cells
+        let cells: Vec<Cell> = cells.into_iter().filter_map(Result::ok).collect();
+        let mut st = self.sheets.lock();
+        match count {
+            Some(n) => {
+                st.kept.insert(key, (n, cells.clone()));
             }
-        };
-        let t_cells = Instant::now();
-        {
-            let mut st = self.sheets.lock();
-            if st.cells.len() > MAX_KNOWN_CELLS {
-                st.cells.clear();
-            }
-            for c in &cells {
-                st.cells.insert(
-                    (bus.to_string(), sheet.path.clone(), c.row, c.col),
-                    c.path.clone(),
-                );
+            None => {
+                st.kept.remove(&key);
             }
         }
-        let filled: Vec<(u32, u32)> = cells
-            .iter()
-            .filter(|c| !c.text.trim().is_empty())
-            .map(|c| (c.row, c.col))
-            .collect();
-        let next = cells_next_to_data(&filled, &range);
-        let listed: Vec<&Cell> = cells
-            .iter()
-            .filter(|c| !c.text.trim().is_empty() || next.contains(&(c.row, c.col)))
-            .collect();
-        // the grid's geometry from the cells of its first visible row and column (one call
-        // per row and per column, not per cell)
+        Ok(cells)
+    }
+
+    /// Step 3 of [`Self::read_sheet`]: remember the cells' objects for the next observation
+    /// (at most [`MAX_KNOWN_CELLS`], then forgotten all at once).
+    fn remember_cell_paths(&self, bus: &str, sheet: &Node, cells: &[Cell]) {
+        let mut st = self.sheets.lock();
+        if st.cells.len() > MAX_KNOWN_CELLS {
+            st.cells.clear();
+        }
+        for c in cells {
+            st.cells.insert(
+                (bus.to_string(), sheet.path.clone(), c.row, c.col),
+                c.path.clone(),
+            );
+        }
+    }
+
+    /// Step 4 of [`Self::read_sheet`]: the grid's geometry from the cells of its first
+    /// visible row and column (one call per row and per column, not per cell): column →
+    /// (x, width) and row → (y, height), in bus coordinates.
+    async fn grid_geometry(
+        &self,
+        bus: &str,
+        cells: &[Cell],
+        range: &CellRange,
+        deadline: Instant,
+    ) -> Result<(Spans, Spans), LinuxError> {
         let edges: Vec<&Cell> = cells
             .iter()
             .filter(|c| c.row == range.top || c.col == range.left)
@@ -456,8 +618,8 @@ impl LinuxDesktop {
             what: "reading the extents of the visible cells".to_string(),
             ms: self.config.walk_budget.as_millis() as u64,
         })?;
-        let mut cols: HashMap<u32, (i32, i32)> = HashMap::new();
-        let mut rows: HashMap<u32, (i32, i32)> = HashMap::new();
+        let mut cols: Spans = HashMap::new();
+        let mut rows: Spans = HashMap::new();
         for (c, e) in edges.iter().zip(extents) {
             let Ok((x, y, w, h)) = e else { continue };
             if c.row == range.top {
@@ -467,85 +629,7 @@ impl LinuxDesktop {
                 rows.insert(c.row, (y, h));
             }
         }
-
-        tracing::debug!(
-            range = %range.name(),
-            cells = cells.len(),
-            corners_ms = (t_corners - (deadline - self.config.walk_budget)).as_millis() as u64,
-            texts_ms = (t_cells - t_corners).as_millis() as u64,
-            geometry_ms = t_cells.elapsed().as_millis() as u64,
-            "sheet read"
-        );
-        let sheet_id = format!("{bus}{}", sheet.path);
-        let mut out = Vec::new();
-        for c in listed {
-            let (Some(&(cx, cw)), Some(&(cy, ch))) = (cols.get(&c.col), rows.get(&c.row)) else {
-                continue;
-            };
-            let raw = Rect {
-                x: cx + offset.0,
-                y: cy + offset.1,
-                w: cw.max(0) as u32,
-                h: ch.max(0) as u32,
-            };
-            let Some(rect) = intersect(raw, win) else {
-                continue;
-            };
-            let name = cell_address(c.row, c.col);
-            let value = (!c.text.is_empty()).then(|| clip(&c.text, CELL_VALUE_MAX));
-            out.push(fetched(
-                cell_id(&sheet_id, c.row, c.col),
-                "table cell",
-                name,
-                value,
-                rect,
-                CtlInfo {
-                    bus: bus.to_string(),
-                    path: c.path.clone(),
-                    name: cell_address(c.row, c.col),
-                    rect,
-                    actions: Vec::new(),
-                    ifaces: iface::TEXT | iface::COMPONENT | iface::VALUE,
-                    states: 0,
-                    window: xid,
-                    // a cell's name is its address; only its role is compared before acting
-                    seen: crate::observe::controls::Seen {
-                        role: crate::a11y::vocab::role::TABLE_CELL,
-                        name: cell_address(c.row, c.col),
-                        label: 0,
-                    },
-                },
-            ));
-        }
-        let rect = Rect {
-            x: vis.x + offset.0,
-            y: vis.y + offset.1,
-            ..vis
-        };
-        let name = crate::observe::names::clean_name(&sheet.name, &sheet.description, "");
-        out.push(fetched(
-            sheet_id,
-            "table",
-            name.clone(),
-            Some(sheet_summary(&range, filled.len(), cut)),
-            rect,
-            CtlInfo {
-                bus: bus.to_string(),
-                path: sheet.path.clone(),
-                name,
-                rect,
-                actions: Vec::new(),
-                ifaces: sheet.ifaces,
-                states: sheet.states,
-                window: xid,
-                seen: crate::observe::controls::Seen {
-                    role: sheet.role,
-                    name: sheet.name.clone(),
-                    label: 0,
-                },
-            },
-        ));
-        Ok(out)
+        Ok((cols, rows))
     }
 
     /// A fresh reference to one cell (LibreOffice builds a new cell object each time, and keeps
