@@ -24,11 +24,13 @@
 //! | `desktop.rs` | [`LinuxDesktop`]: the bus, the X connection, the configuration and the parts above, and the [`ufo_core::Desktop`] port | `AppFacts` |
 //! | `config.rs`, `error.rs` | [`LinuxConfig`] and the launch table; [`LinuxError`] | |
 //!
-//! The features are methods of [`LinuxDesktop`] (one `impl` block in each feature's file),
-//! so `desktop.rs` and the files of `launch/`, `apps/`, `observe/` and `act/` still import
-//! each other. Each part has its own lock; where a feature touches another's part it names it
-//! (`self.controls`, `self.settling`, ...): the actions and Calc read the known controls,
-//! settling records them while it observes, the kept trees age the sheet cache.
+//! The features are methods of [`LinuxDesktop`] (an `impl` block in each feature's file).
+//! Where a feature's state type sits in the same file as those methods (`act/settle.rs`,
+//! `apps/table.rs`, `launch/mod.rs`, `observe/changes.rs`), that file and `desktop.rs` import
+//! each other; the node cache shows the way out (`KnownNodes` owns its state and reads
+//! through the bus alone). Each part has its own lock; where a feature touches another's part
+//! it names it (`self.controls`, `self.settling`, ...): the actions and Calc read the known
+//! controls, settling records them while it observes, the kept trees age the sheet cache.
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod a11y;
