@@ -752,9 +752,16 @@ mod tests {
             .expect("runs");
         assert!(out.stdout.len() < 20_000, "{} bytes", out.stdout.len());
         assert!(out.stdout.contains("truncated"), "{}", &out.stdout[..100]);
-        let r = run_command("sleep 4747; echo done", &[], Duration::from_millis(300)).await;
+        // an argument no other process on the machine has (other tests sleep too)
+        let arg = format!("4747.{}", std::process::id());
+        let r = run_command(
+            &format!("sleep {arg}; echo done"),
+            &[],
+            Duration::from_millis(300),
+        )
+        .await;
         assert!(matches!(r, Err(LinuxError::Timeout { .. })), "{r:?}");
-        let alive = || !ufo_proc::live_processes_with_arg("4747").is_empty();
+        let alive = || !ufo_proc::live_processes_with_arg(&arg).is_empty();
         let mut left = true;
         for _ in 0..100 {
             left = alive();
@@ -763,6 +770,6 @@ mod tests {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        assert!(!left, "sleep 4747 outlived the timeout");
+        assert!(!left, "sleep {arg} outlived the timeout");
     }
 }
