@@ -12,6 +12,7 @@ use ufo_core::{
 
 use crate::a11y::bus::A11yBus;
 use crate::a11y::vocab::ROOT_PATH;
+use crate::launch::process_name;
 use crate::x11::annotate;
 use crate::x11::{parse_window_id, window_id, XWindow, X11};
 use crate::{LinuxConfig, LinuxError};
@@ -53,13 +54,13 @@ pub struct LinuxDesktop {
     /// the controls of the latest observations (`observe`), used by the actions
     pub(crate) controls: Part<crate::observe::controls::KnownControls>,
     /// launched children, reaped as they exit (`launch`)
-    pub(crate) launched: Part<crate::launch::Launched>,
+    pub(crate) launched: crate::launch::Launched,
     /// nodes read one by one before (`a11y::nodecache`)
     pub(crate) nodes: crate::a11y::nodecache::KnownNodes,
     /// trees kept from the last observation of each application (`observe::changes`)
-    pub(crate) kept: Part<crate::observe::changes::KeptTrees>,
-    /// spreadsheet cells read before (`apps::table`)
-    pub(crate) sheets: Part<crate::apps::table::SheetCache>,
+    pub(crate) kept: crate::observe::changes::KeptTrees,
+    /// spreadsheet cells read before (`apps::sheets`)
+    pub(crate) sheets: crate::apps::sheets::SheetCache,
     /// what settling keeps between actions (`act::settle`)
     pub(crate) settling: Part<crate::act::settle::SettleState>,
     /// X damage and window events for settling (settle.rs); `None` without DAMAGE
@@ -101,12 +102,6 @@ pub(crate) async fn run_command(
     })
 }
 
-pub(crate) fn process_name(pid: u32) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
 impl LinuxDesktop {
     /// Connect to the X server (`DISPLAY`) and the accessibility bus (through
     /// `DBUS_SESSION_BUS_ADDRESS`), switching accessibility on if it is off.
@@ -124,10 +119,10 @@ impl LinuxDesktop {
             bus,
             apps: Part::default(),
             controls: Part::default(),
-            launched: Part::default(),
+            launched: Default::default(),
             nodes: Default::default(),
-            kept: Part::default(),
-            sheets: Part::default(),
+            kept: Default::default(),
+            sheets: Default::default(),
             settling: Part::default(),
             watch: tokio::task::spawn_blocking(crate::act::settle::ChangeWatch::start)
                 .await
@@ -345,31 +340,6 @@ impl LinuxDesktop {
         }
     }
 
-    fn reap(&self) {
-        let mut st = self.launched.lock();
-        st.children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
-    }
-
-    /// Whether an application has a populated window on the bus for this X window.
-    pub(crate) async fn window_ready(&self, w: &XWindow, by_pid: &HashMap<u32, String>) -> bool {
-        let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)) else {
-            return false;
-        };
-        match self.bus.tree(bus).await {
-            Ok(tree) => {
-                tree.kids(ROOT_PATH).iter().any(|p| {
-                    tree.nodes
-                        .get(p)
-                        .is_some_and(|n| n.child_count > 0 && n.name == w.title)
-                }) || tree
-                    .kids(ROOT_PATH)
-                    .iter()
-                    .any(|p| tree.nodes.get(p).is_some_and(|n| n.child_count > 0))
-            }
-            Err(_) => false,
-        }
-    }
-
     /// Launch an application from the launch table and wait until its window is on the bus.
     pub async fn launch_app(&self, app: &str) -> Result<WindowInfo, LinuxError> {
         let (name, command) = self
@@ -378,104 +348,6 @@ impl LinuxDesktop {
             .map(|(n, c)| (n.to_string(), c.to_string()))
             .ok_or_else(|| LinuxError::UnknownApp(app.to_string()))?;
         self.spawn_and_wait(&name, &command).await
-    }
-
-    async fn spawn_and_wait(&self, name: &str, command: &str) -> Result<WindowInfo, LinuxError> {
-        use std::os::unix::process::CommandExt;
-        // X reuses window ids once a client is gone: a window is new if its (id, pid) is new
-        let before: Vec<(u32, Option<u32>)> = self
-            .x11(|x| x.client_windows())
-            .await?
-            .iter()
-            .map(|w| (w.id, w.pid))
-            .collect();
-        let mut cmd = std::process::Command::new("/bin/sh");
-        // the application gets none of ufo's secrets (provider keys, UFO_LLM_*), and what its
-        // toolkit needs to be on the accessibility bus
-        ufo_proc::scrub_env_std(&mut cmd);
-        let command = &crate::launch::toolkit::with_switches(command);
-        let child = cmd
-            .arg("-c")
-            .arg(format!("exec {command}"))
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .env_remove("NO_AT_BRIDGE")
-            .envs(crate::launch::toolkit::a11y_env())
-            .envs(self.config.launch_env.iter().map(|(k, v)| (k, v)))
-            .process_group(0)
-            .spawn()
-            .map_err(|source| LinuxError::Spawn {
-                command: command.to_string(),
-                source,
-            })?;
-        let child_pid = child.id();
-        self.launched.lock().children.push(child);
-        let exe = crate::config::program_of(command);
-        let matches = |w: &XWindow| {
-            w.pid == Some(child_pid)
-                || crate::config::same_program(
-                    &exe,
-                    &w.class,
-                    w.pid.and_then(process_name).as_deref(),
-                )
-        };
-        let deadline = Instant::now() + self.config.launch_timeout;
-        let mut existing: Option<XWindow> = None;
-        while Instant::now() < deadline {
-            self.reap();
-            let xs = self.x11(|x| x.client_windows()).await?;
-            let by_pid = self.apps_by_pid().await.unwrap_or_default();
-            for w in xs.iter().filter(|w| matches(w)) {
-                let seen = before.contains(&(w.id, w.pid));
-                if !seen && self.window_ready(w, &by_pid).await {
-                    let app = match w.pid.and_then(|p| by_pid.get(&p)) {
-                        Some(bus) => self.app_name(bus).await,
-                        None => None,
-                    };
-                    return Ok(self.info(w, app));
-                }
-                if seen {
-                    existing = Some(w.clone());
-                }
-            }
-            // a single-instance application answers a second launch by raising its window
-            let exited = {
-                let mut st = self.launched.lock();
-                st.children
-                    .iter_mut()
-                    .find(|c| c.id() == child_pid)
-                    .map(|c| matches!(c.try_wait(), Ok(Some(_))))
-                    .unwrap_or(true)
-            };
-            if exited {
-                if let Some(w) = &existing {
-                    let app = match w.pid.and_then(|p| by_pid.get(&p)) {
-                        Some(bus) => self.app_name(bus).await,
-                        None => None,
-                    };
-                    return Ok(self.info(w, app));
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        // do not leave a process behind whose window never came
-        {
-            let mut st = self.launched.lock();
-            if let Some(c) = st.children.iter_mut().find(|c| c.id() == child_pid) {
-                let _ = c.kill();
-                let _ = c.wait();
-            }
-            st.children.retain(|c| c.id() != child_pid);
-        }
-        Err(LinuxError::Launch {
-            app: name.to_string(),
-            command: command.to_string(),
-            reason: format!(
-                "no window of it appeared on the accessibility bus within {} s; is it installed, and does the session have accessibility on (scripts/desktop-session.sh up)?",
-                self.config.launch_timeout.as_secs()
-            ),
-        })
     }
 
     /// Run a shell command with a time bound. A command equal to a launch-table command

@@ -17,20 +17,24 @@
 //! |---|---|---|
 //! | `a11y/` | the accessibility bus: bounded calls and `Cache.GetItems` (`bus`), the AT-SPI vocabulary from the `atspi` crate (`vocab`), the applications' event logs (`events`), nodes read one by one before (`nodecache`) | `KnownNodes` |
 //! | `x11/` | the X connection: windows, window ids, screenshots, XTEST input (`mod`), keys, the screenshot annotation, the person's take-over watch | |
-//! | `launch/` | launching applications apart from ufo (`mod`), toolkit detection and accessibility switches (`toolkit`), `ufo doctor` (`doctor`) | `Launched` |
-//! | `apps/` | what some applications need beyond the generic observation: Calc's sheets (`table`), office documents (`office`), web pages (`web`), GTK2's open menus (`menus`) | `SheetCache` |
-//! | `observe/` | the observation pipeline (`mod`), the controls it learnt (`controls`), the names an agent sees (`names`), LibreOffice's kept trees (`changes`) | `KnownControls`, `KeptTrees` |
-//! | `act/` | actions on controls (`mod`), the check that a label still means its control (`verify`), modal dialogs (`modal`), settling after an action (`settle`) | `SettleState` |
+//! | `launch/` | the children launched (`mod`), starting applications and waiting for their windows (`start`), toolkit detection and accessibility switches (`toolkit`), `ufo doctor` (`doctor`) | `Launched` |
+//! | `apps/` | what some applications need beyond the generic observation: Calc's sheets (`table`) and the cells read before (`sheets`), office documents (`office`), web pages (`web`), GTK2's open menus (`menus`) | `SheetCache` |
+//! | `observe/` | the observation pipeline (`mod`), the controls it learnt (`controls`), the names an agent sees (`names`), LibreOffice's kept trees (`changes`) and bringing them up to date (`refresh`) | `KnownControls`, `KeptTrees` |
+//! | `act/` | actions on controls (`mod`), the check that a label still means its control (`verify`), modal dialogs (`modal`), what settling decides and keeps and the X change watch (`settle`), the waits around an action (`wait`) | `SettleState` |
 //! | `desktop.rs` | [`LinuxDesktop`]: the bus, the X connection, the configuration and the parts above, and the [`ufo_core::Desktop`] port | `AppFacts` |
 //! | `config.rs`, `error.rs` | [`LinuxConfig`] and the launch table; [`LinuxError`] | |
 //!
-//! The features are methods of [`LinuxDesktop`] (an `impl` block in each feature's file).
-//! Where a feature's state type sits in the same file as those methods (`act/settle.rs`,
-//! `apps/table.rs`, `launch/mod.rs`, `observe/changes.rs`), that file and `desktop.rs` import
-//! each other; the node cache shows the way out (`KnownNodes` owns its state and reads
-//! through the bus alone). Each part has its own lock; where a feature touches another's part
-//! it names it (`self.controls`, `self.settling`, ...): the actions and Calc read the known
-//! controls, settling records them while it observes, the kept trees age the sheet cache.
+//! Each part is a type in a file of its own below `desktop.rs`, which imports nothing of the
+//! desktop: `KnownNodes`, `Launched`, `KeptTrees` and `SheetCache` own their lock and the
+//! operations on their state (`self.kept.keep(...)`, `self.sheets.cell_path(...)`);
+//! `KnownControls`, `SettleState` and `AppFacts` are plain state behind a `Part` lock. The
+//! work that crosses parts (observing, acting, settling, reading a sheet, launching) is
+//! methods of [`LinuxDesktop`] in the feature's files above `desktop.rs` (`observe/mod.rs`,
+//! `observe/refresh.rs`, `act/mod.rs`, `act/wait.rs`, `apps/table.rs`, `launch/start.rs`,
+//! ...): settling observes the window while it waits, Calc acts and observes, the kept trees
+//! age the sheet cache, launching reads the applications on the bus. No file imports
+//! `desktop.rs` that `desktop.rs` imports. Where a feature touches another's part it names it
+//! (`self.controls`, `self.settling`, ...).
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod a11y;

@@ -4,6 +4,7 @@
 pub(crate) mod modal;
 pub(crate) mod settle;
 pub(crate) mod verify;
+mod wait;
 
 use ufo_core::{Button, ScrollDirection, UiAction};
 
@@ -40,6 +41,48 @@ fn centre(c: &CtlInfo) -> (i32, i32) {
 }
 
 impl LinuxDesktop {
+    /// The centre of a control when an XTEST click there reaches it: the control is showing
+    /// and visible with a sensible size, its centre is on the screen and inside its window,
+    /// and the X hit test at that point finds its window on top (no other window, dialog or
+    /// menu covers it). `None` sends the click through the control's AT-SPI action.
+    pub(crate) async fn uncovered_centre(
+        &self,
+        xid: u32,
+        c: &crate::observe::controls::CtlInfo,
+    ) -> Option<(i32, i32)> {
+        use crate::a11y::vocab::{iface, state};
+        // (a dialog's controls keep their AT-SPI action, see `perform`)
+        if !self.config.xtest_clicks
+            || (c.window != 0 && c.window != xid)
+            || c.ifaces & iface::COMPONENT == 0
+            // (the application's cache leaves SHOWING out; the hit test below stands for it)
+            || c.states & state::VISIBLE == 0
+            || c.rect.w < 2
+            || c.rect.h < 2
+        {
+            return None;
+        }
+        let (x, y) = (
+            c.rect.x + c.rect.w as i32 / 2,
+            c.rect.y + c.rect.h as i32 / 2,
+        );
+        let target = if c.window != 0 { c.window } else { xid };
+        self.x11(move |xx| {
+            let on_screen =
+                x >= 0 && y >= 0 && (x as u32) < xx.screen_w && (y as u32) < xx.screen_h;
+            let inside = xx.window_info(target)?.is_some_and(|w| {
+                x >= w.x && y >= w.y && x < w.x + w.w as i32 && y < w.y + w.h as i32
+            });
+            let (hit, top) = (xx.top_at(x, y)?, xx.top_of(target)?);
+            tracing::debug!(on_screen, inside, ?hit, top, "hit test");
+            Ok(on_screen && inside && hit == Some(top))
+        })
+        .await
+        .ok()
+        .filter(|ok| *ok)
+        .map(|_| (x, y))
+    }
+
     async fn control(&self, window: &str, control_id: &str) -> Result<CtlInfo, LinuxError> {
         let known = self.controls.lock().by_id.get(control_id).cloned();
         if let Some(mut c) = known {

@@ -11,6 +11,11 @@
 //! has settled: it changed and then stayed quiet for [`SettleParams::quiet`], or nothing
 //! changed within a bound learned per application and input path ([`Learned`]): twice the
 //! longest time to a first change seen so far, between a floor and the configured settle time.
+//!
+//! This file holds what settling decides and keeps between actions ([`SettleState`], which
+//! the desktop holds) and the watch; the waits themselves (`settle_start`, `settle_after`,
+//! `take_prefetched`, `settle_quiet`) are in `wait.rs`, as they look at the window, observe
+//! it and ask the application through the desktop.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -34,11 +39,11 @@ pub(crate) const QUIET: Duration = Duration::from_millis(40);
 pub(crate) const FLOOR: Duration = Duration::from_millis(150);
 /// How long the window must have been quiet after a change before ufo observes it while
 /// waiting out the rest of [`QUIET`] (back-to-back frames of one redraw come ~16 ms apart).
-const PREFETCH_AFTER: Duration = Duration::from_millis(20);
+pub(crate) const PREFETCH_AFTER: Duration = Duration::from_millis(20);
 /// Most observations made while waiting in one settle.
-const PREFETCH_MAX: usize = 3;
+pub(crate) const PREFETCH_MAX: usize = 3;
 /// Longest time an observation made while settling is kept for the next step.
-const PREFETCH_KEPT: Duration = Duration::from_secs(2);
+pub(crate) const PREFETCH_KEPT: Duration = Duration::from_secs(2);
 /// Most change times kept.
 const KEEP: usize = 512;
 /// How long a clicked control's own press, ripple and hover transitions run on in a
@@ -422,22 +427,22 @@ pub(crate) struct SettleState {
 /// An observation made while a settle waited out its quiet time, for the next `observe` of
 /// the window: the window did not change after it began (up to the end of the settle).
 pub(crate) struct Prefetched {
-    xid: u32,
+    pub xid: u32,
     /// the area of the window and its dialogs, which the looks look at
-    area: Option<Rect>,
+    pub area: Option<Rect>,
     /// when the settle ended
-    settled: Instant,
+    pub settled: Instant,
     /// the window's last look in the settle, and the rectangles left out of looks
-    look: Option<Look>,
-    exempt: Vec<Rect>,
-    obs: ufo_core::WindowObservation,
+    pub look: Option<Look>,
+    pub exempt: Vec<Rect>,
+    pub obs: ufo_core::WindowObservation,
     /// the controls it labelled (installed when it is handed out)
-    controls: (u32, crate::observe::controls::Labelled),
+    pub controls: (u32, crate::observe::controls::Labelled),
 }
 
 /// An observation made while settling: when it began, what it saw, the controls it labelled
 /// (and their window).
-type Made = (
+pub(crate) type Made = (
     Instant,
     ufo_core::WindowObservation,
     (u32, crate::observe::controls::Labelled),
@@ -482,19 +487,19 @@ pub(crate) enum Input {
 
 /// Whether two looks at a window differ outside `exempt` by more than a blinking text caret
 /// (a window that could not be read counts as changed when it could be before, or after).
-fn differs(a: Option<&Look>, b: Option<&Look>, exempt: &[Rect]) -> bool {
+pub(crate) fn differs(a: Option<&Look>, b: Option<&Look>, exempt: &[Rect]) -> bool {
     changed_box(a, b, exempt).is_some()
 }
 
 /// Where two looks at a window differ (see [`differs`]): the smallest rectangle holding
 /// every changed region but the carets; the whole window when one of them could not be read.
-fn changed_box(a: Option<&Look>, b: Option<&Look>, exempt: &[Rect]) -> Option<Rect> {
+pub(crate) fn changed_box(a: Option<&Look>, b: Option<&Look>, exempt: &[Rect]) -> Option<Rect> {
     crate::x11::union(changed_regions(a, b, exempt))
 }
 
 /// The regions where two looks at a window differ, carets left out; the whole window when
 /// one of them could not be read.
-fn changed_regions(a: Option<&Look>, b: Option<&Look>, exempt: &[Rect]) -> Vec<Rect> {
+pub(crate) fn changed_regions(a: Option<&Look>, b: Option<&Look>, exempt: &[Rect]) -> Vec<Rect> {
     match (a, b) {
         (Some(a), Some(b)) => a
             .changed_regions(b, exempt)
@@ -507,444 +512,12 @@ fn changed_regions(a: Option<&Look>, b: Option<&Look>, exempt: &[Rect]) -> Vec<R
 }
 
 /// `r` grown by `by` pixels on every side (a button's focus ring and shadow).
-fn grow(r: Rect, by: u32) -> Rect {
+pub(crate) fn grow(r: Rect, by: u32) -> Rect {
     Rect {
         x: r.x - by as i32,
         y: r.y - by as i32,
         w: r.w + 2 * by,
         h: r.h + 2 * by,
-    }
-}
-
-impl crate::desktop::LinuxDesktop {
-    /// Start watching `xid` before acting on it. `clicked` is the control about to be
-    /// clicked: its own press and hover animation (and those of the controls clicked just
-    /// before, and of the one the pointer leaves) run on for half a second in GTK and say
-    /// nothing new, so the looks at the window leave them out.
-    pub(crate) async fn settle_start(&self, xid: u32, clicked: Option<Rect>) -> SettleStart {
-        let exempt: Vec<Rect> = {
-            let mut g = self.settling.lock();
-            g.last_input = Input::Other;
-            let now = Instant::now();
-            let mut exempt = g.clicked.animating(now);
-            if let Some(r) = clicked {
-                exempt.push(r);
-                g.clicked.note(now, r);
-            }
-            exempt.into_iter().map(|r| grow(r, 4)).collect()
-        };
-        match &self.watch {
-            Some(w) => {
-                let watched = self.watched(xid).await;
-                let (w, wanted) = (Arc::clone(w), watched.ids.clone());
-                let _ = tokio::task::spawn_blocking(move || w.watch(&wanted)).await;
-                let frame = self.x11(move |x| x.top_of(xid)).await.ok();
-                let ids = std::iter::once(xid).chain(frame).collect();
-                let since = Instant::now();
-                let before = self.look_at(watched.area).await;
-                SettleStart::Events {
-                    since,
-                    exempt,
-                    before,
-                    ids,
-                    watched,
-                }
-            }
-            None => SettleStart::Pixels(self.fingerprint(xid).await),
-        }
-    }
-
-    /// The windows to watch for `xid`: it and the dialogs on it (the windows transient for
-    /// it), with the area they cover; `xid` alone when the window manager does not list it.
-    async fn watched(&self, xid: u32) -> Watched {
-        self.x11(move |x| {
-            let all = x.client_windows()?;
-            let mine: Vec<_> = all
-                .iter()
-                .filter(|w| w.id == xid || w.transient_for == Some(xid))
-                .collect();
-            if !mine.iter().any(|w| w.id == xid) {
-                let area = x.window_info(xid)?.map(|w| w.rect());
-                return Ok(Watched {
-                    ids: vec![xid],
-                    area,
-                });
-            }
-            Ok(Watched {
-                ids: mine.iter().map(|w| w.id).collect(),
-                area: crate::x11::union(mine.iter().map(|w| w.rect())),
-            })
-        })
-        .await
-        .unwrap_or_else(|_: crate::LinuxError| Watched {
-            ids: vec![xid],
-            area: None,
-        })
-    }
-
-    /// The pixels of a screen area now (`None` when there is none or it cannot be read).
-    async fn look_at(&self, area: Option<Rect>) -> Option<Look> {
-        let a = area?;
-        self.x11(move |x| x.look(a.x, a.y, a.w, a.h)).await.ok()
-    }
-
-    /// The window's pixels now (`None` when it cannot be read).
-    async fn look(&self, xid: u32) -> Option<Look> {
-        self.x11(move |x| {
-            let w = x
-                .window_info(xid)?
-                .ok_or_else(|| crate::LinuxError::NoWindow(format!("{xid:#x}")))?;
-            x.look(w.x, w.y, w.w, w.h)
-        })
-        .await
-        .ok()
-    }
-
-    /// Wait until the window has settled after the action begun at `start`; remembers (for
-    /// [`ufo_core::Desktop::last_action_changed`]) whether anything changed. A redraw counts
-    /// as a change when the window's pixels (outside the exempt rectangles) differ from the
-    /// last look; a window mapped, unmapped or moved always counts.
-    pub(crate) async fn settle_after(
-        &self,
-        xid: u32,
-        start: SettleStart,
-        probe: Option<(&str, &str)>,
-    ) -> bool {
-        let changed = match (start, &self.watch) {
-            (
-                SettleStart::Events {
-                    since,
-                    exempt,
-                    before,
-                    ids,
-                    mut watched,
-                },
-                Some(w),
-            ) => {
-                let key = format!("{xid:#x}/{:?}", self.settling.lock().last_input);
-                let max = self.config.settle_time;
-                let mut params = SettleParams {
-                    quiet: QUIET,
-                    first_change: self.settling.lock().learned.bound(&key, max),
-                    tail: self.config.settle_tail,
-                    max,
-                };
-                let poll = self.config.settle_poll.min(Duration::from_millis(5));
-                let (mut seen, mut look) = (0, before);
-                let (mut first, mut last): (Option<Duration>, Option<Duration>) = (None, None);
-                let mut looks = 0;
-                let mut changes = Vec::new();
-                let mut prefetches = 0;
-                let mut prefetched: Option<Made> = None;
-                let mut structure_seen = None;
-                loop {
-                    let (redraws, s_first, s_last) = w.activity_since(since);
-                    // a window appeared, went or moved: a dialog opened on the window (or
-                    // closed) is watched (or let go) from now on
-                    let mut moved = false;
-                    if s_last != structure_seen {
-                        structure_seen = s_last;
-                        let now = self.watched(xid).await;
-                        if now != watched {
-                            // a dialog the action opened on the window is drawn for a while
-                            // after it appears, and that is content, not a transition: it
-                            // gets the whole settle time to go quiet
-                            if now.ids.iter().any(|i| !watched.ids.contains(i)) {
-                                params.tail = max;
-                            }
-                            if now.ids != watched.ids {
-                                let (w, wanted) = (Arc::clone(w), now.ids.clone());
-                                let _ = tokio::task::spawn_blocking(move || w.watch(&wanted)).await;
-                            }
-                            watched = now;
-                            moved = true;
-                        }
-                    }
-                    if redraws > seen || moved {
-                        seen = redraws;
-                        looks += 1;
-                        let now = self.look_at(watched.area).await;
-                        let regions = changed_regions(look.as_ref(), now.as_ref(), &exempt);
-                        look = now;
-                        let content = self
-                            .settling
-                            .lock()
-                            .transitions
-                            .note(Instant::now(), &regions);
-                        if let Some(r) = crate::x11::union(content) {
-                            let t = since.elapsed();
-                            changes.push((t.as_millis() as u64, r.x, r.y, r.w, r.h));
-                            first.get_or_insert(t);
-                            last = Some(t);
-                        }
-                    }
-                    let f = match (first, s_first) {
-                        (Some(a), Some(b)) => Some(a.min(b)),
-                        (a, b) => a.or(b),
-                    };
-                    let l = match (last, s_last) {
-                        (Some(a), Some(b)) => Some(a.max(b)),
-                        (a, b) => a.or(b),
-                    };
-                    match decide(since.elapsed(), f, l, &params) {
-                        Decision::Wait(d) => {
-                            // observe while the quiet time runs out: the next step's
-                            // observation is then ready when the window has settled (kept
-                            // only if nothing changed after it began, see `take_prefetched`)
-                            if let Some(lc) = l {
-                                let began_after = |t: &Instant| *t >= since + lc;
-                                let quiet_for = since.elapsed().saturating_sub(lc);
-                                if prefetches < PREFETCH_MAX
-                                    && quiet_for >= PREFETCH_AFTER
-                                    && !prefetched.as_ref().is_some_and(|(t, _, _)| began_after(t))
-                                {
-                                    prefetches += 1;
-                                    // an observation raises its window when another one is
-                                    // active (one the action opened): only the next step's
-                                    // own observation may do that
-                                    let active = self.x11(|x| x.active_window()).await;
-                                    if active
-                                        .is_ok_and(|a| a.is_some_and(|a| !watched.ids.contains(&a)))
-                                    {
-                                        prefetches = PREFETCH_MAX;
-                                        continue;
-                                    }
-                                    let t = Instant::now();
-                                    self.controls.lock().prefetching = true;
-                                    let obs =
-                                        self.observe_window(&crate::x11::window_id(xid)).await.ok();
-                                    let controls = {
-                                        let mut st = self.controls.lock();
-                                        st.prefetching = false;
-                                        st.prefetched.take()
-                                    };
-                                    prefetched = obs.zip(controls).map(|(o, c)| (t, o, c));
-                                    continue;
-                                }
-                            }
-                            tokio::time::sleep(d.min(poll)).await
-                        }
-                        Decision::Settled { changed } => {
-                            // the application may still be busy (LibreOffice closes one
-                            // dialog, then opens the next): a round trip to it is answered
-                            // from its main loop once the click's handler is done; a window
-                            // that handler showed since keeps the settle going until quiet
-                            if let Some((bus, path)) = probe {
-                                let asked = Instant::now();
-                                let _ = self
-                                    .bus
-                                    .call::<_, Vec<u32>>(
-                                        bus,
-                                        path,
-                                        "org.a11y.atspi.Accessible",
-                                        "GetState",
-                                        &(),
-                                    )
-                                    .await;
-                                // (a window the handler made is announced at once by its
-                                // CreateNotify; its MapNotify waits for the window manager)
-                                tokio::time::sleep(Duration::from_millis(4)).await;
-                                // (a window appeared, went or moved: redraws of the watched
-                                // window alone are the transitions the tail cut short)
-                                if w.structure_since(asked) {
-                                    while since.elapsed() < max
-                                        && w.last_change().is_some_and(|t| t.elapsed() < QUIET)
-                                    {
-                                        tokio::time::sleep(poll).await;
-                                    }
-                                }
-                            }
-                            // the action closed the dialog it was on: applications often
-                            // open the next one a while later (LibreOffice's keep-format
-                            // question after Save), so wait for a window to appear (then
-                            // quiet) up to the settle time
-                            if w.gone_since(since, &ids) {
-                                let closed = Instant::now();
-                                while since.elapsed() < max {
-                                    let mapped = w.last_map().is_some_and(|t| t >= since);
-                                    let quiet =
-                                        w.last_change().is_none_or(|t| t.elapsed() >= QUIET);
-                                    if mapped && quiet && closed.elapsed() >= QUIET {
-                                        break;
-                                    }
-                                    tokio::time::sleep(poll).await;
-                                }
-                            }
-                            if let Some(f) = f {
-                                self.settling.lock().learned.note(&key, f);
-                            }
-                            // the observation made while waiting holds if it began after the
-                            // last change and the window looks the same since the last look
-                            let kept = match prefetched {
-                                Some((t, obs, controls))
-                                    if l.is_some_and(|lc| t >= since + lc)
-                                        && !w.structure_since(t) =>
-                                {
-                                    let (redraws, _, _) = w.activity_since(since);
-                                    let mut exempt = exempt.clone();
-                                    exempt.extend(
-                                        self.settling.lock().transitions.running(Instant::now()),
-                                    );
-                                    let same = redraws == seen || {
-                                        let now = self.look_at(watched.area).await;
-                                        !differs(look.as_ref(), now.as_ref(), &exempt)
-                                    };
-                                    same.then_some(Prefetched {
-                                        xid,
-                                        area: watched.area,
-                                        settled: Instant::now(),
-                                        look: look.clone(),
-                                        exempt,
-                                        obs,
-                                        controls,
-                                    })
-                                }
-                                _ => None,
-                            };
-                            let kept_one = kept.is_some();
-                            {
-                                let mut st = self.settling.lock();
-                                st.prefetched = kept;
-                                st.settled_at = Some(Instant::now());
-                            }
-                            tracing::debug!(
-                                changed,
-                                first_ms = f.map(|f| f.as_millis() as u64),
-                                redraws,
-                                looks,
-                                prefetches,
-                                kept_one,
-                                ?changes,
-                                ?exempt,
-                                ms = since.elapsed().as_millis() as u64,
-                                "settled"
-                            );
-                            break changed;
-                        }
-                    }
-                }
-            }
-            (SettleStart::Pixels(before), _) => {
-                self.settle_window(xid, before).await;
-                before.is_none() || self.fingerprint(xid).await != before
-            }
-            (SettleStart::Events { .. }, None) => true,
-        };
-        self.settling.lock().last_changed = Some(changed);
-        changed
-    }
-}
-
-impl crate::desktop::LinuxDesktop {
-    /// The observation of `window_id` made while the last settle waited, if the window has
-    /// not changed since the settle ended (no window event; no redraw, or one that leaves the
-    /// window looking the same) and it is at most [`PREFETCH_KEPT`] old. Taken once.
-    pub(crate) async fn take_prefetched(
-        &self,
-        window_id: &str,
-    ) -> Option<ufo_core::WindowObservation> {
-        let p = self.settling.lock().prefetched.take()?;
-        let w = self.watch.as_ref()?;
-        let xid = crate::x11::parse_window_id(window_id).ok()?;
-        if p.xid != xid || p.settled.elapsed() > PREFETCH_KEPT || w.structure_since(p.settled) {
-            return None;
-        }
-        let (redraws, _, _) = w.activity_since(p.settled);
-        if redraws > 0 {
-            let now = self.look_at(p.area).await;
-            if differs(p.look.as_ref(), now.as_ref(), &p.exempt) {
-                return None;
-            }
-        }
-        let (owner, entries) = p.controls;
-        self.controls.lock().install(owner, entries);
-        Some(p.obs)
-    }
-
-    /// The settle asked for between steps (a SCREENSHOT status): the last action already
-    /// settled, so wait only while something still changes: until no X event came for
-    /// [`QUIET`] and the screen over the last window (a dialog on it included) looks the same
-    /// twice [`QUIET`] apart (at most `settle_time`); at once when nothing changed since the
-    /// last action's settle ended (it waited for quiet, a dialog the action opened included).
-    /// `false` without a change watch.
-    pub(crate) async fn settle_quiet(&self) -> bool {
-        let Some(w) = &self.watch else {
-            return false;
-        };
-        let (last, settled_at) = {
-            let st = self.settling.lock();
-            (st.last_window, st.settled_at)
-        };
-        if settled_at.is_some_and(|s| w.last_change().is_none_or(|c| c < s)) {
-            return true;
-        }
-        let deadline = Instant::now() + self.config.settle_time;
-        let mut look = match last {
-            Some(x) => self.look(x).await,
-            None => None,
-        };
-        while Instant::now() < deadline {
-            if let Some(t) = w.last_change().filter(|t| t.elapsed() < QUIET) {
-                tokio::time::sleep(QUIET.saturating_sub(t.elapsed())).await;
-                continue;
-            }
-            let Some(x) = last else { break };
-            tokio::time::sleep(QUIET).await;
-            let now = self.look(x).await;
-            let moved = changed_box(look.as_ref(), now.as_ref(), &[]);
-            look = now;
-            tracing::debug!(
-                ?moved,
-                since_settle_ms = settled_at.map(|s| s.elapsed().as_millis() as u64),
-                "quiet look"
-            );
-            if moved.is_none() {
-                break;
-            }
-        }
-        true
-    }
-
-    /// The centre of a control when an XTEST click there reaches it: the control is showing
-    /// and visible with a sensible size, its centre is on the screen and inside its window,
-    /// and the X hit test at that point finds its window on top (no other window, dialog or
-    /// menu covers it). `None` sends the click through the control's AT-SPI action.
-    pub(crate) async fn uncovered_centre(
-        &self,
-        xid: u32,
-        c: &crate::observe::controls::CtlInfo,
-    ) -> Option<(i32, i32)> {
-        use crate::a11y::vocab::{iface, state};
-        // (a dialog's controls keep their AT-SPI action, see `perform`)
-        if !self.config.xtest_clicks
-            || (c.window != 0 && c.window != xid)
-            || c.ifaces & iface::COMPONENT == 0
-            // (the application's cache leaves SHOWING out; the hit test below stands for it)
-            || c.states & state::VISIBLE == 0
-            || c.rect.w < 2
-            || c.rect.h < 2
-        {
-            return None;
-        }
-        let (x, y) = (
-            c.rect.x + c.rect.w as i32 / 2,
-            c.rect.y + c.rect.h as i32 / 2,
-        );
-        let target = if c.window != 0 { c.window } else { xid };
-        self.x11(move |xx| {
-            let on_screen =
-                x >= 0 && y >= 0 && (x as u32) < xx.screen_w && (y as u32) < xx.screen_h;
-            let inside = xx.window_info(target)?.is_some_and(|w| {
-                x >= w.x && y >= w.y && x < w.x + w.w as i32 && y < w.y + w.h as i32
-            });
-            let (hit, top) = (xx.top_at(x, y)?, xx.top_of(target)?);
-            tracing::debug!(on_screen, inside, ?hit, top, "hit test");
-            Ok(on_screen && inside && hit == Some(top))
-        })
-        .await
-        .ok()
-        .filter(|ok| *ok)
-        .map(|_| (x, y))
     }
 }
 

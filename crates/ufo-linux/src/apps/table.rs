@@ -29,6 +29,7 @@ use zbus::zvariant::OwnedObjectPath;
 use crate::a11y::bus::{AppTree, Node};
 use crate::a11y::vocab::role;
 use crate::a11y::vocab::{iface, state};
+use crate::apps::sheets::Cell;
 use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
 use crate::observe::controls::{ControlDetail, Fetched};
@@ -45,8 +46,6 @@ const ACCESSIBLE: &str = "/org/a11y/atspi/accessible/";
 /// Longest cell value shown in an observation (`read_text` gives the whole content): a few
 /// long texts must not blow the prompt of a sheet.
 const CELL_VALUE_MAX: usize = 200;
-/// Most cell references remembered between observations (then forgotten all at once).
-const MAX_KNOWN_CELLS: usize = 50_000;
 /// Columns of a LibreOffice sheet (A..XFD) and rows.
 const SHEET_COLS: u32 = 16_384;
 const SHEET_ROWS: u32 = 1_048_576;
@@ -221,15 +220,6 @@ type ObjRef = (String, OwnedObjectPath);
 
 const TABLE_IFACE: &str = "org.a11y.atspi.Table";
 
-/// A cell read from the sheet.
-#[derive(Clone)]
-pub(crate) struct Cell {
-    row: u32,
-    col: u32,
-    path: String,
-    text: String,
-}
-
 /// Column → (x, width) or row → (y, height) of a sheet's grid, in bus coordinates.
 type Spans = HashMap<u32, (i32, i32)>;
 
@@ -328,16 +318,6 @@ fn sheet_control(
             },
         },
     )
-}
-
-/// Spreadsheet cells read before.
-#[derive(Default)]
-pub(crate) struct SheetCache {
-    /// (bus, sheet path, row, column) → the cell's path (LibreOffice keeps every cell object
-    /// it hands out)
-    pub cells: HashMap<(String, String, u32, u32), String>,
-    /// (bus, sheet path) → the cells read last, with the event count they were read at
-    pub kept: HashMap<(String, String), (u64, Vec<Cell>)>,
 }
 
 impl LinuxDesktop {
@@ -514,27 +494,16 @@ impl LinuxDesktop {
         range: &CellRange,
         deadline: Instant,
     ) -> Result<Vec<Cell>, LinuxError> {
-        let known: HashMap<(u32, u32), String> = {
-            let st = self.sheets.lock();
-            range
-                .cells()
-                .filter_map(|(r, c)| {
-                    st.cells
-                        .get(&(bus.to_string(), sheet.path.clone(), r, c))
-                        .map(|p| ((r, c), p.clone()))
-                })
-                .collect()
-        };
+        let known = self.sheets.known_paths(bus, &sheet.path, range.cells());
         let known = &known;
         // the cells of the last observation, when LibreOffice sent no event since
-        let count = self.event_count(bus);
+        let count = self.kept.event_count(bus);
         let key = (bus.to_string(), sheet.path.clone());
         let kept: Option<Vec<Cell>> = count.and_then(|n| {
-            let st = self.sheets.lock();
-            let (at, cells) = st.kept.get(&key)?;
-            let all = cells.len() == range.cells().count()
-                && cells.iter().all(|c| range.contains((c.row, c.col)));
-            (*at == n && all).then(|| cells.clone())
+            self.sheets.kept_cells(&key, n, |cells| {
+                cells.len() == range.cells().count()
+                    && cells.iter().all(|c| range.contains((c.row, c.col)))
+            })
         });
         if let Some(cells) = kept {
             return Ok(cells);
@@ -568,31 +537,14 @@ impl LinuxDesktop {
                     ms: self.config.walk_budget.as_millis() as u64,
                 })?;
         let cells: Vec<Cell> = cells.into_iter().filter_map(Result::ok).collect();
-        let mut st = self.sheets.lock();
-        match count {
-            Some(n) => {
-                st.kept.insert(key, (n, cells.clone()));
-            }
-            None => {
-                st.kept.remove(&key);
-            }
-        }
+        self.sheets.keep_cells(key, count, &cells);
         Ok(cells)
     }
 
     /// Step 3 of [`Self::read_sheet`]: remember the cells' objects for the next observation
-    /// (at most [`MAX_KNOWN_CELLS`], then forgotten all at once).
+    /// (bounded, see [`crate::apps::sheets::SheetCache::remember_paths`]).
     fn remember_cell_paths(&self, bus: &str, sheet: &Node, cells: &[Cell]) {
-        let mut st = self.sheets.lock();
-        if st.cells.len() > MAX_KNOWN_CELLS {
-            st.cells.clear();
-        }
-        for c in cells {
-            st.cells.insert(
-                (bus.to_string(), sheet.path.clone(), c.row, c.col),
-                c.path.clone(),
-            );
-        }
+        self.sheets.remember_paths(bus, &sheet.path, cells);
     }
 
     /// Step 4 of [`Self::read_sheet`]: the grid's geometry from the cells of its first
@@ -1044,12 +996,12 @@ impl LinuxDesktop {
         let address = cell_address(row, col);
         let sheet = self.sheet_info(window, sheet_id).await?;
         let key = (sheet.bus.clone(), sheet.path.clone(), row, col);
-        let known = self.sheets.lock().cells.get(&key).cloned();
+        let known = self.sheets.cell_path(&key);
         let path = match known {
             Some(p) if self.bus.text(&sheet.bus, &p).await.is_ok() => p,
             _ => {
                 let p = self.cell_path(&sheet.bus, &sheet.path, row, col).await?;
-                self.sheets.lock().cells.insert(key, p.clone());
+                self.sheets.set_cell_path(key, p.clone());
                 p
             }
         };

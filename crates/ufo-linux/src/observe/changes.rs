@@ -23,11 +23,9 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use crate::a11y::bus::{AppTree, Node};
-use crate::a11y::events::{Change, SYNC_WAIT};
+use crate::a11y::bus::AppTree;
+use crate::a11y::events::Change;
 use crate::a11y::vocab::role;
-use crate::a11y::vocab::state;
-use crate::desktop::LinuxDesktop;
 
 /// Most objects refreshed one by one; more changed than this and the whole tree is read.
 pub(crate) const MAX_REFRESH: usize = 200;
@@ -115,7 +113,7 @@ pub(crate) fn cells_verdict(
 const MAX_OUTSIDE: usize = 256;
 /// Roles of objects that are or may sit in a sheet's cell: table cell, paragraph, text,
 /// entry, none (invalid), filler (LibreOffice's in-place editor).
-const MAY_HOLD_CELL_TEXT: &[u32] = &[
+pub(crate) const MAY_HOLD_CELL_TEXT: &[u32] = &[
     role::INVALID,
     role::FILLER,
     role::TABLE_CELL,
@@ -132,13 +130,69 @@ pub(crate) struct Kept {
     pub tree: AppTree,
 }
 
-/// The trees kept from the last observation of each application.
+/// The trees kept from the last observation of each application, behind a lock of their
+/// own.
 #[derive(Default)]
-pub(crate) struct KeptTrees {
+pub(crate) struct KeptTrees(std::sync::Mutex<Trees>);
+
+#[derive(Default)]
+struct Trees {
     /// bus name → its tree kept from the last observation
-    pub trees: HashMap<String, Kept>,
+    trees: HashMap<String, Kept>,
     /// bus name → its event count at the start of the current observation
-    pub event_counts: HashMap<String, u64>,
+    event_counts: HashMap<String, u64>,
+}
+
+impl KeptTrees {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Trees> {
+        // a panic while holding the lock leaves plain data behind: keep going
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Start an observation of `bus` at event count `count` (`None`: its events are not
+    /// counted): the count is noted, and the tree kept with the count it was read at comes
+    /// back (none without a count).
+    pub(crate) fn start(&self, bus: &str, count: Option<u64>) -> Option<(u64, AppTree)> {
+        let mut st = self.lock();
+        match count {
+            Some(c) => {
+                st.event_counts.insert(bus.to_string(), c);
+            }
+            None => {
+                st.event_counts.remove(bus);
+            }
+        }
+        match count {
+            Some(_) => st.trees.get(bus).map(|k| (k.count, k.tree.clone())),
+            None => None,
+        }
+    }
+
+    /// Keep a tree read (or kept) now, with the application's event count from before it
+    /// was read.
+    pub(crate) fn keep(&self, bus: &str, count: Option<u64>, tree: &AppTree) {
+        let mut st = self.lock();
+        match count {
+            Some(count) => {
+                st.trees.insert(
+                    bus.to_string(),
+                    Kept {
+                        count,
+                        tree: tree.clone(),
+                    },
+                );
+            }
+            None => {
+                st.trees.remove(bus);
+            }
+        }
+    }
+
+    /// The event count of `bus` taken at the start of this observation, when its trees may
+    /// be kept.
+    pub(crate) fn event_count(&self, bus: &str) -> Option<u64> {
+        self.lock().event_counts.get(bus).copied()
+    }
 }
 
 /// Whether an application's trees may be kept between observations: LibreOffice, whose
@@ -150,7 +204,7 @@ pub(crate) fn keeps_trees(app_name: &str) -> bool {
 
 /// Whether a kept tree may be brought up to date from the events (`UFO_INCREMENTAL=0`
 /// reads it whole after any event, as before: for comparisons and as a way out).
-fn incremental() -> bool {
+pub(crate) fn incremental() -> bool {
     std::env::var("UFO_INCREMENTAL").map_or(true, |v| v.trim() != "0")
 }
 
@@ -200,247 +254,10 @@ pub(crate) fn set_children(
     fresh
 }
 
-impl LinuxDesktop {
-    /// The tree of `bus` kept from an earlier observation, brought up to date from the
-    /// events the application sent since, and its event count now (to keep what this
-    /// observation reads). `None` for the tree: read it whole.
-    pub(crate) async fn kept_tree(&self, bus: &str) -> (Option<u64>, Option<AppTree>) {
-        let Some(changes) = self.bus.changes.clone() else {
-            return (None, None);
-        };
-        if !self.app_name(bus).await.is_some_and(|a| keeps_trees(&a)) {
-            return (None, None);
-        }
-        let count = changes.count(bus).await;
-        let kept = {
-            let mut st = self.kept.lock();
-            match count {
-                Some(c) => {
-                    st.event_counts.insert(bus.to_string(), c);
-                }
-                None => {
-                    st.event_counts.remove(bus);
-                }
-            }
-            match count {
-                Some(_) => st.trees.get(bus).map(|k| (k.count, k.tree.clone())),
-                None => None,
-            }
-        };
-        let (Some(now), Some((then, mut tree))) = (count, kept) else {
-            tracing::debug!(bus, count, "kept tree: none");
-            return (count, None);
-        };
-        if then == now {
-            tracing::debug!(bus, count, "kept tree: no event since");
-            return (count, Some(tree));
-        }
-        if !incremental() {
-            return (count, None);
-        }
-        let events = changes.between(bus, then, now).await.unwrap_or_default();
-        let in_tree = |p: &str| tree.nodes.contains_key(p);
-        let Some(p) = (!events.is_empty())
-            .then(|| plan(&events, in_tree))
-            .flatten()
-        else {
-            tracing::debug!(bus, count, "kept tree: read whole");
-            return (count, None);
-        };
-        let t = std::time::Instant::now();
-        let ok = self.refresh_tree(bus, &mut tree, &p).await;
-        // judged on the refreshed tree: objects new since are in it now
-        let quiet = ok && self.cells_hold(bus, &events, &tree).await;
-        if ok && quiet {
-            // the cells read at the last observation still hold (table.rs keeps them while
-            // the count is the same)
-            let mut st = self.sheets.lock();
-            for ((b, _), (at, _)) in st.kept.iter_mut() {
-                if b == bus && *at == then {
-                    *at = now;
-                }
-            }
-        }
-        tracing::debug!(
-            bus,
-            count,
-            quiet,
-            events = now - then,
-            nodes = p.nodes.len(),
-            children = p.children.len(),
-            removed = p.removed.len(),
-            ok,
-            ms = t.elapsed().as_millis() as u64,
-            "kept tree: refreshed"
-        );
-        (count, ok.then_some(tree))
-    }
-
-    /// Whether the cells of the sheets of `bus` read at the last observation still hold
-    /// after `events` ([`cells_verdict`], each object outside the tree asked for its role).
-    async fn cells_hold(&self, bus: &str, events: &[Change], tree: &AppTree) -> bool {
-        let manages = |p: &str| {
-            tree.nodes
-                .get(p)
-                .is_some_and(|n| n.has(state::MANAGES_DESCENDANTS))
-        };
-        let Some(outside) = cells_verdict(events, |p| tree.nodes.contains_key(p), manages) else {
-            if tracing::enabled!(tracing::Level::TRACE) {
-                let loud: BTreeSet<String> = events
-                    .iter()
-                    .filter_map(|c| match c {
-                        Change::Whole => Some("whole".to_string()),
-                        Change::State(p) => (!tree.nodes.contains_key(p)).then(|| p.clone()),
-                        Change::Node(p) | Change::Children(p) | Change::Removed(p) => {
-                            (!tree.nodes.contains_key(p) || manages(p)).then(|| format!("{c:?}"))
-                        }
-                    })
-                    .collect();
-                tracing::trace!(n = loud.len(), ?loud, "kept cells: read again");
-            }
-            return false;
-        };
-        // what the objects outside the tree are: a cell, or text that may sit in a cell,
-        // means the cells may have changed; menus, buttons and panels mean nothing to them
-        let removed: HashSet<&String> = events
-            .iter()
-            .filter_map(|c| match c {
-                Change::Removed(p) => Some(p),
-                _ => None,
-            })
-            .collect();
-        let ask: Vec<&String> = outside.iter().filter(|p| !removed.contains(p)).collect();
-        let roles = tokio::time::timeout(
-            SYNC_WAIT,
-            futures::future::join_all(ask.iter().map(|p| {
-                self.bus
-                    .call::<_, u32>(bus, p, "org.a11y.atspi.Accessible", "GetRole", &())
-            })),
-        )
-        .await;
-        let Ok(roles) = roles else { return false };
-        let hold = roles
-            .iter()
-            .all(|r| r.as_ref().is_ok_and(|r| !MAY_HOLD_CELL_TEXT.contains(r)));
-        if !hold {
-            tracing::trace!(?ask, ?roles, "kept cells: read again");
-        }
-        hold
-    }
-
-    /// Read again what `p` names; false when a read failed (then read the tree whole).
-    async fn refresh_tree(&self, bus: &str, tree: &mut AppTree, p: &Plan) -> bool {
-        if p.is_empty() {
-            // only objects outside the tree changed (a sheet's cells)
-            return true;
-        }
-        for r in &p.removed {
-            remove_subtree(tree, r);
-        }
-        let bound = i32::try_from(self.config.walk_max_children).unwrap_or(i32::MAX);
-        // the nodes themselves (a listed node is read again too)
-        let targets: Vec<(String, String, i32)> = p
-            .nodes
-            .iter()
-            .chain(&p.children)
-            .filter_map(|path| {
-                let n = tree.nodes.get(path)?;
-                Some((path.clone(), n.parent.clone(), n.index))
-            })
-            .collect();
-        let read = tokio::time::timeout(
-            self.config.walk_budget,
-            futures::future::join_all(
-                targets
-                    .iter()
-                    .map(|(path, parent, i)| self.nodes.read(&self.bus, bus, path, parent, *i)),
-            ),
-        )
-        .await;
-        let Ok(read) = read else { return false };
-        let mut relist: Vec<String> = Vec::new();
-        for ((path, _, _), n) in targets.iter().zip(read) {
-            match n {
-                Ok(n) => {
-                    let known = tree.kids(path).len();
-                    let count_changed = usize::try_from(n.child_count).ok() != Some(known);
-                    let enumerable =
-                        (0..=bound).contains(&n.child_count) && !n.has(state::MANAGES_DESCENDANTS);
-                    if enumerable && (p.children.contains(path) || count_changed) {
-                        relist.push(path.clone());
-                    }
-                    tree.nodes.insert(path.clone(), n);
-                }
-                // gone since: drop it (its parent's children event says the rest)
-                Err(_) => remove_subtree(tree, path),
-            }
-        }
-        relist.retain(|p| tree.nodes.contains_key(p));
-        let lists = tokio::time::timeout(
-            self.config.walk_budget,
-            futures::future::join_all(relist.iter().map(|p| self.bus.children(bus, p))),
-        )
-        .await;
-        let Ok(lists) = lists else { return false };
-        let mut fresh: Vec<(String, String, i32)> = Vec::new();
-        for (parent, live) in relist.iter().zip(lists) {
-            let Ok(live) = live else { return false };
-            for (k, i) in set_children(tree, parent, &live) {
-                fresh.push((k, parent.clone(), i));
-            }
-        }
-        let nodes = tokio::time::timeout(
-            self.config.walk_budget,
-            futures::future::join_all(
-                fresh
-                    .iter()
-                    .map(|(k, p, i)| self.nodes.read(&self.bus, bus, k, p, *i)),
-            ),
-        )
-        .await;
-        let Ok(nodes) = nodes else { return false };
-        for n in nodes {
-            // a new child's own children are read by the walk that follows (its child count
-            // is known, its children are not)
-            let Ok(n): Result<Node, _> = n else {
-                return false;
-            };
-            tree.insert(n);
-        }
-        tree.sort_children();
-        true
-    }
-
-    /// Keep a tree read (or kept) now, with the application's event count from before it
-    /// was read.
-    pub(crate) fn keep_tree(&self, bus: &str, count: Option<u64>, tree: &AppTree) {
-        let mut st = self.kept.lock();
-        match count {
-            Some(count) => {
-                st.trees.insert(
-                    bus.to_string(),
-                    Kept {
-                        count,
-                        tree: tree.clone(),
-                    },
-                );
-            }
-            None => {
-                st.trees.remove(bus);
-            }
-        }
-    }
-
-    /// The event count of `bus` taken at the start of this observation, when its trees may
-    /// be kept.
-    pub(crate) fn event_count(&self, bus: &str) -> Option<u64> {
-        self.kept.lock().event_counts.get(bus).copied()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::a11y::bus::Node;
 
     #[test]
     fn only_libreoffice_keeps_its_trees() {

@@ -5,6 +5,7 @@
 pub(crate) mod changes;
 pub(crate) mod controls;
 pub(crate) mod names;
+mod refresh;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -512,7 +513,7 @@ impl LinuxDesktop {
             stats.walked = true;
         }
         if let Some(count) = kept_count {
-            self.keep_tree(bus, count, tree);
+            self.kept.keep(bus, count, tree);
         }
         let t_walk = t.elapsed();
         // office documents: their visible paragraphs, cells, shapes and slides (office.rs)
