@@ -86,7 +86,7 @@ impl LinuxDesktop {
     async fn control(&self, window: &str, control_id: &str) -> Result<CtlInfo, LinuxError> {
         let known = self.controls.lock().by_id.get(control_id).cloned();
         if let Some(mut c) = known {
-            self.check_unchanged(&c).await?;
+            verify::check_unchanged(&self.bus, &c).await?;
             // the engine's observation leaves action names to the action that needs them
             if c.actions.is_empty() && c.ifaces & iface::ACTION != 0 {
                 c.actions = self.bus.actions(&c.bus, &c.path).await.unwrap_or_default();

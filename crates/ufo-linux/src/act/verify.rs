@@ -1,9 +1,9 @@
 //! A label means the control the model saw: before acting, the control behind the id is read
 //! again and must still have the role and name it had in the observation the model answered.
 
+use crate::a11y::bus::A11yBus;
 use crate::a11y::vocab::role;
 use crate::a11y::vocab::role_name;
-use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
 use crate::observe::controls::Seen;
 use crate::LinuxError;
@@ -54,29 +54,26 @@ fn label_text(seen: &Seen) -> String {
     }
 }
 
-impl LinuxDesktop {
-    /// Fail when the control behind `c` is gone or has another role or name than in the
-    /// observation it came from.
-    pub(crate) async fn check_unchanged(&self, c: &CtlInfo) -> Result<(), LinuxError> {
-        const ACC: &str = "org.a11y.atspi.Accessible";
-        let now = futures::try_join!(
-            self.bus
-                .call::<_, u32>(&c.bus, &c.path, ACC, "GetRole", &()),
-            self.bus.prop::<String>(&c.bus, &c.path, ACC, "Name"),
-        );
-        let why = match now {
-            Ok((role, name)) => changed(&c.seen, role, &name),
-            Err(LinuxError::Timeout { .. }) => None, // a busy application: the action will say
-            Err(e) => Some(format!("it is gone ({e})")),
-        };
-        match why {
-            None => Ok(()),
-            Some(why) => Err(LinuxError::ActionFailed(format!(
-                "{} changed since the last observation: {why}; observe the window again and \
-                 pick a label from the new control list",
-                label_text(&c.seen)
-            ))),
-        }
+/// Fail when the control behind `c` is gone or has another role or name than in the
+/// observation it came from.
+pub(crate) async fn check_unchanged(bus: &A11yBus, c: &CtlInfo) -> Result<(), LinuxError> {
+    const ACC: &str = "org.a11y.atspi.Accessible";
+    let now = futures::try_join!(
+        bus.call::<_, u32>(&c.bus, &c.path, ACC, "GetRole", &()),
+        bus.prop::<String>(&c.bus, &c.path, ACC, "Name"),
+    );
+    let why = match now {
+        Ok((role, name)) => changed(&c.seen, role, &name),
+        Err(LinuxError::Timeout { .. }) => None, // a busy application: the action will say
+        Err(e) => Some(format!("it is gone ({e})")),
+    };
+    match why {
+        None => Ok(()),
+        Some(why) => Err(LinuxError::ActionFailed(format!(
+            "{} changed since the last observation: {why}; observe the window again and \
+             pick a label from the new control list",
+            label_text(&c.seen)
+        ))),
     }
 }
 
