@@ -7,7 +7,7 @@ pub(crate) mod controls;
 pub(crate) mod names;
 mod refresh;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,7 @@ use crate::x11::annotate::{self, Mark};
 use crate::x11::intersect;
 use crate::x11::window_id as format_window_id;
 use crate::x11::{RgbImage, XWindow};
-use crate::LinuxError;
+use crate::{LinuxConfig, LinuxError};
 pub use controls::ControlDetail;
 use controls::Fetched;
 use names::{clean_name, collapse_ws};
@@ -624,6 +624,50 @@ impl LinuxDesktop {
         with_actions: bool,
     ) -> Result<Option<Fetched>, LinuxError> {
         let n = &c.node;
+        let (ext, actions, text, value) = self.read_details(bus, n, with_actions).await;
+        let Some((x, y, ew, eh)) = ext? else {
+            return Ok(None);
+        };
+        if x == i32::MIN || y == i32::MIN || ew < 2 || eh < 2 {
+            return Ok(None);
+        }
+        let actions = actions.unwrap_or_default();
+        let is_button = matches!(
+            n.role,
+            role::PUSH_BUTTON | role::TOGGLE_BUTTON | role::PUSH_BUTTON_MENU
+        );
+        if is_button && !n.has(state::FOCUSABLE) && c.wraps_button {
+            // GTK4 wraps a menu button in a second, inert button
+            return Ok(None);
+        }
+        let raw = Rect {
+            x: x.saturating_add(offset.0),
+            y: y.saturating_add(offset.1),
+            w: ew as u32,
+            h: eh as u32,
+        };
+        let Some(rect) = intersect(raw, win) else {
+            return Ok(None);
+        };
+        let value = shown_value(c, text.unwrap_or(None), value);
+        let name = shown_name(c, value.as_deref());
+        Ok(Some(fetched(bus, n, name, value, rect, actions, xid)))
+    }
+
+    /// A step of [`Self::fetch_control`]: the node's extents, actions, text and value, read
+    /// at once (each only when the node has the interface, and the actions only when asked
+    /// for or of a menu).
+    async fn read_details(
+        &self,
+        bus: &str,
+        n: &Node,
+        with_actions: bool,
+    ) -> (
+        Result<Option<(i32, i32, i32, i32)>, LinuxError>,
+        Result<Vec<String>, LinuxError>,
+        Result<Option<String>, LinuxError>,
+        Option<f64>,
+    ) {
         let ext = async {
             if n.ifaces & iface::COMPONENT != 0 {
                 self.bus.extents(bus, &n.path).await.map(Some)
@@ -655,128 +699,7 @@ impl LinuxDesktop {
                 None
             }
         };
-        let (ext, actions, text, value) = tokio::join!(ext, acts, text, value);
-        let Some((x, y, ew, eh)) = ext? else {
-            return Ok(None);
-        };
-        if x == i32::MIN || y == i32::MIN || ew < 2 || eh < 2 {
-            return Ok(None);
-        }
-        let actions = actions.unwrap_or_default();
-        let is_button = matches!(
-            n.role,
-            role::PUSH_BUTTON | role::TOGGLE_BUTTON | role::PUSH_BUTTON_MENU
-        );
-        if is_button && !n.has(state::FOCUSABLE) && c.wraps_button {
-            // GTK4 wraps a menu button in a second, inert button
-            return Ok(None);
-        }
-        let raw = Rect {
-            x: x.saturating_add(offset.0),
-            y: y.saturating_add(offset.1),
-            w: ew as u32,
-            h: eh as u32,
-        };
-        let Some(rect) = intersect(raw, win) else {
-            return Ok(None);
-        };
-        let mut text = text.unwrap_or(None);
-        if let Some(t) = &text {
-            if t.contains('\u{fffc}') && crate::apps::web::is_placeholder(t) {
-                // embedded objects only (a web page, a <select>): no readable value of its own
-                text = c.choice.clone();
-            }
-        }
-        let value = if n.role == role::PASSWORD_TEXT {
-            None
-        } else if let Some(t) = text {
-            let mut t = t;
-            if t.len() > VALUE_MAX {
-                let mut end = VALUE_MAX;
-                while !t.is_char_boundary(end) {
-                    end -= 1;
-                }
-                t.truncate(end);
-                t.push('…');
-            }
-            Some(t)
-        } else if let Some(v) = value {
-            Some(format!("{v}"))
-        } else if CHECKABLE.contains(&n.role) {
-            Some(
-                if n.has(state::CHECKED) {
-                    "checked"
-                } else {
-                    "unchecked"
-                }
-                .to_string(),
-            )
-        } else {
-            None
-        };
-        let name = if office::is_text_part(n.role) && n.name.trim().is_empty() {
-            // a paragraph: the start of its text (its table cell's name first)
-            let cell = c.child_text.strip_prefix('\u{1}');
-            office::paragraph_name(value.as_deref().unwrap_or(""), cell)
-        } else if ITEMS.contains(&n.role) && !c.child_text.is_empty() {
-            clean_name(&n.name, &c.child_text, &n.description)
-        } else {
-            clean_name(&n.name, &n.description, &c.child_text)
-        };
-        let role = role_name(n.role);
-        let enabled = n.has(state::SENSITIVE) || n.has(state::ENABLED);
-        let mut states = Vec::new();
-        for (bit, label) in [
-            (state::FOCUSED, "focused"),
-            (state::CHECKED, "checked"),
-            (state::SELECTED, "selected"),
-            (state::EXPANDED, "expanded"),
-            (state::EDITABLE, "editable"),
-        ] {
-            if n.has(bit) {
-                states.push(label);
-            }
-        }
-        if !enabled {
-            states.push("disabled");
-        }
-        let id = format!("{bus}{}", n.path);
-        Ok(Some(Fetched {
-            info: CtlInfo {
-                bus: bus.to_string(),
-                path: n.path.clone(),
-                name: name.clone(),
-                rect,
-                actions: actions.clone(),
-                ifaces: n.ifaces,
-                states: n.states,
-                window: xid,
-                seen: crate::observe::controls::Seen {
-                    role: n.role,
-                    name: n.name.clone(),
-                    label: 0,
-                },
-            },
-            detail: ControlDetail {
-                control: Control {
-                    id,
-                    role,
-                    name,
-                    value,
-                    rect,
-                    enabled,
-                    states: ufo_core::ports::ControlStates {
-                        focused: n.has(state::FOCUSED),
-                        checked: n.has(state::CHECKED),
-                        selected: n.has(state::SELECTED),
-                        expanded: n.has(state::EXPANDED),
-                        editable: n.has(state::EDITABLE),
-                    },
-                },
-                states,
-                actions,
-            },
-        }))
+        tokio::join!(ext, acts, text, value)
     }
 
     /// Fill in the parts of the tree the application's cache did not give (GTK4 before its
@@ -795,215 +718,407 @@ impl LinuxDesktop {
         thorough: bool,
         warnings: &mut Vec<String>,
     ) -> bool {
-        let uses_showing = uses_showing(tree, frame);
-        let visible = |n: &Node| n.has(state::VISIBLE) && (!uses_showing || n.has(state::SHOWING));
-        let bound = self.config.walk_max_children;
-        let max_nodes = self.config.walk_max_nodes;
-        let mut frontier: Vec<String> = Vec::new();
-        let mut probes: Vec<String> = Vec::new();
-        let mut refused: Vec<String> = Vec::new();
-        for n in tree.subtree(frame, max_nodes) {
-            if !visible(n) {
-                continue;
-            }
-            match walk_verdict(n, tree.kids(&n.path).len(), thorough, bound, false) {
-                Walk::Children => frontier.push(n.path.clone()),
-                Walk::Probe => probes.push(n.path.clone()),
-                Walk::Refuse => refused.push(refusal(n, bound)),
-                Walk::Done => {}
+        let mut w = Walker::new(tree, frame, thorough, &self.config);
+        for n in tree.subtree(frame, w.max_nodes) {
+            if w.visible(n) {
+                w.place(n, tree.kids(&n.path).len(), false, true);
             }
         }
-        if frontier.is_empty() && probes.is_empty() {
-            report_refused(&mut refused, warnings);
+        if w.frontier.is_empty() && w.probes.is_empty() {
+            report_refused(&mut w.refused, warnings);
             return false;
         }
-        let start = Instant::now();
-        let deadline = start + self.config.walk_budget;
-        let mut visited = 0usize;
-        let mut errors = 0usize;
-        let mut capped = false;
-        let mut cut = false;
-        let mut moved: Vec<(String, String, i32)> = Vec::new();
-        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
-        let mut rescans = 0;
+        w.deadline = Instant::now() + self.config.walk_budget;
         loop {
             // nodes whose cached count cannot be trusted: read the live count (one cheap call
             // each, no child is built) and enumerate only a bounded one
-            if !probes.is_empty() {
-                seen.extend(probes.iter().cloned());
-                let remaining = deadline.saturating_duration_since(Instant::now());
-                let counts = tokio::time::timeout(
-                    remaining,
-                    futures::future::join_all(probes.iter().map(|p| {
-                        self.bus
-                            .prop::<i32>(bus, p, "org.a11y.atspi.Accessible", "ChildCount")
-                    })),
-                )
-                .await;
-                let Ok(counts) = counts else {
-                    cut = true;
-                    break;
-                };
-                for (p, c) in probes.drain(..).zip(counts) {
-                    match c {
-                        Ok(c) => {
-                            if let Some(n) = tree.nodes.get_mut(&p) {
-                                n.child_count = c;
-                                match walk_verdict(n, 0, thorough, bound, true) {
-                                    Walk::Children => frontier.push(p),
-                                    Walk::Refuse => refused.push(refusal(n, bound)),
-                                    Walk::Probe | Walk::Done => {}
-                                }
-                            }
-                        }
-                        Err(_) => errors += 1,
-                    }
-                }
+            if !w.probes.is_empty() && !self.read_counts(bus, tree, &mut w).await {
+                w.cut = true;
+                break;
             }
-            if frontier.is_empty() {
+            if w.frontier.is_empty() {
                 // nodes connected during the walk (cached under a parent the cache lacked,
                 // as LibreOffice files its root pane and its toolbars' boxes) may be
                 // incomplete too: look at the tree again, a few times at most
-                if rescans < 3 {
-                    rescans += 1;
-                    for n in tree.subtree(frame, max_nodes) {
-                        if visible(n) && !seen.contains(&n.path) {
-                            match walk_verdict(n, tree.kids(&n.path).len(), thorough, bound, false)
-                            {
-                                Walk::Children => frontier.push(n.path.clone()),
-                                Walk::Probe => probes.push(n.path.clone()),
-                                Walk::Refuse | Walk::Done => {}
-                            }
-                        }
-                    }
-                    if !frontier.is_empty() || !probes.is_empty() {
+                if w.rescans < 3 {
+                    w.rescans += 1;
+                    w.rescan(tree, frame);
+                    if !w.frontier.is_empty() || !w.probes.is_empty() {
                         continue;
                     }
                 }
                 break;
             }
-            seen.extend(frontier.iter().cloned());
-            if Instant::now() >= deadline || visited >= max_nodes {
-                cut = true;
+            w.seen.extend(w.frontier.iter().cloned());
+            if Instant::now() >= w.deadline || w.visited >= w.max_nodes {
+                w.cut = true;
                 break;
             }
-            if frontier.len() > max_nodes - visited {
-                frontier.truncate(max_nodes - visited);
-                cut = true;
+            if w.frontier.len() > w.max_nodes - w.visited {
+                w.frontier.truncate(w.max_nodes - w.visited);
+                w.cut = true;
             }
-            visited += frontier.len();
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            let results = tokio::time::timeout(
-                remaining,
-                futures::future::join_all(frontier.iter().map(|p| self.bus.children(bus, p))),
-            )
-            .await;
-            let Ok(results) = results else {
-                cut = true;
+            w.visited += w.frontier.len();
+            let Some(fresh) = self.list_children(bus, tree, &mut w).await else {
+                w.cut = true;
                 break;
             };
-            let mut fresh: Vec<(String, String, i32)> = Vec::new();
-            for (p, r) in frontier.iter().zip(results) {
-                match r {
-                    Ok(kids) => {
-                        if kids.len() > MAX_WALK_CHILDREN {
-                            capped = true;
-                        }
-                        for (i, k) in kids.into_iter().enumerate().take(MAX_WALK_CHILDREN) {
-                            match tree.nodes.get(&k) {
-                                None => fresh.push((k, p.clone(), i as i32)),
-                                // GTK3's cache can file a dialog's children under another
-                                // parent: the live answer wins
-                                Some(n) if n.parent != *p => moved.push((k, p.clone(), i as i32)),
-                                Some(_) => {}
-                            }
-                        }
-                    }
-                    Err(_) => errors += 1,
-                }
-            }
-            frontier.clear();
-            for (k, p, i) in moved.drain(..) {
-                tree.reparent(&k, &p, i);
-                if let Some(n) = tree.nodes.get(&k) {
-                    if visible(n) {
-                        match walk_verdict(n, tree.kids(&k).len(), thorough, bound, false) {
-                            Walk::Children => frontier.push(k.clone()),
-                            Walk::Probe => probes.push(k.clone()),
-                            Walk::Refuse => refused.push(refusal(n, bound)),
-                            Walk::Done => {}
-                        }
-                    }
-                }
-            }
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            let nodes = tokio::time::timeout(
-                remaining,
-                futures::future::join_all(
-                    fresh
-                        .iter()
-                        .map(|(k, p, i)| self.nodes.read(&self.bus, bus, k, p, *i)),
-                ),
-            )
-            .await;
-            let Ok(nodes) = nodes else {
-                cut = true;
+            if !self.read_fresh(bus, tree, &mut w, fresh).await {
+                w.cut = true;
                 break;
-            };
-            let mut attached: Vec<String> = Vec::new();
-            for n in nodes {
-                match n {
-                    Ok(n) => {
-                        if visible(&n) {
-                            // a fresh node's count was read live just now
-                            match walk_verdict(&n, 0, thorough, bound, true) {
-                                Walk::Children => frontier.push(n.path.clone()),
-                                Walk::Refuse => refused.push(refusal(&n, bound)),
-                                Walk::Probe | Walk::Done => {}
-                            }
-                            attached.push(n.path.clone());
-                        }
-                        tree.insert(n);
-                    }
-                    Err(_) => errors += 1,
-                }
-            }
-            // cached nodes whose parent was missing from the cache (LibreOffice files its
-            // root pane and the boxes of its toolbars so) hang under a fresh node now: walk
-            // the incomplete ones among them too
-            for p in attached {
-                for d in tree.subtree(&p, max_nodes).into_iter().skip(1) {
-                    if visible(d) {
-                        match walk_verdict(d, tree.kids(&d.path).len(), thorough, bound, false) {
-                            Walk::Children => frontier.push(d.path.clone()),
-                            Walk::Probe => probes.push(d.path.clone()),
-                            Walk::Refuse => refused.push(refusal(d, bound)),
-                            Walk::Done => {}
-                        }
-                    }
-                }
             }
         }
         tree.sort_children();
-        if cut {
+        w.report(warnings, self.config.walk_budget);
+        true
+    }
+
+    /// A step of [`Self::complete_tree`]: the live child count of each probed node, and
+    /// whether to walk it. `false` when the walk ran out of time.
+    async fn read_counts(&self, bus: &str, tree: &mut AppTree, w: &mut Walker) -> bool {
+        w.seen.extend(w.probes.iter().cloned());
+        let remaining = w.deadline.saturating_duration_since(Instant::now());
+        let counts = tokio::time::timeout(
+            remaining,
+            futures::future::join_all(w.probes.iter().map(|p| {
+                self.bus
+                    .prop::<i32>(bus, p, "org.a11y.atspi.Accessible", "ChildCount")
+            })),
+        )
+        .await;
+        let Ok(counts) = counts else {
+            return false;
+        };
+        let probes = std::mem::take(&mut w.probes);
+        for (p, c) in probes.into_iter().zip(counts) {
+            match c {
+                Ok(c) => {
+                    if let Some(n) = tree.nodes.get_mut(&p) {
+                        n.child_count = c;
+                        w.place(n, 0, true, true);
+                    }
+                }
+                Err(_) => w.errors += 1,
+            }
+        }
+        true
+    }
+
+    /// A step of [`Self::complete_tree`]: the children of the frontier, live. Children the
+    /// cache filed under another parent move under this one (and are walked when
+    /// incomplete); the ones the tree lacks come back to be read (child path, parent,
+    /// index). `None` when the walk ran out of time.
+    async fn list_children(
+        &self,
+        bus: &str,
+        tree: &mut AppTree,
+        w: &mut Walker,
+    ) -> Option<Vec<(String, String, i32)>> {
+        let remaining = w.deadline.saturating_duration_since(Instant::now());
+        let results = tokio::time::timeout(
+            remaining,
+            futures::future::join_all(w.frontier.iter().map(|p| self.bus.children(bus, p))),
+        )
+        .await
+        .ok()?;
+        let mut fresh: Vec<(String, String, i32)> = Vec::new();
+        let mut moved: Vec<(String, String, i32)> = Vec::new();
+        for (p, r) in w.frontier.iter().zip(results) {
+            match r {
+                Ok(kids) => {
+                    if kids.len() > MAX_WALK_CHILDREN {
+                        w.capped = true;
+                    }
+                    for (i, k) in kids.into_iter().enumerate().take(MAX_WALK_CHILDREN) {
+                        match tree.nodes.get(&k) {
+                            None => fresh.push((k, p.clone(), i as i32)),
+                            // GTK3's cache can file a dialog's children under another
+                            // parent: the live answer wins
+                            Some(n) if n.parent != *p => moved.push((k, p.clone(), i as i32)),
+                            Some(_) => {}
+                        }
+                    }
+                }
+                Err(_) => w.errors += 1,
+            }
+        }
+        w.frontier.clear();
+        for (k, p, i) in moved {
+            tree.reparent(&k, &p, i);
+            if let Some(n) = tree.nodes.get(&k) {
+                if w.visible(n) {
+                    w.place(n, tree.kids(&k).len(), false, true);
+                }
+            }
+        }
+        Some(fresh)
+    }
+
+    /// A step of [`Self::complete_tree`]: read the nodes new to the tree and put them in;
+    /// the visible ones (and the cached nodes that hang under them now) are walked when
+    /// incomplete. `false` when the walk ran out of time.
+    async fn read_fresh(
+        &self,
+        bus: &str,
+        tree: &mut AppTree,
+        w: &mut Walker,
+        fresh: Vec<(String, String, i32)>,
+    ) -> bool {
+        let remaining = w.deadline.saturating_duration_since(Instant::now());
+        let nodes = tokio::time::timeout(
+            remaining,
+            futures::future::join_all(
+                fresh
+                    .iter()
+                    .map(|(k, p, i)| self.nodes.read(&self.bus, bus, k, p, *i)),
+            ),
+        )
+        .await;
+        let Ok(nodes) = nodes else {
+            return false;
+        };
+        let mut attached: Vec<String> = Vec::new();
+        for n in nodes {
+            match n {
+                Ok(n) => {
+                    if w.visible(&n) {
+                        // a fresh node's count was read live just now
+                        w.place(&n, 0, true, true);
+                        attached.push(n.path.clone());
+                    }
+                    tree.insert(n);
+                }
+                Err(_) => w.errors += 1,
+            }
+        }
+        // cached nodes whose parent was missing from the cache (LibreOffice files its
+        // root pane and the boxes of its toolbars so) hang under a fresh node now: walk
+        // the incomplete ones among them too
+        for p in attached {
+            for d in tree.subtree(&p, w.max_nodes).into_iter().skip(1) {
+                if w.visible(d) {
+                    w.place(d, tree.kids(&d.path).len(), false, true);
+                }
+            }
+        }
+        true
+    }
+}
+
+/// The value a control shows: none for a password; its text (clipped to [`VALUE_MAX`]; a
+/// combo box's chosen option when the text is only embedded objects); its number; checked
+/// or not for a checkable one.
+fn shown_value(c: &Candidate, mut text: Option<String>, value: Option<f64>) -> Option<String> {
+    let n = &c.node;
+    if let Some(t) = &text {
+        if t.contains('\u{fffc}') && crate::apps::web::is_placeholder(t) {
+            // embedded objects only (a web page, a <select>): no readable value of its own
+            text = c.choice.clone();
+        }
+    }
+    if n.role == role::PASSWORD_TEXT {
+        None
+    } else if let Some(t) = text {
+        let mut t = t;
+        if t.len() > VALUE_MAX {
+            let mut end = VALUE_MAX;
+            while !t.is_char_boundary(end) {
+                end -= 1;
+            }
+            t.truncate(end);
+            t.push('…');
+        }
+        Some(t)
+    } else if let Some(v) = value {
+        Some(format!("{v}"))
+    } else if CHECKABLE.contains(&n.role) {
+        Some(
+            if n.has(state::CHECKED) {
+                "checked"
+            } else {
+                "unchecked"
+            }
+            .to_string(),
+        )
+    } else {
+        None
+    }
+}
+
+/// The name a control shows: a paragraph's start (its table cell's name first), an item
+/// named by its children's text first, else its own name (then description, children).
+fn shown_name(c: &Candidate, value: Option<&str>) -> String {
+    let n = &c.node;
+    if office::is_text_part(n.role) && n.name.trim().is_empty() {
+        // a paragraph: the start of its text (its table cell's name first)
+        let cell = c.child_text.strip_prefix('\u{1}');
+        office::paragraph_name(value.unwrap_or(""), cell)
+    } else if ITEMS.contains(&n.role) && !c.child_text.is_empty() {
+        clean_name(&n.name, &c.child_text, &n.description)
+    } else {
+        clean_name(&n.name, &n.description, &c.child_text)
+    }
+}
+
+/// A control as the actions know it (`info`) and as the agent sees it (`detail`).
+fn fetched(
+    bus: &str,
+    n: &Node,
+    name: String,
+    value: Option<String>,
+    rect: Rect,
+    actions: Vec<String>,
+    xid: u32,
+) -> Fetched {
+    let role = role_name(n.role);
+    let enabled = n.has(state::SENSITIVE) || n.has(state::ENABLED);
+    let mut states = Vec::new();
+    for (bit, label) in [
+        (state::FOCUSED, "focused"),
+        (state::CHECKED, "checked"),
+        (state::SELECTED, "selected"),
+        (state::EXPANDED, "expanded"),
+        (state::EDITABLE, "editable"),
+    ] {
+        if n.has(bit) {
+            states.push(label);
+        }
+    }
+    if !enabled {
+        states.push("disabled");
+    }
+    let id = format!("{bus}{}", n.path);
+    Fetched {
+        info: CtlInfo {
+            bus: bus.to_string(),
+            path: n.path.clone(),
+            name: name.clone(),
+            rect,
+            actions: actions.clone(),
+            ifaces: n.ifaces,
+            states: n.states,
+            window: xid,
+            seen: crate::observe::controls::Seen {
+                role: n.role,
+                name: n.name.clone(),
+                label: 0,
+            },
+        },
+        detail: ControlDetail {
+            control: Control {
+                id,
+                role,
+                name,
+                value,
+                rect,
+                enabled,
+                states: ufo_core::ports::ControlStates {
+                    focused: n.has(state::FOCUSED),
+                    checked: n.has(state::CHECKED),
+                    selected: n.has(state::SELECTED),
+                    expanded: n.has(state::EXPANDED),
+                    editable: n.has(state::EDITABLE),
+                },
+            },
+            states,
+            actions,
+        },
+    }
+}
+
+/// A walk of the incomplete visible nodes under way (see [`LinuxDesktop::complete_tree`]).
+struct Walker {
+    thorough: bool,
+    /// `walk_max_children` and `walk_max_nodes`
+    bound: usize,
+    max_nodes: usize,
+    /// whether visible nodes must also be showing (the application sets SHOWING)
+    uses_showing: bool,
+    /// the end of the walk's budget (set when the walk starts)
+    deadline: Instant,
+    /// nodes to ask for their children, and nodes whose cached count is not trusted
+    frontier: Vec<String>,
+    probes: Vec<String>,
+    /// the containers not enumerated, and why
+    refused: Vec<String>,
+    /// the nodes walked or probed
+    seen: HashSet<String>,
+    visited: usize,
+    /// nodes that did not answer
+    errors: usize,
+    /// a list longer than [`MAX_WALK_CHILDREN`] was cut
+    capped: bool,
+    /// the walk stopped at its budget
+    cut: bool,
+    rescans: usize,
+}
+
+impl Walker {
+    fn new(tree: &AppTree, frame: &str, thorough: bool, config: &LinuxConfig) -> Walker {
+        Walker {
+            thorough,
+            bound: config.walk_max_children,
+            max_nodes: config.walk_max_nodes,
+            uses_showing: uses_showing(tree, frame),
+            deadline: Instant::now(),
+            frontier: Vec::new(),
+            probes: Vec::new(),
+            refused: Vec::new(),
+            seen: HashSet::new(),
+            visited: 0,
+            errors: 0,
+            capped: false,
+            cut: false,
+            rescans: 0,
+        }
+    }
+
+    fn visible(&self, n: &Node) -> bool {
+        n.has(state::VISIBLE) && (!self.uses_showing || n.has(state::SHOWING))
+    }
+
+    /// Put a visible node where [`walk_verdict`] says (`known`: its children in the tree;
+    /// `live`: its count was just read); a refusal is noted when `note_refused`.
+    fn place(&mut self, n: &Node, known: usize, live: bool, note_refused: bool) {
+        match walk_verdict(n, known, self.thorough, self.bound, live) {
+            Walk::Children => self.frontier.push(n.path.clone()),
+            Walk::Probe => self.probes.push(n.path.clone()),
+            Walk::Refuse if note_refused => self.refused.push(refusal(n, self.bound)),
+            Walk::Refuse | Walk::Done => {}
+        }
+    }
+
+    /// Look at the tree again for visible nodes not walked yet (refusals are not noted
+    /// again).
+    fn rescan(&mut self, tree: &AppTree, frame: &str) {
+        for n in tree.subtree(frame, self.max_nodes) {
+            if self.visible(n) && !self.seen.contains(&n.path) {
+                self.place(n, tree.kids(&n.path).len(), false, false);
+            }
+        }
+    }
+
+    /// Say in `warnings` what the walk left out.
+    fn report(mut self, warnings: &mut Vec<String>, budget: Duration) {
+        if self.cut {
             warnings.push(format!(
                 "the tree walk stopped at its budget ({} ms, {} nodes): some controls may be missing",
-                self.config.walk_budget.as_millis(),
-                max_nodes
+                budget.as_millis(),
+                self.max_nodes
             ));
         }
-        if errors > 0 {
+        if self.errors > 0 {
             warnings.push(format!(
-                "{errors} nodes did not answer during the tree walk and are left out"
+                "{} nodes did not answer during the tree walk and are left out",
+                self.errors
             ));
         }
-        if capped {
+        if self.capped {
             warnings.push(format!(
                 "a list has more than {MAX_WALK_CHILDREN} entries: only the first {MAX_WALK_CHILDREN} are shown"
             ));
         }
-        report_refused(&mut refused, warnings);
-        true
+        report_refused(&mut self.refused, warnings);
     }
 }
 
