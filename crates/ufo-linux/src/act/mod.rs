@@ -8,6 +8,7 @@ mod wait;
 
 use ufo_core::{Button, ScrollDirection, UiAction};
 
+use crate::a11y::bus::AppTree;
 use crate::a11y::vocab::role;
 use crate::a11y::vocab::{iface, state};
 use crate::desktop::LinuxDesktop;
@@ -518,46 +519,8 @@ impl LinuxDesktop {
     /// [`match_entry`]; when none matches, a popup this opened is closed again, so a failed
     /// `select` leaves the box as it was, and the error lists the entries.
     async fn select(&self, xid: u32, c: &CtlInfo, item: &str) -> Result<String, LinuxError> {
-        // entries named as the observation names them ("Desktop" for a places row whose own
-        // name is empty)
-        let find = |tree: &crate::a11y::bus::AppTree| {
-            let nodes: Vec<&crate::a11y::bus::Node> =
-                tree.subtree(&c.path, 5000).into_iter().skip(1).collect();
-            let cands: Vec<(String, bool)> = nodes
-                .iter()
-                .map(|n| {
-                    (
-                        crate::observe::display_name(tree, n),
-                        crate::observe::is_entry(n.role),
-                    )
-                })
-                .collect();
-            let found = match match_entry(item, &cands) {
-                EntryMatch::One(i) => {
-                    let n = nodes[i];
-                    Ok((n.path.clone(), n.parent.clone(), n.index, n.ifaces))
-                }
-                EntryMatch::Several(is) => {
-                    Err(is.into_iter().map(|i| cands[i].0.clone()).collect())
-                }
-                EntryMatch::NoMatch => Err(Vec::new()),
-            };
-            (found, entry_names(&cands))
-        };
-        let mut tree = self.bus.tree(&c.bus).await?;
-        // entries the application's cache lacks (GTK3 dialogs, GTK4) come from a walk
-        let mut ignored = Vec::new();
-        if !tree.nodes.contains_key(&c.path) {
-            tree.insert(self.bus.node(&c.bus, &c.path, "", 0).await?);
-        }
-        self.complete_tree(&c.bus, &mut tree, &c.path, true, &mut ignored)
-            .await;
-        if c.seen.role == role::MENU {
-            // GTK2 menus: their items (and submenus') are read even while hidden
-            self.open_menus(&c.bus, &mut tree, vec![c.path.clone()], true)
-                .await;
-        }
-        let (mut found, mut names) = find(&tree);
+        let mut tree = self.entries_tree(c).await?;
+        let (mut found, mut names) = find_entry(&tree, c, item);
         let mut opened = None;
         if matches!(&found, Err(several) if several.is_empty()) {
             // a closed GTK3 combo box builds its menu lazily: open it and look again
@@ -570,24 +533,15 @@ impl LinuxDesktop {
                     opened = Some(i);
                 }
                 tokio::time::sleep(self.config.settle_time / 2).await;
-                tree = self.bus.tree(&c.bus).await?;
-                if !tree.nodes.contains_key(&c.path) {
-                    tree.insert(self.bus.node(&c.bus, &c.path, "", 0).await?);
-                }
-                self.complete_tree(&c.bus, &mut tree, &c.path, true, &mut ignored)
-                    .await;
-                if c.seen.role == role::MENU {
-                    self.open_menus(&c.bus, &mut tree, vec![c.path.clone()], true)
-                        .await;
-                }
-                let (f, n) = find(&tree);
+                tree = self.entries_tree(c).await?;
+                let (f, n) = find_entry(&tree, c, item);
                 found = f;
                 if !n.is_empty() {
                     names = n;
                 }
             }
         }
-        let (path, parent, index, ifaces) = match found {
+        let entry = match found {
             Ok(hit) => hit,
             Err(several) => {
                 // leave the box as it was: close the popup this opened (the click action
@@ -601,6 +555,45 @@ impl LinuxDesktop {
                 )));
             }
         };
+        self.choose_entry(xid, c, item, &tree, entry).await
+    }
+
+    /// A step of [`Self::select`]: the tree of the control's application with the control
+    /// and its entries (those the application's cache lacks, in GTK3 dialogs and GTK4, come
+    /// from a walk; a GTK2 menu's items are read even while hidden).
+    async fn entries_tree(&self, c: &CtlInfo) -> Result<AppTree, LinuxError> {
+        let mut tree = self.bus.tree(&c.bus).await?;
+        // (the walk's warnings say nothing to a select)
+        let mut ignored = Vec::new();
+        if !tree.nodes.contains_key(&c.path) {
+            tree.insert(self.bus.node(&c.bus, &c.path, "", 0).await?);
+        }
+        self.complete_tree(&c.bus, &mut tree, &c.path, true, &mut ignored)
+            .await;
+        if c.seen.role == role::MENU {
+            self.open_menus(&c.bus, &mut tree, vec![c.path.clone()], true)
+                .await;
+        }
+        Ok(tree)
+    }
+
+    /// A step of [`Self::select`]: choose the entry found, through the Selection interface
+    /// of its parent (not in a menu), else its click action, else an XTEST click where it is
+    /// drawn.
+    async fn choose_entry(
+        &self,
+        xid: u32,
+        c: &CtlInfo,
+        item: &str,
+        tree: &AppTree,
+        entry: Entry,
+    ) -> Result<String, LinuxError> {
+        let Entry {
+            path,
+            parent,
+            index,
+            ifaces,
+        } = entry;
         let parent_selectable = tree
             .nodes
             .get(&parent)
@@ -671,6 +664,49 @@ impl LinuxDesktop {
         self.xclick(xid, x + w / 2, y + h / 2, 1, 1).await?;
         Ok(format!("clicked entry {item:?} of {:?}", c.name))
     }
+}
+
+/// The entry a `select` chose: its path, its parent and index there, its interfaces.
+struct Entry {
+    path: String,
+    parent: String,
+    index: i32,
+    ifaces: u32,
+}
+
+/// The entry of `c` that `item` names ([`match_entry`], entries named as the observation
+/// names them: "Desktop" for a places row whose own name is empty), or the names of the
+/// several that match (none: empty); with the names of all entries.
+fn find_entry(
+    tree: &AppTree,
+    c: &CtlInfo,
+    item: &str,
+) -> (Result<Entry, Vec<String>>, Vec<String>) {
+    let nodes: Vec<&crate::a11y::bus::Node> =
+        tree.subtree(&c.path, 5000).into_iter().skip(1).collect();
+    let cands: Vec<(String, bool)> = nodes
+        .iter()
+        .map(|n| {
+            (
+                crate::observe::display_name(tree, n),
+                crate::observe::is_entry(n.role),
+            )
+        })
+        .collect();
+    let found = match match_entry(item, &cands) {
+        EntryMatch::One(i) => {
+            let n = nodes[i];
+            Ok(Entry {
+                path: n.path.clone(),
+                parent: n.parent.clone(),
+                index: n.index,
+                ifaces: n.ifaces,
+            })
+        }
+        EntryMatch::Several(is) => Err(is.into_iter().map(|i| cands[i].0.clone()).collect()),
+        EntryMatch::NoMatch => Err(Vec::new()),
+    };
+    (found, entry_names(&cands))
 }
 
 /// The most entries an error message lists.

@@ -666,43 +666,59 @@ impl LinuxDesktop {
             .skip(1)
             .map(|n| n.path.as_str())
             .collect();
-        // the cache's states of these nodes are stale (it can say "defunct" of a live one):
-        // their states are read live
-        let live_showing = |path: String| async move {
-            self.bus
-                .call::<_, Vec<u32>>(bus, &path, "org.a11y.atspi.Accessible", "GetState", &())
-                .await
-                .map(|w| {
-                    let s = crate::a11y::bus::state_bits(&w);
-                    s & state::SHOWING != 0 && s & state::VISIBLE != 0
-                })
-                .unwrap_or(false)
+        let Some((line, line_rect)) = self.input_line(bus, tree, &inside, offset, win).await else {
+            return Vec::new();
         };
-        let on_screen = |(x, y, w, h): (i32, i32, i32, i32)| {
-            intersect(
-                Rect {
-                    x: x + offset.0,
-                    y: y + offset.1,
-                    w: w.max(0) as u32,
-                    h: h.max(0) as u32,
-                },
-                win,
-            )
-        };
+        let text = self.bus.text(bus, &line.path).await.unwrap_or_default();
+        let mut out = vec![fetched(
+            format!("{bus}{}", line.path),
+            "text",
+            INPUT_LINE.to_string(),
+            Some(text),
+            line_rect,
+            info(bus, &line, INPUT_LINE, line_rect, xid),
+        )];
+        let best = self
+            .name_box(bus, tree, &inside, (offset, win), line_rect)
+            .await;
+        if let Some((n, rect)) = best {
+            let value = self.bus.text(bus, &n.path).await.ok();
+            out.push(fetched(
+                format!("{bus}{}", n.path),
+                "text",
+                NAME_BOX.to_string(),
+                value,
+                rect,
+                info(bus, n, NAME_BOX, rect, xid),
+            ));
+        }
+        out
+    }
+
+    /// A step of [`Self::formula_bar`]: the text inside the first "Input line" panel on
+    /// the screen that shows and lies inside the window (of at most 8), with the panel's
+    /// rectangle.
+    async fn input_line(
+        &self,
+        bus: &str,
+        tree: &AppTree,
+        inside: &HashSet<&str>,
+        offset: (i32, i32),
+        win: Rect,
+    ) -> Option<(Node, Rect)> {
         let panels: Vec<&Node> = tree
             .nodes
             .values()
             .filter(|n| n.role == role::PANEL && n.name.trim() == INPUT_LINE)
             .take(8)
             .collect();
-        let mut line = None;
         for panel in panels {
             let Some(rect) = self
                 .bus
                 .extents(bus, &panel.path)
                 .await
                 .ok()
-                .and_then(on_screen)
+                .and_then(|e| on_screen(e, offset, win))
             else {
                 continue;
             };
@@ -723,26 +739,26 @@ impl LinuxDesktop {
             // the panel itself says "defunct"; the text inside tells whether it shows
             let node = node.filter(|n| n.ifaces & iface::TEXT != 0);
             let Some(node) = node else { continue };
-            if live_showing(node.path.clone()).await && self.under(bus, &panel.path, &inside).await
+            if self.live_showing(bus, node.path.clone()).await
+                && self.under(bus, &panel.path, inside).await
             {
-                line = Some((node, rect));
-                break;
+                return Some((node, rect));
             }
         }
-        let Some((line, line_rect)) = line else {
-            return Vec::new();
-        };
-        let text = self.bus.text(bus, &line.path).await.unwrap_or_default();
-        let mut out = vec![fetched(
-            format!("{bus}{}", line.path),
-            "text",
-            INPUT_LINE.to_string(),
-            Some(text),
-            line_rect,
-            info(bus, &line, INPUT_LINE, line_rect, xid),
-        )];
-        // the Name Box: unnamed editable one-line text boxes, the one nearest the input
-        // line on its left
+        None
+    }
+
+    /// A step of [`Self::formula_bar`]: the Name Box: of the unnamed editable one-line text
+    /// boxes (at most 40) that show, on the screen, on the input line's row and left of it,
+    /// the one nearest the input line that lies inside the window (of the 4 nearest).
+    async fn name_box<'t>(
+        &self,
+        bus: &str,
+        tree: &'t AppTree,
+        inside: &HashSet<&str>,
+        (offset, win): ((i32, i32), Rect),
+        line_rect: Rect,
+    ) -> Option<(&'t Node, Rect)> {
         let boxes: Vec<&Node> = tree
             .nodes
             .values()
@@ -755,7 +771,7 @@ impl LinuxDesktop {
             .collect();
         let (extents, shown) = tokio::join!(
             futures::future::join_all(boxes.iter().map(|n| self.bus.extents(bus, &n.path))),
-            futures::future::join_all(boxes.iter().map(|n| live_showing(n.path.clone())))
+            futures::future::join_all(boxes.iter().map(|n| self.live_showing(bus, n.path.clone())))
         );
         let mid = |r: Rect| r.y + r.h as i32 / 2;
         let mut near: Vec<(&Node, Rect)> = boxes
@@ -763,7 +779,7 @@ impl LinuxDesktop {
             .zip(extents)
             .zip(shown)
             .filter(|(_, shown)| *shown)
-            .filter_map(|((n, e), _)| Some((n, e.ok().and_then(on_screen)?)))
+            .filter_map(|((n, e), _)| Some((n, e.ok().and_then(|e| on_screen(e, offset, win))?)))
             .filter(|(_, r)| {
                 r.x + r.w as i32 <= line_rect.x
                     && (mid(*r) - mid(line_rect)).abs() <= (line_rect.h.max(r.h) / 2) as i32 + 4
@@ -771,25 +787,25 @@ impl LinuxDesktop {
             .collect();
         // nearest the input line first; another window's box can sit in the same place
         near.sort_by_key(|(_, r)| std::cmp::Reverse(r.x));
-        let mut best = None;
         for (n, r) in near.into_iter().take(4) {
-            if self.under(bus, &n.path, &inside).await {
-                best = Some((n, r));
-                break;
+            if self.under(bus, &n.path, inside).await {
+                return Some((n, r));
             }
         }
-        if let Some((n, rect)) = best {
-            let value = self.bus.text(bus, &n.path).await.ok();
-            out.push(fetched(
-                format!("{bus}{}", n.path),
-                "text",
-                NAME_BOX.to_string(),
-                value,
-                rect,
-                info(bus, n, NAME_BOX, rect, xid),
-            ));
-        }
-        out
+        None
+    }
+
+    /// Whether a node shows and is visible, read live: the cache's states of the formula
+    /// bar's nodes are stale (it can say "defunct" of a live one).
+    async fn live_showing(&self, bus: &str, path: String) -> bool {
+        self.bus
+            .call::<_, Vec<u32>>(bus, &path, "org.a11y.atspi.Accessible", "GetState", &())
+            .await
+            .map(|w| {
+                let s = crate::a11y::bus::state_bits(&w);
+                s & state::SHOWING != 0 && s & state::VISIBLE != 0
+            })
+            .unwrap_or(false)
     }
 
     /// Whether a node lies inside the window: one of its live parents is among the window's
@@ -1070,6 +1086,20 @@ impl LinuxDesktop {
             }
         }
     }
+}
+
+/// Extents (bus coordinates) moved to the screen by `offset` and cut to the window `win`;
+/// `None` outside it.
+fn on_screen((x, y, w, h): (i32, i32, i32, i32), offset: (i32, i32), win: Rect) -> Option<Rect> {
+    intersect(
+        Rect {
+            x: x + offset.0,
+            y: y + offset.1,
+            w: w.max(0) as u32,
+            h: h.max(0) as u32,
+        },
+        win,
+    )
 }
 
 fn info(bus: &str, n: &Node, name: &str, rect: Rect, xid: u32) -> CtlInfo {
