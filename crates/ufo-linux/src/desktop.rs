@@ -138,6 +138,15 @@ impl LinuxDesktop {
         })
     }
 
+    /// What reading office documents needs, lent to `apps::office`.
+    pub(crate) fn office(&self) -> crate::apps::office::Office<'_> {
+        crate::apps::office::Office {
+            bus: &self.bus,
+            nodes: &self.nodes,
+            config: &self.config,
+        }
+    }
+
     /// The configuration in force.
     pub fn config(&self) -> &LinuxConfig {
         &self.config

@@ -11,6 +11,7 @@ use ufo_core::{Button, ScrollDirection, UiAction};
 use crate::a11y::bus::AppTree;
 use crate::a11y::vocab::role;
 use crate::a11y::vocab::{iface, state};
+use crate::apps::web;
 use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
 use crate::x11::keys::{parse_keys, KeyStep};
@@ -260,7 +261,8 @@ impl LinuxDesktop {
             let t = self.bus.text(&c.bus, &c.path).await?;
             // a web page's text is one object replacement character per child
             if t.contains('\u{fffc}') && crate::apps::web::DOCUMENTS.contains(&c.seen.role) {
-                return self.read_document(c).await;
+                let tree = self.control_tree(c).await?;
+                return web::page_text(&self.bus, c, &tree).await;
             }
             return Ok(t);
         }
@@ -268,7 +270,7 @@ impl LinuxDesktop {
             return Ok(format!("{}", self.bus.value(&c.bus, &c.path).await?));
         }
         // a document without text of its own (Writer's): its visible text (office.rs)
-        if let Some(t) = self.document_text(c).await {
+        if let Some(t) = self.office().document_text(c).await {
             return Ok(t);
         }
         Ok(c.name.clone())
@@ -485,7 +487,7 @@ impl LinuxDesktop {
             ScrollDirection::Up => 4,
             ScrollDirection::Down => 5,
         };
-        let layout = self.layout_before_scroll(c).await;
+        let layout = web::layout_before_scroll(&self.bus, c).await;
         let notches = amount.clamp(1, 50);
         match layout {
             Some(before) => {
@@ -496,7 +498,7 @@ impl LinuxDesktop {
                     self.x11(move |xx| xx.click(x, y, b, 1)).await?;
                     tokio::time::sleep(crate::apps::web::NOTCH_PAUSE).await;
                 }
-                self.wait_scrolled(c, before).await;
+                web::wait_scrolled(&self.bus, c, before).await;
             }
             None => self.xclick(xid, x, y, b, notches).await?,
         }
@@ -562,14 +564,7 @@ impl LinuxDesktop {
     /// and its entries (those the application's cache lacks, in GTK3 dialogs and GTK4, come
     /// from a walk; a GTK2 menu's items are read even while hidden).
     async fn entries_tree(&self, c: &CtlInfo) -> Result<AppTree, LinuxError> {
-        let mut tree = self.bus.tree(&c.bus).await?;
-        // (the walk's warnings say nothing to a select)
-        let mut ignored = Vec::new();
-        if !tree.nodes.contains_key(&c.path) {
-            tree.insert(self.bus.node(&c.bus, &c.path, "", 0).await?);
-        }
-        self.complete_tree(&c.bus, &mut tree, &c.path, true, &mut ignored)
-            .await;
+        let mut tree = self.control_tree(c).await?;
         if c.seen.role == role::MENU {
             self.open_menus(&c.bus, &mut tree, vec![c.path.clone()], true)
                 .await;
@@ -646,9 +641,12 @@ impl LinuxDesktop {
                     }
                 };
                 // a web option's action may only highlight it: believe the state
-                if ok && (!parent_selectable || in_menu || self.wait_selected(&c.bus, &path).await)
+                if ok
+                    && (!parent_selectable
+                        || in_menu
+                        || web::wait_selected(&self.bus, &self.config, &c.bus, &path).await)
                 {
-                    self.close_popup(c).await;
+                    web::close_popup(&self.bus, c).await;
                     return Ok(format!("selected {item:?} in {:?}", c.name));
                 }
             }

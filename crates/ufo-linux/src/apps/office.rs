@@ -13,11 +13,13 @@ use std::time::Instant;
 
 use ufo_core::Rect;
 
+use crate::a11y::bus::A11yBus;
 use crate::a11y::bus::{AppTree, Node};
+use crate::a11y::nodecache::KnownNodes;
 use crate::a11y::vocab::role;
 use crate::a11y::vocab::{iface, state};
-use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
+use crate::LinuxConfig;
 
 /// Most children read from one document node (LibreOffice reports only what is on screen:
 /// a page of paragraphs, the shapes of one slide, the slides of the panel).
@@ -315,7 +317,15 @@ pub(crate) fn keep_mask(items: &[Placed]) -> Vec<bool> {
     keep
 }
 
-impl LinuxDesktop {
+/// What reading office documents needs: the bus, the nodes read one by one before, and the
+/// configuration's bounds (the desktop lends them, see `LinuxDesktop::office`).
+pub(crate) struct Office<'a> {
+    pub bus: &'a A11yBus,
+    pub nodes: &'a KnownNodes,
+    pub config: &'a LinuxConfig,
+}
+
+impl Office<'_> {
     /// Read the visible children of the window's documents (paragraphs, table cells, shapes,
     /// slides) into the tree: each document's live child count first, then, when it is
     /// within the bound, its children, and one level further for tables, cells and shapes.
@@ -408,7 +418,7 @@ impl LinuxDesktop {
                 futures::future::join_all(
                     fresh
                         .iter()
-                        .map(|(k, p, i)| self.nodes.read(&self.bus, bus, k, p, *i)),
+                        .map(|(k, p, i)| self.nodes.read(self.bus, bus, k, p, *i)),
                 ),
             )
             .await

@@ -351,7 +351,10 @@ impl LinuxDesktop {
         // (office.rs): the sheet's correction applies to its cells (the formula bar, outside
         // that part of the tree, is reported where it is)
         let refs: Vec<&Node> = sheets.iter().collect();
-        let fixes = self.extent_corrections(bus, tree, frame, &refs).await;
+        let fixes = self
+            .office()
+            .extent_corrections(bus, tree, frame, &refs)
+            .await;
         for sheet in &sheets {
             let (dx, dy) = fixes.get(&sheet.path).copied().unwrap_or((0, 0));
             let offset = (offset.0 + dx, offset.1 + dy);

@@ -6,11 +6,12 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use crate::a11y::bus::A11yBus;
 use crate::a11y::bus::{AppTree, Node};
 use crate::a11y::vocab::role;
 use crate::a11y::vocab::{iface, state};
-use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
+use crate::LinuxConfig;
 use crate::LinuxError;
 
 /// How deep below a combo box its options are looked for.
@@ -132,167 +133,163 @@ fn is_block(tree: &AppTree, path: &str) -> bool {
     })
 }
 
-impl LinuxDesktop {
-    /// The text of a web page (or any document whose text is made of embedded objects),
-    /// bounded in characters, nodes and time.
-    pub(crate) async fn read_document(&self, c: &CtlInfo) -> Result<String, LinuxError> {
-        let tree = self.bus.tree(&c.bus).await?;
-        let mut tree = tree;
-        let mut ignored = Vec::new();
-        if !tree.nodes.contains_key(&c.path) {
-            tree.insert(self.bus.node(&c.bus, &c.path, "", 0).await?);
+/// The text of a web page (or any document whose text is made of embedded objects) from
+/// its tree walked thoroughly, bounded in characters, nodes and time.
+pub(crate) async fn page_text(
+    a11y: &A11yBus,
+    c: &CtlInfo,
+    tree: &AppTree,
+) -> Result<String, LinuxError> {
+    let nodes: Vec<String> = tree
+        .subtree(&c.path, PAGE_NODES_MAX)
+        .into_iter()
+        .filter(|n| n.ifaces & iface::TEXT != 0)
+        .map(|n| n.path.clone())
+        .collect();
+    let fetch = futures::future::join_all(
+        nodes
+            .iter()
+            .map(|p| async move { (p.clone(), a11y.text(&c.bus, p).await.ok()) }),
+    );
+    let fetched = tokio::time::timeout(PAGE_TEXT_BUDGET, fetch)
+        .await
+        .map_err(|_| LinuxError::Timeout {
+            what: "reading the page's text".into(),
+            ms: PAGE_TEXT_BUDGET.as_millis() as u64,
+        })?;
+    let texts: HashMap<String, String> = fetched
+        .into_iter()
+        .filter_map(|(p, t)| t.map(|t| (p, t)))
+        .collect();
+    let mut out = String::new();
+    assemble(tree, &texts, &c.path, &mut out, PAGE_TEXT_MAX, 0);
+    if out.len() >= PAGE_TEXT_MAX {
+        let mut end = PAGE_TEXT_MAX;
+        while !out.is_char_boundary(end) {
+            end -= 1;
         }
-        self.complete_tree(&c.bus, &mut tree, &c.path, true, &mut ignored)
-            .await;
-        let nodes: Vec<String> = tree
-            .subtree(&c.path, PAGE_NODES_MAX)
-            .into_iter()
-            .filter(|n| n.ifaces & iface::TEXT != 0)
-            .map(|n| n.path.clone())
-            .collect();
-        let fetch = futures::future::join_all(
-            nodes
-                .iter()
-                .map(|p| async move { (p.clone(), self.bus.text(&c.bus, p).await.ok()) }),
-        );
-        let fetched = tokio::time::timeout(PAGE_TEXT_BUDGET, fetch)
-            .await
-            .map_err(|_| LinuxError::Timeout {
-                what: "reading the page's text".into(),
-                ms: PAGE_TEXT_BUDGET.as_millis() as u64,
-            })?;
-        let texts: HashMap<String, String> = fetched
-            .into_iter()
-            .filter_map(|(p, t)| t.map(|t| (p, t)))
-            .collect();
-        let mut out = String::new();
-        assemble(&tree, &texts, &c.path, &mut out, PAGE_TEXT_MAX, 0);
-        if out.len() >= PAGE_TEXT_MAX {
-            let mut end = PAGE_TEXT_MAX;
-            while !out.is_char_boundary(end) {
-                end -= 1;
-            }
-            out.truncate(end);
-            out.push_str("… (the page goes on; scroll and read again)");
-        }
-        Ok(out)
+        out.truncate(end);
+        out.push_str("… (the page goes on; scroll and read again)");
     }
+    Ok(out)
+}
 
-    /// Where the first children of a document are drawn (a sample of up to 8).
-    async fn document_layout(&self, c: &CtlInfo) -> Option<Vec<(i32, i32, i32, i32)>> {
-        let kids = self.bus.children(&c.bus, &c.path).await.ok()?;
-        if kids.is_empty() {
-            return None;
+/// Where the first children of a document are drawn (a sample of up to 8).
+async fn document_layout(a11y: &A11yBus, c: &CtlInfo) -> Option<Vec<(i32, i32, i32, i32)>> {
+    let kids = a11y.children(&c.bus, &c.path).await.ok()?;
+    if kids.is_empty() {
+        return None;
+    }
+    let sample: Vec<&String> = kids.iter().take(8).collect();
+    let ext = futures::future::join_all(
+        sample
+            .iter()
+            .map(|p| async move { a11y.extents(&c.bus, p).await.ok() }),
+    )
+    .await;
+    ext.into_iter().collect()
+}
+
+/// After a scroll of a web document, wait (bounded) until its content is laid out at the
+/// new place: the children's extents changed from `before` and stayed the same for two
+/// polls. Chromium's tree shows the old positions for ~0.1 s, then no content, then the new
+/// one.
+pub(crate) async fn wait_scrolled(
+    a11y: &A11yBus,
+    c: &CtlInfo,
+    before: Option<Vec<(i32, i32, i32, i32)>>,
+) {
+    const BOUND: Duration = Duration::from_millis(2500);
+    const POLL: Duration = Duration::from_millis(100);
+    // unchanged for this many polls in a row: a busy renderer applies the wheel notches
+    // in bursts, with pauses of about one poll between them
+    const STABLE: usize = 2;
+    let start = Instant::now();
+    let mut last: Option<Vec<(i32, i32, i32, i32)>> = None;
+    let mut same = 0;
+    while start.elapsed() < BOUND {
+        tokio::time::sleep(POLL).await;
+        let now = document_layout(a11y, c).await;
+        if now.is_some() && now != before && now == last {
+            same += 1;
+            if same >= STABLE {
+                return;
+            }
+        } else {
+            same = 0;
         }
-        let sample: Vec<&String> = kids.iter().take(8).collect();
-        let ext = futures::future::join_all(
-            sample
-                .iter()
-                .map(|p| async move { self.bus.extents(&c.bus, p).await.ok() }),
+        last = now;
+    }
+}
+
+/// Sample a document's layout before a scroll (`None` for other controls).
+pub(crate) async fn layout_before_scroll(
+    a11y: &A11yBus,
+    c: &CtlInfo,
+) -> Option<Option<Vec<(i32, i32, i32, i32)>>> {
+    if !DOCUMENTS.contains(&c.seen.role) {
+        return None;
+    }
+    Some(document_layout(a11y, c).await)
+}
+
+/// Close a combo box's popup that choosing an option left open (Chromium keeps a
+/// `<select>`'s list open after its option's action): its open action toggles it.
+pub(crate) async fn close_popup(a11y: &A11yBus, c: &CtlInfo) {
+    if c.seen.role != role::COMBO_BOX || c.states & state::EXPANDED != 0 {
+        return;
+    }
+    let states: Option<Vec<u32>> = a11y
+        .call(
+            &c.bus,
+            &c.path,
+            "org.a11y.atspi.Accessible",
+            "GetState",
+            &(),
         )
-        .await;
-        ext.into_iter().collect()
+        .await
+        .ok();
+    if states.is_none_or(|s| crate::a11y::bus::state_bits(&s) & state::EXPANDED == 0) {
+        return;
     }
-
-    /// After a scroll of a web document, wait (bounded) until its content is laid out at the
-    /// new place: the children's extents changed from `before` and stayed the same for two
-    /// polls. Chromium's tree shows the old positions for ~0.1 s, then no content, then the new
-    /// one.
-    pub(crate) async fn wait_scrolled(
-        &self,
-        c: &CtlInfo,
-        before: Option<Vec<(i32, i32, i32, i32)>>,
-    ) {
-        const BOUND: Duration = Duration::from_millis(2500);
-        const POLL: Duration = Duration::from_millis(100);
-        // unchanged for this many polls in a row: a busy renderer applies the wheel notches
-        // in bursts, with pauses of about one poll between them
-        const STABLE: usize = 2;
-        let start = Instant::now();
-        let mut last: Option<Vec<(i32, i32, i32, i32)>> = None;
-        let mut same = 0;
-        while start.elapsed() < BOUND {
-            tokio::time::sleep(POLL).await;
-            let now = self.document_layout(c).await;
-            if now.is_some() && now != before && now == last {
-                same += 1;
-                if same >= STABLE {
-                    return;
-                }
-            } else {
-                same = 0;
-            }
-            last = now;
-        }
-    }
-
-    /// Sample a document's layout before a scroll (`None` for other controls).
-    pub(crate) async fn layout_before_scroll(
-        &self,
-        c: &CtlInfo,
-    ) -> Option<Option<Vec<(i32, i32, i32, i32)>>> {
-        if !DOCUMENTS.contains(&c.seen.role) {
-            return None;
-        }
-        Some(self.document_layout(c).await)
-    }
-
-    /// Close a combo box's popup that choosing an option left open (Chromium keeps a
-    /// `<select>`'s list open after its option's action): its open action toggles it.
-    pub(crate) async fn close_popup(&self, c: &CtlInfo) {
-        if c.seen.role != role::COMBO_BOX || c.states & state::EXPANDED != 0 {
-            return;
-        }
-        let states: Option<Vec<u32>> = self
-            .bus
+    if let Some(i) = c
+        .actions
+        .iter()
+        .position(|a| a.eq_ignore_ascii_case("open"))
+    {
+        let _: Result<bool, _> = a11y
             .call(
                 &c.bus,
                 &c.path,
-                "org.a11y.atspi.Accessible",
-                "GetState",
-                &(),
+                "org.a11y.atspi.Action",
+                "DoAction",
+                &(i as i32,),
             )
+            .await;
+    }
+}
+
+/// Whether an option became selected within the settle time (a `<select>`'s option keeps
+/// its old state when the action only highlighted it).
+pub(crate) async fn wait_selected(
+    a11y: &A11yBus,
+    config: &LinuxConfig,
+    bus: &str,
+    path: &str,
+) -> bool {
+    let start = Instant::now();
+    loop {
+        let states: Option<Vec<u32>> = a11y
+            .call(bus, path, "org.a11y.atspi.Accessible", "GetState", &())
             .await
             .ok();
-        if states.is_none_or(|s| crate::a11y::bus::state_bits(&s) & state::EXPANDED == 0) {
-            return;
+        if states.is_some_and(|s| crate::a11y::bus::state_bits(&s) & state::SELECTED != 0) {
+            return true;
         }
-        if let Some(i) = c
-            .actions
-            .iter()
-            .position(|a| a.eq_ignore_ascii_case("open"))
-        {
-            let _: Result<bool, _> = self
-                .bus
-                .call(
-                    &c.bus,
-                    &c.path,
-                    "org.a11y.atspi.Action",
-                    "DoAction",
-                    &(i as i32,),
-                )
-                .await;
+        if start.elapsed() >= config.settle_time {
+            return false;
         }
-    }
-
-    /// Whether an option became selected within the settle time (a `<select>`'s option keeps
-    /// its old state when the action only highlighted it).
-    pub(crate) async fn wait_selected(&self, bus: &str, path: &str) -> bool {
-        let start = Instant::now();
-        loop {
-            let states: Option<Vec<u32>> = self
-                .bus
-                .call(bus, path, "org.a11y.atspi.Accessible", "GetState", &())
-                .await
-                .ok();
-            if states.is_some_and(|s| crate::a11y::bus::state_bits(&s) & state::SELECTED != 0) {
-                return true;
-            }
-            if start.elapsed() >= self.config.settle_time {
-                return false;
-            }
-            tokio::time::sleep(self.config.settle_poll * 2).await;
-        }
+        tokio::time::sleep(config.settle_poll * 2).await;
     }
 }
 

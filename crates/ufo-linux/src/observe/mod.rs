@@ -517,7 +517,9 @@ impl LinuxDesktop {
         }
         let t_walk = t.elapsed();
         // office documents: their visible paragraphs, cells, shapes and slides (office.rs)
-        self.read_documents(bus, tree, &frame, warnings).await;
+        self.office()
+            .read_documents(bus, tree, &frame, warnings)
+            .await;
         let t_docs = t.elapsed();
         // GTK2: items of an open menu are never SHOWING
         let open_menus = if self.is_gtk2_app(bus).await {
@@ -565,7 +567,10 @@ impl LinuxDesktop {
         let win_rect = w.rect();
         // a fresh LibreOffice window reports its own controls shifted (office.rs)
         let nodes: Vec<&Node> = candidates.iter().map(|c| &c.node).collect();
-        let fixes = self.extent_corrections(bus, tree, &frame, &nodes).await;
+        let fixes = self
+            .office()
+            .extent_corrections(bus, tree, &frame, &nodes)
+            .await;
         let t_fixes = t.elapsed();
         let results = futures::future::join_all(candidates.iter().map(|c| {
             let (dx, dy) = fixes.get(&c.node.path).copied().unwrap_or((0, 0));
@@ -700,6 +705,20 @@ impl LinuxDesktop {
             }
         };
         tokio::join!(ext, acts, text, value)
+    }
+
+    /// The tree of a control's application with the control in it and its part walked
+    /// thoroughly ([`Self::complete_tree`]: what the application's cache lacks, in GTK3
+    /// dialogs and GTK4, comes from a walk; the walk's warnings say nothing here).
+    pub(crate) async fn control_tree(&self, c: &CtlInfo) -> Result<AppTree, LinuxError> {
+        let mut tree = self.bus.tree(&c.bus).await?;
+        let mut ignored = Vec::new();
+        if !tree.nodes.contains_key(&c.path) {
+            tree.insert(self.bus.node(&c.bus, &c.path, "", 0).await?);
+        }
+        self.complete_tree(&c.bus, &mut tree, &c.path, true, &mut ignored)
+            .await;
+        Ok(tree)
     }
 
     /// Fill in the parts of the tree the application's cache did not give (GTK4 before its
