@@ -34,7 +34,10 @@
 //! ...): settling observes the window while it waits, Calc acts and observes, the kept trees
 //! age the sheet cache, launching reads the applications on the bus. No file imports
 //! `desktop.rs` that `desktop.rs` imports. Where a feature touches another's part it names it
-//! (`self.controls`, `self.settling`, ...).
+//! (`self.controls`, `self.settling`, ...). Features that need only the bus and the
+//! configuration are functions over them, not methods of the desktop: the label check
+//! (`act::verify::check_unchanged`), web pages (`apps::web`), office documents
+//! (`apps::office::Office`, the bus, node cache and configuration the desktop lends).
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod a11y;
