@@ -10,81 +10,38 @@ use ufo_core::{
     WindowObservation,
 };
 
-use crate::bus::{A11yBus, ROOT_PATH};
-use crate::x11::{XWindow, X11};
-use crate::{annotate, LinuxConfig, LinuxError};
+use crate::a11y::bus::A11yBus;
+use crate::a11y::vocab::ROOT_PATH;
+use crate::launch::process_name;
+use crate::x11::annotate;
+use crate::x11::{parse_window_id, window_id, XWindow, X11};
+use crate::{LinuxConfig, LinuxError};
 
-/// What the last observation learnt about one control (used by actions).
-#[derive(Debug, Clone)]
-pub(crate) struct CtlInfo {
-    pub bus: String,
-    pub path: String,
-    pub name: String,
-    /// Screen rectangle.
-    pub rect: Rect,
-    pub actions: Vec<String>,
-    pub ifaces: u32,
-    pub states: u64,
-    /// The X window it belongs to.
-    pub window: u32,
-    /// AT-SPI role number and raw accessible name when observed, and its label there (for
-    /// the "changed since the last observation" check).
-    pub seen: crate::verify::Seen,
-}
-
-/// The controls of one observation by id, each with the label it was given.
-pub(crate) type Labelled = Vec<(String, CtlInfo)>;
-
-/// Mutable state shared by the calls.
+/// What is known of the applications on the bus, learnt once and asked again on a miss.
 #[derive(Default)]
-pub(crate) struct State {
+pub(crate) struct AppFacts {
     /// bus name → application name
-    pub app_names: HashMap<String, String>,
+    pub names: HashMap<String, String>,
     /// bus name → whether extents are window-relative (GTK4)
     pub relative: HashMap<String, bool>,
-    /// bus name → whether the application is GTK2 (open menus need `crate::menus`)
+    /// bus name → whether the application is GTK2 (open menus need `crate::apps::menus`)
     pub gtk2: HashMap<String, bool>,
-    /// control id → info, from the latest observation of its window
-    pub controls: HashMap<String, CtlInfo>,
-    /// launched children, reaped as they exit
-    pub children: Vec<std::process::Child>,
     /// pid → bus name of applications on the accessibility bus (refreshed on a miss)
     pub bus_by_pid: HashMap<u32, String>,
-    /// the window acted on last (for `settle`)
-    pub last_window: Option<u32>,
-    /// spreadsheet cells read before: (bus, sheet path, row, column) → the cell's path
-    /// (see `table.rs`: LibreOffice keeps every cell object it hands out)
-    pub sheet_cells: HashMap<(String, String, u32, u32), String>,
     /// X window → its process, for every window seen (to follow a window its application
-    /// replaced, see `observe.rs`)
+    /// replaced, see `observe`)
     pub window_pids: HashMap<u32, u32>,
-    /// nodes read one by one before (the walk, document parts): (bus, path) → the node, whose
-    /// role, description and interfaces are not read again (`nodecache.rs`)
-    pub known_nodes: HashMap<(String, String), crate::bus::Node>,
-    /// bus name → its tree kept from the last observation (`changes.rs`)
-    pub kept: HashMap<String, crate::changes::Kept>,
-    /// bus name → its event count at the start of the current observation
-    pub event_counts: HashMap<String, u64>,
-    /// (bus, sheet path) → the cells read last, with the event count they were read at
-    pub kept_cells: HashMap<(String, String), (u64, Vec<crate::table::Cell>)>,
-    /// settling (settle.rs): first-change bounds learned, how the last action went in,
-    /// whether it changed the screen
-    pub learned: crate::settle::Learned,
-    pub last_input: crate::settle::Input,
-    pub last_changed: Option<bool>,
-    /// when the last settle after an action ended
-    pub settled_at: Option<std::time::Instant>,
-    /// the controls clicked lately, newest last (their press animations run on: see
-    /// `settle::Clicked`)
-    pub clicked: crate::settle::Clicked,
-    /// regions redrawn frame after frame in one place (toolkit transitions)
-    pub transitions: crate::settle::Transitions,
-    /// the observation made while the last settle waited (`settle::take_prefetched`)
-    pub prefetched: Option<crate::settle::Prefetched>,
-    /// an observation is being made while settling: its controls go to `prefetch_controls`
-    /// instead of `controls` (labels mean the observation handed out last)
-    pub prefetching: bool,
-    pub prefetch_controls: Option<(u32, Labelled)>,
+}
+
+/// One feature's state behind a lock of its own, so that a feature locks only what it owns.
+#[derive(Default)]
+pub(crate) struct Part<T>(Mutex<T>);
+
+impl<T> Part<T> {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, T> {
+        // a panic while holding the lock leaves plain data behind: keep going
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// The live Linux desktop: AT-SPI2 over zbus for controls, X11 for windows, pixels and input.
@@ -92,25 +49,24 @@ pub struct LinuxDesktop {
     pub(crate) config: LinuxConfig,
     pub(crate) x: Arc<X11>,
     pub(crate) bus: A11yBus,
-    pub(crate) state: Mutex<State>,
+    /// what is known of the applications on the bus
+    pub(crate) apps: Part<AppFacts>,
+    /// the controls of the latest observations (`observe`), used by the actions
+    pub(crate) controls: Part<crate::observe::controls::KnownControls>,
+    /// launched children, reaped as they exit (`launch`)
+    pub(crate) launched: crate::launch::Launched,
+    /// nodes read one by one before (`a11y::nodecache`)
+    pub(crate) nodes: crate::a11y::nodecache::KnownNodes,
+    /// trees kept from the last observation of each application (`observe::changes`)
+    pub(crate) kept: crate::observe::changes::KeptTrees,
+    /// spreadsheet cells read before (`apps::sheets`)
+    pub(crate) sheets: crate::apps::sheets::SheetCache,
+    /// what settling keeps between actions (`act::settle`)
+    pub(crate) settling: Part<crate::act::settle::SettleState>,
     /// X damage and window events for settling (settle.rs); `None` without DAMAGE
-    pub(crate) watch: Option<Arc<crate::settle::ChangeWatch>>,
+    pub(crate) watch: Option<Arc<crate::act::settle::ChangeWatch>>,
     /// The person's input on a watched private desktop (takeover.rs); `None` elsewhere
-    pub(crate) person: Option<crate::takeover::PersonWatch>,
-}
-
-/// Parse a window id (`0x1a00004` or decimal).
-pub(crate) fn parse_window_id(id: &str) -> Result<u32, LinuxError> {
-    let t = id.trim();
-    let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        Some(hex) => u32::from_str_radix(hex, 16).ok(),
-        None => t.parse::<u32>().ok(),
-    };
-    parsed.ok_or_else(|| LinuxError::NoWindow(id.to_string()))
-}
-
-pub(crate) fn window_id(xid: u32) -> String {
-    format!("{xid:#x}")
+    pub(crate) person: Option<crate::x11::takeover::PersonWatch>,
 }
 
 /// Most characters of stdout (and of stderr) a shell command hands back to the model.
@@ -146,12 +102,6 @@ pub(crate) async fn run_command(
     })
 }
 
-pub(crate) fn process_name(pid: u32) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .ok()
-        .map(|s| s.trim().to_string())
-}
-
 impl LinuxDesktop {
     /// Connect to the X server (`DISPLAY`) and the accessibility bus (through
     /// `DBUS_SESSION_BUS_ADDRESS`), switching accessibility on if it is off.
@@ -167,27 +117,39 @@ impl LinuxDesktop {
             config,
             x: Arc::new(x),
             bus,
-            state: Mutex::new(State::default()),
-            watch: tokio::task::spawn_blocking(crate::settle::ChangeWatch::start)
+            apps: Part::default(),
+            controls: Part::default(),
+            launched: Default::default(),
+            nodes: Default::default(),
+            kept: Default::default(),
+            sheets: Default::default(),
+            settling: Part::default(),
+            watch: tokio::task::spawn_blocking(crate::act::settle::ChangeWatch::start)
                 .await
                 .ok()
                 .flatten()
                 .map(Arc::new),
-            person: tokio::task::spawn_blocking(crate::takeover::PersonWatch::start_if_watched)
-                .await
-                .ok()
-                .flatten(),
+            person: tokio::task::spawn_blocking(
+                crate::x11::takeover::PersonWatch::start_if_watched,
+            )
+            .await
+            .ok()
+            .flatten(),
         })
+    }
+
+    /// What reading office documents needs, lent to `apps::office`.
+    pub(crate) fn office(&self) -> crate::apps::office::Office<'_> {
+        crate::apps::office::Office {
+            bus: &self.bus,
+            nodes: &self.nodes,
+            config: &self.config,
+        }
     }
 
     /// The configuration in force.
     pub fn config(&self) -> &LinuxConfig {
         &self.config
-    }
-
-    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        // a panic while holding the lock leaves plain data behind: keep going
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) async fn x11<T, F>(&self, f: F) -> Result<T, LinuxError>
@@ -216,18 +178,18 @@ impl LinuxDesktop {
     /// Bus names for these pids, from the cache unless one is missing or `refresh`.
     pub(crate) async fn bus_map(&self, pids: &[u32], refresh: bool) -> HashMap<u32, String> {
         if !refresh {
-            let st = self.lock();
+            let st = self.apps.lock();
             if pids.iter().all(|p| st.bus_by_pid.contains_key(p)) {
                 return st.bus_by_pid.clone();
             }
         }
         let map = self.apps_by_pid().await.unwrap_or_default();
-        self.lock().bus_by_pid = map.clone();
+        self.apps.lock().bus_by_pid = map.clone();
         map
     }
 
     pub(crate) async fn app_name(&self, bus: &str) -> Option<String> {
-        if let Some(n) = self.lock().app_names.get(bus) {
+        if let Some(n) = self.apps.lock().names.get(bus) {
             return Some(n.clone());
         }
         let name = self
@@ -235,17 +197,17 @@ impl LinuxDesktop {
             .prop::<String>(bus, ROOT_PATH, "org.a11y.atspi.Accessible", "Name")
             .await
             .ok()?;
-        self.lock().app_names.insert(bus.to_string(), name.clone());
+        self.apps.lock().names.insert(bus.to_string(), name.clone());
         Some(name)
     }
 
     pub(crate) async fn is_relative(&self, bus: &str) -> bool {
-        if let Some(r) = self.lock().relative.get(bus) {
+        if let Some(r) = self.apps.lock().relative.get(bus) {
             return *r;
         }
         let (tk, version) = self.bus.toolkit(bus).await;
         let rel = tk.eq_ignore_ascii_case("gtk") && version.starts_with('4');
-        self.lock().relative.insert(bus.to_string(), rel);
+        self.apps.lock().relative.insert(bus.to_string(), rel);
         rel
     }
 
@@ -387,31 +349,6 @@ impl LinuxDesktop {
         }
     }
 
-    fn reap(&self) {
-        let mut st = self.lock();
-        st.children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
-    }
-
-    /// Whether an application has a populated window on the bus for this X window.
-    pub(crate) async fn window_ready(&self, w: &XWindow, by_pid: &HashMap<u32, String>) -> bool {
-        let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)) else {
-            return false;
-        };
-        match self.bus.tree(bus).await {
-            Ok(tree) => {
-                tree.kids(ROOT_PATH).iter().any(|p| {
-                    tree.nodes
-                        .get(p)
-                        .is_some_and(|n| n.child_count > 0 && n.name == w.title)
-                }) || tree
-                    .kids(ROOT_PATH)
-                    .iter()
-                    .any(|p| tree.nodes.get(p).is_some_and(|n| n.child_count > 0))
-            }
-            Err(_) => false,
-        }
-    }
-
     /// Launch an application from the launch table and wait until its window is on the bus.
     pub async fn launch_app(&self, app: &str) -> Result<WindowInfo, LinuxError> {
         let (name, command) = self
@@ -420,104 +357,6 @@ impl LinuxDesktop {
             .map(|(n, c)| (n.to_string(), c.to_string()))
             .ok_or_else(|| LinuxError::UnknownApp(app.to_string()))?;
         self.spawn_and_wait(&name, &command).await
-    }
-
-    async fn spawn_and_wait(&self, name: &str, command: &str) -> Result<WindowInfo, LinuxError> {
-        use std::os::unix::process::CommandExt;
-        // X reuses window ids once a client is gone: a window is new if its (id, pid) is new
-        let before: Vec<(u32, Option<u32>)> = self
-            .x11(|x| x.client_windows())
-            .await?
-            .iter()
-            .map(|w| (w.id, w.pid))
-            .collect();
-        let mut cmd = std::process::Command::new("/bin/sh");
-        // the application gets none of ufo's secrets (provider keys, UFO_LLM_*), and what its
-        // toolkit needs to be on the accessibility bus
-        ufo_proc::scrub_env_std(&mut cmd);
-        let command = &crate::toolkit::with_switches(command);
-        let child = cmd
-            .arg("-c")
-            .arg(format!("exec {command}"))
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .env_remove("NO_AT_BRIDGE")
-            .envs(crate::toolkit::a11y_env())
-            .envs(self.config.launch_env.iter().map(|(k, v)| (k, v)))
-            .process_group(0)
-            .spawn()
-            .map_err(|source| LinuxError::Spawn {
-                command: command.to_string(),
-                source,
-            })?;
-        let child_pid = child.id();
-        self.lock().children.push(child);
-        let exe = crate::config::program_of(command);
-        let matches = |w: &XWindow| {
-            w.pid == Some(child_pid)
-                || crate::config::same_program(
-                    &exe,
-                    &w.class,
-                    w.pid.and_then(process_name).as_deref(),
-                )
-        };
-        let deadline = Instant::now() + self.config.launch_timeout;
-        let mut existing: Option<XWindow> = None;
-        while Instant::now() < deadline {
-            self.reap();
-            let xs = self.x11(|x| x.client_windows()).await?;
-            let by_pid = self.apps_by_pid().await.unwrap_or_default();
-            for w in xs.iter().filter(|w| matches(w)) {
-                let seen = before.contains(&(w.id, w.pid));
-                if !seen && self.window_ready(w, &by_pid).await {
-                    let app = match w.pid.and_then(|p| by_pid.get(&p)) {
-                        Some(bus) => self.app_name(bus).await,
-                        None => None,
-                    };
-                    return Ok(self.info(w, app));
-                }
-                if seen {
-                    existing = Some(w.clone());
-                }
-            }
-            // a single-instance application answers a second launch by raising its window
-            let exited = {
-                let mut st = self.lock();
-                st.children
-                    .iter_mut()
-                    .find(|c| c.id() == child_pid)
-                    .map(|c| matches!(c.try_wait(), Ok(Some(_))))
-                    .unwrap_or(true)
-            };
-            if exited {
-                if let Some(w) = &existing {
-                    let app = match w.pid.and_then(|p| by_pid.get(&p)) {
-                        Some(bus) => self.app_name(bus).await,
-                        None => None,
-                    };
-                    return Ok(self.info(w, app));
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        // do not leave a process behind whose window never came
-        {
-            let mut st = self.lock();
-            if let Some(c) = st.children.iter_mut().find(|c| c.id() == child_pid) {
-                let _ = c.kill();
-                let _ = c.wait();
-            }
-            st.children.retain(|c| c.id() != child_pid);
-        }
-        Err(LinuxError::Launch {
-            app: name.to_string(),
-            command: command.to_string(),
-            reason: format!(
-                "no window of it appeared on the accessibility bus within {} s; is it installed, and does the session have accessibility on (scripts/desktop-session.sh up)?",
-                self.config.launch_timeout.as_secs()
-            ),
-        })
     }
 
     /// Run a shell command with a time bound. A command equal to a launch-table command
@@ -542,12 +381,12 @@ impl LinuxDesktop {
                 launched: Some(w.app_name),
             });
         }
-        if let Some(single) = crate::toolkit::single_command(command) {
-            if crate::toolkit::opens_window(&single, &self.config.launch) {
+        if let Some(single) = crate::launch::toolkit::single_command(command) {
+            if crate::launch::toolkit::opens_window(&single, &self.config.launch) {
                 return self.launch_detached(&single).await;
             }
         }
-        let mut env = crate::toolkit::a11y_env();
+        let mut env = crate::launch::toolkit::a11y_env();
         env.extend(self.config.launch_env.iter().cloned());
         run_command(command, &env, self.config.shell_timeout).await
     }
@@ -687,7 +526,7 @@ impl Desktop for LinuxDesktop {
     ) -> Result<String, DesktopError> {
         let started = std::time::Instant::now();
         // (an observation made while the last action settled is of the screen before this one)
-        self.lock().prefetched = None;
+        self.settling.lock().prefetched = None;
         let done = self.perform(window_id, control_id, action).await?;
         tracing::debug!(ms = started.elapsed().as_millis() as u64, "acted");
         Ok(done)
@@ -725,7 +564,7 @@ impl Desktop for LinuxDesktop {
     }
 
     fn last_action_changed(&self) -> Option<bool> {
-        self.lock().last_changed
+        self.settling.lock().last_changed
     }
 
     fn person_input(&self) -> Option<String> {
@@ -749,7 +588,7 @@ impl Desktop for LinuxDesktop {
         if self.settle_quiet().await {
             return;
         }
-        let last = self.lock().last_window;
+        let last = self.settling.lock().last_window;
         match last {
             Some(xid) => self.settle_window(xid, None).await,
             None => tokio::time::sleep(self.config.settle_poll).await,
@@ -794,9 +633,16 @@ mod tests {
             .expect("runs");
         assert!(out.stdout.len() < 20_000, "{} bytes", out.stdout.len());
         assert!(out.stdout.contains("truncated"), "{}", &out.stdout[..100]);
-        let r = run_command("sleep 4747; echo done", &[], Duration::from_millis(300)).await;
+        // an argument no other process on the machine has (other tests sleep too)
+        let arg = format!("4747.{}", std::process::id());
+        let r = run_command(
+            &format!("sleep {arg}; echo done"),
+            &[],
+            Duration::from_millis(300),
+        )
+        .await;
         assert!(matches!(r, Err(LinuxError::Timeout { .. })), "{r:?}");
-        let alive = || !ufo_proc::live_processes_with_arg("4747").is_empty();
+        let alive = || !ufo_proc::live_processes_with_arg(&arg).is_empty();
         let mut left = true;
         for _ in 0..100 {
             left = alive();
@@ -805,6 +651,6 @@ mod tests {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        assert!(!left, "sleep 4747 outlived the timeout");
+        assert!(!left, "sleep {arg} outlived the timeout");
     }
 }

@@ -8,30 +8,50 @@
 //!
 //! Entry points: [`LinuxDesktop::connect`] (implements [`ufo_core::Desktop`]) and [`inspect`].
 //! See `crates/ufo-linux/README.md` for the session setup and the key syntax.
+//!
+//! # Map
+//!
+//! Lower layers never import higher ones; read from the bottom up.
+//!
+//! | folder | what | state it owns |
+//! |---|---|---|
+//! | `a11y/` | the accessibility bus: bounded calls and `Cache.GetItems` (`bus`), the AT-SPI vocabulary from the `atspi` crate (`vocab`), the applications' event logs (`events`), nodes read one by one before (`nodecache`) | `KnownNodes` |
+//! | `x11/` | the X connection: windows, window ids, screenshots, XTEST input (`mod`), keys, the screenshot annotation, the person's take-over watch | |
+//! | `launch/` | the children launched (`mod`), starting applications and waiting for their windows (`start`), toolkit detection and accessibility switches (`toolkit`), `ufo doctor` (`doctor`) | `Launched` |
+//! | `apps/` | what some applications need beyond the generic observation: Calc's sheets (`table`) and the cells read before (`sheets`), office documents (`office`), web pages (`web`), GTK2's open menus (`menus`) | `SheetCache` |
+//! | `observe/` | the observation pipeline (`mod`), the controls it learnt (`controls`), the names an agent sees (`names`), LibreOffice's kept trees (`changes`) and bringing them up to date (`refresh`) | `KnownControls`, `KeptTrees` |
+//! | `act/` | actions on controls (`mod`), the check that a label still means its control (`verify`), modal dialogs (`modal`), what settling decides and keeps and the X change watch (`settle`), the waits around an action (`wait`) | `SettleState` |
+//! | `desktop.rs` | [`LinuxDesktop`]: the bus, the X connection, the configuration and the parts above, and the [`ufo_core::Desktop`] port | `AppFacts` |
+//! | `config.rs`, `error.rs` | [`LinuxConfig`] and the launch table; [`LinuxError`] | |
+//!
+//! Each part is a type in a file of its own below `desktop.rs`, which imports nothing of the
+//! desktop: `KnownNodes`, `Launched`, `KeptTrees` and `SheetCache` own their lock and the
+//! operations on their state (`self.kept.keep(...)`, `self.sheets.cell_path(...)`);
+//! `KnownControls`, `SettleState` and `AppFacts` are plain state behind a `Part` lock. The
+//! work that crosses parts (observing, acting, settling, reading a sheet, launching) is
+//! methods of [`LinuxDesktop`] in the feature's files above `desktop.rs` (`observe/mod.rs`,
+//! `observe/refresh.rs`, `act/mod.rs`, `act/wait.rs`, `apps/table.rs`, `launch/start.rs`,
+//! ...): settling observes the window while it waits, Calc acts and observes, the kept trees
+//! age the sheet cache, launching reads the applications on the bus. No file imports
+//! `desktop.rs` that `desktop.rs` imports. Where a feature touches another's part it names it
+//! (`self.controls`, `self.settling`, ...). Features that need only the bus and the
+//! configuration are functions over them, not methods of the desktop: the label check
+//! (`act::verify::check_unchanged`), web pages (`apps::web`), office documents
+//! (`apps::office::Office`, the bus, node cache and configuration the desktop lends).
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod a11y;
 mod act;
-mod annotate;
-mod bus;
-mod changes;
+mod apps;
 mod config;
 mod desktop;
-pub mod doctor;
 mod error;
-mod keys;
 mod launch;
-mod menus;
-mod modal;
-mod nodecache;
 mod observe;
-mod office;
-mod settle;
-mod table;
-pub mod takeover;
-pub mod toolkit;
-mod verify;
-mod web;
 mod x11;
+
+pub use launch::{doctor, toolkit};
+pub use x11::takeover;
 
 pub use config::{default_launch_table, libreoffice_gtk3_installed, program_of, LinuxConfig};
 pub use desktop::LinuxDesktop;
@@ -64,7 +84,7 @@ pub async fn find_window(
     let Some(want) = window.map(str::trim).filter(|w| !w.is_empty()) else {
         let active = desktop.x11(|x| x.active_window()).await.ok().flatten();
         return active
-            .and_then(|a| windows.iter().find(|w| w.id == desktop::window_id(a)))
+            .and_then(|a| windows.iter().find(|w| w.id == crate::x11::window_id(a)))
             .or_else(|| windows.first())
             .cloned()
             .ok_or_else(|| LinuxError::NoWindow("(any window)".into()));
@@ -82,8 +102,8 @@ pub async fn find_window(
             return Ok(w.clone());
         }
     }
-    if let Ok(xid) = desktop::parse_window_id(want) {
-        if let Some(w) = windows.iter().find(|w| w.id == desktop::window_id(xid)) {
+    if let Ok(xid) = crate::x11::parse_window_id(want) {
+        if let Some(w) = windows.iter().find(|w| w.id == crate::x11::window_id(xid)) {
             return Ok(w.clone());
         }
     }

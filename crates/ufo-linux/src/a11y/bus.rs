@@ -8,39 +8,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use zbus::zvariant::{DynamicType, OwnedObjectPath, OwnedValue, Type};
 
+use crate::a11y::vocab::{iface, ROOT_PATH};
 use crate::LinuxError;
-
-/// Interfaces a node implements (bit set).
-pub(crate) mod iface {
-    pub const ACTION: u32 = 1;
-    pub const COMPONENT: u32 = 2;
-    pub const TEXT: u32 = 4;
-    pub const EDITABLE_TEXT: u32 = 8;
-    pub const VALUE: u32 = 16;
-    pub const SELECTION: u32 = 32;
-    pub const APPLICATION: u32 = 64;
-}
-
-/// AT-SPI state bits (`org.a11y.atspi.StateType`).
-pub(crate) mod state {
-    pub const ACTIVE: u64 = 1 << 1;
-    pub const CHECKED: u64 = 1 << 4;
-    pub const DEFUNCT: u64 = 1 << 6;
-    pub const EDITABLE: u64 = 1 << 7;
-    pub const ENABLED: u64 = 1 << 8;
-    pub const EXPANDED: u64 = 1 << 10;
-    pub const FOCUSABLE: u64 = 1 << 11;
-    pub const FOCUSED: u64 = 1 << 12;
-    pub const MANAGES_DESCENDANTS: u64 = 1 << 31;
-    pub const MODAL: u64 = 1 << 16;
-    pub const SELECTED: u64 = 1 << 23;
-    pub const SENSITIVE: u64 = 1 << 24;
-    pub const SHOWING: u64 = 1 << 25;
-    pub const VISIBLE: u64 = 1 << 30;
-}
-
-/// Object path of an application's root accessible.
-pub(crate) const ROOT_PATH: &str = "/org/a11y/atspi/accessible/root";
 
 /// One accessible object.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,7 +77,7 @@ pub(crate) struct A11yBus {
     /// bus name → direct connection (`None`: the application offers none)
     peers: std::sync::Arc<std::sync::Mutex<HashMap<String, Option<zbus::Connection>>>>,
     /// event counts by application (`None`: not listening, nothing is kept)
-    pub changes: Option<crate::changes::Changes>,
+    pub changes: Option<crate::a11y::events::Changes>,
 }
 
 async fn bounded<T, F>(what: &str, timeout: Duration, fut: F) -> Result<T, LinuxError>
@@ -161,7 +130,7 @@ impl A11yBus {
                 .await
         })
         .await?;
-        let changes = crate::changes::Changes::start(&conn, timeout).await;
+        let changes = crate::a11y::events::Changes::start(&conn, timeout).await;
         let bus = A11yBus {
             conn,
             timeout,

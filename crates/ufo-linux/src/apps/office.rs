@@ -13,25 +13,13 @@ use std::time::Instant;
 
 use ufo_core::Rect;
 
-use crate::bus::{iface, state, AppTree, Node};
-use crate::desktop::{CtlInfo, LinuxDesktop};
-
-/// AT-SPI role numbers used here.
-pub(crate) mod role {
-    pub const FRAME: u32 = 23;
-    pub const PANEL: u32 = 39;
-    pub const ROOT_PANE: u32 = 46;
-    pub const SCROLL_PANE: u32 = 49;
-    pub const TABLE: u32 = 55;
-    pub const TABLE_CELL: u32 = 56;
-    pub const TOOL_BAR: u32 = 63;
-    pub const PARAGRAPH: u32 = 73;
-    pub const DOCUMENT_FRAME: u32 = 82;
-    pub const HEADING: u32 = 83;
-    pub const SECTION: u32 = 85;
-    pub const DOCUMENT_PRESENTATION: u32 = 93;
-    pub const DOCUMENT_TEXT: u32 = 94;
-}
+use crate::a11y::bus::A11yBus;
+use crate::a11y::bus::{AppTree, Node};
+use crate::a11y::nodecache::KnownNodes;
+use crate::a11y::vocab::role;
+use crate::a11y::vocab::{iface, state};
+use crate::observe::controls::CtlInfo;
+use crate::LinuxConfig;
 
 /// Most children read from one document node (LibreOffice reports only what is on screen:
 /// a page of paragraphs, the shapes of one slide, the slides of the panel).
@@ -176,7 +164,7 @@ pub(crate) fn ancestor_name(tree: &AppTree, n: &Node, textual: bool) -> Option<S
 fn has_entry(tree: &AppTree, path: &str) -> bool {
     tree.subtree(path, 40)
         .iter()
-        .any(|d| d.role == 61 && d.ifaces & iface::EDITABLE_TEXT != 0)
+        .any(|d| d.role == role::TEXT && d.ifaces & iface::EDITABLE_TEXT != 0)
 }
 
 /// The correction of one node's rectangle in a LibreOffice window whose frame reports its
@@ -329,7 +317,15 @@ pub(crate) fn keep_mask(items: &[Placed]) -> Vec<bool> {
     keep
 }
 
-impl LinuxDesktop {
+/// What reading office documents needs: the bus, the nodes read one by one before, and the
+/// configuration's bounds (the desktop lends them, see `LinuxDesktop::office`).
+pub(crate) struct Office<'a> {
+    pub bus: &'a A11yBus,
+    pub nodes: &'a KnownNodes,
+    pub config: &'a LinuxConfig,
+}
+
+impl Office<'_> {
     /// Read the visible children of the window's documents (paragraphs, table cells, shapes,
     /// slides) into the tree: each document's live child count first, then, when it is
     /// within the bound, its children, and one level further for tables, cells and shapes.
@@ -382,7 +378,7 @@ impl LinuxDesktop {
                         if let Some(n) = tree.nodes.get(p) {
                             left_out.push(format!(
                                 "{} {:?} ({c} children)",
-                                crate::observe::role_name(n.role),
+                                crate::a11y::vocab::role_name(n.role),
                                 n.name.trim()
                             ));
                         }
@@ -420,7 +416,9 @@ impl LinuxDesktop {
             let nodes = tokio::time::timeout(
                 remaining,
                 futures::future::join_all(
-                    fresh.iter().map(|(k, p, i)| self.known_node(bus, k, p, *i)),
+                    fresh
+                        .iter()
+                        .map(|(k, p, i)| self.nodes.read(self.bus, bus, k, p, *i)),
                 ),
             )
             .await

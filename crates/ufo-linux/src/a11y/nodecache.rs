@@ -5,8 +5,10 @@
 //! node seen before has only its name, states and child count read again: three calls
 //! instead of six.
 
-use crate::bus::Node;
-use crate::desktop::LinuxDesktop;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::a11y::bus::{A11yBus, Node};
 use crate::LinuxError;
 
 /// Most nodes remembered (then forgotten all at once).
@@ -24,42 +26,53 @@ fn refreshed(
     index: i32,
 ) -> Node {
     n.name = name;
-    n.states = crate::bus::state_bits(states);
+    n.states = crate::a11y::bus::state_bits(states);
     n.child_count = count;
     n.parent = parent.to_string();
     n.index = index;
     n
 }
 
-impl LinuxDesktop {
+/// The nodes read one by one before: (bus name, path) → the node.
+#[derive(Default)]
+pub(crate) struct KnownNodes {
+    by_key: Mutex<HashMap<(String, String), Node>>,
+}
+
+impl KnownNodes {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Node>> {
+        // a panic while holding the lock leaves plain data behind: keep going
+        self.by_key.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// One node (child `index` of `parent`), read live: whole when it was never read, else
     /// its name, states and child count only.
-    pub(crate) async fn known_node(
+    pub(crate) async fn read(
         &self,
+        a11y: &A11yBus,
         bus: &str,
         path: &str,
         parent: &str,
         index: i32,
     ) -> Result<Node, LinuxError> {
         let key = (bus.to_string(), path.to_string());
-        let known = self.lock().known_nodes.get(&key).cloned();
+        let known = self.lock().get(&key).cloned();
         let n = match known {
             Some(old) => {
                 let (name, states, count) = futures::try_join!(
-                    self.bus.prop::<String>(bus, path, ACC, "Name"),
-                    self.bus
-                        .call::<_, Vec<u32>>(bus, path, ACC, "GetState", &()),
-                    self.bus.prop::<i32>(bus, path, ACC, "ChildCount"),
+                    a11y.prop::<String>(bus, path, ACC, "Name"),
+                    a11y.call::<_, Vec<u32>>(bus, path, ACC, "GetState", &()),
+                    a11y.prop::<i32>(bus, path, ACC, "ChildCount"),
                 )?;
                 refreshed(old, name, &states, count, parent, index)
             }
-            None => self.bus.node(bus, path, parent, index).await?,
+            None => a11y.node(bus, path, parent, index).await?,
         };
-        let mut st = self.lock();
-        if st.known_nodes.len() >= MAX_KNOWN_NODES {
-            st.known_nodes.clear();
+        let mut known = self.lock();
+        if known.len() >= MAX_KNOWN_NODES {
+            known.clear();
         }
-        st.known_nodes.insert(key, n.clone());
+        known.insert(key, n.clone());
         Ok(n)
     }
 }
@@ -88,7 +101,7 @@ mod tests {
         assert_eq!((n.role, n.ifaces, n.description.as_str()), (73, 5, "d"));
         assert_eq!((n.name.as_str(), n.child_count), ("new", 2));
         assert_eq!((n.parent.as_str(), n.index), ("/a/2", 0));
-        assert_eq!(n.states, crate::bus::state_bits(&[1 << 25, 0]));
+        assert_eq!(n.states, crate::a11y::bus::state_bits(&[1 << 25, 0]));
         assert_ne!(n.states, 0);
     }
 }

@@ -7,7 +7,8 @@ use atspi::proxy::bus::{BusProxy, StatusProxy};
 use x11rb::connection::{Connection, RequestConnection};
 use x11rb::protocol::xproto::{AtomEnum, ConnectionExt as _};
 
-use crate::{toolkit, LinuxDesktop, LinuxError};
+use crate::launch::toolkit;
+use crate::{LinuxDesktop, LinuxError};
 
 /// One check's outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]

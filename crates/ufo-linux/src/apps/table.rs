@@ -26,10 +26,15 @@ use std::time::{Duration, Instant};
 use ufo_core::{Control, Rect, UiAction};
 use zbus::zvariant::OwnedObjectPath;
 
-use crate::bus::{iface, state, AppTree, Node};
-use crate::desktop::{CtlInfo, LinuxDesktop};
-use crate::keys::{char_keysym, parse_keys, sym, KeyStep};
-use crate::observe::{intersect, ControlDetail, Fetched};
+use crate::a11y::bus::{AppTree, Node};
+use crate::a11y::vocab::role;
+use crate::a11y::vocab::{iface, state};
+use crate::apps::sheets::Cell;
+use crate::desktop::LinuxDesktop;
+use crate::observe::controls::CtlInfo;
+use crate::observe::controls::{ControlDetail, Fetched};
+use crate::x11::intersect;
+use crate::x11::keys::{char_keysym, parse_keys, sym, KeyStep};
 use crate::LinuxError;
 
 /// Most rows of a sheet read in one observation.
@@ -41,8 +46,6 @@ const ACCESSIBLE: &str = "/org/a11y/atspi/accessible/";
 /// Longest cell value shown in an observation (`read_text` gives the whole content): a few
 /// long texts must not blow the prompt of a sheet.
 const CELL_VALUE_MAX: usize = 200;
-/// Most cell references remembered between observations (then forgotten all at once).
-const MAX_KNOWN_CELLS: usize = 50_000;
 /// Columns of a LibreOffice sheet (A..XFD) and rows.
 const SHEET_COLS: u32 = 16_384;
 const SHEET_ROWS: u32 = 1_048_576;
@@ -51,12 +54,6 @@ const SHEET_ROWS: u32 = 1_048_576;
 pub(crate) const NAME_BOX: &str = "Name Box";
 /// The name of the formula input line (LibreOffice names its panel so, not the text).
 pub(crate) const INPUT_LINE: &str = "Input line";
-
-mod role {
-    pub const PANEL: u32 = 39;
-    pub const TABLE: u32 = 55;
-    pub const TEXT: u32 = 61;
-}
 
 /// The column letters of a zero-based column: 0 → `A`, 25 → `Z`, 26 → `AA`, 702 → `AAA`.
 pub(crate) fn column_name(col: u32) -> String {
@@ -223,13 +220,104 @@ type ObjRef = (String, OwnedObjectPath);
 
 const TABLE_IFACE: &str = "org.a11y.atspi.Table";
 
-/// A cell read from the sheet.
-#[derive(Clone)]
-pub(crate) struct Cell {
-    row: u32,
-    col: u32,
-    path: String,
-    text: String,
+/// Column → (x, width) or row → (y, height) of a sheet's grid, in bus coordinates.
+type Spans = HashMap<u32, (i32, i32)>;
+
+/// Where a sheet's cells are on the screen: the grid's spans, the offset from bus to screen
+/// coordinates, and the window that clips them.
+struct Grid<'a> {
+    cols: &'a Spans,
+    rows: &'a Spans,
+    offset: (i32, i32),
+    win: Rect,
+}
+
+/// Step 5 of `read_sheet`: the listed cells as controls, each at its place in the grid and
+/// clipped to the window (a cell outside it is left out).
+fn cell_controls(
+    bus: &str,
+    sheet_id: &str,
+    listed: &[&Cell],
+    grid: &Grid<'_>,
+    xid: u32,
+) -> Vec<Fetched> {
+    let mut out = Vec::new();
+    for c in listed {
+        let (Some(&(cx, cw)), Some(&(cy, ch))) = (grid.cols.get(&c.col), grid.rows.get(&c.row))
+        else {
+            continue;
+        };
+        let raw = Rect {
+            x: cx + grid.offset.0,
+            y: cy + grid.offset.1,
+            w: cw.max(0) as u32,
+            h: ch.max(0) as u32,
+        };
+        let Some(rect) = intersect(raw, grid.win) else {
+            continue;
+        };
+        let name = cell_address(c.row, c.col);
+        let value = (!c.text.is_empty()).then(|| clip(&c.text, CELL_VALUE_MAX));
+        out.push(fetched(
+            cell_id(sheet_id, c.row, c.col),
+            "table cell",
+            name,
+            value,
+            rect,
+            CtlInfo {
+                bus: bus.to_string(),
+                path: c.path.clone(),
+                name: cell_address(c.row, c.col),
+                rect,
+                actions: Vec::new(),
+                ifaces: iface::TEXT | iface::COMPONENT | iface::VALUE,
+                states: 0,
+                window: xid,
+                // a cell's name is its address; only its role is compared before acting
+                seen: crate::observe::controls::Seen {
+                    role: crate::a11y::vocab::role::TABLE_CELL,
+                    name: cell_address(c.row, c.col),
+                    label: 0,
+                },
+            },
+        ));
+    }
+    out
+}
+
+/// Step 6 of `read_sheet`: the sheet itself as a control, its value the summary of what is
+/// visible.
+fn sheet_control(
+    bus: &str,
+    sheet: &Node,
+    sheet_id: String,
+    summary: String,
+    rect: Rect,
+    xid: u32,
+) -> Fetched {
+    let name = crate::observe::names::clean_name(&sheet.name, &sheet.description, "");
+    fetched(
+        sheet_id,
+        "table",
+        name.clone(),
+        Some(summary),
+        rect,
+        CtlInfo {
+            bus: bus.to_string(),
+            path: sheet.path.clone(),
+            name,
+            rect,
+            actions: Vec::new(),
+            ifaces: sheet.ifaces,
+            states: sheet.states,
+            window: xid,
+            seen: crate::observe::controls::Seen {
+                role: sheet.role,
+                name: sheet.name.clone(),
+                label: 0,
+            },
+        },
+    )
 }
 
 impl LinuxDesktop {
@@ -263,11 +351,14 @@ impl LinuxDesktop {
         // (office.rs): the sheet's correction applies to its cells (the formula bar, outside
         // that part of the tree, is reported where it is)
         let refs: Vec<&Node> = sheets.iter().collect();
-        let fixes = self.extent_corrections(bus, tree, frame, &refs).await;
+        let fixes = self
+            .office()
+            .extent_corrections(bus, tree, frame, &refs)
+            .await;
         for sheet in &sheets {
             let (dx, dy) = fixes.get(&sheet.path).copied().unwrap_or((0, 0));
             let offset = (offset.0 + dx, offset.1 + dy);
-            let name = crate::observe::clean_name(&sheet.name, &sheet.description, "");
+            let name = crate::observe::names::clean_name(&sheet.name, &sheet.description, "");
             let refused = format!("table {:?} (", name);
             warnings.retain(|w| !w.starts_with(&refused));
             match self.read_sheet(bus, sheet, offset, win, xid).await {
@@ -307,6 +398,58 @@ impl LinuxDesktop {
         xid: u32,
     ) -> Result<Vec<Fetched>, LinuxError> {
         let deadline = Instant::now() + self.config.walk_budget;
+        let (vis, range, cut) = self.visible_range(bus, sheet, offset, win).await?;
+        let t_corners = Instant::now();
+        let cells = self.read_cells(bus, sheet, &range, deadline).await?;
+        let t_cells = Instant::now();
+        self.remember_cell_paths(bus, sheet, &cells);
+        let filled: Vec<(u32, u32)> = cells
+            .iter()
+            .filter(|c| !c.text.trim().is_empty())
+            .map(|c| (c.row, c.col))
+            .collect();
+        let next = cells_next_to_data(&filled, &range);
+        let listed: Vec<&Cell> = cells
+            .iter()
+            .filter(|c| !c.text.trim().is_empty() || next.contains(&(c.row, c.col)))
+            .collect();
+        let (cols, rows) = self.grid_geometry(bus, &cells, &range, deadline).await?;
+        tracing::debug!(
+            range = %range.name(),
+            cells = cells.len(),
+            corners_ms = (t_corners - (deadline - self.config.walk_budget)).as_millis() as u64,
+            texts_ms = (t_cells - t_corners).as_millis() as u64,
+            geometry_ms = t_cells.elapsed().as_millis() as u64,
+            "sheet read"
+        );
+        let sheet_id = format!("{bus}{}", sheet.path);
+        let grid = Grid {
+            cols: &cols,
+            rows: &rows,
+            offset,
+            win,
+        };
+        let mut out = cell_controls(bus, &sheet_id, &listed, &grid, xid);
+        let rect = Rect {
+            x: vis.x + offset.0,
+            y: vis.y + offset.1,
+            ..vis
+        };
+        let summary = sheet_summary(&range, filled.len(), cut);
+        out.push(sheet_control(bus, sheet, sheet_id, summary, rect, xid));
+        Ok(out)
+    }
+
+    /// Step 1 of [`Self::read_sheet`]: the sheet's part inside the window (bus coordinates)
+    /// and the cells there, from the cells at its two corners (two hit tests); whether the
+    /// range was cut to [`MAX_ROWS`] × [`MAX_COLS`].
+    async fn visible_range(
+        &self,
+        bus: &str,
+        sheet: &Node,
+        offset: (i32, i32),
+        win: Rect,
+    ) -> Result<(Rect, CellRange, bool), LinuxError> {
         let (x, y, w, h) = self.bus.extents(bus, &sheet.path).await?;
         let raw_win = Rect {
             x: win.x - offset.0,
@@ -340,33 +483,34 @@ impl LinuxDesktop {
             corner(vis.x + vis.w as i32 - 2, vis.y + vis.h as i32 - 2)
         );
         let (range, cut) = CellRange::between(tl?, br?, MAX_ROWS, MAX_COLS);
-        let t_corners = Instant::now();
+        Ok((vis, range, cut))
+    }
 
-        // every visible cell: its text, all at once, bounded in time; the cell objects of
-        // earlier observations are asked again (they follow their cell's content), so only
-        // cells never seen before are asked for
-        let known: HashMap<(u32, u32), String> = {
-            let st = self.lock();
-            range
-                .cells()
-                .filter_map(|(r, c)| {
-                    st.sheet_cells
-                        .get(&(bus.to_string(), sheet.path.clone(), r, c))
-                        .map(|p| ((r, c), p.clone()))
-                })
-                .collect()
-        };
+    /// Step 2 of [`Self::read_sheet`]: every visible cell with its text, all at once, bounded
+    /// by `deadline`. The cells of the last observation are taken again when LibreOffice sent
+    /// no event since; otherwise the cell objects of earlier observations are asked again
+    /// (they follow their cell's content), and only cells never seen before are looked up.
+    async fn read_cells(
+        &self,
+        bus: &str,
+        sheet: &Node,
+        range: &CellRange,
+        deadline: Instant,
+    ) -> Result<Vec<Cell>, LinuxError> {
+        let known = self.sheets.known_paths(bus, &sheet.path, range.cells());
         let known = &known;
         // the cells of the last observation, when LibreOffice sent no event since
-        let count = self.event_count(bus);
+        let count = self.kept.event_count(bus);
         let key = (bus.to_string(), sheet.path.clone());
         let kept: Option<Vec<Cell>> = count.and_then(|n| {
-            let st = self.lock();
-            let (at, cells) = st.kept_cells.get(&key)?;
-            let all = cells.len() == range.cells().count()
-                && cells.iter().all(|c| range.contains((c.row, c.col)));
-            (*at == n && all).then(|| cells.clone())
+            self.sheets.kept_cells(&key, n, |cells| {
+                cells.len() == range.cells().count()
+                    && cells.iter().all(|c| range.contains((c.row, c.col)))
+            })
         });
+        if let Some(cells) = kept {
+            return Ok(cells);
+        }
         let read = futures::future::join_all(range.cells().map(|(r, c)| async move {
             if let Some(path) = known.get(&(r, c)) {
                 if let Ok(text) = self.bus.text(bus, path).await {
@@ -387,54 +531,35 @@ impl LinuxDesktop {
                 text,
             })
         }));
-        let cells: Vec<Cell> = match kept {
-            Some(cells) => cells,
-            None => {
-                let remaining = deadline.saturating_duration_since(Instant::now());
-                let cells = tokio::time::timeout(remaining, read).await.map_err(|_| {
-                    LinuxError::Timeout {
-                        what: format!("reading the {} visible cells", range.name()),
-                        ms: self.config.walk_budget.as_millis() as u64,
-                    }
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let cells =
+            tokio::time::timeout(remaining, read)
+                .await
+                .map_err(|_| LinuxError::Timeout {
+                    what: format!("reading the {} visible cells", range.name()),
+                    ms: self.config.walk_budget.as_millis() as u64,
                 })?;
-                let cells: Vec<Cell> = cells.into_iter().filter_map(Result::ok).collect();
-                let mut st = self.lock();
-                match count {
-                    Some(n) => {
-                        st.kept_cells.insert(key, (n, cells.clone()));
-                    }
-                    None => {
-                        st.kept_cells.remove(&key);
-                    }
-                }
-                cells
-            }
-        };
-        let t_cells = Instant::now();
-        {
-            let mut st = self.lock();
-            if st.sheet_cells.len() > MAX_KNOWN_CELLS {
-                st.sheet_cells.clear();
-            }
-            for c in &cells {
-                st.sheet_cells.insert(
-                    (bus.to_string(), sheet.path.clone(), c.row, c.col),
-                    c.path.clone(),
-                );
-            }
-        }
-        let filled: Vec<(u32, u32)> = cells
-            .iter()
-            .filter(|c| !c.text.trim().is_empty())
-            .map(|c| (c.row, c.col))
-            .collect();
-        let next = cells_next_to_data(&filled, &range);
-        let listed: Vec<&Cell> = cells
-            .iter()
-            .filter(|c| !c.text.trim().is_empty() || next.contains(&(c.row, c.col)))
-            .collect();
-        // the grid's geometry from the cells of its first visible row and column (one call
-        // per row and per column, not per cell)
+        let cells: Vec<Cell> = cells.into_iter().filter_map(Result::ok).collect();
+        self.sheets.keep_cells(key, count, &cells);
+        Ok(cells)
+    }
+
+    /// Step 3 of [`Self::read_sheet`]: remember the cells' objects for the next observation
+    /// (bounded, see [`crate::apps::sheets::SheetCache::remember_paths`]).
+    fn remember_cell_paths(&self, bus: &str, sheet: &Node, cells: &[Cell]) {
+        self.sheets.remember_paths(bus, &sheet.path, cells);
+    }
+
+    /// Step 4 of [`Self::read_sheet`]: the grid's geometry from the cells of its first
+    /// visible row and column (one call per row and per column, not per cell): column →
+    /// (x, width) and row → (y, height), in bus coordinates.
+    async fn grid_geometry(
+        &self,
+        bus: &str,
+        cells: &[Cell],
+        range: &CellRange,
+        deadline: Instant,
+    ) -> Result<(Spans, Spans), LinuxError> {
         let edges: Vec<&Cell> = cells
             .iter()
             .filter(|c| c.row == range.top || c.col == range.left)
@@ -448,8 +573,8 @@ impl LinuxDesktop {
             what: "reading the extents of the visible cells".to_string(),
             ms: self.config.walk_budget.as_millis() as u64,
         })?;
-        let mut cols: HashMap<u32, (i32, i32)> = HashMap::new();
-        let mut rows: HashMap<u32, (i32, i32)> = HashMap::new();
+        let mut cols: Spans = HashMap::new();
+        let mut rows: Spans = HashMap::new();
         for (c, e) in edges.iter().zip(extents) {
             let Ok((x, y, w, h)) = e else { continue };
             if c.row == range.top {
@@ -459,85 +584,7 @@ impl LinuxDesktop {
                 rows.insert(c.row, (y, h));
             }
         }
-
-        tracing::debug!(
-            range = %range.name(),
-            cells = cells.len(),
-            corners_ms = (t_corners - (deadline - self.config.walk_budget)).as_millis() as u64,
-            texts_ms = (t_cells - t_corners).as_millis() as u64,
-            geometry_ms = t_cells.elapsed().as_millis() as u64,
-            "sheet read"
-        );
-        let sheet_id = format!("{bus}{}", sheet.path);
-        let mut out = Vec::new();
-        for c in listed {
-            let (Some(&(cx, cw)), Some(&(cy, ch))) = (cols.get(&c.col), rows.get(&c.row)) else {
-                continue;
-            };
-            let raw = Rect {
-                x: cx + offset.0,
-                y: cy + offset.1,
-                w: cw.max(0) as u32,
-                h: ch.max(0) as u32,
-            };
-            let Some(rect) = intersect(raw, win) else {
-                continue;
-            };
-            let name = cell_address(c.row, c.col);
-            let value = (!c.text.is_empty()).then(|| clip(&c.text, CELL_VALUE_MAX));
-            out.push(fetched(
-                cell_id(&sheet_id, c.row, c.col),
-                "table cell",
-                name,
-                value,
-                rect,
-                CtlInfo {
-                    bus: bus.to_string(),
-                    path: c.path.clone(),
-                    name: cell_address(c.row, c.col),
-                    rect,
-                    actions: Vec::new(),
-                    ifaces: iface::TEXT | iface::COMPONENT | iface::VALUE,
-                    states: 0,
-                    window: xid,
-                    // a cell's name is its address; only its role is compared before acting
-                    seen: crate::verify::Seen {
-                        role: crate::observe::role::TABLE_CELL,
-                        name: cell_address(c.row, c.col),
-                        label: 0,
-                    },
-                },
-            ));
-        }
-        let rect = Rect {
-            x: vis.x + offset.0,
-            y: vis.y + offset.1,
-            ..vis
-        };
-        let name = crate::observe::clean_name(&sheet.name, &sheet.description, "");
-        out.push(fetched(
-            sheet_id,
-            "table",
-            name.clone(),
-            Some(sheet_summary(&range, filled.len(), cut)),
-            rect,
-            CtlInfo {
-                bus: bus.to_string(),
-                path: sheet.path.clone(),
-                name,
-                rect,
-                actions: Vec::new(),
-                ifaces: sheet.ifaces,
-                states: sheet.states,
-                window: xid,
-                seen: crate::verify::Seen {
-                    role: sheet.role,
-                    name: sheet.name.clone(),
-                    label: 0,
-                },
-            },
-        ));
-        Ok(out)
+        Ok((cols, rows))
     }
 
     /// A fresh reference to one cell (LibreOffice builds a new cell object each time, and keeps
@@ -622,43 +669,59 @@ impl LinuxDesktop {
             .skip(1)
             .map(|n| n.path.as_str())
             .collect();
-        // the cache's states of these nodes are stale (it can say "defunct" of a live one):
-        // their states are read live
-        let live_showing = |path: String| async move {
-            self.bus
-                .call::<_, Vec<u32>>(bus, &path, "org.a11y.atspi.Accessible", "GetState", &())
-                .await
-                .map(|w| {
-                    let s = crate::bus::state_bits(&w);
-                    s & state::SHOWING != 0 && s & state::VISIBLE != 0
-                })
-                .unwrap_or(false)
+        let Some((line, line_rect)) = self.input_line(bus, tree, &inside, offset, win).await else {
+            return Vec::new();
         };
-        let on_screen = |(x, y, w, h): (i32, i32, i32, i32)| {
-            intersect(
-                Rect {
-                    x: x + offset.0,
-                    y: y + offset.1,
-                    w: w.max(0) as u32,
-                    h: h.max(0) as u32,
-                },
-                win,
-            )
-        };
+        let text = self.bus.text(bus, &line.path).await.unwrap_or_default();
+        let mut out = vec![fetched(
+            format!("{bus}{}", line.path),
+            "text",
+            INPUT_LINE.to_string(),
+            Some(text),
+            line_rect,
+            info(bus, &line, INPUT_LINE, line_rect, xid),
+        )];
+        let best = self
+            .name_box(bus, tree, &inside, (offset, win), line_rect)
+            .await;
+        if let Some((n, rect)) = best {
+            let value = self.bus.text(bus, &n.path).await.ok();
+            out.push(fetched(
+                format!("{bus}{}", n.path),
+                "text",
+                NAME_BOX.to_string(),
+                value,
+                rect,
+                info(bus, n, NAME_BOX, rect, xid),
+            ));
+        }
+        out
+    }
+
+    /// A step of [`Self::formula_bar`]: the text inside the first "Input line" panel on
+    /// the screen that shows and lies inside the window (of at most 8), with the panel's
+    /// rectangle.
+    async fn input_line(
+        &self,
+        bus: &str,
+        tree: &AppTree,
+        inside: &HashSet<&str>,
+        offset: (i32, i32),
+        win: Rect,
+    ) -> Option<(Node, Rect)> {
         let panels: Vec<&Node> = tree
             .nodes
             .values()
             .filter(|n| n.role == role::PANEL && n.name.trim() == INPUT_LINE)
             .take(8)
             .collect();
-        let mut line = None;
         for panel in panels {
             let Some(rect) = self
                 .bus
                 .extents(bus, &panel.path)
                 .await
                 .ok()
-                .and_then(on_screen)
+                .and_then(|e| on_screen(e, offset, win))
             else {
                 continue;
             };
@@ -679,26 +742,26 @@ impl LinuxDesktop {
             // the panel itself says "defunct"; the text inside tells whether it shows
             let node = node.filter(|n| n.ifaces & iface::TEXT != 0);
             let Some(node) = node else { continue };
-            if live_showing(node.path.clone()).await && self.under(bus, &panel.path, &inside).await
+            if self.live_showing(bus, node.path.clone()).await
+                && self.under(bus, &panel.path, inside).await
             {
-                line = Some((node, rect));
-                break;
+                return Some((node, rect));
             }
         }
-        let Some((line, line_rect)) = line else {
-            return Vec::new();
-        };
-        let text = self.bus.text(bus, &line.path).await.unwrap_or_default();
-        let mut out = vec![fetched(
-            format!("{bus}{}", line.path),
-            "text",
-            INPUT_LINE.to_string(),
-            Some(text),
-            line_rect,
-            info(bus, &line, INPUT_LINE, line_rect, xid),
-        )];
-        // the Name Box: unnamed editable one-line text boxes, the one nearest the input
-        // line on its left
+        None
+    }
+
+    /// A step of [`Self::formula_bar`]: the Name Box: of the unnamed editable one-line text
+    /// boxes (at most 40) that show, on the screen, on the input line's row and left of it,
+    /// the one nearest the input line that lies inside the window (of the 4 nearest).
+    async fn name_box<'t>(
+        &self,
+        bus: &str,
+        tree: &'t AppTree,
+        inside: &HashSet<&str>,
+        (offset, win): ((i32, i32), Rect),
+        line_rect: Rect,
+    ) -> Option<(&'t Node, Rect)> {
         let boxes: Vec<&Node> = tree
             .nodes
             .values()
@@ -711,7 +774,7 @@ impl LinuxDesktop {
             .collect();
         let (extents, shown) = tokio::join!(
             futures::future::join_all(boxes.iter().map(|n| self.bus.extents(bus, &n.path))),
-            futures::future::join_all(boxes.iter().map(|n| live_showing(n.path.clone())))
+            futures::future::join_all(boxes.iter().map(|n| self.live_showing(bus, n.path.clone())))
         );
         let mid = |r: Rect| r.y + r.h as i32 / 2;
         let mut near: Vec<(&Node, Rect)> = boxes
@@ -719,7 +782,7 @@ impl LinuxDesktop {
             .zip(extents)
             .zip(shown)
             .filter(|(_, shown)| *shown)
-            .filter_map(|((n, e), _)| Some((n, e.ok().and_then(on_screen)?)))
+            .filter_map(|((n, e), _)| Some((n, e.ok().and_then(|e| on_screen(e, offset, win))?)))
             .filter(|(_, r)| {
                 r.x + r.w as i32 <= line_rect.x
                     && (mid(*r) - mid(line_rect)).abs() <= (line_rect.h.max(r.h) / 2) as i32 + 4
@@ -727,25 +790,25 @@ impl LinuxDesktop {
             .collect();
         // nearest the input line first; another window's box can sit in the same place
         near.sort_by_key(|(_, r)| std::cmp::Reverse(r.x));
-        let mut best = None;
         for (n, r) in near.into_iter().take(4) {
-            if self.under(bus, &n.path, &inside).await {
-                best = Some((n, r));
-                break;
+            if self.under(bus, &n.path, inside).await {
+                return Some((n, r));
             }
         }
-        if let Some((n, rect)) = best {
-            let value = self.bus.text(bus, &n.path).await.ok();
-            out.push(fetched(
-                format!("{bus}{}", n.path),
-                "text",
-                NAME_BOX.to_string(),
-                value,
-                rect,
-                info(bus, n, NAME_BOX, rect, xid),
-            ));
-        }
-        out
+        None
+    }
+
+    /// Whether a node shows and is visible, read live: the cache's states of the formula
+    /// bar's nodes are stale (it can say "defunct" of a live one).
+    async fn live_showing(&self, bus: &str, path: String) -> bool {
+        self.bus
+            .call::<_, Vec<u32>>(bus, &path, "org.a11y.atspi.Accessible", "GetState", &())
+            .await
+            .map(|w| {
+                let s = crate::a11y::bus::state_bits(&w);
+                s & state::SHOWING != 0 && s & state::VISIBLE != 0
+            })
+            .unwrap_or(false)
     }
 
     /// Whether a node lies inside the window: one of its live parents is among the window's
@@ -775,8 +838,9 @@ impl LinuxDesktop {
         split_cell_id(control_id).is_some()
             || (matches!(action, UiAction::SetText { .. })
                 && self
-                    .lock()
                     .controls
+                    .lock()
+                    .by_id
                     .get(control_id)
                     .is_some_and(|c| c.name == NAME_BOX))
     }
@@ -793,8 +857,9 @@ impl LinuxDesktop {
             return self.cell_action(xid, window, sheet_id, cell, action).await;
         }
         let name_box = self
-            .lock()
             .controls
+            .lock()
+            .by_id
             .get(control_id)
             .cloned()
             .ok_or_else(|| LinuxError::NoControl {
@@ -816,8 +881,9 @@ impl LinuxDesktop {
 
     /// The control of this window with a given name (the Name Box, the input line).
     fn named(&self, xid: u32, name: &str) -> Option<CtlInfo> {
-        self.lock()
-            .controls
+        self.controls
+            .lock()
+            .by_id
             .values()
             .find(|c| c.window == xid && c.name == name)
             .cloned()
@@ -895,7 +961,7 @@ impl LinuxDesktop {
                     &(),
                 )
                 .await
-                .map(|w| crate::bus::state_bits(&w) & state::FOCUSED != 0)
+                .map(|w| crate::a11y::bus::state_bits(&w) & state::FOCUSED != 0)
                 .unwrap_or(false);
             if focused || Instant::now() >= deadline {
                 return Ok(());
@@ -922,12 +988,13 @@ impl LinuxDesktop {
 
     /// The sheet control's info, observing once when it is not known.
     async fn sheet_info(&self, window: &str, sheet_id: &str) -> Result<CtlInfo, LinuxError> {
-        if let Some(s) = self.lock().controls.get(sheet_id).cloned() {
+        if let Some(s) = self.controls.lock().by_id.get(sheet_id).cloned() {
             return Ok(s);
         }
         self.observe_with(window, false).await?;
-        self.lock()
-            .controls
+        self.controls
+            .lock()
+            .by_id
             .get(sheet_id)
             .cloned()
             .ok_or_else(|| LinuxError::NoControl {
@@ -948,12 +1015,12 @@ impl LinuxDesktop {
         let address = cell_address(row, col);
         let sheet = self.sheet_info(window, sheet_id).await?;
         let key = (sheet.bus.clone(), sheet.path.clone(), row, col);
-        let known = self.lock().sheet_cells.get(&key).cloned();
+        let known = self.sheets.cell_path(&key);
         let path = match known {
             Some(p) if self.bus.text(&sheet.bus, &p).await.is_ok() => p,
             _ => {
                 let p = self.cell_path(&sheet.bus, &sheet.path, row, col).await?;
-                self.lock().sheet_cells.insert(key, p.clone());
+                self.sheets.set_cell_path(key, p.clone());
                 p
             }
         };
@@ -1024,6 +1091,20 @@ impl LinuxDesktop {
     }
 }
 
+/// Extents (bus coordinates) moved to the screen by `offset` and cut to the window `win`;
+/// `None` outside it.
+fn on_screen((x, y, w, h): (i32, i32, i32, i32), offset: (i32, i32), win: Rect) -> Option<Rect> {
+    intersect(
+        Rect {
+            x: x + offset.0,
+            y: y + offset.1,
+            w: w.max(0) as u32,
+            h: h.max(0) as u32,
+        },
+        win,
+    )
+}
+
 fn info(bus: &str, n: &Node, name: &str, rect: Rect, xid: u32) -> CtlInfo {
     CtlInfo {
         bus: bus.to_string(),
@@ -1034,7 +1115,7 @@ fn info(bus: &str, n: &Node, name: &str, rect: Rect, xid: u32) -> CtlInfo {
         ifaces: n.ifaces,
         states: n.states,
         window: xid,
-        seen: crate::verify::Seen {
+        seen: crate::observe::controls::Seen {
             role: n.role,
             name: n.name.clone(),
             label: 0,

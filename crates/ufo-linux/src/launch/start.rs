@@ -1,13 +1,16 @@
-//! A host `Bash` command that starts a GUI application: started apart from ufo (its own
-//! process group, output to a log that nobody waits on), so the command returns as soon as
-//! the application's window appears, and the application outlives it.
+//! Starting applications and waiting for their windows: from the launch table
+//! (`spawn_and_wait`, until the window is on the accessibility bus) and from a host `Bash`
+//! command (`launch_detached`, apart from ufo, returning once the window appears).
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::time::{Duration, Instant};
 
-use ufo_core::ShellOutput;
+use ufo_core::{ShellOutput, WindowInfo};
 
-use crate::desktop::{process_name, LinuxDesktop};
+use super::process_name;
+use crate::a11y::vocab::ROOT_PATH;
+use crate::desktop::LinuxDesktop;
 use crate::x11::XWindow;
 use crate::LinuxError;
 
@@ -22,12 +25,122 @@ const BUS_GRACE: Duration = Duration::from_secs(5);
 const LOG_SHOWN: u64 = 16_000;
 
 impl LinuxDesktop {
+    /// Start a launch-table command and wait until its window is on the bus (or an
+    /// application already running raised its window instead).
+    pub(crate) async fn spawn_and_wait(
+        &self,
+        name: &str,
+        command: &str,
+    ) -> Result<WindowInfo, LinuxError> {
+        use std::os::unix::process::CommandExt;
+        // X reuses window ids once a client is gone: a window is new if its (id, pid) is new
+        let before: Vec<(u32, Option<u32>)> = self
+            .x11(|x| x.client_windows())
+            .await?
+            .iter()
+            .map(|w| (w.id, w.pid))
+            .collect();
+        let mut cmd = std::process::Command::new("/bin/sh");
+        // the application gets none of ufo's secrets (provider keys, UFO_LLM_*), and what its
+        // toolkit needs to be on the accessibility bus
+        ufo_proc::scrub_env_std(&mut cmd);
+        let command = &crate::launch::toolkit::with_switches(command);
+        let child = cmd
+            .arg("-c")
+            .arg(format!("exec {command}"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .env_remove("NO_AT_BRIDGE")
+            .envs(crate::launch::toolkit::a11y_env())
+            .envs(self.config.launch_env.iter().map(|(k, v)| (k, v)))
+            .process_group(0)
+            .spawn()
+            .map_err(|source| LinuxError::Spawn {
+                command: command.to_string(),
+                source,
+            })?;
+        let child_pid = child.id();
+        self.launched.push(child);
+        let exe = crate::config::program_of(command);
+        let matches = |w: &XWindow| {
+            w.pid == Some(child_pid)
+                || crate::config::same_program(
+                    &exe,
+                    &w.class,
+                    w.pid.and_then(process_name).as_deref(),
+                )
+        };
+        let deadline = Instant::now() + self.config.launch_timeout;
+        let mut existing: Option<XWindow> = None;
+        while Instant::now() < deadline {
+            self.launched.reap();
+            let xs = self.x11(|x| x.client_windows()).await?;
+            let by_pid = self.apps_by_pid().await.unwrap_or_default();
+            for w in xs.iter().filter(|w| matches(w)) {
+                let seen = before.contains(&(w.id, w.pid));
+                if !seen && self.window_ready(w, &by_pid).await {
+                    let app = match w.pid.and_then(|p| by_pid.get(&p)) {
+                        Some(bus) => self.app_name(bus).await,
+                        None => None,
+                    };
+                    return Ok(self.info(w, app));
+                }
+                if seen {
+                    existing = Some(w.clone());
+                }
+            }
+            // a single-instance application answers a second launch by raising its window
+            let exited = self.launched.exited(child_pid);
+            if exited {
+                if let Some(w) = &existing {
+                    let app = match w.pid.and_then(|p| by_pid.get(&p)) {
+                        Some(bus) => self.app_name(bus).await,
+                        None => None,
+                    };
+                    return Ok(self.info(w, app));
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // do not leave a process behind whose window never came
+        self.launched.kill(child_pid);
+        Err(LinuxError::Launch {
+            app: name.to_string(),
+            command: command.to_string(),
+            reason: format!(
+                "no window of it appeared on the accessibility bus within {} s; is it installed, and does the session have accessibility on (scripts/desktop-session.sh up)?",
+                self.config.launch_timeout.as_secs()
+            ),
+        })
+    }
+
+    /// Whether an application has a populated window on the bus for this X window.
+    async fn window_ready(&self, w: &XWindow, by_pid: &HashMap<u32, String>) -> bool {
+        let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)) else {
+            return false;
+        };
+        match self.bus.tree(bus).await {
+            Ok(tree) => {
+                tree.kids(ROOT_PATH).iter().any(|p| {
+                    tree.nodes
+                        .get(p)
+                        .is_some_and(|n| n.child_count > 0 && n.name == w.title)
+                }) || tree
+                    .kids(ROOT_PATH)
+                    .iter()
+                    .any(|p| tree.nodes.get(p).is_some_and(|n| n.child_count > 0))
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Start `command` (one plain command running a GUI program) apart from ufo and return
     /// when a new window of it appears (bounded by the launch timeout). A command that exits
     /// without a window (`gimp --version`) returns its exit code and output, as any command.
     pub(crate) async fn launch_detached(&self, command: &str) -> Result<ShellOutput, LinuxError> {
         use std::os::unix::process::CommandExt;
-        let command = crate::toolkit::with_switches(command);
+        let command = crate::launch::toolkit::with_switches(command);
         let before: Vec<(u32, Option<u32>)> = self
             .x11(|x| x.client_windows())
             .await?
@@ -55,7 +168,7 @@ impl LinuxDesktop {
             .stdout(log)
             .stderr(log_err)
             .env_remove("NO_AT_BRIDGE")
-            .envs(crate::toolkit::a11y_env())
+            .envs(crate::launch::toolkit::a11y_env())
             .envs(self.config.launch_env.iter().map(|(k, v)| (k, v)))
             // its own group: ufo's cleanup of shell commands never reaches it
             .process_group(0)
@@ -83,7 +196,7 @@ impl LinuxDesktop {
         log_path: &std::path::Path,
     ) -> Result<ShellOutput, LinuxError> {
         let child_pid = child.id();
-        self.lock().children.push(child);
+        self.launched.push(child);
         let exe = crate::config::program_of(command);
         let matches = |w: &XWindow| {
             !before.contains(&(w.id, w.pid))
@@ -102,13 +215,9 @@ impl LinuxDesktop {
                 return Ok(self.on_bus_soon(&w).await);
             }
             if exited_at.is_none() {
-                let mut st = self.lock();
-                if let Some(c) = st.children.iter_mut().find(|c| c.id() == child_pid) {
-                    if let Ok(Some(status)) = c.try_wait() {
-                        exited_at = Some((Instant::now(), status.code()));
-                    }
+                if let Some(code) = self.launched.exit_and_reap(child_pid) {
+                    exited_at = Some((Instant::now(), code));
                 }
-                st.children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
             }
             if let Some((at, code)) = exited_at {
                 // a program that printed something and exited is not handing over a request

@@ -1,18 +1,25 @@
 //! Actions on controls: AT-SPI where the control supports it, XTEST otherwise; each returns
 //! once the window has reacted or the settle time has passed.
 
+pub(crate) mod modal;
+pub(crate) mod settle;
+pub(crate) mod verify;
+mod wait;
+
 use ufo_core::{Button, ScrollDirection, UiAction};
 
-use crate::bus::{iface, state};
-use crate::desktop::{parse_window_id, CtlInfo, LinuxDesktop};
-use crate::keys::{parse_keys, KeyStep};
+use crate::a11y::bus::AppTree;
+use crate::a11y::vocab::role;
+use crate::a11y::vocab::{iface, state};
+use crate::apps::web;
+use crate::desktop::LinuxDesktop;
+use crate::observe::controls::CtlInfo;
+use crate::x11::keys::{parse_keys, KeyStep};
+use crate::x11::parse_window_id;
 use crate::LinuxError;
 
 /// Action names that mean "click" in the toolkits we know (matched case-insensitively;
 /// GTK3 says "click", GTK4 "click" or "Click", others "press"/"activate").
-/// AT-SPI role of a menu.
-const MENU: u32 = 33;
-
 /// Chromium names a check box's action "check"/"uncheck", an option's "select" and a list
 /// item's "doDefault".
 const CLICK_ACTIONS: &[&str] = &[
@@ -36,10 +43,52 @@ fn centre(c: &CtlInfo) -> (i32, i32) {
 }
 
 impl LinuxDesktop {
+    /// The centre of a control when an XTEST click there reaches it: the control is showing
+    /// and visible with a sensible size, its centre is on the screen and inside its window,
+    /// and the X hit test at that point finds its window on top (no other window, dialog or
+    /// menu covers it). `None` sends the click through the control's AT-SPI action.
+    pub(crate) async fn uncovered_centre(
+        &self,
+        xid: u32,
+        c: &crate::observe::controls::CtlInfo,
+    ) -> Option<(i32, i32)> {
+        use crate::a11y::vocab::{iface, state};
+        // (a dialog's controls keep their AT-SPI action, see `perform`)
+        if !self.config.xtest_clicks
+            || (c.window != 0 && c.window != xid)
+            || c.ifaces & iface::COMPONENT == 0
+            // (the application's cache leaves SHOWING out; the hit test below stands for it)
+            || c.states & state::VISIBLE == 0
+            || c.rect.w < 2
+            || c.rect.h < 2
+        {
+            return None;
+        }
+        let (x, y) = (
+            c.rect.x + c.rect.w as i32 / 2,
+            c.rect.y + c.rect.h as i32 / 2,
+        );
+        let target = if c.window != 0 { c.window } else { xid };
+        self.x11(move |xx| {
+            let on_screen =
+                x >= 0 && y >= 0 && (x as u32) < xx.screen_w && (y as u32) < xx.screen_h;
+            let inside = xx.window_info(target)?.is_some_and(|w| {
+                x >= w.x && y >= w.y && x < w.x + w.w as i32 && y < w.y + w.h as i32
+            });
+            let (hit, top) = (xx.top_at(x, y)?, xx.top_of(target)?);
+            tracing::debug!(on_screen, inside, ?hit, top, "hit test");
+            Ok(on_screen && inside && hit == Some(top))
+        })
+        .await
+        .ok()
+        .filter(|ok| *ok)
+        .map(|_| (x, y))
+    }
+
     async fn control(&self, window: &str, control_id: &str) -> Result<CtlInfo, LinuxError> {
-        let known = self.lock().controls.get(control_id).cloned();
+        let known = self.controls.lock().by_id.get(control_id).cloned();
         if let Some(mut c) = known {
-            self.check_unchanged(&c).await?;
+            verify::check_unchanged(&self.bus, &c).await?;
             // the engine's observation leaves action names to the action that needs them
             if c.actions.is_empty() && c.ifaces & iface::ACTION != 0 {
                 c.actions = self.bus.actions(&c.bus, &c.path).await.unwrap_or_default();
@@ -48,8 +97,9 @@ impl LinuxDesktop {
         }
         // not seen yet (or the window changed): observe once and look again
         self.observe_with(window, true).await?;
-        self.lock()
-            .controls
+        self.controls
+            .lock()
+            .by_id
             .get(control_id)
             .cloned()
             .ok_or_else(|| LinuxError::NoControl {
@@ -109,7 +159,7 @@ impl LinuxDesktop {
     }
 
     /// Type a key sequence strictly in the order written: the batches of
-    /// [`crate::keys::batches`] one after another (every command chord alone), each sent
+    /// [`crate::x11::keys::batches`] one after another (every command chord alone), each sent
     /// through XTEST and synced with the X server, then waited on until the application has
     /// applied it before the next batch goes out.
     pub(crate) async fn send_keys_in_order(
@@ -118,7 +168,7 @@ impl LinuxDesktop {
         ctl: Option<&CtlInfo>,
         steps: Vec<KeyStep>,
     ) -> Result<(), LinuxError> {
-        let batches: Vec<Vec<KeyStep>> = crate::keys::batches(&steps)
+        let batches: Vec<Vec<KeyStep>> = crate::x11::keys::batches(&steps)
             .into_iter()
             .map(<[KeyStep]>::to_vec)
             .collect();
@@ -210,8 +260,9 @@ impl LinuxDesktop {
         if c.ifaces & iface::TEXT != 0 {
             let t = self.bus.text(&c.bus, &c.path).await?;
             // a web page's text is one object replacement character per child
-            if t.contains('\u{fffc}') && crate::web::DOCUMENTS.contains(&c.seen.role) {
-                return self.read_document(c).await;
+            if t.contains('\u{fffc}') && crate::apps::web::DOCUMENTS.contains(&c.seen.role) {
+                let tree = self.control_tree(c).await?;
+                return web::page_text(&self.bus, c, &tree).await;
             }
             return Ok(t);
         }
@@ -219,7 +270,7 @@ impl LinuxDesktop {
             return Ok(format!("{}", self.bus.value(&c.bus, &c.path).await?));
         }
         // a document without text of its own (Writer's): its visible text (office.rs)
-        if let Some(t) = self.document_text(c).await {
+        if let Some(t) = self.office().document_text(c).await {
             return Ok(t);
         }
         Ok(c.name.clone())
@@ -236,7 +287,7 @@ impl LinuxDesktop {
         // spreadsheet cells (by address) and the Name Box
         if let Some(id) = control_id.filter(|id| self.is_sheet_target(id, action)) {
             let before = self.fingerprint(xid).await;
-            self.lock().last_window = Some(xid);
+            self.settling.lock().last_window = Some(xid);
             let result = self.sheet_action(xid, window, id, action).await;
             if !matches!(action, UiAction::ReadText) {
                 self.settle_window(xid, before).await;
@@ -273,11 +324,11 @@ impl LinuxDesktop {
         let scroll = matches!(action, UiAction::Scroll { .. });
         let watched = xid;
         let start = if in_dialog || scroll {
-            crate::settle::SettleStart::Pixels(self.fingerprint(xid).await)
+            crate::act::settle::SettleStart::Pixels(self.fingerprint(xid).await)
         } else {
             self.settle_start(watched, clicked).await
         };
-        self.lock().last_window = Some(xid);
+        self.settling.lock().last_window = Some(xid);
         let result = self.run_action(xid, window, ctl.as_ref(), action).await?;
         if !matches!(action, UiAction::ReadText) {
             let probe = ctl.as_ref().map(|c| (c.bus.as_str(), c.path.as_str()));
@@ -297,91 +348,9 @@ impl LinuxDesktop {
             ctl.ok_or_else(|| LinuxError::Unsupported(format!("{} needs a control", action.name())))
         };
         match action {
-            UiAction::Click { button, double } => {
-                let c = need()?;
-                if matches!(button, Button::Left) && !double {
-                    // the fastest correct input: XTEST at the centre of a control nothing
-                    // covers (its effect shows in milliseconds), else the AT-SPI action
-                    if let Some((x, y)) = self.uncovered_centre(xid, c).await {
-                        self.lock().last_input = crate::settle::Input::Xtest;
-                        self.xclick(xid, x, y, 1, 1).await?;
-                        return Ok(format!("clicked {:?} at {x},{y}", c.name));
-                    }
-                    self.lock().last_input = crate::settle::Input::Atspi;
-                    let idx = c
-                        .actions
-                        .iter()
-                        .position(|a| CLICK_ACTIONS.contains(&a.to_lowercase().as_str()));
-                    if let Some(i) = idx {
-                        match self.do_action_watching(&c.bus, &c.path, i).await? {
-                            crate::modal::Done::Answered(true) => {
-                                return Ok(format!("clicked {:?} ({})", c.name, c.actions[i]));
-                            }
-                            crate::modal::Done::OpenedDialog(title) => {
-                                return Ok(format!(
-                                    "clicked {:?} ({}); opened the dialog {title:?}",
-                                    c.name, c.actions[i]
-                                ));
-                            }
-                            crate::modal::Done::Answered(false) => {}
-                        }
-                    }
-                }
-                let b = match button {
-                    Button::Left => 1,
-                    Button::Middle => 2,
-                    Button::Right => 3,
-                };
-                let (x, y) = centre(c);
-                self.xclick(xid, x, y, b, if *double { 2 } else { 1 })
-                    .await?;
-                Ok(format!("clicked {:?} at {x},{y}", c.name))
-            }
-            UiAction::ClickAt { x, y } => {
-                let w = self.xwindow(window).await?;
-                if *x < 0 || *y < 0 || *x >= w.w as i32 || *y >= w.h as i32 {
-                    return Err(LinuxError::ActionFailed(format!(
-                        "click_at {x},{y} is outside the window ({}x{})",
-                        w.w, w.h
-                    )));
-                }
-                self.xclick(xid, w.x + x, w.y + y, 1, 1).await?;
-                Ok(format!("clicked at {x},{y}"))
-            }
-            UiAction::SetText { text } => {
-                let c = need()?;
-                if c.ifaces & iface::EDITABLE_TEXT != 0 {
-                    let ok: bool = self
-                        .bus
-                        .call(
-                            &c.bus,
-                            &c.path,
-                            "org.a11y.atspi.EditableText",
-                            "SetTextContents",
-                            &(text.as_str(),),
-                        )
-                        .await
-                        .unwrap_or(false);
-                    if ok && self.read(c).await.ok().as_deref() == Some(text.as_str()) {
-                        return Ok(format!("set the text of {:?}", c.name));
-                    }
-                }
-                self.focus_for_typing(xid, c).await?;
-                let mut steps = vec![KeyStep::Chord {
-                    mods: vec![crate::keys::sym::CONTROL_L],
-                    key: 'a' as u32,
-                }];
-                steps.push(KeyStep::Chord {
-                    mods: vec![],
-                    key: 0xffff, // Delete
-                });
-                steps.extend(text.chars().map(|ch| KeyStep::Chord {
-                    mods: vec![],
-                    key: crate::keys::char_keysym(ch),
-                }));
-                self.send_keys_in_order(xid, Some(c), steps).await?;
-                Ok(format!("typed the new text into {:?}", c.name))
-            }
+            UiAction::Click { button, double } => self.click(xid, need()?, *button, *double).await,
+            UiAction::ClickAt { x, y } => self.click_at(xid, window, *x, *y).await,
+            UiAction::SetText { text } => self.set_text(xid, need()?, text).await,
             UiAction::TypeKeys { keys } => {
                 let steps = parse_keys(keys)?;
                 match ctl {
@@ -393,28 +362,7 @@ impl LinuxDesktop {
                 Ok(format!("typed {n} keys"))
             }
             UiAction::Scroll { direction, amount } => {
-                let c = need()?;
-                let (x, y) = centre(c);
-                let b = match direction {
-                    ScrollDirection::Up => 4,
-                    ScrollDirection::Down => 5,
-                };
-                let layout = self.layout_before_scroll(c).await;
-                let notches = (*amount).clamp(1, 50);
-                match layout {
-                    Some(before) => {
-                        // a web page coalesces notches sent back to back into a scroll of
-                        // varying length: one at a time, each one delivered and synced
-                        self.activate(xid).await?;
-                        for _ in 0..notches {
-                            self.x11(move |xx| xx.click(x, y, b, 1)).await?;
-                            tokio::time::sleep(crate::web::NOTCH_PAUSE).await;
-                        }
-                        self.wait_scrolled(c, before).await;
-                    }
-                    None => self.xclick(xid, x, y, b, notches).await?,
-                }
-                Ok(format!("scrolled {:?} {amount}", c.name))
+                self.scroll(xid, need()?, *direction, *amount).await
             }
             UiAction::Select { item } => {
                 let c = need()?;
@@ -424,16 +372,147 @@ impl LinuxDesktop {
                 let c = need()?;
                 self.read(c).await
             }
-            UiAction::Focus => {
-                let c = need()?;
-                if self.grab_focus(c).await {
-                    Ok(format!("focused {:?}", c.name))
-                } else {
-                    let (x, y) = centre(c);
-                    self.xclick(xid, x, y, 1, 1).await?;
-                    Ok(format!("clicked {:?} to focus it", c.name))
+            UiAction::Focus => self.focus(xid, need()?).await,
+        }
+    }
+
+    /// `click`: a left single click at the centre of a control nothing covers (XTEST), else
+    /// through the control's AT-SPI click action; other buttons and double clicks by XTEST.
+    async fn click(
+        &self,
+        xid: u32,
+        c: &CtlInfo,
+        button: Button,
+        double: bool,
+    ) -> Result<String, LinuxError> {
+        if matches!(button, Button::Left) && !double {
+            // the fastest correct input: XTEST at the centre of a control nothing
+            // covers (its effect shows in milliseconds), else the AT-SPI action
+            if let Some((x, y)) = self.uncovered_centre(xid, c).await {
+                self.settling.lock().last_input = crate::act::settle::Input::Xtest;
+                self.xclick(xid, x, y, 1, 1).await?;
+                return Ok(format!("clicked {:?} at {x},{y}", c.name));
+            }
+            self.settling.lock().last_input = crate::act::settle::Input::Atspi;
+            let idx = c
+                .actions
+                .iter()
+                .position(|a| CLICK_ACTIONS.contains(&a.to_lowercase().as_str()));
+            if let Some(i) = idx {
+                match self.do_action_watching(&c.bus, &c.path, i).await? {
+                    crate::act::modal::Done::Answered(true) => {
+                        return Ok(format!("clicked {:?} ({})", c.name, c.actions[i]));
+                    }
+                    crate::act::modal::Done::OpenedDialog(title) => {
+                        return Ok(format!(
+                            "clicked {:?} ({}); opened the dialog {title:?}",
+                            c.name, c.actions[i]
+                        ));
+                    }
+                    crate::act::modal::Done::Answered(false) => {}
                 }
             }
+        }
+        let b = match button {
+            Button::Left => 1,
+            Button::Middle => 2,
+            Button::Right => 3,
+        };
+        let (x, y) = centre(c);
+        self.xclick(xid, x, y, b, if double { 2 } else { 1 })
+            .await?;
+        Ok(format!("clicked {:?} at {x},{y}", c.name))
+    }
+
+    /// `click_at`: XTEST at a point of the window (window pixels).
+    async fn click_at(&self, xid: u32, window: &str, x: i32, y: i32) -> Result<String, LinuxError> {
+        let w = self.xwindow(window).await?;
+        if x < 0 || y < 0 || x >= w.w as i32 || y >= w.h as i32 {
+            return Err(LinuxError::ActionFailed(format!(
+                "click_at {x},{y} is outside the window ({}x{})",
+                w.w, w.h
+            )));
+        }
+        self.xclick(xid, w.x + x, w.y + y, 1, 1).await?;
+        Ok(format!("clicked at {x},{y}"))
+    }
+
+    /// `set_text`: `EditableText.SetTextContents`, checked by reading back; else focus,
+    /// select all, delete and type.
+    async fn set_text(&self, xid: u32, c: &CtlInfo, text: &str) -> Result<String, LinuxError> {
+        if c.ifaces & iface::EDITABLE_TEXT != 0 {
+            let ok: bool = self
+                .bus
+                .call(
+                    &c.bus,
+                    &c.path,
+                    "org.a11y.atspi.EditableText",
+                    "SetTextContents",
+                    &(text,),
+                )
+                .await
+                .unwrap_or(false);
+            if ok && self.read(c).await.ok().as_deref() == Some(text) {
+                return Ok(format!("set the text of {:?}", c.name));
+            }
+        }
+        self.focus_for_typing(xid, c).await?;
+        let mut steps = vec![KeyStep::Chord {
+            mods: vec![crate::x11::keys::sym::CONTROL_L],
+            key: 'a' as u32,
+        }];
+        steps.push(KeyStep::Chord {
+            mods: vec![],
+            key: 0xffff, // Delete
+        });
+        steps.extend(text.chars().map(|ch| KeyStep::Chord {
+            mods: vec![],
+            key: crate::x11::keys::char_keysym(ch),
+        }));
+        self.send_keys_in_order(xid, Some(c), steps).await?;
+        Ok(format!("typed the new text into {:?}", c.name))
+    }
+
+    /// `scroll`: wheel notches at the control's centre; on a web page one at a time, until
+    /// the page has moved.
+    async fn scroll(
+        &self,
+        xid: u32,
+        c: &CtlInfo,
+        direction: ScrollDirection,
+        amount: u32,
+    ) -> Result<String, LinuxError> {
+        let (x, y) = centre(c);
+        let b = match direction {
+            ScrollDirection::Up => 4,
+            ScrollDirection::Down => 5,
+        };
+        let layout = web::layout_before_scroll(&self.bus, c).await;
+        let notches = amount.clamp(1, 50);
+        match layout {
+            Some(before) => {
+                // a web page coalesces notches sent back to back into a scroll of
+                // varying length: one at a time, each one delivered and synced
+                self.activate(xid).await?;
+                for _ in 0..notches {
+                    self.x11(move |xx| xx.click(x, y, b, 1)).await?;
+                    tokio::time::sleep(crate::apps::web::NOTCH_PAUSE).await;
+                }
+                web::wait_scrolled(&self.bus, c, before).await;
+            }
+            None => self.xclick(xid, x, y, b, notches).await?,
+        }
+        Ok(format!("scrolled {:?} {amount}", c.name))
+    }
+
+    /// `focus`: AT-SPI `GrabFocus`, else a click at the centre.
+    async fn focus(&self, xid: u32, c: &CtlInfo) -> Result<String, LinuxError> {
+        if self.grab_focus(c).await {
+            Ok(format!("focused {:?}", c.name))
+        } else {
+            let (x, y) = centre(c);
+            self.xclick(xid, x, y, 1, 1).await?;
+            Ok(format!("clicked {:?} to focus it", c.name))
         }
     }
 
@@ -442,46 +521,8 @@ impl LinuxDesktop {
     /// [`match_entry`]; when none matches, a popup this opened is closed again, so a failed
     /// `select` leaves the box as it was, and the error lists the entries.
     async fn select(&self, xid: u32, c: &CtlInfo, item: &str) -> Result<String, LinuxError> {
-        // entries named as the observation names them ("Desktop" for a places row whose own
-        // name is empty)
-        let find = |tree: &crate::bus::AppTree| {
-            let nodes: Vec<&crate::bus::Node> =
-                tree.subtree(&c.path, 5000).into_iter().skip(1).collect();
-            let cands: Vec<(String, bool)> = nodes
-                .iter()
-                .map(|n| {
-                    (
-                        crate::observe::display_name(tree, n),
-                        crate::observe::is_entry(n.role),
-                    )
-                })
-                .collect();
-            let found = match match_entry(item, &cands) {
-                EntryMatch::One(i) => {
-                    let n = nodes[i];
-                    Ok((n.path.clone(), n.parent.clone(), n.index, n.ifaces))
-                }
-                EntryMatch::Several(is) => {
-                    Err(is.into_iter().map(|i| cands[i].0.clone()).collect())
-                }
-                EntryMatch::NoMatch => Err(Vec::new()),
-            };
-            (found, entry_names(&cands))
-        };
-        let mut tree = self.bus.tree(&c.bus).await?;
-        // entries the application's cache lacks (GTK3 dialogs, GTK4) come from a walk
-        let mut ignored = Vec::new();
-        if !tree.nodes.contains_key(&c.path) {
-            tree.insert(self.bus.node(&c.bus, &c.path, "", 0).await?);
-        }
-        self.complete_tree(&c.bus, &mut tree, &c.path, true, &mut ignored)
-            .await;
-        if c.seen.role == MENU {
-            // GTK2 menus: their items (and submenus') are read even while hidden
-            self.open_menus(&c.bus, &mut tree, vec![c.path.clone()], true)
-                .await;
-        }
-        let (mut found, mut names) = find(&tree);
+        let mut tree = self.entries_tree(c).await?;
+        let (mut found, mut names) = find_entry(&tree, c, item);
         let mut opened = None;
         if matches!(&found, Err(several) if several.is_empty()) {
             // a closed GTK3 combo box builds its menu lazily: open it and look again
@@ -494,24 +535,15 @@ impl LinuxDesktop {
                     opened = Some(i);
                 }
                 tokio::time::sleep(self.config.settle_time / 2).await;
-                tree = self.bus.tree(&c.bus).await?;
-                if !tree.nodes.contains_key(&c.path) {
-                    tree.insert(self.bus.node(&c.bus, &c.path, "", 0).await?);
-                }
-                self.complete_tree(&c.bus, &mut tree, &c.path, true, &mut ignored)
-                    .await;
-                if c.seen.role == MENU {
-                    self.open_menus(&c.bus, &mut tree, vec![c.path.clone()], true)
-                        .await;
-                }
-                let (f, n) = find(&tree);
+                tree = self.entries_tree(c).await?;
+                let (f, n) = find_entry(&tree, c, item);
                 found = f;
                 if !n.is_empty() {
                     names = n;
                 }
             }
         }
-        let (path, parent, index, ifaces) = match found {
+        let entry = match found {
             Ok(hit) => hit,
             Err(several) => {
                 // leave the box as it was: close the popup this opened (the click action
@@ -525,12 +557,47 @@ impl LinuxDesktop {
                 )));
             }
         };
+        self.choose_entry(xid, c, item, &tree, entry).await
+    }
+
+    /// A step of [`Self::select`]: the tree of the control's application with the control
+    /// and its entries (those the application's cache lacks, in GTK3 dialogs and GTK4, come
+    /// from a walk; a GTK2 menu's items are read even while hidden).
+    async fn entries_tree(&self, c: &CtlInfo) -> Result<AppTree, LinuxError> {
+        let mut tree = self.control_tree(c).await?;
+        if c.seen.role == role::MENU {
+            self.open_menus(&c.bus, &mut tree, vec![c.path.clone()], true)
+                .await;
+        }
+        Ok(tree)
+    }
+
+    /// A step of [`Self::select`]: choose the entry found, through the Selection interface
+    /// of its parent (not in a menu), else its click action, else an XTEST click where it is
+    /// drawn.
+    async fn choose_entry(
+        &self,
+        xid: u32,
+        c: &CtlInfo,
+        item: &str,
+        tree: &AppTree,
+        entry: Entry,
+    ) -> Result<String, LinuxError> {
+        let Entry {
+            path,
+            parent,
+            index,
+            ifaces,
+        } = entry;
         let parent_selectable = tree
             .nodes
             .get(&parent)
             .is_some_and(|p| p.ifaces & iface::SELECTION != 0);
         // selecting a menu's child only highlights it: a menu item is activated instead
-        let in_menu = tree.nodes.get(&parent).is_some_and(|p| p.role == MENU);
+        let in_menu = tree
+            .nodes
+            .get(&parent)
+            .is_some_and(|p| p.role == role::MENU);
         let greyed = tree
             .nodes
             .get(&path)
@@ -565,8 +632,8 @@ impl LinuxDesktop {
             {
                 // a menu item may open a modal dialog whose call blocks (GTK2 file chooser)
                 let ok = match self.do_action_watching(&c.bus, &path, i).await? {
-                    crate::modal::Done::Answered(ok) => ok,
-                    crate::modal::Done::OpenedDialog(title) => {
+                    crate::act::modal::Done::Answered(ok) => ok,
+                    crate::act::modal::Done::OpenedDialog(title) => {
                         return Ok(format!(
                             "selected {item:?} in {:?}; opened the dialog {title:?}",
                             c.name
@@ -574,9 +641,12 @@ impl LinuxDesktop {
                     }
                 };
                 // a web option's action may only highlight it: believe the state
-                if ok && (!parent_selectable || in_menu || self.wait_selected(&c.bus, &path).await)
+                if ok
+                    && (!parent_selectable
+                        || in_menu
+                        || web::wait_selected(&self.bus, &self.config, &c.bus, &path).await)
                 {
-                    self.close_popup(c).await;
+                    web::close_popup(&self.bus, c).await;
                     return Ok(format!("selected {item:?} in {:?}", c.name));
                 }
             }
@@ -592,6 +662,49 @@ impl LinuxDesktop {
         self.xclick(xid, x + w / 2, y + h / 2, 1, 1).await?;
         Ok(format!("clicked entry {item:?} of {:?}", c.name))
     }
+}
+
+/// The entry a `select` chose: its path, its parent and index there, its interfaces.
+struct Entry {
+    path: String,
+    parent: String,
+    index: i32,
+    ifaces: u32,
+}
+
+/// The entry of `c` that `item` names ([`match_entry`], entries named as the observation
+/// names them: "Desktop" for a places row whose own name is empty), or the names of the
+/// several that match (none: empty); with the names of all entries.
+fn find_entry(
+    tree: &AppTree,
+    c: &CtlInfo,
+    item: &str,
+) -> (Result<Entry, Vec<String>>, Vec<String>) {
+    let nodes: Vec<&crate::a11y::bus::Node> =
+        tree.subtree(&c.path, 5000).into_iter().skip(1).collect();
+    let cands: Vec<(String, bool)> = nodes
+        .iter()
+        .map(|n| {
+            (
+                crate::observe::display_name(tree, n),
+                crate::observe::is_entry(n.role),
+            )
+        })
+        .collect();
+    let found = match match_entry(item, &cands) {
+        EntryMatch::One(i) => {
+            let n = nodes[i];
+            Ok(Entry {
+                path: n.path.clone(),
+                parent: n.parent.clone(),
+                index: n.index,
+                ifaces: n.ifaces,
+            })
+        }
+        EntryMatch::Several(is) => Err(is.into_iter().map(|i| cands[i].0.clone()).collect()),
+        EntryMatch::NoMatch => Err(Vec::new()),
+    };
+    (found, entry_names(&cands))
 }
 
 /// The most entries an error message lists.

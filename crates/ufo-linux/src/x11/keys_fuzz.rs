@@ -5,7 +5,7 @@
 //! `UFO_FUZZ_CASES=N` sets the cases per property (see ufo-core's `tests/support/fuzz.rs`);
 //! a long campaign: `UFO_FUZZ_CASES=1000000 cargo test --release -p ufo-linux --lib keys::fuzz`.
 
-#[path = "../../ufo-core/tests/support/fuzz.rs"]
+#[path = "../../../ufo-core/tests/support/fuzz.rs"]
 mod support;
 
 use proptest::collection::vec;

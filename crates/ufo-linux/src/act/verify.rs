@@ -1,37 +1,34 @@
 //! A label means the control the model saw: before acting, the control behind the id is read
 //! again and must still have the role and name it had in the observation the model answered.
 
-use crate::desktop::{CtlInfo, LinuxDesktop};
-use crate::observe::role_name;
+use crate::a11y::bus::A11yBus;
+use crate::a11y::vocab::role;
+use crate::a11y::vocab::role_name;
+use crate::observe::controls::CtlInfo;
+use crate::observe::controls::Seen;
 use crate::LinuxError;
-
-/// What an observation saw of a control.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Seen {
-    /// AT-SPI role number.
-    pub role: u32,
-    /// Raw accessible name.
-    pub name: String,
-    /// Its label in that observation (1-based; 0 when unknown).
-    pub label: usize,
-}
 
 /// Roles whose accessible name follows their content or the document's title (a GTK combo box
 /// is named by its chosen item, a document or tab by its title): only their role is checked.
 const NAME_FOLLOWS_CONTENT: &[u32] = &[
-    11, // combo box
-    23, // frame
-    29, // label
-    37, // page tab
-    40, // password text
-    51, // slider
-    52, // spin button
-    56, // table cell
-    60, // terminal
-    61, // text
-    79, // entry
-    82, 92, 93, 94, 95, 96, // documents
-    98, // list box
+    role::COMBO_BOX,
+    role::FRAME,
+    role::LABEL,
+    role::PAGE_TAB,
+    role::PASSWORD_TEXT,
+    role::SLIDER,
+    role::SPIN_BUTTON,
+    role::TABLE_CELL,
+    role::TERMINAL,
+    role::TEXT,
+    role::ENTRY,
+    role::DOCUMENT_FRAME,
+    role::DOCUMENT_SPREADSHEET,
+    role::DOCUMENT_PRESENTATION,
+    role::DOCUMENT_TEXT,
+    role::DOCUMENT_WEB,
+    role::DOCUMENT_EMAIL,
+    role::LIST_BOX,
 ];
 
 /// Why `now` is not the control that was `seen`, if it is not.
@@ -57,29 +54,26 @@ fn label_text(seen: &Seen) -> String {
     }
 }
 
-impl LinuxDesktop {
-    /// Fail when the control behind `c` is gone or has another role or name than in the
-    /// observation it came from.
-    pub(crate) async fn check_unchanged(&self, c: &CtlInfo) -> Result<(), LinuxError> {
-        const ACC: &str = "org.a11y.atspi.Accessible";
-        let now = futures::try_join!(
-            self.bus
-                .call::<_, u32>(&c.bus, &c.path, ACC, "GetRole", &()),
-            self.bus.prop::<String>(&c.bus, &c.path, ACC, "Name"),
-        );
-        let why = match now {
-            Ok((role, name)) => changed(&c.seen, role, &name),
-            Err(LinuxError::Timeout { .. }) => None, // a busy application: the action will say
-            Err(e) => Some(format!("it is gone ({e})")),
-        };
-        match why {
-            None => Ok(()),
-            Some(why) => Err(LinuxError::ActionFailed(format!(
-                "{} changed since the last observation: {why}; observe the window again and \
-                 pick a label from the new control list",
-                label_text(&c.seen)
-            ))),
-        }
+/// Fail when the control behind `c` is gone or has another role or name than in the
+/// observation it came from.
+pub(crate) async fn check_unchanged(bus: &A11yBus, c: &CtlInfo) -> Result<(), LinuxError> {
+    const ACC: &str = "org.a11y.atspi.Accessible";
+    let now = futures::try_join!(
+        bus.call::<_, u32>(&c.bus, &c.path, ACC, "GetRole", &()),
+        bus.prop::<String>(&c.bus, &c.path, ACC, "Name"),
+    );
+    let why = match now {
+        Ok((role, name)) => changed(&c.seen, role, &name),
+        Err(LinuxError::Timeout { .. }) => None, // a busy application: the action will say
+        Err(e) => Some(format!("it is gone ({e})")),
+    };
+    match why {
+        None => Ok(()),
+        Some(why) => Err(LinuxError::ActionFailed(format!(
+            "{} changed since the last observation: {why}; observe the window again and \
+             pick a label from the new control list",
+            label_text(&c.seen)
+        ))),
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::bus::AppTree;
+use crate::a11y::bus::AppTree;
 
 /// Environment every application ufo starts gets: GTK2 loads its accessibility bridge
 /// (GTK3 ignores these two module names, it has the bridge built in), Qt 5/6 turn their
@@ -388,7 +388,7 @@ pub fn fix(toolkit: Toolkit) -> String {
         Toolkit::Gtk2 => "GTK 2 applications load their accessibility bridge only when asked: close it and start it with GTK_MODULES=gail:atk-bridge (packages libgail-common and libatk-adaptor; ufo sets it when it launches the program)".into(),
         Toolkit::Qt => "Qt applications turn accessibility on only when asked: close it and start it with QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1 (ufo sets it when it launches the program)".into(),
         Toolkit::Firefox => "Firefox turns accessibility on when asked: close it and start it with GNOME_ACCESSIBILITY=1 (ufo sets it when it launches the program)".into(),
-        Toolkit::LibreOffice => crate::observe::libreoffice_hint(None, crate::config::libreoffice_gtk3_installed()),
+        Toolkit::LibreOffice => libreoffice_hint(None, crate::config::libreoffice_gtk3_installed()),
         Toolkit::Java => "Java applications need the ATK wrapper: install libatk-wrapper-java and start it with -Djavax.accessibility.assistive_technologies=org.GNOME.Accessibility.AtkWrapper".into(),
         Toolkit::Gtk3 | Toolkit::Gtk4 | Toolkit::Unknown => "it was probably started before the accessibility bus was up, or with NO_AT_BRIDGE=1: close it and start it again inside the session (scripts/desktop-session.sh up sets the session up)".into(),
     }
@@ -399,7 +399,7 @@ pub fn not_on_bus_hint(pid: Option<u32>) -> String {
     let Some(pid) = pid else {
         return "its process is unknown (no _NET_WM_PID): start it again inside the session".into();
     };
-    if let Some(h) = crate::observe::libreoffice_without_a11y(pid) {
+    if let Some(h) = libreoffice_without_a11y(pid) {
         return h;
     }
     let tk = detect(pid);
@@ -423,7 +423,7 @@ pub fn no_controls_hint(pid: Option<u32>) -> Option<String> {
 /// icon view that lists no items (Thunar's icon and compact views expose none; its list view
 /// does).
 pub(crate) fn tree_warnings(tree: &AppTree, frame: &str, limit: usize) -> Vec<String> {
-    use crate::observe::role_name;
+    use crate::a11y::vocab::role_name;
     let mut out = Vec::new();
     for n in tree.subtree(frame, limit) {
         let role = role_name(n.role);
@@ -433,7 +433,7 @@ pub(crate) fn tree_warnings(tree: &AppTree, frame: &str, limit: usize) -> Vec<St
         if !file_view {
             continue;
         }
-        if !n.has(crate::bus::state::SHOWING) {
+        if !n.has(crate::a11y::vocab::state::SHOWING) {
             continue;
         }
         let named = tree
@@ -453,6 +453,47 @@ pub(crate) fn tree_warnings(tree: &AppTree, frame: &str, limit: usize) -> Vec<St
         }
     }
     out
+}
+
+/// For a LibreOffice process (`soffice.bin`) that is not on the accessibility bus: why, and
+/// how to fix it. Its `gen` and `x11` window-system plugins have no accessibility bridge;
+/// only the GTK3 one (package libreoffice-gtk3) has.
+pub(crate) fn libreoffice_without_a11y(pid: u32) -> Option<String> {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    if comm.trim() != "soffice.bin" {
+        return None;
+    }
+    let plugin = std::fs::read(format!("/proc/{pid}/environ"))
+        .ok()
+        .and_then(|env| {
+            env.split(|b| *b == 0).find_map(|v| {
+                v.strip_prefix(b"SAL_USE_VCLPLUGIN=")
+                    .map(|p| String::from_utf8_lossy(p).into_owned())
+            })
+        });
+    Some(libreoffice_hint(
+        plugin.as_deref(),
+        crate::config::libreoffice_gtk3_installed(),
+    ))
+}
+
+/// The advice for a LibreOffice without accessibility, given the plugin it was told to use
+/// and whether the GTK3 plugin is installed.
+pub(crate) fn libreoffice_hint(plugin: Option<&str>, gtk3_installed: bool) -> String {
+    let running = match plugin {
+        Some(p) if !p.is_empty() => {
+            format!("LibreOffice runs with SAL_USE_VCLPLUGIN={p}, a plugin")
+        }
+        _ => "LibreOffice runs with a window-system plugin".to_string(),
+    };
+    let install = if gtk3_installed {
+        ""
+    } else {
+        "install libreoffice-gtk3 (apt-get install libreoffice-gtk3), then "
+    };
+    format!(
+        "{running} without accessibility, so its controls cannot be read: {install}close LibreOffice (every window) and start it with SAL_USE_VCLPLUGIN=gtk3 (for example `SAL_USE_VCLPLUGIN=gtk3 libreoffice --calc`, or `ufo` launching `spreadsheet`)"
+    )
 }
 
 #[cfg(test)]
@@ -561,8 +602,8 @@ mod tests {
         );
     }
 
-    fn node(path: &str, parent: &str, role: u32, name: &str) -> crate::bus::Node {
-        crate::bus::Node {
+    fn node(path: &str, parent: &str, role: u32, name: &str) -> crate::a11y::bus::Node {
+        crate::a11y::bus::Node {
             path: path.into(),
             parent: parent.into(),
             index: 0,
@@ -571,7 +612,7 @@ mod tests {
             name: name.into(),
             role,
             description: String::new(),
-            states: crate::bus::state::SHOWING,
+            states: crate::a11y::vocab::state::SHOWING,
         }
     }
 
@@ -634,5 +675,18 @@ mod tests {
         assert!(fix(Toolkit::Gtk2).contains("GTK_MODULES=gail:atk-bridge"));
         assert!(fix(Toolkit::Qt).contains("QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1"));
         assert!(!fix(Toolkit::Gtk2).contains("before accessibility was switched on"));
+    }
+
+    /// Issue 11, item 9: a LibreOffice without its accessible plugin gets the fix, not
+    /// "started before accessibility was switched on".
+    #[test]
+    fn libreoffice_without_accessibility_is_told_how_to_fix_it() {
+        let h = libreoffice_hint(Some("gen"), true);
+        assert!(h.contains("SAL_USE_VCLPLUGIN=gen"), "{h}");
+        assert!(h.contains("start it with SAL_USE_VCLPLUGIN=gtk3"), "{h}");
+        assert!(!h.contains("install libreoffice-gtk3"), "{h}");
+        let h = libreoffice_hint(None, false);
+        assert!(h.contains("install libreoffice-gtk3"), "{h}");
+        assert!(!h.contains("before accessibility"), "{h}");
     }
 }

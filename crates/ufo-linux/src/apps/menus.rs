@@ -5,11 +5,11 @@
 
 use std::collections::HashSet;
 
-use crate::bus::{state, AppTree};
+use crate::a11y::bus::AppTree;
+use crate::a11y::vocab::role;
+use crate::a11y::vocab::state;
 use crate::desktop::LinuxDesktop;
 
-const MENU: u32 = 33;
-const MENU_BAR: u32 = 34;
 /// How many levels of submenus are followed.
 const MAX_DEPTH: usize = 4;
 /// How many items of a menu are probed for extents.
@@ -19,18 +19,18 @@ const PROBES: usize = 3;
 pub(crate) fn top_menus(tree: &AppTree, frame: &str, max_nodes: usize) -> Vec<String> {
     tree.subtree(frame, max_nodes)
         .into_iter()
-        .filter(|n| n.role == MENU && n.has(state::VISIBLE))
+        .filter(|n| n.role == role::MENU && n.has(state::VISIBLE))
         .filter(|n| {
             tree.nodes
                 .get(&n.parent)
-                .is_some_and(|p| p.role == MENU_BAR)
+                .is_some_and(|p| p.role == role::MENU_BAR)
         })
         .map(|n| n.path.clone())
         .collect()
 }
 
 /// Whether `n`'s parent is a menu found open: then a VISIBLE node counts as shown.
-pub(crate) fn shown_in_open_menu(open: &HashSet<String>, n: &crate::bus::Node) -> bool {
+pub(crate) fn shown_in_open_menu(open: &HashSet<String>, n: &crate::a11y::bus::Node) -> bool {
     !open.is_empty() && n.has(state::VISIBLE) && !n.has(state::DEFUNCT) && open.contains(&n.parent)
 }
 
@@ -43,12 +43,12 @@ pub(crate) fn is_gtk2(toolkit: &str, version: &str) -> bool {
 impl LinuxDesktop {
     /// Whether the application on `bus` is GTK2 (asked once per application).
     pub(crate) async fn is_gtk2_app(&self, bus: &str) -> bool {
-        if let Some(g) = self.lock().gtk2.get(bus) {
+        if let Some(g) = self.apps.lock().gtk2.get(bus) {
             return *g;
         }
         let (tk, version) = self.bus.toolkit(bus).await;
         let g = is_gtk2(&tk, &version);
-        self.lock().gtk2.insert(bus.to_string(), g);
+        self.apps.lock().gtk2.insert(bus.to_string(), g);
         g
     }
 
@@ -144,7 +144,7 @@ impl LinuxDesktop {
                         .filter(|k| {
                             tree.nodes
                                 .get(*k)
-                                .is_some_and(|n| n.role == MENU && n.has(state::VISIBLE))
+                                .is_some_and(|n| n.role == role::MENU && n.has(state::VISIBLE))
                         })
                         .cloned(),
                 );
@@ -158,7 +158,7 @@ impl LinuxDesktop {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bus::Node;
+    use crate::a11y::bus::Node;
 
     fn node(path: &str, parent: &str, role: u32, states: u64) -> Node {
         Node {
@@ -196,9 +196,14 @@ mod tests {
     fn top_menus_are_the_menus_of_a_menu_bar() {
         let tree = AppTree::from_nodes(vec![
             node("/frame", "/", 23, state::VISIBLE),
-            node("/bar", "/frame", MENU_BAR, state::VISIBLE),
-            node("/image", "/bar", MENU, state::VISIBLE | state::SHOWING),
-            node("/sub", "/image", MENU, state::VISIBLE),
+            node("/bar", "/frame", role::MENU_BAR, state::VISIBLE),
+            node(
+                "/image",
+                "/bar",
+                role::MENU,
+                state::VISIBLE | state::SHOWING,
+            ),
+            node("/sub", "/image", role::MENU, state::VISIBLE),
         ]);
         assert_eq!(top_menus(&tree, "/frame", 100), ["/image"]);
     }

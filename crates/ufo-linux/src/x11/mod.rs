@@ -1,5 +1,9 @@
 //! X11 through x11rb: top-level windows, screenshots (GetImage) and input (XTEST).
 
+pub(crate) mod annotate;
+pub(crate) mod keys;
+pub mod takeover;
+
 use std::sync::Mutex;
 
 use x11rb::connection::{Connection, RequestConnection};
@@ -11,6 +15,20 @@ use x11rb::protocol::xtest::ConnectionExt as _;
 use x11rb::rust_connection::RustConnection;
 
 use crate::LinuxError;
+
+/// Parse a window id (`0x1a00004` or decimal).
+pub(crate) fn parse_window_id(id: &str) -> Result<u32, LinuxError> {
+    let t = id.trim();
+    let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => t.parse::<u32>().ok(),
+    };
+    parsed.ok_or_else(|| LinuxError::NoWindow(id.to_string()))
+}
+
+pub(crate) fn window_id(xid: u32) -> String {
+    format!("{xid:#x}")
+}
 
 x11rb::atom_manager! {
     pub(crate) Atoms: AtomsCookie {
@@ -506,8 +524,8 @@ impl X11 {
             held.push(kc);
         }
         let (kc, shift) = self.keycode_for(km, key)?;
-        if shift && !mods.contains(&crate::keys::sym::SHIFT_L) {
-            let (skc, _) = self.keycode_for(km, crate::keys::sym::SHIFT_L)?;
+        if shift && !mods.contains(&crate::x11::keys::sym::SHIFT_L) {
+            let (skc, _) = self.keycode_for(km, crate::x11::keys::sym::SHIFT_L)?;
             held.push(skc);
         }
         for h in &held {
@@ -638,6 +656,19 @@ impl Look {
 /// The side of the square tiles [`Look::changed_regions`] groups changed pixels by: changes
 /// this close (a glyph's strokes, a button's label and border) are one region.
 const TILE: usize = 16;
+
+pub(crate) fn intersect(a: ufo_core::Rect, b: ufo_core::Rect) -> Option<ufo_core::Rect> {
+    let x0 = a.x.max(b.x);
+    let y0 = a.y.max(b.y);
+    let x1 = (a.x + a.w as i32).min(b.x + b.w as i32);
+    let y1 = (a.y + a.h as i32).min(b.y + b.h as i32);
+    (x1 > x0 && y1 > y0).then(|| ufo_core::Rect {
+        x: x0,
+        y: y0,
+        w: (x1 - x0) as u32,
+        h: (y1 - y0) as u32,
+    })
+}
 
 /// The smallest rectangle holding all of `rs` (`None` when there are none).
 pub(crate) fn union(rs: impl IntoIterator<Item = ufo_core::Rect>) -> Option<ufo_core::Rect> {

@@ -2,59 +2,65 @@
 //! `Cache.GetItems` fast path, with a bounded walk when the cache is incomplete), the screenshot,
 //! and the annotated screenshot.
 
-use std::collections::HashMap;
+pub(crate) mod changes;
+pub(crate) mod controls;
+pub(crate) mod names;
+mod refresh;
+
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ufo_core::{Control, Rect, Screenshot, WindowInfo, WindowObservation};
 
-use crate::annotate::{self, Mark};
-use crate::bus::{iface, state, AppTree, Node, ROOT_PATH};
-use crate::desktop::{window_id as format_window_id, CtlInfo, LinuxDesktop};
-use crate::office;
+use crate::a11y::bus::{AppTree, Node};
+use crate::a11y::vocab::ROOT_PATH;
+use crate::a11y::vocab::{iface, role, role_name, state};
+use crate::apps::office;
+use crate::desktop::LinuxDesktop;
+use crate::observe::controls::CtlInfo;
+use crate::x11::annotate::{self, Mark};
+use crate::x11::intersect;
+use crate::x11::window_id as format_window_id;
 use crate::x11::{RgbImage, XWindow};
-use crate::LinuxError;
+use crate::{LinuxConfig, LinuxError};
+pub use controls::ControlDetail;
+use controls::Fetched;
+use names::{clean_name, collapse_ws};
 
-/// AT-SPI role numbers used here.
-pub(crate) mod role {
-    pub const CHECK_BOX: u32 = 7;
-    pub const CHECK_MENU_ITEM: u32 = 8;
-    pub const COMBO_BOX: u32 = 11;
-    pub const DIALOG: u32 = 16;
-    pub const FRAME: u32 = 23;
-    pub const LABEL: u32 = 29;
-    pub const LIST_ITEM: u32 = 32;
-    pub const MENU: u32 = 33;
-    pub const MENU_ITEM: u32 = 35;
-    pub const PAGE_TAB: u32 = 37;
-    pub const PASSWORD_TEXT: u32 = 40;
-    pub const PUSH_BUTTON: u32 = 43;
-    pub const RADIO_BUTTON: u32 = 44;
-    pub const RADIO_MENU_ITEM: u32 = 45;
-    pub const SLIDER: u32 = 51;
-    pub const SPIN_BUTTON: u32 = 52;
-    pub const TABLE_CELL: u32 = 56;
-    pub const TERMINAL: u32 = 60;
-    pub const TEXT: u32 = 61;
-    pub const TOGGLE_BUTTON: u32 = 62;
-    pub const WINDOW: u32 = 69;
-    pub const ENTRY: u32 = 79;
-    pub const DOCUMENT_FRAME: u32 = 82;
-    pub const LINK: u32 = 88;
-    pub const TREE_ITEM: u32 = 91;
-    pub const DOCUMENT_SPREADSHEET: u32 = 92;
-    pub const DOCUMENT_PRESENTATION: u32 = 93;
-    pub const DOCUMENT_TEXT: u32 = 94;
-    pub const DOCUMENT_WEB: u32 = 95;
-    pub const DOCUMENT_EMAIL: u32 = 96;
-    pub const LIST_BOX: u32 = 98;
-    pub const PUSH_BUTTON_MENU: u32 = 129;
-    /// Containers and decorations: never controls, even when focusable.
-    pub const CONTAINERS: &[u32] = &[
-        2, 14, 16, 18, 20, 23, 24, 25, 28, 29, 30, 31, 34, 38, 39, 46, 49, 50, 53, 54, 55, 63, 64,
-        65, 66, 68, 69, 75, 85, 99,
-    ];
-}
+/// Containers and decorations: never controls, even when focusable.
+const CONTAINERS: &[u32] = &[
+    role::ALERT,
+    role::DESKTOP_FRAME,
+    role::DIALOG,
+    role::DRAWING_AREA,
+    role::FILLER,
+    role::FRAME,
+    role::GLASS_PANE,
+    role::HTML_CONTAINER,
+    role::INTERNAL_FRAME,
+    role::LABEL,
+    role::LAYERED_PANE,
+    role::LIST,
+    role::MENU_BAR,
+    role::PAGE_TAB_LIST,
+    role::PANEL,
+    role::ROOT_PANE,
+    role::SCROLL_PANE,
+    role::SEPARATOR,
+    role::SPLIT_PANE,
+    role::STATUS_BAR,
+    role::TABLE,
+    role::TOOL_BAR,
+    role::TOOL_TIP,
+    role::TREE,
+    role::TREE_TABLE,
+    role::VIEWPORT,
+    role::WINDOW,
+    role::APPLICATION,
+    role::SECTION,
+    role::GROUPING,
+];
 
 const INTERACTIVE: &[u32] = &[
     role::PUSH_BUTTON,
@@ -117,7 +123,16 @@ const CHECKABLE: &[u32] = &[
 
 /// Containers of entries: walked even when they manage their descendants (GTK3 reports no
 /// child count for them and keeps their rows out of its cache).
-const LISTS: &[u32] = &[11, 31, 33, 38, 55, 65, 66, 98];
+const LISTS: &[u32] = &[
+    role::COMBO_BOX,
+    role::LIST,
+    role::MENU,
+    role::PAGE_TAB_LIST,
+    role::TABLE,
+    role::TREE,
+    role::TREE_TABLE,
+    role::LIST_BOX,
+];
 
 /// Most children of one node taken by the walk (lists that manage their descendants can hold
 /// thousands of rows).
@@ -125,60 +140,6 @@ const MAX_WALK_CHILDREN: usize = 300;
 
 /// Longest value text kept in an observation (the full text is one `read_text` away).
 const VALUE_MAX: usize = 2000;
-
-/// The readable name of a role number.
-pub(crate) fn role_name(r: u32) -> String {
-    match atspi::Role::try_from(r) {
-        Ok(role) => role.name().to_string(),
-        Err(_) => format!("role {r}"),
-    }
-}
-
-fn collapse_ws(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// A toolkit type name standing in for a name (GTK4: "GtkButton", "AdwGizmo").
-pub(crate) fn is_noise(name: &str) -> bool {
-    if name.is_empty() {
-        return true;
-    }
-    for prefix in ["Gtk", "Adw", "Gd", "Hdy", "Gsk"] {
-        if let Some(rest) = name.strip_prefix(prefix) {
-            if rest.starts_with(|c: char| c.is_ascii_uppercase())
-                && rest.chars().all(|c| c.is_ascii_alphanumeric())
-            {
-                return true;
-            }
-        }
-    }
-    false
-}
-
-/// The name an agent sees: whitespace collapsed, GTK4's doubled names ("7 7") undoubled, and
-/// the description (else the children's label text) when the name is noise.
-pub(crate) fn clean_name(name: &str, description: &str, child_text: &str) -> String {
-    let mut n = collapse_ws(name);
-    let words: Vec<&str> = n.split(' ').collect();
-    if words.len() >= 2 && words.len() & 1 == 0 {
-        let half = words.len() / 2;
-        if words[..half] == words[half..] {
-            n = words[..half].join(" ");
-        }
-    }
-    if is_noise(&n) {
-        let d = collapse_ws(description);
-        if !d.is_empty() && !is_noise(&d) {
-            return d;
-        }
-        let c = collapse_ws(child_text);
-        if !is_noise(&c) {
-            return c;
-        }
-        return String::new();
-    }
-    n
-}
 
 /// Reading order: rows top to bottom (a control joins a row when its top is above the middle
 /// of the row's first control), left to right within a row. Returns the permutation.
@@ -204,30 +165,6 @@ pub(crate) fn reading_order(rects: &[Rect]) -> Vec<usize> {
     row.sort_by_key(|&j| (rects[j].x, rects[j].y, j));
     out.append(&mut row);
     out
-}
-
-pub(crate) fn intersect(a: Rect, b: Rect) -> Option<Rect> {
-    let x0 = a.x.max(b.x);
-    let y0 = a.y.max(b.y);
-    let x1 = (a.x + a.w as i32).min(b.x + b.w as i32);
-    let y1 = (a.y + a.h as i32).min(b.y + b.h as i32);
-    (x1 > x0 && y1 > y0).then(|| Rect {
-        x: x0,
-        y: y0,
-        w: (x1 - x0) as u32,
-        h: (y1 - y0) as u32,
-    })
-}
-
-/// A control with everything the backend knows about it.
-#[derive(Debug, Clone)]
-pub struct ControlDetail {
-    /// The control as the engine sees it.
-    pub control: Control,
-    /// AT-SPI state names that matter to a person reading `ufo inspect` (focused, checked, ...).
-    pub states: Vec<&'static str>,
-    /// Action names the control offers.
-    pub actions: Vec<String>,
 }
 
 /// Where the time of one observation went.
@@ -266,11 +203,6 @@ struct Candidate {
     wraps_button: bool,
     /// A combo box's chosen option (web content gives no readable text for it).
     choice: Option<String>,
-}
-
-pub(crate) struct Fetched {
-    pub(crate) detail: ControlDetail,
-    pub(crate) info: CtlInfo,
 }
 
 impl LinuxDesktop {
@@ -330,7 +262,7 @@ impl LinuxDesktop {
         stats.capture = capture_time;
         let fetched = arrange(groups, &attached, modal.is_some());
         if fetched.is_empty() && main_bus.is_some() {
-            warnings.extend(crate::toolkit::no_controls_hint(main.pid));
+            warnings.extend(crate::launch::toolkit::no_controls_hint(main.pid));
         }
         let t_enc = Instant::now();
         let (screenshot, annotated) =
@@ -356,7 +288,7 @@ impl LinuxDesktop {
     /// Step 1: the window (or the one that replaced it), its dialogs, and the area they cover
     /// on the screen; the window is raised so that its screenshot shows it (as UFO does).
     async fn locate(&self, window_id: &str) -> Result<Located, LinuxError> {
-        let xid = crate::desktop::parse_window_id(window_id)?;
+        let xid = crate::x11::parse_window_id(window_id)?;
         let (all, active) = self
             .x11(|x| Ok((x.client_windows()?, x.active_window()?)))
             .await?;
@@ -367,7 +299,7 @@ impl LinuxDesktop {
                 .ok_or_else(|| LinuxError::NoWindow(window_id.to_string()))?,
         };
         {
-            let mut st = self.lock();
+            let mut st = self.apps.lock();
             for w in &all {
                 if let Some(pid) = w.pid {
                     st.window_pids.insert(w.id, pid);
@@ -432,7 +364,7 @@ impl LinuxDesktop {
         let mut groups: Vec<Vec<Fetched>> = Vec::new();
         for w in attached.iter().chain(std::iter::once(main)) {
             let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)).cloned() else {
-                let why = crate::toolkit::not_on_bus_hint(w.pid);
+                let why = crate::launch::toolkit::not_on_bus_hint(w.pid);
                 warnings.push(format!(
                     "window {} ({:?}) is not on the accessibility bus: only its screenshot is available ({why})",
                     format_window_id(w.id),
@@ -491,7 +423,7 @@ impl LinuxDesktop {
     /// Step 5: the controls of this observation, by id, for the actions that name them
     /// (those of the window's earlier observation are forgotten).
     fn remember_controls(&self, xid: u32, fetched: &[Fetched]) {
-        let entries: crate::desktop::Labelled = fetched
+        let entries: crate::observe::controls::Labelled = fetched
             .iter()
             .enumerate()
             .map(|(i, f)| {
@@ -500,14 +432,14 @@ impl LinuxDesktop {
                 (f.detail.control.id.clone(), info)
             })
             .collect();
-        let mut st = self.lock();
+        let mut st = self.controls.lock();
         // an observation made while settling is nobody's yet: its labels count once it is
         // handed out (settle.rs, `take_prefetched`)
         if st.prefetching {
-            st.prefetch_controls = Some((xid, entries));
+            st.prefetched = Some((xid, entries));
             return;
         }
-        install_controls(&mut st.controls, xid, entries);
+        st.install(xid, entries);
     }
 
     /// Step 6: what the engine is told about the window (its application's name from the
@@ -536,7 +468,7 @@ impl LinuxDesktop {
     /// The window that took the place of window `xid`, now gone: the only top-level window of
     /// the same process (LibreOffice replaces its start window by the document's window).
     fn successor(&self, xid: u32, all: &[XWindow]) -> Option<XWindow> {
-        let pid = *self.lock().window_pids.get(&xid)?;
+        let pid = *self.apps.lock().window_pids.get(&xid)?;
         let mut same: Vec<&XWindow> = all
             .iter()
             .filter(|w| w.pid == Some(pid) && w.transient_for.is_none())
@@ -581,21 +513,23 @@ impl LinuxDesktop {
             stats.walked = true;
         }
         if let Some(count) = kept_count {
-            self.keep_tree(bus, count, tree);
+            self.kept.keep(bus, count, tree);
         }
         let t_walk = t.elapsed();
         // office documents: their visible paragraphs, cells, shapes and slides (office.rs)
-        self.read_documents(bus, tree, &frame, warnings).await;
+        self.office()
+            .read_documents(bus, tree, &frame, warnings)
+            .await;
         let t_docs = t.elapsed();
         // GTK2: items of an open menu are never SHOWING
         let open_menus = if self.is_gtk2_app(bus).await {
-            let top_menus = crate::menus::top_menus(tree, &frame, self.config.walk_max_nodes);
+            let top_menus = crate::apps::menus::top_menus(tree, &frame, self.config.walk_max_nodes);
             self.open_menus(bus, tree, top_menus, false).await
         } else {
             std::collections::HashSet::new()
         };
         let tree = &*tree;
-        warnings.extend(crate::toolkit::tree_warnings(
+        warnings.extend(crate::launch::toolkit::tree_warnings(
             tree,
             &frame,
             self.config.walk_max_nodes,
@@ -633,7 +567,10 @@ impl LinuxDesktop {
         let win_rect = w.rect();
         // a fresh LibreOffice window reports its own controls shifted (office.rs)
         let nodes: Vec<&Node> = candidates.iter().map(|c| &c.node).collect();
-        let fixes = self.extent_corrections(bus, tree, &frame, &nodes).await;
+        let fixes = self
+            .office()
+            .extent_corrections(bus, tree, &frame, &nodes)
+            .await;
         let t_fixes = t.elapsed();
         let results = futures::future::join_all(candidates.iter().map(|c| {
             let (dx, dy) = fixes.get(&c.node.path).copied().unwrap_or((0, 0));
@@ -692,6 +629,50 @@ impl LinuxDesktop {
         with_actions: bool,
     ) -> Result<Option<Fetched>, LinuxError> {
         let n = &c.node;
+        let (ext, actions, text, value) = self.read_details(bus, n, with_actions).await;
+        let Some((x, y, ew, eh)) = ext? else {
+            return Ok(None);
+        };
+        if x == i32::MIN || y == i32::MIN || ew < 2 || eh < 2 {
+            return Ok(None);
+        }
+        let actions = actions.unwrap_or_default();
+        let is_button = matches!(
+            n.role,
+            role::PUSH_BUTTON | role::TOGGLE_BUTTON | role::PUSH_BUTTON_MENU
+        );
+        if is_button && !n.has(state::FOCUSABLE) && c.wraps_button {
+            // GTK4 wraps a menu button in a second, inert button
+            return Ok(None);
+        }
+        let raw = Rect {
+            x: x.saturating_add(offset.0),
+            y: y.saturating_add(offset.1),
+            w: ew as u32,
+            h: eh as u32,
+        };
+        let Some(rect) = intersect(raw, win) else {
+            return Ok(None);
+        };
+        let value = shown_value(c, text.unwrap_or(None), value);
+        let name = shown_name(c, value.as_deref());
+        Ok(Some(fetched(bus, n, name, value, rect, actions, xid)))
+    }
+
+    /// A step of [`Self::fetch_control`]: the node's extents, actions, text and value, read
+    /// at once (each only when the node has the interface, and the actions only when asked
+    /// for or of a menu).
+    async fn read_details(
+        &self,
+        bus: &str,
+        n: &Node,
+        with_actions: bool,
+    ) -> (
+        Result<Option<(i32, i32, i32, i32)>, LinuxError>,
+        Result<Vec<String>, LinuxError>,
+        Result<Option<String>, LinuxError>,
+        Option<f64>,
+    ) {
         let ext = async {
             if n.ifaces & iface::COMPONENT != 0 {
                 self.bus.extents(bus, &n.path).await.map(Some)
@@ -723,128 +704,21 @@ impl LinuxDesktop {
                 None
             }
         };
-        let (ext, actions, text, value) = tokio::join!(ext, acts, text, value);
-        let Some((x, y, ew, eh)) = ext? else {
-            return Ok(None);
-        };
-        if x == i32::MIN || y == i32::MIN || ew < 2 || eh < 2 {
-            return Ok(None);
+        tokio::join!(ext, acts, text, value)
+    }
+
+    /// The tree of a control's application with the control in it and its part walked
+    /// thoroughly ([`Self::complete_tree`]: what the application's cache lacks, in GTK3
+    /// dialogs and GTK4, comes from a walk; the walk's warnings say nothing here).
+    pub(crate) async fn control_tree(&self, c: &CtlInfo) -> Result<AppTree, LinuxError> {
+        let mut tree = self.bus.tree(&c.bus).await?;
+        let mut ignored = Vec::new();
+        if !tree.nodes.contains_key(&c.path) {
+            tree.insert(self.bus.node(&c.bus, &c.path, "", 0).await?);
         }
-        let actions = actions.unwrap_or_default();
-        let is_button = matches!(
-            n.role,
-            role::PUSH_BUTTON | role::TOGGLE_BUTTON | role::PUSH_BUTTON_MENU
-        );
-        if is_button && !n.has(state::FOCUSABLE) && c.wraps_button {
-            // GTK4 wraps a menu button in a second, inert button
-            return Ok(None);
-        }
-        let raw = Rect {
-            x: x.saturating_add(offset.0),
-            y: y.saturating_add(offset.1),
-            w: ew as u32,
-            h: eh as u32,
-        };
-        let Some(rect) = intersect(raw, win) else {
-            return Ok(None);
-        };
-        let mut text = text.unwrap_or(None);
-        if let Some(t) = &text {
-            if t.contains('\u{fffc}') && crate::web::is_placeholder(t) {
-                // embedded objects only (a web page, a <select>): no readable value of its own
-                text = c.choice.clone();
-            }
-        }
-        let value = if n.role == role::PASSWORD_TEXT {
-            None
-        } else if let Some(t) = text {
-            let mut t = t;
-            if t.len() > VALUE_MAX {
-                let mut end = VALUE_MAX;
-                while !t.is_char_boundary(end) {
-                    end -= 1;
-                }
-                t.truncate(end);
-                t.push('…');
-            }
-            Some(t)
-        } else if let Some(v) = value {
-            Some(format!("{v}"))
-        } else if CHECKABLE.contains(&n.role) {
-            Some(
-                if n.has(state::CHECKED) {
-                    "checked"
-                } else {
-                    "unchecked"
-                }
-                .to_string(),
-            )
-        } else {
-            None
-        };
-        let name = if office::is_text_part(n.role) && n.name.trim().is_empty() {
-            // a paragraph: the start of its text (its table cell's name first)
-            let cell = c.child_text.strip_prefix('\u{1}');
-            office::paragraph_name(value.as_deref().unwrap_or(""), cell)
-        } else if ITEMS.contains(&n.role) && !c.child_text.is_empty() {
-            clean_name(&n.name, &c.child_text, &n.description)
-        } else {
-            clean_name(&n.name, &n.description, &c.child_text)
-        };
-        let role = role_name(n.role);
-        let enabled = n.has(state::SENSITIVE) || n.has(state::ENABLED);
-        let mut states = Vec::new();
-        for (bit, label) in [
-            (state::FOCUSED, "focused"),
-            (state::CHECKED, "checked"),
-            (state::SELECTED, "selected"),
-            (state::EXPANDED, "expanded"),
-            (state::EDITABLE, "editable"),
-        ] {
-            if n.has(bit) {
-                states.push(label);
-            }
-        }
-        if !enabled {
-            states.push("disabled");
-        }
-        let id = format!("{bus}{}", n.path);
-        Ok(Some(Fetched {
-            info: CtlInfo {
-                bus: bus.to_string(),
-                path: n.path.clone(),
-                name: name.clone(),
-                rect,
-                actions: actions.clone(),
-                ifaces: n.ifaces,
-                states: n.states,
-                window: xid,
-                seen: crate::verify::Seen {
-                    role: n.role,
-                    name: n.name.clone(),
-                    label: 0,
-                },
-            },
-            detail: ControlDetail {
-                control: Control {
-                    id,
-                    role,
-                    name,
-                    value,
-                    rect,
-                    enabled,
-                    states: ufo_core::ports::ControlStates {
-                        focused: n.has(state::FOCUSED),
-                        checked: n.has(state::CHECKED),
-                        selected: n.has(state::SELECTED),
-                        expanded: n.has(state::EXPANDED),
-                        editable: n.has(state::EDITABLE),
-                    },
-                },
-                states,
-                actions,
-            },
-        }))
+        self.complete_tree(&c.bus, &mut tree, &c.path, true, &mut ignored)
+            .await;
+        Ok(tree)
     }
 
     /// Fill in the parts of the tree the application's cache did not give (GTK4 before its
@@ -863,213 +737,407 @@ impl LinuxDesktop {
         thorough: bool,
         warnings: &mut Vec<String>,
     ) -> bool {
-        let uses_showing = uses_showing(tree, frame);
-        let visible = |n: &Node| n.has(state::VISIBLE) && (!uses_showing || n.has(state::SHOWING));
-        let bound = self.config.walk_max_children;
-        let max_nodes = self.config.walk_max_nodes;
-        let mut frontier: Vec<String> = Vec::new();
-        let mut probes: Vec<String> = Vec::new();
-        let mut refused: Vec<String> = Vec::new();
-        for n in tree.subtree(frame, max_nodes) {
-            if !visible(n) {
-                continue;
-            }
-            match walk_verdict(n, tree.kids(&n.path).len(), thorough, bound, false) {
-                Walk::Children => frontier.push(n.path.clone()),
-                Walk::Probe => probes.push(n.path.clone()),
-                Walk::Refuse => refused.push(refusal(n, bound)),
-                Walk::Done => {}
+        let mut w = Walker::new(tree, frame, thorough, &self.config);
+        for n in tree.subtree(frame, w.max_nodes) {
+            if w.visible(n) {
+                w.place(n, tree.kids(&n.path).len(), false, true);
             }
         }
-        if frontier.is_empty() && probes.is_empty() {
-            report_refused(&mut refused, warnings);
+        if w.frontier.is_empty() && w.probes.is_empty() {
+            report_refused(&mut w.refused, warnings);
             return false;
         }
-        let start = Instant::now();
-        let deadline = start + self.config.walk_budget;
-        let mut visited = 0usize;
-        let mut errors = 0usize;
-        let mut capped = false;
-        let mut cut = false;
-        let mut moved: Vec<(String, String, i32)> = Vec::new();
-        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
-        let mut rescans = 0;
+        w.deadline = Instant::now() + self.config.walk_budget;
         loop {
             // nodes whose cached count cannot be trusted: read the live count (one cheap call
             // each, no child is built) and enumerate only a bounded one
-            if !probes.is_empty() {
-                seen.extend(probes.iter().cloned());
-                let remaining = deadline.saturating_duration_since(Instant::now());
-                let counts = tokio::time::timeout(
-                    remaining,
-                    futures::future::join_all(probes.iter().map(|p| {
-                        self.bus
-                            .prop::<i32>(bus, p, "org.a11y.atspi.Accessible", "ChildCount")
-                    })),
-                )
-                .await;
-                let Ok(counts) = counts else {
-                    cut = true;
-                    break;
-                };
-                for (p, c) in probes.drain(..).zip(counts) {
-                    match c {
-                        Ok(c) => {
-                            if let Some(n) = tree.nodes.get_mut(&p) {
-                                n.child_count = c;
-                                match walk_verdict(n, 0, thorough, bound, true) {
-                                    Walk::Children => frontier.push(p),
-                                    Walk::Refuse => refused.push(refusal(n, bound)),
-                                    Walk::Probe | Walk::Done => {}
-                                }
-                            }
-                        }
-                        Err(_) => errors += 1,
-                    }
-                }
+            if !w.probes.is_empty() && !self.read_counts(bus, tree, &mut w).await {
+                w.cut = true;
+                break;
             }
-            if frontier.is_empty() {
+            if w.frontier.is_empty() {
                 // nodes connected during the walk (cached under a parent the cache lacked,
                 // as LibreOffice files its root pane and its toolbars' boxes) may be
                 // incomplete too: look at the tree again, a few times at most
-                if rescans < 3 {
-                    rescans += 1;
-                    for n in tree.subtree(frame, max_nodes) {
-                        if visible(n) && !seen.contains(&n.path) {
-                            match walk_verdict(n, tree.kids(&n.path).len(), thorough, bound, false)
-                            {
-                                Walk::Children => frontier.push(n.path.clone()),
-                                Walk::Probe => probes.push(n.path.clone()),
-                                Walk::Refuse | Walk::Done => {}
-                            }
-                        }
-                    }
-                    if !frontier.is_empty() || !probes.is_empty() {
+                if w.rescans < 3 {
+                    w.rescans += 1;
+                    w.rescan(tree, frame);
+                    if !w.frontier.is_empty() || !w.probes.is_empty() {
                         continue;
                     }
                 }
                 break;
             }
-            seen.extend(frontier.iter().cloned());
-            if Instant::now() >= deadline || visited >= max_nodes {
-                cut = true;
+            w.seen.extend(w.frontier.iter().cloned());
+            if Instant::now() >= w.deadline || w.visited >= w.max_nodes {
+                w.cut = true;
                 break;
             }
-            if frontier.len() > max_nodes - visited {
-                frontier.truncate(max_nodes - visited);
-                cut = true;
+            if w.frontier.len() > w.max_nodes - w.visited {
+                w.frontier.truncate(w.max_nodes - w.visited);
+                w.cut = true;
             }
-            visited += frontier.len();
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            let results = tokio::time::timeout(
-                remaining,
-                futures::future::join_all(frontier.iter().map(|p| self.bus.children(bus, p))),
-            )
-            .await;
-            let Ok(results) = results else {
-                cut = true;
+            w.visited += w.frontier.len();
+            let Some(fresh) = self.list_children(bus, tree, &mut w).await else {
+                w.cut = true;
                 break;
             };
-            let mut fresh: Vec<(String, String, i32)> = Vec::new();
-            for (p, r) in frontier.iter().zip(results) {
-                match r {
-                    Ok(kids) => {
-                        if kids.len() > MAX_WALK_CHILDREN {
-                            capped = true;
-                        }
-                        for (i, k) in kids.into_iter().enumerate().take(MAX_WALK_CHILDREN) {
-                            match tree.nodes.get(&k) {
-                                None => fresh.push((k, p.clone(), i as i32)),
-                                // GTK3's cache can file a dialog's children under another
-                                // parent: the live answer wins
-                                Some(n) if n.parent != *p => moved.push((k, p.clone(), i as i32)),
-                                Some(_) => {}
-                            }
-                        }
-                    }
-                    Err(_) => errors += 1,
-                }
-            }
-            frontier.clear();
-            for (k, p, i) in moved.drain(..) {
-                tree.reparent(&k, &p, i);
-                if let Some(n) = tree.nodes.get(&k) {
-                    if visible(n) {
-                        match walk_verdict(n, tree.kids(&k).len(), thorough, bound, false) {
-                            Walk::Children => frontier.push(k.clone()),
-                            Walk::Probe => probes.push(k.clone()),
-                            Walk::Refuse => refused.push(refusal(n, bound)),
-                            Walk::Done => {}
-                        }
-                    }
-                }
-            }
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            let nodes = tokio::time::timeout(
-                remaining,
-                futures::future::join_all(
-                    fresh.iter().map(|(k, p, i)| self.known_node(bus, k, p, *i)),
-                ),
-            )
-            .await;
-            let Ok(nodes) = nodes else {
-                cut = true;
+            if !self.read_fresh(bus, tree, &mut w, fresh).await {
+                w.cut = true;
                 break;
-            };
-            let mut attached: Vec<String> = Vec::new();
-            for n in nodes {
-                match n {
-                    Ok(n) => {
-                        if visible(&n) {
-                            // a fresh node's count was read live just now
-                            match walk_verdict(&n, 0, thorough, bound, true) {
-                                Walk::Children => frontier.push(n.path.clone()),
-                                Walk::Refuse => refused.push(refusal(&n, bound)),
-                                Walk::Probe | Walk::Done => {}
-                            }
-                            attached.push(n.path.clone());
-                        }
-                        tree.insert(n);
-                    }
-                    Err(_) => errors += 1,
-                }
-            }
-            // cached nodes whose parent was missing from the cache (LibreOffice files its
-            // root pane and the boxes of its toolbars so) hang under a fresh node now: walk
-            // the incomplete ones among them too
-            for p in attached {
-                for d in tree.subtree(&p, max_nodes).into_iter().skip(1) {
-                    if visible(d) {
-                        match walk_verdict(d, tree.kids(&d.path).len(), thorough, bound, false) {
-                            Walk::Children => frontier.push(d.path.clone()),
-                            Walk::Probe => probes.push(d.path.clone()),
-                            Walk::Refuse => refused.push(refusal(d, bound)),
-                            Walk::Done => {}
-                        }
-                    }
-                }
             }
         }
         tree.sort_children();
-        if cut {
+        w.report(warnings, self.config.walk_budget);
+        true
+    }
+
+    /// A step of [`Self::complete_tree`]: the live child count of each probed node, and
+    /// whether to walk it. `false` when the walk ran out of time.
+    async fn read_counts(&self, bus: &str, tree: &mut AppTree, w: &mut Walker) -> bool {
+        w.seen.extend(w.probes.iter().cloned());
+        let remaining = w.deadline.saturating_duration_since(Instant::now());
+        let counts = tokio::time::timeout(
+            remaining,
+            futures::future::join_all(w.probes.iter().map(|p| {
+                self.bus
+                    .prop::<i32>(bus, p, "org.a11y.atspi.Accessible", "ChildCount")
+            })),
+        )
+        .await;
+        let Ok(counts) = counts else {
+            return false;
+        };
+        let probes = std::mem::take(&mut w.probes);
+        for (p, c) in probes.into_iter().zip(counts) {
+            match c {
+                Ok(c) => {
+                    if let Some(n) = tree.nodes.get_mut(&p) {
+                        n.child_count = c;
+                        w.place(n, 0, true, true);
+                    }
+                }
+                Err(_) => w.errors += 1,
+            }
+        }
+        true
+    }
+
+    /// A step of [`Self::complete_tree`]: the children of the frontier, live. Children the
+    /// cache filed under another parent move under this one (and are walked when
+    /// incomplete); the ones the tree lacks come back to be read (child path, parent,
+    /// index). `None` when the walk ran out of time.
+    async fn list_children(
+        &self,
+        bus: &str,
+        tree: &mut AppTree,
+        w: &mut Walker,
+    ) -> Option<Vec<(String, String, i32)>> {
+        let remaining = w.deadline.saturating_duration_since(Instant::now());
+        let results = tokio::time::timeout(
+            remaining,
+            futures::future::join_all(w.frontier.iter().map(|p| self.bus.children(bus, p))),
+        )
+        .await
+        .ok()?;
+        let mut fresh: Vec<(String, String, i32)> = Vec::new();
+        let mut moved: Vec<(String, String, i32)> = Vec::new();
+        for (p, r) in w.frontier.iter().zip(results) {
+            match r {
+                Ok(kids) => {
+                    if kids.len() > MAX_WALK_CHILDREN {
+                        w.capped = true;
+                    }
+                    for (i, k) in kids.into_iter().enumerate().take(MAX_WALK_CHILDREN) {
+                        match tree.nodes.get(&k) {
+                            None => fresh.push((k, p.clone(), i as i32)),
+                            // GTK3's cache can file a dialog's children under another
+                            // parent: the live answer wins
+                            Some(n) if n.parent != *p => moved.push((k, p.clone(), i as i32)),
+                            Some(_) => {}
+                        }
+                    }
+                }
+                Err(_) => w.errors += 1,
+            }
+        }
+        w.frontier.clear();
+        for (k, p, i) in moved {
+            tree.reparent(&k, &p, i);
+            if let Some(n) = tree.nodes.get(&k) {
+                if w.visible(n) {
+                    w.place(n, tree.kids(&k).len(), false, true);
+                }
+            }
+        }
+        Some(fresh)
+    }
+
+    /// A step of [`Self::complete_tree`]: read the nodes new to the tree and put them in;
+    /// the visible ones (and the cached nodes that hang under them now) are walked when
+    /// incomplete. `false` when the walk ran out of time.
+    async fn read_fresh(
+        &self,
+        bus: &str,
+        tree: &mut AppTree,
+        w: &mut Walker,
+        fresh: Vec<(String, String, i32)>,
+    ) -> bool {
+        let remaining = w.deadline.saturating_duration_since(Instant::now());
+        let nodes = tokio::time::timeout(
+            remaining,
+            futures::future::join_all(
+                fresh
+                    .iter()
+                    .map(|(k, p, i)| self.nodes.read(&self.bus, bus, k, p, *i)),
+            ),
+        )
+        .await;
+        let Ok(nodes) = nodes else {
+            return false;
+        };
+        let mut attached: Vec<String> = Vec::new();
+        for n in nodes {
+            match n {
+                Ok(n) => {
+                    if w.visible(&n) {
+                        // a fresh node's count was read live just now
+                        w.place(&n, 0, true, true);
+                        attached.push(n.path.clone());
+                    }
+                    tree.insert(n);
+                }
+                Err(_) => w.errors += 1,
+            }
+        }
+        // cached nodes whose parent was missing from the cache (LibreOffice files its
+        // root pane and the boxes of its toolbars so) hang under a fresh node now: walk
+        // the incomplete ones among them too
+        for p in attached {
+            for d in tree.subtree(&p, w.max_nodes).into_iter().skip(1) {
+                if w.visible(d) {
+                    w.place(d, tree.kids(&d.path).len(), false, true);
+                }
+            }
+        }
+        true
+    }
+}
+
+/// The value a control shows: none for a password; its text (clipped to [`VALUE_MAX`]; a
+/// combo box's chosen option when the text is only embedded objects); its number; checked
+/// or not for a checkable one.
+fn shown_value(c: &Candidate, mut text: Option<String>, value: Option<f64>) -> Option<String> {
+    let n = &c.node;
+    if let Some(t) = &text {
+        if t.contains('\u{fffc}') && crate::apps::web::is_placeholder(t) {
+            // embedded objects only (a web page, a <select>): no readable value of its own
+            text = c.choice.clone();
+        }
+    }
+    if n.role == role::PASSWORD_TEXT {
+        None
+    } else if let Some(t) = text {
+        let mut t = t;
+        if t.len() > VALUE_MAX {
+            let mut end = VALUE_MAX;
+            while !t.is_char_boundary(end) {
+                end -= 1;
+            }
+            t.truncate(end);
+            t.push('…');
+        }
+        Some(t)
+    } else if let Some(v) = value {
+        Some(format!("{v}"))
+    } else if CHECKABLE.contains(&n.role) {
+        Some(
+            if n.has(state::CHECKED) {
+                "checked"
+            } else {
+                "unchecked"
+            }
+            .to_string(),
+        )
+    } else {
+        None
+    }
+}
+
+/// The name a control shows: a paragraph's start (its table cell's name first), an item
+/// named by its children's text first, else its own name (then description, children).
+fn shown_name(c: &Candidate, value: Option<&str>) -> String {
+    let n = &c.node;
+    if office::is_text_part(n.role) && n.name.trim().is_empty() {
+        // a paragraph: the start of its text (its table cell's name first)
+        let cell = c.child_text.strip_prefix('\u{1}');
+        office::paragraph_name(value.unwrap_or(""), cell)
+    } else if ITEMS.contains(&n.role) && !c.child_text.is_empty() {
+        clean_name(&n.name, &c.child_text, &n.description)
+    } else {
+        clean_name(&n.name, &n.description, &c.child_text)
+    }
+}
+
+/// A control as the actions know it (`info`) and as the agent sees it (`detail`).
+fn fetched(
+    bus: &str,
+    n: &Node,
+    name: String,
+    value: Option<String>,
+    rect: Rect,
+    actions: Vec<String>,
+    xid: u32,
+) -> Fetched {
+    let role = role_name(n.role);
+    let enabled = n.has(state::SENSITIVE) || n.has(state::ENABLED);
+    let mut states = Vec::new();
+    for (bit, label) in [
+        (state::FOCUSED, "focused"),
+        (state::CHECKED, "checked"),
+        (state::SELECTED, "selected"),
+        (state::EXPANDED, "expanded"),
+        (state::EDITABLE, "editable"),
+    ] {
+        if n.has(bit) {
+            states.push(label);
+        }
+    }
+    if !enabled {
+        states.push("disabled");
+    }
+    let id = format!("{bus}{}", n.path);
+    Fetched {
+        info: CtlInfo {
+            bus: bus.to_string(),
+            path: n.path.clone(),
+            name: name.clone(),
+            rect,
+            actions: actions.clone(),
+            ifaces: n.ifaces,
+            states: n.states,
+            window: xid,
+            seen: crate::observe::controls::Seen {
+                role: n.role,
+                name: n.name.clone(),
+                label: 0,
+            },
+        },
+        detail: ControlDetail {
+            control: Control {
+                id,
+                role,
+                name,
+                value,
+                rect,
+                enabled,
+                states: ufo_core::ports::ControlStates {
+                    focused: n.has(state::FOCUSED),
+                    checked: n.has(state::CHECKED),
+                    selected: n.has(state::SELECTED),
+                    expanded: n.has(state::EXPANDED),
+                    editable: n.has(state::EDITABLE),
+                },
+            },
+            states,
+            actions,
+        },
+    }
+}
+
+/// A walk of the incomplete visible nodes under way (see [`LinuxDesktop::complete_tree`]).
+struct Walker {
+    thorough: bool,
+    /// `walk_max_children` and `walk_max_nodes`
+    bound: usize,
+    max_nodes: usize,
+    /// whether visible nodes must also be showing (the application sets SHOWING)
+    uses_showing: bool,
+    /// the end of the walk's budget (set when the walk starts)
+    deadline: Instant,
+    /// nodes to ask for their children, and nodes whose cached count is not trusted
+    frontier: Vec<String>,
+    probes: Vec<String>,
+    /// the containers not enumerated, and why
+    refused: Vec<String>,
+    /// the nodes walked or probed
+    seen: HashSet<String>,
+    visited: usize,
+    /// nodes that did not answer
+    errors: usize,
+    /// a list longer than [`MAX_WALK_CHILDREN`] was cut
+    capped: bool,
+    /// the walk stopped at its budget
+    cut: bool,
+    rescans: usize,
+}
+
+impl Walker {
+    fn new(tree: &AppTree, frame: &str, thorough: bool, config: &LinuxConfig) -> Walker {
+        Walker {
+            thorough,
+            bound: config.walk_max_children,
+            max_nodes: config.walk_max_nodes,
+            uses_showing: uses_showing(tree, frame),
+            deadline: Instant::now(),
+            frontier: Vec::new(),
+            probes: Vec::new(),
+            refused: Vec::new(),
+            seen: HashSet::new(),
+            visited: 0,
+            errors: 0,
+            capped: false,
+            cut: false,
+            rescans: 0,
+        }
+    }
+
+    fn visible(&self, n: &Node) -> bool {
+        n.has(state::VISIBLE) && (!self.uses_showing || n.has(state::SHOWING))
+    }
+
+    /// Put a visible node where [`walk_verdict`] says (`known`: its children in the tree;
+    /// `live`: its count was just read); a refusal is noted when `note_refused`.
+    fn place(&mut self, n: &Node, known: usize, live: bool, note_refused: bool) {
+        match walk_verdict(n, known, self.thorough, self.bound, live) {
+            Walk::Children => self.frontier.push(n.path.clone()),
+            Walk::Probe => self.probes.push(n.path.clone()),
+            Walk::Refuse if note_refused => self.refused.push(refusal(n, self.bound)),
+            Walk::Refuse | Walk::Done => {}
+        }
+    }
+
+    /// Look at the tree again for visible nodes not walked yet (refusals are not noted
+    /// again).
+    fn rescan(&mut self, tree: &AppTree, frame: &str) {
+        for n in tree.subtree(frame, self.max_nodes) {
+            if self.visible(n) && !self.seen.contains(&n.path) {
+                self.place(n, tree.kids(&n.path).len(), false, false);
+            }
+        }
+    }
+
+    /// Say in `warnings` what the walk left out.
+    fn report(mut self, warnings: &mut Vec<String>, budget: Duration) {
+        if self.cut {
             warnings.push(format!(
                 "the tree walk stopped at its budget ({} ms, {} nodes): some controls may be missing",
-                self.config.walk_budget.as_millis(),
-                max_nodes
+                budget.as_millis(),
+                self.max_nodes
             ));
         }
-        if errors > 0 {
+        if self.errors > 0 {
             warnings.push(format!(
-                "{errors} nodes did not answer during the tree walk and are left out"
+                "{} nodes did not answer during the tree walk and are left out",
+                self.errors
             ));
         }
-        if capped {
+        if self.capped {
             warnings.push(format!(
                 "a list has more than {MAX_WALK_CHILDREN} entries: only the first {MAX_WALK_CHILDREN} are shown"
             ));
         }
-        report_refused(&mut refused, warnings);
-        true
+        report_refused(&mut self.refused, warnings);
     }
 }
 
@@ -1286,8 +1354,10 @@ fn pick_frame(tree: &AppTree, w: &XWindow) -> Option<String> {
         .iter()
         .filter_map(|p| tree.nodes.get(p))
         .filter(|n| {
-            matches!(n.role, role::FRAME | role::DIALOG | role::WINDOW | 2 | 19)
-                || n.child_count > 0
+            matches!(
+                n.role,
+                role::FRAME | role::DIALOG | role::WINDOW | role::ALERT | role::FILE_CHOOSER
+            ) || n.child_count > 0
         })
         .collect();
     let title = collapse_ws(&w.title);
@@ -1315,7 +1385,7 @@ fn collect_candidates(
         (n.has(state::VISIBLE)
             && (!uses_showing || n.has(state::SHOWING))
             && !n.has(state::DEFUNCT))
-            || crate::menus::shown_in_open_menu(open_menus, n)
+            || crate::apps::menus::shown_in_open_menu(open_menus, n)
     };
     let mut out = Vec::new();
     let mut stack: Vec<String> = tree.kids(frame).iter().rev().cloned().collect();
@@ -1334,7 +1404,7 @@ fn collect_candidates(
         let interactive = INTERACTIVE.contains(&n.role)
             || (n.has(state::FOCUSABLE)
                 && n.ifaces & iface::ACTION != 0
-                && !role::CONTAINERS.contains(&n.role))
+                && !CONTAINERS.contains(&n.role))
             || office::is_document_part(tree, n);
         if interactive && !office::is_hidden_part(tree, n) {
             let mut child_text = label_text(tree, &n.path);
@@ -1354,12 +1424,12 @@ fn collect_candidates(
                 .iter()
                 .skip(1)
                 .any(|d| matches!(d.role, role::PUSH_BUTTON | role::TOGGLE_BUTTON));
-            if !crate::web::is_empty_wrapper(tree, n, &child_text) {
+            if !crate::apps::web::is_empty_wrapper(tree, n, &child_text) {
                 out.push(Candidate {
                     node: n.clone(),
                     child_text,
                     wraps_button,
-                    choice: crate::web::combo_choice(tree, n),
+                    choice: crate::apps::web::combo_choice(tree, n),
                 });
             }
         }
@@ -1369,47 +1439,6 @@ fn collect_candidates(
         }
     }
     (out, false)
-}
-
-/// For a LibreOffice process (`soffice.bin`) that is not on the accessibility bus: why, and
-/// how to fix it. Its `gen` and `x11` window-system plugins have no accessibility bridge;
-/// only the GTK3 one (package libreoffice-gtk3) has.
-pub(crate) fn libreoffice_without_a11y(pid: u32) -> Option<String> {
-    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
-    if comm.trim() != "soffice.bin" {
-        return None;
-    }
-    let plugin = std::fs::read(format!("/proc/{pid}/environ"))
-        .ok()
-        .and_then(|env| {
-            env.split(|b| *b == 0).find_map(|v| {
-                v.strip_prefix(b"SAL_USE_VCLPLUGIN=")
-                    .map(|p| String::from_utf8_lossy(p).into_owned())
-            })
-        });
-    Some(libreoffice_hint(
-        plugin.as_deref(),
-        crate::config::libreoffice_gtk3_installed(),
-    ))
-}
-
-/// The advice for a LibreOffice without accessibility, given the plugin it was told to use
-/// and whether the GTK3 plugin is installed.
-pub(crate) fn libreoffice_hint(plugin: Option<&str>, gtk3_installed: bool) -> String {
-    let running = match plugin {
-        Some(p) if !p.is_empty() => {
-            format!("LibreOffice runs with SAL_USE_VCLPLUGIN={p}, a plugin")
-        }
-        _ => "LibreOffice runs with a window-system plugin".to_string(),
-    };
-    let install = if gtk3_installed {
-        ""
-    } else {
-        "install libreoffice-gtk3 (apt-get install libreoffice-gtk3), then "
-    };
-    format!(
-        "{running} without accessibility, so its controls cannot be read: {install}close LibreOffice (every window) and start it with SAL_USE_VCLPLUGIN=gtk3 (for example `SAL_USE_VCLPLUGIN=gtk3 libreoffice --calc`, or `ufo` launching `spreadsheet`)"
-    )
 }
 
 /// Whether a role is an entry of a list, tree, table, tab bar or menu (what `select` picks).
@@ -1499,33 +1528,9 @@ async fn encode_pair(
     ))
 }
 
-/// Make `entries` the controls of window `xid` (those of its last observation, by id).
-pub(crate) fn install_controls(
-    controls: &mut HashMap<String, CtlInfo>,
-    xid: u32,
-    entries: crate::desktop::Labelled,
-) {
-    controls.retain(|_, c| c.window != xid);
-    controls.extend(entries);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_are_cleaned() {
-        assert_eq!(clean_name("7 7", "", ""), "7");
-        assert_eq!(clean_name("mod mod", "Modulus divide", ""), "mod");
-        assert_eq!(clean_name("GtkButton", "Pi [Ctrl+P]", "π"), "Pi [Ctrl+P]");
-        assert_eq!(clean_name("GtkButton", "", "x2"), "x2");
-        assert_eq!(clean_name("To Uppercase      ", "x", ""), "To Uppercase");
-        assert_eq!(clean_name("", "", ""), "");
-        assert_eq!(clean_name("Save", "Save the file", ""), "Save");
-        assert!(is_noise("AdwGizmo"));
-        assert!(!is_noise("Gtk"));
-        assert!(!is_noise("Gdansk harbour"));
-    }
 
     fn node(role: u32, child_count: i32, states: u64) -> Node {
         Node {
@@ -1613,19 +1618,6 @@ mod tests {
             walk_verdict(&node(role::FRAME, 4, manages), 0, true, 2000, true),
             Walk::Done
         );
-    }
-
-    /// Issue 11, item 9: a LibreOffice without its accessible plugin gets the fix, not
-    /// "started before accessibility was switched on".
-    #[test]
-    fn libreoffice_without_accessibility_is_told_how_to_fix_it() {
-        let h = libreoffice_hint(Some("gen"), true);
-        assert!(h.contains("SAL_USE_VCLPLUGIN=gen"), "{h}");
-        assert!(h.contains("start it with SAL_USE_VCLPLUGIN=gtk3"), "{h}");
-        assert!(!h.contains("install libreoffice-gtk3"), "{h}");
-        let h = libreoffice_hint(None, false);
-        assert!(h.contains("install libreoffice-gtk3"), "{h}");
-        assert!(!h.contains("before accessibility"), "{h}");
     }
 
     #[test]

@@ -1,0 +1,350 @@
+//! Events of the observed applications: one task per application listens to that
+//! application's signals only (a match rule with `sender=` its bus name: other applications'
+//! events never reach this process) and logs them: which object, and whether its children
+//! changed or only its own properties. The applications are asked to send their object,
+//! window and focus events at the first count asked for. Before a count is trusted, the
+//! application is pinged through the bus: its earlier signals arrive before the answer, and
+//! the task takes every signal already received before it answers (a biased select).
+//!
+//! What the events are used for (keeping LibreOffice's tree between observations) is
+//! `observe::changes`.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::sync::{mpsc, oneshot};
+
+/// Longest wait for an application's ping and for its listening task.
+pub(crate) const SYNC_WAIT: Duration = Duration::from_millis(300);
+/// Signals queued for one application's task before the connection waits for it.
+const QUEUE: usize = 8192;
+/// Events logged per application (older ones are dropped: a refresh that needs them reads
+/// the whole tree).
+const MAX_LOG: usize = 4096;
+/// What an event says changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// The object's states (focused, selected, active, ...).
+    State(String),
+    /// The object's own name, text, value or other properties.
+    Node(String),
+    /// The object's children (added, removed or reordered).
+    Children(String),
+    /// The object went away (with its subtree).
+    Removed(String),
+    /// Something this module cannot follow object by object: read the whole tree.
+    Whole,
+}
+
+/// The change a signal announces, from its interface, member and object path (and, for the
+/// cache's signals, the object in its body).
+pub(crate) fn classify(iface: &str, member: &str, path: &str, body_path: Option<&str>) -> Change {
+    match (iface, member) {
+        ("org.a11y.atspi.Event.Object", "ChildrenChanged") => Change::Children(path.into()),
+        ("org.a11y.atspi.Event.Object", "StateChanged")
+        | ("org.a11y.atspi.Event.Focus", _)
+        | ("org.a11y.atspi.Event.Window", "Activate" | "Deactivate") => Change::State(path.into()),
+        ("org.a11y.atspi.Event.Object", _) => Change::Node(path.into()),
+        ("org.a11y.atspi.Cache", "RemoveAccessible") => match body_path {
+            Some(p) => Change::Removed(p.into()),
+            None => Change::Whole,
+        },
+        // a new object in the cache: its parent's children changed
+        ("org.a11y.atspi.Cache", "AddAccessible") => match body_path {
+            Some(p) => Change::Children(p.into()),
+            None => Change::Whole,
+        },
+        _ => Change::Whole,
+    }
+}
+
+/// One application's event log.
+#[derive(Default)]
+struct Log {
+    /// Events received so far.
+    total: u64,
+    /// The latest events (the last is number `total`).
+    recent: VecDeque<Change>,
+}
+
+impl Log {
+    fn push(&mut self, c: Change) {
+        self.total += 1;
+        if self.recent.len() >= MAX_LOG {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(c);
+    }
+
+    /// The events after number `from` up to number `to`; `None` when some were dropped.
+    fn between(&self, from: u64, to: u64) -> Option<Vec<Change>> {
+        let oldest = self.total - self.recent.len() as u64; // number of the event before the first kept
+        if from < oldest || to > self.total || from > to {
+            return None;
+        }
+        let a = (from - oldest) as usize;
+        let b = (to - oldest) as usize;
+        Some(self.recent.range(a..b).cloned().collect())
+    }
+}
+
+/// The listening task of one application.
+struct Watch {
+    log: Arc<Mutex<Log>>,
+    /// Asks the task to take every signal already received, then answer.
+    sync: mpsc::Sender<oneshot::Sender<()>>,
+}
+
+/// Event logs of the observed applications, kept up to date by one task each.
+#[derive(Clone)]
+pub(crate) struct Changes {
+    watches: Arc<tokio::sync::Mutex<HashMap<String, Option<Arc<Watch>>>>>,
+    /// whether the applications were asked to send their events (done at the first
+    /// observation of LibreOffice, so that other sessions do not make every application
+    /// send them)
+    registered: Arc<tokio::sync::OnceCell<bool>>,
+    timeout: Duration,
+    conn: zbus::Connection,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The object path in the body of a cache signal: the removed object, or the parent of the
+/// added one.
+fn cache_body_path(msg: &zbus::Message, member: &str) -> Option<String> {
+    type Ref = (String, zbus::zvariant::OwnedObjectPath);
+    let body = msg.body();
+    match member {
+        "RemoveAccessible" => body
+            .deserialize::<Ref>()
+            .ok()
+            .map(|r| r.1.as_str().to_string()),
+        "AddAccessible" => {
+            type Item = (
+                Ref,
+                Ref,
+                Ref,
+                i32,
+                i32,
+                Vec<String>,
+                String,
+                u32,
+                String,
+                Vec<u32>,
+            );
+            body.deserialize::<Item>()
+                .ok()
+                .map(|i| i.2 .1.as_str().to_string())
+        }
+        _ => None,
+    }
+}
+
+impl Changes {
+    /// Ready to listen to the applications observed later. `None` never happens today; kept
+    /// so that a bus without signals can switch keeping off.
+    pub(crate) async fn start(conn: &zbus::Connection, timeout: Duration) -> Option<Changes> {
+        Some(Changes {
+            watches: Arc::default(),
+            registered: Arc::default(),
+            timeout,
+            conn: conn.clone(),
+        })
+    }
+
+    /// The listening task of `app`, started at the first call; `None` when its signals
+    /// cannot be listened to.
+    async fn watch(&self, app: &str) -> Option<Arc<Watch>> {
+        let mut watches = self.watches.lock().await;
+        if let Some(w) = watches.get(app) {
+            return w.clone();
+        }
+        let w = self.listen(app).await.map(Arc::new);
+        watches.insert(app.to_string(), w.clone());
+        w
+    }
+
+    async fn listen(&self, app: &str) -> Option<Watch> {
+        let rule = zbus::MatchRule::builder()
+            .msg_type(zbus::message::Type::Signal)
+            .sender(app)
+            .ok()?
+            .build()
+            .to_owned();
+        let stream = tokio::time::timeout(
+            self.timeout,
+            zbus::MessageStream::for_match_rule(rule, &self.conn, Some(QUEUE)),
+        )
+        .await
+        .ok()?
+        .ok()?;
+        let log: Arc<Mutex<Log>> = Arc::default();
+        let (tx, mut rx) = mpsc::channel::<oneshot::Sender<()>>(16);
+        let task_log = log.clone();
+        tokio::spawn(async move {
+            let mut stream = stream;
+            loop {
+                // `biased`: every signal already received is taken before a sync is answered
+                tokio::select! {
+                    biased;
+                    msg = stream.next() => {
+                        let Some(Ok(msg)) = msg else { break };
+                        let header = msg.header();
+                        let iface = header.interface().map(|i| i.to_string()).unwrap_or_default();
+                        let member = header.member().map(|m| m.to_string()).unwrap_or_default();
+                        let path = header.path().map(|p| p.to_string()).unwrap_or_default();
+                        let body_path = if iface == "org.a11y.atspi.Cache" {
+                            cache_body_path(&msg, &member)
+                        } else {
+                            None
+                        };
+                        let change = classify(&iface, &member, &path, body_path.as_deref());
+                        lock(&task_log).push(change);
+                    }
+                    req = rx.recv() => {
+                        let Some(req) = req else { break };
+                        let _ = req.send(());
+                    }
+                }
+            }
+            // the stream ended: every later sync fails (nobody answers)
+        });
+        Some(Watch { log, sync: tx })
+    }
+
+    /// Ask the applications to send their object, window and focus events (once); whether
+    /// they were asked before this call.
+    async fn register(&self) -> bool {
+        let mut first = false;
+        let ok = *self
+            .registered
+            .get_or_init(|| async {
+                first = true;
+                let (conn, timeout) = (&self.conn, self.timeout);
+                const REG: &str = "org.a11y.atspi.Registry";
+                const PATH: &str = "/org/a11y/atspi/registry";
+                for event in ["object:", "window:", "focus:"] {
+                    let props: Vec<String> = Vec::new();
+                    let with_props = (event, props, "");
+                    let call =
+                        conn.call_method(Some(REG), PATH, Some(REG), "RegisterEvent", &with_props);
+                    if !matches!(tokio::time::timeout(timeout, call).await, Ok(Ok(_))) {
+                        let bare = (event,);
+                        let call =
+                            conn.call_method(Some(REG), PATH, Some(REG), "RegisterEvent", &bare);
+                        if !matches!(tokio::time::timeout(timeout, call).await, Ok(Ok(_))) {
+                            return false;
+                        }
+                    }
+                }
+                true
+            })
+            .await;
+        ok && !first
+    }
+
+    /// The number of events `app` has sent since it is listened to, every event it sent
+    /// before this call counted; `None` when that cannot be made sure of.
+    pub(crate) async fn count(&self, app: &str) -> Option<u64> {
+        // listen first, so that nothing sent after the registration is missed
+        let watch = self.watch(app).await?;
+        // nothing read before the applications send their events may be kept
+        if !self.register().await {
+            return None;
+        }
+        let ping = self.conn.call_method(
+            Some(app),
+            crate::a11y::vocab::ROOT_PATH,
+            Some("org.freedesktop.DBus.Peer"),
+            "Ping",
+            &(),
+        );
+        tokio::time::timeout(SYNC_WAIT, ping).await.ok()?.ok()?;
+        let (tx, rx) = oneshot::channel();
+        tokio::time::timeout(SYNC_WAIT, watch.sync.send(tx))
+            .await
+            .ok()?
+            .ok()?;
+        tokio::time::timeout(SYNC_WAIT, rx).await.ok()?.ok()?;
+        let n = lock(&watch.log).total;
+        Some(n)
+    }
+
+    /// The events `app` sent after number `from` up to number `to` (two counts); `None` when
+    /// they are not all known.
+    pub(crate) async fn between(&self, app: &str, from: u64, to: u64) -> Option<Vec<Change>> {
+        let watch = self.watches.lock().await.get(app).cloned().flatten()?;
+        let log = lock(&watch.log);
+        log.between(from, to)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_are_classified_by_what_they_change() {
+        let o = "org.a11y.atspi.Event.Object";
+        assert_eq!(
+            classify(o, "StateChanged", "/a/1", None),
+            Change::State("/a/1".into())
+        );
+        assert_eq!(
+            classify(o, "TextChanged", "/a/1", None),
+            Change::Node("/a/1".into())
+        );
+        assert_eq!(
+            classify(o, "ChildrenChanged", "/a/1", None),
+            Change::Children("/a/1".into())
+        );
+        assert_eq!(
+            classify("org.a11y.atspi.Event.Window", "Activate", "/w", None),
+            Change::State("/w".into())
+        );
+        assert_eq!(
+            classify("org.a11y.atspi.Event.Window", "Create", "/w", None),
+            Change::Whole
+        );
+        assert_eq!(
+            classify(
+                "org.a11y.atspi.Cache",
+                "RemoveAccessible",
+                "/c",
+                Some("/a/9")
+            ),
+            Change::Removed("/a/9".into())
+        );
+        assert_eq!(
+            classify("org.a11y.atspi.Cache", "AddAccessible", "/c", Some("/a/2")),
+            Change::Children("/a/2".into())
+        );
+        assert_eq!(
+            classify("org.a11y.atspi.Event.Document", "LoadComplete", "/d", None),
+            Change::Whole
+        );
+    }
+
+    #[test]
+    fn the_log_gives_the_events_between_two_counts_or_none_when_dropped() {
+        let mut log = Log::default();
+        for i in 0..(MAX_LOG + 10) {
+            log.push(Change::Node(format!("/n/{i}")));
+        }
+        let total = log.total;
+        assert_eq!(
+            log.between(total - 2, total),
+            Some(vec![
+                Change::Node(format!("/n/{}", MAX_LOG + 8)),
+                Change::Node(format!("/n/{}", MAX_LOG + 9))
+            ])
+        );
+        assert_eq!(log.between(total, total), Some(vec![]));
+        assert_eq!(log.between(5, total), None, "dropped events");
+        assert_eq!(log.between(total - 1, total + 1), None, "not yet received");
+    }
+}

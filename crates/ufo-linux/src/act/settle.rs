@@ -1,0 +1,661 @@
+//! Settling after an action on events, not on a clock (issue 13).
+//!
+//! A [`ChangeWatch`] holds its own X connection and listens, on a thread of its own, for
+//! X Damage on the window acted on and the dialogs on it ([`Watched`]: every redraw of them)
+//! and for windows appearing, going away or moving (structure events on the root window: a
+//! dialog or a menu opening). Nothing is asked of the applications: the X server reports what
+//! they draw, so listening costs them no work. A redraw is a change when the pixels differ
+//! from the last look, in regions ([`crate::x11::Look::changed_regions`]) other than a caret,
+//! a control clicked lately ([`Clicked`]) or a toolkit's transition ([`Transitions`]). After
+//! an action, [`decide`] (a pure function over the times of the changes) says when the window
+//! has settled: it changed and then stayed quiet for [`SettleParams::quiet`], or nothing
+//! changed within a bound learned per application and input path ([`Learned`]): twice the
+//! longest time to a first change seen so far, between a floor and the configured settle time.
+//!
+//! This file holds what settling decides and keeps between actions ([`SettleState`], which
+//! the desktop holds) and the watch; the waits themselves (`settle_start`, `settle_after`,
+//! `take_prefetched`, `settle_quiet`) are in `wait.rs`, as they look at the window, observe
+//! it and ask the application through the desktop.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use x11rb::connection::Connection;
+use x11rb::protocol::damage::{self, ConnectionExt as _};
+use x11rb::protocol::xproto::{ChangeWindowAttributesAux, ConnectionExt as _, EventMask};
+use x11rb::protocol::Event;
+use x11rb::rust_connection::RustConnection;
+
+use ufo_core::Rect;
+
+use crate::x11::Look;
+
+/// How long the window must stay quiet after a change to count as settled.
+pub(crate) const QUIET: Duration = Duration::from_millis(40);
+/// The shortest wait for a first change (an application never seen changing yet waits the
+/// configured settle time; one seen answering in 10 ms waits this long: gnome-calculator
+/// shows the result of `=` up to ~120 ms after the click).
+pub(crate) const FLOOR: Duration = Duration::from_millis(150);
+/// How long the window must have been quiet after a change before ufo observes it while
+/// waiting out the rest of [`QUIET`] (back-to-back frames of one redraw come ~16 ms apart).
+pub(crate) const PREFETCH_AFTER: Duration = Duration::from_millis(20);
+/// Most observations made while waiting in one settle.
+pub(crate) const PREFETCH_MAX: usize = 3;
+/// Longest time an observation made while settling is kept for the next step.
+pub(crate) const PREFETCH_KEPT: Duration = Duration::from_secs(2);
+/// Most change times kept.
+const KEEP: usize = 512;
+/// How long a clicked control's own press, ripple and hover transitions run on in a
+/// toolkit (GTK: up to half a second); its rectangle is left out of the looks that long.
+const ANIMATION: Duration = Duration::from_millis(600);
+
+/// The controls clicked lately: a press animation runs on for [`ANIMATION`] after the click,
+/// and the control last clicked keeps the pointer over it (its hover fades when the pointer
+/// leaves). Steps can follow each other faster than that (a scripted model, a list of
+/// actions), so every one of them is left out of the looks, not only the last.
+#[derive(Debug, Default)]
+pub(crate) struct Clicked(VecDeque<(Instant, Rect)>);
+
+impl Clicked {
+    /// Note a click on `r` at `at`.
+    pub fn note(&mut self, at: Instant, r: Rect) {
+        self.0.push_back((at, r));
+        while self.0.len() > 8 {
+            self.0.pop_front();
+        }
+    }
+
+    /// The rectangles still animating at `now`: those clicked less than [`ANIMATION`]
+    /// before, and the last one clicked (the pointer is still over it).
+    pub fn animating(&mut self, now: Instant) -> Vec<Rect> {
+        let n = self.0.len();
+        let mut i = 0;
+        self.0.retain(|(t, _)| {
+            i += 1;
+            i == n || now.duration_since(*t) < ANIMATION
+        });
+        self.0.iter().map(|(_, r)| *r).collect()
+    }
+}
+
+/// The bounds of one settle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SettleParams {
+    /// Quiet time after the last change that ends the wait.
+    pub quiet: Duration,
+    /// Longest wait for a first change.
+    pub first_change: Duration,
+    /// Longest wait for quiet after the first change: a toolkit's transitions (GTK fades a
+    /// button in over a quarter second when it becomes sensitive) redraw at frame rate
+    /// without saying anything new; the accessibility tree is already up to date.
+    pub tail: Duration,
+    /// Longest wait in all.
+    pub max: Duration,
+}
+
+/// What [`decide`] says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// Look again after at most this long.
+    Wait(Duration),
+    /// Done; `changed` says whether anything changed since the action.
+    Settled { changed: bool },
+}
+
+/// Decide, `elapsed` after the action, given the times (since the action) of the first and
+/// the last change seen.
+pub(crate) fn decide(
+    elapsed: Duration,
+    first: Option<Duration>,
+    last: Option<Duration>,
+    p: &SettleParams,
+) -> Decision {
+    let changed = first.is_some();
+    if elapsed >= p.max || first.is_some_and(|f| elapsed >= f + p.tail) {
+        return Decision::Settled { changed };
+    }
+    let left = p.max - elapsed;
+    match last {
+        Some(t) => {
+            let quiet_for = elapsed.saturating_sub(t);
+            let tail_left = first.map_or(left, |f| (f + p.tail).saturating_sub(elapsed));
+            if quiet_for >= p.quiet {
+                Decision::Settled { changed: true }
+            } else {
+                Decision::Wait((p.quiet - quiet_for).min(left).min(tail_left))
+            }
+        }
+        None if elapsed >= p.first_change => Decision::Settled { changed: false },
+        None => Decision::Wait((p.first_change - elapsed).min(left)),
+    }
+}
+
+/// The longest time to a first change seen per application and input path, which bounds the
+/// wait for a first change next time.
+#[derive(Debug, Default)]
+pub(crate) struct Learned {
+    first_change: HashMap<String, Duration>,
+}
+
+impl Learned {
+    /// The bound for `key`: twice the longest first change seen, at least [`FLOOR`], at most
+    /// `max` (and `max` for a key never seen).
+    pub fn bound(&self, key: &str, max: Duration) -> Duration {
+        match self.first_change.get(key) {
+            Some(t) => (*t * 2).clamp(FLOOR, max),
+            None => max,
+        }
+    }
+
+    /// Note how long the first change took after an action.
+    pub fn note(&mut self, key: &str, first: Duration) {
+        let e = self
+            .first_change
+            .entry(key.to_string())
+            .or_insert(Duration::ZERO);
+        *e = (*e).max(first);
+    }
+}
+
+/// Longest time between two frames of one transition (GTK draws one every 16 ms; a busy
+/// machine skips some).
+const FRAME_GAP: Duration = Duration::from_millis(50);
+/// Largest transition, per side: a button or an icon fading or pulsing. A larger region
+/// redrawn frame after frame (a page being laid out, a video) is content.
+const TRANSITION_SIDE: u32 = 160;
+/// Frames of a region after which it is a transition.
+const TRANSITION_FRAMES: u32 = 3;
+
+/// Regions of a window redrawn frame after frame in one place: a toolkit's transitions (GTK
+/// fades a button in over a quarter second when it becomes sensitive, and pulses a
+/// suggested action). A small region changed on [`TRANSITION_FRAMES`] looks in a row, each
+/// at most [`FRAME_GAP`] after the last, within the same rectangle (give or take 4 pixels)
+/// is one: from that frame on its redraws are not changes (the accessibility tree already
+/// says what the transition shows), and the looks that decide whether an observation still
+/// holds leave it out. A change that lands somewhere else, or a region that grows, is content.
+#[derive(Debug, Default)]
+pub(crate) struct Transitions(Vec<Track>);
+
+#[derive(Debug, Clone, Copy)]
+struct Track {
+    rect: Rect,
+    frames: u32,
+    last: Instant,
+}
+
+fn near(a: &Rect, b: &Rect) -> bool {
+    (a.x - b.x).abs() <= 4
+        && (a.y - b.y).abs() <= 4
+        && (a.w as i32 - b.w as i32).abs() <= 4
+        && (a.h as i32 - b.h as i32).abs() <= 4
+}
+
+impl Transitions {
+    /// Note the regions that changed in a look at `at`; the ones that are content (not
+    /// transitions) are returned.
+    pub fn note(&mut self, at: Instant, regions: &[Rect]) -> Vec<Rect> {
+        self.0
+            .retain(|t| at.saturating_duration_since(t.last) <= FRAME_GAP);
+        let mut content = Vec::new();
+        for r in regions {
+            let small = r.w <= TRANSITION_SIDE && r.h <= TRANSITION_SIDE;
+            let frames = match self.0.iter_mut().find(|t| near(&t.rect, r)) {
+                Some(t) if small => {
+                    t.frames += 1;
+                    t.last = at;
+                    t.frames
+                }
+                _ => {
+                    self.0.push(Track {
+                        rect: *r,
+                        frames: 1,
+                        last: at,
+                    });
+                    1
+                }
+            };
+            if frames < TRANSITION_FRAMES {
+                content.push(*r);
+            }
+        }
+        content
+    }
+
+    /// The rectangles of the transitions running at `now` (grown by 4 pixels: the track
+    /// allows that much movement).
+    pub fn running(&self, now: Instant) -> Vec<Rect> {
+        self.0
+            .iter()
+            .filter(|t| t.frames >= TRANSITION_FRAMES)
+            .filter(|t| now.saturating_duration_since(t.last) <= FRAME_GAP * 4)
+            .map(|t| grow(t.rect, 4))
+            .collect()
+    }
+}
+
+/// One change: when, and whether it is a redraw of the watched window (else a window
+/// mapped, unmapped or moved).
+#[derive(Debug, Clone, Copy)]
+struct Change {
+    at: Instant,
+    damage: bool,
+    /// a window was mapped (a dialog or a menu appeared)
+    mapped: bool,
+    /// the window unmapped or destroyed, if any
+    gone: Option<u32>,
+}
+
+#[derive(Default)]
+struct Shared {
+    /// the watched windows and their damage objects
+    watched: Vec<(u32, u32)>,
+    /// the changes seen, oldest first
+    changes: VecDeque<Change>,
+}
+
+/// Change notifications from the X server: damage on one watched window, windows mapped,
+/// unmapped or moved anywhere.
+pub(crate) struct ChangeWatch {
+    conn: Arc<RustConnection>,
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl ChangeWatch {
+    /// Connect and start listening; `None` when the X server lacks DAMAGE or the connection
+    /// fails (settling then falls back to comparing pixels).
+    pub fn start() -> Option<ChangeWatch> {
+        let display = std::env::var("DISPLAY").ok()?;
+        let (conn, screen) = x11rb::connect(Some(&display)).ok()?;
+        conn.damage_query_version(1, 1).ok()?.reply().ok()?;
+        let root = conn.setup().roots.get(screen)?.root;
+        conn.change_window_attributes(
+            root,
+            &ChangeWindowAttributesAux::new().event_mask(EventMask::SUBSTRUCTURE_NOTIFY),
+        )
+        .ok()?
+        .check()
+        .ok()?;
+        let conn = Arc::new(conn);
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let (c, s) = (Arc::clone(&conn), Arc::clone(&shared));
+        std::thread::Builder::new()
+            .name("ufo-x-changes".into())
+            .spawn(move || listen(&c, &s))
+            .ok()?;
+        Some(ChangeWatch { conn, shared })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Watch `xids` (a window and the dialogs on it) for damage from now on (the windows
+    /// watched before and not among them are let go).
+    pub fn watch(&self, xids: &[u32]) {
+        let mut g = self.lock();
+        let (keep, gone): (Vec<_>, Vec<_>) =
+            g.watched.drain(..).partition(|(w, _)| xids.contains(w));
+        g.watched = keep;
+        for (_, old) in gone {
+            let _ = self.conn.damage_destroy(old);
+        }
+        for &xid in xids {
+            if g.watched.iter().any(|(w, _)| *w == xid) {
+                continue;
+            }
+            let Ok(id) = self.conn.generate_id() else {
+                continue;
+            };
+            let made = self
+                .conn
+                .damage_create(id, xid, damage::ReportLevel::BOUNDING_BOX)
+                .ok()
+                .and_then(|c| c.check().ok());
+            if made.is_some() {
+                g.watched.push((xid, id));
+            }
+        }
+        let _ = self.conn.flush();
+    }
+
+    /// Since `since`: how many redraws of the watched window were reported, and the times
+    /// (since `since`) of the first and the last window mapped, unmapped or moved.
+    pub fn activity_since(&self, since: Instant) -> (usize, Option<Duration>, Option<Duration>) {
+        let g = self.lock();
+        let after = || g.changes.iter().rev().take_while(|c| c.at >= since);
+        let damage = after().filter(|c| c.damage).count();
+        let mut structure = after().filter(|c| !c.damage).map(|c| c.at - since);
+        let last = structure.next();
+        let first = structure.last().or(last);
+        (damage, first, last)
+    }
+}
+
+impl ChangeWatch {
+    /// When the last change of any kind was seen.
+    pub fn last_change(&self) -> Option<Instant> {
+        self.lock().changes.back().map(|c| c.at)
+    }
+
+    /// Whether one of `ids` was unmapped or destroyed after `since`.
+    pub fn gone_since(&self, since: Instant, ids: &[u32]) -> bool {
+        self.lock()
+            .changes
+            .iter()
+            .rev()
+            .take_while(|c| c.at >= since)
+            .any(|c| c.gone.is_some_and(|g| ids.contains(&g)))
+    }
+
+    /// Whether a window was mapped, unmapped, moved or destroyed after `since`.
+    pub fn structure_since(&self, since: Instant) -> bool {
+        self.lock()
+            .changes
+            .iter()
+            .rev()
+            .take_while(|c| c.at >= since)
+            .any(|c| !c.damage)
+    }
+
+    /// When the last window was mapped.
+    pub fn last_map(&self) -> Option<Instant> {
+        self.lock()
+            .changes
+            .iter()
+            .rev()
+            .find(|c| c.mapped)
+            .map(|c| c.at)
+    }
+}
+
+/// The listening thread: every damage or structure event is a change (damage is acknowledged
+/// at once so the next redraw reports again). Ends when the connection breaks.
+fn listen(conn: &RustConnection, shared: &Mutex<Shared>) {
+    while let Ok(ev) = conn.wait_for_event() {
+        let at = Instant::now();
+        let change = match ev {
+            Event::DamageNotify(n) => {
+                let _ = conn.damage_subtract(n.damage, 0u32, 0u32);
+                let _ = conn.flush();
+                Some((true, false, None))
+            }
+            Event::MapNotify(_) => Some((false, true, None)),
+            Event::CreateNotify(_) => Some((false, false, None)),
+            Event::UnmapNotify(e) => Some((false, false, Some(e.window))),
+            Event::DestroyNotify(e) => Some((false, false, Some(e.window))),
+            Event::ConfigureNotify(_) => Some((false, false, None)),
+            _ => None,
+        };
+        if let Some((damage, mapped, gone)) = change {
+            let mut g = shared.lock().unwrap_or_else(|p| p.into_inner());
+            g.changes.push_back(Change {
+                at,
+                damage,
+                mapped,
+                gone,
+            });
+            if g.changes.len() > KEEP {
+                g.changes.pop_front();
+            }
+        }
+    }
+}
+
+/// What settling keeps between actions.
+#[derive(Default)]
+pub(crate) struct SettleState {
+    /// first-change bounds learned per window and input
+    pub learned: Learned,
+    /// how the last action went in
+    pub last_input: Input,
+    /// whether the last action changed the screen
+    pub last_changed: Option<bool>,
+    /// when the last settle after an action ended
+    pub settled_at: Option<Instant>,
+    /// the controls clicked lately, newest last (their press animations run on: see
+    /// [`Clicked`])
+    pub clicked: Clicked,
+    /// regions redrawn frame after frame in one place (toolkit transitions)
+    pub transitions: Transitions,
+    /// the observation made while the last settle waited (`take_prefetched`)
+    pub prefetched: Option<Prefetched>,
+    /// the window acted on last (for `settle`)
+    pub last_window: Option<u32>,
+}
+
+/// An observation made while a settle waited out its quiet time, for the next `observe` of
+/// the window: the window did not change after it began (up to the end of the settle).
+pub(crate) struct Prefetched {
+    pub xid: u32,
+    /// the area of the window and its dialogs, which the looks look at
+    pub area: Option<Rect>,
+    /// when the settle ended
+    pub settled: Instant,
+    /// the window's last look in the settle, and the rectangles left out of looks
+    pub look: Option<Look>,
+    pub exempt: Vec<Rect>,
+    pub obs: ufo_core::WindowObservation,
+    /// the controls it labelled (installed when it is handed out)
+    pub controls: (u32, crate::observe::controls::Labelled),
+}
+
+/// An observation made while settling: when it began, what it saw, the controls it labelled
+/// (and their window).
+pub(crate) type Made = (
+    Instant,
+    ufo_core::WindowObservation,
+    (u32, crate::observe::controls::Labelled),
+);
+
+/// Where a settle starts: the time of the action, the screen rectangles left out of the
+/// looks at the window and the look before the action (with a change watch); or the window's
+/// pixels before it when no watch runs.
+pub(crate) enum SettleStart {
+    Events {
+        since: Instant,
+        exempt: Vec<Rect>,
+        before: Option<Look>,
+        /// the watched window and its window-manager frame (their unmapping means the
+        /// action closed the window)
+        ids: Vec<u32>,
+        /// the windows watched for damage (the window and the dialogs on it) and the
+        /// screen area they cover, which the looks look at
+        watched: Watched,
+    },
+    Pixels(Option<u64>),
+}
+
+/// The windows a settle watches: a window and the dialogs on it (a dialog the action opens
+/// is drawn after it appears, and the next observation shows it), and the screen area they
+/// cover.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Watched {
+    pub ids: Vec<u32>,
+    pub area: Option<Rect>,
+}
+
+/// How an action reached the application (the learned bounds differ: an XTEST click shows in
+/// milliseconds, an AT-SPI action in GTK only a quarter second later).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Input {
+    #[default]
+    Other,
+    Xtest,
+    Atspi,
+}
+
+/// Whether two looks at a window differ outside `exempt` by more than a blinking text caret
+/// (a window that could not be read counts as changed when it could be before, or after).
+pub(crate) fn differs(a: Option<&Look>, b: Option<&Look>, exempt: &[Rect]) -> bool {
+    changed_box(a, b, exempt).is_some()
+}
+
+/// Where two looks at a window differ (see [`differs`]): the smallest rectangle holding
+/// every changed region but the carets; the whole window when one of them could not be read.
+pub(crate) fn changed_box(a: Option<&Look>, b: Option<&Look>, exempt: &[Rect]) -> Option<Rect> {
+    crate::x11::union(changed_regions(a, b, exempt))
+}
+
+/// The regions where two looks at a window differ, carets left out; the whole window when
+/// one of them could not be read.
+pub(crate) fn changed_regions(a: Option<&Look>, b: Option<&Look>, exempt: &[Rect]) -> Vec<Rect> {
+    match (a, b) {
+        (Some(a), Some(b)) => a
+            .changed_regions(b, exempt)
+            .into_iter()
+            .filter(|r| !crate::x11::is_caret(r))
+            .collect(),
+        (None, None) => Vec::new(),
+        _ => vec![Rect::default()],
+    }
+}
+
+/// `r` grown by `by` pixels on every side (a button's focus ring and shadow).
+pub(crate) fn grow(r: Rect, by: u32) -> Rect {
+    Rect {
+        x: r.x - by as i32,
+        y: r.y - by as i32,
+        w: r.w + 2 * by,
+        h: r.h + 2 * by,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn p() -> SettleParams {
+        SettleParams {
+            quiet: ms(40),
+            first_change: ms(100),
+            tail: ms(300),
+            max: ms(800),
+        }
+    }
+
+    #[test]
+    fn settles_once_quiet_after_a_change() {
+        // changed at 10 ms: at 30 ms wait 20 ms more, at 50 ms settled
+        assert_eq!(
+            decide(ms(30), Some(ms(10)), Some(ms(10)), &p()),
+            Decision::Wait(ms(20))
+        );
+        assert_eq!(
+            decide(ms(50), Some(ms(10)), Some(ms(10)), &p()),
+            Decision::Settled { changed: true }
+        );
+    }
+
+    #[test]
+    fn a_later_change_restarts_the_quiet_time() {
+        assert_eq!(
+            decide(ms(60), Some(ms(10)), Some(ms(45)), &p()),
+            Decision::Wait(ms(25))
+        );
+    }
+
+    #[test]
+    fn nothing_changed_ends_at_the_first_change_bound() {
+        assert_eq!(decide(ms(30), None, None, &p()), Decision::Wait(ms(70)));
+        assert_eq!(
+            decide(ms(100), None, None, &p()),
+            Decision::Settled { changed: false }
+        );
+    }
+
+    #[test]
+    fn a_transition_that_runs_on_ends_at_the_tail() {
+        // first change at 30 ms, redraws every 16 ms: done at 30 + 300 ms
+        assert_eq!(
+            decide(ms(320), Some(ms(30)), Some(ms(318)), &p()),
+            Decision::Wait(ms(10))
+        );
+        assert_eq!(
+            decide(ms(330), Some(ms(30)), Some(ms(318)), &p()),
+            Decision::Settled { changed: true }
+        );
+    }
+
+    #[test]
+    fn a_window_that_never_goes_quiet_ends_at_the_max() {
+        let p = SettleParams {
+            tail: ms(2000),
+            ..p()
+        };
+        assert_eq!(
+            decide(ms(800), Some(ms(5)), Some(ms(795)), &p),
+            Decision::Settled { changed: true }
+        );
+        // a wait never runs past the max
+        assert_eq!(
+            decide(ms(790), Some(ms(5)), Some(ms(789)), &p),
+            Decision::Wait(ms(10))
+        );
+    }
+
+    #[test]
+    fn a_small_region_redrawn_frame_after_frame_in_place_is_a_transition_from_its_third_frame() {
+        let t0 = Instant::now();
+        let button = Rect::new(740, 660, 63, 92);
+        let display = Rect::new(500, 455, 17, 22);
+        let mut tr = Transitions::default();
+        assert_eq!(tr.note(t0, &[display, button]), vec![display, button]);
+        assert_eq!(tr.note(t0 + ms(15), &[button]), vec![button]);
+        assert!(tr.running(t0 + ms(15)).is_empty());
+        // the third frame, a pixel off
+        let moved = Rect::new(741, 660, 63, 92);
+        assert_eq!(tr.note(t0 + ms(30), &[moved]), vec![]);
+        assert_eq!(tr.running(t0 + ms(40)), vec![grow(button, 4)]);
+        // content elsewhere still counts while it runs
+        assert_eq!(tr.note(t0 + ms(45), &[moved, display]), vec![display]);
+        // a pause longer than a frame ends it
+        assert_eq!(tr.note(t0 + ms(200), &[moved]), vec![moved]);
+    }
+
+    #[test]
+    fn a_large_or_growing_region_redrawn_frame_after_frame_is_content() {
+        let t0 = Instant::now();
+        let page = Rect::new(0, 80, 800, 600);
+        let mut tr = Transitions::default();
+        for i in 0..5 {
+            assert_eq!(tr.note(t0 + ms(16 * i), &[page]), vec![page]);
+        }
+        let mut tr = Transitions::default();
+        for i in 0..5u32 {
+            let text = Rect::new(10, 10, 10 + 12 * i, 20);
+            assert_eq!(tr.note(t0 + ms(16 * u64::from(i)), &[text]), vec![text]);
+        }
+        assert!(tr.running(t0 + ms(80)).is_empty());
+    }
+
+    #[test]
+    fn clicks_animate_for_a_while_and_the_last_one_keeps_the_pointer() {
+        let t0 = Instant::now();
+        let r = |x| Rect::new(x, 0, 10, 10);
+        let mut c = Clicked::default();
+        c.note(t0, r(1));
+        c.note(t0 + ms(100), r(2));
+        assert_eq!(c.animating(t0 + ms(200)), vec![r(1), r(2)]);
+        assert_eq!(c.animating(t0 + ms(650)), vec![r(2)]);
+        assert_eq!(c.animating(t0 + ms(5000)), vec![r(2)]);
+    }
+
+    #[test]
+    fn the_first_change_bound_is_learned_per_key() {
+        let mut l = Learned::default();
+        assert_eq!(l.bound("calc/xtest", ms(800)), ms(800));
+        l.note("calc/xtest", ms(12));
+        assert_eq!(l.bound("calc/xtest", ms(800)), FLOOR);
+        l.note("calc/xtest", ms(100));
+        l.note("calc/xtest", ms(20));
+        assert_eq!(l.bound("calc/xtest", ms(800)), ms(200));
+        l.note("calc/atspi", ms(600));
+        assert_eq!(l.bound("calc/atspi", ms(800)), ms(800));
+        assert_eq!(l.bound("calc/xtest", ms(800)), ms(200));
+    }
+}

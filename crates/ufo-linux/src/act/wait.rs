@@ -1,0 +1,500 @@
+//! The waits around an action: watching the window before it (`settle_start`), settling
+//! after it on events (`settle_after`, see `settle` for what counts as a change and when the
+//! window has settled), handing out the observation made while waiting
+//! (`take_prefetched`), and the settle asked for between steps (`settle_quiet`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ufo_core::Rect;
+
+use super::settle::ChangeWatch;
+use super::settle::{
+    changed_box, changed_regions, decide, differs, grow, Decision, Input, Made, Prefetched,
+    SettleParams, SettleStart, Watched, PREFETCH_AFTER, PREFETCH_KEPT, PREFETCH_MAX, QUIET,
+};
+use crate::desktop::LinuxDesktop;
+use crate::x11::Look;
+
+/// What one settle on events knows and has seen so far (see
+/// [`LinuxDesktop::settle_after`]).
+struct Run {
+    /// when the action began, the rectangles left out of the looks, and the watched window
+    /// with its window-manager frame
+    since: Instant,
+    exempt: Vec<Rect>,
+    ids: Vec<u32>,
+    /// the windows watched (the window and the dialogs on it) and the area they cover
+    watched: Watched,
+    params: SettleParams,
+    poll: Duration,
+    /// the redraws counted at the last look, and that look
+    seen: usize,
+    look: Option<Look>,
+    /// the first and the last change seen in the looks, after `since`
+    first: Option<Duration>,
+    last: Option<Duration>,
+    looks: usize,
+    /// the changes seen (ms after `since`, rectangle), for the log
+    changes: Vec<(u64, i32, i32, u32, u32)>,
+    prefetches: usize,
+    prefetched: Option<Made>,
+    /// the time of the last window event followed
+    structure_seen: Option<Duration>,
+}
+
+impl LinuxDesktop {
+    /// Start watching `xid` before acting on it. `clicked` is the control about to be
+    /// clicked: its own press and hover animation (and those of the controls clicked just
+    /// before, and of the one the pointer leaves) run on for half a second in GTK and say
+    /// nothing new, so the looks at the window leave them out.
+    pub(crate) async fn settle_start(&self, xid: u32, clicked: Option<Rect>) -> SettleStart {
+        let exempt: Vec<Rect> = {
+            let mut g = self.settling.lock();
+            g.last_input = Input::Other;
+            let now = Instant::now();
+            let mut exempt = g.clicked.animating(now);
+            if let Some(r) = clicked {
+                exempt.push(r);
+                g.clicked.note(now, r);
+            }
+            exempt.into_iter().map(|r| grow(r, 4)).collect()
+        };
+        match &self.watch {
+            Some(w) => {
+                let watched = self.watched(xid).await;
+                let (w, wanted) = (Arc::clone(w), watched.ids.clone());
+                let _ = tokio::task::spawn_blocking(move || w.watch(&wanted)).await;
+                let frame = self.x11(move |x| x.top_of(xid)).await.ok();
+                let ids = std::iter::once(xid).chain(frame).collect();
+                let since = Instant::now();
+                let before = self.look_at(watched.area).await;
+                SettleStart::Events {
+                    since,
+                    exempt,
+                    before,
+                    ids,
+                    watched,
+                }
+            }
+            None => SettleStart::Pixels(self.fingerprint(xid).await),
+        }
+    }
+
+    /// The windows to watch for `xid`: it and the dialogs on it (the windows transient for
+    /// it), with the area they cover; `xid` alone when the window manager does not list it.
+    async fn watched(&self, xid: u32) -> Watched {
+        self.x11(move |x| {
+            let all = x.client_windows()?;
+            let mine: Vec<_> = all
+                .iter()
+                .filter(|w| w.id == xid || w.transient_for == Some(xid))
+                .collect();
+            if !mine.iter().any(|w| w.id == xid) {
+                let area = x.window_info(xid)?.map(|w| w.rect());
+                return Ok(Watched {
+                    ids: vec![xid],
+                    area,
+                });
+            }
+            Ok(Watched {
+                ids: mine.iter().map(|w| w.id).collect(),
+                area: crate::x11::union(mine.iter().map(|w| w.rect())),
+            })
+        })
+        .await
+        .unwrap_or_else(|_: crate::LinuxError| Watched {
+            ids: vec![xid],
+            area: None,
+        })
+    }
+
+    /// The pixels of a screen area now (`None` when there is none or it cannot be read).
+    async fn look_at(&self, area: Option<Rect>) -> Option<Look> {
+        let a = area?;
+        self.x11(move |x| x.look(a.x, a.y, a.w, a.h)).await.ok()
+    }
+
+    /// The window's pixels now (`None` when it cannot be read).
+    async fn look(&self, xid: u32) -> Option<Look> {
+        self.x11(move |x| {
+            let w = x
+                .window_info(xid)?
+                .ok_or_else(|| crate::LinuxError::NoWindow(format!("{xid:#x}")))?;
+            x.look(w.x, w.y, w.w, w.h)
+        })
+        .await
+        .ok()
+    }
+
+    /// Wait until the window has settled after the action begun at `start`; remembers (for
+    /// [`ufo_core::Desktop::last_action_changed`]) whether anything changed. A redraw counts
+    /// as a change when the window's pixels (outside the exempt rectangles) differ from the
+    /// last look; a window mapped, unmapped or moved always counts.
+    pub(crate) async fn settle_after(
+        &self,
+        xid: u32,
+        start: SettleStart,
+        probe: Option<(&str, &str)>,
+    ) -> bool {
+        let changed = match (start, &self.watch) {
+            (
+                SettleStart::Events {
+                    since,
+                    exempt,
+                    before,
+                    ids,
+                    watched,
+                },
+                Some(w),
+            ) => {
+                let key = format!("{xid:#x}/{:?}", self.settling.lock().last_input);
+                let max = self.config.settle_time;
+                let params = SettleParams {
+                    quiet: QUIET,
+                    first_change: self.settling.lock().learned.bound(&key, max),
+                    tail: self.config.settle_tail,
+                    max,
+                };
+                let run = Run {
+                    since,
+                    exempt,
+                    ids,
+                    watched,
+                    params,
+                    poll: self.config.settle_poll.min(Duration::from_millis(5)),
+                    seen: 0,
+                    look: before,
+                    first: None,
+                    last: None,
+                    looks: 0,
+                    changes: Vec::new(),
+                    prefetches: 0,
+                    prefetched: None,
+                    structure_seen: None,
+                };
+                self.settle_on_events(xid, w, key, run, probe).await
+            }
+            (SettleStart::Pixels(before), _) => {
+                self.settle_window(xid, before).await;
+                before.is_none() || self.fingerprint(xid).await != before
+            }
+            (SettleStart::Events { .. }, None) => true,
+        };
+        self.settling.lock().last_changed = Some(changed);
+        changed
+    }
+
+    /// [`Self::settle_after`] with a change watch: follow the windows and look at them on
+    /// every redraw until [`decide`] says the window settled (observing it while the quiet
+    /// time runs out), then wait for what the application may still do, and keep the
+    /// observation made meanwhile if it still holds.
+    async fn settle_on_events(
+        &self,
+        xid: u32,
+        w: &Arc<ChangeWatch>,
+        key: String,
+        mut run: Run,
+        probe: Option<(&str, &str)>,
+    ) -> bool {
+        let since = run.since;
+        let max = run.params.max;
+        loop {
+            let (redraws, s_first, s_last) = w.activity_since(since);
+            // a window appeared, went or moved: a dialog opened on the window (or
+            // closed) is watched (or let go) from now on
+            let mut moved = false;
+            if s_last != run.structure_seen {
+                run.structure_seen = s_last;
+                moved = self.follow_windows(xid, w, &mut run).await;
+            }
+            if redraws > run.seen || moved {
+                run.seen = redraws;
+                self.look_again(&mut run).await;
+            }
+            let f = match (run.first, s_first) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let l = match (run.last, s_last) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+            match decide(since.elapsed(), f, l, &run.params) {
+                Decision::Wait(d) => {
+                    if self.prefetch(xid, &mut run, l).await {
+                        continue;
+                    }
+                    tokio::time::sleep(d.min(run.poll)).await
+                }
+                Decision::Settled { changed } => {
+                    if let Some(probe) = probe {
+                        self.wait_for_handler(w, probe, since, max, run.poll).await;
+                    }
+                    self.wait_for_next_dialog(w, &run, max).await;
+                    if let Some(f) = f {
+                        self.settling.lock().learned.note(&key, f);
+                    }
+                    let kept = self.still_prefetched(xid, w, &mut run, l).await;
+                    let kept_one = kept.is_some();
+                    {
+                        let mut st = self.settling.lock();
+                        st.prefetched = kept;
+                        st.settled_at = Some(Instant::now());
+                    }
+                    tracing::debug!(
+                        changed,
+                        first_ms = f.map(|f| f.as_millis() as u64),
+                        redraws,
+                        looks = run.looks,
+                        prefetches = run.prefetches,
+                        kept_one,
+                        changes = ?run.changes,
+                        exempt = ?run.exempt,
+                        ms = since.elapsed().as_millis() as u64,
+                        "settled"
+                    );
+                    break changed;
+                }
+            }
+        }
+    }
+
+    /// A step of [`Self::settle_on_events`]: a window appeared, went or moved; watch the
+    /// window and the dialogs on it as they are now. Whether they changed.
+    async fn follow_windows(&self, xid: u32, w: &Arc<ChangeWatch>, run: &mut Run) -> bool {
+        let now = self.watched(xid).await;
+        if now == run.watched {
+            return false;
+        }
+        // a dialog the action opened on the window is drawn for a while
+        // after it appears, and that is content, not a transition: it
+        // gets the whole settle time to go quiet
+        if now.ids.iter().any(|i| !run.watched.ids.contains(i)) {
+            run.params.tail = run.params.max;
+        }
+        if now.ids != run.watched.ids {
+            let (w, wanted) = (Arc::clone(w), now.ids.clone());
+            let _ = tokio::task::spawn_blocking(move || w.watch(&wanted)).await;
+        }
+        run.watched = now;
+        true
+    }
+
+    /// A step of [`Self::settle_on_events`]: look at the watched area again and note where it
+    /// changed outside the exempt rectangles and the running transitions.
+    async fn look_again(&self, run: &mut Run) {
+        run.looks += 1;
+        let now = self.look_at(run.watched.area).await;
+        let regions = changed_regions(run.look.as_ref(), now.as_ref(), &run.exempt);
+        run.look = now;
+        let content = self
+            .settling
+            .lock()
+            .transitions
+            .note(Instant::now(), &regions);
+        if let Some(r) = crate::x11::union(content) {
+            let t = run.since.elapsed();
+            run.changes.push((t.as_millis() as u64, r.x, r.y, r.w, r.h));
+            run.first.get_or_insert(t);
+            run.last = Some(t);
+        }
+    }
+
+    /// A step of [`Self::settle_on_events`] while it waits: observe while the quiet time
+    /// runs out, so that the next step's observation is ready when the window has settled
+    /// (kept only if nothing changed after it began, see `take_prefetched`). `l` is the time
+    /// of the last change. Whether it observed (or gave up observing): then look again
+    /// without sleeping.
+    async fn prefetch(&self, xid: u32, run: &mut Run, l: Option<Duration>) -> bool {
+        let Some(lc) = l else {
+            return false;
+        };
+        let since = run.since;
+        let began_after = |t: &Instant| *t >= since + lc;
+        let quiet_for = since.elapsed().saturating_sub(lc);
+        if !(run.prefetches < PREFETCH_MAX
+            && quiet_for >= PREFETCH_AFTER
+            && !run
+                .prefetched
+                .as_ref()
+                .is_some_and(|(t, _, _)| began_after(t)))
+        {
+            return false;
+        }
+        run.prefetches += 1;
+        // an observation raises its window when another one is
+        // active (one the action opened): only the next step's
+        // own observation may do that
+        let active = self.x11(|x| x.active_window()).await;
+        if active.is_ok_and(|a| a.is_some_and(|a| !run.watched.ids.contains(&a))) {
+            run.prefetches = PREFETCH_MAX;
+            return true;
+        }
+        let t = Instant::now();
+        self.controls.lock().prefetching = true;
+        let obs = self.observe_window(&crate::x11::window_id(xid)).await.ok();
+        let controls = {
+            let mut st = self.controls.lock();
+            st.prefetching = false;
+            st.prefetched.take()
+        };
+        run.prefetched = obs.zip(controls).map(|(o, c)| (t, o, c));
+        true
+    }
+
+    /// A step of [`Self::settle_on_events`] once settled: the application may still be busy
+    /// (LibreOffice closes one dialog, then opens the next): a round trip to it is answered
+    /// from its main loop once the click's handler is done; a window that handler showed
+    /// since keeps the settle going until quiet.
+    async fn wait_for_handler(
+        &self,
+        w: &ChangeWatch,
+        (bus, path): (&str, &str),
+        since: Instant,
+        max: Duration,
+        poll: Duration,
+    ) {
+        let asked = Instant::now();
+        let _ = self
+            .bus
+            .call::<_, Vec<u32>>(bus, path, "org.a11y.atspi.Accessible", "GetState", &())
+            .await;
+        // (a window the handler made is announced at once by its
+        // CreateNotify; its MapNotify waits for the window manager)
+        tokio::time::sleep(Duration::from_millis(4)).await;
+        // (a window appeared, went or moved: redraws of the watched
+        // window alone are the transitions the tail cut short)
+        if w.structure_since(asked) {
+            while since.elapsed() < max && w.last_change().is_some_and(|t| t.elapsed() < QUIET) {
+                tokio::time::sleep(poll).await;
+            }
+        }
+    }
+
+    /// A step of [`Self::settle_on_events`] once settled: the action closed the dialog it
+    /// was on: applications often open the next one a while later (LibreOffice's
+    /// keep-format question after Save), so wait for a window to appear (then quiet) up to
+    /// the settle time.
+    async fn wait_for_next_dialog(&self, w: &ChangeWatch, run: &Run, max: Duration) {
+        let since = run.since;
+        if w.gone_since(since, &run.ids) {
+            let closed = Instant::now();
+            while since.elapsed() < max {
+                let mapped = w.last_map().is_some_and(|t| t >= since);
+                let quiet = w.last_change().is_none_or(|t| t.elapsed() >= QUIET);
+                if mapped && quiet && closed.elapsed() >= QUIET {
+                    break;
+                }
+                tokio::time::sleep(run.poll).await;
+            }
+        }
+    }
+
+    /// A step of [`Self::settle_on_events`] once settled: the observation made while
+    /// waiting holds if it began after the last change (at `l`) and the window looks the
+    /// same since the last look.
+    async fn still_prefetched(
+        &self,
+        xid: u32,
+        w: &ChangeWatch,
+        run: &mut Run,
+        l: Option<Duration>,
+    ) -> Option<Prefetched> {
+        let since = run.since;
+        match run.prefetched.take() {
+            Some((t, obs, controls))
+                if l.is_some_and(|lc| t >= since + lc) && !w.structure_since(t) =>
+            {
+                let (redraws, _, _) = w.activity_since(since);
+                let mut exempt = run.exempt.clone();
+                exempt.extend(self.settling.lock().transitions.running(Instant::now()));
+                let same = redraws == run.seen || {
+                    let now = self.look_at(run.watched.area).await;
+                    !differs(run.look.as_ref(), now.as_ref(), &exempt)
+                };
+                same.then_some(Prefetched {
+                    xid,
+                    area: run.watched.area,
+                    settled: Instant::now(),
+                    look: run.look.clone(),
+                    exempt,
+                    obs,
+                    controls,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+impl LinuxDesktop {
+    /// The observation of `window_id` made while the last settle waited, if the window has
+    /// not changed since the settle ended (no window event; no redraw, or one that leaves the
+    /// window looking the same) and it is at most [`PREFETCH_KEPT`] old. Taken once.
+    pub(crate) async fn take_prefetched(
+        &self,
+        window_id: &str,
+    ) -> Option<ufo_core::WindowObservation> {
+        let p = self.settling.lock().prefetched.take()?;
+        let w = self.watch.as_ref()?;
+        let xid = crate::x11::parse_window_id(window_id).ok()?;
+        if p.xid != xid || p.settled.elapsed() > PREFETCH_KEPT || w.structure_since(p.settled) {
+            return None;
+        }
+        let (redraws, _, _) = w.activity_since(p.settled);
+        if redraws > 0 {
+            let now = self.look_at(p.area).await;
+            if differs(p.look.as_ref(), now.as_ref(), &p.exempt) {
+                return None;
+            }
+        }
+        let (owner, entries) = p.controls;
+        self.controls.lock().install(owner, entries);
+        Some(p.obs)
+    }
+
+    /// The settle asked for between steps (a SCREENSHOT status): the last action already
+    /// settled, so wait only while something still changes: until no X event came for
+    /// [`QUIET`] and the screen over the last window (a dialog on it included) looks the same
+    /// twice [`QUIET`] apart (at most `settle_time`); at once when nothing changed since the
+    /// last action's settle ended (it waited for quiet, a dialog the action opened included).
+    /// `false` without a change watch.
+    pub(crate) async fn settle_quiet(&self) -> bool {
+        let Some(w) = &self.watch else {
+            return false;
+        };
+        let (last, settled_at) = {
+            let st = self.settling.lock();
+            (st.last_window, st.settled_at)
+        };
+        if settled_at.is_some_and(|s| w.last_change().is_none_or(|c| c < s)) {
+            return true;
+        }
+        let deadline = Instant::now() + self.config.settle_time;
+        let mut look = match last {
+            Some(x) => self.look(x).await,
+            None => None,
+        };
+        while Instant::now() < deadline {
+            if let Some(t) = w.last_change().filter(|t| t.elapsed() < QUIET) {
+                tokio::time::sleep(QUIET.saturating_sub(t.elapsed())).await;
+                continue;
+            }
+            let Some(x) = last else { break };
+            tokio::time::sleep(QUIET).await;
+            let now = self.look(x).await;
+            let moved = changed_box(look.as_ref(), now.as_ref(), &[]);
+            look = now;
+            tracing::debug!(
+                ?moved,
+                since_settle_ms = settled_at.map(|s| s.elapsed().as_millis() as u64),
+                "quiet look"
+            );
+            if moved.is_none() {
+                break;
+            }
+        }
+        true
+    }
+}

@@ -1,0 +1,10 @@
+//! What particular applications need beyond the generic observation: LibreOffice Calc's
+//! sheets (`table`), office documents' paragraphs (`office`), web pages (`web`) and GTK2's
+//! open menus (`menus`). The cells Calc's sheets read before (`sheets`) are what the
+//! desktop holds.
+
+pub(crate) mod menus;
+pub(crate) mod office;
+pub(crate) mod sheets;
+pub(crate) mod table;
+pub(crate) mod web;

@@ -1,0 +1,75 @@
+//! Launching applications: from the launch table (waiting until the window is on the
+//! accessibility bus) and from a host `Bash` command that starts a GUI application (started
+//! apart from ufo: its own process group, output to a log that nobody waits on, so the
+//! command returns as soon as the application's window appears, and the application
+//! outlives it). The children launched ([`Launched`]) are what the desktop holds; the
+//! launching itself (`start.rs`) reads windows and the bus through the desktop.
+
+pub mod doctor;
+mod start;
+pub mod toolkit;
+
+use std::process::Child;
+use std::sync::Mutex;
+
+/// The applications launched, reaped as they exit.
+#[derive(Default)]
+pub(crate) struct Launched(Mutex<Vec<Child>>);
+
+impl Launched {
+    fn children(&self) -> std::sync::MutexGuard<'_, Vec<Child>> {
+        // a panic while holding the lock leaves plain data behind: keep going
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keep a child until it exits.
+    pub(crate) fn push(&self, child: Child) {
+        self.children().push(child);
+    }
+
+    /// Forget the children that exited.
+    pub(crate) fn reap(&self) {
+        self.children()
+            .retain_mut(|c| matches!(c.try_wait(), Ok(None)));
+    }
+
+    /// Whether the child `pid` exited (or is not known).
+    pub(crate) fn exited(&self, pid: u32) -> bool {
+        self.children()
+            .iter_mut()
+            .find(|c| c.id() == pid)
+            .map(|c| matches!(c.try_wait(), Ok(Some(_))))
+            .unwrap_or(true)
+    }
+
+    /// The exit code of the child `pid` once it exited (`Some(None)`: killed by a signal),
+    /// then every child that exited forgotten, in one look.
+    pub(crate) fn exit_and_reap(&self, pid: u32) -> Option<Option<i32>> {
+        let mut children = self.children();
+        let mut exit = None;
+        if let Some(c) = children.iter_mut().find(|c| c.id() == pid) {
+            if let Ok(Some(status)) = c.try_wait() {
+                exit = Some(status.code());
+            }
+        }
+        children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
+        exit
+    }
+
+    /// Kill the child `pid` and forget it.
+    pub(crate) fn kill(&self, pid: u32) {
+        let mut children = self.children();
+        if let Some(c) = children.iter_mut().find(|c| c.id() == pid) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        children.retain(|c| c.id() != pid);
+    }
+}
+
+/// The name of a process (its `comm`), if it is still there.
+pub(crate) fn process_name(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}

@@ -1,0 +1,74 @@
+//! What an observation learnt about each control, kept for the actions (and for the
+//! applications' modules, which act on the controls they listed).
+
+use std::collections::HashMap;
+
+use ufo_core::{Control, Rect};
+
+/// What the last observation learnt about one control (used by actions).
+#[derive(Debug, Clone)]
+pub(crate) struct CtlInfo {
+    pub bus: String,
+    pub path: String,
+    pub name: String,
+    /// Screen rectangle.
+    pub rect: Rect,
+    pub actions: Vec<String>,
+    pub ifaces: u32,
+    pub states: u64,
+    /// The X window it belongs to.
+    pub window: u32,
+    /// AT-SPI role number and raw accessible name when observed, and its label there (for
+    /// the "changed since the last observation" check).
+    pub seen: Seen,
+}
+
+/// The controls of one observation by id, each with the label it was given.
+pub(crate) type Labelled = Vec<(String, CtlInfo)>;
+
+/// What an observation saw of a control.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Seen {
+    /// AT-SPI role number.
+    pub role: u32,
+    /// Raw accessible name.
+    pub name: String,
+    /// Its label in that observation (1-based; 0 when unknown).
+    pub label: usize,
+}
+
+/// The controls of the latest observations, by id.
+#[derive(Default)]
+pub(crate) struct KnownControls {
+    /// control id → info, from the latest observation of its window
+    pub by_id: HashMap<String, CtlInfo>,
+    /// an observation is being made while settling: its controls go to `prefetched` instead
+    /// of `by_id` (labels mean the observation handed out last)
+    pub prefetching: bool,
+    pub prefetched: Option<(u32, Labelled)>,
+}
+
+/// A control with everything the backend knows about it.
+#[derive(Debug, Clone)]
+pub struct ControlDetail {
+    /// The control as the engine sees it.
+    pub control: Control,
+    /// AT-SPI state names that matter to a person reading `ufo inspect` (focused, checked, ...).
+    pub states: Vec<&'static str>,
+    /// Action names the control offers.
+    pub actions: Vec<String>,
+}
+
+/// A control as observed: what the engine is told, and what the actions need.
+pub(crate) struct Fetched {
+    pub(crate) detail: ControlDetail,
+    pub(crate) info: CtlInfo,
+}
+
+impl KnownControls {
+    /// Put the controls of a new observation of window `xid` in place of its old ones.
+    pub(crate) fn install(&mut self, xid: u32, entries: Labelled) {
+        self.by_id.retain(|_, c| c.window != xid);
+        self.by_id.extend(entries);
+    }
+}

@@ -1,0 +1,206 @@
+//! Bringing the tree kept from an application's last observation up to date from the
+//! events it sent since (see `changes` for what is kept and when a tree is read whole).
+
+use std::collections::{BTreeSet, HashSet};
+
+use super::changes::{
+    cells_verdict, incremental, keeps_trees, plan, remove_subtree, set_children, Plan,
+    MAY_HOLD_CELL_TEXT,
+};
+use crate::a11y::bus::{AppTree, Node};
+use crate::a11y::events::{Change, SYNC_WAIT};
+use crate::a11y::vocab::state;
+use crate::desktop::LinuxDesktop;
+
+impl LinuxDesktop {
+    /// The tree of `bus` kept from an earlier observation, brought up to date from the
+    /// events the application sent since, and its event count now (to keep what this
+    /// observation reads). `None` for the tree: read it whole.
+    pub(crate) async fn kept_tree(&self, bus: &str) -> (Option<u64>, Option<AppTree>) {
+        let Some(changes) = self.bus.changes.clone() else {
+            return (None, None);
+        };
+        if !self.app_name(bus).await.is_some_and(|a| keeps_trees(&a)) {
+            return (None, None);
+        }
+        let count = changes.count(bus).await;
+        let kept = self.kept.start(bus, count);
+        let (Some(now), Some((then, mut tree))) = (count, kept) else {
+            tracing::debug!(bus, count, "kept tree: none");
+            return (count, None);
+        };
+        if then == now {
+            tracing::debug!(bus, count, "kept tree: no event since");
+            return (count, Some(tree));
+        }
+        if !incremental() {
+            return (count, None);
+        }
+        let events = changes.between(bus, then, now).await.unwrap_or_default();
+        let in_tree = |p: &str| tree.nodes.contains_key(p);
+        let Some(p) = (!events.is_empty())
+            .then(|| plan(&events, in_tree))
+            .flatten()
+        else {
+            tracing::debug!(bus, count, "kept tree: read whole");
+            return (count, None);
+        };
+        let t = std::time::Instant::now();
+        let ok = self.refresh_tree(bus, &mut tree, &p).await;
+        // judged on the refreshed tree: objects new since are in it now
+        let quiet = ok && self.cells_hold(bus, &events, &tree).await;
+        if ok && quiet {
+            // the cells read at the last observation still hold (table.rs keeps them while
+            // the count is the same)
+            self.sheets.still_hold(bus, then, now);
+        }
+        tracing::debug!(
+            bus,
+            count,
+            quiet,
+            events = now - then,
+            nodes = p.nodes.len(),
+            children = p.children.len(),
+            removed = p.removed.len(),
+            ok,
+            ms = t.elapsed().as_millis() as u64,
+            "kept tree: refreshed"
+        );
+        (count, ok.then_some(tree))
+    }
+
+    /// Whether the cells of the sheets of `bus` read at the last observation still hold
+    /// after `events` ([`cells_verdict`], each object outside the tree asked for its role).
+    async fn cells_hold(&self, bus: &str, events: &[Change], tree: &AppTree) -> bool {
+        let manages = |p: &str| {
+            tree.nodes
+                .get(p)
+                .is_some_and(|n| n.has(state::MANAGES_DESCENDANTS))
+        };
+        let Some(outside) = cells_verdict(events, |p| tree.nodes.contains_key(p), manages) else {
+            if tracing::enabled!(tracing::Level::TRACE) {
+                let loud: BTreeSet<String> = events
+                    .iter()
+                    .filter_map(|c| match c {
+                        Change::Whole => Some("whole".to_string()),
+                        Change::State(p) => (!tree.nodes.contains_key(p)).then(|| p.clone()),
+                        Change::Node(p) | Change::Children(p) | Change::Removed(p) => {
+                            (!tree.nodes.contains_key(p) || manages(p)).then(|| format!("{c:?}"))
+                        }
+                    })
+                    .collect();
+                tracing::trace!(n = loud.len(), ?loud, "kept cells: read again");
+            }
+            return false;
+        };
+        // what the objects outside the tree are: a cell, or text that may sit in a cell,
+        // means the cells may have changed; menus, buttons and panels mean nothing to them
+        let removed: HashSet<&String> = events
+            .iter()
+            .filter_map(|c| match c {
+                Change::Removed(p) => Some(p),
+                _ => None,
+            })
+            .collect();
+        let ask: Vec<&String> = outside.iter().filter(|p| !removed.contains(p)).collect();
+        let roles = tokio::time::timeout(
+            SYNC_WAIT,
+            futures::future::join_all(ask.iter().map(|p| {
+                self.bus
+                    .call::<_, u32>(bus, p, "org.a11y.atspi.Accessible", "GetRole", &())
+            })),
+        )
+        .await;
+        let Ok(roles) = roles else { return false };
+        let hold = roles
+            .iter()
+            .all(|r| r.as_ref().is_ok_and(|r| !MAY_HOLD_CELL_TEXT.contains(r)));
+        if !hold {
+            tracing::trace!(?ask, ?roles, "kept cells: read again");
+        }
+        hold
+    }
+
+    /// Read again what `p` names; false when a read failed (then read the tree whole).
+    async fn refresh_tree(&self, bus: &str, tree: &mut AppTree, p: &Plan) -> bool {
+        if p.is_empty() {
+            // only objects outside the tree changed (a sheet's cells)
+            return true;
+        }
+        for r in &p.removed {
+            remove_subtree(tree, r);
+        }
+        let bound = i32::try_from(self.config.walk_max_children).unwrap_or(i32::MAX);
+        // the nodes themselves (a listed node is read again too)
+        let targets: Vec<(String, String, i32)> = p
+            .nodes
+            .iter()
+            .chain(&p.children)
+            .filter_map(|path| {
+                let n = tree.nodes.get(path)?;
+                Some((path.clone(), n.parent.clone(), n.index))
+            })
+            .collect();
+        let read = tokio::time::timeout(
+            self.config.walk_budget,
+            futures::future::join_all(
+                targets
+                    .iter()
+                    .map(|(path, parent, i)| self.nodes.read(&self.bus, bus, path, parent, *i)),
+            ),
+        )
+        .await;
+        let Ok(read) = read else { return false };
+        let mut relist: Vec<String> = Vec::new();
+        for ((path, _, _), n) in targets.iter().zip(read) {
+            match n {
+                Ok(n) => {
+                    let known = tree.kids(path).len();
+                    let count_changed = usize::try_from(n.child_count).ok() != Some(known);
+                    let enumerable =
+                        (0..=bound).contains(&n.child_count) && !n.has(state::MANAGES_DESCENDANTS);
+                    if enumerable && (p.children.contains(path) || count_changed) {
+                        relist.push(path.clone());
+                    }
+                    tree.nodes.insert(path.clone(), n);
+                }
+                // gone since: drop it (its parent's children event says the rest)
+                Err(_) => remove_subtree(tree, path),
+            }
+        }
+        relist.retain(|p| tree.nodes.contains_key(p));
+        let lists = tokio::time::timeout(
+            self.config.walk_budget,
+            futures::future::join_all(relist.iter().map(|p| self.bus.children(bus, p))),
+        )
+        .await;
+        let Ok(lists) = lists else { return false };
+        let mut fresh: Vec<(String, String, i32)> = Vec::new();
+        for (parent, live) in relist.iter().zip(lists) {
+            let Ok(live) = live else { return false };
+            for (k, i) in set_children(tree, parent, &live) {
+                fresh.push((k, parent.clone(), i));
+            }
+        }
+        let nodes = tokio::time::timeout(
+            self.config.walk_budget,
+            futures::future::join_all(
+                fresh
+                    .iter()
+                    .map(|(k, p, i)| self.nodes.read(&self.bus, bus, k, p, *i)),
+            ),
+        )
+        .await;
+        let Ok(nodes) = nodes else { return false };
+        for n in nodes {
+            // a new child's own children are read by the walk that follows (its child count
+            // is known, its children are not)
+            let Ok(n): Result<Node, _> = n else {
+                return false;
+            };
+            tree.insert(n);
+        }
+        tree.sort_children();
+        true
+    }
+}
