@@ -246,6 +246,11 @@ fn no_process_of_the_ufo_tree_shows_a_key_and_ufo_is_not_dumpable() {
         .output();
     let _ = child.kill();
     let _ = child.wait();
+    // the command runs in a process group of its own, which a killed ufo leaves behind
+    let _ = std::process::Command::new("kill")
+        .arg("-9")
+        .args(procs.iter().map(u32::to_string))
+        .output();
     if real_uid() != 0 {
         let probe = probe.expect("cat runs");
         assert!(
@@ -280,8 +285,7 @@ fn ufo_is_not_dumpable_so_its_children_cannot_read_its_proc_files() {
     let mut cmd = if real_uid() == 0 {
         use std::os::unix::fs::PermissionsExt;
         for dir in [tmp.path(), work.as_path()] {
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777))
-                .expect("chmod");
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
         }
         let mut c = std::process::Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
@@ -373,8 +377,9 @@ fn commands_run_with_memory_and_cpu_limits() {
 /// both are read (`PATH=` is there) and hold no key. A live test: batches need a desktop.
 #[test]
 fn no_batch_worker_nor_the_batch_shows_a_key_in_its_environ() {
-    if !ufo_desktop::testing::require_live("no_batch_worker_nor_the_batch_shows_a_key_in_its_environ")
-    {
+    if !ufo_desktop::testing::require_live(
+        "no_batch_worker_nor_the_batch_shows_a_key_in_its_environ",
+    ) {
         return;
     }
     let tmp = tempfile::tempdir().expect("tempdir");
