@@ -50,9 +50,9 @@ struct FileConfig {
     /// Default trajectory root.
     runs_dir: Option<PathBuf>,
     /// MCP servers (`[mcp.servers.<name>]`).
-    mcp: Option<crate::mcp_cmd::McpSection>,
+    mcp: Option<crate::extensions::McpSection>,
     /// Third-party agents (`[agents]`).
-    agents: Option<crate::mcp_cmd::AgentsSection>,
+    agents: Option<crate::extensions::AgentsSection>,
 }
 
 /// Everything `ufo run` needs, resolved.
@@ -75,9 +75,9 @@ pub struct Settings {
     /// Root of default trajectory folders.
     pub runs_dir: PathBuf,
     /// MCP servers.
-    pub mcp: crate::mcp_cmd::McpSection,
+    pub mcp: crate::extensions::McpSection,
     /// Third-party agents.
-    pub agents: crate::mcp_cmd::AgentsSection,
+    pub agents: crate::extensions::AgentsSection,
     /// What a configuration file or variable did to the CONFIRM gate (weakened it, or tried
     /// to and was overruled by a flag): printed on stderr, one warning each.
     pub warnings: Vec<String>,
