@@ -43,15 +43,15 @@ pub enum Command {
     /// Check that this session is fit for the agent (DISPLAY, window manager, XTEST, session
     /// and accessibility buses) and that each window (or WINDOW) shows its controls; every
     /// problem is printed with its fix. Exit 0 all well, 1 something missing, 2 bad usage.
-    Doctor(crate::doctor::DoctorArgs),
+    Doctor(crate::commands::doctor::DoctorArgs),
     /// The Model Context Protocol: `ufo mcp serve` exposes this desktop to MCP clients.
-    Mcp(crate::mcp_cmd::McpArgs),
+    Mcp(crate::commands::mcp::McpArgs),
     /// Run a suite of OSWorld-format tasks on the live desktop, judge each with its
     /// evaluator, and print the summary table.
-    Batch(Box<crate::batch_cmd::BatchArgs>),
+    Batch(Box<crate::commands::batch::BatchArgs>),
     /// Follower mode: carry out a given plan (`{"task": ..., "steps": [...]}`); the AppAgent's
     /// FINISH ends the session.
-    Follow(crate::follow_cmd::FollowArgs),
+    Follow(crate::commands::follow::FollowArgs),
     /// Internal: ends a private desktop when the ufo that started it ends.
     #[command(hide = true)]
     PrivateReaper {

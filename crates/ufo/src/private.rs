@@ -88,75 +88,100 @@ fn wait_until(what: &str, timeout: Duration, mut ready: impl FnMut() -> bool) ->
     Ok(())
 }
 
+/// Every program a private desktop needs is installed (and, to watch, there is a display to
+/// show it on); else an error that names the packages to install.
+fn check_programs(server: &str, watch: bool) -> Result<()> {
+    let server_pkg = if watch { "xserver-xephyr" } else { "xvfb" };
+    let mut missing: Vec<&str> = Vec::new();
+    if which(server).is_none() {
+        missing.push(server_pkg);
+    }
+    for (prog, pkg) in NEEDS {
+        if which(prog).is_none() {
+            missing.push(pkg);
+        }
+    }
+    if !Path::new(BUS_LAUNCHER).exists() {
+        missing.push("at-spi2-core");
+    }
+    if !missing.is_empty() {
+        bail!(
+            "--desktop private needs programs that are not installed; install them (as root: \
+             apt-get install --no-install-recommends {})",
+            missing.join(" ")
+        );
+    }
+    if watch && std::env::var_os("DISPLAY").is_none() {
+        bail!("--watch shows the private desktop in a window on your display, but DISPLAY is not set; run without --watch");
+    }
+    Ok(())
+}
+
+/// A new mark, and the state folder named after it with its private runtime folder.
+fn make_state_folder() -> Result<(String, PathBuf, PathBuf)> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let mark = format!("ufo-private-{}-{nanos}", std::process::id());
+    let dir = std::env::temp_dir().join(&mark);
+    std::fs::create_dir(&dir)
+        .with_context(|| format!("cannot make the private desktop's folder {}", dir.display()))?;
+    let runtime = dir.join("runtime");
+    std::fs::create_dir_all(&runtime).context("cannot make the private runtime folder")?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700))
+            .context("cannot protect the private runtime folder")?;
+    }
+    Ok((mark, dir, runtime))
+}
+
+/// The environment of the desktop's programs: the mark, the display, the runtime folder, the
+/// accessibility switches of every toolkit and, with `--scratch-home`, a fresh HOME.
+fn desktop_env(
+    mark: &str,
+    dir: &Path,
+    runtime: &Path,
+    display: &str,
+    opts: &Options,
+) -> Result<Vec<(String, String)>> {
+    let mut env: Vec<(String, String)> = vec![
+        (MARK_VAR.into(), mark.to_string()),
+        (INSIDE_VAR.into(), dir.display().to_string()),
+        ("DISPLAY".into(), display.to_string()),
+        ("XDG_RUNTIME_DIR".into(), runtime.display().to_string()),
+        ("GSETTINGS_BACKEND".into(), "memory".into()),
+        ("GTK_A11Y".into(), "atspi".into()),
+    ];
+    // what each toolkit needs to be on the accessibility bus (the live desktop's table)
+    env.extend(
+        ufo_linux::toolkit::A11Y_ENV
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    if opts.watch {
+        // the live desktop inside then tells the person's input from the agent's, and
+        // pauses the agent while they use the window (ufo_linux::takeover)
+        env.push((ufo_linux::takeover::WATCHED_VAR.into(), "1".into()));
+    }
+    if opts.scratch_home {
+        let home = dir.join("home");
+        std::fs::create_dir_all(&home).context("cannot make the scratch HOME")?;
+        env.push(("HOME".into(), home.display().to_string()));
+    }
+    Ok(env)
+}
+
 impl PrivateDesktop {
     /// Start a private desktop. `exe` is the ufo binary (for the reaper). Errors say which
     /// package to install when a program is missing.
     pub fn start(exe: &Path, opts: &Options) -> Result<PrivateDesktop> {
         let server = if opts.watch { "Xephyr" } else { "Xvfb" };
-        let server_pkg = if opts.watch { "xserver-xephyr" } else { "xvfb" };
-        let mut missing: Vec<&str> = Vec::new();
-        if which(server).is_none() {
-            missing.push(server_pkg);
-        }
-        for (prog, pkg) in NEEDS {
-            if which(prog).is_none() {
-                missing.push(pkg);
-            }
-        }
-        if !Path::new(BUS_LAUNCHER).exists() {
-            missing.push("at-spi2-core");
-        }
-        if !missing.is_empty() {
-            bail!(
-                "--desktop private needs programs that are not installed; install them (as root: \
-                 apt-get install --no-install-recommends {})",
-                missing.join(" ")
-            );
-        }
-        if opts.watch && std::env::var_os("DISPLAY").is_none() {
-            bail!("--watch shows the private desktop in a window on your display, but DISPLAY is not set; run without --watch");
-        }
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let mark = format!("ufo-private-{}-{nanos}", std::process::id());
-        let dir = std::env::temp_dir().join(&mark);
-        std::fs::create_dir(&dir).with_context(|| {
-            format!("cannot make the private desktop's folder {}", dir.display())
-        })?;
-        let runtime = dir.join("runtime");
-        std::fs::create_dir_all(&runtime).context("cannot make the private runtime folder")?;
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700))
-                .context("cannot protect the private runtime folder")?;
-        }
+        check_programs(server, opts.watch)?;
+        let (mark, dir, runtime) = make_state_folder()?;
         let display = format!(":{}", free_display()?);
-        let mut env: Vec<(String, String)> = vec![
-            (MARK_VAR.into(), mark.clone()),
-            (INSIDE_VAR.into(), dir.display().to_string()),
-            ("DISPLAY".into(), display.clone()),
-            ("XDG_RUNTIME_DIR".into(), runtime.display().to_string()),
-            ("GSETTINGS_BACKEND".into(), "memory".into()),
-            ("GTK_A11Y".into(), "atspi".into()),
-        ];
-        // what each toolkit needs to be on the accessibility bus (the live desktop's table)
-        env.extend(
-            ufo_linux::toolkit::A11Y_ENV
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string())),
-        );
-        if opts.watch {
-            // the live desktop inside then tells the person's input from the agent's, and
-            // pauses the agent while they use the window (ufo_linux::takeover)
-            env.push((ufo_linux::takeover::WATCHED_VAR.into(), "1".into()));
-        }
-        if opts.scratch_home {
-            let home = dir.join("home");
-            std::fs::create_dir_all(&home).context("cannot make the scratch HOME")?;
-            env.push(("HOME".into(), home.display().to_string()));
-        }
+        let env = desktop_env(&mark, &dir, &runtime, &display, opts)?;
         let mut desk = PrivateDesktop {
             env,
             dir,
@@ -165,23 +190,39 @@ impl PrivateDesktop {
             reaper: None,
         };
         // the reaper first: whatever starts after it is ended with ufo, even a failed start
+        desk.start_reaper(exe)?;
+        desk.start_x_server(server, &display, opts.watch)?;
+        desk.start_session_bus()?;
+        desk.start_accessibility_bus()?;
+        desk.start_window_manager()?;
+        Ok(desk)
+    }
+
+    /// The reaper (`ufo private-reaper`, in a process group of its own), which ends every
+    /// process with the mark when ufo ends.
+    fn start_reaper(&mut self, exe: &Path) -> Result<()> {
         let reaper = Command::new(exe)
             .arg("private-reaper")
             .arg(std::process::id().to_string())
-            .arg(&desk.mark)
-            .arg(&desk.dir)
+            .arg(&self.mark)
+            .arg(&self.dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .process_group(0)
             .spawn()
             .context("cannot start the private desktop's reaper")?;
-        desk.reaper = Some(reaper);
+        self.reaper = Some(reaper);
+        Ok(())
+    }
 
+    /// The X server (`server`) on `display`, headless or, when watching, in a window on the
+    /// person's display; returns once its socket exists.
+    fn start_x_server(&mut self, server: &str, display: &str, watch: bool) -> Result<()> {
         let (w, h) = SCREEN;
-        let mut x = desk.command(server);
-        x.arg(&display);
-        if opts.watch {
+        let mut x = self.command(server);
+        x.arg(display);
+        if watch {
             x.args(["-screen", &format!("{w}x{h}"), "-resizeable"]);
             // Xephyr opens its window on the person's display
             if let Some(outer) = std::env::var_os("DISPLAY") {
@@ -191,15 +232,18 @@ impl PrivateDesktop {
             x.args(["-screen", "0", &format!("{w}x{h}x24")]);
         }
         x.args(["-nolisten", "tcp", "-noreset"]);
-        desk.spawn_logged(x, "xserver")?;
+        self.spawn_logged(x, "xserver")?;
         let socket = PathBuf::from(format!("/tmp/.X11-unix/X{}", &display[1..]));
         wait_until(&format!("the X server {display}"), START_TIMEOUT, || {
             socket.exists()
         })
-        .with_context(|| format!("see {}", desk.dir.join("xserver.log").display()))?;
+        .with_context(|| format!("see {}", self.dir.join("xserver.log").display()))
+    }
 
-        let mut bus = desk.command("dbus-daemon");
-        let bus_log = std::fs::File::create(desk.dir.join("dbus.log"))
+    /// The session D-Bus; its address joins the desktop's environment.
+    fn start_session_bus(&mut self) -> Result<()> {
+        let mut bus = self.command("dbus-daemon");
+        let bus_log = std::fs::File::create(self.dir.join("dbus.log"))
             .context("cannot write the dbus log")?;
         bus.args(["--session", "--nofork", "--print-address=1"])
             .stdout(Stdio::piped())
@@ -216,7 +260,7 @@ impl PrivateDesktop {
                 let _ = BufReader::new(out).read_line(&mut line);
                 let _ = tx.send(line);
             });
-            desk.children.push(bus_child);
+            self.children.push(bus_child);
             rx.recv_timeout(START_TIMEOUT)
                 .map_err(|_| anyhow!("dbus-daemon did not print its address"))?
                 .trim()
@@ -225,14 +269,18 @@ impl PrivateDesktop {
         if address.is_empty() {
             bail!("dbus-daemon did not print its address");
         }
-        desk.env
+        self.env
             .push(("DBUS_SESSION_BUS_ADDRESS".into(), address.clone()));
+        Ok(())
+    }
 
-        let mut launcher = desk.command(BUS_LAUNCHER);
+    /// The AT-SPI bus, with accessibility switched on.
+    fn start_accessibility_bus(&mut self) -> Result<()> {
+        let mut launcher = self.command(BUS_LAUNCHER);
         launcher.arg("--launch-immediately");
-        desk.spawn_logged(launcher, "atspi")?;
+        self.spawn_logged(launcher, "atspi")?;
         wait_until("the accessibility bus", START_TIMEOUT, || {
-            desk.quiet(
+            self.quiet(
                 "dbus-send",
                 &[
                     "--session",
@@ -243,7 +291,7 @@ impl PrivateDesktop {
                 ],
             )
         })?;
-        if !desk.quiet(
+        if !self.quiet(
             "dbus-send",
             &[
                 "--session",
@@ -258,14 +306,17 @@ impl PrivateDesktop {
         ) {
             bail!("could not switch accessibility on in the private desktop (org.a11y.Status.IsEnabled)");
         }
+        Ok(())
+    }
 
-        let mut wm = desk.command("openbox");
+    /// The window manager (openbox); returns once it has announced itself on the root window.
+    fn start_window_manager(&mut self) -> Result<()> {
+        let mut wm = self.command("openbox");
         wm.arg("--sm-disable");
-        desk.spawn_logged(wm, "openbox")?;
+        self.spawn_logged(wm, "openbox")?;
         wait_until("the window manager", START_TIMEOUT, || {
-            desk.quiet("xprop", &["-root", "_NET_SUPPORTING_WM_CHECK"])
-        })?;
-        Ok(desk)
+            self.quiet("xprop", &["-root", "_NET_SUPPORTING_WM_CHECK"])
+        })
     }
 
     /// A command that runs inside the desktop (its environment, the mark), in a process group
@@ -430,7 +481,7 @@ pub struct Plan {
 /// session that ran on one. `Err` is a usage error (`--watch` without a private desktop, ...).
 pub fn plan(command: &crate::cli::Command) -> Result<Option<Plan>> {
     use crate::cli::Command;
-    use crate::mcp_cmd::McpCommand;
+    use crate::commands::mcp::McpCommand;
     let (desktop, private, desktops, batch) = match command {
         Command::Run(a) => (Some(a.desktop.clone()), a.private, 1, false),
         Command::Follow(a) => (Some(a.desktop.clone()), a.private, 1, false),

@@ -50,9 +50,9 @@ struct FileConfig {
     /// Default trajectory root.
     runs_dir: Option<PathBuf>,
     /// MCP servers (`[mcp.servers.<name>]`).
-    mcp: Option<crate::mcp_cmd::McpSection>,
+    mcp: Option<crate::extensions::McpSection>,
     /// Third-party agents (`[agents]`).
-    agents: Option<crate::mcp_cmd::AgentsSection>,
+    agents: Option<crate::extensions::AgentsSection>,
 }
 
 /// Everything `ufo run` needs, resolved.
@@ -75,9 +75,9 @@ pub struct Settings {
     /// Root of default trajectory folders.
     pub runs_dir: PathBuf,
     /// MCP servers.
-    pub mcp: crate::mcp_cmd::McpSection,
+    pub mcp: crate::extensions::McpSection,
     /// Third-party agents.
-    pub agents: crate::mcp_cmd::AgentsSection,
+    pub agents: crate::extensions::AgentsSection,
     /// What a configuration file or variable did to the CONFIRM gate (weakened it, or tried
     /// to and was overruled by a flag): printed on stderr, one warning each.
     pub warnings: Vec<String>,
@@ -184,8 +184,71 @@ fn policy_weakenings(policy: &SensitivePolicy, what: &str) -> Vec<String> {
     out
 }
 
+/// Who switched the CONFIRM gate's parts, layer by layer, until the flags decide.
+struct GateSources {
+    /// Who switched safe_guard off, if anyone (the file, then the environment), and whether
+    /// the person typed it on this command line (`--config FILE`).
+    guard_off_by: Option<(String, bool)>,
+    /// The confirm policy as text, and where it came from.
+    confirm_text: Option<(String, String)>,
+}
+
 /// Resolve settings: file (--config, else ./ufo.toml if present), then env, then flags.
 pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<Settings> {
+    let (path, mut file) = config_file(args)?;
+    let what = path
+        .as_ref()
+        .map(|p| format!("the configuration file {}", p.display()))
+        .unwrap_or_default();
+    let mut warnings = file_warnings(&file, &what, args.config.is_none());
+    let mut gate = GateSources {
+        guard_off_by: (file.safe_guard == Some(false)).then(|| {
+            (
+                format!("safe_guard = false in {what}"),
+                args.config.is_some(),
+            )
+        }),
+        confirm_text: None,
+    };
+    let mut c = Config::default();
+    take_file_keys(&mut c, &mut file);
+    gate.confirm_text = file
+        .confirm
+        .take()
+        .map(|t| (t, format!("confirm in {what}")));
+    apply_env(&mut c, &mut gate, env)?;
+    apply_limit_flags(&mut c, args)?;
+    let confirm = confirm_policy(args.confirm, gate.confirm_text, &mut warnings)?;
+    settle_guard(&mut c, gate.guard_off_by, args.confirm, &mut warnings);
+    if let Some(cost) = max_cost(env, file.max_cost)? {
+        c.max_cost = Some(cost);
+    }
+    let prices = file.prices.take().unwrap_or_default();
+    check_prices(&prices)?;
+    let (llm, app_llm) = model_specs(args, &mut file)?;
+    Ok(Settings {
+        config: c,
+        app_llm,
+        backup_llm: file.backup_llm,
+        prices,
+        launch: {
+            let mut l: Vec<(String, String)> =
+                file.launch.unwrap_or_default().into_iter().collect();
+            l.sort();
+            l
+        },
+        llm,
+        confirm,
+        runs_dir: file.runs_dir.unwrap_or_else(|| PathBuf::from("runs")),
+        mcp: file.mcp.unwrap_or_default(),
+        agents: file.agents.unwrap_or_default(),
+        warnings,
+    })
+}
+
+/// The configuration file's path (--config, else ./ufo.toml if present) and its contents
+/// (empty without one).
+fn config_file(args: &RunArgs) -> Result<(Option<PathBuf>, FileConfig)> {
     let path = args.config.clone().or_else(|| {
         let p = PathBuf::from("ufo.toml");
         p.exists().then_some(p)
@@ -194,31 +257,28 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
         Some(p) => load(p)?,
         None => FileConfig::default(),
     };
-    let mut c = Config::default();
+    Ok((path, file))
+}
+
+/// How the file `what` weakens the gate before any flag is read: its `[sensitive]` policy
+/// and, for ./ufo.toml (`found_here`), its launch commands.
+fn file_warnings(file: &FileConfig, what: &str, found_here: bool) -> Vec<String> {
     let mut warnings = Vec::new();
-    let file_name = |p: &Option<PathBuf>| {
-        p.as_ref()
-            .map(|p| format!("the configuration file {}", p.display()))
-            .unwrap_or_default()
-    };
-    // Who switched safe_guard off, if anyone (the file, then the environment), and whether
-    // the person typed it on this command line (`--config FILE`).
-    let mut guard_off_by = (file.safe_guard == Some(false)).then(|| {
-        (
-            format!("safe_guard = false in {}", file_name(&path)),
-            args.config.is_some(),
-        )
-    });
     if let Some(p) = &file.sensitive {
-        warnings.extend(policy_weakenings(p, &file_name(&path)));
+        warnings.extend(policy_weakenings(p, what));
     }
     // ./ufo.toml is picked up from the current folder, which may not be the person's own: its
     // launch commands are named, since each runs unconfirmed (a --config file was typed).
-    if args.config.is_none() {
-        warnings.extend(launch_exemptions(file.launch.as_ref(), &file_name(&path)));
+    if found_here {
+        warnings.extend(launch_exemptions(file.launch.as_ref(), what));
     }
+    warnings
+}
+
+/// The engine's keys the file sets, taken out of it into `c`.
+fn take_file_keys(c: &mut Config, file: &mut FileConfig) {
     macro_rules! take {
-        ($($f:ident),*) => { $( if let Some(v) = file.$f { c.$f = v; } )* };
+        ($($f:ident),*) => { $( if let Some(v) = file.$f.take() { c.$f = v; } )* };
     }
     take!(
         safe_guard,
@@ -237,15 +297,18 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
         multi_action,
         takeover_limit_s
     );
-    let mut confirm_text = file
-        .confirm
-        .clone()
-        .map(|t| (t, format!("confirm in {}", file_name(&path))));
+}
 
-    // Environment.
+/// The `UFO_*` environment variables over the file's values.
+fn apply_env(
+    c: &mut Config,
+    gate: &mut GateSources,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<()> {
     if let Some(v) = env("UFO_SAFE_GUARD") {
         c.safe_guard = parse_bool("UFO_SAFE_GUARD", &v)?;
-        guard_off_by = (!c.safe_guard).then(|| (format!("UFO_SAFE_GUARD={}", v.trim()), false));
+        gate.guard_off_by =
+            (!c.safe_guard).then(|| (format!("UFO_SAFE_GUARD={}", v.trim()), false));
     }
     if let Some(v) = env("UFO_ASK_QUESTION") {
         c.ask_question = parse_bool("UFO_ASK_QUESTION", &v)?;
@@ -273,10 +336,13 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
         c.takeover_limit_s = u64::from(parse_num("UFO_TAKEOVER_LIMIT_S", &v)?);
     }
     if let Some(v) = env("UFO_CONFIRM") {
-        confirm_text = Some((v, "UFO_CONFIRM".to_string()));
+        gate.confirm_text = Some((v, "UFO_CONFIRM".to_string()));
     }
+    Ok(())
+}
 
-    // Flags.
+/// `--max-steps` and `--max-rounds` over the file and the environment; neither limit may be 0.
+fn apply_limit_flags(c: &mut Config, args: &RunArgs) -> Result<()> {
     if let Some(n) = args.max_steps {
         c.max_steps = n;
     }
@@ -289,7 +355,17 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
     if c.max_rounds == 0 {
         bail!("max_rounds is 0; set it to 1 or more");
     }
-    let confirm = match (args.confirm, confirm_text) {
+    Ok(())
+}
+
+/// The confirm policy: the `--confirm` flag, else the text from the environment or the file
+/// (a warning when it approves everything), else ask.
+fn confirm_policy(
+    flag: Option<ConfirmPolicy>,
+    text: Option<(String, String)>,
+    warnings: &mut Vec<String>,
+) -> Result<ConfirmPolicy> {
+    Ok(match (flag, text) {
         (Some(p), _) => p,
         (None, Some((t, from))) => match t.trim().to_ascii_lowercase().as_str() {
             "ask" => ConfirmPolicy::Ask,
@@ -303,40 +379,59 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
             _ => bail!("confirm is {t:?}; use ask, yes or no"),
         },
         (None, None) => ConfirmPolicy::Ask,
+    })
+}
+
+/// Whether a `safe_guard = false` from the file or the environment stands, with a warning
+/// either way. A flag the person typed wins over the environment and the ./ufo.toml read from
+/// the current folder: `--confirm no` (or ask) is never turned into "approve everything" by a
+/// safe_guard = false they did not type. A file they name with --config is theirs.
+fn settle_guard(
+    c: &mut Config,
+    guard_off_by: Option<(String, bool)>,
+    flag: Option<ConfirmPolicy>,
+    warnings: &mut Vec<String>,
+) {
+    let Some((by, typed)) = guard_off_by else {
+        return;
     };
-    // A flag the person typed wins over the environment and the ./ufo.toml read from the
-    // current folder: `--confirm no` (or ask) is never turned into "approve everything" by a
-    // safe_guard = false they did not type. A file they name with --config is theirs.
-    if let Some((by, typed)) = guard_off_by {
-        match args.confirm {
-            Some(flag) if !typed => {
-                c.safe_guard = true;
-                warnings.push(format!(
-                    "{by} is ignored: --confirm {} on the command line decides what happens to held actions",
-                    flag.as_str()
-                ));
-            }
-            Some(flag) => warnings.push(format!(
-                "{by} approves every held action without asking, whatever --confirm {} says",
+    match flag {
+        Some(flag) if !typed => {
+            c.safe_guard = true;
+            warnings.push(format!(
+                "{by} is ignored: --confirm {} on the command line decides what happens to held actions",
                 flag.as_str()
-            )),
-            None => warnings.push(format!(
-                "{by} approves every held action without asking (pass --confirm no or --confirm ask to keep the gate)"
-            )),
+            ));
         }
+        Some(flag) => warnings.push(format!(
+            "{by} approves every held action without asking, whatever --confirm {} says",
+            flag.as_str()
+        )),
+        None => warnings.push(format!(
+            "{by} approves every held action without asking (pass --confirm no or --confirm ask to keep the gate)"
+        )),
     }
+}
+
+/// The cost budget: `UFO_MAX_COST`, else the file's `max_cost`, else none.
+fn max_cost(env: &dyn Fn(&str) -> Option<String>, file: Option<f64>) -> Result<Option<f64>> {
     if let Some(v) = env("UFO_MAX_COST") {
         let cost = v.trim().parse::<f64>().ok();
-        c.max_cost = Some(check_amount(cost, "UFO_MAX_COST", &v)?);
-    } else if let Some(cost) = file.max_cost {
-        c.max_cost = Some(check_amount(
+        return Ok(Some(check_amount(cost, "UFO_MAX_COST", &v)?));
+    }
+    file.map(|cost| {
+        check_amount(
             Some(cost),
             "max_cost in the configuration file",
             &cost.to_string(),
-        )?);
-    }
-    let prices = file.prices.unwrap_or_default();
-    for (spec, p) in &prices {
+        )
+    })
+    .transpose()
+}
+
+/// Every price of the file's `[prices]` is a valid amount.
+fn check_prices(prices: &HashMap<String, PriceEntry>) -> Result<()> {
+    for (spec, p) in prices {
         for (field, value) in [
             ("input_per_1k", p.input_per_1k),
             ("output_per_1k", p.output_per_1k),
@@ -348,34 +443,25 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
             )?;
         }
     }
-    // --llm names the model of every agent; otherwise the file's per-agent keys apply.
+    Ok(())
+}
+
+/// The host's and the AppAgents' model specs: --llm names the model of every agent;
+/// otherwise the file's per-agent keys apply.
+fn model_specs(args: &RunArgs, file: &mut FileConfig) -> Result<(String, String)> {
     let flag_llm = args.llm.clone();
-    let app_llm = flag_llm.clone().or(file.app_llm);
-    let llm = flag_llm.or(file.host_llm).or(file.llm).ok_or_else(|| {
-        anyhow::anyhow!(
-            "no model given; pass --llm (e.g. --llm openai:gpt-4o or --llm script:FILE.jsonl), \
-             set UFO_LLM, or put llm = \"...\" in ufo.toml"
-        )
-    })?;
+    let app_llm = flag_llm.clone().or(file.app_llm.take());
+    let llm = flag_llm
+        .or(file.host_llm.take())
+        .or(file.llm.take())
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "no model given; pass --llm (e.g. --llm openai:gpt-4o or --llm script:FILE.jsonl), \
+                 set UFO_LLM, or put llm = \"...\" in ufo.toml"
+            )
+        })?;
     let app_llm = app_llm.unwrap_or_else(|| llm.clone());
-    Ok(Settings {
-        config: c,
-        app_llm,
-        backup_llm: file.backup_llm,
-        prices,
-        launch: {
-            let mut l: Vec<(String, String)> =
-                file.launch.unwrap_or_default().into_iter().collect();
-            l.sort();
-            l
-        },
-        llm,
-        confirm,
-        runs_dir: file.runs_dir.unwrap_or_else(|| PathBuf::from("runs")),
-        mcp: file.mcp.unwrap_or_default(),
-        agents: file.agents.unwrap_or_default(),
-        warnings,
-    })
+    Ok((llm, app_llm))
 }
 
 /// The runs folder for `ufo runs`: `runs_dir` of the configuration file at `path` when it

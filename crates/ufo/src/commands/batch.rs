@@ -710,14 +710,14 @@ async fn run_task(
         },
     };
     let console = Console::new(Verbosity::Quiet);
-    let prepared = match crate::prepare(&run_args, &console, &cancel) {
+    let prepared = match crate::commands::run::prepare(&run_args, &console, &cancel) {
         Ok(p) => p,
-        Err(crate::Usage(e)) => {
+        Err(crate::commands::run::Usage(e)) => {
             r.reason = format!("configuration: {e:#}");
             return finish(r);
         }
     };
-    let desktop = match crate::connect_live(&prepared.settings.launch).await {
+    let desktop = match crate::desktop::connect_live(&prepared.settings.launch).await {
         Ok(d) => d,
         Err(e) => {
             r.reason = format!("{e:#}");
@@ -807,7 +807,7 @@ async fn run_setup(
 /// model use go into the result.
 async fn run_session(
     desktop: &ufo_linux::LinuxDesktop,
-    prepared: &crate::Prepared,
+    prepared: &crate::commands::run::Prepared,
     task: &Task,
     recorder: &mut crate::recorder::FileRecorder,
     cancel: Arc<AtomicBool>,

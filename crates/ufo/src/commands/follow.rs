@@ -1,7 +1,7 @@
 //! `ufo follow <PLAN.json>`: follower mode. The plan file holds a task and its steps; the
 //! session starts with the host's plan set to those steps and `mode = follower`, so the
 //! AppAgent's FINISH goes to Host FINISH and the round ends there. Everything else is
-//! `ufo run`'s pipeline (`crate::run`).
+//! `ufo run`'s pipeline (`crate::commands::run`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -111,5 +111,10 @@ pub async fn follow_command(args: FollowArgs, cancel: Arc<AtomicBool>) -> ExitCo
         private: args.private,
         output: args.output,
     };
-    crate::run(run_args, crate::Start::Follow(plan.steps), cancel).await
+    crate::commands::run::run(
+        run_args,
+        crate::commands::run::Start::Follow(plan.steps),
+        cancel,
+    )
+    .await
 }

@@ -318,6 +318,60 @@ fn end_view(e: &End) -> EndView {
 /// Render the report of a trajectory as HTML into `out`.
 pub fn render(t: &Trajectory, out: &mut dyn std::io::Write) -> Result<()> {
     let mut budget = Budget::default();
+    let (rounds, subtasks) = round_views(t, &mut budget);
+    let start = t.first_start().cloned().unwrap_or_default();
+    let end = t.final_end();
+    let (_, _, total_cost) = t.llm_totals();
+    let mut problems = t.problems.clone();
+    let blackboard = match t.blackboard() {
+        Ok(b) => b,
+        Err(e) => {
+            problems.push(e);
+            None
+        }
+    };
+    let step_count: usize = rounds.iter().map(|r| r.steps.len()).sum::<usize>() + t.omitted_steps;
+    let limits = limits(t, &budget);
+    let mut env = Environment::new();
+    env.add_template("report.html", TEMPLATE)
+        .context("the report template does not compile")?;
+    let tpl = env
+        .get_template("report.html")
+        .context("the report template is missing")?;
+    tpl.render_captured_to(
+        context! {
+            request => t.request().unwrap_or(""),
+            started => start.ts.clone().unwrap_or_default(),
+            llm => start.llm.clone(),
+            dir => t.dir.display().to_string(),
+            end => end.map(end_view),
+            rounds_run => end.and_then(|e| e.rounds),
+            resumes => t.resumes(),
+            total_cost => cost_text(total_cost),
+            calls => end.map(|e| e.llm.unwrap_or_default().calls),
+            prompt_tokens => end.map(|e| e.llm.unwrap_or_default().prompt_tokens),
+            completion_tokens => end.map(|e| e.llm.unwrap_or_default().completion_tokens),
+            problems,
+            limits,
+            rounds,
+            step_count,
+            subtasks,
+            has_blackboard => blackboard.is_some(),
+            bb_requests => blackboard_strings(blackboard.as_ref(), "requests"),
+            bb_questions => blackboard_questions(blackboard.as_ref()),
+            bb_trajectories => blackboard_trajectories(blackboard.as_ref()),
+            bb_json => blackboard.as_ref().and_then(|b| serde_json::to_string_pretty(b).ok()).unwrap_or_default(),
+            generated => chrono::Utc::now().to_rfc3339(),
+        },
+        out,
+    )
+    .context("rendering the report failed")?;
+    Ok(())
+}
+
+/// The steps grouped by round (a new group at each round and at each resume), and the
+/// subtasks the steps archived.
+fn round_views(t: &Trajectory, budget: &mut Budget) -> (Vec<RoundView>, Vec<SubtaskView>) {
     let mut rounds: Vec<RoundView> = Vec::new();
     let mut subtasks = Vec::new();
     // A new group starts at each round and at each resume (a later `session_start`).
@@ -371,24 +425,9 @@ pub fn render(t: &Trajectory, out: &mut dyn std::io::Write) -> Result<()> {
         current = Some(idx);
         match e {
             Record::Step(step) => {
-                let mut view = step_view(t, step, &mut budget);
+                let mut view = step_view(t, step, budget);
                 view.notes.splice(0..0, hand_over.drain(..));
-                if let Some(archive) = step
-                    .action
-                    .as_ref()
-                    .and_then(|a| a.get("archive"))
-                    .filter(|a| a.is_object())
-                {
-                    let status = text(archive, "status").to_string();
-                    subtasks.push(SubtaskView {
-                        seq: view.seq.clone(),
-                        agent: view.agent.clone(),
-                        subtask: text(archive, "subtask").to_string(),
-                        status_class: status_class(&status),
-                        status,
-                        result: text(archive, "result").to_string(),
-                    });
-                }
+                subtasks.extend(archived_subtask(step, &view));
                 rounds[idx].steps.push(view);
             }
             Record::RoundEnd(end) => rounds[idx].end = Some(end_view(end)),
@@ -399,34 +438,46 @@ pub fn render(t: &Trajectory, out: &mut dyn std::io::Write) -> Result<()> {
             | Record::Other => {}
         }
     }
-    let start = t.first_start().cloned().unwrap_or_default();
-    let end = t.final_end();
-    let (_, _, total_cost) = t.llm_totals();
-    let mut problems = t.problems.clone();
-    let blackboard = match t.blackboard() {
-        Ok(b) => b,
-        Err(e) => {
-            problems.push(e);
-            None
-        }
-    };
-    let bb_text = |k: &str| -> Vec<String> {
-        blackboard
-            .as_ref()
-            .and_then(|b| b.get(k))
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .map(|v| match v {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let questions: Vec<(String, String)> = blackboard
+    (rounds, subtasks)
+}
+
+/// The subtask a step archived (its action's `archive` object), if any.
+fn archived_subtask(step: &Step, view: &StepView) -> Option<SubtaskView> {
+    let archive = step
+        .action
         .as_ref()
+        .and_then(|a| a.get("archive"))
+        .filter(|a| a.is_object())?;
+    let status = text(archive, "status").to_string();
+    Some(SubtaskView {
+        seq: view.seq.clone(),
+        agent: view.agent.clone(),
+        subtask: text(archive, "subtask").to_string(),
+        status_class: status_class(&status),
+        status,
+        result: text(archive, "result").to_string(),
+    })
+}
+
+/// The blackboard's list `key` as texts (a non-string entry as its JSON).
+fn blackboard_strings(blackboard: Option<&Value>, key: &str) -> Vec<String> {
+    blackboard
+        .and_then(|b| b.get(key))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|v| match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The blackboard's questions as (question, answer) pairs.
+fn blackboard_questions(blackboard: Option<&Value>) -> Vec<(String, String)> {
+    blackboard
         .and_then(|b| b.get("questions"))
         .and_then(Value::as_array)
         .map(|a| {
@@ -443,14 +494,16 @@ pub fn render(t: &Trajectory, out: &mut dyn std::io::Write) -> Result<()> {
                 })
                 .collect()
         })
-        .unwrap_or_default();
-    let trajectories: Vec<Value> = blackboard
-        .as_ref()
+        .unwrap_or_default()
+}
+
+/// The blackboard's archived trajectories, as the template shows them.
+fn blackboard_trajectories(blackboard: Option<&Value>) -> Vec<TplValue> {
+    let trajectories: &[Value] = blackboard
         .and_then(|b| b.get("trajectories"))
         .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let trajectories: Vec<TplValue> = trajectories
+        .map_or(&[], Vec::as_slice);
+    trajectories
         .iter()
         .map(|tr| {
             let actions: Vec<String> = tr
@@ -471,44 +524,7 @@ pub fn render(t: &Trajectory, out: &mut dyn std::io::Write) -> Result<()> {
                 "actions": actions,
             }))
         })
-        .collect();
-    let step_count: usize = rounds.iter().map(|r| r.steps.len()).sum::<usize>() + t.omitted_steps;
-    let limits = limits(t, &budget);
-    let mut env = Environment::new();
-    env.add_template("report.html", TEMPLATE)
-        .context("the report template does not compile")?;
-    let tpl = env
-        .get_template("report.html")
-        .context("the report template is missing")?;
-    tpl.render_captured_to(
-        context! {
-            request => t.request().unwrap_or(""),
-            started => start.ts.clone().unwrap_or_default(),
-            llm => start.llm.clone(),
-            dir => t.dir.display().to_string(),
-            end => end.map(end_view),
-            rounds_run => end.and_then(|e| e.rounds),
-            resumes => t.resumes(),
-            total_cost => if total_cost > 0.0 { format!("{total_cost:.4}") } else { String::new() },
-            calls => end.map(|e| e.llm.unwrap_or_default().calls),
-            prompt_tokens => end.map(|e| e.llm.unwrap_or_default().prompt_tokens),
-            completion_tokens => end.map(|e| e.llm.unwrap_or_default().completion_tokens),
-            problems,
-            limits,
-            rounds,
-            step_count,
-            subtasks,
-            has_blackboard => blackboard.is_some(),
-            bb_requests => bb_text("requests"),
-            bb_questions => questions,
-            bb_trajectories => trajectories,
-            bb_json => blackboard.as_ref().and_then(|b| serde_json::to_string_pretty(b).ok()).unwrap_or_default(),
-            generated => chrono::Utc::now().to_rfc3339(),
-        },
-        out,
-    )
-    .context("rendering the report failed")?;
-    Ok(())
+        .collect()
 }
 
 /// What the page leaves out, one sentence each.

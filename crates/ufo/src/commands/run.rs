@@ -1,0 +1,316 @@
+//! `ufo run <REQUEST>`: one session on a desktop, recorded in a trajectory folder; also the
+//! pipeline `ufo resume` and `ufo follow` start their sessions with ([`run`], [`Start`]).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use ufo_core::agent::Services;
+use ufo_core::prompt::Prompts;
+use ufo_core::session::Checkpoint;
+use ufo_core::{Desktop, Session, SessionStatus};
+
+use super::{RunRecord, RUN_RECORD};
+use crate::cli::RunArgs;
+use crate::console::{Console, Verbosity};
+use crate::desktop::open_desktop;
+use crate::{
+    cancel, commands, extensions, logging, models, private, recorder, secret_env, settings, user,
+    EXIT_CANCELLED, EXIT_USAGE,
+};
+
+/// Write `run.json`: what `ufo resume` needs to continue the session. Paths are kept absolute
+/// so that a resume works from any folder.
+fn write_run_record(
+    args: &RunArgs,
+    settings: &settings::Settings,
+    recorder: &mut recorder::FileRecorder,
+) -> Result<(), ufo_core::RecorderError> {
+    let record = RunRecord {
+        // inside a private desktop the session is resumed on a private desktop again
+        desktop: if args.desktop == "live" && std::env::var_os(private::INSIDE_VAR).is_some() {
+            "private".to_string()
+        } else {
+            absolute_spec(&args.desktop)
+        },
+        llm: absolute_spec(&settings.llm),
+        confirm: settings.confirm,
+        config: args
+            .config
+            .as_ref()
+            .map(|c| std::path::absolute(c).unwrap_or_else(|_| c.clone())),
+        max_steps: settings.config.max_steps,
+    };
+    match serde_json::to_vec_pretty(&record) {
+        Ok(bytes) => ufo_core::Recorder::artifact(recorder, RUN_RECORD, &bytes).map(|_| ()),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Write the desktop's final state (`desktop_final.json`, simulated desktop), whole or not at
+/// all; the error when it could not be written.
+fn save_final_state(
+    desktop: &dyn Desktop,
+    recorder: &mut recorder::FileRecorder,
+) -> Option<ufo_core::RecorderError> {
+    let state = desktop.final_state()?;
+    match serde_json::to_vec_pretty(&state) {
+        Ok(bytes) => match ufo_core::Recorder::artifact(recorder, "desktop_final.json", &bytes) {
+            Ok(_) => None,
+            Err(e) => {
+                eprintln!("error: desktop_final.json: {e}");
+                Some(e)
+            }
+        },
+        Err(e) => {
+            eprintln!("warning: cannot serialise the desktop state: {e}");
+            None
+        }
+    }
+}
+
+/// The closing lines on stderr (unless `--quiet`) and, with `--report`, the report.
+fn summarise(args: &RunArgs, outcome: &ufo_core::SessionOutcome, out: &Path) {
+    if let Some(e) = &outcome.recorder_error {
+        eprintln!("error: the trajectory is incomplete: {e}");
+    }
+    if !args.output.quiet {
+        eprintln!(
+            "session ended {} ({}) after {} step(s), {} model call(s), {} prompt + {} completion tokens, cost {:.4}; trajectory in {}",
+            outcome.status.as_str(),
+            outcome.reason,
+            outcome.steps,
+            outcome.llm.calls,
+            outcome.llm.prompt_tokens,
+            outcome.llm.completion_tokens,
+            outcome.llm.cost,
+            out.display()
+        );
+        if let (SessionStatus::Error, Some(m)) = (outcome.status, &outcome.message) {
+            eprintln!("error: {}", ufo_core::inert(m));
+        }
+    }
+    if args.output.report {
+        match commands::report::write(out) {
+            Ok(path) => {
+                if !args.output.quiet {
+                    eprintln!("report: {}", path.display());
+                }
+            }
+            Err(e) => eprintln!("warning: cannot write the report: {e:#}"),
+        }
+    }
+}
+
+/// A desktop or model spec whose file part (`sim:FILE`, `script:FILE`, `replay:DIR`) is made
+/// absolute; other specs are returned as they are.
+fn absolute_spec(spec: &str) -> String {
+    for prefix in ["sim:", "script:", "replay:"] {
+        if let Some(path) = spec.strip_prefix(prefix) {
+            if let Ok(abs) = std::path::absolute(path) {
+                return format!("{prefix}{}", abs.display());
+            }
+        }
+    }
+    spec.to_string()
+}
+
+/// A usage or configuration problem: exit 2 with the message.
+pub(crate) struct Usage(pub(crate) anyhow::Error);
+
+/// How a session starts.
+pub(crate) enum Start {
+    /// A new session on the request.
+    New,
+    /// `ufo resume`: from a checkpoint.
+    Resume(Box<Checkpoint>),
+    /// `ufo follow`: follower mode with the host's plan set to these steps.
+    Follow(Vec<String>),
+}
+
+pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) -> ExitCode {
+    if args.request.trim().is_empty() {
+        eprintln!("error: the request is empty; say what to do, e.g. ufo run \"Compute 12 + 30 on the calculator\"");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let console = Console::new(Verbosity::from_flags(
+        args.output.quiet,
+        args.output.verbose,
+    ));
+    let mut prepared = match prepare(&args, &console, &cancel) {
+        Ok(p) => p,
+        Err(Usage(e)) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    if let Start::Follow(_) = start {
+        prepared.settings.config.mode = ufo_core::config::AgentMode::Follower;
+    }
+    // The folder is locked before anything runs and stays locked until the end.
+    let out_mode = match (&start, args.force) {
+        (Start::Resume(_), _) => recorder::OutMode::Append,
+        (_, true) => recorder::OutMode::Replace,
+        (_, false) => recorder::OutMode::New,
+    };
+    let out_lock = match recorder::OutLock::open(&prepared.out, out_mode) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let Prepared {
+        settings,
+        llm,
+        user,
+        out,
+        prompts,
+    } = prepared;
+    let desktop = match open_desktop(&args.desktop, &settings.launch).await {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let (mcp_tools, factory) = match extensions::tools(&settings.mcp)
+        .and_then(|t| Ok((t, extensions::factory(&settings.agents)?)))
+    {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    if out_mode == recorder::OutMode::Replace {
+        if let Err(e) = out_lock.clear() {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    }
+    let mut recorder = match recorder::FileRecorder::create_with(
+        &out,
+        console.clone(),
+        matches!(start, Start::Resume(_)),
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!(
+                "error: cannot create the trajectory folder {}: {e}; pass --out with a writable folder",
+                out.display()
+            );
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    logging::init(&console, Some(&out.join("ufo.log")));
+    tracing::info!(request = %args.request, out = %out.display(), "session starts");
+    console.start_status();
+    // The first Ctrl-C also cuts a model call in flight (and its retries).
+    let host_llm = cancel::CancellableLlm::new(llm.host(), cancel.clone());
+    let app_llm = cancel::CancellableLlm::new(llm.app(), cancel.clone());
+    let services = Services {
+        desktop: desktop.as_ref(),
+        host_llm: &host_llm,
+        app_llm: &app_llm,
+        user: &user,
+        config: &settings.config,
+        prompts: &prompts,
+        tools: mcp_tools.as_ref().map(|t| t as &dyn ufo_core::ToolProvider),
+    };
+    if let Err(e) = write_run_record(&args, &settings, &mut recorder) {
+        // A folder that cannot take run.json cannot take the trajectory either.
+        eprintln!("error: {e}");
+        return ExitCode::from(3);
+    }
+    let mut session = Session::new(services, Box::new(factory)).with_cancel(cancel);
+    let outcome = match start {
+        Start::Resume(checkpoint) => session.resume(*checkpoint, &mut recorder).await,
+        Start::Follow(steps) => session.follow(&args.request, steps, &mut recorder).await,
+        Start::New => session.run(&args.request, &mut recorder).await,
+    };
+    console.finish();
+    tracing::info!(status = outcome.status.as_str(), reason = %outcome.reason, "session ended");
+    drop(session);
+    if let Some(t) = &mcp_tools {
+        t.shutdown().await;
+    }
+    let final_error = save_final_state(desktop.as_ref(), &mut recorder);
+    summarise(&args, &outcome, &out);
+    drop(out_lock);
+    // A trajectory that could not be written whole is an ERROR whatever the session did.
+    if final_error.is_some() && outcome.status != SessionStatus::Cancelled {
+        return ExitCode::from(3);
+    }
+    ExitCode::from(match outcome.status {
+        SessionStatus::Finish => 0,
+        SessionStatus::Fail => 1,
+        SessionStatus::Error => 3,
+        SessionStatus::Cancelled => EXIT_CANCELLED,
+    })
+}
+
+pub(crate) struct Prepared {
+    pub(crate) settings: settings::Settings,
+    pub(crate) llm: models::Models,
+    pub(crate) user: user::CliUser,
+    pub(crate) out: PathBuf,
+    pub(crate) prompts: Prompts,
+}
+
+pub(crate) fn prepare(
+    args: &RunArgs,
+    console: &Arc<Console>,
+    cancel: &Arc<AtomicBool>,
+) -> Result<Prepared, Usage> {
+    let env = |k: &str| secret_env::var(k);
+    let settings = settings::resolve(args, &env).map_err(Usage)?;
+    for w in &settings.warnings {
+        eprintln!("warning: {}", ufo_core::inert(w));
+    }
+    let prompts = Prompts::new(&settings.config.prompts).map_err(|e| Usage(e.into()))?;
+    let llm = models::Models::build(&models::ModelPlan {
+        host: &settings.llm,
+        app: &settings.app_llm,
+        backup: settings.backup_llm.as_deref(),
+        prices: &settings.prices,
+        record: args.record.as_deref(),
+    })
+    .map_err(Usage)?;
+    let answers = match &args.answers {
+        Some(p) => read_lines(p, "--answers").map_err(Usage)?,
+        None => Vec::new(),
+    };
+    let requests = match &args.requests {
+        Some(p) => read_lines(p, "--requests").map_err(Usage)?,
+        None => Vec::new(),
+    };
+    let user = user::CliUser::with_console(settings.confirm, answers, requests, console.clone())
+        .with_cancel(cancel.clone());
+    let out = args.out.clone().unwrap_or_else(|| {
+        // Two runs started in the same second get folders of their own.
+        let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
+        let mut dir = settings.runs_dir.join(&stamp);
+        let mut n = 2;
+        while dir.exists() && n < 1000 {
+            dir = settings.runs_dir.join(format!("{stamp}-{n}"));
+            n += 1;
+        }
+        dir
+    });
+    Ok(Prepared {
+        settings,
+        llm,
+        user,
+        out,
+        prompts,
+    })
+}
+
+fn read_lines(path: &Path, flag: &str) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read {flag} file {}", path.display()))?;
+    Ok(text.lines().map(str::to_string).collect())
+}
