@@ -12,6 +12,7 @@ use ufo_core::{
 
 use crate::a11y::bus::A11yBus;
 use crate::a11y::vocab::ROOT_PATH;
+use crate::error::cause;
 use crate::launch::process_name;
 use crate::x11::annotate;
 use crate::x11::{parse_window_id, window_id, XWindow, X11};
@@ -108,9 +109,9 @@ impl LinuxDesktop {
     pub async fn connect(config: LinuxConfig) -> Result<LinuxDesktop, LinuxError> {
         let x = tokio::task::spawn_blocking(X11::connect)
             .await
-            .map_err(|e| LinuxError::X11 {
+            .map_err(|e| LinuxError::X11Request {
                 what: "connect".into(),
-                reason: e.to_string(),
+                source: cause(e.to_string()),
             })??;
         let bus = A11yBus::connect(config.call_timeout).await?;
         Ok(LinuxDesktop {
@@ -160,9 +161,9 @@ impl LinuxDesktop {
         let x = self.x.clone();
         tokio::task::spawn_blocking(move || f(&x))
             .await
-            .map_err(|e| LinuxError::X11 {
+            .map_err(|e| LinuxError::X11Request {
                 what: "worker".into(),
-                reason: e.to_string(),
+                source: cause(e.to_string()),
             })?
     }
 

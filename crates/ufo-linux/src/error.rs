@@ -2,45 +2,40 @@
 
 use ufo_core::DesktopError;
 
+/// The cause kept by an error variant: another library's error, or words ([`cause`]) when
+/// what went wrong is an answer that cannot be used.
+pub type Cause = Box<dyn std::error::Error + Send + Sync>;
+
+/// A cause known only as words, e.g. "the server has no screen 1".
+pub fn cause(reason: impl Into<String>) -> Cause {
+    reason.into().into()
+}
+
 /// Errors of the live Linux desktop backend.
 #[derive(Debug, thiserror::Error)]
 pub enum LinuxError {
     /// `DISPLAY` is not set.
     #[error("DISPLAY is not set; start a session with `scripts/desktop-session.sh up` and `source` the env file it prints, or run inside a desktop session")]
     NoDisplay,
-    /// The X server refused the connection or is not there.
-    #[error("cannot connect to the X server {display:?}: {reason}; check DISPLAY (is Xvfb or your desktop running?)")]
+    /// The X server could not be reached, or cannot serve the agent (no such screen, no
+    /// XTEST).
+    #[error("cannot connect to the X server {display:?}: {source}; check DISPLAY (is Xvfb or your desktop running?)")]
     X11Connect {
         /// The display tried.
         display: String,
-        /// Why it failed.
-        reason: String,
-    },
-    /// The X server could not be reached.
-    #[error("cannot connect to the X server {display:?}: {source}; check DISPLAY (is Xvfb or your desktop running?)")]
-    X11ConnectFailed {
-        /// The display tried.
-        display: String,
-        /// The connection's error.
+        /// The connection's error, or why the server cannot be used ([`cause`]).
         #[source]
-        source: x11rb::errors::ConnectError,
+        source: Cause,
     },
-    /// An X11 request failed on the connection or got an error reply.
+    /// An X11 request failed on the connection, got an error reply or an answer that cannot
+    /// be used.
     #[error("X11 request failed ({what}): {source}; the X server may have gone away, start the session again")]
     X11Request {
         /// What was asked.
         what: String,
-        /// The connection's or the server's error.
+        /// The connection's or the server's error, or why the answer cannot be used.
         #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
-    /// An X11 request gave an answer that cannot be used.
-    #[error("X11 request failed ({what}): {reason}; the X server may have gone away, start the session again")]
-    X11 {
-        /// What was asked.
-        what: String,
-        /// Why it failed.
-        reason: String,
+        source: Cause,
     },
     /// There is no session bus to find the accessibility bus through.
     #[error("cannot reach the accessibility bus: DBUS_SESSION_BUS_ADDRESS is not set; run inside a desktop session, or start one with `scripts/desktop-session.sh up` and `source` the env file it prints")]
@@ -54,23 +49,15 @@ pub enum LinuxError {
         #[source]
         source: Box<zbus::Error>,
     },
-    /// A D-Bus call failed.
-    #[error("accessibility call {what} failed: {reason}; the application may have closed, observe again")]
+    /// A D-Bus call failed: the application's error reply, the connection, the bus, or a
+    /// reply that does not decode.
+    #[error("accessibility call {what} failed: {source}; the application may have closed, observe again")]
     Call {
         /// Interface.method and object.
         what: String,
-        /// Why it failed.
-        reason: String,
-    },
-    /// A D-Bus call failed below the application (the connection, the bus, a reply that does
-    /// not decode).
-    #[error("accessibility call {what} failed: {source}; the application may have closed, observe again")]
-    CallFailed {
-        /// Interface.method and object.
-        what: String,
-        /// The D-Bus error (boxed: it is large).
+        /// The D-Bus error, or why the reply cannot be used ([`cause`]).
         #[source]
-        source: Box<zbus::Error>,
+        source: Cause,
     },
     /// A D-Bus call or a wait did not finish in time.
     #[error("{what} did not answer within {ms} ms; the application may be busy or hung, try again or raise the timeout")]

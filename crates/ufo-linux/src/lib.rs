@@ -55,7 +55,7 @@ pub use x11::takeover;
 
 pub use config::{default_launch_table, libreoffice_gtk3_installed, program_of, LinuxConfig};
 pub use desktop::LinuxDesktop;
-pub use error::LinuxError;
+pub use error::{cause, Cause, LinuxError};
 pub use observe::{ControlDetail, FullObservation, ObservationStats};
 
 use ufo_core::WindowInfo;

@@ -9,6 +9,7 @@ use serde::Serialize;
 use zbus::zvariant::{DynamicType, OwnedObjectPath, OwnedValue, Type};
 
 use crate::a11y::vocab::{iface, ROOT_PATH};
+use crate::error::cause;
 use crate::LinuxError;
 
 /// One accessible object.
@@ -250,12 +251,10 @@ impl A11yBus {
         R: DeserializeOwned + Type,
     {
         let msg = self.call_msg(dest, path, iface, method, body).await?;
-        msg.body()
-            .deserialize::<R>()
-            .map_err(|e| LinuxError::CallFailed {
-                what: format!("{iface}.{method} on {dest}{path} (its reply)"),
-                source: Box::new(e),
-            })
+        msg.body().deserialize::<R>().map_err(|e| LinuxError::Call {
+            what: format!("{iface}.{method} on {dest}{path} (its reply)"),
+            source: Box::new(e),
+        })
     }
 
     /// Call a method (through the application's direct connection when it has one); its
@@ -279,7 +278,7 @@ impl A11yBus {
                 Ok(Err(zbus::Error::MethodError(name, text, _))) => {
                     return Err(LinuxError::Call {
                         what: what(),
-                        reason: format!("{name}: {}", text.unwrap_or_default()),
+                        source: cause(format!("{name}: {}", text.unwrap_or_default())),
                     })
                 }
                 Ok(Err(_)) => {
@@ -299,7 +298,7 @@ impl A11yBus {
             .call_method(Some(dest), path, Some(iface), method, body);
         match tokio::time::timeout(self.timeout, fut).await {
             Ok(Ok(m)) => Ok(m),
-            Ok(Err(e)) => Err(LinuxError::CallFailed {
+            Ok(Err(e)) => Err(LinuxError::Call {
                 what: what(),
                 source: Box::new(e),
             }),
@@ -333,7 +332,7 @@ impl A11yBus {
             .await?;
         R::try_from(v).map_err(|e| LinuxError::Call {
             what: format!("{iface}.{name} on {dest}{path}"),
-            reason: format!("unexpected property type: {e}"),
+            source: cause(format!("unexpected property type: {e}")),
         })
     }
 
@@ -380,13 +379,10 @@ impl A11yBus {
             )
             .await?;
         let t_call = t.elapsed();
-        let raw: Vec<RawItem> = msg
-            .body()
-            .deserialize()
-            .map_err(|e| LinuxError::CallFailed {
-                what: format!("org.a11y.atspi.Cache.GetItems on {app} (its reply)"),
-                source: Box::new(e),
-            })?;
+        let raw: Vec<RawItem> = msg.body().deserialize().map_err(|e| LinuxError::Call {
+            what: format!("org.a11y.atspi.Cache.GetItems on {app} (its reply)"),
+            source: Box::new(e),
+        })?;
         tracing::debug!(
             items = raw.len(),
             bytes = msg.data().len(),

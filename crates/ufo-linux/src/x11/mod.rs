@@ -14,6 +14,7 @@ use x11rb::protocol::xproto::{
 use x11rb::protocol::xtest::ConnectionExt as _;
 use x11rb::rust_connection::RustConnection;
 
+use crate::error::cause;
 use crate::LinuxError;
 
 /// Parse a window id (`0x1a00004` or decimal).
@@ -109,9 +110,9 @@ impl X11 {
     pub fn connect() -> Result<X11, LinuxError> {
         let display = std::env::var("DISPLAY").map_err(|_| LinuxError::NoDisplay)?;
         let (conn, screen_num) =
-            x11rb::connect(Some(&display)).map_err(|source| LinuxError::X11ConnectFailed {
+            x11rb::connect(Some(&display)).map_err(|source| LinuxError::X11Connect {
                 display: display.clone(),
-                source,
+                source: Box::new(source),
             })?;
         let screen = conn
             .setup()
@@ -119,7 +120,7 @@ impl X11 {
             .get(screen_num)
             .ok_or_else(|| LinuxError::X11Connect {
                 display: display.clone(),
-                reason: format!("screen {screen_num} does not exist"),
+                source: cause(format!("screen {screen_num} does not exist")),
             })?;
         let root = screen.root;
         let (screen_w, screen_h) = (
@@ -137,7 +138,7 @@ impl X11 {
         if !has_xtest {
             return Err(LinuxError::X11Connect {
                 display,
-                reason: "the X server lacks the XTEST extension needed for input".into(),
+                source: cause("the X server lacks the XTEST extension needed for input"),
             });
         }
         Ok(X11 {
@@ -285,9 +286,9 @@ impl X11 {
         let y1 = (y + h as i32).clamp(0, self.screen_h as i32);
         let (cw, ch) = ((x1 - x0).max(0) as u32, (y1 - y0).max(0) as u32);
         if cw == 0 || ch == 0 {
-            return Err(LinuxError::X11 {
+            return Err(LinuxError::X11Request {
                 what: "GetImage".into(),
-                reason: format!("the rectangle {x},{y} {w}x{h} is off screen"),
+                source: cause(format!("the rectangle {x},{y} {w}x{h} is off screen")),
             });
         }
         let reply = self
@@ -307,12 +308,12 @@ impl X11 {
         let depth = reply.depth;
         let n = (cw * ch) as usize;
         if depth != 24 && depth != 32 || reply.data.len() < n * 4 {
-            return Err(LinuxError::X11 {
+            return Err(LinuxError::X11Request {
                 what: "GetImage".into(),
-                reason: format!(
+                source: cause(format!(
                     "unsupported screen format (depth {depth}, {} bytes for {n} pixels); run the X server at 24-bit depth",
                     reply.data.len()
-                ),
+                )),
             });
         }
         let mut data = Vec::with_capacity(n * 3);
@@ -397,13 +398,13 @@ impl X11 {
             .map_err(xerr("GetImage"))?;
         let stride = reply.data.len() / ch;
         if stride < cw * 4 {
-            return Err(LinuxError::X11 {
+            return Err(LinuxError::X11Request {
                 what: "GetImage".into(),
-                reason: format!(
+                source: cause(format!(
                     "unsupported screen format (depth {}, {} bytes for {cw}x{ch} pixels); run the X server at 24-bit depth",
                     reply.depth,
                     reply.data.len()
-                ),
+                )),
             });
         }
         Ok(Look {

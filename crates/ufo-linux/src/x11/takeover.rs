@@ -23,6 +23,7 @@ use x11rb::protocol::xproto::ConnectionExt as _;
 use x11rb::protocol::Event;
 use x11rb::rust_connection::RustConnection;
 
+use crate::error::cause;
 use crate::x11::xerr;
 use crate::LinuxError;
 
@@ -68,9 +69,9 @@ impl PersonWatch {
     fn start() -> Result<PersonWatch, LinuxError> {
         let display = std::env::var("DISPLAY").map_err(|_| LinuxError::NoDisplay)?;
         let (conn, screen) =
-            x11rb::connect(Some(&display)).map_err(|source| LinuxError::X11ConnectFailed {
+            x11rb::connect(Some(&display)).map_err(|source| LinuxError::X11Connect {
                 display: display.clone(),
-                source,
+                source: Box::new(source),
             })?;
         let version = conn
             .xinput_xi_query_version(2, 2)
@@ -78,21 +79,21 @@ impl PersonWatch {
             .reply()
             .map_err(xerr("XIQueryVersion (is XInput 2 missing?)"))?;
         if (version.major_version, version.minor_version) < (2, 1) {
-            return Err(LinuxError::X11 {
+            return Err(LinuxError::X11Request {
                 what: "XIQueryVersion".into(),
-                reason: format!(
+                source: cause(format!(
                     "XInput {}.{} has no raw events (2.1 needed)",
                     version.major_version, version.minor_version
-                ),
+                )),
             });
         }
         let root = conn
             .setup()
             .roots
             .get(screen)
-            .ok_or_else(|| LinuxError::X11 {
+            .ok_or_else(|| LinuxError::X11Request {
                 what: "the screen".into(),
-                reason: format!("the server has no screen {screen}"),
+                source: cause(format!("the server has no screen {screen}")),
             })?
             .root;
         let pause = pause_keycodes(&conn)?;
