@@ -119,7 +119,7 @@ fn parse_label(label: &str, count: usize) -> Option<usize> {
         .map(|n| n - 1)
 }
 
-/// Find the index of the control a model means for `function` (DESIGN.md "Control
+/// Find the index of the control a model means for `function` (README.md, "Control
 /// resolution"). The label picks the control when its name matches `text` (or `text` is
 /// empty). Otherwise `text` is matched against the names: exact matches, else
 /// case-insensitive ones; several are narrowed to those whose role fits the function, then to
