@@ -45,13 +45,13 @@ pub enum Command {
     /// problem is printed with its fix. Exit 0 all well, 1 something missing, 2 bad usage.
     Doctor(crate::commands::doctor::DoctorArgs),
     /// The Model Context Protocol: `ufo mcp serve` exposes this desktop to MCP clients.
-    Mcp(crate::commands::mcp::McpArgs),
+    Mcp(McpArgs),
     /// Run a suite of OSWorld-format tasks on the live desktop, judge each with its
     /// evaluator, and print the summary table.
-    Batch(Box<crate::commands::batch::BatchArgs>),
+    Batch(Box<BatchArgs>),
     /// Follower mode: carry out a given plan (`{"task": ..., "steps": [...]}`); the AppAgent's
     /// FINISH ends the session.
-    Follow(crate::commands::follow::FollowArgs),
+    Follow(FollowArgs),
     /// Internal: ends a private desktop when the ufo that started it ends.
     #[command(hide = true)]
     PrivateReaper {
@@ -91,7 +91,7 @@ pub struct ResumeArgs {
     pub llm: Option<String>,
 
     /// Most processor steps in the whole session, counting the steps already taken.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::cli::count)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
     pub max_steps: Option<u32>,
 
     /// CONFIRM policy (default: the original run's).
@@ -182,11 +182,11 @@ pub struct RunArgs {
     pub force: bool,
 
     /// Most processor steps in the session.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::cli::count)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
     pub max_steps: Option<u32>,
 
     /// Most rounds (follow-up requests) in the session.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::cli::count)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
     pub max_rounds: Option<u32>,
 
     /// What to do with actions the model wants confirmed. `ask` without a terminal means no.
@@ -257,4 +257,166 @@ pub struct PrivateArgs {
     /// With `--desktop private`: give the private desktop a fresh, empty HOME instead of yours.
     #[arg(long)]
     pub scratch_home: bool,
+}
+
+/// Options of `ufo batch`.
+#[derive(Debug, Args)]
+pub struct BatchArgs {
+    /// Task files (OSWorld JSON) or folders of them (searched recursively for `*.json`).
+    #[arg(value_name = "TASKS", required_unless_present = "worker")]
+    pub tasks: Vec<PathBuf>,
+
+    /// Model for tasks without a `ufo_script`: `openai:<model>`, `anthropic:<model>`, ...
+    /// Without it, such tasks are skipped.
+    #[arg(long, value_name = "SPEC", env = "UFO_LLM")]
+    pub llm: Option<String>,
+
+    /// Batch folder: `results.jsonl`, `summary.txt` and one folder per task
+    /// (default runs/batch-<timestamp>); one that holds a batch's results is refused unless
+    /// --force is given.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Replace the batch results already in the --out folder.
+    #[arg(long)]
+    pub force: bool,
+
+    /// Desktop the tasks run on: `live` (this session and the --display-env sessions) or
+    /// `private` (ufo starts one private desktop per job and ends them at the end).
+    #[arg(long, default_value = "live", value_name = "live|private")]
+    pub desktop: String,
+
+    /// The private desktops' options.
+    #[command(flatten)]
+    pub private: PrivateArgs,
+
+    /// Tasks run at once, each job on its own desktop session (see --display-env).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub jobs: usize,
+
+    /// The env file of a desktop session (`$UFO_SESSION_DIR/env` of
+    /// scripts/desktop-session.sh), once per job in order. Job 1 without one uses this
+    /// process's environment.
+    #[arg(long = "display-env", value_name = "FILE")]
+    pub display_env: Vec<PathBuf>,
+
+    /// Configuration file (ufo.toml), as for `ufo run`.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Most processor steps per task.
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u32>,
+
+    /// What to do with actions the model wants confirmed (unattended: `ask` means no).
+    #[arg(long, value_enum, value_name = "ask|yes|no")]
+    pub confirm: Option<ConfirmPolicy>,
+
+    /// Also judge every task that ran with the LLM evaluation agent (UFO's EvaluationAgent:
+    /// reason, sub-scores, complete yes/no/unsure), using this model; the verdict goes into the
+    /// result as `llm_eval` (the task's own evaluator still decides passed/failed).
+    #[arg(long, value_name = "SPEC")]
+    pub eval_llm: Option<String>,
+
+    /// Longest time one task may take, in seconds (1 to 604800, a week); the worker is killed
+    /// after it.
+    #[arg(long, value_name = "SECS", default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(1..=604_800))]
+    pub task_timeout: u64,
+
+    /// No progress bar and no per-task lines (the summary table is still printed).
+    #[arg(long, short)]
+    pub quiet: bool,
+
+    /// Internal: run one task in this process (used by the coordinator).
+    #[arg(long, hide = true, value_name = "TASK")]
+    pub worker: Option<PathBuf>,
+
+    /// Internal: the worker's task folder.
+    #[arg(long, hide = true, value_name = "DIR")]
+    pub worker_out: Option<PathBuf>,
+}
+
+/// Options of `ufo follow`.
+#[derive(Debug, Args)]
+pub struct FollowArgs {
+    /// The plan: `{"task": "...", "steps": ["...", ...]}`.
+    #[arg(value_name = "PLAN.json")]
+    pub plan: PathBuf,
+
+    /// Desktop to act on: `live`, `private` or `sim:<SCENARIO.json>`.
+    #[arg(long, default_value = "live", value_name = "live|private|sim:FILE")]
+    pub desktop: String,
+
+    /// Model, as for `ufo run`.
+    #[arg(long, value_name = "SPEC", env = "UFO_LLM")]
+    pub llm: Option<String>,
+
+    /// Trajectory folder (default runs/<timestamp>), refused if it holds a trajectory
+    /// unless --force is given.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Replace the trajectory already in the --out folder.
+    #[arg(long)]
+    pub force: bool,
+
+    /// Most processor steps.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
+    pub max_steps: Option<u32>,
+
+    /// What to do with actions the model wants confirmed.
+    #[arg(long, value_enum, value_name = "ask|yes|no")]
+    pub confirm: Option<ConfirmPolicy>,
+
+    /// Configuration file (ufo.toml).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// The private desktop's options, as for `ufo run`.
+    #[command(flatten)]
+    pub private: PrivateArgs,
+
+    /// Progress, detail and the report, as for `ufo run`.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `ufo mcp ...`
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: McpCommand,
+}
+
+/// Subcommands of `ufo mcp`.
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Serve this desktop to any MCP client over stdio: list windows, observe a window
+    /// (controls + annotated screenshot), act on a control, type, launch an application.
+    Serve(ServeArgs),
+}
+
+/// Options of `ufo mcp serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Desktop to serve: `live` (this Linux session), `private` (a desktop of ufo's own, ended
+    /// with the server) or `sim:<SCENARIO.json>` (simulated).
+    #[arg(long, default_value = "live", value_name = "live|private|sim:FILE")]
+    pub desktop: String,
+
+    /// The private desktop's options.
+    #[command(flatten)]
+    pub private: PrivateArgs,
+
+    /// Allow the tools that change the desktop (act, type_text, launch_app); without it they
+    /// are refused.
+    #[arg(long)]
+    pub allow_actions: bool,
+
+    /// Configuration file (ufo.toml, default ./ufo.toml when present): its `[launch]` table
+    /// adds to the built-in one for `launch_app`. Its other keys are checked but unused.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }

@@ -481,7 +481,7 @@ pub struct Plan {
 /// session that ran on one. `Err` is a usage error (`--watch` without a private desktop, ...).
 pub fn plan(command: &crate::cli::Command) -> Result<Option<Plan>> {
     use crate::cli::Command;
-    use crate::commands::mcp::McpCommand;
+    use crate::cli::McpCommand;
     let (desktop, private, desktops, batch) = match command {
         Command::Run(a) => (Some(a.desktop.clone()), a.private, 1, false),
         Command::Follow(a) => (Some(a.desktop.clone()), a.private, 1, false),

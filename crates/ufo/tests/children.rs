@@ -10,30 +10,6 @@ use serde_json::{json, Value};
 
 use common::*;
 
-/// Every file under `dir`, recursively.
-fn files(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                todo.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
-fn write_script(dir: &Path, lines: &[Value]) -> String {
-    let path = dir.join("script.jsonl");
-    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
-    std::fs::write(&path, text.join("\n") + "\n").expect("write script");
-    path.display().to_string()
-}
-
 /// Defect 1: the shell agent's `echo $OPENAI_API_KEY` (allow-listed: it runs unconfirmed)
 /// printed the key into events.jsonl, the log, the checkpoint and the next prompt. The key is
 /// in ufo's environment; it is in no file of `--out` and not on stderr.
@@ -95,7 +71,7 @@ fn the_shell_agent_cannot_print_the_provider_keys() {
     let events = std::fs::read_to_string(out.join("events.jsonl")).expect("events");
     // the command ran (unconfirmed) and printed empty brackets
     assert!(events.contains("[] [] []"), "{events}");
-    let all = files(&out);
+    let all = files_under(&out);
     assert!(all.len() > 3, "{all:?}");
     for key in [OPENAI, ANTHROPIC, UFO] {
         assert!(!stderr.contains(key), "{key} on stderr");

@@ -17,30 +17,6 @@ const OPENAI: &str = "sk-openai-proc-probe-4e1d8a";
 const PGPASS: &str = "pg-password-probe-93b2c7";
 const FROM_FILE: &str = "sk-ant-file-probe-6f0b3e";
 
-/// Every file under `dir`, recursively.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                todo.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
-fn write_script(dir: &Path, lines: &[Value]) -> String {
-    let path = dir.join("script.jsonl");
-    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
-    std::fs::write(&path, text.join("\n") + "\n").expect("write script");
-    path.display().to_string()
-}
-
 fn host_assigns_shell() -> Value {
     json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
         "Current Sub-Task": "Run it", "ControlText": "shell", "Status": "ASSIGN"}})
@@ -63,15 +39,6 @@ fn shell_config(dir: &Path, extra: &str) -> PathBuf {
     )
     .expect("write config");
     config
-}
-
-fn sim_desktop() -> String {
-    format!(
-        "sim:{}",
-        scenario_dir("sensitive_click")
-            .join("desktop.json")
-            .display()
-    )
 }
 
 /// Critical defect 2: `cat /proc/$PPID/environ` (allow-listed, unconfirmed) printed ufo's own
@@ -108,7 +75,7 @@ fn a_command_reads_no_key_from_ufos_proc_files_and_no_record_holds_one() {
         .env("OPENAI_API_KEY", OPENAI)
         .env("PGPASSWORD", PGPASS)
         .env("ANTHROPIC_API_KEY", FROM_FILE)
-        .args(["run", "--desktop", &sim_desktop(), "--llm"])
+        .args(["run", "--desktop", &sensitive_click_desktop(), "--llm"])
         .arg(format!("script:{script}"))
         .arg("--config")
         .arg(&config)
@@ -125,8 +92,8 @@ fn a_command_reads_no_key_from_ufos_proc_files_and_no_record_holds_one() {
     let events = std::fs::read_to_string(out.join("events.jsonl")).expect("events");
     assert!(events.contains("PATH="), "the environ was read: {events}");
     assert!(events.contains("token=***"), "{events}");
-    let mut all = files(&out);
-    all.extend(files(&record));
+    let mut all = files_under(&out);
+    all.extend(files_under(&record));
     assert!(all.len() > 4, "{all:?}");
     for key in [OPENAI, PGPASS, FROM_FILE] {
         assert!(!stderr.contains(key), "{key} on stderr");
@@ -196,7 +163,7 @@ fn no_process_of_the_ufo_tree_shows_a_key_and_ufo_is_not_dumpable() {
         .current_dir(tmp.path())
         .env("OPENAI_API_KEY", OPENAI)
         .env("PGPASSWORD", PGPASS)
-        .args(["run", "--desktop", &sim_desktop(), "--llm"])
+        .args(["run", "--desktop", &sensitive_click_desktop(), "--llm"])
         .arg(format!("script:{script}"))
         .arg("--config")
         .arg(&config)
@@ -297,7 +264,7 @@ fn ufo_is_not_dumpable_so_its_children_cannot_read_its_proc_files() {
     let output = cmd
         .current_dir(tmp.path())
         .env("OPENAI_API_KEY", OPENAI)
-        .args(["run", "--desktop", &sim_desktop(), "--llm"])
+        .args(["run", "--desktop", &sensitive_click_desktop(), "--llm"])
         .arg(format!("script:{script}"))
         .arg("--config")
         .arg(&config)
@@ -352,7 +319,7 @@ fn commands_run_with_memory_and_cpu_limits() {
         .current_dir(tmp.path())
         .env("UFO_CHILD_MEMORY_MB", "256")
         .env("UFO_CHILD_CPU_SECS", "2")
-        .args(["run", "--desktop", &sim_desktop(), "--llm"])
+        .args(["run", "--desktop", &sensitive_click_desktop(), "--llm"])
         .arg(format!("script:{script}"))
         .arg("--config")
         .arg(&config)

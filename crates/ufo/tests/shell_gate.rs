@@ -80,15 +80,6 @@ fn shell(command: &str, status: &str) -> Value {
         "Command": command, "Status": status}})
 }
 
-fn sim_desktop() -> String {
-    format!(
-        "sim:{}",
-        scenario_dir("sensitive_click")
-            .join("desktop.json")
-            .display()
-    )
-}
-
 fn events(out: &Path) -> Vec<Value> {
     std::fs::read_to_string(out.join("events.jsonl"))
         .unwrap_or_default()
@@ -119,7 +110,7 @@ fn a_unicode_space_cannot_smuggle_rm_past_the_allow_list() {
     let out = b.path().join("out");
     let output = ufo()
         .current_dir(b.path())
-        .args(["run", "--desktop", &sim_desktop(), "--llm"])
+        .args(["run", "--desktop", &sensitive_click_desktop(), "--llm"])
         .arg(format!("script:{}", script.display()))
         .arg("--config")
         .arg(&config)
@@ -184,7 +175,7 @@ fn held_rm(b: &Bench, extra_config: &str, env: &[(&str, &str)]) -> std::process:
     );
     let mut cmd = ufo();
     cmd.current_dir(b.path())
-        .args(["run", "--desktop", &sim_desktop(), "--llm"])
+        .args(["run", "--desktop", &sensitive_click_desktop(), "--llm"])
         .arg(format!("script:{}", script.display()))
         .args(["--confirm", "no", "--out"])
         .arg(b.path().join("out"))
@@ -240,7 +231,7 @@ fn a_config_that_weakens_the_gate_is_named_on_stderr() {
     let script = b.script("script.jsonl", &[host("FINISH", "", "")]);
     let output = ufo()
         .current_dir(b.path())
-        .args(["run", "--desktop", &sim_desktop(), "--llm"])
+        .args(["run", "--desktop", &sensitive_click_desktop(), "--llm"])
         .arg(format!("script:{}", script.display()))
         .arg("--out")
         .arg(b.path().join("out"))
@@ -265,7 +256,7 @@ fn interrupted_session(b: &Bench) -> PathBuf {
     let out = b.path().join("out");
     let output = ufo()
         .current_dir(b.path())
-        .args(["run", "--desktop", &sim_desktop(), "--llm"])
+        .args(["run", "--desktop", &sensitive_click_desktop(), "--llm"])
         .arg(format!("script:{}", script.display()))
         .arg("--config")
         .arg(&config)

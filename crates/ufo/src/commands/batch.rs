@@ -16,93 +16,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 use ufo_batch::{Task, TaskResult, TaskStatus};
 use ufo_core::agent::{AppAgentFactory, Services};
 use ufo_core::{Desktop, Session};
 
-use crate::cli::{ConfirmPolicy, RunArgs};
+use crate::cli::{BatchArgs, ConfirmPolicy, RunArgs};
 use crate::console::{Console, Verbosity};
-
-/// Options of `ufo batch`.
-#[derive(Debug, Args)]
-pub struct BatchArgs {
-    /// Task files (OSWorld JSON) or folders of them (searched recursively for `*.json`).
-    #[arg(value_name = "TASKS", required_unless_present = "worker")]
-    pub tasks: Vec<PathBuf>,
-
-    /// Model for tasks without a `ufo_script`: `openai:<model>`, `anthropic:<model>`, ...
-    /// Without it, such tasks are skipped.
-    #[arg(long, value_name = "SPEC", env = "UFO_LLM")]
-    pub llm: Option<String>,
-
-    /// Batch folder: `results.jsonl`, `summary.txt` and one folder per task
-    /// (default runs/batch-<timestamp>); one that holds a batch's results is refused unless
-    /// --force is given.
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-
-    /// Replace the batch results already in the --out folder.
-    #[arg(long)]
-    pub force: bool,
-
-    /// Desktop the tasks run on: `live` (this session and the --display-env sessions) or
-    /// `private` (ufo starts one private desktop per job and ends them at the end).
-    #[arg(long, default_value = "live", value_name = "live|private")]
-    pub desktop: String,
-
-    /// The private desktops' options.
-    #[command(flatten)]
-    pub private: crate::cli::PrivateArgs,
-
-    /// Tasks run at once, each job on its own desktop session (see --display-env).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub jobs: usize,
-
-    /// The env file of a desktop session (`$UFO_SESSION_DIR/env` of
-    /// scripts/desktop-session.sh), once per job in order. Job 1 without one uses this
-    /// process's environment.
-    #[arg(long = "display-env", value_name = "FILE")]
-    pub display_env: Vec<PathBuf>,
-
-    /// Configuration file (ufo.toml), as for `ufo run`.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-
-    /// Most processor steps per task.
-    #[arg(long, value_name = "N")]
-    pub max_steps: Option<u32>,
-
-    /// What to do with actions the model wants confirmed (unattended: `ask` means no).
-    #[arg(long, value_enum, value_name = "ask|yes|no")]
-    pub confirm: Option<ConfirmPolicy>,
-
-    /// Also judge every task that ran with the LLM evaluation agent (UFO's EvaluationAgent:
-    /// reason, sub-scores, complete yes/no/unsure), using this model; the verdict goes into the
-    /// result as `llm_eval` (the task's own evaluator still decides passed/failed).
-    #[arg(long, value_name = "SPEC")]
-    pub eval_llm: Option<String>,
-
-    /// Longest time one task may take, in seconds (1 to 604800, a week); the worker is killed
-    /// after it.
-    #[arg(long, value_name = "SECS", default_value_t = 600,
-          value_parser = clap::value_parser!(u64).range(1..=604_800))]
-    pub task_timeout: u64,
-
-    /// No progress bar and no per-task lines (the summary table is still printed).
-    #[arg(long, short)]
-    pub quiet: bool,
-
-    /// Internal: run one task in this process (used by the coordinator).
-    #[arg(long, hide = true, value_name = "TASK")]
-    pub worker: Option<PathBuf>,
-
-    /// Internal: the worker's task folder.
-    #[arg(long, hide = true, value_name = "DIR")]
-    pub worker_out: Option<PathBuf>,
-}
 
 /// Name of a worker's result file in its task folder.
 const RESULT_FILE: &str = "result.json";

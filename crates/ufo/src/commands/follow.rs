@@ -3,60 +3,13 @@
 //! AppAgent's FINISH goes to Host FINISH and the round ends there. Everything else is
 //! `ufo run`'s pipeline (`crate::commands::run`).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use crate::cli::{ConfirmPolicy, OutputArgs, PrivateArgs, RunArgs};
+use crate::cli::{FollowArgs, RunArgs};
 use anyhow::{anyhow, Context, Result};
-use clap::Args;
 use serde::Deserialize;
-
-/// Options of `ufo follow`.
-#[derive(Debug, Args)]
-pub struct FollowArgs {
-    /// The plan: `{"task": "...", "steps": ["...", ...]}`.
-    #[arg(value_name = "PLAN.json")]
-    pub plan: PathBuf,
-
-    /// Desktop to act on: `live`, `private` or `sim:<SCENARIO.json>`.
-    #[arg(long, default_value = "live", value_name = "live|private|sim:FILE")]
-    pub desktop: String,
-
-    /// Model, as for `ufo run`.
-    #[arg(long, value_name = "SPEC", env = "UFO_LLM")]
-    pub llm: Option<String>,
-
-    /// Trajectory folder (default runs/<timestamp>), refused if it holds a trajectory
-    /// unless --force is given.
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-
-    /// Replace the trajectory already in the --out folder.
-    #[arg(long)]
-    pub force: bool,
-
-    /// Most processor steps.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::cli::count)]
-    pub max_steps: Option<u32>,
-
-    /// What to do with actions the model wants confirmed.
-    #[arg(long, value_enum, value_name = "ask|yes|no")]
-    pub confirm: Option<ConfirmPolicy>,
-
-    /// Configuration file (ufo.toml).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-
-    /// The private desktop's options, as for `ufo run`.
-    #[command(flatten)]
-    pub private: PrivateArgs,
-
-    /// Progress, detail and the report, as for `ufo run`.
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
 
 /// A plan file.
 #[derive(Debug, Deserialize)]

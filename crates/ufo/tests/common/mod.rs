@@ -577,3 +577,39 @@ pub const AERR: (&str, &str) = ("app", "ERROR");
 pub const APEND: (&str, &str) = ("app", "PENDING");
 /// App CONFIRM.
 pub const ACONF: (&str, &str) = ("app", "CONFIRM");
+
+/// Every file under `dir`, recursively (to look for what must be in no file of a trajectory).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// Write the scripted model's `lines` to `dir/script.jsonl`; its path.
+pub fn write_script(dir: &Path, lines: &[Value]) -> String {
+    let path = dir.join("script.jsonl");
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(&path, text.join("\n") + "\n").expect("write script");
+    path.display().to_string()
+}
+
+/// The `--desktop` spec of the simulated desktop of the gate tests (a window with a
+/// "Delete All" button; the host's `Bash` is recorded, not run).
+pub fn sensitive_click_desktop() -> String {
+    format!(
+        "sim:{}",
+        scenario_dir("sensitive_click")
+            .join("desktop.json")
+            .display()
+    )
+}
