@@ -305,53 +305,56 @@ fn resume(b: &Bench, out: &Path) -> std::process::Output {
         .expect("ufo resume runs")
 }
 
+/// Resume a session whose folder was prepared with `confirm` and a config holding `extra`
+/// (see [`prepare`]); the victim file must still be on disk. The bench (its folder goes
+/// with it), the trajectory folder and stderr.
+fn resume_prepared(confirm: &str, extra: &str) -> (Bench, PathBuf, String) {
+    let b = Bench::new();
+    let out = interrupted_session(&b);
+    prepare(&b, &out, confirm, extra);
+    let output = resume(&b, &out);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        b.victim_survived(),
+        "the planted rm ran ({confirm}, {extra:?}):\n{stderr}"
+    );
+    (b, out, stderr)
+}
+
+/// Whether stderr has a `warning:` line holding every one of `words`.
+fn warns(stderr: &str, words: &[&str]) -> bool {
+    stderr
+        .lines()
+        .any(|l| l.starts_with("warning:") && words.iter().all(|w| l.contains(w)))
+}
+
+/// Whether the planted `rm -rf VICTIM` reached the shell agent and was held.
+fn rm_was_held(out: &Path) -> bool {
+    events(out).into_iter().any(|e| {
+        e["type"] == "step"
+            && e["action"]["args"]["command"] == "rm -rf VICTIM"
+            && e["action"]["held"] == true
+    })
+}
+
 /// Defect 5: `ufo resume` adopted `confirm: yes` from the folder's run.json, so a prepared
 /// folder ran a command that is not on the allow-list, approved. Now the held `rm` is
 /// rejected (no terminal), the file stays, and stderr says how to give `--confirm yes`.
 #[test]
 fn resume_does_not_take_confirm_yes_from_the_folder() {
-    let b = Bench::new();
-    let out = interrupted_session(&b);
-    prepare(&b, &out, "yes", "");
-    let output = resume(&b, &out);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        b.victim_survived(),
-        "the planted rm ran approved:\n{stderr}"
-    );
-    assert!(
-        stderr.lines().any(|l| l.starts_with("warning:")
-            && l.contains("run.json")
-            && l.contains("--confirm yes")),
-        "{stderr}"
-    );
+    let (_bench, out, stderr) = resume_prepared("yes", "");
+    assert!(warns(&stderr, &["run.json", "--confirm yes"]), "{stderr}");
     // the planted script did reach the shell agent: the command was held, not skipped
-    let held = events(&out).into_iter().any(|e| {
-        e["type"] == "step"
-            && e["action"]["args"]["command"] == "rm -rf VICTIM"
-            && e["action"]["held"] == true
-    });
-    assert!(held, "{stderr}");
+    assert!(rm_was_held(&out), "{stderr}");
 }
 
 /// Defect 5: a config file named by run.json that switches the gate off (`safe_guard =
 /// false`) is not re-applied either, and stderr says how to give it again.
 #[test]
 fn resume_does_not_take_a_gate_weakening_config_from_the_folder() {
-    let b = Bench::new();
-    let out = interrupted_session(&b);
-    prepare(&b, &out, "no", "safe_guard = false");
-    let output = resume(&b, &out);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let (_bench, _, stderr) = resume_prepared("no", "safe_guard = false");
     assert!(
-        b.victim_survived(),
-        "the planted rm ran approved:\n{stderr}"
-    );
-    assert!(
-        stderr.lines().any(|l| l.starts_with("warning:")
-            && l.contains("planted.toml")
-            && l.contains("safe_guard = false")
-            && l.contains("--config")),
+        warns(&stderr, &["planted.toml", "safe_guard = false", "--config"]),
         "{stderr}"
     );
 }
@@ -368,17 +371,9 @@ fn resume_does_not_take_a_config_with_launch_commands_or_servers_from_the_folder
             "[mcp.servers.planted]",
         ),
     ] {
-        let b = Bench::new();
-        let out = interrupted_session(&b);
-        prepare(&b, &out, "no", extra);
-        let output = resume(&b, &out);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(b.victim_survived(), "the planted rm ran:\n{stderr}");
+        let (_bench, _, stderr) = resume_prepared("no", extra);
         assert!(
-            stderr.lines().any(|l| l.starts_with("warning:")
-                && l.contains("planted.toml")
-                && l.contains(named)
-                && l.contains("not re-applied")),
+            warns(&stderr, &["planted.toml", named, "not re-applied"]),
             "{extra}: {stderr}"
         );
     }
@@ -387,20 +382,10 @@ fn resume_does_not_take_a_config_with_launch_commands_or_servers_from_the_folder
 /// A harmless recorded config and `confirm: no` are still re-applied on a resume.
 #[test]
 fn resume_reapplies_settings_that_keep_the_gate() {
-    let b = Bench::new();
-    let out = interrupted_session(&b);
-    prepare(&b, &out, "no", "max_rounds = 3");
-    let output = resume(&b, &out);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(b.victim_survived(), "{stderr}");
+    let (_bench, out, stderr) = resume_prepared("no", "max_rounds = 3");
     assert!(!stderr.contains("not re-applied"), "{stderr}");
     // the config was used: the shell agent it offers held the command
-    let held = events(&out).into_iter().any(|e| {
-        e["type"] == "step"
-            && e["action"]["args"]["command"] == "rm -rf VICTIM"
-            && e["action"]["held"] == true
-    });
-    assert!(held, "{stderr}");
+    assert!(rm_was_held(&out), "{stderr}");
 }
 
 /// Defect 1 through the host's `Bash` on a real desktop, where the command really runs
