@@ -75,15 +75,15 @@ fn a_command_reads_no_key_from_ufos_proc_files_and_no_record_holds_one() {
         .env("OPENAI_API_KEY", OPENAI)
         .env("PGPASSWORD", PGPASS)
         .env("ANTHROPIC_API_KEY", FROM_FILE)
-        .args(["run", "--desktop", &sensitive_click_desktop(), "--llm"])
-        .arg(format!("script:{script}"))
-        .arg("--config")
-        .arg(&config)
+        .args(gate_run_args(
+            &script,
+            &config,
+            "no",
+            &out,
+            "read the environment",
+        ))
         .arg("--record")
         .arg(&record)
-        .args(["--confirm", "no", "--out"])
-        .arg(&out)
-        .arg("read the environment")
         .output()
         .expect("ufo runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -163,13 +163,13 @@ fn no_process_of_the_ufo_tree_shows_a_key_and_ufo_is_not_dumpable() {
         .current_dir(tmp.path())
         .env("OPENAI_API_KEY", OPENAI)
         .env("PGPASSWORD", PGPASS)
-        .args(["run", "--desktop", &sensitive_click_desktop(), "--llm"])
-        .arg(format!("script:{script}"))
-        .arg("--config")
-        .arg(&config)
-        .args(["--confirm", "yes", "--out"])
-        .arg(tmp.path().join("out"))
-        .arg("wait")
+        .args(gate_run_args(
+            &script,
+            &config,
+            "yes",
+            &tmp.path().join("out"),
+            "wait",
+        ))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -264,13 +264,13 @@ fn ufo_is_not_dumpable_so_its_children_cannot_read_its_proc_files() {
     let output = cmd
         .current_dir(tmp.path())
         .env("OPENAI_API_KEY", OPENAI)
-        .args(["run", "--desktop", &sensitive_click_desktop(), "--llm"])
-        .arg(format!("script:{script}"))
-        .arg("--config")
-        .arg(&config)
-        .args(["--confirm", "no", "--out"])
-        .arg(&out)
-        .arg("read the environment")
+        .args(gate_run_args(
+            &script,
+            &config,
+            "no",
+            &out,
+            "read the environment",
+        ))
         .output()
         .expect("ufo runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -319,13 +319,7 @@ fn commands_run_with_memory_and_cpu_limits() {
         .current_dir(tmp.path())
         .env("UFO_CHILD_MEMORY_MB", "256")
         .env("UFO_CHILD_CPU_SECS", "2")
-        .args(["run", "--desktop", &sensitive_click_desktop(), "--llm"])
-        .arg(format!("script:{script}"))
-        .arg("--config")
-        .arg(&config)
-        .args(["--confirm", "yes", "--out"])
-        .arg(&out)
-        .arg("limits")
+        .args(gate_run_args(&script, &config, "yes", &out, "limits"))
         .output()
         .expect("ufo runs");
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -110,13 +110,13 @@ fn a_unicode_space_cannot_smuggle_rm_past_the_allow_list() {
     let out = b.path().join("out");
     let output = ufo()
         .current_dir(b.path())
-        .args(["run", "--desktop", &sensitive_click_desktop(), "--llm"])
-        .arg(format!("script:{}", script.display()))
-        .arg("--config")
-        .arg(&config)
-        .args(["--confirm", "no", "--out"])
-        .arg(&out)
-        .arg("show the file")
+        .args(gate_run_args(
+            &script.display().to_string(),
+            &config,
+            "no",
+            &out,
+            "show the file",
+        ))
         .output()
         .expect("ufo runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -256,13 +256,13 @@ fn interrupted_session(b: &Bench) -> PathBuf {
     let out = b.path().join("out");
     let output = ufo()
         .current_dir(b.path())
-        .args(["run", "--desktop", &sensitive_click_desktop(), "--llm"])
-        .arg(format!("script:{}", script.display()))
-        .arg("--config")
-        .arg(&config)
-        .args(["--confirm", "no", "--out"])
-        .arg(&out)
-        .arg("tidy up")
+        .args(gate_run_args(
+            &script.display().to_string(),
+            &config,
+            "no",
+            &out,
+            "tidy up",
+        ))
         .output()
         .expect("ufo runs");
     assert_ne!(

@@ -613,3 +613,27 @@ pub fn sensitive_click_desktop() -> String {
             .display()
     )
 }
+
+/// The arguments of a scripted `ufo run` on [`sensitive_click_desktop`] with the model's
+/// `script`, the configuration file `config`, `--confirm confirm` and `--out out`, for
+/// `request`.
+pub fn gate_run_args(
+    script: &str,
+    config: &Path,
+    confirm: &str,
+    out: &Path,
+    request: &str,
+) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = ["run", "--desktop"].map(Into::into).to_vec();
+    args.push(sensitive_click_desktop().into());
+    args.push("--llm".into());
+    args.push(format!("script:{script}").into());
+    args.push("--config".into());
+    args.push(config.into());
+    args.push("--confirm".into());
+    args.push(confirm.into());
+    args.push("--out".into());
+    args.push(out.into());
+    args.push(request.into());
+    args
+}
