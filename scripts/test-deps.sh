@@ -12,8 +12,10 @@
 # (crates/ufo-linux/tests/office.rs). Installs only the missing packages, and only as root.
 #
 # install_apps: Chromium, GIMP (GTK 2), Thunar, xfce4-terminal and FeatherPad (a small Qt 5
-# application; VLC refuses to run as root) for the live application tests
-# (crates/ufo/tests/apps.rs), and Xephyr for the `--watch` tests (crates/ufo/tests/private.rs).
+# application; VLC refuses to run as root), Firefox ESR and Thunderbird (Gecko),
+# gnome-text-editor (GTK 4), Kate and KCalc (KDE, Qt 5) for the live application tests
+# (crates/ufo/tests/apps.rs and the task set), and Xephyr for the `--watch` tests
+# (crates/ufo/tests/private.rs).
 # Installs only the missing packages, and only as root.
 #
 # install_mcp_servers: the reference MCP servers `@modelcontextprotocol/server-filesystem` and
@@ -66,7 +68,8 @@ _apt_install_missing() {
 }
 
 install_apps() {
-  _apt_install_missing install_apps chromium gimp thunar xfce4-terminal featherpad libgail-common libatk-adaptor xserver-xephyr
+  _apt_install_missing install_apps chromium gimp thunar xfce4-terminal featherpad libgail-common libatk-adaptor xserver-xephyr \
+    firefox-esr thunderbird gnome-text-editor kate kcalc
 }
 
 install_mcp_servers() {
