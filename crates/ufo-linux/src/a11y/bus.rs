@@ -541,6 +541,9 @@ impl AppTree {
     pub fn insert(&mut self, n: Node) {
         match self.nodes.get(&n.path).map(|old| old.parent.clone()) {
             Some(old) if old == n.parent => {}
+            // an object that names itself as its parent (Chromium's application object, whose
+            // parent is the registry's root at the same path) hangs under nothing
+            _ if n.parent == n.path => {}
             Some(old) => {
                 if let Some(kids) = self.children.get_mut(&old) {
                     kids.retain(|k| *k != n.path);

@@ -1506,12 +1506,17 @@ fn uses_showing(tree: &AppTree, frame: &str) -> bool {
         .any(|n| n.has(state::SHOWING))
 }
 
-/// The accessible window for an X window: by title, else the active one, else the only one.
+/// The accessible window for an X window: by title (the active one among several of that
+/// title), else the active one, else the only one. Never the application itself: Chromium
+/// lists its application object among its own windows, and a window matched to it (its
+/// name, "Chromium", is part of every window title) would be observed as every window of
+/// the application at once, past the node limit.
 fn pick_frame(tree: &AppTree, w: &XWindow) -> Option<String> {
     let tops: Vec<&Node> = tree
         .kids(ROOT_PATH)
         .iter()
         .filter_map(|p| tree.nodes.get(p))
+        .filter(|n| n.path != ROOT_PATH && n.role != role::APPLICATION)
         .filter(|n| {
             matches!(
                 n.role,
@@ -1520,8 +1525,15 @@ fn pick_frame(tree: &AppTree, w: &XWindow) -> Option<String> {
         })
         .collect();
     let title = collapse_ws(&w.title);
-    tops.iter()
-        .find(|n| collapse_ws(&n.name) == title)
+    let named: Vec<&&Node> = tops
+        .iter()
+        .filter(|n| collapse_ws(&n.name) == title)
+        .collect();
+    named
+        .iter()
+        .find(|n| n.has(state::ACTIVE))
+        .or_else(|| named.first())
+        .copied()
         .or_else(|| {
             tops.iter()
                 .find(|n| !n.name.trim().is_empty() && title.contains(n.name.trim()))
@@ -1871,6 +1883,42 @@ mod tests {
             vec![("/a".to_string(), Ok(vec!["/d".to_string()]))],
         );
         assert!(again.is_empty());
+    }
+
+    /// Issue 23, item 2: Chromium lists its application object among its windows (its
+    /// parent is the registry's root, at the same path); a window whose title does not match
+    /// its accessible name yet is never matched to it (that observed every window at once).
+    #[test]
+    fn the_application_is_never_taken_for_a_window() {
+        let mut app = at(ROOT_PATH, ROOT_PATH, 0, role::APPLICATION);
+        app.name = "Chromium".into();
+        app.child_count = 3;
+        let mut first = at("/1", ROOT_PATH, 1, role::FRAME);
+        first.name = "Bookmarks - Chromium".into();
+        let mut second = at("/2", ROOT_PATH, 2, role::FRAME);
+        second.name = String::new();
+        second.states |= state::ACTIVE;
+        let tree = AppTree::from_nodes(vec![app, first, second]);
+        assert!(!tree.kids(ROOT_PATH).iter().any(|k| k == ROOT_PATH));
+        let window = |title: &str| XWindow {
+            id: 1,
+            title: title.into(),
+            pid: None,
+            class: String::new(),
+            x: 0,
+            y: 0,
+            w: 10,
+            h: 10,
+            transient_for: None,
+        };
+        assert_eq!(
+            pick_frame(&tree, &window("Settings - Chromium")).as_deref(),
+            Some("/2")
+        );
+        assert_eq!(
+            pick_frame(&tree, &window("Bookmarks - Chromium")).as_deref(),
+            Some("/1")
+        );
     }
 
     /// A frontier node asked for its children once, even when placed twice.
