@@ -237,10 +237,10 @@ mod tests {
     fn the_assigned_window_stays_when_gone_and_titles_are_refreshed() {
         let doc = w("1", "Untitled - Editor", "editor", None);
         let mut stack = WindowStack::new(doc.clone());
-        assert!(stack.follow(&[doc.clone()], &[]).is_empty());
+        assert!(stack.follow(std::slice::from_ref(&doc), &[]).is_empty());
         assert_eq!(stack.current(), &doc);
         let saved = w("1", "notes.txt - Editor", "editor", None);
-        assert!(stack.follow(&[], &[saved.clone()]).is_empty());
+        assert!(stack.follow(&[], std::slice::from_ref(&saved)).is_empty());
         assert_eq!(stack.current().title, "notes.txt - Editor");
     }
 
@@ -250,7 +250,7 @@ mod tests {
         let dialog = w("2", "Open", "app", Some(1));
         let doc = w("3", "doc - App", "app", Some(1));
         let mut stack = WindowStack::new(main.clone());
-        stack.follow(&[main.clone()], &[main.clone(), dialog.clone()]);
+        stack.follow(std::slice::from_ref(&main), &[main.clone(), dialog.clone()]);
         let changes = stack.follow(
             &[main.clone(), dialog.clone()],
             &[main.clone(), doc.clone()],
