@@ -1,6 +1,7 @@
 //! X11 through x11rb: top-level windows, screenshots (GetImage) and input (XTEST).
 
 pub(crate) mod annotate;
+pub(crate) mod atspi_bus;
 pub(crate) mod keys;
 pub mod takeover;
 
