@@ -624,6 +624,13 @@ impl LinuxDesktop {
                 return Ok(format!("selected {item:?} in {:?}", c.name));
             }
         }
+        // Gecko's option actions change the choice without the page's change event
+        if c.seen.role == role::COMBO_BOX && in_menu && self.bus.toolkit(&c.bus).await.0 == "Gecko"
+        {
+            return self
+                .select_by_keys(xid, c, item, tree, &parent, &path)
+                .await;
+        }
         if ifaces & iface::ACTION != 0 {
             let acts = self.bus.actions(&c.bus, &path).await.unwrap_or_default();
             if let Some(i) = acts
