@@ -518,3 +518,146 @@ fn a_kde_save_dialog_hides_the_window_under_it_and_saves_by_name() {
         start_within: Duration::from_secs(180),
     });
 }
+
+/// Puts back the root window's `AT_SPI_BUS` property as it was (removed when it was absent).
+struct RootBusProperty(Option<String>);
+
+impl RootBusProperty {
+    /// The property now, through xprop (`None`: not set).
+    fn read() -> Option<String> {
+        let out = Command::new("xprop")
+            .args(["-root", "AT_SPI_BUS"])
+            .output()
+            .expect("xprop runs (install it: apt-get install x11-utils)");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        // AT_SPI_BUS(STRING) = "unix:path=…"
+        text.split_once(" = ")
+            .map(|(_, v)| v.trim().trim_matches('"').to_string())
+    }
+
+    fn set(value: &str) {
+        let ok = Command::new("xprop")
+            .args([
+                "-root",
+                "-f",
+                "AT_SPI_BUS",
+                "8s",
+                "-set",
+                "AT_SPI_BUS",
+                value,
+            ])
+            .status()
+            .expect("xprop runs");
+        assert!(ok.success(), "xprop could not set AT_SPI_BUS");
+    }
+}
+
+impl Drop for RootBusProperty {
+    fn drop(&mut self) {
+        match &self.0 {
+            Some(v) => RootBusProperty::set(v),
+            None => {
+                let _ = Command::new("xprop")
+                    .args(["-root", "-remove", "AT_SPI_BUS"])
+                    .status();
+            }
+        }
+    }
+}
+
+/// Through pyatspi: the names of KCalc's frames (its display is a frame named by the number
+/// it shows), once one of them is `want`.
+const KCALC_DISPLAY: &str = r#"
+import sys, time, pyatspi
+want = sys.argv[1]
+def frames(n, out, depth=0):
+    if depth > 12: return
+    if n.getRoleName() == 'frame': out.append(n.name)
+    for i in range(min(n.childCount, 100)):
+        c = n.getChildAtIndex(i)
+        if c is not None: frames(c, out, depth + 1)
+names = []
+end = time.time() + 10
+while time.time() < end:
+    names = []
+    for app in pyatspi.Registry.getDesktop(0):
+        if app is not None and app.name == 'kcalc': frames(app, names)
+    if want in names: break
+    time.sleep(0.3)
+print('|'.join(names))
+"#;
+
+/// Issue 23, item 7: a Qt application started by a host `Bash` joins the accessibility bus
+/// although the display's `AT_SPI_BUS` property names a dead bus (Qt reads that property
+/// before it asks the session bus): ufo points it at the live bus before the launch. A
+/// click on "7" shows 7 on KCalc's display, read through pyatspi.
+#[test]
+fn a_qt_application_joins_the_bus_when_the_display_names_a_dead_one() {
+    if !require_live("a_qt_application_joins_the_bus_when_the_display_names_a_dead_one") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let _restore = RootBusProperty(RootBusProperty::read());
+    let dead = format!("unix:path={}/no-such-bus", tmp.path().display());
+    RootBusProperty::set(&dead);
+    // a name on its command line, so that only this KCalc is ended
+    let token = format!("kcalc-{}", std::process::id());
+    let _app = ProcessGuard::new(token.clone(), None);
+    let lines = [
+        line(
+            "host",
+            json!({"Observation": "KCalc is not open.", "Thought": "Start it.",
+                   "Status": "CONTINUE",
+                   "Bash": format!("kcalc -name {token}")}),
+            &[],
+        ),
+        line(
+            "host",
+            json!({"Observation": "KCalc is open.", "Thought": "Assign.",
+                   "Current Sub-Task": "Enter 7", "ControlText": "KCalc",
+                   "Status": "ASSIGN"}),
+            &[],
+        ),
+        line(
+            "app",
+            app("7", "", "click", json!({}), "CONTINUE"),
+            &["button \"7\""],
+        ),
+        app_line("", "", "", json!({}), "FINISH"),
+        line(
+            "host",
+            json!({"Observation": "Done.", "Thought": "Finish.", "Status": "FINISH"}),
+            &[],
+        ),
+    ];
+    // the person approves the launch (a program off the shell allow-list is held)
+    let script = tmp.path().join("script.jsonl");
+    let out = tmp.path().join("out");
+    std::fs::write(&script, lines.join("\n")).expect("script");
+    let run = ufo_live(
+        &home,
+        &live_run_args(
+            &script,
+            &out,
+            &["--confirm", "yes", "Enter 7 on the calculator"],
+        ),
+        &[],
+    );
+    let events = std::fs::read_to_string(out.join("events.jsonl")).unwrap_or_default();
+    let log = format!("{}\n{events}", String::from_utf8_lossy(&run.stderr));
+    let code = run.status.code();
+    let display = Command::new("/usr/bin/python3")
+        .args(["-c", KCALC_DISPLAY, "7"])
+        .output()
+        .expect("python3 runs");
+    let frames = String::from_utf8_lossy(&display.stdout).trim().to_string();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(
+        frames.split('|').any(|f| f == "7"),
+        "KCalc's display does not show 7 (its frames: {frames:?})\n{:#?}",
+        results(&log)
+    );
+}
