@@ -79,6 +79,8 @@ pub(crate) struct A11yBus {
     peers: std::sync::Arc<std::sync::Mutex<HashMap<String, Option<zbus::Connection>>>>,
     /// event counts by application (`None`: not listening, nothing is kept)
     pub changes: Option<crate::a11y::events::Changes>,
+    /// The bus's address, as `org.a11y.Bus` gave it (what launched applications must use).
+    pub address: String,
 }
 
 async fn bounded<T, F>(what: &str, timeout: Duration, fut: F) -> Result<T, LinuxError>
@@ -137,6 +139,7 @@ impl A11yBus {
             timeout,
             peers: Default::default(),
             changes,
+            address: address.to_string(),
         };
         bus.become_client().await;
         Ok(bus)
@@ -468,11 +471,12 @@ impl A11yBus {
             .call(app, path, "org.a11y.atspi.Action", "GetActions", &())
             .await?;
         let mut names: Vec<String> = acts.into_iter().map(|(n, _, _)| n).collect();
-        // Chromium answers GetActions with empty names but GetName(i) with the real ones
-        if names.iter().any(String::is_empty) {
+        // Chromium answers GetActions with empty names, Gecko with the key bindings (`;;`,
+        // `<Alt>f;`) in every field, while GetName(i) gives the real ones in both
+        if names.iter().any(|n| !crate::apps::web::is_action_name(n)) {
             let asked =
                 futures::future::join_all(names.iter().enumerate().map(|(i, n)| async move {
-                    if n.is_empty() {
+                    if !crate::apps::web::is_action_name(n) {
                         self.call::<_, String>(
                             app,
                             path,

@@ -16,6 +16,7 @@ use ufo_core::{Control, Rect, Screenshot, WindowInfo, WindowObservation};
 use crate::a11y::bus::{AppTree, Node};
 use crate::a11y::vocab::ROOT_PATH;
 use crate::a11y::vocab::{iface, role, role_name, state};
+use crate::act::modal::{self, ModalityReport};
 use crate::apps::office;
 use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
@@ -410,14 +411,31 @@ impl LinuxDesktop {
         }
         let main_bus = main.pid.and_then(|p| by_pid.get(&p)).cloned();
         // a modal dialog on top: the window under it takes no input until it closes
-        let modal = attached.iter().find_map(|w| {
-            let tree = trees.get(w.pid.and_then(|p| by_pid.get(&p))?)?;
-            let frame = pick_frame(tree, w)?;
-            tree.nodes
-                .get(&frame)?
-                .has(state::MODAL)
-                .then(|| w.title.clone())
-        });
+        let mut reports: HashMap<String, ModalityReport> = HashMap::new();
+        let mut modal = None;
+        for w in attached {
+            let bus = w.pid.and_then(|p| by_pid.get(&p));
+            let a11y_modal = bus
+                .and_then(|b| trees.get(b))
+                .and_then(|tree| Some(tree.nodes.get(&pick_frame(tree, w)?)?.has(state::MODAL)))
+                .unwrap_or(false);
+            let report = match bus {
+                Some(b) => Some(self.modality_report(b, &mut reports).await),
+                None => None,
+            };
+            let facts = modal::Attached {
+                transient_for_main: w.transient_for == Some(main.id),
+                same_app: main.pid.is_some() && w.pid == main.pid,
+                a11y_modal,
+                wm_modal: w.wm_modal,
+                dialog: w.dialog,
+                report,
+            };
+            if modal::blocks(&facts) {
+                modal = Some(w.title.clone());
+                break;
+            }
+        }
         ReadWindows {
             groups,
             warnings,
@@ -425,6 +443,22 @@ impl LinuxDesktop {
             main_bus,
             modal,
         }
+    }
+
+    /// What the toolkit of application `bus` says about modality, asked once per
+    /// observation.
+    async fn modality_report(
+        &self,
+        bus: &str,
+        known: &mut HashMap<String, ModalityReport>,
+    ) -> ModalityReport {
+        if let Some(r) = known.get(bus) {
+            return *r;
+        }
+        let (name, version) = self.bus.toolkit(bus).await;
+        let r = modal::modality_report(&name, &version);
+        known.insert(bus.to_string(), r);
+        r
     }
 
     /// Step 5: the controls of this observation, by id, for the actions that name them
