@@ -479,7 +479,7 @@ fn chr_bookmark_page(ctx: &Ctx) -> Task {
     let url = ctx.server.url("/start");
     let lines = vec![
         host_bash("No browser is open.", &chromium_cmd(ctx, &url)),
-        host_assign(t, "Start page"),
+        host_assign(t, "Start page - Chromium"),
         click("Bookmark this tab"),
         click_done("Done"),
         host_finish(),
@@ -522,7 +522,7 @@ fn chr_slow_form(ctx: &Ctx) -> Task {
     let form = ctx.server.url(&format!("/slow/form/{}", ctx.id));
     let lines = vec![
         host_bash("No browser is open.", &chromium_cmd(ctx, &start)),
-        host_assign(t, "Start page"),
+        host_assign(t, "Start page - Chromium"),
         set_text("Address and search bar", &form),
         keys("Address and search bar", "{ENTER}"),
         // the fixed ufo waits for the slow page: its fields are there in the next step
@@ -543,7 +543,7 @@ fn chr_slow_launch(ctx: &Ctx) -> Task {
     let form = ctx.server.url(&format!("/slow/formtext/{}", ctx.id));
     let lines = vec![
         host_bash("No browser is open.", &chromium_cmd(ctx, &form)),
-        host_assign(t, &title_of(&ctx.id)),
+        host_assign(t, &format!("{} - Chromium", title_of(&ctx.id))),
         set_text("Full name", "Grace Hopper"),
         click("Subscribe to the newsletter"),
         click_done("Send"),
@@ -561,7 +561,7 @@ fn chr_link_slow(ctx: &Ctx) -> Task {
     let start = ctx.server.url(&format!("/link/{}", ctx.id));
     let lines = vec![
         host_bash("No browser is open.", &chromium_cmd(ctx, &start)),
-        host_assign(t, "Start page"),
+        host_assign(t, "Start page - Chromium"),
         click("Go to the order form"),
         set_text("Full name", "Alan Turing"),
         select("Plan", "Team"),
@@ -585,7 +585,7 @@ fn chr_two_windows(ctx: &Ctx) -> Task {
             "The first window is open.",
             &chromium_cmd(ctx, &format!("--new-window {form}")),
         ),
-        host_assign(t, &title_of(&ctx.id)),
+        host_assign(t, &format!("{} - Chromium", title_of(&ctx.id))),
         set_text("Full name", "Edsger Dijkstra"),
         select("Plan", "Basic"),
         click_done("Send"),
@@ -603,7 +603,7 @@ fn chr_popup(ctx: &Ctx) -> Task {
     let start = ctx.server.url(&format!("/popup/{}", ctx.id));
     let lines = vec![
         host_bash("No browser is open.", &chromium_cmd(ctx, &start)),
-        host_assign(t, "Start page"),
+        host_assign(t, "Start page - Chromium"),
         click("Open the order form"),
         // the form opens in a new window: the fixed ufo follows it
         set_text("Full name", "Barbara Liskov"),
@@ -646,7 +646,7 @@ fn ff_form(ctx: &Ctx) -> Task {
     let form = ctx.server.url(&format!("/form/{}", ctx.id));
     let lines = vec![
         host_bash("No browser is open.", &firefox_cmd(ctx, &form)),
-        host_assign(t, &title_of(&ctx.id)),
+        host_assign(t, &format!("{} — Mozilla Firefox", title_of(&ctx.id))),
         set_text("Full name", "Ada Lovelace"),
         select("Plan", "Pro"),
         click("Subscribe to the newsletter"),
@@ -665,7 +665,7 @@ fn ff_form_text(ctx: &Ctx) -> Task {
     let form = ctx.server.url(&format!("/formtext/{}", ctx.id));
     let lines = vec![
         host_bash("No browser is open.", &firefox_cmd(ctx, &form)),
-        host_assign(t, &title_of(&ctx.id)),
+        host_assign(t, &format!("{} — Mozilla Firefox", title_of(&ctx.id))),
         set_text("Full name", "Grace Hopper"),
         click("Subscribe to the newsletter"),
         click_done("Send"),
@@ -684,7 +684,7 @@ fn ff_slow(ctx: &Ctx) -> Task {
     let form = ctx.server.url(&format!("/slow/formtext/{}", ctx.id));
     let lines = vec![
         host_bash("No browser is open.", &firefox_cmd(ctx, &start)),
-        host_assign(t, "Start page"),
+        host_assign(t, "Start page — Mozilla Firefox"),
         set_text("Search with Google or enter address", &form),
         keys("Search with Google or enter address", "{ENTER}"),
         set_text("Full name", "Alan Turing"),
@@ -705,7 +705,7 @@ fn ff_pref_ctrl_tab(ctx: &Ctx) -> Task {
             "No browser is open.",
             &firefox_cmd(ctx, "about:preferences"),
         ),
-        host_assign(t, "Firefox"),
+        host_assign(t, "Settings — Mozilla Firefox"),
         click("Tabs and browsing"),
         click_done("Ctrl+Tab cycles through tabs in recently used order"),
         host_finish(),
@@ -730,7 +730,7 @@ fn ff_pref_search(ctx: &Ctx) -> Task {
             "No browser is open.",
             &firefox_cmd(ctx, "about:preferences"),
         ),
-        host_assign(t, "Firefox"),
+        host_assign(t, "Settings — Mozilla Firefox"),
         set_text("Find in Settings", "Open links in tabs"),
         click_done("Open links in tabs instead of new windows"),
         host_finish(),
@@ -849,7 +849,14 @@ fn gimp_on(ctx: &Ctx, task: &str) -> (Vec<String>, String) {
                 "GIMP is not open.",
                 &format!("gimp -n --no-splash --no-fonts {} &", image.display()),
             ),
-            host_assign(task, &name),
+            // the title GIMP gives an imported 40x20 PNG
+            host_assign(
+                task,
+                &format!(
+                    "[img-{}] (imported)-1.0 (RGB color 8-bit gamma integer, GIMP built-in sRGB, 1 layer) 40x20 – GIMP",
+                    ctx.id
+                ),
+            ),
         ],
         name,
     )
@@ -1032,7 +1039,7 @@ fn featherpad_save(ctx: &Ctx) -> Task {
             "No editor is open.",
             &format!("featherpad --standalone {} &", file.display()),
         ),
-        host_assign(&t, "list.txt"),
+        host_assign(&t, &file.display().to_string()),
         // FeatherPad's text area has no name; it is the page's only editable text
         app_line(
             "",
@@ -1062,7 +1069,7 @@ fn featherpad_save_as(ctx: &Ctx) -> Task {
             "No editor is open.",
             &format!("featherpad --standalone {} &", file.display()),
         ),
-        host_assign(&t, "note.txt"),
+        host_assign(&t, &file.display().to_string()),
         click("File"),
         click("Save As"),
         // the Qt file dialog is modal: its controls come first
@@ -1084,7 +1091,7 @@ fn gte_save(ctx: &Ctx, text: &str, name: &str) -> Task {
     let file = ctx.path(name);
     let lines = vec![
         host_bash("No editor is open.", "gnome-text-editor --standalone &"),
-        host_assign(&t, "Text Editor"),
+        host_assign(&t, "New Document (Draft) - Text Editor"),
         keys("EditorSourceView", text),
         keys("EditorSourceView", "{ctrl+shift+s}"),
         // the GTK 4 Save As dialog is modal: only its controls are listed
@@ -1157,7 +1164,7 @@ fn calc_a1(ctx: &Ctx, value: &str) -> Task {
                 file.display()
             ),
         ),
-        host_assign(&t, &name),
+        host_assign(&t, &format!("{name} - LibreOffice Calc")),
         // the fixed ufo waits for the document: A1 is there in the first step
         set_text("A1", value),
         keys("A1", "{ctrl+s}"),
@@ -1224,9 +1231,12 @@ const TASKS: &[(&str, &str, Builder)] = &[
 /// The longest one task may run (ufo's session included).
 const TASK_BUDGET: Duration = Duration::from_secs(120);
 
-/// The processes (not this one) whose environment holds `HOME=<home>`.
-fn processes_of(home: &Path) -> Vec<u32> {
+/// The processes (not this one) of a task: those whose environment holds `HOME=<home>`
+/// and those whose command line names a path inside the task's folder `dir` (a browser's
+/// profile, a document; Chromium does not keep the HOME it was given).
+fn processes_of(home: &Path, dir: &Path) -> Vec<u32> {
     let needle = format!("HOME={}", home.display());
+    let inside = dir.display().to_string();
     let me = std::process::id();
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
@@ -1236,28 +1246,30 @@ fn processes_of(home: &Path) -> Vec<u32> {
         if pid == me {
             continue;
         }
-        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+        let env = std::fs::read(e.path().join("environ")).unwrap_or_default();
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let ours = env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes())
+            || String::from_utf8_lossy(&cmdline).contains(&inside);
+        if !ours {
             continue;
-        };
-        if env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
-            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-            let zombie = stat
-                .rsplit(')')
-                .next()
-                .is_some_and(|s| s.trim_start().starts_with('Z'));
-            if !zombie {
-                out.push(pid);
-            }
+        }
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|s| s.trim_start().starts_with('Z'));
+        if !zombie {
+            out.push(pid);
         }
     }
     out
 }
 
 /// End every process of the task (by pid): SIGTERM, then SIGKILL after 8 s.
-fn close_apps(home: &Path) {
+fn close_apps(home: &Path, dir: &Path) {
     let deadline = Instant::now() + Duration::from_secs(8);
     loop {
-        let pids = processes_of(home);
+        let pids = processes_of(home, dir);
         if pids.is_empty() {
             return;
         }
@@ -1422,11 +1434,11 @@ fn run_task(
     let stderr = reader.join().unwrap_or_default();
     let _ = std::fs::write(dir.join("stderr.txt"), &stderr);
     let checked = if task.after_close {
-        close_apps(&home);
+        close_apps(&home, &dir);
         eventually(Duration::from_secs(5), || (task.check)(&ctx))
     } else {
         let r = eventually(Duration::from_secs(3), || (task.check)(&ctx));
-        close_apps(&home);
+        close_apps(&home, &dir);
         r
     };
     let seconds = started.elapsed().as_secs_f64();
