@@ -286,8 +286,14 @@ fn host_bash(observation: &str, command: &str) -> String {
 fn click(name: &str) -> String {
     app_line(name, "", "click", json!({}), "CONTINUE")
 }
+/// The model's answer once the subtask is done: no action, FINISH.
+fn done() -> String {
+    app_line("", "", "", json!({}), "FINISH")
+}
+/// A last click, then FINISH once its result is seen (two script lines: a click on a
+/// sensitive control is held for confirmation, and the model is asked again after it).
 fn click_done(name: &str) -> String {
-    app_line(name, "", "click", json!({}), "FINISH")
+    format!("{}\n{}", click(name), done())
 }
 fn set_text(name: &str, text: &str) -> String {
     app_line(name, "", "set_text", json!({"text": text}), "CONTINUE")
@@ -763,13 +769,8 @@ fn tb_account_name(ctx: &Ctx) -> Task {
         host_bash("Thunderbird is not open.", &thunderbird_cmd(ctx)),
         host_assign(t, "Thunderbird"),
         set_text("Full name*", "Ada Lovelace"),
-        app_line(
-            "Email address*",
-            "",
-            "set_text",
-            json!({"text": "ada@example.com"}),
-            "FINISH",
-        ),
+        set_text("Email address*", "ada@example.com"),
+        done(),
         host_finish(),
     ];
     Task::new(
@@ -782,22 +783,51 @@ fn tb_account_name(ctx: &Ctx) -> Task {
     )
 }
 
-fn tb_settings(ctx: &Ctx) -> Task {
-    let t = "In Thunderbird's settings, turn off the start page";
-    let lines = vec![
+/// Thunderbird without an account opens on its Account Hub, a dialog over the main window:
+/// the hub is put aside ("Minimize"), then the Settings space opens in a tab.
+fn tb_setting(ctx: &Ctx, t: &str, checkbox: &str) -> Vec<String> {
+    vec![
         host_bash("Thunderbird is not open.", &thunderbird_cmd(ctx)),
         host_assign(t, "Thunderbird"),
+        click("Minimize"),
         click("Settings"),
-        click_done("Show Start Page when opening Thunderbird"),
+        click_done(checkbox),
         host_finish(),
-    ];
+    ]
+}
+
+fn tb_settings(ctx: &Ctx) -> Task {
+    let t = "In Thunderbird's settings, turn off the start page";
     Task::new(
         t,
-        lines,
+        tb_setting(
+            ctx,
+            t,
+            "When Thunderbird launches, show the Start Page in the message area",
+        ),
         Box::new(|ctx| {
             file_has(
                 &ctx.path("thunderbird/prefs.js"),
                 "\"mailnews.start_page.enabled\", false",
+            )
+        }),
+    )
+    .after_close()
+}
+
+fn tb_default_client(ctx: &Ctx) -> Task {
+    let t = "Make Thunderbird check at start-up whether it is the default mail client";
+    Task::new(
+        t,
+        tb_setting(
+            ctx,
+            t,
+            "Always check to see if Thunderbird is the default mail client on startup",
+        ),
+        Box::new(|ctx| {
+            file_has(
+                &ctx.path("thunderbird/prefs.js"),
+                "\"mail.shell.checkDefaultClient\", true",
             )
         }),
     )
@@ -866,42 +896,45 @@ fn gimp_gimprc(ctx: &Ctx) -> PathBuf {
     ctx.home.join(".config/GIMP/2.10/gimprc")
 }
 
-fn gimp_pref_undo(ctx: &Ctx) -> Task {
-    let t = "In GIMP's Preferences, set the minimal number of undo levels to 42";
+/// GIMP names its Preferences spin buttons by their tooltips.
+const GIMP_UNDO_LEVELS: &str = "Sets the minimal number of operations that can be undone. More undo levels are kept available until the undo-size limit is reached.";
+const GIMP_THREADS: &str = "Sets how many threads GIMP should use for operations that support it.";
+
+/// Set the spin button `name` of GIMP's Preferences (System Resources, its first page) to
+/// `value`, press OK and quit GIMP (it writes gimprc when it quits; a signal would lose it).
+fn gimp_pref(ctx: &Ctx, t: &str, name: &str, value: &str) -> Vec<String> {
     let (mut lines, _) = gimp_on(ctx, t);
     lines.extend([
         click("Edit"),
         click("Preferences"),
         // Preferences is a new window: the fixed ufo follows it
-        set_text("Minimal number of undo levels", "42"),
-        click_done("OK"),
+        set_text(name, value),
+        keys(name, "{TAB}"),
+        click("OK"),
+        // Preferences closed: the image window is the AppAgent's again
+        click("File"),
+        click_done("Quit"),
         host_finish(),
     ]);
+    lines
+}
+
+fn gimp_pref_undo(ctx: &Ctx) -> Task {
+    let t = "In GIMP's Preferences, set the minimal number of undo levels to 42, then quit GIMP";
     Task::new(
         t,
-        lines,
+        gimp_pref(ctx, t, GIMP_UNDO_LEVELS, "42"),
         Box::new(|ctx| file_has(&gimp_gimprc(ctx), "(undo-levels 42)")),
     )
     .after_close()
 }
 
-fn gimp_pref_theme_size(ctx: &Ctx) -> Task {
-    let t = "In GIMP's Preferences, turn off the warning when closing an image with changes";
-    let (mut lines, _) = gimp_on(ctx, t);
-    lines.extend([
-        click("Edit"),
-        click("Preferences"),
-        click("Interface"),
-        click("Dialog Defaults"),
-        click("Environment"),
-        click("Confirm closing of unsaved images"),
-        click_done("OK"),
-        host_finish(),
-    ]);
+fn gimp_pref_threads(ctx: &Ctx) -> Task {
+    let t = "In GIMP's Preferences, make GIMP use 1 thread, then quit GIMP";
     Task::new(
         t,
-        lines,
-        Box::new(|ctx| file_has(&gimp_gimprc(ctx), "(confirm-on-close no)")),
+        gimp_pref(ctx, t, GIMP_THREADS, "1"),
+        Box::new(|ctx| file_has(&gimp_gimprc(ctx), "(num-processors 1)")),
     )
     .after_close()
 }
@@ -910,11 +943,23 @@ fn gimp_export_as(out: &Path, status_last: &str) -> Vec<String> {
     vec![
         click("File"),
         click("Export As..."),
-        // Export Image is a dialog of the image window
-        set_text("Name", &out.display().to_string()),
+        // Export Image is a window of its own: the fixed ufo follows it. GTK 2 names the
+        // file name field after the folder row.
+        set_text("Save in folder", &out.display().to_string()),
+        // the PNG options come next from the PNG plug-in, a window of another process: the
+        // host hands it over once it is there
         click("Export"),
-        // the PNG options come from the PNG plug-in, a window of another process
-        app_line("Export", "", "click", json!({}), status_last),
+        app_line("", "", "", json!({}), status_last),
+    ]
+}
+
+/// After [`gimp_export_as`]: the host waits for the PNG plug-in's window and assigns it.
+fn gimp_png_options() -> Vec<String> {
+    vec![
+        host_bash("GIMP is exporting.", "sleep 3"),
+        host_assign("Export with the default PNG options", "Export Image as PNG"),
+        click_done("Export"),
+        host_finish(),
     ]
 }
 
@@ -925,12 +970,19 @@ fn gimp_canvas(ctx: &Ctx) -> Task {
     lines.extend([
         click("Image"),
         click("Canvas Size..."),
-        click("Chain"),
-        set_text("Width", "80"),
+        // width and height are both named "Width": the first is the width
+        app_line("Width", "3", "set_text", json!({"text": "80"}), "CONTINUE"),
+        app_line(
+            "Width",
+            "3",
+            "type_keys",
+            json!({"keys": "{TAB}"}),
+            "CONTINUE",
+        ),
         click("Resize"),
     ]);
     lines.extend(gimp_export_as(&out, "FINISH"));
-    lines.push(host_finish());
+    lines.extend(gimp_png_options());
     Task::new(
         t,
         lines,
@@ -950,11 +1002,19 @@ fn gimp_scale(ctx: &Ctx) -> Task {
     lines.extend([
         click("Image"),
         click("Scale Image..."),
-        set_text("Width", "20"),
+        // the chain keeps the ratio: the height follows once the width is committed
+        app_line("Width", "1", "set_text", json!({"text": "20"}), "CONTINUE"),
+        app_line(
+            "Width",
+            "1",
+            "type_keys",
+            json!({"keys": "{TAB}"}),
+            "CONTINUE",
+        ),
         click("Scale"),
     ]);
     lines.extend(gimp_export_as(&out, "FINISH"));
-    lines.push(host_finish());
+    lines.extend(gimp_png_options());
     Task::new(
         t,
         lines,
@@ -977,7 +1037,7 @@ fn gimp_flip_export(ctx: &Ctx) -> Task {
         click("Flip Horizontally"),
     ]);
     lines.extend(gimp_export_as(&out, "FINISH"));
-    lines.push(host_finish());
+    lines.extend(gimp_png_options());
     Task::new(
         t,
         lines,
@@ -1148,10 +1208,21 @@ fn kate_save_b(ctx: &Ctx) -> Task {
 
 // --- LibreOffice Calc launched by the host -------------------------------------------------
 
+const LIBREOFFICE_QUIET: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="FirstRun" oor:op="fuse"><value>false</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="ShowTipOfTheDay" oor:op="fuse"><value>false</value></prop></item>
+</oor:items>
+"#;
+
 fn calc_a1(ctx: &Ctx, value: &str) -> Task {
     let t = format!("Put {value} in cell A1 of the sheet and save it");
     let file = ctx.path(&format!("sheet-{}.csv", ctx.id));
     let _ = std::fs::write(&file, "old,1\n");
+    // no Tip of the Day over the sheet: a first start of LibreOffice shows one
+    let user = ctx.home.join(".config/libreoffice/4/user");
+    let _ = std::fs::create_dir_all(&user);
+    let _ = std::fs::write(user.join("registrymodifications.xcu"), LIBREOFFICE_QUIET);
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -1168,10 +1239,10 @@ fn calc_a1(ctx: &Ctx, value: &str) -> Task {
         // the fixed ufo waits for the document: A1 is there in the first step
         set_text("A1", value),
         keys("A1", "{ctrl+s}"),
-        click_done("Use Text CSV Format!"),
+        click_done("Use Text CSV Format"),
         host_finish(),
     ];
-    let want = format!("{value},1");
+    let want = value.to_string();
     Task::new(
         t,
         lines,
@@ -1207,8 +1278,9 @@ const TASKS: &[(&str, &str, Builder)] = &[
     ("firefox", "ff-pref-search", ff_pref_search),
     ("thunderbird", "tb-account-name", tb_account_name),
     ("thunderbird", "tb-settings", tb_settings),
+    ("thunderbird", "tb-default-client", tb_default_client),
     ("gimp", "gimp-pref-undo", gimp_pref_undo),
-    ("gimp", "gimp-pref-confirm", gimp_pref_theme_size),
+    ("gimp", "gimp-pref-threads", gimp_pref_threads),
     ("gimp", "gimp-canvas", gimp_canvas),
     ("gimp", "gimp-scale", gimp_scale),
     ("gimp", "gimp-flip-export", gimp_flip_export),
