@@ -436,7 +436,7 @@ fn chr_home_button(ctx: &Ctx) -> Task {
 
 fn chr_search_engine(ctx: &Ctx) -> Task {
     let t = "Make Google Chromium's default search engine";
-    let mut lines = chromium_on(ctx, t, "chrome://settings/searchEngines");
+    let mut lines = chromium_on(ctx, t, "chrome://settings/search");
     lines.push(click("More actions for Google"));
     lines.push(click_done("Make default"));
     lines.push(host_finish());
@@ -475,9 +475,13 @@ fn chr_bookmark_folder(ctx: &Ctx) -> Task {
     Task::new(
         t,
         lines,
-        Box::new(|ctx| file_has(&ctx.path("chromium/Default/Bookmarks"), "Receipts 2024")),
+        // Chromium writes its Bookmarks file a moment after the change, while it runs
+        Box::new(|ctx| {
+            eventually(Duration::from_secs(15), || {
+                file_has(&ctx.path("chromium/Default/Bookmarks"), "Receipts 2024")
+            })
+        }),
     )
-    .after_close()
 }
 
 fn chr_bookmark_page(ctx: &Ctx) -> Task {
@@ -493,9 +497,13 @@ fn chr_bookmark_page(ctx: &Ctx) -> Task {
     Task::new(
         t,
         lines,
-        Box::new(|ctx| file_has(&ctx.path("chromium/Default/Bookmarks"), "/start")),
+        // Chromium writes its Bookmarks file a moment after the change, while it runs
+        Box::new(|ctx| {
+            eventually(Duration::from_secs(15), || {
+                file_has(&ctx.path("chromium/Default/Bookmarks"), "/start")
+            })
+        }),
     )
-    .after_close()
 }
 
 fn chr_tab_search_off(ctx: &Ctx) -> Task {
@@ -965,7 +973,10 @@ fn gimp_canvas(ctx: &Ctx) -> Task {
     lines.extend([
         click("Image"),
         click("Canvas Size..."),
-        // width and height are both named "Width": the first is the width
+        // width and height are both named "Width": the first is the width. The dialog opens
+        // with the focus on its Template box: the width field takes it first, so that the
+        // Tab after the new value commits it
+        app_line("Width", "3", "focus", json!({}), "CONTINUE"),
         app_line("Width", "3", "set_text", json!({"text": "80"}), "CONTINUE"),
         app_line(
             "Width",
