@@ -1105,7 +1105,7 @@ fn featherpad_save(ctx: &Ctx) -> Task {
             "No editor is open.",
             &format!("featherpad --standalone {} &", file.display()),
         ),
-        host_assign(&t, &file.display().to_string()),
+        host_assign(t, &file.display().to_string()),
         // FeatherPad's text area has no name; it is the page's only editable text
         app_line(
             "",
@@ -1135,7 +1135,7 @@ fn featherpad_save_as(ctx: &Ctx) -> Task {
             "No editor is open.",
             &format!("featherpad --standalone {} &", file.display()),
         ),
-        host_assign(&t, &file.display().to_string()),
+        host_assign(t, &file.display().to_string()),
         click("File"),
         click("Save As"),
         // the Qt file dialog is modal: its controls come first
