@@ -1070,14 +1070,14 @@ fn gimp_flip_export(ctx: &Ctx) -> Task {
 
 // --- Qt applications started by ufo through a host Bash ----------------------------------
 
-fn kcalc_task(ctx: &Ctx, expr: &[&str], result: &str) -> Task {
-    let t = format!("Compute {} on the calculator", expr.join(" "));
-    let _ = ctx;
+/// Compute `shown` on KCalc by clicking its buttons `buttons`, then "="; `result` is shown.
+fn kcalc_task(shown: &str, buttons: &[&str], result: &str) -> Task {
+    let t = format!("Compute {shown} on the calculator");
     let mut lines = vec![
         host_bash("No calculator is open.", "kcalc &"),
         host_assign(&t, "KCalc"),
     ];
-    lines.extend(expr.iter().map(|b| click(b)));
+    lines.extend(buttons.iter().map(|b| click(b)));
     lines.push(click_done("="));
     lines.push(host_finish());
     let result = result.to_string();
@@ -1088,12 +1088,12 @@ fn kcalc_task(ctx: &Ctx, expr: &[&str], result: &str) -> Task {
     )
 }
 
-fn kcalc_mul(ctx: &Ctx) -> Task {
-    kcalc_task(ctx, &["1", "2", "×", "3"], "36")
+fn kcalc_mul(_ctx: &Ctx) -> Task {
+    kcalc_task("12 × 3", &["1", "2", "×", "3"], "36")
 }
 
-fn kcalc_sub(ctx: &Ctx) -> Task {
-    kcalc_task(ctx, &["9", "0", "−", "4", "5"], "45")
+fn kcalc_sub(_ctx: &Ctx) -> Task {
+    kcalc_task("90 − 45", &["9", "0", "−", "4", "5"], "45")
 }
 
 fn featherpad_save(ctx: &Ctx) -> Task {
