@@ -508,6 +508,22 @@ impl A11yBus {
             .await
     }
 
+    /// Set the current value of a node with the Value interface (a spin button, a slider).
+    pub async fn set_value(&self, app: &str, path: &str, value: f64) -> Result<(), LinuxError> {
+        self.call::<_, ()>(
+            app,
+            path,
+            "org.freedesktop.DBus.Properties",
+            "Set",
+            &(
+                "org.a11y.atspi.Value",
+                "CurrentValue",
+                zbus::zvariant::Value::F64(value),
+            ),
+        )
+        .await
+    }
+
     /// Toolkit name and version of an application.
     pub async fn toolkit(&self, app: &str) -> (String, String) {
         const APP: &str = "org.a11y.atspi.Application";

@@ -437,9 +437,13 @@ impl LinuxDesktop {
         Ok(format!("clicked at {x},{y}"))
     }
 
-    /// `set_text`: `EditableText.SetTextContents`, checked by reading back; else focus,
-    /// select all, delete and type.
+    /// `set_text`: a number into a control with a value (a spin button) sets that value;
+    /// else `EditableText.SetTextContents`, checked by reading back; else focus, select all,
+    /// delete and type.
     async fn set_text(&self, xid: u32, c: &CtlInfo, text: &str) -> Result<String, LinuxError> {
+        if let Some(done) = self.set_number(c, text).await {
+            return Ok(done);
+        }
         if c.ifaces & iface::EDITABLE_TEXT != 0 {
             let ok: bool = self
                 .bus
@@ -471,6 +475,26 @@ impl LinuxDesktop {
         }));
         self.send_keys_in_order(xid, Some(c), steps).await?;
         Ok(format!("typed the new text into {:?}", c.name))
+    }
+
+    /// A number set as the value of a control that has one, checked by reading it back.
+    /// A GTK 2 spin button takes new text without changing its value (GIMP then keeps the
+    /// old setting), so its value is set instead. `None`: not a number, no value, or the
+    /// control did not take it (the text paths follow).
+    /// Web pages keep their own path: a page is told of a new value by the events typing
+    /// sends.
+    async fn set_number(&self, c: &CtlInfo, text: &str) -> Option<String> {
+        if c.ifaces & iface::VALUE == 0 || c.seen.role != crate::a11y::vocab::role::SPIN_BUTTON {
+            return None;
+        }
+        let want: f64 = text.trim().parse().ok().filter(|v: &f64| v.is_finite())?;
+        let (toolkit, _) = self.bus.toolkit(&c.bus).await;
+        if matches!(toolkit.to_ascii_lowercase().as_str(), "chromium" | "gecko") {
+            return None;
+        }
+        self.bus.set_value(&c.bus, &c.path, want).await.ok()?;
+        let now = self.bus.value(&c.bus, &c.path).await.ok()?;
+        ((now - want).abs() < 1e-9).then(|| format!("set the value of {:?} to {text}", c.name))
     }
 
     /// `scroll`: wheel notches at the control's centre; on a web page one at a time, until
