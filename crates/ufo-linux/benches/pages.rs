@@ -216,12 +216,9 @@ async fn firefox(d: &LinuxDesktop, dir: &std::path::Path, iters: usize) {
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     let settings = loop {
-        let found = d
-            .windows()
-            .await
-            .unwrap_or_default()
-            .into_iter()
-            .find(|s| s.id != w.id && s.title.starts_with("Settings"));
+        let found = d.windows().await.unwrap_or_default().into_iter().find(|s| {
+            s.id != w.id && s.title.starts_with("Settings") && s.title.contains("Firefox")
+        });
         if let Some(s) = found {
             break s;
         }

@@ -45,9 +45,17 @@ def main():
     if app is None:
         print(json.dumps({"error": "no application %r on the bus" % app_name}))
         return 1
-    frame = next((w for w in app if w is not None and w.name == title), None)
+    frames = [w for w in app if w is not None]
+    frame = next((w for w in frames if w.name == title), None)
     if frame is None:
-        frame = app.getChildAtIndex(0)
+        # a window whose accessible name is part of its title (or the reverse); never another
+        # window of the application, which would compare two different trees
+        near = [w for w in frames if w.name and (w.name in title or title in w.name)]
+        if len(near) != 1:
+            names = [w.name for w in frames]
+            print(json.dumps({"error": "no single window of %r named %r: %r" % (app_name, title, names)}))
+            return 1
+        frame = near[0]
     times = []
     nodes = 0
     for _ in range(iters):
