@@ -62,6 +62,9 @@ pub struct LinuxDesktop {
     pub(crate) kept: crate::observe::changes::KeptTrees,
     /// spreadsheet cells read before (`apps::sheets`)
     pub(crate) sheets: crate::apps::sheets::SheetCache,
+    /// where each window's page or document is read before it is observed
+    /// (`observe::loading`)
+    pub(crate) loads: Part<crate::observe::loading::LoadFacts>,
     /// what settling keeps between actions (`act::settle`)
     pub(crate) settling: Part<crate::act::settle::SettleState>,
     /// X damage and window events for settling (settle.rs); `None` without DAMAGE
@@ -124,6 +127,7 @@ impl LinuxDesktop {
             nodes: Default::default(),
             kept: Default::default(),
             sheets: Default::default(),
+            loads: Part::default(),
             settling: Part::default(),
             watch: tokio::task::spawn_blocking(crate::act::settle::ChangeWatch::start)
                 .await
@@ -503,11 +507,12 @@ impl Desktop for LinuxDesktop {
     async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError> {
         let started = std::time::Instant::now();
         let obs = match self.take_prefetched(window_id).await {
-            Some(o) => {
+            // (not when a page started loading since: observed once loaded, loading.rs)
+            Some(o) if self.still_loaded(window_id).await => {
                 tracing::debug!("observed while settling");
                 o
             }
-            None => self.observe_window(window_id).await?,
+            _ => self.observe_window(window_id).await?,
         };
         tracing::debug!(
             controls = obs.controls.len(),

@@ -4,6 +4,7 @@
 
 pub(crate) mod changes;
 pub(crate) mod controls;
+pub(crate) mod loading;
 pub(crate) mod names;
 mod refresh;
 
@@ -231,12 +232,19 @@ impl LinuxDesktop {
         with_actions: bool,
     ) -> Result<FullObservation, LinuxError> {
         let t0 = Instant::now();
+        let mut located = self.locate(window_id).await?;
+        // a page or document still loading is waited for, bounded (loading.rs); the window
+        // may have changed meanwhile (its title, its size)
+        let load = self.wait_loaded(&located.main).await?;
+        if load.waited {
+            located = self.locate(window_id).await?;
+        }
         let Located {
             main,
             attached,
             area,
             warnings: early_warnings,
-        } = self.locate(window_id).await?;
+        } = located;
         let capture = async {
             let t = Instant::now();
             let img = self
@@ -260,6 +268,7 @@ impl LinuxDesktop {
             ));
         }
         stats.capture = capture_time;
+        warnings.extend(load.notes);
         let fetched = arrange(groups, &attached, modal.is_some());
         if fetched.is_empty() && main_bus.is_some() {
             warnings.extend(crate::launch::toolkit::no_controls_hint(main.pid));
@@ -509,6 +518,7 @@ impl LinuxDesktop {
             ))
         })?;
         let t_items = t.elapsed();
+        self.note_loaded_tree(bus, w.id, tree, &frame).await;
         if self.complete_tree(bus, tree, &frame, true, warnings).await {
             stats.walked = true;
         }
