@@ -1,11 +1,12 @@
 //! Pages observed while they load (issue 23): a navigation to a page a local server answers
 //! after 3 s, typed in the address bar, is observed once, and that one observation shows the
 //! new page (in Chromium and in Firefox ESR); a `file://` page opened in a new window is
-//! observed at once with its content. What was loaded is checked outside ufo too: the
-//! server's log of requests and the window's title as the X server has it (`xdotool`).
+//! observed at once with its content; a LibreOffice Calc the host launches is observed with
+//! its sheet. What was loaded is checked outside ufo too: the server's log of requests and
+//! the window's title as the X server has it (`xdotool`), the cell by pyatspi.
 //!
-//! Needs the desktop session (scripts/desktop-session.sh), `chromium`, `firefox-esr` and
-//! `xdotool`. Skipped with a message without DISPLAY and UFO_LIVE_TESTS; with
+//! Needs the desktop session (scripts/desktop-session.sh), `chromium`, `firefox-esr`,
+//! LibreOffice (GTK3 plugin), `python3-pyatspi` and `xdotool` (and `cargo build -p ufo`). Skipped with a message without DISPLAY and UFO_LIVE_TESTS; with
 //! UFO_LIVE_TESTS=1 anything missing fails the test.
 #![allow(clippy::unwrap_used)]
 
@@ -20,6 +21,7 @@ mod support;
 use support::*;
 
 use ufo_core::{Desktop, UiAction, WindowObservation};
+use ufo_desktop::testing::script::{app_line, host_finish, line, ufo_binary, write_script};
 use ufo_desktop::testing::{require_live, ProcessGuard};
 use ufo_linux::{LinuxConfig, LinuxDesktop};
 
@@ -146,6 +148,11 @@ fn start(browser: Browser, dir: &Path, url: &str) -> ProcessGuard {
 }
 
 async fn connect(home: &Path) -> LinuxDesktop {
+    // (RUST_LOG=ufo_linux::observe::loading=debug shows each look of the wait)
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
     let config = LinuxConfig {
         launch_env: LinuxConfig::home_env(home),
         ..LinuxConfig::default()
@@ -262,11 +269,9 @@ async fn chromium_a_slow_page_typed_in_the_address_bar_is_observed_once_loaded()
     slow_navigation_is_observed_loaded(Browser::Chromium).await;
 }
 
-/// Ignored: under load Firefox ESR starts the navigation (its document turns `BUSY`) only
-/// after ufo's `type_keys` has settled, so the observation that follows sees the old page,
-/// not yet loading; a page already loading in Firefox is waited for (its `BUSY` document).
+/// Under load Firefox ESR may start the navigation (its document turns `BUSY`) only after
+/// ufo's `type_keys` has settled: the observation looks for that start after an Enter.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "Firefox starts the navigation after the action settled (issue 23, item 1)"]
 async fn firefox_a_slow_page_typed_in_the_address_bar_is_observed_once_loaded() {
     if !require_live("firefox_a_slow_page_typed_in_the_address_bar_is_observed_once_loaded") {
         return;
@@ -333,5 +338,140 @@ async fn chromium_a_file_page_in_a_new_window_is_observed_with_its_document() {
         "the first observation of the new window has no page (title {:?}): {}",
         x_title(&new_id),
         listing(&obs)
+    );
+}
+
+/// Cell A1 of the Calc sheet of these processes, read by pyatspi (not by ufo): its text, or
+/// why it could not be read.
+fn calc_a1_by_pyatspi(pids: &[u32]) -> Result<String, String> {
+    const SCRIPT: &str = r#"
+import sys, pyatspi
+pids = set(int(p) for p in sys.argv[1:])
+def find(n, depth):
+    if n is None or depth > 14:
+        return None
+    if n.getRole() == pyatspi.ROLE_TABLE:
+        return n
+    for c in n:
+        r = find(c, depth + 1)
+        if r is not None:
+            return r
+    return None
+for app in pyatspi.Registry.getDesktop(0):
+    try:
+        if app is None or app.get_process_id() not in pids:
+            continue
+    except Exception:
+        continue
+    for frame in app:
+        t = find(frame, 0)
+        if t is not None:
+            cell = t.queryTable().getAccessibleAt(0, 0)
+            print(cell.queryText().getText(0, -1))
+            sys.exit(0)
+print("no sheet on the bus", file=sys.stderr)
+sys.exit(1)
+"#;
+    let out = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(SCRIPT)
+        .args(pids.iter().map(|p| p.to_string()))
+        .output()
+        .map_err(|e| format!("python3 does not run: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// A LibreOffice Calc launched by the host's `Bash` shows its window seconds before it puts
+/// the sheet in it: the first step of the app agent, a `set_text` on A1, must find the cell
+/// (the observation waits, bounded, for the window's content). A1 is then read by pyatspi.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calc_launched_by_the_host_is_observed_with_its_sheet() {
+    if !require_live("calc_launched_by_the_host_is_observed_with_its_sheet") {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    assert!(
+        ufo_linux::libreoffice_gtk3_installed(),
+        "LibreOffice with its GTK3 plugin is not installed: run scripts/test-deps.sh install_libreoffice (as root)"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let profile_arg = format!(
+        "-env:UserInstallation=file://{}",
+        tmp.path().join("profile").display()
+    );
+    let _office = ProcessGuard::new(profile_arg.clone(), None);
+    // (one simple command, as the shell gate lets it run; HOME and the plugin come from ufo's
+    // environment)
+    let bash = format!("libreoffice --calc --norestore --nologo {profile_arg} &");
+    let lines = [
+        line(
+            "host",
+            serde_json::json!({"Observation": "Calc is not open.", "Thought": "Start it.",
+                "Current Sub-Task": "Put 42 in A1", "Status": "CONTINUE", "Bash": bash}),
+            &[],
+        ),
+        line(
+            "host",
+            serde_json::json!({"Observation": "Calc is open.", "Thought": "Assign.",
+                "Current Sub-Task": "Put 42 in A1", "ControlText": "Untitled 1 - LibreOffice Calc",
+                "Status": "ASSIGN"}),
+            &[],
+        ),
+        app_line(
+            "A1",
+            "",
+            "set_text",
+            serde_json::json!({"text": "42"}),
+            "FINISH",
+        ),
+        host_finish(),
+    ];
+    let script = write_script(tmp.path(), &lines);
+    let run = tokio::time::timeout(
+        Duration::from_secs(300),
+        tokio::process::Command::new(ufo_binary())
+            .args(["run", "--desktop", "live", "--llm"])
+            .arg(format!("script:{}", script.display()))
+            .arg("--out")
+            .arg(tmp.path().join("out"))
+            // the safe guard holds a host Bash for confirmation
+            .args(["--confirm", "yes"])
+            .arg("Open Calc and put 42 in A1")
+            .env_remove("UFO_LLM")
+            .env("HOME", &home)
+            .env("SAL_USE_VCLPLUGIN", "gtk3")
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("ufo run did not finish within 5 minutes")
+    .expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert_eq!(run.status.code(), Some(0), "ufo run failed:\n{stderr}");
+    assert!(
+        !stderr.contains("action failed") && !stderr.contains("not found"),
+        "the first step did not find A1:\n{stderr}"
+    );
+    // outside ufo: the cell holds 42 (LibreOffice may take a moment to expose it)
+    let pids = ufo_proc::live_processes_with_arg(&profile_arg);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let a1 = loop {
+        let a1 = calc_a1_by_pyatspi(&pids);
+        if a1.as_deref() == Ok("42") || Instant::now() > deadline {
+            break a1;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert_eq!(
+        a1.as_deref(),
+        Ok("42"),
+        "A1 by pyatspi; ufo's log:\n{stderr}"
     );
 }

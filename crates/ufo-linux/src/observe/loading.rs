@@ -17,9 +17,16 @@
 //!   "Stop"); nothing else in Chromium's tree changes until the answer comes;
 //! - the window's frame has no children yet: the application has not built its content.
 //!
-//! When the first look says ready, nothing is waited for. Otherwise the same few calls are
-//! repeated every [`POLL`] up to the configured bound (`LinuxConfig::load_wait`); an
-//! observation taken after the bound says that the page was still loading.
+//! - after an action that may navigate (Enter, a click on a link) in a browser, the page
+//!   may turn busy only some time after the action settled (Firefox under load): until the
+//!   look sees the navigation start (busy, stop mode, another document) it waits, at most
+//!   [`NAV_START`] after the action.
+//!
+//! The first look runs at the same time as the observation's own reading of the window, so
+//! on a loaded page it adds nothing. When it says the window is loading, the same few calls
+//! are repeated every [`POLL`] up to the configured bound (`LinuxConfig::load_wait`), then the
+//! window is read again; an observation taken after the bound says that the page was still
+//! loading. A bound of 0 switches the wait off (no call at all).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -36,6 +43,11 @@ pub(crate) const POLL: Duration = Duration::from_millis(20);
 /// Longest wait for a browser window's document to appear or get content: an empty page
 /// (`about:blank`) is a page.
 pub(crate) const EMPTY_MAX: Duration = Duration::from_secs(3);
+/// Interval between two reads of a LibreOffice window whose document is not in it yet (a
+/// whole read of the window each time).
+pub(crate) const OFFICE_POLL: Duration = Duration::from_millis(250);
+/// Longest wait, after an action that may navigate, for the navigation to start.
+pub(crate) const NAV_START: Duration = Duration::from_secs(1);
 /// `Accessible.GetRelationSet`'s code of `RELATION_EMBEDS`.
 const RELATION_EMBEDS: u32 = 13;
 /// The `BUSY` state bit.
@@ -73,6 +85,18 @@ pub(crate) struct LoadRead {
     pub documents: Vec<DocRead>,
     /// Chromium's reload button is a stop button: a navigation waits for the server.
     pub navigating: bool,
+    /// The documents' paths and names (another document: a navigation happened).
+    pub doc_ids: Vec<(String, String)>,
+}
+
+/// A navigation an action may have started (see [`NAV_START`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Expecting {
+    /// Time since the last sign of it: the action's end, or the last look that saw the
+    /// window loading (Chromium turns its stop button back before it shows the new page).
+    pub since_activity: Duration,
+    /// The window shows another document than before the action: the navigation is done.
+    pub replaced: bool,
 }
 
 /// Why a window counts as loading.
@@ -119,20 +143,37 @@ pub(crate) fn loading(read: &LoadRead) -> Option<Loading> {
     }
 }
 
-/// Decide, `elapsed` into the wait (bounded by `bound`), what to do with what was read.
-pub(crate) fn decide(read: &LoadRead, elapsed: Duration, bound: Duration) -> LoadDecision {
+/// Decide, `elapsed` into the wait (bounded by `bound`), what to do with what was read;
+/// `expecting`: the last action may have started a navigation.
+pub(crate) fn decide(
+    read: &LoadRead,
+    elapsed: Duration,
+    bound: Duration,
+    expecting: Option<Expecting>,
+) -> LoadDecision {
     let Some(why) = loading(read) else {
-        return LoadDecision::Ready;
+        // a navigation the action started may not have begun yet (Firefox under load)
+        return match expecting {
+            Some(e) if !e.replaced && e.since_activity < NAV_START && elapsed < bound => {
+                LoadDecision::Wait(POLL.min(NAV_START - e.since_activity))
+            }
+            _ => LoadDecision::Ready,
+        };
     };
     // a page that stays empty, or a window that never gets content, is what it is
-    let limit = match why {
-        Loading::NoDocument | Loading::NotBuilt => bound.min(EMPTY_MAX),
-        Loading::Busy | Loading::Navigating => bound,
+    // (LibreOffice shows its window seconds before it puts the document in it: that is a
+    // load, not an empty window)
+    let patient = match why {
+        Loading::NoDocument => false,
+        Loading::NotBuilt => read.kind == AppKind::Office,
+        Loading::Busy | Loading::Navigating => true,
     };
+    let limit = if patient { bound } else { bound.min(EMPTY_MAX) };
     if elapsed >= limit {
-        return match why {
-            Loading::NoDocument | Loading::NotBuilt => LoadDecision::Ready,
-            Loading::Busy | Loading::Navigating => LoadDecision::GiveUp(why),
+        return if patient {
+            LoadDecision::GiveUp(why)
+        } else {
+            LoadDecision::Ready
         };
     }
     LoadDecision::Wait(POLL.min(limit - elapsed))
@@ -156,8 +197,6 @@ pub(crate) fn gave_up_note(why: Loading, waited: Duration) -> String {
 /// How [`LinuxDesktop::wait_loaded`] went.
 #[derive(Debug, Default)]
 pub(crate) struct LoadWait {
-    /// It waited: the window (its title, its size) may have changed since it was located.
-    pub waited: bool,
     /// What the observation says about it (when it gave up).
     pub notes: Vec<String>,
 }
@@ -171,6 +210,24 @@ pub(crate) struct Probe {
     pub reload: Option<String>,
     /// The reload button was looked for (in the tree of an observation).
     pub reload_sought: bool,
+    /// The documents the last look saw (paths and names).
+    pub docs: Vec<(String, String)>,
+    /// LibreOffice: the last observation's tree of the window had no document node yet.
+    pub office_unbuilt: bool,
+}
+
+/// A navigation the last action on a window may have started.
+#[derive(Debug, Clone)]
+pub(crate) struct Expected {
+    /// When the action ended.
+    pub since: Instant,
+    /// The documents before it.
+    pub docs: Vec<(String, String)>,
+}
+
+/// The window shows other documents than `before` (a navigation replaced the page).
+pub(crate) fn another_document(before: &[(String, String)], now: &[(String, String)]) -> bool {
+    !now.is_empty() && now.iter().any(|d| !before.contains(d))
 }
 
 /// The probes of the windows seen, and the kind of each application.
@@ -178,6 +235,8 @@ pub(crate) struct Probe {
 pub(crate) struct LoadFacts {
     probes: HashMap<(String, u32), Probe>,
     kinds: HashMap<String, AppKind>,
+    /// Browser windows whose last action may have started a navigation.
+    expected: HashMap<u32, Expected>,
 }
 
 /// Most windows whose probe is kept.
@@ -197,6 +256,41 @@ impl LoadFacts {
         }
         self.probes.insert((bus.to_string(), xid), p);
     }
+
+    /// What a look learnt: the frame and the documents (the reload button is the
+    /// observation's to find, `note_loaded_tree`, which may run at the same time).
+    fn note_look(&mut self, bus: &str, xid: u32, p: &Probe, read: &LoadRead) {
+        let mut kept = self.probe(bus, xid);
+        kept.frame = p.frame.clone();
+        kept.docs = read.doc_ids.clone();
+        self.keep(bus, xid, kept);
+    }
+
+    fn expect(&mut self, xid: u32, e: Expected) {
+        if self.expected.len() >= MAX_PROBES {
+            self.expected.clear();
+        }
+        self.expected.insert(xid, e);
+    }
+}
+
+/// Whether an action may make a browser navigate: Enter typed, or a click on a link
+/// (`role`: the control's AT-SPI role, when known).
+pub(crate) fn may_navigate(action: &ufo_core::UiAction, role: Option<u32>) -> bool {
+    use ufo_core::UiAction;
+    match action {
+        UiAction::TypeKeys { keys } => {
+            let k = keys.to_ascii_lowercase();
+            k.contains("{enter}") || k.contains("{return}") || k.contains('\n')
+        }
+        UiAction::Click { .. } => role == Some(role::LINK),
+        UiAction::SetText { .. }
+        | UiAction::Scroll { .. }
+        | UiAction::Select { .. }
+        | UiAction::ReadText
+        | UiAction::Focus
+        | UiAction::ClickAt { .. } => false,
+    }
 }
 
 /// The application kind from its toolkit's and its own name.
@@ -211,20 +305,57 @@ pub(crate) fn kind_of(toolkit: &str, app_name: &str) -> AppKind {
     }
 }
 
+/// A LibreOffice window named after a document ("Untitled 1 - LibreOffice Calc"; not the
+/// Start Center, "LibreOffice", which has no document).
+pub(crate) fn is_office_document_window(title: &str) -> bool {
+    title.contains(" - LibreOffice")
+}
+
+/// A role of a document's root node.
+fn is_document_role(r: u32) -> bool {
+    [
+        role::DOCUMENT_SPREADSHEET,
+        role::DOCUMENT_TEXT,
+        role::DOCUMENT_PRESENTATION,
+        role::DOCUMENT_FRAME,
+    ]
+    .contains(&r)
+}
+
 /// Chromium's reload button is in its stop mode: its description names stopping.
 pub(crate) fn is_stop_mode(description: &str) -> bool {
     description.to_ascii_lowercase().contains("stop")
 }
 
 impl LinuxDesktop {
+    /// The first look, made while the observation reads the window: `Some` when the window
+    /// is not loading (or the wait is off, or the application is of a kind that does not
+    /// load): what the observation says about it; `None` when it must be waited for
+    /// ([`Self::wait_loaded`], then read again). While settling (an observation made ahead
+    /// for the next step) a loading window is an error: that observation is dropped and the
+    /// next step observes after the load.
+    pub(crate) async fn load_first_look(
+        &self,
+        main: &XWindow,
+    ) -> Result<Option<LoadWait>, LinuxError> {
+        self.load_wait_for(main, true).await
+    }
+
     /// Wait (bounded by `LinuxConfig::load_wait`) until the window's page or document has
     /// loaded; whether it waited, and the notes for the observation (one when the wait gave
-    /// up). While settling
-    /// (an observation made ahead for the next step) a loading window is not waited for:
-    /// the error drops that observation and the next step observes after the load.
+    /// up).
     pub(crate) async fn wait_loaded(&self, main: &XWindow) -> Result<LoadWait, LinuxError> {
-        let at_once = LoadWait::default();
-        let Some(pid) = main.pid else {
+        Ok(self.load_wait_for(main, false).await?.unwrap_or_default())
+    }
+
+    async fn load_wait_for(
+        &self,
+        main: &XWindow,
+        first_only: bool,
+    ) -> Result<Option<LoadWait>, LinuxError> {
+        let at_once = Some(LoadWait::default());
+        let bound = self.config.load_wait;
+        let Some(pid) = main.pid.filter(|_| !bound.is_zero()) else {
             return Ok(at_once);
         };
         let Some(bus) = self.bus_map(&[pid], false).await.get(&pid).cloned() else {
@@ -236,70 +367,131 @@ impl LinuxDesktop {
             return Ok(at_once);
         }
         let started = Instant::now();
-        let mut probe = self.loads.lock().probe(&bus, main.id);
+        let expected = self.loads.lock().expected.get(&main.id).cloned();
         let prefetching = self.controls.lock().prefetching;
-        let bound = self.config.load_wait;
+        let mut activity = expected.as_ref().map(|e| e.since);
         let mut waits = 0usize;
-        loop {
+        let done = loop {
+            // (the observation running beside the first look may find the reload button)
+            let mut probe = self.loads.lock().probe(&bus, main.id);
             let read = self.read_load(&bus, &main.title, kind, &mut probe).await;
             let elapsed = started.elapsed();
-            let decision = decide(&read, elapsed, bound);
+            if loading(&read).is_some() && activity.is_some() {
+                activity = Some(Instant::now());
+            }
+            let expecting = expected.as_ref().zip(activity).map(|(e, at)| Expecting {
+                since_activity: at.elapsed(),
+                replaced: another_document(&e.docs, &read.doc_ids),
+            });
+            let decision = decide(&read, elapsed, bound, expecting);
             tracing::debug!(
                 ?read,
                 ?decision,
+                ?expecting,
                 ms = elapsed.as_millis() as u64,
                 "load look"
             );
+            self.loads.lock().note_look(&bus, main.id, &probe, &read);
             match decision {
-                LoadDecision::Ready => break,
+                LoadDecision::Ready => {
+                    tracing::debug!(waits, "load wait over");
+                    break LoadWait::default();
+                }
                 LoadDecision::GiveUp(why) => {
-                    self.loads.lock().keep(&bus, main.id, probe);
-                    return Ok(LoadWait {
-                        waited: true,
+                    break LoadWait {
                         notes: vec![gave_up_note(why, elapsed)],
-                    });
+                    }
                 }
                 LoadDecision::Wait(_) if prefetching => {
                     return Err(LinuxError::ActionFailed(
                         "the window is loading: observed after the load".into(),
                     ));
                 }
+                LoadDecision::Wait(_) if first_only => return Ok(None),
                 LoadDecision::Wait(d) => {
                     waits += 1;
                     tokio::time::sleep(d).await
                 }
             }
+        };
+        // the navigation the last action may have started has been waited for
+        self.loads.lock().expected.remove(&main.id);
+        Ok(Some(done))
+    }
+
+    /// After the window was read: LibreOffice showed a document window whose document is not
+    /// in it yet (`note_loaded_tree`): read it again, bounded by `LinuxConfig::load_wait`
+    /// from `started` (the observation's start).
+    pub(crate) fn office_unbuilt(&self, main: &XWindow, started: Instant) -> bool {
+        started.elapsed() < self.config.load_wait && self.office_unbuilt_after(main)
+    }
+
+    /// The last read of the window found its document missing (and the wait is on).
+    pub(crate) fn office_unbuilt_after(&self, main: &XWindow) -> bool {
+        if self.config.load_wait.is_zero() {
+            return false;
         }
-        self.loads.lock().keep(&bus, main.id, probe);
-        Ok(LoadWait {
-            waited: waits > 0,
-            notes: Vec::new(),
-        })
+        let facts = self.loads.lock();
+        facts
+            .probes
+            .iter()
+            .any(|((_, x), p)| *x == main.id && p.office_unbuilt)
     }
 
     /// Whether an observation of window `window_id` made earlier (while the last action
-    /// settled) can be handed out: one look says its page or document is not loading. A
-    /// navigation the action started may have begun after that observation.
-    pub(crate) async fn still_loaded(&self, window_id: &str) -> bool {
+    /// settled) can be handed out: not when the action may have started a navigation that
+    /// observation did not wait for (it would show the old page). No call.
+    pub(crate) fn still_loaded(&self, window_id: &str) -> bool {
+        crate::x11::parse_window_id(window_id)
+            .is_ok_and(|xid| !self.loads.lock().expected.contains_key(&xid))
+    }
+
+    /// After an action on window `window_id`: when it may have started a navigation in a
+    /// browser (`may_navigate`), the next observation looks for the navigation to start
+    /// ([`NAV_START`]). No call unless the window is a browser's.
+    pub(crate) async fn note_action(
+        &self,
+        window_id: &str,
+        docs_before: Vec<(String, String)>,
+        may_navigate: bool,
+    ) {
         let Ok(xid) = crate::x11::parse_window_id(window_id) else {
-            return false;
+            return;
         };
+        self.loads.lock().expected.remove(&xid);
+        if !may_navigate || self.config.load_wait.is_zero() {
+            return;
+        }
         let Some(pid) = self.apps.lock().window_pids.get(&xid).copied() else {
-            return false;
+            return;
         };
         let Some(bus) = self.bus_map(&[pid], false).await.get(&pid).cloned() else {
-            return false;
+            return;
         };
-        let kind = self.app_kind(&bus).await;
-        if kind == AppKind::Other {
-            return true;
+        if self.app_kind(&bus).await != AppKind::Browser {
+            return;
         }
-        let mut probe = self.loads.lock().probe(&bus, xid);
-        if probe.frame.is_none() {
-            return false;
-        }
-        let read = self.read_load(&bus, "", kind, &mut probe).await;
-        loading(&read).is_none()
+        self.loads.lock().expect(
+            xid,
+            Expected {
+                since: Instant::now(),
+                docs: docs_before,
+            },
+        );
+    }
+
+    /// The documents window `window_id` showed at the last look (before an action).
+    pub(crate) fn docs_seen(&self, window_id: &str) -> Vec<(String, String)> {
+        let Ok(xid) = crate::x11::parse_window_id(window_id) else {
+            return Vec::new();
+        };
+        let facts = self.loads.lock();
+        facts
+            .probes
+            .iter()
+            .find(|((_, x), _)| *x == xid)
+            .map(|(_, p)| p.docs.clone())
+            .unwrap_or_default()
     }
 
     /// The application's kind (asked once per application).
@@ -328,6 +520,7 @@ impl LinuxDesktop {
             frame_children: None,
             documents: Vec::new(),
             navigating: false,
+            doc_ids: Vec::new(),
         };
         let frame = match &probe.frame {
             Some(f) => Some(f.clone()),
@@ -357,7 +550,7 @@ impl LinuxDesktop {
                 None => false,
             }
         });
-        read.documents = docs;
+        (read.documents, read.doc_ids) = docs.into_iter().unzip();
         read.navigating = navigating;
         read
     }
@@ -390,7 +583,7 @@ impl LinuxDesktop {
     }
 
     /// The documents the frame embeds, with their state.
-    async fn embedded_documents(&self, bus: &str, frame: &str) -> Vec<DocRead> {
+    async fn embedded_documents(&self, bus: &str, frame: &str) -> Vec<(DocRead, (String, String))> {
         type Rel = (u32, Vec<(String, zbus::zvariant::OwnedObjectPath)>);
         let rels: Vec<Rel> = match self.bus.call(bus, frame, ACC, "GetRelationSet", &()).await {
             Ok(r) => r,
@@ -410,10 +603,12 @@ impl LinuxDesktop {
                 self.bus.prop::<i32>(bus, p, ACC, "ChildCount"),
             );
             let states = crate::a11y::bus::state_bits(&states.ok()?);
-            Some(DocRead {
+            let name = name.unwrap_or_default();
+            let read = DocRead {
                 busy: states & BUSY != 0,
-                empty: name.unwrap_or_default().trim().is_empty() && count.unwrap_or(0) == 0,
-            })
+                empty: name.trim().is_empty() && count.unwrap_or(0) == 0,
+            };
+            Some((read, (p.clone(), name)))
         }))
         .await;
         reads.into_iter().flatten().collect()
@@ -429,12 +624,20 @@ impl LinuxDesktop {
         tree: &crate::a11y::bus::AppTree,
         frame: &str,
     ) {
+        let kind = self.app_kind(bus).await;
         let mut probe = self.loads.lock().probe(bus, xid);
         probe.frame = Some(frame.to_string());
-        if !probe.reload_sought && self.app_kind(bus).await == AppKind::Browser {
+        if !probe.reload_sought && kind == AppKind::Browser {
             probe.reload_sought = true;
             probe.reload = self.find_reload_button(bus, tree, frame).await;
         }
+        let frame_name = tree.nodes.get(frame).map(|n| n.name.as_str()).unwrap_or("");
+        probe.office_unbuilt = kind == AppKind::Office
+            && is_office_document_window(frame_name)
+            && !tree
+                .subtree(frame, 20_000)
+                .iter()
+                .any(|n| is_document_role(n.role));
         self.loads.lock().keep(bus, xid, probe);
     }
 
@@ -491,6 +694,7 @@ mod tests {
                 .map(|&(busy, empty)| DocRead { busy, empty })
                 .collect(),
             navigating,
+            doc_ids: vec![("/doc/1".into(), "Page".into())],
         }
     }
 
@@ -499,7 +703,7 @@ mod tests {
     #[test]
     fn a_loaded_page_is_ready_at_once() {
         let read = browser(&[(false, false)], false);
-        assert_eq!(decide(&read, ms(0), BOUND), LoadDecision::Ready);
+        assert_eq!(decide(&read, ms(0), BOUND, None), LoadDecision::Ready);
     }
 
     #[test]
@@ -508,13 +712,13 @@ mod tests {
             browser(&[(true, false)], false),
             browser(&[(false, false)], true),
         ] {
-            assert_eq!(decide(&read, ms(0), BOUND), LoadDecision::Wait(POLL));
+            assert_eq!(decide(&read, ms(0), BOUND, None), LoadDecision::Wait(POLL));
             assert_eq!(
-                decide(&read, BOUND - ms(5), BOUND),
+                decide(&read, BOUND - ms(5), BOUND, None),
                 LoadDecision::Wait(ms(5))
             );
             assert!(matches!(
-                decide(&read, BOUND, BOUND),
+                decide(&read, BOUND, BOUND, None),
                 LoadDecision::GiveUp(Loading::Busy | Loading::Navigating)
             ));
         }
@@ -524,8 +728,11 @@ mod tests {
     fn a_browser_window_without_a_page_waits_a_little_then_is_shown_as_it_is() {
         for read in [browser(&[], false), browser(&[(false, true)], false)] {
             assert_eq!(loading(&read), Some(Loading::NoDocument));
-            assert_eq!(decide(&read, ms(100), BOUND), LoadDecision::Wait(POLL));
-            assert_eq!(decide(&read, EMPTY_MAX, BOUND), LoadDecision::Ready);
+            assert_eq!(
+                decide(&read, ms(100), BOUND, None),
+                LoadDecision::Wait(POLL)
+            );
+            assert_eq!(decide(&read, EMPTY_MAX, BOUND, None), LoadDecision::Ready);
         }
         // one real document among empty ones (Chromium keeps empty frames) is a page
         assert_eq!(
@@ -541,18 +748,28 @@ mod tests {
             frame_children: Some(0),
             documents: vec![],
             navigating: false,
+            doc_ids: vec![],
         };
         assert_eq!(loading(&office), Some(Loading::NotBuilt));
         let built = LoadRead {
             frame_children: Some(12),
             ..office.clone()
         };
-        assert_eq!(decide(&built, ms(0), BOUND), LoadDecision::Ready);
+        assert_eq!(decide(&built, ms(0), BOUND, None), LoadDecision::Ready);
+        // LibreOffice fills its window seconds after showing it: waited for up to the bound
+        assert_eq!(
+            decide(&office, EMPTY_MAX + ms(4000), BOUND, None),
+            LoadDecision::Wait(POLL)
+        );
+        assert_eq!(
+            decide(&office, BOUND, BOUND, None),
+            LoadDecision::GiveUp(Loading::NotBuilt)
+        );
         let other = LoadRead {
             kind: AppKind::Other,
             ..office
         };
-        assert_eq!(decide(&other, ms(0), BOUND), LoadDecision::Ready);
+        assert_eq!(decide(&other, ms(0), BOUND, None), LoadDecision::Ready);
     }
 
     #[test]
@@ -570,5 +787,72 @@ mod tests {
         assert_eq!(kind_of("GTK", "gnome-calculator"), AppKind::Other);
         assert!(is_stop_mode("Stop loading this page"));
         assert!(!is_stop_mode("Reload this page"));
+    }
+
+    #[test]
+    fn after_a_navigating_action_the_start_of_the_load_is_waited_for_a_little() {
+        let loaded = browser(&[(false, false)], false);
+        let pending = |since: u64, replaced: bool| {
+            Some(Expecting {
+                since_activity: ms(since),
+                replaced,
+            })
+        };
+        // nothing seen yet: look again, until NAV_START after the action
+        assert_eq!(
+            decide(&loaded, ms(0), BOUND, pending(100, false)),
+            LoadDecision::Wait(POLL)
+        );
+        assert_eq!(
+            decide(&loaded, ms(0), BOUND, pending(990, false)),
+            LoadDecision::Wait(ms(10))
+        );
+        assert_eq!(
+            decide(&loaded, ms(0), BOUND, pending(1000, false)),
+            LoadDecision::Ready
+        );
+        // another document is shown: the navigation is over
+        assert_eq!(
+            decide(&loaded, ms(0), BOUND, pending(100, true)),
+            LoadDecision::Ready
+        );
+        // loading: waited for as any load
+        let busy = browser(&[(true, false)], false);
+        assert_eq!(
+            decide(&busy, ms(0), BOUND, pending(100, false)),
+            LoadDecision::Wait(POLL)
+        );
+        // and never past the bound
+        assert_eq!(
+            decide(&loaded, BOUND, BOUND, pending(100, false)),
+            LoadDecision::Ready
+        );
+    }
+
+    #[test]
+    fn another_document_is_a_navigation() {
+        let doc = |p: &str, n: &str| (p.to_string(), n.to_string());
+        let before = vec![doc("/1", "First page")];
+        assert!(!another_document(&before, &before));
+        assert!(another_document(&before, &[doc("/2", "Slow page")]));
+        assert!(another_document(&before, &[doc("/1", "Slow page")]));
+        // no document at all is not a new page (it is waited for as a missing one)
+        assert!(!another_document(&before, &[]));
+    }
+
+    #[test]
+    fn enter_and_links_may_navigate() {
+        use ufo_core::{Button, UiAction};
+        let keys = |k: &str| UiAction::TypeKeys { keys: k.into() };
+        assert!(may_navigate(&keys("{ctrl+a}example.org{ENTER}"), None));
+        assert!(may_navigate(&keys("x{Enter}"), None));
+        assert!(!may_navigate(&keys("{ctrl+s}"), None));
+        let click = UiAction::Click {
+            button: Button::Left,
+            double: false,
+        };
+        assert!(may_navigate(&click, Some(role::LINK)));
+        assert!(!may_navigate(&click, Some(role::PUSH_BUTTON)));
+        assert!(!may_navigate(&click, None));
     }
 }
