@@ -189,21 +189,25 @@ async fn window_with(d: &LinuxDesktop, title: &str, button: &str) -> String {
     }
 }
 
-/// The address bar's control id in an observation of `d`.
+/// The address bar's control id in an observation of `d` (observed until it is listed, at
+/// most 20 s: with the wait off, a page may be observed half-built).
 async fn address_bar(d: &LinuxDesktop, id: &str) -> String {
-    let o = d.observe_with(id, false).await.expect("observe");
-    o.observation
-        .controls
-        .iter()
-        .find(|c| {
-            ["entry", "combo box", "text"].contains(&c.role.as_str())
-                && c.name.to_lowercase().contains("address")
-        })
-        .map(|c| c.id.clone())
-        .unwrap_or_else(|| {
-            eprintln!("loading bench: no address bar");
-            std::process::exit(1)
-        })
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(o) = d.observe_with(id, false).await {
+            if let Some(c) = o.observation.controls.iter().find(|c| {
+                ["entry", "combo box", "text"].contains(&c.role.as_str())
+                    && c.name.to_lowercase().contains("address")
+            }) {
+                return c.id.clone();
+            }
+        }
+        if Instant::now() > deadline {
+            eprintln!("loading bench: no address bar within 20 s");
+            std::process::exit(1);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 fn line(what: &str, v: &mut [f64]) -> f64 {
