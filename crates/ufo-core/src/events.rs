@@ -125,6 +125,10 @@ pub struct Step {
     pub steps: u32,
     /// Whether the round ends on this record.
     pub terminal: bool,
+    /// The window an AppAgent observes changed (docs/formats.md "Trajectory"); absent when
+    /// it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_change: Option<Value>,
 }
 
 /// `round_end` and `session_end`.
@@ -212,6 +216,9 @@ pub struct StepReport {
     pub error: Option<String>,
     /// Paths of artifacts written for this step.
     pub artifacts: Map<String, Value>,
+    /// The window an AppAgent observes changed before this step (an action opened a window
+    /// of the same application, or a followed window closed): one record per change.
+    pub window_change: Option<Value>,
 }
 
 /// Model usage of one step (or, summed, of a session). Missing fields read as 0.
@@ -297,6 +304,7 @@ pub fn step(who: &StepWho<'_>, r: &StepReport) -> Record {
         artifacts: r.artifacts.clone(),
         steps: who.steps,
         terminal: who.terminal,
+        window_change: r.window_change.clone(),
     }))
 }
 

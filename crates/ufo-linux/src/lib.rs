@@ -74,8 +74,9 @@ pub struct InspectReport {
     pub warnings: Vec<String>,
 }
 
-/// Pick a window by id, exact title, application or process name, or title substring
-/// (case-insensitive); `None` picks the active window (else the first).
+/// Pick a window by id, exact title, title in any case, application or process name, or
+/// title substring (case-insensitive), as the agents do; a name several windows fit equally
+/// is an error listing them; `None` picks the active window (else the first).
 pub async fn find_window(
     desktop: &LinuxDesktop,
     window: Option<&str>,
@@ -89,18 +90,23 @@ pub async fn find_window(
             .cloned()
             .ok_or_else(|| LinuxError::NoWindow("(any window)".into()));
     };
-    let lw = want.to_lowercase();
-    let tests: [&dyn Fn(&WindowInfo) -> bool; 5] = [
-        &|w| w.id == want,
-        &|w| w.title.to_lowercase() == lw,
-        &|w| w.app_name.to_lowercase() == lw,
-        &|w| w.process.to_lowercase() == lw,
-        &|w| w.title.to_lowercase().contains(&lw),
-    ];
-    for t in tests {
-        if let Some(w) = windows.iter().find(|w| t(w)) {
-            return Ok(w.clone());
+    // the agents' rule (README "Window resolution"): several equal fits are an error
+    let keys: Vec<ufo_core::agent::WindowKey<'_>> = windows.iter().map(Into::into).collect();
+    match ufo_core::agent::resolve_window("", want, &keys) {
+        Ok((i, _)) => return Ok(windows[i].clone()),
+        Err(ufo_core::agent::WindowUnresolved::Ambiguous { fit, candidates }) => {
+            return Err(LinuxError::Unsupported(
+                ufo_core::agent::ambiguous_windows_message(
+                    want,
+                    fit,
+                    &candidates,
+                    &keys,
+                    false,
+                    "give the id (or the whole title) of the window you mean",
+                ),
+            ))
         }
+        Err(ufo_core::agent::WindowUnresolved::NoMatch) => {}
     }
     if let Ok(xid) = crate::x11::parse_window_id(want) {
         if let Some(w) = windows.iter().find(|w| w.id == crate::x11::window_id(xid)) {

@@ -21,7 +21,10 @@ use serde_json::{json, Map, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use ufo_core::agent::app::cell_of_table;
-use ufo_core::agent::{resolve, resolve_control, unresolved_message, Unresolved};
+use ufo_core::agent::{
+    ambiguous_windows_message, resolve_control, resolve_window, unresolved_message, Unresolved,
+    WindowKey, WindowUnresolved,
+};
 use ufo_core::{Control, Desktop, UiAction, WindowInfo, WindowObservation};
 
 /// Errors of the MCP server.
@@ -215,33 +218,26 @@ impl DesktopServer {
         }
     }
 
-    /// A window by id, then by title / application / process name.
+    /// A window by the agents' rule (README "Window resolution"): id, exact title, title in
+    /// any case, application or process name, part of the title. A name several windows fit
+    /// equally is an error listing them; none is picked or raised.
     async fn window(&self, wanted: &str) -> Result<WindowInfo, ToolCallError> {
         let windows = self.desktop.windows().await?;
-        if let Some(w) = windows.iter().find(|w| w.id == wanted) {
-            return Ok(w.clone());
+        let keys: Vec<WindowKey<'_>> = windows.iter().map(WindowKey::from).collect();
+        match resolve_window("", wanted, &keys) {
+            Ok((i, _)) => Ok(windows[i].clone()),
+            Err(WindowUnresolved::Ambiguous { fit, candidates }) => {
+                Err(ToolCallError::Invalid(ambiguous_windows_message(
+                    wanted.trim(),
+                    fit,
+                    &candidates,
+                    &keys,
+                    false,
+                    "pass the id (or the whole title) of the window you mean as `window`",
+                )))
+            }
+            Err(WindowUnresolved::NoMatch) => Err(ToolCallError::NoWindow(wanted.to_string())),
         }
-        resolve("", wanted, windows.len(), |i| {
-            vec![
-                windows[i].title.as_str(),
-                windows[i].app_name.as_str(),
-                windows[i].process.as_str(),
-            ]
-        })
-        .or_else(|| {
-            // part of a title, as `ufo inspect` accepts ("VLC media player" finds
-            // "clip.mp4 - VLC media player")
-            let want = wanted.trim().to_lowercase();
-            (!want.is_empty())
-                .then(|| {
-                    windows
-                        .iter()
-                        .position(|w| w.title.to_lowercase().contains(&want))
-                })
-                .flatten()
-        })
-        .map(|i| windows[i].clone())
-        .ok_or_else(|| ToolCallError::NoWindow(wanted.to_string()))
     }
 
     /// Keep the controls of an observation returned to the client.
@@ -768,6 +764,55 @@ mod tests {
         );
         assert!(server.window("Firefox").await.is_err());
         assert!(server.window("  ").await.is_err());
+    }
+
+    /// Issue 23, item 5: three Firefox windows; "Firefox" fits them all, so nothing is
+    /// picked and the error lists the three (title, application, id); the agents' rule picks
+    /// one by part of its title or by id.
+    #[tokio::test]
+    async fn an_ambiguous_window_is_an_error_listing_the_candidates() {
+        let desktop = ufo_desktop::SimDesktop::from_json_str(
+            r#"{"apps": [{"name": "Firefox ESR", "process": "firefox", "title": "Mozilla Firefox",
+                "windows": [{"id": "b", "title": "Bookmarks — Mozilla Firefox", "open": true},
+                            {"id": "n", "title": "News — Mozilla Firefox", "open": true}]}]}"#,
+        )
+        .expect("scenario");
+        let server = DesktopServer::new(Arc::new(desktop), false);
+        let e = server
+            .window("Firefox")
+            .await
+            .expect_err("three windows fit")
+            .to_string();
+        assert!(e.contains("fits 3 windows equally"), "{e}");
+        for w in [
+            "\"Mozilla Firefox\" (application Firefox ESR, id Firefox ESR)",
+            "\"Bookmarks — Mozilla Firefox\" (application Firefox ESR, id Firefox ESR/b)",
+            "\"News — Mozilla Firefox\" (application Firefox ESR, id Firefox ESR/n)",
+        ] {
+            assert!(e.contains(w), "{w} missing: {e}");
+        }
+        // the same through the tool a client calls
+        let args = json!({"window": "firefox"});
+        let err = server
+            .run_tool("observe_window", args.as_object().expect("object"))
+            .await
+            .expect_err("ambiguous")
+            .to_string();
+        assert!(err.contains("fits 3 windows"), "{err}");
+        let w = server.window("bookmarks").await.expect("part of a title");
+        assert_eq!(w.id, "Firefox ESR/b");
+        assert_eq!(
+            server.window("Firefox ESR/n").await.expect("id").id,
+            "Firefox ESR/n"
+        );
+        assert_eq!(
+            server
+                .window("Mozilla Firefox")
+                .await
+                .expect("exact title")
+                .id,
+            "Firefox ESR"
+        );
     }
 
     #[tokio::test]

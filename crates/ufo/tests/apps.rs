@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use ufo_desktop::testing::require_live;
-use ufo_desktop::testing::script::{app_line, host_assign, host_finish, line};
+use ufo_desktop::testing::script::{app, app_line, host_assign, host_finish, line};
 
 use common::*;
 use serde_json::{json, Value};
@@ -768,4 +768,99 @@ fn a_chromium_started_by_bash_shows_its_page_to_the_agent() {
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("(chromium, Chromium)"), "{text}");
+}
+
+/// Issue 23, item 3: GIMP's Edit > Preferences opens a separate, non-modal window. The
+/// AppAgent follows it (its next prompt observes "Preferences" and says so), names and
+/// changes a setting there, closes it with OK and is back on the image window; GIMP wrote the
+/// setting into its gimprc, read off-ufo.
+#[test]
+fn the_agent_follows_gimps_preferences_window_and_changes_a_setting() {
+    if !require_live("the_agent_follows_gimps_preferences_window_and_changes_a_setting") {
+        return;
+    }
+    need("gimp");
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let guard = AppGuard::new("gimp-prefs");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let input = tmp.path().join(format!("prefs-{}.png", guard.token));
+    write_png(&input, 2, 2, |_, _| [0, 128, 0]);
+    let undo = "Sets the minimal number of operations that can be undone. More undo levels are \
+                kept available until the undo-size limit is reached.";
+    let lines = [
+        // a host Bash launch returns once GIMP's window is there
+        line(
+            "host",
+            json!({"Observation": "GIMP is not open.", "Thought": "Start it.",
+                   "Status": "CONTINUE",
+                   "Bash": format!("gimp -n --no-splash --no-fonts {} &", input.display())}),
+            &[],
+        ),
+        line(
+            "host",
+            json!({"Observation": "GIMP is open.", "Thought": "Assign the setting.",
+                   "Current Sub-Task": "Set the minimal number of undo levels to 17",
+                   "ControlText": "gimp", "Status": "ASSIGN"}),
+            &[],
+        ),
+        app_line("Edit", "", "click", json!({}), "CONTINUE"),
+        line(
+            "app",
+            app("Preferences", "", "click", json!({}), "CONTINUE"),
+            &["menu item \"Preferences\""],
+        ),
+        line(
+            "app",
+            app(
+                undo,
+                "",
+                "type_keys",
+                json!({"keys": "{ctrl+a}17{TAB}"}),
+                "CONTINUE",
+            ),
+            &[
+                "Window: Preferences",
+                "the action opened window \"Preferences\" (application gimp): it is now the \
+                 window observed",
+            ],
+        ),
+        // a GTK 2 spin button takes typed text as its value when the focus leaves it
+        line(
+            "app",
+            app("OK", "", "click", json!({}), "CONTINUE"),
+            &["value: \"17\""],
+        ),
+        line(
+            "app",
+            app("", "", "", json!({}), "FINISH"),
+            &["window \"Preferences\" closed: the window observed is"],
+        ),
+        host_finish(),
+    ];
+    let run = ufo_run(
+        tmp.path(),
+        &lines,
+        "",
+        "Set the minimal number of undo levels to 17 in GIMP's preferences",
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "stderr:\n{stderr}\n{:?}",
+        steps(&tmp.path().join("out"))
+    );
+    // off-ufo: GIMP saved the setting in its own configuration when OK closed Preferences
+    let gimprc = tmp.path().join("home/.config/GIMP/2.10/gimprc");
+    let text = wait_for_file(&gimprc, "(undo-levels 17)", Duration::from_secs(15));
+    assert!(
+        text.contains("(undo-levels 17)"),
+        "gimprc has no (undo-levels 17):\n{text}\nstderr:\n{stderr}"
+    );
+    let events = std::fs::read_to_string(tmp.path().join("out/events.jsonl")).unwrap_or_default();
+    let changes: Vec<&str> = events
+        .lines()
+        .filter(|l| l.contains("\"window_change\""))
+        .collect();
+    assert_eq!(changes.len(), 2, "{changes:#?}");
 }

@@ -1,8 +1,10 @@
 //! `ufo run --desktop live` on Chromium (issue 12): a scripted session that names controls
 //! (never `click_at`) fills a local HTML form — text inputs, a `<select>`, a checkbox — and
-//! submits it; the resulting URL is read back through pyatspi, not through ufo.
+//! submits it; the resulting URL is read back through pyatspi, not through ufo. Firefox ESR
+//! (issue 23): a web `<select>` chosen by name changes the page, seen in the window title.
 //!
-//! Needs the desktop session (scripts/desktop-session.sh), `chromium` and python3 with pyatspi.
+//! Needs the desktop session (scripts/desktop-session.sh), `chromium`, `firefox-esr`, `xdotool`
+//! and python3 with pyatspi.
 //! Skipped with a message without DISPLAY and UFO_LIVE_TESTS; with UFO_LIVE_TESTS=1 anything
 //! missing fails the test.
 
@@ -432,5 +434,139 @@ fn a_label_of_a_page_that_changed_is_refused() {
             "the control labelled {label} changed since the last observation"
         )),
         "{answer}"
+    );
+}
+
+/// A page whose `<select name=Plan>` writes the chosen plan into the page title (so the
+/// window title shows it, read off ufo), and a button.
+const PLAN_PAGE: &str = r#"<!doctype html><html><head><title>Plan none</title></head><body>
+<h1>Choose a plan</h1>
+<p><label>Plan <select name="Plan" onchange="document.title = 'Plan ' + this.value">
+<option value="Free">Free</option><option value="Pro">Pro</option><option value="Team">Team</option>
+</select></label></p>
+<p><button type="button" onclick="document.title = 'Plan pressed'">Go</button></p>
+</body></html>"#;
+
+/// Firefox ESR with accessibility on `page`, in a fresh profile under `dir` without its
+/// first-run pages.
+fn start_firefox(dir: &Path, page: &Path) -> ProcessGuard {
+    let profile = dir.join("firefox-profile");
+    std::fs::create_dir_all(&profile).expect("profile");
+    std::fs::write(
+        profile.join("user.js"),
+        r#"user_pref("browser.aboutwelcome.enabled", false);
+user_pref("browser.startup.homepage_override.mstone", "ignore");
+user_pref("datareporting.policy.dataSubmissionEnabled", false);
+user_pref("toolkit.telemetry.reportingpolicy.firstRun", false);
+user_pref("browser.shell.checkDefaultBrowser", false);
+user_pref("browser.tabs.warnOnClose", false);
+"#,
+    )
+    .expect("user.js");
+    let child = Command::new("firefox-esr")
+        .args(["--new-instance", "--profile"])
+        .arg(&profile)
+        .arg(format!("file://{}", page.display()))
+        .env("GNOME_ACCESSIBILITY", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("firefox-esr starts (install it: scripts/test-deps.sh)");
+    ProcessGuard::new(profile.display().to_string(), Some(child))
+}
+
+/// The title of X window `id` (`0x…`), read by xdotool, not ufo.
+fn x_window_title(id: &str) -> String {
+    Command::new("xdotool")
+        .args(["getwindowname", id])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Issue 23, Gecko: action names are words (Gecko's `GetActions` answers key bindings such
+/// as `;;`), and `select` on a closed HTML `<select>` changes the page's choice with its
+/// `change` event, seen in the window title.
+#[test]
+fn ufo_selects_an_option_of_a_web_select_in_firefox() {
+    if !require_live("ufo_selects_an_option_of_a_web_select_in_firefox") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let page = tmp.path().join("plan.html");
+    std::fs::write(&page, PLAN_PAGE).expect("page");
+    let _browser = start_firefox(tmp.path(), &page);
+    let shown = wait_for_control(
+        &home,
+        "Plan none",
+        "button \"Go\"",
+        Duration::from_secs(90),
+        &tmp.path().join("inspect.png"),
+    );
+    let go = shown
+        .lines()
+        .find(|l| l.contains("button \"Go\""))
+        .unwrap_or_default();
+    assert!(
+        go.contains("actions=press") || go.contains("actions=click"),
+        "the button's actions are not named by words: {go}\n{shown}"
+    );
+    assert!(
+        !shown.contains(";;"),
+        "key bindings shown as actions:\n{shown}"
+    );
+    let header = shown.lines().next().unwrap_or_default();
+    let id = header
+        .strip_prefix("window ")
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no window line:\n{shown}"))
+        .to_string();
+    let title = header.split('"').nth(1).unwrap_or_default().to_string();
+
+    let out = tmp.path().join("out");
+    let script = tmp.path().join("script.jsonl");
+    let lines = [
+        line(
+            "host",
+            json!({"Observation": "The plan page is open in Firefox.", "Thought": "Assign.",
+                   "Current Sub-Task": "Choose the Team plan", "ControlText": title,
+                   "Status": "ASSIGN"}),
+            &[],
+        ),
+        app_line("Plan", "", "select", json!({"item": "Team"}), "CONTINUE"),
+        app_line("", "", "", json!({}), "FINISH"),
+        line(
+            "host",
+            json!({"Observation": "Chosen.", "Thought": "Finish.", "Status": "FINISH"}),
+            &[],
+        ),
+    ];
+    std::fs::write(&script, lines.join("\n")).expect("script");
+    let run = ufo_live(
+        &home,
+        &live_run_args(&script, &out, &["Choose the Team plan"]),
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    let events = std::fs::read_to_string(out.join("events.jsonl")).unwrap_or_default();
+    // the page saw the change: its title, in the window title read by xdotool
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let mut now = x_window_title(&id);
+    while !now.starts_with("Plan Team") && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+        now = x_window_title(&id);
+    }
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "stderr:\n{stderr}\nevents:\n{events}"
+    );
+    assert!(
+        now.starts_with("Plan Team"),
+        "window title {now:?}: the page saw no change to Team\nstderr:\n{stderr}"
     );
 }

@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::context::Cx;
+use super::follow::{WindowChange, WindowStack};
 use super::model::{ask_model, ModelCall};
 use super::resolution::{resolve_control, unresolved_message, Unresolved};
 use super::subagent::{hand_back, AgentFactory, Assignment, Ending, Handoff, SubAgent};
@@ -13,7 +14,8 @@ use crate::action::{canonical_name, UiAction};
 use crate::blackboard::QuestionAnswer;
 use crate::events::StepReport;
 use crate::ports::{
-    ConfirmRequest, Control, Decision, ToolProvider, ToolSpec, WindowInfo, WindowObservation,
+    ConfirmRequest, Control, Decision, DesktopError, ToolProvider, ToolSpec, WindowInfo,
+    WindowObservation,
 };
 use crate::processor::{Processor, StepError, StepRunner};
 use crate::response::AppResponse;
@@ -200,7 +202,15 @@ struct Held {
 
 /// The AppAgent of one application.
 pub struct AppAgent {
+    /// The window observed now: the top of `windows`.
     window: WindowInfo,
+    /// The assigned window and the windows its actions opened (README "Windows an action
+    /// opens").
+    windows: WindowStack,
+    /// The desktop's windows when last listed, to tell which window an action opened.
+    known_windows: Option<Vec<WindowInfo>>,
+    /// An action ran since the windows were last listed: list them before observing.
+    look_for_windows: bool,
     state: AppStatus,
     status: AppStatus,
     processor: Processor<AppStrategy>,
@@ -220,6 +230,9 @@ impl AppAgent {
     /// A new AppAgent for this window.
     pub fn new(window: WindowInfo) -> Self {
         Self {
+            windows: WindowStack::new(window.clone()),
+            known_windows: None,
+            look_for_windows: false,
             window,
             state: AppStatus::Continue,
             status: AppStatus::Continue,
@@ -355,6 +368,7 @@ impl AppAgent {
         match decision {
             Decision::Approve => {
                 let r = held.planned.run(cx, &self.window).await;
+                self.look_for_windows = true;
                 record["executed"] = true.into();
                 self.log
                     .actions
@@ -394,6 +408,9 @@ impl SubAgent for AppAgent {
     }
 
     fn begin(&mut self, a: Assignment) {
+        self.windows = WindowStack::new(a.window.clone());
+        self.known_windows = None;
+        self.look_for_windows = false;
         self.window = a.window;
         self.state = AppStatus::Continue;
         self.status = AppStatus::Continue;
@@ -770,12 +787,17 @@ impl StepRunner for AppStep<'_, '_> {
 
 impl AppStep<'_, '_> {
     async fn observe(&mut self) -> Result<(), StepError> {
-        let obs = self
-            .cx
-            .services
-            .desktop
-            .observe(&self.agent.window.id)
-            .await?;
+        self.follow_windows(false).await;
+        let desktop = self.cx.services.desktop;
+        let obs = match desktop.observe(&self.agent.window.id).await {
+            // a followed window closed by other means than the agent's action: the window
+            // before it returns
+            Err(DesktopError::NoWindow(_)) if self.agent.windows.depth() > 1 => {
+                self.follow_windows(true).await;
+                desktop.observe(&self.agent.window.id).await?
+            }
+            other => other?,
+        };
         let seen: Vec<(String, String)> = obs
             .controls
             .iter()
@@ -819,6 +841,50 @@ impl AppStep<'_, '_> {
         }
         self.obs = Some(obs);
         Ok(())
+    }
+
+    /// After an action (or at the first observation of a subtask, or when `forced`), list the
+    /// windows once and follow the one the action opened or return from the one that closed
+    /// (the decision is [`WindowStack::follow`]); the model hears of a switch in its next
+    /// prompt and the step records it as `window_change`.
+    async fn follow_windows(&mut self, forced: bool) {
+        let agent = &mut *self.agent;
+        if !(forced || agent.look_for_windows || agent.known_windows.is_none()) {
+            return;
+        }
+        agent.look_for_windows = false;
+        let after = match self.cx.services.desktop.windows().await {
+            Ok(list) => list,
+            Err(e) => {
+                self.report.artifacts.insert(
+                    "window_warning".into(),
+                    format!("the window list could not be read, so a window the action opened is not followed: {e}").into(),
+                );
+                return;
+            }
+        };
+        let before = agent
+            .known_windows
+            .replace(after.clone())
+            .unwrap_or_else(|| after.clone());
+        let changes = agent.windows.follow(&before, &after);
+        if changes.is_empty() {
+            return;
+        }
+        agent.window = agent.windows.current().clone();
+        let note = changes
+            .iter()
+            .map(WindowChange::note)
+            .collect::<Vec<_>>()
+            .join("; ");
+        agent.log.last_result = Some(match agent.log.last_result.take() {
+            Some(r) if !r.is_empty() => format!("{r}; {note}"),
+            _ => note.clone(),
+        });
+        agent.log.memory.push(format!("Window: {note}"));
+        self.report.window_change = Some(Value::Array(
+            changes.iter().map(WindowChange::record).collect(),
+        ));
     }
 
     async fn ask(&mut self) -> Result<(), StepError> {
@@ -1024,6 +1090,16 @@ impl AppStep<'_, '_> {
                         ..
                     } | Planned::Tool { .. }
                 );
+                // reading opens no window; anything else may have
+                if !matches!(
+                    planned,
+                    Planned::Ui {
+                        action: UiAction::ReadText,
+                        ..
+                    }
+                ) {
+                    self.agent.look_for_windows = true;
+                }
                 if is_read && !out.starts_with("action failed") {
                     self.agent.log.result = out.clone();
                 }

@@ -9,7 +9,9 @@ use serde_json::{json, Value};
 
 use super::context::Cx;
 use super::model::{ask_model, ModelCall};
-use super::resolution::resolve;
+use super::resolution::{
+    ambiguous_windows_message, resolve_window, WindowFit, WindowKey, WindowUnresolved,
+};
 use super::subagent::{AgentFactory, AgentTarget, Assignment, SubAgent};
 use super::subtask_log::recent;
 use crate::blackboard::QuestionAnswer;
@@ -723,43 +725,60 @@ impl HostStep<'_, '_> {
             self.launchable = desktop.launchable().await?;
         }
         let n = self.windows.len();
-        let found = resolve(
-            &r.control_label,
-            &r.control_text,
-            n + self.agents.len(),
-            |i| match self.windows.get(i) {
-                Some(w) => vec![w.title.as_str(), w.app_name.as_str(), w.process.as_str()],
-                None => self
-                    .agents
-                    .get(i - n)
-                    .map(|a| vec![a.name.as_str()])
-                    .unwrap_or_default(),
-            },
-        );
-        let window = match found {
-            Some(i) if i < n => Some(Target::Window(self.windows[i].clone())),
-            Some(i) => self.agents.get(i - n).cloned().map(Target::Agent),
-            None => {
-                let text = r.control_text.trim();
-                match self
-                    .launchable
-                    .iter()
-                    .find(|a| !text.is_empty() && a.name.eq_ignore_ascii_case(text))
-                {
-                    Some(app) => match desktop.launch(&app.name).await {
-                        Ok(w) => {
-                            self.results.push(format!("launched {}", app.name));
-                            Some(Target::Window(w))
-                        }
-                        Err(e) => {
-                            self.results
-                                .push(format!("launching {} failed: {e}", app.name));
-                            None
-                        }
-                    },
-                    None => None,
-                }
+        // windows and third-party agents by one rule (README "Window resolution")
+        let keys: Vec<WindowKey<'_>> = self
+            .windows
+            .iter()
+            .map(WindowKey::from)
+            .chain(self.agents.iter().map(|a| WindowKey {
+                id: &a.name,
+                title: &a.name,
+                app: &a.name,
+                process: "",
+            }))
+            .collect();
+        let found = resolve_window(&r.control_label, &r.control_text, &keys);
+        let text = r.control_text.trim();
+        // an application that is not running, named exactly, is launched rather than a
+        // window whose title merely contains its name
+        let launch = self
+            .launchable
+            .iter()
+            .find(|a| !text.is_empty() && a.name.eq_ignore_ascii_case(text))
+            .cloned();
+        let weak = match &found {
+            Ok((_, fit)) | Err(WindowUnresolved::Ambiguous { fit, .. }) => {
+                *fit == WindowFit::PartOfTitle
             }
+            Err(WindowUnresolved::NoMatch) => true,
+        };
+        let mut ambiguous = None;
+        let window = match (found, launch) {
+            (_, Some(app)) if weak => match desktop.launch(&app.name).await {
+                Ok(w) => {
+                    self.results.push(format!("launched {}", app.name));
+                    Some(Target::Window(w))
+                }
+                Err(e) => {
+                    self.results
+                        .push(format!("launching {} failed: {e}", app.name));
+                    None
+                }
+            },
+            (Ok((i, _)), _) if i < n => Some(Target::Window(self.windows[i].clone())),
+            (Ok((i, _)), _) => self.agents.get(i - n).cloned().map(Target::Agent),
+            (Err(WindowUnresolved::Ambiguous { fit, candidates }), _) => {
+                ambiguous = Some(ambiguous_windows_message(
+                    text,
+                    fit,
+                    &candidates,
+                    &keys,
+                    true,
+                    "answer again with the ControlLabel of the window you mean",
+                ));
+                None
+            }
+            (Err(WindowUnresolved::NoMatch), _) => None,
         };
         match window {
             Some(t) => {
@@ -767,6 +786,15 @@ impl HostStep<'_, '_> {
                     a["window"] = t.title().into();
                 }
                 self.host.selected = Some(t);
+            }
+            None if ambiguous.is_some() => {
+                // Not an ERROR, and no window is picked or raised: the model sees the
+                // candidates and answers again.
+                self.results.extend(ambiguous);
+                self.host.selected = None;
+                if let Some(resp) = self.response.as_mut() {
+                    resp.status = HostStatus::Continue;
+                }
             }
             None => {
                 // Not an ERROR: the model sees the failure and tries again.

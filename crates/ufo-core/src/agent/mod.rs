@@ -12,8 +12,9 @@
 //! | [`subagent`] | the [`SubAgent`] and [`AgentFactory`] traits, [`Assignment`], and [`hand_back`] |
 //! | [`subtask_log`] | a sub-agent's [`SubtaskLog`], its memory lines, and [`archive`] |
 //! | [`model`] | [`ask_model`]: one question to the model, re-asked after an invalid answer |
-//! | [`resolution`] | finding the control or item a model means by label and text |
+//! | [`resolution`] | finding the control, window or item a model means by label and text |
 //! | [`changes`] | what changed in a window between two observations |
+//! | [`follow`] | following the window an action opened, and returning when it closes |
 //! | [`host`] | the HostAgent's state machine |
 //! | [`app`] | the AppAgent's state machine and its factory |
 //!
@@ -22,6 +23,7 @@
 pub mod app;
 pub mod changes;
 pub mod context;
+pub mod follow;
 pub mod host;
 pub mod model;
 pub mod resolution;
@@ -30,9 +32,13 @@ pub mod subtask_log;
 
 pub use app::AppAgentFactory;
 pub use context::{Cx, Services};
+pub use follow::{same_application, WindowChange, WindowStack, MAX_FOLLOWED};
 pub use host::cache_key;
 pub use model::{ask_model, ModelCall};
-pub use resolution::{resolve, resolve_control, unresolved_message, Unresolved};
+pub use resolution::{
+    ambiguous_windows_message, resolve, resolve_control, resolve_window, unresolved_message,
+    Unresolved, WindowFit, WindowKey, WindowUnresolved,
+};
 pub use subagent::{hand_back, AgentFactory, AgentTarget, Assignment, Ending, Handoff, SubAgent};
 pub use subtask_log::{archive, recent, SubtaskLog};
 

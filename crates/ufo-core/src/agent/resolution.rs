@@ -263,10 +263,183 @@ pub fn resolve<'n>(
         })
 }
 
+/// One window (or third-party agent) as window resolution sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowKey<'a> {
+    /// The desktop's id of the window.
+    pub id: &'a str,
+    /// Its title.
+    pub title: &'a str,
+    /// Its application's name.
+    pub app: &'a str,
+    /// Its process name (may be empty).
+    pub process: &'a str,
+}
+
+impl<'a> From<&'a crate::ports::WindowInfo> for WindowKey<'a> {
+    fn from(w: &'a crate::ports::WindowInfo) -> Self {
+        Self {
+            id: &w.id,
+            title: &w.title,
+            app: &w.app_name,
+            process: &w.process,
+        }
+    }
+}
+
+/// How a window fits the name asked for, from the strongest rule to the weakest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum WindowFit {
+    /// The label (its number in the list), its name matching the text or no text given.
+    Label,
+    /// The desktop's id.
+    Id,
+    /// The exact title.
+    Title,
+    /// The title, ignoring case.
+    TitleAnyCase,
+    /// The application or process name, ignoring case.
+    Application,
+    /// Part of the title, ignoring case.
+    PartOfTitle,
+}
+
+impl WindowFit {
+    /// The rules after the label, strongest first.
+    pub const BY_NAME: [WindowFit; 5] = [
+        WindowFit::Id,
+        WindowFit::Title,
+        WindowFit::TitleAnyCase,
+        WindowFit::Application,
+        WindowFit::PartOfTitle,
+    ];
+
+    /// Whether `w` fits `text` (trimmed, not empty) by this rule.
+    pub fn fits(self, w: &WindowKey<'_>, text: &str) -> bool {
+        let any_case =
+            |name: &str| !name.trim().is_empty() && name.trim().eq_ignore_ascii_case(text);
+        match self {
+            WindowFit::Label => false,
+            WindowFit::Id => w.id == text,
+            WindowFit::Title => w.title.trim() == text,
+            WindowFit::TitleAnyCase => any_case(w.title),
+            WindowFit::Application => any_case(w.app) || any_case(w.process),
+            WindowFit::PartOfTitle => w.title.to_lowercase().contains(&text.to_lowercase()),
+        }
+    }
+
+    /// The rule in words, for the model.
+    pub fn words(self) -> &'static str {
+        match self {
+            WindowFit::Label => "by label",
+            WindowFit::Id => "by id",
+            WindowFit::Title => "by exact title",
+            WindowFit::TitleAnyCase => "by title",
+            WindowFit::Application => "by application name",
+            WindowFit::PartOfTitle => "by part of the title",
+        }
+    }
+}
+
+/// Why no single window was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WindowUnresolved {
+    /// No window fits.
+    NoMatch,
+    /// Several windows fit equally well by the strongest rule any fits: their indexes.
+    Ambiguous {
+        /// The rule they fit by.
+        fit: WindowFit,
+        /// Their positions in the list.
+        candidates: Vec<usize>,
+    },
+}
+
+/// The window a name means (README "Window resolution"), the one rule of the HostAgent and
+/// the MCP server: the label (a number in the list) when its window's id, title or
+/// application fits the text or no text is given; then by the first rule that any window
+/// fits — id, exact title, title ignoring case, application or process name, part of the
+/// title. Several windows fitting that rule is [`WindowUnresolved::Ambiguous`]: never a
+/// silent first pick.
+pub fn resolve_window(
+    label: &str,
+    text: &str,
+    windows: &[WindowKey<'_>],
+) -> Result<(usize, WindowFit), WindowUnresolved> {
+    let text = text.trim();
+    if let Some(i) = parse_label(label, windows.len()) {
+        let w = &windows[i];
+        let names = [
+            WindowFit::Id,
+            WindowFit::TitleAnyCase,
+            WindowFit::Application,
+        ];
+        if text.is_empty() || names.iter().any(|f| f.fits(w, text)) {
+            return Ok((i, WindowFit::Label));
+        }
+    }
+    if text.is_empty() {
+        return Err(WindowUnresolved::NoMatch);
+    }
+    for fit in WindowFit::BY_NAME {
+        let found: Vec<usize> = (0..windows.len())
+            .filter(|&i| fit.fits(&windows[i], text))
+            .collect();
+        match found.as_slice() {
+            [] => continue,
+            [i] => return Ok((*i, fit)),
+            _ => {
+                return Err(WindowUnresolved::Ambiguous {
+                    fit,
+                    candidates: found,
+                })
+            }
+        }
+    }
+    Err(WindowUnresolved::NoMatch)
+}
+
+/// The text of an ambiguous window name, for the model: the candidates with their title,
+/// application and id (with their labels when `labels`), and how to pick one.
+pub fn ambiguous_windows_message(
+    text: &str,
+    fit: WindowFit,
+    candidates: &[usize],
+    windows: &[WindowKey<'_>],
+    labels: bool,
+    how_to_pick: &str,
+) -> String {
+    let shown: Vec<String> = candidates
+        .iter()
+        .take(10)
+        .filter_map(|&i| windows.get(i).map(|w| (i, w)))
+        .map(|(i, w)| {
+            let label = if labels {
+                format!("[{}] ", i + 1)
+            } else {
+                String::new()
+            };
+            format!("{label}{:?} (application {}, id {})", w.title, w.app, w.id)
+        })
+        .collect();
+    let more = if candidates.len() > 10 {
+        format!(" and {} more", candidates.len() - 10)
+    } else {
+        String::new()
+    };
+    format!(
+        "window name {text:?} fits {} windows equally ({}): {}{more}; nothing was picked; {how_to_pick}",
+        candidates.len(),
+        fit.words(),
+        shown.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ports::Rect;
+    use proptest::prelude::*;
 
     fn c(role: &str, name: &str, focused: bool) -> Control {
         Control {
@@ -381,5 +554,140 @@ mod tests {
         assert_eq!(resolve("", "Help", 3, f), None);
         assert_eq!(resolve("", "", 3, f), None);
         assert_eq!(resolve("[3]", "", 3, f), Some(2));
+    }
+
+    fn wk<'a>(id: &'a str, title: &'a str, app: &'a str) -> WindowKey<'a> {
+        WindowKey {
+            id,
+            title,
+            app,
+            process: app,
+        }
+    }
+
+    #[test]
+    fn windows_resolve_by_label_id_title_application_then_part_of_title() {
+        let ws = [
+            wk("0x1", "Page A — Mozilla Firefox", "Firefox"),
+            wk("0x2", "Page B — Mozilla Firefox", "Firefox"),
+            wk("0x3", "notes - Writer", "Writer"),
+            wk("0x4", "writer", "Other"),
+        ];
+        assert_eq!(resolve_window("2", "", &ws), Ok((1, WindowFit::Label)));
+        assert_eq!(
+            resolve_window("2", "firefox", &ws),
+            Ok((1, WindowFit::Label))
+        );
+        assert_eq!(resolve_window("", "0x3", &ws), Ok((2, WindowFit::Id)));
+        assert_eq!(resolve_window("", "writer", &ws), Ok((3, WindowFit::Title)));
+        assert_eq!(
+            resolve_window("", "WRITER", &ws),
+            Ok((3, WindowFit::TitleAnyCase))
+        );
+        assert_eq!(
+            resolve_window("", "Other", &ws),
+            Ok((3, WindowFit::Application))
+        );
+        assert_eq!(
+            resolve_window("", "page b", &ws),
+            Ok((1, WindowFit::PartOfTitle))
+        );
+        assert_eq!(
+            resolve_window("", "Firefox", &ws),
+            Err(WindowUnresolved::Ambiguous {
+                fit: WindowFit::Application,
+                candidates: vec![0, 1]
+            })
+        );
+        // a label whose window does not fit the text resolves by the text
+        assert_eq!(
+            resolve_window("1", "notes", &ws),
+            Ok((2, WindowFit::PartOfTitle))
+        );
+        assert_eq!(
+            resolve_window("", "Thunderbird", &ws),
+            Err(WindowUnresolved::NoMatch)
+        );
+        assert_eq!(
+            resolve_window("", "  ", &ws),
+            Err(WindowUnresolved::NoMatch)
+        );
+        let msg = ambiguous_windows_message(
+            "Firefox",
+            WindowFit::Application,
+            &[0, 1],
+            &ws,
+            true,
+            "pick",
+        );
+        assert!(
+            msg.contains("fits 2 windows equally (by application name)"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("[1] \"Page A — Mozilla Firefox\" (application Firefox, id 0x1)"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("[2] \"Page B — Mozilla Firefox\" (application Firefox, id 0x2)"),
+            "{msg}"
+        );
+    }
+
+    fn name() -> impl Strategy<Value = String> {
+        proptest::sample::select(vec!["Firefox", "firefox", "Writer", "Page", "page A", "x"])
+            .prop_map(str::to_string)
+    }
+
+    proptest! {
+        /// Two windows that fit a name equally (twins but for their ids) are never picked by
+        /// that name: the answer is another window that fits better, or an ambiguity listing
+        /// both, or no match.
+        #[test]
+        fn two_windows_that_fit_equally_are_never_picked(
+            others in proptest::collection::vec((name(), name()), 0..5),
+            twin in (name(), name()),
+            at in 0usize..6,
+            text in name(),
+        ) {
+            let ids: Vec<String> = (0..=others.len() + 1).map(|i| format!("id{i}")).collect();
+            let mut ws: Vec<WindowKey<'_>> = others
+                .iter()
+                .enumerate()
+                .map(|(i, (t, a))| wk(&ids[i], t, a))
+                .collect();
+            let at = at.min(ws.len());
+            ws.insert(at, wk(&ids[others.len()], &twin.0, &twin.1));
+            ws.push(wk(&ids[others.len() + 1], &twin.0, &twin.1));
+            let twins = [at, ws.len() - 1];
+            match resolve_window("", &text, &ws) {
+                Ok((i, _)) => prop_assert!(!twins.contains(&i), "picked twin {i}"),
+                Err(WindowUnresolved::Ambiguous { candidates, .. }) => {
+                    prop_assert!(candidates.len() >= 2);
+                }
+                Err(WindowUnresolved::NoMatch) => {}
+            }
+        }
+
+        /// Whatever is picked fits the rule it was picked by, and no other window fits that
+        /// rule or a stronger one.
+        #[test]
+        fn a_pick_is_the_only_window_of_the_strongest_rule(
+            list in proptest::collection::vec((name(), name()), 0..6),
+            text in name(),
+        ) {
+            let ids: Vec<String> = (0..list.len()).map(|i| format!("id{i}")).collect();
+            let ws: Vec<WindowKey<'_>> = list.iter().enumerate().map(|(i, (t, a))| wk(&ids[i], t, a)).collect();
+            if let Ok((i, fit)) = resolve_window("", &text, &ws) {
+                prop_assert!(fit.fits(&ws[i], &text));
+                for f in WindowFit::BY_NAME.iter().filter(|f| **f <= fit) {
+                    for (j, w) in ws.iter().enumerate() {
+                        if j != i {
+                            prop_assert!(!f.fits(w, &text), "{j} also fits {f:?}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }

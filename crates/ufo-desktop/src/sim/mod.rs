@@ -203,9 +203,12 @@ impl SimDesktop {
             .ok_or_else(|| invalid("apps", format!("expected a list, got {}", kind(apps_v))))?;
         let mut apps: Vec<SimApp> = Vec::with_capacity(apps_list.len());
         let mut names: HashMap<String, usize> = HashMap::with_capacity(apps_list.len());
+        // further windows come after every application, so that the applications keep the
+        // positions (process ids, places on screen) they have without them
+        let mut further: Vec<SimApp> = Vec::new();
         for (i, a) in apps_list.iter().enumerate() {
             let at = format!("apps[{i}]");
-            let app = parse_app(a, &at)?;
+            let (app, windows) = parse_app(a, &at)?;
             if let Some(j) = names.insert(app.name.to_ascii_lowercase(), i) {
                 return Err(invalid(
                     format!("{at}.name"),
@@ -213,6 +216,25 @@ impl SimDesktop {
                 ));
             }
             apps.push(app);
+            further.extend(windows.into_iter().map(|mut w| {
+                if let Some(owner) = w.owner.as_mut() {
+                    owner.1 = i;
+                }
+                w
+            }));
+        }
+        for w in further {
+            if names.contains_key(&w.name.to_ascii_lowercase()) {
+                return Err(invalid(
+                    "apps",
+                    format!(
+                        "window {:?} has the name of an application; rename one of them",
+                        w.name
+                    ),
+                ));
+            }
+            names.insert(w.name.to_ascii_lowercase(), apps.len());
+            apps.push(w);
         }
         let mut faults = Vec::new();
         match root.get("faults") {
@@ -387,6 +409,19 @@ impl SimDesktop {
                 if !gone.is_empty() {
                     s.push_str(&format!("; now hidden: {}", name_list(&gone)));
                 }
+                let opens = app.controls[ci]
+                    .opens
+                    .as_ref()
+                    .map(|id| format!("{}/{id}", app.app_name()));
+                if app.controls[ci].closes {
+                    app.running = false;
+                    s.push_str(&format!("; closed window {:?}", app.title));
+                }
+                if let Some(w) = opens.and_then(|name| st.apps.iter_mut().find(|a| a.name == name))
+                {
+                    w.running = true;
+                    s.push_str(&format!("; opened window {:?}", w.title));
+                }
                 s
             }
             UiAction::SetText { text } => {
@@ -438,7 +473,7 @@ impl Desktop for SimDesktop {
         Ok(st
             .apps
             .iter()
-            .filter(|a| !a.running)
+            .filter(|a| !a.running && a.owner.is_none())
             .map(|a| LaunchableApp {
                 name: a.name.clone(),
                 command: a.launch.clone(),
@@ -596,7 +631,7 @@ impl Desktop for SimDesktop {
             let st = self.lock();
             st.apps
                 .iter()
-                .find(|a| !wanted.is_empty() && a.launch.trim() == wanted)
+                .find(|a| a.owner.is_none() && !wanted.is_empty() && a.launch.trim() == wanted)
                 .map(|a| a.name.clone())
         };
         match target {

@@ -45,9 +45,10 @@ pub(crate) fn window_info(index: usize, app: &SimApp) -> WindowInfo {
     WindowInfo {
         id: app.name.clone(),
         title: app.title.clone(),
-        app_name: app.name.clone(),
+        app_name: app.app_name().to_string(),
         process: app.process.clone(),
-        pid: Some(FIRST_PID + index as u32),
+        // a further window shares its application's process
+        pid: Some(FIRST_PID + app.owner.as_ref().map_or(index, |(_, main)| *main) as u32),
         rect: Some(window_rect(index, app.controls.len())),
     }
 }

@@ -164,10 +164,14 @@ pub(crate) fn parse_control(v: &Value, at: &str) -> Result<SimControl, ScenarioE
         },
         reveals: str_list(m, "reveals", at)?,
         hides: str_list(m, "hides", at)?,
+        opens: opt_str(m, "opens", at)?.filter(|s| !s.trim().is_empty()),
+        closes: opt_bool(m, "closes", at)?.unwrap_or(false),
     })
 }
 
-pub(crate) fn parse_app(v: &Value, at: &str) -> Result<SimApp, ScenarioError> {
+/// Read an application: its main window, and its further windows (`"windows"`, each an
+/// entry named `App/id` whose `owner` is filled in by the caller).
+pub(crate) fn parse_app(v: &Value, at: &str) -> Result<(SimApp, Vec<SimApp>), ScenarioError> {
     let m = object(v, at)?;
     let name = req_str(m, "name", at)?;
     let process = opt_str(m, "process", at)?.unwrap_or_else(|| name.to_lowercase());
@@ -189,6 +193,102 @@ pub(crate) fn parse_app(v: &Value, at: &str) -> Result<SimApp, ScenarioError> {
     let launch = opt_str(m, "launch", at)?
         .filter(|s| !s.trim().is_empty())
         .unwrap_or_else(|| process.clone());
+    let (controls, index) = parse_controls(m, at, &name)?;
+    let window_ids = window_ids(m, at)?;
+    check_opens(&controls, at, &name, &window_ids)?;
+    let mut windows = Vec::new();
+    if let Some(Value::Array(list)) = m.get("windows") {
+        for (k, w) in list.iter().enumerate() {
+            let wat = format!("{at}.windows[{k}]");
+            let wm = object(w, &wat)?;
+            let id = req_str(wm, "id", &wat)?;
+            let (wcontrols, windex) = parse_controls(wm, &wat, &name)?;
+            check_opens(&wcontrols, &wat, &name, &window_ids)?;
+            windows.push(SimApp {
+                name: format!("{name}/{id}"),
+                process: process.clone(),
+                title: opt_str(wm, "title", &wat)?.unwrap_or_else(|| id.clone()),
+                running: opt_bool(wm, "open", &wat)?.unwrap_or(false),
+                launch: String::new(),
+                controls: wcontrols,
+                index: windex,
+                delay_ms,
+                owner: Some((name.clone(), 0)),
+            });
+        }
+    }
+    Ok((
+        SimApp {
+            name,
+            process,
+            title,
+            running,
+            launch,
+            controls,
+            index,
+            delay_ms,
+            owner: None,
+        },
+        windows,
+    ))
+}
+
+/// The ids of an application's further windows (`"windows": [{"id": ...}]`), unique.
+fn window_ids(m: &Map<String, Value>, at: &str) -> Result<Vec<String>, ScenarioError> {
+    let list = match m.get("windows") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(list)) => list,
+        Some(other) => {
+            return Err(invalid(
+                format!("{at}.windows"),
+                format!("expected a list of windows, got {}", kind(other)),
+            ))
+        }
+    };
+    let mut ids: Vec<String> = Vec::with_capacity(list.len());
+    for (k, w) in list.iter().enumerate() {
+        let wat = format!("{at}.windows[{k}]");
+        let id = req_str(object(w, &wat)?, "id", &wat)?;
+        if ids.contains(&id) {
+            return Err(invalid(
+                format!("{wat}.id"),
+                format!("duplicate window id {id:?}"),
+            ));
+        }
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+/// Check that every `opens` names a further window of the application.
+fn check_opens(
+    controls: &[SimControl],
+    at: &str,
+    app: &str,
+    window_ids: &[String],
+) -> Result<(), ScenarioError> {
+    for (i, c) in controls.iter().enumerate() {
+        if let Some(w) = &c.opens {
+            if !window_ids.iter().any(|id| id == w) {
+                return Err(invalid(
+                    format!("{at}.controls[{i}].opens"),
+                    format!(
+                        "no window with id {w:?} in app {app:?}; list it in the app's \"windows\""
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Read a window's `controls`: unique ids, `reveals`/`hides` naming controls of the same
+/// window.
+fn parse_controls(
+    m: &Map<String, Value>,
+    at: &str,
+    name: &str,
+) -> Result<(Vec<SimControl>, HashMap<String, usize>), ScenarioError> {
     let mut controls: Vec<SimControl> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     match m.get("controls") {
@@ -230,16 +330,7 @@ pub(crate) fn parse_app(v: &Value, at: &str) -> Result<SimApp, ScenarioError> {
             }
         }
     }
-    Ok(SimApp {
-        name,
-        process,
-        title,
-        running,
-        launch,
-        controls,
-        index,
-        delay_ms,
-    })
+    Ok((controls, index))
 }
 
 pub(crate) fn parse_fault(v: &Value, at: &str, apps: &[SimApp]) -> Result<Fault, ScenarioError> {

@@ -800,3 +800,68 @@ async fn a_control_both_revealed_and_hidden_by_a_click_ends_hidden() {
     assert_eq!(d.is_hidden("W", "y"), Some(true));
     assert_eq!(d.is_hidden("W", "z"), Some(true));
 }
+
+/// Issue 23, item 3: an app's further windows share its application, process and process id;
+/// `opens` opens one, `closes` closes the window the control is in; the main windows keep
+/// their places; a wrong `opens` is an error that says where.
+#[test]
+fn further_windows_open_and_close_by_clicks() {
+    let d = SimDesktop::from_json_str(
+        r#"{"apps": [{"name": "GIMP", "process": "gimp", "title": "Image",
+            "controls": [{"id": "prefs_item", "role": "menu item", "name": "Preferences", "opens": "prefs"}],
+            "windows": [{"id": "prefs", "title": "Preferences", "controls": [
+                {"id": "ok", "role": "button", "name": "OK", "closes": true}]}]},
+           {"name": "Writer", "controls": []}]}"#,
+    )
+    .expect("scenario");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let before = d.windows().await.expect("windows");
+        assert_eq!(before.len(), 2);
+        assert_eq!(
+            before[1].pid,
+            Some(render::FIRST_PID + 1),
+            "Writer keeps its pid"
+        );
+        let out = d
+            .act("GIMP", Some("prefs_item"), &click())
+            .await
+            .expect("click");
+        assert!(out.contains("opened window \"Preferences\""), "{out}");
+        assert_eq!(d.last_action_changed(), Some(true));
+        let after = d.windows().await.expect("windows");
+        let prefs = after.iter().find(|w| w.id == "GIMP/prefs").expect("open");
+        assert_eq!(
+            (prefs.app_name.as_str(), prefs.process.as_str(), prefs.pid),
+            ("GIMP", "gimp", before[0].pid)
+        );
+        assert_eq!(
+            ids(&d.observe("GIMP/prefs").await.expect("observe")),
+            ["ok"]
+        );
+        assert!(d.launchable().await.expect("launchable").is_empty());
+        let out = d.act("GIMP/prefs", Some("ok"), &click()).await.expect("ok");
+        assert!(out.contains("closed window \"Preferences\""), "{out}");
+        assert_eq!(d.windows().await.expect("windows").len(), 2);
+    });
+    assert!(!d.is_running("GIMP/prefs"));
+    let state = d.final_state().expect("state");
+    assert_eq!(state["apps"][2]["name"], "GIMP/prefs");
+    assert_eq!(state["actions"][1]["app"], "GIMP/prefs");
+    let e = err_text(
+        r#"{"apps": [{"name": "A", "controls": [{"id": "x", "opens": "nope"}],
+            "windows": [{"id": "w"}]}]}"#,
+    );
+    assert!(
+        e.contains("apps[0].controls[0].opens: no window with id \"nope\""),
+        "{e}"
+    );
+    let e = err_text(r#"{"apps": [{"name": "A", "windows": [{"id": "w"}, {"id": "w"}]}]}"#);
+    assert!(
+        e.contains("apps[0].windows[1].id: duplicate window id"),
+        "{e}"
+    );
+}

@@ -77,6 +77,10 @@ pub(crate) struct SimControl {
     pub(crate) states: ufo_core::ports::ControlStates,
     pub(crate) reveals: Vec<String>,
     pub(crate) hides: Vec<String>,
+    /// A click opens this further window of the same application (its `windows[].id`).
+    pub(crate) opens: Option<String>,
+    /// A click closes the window the control is in.
+    pub(crate) closes: bool,
 }
 
 impl SimControl {
@@ -102,12 +106,20 @@ pub(crate) struct SimApp {
     pub(crate) index: HashMap<String, usize>,
     /// Milliseconds each observation of this app takes (a slow application).
     pub(crate) delay_ms: u64,
+    /// For a further window of an application (`"windows"` in the scenario): the
+    /// application's name and the position of its main window, whose process id it shares.
+    pub(crate) owner: Option<(String, usize)>,
 }
 
 impl SimApp {
     /// The position of the control `id`.
     pub(crate) fn control(&self, id: &str) -> Option<usize> {
         self.index.get(id).copied()
+    }
+
+    /// The application this window belongs to (its own name for a main window).
+    pub(crate) fn app_name(&self) -> &str {
+        self.owner.as_ref().map_or(&self.name, |(name, _)| name)
     }
 }
 

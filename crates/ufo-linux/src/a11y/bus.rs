@@ -79,6 +79,8 @@ pub(crate) struct A11yBus {
     peers: std::sync::Arc<std::sync::Mutex<HashMap<String, Option<zbus::Connection>>>>,
     /// event counts by application (`None`: not listening, nothing is kept)
     pub changes: Option<crate::a11y::events::Changes>,
+    /// The bus's address, as `org.a11y.Bus` gave it (what launched applications must use).
+    pub address: String,
 }
 
 async fn bounded<T, F>(what: &str, timeout: Duration, fut: F) -> Result<T, LinuxError>
@@ -137,6 +139,7 @@ impl A11yBus {
             timeout,
             peers: Default::default(),
             changes,
+            address: address.to_string(),
         };
         bus.become_client().await;
         Ok(bus)
@@ -468,11 +471,12 @@ impl A11yBus {
             .call(app, path, "org.a11y.atspi.Action", "GetActions", &())
             .await?;
         let mut names: Vec<String> = acts.into_iter().map(|(n, _, _)| n).collect();
-        // Chromium answers GetActions with empty names but GetName(i) with the real ones
-        if names.iter().any(String::is_empty) {
+        // Chromium answers GetActions with empty names, Gecko with the key bindings (`;;`,
+        // `<Alt>f;`) in every field, while GetName(i) gives the real ones in both
+        if names.iter().any(|n| !crate::apps::web::is_action_name(n)) {
             let asked =
                 futures::future::join_all(names.iter().enumerate().map(|(i, n)| async move {
-                    if n.is_empty() {
+                    if !crate::apps::web::is_action_name(n) {
                         self.call::<_, String>(
                             app,
                             path,
@@ -536,21 +540,60 @@ impl AppTree {
         t
     }
 
+    /// Put a node in (or update it). A node hangs under exactly one parent, the one its
+    /// `parent` names: an update that names another parent moves it there.
     pub fn insert(&mut self, n: Node) {
-        if !self.nodes.contains_key(&n.path) {
-            self.children
+        match self.nodes.get(&n.path).map(|old| old.parent.clone()) {
+            Some(old) if old == n.parent => {}
+            // an object that names itself as its parent (Chromium's application object, whose
+            // parent is the registry's root at the same path) hangs under nothing
+            _ if n.parent == n.path => {}
+            Some(old) => {
+                if let Some(kids) = self.children.get_mut(&old) {
+                    kids.retain(|k| *k != n.path);
+                }
+                self.children
+                    .entry(n.parent.clone())
+                    .or_default()
+                    .push(n.path.clone());
+            }
+            None => self
+                .children
                 .entry(n.parent.clone())
                 .or_default()
-                .push(n.path.clone());
+                .push(n.path.clone()),
         }
         self.nodes.insert(n.path.clone(), n);
     }
 
+    /// Whether `a` is `of` or one of its ancestors (following the `parent` links, each node
+    /// once: a stale cache can link parents in a circle).
+    pub fn is_ancestor(&self, a: &str, of: &str) -> bool {
+        let mut seen = std::collections::HashSet::new();
+        let mut p = of;
+        while seen.insert(p) {
+            if p == a {
+                return true;
+            }
+            match self.nodes.get(p) {
+                Some(n) => p = n.parent.as_str(),
+                None => return false,
+            }
+        }
+        false
+    }
+
     /// Move a node under another parent (the live `GetChildren` answer beats the cache).
-    pub fn reparent(&mut self, path: &str, parent: &str, index: i32) {
+    /// Refused (`false`) when the move would close a circle (the node is the new parent or
+    /// one of its ancestors: a stale answer) or would take a window from the application's
+    /// root.
+    pub fn reparent(&mut self, path: &str, parent: &str, index: i32) -> bool {
         let Some(old) = self.nodes.get(path).map(|n| n.parent.clone()) else {
-            return;
+            return false;
         };
+        if old == crate::a11y::vocab::ROOT_PATH || self.is_ancestor(path, parent) {
+            return false;
+        }
         if let Some(kids) = self.children.get_mut(&old) {
             kids.retain(|k| k != path);
         }
@@ -562,6 +605,7 @@ impl AppTree {
         if !kids.iter().any(|k| k == path) {
             kids.push(path.to_string());
         }
+        true
     }
 
     pub fn sort_children(&mut self) {
@@ -593,5 +637,61 @@ impl AppTree {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(path: &str, parent: &str) -> Node {
+        Node {
+            path: path.into(),
+            parent: parent.into(),
+            index: 0,
+            child_count: 0,
+            ifaces: 0,
+            name: String::new(),
+            role: 0,
+            description: String::new(),
+            states: 0,
+        }
+    }
+
+    /// Issue 23, item 2: a node read again under another parent hangs under that one only
+    /// (it hung under both before, and a later move made it reachable twice).
+    #[test]
+    fn a_node_hangs_under_one_parent() {
+        let mut t = AppTree::from_nodes(vec![node("/p", "/"), node("/q", "/"), node("/x", "/p")]);
+        t.insert(node("/x", "/q"));
+        assert!(t.kids("/p").is_empty());
+        assert_eq!(t.kids("/q"), ["/x"]);
+        assert!(t.reparent("/x", "/r", 0));
+        assert!(t.kids("/q").is_empty());
+        assert_eq!(t.kids("/r"), ["/x"]);
+        let listed: usize = t
+            .children
+            .values()
+            .map(|k| k.iter().filter(|p| *p == "/x").count())
+            .sum();
+        assert_eq!(listed, 1);
+    }
+
+    /// A move that would close a circle, or take a window from the root, is refused.
+    #[test]
+    fn a_move_closes_no_circle() {
+        let root = crate::a11y::vocab::ROOT_PATH;
+        let mut t = AppTree::from_nodes(vec![node("/f", root), node("/a", "/f"), node("/b", "/a")]);
+        assert!(!t.reparent("/a", "/b", 0));
+        assert!(!t.reparent("/b", "/b", 0));
+        assert!(!t.reparent("/f", "/b", 0));
+        let order: Vec<&str> = t
+            .subtree("/f", 100)
+            .iter()
+            .map(|n| n.path.as_str())
+            .collect();
+        assert_eq!(order, ["/f", "/a", "/b"]);
+        assert!(t.is_ancestor("/f", "/b"));
+        assert!(!t.is_ancestor("/b", "/f"));
     }
 }

@@ -624,6 +624,13 @@ impl LinuxDesktop {
                 return Ok(format!("selected {item:?} in {:?}", c.name));
             }
         }
+        // Gecko's option actions change the choice without the page's change event
+        if c.seen.role == role::COMBO_BOX && in_menu && self.bus.toolkit(&c.bus).await.0 == "Gecko"
+        {
+            return self
+                .select_by_keys(xid, c, item, tree, &parent, &path)
+                .await;
+        }
         if ifaces & iface::ACTION != 0 {
             let acts = self.bus.actions(&c.bus, &path).await.unwrap_or_default();
             if let Some(i) = acts
@@ -653,6 +660,11 @@ impl LinuxDesktop {
         }
         // last resort: click the entry where it is drawn
         let (x, y, w, h) = self.bus.extents(&c.bus, &path).await?;
+        if (x == i32::MIN || w <= 0 || h <= 0) && c.seen.role == role::COMBO_BOX && in_menu {
+            return self
+                .select_by_keys(xid, c, item, tree, &parent, &path)
+                .await;
+        }
         if x == i32::MIN || w <= 0 || h <= 0 {
             return Err(LinuxError::ActionFailed(format!(
                 "entry {item:?} of {:?} is not on screen and cannot be selected",
@@ -661,6 +673,58 @@ impl LinuxDesktop {
         }
         self.xclick(xid, x + w / 2, y + h / 2, 1, 1).await?;
         Ok(format!("clicked entry {item:?} of {:?}", c.name))
+    }
+}
+
+impl LinuxDesktop {
+    /// A step of [`Self::choose_entry`]: a closed web `<select>` whose options are not drawn
+    /// (Gecko's: their "select" action and `SelectChild` change the choice without the
+    /// page's change event) is chosen with the keyboard, as a person does: focus on the box,
+    /// then arrow keys from the option chosen now to the wanted one.
+    async fn select_by_keys(
+        &self,
+        xid: u32,
+        c: &CtlInfo,
+        item: &str,
+        tree: &AppTree,
+        parent: &str,
+        path: &str,
+    ) -> Result<String, LinuxError> {
+        let options = tree.kids(parent);
+        let chosen = options
+            .iter()
+            .position(|p| tree.nodes.get(p).is_some_and(|n| n.has(state::SELECTED)));
+        let not_drawn = || {
+            LinuxError::ActionFailed(format!(
+                "entry {item:?} of {:?} is not on screen and cannot be selected",
+                c.name
+            ))
+        };
+        let target = options
+            .iter()
+            .position(|p| p == path)
+            .ok_or_else(not_drawn)?;
+        self.activate(xid).await?;
+        if !self.grab_focus(c).await {
+            return Err(not_drawn());
+        }
+        let steps = web::arrow_keys(chosen, target)
+            .into_iter()
+            .map(|key| KeyStep::Chord { mods: vec![], key })
+            .collect();
+        self.send_keys_in_order(xid, Some(c), steps).await?;
+        if web::wait_selected(&self.bus, &self.config, &c.bus, path).await {
+            Ok(format!(
+                "selected {item:?} in {:?} with the keyboard",
+                c.name
+            ))
+        } else {
+            Err(LinuxError::ActionFailed(format!(
+                "entry {item:?} of {:?} did not become the chosen one after the arrow keys; \
+                 observe the window and try again",
+                c.name
+            )))
+        }
     }
 }
 

@@ -17,6 +17,28 @@ use crate::LinuxError;
 /// How deep below a combo box its options are looked for.
 const OPTIONS_DEPTH_NODES: usize = 256;
 
+/// The arrow keys (keysyms) that move a closed `<select>` from the option at `chosen` (none:
+/// from the top, with Home) to the one at `target`.
+pub(crate) fn arrow_keys(chosen: Option<usize>, target: usize) -> Vec<u32> {
+    const HOME: u32 = 0xff50;
+    const UP: u32 = 0xff52;
+    const DOWN: u32 = 0xff54;
+    match chosen {
+        None => std::iter::once(HOME)
+            .chain(std::iter::repeat_n(DOWN, target))
+            .collect(),
+        Some(from) if target >= from => vec![DOWN; target - from],
+        Some(from) => vec![UP; from - target],
+    }
+}
+
+/// Whether a name from `GetActions` is an action's name: not empty (Chromium's answer) and
+/// not an ATK key binding `mnemonic;sequence;shortcut` (Gecko's answer, `;;` or `<Alt>f;`, in
+/// every field); the others are asked one by one with `GetName(i)`, which both get right.
+pub(crate) fn is_action_name(name: &str) -> bool {
+    !name.trim().is_empty() && !name.contains(';')
+}
+
 /// Whether a text is only object replacement characters (embedded objects) and blanks: the
 /// "value" Chromium gives a `<select>` or a page.
 pub(crate) fn is_placeholder(text: &str) -> bool {
@@ -308,6 +330,24 @@ mod tests {
             role,
             description: String::new(),
             states,
+        }
+    }
+
+    #[test]
+    fn arrows_go_from_the_chosen_option_to_the_wanted_one() {
+        assert_eq!(arrow_keys(Some(0), 1), vec![0xff54]);
+        assert_eq!(arrow_keys(Some(2), 0), vec![0xff52, 0xff52]);
+        assert_eq!(arrow_keys(Some(1), 1), Vec::<u32>::new());
+        assert_eq!(arrow_keys(None, 2), vec![0xff50, 0xff54, 0xff54]);
+    }
+
+    #[test]
+    fn gecko_key_bindings_and_chromium_blanks_are_not_action_names() {
+        for garbage in [";;", "<Alt>f;", "<Alt><Shift>T;", "", "  "] {
+            assert!(!is_action_name(garbage), "{garbage:?}");
+        }
+        for real in ["press", "click", "jump", "select", "open", "activate"] {
+            assert!(is_action_name(real), "{real:?}");
         }
     }
 

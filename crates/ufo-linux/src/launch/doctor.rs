@@ -67,6 +67,24 @@ pub async fn check_session(timeout: Duration) -> Vec<Finding> {
     out
 }
 
+/// The root window's `AT_SPI_BUS` property on `DISPLAY`, if it can be read.
+fn published_bus_address() -> Option<String> {
+    let (conn, screen) = x11rb::connect(None).ok()?;
+    let root = conn.setup().roots.get(screen)?.root;
+    let atom = conn
+        .intern_atom(false, b"AT_SPI_BUS")
+        .ok()?
+        .reply()
+        .ok()?
+        .atom;
+    let r = conn
+        .get_property(false, root, atom, AtomEnum::STRING, 0, 4096)
+        .ok()?
+        .reply()
+        .ok()?;
+    (!r.value.is_empty()).then(|| String::from_utf8_lossy(&r.value).into_owned())
+}
+
 fn check_x(display: &str) -> Vec<Finding> {
     let (conn, screen) = match x11rb::connect(Some(display)) {
         Ok(c) => c,
@@ -172,7 +190,19 @@ async fn check_buses(timeout: Duration) -> Vec<Finding> {
     .await;
     match address {
         Ok(Ok(a)) if !a.is_empty() => {
-            out.push(Finding::ok("accessibility bus (org.a11y.Bus) running"))
+            out.push(Finding::ok("accessibility bus (org.a11y.Bus) running"));
+            let live = a.to_string();
+            let published =
+                tokio::time::timeout(timeout, tokio::task::spawn_blocking(published_bus_address))
+                    .await;
+            if let Ok(Ok(Some(p))) = published {
+                if crate::x11::atspi_bus::is_stale(Some(&p), &live) {
+                    out.push(Finding::problem(
+                        format!("the display's AT_SPI_BUS property names {p:?}, not the live accessibility bus {live:?}: Qt applications started now stay off the bus"),
+                        format!("point it at the live bus: `xprop -root -f AT_SPI_BUS 8s -set AT_SPI_BUS '{live}'` (ufo does so before it launches an application), then restart the Qt applications"),
+                    ));
+                }
+            }
         }
         _ => {
             out.push(Finding::problem(
@@ -243,7 +273,7 @@ pub async fn check_windows(
                 if n == 0 {
                     out.push(Finding::problem(
                         format!("{name}: on the accessibility bus but no controls"),
-                        toolkit::fix(tk),
+                        toolkit::fix_for(w.pid, tk),
                     ));
                 } else {
                     let notes: Vec<&String> = full

@@ -55,16 +55,6 @@ impl Launched {
         children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
         exit
     }
-
-    /// Kill the child `pid` and forget it.
-    pub(crate) fn kill(&self, pid: u32) {
-        let mut children = self.children();
-        if let Some(c) = children.iter_mut().find(|c| c.id() == pid) {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        children.retain(|c| c.id() != pid);
-    }
 }
 
 /// The name of a process (its `comm`), if it is still there.

@@ -40,6 +40,7 @@ impl LinuxDesktop {
             .iter()
             .map(|w| (w.id, w.pid))
             .collect();
+        self.publish_live_bus().await;
         let mut cmd = std::process::Command::new("/bin/sh");
         // the application gets none of ufo's secrets (provider keys, UFO_LLM_*), and what its
         // toolkit needs to be on the accessibility bus
@@ -103,16 +104,33 @@ impl LinuxDesktop {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        // do not leave a process behind whose window never came
-        self.launched.kill(child_pid);
+        // the application may still be starting (a slow machine) or be running without
+        // accessibility: it is left running, never killed, and the error says so
+        let still_running = !self.launched.exited(child_pid);
         Err(LinuxError::Launch {
             app: name.to_string(),
             command: command.to_string(),
-            reason: format!(
-                "no window of it appeared on the accessibility bus within {} s; is it installed, and does the session have accessibility on (scripts/desktop-session.sh up)?",
-                self.config.launch_timeout.as_secs()
+            reason: launch_timeout_reason(
+                self.config.launch_timeout.as_secs(),
+                still_running.then_some(child_pid),
             ),
         })
+    }
+
+    /// Before an application starts: the display's `AT_SPI_BUS` property (where Qt 5 looks
+    /// for the accessibility bus first) is pointed at the bus ufo reads when it names another
+    /// one, so the application joins the bus ufo sees. A failure leaves things as they are.
+    async fn publish_live_bus(&self) {
+        let live = self.bus.address.clone();
+        let _ = self
+            .x11(move |x| {
+                let published = x.root_atspi_bus()?;
+                if crate::x11::atspi_bus::is_stale(published.as_deref(), &live) {
+                    x.set_root_atspi_bus(&live)?;
+                }
+                Ok(())
+            })
+            .await;
     }
 
     /// Whether an application has a populated window on the bus for this X window.
@@ -147,6 +165,7 @@ impl LinuxDesktop {
             .iter()
             .map(|w| (w.id, w.pid))
             .collect();
+        self.publish_live_bus().await;
         let log_path = std::env::temp_dir().join(format!(
             "ufo-launch-{}-{}.log",
             std::process::id(),
@@ -269,6 +288,20 @@ impl LinuxDesktop {
     }
 }
 
+/// Why a launch-table launch failed: no window on the bus in time; the process, when it is
+/// still running, is named and left running.
+fn launch_timeout_reason(secs: u64, running: Option<u32>) -> String {
+    let base = format!(
+        "no window of it appeared on the accessibility bus within {secs} s; is it installed, and does the session have accessibility on (scripts/desktop-session.sh up)?"
+    );
+    match running {
+        Some(pid) => format!(
+            "{base} It keeps running (pid {pid}): observe the desktop again once its window is up, or stop it with `kill {pid}`"
+        ),
+        None => base,
+    }
+}
+
 static LOG_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 fn read_log(path: &std::path::Path) -> String {
@@ -279,4 +312,17 @@ fn read_log(path: &std::path::Path) -> String {
         s = String::from_utf8_lossy(&bytes).into_owned();
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timed_out_launch_names_the_process_left_running() {
+        let r = launch_timeout_reason(20, Some(4242));
+        assert!(r.contains("within 20 s") && r.contains("keeps running (pid 4242)"));
+        assert!(r.contains("kill 4242"));
+        assert!(!launch_timeout_reason(20, None).contains("keeps running"));
+    }
 }

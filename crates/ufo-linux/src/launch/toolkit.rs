@@ -394,6 +394,34 @@ pub fn fix(toolkit: Toolkit) -> String {
     }
 }
 
+/// [`fix`] for the application of process `pid`: a Qt application is told to set
+/// `QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1` only when its environment lacks it.
+pub fn fix_for(pid: Option<u32>, toolkit: Toolkit) -> String {
+    match toolkit {
+        Toolkit::Qt => qt_fix(pid.and_then(|p| has_env(p, "QT_LINUX_ACCESSIBILITY_ALWAYS_ON"))),
+        _ => fix(toolkit),
+    }
+}
+
+/// The fix for a Qt application off the bus, by whether its environment has
+/// `QT_LINUX_ACCESSIBILITY_ALWAYS_ON` (`None`: unknown, its environment is not readable).
+pub fn qt_fix(always_on: Option<bool>) -> String {
+    match always_on {
+        Some(true) => "Qt applications take the accessibility bus address from the display's AT_SPI_BUS property before asking org.a11y.Bus, and QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1 is already set: the property probably names a bus that is gone (`xprop -root AT_SPI_BUS` against `ufo doctor`'s bus check); close the application and start it again through ufo, which points the property at the live bus first".into(),
+        Some(false) | None => fix(Toolkit::Qt),
+    }
+}
+
+/// Whether process `pid`'s environment sets `name` (`None`: not readable).
+fn has_env(pid: u32, name: &str) -> Option<bool> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{name}=");
+    Some(
+        env.split(|b| *b == 0)
+            .any(|kv| kv.starts_with(prefix.as_bytes())),
+    )
+}
+
 /// Why a window of process `pid` is not on the accessibility bus, and how to fix it.
 pub fn not_on_bus_hint(pid: Option<u32>) -> String {
     let Some(pid) = pid else {
@@ -403,7 +431,7 @@ pub fn not_on_bus_hint(pid: Option<u32>) -> String {
         return h;
     }
     let tk = detect(pid);
-    format!("{}: {}", tk.name(), fix(tk))
+    format!("{}: {}", tk.name(), fix_for(Some(pid), tk))
 }
 
 /// For a window that is on the bus but yields no controls: the toolkit's fix where one is
@@ -414,7 +442,7 @@ pub fn no_controls_hint(pid: Option<u32>) -> Option<String> {
         format!(
             "the window has no controls on the accessibility bus ({}): {}",
             tk.name(),
-            fix(tk)
+            fix_for(pid, tk)
         )
     })
 }
@@ -688,5 +716,20 @@ mod tests {
         let h = libreoffice_hint(None, false);
         assert!(h.contains("install libreoffice-gtk3"), "{h}");
         assert!(!h.contains("before accessibility"), "{h}");
+    }
+
+    /// Issue 23, item 7: the Qt hint says "set QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1" only when
+    /// the application's environment lacks it.
+    #[test]
+    fn the_qt_hint_asks_for_the_switch_only_when_it_is_missing() {
+        assert!(qt_fix(Some(false)).contains("start it with QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1"));
+        assert!(qt_fix(None).contains("start it with QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1"));
+        let set = qt_fix(Some(true));
+        assert!(!set.contains("start it with QT_LINUX"), "{set}");
+        assert!(set.contains("AT_SPI_BUS"), "{set}");
+        // this test process has no such variable unless the caller set it
+        let me = std::process::id();
+        let ours = std::env::var_os("QT_LINUX_ACCESSIBILITY_ALWAYS_ON").is_some();
+        assert_eq!(has_env(me, "QT_LINUX_ACCESSIBILITY_ALWAYS_ON"), Some(ours));
     }
 }

@@ -17,6 +17,7 @@ use ufo_core::{Control, Rect, Screenshot, WindowInfo, WindowObservation};
 use crate::a11y::bus::{AppTree, Node};
 use crate::a11y::vocab::ROOT_PATH;
 use crate::a11y::vocab::{iface, role, role_name, state};
+use crate::act::modal::{self, ModalityReport};
 use crate::apps::office;
 use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
@@ -188,6 +189,13 @@ pub struct ObservationStats {
     /// Time from the start of the observation to the end of the wait for a loading page or
     /// document (0 when it was not loading); the window was read after it.
     pub load_wait: Duration,
+    /// Times a traversal reached a node it had reached already (a stale or circular parent
+    /// link): such a node is neither read nor listed again.
+    pub repeats: usize,
+    /// Nodes read live more than once by the walk: 0 (the walk reads each node once).
+    pub read_twice: usize,
+    /// Nodes inside the window's web documents (0: the page shows nothing to accessibility).
+    pub document_nodes: usize,
 }
 
 /// A full observation: what the engine gets plus details for `inspect` and benchmarks.
@@ -299,7 +307,7 @@ impl LinuxDesktop {
         warnings.extend(load.notes);
         let fetched = arrange(groups, &attached, modal.is_some());
         if fetched.is_empty() && main_bus.is_some() {
-            warnings.extend(crate::launch::toolkit::no_controls_hint(main.pid));
+            warnings.extend(established_hint(main.pid, stats.document_nodes));
         }
         let t_enc = Instant::now();
         let (screenshot, annotated) =
@@ -463,14 +471,31 @@ impl LinuxDesktop {
         }
         let main_bus = main.pid.and_then(|p| by_pid.get(&p)).cloned();
         // a modal dialog on top: the window under it takes no input until it closes
-        let modal = attached.iter().find_map(|w| {
-            let tree = trees.get(w.pid.and_then(|p| by_pid.get(&p))?)?;
-            let frame = pick_frame(tree, w)?;
-            tree.nodes
-                .get(&frame)?
-                .has(state::MODAL)
-                .then(|| w.title.clone())
-        });
+        let mut reports: HashMap<String, ModalityReport> = HashMap::new();
+        let mut modal = None;
+        for w in attached {
+            let bus = w.pid.and_then(|p| by_pid.get(&p));
+            let a11y_modal = bus
+                .and_then(|b| trees.get(b))
+                .and_then(|tree| Some(tree.nodes.get(&pick_frame(tree, w)?)?.has(state::MODAL)))
+                .unwrap_or(false);
+            let report = match bus {
+                Some(b) => Some(self.modality_report(b, &mut reports).await),
+                None => None,
+            };
+            let facts = modal::Attached {
+                transient_for_main: w.transient_for == Some(main.id),
+                same_app: main.pid.is_some() && w.pid == main.pid,
+                a11y_modal,
+                wm_modal: w.wm_modal,
+                dialog: w.dialog,
+                report,
+            };
+            if modal::blocks(&facts) {
+                modal = Some(w.title.clone());
+                break;
+            }
+        }
         ReadWindows {
             groups,
             warnings,
@@ -478,6 +503,22 @@ impl LinuxDesktop {
             main_bus,
             modal,
         }
+    }
+
+    /// What the toolkit of application `bus` says about modality, asked once per
+    /// observation.
+    async fn modality_report(
+        &self,
+        bus: &str,
+        known: &mut HashMap<String, ModalityReport>,
+    ) -> ModalityReport {
+        if let Some(r) = known.get(bus) {
+            return *r;
+        }
+        let (name, version) = self.bus.toolkit(bus).await;
+        let r = modal::modality_report(&name, &version);
+        known.insert(bus.to_string(), r);
+        r
     }
 
     /// Step 5: the controls of this observation, by id, for the actions that name them
@@ -570,9 +611,10 @@ impl LinuxDesktop {
         })?;
         let t_items = t.elapsed();
         self.note_loaded_tree(bus, w.id, tree, &frame).await;
-        if self.complete_tree(bus, tree, &frame, true, warnings).await {
-            stats.walked = true;
-        }
+        let walk = self.complete_tree(bus, tree, &frame, true, warnings).await;
+        stats.walked |= walk.walked;
+        stats.repeats += walk.repeats;
+        stats.read_twice += walk.read_twice;
         if let Some(count) = kept_count {
             self.kept.keep(bus, count, tree);
         }
@@ -597,8 +639,10 @@ impl LinuxDesktop {
         ));
         let subtree_len = tree.subtree(&frame, self.config.walk_max_nodes).len();
         stats.nodes += subtree_len;
-        let (candidates, cut) =
+        let (candidates, cut, repeats) =
             collect_candidates(tree, &frame, self.config.walk_max_nodes, &open_menus);
+        stats.repeats += repeats;
+        stats.document_nodes += document_nodes(tree, &frame, self.config.walk_max_nodes);
         if cut {
             warnings.push(format!(
                 "the window has more than {} accessible nodes: only the first {} were read, some controls may be missing",
@@ -789,7 +833,13 @@ impl LinuxDesktop {
     /// negative or above `walk_max_children`, read live just before (a spreadsheet manages its
     /// descendants and reports every cell of the sheet: asking for its children makes the
     /// application build them all, at 100% CPU and without end). Returns whether a walk was
-    /// needed.
+    /// needed, and how often it met a node twice.
+    ///
+    /// The walk stays inside the window's own tree and reads each node once: a child that a
+    /// live answer lists under two parents is followed under the first; a known node is
+    /// moved under the parent that lists it only when that closes no circle and takes no
+    /// window away (a stale answer, as Chromium gives while a page loads, would otherwise
+    /// make the window's tree endless).
     pub(crate) async fn complete_tree(
         &self,
         bus: &str,
@@ -797,7 +847,7 @@ impl LinuxDesktop {
         frame: &str,
         thorough: bool,
         warnings: &mut Vec<String>,
-    ) -> bool {
+    ) -> WalkOutcome {
         let mut w = Walker::new(tree, frame, thorough, &self.config);
         for n in tree.subtree(frame, w.max_nodes) {
             if w.visible(n) {
@@ -806,7 +856,7 @@ impl LinuxDesktop {
         }
         if w.frontier.is_empty() && w.probes.is_empty() {
             report_refused(&mut w.refused, warnings);
-            return false;
+            return WalkOutcome::default();
         }
         w.deadline = Instant::now() + self.config.walk_budget;
         loop {
@@ -829,7 +879,10 @@ impl LinuxDesktop {
                 }
                 break;
             }
-            w.seen.extend(w.frontier.iter().cloned());
+            w.take_frontier();
+            if w.frontier.is_empty() {
+                continue;
+            }
             if Instant::now() >= w.deadline || w.visited >= w.max_nodes {
                 w.cut = true;
                 break;
@@ -849,14 +902,23 @@ impl LinuxDesktop {
             }
         }
         tree.sort_children();
+        let outcome = WalkOutcome {
+            walked: true,
+            repeats: w.repeats,
+            read_twice: w.reads.values().filter(|&&n| n > 1).count(),
+        };
         w.report(warnings, self.config.walk_budget);
-        true
+        outcome
     }
 
     /// A step of [`Self::complete_tree`]: the live child count of each probed node, and
     /// whether to walk it. `false` when the walk ran out of time.
     async fn read_counts(&self, bus: &str, tree: &mut AppTree, w: &mut Walker) -> bool {
         w.seen.extend(w.probes.iter().cloned());
+        for p in std::mem::take(&mut w.probes) {
+            w.count_read(Read::Count, &p);
+            w.probes.push(p);
+        }
         let remaining = w.deadline.saturating_duration_since(Instant::now());
         let counts = tokio::time::timeout(
             remaining,
@@ -894,6 +956,10 @@ impl LinuxDesktop {
         tree: &mut AppTree,
         w: &mut Walker,
     ) -> Option<Vec<(String, String, i32)>> {
+        for p in std::mem::take(&mut w.frontier) {
+            w.count_read(Read::Children, &p);
+            w.frontier.push(p);
+        }
         let remaining = w.deadline.saturating_duration_since(Instant::now());
         let results = tokio::time::timeout(
             remaining,
@@ -901,37 +967,8 @@ impl LinuxDesktop {
         )
         .await
         .ok()?;
-        let mut fresh: Vec<(String, String, i32)> = Vec::new();
-        let mut moved: Vec<(String, String, i32)> = Vec::new();
-        for (p, r) in w.frontier.iter().zip(results) {
-            match r {
-                Ok(kids) => {
-                    if kids.len() > MAX_WALK_CHILDREN {
-                        w.capped = true;
-                    }
-                    for (i, k) in kids.into_iter().enumerate().take(MAX_WALK_CHILDREN) {
-                        match tree.nodes.get(&k) {
-                            None => fresh.push((k, p.clone(), i as i32)),
-                            // GTK3's cache can file a dialog's children under another
-                            // parent: the live answer wins
-                            Some(n) if n.parent != *p => moved.push((k, p.clone(), i as i32)),
-                            Some(_) => {}
-                        }
-                    }
-                }
-                Err(_) => w.errors += 1,
-            }
-        }
-        w.frontier.clear();
-        for (k, p, i) in moved {
-            tree.reparent(&k, &p, i);
-            if let Some(n) = tree.nodes.get(&k) {
-                if w.visible(n) {
-                    w.place(n, tree.kids(&k).len(), false, true);
-                }
-            }
-        }
-        Some(fresh)
+        let frontier = std::mem::take(&mut w.frontier);
+        Some(file_children(tree, w, frontier.into_iter().zip(results)))
     }
 
     /// A step of [`Self::complete_tree`]: read the nodes new to the tree and put them in;
@@ -944,6 +981,9 @@ impl LinuxDesktop {
         w: &mut Walker,
         fresh: Vec<(String, String, i32)>,
     ) -> bool {
+        for (k, _, _) in &fresh {
+            w.count_read(Read::Node, k);
+        }
         let remaining = w.deadline.saturating_duration_since(Instant::now());
         let nodes = tokio::time::timeout(
             remaining,
@@ -1123,6 +1163,14 @@ struct Walker {
     refused: Vec<String>,
     /// the nodes walked or probed
     seen: HashSet<String>,
+    /// the nodes whose children were asked for, and the children a live answer listed:
+    /// each is followed once
+    listed_parents: HashSet<String>,
+    listed: HashSet<String>,
+    /// live reads by (kind, node): a count above 1 is a node read twice
+    reads: HashMap<(Read, String), u32>,
+    /// nodes met again (listed by a second parent, or a move that would close a circle)
+    repeats: usize,
     visited: usize,
     /// nodes that did not answer
     errors: usize,
@@ -1145,6 +1193,10 @@ impl Walker {
             probes: Vec::new(),
             refused: Vec::new(),
             seen: HashSet::new(),
+            listed_parents: HashSet::new(),
+            listed: HashSet::new(),
+            reads: HashMap::new(),
+            repeats: 0,
             visited: 0,
             errors: 0,
             capped: false,
@@ -1155,6 +1207,20 @@ impl Walker {
 
     fn visible(&self, n: &Node) -> bool {
         n.has(state::VISIBLE) && (!self.uses_showing || n.has(state::SHOWING))
+    }
+
+    /// Keep in the frontier the nodes whose children were not asked for yet (once each).
+    fn take_frontier(&mut self) {
+        let before = self.frontier.len();
+        let listed = &mut self.listed_parents;
+        self.frontier.retain(|p| listed.insert(p.clone()));
+        self.repeats += before - self.frontier.len();
+        self.seen.extend(self.frontier.iter().cloned());
+    }
+
+    /// Note one live read of `path`.
+    fn count_read(&mut self, kind: Read, path: &str) {
+        *self.reads.entry((kind, path.to_string())).or_default() += 1;
     }
 
     /// Put a visible node where [`walk_verdict`] says (`known`: its children in the tree;
@@ -1200,6 +1266,133 @@ impl Walker {
         }
         report_refused(&mut self.refused, warnings);
     }
+}
+
+/// What [`LinuxDesktop::complete_tree`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct WalkOutcome {
+    /// A walk was needed (the cache lacked part of the window).
+    pub walked: bool,
+    /// Nodes met again and not followed (see [`ObservationStats::repeats`]).
+    pub repeats: usize,
+    /// Nodes read live more than once (0).
+    pub read_twice: usize,
+}
+
+/// The kinds of live read the walk makes of a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Read {
+    /// Its live child count.
+    Count,
+    /// Its children.
+    Children,
+    /// The node itself.
+    Node,
+}
+
+/// A step of [`LinuxDesktop::complete_tree`]: file the live children of the frontier
+/// (parent, its `GetChildren` answer) in the tree. A child listed before (by another parent,
+/// or twice) is followed once; a known child filed under another parent moves under this one
+/// (the live answer beats GTK3's cache) unless the move would close a circle or take a
+/// window away, and is then walked when incomplete. Returns the children the tree lacks, to
+/// be read (child, parent, index).
+fn file_children(
+    tree: &mut AppTree,
+    w: &mut Walker,
+    answers: impl IntoIterator<Item = (String, Result<Vec<String>, LinuxError>)>,
+) -> Vec<(String, String, i32)> {
+    let mut fresh: Vec<(String, String, i32)> = Vec::new();
+    let mut moved: Vec<(String, String, i32)> = Vec::new();
+    for (p, r) in answers {
+        let kids = match r {
+            Ok(kids) => kids,
+            Err(_) => {
+                w.errors += 1;
+                continue;
+            }
+        };
+        if kids.len() > MAX_WALK_CHILDREN {
+            w.capped = true;
+        }
+        for (i, k) in kids.into_iter().enumerate().take(MAX_WALK_CHILDREN) {
+            if k == p || !w.listed.insert(k.clone()) {
+                w.repeats += 1;
+                continue;
+            }
+            match tree.nodes.get(&k) {
+                None => fresh.push((k, p.clone(), i as i32)),
+                // GTK3's cache can file a dialog's children under another parent: the live
+                // answer wins
+                Some(n) if n.parent != p => moved.push((k, p.clone(), i as i32)),
+                Some(_) => {}
+            }
+        }
+    }
+    for (k, p, i) in moved {
+        if !tree.reparent(&k, &p, i) {
+            w.repeats += 1;
+            continue;
+        }
+        if let Some(n) = tree.nodes.get(&k) {
+            if w.visible(n) {
+                w.place(n, tree.kids(&k).len(), false, true);
+            }
+        }
+    }
+    fresh
+}
+
+/// For a window on the bus without controls: the toolkit's fix, only when its cause is
+/// established: the page shows no node to accessibility and the process lacks what turns it
+/// on (Chromium: the renderer switch on its command line; Firefox: `GNOME_ACCESSIBILITY=1` in
+/// its environment). A page that is still loading, or a window with its switch set, gets no
+/// hint.
+fn established_hint(pid: Option<u32>, document_nodes: usize) -> Option<String> {
+    use crate::launch::toolkit::{detect, no_controls_hint, Toolkit, CHROMIUM_A11Y_FLAG};
+    let pid = pid?;
+    if document_nodes > 0 {
+        return None;
+    }
+    let lacks = |file: &str, arg: &str| {
+        std::fs::read(format!("/proc/{pid}/{file}"))
+            .map(|text| !has_arg(&text, arg))
+            .unwrap_or(false)
+    };
+    let established = match detect(pid) {
+        Toolkit::Chromium => lacks("cmdline", CHROMIUM_A11Y_FLAG),
+        Toolkit::Firefox => lacks("environ", "GNOME_ACCESSIBILITY=1"),
+        Toolkit::Gtk2
+        | Toolkit::Gtk3
+        | Toolkit::Gtk4
+        | Toolkit::Qt
+        | Toolkit::LibreOffice
+        | Toolkit::Java
+        | Toolkit::Unknown => false,
+    };
+    if established {
+        no_controls_hint(Some(pid))
+    } else {
+        None
+    }
+}
+
+/// Whether a `/proc` argument or environment list (NUL-separated; a process that rewrote
+/// its title may separate them by spaces) holds `arg` (or `arg=…`).
+fn has_arg(list: &[u8], arg: &str) -> bool {
+    list.split(|b| *b == 0 || *b == b' ').any(|a| {
+        a == arg.as_bytes()
+            || a.strip_prefix(arg.as_bytes())
+                .is_some_and(|rest| rest.first() == Some(&b'='))
+    })
+}
+
+/// Nodes inside the web documents of the window (at most `limit` looked at).
+fn document_nodes(tree: &AppTree, frame: &str, limit: usize) -> usize {
+    tree.subtree(frame, limit)
+        .iter()
+        .filter(|n| n.role == role::DOCUMENT_WEB)
+        .map(|d| tree.subtree(&d.path, limit).len().saturating_sub(1))
+        .sum()
 }
 
 /// What the walk does with one visible node.
@@ -1408,12 +1601,17 @@ fn uses_showing(tree: &AppTree, frame: &str) -> bool {
         .any(|n| n.has(state::SHOWING))
 }
 
-/// The accessible window for an X window: by title, else the active one, else the only one.
+/// The accessible window for an X window: by title (the active one among several of that
+/// title), else the active one, else the only one. Never the application itself: Chromium
+/// lists its application object among its own windows, and a window matched to it (its
+/// name, "Chromium", is part of every window title) would be observed as every window of
+/// the application at once, past the node limit.
 fn pick_frame(tree: &AppTree, w: &XWindow) -> Option<String> {
     let tops: Vec<&Node> = tree
         .kids(ROOT_PATH)
         .iter()
         .filter_map(|p| tree.nodes.get(p))
+        .filter(|n| n.path != ROOT_PATH && n.role != role::APPLICATION)
         .filter(|n| {
             matches!(
                 n.role,
@@ -1422,8 +1620,15 @@ fn pick_frame(tree: &AppTree, w: &XWindow) -> Option<String> {
         })
         .collect();
     let title = collapse_ws(&w.title);
-    tops.iter()
-        .find(|n| collapse_ws(&n.name) == title)
+    let named: Vec<&&Node> = tops
+        .iter()
+        .filter(|n| collapse_ws(&n.name) == title)
+        .collect();
+    named
+        .iter()
+        .find(|n| n.has(state::ACTIVE))
+        .or_else(|| named.first())
+        .copied()
         .or_else(|| {
             tops.iter()
                 .find(|n| !n.name.trim().is_empty() && title.contains(n.name.trim()))
@@ -1434,13 +1639,14 @@ fn pick_frame(tree: &AppTree, w: &XWindow) -> Option<String> {
 }
 
 /// Visible interactive nodes under the frame, in tree order, with their children's label
-/// text, looking at no more than `max_nodes` nodes (the flag: whether it stopped there).
+/// text, looking at no more than `max_nodes` nodes, each once (the flag: whether it stopped
+/// there; the count: nodes reached again through a stale or circular parent link, skipped).
 fn collect_candidates(
     tree: &AppTree,
     frame: &str,
     max_nodes: usize,
     open_menus: &std::collections::HashSet<String>,
-) -> (Vec<Candidate>, bool) {
+) -> (Vec<Candidate>, bool, usize) {
     let uses_showing = uses_showing(tree, frame);
     let visible = |n: &Node| {
         (n.has(state::VISIBLE)
@@ -1450,11 +1656,15 @@ fn collect_candidates(
     };
     let mut out = Vec::new();
     let mut stack: Vec<String> = tree.kids(frame).iter().rev().cloned().collect();
-    let mut guard = 0usize;
+    let mut seen: HashSet<String> = HashSet::from([frame.to_string()]);
+    let mut repeats = 0usize;
     while let Some(p) = stack.pop() {
-        guard += 1;
-        if guard > max_nodes {
-            return (out, true);
+        if !seen.insert(p.clone()) {
+            repeats += 1;
+            continue;
+        }
+        if seen.len() > max_nodes + 1 {
+            return (out, true, repeats);
         }
         let Some(n) = tree.nodes.get(&p) else {
             continue;
@@ -1499,7 +1709,7 @@ fn collect_candidates(
             stack.push(k.clone());
         }
     }
-    (out, false)
+    (out, false, repeats)
 }
 
 /// Whether a role is an entry of a list, tree, table, tab bar or menu (what `select` picks).
@@ -1679,6 +1889,191 @@ mod tests {
             walk_verdict(&node(role::FRAME, 4, manages), 0, true, 2000, true),
             Walk::Done
         );
+    }
+
+    /// A node of a fake tree: `path` under `parent`, visible and showing.
+    fn at(path: &str, parent: &str, index: i32, role: u32) -> Node {
+        Node {
+            path: path.into(),
+            parent: parent.into(),
+            index,
+            child_count: 0,
+            ifaces: iface::COMPONENT,
+            name: format!("n{path}"),
+            role,
+            description: String::new(),
+            states: state::VISIBLE | state::SHOWING,
+        }
+    }
+
+    /// frame /f (under the application's root) with /a, /a/b, /a/b/c.
+    fn chain() -> AppTree {
+        let mut f = at("/f", ROOT_PATH, 0, role::FRAME);
+        f.child_count = 1;
+        AppTree::from_nodes(vec![
+            f,
+            at("/a", "/f", 0, role::PANEL),
+            at("/b", "/a", 0, role::PUSH_BUTTON),
+            at("/c", "/b", 0, role::PUSH_BUTTON),
+        ])
+    }
+
+    /// Issue 23, item 2: a circle of parent links under the window (a stale answer) is
+    /// followed once: every node is looked at once, the window is not "more than N nodes".
+    #[test]
+    fn candidates_meet_each_node_once_in_a_circle() {
+        let mut tree = chain();
+        // /c lists /a as its child: a circle /a -> /b -> /c -> /a
+        tree.children
+            .entry("/c".into())
+            .or_default()
+            .push("/a".into());
+        let (found, cut, repeats) = collect_candidates(&tree, "/f", 5000, &HashSet::new());
+        assert!(!cut, "a circle is not an endless tree");
+        let paths: Vec<&str> = found.iter().map(|c| c.node.path.as_str()).collect();
+        assert_eq!(paths, ["/b", "/c"]);
+        assert_eq!(repeats, 1);
+    }
+
+    fn walker(tree: &AppTree) -> Walker {
+        Walker::new(tree, "/f", true, &LinuxConfig::default())
+    }
+
+    /// Issue 23, item 2: live answers that list an ancestor (a stale parent) or a node twice
+    /// close no circle and read nothing twice; the window's tree stays a tree.
+    #[test]
+    fn the_walk_files_stale_and_repeated_children_once() {
+        let mut tree = chain();
+        let mut w = walker(&tree);
+        let fresh = file_children(
+            &mut tree,
+            &mut w,
+            vec![
+                // /c (stale) lists its grandparent /a and a new node /d
+                (
+                    "/c".to_string(),
+                    Ok(vec!["/a".to_string(), "/d".to_string()]),
+                ),
+                // /b lists /d too, and the window itself
+                (
+                    "/b".to_string(),
+                    Ok(vec!["/d".to_string(), "/f".to_string()]),
+                ),
+            ],
+        );
+        assert_eq!(fresh, [("/d".to_string(), "/c".to_string(), 1)]);
+        let order: Vec<&str> = tree
+            .subtree("/f", 5000)
+            .iter()
+            .map(|n| n.path.as_str())
+            .collect();
+        assert_eq!(order, ["/f", "/a", "/b", "/c"]);
+        assert_eq!(tree.nodes["/a"].parent, "/f");
+        assert_eq!(tree.nodes["/f"].parent, ROOT_PATH);
+        assert_eq!(w.repeats, 3);
+        // a later round that lists /d again does not read it again
+        let again = file_children(
+            &mut tree,
+            &mut w,
+            vec![("/a".to_string(), Ok(vec!["/d".to_string()]))],
+        );
+        assert!(again.is_empty());
+    }
+
+    /// Issue 23, item 2: Chromium lists its application object among its windows (its
+    /// parent is the registry's root, at the same path); a window whose title does not match
+    /// its accessible name yet is never matched to it (that observed every window at once).
+    #[test]
+    fn the_application_is_never_taken_for_a_window() {
+        let mut app = at(ROOT_PATH, ROOT_PATH, 0, role::APPLICATION);
+        app.name = "Chromium".into();
+        app.child_count = 3;
+        let mut first = at("/1", ROOT_PATH, 1, role::FRAME);
+        first.name = "Bookmarks - Chromium".into();
+        let mut second = at("/2", ROOT_PATH, 2, role::FRAME);
+        second.name = String::new();
+        second.states |= state::ACTIVE;
+        let tree = AppTree::from_nodes(vec![app, first, second]);
+        assert!(!tree.kids(ROOT_PATH).iter().any(|k| k == ROOT_PATH));
+        let window = |title: &str| XWindow {
+            id: 1,
+            title: title.into(),
+            pid: None,
+            class: String::new(),
+            x: 0,
+            y: 0,
+            w: 10,
+            h: 10,
+            transient_for: None,
+            dialog: false,
+            wm_modal: false,
+        };
+        assert_eq!(
+            pick_frame(&tree, &window("Settings - Chromium")).as_deref(),
+            Some("/2")
+        );
+        assert_eq!(
+            pick_frame(&tree, &window("Bookmarks - Chromium")).as_deref(),
+            Some("/1")
+        );
+    }
+
+    /// A frontier node asked for its children once, even when placed twice.
+    #[test]
+    fn the_frontier_lists_a_node_once() {
+        let tree = chain();
+        let mut w = walker(&tree);
+        w.frontier = vec!["/a".into(), "/b".into(), "/a".into()];
+        w.take_frontier();
+        assert_eq!(w.frontier, ["/a", "/b"]);
+        w.frontier = vec!["/b".into()];
+        w.take_frontier();
+        assert!(w.frontier.is_empty());
+        assert_eq!(w.repeats, 2);
+    }
+
+    /// The live answer still moves a node the cache filed elsewhere (GTK3's dialogs).
+    #[test]
+    fn the_live_answer_still_moves_a_misfiled_node() {
+        let mut tree = chain();
+        tree.insert(at("/x", "/elsewhere", 0, role::PUSH_BUTTON));
+        let mut w = walker(&tree);
+        let fresh = file_children(
+            &mut tree,
+            &mut w,
+            vec![("/c".to_string(), Ok(vec!["/x".to_string()]))],
+        );
+        assert!(fresh.is_empty());
+        assert_eq!(tree.kids("/c"), ["/x"]);
+        assert!(tree.kids("/elsewhere").is_empty());
+        assert_eq!(w.repeats, 0);
+    }
+
+    /// The renderer switch is found on a command line however it is separated.
+    #[test]
+    fn a_switch_is_found_on_a_command_line() {
+        let flag = "--force-renderer-accessibility";
+        assert!(has_arg(
+            b"chromium\0--no-sandbox\0--force-renderer-accessibility\0",
+            flag
+        ));
+        assert!(has_arg(
+            b"chromium --force-renderer-accessibility=complete",
+            flag
+        ));
+        assert!(!has_arg(b"chromium\0--no-sandbox\0about:blank\0", flag));
+        assert!(!has_arg(
+            b"chromium\0--force-renderer-accessibility-x\0",
+            flag
+        ));
+        assert!(has_arg(
+            b"A=1\0GNOME_ACCESSIBILITY=1\0",
+            "GNOME_ACCESSIBILITY=1"
+        ));
+        // no process: nothing is established
+        assert_eq!(established_hint(None, 0), None);
+        // this test's own process is neither Chromium nor Firefox
+        assert_eq!(established_hint(Some(std::process::id()), 0), None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! X11 through x11rb: top-level windows, screenshots (GetImage) and input (XTEST).
 
 pub(crate) mod annotate;
+pub(crate) mod atspi_bus;
 pub(crate) mod keys;
 pub mod takeover;
 
@@ -38,6 +39,10 @@ x11rb::atom_manager! {
         _NET_WM_NAME,
         _NET_WM_PID,
         _NET_CLOSE_WINDOW,
+        _NET_WM_WINDOW_TYPE,
+        _NET_WM_WINDOW_TYPE_DIALOG,
+        _NET_WM_STATE,
+        _NET_WM_STATE_MODAL,
         UTF8_STRING,
     }
 }
@@ -55,6 +60,10 @@ pub(crate) struct XWindow {
     pub w: u32,
     pub h: u32,
     pub transient_for: Option<Window>,
+    /// Its `_NET_WM_WINDOW_TYPE` lists `_NET_WM_WINDOW_TYPE_DIALOG`.
+    pub dialog: bool,
+    /// Its `_NET_WM_STATE` holds `_NET_WM_STATE_MODAL` (the window manager is told it is modal).
+    pub wm_modal: bool,
 }
 
 impl XWindow {
@@ -174,13 +183,13 @@ impl X11 {
     }
 
     /// Details of several windows, all requests sent before the first reply is read (one
-    /// round trip in all instead of seven per window).
+    /// round trip in all instead of nine per window).
     pub fn windows_info(&self, ids: &[Window]) -> Vec<Option<XWindow>> {
         type Cookies<'a> = (
             x11rb::cookie::Cookie<'a, RustConnection, xproto::GetWindowAttributesReply>,
             x11rb::cookie::Cookie<'a, RustConnection, xproto::GetGeometryReply>,
             x11rb::cookie::Cookie<'a, RustConnection, xproto::TranslateCoordinatesReply>,
-            [x11rb::cookie::Cookie<'a, RustConnection, xproto::GetPropertyReply>; 5],
+            [x11rb::cookie::Cookie<'a, RustConnection, xproto::GetPropertyReply>; 7],
         );
         let c = &self.conn;
         let prop = |id: Window, p: u32, t: u32| c.get_property(false, id, p, t, 0, 4096);
@@ -202,6 +211,8 @@ impl X11 {
                             AtomEnum::WINDOW.into(),
                         )
                         .ok()?,
+                        prop(id, self.atoms._NET_WM_WINDOW_TYPE, AtomEnum::ATOM.into()).ok()?,
+                        prop(id, self.atoms._NET_WM_STATE, AtomEnum::ATOM.into()).ok()?,
                     ],
                 ))
             })
@@ -209,7 +220,8 @@ impl X11 {
         ids.iter()
             .zip(sent)
             .map(|(&id, cookies)| {
-                let (attrs, geo, tr, [name, wm_name, pid, class, transient]) = cookies?;
+                let (attrs, geo, tr, [name, wm_name, pid, class, transient, types, states]) =
+                    cookies?;
                 // read every reply, so none is left pending, before deciding
                 let attrs = attrs.reply().ok();
                 let geo = geo.reply().ok();
@@ -226,6 +238,12 @@ impl X11 {
                 let pid = first32(pid.reply().ok());
                 let class = text(class.reply().ok());
                 let transient_for = first32(transient.reply().ok()).filter(|w| *w != 0);
+                let holds = |r: Option<xproto::GetPropertyReply>, atom: u32| {
+                    r.and_then(|r| r.value32().map(|mut v| v.any(|a| a == atom)))
+                        .unwrap_or(false)
+                };
+                let dialog = holds(types.reply().ok(), self.atoms._NET_WM_WINDOW_TYPE_DIALOG);
+                let wm_modal = holds(states.reply().ok(), self.atoms._NET_WM_STATE_MODAL);
                 let (attrs, geo, tr) = (attrs?, geo?, tr?);
                 if attrs.map_state != MapState::VIEWABLE {
                     return None;
@@ -240,6 +258,8 @@ impl X11 {
                     w: u32::from(geo.width),
                     h: u32::from(geo.height),
                     transient_for,
+                    dialog,
+                    wm_modal,
                 })
             })
             .collect()
