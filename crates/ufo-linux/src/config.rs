@@ -20,6 +20,9 @@ pub struct LinuxConfig {
     /// (buttons fading in) go on redrawing after the accessibility tree is up to date.
     /// `UFO_SETTLE_TAIL_MS` sets it (default 100 ms).
     pub settle_tail: Duration,
+    /// Longest wait, before a window is observed, for its page or document to finish
+    /// loading (`observe::loading`). `UFO_LOAD_WAIT_MS` sets it (default 10 s).
+    pub load_wait: Duration,
     /// Longest wait for a launched application's window to appear on the accessibility bus.
     pub launch_timeout: Duration,
     /// Longest time a `shell` command may run.
@@ -54,6 +57,12 @@ impl Default for LinuxConfig {
                     .unwrap_or(100),
             ),
             xtest_clicks: std::env::var("UFO_XTEST_CLICKS").map_or(true, |v| v != "0"),
+            load_wait: Duration::from_millis(
+                std::env::var("UFO_LOAD_WAIT_MS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(10_000),
+            ),
             launch_timeout: Duration::from_secs(20),
             shell_timeout: Duration::from_secs(60),
             walk_budget: Duration::from_secs(3),

@@ -62,6 +62,9 @@ pub struct LinuxDesktop {
     pub(crate) kept: crate::observe::changes::KeptTrees,
     /// spreadsheet cells read before (`apps::sheets`)
     pub(crate) sheets: crate::apps::sheets::SheetCache,
+    /// where each window's page or document is read before it is observed
+    /// (`observe::loading`)
+    pub(crate) loads: Part<crate::observe::loading::LoadFacts>,
     /// what settling keeps between actions (`act::settle`)
     pub(crate) settling: Part<crate::act::settle::SettleState>,
     /// X damage and window events for settling (settle.rs); `None` without DAMAGE
@@ -124,6 +127,7 @@ impl LinuxDesktop {
             nodes: Default::default(),
             kept: Default::default(),
             sheets: Default::default(),
+            loads: Part::default(),
             settling: Part::default(),
             watch: tokio::task::spawn_blocking(crate::act::settle::ChangeWatch::start)
                 .await
@@ -503,11 +507,13 @@ impl Desktop for LinuxDesktop {
     async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError> {
         let started = std::time::Instant::now();
         let obs = match self.take_prefetched(window_id).await {
-            Some(o) => {
+            // (not when the last action may have started a navigation it did not wait for:
+            // observed once loaded, loading.rs)
+            Some(o) if self.still_loaded(window_id) => {
                 tracing::debug!("observed while settling");
                 o
             }
-            None => self.observe_window(window_id).await?,
+            _ => self.observe_window(window_id).await?,
         };
         tracing::debug!(
             controls = obs.controls.len(),
@@ -528,7 +534,12 @@ impl Desktop for LinuxDesktop {
         let started = std::time::Instant::now();
         // (an observation made while the last action settled is of the screen before this one)
         self.settling.lock().prefetched = None;
+        let role = control_id.and_then(|c| self.controls.lock().by_id.get(c).map(|i| i.seen.role));
+        let docs_before = self.docs_seen(window_id);
         let done = self.perform(window_id, control_id, action).await?;
+        // a page the action navigated to is waited for by the next observation (loading.rs)
+        let navigates = crate::observe::loading::may_navigate(action, role);
+        self.note_action(window_id, docs_before, navigates).await;
         tracing::debug!(ms = started.elapsed().as_millis() as u64, "acted");
         Ok(done)
     }

@@ -4,6 +4,7 @@
 
 pub(crate) mod changes;
 pub(crate) mod controls;
+pub(crate) mod loading;
 pub(crate) mod names;
 mod refresh;
 
@@ -185,6 +186,9 @@ pub struct ObservationStats {
     pub encode: Duration,
     /// Whole observation.
     pub total: Duration,
+    /// Time from the start of the observation to the end of the wait for a loading page or
+    /// document (0 when it was not loading); the window was read after it.
+    pub load_wait: Duration,
     /// Times a traversal reached a node it had reached already (a stale or circular parent
     /// link): such a node is neither read nor listed again.
     pub repeats: usize,
@@ -239,21 +243,52 @@ impl LinuxDesktop {
         with_actions: bool,
     ) -> Result<FullObservation, LinuxError> {
         let t0 = Instant::now();
+        let located = self.locate(window_id).await?;
+        // is the page or document still loading (loading.rs)? Asked while the window is read,
+        // so that a loaded window costs nothing; a loading one is waited for (bounded), then
+        // found and read again (its title, its size, its content may have changed)
+        let (first, read) = tokio::join!(
+            self.load_first_look(&located.main),
+            self.read_located(&located, with_actions)
+        );
+        let mut load_wait = Duration::ZERO;
+        let (mut located, mut load, mut read) = match first? {
+            Some(load) => (located, load, read),
+            None => {
+                let load = self.wait_loaded(&located.main).await?;
+                load_wait = t0.elapsed();
+                let located = self.locate(window_id).await?;
+                let read = self.read_located(&located, with_actions).await;
+                (located, load, read)
+            }
+        };
+        // LibreOffice maps a document window before it puts the document in it (the read
+        // found none): read again, bounded (loading.rs)
+        while self.office_unbuilt(&located.main, t0) {
+            if self.controls.lock().prefetching {
+                return Err(LinuxError::ActionFailed(
+                    "the document is not in its window yet: observed once it is".into(),
+                ));
+            }
+            tokio::time::sleep(loading::OFFICE_POLL).await;
+            load = self.wait_loaded(&located.main).await?;
+            load_wait = t0.elapsed();
+            located = self.locate(window_id).await?;
+            read = self.read_located(&located, with_actions).await;
+        }
+        if self.office_unbuilt_after(&located.main) {
+            load.notes.push(loading::gave_up_note(
+                loading::Loading::NotBuilt,
+                t0.elapsed(),
+            ));
+        }
+        let ((img, capture_time), read) = read;
         let Located {
             main,
             attached,
             area,
-            warnings: early_warnings,
-        } = self.locate(window_id).await?;
-        let capture = async {
-            let t = Instant::now();
-            let img = self
-                .x11(move |x| x.capture(area.x, area.y, area.w, area.h))
-                .await;
-            (img, t.elapsed())
-        };
-        let controls = self.read_windows(&main, &attached, with_actions, early_warnings);
-        let ((img, capture_time), read) = tokio::join!(capture, controls);
+            warnings: _,
+        } = located;
         let ReadWindows {
             groups,
             mut warnings,
@@ -268,6 +303,8 @@ impl LinuxDesktop {
             ));
         }
         stats.capture = capture_time;
+        stats.load_wait = load_wait;
+        warnings.extend(load.notes);
         let fetched = arrange(groups, &attached, modal.is_some());
         if fetched.is_empty() && main_bus.is_some() {
             warnings.extend(established_hint(main.pid, stats.document_nodes));
@@ -291,6 +328,29 @@ impl LinuxDesktop {
             details,
             stats,
         })
+    }
+
+    /// Steps 2 and 3 of a located window: its capture (and how long it took) and its controls.
+    async fn read_located(
+        &self,
+        located: &Located,
+        with_actions: bool,
+    ) -> ((Result<RgbImage, LinuxError>, Duration), ReadWindows) {
+        let area = located.area;
+        let capture = async {
+            let t = Instant::now();
+            let img = self
+                .x11(move |x| x.capture(area.x, area.y, area.w, area.h))
+                .await;
+            (img, t.elapsed())
+        };
+        let controls = self.read_windows(
+            &located.main,
+            &located.attached,
+            with_actions,
+            located.warnings.clone(),
+        );
+        tokio::join!(capture, controls)
     }
 
     /// Step 1: the window (or the one that replaced it), its dialogs, and the area they cover
@@ -550,6 +610,7 @@ impl LinuxDesktop {
             ))
         })?;
         let t_items = t.elapsed();
+        self.note_loaded_tree(bus, w.id, tree, &frame).await;
         let walk = self.complete_tree(bus, tree, &frame, true, warnings).await;
         stats.walked |= walk.walked;
         stats.repeats += walk.repeats;
@@ -1944,6 +2005,8 @@ mod tests {
             w: 10,
             h: 10,
             transient_for: None,
+            dialog: false,
+            wm_modal: false,
         };
         assert_eq!(
             pick_frame(&tree, &window("Settings - Chromium")).as_deref(),

@@ -1,0 +1,858 @@
+//! Waiting for a page or a document to finish loading before a window is observed (issue 23).
+//!
+//! A browser that navigates keeps showing the old page until the server answers; a window an
+//! application has just mapped can still be empty (LibreOffice maps its document window
+//! seconds before it puts the document in it). An observation taken then shows the old page
+//! or nothing. Before a window is observed, [`LinuxDesktop::wait_loaded`] reads a few things
+//! (a handful of calls on nodes it knows, no tree walk) and [`decide`] (pure) says whether the
+//! window is ready, worth waiting for, or given up on:
+//!
+//! - the documents the window's frame embeds (`RELATION_EMBEDS`, set by Chromium and Gecko on
+//!   the frame for its active document): one that is `BUSY` is loading (Gecko sets it on the
+//!   old document as soon as a navigation starts, Chromium once the answer comes); a browser
+//!   window without a document, or with an empty one (no name, no children), has not got its
+//!   page yet (a browser just launched on a page: "Untitled" and empty);
+//! - Chromium's reload button (the node whose attribute `class` is `ReloadButton`): while a
+//!   navigation waits for the server it turns into a stop button (its description says
+//!   "Stop"); nothing else in Chromium's tree changes until the answer comes;
+//! - the window's frame has no children yet: the application has not built its content.
+//!
+//! - after an action that may navigate (Enter, a click on a link) in a browser, the page
+//!   may turn busy only some time after the action settled (Firefox under load): until the
+//!   look sees the navigation start (busy, stop mode, another document) it waits, at most
+//!   [`NAV_START`] after the action.
+//!
+//! The first look runs at the same time as the observation's own reading of the window, so
+//! on a loaded page it adds nothing. When it says the window is loading, the same few calls
+//! are repeated every [`POLL`] up to the configured bound (`LinuxConfig::load_wait`), then the
+//! window is read again; an observation taken after the bound says that the page was still
+//! loading. A bound of 0 switches the wait off (no call at all).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use crate::a11y::vocab::{role, ROOT_PATH};
+use crate::desktop::LinuxDesktop;
+use crate::observe::names::collapse_ws;
+use crate::x11::XWindow;
+use crate::LinuxError;
+
+/// Interval between two looks while a page loads (the wait ends at most this long after the
+/// load does).
+pub(crate) const POLL: Duration = Duration::from_millis(20);
+/// Longest wait for a browser window's document to appear or get content: an empty page
+/// (`about:blank`) is a page.
+pub(crate) const EMPTY_MAX: Duration = Duration::from_secs(3);
+/// Interval between two reads of a LibreOffice window whose document is not in it yet (a
+/// whole read of the window each time).
+pub(crate) const OFFICE_POLL: Duration = Duration::from_millis(250);
+/// Longest wait, after an action that may navigate, for the navigation to start.
+pub(crate) const NAV_START: Duration = Duration::from_secs(1);
+/// `Accessible.GetRelationSet`'s code of `RELATION_EMBEDS`.
+const RELATION_EMBEDS: u32 = 13;
+/// The `BUSY` state bit.
+const BUSY: u64 = atspi::State::Busy as u64;
+const ACC: &str = "org.a11y.atspi.Accessible";
+
+/// What kind of application a window belongs to, as far as loading goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AppKind {
+    /// A web engine (Chromium, Gecko): its frame embeds the page's document.
+    Browser,
+    /// LibreOffice: its document window is mapped before the document is put in it.
+    Office,
+    /// Anything else: only a frame without children counts as loading.
+    Other,
+}
+
+/// One document the frame embeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DocRead {
+    /// The document says it is loading.
+    pub busy: bool,
+    /// No name and no children (a browser that has not got its page yet).
+    pub empty: bool,
+}
+
+/// What one look at the window read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LoadRead {
+    /// The application's kind.
+    pub kind: AppKind,
+    /// The window's frame on the bus and its number of children; `None`: no frame (yet).
+    pub frame_children: Option<i32>,
+    /// The documents the frame embeds.
+    pub documents: Vec<DocRead>,
+    /// Chromium's reload button is a stop button: a navigation waits for the server.
+    pub navigating: bool,
+    /// The documents' paths and names (another document: a navigation happened).
+    pub doc_ids: Vec<(String, String)>,
+}
+
+/// A navigation an action may have started (see [`NAV_START`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Expecting {
+    /// Time since the last sign of it: the action's end, or the last look that saw the
+    /// window loading (Chromium turns its stop button back before it shows the new page).
+    pub since_activity: Duration,
+    /// The window shows another document than before the action: the navigation is done.
+    pub replaced: bool,
+}
+
+/// Why a window counts as loading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Loading {
+    /// A document is busy.
+    Busy,
+    /// A navigation waits for the server's answer.
+    Navigating,
+    /// A browser window has no document, or an empty one.
+    NoDocument,
+    /// The window's frame has no content yet.
+    NotBuilt,
+}
+
+/// What [`decide`] says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LoadDecision {
+    /// Observe now.
+    Ready,
+    /// Look again after this long.
+    Wait(Duration),
+    /// Observe now, and say that the window was still loading.
+    GiveUp(Loading),
+}
+
+/// Why the window counts as loading, if it does.
+pub(crate) fn loading(read: &LoadRead) -> Option<Loading> {
+    if read.navigating {
+        return Some(Loading::Navigating);
+    }
+    if read.documents.iter().any(|d| d.busy) {
+        return Some(Loading::Busy);
+    }
+    match (read.kind, read.frame_children) {
+        (AppKind::Other, _) => None,
+        (_, None) | (_, Some(0)) => Some(Loading::NotBuilt),
+        (AppKind::Browser, Some(_))
+            if read.documents.is_empty() || read.documents.iter().all(|d| d.empty) =>
+        {
+            Some(Loading::NoDocument)
+        }
+        _ => None,
+    }
+}
+
+/// Decide, `elapsed` into the wait (bounded by `bound`), what to do with what was read;
+/// `expecting`: the last action may have started a navigation.
+pub(crate) fn decide(
+    read: &LoadRead,
+    elapsed: Duration,
+    bound: Duration,
+    expecting: Option<Expecting>,
+) -> LoadDecision {
+    let Some(why) = loading(read) else {
+        // a navigation the action started may not have begun yet (Firefox under load)
+        return match expecting {
+            Some(e) if !e.replaced && e.since_activity < NAV_START && elapsed < bound => {
+                LoadDecision::Wait(POLL.min(NAV_START - e.since_activity))
+            }
+            _ => LoadDecision::Ready,
+        };
+    };
+    // a page that stays empty, or a window that never gets content, is what it is
+    // (LibreOffice shows its window seconds before it puts the document in it: that is a
+    // load, not an empty window)
+    let patient = match why {
+        Loading::NoDocument => false,
+        Loading::NotBuilt => read.kind == AppKind::Office,
+        Loading::Busy | Loading::Navigating => true,
+    };
+    let limit = if patient { bound } else { bound.min(EMPTY_MAX) };
+    if elapsed >= limit {
+        return if patient {
+            LoadDecision::GiveUp(why)
+        } else {
+            LoadDecision::Ready
+        };
+    }
+    LoadDecision::Wait(POLL.min(limit - elapsed))
+}
+
+/// The note an observation carries when the wait gave up after `waited`.
+pub(crate) fn gave_up_note(why: Loading, waited: Duration) -> String {
+    let what = match why {
+        Loading::Busy => "the page was still loading",
+        Loading::Navigating => "the page was still waiting for the server's answer",
+        Loading::NoDocument => "the window had no page yet",
+        Loading::NotBuilt => "the window had no content yet",
+    };
+    format!(
+        "{what} after {:.1} s: what is shown may be incomplete or the previous page; observe \
+         again later",
+        waited.as_secs_f64()
+    )
+}
+
+/// How [`LinuxDesktop::wait_loaded`] went.
+#[derive(Debug, Default)]
+pub(crate) struct LoadWait {
+    /// What the observation says about it (when it gave up).
+    pub notes: Vec<String>,
+}
+
+/// What is known of a window's nodes for the look (found once, kept per X window).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Probe {
+    /// The window's frame.
+    pub frame: Option<String>,
+    /// Chromium's reload button in the window.
+    pub reload: Option<String>,
+    /// The reload button was looked for (in the tree of an observation).
+    pub reload_sought: bool,
+    /// The documents the last look saw (paths and names).
+    pub docs: Vec<(String, String)>,
+    /// LibreOffice: the last observation's tree of the window had no document node yet.
+    pub office_unbuilt: bool,
+}
+
+/// A navigation the last action on a window may have started.
+#[derive(Debug, Clone)]
+pub(crate) struct Expected {
+    /// When the action ended.
+    pub since: Instant,
+    /// The documents before it.
+    pub docs: Vec<(String, String)>,
+}
+
+/// The window shows other documents than `before` (a navigation replaced the page).
+pub(crate) fn another_document(before: &[(String, String)], now: &[(String, String)]) -> bool {
+    !now.is_empty() && now.iter().any(|d| !before.contains(d))
+}
+
+/// The probes of the windows seen, and the kind of each application.
+#[derive(Debug, Default)]
+pub(crate) struct LoadFacts {
+    probes: HashMap<(String, u32), Probe>,
+    kinds: HashMap<String, AppKind>,
+    /// Browser windows whose last action may have started a navigation.
+    expected: HashMap<u32, Expected>,
+}
+
+/// Most windows whose probe is kept.
+const MAX_PROBES: usize = 256;
+
+impl LoadFacts {
+    fn probe(&self, bus: &str, xid: u32) -> Probe {
+        self.probes
+            .get(&(bus.to_string(), xid))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    fn keep(&mut self, bus: &str, xid: u32, p: Probe) {
+        if self.probes.len() >= MAX_PROBES {
+            self.probes.clear();
+        }
+        self.probes.insert((bus.to_string(), xid), p);
+    }
+
+    /// What a look learnt: the frame and the documents (the reload button is the
+    /// observation's to find, `note_loaded_tree`, which may run at the same time).
+    fn note_look(&mut self, bus: &str, xid: u32, p: &Probe, read: &LoadRead) {
+        let mut kept = self.probe(bus, xid);
+        kept.frame = p.frame.clone();
+        kept.docs = read.doc_ids.clone();
+        self.keep(bus, xid, kept);
+    }
+
+    fn expect(&mut self, xid: u32, e: Expected) {
+        if self.expected.len() >= MAX_PROBES {
+            self.expected.clear();
+        }
+        self.expected.insert(xid, e);
+    }
+}
+
+/// Whether an action may make a browser navigate: Enter typed, or a click on a link
+/// (`role`: the control's AT-SPI role, when known).
+pub(crate) fn may_navigate(action: &ufo_core::UiAction, role: Option<u32>) -> bool {
+    use ufo_core::UiAction;
+    match action {
+        UiAction::TypeKeys { keys } => {
+            let k = keys.to_ascii_lowercase();
+            k.contains("{enter}") || k.contains("{return}") || k.contains('\n')
+        }
+        UiAction::Click { .. } => role == Some(role::LINK),
+        UiAction::SetText { .. }
+        | UiAction::Scroll { .. }
+        | UiAction::Select { .. }
+        | UiAction::ReadText
+        | UiAction::Focus
+        | UiAction::ClickAt { .. } => false,
+    }
+}
+
+/// The application kind from its toolkit's and its own name.
+pub(crate) fn kind_of(toolkit: &str, app_name: &str) -> AppKind {
+    let tk = toolkit.to_ascii_lowercase();
+    if tk == "chromium" || tk == "gecko" {
+        AppKind::Browser
+    } else if tk == "vcl" || app_name.eq_ignore_ascii_case("soffice") {
+        AppKind::Office
+    } else {
+        AppKind::Other
+    }
+}
+
+/// A LibreOffice window named after a document ("Untitled 1 - LibreOffice Calc"; not the
+/// Start Center, "LibreOffice", which has no document).
+pub(crate) fn is_office_document_window(title: &str) -> bool {
+    title.contains(" - LibreOffice")
+}
+
+/// A role of a document's root node.
+fn is_document_role(r: u32) -> bool {
+    [
+        role::DOCUMENT_SPREADSHEET,
+        role::DOCUMENT_TEXT,
+        role::DOCUMENT_PRESENTATION,
+        role::DOCUMENT_FRAME,
+    ]
+    .contains(&r)
+}
+
+/// Chromium's reload button is in its stop mode: its description names stopping.
+pub(crate) fn is_stop_mode(description: &str) -> bool {
+    description.to_ascii_lowercase().contains("stop")
+}
+
+impl LinuxDesktop {
+    /// The first look, made while the observation reads the window: `Some` when the window
+    /// is not loading (or the wait is off, or the application is of a kind that does not
+    /// load): what the observation says about it; `None` when it must be waited for
+    /// ([`Self::wait_loaded`], then read again). While settling (an observation made ahead
+    /// for the next step) a loading window is an error: that observation is dropped and the
+    /// next step observes after the load.
+    pub(crate) async fn load_first_look(
+        &self,
+        main: &XWindow,
+    ) -> Result<Option<LoadWait>, LinuxError> {
+        self.load_wait_for(main, true).await
+    }
+
+    /// Wait (bounded by `LinuxConfig::load_wait`) until the window's page or document has
+    /// loaded; whether it waited, and the notes for the observation (one when the wait gave
+    /// up).
+    pub(crate) async fn wait_loaded(&self, main: &XWindow) -> Result<LoadWait, LinuxError> {
+        Ok(self.load_wait_for(main, false).await?.unwrap_or_default())
+    }
+
+    async fn load_wait_for(
+        &self,
+        main: &XWindow,
+        first_only: bool,
+    ) -> Result<Option<LoadWait>, LinuxError> {
+        let at_once = Some(LoadWait::default());
+        let bound = self.config.load_wait;
+        let Some(pid) = main.pid.filter(|_| !bound.is_zero()) else {
+            return Ok(at_once);
+        };
+        let Some(bus) = self.bus_map(&[pid], false).await.get(&pid).cloned() else {
+            return Ok(at_once);
+        };
+        let kind = self.app_kind(&bus).await;
+        if kind == AppKind::Other {
+            // nothing of it loads: no call at all
+            return Ok(at_once);
+        }
+        let started = Instant::now();
+        let expected = self.loads.lock().expected.get(&main.id).cloned();
+        let prefetching = self.controls.lock().prefetching;
+        let mut activity = expected.as_ref().map(|e| e.since);
+        let mut waits = 0usize;
+        let done = loop {
+            // (the observation running beside the first look may find the reload button)
+            let mut probe = self.loads.lock().probe(&bus, main.id);
+            let read = self.read_load(&bus, &main.title, kind, &mut probe).await;
+            let elapsed = started.elapsed();
+            if loading(&read).is_some() && activity.is_some() {
+                activity = Some(Instant::now());
+            }
+            let expecting = expected.as_ref().zip(activity).map(|(e, at)| Expecting {
+                since_activity: at.elapsed(),
+                replaced: another_document(&e.docs, &read.doc_ids),
+            });
+            let decision = decide(&read, elapsed, bound, expecting);
+            tracing::debug!(
+                ?read,
+                ?decision,
+                ?expecting,
+                ms = elapsed.as_millis() as u64,
+                "load look"
+            );
+            self.loads.lock().note_look(&bus, main.id, &probe, &read);
+            match decision {
+                LoadDecision::Ready => {
+                    tracing::debug!(waits, "load wait over");
+                    break LoadWait::default();
+                }
+                LoadDecision::GiveUp(why) => {
+                    break LoadWait {
+                        notes: vec![gave_up_note(why, elapsed)],
+                    }
+                }
+                LoadDecision::Wait(_) if prefetching => {
+                    return Err(LinuxError::ActionFailed(
+                        "the window is loading: observed after the load".into(),
+                    ));
+                }
+                LoadDecision::Wait(_) if first_only => return Ok(None),
+                LoadDecision::Wait(d) => {
+                    waits += 1;
+                    tokio::time::sleep(d).await
+                }
+            }
+        };
+        // the navigation the last action may have started has been waited for
+        self.loads.lock().expected.remove(&main.id);
+        Ok(Some(done))
+    }
+
+    /// After the window was read: LibreOffice showed a document window whose document is not
+    /// in it yet (`note_loaded_tree`): read it again, bounded by `LinuxConfig::load_wait`
+    /// from `started` (the observation's start).
+    pub(crate) fn office_unbuilt(&self, main: &XWindow, started: Instant) -> bool {
+        started.elapsed() < self.config.load_wait && self.office_unbuilt_after(main)
+    }
+
+    /// The last read of the window found its document missing (and the wait is on).
+    pub(crate) fn office_unbuilt_after(&self, main: &XWindow) -> bool {
+        if self.config.load_wait.is_zero() {
+            return false;
+        }
+        let facts = self.loads.lock();
+        facts
+            .probes
+            .iter()
+            .any(|((_, x), p)| *x == main.id && p.office_unbuilt)
+    }
+
+    /// Whether an observation of window `window_id` made earlier (while the last action
+    /// settled) can be handed out: not when the action may have started a navigation that
+    /// observation did not wait for (it would show the old page). No call.
+    pub(crate) fn still_loaded(&self, window_id: &str) -> bool {
+        crate::x11::parse_window_id(window_id)
+            .is_ok_and(|xid| !self.loads.lock().expected.contains_key(&xid))
+    }
+
+    /// After an action on window `window_id`: when it may have started a navigation in a
+    /// browser (`may_navigate`), the next observation looks for the navigation to start
+    /// ([`NAV_START`]). No call unless the window is a browser's.
+    pub(crate) async fn note_action(
+        &self,
+        window_id: &str,
+        docs_before: Vec<(String, String)>,
+        may_navigate: bool,
+    ) {
+        let Ok(xid) = crate::x11::parse_window_id(window_id) else {
+            return;
+        };
+        self.loads.lock().expected.remove(&xid);
+        if !may_navigate || self.config.load_wait.is_zero() {
+            return;
+        }
+        let Some(pid) = self.apps.lock().window_pids.get(&xid).copied() else {
+            return;
+        };
+        let Some(bus) = self.bus_map(&[pid], false).await.get(&pid).cloned() else {
+            return;
+        };
+        if self.app_kind(&bus).await != AppKind::Browser {
+            return;
+        }
+        self.loads.lock().expect(
+            xid,
+            Expected {
+                since: Instant::now(),
+                docs: docs_before,
+            },
+        );
+    }
+
+    /// The documents window `window_id` showed at the last look (before an action).
+    pub(crate) fn docs_seen(&self, window_id: &str) -> Vec<(String, String)> {
+        let Ok(xid) = crate::x11::parse_window_id(window_id) else {
+            return Vec::new();
+        };
+        let facts = self.loads.lock();
+        facts
+            .probes
+            .iter()
+            .find(|((_, x), _)| *x == xid)
+            .map(|(_, p)| p.docs.clone())
+            .unwrap_or_default()
+    }
+
+    /// The application's kind (asked once per application).
+    async fn app_kind(&self, bus: &str) -> AppKind {
+        if let Some(k) = self.loads.lock().kinds.get(bus) {
+            return *k;
+        }
+        let (toolkit, _) = self.bus.toolkit(bus).await;
+        let name = self.app_name(bus).await.unwrap_or_default();
+        let kind = kind_of(&toolkit, &name);
+        self.loads.lock().kinds.insert(bus.to_string(), kind);
+        kind
+    }
+
+    /// One look: the frame's children, the documents it embeds and the reload button
+    /// (`title`: the window's, to find its frame the first time).
+    async fn read_load(
+        &self,
+        bus: &str,
+        title: &str,
+        kind: AppKind,
+        probe: &mut Probe,
+    ) -> LoadRead {
+        let mut read = LoadRead {
+            kind,
+            frame_children: None,
+            documents: Vec::new(),
+            navigating: false,
+            doc_ids: Vec::new(),
+        };
+        let frame = match &probe.frame {
+            Some(f) => Some(f.clone()),
+            None => self.find_frame(bus, title).await,
+        };
+        let Some(frame) = frame else {
+            return read;
+        };
+        let count = self.bus.prop::<i32>(bus, &frame, ACC, "ChildCount").await;
+        let Ok(count) = count else {
+            // the frame is gone (the window was rebuilt): look for it again next time
+            probe.frame = None;
+            return read;
+        };
+        read.frame_children = Some(count);
+        probe.frame = Some(frame.clone());
+        if kind != AppKind::Browser {
+            return read;
+        }
+        let (docs, navigating) = futures::join!(self.embedded_documents(bus, &frame), async {
+            match &probe.reload {
+                Some(r) => self
+                    .bus
+                    .prop::<String>(bus, r, ACC, "Description")
+                    .await
+                    .is_ok_and(|d| is_stop_mode(&d)),
+                None => false,
+            }
+        });
+        (read.documents, read.doc_ids) = docs.into_iter().unzip();
+        read.navigating = navigating;
+        read
+    }
+
+    /// The window's frame among the application's top-level nodes: the one named as the
+    /// window, else the only one.
+    async fn find_frame(&self, bus: &str, title: &str) -> Option<String> {
+        let tops = self.bus.children(bus, ROOT_PATH).await.ok()?;
+        let names = futures::future::join_all(
+            tops.iter()
+                .map(|p| self.bus.prop::<String>(bus, p, ACC, "Name")),
+        )
+        .await;
+        let title = collapse_ws(title);
+        let named: Vec<(&String, String)> = tops
+            .iter()
+            .zip(names)
+            .filter_map(|(p, n)| n.ok().map(|n| (p, collapse_ws(&n))))
+            .collect();
+        named
+            .iter()
+            .find(|(_, n)| *n == title)
+            .or_else(|| {
+                named
+                    .iter()
+                    .find(|(_, n)| !n.is_empty() && title.contains(n.as_str()))
+            })
+            .map(|(p, _)| (*p).clone())
+            .or_else(|| (tops.len() == 1).then(|| tops[0].clone()))
+    }
+
+    /// The documents the frame embeds, with their state.
+    async fn embedded_documents(&self, bus: &str, frame: &str) -> Vec<(DocRead, (String, String))> {
+        type Rel = (u32, Vec<(String, zbus::zvariant::OwnedObjectPath)>);
+        let rels: Vec<Rel> = match self.bus.call(bus, frame, ACC, "GetRelationSet", &()).await {
+            Ok(r) => r,
+            Err(_) => return Vec::new(),
+        };
+        let paths: Vec<String> = rels
+            .into_iter()
+            .filter(|(t, _)| *t == RELATION_EMBEDS)
+            .flat_map(|(_, targets)| targets)
+            .filter(|(b, _)| b == bus)
+            .map(|(_, p)| p.as_str().to_string())
+            .collect();
+        let reads = futures::future::join_all(paths.iter().map(|p| async move {
+            let (states, name, count) = futures::join!(
+                self.bus.call::<_, Vec<u32>>(bus, p, ACC, "GetState", &()),
+                self.bus.prop::<String>(bus, p, ACC, "Name"),
+                self.bus.prop::<i32>(bus, p, ACC, "ChildCount"),
+            );
+            let states = crate::a11y::bus::state_bits(&states.ok()?);
+            let name = name.unwrap_or_default();
+            let read = DocRead {
+                busy: states & BUSY != 0,
+                empty: name.trim().is_empty() && count.unwrap_or(0) == 0,
+            };
+            Some((read, (p.clone(), name)))
+        }))
+        .await;
+        reads.into_iter().flatten().collect()
+    }
+
+    /// After an observation read the window's tree: remember its frame and, in a browser,
+    /// its reload button (found once: the buttons of its tool bars are asked their
+    /// `class` attribute), for the next look.
+    pub(crate) async fn note_loaded_tree(
+        &self,
+        bus: &str,
+        xid: u32,
+        tree: &crate::a11y::bus::AppTree,
+        frame: &str,
+    ) {
+        let kind = self.app_kind(bus).await;
+        let mut probe = self.loads.lock().probe(bus, xid);
+        probe.frame = Some(frame.to_string());
+        if !probe.reload_sought && kind == AppKind::Browser {
+            probe.reload_sought = true;
+            probe.reload = self.find_reload_button(bus, tree, frame).await;
+        }
+        let frame_name = tree.nodes.get(frame).map(|n| n.name.as_str()).unwrap_or("");
+        probe.office_unbuilt = kind == AppKind::Office
+            && is_office_document_window(frame_name)
+            && !tree
+                .subtree(frame, 20_000)
+                .iter()
+                .any(|n| is_document_role(n.role));
+        self.loads.lock().keep(bus, xid, probe);
+    }
+
+    /// Chromium's reload button: a push button of a tool bar whose `class` attribute is
+    /// `ReloadButton`.
+    async fn find_reload_button(
+        &self,
+        bus: &str,
+        tree: &crate::a11y::bus::AppTree,
+        frame: &str,
+    ) -> Option<String> {
+        let buttons: Vec<String> = tree
+            .subtree(frame, 2000)
+            .into_iter()
+            .filter(|n| n.role == role::PUSH_BUTTON)
+            .filter(|n| {
+                tree.nodes
+                    .get(&n.parent)
+                    .is_some_and(|p| p.role == role::TOOL_BAR)
+            })
+            .map(|n| n.path.clone())
+            .take(16)
+            .collect();
+        let attrs = futures::future::join_all(buttons.iter().map(|b| {
+            self.bus
+                .call::<_, HashMap<String, String>>(bus, b, ACC, "GetAttributes", &())
+        }))
+        .await;
+        buttons
+            .into_iter()
+            .zip(attrs)
+            .find(|(_, a)| {
+                a.as_ref()
+                    .is_ok_and(|a| a.get("class").is_some_and(|c| c == "ReloadButton"))
+            })
+            .map(|(b, _)| b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn browser(docs: &[(bool, bool)], navigating: bool) -> LoadRead {
+        LoadRead {
+            kind: AppKind::Browser,
+            frame_children: Some(3),
+            documents: docs
+                .iter()
+                .map(|&(busy, empty)| DocRead { busy, empty })
+                .collect(),
+            navigating,
+            doc_ids: vec![("/doc/1".into(), "Page".into())],
+        }
+    }
+
+    const BOUND: Duration = Duration::from_secs(10);
+
+    #[test]
+    fn a_loaded_page_is_ready_at_once() {
+        let read = browser(&[(false, false)], false);
+        assert_eq!(decide(&read, ms(0), BOUND, None), LoadDecision::Ready);
+    }
+
+    #[test]
+    fn a_busy_document_or_a_pending_navigation_is_waited_for_then_given_up() {
+        for read in [
+            browser(&[(true, false)], false),
+            browser(&[(false, false)], true),
+        ] {
+            assert_eq!(decide(&read, ms(0), BOUND, None), LoadDecision::Wait(POLL));
+            assert_eq!(
+                decide(&read, BOUND - ms(5), BOUND, None),
+                LoadDecision::Wait(ms(5))
+            );
+            assert!(matches!(
+                decide(&read, BOUND, BOUND, None),
+                LoadDecision::GiveUp(Loading::Busy | Loading::Navigating)
+            ));
+        }
+    }
+
+    #[test]
+    fn a_browser_window_without_a_page_waits_a_little_then_is_shown_as_it_is() {
+        for read in [browser(&[], false), browser(&[(false, true)], false)] {
+            assert_eq!(loading(&read), Some(Loading::NoDocument));
+            assert_eq!(
+                decide(&read, ms(100), BOUND, None),
+                LoadDecision::Wait(POLL)
+            );
+            assert_eq!(decide(&read, EMPTY_MAX, BOUND, None), LoadDecision::Ready);
+        }
+        // one real document among empty ones (Chromium keeps empty frames) is a page
+        assert_eq!(
+            loading(&browser(&[(false, true), (false, false)], false)),
+            None
+        );
+    }
+
+    #[test]
+    fn a_frame_without_content_loads_except_in_other_applications() {
+        let office = LoadRead {
+            kind: AppKind::Office,
+            frame_children: Some(0),
+            documents: vec![],
+            navigating: false,
+            doc_ids: vec![],
+        };
+        assert_eq!(loading(&office), Some(Loading::NotBuilt));
+        let built = LoadRead {
+            frame_children: Some(12),
+            ..office.clone()
+        };
+        assert_eq!(decide(&built, ms(0), BOUND, None), LoadDecision::Ready);
+        // LibreOffice fills its window seconds after showing it: waited for up to the bound
+        assert_eq!(
+            decide(&office, EMPTY_MAX + ms(4000), BOUND, None),
+            LoadDecision::Wait(POLL)
+        );
+        assert_eq!(
+            decide(&office, BOUND, BOUND, None),
+            LoadDecision::GiveUp(Loading::NotBuilt)
+        );
+        let other = LoadRead {
+            kind: AppKind::Other,
+            ..office
+        };
+        assert_eq!(decide(&other, ms(0), BOUND, None), LoadDecision::Ready);
+    }
+
+    #[test]
+    fn the_note_says_how_long_and_what_to_do() {
+        let n = gave_up_note(Loading::Busy, ms(10_000));
+        assert!(n.contains("still loading after 10.0 s"), "{n}");
+        assert!(n.contains("observe again"), "{n}");
+    }
+
+    #[test]
+    fn kinds_and_stop_mode() {
+        assert_eq!(kind_of("Chromium", "Chromium"), AppKind::Browser);
+        assert_eq!(kind_of("Gecko", "Firefox"), AppKind::Browser);
+        assert_eq!(kind_of("VCL", "soffice"), AppKind::Office);
+        assert_eq!(kind_of("GTK", "gnome-calculator"), AppKind::Other);
+        assert!(is_stop_mode("Stop loading this page"));
+        assert!(!is_stop_mode("Reload this page"));
+    }
+
+    #[test]
+    fn after_a_navigating_action_the_start_of_the_load_is_waited_for_a_little() {
+        let loaded = browser(&[(false, false)], false);
+        let pending = |since: u64, replaced: bool| {
+            Some(Expecting {
+                since_activity: ms(since),
+                replaced,
+            })
+        };
+        // nothing seen yet: look again, until NAV_START after the action
+        assert_eq!(
+            decide(&loaded, ms(0), BOUND, pending(100, false)),
+            LoadDecision::Wait(POLL)
+        );
+        assert_eq!(
+            decide(&loaded, ms(0), BOUND, pending(990, false)),
+            LoadDecision::Wait(ms(10))
+        );
+        assert_eq!(
+            decide(&loaded, ms(0), BOUND, pending(1000, false)),
+            LoadDecision::Ready
+        );
+        // another document is shown: the navigation is over
+        assert_eq!(
+            decide(&loaded, ms(0), BOUND, pending(100, true)),
+            LoadDecision::Ready
+        );
+        // loading: waited for as any load
+        let busy = browser(&[(true, false)], false);
+        assert_eq!(
+            decide(&busy, ms(0), BOUND, pending(100, false)),
+            LoadDecision::Wait(POLL)
+        );
+        // and never past the bound
+        assert_eq!(
+            decide(&loaded, BOUND, BOUND, pending(100, false)),
+            LoadDecision::Ready
+        );
+    }
+
+    #[test]
+    fn another_document_is_a_navigation() {
+        let doc = |p: &str, n: &str| (p.to_string(), n.to_string());
+        let before = vec![doc("/1", "First page")];
+        assert!(!another_document(&before, &before));
+        assert!(another_document(&before, &[doc("/2", "Slow page")]));
+        assert!(another_document(&before, &[doc("/1", "Slow page")]));
+        // no document at all is not a new page (it is waited for as a missing one)
+        assert!(!another_document(&before, &[]));
+    }
+
+    #[test]
+    fn enter_and_links_may_navigate() {
+        use ufo_core::{Button, UiAction};
+        let keys = |k: &str| UiAction::TypeKeys { keys: k.into() };
+        assert!(may_navigate(&keys("{ctrl+a}example.org{ENTER}"), None));
+        assert!(may_navigate(&keys("x{Enter}"), None));
+        assert!(!may_navigate(&keys("{ctrl+s}"), None));
+        let click = UiAction::Click {
+            button: Button::Left,
+            double: false,
+        };
+        assert!(may_navigate(&click, Some(role::LINK)));
+        assert!(!may_navigate(&click, Some(role::PUSH_BUTTON)));
+        assert!(!may_navigate(&click, None));
+    }
+}
