@@ -274,6 +274,12 @@ impl LinuxDesktop {
             tokio::time::sleep(Duration::from_millis(100)).await;
             by_pid = self.apps_by_pid().await.unwrap_or_default();
         }
+        // a browser launched on a page is "Untitled" and empty until the page has loaded, a
+        // LibreOffice window has no document yet: the host names the window it sees next, so
+        // the launch returns once it has loaded (bounded by `LinuxConfig::load_wait`)
+        if let Err(e) = self.wait_loaded(w).await {
+            tracing::debug!(error = %e, "launch: the load wait failed; returning the window as it is");
+        }
         let app = match w.pid.and_then(|p| by_pid.get(&p)) {
             Some(bus) => self.app_name(bus).await,
             None => None,
