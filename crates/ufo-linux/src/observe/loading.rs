@@ -43,6 +43,10 @@ pub(crate) const POLL: Duration = Duration::from_millis(20);
 /// Longest wait for a browser window's document to appear or get content: an empty page
 /// (`about:blank`) is a page.
 pub(crate) const EMPTY_MAX: Duration = Duration::from_secs(3);
+/// Most reads taken again when a loaded page is missing from the read ([`page_missed`]).
+pub(crate) const PAGE_REREADS: usize = 5;
+/// The pause before each of them.
+pub(crate) const PAGE_REREAD_PAUSE: Duration = Duration::from_millis(100);
 /// Interval between two reads of a LibreOffice window whose document is not in it yet (a
 /// whole read of the window each time).
 pub(crate) const OFFICE_POLL: Duration = Duration::from_millis(250);
@@ -72,6 +76,8 @@ pub(crate) struct DocRead {
     pub busy: bool,
     /// No name and no children (a browser that has not got its page yet).
     pub empty: bool,
+    /// It has children (content the read of the window must reach).
+    pub filled: bool,
 }
 
 /// What one look at the window read.
@@ -199,6 +205,16 @@ pub(crate) fn gave_up_note(why: Loading, waited: Duration) -> String {
 pub(crate) struct LoadWait {
     /// What the observation says about it (when it gave up).
     pub notes: Vec<String>,
+    /// The browser documents the look found loaded with children: the read must reach them.
+    pub pages: usize,
+}
+
+/// Whether a read must be taken again: the look found a loaded page with content, the read
+/// found candidate controls in it, and none of them on screen. Firefox lays a new window's
+/// page out for accessibility after the page has loaded: the first read can find the page's
+/// controls without their places, the next has them.
+pub(crate) fn page_missed(pages: usize, candidates: usize, on_screen: usize) -> bool {
+    pages > 0 && candidates > 0 && on_screen == 0
 }
 
 /// What is known of a window's nodes for the look (found once, kept per X window).
@@ -395,11 +411,15 @@ impl LinuxDesktop {
             match decision {
                 LoadDecision::Ready => {
                     tracing::debug!(waits, "load wait over");
-                    break LoadWait::default();
+                    break LoadWait {
+                        notes: Vec::new(),
+                        pages: read.documents.iter().filter(|d| d.filled).count(),
+                    };
                 }
                 LoadDecision::GiveUp(why) => {
                     break LoadWait {
                         notes: vec![gave_up_note(why, elapsed)],
+                        pages: 0,
                     }
                 }
                 LoadDecision::Wait(_) if prefetching => {
@@ -604,9 +624,11 @@ impl LinuxDesktop {
             );
             let states = crate::a11y::bus::state_bits(&states.ok()?);
             let name = name.unwrap_or_default();
+            let count = count.unwrap_or(0);
             let read = DocRead {
                 busy: states & BUSY != 0,
-                empty: name.trim().is_empty() && count.unwrap_or(0) == 0,
+                empty: name.trim().is_empty() && count == 0,
+                filled: count > 0,
             };
             Some((read, (p.clone(), name)))
         }))
@@ -691,7 +713,11 @@ mod tests {
             frame_children: Some(3),
             documents: docs
                 .iter()
-                .map(|&(busy, empty)| DocRead { busy, empty })
+                .map(|&(busy, empty)| DocRead {
+                    busy,
+                    empty,
+                    filled: !empty,
+                })
                 .collect(),
             navigating,
             doc_ids: vec![("/doc/1".into(), "Page".into())],
@@ -854,5 +880,15 @@ mod tests {
         assert!(may_navigate(&click, Some(role::LINK)));
         assert!(!may_navigate(&click, Some(role::PUSH_BUTTON)));
         assert!(!may_navigate(&click, None));
+    }
+
+    #[test]
+    fn a_loaded_page_whose_controls_are_nowhere_is_read_again() {
+        assert!(page_missed(1, 7, 0));
+        assert!(!page_missed(1, 7, 7));
+        assert!(!page_missed(1, 7, 1));
+        // a page with nothing to act on, or no page with content found by the look
+        assert!(!page_missed(1, 0, 0));
+        assert!(!page_missed(0, 7, 0));
     }
 }

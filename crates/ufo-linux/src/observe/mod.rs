@@ -196,6 +196,12 @@ pub struct ObservationStats {
     pub read_twice: usize,
     /// Nodes inside the window's web documents (0: the page shows nothing to accessibility).
     pub document_nodes: usize,
+    /// Candidate controls inside the window's web documents, and how many of them were on
+    /// screen: a page laid out for accessibility late (Firefox's first read of a new
+    /// window) has candidates and none on screen.
+    pub document_candidates: usize,
+    /// See [`Self::document_candidates`].
+    pub document_controls: usize,
 }
 
 /// A full observation: what the engine gets plus details for `inspect` and benchmarks.
@@ -275,6 +281,24 @@ impl LinuxDesktop {
             load_wait = t0.elapsed();
             located = self.locate(window_id).await?;
             read = self.read_located(&located, with_actions).await;
+        }
+        // a loaded page whose controls the read found none of on screen (Firefox lays a new
+        // window's page out for accessibility after it has loaded): read again, a few times
+        // at most and within the load wait
+        let mut rereads = 0;
+        while loading::page_missed(
+            load.pages,
+            read.1.stats.document_candidates,
+            read.1.stats.document_controls,
+        ) && rereads < loading::PAGE_REREADS
+            && t0.elapsed() < self.config.load_wait
+        {
+            rereads += 1;
+            tracing::debug!(rereads, "the loaded page is not in the read: reading again");
+            tokio::time::sleep(loading::PAGE_REREAD_PAUSE).await;
+            located = self.locate(window_id).await?;
+            read = self.read_located(&located, with_actions).await;
+            load_wait = t0.elapsed();
         }
         if self.office_unbuilt_after(&located.main) {
             load.notes.push(loading::gave_up_note(
@@ -683,6 +707,13 @@ impl LinuxDesktop {
             self.fetch_control(bus, c, offset, win_rect, w.id, with_actions)
         }))
         .await;
+        let in_pages = web_document_paths(tree, &frame, self.config.walk_max_nodes);
+        for (c, r) in candidates.iter().zip(&results) {
+            if in_pages.contains(c.node.path.as_str()) {
+                stats.document_candidates += 1;
+                stats.document_controls += usize::from(matches!(r, Ok(Some(_))));
+            }
+        }
         let t_fetch = t.elapsed();
         let mut out = Vec::new();
         let mut failed = 0;
@@ -1387,6 +1418,20 @@ fn has_arg(list: &[u8], arg: &str) -> bool {
 }
 
 /// Nodes inside the web documents of the window (at most `limit` looked at).
+/// The paths of the nodes inside the window's web documents.
+fn web_document_paths<'t>(
+    tree: &'t AppTree,
+    frame: &str,
+    limit: usize,
+) -> std::collections::HashSet<&'t str> {
+    tree.subtree(frame, limit)
+        .iter()
+        .filter(|n| n.role == role::DOCUMENT_WEB)
+        .flat_map(|d| tree.subtree(&d.path, limit).into_iter().skip(1))
+        .map(|n| n.path.as_str())
+        .collect()
+}
+
 fn document_nodes(tree: &AppTree, frame: &str, limit: usize) -> usize {
     tree.subtree(frame, limit)
         .iter()
