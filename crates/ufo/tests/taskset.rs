@@ -34,12 +34,12 @@ use common::{repo_root, s};
 /// Live tests share one display: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// The share of tasks that must pass. The goal is 90%; this release passes 24 of 33 (73%):
-/// the Firefox pages launched by the host come without their document in the first
-/// observation, and Firefox's and Thunderbird's settings checkboxes sit deeper than the walk
-/// lists (README "Applications tested"). The floor catches a regression and is raised as
-/// those are fixed.
-const PASS_RATE: f64 = 0.6;
+/// The share of tasks that must pass. The goal is 90%; this release passes 27 of 33 (82%):
+/// Firefox's and Thunderbird's settings checkboxes are not listed, and a Chromium popup's
+/// first observation shows its opener (README "Applications tested"). The floor catches a
+/// regression with room for a task that fails on a loaded machine, and is raised as those
+/// are fixed.
+const PASS_RATE: f64 = 0.7;
 
 /// How long the slow page makes the browser wait (issue 23, item 1).
 const SLOW: Duration = Duration::from_secs(3);
