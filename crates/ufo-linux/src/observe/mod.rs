@@ -881,7 +881,7 @@ impl LinuxDesktop {
     ) -> WalkOutcome {
         let mut w = Walker::new(tree, frame, thorough, &self.config);
         for n in tree.subtree(frame, w.max_nodes) {
-            if w.visible(n) {
+            if w.visible(tree, n) {
                 w.place(n, tree.kids(&n.path).len(), false, true);
             }
         }
@@ -1032,7 +1032,7 @@ impl LinuxDesktop {
         for n in nodes {
             match n {
                 Ok(n) => {
-                    if w.visible(&n) {
+                    if w.visible(tree, &n) {
                         // a fresh node's count was read live just now
                         w.place(&n, 0, true, true);
                         attached.push(n.path.clone());
@@ -1047,7 +1047,7 @@ impl LinuxDesktop {
         // the incomplete ones among them too
         for p in attached {
             for d in tree.subtree(&p, w.max_nodes).into_iter().skip(1) {
-                if w.visible(d) {
+                if w.visible(tree, d) {
                     w.place(d, tree.kids(&d.path).len(), false, true);
                 }
             }
@@ -1236,8 +1236,9 @@ impl Walker {
         }
     }
 
-    fn visible(&self, n: &Node) -> bool {
-        n.has(state::VISIBLE) && (!self.uses_showing || n.has(state::SHOWING))
+    fn visible(&self, tree: &AppTree, n: &Node) -> bool {
+        n.has(state::VISIBLE)
+            && (!self.uses_showing || n.has(state::SHOWING) || passes_through(tree, n))
     }
 
     /// Keep in the frontier the nodes whose children were not asked for yet (once each).
@@ -1269,7 +1270,7 @@ impl Walker {
     /// again).
     fn rescan(&mut self, tree: &AppTree, frame: &str) {
         for n in tree.subtree(frame, self.max_nodes) {
-            if self.visible(n) && !self.seen.contains(&n.path) {
+            if self.visible(tree, n) && !self.seen.contains(&n.path) {
                 self.place(n, tree.kids(&n.path).len(), false, false);
             }
         }
@@ -1365,7 +1366,7 @@ fn file_children(
             continue;
         }
         if let Some(n) = tree.nodes.get(&k) {
-            if w.visible(n) {
+            if w.visible(tree, n) {
                 w.place(n, tree.kids(&k).len(), false, true);
             }
         }
@@ -1639,6 +1640,42 @@ fn report_refused(refused: &mut Vec<String>, warnings: &mut Vec<String>) {
 }
 
 /// Whether the toolkit sets SHOWING on descendants (GTK3 does, GTK4 only on the window).
+/// Containers of a web page that the walk goes through although they are not SHOWING.
+const PAGE_CONTAINERS: &[u32] = &[
+    role::PANEL,
+    role::SECTION,
+    role::GROUPING,
+    role::FORM,
+    role::FILLER,
+];
+
+/// How far up a node's parents [`passes_through`] looks for a web document.
+const PAGE_DEPTH: usize = 256;
+
+/// Whether a VISIBLE node that is not SHOWING is gone through anyway: a plain container
+/// inside a web document. Gecko reports some groups of its settings pages ("Tabs",
+/// "Interaction") as not showing while the controls in them are; the controls are then
+/// judged one by one. Outside web pages (a GTK notebook's hidden page) nothing changes.
+fn passes_through(tree: &AppTree, n: &Node) -> bool {
+    if n.has(state::SHOWING) || !n.has(state::VISIBLE) || !PAGE_CONTAINERS.contains(&n.role) {
+        return false;
+    }
+    let mut parent = n.parent.as_str();
+    for _ in 0..PAGE_DEPTH {
+        let Some(p) = tree.nodes.get(parent) else {
+            return false;
+        };
+        if p.role == role::DOCUMENT_WEB {
+            return true;
+        }
+        if p.parent == p.path {
+            return false;
+        }
+        parent = p.parent.as_str();
+    }
+    false
+}
+
 fn uses_showing(tree: &AppTree, frame: &str) -> bool {
     tree.subtree(frame, 400)
         .iter()
@@ -1695,7 +1732,7 @@ fn collect_candidates(
     let uses_showing = uses_showing(tree, frame);
     let visible = |n: &Node| {
         (n.has(state::VISIBLE)
-            && (!uses_showing || n.has(state::SHOWING))
+            && (!uses_showing || n.has(state::SHOWING) || passes_through(tree, n))
             && !n.has(state::DEFUNCT))
             || crate::apps::menus::shown_in_open_menu(open_menus, n)
     };
@@ -1978,6 +2015,48 @@ mod tests {
         let paths: Vec<&str> = found.iter().map(|c| c.node.path.as_str()).collect();
         assert_eq!(paths, ["/b", "/c"]);
         assert_eq!(repeats, 1);
+    }
+
+    /// A frame with a web document holding a group Gecko reports as not showing (a settings
+    /// group) around a check box that is, and a GTK-like hidden page outside the document.
+    fn page_with_hidden_group() -> AppTree {
+        let mut f = at("/f", ROOT_PATH, 0, role::FRAME);
+        f.child_count = 2;
+        let mut group = at("/g", "/d", 0, role::PANEL);
+        group.states = state::VISIBLE;
+        let mut tab = at("/t", "/f", 1, role::PANEL);
+        tab.states = state::VISIBLE;
+        let mut check = at("/k", "/g", 0, role::CHECK_BOX);
+        check.ifaces |= iface::ACTION;
+        let mut hidden = at("/h", "/t", 0, role::PUSH_BUTTON);
+        hidden.states = state::VISIBLE;
+        AppTree::from_nodes(vec![
+            f,
+            at("/d", "/f", 0, role::DOCUMENT_WEB),
+            group,
+            check,
+            tab,
+            hidden,
+        ])
+    }
+
+    /// Issue 23: Firefox's settings check boxes sit under a group that is VISIBLE but not
+    /// SHOWING; the walk and the candidates go through it inside a web page, and nowhere else.
+    #[test]
+    fn a_page_group_that_is_not_showing_is_gone_through() {
+        let tree = page_with_hidden_group();
+        assert!(passes_through(&tree, &tree.nodes["/g"]));
+        assert!(
+            !passes_through(&tree, &tree.nodes["/t"]),
+            "outside a web page"
+        );
+        let (found, _, _) = collect_candidates(&tree, "/f", 5000, &HashSet::new());
+        let paths: Vec<&str> = found.iter().map(|c| c.node.path.as_str()).collect();
+        assert!(paths.contains(&"/k"), "{paths:?}");
+        assert!(!paths.contains(&"/h"), "{paths:?}");
+        let w = walker(&tree);
+        assert!(w.visible(&tree, &tree.nodes["/g"]));
+        assert!(!w.visible(&tree, &tree.nodes["/t"]));
     }
 
     fn walker(tree: &AppTree) -> Walker {
