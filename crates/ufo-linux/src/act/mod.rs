@@ -42,6 +42,14 @@ fn centre(c: &CtlInfo) -> (i32, i32) {
     )
 }
 
+/// The viewable window `xid` is transient for (the window a dialog belongs to), if any.
+fn owner_of(x: &crate::x11::X11, xid: u32) -> Result<Option<u32>, LinuxError> {
+    Ok(match x.window_info(xid)?.and_then(|w| w.transient_for) {
+        Some(o) if o != xid => x.window_info(o)?.map(|w| w.id),
+        _ => None,
+    })
+}
+
 impl LinuxDesktop {
     /// The centre of a control when an XTEST click there reaches it: the control is showing
     /// and visible with a sensible size, its centre is on the screen and inside its window,
@@ -70,6 +78,10 @@ impl LinuxDesktop {
         );
         let target = if c.window != 0 { c.window } else { xid };
         self.x11(move |xx| {
+            // (a dialog observed on its own too: see `perform`)
+            if owner_of(xx, xid)?.is_some() {
+                return Ok(false);
+            }
             let on_screen =
                 x >= 0 && y >= 0 && (x as u32) < xx.screen_w && (y as u32) < xx.screen_h;
             let inside = xx.window_info(target)?.is_some_and(|w| {
@@ -83,6 +95,11 @@ impl LinuxDesktop {
         .ok()
         .filter(|ok| *ok)
         .map(|_| (x, y))
+    }
+
+    /// The window `xid` is a dialog of: the viewable window it is transient for, if any.
+    async fn dialog_owner(&self, xid: u32) -> Option<u32> {
+        self.x11(move |x| owner_of(x, xid)).await.ok().flatten()
     }
 
     async fn control(&self, window: &str, control_id: &str) -> Result<CtlInfo, LinuxError> {
@@ -316,15 +333,19 @@ impl LinuxDesktop {
         // redraws went quiet (GTK's file chooser ignores a Save pressed within ~0.1 s of its
         // name being set, while its completion loads), which waiting on the window under it
         // (often unchanged, so up to the settle time) leaves room for
-        let in_dialog = ctl
-            .as_ref()
-            .is_some_and(|c| c.window != 0 && c.window != xid);
+        // A dialog observed on its own (the agent followed it there) is a dialog all the same:
+        // it is settled on the window under it, as when observed with that window.
+        let owner = self.dialog_owner(xid).await;
+        let in_dialog = owner.is_some()
+            || ctl
+                .as_ref()
+                .is_some_and(|c| c.window != 0 && c.window != xid);
         // a scroll: a web page keeps moving after its layout looked still (smooth scrolling),
         // and the old pixel settle waits for the picture itself to stop
         let scroll = matches!(action, UiAction::Scroll { .. });
-        let watched = xid;
+        let watched = owner.unwrap_or(xid);
         let start = if in_dialog || scroll {
-            crate::act::settle::SettleStart::Pixels(self.fingerprint(xid).await)
+            crate::act::settle::SettleStart::Pixels(self.fingerprint(watched).await)
         } else {
             self.settle_start(watched, clicked).await
         };

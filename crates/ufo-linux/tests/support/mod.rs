@@ -21,10 +21,28 @@ where
 {
     let deadline = Instant::now() + within;
     loop {
-        let obs = tokio::time::timeout(within, d.observe(id))
+        let obs = match tokio::time::timeout(within, d.observe(id))
             .await
             .unwrap_or_else(|_| panic!("an observation did not answer within {within:?}"))
-            .expect("observe");
+        {
+            Ok(obs) => obs,
+            // (a window may be unmapped for a moment, or replaced: say so, and what is on
+            // the screen, and look again until the deadline)
+            Err(e) => {
+                let windows = d.windows().await.map(|ws| {
+                    ws.into_iter()
+                        .map(|w| format!("{} {:?} pid {:?}", w.id, w.title, w.pid))
+                        .collect::<Vec<_>>()
+                });
+                assert!(
+                    Instant::now() < deadline,
+                    "{what}: observing window {id} failed: {e}; the windows now: {windows:?}"
+                );
+                eprintln!("observing window {id} failed ({e}), looking again; the windows now: {windows:?}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
         if ok(&obs) {
             return obs;
         }
