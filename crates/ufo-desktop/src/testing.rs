@@ -12,8 +12,8 @@
 pub mod script;
 
 use std::io::Write;
-use std::path::PathBuf;
-use std::process::Child;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Whether the live test `test` runs now; when it does not, the reason is printed.
@@ -115,4 +115,46 @@ impl Drop for ProcessGuard {
             let _ = c.wait();
         }
     }
+}
+
+/// The Chromium command of the tests: renderer accessibility on (Chromium exposes no page
+/// without it), no sandbox (CI runs as root), no first-run or keyring prompts, its profile in
+/// `profile`, its output discarded. The caller adds the page and spawns it.
+pub fn chromium_command(profile: &Path) -> Command {
+    let mut c = Command::new("chromium");
+    c.args([
+        "--force-renderer-accessibility",
+        "--no-sandbox",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-gpu",
+        "--password-store=basic",
+    ])
+    .arg(chromium_profile_arg(profile))
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    c
+}
+
+/// The profile argument of [`chromium_command`]: every Chromium process of that profile
+/// carries it, so it is what a [`ProcessGuard`] ends.
+pub fn chromium_profile_arg(profile: &Path) -> String {
+    format!("--user-data-dir={}", profile.display())
+}
+
+/// [`chromium_command`] on `url`, started; its processes end with the returned guard.
+///
+/// # Panics
+/// When Chromium cannot be started (install it with `scripts/test-deps.sh install_apps`).
+pub fn start_chromium(profile: &Path, url: &str) -> ProcessGuard {
+    let child = chromium_command(profile)
+        .arg(url)
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "chromium does not start ({e}); install it with scripts/test-deps.sh install_apps"
+            )
+        });
+    ProcessGuard::new(chromium_profile_arg(profile), Some(child))
 }

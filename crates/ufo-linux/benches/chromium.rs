@@ -71,19 +71,10 @@ async fn main() {
     let dir = tempfile::tempdir().expect("temporary folder");
     let file = dir.path().join("bench.html");
     std::fs::write(&file, page(200)).expect("page written");
-    let profile = format!("--user-data-dir={}", dir.path().join("profile").display());
-    let spawned = std::process::Command::new("chromium")
-        .args([
-            "--force-renderer-accessibility",
-            "--no-sandbox",
-            "--no-first-run",
-            "--disable-gpu",
-            &profile,
-        ])
+    let profile_dir = dir.path().join("profile");
+    let profile = ufo_desktop::testing::chromium_profile_arg(&profile_dir);
+    let spawned = ufo_desktop::testing::chromium_command(&profile_dir)
         .arg(format!("file://{}", file.display()))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
         .spawn();
     let child = match spawned {
         Ok(c) => c,

@@ -106,18 +106,10 @@ fn start(name: &str, dir: &std::path::Path, url: &str) -> Browser {
     let profile = dir.join(format!("profile-{name}"));
     std::fs::create_dir_all(&profile).unwrap();
     let (mut cmd, marker) = if name == "chromium" {
-        let arg = format!("--user-data-dir={}", profile.display());
-        let mut c = Command::new("chromium");
-        c.args([
-            "--force-renderer-accessibility",
-            "--no-sandbox",
-            "--no-first-run",
-            "--no-default-browser-check",
-            "--disable-gpu",
-            "--password-store=basic",
-            &arg,
-        ]);
-        (c, arg)
+        (
+            ufo_desktop::testing::chromium_command(&profile),
+            ufo_desktop::testing::chromium_profile_arg(&profile),
+        )
     } else {
         std::fs::write(
             profile.join("user.js"),

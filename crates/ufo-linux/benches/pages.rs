@@ -102,22 +102,7 @@ async fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(30);
     let dir = tempfile::tempdir().expect("temporary folder");
-    let profile = format!("--user-data-dir={}", dir.path().join("profile").display());
-    let child = std::process::Command::new("chromium")
-        .args([
-            "--force-renderer-accessibility",
-            "--no-sandbox",
-            "--no-first-run",
-            "--disable-gpu",
-            &profile,
-            "about:blank",
-        ])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("chromium starts");
-    let _browser = ProcessGuard::new(profile, Some(child));
+    let _browser = ufo_desktop::testing::start_chromium(&dir.path().join("profile"), "about:blank");
     let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
     let first = window(&d, &[]).await;
     println!("| window | ufo inspect p50 ms | p95 ms | pyatspi walk p50 ms | ufo nodes | pyatspi nodes | controls | nodes read twice |");

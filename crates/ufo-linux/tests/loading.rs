@@ -98,21 +98,8 @@ enum Browser {
 fn start(browser: Browser, dir: &Path, url: &str) -> ProcessGuard {
     let profile = dir.join("profile");
     std::fs::create_dir_all(&profile).unwrap();
-    let chromium_profile = format!("--user-data-dir={}", profile.display());
     let mut cmd = match browser {
-        Browser::Chromium => {
-            let mut c = Command::new("chromium");
-            c.args([
-                "--force-renderer-accessibility",
-                "--no-sandbox",
-                "--no-first-run",
-                "--no-default-browser-check",
-                "--disable-gpu",
-                "--password-store=basic",
-            ])
-            .arg(&chromium_profile);
-            c
-        }
+        Browser::Chromium => ufo_desktop::testing::chromium_command(&profile),
         Browser::Firefox => {
             // no first-run pages: the page asked for is the only tab
             std::fs::write(
@@ -141,7 +128,7 @@ fn start(browser: Browser, dir: &Path, url: &str) -> ProcessGuard {
         .expect("the browser starts (install chromium and firefox-esr)");
     // (every process of the browser carries its profile as one whole argument)
     let marker = match browser {
-        Browser::Chromium => chromium_profile,
+        Browser::Chromium => ufo_desktop::testing::chromium_profile_arg(&profile),
         Browser::Firefox => profile.display().to_string(),
     };
     ProcessGuard::new(marker, Some(child))

@@ -20,24 +20,7 @@ const ROUNDS: usize = 20;
 
 /// Start Chromium (renderer switch set) in a fresh profile under `dir`.
 fn start_chromium(dir: &std::path::Path) -> ProcessGuard {
-    let profile = format!("--user-data-dir={}", dir.join("profile").display());
-    let child = std::process::Command::new("chromium")
-        .args([
-            "--force-renderer-accessibility",
-            "--no-sandbox",
-            "--no-first-run",
-            "--no-default-browser-check",
-            "--disable-gpu",
-            "--password-store=basic",
-            &profile,
-            "about:blank",
-        ])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("chromium starts (install it: apt-get install chromium)");
-    ProcessGuard::new(profile, Some(child))
+    ufo_desktop::testing::start_chromium(&dir.join("profile"), "about:blank")
 }
 
 /// A Chromium window not in `except`, once it is up (40 s at most).

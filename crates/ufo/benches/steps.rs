@@ -318,24 +318,10 @@ fn chromium(bin: &Path, dir: &Path) {
         let pages = dir.join(format!("pages{i}"));
         std::fs::create_dir_all(&pages).unwrap();
         let first = write_pages(&pages);
-        let profile = format!("--user-data-dir={}", pages.join("profile").display());
-        let child = Command::new("chromium")
-            .args([
-                "--force-renderer-accessibility",
-                "--no-sandbox",
-                "--no-first-run",
-                "--no-default-browser-check",
-                "--disable-gpu",
-                "--password-store=basic",
-                &profile,
-            ])
-            .arg(format!("file://{}", first.display()))
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("chromium starts (apt-get install chromium)");
-        let _browser = ufo_desktop::testing::ProcessGuard::new(profile, Some(child));
+        let _browser = ufo_desktop::testing::start_chromium(
+            &pages.join("profile"),
+            &format!("file://{}", first.display()),
+        );
         // the page is ready once its link is listed
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
         while std::time::Instant::now() < deadline {

@@ -25,25 +25,10 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Start Chromium with renderer accessibility on `page`, in a fresh profile under `dir`.
 fn start_chromium(dir: &Path, page: &Path) -> ProcessGuard {
-    let profile = dir.join("chromium-profile");
-    let profile_arg = format!("--user-data-dir={}", profile.display());
-    let child = Command::new("chromium")
-        .args([
-            "--force-renderer-accessibility",
-            "--no-sandbox",
-            "--no-first-run",
-            "--no-default-browser-check",
-            "--disable-gpu",
-            "--password-store=basic",
-            &profile_arg,
-        ])
-        .arg(format!("file://{}", page.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("chromium starts (install it: apt-get install chromium)");
-    ProcessGuard::new(profile_arg, Some(child))
+    ufo_desktop::testing::start_chromium(
+        &dir.join("chromium-profile"),
+        &format!("file://{}", page.display()),
+    )
 }
 
 /// Through pyatspi (not ufo): the URI of the page Chromium shows, once it is `want_title`.
