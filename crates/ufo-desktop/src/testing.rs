@@ -7,8 +7,10 @@
 //! - Peer tests need a program installed by `scripts/test-deps.sh` (an MCP server, a Python
 //!   client). Without it they print why and pass, unless `UFO_PEER_TESTS=1`, where they fail.
 //!
-//! [`script`] writes scripted sessions (the model's lines) and finds the `ufo` binary.
+//! [`script`] writes scripted sessions (the model's lines) and finds the `ufo` binary;
+//! [`http`] serves the pages of the browser tests.
 
+pub mod http;
 pub mod script;
 
 use std::io::Write;

@@ -15,13 +15,11 @@
 //! the end (fresh profiles).
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ufo_core::{Desktop, UiAction};
+use ufo_desktop::testing::http::{Page, PageServer};
 use ufo_linux::{FullObservation, LinuxConfig, LinuxDesktop};
 
 #[path = "support/mod.rs"]
@@ -41,54 +39,19 @@ fn page(title: &str, button: &str) -> String {
     )
 }
 
-/// A local server: `/slow…` answers after [`DELAY`] (the time its answer was sent is kept by
-/// path), anything else at once.
-/// The slow answers sent: (path, when).
-type Answered = Arc<Mutex<Vec<(String, Instant)>>>;
-
-fn serve() -> (u16, Answered) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a local port");
-    let port = listener.local_addr().unwrap().port();
-    let answered = Arc::new(Mutex::new(Vec::new()));
-    let log = answered.clone();
-    std::thread::spawn(move || {
-        for conn in listener.incoming().flatten() {
-            let log = log.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(&conn);
-                let mut first = String::new();
-                if reader.read_line(&mut first).is_err() {
-                    return;
-                }
-                let mut line = String::new();
-                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                    line.clear();
-                }
-                let path = first.split_whitespace().nth(1).unwrap_or("/").to_string();
-                let slow = path.starts_with("/slow");
-                let body = if slow {
-                    std::thread::sleep(DELAY);
-                    page("Slow page", "Arrived")
-                } else if path.starts_with("/favicon") {
-                    String::new()
-                } else {
-                    page("Bench page", "Start here")
-                };
-                let mut conn = &conn;
-                let _ = write!(
-                    conn,
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\
-                     Connection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = conn.flush();
-                if slow {
-                    log.lock().unwrap().push((path, Instant::now()));
-                }
-            });
-        }
-    });
-    (port, answered)
+/// A local server: `/slow…` answers after [`DELAY`] (its log keeps when each answer was
+/// sent), anything else at once.
+fn serve() -> PageServer {
+    PageServer::start(|path| {
+        Page::ok(if path.starts_with("/slow") {
+            std::thread::sleep(DELAY);
+            page("Slow page", "Arrived")
+        } else if path.starts_with("/favicon") {
+            String::new()
+        } else {
+            page("Bench page", "Start here")
+        })
+    })
 }
 
 /// Stops every process of the profile, however the bench ends.
@@ -214,8 +177,9 @@ fn line(what: &str, v: &mut [f64]) -> f64 {
 }
 
 async fn bench(name: &str, iters: usize, dir: &std::path::Path) {
-    let (port, answered) = serve();
-    let _browser = start(name, dir, &format!("http://127.0.0.1:{port}/"));
+    let server = serve();
+    let port = server.port;
+    let _browser = start(name, dir, &server.url("/"));
     let on = connect(Duration::from_secs(10)).await;
     let off = connect(Duration::ZERO).await;
     let id = window_with(&on, "Bench page", "Start here").await;
@@ -261,12 +225,11 @@ async fn bench(name: &str, iters: usize, dir: &std::path::Path) {
             if has_button(&o, "Arrived") {
                 shown += 1;
             }
-            let at = answered
-                .lock()
-                .unwrap()
+            let at = server
+                .requests()
                 .iter()
-                .find(|(p, _)| *p == path)
-                .map(|(_, t)| *t);
+                .find(|r| r.path == path)
+                .and_then(|r| r.answered);
             if let Some(at) = at {
                 end_after.push(signed_ms(end, at));
                 if label == "on" {

@@ -10,17 +10,15 @@
 //! UFO_LIVE_TESTS=1 anything missing fails the test.
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod support;
 use support::*;
 
 use ufo_core::{Desktop, UiAction, WindowObservation};
+use ufo_desktop::testing::http::{Page, PageServer};
 use ufo_desktop::testing::script::{app_line, host_finish, line, ufo_binary, write_script};
 use ufo_desktop::testing::{require_live, ProcessGuard};
 use ufo_linux::{LinuxConfig, LinuxDesktop};
@@ -30,14 +28,6 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// How long the server takes to answer `/slow`.
 const SLOW: Duration = Duration::from_secs(3);
 
-/// A local HTTP server: `/slow` answers after [`SLOW`] with the page "Slow page" (a button
-/// "Arrived"), anything else at once with "First page" (a button "Start here"). The paths
-/// asked for are logged.
-struct Server {
-    port: u16,
-    asked: Arc<Mutex<Vec<String>>>,
-}
-
 fn page(title: &str, button: &str) -> String {
     format!(
         "<!doctype html><html><head><title>{title}</title></head><body><h1>{title}</h1>\
@@ -45,46 +35,19 @@ fn page(title: &str, button: &str) -> String {
     )
 }
 
-fn serve() -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a local port");
-    let port = listener.local_addr().unwrap().port();
-    let asked = Arc::new(Mutex::new(Vec::new()));
-    let log = asked.clone();
-    std::thread::spawn(move || {
-        for conn in listener.incoming().flatten() {
-            let log = log.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(&conn);
-                let mut first = String::new();
-                if reader.read_line(&mut first).is_err() {
-                    return;
-                }
-                // the rest of the request head
-                let mut line = String::new();
-                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                    line.clear();
-                }
-                let path = first.split_whitespace().nth(1).unwrap_or("/").to_string();
-                log.lock().unwrap().push(path.clone());
-                let body = if path.starts_with("/slow") {
-                    std::thread::sleep(SLOW);
-                    page("Slow page", "Arrived")
-                } else if path.starts_with("/favicon") {
-                    String::new()
-                } else {
-                    page("First page", "Start here")
-                };
-                let mut conn = &conn;
-                let _ = write!(
-                    conn,
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\
-                     Connection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            });
-        }
-    });
-    Server { port, asked }
+/// A local HTTP server: `/slow` answers after [`SLOW`] with the page "Slow page" (a button
+/// "Arrived"), anything else at once with "First page" (a button "Start here").
+fn serve() -> PageServer {
+    PageServer::start(|path| {
+        Page::ok(if path.starts_with("/slow") {
+            std::thread::sleep(SLOW);
+            page("Slow page", "Arrived")
+        } else if path.starts_with("/favicon") {
+            String::new()
+        } else {
+            page("First page", "Start here")
+        })
+    })
 }
 
 /// Which browser a test drives.
@@ -189,7 +152,7 @@ async fn slow_navigation_is_observed_loaded(browser: Browser) {
     let home = tmp.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let server = serve();
-    let first = format!("http://127.0.0.1:{}/first", server.port);
+    let first = server.url("/first");
     let _browser = start(browser, tmp.path(), &first);
     let d = connect(&home).await;
     let id = window_titled(&d, "First page", Duration::from_secs(60)).await;
@@ -222,9 +185,9 @@ async fn slow_navigation_is_observed_loaded(browser: Browser) {
 
     // outside ufo: the server was asked for the page, and the window shows it
     assert!(
-        server.asked.lock().unwrap().iter().any(|p| p == "/slow"),
+        server.requests().iter().any(|r| r.path == "/slow"),
         "the browser never asked for the slow page: {:?}",
-        server.asked.lock().unwrap()
+        server.requests()
     );
     if !has_button(&obs, "Arrived") {
         let now = x_title(&id);
@@ -281,7 +244,7 @@ async fn chromium_a_file_page_in_a_new_window_is_observed_with_its_document() {
     let home = tmp.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let server = serve();
-    let first = format!("http://127.0.0.1:{}/first", server.port);
+    let first = server.url("/first");
     let browser = start(Browser::Chromium, tmp.path(), &first);
     let d = connect(&home).await;
     let id = window_titled(&d, "First page", Duration::from_secs(60)).await;

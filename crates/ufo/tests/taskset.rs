@@ -18,14 +18,14 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use ufo_desktop::testing::http::{Page, PageServer};
 use ufo_desktop::testing::require_live;
 use ufo_desktop::testing::script::{app_line, host_assign, host_finish, line};
 
@@ -45,104 +45,15 @@ const PASS_RATE: f64 = 0.65;
 const SLOW: Duration = Duration::from_secs(3);
 
 // ---------------------------------------------------------------------------------------
-// A local HTTP server: serves the task pages (some after SLOW) and records every request.
+// The pages of the local HTTP server (`ufo_desktop::testing::http`, which records every
+// request): some after SLOW.
 // ---------------------------------------------------------------------------------------
 
-/// One request the server received.
-#[derive(Clone, Debug)]
-struct Received {
-    path: String,
-    body: String,
-}
-
-/// The test's web server on 127.0.0.1.
-struct Server {
-    port: u16,
-    received: Arc<Mutex<Vec<Received>>>,
-}
-
-impl Server {
-    fn start() -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a local port");
-        let port = listener.local_addr().expect("local address").port();
-        let received = Arc::new(Mutex::new(Vec::new()));
-        let log = Arc::clone(&received);
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let log = Arc::clone(&log);
-                std::thread::spawn(move || serve(stream, &log));
-            }
-        });
-        Server { port, received }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    /// The bodies (form data) the server received on `path`.
-    fn bodies(&self, path: &str) -> Vec<String> {
-        self.received
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .filter(|r| r.path == path)
-            .map(|r| r.body.clone())
-            .collect()
-    }
-}
-
-fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    let mut reader = BufReader::new(match stream.try_clone() {
-        Ok(s) => s,
-        Err(_) => return,
-    });
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).is_err() {
-        return;
-    }
-    let mut length = 0usize;
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header).is_err() || header.trim().is_empty() {
-            break;
-        }
-        if let Some((k, v)) = header.split_once(':') {
-            if k.trim().eq_ignore_ascii_case("content-length") {
-                length = v.trim().parse().unwrap_or(0).min(1 << 20);
-            }
-        }
-    }
-    let mut body = vec![0; length];
-    let _ = reader.read_exact(&mut body);
-    let target = request_line
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or("/")
-        .to_string();
-    let (path, query) = match target.split_once('?') {
-        Some((p, q)) => (p.to_string(), q.to_string()),
-        None => (target.clone(), String::new()),
-    };
-    let body = if body.is_empty() {
-        query
-    } else {
-        String::from_utf8_lossy(&body).into_owned()
-    };
-    log.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(Received {
-            path: path.clone(),
-            body,
-        });
-    let (status, html) = page(&path);
-    let mut stream = stream;
-    let _ = write!(
-        stream,
-        "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n{html}",
-        html.len()
-    );
+fn start_server() -> PageServer {
+    PageServer::start(|path| {
+        let (status, html) = page(path);
+        Page { status, html }
+    })
 }
 
 /// A form page titled `title` that posts to `action`: a text field "Full name", a `<select>`
@@ -239,7 +150,7 @@ struct Ctx {
     id: String,
     dir: PathBuf,
     home: PathBuf,
-    server: Arc<Server>,
+    server: Arc<PageServer>,
 }
 
 impl Ctx {
@@ -1428,7 +1339,7 @@ fn run_task(
     id: &'static str,
     build: Builder,
     root: &Path,
-    server: &Arc<Server>,
+    server: &Arc<PageServer>,
 ) -> Outcome {
     let dir = root.join(id);
     let _ = std::fs::remove_dir_all(&dir);
@@ -1584,7 +1495,7 @@ fn the_task_set_passes() {
     std::fs::create_dir_all(&root).expect("target/taskset");
     let results_path = root.join("results.jsonl");
     let mut results = std::fs::File::create(&results_path).expect("results file");
-    let server = Arc::new(Server::start());
+    let server = Arc::new(start_server());
     let mut outcomes = Vec::new();
     for (app, id, build) in tasks {
         let o = run_task(app, id, build, &root, &server);
