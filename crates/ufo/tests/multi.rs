@@ -57,3 +57,19 @@ fn a_list_stops_at_an_action_that_changed_nothing() {
     assert_eq!(run.steps()[2]["action"]["completed"], 1, "{}", run.ctx());
     assert_eq!(s(&run.final_control("Forms", "last")["value"]), "Lovelace");
 }
+
+/// Verified speculation on a loaded machine: the desktop's wait saw no change in its time
+/// (the application redrew later, `redraws_late`), but the first action did change the
+/// window's controls: the list goes on (it stopped after the first action before).
+#[test]
+fn a_list_goes_on_when_the_controls_changed_though_the_screen_seemed_still() {
+    let run = run_scenario("multi_action_late_redraw", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AFIN, HC, HFIN])
+        .assert_actions(&[
+            ("Forms", "first", "set_text", true),
+            ("Forms", "last", "set_text", true),
+        ]);
+    assert_eq!(run.steps()[2]["action"]["completed"], 2, "{}", run.ctx());
+}

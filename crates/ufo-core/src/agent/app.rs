@@ -110,18 +110,30 @@ impl Planned {
                 },
                 None => format!("action failed: no tool {name} is configured"),
             },
-            Planned::Batch(list) => run_batch(cx, window, list).await.0,
+            Planned::Batch(list) => run_batch(cx, window, list, None).await.0,
         }
     }
 }
 
 /// Run a multi-action list in order. Before every action after the first, the window is
 /// observed again and the action's control must still be there, visible and enabled; the
-/// first that cannot run stops the list. Returns the text for the model and how many ran.
-async fn run_batch(cx: &mut Cx<'_>, window: &WindowInfo, list: &[Planned]) -> (String, usize) {
+/// first that cannot run stops the list. `seen`: the window's controls the list was decided
+/// on. Returns the text for the model and how many ran.
+async fn run_batch(
+    cx: &mut Cx<'_>,
+    window: &WindowInfo,
+    list: &[Planned],
+    mut seen: Option<Vec<Control>>,
+) -> (String, usize) {
     let n = list.len();
     let mut lines = Vec::new();
+    // an observation made after the last action, for the next one to start from
+    let mut ahead: Option<Result<WindowObservation, DesktopError>> = None;
     for (i, planned) in list.iter().enumerate() {
+        // (what the window shows right before this action, when it was looked at)
+        if let Some(Ok(o)) = &ahead {
+            seen = Some(o.controls.clone());
+        }
         if i > 0 {
             if let Planned::Ui {
                 control: Some(c),
@@ -129,7 +141,11 @@ async fn run_batch(cx: &mut Cx<'_>, window: &WindowInfo, list: &[Planned]) -> (S
                 ..
             } = planned
             {
-                let fresh = cx.services.desktop.observe(&window.id).await;
+                let fresh = match ahead.take() {
+                    Some(o) => o,
+                    None => cx.services.desktop.observe(&window.id).await,
+                };
+                seen = fresh.as_ref().ok().map(|o| o.controls.clone());
                 let problem = match &fresh {
                     Err(e) => Some(format!("the window could not be observed: {e}")),
                     Ok(obs) => match obs.controls.iter().find(|x| x.id == c.id) {
@@ -178,15 +194,29 @@ async fn run_batch(cx: &mut Cx<'_>, window: &WindowInfo, list: &[Planned]) -> (S
         // what the list assumed; the rest waits for the model (a read changes nothing).
         let acts =
             matches!(planned, Planned::Ui { action, .. } if !matches!(action, UiAction::ReadText));
+        ahead = None;
+        let before = seen.take();
         if acts && i + 1 < n && cx.services.desktop.last_action_changed() == Some(false) {
-            lines.push(format!(
-                "stopped after action {}: it changed nothing on the screen",
-                i + 1
-            ));
-            return (
-                format!("ran {} of {n} actions; {}", i + 1, lines.join("; ")),
-                i + 1,
-            );
+            // The wait after the action saw no change in its time; on a loaded machine the
+            // application may redraw later. The window's controls are the second witness:
+            // changed since the list was decided (or since the last look), the action did
+            // something.
+            let after = cx.services.desktop.observe(&window.id).await;
+            let changed = match (&before, &after) {
+                (Some(b), Ok(a)) => !super::changes::diff(b, &a.controls).is_empty(),
+                _ => false,
+            };
+            if !changed {
+                lines.push(format!(
+                    "stopped after action {}: it changed nothing on the screen",
+                    i + 1
+                ));
+                return (
+                    format!("ran {} of {n} actions; {}", i + 1, lines.join("; ")),
+                    i + 1,
+                );
+            }
+            ahead = Some(after);
         }
     }
     (format!("ran {n} of {n} actions; {}", lines.join("; ")), n)
@@ -1064,7 +1094,8 @@ impl AppStep<'_, '_> {
             AppStatus::Continue | AppStatus::Screenshot | AppStatus::Finish => {
                 let out = match &planned {
                     Planned::Batch(list) => {
-                        let (out, done) = run_batch(self.cx, &self.agent.window, list).await;
+                        let seen = self.obs.as_ref().map(|o| o.controls.clone());
+                        let (out, done) = run_batch(self.cx, &self.agent.window, list, seen).await;
                         rec["completed"] = done.into();
                         // A cut-short list is news the model must see: keep going.
                         if done < list.len() {

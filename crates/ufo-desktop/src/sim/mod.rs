@@ -29,7 +29,9 @@
 //! control fail with `error`. Extensions: `control` may be omitted (the fault then applies to
 //! every control of the app); `"action": "observe"` (or `"screenshot"`) makes observing the app
 //! fail with [`DesktopError::Observe`] (a *system* error, which drives an agent to ERROR);
-//! An app's `"delay_ms": N` makes each observation of it take N ms (a slow application).
+//! An app's `"delay_ms": N` makes each observation of it take N ms (a slow application);
+//! `"redraws_late": true` makes every action on it report that it changed nothing on the
+//! screen (a loaded machine whose application redraws after the wait), whatever it did.
 //! `"action": "launch"` makes launching the app fail; `"times": N` lets the fault fire only
 //! `N` times (default: every time). `error` defaults to `"injected fault"`.
 //!
@@ -576,8 +578,13 @@ impl Desktop for SimDesktop {
         // running applications (multi-action stops at an action that changed nothing)
         let shown = |d: &Self| d.final_state().map(|v| v["apps"].clone());
         let before = shown(self);
+        let late = {
+            let st = self.lock();
+            st.running_app(window_id)
+                .is_ok_and(|i| st.apps[i].redraws_late)
+        };
         let out = self.act_now(window_id, control_id, action).await;
-        let changed = shown(self) != before;
+        let changed = shown(self) != before && !late;
         self.lock().last_changed = Some(changed);
         out
     }

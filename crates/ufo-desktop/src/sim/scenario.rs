@@ -190,6 +190,7 @@ pub(crate) fn parse_app(v: &Value, at: &str) -> Result<(SimApp, Vec<SimApp>), Sc
             ))
         }
     };
+    let redraws_late = opt_bool(m, "redraws_late", at)?.unwrap_or(false);
     let launch = opt_str(m, "launch", at)?
         .filter(|s| !s.trim().is_empty())
         .unwrap_or_else(|| process.clone());
@@ -213,6 +214,7 @@ pub(crate) fn parse_app(v: &Value, at: &str) -> Result<(SimApp, Vec<SimApp>), Sc
                 controls: wcontrols,
                 index: windex,
                 delay_ms,
+                redraws_late,
                 owner: Some((name.clone(), 0)),
             });
         }
@@ -227,6 +229,7 @@ pub(crate) fn parse_app(v: &Value, at: &str) -> Result<(SimApp, Vec<SimApp>), Sc
             controls,
             index,
             delay_ms,
+            redraws_late,
             owner: None,
         },
         windows,

@@ -106,6 +106,9 @@ pub(crate) struct SimApp {
     pub(crate) index: HashMap<String, usize>,
     /// Milliseconds each observation of this app takes (a slow application).
     pub(crate) delay_ms: u64,
+    /// Its screen changes after the desktop's wait for them (`"redraws_late"`): every action
+    /// reports that it changed nothing on the screen, whatever it did to the controls.
+    pub(crate) redraws_late: bool,
     /// For a further window of an application (`"windows"` in the scenario): the
     /// application's name and the position of its main window, whose process id it shares.
     pub(crate) owner: Option<(String, usize)>,
