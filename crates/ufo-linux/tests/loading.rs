@@ -231,10 +231,9 @@ async fn firefox_a_slow_page_typed_in_the_address_bar_is_observed_once_loaded() 
 }
 
 /// A `file://` page opened in a new window of a running Chromium is observed at once: the
-/// first observation has the page's content. Ignored: the window it takes as the new one
-/// can be another window of the browser (seen titled as the previous test's page).
+/// first observation has the page's content. The new window is the one of this browser's
+/// process that was not there before (another test's window may still be closing).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "the window taken as the new one is not the file page's (issue 23, item 1)"]
 async fn chromium_a_file_page_in_a_new_window_is_observed_with_its_document() {
     if !require_live("chromium_a_file_page_in_a_new_window_is_observed_with_its_document") {
         return;
@@ -255,6 +254,21 @@ async fn chromium_a_file_page_in_a_new_window_is_observed_with_its_document() {
 
     let file = tmp.path().join("local.html");
     std::fs::write(&file, page("Local file page", "From the disk")).unwrap();
+    // the new window is this browser's (same process) and was not there before
+    let browser_pid = d
+        .windows()
+        .await
+        .expect("windows")
+        .into_iter()
+        .find(|w| w.id == id)
+        .and_then(|w| w.pid);
+    let before: Vec<String> = d
+        .windows()
+        .await
+        .expect("windows")
+        .into_iter()
+        .map(|w| w.id)
+        .collect();
     let status = Command::new("chromium")
         .arg(&browser.arg)
         .args([
@@ -275,7 +289,7 @@ async fn chromium_a_file_page_in_a_new_window_is_observed_with_its_document() {
         let ws = d.windows().await.expect("windows");
         if let Some(w) = ws
             .iter()
-            .find(|w| w.id != id && w.process.starts_with("chrom") && !w.title.is_empty())
+            .find(|w| !before.contains(&w.id) && w.pid == browser_pid && !w.title.is_empty())
         {
             break w.id.clone();
         }
