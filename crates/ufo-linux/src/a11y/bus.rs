@@ -246,8 +246,8 @@ impl A11yBus {
 
     /// The cached tree with the application's top-level windows as they are now: the root's
     /// children listed live and each read live (at most [`MAX_WINDOWS`]). Chromium's cache
-    /// keeps the windows it had when it was built: a window opened later (a page's popup, a
-    /// second window) is missing from it, and its frame was never found.
+    /// can lack a window opened later (a page's popup, a second window: the root's live
+    /// children listed it, the cache did not), whose frame was then never found.
     async fn with_live_windows(&self, app: &str, mut tree: AppTree) -> AppTree {
         let Ok(tops) = self.children(app, ROOT_PATH).await else {
             return tree;
