@@ -70,6 +70,14 @@ pub enum LinuxError {
     /// No window matched.
     #[error("no window matches {0:?}; run `ufo inspect` without a window to list them")]
     NoWindow(String),
+    /// None of the application's accessible windows is this X window's (yet).
+    #[error("the application shows no accessible window that is {title:?} ({frames} other top-level windows on the accessibility bus, none named as it or lying where it is): it may still be being built; observe it again")]
+    NoFrame {
+        /// The X window's title.
+        title: String,
+        /// How many top-level accessible windows the application has.
+        frames: usize,
+    },
     /// No control with that id.
     #[error("no control {control:?} in window {window:?}; observe the window again and use a current label")]
     NoControl {

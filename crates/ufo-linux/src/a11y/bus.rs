@@ -216,7 +216,9 @@ impl A11yBus {
     pub async fn tree(&self, app: &str) -> Result<AppTree, LinuxError> {
         self.connect_peer(app).await;
         if let Ok(nodes) = self.get_items(app).await {
-            return Ok(AppTree::from_nodes(nodes));
+            return Ok(self
+                .with_live_windows(app, AppTree::from_nodes(nodes))
+                .await);
         }
         let _: Result<String, LinuxError> = self
             .call(
@@ -228,7 +230,9 @@ impl A11yBus {
             )
             .await;
         if let Ok(nodes) = self.get_items(app).await {
-            return Ok(AppTree::from_nodes(nodes));
+            return Ok(self
+                .with_live_windows(app, AppTree::from_nodes(nodes))
+                .await);
         }
         let tops = self.children(app, ROOT_PATH).await?;
         let nodes = futures::future::join_all(
@@ -238,6 +242,25 @@ impl A11yBus {
         )
         .await;
         Ok(AppTree::from_nodes(nodes.into_iter().flatten().collect()))
+    }
+
+    /// The cached tree with the application's top-level windows as they are now: the root's
+    /// children listed live and each read live (at most [`MAX_WINDOWS`]). Chromium's cache
+    /// can lack a window opened later (a page's popup, a second window: the root's live
+    /// children listed it, the cache did not), whose frame was then never found.
+    async fn with_live_windows(&self, app: &str, mut tree: AppTree) -> AppTree {
+        let Ok(tops) = self.children(app, ROOT_PATH).await else {
+            return tree;
+        };
+        let read = futures::future::join_all(
+            tops.iter()
+                .take(MAX_WINDOWS)
+                .enumerate()
+                .map(|(i, p)| self.node(app, p, ROOT_PATH, i as i32)),
+        )
+        .await;
+        merge_windows(&mut tree, read.into_iter().flatten().collect());
+        tree
     }
 
     /// Call a method and deserialize its reply; bounded by the timeout.
@@ -539,6 +562,19 @@ impl A11yBus {
     }
 }
 
+/// How many top-level windows of one application are read live per tree.
+pub(crate) const MAX_WINDOWS: usize = 64;
+
+/// Put the live top-level windows into a cached tree: each hangs under the root with its
+/// live name and states (a window the cache filed elsewhere is moved there; the children
+/// known under it stay with it).
+pub(crate) fn merge_windows(tree: &mut AppTree, live: Vec<Node>) {
+    for n in live {
+        tree.insert(n);
+    }
+    tree.sort_children();
+}
+
 /// One application's tree, indexed.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct AppTree {
@@ -709,5 +745,30 @@ mod tests {
         assert_eq!(order, ["/f", "/a", "/b"]);
         assert!(t.is_ancestor("/f", "/b"));
         assert!(!t.is_ancestor("/b", "/f"));
+    }
+
+    /// Chromium's cache lists the windows it had when it was built: a window opened later
+    /// (a popup) is put in from the live answer, with its live name, under the root, and a
+    /// window the cache filed under nothing is moved there; known children stay.
+    #[test]
+    fn live_windows_join_the_cached_tree() {
+        let root = crate::a11y::vocab::ROOT_PATH;
+        let mut opener = node("/1", root);
+        opener.name = "Start page - Chromium".into();
+        let mut cached = AppTree::from_nodes(vec![
+            opener.clone(),
+            node("/1/a", "/1"),
+            node("/2", "/null"),
+        ]);
+        let mut popup = node("/146", root);
+        popup.name = "Order form - Chromium".into();
+        popup.index = 2;
+        let mut other = node("/2", root);
+        other.index = 1;
+        merge_windows(&mut cached, vec![opener, other, popup]);
+        assert_eq!(cached.kids(root), ["/1", "/2", "/146"]);
+        assert_eq!(cached.nodes["/146"].name, "Order form - Chromium");
+        assert_eq!(cached.kids("/1"), ["/1/a"]);
+        assert!(cached.kids("/null").is_empty());
     }
 }

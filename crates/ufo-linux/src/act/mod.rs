@@ -602,6 +602,18 @@ impl LinuxDesktop {
                 )));
             }
         };
+        if web::chosen_already(
+            c.seen.role,
+            web::live_states(&self.bus, &c.bus, &entry.path).await,
+        ) {
+            if let Some(i) = opened {
+                let _ = self.do_action(c, i).await;
+            }
+            return Ok(format!(
+                "{item:?} is the choice of {:?} already; left as it is",
+                c.name
+            ));
+        }
         self.choose_entry(xid, c, item, &tree, entry).await
     }
 

@@ -291,6 +291,23 @@ pub(crate) async fn close_popup(a11y: &A11yBus, c: &CtlInfo) {
     }
 }
 
+/// Whether choosing an entry of a combo box would be choosing what is chosen already (the
+/// entry, read live, is SELECTED): then nothing is done. Blink takes the choice of its
+/// `<select>`'s chosen option as "unselect" and leaves the box with no option at all (the
+/// form then sends no value for it).
+pub(crate) fn chosen_already(control_role: u32, entry_states: Option<u64>) -> bool {
+    control_role == role::COMBO_BOX && entry_states.is_some_and(|s| s & state::SELECTED != 0)
+}
+
+/// The states of a node read live (`None`: it did not answer).
+pub(crate) async fn live_states(a11y: &A11yBus, bus: &str, path: &str) -> Option<u64> {
+    let states: Vec<u32> = a11y
+        .call(bus, path, "org.a11y.atspi.Accessible", "GetState", &())
+        .await
+        .ok()?;
+    Some(crate::a11y::bus::state_bits(&states))
+}
+
 /// Whether an option became selected within the settle time (a `<select>`'s option keeps
 /// its old state when the action only highlighted it).
 pub(crate) async fn wait_selected(
@@ -405,5 +422,16 @@ mod tests {
         assert!(!is_empty_wrapper(&tree, &get("/li2"), ""));
         // nothing inside to click: keep it (it may be the only handle on the row)
         assert!(!is_empty_wrapper(&tree, &get("/li3"), ""));
+    }
+
+    /// Choosing a `<select>`'s chosen option again is left undone (Blink unselected it and
+    /// the form sent no plan); an option not chosen, an unknown state, or a list's entry
+    /// are chosen as before.
+    #[test]
+    fn the_chosen_option_is_not_chosen_again() {
+        assert!(chosen_already(role::COMBO_BOX, Some(state::SELECTED)));
+        assert!(!chosen_already(role::COMBO_BOX, Some(0)));
+        assert!(!chosen_already(role::COMBO_BOX, None));
+        assert!(!chosen_already(role::LIST_BOX, Some(state::SELECTED)));
     }
 }

@@ -39,6 +39,8 @@ use crate::observe::names::collapse_ws;
 use crate::x11::XWindow;
 use crate::LinuxError;
 
+/// The pause before a window whose accessible frame was not found is read again.
+pub(crate) const FRAME_POLL: Duration = Duration::from_millis(200);
 /// Interval between two looks while a page loads (the wait ends at most this long after the
 /// load does).
 pub(crate) const POLL: Duration = Duration::from_millis(20);

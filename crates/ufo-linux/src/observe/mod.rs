@@ -4,6 +4,7 @@
 
 pub(crate) mod changes;
 pub(crate) mod controls;
+mod frames;
 pub(crate) mod loading;
 pub(crate) mod names;
 mod refresh;
@@ -15,7 +16,6 @@ use std::time::{Duration, Instant};
 use ufo_core::{Control, Rect, Screenshot, WindowInfo, WindowObservation};
 
 use crate::a11y::bus::{AppTree, Node};
-use crate::a11y::vocab::ROOT_PATH;
 use crate::a11y::vocab::{iface, role, role_name, state};
 use crate::act::modal::{self, ModalityReport};
 use crate::apps::office;
@@ -300,6 +300,15 @@ impl LinuxDesktop {
             read = self.read_located(&located, with_actions).await;
             load_wait = t0.elapsed();
         }
+        // a window whose accessible frame is not there yet (a popup being built): read again
+        // within the load wait, then show it without controls, with the warning, rather
+        // than another window's controls
+        while read.1.frame_missing && t0.elapsed() < self.config.load_wait {
+            tracing::debug!("the window's accessible frame is not found yet: reading again");
+            tokio::time::sleep(loading::FRAME_POLL).await;
+            located = self.locate(window_id).await?;
+            read = self.read_located(&located, with_actions).await;
+        }
         if self.office_unbuilt_after(&located.main) {
             load.notes.push(loading::gave_up_note(
                 loading::Loading::NotBuilt,
@@ -312,6 +321,7 @@ impl LinuxDesktop {
             attached,
             area,
             warnings: _,
+            windows: _,
         } = located;
         let ReadWindows {
             groups,
@@ -319,6 +329,7 @@ impl LinuxDesktop {
             mut stats,
             main_bus,
             modal,
+            frame_missing: _,
         } = read;
         if let Some(title) = &modal {
             warnings.push(format!(
@@ -368,12 +379,7 @@ impl LinuxDesktop {
                 .await;
             (img, t.elapsed())
         };
-        let controls = self.read_windows(
-            &located.main,
-            &located.attached,
-            with_actions,
-            located.warnings.clone(),
-        );
+        let controls = self.read_windows(located, with_actions, located.warnings.clone());
         tokio::join!(capture, controls)
     }
 
@@ -401,8 +407,9 @@ impl LinuxDesktop {
         let xid = main.id;
         // dialogs that belong to this window are observed with it (they sit on top of it)
         let attached: Vec<XWindow> = all
-            .into_iter()
+            .iter()
             .filter(|w| w.transient_for == Some(xid) && w.id != xid)
+            .cloned()
             .collect();
         let mut warnings = Vec::new();
         // a session without a window manager has no active window and is left alone
@@ -432,6 +439,7 @@ impl LinuxDesktop {
             attached,
             area,
             warnings,
+            windows: all,
         })
     }
 
@@ -439,12 +447,14 @@ impl LinuxDesktop {
     /// answer) and of the window, one group each, and the title of a modal dialog among them.
     async fn read_windows(
         &self,
-        main: &XWindow,
-        attached: &[XWindow],
+        located: &Located,
         with_actions: bool,
         mut warnings: Vec<String>,
     ) -> ReadWindows {
+        let (main, attached) = (&located.main, located.attached.as_slice());
         let mut stats = ObservationStats::default();
+        let mut frames: HashMap<u32, String> = HashMap::new();
+        let mut frame_missing = false;
         let pids: Vec<u32> = attached
             .iter()
             .chain(std::iter::once(main))
@@ -464,8 +474,19 @@ impl LinuxDesktop {
                 ));
                 continue;
             };
+            let sought = Sought {
+                window: w,
+                windows: &located.windows,
+            };
             let mut result = self
-                .window_controls(&bus, w, with_actions, &mut trees, &mut stats, &mut warnings)
+                .window_controls(
+                    &bus,
+                    &sought,
+                    with_actions,
+                    &mut trees,
+                    &mut stats,
+                    &mut warnings,
+                )
                 .await;
             if result.is_err() && !refreshed {
                 // the cached bus name may be stale (the application restarted): look again
@@ -476,7 +497,7 @@ impl LinuxDesktop {
                     result = self
                         .window_controls(
                             &bus,
-                            w,
+                            &sought,
                             with_actions,
                             &mut trees,
                             &mut stats,
@@ -486,11 +507,17 @@ impl LinuxDesktop {
                 }
             }
             match result {
-                Ok(g) => groups.push(g),
-                Err(e) => warnings.push(format!(
-                    "controls of window {} could not be read: {e}",
-                    format_window_id(w.id)
-                )),
+                Ok((g, frame)) => {
+                    frames.insert(w.id, frame);
+                    groups.push(g);
+                }
+                Err(e) => {
+                    frame_missing |= matches!(e, LinuxError::NoFrame { .. });
+                    warnings.push(format!(
+                        "controls of window {} could not be read: {e}",
+                        format_window_id(w.id)
+                    ))
+                }
             }
         }
         let main_bus = main.pid.and_then(|p| by_pid.get(&p)).cloned();
@@ -501,7 +528,7 @@ impl LinuxDesktop {
             let bus = w.pid.and_then(|p| by_pid.get(&p));
             let a11y_modal = bus
                 .and_then(|b| trees.get(b))
-                .and_then(|tree| Some(tree.nodes.get(&pick_frame(tree, w)?)?.has(state::MODAL)))
+                .and_then(|tree| Some(tree.nodes.get(frames.get(&w.id)?)?.has(state::MODAL)))
                 .unwrap_or(false);
             let report = match bus {
                 Some(b) => Some(self.modality_report(b, &mut reports).await),
@@ -526,6 +553,7 @@ impl LinuxDesktop {
             stats,
             main_bus,
             modal,
+            frame_missing,
         }
     }
 
@@ -601,16 +629,59 @@ impl LinuxDesktop {
         (same.len() == 1).then(|| same.remove(0).clone())
     }
 
-    /// The controls of one X window, from its application's tree.
+    /// The accessible frame of window `sought` in its application's tree (frames.rs): the
+    /// extents of the top-level windows are read only when their names do not settle it, and
+    /// not for a toolkit whose extents are relative to the window.
+    async fn frame_of(
+        &self,
+        bus: &str,
+        tree: &AppTree,
+        sought: &Sought<'_>,
+        relative: bool,
+    ) -> Result<String, LinuxError> {
+        let w = sought.window;
+        let nodes = frames::window_nodes(tree);
+        let mut tops: Vec<frames::Top> = nodes.iter().map(|n| frames::top(n, None)).collect();
+        if !relative && !frames::settled_by_title(&tops, w) {
+            let rects = futures::future::join_all(
+                nodes
+                    .iter()
+                    .take(crate::a11y::bus::MAX_WINDOWS)
+                    .map(|n| self.bus.extents(bus, &n.path)),
+            )
+            .await;
+            for (t, r) in tops.iter_mut().zip(rects) {
+                t.rect = r.ok().map(|(x, y, w, h)| Rect {
+                    x,
+                    y,
+                    w: w.max(0) as u32,
+                    h: h.max(0) as u32,
+                });
+            }
+        }
+        match frames::choose(&tops, w, sought.windows) {
+            Some(c) => {
+                tracing::debug!(window = %format_window_id(w.id), frame = %c.path, evidence = ?c.evidence, "frame chosen");
+                Ok(c.path)
+            }
+            None => Err(LinuxError::NoFrame {
+                title: w.title.clone(),
+                frames: tops.len(),
+            }),
+        }
+    }
+
+    /// The controls of one X window, from its application's tree, and its frame.
     async fn window_controls(
         &self,
         bus: &str,
-        w: &XWindow,
+        sought: &Sought<'_>,
         with_actions: bool,
         trees: &mut HashMap<String, AppTree>,
         stats: &mut ObservationStats,
         warnings: &mut Vec<String>,
-    ) -> Result<Vec<Fetched>, LinuxError> {
+    ) -> Result<(Vec<Fetched>, String), LinuxError> {
+        let w = sought.window;
         let t = Instant::now();
         // LibreOffice's tree of the last observation, when it sent no event since (changes.rs)
         let mut kept_count = None;
@@ -627,12 +698,7 @@ impl LinuxDesktop {
         let tree = trees
             .get_mut(bus)
             .ok_or_else(|| LinuxError::ActionFailed("tree vanished".into()))?;
-        let frame = pick_frame(tree, w).ok_or_else(|| {
-            LinuxError::ActionFailed(format!(
-                "the application has no window named {:?} on the accessibility bus",
-                w.title
-            ))
-        })?;
+        let frame = self.frame_of(bus, tree, sought, relative).await?;
         let t_items = t.elapsed();
         self.note_loaded_tree(bus, w.id, tree, &frame).await;
         let walk = self.complete_tree(bus, tree, &frame, true, warnings).await;
@@ -751,7 +817,7 @@ impl LinuxDesktop {
             sheets_ms = (t.elapsed() - t_fetch).as_millis() as u64,
             "window controls read"
         );
-        Ok(out)
+        Ok((out, frame))
     }
 
     /// Extents, actions and text of one candidate; `None` when it is not on screen.
@@ -1501,6 +1567,16 @@ struct Located {
     /// The part of the screen the window and its dialogs cover.
     area: Rect,
     warnings: Vec<String>,
+    /// Every window on the screen (a frame named as, or lying where, another window of the
+    /// same process is that window's: frames.rs).
+    windows: Vec<XWindow>,
+}
+
+/// A window whose controls are read, and the windows on the screen (to tell its frame from
+/// theirs).
+struct Sought<'a> {
+    window: &'a XWindow,
+    windows: &'a [XWindow],
 }
 
 /// What reading the controls of a window and its dialogs gave.
@@ -1513,6 +1589,9 @@ struct ReadWindows {
     main_bus: Option<String>,
     /// The title of a modal dialog on top.
     modal: Option<String>,
+    /// A window whose accessible frame was not found (not on the bus yet, or not told apart
+    /// from its siblings yet): its controls are not listed, and it is looked at again.
+    frame_missing: bool,
 }
 
 /// Step 3: the controls in label order: each group in reading order, without LibreOffice's
@@ -1683,43 +1762,6 @@ fn uses_showing(tree: &AppTree, frame: &str) -> bool {
         .any(|n| n.has(state::SHOWING))
 }
 
-/// The accessible window for an X window: by title (the active one among several of that
-/// title), else the active one, else the only one. Never the application itself: Chromium
-/// lists its application object among its own windows, and a window matched to it (its
-/// name, "Chromium", is part of every window title) would be observed as every window of
-/// the application at once, past the node limit.
-fn pick_frame(tree: &AppTree, w: &XWindow) -> Option<String> {
-    let tops: Vec<&Node> = tree
-        .kids(ROOT_PATH)
-        .iter()
-        .filter_map(|p| tree.nodes.get(p))
-        .filter(|n| n.path != ROOT_PATH && n.role != role::APPLICATION)
-        .filter(|n| {
-            matches!(
-                n.role,
-                role::FRAME | role::DIALOG | role::WINDOW | role::ALERT | role::FILE_CHOOSER
-            ) || n.child_count > 0
-        })
-        .collect();
-    let title = collapse_ws(&w.title);
-    let named: Vec<&&Node> = tops
-        .iter()
-        .filter(|n| collapse_ws(&n.name) == title)
-        .collect();
-    named
-        .iter()
-        .find(|n| n.has(state::ACTIVE))
-        .or_else(|| named.first())
-        .copied()
-        .or_else(|| {
-            tops.iter()
-                .find(|n| !n.name.trim().is_empty() && title.contains(n.name.trim()))
-        })
-        .or_else(|| tops.iter().find(|n| n.has(state::ACTIVE)))
-        .or_else(|| (tops.len() == 1).then(|| &tops[0]))
-        .map(|n| n.path.clone())
-}
-
 /// Visible interactive nodes under the frame, in tree order, with their children's label
 /// text, looking at no more than `max_nodes` nodes, each once (the flag: whether it stopped
 /// there; the count: nodes reached again through a stale or circular parent link, skipped).
@@ -1884,6 +1926,7 @@ async fn encode_pair(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::a11y::vocab::ROOT_PATH;
 
     fn node(role: u32, child_count: i32, states: u64) -> Node {
         Node {
@@ -2132,14 +2175,16 @@ mod tests {
             dialog: false,
             wm_modal: false,
         };
-        assert_eq!(
-            pick_frame(&tree, &window("Settings - Chromium")).as_deref(),
-            Some("/2")
-        );
-        assert_eq!(
-            pick_frame(&tree, &window("Bookmarks - Chromium")).as_deref(),
-            Some("/1")
-        );
+        let pick = |title: &str| {
+            let tops: Vec<frames::Top> = frames::window_nodes(&tree)
+                .into_iter()
+                .map(|n| frames::top(n, None))
+                .collect();
+            let w = window(title);
+            frames::choose(&tops, &w, std::slice::from_ref(&w)).map(|c| c.path)
+        };
+        assert_eq!(pick("Settings - Chromium").as_deref(), Some("/2"));
+        assert_eq!(pick("Bookmarks - Chromium").as_deref(), Some("/1"));
     }
 
     /// A frontier node asked for its children once, even when placed twice.
