@@ -15,10 +15,10 @@ use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
 
 /// Longest wait for a search box's page to answer.
-pub(crate) const SEARCH_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const SEARCH_WAIT: Duration = Duration::from_secs(8);
 /// How long the page's tree stays still before its answer counts as complete (Firefox adds
-/// its results header, then its results about a second later).
-pub(crate) const SEARCH_QUIET: Duration = Duration::from_millis(1500);
+/// its results header, then its results one to several seconds later under load).
+pub(crate) const SEARCH_QUIET: Duration = Duration::from_millis(2500);
 /// How often the application's events are counted.
 const POLL: Duration = Duration::from_millis(100);
 
