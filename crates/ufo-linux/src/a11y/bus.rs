@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use zbus::zvariant::{DynamicType, OwnedObjectPath, OwnedValue, Type};
 
-use crate::a11y::vocab::{iface, ROOT_PATH};
+use crate::a11y::vocab::{iface, state, ROOT_PATH};
 use crate::error::cause;
 use crate::LinuxError;
 
@@ -77,6 +77,8 @@ pub(crate) struct A11yBus {
     pub timeout: Duration,
     /// bus name → direct connection (`None`: the application offers none)
     peers: std::sync::Arc<std::sync::Mutex<HashMap<String, Option<zbus::Connection>>>>,
+    /// bus name → how its action names are read (asked once per application)
+    action_reads: std::sync::Arc<std::sync::Mutex<HashMap<String, ActionNames>>>,
     /// event counts by application (`None`: not listening, nothing is kept)
     pub changes: Option<crate::a11y::events::Changes>,
     /// The bus's address, as `org.a11y.Bus` gave it (what launched applications must use).
@@ -138,6 +140,7 @@ impl A11yBus {
             conn,
             timeout,
             peers: Default::default(),
+            action_reads: Default::default(),
             changes,
             address: address.to_string(),
         };
@@ -490,25 +493,21 @@ impl A11yBus {
 
     /// Action names of a node.
     pub async fn actions(&self, app: &str, path: &str) -> Result<Vec<String>, LinuxError> {
+        if self.action_names(app).await == ActionNames::OneByOne {
+            return self.actions_one_by_one(app, path).await;
+        }
         let acts: Vec<(String, String, String)> = self
             .call(app, path, "org.a11y.atspi.Action", "GetActions", &())
             .await?;
         let mut names: Vec<String> = acts.into_iter().map(|(n, _, _)| n).collect();
-        // Chromium answers GetActions with empty names, Gecko with the key bindings (`;;`,
-        // `<Alt>f;`) in every field, while GetName(i) gives the real ones in both
+        // Chromium answers GetActions with empty names, while GetName(i) gives the real ones
         if names.iter().any(|n| !crate::apps::web::is_action_name(n)) {
             let asked =
                 futures::future::join_all(names.iter().enumerate().map(|(i, n)| async move {
                     if !crate::apps::web::is_action_name(n) {
-                        self.call::<_, String>(
-                            app,
-                            path,
-                            "org.a11y.atspi.Action",
-                            "GetName",
-                            &(i as i32,),
-                        )
-                        .await
-                        .unwrap_or_default()
+                        self.action_name(app, path, i as i32)
+                            .await
+                            .unwrap_or_default()
                     } else {
                         n.clone()
                     }
@@ -517,6 +516,40 @@ impl A11yBus {
             names = asked;
         }
         Ok(names)
+    }
+
+    /// Action names asked one by one: the count, then `GetName(i)` for each (at most
+    /// [`MAX_ACTIONS`]).
+    async fn actions_one_by_one(&self, app: &str, path: &str) -> Result<Vec<String>, LinuxError> {
+        let count: i32 = self
+            .prop(app, path, "org.a11y.atspi.Action", "NActions")
+            .await?;
+        let count = count.clamp(0, MAX_ACTIONS);
+        let names =
+            futures::future::join_all((0..count).map(|i| self.action_name(app, path, i))).await;
+        Ok(names.into_iter().map(Result::unwrap_or_default).collect())
+    }
+
+    /// The name of action `i` of a node.
+    async fn action_name(&self, app: &str, path: &str, i: i32) -> Result<String, LinuxError> {
+        self.call(app, path, "org.a11y.atspi.Action", "GetName", &(i,))
+            .await
+    }
+
+    /// How an application's action names are read (its toolkit asked once).
+    async fn action_names(&self, app: &str) -> ActionNames {
+        let known = {
+            let reads = self.action_reads.lock().unwrap_or_else(|p| p.into_inner());
+            reads.get(app).copied()
+        };
+        if let Some(k) = known {
+            return k;
+        }
+        let (toolkit, _) = self.toolkit(app).await;
+        let k = action_names_for(&toolkit);
+        let mut reads = self.action_reads.lock().unwrap_or_else(|p| p.into_inner());
+        reads.insert(app.to_string(), k);
+        k
     }
 
     /// All text of a node with the Text interface.
@@ -575,6 +608,31 @@ pub(crate) fn merge_windows(tree: &mut AppTree, live: Vec<Node>) {
     tree.sort_children();
 }
 
+/// Most actions read of one node.
+const MAX_ACTIONS: i32 = 32;
+
+/// How the names of a node's actions are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ActionNames {
+    /// `GetActions`: one call for all.
+    Whole,
+    /// `NActions`, then `GetName(i)` for each. Gecko's `GetActions` must never be asked: its
+    /// ATK callbacks hand back strings that the next callback frees, so the reply carries
+    /// freed memory (the key binding in every field at best) and, when that memory holds
+    /// bytes that are not UTF-8, libdbus aborts the whole browser (Firefox died after its
+    /// settings check box was clicked). `GetName(i)` copies each string at once.
+    OneByOne,
+}
+
+/// How an application of `toolkit` (its `ToolkitName`) has its action names read.
+pub(crate) fn action_names_for(toolkit: &str) -> ActionNames {
+    if toolkit.trim().eq_ignore_ascii_case("gecko") {
+        ActionNames::OneByOne
+    } else {
+        ActionNames::Whole
+    }
+}
+
 /// One application's tree, indexed.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct AppTree {
@@ -583,9 +641,13 @@ pub(crate) struct AppTree {
 }
 
 impl AppTree {
+    /// The tree of an application's cache (or of its windows read one by one). Dead
+    /// (DEFUNCT) objects are left out: Gecko's cache keeps a replaced document under its
+    /// parent, whose child count then looks complete and hides the live one from the walk;
+    /// without the dead child the parent comes up short and is asked live.
     pub fn from_nodes(nodes: Vec<Node>) -> AppTree {
         let mut t = AppTree::default();
-        for n in nodes {
+        for n in nodes.into_iter().filter(|n| !n.has(state::DEFUNCT)) {
             t.insert(n);
         }
         t.sort_children();
@@ -727,6 +789,17 @@ mod tests {
             .map(|k| k.iter().filter(|p| *p == "/x").count())
             .sum();
         assert_eq!(listed, 1);
+    }
+
+    /// Issue 23: Firefox (Gecko, Thunderbird too) is never asked `GetActions`, which can
+    /// crash it; the other toolkits answer it whole.
+    #[test]
+    fn gecko_action_names_are_asked_one_by_one() {
+        assert_eq!(action_names_for("Gecko"), ActionNames::OneByOne);
+        assert_eq!(action_names_for("gecko "), ActionNames::OneByOne);
+        for other in ["GTK", "Qt", "Chromium", ""] {
+            assert_eq!(action_names_for(other), ActionNames::Whole, "{other}");
+        }
     }
 
     /// A move that would close a circle, or take a window from the root, is refused.

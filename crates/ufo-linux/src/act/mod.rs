@@ -2,6 +2,7 @@
 //! once the window has reacted or the settle time has passed.
 
 pub(crate) mod modal;
+mod search;
 pub(crate) mod settle;
 pub(crate) mod verify;
 mod wait;
@@ -354,6 +355,10 @@ impl LinuxDesktop {
         if !matches!(action, UiAction::ReadText) {
             let probe = ctl.as_ref().map(|c| (c.bus.as_str(), c.path.as_str()));
             self.settle_after(watched, start, probe).await;
+        }
+        // a search box's page answers the text a while after the window settled (search.rs)
+        if let (Some(c), UiAction::SetText { .. } | UiAction::TypeKeys { .. }) = (&ctl, action) {
+            self.wait_for_search_answer(c).await;
         }
         Ok(result)
     }

@@ -33,8 +33,9 @@ pub(crate) fn arrow_keys(chosen: Option<usize>, target: usize) -> Vec<u32> {
 }
 
 /// Whether a name from `GetActions` is an action's name: not empty (Chromium's answer) and
-/// not an ATK key binding `mnemonic;sequence;shortcut` (Gecko's answer, `;;` or `<Alt>f;`, in
-/// every field); the others are asked one by one with `GetName(i)`, which both get right.
+/// not an ATK key binding `mnemonic;sequence;shortcut` (`;;` or `<Alt>f;`, what Gecko gave in
+/// every field before it was no longer asked, see `ActionNames`); the others are asked one by
+/// one with `GetName(i)`.
 pub(crate) fn is_action_name(name: &str) -> bool {
     !name.trim().is_empty() && !name.contains(';')
 }

@@ -2106,6 +2106,31 @@ mod tests {
         Walker::new(tree, "/f", true, &LinuxConfig::default())
     }
 
+    /// Issue 23: Firefox launched on `about:preferences` keeps in its cache the first, dead
+    /// (DEFUNCT) document under the browser's internal frame, with an unknown child count,
+    /// and not the page that replaced it; the frame's one child was "known", nothing was
+    /// walked and the page's controls were never listed, on every observation. The dead
+    /// node is left out of the tree, so the frame is asked for its children live.
+    #[test]
+    fn a_dead_document_in_the_cache_does_not_hide_the_page() {
+        let mut f = at("/f", ROOT_PATH, 0, role::FRAME);
+        f.child_count = 1;
+        let mut holder = at("/i", "/f", 0, role::INTERNAL_FRAME);
+        holder.child_count = 1;
+        let mut dead = at("/old", "/i", 0, role::DOCUMENT_WEB);
+        dead.child_count = -1;
+        dead.states |= state::DEFUNCT;
+        let tree = AppTree::from_nodes(vec![f, holder, dead]);
+        let holder = &tree.nodes["/i"];
+        let verdict = walk_verdict(holder, tree.kids("/i").len(), true, 500, false);
+        assert_eq!(
+            verdict,
+            Walk::Children,
+            "the frame's children are read live"
+        );
+        assert!(!tree.nodes.contains_key("/old"));
+    }
+
     /// Issue 23, item 2: live answers that list an ancestor (a stale parent) or a node twice
     /// close no circle and read nothing twice; the window's tree stays a tree.
     #[test]
