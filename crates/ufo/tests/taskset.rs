@@ -34,12 +34,11 @@ use common::{repo_root, s};
 /// Live tests share one display: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// The share of tasks that must pass. The goal is 90%; this release passes 27 of 33 (82%):
-/// Firefox's and Thunderbird's settings checkboxes are not listed, and a Chromium popup's
-/// first observation shows its opener (README "Applications tested"). The floor catches a
-/// regression with room for a task that fails on a loaded machine, and is raised as those
-/// are fixed.
-const PASS_RATE: f64 = 0.65;
+/// The share of tasks that must pass: a floor that catches a regression, with room for a
+/// task or two that a cold, loaded machine fails (a browser's first start). The issue's goal
+/// is 90%; the results of each run are in `target/taskset/` and the README's "Applications
+/// tested".
+const PASS_RATE: f64 = 0.8;
 
 /// How long the slow page makes the browser wait (issue 23, item 1).
 const SLOW: Duration = Duration::from_secs(3);
