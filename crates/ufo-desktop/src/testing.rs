@@ -64,10 +64,20 @@ pub fn require_peer(path: PathBuf, what: &str, install: &str) -> Option<PathBuf>
 /// a marker the test gave the application): SIGTERM, then SIGKILL to what is left after 5 s.
 /// Returns once none is left (or 2 s after the SIGKILL).
 pub fn end_processes_with_arg(arg: &str) {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    end_processes(
+        || ufo_proc::live_processes_with_arg(arg),
+        Duration::from_secs(5),
+    );
+}
+
+/// End the processes `find` lists (asked again each round, as children come and go):
+/// SIGTERM, then SIGKILL to what is left after `grace`. Returns once none is left (or 2 s
+/// after the SIGKILL).
+pub fn end_processes(find: impl Fn() -> Vec<u32>, grace: Duration) {
+    let deadline = Instant::now() + grace;
     let mut signal = "-TERM";
     loop {
-        let pids = ufo_proc::live_processes_with_arg(arg);
+        let pids = find();
         if pids.is_empty() {
             return;
         }

@@ -73,29 +73,7 @@ impl AppGuard {
 
 impl Drop for AppGuard {
     fn drop(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let pids = processes_with(&self.token);
-            if pids.is_empty() {
-                return;
-            }
-            let signal = if Instant::now() > deadline {
-                "-KILL"
-            } else {
-                "-TERM"
-            };
-            for pid in pids {
-                // a process may be gone already (Chromium's helpers end with it)
-                let _ = Command::new("kill")
-                    .args([signal, &pid.to_string()])
-                    .stderr(Stdio::null())
-                    .status();
-            }
-            if Instant::now() > deadline + Duration::from_secs(2) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        ufo_desktop::testing::end_processes(|| processes_with(&self.token), Duration::from_secs(5));
     }
 }
 

@@ -1259,28 +1259,7 @@ fn processes_of(home: &Path, dir: &Path) -> Vec<u32> {
 
 /// End every process of the task (by pid): SIGTERM, then SIGKILL after 8 s.
 fn close_apps(home: &Path, dir: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(8);
-    loop {
-        let pids = processes_of(home, dir);
-        if pids.is_empty() {
-            return;
-        }
-        let signal = if Instant::now() > deadline {
-            "-KILL"
-        } else {
-            "-TERM"
-        };
-        for pid in pids {
-            let _ = Command::new("kill")
-                .args([signal, &pid.to_string()])
-                .stderr(Stdio::null())
-                .status();
-        }
-        if Instant::now() > deadline + Duration::from_secs(3) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    ufo_desktop::testing::end_processes(|| processes_of(home, dir), Duration::from_secs(8));
 }
 
 /// The outcome of one task.
