@@ -880,11 +880,37 @@ fn gimp_png_options() -> Vec<String> {
     ]
 }
 
-fn gimp_canvas(ctx: &Ctx) -> Task {
-    let t = "Enlarge the canvas to 80 pixels wide in GIMP and export the image as PNG";
+/// A GIMP task on the test image: `steps` in its menus and dialogs, then Export As `file`
+/// (PNG); checked on the exported file by `check`, within 10 s.
+fn gimp_export_task(
+    ctx: &Ctx,
+    t: &str,
+    steps: Vec<String>,
+    file: &str,
+    check: impl Fn(&Path) -> Result<(), String> + 'static,
+) -> Task {
     let (mut lines, _) = gimp_on(ctx, t);
-    let out = ctx.path("canvas.png");
-    lines.extend([
+    let out = ctx.path(file);
+    lines.extend(steps);
+    lines.extend(gimp_export_as(&out, "FINISH"));
+    lines.extend(gimp_png_options());
+    Task::new(
+        t,
+        lines,
+        Box::new(move |_| eventually(Duration::from_secs(10), || check(&out))),
+    )
+}
+
+/// The exported image is `w`×`h` pixels.
+fn png_sized(out: &Path, w: u32, h: u32) -> Result<(), String> {
+    match png_size(out)? {
+        size if size == (w, h) => Ok(()),
+        other => Err(format!("the exported image is {other:?}, not {w}x{h}")),
+    }
+}
+
+fn gimp_canvas(ctx: &Ctx) -> Task {
+    let steps = vec![
         click("Image"),
         click("Canvas Size..."),
         // width and height are both named "Width": the first is the width. The dialog opens
@@ -900,26 +926,18 @@ fn gimp_canvas(ctx: &Ctx) -> Task {
             "CONTINUE",
         ),
         click("Resize"),
-    ]);
-    lines.extend(gimp_export_as(&out, "FINISH"));
-    lines.extend(gimp_png_options());
-    Task::new(
-        t,
-        lines,
-        Box::new(move |_| {
-            eventually(Duration::from_secs(10), || match png_size(&out)? {
-                (80, 20) => Ok(()),
-                other => Err(format!("the exported image is {other:?}, not 80x20")),
-            })
-        }),
+    ];
+    gimp_export_task(
+        ctx,
+        "Enlarge the canvas to 80 pixels wide in GIMP and export the image as PNG",
+        steps,
+        "canvas.png",
+        |out| png_sized(out, 80, 20),
     )
 }
 
 fn gimp_scale(ctx: &Ctx) -> Task {
-    let t = "Scale the image to 20 pixels wide in GIMP and export it as PNG";
-    let (mut lines, _) = gimp_on(ctx, t);
-    let out = ctx.path("scaled.png");
-    lines.extend([
+    let steps = vec![
         click("Image"),
         click("Scale Image..."),
         // the chain keeps the ratio: the height follows once the width is committed
@@ -932,53 +950,43 @@ fn gimp_scale(ctx: &Ctx) -> Task {
             "CONTINUE",
         ),
         click("Scale"),
-    ]);
-    lines.extend(gimp_export_as(&out, "FINISH"));
-    lines.extend(gimp_png_options());
-    Task::new(
-        t,
-        lines,
-        Box::new(move |_| {
-            eventually(Duration::from_secs(10), || match png_size(&out)? {
-                (20, 10) => Ok(()),
-                other => Err(format!("the exported image is {other:?}, not 20x10")),
-            })
-        }),
+    ];
+    gimp_export_task(
+        ctx,
+        "Scale the image to 20 pixels wide in GIMP and export it as PNG",
+        steps,
+        "scaled.png",
+        |out| png_sized(out, 20, 10),
     )
 }
 
 fn gimp_flip_export(ctx: &Ctx) -> Task {
-    let t = "Flip the image horizontally in GIMP and export it as PNG";
-    let (mut lines, _) = gimp_on(ctx, t);
-    let out = ctx.path("flipped.png");
-    lines.extend([
+    let steps = vec![
         click("Image"),
         click("Transform"),
         click("Flip Horizontally"),
-    ]);
-    lines.extend(gimp_export_as(&out, "FINISH"));
-    lines.extend(gimp_png_options());
-    Task::new(
-        t,
-        lines,
-        Box::new(move |_| {
-            eventually(Duration::from_secs(10), || {
-                let file = std::fs::File::open(&out)
-                    .map_err(|e| format!("{} is not there: {e}", out.display()))?;
-                let mut decoder = png::Decoder::new(std::io::BufReader::new(file));
-                decoder.set_transformations(png::Transformations::EXPAND);
-                let mut reader = decoder.read_info().map_err(|e| e.to_string())?;
-                let mut buf = vec![0; reader.output_buffer_size()];
-                let info = reader.next_frame(&mut buf).map_err(|e| e.to_string())?;
-                let ch = info.color_type.samples();
-                // the first pixel was red; flipped, it is blue
-                if buf[0] == 0 && buf[2] == 255 && ch >= 3 {
-                    Ok(())
-                } else {
-                    Err(format!("the first pixel is {:?}: not flipped", &buf[..3]))
-                }
-            })
-        }),
+    ];
+    gimp_export_task(
+        ctx,
+        "Flip the image horizontally in GIMP and export it as PNG",
+        steps,
+        "flipped.png",
+        |out| {
+            let file = std::fs::File::open(out)
+                .map_err(|e| format!("{} is not there: {e}", out.display()))?;
+            let mut decoder = png::Decoder::new(std::io::BufReader::new(file));
+            decoder.set_transformations(png::Transformations::EXPAND);
+            let mut reader = decoder.read_info().map_err(|e| e.to_string())?;
+            let mut buf = vec![0; reader.output_buffer_size()];
+            let info = reader.next_frame(&mut buf).map_err(|e| e.to_string())?;
+            let ch = info.color_type.samples();
+            // the first pixel was red; flipped, it is blue
+            if buf[0] == 0 && buf[2] == 255 && ch >= 3 {
+                Ok(())
+            } else {
+                Err(format!("the first pixel is {:?}: not flipped", &buf[..3]))
+            }
+        },
     )
 }
 
