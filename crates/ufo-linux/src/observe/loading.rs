@@ -232,6 +232,14 @@ pub(crate) fn page_missed(pages: usize, candidates: usize, on_screen: usize) -> 
     pages > 0 && candidates > 0 && on_screen == 0
 }
 
+/// Whether a read is taken once more because its walk stopped at its budget: only for a
+/// loaded page (a browser just started on it answers slowly for a while; the next walk of
+/// the same page is quick). A window without a page keeps its one read: a large office
+/// document or dialog cut by the budget would only be cut again.
+pub(crate) fn cut_page(pages: usize, walk_cut: bool) -> bool {
+    pages > 0 && walk_cut
+}
+
 /// What is known of a window's nodes for the look (found once, kept per X window).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Probe {
@@ -917,6 +925,13 @@ mod tests {
             decide(&loaded, BOUND, BOUND, seen(100, false)),
             LoadDecision::Ready
         );
+    }
+
+    #[test]
+    fn only_a_loaded_page_cut_by_the_walk_budget_is_read_again() {
+        assert!(cut_page(1, true));
+        assert!(!cut_page(1, false));
+        assert!(!cut_page(0, true));
     }
 
     #[test]

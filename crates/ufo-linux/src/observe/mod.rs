@@ -194,6 +194,8 @@ pub struct ObservationStats {
     pub repeats: usize,
     /// Nodes read live more than once by the walk: 0 (the walk reads each node once).
     pub read_twice: usize,
+    /// The walk stopped at its budget (time or nodes): the read may lack controls.
+    pub walk_cut: bool,
     /// Nodes inside the window's web documents (0: the page shows nothing to accessibility).
     pub document_nodes: usize,
     /// Candidate controls inside the window's web documents, and how many of them were on
@@ -296,6 +298,17 @@ impl LinuxDesktop {
             rereads += 1;
             tracing::debug!(rereads, "the loaded page is not in the read: reading again");
             tokio::time::sleep(loading::PAGE_REREAD_PAUSE).await;
+            located = self.locate(window_id).await?;
+            read = self.read_located(&located, with_actions).await;
+            load_wait = t0.elapsed();
+        }
+        // a loaded page whose walk stopped at its budget (a browser just started on its page
+        // still answers slowly: Firefox's first walk of `about:preferences` took over 3 s
+        // under load, its next one 0.6 s): read once more, within the load wait
+        if loading::cut_page(load.pages, read.1.stats.walk_cut)
+            && t0.elapsed() < self.config.load_wait
+        {
+            tracing::debug!("the walk of a loaded page stopped at its budget: reading again");
             located = self.locate(window_id).await?;
             read = self.read_located(&located, with_actions).await;
             load_wait = t0.elapsed();
@@ -705,6 +718,7 @@ impl LinuxDesktop {
         stats.walked |= walk.walked;
         stats.repeats += walk.repeats;
         stats.read_twice += walk.read_twice;
+        stats.walk_cut |= walk.cut;
         if let Some(count) = kept_count {
             self.kept.keep(bus, count, tree);
         }
@@ -1003,6 +1017,7 @@ impl LinuxDesktop {
             walked: true,
             repeats: w.repeats,
             read_twice: w.reads.values().filter(|&&n| n > 1).count(),
+            cut: w.cut,
         };
         w.report(warnings, self.config.walk_budget);
         outcome
@@ -1375,6 +1390,8 @@ pub(crate) struct WalkOutcome {
     pub repeats: usize,
     /// Nodes read live more than once (0).
     pub read_twice: usize,
+    /// It stopped at its budget.
+    pub cut: bool,
 }
 
 /// The kinds of live read the walk makes of a node.
