@@ -160,7 +160,7 @@ impl Learned {
 
 /// Longest time between two frames of one transition (GTK draws one every 16 ms; a busy
 /// machine skips some).
-const FRAME_GAP: Duration = Duration::from_millis(50);
+pub(crate) const FRAME_GAP: Duration = Duration::from_millis(50);
 /// Largest transition, per side: a button or an icon fading or pulsing. A larger region
 /// redrawn frame after frame (a page being laid out, a video) is content.
 const TRANSITION_SIDE: u32 = 160;

@@ -41,6 +41,8 @@ struct Run {
     prefetched: Option<Made>,
     /// the time of the last window event followed
     structure_seen: Option<Duration>,
+    /// a "nothing changed" was checked against the application's own answer
+    late_checked: bool,
 }
 
 impl LinuxDesktop {
@@ -172,6 +174,7 @@ impl LinuxDesktop {
                     prefetches: 0,
                     prefetched: None,
                     structure_seen: None,
+                    late_checked: false,
                 };
                 self.settle_on_events(xid, w, key, run, probe).await
             }
@@ -228,6 +231,16 @@ impl LinuxDesktop {
                     tokio::time::sleep(d.min(run.poll)).await
                 }
                 Decision::Settled { changed } => {
+                    // no change within the learned bound: the application may be slow to
+                    // redraw (a loaded machine), not idle
+                    if !changed && !run.late_checked && since.elapsed() < max {
+                        run.late_checked = true;
+                        if let Some(probe) = probe {
+                            if self.redrew_late(w, probe, &mut run).await {
+                                continue;
+                            }
+                        }
+                    }
                     if let Some(probe) = probe {
                         self.wait_for_handler(w, probe, since, max, run.poll).await;
                     }
@@ -370,6 +383,30 @@ impl LinuxDesktop {
                 tokio::time::sleep(poll).await;
             }
         }
+    }
+
+    /// A step of [`Self::settle_on_events`] when no change came within the learned bound:
+    /// a round trip to the application is answered from its main loop once the action's
+    /// handler is done, and the toolkit draws what the handler changed at its next frame;
+    /// after both, a redraw that changed the window's content means the action did change
+    /// it (a loaded machine made gnome-calculator's "=" redraw after the bound). Whether it
+    /// did; the settle then goes on until quiet.
+    async fn redrew_late(&self, w: &ChangeWatch, (bus, path): (&str, &str), run: &mut Run) -> bool {
+        let left = run.params.max.saturating_sub(run.since.elapsed());
+        let _ = tokio::time::timeout(
+            left,
+            self.bus
+                .call::<_, Vec<u32>>(bus, path, "org.a11y.atspi.Accessible", "GetState", &()),
+        )
+        .await;
+        tokio::time::sleep(super::settle::FRAME_GAP.min(left)).await;
+        let (redraws, _, _) = w.activity_since(run.since);
+        if redraws <= run.seen {
+            return false;
+        }
+        run.seen = redraws;
+        self.look_again(run).await;
+        run.first.is_some()
     }
 
     /// A step of [`Self::settle_on_events`] once settled: the action closed the dialog it
