@@ -55,16 +55,17 @@ impl LinuxDesktop {
     /// The centre of a control when an XTEST click there reaches it: the control is showing
     /// and visible with a sensible size, its centre is on the screen and inside its window,
     /// and the X hit test at that point finds its window on top (no other window, dialog or
-    /// menu covers it). `None` sends the click through the control's AT-SPI action.
+    /// menu covers it). `None` sends the click through the control's AT-SPI action, as for
+    /// every control of a dialog (`in_dialog`, see `perform`).
     pub(crate) async fn uncovered_centre(
         &self,
         xid: u32,
         c: &crate::observe::controls::CtlInfo,
+        in_dialog: bool,
     ) -> Option<(i32, i32)> {
         use crate::a11y::vocab::{iface, state};
-        // (a dialog's controls keep their AT-SPI action, see `perform`)
         if !self.config.xtest_clicks
-            || (c.window != 0 && c.window != xid)
+            || in_dialog
             || c.ifaces & iface::COMPONENT == 0
             // (the application's cache leaves SHOWING out; the hit test below stands for it)
             || c.states & state::VISIBLE == 0
@@ -79,10 +80,6 @@ impl LinuxDesktop {
         );
         let target = if c.window != 0 { c.window } else { xid };
         self.x11(move |xx| {
-            // (a dialog observed on its own too: see `perform`)
-            if owner_of(xx, xid)?.is_some() {
-                return Ok(false);
-            }
             let on_screen =
                 x >= 0 && y >= 0 && (x as u32) < xx.screen_w && (y as u32) < xx.screen_h;
             let inside = xx.window_info(target)?.is_some_and(|w| {
@@ -351,7 +348,9 @@ impl LinuxDesktop {
             self.settle_start(watched, clicked).await
         };
         self.settling.lock().last_window = Some(xid);
-        let result = self.run_action(xid, window, ctl.as_ref(), action).await?;
+        let result = self
+            .run_action(xid, window, ctl.as_ref(), action, in_dialog)
+            .await?;
         if !matches!(action, UiAction::ReadText) {
             let probe = ctl.as_ref().map(|c| (c.bus.as_str(), c.path.as_str()));
             self.settle_after(watched, start, probe).await;
@@ -369,12 +368,15 @@ impl LinuxDesktop {
         window: &str,
         ctl: Option<&CtlInfo>,
         action: &UiAction,
+        in_dialog: bool,
     ) -> Result<String, LinuxError> {
         let need = || {
             ctl.ok_or_else(|| LinuxError::Unsupported(format!("{} needs a control", action.name())))
         };
         match action {
-            UiAction::Click { button, double } => self.click(xid, need()?, *button, *double).await,
+            UiAction::Click { button, double } => {
+                self.click(xid, need()?, *button, *double, in_dialog).await
+            }
             UiAction::ClickAt { x, y } => self.click_at(xid, window, *x, *y).await,
             UiAction::SetText { text } => self.set_text(xid, need()?, text).await,
             UiAction::TypeKeys { keys } => {
@@ -410,11 +412,12 @@ impl LinuxDesktop {
         c: &CtlInfo,
         button: Button,
         double: bool,
+        in_dialog: bool,
     ) -> Result<String, LinuxError> {
         if matches!(button, Button::Left) && !double {
             // the fastest correct input: XTEST at the centre of a control nothing
             // covers (its effect shows in milliseconds), else the AT-SPI action
-            if let Some((x, y)) = self.uncovered_centre(xid, c).await {
+            if let Some((x, y)) = self.uncovered_centre(xid, c, in_dialog).await {
                 self.settling.lock().last_input = crate::act::settle::Input::Xtest;
                 self.xclick(xid, x, y, 1, 1).await?;
                 return Ok(format!("clicked {:?} at {x},{y}", c.name));
