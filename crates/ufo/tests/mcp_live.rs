@@ -237,21 +237,20 @@ fn act_on_a_disabled_control_fails_with_is_disabled_on_writer() {
     std::fs::create_dir_all(&home).expect("home");
     let token = format!("ufo-disabled-{}", std::process::id());
     let profile = tmp.path().join(&token);
+    // the profile argument marks this Writer's processes: the guard ends them by it
+    let marker = format!("-env:UserInstallation=file://{}", profile.display());
     let child = Command::new("soffice")
         .arg("--writer")
         .arg("--norestore")
         .arg("--nologo")
-        .arg(format!(
-            "-env:UserInstallation=file://{}",
-            profile.display()
-        ))
+        .arg(&marker)
         .env("HOME", &home)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("soffice starts");
-    let _app = ProcessGuard::new(token, Some(child));
+    let _app = ProcessGuard::new(marker, Some(child));
     let mut server = Server::start(&home);
     let listing = server.observe_until("Writer", "\"name\":\"Undo\"", Duration::from_secs(120));
     let observed: Value = serde_json::from_str(&listing).expect("observation is JSON");
