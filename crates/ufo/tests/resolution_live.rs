@@ -1,7 +1,8 @@
-//! `ufo mcp serve` on the live desktop (README "Control resolution"): `act` with `name: "1"`
-//! clicks KCalc's button "1" (a name made of digits is a name, not a label), read back off
-//! ufo through pyatspi; a click on LibreOffice Writer's toolbar "Undo", disabled in a fresh
-//! document, fails with "is disabled" and the button is still disabled afterwards.
+//! Control resolution on the live desktop (README "Control resolution"), through `ufo mcp serve`
+//! and a scripted `ufo run --desktop live`: `act` with `name: "1"` clicks KCalc's button "1" (a
+//! name made of digits is a name, not a label), read back off ufo through pyatspi; a click on
+//! LibreOffice Writer's toolbar "Undo" or "Paste", disabled in a fresh document with an empty
+//! clipboard, fails with "is disabled", asks no CONFIRM, and the button is still disabled.
 
 mod common;
 
@@ -13,7 +14,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use ufo_desktop::testing::script::{app, host_assign, host_finish, line, write_script};
 use ufo_desktop::testing::{require_live, ProcessGuard};
+
+use common::{live_run_args, ufo_live};
 
 /// One live application at a time: the tests share the desktop.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -175,6 +179,25 @@ while time.time() < end:
 print(seen)
 "#;
 
+/// A fresh LibreOffice Writer of its own profile (under `dir`), ended when the guard drops.
+fn start_writer(dir: &Path, home: &Path) -> ProcessGuard {
+    let profile = dir.join(format!("ufo-disabled-{}", std::process::id()));
+    // the profile argument marks this Writer's processes: the guard ends them by it
+    let marker = format!("-env:UserInstallation=file://{}", profile.display());
+    let child = Command::new("soffice")
+        .arg("--writer")
+        .arg("--norestore")
+        .arg("--nologo")
+        .arg(&marker)
+        .env("HOME", home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("soffice starts");
+    ProcessGuard::new(marker, Some(child))
+}
+
 fn python(script: &str, args: &[&str]) -> String {
     let out = Command::new("/usr/bin/python3")
         .arg("-c")
@@ -235,22 +258,7 @@ fn act_on_a_disabled_control_fails_with_is_disabled_on_writer() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let home = tmp.path().join("home");
     std::fs::create_dir_all(&home).expect("home");
-    let token = format!("ufo-disabled-{}", std::process::id());
-    let profile = tmp.path().join(&token);
-    // the profile argument marks this Writer's processes: the guard ends them by it
-    let marker = format!("-env:UserInstallation=file://{}", profile.display());
-    let child = Command::new("soffice")
-        .arg("--writer")
-        .arg("--norestore")
-        .arg("--nologo")
-        .arg(&marker)
-        .env("HOME", &home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("soffice starts");
-    let _app = ProcessGuard::new(marker, Some(child));
+    let _app = start_writer(tmp.path(), &home);
     let mut server = Server::start(&home);
     let listing = server.observe_until("Writer", "\"name\":\"Undo\"", Duration::from_secs(120));
     let observed: Value = serde_json::from_str(&listing).expect("observation is JSON");
@@ -271,4 +279,83 @@ fn act_on_a_disabled_control_fails_with_is_disabled_on_writer() {
     assert!(err, "a click on the disabled Undo was not refused: {text}");
     assert!(text.contains("is disabled"), "{text}");
     assert_eq!(python(SOFFICE_BUTTON, &["Undo", "disabled"]), "disabled");
+}
+
+/// Issue 24, item 5, through the AppAgent: a scripted model answers CONFIRM for a click on
+/// Writer's disabled toolbar "Paste" (copied as its line); the step fails with "is disabled",
+/// no CONFIRM is entered (with `--confirm no` a CONFIRM would end the subtask rejected), and
+/// the button is still disabled (pyatspi).
+#[test]
+fn a_scripted_run_asks_no_confirm_for_a_disabled_control_on_writer() {
+    if !require_live("a_scripted_run_asks_no_confirm_for_a_disabled_control_on_writer") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let _app = start_writer(tmp.path(), &home);
+    // the window is up and its Paste listed before the run starts
+    let mut server = Server::start(&home);
+    let listing = server.observe_until("Writer", "\"name\":\"Paste\"", Duration::from_secs(120));
+    drop(server);
+    let observed: Value = serde_json::from_str(&listing).expect("observation is JSON");
+    let paste = observed["controls"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["name"] == "Paste"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        paste["enabled"], false,
+        "Paste is not observed as disabled: {paste}"
+    );
+    let role = paste["role"].as_str().unwrap_or("button").to_string();
+    let lines = [
+        host_assign("Paste the clipboard", "LibreOffice Writer"),
+        line(
+            "app",
+            app(
+                &format!("[99] {role} \"Paste\""),
+                "",
+                "click",
+                json!({}),
+                "CONFIRM",
+            ),
+            &[],
+        ),
+        line(
+            "app",
+            app("", "", "", json!({}), "FINISH"),
+            &["is disabled"],
+        ),
+        host_finish(),
+    ];
+    let script = write_script(tmp.path(), &lines);
+    let out = tmp.path().join("out");
+    let run = ufo_live(
+        &home,
+        &live_run_args(&script, &out, &["--confirm", "no", "Paste the clipboard"]),
+        &[],
+    );
+    let events = std::fs::read_to_string(out.join("events.jsonl")).unwrap_or_default();
+    let log = format!("{}\n{events}", String::from_utf8_lossy(&run.stderr));
+    assert_eq!(run.status.code(), Some(0), "{log}");
+    let steps: Vec<Value> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "step")
+        .collect();
+    assert!(
+        !steps.iter().any(
+            |st| st["role"] == "app" && (st["state"] == "CONFIRM" || st["status"] == "CONFIRM")
+        ),
+        "a CONFIRM was entered for a disabled control\n{log}"
+    );
+    assert!(
+        steps.iter().any(|st| st["result"]
+            .as_str()
+            .is_some_and(|r| r.contains("\"Paste\" is disabled"))),
+        "{log}"
+    );
+    assert_eq!(python(SOFFICE_BUTTON, &["Paste", "disabled"]), "disabled");
 }
