@@ -310,8 +310,13 @@ fn a_scripted_run_asks_no_confirm_for_a_disabled_control_on_writer() {
         "Paste is not observed as disabled: {paste}"
     );
     let role = paste["role"].as_str().unwrap_or("button").to_string();
+    let window_id = observed["window"]["id"]
+        .as_str()
+        .expect("the observation names its window")
+        .to_string();
     let lines = [
-        host_assign("Paste the clipboard", "LibreOffice Writer"),
+        // by the window's id: a name like "LibreOffice Writer" would launch another Writer
+        host_assign("Paste the clipboard", &window_id),
         line(
             "app",
             app(
