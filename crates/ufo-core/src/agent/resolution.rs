@@ -336,8 +336,8 @@ pub fn refuse_disabled(
     };
     (acts && !c.enabled).then(|| {
         format!(
-            "action failed: control {shown}{} \"{}\" is disabled (it takes no {} now); nothing \
-             was done; enable it first or pick another control",
+            "action failed: control is disabled: {shown}{} \"{}\" takes no {} now; nothing was \
+             done; enable it first or pick another control",
             c.role,
             c.name,
             action.name()
@@ -961,7 +961,10 @@ mod tests {
         paste.enabled = false;
         let click = UiAction::parse("click", &serde_json::json!({})).expect("click");
         let msg = refuse_disabled(&click, &paste, "4").expect("refused");
-        assert!(msg.contains("[4] menu item \"Paste\" is disabled"), "{msg}");
+        assert!(
+            msg.contains("control is disabled: [4] menu item \"Paste\""),
+            "{msg}"
+        );
         assert!(msg.starts_with("action failed"), "{msg}");
         assert_eq!(refuse_disabled(&UiAction::ReadText, &paste, "4"), None);
         paste.enabled = true;
