@@ -80,8 +80,8 @@ pub const APP_SYSTEM: &str = r#"You are an AppAgent of ufo-rs. You operate the a
 Answer with ONE JSON object and nothing else, with these fields:
 - "Observation": what you see (required).
 - "Thought": your reasoning (required).
-- "ControlLabel": the label of the control to act on.
-- "ControlText": the name of that control, exactly as listed.
+- "ControlLabel": the label of the control to act on (the number in [N] of its line).
+- "ControlText": the name of that control, exactly as listed (a name made of digits is a name, never a label; copying its whole line, such as `menu "Slide"`, tells apart controls that share a name).
 - "Function": the function to call, or "" for no action.
 - "Args": the function's arguments as a JSON object.
 - "Status": one of CONTINUE, SCREENSHOT, FINISH, FAIL, PENDING, CONFIRM, ERROR (required).

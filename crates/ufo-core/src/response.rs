@@ -261,4 +261,43 @@ mod tests {
         .expect("valid");
         assert_eq!(r.args["text"], "x");
     }
+
+    /// ControlLabel and ControlText stay apart: digits in ControlText are a name (KCalc's
+    /// button "1"), a number in ControlLabel a label, in every answer and every action of a
+    /// list.
+    #[test]
+    fn control_label_and_control_text_are_never_mixed() {
+        let r = AppResponse::parse(
+            r#"{"Observation":"o","Thought":"t","ControlText":1,"Function":"click",
+                "Status":"CONTINUE","Actions":[{"ControlText":"3","Function":"click"},
+                {"ControlLabel":4,"Function":"click"}]}"#,
+        )
+        .expect("valid");
+        assert_eq!(
+            (r.control_label.as_str(), r.control_text.as_str()),
+            ("", "1")
+        );
+        assert_eq!(
+            (
+                r.actions[0].control_label.as_str(),
+                r.actions[0].control_text.as_str()
+            ),
+            ("", "3")
+        );
+        assert_eq!(
+            (
+                r.actions[1].control_label.as_str(),
+                r.actions[1].control_text.as_str()
+            ),
+            ("4", "")
+        );
+        let h = HostResponse::parse(
+            r#"{"Observation":"o","Thought":"t","ControlText":"2","Status":"ASSIGN"}"#,
+        )
+        .expect("valid");
+        assert_eq!(
+            (h.control_label.as_str(), h.control_text.as_str()),
+            ("", "2")
+        );
+    }
 }

@@ -22,8 +22,8 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWrite
 use tokio::sync::mpsc;
 use ufo_core::agent::app::cell_of_table;
 use ufo_core::agent::{
-    ambiguous_windows_message, resolve_control, resolve_window, unresolved_message, Unresolved,
-    WindowKey, WindowUnresolved,
+    ambiguous_windows_message, refuse_disabled, resolve_control, resolve_window,
+    unresolved_message, Unresolved, WindowKey, WindowUnresolved,
 };
 use ufo_core::{Control, Desktop, UiAction, WindowInfo, WindowObservation};
 
@@ -106,7 +106,9 @@ impl DesktopServer {
             _ => Arc::new(Map::new()),
         };
         let window = json!({"type": "string", "description": "window id, title (or part of it), or application name (from list_windows)"});
-        let control = json!({"type": "string", "description": "control label number (from observe_window), id, or name"});
+        let control = json!({"type": "string", "description": "kept for compatibility: a label number when it is all digits, else the control's id or name; prefer `label` or `name`, which never mix (a button named \"1\" is `name: \"1\"`)"});
+        let label = json!({"type": "integer", "minimum": 1, "description": "the control's label number in the last observe_window of this window"});
+        let name = json!({"type": "string", "description": "the control's name, or its entry copied as `role \"name\"` (e.g. `menu \"Slide\"`); always a name, even when made of digits"});
         vec![
             Tool::new(
                 "list_windows",
@@ -120,16 +122,18 @@ impl DesktopServer {
             ),
             Tool::new(
                 "act",
-                format!("Run a GUI function on a control of a window: click {{button, double}}, set_text {{text}}, type_keys {{keys}}, scroll {{direction, amount}}, select {{item}}, read_text, focus, click_at {{x, y}} (no control).{gate}"),
-                obj(json!({"type": "object", "properties": {"window": window, "control": control,
+                format!("Run a GUI function on a control of a window, named by `label` (its number in observe_window) and/or `name` (its name; digits are a name): click {{button, double}}, set_text {{text}}, type_keys {{keys}}, scroll {{direction, amount}}, select {{item}}, read_text, focus, click_at {{x, y}} (no control).{gate}"),
+                obj(json!({"type": "object", "properties": {"window": window, "label": label,
+                    "name": name, "control": control,
                     "function": {"type": "string"}, "args": {"type": "object"}},
                     "required": ["window", "function"]})),
             ),
             Tool::new(
                 "type_text",
-                format!("Type text into a control of a window (keys like {{ENTER}} and chords like {{ctrl+s}} are understood).{gate}"),
-                obj(json!({"type": "object", "properties": {"window": window, "control": control,
-                    "text": {"type": "string"}}, "required": ["window", "control", "text"]})),
+                format!("Type text into a control of a window, named by `label` and/or `name` (or `control`) (keys like {{ENTER}} and chords like {{ctrl+s}} are understood).{gate}"),
+                obj(json!({"type": "object", "properties": {"window": window, "label": label,
+                    "name": name, "control": control,
+                    "text": {"type": "string"}}, "required": ["window", "text"]})),
             ),
             Tool::new(
                 "launch_app",
@@ -176,17 +180,17 @@ impl DesktopServer {
                     .cloned()
                     .unwrap_or(Value::Object(Map::new()));
                 let action = UiAction::parse(function, &fargs).map_err(ToolCallError::Invalid)?;
-                let control = match args.get("control").and_then(Value::as_str) {
-                    Some(c) if action.needs_control() => {
-                        Some(self.control(&w, c, action.name()).await?)
-                    }
-                    _ if action.needs_control() => {
-                        return Err(ToolCallError::Invalid(format!(
-                            "{} needs a control; pass `control`",
+                let control = if action.needs_control() {
+                    let wanted = Wanted::from_args(args)?.ok_or_else(|| {
+                        ToolCallError::Invalid(format!(
+                            "{} needs a control; pass `label` (its number in observe_window) \
+                             or `name`",
                             action.name()
-                        )))
-                    }
-                    _ => None,
+                        ))
+                    })?;
+                    Some(self.control(&w, &wanted, &action).await?)
+                } else {
+                    None
                 };
                 let r = d.act(&w.id, control.as_deref(), &action).await?;
                 Ok(vec![Content::text(if r.is_empty() {
@@ -197,12 +201,17 @@ impl DesktopServer {
             }
             "type_text" => {
                 let w = self.window(str_arg(args, "window")?).await?;
-                let control = self
-                    .control(&w, str_arg(args, "control")?, "type_keys")
-                    .await?;
                 let action = UiAction::TypeKeys {
                     keys: str_arg(args, "text")?.to_string(),
                 };
+                let wanted = Wanted::from_args(args)?.ok_or_else(|| {
+                    ToolCallError::Invalid(
+                        "type_text needs a control; pass `label` (its number in \
+                         observe_window) or `name`"
+                            .into(),
+                    )
+                })?;
+                let control = self.control(&w, &wanted, &action).await?;
                 let r = d.act(&w.id, Some(&control), &action).await?;
                 Ok(vec![Content::text(if r.is_empty() {
                     "ok".into()
@@ -247,13 +256,15 @@ impl DesktopServer {
         }
     }
 
-    /// A control's id by label number, id, or name, resolved (for `function`) against the
-    /// last observation returned for the window; a window not observed yet is observed now.
+    /// The id of the control `wanted` names, resolved for `action` against the last
+    /// observation returned for the window (a window not observed yet is observed now), by
+    /// the agents' rule (README "Control resolution"). A control observed as disabled is
+    /// refused for an action that needs it enabled.
     async fn control(
         &self,
         w: &WindowInfo,
-        wanted: &str,
-        function: &str,
+        wanted: &Wanted,
+        action: &UiAction,
     ) -> Result<String, ToolCallError> {
         let known = self.seen.lock().ok().and_then(|s| s.get(&w.id).cloned());
         let controls = match known {
@@ -264,28 +275,100 @@ impl DesktopServer {
                 obs.controls
             }
         };
-        if let Some(c) = controls.iter().find(|c| c.id == wanted) {
-            return Ok(c.id.clone());
-        }
-        let label = if wanted.trim().parse::<usize>().is_ok() {
-            wanted
-        } else {
-            ""
+        let function = action.name();
+        let (label, text) = wanted.label_and_text();
+        // the old `control` may be the control's id
+        let by_id = match wanted {
+            Wanted::Control(c) => controls.iter().position(|x| x.id == *c),
+            Wanted::LabelName { .. } => None,
         };
-        let text = if label.is_empty() { wanted } else { "" };
-        match resolve_control(label, text, &controls, function) {
-            Ok(i) => Ok(controls[i].id.clone()),
+        let found = match by_id
+            .map(Ok)
+            .unwrap_or_else(|| resolve_control(&label, &text, &controls, function))
+        {
+            Ok(i) => (controls[i].clone(), (i + 1).to_string()),
             // a spreadsheet cell the observation does not list (an empty one), by its address
-            Err(Unresolved::NoMatch) if cell_of_table(text, &controls).is_some() => {
-                cell_of_table(text, &controls)
-                    .map(|c| c.id)
-                    .ok_or_else(|| ToolCallError::Invalid("no cell".to_string()))
+            Err(Unresolved::NoMatch) if cell_of_table(&text, &controls).is_some() => {
+                match cell_of_table(&text, &controls) {
+                    Some(c) => (c, String::new()),
+                    None => return Err(ToolCallError::Invalid("no cell".to_string())),
+                }
             }
-            Err(why) => Err(ToolCallError::Invalid(format!(
-                "{} (window {}; call observe_window for the labels)",
-                unresolved_message(&why, label, text, function, &controls),
+            Err(why) => {
+                return Err(ToolCallError::Invalid(format!(
+                    "{} (window {}; call observe_window for the labels)",
+                    unresolved_message(&why, &label, &text, function, &controls),
+                    w.title
+                )))
+            }
+        };
+        let (control, label) = found;
+        if let Some(why) = refuse_disabled(action, &control, &label) {
+            return Err(ToolCallError::Invalid(format!(
+                "{why} (window {}; call observe_window to see its state now)",
                 w.title
-            ))),
+            )));
+        }
+        Ok(control.id)
+    }
+}
+
+/// Which control a tool call names: `label` (a number) and `name` (always a name), or the
+/// older `control` (a label when it is all digits, else an id or a name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Wanted {
+    /// `label` and/or `name`.
+    LabelName {
+        /// The label number, when given.
+        label: Option<u64>,
+        /// The name, when given.
+        name: Option<String>,
+    },
+    /// `control`, with its compatible meaning.
+    Control(String),
+}
+
+impl Wanted {
+    /// Read `label`, `name` and `control` from a tool call's arguments; `None` when none is
+    /// given. A `label` must be a positive whole number (or a string of digits).
+    fn from_args(args: &Map<String, Value>) -> Result<Option<Self>, ToolCallError> {
+        let label = match args.get("label") {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n >= 1) => n.as_u64(),
+            Some(Value::String(s)) if s.trim().parse::<u64>().is_ok_and(|n| n >= 1) => {
+                s.trim().parse::<u64>().ok()
+            }
+            Some(other) => {
+                return Err(ToolCallError::Invalid(format!(
+                    "`label` must be a control's label number from observe_window (1, 2, ...), \
+                     not {other}; pass a name as `name`"
+                )))
+            }
+        };
+        let name = match args.get("name") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(other) => Some(other.to_string()),
+        };
+        if label.is_some() || name.is_some() {
+            return Ok(Some(Wanted::LabelName { label, name }));
+        }
+        Ok(args
+            .get("control")
+            .and_then(Value::as_str)
+            .map(|c| Wanted::Control(c.to_string())))
+    }
+
+    /// The `ControlLabel` and `ControlText` the agents' resolution gets: a name is never
+    /// turned into a label; the old `control` is a label when it is all digits.
+    fn label_and_text(&self) -> (String, String) {
+        match self {
+            Wanted::LabelName { label, name } => (
+                label.map(|n| n.to_string()).unwrap_or_default(),
+                name.clone().unwrap_or_default(),
+            ),
+            Wanted::Control(c) if c.trim().parse::<usize>().is_ok() => (c.clone(), String::new()),
+            Wanted::Control(c) => (String::new(), c.clone()),
         }
     }
 }

@@ -94,3 +94,97 @@ async fn a_shared_name_resolves_by_role_or_fails_listing_candidates() {
     assert!(err.contains("matches 2 controls"), "{err}");
     assert!(err.contains("button \"Save\""), "{err}");
 }
+
+fn calculator() -> Arc<SimDesktop> {
+    Arc::new(
+        SimDesktop::from_json_str(
+            r#"{"apps": [{"name": "KCalc", "controls": [
+                {"id": "file", "role": "menu", "name": "File"},
+                {"id": "settings", "role": "menu", "name": "Settings"},
+                {"id": "one", "role": "push button", "name": "1"},
+                {"id": "three", "role": "push button", "name": "3"},
+                {"id": "undo", "role": "push button", "name": "Undo", "enabled": false}]}]}"#,
+        )
+        .expect("scenario loads"),
+    )
+}
+
+fn acted(sim: &SimDesktop) -> Vec<String> {
+    sim.actions()
+        .into_iter()
+        .filter_map(|a| match a {
+            ActionRecord::Ui { control, .. } => control,
+            _ => None,
+        })
+        .collect()
+}
+
+/// `name` is always a name (a button called "1" is clicked, not label 1), `label` always a
+/// label number; `control` keeps its old meaning (digits are a label).
+#[tokio::test]
+async fn name_and_label_are_separate_arguments_and_control_keeps_its_meaning() {
+    let sim = calculator();
+    let server = DesktopServer::new(sim.clone(), true);
+    for call in [
+        json!({"window": "KCalc", "name": "1", "function": "click"}),
+        json!({"window": "KCalc", "name": "3", "function": "click"}),
+        json!({"window": "KCalc", "label": 2, "function": "click"}),
+        json!({"window": "KCalc", "label": 4, "name": "3", "function": "click"}),
+        json!({"window": "KCalc", "control": "1", "function": "click"}),
+        json!({"window": "KCalc", "name": "push button \"1\"", "function": "click"}),
+    ] {
+        server
+            .run_tool("act", &args(call.clone()))
+            .await
+            .unwrap_or_else(|e| panic!("{call}: {e}"));
+    }
+    assert_eq!(
+        acted(&sim),
+        ["one", "three", "settings", "three", "file", "one"]
+    );
+    // a label that is not a number is refused, not taken for a name
+    let err = server
+        .run_tool(
+            "act",
+            &args(json!({"window": "KCalc", "label": "one", "function": "click"})),
+        )
+        .await
+        .expect_err("label must be a number")
+        .to_string();
+    assert!(err.contains("label"), "{err}");
+    // the tool schema offers both
+    let act = server
+        .tools()
+        .into_iter()
+        .find(|t| t.name == "act")
+        .expect("act tool");
+    let props = &act.input_schema["properties"];
+    assert_eq!(props["label"]["type"], "integer", "{props}");
+    assert_eq!(props["name"]["type"], "string", "{props}");
+    assert!(
+        props["control"]["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("label")),
+        "{props}"
+    );
+}
+
+/// A click on a control observed as disabled fails with "is disabled" and never reaches the
+/// desktop.
+#[tokio::test]
+async fn a_disabled_control_is_refused_before_the_desktop_is_asked() {
+    let sim = calculator();
+    let server = DesktopServer::new(sim.clone(), true);
+    let err = server
+        .run_tool(
+            "act",
+            &args(json!({"window": "KCalc", "name": "Undo", "function": "click"})),
+        )
+        .await
+        .expect_err("Undo is disabled")
+        .to_string();
+    assert!(err.contains("is disabled"), "{err}");
+    assert!(acted(&sim).is_empty(), "{:?}", sim.actions());
+    let sim_actions = sim.actions();
+    assert!(sim_actions.is_empty(), "{sim_actions:?}");
+}

@@ -47,3 +47,41 @@ fn the_label_wins_when_its_name_matches() {
         ("Terminal", "term", "type_keys", true),
     ]);
 }
+
+/// A ControlText copied from the control list (`menu "Slide"`, `[2] toggle button "Slide"`,
+/// any case, curly quotes, the value after it) resolves to exactly that control; a click on a
+/// name shared by a list item and a spin button means the item; a plain name that merely looks
+/// like a copied line, and a name made of digits, are names.
+#[test]
+fn a_copied_line_of_the_control_list_resolves_to_exactly_that_control() {
+    let run = run_scenario("resolve_copied_lines", &[]);
+    run.assert_code(0).assert_well_formed().assert_actions(&[
+        ("Impress", "slide_menu", "click", true),
+        ("Impress", "slide_toggle", "click", true),
+        ("Impress", "green_item", "click", true),
+        ("Impress", "green_item", "click", true),
+        ("Impress", "green_spin", "set_text", true),
+        ("Impress", "quoted", "click", true),
+        ("Impress", "one", "click", true),
+    ]);
+}
+
+/// A click on a control listed as disabled fails with "is disabled" before anything reaches
+/// the desktop, and a CONFIRM is not asked for it; an enabled control still works after.
+#[test]
+fn a_disabled_control_is_not_acted_on_and_not_confirmed() {
+    let run = run_scenario("resolve_disabled", &["--confirm", "yes"]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AC, AC, AFIN, HC, HFIN])
+        .assert_actions(&[("Writer", "bold", "click", true)]);
+    let steps = run.steps();
+    let disabled: Vec<String> = steps
+        .iter()
+        .map(|st| s(&st["result"]))
+        .filter(|r| r.contains("is disabled"))
+        .collect();
+    assert_eq!(disabled.len(), 2, "{disabled:?}\n{}", run.ctx());
+    assert!(disabled[0].contains("\"Paste\""), "{disabled:?}");
+    assert!(disabled[1].contains("\"Undo\""), "{disabled:?}");
+}

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use super::context::Cx;
 use super::follow::{WindowChange, WindowStack};
 use super::model::{ask_model, ModelCall};
-use super::resolution::{resolve_control, unresolved_message, Unresolved};
+use super::resolution::{refuse_disabled, resolve_control, unresolved_message, Unresolved};
 use super::subagent::{hand_back, AgentFactory, Assignment, Ending, Handoff, SubAgent};
 use super::subtask_log::{recent, SubtaskLog};
 use crate::action::{canonical_name, UiAction};
@@ -558,6 +558,12 @@ fn sensitive_reason(
     }
 }
 
+/// One control as the AppAgent prompt's control list gets it.
+fn prompt_control(label: usize, c: &Control) -> Value {
+    json!({"label": label, "role": c.role, "name": c.name, "value": c.value,
+           "enabled": c.enabled, "states": state_words(&c.states)})
+}
+
 /// The states a model sees beside a control (`focused`, `checked`, ...), in a fixed order.
 fn state_words(s: &crate::ports::ControlStates) -> Vec<&'static str> {
     [
@@ -621,6 +627,13 @@ fn plan(
             .unwrap_or_default(),
         None => String::new(),
     };
+    // A control listed as disabled: fail now, before any CONFIRM and before the desktop.
+    if let Some(why) = control
+        .as_ref()
+        .and_then(|c| refuse_disabled(&action, c, &label))
+    {
+        return Err(why);
+    }
     Ok(Planned::Ui {
         action,
         control,
@@ -926,10 +939,7 @@ impl AppStep<'_, '_> {
             .controls
             .iter()
             .enumerate()
-            .map(|(i, c)| {
-                json!({"label": i + 1, "role": c.role, "name": c.name, "value": c.value,
-                       "enabled": c.enabled, "states": state_words(&c.states)})
-            })
+            .map(|(i, c)| prompt_control(i + 1, c))
             .collect();
         let memory = recent(&self.agent.log.memory, svc.config.memory_in_prompt);
         let ctx = json!({
@@ -995,6 +1005,7 @@ impl AppStep<'_, '_> {
                     Ok(p) => list.push(p),
                     Err(e) => {
                         if list.is_empty() {
+                            self.nothing_to_confirm();
                             self.result = Some(format!("action 1 of the list: {e}"));
                             return;
                         }
@@ -1026,11 +1037,22 @@ impl AppStep<'_, '_> {
                     rec["executed"] = false.into();
                     self.report.action = Some(rec);
                 }
+                self.nothing_to_confirm();
                 self.result = Some(e);
                 return;
             }
         };
         self.carry_out(planned).await;
+    }
+
+    /// The answer's action could not be planned (no such control, a disabled one): a CONFIRM
+    /// has nothing to ask about, so the agent goes on in CONTINUE and the model hears why.
+    fn nothing_to_confirm(&mut self) {
+        if let Some(r) = self.response.as_mut() {
+            if r.status == AppStatus::Confirm {
+                r.status = AppStatus::Continue;
+            }
+        }
     }
 
     /// Drop the model's answer because the person took the desktop over (`input` says how):
@@ -1250,6 +1272,44 @@ mod tests {
         };
         assert_eq!(state_words(&s), ["focused", "editable"]);
         assert!(state_words(&Default::default()).is_empty());
+    }
+
+    /// The copied-line rule (README "Control resolution") reads the lines the built-in prompt
+    /// renders: `control_line` is that format.
+    #[test]
+    fn the_prompt_renders_control_lines_as_resolution_reads_them() {
+        let prompts = crate::prompt::Prompts::new(&Default::default()).expect("templates");
+        let mut a = Control {
+            id: "a".into(),
+            role: "spin button".into(),
+            name: "Green \"x\"".into(),
+            value: Some("3 \"q\"".into()),
+            rect: Default::default(),
+            enabled: false,
+            states: crate::ports::ControlStates {
+                focused: true,
+                editable: true,
+                ..Default::default()
+            },
+        };
+        let mut b = a.clone();
+        b.role = "menu".into();
+        b.name = "Slide".into();
+        b.value = None;
+        b.enabled = true;
+        b.states = Default::default();
+        a.id = "b".into();
+        let controls = [prompt_control(1, &a), prompt_control(2, &b)];
+        let text = prompts
+            .render("app_user", &json!({"controls": controls}))
+            .expect("renders");
+        for (i, c) in [&a, &b].into_iter().enumerate() {
+            let line = super::super::resolution::control_line(i + 1, c, &state_words(&c.states));
+            assert!(
+                text.contains(&format!("  {line}\n")),
+                "{line:?} not in\n{text}"
+            );
+        }
     }
 
     fn sheet_obs(controls: Vec<(&str, &str, &str)>) -> WindowObservation {

@@ -36,8 +36,9 @@ pub use follow::{same_application, WindowChange, WindowStack, MAX_FOLLOWED};
 pub use host::cache_key;
 pub use model::{ask_model, ModelCall};
 pub use resolution::{
-    ambiguous_windows_message, resolve, resolve_control, resolve_window, unresolved_message,
-    Unresolved, WindowFit, WindowKey, WindowUnresolved,
+    ambiguous_windows_message, control_line, refuse_disabled, resolve, resolve_control,
+    resolve_window, unresolved_message, CopiedLine, Unresolved, WindowFit, WindowKey,
+    WindowUnresolved,
 };
 pub use subagent::{hand_back, AgentFactory, AgentTarget, Assignment, Ending, Handoff, SubAgent};
 pub use subtask_log::{archive, recent, SubtaskLog};

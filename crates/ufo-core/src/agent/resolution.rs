@@ -72,6 +72,9 @@ const CLICKABLE: &[&str] = &[
     "page tab",
     "tab",
 ];
+/// Roles a click picks when no [`CLICKABLE`] one shares the name: an item of a list, tree or
+/// table (a click on "Green" shared by a list item and a spin button means the item).
+const CLICKABLE_ITEMS: &[&str] = &["list item", "tree item", "table cell", "cell", "icon"];
 /// Roles an item is selected in.
 const SELECTABLE: &[&str] = &[
     "combo box",
@@ -87,16 +90,124 @@ const SELECTABLE: &[&str] = &[
 
 /// The roles that fit a GUI function (canonical name), if the function prefers some.
 pub fn fitting_roles(function: &str) -> Option<&'static [&'static str]> {
+    role_tiers(function).first().copied()
+}
+
+/// The roles that fit a GUI function, in tiers: several name matches are narrowed to the
+/// first tier any of them is in.
+fn role_tiers(function: &str) -> &'static [&'static [&'static str]] {
     match function.trim().to_ascii_lowercase().as_str() {
         "set_text" | "type_keys" | "settext" | "typekeys" | "set_edit_text" | "keyboard_input" => {
-            Some(EDITABLE)
+            &[EDITABLE]
         }
-        "read_text" | "readtext" | "texts" => Some(READABLE),
-        "scroll" | "wheel_mouse_input" => Some(SCROLLABLE),
-        "click" | "click_input" | "double_click" => Some(CLICKABLE),
-        "select" | "select_item" => Some(SELECTABLE),
-        _ => None,
+        "read_text" | "readtext" | "texts" => &[READABLE],
+        "scroll" | "wheel_mouse_input" => &[SCROLLABLE],
+        "click" | "click_input" | "double_click" => &[CLICKABLE, CLICKABLE_ITEMS],
+        "select" | "select_item" => &[SELECTABLE],
+        _ => &[],
     }
+}
+
+/// A `ControlText` copied from the control list the model was shown: `[7] menu "Slide"`, the
+/// label optional, the role and name in any case, straight or curly quotes, and what the
+/// list shows after the name (` value: "3"`, ` (disabled)`, ` [focused]`) allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopiedLine<'t> {
+    /// The `[N]` label at its start, when there is one (as written, not checked).
+    pub label: Option<usize>,
+    /// The rest: the role, then the quoted name and what follows it.
+    body: &'t str,
+}
+
+/// Quotes a model may put around a copied name.
+const QUOTES: &[char] = &[
+    '"', '\u{201c}', '\u{201d}', '\u{201e}', '\'', '\u{2018}', '\u{2019}',
+];
+
+impl<'t> CopiedLine<'t> {
+    /// Read `text` as a copied line: `None` when it cannot be one (no quote after a word).
+    pub fn parse(text: &'t str) -> Option<Self> {
+        let text = text.trim();
+        let (label, body) = match text.strip_prefix('[') {
+            Some(rest) => {
+                let close = rest.find(']')?;
+                let n = rest[..close].trim().parse::<usize>().ok()?;
+                (Some(n), rest[close + 1..].trim_start())
+            }
+            None => (None, text),
+        };
+        let quote = body.find(QUOTES)?;
+        if body[..quote].trim().is_empty() {
+            return None;
+        }
+        Some(Self { label, body })
+    }
+
+    /// Whether this line names `c`: its role, white space, a quote, its name, a quote, then
+    /// nothing or what the list shows after a name. `Some((left, exact))`: how many bytes
+    /// were left after the closing quote (fewer is a longer, better match) and whether the
+    /// name's case is exact.
+    pub fn names(&self, c: &Control) -> Option<(usize, bool)> {
+        let role = c.role.trim();
+        let head = self.body.get(..role.len())?;
+        if role.is_empty() || !head.eq_ignore_ascii_case(role) {
+            return None;
+        }
+        let rest = &self.body[role.len()..];
+        let after_space = rest.trim_start();
+        if after_space.len() == rest.len() {
+            return None;
+        }
+        let mut chars = after_space.chars();
+        if !chars.next().is_some_and(|q| QUOTES.contains(&q)) {
+            return None;
+        }
+        let inner = chars.as_str().trim_start();
+        let name = c.name.trim();
+        let written = inner.get(..name.len())?;
+        let exact = written == name;
+        if !exact && written.to_lowercase() != name.to_lowercase() {
+            return None;
+        }
+        let after_name = inner[name.len()..].trim_start();
+        let mut chars = after_name.chars();
+        if !chars.next().is_some_and(|q| QUOTES.contains(&q)) {
+            return None;
+        }
+        let tail = chars.as_str();
+        trailer_fits(tail).then_some((tail.trim().len(), exact))
+    }
+}
+
+/// What may follow a copied name: nothing, or what the control list shows after a name
+/// (` value: ...`, ` (disabled)`, ` [states]`), or a closing punctuation mark.
+fn trailer_fits(tail: &str) -> bool {
+    let t = tail.trim_start();
+    if t.is_empty() || matches!(t, "." | "," | ";") {
+        return true;
+    }
+    tail.len() > t.len()
+        && (t.starts_with('(') || t.starts_with('[') || t.to_ascii_lowercase().starts_with("value"))
+}
+
+/// The line the control list shows the model for control `c` with label `label` (the
+/// built-in AppAgent prompt's format): `[N] role "name"`, then ` value: "..."` (JSON),
+/// ` (disabled)` and ` [states]` when there are some.
+pub fn control_line(label: usize, c: &Control, states: &[&str]) -> String {
+    let mut line = format!("[{label}] {} \"{}\"", c.role, c.name);
+    if let Some(v) = &c.value {
+        line.push_str(&format!(
+            " value: {}",
+            serde_json::to_string(v).unwrap_or_default()
+        ));
+    }
+    if !c.enabled {
+        line.push_str(" (disabled)");
+    }
+    if !states.is_empty() {
+        line.push_str(&format!(" [{}]", states.join(", ")));
+    }
+    line
 }
 
 /// Why no single control was found.
@@ -121,9 +232,10 @@ fn parse_label(label: &str, count: usize) -> Option<usize> {
 
 /// Find the index of the control a model means for `function` (README.md, "Control
 /// resolution"). The label picks the control when its name matches `text` (or `text` is
-/// empty). Otherwise `text` is matched against the names: exact matches, else
-/// case-insensitive ones; several are narrowed to those whose role fits the function, then to
-/// the focused one. More than one left is [`Unresolved::Ambiguous`].
+/// empty). Otherwise `text` is matched against the names exactly; then, read as a line copied
+/// from the control list (`[7] menu "Slide"`), against the roles and names; then against the
+/// names in any case. Several name matches are narrowed to those whose role fits the function,
+/// then to the focused one. More than one left is [`Unresolved::Ambiguous`].
 pub fn resolve_control(
     label: &str,
     text: &str,
@@ -131,7 +243,8 @@ pub fn resolve_control(
     function: &str,
 ) -> Result<usize, Unresolved> {
     let text = text.trim();
-    if let Some(i) = parse_label(label, controls.len()) {
+    let label = parse_label(label, controls.len());
+    if let Some(i) = label {
         if text.is_empty() || controls[i].name.trim().eq_ignore_ascii_case(text) {
             return Ok(i);
         }
@@ -139,22 +252,104 @@ pub fn resolve_control(
     if text.is_empty() {
         return Err(Unresolved::NoMatch);
     }
-    let mut found: Vec<usize> = (0..controls.len())
+    let exact: Vec<usize> = (0..controls.len())
         .filter(|&i| controls[i].name.trim() == text)
         .collect();
-    if found.is_empty() {
-        found = (0..controls.len())
-            .filter(|&i| controls[i].name.trim().eq_ignore_ascii_case(text))
-            .collect();
+    let copied = CopiedLine::parse(text)
+        .map(|line| by_copied_line(&line, label, controls))
+        .unwrap_or_default();
+    match (exact.is_empty(), copied.is_empty()) {
+        (false, true) => return narrow(exact, controls, function),
+        (true, false) => return narrow(copied, controls, function),
+        (false, false) => {
+            // The text is a control's whole name and also reads as another's copied line:
+            // both readings are candidates; the model answers again with a label.
+            let mut both = exact;
+            both.extend(copied);
+            both.sort_unstable();
+            both.dedup();
+            return match both.as_slice() {
+                [i] => Ok(*i),
+                _ => Err(Unresolved::Ambiguous(both)),
+            };
+        }
+        (true, true) => {}
     }
-    narrow(found, controls, function)
+    let any_case: Vec<usize> = (0..controls.len())
+        .filter(|&i| controls[i].name.trim().eq_ignore_ascii_case(text))
+        .collect();
+    narrow(any_case, controls, function)
+}
+
+/// The controls a copied line names: the one of its own label (or else of `label`, the
+/// answer's `ControlLabel`) when that one fits the line; otherwise those that fit it best
+/// (the longest match, then the exact case). Empty when no control fits: the text is then
+/// only a name.
+fn by_copied_line(line: &CopiedLine<'_>, label: Option<usize>, controls: &[Control]) -> Vec<usize> {
+    let own = line
+        .label
+        .filter(|n| *n >= 1 && *n <= controls.len())
+        .map(|n| n - 1);
+    for i in [own, label].into_iter().flatten() {
+        if line.names(&controls[i]).is_some() {
+            return vec![i];
+        }
+    }
+    let fits: Vec<(usize, (usize, bool))> = (0..controls.len())
+        .filter_map(|i| line.names(&controls[i]).map(|m| (i, m)))
+        .collect();
+    let Some(shortest) = fits.iter().map(|(_, (left, _))| *left).min() else {
+        return Vec::new();
+    };
+    let best: Vec<(usize, bool)> = fits
+        .into_iter()
+        .filter(|(_, (left, _))| *left == shortest)
+        .map(|(i, (_, exact))| (i, exact))
+        .collect();
+    let exact: Vec<usize> = best.iter().filter(|(_, e)| *e).map(|(i, _)| *i).collect();
+    if exact.is_empty() {
+        best.into_iter().map(|(i, _)| i).collect()
+    } else {
+        exact
+    }
+}
+
+/// Why an action cannot run on `c` (listed as `[label]`): a control observed as disabled takes
+/// no click, text, keys, choice or focus (reading and scrolling it are allowed). Checked before
+/// the CONFIRM gate and before the desktop is asked, so nothing is held or done for it.
+pub fn refuse_disabled(
+    action: &crate::action::UiAction,
+    c: &Control,
+    label: &str,
+) -> Option<String> {
+    use crate::action::UiAction as A;
+    let acts = match action {
+        A::Click { .. } | A::SetText { .. } | A::TypeKeys { .. } | A::Select { .. } | A::Focus => {
+            true
+        }
+        A::Scroll { .. } | A::ReadText | A::ClickAt { .. } => false,
+    };
+    let shown = if label.is_empty() {
+        String::new()
+    } else {
+        format!("[{label}] ")
+    };
+    (acts && !c.enabled).then(|| {
+        format!(
+            "action failed: control is disabled: {shown}{} \"{}\" takes no {} now; nothing was \
+             done; enable it first or pick another control",
+            c.role,
+            c.name,
+            action.name()
+        )
+    })
 }
 
 /// Narrow several name matches by role, then by focus.
 fn narrow(found: Vec<usize>, controls: &[Control], function: &str) -> Result<usize, Unresolved> {
     let mut found = found;
     if found.len() > 1 {
-        if let Some(roles) = fitting_roles(function) {
+        for roles in role_tiers(function) {
             let fit: Vec<usize> = found
                 .iter()
                 .copied()
@@ -165,6 +360,7 @@ fn narrow(found: Vec<usize>, controls: &[Control], function: &str) -> Result<usi
                 .collect();
             if !fit.is_empty() {
                 found = fit;
+                break;
             }
         }
     }
@@ -632,6 +828,238 @@ mod tests {
             msg.contains("[2] \"Page B — Mozilla Firefox\" (application Firefox, id 0x2)"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn a_copied_line_resolves_to_exactly_its_control() {
+        let cs = [
+            c("menu", "Slide", false),
+            c("toggle button", "Slide", false),
+            c("spin button", "Green", false),
+            c("list item", "Green", false),
+            c("push button", "1", false),
+            c("menu", "File", false),
+        ];
+        for f in ["click", "set_text", "select", "read_text", "focus"] {
+            assert_eq!(resolve_control("", "menu \"Slide\"", &cs, f), Ok(0), "{f}");
+            assert_eq!(
+                resolve_control("", "toggle button \"Slide\"", &cs, f),
+                Ok(1),
+                "{f}"
+            );
+            assert_eq!(
+                resolve_control("", "[3] spin button \"Green\"", &cs, f),
+                Ok(2),
+                "{f}"
+            );
+            assert_eq!(
+                resolve_control("", "list item \"Green\"", &cs, f),
+                Ok(3),
+                "{f}"
+            );
+        }
+        // harmless variants: case, curly or single quotes, spaces, the value and states after
+        assert_eq!(
+            resolve_control("", "  MENU  “slide”  ", &cs, "click"),
+            Ok(0)
+        );
+        assert_eq!(
+            resolve_control("", "Toggle Button 'Slide'", &cs, "click"),
+            Ok(1)
+        );
+        assert_eq!(
+            resolve_control(
+                "",
+                "[3] spin button \"Green\" value: \"3\" [focused]",
+                &cs,
+                "click"
+            ),
+            Ok(2)
+        );
+        assert_eq!(
+            resolve_control("", "[2] toggle button \"Slide\" (disabled)", &cs, "click"),
+            Ok(1)
+        );
+        // a stale label in the line: the role and name decide
+        assert_eq!(
+            resolve_control("", "[9] list item \"Green\"", &cs, "click"),
+            Ok(3)
+        );
+        // the answer's ControlLabel beside a copied line of another control: the line decides
+        assert_eq!(
+            resolve_control("1", "toggle button \"Slide\"", &cs, "click"),
+            Ok(1)
+        );
+        // digits are a name in ControlText, a label only in ControlLabel
+        assert_eq!(resolve_control("", "1", &cs, "click"), Ok(4));
+        assert_eq!(
+            resolve_control("", "[5] push button \"1\"", &cs, "click"),
+            Ok(4)
+        );
+        assert_eq!(resolve_control("1", "", &cs, "click"), Ok(0));
+    }
+
+    #[test]
+    fn a_text_that_only_looks_like_a_copied_line_is_a_name() {
+        let cs = [
+            c("menu", "Slide", false),
+            c("button", "menu \"Slide\" 2", false),
+            c("button", "button \"Cancel\"", false),
+            c("button", "Cancel", false),
+        ];
+        // no button named Slide: never another control, the plain rules say no match
+        assert_eq!(
+            resolve_control("", "button \"Slide\"", &cs, "click"),
+            Err(Unresolved::NoMatch)
+        );
+        // text after the name that the list never shows: the whole text is a name
+        assert_eq!(resolve_control("", "menu \"Slide\" 2", &cs, "click"), Ok(1));
+        // a whole name that also reads as another control's line: both are candidates
+        assert_eq!(
+            resolve_control("", "button \"Cancel\"", &cs, "click"),
+            Err(Unresolved::Ambiguous(vec![2, 3]))
+        );
+        // the label decides: ControlLabel with the whole name, or the line's own label
+        assert_eq!(
+            resolve_control("3", "button \"Cancel\"", &cs, "click"),
+            Ok(2)
+        );
+        assert_eq!(
+            resolve_control("", "[4] button \"Cancel\"", &cs, "click"),
+            Ok(3)
+        );
+        // a line whose label is another control's: the role and name decide
+        assert_eq!(
+            resolve_control("", "[3] button \"Cancel\"", &cs, "click"),
+            Ok(3)
+        );
+        assert_eq!(CopiedLine::parse("\"OK\""), None);
+        assert_eq!(CopiedLine::parse("[x] button \"OK\""), None);
+        assert_eq!(CopiedLine::parse("OK"), None);
+    }
+
+    #[test]
+    fn a_click_on_a_name_of_a_list_item_and_a_spin_button_means_the_item() {
+        let cs = [
+            c("spin button", "Green", false),
+            c("list item", "Green", false),
+        ];
+        assert_eq!(resolve_control("", "Green", &cs, "click"), Ok(1));
+        assert_eq!(resolve_control("", "Green", &cs, "set_text"), Ok(0));
+        // a button still beats an item
+        let cs = [
+            c("list item", "Home", false),
+            c("push button", "Home", false),
+        ];
+        assert_eq!(resolve_control("", "Home", &cs, "click"), Ok(1));
+    }
+
+    #[test]
+    fn a_disabled_control_takes_no_action_but_may_be_read() {
+        use crate::action::UiAction;
+        let mut paste = c("menu item", "Paste", false);
+        paste.enabled = false;
+        let click = UiAction::parse("click", &serde_json::json!({})).expect("click");
+        let msg = refuse_disabled(&click, &paste, "4").expect("refused");
+        assert!(
+            msg.contains("control is disabled: [4] menu item \"Paste\""),
+            "{msg}"
+        );
+        assert!(msg.starts_with("action failed"), "{msg}");
+        assert_eq!(refuse_disabled(&UiAction::ReadText, &paste, "4"), None);
+        paste.enabled = true;
+        assert_eq!(refuse_disabled(&click, &paste, "4"), None);
+    }
+
+    fn role() -> impl Strategy<Value = String> {
+        proptest::sample::select(vec![
+            "button",
+            "push button",
+            "toggle button",
+            "menu",
+            "menu item",
+            "list item",
+            "spin button",
+            "check box",
+            "label",
+            "text",
+            "push button menu",
+        ])
+        .prop_map(str::to_string)
+    }
+
+    fn control_name() -> impl Strategy<Value = String> {
+        proptest::sample::select(vec![
+            "Slide",
+            "slide",
+            "Green",
+            "1",
+            "3",
+            "",
+            "OK",
+            "menu \"Slide\"",
+            "a \"b\" c",
+            "Größe",
+            "value",
+            "(x)",
+            "[1]",
+            "menu",
+            " padded ",
+        ])
+        .prop_map(str::to_string)
+    }
+
+    fn control_of(
+        role: String,
+        name: String,
+        value: Option<String>,
+        enabled: bool,
+        focused: bool,
+    ) -> Control {
+        let mut x = c(&role, &name, focused);
+        x.value = value;
+        x.enabled = enabled;
+        x
+    }
+
+    proptest! {
+        /// Every line of a generated control list, as the list renders it, resolves to exactly
+        /// its control, for every function; without its label it resolves to a control of the
+        /// same role and name or not at all (never another control).
+        #[test]
+        fn every_rendered_line_resolves_to_its_control(
+            list in proptest::collection::vec(
+                (role(), control_name(), proptest::option::of(control_name()), any::<bool>(), any::<bool>()),
+                1..8,
+            ),
+            function in proptest::sample::select(vec!["click", "set_text", "select", "read_text", "scroll"]),
+            upper in any::<bool>(),
+            curly in any::<bool>(),
+        ) {
+            let cs: Vec<Control> = list
+                .into_iter()
+                .map(|(r, n, v, e, f)| control_of(r, n, v, e, f))
+                .collect();
+            for (i, x) in cs.iter().enumerate() {
+                let states: &[&str] = if x.states.focused { &["focused"] } else { &[] };
+                let line = control_line(i + 1, x, states);
+                prop_assert_eq!(resolve_control("", &line, &cs, function), Ok(i), "{}", line);
+                let mut bare = line[line.find(']').map_or(0, |p| p + 1)..].to_string();
+                if upper {
+                    bare = bare.to_uppercase();
+                }
+                if curly {
+                    bare = bare.replacen('"', "\u{201c}", 1);
+                }
+                if let Ok(j) = resolve_control("", &bare, &cs, function) {
+                    let y = &cs[j];
+                    let same = y.role.eq_ignore_ascii_case(&x.role)
+                        && y.name.trim().to_lowercase() == x.name.trim().to_lowercase();
+                    let whole_name = y.name.trim().eq_ignore_ascii_case(bare.trim());
+                    prop_assert!(same || whole_name, "{} -> [{}] {} {:?}", bare, j + 1, y.role, y.name);
+                }
+            }
+        }
     }
 
     fn name() -> impl Strategy<Value = String> {
