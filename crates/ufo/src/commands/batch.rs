@@ -133,12 +133,12 @@ struct Job {
 /// Run a batch: check the jobs' desktops, prepare the batch folder, settle at once what
 /// cannot run, run the rest on the jobs (one worker process per task), and write the results.
 fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
+    let shard = super::shards::resolve(args.shard.as_deref(), &|k| std::env::var(k).ok())?;
     let jobs = job_envs(args)?;
     let files = ufo_batch::collect_task_files(&args.tasks)?;
     if files.is_empty() {
         return Err(anyhow!("no task files (*.json) in the given paths"));
     }
-    let shard = super::shards::resolve(args.shard.as_deref(), &|k| std::env::var(k).ok())?;
     let (out, _lock) = batch_folder(args, shard)?;
     let (mut results, mut queue) = triage(args, &files);
     if let Some(shard) = shard {
