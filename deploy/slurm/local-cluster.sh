@@ -70,6 +70,8 @@ ctld_port="$(free_port)"
 slurmd_port="$(free_port)"
 while [ "$slurmd_port" = "$ctld_port" ]; do slurmd_port="$(free_port)"; done
 
+# a one-node cluster for trying things: jobs are scheduled at once (a real cluster batches
+# its scheduling passes, a few seconds per array task and dependency)
 user="$(id -un)"
 cpus="$(nproc)"
 mem_mb="$(awk '/MemTotal/ {print int($2 / 1024)}' /proc/meminfo)"
@@ -101,6 +103,7 @@ SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
 PlugStackConfig=$dir/plugstack.conf
 SchedulerType=sched/builtin
+SchedulerParameters=sched_min_interval=0,batch_sched_delay=0
 MinJobAge=600
 InactiveLimit=0
 KillWait=10
