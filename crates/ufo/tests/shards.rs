@@ -277,6 +277,40 @@ fn expected_suite() -> BTreeMap<String, String> {
     .collect()
 }
 
+/// The session's end and the last lines of its log and trajectory, for each task not as
+/// expected: a run that fails under load is told apart from a logic error.
+fn diagnose(results: &[Value]) -> String {
+    let want = expected_suite();
+    let mut text = String::new();
+    for r in results {
+        if want.get(&s(&r["id"])) == Some(&s(&r["status"])) {
+            continue;
+        }
+        text.push_str(&format!(
+            "\n{}: {} session {} {} log {}\n",
+            s(&r["id"]),
+            s(&r["status"]),
+            s(&r["session_status"]),
+            s(&r["session_reason"]),
+            r["log"]
+        ));
+        let out = Path::new(&s(&r["out"])).to_path_buf();
+        for f in [
+            "trajectory/events.jsonl",
+            "worker.log",
+            "trajectory/ufo.log",
+        ] {
+            let t = std::fs::read_to_string(out.join(f)).unwrap_or_default();
+            let tail: Vec<&str> = t.lines().rev().take(4).collect();
+            text.push_str(&format!(
+                "--- {f}\n{}\n",
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            ));
+        }
+    }
+    text
+}
+
 /// id → (status, score) of a results file.
 fn verdicts(results: &[Value]) -> BTreeMap<String, (String, String)> {
     results
@@ -506,7 +540,12 @@ fn the_suite_as_a_slurm_array_of_three_merges_to_the_results_of_one_run() {
         assert_eq!(state, "COMPLETED", "array task {k}\n{job_out}");
     }
     let merged = read_results(&results.join("merged"));
-    assert_eq!(statuses(&merged), expected_suite(), "{job_out}");
+    assert_eq!(
+        statuses(&merged),
+        expected_suite(),
+        "{job_out}{}",
+        diagnose(&merged)
+    );
     // each array task ran its own slice, every trajectory is in its shard's folder
     for r in &merged {
         if r["status"] != "skipped" {
