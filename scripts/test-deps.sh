@@ -25,6 +25,15 @@
 #
 # install_python_mcp: the Python `mcp` package (an independent MCP client) into a virtual
 # environment (python3-venv comes from Debian when missing, as root) at target/test-deps/py (or $UFO_PY_MCP_VENV), for the `ufo mcp serve` test.
+#
+# install_slurm: Debian's slurmctld, slurmd, slurm-client and munge, for the single-node Slurm
+# cluster of the shard tests (deploy/slurm/local-cluster.sh, crates/ufo/tests/shards.rs).
+# Installs only the missing packages, and only as root. The Debian services stay disabled:
+# the tests start their own daemons with a generated configuration in a temporary folder.
+#
+# install_python_k8s_validate: the Python `kubernetes-validate` package (it carries the
+# Kubernetes JSON schemas, so the check runs offline) into the same virtual environment as
+# install_python_mcp, for the check of deploy/kubernetes/ (crates/ufo/tests/shards.rs).
 
 install_chromium() {
   if [ -x /usr/bin/chromium ]; then
@@ -98,6 +107,26 @@ install_python_mcp() {
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check mcp
 }
 
+install_slurm() {
+  _apt_install_missing install_slurm slurmctld slurmd slurm-client munge || return 1
+  # Debian starts the packaged services on install; the tests run daemons of their own
+  if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+    systemctl disable --now slurmctld slurmd >/dev/null 2>&1 || true
+  fi
+}
+
+install_python_k8s_validate() {
+  local venv="${UFO_PY_MCP_VENV:-$(_ufo_repo_root)/target/test-deps/py}"
+  if [ -x "$venv/bin/kubernetes-validate" ] && "$venv/bin/python" -c 'import kubernetes_validate, yaml' >/dev/null 2>&1; then
+    return 0
+  fi
+  if ! python3 -c 'import ensurepip' >/dev/null 2>&1; then
+    _apt_install_missing install_python_k8s_validate python3-venv || return 1
+  fi
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check kubernetes-validate
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
   case "${1:-}" in
@@ -107,12 +136,14 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
       install_apps
       install_mcp_servers
       install_python_mcp
+      install_slurm
+      install_python_k8s_validate
       ;;
-    install_chromium | install_libreoffice | install_apps | install_mcp_servers | install_python_mcp)
+    install_chromium | install_libreoffice | install_apps | install_mcp_servers | install_python_mcp | install_slurm | install_python_k8s_validate)
       "$1"
       ;;
     *)
-      echo "usage: $0 [install_chromium|install_libreoffice|install_apps|install_mcp_servers|install_python_mcp]" >&2
+      echo "usage: $0 [install_chromium|install_libreoffice|install_apps|install_mcp_servers|install_python_mcp|install_slurm|install_python_k8s_validate]" >&2
       exit 2
       ;;
   esac

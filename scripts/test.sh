@@ -23,6 +23,8 @@ install_libreoffice
 install_apps
 install_mcp_servers
 install_python_mcp
+install_slurm
+install_python_k8s_validate
 
 echo "== headless desktop session"
 # A private session for this run (its own display, bus and HOME), stopped when the run ends,

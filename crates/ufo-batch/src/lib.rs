@@ -8,7 +8,9 @@
 //! - [`eval`]: the metrics `exact_match`, `check_include_exclude`, `match_in_list`,
 //!   `compare_text_file`, `check_list`, `is_in_list`, `infeasible`;
 //! - [`llm_eval`]: the LLM evaluation agent (reason, sub-scores, complete yes/no/unsure);
-//! - [`results`]: per-task results (JSONL) and the summary table.
+//! - [`results`]: per-task results (JSONL) and the summary table;
+//! - [`shard`]: one batch split across machines (`--shard K/N`, `--shard auto`) and the
+//!   suite identity that `ufo batch merge` checks.
 //!
 //! The `ufo batch` command (crate `ufo`) drives these; see this crate's README.
 #![cfg_attr(test, allow(clippy::unwrap_used))]
@@ -18,6 +20,7 @@ pub mod getters;
 pub mod llm_eval;
 pub mod results;
 pub mod setup;
+pub mod shard;
 pub mod task;
 
 use std::path::PathBuf;

@@ -47,7 +47,8 @@ pub enum Command {
     /// The Model Context Protocol: `ufo mcp serve` exposes this desktop to MCP clients.
     Mcp(McpArgs),
     /// Run a suite of OSWorld-format tasks on the live desktop, judge each with its
-    /// evaluator, and print the summary table.
+    /// evaluator, and print the summary table. `--shard K/N` runs one slice of it (on a
+    /// cluster: `--shard auto`); `ufo batch merge OUT DIR...` joins the shards' results.
     Batch(Box<BatchArgs>),
     /// Follower mode: carry out a given plan (`{"task": ..., "steps": [...]}`); the AppAgent's
     /// FINISH ends the session.
@@ -261,10 +262,23 @@ pub struct PrivateArgs {
 
 /// Options of `ufo batch`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct BatchArgs {
+    /// `ufo batch merge OUT DIR...`.
+    #[command(subcommand)]
+    pub action: Option<BatchAction>,
+
     /// Task files (OSWorld JSON) or folders of them (searched recursively for `*.json`).
     #[arg(value_name = "TASKS", required_unless_present = "worker")]
     pub tasks: Vec<PathBuf>,
+
+    /// Run one slice of the suite: `K/N` is shard K of N (0-based: 0/3, 1/3, 2/3), a stable
+    /// split of the sorted task ids, the same on every machine; `auto` takes K and N from the
+    /// engine's array (JOB_COMPLETION_INDEX with UFO_SHARD_COUNT, SLURM_ARRAY_TASK_ID,
+    /// BATCH_TASK_INDEX, AWS_BATCH_JOB_ARRAY_INDEX with UFO_SHARD_COUNT). The shard writes
+    /// `<out>/shard-K-of-N`; run again, it skips the tasks it already finished.
+    #[arg(long, value_name = "K/N|auto")]
+    pub shard: Option<String>,
 
     /// Model for tasks without a `ufo_script`: `openai:<model>`, `anthropic:<model>`, ...
     /// Without it, such tasks are skipped.
@@ -335,6 +349,35 @@ pub struct BatchArgs {
     /// Internal: the worker's task folder.
     #[arg(long, hide = true, value_name = "DIR")]
     pub worker_out: Option<PathBuf>,
+}
+
+/// Subcommands of `ufo batch`.
+#[derive(Debug, Subcommand)]
+pub enum BatchAction {
+    /// Join the results of a batch's shards into one `results.jsonl` and summary table; tasks
+    /// reported twice or by no shard are reported; shards of different suites are refused.
+    /// Exit 0 all passed, 1 a task failed, ended in error or is missing, 2 bad usage.
+    Merge(MergeArgs),
+}
+
+/// Options of `ufo batch merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Folder for the merged `results.jsonl` and `summary.txt`.
+    #[arg(value_name = "OUT")]
+    pub out: PathBuf,
+
+    /// Shard folders (`shard-K-of-N`, holding `shard.json`), or folders holding them.
+    #[arg(value_name = "DIR", required = true)]
+    pub dirs: Vec<PathBuf>,
+
+    /// Replace merged results already in OUT.
+    #[arg(long)]
+    pub force: bool,
+
+    /// No per-task lines (the summary table is still printed).
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 /// Options of `ufo follow`.

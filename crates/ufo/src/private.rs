@@ -28,6 +28,8 @@ pub const MARK_VAR: &str = "UFO_SESSION_MARK";
 pub const INSIDE_VAR: &str = "UFO_PRIVATE_DESKTOP";
 /// Longest wait for each part of the desktop to come up.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
+/// Displays tried before giving up when other X servers keep taking them first.
+const DISPLAY_TRIES: usize = 8;
 /// Screen of the private X server.
 const SCREEN: (u32, u32) = (1280, 1024);
 
@@ -64,16 +66,24 @@ fn which(program: &str) -> Option<PathBuf> {
     ufo_proc::which(program, None).map(PathBuf::from)
 }
 
-/// A display number nobody uses (no lock file, no socket).
-fn free_display() -> Result<u32> {
+/// A display number nobody uses (no lock file, no socket), other than `tried`.
+fn free_display(tried: &[u32]) -> Result<u32> {
     (200..400)
         .find(|n| {
-            !Path::new(&format!("/tmp/.X{n}-lock")).exists()
+            !tried.contains(n)
+                && !Path::new(&format!("/tmp/.X{n}-lock")).exists()
                 && !Path::new(&format!("/tmp/.X11-unix/X{n}")).exists()
         })
         .ok_or_else(|| {
             anyhow!("no free X display between :200 and :399; remove stale /tmp/.X*-lock files")
         })
+}
+
+/// Whether the X server of `display` (`:N`) is the process `pid`: X servers write their pid
+/// into `/tmp/.X<N>-lock`, and a server that finds the lock taken exits.
+fn x_server_is(display: &str, pid: u32) -> bool {
+    std::fs::read_to_string(format!("/tmp/.X{}-lock", &display[1..]))
+        .is_ok_and(|t| t.trim().parse::<u32>().ok() == Some(pid))
 }
 
 /// Wait until `ready()` holds, or fail with `what` after `timeout`.
@@ -180,7 +190,7 @@ impl PrivateDesktop {
         let server = if opts.watch { "Xephyr" } else { "Xvfb" };
         check_programs(server, opts.watch)?;
         let (mark, dir, runtime) = make_state_folder()?;
-        let display = format!(":{}", free_display()?);
+        let display = format!(":{}", free_display(&[])?);
         let env = desktop_env(&mark, &dir, &runtime, &display, opts)?;
         let mut desk = PrivateDesktop {
             env,
@@ -191,7 +201,7 @@ impl PrivateDesktop {
         };
         // the reaper first: whatever starts after it is ended with ufo, even a failed start
         desk.start_reaper(exe)?;
-        desk.start_x_server(server, &display, opts.watch)?;
+        desk.start_x_server(server, display, opts.watch)?;
         desk.start_session_bus()?;
         desk.start_accessibility_bus()?;
         desk.start_window_manager()?;
@@ -216,11 +226,45 @@ impl PrivateDesktop {
         Ok(())
     }
 
-    /// The X server (`server`) on `display`, headless or, when watching, in a window on the
-    /// person's display; returns once its socket exists.
-    fn start_x_server(&mut self, server: &str, display: &str, watch: bool) -> Result<()> {
+    /// The X server (`server`), headless or, when watching, in a window on the person's
+    /// display; returns once it is up. Another process may pick the same free display at the
+    /// same moment (shards of a batch started together on one node): the server that lost
+    /// the display's lock exits, and ufo tries the next free display (at most
+    /// [`DISPLAY_TRIES`] times) rather than run on the other process's server, which would
+    /// vanish with it. The display taken goes into the desktop's environment.
+    fn start_x_server(&mut self, server: &str, mut display: String, watch: bool) -> Result<()> {
+        let mut tried = Vec::new();
+        loop {
+            if self.try_x_server(server, &display, watch)? {
+                for (k, v) in &mut self.env {
+                    if k == "DISPLAY" {
+                        v.clone_from(&display);
+                    }
+                }
+                return Ok(());
+            }
+            tried.push(display[1..].parse::<u32>().unwrap_or(0));
+            if tried.len() >= DISPLAY_TRIES {
+                bail!(
+                    "the X server lost display after display to other X servers starting at                      the same time (tried :{}); see {}",
+                    tried
+                        .iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", :"),
+                    self.dir.join("xserver.log").display()
+                );
+            }
+            display = format!(":{}", free_display(&tried)?);
+        }
+    }
+
+    /// Start the X server on `display`: true once it is up and the display is its own, false
+    /// when it exited because another server took the display first.
+    fn try_x_server(&mut self, server: &str, display: &str, watch: bool) -> Result<bool> {
         let (w, h) = SCREEN;
         let mut x = self.command(server);
+        x.env("DISPLAY", display);
         x.arg(display);
         if watch {
             x.args(["-screen", &format!("{w}x{h}"), "-resizeable"]);
@@ -234,10 +278,24 @@ impl PrivateDesktop {
         x.args(["-nolisten", "tcp", "-noreset"]);
         self.spawn_logged(x, "xserver")?;
         let socket = PathBuf::from(format!("/tmp/.X11-unix/X{}", &display[1..]));
+        let mut lost = false;
+        let child = self.children.len() - 1;
         wait_until(&format!("the X server {display}"), START_TIMEOUT, || {
-            socket.exists()
+            let Some(c) = self.children.get_mut(child) else {
+                return true;
+            };
+            if matches!(c.try_wait(), Ok(Some(_))) {
+                lost = true;
+                return true;
+            }
+            socket.exists() && x_server_is(display, c.id())
         })
-        .with_context(|| format!("see {}", self.dir.join("xserver.log").display()))
+        .with_context(|| format!("see {}", self.dir.join("xserver.log").display()))?;
+        if lost {
+            // it has ended (reaped by try_wait): this returns at once
+            let _ = self.children.remove(child).wait();
+        }
+        Ok(!lost)
     }
 
     /// The session D-Bus; its address joins the desktop's environment.

@@ -26,7 +26,7 @@ use crate::cli::{BatchArgs, ConfirmPolicy, RunArgs};
 use crate::console::{Console, Verbosity};
 
 /// Name of a worker's result file in its task folder.
-const RESULT_FILE: &str = "result.json";
+pub(crate) const RESULT_FILE: &str = "result.json";
 
 /// `ufo batch`. The first Ctrl-C lets the running tasks end their current step (their sessions
 /// end CANCELLED) and starts no further task; the tasks not started are reported skipped.
@@ -35,6 +35,9 @@ pub fn batch_command(
     runtime: &tokio::runtime::Runtime,
     cancel: Arc<AtomicBool>,
 ) -> ExitCode {
+    if let Some(crate::cli::BatchAction::Merge(m)) = &args.action {
+        return super::shards::merge_command(m);
+    }
     if let Some(task) = args.worker.clone() {
         return runtime.block_on(worker(args, task, cancel));
     }
@@ -118,7 +121,7 @@ fn job_display(job: &Job, i: usize, env: &dyn Fn(&str) -> Option<String>) -> Res
 
 /// A task's folder, `<out>/tasks/<name>`: always a folder of its own inside `tasks` (see
 /// [`ufo_batch::folder_name`]), whatever the id (`..`, `.`, `a/b`, controls).
-fn task_dir(out: &Path, id: &str) -> PathBuf {
+pub(crate) fn task_dir(out: &Path, id: &str) -> PathBuf {
     out.join("tasks").join(ufo_batch::folder_name(id))
 }
 
@@ -130,16 +133,20 @@ struct Job {
 /// Run a batch: check the jobs' desktops, prepare the batch folder, settle at once what
 /// cannot run, run the rest on the jobs (one worker process per task), and write the results.
 fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
+    let shard = super::shards::resolve(args.shard.as_deref(), &|k| std::env::var(k).ok())?;
     let jobs = job_envs(args)?;
     let files = ufo_batch::collect_task_files(&args.tasks)?;
     if files.is_empty() {
         return Err(anyhow!("no task files (*.json) in the given paths"));
     }
-    let (out, _lock) = batch_folder(args)?;
-    let (mut results, queue) = triage(args, &files);
+    let (out, _lock) = batch_folder(args, shard)?;
+    let (mut results, mut queue) = triage(args, &files);
+    if let Some(shard) = shard {
+        (results, queue) = super::shards::narrow(shard, &out, &files, results, queue, args.force)?;
+    }
     run_queue(args, &jobs, queue, &out, cancel, &mut results)?;
     let results: Vec<TaskResult> = results.into_iter().flatten().collect();
-    write_results(args, &out, &results)
+    write_results(args.quiet, &out, &results, "")
 }
 
 /// The environment of each job's desktop (`--display-env`), checked: each has a display.
@@ -173,30 +180,39 @@ fn job_envs(args: &BatchArgs) -> Result<Vec<Job>> {
     Ok(jobs)
 }
 
-/// The batch folder, locked for the whole batch; an earlier batch's results are kept unless
-/// `--force`.
-fn batch_folder(args: &BatchArgs) -> Result<(PathBuf, crate::recorder::OutLock)> {
-    let out = args.out.clone().unwrap_or_else(|| {
+/// The batch folder (a shard's: `<out>/shard-K-of-N`), locked for the whole batch; an earlier
+/// batch's results are kept unless `--force` (a shard's are resumed from).
+fn batch_folder(
+    args: &BatchArgs,
+    shard: Option<ufo_batch::shard::Shard>,
+) -> Result<(PathBuf, crate::recorder::OutLock)> {
+    let mut out = args.out.clone().unwrap_or_else(|| {
         PathBuf::from("runs").join(format!(
             "batch-{}",
             chrono::Local::now().format("%Y%m%d-%H%M%S")
         ))
     });
+    if let Some(shard) = shard {
+        out = out.join(shard.folder());
+    }
     let lock = crate::recorder::OutLock::open(&out, crate::recorder::OutMode::Append)?;
-    if out.join("results.jsonl").exists() {
-        if !args.force {
+    if out.join("results.jsonl").exists() || (shard.is_some() && args.force) {
+        if shard.is_some() && !args.force {
+            // a shard run again resumes: its finished tasks are kept
+        } else if !args.force {
             return Err(anyhow!(
                 "{} already holds a batch's results (results.jsonl); choose another folder for \
                  --out, or pass --force to replace them",
                 out.display()
             ));
-        }
-        for name in ["results.jsonl", "summary.txt"] {
-            let _ = std::fs::remove_file(out.join(name));
-        }
-        if out.join("tasks").exists() {
-            std::fs::remove_dir_all(out.join("tasks"))
-                .with_context(|| format!("cannot clear {}/tasks", out.display()))?;
+        } else {
+            for name in ["results.jsonl", "summary.txt", ufo_batch::shard::SHARD_FILE] {
+                let _ = std::fs::remove_file(out.join(name));
+            }
+            if out.join("tasks").exists() {
+                std::fs::remove_dir_all(out.join("tasks"))
+                    .with_context(|| format!("cannot clear {}/tasks", out.display()))?;
+            }
         }
     }
     std::fs::create_dir_all(out.join("tasks"))
@@ -224,7 +240,7 @@ fn check_tasks_folder(out: &Path) -> Result<()> {
 }
 
 /// Tasks waiting for a job: each with its slot in the results and its file.
-type Queue = VecDeque<(usize, PathBuf, Task)>;
+pub(crate) type Queue = VecDeque<(usize, PathBuf, Task)>;
 
 /// Read and check every task: what cannot run is settled at once (skipped, or an error) in
 /// its slot of the results; the rest is queued with its slot.
@@ -351,9 +367,14 @@ fn run_queue(
     Ok(())
 }
 
-/// Write `results.jsonl` and `summary.txt`, print the table; exit 1 when a task failed or
-/// ended in error.
-fn write_results(args: &BatchArgs, out: &Path, results: &[TaskResult]) -> Result<ExitCode> {
+/// Write `results.jsonl` and `summary.txt` (with `notes` after the table, e.g. a merge's
+/// duplicates), print the table; exit 1 when a task failed or ended in error.
+pub(crate) fn write_results(
+    quiet: bool,
+    out: &Path,
+    results: &[TaskResult],
+    notes: &str,
+) -> Result<ExitCode> {
     let mut jsonl = String::new();
     for r in results {
         jsonl.push_str(&serde_json::to_string(r)?);
@@ -365,14 +386,14 @@ fn write_results(args: &BatchArgs, out: &Path, results: &[TaskResult]) -> Result
     let lines = ufo_batch::task_lines(results);
     crate::folder::write_bytes(
         &out.join("summary.txt"),
-        format!("{table}\n{lines}").as_bytes(),
+        format!("{table}\n{notes}{lines}").as_bytes(),
     )
     .with_context(|| format!("cannot write {}/summary.txt", out.display()))?;
     crate::output::outln!("{table}");
     if let Some(line) = ufo_batch::llm_eval_line(results) {
         crate::output::outln!("{line}\n");
     }
-    if !args.quiet {
+    if !quiet {
         crate::output::outln!("{lines}");
     }
     eprintln!("results: {}", out.join("results.jsonl").display());
