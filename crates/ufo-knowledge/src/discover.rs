@@ -1,0 +1,1 @@
+//! Discovery of the installed help.
