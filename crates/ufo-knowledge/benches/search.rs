@@ -96,16 +96,22 @@ fn main() {
         .map(|l| serde_json::from_str(l).expect("eval/requests.jsonl: a bad line"))
         .collect();
     let dir = tempfile::tempdir().expect("temp dir");
+    // UFO_BENCH_KEEP=DIR: keep the indexes there for a look.
+    let dir_path = std::env::var_os("UFO_BENCH_KEEP")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| dir.path().to_path_buf());
+    let _ = std::fs::remove_file(dir_path.join("knowledge.sqlite"));
+    let _ = std::fs::remove_file(dir_path.join("plain.sqlite"));
 
     // Index (timed): discovery, extraction and saving.
     let t = Instant::now();
     let files = discover::installed_help(&roots, &[Source::LibreOffice, Source::Gimp]);
-    let mut store = Store::open(&dir.path().join("knowledge.sqlite")).expect("store");
+    let mut store = Store::open(&dir_path.join("knowledge.sqlite")).expect("store");
     let report = discover::index_files(&mut store, &files, &mut |_, _| {}).expect("index");
     let index_time = t.elapsed();
 
     // The baseline: the same pages' visible text only, plain BM25.
-    let plain = Connection::open(dir.path().join("plain.sqlite")).expect("plain store");
+    let plain = Connection::open(dir_path.join("plain.sqlite")).expect("plain store");
     plain
         .execute_batch(
             "CREATE VIRTUAL TABLE plain USING fts5(location UNINDEXED, body, tokenize = 'porter unicode61');",
@@ -141,6 +147,49 @@ fn main() {
             .collect::<Result<Vec<_>, _>>()
             .expect("plain rows")
     };
+
+    // UFO_BENCH_GRID=1: the evaluation under other column weights (to choose the defaults).
+    if std::env::var_os("UFO_BENCH_GRID").is_some() {
+        for t in [2.0, 5.0, 10.0] {
+            for k in [2.0, 5.0, 10.0, 20.0] {
+                for h in [1.0, 3.0] {
+                    store.set_weights(ufo_knowledge::store::Weights {
+                        title: t,
+                        headings: h,
+                        keywords: k,
+                        body: 1.0,
+                    });
+                    let mut s = Score::default();
+                    for c in &cases {
+                        let relevant: Vec<String> = c
+                            .relevant
+                            .iter()
+                            .map(|r| resolve(r, &lo_lang, &gimp_lang).display().to_string())
+                            .collect();
+                        let req = SearchRequest {
+                            text: c.request.clone(),
+                            app: Some(c.app.clone()),
+                            kinds: vec![KnowledgeKind::Docs],
+                            top: 10,
+                        };
+                        let found: Vec<String> = store
+                            .search(&req)
+                            .expect("search")
+                            .into_iter()
+                            .map(|h| h.location)
+                            .collect();
+                        s.add(first_relevant(&found, &relevant));
+                    }
+                    println!(
+                        "weights title {t} headings {h} keywords {k}: hit@3 {:.2} MRR@10 {:.2}",
+                        s.hit3(),
+                        s.mrr()
+                    );
+                }
+            }
+        }
+        store.set_weights(ufo_knowledge::store::Weights::default());
+    }
 
     let mut ours = Score::default();
     let mut base = Score::default();

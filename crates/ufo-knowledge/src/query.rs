@@ -141,12 +141,119 @@ pub fn words(text: &str) -> Vec<String> {
     out
 }
 
-/// The words of `text` that carry meaning: stop words and single letters dropped.
+/// The words of `text` that carry meaning: stop words, single letters and request data
+/// (numbers, cell addresses like `A1` or `Sheet1`, quoted text) dropped.
 pub fn terms(text: &str) -> Vec<String> {
-    words(text)
+    words(&without_quoted(text))
         .into_iter()
         .filter(|w| !STOP_WORDS.contains(&w.as_str()))
-        .filter(|w| w.chars().count() > 1 || w.chars().all(|c| c.is_ascii_digit()))
+        .filter(|w| w.chars().count() > 1)
+        .filter(|w| !is_data(w))
+        .collect()
+}
+
+/// A number or a cell address: the request's data, not what it asks to do.
+fn is_data(w: &str) -> bool {
+    let letters = w.chars().take_while(|c| c.is_alphabetic()).count();
+    let rest = &w[w
+        .char_indices()
+        .nth(letters)
+        .map(|(i, _)| i)
+        .unwrap_or(w.len())..];
+    !rest.is_empty() && rest.chars().all(|c| c.is_ascii_digit())
+}
+
+/// `text` without the parts in quotes (the text a request types or looks for).
+fn without_quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut quote: Option<char> = None;
+    let chars: Vec<char> = text.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        let prev_alnum = i > 0 && chars[i - 1].is_alphanumeric();
+        let next_alnum = chars.get(i + 1).is_some_and(|n| n.is_alphanumeric());
+        match quote {
+            Some(q) if c == q && !next_alnum => {
+                quote = None;
+                out.push(' ');
+            }
+            Some(_) => {}
+            // An apostrophe inside a word ("don't") opens no quote.
+            None if matches!(c, '"' | '\'' | '“' | '‘') && !prev_alnum => {
+                quote = Some(match c {
+                    '“' => '”',
+                    '‘' => '’',
+                    q => q,
+                });
+            }
+            None => out.push(c),
+        }
+    }
+    if quote.is_some() {
+        return text.to_string(); // unbalanced: keep everything
+    }
+    out
+}
+
+/// Words a person uses for what the help calls otherwise (the applications' own wording is
+/// added to the query, the person's kept).
+const SYNONYMS: &[(&str, &[&str])] = &[
+    ("add", &["insert"]),
+    ("put", &["insert"]),
+    ("remove", &["delete"]),
+    ("erase", &["delete"]),
+    ("resize", &["scale", "size"]),
+    ("enlarge", &["scale", "size"]),
+    ("shrink", &["scale", "size"]),
+    ("picture", &["image", "graphic"]),
+    ("photo", &["image"]),
+    ("colour", &["color"]),
+    ("many", &["count"]),
+    ("restrict", &["limit", "validity"]),
+    ("show", &["display"]),
+    ("hide", &["hidden"]),
+];
+
+/// The help's words for `term`.
+fn synonyms(term: &str) -> &'static [&'static str] {
+    SYNONYMS
+        .iter()
+        .find(|(w, _)| *w == term)
+        .map(|(_, s)| *s)
+        .unwrap_or(&[])
+}
+
+/// Phrases of the request: two meaningful words in a row, or with one short stop word
+/// between ("page break", "table of contents"): a page that has the phrase ranks higher.
+fn phrases(text: &str) -> Vec<String> {
+    let ws = words_in_order(&without_quoted(text));
+    let meaningful = |w: &str| !STOP_WORDS.contains(&w) && w.chars().count() > 1 && !is_data(w);
+    let mut out = Vec::new();
+    for i in 0..ws.len() {
+        if !meaningful(&ws[i]) {
+            continue;
+        }
+        if let Some(next) = ws.get(i + 1) {
+            if meaningful(next) {
+                out.push(format!("{} {}", ws[i], next));
+            } else if matches!(next.as_str(), "of" | "and" | "to" | "by") {
+                if let Some(third) = ws.get(i + 2).filter(|t| meaningful(t)) {
+                    out.push(format!("{} {} {}", ws[i], next, third));
+                }
+            }
+        }
+        if out.len() >= MAX_TERMS / 2 {
+            break;
+        }
+    }
+    out
+}
+
+/// Every word of `text` in order (repeats kept), lowercased, bounded.
+fn words_in_order(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(MAX_TERMS * 2)
+        .map(str::to_lowercase)
         .collect()
 }
 
@@ -167,7 +274,19 @@ pub fn or_of(terms: &[String]) -> Option<String> {
 /// The match expression of the store's search: the meaningful words OR-ed over the text
 /// columns, and, for an application, only its pages (`apps` column).
 pub fn match_expression(text: &str, app_tag: Option<&str>) -> Option<String> {
-    let terms = or_of(&terms(text))?;
+    let mut all = terms(text);
+    if all.is_empty() {
+        return None;
+    }
+    for t in all.clone() {
+        for s in synonyms(&t) {
+            if !all.iter().any(|a| a == s) {
+                all.push(s.to_string());
+            }
+        }
+    }
+    all.extend(phrases(text));
+    let terms = or_of(&all)?;
     let text = format!("{{title headings keywords body}} : ({terms})");
     Some(match app_tag {
         Some(app) => format!("apps : \"{}\" AND {text}", app.replace('"', "")),

@@ -200,7 +200,7 @@ CREATE TABLE IF NOT EXISTS docs(
     UNIQUE(kind, location)
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
-    title, headings, keywords, body, apps,
+    title, headings, keywords, body, apps, kind,
     tokenize = 'porter unicode61'
 );
 ";
@@ -288,7 +288,7 @@ impl Store {
                 .map_err(err)?;
             let mut index = tx
                 .prepare_cached(
-                    "INSERT INTO docs_fts(rowid, title, headings, keywords, body, apps) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    "INSERT INTO docs_fts(rowid, title, headings, keywords, body, apps, kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 )
                 .map_err(err)?;
             for d in docs {
@@ -325,7 +325,8 @@ impl Store {
                         d.page.headings,
                         d.page.keywords,
                         d.page.body,
-                        apps
+                        apps,
+                        d.kind.as_str()
                     ])
                     .map_err(err)?;
             }
@@ -361,20 +362,24 @@ impl Store {
         Ok(hits)
     }
 
-    /// One FTS5 query for one kind.
+    /// One FTS5 query for one kind: the kind is matched inside the index and the ranking is
+    /// FTS5's own `rank` (so `ORDER BY rank LIMIT` stays inside FTS5), the rest joined after.
     fn run(&self, expr: &str, kind: KnowledgeKind, top: usize) -> Result<Vec<Hit>, StoreError> {
         let w = self.weights;
-        let sql = format!(
-            "SELECT d.id, d.title, d.location, d.source, substr(f.body, 1, {HIT_TEXT_CHARS}),
-                    bm25(docs_fts, {}, {}, {}, {}, 0.0) AS rank
-             FROM docs_fts f JOIN docs d ON d.id = f.rowid
-             WHERE docs_fts MATCH ?1 AND d.kind = ?2
-             ORDER BY rank LIMIT ?3",
+        let rank = format!(
+            "bm25({}, {}, {}, {}, 0.0, 0.0)",
             w.title, w.headings, w.keywords, w.body
+        );
+        let expr = format!("kind : \"{}\" AND {expr}", kind.as_str());
+        let sql = format!(
+            "SELECT d.id, d.title, d.location, d.source, s.text, s.rank FROM
+               (SELECT rowid, substr(body, 1, {HIT_TEXT_CHARS}) AS text, rank FROM docs_fts
+                WHERE docs_fts MATCH ?1 AND rank MATCH ?2 ORDER BY rank LIMIT ?3) s
+             JOIN docs d ON d.id = s.rowid ORDER BY s.rank"
         );
         let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map(params![expr, kind.as_str(), top as i64], |r| {
+            .query_map(params![expr, rank, top as i64], |r| {
                 Ok(Hit {
                     kind,
                     id: format!("{}:{}", kind.as_str(), r.get::<_, i64>(0)?),
