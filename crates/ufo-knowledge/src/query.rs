@@ -308,22 +308,42 @@ mod tests {
         let e = match_expression("How do I freeze the first row in Calc?", Some("calc")).unwrap();
         assert_eq!(
             e,
-            "apps : \"calc\" AND {title headings keywords body} : (\"freeze\" OR \"first\" OR \"row\" OR \"calc\")"
+            "apps : \"calc\" AND {title headings keywords body} : (\"freeze\" OR \"first\" OR \"row\" OR \"calc\" OR \"first row\")"
         );
         assert_eq!(match_expression("how do I", None), None);
     }
 
     #[test]
     fn fts_syntax_in_a_request_is_only_words() {
-        let e = match_expression("NEAR(a b) AND \"x\" * col:umn", None).unwrap();
+        let e = match_expression("NEAR(a b) AND \"x\" * col:umn OR", None).unwrap();
         assert_eq!(
             e,
-            "{title headings keywords body} : (\"near\" OR \"col\" OR \"umn\")"
+            "{title headings keywords body} : (\"near\" OR \"col\" OR \"umn\" OR \"col umn\")"
         );
         assert_eq!(
             plain_expression("the row"),
             Some("\"the\" OR \"row\"".into())
         );
+    }
+
+    #[test]
+    fn request_data_goes_and_the_help_words_come() {
+        assert_eq!(
+            terms("Merge cells A1 to D1 in Sheet1, 800 px"),
+            ["merge", "cells", "px"]
+        );
+        assert_eq!(
+            terms("Replace 'colour' with \"color\" but don't stop"),
+            ["replace", "don", "stop"]
+        );
+        assert_eq!(terms("an 'unbalanced quote"), ["unbalanced", "quote"]);
+        let e = match_expression("Add picture", None).unwrap();
+        assert!(
+            e.contains("\"insert\"") && e.contains("\"image\"") && e.contains("\"add picture\""),
+            "{e}"
+        );
+        let e = match_expression("insert a table of contents", None).unwrap();
+        assert!(e.contains("\"table of contents\""), "{e}");
     }
 
     proptest::proptest! {
