@@ -33,8 +33,8 @@ fn json_lines(stdout: &[u8]) -> Vec<Value> {
 }
 
 fn write(dir: &Path, name: &str, text: &str) {
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join(name), text).unwrap();
+    std::fs::create_dir_all(dir).expect("make the folder");
+    std::fs::write(dir.join(name), text).expect("write the file");
 }
 
 #[test]
