@@ -32,7 +32,7 @@ pub const FILE_NAME: &str = "knowledge.sqlite";
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// SQLite refused.
-    #[error("knowledge store {path}: {source}; check that the file is a ufo knowledge store and that you may write it (`ufo knowledge stats` shows it), or remove it and index again")]
+    #[error("knowledge store {path}: {source}; {}", hint(.source))]
     Sqlite {
         /// The store's file.
         path: String,
@@ -50,6 +50,16 @@ pub enum StoreError {
         /// What the system said.
         source: std::io::Error,
     },
+}
+
+/// What to do about a failed SQLite call.
+fn hint(e: &rusqlite::Error) -> &'static str {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            "another process kept the store busy past the wait; try again when it is done"
+        }
+        _ => "check that the file is a ufo knowledge store and that you may write it (`ufo knowledge stats` shows it), or remove it and index again",
+    }
 }
 
 /// The BM25 weight of each column.
@@ -679,6 +689,19 @@ mod tests {
         );
         assert_eq!(q(&s, "new"), 0);
         assert_eq!(s.stats().unwrap().documents, 0);
+    }
+
+    #[test]
+    fn a_busy_store_says_to_try_again() {
+        let busy = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            None,
+        );
+        let e = StoreError::Sqlite {
+            path: "/k.sqlite".into(),
+            source: busy,
+        };
+        assert!(e.to_string().contains("try again"), "{e}");
     }
 
     #[test]
