@@ -18,6 +18,11 @@
 # (crates/ufo/tests/private.rs).
 # Installs only the missing packages, and only as root.
 #
+# install_help: the help LibreOffice and GIMP install for their users (Debian's
+# libreoffice-help-en-us and gimp-help-en), man-db and the man pages, for `ufo knowledge index`
+# (crates/ufo/tests/knowledge.rs) and the knowledge benchmark
+# (crates/ufo-knowledge/benches/search.rs). Installs only the missing packages, and only as root.
+#
 # install_mcp_servers: the reference MCP servers `@modelcontextprotocol/server-filesystem` and
 # `@modelcontextprotocol/server-everything`, with npm (Node.js and npm come from Debian when
 # missing, as root), into target/test-deps/mcp (or
@@ -81,6 +86,10 @@ install_apps() {
     firefox-esr thunderbird gnome-text-editor kate kcalc
 }
 
+install_help() {
+  _apt_install_missing install_help libreoffice-help-en-us gimp-help-en man-db manpages
+}
+
 install_mcp_servers() {
   local dir="${UFO_MCP_SERVERS_DIR:-$(_ufo_repo_root)/target/test-deps/mcp}"
   if ! command -v npm >/dev/null 2>&1; then
@@ -134,16 +143,17 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
       install_chromium
       install_libreoffice
       install_apps
+      install_help
       install_mcp_servers
       install_python_mcp
       install_slurm
       install_python_k8s_validate
       ;;
-    install_chromium | install_libreoffice | install_apps | install_mcp_servers | install_python_mcp | install_slurm | install_python_k8s_validate)
+    install_chromium | install_libreoffice | install_apps | install_help | install_mcp_servers | install_python_mcp | install_slurm | install_python_k8s_validate)
       "$1"
       ;;
     *)
-      echo "usage: $0 [install_chromium|install_libreoffice|install_apps|install_mcp_servers|install_python_mcp|install_slurm|install_python_k8s_validate]" >&2
+      echo "usage: $0 [install_chromium|install_libreoffice|install_apps|install_help|install_mcp_servers|install_python_mcp|install_slurm|install_python_k8s_validate]" >&2
       exit 2
       ;;
   esac

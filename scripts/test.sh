@@ -21,6 +21,7 @@ echo "== test dependencies (Chromium, the MCP reference servers, the Python mcp 
 install_chromium
 install_libreoffice
 install_apps
+install_help
 install_mcp_servers
 install_python_mcp
 install_slurm
@@ -35,7 +36,7 @@ trap 'scripts/desktop-session.sh down >/dev/null 2>&1 || true; rm -rf "$UFO_SESS
 scripts/desktop-session.sh up >/dev/null
 # shellcheck disable=SC1091
 source "$UFO_SESSION_DIR/env"
-export UFO_LIVE_TESTS=1 UFO_BROWSER_TESTS=1 UFO_PEER_TESTS=1
+export UFO_LIVE_TESTS=1 UFO_BROWSER_TESTS=1 UFO_PEER_TESTS=1 UFO_HELP_TESTS=1
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -13,6 +13,7 @@ pub mod config;
 pub mod events;
 pub mod inert;
 pub mod keys;
+pub mod knowledge;
 pub mod parse;
 pub mod ports;
 pub mod processor;
@@ -40,5 +41,6 @@ pub use ports::{
 
 pub use config::{Config, OnSubtaskFail};
 pub use inert::{inert, inert_exact};
+pub use knowledge::{Knowledge, KnowledgeError, KnowledgeKind, KnowledgeQuery, Snippet};
 pub use session::{Session, SessionOutcome};
 pub use status::{AppStatus, EndReason, HostStatus, RoundEnd, SessionStatus};

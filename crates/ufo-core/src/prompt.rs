@@ -71,7 +71,8 @@ Your previous steps:
 {% for m in memory %}  {{ m }}
 {% endfor %}{% endif %}{% if last_result %}
 Result of your last step: {{ last_result }}
-{% endif %}
+{% endif %}{% if knowledge %}
+{{ knowledge }}{% endif %}
 Answer with one JSON object."#;
 
 /// The built-in AppAgent system prompt.
@@ -135,7 +136,8 @@ Your previous steps:
 {% endfor %}{% endif %}{% if last_result %}
 Result of your last action: {{ last_result }}
 {% endif %}{% if changes %}{{ changes }}
-{% endif %}
+{% endif %}{% if knowledge %}
+{{ knowledge }}{% endif %}
 Answer with one JSON object."#;
 
 /// Compiled prompt templates.
@@ -199,6 +201,47 @@ mod tests {
             )
             .expect("render");
         assert!(u.contains("[1] button \"OK\""), "{u}");
+    }
+
+    /// The block the user prompts carry for retrieved knowledge.
+    const KNOWLEDGE_BLOCK: &str = "{% if knowledge %}\n{{ knowledge }}{% endif %}";
+
+    #[test]
+    fn without_knowledge_the_user_prompts_are_byte_for_byte_as_before() {
+        let new = Prompts::new(&PromptTemplates::default()).expect("compile");
+        let before = PromptTemplates {
+            host_user: Some(HOST_USER.replace(KNOWLEDGE_BLOCK, "")),
+            app_user: Some(APP_USER.replace(KNOWLEDGE_BLOCK, "")),
+            ..Default::default()
+        };
+        let old = Prompts::new(&before).expect("compile");
+        assert_ne!(
+            before.app_user.as_deref(),
+            Some(APP_USER),
+            "the block is in the template"
+        );
+        let ctx = json!({"subtask": "do", "request": "r", "window_title": "W", "memory": ["m"],
+            "last_result": "ok", "changes": "c", "windows": [], "plan": ["p"],
+            "controls": [{"label": 1, "role": "button", "name": "OK", "value": null, "enabled": true}]});
+        let empty = json!({"subtask": "do", "request": "r", "window_title": "W", "knowledge": "",
+            "controls": [], "windows": []});
+        for name in ["host_user", "app_user"] {
+            assert_eq!(
+                new.render(name, &ctx).unwrap(),
+                old.render(name, &ctx).unwrap()
+            );
+            let no_ctx = json!({"subtask": "do", "request": "r", "window_title": "W",
+                "controls": [], "windows": []});
+            assert_eq!(
+                new.render(name, &empty).unwrap(),
+                old.render(name, &no_ctx).unwrap()
+            );
+        }
+        // With knowledge, the sections come right before the closing line.
+        let mut with = ctx.clone();
+        with["knowledge"] = json!("Retrieved knowledge (...):\nReference:\n- [docs] t (l)\n  x\n");
+        let u = new.render("app_user", &with).unwrap();
+        assert!(u.ends_with("  x\n\nAnswer with one JSON object."), "{u}");
     }
 
     #[test]

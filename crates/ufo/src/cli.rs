@@ -53,6 +53,10 @@ pub enum Command {
     /// Follower mode: carry out a given plan (`{"task": ..., "steps": [...]}`); the AppAgent's
     /// FINISH ends the session.
     Follow(FollowArgs),
+    /// Knowledge: the help installed with the applications and a person's own docs, indexed
+    /// for the agents (`index`, `search`, `add-docs`, `list`, `forget`, `stats`).
+    #[command(subcommand)]
+    Knowledge(crate::commands::knowledge::KnowledgeCommand),
     /// Internal: ends a private desktop when the ufo that started it ends.
     #[command(hide = true)]
     PrivateReaper {

@@ -104,6 +104,7 @@ fn main() -> ExitCode {
         Command::Follow(args) => {
             with_cancel(|cancel| runtime.block_on(commands::follow::follow_command(args, cancel)))
         }
+        Command::Knowledge(cmd) => commands::knowledge::command(cmd),
         // handled before the runtime starts
         Command::PrivateReaper { .. } => ExitCode::SUCCESS,
     };

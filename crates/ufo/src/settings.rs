@@ -53,6 +53,10 @@ struct FileConfig {
     mcp: Option<crate::extensions::McpSection>,
     /// Third-party agents (`[agents]`).
     agents: Option<crate::extensions::AgentsSection>,
+    /// Knowledge (`[knowledge]`): read by `ufo knowledge`; named here so that `ufo run`
+    /// accepts a file that has it.
+    #[allow(dead_code)]
+    knowledge: Option<crate::commands::knowledge::KnowledgeSection>,
 }
 
 /// Everything `ufo run` needs, resolved.

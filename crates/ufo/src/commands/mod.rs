@@ -6,6 +6,7 @@ pub(crate) mod batch;
 pub(crate) mod doctor;
 pub(crate) mod follow;
 pub(crate) mod inspect;
+pub(crate) mod knowledge;
 pub(crate) mod mcp;
 pub(crate) mod report;
 pub(crate) mod resume;

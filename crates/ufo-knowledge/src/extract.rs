@@ -1,0 +1,832 @@
+//! Text extraction: a help page (HTML, Mallard, man page, Markdown, plain text, the reference
+//! system's JSON guidance) reduced to its title, headings, index keywords and visible body
+//! text. Every input is bounded: the caller reads at most [`MAX_FILE_BYTES`], and every field
+//! is clipped here.
+
+use serde::Deserialize;
+
+/// Most bytes read from one file (a larger file is read up to here).
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// Most characters of a page's body text kept.
+pub const MAX_BODY_CHARS: usize = 64 * 1024;
+/// Most characters of a title.
+pub const MAX_TITLE_CHARS: usize = 300;
+/// Most characters of the headings or the keywords of one page.
+pub const MAX_FIELD_CHARS: usize = 8 * 1024;
+/// Most nesting depth walked in an HTML page (deeper content is left out).
+const MAX_DEPTH: usize = 256;
+
+/// A page reduced to what the store indexes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Page {
+    /// The page's title.
+    pub title: String,
+    /// Its headings, one per line.
+    pub headings: String,
+    /// Its index keywords (LibreOffice's index entries, a Mallard page's description, a man
+    /// page's name line), one per line.
+    pub keywords: String,
+    /// The visible text.
+    pub body: String,
+}
+
+impl Page {
+    /// The page with every field clipped to its bound and whitespace collapsed.
+    fn bounded(self) -> Page {
+        Page {
+            title: clip(&collapse(&self.title), MAX_TITLE_CHARS),
+            headings: clip(&self.headings, MAX_FIELD_CHARS),
+            keywords: clip(&self.keywords, MAX_FIELD_CHARS),
+            body: clip(&collapse(&self.body), MAX_BODY_CHARS),
+        }
+    }
+}
+
+/// The formats the extractor reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// HTML or XHTML (LibreOffice's and GIMP's help, a person's pages).
+    Html,
+    /// A Mallard `.page` (GNOME help).
+    Mallard,
+    /// A man page in roff.
+    Man,
+    /// Markdown.
+    Markdown,
+    /// Plain text.
+    Text,
+}
+
+impl Format {
+    /// The format of a file by its name (`None`: not a document the store reads).
+    pub fn of_path(path: &std::path::Path) -> Option<Format> {
+        let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+        let name = name.strip_suffix(".gz").unwrap_or(&name);
+        let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+        match ext {
+            "html" | "htm" | "xhtml" | "xhp" => Some(Format::Html),
+            "page" => Some(Format::Mallard),
+            "md" | "markdown" => Some(Format::Markdown),
+            "txt" | "text" | "rst" => Some(Format::Text),
+            e if e.len() == 1 && e.chars().all(|c| c.is_ascii_digit()) => Some(Format::Man),
+            _ => None,
+        }
+    }
+}
+
+/// Extract `text` in `format`; `fallback_title` names a page that has no title of its own.
+pub fn extract(format: Format, text: &str, fallback_title: &str) -> Page {
+    let mut page = match format {
+        Format::Html => html(text),
+        Format::Mallard => mallard(text),
+        Format::Man => man(text),
+        Format::Markdown => markdown(text),
+        Format::Text => Page {
+            body: text.to_string(),
+            ..Page::default()
+        },
+    };
+    if page.title.trim().is_empty() {
+        page.title = fallback_title.to_string();
+    }
+    page.bounded()
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTML
+// ---------------------------------------------------------------------------------------------
+
+/// Elements whose content is not part of the page's text (scripts, navigation, chrome).
+fn skipped_tag(name: &str) -> bool {
+    matches!(
+        name,
+        "script"
+            | "style"
+            | "noscript"
+            | "header"
+            | "footer"
+            | "aside"
+            | "nav"
+            | "template"
+            | "svg"
+    )
+}
+
+/// Elements that separate words (a space is put around their text).
+fn block_tag(name: &str) -> bool {
+    matches!(
+        name,
+        "p" | "div"
+            | "li"
+            | "br"
+            | "tr"
+            | "td"
+            | "th"
+            | "dt"
+            | "dd"
+            | "pre"
+            | "table"
+            | "ul"
+            | "ol"
+            | "dl"
+            | "section"
+            | "article"
+            | "h1"
+            | "h2"
+            | "h3"
+            | "h4"
+            | "h5"
+            | "h6"
+            | "title"
+            | "blockquote"
+            | "hr"
+            | "body"
+            | "main"
+            | "figure"
+            | "figcaption"
+            | "caption"
+    )
+}
+
+/// Navigation blocks by class (GIMP's DocBook pages) or id (LibreOffice's).
+fn skipped_block(tag: &tl::HTMLTag<'_>) -> bool {
+    let id_skipped = tag
+        .attributes()
+        .id()
+        .map(|id| {
+            matches!(
+                &*id.as_utf8_str(),
+                "DEBUG" | "SearchFrame" | "DonationFrame"
+            )
+        })
+        .unwrap_or(false);
+    let class_skipped = tag
+        .attributes()
+        .class_iter()
+        .map(|mut it| it.any(|c| matches!(c, "navheader" | "navfooter" | "toc")))
+        .unwrap_or(false);
+    id_skipped || class_skipped
+}
+
+/// One step of the page walk.
+enum Walk {
+    /// Visit a node at a depth.
+    Enter(tl::NodeHandle, usize),
+    /// Leave an element: close a heading or a title, separate words.
+    Leave { heading: bool, title: bool },
+}
+
+/// Title, headings, index keywords and visible text of an HTML page.
+pub fn html(text: &str) -> Page {
+    let Ok(dom) = tl::parse(text, tl::ParserOptions::default()) else {
+        return Page {
+            body: text.to_string(),
+            ..Page::default()
+        };
+    };
+    let parser = dom.parser();
+    let mut page = Page::default();
+    let mut keywords: Vec<String> = Vec::new();
+    let mut headings: Vec<String> = Vec::new();
+    let mut heading: Option<String> = None;
+    let mut title: Option<String> = None;
+    let mut stack: Vec<Walk> = dom
+        .children()
+        .iter()
+        .rev()
+        .map(|h| Walk::Enter(*h, 0))
+        .collect();
+    while let Some(step) = stack.pop() {
+        let (handle, depth) = match step {
+            Walk::Enter(h, d) => (h, d),
+            Walk::Leave {
+                heading: h,
+                title: t,
+            } => {
+                if h {
+                    if let Some(text) = heading.take() {
+                        let text = strip_numbering(&collapse(&text));
+                        if !text.is_empty() {
+                            headings.push(text);
+                        }
+                    }
+                }
+                if t {
+                    if let Some(text) = title.take() {
+                        if page.title.is_empty() {
+                            page.title = strip_numbering(&collapse(&text));
+                        }
+                    }
+                }
+                page.body.push(' ');
+                continue;
+            }
+        };
+        let Some(node) = handle.get(parser) else {
+            continue;
+        };
+        match node {
+            tl::Node::Raw(raw) => {
+                let t = decode_entities(&raw.as_utf8_str());
+                if let Some(h) = heading.as_mut() {
+                    h.push_str(&t);
+                }
+                if let Some(h) = title.as_mut() {
+                    h.push_str(&t);
+                    continue; // the <title> is not body text
+                }
+                if page.body.len() < MAX_BODY_CHARS * 4 {
+                    page.body.push_str(&t);
+                }
+            }
+            tl::Node::Comment(_) => {}
+            tl::Node::Tag(tag) => {
+                let name = tag.name().as_utf8_str().to_ascii_lowercase();
+                if name == "meta" {
+                    if let Some(k) = meta_keywords(tag) {
+                        keywords.extend(k);
+                    }
+                    continue;
+                }
+                if skipped_tag(&name) || skipped_block(tag) || depth >= MAX_DEPTH {
+                    continue;
+                }
+                let is_heading = matches!(name.as_str(), "h1" | "h2" | "h3" | "h4" | "h5" | "h6");
+                let is_title = name == "title" && title.is_none();
+                if is_heading && heading.is_none() {
+                    heading = Some(String::new());
+                }
+                if is_title {
+                    title = Some(String::new());
+                }
+                if block_tag(&name) {
+                    page.body.push(' ');
+                }
+                stack.push(Walk::Leave {
+                    heading: is_heading,
+                    title: is_title,
+                });
+                for child in tag.children().top().as_slice().iter().rev() {
+                    stack.push(Walk::Enter(*child, depth + 1));
+                }
+            }
+        }
+    }
+    keywords.dedup();
+    page.keywords = keywords.join("\n");
+    page.headings = headings.join("\n");
+    page
+}
+
+/// The index keywords a `<meta>` carries (`name="keywords"` or LibreOffice's
+/// `itemprop="keywords"`).
+fn meta_keywords(tag: &tl::HTMLTag<'_>) -> Option<Vec<String>> {
+    let attrs = tag.attributes();
+    let is_keywords = ["name", "itemprop"].iter().any(|a| {
+        attrs
+            .get(*a)
+            .flatten()
+            .map(|v| v.as_utf8_str().eq_ignore_ascii_case("keywords"))
+            .unwrap_or(false)
+    });
+    if !is_keywords {
+        return None;
+    }
+    let content = attrs.get("content").flatten()?;
+    let k = collapse(&decode_entities(&content.as_utf8_str()));
+    (!k.is_empty()).then(|| vec![k])
+}
+
+/// A DocBook section number taken off a title ("7.34. Add Alpha Channel" → "Add Alpha Channel").
+fn strip_numbering(s: &str) -> String {
+    let trimmed = s.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    if trimmed.len() != s.len() && trimmed.starts_with(' ') {
+        trimmed.trim().to_string()
+    } else {
+        s.trim().to_string()
+    }
+}
+
+/// HTML character references decoded (the common named ones and every numeric one).
+pub fn decode_entities(s: &str) -> String {
+    if !s.contains('&') {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('&') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        let end = rest[1..]
+            .find(|c: char| !c.is_ascii_alphanumeric() && c != '#')
+            .map(|e| e + 1);
+        let (name, after) = match end {
+            Some(e) if rest[e..].starts_with(';') => (&rest[1..e], &rest[e + 1..]),
+            _ => {
+                out.push('&');
+                rest = &rest[1..];
+                continue;
+            }
+        };
+        let decoded = match name {
+            "amp" => Some('&'),
+            "lt" => Some('<'),
+            "gt" => Some('>'),
+            "quot" => Some('"'),
+            "apos" => Some('\''),
+            "nbsp" => Some(' '),
+            "ndash" => Some('–'),
+            "mdash" => Some('—'),
+            "rarr" => Some('→'),
+            "hellip" => Some('…'),
+            "copy" => Some('©'),
+            n if n.starts_with("#x") || n.starts_with("#X") => u32::from_str_radix(&n[2..], 16)
+                .ok()
+                .and_then(char::from_u32),
+            n if n.starts_with('#') => n[1..].parse::<u32>().ok().and_then(char::from_u32),
+            _ => None,
+        };
+        match decoded {
+            Some(c) => {
+                out.push(c);
+                rest = after;
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mallard
+// ---------------------------------------------------------------------------------------------
+
+/// A Mallard page: its title, the `<desc>` of its `<info>` (as keywords), section titles and
+/// text, without the `<info>` block (credits, licence, links).
+pub fn mallard(text: &str) -> Page {
+    let Ok(dom) = tl::parse(text, tl::ParserOptions::default()) else {
+        return Page::default();
+    };
+    let parser = dom.parser();
+    let mut page = Page::default();
+    let mut headings = Vec::new();
+    let mut keywords = Vec::new();
+    // (handle, depth, inside <info>)
+    let mut stack: Vec<(tl::NodeHandle, usize, bool)> = dom
+        .children()
+        .iter()
+        .rev()
+        .map(|h| (*h, 0, false))
+        .collect();
+    while let Some((handle, depth, in_info)) = stack.pop() {
+        let Some(node) = handle.get(parser) else {
+            continue;
+        };
+        match node {
+            tl::Node::Raw(raw) if !in_info => {
+                page.body.push_str(&decode_entities(&raw.as_utf8_str()));
+            }
+            tl::Node::Tag(tag) if depth < MAX_DEPTH => {
+                let name = tag.name().as_utf8_str().to_ascii_lowercase();
+                let inner = || collapse(&decode_entities(&text_of(tag, parser)));
+                match name.as_str() {
+                    "title" if !in_info => {
+                        let t = inner();
+                        if page.title.is_empty() {
+                            page.title = t.clone();
+                        } else {
+                            headings.push(t.clone());
+                        }
+                        page.body.push(' ');
+                        page.body.push_str(&t);
+                        page.body.push(' ');
+                        continue;
+                    }
+                    "desc" if in_info => keywords.push(inner()),
+                    "title" if in_info => {
+                        // <title type="link"> etc.: alternative titles are keywords.
+                        keywords.push(inner());
+                        continue;
+                    }
+                    _ => {}
+                }
+                let child_info = in_info || name == "info";
+                page.body.push(' ');
+                for child in tag.children().top().as_slice().iter().rev() {
+                    stack.push((*child, depth + 1, child_info));
+                }
+            }
+            _ => {}
+        }
+    }
+    page.headings = headings.join("\n");
+    page.keywords = keywords.join("\n");
+    page
+}
+
+/// The text inside an element (iterative: no recursion on deep nesting).
+fn text_of(tag: &tl::HTMLTag<'_>, parser: &tl::Parser<'_>) -> String {
+    let mut out = String::new();
+    let mut stack: Vec<(tl::NodeHandle, usize)> = tag
+        .children()
+        .top()
+        .as_slice()
+        .iter()
+        .rev()
+        .map(|h| (*h, 0))
+        .collect();
+    while let Some((h, depth)) = stack.pop() {
+        match h.get(parser) {
+            Some(tl::Node::Raw(r)) => out.push_str(&r.as_utf8_str()),
+            Some(tl::Node::Tag(t)) if depth < MAX_DEPTH && out.len() < MAX_FIELD_CHARS => {
+                out.push(' ');
+                for c in t.children().top().as_slice().iter().rev() {
+                    stack.push((*c, depth + 1));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// man pages
+// ---------------------------------------------------------------------------------------------
+
+/// A man page in roff: `name - what it does` (from the NAME section) as title and keyword,
+/// `.SH`/`.SS` as headings, the text without requests and font escapes as body.
+pub fn man(text: &str) -> Page {
+    let mut page = Page::default();
+    let mut headings = Vec::new();
+    let mut section = String::new();
+    let mut name_line = String::new();
+    let mut th_name = String::new();
+    for line in text.lines() {
+        let line = line.trim_end();
+        if let Some(req) = line.strip_prefix('.').or_else(|| line.strip_prefix('\'')) {
+            let (cmd, args) = req
+                .trim_start()
+                .split_once(' ')
+                .unwrap_or((req.trim_start(), ""));
+            let args = roff_text(&unquote(args));
+            match cmd {
+                "TH" => th_name = args.split_whitespace().next().unwrap_or("").to_lowercase(),
+                "SH" | "SS" => {
+                    section = args.to_uppercase();
+                    if !args.is_empty() {
+                        headings.push(args.clone());
+                    }
+                }
+                "B" | "I" | "BR" | "IR" | "RB" | "RI" | "BI" | "IB" | "SM" | "SB" | "IP" | "TP"
+                | "Nm" | "Nd" | "Sh" | "It" | "Fl" | "Ar" => {
+                    push_man_text(&mut page, &mut name_line, &section, &args)
+                }
+                _ => {}
+            }
+            continue;
+        }
+        let t = roff_text(line);
+        push_man_text(&mut page, &mut name_line, &section, &t);
+    }
+    let name_line = collapse(&name_line);
+    page.title = if name_line.is_empty() {
+        th_name
+    } else {
+        name_line.clone()
+    };
+    page.keywords = name_line;
+    page.headings = headings.join("\n");
+    page
+}
+
+/// Text of a man page: the NAME section's text also makes the title.
+fn push_man_text(page: &mut Page, name_line: &mut String, section: &str, text: &str) {
+    if text.is_empty() {
+        return;
+    }
+    if section == "NAME" && name_line.len() < MAX_TITLE_CHARS {
+        name_line.push_str(text);
+        name_line.push(' ');
+    }
+    if page.body.len() < MAX_BODY_CHARS * 4 {
+        page.body.push_str(text);
+        page.body.push('\n');
+    }
+}
+
+/// Arguments of a roff request without their quotes.
+fn unquote(args: &str) -> String {
+    args.replace('"', "")
+}
+
+/// Roff text with escapes reduced: fonts (`\fB`), `\-`, `\(xx`, `\*(xx`, `\&`, comments.
+fn roff_text(line: &str) -> String {
+    let line = match line.find("\\\"") {
+        Some(i) => &line[..i],
+        None => line,
+    };
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('f') => match chars.next() {
+                Some('(') => {
+                    chars.next();
+                    chars.next();
+                }
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if c == ']' {
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
+            Some('-') => out.push('-'),
+            Some('e') | Some('\\') => out.push('\\'),
+            Some('(') => {
+                let a = chars.next();
+                let b = chars.next();
+                match (a, b) {
+                    (Some('e'), Some('m')) | (Some('e'), Some('n')) => out.push('-'),
+                    (Some('b'), Some('u')) => out.push('•'),
+                    (Some('d'), Some('q')) | (Some('l'), Some('q')) | (Some('r'), Some('q')) => {
+                        out.push('"')
+                    }
+                    _ => {}
+                }
+            }
+            Some('*') => match chars.next() {
+                Some('(') => {
+                    chars.next();
+                    chars.next();
+                }
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if c == ']' {
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
+            Some(' ') => out.push(' '),
+            Some('&') | Some('/') | Some(',') | Some('c') | Some('%') | Some('|') | Some('^') => {}
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    out.trim().to_string()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Markdown
+// ---------------------------------------------------------------------------------------------
+
+/// A Markdown page: the first `#` heading is the title, every `#` heading a heading.
+pub fn markdown(text: &str) -> Page {
+    let mut page = Page::default();
+    let mut headings = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('#') {
+            let h = trimmed.trim_start_matches('#').trim().to_string();
+            if page.title.is_empty() {
+                page.title = h.clone();
+            } else if !h.is_empty() {
+                headings.push(h.clone());
+            }
+        }
+        page.body.push_str(line);
+        page.body.push('\n');
+    }
+    page.headings = headings.join("\n");
+    page
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reference system's JSON guidance
+// ---------------------------------------------------------------------------------------------
+
+/// One record of the reference system's help format: `{application, request, guidance[]}`.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+pub struct Guidance {
+    /// The application it is for.
+    #[serde(default)]
+    pub application: String,
+    /// The request it answers.
+    pub request: String,
+    /// The steps.
+    #[serde(default)]
+    pub guidance: Vec<String>,
+}
+
+impl Guidance {
+    /// The record as a page: the request is the title, the steps the body.
+    pub fn page(&self) -> Page {
+        Page {
+            title: self.request.clone(),
+            keywords: self.request.clone(),
+            headings: String::new(),
+            body: format!("{}\n{}", self.request, self.guidance.join("\n")),
+        }
+        .bounded()
+    }
+}
+
+/// The guidance records of a JSON file: one object, an array of them, or one per line.
+pub fn guidance(text: &str) -> Result<Vec<Guidance>, String> {
+    if let Ok(one) = serde_json::from_str::<Guidance>(text) {
+        return Ok(vec![one]);
+    }
+    if let Ok(many) = serde_json::from_str::<Vec<Guidance>>(text) {
+        return Ok(many);
+    }
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str::<Guidance>(l).map_err(|e| e.to_string()))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+/// Whitespace runs made one space, trimmed.
+pub fn collapse(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for w in s.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    out
+}
+
+/// At most `max` characters of `s`.
+pub fn clip(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => s[..i].to_string(),
+        None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LO_PAGE: &str = include_str!("../tests/fixtures/lo_line_fix.html");
+    const GIMP_PAGE: &str = include_str!("../tests/fixtures/gimp_alpha_add.html");
+    const MALLARD: &str = include_str!("../tests/fixtures/mallard.page");
+    const MAN: &str = include_str!("../tests/fixtures/ls.1");
+
+    #[test]
+    fn libreoffice_page_gives_title_keywords_headings_and_body_without_chrome() {
+        let p = extract(Format::Html, LO_PAGE, "x");
+        assert_eq!(p.title, "Freezing Rows or Columns as Headers");
+        assert!(p.keywords.contains("rows, freezing"), "{}", p.keywords);
+        assert!(p.keywords.contains("freezing rows or columns"));
+        assert!(
+            p.headings
+                .starts_with("Freezing Rows or Columns as Headers"),
+            "{}",
+            p.headings
+        );
+        assert!(p.body.contains("you can freeze some rows or columns"));
+        assert!(
+            p.body.contains("View - Freeze Rows and Columns"),
+            "related topics kept"
+        );
+        for chrome in [
+            "Help content debug info",
+            "Search in chosen module",
+            "LibreOffice 7.4 Help",
+            "setupModules",
+        ] {
+            assert!(!p.body.contains(chrome), "{chrome} in {}", p.body);
+            assert!(!p.headings.contains(chrome));
+        }
+    }
+
+    #[test]
+    fn gimp_page_loses_its_section_numbers_and_navigation() {
+        let p = extract(Format::Html, GIMP_PAGE, "x");
+        assert_eq!(p.title, "Add Alpha Channel");
+        assert!(
+            p.headings.contains("Activate the Command"),
+            "{}",
+            p.headings
+        );
+        assert!(p.body.contains("An alpha channel is automatically added"));
+        assert!(!p.body.contains("Prev"), "{}", p.body);
+    }
+
+    #[test]
+    fn entities_are_decoded() {
+        assert_eq!(
+            decode_entities("a &amp; b &lt;c&gt; &#65;&#x42; &bogus; &"),
+            "a & b <c> AB &bogus; &"
+        );
+        let p = html("<title>Cut &amp; Paste</title><p>x&nbsp;y</p>");
+        assert_eq!(p.title, "Cut & Paste");
+    }
+
+    #[test]
+    fn mallard_page_gives_title_desc_and_sections_without_credits() {
+        let p = extract(Format::Mallard, MALLARD, "x");
+        assert_eq!(p.title, "Calculate percentages");
+        assert!(p.keywords.contains("Use the percent key"), "{}", p.keywords);
+        assert!(p.headings.contains("Percent of a number"));
+        assert!(p.body.contains("type 20 % 150"), "{}", p.body);
+        assert!(!p.body.contains("Creative Commons"), "{}", p.body);
+        assert!(!p.body.contains("Jane Doe"));
+    }
+
+    #[test]
+    fn man_page_gives_name_line_sections_and_plain_text() {
+        let p = extract(Format::Man, MAN, "x");
+        assert_eq!(p.title, "ls - list directory contents");
+        assert!(p.headings.contains("DESCRIPTION"));
+        assert!(p.body.contains("-a, --all"), "{}", p.body);
+        assert!(!p.body.contains("\\f"), "{}", p.body);
+        assert!(!p.body.contains("DO NOT MODIFY"), "comments dropped");
+    }
+
+    #[test]
+    fn markdown_and_guidance() {
+        let p = extract(
+            Format::Markdown,
+            "# Make a chart\n\n## Steps\nSelect the data.\n",
+            "x",
+        );
+        assert_eq!(p.title, "Make a chart");
+        assert_eq!(p.headings, "Steps");
+        let g = guidance(r#"[{"application":"WINWORD.EXE","request":"How to add a page break?","guidance":["Click Insert","Click Page Break"]}]"#).unwrap();
+        assert_eq!(g.len(), 1);
+        let p = g[0].page();
+        assert_eq!(p.title, "How to add a page break?");
+        assert!(p.body.contains("Click Page Break"));
+        assert!(guidance("{\"nope\": 1}").is_err());
+    }
+
+    #[test]
+    fn formats_by_name() {
+        use std::path::Path;
+        assert_eq!(Format::of_path(Path::new("a/ls.1.gz")), Some(Format::Man));
+        assert_eq!(Format::of_path(Path::new("a/x.HTML")), Some(Format::Html));
+        assert_eq!(
+            Format::of_path(Path::new("a/x.page")),
+            Some(Format::Mallard)
+        );
+        assert_eq!(Format::of_path(Path::new("a/x.png")), None);
+    }
+
+    #[test]
+    fn deep_nesting_and_huge_pages_stay_bounded() {
+        let deep = format!(
+            "<title>t</title>{}x{}",
+            "<div>".repeat(100_000),
+            "</div>".repeat(100_000)
+        );
+        let p = extract(Format::Html, &deep, "f");
+        assert_eq!(p.title, "t");
+        let huge = format!("<p>{}</p>", "word ".repeat(1_000_000));
+        let p = extract(Format::Html, &huge, "f");
+        assert!(p.body.chars().count() <= MAX_BODY_CHARS);
+        let long_title = format!("<title>{}</title>", "t".repeat(10_000));
+        assert!(
+            extract(Format::Html, &long_title, "f")
+                .title
+                .chars()
+                .count()
+                <= MAX_TITLE_CHARS
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_input_is_extracted_within_bounds(s in ".{0,2000}") {
+            for f in [Format::Html, Format::Mallard, Format::Man, Format::Markdown, Format::Text] {
+                let p = extract(f, &s, "fallback");
+                proptest::prop_assert!(p.title.chars().count() <= MAX_TITLE_CHARS);
+                proptest::prop_assert!(p.body.chars().count() <= MAX_BODY_CHARS);
+            }
+        }
+
+        #[test]
+        fn entity_decoding_never_panics(s in "[&#;a-zA-Z0-9x ]{0,200}") {
+            let _ = decode_entities(&s);
+        }
+    }
+}

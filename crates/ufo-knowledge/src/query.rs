@@ -1,0 +1,359 @@
+//! Query building: a request in plain words made an FTS5 match expression.
+//!
+//! Every word is quoted (so that no word of a request is read as FTS5 syntax: `AND`, `NEAR`,
+//! `*`, `:`), stop words and request filler ("how do I", "please") are dropped, and the rest
+//! are OR-ed: BM25 then ranks pages with more (and rarer) words higher, where an AND of every
+//! word would find nothing for most requests.
+
+/// Most words of a query used.
+pub const MAX_TERMS: usize = 32;
+
+/// Words that say nothing about which page helps.
+const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "been",
+    "before",
+    "being",
+    "below",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "done",
+    "each",
+    "for",
+    "from",
+    "further",
+    "get",
+    "had",
+    "has",
+    "have",
+    "having",
+    "help",
+    "here",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "libreoffice",
+    "like",
+    "make",
+    "me",
+    "my",
+    "myself",
+    "need",
+    "no",
+    "not",
+    "now",
+    "of",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "out",
+    "own",
+    "please",
+    "same",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "us",
+    "very",
+    "want",
+    "was",
+    "way",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+];
+
+/// The words of `text`, lowercased, each once, in order (at most [`MAX_TERMS`]).
+pub fn words(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        let w = w.to_lowercase();
+        if !out.contains(&w) {
+            out.push(w);
+        }
+        if out.len() >= MAX_TERMS {
+            break;
+        }
+    }
+    out
+}
+
+/// The words of `text` that carry meaning: stop words, single letters and request data
+/// (numbers, cell addresses like `A1` or `Sheet1`, quoted text) dropped.
+pub fn terms(text: &str) -> Vec<String> {
+    words(&without_quoted(text))
+        .into_iter()
+        .filter(|w| !STOP_WORDS.contains(&w.as_str()))
+        .filter(|w| w.chars().count() > 1)
+        .filter(|w| !is_data(w))
+        .collect()
+}
+
+/// A number or a cell address: the request's data, not what it asks to do.
+fn is_data(w: &str) -> bool {
+    let letters = w.chars().take_while(|c| c.is_alphabetic()).count();
+    let rest = &w[w
+        .char_indices()
+        .nth(letters)
+        .map(|(i, _)| i)
+        .unwrap_or(w.len())..];
+    !rest.is_empty() && rest.chars().all(|c| c.is_ascii_digit())
+}
+
+/// `text` without the parts in quotes (the text a request types or looks for).
+fn without_quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut quote: Option<char> = None;
+    let chars: Vec<char> = text.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        let prev_alnum = i > 0 && chars[i - 1].is_alphanumeric();
+        let next_alnum = chars.get(i + 1).is_some_and(|n| n.is_alphanumeric());
+        match quote {
+            Some(q) if c == q && !next_alnum => {
+                quote = None;
+                out.push(' ');
+            }
+            Some(_) => {}
+            // An apostrophe inside a word ("don't") opens no quote.
+            None if matches!(c, '"' | '\'' | '“' | '‘') && !prev_alnum => {
+                quote = Some(match c {
+                    '“' => '”',
+                    '‘' => '’',
+                    q => q,
+                });
+            }
+            None => out.push(c),
+        }
+    }
+    if quote.is_some() {
+        return text.to_string(); // unbalanced: keep everything
+    }
+    out
+}
+
+/// Words a person uses for what the help calls otherwise (the applications' own wording is
+/// added to the query, the person's kept).
+const SYNONYMS: &[(&str, &[&str])] = &[
+    ("add", &["insert"]),
+    ("put", &["insert"]),
+    ("remove", &["delete"]),
+    ("erase", &["delete"]),
+    ("resize", &["scale", "size"]),
+    ("enlarge", &["scale", "size"]),
+    ("shrink", &["scale", "size"]),
+    ("picture", &["image", "graphic"]),
+    ("photo", &["image"]),
+    ("colour", &["color"]),
+    ("many", &["count"]),
+    ("restrict", &["limit", "validity"]),
+    ("show", &["display"]),
+    ("hide", &["hidden"]),
+];
+
+/// The help's words for `term`.
+fn synonyms(term: &str) -> &'static [&'static str] {
+    SYNONYMS
+        .iter()
+        .find(|(w, _)| *w == term)
+        .map(|(_, s)| *s)
+        .unwrap_or(&[])
+}
+
+/// Phrases of the request: two meaningful words in a row, or with one short stop word
+/// between ("page break", "table of contents"): a page that has the phrase ranks higher.
+fn phrases(text: &str) -> Vec<String> {
+    let ws = words_in_order(&without_quoted(text));
+    let meaningful = |w: &str| !STOP_WORDS.contains(&w) && w.chars().count() > 1 && !is_data(w);
+    let mut out = Vec::new();
+    for i in 0..ws.len() {
+        if !meaningful(&ws[i]) {
+            continue;
+        }
+        if let Some(next) = ws.get(i + 1) {
+            if meaningful(next) {
+                out.push(format!("{} {}", ws[i], next));
+            } else if matches!(next.as_str(), "of" | "and" | "to" | "by") {
+                if let Some(third) = ws.get(i + 2).filter(|t| meaningful(t)) {
+                    out.push(format!("{} {} {}", ws[i], next, third));
+                }
+            }
+        }
+        if out.len() >= MAX_TERMS / 2 {
+            break;
+        }
+    }
+    out
+}
+
+/// Every word of `text` in order (repeats kept), lowercased, bounded.
+fn words_in_order(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(MAX_TERMS * 2)
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// `"t1" OR "t2" ...` of `terms` (`None` for no terms).
+pub fn or_of(terms: &[String]) -> Option<String> {
+    if terms.is_empty() {
+        return None;
+    }
+    Some(
+        terms
+            .iter()
+            .map(|t| format!("\"{}\"", t.replace('"', "")))
+            .collect::<Vec<_>>()
+            .join(" OR "),
+    )
+}
+
+/// The match expression of the store's search: the meaningful words OR-ed over the text
+/// columns, and, for an application, only its pages (`apps` column).
+pub fn match_expression(text: &str, app_tag: Option<&str>) -> Option<String> {
+    let mut all = terms(text);
+    if all.is_empty() {
+        return None;
+    }
+    for t in all.clone() {
+        for s in synonyms(&t) {
+            if !all.iter().any(|a| a == s) {
+                all.push(s.to_string());
+            }
+        }
+    }
+    all.extend(phrases(text));
+    let terms = or_of(&all)?;
+    let text = format!("{{title headings keywords body}} : ({terms})");
+    Some(match app_tag {
+        Some(app) => format!("apps : \"{}\" AND {text}", app.replace('"', "")),
+        None => text,
+    })
+}
+
+/// The plain baseline's match expression: every word of the request OR-ed, nothing dropped.
+pub fn plain_expression(text: &str) -> Option<String> {
+    or_of(&words(text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_words_go_and_terms_are_quoted_and_or_ed() {
+        let e = match_expression("How do I freeze the first row in Calc?", Some("calc")).unwrap();
+        assert_eq!(
+            e,
+            "apps : \"calc\" AND {title headings keywords body} : (\"freeze\" OR \"first\" OR \"row\" OR \"calc\" OR \"first row\")"
+        );
+        assert_eq!(match_expression("how do I", None), None);
+    }
+
+    #[test]
+    fn fts_syntax_in_a_request_is_only_words() {
+        let e = match_expression("NEAR(a b) AND \"x\" * col:umn OR", None).unwrap();
+        assert_eq!(
+            e,
+            "{title headings keywords body} : (\"near\" OR \"col\" OR \"umn\" OR \"col umn\")"
+        );
+        assert_eq!(
+            plain_expression("the row"),
+            Some("\"the\" OR \"row\"".into())
+        );
+    }
+
+    #[test]
+    fn request_data_goes_and_the_help_words_come() {
+        assert_eq!(
+            terms("Merge cells A1 to D1 in Sheet1, 800 px"),
+            ["merge", "cells", "px"]
+        );
+        assert_eq!(
+            terms("Replace 'colour' with \"color\" but don't stop"),
+            ["replace", "don", "stop"]
+        );
+        assert_eq!(terms("an 'unbalanced quote"), ["unbalanced", "quote"]);
+        let e = match_expression("Add picture", None).unwrap();
+        assert!(
+            e.contains("\"insert\"") && e.contains("\"image\"") && e.contains("\"add picture\""),
+            "{e}"
+        );
+        let e = match_expression("insert a table of contents", None).unwrap();
+        assert!(e.contains("\"table of contents\""), "{e}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn terms_are_bounded_alphanumeric_words(s in ".{0,500}") {
+            let t = terms(&s);
+            proptest::prop_assert!(t.len() <= MAX_TERMS);
+            for w in t {
+                proptest::prop_assert!(w.chars().all(char::is_alphanumeric));
+            }
+        }
+    }
+}

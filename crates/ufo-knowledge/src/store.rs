@@ -1,0 +1,746 @@
+//! The store: one SQLite file with an FTS5 index.
+//!
+//! `docs` holds one row per document, keyed by (kind, location) so that indexing a page again
+//! replaces it; `docs_fts` (rowid = `docs.id`) indexes its title, headings, index keywords and
+//! body with the Porter stemmer, and the applications it serves in `apps`. The file is in WAL
+//! mode with a busy timeout, and every write is one `BEGIN IMMEDIATE` transaction, so several
+//! processes (parallel batch jobs) can save at once without losing or failing a write.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use serde::Serialize;
+use ufo_core::knowledge::{Knowledge, KnowledgeError, KnowledgeKind, KnowledgeQuery, Snippet};
+
+use crate::extract::{clip, Page};
+use crate::query;
+
+/// How long a writer waits for another process's write to finish.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Most characters of a hit's text.
+pub const HIT_TEXT_CHARS: usize = 1_500;
+/// Most hits one search returns.
+pub const MAX_TOP: usize = 100;
+
+/// The store's file name under the data directory.
+pub const FILE_NAME: &str = "knowledge.sqlite";
+
+/// A store that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite refused.
+    #[error("knowledge store {path}: {source}; {}", hint(.source))]
+    Sqlite {
+        /// The store's file.
+        path: String,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// No place for the store.
+    #[error("no place for the knowledge store: neither XDG_DATA_HOME nor HOME is set; set XDG_DATA_HOME")]
+    NoDataDir,
+    /// The directory could not be made.
+    #[error("cannot create {path}: {source}; check the permissions of the data directory")]
+    Dir {
+        /// The directory.
+        path: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+}
+
+/// What to do about a failed SQLite call.
+fn hint(e: &rusqlite::Error) -> &'static str {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            "another process kept the store busy past the wait; try again when it is done"
+        }
+        _ => "check that the file is a ufo knowledge store and that you may write it (`ufo knowledge stats` shows it), or remove it and index again",
+    }
+}
+
+/// The BM25 weight of each column.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Weights {
+    /// The title.
+    pub title: f64,
+    /// The headings.
+    pub headings: f64,
+    /// The index keywords.
+    pub keywords: f64,
+    /// The body text.
+    pub body: f64,
+}
+
+impl Default for Weights {
+    fn default() -> Self {
+        Self {
+            title: 10.0,
+            headings: 3.0,
+            keywords: 6.0,
+            body: 1.0,
+        }
+    }
+}
+
+/// One document to save.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    /// Its kind.
+    pub kind: KnowledgeKind,
+    /// A file path or URL (docs), an id (experience, demonstration).
+    pub location: String,
+    /// Where it came from: `libreoffice`, `gimp`, `mallard`, `man`, `user`.
+    pub source: String,
+    /// The tags of the applications it serves (see [`crate::apps`]).
+    pub apps: Vec<String>,
+    /// Its text.
+    pub page: Page,
+}
+
+/// A search.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SearchRequest {
+    /// The words searched for.
+    pub text: String,
+    /// The application (any name [`crate::apps::app_tag`] knows).
+    pub app: Option<String>,
+    /// The kinds wanted; empty: every kind.
+    pub kinds: Vec<KnowledgeKind>,
+    /// Most hits per kind.
+    pub top: usize,
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    /// Its kind.
+    pub kind: KnowledgeKind,
+    /// The store's id.
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// Its location.
+    pub location: String,
+    /// Where it came from.
+    pub source: String,
+    /// The start of its text.
+    pub text: String,
+    /// Relevance (the negated BM25 rank): higher is better.
+    pub score: f64,
+}
+
+/// One stored document as listed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Entry {
+    /// The store's id.
+    pub id: String,
+    /// Its kind.
+    pub kind: KnowledgeKind,
+    /// Where it came from.
+    pub source: String,
+    /// The applications it serves.
+    pub apps: String,
+    /// Its title.
+    pub title: String,
+    /// Its location.
+    pub location: String,
+}
+
+/// Counts of the store.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stats {
+    /// The store's file.
+    pub path: String,
+    /// Its size in bytes (with the write-ahead log).
+    pub bytes: u64,
+    /// Documents in all.
+    pub documents: u64,
+    /// Documents per kind and source.
+    pub by_source: Vec<(String, String, u64)>,
+}
+
+/// Which documents `forget` removes.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Forget {
+    /// Only this kind.
+    pub kind: Option<KnowledgeKind>,
+    /// Only this source.
+    pub source: Option<String>,
+    /// Only documents serving this application.
+    pub app: Option<String>,
+    /// Only these locations (a location ending in `/` removes everything under it) or ids.
+    pub locations: Vec<String>,
+}
+
+/// The knowledge store.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+    weights: Weights,
+}
+
+/// The store's default file: `$XDG_DATA_HOME/ufo/knowledge.sqlite`, else
+/// `~/.local/share/ufo/knowledge.sqlite`.
+pub fn default_path() -> Result<PathBuf, StoreError> {
+    let base = match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => {
+            let home = std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .ok_or(StoreError::NoDataDir)?;
+            PathBuf::from(home).join(".local").join("share")
+        }
+    };
+    Ok(base.join("ufo").join(FILE_NAME))
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS docs(
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    location TEXT NOT NULL,
+    source TEXT NOT NULL,
+    apps TEXT NOT NULL,
+    title TEXT NOT NULL,
+    UNIQUE(kind, location)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
+    title, headings, keywords, body, apps, kind,
+    tokenize = 'porter unicode61'
+);
+";
+
+impl Store {
+    /// Open (creating it and its directory if need be) the store at `path`.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Dir {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let err = |source| StoreError::Sqlite {
+            path: path.display().to_string(),
+            source,
+        };
+        let mut conn = Connection::open(path).map_err(err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
+        // Switching to WAL takes a lock; under contention it waits like any write.
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(err)?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
+        tx.execute_batch(SCHEMA).map_err(err)?;
+        tx.commit().map_err(err)?;
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+            weights: Weights::default(),
+        })
+    }
+
+    /// Open the store at its default place ([`default_path`]).
+    pub fn open_default() -> Result<Store, StoreError> {
+        Store::open(&default_path()?)
+    }
+
+    /// The store's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Rank with other column weights (the benchmark tries some).
+    pub fn set_weights(&mut self, weights: Weights) {
+        self.weights = weights;
+    }
+
+    fn err(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            path: self.path.display().to_string(),
+            source,
+        }
+    }
+
+    /// Save `docs` in one transaction; a document already stored under the same kind and
+    /// location is replaced. Returns how many were saved.
+    pub fn save(&mut self, docs: &[Document]) -> Result<usize, StoreError> {
+        let path = self.path.display().to_string();
+        let err = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
+        {
+            let mut find = tx
+                .prepare_cached("SELECT id FROM docs WHERE kind = ?1 AND location = ?2")
+                .map_err(err)?;
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO docs(kind, location, source, apps, title) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .map_err(err)?;
+            let mut update = tx
+                .prepare_cached("UPDATE docs SET source = ?2, apps = ?3, title = ?4 WHERE id = ?1")
+                .map_err(err)?;
+            let mut unindex = tx
+                .prepare_cached("DELETE FROM docs_fts WHERE rowid = ?1")
+                .map_err(err)?;
+            let mut index = tx
+                .prepare_cached(
+                    "INSERT INTO docs_fts(rowid, title, headings, keywords, body, apps, kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )
+                .map_err(err)?;
+            for d in docs {
+                let apps = d.apps.join(" ");
+                let id: i64 = match find
+                    .query_row(params![d.kind.as_str(), d.location], |r| r.get(0))
+                    .optional()
+                    .map_err(err)?
+                {
+                    Some(id) => {
+                        update
+                            .execute(params![id, d.source, apps, d.page.title])
+                            .map_err(err)?;
+                        unindex.execute(params![id]).map_err(err)?;
+                        id
+                    }
+                    None => {
+                        insert
+                            .execute(params![
+                                d.kind.as_str(),
+                                d.location,
+                                d.source,
+                                apps,
+                                d.page.title
+                            ])
+                            .map_err(err)?;
+                        tx.last_insert_rowid()
+                    }
+                };
+                index
+                    .execute(params![
+                        id,
+                        d.page.title,
+                        d.page.headings,
+                        d.page.keywords,
+                        d.page.body,
+                        apps,
+                        d.kind.as_str()
+                    ])
+                    .map_err(err)?;
+            }
+        }
+        tx.commit().map_err(err)?;
+        Ok(docs.len())
+    }
+
+    /// The best hits for `req`, at most `req.top` per kind, best first (by score over all
+    /// kinds). With an application, its pages only; if it has none, every page.
+    pub fn search(&self, req: &SearchRequest) -> Result<Vec<Hit>, StoreError> {
+        let top = req.top.clamp(1, MAX_TOP);
+        let app = req.app.as_deref().and_then(crate::apps::app_tag);
+        let kinds: Vec<KnowledgeKind> = if req.kinds.is_empty() {
+            KnowledgeKind::ALL.to_vec()
+        } else {
+            req.kinds.clone()
+        };
+        let mut hits = Vec::new();
+        for kind in kinds {
+            let mut found = Vec::new();
+            if let Some(expr) = query::match_expression(&req.text, app.as_deref()) {
+                found = self.run(&expr, kind, top)?;
+            }
+            if found.is_empty() && app.is_some() {
+                if let Some(expr) = query::match_expression(&req.text, None) {
+                    found = self.run(&expr, kind, top)?;
+                }
+            }
+            hits.extend(found);
+        }
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        Ok(hits)
+    }
+
+    /// One FTS5 query for one kind: the kind is matched inside the index and the ranking is
+    /// FTS5's own `rank` (so `ORDER BY rank LIMIT` stays inside FTS5), the rest joined after.
+    fn run(&self, expr: &str, kind: KnowledgeKind, top: usize) -> Result<Vec<Hit>, StoreError> {
+        let w = self.weights;
+        let rank = format!(
+            "bm25({}, {}, {}, {}, 0.0, 0.0)",
+            w.title, w.headings, w.keywords, w.body
+        );
+        let expr = format!("kind : \"{}\" AND {expr}", kind.as_str());
+        let sql = format!(
+            "SELECT d.id, d.title, d.location, d.source, s.text, s.rank FROM
+               (SELECT rowid, substr(body, 1, {HIT_TEXT_CHARS}) AS text, rank FROM docs_fts
+                WHERE docs_fts MATCH ?1 AND rank MATCH ?2 ORDER BY rank LIMIT ?3) s
+             JOIN docs d ON d.id = s.rowid ORDER BY s.rank"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![expr, rank, top as i64], |r| {
+                Ok(Hit {
+                    kind,
+                    id: format!("{}:{}", kind.as_str(), r.get::<_, i64>(0)?),
+                    title: r.get(1)?,
+                    location: r.get(2)?,
+                    source: r.get(3)?,
+                    text: clip(&r.get::<_, String>(4)?, HIT_TEXT_CHARS),
+                    score: -r.get::<_, f64>(5)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Stored documents, by kind and application, at most `limit`, in location order.
+    pub fn list(
+        &self,
+        kind: Option<KnowledgeKind>,
+        app: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Entry>, StoreError> {
+        let app = app.and_then(crate::apps::app_tag);
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, kind, source, apps, title, location FROM docs
+                 WHERE (?1 IS NULL OR kind = ?1)
+                   AND (?2 IS NULL OR (' ' || apps || ' ') LIKE ('% ' || ?2 || ' %'))
+                 ORDER BY location LIMIT ?3",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![kind.map(|k| k.as_str()), app, limit as i64], |r| {
+                let kind: String = r.get(1)?;
+                let kind = KnowledgeKind::parse(&kind).unwrap_or(KnowledgeKind::Docs);
+                Ok(Entry {
+                    id: format!("{}:{}", kind.as_str(), r.get::<_, i64>(0)?),
+                    kind,
+                    source: r.get(2)?,
+                    apps: r.get(3)?,
+                    title: r.get(4)?,
+                    location: r.get(5)?,
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Remove the documents `what` selects; returns how many. Selecting nothing (no kind,
+    /// source, application or location) removes nothing.
+    pub fn forget(&mut self, what: &Forget) -> Result<usize, StoreError> {
+        if what.kind.is_none()
+            && what.source.is_none()
+            && what.app.is_none()
+            && what.locations.is_empty()
+        {
+            return Ok(0);
+        }
+        let app = what.app.as_deref().and_then(crate::apps::app_tag);
+        let ids = {
+            let mut stmt = self
+                .conn
+                .prepare_cached(
+                    "SELECT id, kind, location FROM docs
+                     WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR source = ?2)
+                       AND (?3 IS NULL OR (' ' || apps || ' ') LIKE ('% ' || ?3 || ' %'))",
+                )
+                .map_err(|e| self.err(e))?;
+            let rows = stmt
+                .query_map(
+                    params![what.kind.map(|k| k.as_str()), what.source, app],
+                    |r| {
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, String>(2)?,
+                        ))
+                    },
+                )
+                .map_err(|e| self.err(e))?;
+            let all = rows
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| self.err(e))?;
+            all.into_iter()
+                .filter(|(id, kind, loc)| {
+                    what.locations.is_empty()
+                        || what.locations.iter().any(|l| {
+                            l == loc
+                                || *l == format!("{kind}:{id}")
+                                || (l.ends_with('/') && loc.starts_with(l.as_str()))
+                        })
+                })
+                .map(|(id, _, _)| id)
+                .collect::<Vec<_>>()
+        };
+        let path = self.path.display().to_string();
+        let err = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err)?;
+        for id in &ids {
+            tx.execute("DELETE FROM docs_fts WHERE rowid = ?1", params![id])
+                .map_err(err)?;
+            tx.execute("DELETE FROM docs WHERE id = ?1", params![id])
+                .map_err(err)?;
+        }
+        tx.commit().map_err(err)?;
+        Ok(ids.len())
+    }
+
+    /// Counts of the store.
+    pub fn stats(&self) -> Result<Stats, StoreError> {
+        let documents: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM docs", [], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT kind, source, count(*) FROM docs GROUP BY kind, source ORDER BY kind, source")
+            .map_err(|e| self.err(e))?;
+        let by_source = stmt
+            .query_map([], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? as u64))
+            })
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        let mut wal = self.path.clone().into_os_string();
+        wal.push("-wal");
+        Ok(Stats {
+            path: self.path.display().to_string(),
+            bytes: size(&self.path) + size(Path::new(&wal)),
+            documents: documents as u64,
+            by_source,
+        })
+    }
+}
+
+/// The store behind the core's [`Knowledge`] port (one connection, used by one query at a
+/// time).
+#[derive(Debug)]
+pub struct StoreKnowledge {
+    store: Mutex<Store>,
+}
+
+impl StoreKnowledge {
+    /// The port over `store`.
+    pub fn new(store: Store) -> Self {
+        Self {
+            store: Mutex::new(store),
+        }
+    }
+}
+
+#[async_trait]
+impl Knowledge for StoreKnowledge {
+    async fn query(&self, q: &KnowledgeQuery) -> Result<Vec<Snippet>, KnowledgeError> {
+        let store = self
+            .store
+            .lock()
+            .map_err(|_| KnowledgeError::Store("an earlier query panicked".into()))?;
+        let req = SearchRequest {
+            text: q.text().to_string(),
+            app: q.application.clone(),
+            kinds: q.kinds.clone(),
+            top: q.top_k,
+        };
+        let hits = store
+            .search(&req)
+            .map_err(|e| KnowledgeError::Store(e.to_string()))?;
+        Ok(hits
+            .into_iter()
+            .map(|h| Snippet {
+                kind: h.kind,
+                id: h.id,
+                title: h.title,
+                location: h.location,
+                text: h.text,
+                score: h.score,
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(location: &str, apps: &[&str], title: &str, keywords: &str, body: &str) -> Document {
+        Document {
+            kind: KnowledgeKind::Docs,
+            location: location.into(),
+            source: "test".into(),
+            apps: apps.iter().map(|s| s.to_string()).collect(),
+            page: Page {
+                title: title.into(),
+                headings: title.into(),
+                keywords: keywords.into(),
+                body: body.into(),
+            },
+        }
+    }
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("ufo").join(FILE_NAME)).unwrap();
+        (dir, s)
+    }
+
+    #[test]
+    fn search_ranks_title_and_keywords_above_body_and_scopes_by_app() {
+        let (_d, mut s) = store();
+        s.save(&[
+            doc(
+                "/h/calc/freeze.html",
+                &["calc"],
+                "Freezing Rows or Columns",
+                "rows, freezing",
+                "Select the row below.",
+            ),
+            doc(
+                "/h/calc/other.html",
+                &["calc"],
+                "Sorting",
+                "sort",
+                "You can freeze a row and sort rows and rows.",
+            ),
+            doc(
+                "/h/writer/freeze.html",
+                &["writer"],
+                "Freezing table rows",
+                "rows, freezing",
+                "Writer text.",
+            ),
+        ])
+        .unwrap();
+        let hits = s
+            .search(&SearchRequest {
+                text: "How do I freeze the first rows?".into(),
+                app: Some("libreoffice-calc".into()),
+                top: 5,
+                ..Default::default()
+            })
+            .unwrap();
+        let locs: Vec<&str> = hits.iter().map(|h| h.location.as_str()).collect();
+        assert_eq!(locs, ["/h/calc/freeze.html", "/h/calc/other.html"]);
+        assert!(hits[0].score > hits[1].score);
+        assert_eq!(hits[0].kind, KnowledgeKind::Docs);
+        // An application with no pages: every page.
+        let hits = s
+            .search(&SearchRequest {
+                text: "freeze rows".into(),
+                app: Some("kcalc-unknown".into()),
+                top: 5,
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(hits.len(), 3);
+    }
+
+    #[test]
+    fn saving_again_replaces_and_forget_removes() {
+        let (_d, mut s) = store();
+        s.save(&[doc("/a.html", &["calc"], "Old title", "", "old words")])
+            .unwrap();
+        s.save(&[doc("/a.html", &["calc"], "New title", "", "new words")])
+            .unwrap();
+        assert_eq!(s.stats().unwrap().documents, 1);
+        let q = |s: &Store, t: &str| {
+            s.search(&SearchRequest {
+                text: t.into(),
+                top: 5,
+                ..Default::default()
+            })
+            .unwrap()
+            .len()
+        };
+        assert_eq!(q(&s, "old"), 0);
+        assert_eq!(q(&s, "new"), 1);
+        assert_eq!(
+            s.forget(&Forget::default()).unwrap(),
+            0,
+            "selecting nothing removes nothing"
+        );
+        assert_eq!(
+            s.forget(&Forget {
+                locations: vec!["/a.html".into()],
+                ..Default::default()
+            })
+            .unwrap(),
+            1
+        );
+        assert_eq!(q(&s, "new"), 0);
+        assert_eq!(s.stats().unwrap().documents, 0);
+    }
+
+    #[test]
+    fn a_busy_store_says_to_try_again() {
+        let busy = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            None,
+        );
+        let e = StoreError::Sqlite {
+            path: "/k.sqlite".into(),
+            source: busy,
+        };
+        assert!(e.to_string().contains("try again"), "{e}");
+    }
+
+    #[test]
+    fn list_filters_by_app_and_kind() {
+        let (_d, mut s) = store();
+        s.save(&[
+            doc("/c.html", &["calc", "libreoffice"], "C", "", "x"),
+            doc("/g.html", &["gimp"], "G", "", "x"),
+        ])
+        .unwrap();
+        assert_eq!(s.list(None, None, 10).unwrap().len(), 2);
+        let calc = s
+            .list(Some(KnowledgeKind::Docs), Some("scalc"), 10)
+            .unwrap();
+        assert_eq!(calc.len(), 1);
+        assert_eq!(calc[0].location, "/c.html");
+        assert!(s
+            .list(Some(KnowledgeKind::Experience), None, 10)
+            .unwrap()
+            .is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_port_answers_with_snippets() {
+        let (_d, mut s) = store();
+        s.save(&[doc("/c.html", &["calc"], "Freezing", "freeze", "steps")])
+            .unwrap();
+        let k = StoreKnowledge::new(s);
+        let snippets = k
+            .query(&KnowledgeQuery {
+                request: "freeze".into(),
+                application: Some("libreoffice-calc".into()),
+                top_k: 3,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(snippets.len(), 1);
+        assert_eq!(snippets[0].location, "/c.html");
+        assert!(snippets[0].id.starts_with("docs:"));
+    }
+}

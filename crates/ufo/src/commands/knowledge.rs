@@ -1,0 +1,532 @@
+//! `ufo knowledge`: index the help installed on this machine and a person's own docs, search
+//! them, list, forget and count what is stored.
+//!
+//! The store is one SQLite file, per user: `store` of the `[knowledge]` section, else
+//! `$XDG_DATA_HOME/ufo/knowledge.sqlite` (`~/.local/share/ufo/` without it). The section is
+//! read from `--config`, else `./ufo.toml`, else `$XDG_CONFIG_HOME/ufo/ufo.toml`
+//! (`~/.config/ufo/ufo.toml`); `UFO_KNOWLEDGE*` variables override it.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use serde::{Deserialize, Serialize};
+use ufo_core::inert;
+use ufo_core::knowledge::{KnowledgeKind, PromptCaps};
+use ufo_knowledge::discover::{self, HelpRoots, Source};
+use ufo_knowledge::store::{self, Forget, SearchRequest, Store};
+
+/// Exit status of bad usage or configuration.
+const EXIT_USAGE: u8 = 2;
+/// Most entries `list` prints unless told.
+const DEFAULT_LIST_LIMIT: usize = 200;
+
+/// The `[knowledge]` section of ufo.toml.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct KnowledgeSection {
+    /// Whether the agents get knowledge in their prompts (default true; with an empty store
+    /// they get none).
+    pub enabled: Option<bool>,
+    /// The store's file (default `$XDG_DATA_HOME/ufo/knowledge.sqlite`).
+    pub store: Option<PathBuf>,
+    /// Most help snippets per prompt.
+    pub top_docs: Option<usize>,
+    /// Most experience snippets per prompt.
+    pub top_experience: Option<usize>,
+    /// Most demonstration snippets per prompt.
+    pub top_demo: Option<usize>,
+    /// Most web snippets per prompt.
+    pub top_web: Option<usize>,
+    /// Most characters of knowledge in one prompt.
+    pub total_chars: Option<usize>,
+    /// Most characters of one snippet.
+    pub snippet_chars: Option<usize>,
+}
+
+/// The knowledge settings, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KnowledgeSettings {
+    /// Whether the agents get knowledge.
+    pub enabled: bool,
+    /// The store's file.
+    pub store: PathBuf,
+    /// Most snippets per kind in a prompt.
+    pub top: [(KnowledgeKind, usize); 4],
+    /// The prompt's caps.
+    pub caps: PromptCaps,
+}
+
+impl KnowledgeSettings {
+    /// The section over the defaults, then `UFO_KNOWLEDGE` (switch), `UFO_KNOWLEDGE_STORE`,
+    /// `UFO_KNOWLEDGE_TOP_DOCS`/`_EXPERIENCE`/`_DEMO`/`_WEB`, `UFO_KNOWLEDGE_TOTAL_CHARS`,
+    /// `UFO_KNOWLEDGE_SNIPPET_CHARS`.
+    pub fn resolve(
+        section: &KnowledgeSection,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<KnowledgeSettings> {
+        let caps = PromptCaps::default();
+        let mut s = KnowledgeSettings {
+            enabled: section.enabled.unwrap_or(true),
+            store: match &section.store {
+                Some(p) => p.clone(),
+                None => store::default_path()?,
+            },
+            top: [
+                (KnowledgeKind::Docs, section.top_docs.unwrap_or(3)),
+                (
+                    KnowledgeKind::Experience,
+                    section.top_experience.unwrap_or(2),
+                ),
+                (KnowledgeKind::Demo, section.top_demo.unwrap_or(1)),
+                (KnowledgeKind::Web, section.top_web.unwrap_or(0)),
+            ],
+            caps: PromptCaps {
+                total_chars: section.total_chars.unwrap_or(caps.total_chars),
+                snippet_chars: section.snippet_chars.unwrap_or(caps.snippet_chars),
+            },
+        };
+        if let Some(v) = env("UFO_KNOWLEDGE") {
+            s.enabled = match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => true,
+                "0" | "false" | "no" | "off" => false,
+                _ => bail!("UFO_KNOWLEDGE is {v:?}; set it to true or false"),
+            };
+        }
+        if let Some(v) = env("UFO_KNOWLEDGE_STORE").filter(|v| !v.is_empty()) {
+            s.store = PathBuf::from(v);
+        }
+        for (kind, top) in s.top.iter_mut() {
+            let name = format!("UFO_KNOWLEDGE_TOP_{}", kind.as_str().to_uppercase());
+            if let Some(v) = env(&name) {
+                *top = count(&name, &v)?;
+            }
+        }
+        if let Some(v) = env("UFO_KNOWLEDGE_TOTAL_CHARS") {
+            s.caps.total_chars = count("UFO_KNOWLEDGE_TOTAL_CHARS", &v)?;
+        }
+        if let Some(v) = env("UFO_KNOWLEDGE_SNIPPET_CHARS") {
+            s.caps.snippet_chars = count("UFO_KNOWLEDGE_SNIPPET_CHARS", &v)?;
+        }
+        Ok(s)
+    }
+}
+
+fn count(name: &str, v: &str) -> Result<usize> {
+    v.trim()
+        .parse()
+        .with_context(|| format!("{name} is {v:?}; set it to a whole number"))
+}
+
+/// The configuration file the knowledge section comes from: `--config`, else `./ufo.toml`,
+/// else `$XDG_CONFIG_HOME/ufo/ufo.toml` (`~/.config/ufo/ufo.toml`); `None` when none exists.
+fn config_path(config: Option<&Path>) -> Option<PathBuf> {
+    if let Some(c) = config {
+        return Some(c.to_path_buf());
+    }
+    let here = PathBuf::from("ufo.toml");
+    if here.exists() {
+        return Some(here);
+    }
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    let p = base.join("ufo").join("ufo.toml");
+    p.exists().then_some(p)
+}
+
+/// The `[knowledge]` section of the file at `path` (the other keys are read by `ufo run`).
+fn load_section(path: &Path) -> Result<KnowledgeSection> {
+    #[derive(Deserialize)]
+    struct OnlyKnowledge {
+        knowledge: Option<KnowledgeSection>,
+    }
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the configuration file {}", path.display()))?;
+    let file: OnlyKnowledge = toml::from_str(&text).with_context(|| {
+        format!(
+            "the [knowledge] section of {} is not valid; fix the key named below",
+            path.display()
+        )
+    })?;
+    Ok(file.knowledge.unwrap_or_default())
+}
+
+/// The settings for a command given `--config`.
+fn settings(config: Option<&Path>) -> Result<KnowledgeSettings> {
+    let section = match config_path(config) {
+        Some(p) => load_section(&p)?,
+        None => KnowledgeSection::default(),
+    };
+    KnowledgeSettings::resolve(&section, &|k| std::env::var(k).ok())
+}
+
+/// Options every knowledge command takes.
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    /// Configuration file (default ./ufo.toml, else $XDG_CONFIG_HOME/ufo/ufo.toml).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
+}
+
+/// A kind as typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KindArg {
+    /// Help pages and a person's docs.
+    Docs,
+    /// Past sessions' experience.
+    Experience,
+    /// Demonstrations.
+    Demo,
+    /// Web pages.
+    Web,
+}
+
+impl From<KindArg> for KnowledgeKind {
+    fn from(k: KindArg) -> Self {
+        match k {
+            KindArg::Docs => KnowledgeKind::Docs,
+            KindArg::Experience => KnowledgeKind::Experience,
+            KindArg::Demo => KnowledgeKind::Demo,
+            KindArg::Web => KnowledgeKind::Web,
+        }
+    }
+}
+
+/// A help source as typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SourceArg {
+    /// LibreOffice's HTML help.
+    Libreoffice,
+    /// GIMP's help.
+    Gimp,
+    /// GNOME's Mallard pages.
+    Mallard,
+    /// Section-1 man pages.
+    Man,
+}
+
+impl From<SourceArg> for Source {
+    fn from(s: SourceArg) -> Self {
+        match s {
+            SourceArg::Libreoffice => Source::LibreOffice,
+            SourceArg::Gimp => Source::Gimp,
+            SourceArg::Mallard => Source::Mallard,
+            SourceArg::Man => Source::Man,
+        }
+    }
+}
+
+/// `ufo knowledge ...`.
+#[derive(Debug, Subcommand)]
+pub enum KnowledgeCommand {
+    /// Index the help installed on this machine (LibreOffice, GIMP, GNOME's Mallard pages,
+    /// section-1 man pages; all of them unless SOURCEs are named). Indexing again replaces.
+    Index {
+        /// Only these sources.
+        #[arg(value_enum)]
+        sources: Vec<SourceArg>,
+        /// Store options.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Search the store; best first.
+    Search {
+        /// The application (libreoffice-calc, libreoffice-writer, libreoffice-impress, gimp, a
+        /// process name such as soffice or gimp-2.10, ...): its pages only, when it has any.
+        #[arg(long, value_name = "APP")]
+        app: Option<String>,
+        /// Only this kind.
+        #[arg(long, value_enum, value_name = "docs|experience|demo|web")]
+        kind: Option<KindArg>,
+        /// Most results (per kind).
+        #[arg(long, value_name = "N", default_value_t = 5)]
+        top: usize,
+        /// One JSON object per line: kind, id, title, location, source, score, text.
+        #[arg(long)]
+        json: bool,
+        /// What to look for, in plain words.
+        #[arg(required = true, num_args = 1.., value_name = "QUERY")]
+        query: Vec<String>,
+        /// Store options.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Add a person's own documents (HTML, Markdown, text, and JSON guidance records
+    /// `{application, request, guidance[]}`) for an application; a directory adds every such
+    /// file under it. Adding a file again replaces it.
+    AddDocs {
+        /// The application they are for.
+        #[arg(long, value_name = "NAME")]
+        app: String,
+        /// Files or directories.
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+        /// Store options.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// List what is stored (location order).
+    List {
+        /// Only this kind.
+        #[arg(long, value_enum)]
+        kind: Option<KindArg>,
+        /// Only what serves this application.
+        #[arg(long, value_name = "APP")]
+        app: Option<String>,
+        /// Most entries.
+        #[arg(long, value_name = "N", default_value_t = DEFAULT_LIST_LIMIT)]
+        limit: usize,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+        /// Store options.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Remove stored entries: by location (a directory ending in `/` removes everything
+    /// under it) or id, or every entry of a kind, source or application.
+    Forget {
+        /// Only this kind.
+        #[arg(long, value_enum)]
+        kind: Option<KindArg>,
+        /// Only this source (libreoffice, gimp, mallard, man, user).
+        #[arg(long, value_name = "SOURCE")]
+        source: Option<String>,
+        /// Only what serves this application.
+        #[arg(long, value_name = "APP")]
+        app: Option<String>,
+        /// Locations or ids.
+        #[arg(value_name = "LOCATION")]
+        locations: Vec<String>,
+        /// Store options.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Where the store is, its size, and how many entries of each kind and source it holds.
+    Stats {
+        /// As one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// Store options.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+}
+
+/// Run a knowledge command; 0 done, 1 failed, 2 bad usage or configuration.
+pub fn command(cmd: KnowledgeCommand) -> ExitCode {
+    match run(cmd) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(if e.downcast_ref::<Usage>().is_some() {
+                EXIT_USAGE
+            } else {
+                1
+            })
+        }
+    }
+}
+
+/// A usage error (exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Usage(String);
+
+fn open(config: Option<&Path>) -> Result<Store> {
+    let s = settings(config).map_err(|e| Usage(format!("{e:#}")))?;
+    Ok(Store::open(&s.store)?)
+}
+
+fn run(cmd: KnowledgeCommand) -> Result<ExitCode> {
+    match cmd {
+        KnowledgeCommand::Index { sources, store } => {
+            let mut st = open(store.config.as_deref())?;
+            let sources: Vec<Source> = if sources.is_empty() {
+                Source::ALL.to_vec()
+            } else {
+                sources.into_iter().map(Source::from).collect()
+            };
+            index(&mut st, &sources)
+        }
+        KnowledgeCommand::Search {
+            app,
+            kind,
+            top,
+            json,
+            query,
+            store,
+        } => {
+            let st = open(store.config.as_deref())?;
+            let req = SearchRequest {
+                text: query.join(" "),
+                app,
+                kinds: kind.map(|k| vec![k.into()]).unwrap_or_default(),
+                top,
+            };
+            let hits = st.search(&req)?;
+            for (i, h) in hits.iter().enumerate() {
+                if json {
+                    println!("{}", serde_json::to_string(h)?);
+                } else {
+                    println!(
+                        "{}. [{}] {} (score {:.2})\n   {}",
+                        i + 1,
+                        h.kind.as_str(),
+                        inert(&h.title),
+                        h.score,
+                        inert(&h.location)
+                    );
+                }
+            }
+            if hits.is_empty() && !json {
+                eprintln!("nothing found; `ufo knowledge stats` shows what is stored, `ufo knowledge index` indexes the installed help");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        KnowledgeCommand::AddDocs { app, paths, store } => {
+            let mut st = open(store.config.as_deref())?;
+            let mut docs = Vec::new();
+            for p in &paths {
+                docs.extend(discover::user_documents(p, &app).map_err(Usage)?);
+            }
+            let n = st.save(&docs)?;
+            eprintln!(
+                "added {n} document(s) for {} to {}",
+                inert(&app),
+                st.path().display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        KnowledgeCommand::List {
+            kind,
+            app,
+            limit,
+            json,
+            store,
+        } => {
+            let st = open(store.config.as_deref())?;
+            for e in st.list(kind.map(Into::into), app.as_deref(), limit)? {
+                if json {
+                    println!("{}", serde_json::to_string(&e)?);
+                } else {
+                    println!(
+                        "{}\t{}\t{}\t{}\t{}",
+                        e.id,
+                        e.source,
+                        e.apps,
+                        inert(&e.title),
+                        inert(&e.location)
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        KnowledgeCommand::Forget {
+            kind,
+            source,
+            app,
+            locations,
+            store,
+        } => {
+            if kind.is_none() && source.is_none() && app.is_none() && locations.is_empty() {
+                return Err(Usage(
+                    "say what to forget: LOCATIONs or ids, or --kind, --source or --app".into(),
+                )
+                .into());
+            }
+            let mut st = open(store.config.as_deref())?;
+            let n = st.forget(&Forget {
+                kind: kind.map(Into::into),
+                source,
+                app,
+                locations,
+            })?;
+            eprintln!("forgot {n} entr{}", if n == 1 { "y" } else { "ies" });
+            Ok(ExitCode::SUCCESS)
+        }
+        KnowledgeCommand::Stats { json, store } => {
+            let st = open(store.config.as_deref())?;
+            let s = st.stats()?;
+            if json {
+                println!("{}", serde_json::to_string(&s)?);
+            } else {
+                println!("store: {}", s.path);
+                println!("size: {} bytes", s.bytes);
+                println!("entries: {}", s.documents);
+                for (kind, source, n) in &s.by_source {
+                    println!("  {kind}\t{source}\t{n}");
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Index the installed help of `sources` with a progress bar (on a terminal).
+fn index(st: &mut Store, sources: &[Source]) -> Result<ExitCode> {
+    let files = discover::installed_help(&HelpRoots::system(), sources);
+    if files.is_empty() {
+        eprintln!(
+            "no installed help found for {}; install e.g. libreoffice-help-en-us or gimp-help-en",
+            sources
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return Ok(ExitCode::from(1));
+    }
+    let bar = indicatif::ProgressBar::new(files.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("indexing {bar:40} {pos}/{len} pages ({eta})")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let started = std::time::Instant::now();
+    let report = discover::index_files(st, &files, &mut |done, _| bar.set_position(done as u64))?;
+    bar.finish_and_clear();
+    eprintln!(
+        "indexed {} pages in {:.1} s ({} unreadable) into {}",
+        report.saved,
+        started.elapsed().as_secs_f64(),
+        report.unreadable,
+        st.path().display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn section_then_environment() {
+        let section: KnowledgeSection = toml::from_str(
+            "enabled = false\nstore = \"/x/k.sqlite\"\ntop_docs = 4\nsnippet_chars = 500",
+        )
+        .unwrap();
+        let none = |_: &str| None;
+        let s = KnowledgeSettings::resolve(&section, &none).unwrap();
+        assert!(!s.enabled);
+        assert_eq!(s.store, PathBuf::from("/x/k.sqlite"));
+        assert_eq!(s.top[0], (KnowledgeKind::Docs, 4));
+        assert_eq!(s.caps.snippet_chars, 500);
+        let env = |k: &str| match k {
+            "UFO_KNOWLEDGE" => Some("on".to_string()),
+            "UFO_KNOWLEDGE_TOP_DOCS" => Some("7".to_string()),
+            "UFO_KNOWLEDGE_STORE" => Some("/y.sqlite".to_string()),
+            _ => None,
+        };
+        let s = KnowledgeSettings::resolve(&section, &env).unwrap();
+        assert!(s.enabled);
+        assert_eq!(s.top[0], (KnowledgeKind::Docs, 7));
+        assert_eq!(s.store, PathBuf::from("/y.sqlite"));
+        let bad = |k: &str| (k == "UFO_KNOWLEDGE_TOP_WEB").then(|| "lots".to_string());
+        let e = KnowledgeSettings::resolve(&section, &bad).unwrap_err();
+        assert!(e.to_string().contains("UFO_KNOWLEDGE_TOP_WEB"), "{e}");
+        assert!(toml::from_str::<KnowledgeSection>("nope = 1").is_err());
+    }
+}
