@@ -61,7 +61,8 @@ fn document_of<'a>(tree: &'a AppTree, n: &Node) -> Option<&'a Node> {
 }
 
 /// Whether a node is a part of a document listed as a control: a paragraph or heading of a
-/// text or presentation, a slide of the slides panel, a shape without paragraphs.
+/// text or presentation, a slide of the slides panel, a shape with a name of its own or
+/// without paragraphs.
 pub(crate) fn is_document_part(tree: &AppTree, n: &Node) -> bool {
     match n.role {
         role::PARAGRAPH | role::HEADING => document_of(tree, n).is_some(),
@@ -74,20 +75,37 @@ pub(crate) fn is_document_part(tree: &AppTree, n: &Node) -> bool {
                 role::DOCUMENT_FRAME => !n.name.trim().is_empty(),
                 // a shape of the slide: listed by its own name ("Title 1", "Content
                 // Placeholder 2": an empty placeholder's paragraph has no text to be named
-                // by), and without one when it holds no paragraph (its text is in the
+                // by); without one only when it holds no paragraph (else its text is in the
                 // paragraphs); the page itself is not a control
                 role::DOCUMENT_PRESENTATION => {
-                    !n.name.starts_with("PageShape")
-                        && (!n.name.trim().is_empty()
-                            || !tree.kids(&n.path).iter().any(|k| {
-                                tree.nodes.get(k).is_some_and(|c| c.role == role::PARAGRAPH)
-                            }))
+                    let holds_text = tree
+                        .kids(&n.path)
+                        .iter()
+                        .any(|k| tree.nodes.get(k).is_some_and(|c| c.role == role::PARAGRAPH));
+                    !n.name.starts_with("PageShape") && (!holds_text || has_own_name(&n.name))
                 }
                 _ => false,
             }
         }
         _ => false,
     }
+}
+
+/// Names LibreOffice makes up for a shape that has none of its own (its kind): no name a
+/// person reads on the slide, so such a shape is reached through its paragraphs.
+const MADE_UP_SHAPE_NAMES: &[&str] = &[
+    "PresentationTitle",
+    "PresentationSubtitle",
+    "PresentationOutliner",
+    "PresentationNotes",
+    "Text Frame",
+];
+
+/// Whether a shape carries a name of its own ("Title 1", "Content Placeholder 2"), not
+/// empty and not one LibreOffice made up from the shape's kind.
+fn has_own_name(name: &str) -> bool {
+    let name = name.trim();
+    !name.is_empty() && !MADE_UP_SHAPE_NAMES.contains(&name)
 }
 
 /// Whether a control is left out because its content is listed instead: a table cell of a
@@ -637,8 +655,8 @@ mod tests {
 
     /// Issue 24, item 2: a slide's shapes are listed by their own names ("Title 1",
     /// "Content Placeholder 2"), also when they hold a paragraph (an empty placeholder's
-    /// paragraph has no text to name it); the page is not, nor an unnamed shape with text
-    /// (its paragraph is), while an unnamed shape without text still is.
+    /// paragraph has no text to name it); the page is not, nor a shape with text and no name
+    /// of its own (its paragraph is), while an unnamed shape without text still is.
     #[test]
     fn a_slides_shapes_are_listed_by_their_names() {
         let tree = AppTree::from_nodes(vec![
@@ -651,6 +669,8 @@ mod tests {
             doc_node("/plain", "/doc", role::PANEL, " "),
             doc_node("/plain/p", "/plain", role::PARAGRAPH, ""),
             doc_node("/pic", "/doc", role::PANEL, ""),
+            doc_node("/made", "/doc", role::PANEL, "PresentationTitle "),
+            doc_node("/made/p", "/made", role::PARAGRAPH, ""),
         ]);
         let listed = |p: &str| is_document_part(&tree, &tree.nodes[p]);
         assert!(listed("/title"));
@@ -659,6 +679,8 @@ mod tests {
         assert!(!listed("/page"));
         assert!(!listed("/plain"));
         assert!(listed("/pic"));
+        // a name LibreOffice made up from the shape's kind is no name a person reads
+        assert!(!listed("/made"));
     }
 
     fn placed(role: &str, name: &str, act: bool, rect: Rect) -> Placed {
