@@ -2,7 +2,8 @@
 //! controls a person would use, found by a pyatspi walk of the window (push/toggle buttons,
 //! check/radio boxes, menus and menu items, combo boxes, entries, text fields, spin buttons,
 //! list items, table cells, tree items, links, page tabs, sliders; SHOWING and VISIBLE, on
-//! screen), against what `ufo inspect` lists for the same window: a pyatspi control counts as
+//! screen; the cells of one row of a tree or list (a table of at most 8 columns) count
+//! once), against what `ufo inspect` lists for the same window: a pyatspi control counts as
 //! named when a listed control overlapping its rectangle (intersection over union ≥ 0.5)
 //! carries a usable name (not empty, not its value, not U+0001, not a toolkit type name).
 //! Also: how many controls ufo lists, and the size of that list as the model is shown it
@@ -130,7 +131,22 @@ while stack and seen < 20000:
                                     name = t.name.strip(); break
                 except Exception:
                     pass
-            found.append({'role': o.getRoleName(), 'name': name, 'rect': r})
+            row = None
+            if role == pyatspi.ROLE_TABLE_CELL:
+                try:
+                    p = o.parent
+                    pr = p.getRole() if p is not None else None
+                    # GTK puts a row's expander, icon and text cells in a cell of the row
+                    if pr == pyatspi.ROLE_TABLE_CELL:
+                        p = p.parent
+                        pr = p.getRole() if p is not None else None
+                    # a list's table (a few columns), not a spreadsheet's
+                    few = pr == pyatspi.ROLE_TABLE and 0 < p.queryTable().nColumns <= 8
+                    if pr in (pyatspi.ROLE_TREE_TABLE, pyatspi.ROLE_TREE, pyatspi.ROLE_LIST) or few:
+                        row = (tuple(rect(p)), r[1], r[3])
+                except Exception:
+                    pass
+            found.append({'role': o.getRoleName(), 'name': name, 'rect': r, 'row': row})
     try:
         n = o.childCount
     except Exception:
@@ -152,6 +168,20 @@ for c in found:
         if 0 <= gap <= 200 and ly < y + h and y < ly + lh and (best is None or gap < best[0]):
             best = (gap, text.strip())
     if best: c['name'] = best[1]
+# the cells of one row of a tree or list (icon, expander, text) are one control a person
+# uses: the row, kept as its named cell (else its widest)
+rows, kept = {}, []
+for c in found:
+    if c['row'] is None:
+        kept.append(c); continue
+    best = rows.get(c['row'])
+    if best is None:
+        rows[c['row']] = c; kept.append(c)
+    elif (bool(c['name']), c['rect'][2]) > (bool(best['name']), best['rect'][2]):
+        kept[kept.index(best)] = c; rows[c['row']] = c
+found = kept
+for c in found:
+    del c['row']
 print(json.dumps({'title': win.name, 'role': win.getRoleName(), 'pid': windows[0][4], 'controls': found}))
 "#;
 
