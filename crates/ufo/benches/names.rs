@@ -1,7 +1,8 @@
 //! Controls listed with a usable name (issue 24): per application window, the interactive
 //! controls a person would use, found by a pyatspi walk of the window (push/toggle buttons,
 //! check/radio boxes, menus and menu items, combo boxes, entries, text fields, spin buttons,
-//! list items, table cells, tree items, links, page tabs, sliders; SHOWING and VISIBLE, on
+//! list items, table cells, tree items, links, page tabs, sliders, a slide's shapes with a
+//! name of their own; SHOWING and VISIBLE, on
 //! screen; the cells of one row of a tree or list (a table of at most 8 columns) count
 //! once), against what `ufo inspect` lists for the same window: a pyatspi control counts as
 //! named when a listed control overlapping its rectangle (intersection over union ≥ 0.5)
@@ -117,7 +118,17 @@ while stack and seen < 20000:
     if o is not win and not shown(o): continue
     if role == pyatspi.ROLE_LABEL:
         labels.append((o.name or '', rect(o)))
-    if role in ROLES:
+    # a shape of a slide with a name of its own ("Title 1") is what a person clicks into
+    shape = False
+    if role == pyatspi.ROLE_PANEL:
+        try:
+            shape = (o.parent.getRole() == pyatspi.ROLE_DOCUMENT_PRESENTATION
+                     and not (o.name or '').startswith('PageShape')
+                     and (o.name or '').strip() not in ('', 'PresentationTitle', 'PresentationSubtitle',
+                                                        'PresentationOutliner', 'PresentationNotes', 'Text Frame'))
+        except Exception:
+            pass
+    if role in ROLES or shape:
         r = rect(o)
         if r[2] > 1 and r[3] > 1:
             name = (o.name or '').strip()
@@ -390,10 +401,11 @@ fn write_file(dir: &Path, name: &str, kind: FileKind) {
     }
 }
 
-/// Two slides: a title slide and an empty title-and-content slide.
+/// Two slides: the first with a titled frame and an empty one named as PowerPoint names
+/// its placeholders ("Title 1", "Content Placeholder 2"), the second with two placeholders.
 const DECK: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.3" office:mimetype="application/vnd.oasis.opendocument.presentation">
-<office:body><office:presentation><draw:page draw:master-page-name="Default"><draw:frame presentation:class="title" svg:x="1.4cm" svg:y="0.8cm" svg:width="25cm" svg:height="3cm"><draw:text-box><text:p>Opening</text:p></draw:text-box></draw:frame></draw:page><draw:page draw:master-page-name="Default"><draw:frame presentation:class="title" presentation:placeholder="true" svg:x="1.4cm" svg:y="0.8cm" svg:width="25cm" svg:height="3cm"><draw:text-box/></draw:frame><draw:frame presentation:class="outline" presentation:placeholder="true" svg:x="1.4cm" svg:y="4.5cm" svg:width="25cm" svg:height="10cm"><draw:text-box/></draw:frame></draw:page></office:presentation></office:body></office:document>"#;
+<office:body><office:presentation><draw:page draw:master-page-name="Default"><draw:frame draw:name="Title 1" svg:x="1.4cm" svg:y="0.8cm" svg:width="25cm" svg:height="3cm"><draw:text-box><text:p>Opening</text:p></draw:text-box></draw:frame><draw:frame draw:name="Content Placeholder 2" svg:x="1.4cm" svg:y="4.5cm" svg:width="25cm" svg:height="10cm"><draw:text-box><text:p/></draw:text-box></draw:frame></draw:page><draw:page draw:master-page-name="Default"><draw:frame presentation:class="title" presentation:placeholder="true" svg:x="1.4cm" svg:y="0.8cm" svg:width="25cm" svg:height="3cm"><draw:text-box/></draw:frame><draw:frame presentation:class="outline" presentation:placeholder="true" svg:x="1.4cm" svg:y="4.5cm" svg:width="25cm" svg:height="10cm"><draw:text-box/></draw:frame></draw:page></office:presentation></office:body></office:document>"#;
 
 /// What the pyatspi walk found.
 struct Walked {
