@@ -1053,3 +1053,273 @@ async fn ufo_fills_cells_by_address_sums_them_and_saves_xlsx() {
         grew_kib / 1024
     );
 }
+
+/// Through pyatspi (not ufo): the names of the shapes of the slide Impress shows now in the
+/// window of process `pid` ("PageShape: Slide 2" names the current slide).
+fn impress_shapes(pid: u32) -> Vec<String> {
+    let py = r#"
+import pyatspi, sys
+pid = int(sys.argv[1])
+for app in pyatspi.Registry.getDesktop(0):
+    if app is None or app.get_process_id() != pid: continue
+    stack = [app]; n = 0
+    while stack and n < 5000:
+        o = stack.pop(); n += 1
+        try:
+            if o.getRoleName() == 'document presentation':
+                for i in range(min(o.childCount, 100)):
+                    print(o.getChildAtIndex(i).name.strip())
+                continue
+            if o.getRoleName() in ('document text', 'document spreadsheet', 'table'): continue
+            stack.extend(o.getChildAtIndex(i) for i in range(min(o.childCount, 300)))
+        except Exception:
+            pass
+"#;
+    let out = std::process::Command::new("timeout")
+        .args(["30", "/usr/bin/python3", "-c", py, &pid.to_string()])
+        .output()
+        .expect("cannot run python3 with pyatspi");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Issue 24, item 2: in a presentation whose slides have no names of their own, a scripted
+/// `ufo run` clicks "Slide 2" in the slides panel by the name a person reads there (pyatspi
+/// then finds slide 2 shown), then clicks into the shape "Content Placeholder 2" by its name
+/// (its paragraph is empty, so only the shape's name can reach it), types a line and saves:
+/// unzip finds the line in that shape of slide 2 in content.xml.
+#[tokio::test(flavor = "multi_thread")]
+async fn ufo_clicks_an_untitled_slide_and_a_placeholder_by_name_in_impress() {
+    if !require_live("ufo_clicks_an_untitled_slide_and_a_placeholder_by_name_in_impress") {
+        return;
+    }
+    let _turn = SERIAL.lock().await;
+    let ns = r#"xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" xmlns:fo="urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0""#;
+    // slides without draw:name (LibreOffice calls them "Slide 1", "Slide 2"); slide 2 holds
+    // two empty text frames named as PowerPoint names its placeholders, filled (an empty
+    // placeholder is hit over its whole area, as a filled frame is)
+    let flat = format!(
+        r##"<?xml version="1.0" encoding="UTF-8"?>
+<office:document {ns} office:version="1.3" office:mimetype="application/vnd.oasis.opendocument.presentation">
+<office:automatic-styles><style:style style:name="filled" style:family="graphic"><style:graphic-properties draw:fill="solid" draw:fill-color="#eeeeee"/></style:style></office:automatic-styles>
+<office:body><office:presentation><draw:page draw:master-page-name="Default"><draw:frame presentation:class="title" svg:x="1.4cm" svg:y="0.8cm" svg:width="25cm" svg:height="3cm"><draw:text-box><text:p>Opening</text:p></draw:text-box></draw:frame></draw:page><draw:page draw:master-page-name="Default"><draw:frame draw:name="Title 1" draw:style-name="filled" svg:x="1.4cm" svg:y="0.8cm" svg:width="25cm" svg:height="3cm"><draw:text-box><text:p/></draw:text-box></draw:frame><draw:frame draw:name="Content Placeholder 2" draw:style-name="filled" svg:x="1.4cm" svg:y="4.5cm" svg:width="25cm" svg:height="10cm"><draw:text-box><text:p/></draw:text-box></draw:frame></draw:page></office:presentation></office:body></office:document>"##
+    );
+    let o = office_with("presentation", "deck.fodp", &flat, "odp").await;
+    let w =
+        o.d.launch_app("office")
+            .await
+            .unwrap_or_else(|e| panic!("cannot launch Impress: {e}"));
+    let pid = w.pid.expect("Impress's window has a pid");
+    observe_until(
+        &o.d,
+        &w.id,
+        "the slides panel",
+        Duration::from_secs(30),
+        |obs| {
+            obs.controls.iter().any(|c| c.name == "Slide 2")
+                && obs.controls.iter().any(|c| c.name == "Opening")
+        },
+    )
+    .await;
+    let title = title_now(&o.d, &w.id).await;
+    let work = o.guard._dir.path();
+    let lines = [
+        answer(
+            "host",
+            &title,
+            "",
+            serde_json::json!({}),
+            "ASSIGN",
+            &[&title],
+        ),
+        answer(
+            "app",
+            "Slide 2",
+            "click",
+            serde_json::json!({}),
+            "FINISH",
+            &["\"Slide 1\"", "\"Slide 2\""],
+        ),
+        answer("host", "", "", serde_json::json!({}), "FINISH", &[]),
+    ];
+    run_ufo_script(work, &lines, "In Impress go to slide 2").await;
+    // off ufo: the slide shown is slide 2
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let shapes = impress_shapes(pid);
+        if shapes.iter().any(|s| s == "PageShape: Slide 2") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "slide 2 is not shown after clicking it: {shapes:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let before = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
+    let lines = [
+        answer(
+            "host",
+            &title,
+            "",
+            serde_json::json!({}),
+            "ASSIGN",
+            &[&title],
+        ),
+        // the current slide's shapes are listed by their names
+        answer(
+            "app",
+            "Content Placeholder 2",
+            "click",
+            serde_json::json!({}),
+            "CONTINUE",
+            &["\"Title 1\"", "\"Content Placeholder 2\""],
+        ),
+        // typed into the shape, where the click left the text cursor
+        answer(
+            "app",
+            "Content Placeholder 2",
+            "type_keys",
+            serde_json::json!({"keys": "Quarterly results"}),
+            "CONTINUE",
+            &[],
+        ),
+        answer(
+            "app",
+            "deck - LibreOffice Presentation",
+            "type_keys",
+            serde_json::json!({"keys": "{ESC}{ctrl+s}"}),
+            "FINISH",
+            &["\"Quarterly results\""],
+        ),
+        answer("host", "", "", serde_json::json!({}), "FINISH", &[]),
+    ];
+    // a second session: its own trajectory folder
+    let second = work.join("second");
+    std::fs::create_dir_all(&second).unwrap();
+    let said = run_ufo_script(
+        &second,
+        &lines,
+        "In Impress write \"Quarterly results\" into slide 2's content and save",
+    )
+    .await;
+    let xml = saved_member(&o.doc, before, "content.xml", &said).await;
+    let pages: Vec<&str> = xml.split("<draw:page ").skip(1).collect();
+    assert_eq!(pages.len(), 2, "{xml}");
+    let outline = pages[1]
+        .split("<draw:frame ")
+        .find(|f| f.contains("draw:name=\"Content Placeholder 2\""))
+        .unwrap_or_else(|| panic!("slide 2 has no Content Placeholder 2: {}", pages[1]));
+    assert!(
+        outline.contains("Quarterly results"),
+        "{}\nufo said:\n{said}",
+        pages[1]
+    );
+    assert!(!pages[0].contains("Quarterly results"), "{}", pages[0]);
+    drop(o.guard);
+}
+
+/// Through pyatspi (not ufo): whether Calc's status bar is shown in the window of `pid`.
+fn calc_status_bar_shown(pid: u32) -> bool {
+    let py = r#"
+import pyatspi, sys
+pid = int(sys.argv[1])
+shown = False
+for app in pyatspi.Registry.getDesktop(0):
+    if app is None or app.get_process_id() != pid: continue
+    stack = [app]; n = 0
+    while stack and n < 5000:
+        o = stack.pop(); n += 1
+        try:
+            r = o.getRoleName()
+            if r == 'status bar' and o.getState().contains(pyatspi.STATE_SHOWING):
+                shown = True
+            if r in ('table', 'document spreadsheet', 'menu bar', 'tool bar'): continue
+            stack.extend(o.getChildAtIndex(i) for i in range(min(o.childCount, 300)))
+        except Exception:
+            pass
+print('shown' if shown else 'hidden')
+"#;
+    let out = std::process::Command::new("timeout")
+        .args(["30", "/usr/bin/python3", "-c", py, &pid.to_string()])
+        .output()
+        .expect("cannot run python3 with pyatspi");
+    String::from_utf8_lossy(&out.stdout).trim() == "shown"
+}
+
+/// Issue 24, item 2: Calc's View menu, opened from the menu bar by a click on it, lists its
+/// items (it listed none, where Format's were listed), and a click on one of them ("Status
+/// Bar") does what it says: pyatspi finds the status bar hidden.
+#[tokio::test(flavor = "multi_thread")]
+async fn calc_view_menu_lists_its_items_and_one_is_clicked() {
+    if !require_live("calc_view_menu_lists_its_items_and_one_is_clicked") {
+        return;
+    }
+    let _turn = SERIAL.lock().await;
+    let d = LinuxDesktop::connect(LinuxConfig::default())
+        .await
+        .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
+    let dir = tempfile::Builder::new()
+        .prefix("ufo-office-test-")
+        .tempdir()
+        .expect("cannot create a temporary folder");
+    let (w, _guard) = start_calc(&d, dir).await;
+    let pid = w.pid.expect("Calc's window has a pid");
+    assert!(
+        calc_status_bar_shown(pid),
+        "Calc starts without its status bar"
+    );
+    let obs = d.observe(&w.id).await.expect("observe Calc");
+    let view = obs
+        .controls
+        .iter()
+        .find(|c| c.role == "menu" && c.name == "View")
+        .unwrap_or_else(|| panic!("no View menu: {}", listing(&obs)));
+    d.act(
+        &w.id,
+        Some(&view.id),
+        &ufo_core::UiAction::Click {
+            button: ufo_core::Button::Left,
+            double: false,
+        },
+    )
+    .await
+    .expect("click View");
+    let obs = observe_until(
+        &d,
+        &w.id,
+        "the View menu's items",
+        Duration::from_secs(15),
+        |o| {
+            ["Formula Bar", "Status Bar", "Sidebar"]
+                .iter()
+                .all(|n| o.controls.iter().any(|c| &c.name == n))
+        },
+    )
+    .await;
+    let item = obs
+        .controls
+        .iter()
+        .find(|c| c.name == "Status Bar")
+        .expect("observe_until waited for it");
+    d.act(
+        &w.id,
+        Some(&item.id),
+        &ufo_core::UiAction::Click {
+            button: ufo_core::Button::Left,
+            double: false,
+        },
+    )
+    .await
+    .expect("click Status Bar");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while calc_status_bar_shown(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "the status bar is still shown after clicking View > Status Bar"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}

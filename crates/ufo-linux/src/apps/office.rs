@@ -61,7 +61,8 @@ fn document_of<'a>(tree: &'a AppTree, n: &Node) -> Option<&'a Node> {
 }
 
 /// Whether a node is a part of a document listed as a control: a paragraph or heading of a
-/// text or presentation, a slide of the slides panel, a shape without paragraphs.
+/// text or presentation, a slide of the slides panel, a shape with a name of its own or
+/// without paragraphs.
 pub(crate) fn is_document_part(tree: &AppTree, n: &Node) -> bool {
     match n.role {
         role::PARAGRAPH | role::HEADING => document_of(tree, n).is_some(),
@@ -72,20 +73,39 @@ pub(crate) fn is_document_part(tree: &AppTree, n: &Node) -> bool {
             match parent.role {
                 // the slides panel ("Slides View"): one panel per slide
                 role::DOCUMENT_FRAME => !n.name.trim().is_empty(),
-                // a shape of the slide: listed itself when it holds no paragraph (its text,
-                // when any, is in the paragraphs); the page itself is not a control
+                // a shape of the slide: listed by its own name ("Title 1", "Content
+                // Placeholder 2": an empty placeholder's paragraph has no text to be named
+                // by); without one only when it holds no paragraph (else its text is in the
+                // paragraphs); the page itself is not a control
                 role::DOCUMENT_PRESENTATION => {
-                    !n.name.starts_with("PageShape")
-                        && !tree
-                            .kids(&n.path)
-                            .iter()
-                            .any(|k| tree.nodes.get(k).is_some_and(|c| c.role == role::PARAGRAPH))
+                    let holds_text = tree
+                        .kids(&n.path)
+                        .iter()
+                        .any(|k| tree.nodes.get(k).is_some_and(|c| c.role == role::PARAGRAPH));
+                    !n.name.starts_with("PageShape") && (!holds_text || has_own_name(&n.name))
                 }
                 _ => false,
             }
         }
         _ => false,
     }
+}
+
+/// Names LibreOffice makes up for a shape that has none of its own (its kind): no name a
+/// person reads on the slide, so such a shape is reached through its paragraphs.
+const MADE_UP_SHAPE_NAMES: &[&str] = &[
+    "PresentationTitle",
+    "PresentationSubtitle",
+    "PresentationOutliner",
+    "PresentationNotes",
+    "Text Frame",
+];
+
+/// Whether a shape carries a name of its own ("Title 1", "Content Placeholder 2"), not
+/// empty and not one LibreOffice made up from the shape's kind.
+fn has_own_name(name: &str) -> bool {
+    let name = name.trim();
+    !name.is_empty() && !MADE_UP_SHAPE_NAMES.contains(&name)
 }
 
 /// Whether a control is left out because its content is listed instead: a table cell of a
@@ -617,6 +637,50 @@ mod tests {
             root_pane_shift(Rect::new(0, 44, 1280, 980), Rect::new(0, 19, 1280, 900)),
             None
         );
+    }
+
+    fn doc_node(path: &str, parent: &str, r: u32, name: &str) -> Node {
+        Node {
+            path: path.into(),
+            parent: parent.into(),
+            index: 0,
+            child_count: 0,
+            ifaces: 0,
+            name: name.into(),
+            role: r,
+            description: String::new(),
+            states: 0,
+        }
+    }
+
+    /// Issue 24, item 2: a slide's shapes are listed by their own names ("Title 1",
+    /// "Content Placeholder 2"), also when they hold a paragraph (an empty placeholder's
+    /// paragraph has no text to name it); the page is not, nor a shape with text and no name
+    /// of its own (its paragraph is), while an unnamed shape without text still is.
+    #[test]
+    fn a_slides_shapes_are_listed_by_their_names() {
+        let tree = AppTree::from_nodes(vec![
+            doc_node("/doc", "/", role::DOCUMENT_PRESENTATION, "deck"),
+            doc_node("/page", "/doc", role::PANEL, "PageShape: Slide 2"),
+            doc_node("/title", "/doc", role::PANEL, "Title 1 "),
+            doc_node("/title/p", "/title", role::PARAGRAPH, ""),
+            doc_node("/body", "/doc", role::PANEL, "Content Placeholder 2"),
+            doc_node("/body/p", "/body", role::PARAGRAPH, ""),
+            doc_node("/plain", "/doc", role::PANEL, " "),
+            doc_node("/plain/p", "/plain", role::PARAGRAPH, ""),
+            doc_node("/pic", "/doc", role::PANEL, ""),
+            doc_node("/made", "/doc", role::PANEL, "PresentationTitle "),
+            doc_node("/made/p", "/made", role::PARAGRAPH, ""),
+        ]);
+        let listed = |p: &str| is_document_part(&tree, &tree.nodes[p]);
+        assert!(listed("/title"));
+        assert!(listed("/body"));
+        assert!(listed("/title/p"));
+        assert!(!listed("/page"));
+        assert!(!listed("/plain"));
+        assert!(listed("/pic"));
+        // a name LibreOffice made up from the shape's kind is no name a person reads
+        assert!(!listed("/made"));
     }
 
     fn placed(role: &str, name: &str, act: bool, rect: Rect) -> Placed {
