@@ -602,6 +602,9 @@ fn tokens(listed: &[Listed]) -> usize {
 /// One binary's numbers for one window.
 struct Score {
     named: usize,
+    /// Of the controls pyatspi names (own name, relation or a label beside them), those ufo
+    /// lists with a usable name: the coverage measure.
+    covered: usize,
     listed: usize,
     tokens: usize,
 }
@@ -631,18 +634,21 @@ fn shift(walked: &Walked, listed: &[Listed]) -> [i64; 2] {
 
 fn score(walked: &Walked, listed: &[Listed]) -> Score {
     let d = shift(walked, listed);
-    let named = walked
+    let found = |r: &[i64; 4]| {
+        let moved = [r[0] + d[0], r[1] + d[1], r[2], r[3]];
+        listed
+            .iter()
+            .any(|c| usable(c) && (overlap(*r, c.rect) >= 0.5 || overlap(moved, c.rect) >= 0.5))
+    };
+    let named = walked.controls.iter().filter(|(_, _, r)| found(r)).count();
+    let covered = walked
         .controls
         .iter()
-        .filter(|(_, _, r)| {
-            let moved = [r[0] + d[0], r[1] + d[1], r[2], r[3]];
-            listed
-                .iter()
-                .any(|c| usable(c) && (overlap(*r, c.rect) >= 0.5 || overlap(moved, c.rect) >= 0.5))
-        })
+        .filter(|(_, name, r)| !name.is_empty() && found(r))
         .count();
     Score {
         named,
+        covered,
         listed: listed.len(),
         tokens: tokens(listed),
     }
@@ -760,7 +766,7 @@ fn main() {
         .map(|s| s.trim().to_lowercase())
         .filter(|s| !s.is_empty())
         .collect();
-    let cell = |s: &Option<Score>, total: usize, what: u8| match s {
+    let cell = |s: &Option<Score>, total: usize, by_atspi: usize, what: u8| match s {
         None => "inspect failed".to_string(),
         Some(s) => match what {
             0 => format!(
@@ -768,11 +774,19 @@ fn main() {
                 s.named,
                 100.0 * s.named as f64 / total.max(1) as f64
             ),
+            3 => format!(
+                "{} ({:.0}%)",
+                s.covered,
+                100.0 * s.covered as f64 / by_atspi.max(1) as f64
+            ),
             1 => s.listed.to_string(),
             _ => s.tokens.to_string(),
         },
     };
     let mut header = "| window | controls (pyatspi) | named by pyatspi |".to_string();
+    for h in &heads {
+        header.push_str(&format!(" of those, named by ufo {h} |"));
+    }
     for h in &heads {
         header.push_str(&format!(" named by ufo {h} |"));
     }
@@ -783,7 +797,7 @@ fn main() {
         header.push_str(&format!(" tokens {h} |"));
     }
     println!("{header}");
-    println!("|{}", "---|".repeat(3 + 3 * heads.len()));
+    println!("|{}", "---|".repeat(3 + 4 * heads.len()));
     for case in cases() {
         if !only.is_empty() && !only.contains(&case.name.to_lowercase()) {
             continue;
@@ -794,9 +808,9 @@ fn main() {
                 let total = walked.controls.len();
                 let by_atspi = walked.controls.iter().filter(|c| !c.1.is_empty()).count();
                 let mut row = format!("| {} | {total} | {by_atspi} |", case.name);
-                for what in 0..3 {
+                for what in [3, 0, 1, 2] {
                     for s in &scores {
-                        row.push_str(&format!(" {} |", cell(s, total, what)));
+                        row.push_str(&format!(" {} |", cell(s, total, by_atspi, what)));
                     }
                 }
                 println!("{row}");
