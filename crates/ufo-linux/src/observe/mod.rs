@@ -28,7 +28,7 @@ use crate::x11::{RgbImage, XWindow};
 use crate::{LinuxConfig, LinuxError};
 pub use controls::ControlDetail;
 use controls::Fetched;
-use names::{clean_name, collapse_ws};
+use names::{clean_name, collapse_ws, FieldEvidence, ValueKind};
 
 /// Containers and decorations: never controls, even when focusable.
 const CONTAINERS: &[u32] = &[
@@ -106,6 +106,24 @@ const TEXTUAL: &[u32] = &[
     role::DOCUMENT_WEB,
     role::DOCUMENT_EMAIL,
 ];
+
+/// Fields a person types in or picks from: named by the labels that point at them
+/// (names.rs, `field_name`).
+const FIELDS: &[u32] = &[
+    role::TEXT,
+    role::ENTRY,
+    role::PASSWORD_TEXT,
+    role::SPIN_BUTTON,
+    role::COMBO_BOX,
+    role::SLIDER,
+];
+
+/// Most labels near a field whose relations are asked when the field has none itself.
+const MAX_NEAR_LABELS: usize = 8;
+
+/// Relation numbers (`org.a11y.atspi.RelationType`).
+const LABEL_FOR: u32 = 1;
+const LABELLED_BY: u32 = 2;
 
 /// Entries of lists, trees and tab bars: their visible label beats their description.
 const ITEMS: &[u32] = &[
@@ -223,6 +241,17 @@ struct Candidate {
     wraps_button: bool,
     /// A combo box's chosen option (web content gives no readable text for it).
     choice: Option<String>,
+    /// A field's evidence from the tree, for its name (`None`: not a field).
+    field: Option<FieldSeed>,
+}
+
+/// What the tree tells of a field's name (the labels that may point at it are asked by
+/// `fetch_control`, and only when its own name may not be one).
+struct FieldSeed {
+    beside: Option<String>,
+    parent: Option<String>,
+    /// Labels near it (path, text): the ones a `LABEL_FOR` relation may come from.
+    near_labels: Vec<(String, String)>,
 }
 
 impl LinuxDesktop {
@@ -870,9 +899,117 @@ impl LinuxDesktop {
         let Some(rect) = intersect(raw, win) else {
             return Ok(None);
         };
-        let value = shown_value(c, text.unwrap_or(None), value);
-        let name = shown_name(c, value.as_deref());
+        let mut value = shown_value(c, text.unwrap_or(None), value);
+        let name = match &c.field {
+            Some(seed) => {
+                let e = self.field_evidence(bus, c, seed, value.as_deref()).await;
+                let name = names::field_name(&e);
+                // a combo box named by its chosen option shows the option as its value
+                if value.is_none() && n.role == role::COMBO_BOX && name != e.own {
+                    value = Some(collapse_ws(&e.own)).filter(|v| !v.is_empty());
+                }
+                name
+            }
+            None => shown_name(c, value.as_deref()),
+        };
         Ok(Some(fetched(bus, n, name, value, rect, actions, xid)))
+    }
+
+    /// A step of [`Self::fetch_control`]: the evidence for a field's name. Its relations
+    /// (and the relations of the labels near it, and its placeholder) are asked only when
+    /// its own name may not be a name: empty, a combo box's (its chosen option), or an
+    /// empty entry's (GTK3 names it by its placeholder).
+    async fn field_evidence(
+        &self,
+        bus: &str,
+        c: &Candidate,
+        seed: &FieldSeed,
+        value: Option<&str>,
+    ) -> FieldEvidence {
+        let n = &c.node;
+        let own = n.name.clone();
+        let empty = value.is_none_or(|v| v.trim().is_empty());
+        let doubtful = own.trim().is_empty() || n.role == role::COMBO_BOX || empty;
+        let mut e = FieldEvidence {
+            own,
+            value: if n.role == role::COMBO_BOX && value.is_none() {
+                // GTK3 names a combo box by its chosen option
+                Some(n.name.clone())
+            } else {
+                value.map(str::to_string)
+            },
+            beside: seed.beside.clone(),
+            parent: seed.parent.clone(),
+            description: n.description.clone(),
+            ..FieldEvidence::default()
+        };
+        if !doubtful {
+            return e;
+        }
+        let (relation, placeholder) = tokio::join!(self.labelled_by(bus, n, seed), async {
+            if empty && !n.name.trim().is_empty() && n.role != role::COMBO_BOX {
+                self.bus
+                    .attributes(bus, &n.path)
+                    .await
+                    .ok()
+                    .and_then(|a| a.get("placeholder-text").cloned())
+            } else {
+                None
+            }
+        });
+        e.relation = relation;
+        e.placeholder = placeholder;
+        e
+    }
+
+    /// The text of the labels that point at a field: its `LABELLED_BY` targets, else the
+    /// labels near it whose `LABEL_FOR` names it (Thunar's rename entry has only the
+    /// latter).
+    async fn labelled_by(&self, bus: &str, n: &Node, seed: &FieldSeed) -> Option<String> {
+        let own = self.bus.relations(bus, &n.path).await.unwrap_or_default();
+        let targets: Vec<String> = own
+            .into_iter()
+            .filter(|(k, _)| *k == LABELLED_BY)
+            .flat_map(|(_, t)| t)
+            .collect();
+        if !targets.is_empty() {
+            let names = futures::future::join_all(targets.iter().take(MAX_NEAR_LABELS).map(
+                |t| async move {
+                    match seed.near_labels.iter().find(|(p, _)| p == t) {
+                        Some((_, name)) => name.clone(),
+                        None => self
+                            .bus
+                            .prop::<String>(bus, t, "org.a11y.atspi.Accessible", "Name")
+                            .await
+                            .unwrap_or_default(),
+                    }
+                },
+            ))
+            .await;
+            let text = collapse_ws(&names.join(" "));
+            if !text.is_empty() {
+                return Some(text);
+            }
+        }
+        let sets = futures::future::join_all(
+            seed.near_labels
+                .iter()
+                .map(|(p, _)| self.bus.relations(bus, p)),
+        )
+        .await;
+        let text: Vec<&str> = seed
+            .near_labels
+            .iter()
+            .zip(sets)
+            .filter(|(_, set)| {
+                set.as_ref().is_ok_and(|set| {
+                    set.iter()
+                        .any(|(k, t)| *k == LABEL_FOR && t.iter().any(|t| *t == n.path))
+                })
+            })
+            .map(|((_, name), _)| name.as_str())
+            .collect();
+        (!text.is_empty()).then(|| collapse_ws(&text.join(" ")))
     }
 
     /// A step of [`Self::fetch_control`]: the node's extents, actions, text and value, read
@@ -1162,7 +1299,9 @@ fn shown_value(c: &Candidate, mut text: Option<String>, value: Option<f64>) -> O
         }
         Some(t)
     } else if let Some(v) = value {
-        Some(format!("{v}"))
+        // a button's number says nothing (LibreOffice gives its buttons a value of 0)
+        let v = format!("{v}");
+        names::value_says_something(value_kind(n.role), &v).then_some(v)
     } else if CHECKABLE.contains(&n.role) {
         Some(
             if n.has(state::CHECKED) {
@@ -1174,6 +1313,22 @@ fn shown_value(c: &Candidate, mut text: Option<String>, value: Option<f64>) -> O
         )
     } else {
         None
+    }
+}
+
+/// What a value can mean for a control of role `r` (names.rs).
+fn value_kind(r: u32) -> ValueKind {
+    if CHECKABLE.contains(&r) {
+        ValueKind::Checkable
+    } else if matches!(
+        r,
+        role::SPIN_BUTTON | role::SLIDER | role::SCROLL_BAR | role::PROGRESS_BAR
+    ) {
+        ValueKind::Range
+    } else if FIELDS.contains(&r) || TEXTUAL.contains(&r) {
+        ValueKind::Field
+    } else {
+        ValueKind::Plain
     }
 }
 
@@ -1842,6 +1997,7 @@ fn collect_candidates(
                     child_text,
                     wraps_button,
                     choice: crate::apps::web::combo_choice(tree, n),
+                    field: FIELDS.contains(&n.role).then(|| field_seed(tree, n)),
                 });
             }
         }
@@ -1894,6 +2050,53 @@ fn label_text(tree: &AppTree, path: &str) -> String {
     let mut parts = Vec::new();
     walk(tree, path, 4, &mut parts);
     parts.join(" ")
+}
+
+/// What the tree tells of a field's name: the label beside it, the nearest named container
+/// around it, and the labels near it (within two levels up) that may point at it.
+fn field_seed(tree: &AppTree, n: &Node) -> FieldSeed {
+    let mut near_labels = Vec::new();
+    let mut top = n.parent.as_str();
+    if let Some(p) = tree.nodes.get(top) {
+        if tree.nodes.contains_key(&p.parent) {
+            top = p.parent.as_str();
+        }
+    }
+    for d in tree.subtree(top, 64) {
+        if d.role == role::LABEL && !d.name.trim().is_empty() && d.has(state::VISIBLE) {
+            near_labels.push((d.path.clone(), d.name.clone()));
+            if near_labels.len() >= MAX_NEAR_LABELS {
+                break;
+            }
+        }
+    }
+    FieldSeed {
+        beside: sibling_label(tree, n),
+        parent: parent_name(tree, n),
+        near_labels,
+    }
+}
+
+/// The name of the nearest named container around a field (four levels at most, inside its
+/// window; a combo box's name is its chosen option, not a name).
+fn parent_name(tree: &AppTree, n: &Node) -> Option<String> {
+    let mut p = n.parent.as_str();
+    for _ in 0..4 {
+        let a = tree.nodes.get(p)?;
+        if matches!(
+            a.role,
+            role::FRAME | role::DIALOG | role::WINDOW | role::APPLICATION | role::ALERT
+        ) || office::is_document(a.role)
+        {
+            return None;
+        }
+        let name = collapse_ws(&a.name);
+        if a.role != role::COMBO_BOX && !names::is_noise(&name) {
+            return Some(name);
+        }
+        p = a.parent.as_str();
+    }
+    None
 }
 
 /// The label next to an unnamed entry ("Name:" beside a file name field), without the colon
