@@ -7,6 +7,7 @@ pub(crate) mod controls;
 mod frames;
 pub(crate) mod loading;
 pub(crate) mod names;
+mod noise;
 mod refresh;
 
 use std::collections::{HashMap, HashSet};
@@ -243,6 +244,8 @@ struct Candidate {
     choice: Option<String>,
     /// A field's evidence from the tree, for its name (`None`: not a field).
     field: Option<FieldSeed>,
+    /// A table cell's table (its row is one control: noise.rs).
+    table: Option<String>,
 }
 
 /// What the tree tells of a field's name (the labels that may point at it are asked by
@@ -825,11 +828,15 @@ impl LinuxDesktop {
         }
         let t_fetch = t.elapsed();
         let mut out = Vec::new();
+        let mut tables = Vec::new();
         let mut failed = 0;
         let mut first_err = None;
-        for r in results {
+        for (c, r) in candidates.iter().zip(results) {
             match r {
-                Ok(Some(f)) => out.push(f),
+                Ok(Some(f)) => {
+                    out.push(f);
+                    tables.push(c.table.clone());
+                }
                 Ok(None) => {}
                 Err(e) => {
                     failed += 1;
@@ -837,6 +844,8 @@ impl LinuxDesktop {
                 }
             }
         }
+        let mut out = rows_as_controls(out, &tables);
+        self.one_focused(bus, &mut out).await;
         // spreadsheets: their visible cells, read by range (never enumerated)
         self.sheet_controls(
             bus, tree, &frame, offset, win_rect, w.id, &mut out, warnings,
@@ -913,6 +922,35 @@ impl LinuxDesktop {
             None => shown_name(c, value.as_deref()),
         };
         Ok(Some(fetched(bus, n, name, value, rect, actions, xid)))
+    }
+
+    /// Only one control is focused: when several are marked so (a toolkit's cache keeps
+    /// the mark on controls that lost the focus), their states are read again live and
+    /// the mark stays on one (noise.rs).
+    async fn one_focused(&self, bus: &str, out: &mut [Fetched]) {
+        let marked: Vec<usize> = (0..out.len())
+            .filter(|&i| out[i].detail.control.states.focused)
+            .collect();
+        if marked.len() < 2 {
+            return;
+        }
+        let paths: Vec<String> = marked.iter().map(|&i| out[i].info.path.clone()).collect();
+        let live = futures::future::join_all(paths.iter().map(|p| async move {
+            self.bus
+                .call::<_, Vec<u32>>(bus, p, "org.a11y.atspi.Accessible", "GetState", &())
+                .await
+                .ok()
+                .map(|w| crate::a11y::bus::state_bits(&w) & state::FOCUSED != 0)
+        }))
+        .await;
+        let keep = noise::one_focused(&live).map(|k| marked[k]);
+        for &i in &marked {
+            if Some(i) != keep {
+                let d = &mut out[i].detail;
+                d.control.states.focused = false;
+                d.states.retain(|s| *s != "focused");
+            }
+        }
     }
 
     /// A step of [`Self::fetch_control`]: the evidence for a field's name. Its relations
@@ -1998,6 +2036,9 @@ fn collect_candidates(
                     wraps_button,
                     choice: crate::apps::web::combo_choice(tree, n),
                     field: FIELDS.contains(&n.role).then(|| field_seed(tree, n)),
+                    table: (n.role == role::TABLE_CELL)
+                        .then(|| table_of(tree, n))
+                        .flatten(),
                 });
             }
         }
@@ -2052,6 +2093,70 @@ fn label_text(tree: &AppTree, path: &str) -> String {
     parts.join(" ")
 }
 
+/// The table a cell belongs to: its nearest table or tree table (eight levels at most).
+fn table_of(tree: &AppTree, n: &Node) -> Option<String> {
+    let mut p = n.parent.as_str();
+    for _ in 0..8 {
+        let a = tree.nodes.get(p)?;
+        if matches!(a.role, role::TABLE | role::TREE_TABLE | role::TREE) {
+            return Some(a.path.clone());
+        }
+        p = a.parent.as_str();
+    }
+    None
+}
+
+/// The cells of one table row as one control (noise.rs, `fold_rows`): named by the row's
+/// first text, its whole text as its value, over the whole row, acting on its named cell.
+fn rows_as_controls(out: Vec<Fetched>, tables: &[Option<String>]) -> Vec<Fetched> {
+    let cells: Vec<(usize, noise::Cell)> = out
+        .iter()
+        .zip(tables)
+        .enumerate()
+        .filter_map(|(i, (f, t))| {
+            Some((
+                i,
+                noise::Cell {
+                    table: t.clone()?,
+                    rect: f.detail.control.rect,
+                    name: f.detail.control.name.clone(),
+                },
+            ))
+        })
+        .collect();
+    if cells.is_empty() {
+        return out;
+    }
+    let plain: Vec<noise::Cell> = cells.iter().map(|(_, c)| c.clone()).collect();
+    let rows = noise::fold_rows(&plain);
+    let mut slots: Vec<Option<Fetched>> = out.into_iter().map(Some).collect();
+    let mut kept_rows: HashMap<usize, Fetched> = HashMap::new();
+    for row in rows {
+        let members: Vec<usize> = row.cells.iter().map(|&k| cells[k].0).collect();
+        let Some(mut f) = slots[members[0]].take() else {
+            continue;
+        };
+        for &m in &members[1..] {
+            if let Some(other) = slots[m].take() {
+                let c = &mut f.detail.control;
+                c.states.focused |= other.detail.control.states.focused;
+                c.states.selected |= other.detail.control.states.selected;
+            }
+        }
+        f.detail.control.name = row.name.clone();
+        f.info.name = row.name;
+        f.detail.control.value = row.text;
+        f.detail.control.rect = row.rect;
+        f.info.rect = row.rect;
+        kept_rows.insert(members[0], f);
+    }
+    slots
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.or_else(|| kept_rows.remove(&i)))
+        .collect()
+}
+
 /// What the tree tells of a field's name: the label beside it, the nearest named container
 /// around it, and the labels near it (within two levels up) that may point at it.
 fn field_seed(tree: &AppTree, n: &Node) -> FieldSeed {
@@ -2085,7 +2190,12 @@ fn parent_name(tree: &AppTree, n: &Node) -> Option<String> {
         let a = tree.nodes.get(p)?;
         if matches!(
             a.role,
-            role::FRAME | role::DIALOG | role::WINDOW | role::APPLICATION | role::ALERT
+            role::FRAME
+                | role::DIALOG
+                | role::WINDOW
+                | role::APPLICATION
+                | role::ALERT
+                | role::FILE_CHOOSER
         ) || office::is_document(a.role)
         {
             return None;
