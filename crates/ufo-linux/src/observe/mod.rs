@@ -1042,7 +1042,7 @@ impl LinuxDesktop {
             .filter(|(_, set)| {
                 set.as_ref().is_ok_and(|set| {
                     set.iter()
-                        .any(|(k, t)| *k == LABEL_FOR && t.iter().any(|t| *t == n.path))
+                        .any(|(k, t)| *k == LABEL_FOR && t.contains(&n.path))
                 })
             })
             .map(|((_, name), _)| name.as_str())

@@ -1,0 +1,242 @@
+//! Names of fields and rows (issue 24): a field is named by the label that points at it,
+//! never by its value or placeholder; a table row is one control; LibreOffice-like
+//! buttons show no empty number. Checked off ufo where it can be: the file renamed through
+//! the named entry is looked for on the disk.
+//!
+//! It needs a desktop session (`scripts/desktop-session.sh up`, then `source` its env file)
+//! and `thunar`, `file-roller` and `gnumeric` (scripts/test-deps.sh install_apps); skipped
+//! with a printed reason without `DISPLAY` and `UFO_LIVE_TESTS=1`, failing when one is
+//! missing.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use ufo_core::{Desktop, UiAction, WindowInfo, WindowObservation};
+use ufo_desktop::testing::{require_live, ProcessGuard};
+use ufo_linux::{LinuxConfig, LinuxDesktop};
+
+/// Start `program` with `args` in `dir`, as a person would.
+fn start(program: &str, args: &[&str], dir: &Path, marker: &str) -> (ProcessGuard, u32) {
+    let child = std::process::Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("{program} starts (install it: scripts/test-deps.sh install_apps): {e}")
+        });
+    let pid = child.id();
+    (ProcessGuard::new(marker.to_string(), Some(child)), pid)
+}
+
+/// The window whose title `fits`, once it is up (60 s at most).
+async fn window(d: &LinuxDesktop, what: &str, fits: impl Fn(&WindowInfo) -> bool) -> WindowInfo {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let found = d
+            .windows()
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .find(|w| fits(w));
+        if let Some(w) = found {
+            return w;
+        }
+        assert!(Instant::now() < deadline, "no {what} window within 60 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The id of the control with role `role` named `name`.
+fn control(obs: &WindowObservation, role: &str, name: &str) -> Option<String> {
+    obs.controls
+        .iter()
+        .find(|c| c.role == role && c.name == name)
+        .map(|c| c.id.clone())
+}
+
+fn temp_dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ufo-names-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Thunar's rename entry has no name and no `LABELLED_BY`; its label's `LABEL_FOR` points
+/// at it. It is listed as "Enter the new name" (it was `text ""`), and the file renamed
+/// through it is renamed on the disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thunars_rename_entry_is_named_by_its_label() {
+    if !require_live("thunars_rename_entry_is_named_by_its_label") {
+        return;
+    }
+    let dir = temp_dir("thunar");
+    std::fs::write(dir.join("alpha.txt"), "a").unwrap();
+    let dir_s = dir.display().to_string();
+    let (_guard, _) = start("thunar", &[&dir_s], &dir, &dir_s);
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let leaf = dir.file_name().unwrap().to_string_lossy().to_string();
+    let main = window(&d, "Thunar", |t| {
+        t.title.starts_with(&leaf) && t.title.ends_with("Thunar")
+    })
+    .await;
+    let obs = support::observe_until(
+        &d,
+        &main.id,
+        "Thunar's Home button",
+        Duration::from_secs(30),
+        |o| control(o, "button", "Home").is_some(),
+    )
+    .await;
+    // (the keys go to the window's accelerators: select every file, rename)
+    let home = control(&obs, "button", "Home").unwrap();
+    let keys = UiAction::TypeKeys {
+        keys: "{ctrl+a}{f2}".into(),
+    };
+    d.act(&main.id, Some(&home), &keys).await.unwrap();
+    let dialog = window(&d, "Rename", |w| w.title.starts_with("Rename")).await;
+    let obs = support::observe_until(
+        &d,
+        &dialog.id,
+        "the rename entry named by its label",
+        Duration::from_secs(30),
+        |o| control(o, "text", "Enter the new name").is_some(),
+    )
+    .await;
+    assert!(
+        !obs.controls
+            .iter()
+            .any(|c| c.role == "text" && c.name.is_empty()),
+        "no unnamed entry: {}",
+        support::listing(&obs)
+    );
+    let entry = control(&obs, "text", "Enter the new name").unwrap();
+    let set = UiAction::SetText {
+        text: "beta.txt".into(),
+    };
+    d.act(&dialog.id, Some(&entry), &set).await.unwrap();
+    let enter = UiAction::TypeKeys {
+        keys: "{enter}".into(),
+    };
+    d.act(&dialog.id, Some(&entry), &enter).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !dir.join("beta.txt").exists() {
+        assert!(
+            Instant::now() < deadline,
+            "alpha.txt was not renamed to beta.txt on the disk within 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(!dir.join("alpha.txt").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// File Roller's Compress dialog: its "Filename:" entry and its Location combo box are
+/// named by their labels (they were `text ""` and `combo box "<folder>"`); the folder is
+/// the combo box's value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_rollers_fields_are_named_by_their_labels() {
+    if !require_live("file_rollers_fields_are_named_by_their_labels") {
+        return;
+    }
+    let dir = temp_dir("roller");
+    std::fs::write(dir.join("alpha.txt"), "a").unwrap();
+    let file = dir.join("alpha.txt").display().to_string();
+    let (_guard, _) = start("file-roller", &["--add", &file], &dir, &file);
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let w = window(&d, "Compress", |w| w.title == "Compress").await;
+    let obs = support::observe_until(
+        &d,
+        &w.id,
+        "Filename and Location named by their labels",
+        Duration::from_secs(30),
+        |o| {
+            control(o, "text", "Filename").is_some()
+                && control(o, "combo box", "Location").is_some()
+        },
+    )
+    .await;
+    let leaf = dir.file_name().unwrap().to_string_lossy().to_string();
+    let location = obs
+        .controls
+        .iter()
+        .find(|c| c.role == "combo box" && c.name == "Location")
+        .unwrap();
+    assert_eq!(location.value.as_deref(), Some(leaf.as_str()));
+    assert!(
+        !obs.controls.iter().any(|c| c.name == leaf),
+        "the folder is a value, never a name: {}",
+        support::listing(&obs)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Gnumeric's Save dialog (a GTK3 file chooser): each file row is one control named by
+/// the file's name (GTK3 gives seven cells per row, most unnamed or named "\u{1}").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_choosers_rows_are_one_control_each() {
+    if !require_live("a_file_choosers_rows_are_one_control_each") {
+        return;
+    }
+    let dir = temp_dir("chooser");
+    // (folders: the dialog's file type filter shows them whatever their type)
+    let files = ["apple", "banana", "cherry", "damson"];
+    for f in files {
+        std::fs::create_dir(dir.join(f)).unwrap();
+    }
+    let dir_s = dir.display().to_string();
+    let marker = "--geometry=900x700+0+0".to_string();
+    let (_guard, pid) = start("gnumeric", &[&marker], &dir, &marker);
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let main = window(&d, "Gnumeric", |w| {
+        w.title.ends_with("- Gnumeric") && w.pid == Some(pid)
+    })
+    .await;
+    let obs = support::observe_until(
+        &d,
+        &main.id,
+        "Gnumeric's window",
+        Duration::from_secs(40),
+        |o| o.controls.iter().any(|c| c.role == "text"),
+    )
+    .await;
+    let field = obs
+        .controls
+        .iter()
+        .find(|c| c.role == "text")
+        .unwrap()
+        .id
+        .clone();
+    let save = UiAction::TypeKeys {
+        keys: "{ctrl+s}".into(),
+    };
+    d.act(&main.id, Some(&field), &save).await.unwrap();
+    let obs = support::observe_until(
+        &d,
+        &main.id,
+        "the Save dialog's file rows",
+        Duration::from_secs(40),
+        |o| files.iter().all(|f| control(o, "table cell", f).is_some()),
+    )
+    .await;
+    let cells: Vec<_> = obs
+        .controls
+        .iter()
+        .filter(|c| c.role == "table cell")
+        .collect();
+    assert_eq!(
+        cells.len(),
+        files.len(),
+        "one control per row ({dir_s}): {}",
+        support::listing(&obs)
+    );
+    assert!(cells
+        .iter()
+        .all(|c| !c.name.is_empty() && !c.name.contains('\u{1}')));
+    let _ = std::fs::remove_dir_all(&dir);
+}
