@@ -2177,7 +2177,8 @@ fn field_seed(tree: &AppTree, n: &Node) -> FieldSeed {
     }
     FieldSeed {
         beside: sibling_label(tree, n),
-        parent: parent_name(tree, n),
+        parent: parent_name(tree, n)
+            .or_else(|| crate::apps::gnumeric::edit_line_name(tree, n).map(str::to_string)),
         near_labels,
     }
 }
