@@ -240,3 +240,109 @@ async fn a_file_choosers_rows_are_one_control_each() {
         .all(|c| !c.name.is_empty() && !c.name.contains('\u{1}')));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Gnumeric's Name Box and formula bar are listed by those names (they were `text ""`): a
+/// cell is chosen through the Name Box and a formula typed in the formula bar, the workbook
+/// saved through its Save dialog, and the saved file read back with `ssconvert` (not ufo).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gnumerics_name_box_and_formula_bar_are_named() {
+    if !require_live("gnumerics_name_box_and_formula_bar_are_named") {
+        return;
+    }
+    let dir = temp_dir("gnumeric");
+    let marker = "--geometry=900x700+10+10".to_string();
+    let (_guard, pid) = start("gnumeric", &[&marker], &dir, &marker);
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let main = window(&d, "Gnumeric", |w| {
+        w.title.ends_with("- Gnumeric") && w.pid == Some(pid)
+    })
+    .await;
+    let obs = support::observe_until(
+        &d,
+        &main.id,
+        "the Name Box and the formula bar",
+        Duration::from_secs(40),
+        |o| control(o, "text", "Name Box").is_some() && control(o, "text", "Formula bar").is_some(),
+    )
+    .await;
+    let enter = UiAction::TypeKeys {
+        keys: "{enter}".into(),
+    };
+    let name_box = control(&obs, "text", "Name Box").unwrap();
+    let set = |t: &str| UiAction::SetText { text: t.into() };
+    d.act(&main.id, Some(&name_box), &set("C3")).await.unwrap();
+    d.act(&main.id, Some(&name_box), &enter).await.unwrap();
+    let obs = support::observe_until(
+        &d,
+        &main.id,
+        "the Name Box at C3",
+        Duration::from_secs(20),
+        |o| {
+            o.controls
+                .iter()
+                .any(|c| c.name == "Name Box" && c.value.as_deref() == Some("C3"))
+        },
+    )
+    .await;
+    let formula = control(&obs, "text", "Formula bar").unwrap();
+    d.act(&main.id, Some(&formula), &set("=ROW()*10+COLUMN()"))
+        .await
+        .unwrap();
+    d.act(&main.id, Some(&formula), &enter).await.unwrap();
+    let save = UiAction::TypeKeys {
+        keys: "{ctrl+s}".into(),
+    };
+    d.act(&main.id, Some(&formula), &save).await.unwrap();
+    let obs = support::observe_until(
+        &d,
+        &main.id,
+        "the Save dialog",
+        Duration::from_secs(30),
+        |o| control(o, "text", "Name").is_some() && control(o, "button", "Save").is_some(),
+    )
+    .await;
+    let out = dir.join("answer.gnumeric");
+    let name = control(&obs, "text", "Name").unwrap();
+    d.act(&main.id, Some(&name), &set(&out.display().to_string()))
+        .await
+        .unwrap();
+    let save_button = control(&obs, "button", "Save").unwrap();
+    let click = UiAction::Click {
+        button: ufo_core::Button::Left,
+        double: false,
+    };
+    d.act(&main.id, Some(&save_button), &click).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !out.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} was not saved within 30 s",
+            out.display()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // read back off ufo: the formula of row 3, column 3 gives 33 (the CSV holds the used
+    // range only: the cell's own number says where it is)
+    let csv = dir.join("answer.csv");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        // (the file it writes is what counts: a warning may set its exit status)
+        let _ = std::process::Command::new("ssconvert")
+            .arg(&out)
+            .arg(&csv)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("ssconvert runs (it comes with gnumeric)");
+        let text = std::fs::read_to_string(&csv).unwrap_or_default();
+        if text.trim() == "33" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the saved workbook's C3 is not 33: {text:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
