@@ -346,3 +346,90 @@ async fn gnumerics_name_box_and_formula_bar_are_named() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Through pyatspi: whether one of KCalc's frames is named `want` (its display is a frame
+/// named by the number it shows), within 10 s.
+const KCALC_DISPLAY: &str = r#"
+import sys, time, pyatspi
+want = sys.argv[1]
+def frames(n, out, depth=0):
+    if depth > 12: return
+    if n.getRoleName() == 'frame': out.append(n.name)
+    for i in range(min(n.childCount, 100)):
+        c = n.getChildAtIndex(i)
+        if c is not None: frames(c, out, depth + 1)
+names = []
+end = time.time() + 10
+while time.time() < end:
+    names = []
+    for app in pyatspi.Registry.getDesktop(0):
+        if app is not None and app.name == 'kcalc': frames(app, names)
+    if want in names: break
+    time.sleep(0.3)
+print('|'.join(names))
+"#;
+
+/// KCalc's display (a `frame` named by the number it shows) is listed, named by its
+/// description, its number as its value (it was left out: the result could not be read);
+/// 6 × 7 = shows 42 there, and pyatspi sees 42 too. Only one control is focused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kcalcs_display_is_read_and_one_control_is_focused() {
+    if !require_live("kcalcs_display_is_read_and_one_control_is_focused") {
+        return;
+    }
+    let dir = temp_dir("kcalc");
+    let token = format!("kcalc-names-{}", std::process::id());
+    let (_guard, pid) = start("kcalc", &["-name", &token], &dir, &token);
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let w = window(&d, "KCalc", |w| w.pid == Some(pid)).await;
+    let obs = support::observe_until(
+        &d,
+        &w.id,
+        "KCalc's display and keys",
+        Duration::from_secs(40),
+        |o| control(o, "frame", "Result Display").is_some() && control(o, "button", "=").is_some(),
+    )
+    .await;
+    let focused = obs.controls.iter().filter(|c| c.states.focused).count();
+    assert!(
+        focused <= 1,
+        "{focused} controls focused: {}",
+        support::listing(&obs)
+    );
+    let click = UiAction::Click {
+        button: ufo_core::Button::Left,
+        double: false,
+    };
+    for key in ["6", "×", "7", "="] {
+        let id = control(&obs, "button", key).unwrap();
+        d.act(&w.id, Some(&id), &click).await.unwrap();
+    }
+    let obs = support::observe_until(
+        &d,
+        &w.id,
+        "42 on the display",
+        Duration::from_secs(20),
+        |o| {
+            o.controls
+                .iter()
+                .any(|c| c.name == "Result Display" && c.value.as_deref() == Some("42"))
+        },
+    )
+    .await;
+    let focused = obs.controls.iter().filter(|c| c.states.focused).count();
+    assert!(
+        focused <= 1,
+        "{focused} controls focused: {}",
+        support::listing(&obs)
+    );
+    let seen = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", KCALC_DISPLAY, "42"])
+        .output()
+        .expect("python3 runs");
+    let frames = String::from_utf8_lossy(&seen.stdout).trim().to_string();
+    assert!(
+        frames.split('|').any(|f| f == "42"),
+        "pyatspi does not see 42 on KCalc's display (its frames: {frames:?})"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
