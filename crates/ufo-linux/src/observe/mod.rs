@@ -246,6 +246,8 @@ struct Candidate {
     field: Option<FieldSeed>,
     /// A table cell's table (its row is one control: noise.rs).
     table: Option<String>,
+    /// A display: its name is what it shows (KCalc's result), its description its name.
+    display: bool,
 }
 
 /// What the tree tells of a field's name (the labels that may point at it are asked by
@@ -909,6 +911,18 @@ impl LinuxDesktop {
             return Ok(None);
         };
         let mut value = shown_value(c, text.unwrap_or(None), value);
+        if c.display {
+            let shown = names::display(&n.name, &n.description);
+            return Ok(Some(fetched(
+                bus,
+                n,
+                shown.name,
+                shown.value,
+                rect,
+                actions,
+                xid,
+            )));
+        }
         let name = match &c.field {
             Some(seed) => {
                 let e = self.field_evidence(bus, c, seed, value.as_deref()).await;
@@ -2006,7 +2020,9 @@ fn collect_candidates(
         if !visible(n) {
             continue;
         }
-        let interactive = INTERACTIVE.contains(&n.role)
+        let display = is_display(n, frame);
+        let interactive = display
+            || INTERACTIVE.contains(&n.role)
             || (n.has(state::FOCUSABLE)
                 && n.ifaces & iface::ACTION != 0
                 && !CONTAINERS.contains(&n.role))
@@ -2036,6 +2052,7 @@ fn collect_candidates(
                     wraps_button,
                     choice: crate::apps::web::combo_choice(tree, n),
                     field: FIELDS.contains(&n.role).then(|| field_seed(tree, n)),
+                    display,
                     table: (n.role == role::TABLE_CELL)
                         .then(|| table_of(tree, n))
                         .flatten(),
@@ -2091,6 +2108,18 @@ fn label_text(tree: &AppTree, path: &str) -> String {
     let mut parts = Vec::new();
     walk(tree, path, 4, &mut parts);
     parts.join(" ")
+}
+
+/// A display inside a window: a frame that takes the focus, holds nothing and shows a text
+/// (KCalc's result, a frame named by the number it shows). Containers are never controls
+/// otherwise, so the result could not be read. (A selectable label takes the focus too: it
+/// is left out, it is text to read, not a display.)
+fn is_display(n: &Node, frame: &str) -> bool {
+    n.role == role::FRAME
+        && n.path != frame
+        && n.child_count == 0
+        && n.has(state::FOCUSABLE)
+        && !n.name.trim().is_empty()
 }
 
 /// The table a cell belongs to: its nearest table or tree table (eight levels at most).

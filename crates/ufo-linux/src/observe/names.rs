@@ -109,6 +109,23 @@ pub(crate) fn field_name(e: &FieldEvidence) -> String {
         .unwrap_or_default()
 }
 
+/// How a display is shown: named by its description ("Result Display"), its text as its
+/// value ("42"); without a description it is named "display".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Display {
+    pub name: String,
+    pub value: Option<String>,
+}
+
+/// See [`Display`].
+pub(crate) fn display(name: &str, description: &str) -> Display {
+    let d = collapse_ws(description);
+    Display {
+        name: if d.is_empty() { "display".into() } else { d },
+        value: Some(collapse_ws(name)).filter(|v| !v.is_empty()),
+    }
+}
+
 /// Whether a value says something about a control of this kind: a push button's or a menu
 /// item's number (LibreOffice gives its buttons a value of 0) says nothing.
 pub(crate) fn value_says_something(kind: ValueKind, value: &str) -> bool {
@@ -192,6 +209,15 @@ mod tests {
         let mut e = ev("GtkEntry");
         e.beside = Some("Name:".into());
         assert_eq!(field_name(&e), "Name");
+    }
+
+    /// Issue 24, item 7: KCalc's display (a frame named by the number it shows) is read.
+    #[test]
+    fn a_display_shows_its_text_as_its_value() {
+        let d = display("42", "Result Display");
+        assert_eq!(d.name, "Result Display");
+        assert_eq!(d.value.as_deref(), Some("42"));
+        assert_eq!(display(" 0 ", "").name, "display");
     }
 
     /// Issue 24, item 8: a button's number says nothing; a field's, a range's do.
