@@ -433,3 +433,50 @@ async fn kcalcs_display_is_read_and_one_control_is_focused() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// File Roller's Add Files dialog: its three pattern fields are named by the labels that
+/// point at them (they were all named by their hint, "example: *.o; *.bak").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_rollers_add_files_fields_are_named_by_their_labels() {
+    if !require_live("file_rollers_add_files_fields_are_named_by_their_labels") {
+        return;
+    }
+    let dir = temp_dir("add");
+    std::fs::write(dir.join("alpha.txt"), "a").unwrap();
+    let tar = std::process::Command::new("tar")
+        .args(["czf", "pack.tar.gz", "alpha.txt"])
+        .current_dir(&dir)
+        .status()
+        .expect("tar runs");
+    assert!(tar.success());
+    let archive = dir.join("pack.tar.gz").display().to_string();
+    let (_guard, _) = start("file-roller", &[&archive], &dir, &archive);
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let w = window(&d, "pack.tar.gz", |w| w.title.starts_with("pack.tar.gz")).await;
+    let obs = support::observe_until(&d, &w.id, "the Add button", Duration::from_secs(30), |o| {
+        control(o, "button", "Add").is_some()
+    })
+    .await;
+    let add = control(&obs, "button", "Add").unwrap();
+    let click = UiAction::Click {
+        button: ufo_core::Button::Left,
+        double: false,
+    };
+    d.act(&w.id, Some(&add), &click).await.unwrap();
+    let dialog = window(&d, "Add Files", |w| w.title == "Add Files").await;
+    let fields = ["Include files", "Exclude files", "Exclude folders"];
+    let obs = support::observe_until(
+        &d,
+        &dialog.id,
+        "the pattern fields named by their labels",
+        Duration::from_secs(30),
+        |o| fields.iter().all(|f| control(o, "text", f).is_some()),
+    )
+    .await;
+    assert!(
+        !obs.controls.iter().any(|c| c.name.starts_with("example:")),
+        "a hint is never a name: {}",
+        support::listing(&obs)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
