@@ -1350,10 +1350,13 @@ fn shown_value(c: &Candidate, mut text: Option<String>, value: Option<f64>) -> O
             t.push('…');
         }
         Some(t)
-    } else if let Some(v) = value {
-        // a button's number says nothing (LibreOffice gives its buttons a value of 0)
-        let v = format!("{v}");
-        names::value_says_something(value_kind(n.role), &v).then_some(v)
+    } else if let Some(v) = value
+        .map(|v| format!("{v}"))
+        .filter(|v| names::value_says_something(value_kind(n.role), v))
+    {
+        // (a button's number says nothing: LibreOffice gives its buttons a value of 0, and
+        // its toggle buttons are checked or not)
+        Some(v)
     } else if CHECKABLE.contains(&n.role) {
         Some(
             if n.has(state::CHECKED) {
@@ -2207,6 +2210,8 @@ fn field_seed(tree: &AppTree, n: &Node) -> FieldSeed {
     FieldSeed {
         beside: sibling_label(tree, n),
         parent: parent_name(tree, n)
+            // LibreOffice's font and style boxes: a panel further up names them
+            .or_else(|| office::ancestor_name(tree, n, true))
             .or_else(|| crate::apps::gnumeric::edit_line_name(tree, n).map(str::to_string)),
         near_labels,
     }

@@ -130,8 +130,8 @@ pub(crate) fn display(name: &str, description: &str) -> Display {
 /// item's number (LibreOffice gives its buttons a value of 0) says nothing.
 pub(crate) fn value_says_something(kind: ValueKind, value: &str) -> bool {
     match kind {
-        ValueKind::Plain => value.trim().parse::<f64>().is_err(),
-        ValueKind::Field | ValueKind::Range | ValueKind::Checkable => true,
+        ValueKind::Plain | ValueKind::Checkable => value.trim().parse::<f64>().is_err(),
+        ValueKind::Field | ValueKind::Range => true,
     }
 }
 
@@ -142,7 +142,7 @@ pub(crate) enum ValueKind {
     Field,
     /// A number on a scale (spin buttons, sliders, scroll bars, progress bars).
     Range,
-    /// Checked or not.
+    /// Checked or not (shown as such: a number says nothing).
     Checkable,
     /// Anything else (buttons, menu items, cells): a number alone means nothing.
     Plain,
@@ -229,6 +229,7 @@ mod tests {
         assert!(value_says_something(ValueKind::Range, "0"));
         assert!(value_says_something(ValueKind::Field, "0"));
         assert!(value_says_something(ValueKind::Checkable, "unchecked"));
+        assert!(!value_says_something(ValueKind::Checkable, "0"));
     }
 
     proptest::proptest! {
