@@ -52,6 +52,17 @@ async fn window(d: &LinuxDesktop, what: &str, fits: impl Fn(&WindowInfo) -> bool
     }
 }
 
+/// The ids of the windows now (a window of the same title left by another run of a
+/// single-instance application is not the one a test opens).
+async fn window_ids(d: &LinuxDesktop) -> Vec<String> {
+    d.windows()
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .map(|w| w.id)
+        .collect()
+}
+
 /// The id of the control with role `role` named `name`.
 fn control(obs: &WindowObservation, role: &str, name: &str) -> Option<String> {
     obs.controls
@@ -98,8 +109,19 @@ async fn thunars_rename_entry_is_named_by_its_label() {
     let keys = UiAction::TypeKeys {
         keys: "{ctrl+a}{f2}".into(),
     };
+    // (a Rename dialog left by another run of the same process is not this one)
+    let before: Vec<String> = d
+        .windows()
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .map(|w| w.id)
+        .collect();
     d.act(&main.id, Some(&home), &keys).await.unwrap();
-    let dialog = window(&d, "Rename", |w| w.title.starts_with("Rename")).await;
+    let dialog = window(&d, "Rename", |w| {
+        w.title.starts_with("Rename") && !before.contains(&w.id)
+    })
+    .await;
     let obs = support::observe_until(
         &d,
         &dialog.id,
@@ -147,9 +169,13 @@ async fn file_rollers_fields_are_named_by_their_labels() {
     let dir = temp_dir("roller");
     std::fs::write(dir.join("alpha.txt"), "a").unwrap();
     let file = dir.join("alpha.txt").display().to_string();
-    let (_guard, _) = start("file-roller", &["--add", &file], &dir, &file);
     let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
-    let w = window(&d, "Compress", |w| w.title == "Compress").await;
+    let before = window_ids(&d).await;
+    let (_guard, _) = start("file-roller", &["--add", &file], &dir, &file);
+    let w = window(&d, "Compress", |w| {
+        w.title == "Compress" && !before.contains(&w.id)
+    })
+    .await;
     let obs = support::observe_until(
         &d,
         &w.id,
@@ -450,9 +476,13 @@ async fn file_rollers_add_files_fields_are_named_by_their_labels() {
         .expect("tar runs");
     assert!(tar.success());
     let archive = dir.join("pack.tar.gz").display().to_string();
-    let (_guard, _) = start("file-roller", &[&archive], &dir, &archive);
     let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
-    let w = window(&d, "pack.tar.gz", |w| w.title.starts_with("pack.tar.gz")).await;
+    let before = window_ids(&d).await;
+    let (_guard, _) = start("file-roller", &[&archive], &dir, &archive);
+    let w = window(&d, "pack.tar.gz", |w| {
+        w.title.starts_with("pack.tar.gz") && !before.contains(&w.id)
+    })
+    .await;
     let obs = support::observe_until(&d, &w.id, "the Add button", Duration::from_secs(30), |o| {
         control(o, "button", "Add").is_some()
     })
@@ -462,8 +492,12 @@ async fn file_rollers_add_files_fields_are_named_by_their_labels() {
         button: ufo_core::Button::Left,
         double: false,
     };
+    let before = window_ids(&d).await;
     d.act(&w.id, Some(&add), &click).await.unwrap();
-    let dialog = window(&d, "Add Files", |w| w.title == "Add Files").await;
+    let dialog = window(&d, "Add Files", |w| {
+        w.title == "Add Files" && !before.contains(&w.id)
+    })
+    .await;
     let fields = ["Include files", "Exclude files", "Exclude folders"];
     let obs = support::observe_until(
         &d,
