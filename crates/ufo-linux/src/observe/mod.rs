@@ -831,6 +831,7 @@ impl LinuxDesktop {
         let t_fetch = t.elapsed();
         let mut out = Vec::new();
         let mut tables = Vec::new();
+        let mut parents = Vec::new();
         let mut failed = 0;
         let mut first_err = None;
         for (c, r) in candidates.iter().zip(results) {
@@ -838,6 +839,7 @@ impl LinuxDesktop {
                 Ok(Some(f)) => {
                     out.push(f);
                     tables.push(c.table.clone());
+                    parents.push(c.node.parent.clone());
                 }
                 Ok(None) => {}
                 Err(e) => {
@@ -846,6 +848,7 @@ impl LinuxDesktop {
                 }
             }
         }
+        let out = group_unnamed(out, &tables, &parents);
         let mut out = rows_as_controls(out, &tables);
         self.one_focused(bus, &mut out).await;
         // spreadsheets: their visible cells, read by range (never enumerated)
@@ -2136,6 +2139,56 @@ fn table_of(tree: &AppTree, n: &Node) -> Option<String> {
         p = a.parent.as_str();
     }
     None
+}
+
+/// Many unnamed alike items (not table cells: their rows are folded) as one control
+/// (noise.rs, `unnamed_groups`): named by their count and role, over all of them, acting on
+/// the first. `tables` and `parents` go along with `out`, and are returned so too.
+fn group_unnamed(out: Vec<Fetched>, tables: &[Option<String>], parents: &[String]) -> Vec<Fetched> {
+    let items: Vec<noise::Item> = out
+        .iter()
+        .zip(parents)
+        .zip(tables)
+        .map(|((f, p), t)| noise::Item {
+            // (a table cell is never grouped here: its parent is made unique)
+            parent: if t.is_some() {
+                format!("{p}\0cell")
+            } else {
+                p.clone()
+            },
+            role: f.detail.control.role.clone(),
+            name: if t.is_some() {
+                "\u{1}cell".into()
+            } else {
+                f.detail.control.name.clone()
+            },
+            rect: f.detail.control.rect,
+        })
+        .collect();
+    let groups = noise::unnamed_groups(&items);
+    if groups.is_empty() {
+        return out;
+    }
+    let mut drop = HashSet::new();
+    let mut renamed: HashMap<usize, (String, Rect)> = HashMap::new();
+    for g in &groups {
+        let rect = noise::union_all(g.iter().map(|&i| items[i].rect)).unwrap_or(items[g[0]].rect);
+        renamed.insert(g[0], (noise::group_name(g.len(), &items[g[0]].role), rect));
+        drop.extend(g[1..].iter().copied());
+    }
+    out.into_iter()
+        .enumerate()
+        .filter(|(i, _)| !drop.contains(i))
+        .map(|(i, mut f)| {
+            if let Some((name, rect)) = renamed.remove(&i) {
+                f.detail.control.name = name.clone();
+                f.info.name = name;
+                f.detail.control.rect = rect;
+                f.info.rect = rect;
+            }
+            f
+        })
+        .collect()
 }
 
 /// The cells of one table row as one control (noise.rs, `fold_rows`): named by the row's

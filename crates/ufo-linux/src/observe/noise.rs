@@ -1,6 +1,6 @@
 //! Controls that say nothing on their own: the cells of one table row (GTK3 gives a file
 //! chooser's row seven cells, most of them unnamed) are one control named by the row's text,
-//! and only one control is focused.
+//! many unnamed alike items are one group, and only one control is focused.
 
 use ufo_core::Rect;
 
@@ -91,6 +91,54 @@ fn union(a: Rect, b: Rect) -> Rect {
     }
 }
 
+/// Fewest unnamed alike items grouped into one control.
+pub(crate) const MIN_GROUP: usize = 5;
+
+/// A control as the grouping of unnamed items sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Item {
+    /// Its parent node.
+    pub parent: String,
+    pub role: String,
+    pub name: String,
+    pub rect: Rect,
+}
+
+/// What makes items alike: parent, role, width, height.
+type Alike<'a> = (&'a str, &'a str, u32, u32);
+
+/// Groups of unnamed alike items (same parent, same role, same size, no name): at least
+/// [`MIN_GROUP`] of them are one control (Inkscape's 70 unnamed palette swatches). Each group
+/// lists the indexes of its items, the first one kept.
+pub(crate) fn unnamed_groups(items: &[Item]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(Alike, Vec<usize>)> = Vec::new();
+    for (i, it) in items.iter().enumerate() {
+        if !says_nothing(&it.name) {
+            continue;
+        }
+        let key = (it.parent.as_str(), it.role.as_str(), it.rect.w, it.rect.h);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, g)) => g.push(i),
+            None => groups.push((key, vec![i])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, g)| g)
+        .filter(|g| g.len() >= MIN_GROUP)
+        .collect()
+}
+
+/// The name of a group of `n` unnamed items of role `role` ("70 unnamed list items").
+pub(crate) fn group_name(n: usize, role: &str) -> String {
+    format!("{n} unnamed {role}s")
+}
+
+/// The rectangle of all of `rects`.
+pub(crate) fn union_all(rects: impl IntoIterator<Item = Rect>) -> Option<Rect> {
+    rects.into_iter().reduce(union)
+}
+
 /// Which of several controls marked focused is: the last one whose state, read again
 /// live, still says focused (a toolkit's cache keeps the mark on controls that lost the
 /// focus: KDE showed six). `None` when none does.
@@ -154,6 +202,39 @@ mod tests {
             Some(3)
         );
         assert_eq!(one_focused(&[Some(false), None]), None);
+    }
+
+    /// Issue 24, item 7: Inkscape's 70 unnamed swatches are one control; named items and
+    /// short runs stay.
+    #[test]
+    fn unnamed_alike_items_are_grouped() {
+        let it = |parent: &str, name: &str, x: i32| Item {
+            parent: parent.into(),
+            role: "list item".into(),
+            name: name.into(),
+            rect: Rect {
+                x,
+                y: 972,
+                w: 16,
+                h: 16,
+            },
+        };
+        let mut items: Vec<Item> = (0..70).map(|i| it("/palette", "", i * 17)).collect();
+        items.push(it("/palette", "Black", 2000));
+        items.extend((0..3).map(|i| it("/other", "", i * 17)));
+        let groups = unnamed_groups(&items);
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].len(), 70);
+        assert_eq!(group_name(70, "list item"), "70 unnamed list items");
+        assert_eq!(
+            union_all(groups[0].iter().map(|&i| items[i].rect)),
+            Some(Rect {
+                x: 0,
+                y: 972,
+                w: 69 * 17 + 16,
+                h: 16
+            })
+        );
     }
 
     proptest! {
