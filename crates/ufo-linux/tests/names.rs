@@ -514,3 +514,48 @@ async fn file_rollers_add_files_fields_are_named_by_their_labels() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Inkscape's palette: its unnamed colour swatches (70 `list item ""` before) are one
+/// control named by their count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inkscapes_unnamed_swatches_are_one_control() {
+    if !require_live("inkscapes_unnamed_swatches_are_one_control") {
+        return;
+    }
+    let dir = temp_dir("inkscape");
+    let file = dir.join("drawing.svg").display().to_string();
+    std::fs::write(
+        &file,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="100" height="100"></svg>"#,
+    )
+    .unwrap();
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let (_guard, _) = start("inkscape", &[&file], &dir, &file);
+    let w = window(&d, "Inkscape", |w| w.title.starts_with("drawing.svg")).await;
+    let obs = support::observe_until(
+        &d,
+        &w.id,
+        "the palette's swatches as one control",
+        Duration::from_secs(60),
+        |o| {
+            o.controls
+                .iter()
+                .any(|c| c.name.ends_with(" unnamed list items"))
+        },
+    )
+    .await;
+    let unnamed = obs
+        .controls
+        .iter()
+        .filter(|c| c.role == "list item" && c.name.is_empty())
+        .count();
+    assert!(
+        unnamed < MIN_GROUP,
+        "{unnamed} unnamed list items left: {}",
+        support::listing(&obs)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Fewest unnamed alike items the observation groups into one control.
+const MIN_GROUP: usize = 5;
