@@ -558,6 +558,46 @@ impl A11yBus {
             .await
     }
 
+    /// The relations of a node (`GetRelationSet`): (relation type, targets in the same
+    /// application). Targets in another application are left out.
+    pub async fn relations(
+        &self,
+        app: &str,
+        path: &str,
+    ) -> Result<Vec<(u32, Vec<String>)>, LinuxError> {
+        let set: Vec<(u32, Vec<ObjRef>)> = self
+            .call(
+                app,
+                path,
+                "org.a11y.atspi.Accessible",
+                "GetRelationSet",
+                &(),
+            )
+            .await?;
+        Ok(set
+            .into_iter()
+            .map(|(kind, targets)| {
+                let targets = targets
+                    .into_iter()
+                    .filter(|(bus, _)| bus == app)
+                    .map(|(_, p)| p.as_str().to_string())
+                    .collect();
+                (kind, targets)
+            })
+            .collect())
+    }
+
+    /// The object attributes of a node (`GetAttributes`: GTK3 puts an entry's
+    /// `placeholder-text` there).
+    pub async fn attributes(
+        &self,
+        app: &str,
+        path: &str,
+    ) -> Result<HashMap<String, String>, LinuxError> {
+        self.call(app, path, "org.a11y.atspi.Accessible", "GetAttributes", &())
+            .await
+    }
+
     /// Current value of a node with the Value interface.
     pub async fn value(&self, app: &str, path: &str) -> Result<f64, LinuxError> {
         self.prop(app, path, "org.a11y.atspi.Value", "CurrentValue")

@@ -29,6 +29,8 @@ pub(crate) mod role {
     pub const HTML_CONTAINER: u32 = Role::HTMLContainer as u32;
     pub const INTERNAL_FRAME: u32 = Role::InternalFrame as u32;
     pub const LABEL: u32 = Role::Label as u32;
+    pub const PROGRESS_BAR: u32 = Role::ProgressBar as u32;
+    pub const SCROLL_BAR: u32 = Role::ScrollBar as u32;
     pub const LAYERED_PANE: u32 = Role::LayeredPane as u32;
     pub const LIST: u32 = Role::List as u32;
     pub const LIST_ITEM: u32 = Role::ListItem as u32;

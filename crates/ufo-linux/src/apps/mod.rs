@@ -3,6 +3,7 @@
 //! open menus (`menus`). The cells Calc's sheets read before (`sheets`) are what the
 //! desktop holds.
 
+pub(crate) mod gnumeric;
 pub(crate) mod menus;
 pub(crate) mod office;
 pub(crate) mod sheets;

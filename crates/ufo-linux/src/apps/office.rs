@@ -32,7 +32,7 @@ const DOC_TEXT_MAX: usize = 20_000;
 const NAME_CHARS: usize = 40;
 
 /// Roles of document nodes whose children are read live.
-fn is_document(r: u32) -> bool {
+pub(crate) fn is_document(r: u32) -> bool {
     matches!(
         r,
         role::DOCUMENT_TEXT | role::DOCUMENT_PRESENTATION | role::DOCUMENT_FRAME
@@ -141,7 +141,7 @@ pub(crate) fn paragraph_name(text: &str, cell: Option<&str>) -> String {
 pub(crate) fn cell_of(tree: &AppTree, n: &Node) -> Option<String> {
     tree.nodes
         .get(&n.parent)
-        .filter(|p| p.role == role::TABLE_CELL)
+        .filter(|p| p.role == role::TABLE_CELL && !p.name.trim().is_empty())
         .map(|p| p.name.clone())
 }
 

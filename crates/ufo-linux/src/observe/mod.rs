@@ -7,6 +7,7 @@ pub(crate) mod controls;
 mod frames;
 pub(crate) mod loading;
 pub(crate) mod names;
+mod noise;
 mod refresh;
 
 use std::collections::{HashMap, HashSet};
@@ -28,7 +29,7 @@ use crate::x11::{RgbImage, XWindow};
 use crate::{LinuxConfig, LinuxError};
 pub use controls::ControlDetail;
 use controls::Fetched;
-use names::{clean_name, collapse_ws};
+use names::{clean_name, collapse_ws, FieldEvidence, ValueKind};
 
 /// Containers and decorations: never controls, even when focusable.
 const CONTAINERS: &[u32] = &[
@@ -106,6 +107,24 @@ const TEXTUAL: &[u32] = &[
     role::DOCUMENT_WEB,
     role::DOCUMENT_EMAIL,
 ];
+
+/// Fields a person types in or picks from: named by the labels that point at them
+/// (names.rs, `field_name`).
+const FIELDS: &[u32] = &[
+    role::TEXT,
+    role::ENTRY,
+    role::PASSWORD_TEXT,
+    role::SPIN_BUTTON,
+    role::COMBO_BOX,
+    role::SLIDER,
+];
+
+/// Most labels near a field whose relations are asked when the field has none itself.
+const MAX_NEAR_LABELS: usize = 8;
+
+/// Relation numbers (`org.a11y.atspi.RelationType`).
+const LABEL_FOR: u32 = 1;
+const LABELLED_BY: u32 = 2;
 
 /// Entries of lists, trees and tab bars: their visible label beats their description.
 const ITEMS: &[u32] = &[
@@ -223,6 +242,21 @@ struct Candidate {
     wraps_button: bool,
     /// A combo box's chosen option (web content gives no readable text for it).
     choice: Option<String>,
+    /// A field's evidence from the tree, for its name (`None`: not a field).
+    field: Option<FieldSeed>,
+    /// A table cell's table (its row is one control: noise.rs).
+    table: Option<String>,
+    /// A display: its name is what it shows (KCalc's result), its description its name.
+    display: bool,
+}
+
+/// What the tree tells of a field's name (the labels that may point at it are asked by
+/// `fetch_control`, and only when its own name may not be one).
+struct FieldSeed {
+    beside: Option<String>,
+    parent: Option<String>,
+    /// Labels near it (path, text): the ones a `LABEL_FOR` relation may come from.
+    near_labels: Vec<(String, String)>,
 }
 
 impl LinuxDesktop {
@@ -796,11 +830,17 @@ impl LinuxDesktop {
         }
         let t_fetch = t.elapsed();
         let mut out = Vec::new();
+        let mut tables = Vec::new();
+        let mut parents = Vec::new();
         let mut failed = 0;
         let mut first_err = None;
-        for r in results {
+        for (c, r) in candidates.iter().zip(results) {
             match r {
-                Ok(Some(f)) => out.push(f),
+                Ok(Some(f)) => {
+                    out.push(f);
+                    tables.push(c.table.clone());
+                    parents.push(c.node.parent.clone());
+                }
                 Ok(None) => {}
                 Err(e) => {
                     failed += 1;
@@ -808,6 +848,9 @@ impl LinuxDesktop {
                 }
             }
         }
+        let out = group_unnamed(out, &tables, &parents);
+        let mut out = rows_as_controls(out, &tables);
+        self.one_focused(bus, &mut out).await;
         // spreadsheets: their visible cells, read by range (never enumerated)
         self.sheet_controls(
             bus, tree, &frame, offset, win_rect, w.id, &mut out, warnings,
@@ -870,9 +913,158 @@ impl LinuxDesktop {
         let Some(rect) = intersect(raw, win) else {
             return Ok(None);
         };
-        let value = shown_value(c, text.unwrap_or(None), value);
-        let name = shown_name(c, value.as_deref());
+        let mut value = shown_value(c, text.unwrap_or(None), value);
+        if c.display {
+            let shown = names::display(&n.name, &n.description);
+            return Ok(Some(fetched(
+                bus,
+                n,
+                shown.name,
+                shown.value,
+                rect,
+                actions,
+                xid,
+            )));
+        }
+        let name = match &c.field {
+            Some(seed) => {
+                let e = self.field_evidence(bus, c, seed, value.as_deref()).await;
+                let name = names::field_name(&e);
+                // a combo box named by its chosen option shows the option as its value
+                if value.is_none() && n.role == role::COMBO_BOX && name != e.own {
+                    value = Some(collapse_ws(&e.own)).filter(|v| !v.is_empty());
+                }
+                name
+            }
+            None => shown_name(c, value.as_deref()),
+        };
         Ok(Some(fetched(bus, n, name, value, rect, actions, xid)))
+    }
+
+    /// Only one control is focused: when several are marked so (a toolkit's cache keeps
+    /// the mark on controls that lost the focus), their states are read again live and
+    /// the mark stays on one (noise.rs).
+    async fn one_focused(&self, bus: &str, out: &mut [Fetched]) {
+        let marked: Vec<usize> = (0..out.len())
+            .filter(|&i| out[i].detail.control.states.focused)
+            .collect();
+        if marked.len() < 2 {
+            return;
+        }
+        let paths: Vec<String> = marked.iter().map(|&i| out[i].info.path.clone()).collect();
+        let live = futures::future::join_all(paths.iter().map(|p| async move {
+            self.bus
+                .call::<_, Vec<u32>>(bus, p, "org.a11y.atspi.Accessible", "GetState", &())
+                .await
+                .ok()
+                .map(|w| crate::a11y::bus::state_bits(&w) & state::FOCUSED != 0)
+        }))
+        .await;
+        let keep = noise::one_focused(&live).map(|k| marked[k]);
+        for &i in &marked {
+            if Some(i) != keep {
+                let d = &mut out[i].detail;
+                d.control.states.focused = false;
+                d.states.retain(|s| *s != "focused");
+            }
+        }
+    }
+
+    /// A step of [`Self::fetch_control`]: the evidence for a field's name. Its relations
+    /// (and the relations of the labels near it, and its placeholder) are asked only when
+    /// its own name may not be a name: empty, a combo box's (its chosen option), or an
+    /// empty entry's (GTK3 names it by its placeholder).
+    async fn field_evidence(
+        &self,
+        bus: &str,
+        c: &Candidate,
+        seed: &FieldSeed,
+        value: Option<&str>,
+    ) -> FieldEvidence {
+        let n = &c.node;
+        let own = n.name.clone();
+        let empty = value.is_none_or(|v| v.trim().is_empty());
+        let doubtful = own.trim().is_empty() || n.role == role::COMBO_BOX || empty;
+        let mut e = FieldEvidence {
+            own,
+            value: if n.role == role::COMBO_BOX && value.is_none() {
+                // GTK3 names a combo box by its chosen option
+                Some(n.name.clone())
+            } else {
+                value.map(str::to_string)
+            },
+            beside: seed.beside.clone(),
+            parent: seed.parent.clone(),
+            description: n.description.clone(),
+            ..FieldEvidence::default()
+        };
+        if !doubtful {
+            return e;
+        }
+        let (relation, placeholder) = tokio::join!(self.labelled_by(bus, n, seed), async {
+            if empty && !n.name.trim().is_empty() && n.role != role::COMBO_BOX {
+                self.bus
+                    .attributes(bus, &n.path)
+                    .await
+                    .ok()
+                    .and_then(|a| a.get("placeholder-text").cloned())
+            } else {
+                None
+            }
+        });
+        e.relation = relation;
+        e.placeholder = placeholder;
+        e
+    }
+
+    /// The text of the labels that point at a field: its `LABELLED_BY` targets, else the
+    /// labels near it whose `LABEL_FOR` names it (Thunar's rename entry has only the
+    /// latter).
+    async fn labelled_by(&self, bus: &str, n: &Node, seed: &FieldSeed) -> Option<String> {
+        let own = self.bus.relations(bus, &n.path).await.unwrap_or_default();
+        let targets: Vec<String> = own
+            .into_iter()
+            .filter(|(k, _)| *k == LABELLED_BY)
+            .flat_map(|(_, t)| t)
+            .collect();
+        if !targets.is_empty() {
+            let names = futures::future::join_all(targets.iter().take(MAX_NEAR_LABELS).map(
+                |t| async move {
+                    match seed.near_labels.iter().find(|(p, _)| p == t) {
+                        Some((_, name)) => name.clone(),
+                        None => self
+                            .bus
+                            .prop::<String>(bus, t, "org.a11y.atspi.Accessible", "Name")
+                            .await
+                            .unwrap_or_default(),
+                    }
+                },
+            ))
+            .await;
+            let text = collapse_ws(&names.join(" "));
+            if !text.is_empty() {
+                return Some(text);
+            }
+        }
+        let sets = futures::future::join_all(
+            seed.near_labels
+                .iter()
+                .map(|(p, _)| self.bus.relations(bus, p)),
+        )
+        .await;
+        let text: Vec<&str> = seed
+            .near_labels
+            .iter()
+            .zip(sets)
+            .filter(|(_, set)| {
+                set.as_ref().is_ok_and(|set| {
+                    set.iter()
+                        .any(|(k, t)| *k == LABEL_FOR && t.contains(&n.path))
+                })
+            })
+            .map(|((_, name), _)| name.as_str())
+            .collect();
+        (!text.is_empty()).then(|| collapse_ws(&text.join(" ")))
     }
 
     /// A step of [`Self::fetch_control`]: the node's extents, actions, text and value, read
@@ -1161,8 +1353,13 @@ fn shown_value(c: &Candidate, mut text: Option<String>, value: Option<f64>) -> O
             t.push('…');
         }
         Some(t)
-    } else if let Some(v) = value {
-        Some(format!("{v}"))
+    } else if let Some(v) = value
+        .map(|v| format!("{v}"))
+        .filter(|v| names::value_says_something(value_kind(n.role), v))
+    {
+        // (a button's number says nothing: LibreOffice gives its buttons a value of 0, and
+        // its toggle buttons are checked or not)
+        Some(v)
     } else if CHECKABLE.contains(&n.role) {
         Some(
             if n.has(state::CHECKED) {
@@ -1174,6 +1371,22 @@ fn shown_value(c: &Candidate, mut text: Option<String>, value: Option<f64>) -> O
         )
     } else {
         None
+    }
+}
+
+/// What a value can mean for a control of role `r` (names.rs).
+fn value_kind(r: u32) -> ValueKind {
+    if CHECKABLE.contains(&r) {
+        ValueKind::Checkable
+    } else if matches!(
+        r,
+        role::SPIN_BUTTON | role::SLIDER | role::SCROLL_BAR | role::PROGRESS_BAR
+    ) {
+        ValueKind::Range
+    } else if FIELDS.contains(&r) || TEXTUAL.contains(&r) {
+        ValueKind::Field
+    } else {
+        ValueKind::Plain
     }
 }
 
@@ -1813,7 +2026,9 @@ fn collect_candidates(
         if !visible(n) {
             continue;
         }
-        let interactive = INTERACTIVE.contains(&n.role)
+        let display = is_display(n, frame);
+        let interactive = display
+            || INTERACTIVE.contains(&n.role)
             || (n.has(state::FOCUSABLE)
                 && n.ifaces & iface::ACTION != 0
                 && !CONTAINERS.contains(&n.role))
@@ -1842,6 +2057,11 @@ fn collect_candidates(
                     child_text,
                     wraps_button,
                     choice: crate::apps::web::combo_choice(tree, n),
+                    field: FIELDS.contains(&n.role).then(|| field_seed(tree, n)),
+                    display,
+                    table: (n.role == role::TABLE_CELL)
+                        .then(|| table_of(tree, n))
+                        .flatten(),
                 });
             }
         }
@@ -1894,6 +2114,187 @@ fn label_text(tree: &AppTree, path: &str) -> String {
     let mut parts = Vec::new();
     walk(tree, path, 4, &mut parts);
     parts.join(" ")
+}
+
+/// A display inside a window: a frame that takes the focus, holds nothing and shows a text
+/// (KCalc's result, a frame named by the number it shows). Containers are never controls
+/// otherwise, so the result could not be read. (A selectable label takes the focus too: it
+/// is left out, it is text to read, not a display.)
+fn is_display(n: &Node, frame: &str) -> bool {
+    n.role == role::FRAME
+        && n.path != frame
+        && n.child_count == 0
+        && n.has(state::FOCUSABLE)
+        && !n.name.trim().is_empty()
+}
+
+/// The table a cell belongs to: its nearest table or tree table (eight levels at most).
+fn table_of(tree: &AppTree, n: &Node) -> Option<String> {
+    let mut p = n.parent.as_str();
+    for _ in 0..8 {
+        let a = tree.nodes.get(p)?;
+        if matches!(a.role, role::TABLE | role::TREE_TABLE | role::TREE) {
+            return Some(a.path.clone());
+        }
+        p = a.parent.as_str();
+    }
+    None
+}
+
+/// Many unnamed alike items (not table cells: their rows are folded) as one control
+/// (noise.rs, `unnamed_groups`): named by their count and role, over all of them, acting on
+/// the first. `tables` and `parents` go along with `out`, and are returned so too.
+fn group_unnamed(out: Vec<Fetched>, tables: &[Option<String>], parents: &[String]) -> Vec<Fetched> {
+    let items: Vec<noise::Item> = out
+        .iter()
+        .zip(parents)
+        .zip(tables)
+        .map(|((f, p), t)| noise::Item {
+            // (a table cell is never grouped here: its parent is made unique)
+            parent: if t.is_some() {
+                format!("{p}\0cell")
+            } else {
+                p.clone()
+            },
+            role: f.detail.control.role.clone(),
+            name: if t.is_some() {
+                "\u{1}cell".into()
+            } else {
+                f.detail.control.name.clone()
+            },
+            rect: f.detail.control.rect,
+        })
+        .collect();
+    let groups = noise::unnamed_groups(&items);
+    if groups.is_empty() {
+        return out;
+    }
+    let mut drop = HashSet::new();
+    let mut renamed: HashMap<usize, (String, Rect)> = HashMap::new();
+    for g in &groups {
+        let rect = noise::union_all(g.iter().map(|&i| items[i].rect)).unwrap_or(items[g[0]].rect);
+        renamed.insert(g[0], (noise::group_name(g.len(), &items[g[0]].role), rect));
+        drop.extend(g[1..].iter().copied());
+    }
+    out.into_iter()
+        .enumerate()
+        .filter(|(i, _)| !drop.contains(i))
+        .map(|(i, mut f)| {
+            if let Some((name, rect)) = renamed.remove(&i) {
+                f.detail.control.name = name.clone();
+                f.info.name = name;
+                f.detail.control.rect = rect;
+                f.info.rect = rect;
+            }
+            f
+        })
+        .collect()
+}
+
+/// The cells of one table row as one control (noise.rs, `fold_rows`): named by the row's
+/// first text, its whole text as its value, over the whole row, acting on its named cell.
+fn rows_as_controls(out: Vec<Fetched>, tables: &[Option<String>]) -> Vec<Fetched> {
+    let cells: Vec<(usize, noise::Cell)> = out
+        .iter()
+        .zip(tables)
+        .enumerate()
+        .filter_map(|(i, (f, t))| {
+            Some((
+                i,
+                noise::Cell {
+                    table: t.clone()?,
+                    rect: f.detail.control.rect,
+                    name: f.detail.control.name.clone(),
+                },
+            ))
+        })
+        .collect();
+    if cells.is_empty() {
+        return out;
+    }
+    let plain: Vec<noise::Cell> = cells.iter().map(|(_, c)| c.clone()).collect();
+    let rows = noise::fold_rows(&plain);
+    let mut slots: Vec<Option<Fetched>> = out.into_iter().map(Some).collect();
+    let mut kept_rows: HashMap<usize, Fetched> = HashMap::new();
+    for row in rows {
+        let members: Vec<usize> = row.cells.iter().map(|&k| cells[k].0).collect();
+        let Some(mut f) = slots[members[0]].take() else {
+            continue;
+        };
+        for &m in &members[1..] {
+            if let Some(other) = slots[m].take() {
+                let c = &mut f.detail.control;
+                c.states.focused |= other.detail.control.states.focused;
+                c.states.selected |= other.detail.control.states.selected;
+            }
+        }
+        f.detail.control.name = row.name.clone();
+        f.info.name = row.name;
+        f.detail.control.value = row.text;
+        f.detail.control.rect = row.rect;
+        f.info.rect = row.rect;
+        kept_rows.insert(members[0], f);
+    }
+    slots
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.or_else(|| kept_rows.remove(&i)))
+        .collect()
+}
+
+/// What the tree tells of a field's name: the label beside it, the nearest named container
+/// around it, and the labels near it (within two levels up) that may point at it.
+fn field_seed(tree: &AppTree, n: &Node) -> FieldSeed {
+    let mut near_labels = Vec::new();
+    let mut top = n.parent.as_str();
+    if let Some(p) = tree.nodes.get(top) {
+        if tree.nodes.contains_key(&p.parent) {
+            top = p.parent.as_str();
+        }
+    }
+    for d in tree.subtree(top, 64) {
+        if d.role == role::LABEL && !d.name.trim().is_empty() && d.has(state::VISIBLE) {
+            near_labels.push((d.path.clone(), d.name.clone()));
+            if near_labels.len() >= MAX_NEAR_LABELS {
+                break;
+            }
+        }
+    }
+    FieldSeed {
+        beside: sibling_label(tree, n),
+        parent: parent_name(tree, n)
+            // LibreOffice's font and style boxes: a panel further up names them
+            .or_else(|| office::ancestor_name(tree, n, true))
+            .or_else(|| crate::apps::gnumeric::edit_line_name(tree, n).map(str::to_string)),
+        near_labels,
+    }
+}
+
+/// The name of the nearest named container around a field (four levels at most, inside its
+/// window; a combo box's name is its chosen option, not a name).
+fn parent_name(tree: &AppTree, n: &Node) -> Option<String> {
+    let mut p = n.parent.as_str();
+    for _ in 0..4 {
+        let a = tree.nodes.get(p)?;
+        if matches!(
+            a.role,
+            role::FRAME
+                | role::DIALOG
+                | role::WINDOW
+                | role::APPLICATION
+                | role::ALERT
+                | role::FILE_CHOOSER
+        ) || office::is_document(a.role)
+        {
+            return None;
+        }
+        let name = collapse_ws(&a.name);
+        if a.role != role::COMBO_BOX && !names::is_noise(&name) {
+            return Some(name);
+        }
+        p = a.parent.as_str();
+    }
+    None
 }
 
 /// The label next to an unnamed entry ("Name:" beside a file name field), without the colon

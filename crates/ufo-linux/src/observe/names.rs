@@ -47,6 +47,107 @@ pub(crate) fn clean_name(name: &str, description: &str, child_text: &str) -> Str
     n
 }
 
+/// What is known about a field's name (an entry, a combo box, a spin button, a slider),
+/// strongest evidence first. See [`field_name`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct FieldEvidence {
+    /// The text of the labels that point at it (`LABELLED_BY` on it, `LABEL_FOR` on them).
+    pub relation: Option<String>,
+    /// Its own accessible name (GTK3 names an entry by its placeholder and a combo box by
+    /// its chosen option when nothing else names it).
+    pub own: String,
+    /// What it shows (its text, its chosen option).
+    pub value: Option<String>,
+    /// The hint shown while it is empty.
+    pub placeholder: Option<String>,
+    /// The label beside it.
+    pub beside: Option<String>,
+    /// The name of the nearest named container around it.
+    pub parent: Option<String>,
+    /// Its description.
+    pub description: String,
+}
+
+/// A label's text as a name: whitespace collapsed, mnemonic underscores and the trailing
+/// colon taken away ("_Filename:" → "Filename").
+pub(crate) fn label_as_name(label: &str) -> String {
+    let t = collapse_ws(&label.replace('_', ""));
+    t.trim_end_matches(':').trim_end().to_string()
+}
+
+/// The name of a field, from its evidence in this order: the labels that point at it, its
+/// own name, the label beside it, its container's name, its description. A value or a
+/// placeholder is never its name (they are shown as its value or placeholder).
+pub(crate) fn field_name(e: &FieldEvidence) -> String {
+    let usable = |s: &str| {
+        let s = collapse_ws(s);
+        (!is_noise(&s)).then_some(s)
+    };
+    if let Some(r) = e
+        .relation
+        .as_deref()
+        .map(label_as_name)
+        .filter(|r| !r.is_empty())
+    {
+        return r;
+    }
+    let own = clean_name(&e.own, "", "");
+    let says_value = e.value.as_deref().is_some_and(|v| collapse_ws(v) == own);
+    let says_placeholder = e
+        .placeholder
+        .as_deref()
+        .is_some_and(|p| collapse_ws(p) == own);
+    if !own.is_empty() && !says_value && !says_placeholder {
+        return own;
+    }
+    e.beside
+        .as_deref()
+        .map(label_as_name)
+        .filter(|b| !b.is_empty())
+        .or_else(|| e.parent.as_deref().and_then(usable))
+        .or_else(|| usable(&e.description))
+        .unwrap_or_default()
+}
+
+/// How a display is shown: named by its description ("Result Display"), its text as its
+/// value ("42"); without a description it is named "display".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Display {
+    pub name: String,
+    pub value: Option<String>,
+}
+
+/// See [`Display`].
+pub(crate) fn display(name: &str, description: &str) -> Display {
+    let d = collapse_ws(description);
+    Display {
+        name: if d.is_empty() { "display".into() } else { d },
+        value: Some(collapse_ws(name)).filter(|v| !v.is_empty()),
+    }
+}
+
+/// Whether a value says something about a control of this kind: a push button's or a menu
+/// item's number (LibreOffice gives its buttons a value of 0) says nothing.
+pub(crate) fn value_says_something(kind: ValueKind, value: &str) -> bool {
+    match kind {
+        ValueKind::Plain | ValueKind::Checkable => value.trim().parse::<f64>().is_err(),
+        ValueKind::Field | ValueKind::Range => true,
+    }
+}
+
+/// What a control's value can mean (see [`value_says_something`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ValueKind {
+    /// Text a person types or picks (entries, combo boxes, documents).
+    Field,
+    /// A number on a scale (spin buttons, sliders, scroll bars, progress bars).
+    Range,
+    /// Checked or not (shown as such: a number says nothing).
+    Checkable,
+    /// Anything else (buttons, menu items, cells): a number alone means nothing.
+    Plain,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,5 +164,97 @@ mod tests {
         assert!(is_noise("AdwGizmo"));
         assert!(!is_noise("Gtk"));
         assert!(!is_noise("Gdansk harbour"));
+    }
+
+    fn ev(own: &str) -> FieldEvidence {
+        FieldEvidence {
+            own: own.into(),
+            ..FieldEvidence::default()
+        }
+    }
+
+    /// Issue 24, item 1: the order of evidence for a field's name.
+    #[test]
+    fn a_field_is_named_by_its_label_before_anything_else() {
+        // Thunar's rename entry: unnamed, a label points at it
+        let mut e = ev("");
+        e.value = Some("alpha.txt".into());
+        e.relation = Some("Enter the new name:".into());
+        assert_eq!(field_name(&e), "Enter the new name");
+        // File Roller's Location: named by its chosen option, labelled "_Location:"
+        let mut e = ev("home");
+        e.value = Some("home".into());
+        e.relation = Some("_Location:".into());
+        assert_eq!(field_name(&e), "Location");
+        // ... and with no label at all, the option is a value, not a name
+        e.relation = None;
+        assert_eq!(field_name(&e), "");
+        // the Add Files dialog's fields: named by their placeholder, labelled beside
+        let mut e = ev("example: *.o; *.bak");
+        e.placeholder = Some("example: *.o; *.bak".into());
+        e.beside = Some("Include _files:".into());
+        assert_eq!(field_name(&e), "Include files");
+        // Evince's zoom box: the parent's name before a description
+        let mut e = ev("");
+        e.parent = Some("Set zoom level".into());
+        e.description = "/home/user/docs".into();
+        assert_eq!(field_name(&e), "Set zoom level");
+        e.parent = None;
+        assert_eq!(field_name(&e), "/home/user/docs");
+        // an own name that is neither value nor placeholder wins over the label beside
+        let mut e = ev("Search");
+        e.beside = Some("Find:".into());
+        assert_eq!(field_name(&e), "Search");
+        // a toolkit type name is no name
+        let mut e = ev("GtkEntry");
+        e.beside = Some("Name:".into());
+        assert_eq!(field_name(&e), "Name");
+    }
+
+    /// Issue 24, item 7: KCalc's display (a frame named by the number it shows) is read.
+    #[test]
+    fn a_display_shows_its_text_as_its_value() {
+        let d = display("42", "Result Display");
+        assert_eq!(d.name, "Result Display");
+        assert_eq!(d.value.as_deref(), Some("42"));
+        assert_eq!(display(" 0 ", "").name, "display");
+    }
+
+    /// Issue 24, item 8: a button's number says nothing; a field's, a range's do.
+    #[test]
+    fn a_buttons_number_says_nothing() {
+        assert!(!value_says_something(ValueKind::Plain, "0"));
+        assert!(!value_says_something(ValueKind::Plain, " 1.5 "));
+        assert!(value_says_something(ValueKind::Plain, "Bold"));
+        assert!(value_says_something(ValueKind::Range, "0"));
+        assert!(value_says_something(ValueKind::Field, "0"));
+        assert!(value_says_something(ValueKind::Checkable, "unchecked"));
+        assert!(!value_says_something(ValueKind::Checkable, "0"));
+    }
+
+    proptest::proptest! {
+        /// Whatever the evidence, a field is never named by its value or its placeholder
+        /// unless a label, its container or its description says the same words.
+        #[test]
+        fn never_named_by_value_or_placeholder(
+            own in "[a-z ]{0,12}",
+            beside in proptest::option::of("[A-Z][a-z]{0,8}:?"),
+            parent in proptest::option::of("[A-Z][a-z]{0,8}"),
+            by_value in proptest::bool::ANY,
+        ) {
+            let mut e = ev(&own);
+            if by_value {
+                e.value = Some(own.clone());
+            } else {
+                e.placeholder = Some(own.clone());
+            }
+            e.beside = beside.clone();
+            e.parent = parent.clone();
+            let name = field_name(&e);
+            let others: Vec<String> = beside.iter().map(|b| label_as_name(b))
+                .chain(parent.iter().cloned()).collect();
+            let own = collapse_ws(&own);
+            proptest::prop_assert!(own.is_empty() || name != own || others.contains(&name));
+        }
     }
 }

@@ -1,0 +1,264 @@
+//! Controls that say nothing on their own: the cells of one table row (GTK3 gives a file
+//! chooser's row seven cells, most of them unnamed) are one control named by the row's text,
+//! many unnamed alike items are one group, and only one control is focused.
+
+use ufo_core::Rect;
+
+/// A table cell as the row folding sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Cell {
+    /// The table it belongs to (its nearest table or tree table).
+    pub table: String,
+    pub rect: Rect,
+    pub name: String,
+}
+
+/// One row: the cell that stands for it, its name, the rest of its text, and its
+/// rectangle (all its cells').
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Row {
+    /// Indexes of the row's cells in the input; the first is the one kept.
+    pub cells: Vec<usize>,
+    /// The row's first text.
+    pub name: String,
+    /// The row's whole text when it has more than one (" · " between texts).
+    pub text: Option<String>,
+    pub rect: Rect,
+}
+
+/// Whether a cell's name says nothing (empty, or GTK's marker of an unnamed cell).
+fn says_nothing(name: &str) -> bool {
+    name.chars()
+        .all(|c| c.is_whitespace() || c.is_control() || c == '\u{200e}')
+}
+
+/// The rows of a table's cells: cells of the same table on the same line (same top, same
+/// height) are one row. The row is named by its first text and stands on its first named
+/// cell; rows keep the order of their first cell.
+pub(crate) fn fold_rows(cells: &[Cell]) -> Vec<Row> {
+    let mut rows: Vec<Row> = Vec::new();
+    let mut keys: Vec<(&str, i32, u32)> = Vec::new();
+    for (i, c) in cells.iter().enumerate() {
+        let key = (c.table.as_str(), c.rect.y, c.rect.h);
+        match keys.iter().position(|k| *k == key) {
+            Some(r) => {
+                let row = &mut rows[r];
+                row.cells.push(i);
+                row.rect = union(row.rect, c.rect);
+            }
+            None => {
+                keys.push(key);
+                rows.push(Row {
+                    cells: vec![i],
+                    name: String::new(),
+                    text: None,
+                    rect: c.rect,
+                });
+            }
+        }
+    }
+    for row in &mut rows {
+        let mut texts: Vec<String> = Vec::new();
+        for &i in &row.cells {
+            let t = crate::observe::names::collapse_ws(&cells[i].name);
+            if !says_nothing(&t) && !texts.contains(&t) {
+                texts.push(t);
+            }
+        }
+        if let Some(first) = row
+            .cells
+            .iter()
+            .position(|&i| !says_nothing(&cells[i].name))
+        {
+            row.cells.swap(0, first);
+        }
+        row.name = texts.first().cloned().unwrap_or_default();
+        row.text = (texts.len() > 1).then(|| texts.join(" · "));
+    }
+    rows
+}
+
+fn union(a: Rect, b: Rect) -> Rect {
+    let x = a.x.min(b.x);
+    let y = a.y.min(b.y);
+    let r = (a.x + a.w as i32).max(b.x + b.w as i32);
+    let bottom = (a.y + a.h as i32).max(b.y + b.h as i32);
+    Rect {
+        x,
+        y,
+        w: (r - x).max(0) as u32,
+        h: (bottom - y).max(0) as u32,
+    }
+}
+
+/// Fewest unnamed alike items grouped into one control.
+pub(crate) const MIN_GROUP: usize = 5;
+
+/// A control as the grouping of unnamed items sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Item {
+    /// Its parent node.
+    pub parent: String,
+    pub role: String,
+    pub name: String,
+    pub rect: Rect,
+}
+
+/// What makes items alike: parent, role, width, height.
+type Alike<'a> = (&'a str, &'a str, u32, u32);
+
+/// Groups of unnamed alike items (same parent, same role, same size, no name): at least
+/// [`MIN_GROUP`] of them are one control (Inkscape's 70 unnamed palette swatches). Each group
+/// lists the indexes of its items, the first one kept.
+pub(crate) fn unnamed_groups(items: &[Item]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(Alike, Vec<usize>)> = Vec::new();
+    for (i, it) in items.iter().enumerate() {
+        if !says_nothing(&it.name) {
+            continue;
+        }
+        let key = (it.parent.as_str(), it.role.as_str(), it.rect.w, it.rect.h);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, g)) => g.push(i),
+            None => groups.push((key, vec![i])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, g)| g)
+        .filter(|g| g.len() >= MIN_GROUP)
+        .collect()
+}
+
+/// The name of a group of `n` unnamed items of role `role` ("70 unnamed list items").
+pub(crate) fn group_name(n: usize, role: &str) -> String {
+    format!("{n} unnamed {role}s")
+}
+
+/// The rectangle of all of `rects`.
+pub(crate) fn union_all(rects: impl IntoIterator<Item = Rect>) -> Option<Rect> {
+    rects.into_iter().reduce(union)
+}
+
+/// Which of several controls marked focused is: the last one whose state, read again
+/// live, still says focused (a toolkit's cache keeps the mark on controls that lost the
+/// focus: KDE showed six). `None` when none does.
+pub(crate) fn one_focused(live: &[Option<bool>]) -> Option<usize> {
+    live.iter().rposition(|f| *f == Some(true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn cell(table: &str, x: i32, y: i32, w: u32, name: &str) -> Cell {
+        Cell {
+            table: table.into(),
+            rect: Rect { x, y, w, h: 21 },
+            name: name.into(),
+        }
+    }
+
+    /// Issue 24, item 7: a GTK3 file chooser's seven cells per row are one row.
+    #[test]
+    fn a_file_choosers_row_is_one_control() {
+        let t = "/t";
+        let cells = vec![
+            cell(t, 160, 147, 763, ""),
+            cell(t, 160, 147, 28, "\u{1}"),
+            cell(t, 188, 147, 739, "crates"),
+            cell(t, 927, 147, 41, ""),
+            cell(t, 972, 147, 45, ""),
+            cell(t, 1021, 147, 74, ""),
+            cell(t, 1021, 147, 76, "22\u{200e}∶47"),
+            cell(t, 160, 170, 763, ""),
+            cell(t, 188, 170, 739, "docs"),
+            cell("/other", 188, 170, 739, "Home"),
+        ];
+        let rows = fold_rows(&cells);
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[0].name, "crates");
+        assert_eq!(rows[0].cells[0], 2, "the row stands on its named cell");
+        assert_eq!(rows[0].cells.len(), 7);
+        assert_eq!(rows[0].text.as_deref(), Some("crates · 22\u{200e}∶47"));
+        assert_eq!(
+            rows[0].rect,
+            Rect {
+                x: 160,
+                y: 147,
+                w: 937,
+                h: 21
+            }
+        );
+        assert_eq!(rows[1].name, "docs");
+        assert_eq!(rows[1].text, None);
+        assert_eq!(rows[2].name, "Home");
+    }
+
+    #[test]
+    fn only_the_last_live_focused_control_is_focused() {
+        assert_eq!(
+            one_focused(&[Some(false), Some(true), None, Some(true)]),
+            Some(3)
+        );
+        assert_eq!(one_focused(&[Some(false), None]), None);
+    }
+
+    /// Issue 24, item 7: Inkscape's 70 unnamed swatches are one control; named items and
+    /// short runs stay.
+    #[test]
+    fn unnamed_alike_items_are_grouped() {
+        let it = |parent: &str, name: &str, x: i32| Item {
+            parent: parent.into(),
+            role: "list item".into(),
+            name: name.into(),
+            rect: Rect {
+                x,
+                y: 972,
+                w: 16,
+                h: 16,
+            },
+        };
+        let mut items: Vec<Item> = (0..70).map(|i| it("/palette", "", i * 17)).collect();
+        items.push(it("/palette", "Black", 2000));
+        items.extend((0..3).map(|i| it("/other", "", i * 17)));
+        let groups = unnamed_groups(&items);
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0].len(), 70);
+        assert_eq!(group_name(70, "list item"), "70 unnamed list items");
+        assert_eq!(
+            union_all(groups[0].iter().map(|&i| items[i].rect)),
+            Some(Rect {
+                x: 0,
+                y: 972,
+                w: 69 * 17 + 16,
+                h: 16
+            })
+        );
+    }
+
+    proptest! {
+        /// Every cell is in exactly one row, and no row has two cells of another line.
+        #[test]
+        fn every_cell_is_in_one_row(
+            spec in proptest::collection::vec((0u8..2, 0i32..4, "[a-c]{0,2}"), 0..40)
+        ) {
+            let cells: Vec<Cell> = spec
+                .iter()
+                .map(|(t, line, n)| cell(&format!("/t{t}"), 0, line * 21, 10, n))
+                .collect();
+            let rows = fold_rows(&cells);
+            let mut seen: Vec<usize> = rows.iter().flat_map(|r| r.cells.clone()).collect();
+            seen.sort_unstable();
+            prop_assert_eq!(seen, (0..cells.len()).collect::<Vec<_>>());
+            for r in &rows {
+                let first = &cells[r.cells[0]];
+                for &i in &r.cells {
+                    prop_assert_eq!(&cells[i].table, &first.table);
+                    prop_assert_eq!(cells[i].rect.y, first.rect.y);
+                }
+                prop_assert!(r.name.is_empty() || !says_nothing(&r.name));
+            }
+        }
+    }
+}
