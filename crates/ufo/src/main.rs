@@ -105,6 +105,9 @@ fn main() -> ExitCode {
             with_cancel(|cancel| runtime.block_on(commands::follow::follow_command(args, cancel)))
         }
         Command::Knowledge(cmd) => commands::knowledge::command(cmd),
+        Command::Demo(cmd) => {
+            with_cancel(|cancel| runtime.block_on(commands::demo::command(cmd, cancel)))
+        }
         // handled before the runtime starts
         Command::PrivateReaper { .. } => ExitCode::SUCCESS,
     };
