@@ -344,3 +344,125 @@ fn a_recorded_demonstration_replays_to_the_same_result() {
         String::from_utf8_lossy(&shown.stdout)
     );
 }
+
+/// A demonstration folder as `ufo demo record` writes it: the Save of a note in Mousepad.
+fn write_demo(dir: &Path) {
+    std::fs::create_dir_all(dir).expect("dir");
+    let target = json!({"window": "Untitled 1 - Mousepad", "name": "", "role": "text"});
+    let demo = json!({
+        "task": "Write a note and save it",
+        "steps": [
+            {"function": "click", "target": target, "x": 100, "y": 200},
+            {"function": "type_text", "text": "groceries: milk", "target": target},
+            {"function": "keys", "keys": "{ctrl+s}", "target": target}
+        ],
+        "presses": 17,
+        "seconds": 9.5
+    });
+    std::fs::write(dir.join("demo.json"), demo.to_string()).expect("demo.json");
+}
+
+/// `ufo knowledge add-demo` stores a demonstration as kind `demo` (its steps as text, its
+/// folder as location) so `search --kind demo` finds it by the request or by its steps; a
+/// folder without a recording, or an empty request, is a usage error that says what to do.
+#[test]
+fn a_demonstration_is_stored_and_found_as_kind_demo() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let data = tmp.path().join("data");
+    let env = [("XDG_DATA_HOME", data.to_str().expect("utf-8"))];
+    let rec = tmp.path().join("note");
+    write_demo(&rec);
+    let arg = |s: &str| s.to_string();
+    let add = ufo_live(
+        &home,
+        &[
+            arg("knowledge"),
+            arg("add-demo"),
+            arg("--request"),
+            arg("jot down a shopping list"),
+            rec.display().to_string(),
+        ],
+        &env,
+    );
+    assert_eq!(
+        add.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&add.stderr)
+    );
+    let search = |q: &str| {
+        let out = ufo_live(
+            &home,
+            &[
+                arg("knowledge"),
+                arg("search"),
+                arg("--kind"),
+                arg("demo"),
+                arg("--json"),
+                arg(q),
+            ],
+            &env,
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .collect::<Vec<Value>>()
+    };
+    let canonical = std::fs::canonicalize(&rec).expect("canonical");
+    for q in ["shopping list", "groceries milk"] {
+        let hits = search(q);
+        assert_eq!(hits.len(), 1, "{q}: {hits:?}");
+        assert_eq!(hits[0]["kind"], "demo");
+        assert_eq!(hits[0]["title"], "jot down a shopping list");
+        assert_eq!(hits[0]["location"], canonical.display().to_string());
+    }
+    // adding it again replaces it
+    let again = ufo_live(
+        &home,
+        &[
+            arg("knowledge"),
+            arg("add-demo"),
+            arg("--request"),
+            arg("jot down a shopping list"),
+            rec.display().to_string(),
+        ],
+        &env,
+    );
+    assert_eq!(again.status.code(), Some(0));
+    assert_eq!(search("shopping list").len(), 1);
+
+    // no recording in the folder; an empty request
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(&empty).expect("empty");
+    let none = ufo_live(
+        &home,
+        &[
+            arg("knowledge"),
+            arg("add-demo"),
+            arg("--request"),
+            arg("anything"),
+            empty.display().to_string(),
+        ],
+        &env,
+    );
+    assert_eq!(none.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("ufo demo record --out DIR"),
+        "{}",
+        String::from_utf8_lossy(&none.stderr)
+    );
+    let blank = ufo_live(
+        &home,
+        &[
+            arg("knowledge"),
+            arg("add-demo"),
+            arg("--request"),
+            arg(" "),
+            rec.display().to_string(),
+        ],
+        &env,
+    );
+    assert_eq!(blank.status.code(), Some(2));
+}

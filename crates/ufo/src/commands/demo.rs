@@ -72,6 +72,9 @@ pub struct DemoFile {
     pub seconds: f64,
 }
 
+/// The largest `demo.json` read (a recording's steps are far smaller).
+const MAX_DEMO_BYTES: u64 = 16 * 1024 * 1024;
+
 /// Most presses one recording reads (then it stops, and says so).
 const MAX_PRESSES: usize = 20_000;
 
@@ -230,6 +233,13 @@ fn write(dir: &Path, file: &DemoFile) -> Result<()> {
 /// Read a demonstration's `demo.json` (for `ufo knowledge add-demo`).
 pub fn read(dir: &Path) -> Result<DemoFile> {
     let path = dir.join("demo.json");
+    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    if size > MAX_DEMO_BYTES {
+        return Err(anyhow!(
+            "{} is {size} bytes, more than a demonstration holds ({MAX_DEMO_BYTES}); record it again",
+            path.display()
+        ));
+    }
     let text = std::fs::read_to_string(&path).with_context(|| {
         format!(
             "cannot read {}; record a demonstration with `ufo demo record --out DIR`",
