@@ -74,7 +74,7 @@ fn modifier(keysym: u32) -> Option<fn(&mut Mods) -> &mut bool> {
     match keysym {
         0xffe1 | 0xffe2 => Some(|m| &mut m.shift),
         0xffe3 | 0xffe4 => Some(|m| &mut m.ctrl),
-        0xffe9 | 0xffea | 0xffe7 | 0xffe8 => Some(|m| &mut m.alt),
+        0xffe7..=0xffea => Some(|m| &mut m.alt),
         0xffeb | 0xffec => Some(|m| &mut m.super_),
         _ => None,
     }
