@@ -115,6 +115,26 @@ while time.time() < end:
 print('|'.join(seen))
 "#;
 
+/// Send SIGTERM to the recorder and wait (30 s at most) for it to end.
+fn terminate(recorder: &mut Kill) -> std::process::ExitStatus {
+    let mut child = recorder.0.take().expect("recorder");
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            return s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("ufo demo record did not end on SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn presses(err: &Path) -> usize {
     std::fs::read_to_string(err)
         .unwrap_or_default()
@@ -192,24 +212,7 @@ fn a_recorded_demonstration_replays_to_the_same_result() {
         String::from_utf8_lossy(&shown.stdout)
     );
     // SIGTERM ends the recording and writes the plan
-    let child = recorder.0.take().expect("recorder");
-    let pid = child.id();
-    let _ = Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status();
-    let mut child = child;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("ufo demo record did not end on SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = terminate(&mut recorder);
     let log = std::fs::read_to_string(&err).unwrap_or_default();
     assert!(status.success(), "{status:?}\n{log}");
     drop(calc);
@@ -465,4 +468,274 @@ fn a_demonstration_is_stored_and_found_as_kind_demo() {
         &env,
     );
     assert_eq!(blank.status.code(), Some(2));
+}
+
+/// The geometry `(x, y, w, h)` of the first line of an `ufo inspect` listing holding `tag`.
+fn rect_of(listing: &str, tag: &str) -> (i32, i32, i32, i32) {
+    let line = listing
+        .lines()
+        .find(|l| l.contains(tag))
+        .unwrap_or_else(|| panic!("no {tag:?} in:\n{listing}"));
+    let mut parts = line
+        .split(" @")
+        .nth(1)
+        .expect("geometry")
+        .split_whitespace();
+    let (pos, size) = (parts.next().expect("position"), parts.next().expect("size"));
+    let (x, y) = pos.split_once(',').expect("x,y");
+    let (w, h) = size.split_once('x').expect("WxH");
+    let num = |v: &str| v.parse::<i32>().expect("a number");
+    (num(x), num(y), num(w), num(h))
+}
+
+fn xdotool(args: &[&str]) {
+    let ok = Command::new("xdotool")
+        .args(args)
+        .status()
+        .expect("xdotool runs");
+    assert!(ok.success(), "xdotool {args:?}");
+}
+
+/// Wait at most 30 s for a file's content.
+fn content(file: &Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match std::fs::read_to_string(file) {
+            Ok(s) if !s.is_empty() => return s,
+            _ if Instant::now() > deadline => return String::new(),
+            _ => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
+/// The second case: the person types a line in Mousepad and saves it (Ctrl+S, the file name
+/// typed into the Save As dialog, Enter); the recording merges the characters into two text
+/// steps (the line; the file name in the dialog's "Name" field) and two key steps; replayed on
+/// a fresh Mousepad with another file name, the file on disk holds the line.
+#[test]
+fn a_recorded_note_in_mousepad_replays_to_the_same_file() {
+    if !require_live("a_recorded_note_in_mousepad_replays_to_the_same_file") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let rec = tmp.path().join("rec");
+    let png = tmp.path().join("m.png");
+    let shown_file = tmp.path().join("shown.txt");
+    let replay_file = tmp.path().join("replayed.txt");
+
+    let editor = Kill(Some(
+        Command::new("mousepad")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("mousepad starts"),
+    ));
+    let listing = wait_for_control(
+        &home,
+        "Mousepad",
+        "text \"\" @",
+        Duration::from_secs(60),
+        &png,
+    );
+    let (x, y, w, h) = rect_of(&listing, "text \"\" @");
+
+    let err = tmp.path().join("record.err");
+    let mut recorder = Kill(Some(
+        Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+            .args(["demo", "record", "--out"])
+            .arg(&rec)
+            .args(["--max-seconds", "180", "--task", "Write a note and save it"])
+            .env("HOME", &home)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&err).expect("stderr file"))
+            .spawn()
+            .expect("ufo demo record starts"),
+    ));
+    wait_for("the recorder to start", 60, &|| {
+        std::fs::read_to_string(&err)
+            .unwrap_or_default()
+            .contains("recording:")
+    });
+    // The person waits for the recorder to catch up before the window changes: a key is
+    // resolved to the focus when it is read.
+    let line_text = "Hello from ufo-rs";
+    xdotool(&[
+        "mousemove",
+        &(x + w / 2).to_string(),
+        &(y + h / 2).to_string(),
+        "click",
+        "1",
+    ]);
+    xdotool(&["type", "--delay", "60", line_text]);
+    let typed = 1 + line_text.chars().count();
+    wait_for("the line to be recorded", 60, &|| presses(&err) >= typed);
+    xdotool(&["key", "ctrl+s"]);
+    wait_for("the Save As dialog", 30, &|| {
+        Command::new("xdotool")
+            .args(["search", "--name", "Save As"])
+            .output()
+            .map(|o| !o.stdout.is_empty())
+            .unwrap_or(false)
+    });
+    let path = shown_file.display().to_string();
+    // the dialog's name field is focused with its text selected: typing replaces it
+    wait_for_control(&home, "Save As", "[focused", Duration::from_secs(30), &png);
+    xdotool(&["type", "--delay", "60", &path]);
+    wait_for("the file name to be recorded", 60, &|| {
+        presses(&err) >= typed + 1 + path.chars().count()
+    });
+    xdotool(&["key", "Return"]);
+    // The file chooser may take the first Enter for its completion of the typed folder (a
+    // person then presses Enter again; the plan records `{ENTER 2}`).
+    let save_as_open = || {
+        Command::new("xdotool")
+            .args(["search", "--name", "Save As"])
+            .output()
+            .map(|o| !o.stdout.is_empty())
+            .unwrap_or(false)
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !shown_file.exists() && save_as_open() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut enters = 1;
+    if !shown_file.exists() && save_as_open() {
+        xdotool(&["key", "Return"]);
+        enters = 2;
+    }
+    assert_eq!(
+        content(&shown_file),
+        line_text,
+        "the person's save; the recorder said:\n{}",
+        std::fs::read_to_string(&err).unwrap_or_default()
+    );
+    wait_for("Enter to be recorded", 60, &|| {
+        presses(&err) >= typed + 1 + enters + path.chars().count()
+    });
+    let status = terminate(&mut recorder);
+    drop(editor);
+    let log = std::fs::read_to_string(&err).unwrap_or_default();
+    assert!(status.success(), "{status:?}\n{log}");
+
+    let demo: Value =
+        serde_json::from_str(&std::fs::read_to_string(rec.join("demo.json")).expect("demo.json"))
+            .expect("demo is JSON");
+    let steps = demo["steps"].as_array().expect("steps");
+    let functions: Vec<String> = steps.iter().map(|st| s(&st["function"])).collect();
+    assert_eq!(
+        functions,
+        ["click", "type_text", "keys", "type_text", "keys"],
+        "{log}"
+    );
+    assert_eq!(steps[1]["text"], line_text);
+    assert_eq!(steps[1]["target"]["role"], "text");
+    assert_eq!(steps[2]["keys"], "{ctrl+s}");
+    assert_eq!(steps[3]["text"], path.as_str());
+    assert_eq!(steps[3]["target"]["name"], "Name", "{log}");
+    let enter = if enters == 1 { "{ENTER}" } else { "{ENTER 2}" };
+    assert_eq!(steps[4]["keys"], enter);
+    let plan: Value =
+        serde_json::from_str(&std::fs::read_to_string(rec.join("plan.json")).expect("plan.json"))
+            .expect("plan is JSON");
+    let plan_steps: Vec<String> = plan["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|v| s(v))
+        .collect();
+    assert!(
+        plan_steps[1].starts_with("Type the text \"Hello from ufo-rs\" into the text"),
+        "{plan_steps:?}"
+    );
+
+    // Replayed on a fresh Mousepad (to another file): the scripted model renders each recorded
+    // step as the action a model reading the plan would take. Mousepad's text area has no
+    // name: its label (7, after the six menus) stands for it, as in the live run test.
+    let mut host_expect: Vec<&str> = vec!["Write a note and save it", "Follower mode"];
+    host_expect.extend(plan_steps.iter().map(String::as_str));
+    let replay_path = replay_file.display().to_string();
+    let lines = [
+        line(
+            "host",
+            json!({"Observation": "No editor is open.", "Thought": "Launch it and follow the plan.",
+                   "Current Sub-Task": "Write a note and save it", "Message": plan_steps,
+                   "Plan": plan_steps, "ControlText": "text editor", "Status": "ASSIGN"}),
+            &host_expect,
+        ),
+        line(
+            "app",
+            app(
+                "",
+                "7",
+                "type_keys",
+                json!({"keys": s(&steps[1]["text"])}),
+                "CONTINUE",
+            ),
+            &["[7] text"],
+        ),
+        line(
+            "app",
+            app(
+                "",
+                "7",
+                "type_keys",
+                json!({"keys": s(&steps[2]["keys"])}),
+                "SCREENSHOT",
+            ),
+            &[],
+        ),
+        line(
+            "app",
+            app(
+                &s(&steps[3]["target"]["name"]),
+                "",
+                "set_text",
+                json!({"text": replay_path}),
+                "CONTINUE",
+            ),
+            &["text \"Name\""],
+        ),
+        line(
+            "app",
+            app(
+                &s(&steps[4]["target"]["name"]),
+                "",
+                "type_keys",
+                json!({"keys": s(&steps[4]["keys"])}),
+                "FINISH",
+            ),
+            &[],
+        ),
+        host_finish(),
+    ];
+    let script = tmp.path().join("script.jsonl");
+    std::fs::write(&script, lines.join("\n")).expect("script");
+    let out = tmp.path().join("out");
+    let follow = ufo_live(
+        &home,
+        &[
+            "follow".into(),
+            rec.join("plan.json").display().to_string(),
+            "--desktop".into(),
+            "live".into(),
+            "--llm".into(),
+            format!("script:{}", script.display()),
+            "--out".into(),
+            out.display().to_string(),
+        ],
+        &[],
+    );
+    let saved = content(&replay_file);
+    let fresh = KillPid(pid_of(&inspect_window(&home, "Mousepad", &png)));
+    drop(fresh);
+    assert_eq!(
+        follow.status.code(),
+        Some(0),
+        "stderr:\n{}",
+        String::from_utf8_lossy(&follow.stderr)
+    );
+    assert_eq!(saved, line_text, "the replayed save");
 }
