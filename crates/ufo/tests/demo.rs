@@ -644,7 +644,7 @@ fn a_recorded_note_in_mousepad_replays_to_the_same_file() {
         .as_array()
         .expect("steps")
         .iter()
-        .map(|v| s(v))
+        .map(s)
         .collect();
     assert!(
         plan_steps[1].starts_with("Type the text \"Hello from ufo-rs\" into the text"),
