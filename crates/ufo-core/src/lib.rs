@@ -10,6 +10,7 @@ pub mod action;
 pub mod agent;
 pub mod blackboard;
 pub mod config;
+pub mod demo;
 pub mod events;
 pub mod inert;
 pub mod keys;

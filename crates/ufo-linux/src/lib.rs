@@ -44,6 +44,7 @@ mod a11y;
 mod act;
 mod apps;
 mod config;
+mod demo;
 mod desktop;
 mod error;
 mod launch;
@@ -51,7 +52,7 @@ mod observe;
 mod x11;
 
 pub use launch::{doctor, toolkit};
-pub use x11::takeover;
+pub use x11::{demo as demo_input, takeover};
 
 pub use config::{default_launch_table, libreoffice_gtk3_installed, program_of, LinuxConfig};
 pub use desktop::LinuxDesktop;

@@ -57,6 +57,10 @@ pub enum Command {
     /// for the agents (`index`, `search`, `add-docs`, `list`, `forget`, `stats`).
     #[command(subcommand)]
     Knowledge(crate::commands::knowledge::KnowledgeCommand),
+    /// Demonstrations: `ufo demo record --out DIR` records a person's clicks and key presses
+    /// as a plan `ufo follow` accepts.
+    #[command(subcommand)]
+    Demo(crate::commands::demo::DemoCommand),
     /// Internal: ends a private desktop when the ufo that started it ends.
     #[command(hide = true)]
     PrivateReaper {

@@ -105,6 +105,13 @@ fn main() -> ExitCode {
             with_cancel(|cancel| runtime.block_on(commands::follow::follow_command(args, cancel)))
         }
         Command::Knowledge(cmd) => commands::knowledge::command(cmd),
+        Command::Demo(cmd) => match install_stop() {
+            Ok(stop) => runtime.block_on(commands::demo::command(cmd, stop)),
+            Err(e) => {
+                eprintln!("error: cannot install the Ctrl-C handler: {e}");
+                ExitCode::from(3)
+            }
+        },
         // handled before the runtime starts
         Command::PrivateReaper { .. } => ExitCode::SUCCESS,
     };
@@ -122,6 +129,21 @@ fn with_cancel(go: impl FnOnce(Arc<AtomicBool>) -> ExitCode) -> ExitCode {
             ExitCode::from(3)
         }
     }
+}
+
+/// A recording ends on the first Ctrl-C, SIGTERM or SIGHUP (and still writes what it has); a
+/// second one aborts at once.
+fn install_stop() -> Result<Arc<AtomicBool>, ctrlc::Error> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    ctrlc::set_handler(move || {
+        if f.swap(true, Ordering::SeqCst) {
+            eprintln!("\naborted");
+            std::process::exit(EXIT_CANCELLED.into());
+        }
+        eprintln!("\nstopping: writing the demonstration (Ctrl-C again aborts at once)");
+    })?;
+    Ok(flag)
 }
 
 /// First Ctrl-C: stop a model call in flight at once (see [`cancel::CancellableLlm`]), let an

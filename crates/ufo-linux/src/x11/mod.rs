@@ -2,6 +2,7 @@
 
 pub(crate) mod annotate;
 pub(crate) mod atspi_bus;
+pub mod demo;
 pub(crate) mod keys;
 pub mod takeover;
 

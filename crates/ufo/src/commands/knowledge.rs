@@ -268,6 +268,22 @@ pub enum KnowledgeCommand {
         #[command(flatten)]
         store: StoreArgs,
     },
+    /// Add a recorded demonstration (`ufo demo record --out DIR`) as the answer to a request;
+    /// adding the same DIR again replaces it.
+    AddDemo {
+        /// The request the demonstration answers.
+        #[arg(long, value_name = "TEXT")]
+        request: String,
+        /// The application it is for (default: none, found for every application).
+        #[arg(long, value_name = "NAME")]
+        app: Option<String>,
+        /// The demonstration's folder.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// Store options.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
     /// List what is stored (location order).
     List {
         /// Only this kind.
@@ -397,6 +413,49 @@ fn run(cmd: KnowledgeCommand) -> Result<ExitCode> {
             eprintln!(
                 "added {n} document(s) for {} to {}",
                 inert(&app),
+                st.path().display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        KnowledgeCommand::AddDemo {
+            request,
+            app,
+            dir,
+            store,
+        } => {
+            if request.trim().is_empty() {
+                bail!(Usage(
+                    "--request is empty: say which request the demonstration answers".into()
+                ));
+            }
+            let demo = crate::commands::demo::read(&dir).map_err(|e| Usage(format!("{e:#}")))?;
+            let location = std::fs::canonicalize(&dir)
+                .unwrap_or(dir.clone())
+                .display()
+                .to_string();
+            let steps = ufo_core::demo::plan(&demo.task, &demo.steps).steps;
+            let doc = store::Document {
+                kind: KnowledgeKind::Demo,
+                location: location.clone(),
+                source: "demo".into(),
+                apps: app
+                    .as_deref()
+                    .and_then(ufo_knowledge::apps::app_tag)
+                    .into_iter()
+                    .collect(),
+                page: ufo_knowledge::extract::Page {
+                    title: request.clone(),
+                    headings: String::new(),
+                    keywords: demo.task.clone(),
+                    body: steps.join("\n"),
+                },
+            };
+            let mut st = open(store.config.as_deref())?;
+            st.save(&[doc])?;
+            eprintln!(
+                "added the demonstration {} ({} step(s)) to {}",
+                inert(&location),
+                steps.len(),
                 st.path().display()
             );
             Ok(ExitCode::SUCCESS)

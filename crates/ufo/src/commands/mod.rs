@@ -3,6 +3,7 @@
 //! the desktop they open) lives in the modules beside this folder.
 
 pub(crate) mod batch;
+pub(crate) mod demo;
 pub(crate) mod doctor;
 pub(crate) mod follow;
 pub(crate) mod inspect;
