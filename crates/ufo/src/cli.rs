@@ -57,6 +57,9 @@ pub enum Command {
     /// for the agents (`index`, `search`, `add-docs`, `list`, `forget`, `stats`).
     #[command(subcommand)]
     Knowledge(crate::commands::knowledge::KnowledgeCommand),
+    /// Serve this desktop over MCP streamable HTTP (`/mcp`) to clients holding a token;
+    /// `ufo serve token add NAME` makes one. Loopback by default; another address needs TLS.
+    Serve(crate::commands::serve::ServeArgs),
     /// Internal: ends a private desktop when the ufo that started it ends.
     #[command(hide = true)]
     PrivateReaper {

@@ -105,6 +105,7 @@ fn main() -> ExitCode {
             with_cancel(|cancel| runtime.block_on(commands::follow::follow_command(args, cancel)))
         }
         Command::Knowledge(cmd) => commands::knowledge::command(cmd),
+        Command::Serve(args) => runtime.block_on(commands::serve::run(args)),
         // handled before the runtime starts
         Command::PrivateReaper { .. } => ExitCode::SUCCESS,
     };
