@@ -203,6 +203,13 @@ async fn serve(args: ServeArgs, dir: &Path) -> ExitCode {
              `ufo serve token add NAME`"
         );
     }
+    if args.listen.ip().is_unspecified() && args.host_names.is_empty() {
+        eprintln!(
+            "warning: listening on {} accepts only requests whose Host is localhost or that \
+             address; give each name or address clients use with --host-name",
+            args.listen.ip()
+        );
+    }
     let tls = match load_tls(&args, dir) {
         Ok(t) => t,
         Err(e) => return usage(e.to_string()),
