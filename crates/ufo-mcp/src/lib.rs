@@ -10,6 +10,7 @@
 
 mod bounded;
 pub mod client;
+pub mod http;
 pub mod schema;
 pub mod server;
 

@@ -47,7 +47,8 @@ pub enum ToolCallError {
     /// An acting tool on a server started without `--allow-actions`.
     #[error(
         "refused: {0} changes the desktop, and this server was started without \
-         --allow-actions; restart it with `ufo mcp serve --allow-actions` to allow it"
+         --allow-actions; restart it with --allow-actions (`ufo mcp serve --allow-actions` or \
+         `ufo serve --allow-actions`) to allow it"
     )]
     Refused(String),
     /// The desktop failed; its message says what to do.

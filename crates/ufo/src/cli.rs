@@ -61,6 +61,9 @@ pub enum Command {
     /// as a plan `ufo follow` accepts.
     #[command(subcommand)]
     Demo(crate::commands::demo::DemoCommand),
+    /// Serve this desktop over MCP streamable HTTP (`/mcp`) to clients holding a token;
+    /// `ufo serve token add NAME` makes one. Loopback by default; another address needs TLS.
+    Serve(crate::commands::serve::ServeArgs),
     /// Internal: ends a private desktop when the ufo that started it ends.
     #[command(hide = true)]
     PrivateReaper {

@@ -112,6 +112,7 @@ fn main() -> ExitCode {
                 ExitCode::from(3)
             }
         },
+        Command::Serve(args) => runtime.block_on(commands::serve::run(args)),
         // handled before the runtime starts
         Command::PrivateReaper { .. } => ExitCode::SUCCESS,
     };

@@ -556,6 +556,7 @@ pub fn plan(command: &crate::cli::Command) -> Result<Option<Plan>> {
             McpCommand::Serve(a) => (Some(a.desktop.clone()), a.private, 1, false),
         },
         Command::Batch(a) => (Some(a.desktop.clone()), a.private, a.jobs.max(1), true),
+        Command::Serve(a) if a.command.is_none() => (Some(a.desktop.clone()), a.private, 1, false),
         _ => return Ok(None),
     };
     // inside a private desktop already: this is the command ufo runs there

@@ -13,6 +13,7 @@ pub(crate) mod report;
 pub(crate) mod resume;
 pub(crate) mod run;
 pub(crate) mod runs;
+pub(crate) mod serve;
 pub(crate) mod shards;
 
 use std::path::PathBuf;

@@ -1,0 +1,344 @@
+//! `ufo serve`: the [`DesktopServer`] over MCP streamable HTTP (`/mcp`), behind the checks a
+//! network service needs. Every request passes, in order: `Host` and `Origin` name this
+//! server ([`guard::HostPolicy`], 403 otherwise), the client address is not locked out after
+//! failed tokens (429), a valid bearer token (401), a body under the cap (413), an answer
+//! within the request timeout (408). Headers are capped by the connection's read buffer (431)
+//! and a connection that sends nothing for the idle timeout is closed.
+
+pub mod guard;
+pub mod tls;
+pub mod tokens;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use ufo_core::Desktop;
+
+use crate::DesktopServer;
+use guard::{FailureLimiter, HostPolicy};
+use tokens::TokenFile;
+
+/// The bounds of the server.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest request body.
+    pub max_body_bytes: usize,
+    /// Largest request head (request line and headers).
+    pub max_header_bytes: usize,
+    /// Longest wait for a response to start.
+    pub request_timeout: Duration,
+    /// A connection idle (no request head) this long is closed; also bounds the TLS handshake.
+    pub idle_timeout: Duration,
+    /// Connections served at once; more are closed at once.
+    pub max_connections: usize,
+    /// Failed authentications per client address per `failure_window` before 429.
+    pub max_failures: u32,
+    /// See `max_failures`.
+    pub failure_window: Duration,
+    /// How long a shutdown waits for open requests.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 1 << 20,
+            max_header_bytes: 32 * 1024,
+            request_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(30),
+            max_connections: 256,
+            max_failures: 10,
+            failure_window: Duration::from_secs(60),
+            shutdown_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+/// What `ufo serve` serves and how.
+pub struct HttpServe {
+    /// The desktop.
+    pub desktop: Arc<dyn Desktop>,
+    /// Whether acting tools run.
+    pub allow_actions: bool,
+    /// Names a `Host` may give besides the listen address and `localhost`.
+    pub host_names: Vec<String>,
+    /// TLS, if any.
+    pub tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    /// The clients' tokens (read on every request, so a revoked token stops at once).
+    pub tokens: TokenFile,
+    /// Bounds.
+    pub limits: Limits,
+}
+
+/// Errors of the HTTP server.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpServeError {
+    /// The listener failed.
+    #[error("cannot accept connections: {0}; restart ufo serve")]
+    Accept(#[source] std::io::Error),
+}
+
+struct Shared {
+    hosts: HostPolicy,
+    tokens: TokenFile,
+    limiter: Mutex<FailureLimiter>,
+}
+
+/// The peer address of a connection, put on each of its requests.
+#[derive(Debug, Clone, Copy)]
+struct Peer(SocketAddr);
+
+/// Serve on `listener` until `shutdown` resolves; then stop accepting, end the MCP sessions
+/// and wait at most `limits.shutdown_grace` for open connections.
+pub async fn serve(
+    listener: TcpListener,
+    serve: HttpServe,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), HttpServeError> {
+    let bound = listener.local_addr().map_err(HttpServeError::Accept)?;
+    let limits = serve.limits.clone();
+    let cancel = CancellationToken::new();
+    let router = router(&serve, bound, cancel.clone());
+    let acceptor = serve.tls.clone().map(tokio_rustls::TlsAcceptor::from);
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                // a client that went away between SYN and accept, or too many files open
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::warn!(client = %peer.ip(), "too many connections; closing this one");
+            drop(stream);
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let router = router.clone();
+        let service = hyper::service::service_fn(move |mut req: Request<hyper::body::Incoming>| {
+            req.extensions_mut().insert(Peer(peer));
+            let mut router = router.clone();
+            async move {
+                use tower::Service as _;
+                router.call(req.map(Body::new)).await
+            }
+        });
+        let mut http = hyper::server::conn::http1::Builder::new();
+        http.timer(TokioTimer::new())
+            .header_read_timeout(limits.idle_timeout)
+            .max_buf_size(limits.max_header_bytes.max(8192));
+        let watcher = graceful.watcher();
+        let acceptor = acceptor.clone();
+        let handshake_timeout = limits.idle_timeout;
+        tokio::spawn(async move {
+            let _slot = slot;
+            match acceptor {
+                None => {
+                    let conn = http.serve_connection(TokioIo::new(stream), service);
+                    let _ = watcher.watch(conn).await;
+                }
+                Some(acceptor) => {
+                    let tls = match tokio::time::timeout(handshake_timeout, acceptor.accept(stream))
+                        .await
+                    {
+                        Ok(Ok(s)) => s,
+                        Ok(Err(e)) => {
+                            tracing::info!(client = %peer.ip(), error = %e, "TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => return,
+                    };
+                    let conn = http.serve_connection(TokioIo::new(tls), service);
+                    let _ = watcher.watch(conn).await;
+                }
+            }
+        });
+    }
+    drop(listener);
+    cancel.cancel();
+    if tokio::time::timeout(limits.shutdown_grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("connections still open after the shutdown grace; closing them");
+    }
+    Ok(())
+}
+
+/// The routes: `/mcp` (authenticated MCP) and `/` (a short page), both behind the
+/// `Host`/`Origin` check.
+fn router(serve: &HttpServe, bound: SocketAddr, cancel: CancellationToken) -> Router {
+    let shared = Arc::new(Shared {
+        hosts: HostPolicy::new(bound, &serve.host_names, serve.tls.is_some()),
+        tokens: serve.tokens.clone(),
+        limiter: Mutex::new(FailureLimiter::new(
+            serve.limits.max_failures,
+            serve.limits.failure_window,
+        )),
+    });
+    let desktop = serve.desktop.clone();
+    let allow_actions = serve.allow_actions;
+    let server = DesktopServer::new(desktop, allow_actions);
+    let sessions = LocalSessionManager {
+        sessions: Default::default(),
+        session_config: SessionConfig {
+            keep_alive: Some(Duration::from_secs(600)),
+            ..SessionConfig::default()
+        },
+    };
+    let mcp = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(sessions),
+        StreamableHttpServerConfig {
+            cancellation_token: cancel,
+            ..StreamableHttpServerConfig::default()
+        },
+    );
+    let limits = &serve.limits;
+    let mcp_routes = Router::new()
+        .route_service("/mcp", mcp)
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            limits.request_timeout,
+        ))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(
+            limits.max_body_bytes,
+        ))
+        .layer(middleware::from_fn_with_state(shared.clone(), authenticate));
+    Router::new()
+        .route("/", axum::routing::get(index))
+        .merge(mcp_routes)
+        .layer(middleware::from_fn_with_state(shared, check_host_origin))
+}
+
+async fn index() -> &'static str {
+    "ufo serve: this desktop over MCP (streamable HTTP) at /mcp, with a bearer token.\n"
+}
+
+/// 403 unless `Host` names this server and `Origin`, when present, is the server's own.
+async fn check_host_origin(
+    State(shared): State<Arc<Shared>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let headers = req.headers();
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    if !host.is_some_and(|h| shared.hosts.host_ok(h)) {
+        tracing::warn!(client = %peer_ip(&req), host = ?host.map(short), "refused: Host does not name this server");
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "the Host header does not name this server; connect by its address or a name \
+             given to `ufo serve --host-name`",
+        );
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        if !shared.hosts.origin_ok(origin) {
+            tracing::warn!(client = %peer_ip(&req), origin = %short(origin), "refused: foreign Origin");
+            return refuse(
+                StatusCode::FORBIDDEN,
+                "requests from another origin (a web page) are refused",
+            );
+        }
+    }
+    next.run(req).await
+}
+
+/// 429 while the address is locked out; 401 without a valid bearer token (counted, and
+/// logged without the token).
+async fn authenticate(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let ip = peer_ip(&req);
+    let now = Instant::now();
+    let locked = shared
+        .limiter
+        .lock()
+        .map(|mut l| l.locked(ip, now))
+        .unwrap_or(None);
+    if let Some(wait) = locked {
+        let mut r = refuse(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many failed tokens from this address; wait and use a valid token",
+        );
+        if let Ok(v) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
+            r.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        return r;
+    }
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    let outcome = match presented {
+        None => Err("no bearer token"),
+        Some(token) => match shared.tokens.check(token) {
+            Ok(Some(name)) => Ok(name),
+            Ok(None) => Err("unknown token"),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot check tokens");
+                return refuse(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the server cannot read its token file; see its log",
+                );
+            }
+        },
+    };
+    match outcome {
+        Ok(client) => {
+            tracing::debug!(client = %client, from = %ip, "authenticated");
+            next.run(req).await
+        }
+        Err(reason) => {
+            if let Ok(mut l) = shared.limiter.lock() {
+                l.fail(ip, now);
+            }
+            tracing::warn!(client = %ip, reason, "refused: authentication failed");
+            let mut r = refuse(
+                StatusCode::UNAUTHORIZED,
+                "a valid bearer token is needed: `ufo serve token add NAME` on the server \
+                 makes one; send it as `Authorization: Bearer TOKEN`",
+            );
+            r.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            r
+        }
+    }
+}
+
+fn peer_ip(req: &Request) -> std::net::IpAddr {
+    req.extensions()
+        .get::<Peer>()
+        .map(|p| p.0.ip())
+        .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED))
+}
+
+/// A header value cut for the log (an attacker's header must not flood it).
+fn short(s: &str) -> String {
+    s.chars().take(80).collect()
+}
+
+fn refuse(status: StatusCode, message: &'static str) -> Response {
+    (status, format!("{message}\n")).into_response()
+}

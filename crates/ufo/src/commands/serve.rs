@@ -1,0 +1,326 @@
+//! `ufo serve`: this device's desktop over MCP streamable HTTP, for clients on this machine
+//! or others (docs/serve.md). The HTTP side, its checks and TLS are in `ufo_mcp::http`; this
+//! module reads the command line, refuses unsafe set-ups, prints the address and runs it until
+//! SIGTERM or Ctrl-C.
+//!
+//! Per user: tokens and the self-signed certificate under `$XDG_DATA_HOME/ufo/serve/`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+use ufo_mcp::http::tls::{self, ServerTls};
+use ufo_mcp::http::tokens::TokenFile;
+use ufo_mcp::http::{HttpServe, Limits};
+
+/// The default address: this machine only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8377";
+
+/// Options of `ufo serve`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ServeArgs {
+    /// Manage the clients' tokens instead of serving.
+    #[command(subcommand)]
+    pub command: Option<ServeCommand>,
+
+    /// Desktop to serve: `live` (this Linux session), `private` (a desktop of ufo's own, ended
+    /// with the server) or `sim:<SCENARIO.json>` (simulated).
+    #[arg(long, default_value = "live", value_name = "live|private|sim:FILE")]
+    pub desktop: String,
+
+    /// The private desktop's options.
+    #[command(flatten)]
+    pub private: crate::cli::PrivateArgs,
+
+    /// Address and port to listen on (port 0: any free port; the line `listening URL` on
+    /// stdout says which). Another address than a loopback one needs TLS and a token.
+    #[arg(long, default_value = DEFAULT_LISTEN, value_name = "ADDR:PORT")]
+    pub listen: SocketAddr,
+
+    /// Allow the tools that change the desktop (act, type_text, launch_app); without it they
+    /// are refused.
+    #[arg(long)]
+    pub allow_actions: bool,
+
+    /// Serve over TLS with a self-signed certificate made on first start and kept (its
+    /// SHA-256 fingerprint is printed for clients to pin).
+    #[arg(long)]
+    pub tls: bool,
+
+    /// Serve over TLS with this PEM certificate chain (with --tls-key).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// A name clients reach this server by (its `Host` header), besides the listen address
+    /// and `localhost` (repeatable).
+    #[arg(long = "host-name", value_name = "NAME")]
+    pub host_names: Vec<String>,
+
+    /// Configuration file (ufo.toml, default ./ufo.toml when present): its `[launch]` table
+    /// adds to the built-in one for `launch_app`.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// `ufo serve token ...`
+#[derive(Debug, Subcommand)]
+pub enum ServeCommand {
+    /// The clients' bearer tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+/// `ufo serve token add|list|revoke`
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Make a token for a client; the token is printed once, on the last line.
+    Add {
+        /// The client's name (letters, digits, `-_.@`).
+        name: String,
+    },
+    /// List the clients that have a token (never the tokens).
+    List,
+    /// Revoke a client's token; requests with it are refused from then on.
+    Revoke {
+        /// The client's name.
+        name: String,
+    },
+}
+
+/// `$XDG_DATA_HOME/ufo/serve` (or `~/.local/share/ufo/serve`).
+fn serve_dir() -> anyhow::Result<PathBuf> {
+    let base = match std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+            Some(h) => PathBuf::from(h).join(".local/share"),
+            None => anyhow::bail!("neither XDG_DATA_HOME nor HOME is set; set one of them"),
+        },
+    };
+    Ok(base.join("ufo").join("serve"))
+}
+
+fn token_file(dir: &Path) -> TokenFile {
+    TokenFile::new(dir.join("tokens.json"))
+}
+
+/// Run `ufo serve ...`.
+pub async fn run(args: ServeArgs) -> ExitCode {
+    let dir = match serve_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(crate::EXIT_USAGE);
+        }
+    };
+    match &args.command {
+        Some(ServeCommand::Token(t)) => tokens(t, &token_file(&dir)),
+        None => serve(args, &dir).await,
+    }
+}
+
+fn tokens(cmd: &TokenCommand, file: &TokenFile) -> ExitCode {
+    let done = match cmd {
+        TokenCommand::Add { name } => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            file.add(name, now).map(|token| {
+                println!("token for {name:?} (shown once; the server keeps only its hash):");
+                println!("{token}");
+            })
+        }
+        TokenCommand::List => file.list().map(|list| {
+            if list.is_empty() {
+                println!("no tokens; add one with `ufo serve token add NAME`");
+            }
+            for t in list {
+                println!("{}\tcreated {}", t.name, t.created);
+            }
+        }),
+        TokenCommand::Revoke { name } => file.revoke(name).map(|()| {
+            println!("revoked the token of {name:?}");
+        }),
+    };
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e @ ufo_mcp::http::tokens::TokenError::Io { .. }) => {
+            eprintln!("error: {e}");
+            ExitCode::from(3)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(crate::EXIT_USAGE)
+        }
+    }
+}
+
+/// Why `ufo serve` will not start on this address (`None`: it may).
+fn unsafe_setup(listen: SocketAddr, tls: bool, tokens: usize) -> Option<String> {
+    if listen.ip().is_loopback() {
+        return None;
+    }
+    if !tls {
+        return Some(format!(
+            "listening on {listen} (not a loopback address) needs TLS: add --tls (a \
+             self-signed certificate, fingerprint printed for clients to pin) or \
+             --tls-cert FILE --tls-key FILE"
+        ));
+    }
+    if tokens == 0 {
+        return Some(format!(
+            "listening on {listen} (not a loopback address) needs at least one client token: \
+             run `ufo serve token add NAME` first"
+        ));
+    }
+    None
+}
+
+async fn serve(args: ServeArgs, dir: &Path) -> ExitCode {
+    let usage = |msg: String| {
+        eprintln!("error: {msg}");
+        ExitCode::from(crate::EXIT_USAGE)
+    };
+    let tokens = token_file(dir);
+    let count = match tokens.list() {
+        Ok(l) => l.len(),
+        Err(e) => return usage(e.to_string()),
+    };
+    let use_tls = args.tls || args.tls_cert.is_some();
+    if let Some(why) = unsafe_setup(args.listen, use_tls, count) {
+        return usage(why);
+    }
+    if count == 0 {
+        eprintln!(
+            "warning: no client tokens yet: every request will be refused (401); add one with \
+             `ufo serve token add NAME`"
+        );
+    }
+    if args.listen.ip().is_unspecified() && args.host_names.is_empty() {
+        eprintln!(
+            "warning: listening on {} accepts only requests whose Host is localhost or that \
+             address; give each name or address clients use with --host-name",
+            args.listen.ip()
+        );
+    }
+    let tls = match load_tls(&args, dir) {
+        Ok(t) => t,
+        Err(e) => return usage(e.to_string()),
+    };
+    let launch = match crate::settings::launch_from_file(args.config.as_deref()) {
+        Ok(l) => l,
+        Err(e) => return usage(format!("{e:#}")),
+    };
+    let listener = match tokio::net::TcpListener::bind(args.listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            return usage(format!(
+                "cannot listen on {}: {e}; choose another --listen address or port",
+                args.listen
+            ))
+        }
+    };
+    let desktop: Arc<dyn ufo_core::Desktop> =
+        match crate::desktop::open_desktop(&args.desktop, &launch).await {
+            Ok(d) => Arc::from(d),
+            Err(e) => return usage(format!("{e:#}")),
+        };
+    let bound = match listener.local_addr() {
+        Ok(a) => a,
+        Err(e) => return usage(format!("cannot read the bound address: {e}")),
+    };
+    let shutdown = shutdown_signal();
+    if let Some(t) = &tls {
+        println!("fingerprint {}", tls::format_fingerprint(&t.fingerprint));
+    }
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    println!("listening {scheme}://{bound}/mcp");
+    init_log();
+    let config = HttpServe {
+        desktop,
+        allow_actions: args.allow_actions,
+        host_names: args.host_names.clone(),
+        tls: tls.map(|t| t.config),
+        tokens,
+        limits: Limits::default(),
+    };
+    match ufo_mcp::http::serve(listener, config, shutdown).await {
+        Ok(()) => {
+            eprintln!("ufo serve: stopped");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+fn load_tls(args: &ServeArgs, dir: &Path) -> Result<Option<ServerTls>, tls::TlsError> {
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        return tls::load_pem(cert, key).map(Some);
+    }
+    if !args.tls {
+        return Ok(None);
+    }
+    let mut names = vec!["localhost".to_string(), args.listen.ip().to_string()];
+    names.extend(args.host_names.iter().cloned());
+    tls::self_signed(&dir.join("tls"), &names).map(Some)
+}
+
+/// The server's log on stderr: refusals (never a token), connections, errors. `UFO_LOG`
+/// overrides the level.
+fn init_log() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("UFO_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter)
+        .try_init();
+}
+
+/// Resolves on the first SIGTERM or SIGINT. The handlers are installed now, before the
+/// address is printed, so a signal sent as soon as the server is up is not lost.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let term = signal(SignalKind::terminate());
+    let int = signal(SignalKind::interrupt());
+    async move {
+        match (term, int) {
+            (Ok(mut t), Ok(mut i)) => {
+                tokio::select! {
+                    _ = t.recv() => {}
+                    _ = i.recv() => {}
+                }
+            }
+            // no signal handling: serve until killed
+            _ => std::future::pending::<()>().await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_may_be_plain_other_addresses_need_tls_and_a_token() {
+        let lo: SocketAddr = "127.0.0.1:0".parse().expect("addr");
+        let any: SocketAddr = "0.0.0.0:0".parse().expect("addr");
+        assert!(unsafe_setup(lo, false, 0).is_none());
+        assert!(unsafe_setup(any, false, 1)
+            .expect("refused")
+            .contains("--tls"));
+        assert!(unsafe_setup(any, true, 0)
+            .expect("refused")
+            .contains("token add"));
+        assert!(unsafe_setup(any, true, 1).is_none());
+    }
+}
