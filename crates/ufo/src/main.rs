@@ -17,6 +17,7 @@ mod output;
 mod private;
 mod recorder;
 mod secret_env;
+mod session_knowledge;
 mod settings;
 mod trajectory;
 mod user;

@@ -758,6 +758,16 @@ async fn run_session(
     // The first Ctrl-C also cuts a model call in flight (and its retries).
     let host_llm = crate::cancel::CancellableLlm::new(prepared.llm.host(), cancel.clone());
     let app_llm = crate::cancel::CancellableLlm::new(prepared.llm.app(), cancel.clone());
+    let knowledge = match crate::session_knowledge::SessionKnowledge::open(
+        prepared.settings.knowledge.as_ref(),
+    ) {
+        Ok(k) => k,
+        Err(e) => {
+            r.log
+                .push(format!("the session goes without knowledge: {e}"));
+            None
+        }
+    };
     let services = Services {
         desktop,
         host_llm: &host_llm,
@@ -766,6 +776,7 @@ async fn run_session(
         config: &prepared.settings.config,
         prompts: &prepared.prompts,
         tools: None,
+        knowledge: knowledge.as_ref().map(|k| k.access()),
     };
     let outcome = Session::new(services, Box::new(AppAgentFactory))
         .with_cancel(cancel)

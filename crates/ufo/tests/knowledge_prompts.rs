@@ -1,0 +1,250 @@
+//! Knowledge in the agents' prompts, on the real binary: docs added with
+//! `ufo knowledge add-docs` into a store under a temporary `XDG_DATA_HOME` reach the
+//! HostAgent's and the AppAgent's prompts in the Reference section, within the caps; the step
+//! records name the snippets (`knowledge`: id, kind, score) and the report shows them; without
+//! a store, nothing of it appears.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{scenario_dir, ufo};
+use serde_json::Value;
+
+/// A temporary home for the store and the run.
+struct Home {
+    tmp: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Self {
+        Self {
+            tmp: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    fn data(&self) -> PathBuf {
+        self.tmp.path().join("data")
+    }
+
+    fn out(&self) -> PathBuf {
+        self.tmp.path().join("out")
+    }
+
+    /// `ufo ARGS` with the store in this home and the knowledge caps set by `env`.
+    fn ufo(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = ufo();
+        cmd.current_dir(self.tmp.path())
+            .env("XDG_DATA_HOME", self.data())
+            .env("XDG_CONFIG_HOME", self.tmp.path().join("config"));
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.args(args).output().expect("ufo runs")
+    }
+
+    fn add_docs(&self, app: &str, path: &Path) {
+        let out = self.ufo(
+            &[
+                "knowledge",
+                "add-docs",
+                "--app",
+                app,
+                &path.display().to_string(),
+            ],
+            &[],
+        );
+        assert!(
+            out.status.success(),
+            "add-docs failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// `ufo run` on the scenario `name`.
+    fn run(&self, name: &str, env: &[(&str, &str)]) -> Output {
+        let dir = scenario_dir(name);
+        let request = std::fs::read_to_string(dir.join("request.txt")).expect("request");
+        let desktop = format!("sim:{}", dir.join("desktop.json").display());
+        let script = format!("script:{}", dir.join("script.jsonl").display());
+        let out = self.out().display().to_string();
+        self.ufo(
+            &[
+                "run",
+                "--desktop",
+                &desktop,
+                "--llm",
+                &script,
+                "--out",
+                &out,
+                request.trim(),
+            ],
+            env,
+        )
+    }
+
+    fn steps(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.out().join("events.jsonl")).expect("events");
+        text.lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("json line"))
+            .filter(|v| v["type"] == "step")
+            .collect()
+    }
+
+    fn prompts(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(self.out()).expect("out") {
+            let p = e.expect("entry").path();
+            let name = p
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_string();
+            if name.ends_with("_prompt.txt") {
+                out.push((name, std::fs::read_to_string(&p).expect("prompt")));
+            }
+        }
+        out.sort();
+        out
+    }
+}
+
+const CAPS: [(&str, &str); 2] = [
+    ("UFO_KNOWLEDGE_SNIPPET_CHARS", "300"),
+    ("UFO_KNOWLEDGE_TOTAL_CHARS", "1200"),
+];
+
+#[test]
+fn added_docs_reach_both_prompts_within_the_caps_and_the_steps_name_them() {
+    let home = Home::new();
+    let docs = scenario_dir("knowledge_docs").join("docs");
+    home.add_docs("gnome-calculator", &docs.join("calculator.md"));
+    home.add_docs("gimp", &docs.join("gimp.md"));
+    let out = home.run("knowledge_docs", &CAPS);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the script's expectations hold: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Every knowledge block within the total cap, every snippet within its own.
+    for (name, prompt) in home.prompts() {
+        let Some(start) = prompt.find("Retrieved knowledge (") else {
+            panic!("{name} has no knowledge block");
+        };
+        let block: String = prompt[start..]
+            .lines()
+            .take_while(|l| {
+                l.starts_with("Retrieved")
+                    || l.ends_with(':')
+                    || l.starts_with("- [")
+                    || l.starts_with("  ")
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            block.chars().count() <= 1200,
+            "{name}: {} chars",
+            block.chars().count()
+        );
+        assert!(
+            !prompt.contains("TAILMARKER"),
+            "{name}: a snippet went past its 300-character cap"
+        );
+    }
+    // The AppAgent, on the calculator, got the calculator's page and not GIMP's.
+    let app_prompt = home
+        .prompts()
+        .into_iter()
+        .find(|(n, _)| n.contains("_app_"))
+        .expect("an app prompt");
+    assert!(!app_prompt.1.contains("Scaling an image in GIMP"));
+
+    let steps = home.steps();
+    let asked: Vec<&Value> = steps
+        .iter()
+        .filter(|s| s["state"] == "CONTINUE" && s["llm"]["calls"].as_u64() > Some(0))
+        .collect();
+    assert!(!asked.is_empty(), "steps that asked the model: {steps:?}");
+    for s in &asked {
+        let used = s["knowledge"].as_array().expect("a knowledge field");
+        assert!(!used.is_empty());
+        for u in used {
+            assert_eq!(u["kind"], "docs");
+            assert!(u["id"].as_str().is_some_and(|id| id.starts_with("docs:")));
+            assert!(u["score"].is_number());
+        }
+    }
+    // The ids are the store's: the search finds the same.
+    let search = home.ufo(
+        &[
+            "knowledge",
+            "search",
+            "--json",
+            "--app",
+            "gnome-calculator",
+            "multiply",
+        ],
+        &[],
+    );
+    let first: Value =
+        serde_json::from_slice(search.stdout.split(|b| *b == b'\n').next().expect("a hit"))
+            .expect("json");
+    let app_step = asked
+        .iter()
+        .find(|s| s["role"] == "app")
+        .expect("an app step");
+    assert_eq!(app_step["knowledge"][0]["id"], first["id"]);
+
+    // The report shows them.
+    let report = home.ufo(&["report", &home.out().display().to_string()], &[]);
+    assert!(report.status.success());
+    let html = std::fs::read_to_string(home.out().join("report.html")).expect("report");
+    assert!(html.contains("<b>Knowledge</b>"));
+    assert!(html.contains(first["id"].as_str().expect("id")));
+}
+
+#[test]
+fn without_a_store_the_prompts_and_steps_carry_no_knowledge() {
+    let home = Home::new();
+    // The same script without its expectations of knowledge.
+    let dir = scenario_dir("knowledge_docs");
+    let script: String = std::fs::read_to_string(dir.join("script.jsonl"))
+        .expect("script")
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).expect("line");
+            v["expect"] = Value::Array(Vec::new());
+            format!("{v}\n")
+        })
+        .collect();
+    let plain = home.tmp.path().join("plain");
+    std::fs::create_dir_all(&plain).expect("dir");
+    std::fs::write(plain.join("script.jsonl"), script).expect("script");
+    let out = home.ufo(
+        &[
+            "run",
+            "--desktop",
+            &format!("sim:{}", dir.join("desktop.json").display()),
+            "--llm",
+            &format!("script:{}", plain.join("script.jsonl").display()),
+            "--out",
+            &home.out().display().to_string(),
+            "Multiply 12 by 7 on the calculator",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        !home.data().join("ufo").exists(),
+        "no store is created by a run"
+    );
+    for (name, prompt) in home.prompts() {
+        assert!(!prompt.contains("Retrieved knowledge"), "{name}");
+    }
+    for s in home.steps() {
+        assert!(s.get("knowledge").is_none(), "{s}");
+    }
+}
