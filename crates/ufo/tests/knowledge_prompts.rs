@@ -248,3 +248,152 @@ fn without_a_store_the_prompts_and_steps_carry_no_knowledge() {
         assert!(s.get("knowledge").is_none(), "{s}");
     }
 }
+
+/// The `knowledge_docs` script with `expect` cleared, its last host answer given `status`.
+fn plain_script(home: &Home, status: &str) -> PathBuf {
+    let dir = scenario_dir("knowledge_docs");
+    let text = std::fs::read_to_string(dir.join("script.jsonl")).expect("script");
+    let lines: Vec<&str> = text.lines().collect();
+    let mut script = String::new();
+    for (i, l) in lines.iter().enumerate() {
+        let mut v: Value = serde_json::from_str(l).expect("line");
+        v["expect"] = Value::Array(Vec::new());
+        if i + 1 == lines.len() {
+            v["response"]["Status"] = status.into();
+        }
+        script.push_str(&format!("{v}\n"));
+    }
+    let p = home.tmp.path().join(format!("plain-{status}.jsonl"));
+    std::fs::write(&p, script).expect("script");
+    p
+}
+
+impl Home {
+    /// `ufo run` on the `knowledge_docs` desktop with `script`, into `out`.
+    fn run_script(&self, script: &Path, out: &Path, env: &[(&str, &str)]) -> Output {
+        let dir = scenario_dir("knowledge_docs");
+        self.ufo(
+            &[
+                "run",
+                "--desktop",
+                &format!("sim:{}", dir.join("desktop.json").display()),
+                "--llm",
+                &format!("script:{}", script.display()),
+                "--out",
+                &out.display().to_string(),
+                "Multiply 12 by 7 on the calculator",
+            ],
+            env,
+        )
+    }
+
+    fn experience_count(&self) -> usize {
+        let out = self.ufo(
+            &["knowledge", "list", "--kind", "experience", "--json"],
+            &[],
+        );
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    }
+}
+
+#[test]
+fn a_finished_session_saves_experience_that_the_next_session_gets_as_an_example() {
+    let home = Home::new();
+    let first = home.tmp.path().join("first");
+    let out = home.run_script(
+        &plain_script(&home, "FINISH"),
+        &first,
+        &[("UFO_SAVE_EXPERIENCE", "auto")],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("saved 1 finished subtask(s) as experience"),
+        "{stderr}"
+    );
+    assert_eq!(home.experience_count(), 1);
+
+    // The next session, on the same request: both agents see it under Examples.
+    let dir = scenario_dir("knowledge_docs");
+    let text = std::fs::read_to_string(dir.join("script.jsonl")).expect("script");
+    let example = "Examples:\n- [experience] Multiply 12 by 7 (";
+    let steps = "Steps: 1. type_keys on edit \"Display\" {\"keys\":\"×7=\"} Result: 84";
+    let script: String = text
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).expect("line");
+            let assigns = v["agent"] == "host" && v["response"]["Status"] == "ASSIGN";
+            if assigns || v["agent"] == "app" {
+                v["expect"] = serde_json::json!([example, steps]);
+            } else {
+                v["expect"] = Value::Array(Vec::new());
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    let second_script = home.tmp.path().join("second.jsonl");
+    std::fs::write(&second_script, script).expect("script");
+    let out = home.run_script(&second_script, &home.out(), &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let app_step = home
+        .steps()
+        .into_iter()
+        .find(|s| s["role"] == "app" && s["state"] == "CONTINUE")
+        .expect("an app step");
+    assert_eq!(app_step["knowledge"][0]["kind"], "experience");
+    // Without a policy (the default is never), the second session saved nothing more.
+    assert_eq!(home.experience_count(), 1);
+}
+
+#[test]
+fn auto_saves_nothing_for_a_session_that_failed_and_ask_without_a_terminal_says_so() {
+    let home = Home::new();
+    let failed = plain_script(&home, "FAIL");
+    let out = home.run_script(
+        &failed,
+        &home.tmp.path().join("a"),
+        &[("UFO_SAVE_EXPERIENCE", "auto")],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!home.data().join("ufo").exists(), "nothing was saved");
+
+    let finished = plain_script(&home, "FINISH");
+    let out = home.run_script(
+        &finished,
+        &home.tmp.path().join("b"),
+        &[("UFO_SAVE_EXPERIENCE", "ask")],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("experience not saved: save_experience = ask needs a terminal"),
+        "{stderr}"
+    );
+    assert!(!home.data().join("ufo").exists());
+
+    // `always` saves the finished subtask even of a failed session.
+    let out = home.run_script(
+        &failed,
+        &home.tmp.path().join("c"),
+        &[("UFO_SAVE_EXPERIENCE", "always")],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(home.experience_count(), 1);
+}
+
+#[test]
+fn a_bad_save_policy_is_a_usage_error_that_names_the_choices() {
+    let home = Home::new();
+    let out = home.run_script(
+        &plain_script(&home, "FINISH"),
+        &home.out(),
+        &[("UFO_SAVE_EXPERIENCE", "sometimes")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("always, never, ask or auto"));
+}

@@ -723,6 +723,7 @@ fn action_record(action: &UiAction, control: Option<&Control>, label: &str) -> V
         "control_label": label,
         "control_id": control.map(|c| c.id.clone()),
         "control_text": control.map(|c| c.name.clone()),
+        "control_role": control.map(|c| c.role.clone()),
     })
 }
 

@@ -459,6 +459,10 @@ fn run_worker(
         .env("XDG_DATA_HOME", home.join(".local/share"))
         .env("XDG_CACHE_HOME", home.join(".cache"))
         .stdout(std::process::Stdio::null());
+    // The task's fresh HOME must not move the knowledge store: the workers use the batch's.
+    if let Some(store) = crate::commands::knowledge::store_for_workers(args.config.as_deref()) {
+        cmd.env("UFO_KNOWLEDGE_STORE", store);
+    }
     // the keys go through a pipe on stdin, never through the worker's environment
     crate::secret_env::pass_on_stdin(&mut cmd);
     let log = match std::fs::File::create(dir.join("worker.log")) {
@@ -710,6 +714,15 @@ async fn run_task(
     r.eval_s = t.elapsed().as_secs_f64();
     if let Some(spec) = &args.eval_llm {
         r.llm_eval = Some(llm_verdict(spec, &task.instruction, &trajectory).await);
+    }
+    let ending = crate::experience::Ending {
+        finished: r.session_status == ufo_core::SessionStatus::Finish.as_str(),
+        evaluator_passed: Some(r.status == TaskStatus::Passed),
+    };
+    if let Some(line) =
+        crate::experience::after_session(prepared.settings.knowledge.as_ref(), &trajectory, ending)
+    {
+        r.log.push(line);
     }
     let stuck = close_new_windows(&desktop, &before).await;
     if !stuck.is_empty() {

@@ -43,6 +43,10 @@ pub struct KnowledgeSection {
     pub total_chars: Option<usize>,
     /// Most characters of one snippet.
     pub snippet_chars: Option<usize>,
+    /// Whether a session's finished subtasks are saved as experience: `always`, `never`
+    /// (the default), `ask` (at the end, on a terminal) or `auto` (the session ended FINISH
+    /// and, in `ufo batch`, the evaluator passed).
+    pub save_experience: Option<crate::experience::SavePolicy>,
 }
 
 /// The knowledge settings, resolved.
@@ -56,6 +60,8 @@ pub struct KnowledgeSettings {
     pub top: [(KnowledgeKind, usize); 4],
     /// The prompt's caps.
     pub caps: PromptCaps,
+    /// When a session's finished subtasks are saved as experience.
+    pub save_experience: crate::experience::SavePolicy,
 }
 
 impl KnowledgeSettings {
@@ -86,7 +92,13 @@ impl KnowledgeSettings {
                 total_chars: section.total_chars.unwrap_or(caps.total_chars),
                 snippet_chars: section.snippet_chars.unwrap_or(caps.snippet_chars),
             },
+            save_experience: section.save_experience.unwrap_or_default(),
         };
+        if let Some(v) = env("UFO_SAVE_EXPERIENCE").filter(|v| !v.trim().is_empty()) {
+            s.save_experience = crate::experience::SavePolicy::parse(&v).with_context(|| {
+                format!("UFO_SAVE_EXPERIENCE is {v:?}; set it to always, never, ask or auto")
+            })?;
+        }
         if let Some(v) = env("UFO_KNOWLEDGE") {
             s.enabled = match v.trim().to_ascii_lowercase().as_str() {
                 "1" | "true" | "yes" | "on" => true,
@@ -152,6 +164,17 @@ fn load_section(path: &Path) -> Result<KnowledgeSection> {
         )
     })?;
     Ok(file.knowledge.unwrap_or_default())
+}
+
+/// The store a batch's workers use (they run with a fresh `HOME`): the one the batch itself
+/// resolves, as an absolute path; `None` when `UFO_KNOWLEDGE_STORE` already names it (the
+/// workers inherit it) or no store can be placed.
+pub fn store_for_workers(config: Option<&Path>) -> Option<PathBuf> {
+    if std::env::var_os("UFO_KNOWLEDGE_STORE").is_some_and(|v| !v.is_empty()) {
+        return None;
+    }
+    let s = settings(config).ok()?;
+    std::path::absolute(&s.store).ok()
 }
 
 /// The settings for a command given `--config`.

@@ -250,6 +250,14 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
         t.shutdown().await;
     }
     let final_error = save_final_state(desktop.as_ref(), &mut recorder);
+    let ending = crate::experience::Ending {
+        finished: outcome.status == SessionStatus::Finish,
+        evaluator_passed: None,
+    };
+    if let Some(line) = crate::experience::after_session(settings.knowledge.as_ref(), &out, ending)
+    {
+        eprintln!("{}", ufo_core::inert(&line));
+    }
     summarise(&args, &outcome, &out);
     drop(out_lock);
     // A trajectory that could not be written whole is an ERROR whatever the session did.
