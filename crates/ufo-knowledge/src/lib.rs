@@ -12,3 +12,4 @@ pub mod experience;
 pub mod extract;
 pub mod query;
 pub mod store;
+pub mod web;

@@ -47,6 +47,9 @@ pub struct KnowledgeSection {
     /// (the default), `ask` (at the end, on a terminal) or `auto` (the session ended FINISH
     /// and, in `ufo batch`, the evaluator passed).
     pub save_experience: Option<crate::experience::SavePolicy>,
+    /// A SearXNG-compatible JSON search endpoint (e.g. `http://127.0.0.1:8888/search`); web
+    /// search is off without it.
+    pub web_search_url: Option<String>,
 }
 
 /// The knowledge settings, resolved.
@@ -62,6 +65,8 @@ pub struct KnowledgeSettings {
     pub caps: PromptCaps,
     /// When a session's finished subtasks are saved as experience.
     pub save_experience: crate::experience::SavePolicy,
+    /// The web search endpoint, if web search is on.
+    pub web_search_url: Option<String>,
 }
 
 impl KnowledgeSettings {
@@ -93,7 +98,11 @@ impl KnowledgeSettings {
                 snippet_chars: section.snippet_chars.unwrap_or(caps.snippet_chars),
             },
             save_experience: section.save_experience.unwrap_or_default(),
+            web_search_url: section.web_search_url.clone().filter(|u| !u.is_empty()),
         };
+        if let Some(v) = env("UFO_KNOWLEDGE_WEB_SEARCH_URL") {
+            s.web_search_url = Some(v).filter(|u| !u.is_empty());
+        }
         if let Some(v) = env("UFO_SAVE_EXPERIENCE").filter(|v| !v.trim().is_empty()) {
             s.save_experience = crate::experience::SavePolicy::parse(&v).with_context(|| {
                 format!("UFO_SAVE_EXPERIENCE is {v:?}; set it to always, never, ask or auto")
@@ -120,6 +129,15 @@ impl KnowledgeSettings {
         }
         if let Some(v) = env("UFO_KNOWLEDGE_SNIPPET_CHARS") {
             s.caps.snippet_chars = count("UFO_KNOWLEDGE_SNIPPET_CHARS", &v)?;
+        }
+        // web search, when configured, gives two results unless told
+        let web_told = section.top_web.is_some() || env("UFO_KNOWLEDGE_TOP_WEB").is_some();
+        if s.web_search_url.is_some() && !web_told {
+            for (kind, top) in s.top.iter_mut() {
+                if *kind == KnowledgeKind::Web {
+                    *top = 2;
+                }
+            }
         }
         Ok(s)
     }
