@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::config::AgentMode;
+use crate::knowledge::UsedSnippet;
 use crate::status::SessionStatus;
 
 /// One line of `events.jsonl`.
@@ -129,6 +130,10 @@ pub struct Step {
     /// it did not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub window_change: Option<Value>,
+    /// The knowledge snippets the step's prompt showed (id, kind, score), best kept first;
+    /// absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub knowledge: Vec<UsedSnippet>,
 }
 
 /// `round_end` and `session_end`.
@@ -219,6 +224,8 @@ pub struct StepReport {
     /// The window an AppAgent observes changed before this step (an action opened a window
     /// of the same application, or a followed window closed): one record per change.
     pub window_change: Option<Value>,
+    /// The knowledge snippets the step's prompt showed.
+    pub knowledge: Vec<UsedSnippet>,
 }
 
 /// Model usage of one step (or, summed, of a session). Missing fields read as 0.
@@ -305,6 +312,7 @@ pub fn step(who: &StepWho<'_>, r: &StepReport) -> Record {
         steps: who.steps,
         terminal: who.terminal,
         window_change: r.window_change.clone(),
+        knowledge: r.knowledge.clone(),
     }))
 }
 

@@ -164,6 +164,12 @@ pub const KNOWLEDGE_HEADER: &str = "Retrieved knowledge (reference material foun
 /// the whole within `caps.total_chars` (snippets that no longer fit are left out, best kept).
 /// No snippets, or caps too small for one, give an empty string.
 pub fn prompt_sections(snippets: &[Snippet], caps: PromptCaps) -> String {
+    prompt_sections_used(snippets, caps).0
+}
+
+/// [`prompt_sections`] and the snippets that made it into the text, in the order shown.
+pub fn prompt_sections_used(snippets: &[Snippet], caps: PromptCaps) -> (String, Vec<UsedSnippet>) {
+    let mut used = Vec::new();
     let mut examples: Vec<&Snippet> = Vec::new();
     let mut reference: Vec<&Snippet> = Vec::new();
     for s in snippets {
@@ -196,6 +202,7 @@ pub fn prompt_sections(snippets: &[Snippet], caps: PromptCaps) -> String {
                 continue;
             }
             section.push_str(&entry);
+            used.push(UsedSnippet::from(*s));
         }
         if section.is_empty() {
             continue;
@@ -207,7 +214,7 @@ pub fn prompt_sections(snippets: &[Snippet], caps: PromptCaps) -> String {
         out.push_str(&section_header);
         out.push_str(&section);
     }
-    out
+    (out, used)
 }
 
 /// One snippet as listed: `- [kind] title (location)` and its indented text.
@@ -308,6 +315,116 @@ impl From<&Snippet> for UsedSnippet {
             kind: s.kind,
             score: s.score,
         }
+    }
+}
+
+/// How much knowledge one prompt gets: the most snippets asked for per kind and the caps of
+/// the sections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KnowledgeLimits {
+    /// Most snippets per kind, in [`KnowledgeKind::ALL`] order (docs, experience, demo, web);
+    /// 0 leaves the kind out.
+    pub top: [usize; 4],
+    /// The sections' caps.
+    pub caps: PromptCaps,
+}
+
+impl Default for KnowledgeLimits {
+    fn default() -> Self {
+        Self {
+            top: [3, 2, 2, 0],
+            caps: PromptCaps::default(),
+        }
+    }
+}
+
+impl KnowledgeLimits {
+    /// Most snippets of `kind`.
+    pub fn top(&self, kind: KnowledgeKind) -> usize {
+        match kind {
+            KnowledgeKind::Docs => self.top[0],
+            KnowledgeKind::Experience => self.top[1],
+            KnowledgeKind::Demo => self.top[2],
+            KnowledgeKind::Web => self.top[3],
+        }
+    }
+}
+
+/// The knowledge a session may consult: the store and how much of it a prompt shows.
+#[derive(Clone, Copy)]
+pub struct KnowledgeAccess<'a> {
+    /// The store (an adapter bounds each query's time).
+    pub store: &'a dyn Knowledge,
+    /// The bounds of one prompt's knowledge.
+    pub limits: KnowledgeLimits,
+}
+
+/// What one step found: the prompt text (empty when nothing) and the snippets it shows.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Retrieved {
+    /// The sections for the prompt's `knowledge` variable.
+    pub text: String,
+    /// The snippets shown, for the step record.
+    pub used: Vec<UsedSnippet>,
+    /// Why the store could not answer, if it could not (the step goes on without).
+    pub warning: Option<String>,
+}
+
+/// Ask `access` (if any) for `request`, the `subtask` at hand and its `application`, and
+/// make the prompt sections: each kind trimmed to its top-k, the whole within the caps. No
+/// access, no kind wanted, or a store error give no text.
+pub async fn retrieve(
+    access: Option<KnowledgeAccess<'_>>,
+    request: &str,
+    subtask: Option<&str>,
+    application: Option<&str>,
+) -> Retrieved {
+    let Some(access) = access else {
+        return Retrieved::default();
+    };
+    let limits = access.limits;
+    let kinds: Vec<KnowledgeKind> = KnowledgeKind::ALL
+        .into_iter()
+        .filter(|k| limits.top(*k) > 0)
+        .collect();
+    let Some(top_k) = kinds.iter().map(|k| limits.top(*k)).max() else {
+        return Retrieved::default();
+    };
+    let query = KnowledgeQuery {
+        request: request.to_string(),
+        subtask: subtask.map(str::to_string),
+        application: application
+            .filter(|a| !a.trim().is_empty())
+            .map(str::to_string),
+        kinds,
+        top_k,
+    };
+    let snippets = match access.store.query(&query).await {
+        Ok(s) => s,
+        Err(e) => {
+            return Retrieved {
+                warning: Some(e.to_string()),
+                ..Retrieved::default()
+            }
+        }
+    };
+    let mut per_kind = [0usize; 4];
+    let kept: Vec<Snippet> = snippets
+        .into_iter()
+        .filter(|s| {
+            let i = KnowledgeKind::ALL
+                .iter()
+                .position(|k| *k == s.kind)
+                .unwrap_or(0);
+            per_kind[i] += 1;
+            per_kind[i] <= limits.top(s.kind)
+        })
+        .collect();
+    let (text, used) = prompt_sections_used(&kept, limits.caps);
+    Retrieved {
+        text,
+        used,
+        warning: None,
     }
 }
 
@@ -426,5 +543,69 @@ mod tests {
             assert_eq!(KnowledgeKind::parse(k.as_str()), Some(k));
         }
         assert_eq!(KnowledgeKind::parse("nope"), None);
+    }
+
+    struct Fixed(Result<Vec<Snippet>, String>);
+
+    #[async_trait]
+    impl Knowledge for Fixed {
+        async fn query(&self, q: &KnowledgeQuery) -> Result<Vec<Snippet>, KnowledgeError> {
+            assert_eq!(
+                q.kinds,
+                vec![KnowledgeKind::Docs, KnowledgeKind::Experience]
+            );
+            assert_eq!(q.top_k, 2);
+            self.0.clone().map_err(KnowledgeError::Store)
+        }
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(f)
+    }
+
+    #[test]
+    fn retrieve_keeps_each_kinds_top_k_and_names_what_it_shows() {
+        let store = Fixed(Ok(vec![
+            snip(KnowledgeKind::Docs, "a", "one"),
+            snip(KnowledgeKind::Experience, "b", "two"),
+            snip(KnowledgeKind::Docs, "c", "three"),
+            snip(KnowledgeKind::Experience, "d", "four"),
+        ]));
+        let access = KnowledgeAccess {
+            store: &store,
+            limits: KnowledgeLimits {
+                top: [1, 2, 0, 0],
+                caps: PromptCaps::default(),
+            },
+        };
+        let found = block_on(retrieve(Some(access), "r", Some("s"), Some("calc")));
+        let ids: Vec<&str> = found.used.iter().map(|u| u.id.as_str()).collect();
+        assert_eq!(ids, ["experience:b", "experience:d", "docs:a"]);
+        assert!(found.text.contains("Examples:") && found.text.contains("Reference:"));
+        assert!(!found.text.contains("three"));
+        assert_eq!(found.warning, None);
+    }
+
+    #[test]
+    fn retrieve_without_access_or_on_error_gives_no_text() {
+        assert_eq!(
+            block_on(retrieve(None, "r", None, None)),
+            Retrieved::default()
+        );
+        let store = Fixed(Err("locked".into()));
+        let access = KnowledgeAccess {
+            store: &store,
+            limits: KnowledgeLimits {
+                top: [2, 1, 0, 0],
+                caps: PromptCaps::default(),
+            },
+        };
+        let found = block_on(retrieve(Some(access), "r", None, None));
+        assert_eq!(found.text, "");
+        assert!(found.used.is_empty());
+        assert!(found.warning.is_some_and(|w| w.contains("locked")));
     }
 }

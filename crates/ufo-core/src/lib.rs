@@ -42,6 +42,9 @@ pub use ports::{
 
 pub use config::{Config, OnSubtaskFail};
 pub use inert::{inert, inert_exact};
-pub use knowledge::{Knowledge, KnowledgeError, KnowledgeKind, KnowledgeQuery, Snippet};
+pub use knowledge::{
+    Knowledge, KnowledgeAccess, KnowledgeError, KnowledgeKind, KnowledgeLimits, KnowledgeQuery,
+    PromptCaps, Snippet, UsedSnippet,
+};
 pub use session::{Session, SessionOutcome};
 pub use status::{AppStatus, EndReason, HostStatus, RoundEnd, SessionStatus};

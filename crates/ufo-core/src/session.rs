@@ -790,6 +790,7 @@ mod tests {
             config: &config,
             prompts: &prompts,
             tools: if tools { Some(&fake_tools) } else { None },
+            knowledge: None,
         };
         let mut rec = MemRecorder::default();
         let outcome = Session::new(services, Box::new(AppAgentFactory))
@@ -929,6 +930,7 @@ mod tests {
             config: &config,
             prompts: &prompts,
             tools: None,
+            knowledge: None,
         };
         let mut rec = MemRecorder::default();
         let outcome = Session::new(services, Box::new(AppAgentFactory))
@@ -1180,6 +1182,7 @@ mod tests {
             config: &config,
             prompts: &prompts,
             tools: None,
+            knowledge: None,
         };
         let mut rec = MemRecorder::default();
         let outcome = Session::new(services, Box::new(AppAgentFactory))

@@ -141,6 +141,7 @@ async fn a_hundred_subtasks_with_8_kb_results_keep_the_host_prompt_and_checkpoin
         config: &config,
         prompts: &prompts,
         tools: None,
+        knowledge: None,
     };
     let mut rec = MemoryRecorder::default();
     let outcome = Session::new(services, Box::new(AppAgentFactory))
@@ -228,6 +229,7 @@ async fn host_error_carries_its_message() {
         config: &config,
         prompts: &prompts,
         tools: None,
+        knowledge: None,
     };
     let mut rec = MemoryRecorder::default();
     let outcome = Session::new(services, Box::new(AppAgentFactory))
@@ -281,6 +283,7 @@ async fn a_recorder_failure_ends_the_session_error_io() {
         config: &config,
         prompts: &prompts,
         tools: None,
+        knowledge: None,
     };
     let mut rec = Full(Vec::new());
     let outcome = Session::new(services, Box::new(AppAgentFactory))

@@ -8,6 +8,8 @@
 
 pub mod apps;
 pub mod discover;
+pub mod experience;
 pub mod extract;
 pub mod query;
 pub mod store;
+pub mod web;

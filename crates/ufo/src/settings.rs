@@ -53,9 +53,7 @@ struct FileConfig {
     mcp: Option<crate::extensions::McpSection>,
     /// Third-party agents (`[agents]`).
     agents: Option<crate::extensions::AgentsSection>,
-    /// Knowledge (`[knowledge]`): read by `ufo knowledge`; named here so that `ufo run`
-    /// accepts a file that has it.
-    #[allow(dead_code)]
+    /// Knowledge (`[knowledge]`): what the agents may look up.
     knowledge: Option<crate::commands::knowledge::KnowledgeSection>,
 }
 
@@ -82,6 +80,9 @@ pub struct Settings {
     pub mcp: crate::extensions::McpSection,
     /// Third-party agents.
     pub agents: crate::extensions::AgentsSection,
+    /// Knowledge settings; `None` when no store can be placed (no `HOME`, no
+    /// `XDG_DATA_HOME`, no `store` key).
+    pub knowledge: Option<crate::commands::knowledge::KnowledgeSettings>,
     /// What a configuration file or variable did to the CONFIRM gate (weakened it, or tried
     /// to and was overruled by a flag): printed on stderr, one warning each.
     pub warnings: Vec<String>,
@@ -230,7 +231,9 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
     let prices = file.prices.take().unwrap_or_default();
     check_prices(&prices)?;
     let (llm, app_llm) = model_specs(args, &mut file)?;
+    let knowledge = knowledge_settings(file.knowledge.take().unwrap_or_default(), env)?;
     Ok(Settings {
+        knowledge,
         config: c,
         app_llm,
         backup_llm: file.backup_llm,
@@ -248,6 +251,21 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
         agents: file.agents.unwrap_or_default(),
         warnings,
     })
+}
+
+/// The `[knowledge]` section and its `UFO_KNOWLEDGE*` overrides; `None` when the store has
+/// no place (no `store` key and no data directory): the session runs without knowledge.
+fn knowledge_settings(
+    section: crate::commands::knowledge::KnowledgeSection,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<crate::commands::knowledge::KnowledgeSettings>> {
+    let placed = section.store.is_some()
+        || env("UFO_KNOWLEDGE_STORE").is_some_and(|v| !v.is_empty())
+        || ufo_knowledge::store::default_path().is_ok();
+    if !placed {
+        return Ok(None);
+    }
+    crate::commands::knowledge::KnowledgeSettings::resolve(&section, env).map(Some)
 }
 
 /// The configuration file's path (--config, else ./ufo.toml if present) and its contents

@@ -723,6 +723,7 @@ fn action_record(action: &UiAction, control: Option<&Control>, label: &str) -> V
         "control_label": label,
         "control_id": control.map(|c| c.id.clone()),
         "control_text": control.map(|c| c.name.clone()),
+        "control_role": control.map(|c| c.role.clone()),
     })
 }
 
@@ -942,6 +943,25 @@ impl AppStep<'_, '_> {
             .map(|(i, c)| prompt_control(i + 1, c))
             .collect();
         let memory = recent(&self.agent.log.memory, svc.config.memory_in_prompt);
+        let window = &obs.window;
+        let application = if window.process.is_empty() {
+            &window.app_name
+        } else {
+            &window.process
+        };
+        let found = crate::knowledge::retrieve(
+            svc.knowledge,
+            &self.cx.request,
+            Some(&self.agent.log.subtask),
+            Some(application),
+        )
+        .await;
+        self.report.knowledge.clone_from(&found.used);
+        if let Some(w) = &found.warning {
+            self.report
+                .artifacts
+                .insert("knowledge_warning".into(), w.clone().into());
+        }
         let ctx = json!({
             "subtask": self.agent.log.subtask,
             "messages": self.agent.log.messages,
@@ -955,6 +975,7 @@ impl AppStep<'_, '_> {
             "changes": self.changes,
             "extra_functions": tools_text(&self.tools),
             "multi_action": svc.config.multi_action,
+            "knowledge": found.text,
         });
         let system = svc.prompts.render("app_system", &ctx)?;
         let user = svc.prompts.render("app_user", &ctx)?;

@@ -4,6 +4,7 @@
 use crate::blackboard::Blackboard;
 use crate::config::Config;
 use crate::events::{Record, StepReport};
+use crate::knowledge::KnowledgeAccess;
 use crate::ports::{Desktop, LlmClient, Recorder, ToolProvider, UserIo};
 use crate::processor::ProcessReport;
 use crate::prompt::Prompts;
@@ -27,6 +28,9 @@ pub struct Services<'a> {
     pub prompts: &'a Prompts,
     /// Tools for the AppAgents beside the GUI functions, if any.
     pub tools: Option<&'a dyn ToolProvider>,
+    /// What the agents may look up before they decide; `None` leaves the prompts as they
+    /// are without knowledge.
+    pub knowledge: Option<KnowledgeAccess<'a>>,
 }
 
 /// The mutable context of a session, shared by every agent.

@@ -668,6 +668,8 @@ impl HostStep<'_, '_> {
                 self.host.plan.len() - PLAN_ITEMS
             ));
         }
+        let found = crate::knowledge::retrieve(svc.knowledge, &self.cx.request, None, None).await;
+        self.note_knowledge(&found);
         let history = &self.cx.previous_subtasks;
         let ctx = json!({
             "request": self.cx.request,
@@ -686,6 +688,7 @@ impl HostStep<'_, '_> {
             "plan": plan,
             "memory": memory,
             "last_result": self.host.last_result.as_deref().map(|r| clip_chars(r, LAST_RESULT_CHARS)),
+            "knowledge": found.text,
         });
         let system = svc.prompts.render("host_system", &ctx)?;
         let user = svc.prompts.render("host_user", &ctx)?;
@@ -709,6 +712,16 @@ impl HostStep<'_, '_> {
         .await?;
         self.response = Some(response);
         Ok(())
+    }
+
+    /// Keep what the knowledge gave this step in its record.
+    fn note_knowledge(&mut self, found: &crate::knowledge::Retrieved) {
+        self.report.knowledge.clone_from(&found.used);
+        if let Some(w) = &found.warning {
+            self.report
+                .artifacts
+                .insert("knowledge_warning".into(), w.clone().into());
+        }
     }
 
     async fn select_window(&mut self) -> Result<(), StepError> {

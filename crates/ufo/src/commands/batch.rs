@@ -459,6 +459,10 @@ fn run_worker(
         .env("XDG_DATA_HOME", home.join(".local/share"))
         .env("XDG_CACHE_HOME", home.join(".cache"))
         .stdout(std::process::Stdio::null());
+    // The task's fresh HOME must not move the knowledge store: the workers use the batch's.
+    if let Some(store) = crate::commands::knowledge::store_for_workers(args.config.as_deref()) {
+        cmd.env("UFO_KNOWLEDGE_STORE", store);
+    }
     // the keys go through a pipe on stdin, never through the worker's environment
     crate::secret_env::pass_on_stdin(&mut cmd);
     let log = match std::fs::File::create(dir.join("worker.log")) {
@@ -711,6 +715,15 @@ async fn run_task(
     if let Some(spec) = &args.eval_llm {
         r.llm_eval = Some(llm_verdict(spec, &task.instruction, &trajectory).await);
     }
+    let ending = crate::experience::Ending {
+        finished: r.session_status == ufo_core::SessionStatus::Finish.as_str(),
+        evaluator_passed: Some(r.status == TaskStatus::Passed),
+    };
+    if let Some(line) =
+        crate::experience::after_session(prepared.settings.knowledge.as_ref(), &trajectory, ending)
+    {
+        r.log.push(line);
+    }
     let stuck = close_new_windows(&desktop, &before).await;
     if !stuck.is_empty() {
         r.log.push(format!(
@@ -758,6 +771,16 @@ async fn run_session(
     // The first Ctrl-C also cuts a model call in flight (and its retries).
     let host_llm = crate::cancel::CancellableLlm::new(prepared.llm.host(), cancel.clone());
     let app_llm = crate::cancel::CancellableLlm::new(prepared.llm.app(), cancel.clone());
+    let knowledge = match crate::session_knowledge::SessionKnowledge::open(
+        prepared.settings.knowledge.as_ref(),
+    ) {
+        Ok(k) => k,
+        Err(e) => {
+            r.log
+                .push(format!("the session goes without knowledge: {e}"));
+            None
+        }
+    };
     let services = Services {
         desktop,
         host_llm: &host_llm,
@@ -766,6 +789,7 @@ async fn run_session(
         config: &prepared.settings.config,
         prompts: &prepared.prompts,
         tools: None,
+        knowledge: knowledge.as_ref().map(|k| k.access()),
     };
     let outcome = Session::new(services, Box::new(AppAgentFactory))
         .with_cancel(cancel)

@@ -43,6 +43,13 @@ pub struct KnowledgeSection {
     pub total_chars: Option<usize>,
     /// Most characters of one snippet.
     pub snippet_chars: Option<usize>,
+    /// Whether a session's finished subtasks are saved as experience: `always`, `never`
+    /// (the default), `ask` (at the end, on a terminal) or `auto` (the session ended FINISH
+    /// and, in `ufo batch`, the evaluator passed).
+    pub save_experience: Option<crate::experience::SavePolicy>,
+    /// A SearXNG-compatible JSON search endpoint (e.g. `http://127.0.0.1:8888/search`); web
+    /// search is off without it.
+    pub web_search_url: Option<String>,
 }
 
 /// The knowledge settings, resolved.
@@ -56,6 +63,10 @@ pub struct KnowledgeSettings {
     pub top: [(KnowledgeKind, usize); 4],
     /// The prompt's caps.
     pub caps: PromptCaps,
+    /// When a session's finished subtasks are saved as experience.
+    pub save_experience: crate::experience::SavePolicy,
+    /// The web search endpoint, if web search is on.
+    pub web_search_url: Option<String>,
 }
 
 impl KnowledgeSettings {
@@ -86,7 +97,17 @@ impl KnowledgeSettings {
                 total_chars: section.total_chars.unwrap_or(caps.total_chars),
                 snippet_chars: section.snippet_chars.unwrap_or(caps.snippet_chars),
             },
+            save_experience: section.save_experience.unwrap_or_default(),
+            web_search_url: section.web_search_url.clone().filter(|u| !u.is_empty()),
         };
+        if let Some(v) = env("UFO_KNOWLEDGE_WEB_SEARCH_URL") {
+            s.web_search_url = Some(v).filter(|u| !u.is_empty());
+        }
+        if let Some(v) = env("UFO_SAVE_EXPERIENCE").filter(|v| !v.trim().is_empty()) {
+            s.save_experience = crate::experience::SavePolicy::parse(&v).with_context(|| {
+                format!("UFO_SAVE_EXPERIENCE is {v:?}; set it to always, never, ask or auto")
+            })?;
+        }
         if let Some(v) = env("UFO_KNOWLEDGE") {
             s.enabled = match v.trim().to_ascii_lowercase().as_str() {
                 "1" | "true" | "yes" | "on" => true,
@@ -108,6 +129,15 @@ impl KnowledgeSettings {
         }
         if let Some(v) = env("UFO_KNOWLEDGE_SNIPPET_CHARS") {
             s.caps.snippet_chars = count("UFO_KNOWLEDGE_SNIPPET_CHARS", &v)?;
+        }
+        // web search, when configured, gives two results unless told
+        let web_told = section.top_web.is_some() || env("UFO_KNOWLEDGE_TOP_WEB").is_some();
+        if s.web_search_url.is_some() && !web_told {
+            for (kind, top) in s.top.iter_mut() {
+                if *kind == KnowledgeKind::Web {
+                    *top = 2;
+                }
+            }
         }
         Ok(s)
     }
@@ -152,6 +182,17 @@ fn load_section(path: &Path) -> Result<KnowledgeSection> {
         )
     })?;
     Ok(file.knowledge.unwrap_or_default())
+}
+
+/// The store a batch's workers use (they run with a fresh `HOME`): the one the batch itself
+/// resolves, as an absolute path; `None` when `UFO_KNOWLEDGE_STORE` already names it (the
+/// workers inherit it) or no store can be placed.
+pub fn store_for_workers(config: Option<&Path>) -> Option<PathBuf> {
+    if std::env::var_os("UFO_KNOWLEDGE_STORE").is_some_and(|v| !v.is_empty()) {
+        return None;
+    }
+    let s = settings(config).ok()?;
+    std::path::absolute(&s.store).ok()
 }
 
 /// The settings for a command given `--config`.

@@ -100,6 +100,8 @@ struct StepView {
     highlight: Option<Highlight>,
     prompt: String,
     notes: Vec<String>,
+    /// The knowledge the step's prompt showed: kind, id, score.
+    knowledge: Vec<(String, String, String)>,
 }
 
 #[derive(Serialize)]
@@ -293,6 +295,17 @@ fn step_view(t: &Trajectory, e: &Step, budget: &mut Budget) -> StepView {
         highlight: hl,
         prompt,
         notes,
+        knowledge: e
+            .knowledge
+            .iter()
+            .map(|k| {
+                (
+                    k.kind.as_str().to_string(),
+                    k.id.clone(),
+                    format!("{:.2}", k.score),
+                )
+            })
+            .collect(),
     }
 }
 

@@ -211,6 +211,17 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
     // The first Ctrl-C also cuts a model call in flight (and its retries).
     let host_llm = cancel::CancellableLlm::new(llm.host(), cancel.clone());
     let app_llm = cancel::CancellableLlm::new(llm.app(), cancel.clone());
+    let knowledge =
+        match crate::session_knowledge::SessionKnowledge::open(settings.knowledge.as_ref()) {
+            Ok(k) => k,
+            Err(e) => {
+                eprintln!(
+                    "warning: the session goes without knowledge: {}",
+                    ufo_core::inert(&e)
+                );
+                None
+            }
+        };
     let services = Services {
         desktop: desktop.as_ref(),
         host_llm: &host_llm,
@@ -219,6 +230,7 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
         config: &settings.config,
         prompts: &prompts,
         tools: mcp_tools.as_ref().map(|t| t as &dyn ufo_core::ToolProvider),
+        knowledge: knowledge.as_ref().map(|k| k.access()),
     };
     if let Err(e) = write_run_record(&args, &settings, &mut recorder) {
         // A folder that cannot take run.json cannot take the trajectory either.
@@ -238,6 +250,14 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
         t.shutdown().await;
     }
     let final_error = save_final_state(desktop.as_ref(), &mut recorder);
+    let ending = crate::experience::Ending {
+        finished: outcome.status == SessionStatus::Finish,
+        evaluator_passed: None,
+    };
+    if let Some(line) = crate::experience::after_session(settings.knowledge.as_ref(), &out, ending)
+    {
+        eprintln!("{}", ufo_core::inert(&line));
+    }
     summarise(&args, &outcome, &out);
     drop(out_lock);
     // A trajectory that could not be written whole is an ERROR whatever the session did.

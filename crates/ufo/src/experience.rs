@@ -1,0 +1,337 @@
+//! Experience: after a session, its finished subtasks (request, subtask, application, plan,
+//! the actions as named steps, the result) saved in the knowledge store (kind `experience`,
+//! the id as location), under the `save_experience` policy, so that later sessions find them
+//! for similar subtasks and requests.
+
+use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use ufo_core::KnowledgeKind;
+use ufo_knowledge::experience::{Example, NamedStep, MAX_STEPS};
+use ufo_knowledge::store::Store;
+
+use crate::commands::knowledge::KnowledgeSettings;
+
+/// Most bytes of `events.jsonl` read to find the subtasks.
+const MAX_EVENTS_BYTES: u64 = 64 << 20;
+/// Most bytes of one event line considered.
+const MAX_LINE_BYTES: usize = 1 << 20;
+/// Most subtasks saved from one session.
+const MAX_SUBTASKS: usize = 50;
+
+/// When a session's finished subtasks are saved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SavePolicy {
+    /// After every session.
+    Always,
+    /// Never (the default).
+    #[default]
+    Never,
+    /// Ask the person at the end, on a terminal; without one, nothing is saved.
+    Ask,
+    /// When the session ended FINISH and, in `ufo batch`, the evaluator passed.
+    Auto,
+}
+
+impl SavePolicy {
+    /// The policy named `s` (`always`, `never`, `ask`, `auto`).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "always" => Some(Self::Always),
+            "never" => Some(Self::Never),
+            "ask" => Some(Self::Ask),
+            "auto" => Some(Self::Auto),
+            _ => None,
+        }
+    }
+}
+
+/// How a session ended, as far as saving goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ending {
+    /// The session ended FINISH.
+    pub finished: bool,
+    /// In `ufo batch`: whether the task's evaluator passed (`None` outside a batch).
+    pub evaluator_passed: Option<bool>,
+}
+
+/// What the policy says for a session that ended so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Save.
+    Save,
+    /// Do not save.
+    Skip,
+    /// Ask the person.
+    Ask,
+}
+
+/// The policy's decision for `ending`.
+pub fn decide(policy: SavePolicy, ending: Ending) -> Decision {
+    match policy {
+        SavePolicy::Always => Decision::Save,
+        SavePolicy::Never => Decision::Skip,
+        SavePolicy::Ask => Decision::Ask,
+        SavePolicy::Auto if ending.finished && ending.evaluator_passed != Some(false) => {
+            Decision::Save
+        }
+        SavePolicy::Auto => Decision::Skip,
+    }
+}
+
+/// After a session recorded in `out`: save its finished subtasks as `settings` say. Returns
+/// a line for the person (or the batch log) when something was saved or could not be;
+/// `None` when the policy said no.
+pub fn after_session(
+    settings: Option<&KnowledgeSettings>,
+    out: &Path,
+    ending: Ending,
+) -> Option<String> {
+    let settings = settings?;
+    let decision = decide(settings.save_experience, ending);
+    if decision == Decision::Skip {
+        return None;
+    }
+    let examples = match examples_of(out) {
+        Ok(e) => e,
+        Err(e) => return Some(format!("experience not saved: {e}")),
+    };
+    if examples.is_empty() {
+        return None;
+    }
+    if decision == Decision::Ask {
+        if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+            return Some(
+                "experience not saved: save_experience = ask needs a terminal to ask on; \
+                 set it to always or auto to save without asking"
+                    .into(),
+            );
+        }
+        if !ask_person(examples.len()) {
+            return None;
+        }
+    }
+    let docs: Vec<_> = examples
+        .iter()
+        .map(|(id, e)| e.to_document(KnowledgeKind::Experience, id, "session"))
+        .collect();
+    let saved = Store::open(&settings.store).and_then(|mut s| s.save(&docs));
+    Some(match saved {
+        Ok(n) => format!(
+            "saved {n} finished subtask(s) as experience in {}",
+            settings.store.display()
+        ),
+        Err(e) => format!("experience not saved: {e}"),
+    })
+}
+
+/// Ask on the terminal whether to save `n` subtasks; anything but yes is no.
+fn ask_person(n: usize) -> bool {
+    eprint!(
+        "Save the {n} finished subtask(s) of this session as experience for later sessions? [y/N] "
+    );
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().take(256).read_line(&mut line);
+    matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+/// The finished subtasks of the trajectory in `out`, each with its id (the folder and the
+/// archiving step's number).
+pub fn examples_of(out: &Path) -> Result<Vec<(String, Example)>, String> {
+    let events = out.join("events.jsonl");
+    let file = std::fs::File::open(&events)
+        .map_err(|e| format!("cannot read {}: {e}", events.display()))?;
+    let mut lines = Vec::new();
+    let mut reader = BufReader::new(file.take(MAX_EVENTS_BYTES));
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf) {
+            Ok(0) => break,
+            Ok(_) if buf.len() <= MAX_LINE_BYTES => {
+                if let Ok(v) = serde_json::from_slice::<Value>(&buf) {
+                    lines.push(v);
+                }
+            }
+            Ok(_) => {}
+            Err(e) => return Err(format!("cannot read {}: {e}", events.display())),
+        }
+    }
+    let plan = std::fs::read(out.join(ufo_core::session::CHECKPOINT_FILE))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .and_then(|c| serde_json::from_value::<Vec<String>>(c["plan"].clone()).ok())
+        .unwrap_or_default();
+    let base = std::fs::canonicalize(out).unwrap_or_else(|_| out.to_path_buf());
+    Ok(from_events(&lines, &plan)
+        .into_iter()
+        .map(|(seq, e)| (format!("{}#{seq}", base.display()), e))
+        .collect())
+}
+
+/// The finished subtasks of a session's events, each with the number of the step that
+/// archived it: the steps of its AppAgent since that agent's previous subtask, named by
+/// their controls; the application is the process the host assigned the agent to.
+pub fn from_events(events: &[Value], plan: &[String]) -> Vec<(u64, Example)> {
+    let mut request = String::new();
+    let mut process_of: Vec<(String, String)> = Vec::new();
+    let mut steps_of: Vec<(String, Vec<NamedStep>)> = Vec::new();
+    let mut out = Vec::new();
+    for e in events {
+        match e["type"].as_str() {
+            Some("session_start") if request.is_empty() => {
+                request = text(e, "request").to_string();
+            }
+            Some("step") => {}
+            _ => continue,
+        }
+        let agent = text(e, "agent").to_string();
+        let action = &e["action"];
+        if let (Some(assign), Some(key)) = (action["assign"].as_str(), action["cache_key"].as_str())
+        {
+            let process = key.rsplit('/').next().unwrap_or(key).to_string();
+            process_of.retain(|(a, _)| a != assign);
+            process_of.push((assign.to_string(), process));
+            continue;
+        }
+        if text(e, "role") != "app" {
+            continue;
+        }
+        if let Some(archive) = action.get("archive") {
+            let steps = steps_of
+                .iter_mut()
+                .find(|(a, _)| *a == agent)
+                .map(|(_, s)| std::mem::take(s))
+                .unwrap_or_default();
+            if text(archive, "status") != "FINISH" || out.len() >= MAX_SUBTASKS {
+                continue;
+            }
+            let application = process_of
+                .iter()
+                .find(|(a, _)| *a == agent)
+                .map(|(_, p)| p.clone())
+                .unwrap_or_else(|| agent.trim_start_matches("AppAgent/").to_string());
+            let result = text(archive, "result");
+            out.push((
+                e["seq"].as_u64().unwrap_or(0),
+                Example {
+                    request: request.clone(),
+                    subtask: Some(text(archive, "subtask").to_string()),
+                    application,
+                    plan: plan.to_vec(),
+                    steps,
+                    result: (!result.is_empty()).then(|| result.to_string()),
+                },
+            ));
+            continue;
+        }
+        let actions: Vec<&Value> = match action.get("actions").and_then(Value::as_array) {
+            Some(list) => list.iter().collect(),
+            None => vec![action],
+        };
+        for a in actions {
+            let Some(function) = a["function"].as_str().filter(|f| !f.is_empty()) else {
+                continue;
+            };
+            if a["executed"] == Value::Bool(false) {
+                continue;
+            }
+            let steps = match steps_of.iter_mut().find(|(x, _)| *x == agent) {
+                Some((_, s)) => s,
+                None => {
+                    steps_of.push((agent.clone(), Vec::new()));
+                    &mut steps_of.last_mut().expect("just pushed").1
+                }
+            };
+            if steps.len() < MAX_STEPS {
+                steps.push(NamedStep {
+                    function: function.to_string(),
+                    control_name: text(a, "control_text").to_string(),
+                    control_role: text(a, "control_role").to_string(),
+                    args: a["args"].clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
+fn text<'a>(v: &'a Value, key: &str) -> &'a str {
+    v[key].as_str().unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn events(archive_status: &str) -> Vec<Value> {
+        vec![
+            json!({"type": "session_start", "request": "Multiply 12 by 7"}),
+            json!({"type": "step", "role": "host", "agent": "HostAgent", "seq": 1,
+                   "action": {"assign": "AppAgent/Calculator", "cache_key": "Calculator/gnome-calculator"}}),
+            json!({"type": "step", "role": "app", "agent": "AppAgent/Calculator", "seq": 2,
+                   "action": {"function": "type_keys", "args": {"keys": "12×7="}, "control_text": "Display",
+                              "control_role": "edit", "executed": true}}),
+            json!({"type": "step", "role": "app", "agent": "AppAgent/Calculator", "seq": 3,
+                   "action": {"function": "click", "args": {}, "control_text": "Delete", "executed": false, "held": true}}),
+            json!({"type": "step", "role": "app", "agent": "AppAgent/Calculator", "seq": 4,
+                   "action": {"archive": {"status": archive_status, "subtask": "Multiply", "result": "84"}}}),
+        ]
+    }
+
+    #[test]
+    fn a_finished_subtask_becomes_an_example_of_its_executed_steps() {
+        let found = from_events(&events("FINISH"), &["multiply".into()]);
+        assert_eq!(found.len(), 1);
+        let (seq, e) = &found[0];
+        assert_eq!(*seq, 4);
+        assert_eq!(e.request, "Multiply 12 by 7");
+        assert_eq!(e.subtask.as_deref(), Some("Multiply"));
+        assert_eq!(e.application, "gnome-calculator");
+        assert_eq!(e.plan, vec!["multiply".to_string()]);
+        assert_eq!(e.steps.len(), 1, "the held click was not executed");
+        assert_eq!(e.steps[0].control_role, "edit");
+        assert_eq!(e.result.as_deref(), Some("84"));
+    }
+
+    #[test]
+    fn a_failed_subtask_is_not_an_example() {
+        assert!(from_events(&events("FAIL"), &[]).is_empty());
+    }
+
+    #[test]
+    fn the_policies() {
+        let ok = Ending {
+            finished: true,
+            evaluator_passed: None,
+        };
+        let failed_eval = Ending {
+            finished: true,
+            evaluator_passed: Some(false),
+        };
+        let failed = Ending {
+            finished: false,
+            evaluator_passed: None,
+        };
+        assert_eq!(decide(SavePolicy::Auto, ok), Decision::Save);
+        assert_eq!(decide(SavePolicy::Auto, failed_eval), Decision::Skip);
+        assert_eq!(decide(SavePolicy::Auto, failed), Decision::Skip);
+        assert_eq!(decide(SavePolicy::Always, failed), Decision::Save);
+        assert_eq!(decide(SavePolicy::Never, ok), Decision::Skip);
+        assert_eq!(decide(SavePolicy::Ask, ok), Decision::Ask);
+        for (s, p) in [
+            ("always", SavePolicy::Always),
+            ("NEVER", SavePolicy::Never),
+            (" ask", SavePolicy::Ask),
+            ("auto", SavePolicy::Auto),
+        ] {
+            assert_eq!(SavePolicy::parse(s), Some(p));
+        }
+        assert_eq!(SavePolicy::parse("sometimes"), None);
+    }
+}
