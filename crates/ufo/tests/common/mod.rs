@@ -37,6 +37,12 @@ pub fn ufo() -> Command {
             cmd.env_remove(key);
         }
     }
+    // Nor the person's knowledge store: a folder that does not exist holds none, so the
+    // prompts are the ones the test wrote its `expect`s for (tests of knowledge set their own).
+    cmd.env(
+        "XDG_DATA_HOME",
+        std::env::temp_dir().join(format!("ufo-tests-no-data-{}", std::process::id())),
+    );
     cmd
 }
 
