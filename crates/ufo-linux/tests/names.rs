@@ -559,3 +559,93 @@ async fn inkscapes_unnamed_swatches_are_one_control() {
 
 /// Fewest unnamed alike items the observation groups into one control.
 const MIN_GROUP: usize = 5;
+
+/// A page whose "Save settings" button and "Theme" box stand half below the window's
+/// bottom edge (issue 24 item 6): `fetch('/pressed')` on a press tells the server.
+fn cut_page(path: &str) -> ufo_desktop::testing::http::Page {
+    let html = match path {
+        "/" => {
+            "<!doctype html><html><head><title>Cut settings</title><style>\
+             body{margin:0;height:100vh;overflow:hidden}\
+             .cut{position:fixed;bottom:-30px;height:60px;font-size:20px}\
+             </style></head><body><p>Settings</p>\
+             <select class=\"cut\" style=\"left:20px;width:200px\" aria-label=\"Theme\">\
+             <option>Light</option><option>Dark</option></select>\
+             <button class=\"cut\" style=\"left:300px;width:220px\" \
+             onclick=\"fetch('/pressed')\">Save settings</button></body></html>"
+        }
+        _ => "",
+    };
+    ufo_desktop::testing::http::Page::ok(html)
+}
+
+/// A control SHOWING but cut by the window's bottom edge is listed, with its visible
+/// rectangle (inside the window, the visible part), and a click on it by name reaches the
+/// page (the server receives the button's request; not ufo).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controls_cut_by_the_windows_edge_are_listed_clipped_and_clickable() {
+    if !require_live("controls_cut_by_the_windows_edge_are_listed_clipped_and_clickable") {
+        return;
+    }
+    let server = ufo_desktop::testing::http::PageServer::start(cut_page);
+    let profile = tempfile::tempdir().unwrap();
+    let child = ufo_desktop::testing::chromium_command(profile.path())
+        .arg("--window-size=900,500")
+        .arg(server.url("/"))
+        .spawn()
+        .expect("chromium starts (install it: scripts/test-deps.sh install_apps)");
+    let _guard = ProcessGuard::new(
+        ufo_desktop::testing::chromium_profile_arg(profile.path()),
+        Some(child),
+    );
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let win = window(&d, "the page's", |w| w.title.starts_with("Cut settings")).await;
+    let obs = support::observe_until(
+        &d,
+        &win.id,
+        "the cut button and box",
+        Duration::from_secs(40),
+        |o| {
+            control(o, "button", "Save settings").is_some()
+                && control(o, "combo box", "Theme").is_some()
+        },
+    )
+    .await;
+    let frame = obs
+        .window
+        .rect
+        .or(win.rect)
+        .expect("the window's rectangle");
+    let bottom = frame.y + frame.h as i32;
+    for (role, name) in [("button", "Save settings"), ("combo box", "Theme")] {
+        let c = obs
+            .controls
+            .iter()
+            .find(|c| c.role == role && c.name == name)
+            .unwrap();
+        let r = c.rect;
+        assert!(
+            r.y >= frame.y && r.y + r.h as i32 <= bottom && r.h >= 10,
+            "{role} {name:?} at {r:?} is not the visible part inside the window {frame:?}"
+        );
+        // (60 px tall, 30 px of it below the edge: the visible part is about half)
+        assert!(
+            r.h <= 45,
+            "{role} {name:?} at {r:?} keeps its hidden part (window {frame:?})"
+        );
+    }
+    let save = control(&obs, "button", "Save settings").unwrap();
+    let click = UiAction::Click {
+        button: ufo_core::Button::Left,
+        double: false,
+    };
+    d.act(&win.id, Some(&save), &click).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server.bodies("/pressed").is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the click on the cut button did not reach the page within 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -1334,11 +1334,13 @@ impl LinuxDesktop {
 /// or not for a checkable one.
 fn shown_value(c: &Candidate, mut text: Option<String>, value: Option<f64>) -> Option<String> {
     let n = &c.node;
-    if let Some(t) = &text {
-        if t.contains('\u{fffc}') && crate::apps::web::is_placeholder(t) {
-            // embedded objects only (a web page, a <select>): no readable value of its own
-            text = c.choice.clone();
-        }
+    let unreadable = text.as_deref().is_none_or(|t| {
+        t.trim().is_empty() || (t.contains('\u{fffc}') && crate::apps::web::is_placeholder(t))
+    });
+    if unreadable && c.choice.is_some() {
+        // embedded objects only or nothing (a web page, a <select>): its chosen option is
+        // what it shows (else its own name would be taken for its option: field_evidence)
+        text = c.choice.clone();
     }
     if n.role == role::PASSWORD_TEXT {
         None
