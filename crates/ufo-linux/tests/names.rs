@@ -649,3 +649,99 @@ async fn controls_cut_by_the_windows_edge_are_listed_clipped_and_clickable() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// GTK4's drop-downs (gnome-text-editor's Save As, GTK's own file chooser): each is one
+/// combo box named by its label with its chosen option as its value; the "(None)" label of
+/// its hidden empty page names nothing (it named the inner button before, and the combo's
+/// value was "GtkDropDown"). The option it shows (Unix/Linux (LF)) is the one the saved file has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gtk4_dropdowns_are_named_by_their_label_with_their_option_as_value() {
+    if !require_live("gtk4_dropdowns_are_named_by_their_label_with_their_option_as_value") {
+        return;
+    }
+    let dir = temp_dir("dropdown");
+    let file = dir.join("crlf.txt");
+    let draft = dir.join("draft.txt").display().to_string();
+    // (GTK's own file chooser, not the desktop portal's GTK3 one)
+    let child = std::process::Command::new("gnome-text-editor")
+        .args(["--standalone", &draft])
+        .env("GDK_DEBUG", "no-portals")
+        .env("GTK_USE_PORTAL", "0")
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("gnome-text-editor starts (install it: scripts/test-deps.sh install_apps)");
+    let _guard = ProcessGuard::new(draft.clone(), Some(child));
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let main = window(&d, "gnome-text-editor", |w| {
+        w.title.starts_with("draft.txt") && w.process.starts_with("gnome-text-edit")
+    })
+    .await;
+    let before = window_ids(&d).await;
+    let keys = |k: &str| UiAction::TypeKeys { keys: k.into() };
+    let obs = support::observe_until(
+        &d,
+        &main.id,
+        "the document's text",
+        Duration::from_secs(30),
+        |o| o.controls.iter().any(|c| c.role == "text"),
+    )
+    .await;
+    let page = obs.controls.iter().find(|c| c.role == "text").unwrap();
+    d.act(
+        &main.id,
+        Some(&page.id),
+        &keys("one{enter}two{ctrl+shift+s}"),
+    )
+    .await
+    .unwrap();
+    let dialog = window(&d, "Save As", |w| {
+        w.title == "Save As" && !before.contains(&w.id)
+    })
+    .await;
+    let obs = support::observe_until(
+        &d,
+        &dialog.id,
+        "the Line Ending drop-down with its option",
+        Duration::from_secs(30),
+        |o| {
+            o.controls.iter().any(|c| {
+                c.role == "combo box"
+                    && c.name == "Line Ending"
+                    && c.value.as_deref() == Some("Unix/Linux (LF)")
+            })
+        },
+    )
+    .await;
+    assert!(
+        !obs.controls
+            .iter()
+            .any(|c| c.name == "(None)" || c.value.as_deref().is_some_and(|v| v.starts_with("Gtk"))),
+        "a hidden label or a type name shows: {}",
+        support::listing(&obs)
+    );
+    let name = control(&obs, "text", "Name").unwrap();
+    let path = file.display().to_string();
+    d.act(&dialog.id, Some(&name), &UiAction::SetText { text: path })
+        .await
+        .unwrap();
+    d.act(&dialog.id, Some(&name), &keys("{enter}"))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read(&file).unwrap_or_default();
+        if text.contains(&b'\n') && !text.contains(&b'\r') {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the file was not saved with LF line endings within 30 s: {:?}",
+            String::from_utf8_lossy(&text)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

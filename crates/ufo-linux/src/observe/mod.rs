@@ -932,7 +932,8 @@ impl LinuxDesktop {
                 let name = names::field_name(&e);
                 // a combo box named by its chosen option shows the option as its value
                 if value.is_none() && n.role == role::COMBO_BOX && name != e.own {
-                    value = Some(collapse_ws(&e.own)).filter(|v| !v.is_empty());
+                    // (a toolkit type name, GTK4's "GtkDropDown", is no option)
+                    value = Some(collapse_ws(&e.own)).filter(|v| !names::is_noise(v));
                 }
                 name
             }
@@ -2053,12 +2054,15 @@ fn collect_candidates(
                 .iter()
                 .skip(1)
                 .any(|d| matches!(d.role, role::PUSH_BUTTON | role::TOGGLE_BUTTON));
-            if !crate::apps::web::is_empty_wrapper(tree, n, &child_text) {
+            if !crate::apps::web::is_empty_wrapper(tree, n, &child_text)
+                && !crate::apps::gtk4::is_dropdown_button(tree, n)
+            {
                 out.push(Candidate {
                     node: n.clone(),
                     child_text,
                     wraps_button,
-                    choice: crate::apps::web::combo_choice(tree, n),
+                    choice: crate::apps::web::combo_choice(tree, n)
+                        .or_else(|| crate::apps::gtk4::dropdown_choice(tree, n)),
                     field: FIELDS.contains(&n.role).then(|| field_seed(tree, n)),
                     display,
                     table: (n.role == role::TABLE_CELL)
