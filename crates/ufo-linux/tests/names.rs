@@ -745,3 +745,65 @@ async fn gtk4_dropdowns_are_named_by_their_label_with_their_option_as_value() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// LibreOffice Calc's Name Box arrow (an unnamed toggle button beside the Name Box, with
+/// no description) is named "Name Box list" (it was `toggle button ""`), and a click on it
+/// by that name opens the list (the toggle reads checked).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calcs_name_box_arrow_is_named_after_the_name_box() {
+    if !require_live("calcs_name_box_arrow_is_named_after_the_name_box") {
+        return;
+    }
+    let dir = temp_dir("calc-arrow");
+    let profile = format!("-env:UserInstallation=file://{}/profile", dir.display());
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let before = window_ids(&d).await;
+    let (_guard, _) = start(
+        "soffice",
+        &["--calc", "--norestore", "--nologo", &profile],
+        &dir,
+        &profile,
+    );
+    let calc = window(&d, "LibreOffice Calc", |w| {
+        w.title.ends_with("LibreOffice Calc") && !before.contains(&w.id)
+    })
+    .await;
+    let obs = support::observe_until(
+        &d,
+        &calc.id,
+        "the Name Box and its arrow",
+        Duration::from_secs(60),
+        |o| {
+            control(o, "text", "Name Box").is_some()
+                && control(o, "toggle button", "Name Box list").is_some()
+        },
+    )
+    .await;
+    assert!(
+        !obs.controls
+            .iter()
+            .any(|c| c.role == "toggle button" && c.name.is_empty()),
+        "an unnamed toggle button is left: {}",
+        support::listing(&obs)
+    );
+    let arrow = control(&obs, "toggle button", "Name Box list").unwrap();
+    let click = UiAction::Click {
+        button: ufo_core::Button::Left,
+        double: false,
+    };
+    d.act(&calc.id, Some(&arrow), &click).await.unwrap();
+    support::observe_until(
+        &d,
+        &calc.id,
+        "the Name Box list open",
+        Duration::from_secs(20),
+        |o| {
+            o.controls.iter().any(|c| {
+                c.name == "Name Box list"
+                    && (c.states.checked || c.value.as_deref() == Some("checked"))
+            })
+        },
+    )
+    .await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

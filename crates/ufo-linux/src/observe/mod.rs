@@ -856,6 +856,7 @@ impl LinuxDesktop {
             bus, tree, &frame, offset, win_rect, w.id, &mut out, warnings,
         )
         .await;
+        let out = name_field_arrows(out);
         if failed > 0 {
             warnings.push(format!(
                 "{failed} of {} controls did not answer and are left out (first error: {})",
@@ -2199,6 +2200,25 @@ fn group_unnamed(out: Vec<Fetched>, tables: &[Option<String>], parents: &[String
 
 /// The cells of one table row as one control (noise.rs, `fold_rows`): named by the row's
 /// first text, its whole text as its value, over the whole row, acting on its named cell.
+/// Unnamed arrow buttons beside a named field are named after it (noise.rs,
+/// `field_arrows`: LibreOffice's Name Box toggle).
+fn name_field_arrows(mut out: Vec<Fetched>) -> Vec<Fetched> {
+    let items: Vec<noise::Item> = out
+        .iter()
+        .map(|f| noise::Item {
+            parent: String::new(),
+            role: f.detail.control.role.clone(),
+            name: f.detail.control.name.clone(),
+            rect: f.detail.control.rect,
+        })
+        .collect();
+    for (i, name) in noise::field_arrows(&items) {
+        out[i].detail.control.name = name.clone();
+        out[i].info.name = name;
+    }
+    out
+}
+
 fn rows_as_controls(out: Vec<Fetched>, tables: &[Option<String>]) -> Vec<Fetched> {
     let cells: Vec<(usize, noise::Cell)> = out
         .iter()
