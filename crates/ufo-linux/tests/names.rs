@@ -559,3 +559,251 @@ async fn inkscapes_unnamed_swatches_are_one_control() {
 
 /// Fewest unnamed alike items the observation groups into one control.
 const MIN_GROUP: usize = 5;
+
+/// A page whose "Save settings" button and "Theme" box stand half below the window's
+/// bottom edge (issue 24 item 6): `fetch('/pressed')` on a press tells the server.
+fn cut_page(path: &str) -> ufo_desktop::testing::http::Page {
+    let html = match path {
+        "/" => {
+            "<!doctype html><html><head><title>Cut settings</title><style>\
+             body{margin:0;height:100vh;overflow:hidden}\
+             .cut{position:fixed;bottom:-30px;height:60px;font-size:20px}\
+             </style></head><body><p>Settings</p>\
+             <select class=\"cut\" style=\"left:20px;width:200px\" aria-label=\"Theme\">\
+             <option>Light</option><option>Dark</option></select>\
+             <button class=\"cut\" style=\"left:300px;width:220px\" \
+             onclick=\"fetch('/pressed')\">Save settings</button></body></html>"
+        }
+        _ => "",
+    };
+    ufo_desktop::testing::http::Page::ok(html)
+}
+
+/// A control SHOWING but cut by the window's bottom edge is listed, with its visible
+/// rectangle (inside the window, the visible part), and a click on it by name reaches the
+/// page (the server receives the button's request; not ufo).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controls_cut_by_the_windows_edge_are_listed_clipped_and_clickable() {
+    if !require_live("controls_cut_by_the_windows_edge_are_listed_clipped_and_clickable") {
+        return;
+    }
+    let server = ufo_desktop::testing::http::PageServer::start(cut_page);
+    let profile = tempfile::tempdir().unwrap();
+    let child = ufo_desktop::testing::chromium_command(profile.path())
+        .arg("--window-size=900,500")
+        .arg(server.url("/"))
+        .spawn()
+        .expect("chromium starts (install it: scripts/test-deps.sh install_apps)");
+    let _guard = ProcessGuard::new(
+        ufo_desktop::testing::chromium_profile_arg(profile.path()),
+        Some(child),
+    );
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let win = window(&d, "the page's", |w| w.title.starts_with("Cut settings")).await;
+    let obs = support::observe_until(
+        &d,
+        &win.id,
+        "the cut button and box",
+        Duration::from_secs(40),
+        |o| {
+            control(o, "button", "Save settings").is_some()
+                && control(o, "combo box", "Theme").is_some()
+        },
+    )
+    .await;
+    let frame = obs
+        .window
+        .rect
+        .or(win.rect)
+        .expect("the window's rectangle");
+    let bottom = frame.y + frame.h as i32;
+    for (role, name) in [("button", "Save settings"), ("combo box", "Theme")] {
+        let c = obs
+            .controls
+            .iter()
+            .find(|c| c.role == role && c.name == name)
+            .unwrap();
+        let r = c.rect;
+        assert!(
+            r.y >= frame.y && r.y + r.h as i32 <= bottom && r.h >= 10,
+            "{role} {name:?} at {r:?} is not the visible part inside the window {frame:?}"
+        );
+        // (60 px tall, 30 px of it below the edge: the visible part is about half)
+        assert!(
+            r.h <= 45,
+            "{role} {name:?} at {r:?} keeps its hidden part (window {frame:?})"
+        );
+    }
+    let save = control(&obs, "button", "Save settings").unwrap();
+    let click = UiAction::Click {
+        button: ufo_core::Button::Left,
+        double: false,
+    };
+    d.act(&win.id, Some(&save), &click).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server.bodies("/pressed").is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the click on the cut button did not reach the page within 20 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// GTK4's drop-downs (gnome-text-editor's Save As, GTK's own file chooser): each is one
+/// combo box named by its label with its chosen option as its value; the "(None)" label of
+/// its hidden empty page names nothing (it named the inner button before, and the combo's
+/// value was "GtkDropDown"). The option it shows (Unix/Linux (LF)) is the one the saved file has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gtk4_dropdowns_are_named_by_their_label_with_their_option_as_value() {
+    if !require_live("gtk4_dropdowns_are_named_by_their_label_with_their_option_as_value") {
+        return;
+    }
+    let dir = temp_dir("dropdown");
+    let file = dir.join("crlf.txt");
+    let draft = dir.join("draft.txt").display().to_string();
+    // (GTK's own file chooser, not the desktop portal's GTK3 one)
+    let child = std::process::Command::new("gnome-text-editor")
+        .args(["--standalone", &draft])
+        .env("GDK_DEBUG", "no-portals")
+        .env("GTK_USE_PORTAL", "0")
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("gnome-text-editor starts (install it: scripts/test-deps.sh install_apps)");
+    let _guard = ProcessGuard::new(draft.clone(), Some(child));
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let main = window(&d, "gnome-text-editor", |w| {
+        w.title.starts_with("draft.txt") && w.process.starts_with("gnome-text-edit")
+    })
+    .await;
+    let before = window_ids(&d).await;
+    let keys = |k: &str| UiAction::TypeKeys { keys: k.into() };
+    let obs = support::observe_until(
+        &d,
+        &main.id,
+        "the document's text",
+        Duration::from_secs(30),
+        |o| o.controls.iter().any(|c| c.role == "text"),
+    )
+    .await;
+    let page = obs.controls.iter().find(|c| c.role == "text").unwrap();
+    d.act(
+        &main.id,
+        Some(&page.id),
+        &keys("one{enter}two{ctrl+shift+s}"),
+    )
+    .await
+    .unwrap();
+    let dialog = window(&d, "Save As", |w| {
+        w.title == "Save As" && !before.contains(&w.id)
+    })
+    .await;
+    let obs = support::observe_until(
+        &d,
+        &dialog.id,
+        "the Line Ending drop-down with its option",
+        Duration::from_secs(30),
+        |o| {
+            o.controls.iter().any(|c| {
+                c.role == "combo box"
+                    && c.name == "Line Ending"
+                    && c.value.as_deref() == Some("Unix/Linux (LF)")
+            })
+        },
+    )
+    .await;
+    assert!(
+        !obs.controls
+            .iter()
+            .any(|c| c.name == "(None)" || c.value.as_deref().is_some_and(|v| v.starts_with("Gtk"))),
+        "a hidden label or a type name shows: {}",
+        support::listing(&obs)
+    );
+    let name = control(&obs, "text", "Name").unwrap();
+    let path = file.display().to_string();
+    d.act(&dialog.id, Some(&name), &UiAction::SetText { text: path })
+        .await
+        .unwrap();
+    d.act(&dialog.id, Some(&name), &keys("{enter}"))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read(&file).unwrap_or_default();
+        if text.contains(&b'\n') && !text.contains(&b'\r') {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the file was not saved with LF line endings within 30 s: {:?}",
+            String::from_utf8_lossy(&text)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// LibreOffice Calc's Name Box arrow (an unnamed toggle button beside the Name Box, with
+/// no description) is named "Name Box list" (it was `toggle button ""`), and a click on it
+/// by that name opens the list (the toggle reads checked).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calcs_name_box_arrow_is_named_after_the_name_box() {
+    if !require_live("calcs_name_box_arrow_is_named_after_the_name_box") {
+        return;
+    }
+    let dir = temp_dir("calc-arrow");
+    let profile = format!("-env:UserInstallation=file://{}/profile", dir.display());
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let before = window_ids(&d).await;
+    let (_guard, _) = start(
+        "soffice",
+        &["--calc", "--norestore", "--nologo", &profile],
+        &dir,
+        &profile,
+    );
+    let calc = window(&d, "LibreOffice Calc", |w| {
+        w.title.ends_with("LibreOffice Calc") && !before.contains(&w.id)
+    })
+    .await;
+    let obs = support::observe_until(
+        &d,
+        &calc.id,
+        "the Name Box and its arrow",
+        Duration::from_secs(60),
+        |o| {
+            control(o, "text", "Name Box").is_some()
+                && control(o, "toggle button", "Name Box list").is_some()
+        },
+    )
+    .await;
+    assert!(
+        !obs.controls
+            .iter()
+            .any(|c| c.role == "toggle button" && c.name.is_empty()),
+        "an unnamed toggle button is left: {}",
+        support::listing(&obs)
+    );
+    let arrow = control(&obs, "toggle button", "Name Box list").unwrap();
+    let click = UiAction::Click {
+        button: ufo_core::Button::Left,
+        double: false,
+    };
+    d.act(&calc.id, Some(&arrow), &click).await.unwrap();
+    support::observe_until(
+        &d,
+        &calc.id,
+        "the Name Box list open",
+        Duration::from_secs(20),
+        |o| {
+            o.controls.iter().any(|c| {
+                c.name == "Name Box list"
+                    && (c.states.checked || c.value.as_deref() == Some("checked"))
+            })
+        },
+    )
+    .await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

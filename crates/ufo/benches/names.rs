@@ -7,6 +7,13 @@
 //! once), against what `ufo inspect` lists for the same window: a pyatspi control counts as
 //! named when a listed control overlapping its rectangle (intersection over union ≥ 0.5)
 //! carries a usable name (not empty, not its value, not U+0001, not a toolkit type name).
+//! A second column also counts as covered a pyatspi control that ufo lists elsewhere in the
+//! window with the same role and the same usable name: a duplicate ufo drops on purpose
+//! (LibreOffice's second menu bar: the same menus are listed once), and a spreadsheet cell
+//! named by its address when ufo lists its sheet as a table that says its cells are named
+//! by their address (empty cells are not listed one by one; "B7" acts on that cell). With
+//! `UFO_NAMES_VERBOSE=1` the pyatspi walk and every named control not covered at its place
+//! are printed (marked `*` when listed elsewhere, `#` when reached by its address).
 //! Also: how many controls ufo lists, and the size of that list as the model is shown it
 //! (one `[label] role "name" value: …` line per control, estimated at 4 characters a token,
 //! as the scripted model estimates).
@@ -572,6 +579,20 @@ fn usable(c: &Listed) -> bool {
     !n.is_empty() && n != "\u{1}" && c.value.as_deref().map(str::trim) != Some(n) && !type_name
 }
 
+/// Whether `name` is a cell address ("B7", "AA12").
+fn is_address(name: &str) -> bool {
+    let letters = name.chars().take_while(|c| c.is_ascii_uppercase()).count();
+    (1..=3).contains(&letters)
+        && name.len() > letters
+        && name[letters..].chars().all(|c| c.is_ascii_digit())
+}
+
+/// Whether a pyatspi role name and a role ufo lists are the same role (ufo says "button"
+/// for a push button).
+fn same_role(atspi: &str, listed: &str) -> bool {
+    atspi == listed || (atspi == "push button" && listed == "button")
+}
+
 fn overlap(a: [i64; 4], b: [i64; 4]) -> f64 {
     let x = (a[0] + a[2]).min(b[0] + b[2]) - a[0].max(b[0]);
     let y = (a[1] + a[3]).min(b[1] + b[3]) - a[1].max(b[1]);
@@ -605,6 +626,13 @@ struct Score {
     /// Of the controls pyatspi names (own name, relation or a label beside them), those ufo
     /// lists with a usable name: the coverage measure.
     covered: usize,
+    /// `covered`, plus the named pyatspi controls ufo lists elsewhere in the window with
+    /// the same role and name (a duplicate it drops on purpose: LibreOffice's second menu
+    /// bar, whose menus are listed once).
+    covered_once: usize,
+    /// The named pyatspi controls not covered (role, name, rectangle; `*` when listed
+    /// elsewhere), for `UFO_NAMES_VERBOSE`.
+    missed: Vec<String>,
     listed: usize,
     tokens: usize,
 }
@@ -646,9 +674,39 @@ fn score(walked: &Walked, listed: &[Listed]) -> Score {
         .iter()
         .filter(|(_, name, r)| !name.is_empty() && found(r))
         .count();
+    let elsewhere = |role: &str, name: &str| {
+        listed
+            .iter()
+            .any(|c| usable(c) && same_role(role, &c.role) && c.name.trim() == name.trim())
+    };
+    // a sheet listed as a table of visible cells ("cells A1:O46 visible, …", whose value
+    // says to name any cell by its address; `inspect` prints only its start)
+    let by_address = listed.iter().any(|c| {
+        c.role == "table"
+            && c.value
+                .as_deref()
+                .is_some_and(|v| v.starts_with("cells ") && v.contains(" visible"))
+    });
+    let mut covered_once = 0;
+    let mut missed = Vec::new();
+    for (role, name, r) in walked.controls.iter().filter(|(_, n, _)| !n.is_empty()) {
+        if found(r) {
+            covered_once += 1;
+        } else if by_address && role == "table cell" && is_address(name) {
+            covered_once += 1;
+            missed.push(format!("# {role} {name:?} {r:?}"));
+        } else if elsewhere(role, name) {
+            covered_once += 1;
+            missed.push(format!("* {role} {name:?} {r:?}"));
+        } else {
+            missed.push(format!("  {role} {name:?} {r:?}"));
+        }
+    }
     Score {
         named,
         covered,
+        covered_once,
+        missed,
         listed: listed.len(),
         tokens: tokens(listed),
     }
@@ -779,6 +837,11 @@ fn main() {
                 s.covered,
                 100.0 * s.covered as f64 / by_atspi.max(1) as f64
             ),
+            4 => format!(
+                "{} ({:.0}%)",
+                s.covered_once,
+                100.0 * s.covered_once as f64 / by_atspi.max(1) as f64
+            ),
             1 => s.listed.to_string(),
             _ => s.tokens.to_string(),
         },
@@ -786,6 +849,11 @@ fn main() {
     let mut header = "| window | controls (pyatspi) | named by pyatspi |".to_string();
     for h in &heads {
         header.push_str(&format!(" of those, named by ufo {h} |"));
+    }
+    for h in &heads {
+        header.push_str(&format!(
+            " of those, named by ufo, listed once or by address {h} |"
+        ));
     }
     for h in &heads {
         header.push_str(&format!(" named by ufo {h} |"));
@@ -797,7 +865,7 @@ fn main() {
         header.push_str(&format!(" tokens {h} |"));
     }
     println!("{header}");
-    println!("|{}", "---|".repeat(3 + 4 * heads.len()));
+    println!("|{}", "---|".repeat(3 + 5 * heads.len()));
     for case in cases() {
         if !only.is_empty() && !only.contains(&case.name.to_lowercase()) {
             continue;
@@ -808,7 +876,7 @@ fn main() {
                 let total = walked.controls.len();
                 let by_atspi = walked.controls.iter().filter(|c| !c.1.is_empty()).count();
                 let mut row = format!("| {} | {total} | {by_atspi} |", case.name);
-                for what in [3, 0, 1, 2] {
+                for what in [3, 4, 0, 1, 2] {
                     for s in &scores {
                         row.push_str(&format!(" {} |", cell(s, total, by_atspi, what)));
                     }
@@ -821,6 +889,13 @@ fn main() {
                     );
                     for (role, name, r) in &walked.controls {
                         eprintln!("  {role} {name:?} {r:?}");
+                    }
+                    for (h, s) in heads.iter().zip(&scores) {
+                        let missed = s.as_ref().map(|s| s.missed.clone()).unwrap_or_default();
+                        eprintln!("{}: named by pyatspi, not at their place in ufo {h} (* listed elsewhere, # by address):", case.name);
+                        for m in missed {
+                            eprintln!("  {m}");
+                        }
                     }
                 }
             }

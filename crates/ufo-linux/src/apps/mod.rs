@@ -4,6 +4,7 @@
 //! desktop holds.
 
 pub(crate) mod gnumeric;
+pub(crate) mod gtk4;
 pub(crate) mod menus;
 pub(crate) mod office;
 pub(crate) mod sheets;

@@ -856,6 +856,7 @@ impl LinuxDesktop {
             bus, tree, &frame, offset, win_rect, w.id, &mut out, warnings,
         )
         .await;
+        let out = name_field_arrows(out);
         if failed > 0 {
             warnings.push(format!(
                 "{failed} of {} controls did not answer and are left out (first error: {})",
@@ -932,7 +933,8 @@ impl LinuxDesktop {
                 let name = names::field_name(&e);
                 // a combo box named by its chosen option shows the option as its value
                 if value.is_none() && n.role == role::COMBO_BOX && name != e.own {
-                    value = Some(collapse_ws(&e.own)).filter(|v| !v.is_empty());
+                    // (a toolkit type name, GTK4's "GtkDropDown", is no option)
+                    value = Some(collapse_ws(&e.own)).filter(|v| !names::is_noise(v));
                 }
                 name
             }
@@ -1334,11 +1336,13 @@ impl LinuxDesktop {
 /// or not for a checkable one.
 fn shown_value(c: &Candidate, mut text: Option<String>, value: Option<f64>) -> Option<String> {
     let n = &c.node;
-    if let Some(t) = &text {
-        if t.contains('\u{fffc}') && crate::apps::web::is_placeholder(t) {
-            // embedded objects only (a web page, a <select>): no readable value of its own
-            text = c.choice.clone();
-        }
+    let unreadable = text.as_deref().is_none_or(|t| {
+        t.trim().is_empty() || (t.contains('\u{fffc}') && crate::apps::web::is_placeholder(t))
+    });
+    if unreadable && c.choice.is_some() {
+        // embedded objects only or nothing (a web page, a <select>): its chosen option is
+        // what it shows (else its own name would be taken for its option: field_evidence)
+        text = c.choice.clone();
     }
     if n.role == role::PASSWORD_TEXT {
         None
@@ -2051,12 +2055,15 @@ fn collect_candidates(
                 .iter()
                 .skip(1)
                 .any(|d| matches!(d.role, role::PUSH_BUTTON | role::TOGGLE_BUTTON));
-            if !crate::apps::web::is_empty_wrapper(tree, n, &child_text) {
+            if !crate::apps::web::is_empty_wrapper(tree, n, &child_text)
+                && !crate::apps::gtk4::is_dropdown_button(tree, n)
+            {
                 out.push(Candidate {
                     node: n.clone(),
                     child_text,
                     wraps_button,
-                    choice: crate::apps::web::combo_choice(tree, n),
+                    choice: crate::apps::web::combo_choice(tree, n)
+                        .or_else(|| crate::apps::gtk4::dropdown_choice(tree, n)),
                     field: FIELDS.contains(&n.role).then(|| field_seed(tree, n)),
                     display,
                     table: (n.role == role::TABLE_CELL)
@@ -2193,6 +2200,25 @@ fn group_unnamed(out: Vec<Fetched>, tables: &[Option<String>], parents: &[String
 
 /// The cells of one table row as one control (noise.rs, `fold_rows`): named by the row's
 /// first text, its whole text as its value, over the whole row, acting on its named cell.
+/// Unnamed arrow buttons beside a named field are named after it (noise.rs,
+/// `field_arrows`: LibreOffice's Name Box toggle).
+fn name_field_arrows(mut out: Vec<Fetched>) -> Vec<Fetched> {
+    let items: Vec<noise::Item> = out
+        .iter()
+        .map(|f| noise::Item {
+            parent: String::new(),
+            role: f.detail.control.role.clone(),
+            name: f.detail.control.name.clone(),
+            rect: f.detail.control.rect,
+        })
+        .collect();
+    for (i, name) in noise::field_arrows(&items) {
+        out[i].detail.control.name = name.clone();
+        out[i].info.name = name;
+    }
+    out
+}
+
 fn rows_as_controls(out: Vec<Fetched>, tables: &[Option<String>]) -> Vec<Fetched> {
     let cells: Vec<(usize, noise::Cell)> = out
         .iter()

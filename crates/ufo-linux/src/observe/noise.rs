@@ -146,6 +146,36 @@ pub(crate) fn one_focused(live: &[Option<bool>]) -> Option<usize> {
     live.iter().rposition(|f| *f == Some(true))
 }
 
+/// The most pixels between a field's right edge and the arrow button beside it.
+const ARROW_GAP: i32 = 4;
+
+/// Unnamed arrow buttons of named fields (LibreOffice's Name Box: an entry and its unnamed
+/// drop-down toggle in one container): each is named after its field, "<field> list"
+/// (index, name). An arrow is a nameless button or toggle button that starts where a named
+/// text, entry or combo box ends, on the same line and as tall (by place only: the Name
+/// Box is found by the spreadsheet's reading, after the tree's).
+pub(crate) fn field_arrows(items: &[Item]) -> Vec<(usize, String)> {
+    let field = |it: &Item| matches!(it.role.as_str(), "text" | "entry" | "combo box");
+    let arrow = |it: &Item| matches!(it.role.as_str(), "button" | "toggle button");
+    items
+        .iter()
+        .enumerate()
+        .filter(|(_, it)| arrow(it) && says_nothing(&it.name))
+        .filter_map(|(i, a)| {
+            items
+                .iter()
+                .find(|f| {
+                    field(f)
+                        && !says_nothing(&f.name)
+                        && (a.rect.h as i32 - f.rect.h as i32).abs() <= ARROW_GAP
+                        && (a.rect.x - (f.rect.x + f.rect.w as i32)).abs() <= ARROW_GAP
+                        && (a.rect.y - f.rect.y).abs() <= ARROW_GAP
+                })
+                .map(|f| (i, format!("{} list", f.name)))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,5 +290,35 @@ mod tests {
                 prop_assert!(r.name.is_empty() || !says_nothing(&r.name));
             }
         }
+    }
+
+    #[test]
+    fn an_unnamed_arrow_beside_a_named_field_is_named_after_it() {
+        let it = |parent: &str, role: &str, name: &str, x: i32| Item {
+            parent: parent.into(),
+            role: role.into(),
+            name: name.into(),
+            rect: Rect {
+                x,
+                y: 124,
+                w: if role == "text" { 126 } else { 36 },
+                h: 34,
+            },
+        };
+        // Calc's Name Box (x 4, 126 wide) and its toggle at 130
+        let items = vec![
+            it("/f", "text", "Name Box", 4),
+            it("/f", "toggle button", "", 130),
+            Item {
+                rect: Rect {
+                    y: 200,
+                    ..it("/f", "toggle button", "", 130).rect
+                },
+                ..it("/f", "toggle button", "", 130)
+            },
+            it("/f", "toggle button", "", 300),
+            it("/f", "toggle button", "Bold", 130),
+        ];
+        assert_eq!(field_arrows(&items), vec![(1, "Name Box list".to_string())]);
     }
 }

@@ -1,0 +1,99 @@
+//! GTK4's drop-down (`GtkDropDown`): a combo box named by its type name around a toggle
+//! button, whose stack holds two pages: an empty page with a "(None)" label, shown only when
+//! nothing is chosen, and the chosen item's page (a `GtkListItemWidget` with the item's
+//! labels). GTK does not mark the hidden page as not SHOWING, so the "(None)" label would
+//! name the button; the combo box is the control, its chosen item's labels its value.
+
+use crate::a11y::bus::{AppTree, Node};
+use crate::a11y::vocab::role;
+use crate::observe::names::is_noise;
+
+/// How many nodes below a drop-down are looked at.
+const DROPDOWN_NODES: usize = 64;
+
+/// The type name GTK4 gives the chosen item's widget.
+const ITEM_WIDGET: &str = "GtkListItemWidget";
+
+/// The chosen option of a GTK4 drop-down: the labels of its chosen item's page (never the
+/// empty page's "(None)"); `None` when nothing readable is chosen.
+pub(crate) fn dropdown_choice(tree: &AppTree, n: &Node) -> Option<String> {
+    if n.role != role::COMBO_BOX {
+        return None;
+    }
+    let below = tree.subtree(&n.path, DROPDOWN_NODES);
+    let item = below.iter().find(|d| d.name == ITEM_WIDGET)?;
+    let text: Vec<String> = tree
+        .subtree(&item.path, DROPDOWN_NODES)
+        .iter()
+        .filter(|d| d.role == role::LABEL && !is_noise(d.name.trim()))
+        .map(|d| d.name.trim().to_string())
+        .collect();
+    Some(text.join(" ")).filter(|t| !t.is_empty())
+}
+
+/// Whether `n` is the toggle button inside a GTK4 drop-down: the drop-down itself is the
+/// control (listed with its name and chosen option); the button would be a second control
+/// named by the hidden "(None)" label.
+pub(crate) fn is_dropdown_button(tree: &AppTree, n: &Node) -> bool {
+    matches!(n.role, role::PUSH_BUTTON | role::TOGGLE_BUTTON)
+        && is_noise(n.name.trim())
+        && tree
+            .nodes
+            .get(&n.parent)
+            .is_some_and(|p| p.role == role::COMBO_BOX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(path: &str, parent: &str, role: u32, name: &str) -> Node {
+        Node {
+            path: path.into(),
+            parent: parent.into(),
+            index: 0,
+            child_count: 0,
+            ifaces: 0,
+            name: name.into(),
+            role,
+            description: String::new(),
+            states: 0,
+        }
+    }
+
+    /// gnome-text-editor's "Line Ending" drop-down as GTK 4 shows it.
+    fn dropdown(chosen: &str) -> AppTree {
+        AppTree::from_nodes(vec![
+            node("/c", "/w", role::COMBO_BOX, "GtkDropDown"),
+            node("/b", "/c", role::PUSH_BUTTON, "GtkToggleButton"),
+            node("/empty", "/b", role::PANEL, "GtkStackPage"),
+            node("/none", "/empty", role::LABEL, "(None)"),
+            node("/page", "/b", role::PANEL, "GtkStackPage"),
+            node("/item", "/page", role::FILLER, ITEM_WIDGET),
+            node("/l", "/item", role::LABEL, chosen),
+        ])
+    }
+
+    #[test]
+    fn a_dropdowns_choice_is_its_item_never_the_empty_pages_label() {
+        let t = dropdown("Unix/Linux (LF)");
+        let combo = t.nodes.get("/c").unwrap();
+        assert_eq!(
+            dropdown_choice(&t, combo).as_deref(),
+            Some("Unix/Linux (LF)")
+        );
+        let t = dropdown("GtkLabel");
+        assert_eq!(dropdown_choice(&t, t.nodes.get("/c").unwrap()), None);
+    }
+
+    #[test]
+    fn the_dropdowns_inner_button_is_not_a_control_but_a_named_one_is() {
+        let t = dropdown("x");
+        assert!(is_dropdown_button(&t, t.nodes.get("/b").unwrap()));
+        let t = AppTree::from_nodes(vec![
+            node("/c", "/w", role::COMBO_BOX, "Zoom"),
+            node("/b", "/c", role::PUSH_BUTTON, "Open"),
+        ]);
+        assert!(!is_dropdown_button(&t, t.nodes.get("/b").unwrap()));
+    }
+}
