@@ -458,6 +458,7 @@ mod tests {
             (Cancelled, "cancelled"),
             (Io, "io"),
             (Internal, "internal"),
+            (DeviceLost, "device_lost"),
         ];
         for (reason, name) in all {
             assert_eq!(reason.as_str(), name);
