@@ -202,6 +202,10 @@ pub enum DesktopError {
     /// Any other backend failure.
     #[error("desktop backend failure: {0}")]
     Backend(String),
+    /// The desktop is on another device and the connection to it is lost (it does not
+    /// answer, or it refused the credentials); the session ends with reason `device_lost`.
+    #[error("the remote desktop is lost: {0}")]
+    Lost(String),
 }
 
 /// The desktop the agents act on: a simulated one, a live Linux session, ...

@@ -202,6 +202,7 @@ impl<'a> Session<'a> {
             forced_end: None,
             fail_reason: None,
             io_error: None,
+            device_lost: None,
         };
         cx.record(&events::Record::SessionStart(first));
         let end = self.run_rounds(&mut cx, &mut tally).await;
@@ -496,6 +497,12 @@ impl<'a> Session<'a> {
         }
         if let Some((status, reason)) = visit.end {
             let report = visit.report;
+            // An ERROR reached because the remote desktop was lost says so.
+            let reason = if status == SessionStatus::Error && cx.device_lost.is_some() {
+                EndReason::DeviceLost
+            } else {
+                reason
+            };
             return Some(RoundEnd::new(
                 status,
                 reason,
@@ -543,6 +550,7 @@ fn begin_round(cx: &mut Cx<'_>, request: String) {
     cx.round_failures = 0;
     cx.forced_end = None;
     cx.fail_reason = None;
+    cx.device_lost = None;
 }
 
 /// End the session on the last round's `end` and write `session_end`. A trajectory that

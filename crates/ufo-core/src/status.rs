@@ -227,6 +227,8 @@ pub enum EndReason {
     Io,
     /// The round loop lost track of an agent (`internal`).
     Internal,
+    /// The connection to a remote desktop was lost during a step (`device_lost`).
+    DeviceLost,
     /// A reason named by an agent kind outside this crate (e.g. `shell_error`).
     Other(String),
 }
@@ -249,6 +251,7 @@ impl EndReason {
             EndReason::Cancelled => "cancelled",
             EndReason::Io => "io",
             EndReason::Internal => "internal",
+            EndReason::DeviceLost => "device_lost",
             EndReason::Other(name) => name,
         }
     }
@@ -270,6 +273,7 @@ impl EndReason {
             "cancelled" => EndReason::Cancelled,
             "io" => EndReason::Io,
             "internal" => EndReason::Internal,
+            "device_lost" => EndReason::DeviceLost,
             _ => EndReason::Other(name),
         }
     }
@@ -454,6 +458,7 @@ mod tests {
             (Cancelled, "cancelled"),
             (Io, "io"),
             (Internal, "internal"),
+            (DeviceLost, "device_lost"),
         ];
         for (reason, name) in all {
             assert_eq!(reason.as_str(), name);

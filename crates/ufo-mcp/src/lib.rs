@@ -7,10 +7,13 @@
 //! - [`DesktopServer`]: an MCP server exposing a [`ufo_core::Desktop`] (list windows, observe a
 //!   window with its annotated screenshot, act, type, launch), for `ufo mcp serve`. Acting
 //!   tools are refused unless actions are allowed.
+//! - [`remote::RemoteDesktop`]: the [`ufo_core::Desktop`] port over MCP streamable HTTP, for
+//!   `--desktop remote:URL` against `ufo serve`.
 
 mod bounded;
 pub mod client;
 pub mod http;
+pub mod remote;
 pub mod schema;
 pub mod server;
 

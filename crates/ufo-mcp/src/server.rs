@@ -150,6 +150,19 @@ impl DesktopServer {
         name: &str,
         args: &Map<String, Value>,
     ) -> Result<Vec<Content>, ToolCallError> {
+        self.run_tool_full(name, args)
+            .await
+            .map(|(content, _)| content)
+    }
+
+    /// Run one tool: its contents and, for `act` with `control_id`, `settle` or
+    /// `final_state` (what the remote desktop adapter sends), a structured result
+    /// `{"result", "changed", "final_state"}`.
+    pub async fn run_tool_full(
+        &self,
+        name: &str,
+        args: &Map<String, Value>,
+    ) -> Result<(Vec<Content>, Option<Value>), ToolCallError> {
         if ACTING_TOOLS.contains(&name) && !self.allow_actions {
             return Err(ToolCallError::Refused(name.to_string()));
         }
@@ -159,29 +172,39 @@ impl DesktopServer {
                 let windows = d.windows().await?;
                 let launchable = d.launchable().await?;
                 let text = json!({"windows": windows, "launchable": launchable});
-                Ok(vec![Content::text(text.to_string())])
+                Ok((vec![Content::text(text.to_string())], None))
             }
             "observe_window" => {
                 let w = self.window(str_arg(args, "window")?).await?;
                 let obs = d.observe(&w.id).await?;
                 self.remember(&w.id, &obs);
-                let mut out = vec![Content::text(describe(&obs))];
-                if let Some(shot) = obs.annotated.as_ref().or(obs.screenshot.as_ref()) {
+                let clean = args.get("clean_screenshot").and_then(Value::as_bool) == Some(true);
+                let images = images_of(&obs, clean);
+                let kinds: Vec<&str> = images.iter().map(|(kind, _)| *kind).collect();
+                let mut out = vec![Content::text(describe(&obs, &kinds))];
+                for (_, shot) in images {
                     let data =
                         base64::engine::general_purpose::STANDARD.encode(shot.png.as_slice());
                     out.push(Content::image(data, "image/png"));
                 }
-                Ok(out)
+                Ok((out, None))
             }
             "act" => {
                 let w = self.window(str_arg(args, "window")?).await?;
                 let function = str_arg(args, "function")?;
+                if let Some(done) = self.window_function(&w, function).await? {
+                    return Ok((vec![Content::text(done)], None));
+                }
                 let fargs = args
                     .get("args")
                     .cloned()
                     .unwrap_or(Value::Object(Map::new()));
                 let action = UiAction::parse(function, &fargs).map_err(ToolCallError::Invalid)?;
-                let control = if action.needs_control() {
+                let exact = args.get("control_id").and_then(Value::as_str);
+                let control = if let Some(id) = exact.filter(|_| action.needs_control()) {
+                    // the remote desktop adapter names the control by the id it observed
+                    Some(id.to_string())
+                } else if action.needs_control() {
                     let wanted = Wanted::from_args(args)?.ok_or_else(|| {
                         ToolCallError::Invalid(format!(
                             "{} needs a control; pass `label` (its number in observe_window) \
@@ -194,11 +217,11 @@ impl DesktopServer {
                     None
                 };
                 let r = d.act(&w.id, control.as_deref(), &action).await?;
-                Ok(vec![Content::text(if r.is_empty() {
-                    "ok".into()
-                } else {
-                    r
-                })])
+                let structured = self.after_act(args, &r).await;
+                Ok((
+                    vec![Content::text(if r.is_empty() { "ok".into() } else { r })],
+                    structured,
+                ))
             }
             "type_text" => {
                 let w = self.window(str_arg(args, "window")?).await?;
@@ -214,18 +237,55 @@ impl DesktopServer {
                 })?;
                 let control = self.control(&w, &wanted, &action).await?;
                 let r = d.act(&w.id, Some(&control), &action).await?;
-                Ok(vec![Content::text(if r.is_empty() {
-                    "ok".into()
-                } else {
-                    r
-                })])
+                Ok((
+                    vec![Content::text(if r.is_empty() { "ok".into() } else { r })],
+                    None,
+                ))
             }
             "launch_app" => {
                 let w = d.launch(str_arg(args, "name")?).await?;
-                Ok(vec![Content::text(json!({"launched": w}).to_string())])
+                Ok((
+                    vec![Content::text(json!({"launched": w}).to_string())],
+                    None,
+                ))
             }
             other => Err(ToolCallError::UnknownTool(other.to_string())),
         }
+    }
+
+    /// The window functions of `act` beside the GUI functions: `activate_window` and
+    /// `close_window` (the remote desktop adapter's `activate` and `close`); `None` for any
+    /// other function.
+    async fn window_function(
+        &self,
+        w: &WindowInfo,
+        function: &str,
+    ) -> Result<Option<String>, ToolCallError> {
+        match function {
+            "activate_window" => self.desktop.activate(&w.id).await?,
+            "close_window" => self.desktop.close(&w.id).await?,
+            _ => return Ok(None),
+        }
+        Ok(Some("ok".into()))
+    }
+
+    /// After an `act`: settle when asked (`settle: true`), and the structured result the
+    /// remote desktop adapter reads (`None` when the call asked for none of it).
+    async fn after_act(&self, args: &Map<String, Value>, result: &str) -> Option<Value> {
+        let flag = |k: &str| args.get(k).and_then(Value::as_bool) == Some(true);
+        let settle = flag("settle");
+        let final_state = flag("final_state");
+        if !settle && !final_state && !args.contains_key("control_id") {
+            return None;
+        }
+        if settle {
+            self.desktop.settle().await;
+        }
+        let mut out = json!({"result": result, "changed": self.desktop.last_action_changed()});
+        if final_state {
+            out["final_state"] = self.desktop.final_state().unwrap_or(Value::Null);
+        }
+        Some(out)
     }
 
     /// A window by the agents' rule (README "Window resolution"): id, exact title, title in
@@ -380,18 +440,88 @@ fn str_arg<'a>(args: &'a Map<String, Value>, key: &str) -> Result<&'a str, ToolC
         .ok_or_else(|| ToolCallError::MissingArgument(key.to_string()))
 }
 
-/// The text part of an observation: the window and its labelled controls, as JSON.
-fn describe(obs: &WindowObservation) -> String {
+/// The images `observe_window` sends, in order, with what each is (`annotated` or
+/// `screenshot`): the annotated screenshot (or the clean one when there is none), and the
+/// clean one after it when `clean` is asked.
+fn images_of(obs: &WindowObservation, clean: bool) -> Vec<(&'static str, &ufo_core::Screenshot)> {
+    let mut out = Vec::new();
+    match (&obs.annotated, &obs.screenshot) {
+        (Some(a), shot) => {
+            out.push(("annotated", a));
+            if let Some(s) = shot.as_ref().filter(|_| clean) {
+                out.push(("screenshot", s));
+            }
+        }
+        (None, Some(s)) => out.push(("screenshot", s)),
+        (None, None) => {}
+    }
+    out
+}
+
+/// The text part of an observation: the window and its labelled controls (with their
+/// states when set), and what the images after it are, as JSON.
+fn describe(obs: &WindowObservation, images: &[&str]) -> String {
     let controls: Vec<Value> = obs
         .controls
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            json!({"label": i + 1, "id": c.id, "role": c.role, "name": c.name,
-                   "value": c.value, "enabled": c.enabled, "rect": c.rect})
+            let mut v = json!({"label": i + 1, "id": c.id, "role": c.role, "name": c.name,
+                   "value": c.value, "enabled": c.enabled, "rect": c.rect});
+            if let (Value::Object(m), Ok(Value::Object(states))) =
+                (&mut v, serde_json::to_value(c.states))
+            {
+                m.extend(states);
+            }
+            v
         })
         .collect();
-    json!({"window": obs.window, "controls": controls, "warnings": obs.warnings}).to_string()
+    json!({"window": obs.window, "controls": controls, "warnings": obs.warnings,
+           "images": images})
+    .to_string()
+}
+
+/// A desktop failure as structured data, so that a remote client gets the same
+/// [`ufo_core::DesktopError`] back (see [`desktop_error_from_json`]).
+pub fn desktop_error_json(e: &ufo_core::DesktopError) -> Value {
+    use ufo_core::DesktopError as E;
+    let (kind, detail) = match e {
+        E::NoWindow(w) => ("no_window", json!(w)),
+        E::NoControl { window, control } => {
+            ("no_control", json!({"window": window, "control": control}))
+        }
+        E::UnknownApp(a) => ("unknown_app", json!(a)),
+        E::ActionFailed(m) => ("action_failed", json!(m)),
+        E::Unsupported(m) => ("unsupported", json!(m)),
+        E::Observe(m) => ("observe", json!(m)),
+        E::Timeout(ms) => ("timeout", json!(ms)),
+        E::Backend(m) => ("backend", json!(m)),
+        E::Lost(m) => ("lost", json!(m)),
+    };
+    json!({"desktop_error": {"kind": kind, "detail": detail}})
+}
+
+/// The [`ufo_core::DesktopError`] a structured error result of this server names, if any.
+pub fn desktop_error_from_json(v: &Value) -> Option<ufo_core::DesktopError> {
+    use ufo_core::DesktopError as E;
+    let e = v.get("desktop_error")?;
+    let detail = e.get("detail")?;
+    let text = || detail.as_str().map(str::to_string);
+    Some(match e.get("kind")?.as_str()? {
+        "no_window" => E::NoWindow(text()?),
+        "no_control" => E::NoControl {
+            window: detail.get("window")?.as_str()?.to_string(),
+            control: detail.get("control")?.as_str()?.to_string(),
+        },
+        "unknown_app" => E::UnknownApp(text()?),
+        "action_failed" => E::ActionFailed(text()?),
+        "unsupported" => E::Unsupported(text()?),
+        "observe" => E::Observe(text()?),
+        "timeout" => E::Timeout(detail.as_u64()?),
+        "backend" => E::Backend(text()?),
+        "lost" => E::Lost(text()?),
+        _ => return None,
+    })
 }
 
 impl ServerHandler for DesktopServer {
@@ -430,9 +560,19 @@ impl ServerHandler for DesktopServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let args = request.arguments.unwrap_or_default();
-        Ok(match self.run_tool(&request.name, &args).await {
-            Ok(content) => CallToolResult::success(content),
-            Err(e) => CallToolResult::error(vec![Content::text(e.to_string())]),
+        Ok(match self.run_tool_full(&request.name, &args).await {
+            Ok((content, structured)) => {
+                let mut r = CallToolResult::success(content);
+                r.structured_content = structured;
+                r
+            }
+            Err(e) => {
+                let mut r = CallToolResult::error(vec![Content::text(e.to_string())]);
+                if let ToolCallError::Desktop(d) = &e {
+                    r.structured_content = Some(desktop_error_json(d));
+                }
+                r
+            }
         })
     }
 }

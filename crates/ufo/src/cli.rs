@@ -86,6 +86,15 @@ pub struct InspectArgs {
     /// Where to write the annotated screenshot.
     #[arg(long, value_name = "FILE", default_value = "inspect.png")]
     pub png: PathBuf,
+
+    /// Desktop to inspect: `live` (this Linux session), `sim:<SCENARIO.json>` or
+    /// `remote:URL` (a desktop served by `ufo serve`).
+    #[arg(long, default_value = "live", value_name = "live|sim:FILE|remote:URL")]
+    pub desktop: String,
+
+    /// The remote desktop's token and certificate.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// Options of `ufo resume`.
@@ -121,6 +130,10 @@ pub struct ResumeArgs {
     /// The private desktop's options.
     #[command(flatten)]
     pub private: PrivateArgs,
+
+    /// The remote desktop's token and certificate.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 
     /// Progress, detail and the report.
     #[command(flatten)]
@@ -174,8 +187,13 @@ pub struct RunArgs {
 
     /// Desktop to act on: `live` (this Linux session), `private` (a desktop of ufo's own,
     /// started for the session and ended with it; your display, pointer and windows are left
-    /// alone) or `sim:<SCENARIO.json>` (simulated).
-    #[arg(long, default_value = "live", value_name = "live|private|sim:FILE")]
+    /// alone), `sim:<SCENARIO.json>` (simulated) or `remote:https://HOST:PORT` (a desktop served by
+    /// `ufo serve`; see --token-file and --fingerprint).
+    #[arg(
+        long,
+        default_value = "live",
+        value_name = "live|private|sim:FILE|remote:URL"
+    )]
     pub desktop: String,
 
     /// Model: `openai:<model>`, `anthropic:<model>`, `script:<FILE.jsonl>` or `replay:<DIR>`.
@@ -225,6 +243,10 @@ pub struct RunArgs {
     #[command(flatten)]
     pub private: PrivateArgs,
 
+    /// The remote desktop's token and certificate.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+
     /// Progress, detail and the report.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -269,6 +291,22 @@ pub struct PrivateArgs {
     /// With `--desktop private`: give the private desktop a fresh, empty HOME instead of yours.
     #[arg(long)]
     pub scratch_home: bool,
+}
+
+/// How a remote desktop (`--desktop remote:URL`, served by `ufo serve`) is reached: the
+/// options `run`, `resume`, `follow` and `inspect` share.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RemoteArgs {
+    /// With `--desktop remote:URL`: the file holding the token (`ufo serve token add` on the
+    /// served machine). Default: the UFO_REMOTE_TOKEN environment variable.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+
+    /// With `--desktop remote:https://…`: the SHA-256 fingerprint of the server's certificate
+    /// (`AB:CD:…`, as `ufo serve --tls` prints it) to pin. Without it the certificate must
+    /// be signed by a public certificate authority.
+    #[arg(long, value_name = "AB:CD:…")]
+    pub fingerprint: Option<String>,
 }
 
 /// Options of `ufo batch`.
@@ -398,8 +436,12 @@ pub struct FollowArgs {
     #[arg(value_name = "PLAN.json")]
     pub plan: PathBuf,
 
-    /// Desktop to act on: `live`, `private` or `sim:<SCENARIO.json>`.
-    #[arg(long, default_value = "live", value_name = "live|private|sim:FILE")]
+    /// Desktop to act on: `live`, `private`, `sim:<SCENARIO.json>` or `remote:URL`.
+    #[arg(
+        long,
+        default_value = "live",
+        value_name = "live|private|sim:FILE|remote:URL"
+    )]
     pub desktop: String,
 
     /// Model, as for `ufo run`.
@@ -430,6 +472,10 @@ pub struct FollowArgs {
     /// The private desktop's options, as for `ufo run`.
     #[command(flatten)]
     pub private: PrivateArgs,
+
+    /// The remote desktop's token and certificate.
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 
     /// Progress, detail and the report, as for `ufo run`.
     #[command(flatten)]

@@ -321,7 +321,11 @@ impl AppAgent {
             transcript,
             ..
         } = step;
-        if let Some(error) = report.close(cx, "app", &transcript, outcome) {
+        let closed = report
+            .close(cx, "app", &transcript, outcome)
+            .or_else(|| cx.device_lost.clone());
+        if let Some(error) = closed {
+            report.error = Some(error.clone());
             agent.status = AppStatus::Error;
             agent.log.error = Some(error);
         } else if let Some(r) = &response {
@@ -746,7 +750,14 @@ async fn execute(
                 clip(&text, 2000)
             }
         }
-        Err(e) => format!("action failed: {e}"),
+        Err(e) => {
+            let text = format!("action failed: {e}");
+            if matches!(e, DesktopError::Lost(_)) {
+                // no later action can reach the desktop: the step ends ERROR
+                cx.device_lost.get_or_insert(text.clone());
+            }
+            text
+        }
     }
 }
 

@@ -5,8 +5,8 @@ use crate::blackboard::Blackboard;
 use crate::config::Config;
 use crate::events::{Record, StepReport};
 use crate::knowledge::KnowledgeAccess;
-use crate::ports::{Desktop, LlmClient, Recorder, ToolProvider, UserIo};
-use crate::processor::ProcessReport;
+use crate::ports::{Desktop, DesktopError, LlmClient, Recorder, ToolProvider, UserIo};
+use crate::processor::{ProcessReport, StepError};
 use crate::prompt::Prompts;
 use crate::status::{EndReason, SessionStatus};
 use crate::subtask::SubtaskHistory;
@@ -58,6 +58,9 @@ pub struct Cx<'a> {
     /// The first failure to record the trajectory (e.g. a full disk): the session ends
     /// ERROR, reason `io`, after the step in which it happened.
     pub io_error: Option<String>,
+    /// Why the remote desktop was lost in this round ([`DesktopError::Lost`]), if it was:
+    /// the step ends ERROR, and the round's reason is `device_lost`.
+    pub device_lost: Option<String>,
 }
 
 impl Cx<'_> {
@@ -95,6 +98,11 @@ impl StepReport {
         let name = format!("step_{:04}_{role}_prompt.txt", cx.seq);
         if let Some(p) = cx.save(&name, transcript.as_bytes()) {
             self.artifacts.insert("prompt".into(), p.into());
+        }
+        if let Some(e) = &outcome.error {
+            if matches!(e.error, StepError::Desktop(DesktopError::Lost(_))) {
+                cx.device_lost.get_or_insert(e.to_string());
+            }
         }
         let error = outcome.error.map(|e| e.to_string());
         self.error.clone_from(&error);

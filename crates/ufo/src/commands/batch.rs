@@ -650,6 +650,7 @@ async fn run_task(
         config: args.config.clone(),
         record: None,
         private: crate::cli::PrivateArgs::default(),
+        remote: crate::cli::RemoteArgs::default(),
         output: crate::cli::OutputArgs {
             quiet: true,
             ..Default::default()

@@ -51,6 +51,7 @@ pub async fn follow_command(args: FollowArgs, cancel: Arc<AtomicBool>) -> ExitCo
             plan.task
         ),
         desktop: args.desktop.clone(),
+        remote: args.remote.clone(),
         llm: args.llm.clone(),
         out: args.out.clone(),
         force: args.force,

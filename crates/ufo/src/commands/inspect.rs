@@ -4,12 +4,15 @@
 use std::process::ExitCode;
 
 use crate::cli::InspectArgs;
-use crate::desktop::connect_live;
+use crate::desktop::{connect_live, open_desktop};
 use crate::{output, EXIT_USAGE};
 
 /// `ufo inspect [WINDOW]`: a window's controls as the agent sees them, and the annotated
 /// screenshot.
 pub(crate) async fn command(args: &InspectArgs) -> ExitCode {
+    if args.desktop != "live" {
+        return inspect_other(args).await;
+    }
     let desktop = match connect_live(&[]).await {
         Ok(d) => d,
         Err(e) => {
@@ -42,4 +45,91 @@ pub(crate) async fn command(args: &InspectArgs) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `ufo inspect --desktop sim:FILE|remote:URL [WINDOW]`: without a window, the windows (one
+/// line each) and the applications that can be launched; with one, its controls as the agent
+/// sees them and the annotated screenshot.
+async fn inspect_other(args: &InspectArgs) -> ExitCode {
+    let desktop = match open_desktop(&args.desktop, &[], &args.remote).await {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let listed = match desktop.windows().await {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let Some(wanted) = args.window.as_deref() else {
+        for w in &listed {
+            output::outln!(
+                "window {} {:?} app {:?} process {}",
+                w.id,
+                ufo_core::inert(&w.title),
+                ufo_core::inert(&w.app_name),
+                ufo_core::inert(&w.process)
+            );
+        }
+        for a in desktop.launchable().await.unwrap_or_default() {
+            output::outln!("launchable {:?}", ufo_core::inert(&a.name));
+        }
+        return ExitCode::SUCCESS;
+    };
+    let keys: Vec<ufo_core::agent::WindowKey<'_>> = listed
+        .iter()
+        .map(ufo_core::agent::WindowKey::from)
+        .collect();
+    let Ok((i, _)) = ufo_core::agent::resolve_window("", wanted, &keys) else {
+        eprintln!(
+            "error: no single window {wanted:?} on {}; run `ufo inspect --desktop {}` for the \
+             windows",
+            args.desktop, args.desktop
+        );
+        return ExitCode::from(1);
+    };
+    let obs = match desktop.observe(&listed[i].id).await {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    output::outln!(
+        "window {} {:?} app {:?} process {} — {} controls",
+        obs.window.id,
+        ufo_core::inert(&obs.window.title),
+        ufo_core::inert(&obs.window.app_name),
+        ufo_core::inert(&obs.window.process),
+        obs.controls.len()
+    );
+    for (n, c) in obs.controls.iter().enumerate() {
+        let value = c
+            .value
+            .as_deref()
+            .map(|v| format!(" value={:?}", ufo_core::inert(v)))
+            .unwrap_or_default();
+        output::outln!(
+            "[{}] {} {:?} @{},{} {}x{}{value}",
+            n + 1,
+            c.role,
+            ufo_core::inert(&c.name),
+            c.rect.x,
+            c.rect.y,
+            c.rect.w,
+            c.rect.h
+        );
+    }
+    if let Some(shot) = &obs.annotated {
+        if let Err(e) = std::fs::write(&args.png, shot.png.as_slice()) {
+            eprintln!("error: cannot write {}: {e}", args.png.display());
+            return ExitCode::from(1);
+        }
+        eprintln!("annotated screenshot: {}", args.png.display());
+    }
+    ExitCode::SUCCESS
 }

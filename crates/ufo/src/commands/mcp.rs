@@ -17,14 +17,19 @@ pub async fn run(args: McpArgs) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let desktop: Arc<dyn ufo_core::Desktop> =
-                match crate::desktop::open_desktop(&a.desktop, &launch).await {
-                    Ok(d) => Arc::from(d),
-                    Err(e) => {
-                        eprintln!("error: {e:#}");
-                        return ExitCode::from(2);
-                    }
-                };
+            let desktop: Arc<dyn ufo_core::Desktop> = match crate::desktop::open_desktop(
+                &a.desktop,
+                &launch,
+                &crate::cli::RemoteArgs::default(),
+            )
+            .await
+            {
+                Ok(d) => Arc::from(d),
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    return ExitCode::from(2);
+                }
+            };
             match ufo_mcp::serve_stdio(desktop, a.allow_actions).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {

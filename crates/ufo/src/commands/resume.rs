@@ -40,6 +40,7 @@ pub(crate) fn args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
         request: checkpoint.request.clone(),
         desktop: args.desktop.clone().unwrap_or(record.desktop),
         private: args.private,
+        remote: args.remote.clone(),
         llm: Some(args.llm.clone().unwrap_or(record.llm)),
         out: Some(args.out.clone()),
         // Resume appends to the trajectory in its folder; it never clears it.

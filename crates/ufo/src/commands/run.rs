@@ -169,7 +169,7 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
         out,
         prompts,
     } = prepared;
-    let desktop = match open_desktop(&args.desktop, &settings.launch).await {
+    let desktop = match open_desktop(&args.desktop, &settings.launch, &args.remote).await {
         Ok(d) => d,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -227,11 +227,16 @@ async fn serve(args: ServeArgs, dir: &Path) -> ExitCode {
             ))
         }
     };
-    let desktop: Arc<dyn ufo_core::Desktop> =
-        match crate::desktop::open_desktop(&args.desktop, &launch).await {
-            Ok(d) => Arc::from(d),
-            Err(e) => return usage(format!("{e:#}")),
-        };
+    let desktop: Arc<dyn ufo_core::Desktop> = match crate::desktop::open_desktop(
+        &args.desktop,
+        &launch,
+        &crate::cli::RemoteArgs::default(),
+    )
+    .await
+    {
+        Ok(d) => Arc::from(d),
+        Err(e) => return usage(format!("{e:#}")),
+    };
     let bound = match listener.local_addr() {
         Ok(a) => a,
         Err(e) => return usage(format!("cannot read the bound address: {e}")),

@@ -1,0 +1,515 @@
+//! The remote desktop (`--desktop remote:URL`): the [`Desktop`] port over MCP streamable HTTP,
+//! against the tools `ufo serve` offers (docs/serve.md "A remote desktop").
+//!
+//! Every call is bounded by a timeout. A transport failure or a call past its timeout is a
+//! [`DesktopError::Lost`]: the step ends ERROR with the reason `device_lost`, and every later
+//! call fails at once with the same error, so a lost device never makes the session hang.
+//! The bearer token is sent in the `Authorization` header only; it is never logged or shown.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use base64::Engine;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Map, Value};
+use ufo_core::{
+    Control, Desktop, DesktopError, LaunchableApp, Screenshot, ShellOutput, UiAction, WindowInfo,
+    WindowObservation,
+};
+
+use crate::server::desktop_error_from_json;
+
+/// How long one call to the remote desktop may take by default.
+pub const DEFAULT_REMOTE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long connecting (TCP and TLS) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How to reach a served desktop.
+#[derive(Clone)]
+pub struct RemoteConfig {
+    /// The server's URL (`https://HOST:PORT[/mcp]`, or `http://` on a loopback address).
+    pub url: String,
+    /// The bearer token (`ufo serve token add`).
+    pub token: String,
+    /// The SHA-256 fingerprint of the server's certificate to pin; `None` trusts the
+    /// public web roots.
+    pub fingerprint: Option<[u8; 32]>,
+    /// The bound of every call.
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for RemoteConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // never the token
+        f.debug_struct("RemoteConfig")
+            .field("url", &self.url)
+            .field("fingerprint", &self.fingerprint.is_some())
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a remote desktop could not be reached.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// The URL is not one this adapter can use.
+    #[error("{0}")]
+    Url(String),
+    /// The server refused the token.
+    #[error(
+        "the served desktop at {0} refused the token (401); check the token in --token-file or \
+         UFO_REMOTE_TOKEN (make one on that machine with `ufo serve token add NAME`)"
+    )]
+    Token(String),
+    /// Too many failed attempts from this address.
+    #[error(
+        "the served desktop at {0} locked this address out after failed token attempts (429); \
+         wait a minute and check the token in --token-file or UFO_REMOTE_TOKEN"
+    )]
+    LockedOut(String),
+    /// Anything else while connecting.
+    #[error(
+        "cannot reach the served desktop at {url}: {reason}; check that `ufo serve` runs there, \
+         the address and port, and (for https) the --fingerprint it printed"
+    )]
+    Connect {
+        /// The URL.
+        url: String,
+        /// What failed.
+        reason: String,
+    },
+}
+
+/// A desktop served by `ufo serve` on another machine (or another session of this one).
+pub struct RemoteDesktop {
+    url: String,
+    service: RunningService<RoleClient, ()>,
+    timeout: Duration,
+    /// Set once the device is lost: every later call fails at once with it.
+    lost: Mutex<Option<String>>,
+    last_changed: Mutex<Option<bool>>,
+    final_state: Mutex<Option<Value>>,
+}
+
+/// The URL `remote:` names, checked: `https://`, or `http://` on a loopback host only; the
+/// path `/mcp` when none is given.
+pub fn normalise_url(url: &str) -> Result<String, RemoteError> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| {
+        RemoteError::Url(format!(
+            "--desktop remote:{url}: not a URL ({e}); write remote:https://HOST:PORT"
+        ))
+    })?;
+    let loopback = match parsed.host_str() {
+        Some(h) => {
+            h.eq_ignore_ascii_case("localhost")
+                || h.trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|a| a.is_loopback())
+        }
+        None => {
+            return Err(RemoteError::Url(format!(
+                "--desktop remote:{url}: no host; write remote:https://HOST:PORT"
+            )))
+        }
+    };
+    match parsed.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        "http" => {
+            return Err(RemoteError::Url(format!(
+                "--desktop remote:{url}: plain http is allowed on a loopback address only; \
+                 serve with `ufo serve --tls` and use remote:https://… with --fingerprint"
+            )))
+        }
+        other => {
+            return Err(RemoteError::Url(format!(
+                "--desktop remote:{url}: the scheme {other:?} is not http or https"
+            )))
+        }
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(RemoteError::Url(
+            "--desktop remote:URL must not carry credentials; give the token with --token-file \
+             or UFO_REMOTE_TOKEN"
+                .into(),
+        ));
+    }
+    let mut parsed = parsed;
+    if parsed.path().is_empty() || parsed.path() == "/" {
+        parsed.set_path("/mcp");
+    }
+    Ok(parsed.to_string())
+}
+
+impl RemoteDesktop {
+    /// Connect and complete the MCP handshake (bounded by the config's timeout).
+    pub async fn connect(config: RemoteConfig) -> Result<Self, RemoteError> {
+        let url = normalise_url(&config.url)?;
+        let connect_error = |reason: String| RemoteError::Connect {
+            url: url.clone(),
+            reason,
+        };
+        let mut http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            // the token must not follow a redirect to another host
+            .redirect(reqwest::redirect::Policy::none());
+        if let Some(pin) = config.fingerprint {
+            http = http.use_preconfigured_tls(crate::http::tls::pinned_client_config(pin));
+        }
+        let http = http.build().map_err(|e| connect_error(e.to_string()))?;
+        let transport = StreamableHttpClientTransport::with_client(
+            http,
+            StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                .auth_header(config.token.clone()),
+        );
+        let service = match tokio::time::timeout(config.timeout, ().serve(transport)).await {
+            Err(_) => {
+                return Err(connect_error(format!(
+                    "no answer within {} s",
+                    config.timeout.as_secs()
+                )))
+            }
+            Ok(Err(e)) => {
+                let reason = scrub(&format!("{e:#}"), &config.token);
+                return Err(
+                    if reason.contains("401")
+                        || reason.contains("Unauthorized")
+                        || reason.contains("Auth required")
+                    {
+                        RemoteError::Token(url)
+                    } else if reason.contains("429") {
+                        RemoteError::LockedOut(url)
+                    } else {
+                        connect_error(reason)
+                    },
+                );
+            }
+            Ok(Ok(s)) => s,
+        };
+        Ok(Self {
+            url,
+            service,
+            timeout: config.timeout,
+            lost: Mutex::new(None),
+            last_changed: Mutex::new(None),
+            final_state: Mutex::new(None),
+        })
+    }
+
+    /// The server's URL (no credentials in it).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Call one tool, bounded; a transport failure or timeout loses the device.
+    async fn call(&self, name: &str, args: Value) -> Result<CallToolResult, DesktopError> {
+        if let Some(why) = self.lost.lock().ok().and_then(|l| l.clone()) {
+            return Err(DesktopError::Lost(why));
+        }
+        let arguments = match args {
+            Value::Object(m) => Some(m),
+            _ => None,
+        };
+        let params = CallToolRequestParams {
+            meta: None,
+            name: name.to_string().into(),
+            arguments,
+            task: None,
+        };
+        let outcome = tokio::time::timeout(self.timeout, self.service.call_tool(params)).await;
+        let why = match outcome {
+            Ok(Ok(result)) => return Ok(result),
+            Ok(Err(e)) => format!("{} did not answer {name}: {e}", self.url),
+            Err(_) => format!(
+                "{} did not answer {name} within {} s",
+                self.url,
+                self.timeout.as_secs()
+            ),
+        };
+        let why = format!("{why}; check that `ufo serve` still runs there and the network between");
+        if let Ok(mut l) = self.lost.lock() {
+            l.get_or_insert(why.clone());
+        }
+        Err(DesktopError::Lost(why))
+    }
+
+    /// Call a tool and read its answer: the text of a success, or the error it reports.
+    async fn call_ok(&self, name: &str, args: Value) -> Result<CallToolResult, DesktopError> {
+        let result = self.call(name, args).await?;
+        if result.is_error != Some(true) {
+            return Ok(result);
+        }
+        if let Some(e) = result
+            .structured_content
+            .as_ref()
+            .and_then(desktop_error_from_json)
+        {
+            return Err(e);
+        }
+        Err(DesktopError::ActionFailed(format!(
+            "the served desktop answered {name} with an error: {}",
+            text_of(&result)
+        )))
+    }
+
+    /// The JSON of a tool's first text content.
+    fn json_of(name: &str, result: &CallToolResult) -> Result<Value, DesktopError> {
+        serde_json::from_str(&text_of(result)).map_err(|e| {
+            DesktopError::Backend(format!(
+                "the served desktop's {name} answer is not the JSON expected ({e}); is it an \
+                 older or newer ufo serve?"
+            ))
+        })
+    }
+
+    async fn listing(&self) -> Result<Value, DesktopError> {
+        let r = self.call_ok("list_windows", json!({})).await?;
+        Self::json_of("list_windows", &r)
+    }
+}
+
+/// The first text content of a result.
+fn text_of(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .find_map(|c| c.as_text().map(|t| t.text.clone()))
+        .unwrap_or_default()
+}
+
+/// Remove the token from a text, should a library have put it there.
+fn scrub(text: &str, token: &str) -> String {
+    if token.is_empty() {
+        text.to_string()
+    } else {
+        text.replace(token, "[token]")
+    }
+}
+
+fn field<T: serde::de::DeserializeOwned>(
+    v: &Value,
+    key: &str,
+    tool: &str,
+) -> Result<T, DesktopError> {
+    serde_json::from_value(v.get(key).cloned().unwrap_or(Value::Null)).map_err(|e| {
+        DesktopError::Backend(format!(
+            "the served desktop's {tool} answer has no valid {key:?} ({e})"
+        ))
+    })
+}
+
+/// A PNG image content as a [`Screenshot`] (its size read from the PNG header).
+fn screenshot_of(data: &str) -> Option<Screenshot> {
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .ok()?;
+    // the IHDR chunk: width and height, big-endian, at bytes 16..24
+    let width = u32::from_be_bytes(png.get(16..20)?.try_into().ok()?);
+    let height = u32::from_be_bytes(png.get(20..24)?.try_into().ok()?);
+    Some(Screenshot {
+        png: Arc::new(png),
+        width,
+        height,
+    })
+}
+
+#[async_trait]
+impl Desktop for RemoteDesktop {
+    async fn windows(&self) -> Result<Vec<WindowInfo>, DesktopError> {
+        field(&self.listing().await?, "windows", "list_windows")
+    }
+
+    async fn launchable(&self) -> Result<Vec<LaunchableApp>, DesktopError> {
+        field(&self.listing().await?, "launchable", "list_windows")
+    }
+
+    async fn desktop_screenshot(&self) -> Result<Option<Screenshot>, DesktopError> {
+        Ok(None)
+    }
+
+    async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError> {
+        let r = self
+            .call_ok(
+                "observe_window",
+                json!({"window": window_id, "clean_screenshot": true}),
+            )
+            .await?;
+        let v = Self::json_of("observe_window", &r)?;
+        let window: WindowInfo = field(&v, "window", "observe_window")?;
+        let controls: Vec<Control> = field(&v, "controls", "observe_window")?;
+        let warnings: Vec<String> =
+            serde_json::from_value(v.get("warnings").cloned().unwrap_or(json!([])))
+                .unwrap_or_default();
+        let kinds: Vec<String> =
+            serde_json::from_value(v.get("images").cloned().unwrap_or(json!(["annotated"])))
+                .unwrap_or_default();
+        let images = r
+            .content
+            .iter()
+            .filter_map(|c| c.as_image().and_then(|i| screenshot_of(&i.data)));
+        let (mut screenshot, mut annotated) = (None, None);
+        for (kind, shot) in kinds.iter().zip(images) {
+            match kind.as_str() {
+                "screenshot" => screenshot = Some(shot),
+                _ => annotated = Some(shot),
+            }
+        }
+        Ok(WindowObservation {
+            window,
+            controls,
+            screenshot,
+            annotated,
+            warnings,
+        })
+    }
+
+    async fn act(
+        &self,
+        window_id: &str,
+        control_id: Option<&str>,
+        action: &UiAction,
+    ) -> Result<String, DesktopError> {
+        let mut args = Map::new();
+        args.insert("window".into(), json!(window_id));
+        args.insert("function".into(), json!(action.name()));
+        args.insert("args".into(), action_args(action));
+        if let Some(c) = control_id {
+            args.insert("control_id".into(), json!(c));
+        }
+        args.insert("settle".into(), json!(true));
+        args.insert("final_state".into(), json!(true));
+        let r = self.call_ok("act", Value::Object(args)).await?;
+        let s = r.structured_content.clone().unwrap_or(Value::Null);
+        if let Ok(mut c) = self.last_changed.lock() {
+            *c = s.get("changed").and_then(Value::as_bool);
+        }
+        if let Some(f) = s.get("final_state").filter(|f| !f.is_null()) {
+            if let Ok(mut state) = self.final_state.lock() {
+                *state = Some(f.clone());
+            }
+        }
+        Ok(match s.get("result").and_then(Value::as_str) {
+            Some(result) => result.to_string(),
+            None => text_of(&r),
+        })
+    }
+
+    async fn launch(&self, app: &str) -> Result<WindowInfo, DesktopError> {
+        let r = self.call_ok("launch_app", json!({"name": app})).await?;
+        field(&Self::json_of("launch_app", &r)?, "launched", "launch_app")
+    }
+
+    async fn shell(&self, command: &str) -> Result<ShellOutput, DesktopError> {
+        Err(DesktopError::Unsupported(format!(
+            "a remote desktop runs no shell commands ({command:?}); launch applications by \
+             name instead"
+        )))
+    }
+
+    async fn settle(&self) {
+        // the server settles after each act (`settle: true`)
+    }
+
+    async fn activate(&self, window_id: &str) -> Result<(), DesktopError> {
+        self.window_function(window_id, "activate_window").await
+    }
+
+    async fn close(&self, window_id: &str) -> Result<(), DesktopError> {
+        self.window_function(window_id, "close_window").await
+    }
+
+    fn last_action_changed(&self) -> Option<bool> {
+        self.last_changed.lock().ok().and_then(|c| *c)
+    }
+
+    fn final_state(&self) -> Option<Value> {
+        self.final_state.lock().ok().and_then(|s| s.clone())
+    }
+}
+
+impl RemoteDesktop {
+    async fn window_function(&self, window_id: &str, function: &str) -> Result<(), DesktopError> {
+        self.call_ok(
+            "act",
+            json!({"window": window_id, "function": function, "args": {}}),
+        )
+        .await
+        .map(|_| ())
+    }
+}
+
+/// The `args` object of a GUI function, as `act` reads it ([`UiAction::parse`]).
+fn action_args(action: &UiAction) -> Value {
+    action.args()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_get_mcp_and_plain_http_only_on_loopback() {
+        assert_eq!(
+            normalise_url("http://127.0.0.1:8377").expect("loopback"),
+            "http://127.0.0.1:8377/mcp"
+        );
+        assert_eq!(
+            normalise_url("https://lab.example:8377/mcp").expect("https"),
+            "https://lab.example:8377/mcp"
+        );
+        assert!(normalise_url("http://lab.example:8377").is_err());
+        assert!(normalise_url("ftp://127.0.0.1").is_err());
+        assert!(normalise_url("https://me:secret@lab.example").is_err());
+        assert!(normalise_url("not a url").is_err());
+    }
+
+    #[test]
+    fn the_config_never_shows_the_token() {
+        let c = RemoteConfig {
+            url: "https://lab.example".into(),
+            token: "ufo_secret".into(),
+            fingerprint: None,
+            timeout: DEFAULT_REMOTE_TIMEOUT,
+        };
+        assert!(!format!("{c:?}").contains("ufo_secret"));
+    }
+
+    #[test]
+    fn every_action_round_trips_through_act_args() {
+        for (function, args) in [
+            ("click", json!({"button": "left", "double": false})),
+            ("set_text", json!({"text": "hello"})),
+            ("type_keys", json!({"keys": "{ctrl+s}"})),
+            ("read_text", json!({})),
+            ("click_at", json!({"x": 3, "y": 4})),
+        ] {
+            let action = UiAction::parse(function, &args).expect("parses");
+            let back = UiAction::parse(action.name(), &action_args(&action)).expect("again");
+            assert_eq!(back, action, "{function}");
+        }
+    }
+
+    #[test]
+    fn desktop_errors_survive_the_wire() {
+        for e in [
+            DesktopError::NoWindow("w1".into()),
+            DesktopError::NoControl {
+                window: "w".into(),
+                control: "c".into(),
+            },
+            DesktopError::Timeout(5),
+            DesktopError::ActionFailed("no".into()),
+        ] {
+            let v = crate::server::desktop_error_json(&e);
+            let back = desktop_error_from_json(&v).expect("known kind");
+            assert_eq!(back.to_string(), e.to_string());
+        }
+    }
+}
