@@ -617,16 +617,16 @@ fn the_agent_flips_and_exports_an_image_in_gimp() {
         keys("t", "CONTINUE"),
         keys("h", "CONTINUE"),
         keys("{shift+ctrl+e}", "CONTINUE"),
-        // the Export Image dialog's name field (GTK 2 labels it after the folder row)
+        // the Export Image dialog's name field, named by the label that points at it
         app_line(
-            "Save in folder",
+            "Name",
             "",
             "set_text",
             json!({"text": output.display().to_string()}),
             "CONTINUE",
         ),
         app_line(
-            "Save in folder",
+            "Name",
             "",
             "type_keys",
             json!({"keys": "{ENTER}"}),
@@ -763,8 +763,7 @@ fn the_agent_follows_gimps_preferences_window_and_changes_a_setting() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let input = tmp.path().join(format!("prefs-{}.png", guard.token));
     write_png(&input, 2, 2, |_, _| [0, 128, 0]);
-    let undo = "Sets the minimal number of operations that can be undone. More undo levels are \
-                kept available until the undo-size limit is reached.";
+    let undo = "Minimal number of undo levels";
     let lines = [
         // a host Bash launch returns once GIMP's window is there
         line(

@@ -812,8 +812,8 @@ fn gimp_gimprc(ctx: &Ctx) -> PathBuf {
 }
 
 /// GIMP names its Preferences spin buttons by their tooltips.
-const GIMP_UNDO_LEVELS: &str = "Sets the minimal number of operations that can be undone. More undo levels are kept available until the undo-size limit is reached.";
-const GIMP_THREADS: &str = "Sets how many threads GIMP should use for operations that support it.";
+const GIMP_UNDO_LEVELS: &str = "Minimal number of undo levels";
+const GIMP_THREADS: &str = "Number of threads to use";
 
 /// Set the spin button `name` of GIMP's Preferences (System Resources, its first page) to
 /// `value`, press OK and quit GIMP (it writes gimprc when it quits; a signal would lose it).
@@ -861,7 +861,7 @@ fn gimp_export_as(out: &Path, status_last: &str) -> Vec<String> {
         click("Export As..."),
         // Export Image is a window of its own: the fixed ufo follows it. GTK 2 names the
         // file name field after the folder row.
-        set_text("Save in folder", &out.display().to_string()),
+        set_text("Name", &out.display().to_string()),
         // the PNG options come next from the PNG plug-in, a window of another process: the
         // host hands it over once it is there
         click("Export"),
