@@ -86,7 +86,7 @@ pub(crate) fn field_name(e: &FieldEvidence) -> String {
     if let Some(r) = e
         .relation
         .as_deref()
-        .map(label_as_name)
+        .map(|r| without_value(&label_as_name(r), e.value.as_deref()))
         .filter(|r| !r.is_empty())
     {
         return r;
@@ -107,6 +107,19 @@ pub(crate) fn field_name(e: &FieldEvidence) -> String {
         .or_else(|| e.parent.as_deref().and_then(usable))
         .or_else(|| usable(&e.description))
         .unwrap_or_default()
+}
+
+/// A label's text without the field's value at its end: a label that holds its field (an
+/// HTML `<label>Plan <select>…</label>`) reads the field's chosen option as part of its text
+/// ("Plan Free"), and the name must not change with the choice.
+fn without_value(label: &str, value: Option<&str>) -> String {
+    let v = value.map(collapse_ws).unwrap_or_default();
+    match label.strip_suffix(v.as_str()) {
+        Some(rest) if !v.is_empty() && rest.ends_with(' ') && !rest.trim().is_empty() => {
+            label_as_name(rest)
+        }
+        _ => label.to_string(),
+    }
 }
 
 /// How a display is shown: named by its description ("Result Display"), its text as its
@@ -205,6 +218,17 @@ mod tests {
         let mut e = ev("Search");
         e.beside = Some("Find:".into());
         assert_eq!(field_name(&e), "Search");
+        // a label holding its field reads the field's choice too (Firefox: `<label>Plan
+        // <select>`): the name is the label's own words
+        let mut e = ev("Plan");
+        e.value = Some("Free".into());
+        e.relation = Some("Plan Free".into());
+        assert_eq!(field_name(&e), "Plan");
+        // ... but a label that only equals the value, or does not end with it, is kept
+        e.relation = Some("Free".into());
+        assert_eq!(field_name(&e), "Free");
+        e.relation = Some("Freedom plan".into());
+        assert_eq!(field_name(&e), "Freedom plan");
         // a toolkit type name is no name
         let mut e = ev("GtkEntry");
         e.beside = Some("Name:".into());
