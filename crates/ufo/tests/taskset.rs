@@ -1083,7 +1083,7 @@ fn gte_save(ctx: &Ctx, text: &str, name: &str) -> Task {
         keys("EditorSourceView", text),
         keys("EditorSourceView", "{ctrl+shift+s}"),
         // the GTK 4 Save As dialog is modal: only its controls are listed
-        set_text("Name:", &file.display().to_string()),
+        set_text("Name", &file.display().to_string()),
         click_done("Save"),
         host_finish(),
     ];
@@ -1114,7 +1114,7 @@ fn kate_save(ctx: &Ctx, text: &str, name: &str) -> Task {
         click("File"),
         click("Save As..."),
         // the KDE Save dialog is modal: only its controls are listed
-        set_text("File name:", &file.display().to_string()),
+        set_text("File name", &file.display().to_string()),
         click_done("Save"),
         host_finish(),
     ];

@@ -496,7 +496,7 @@ fn a_gtk4_save_dialog_hides_the_window_under_it_and_saves_by_name() {
         window: "gnome-text-editor",
         new_document: None,
         main_controls: &["button \"Open\"", "button \"Menu\""],
-        name_field: "Name:",
+        name_field: "Name",
         save_button: "Save",
         start_within: Duration::from_secs(60),
     });
@@ -513,7 +513,7 @@ fn a_kde_save_dialog_hides_the_window_under_it_and_saves_by_name() {
         window: "kate",
         new_document: Some(("ctrl+n", "Untitled")),
         main_controls: &["menu item \"File\"", "button \"Save As\""],
-        name_field: "File name:",
+        name_field: "File name",
         save_button: "Save",
         start_within: Duration::from_secs(180),
     });
