@@ -252,11 +252,12 @@ pub fn to_blob(v: &[f32]) -> Vec<u8> {
 
 /// A BLOB column back as a vector (`None` when its length is not whole numbers).
 pub fn from_blob(b: &[u8]) -> Option<Vec<f32>> {
-    if b.len() % 4 != 0 {
+    let chunks = b.chunks_exact(4);
+    if !chunks.remainder().is_empty() {
         return None;
     }
     Some(
-        b.chunks_exact(4)
+        chunks
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect(),
     )
