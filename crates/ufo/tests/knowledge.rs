@@ -451,8 +451,11 @@ fn fake_embeddings(hang: bool) -> String {
         }
         v
     }
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port on 127.0.0.1");
+    let url = format!(
+        "http://{}/v1",
+        listener.local_addr().expect("the fake endpoint's address")
+    );
     std::thread::spawn(move || {
         for mut stream in listener.incoming().flatten() {
             std::thread::spawn(move || {
@@ -483,13 +486,14 @@ fn fake_embeddings(hang: bool) -> String {
                     std::thread::sleep(std::time::Duration::from_secs(60));
                     return;
                 }
-                let req: Value = serde_json::from_slice(&buf[end..end + len]).unwrap();
+                let req: Value =
+                    serde_json::from_slice(&buf[end..end + len]).expect("a JSON request");
                 let data: Vec<Value> = req["input"]
                     .as_array()
-                    .unwrap()
+                    .expect("an input array")
                     .iter()
                     .enumerate()
-                    .map(|(i, t)| serde_json::json!({"index": i, "embedding": vector(t.as_str().unwrap())}))
+                    .map(|(i, t)| serde_json::json!({"index": i, "embedding": vector(t.as_str().unwrap_or_default())}))
                     .collect();
                 let body = serde_json::json!({ "data": data }).to_string();
                 let _ = write!(
