@@ -8,6 +8,7 @@
 
 pub mod apps;
 pub mod discover;
+pub mod embed;
 pub mod experience;
 pub mod extract;
 pub mod query;

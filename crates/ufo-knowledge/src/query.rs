@@ -249,7 +249,7 @@ fn phrases(text: &str) -> Vec<String> {
 }
 
 /// Every word of `text` in order (repeats kept), lowercased, bounded.
-fn words_in_order(text: &str) -> Vec<String> {
+pub fn words_in_order(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .take(MAX_TERMS * 2)
@@ -274,9 +274,17 @@ pub fn or_of(terms: &[String]) -> Option<String> {
 /// The match expression of the store's search: the meaningful words OR-ed over the text
 /// columns, and, for an application, only its pages (`apps` column).
 pub fn match_expression(text: &str, app_tag: Option<&str>) -> Option<String> {
+    let terms = or_of(&query_terms(text))?;
+    let text = format!("{{title headings keywords body}} : ({terms})");
+    Some(scoped(text, app_tag))
+}
+
+/// The words, the help's words for them and the phrases of `text`, OR-ed in a match
+/// expression.
+fn query_terms(text: &str) -> Vec<String> {
     let mut all = terms(text);
     if all.is_empty() {
-        return None;
+        return all;
     }
     for t in all.clone() {
         for s in synonyms(&t) {
@@ -286,12 +294,36 @@ pub fn match_expression(text: &str, app_tag: Option<&str>) -> Option<String> {
         }
     }
     all.extend(phrases(text));
-    let terms = or_of(&all)?;
-    let text = format!("{{title headings keywords body}} : ({terms})");
-    Some(match app_tag {
+    all
+}
+
+/// As [`match_expression`] (the same documents, the same ranking), but only the terms with a
+/// word for which `tag_word` holds (a word that may be in the `apps` or `kind` columns) carry
+/// the column filter: a column filter makes FTS5 read the positions of every document its
+/// term matches, and the other terms cannot match those columns anyway.
+pub fn fast_match_expression(
+    text: &str,
+    app_tag: Option<&str>,
+    tag_word: &dyn Fn(&str) -> bool,
+) -> Option<String> {
+    let all = query_terms(text);
+    let (tagged, plain): (Vec<String>, Vec<String>) =
+        all.into_iter().partition(|t| t.split(' ').any(tag_word));
+    let text = match (or_of(&plain), or_of(&tagged)) {
+        (None, None) => return None,
+        (Some(p), None) => format!("({p})"),
+        (None, Some(t)) => format!("{{title headings keywords body}} : ({t})"),
+        (Some(p), Some(t)) => format!("({p} OR {{title headings keywords body}} : ({t}))"),
+    };
+    Some(scoped(text, app_tag))
+}
+
+/// `text` limited to an application's pages.
+fn scoped(text: String, app_tag: Option<&str>) -> String {
+    match app_tag {
         Some(app) => format!("apps : \"{}\" AND {text}", app.replace('"', "")),
         None => text,
-    })
+    }
 }
 
 /// The plain baseline's match expression: every word of the request OR-ed, nothing dropped.
@@ -355,5 +387,19 @@ mod tests {
                 proptest::prop_assert!(w.chars().all(char::is_alphanumeric));
             }
         }
+    }
+
+    #[test]
+    fn only_words_that_may_be_tags_keep_the_column_filter() {
+        let tag = |w: &str| w == "calc";
+        let e = fast_match_expression("freeze rows in calc", Some("calc"), &tag).unwrap();
+        assert_eq!(
+            e,
+            "apps : \"calc\" AND (\"freeze\" OR \"rows\" OR \"freeze rows\" OR {title headings keywords body} : (\"calc\"))"
+        );
+        let none = |_: &str| false;
+        let e = fast_match_expression("freeze rows", None, &none).unwrap();
+        assert_eq!(e, "(\"freeze\" OR \"rows\" OR \"freeze rows\")");
+        assert_eq!(fast_match_expression("how do I", None, &none), None);
     }
 }

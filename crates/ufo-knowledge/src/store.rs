@@ -5,8 +5,16 @@
 //! body with the Porter stemmer, and the applications it serves in `apps`. The file is in WAL
 //! mode with a busy timeout, and every write is one `BEGIN IMMEDIATE` transaction, so several
 //! processes (parallel batch jobs) can save at once without losing or failing a write.
+//!
+//! With an embeddings endpoint ([`Store::set_embedder`]), each saved document also gets a
+//! vector (table `embeddings`, keyed by the document's id, with the model's name), and a
+//! search fuses the lexical ranking with the cosine ranking of the same application's
+//! documents (reciprocal-rank fusion, [`crate::embed::fuse`]). A failed request leaves the
+//! documents lexical-only; the first failure is kept for the caller to show
+//! ([`Store::embed_warning`]) and the endpoint is not asked again by this store.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -15,6 +23,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
 use ufo_core::knowledge::{Knowledge, KnowledgeError, KnowledgeKind, KnowledgeQuery, Snippet};
 
+use crate::embed::{self, Embedder};
 use crate::extract::{clip, Page};
 use crate::query;
 
@@ -24,6 +33,9 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 pub const HIT_TEXT_CHARS: usize = 1_500;
 /// Most hits one search returns.
 pub const MAX_TOP: usize = 100;
+
+/// Most lexical and most vector candidates fused per kind when embeddings are on.
+pub const FUSE_CANDIDATES: usize = 50;
 
 /// The store's file name under the data directory.
 pub const FILE_NAME: &str = "knowledge.sqlite";
@@ -182,6 +194,15 @@ pub struct Store {
     conn: Connection,
     path: PathBuf,
     weights: Weights,
+    /// The embeddings endpoint, when configured.
+    embedder: Option<Embedder>,
+    /// Set after the endpoint failed once: it is not asked again.
+    embed_down: AtomicBool,
+    /// The first failure, for the caller to show once.
+    embed_warning: Mutex<Option<String>>,
+    /// The words of the `apps` and `kind` columns (read on the first search; cleared by a
+    /// write): only query words like them need the column filter.
+    tag_words: Mutex<Option<Vec<String>>>,
 }
 
 /// The store's default file: `$XDG_DATA_HOME/ufo/knowledge.sqlite`, else
@@ -212,6 +233,11 @@ CREATE TABLE IF NOT EXISTS docs(
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
     title, headings, keywords, body, apps, kind,
     tokenize = 'porter unicode61'
+);
+CREATE TABLE IF NOT EXISTS embeddings(
+    id INTEGER PRIMARY KEY,
+    model TEXT NOT NULL,
+    vec BLOB NOT NULL
 );
 ";
 
@@ -244,6 +270,10 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             weights: Weights::default(),
+            embedder: None,
+            embed_down: AtomicBool::new(false),
+            embed_warning: Mutex::new(None),
+            tag_words: Mutex::new(None),
         })
     }
 
@@ -262,6 +292,56 @@ impl Store {
         self.weights = weights;
     }
 
+    /// Embed documents at save time and queries at search time with `embedder` (`None`:
+    /// lexical ranking only).
+    pub fn set_embedder(&mut self, embedder: Option<Embedder>) {
+        self.embedder = embedder;
+        self.embed_down.store(false, Ordering::Relaxed);
+    }
+
+    /// The first embeddings failure of this store, if any (once: taking it clears it).
+    pub fn embed_warning(&self) -> Option<String> {
+        self.embed_warning.lock().ok().and_then(|mut w| w.take())
+    }
+
+    /// The embedder, unless it failed before.
+    fn live_embedder(&self) -> Option<&Embedder> {
+        self.embedder
+            .as_ref()
+            .filter(|_| !self.embed_down.load(Ordering::Relaxed))
+    }
+
+    /// Note a failed request: the endpoint is not asked again; the first failure is kept.
+    fn embed_failed(&self, what: String) {
+        self.embed_down.store(true, Ordering::Relaxed);
+        if let Ok(mut w) = self.embed_warning.lock() {
+            w.get_or_insert(what);
+        }
+    }
+
+    /// The vectors of `docs` (all `None` without an embedder or when the request failed).
+    fn document_vectors(&self, docs: &[Document]) -> Vec<Option<Vec<f32>>> {
+        let Some(e) = self.live_embedder().filter(|_| !docs.is_empty()) else {
+            return vec![None; docs.len()];
+        };
+        let texts: Vec<String> = docs
+            .iter()
+            .map(|d| {
+                let p = &d.page;
+                format!("{}\n{}\n{}\n{}", p.title, p.headings, p.keywords, p.body)
+            })
+            .collect();
+        match e.embed_documents(&texts) {
+            Ok(v) => v.into_iter().map(Some).collect(),
+            Err(err) => {
+                self.embed_failed(format!(
+                    "{err}; the documents were saved for lexical search only"
+                ));
+                vec![None; docs.len()]
+            }
+        }
+    }
+
     fn err(&self, source: rusqlite::Error) -> StoreError {
         StoreError::Sqlite {
             path: self.path.display().to_string(),
@@ -272,6 +352,9 @@ impl Store {
     /// Save `docs` in one transaction; a document already stored under the same kind and
     /// location is replaced. Returns how many were saved.
     pub fn save(&mut self, docs: &[Document]) -> Result<usize, StoreError> {
+        // asked before the write transaction, so other writers do not wait on the network
+        let vectors = self.document_vectors(docs);
+        let model = self.embedder.as_ref().map(|e| e.model().to_string());
         let path = self.path.display().to_string();
         let err = |source| StoreError::Sqlite {
             path: path.clone(),
@@ -301,7 +384,13 @@ impl Store {
                     "INSERT INTO docs_fts(rowid, title, headings, keywords, body, apps, kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 )
                 .map_err(err)?;
-            for d in docs {
+            let mut unembed = tx
+                .prepare_cached("DELETE FROM embeddings WHERE id = ?1")
+                .map_err(err)?;
+            let mut embed = tx
+                .prepare_cached("INSERT INTO embeddings(id, model, vec) VALUES (?1, ?2, ?3)")
+                .map_err(err)?;
+            for (d, vector) in docs.iter().zip(&vectors) {
                 let apps = d.apps.join(" ");
                 let id: i64 = match find
                     .query_row(params![d.kind.as_str(), d.location], |r| r.get(0))
@@ -313,6 +402,7 @@ impl Store {
                             .execute(params![id, d.source, apps, d.page.title])
                             .map_err(err)?;
                         unindex.execute(params![id]).map_err(err)?;
+                        unembed.execute(params![id]).map_err(err)?;
                         id
                     }
                     None => {
@@ -339,9 +429,15 @@ impl Store {
                         d.kind.as_str()
                     ])
                     .map_err(err)?;
+                if let (Some(v), Some(model)) = (vector, &model) {
+                    embed
+                        .execute(params![id, model, embed::to_blob(v)])
+                        .map_err(err)?;
+                }
             }
         }
         tx.commit().map_err(err)?;
+        self.forget_tag_words();
         Ok(docs.len())
     }
 
@@ -355,16 +451,36 @@ impl Store {
         } else {
             req.kinds.clone()
         };
+        let tag_words = self.tag_words()?;
+        let tag = |w: &str| is_tag_word(w, &tag_words);
+        let query_vector = self.query_vector(&req.text)?;
+        // with a vector, more lexical candidates are fused than are shown
+        let lexical_top = match query_vector {
+            Some(_) => top.max(FUSE_CANDIDATES),
+            None => top,
+        };
         let mut hits = Vec::new();
         for kind in kinds {
             let mut found = Vec::new();
-            if let Some(expr) = query::match_expression(&req.text, app.as_deref()) {
-                found = self.run(&expr, kind, top)?;
+            let mut scoped = app.clone();
+            let Some(only) = self.kind_filter(kind)? else {
+                continue; // no document of this kind
+            };
+            if let Some(expr) = query::fast_match_expression(&req.text, app.as_deref(), &tag) {
+                found = self.run(&expr, kind, only, lexical_top)?;
             }
             if found.is_empty() && app.is_some() {
-                if let Some(expr) = query::match_expression(&req.text, None) {
-                    found = self.run(&expr, kind, top)?;
+                if let Some(expr) = query::fast_match_expression(&req.text, None, &tag) {
+                    found = self.run(&expr, kind, only, lexical_top)?;
                 }
+                if query_vector.is_some()
+                    && (!found.is_empty() || !self.has_app(kind, app.as_deref())?)
+                {
+                    scoped = None;
+                }
+            }
+            if let Some((model, v)) = &query_vector {
+                found = self.fuse(found, kind, scoped.as_deref(), model, v, top)?;
             }
             hits.extend(found);
         }
@@ -372,15 +488,190 @@ impl Store {
         Ok(hits)
     }
 
+    /// Whether documents of `kind` are stored (`None`: none) and whether documents of other
+    /// kinds are too (`Some(true)`: the kind must be matched; `Some(false)`: every document is
+    /// of this kind, and matching it would only cost time).
+    fn kind_filter(&self, kind: KnowledgeKind) -> Result<Option<bool>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT EXISTS(SELECT 1 FROM docs WHERE kind = ?1),
+                        EXISTS(SELECT 1 FROM docs WHERE kind < ?1),
+                        EXISTS(SELECT 1 FROM docs WHERE kind > ?1)",
+            )
+            .map_err(|e| self.err(e))?;
+        let (this, before, after): (bool, bool, bool) = stmt
+            .query_row(params![kind.as_str()], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .map_err(|e| self.err(e))?;
+        Ok(this.then_some(before || after))
+    }
+
+    /// The words of the `apps` and `kind` columns, read once until the next write.
+    fn tag_words(&self) -> Result<Vec<String>, StoreError> {
+        if let Some(words) = self.tag_words.lock().ok().and_then(|w| w.clone()) {
+            return Ok(words);
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT DISTINCT apps FROM docs UNION SELECT DISTINCT kind FROM docs")
+            .map_err(|e| self.err(e))?;
+        let columns = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        let mut words: Vec<String> = columns
+            .iter()
+            .flat_map(|c| query::words_in_order(c))
+            .collect();
+        words.sort();
+        words.dedup();
+        if let Ok(mut w) = self.tag_words.lock() {
+            *w = Some(words.clone());
+        }
+        Ok(words)
+    }
+
+    fn forget_tag_words(&self) {
+        if let Ok(mut w) = self.tag_words.lock() {
+            *w = None;
+        }
+    }
+
+    /// The query's vector and the model it is of, when documents of that model are stored and
+    /// the endpoint answers within its query timeout (a failure: lexical ranking alone).
+    fn query_vector(&self, text: &str) -> Result<Option<(String, Vec<f32>)>, StoreError> {
+        let Some(e) = self.live_embedder() else {
+            return Ok(None);
+        };
+        let stored: bool = self
+            .conn
+            .prepare_cached("SELECT EXISTS(SELECT 1 FROM embeddings WHERE model = ?1)")
+            .and_then(|mut s| s.query_row(params![e.model()], |r| r.get(0)))
+            .map_err(|err| self.err(err))?;
+        if !stored || text.trim().is_empty() {
+            return Ok(None);
+        }
+        match e.embed_query(text) {
+            Ok(v) => Ok(Some((e.model().to_string(), v))),
+            Err(err) => {
+                self.embed_failed(format!("{err}; searching lexically"));
+                Ok(None)
+            }
+        }
+    }
+
+    /// Whether some document of `kind` serves `app`.
+    fn has_app(&self, kind: KnowledgeKind, app: Option<&str>) -> Result<bool, StoreError> {
+        self.conn
+            .prepare_cached(
+                "SELECT EXISTS(SELECT 1 FROM docs WHERE kind = ?1
+                   AND (?2 IS NULL OR (' ' || apps || ' ') LIKE ('% ' || ?2 || ' %')))",
+            )
+            .and_then(|mut s| s.query_row(params![kind.as_str(), app], |r| r.get(0)))
+            .map_err(|e| self.err(e))
+    }
+
+    /// `lexical` (best first) fused with the documents of `kind` (and `app`) closest to
+    /// `vector` by cosine: reciprocal-rank fusion of both rankings, the best `top`, scored by
+    /// their fused score.
+    fn fuse(
+        &self,
+        lexical: Vec<Hit>,
+        kind: KnowledgeKind,
+        app: Option<&str>,
+        model: &str,
+        vector: &[f32],
+        top: usize,
+    ) -> Result<Vec<Hit>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT e.id, e.vec FROM embeddings e JOIN docs d ON d.id = e.id
+                 WHERE d.kind = ?1 AND e.model = ?2
+                   AND (?3 IS NULL OR (' ' || d.apps || ' ') LIKE ('% ' || ?3 || ' %'))",
+            )
+            .map_err(|e| self.err(e))?;
+        let mut near: Vec<(i64, f32)> = stmt
+            .query_map(params![kind.as_str(), model, app], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+            })
+            .map_err(|e| self.err(e))?
+            .filter_map(|r| r.ok())
+            .filter_map(|(id, blob)| Some((id, embed::cosine(&embed::from_blob(&blob)?, vector))))
+            .collect();
+        near.sort_by(|a, b| b.1.total_cmp(&a.1));
+        near.truncate(FUSE_CANDIDATES);
+        let id_of = |h: &Hit| {
+            h.id.rsplit(':')
+                .next()
+                .and_then(|n| n.parse::<i64>().ok())
+                .unwrap_or(-1)
+        };
+        let fused = embed::fuse(&[
+            lexical.iter().map(id_of).collect(),
+            near.iter().map(|(id, _)| *id).collect(),
+        ]);
+        let mut out = Vec::new();
+        for (id, score) in fused.into_iter().take(top) {
+            let hit = match lexical.iter().find(|h| id_of(h) == id) {
+                Some(h) => Some(h.clone()),
+                None => self.hit(kind, id)?,
+            };
+            if let Some(mut h) = hit {
+                h.score = score;
+                out.push(h);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The hit of document `id` (found by its vector alone).
+    fn hit(&self, kind: KnowledgeKind, id: i64) -> Result<Option<Hit>, StoreError> {
+        let sql = format!(
+            "SELECT d.title, d.location, d.source, substr(f.body, 1, {HIT_TEXT_CHARS})
+             FROM docs d JOIN docs_fts f ON f.rowid = d.id WHERE d.id = ?1"
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut s| {
+                s.query_row(params![id], |r| {
+                    Ok(Hit {
+                        kind,
+                        id: format!("{}:{id}", kind.as_str()),
+                        title: r.get(0)?,
+                        location: r.get(1)?,
+                        source: r.get(2)?,
+                        text: clip(&r.get::<_, String>(3)?, HIT_TEXT_CHARS),
+                        score: 0.0,
+                    })
+                })
+                .optional()
+            })
+            .map_err(|e| self.err(e))
+    }
+
     /// One FTS5 query for one kind: the kind is matched inside the index and the ranking is
     /// FTS5's own `rank` (so `ORDER BY rank LIMIT` stays inside FTS5), the rest joined after.
-    fn run(&self, expr: &str, kind: KnowledgeKind, top: usize) -> Result<Vec<Hit>, StoreError> {
+    /// `filter_kind`: other kinds are stored, so the kind is matched too.
+    fn run(
+        &self,
+        expr: &str,
+        kind: KnowledgeKind,
+        filter_kind: bool,
+        top: usize,
+    ) -> Result<Vec<Hit>, StoreError> {
         let w = self.weights;
         let rank = format!(
             "bm25({}, {}, {}, {}, 0.0, 0.0)",
             w.title, w.headings, w.keywords, w.body
         );
-        let expr = format!("kind : \"{}\" AND {expr}", kind.as_str());
+        let expr = match filter_kind {
+            true => format!("kind : \"{}\" AND {expr}", kind.as_str()),
+            false => expr.to_string(),
+        };
         let sql = format!(
             "SELECT d.id, d.title, d.location, d.source, s.text, s.rank FROM
                (SELECT rowid, substr(body, 1, {HIT_TEXT_CHARS}) AS text, rank FROM docs_fts
@@ -499,8 +790,11 @@ impl Store {
                 .map_err(err)?;
             tx.execute("DELETE FROM docs WHERE id = ?1", params![id])
                 .map_err(err)?;
+            tx.execute("DELETE FROM embeddings WHERE id = ?1", params![id])
+                .map_err(err)?;
         }
         tx.commit().map_err(err)?;
+        self.forget_tag_words();
         Ok(ids.len())
     }
 
@@ -531,6 +825,15 @@ impl Store {
             by_source,
         })
     }
+}
+
+/// Whether the query word `w` may match one of `tags` (the words of the `apps` and `kind`
+/// columns) once stemmed: the same start, five letters or the whole shorter word.
+fn is_tag_word(w: &str, tags: &[String]) -> bool {
+    tags.iter().any(|t| {
+        let common = w.chars().zip(t.chars()).take_while(|(a, b)| a == b).count();
+        common >= 5.min(w.chars().count()).min(t.chars().count())
+    })
 }
 
 /// The store behind the core's [`Knowledge`] port (one connection, used by one query at a
@@ -742,5 +1045,239 @@ mod tests {
         assert_eq!(snippets.len(), 1);
         assert_eq!(snippets[0].location, "/c.html");
         assert!(snippets[0].id.starts_with("docs:"));
+    }
+
+    /// A fake OpenAI-compatible `/v1/embeddings` on 127.0.0.1: each text's vector counts its
+    /// words, the words of one concept on one shared dimension (so texts that share no word
+    /// can be close), every other word on a hashed one. `hang`: it reads the request and
+    /// never answers. Returns its base URL and the number of requests it got.
+    mod fake {
+        use std::hash::{Hash, Hasher};
+        use std::io::{Read, Write};
+        use std::net::{TcpListener, TcpStream};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+
+        const DIM: usize = 256;
+        const CONCEPTS: &[&[&str]] = &[&["highlight", "conditional", "formatting"]];
+
+        pub fn vector(text: &str) -> Vec<f32> {
+            let mut v = vec![0f32; DIM];
+            for w in text
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+            {
+                let w = w.to_lowercase();
+                let dim = match CONCEPTS.iter().position(|c| c.contains(&w.as_str())) {
+                    Some(c) => c,
+                    None => {
+                        let mut h = std::collections::hash_map::DefaultHasher::new();
+                        w.hash(&mut h);
+                        CONCEPTS.len() + (h.finish() as usize) % (DIM - CONCEPTS.len())
+                    }
+                };
+                v[dim] += 1.0;
+            }
+            v
+        }
+
+        pub fn server(hang: bool) -> (String, Arc<AtomicUsize>) {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            let count = Arc::new(AtomicUsize::new(0));
+            let c = count.clone();
+            std::thread::spawn(move || {
+                for stream in listener.incoming().flatten() {
+                    c.fetch_add(1, Ordering::SeqCst);
+                    std::thread::spawn(move || answer(stream, hang));
+                }
+            });
+            (format!("http://{addr}/v1"), count)
+        }
+
+        fn answer(mut stream: TcpStream, hang: bool) {
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 8192];
+            let (head_end, len) = loop {
+                let Ok(n) = stream.read(&mut chunk) else {
+                    return;
+                };
+                if n == 0 {
+                    return;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
+                    let len = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    break (i + 4, len);
+                }
+            };
+            while buf.len() < head_end + len {
+                let Ok(n) = stream.read(&mut chunk) else {
+                    return;
+                };
+                if n == 0 {
+                    return;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            if hang {
+                std::thread::sleep(std::time::Duration::from_secs(60));
+                return;
+            }
+            let req: serde_json::Value =
+                serde_json::from_slice(&buf[head_end..head_end + len]).unwrap();
+            let data: Vec<serde_json::Value> = req["input"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    serde_json::json!({"index": i, "embedding": vector(t.as_str().unwrap())})
+                })
+                .collect();
+            let body = serde_json::json!({ "data": data }).to_string();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    }
+
+    fn embedder(url: &str, timeout_ms: u64) -> Embedder {
+        let t = Duration::from_millis(timeout_ms);
+        Embedder::new(
+            url,
+            "fake-embed",
+            embed::EmbedLimits {
+                connect: t,
+                batch: t,
+                query: t,
+            },
+        )
+    }
+
+    fn calc_pages() -> Vec<Document> {
+        vec![
+            doc(
+                "/h/cond.html",
+                &["calc"],
+                "Conditional Formatting",
+                "conditional formatting",
+                "Conditional formatting of cells.",
+            ),
+            doc(
+                "/h/numbers.html",
+                &["calc"],
+                "Number Formats",
+                "formats",
+                "Choose how numbers are shown: decimals, currency, negative numbers.",
+            ),
+            doc(
+                "/h/color.html",
+                &["calc"],
+                "Font Color",
+                "font",
+                "Change the color of the text to red or blue.",
+            ),
+            doc(
+                "/h/sort.html",
+                &["calc"],
+                "Sorting",
+                "sort",
+                "Sort rows by a column.",
+            ),
+            doc(
+                "/h/freeze.html",
+                &["calc"],
+                "Freezing",
+                "rows",
+                "Freeze the first row.",
+            ),
+        ]
+    }
+
+    fn top3(s: &Store, text: &str) -> Vec<String> {
+        s.search(&SearchRequest {
+            text: text.into(),
+            app: Some("libreoffice-calc".into()),
+            top: 3,
+            ..Default::default()
+        })
+        .unwrap()
+        .into_iter()
+        .map(|h| h.location)
+        .collect()
+    }
+
+    #[test]
+    fn embeddings_find_a_page_whose_words_the_query_misses() {
+        let query = "highlight negative numbers in red";
+        // without embeddings: the words miss the page
+        let (_d, mut plain) = store();
+        plain.save(&calc_pages()).unwrap();
+        assert!(!top3(&plain, query).contains(&"/h/cond.html".to_string()));
+        // with them: its vector is close to the query's
+        let (url, requests) = fake::server(false);
+        let (_d2, mut s) = store();
+        s.set_embedder(Some(embedder(&url, 5_000)));
+        s.save(&calc_pages()).unwrap();
+        assert_eq!(s.embed_warning(), None);
+        let found = top3(&s, query);
+        assert!(found.contains(&"/h/cond.html".to_string()), "{found:?}");
+        assert!(found.contains(&"/h/numbers.html".to_string()), "{found:?}");
+        assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 2);
+        // the same store without the embedder ranks as the lexical store does
+        s.set_embedder(None);
+        assert_eq!(top3(&s, query), top3(&plain, query));
+    }
+
+    #[test]
+    fn a_hanging_endpoint_costs_its_timeout_once_and_the_search_answers_lexically() {
+        let (url, _) = fake::server(false);
+        let (_d, mut s) = store();
+        s.set_embedder(Some(embedder(&url, 5_000)));
+        s.save(&calc_pages()).unwrap();
+        let (hanging, requests) = fake::server(true);
+        s.set_embedder(Some(embedder(&hanging, 300)));
+        let t = std::time::Instant::now();
+        let found = top3(&s, "highlight negative numbers in red");
+        let waited = t.elapsed();
+        assert!(waited < Duration::from_secs(2), "{waited:?}");
+        assert_eq!(found[0], "/h/numbers.html");
+        let warning = s.embed_warning().expect("a warning");
+        assert!(warning.contains("searching lexically"), "{warning}");
+        assert!(warning.contains(&hanging), "{warning}");
+        // not asked again, and said once
+        let t = std::time::Instant::now();
+        top3(&s, "negative numbers");
+        assert!(t.elapsed() < Duration::from_millis(250));
+        assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(s.embed_warning(), None);
+    }
+
+    #[test]
+    fn an_unreachable_endpoint_leaves_the_documents_lexical_and_says_so_once() {
+        // a port that was free a moment ago: nothing listens
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let (_d, mut s) = store();
+        s.set_embedder(Some(embedder(&format!("http://127.0.0.1:{port}"), 1_000)));
+        s.save(&calc_pages()).unwrap();
+        s.save(&[doc("/h/more.html", &["calc"], "More", "", "more")])
+            .unwrap();
+        let warning = s.embed_warning().expect("a warning");
+        assert!(warning.contains("lexical search only"), "{warning}");
+        assert_eq!(s.embed_warning(), None);
+        assert_eq!(s.stats().unwrap().documents, 6);
+        assert_eq!(top3(&s, "negative numbers")[0], "/h/numbers.html");
     }
 }

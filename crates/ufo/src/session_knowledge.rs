@@ -12,6 +12,7 @@ use ufo_core::{
     Knowledge, KnowledgeAccess, KnowledgeError, KnowledgeKind, KnowledgeLimits, KnowledgeQuery,
     Snippet,
 };
+use ufo_knowledge::embed::EmbedLimits;
 use ufo_knowledge::store::{SearchRequest, Store};
 use ufo_knowledge::web::{WebLimits, WebSearch};
 
@@ -46,9 +47,9 @@ impl SessionKnowledge {
             return Ok(None);
         };
         let store = if Path::new(&s.store).is_file() {
-            Some(Arc::new(Mutex::new(
-                Store::open(&s.store).map_err(|e| e.to_string())?,
-            )))
+            let mut store = Store::open(&s.store).map_err(|e| e.to_string())?;
+            store.set_embedder(s.embeddings.as_ref().map(|e| e.embedder()));
+            Some(Arc::new(Mutex::new(store)))
         } else {
             None
         };
@@ -84,7 +85,11 @@ impl SessionKnowledge {
             web,
             web_cache: Mutex::new(Vec::new()),
             web_down: AtomicBool::new(false),
-            budget: QUERY_BUDGET,
+            // the query's vector may take its own timeout on top of the lexical search
+            budget: match s.embeddings {
+                Some(_) => QUERY_BUDGET + EmbedLimits::default().query,
+                None => QUERY_BUDGET,
+            },
             limits,
         }))
     }
@@ -116,9 +121,14 @@ impl SessionKnowledge {
             let store = store
                 .lock()
                 .map_err(|_| KnowledgeError::Store("an earlier query panicked".into()))?;
-            store
+            let found = store
                 .search(&req)
-                .map_err(|e| KnowledgeError::Store(e.to_string()))
+                .map_err(|e| KnowledgeError::Store(e.to_string()));
+            // a failed embeddings endpoint is said once; the search went on lexically
+            if let Some(w) = store.embed_warning() {
+                tracing::warn!(warning = %w, "knowledge embeddings");
+            }
+            found
         });
         let hits = match tokio::time::timeout(self.budget, search).await {
             Ok(Ok(found)) => found?,

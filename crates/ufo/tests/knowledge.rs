@@ -426,3 +426,159 @@ fn index_finds_a_calc_page_for_freeze_rows() {
     let stats: Value = serde_json::from_slice(&out).unwrap();
     assert!(stats["documents"].as_u64().unwrap() > 2_000, "{stats}");
 }
+
+/// A fake OpenAI-compatible `/v1/embeddings` on 127.0.0.1: a text's vector counts its words,
+/// "highlight", "conditional" and "formatting" on one shared dimension, every other word on a
+/// hashed one. `hang`: it reads the request and never answers. Returns its base URL.
+fn fake_embeddings(hang: bool) -> String {
+    use std::hash::{Hash, Hasher};
+    use std::io::{Read, Write};
+    fn vector(text: &str) -> Vec<f32> {
+        let mut v = vec![0f32; 256];
+        for w in text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
+            let w = w.to_lowercase();
+            let dim = if ["highlight", "conditional", "formatting"].contains(&w.as_str()) {
+                0
+            } else {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                w.hash(&mut h);
+                1 + (h.finish() as usize) % 255
+            };
+            v[dim] += 1.0;
+        }
+        v
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port on 127.0.0.1");
+    let url = format!(
+        "http://{}/v1",
+        listener.local_addr().expect("the fake endpoint's address")
+    );
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 8192];
+                let (end, len) = loop {
+                    match stream.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
+                        let len = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        break (i + 4, len);
+                    }
+                };
+                while buf.len() < end + len {
+                    match stream.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                if hang {
+                    std::thread::sleep(std::time::Duration::from_secs(60));
+                    return;
+                }
+                let req: Value =
+                    serde_json::from_slice(&buf[end..end + len]).expect("a JSON request");
+                let data: Vec<Value> = req["input"]
+                    .as_array()
+                    .expect("an input array")
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| serde_json::json!({"index": i, "embedding": vector(t.as_str().unwrap_or_default())}))
+                    .collect();
+                let body = serde_json::json!({ "data": data }).to_string();
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+    url
+}
+
+#[test]
+fn embeddings_from_the_environment_find_a_page_the_words_miss_and_a_hanging_endpoint_leaves_words()
+{
+    let home = tempfile::tempdir().unwrap();
+    let docs = home.path().join("docs");
+    write(
+        &docs,
+        "cond.md",
+        "# Conditional Formatting\n\nConditional formatting of cells.\n",
+    );
+    write(
+        &docs,
+        "numbers.md",
+        "# Number Formats\n\nChoose how numbers are shown: decimals, currency, negative numbers.\n",
+    );
+    write(
+        &docs,
+        "color.md",
+        "# Font Color\n\nChange the color of the text to red or blue.\n",
+    );
+    write(&docs, "sort.md", "# Sorting\n\nSort rows by a column.\n");
+    let url = fake_embeddings(false);
+    let with = |args: &[&str], url: &str| {
+        let mut cmd = knowledge(home.path(), args);
+        cmd.env("UFO_KNOWLEDGE_EMBEDDINGS_URL", url)
+            .env("UFO_KNOWLEDGE_EMBEDDINGS_MODEL", "fake-embed");
+        cmd
+    };
+    let added = with(
+        &[
+            "add-docs",
+            "--app",
+            "libreoffice-calc",
+            docs.to_str().unwrap(),
+        ],
+        &url,
+    )
+    .assert()
+    .success();
+    let stderr = String::from_utf8_lossy(&added.get_output().stderr).to_string();
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let query = [
+        "search",
+        "--app",
+        "libreoffice-calc",
+        "--top",
+        "3",
+        "--json",
+        "highlight negative numbers in red",
+    ];
+    let found = |out: &[u8]| -> Vec<String> {
+        json_lines(out)
+            .iter()
+            .map(|h| h["location"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let out = with(&query, &url).assert().success();
+    let fused = found(&out.get_output().stdout);
+    assert!(fused.iter().any(|l| l.ends_with("cond.md")), "{fused:?}");
+    let out = knowledge(home.path(), &query).assert().success();
+    let lexical = found(&out.get_output().stdout);
+    assert!(
+        !lexical.iter().any(|l| l.ends_with("cond.md")),
+        "{lexical:?}"
+    );
+    // an endpoint that hangs: the query's own timeout (1 s), then the words alone
+    let hanging = fake_embeddings(true);
+    let started = std::time::Instant::now();
+    let out = with(&query, &hanging).assert().success();
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(found(&out.get_output().stdout), lexical);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert_eq!(stderr.matches("warning").count(), 1, "{stderr}");
+    assert!(stderr.contains("searching lexically"), "{stderr}");
+}

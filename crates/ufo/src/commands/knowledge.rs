@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use ufo_core::inert;
 use ufo_core::knowledge::{KnowledgeKind, PromptCaps};
 use ufo_knowledge::discover::{self, HelpRoots, Source};
+use ufo_knowledge::embed::{EmbedLimits, Embedder};
 use ufo_knowledge::store::{self, Forget, SearchRequest, Store};
 
 /// Exit status of bad usage or configuration.
@@ -50,6 +51,31 @@ pub struct KnowledgeSection {
     /// A SearXNG-compatible JSON search endpoint (e.g. `http://127.0.0.1:8888/search`); web
     /// search is off without it.
     pub web_search_url: Option<String>,
+    /// An OpenAI-compatible embeddings endpoint (a base URL like `http://127.0.0.1:11434/v1`);
+    /// without it, the provider's base URL (`UFO_LLM_BASE_URL`/`OPENAI_BASE_URL`) when
+    /// `embeddings_model` is set.
+    pub embeddings_url: Option<String>,
+    /// The embeddings model; embeddings are off without it.
+    pub embeddings_model: Option<String>,
+}
+
+/// Where documents and queries get their vectors.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbeddingsSettings {
+    /// The endpoint's base URL.
+    pub url: String,
+    /// The model.
+    pub model: String,
+    /// The bearer token sent: `UFO_KNOWLEDGE_EMBEDDINGS_KEY`, or the provider's key when the
+    /// URL is the provider's (never the provider's key to another host).
+    pub key: Option<String>,
+}
+
+impl EmbeddingsSettings {
+    /// The store's embedder.
+    pub fn embedder(&self) -> Embedder {
+        Embedder::new(&self.url, &self.model, EmbedLimits::default()).with_key(self.key.clone())
+    }
 }
 
 /// The knowledge settings, resolved.
@@ -67,6 +93,8 @@ pub struct KnowledgeSettings {
     pub save_experience: crate::experience::SavePolicy,
     /// The web search endpoint, if web search is on.
     pub web_search_url: Option<String>,
+    /// The embeddings endpoint, if embeddings are on.
+    pub embeddings: Option<EmbeddingsSettings>,
 }
 
 impl KnowledgeSettings {
@@ -99,6 +127,7 @@ impl KnowledgeSettings {
             },
             save_experience: section.save_experience.unwrap_or_default(),
             web_search_url: section.web_search_url.clone().filter(|u| !u.is_empty()),
+            embeddings: embeddings(section, env)?,
         };
         if let Some(v) = env("UFO_KNOWLEDGE_WEB_SEARCH_URL") {
             s.web_search_url = Some(v).filter(|u| !u.is_empty());
@@ -141,6 +170,50 @@ impl KnowledgeSettings {
         }
         Ok(s)
     }
+}
+
+/// The embeddings endpoint of `section` and the environment (`UFO_KNOWLEDGE_EMBEDDINGS_URL`,
+/// `UFO_KNOWLEDGE_EMBEDDINGS_MODEL`, `UFO_KNOWLEDGE_EMBEDDINGS_KEY`): off without a model; the
+/// URL defaults to the OpenAI-compatible provider's (`UFO_LLM_BASE_URL`, `OPENAI_BASE_URL`).
+fn embeddings(
+    section: &KnowledgeSection,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<EmbeddingsSettings>> {
+    let given = |var: &str, field: &Option<String>| {
+        env(var)
+            .or_else(|| field.clone())
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    let url = given("UFO_KNOWLEDGE_EMBEDDINGS_URL", &section.embeddings_url);
+    let Some(model) = given("UFO_KNOWLEDGE_EMBEDDINGS_MODEL", &section.embeddings_model) else {
+        if let Some(url) = url {
+            bail!("the embeddings endpoint {url} has no model: set [knowledge] embeddings_model (or UFO_KNOWLEDGE_EMBEDDINGS_MODEL), or remove embeddings_url");
+        }
+        return Ok(None);
+    };
+    let own_key = env("UFO_KNOWLEDGE_EMBEDDINGS_KEY").filter(|k| !k.is_empty());
+    let (url, key) = match url {
+        Some(url) => (url, own_key),
+        None => {
+            let Some(base) = env("UFO_LLM_BASE_URL")
+                .or_else(|| env("OPENAI_BASE_URL"))
+                .filter(|u| !u.trim().is_empty())
+            else {
+                bail!("the embeddings model {model} has no endpoint: set [knowledge] embeddings_url (or UFO_KNOWLEDGE_EMBEDDINGS_URL, e.g. http://127.0.0.1:11434/v1), or the provider's UFO_LLM_BASE_URL");
+            };
+            let key = own_key.or_else(|| {
+                env("UFO_LLM_API_KEY")
+                    .or_else(|| env("OPENAI_API_KEY"))
+                    .filter(|k| !k.is_empty())
+            });
+            (base.trim().to_string(), key)
+        }
+    };
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        bail!("the embeddings endpoint {url:?} is not an http(s) URL; set [knowledge] embeddings_url to one like http://127.0.0.1:11434/v1");
+    }
+    Ok(Some(EmbeddingsSettings { url, model, key }))
 }
 
 fn count(name: &str, v: &str) -> Result<usize> {
@@ -395,7 +468,16 @@ struct Usage(String);
 
 fn open(config: Option<&Path>) -> Result<Store> {
     let s = settings(config).map_err(|e| Usage(format!("{e:#}")))?;
-    Ok(Store::open(&s.store)?)
+    let mut st = Store::open(&s.store)?;
+    st.set_embedder(s.embeddings.as_ref().map(EmbeddingsSettings::embedder));
+    Ok(st)
+}
+
+/// Say on stderr (once) that the embeddings endpoint failed.
+fn tell_embed_warning(st: &Store) {
+    if let Some(w) = st.embed_warning() {
+        eprintln!("warning: {}", inert(&w));
+    }
 }
 
 fn run(cmd: KnowledgeCommand) -> Result<ExitCode> {
@@ -425,6 +507,7 @@ fn run(cmd: KnowledgeCommand) -> Result<ExitCode> {
                 top,
             };
             let hits = st.search(&req)?;
+            tell_embed_warning(&st);
             for (i, h) in hits.iter().enumerate() {
                 if json {
                     println!("{}", serde_json::to_string(h)?);
@@ -451,6 +534,7 @@ fn run(cmd: KnowledgeCommand) -> Result<ExitCode> {
                 docs.extend(discover::user_documents(p, &app).map_err(Usage)?);
             }
             let n = st.save(&docs)?;
+            tell_embed_warning(&st);
             eprintln!(
                 "added {n} document(s) for {} to {}",
                 inert(&app),
@@ -588,6 +672,7 @@ fn index(st: &mut Store, sources: &[Source]) -> Result<ExitCode> {
     let started = std::time::Instant::now();
     let report = discover::index_files(st, &files, &mut |done, _| bar.set_position(done as u64))?;
     bar.finish_and_clear();
+    tell_embed_warning(st);
     eprintln!(
         "indexed {} pages in {:.1} s ({} unreadable) into {}",
         report.saved,
@@ -628,5 +713,58 @@ mod tests {
         let e = KnowledgeSettings::resolve(&section, &bad).unwrap_err();
         assert!(e.to_string().contains("UFO_KNOWLEDGE_TOP_WEB"), "{e}");
         assert!(toml::from_str::<KnowledgeSection>("nope = 1").is_err());
+    }
+
+    #[test]
+    fn embeddings_need_a_model_and_the_provider_key_goes_only_to_the_provider() {
+        let none = |_: &str| None;
+        let off = KnowledgeSettings::resolve(&KnowledgeSection::default(), &none).unwrap();
+        assert_eq!(off.embeddings, None);
+        let section: KnowledgeSection = toml::from_str(
+            "embeddings_url = \"http://127.0.0.1:11434/v1\"\nembeddings_model = \"nomic-embed-text\"",
+        )
+        .unwrap();
+        let provider = |k: &str| match k {
+            "OPENAI_API_KEY" => Some("sk-provider".to_string()),
+            "OPENAI_BASE_URL" => Some("https://llm.example/v1".to_string()),
+            _ => None,
+        };
+        let own = KnowledgeSettings::resolve(&section, &provider)
+            .unwrap()
+            .embeddings
+            .unwrap();
+        assert_eq!(own.url, "http://127.0.0.1:11434/v1");
+        assert_eq!(own.model, "nomic-embed-text");
+        assert_eq!(
+            own.key, None,
+            "the provider's key is not sent to another endpoint"
+        );
+        let model_only: KnowledgeSection =
+            toml::from_str("embeddings_model = \"text-embedding-3-small\"").unwrap();
+        let from_provider = KnowledgeSettings::resolve(&model_only, &provider)
+            .unwrap()
+            .embeddings
+            .unwrap();
+        assert_eq!(from_provider.url, "https://llm.example/v1");
+        assert_eq!(from_provider.key.as_deref(), Some("sk-provider"));
+        let env = |k: &str| match k {
+            "UFO_KNOWLEDGE_EMBEDDINGS_URL" => Some("http://10.0.0.2:8000".to_string()),
+            "UFO_KNOWLEDGE_EMBEDDINGS_MODEL" => Some("bge".to_string()),
+            _ => None,
+        };
+        let e = KnowledgeSettings::resolve(&section, &env)
+            .unwrap()
+            .embeddings
+            .unwrap();
+        assert_eq!(
+            (e.url.as_str(), e.model.as_str()),
+            ("http://10.0.0.2:8000", "bge")
+        );
+        let url_only: KnowledgeSection =
+            toml::from_str("embeddings_url = \"http://127.0.0.1:1/v1\"").unwrap();
+        let err = KnowledgeSettings::resolve(&url_only, &none).unwrap_err();
+        assert!(err.to_string().contains("embeddings_model"), "{err}");
+        let err = KnowledgeSettings::resolve(&model_only, &none).unwrap_err();
+        assert!(err.to_string().contains("embeddings_url"), "{err}");
     }
 }

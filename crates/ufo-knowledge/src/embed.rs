@@ -1,0 +1,334 @@
+//! Optional embeddings: an OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, Ollama, vLLM)
+//! gives each document and each query a vector; the store ranks by cosine as well as by BM25
+//! and fuses the two rankings (reciprocal-rank fusion). Nothing is downloaded: without an
+//! endpoint configured the store ranks lexically, as it does without this module.
+//!
+//! Every request is bounded: a connect timeout, a timeout for the whole request, a cap on the
+//! body read, a cap on the texts per request and on the characters of each text. The store is
+//! synchronous, so each request runs on a thread of its own with a small runtime: it can be
+//! called from a blocking thread, from a command, or from inside another runtime alike.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Most bytes read of one answer.
+pub const MAX_BODY_BYTES: usize = 16 << 20;
+/// Most texts sent in one request.
+pub const BATCH: usize = 32;
+/// Most characters of one text sent.
+pub const TEXT_CHARS: usize = 2_000;
+/// Most numbers in one vector.
+pub const MAX_DIM: usize = 8_192;
+
+/// How long embedding requests may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmbedLimits {
+    /// Connecting to the server.
+    pub connect: Duration,
+    /// One request of documents (a batch).
+    pub batch: Duration,
+    /// Embedding a query (the step waits for it).
+    pub query: Duration,
+}
+
+impl Default for EmbedLimits {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(1),
+            batch: Duration::from_secs(30),
+            query: Duration::from_secs(1),
+        }
+    }
+}
+
+/// An embedding request that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    /// The endpoint did not answer usefully.
+    #[error("embeddings at {url}: {what}; check [knowledge] embeddings_url and embeddings_model (an OpenAI-compatible /v1/embeddings endpoint)")]
+    Endpoint {
+        /// The endpoint.
+        url: String,
+        /// What went wrong.
+        what: String,
+    },
+}
+
+/// An OpenAI-compatible embeddings endpoint and its model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embedder {
+    url: String,
+    model: String,
+    key: Option<String>,
+    limits: EmbedLimits,
+}
+
+#[derive(Deserialize)]
+struct Answer {
+    data: Vec<Item>,
+}
+
+#[derive(Deserialize)]
+struct Item {
+    #[serde(default)]
+    index: Option<usize>,
+    embedding: Vec<f32>,
+}
+
+impl Embedder {
+    /// The endpoint at `base` (a base URL like `http://127.0.0.1:11434/v1` or
+    /// `https://api.openai.com`, or the full `.../embeddings` URL) with `model`.
+    pub fn new(base: &str, model: &str, limits: EmbedLimits) -> Self {
+        Self {
+            url: endpoint_url(base),
+            model: model.to_string(),
+            key: None,
+            limits,
+        }
+    }
+
+    /// The same endpoint, sending `key` as a bearer token.
+    pub fn with_key(mut self, key: Option<String>) -> Self {
+        self.key = key.filter(|k| !k.is_empty());
+        self
+    }
+
+    /// The URL requests go to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The model asked for (stored with each vector, so vectors of another model are not
+    /// compared with this one's).
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The vectors of `texts`, in order, in requests of at most [`BATCH`] texts, each within
+    /// the batch timeout.
+    pub fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut out = Vec::with_capacity(texts.len());
+        for chunk in texts.chunks(BATCH) {
+            out.extend(self.request(chunk, self.limits.batch)?);
+        }
+        Ok(out)
+    }
+
+    /// The vector of a query, within the query timeout.
+    pub fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        let mut v = self.request(&[text.to_string()], self.limits.query)?;
+        v.pop().ok_or_else(|| self.error("no vector in the answer"))
+    }
+
+    fn error(&self, what: impl Into<String>) -> EmbedError {
+        EmbedError::Endpoint {
+            url: self.url.clone(),
+            what: what.into(),
+        }
+    }
+
+    /// One request for `texts` (at most [`BATCH`]), on a thread of its own, within `timeout`.
+    fn request(&self, texts: &[String], timeout: Duration) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let input: Vec<String> = texts
+            .iter()
+            .map(|t| t.chars().take(TEXT_CHARS).collect())
+            .collect();
+        let body = serde_json::json!({ "model": self.model, "input": input });
+        let (url, key, connect) = (&self.url, self.key.as_deref(), self.limits.connect);
+        let answer = std::thread::scope(|s| {
+            s.spawn(move || post(url, key, &body, connect, timeout))
+                .join()
+                .unwrap_or_else(|_| Err("the request thread stopped".into()))
+        })
+        .map_err(|e| self.error(e))?;
+        let answer: Answer = serde_json::from_slice(&answer)
+            .map_err(|e| self.error(format!("not an embeddings answer: {e}")))?;
+        if answer.data.len() != texts.len() {
+            return Err(self.error(format!(
+                "{} vectors for {} texts",
+                answer.data.len(),
+                texts.len()
+            )));
+        }
+        let mut items = answer.data;
+        if items.iter().all(|i| i.index.is_some()) {
+            items.sort_by_key(|i| i.index);
+        }
+        let dim = items.first().map_or(0, |i| i.embedding.len());
+        if dim == 0 || dim > MAX_DIM || items.iter().any(|i| i.embedding.len() != dim) {
+            return Err(self.error(format!(
+                "vectors of unequal or unusable length (1 to {MAX_DIM} numbers)"
+            )));
+        }
+        if items
+            .iter()
+            .any(|i| i.embedding.iter().any(|x| !x.is_finite()))
+        {
+            return Err(self.error("a vector holds a number that is not finite"));
+        }
+        Ok(items.into_iter().map(|i| i.embedding).collect())
+    }
+}
+
+/// `base` made the embeddings URL: a URL ending in `/embeddings` is kept, one ending in `/v1`
+/// gets `/embeddings`, anything else `/v1/embeddings`.
+pub fn endpoint_url(base: &str) -> String {
+    let b = base.trim().trim_end_matches('/');
+    if b.ends_with("/embeddings") {
+        b.to_string()
+    } else if b.ends_with("/v1") {
+        format!("{b}/embeddings")
+    } else {
+        format!("{b}/v1/embeddings")
+    }
+}
+
+/// POST `body` to `url` and read the answer (at most [`MAX_BODY_BYTES`]), within `timeout`.
+fn post(
+    url: &str,
+    key: Option<&str>,
+    body: &serde_json::Value,
+    connect: Duration,
+    timeout: Duration,
+) -> Result<Vec<u8>, String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("no runtime for the request: {e}"))?;
+    rt.block_on(async {
+        let client = reqwest::Client::builder()
+            .connect_timeout(connect)
+            .timeout(timeout)
+            .redirect(reqwest::redirect::Policy::limited(3))
+            .build()
+            .map_err(|e| format!("client: {e}"))?;
+        let mut request = client.post(url).json(body);
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        let work = async {
+            let mut response = request.send().await.map_err(|e| e.to_string())?;
+            if !response.status().is_success() {
+                return Err(format!("status {}", response.status()));
+            }
+            let mut out = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+                if out.len() + chunk.len() > MAX_BODY_BYTES {
+                    return Err(format!("answer larger than {MAX_BODY_BYTES} bytes"));
+                }
+                out.extend_from_slice(&chunk);
+            }
+            Ok(out)
+        };
+        tokio::time::timeout(timeout, work)
+            .await
+            .map_err(|_| format!("no answer within {} ms", timeout.as_millis()))?
+    })
+}
+
+/// The cosine similarity of `a` and `b` (0 for vectors of different length or zero vectors).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    if a.len() != b.len() {
+        return 0.0;
+    }
+    let (mut dot, mut na, mut nb) = (0f32, 0f32, 0f32);
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
+/// `v` as little-endian bytes (a BLOB column).
+pub fn to_blob(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// A BLOB column back as a vector (`None` when its length is not whole numbers).
+pub fn from_blob(b: &[u8]) -> Option<Vec<f32>> {
+    let chunks = b.chunks_exact(4);
+    if !chunks.remainder().is_empty() {
+        return None;
+    }
+    Some(
+        chunks
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
+    )
+}
+
+/// Reciprocal-rank fusion constant.
+pub const RRF_K: f64 = 60.0;
+
+/// Reciprocal-rank fusion of rankings (each best first): each item scores the sum of
+/// `1 / (RRF_K + rank)` over the rankings it is in (rank from 1). Best first; ties keep the
+/// order of first appearance.
+pub fn fuse<T: PartialEq + Clone>(rankings: &[Vec<T>]) -> Vec<(T, f64)> {
+    let mut out: Vec<(T, f64)> = Vec::new();
+    for ranking in rankings {
+        for (i, item) in ranking.iter().enumerate() {
+            let s = 1.0 / (RRF_K + i as f64 + 1.0);
+            match out.iter_mut().find(|(t, _)| t == item) {
+                Some((_, score)) => *score += s,
+                None => out.push((item.clone(), s)),
+            }
+        }
+    }
+    out.sort_by(|a, b| b.1.total_cmp(&a.1));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoint_urls_from_base_urls() {
+        assert_eq!(
+            endpoint_url("http://127.0.0.1:11434/v1/"),
+            "http://127.0.0.1:11434/v1/embeddings"
+        );
+        assert_eq!(
+            endpoint_url("https://api.openai.com"),
+            "https://api.openai.com/v1/embeddings"
+        );
+        assert_eq!(
+            endpoint_url("http://h/x/embeddings"),
+            "http://h/x/embeddings"
+        );
+    }
+
+    #[test]
+    fn fusion_rewards_being_in_both_rankings() {
+        let fused = fuse(&[vec![1, 2, 3], vec![3, 4]]);
+        assert_eq!(fused[0].0, 3);
+        assert_eq!(fused.iter().map(|f| f.0).collect::<Vec<_>>(), [3, 1, 2, 4]);
+    }
+
+    #[test]
+    fn blobs_round_trip_and_cosine_is_bounded() {
+        let v = vec![0.5f32, -1.0, 3.25];
+        assert_eq!(from_blob(&to_blob(&v)).as_deref(), Some(&v[..]));
+        assert_eq!(from_blob(&[1, 2, 3]), None);
+        assert!((cosine(&v, &v) - 1.0).abs() < 1e-6);
+        assert_eq!(cosine(&v, &[1.0]), 0.0);
+        assert_eq!(cosine(&[0.0, 0.0], &[0.0, 0.0]), 0.0);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fusion_keeps_every_item_once(a in proptest::collection::vec(0u8..20, 0..20), b in proptest::collection::vec(0u8..20, 0..20)) {
+            let mut a = a; a.dedup();
+            let fused = fuse(&[a.clone(), b.clone()]);
+            for x in a.iter().chain(&b) {
+                proptest::prop_assert_eq!(fused.iter().filter(|f| f.0 == *x).count(), 1);
+            }
+        }
+    }
+}
