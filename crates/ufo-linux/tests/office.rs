@@ -590,7 +590,7 @@ async fn ufo_bolds_one_word_by_name_in_writer_and_saves_docx() {
             "SCREENSHOT",
             &[
                 "paragraph \"Hello brave world\"",
-                "toggle button \"Bold\" value: \"1\"",
+                "toggle button \"Bold\" value: \"checked\"",
             ],
         ),
         answer(
