@@ -22,7 +22,9 @@
 //!   look sees the navigation start (busy, stop mode, another document) it waits, at most
 //!   [`NAV_START`] after the action; once it has seen the navigation loading, the old
 //!   document may stay a while after the answer came (Firefox on a loaded machine): it
-//!   waits for another document, at most [`NAV_SWAP`] after the last sign of the load.
+//!   waits for another document, at most [`NAV_SWAP`] after the last sign of the load; a
+//!   window with no document at all in between (the old one gone, the new one not there
+//!   yet) is waited for up to the bound, as a load.
 //!
 //! The first look runs at the same time as the observation's own reading of the window, so
 //! on a loaded page it adds nothing. When it says the window is loading, the same few calls
@@ -185,7 +187,10 @@ pub(crate) fn decide(
     // (LibreOffice shows its window seconds before it puts the document in it: that is a
     // load, not an empty window)
     let patient = match why {
-        Loading::NoDocument => false,
+        // a navigation seen loading whose old document is gone and whose new one is not
+        // there yet: Firefox swapping its documents (under load the window had no document
+        // for a while right after the answer came), not an empty page
+        Loading::NoDocument => expecting.is_some_and(|e| e.loading_seen && !e.replaced),
         Loading::NotBuilt => read.kind == AppKind::Office,
         Loading::Busy | Loading::Navigating => true,
     };
@@ -923,6 +928,31 @@ mod tests {
         );
         assert_eq!(
             decide(&loaded, BOUND, BOUND, seen(100, false)),
+            LoadDecision::Ready
+        );
+    }
+
+    /// Firefox under load: the old document, busy for the 3 s the server took, left the
+    /// frame just as the wait's EMPTY_MAX ran out; the window was observed without its page.
+    #[test]
+    fn a_navigation_between_two_documents_is_waited_for_past_the_empty_page_limit() {
+        let between = browser(&[], false);
+        let seen = Some(Expecting {
+            since_activity: ms(0),
+            replaced: false,
+            loading_seen: true,
+        });
+        assert_eq!(
+            decide(&between, EMPTY_MAX + ms(50), BOUND, seen),
+            LoadDecision::Wait(POLL)
+        );
+        assert_eq!(
+            decide(&between, BOUND, BOUND, seen),
+            LoadDecision::GiveUp(Loading::NoDocument)
+        );
+        // without a navigation, an empty window is shown as it is after EMPTY_MAX
+        assert_eq!(
+            decide(&between, EMPTY_MAX + ms(50), BOUND, None),
             LoadDecision::Ready
         );
     }
