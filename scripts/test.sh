@@ -47,7 +47,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --workspace --locked
 
-echo "== bounded fuzz run (about a minute; README: how to run a long campaign)"
+echo "== bounded fuzz run (about a minute; docs/security.md: how to run a long campaign)"
 # More cases than `cargo test` runs by default, of the parser fuzz tests (proptest).
 UFO_FUZZ_CASES=3000 cargo test --workspace --locked --test fuzz_parsers --test fuzz_task
 UFO_FUZZ_CASES=10000 cargo test --workspace --locked --lib keys::fuzz

@@ -91,7 +91,7 @@ pub async fn find_window(
             .cloned()
             .ok_or_else(|| LinuxError::NoWindow("(any window)".into()));
     };
-    // the agents' rule (README "Window resolution"): several equal fits are an error
+    // the agents' rule (docs/resolution.md, "Window resolution"): several equal fits are an error
     let keys: Vec<ufo_core::agent::WindowKey<'_>> = windows.iter().map(Into::into).collect();
     match ufo_core::agent::resolve_window("", want, &keys) {
         Ok((i, _)) => return Ok(windows[i].clone()),

@@ -87,7 +87,7 @@ async fn launch(d: &LinuxDesktop, app: &str) -> (WindowInfo, AppGuard) {
 }
 
 /// The control of `role` showing `value`: a combo box without a label is listed by its
-/// choice as its value, never as its name (README, "Control resolution").
+/// choice as its value, never as its name (docs/resolution.md, "Control resolution").
 fn find_value<'a>(obs: &'a WindowObservation, role: &str, value: &str) -> &'a Control {
     obs.controls
         .iter()

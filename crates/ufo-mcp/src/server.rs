@@ -288,7 +288,7 @@ impl DesktopServer {
         Some(out)
     }
 
-    /// A window by the agents' rule (README "Window resolution"): id, exact title, title in
+    /// A window by the agents' rule (docs/resolution.md, "Window resolution"): id, exact title, title in
     /// any case, application or process name, part of the title. A name several windows fit
     /// equally is an error listing them; none is picked or raised.
     async fn window(&self, wanted: &str) -> Result<WindowInfo, ToolCallError> {
@@ -319,7 +319,7 @@ impl DesktopServer {
 
     /// The id of the control `wanted` names, resolved for `action` against the last
     /// observation returned for the window (a window not observed yet is observed now), by
-    /// the agents' rule (README "Control resolution"). A control observed as disabled is
+    /// the agents' rule (docs/resolution.md, "Control resolution"). A control observed as disabled is
     /// refused for an action that needs it enabled.
     async fn control(
         &self,

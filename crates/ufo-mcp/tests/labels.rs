@@ -1,5 +1,5 @@
 //! `ufo mcp serve` resolves a label against the last observation it returned for the window,
-//! not a fresh one, and a shared name by the rules of README "Control resolution".
+//! not a fresh one, and a shared name by the rules of docs/resolution.md, "Control resolution".
 
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! The "what changed" line of the AppAgent's prompt (README "Configuration", template variable
+//! The "what changed" line of the AppAgent's prompt (docs/configuration.md, "Configuration", template variable
 //! `changes`), through the real binary on the simulated desktop: after each action the next
 //! prompt says which controls changed, appeared or disappeared, or that nothing changed; the
 //! scripted model's `expect` fails the run when the line is not in the prompt.

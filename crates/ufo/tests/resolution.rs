@@ -1,4 +1,4 @@
-//! Control resolution through the real binary on the simulated desktop (README "Control
+//! Control resolution through the real binary on the simulated desktop (docs/resolution.md, "Control
 //! resolution"): a name that several controls share is resolved by exact name, then by a role
 //! that fits the function, then by focus; still ambiguous, the action fails and the model is
 //! told the candidates with their labels. Never a silent first match.

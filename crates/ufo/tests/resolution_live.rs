@@ -1,4 +1,4 @@
-//! Control resolution on the live desktop (README "Control resolution"), through `ufo mcp serve`
+//! Control resolution on the live desktop (docs/resolution.md, "Control resolution"), through `ufo mcp serve`
 //! and a scripted `ufo run --desktop live`: `act` with `name: "1"` clicks KCalc's button "1" (a
 //! name made of digits is a name, not a label), read back off ufo through pyatspi; a click on
 //! LibreOffice Writer's toolbar "Undo", disabled in a fresh document, fails with "is disabled",

@@ -36,7 +36,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 /// The share of tasks that must pass: a floor that catches a regression, with room for a
 /// task or two that a cold, loaded machine fails (a browser's first start). The issue's goal
-/// is 90%; the results of each run are in `target/taskset/` and the README's "Applications
+/// is 90%; the results of each run are in `target/taskset/` and docs/desktop.md's "Applications
 /// tested".
 const PASS_RATE: f64 = 0.8;
 

@@ -1,4 +1,4 @@
-//! Windows through the real binary on the simulated desktop (README "Windows an action
+//! Windows through the real binary on the simulated desktop (docs/desktop.md, "Windows an action
 //! opens", "Window resolution"): a window of the same application that the agent's action
 //! opens becomes the AppAgent's window, and the window before returns when it closes; a
 //! window name that fits several windows equally is an ambiguity the model sees, never a

@@ -234,7 +234,7 @@ struct Held {
 pub struct AppAgent {
     /// The window observed now: the top of `windows`.
     window: WindowInfo,
-    /// The assigned window and the windows its actions opened (README "Windows an action
+    /// The assigned window and the windows its actions opened (docs/desktop.md, "Windows an action
     /// opens").
     windows: WindowStack,
     /// The desktop's windows when last listed, to tell which window an action opened.
@@ -1306,7 +1306,7 @@ mod tests {
         assert!(state_words(&Default::default()).is_empty());
     }
 
-    /// The copied-line rule (README "Control resolution") reads the lines the built-in prompt
+    /// The copied-line rule (docs/resolution.md, "Control resolution") reads the lines the built-in prompt
     /// renders: `control_line` is that format.
     #[test]
     fn the_prompt_renders_control_lines_as_resolution_reads_them() {

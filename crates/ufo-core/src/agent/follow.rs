@@ -1,4 +1,4 @@
-//! Following the windows an action opens (README "Windows an action opens"): a window of the
+//! Following the windows an action opens (docs/desktop.md, "Windows an action opens"): a window of the
 //! same application that appears after the AppAgent's action (preferences, a non-modal
 //! dialog, a new document or message window) becomes the agent's window, kept on a stack;
 //! when it closes, the window before it returns. Pure decisions over two window lists, so

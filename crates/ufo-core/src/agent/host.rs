@@ -738,7 +738,7 @@ impl HostStep<'_, '_> {
             self.launchable = desktop.launchable().await?;
         }
         let n = self.windows.len();
-        // windows and third-party agents by one rule (README "Window resolution")
+        // windows and third-party agents by one rule (docs/resolution.md, "Window resolution")
         let keys: Vec<WindowKey<'_>> = self
             .windows
             .iter()

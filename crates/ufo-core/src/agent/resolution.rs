@@ -1,4 +1,4 @@
-//! Control resolution (README "Control resolution"): which control of the observation the
+//! Control resolution (docs/resolution.md, "Control resolution"): which control of the observation the
 //! model answered a `ControlLabel` / `ControlText` pair means. Never a silent first match: a
 //! name that fits several controls is narrowed by exact name, then by a role that fits the
 //! function, then by focus; still several, the action fails and lists them with their labels.
@@ -230,7 +230,7 @@ fn parse_label(label: &str, count: usize) -> Option<usize> {
         .map(|n| n - 1)
 }
 
-/// Find the index of the control a model means for `function` (README.md, "Control
+/// Find the index of the control a model means for `function` (docs/resolution.md, "Control
 /// resolution"). The label picks the control when its name matches `text` (or `text` is
 /// empty). Otherwise `text` is matched against the names exactly; then, read as a line copied
 /// from the control list (`[7] menu "Slide"`), against the roles and names; then against the
@@ -551,7 +551,7 @@ pub enum WindowUnresolved {
     },
 }
 
-/// The window a name means (README "Window resolution"), the one rule of the HostAgent and
+/// The window a name means (docs/resolution.md, "Window resolution"), the one rule of the HostAgent and
 /// the MCP server: the label (a number in the list) when its window's id, title or
 /// application fits the text or no text is given; then by the first rule that any window
 /// fits — id, exact title, title ignoring case, application or process name, part of the
