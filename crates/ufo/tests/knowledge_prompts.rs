@@ -699,3 +699,41 @@ fn a_web_search_that_hangs_costs_at_most_its_timeout_once() {
         "{warned:?}"
     );
 }
+
+/// A summary model that never answers (an OpenAI-compatible endpoint that hangs) costs at most
+/// the summary call's timeout (30 s): the session still ends FINISH, the experience is saved
+/// without a summary, and the warning and the record say the call timed out.
+#[test]
+fn a_summary_model_that_hangs_costs_at_most_its_timeout() {
+    use ufo_desktop::testing::http::{Page, PageServer};
+    let home = Home::new();
+    let server = PageServer::start(|_path| {
+        std::thread::sleep(std::time::Duration::from_secs(90));
+        Page::ok("{}")
+    });
+    let base = server.url("/v1");
+    let first = home.tmp.path().join("first");
+    let start = std::time::Instant::now();
+    let out = home.run_script(
+        &plain_script(&home, "FINISH"),
+        &first,
+        &[
+            ("UFO_SAVE_EXPERIENCE", "auto"),
+            ("UFO_KNOWLEDGE_SUMMARY_MODEL", "openai:summary-model"),
+            ("UFO_LLM_BASE_URL", base.as_str()),
+        ],
+    );
+    let took = start.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(took < std::time::Duration::from_secs(45), "took {took:?}");
+    assert!(!server.requests().is_empty(), "the summary model was asked");
+    assert!(
+        stderr.contains("warning: no summary for the experience \"Multiply 12 by 7\""),
+        "{stderr}"
+    );
+    assert_eq!(home.experience_count(), 1);
+    let recorded = records(&first, "experience_summary");
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert!(recorded[0].get("error").is_some(), "{}", recorded[0]);
+}
