@@ -12,6 +12,7 @@ pub mod blackboard;
 pub mod config;
 pub mod demo;
 pub mod events;
+pub mod experience;
 pub mod inert;
 pub mod keys;
 pub mod knowledge;

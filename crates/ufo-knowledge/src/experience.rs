@@ -49,6 +49,10 @@ pub struct Example {
     /// What it gave.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
+    /// A short summary with tips, written by the summary model (`[knowledge] summary_model`)
+    /// when one is configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
 }
 
 impl Example {
@@ -59,6 +63,10 @@ impl Example {
             out.push_str(&format!("Subtask: {}\n", clip(s)));
         }
         out.push_str(&format!("Application: {}\n", clip(&self.application)));
+        // before the steps, so that a prompt's per-snippet cap keeps the tips
+        if let Some(summary) = &self.summary {
+            out.push_str(&format!("Summary: {}\n", clip(summary)));
+        }
         if !self.plan.is_empty() {
             let plan: Vec<String> = self.plan.iter().take(20).map(|p| clip(p)).collect();
             out.push_str(&format!("Plan: {}\n", plan.join("; ")));
@@ -138,6 +146,7 @@ mod tests {
                 },
             ],
             result: Some("84".into()),
+            summary: None,
         }
     }
 
@@ -166,6 +175,18 @@ mod tests {
         }
         .to_document(KnowledgeKind::Demo, "demo:/x", "demo");
         assert_eq!(demo.page.title, "Multiply 12 by 7 on the calculator");
+    }
+
+    #[test]
+    fn a_summary_comes_before_the_steps() {
+        let mut e = example();
+        assert!(!e.text().contains("Summary:"));
+        e.summary = Some("Typed 12×7=. Tip: the display keeps the first number.".into());
+        let t = e.text();
+        let summary = t
+            .find("Summary: Typed 12×7=. Tip: the display keeps the first number.\n")
+            .expect("the summary is in the text");
+        assert!(summary < t.find("Steps:").expect("steps"), "{t}");
     }
 
     #[test]

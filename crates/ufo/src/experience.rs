@@ -3,6 +3,7 @@
 //! the id as location), under the `save_experience` policy, so that later sessions find them
 //! for similar subtasks and requests.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::path::Path;
 
@@ -12,7 +13,14 @@ use ufo_core::KnowledgeKind;
 use ufo_knowledge::experience::{Example, NamedStep, MAX_STEPS};
 use ufo_knowledge::store::Store;
 
+use ufo_core::events::LlmStats;
+use ufo_core::experience::{
+    kept_summary, summary_event, summary_request, MAX_SUMMARIES, SUMMARY_TIMEOUT,
+};
+use ufo_core::Recorder;
+
 use crate::commands::knowledge::KnowledgeSettings;
+use crate::models::PriceEntry;
 
 /// Most bytes of `events.jsonl` read to find the subtasks.
 const MAX_EVENTS_BYTES: u64 = 64 << 20;
@@ -82,50 +90,145 @@ pub fn decide(policy: SavePolicy, ending: Ending) -> Decision {
     }
 }
 
-/// After a session recorded in `out`: save its finished subtasks as `settings` say. Returns
-/// a line for the person (or the batch log) when something was saved or could not be;
-/// `None` when the policy said no.
-pub fn after_session(
+/// After a session recorded in `out` (its trajectory still written through `recorder`): save
+/// its finished subtasks as `settings` say, then, when a summary model is configured, ask it
+/// for each saved subtask's summary (one call each, at most
+/// [`ufo_core::experience::MAX_SUMMARIES`], each recorded) and save the summaries with them.
+/// Returns lines for the person (or the batch log): what was saved, and why something could
+/// not be; none when the policy said no.
+pub async fn after_session(
     settings: Option<&KnowledgeSettings>,
+    prices: &HashMap<String, PriceEntry>,
     out: &Path,
     ending: Ending,
-) -> Option<String> {
-    let settings = settings?;
+    recorder: &mut dyn Recorder,
+) -> Vec<String> {
+    let Some(settings) = settings else {
+        return Vec::new();
+    };
     let decision = decide(settings.save_experience, ending);
     if decision == Decision::Skip {
-        return None;
+        return Vec::new();
     }
-    let examples = match examples_of(out) {
+    let mut examples = match examples_of(out) {
         Ok(e) => e,
-        Err(e) => return Some(format!("experience not saved: {e}")),
+        Err(e) => return vec![format!("experience not saved: {e}")],
     };
     if examples.is_empty() {
-        return None;
+        return Vec::new();
     }
     if decision == Decision::Ask {
         if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-            return Some(
+            return vec![
                 "experience not saved: save_experience = ask needs a terminal to ask on; \
                  set it to always or auto to save without asking"
                     .into(),
-            );
+            ];
         }
         if !ask_person(examples.len()) {
-            return None;
+            return Vec::new();
         }
     }
+    // saved first: a summary call that hangs or a process that is killed loses no experience
+    let n = match save(&settings.store, &examples) {
+        Ok(n) => n,
+        Err(e) => return vec![format!("experience not saved: {e}")],
+    };
+    let mut lines = vec![format!(
+        "saved {n} finished subtask(s) as experience in {}",
+        settings.store.display()
+    )];
+    if let Some(spec) = &settings.summary_model {
+        let summarised = summarise(spec, prices, &mut examples, recorder, &mut lines).await;
+        if summarised > 0 {
+            if let Err(e) = save(&settings.store, &examples) {
+                lines.push(format!(
+                    "warning: the experience summaries were not saved: {e}; the experience is saved without them"
+                ));
+            }
+        }
+    }
+    lines
+}
+
+/// Save `examples` (each at its id; saving again replaces); how many.
+fn save(store: &Path, examples: &[(String, Example)]) -> Result<usize, String> {
     let docs: Vec<_> = examples
         .iter()
         .map(|(id, e)| e.to_document(KnowledgeKind::Experience, id, "session"))
         .collect();
-    let saved = Store::open(&settings.store).and_then(|mut s| s.save(&docs));
-    Some(match saved {
-        Ok(n) => format!(
-            "saved {n} finished subtask(s) as experience in {}",
-            settings.store.display()
-        ),
-        Err(e) => format!("experience not saved: {e}"),
-    })
+    Store::open(store)
+        .and_then(|mut s| s.save(&docs))
+        .map_err(|e| e.to_string())
+}
+
+/// Ask the summary model `spec` for the summary of each example (the first
+/// [`MAX_SUMMARIES`]), one bounded call each, recorded as an `experience_summary` event; a
+/// failure leaves that example without a summary and a warning in `lines`. How many got one.
+async fn summarise(
+    spec: &str,
+    prices: &HashMap<String, PriceEntry>,
+    examples: &mut [(String, Example)],
+    recorder: &mut dyn Recorder,
+    lines: &mut Vec<String>,
+) -> usize {
+    let model = match crate::models::summary_model(spec, prices) {
+        Ok(m) => m,
+        Err(e) => {
+            lines.push(format!(
+                "warning: no experience summaries: {e:#}; the experience is saved without them"
+            ));
+            return 0;
+        }
+    };
+    let mut done = 0;
+    for (_, example) in examples.iter_mut().take(MAX_SUMMARIES) {
+        let subtask = example.subtask.clone().unwrap_or_default();
+        let request = summary_request(&example.text());
+        let mut usage = LlmStats::default();
+        let answer = match tokio::time::timeout(SUMMARY_TIMEOUT, model.complete(&request)).await {
+            Ok(Ok(r)) => {
+                usage = LlmStats {
+                    calls: 1,
+                    prompt_tokens: r.usage.prompt_tokens,
+                    completion_tokens: r.usage.completion_tokens,
+                    cost: model.cost(&r.usage),
+                };
+                kept_summary(&r.text).map_err(|e| e.to_string())
+            }
+            Ok(Err(e)) => {
+                usage.calls = 1;
+                Err(e.to_string())
+            }
+            Err(_) => {
+                usage.calls = 1;
+                Err(format!(
+                    "the summary model did not answer within {} s",
+                    SUMMARY_TIMEOUT.as_secs()
+                ))
+            }
+        };
+        let event = summary_event(&subtask, &model.describe(), usage, &answer);
+        if let Err(e) = recorder.event(&event) {
+            lines.push(format!("warning: the summary call was not recorded: {e}"));
+        }
+        match answer {
+            Ok(summary) => {
+                example.summary = Some(summary);
+                done += 1;
+            }
+            Err(why) => lines.push(format!(
+                "warning: no summary for the experience {subtask:?}: {why}; it is saved without one"
+            )),
+        }
+    }
+    if examples.len() > MAX_SUMMARIES {
+        lines.push(format!(
+            "{} finished subtask(s) saved without a summary (at most {MAX_SUMMARIES} are summarised per session)",
+            examples.len() - MAX_SUMMARIES
+        ));
+    }
+    done
 }
 
 /// Ask on the terminal whether to save `n` subtasks; anything but yes is no.
@@ -225,6 +328,7 @@ pub fn from_events(events: &[Value], plan: &[String]) -> Vec<(u64, Example)> {
                     plan: plan.to_vec(),
                     steps,
                     result: (!result.is_empty()).then(|| result.to_string()),
+                    summary: None,
                 },
             ));
             continue;

@@ -65,6 +65,25 @@ impl Models {
     }
 }
 
+/// The model that summarises saved experience (`[knowledge] summary_model`): asked for at
+/// most [`ufo_core::experience::SUMMARY_MAX_TOKENS`], priced by `prices`, its prompts
+/// redacted like the session's.
+pub fn summary_model(
+    spec: &str,
+    prices: &HashMap<String, PriceEntry>,
+) -> Result<Box<dyn LlmClient>> {
+    let mut opts = LlmOptions::default();
+    opts.settings.max_tokens = Some(ufo_core::experience::SUMMARY_MAX_TOKENS);
+    let mut client = from_spec(spec, &opts).map_err(|e| anyhow!("summary_model {spec}: {e}"))?;
+    if let Some(p) = prices.get(spec) {
+        client = Box::new(Priced {
+            inner: client,
+            price: Price::new(p.input_per_1k, p.output_per_1k),
+        });
+    }
+    Ok(Box::new(Redacting { inner: client }))
+}
+
 fn build_one(spec: &str, plan: &ModelPlan<'_>, agent: &str) -> Result<Box<dyn LlmClient>> {
     let opts = LlmOptions::default();
     let mut client = from_spec(spec, &opts).map_err(|e| anyhow!("--llm {spec}: {e}"))?;

@@ -533,6 +533,10 @@ pub struct Plan {
     pub desktops: usize,
     /// `ufo batch`: the desktops are handed over as `--display-env` files.
     pub batch: bool,
+    /// A person works in the desktop (`ufo demo record`): ufo says how to reach it, and the
+    /// command inside runs in a process group of its own, so that each signal reaches it once,
+    /// handed on by this process (a second Ctrl-C must still mean "abort").
+    pub person: bool,
 }
 
 /// Whether this command runs on private desktops: `--desktop private` given, or a resumed
@@ -540,6 +544,7 @@ pub struct Plan {
 pub fn plan(command: &crate::cli::Command) -> Result<Option<Plan>> {
     use crate::cli::Command;
     use crate::cli::McpCommand;
+    use crate::commands::demo::{DemoCommand, DemoDesktop};
     let (desktop, private, desktops, batch) = match command {
         Command::Run(a) => (Some(a.desktop.clone()), a.private, 1, false),
         Command::Follow(a) => (Some(a.desktop.clone()), a.private, 1, false),
@@ -557,8 +562,16 @@ pub fn plan(command: &crate::cli::Command) -> Result<Option<Plan>> {
         },
         Command::Batch(a) => (Some(a.desktop.clone()), a.private, a.jobs.max(1), true),
         Command::Serve(a) if a.command.is_none() => (Some(a.desktop.clone()), a.private, 1, false),
+        Command::Demo(DemoCommand::Record(a)) => {
+            let desktop = match a.desktop {
+                DemoDesktop::Live => "live",
+                DemoDesktop::Private => "private",
+            };
+            (Some(desktop.to_string()), a.private, 1, false)
+        }
         _ => return Ok(None),
     };
+    let person = matches!(command, Command::Demo(_));
     // inside a private desktop already: this is the command ufo runs there
     if std::env::var_os(INSIDE_VAR).is_some() {
         return Ok(None);
@@ -579,6 +592,7 @@ pub fn plan(command: &crate::cli::Command) -> Result<Option<Plan>> {
         },
         desktops,
         batch,
+        person,
     }))
 }
 
@@ -642,10 +656,12 @@ pub fn run_inside(plan: &Plan) -> ExitCode {
     // a Ctrl-C in the terminal reaches the inner ufo too (same process group), which cancels
     // its session; this process waits for it, then ends the desktop (a signal sent to this
     // process alone ends the inner one after a grace period)
-    let signalled = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let signals = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     {
-        let s = signalled.clone();
-        let _ = ctrlc::set_handler(move || s.store(true, std::sync::atomic::Ordering::SeqCst));
+        let s = signals.clone();
+        let _ = ctrlc::set_handler(move || {
+            s.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        });
     }
     let mut desktops = Vec::new();
     for _ in 0..plan.desktops {
@@ -669,8 +685,20 @@ pub fn run_inside(plan: &Plan) -> ExitCode {
             }
         }
     }
+    if plan.person {
+        match desktops[0].write_env_file() {
+            Ok(f) => announce(&desktops[0], &f, plan.opts.watch),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return ExitCode::from(3);
+            }
+        }
+    }
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let mut inner = Command::new(&exe);
+    if plan.person {
+        inner.process_group(0);
+    }
     inner.args(inner_args(&args, plan, &env_files));
     if !plan.batch {
         // the session itself runs inside the desktop; a batch gives each job its desktop
@@ -701,13 +729,20 @@ pub fn run_inside(plan: &Plan) -> ExitCode {
         }
     };
     let mut deadline: Option<Instant> = None;
+    let mut handed_on = 0;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
             Ok(None) => {}
             Err(_) => break None,
         }
-        if signalled.load(std::sync::atomic::Ordering::SeqCst) && deadline.is_none() {
+        let received = signals.load(std::sync::atomic::Ordering::SeqCst);
+        if plan.person && received > handed_on {
+            // its own process group: the terminal's Ctrl-C reaches it only through here
+            hand_on_signal(&child);
+            handed_on = received;
+        }
+        if received > 0 && deadline.is_none() {
             deadline = Some(Instant::now() + Duration::from_secs(10));
         }
         if deadline.is_some_and(|d| Instant::now() > d) {
@@ -731,6 +766,37 @@ pub fn run_inside(plan: &Plan) -> ExitCode {
     }
 }
 
+/// Tell the person where the private desktop is: its display, the environment file that
+/// starts a program inside it (so the program is on its accessibility bus, and ended with it),
+/// and, when watched, where it shows.
+fn announce(desk: &PrivateDesktop, env_file: &Path, watch: bool) {
+    let display = desk
+        .env
+        .iter()
+        .find(|(k, _)| k == "DISPLAY")
+        .map_or("?", |(_, v)| v.as_str());
+    let shown = if watch {
+        "it shows in a window on your display"
+    } else {
+        "add --watch to see it in a window on your display"
+    };
+    eprintln!(
+        "private desktop: DISPLAY={display}; start a program in it with `. {} && PROGRAM &`; \
+         {shown}",
+        env_file.display()
+    );
+}
+
+/// Hand a signal on to the command inside, as SIGTERM (its first one stops it cleanly, a
+/// second aborts it).
+fn hand_on_signal(child: &Child) {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -746,6 +812,7 @@ mod tests {
             opts: Options::default(),
             desktops: 1,
             batch: false,
+            person: false,
         };
         assert_eq!(
             inner_args(
@@ -772,6 +839,7 @@ mod tests {
             opts: Options::default(),
             desktops: 2,
             batch: true,
+            person: false,
         };
         assert_eq!(
             inner_args(
@@ -790,5 +858,37 @@ mod tests {
                 "/b/env"
             ])
         );
+    }
+
+    #[test]
+    fn a_demonstration_on_a_private_desktop_is_one_a_person_works_in() {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from([
+            "ufo",
+            "demo",
+            "record",
+            "--out",
+            "d",
+            "--desktop",
+            "private",
+            "--watch",
+        ])
+        .expect("parses");
+        let plan = plan(&cli.command)
+            .expect("no usage error")
+            .expect("private");
+        assert!(plan.person && plan.opts.watch && !plan.batch);
+        assert_eq!(plan.desktops, 1);
+        let live = crate::cli::Cli::try_parse_from(["ufo", "demo", "record", "--out", "d"])
+            .expect("parses");
+        assert!(plan_of(&live).is_none());
+        let watch_live =
+            crate::cli::Cli::try_parse_from(["ufo", "demo", "record", "--out", "d", "--watch"])
+                .expect("parses");
+        assert!(super::plan(&watch_live.command).is_err());
+    }
+
+    fn plan_of(cli: &crate::cli::Cli) -> Option<Plan> {
+        plan(&cli.command).expect("no usage error")
     }
 }

@@ -4,7 +4,8 @@
 //! - `ufo batch` without a desktop: unsupported and broken tasks are skipped / errors.
 //! - `ufo batch tests/batch` on the live desktop (calculator, mousepad, shell tasks) with the
 //!   tasks' scripted models, each judged by its evaluator; `--jobs 2` on two displays gives the
-//!   same results as `--jobs 1`. Live tests run when `UFO_LIVE_TESTS=1` or `DISPLAY` is set,
+//!   same results as `--jobs 1`; with `save_experience = auto` only the tasks whose evaluator
+//!   passed are saved as experience. Live tests run when `UFO_LIVE_TESTS=1` or `DISPLAY` is set,
 //!   else they are skipped with a message.
 
 mod common;
@@ -551,4 +552,82 @@ fn the_suite_with_multi_action_answers_gives_the_same_results_with_fewer_calls()
         "multi_action on the batch suite: {calls} model calls instead of {before} ({} saved)",
         before - calls as usize
     );
+}
+
+/// `save_experience = auto` in `ufo batch`: of two calculator tasks whose sessions both end
+/// FINISH, only the one whose evaluator passed is saved as experience (the other presses a
+/// wrong key, so its evaluator fails it). The store is this test's own (`XDG_DATA_HOME`).
+#[test]
+fn auto_saves_the_experience_of_passed_batch_tasks_only() {
+    if !require_live("auto_saves_the_experience_of_passed_batch_tasks_only") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let suite = repo_root().join("tests").join("batch");
+    let tasks = tmp.path().join("tasks");
+    std::fs::create_dir_all(tasks.join("scripts")).expect("dir");
+    for id in ["calc_sum", "calc_wrong"] {
+        for file in [format!("{id}.json"), format!("scripts/{id}.jsonl")] {
+            std::fs::copy(suite.join(&file), tasks.join(&file)).expect("copy a task");
+        }
+    }
+    let data = tmp.path().join("data");
+    let out = tmp.path().join("out");
+    let output = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .arg("batch")
+        .arg(&tasks)
+        .args(["--confirm", "yes", "--task-timeout", "120", "--out"])
+        .arg(&out)
+        .env_remove("UFO_LLM")
+        .env_remove("UFO_KNOWLEDGE_STORE")
+        .env("XDG_DATA_HOME", &data)
+        .env("UFO_SAVE_EXPERIENCE", "auto")
+        .output()
+        .expect("ufo runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let results = read_results(&out);
+    let want: BTreeMap<String, String> = [("calc_sum", "passed"), ("calc_wrong", "failed")]
+        .into_iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(
+        statuses(&results),
+        want,
+        "stdout:\n{stdout}\nstderr:\n{stderr}{}",
+        diagnose(&out, &statuses(&results), &want)
+    );
+    // both sessions ended FINISH: only the evaluator tells them apart
+    for r in &results {
+        assert_eq!(r["session_status"], "FINISH", "{r}");
+    }
+
+    let list = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .args(["knowledge", "list", "--kind", "experience", "--json"])
+        .env_remove("UFO_KNOWLEDGE_STORE")
+        .env("XDG_DATA_HOME", &data)
+        .output()
+        .expect("ufo runs");
+    assert_eq!(
+        list.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&list.stderr)
+    );
+    let saved: Vec<Value> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert_eq!(
+        saved.len(),
+        1,
+        "exactly the passed task's subtask: {saved:?}"
+    );
+    let location = s(&saved[0]["location"]);
+    assert!(
+        location.contains("calc_sum") && !location.contains("calc_wrong"),
+        "{location}"
+    );
+    assert_eq!(saved[0]["kind"], "experience");
 }

@@ -152,7 +152,6 @@ fn a_recorded_demonstration_replays_to_the_same_result() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let home = tmp.path().join("home");
     std::fs::create_dir_all(&home).expect("home");
-    let data = tmp.path().join("data");
     let rec = tmp.path().join("rec");
     let png = tmp.path().join("calc.png");
 
@@ -217,6 +216,16 @@ fn a_recorded_demonstration_replays_to_the_same_result() {
     assert!(status.success(), "{status:?}\n{log}");
     drop(calc);
 
+    replays_to_84(tmp.path(), &home, &rec, &log);
+}
+
+/// The recording in `rec` is the five clicks 1 2 × 7 = on the calculator; stored with
+/// `ufo knowledge add-demo` it is found as a demonstration; replayed by `ufo follow --desktop
+/// live` on a fresh calculator (a scripted model that clicks each recorded control by name) the
+/// display shows 84, read through pyatspi. `log` is the recorder's stderr (for failures).
+fn replays_to_84(tmp: &Path, home: &Path, rec: &Path, log: &str) {
+    let data = tmp.join("data");
+    let png = tmp.join("calc.png");
     let plan: Value =
         serde_json::from_str(&std::fs::read_to_string(rec.join("plan.json")).expect("plan.json"))
             .expect("plan is JSON");
@@ -242,7 +251,7 @@ fn a_recorded_demonstration_replays_to_the_same_result() {
     // stored, and found as a demonstration
     let env = [("XDG_DATA_HOME", data.to_str().expect("utf-8"))];
     let add = ufo_live(
-        &home,
+        home,
         &[
             "knowledge".into(),
             "add-demo".into(),
@@ -259,7 +268,7 @@ fn a_recorded_demonstration_replays_to_the_same_result() {
         String::from_utf8_lossy(&add.stderr)
     );
     let found = ufo_live(
-        &home,
+        home,
         &[
             "knowledge".into(),
             "search".into(),
@@ -278,7 +287,7 @@ fn a_recorded_demonstration_replays_to_the_same_result() {
     )
     .expect("JSON hit");
     assert_eq!(first["kind"], "demo");
-    let canonical = std::fs::canonicalize(&rec).expect("canonical");
+    let canonical = std::fs::canonicalize(rec).expect("canonical");
     assert_eq!(first["location"], canonical.display().to_string());
 
     // replayed on a fresh calculator: the model clicks each recorded step's control by name
@@ -312,11 +321,11 @@ fn a_recorded_demonstration_replays_to_the_same_result() {
         ));
     }
     lines.push(host_finish());
-    let script = tmp.path().join("script.jsonl");
+    let script = tmp.join("script.jsonl");
     std::fs::write(&script, lines.join("\n")).expect("script");
-    let out = tmp.path().join("out");
+    let out = tmp.join("out");
     let follow = ufo_live(
-        &home,
+        home,
         &[
             "follow".into(),
             rec.join("plan.json").display().to_string(),
@@ -329,7 +338,7 @@ fn a_recorded_demonstration_replays_to_the_same_result() {
         ],
         &[],
     );
-    let fresh = KillPid(pid_of(&inspect_window(&home, "Calculator", &png)));
+    let fresh = KillPid(pid_of(&inspect_window(home, "Calculator", &png)));
     assert_eq!(
         follow.status.code(),
         Some(0),
@@ -346,6 +355,208 @@ fn a_recorded_demonstration_replays_to_the_same_result() {
         "the replayed calculator does not show 84: {}",
         String::from_utf8_lossy(&shown.stdout)
     );
+}
+
+/// The environment of a private desktop from the file `ufo demo record --desktop private`
+/// names (`export K='V'` lines).
+fn private_env(file: &Path) -> Vec<(String, String)> {
+    std::fs::read_to_string(file)
+        .expect("the private desktop's environment file")
+        .lines()
+        .filter_map(|l| l.strip_prefix("export "))
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.trim_matches('\'').replace("'\\''", "'")))
+        .collect()
+}
+
+/// A command that runs inside the private desktop `env`.
+fn inside(program: &str, env: &[(String, String)]) -> Command {
+    let mut c = Command::new(program);
+    c.env_remove("NO_AT_BRIDGE")
+        .env_remove("WAYLAND_DISPLAY")
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    c
+}
+
+/// The processes of the private desktops that ufo process `pid` started (their environment
+/// carries its mark).
+fn marked_by(pid: u32) -> Vec<String> {
+    let needle = format!("UFO_SESSION_MARK=ufo-private-{pid}-");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        if env
+            .split(|b| *b == 0)
+            .any(|kv| kv.starts_with(needle.as_bytes()))
+        {
+            let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+            out.push(format!(
+                "{} {}",
+                e.file_name().to_string_lossy(),
+                comm.trim()
+            ));
+        }
+    }
+    out
+}
+
+/// `ufo demo record --desktop private`: ufo starts a desktop of its own and says where it is;
+/// a "person" (xdotool on that display) computes 12 × 7 on a calculator started there; SIGTERM
+/// ends the recording (exit 0) and the private desktop with every process in it (its X server,
+/// the calculator); the recording replays to 84 like one made on the live desktop.
+#[test]
+fn a_demonstration_recorded_on_a_private_desktop_replays_and_leaves_nothing_behind() {
+    if !require_live(
+        "a_demonstration_recorded_on_a_private_desktop_replays_and_leaves_nothing_behind",
+    ) {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let rec = tmp.path().join("rec");
+    let png = tmp.path().join("calc.png");
+
+    let err = tmp.path().join("record.err");
+    let recorder = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .args(["demo", "record", "--desktop", "private", "--out"])
+        .arg(&rec)
+        .args(["--max-seconds", "240", "--task", "Compute 12 × 7"])
+        .env("HOME", &home)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).expect("stderr file"))
+        .spawn()
+        .expect("ufo demo record starts");
+    let outer = recorder.id();
+    let mut recorder = Kill(Some(recorder));
+    let log = || std::fs::read_to_string(&err).unwrap_or_default();
+    wait_for("the private desktop and the recorder to start", 90, &|| {
+        log().contains("recording:")
+    });
+    // "private desktop: DISPLAY=:N; start a program in it with `. FILE && PROGRAM &`; ..."
+    let said = log();
+    let announced = said
+        .lines()
+        .find(|l| l.starts_with("private desktop: DISPLAY=:"))
+        .unwrap_or_else(|| panic!("ufo did not say where the private desktop is:\n{said}"))
+        .to_string();
+    let display = announced["private desktop: DISPLAY=".len()..]
+        .split(';')
+        .next()
+        .expect("display")
+        .to_string();
+    assert_ne!(
+        Some(display.as_str()),
+        std::env::var("DISPLAY").ok().as_deref(),
+        "the private desktop is not the session's own display"
+    );
+    let env_file = announced
+        .split("`. ")
+        .nth(1)
+        .and_then(|r| r.split(" && ").next())
+        .expect("the environment file");
+    let env = private_env(Path::new(env_file));
+    assert!(
+        env.iter().any(|(k, v)| k == "DISPLAY" && *v == display),
+        "{env:?}"
+    );
+
+    // the person starts a calculator in it and clicks 1 2 × 7 =
+    let calc = inside("gnome-calculator", &env)
+        .env("HOME", &home)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("gnome-calculator starts");
+    let mut calc = Kill(Some(calc));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let listing = loop {
+        let out = inside(
+            assert_cmd::cargo::cargo_bin("ufo").to_str().expect("utf-8"),
+            &env,
+        )
+        .env("HOME", &home)
+        .args(["inspect", "Calculator", "--png"])
+        .arg(&png)
+        .output()
+        .expect("ufo inspect runs");
+        let listing = String::from_utf8_lossy(&out.stdout).into_owned();
+        if listing.contains("button \"×\"") {
+            break listing;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the private desktop's calculator never showed ×:\n{listing}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    for (i, name) in ["1", "2", "×", "7", "="].iter().enumerate() {
+        let (x, y) = centre(&listing, name);
+        let ok = Command::new("xdotool")
+            .env("DISPLAY", &display)
+            .args(["mousemove", &x.to_string(), &y.to_string(), "click", "1"])
+            .status()
+            .expect("xdotool runs");
+        assert!(ok.success());
+        wait_for(&format!("press {} to be recorded", i + 1), 60, &|| {
+            presses(&err) > i
+        });
+    }
+    let shown = inside("/usr/bin/python3", &env)
+        .args(["-c", CALC_DISPLAY, "84"])
+        .output()
+        .expect("python3");
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains("84"),
+        "the private desktop's calculator does not show 84: {}",
+        String::from_utf8_lossy(&shown.stdout)
+    );
+
+    // SIGTERM to ufo ends the recording, writes it, and ends the private desktop
+    let status = terminate(&mut recorder);
+    let log = log();
+    assert!(status.success(), "{status:?}\n{log}");
+    let left = {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = marked_by(outer);
+            if left.is_empty() || Instant::now() > deadline {
+                break left;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    assert!(
+        left.is_empty(),
+        "processes of the private desktop remain: {left:?}\n{log}"
+    );
+    // the calculator is this test's child: ended, it waits here to be reaped
+    let calc_ended = (0..100).any(|_| {
+        let ended = calc
+            .0
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(Some(_))));
+        if !ended {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        ended
+    });
+    assert!(
+        calc_ended,
+        "the calculator started in the private desktop still runs"
+    );
+    let n = display.trim_start_matches(':');
+    assert!(
+        !Path::new(&format!("/tmp/.X{n}-lock")).exists()
+            && !Path::new(&format!("/tmp/.X11-unix/X{n}")).exists(),
+        "the private X server {display} is still there"
+    );
+
+    replays_to_84(tmp.path(), &home, &rec, &log);
 }
 
 /// A demonstration folder as `ufo demo record` writes it: the Save of a note in Mousepad.

@@ -350,6 +350,162 @@ fn a_finished_session_saves_experience_that_the_next_session_gets_as_an_example(
     assert_eq!(home.experience_count(), 1);
 }
 
+/// The records of `type` in the trajectory of `out`.
+fn records(out: &Path, kind: &str) -> Vec<Value> {
+    std::fs::read_to_string(out.join("events.jsonl"))
+        .expect("events")
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("json line"))
+        .filter(|v| v["type"] == kind)
+        .collect()
+}
+
+/// `UFO_KNOWLEDGE_SUMMARY_MODEL` (`[knowledge] summary_model`): after the finished subtask is
+/// saved, one call to that model (agent kind `experience`), shown the saved subtask, writes a
+/// short summary with tips. The call is recorded (`experience_summary` in events.jsonl, with
+/// its usage), the summary is stored with the experience, and the next session's agents see it
+/// under Examples.
+#[test]
+fn a_model_written_summary_is_saved_with_the_experience_and_shown_next_time() {
+    let home = Home::new();
+    let summary_script = home.tmp.path().join("summary.jsonl");
+    let summary = "Typed ×7= into the Display after 12. Tip: the display keeps the first number, \
+                   so type only the operator and the second number.";
+    std::fs::write(
+        &summary_script,
+        format!(
+            "{}\n",
+            serde_json::json!({"agent": "experience", "response": summary,
+                "expect": ["Multiply 12 by 7", "type_keys on edit \"Display\"", "Result: 84",
+                           "tips"]})
+        ),
+    )
+    .expect("script");
+    let first = home.tmp.path().join("first");
+    let model = format!("script:{}", summary_script.display());
+    let out = home.run_script(
+        &plain_script(&home, "FINISH"),
+        &first,
+        &[
+            ("UFO_SAVE_EXPERIENCE", "auto"),
+            ("UFO_KNOWLEDGE_SUMMARY_MODEL", model.as_str()),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("saved 1 finished subtask(s) as experience"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("warning"), "{stderr}");
+    assert_eq!(home.experience_count(), 1);
+    // recorded like a model call: one call, its usage, what it wrote
+    let recorded = records(&first, "experience_summary");
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0]["llm"]["calls"], 1, "{}", recorded[0]);
+    assert!(
+        recorded[0]["llm"]["completion_tokens"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0
+    );
+    assert_eq!(recorded[0]["subtask"], "Multiply 12 by 7");
+    assert!(
+        s_of(&recorded[0]["summary"]).starts_with("Typed ×7= into the Display"),
+        "{}",
+        recorded[0]
+    );
+
+    // The next session: the summary is part of the example both agents are shown.
+    let dir = scenario_dir("knowledge_docs");
+    let text = std::fs::read_to_string(dir.join("script.jsonl")).expect("script");
+    let example = "Examples:\n- [experience] Multiply 12 by 7 (";
+    let tips = "Summary: Typed ×7= into the Display after 12. Tip: the display keeps";
+    let script: String = text
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).expect("line");
+            let assigns = v["agent"] == "host" && v["response"]["Status"] == "ASSIGN";
+            if assigns || v["agent"] == "app" {
+                v["expect"] = serde_json::json!([example, tips]);
+            } else {
+                v["expect"] = Value::Array(Vec::new());
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    let second_script = home.tmp.path().join("second.jsonl");
+    std::fs::write(&second_script, script).expect("script");
+    let out = home.run_script(&second_script, &home.out(), &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A summary call that fails (here the model's script answers for another agent) never fails
+/// the session: the experience is saved without a summary, a warning says why, and the failed
+/// call is recorded with its error.
+#[test]
+fn a_failed_summary_call_still_saves_the_experience() {
+    let home = Home::new();
+    let summary_script = home.tmp.path().join("summary.jsonl");
+    std::fs::write(
+        &summary_script,
+        "{\"agent\": \"host\", \"response\": {\"Status\": \"FINISH\"}}\n",
+    )
+    .expect("script");
+    let first = home.tmp.path().join("first");
+    let model = format!("script:{}", summary_script.display());
+    let out = home.run_script(
+        &plain_script(&home, "FINISH"),
+        &first,
+        &[
+            ("UFO_SAVE_EXPERIENCE", "auto"),
+            ("UFO_KNOWLEDGE_SUMMARY_MODEL", model.as_str()),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("saved 1 finished subtask(s) as experience"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("warning: no summary for the experience \"Multiply 12 by 7\"")
+            && stderr.contains("saved without one"),
+        "{stderr}"
+    );
+    assert_eq!(home.experience_count(), 1);
+    let recorded = records(&first, "experience_summary");
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert!(
+        s_of(&recorded[0]["error"]).contains("expected a call from the host agent"),
+        "{}",
+        recorded[0]
+    );
+    let found = home.ufo(
+        &[
+            "knowledge",
+            "search",
+            "--kind",
+            "experience",
+            "--json",
+            "multiply",
+        ],
+        &[],
+    );
+    let text = String::from_utf8_lossy(&found.stdout);
+    assert!(text.contains("Multiply 12 by 7"), "{text}");
+    assert!(!text.contains("Summary:"), "{text}");
+}
+
+fn s_of(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
+}
+
 #[test]
 fn auto_saves_nothing_for_a_session_that_failed_and_ask_without_a_terminal_says_so() {
     let home = Home::new();
@@ -542,4 +698,42 @@ fn a_web_search_that_hangs_costs_at_most_its_timeout_once() {
         warned.iter().any(|w| w.contains("web search")),
         "{warned:?}"
     );
+}
+
+/// A summary model that never answers (an OpenAI-compatible endpoint that hangs) costs at most
+/// the summary call's timeout (30 s): the session still ends FINISH, the experience is saved
+/// without a summary, and the warning and the record say the call timed out.
+#[test]
+fn a_summary_model_that_hangs_costs_at_most_its_timeout() {
+    use ufo_desktop::testing::http::{Page, PageServer};
+    let home = Home::new();
+    let server = PageServer::start(|_path| {
+        std::thread::sleep(std::time::Duration::from_secs(90));
+        Page::ok("{}")
+    });
+    let base = server.url("/v1");
+    let first = home.tmp.path().join("first");
+    let start = std::time::Instant::now();
+    let out = home.run_script(
+        &plain_script(&home, "FINISH"),
+        &first,
+        &[
+            ("UFO_SAVE_EXPERIENCE", "auto"),
+            ("UFO_KNOWLEDGE_SUMMARY_MODEL", "openai:summary-model"),
+            ("UFO_LLM_BASE_URL", base.as_str()),
+        ],
+    );
+    let took = start.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(took < std::time::Duration::from_secs(45), "took {took:?}");
+    assert!(!server.requests().is_empty(), "the summary model was asked");
+    assert!(
+        stderr.contains("warning: no summary for the experience \"Multiply 12 by 7\""),
+        "{stderr}"
+    );
+    assert_eq!(home.experience_count(), 1);
+    let recorded = records(&first, "experience_summary");
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert!(recorded[0].get("error").is_some(), "{}", recorded[0]);
 }

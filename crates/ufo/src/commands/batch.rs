@@ -720,11 +720,16 @@ async fn run_task(
         finished: r.session_status == ufo_core::SessionStatus::Finish.as_str(),
         evaluator_passed: Some(r.status == TaskStatus::Passed),
     };
-    if let Some(line) =
-        crate::experience::after_session(prepared.settings.knowledge.as_ref(), &trajectory, ending)
-    {
-        r.log.push(line);
-    }
+    r.log.extend(
+        crate::experience::after_session(
+            prepared.settings.knowledge.as_ref(),
+            &prepared.settings.prices,
+            &trajectory,
+            ending,
+            &mut recorder,
+        )
+        .await,
+    );
     let stuck = close_new_windows(&desktop, &before).await;
     if !stuck.is_empty() {
         r.log.push(format!(

@@ -1,4 +1,6 @@
-//! `ufo demo record --out DIR`: a person shows a task once on the live desktop; every click and
+//! `ufo demo record --out DIR`: a person shows a task once on the live desktop (or, with
+//! `--desktop private`, on a desktop of ufo's own: `crate::private` starts it, says where it
+//! is, and runs this command inside it with `--desktop live`); every click and
 //! key press is resolved to the control it reached and the whole is written as a plan
 //! `ufo follow` accepts (`DIR/plan.json`), the steps with their controls (`DIR/demo.json`) and
 //! a readable summary (`DIR/summary.txt`). Reading the presses and resolving them is the
@@ -31,6 +33,10 @@ pub enum DemoCommand {
 pub enum DemoDesktop {
     /// The desktop of this session (`DISPLAY`).
     Live,
+    /// A desktop of ufo's own (as `ufo run --desktop private` starts): ufo prints its
+    /// `DISPLAY` and an environment file to start programs in it with (`--watch` shows it in a
+    /// window on your display), records there, and ends every process of it afterwards.
+    Private,
 }
 
 /// `ufo demo record`.
@@ -57,6 +63,9 @@ pub struct RecordArgs {
     /// default every press counts, since ufo itself sends none while it records.
     #[arg(long)]
     pub people_only: bool,
+    /// How the private desktop is started (`--desktop private`).
+    #[command(flatten)]
+    pub private: crate::cli::PrivateArgs,
 }
 
 /// `DIR/demo.json`.

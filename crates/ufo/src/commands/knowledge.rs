@@ -57,6 +57,9 @@ pub struct KnowledgeSection {
     pub embeddings_url: Option<String>,
     /// The embeddings model; embeddings are off without it.
     pub embeddings_model: Option<String>,
+    /// The model that writes a short summary with tips for each saved experience (a model
+    /// spec as `--llm` takes, e.g. `openai:gpt-4o-mini`); no summary without it.
+    pub summary_model: Option<String>,
 }
 
 /// Where documents and queries get their vectors.
@@ -95,12 +98,15 @@ pub struct KnowledgeSettings {
     pub web_search_url: Option<String>,
     /// The embeddings endpoint, if embeddings are on.
     pub embeddings: Option<EmbeddingsSettings>,
+    /// The model spec that summarises saved experience, if one is configured.
+    pub summary_model: Option<String>,
 }
 
 impl KnowledgeSettings {
     /// The section over the defaults, then `UFO_KNOWLEDGE` (switch), `UFO_KNOWLEDGE_STORE`,
     /// `UFO_KNOWLEDGE_TOP_DOCS`/`_EXPERIENCE`/`_DEMO`/`_WEB`, `UFO_KNOWLEDGE_TOTAL_CHARS`,
-    /// `UFO_KNOWLEDGE_SNIPPET_CHARS`.
+    /// `UFO_KNOWLEDGE_SNIPPET_CHARS`, `UFO_KNOWLEDGE_SUMMARY_MODEL` (an empty value turns the
+    /// summary off).
     pub fn resolve(
         section: &KnowledgeSection,
         env: &dyn Fn(&str) -> Option<String>,
@@ -128,6 +134,10 @@ impl KnowledgeSettings {
             save_experience: section.save_experience.unwrap_or_default(),
             web_search_url: section.web_search_url.clone().filter(|u| !u.is_empty()),
             embeddings: embeddings(section, env)?,
+            summary_model: env("UFO_KNOWLEDGE_SUMMARY_MODEL")
+                .or_else(|| section.summary_model.clone())
+                .map(|m| m.trim().to_string())
+                .filter(|m| !m.is_empty()),
         };
         if let Some(v) = env("UFO_KNOWLEDGE_WEB_SEARCH_URL") {
             s.web_search_url = Some(v).filter(|u| !u.is_empty());
@@ -766,5 +776,23 @@ mod tests {
         assert!(err.to_string().contains("embeddings_model"), "{err}");
         let err = KnowledgeSettings::resolve(&model_only, &none).unwrap_err();
         assert!(err.to_string().contains("embeddings_url"), "{err}");
+    }
+
+    #[test]
+    fn the_summary_model_comes_from_the_section_or_the_environment() {
+        let none = |_: &str| None;
+        let off = KnowledgeSettings::resolve(&KnowledgeSection::default(), &none).unwrap();
+        assert_eq!(off.summary_model, None);
+        let section: KnowledgeSection =
+            toml::from_str("summary_model = \"openai:gpt-4o-mini\"").unwrap();
+        let s = KnowledgeSettings::resolve(&section, &none).unwrap();
+        assert_eq!(s.summary_model.as_deref(), Some("openai:gpt-4o-mini"));
+        let env = |k: &str| (k == "UFO_KNOWLEDGE_SUMMARY_MODEL").then(|| " script:s.jsonl ".into());
+        let s = KnowledgeSettings::resolve(&section, &env).unwrap();
+        assert_eq!(s.summary_model.as_deref(), Some("script:s.jsonl"));
+        // an empty value turns it off
+        let empty = |k: &str| (k == "UFO_KNOWLEDGE_SUMMARY_MODEL").then(String::new);
+        let s = KnowledgeSettings::resolve(&section, &empty).unwrap();
+        assert_eq!(s.summary_model, None);
     }
 }

@@ -254,7 +254,14 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
         finished: outcome.status == SessionStatus::Finish,
         evaluator_passed: None,
     };
-    if let Some(line) = crate::experience::after_session(settings.knowledge.as_ref(), &out, ending)
+    for line in crate::experience::after_session(
+        settings.knowledge.as_ref(),
+        &settings.prices,
+        &out,
+        ending,
+        &mut recorder,
+    )
+    .await
     {
         eprintln!("{}", ufo_core::inert(&line));
     }
