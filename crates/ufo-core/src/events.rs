@@ -29,6 +29,8 @@ pub enum Record {
     /// The person handed the desktop back (or the pause ended without it): the agent
     /// observes again and its model decides anew.
     Handback(Handback),
+    /// A model-written summary of a saved experience was asked for, after the session.
+    ExperienceSummary(ExperienceSummary),
     /// A record type this version does not know.
     #[serde(other)]
     Other,
@@ -48,6 +50,7 @@ impl Record {
             Record::RoundEnd(r) | Record::SessionEnd(r) => r.ts.as_deref(),
             Record::Takeover(r) => r.ts.as_deref(),
             Record::Handback(r) => r.ts.as_deref(),
+            Record::ExperienceSummary(r) => r.ts.as_deref(),
             Record::Other => None,
         }
     }
@@ -178,6 +181,27 @@ pub struct Takeover {
     pub steps: u32,
     /// What the person did (e.g. `button press on "Xephyr virtual mouse"`).
     pub input: String,
+}
+
+/// `experience_summary`: one call asking a model to summarise a saved experience.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ExperienceSummary {
+    /// When it was written (added by the recorder).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
+    /// The subtask the experience is of.
+    pub subtask: String,
+    /// The model asked.
+    pub model: String,
+    /// The call's usage (counted in the session's totals).
+    pub llm: LlmStats,
+    /// The summary kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Why there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// `handback`: the pause ended.

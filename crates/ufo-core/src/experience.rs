@@ -87,17 +87,19 @@ pub fn summary_event(
     usage: LlmStats,
     outcome: &Result<String, String>,
 ) -> serde_json::Value {
-    let mut e = serde_json::json!({
-        "type": "experience_summary",
-        "subtask": subtask,
-        "model": model,
-        "llm": usage,
-    });
-    match outcome {
-        Ok(s) => e["summary"] = s.clone().into(),
-        Err(why) => e["error"] = why.clone().into(),
-    }
-    e
+    let (summary, error) = match outcome {
+        Ok(s) => (Some(s.clone()), None),
+        Err(why) => (None, Some(why.clone())),
+    };
+    crate::events::Record::ExperienceSummary(crate::events::ExperienceSummary {
+        ts: None,
+        subtask: subtask.to_string(),
+        model: model.to_string(),
+        llm: usage,
+        summary,
+        error,
+    })
+    .to_value()
 }
 
 #[cfg(test)]

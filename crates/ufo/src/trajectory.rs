@@ -184,12 +184,18 @@ impl Trajectory {
             Record::SessionEnd(e) => self.final_end = Some(e.clone()),
             Record::Step(s) => {
                 self.last_steps = Some(s.steps);
-                self.llm.0 += s.llm.calls;
-                self.llm.1 += s.llm.prompt_tokens + s.llm.completion_tokens;
-                self.llm.2 += s.llm.cost;
+                self.add_llm(&s.llm);
             }
+            // asked after the session's end, and paid for all the same
+            Record::ExperienceSummary(e) => self.add_llm(&e.llm),
             Record::RoundEnd(_) | Record::Takeover(_) | Record::Handback(_) | Record::Other => {}
         }
+    }
+
+    fn add_llm(&mut self, llm: &ufo_core::events::LlmStats) {
+        self.llm.0 += llm.calls;
+        self.llm.1 += llm.prompt_tokens + llm.completion_tokens;
+        self.llm.2 += llm.cost;
     }
 
     /// The first `session_start` of the file.
@@ -214,8 +220,8 @@ impl Trajectory {
         self.starts.saturating_sub(1)
     }
 
-    /// Model use summed over every step record of the file: calls, prompt + completion
-    /// tokens, cost.
+    /// Model use summed over every step and experience-summary record of the file: calls,
+    /// prompt + completion tokens, cost.
     pub fn llm_totals(&self) -> (u64, u64, f64) {
         self.llm
     }
@@ -285,6 +291,22 @@ mod tests {
         assert!(all.contains("line 3 is not a JSON object"), "{all}");
         assert!(all.contains("line 4 is not JSON"), "{all}");
         assert!(all.contains("no session_end"), "{all}");
+    }
+
+    /// A summary model's calls come after `session_end`; `ufo runs` and the report count them.
+    #[test]
+    fn the_experience_summary_calls_count_in_the_totals() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let lines = [
+            r#"{"type":"session_start","request":"x"}"#,
+            r#"{"type":"step","llm":{"calls":2,"prompt_tokens":100,"completion_tokens":10,"cost":0.5}}"#,
+            r#"{"type":"session_end","status":"FINISH"}"#,
+            r#"{"type":"experience_summary","subtask":"s","model":"m","llm":{"calls":1,"prompt_tokens":40,"completion_tokens":5,"cost":0.25},"summary":"tip"}"#,
+        ];
+        std::fs::write(dir.path().join("events.jsonl"), lines.join("\n")).expect("write");
+        let t = Trajectory::load(dir.path(), Keep::REPORT).expect("loads");
+        assert_eq!(t.llm_totals(), (3, 155, 0.75));
+        assert!(t.problems.is_empty(), "{:?}", t.problems);
     }
 
     #[test]

@@ -57,9 +57,53 @@ impl Launched {
     }
 }
 
-/// The name of a process (its `comm`), if it is still there.
+/// The name of a process, if it is still there: its `comm`, or the program's whole name when
+/// the kernel cut `comm` short (`gnome-calculato` is `gnome-calculator`).
 pub(crate) fn process_name(pid: u32) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .ok()
-        .map(|s| s.trim().to_string())
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    let comm = comm.trim();
+    if comm.len() < COMM_MAX {
+        return Some(comm.to_string());
+    }
+    // (a small read: the first argument is all that is wanted)
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let argv0 = cmdline.split(|b| *b == 0).next().unwrap_or_default();
+    Some(whole_name(comm, &String::from_utf8_lossy(argv0)))
+}
+
+/// The longest `comm` the kernel keeps (16 bytes with its terminating NUL).
+const COMM_MAX: usize = 15;
+
+/// `comm`, or the program named by `argv0` when its file name starts with `comm` (a process
+/// may rename itself: then `comm` stays).
+fn whole_name(comm: &str, argv0: &str) -> String {
+    let file = argv0.rsplit('/').next().unwrap_or_default();
+    if file.len() > comm.len() && file.starts_with(comm) {
+        file.to_string()
+    } else {
+        comm.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_name_the_kernel_cut_short_is_made_whole_from_its_program() {
+        assert_eq!(
+            whole_name("gnome-calculato", "/usr/bin/gnome-calculator"),
+            "gnome-calculator"
+        );
+        assert_eq!(
+            whole_name("gnome-calculato", "gnome-calculator"),
+            "gnome-calculator"
+        );
+        // renamed or unrelated: comm stays
+        assert_eq!(
+            whole_name("Web Content", "/usr/lib/firefox-esr/firefox-esr"),
+            "Web Content"
+        );
+        assert_eq!(whole_name("gnome-calculato", ""), "gnome-calculato");
+    }
 }

@@ -657,8 +657,7 @@ impl LinuxDesktop {
                 .unwrap_or_else(|| main.class.clone()),
             process: main
                 .pid
-                .and_then(|p| std::fs::read_to_string(format!("/proc/{p}/comm")).ok())
-                .map(|s| s.trim().to_string())
+                .and_then(crate::launch::process_name)
                 .unwrap_or_else(|| main.class.clone()),
             pid: main.pid,
             rect: Some(main.rect()),

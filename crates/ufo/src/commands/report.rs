@@ -420,7 +420,8 @@ fn round_views(t: &Trajectory, budget: &mut Budget) -> (Vec<RoundView>, Vec<Subt
             }
             Record::Step(s) => u64::from(s.round),
             Record::RoundEnd(end) => u64::from(end.round.unwrap_or(0)),
-            Record::SessionEnd(_) | Record::Other => continue,
+            // (its usage is in the session's totals)
+            Record::SessionEnd(_) | Record::ExperienceSummary(_) | Record::Other => continue,
         };
         let idx = match current {
             Some(i) if rounds[i].index == round => i,
@@ -448,6 +449,7 @@ fn round_views(t: &Trajectory, budget: &mut Budget) -> (Vec<RoundView>, Vec<Subt
             | Record::SessionEnd(_)
             | Record::Takeover(_)
             | Record::Handback(_)
+            | Record::ExperienceSummary(_)
             | Record::Other => {}
         }
     }
