@@ -540,9 +540,24 @@ pub struct Plan {
 pub fn plan(command: &crate::cli::Command) -> Result<Option<Plan>> {
     use crate::cli::Command;
     use crate::cli::McpCommand;
+    // a session across devices with a private one (`--device a=private`) runs inside it
+    let on_devices = |desktop: &str, remote: &crate::cli::RemoteArgs| {
+        let private_device = remote.device.iter().any(|d| {
+            d.split_once('=')
+                .is_some_and(|(_, s)| s.trim() == "private")
+        });
+        Some(
+            if private_device && desktop == "live" {
+                "private"
+            } else {
+                desktop
+            }
+            .to_string(),
+        )
+    };
     let (desktop, private, desktops, batch) = match command {
-        Command::Run(a) => (Some(a.desktop.clone()), a.private, 1, false),
-        Command::Follow(a) => (Some(a.desktop.clone()), a.private, 1, false),
+        Command::Run(a) => (on_devices(&a.desktop, &a.remote), a.private, 1, false),
+        Command::Follow(a) => (on_devices(&a.desktop, &a.remote), a.private, 1, false),
         Command::Resume(a) => {
             let recorded = || -> Option<String> {
                 // a regular file only: a FIFO planted as run.json must not block the start
