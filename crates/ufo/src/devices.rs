@@ -547,6 +547,25 @@ impl Desktop for MultiDesktop {
         };
         self.touched(i);
         let d = &self.devices[i];
+        // A launch command starts its application through the device's own launch: a served
+        // device runs no shell commands, and every device then answers the same way.
+        let apps = d
+            .desktop
+            .launchable()
+            .await
+            .map_err(|e| on_device(&d.name, e))?;
+        if let Some(app) = apps.iter().find(|a| a.command.trim() == cmd.trim()) {
+            let w = d
+                .desktop
+                .launch(&app.name)
+                .await
+                .map_err(|e| on_device(&d.name, e))?;
+            return Ok(ShellOutput {
+                code: Some(0),
+                launched: Some(label(&d.name, &w.app_name)),
+                ..ShellOutput::default()
+            });
+        }
         let mut out = d
             .desktop
             .shell(&cmd)

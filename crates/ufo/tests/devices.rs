@@ -213,6 +213,16 @@ fn assert_two_device_session(out: &Path, b_device: &str) {
         .map(|(_, _, d)| d)
         .collect();
     assert_eq!(assigns, vec![d(b_device), d("a")]);
+    // the labelled launch command started the calculator on b (a served device runs no shell
+    // commands, so the launch goes through the device's own launch)
+    let first = ev.iter().find(|e| e["type"] == "step").expect("a step");
+    let result = first["result"].as_str().unwrap_or_default();
+    assert!(
+        result.contains(&format!(
+            "ran `{b_device}: gnome-calculator`: exit 0, launched {b_device}: Calculator"
+        )),
+        "{first}"
+    );
 }
 
 #[test]
