@@ -720,3 +720,209 @@ fn two_hundred_connections_at_once_while_a_session_runs_through_the_server() {
     assert_eq!(one_request(port, &token), Ok(200));
     eprintln!("200 connections: {by_status:?} in {took:?}");
 }
+
+/// Processes that carry a private desktop's mark and `also` in their environment (this
+/// test's own: other tests may run private desktops at the same time).
+fn private_desktop_processes(also: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.filter_map(|e| e.ok()) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        let mut vars = env.split(|b| *b == 0);
+        if vars
+            .clone()
+            .any(|kv| kv.starts_with(b"UFO_SESSION_MARK=ufo-private-"))
+            && vars.any(|kv| kv == also.as_bytes())
+        {
+            let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+            out.push(format!("{name} {}", comm.trim()));
+        }
+    }
+    out
+}
+
+/// The two-desktop session on this machine: a private desktop `a` of the session's
+/// own, and a private desktop `b` served by `ufo serve --tls` on 127.0.0.1 with a token.
+/// 12 × 7 is computed in gnome-calculator on b and typed into mousepad on a, saved, and
+/// checked on disk; nothing of either desktop is left afterwards.
+#[test]
+fn live_12_times_7_on_a_served_desktop_typed_into_an_editor_on_a_private_one() {
+    use std::os::unix::process::CommandExt;
+    if !ufo_desktop::testing::require_live(
+        "live_12_times_7_on_a_served_desktop_typed_into_an_editor_on_a_private_one",
+    ) {
+        return;
+    }
+    let home = tempfile::tempdir().expect("tempdir");
+    let h = home.path();
+    let token = add_token(h, "laptop");
+    // the server in a process group of its own, so that SIGTERM reaches its private desktop
+    let mut child = ufo(h)
+        .args(["serve", "--desktop", "private", "--scratch-home", "--tls"])
+        .args(["--listen", "127.0.0.1:0", "--allow-actions"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("ufo serve starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let (mut url, mut fingerprint) = (String::new(), String::new());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while url.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(line) = rx.recv_timeout(left) else {
+            let _ = child.kill();
+            panic!("ufo serve --desktop private printed no `listening` line in 120 s");
+        };
+        if let Some(fp) = line.strip_prefix("fingerprint ") {
+            fingerprint = fp.to_string();
+        }
+        if let Some(u) = line.strip_prefix("listening ") {
+            url = u.trim_end_matches("/mcp").to_string();
+        }
+    }
+    let saved = h.join("result.txt");
+    let click = |t: &str| {
+        line(
+            "app",
+            json!({"Observation": "o", "Thought": "t", "ControlText": t,
+        "Function": "click", "Args": {}, "Status": "CONTINUE"}),
+            &[],
+        )
+    };
+    let mut lines = vec![line(
+        "host",
+        host(
+            "Compute 12 x 7",
+            "",
+            "b: calculator",
+            "b: gnome-calculator",
+            "ASSIGN",
+            &[],
+        ),
+        &[],
+    )];
+    for b in ["1", "2", "×", "7", "="] {
+        lines.push(click(b));
+    }
+    lines.push(line(
+        "app",
+        json!({"Observation": "84", "Thought": "done", "Status": "FINISH", "Result": "84"}),
+        &["\"84\""],
+    ));
+    lines.push(line(
+        "host",
+        host(
+            "Type 84 into a new note and save it",
+            "",
+            "a: text editor",
+            "",
+            "ASSIGN",
+            &["The result is 84"],
+        ),
+        &["84"],
+    ));
+    let app_step = |text: &str, label: &str, function: &str, args: Value, status: &str| {
+        line(
+            "app",
+            json!({"Observation": "o", "Thought": "t", "ControlText": text,
+            "ControlLabel": label, "Function": function, "Args": args, "Status": status}),
+            &[],
+        )
+    };
+    lines.push(app_step(
+        "",
+        "7",
+        "type_keys",
+        json!({"keys": "84"}),
+        "CONTINUE",
+    ));
+    lines.push(app_step(
+        "",
+        "7",
+        "type_keys",
+        json!({"keys": "{ctrl+s}"}),
+        "SCREENSHOT",
+    ));
+    lines.push(app_step(
+        "Name",
+        "",
+        "set_text",
+        json!({"text": saved.display().to_string()}),
+        "CONTINUE",
+    ));
+    lines.push(app_step("Save", "", "click", json!({}), "FINISH"));
+    lines.push(line("host", host("", "", "", "", "FINISH", &[]), &[]));
+    let script = write(h, "live.jsonl", &(lines.join("\n") + "\n"));
+    let out = h.join("out");
+    let t = Instant::now();
+    let o = ufo(h)
+        .args(["run", "--scratch-home", "--llm"])
+        .arg(format!("script:{}", script.display()))
+        .args(["--device", "a=private", "--device"])
+        .arg(format!("b=remote:{url}"))
+        .arg("--token-file")
+        .arg(&token)
+        .args(["--fingerprint", &fingerprint])
+        .arg("--out")
+        .arg(&out)
+        .arg("Compute 12 x 7 in the calculator on b and type the result into a note on a")
+        .output()
+        .expect("ufo runs");
+    let took = t.elapsed();
+    let _ = Command::new("kill")
+        .args(["-TERM", &format!("-{}", child.id())])
+        .status();
+    let stopped = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().ok().flatten().is_none() && Instant::now() < stopped {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let mut content = String::new();
+    for _ in 0..50 {
+        content = std::fs::read_to_string(&saved).unwrap_or_default();
+        if !content.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(content.trim(), "84", "the saved note");
+    let devices: Vec<_> = steps(&events(&out))
+        .into_iter()
+        .filter(|(role, _, _)| role == "app")
+        .filter_map(|(_, _, d)| d)
+        .collect();
+    assert!(
+        devices.starts_with(&["b".to_string()]) && devices.ends_with(&["a".to_string()]),
+        "{devices:?}"
+    );
+    // nothing of either private desktop is left
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let ours = format!("XDG_CONFIG_HOME={}", h.join("config").display());
+    let mut left = private_desktop_processes(&ours);
+    while !left.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+        left = private_desktop_processes(&ours);
+    }
+    assert!(left.is_empty(), "left: {left:?}");
+    eprintln!("two-desktop live session: {:.1} s", took.as_secs_f64());
+}
