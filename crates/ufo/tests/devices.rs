@@ -926,3 +926,54 @@ fn live_12_times_7_on_a_served_desktop_typed_into_an_editor_on_a_private_one() {
     assert!(left.is_empty(), "left: {left:?}");
     eprintln!("two-desktop live session: {:.1} s", took.as_secs_f64());
 }
+
+/// A command on a device: every command other than a launch command is held by the CONFIRM
+/// gate; approved, an unlabelled one runs nowhere (the HostAgent is told to name the device),
+/// and a labelled one runs on its device only.
+#[test]
+fn commands_are_held_and_run_only_on_the_device_they_name() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let h = home.path();
+    let a = write(h, "a.json", NOTES);
+    let b = write(h, "b.json", CALC);
+    let lines = [
+        line("host", host("", "", "", "echo hi", "CONTINUE", &[]), &[]),
+        line(
+            "host",
+            host("", "", "", "a: echo hi", "CONTINUE", &[]),
+            &["does not say which device", "devices: a, b"],
+        ),
+        line(
+            "host",
+            host("", "", "", "", "FINISH", &[]),
+            &["ran `a: echo hi`"],
+        ),
+    ];
+    let script = write(h, "cmd.jsonl", &(lines.join("\n") + "\n"));
+    let out = h.join("out");
+    let o = ufo(h)
+        .args(["run", "--confirm", "yes", "--llm"])
+        .arg(format!("script:{}", script.display()))
+        .arg("--device")
+        .arg(format!("a=sim:{}", a.display()))
+        .arg("--device")
+        .arg(format!("b=sim:{}", b.display()))
+        .arg("--out")
+        .arg(&out)
+        .arg("say hi")
+        .output()
+        .expect("ufo runs");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let state = final_state(&out);
+    let actions = state["actions"].as_array().expect("actions");
+    assert_eq!(actions.len(), 1, "{state}");
+    assert_eq!(actions[0]["device"], "a");
+    assert_eq!(actions[0]["args"]["command"], "echo hi");
+    let ev = events(&out);
+    let held: Vec<&Value> = ev
+        .iter()
+        .filter(|e| e["type"] == "step" && e["action"]["held"] == true)
+        .map(|e| &e["action"]["bash"])
+        .collect();
+    assert_eq!(held, [&json!("echo hi"), &json!("a: echo hi")]);
+}
