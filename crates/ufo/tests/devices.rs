@@ -977,3 +977,84 @@ fn commands_are_held_and_run_only_on_the_device_they_name() {
         .collect();
     assert_eq!(held, [&json!("echo hi"), &json!("a: echo hi")]);
 }
+
+/// `ufo follow` and `ufo inspect` take the devices too: the follower's subtask runs on the
+/// device its window is on; inspect lists every device's windows and launchable
+/// applications, labelled.
+#[test]
+fn follow_and_inspect_take_devices() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let h = home.path();
+    let a = write(h, "a.json", NOTES);
+    let b = write(h, "b.json", CALC);
+    let devices = [
+        "--device".to_string(),
+        format!("a=sim:{}", a.display()),
+        "--device".to_string(),
+        format!("b=sim:{}", b.display()),
+    ];
+    let o = ufo(h)
+        .arg("inspect")
+        .args(&devices)
+        .output()
+        .expect("ufo runs");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let listed = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(listed.contains("a: notes - Notes"), "{listed}");
+    assert!(listed.contains("b: Calculator"), "{listed}");
+
+    let plan = write(
+        h,
+        "plan.json",
+        r#"{"task": "Write 84 into the notes on a", "steps": ["Type 84 into the notes on a"]}"#,
+    );
+    let script = write(
+        h,
+        "follow.jsonl",
+        &([
+            line(
+                "host",
+                host(
+                    "Type 84 into the notes on a",
+                    "",
+                    "a: notes - Notes",
+                    "",
+                    "ASSIGN",
+                    &[],
+                ),
+                &["[1] a: notes - Notes"],
+            ),
+            line(
+                "app",
+                app("1", "Body", "set_text", json!({"text": "84"}), "typed"),
+                &[],
+            ),
+        ]
+        .join("\n")
+            + "\n"),
+    );
+    let out = h.join("out");
+    let o = ufo(h)
+        .arg("follow")
+        .arg(&plan)
+        .arg("--llm")
+        .arg(format!("script:{}", script.display()))
+        .args(&devices)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("ufo runs");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let state = final_state(&out);
+    assert_eq!(
+        control_value(&state["devices"]["a"], "Notes", "body"),
+        "84",
+        "{state}"
+    );
+    let app_devices: Vec<_> = steps(&events(&out))
+        .into_iter()
+        .filter(|(role, _, _)| role == "app")
+        .map(|(_, _, d)| d.unwrap_or_default())
+        .collect();
+    assert_eq!(app_devices, ["a", "a"]);
+}
