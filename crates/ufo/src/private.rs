@@ -756,6 +756,42 @@ mod tests {
     }
 
     #[test]
+    fn a_private_device_runs_the_session_inside_a_private_desktop() {
+        use clap::Parser;
+        let plan_of = |args: &[&str]| {
+            let cli = crate::cli::Cli::try_parse_from(args).expect("parses");
+            plan(&cli.command).expect("a plan")
+        };
+        if std::env::var_os(INSIDE_VAR).is_some() {
+            return; // inside a private desktop every plan is None
+        }
+        let both = plan_of(&[
+            "ufo",
+            "run",
+            "--device",
+            "a=private",
+            "--device",
+            "b=sim:x",
+            "--watch",
+            "x",
+        ]);
+        assert!(both.is_some_and(|p| p.opts.watch && p.desktops == 1));
+        assert!(plan_of(&["ufo", "run", "--device", "a=sim:x", "x"]).is_none());
+        // with another --desktop the options conflict; `ufo run` says so (no desktop started)
+        assert!(plan_of(&[
+            "ufo",
+            "run",
+            "--desktop",
+            "sim:x",
+            "--device",
+            "a=private",
+            "x"
+        ])
+        .is_none());
+        assert!(plan_of(&["ufo", "follow", "p.json", "--device", "a=private"]).is_some());
+    }
+
+    #[test]
     fn the_inner_command_runs_on_the_live_desktop_inside() {
         let one = Plan {
             opts: Options::default(),
