@@ -137,6 +137,10 @@ pub struct Step {
     /// absent when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub knowledge: Vec<UsedSnippet>,
+    /// In a session across several devices, the device this step is about (added by the
+    /// recorder, which knows the devices); absent for a single desktop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
 }
 
 /// `round_end` and `session_end`.
@@ -337,6 +341,7 @@ pub fn step(who: &StepWho<'_>, r: &StepReport) -> Record {
         terminal: who.terminal,
         window_change: r.window_change.clone(),
         knowledge: r.knowledge.clone(),
+        device: None,
     }))
 }
 

@@ -103,8 +103,9 @@ pub struct ResumeArgs {
     /// The trajectory folder of the session to continue (holds checkpoint.json).
     pub out: PathBuf,
 
-    /// Desktop (default: the original run's): `live`, `private` or `sim:FILE`.
-    #[arg(long, value_name = "live|private|sim:FILE")]
+    /// Desktop (default: the original run's): `live`, `private`, `sim:FILE` or `remote:URL`.
+    /// A session across devices reconnects to the devices it recorded (or those of --device).
+    #[arg(long, value_name = "live|private|sim:FILE|remote:URL")]
     pub desktop: Option<String>,
 
     /// Model (default: the original run's).
@@ -307,6 +308,18 @@ pub struct RemoteArgs {
     /// be signed by a public certificate authority.
     #[arg(long, value_name = "AB:CD:…")]
     pub fingerprint: Option<String>,
+
+    /// A device of a session across several desktops (repeatable): `NAME=SPEC` with SPEC
+    /// `live`, `private`, `sim:FILE` or `remote:URL`, or `NAME` alone for an entry of the
+    /// `[devices]` table of ufo.toml. The HostAgent sees every device's windows labelled
+    /// `NAME: title` and launches on a device by its labelled application or command
+    /// (docs/devices.md). Instead of --desktop.
+    #[arg(long, value_name = "NAME=SPEC")]
+    pub device: Vec<String>,
+
+    /// The devices a resumed session ran on (its `run.json`), used when no --device is given.
+    #[arg(skip)]
+    pub recorded_devices: Vec<crate::devices::DeviceSpec>,
 }
 
 /// Options of `ufo batch`.

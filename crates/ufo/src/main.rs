@@ -8,6 +8,7 @@ mod cli;
 mod commands;
 mod console;
 mod desktop;
+mod devices;
 mod experience;
 mod extensions;
 mod folder;

@@ -545,9 +545,24 @@ pub fn plan(command: &crate::cli::Command) -> Result<Option<Plan>> {
     use crate::cli::Command;
     use crate::cli::McpCommand;
     use crate::commands::demo::{DemoCommand, DemoDesktop};
+    // a session across devices with a private one (`--device a=private`) runs inside it
+    let on_devices = |desktop: &str, remote: &crate::cli::RemoteArgs| {
+        let private_device = remote.device.iter().any(|d| {
+            d.split_once('=')
+                .is_some_and(|(_, s)| s.trim() == "private")
+        });
+        Some(
+            if private_device && desktop == "live" {
+                "private"
+            } else {
+                desktop
+            }
+            .to_string(),
+        )
+    };
     let (desktop, private, desktops, batch) = match command {
-        Command::Run(a) => (Some(a.desktop.clone()), a.private, 1, false),
-        Command::Follow(a) => (Some(a.desktop.clone()), a.private, 1, false),
+        Command::Run(a) => (on_devices(&a.desktop, &a.remote), a.private, 1, false),
+        Command::Follow(a) => (on_devices(&a.desktop, &a.remote), a.private, 1, false),
         Command::Resume(a) => {
             let recorded = || -> Option<String> {
                 // a regular file only: a FIFO planted as run.json must not block the start
@@ -804,6 +819,42 @@ mod tests {
 
     fn os(v: &[&str]) -> Vec<OsString> {
         v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn a_private_device_runs_the_session_inside_a_private_desktop() {
+        use clap::Parser;
+        let plan_of = |args: &[&str]| {
+            let cli = crate::cli::Cli::try_parse_from(args).expect("parses");
+            plan(&cli.command).expect("a plan")
+        };
+        if std::env::var_os(INSIDE_VAR).is_some() {
+            return; // inside a private desktop every plan is None
+        }
+        let both = plan_of(&[
+            "ufo",
+            "run",
+            "--device",
+            "a=private",
+            "--device",
+            "b=sim:x",
+            "--watch",
+            "x",
+        ]);
+        assert!(both.is_some_and(|p| p.opts.watch && p.desktops == 1));
+        assert!(plan_of(&["ufo", "run", "--device", "a=sim:x", "x"]).is_none());
+        // with another --desktop the options conflict; `ufo run` says so (no desktop started)
+        assert!(plan_of(&[
+            "ufo",
+            "run",
+            "--desktop",
+            "sim:x",
+            "--device",
+            "a=private",
+            "x"
+        ])
+        .is_none());
+        assert!(plan_of(&["ufo", "follow", "p.json", "--device", "a=private"]).is_some());
     }
 
     #[test]

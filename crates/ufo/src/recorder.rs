@@ -40,9 +40,39 @@ pub struct FileRecorder {
     /// Bytes of whole lines in `events.jsonl`: where a failed write is cut back to.
     written: u64,
     console: Arc<Console>,
+    /// The devices of a session across several desktops: each `step` record names the device
+    /// it is about (`device`), and `session_start` lists them. Empty for one desktop, whose
+    /// records stay as they are.
+    devices: Vec<String>,
 }
 
 impl FileRecorder {
+    /// Name the device of every step among `devices` (a session across several desktops).
+    pub fn with_devices(mut self, devices: Vec<String>) -> Self {
+        self.devices = devices;
+        self
+    }
+
+    /// Add the device fields of a session across several desktops to `e`.
+    fn mark_device(&self, e: &mut Value) {
+        if self.devices.is_empty() {
+            return;
+        }
+        let device = match e.get("type").and_then(Value::as_str) {
+            Some("step") => crate::devices::device_of_step(e, &self.devices).map(Value::from),
+            Some("session_start") => Some(self.devices.clone().into()),
+            _ => None,
+        };
+        let key = if e["type"] == "session_start" {
+            "devices"
+        } else {
+            "device"
+        };
+        if let (Value::Object(m), Some(d)) = (e, device) {
+            m.insert(key.into(), d);
+        }
+    }
+
     /// Create the folder and `events.jsonl` in it; progress lines on stderr unless `progress`
     /// is false.
     #[allow(dead_code)]
@@ -84,6 +114,7 @@ impl FileRecorder {
             events,
             written,
             console,
+            devices: Vec::new(),
         }
     }
 
@@ -307,6 +338,7 @@ impl Recorder for FileRecorder {
         let mut e = event.clone();
         // known secret values never reach the file, the log or the progress lines
         ufo_core::secrets::redactor().redact_json(&mut e);
+        self.mark_device(&mut e);
         if let Value::Object(m) = &mut e {
             m.insert("ts".into(), chrono::Utc::now().to_rfc3339().into());
         }

@@ -55,6 +55,8 @@ struct FileConfig {
     agents: Option<crate::extensions::AgentsSection>,
     /// Knowledge (`[knowledge]`): what the agents may look up.
     knowledge: Option<crate::commands::knowledge::KnowledgeSection>,
+    /// Devices by name (`[devices]`), for `--device NAME`.
+    devices: Option<std::collections::BTreeMap<String, toml::Value>>,
 }
 
 /// Everything `ufo run` needs, resolved.
@@ -83,6 +85,8 @@ pub struct Settings {
     /// Knowledge settings; `None` when no store can be placed (no `HOME`, no
     /// `XDG_DATA_HOME`, no `store` key).
     pub knowledge: Option<crate::commands::knowledge::KnowledgeSettings>,
+    /// The `[devices]` table: device name -> how to reach it.
+    pub devices: std::collections::BTreeMap<String, crate::devices::DeviceSpec>,
     /// What a configuration file or variable did to the CONFIRM gate (weakened it, or tried
     /// to and was overruled by a flag): printed on stderr, one warning each.
     pub warnings: Vec<String>,
@@ -232,7 +236,26 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
     check_prices(&prices)?;
     let (llm, app_llm) = model_specs(args, &mut file)?;
     let knowledge = knowledge_settings(file.knowledge.take().unwrap_or_default(), env)?;
+    let devices = match file.devices.take() {
+        Some(entries) => {
+            let base = path
+                .as_deref()
+                .and_then(Path::parent)
+                .map(|p| {
+                    if p.as_os_str().is_empty() {
+                        Path::new(".")
+                    } else {
+                        p
+                    }
+                })
+                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+                .unwrap_or_default();
+            crate::devices::table(entries, &base, &what)?
+        }
+        None => Default::default(),
+    };
     Ok(Settings {
+        devices,
         knowledge,
         config: c,
         app_llm,

@@ -10,7 +10,7 @@ use crate::{output, EXIT_USAGE};
 /// `ufo inspect [WINDOW]`: a window's controls as the agent sees them, and the annotated
 /// screenshot.
 pub(crate) async fn command(args: &InspectArgs) -> ExitCode {
-    if args.desktop != "live" {
+    if args.desktop != "live" || !args.remote.device.is_empty() {
         return inspect_other(args).await;
     }
     let desktop = match connect_live(&[]).await {
@@ -47,11 +47,21 @@ pub(crate) async fn command(args: &InspectArgs) -> ExitCode {
     }
 }
 
+/// The desktop of `--desktop`, or the devices of `--device NAME=SPEC` as one (window ids and
+/// titles labelled with their device, as a session sees them).
+async fn open_inspected(args: &InspectArgs) -> anyhow::Result<Box<dyn ufo_core::Desktop>> {
+    if args.remote.device.is_empty() {
+        return open_desktop(&args.desktop, &[], &args.remote).await;
+    }
+    let devices = crate::devices::resolve(&args.remote.device, &Default::default(), &args.remote)?;
+    Ok(Box::new(crate::devices::open(&devices, &[]).await?))
+}
+
 /// `ufo inspect --desktop sim:FILE|remote:URL [WINDOW]`: without a window, the windows (one
 /// line each) and the applications that can be launched; with one, its controls as the agent
 /// sees them and the annotated screenshot.
 async fn inspect_other(args: &InspectArgs) -> ExitCode {
-    let desktop = match open_desktop(&args.desktop, &[], &args.remote).await {
+    let desktop = match open_inspected(args).await {
         Ok(d) => d,
         Err(e) => {
             eprintln!("error: {e:#}");

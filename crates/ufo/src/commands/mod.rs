@@ -30,6 +30,10 @@ struct RunRecord {
     confirm: ConfirmPolicy,
     config: Option<PathBuf>,
     max_steps: u32,
+    /// The devices of a session across several desktops (`--device`), so that `ufo resume`
+    /// reconnects to the same ones; absent for a single desktop.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    devices: Vec<crate::devices::DeviceSpec>,
 }
 
 const RUN_RECORD: &str = "run.json";

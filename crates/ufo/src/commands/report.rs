@@ -77,6 +77,8 @@ struct StepView {
     seq: String,
     round: u64,
     agent: String,
+    /// The device of a session across several desktops (empty for one desktop).
+    device: String,
     role: String,
     state: String,
     status: String,
@@ -270,6 +272,7 @@ fn step_view(t: &Trajectory, e: &Step, budget: &mut Budget) -> StepView {
         seq: e.seq.to_string(),
         round: u64::from(e.round),
         agent: e.agent.clone(),
+        device: e.device.clone().unwrap_or_default(),
         role: e.role.clone(),
         state: e.state.clone(),
         status_class: status_class(&status),

@@ -40,7 +40,10 @@ pub(crate) fn args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
         request: checkpoint.request.clone(),
         desktop: args.desktop.clone().unwrap_or(record.desktop),
         private: args.private,
-        remote: args.remote.clone(),
+        remote: crate::cli::RemoteArgs {
+            recorded_devices: record.devices.clone(),
+            ..args.remote.clone()
+        },
         llm: Some(args.llm.clone().unwrap_or(record.llm)),
         out: Some(args.out.clone()),
         // Resume appends to the trajectory in its folder; it never clears it.

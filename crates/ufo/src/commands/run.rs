@@ -26,6 +26,7 @@ use crate::{
 fn write_run_record(
     args: &RunArgs,
     settings: &settings::Settings,
+    devices: &[crate::devices::DeviceSpec],
     recorder: &mut recorder::FileRecorder,
 ) -> Result<(), ufo_core::RecorderError> {
     let record = RunRecord {
@@ -42,6 +43,7 @@ fn write_run_record(
             .as_ref()
             .map(|c| std::path::absolute(c).unwrap_or_else(|_| c.clone())),
         max_steps: settings.config.max_steps,
+        devices: devices.to_vec(),
     };
     match serde_json::to_vec_pretty(&record) {
         Ok(bytes) => ufo_core::Recorder::artifact(recorder, RUN_RECORD, &bytes).map(|_| ()),
@@ -117,6 +119,48 @@ fn absolute_spec(spec: &str) -> String {
     spec.to_string()
 }
 
+/// The devices of a session across several desktops: the `--device` options (against the
+/// `[devices]` table), else those a resumed session recorded; empty for one desktop.
+fn session_devices(
+    args: &RunArgs,
+    settings: &settings::Settings,
+) -> Result<Vec<crate::devices::DeviceSpec>> {
+    if args.remote.device.is_empty() {
+        if args.desktop != "live" {
+            // `ufo resume --desktop …` names one desktop instead of the recorded devices
+            return Ok(Vec::new());
+        }
+        return Ok(crate::devices::reconnect(
+            &args.remote.recorded_devices,
+            &settings.devices,
+            &args.remote,
+        ));
+    }
+    if args.desktop != "live" {
+        anyhow::bail!(
+            "--desktop {} and --device both name desktops; give the devices alone (a device \
+             may be NAME={})",
+            args.desktop,
+            args.desktop
+        );
+    }
+    crate::devices::resolve(&args.remote.device, &settings.devices, &args.remote)
+}
+
+/// The desktop the session drives: the one of `--desktop`, or all `devices` as one.
+async fn open_session_desktop(
+    args: &RunArgs,
+    settings: &settings::Settings,
+    devices: &[crate::devices::DeviceSpec],
+) -> Result<Box<dyn Desktop>> {
+    if devices.is_empty() {
+        return open_desktop(&args.desktop, &settings.launch, &args.remote).await;
+    }
+    Ok(Box::new(
+        crate::devices::open(devices, &settings.launch).await?,
+    ))
+}
+
 /// A usage or configuration problem: exit 2 with the message.
 pub(crate) struct Usage(pub(crate) anyhow::Error);
 
@@ -169,7 +213,14 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
         out,
         prompts,
     } = prepared;
-    let desktop = match open_desktop(&args.desktop, &settings.launch, &args.remote).await {
+    let devices = match session_devices(&args, &settings) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let desktop = match open_session_desktop(&args, &settings, &devices).await {
         Ok(d) => d,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -196,7 +247,7 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
         console.clone(),
         matches!(start, Start::Resume(_)),
     ) {
-        Ok(r) => r,
+        Ok(r) => r.with_devices(devices.iter().map(|d| d.name.clone()).collect()),
         Err(e) => {
             eprintln!(
                 "error: cannot create the trajectory folder {}: {e}; pass --out with a writable folder",
@@ -232,7 +283,7 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
         tools: mcp_tools.as_ref().map(|t| t as &dyn ufo_core::ToolProvider),
         knowledge: knowledge.as_ref().map(|k| k.access()),
     };
-    if let Err(e) = write_run_record(&args, &settings, &mut recorder) {
+    if let Err(e) = write_run_record(&args, &settings, &devices, &mut recorder) {
         // A folder that cannot take run.json cannot take the trajectory either.
         eprintln!("error: {e}");
         return ExitCode::from(3);
