@@ -821,3 +821,90 @@ async fn calcs_name_box_arrow_is_named_after_the_name_box() {
     .await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// pyatspi (off ufo): the names of the shown list items, cells and menu items of LibreOffice, once
+/// `argv[1]` is among them (10 s at most).
+const OFFICE_ITEMS: &str = r#"
+import sys, time, pyatspi
+want = sys.argv[1]
+ROLES = ('list item', 'table cell', 'menu item', 'check menu item', 'radio menu item')
+def items(n, out, depth=0):
+    if depth > 40 or len(out) > 400: return
+    try:
+        if n.getRoleName() in ROLES and n.getState().contains(pyatspi.STATE_SHOWING):
+            out.append(n.name)
+        for i in range(min(n.childCount, 200)):
+            c = n.getChildAtIndex(i)
+            if c is not None: items(c, out, depth + 1)
+    except Exception:
+        pass
+names = []
+end = time.time() + 10
+while time.time() < end:
+    names = []
+    for app in pyatspi.Registry.getDesktop(0):
+        if app is not None and 'soffice' in (app.name or '').lower(): items(app, names)
+    if want in names: break
+    time.sleep(0.3)
+print('|'.join(names))
+"#;
+
+/// LibreOffice Draw's sidebar list boxes (Format, Orientation, Background, Margin, Master
+/// Page) are bare toggle buttons: a label points at their wrapper, or (Master Page) stands
+/// just left of them. They are named by those labels (they were `toggle button ""`), and a
+/// click on "Orientation" by name opens its list: pyatspi sees "Landscape" shown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn draws_sidebar_list_boxes_are_named_by_their_labels() {
+    if !require_live("draws_sidebar_list_boxes_are_named_by_their_labels") {
+        return;
+    }
+    let dir = temp_dir("draw-sidebar");
+    let profile = format!("-env:UserInstallation=file://{}/profile", dir.display());
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let before = window_ids(&d).await;
+    let (_guard, _) = start(
+        "soffice",
+        &["--draw", "--norestore", "--nologo", &profile],
+        &dir,
+        &profile,
+    );
+    let draw = window(&d, "LibreOffice Draw", |w| {
+        w.title.ends_with("LibreOffice Draw") && !before.contains(&w.id)
+    })
+    .await;
+    let boxes = [
+        "Format",
+        "Orientation",
+        "Background",
+        "Margin",
+        "Master Page",
+    ];
+    let obs = support::observe_until(
+        &d,
+        &draw.id,
+        "the sidebar's list boxes by their labels",
+        Duration::from_secs(60),
+        |o| {
+            boxes
+                .iter()
+                .all(|b| control(o, "toggle button", b).is_some())
+        },
+    )
+    .await;
+    let orientation = control(&obs, "toggle button", "Orientation").unwrap();
+    let click = UiAction::Click {
+        button: ufo_core::Button::Left,
+        double: false,
+    };
+    d.act(&draw.id, Some(&orientation), &click).await.unwrap();
+    let seen = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", OFFICE_ITEMS, "Landscape"])
+        .output()
+        .expect("python3 runs");
+    let items = String::from_utf8_lossy(&seen.stdout).trim().to_string();
+    assert!(
+        items.split('|').any(|i| i == "Landscape"),
+        "pyatspi sees no Landscape item after the click on Orientation (shown items: {items:?})"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
