@@ -908,3 +908,121 @@ async fn draws_sidebar_list_boxes_are_named_by_their_labels() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// GTK4 drop-downs are chosen from by `select`: on gnome-text-editor's Save As (GTK's own
+/// file chooser), "Windows (CR+LF)" — the item of the Line Ending list that reaches below the
+/// dialog, cut from the control list — is chosen by name (a click on an item and the list's
+/// `SelectChild` only highlighted it). The drop-down shows it, and the saved file has CR LF
+/// line endings (read from the disk, off ufo).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gtk4_dropdown_options_are_chosen_by_select() {
+    if !require_live("gtk4_dropdown_options_are_chosen_by_select") {
+        return;
+    }
+    let dir = temp_dir("dropdown-select");
+    let file = dir.join("crlf.txt");
+    let draft = dir.join("draft-select.txt").display().to_string();
+    let child = std::process::Command::new("gnome-text-editor")
+        .args(["--standalone", &draft])
+        .env("GDK_DEBUG", "no-portals")
+        .env("GTK_USE_PORTAL", "0")
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("gnome-text-editor starts (install it: scripts/test-deps.sh install_apps)");
+    let _guard = ProcessGuard::new(draft.clone(), Some(child));
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let main = window(&d, "gnome-text-editor", |w| {
+        w.title.starts_with("draft-select.txt") && w.process.starts_with("gnome-text-edit")
+    })
+    .await;
+    let before = window_ids(&d).await;
+    let keys = |k: &str| UiAction::TypeKeys { keys: k.into() };
+    let obs = support::observe_until(
+        &d,
+        &main.id,
+        "the document's text",
+        Duration::from_secs(30),
+        |o| o.controls.iter().any(|c| c.role == "text"),
+    )
+    .await;
+    let page = obs.controls.iter().find(|c| c.role == "text").unwrap();
+    d.act(&main.id, Some(&page.id), &keys("one{enter}two"))
+        .await
+        .unwrap();
+    let mut dialog = None;
+    for _ in 0..4 {
+        d.act(&main.id, Some(&page.id), &keys("{ctrl+shift+s}"))
+            .await
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while dialog.is_none() && Instant::now() < deadline {
+            dialog = d
+                .windows()
+                .await
+                .unwrap_or_default()
+                .into_iter()
+                .find(|w| w.title == "Save As" && !before.contains(&w.id));
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        if dialog.is_some() {
+            break;
+        }
+    }
+    let dialog = dialog.expect("no Save As window within 60 s of four Ctrl+Shift+S");
+    let obs = support::observe_until(
+        &d,
+        &dialog.id,
+        "the Line Ending drop-down",
+        Duration::from_secs(30),
+        |o| control(o, "combo box", "Line Ending").is_some(),
+    )
+    .await;
+    let endings = control(&obs, "combo box", "Line Ending").unwrap();
+    let done = d
+        .act(
+            &dialog.id,
+            Some(&endings),
+            &UiAction::Select {
+                item: "Windows (CR+LF)".into(),
+            },
+        )
+        .await;
+    assert!(done.is_ok(), "select failed: {done:?}");
+    let obs = support::observe_until(
+        &d,
+        &dialog.id,
+        "Line Ending showing Windows (CR+LF)",
+        Duration::from_secs(20),
+        |o| {
+            o.controls
+                .iter()
+                .any(|c| c.name == "Line Ending" && c.value.as_deref() == Some("Windows (CR+LF)"))
+        },
+    )
+    .await;
+    let name = control(&obs, "text", "Name").unwrap();
+    let path = file.display().to_string();
+    d.act(&dialog.id, Some(&name), &UiAction::SetText { text: path })
+        .await
+        .unwrap();
+    d.act(&dialog.id, Some(&name), &keys("{enter}"))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read(&file).unwrap_or_default();
+        if text.windows(2).any(|w| w == b"\r\n") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the file was not saved with CR LF line endings within 30 s: {:?}",
+            String::from_utf8_lossy(&text)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
