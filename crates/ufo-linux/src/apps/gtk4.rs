@@ -55,6 +55,17 @@ pub(crate) fn dropdown_button<'t>(tree: &'t AppTree, n: &Node) -> Option<&'t Nod
         .find(|k| is_dropdown_button(tree, k))
 }
 
+/// The type name of a popover's content: the popover is its parent (the cache may name the
+/// popover itself nothing, while a live read names it "GtkPopover").
+const POPOVER_CONTENT: &str = "GtkPopoverContent";
+
+/// The popover whose content `n` is (GTK 4: a drop-down's list, a menu button's menu).
+pub(crate) fn popover_of<'t>(tree: &'t AppTree, n: &Node) -> Option<&'t Node> {
+    (n.name.trim() == POPOVER_CONTENT)
+        .then(|| tree.nodes.get(&n.parent))
+        .flatten()
+}
+
 /// The type name of a drop-down's open list.
 const LIST_WIDGET: &str = "GtkListView";
 
@@ -196,5 +207,21 @@ mod tests {
         // a combo box of another toolkit has no drop-down button
         let t = AppTree::from_nodes(vec![node("/c", "/w", role::COMBO_BOX, "Zoom")]);
         assert!(dropdown_button(&t, t.nodes.get("/c").unwrap()).is_none());
+    }
+
+    #[test]
+    fn a_popover_is_the_parent_of_its_content() {
+        let t = AppTree::from_nodes(vec![
+            node("/c", "/w", role::COMBO_BOX, "GtkDropDown"),
+            node("/pop", "/c", role::FILLER, ""),
+            node("/content", "/pop", role::FILLER, POPOVER_CONTENT),
+            node("/other", "/c", role::FILLER, "GtkBuiltinIcon"),
+        ]);
+        let content = t.nodes.get("/content").unwrap();
+        assert_eq!(
+            popover_of(&t, content).map(|p| p.path.as_str()),
+            Some("/pop")
+        );
+        assert!(popover_of(&t, t.nodes.get("/other").unwrap()).is_none());
     }
 }

@@ -110,6 +110,9 @@ const TEXTUAL: &[u32] = &[
 
 /// Fields a person types in or picks from: named by the labels that point at them
 /// (names.rs, `field_name`).
+/// The most GTK 4 popovers of a window checked for being closed.
+const MAX_POPOVERS: usize = 16;
+
 const FIELDS: &[u32] = &[
     role::TEXT,
     role::ENTRY,
@@ -759,6 +762,9 @@ impl LinuxDesktop {
         if let Some(count) = kept_count {
             self.kept.keep(bus, count, tree);
         }
+        if relative {
+            self.drop_closed_popovers(bus, tree, &frame).await;
+        }
         let t_walk = t.elapsed();
         // office documents: their visible paragraphs, cells, shapes and slides (office.rs)
         self.office()
@@ -955,6 +961,35 @@ impl LinuxDesktop {
             None => shown_name(c, value.as_deref()),
         };
         Ok(Some(fetched(bus, n, name, value, rect, actions, xid)))
+    }
+
+    /// GTK 4 keeps a closed popover (a drop-down's list) in its cache, VISIBLE, with its
+    /// items where they were drawn; a live `GetChildren` of its parent no longer lists it.
+    /// Such popovers are taken out of the tree, so that their items are not listed (a click
+    /// on one would land on whatever is drawn there now). One call per popover's parent,
+    /// [`MAX_POPOVERS`] at most.
+    async fn drop_closed_popovers(&self, bus: &str, tree: &mut AppTree, frame: &str) {
+        let popovers: Vec<(String, String)> = tree
+            .subtree(frame, self.config.walk_max_nodes)
+            .into_iter()
+            .filter_map(|n| crate::apps::gtk4::popover_of(tree, n))
+            .take(MAX_POPOVERS)
+            .map(|p| (p.path.clone(), p.parent.clone()))
+            .collect();
+        let live = futures::future::join_all(
+            popovers
+                .iter()
+                .map(|(_, parent)| self.bus.children(bus, parent)),
+        )
+        .await;
+        for ((path, parent), kids) in popovers.iter().zip(live) {
+            // an unanswered call keeps the popover (better listed than lost)
+            if kids.is_ok_and(|k| !k.contains(path)) {
+                if let Some(k) = tree.children.get_mut(parent) {
+                    k.retain(|c| c != path);
+                }
+            }
+        }
     }
 
     /// Only one control is focused: when several are marked so (a toolkit's cache keeps
