@@ -1135,7 +1135,7 @@ impl LinuxDesktop {
                 .map(|(p, _)| self.bus.extents(bus, p)),
         )
         .await;
-        let near: Vec<((i32, i32, i32, i32), &str)> = seed
+        let near: Vec<(names::Extents, &str)> = seed
             .near_labels
             .iter()
             .zip(boxes)

@@ -126,8 +126,8 @@ fn without_value(label: &str, value: Option<&str>) -> String {
 /// (their vertical middles within half the control's height): the label a person reads
 /// as its name. Rectangles are `(x, y, width, height)`.
 pub(crate) fn label_left_of<'a>(
-    control: (i32, i32, i32, i32),
-    labels: &[((i32, i32, i32, i32), &'a str)],
+    control: Extents,
+    labels: &[(Extents, &'a str)],
 ) -> Option<&'a str> {
     let (cx, cy, _, ch) = control;
     let mid = |y: i32, h: i32| i64::from(y) * 2 + i64::from(h);
@@ -143,6 +143,9 @@ pub(crate) fn label_left_of<'a>(
         .min_by_key(|((lx, _, lw, _), _)| i64::from(cx) - (i64::from(*lx) + i64::from(*lw)))
         .map(|(_, name)| *name)
 }
+
+/// A rectangle as AT-SPI gives it: `(x, y, width, height)`.
+pub(crate) type Extents = (i32, i32, i32, i32);
 
 /// How far left of a control its label may end (pixels).
 const LEFT_GAP: i64 = 16;
