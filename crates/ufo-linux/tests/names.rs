@@ -914,14 +914,16 @@ async fn draws_sidebar_list_boxes_are_named_by_their_labels() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// GTK4 drop-downs are chosen from by `select`: on gnome-text-editor's Save As (GTK's own
-/// file chooser), "Windows (CR+LF)" — the item of the Line Ending list that reaches below the
+/// GTK4 drop-downs are chosen from by a click on a listed item (it closed the list without
+/// choosing: the popover is drawn elsewhere than its items' extents say) and by `select`: on
+/// gnome-text-editor's Save As (GTK's own file chooser), "Mac OS Classic (CR)" by a click, then
+/// "Windows (CR+LF)" — the item of the Line Ending list that reaches below the
 /// dialog, cut from the control list — is chosen by name (a click on an item and the list's
 /// `SelectChild` only highlighted it). The drop-down shows it, the closed list's items are
 /// no longer listed, and the saved file has CR LF line endings (read from the disk, off ufo).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn gtk4_dropdown_options_are_chosen_by_select() {
-    if !require_live("gtk4_dropdown_options_are_chosen_by_select") {
+async fn gtk4_dropdown_options_are_chosen_by_click_and_select() {
+    if !require_live("gtk4_dropdown_options_are_chosen_by_click_and_select") {
         return;
     }
     let _one = TEXT_EDITOR.lock().await;
@@ -984,6 +986,36 @@ async fn gtk4_dropdown_options_are_chosen_by_select() {
         "the Line Ending drop-down",
         Duration::from_secs(30),
         |o| control(o, "combo box", "Line Ending").is_some(),
+    )
+    .await;
+    let endings = control(&obs, "combo box", "Line Ending").unwrap();
+    // a click opens the list, a click on an item listed there chooses it
+    let click = UiAction::Click {
+        button: ufo_core::Button::Left,
+        double: false,
+    };
+    d.act(&dialog.id, Some(&endings), &click).await.unwrap();
+    let obs = support::observe_until(
+        &d,
+        &dialog.id,
+        "the Line Ending list open",
+        Duration::from_secs(20),
+        |o| control(o, "list item", "Mac OS Classic (CR)").is_some(),
+    )
+    .await;
+    let mac = control(&obs, "list item", "Mac OS Classic (CR)").unwrap();
+    let done = d.act(&dialog.id, Some(&mac), &click).await;
+    assert!(done.is_ok(), "the click on the item failed: {done:?}");
+    let obs = support::observe_until(
+        &d,
+        &dialog.id,
+        "Line Ending showing Mac OS Classic (CR)",
+        Duration::from_secs(20),
+        |o| {
+            o.controls.iter().any(|c| {
+                c.name == "Line Ending" && c.value.as_deref() == Some("Mac OS Classic (CR)")
+            })
+        },
     )
     .await;
     let endings = control(&obs, "combo box", "Line Ending").unwrap();

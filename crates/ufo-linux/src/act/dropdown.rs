@@ -9,12 +9,16 @@ use std::time::{Duration, Instant};
 
 use super::{entry_names, match_entry, normalise_entry, select_error, EntryMatch, CLICK_ACTIONS};
 use crate::a11y::bus::{AppTree, Node};
+use crate::a11y::vocab::role;
 use crate::apps::{gtk4, web};
 use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
 use crate::x11::keys::KeyStep;
 use crate::LinuxError;
 
+/// How far above a list item its drop-down may be (list, scroll pane, panel, popover
+/// content, popover).
+const ITEM_DEPTH: usize = 8;
 /// The most nodes read live below a drop-down (its button and its open popup).
 const LIVE_NODES: usize = 96;
 /// How long the list may take to open, and the choice to show after Enter.
@@ -24,6 +28,36 @@ const RETURN: u32 = 0xff0d;
 const ESCAPE: u32 = 0xff1b;
 
 impl LinuxDesktop {
+    /// A left click on an item of an open GTK4 drop-down list (`None`: `c` is no such
+    /// item). The popover is a surface of its own, drawn elsewhere than its items' extents
+    /// say, and a click there closes the list without choosing: the item is chosen as
+    /// `select` chooses it.
+    pub(crate) async fn click_dropdown_item(
+        &self,
+        xid: u32,
+        c: &CtlInfo,
+    ) -> Option<Result<String, LinuxError>> {
+        // (GTK 4 only: its applications are the ones read with window-relative extents)
+        if c.seen.role != role::LIST_ITEM || !self.is_relative(&c.bus).await {
+            return None;
+        }
+        let tree = self.control_tree(c).await.ok()?;
+        let mut p = tree.nodes.get(&c.path)?.parent.clone();
+        // up from the item: its list, the popover's parts, the drop-down
+        for _ in 0..ITEM_DEPTH {
+            let n = tree.nodes.get(&p)?;
+            if n.role == role::COMBO_BOX {
+                let button = gtk4::dropdown_button(&tree, n)?.path.clone();
+                let mut combo = c.clone();
+                combo.path = n.path.clone();
+                combo.name = "the drop-down".into();
+                return Some(self.select_in_dropdown(xid, &combo, &c.name, &button).await);
+            }
+            p = n.parent.clone();
+        }
+        None
+    }
+
     /// Choose `item` in the GTK4 drop-down `c` whose list opens from `button`: open the
     /// list (unless it is open), find the item among the list's items, arrow keys from the
     /// highlighted item to it, Enter; then the drop-down must show it.

@@ -416,6 +416,10 @@ impl LinuxDesktop {
         in_dialog: bool,
     ) -> Result<String, LinuxError> {
         if matches!(button, Button::Left) && !double {
+            // an item of a GTK4 drop-down's open list is chosen with the keyboard
+            if let Some(done) = self.click_dropdown_item(xid, c).await {
+                return done;
+            }
             // the fastest correct input: XTEST at the centre of a control nothing
             // covers (its effect shows in milliseconds), else the AT-SPI action
             if let Some((x, y)) = self.uncovered_centre(xid, c, in_dialog).await {
