@@ -18,9 +18,9 @@ use ufo_core::{Desktop, UiAction, WindowInfo, WindowObservation};
 use ufo_desktop::testing::{require_live, ProcessGuard};
 use ufo_linux::{LinuxConfig, LinuxDesktop};
 
-/// One gnome-text-editor test at a time: both type into a Save As dialog, and the keys go to
-/// the window that has the focus.
-static TEXT_EDITOR: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// One test at a time among those that need the focus to stay: keys go to the window that has
+/// it, and an open list closes when another window takes it.
+static FOCUS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Start `program` with `args` in `dir`, as a person would.
 fn start(program: &str, args: &[&str], dir: &Path, marker: &str) -> (ProcessGuard, u32) {
@@ -663,7 +663,7 @@ async fn gtk4_dropdowns_are_named_by_their_label_with_their_option_as_value() {
     if !require_live("gtk4_dropdowns_are_named_by_their_label_with_their_option_as_value") {
         return;
     }
-    let _one = TEXT_EDITOR.lock().await;
+    let _one = FOCUS.lock().await;
     let dir = temp_dir("dropdown");
     let file = dir.join("crlf.txt");
     let draft = dir.join("draft.txt").display().to_string();
@@ -863,6 +863,7 @@ async fn draws_sidebar_list_boxes_are_named_by_their_labels() {
     if !require_live("draws_sidebar_list_boxes_are_named_by_their_labels") {
         return;
     }
+    let _one = FOCUS.lock().await;
     let dir = temp_dir("draw-sidebar");
     let profile = format!("-env:UserInstallation=file://{}/profile", dir.display());
     let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
@@ -926,7 +927,7 @@ async fn gtk4_dropdown_options_are_chosen_by_click_and_select() {
     if !require_live("gtk4_dropdown_options_are_chosen_by_click_and_select") {
         return;
     }
-    let _one = TEXT_EDITOR.lock().await;
+    let _one = FOCUS.lock().await;
     let dir = temp_dir("dropdown-select");
     let file = dir.join("crlf.txt");
     let draft = dir.join("draft-select.txt").display().to_string();
