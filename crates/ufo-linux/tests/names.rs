@@ -18,6 +18,10 @@ use ufo_core::{Desktop, UiAction, WindowInfo, WindowObservation};
 use ufo_desktop::testing::{require_live, ProcessGuard};
 use ufo_linux::{LinuxConfig, LinuxDesktop};
 
+/// One test at a time among those that need the focus to stay: keys go to the window that has
+/// it, and an open list closes when another window takes it.
+static FOCUS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Start `program` with `args` in `dir`, as a person would.
 fn start(program: &str, args: &[&str], dir: &Path, marker: &str) -> (ProcessGuard, u32) {
     let child = std::process::Command::new(program)
@@ -659,6 +663,7 @@ async fn gtk4_dropdowns_are_named_by_their_label_with_their_option_as_value() {
     if !require_live("gtk4_dropdowns_are_named_by_their_label_with_their_option_as_value") {
         return;
     }
+    let _one = FOCUS.lock().await;
     let dir = temp_dir("dropdown");
     let file = dir.join("crlf.txt");
     let draft = dir.join("draft.txt").display().to_string();
@@ -819,5 +824,249 @@ async fn calcs_name_box_arrow_is_named_after_the_name_box() {
         },
     )
     .await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// pyatspi (off ufo): the names of the shown list items, cells and menu items of LibreOffice, once
+/// `argv[1]` is among them (10 s at most).
+const OFFICE_ITEMS: &str = r#"
+import sys, time, pyatspi
+want = sys.argv[1]
+ROLES = ('list item', 'table cell', 'menu item', 'check menu item', 'radio menu item')
+def items(n, out, depth=0):
+    if depth > 40 or len(out) > 400: return
+    try:
+        if n.getRoleName() in ROLES and n.getState().contains(pyatspi.STATE_SHOWING):
+            out.append(n.name)
+        for i in range(min(n.childCount, 200)):
+            c = n.getChildAtIndex(i)
+            if c is not None: items(c, out, depth + 1)
+    except Exception:
+        pass
+names = []
+end = time.time() + 10
+while time.time() < end:
+    names = []
+    for app in pyatspi.Registry.getDesktop(0):
+        if app is not None and 'soffice' in (app.name or '').lower(): items(app, names)
+    if want in names: break
+    time.sleep(0.3)
+print('|'.join(names))
+"#;
+
+/// LibreOffice Draw's sidebar list boxes (Format, Orientation, Background, Margin, Master
+/// Page) are bare toggle buttons: a label points at their wrapper, or (Master Page) stands
+/// just left of them. They are named by those labels (they were `toggle button ""`), and a
+/// click on "Orientation" by name opens its list: pyatspi sees "Landscape" shown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn draws_sidebar_list_boxes_are_named_by_their_labels() {
+    if !require_live("draws_sidebar_list_boxes_are_named_by_their_labels") {
+        return;
+    }
+    let _one = FOCUS.lock().await;
+    let dir = temp_dir("draw-sidebar");
+    let profile = format!("-env:UserInstallation=file://{}/profile", dir.display());
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let before = window_ids(&d).await;
+    let (_guard, _) = start(
+        "soffice",
+        &["--draw", "--norestore", "--nologo", &profile],
+        &dir,
+        &profile,
+    );
+    let draw = window(&d, "LibreOffice Draw", |w| {
+        w.title.ends_with("LibreOffice Draw") && !before.contains(&w.id)
+    })
+    .await;
+    let boxes = [
+        "Format",
+        "Orientation",
+        "Background",
+        "Margin",
+        "Master Page",
+    ];
+    let obs = support::observe_until(
+        &d,
+        &draw.id,
+        "the sidebar's list boxes by their labels",
+        Duration::from_secs(60),
+        |o| {
+            boxes
+                .iter()
+                .all(|b| control(o, "toggle button", b).is_some())
+        },
+    )
+    .await;
+    let orientation = control(&obs, "toggle button", "Orientation").unwrap();
+    let click = UiAction::Click {
+        button: ufo_core::Button::Left,
+        double: false,
+    };
+    d.act(&draw.id, Some(&orientation), &click).await.unwrap();
+    let seen = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", OFFICE_ITEMS, "Landscape"])
+        .output()
+        .expect("python3 runs");
+    let items = String::from_utf8_lossy(&seen.stdout).trim().to_string();
+    assert!(
+        items.split('|').any(|i| i == "Landscape"),
+        "pyatspi sees no Landscape item after the click on Orientation (shown items: {items:?})"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// GTK4 drop-downs are chosen from by a click on a listed item (it closed the list without
+/// choosing: the popover is drawn elsewhere than its items' extents say) and by `select`: on
+/// gnome-text-editor's Save As (GTK's own file chooser), "Mac OS Classic (CR)" by a click, then
+/// "Windows (CR+LF)" — the item of the Line Ending list that reaches below the
+/// dialog, cut from the control list — is chosen by name (a click on an item and the list's
+/// `SelectChild` only highlighted it). The drop-down shows it, the closed list's items are
+/// no longer listed, and the saved file has CR LF line endings (read from the disk, off ufo).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gtk4_dropdown_options_are_chosen_by_click_and_select() {
+    if !require_live("gtk4_dropdown_options_are_chosen_by_click_and_select") {
+        return;
+    }
+    let _one = FOCUS.lock().await;
+    let dir = temp_dir("dropdown-select");
+    let file = dir.join("crlf.txt");
+    let draft = dir.join("draft-select.txt").display().to_string();
+    let child = std::process::Command::new("gnome-text-editor")
+        .args(["--standalone", &draft])
+        .env("GDK_DEBUG", "no-portals")
+        .env("GTK_USE_PORTAL", "0")
+        .current_dir(&dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("gnome-text-editor starts (install it: scripts/test-deps.sh install_apps)");
+    let _guard = ProcessGuard::new(draft.clone(), Some(child));
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let main = window(&d, "gnome-text-editor", |w| {
+        w.title.starts_with("draft-select.txt") && w.process.starts_with("gnome-text-edit")
+    })
+    .await;
+    let before = window_ids(&d).await;
+    let keys = |k: &str| UiAction::TypeKeys { keys: k.into() };
+    let obs = support::observe_until(
+        &d,
+        &main.id,
+        "the document's text",
+        Duration::from_secs(30),
+        |o| o.controls.iter().any(|c| c.role == "text"),
+    )
+    .await;
+    let page = obs.controls.iter().find(|c| c.role == "text").unwrap();
+    d.act(&main.id, Some(&page.id), &keys("one{enter}two"))
+        .await
+        .unwrap();
+    let mut dialog = None;
+    for _ in 0..4 {
+        d.act(&main.id, Some(&page.id), &keys("{ctrl+shift+s}"))
+            .await
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while dialog.is_none() && Instant::now() < deadline {
+            dialog = d
+                .windows()
+                .await
+                .unwrap_or_default()
+                .into_iter()
+                .find(|w| w.title == "Save As" && !before.contains(&w.id));
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        if dialog.is_some() {
+            break;
+        }
+    }
+    let dialog = dialog.expect("no Save As window within 60 s of four Ctrl+Shift+S");
+    let obs = support::observe_until(
+        &d,
+        &dialog.id,
+        "the Line Ending drop-down",
+        Duration::from_secs(30),
+        |o| control(o, "combo box", "Line Ending").is_some(),
+    )
+    .await;
+    let endings = control(&obs, "combo box", "Line Ending").unwrap();
+    // a click opens the list, a click on an item listed there chooses it
+    let click = UiAction::Click {
+        button: ufo_core::Button::Left,
+        double: false,
+    };
+    d.act(&dialog.id, Some(&endings), &click).await.unwrap();
+    let obs = support::observe_until(
+        &d,
+        &dialog.id,
+        "the Line Ending list open",
+        Duration::from_secs(20),
+        |o| control(o, "list item", "Mac OS Classic (CR)").is_some(),
+    )
+    .await;
+    let mac = control(&obs, "list item", "Mac OS Classic (CR)").unwrap();
+    let done = d.act(&dialog.id, Some(&mac), &click).await;
+    assert!(done.is_ok(), "the click on the item failed: {done:?}");
+    let obs = support::observe_until(
+        &d,
+        &dialog.id,
+        "Line Ending showing Mac OS Classic (CR)",
+        Duration::from_secs(20),
+        |o| {
+            o.controls.iter().any(|c| {
+                c.name == "Line Ending" && c.value.as_deref() == Some("Mac OS Classic (CR)")
+            })
+        },
+    )
+    .await;
+    let endings = control(&obs, "combo box", "Line Ending").unwrap();
+    let done = d
+        .act(
+            &dialog.id,
+            Some(&endings),
+            &UiAction::Select {
+                item: "Windows (CR+LF)".into(),
+            },
+        )
+        .await;
+    assert!(done.is_ok(), "select failed: {done:?}");
+    // the closed list's items are not listed (GTK 4 keeps the closed popover in its cache)
+    let obs = support::observe_until(
+        &d,
+        &dialog.id,
+        "Line Ending showing Windows (CR+LF), its closed list's items not listed",
+        Duration::from_secs(20),
+        |o| {
+            o.controls
+                .iter()
+                .any(|c| c.name == "Line Ending" && c.value.as_deref() == Some("Windows (CR+LF)"))
+                && !o
+                    .controls
+                    .iter()
+                    .any(|c| c.role == "list item" && c.name == "Mac OS Classic (CR)")
+        },
+    )
+    .await;
+    let name = control(&obs, "text", "Name").unwrap();
+    let path = file.display().to_string();
+    d.act(&dialog.id, Some(&name), &UiAction::SetText { text: path })
+        .await
+        .unwrap();
+    d.act(&dialog.id, Some(&name), &keys("{enter}"))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read(&file).unwrap_or_default();
+        if text.windows(2).any(|w| w == b"\r\n") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the file was not saved with CR LF line endings within 30 s: {:?}",
+            String::from_utf8_lossy(&text)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

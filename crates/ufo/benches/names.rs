@@ -11,9 +11,12 @@
 //! window with the same role and the same usable name: a duplicate ufo drops on purpose
 //! (LibreOffice's second menu bar: the same menus are listed once), and a spreadsheet cell
 //! named by its address when ufo lists its sheet as a table that says its cells are named
-//! by their address (empty cells are not listed one by one; "B7" acts on that cell). With
+//! by their address (empty cells are not listed one by one; "B7" acts on that cell), and a
+//! combo box whose only pyatspi name is the option it shows when ufo lists it unnamed with
+//! that option as its value (a text equal to the option reaches it). With
 //! `UFO_NAMES_VERBOSE=1` the pyatspi walk and every named control not covered at its place
-//! are printed (marked `*` when listed elsewhere, `#` when reached by its address).
+//! are printed (marked `*` when listed elsewhere, `#` when reached by its address, `=` when
+//! reached by the option it shows).
 //! Also: how many controls ufo lists, and the size of that list as the model is shown it
 //! (one `[label] role "name" value: …` line per control, estimated at 4 characters a token,
 //! as the scripted model estimates).
@@ -687,6 +690,18 @@ fn score(walked: &Walked, listed: &[Listed]) -> Score {
                 .as_deref()
                 .is_some_and(|v| v.starts_with("cells ") && v.contains(" visible"))
     });
+    // an unnamed combo box whose only pyatspi name is the option it shows (GTK3 names a box
+    // by its option): ufo lists it `combo box ""` with that option as its value, and a
+    // model's text equal to the option reaches it (resolution's last reading)
+    let shows_option = |r: &[i64; 4], name: &str| {
+        let moved = [r[0] + d[0], r[1] + d[1], r[2], r[3]];
+        listed.iter().any(|c| {
+            c.role == "combo box"
+                && c.name.trim().is_empty()
+                && c.value.as_deref().map(str::trim) == Some(name.trim())
+                && (overlap(*r, c.rect) >= 0.5 || overlap(moved, c.rect) >= 0.5)
+        })
+    };
     let mut covered_once = 0;
     let mut missed = Vec::new();
     for (role, name, r) in walked.controls.iter().filter(|(_, n, _)| !n.is_empty()) {
@@ -695,6 +710,9 @@ fn score(walked: &Walked, listed: &[Listed]) -> Score {
         } else if by_address && role == "table cell" && is_address(name) {
             covered_once += 1;
             missed.push(format!("# {role} {name:?} {r:?}"));
+        } else if role == "combo box" && shows_option(r, name) {
+            covered_once += 1;
+            missed.push(format!("= {role} {name:?} {r:?}"));
         } else if elsewhere(role, name) {
             covered_once += 1;
             missed.push(format!("* {role} {name:?} {r:?}"));
@@ -892,7 +910,7 @@ fn main() {
                     }
                     for (h, s) in heads.iter().zip(&scores) {
                         let missed = s.as_ref().map(|s| s.missed.clone()).unwrap_or_default();
-                        eprintln!("{}: named by pyatspi, not at their place in ufo {h} (* listed elsewhere, # by address):", case.name);
+                        eprintln!("{}: named by pyatspi, not at their place in ufo {h} (* listed elsewhere, # by address, = by its option):", case.name);
                         for m in missed {
                             eprintln!("  {m}");
                         }

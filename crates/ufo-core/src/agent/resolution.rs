@@ -278,7 +278,27 @@ pub fn resolve_control(
     let any_case: Vec<usize> = (0..controls.len())
         .filter(|&i| controls[i].name.trim().eq_ignore_ascii_case(text))
         .collect();
-    narrow(any_case, controls, function)
+    if !any_case.is_empty() {
+        return narrow(any_case, controls, function);
+    }
+    narrow(unnamed_combos_showing(text, controls), controls, function)
+}
+
+/// The unnamed combo boxes whose chosen option is `text` (GIMP's layer mode box shows
+/// "Normal" and nothing names it): a model that calls such a box by what it shows means it.
+/// The list still never names a control by its value; this is the last reading of a text
+/// that names no control.
+fn unnamed_combos_showing(text: &str, controls: &[Control]) -> Vec<usize> {
+    (0..controls.len())
+        .filter(|&i| {
+            let c = &controls[i];
+            c.name.trim().is_empty()
+                && c.role.trim().eq_ignore_ascii_case("combo box")
+                && c.value
+                    .as_deref()
+                    .is_some_and(|v| v.trim().eq_ignore_ascii_case(text))
+        })
+        .collect()
 }
 
 /// The controls a copied line names: the one of its own label (or else of `label`, the
@@ -952,6 +972,26 @@ mod tests {
             c("push button", "Home", false),
         ];
         assert_eq!(resolve_control("", "Home", &cs, "click"), Ok(1));
+    }
+
+    /// Issue 24: an unnamed combo box (listed as `combo box ""` with its option as its value)
+    /// is reached by the option it shows when no control is named so; a named control of
+    /// that name still wins, and a named combo box is not reached by its value.
+    #[test]
+    fn an_unnamed_combo_box_is_reached_by_the_option_it_shows() {
+        let mut mode = c("combo box", "", false);
+        mode.value = Some("Normal".into());
+        let mut units = c("combo box", "Units", false);
+        units.value = Some("px".into());
+        let controls = vec![c("button", "Save", false), mode.clone(), units];
+        assert_eq!(resolve_control("", "Normal", &controls, "select"), Ok(1));
+        assert_eq!(resolve_control("", "normal", &controls, "click"), Ok(1));
+        assert_eq!(
+            resolve_control("", "px", &controls, "select"),
+            Err(Unresolved::NoMatch)
+        );
+        let named = vec![mode, c("menu item", "Normal", false)];
+        assert_eq!(resolve_control("", "Normal", &named, "click"), Ok(1));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Actions on controls: AT-SPI where the control supports it, XTEST otherwise; each returns
 //! once the window has reacted or the settle time has passed.
 
+mod dropdown;
 pub(crate) mod modal;
 mod search;
 pub(crate) mod settle;
@@ -415,6 +416,10 @@ impl LinuxDesktop {
         in_dialog: bool,
     ) -> Result<String, LinuxError> {
         if matches!(button, Button::Left) && !double {
+            // an item of a GTK4 drop-down's open list is chosen with the keyboard
+            if let Some(done) = self.click_dropdown_item(xid, c).await {
+                return done;
+            }
             // the fastest correct input: XTEST at the centre of a control nothing
             // covers (its effect shows in milliseconds), else the AT-SPI action
             if let Some((x, y)) = self.uncovered_centre(xid, c, in_dialog).await {
@@ -575,6 +580,15 @@ impl LinuxDesktop {
     /// `select` leaves the box as it was, and the error lists the entries.
     async fn select(&self, xid: u32, c: &CtlInfo, item: &str) -> Result<String, LinuxError> {
         let mut tree = self.entries_tree(c).await?;
+        // a GTK4 drop-down's list is chosen from with the keyboard (act/dropdown.rs)
+        let dropdown = tree
+            .nodes
+            .get(&c.path)
+            .and_then(|n| crate::apps::gtk4::dropdown_button(&tree, n))
+            .map(|b| b.path.clone());
+        if let Some(button) = dropdown {
+            return self.select_in_dropdown(xid, c, item, &button).await;
+        }
         let (mut found, mut names) = find_entry(&tree, c, item);
         let mut opened = None;
         if matches!(&found, Err(several) if several.is_empty()) {

@@ -110,6 +110,9 @@ const TEXTUAL: &[u32] = &[
 
 /// Fields a person types in or picks from: named by the labels that point at them
 /// (names.rs, `field_name`).
+/// The most GTK 4 popovers of a window checked for being closed.
+const MAX_POPOVERS: usize = 16;
+
 const FIELDS: &[u32] = &[
     role::TEXT,
     role::ENTRY,
@@ -257,6 +260,9 @@ struct FieldSeed {
     parent: Option<String>,
     /// Labels near it (path, text): the ones a `LABEL_FOR` relation may come from.
     near_labels: Vec<(String, String)>,
+    /// Its parent when that is an unnamed wrapper around it alone: a label pointing at the
+    /// wrapper names it (LibreOffice's sidebar list boxes, a button inside a filler).
+    wrapper: Option<String>,
 }
 
 impl LinuxDesktop {
@@ -755,6 +761,9 @@ impl LinuxDesktop {
         if let Some(count) = kept_count {
             self.kept.keep(bus, count, tree);
         }
+        if relative {
+            self.drop_closed_popovers(bus, tree, &frame).await;
+        }
         let t_walk = t.elapsed();
         // office documents: their visible paragraphs, cells, shapes and slides (office.rs)
         self.office()
@@ -927,6 +936,17 @@ impl LinuxDesktop {
             )));
         }
         let name = match &c.field {
+            Some(seed) if !FIELDS.contains(&n.role) => {
+                // a bare button: only a label pointing at it names it
+                let label = match self.labelled_by(bus, n, seed).await {
+                    Some(label) => Some(label),
+                    None => self.label_left_of(bus, seed, (x, y, ew, eh)).await,
+                };
+                match label {
+                    Some(label) => names::label_as_name(&label),
+                    None => shown_name(c, value.as_deref()),
+                }
+            }
             Some(seed) => {
                 let e = self.field_evidence(bus, c, seed, value.as_deref()).await;
                 let name = names::field_name(&e);
@@ -940,6 +960,35 @@ impl LinuxDesktop {
             None => shown_name(c, value.as_deref()),
         };
         Ok(Some(fetched(bus, n, name, value, rect, actions, xid)))
+    }
+
+    /// GTK 4 keeps a closed popover (a drop-down's list) in its cache, VISIBLE, with its
+    /// items where they were drawn; a live `GetChildren` of its parent no longer lists it.
+    /// Such popovers are taken out of the tree, so that their items are not listed (a click
+    /// on one would land on whatever is drawn there now). One call per popover's parent,
+    /// [`MAX_POPOVERS`] at most.
+    async fn drop_closed_popovers(&self, bus: &str, tree: &mut AppTree, frame: &str) {
+        let popovers: Vec<(String, String)> = tree
+            .subtree(frame, self.config.walk_max_nodes)
+            .into_iter()
+            .filter_map(|n| crate::apps::gtk4::popover_of(tree, n))
+            .take(MAX_POPOVERS)
+            .map(|p| (p.path.clone(), p.parent.clone()))
+            .collect();
+        let live = futures::future::join_all(
+            popovers
+                .iter()
+                .map(|(_, parent)| self.bus.children(bus, parent)),
+        )
+        .await;
+        for ((path, parent), kids) in popovers.iter().zip(live) {
+            // an unanswered call keeps the popover (better listed than lost)
+            if kids.is_ok_and(|k| !k.contains(path)) {
+                if let Some(k) = tree.children.get_mut(parent) {
+                    k.retain(|c| c != path);
+                }
+            }
+        }
     }
 
     /// Only one control is focused: when several are marked so (a toolkit's cache keeps
@@ -1059,13 +1108,39 @@ impl LinuxDesktop {
             .zip(sets)
             .filter(|(_, set)| {
                 set.as_ref().is_ok_and(|set| {
-                    set.iter()
-                        .any(|(k, t)| *k == LABEL_FOR && t.contains(&n.path))
+                    set.iter().any(|(k, t)| {
+                        *k == LABEL_FOR
+                            && (t.contains(&n.path)
+                                || seed.wrapper.as_ref().is_some_and(|w| t.contains(w)))
+                    })
                 })
             })
             .map(|((_, name), _)| name.as_str())
             .collect();
         (!text.is_empty()).then(|| collapse_ws(&text.join(" ")))
+    }
+
+    /// The label just left of a bare button, on its line (LibreOffice's "Master Page:" list
+    /// box has no relation): the near labels' extents are read, bounded by their number.
+    async fn label_left_of(
+        &self,
+        bus: &str,
+        seed: &FieldSeed,
+        at: (i32, i32, i32, i32),
+    ) -> Option<String> {
+        let boxes = futures::future::join_all(
+            seed.near_labels
+                .iter()
+                .map(|(p, _)| self.bus.extents(bus, p)),
+        )
+        .await;
+        let near: Vec<(names::Extents, &str)> = seed
+            .near_labels
+            .iter()
+            .zip(boxes)
+            .filter_map(|((_, name), b)| Some((b.ok()?, name.as_str())))
+            .collect();
+        names::label_left_of(at, &near).map(str::to_string)
     }
 
     /// A step of [`Self::fetch_control`]: the node's extents, actions, text and value, read
@@ -2057,13 +2132,15 @@ fn collect_candidates(
             if !crate::apps::web::is_empty_wrapper(tree, n, &child_text)
                 && !crate::apps::gtk4::is_dropdown_button(tree, n)
             {
+                let field = (FIELDS.contains(&n.role) || is_bare_button(n, &child_text))
+                    .then(|| field_seed(tree, n));
                 out.push(Candidate {
                     node: n.clone(),
                     child_text,
                     wraps_button,
                     choice: crate::apps::web::combo_choice(tree, n)
                         .or_else(|| crate::apps::gtk4::dropdown_choice(tree, n)),
-                    field: FIELDS.contains(&n.role).then(|| field_seed(tree, n)),
+                    field,
                     display,
                     table: (n.role == role::TABLE_CELL)
                         .then(|| table_of(tree, n))
@@ -2292,7 +2369,31 @@ fn field_seed(tree: &AppTree, n: &Node) -> FieldSeed {
             .or_else(|| office::ancestor_name(tree, n, true))
             .or_else(|| crate::apps::gnumeric::edit_line_name(tree, n).map(str::to_string)),
         near_labels,
+        wrapper: tree
+            .nodes
+            .get(&n.parent)
+            .filter(|p| p.name.trim().is_empty() && only_visible_child(tree, p, n))
+            .map(|p| p.path.clone()),
     }
+}
+
+/// Whether `n` is the only visible child of `p` (LibreOffice's list box wrapper also holds
+/// a hidden entry and a hidden combo box).
+fn only_visible_child(tree: &AppTree, p: &Node, n: &Node) -> bool {
+    tree.kids(&p.path)
+        .iter()
+        .filter_map(|k| tree.nodes.get(k))
+        .filter(|k| k.has(state::VISIBLE))
+        .all(|k| k.path == n.path)
+}
+
+/// A push or toggle button with nothing that names it (no name, description or text
+/// inside): the labels that point at it (or at its wrapper) are asked for its name.
+fn is_bare_button(n: &Node, child_text: &str) -> bool {
+    matches!(n.role, role::PUSH_BUTTON | role::TOGGLE_BUTTON)
+        && n.name.trim().is_empty()
+        && n.description.trim().is_empty()
+        && child_text.trim().is_empty()
 }
 
 /// The name of the nearest named container around a field (four levels at most, inside its

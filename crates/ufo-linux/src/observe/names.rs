@@ -122,6 +122,34 @@ fn without_value(label: &str, value: Option<&str>) -> String {
     }
 }
 
+/// The label that ends just left of a control (at most [`LEFT_GAP`] pixels away) on its line
+/// (their vertical middles within half the control's height): the label a person reads
+/// as its name. Rectangles are `(x, y, width, height)`.
+pub(crate) fn label_left_of<'a>(
+    control: Extents,
+    labels: &[(Extents, &'a str)],
+) -> Option<&'a str> {
+    let (cx, cy, _, ch) = control;
+    let mid = |y: i32, h: i32| i64::from(y) * 2 + i64::from(h);
+    labels
+        .iter()
+        .filter(|((lx, ly, lw, lh), name)| {
+            let gap = i64::from(cx) - (i64::from(*lx) + i64::from(*lw));
+            !name.trim().is_empty()
+                && *lw > 0
+                && (-2..=LEFT_GAP).contains(&gap)
+                && (mid(*ly, *lh) - mid(cy, ch)).abs() <= i64::from(ch)
+        })
+        .min_by_key(|((lx, _, lw, _), _)| i64::from(cx) - (i64::from(*lx) + i64::from(*lw)))
+        .map(|(_, name)| *name)
+}
+
+/// A rectangle as AT-SPI gives it: `(x, y, width, height)`.
+pub(crate) type Extents = (i32, i32, i32, i32);
+
+/// How far left of a control its label may end (pixels).
+const LEFT_GAP: i64 = 16;
+
 /// How a display is shown: named by its description ("Result Display"), its text as its
 /// value ("42"); without a description it is named "display".
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -184,6 +212,25 @@ mod tests {
             own: own.into(),
             ..FieldEvidence::default()
         }
+    }
+
+    /// LibreOffice Draw's sidebar: "Master Page:" ends 6 px left of its list box, on its
+    /// line; the labels of the other rows and a label right of it are not its name.
+    #[test]
+    fn the_label_just_left_of_a_control_on_its_line_names_it() {
+        let labels = [
+            ((960, 281, 49, 34), "Margin:"),
+            ((925, 318, 84, 34), "Master Page:"),
+            ((928, 207, 81, 34), "Background:"),
+            ((1210, 318, 40, 34), "After"),
+        ];
+        assert_eq!(
+            label_left_of((1015, 318, 184, 34), &labels),
+            Some("Master Page:")
+        );
+        assert_eq!(label_left_of((1015, 244, 184, 34), &labels), None);
+        // too far left
+        assert_eq!(label_left_of((1100, 318, 100, 34), &labels), None);
     }
 
     /// Issue 24, item 1: the order of evidence for a field's name.
