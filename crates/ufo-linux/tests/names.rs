@@ -18,8 +18,9 @@ use ufo_core::{Desktop, UiAction, WindowInfo, WindowObservation};
 use ufo_desktop::testing::{require_live, ProcessGuard};
 use ufo_linux::{LinuxConfig, LinuxDesktop};
 
-/// One test at a time among those that need the focus to stay: keys go to the window that has
-/// it, and an open list closes when another window takes it.
+/// One test at a time: keys go to the window that has the focus, an open list closes when
+/// another window takes it, and on a loaded machine two applications starting at once made a
+/// test's window wait run out (File Roller's Compress dialog, a GTK 4 editor's Save).
 static FOCUS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Start `program` with `args` in `dir`, as a person would.
@@ -90,6 +91,7 @@ async fn thunars_rename_entry_is_named_by_its_label() {
     if !require_live("thunars_rename_entry_is_named_by_its_label") {
         return;
     }
+    let _one = FOCUS.lock().await;
     let dir = temp_dir("thunar");
     std::fs::write(dir.join("alpha.txt"), "a").unwrap();
     let dir_s = dir.display().to_string();
@@ -170,6 +172,7 @@ async fn file_rollers_fields_are_named_by_their_labels() {
     if !require_live("file_rollers_fields_are_named_by_their_labels") {
         return;
     }
+    let _one = FOCUS.lock().await;
     let dir = temp_dir("roller");
     std::fs::write(dir.join("alpha.txt"), "a").unwrap();
     let file = dir.join("alpha.txt").display().to_string();
@@ -213,6 +216,7 @@ async fn a_file_choosers_rows_are_one_control_each() {
     if !require_live("a_file_choosers_rows_are_one_control_each") {
         return;
     }
+    let _one = FOCUS.lock().await;
     let dir = temp_dir("chooser");
     // (folders: the dialog's file type filter shows them whatever their type)
     let files = ["apple", "banana", "cherry", "damson"];
@@ -279,6 +283,7 @@ async fn gnumerics_name_box_and_formula_bar_are_named() {
     if !require_live("gnumerics_name_box_and_formula_bar_are_named") {
         return;
     }
+    let _one = FOCUS.lock().await;
     let dir = temp_dir("gnumeric");
     let marker = "--geometry=900x700+10+10".to_string();
     let (_guard, pid) = start("gnumeric", &[&marker], &dir, &marker);
@@ -407,6 +412,7 @@ async fn kcalcs_display_is_read_and_one_control_is_focused() {
     if !require_live("kcalcs_display_is_read_and_one_control_is_focused") {
         return;
     }
+    let _one = FOCUS.lock().await;
     let dir = temp_dir("kcalc");
     let token = format!("kcalc-names-{}", std::process::id());
     let (_guard, pid) = start("kcalc", &["-name", &token], &dir, &token);
@@ -471,6 +477,7 @@ async fn file_rollers_add_files_fields_are_named_by_their_labels() {
     if !require_live("file_rollers_add_files_fields_are_named_by_their_labels") {
         return;
     }
+    let _one = FOCUS.lock().await;
     let dir = temp_dir("add");
     std::fs::write(dir.join("alpha.txt"), "a").unwrap();
     let tar = std::process::Command::new("tar")
@@ -526,6 +533,7 @@ async fn inkscapes_unnamed_swatches_are_one_control() {
     if !require_live("inkscapes_unnamed_swatches_are_one_control") {
         return;
     }
+    let _one = FOCUS.lock().await;
     let dir = temp_dir("inkscape");
     let file = dir.join("drawing.svg").display().to_string();
     std::fs::write(
@@ -591,6 +599,7 @@ async fn controls_cut_by_the_windows_edge_are_listed_clipped_and_clickable() {
     if !require_live("controls_cut_by_the_windows_edge_are_listed_clipped_and_clickable") {
         return;
     }
+    let _one = FOCUS.lock().await;
     let server = ufo_desktop::testing::http::PageServer::start(cut_page);
     let profile = tempfile::tempdir().unwrap();
     let child = ufo_desktop::testing::chromium_command(profile.path())
@@ -773,6 +782,7 @@ async fn calcs_name_box_arrow_is_named_after_the_name_box() {
     if !require_live("calcs_name_box_arrow_is_named_after_the_name_box") {
         return;
     }
+    let _one = FOCUS.lock().await;
     let dir = temp_dir("calc-arrow");
     let profile = format!("-env:UserInstallation=file://{}/profile", dir.display());
     let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
