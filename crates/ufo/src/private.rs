@@ -537,6 +537,17 @@ pub struct Plan {
     /// command inside runs in a process group of its own, so that each signal reaches it once,
     /// handed on by this process (a second Ctrl-C must still mean "abort").
     pub person: bool,
+    /// `ufo serve`: it reads no terminal, so it too runs in a process group of its own and
+    /// gets each signal handed on; a SIGTERM sent to this process alone (a service manager,
+    /// `kill PID`) then stops the server at once instead of after the grace period.
+    pub serves: bool,
+}
+
+impl Plan {
+    /// The command inside runs in its own process group, every signal handed on once.
+    fn own_group(&self) -> bool {
+        self.person || self.serves
+    }
 }
 
 /// Whether this command runs on private desktops: `--desktop private` given, or a resumed
@@ -587,6 +598,7 @@ pub fn plan(command: &crate::cli::Command) -> Result<Option<Plan>> {
         _ => return Ok(None),
     };
     let person = matches!(command, Command::Demo(_));
+    let serves = matches!(command, Command::Serve(_));
     // inside a private desktop already: this is the command ufo runs there
     if std::env::var_os(INSIDE_VAR).is_some() {
         return Ok(None);
@@ -608,6 +620,7 @@ pub fn plan(command: &crate::cli::Command) -> Result<Option<Plan>> {
         desktops,
         batch,
         person,
+        serves,
     }))
 }
 
@@ -711,7 +724,7 @@ pub fn run_inside(plan: &Plan) -> ExitCode {
     }
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let mut inner = Command::new(&exe);
-    if plan.person {
+    if plan.own_group() {
         inner.process_group(0);
     }
     inner.args(inner_args(&args, plan, &env_files));
@@ -752,7 +765,7 @@ pub fn run_inside(plan: &Plan) -> ExitCode {
             Err(_) => break None,
         }
         let received = signals.load(std::sync::atomic::Ordering::SeqCst);
-        if plan.person && received > handed_on {
+        if plan.own_group() && received > handed_on {
             // its own process group: the terminal's Ctrl-C reaches it only through here
             hand_on_signal(&child);
             handed_on = received;
@@ -864,6 +877,7 @@ mod tests {
             desktops: 1,
             batch: false,
             person: false,
+            serves: false,
         };
         assert_eq!(
             inner_args(
@@ -891,6 +905,7 @@ mod tests {
             desktops: 2,
             batch: true,
             person: false,
+            serves: false,
         };
         assert_eq!(
             inner_args(

@@ -57,10 +57,14 @@ struct Server {
 impl Server {
     /// `ufo serve --desktop sim:... --listen 127.0.0.1:0 EXTRA...`, once it prints its address.
     fn start(home: &Path, extra: &[&str]) -> Server {
+        Server::start_on(home, &format!("sim:{}", desktop_file().display()), extra)
+    }
+
+    /// `ufo serve --desktop DESKTOP --listen 127.0.0.1:0 EXTRA...`, once it prints its address.
+    fn start_on(home: &Path, desktop: &str, extra: &[&str]) -> Server {
         let mut child = ufo(home)
             .arg("serve")
-            .arg("--desktop")
-            .arg(format!("sim:{}", desktop_file().display()))
+            .args(["--desktop", desktop])
             .args(["--listen", "127.0.0.1:0"])
             .args(extra)
             .stdout(Stdio::piped())
@@ -427,4 +431,74 @@ fn sigterm_stops_the_server_with_exit_0() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(status.code(), Some(0), "stderr: {}", server.stderr());
+}
+
+/// The processes of the private desktop a `ufo` of process id `pid` started (they carry its
+/// mark in their environment).
+fn marked_by(pid: u32) -> Vec<String> {
+    let mark = format!("UFO_SESSION_MARK=ufo-private-{pid}-");
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        })
+        .filter(|e| {
+            std::fs::read(e.path().join("environ")).is_ok_and(|env| {
+                env.split(|b| *b == 0)
+                    .any(|kv| kv.starts_with(mark.as_bytes()))
+            })
+        })
+        .map(|e| {
+            let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+            format!("{} {}", e.file_name().to_string_lossy(), comm.trim())
+        })
+        .collect()
+}
+
+/// A service manager stops `ufo serve --desktop private` with a SIGTERM to the process it
+/// started: the server inside the private desktop stops at once (it used to run on until the
+/// 10 s grace ran out and was then killed), and nothing of the desktop is left.
+#[test]
+fn sigterm_stops_a_server_on_a_private_desktop_at_once_leaving_nothing() {
+    if !ufo_desktop::testing::require_live(
+        "sigterm_stops_a_server_on_a_private_desktop_at_once_leaving_nothing",
+    ) {
+        return;
+    }
+    let home = tempfile::tempdir().expect("tempdir");
+    add_token(home.path(), "laptop");
+    let mut server = Server::start_on(home.path(), "private", &[]);
+    let outer = server.child.id();
+    assert!(
+        !marked_by(outer).is_empty(),
+        "no private desktop was started"
+    );
+    let pid = nix::unistd::Pid::from_raw(outer as i32);
+    let signalled = Instant::now();
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
+    let status = loop {
+        if let Some(s) = server.child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(
+            signalled.elapsed() < Duration::from_secs(8),
+            "ufo serve --desktop private still runs 8 s after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0), "stderr: {}", server.stderr());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = marked_by(outer);
+        if left.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "left behind: {left:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
