@@ -309,6 +309,10 @@ impl LinuxDesktop {
             }
             return result;
         }
+        // an action other than a cell entry may change any cell (apps/sheets.rs)
+        if !matches!(action, UiAction::ReadText) {
+            self.sheets.note_other_action();
+        }
         let ctl = match (control_id, action.needs_control()) {
             (Some(id), _) => Some(self.control(window, id).await?),
             (None, true) => {
