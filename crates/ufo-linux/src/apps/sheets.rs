@@ -14,6 +14,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Most cell references remembered between observations (then forgotten all at once).
 const MAX_KNOWN_CELLS: usize = 50_000;
@@ -59,10 +60,17 @@ struct KeptCells {
     cells: Vec<Cell>,
     /// (row, column) of the cells to read again before they are taken (the rest hold)
     stale: BTreeSet<(u32, u32)>,
-    /// the cells ufo entered text into since they were read; `None` once ufo did anything
-    /// else that may change cells
+    /// the cells ufo entered text into since they were read whole; `None` once ufo did
+    /// anything else that may change cells
     entered: Option<BTreeSet<(u32, u32)>>,
+    /// when ufo last entered text into one of them
+    entered_at: Option<Instant>,
 }
+
+/// How long after ufo's last cell entry the events LibreOffice sends are taken for that
+/// entry's (it sends them for a while: several observations of one settle may follow it).
+/// Past it, an event is someone else's and the sheet is read whole.
+pub(crate) const ENTRY_WINDOW: Duration = Duration::from_secs(2);
 
 /// The cells to read again after ufo entered text into `entered`: those, and every cell
 /// that showed something (a formula always shows its value or an error, so the cells an
@@ -97,6 +105,7 @@ impl SheetCache {
         if let Some(k) = self.lock().kept.get_mut(key) {
             if let Some(e) = k.entered.as_mut() {
                 e.insert(cell);
+                k.entered_at = Some(Instant::now());
             }
         }
     }
@@ -109,9 +118,9 @@ impl SheetCache {
         }
     }
 
-    /// Whether ufo entered text into cells of `bus` since they were read, and did nothing
-    /// else there.
-    pub(crate) fn only_entered(&self, bus: &str) -> bool {
+    /// Whether ufo entered text into cells of `bus` since they were read whole, the last
+    /// time within [`ENTRY_WINDOW`] before `now`, and did nothing else there.
+    pub(crate) fn only_entered(&self, bus: &str, now: Instant) -> bool {
         let st = self.lock();
         let mine: Vec<&KeptCells> = st
             .kept
@@ -121,9 +130,11 @@ impl SheetCache {
             .collect();
         !mine.is_empty()
             && mine.iter().all(|k| k.entered.is_some())
-            && mine
-                .iter()
-                .any(|k| k.entered.as_ref().is_some_and(|e| !e.is_empty()))
+            && mine.iter().any(|k| {
+                k.entered.as_ref().is_some_and(|e| !e.is_empty())
+                    && k.entered_at
+                        .is_some_and(|t| now.saturating_duration_since(t) < ENTRY_WINDOW)
+            })
     }
 
     /// The cells of `bus` kept at event count `then` hold at `now` except the ones ufo
@@ -198,18 +209,34 @@ impl SheetCache {
         (k.at == count && fit(&k.cells)).then(|| (k.cells.clone(), k.stale.clone()))
     }
 
-    /// Keep the cells of a sheet read now at event count `count` (`None`: forget them).
+    /// Keep the cells of a sheet read whole now at event count `count` (`None`: forget
+    /// them).
     pub(crate) fn keep_cells(&self, key: SheetKey, count: Option<u64>, cells: &[Cell]) {
+        self.keep(key, count, cells, false);
+    }
+
+    /// Keep the cells of a sheet brought up to date cell by cell after ufo's entries: the
+    /// entries stay noted (LibreOffice goes on sending their events for a while).
+    pub(crate) fn keep_refreshed(&self, key: SheetKey, count: Option<u64>, cells: &[Cell]) {
+        self.keep(key, count, cells, true);
+    }
+
+    fn keep(&self, key: SheetKey, count: Option<u64>, cells: &[Cell], refreshed: bool) {
         let mut st = self.lock();
         match count {
             Some(at) => {
+                let (entered, entered_at) = match st.kept.get(&key) {
+                    Some(k) if refreshed => (k.entered.clone(), k.entered_at),
+                    _ => (Some(BTreeSet::new()), None),
+                };
                 st.kept.insert(
                     key,
                     KeptCells {
                         at,
                         cells: cells.to_vec(),
                         stale: BTreeSet::new(),
-                        entered: Some(BTreeSet::new()),
+                        entered,
+                        entered_at,
                     },
                 );
             }
@@ -270,25 +297,35 @@ mod tests {
         let other: SheetKey = (":1.9".into(), "/sheet".into());
         cache.keep_cells(key.clone(), Some(10), &[cell(0, 0, "1"), cell(1, 0, "")]);
         cache.keep_cells(other.clone(), Some(3), &[cell(0, 0, "x")]);
+        let now = Instant::now;
         // nothing entered: a change is someone else's, the cells are read whole
-        assert!(!cache.only_entered(":1.5"));
+        assert!(!cache.only_entered(":1.5", now()));
         cache.note_entry(&key, (1, 0));
-        assert!(cache.only_entered(":1.5"));
-        assert!(!cache.only_entered(":1.9"), "another application");
+        assert!(cache.only_entered(":1.5", now()));
+        assert!(!cache.only_entered(":1.9", now()), "another application");
+        assert!(
+            !cache.only_entered(":1.5", now() + ENTRY_WINDOW),
+            "events long after the entry are someone else's"
+        );
         cache.hold_except(":1.5", 10, 14);
         let (cells, stale) = cache.kept_cells(&key, 14, |_| true).expect("kept");
         assert_eq!(cells.len(), 2);
         assert_eq!(stale.into_iter().collect::<Vec<_>>(), [(0, 0), (1, 0)]);
-        // read again: kept anew, nothing stale, nothing entered
-        cache.keep_cells(key.clone(), Some(14), &[cell(0, 0, "1"), cell(1, 0, "7")]);
-        assert!(!cache.only_entered(":1.5"));
+        // refreshed cell by cell: the entry stays noted (LibreOffice's later events of it)
+        cache.keep_refreshed(key.clone(), Some(14), &[cell(0, 0, "1"), cell(1, 0, "7")]);
+        assert!(cache.only_entered(":1.5", now()));
+        let (_, stale) = cache.kept_cells(&key, 14, |_| true).expect("kept");
+        assert!(stale.is_empty());
+        // read whole: kept anew, nothing entered
+        cache.keep_cells(key.clone(), Some(15), &[cell(0, 0, "1"), cell(1, 0, "7")]);
+        assert!(!cache.only_entered(":1.5", now()));
         // any other action of ufo's: the next change is read whole
         cache.note_entry(&key, (0, 0));
         cache.note_other_action();
-        assert!(!cache.only_entered(":1.5"));
+        assert!(!cache.only_entered(":1.5", now()));
         cache.note_entry(&key, (0, 0));
         assert!(
-            !cache.only_entered(":1.5"),
+            !cache.only_entered(":1.5", now()),
             "an entry after it does not undo it"
         );
     }

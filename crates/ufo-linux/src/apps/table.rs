@@ -526,7 +526,7 @@ impl LinuxDesktop {
                 .read_again(bus, &sheet.path, cells, &stale, deadline)
                 .await
             {
-                self.sheets.keep_cells(key, count, &cells);
+                self.sheets.keep_refreshed(key, count, &cells);
                 return Ok(cells);
             }
             tracing::debug!("kept cells: a cell could not be read again; reading them all");

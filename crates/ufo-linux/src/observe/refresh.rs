@@ -92,7 +92,7 @@ impl LinuxDesktop {
                 .is_some_and(|n| n.has(state::MANAGES_DESCENDANTS))
         };
         let entries = entries_only(events, manages);
-        let mine = self.sheets.only_entered(bus);
+        let mine = self.sheets.only_entered(bus, std::time::Instant::now());
         tracing::debug!(bus, entries, mine, "kept cells after entries");
         if entries && mine {
             self.sheets.hold_except(bus, then, now);
