@@ -367,6 +367,8 @@ impl LinuxDesktop {
     /// Run a shell command with a time bound. A command equal to a launch-table command
     /// launches that application (without waiting for it to exit).
     pub async fn run_shell(&self, command: &str) -> Result<ShellOutput, LinuxError> {
+        // a command may change a sheet's cells (through xdotool, a macro): read them whole
+        self.sheets.note_other_action();
         let trimmed = command.trim().trim_end_matches('&').trim();
         let launch = self
             .config
@@ -394,6 +396,12 @@ impl LinuxDesktop {
         let mut env = crate::launch::toolkit::a11y_env();
         env.extend(self.config.launch_env.iter().cloned());
         run_command(command, &env, self.config.shell_timeout).await
+    }
+
+    /// How many spreadsheet cell texts observations have read live so far (kept cells taken
+    /// again are not counted): for tests and benchmarks of the incremental observation.
+    pub fn cells_read(&self) -> u64 {
+        self.sheets.read_so_far()
     }
 
     /// Where this desktop's shell finds `name`: on `PATH` of `launch_env` when it sets one,

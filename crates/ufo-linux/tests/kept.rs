@@ -17,6 +17,9 @@ use ufo_desktop::testing::require_live;
 use ufo_core::{Desktop, WindowObservation};
 use ufo_linux::LinuxDesktop;
 
+/// The tests run one at a time: they share the screen and the keyboard.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Kills the LibreOffice this test started (its processes carry the profile argument).
 struct Guard {
     profile_arg: String,
@@ -70,6 +73,7 @@ async fn a_kept_calc_observation_follows_changes_made_outside_ufo() {
     if !require_live("a_kept_calc_observation_follows_changes_made_outside_ufo") {
         return;
     }
+    let _serial = SERIAL.lock().await;
     assert!(
         ufo_linux::libreoffice_gtk3_installed() && ufo_proc::which("libreoffice", None).is_some(),
         "LibreOffice with its GTK3 plugin is not installed: run scripts/test-deps.sh install_libreoffice (as root)"
@@ -217,4 +221,142 @@ async fn a_kept_calc_observation_follows_changes_made_outside_ufo() {
     assert_eq!(cell(&o, "A2").as_deref(), Some("7"), "A2 was changed to 7");
     assert_eq!(cell(&o, "A1").as_deref(), Some("42"));
     assert_eq!(cell(&o, "A3").as_deref(), Some("49"), "A3 is =A1+A2");
+}
+
+/// A cell, the text entered into it, and the cells that must show what after it.
+type Entry<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+
+/// A sheet of five rows: A1 = 1, A2 = 2, A3 = A1 + A2, A4 = A5 × 2 (A5 empty, so A4 shows 0).
+const FORMULAS: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:of="urn:oasis:names:tc:opendocument:xmlns:of:1.2" office:version="1.2" office:mimetype="application/vnd.oasis.opendocument.spreadsheet"><office:body><office:spreadsheet><table:table table:name="Sheet1"><table:table-row><table:table-cell office:value-type="float" office:value="1"><text:p>1</text:p></table:table-cell></table:table-row><table:table-row><table:table-cell office:value-type="float" office:value="2"><text:p>2</text:p></table:table-cell></table:table-row><table:table-row><table:table-cell table:formula="of:=[.A1]+[.A2]" office:value-type="float" office:value="3"><text:p>3</text:p></table:table-cell></table:table-row><table:table-row><table:table-cell table:formula="of:=[.A5]*2" office:value-type="float" office:value="0"><text:p>0</text:p></table:table-cell></table:table-row></table:table></office:spreadsheet></office:body></office:document>"#;
+
+/// Issue 25: after ufo enters a value into a cell, the next observation reads only the cells
+/// that may have changed (the one entered, and those that showed something: a formula always
+/// does), not every visible cell; a formula fed by the cell entered shows its new value, and
+/// the observation lists what a whole read by a new connection lists.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cell_entered_by_ufo_is_read_again_with_the_formulas_it_feeds_not_the_whole_sheet() {
+    if !require_live(
+        "a_cell_entered_by_ufo_is_read_again_with_the_formulas_it_feeds_not_the_whole_sheet",
+    ) {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    // RUST_LOG=ufo_linux=debug says why cells were read whole
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    assert!(
+        ufo_linux::libreoffice_gtk3_installed() && ufo_proc::which("libreoffice", None).is_some(),
+        "LibreOffice with its GTK3 plugin is not installed: run scripts/test-deps.sh install_libreoffice (as root)"
+    );
+    let dir = tempfile::Builder::new()
+        .prefix("ufo-kept-entry-")
+        .tempdir()
+        .unwrap();
+    let sheet = dir.path().join("entry.fods");
+    std::fs::write(&sheet, FORMULAS).unwrap();
+    let profile_arg = format!(
+        "-env:UserInstallation=file://{}",
+        dir.path().join("profile").display()
+    );
+    let d = LinuxDesktop::connect(Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
+    let child = std::process::Command::new("libreoffice")
+        .args(["--norestore", "--nologo", &profile_arg])
+        .arg(&sheet)
+        .env("SAL_USE_VCLPLUGIN", "gtk3")
+        .env("HOME", dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("cannot start libreoffice");
+    let _guard = Guard {
+        profile_arg: profile_arg.clone(),
+        child,
+    };
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let w = loop {
+        let ws = d.windows().await.unwrap_or_default();
+        if let Some(w) = ws.into_iter().find(|w| w.title.contains("entry.fods")) {
+            break w;
+        }
+        assert!(Instant::now() < deadline, "entry.fods did not open in 90 s");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    let fill = Instant::now() + Duration::from_secs(30);
+    loop {
+        let o = d.observe(&w.id).await.expect("observe Calc");
+        if cell(&o, "A3").as_deref() == Some("3") && o.controls.len() >= 20 {
+            break;
+        }
+        assert!(
+            Instant::now() < fill,
+            "Calc's cell A3 does not show 3 after 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut o = d.observe(&w.id).await.expect("observe Calc");
+    let visible = d.cells_read();
+    assert!(visible > 0, "no cell was read");
+
+    // (cell, text entered, then the cells that must show: the formulas follow their cells)
+    let entries: [Entry; 4] = [
+        (
+            "A1",
+            "42",
+            &[("A1", "42"), ("A2", "2"), ("A3", "44"), ("A4", "0")],
+        ),
+        ("A5", "7", &[("A5", "7"), ("A4", "14"), ("A3", "44")]),
+        ("A2", "8", &[("A2", "8"), ("A3", "50"), ("A4", "14")]),
+        ("A5", "-1", &[("A5", "-1"), ("A4", "-2"), ("A3", "50")]),
+    ];
+    for (address, text, want) in entries {
+        let id = o
+            .controls
+            .iter()
+            .find(|c| c.role == "table cell" && c.name == address)
+            .map(|c| c.id.clone())
+            .unwrap_or_else(|| panic!("{address} is not listed: {:?}", listed(&o)));
+        let before = d.cells_read();
+        d.act(
+            &w.id,
+            Some(&id),
+            &ufo_core::UiAction::SetText {
+                text: text.to_string(),
+            },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("set_text {text:?} on {address}: {e}"));
+        o = d.observe(&w.id).await.expect("observe Calc");
+        let read = d.cells_read() - before;
+        for (cell_at, shows) in want {
+            assert_eq!(
+                cell(&o, cell_at).as_deref(),
+                Some(*shows),
+                "{text:?} entered in {address}: {cell_at} must show {shows}: {:?}",
+                listed(&o)
+            );
+        }
+        // the whole sheet was read at first (every visible cell); after an entry only the
+        // cells that may have changed
+        assert!(
+            read <= 10,
+            "{text:?} entered in {address}: {read} cells were read again (the whole reads before: {visible})"
+        );
+    }
+    // what a whole read by a new connection lists
+    let whole = LinuxDesktop::connect(Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
+    let w_whole = whole.observe(&w.id).await.expect("observe Calc whole");
+    let again = d.observe(&w.id).await.expect("observe Calc");
+    assert_eq!(
+        listed(&again),
+        listed(&w_whole),
+        "the observation refreshed cell by cell differs from a whole read"
+    );
 }

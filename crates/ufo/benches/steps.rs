@@ -1,11 +1,16 @@
-//! Non-model time per live AppAgent step (issue 13): the sum of a step's phases other than
-//! the model call (`timings_ms` of the `app` step records in events.jsonl), p50 and p95 over
-//! the steps of several scripted `ufo run --desktop live` sessions: gnome-calculator 12 × 7
-//! (five clicks, then the display is read through pyatspi and must show 84), the same with
-//! `multi_action` on (one model call for the five clicks), and mousepad type-and-save (the
-//! saved file is read from disk), and Chromium click-a-link-then-observe (the model's second
-//! call must be shown the new page, and pyatspi must find the new page's address). Needs a
-//! desktop session (`DISPLAY`) with pyatspi and `chromium`:
+//! Non-model time per live AppAgent step (issues 13 and 25): the sum of a step's phases other
+//! than the model call (`timings_ms` of the `app` step records in events.jsonl), p50 and p95
+//! over the *action* steps (those whose action executed; the closing step, which executes
+//! none, is reported apart) of several scripted `ufo run --desktop live` sessions, also per
+//! function (click, set_text, type_keys, batch). Cases (`UFO_BENCH_ONLY`, a comma-separated
+//! list, picks some): `calculator` gnome-calculator 12 × 7 (five clicks, then the display is
+//! read through pyatspi and must show 84); `beside` the same with LibreOffice Calc open beside
+//! it; `multi` the same with `multi_action` on (one model call for the five clicks);
+//! `mousepad` type-and-save (the saved file is read from disk); `chromium`
+//! click-a-link-then-observe (the model's second call must be shown the new page, and pyatspi
+//! must find the new page's address); `cells` Calc cell entry (five values and a formula set
+//! in cells named by address, then read back through pyatspi). Needs a desktop session
+//! (`DISPLAY`) with pyatspi, `chromium`, LibreOffice with its GTK3 plugin and `xdotool`:
 //!
 //!     cargo build -p ufo && cargo bench -p ufo --bench steps
 #![allow(clippy::unwrap_used)]
@@ -29,9 +34,11 @@ fn binary() -> PathBuf {
 /// What the runs of one case measured.
 #[derive(Default)]
 struct Measured {
-    /// non-model milliseconds of each AppAgent step
-    steps: Vec<f64>,
-    /// data-collection milliseconds of each AppAgent step
+    /// function and non-model milliseconds of each AppAgent step whose action executed
+    actions: Vec<(String, f64)>,
+    /// non-model milliseconds of each AppAgent step that executed no action (the closing one)
+    closing: Vec<f64>,
+    /// data-collection milliseconds of each action step
     collect: Vec<f64>,
     /// non-model milliseconds of each whole session (every step, host steps included)
     sessions: Vec<f64>,
@@ -84,10 +91,15 @@ fn run(bin: &Path, dir: &Path, lines: &[String], task: &str, multi: bool, m: &mu
         let own = total - t["llm_interaction"].as_f64().unwrap_or(0.0);
         session += own;
         if e["role"] == "app" {
-            m.steps.push(own);
-            m.collect
-                .push(t["data_collection"].as_f64().unwrap_or(f64::NAN));
             m.calls += 1;
+            if e["action"]["executed"] == true {
+                let function = e["action"]["function"].as_str().unwrap_or("?").to_string();
+                m.actions.push((function, own));
+                m.collect
+                    .push(t["data_collection"].as_f64().unwrap_or(f64::NAN));
+            } else {
+                m.closing.push(own);
+            }
         }
     }
     m.sessions.push(session);
@@ -154,20 +166,54 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
 }
 
 fn report(name: &str, m: &mut Measured) {
-    let (p50, p95) = (pct(&mut m.steps, 0.5), pct(&mut m.steps, 0.95));
+    let mut all: Vec<f64> = m.actions.iter().map(|a| a.1).collect();
+    let (p50, p95) = (pct(&mut all, 0.5), pct(&mut all, 0.95));
+    let mut functions: Vec<&str> = m.actions.iter().map(|a| a.0.as_str()).collect();
+    functions.sort_unstable();
+    functions.dedup();
+    let per: Vec<String> = functions
+        .iter()
+        .map(|f| {
+            let mut v: Vec<f64> = m
+                .actions
+                .iter()
+                .filter(|a| a.0 == *f)
+                .map(|a| a.1)
+                .collect();
+            let n = v.len();
+            format!(
+                "{f} {n}: p50 {:.0} / p95 {:.0}",
+                pct(&mut v, 0.5),
+                pct(&mut v, 0.95)
+            )
+        })
+        .collect();
+    let closing = pct(&mut m.closing, 0.5);
     let collect = pct(&mut m.collect, 0.5);
     let session = pct(&mut m.sessions, 0.5);
     println!(
-        "{name}: {} app steps, non-model time per step p50 {p50:.0} ms, p95 {p95:.0} ms \
-         (data collection p50 {collect:.0} ms); whole session p50 {session:.0} ms; \
-         {} app model calls in {RUNS} runs; result right in {}/{RUNS}",
-        m.steps.len(),
+        "{name}: {} action steps, non-model time per action step p50 {p50:.0} ms, p95 {p95:.0} ms \
+         ({}); closing steps {} p50 {closing:.0} ms; data collection p50 {collect:.0} ms; \
+         whole session p50 {session:.0} ms; {} app model calls in {RUNS} runs; result right in \
+         {}/{RUNS}; load {}",
+        all.len(),
+        per.join(", "),
+        m.closing.len(),
         m.calls,
-        m.ok
+        m.ok,
+        load()
     );
 }
 
-fn calculator(bin: &Path, dir: &Path, multi: bool) {
+/// The load average over the last minute (the machine is shared: numbers go with it).
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".to_string())
+}
+
+fn calculator(bin: &Path, dir: &Path, multi: bool, name: &str) {
     let task = "Compute 12 x 7";
     let click = |t: &str, s: &str| app_line(t, "", "click", json!({}), s);
     let lines: Vec<String> = if multi {
@@ -203,11 +249,6 @@ fn calculator(bin: &Path, dir: &Path, multi: bool) {
             eprintln!("the calculator shows {shown:?}, not 84");
         }
     }
-    let name = if multi {
-        "calculator 12 × 7, multi_action"
-    } else {
-        "calculator 12 × 7"
-    };
     report(name, &mut m);
 }
 
@@ -349,6 +390,101 @@ fn chromium(bin: &Path, dir: &Path) {
     report("chromium click-a-link-then-observe", &mut m);
 }
 
+/// An empty spreadsheet as a flat ODF file (LibreOffice opens it without a question).
+const EMPTY_SHEET: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2" office:mimetype="application/vnd.oasis.opendocument.spreadsheet"><office:body><office:spreadsheet><table:table table:name="Sheet1"><table:table-row><table:table-cell/></table:table-row></table:table></office:spreadsheet></office:body></office:document>"#;
+
+/// LibreOffice Calc on `name` (an empty sheet written into `dir`), with its own profile in
+/// `dir`, its window shown and given 3 s to finish; its processes end with the guard.
+fn start_calc(dir: &Path, name: &str) -> ufo_desktop::testing::ProcessGuard {
+    let sheet = dir.join(name);
+    std::fs::write(&sheet, EMPTY_SHEET).unwrap();
+    let profile_arg = format!(
+        "-env:UserInstallation=file://{}",
+        dir.join(format!("{name}-profile")).display()
+    );
+    let child = Command::new("libreoffice")
+        .args(["--norestore", "--nologo", &profile_arg])
+        .arg(&sheet)
+        .env("SAL_USE_VCLPLUGIN", "gtk3")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("libreoffice does not start");
+    let guard = ufo_desktop::testing::ProcessGuard::new(profile_arg, Some(child));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while std::time::Instant::now() < deadline {
+        let found = Command::new("xdotool")
+            .args(["search", "--name", &format!("{name} - LibreOffice Calc")])
+            .output()
+            .unwrap();
+        if !String::from_utf8_lossy(&found.stdout).trim().is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    // LibreOffice finishes its window a few seconds after it shows it
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    guard
+}
+
+/// Through pyatspi: the texts of cells A1..A6 of LibreOffice's sheet, comma-separated.
+const SHEET_CELLS: &str = r#"
+import pyatspi, sys
+for a in pyatspi.Registry.getDesktop(0):
+    name = ((a.name if a is not None else '') or '').lower()
+    if 'soffice' not in name and 'libreoffice' not in name:
+        continue
+    stack, n = [a], 0
+    while stack and n < 5000:
+        o = stack.pop(); n += 1
+        try:
+            if o.getRole() == pyatspi.ROLE_TABLE and (o.name or '').startswith('Sheet'):
+                t = o.queryTable()
+                print(','.join(t.getAccessibleAt(r, 0).queryText().getText(0, -1) for r in range(6)))
+                sys.exit(0)
+            if 0 <= o.childCount <= 500:
+                stack.extend(o[i] for i in range(o.childCount))
+        except Exception:
+            pass
+"#;
+
+/// Calc cell entry: five values and their sum entered in A1..A6, each cell named by its
+/// address, then read back through pyatspi.
+fn cells(bin: &Path, dir: &Path) {
+    let task = "Enter the numbers and their sum";
+    let mut m = Measured::default();
+    for i in 0..RUNS {
+        let name = format!("cells{i}.fods");
+        let set = |cell: &str, text: &str, status: &str| {
+            app_line(cell, "", "set_text", json!({"text": text}), status)
+        };
+        let lines = vec![
+            host_assign(task, &format!("{name} - LibreOffice Calc")),
+            set("A1", "5", "CONTINUE"),
+            set("A2", "7", "CONTINUE"),
+            set("A3", "11", "CONTINUE"),
+            set("A4", "13", "CONTINUE"),
+            set("A5", "2", "CONTINUE"),
+            set("A6", "=SUM(A1:A5)", "FINISH"),
+            host_finish(),
+        ];
+        let _calc = start_calc(dir, &name);
+        run(bin, dir, &lines, task, false, &mut m);
+        let shown = Command::new("/usr/bin/python3")
+            .args(["-c", SHEET_CELLS])
+            .output()
+            .unwrap();
+        let shown = String::from_utf8_lossy(&shown.stdout).trim().to_string();
+        if shown == "5,7,11,13,2,38" {
+            m.ok += 1;
+        } else {
+            eprintln!("the sheet shows {shown:?}, not 5,7,11,13,2,38");
+        }
+    }
+    report("Calc cell entry (6 cells)", &mut m);
+}
+
 fn main() {
     if std::env::var_os("DISPLAY").is_none() {
         eprintln!("steps bench: no DISPLAY; start a session (scripts/desktop-session.sh up)");
@@ -357,16 +493,29 @@ fn main() {
     let bin = binary();
     let dir = tempfile::tempdir().unwrap();
     let only = std::env::var("UFO_BENCH_ONLY").unwrap_or_default();
-    if only.is_empty() || only == "calculator" {
-        calculator(&bin, dir.path(), false);
+    let wanted = |case: &str| only.is_empty() || only.split(',').any(|o| o.trim() == case);
+    if wanted("calculator") {
+        calculator(&bin, dir.path(), false, "calculator 12 × 7");
     }
-    if only.is_empty() || only == "multi" {
-        calculator(&bin, dir.path(), true);
+    if wanted("beside") {
+        let _calc = start_calc(dir.path(), "beside.fods");
+        calculator(
+            &bin,
+            dir.path(),
+            false,
+            "calculator 12 × 7, LibreOffice Calc open beside it",
+        );
     }
-    if only.is_empty() || only == "mousepad" {
+    if wanted("multi") {
+        calculator(&bin, dir.path(), true, "calculator 12 × 7, multi_action");
+    }
+    if wanted("mousepad") {
         mousepad(&bin, dir.path());
     }
-    if only.is_empty() || only == "chromium" {
+    if wanted("chromium") {
         chromium(&bin, dir.path());
+    }
+    if wanted("cells") {
+        cells(&bin, dir.path());
     }
 }

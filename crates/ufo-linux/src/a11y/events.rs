@@ -30,6 +30,9 @@ pub(crate) enum Change {
     State(String),
     /// The object's own name, text, value or other properties.
     Node(String),
+    /// The object's active child or its selection (a sheet's cursor moving on, cells
+    /// selected): its own properties otherwise, as [`Change::Node`].
+    Cursor(String),
     /// The object's children (added, removed or reordered).
     Children(String),
     /// The object went away (with its subtree).
@@ -46,6 +49,9 @@ pub(crate) fn classify(iface: &str, member: &str, path: &str, body_path: Option<
         ("org.a11y.atspi.Event.Object", "StateChanged")
         | ("org.a11y.atspi.Event.Focus", _)
         | ("org.a11y.atspi.Event.Window", "Activate" | "Deactivate") => Change::State(path.into()),
+        ("org.a11y.atspi.Event.Object", "ActiveDescendantChanged" | "SelectionChanged") => {
+            Change::Cursor(path.into())
+        }
         ("org.a11y.atspi.Event.Object", _) => Change::Node(path.into()),
         ("org.a11y.atspi.Cache", "RemoveAccessible") => match body_path {
             Some(p) => Change::Removed(p.into()),
@@ -297,6 +303,14 @@ mod tests {
         assert_eq!(
             classify(o, "TextChanged", "/a/1", None),
             Change::Node("/a/1".into())
+        );
+        assert_eq!(
+            classify(o, "ActiveDescendantChanged", "/sheet", None),
+            Change::Cursor("/sheet".into())
+        );
+        assert_eq!(
+            classify(o, "SelectionChanged", "/sheet", None),
+            Change::Cursor("/sheet".into())
         );
         assert_eq!(
             classify(o, "ChildrenChanged", "/a/1", None),

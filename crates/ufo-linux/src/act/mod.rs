@@ -302,6 +302,18 @@ impl LinuxDesktop {
         let xid = parse_window_id(window)?;
         // spreadsheet cells (by address) and the Name Box
         if let Some(id) = control_id.filter(|id| self.is_sheet_target(id, action)) {
+            // text entered into a cell: settled on X events like a click (a dialog never
+            // opens from it), so the window is observed while it goes quiet and the next
+            // step takes that observation (wait.rs)
+            if matches!(action, UiAction::SetText { .. })
+                && crate::apps::table::split_cell_id(id).is_some()
+            {
+                let start = self.settle_start(xid, None).await;
+                self.settling.lock().last_window = Some(xid);
+                let result = self.sheet_action(xid, window, id, action).await;
+                self.settle_after(xid, start, None).await;
+                return result;
+            }
             let before = self.fingerprint(xid).await;
             self.settling.lock().last_window = Some(xid);
             let result = self.sheet_action(xid, window, id, action).await;
@@ -309,6 +321,10 @@ impl LinuxDesktop {
                 self.settle_window(xid, before).await;
             }
             return result;
+        }
+        // an action other than a cell entry may change any cell (apps/sheets.rs)
+        if !matches!(action, UiAction::ReadText) {
+            self.sheets.note_other_action();
         }
         let ctl = match (control_id, action.needs_control()) {
             (Some(id), _) => Some(self.control(window, id).await?),

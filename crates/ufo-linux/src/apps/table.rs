@@ -20,7 +20,7 @@
 //! the range typed (`A1:B5`). The Name Box and the formula input line ("Input line") are named
 //! here: LibreOffice gives them no accessible name.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use ufo_core::{Control, Rect, UiAction};
@@ -413,7 +413,9 @@ impl LinuxDesktop {
             .iter()
             .filter(|c| !c.text.trim().is_empty() || next.contains(&(c.row, c.col)))
             .collect();
-        let (cols, rows) = self.grid_geometry(bus, &cells, &range, deadline).await?;
+        let (cols, rows) = self
+            .grid_geometry(bus, &sheet.path, &cells, &range, deadline)
+            .await?;
         tracing::debug!(
             range = %range.name(),
             cells = cells.len(),
@@ -430,6 +432,13 @@ impl LinuxDesktop {
             win,
         };
         let mut out = cell_controls(bus, &sheet_id, &listed, &grid, xid);
+        tracing::debug!(
+            cols = cols.len(),
+            rows = rows.len(),
+            listed = listed.len(),
+            out = out.len(),
+            "sheet controls"
+        );
         let rect = Rect {
             x: vis.x + offset.0,
             y: vis.y + offset.1,
@@ -502,14 +511,25 @@ impl LinuxDesktop {
         // the cells of the last observation, when LibreOffice sent no event since
         let count = self.kept.event_count(bus);
         let key = (bus.to_string(), sheet.path.clone());
-        let kept: Option<Vec<Cell>> = count.and_then(|n| {
+        let kept = count.and_then(|n| {
             self.sheets.kept_cells(&key, n, |cells| {
                 cells.len() == range.cells().count()
                     && cells.iter().all(|c| range.contains((c.row, c.col)))
             })
         });
-        if let Some(cells) = kept {
-            return Ok(cells);
+        if let Some((cells, stale)) = kept {
+            if stale.is_empty() {
+                return Ok(cells);
+            }
+            // after ufo's own entries: only the cells that may have changed (sheets.rs)
+            if let Some(cells) = self
+                .read_again(bus, &sheet.path, cells, &stale, deadline)
+                .await
+            {
+                self.sheets.keep_refreshed(key, count, &cells);
+                return Ok(cells);
+            }
+            tracing::debug!("kept cells: a cell could not be read again; reading them all");
         }
         let read = futures::future::join_all(range.cells().map(|(r, c)| async move {
             if let Some(path) = known.get(&(r, c)) {
@@ -540,8 +560,45 @@ impl LinuxDesktop {
                     ms: self.config.walk_budget.as_millis() as u64,
                 })?;
         let cells: Vec<Cell> = cells.into_iter().filter_map(Result::ok).collect();
+        self.sheets.count_read(range.cells().count());
         self.sheets.keep_cells(key, count, &cells);
         Ok(cells)
+    }
+
+    /// The texts of the `stale` cells among `cells` read again (through the objects kept
+    /// with them, which follow their cell's content), bounded by `deadline`; `None` when a
+    /// read failed (then every cell is read).
+    async fn read_again(
+        &self,
+        bus: &str,
+        sheet: &str,
+        mut cells: Vec<Cell>,
+        stale: &BTreeSet<(u32, u32)>,
+        deadline: Instant,
+    ) -> Option<Vec<Cell>> {
+        let which: Vec<usize> = (0..cells.len())
+            .filter(|&i| stale.contains(&(cells[i].row, cells[i].col)))
+            .collect();
+        let reads = futures::future::join_all(which.iter().map(|&i| {
+            let c = &cells[i];
+            async move {
+                if let Ok(text) = self.bus.text(bus, &c.path).await {
+                    return Ok((c.path.clone(), text));
+                }
+                // the cell's object went with its edit: ask the sheet for it again
+                let path = self.cell_path(bus, sheet, c.row, c.col).await?;
+                let text = self.bus.text(bus, &path).await?;
+                Ok::<_, LinuxError>((path, text))
+            }
+        }));
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let texts = tokio::time::timeout(remaining, reads).await.ok()?;
+        self.sheets.count_read(which.len());
+        for (i, t) in which.into_iter().zip(texts) {
+            (cells[i].path, cells[i].text) = t.ok()?;
+        }
+        tracing::debug!(cells = stale.len(), "kept cells: read again one by one");
+        Some(cells)
     }
 
     /// Step 3 of [`Self::read_sheet`]: remember the cells' objects for the next observation
@@ -556,6 +613,7 @@ impl LinuxDesktop {
     async fn grid_geometry(
         &self,
         bus: &str,
+        sheet: &str,
         cells: &[Cell],
         range: &CellRange,
         deadline: Instant,
@@ -566,7 +624,18 @@ impl LinuxDesktop {
             .collect();
         let extents = tokio::time::timeout(
             deadline.saturating_duration_since(Instant::now()) + Duration::from_millis(500),
-            futures::future::join_all(edges.iter().map(|c| self.bus.extents(bus, &c.path))),
+            futures::future::join_all(edges.iter().map(|c| async move {
+                if let Ok(e) = self.bus.extents(bus, &c.path).await {
+                    return Ok(e);
+                }
+                // the object kept for the cell went away (another client asked LibreOffice
+                // for the cell since): ask the sheet for it again
+                let path = self.cell_path(bus, sheet, c.row, c.col).await?;
+                let e = self.bus.extents(bus, &path).await?;
+                self.sheets
+                    .set_cell_path((bus.to_string(), sheet.to_string(), c.row, c.col), path);
+                Ok::<_, LinuxError>(e)
+            })),
         )
         .await
         .map_err(|_| LinuxError::Timeout {
@@ -1062,6 +1131,9 @@ impl LinuxDesktop {
                     tokio::time::sleep(self.config.settle_poll).await;
                     now = shown().await.unwrap_or_default();
                 }
+                // the next observation reads this cell again, and the cells it may feed
+                self.sheets
+                    .note_entry(&(sheet.bus.clone(), sheet.path.clone()), (row, col));
                 if now.is_empty() && !text.trim().is_empty() {
                     return Err(LinuxError::ActionFailed(format!(
                         "typed {text:?} into cell {address} but it still shows nothing; is a dialog open?"
@@ -1074,6 +1146,8 @@ impl LinuxDesktop {
                 Ok(format!("selected cell {address}"))
             }
             UiAction::TypeKeys { keys } => {
+                // any key may change any cell (a paste, an undo, a fill)
+                self.sheets.note_other_action();
                 let steps = parse_keys(keys)?;
                 self.go_to_cell(xid, window, &address).await?;
                 self.focus_grid(xid, &sheet).await?;

@@ -55,7 +55,7 @@ pub(crate) fn plan(changes: &[Change], in_tree: impl Fn(&str) -> bool) -> Option
     for c in changes {
         match c {
             Change::Whole => return None,
-            Change::Node(path) | Change::State(path) if in_tree(path) => {
+            Change::Node(path) | Change::Cursor(path) | Change::State(path) if in_tree(path) => {
                 p.nodes.insert(path.clone());
             }
             Change::Children(path) if in_tree(path) => {
@@ -64,7 +64,11 @@ pub(crate) fn plan(changes: &[Change], in_tree: impl Fn(&str) -> bool) -> Option
             Change::Removed(path) if in_tree(path) => {
                 p.removed.insert(path.clone());
             }
-            Change::Node(_) | Change::State(_) | Change::Children(_) | Change::Removed(_) => {}
+            Change::Node(_)
+            | Change::Cursor(_)
+            | Change::State(_)
+            | Change::Children(_)
+            | Change::Removed(_) => {}
         }
     }
     // a removed object needs no other read; listing children reads the node too
@@ -94,7 +98,9 @@ pub(crate) fn cells_verdict(
         let (p, state) = match c {
             Change::Whole => return None,
             Change::State(p) => (p, true),
-            Change::Node(p) | Change::Children(p) | Change::Removed(p) => (p, false),
+            Change::Node(p) | Change::Cursor(p) | Change::Children(p) | Change::Removed(p) => {
+                (p, false)
+            }
         };
         if !in_tree(p) {
             outside.insert(p.clone());
@@ -106,6 +112,23 @@ pub(crate) fn cells_verdict(
         }
     }
     Some(outside)
+}
+
+/// Whether `changes` are what entering text into a cell makes LibreOffice send, so that the
+/// cells kept may be brought up to date cell by cell (`SheetCache::hold_except`): on a
+/// container of many children (`manages`: the sheet) only its states, its cursor and its
+/// selection changed (no rows inserted or removed, no data changed over the sheet, which a
+/// scroll, a sort or a paste of rows send), and nothing asks for a whole read. Objects
+/// outside the tree (the in-place editor's paragraphs, the Name Box) may have sent anything:
+/// what they change sits in the cell entered. LibreOffice sends no event for the cells a
+/// formula recalculates, so this is used only together with what ufo itself entered
+/// (`SheetCache::note_entry`), never for a change made outside ufo.
+pub(crate) fn entries_only(changes: &[Change], manages: impl Fn(&str) -> bool) -> bool {
+    changes.iter().all(|c| match c {
+        Change::Whole => false,
+        Change::State(_) | Change::Cursor(_) => true,
+        Change::Node(p) | Change::Children(p) | Change::Removed(p) => !manages(p),
+    })
 }
 
 /// Most objects outside the tree whose role is asked for (to tell a cell from a rebuilt menu
@@ -329,6 +352,37 @@ mod tests {
             .map(|i| Change::Node(format!("/c/{i}")))
             .collect();
         assert_eq!(verdict(&many), None);
+    }
+
+    #[test]
+    fn a_cell_entry_moves_the_cursor_and_nothing_else_of_the_sheet() {
+        let manages = |p: &str| p == "/sheet";
+        // typing into A1 and Enter: the cursor moves on, the in-place editor and the Name
+        // Box (outside the tree) change, a menu item is renamed ("Undo: Input")
+        assert!(entries_only(
+            &[
+                Change::State("/sheet".into()),
+                Change::Cursor("/sheet".into()),
+                Change::Node("/editor/paragraph".into()),
+                Change::Children("/editor".into()),
+                Change::Removed("/editor/paragraph".into()),
+                Change::Node("/menu/undo".into()),
+            ],
+            manages
+        ));
+        assert!(
+            !entries_only(&[Change::Node("/sheet".into())], manages),
+            "the sheet's data changed"
+        );
+        assert!(
+            !entries_only(&[Change::Children("/sheet".into())], manages),
+            "rows inserted"
+        );
+        assert!(!entries_only(
+            &[Change::Cursor("/sheet".into()), Change::Whole],
+            manages
+        ));
+        assert!(entries_only(&[], manages));
     }
 
     fn node(path: &str, parent: &str, index: i32) -> Node {

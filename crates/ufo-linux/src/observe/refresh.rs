@@ -4,8 +4,8 @@
 use std::collections::{BTreeSet, HashSet};
 
 use super::changes::{
-    cells_verdict, incremental, keeps_trees, plan, remove_subtree, set_children, Plan,
-    MAY_HOLD_CELL_TEXT,
+    cells_verdict, entries_only, incremental, keeps_trees, plan, remove_subtree, set_children,
+    Plan, MAY_HOLD_CELL_TEXT,
 };
 use crate::a11y::bus::{AppTree, Node};
 use crate::a11y::events::{Change, SYNC_WAIT};
@@ -43,6 +43,9 @@ impl LinuxDesktop {
             .flatten()
         else {
             tracing::debug!(bus, count, "kept tree: read whole");
+            if !events.is_empty() {
+                self.cells_after_entries(bus, &events, &tree, then, now);
+            }
             return (count, None);
         };
         let t = std::time::Instant::now();
@@ -53,6 +56,8 @@ impl LinuxDesktop {
             // the cells read at the last observation still hold (table.rs keeps them while
             // the count is the same)
             self.sheets.still_hold(bus, then, now);
+        } else {
+            self.cells_after_entries(bus, &events, &tree, then, now);
         }
         tracing::debug!(
             bus,
@@ -67,6 +72,31 @@ impl LinuxDesktop {
             "kept tree: refreshed"
         );
         (count, ok.then_some(tree))
+    }
+
+    /// After ufo's own entries into cells of `bus` (and nothing else of ufo's there), when
+    /// LibreOffice sent only what such an entry sends ([`entries_only`]): the cells kept at
+    /// event count `then` hold at `now` except those entered and those that showed
+    /// something, which `read_cells` reads again (`apps::sheets`).
+    fn cells_after_entries(
+        &self,
+        bus: &str,
+        events: &[Change],
+        tree: &AppTree,
+        then: u64,
+        now: u64,
+    ) {
+        let manages = |p: &str| {
+            tree.nodes
+                .get(p)
+                .is_some_and(|n| n.has(state::MANAGES_DESCENDANTS))
+        };
+        let entries = entries_only(events, manages);
+        let mine = self.sheets.only_entered(bus, std::time::Instant::now());
+        tracing::debug!(bus, entries, mine, "kept cells after entries");
+        if entries && mine {
+            self.sheets.hold_except(bus, then, now);
+        }
     }
 
     /// Whether the cells of the sheets of `bus` read at the last observation still hold
@@ -84,7 +114,10 @@ impl LinuxDesktop {
                     .filter_map(|c| match c {
                         Change::Whole => Some("whole".to_string()),
                         Change::State(p) => (!tree.nodes.contains_key(p)).then(|| p.clone()),
-                        Change::Node(p) | Change::Children(p) | Change::Removed(p) => {
+                        Change::Node(p)
+                        | Change::Cursor(p)
+                        | Change::Children(p)
+                        | Change::Removed(p) => {
                             (!tree.nodes.contains_key(p) || manages(p)).then(|| format!("{c:?}"))
                         }
                     })
