@@ -8,11 +8,14 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::{mpsc, Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+
+mod common;
+use common::served::Served;
 
 /// Device a: a notes editor with an empty body.
 const NOTES: &str = r#"{"apps": [{"name": "Notes", "process": "notes", "title": "notes - Notes",
@@ -362,76 +365,11 @@ fn device_options_that_cannot_work_are_usage_errors() {
     }
 }
 
-/// `ufo serve` on a simulated desktop, on 127.0.0.1 with a token (and TLS with `--tls`).
-struct Server {
-    child: Child,
-    url: String,
-    fingerprint: Option<String>,
-}
-
-impl Server {
-    fn start(home: &Path, desktop: &Path, extra: &[&str]) -> Server {
-        let mut child = ufo(home)
-            .arg("serve")
-            .arg("--desktop")
-            .arg(format!("sim:{}", desktop.display()))
-            .args(["--listen", "127.0.0.1:0", "--allow-actions"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("ufo starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut fingerprint = None;
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let url = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = rx.recv_timeout(left).unwrap_or_else(|e| {
-                let _ = child.kill();
-                panic!("ufo serve printed no `listening` line: {e}")
-            });
-            if let Some(fp) = line.strip_prefix("fingerprint ") {
-                fingerprint = Some(fp.to_string());
-            }
-            if let Some(url) = line.strip_prefix("listening ") {
-                break url.to_string();
-            }
-        };
-        Server {
-            child,
-            url,
-            fingerprint,
-        }
-    }
-
-    /// `remote:https://127.0.0.1:PORT`.
-    fn spec(&self) -> String {
-        format!("remote:{}", self.url.trim_end_matches("/mcp"))
-    }
-
-    fn port(&self) -> u16 {
-        self.url
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.trim_end_matches("/mcp").parse().ok())
-            .expect("a port")
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `ufo serve --desktop sim:DESKTOP --listen 127.0.0.1:0 --allow-actions EXTRA`.
+fn serve(home: &Path, desktop: &Path, extra: &[&str]) -> Served {
+    let mut args = vec!["--allow-actions"];
+    args.extend_from_slice(extra);
+    Served::start(ufo(home), &format!("sim:{}", desktop.display()), &args)
 }
 
 /// `ufo serve token add NAME`, written to `home/NAME.token` (its path returned).
@@ -457,7 +395,7 @@ fn a_served_device_over_tls_beside_a_local_one() {
     let a = write(h, "a.json", NOTES);
     let b = write(h, "b.json", CALC);
     let token = add_token(h, "laptop");
-    let server = Server::start(h, &b, &["--tls"]);
+    let server = serve(h, &b, &["--tls"]);
     let fingerprint = server
         .fingerprint
         .clone()
@@ -495,7 +433,7 @@ fn the_devices_table_of_ufo_toml_names_the_devices() {
     write(h, "a.json", NOTES);
     let b = write(h, "b.json", CALC);
     let token = add_token(h, "laptop");
-    let server = Server::start(h, &b, &["--tls"]);
+    let server = serve(h, &b, &["--tls"]);
     let fingerprint = server.fingerprint.clone().expect("fingerprint");
     std::fs::create_dir_all(h.join("conf")).expect("mkdir");
     std::fs::copy(&token, h.join("conf/lab.token")).expect("copy");
@@ -551,7 +489,7 @@ fn resume_reconnects_to_the_recorded_devices() {
     let a = write(h, "a.json", NOTES);
     let b = write(h, "b.json", CALC);
     let token = add_token(h, "laptop");
-    let server = Server::start(h, &b, &[]);
+    let server = serve(h, &b, &[]);
     let lines = script_lines();
     // the first part ends ERROR when its script runs out after b's subtask: resumable
     let first = write(h, "first.jsonl", &(lines[..2].join("\n") + "\n"));
@@ -662,7 +600,7 @@ fn two_hundred_connections_at_once_while_a_session_runs_through_the_server() {
         .expect("token")
         .trim()
         .to_string();
-    let mut server = Server::start(h, &b, &[]);
+    let mut server = serve(h, &b, &[]);
     let port = server.port();
     let script = script(h);
     let out = h.join("out");

@@ -4,15 +4,18 @@
 //! token and a wrong pin refused clearly; the server killed mid-step ends the session ERROR
 //! `device_lost` with a whole trajectory.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+mod common;
+use common::served::Served;
 
 fn example(file: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -54,63 +57,12 @@ fn add_token(home: &Path) -> PathBuf {
     file
 }
 
-struct Server {
-    child: Child,
-    url: String,
-    fingerprint: Option<String>,
-}
-
-impl Server {
-    /// `ufo serve --desktop sim:<word_excel> --listen 127.0.0.1:0 --allow-actions EXTRA`.
-    fn start(home: &Path, extra: &[&str]) -> Server {
-        let mut child = ufo(home)
-            .arg("serve")
-            .arg("--desktop")
-            .arg(format!("sim:{}", example("desktop.json").display()))
-            .args(["--listen", "127.0.0.1:0", "--allow-actions"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("ufo starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut fingerprint = None;
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let url = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = rx.recv_timeout(left).unwrap_or_else(|e| {
-                let _ = child.kill();
-                panic!("ufo serve printed no `listening` line: {e}")
-            });
-            if let Some(fp) = line.strip_prefix("fingerprint ") {
-                fingerprint = Some(fp.to_string());
-            }
-            if let Some(url) = line.strip_prefix("listening ") {
-                break url.to_string();
-            }
-        };
-        Server {
-            child,
-            url,
-            fingerprint,
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `ufo serve --desktop sim:<word_excel> --listen 127.0.0.1:0 --allow-actions EXTRA`.
+fn serve(home: &Path, extra: &[&str]) -> Served {
+    let mut args = vec!["--allow-actions"];
+    args.extend_from_slice(extra);
+    let desktop = format!("sim:{}", example("desktop.json").display());
+    Served::start(ufo(home), &desktop, &args)
 }
 
 /// `ufo run` of the Word→Excel example on `desktop`, into `home/out`.
@@ -174,7 +126,7 @@ fn a_run_on_a_remote_desktop_matches_the_same_run_on_the_desktop_itself() {
 
     let home = tempfile::tempdir().expect("tempdir");
     let token = add_token(home.path());
-    let server = Server::start(home.path(), &[]);
+    let server = serve(home.path(), &[]);
     let remote = format!("remote:{}", server.url.trim_end_matches("/mcp"));
     let (o, remote_out) = run_example(
         home.path(),
@@ -227,7 +179,7 @@ fn a_run_on_a_remote_desktop_matches_the_same_run_on_the_desktop_itself() {
 fn a_wrong_or_missing_token_is_a_clear_error() {
     let home = tempfile::tempdir().expect("tempdir");
     add_token(home.path());
-    let server = Server::start(home.path(), &[]);
+    let server = serve(home.path(), &[]);
     let remote = format!("remote:{}", server.url);
     let wrong = home.path().join("wrong");
     std::fs::write(&wrong, "ufo_not_the_token").expect("write");
@@ -265,7 +217,7 @@ fn plain_http_to_another_machine_is_refused() {
 fn the_printed_fingerprint_connects_and_a_wrong_one_fails_clearly() {
     let home = tempfile::tempdir().expect("tempdir");
     let token = add_token(home.path());
-    let server = Server::start(home.path(), &["--tls"]);
+    let server = serve(home.path(), &["--tls"]);
     assert!(server.url.starts_with("https://"), "{}", server.url);
     let printed = server.fingerprint.clone().expect("a fingerprint line");
     let remote = format!("remote:{}", server.url);
@@ -375,7 +327,7 @@ fn killing_relay(upstream: String, pid: u32) -> (String, Arc<AtomicBool>) {
 fn the_server_killed_mid_step_ends_the_session_error_device_lost() {
     let home = tempfile::tempdir().expect("tempdir");
     let token = add_token(home.path());
-    let server = Server::start(home.path(), &[]);
+    let server = serve(home.path(), &[]);
     let upstream = server
         .url
         .trim_start_matches("http://")

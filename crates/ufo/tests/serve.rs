@@ -3,10 +3,8 @@
 //! listen address, wrong certificate pin, too many bad tokens, acting without
 //! --allow-actions), and a clean stop on SIGTERM.
 
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rmcp::model::CallToolRequestParams;
@@ -14,6 +12,9 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
 use serde_json::json;
+
+mod common;
+use common::served::Served;
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}"#;
 
@@ -46,96 +47,14 @@ fn add_token(home: &Path, name: &str) -> String {
     stdout.lines().last().expect("a line").trim().to_string()
 }
 
-struct Server {
-    child: Child,
-    /// `http://127.0.0.1:PORT/mcp` or `https://...`
-    url: String,
-    fingerprint: Option<String>,
-    stderr: Arc<Mutex<String>>,
+/// `ufo serve --desktop sim:... --listen 127.0.0.1:0 EXTRA...`, once it prints its address.
+fn serve(home: &Path, extra: &[&str]) -> Served {
+    serve_on(home, &format!("sim:{}", desktop_file().display()), extra)
 }
 
-impl Server {
-    /// `ufo serve --desktop sim:... --listen 127.0.0.1:0 EXTRA...`, once it prints its address.
-    fn start(home: &Path, extra: &[&str]) -> Server {
-        Server::start_on(home, &format!("sim:{}", desktop_file().display()), extra)
-    }
-
-    /// `ufo serve --desktop DESKTOP --listen 127.0.0.1:0 EXTRA...`, once it prints its address.
-    fn start_on(home: &Path, desktop: &str, extra: &[&str]) -> Server {
-        let mut child = ufo(home)
-            .arg("serve")
-            .args(["--desktop", desktop])
-            .args(["--listen", "127.0.0.1:0"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("ufo starts");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let mut err = child.stderr.take().expect("stderr");
-        let sink = stderr.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = err.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                if let Ok(mut s) = sink.lock() {
-                    s.push_str(&String::from_utf8_lossy(&buf[..n]));
-                }
-            }
-        });
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut fingerprint = None;
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let url = loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = rx.recv_timeout(left).unwrap_or_else(|e| {
-                let _ = child.kill();
-                panic!(
-                    "ufo serve printed no `listening` line: {e}; stderr: {}",
-                    stderr.lock().map(|s| s.clone()).unwrap_or_default()
-                )
-            });
-            if let Some(fp) = line.strip_prefix("fingerprint ") {
-                fingerprint = Some(fp.to_string());
-            }
-            if let Some(url) = line.strip_prefix("listening ") {
-                break url.to_string();
-            }
-        };
-        Server {
-            child,
-            url,
-            fingerprint,
-            stderr,
-        }
-    }
-
-    fn stderr(&self) -> String {
-        self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
-    }
-
-    /// The origin (`http://127.0.0.1:PORT`).
-    fn origin(&self) -> String {
-        self.url.trim_end_matches("/mcp").to_string()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `ufo serve --desktop DESKTOP --listen 127.0.0.1:0 EXTRA...`, once it prints its address.
+fn serve_on(home: &Path, desktop: &str, extra: &[&str]) -> Served {
+    Served::start(ufo(home), desktop, extra)
 }
 
 fn http() -> reqwest::Client {
@@ -146,7 +65,7 @@ fn http() -> reqwest::Client {
 }
 
 /// POST an MCP `initialize` with `token` (if any) and extra headers; the status.
-async fn post_init(server: &Server, token: Option<&str>, headers: &[(&str, &str)]) -> u16 {
+async fn post_init(server: &Served, token: Option<&str>, headers: &[(&str, &str)]) -> u16 {
     let mut req = http()
         .post(&server.url)
         .header("Content-Type", "application/json")
@@ -207,7 +126,7 @@ fn token_add_prints_the_token_last_and_stores_only_its_hash() {
 async fn requests_without_a_valid_token_get_401_and_the_log_never_shows_the_token() {
     let home = tempfile::tempdir().expect("tempdir");
     let token = add_token(home.path(), "laptop");
-    let server = Server::start(home.path(), &[]);
+    let server = serve(home.path(), &[]);
     assert_eq!(post_init(&server, None, &[]).await, 401);
     let wrong = "ufo_this-is-a-wrong-token-that-must-not-be-logged";
     assert_eq!(post_init(&server, Some(wrong), &[]).await, 401);
@@ -239,7 +158,7 @@ async fn requests_without_a_valid_token_get_401_and_the_log_never_shows_the_toke
 async fn mcp_over_streamable_http_lists_and_calls_tools_with_a_token() {
     let home = tempfile::tempdir().expect("tempdir");
     let token = add_token(home.path(), "laptop");
-    let server = Server::start(home.path(), &[]);
+    let server = serve(home.path(), &[]);
     let transport = StreamableHttpClientTransport::with_client(
         http(),
         StreamableHttpClientTransportConfig::with_uri(server.url.as_str()).auth_header(token),
@@ -282,7 +201,7 @@ async fn mcp_over_streamable_http_lists_and_calls_tools_with_a_token() {
 async fn a_foreign_host_or_origin_or_an_oversized_body_is_refused() {
     let home = tempfile::tempdir().expect("tempdir");
     let token = add_token(home.path(), "laptop");
-    let server = Server::start(home.path(), &["--host-name", "lab.example"]);
+    let server = serve(home.path(), &["--host-name", "lab.example"]);
     let port = server
         .url
         .rsplit(':')
@@ -328,7 +247,7 @@ async fn a_foreign_host_or_origin_or_an_oversized_body_is_refused() {
 async fn after_too_many_bad_tokens_the_address_gets_429() {
     let home = tempfile::tempdir().expect("tempdir");
     let token = add_token(home.path(), "laptop");
-    let server = Server::start(home.path(), &[]);
+    let server = serve(home.path(), &[]);
     for i in 0..10 {
         let wrong = format!("ufo_wrong{i}");
         assert_eq!(
@@ -372,7 +291,7 @@ fn a_non_loopback_address_without_tls_or_token_refuses_to_start() {
 async fn a_client_pinning_the_printed_fingerprint_connects_and_a_wrong_pin_fails() {
     let home = tempfile::tempdir().expect("tempdir");
     let token = add_token(home.path(), "laptop");
-    let server = Server::start(home.path(), &["--tls"]);
+    let server = serve(home.path(), &["--tls"]);
     assert!(server.url.starts_with("https://"), "{}", server.url);
     let printed = server.fingerprint.clone().expect("a fingerprint line");
     let pin = ufo_mcp::http::tls::parse_fingerprint(&printed).expect("a SHA-256 fingerprint");
@@ -408,7 +327,7 @@ async fn a_client_pinning_the_printed_fingerprint_connects_and_a_wrong_pin_fails
 
     // the certificate is kept: a second start prints the same fingerprint
     drop(server);
-    let again = Server::start(home.path(), &["--tls"]);
+    let again = serve(home.path(), &["--tls"]);
     assert_eq!(again.fingerprint.as_deref(), Some(printed.as_str()));
 }
 
@@ -416,7 +335,7 @@ async fn a_client_pinning_the_printed_fingerprint_connects_and_a_wrong_pin_fails
 fn sigterm_stops_the_server_with_exit_0() {
     let home = tempfile::tempdir().expect("tempdir");
     add_token(home.path(), "laptop");
-    let mut server = Server::start(home.path(), &[]);
+    let mut server = serve(home.path(), &[]);
     let pid = nix::unistd::Pid::from_raw(server.child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -472,7 +391,7 @@ fn sigterm_stops_a_server_on_a_private_desktop_at_once_leaving_nothing() {
     }
     let home = tempfile::tempdir().expect("tempdir");
     add_token(home.path(), "laptop");
-    let mut server = Server::start_on(home.path(), "private", &[]);
+    let mut server = serve_on(home.path(), "private", &[]);
     let outer = server.child.id();
     assert!(
         !marked_by(outer).is_empty(),
