@@ -448,6 +448,27 @@ fn a_model_written_summary_is_saved_with_the_experience_and_shown_next_time() {
 /// A summary call that fails (here the model's script answers for another agent) never fails
 /// the session: the experience is saved without a summary, a warning says why, and the failed
 /// call is recorded with its error.
+/// A summary model that cannot be built (an unknown provider, a missing script) stops the
+/// start with exit 2, before anything runs; it used to show only as a warning at the end.
+#[test]
+fn an_unusable_summary_model_is_a_usage_error_before_the_session() {
+    let home = Home::new();
+    let first = home.tmp.path().join("first");
+    let out = home.run_script(
+        &plain_script(&home, "FINISH"),
+        &first,
+        &[
+            ("UFO_SAVE_EXPERIENCE", "always"),
+            ("UFO_KNOWLEDGE_SUMMARY_MODEL", "nosuch:model"),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("summary_model nosuch:model"), "{stderr}");
+    assert_eq!(home.experience_count(), 0);
+    assert!(!first.join("events.jsonl").exists(), "the session ran");
+}
+
 #[test]
 fn a_failed_summary_call_still_saves_the_experience() {
     let home = Home::new();

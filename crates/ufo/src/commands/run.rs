@@ -357,6 +357,16 @@ pub(crate) fn prepare(
         record: args.record.as_deref(),
     })
     .map_err(Usage)?;
+    // a summary model that cannot be built is a usage error at the start, not a warning after
+    // the session has run
+    if let Some(k) = settings.knowledge.as_ref() {
+        if let (Some(spec), true) = (
+            k.summary_model.as_deref(),
+            k.save_experience != crate::experience::SavePolicy::Never,
+        ) {
+            models::summary_model(spec, &settings.prices).map_err(Usage)?;
+        }
+    }
     let answers = match &args.answers {
         Some(p) => read_lines(p, "--answers").map_err(Usage)?,
         None => Vec::new(),
