@@ -18,7 +18,6 @@ use x11rb::rust_connection::RustConnection;
 
 use ufo_core::demo::Key;
 
-use crate::error::cause;
 use crate::x11::xerr;
 use crate::LinuxError;
 
@@ -182,35 +181,7 @@ pub struct InputRecorder {
 impl InputRecorder {
     /// Connect to `DISPLAY` and start listening (XInput 2.1 or later needed).
     pub fn start() -> Result<InputRecorder, LinuxError> {
-        let display = std::env::var("DISPLAY").map_err(|_| LinuxError::NoDisplay)?;
-        let (conn, screen) =
-            x11rb::connect(Some(&display)).map_err(|source| LinuxError::X11Connect {
-                display: display.clone(),
-                source: Box::new(source),
-            })?;
-        let version = conn
-            .xinput_xi_query_version(2, 2)
-            .map_err(xerr("XIQueryVersion"))?
-            .reply()
-            .map_err(xerr("XIQueryVersion (is XInput 2 missing?)"))?;
-        if (version.major_version, version.minor_version) < (2, 1) {
-            return Err(LinuxError::X11Request {
-                what: "XIQueryVersion".into(),
-                source: cause(format!(
-                    "XInput {}.{} has no raw events (2.1 needed)",
-                    version.major_version, version.minor_version
-                )),
-            });
-        }
-        let root = conn
-            .setup()
-            .roots
-            .get(screen)
-            .ok_or_else(|| LinuxError::X11Request {
-                what: "the screen".into(),
-                source: cause(format!("the server has no screen {screen}")),
-            })?
-            .root;
+        let (conn, root) = super::takeover::raw_input_connection()?;
         let keymap = keymap(&conn)?;
         conn.xinput_xi_select_events(
             root,

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use x11rb::connection::Connection;
 use x11rb::protocol::xinput::{self, ConnectionExt as _};
-use x11rb::protocol::xproto::ConnectionExt as _;
+use x11rb::protocol::xproto::{self, ConnectionExt as _};
 use x11rb::protocol::Event;
 use x11rb::rust_connection::RustConnection;
 
@@ -67,35 +67,7 @@ impl PersonWatch {
     }
 
     fn start() -> Result<PersonWatch, LinuxError> {
-        let display = std::env::var("DISPLAY").map_err(|_| LinuxError::NoDisplay)?;
-        let (conn, screen) =
-            x11rb::connect(Some(&display)).map_err(|source| LinuxError::X11Connect {
-                display: display.clone(),
-                source: Box::new(source),
-            })?;
-        let version = conn
-            .xinput_xi_query_version(2, 2)
-            .map_err(xerr("XIQueryVersion"))?
-            .reply()
-            .map_err(xerr("XIQueryVersion (is XInput 2 missing?)"))?;
-        if (version.major_version, version.minor_version) < (2, 1) {
-            return Err(LinuxError::X11Request {
-                what: "XIQueryVersion".into(),
-                source: cause(format!(
-                    "XInput {}.{} has no raw events (2.1 needed)",
-                    version.major_version, version.minor_version
-                )),
-            });
-        }
-        let root = conn
-            .setup()
-            .roots
-            .get(screen)
-            .ok_or_else(|| LinuxError::X11Request {
-                what: "the screen".into(),
-                source: cause(format!("the server has no screen {screen}")),
-            })?
-            .root;
+        let (conn, root) = raw_input_connection()?;
         let pause = pause_keycodes(&conn)?;
         conn.xinput_xi_select_events(
             root,
@@ -241,6 +213,42 @@ fn listen(conn: &RustConnection, pause: &[u32], shared: &Mutex<Shared>) {
             }
         }
     }
+}
+
+/// A connection of its own to `DISPLAY` for the person's raw input (XInput 2.1 or later), and
+/// the root window to select its events on: the take-over watch and the demonstration
+/// recorder each listen on one.
+pub(crate) fn raw_input_connection() -> Result<(RustConnection, xproto::Window), LinuxError> {
+    let display = std::env::var("DISPLAY").map_err(|_| LinuxError::NoDisplay)?;
+    let (conn, screen) =
+        x11rb::connect(Some(&display)).map_err(|source| LinuxError::X11Connect {
+            display: display.clone(),
+            source: Box::new(source),
+        })?;
+    let version = conn
+        .xinput_xi_query_version(2, 2)
+        .map_err(xerr("XIQueryVersion"))?
+        .reply()
+        .map_err(xerr("XIQueryVersion (is XInput 2 missing?)"))?;
+    if (version.major_version, version.minor_version) < (2, 1) {
+        return Err(LinuxError::X11Request {
+            what: "XIQueryVersion".into(),
+            source: cause(format!(
+                "XInput {}.{} has no raw events (2.1 needed)",
+                version.major_version, version.minor_version
+            )),
+        });
+    }
+    let root = conn
+        .setup()
+        .roots
+        .get(screen)
+        .ok_or_else(|| LinuxError::X11Request {
+            what: "the screen".into(),
+            source: cause(format!("the server has no screen {screen}")),
+        })?
+        .root;
+    Ok((conn, root))
 }
 
 #[cfg(test)]
