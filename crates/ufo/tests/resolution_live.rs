@@ -261,13 +261,21 @@ fn act_on_a_disabled_control_fails_with_is_disabled_on_writer() {
     std::fs::create_dir_all(&home).expect("home");
     let _app = start_writer(tmp.path(), &home);
     let mut server = Server::start(&home);
-    let listing = server.observe_until("Writer", "\"name\":\"Undo\"", Duration::from_secs(120));
-    let observed: Value = serde_json::from_str(&listing).expect("observation is JSON");
-    let undo = observed["controls"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["name"] == "Undo"))
-        .cloned()
-        .unwrap_or_default();
+    // (a document still loading may show Undo enabled for a moment: observed again, bounded)
+    let settled = Instant::now() + Duration::from_secs(20);
+    let undo = loop {
+        let listing = server.observe_until("Writer", "\"name\":\"Undo\"", Duration::from_secs(120));
+        let observed: Value = serde_json::from_str(&listing).expect("observation is JSON");
+        let undo = observed["controls"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["name"] == "Undo"))
+            .cloned()
+            .unwrap_or_default();
+        if undo["enabled"] == false || Instant::now() > settled {
+            break undo;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
     assert_eq!(
         undo["enabled"], false,
         "Undo is not observed as disabled: {undo}"
