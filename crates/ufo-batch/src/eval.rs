@@ -379,6 +379,7 @@ mod tests {
             task_dir: tmp.path().to_path_buf(),
             env: vec![],
             timeout: std::time::Duration::from_secs(5),
+            device: None,
         };
         let mut spec: EvaluatorSpec = serde_json::from_value(json!({
             "func": ["exact_match", "check_include_exclude"],

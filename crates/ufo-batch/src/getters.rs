@@ -1,12 +1,17 @@
 //! Getters: how the evaluator reads the result and the expected value.
 //!
 //! OSWorld runs tasks in a VM; here the "VM" is this machine under the task's fresh `HOME`:
-//! a path starting with `/home/user/` or `~/` is read under that `HOME`.
+//! a path starting with `/home/user/` or `~/` is read under that `HOME`. When the task ran on
+//! a served desktop (`--desktop remote:URL`), the "VM" is that machine: commands run through
+//! its shell and files are copied from it ([`Device`]).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
+use base64::Engine;
 use serde_json::Value;
+use ufo_core::{Desktop, DesktopError};
 
 use crate::BatchError;
 
@@ -19,6 +24,24 @@ pub const SUPPORTED_GETTERS: &[&str] = &[
     "local_file",
 ];
 
+/// A machine other than this one where the task ran: the getters' commands run through its
+/// desktop's shell, and its files are copied into `copies` to be compared.
+#[derive(Clone)]
+pub struct Device {
+    /// The served desktop.
+    pub desktop: Arc<dyn Desktop>,
+    /// A local folder for the files copied from it.
+    pub copies: PathBuf,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("copies", &self.copies)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Where getters run: the task's `HOME`, its folder, extra environment and a time bound.
 #[derive(Debug, Clone)]
 pub struct GetterEnv {
@@ -30,6 +53,8 @@ pub struct GetterEnv {
     pub env: Vec<(String, String)>,
     /// Longest time a getter command may run.
     pub timeout: Duration,
+    /// The machine the task ran on when it is not this one (`home` is then its `HOME`).
+    pub device: Option<Device>,
 }
 
 impl GetterEnv {
@@ -91,6 +116,9 @@ pub const MAX_GETTER_OUTPUT: usize = ufo_proc::DEFAULT_MAX_OUTPUT;
 /// runs in its own process group (killed whole after the timeout), and may print at most
 /// [`MAX_GETTER_OUTPUT`] bytes per stream.
 pub async fn run_command(env: &GetterEnv, command: &str) -> Result<CommandOutput, BatchError> {
+    if let Some(device) = &env.device {
+        return run_on_device(device, command).await;
+    }
     let mut cmd = ufo_proc::shell_command(command);
     cmd.envs(env.env.iter().map(|(k, v)| (k, v)))
         .env("HOME", &env.home);
@@ -125,6 +153,91 @@ pub async fn run_command(env: &GetterEnv, command: &str) -> Result<CommandOutput
     })
 }
 
+/// Run a getter's command through the served desktop's shell (bounded there, in time and
+/// output). A desktop without a shell cannot evaluate the task: unsupported, so it is skipped.
+async fn run_on_device(device: &Device, command: &str) -> Result<CommandOutput, BatchError> {
+    match device.desktop.shell(command).await {
+        Ok(out) => Ok(CommandOutput {
+            stdout: out.stdout,
+            stderr: out.stderr,
+            code: out.code,
+        }),
+        Err(DesktopError::Unsupported(why)) => Err(BatchError::Unsupported(format!(
+            "the evaluator runs `{command}` on the task's machine: {why}"
+        ))),
+        Err(e) => Err(BatchError::Command {
+            command: command.to_string(),
+            message: e.to_string(),
+        }),
+    }
+}
+
+/// The shell text that prints a file's size on one line and its bytes in base64 on the next,
+/// or `missing` when it is not a regular file.
+fn copy_command(path: &str) -> String {
+    let q = sh_quote(path);
+    format!("if [ -f {q} ]; then wc -c < {q}; base64 -w0 < {q}; echo; else echo missing; fi")
+}
+
+/// The bytes of [`copy_command`]'s output; `None` for a missing file; an error when the
+/// output is cut (the served shell's output bound) or not what the command prints.
+fn copied_bytes(stdout: &str) -> Result<Option<Vec<u8>>, String> {
+    let mut lines = stdout.lines();
+    let first = lines.next().unwrap_or("").trim();
+    if first == "missing" {
+        return Ok(None);
+    }
+    let size: usize = first
+        .parse()
+        .map_err(|_| format!("the copy printed {first:?} where the file's size was expected"))?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(lines.next().unwrap_or("").trim())
+        .map_err(|e| format!("the copy is not base64 ({e}); it was probably cut short"))?;
+    if bytes.len() != size {
+        return Err(format!(
+            "only {} of the file's {size} bytes came through the served shell (its output is \
+             bounded); compare a smaller file or a command's output",
+            bytes.len()
+        ));
+    }
+    Ok(Some(bytes))
+}
+
+/// Copy a file of the task's machine into the local `copies` folder: the local path, or null
+/// when the file does not exist there.
+async fn copy_from_device(device: &Device, path: &Path) -> Result<Value, BatchError> {
+    // copies of one evaluation (result and expected may share a file name) never overwrite
+    static COPIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let remote = path.display().to_string();
+    let out = run_on_device(device, &copy_command(&remote)).await?;
+    let fail = |message: String| BatchError::Getter {
+        getter: "vm_file".into(),
+        message: format!("{remote}: {message}"),
+    };
+    let Some(bytes) = copied_bytes(&out.stdout).map_err(fail)? else {
+        return Ok(Value::Null);
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let local = device.copies.join(format!("{n}-{name}"));
+    std::fs::create_dir_all(&device.copies)
+        .and_then(|()| std::fs::write(&local, bytes))
+        .map_err(|e| fail(format!("cannot keep the copy at {}: {e}", local.display())))?;
+    Ok(Value::String(local.display().to_string()))
+}
+
+/// A `vm_file` path's value: on this machine the path itself, on a served one a local copy.
+async fn vm_file_value(env: &GetterEnv, path: &str) -> Result<Value, BatchError> {
+    let mapped = env.map_path(path);
+    match &env.device {
+        Some(device) => copy_from_device(device, &mapped).await,
+        None => Ok(path_value(&mapped)),
+    }
+}
+
 fn path_value(p: &Path) -> Value {
     if p.exists() {
         Value::String(p.display().to_string())
@@ -145,15 +258,17 @@ pub async fn get(env: &GetterEnv, spec: &Value) -> Result<Value, BatchError> {
     match kind {
         "rule" => Ok(spec.get("rules").cloned().unwrap_or(Value::Null)),
         "vm_file" => match spec.get("path") {
-            Some(Value::String(p)) => Ok(path_value(&env.map_path(p))),
-            Some(Value::Array(ps)) => Ok(Value::Array(
-                ps.iter()
-                    .map(|p| match p.as_str() {
-                        Some(p) => path_value(&env.map_path(p)),
+            Some(Value::String(p)) => vm_file_value(env, p).await,
+            Some(Value::Array(ps)) => {
+                let mut values = Vec::with_capacity(ps.len());
+                for p in ps {
+                    values.push(match p.as_str() {
+                        Some(p) => vm_file_value(env, p).await?,
                         None => Value::Null,
-                    })
-                    .collect(),
-            )),
+                    });
+                }
+                Ok(Value::Array(values))
+            }
             _ => Err(bad("needs \"path\": a string or a list of strings")),
         },
         "local_file" => match spec.get("path").and_then(Value::as_str) {
@@ -189,7 +304,39 @@ mod tests {
             task_dir: home.to_path_buf(),
             env: vec![],
             timeout: Duration::from_secs(5),
+            device: None,
         }
+    }
+
+    /// The copy of a file from a served machine, through a real shell: the bytes whole
+    /// (binary and odd names too), a missing file null, a cut output an error.
+    #[test]
+    fn a_file_copied_through_a_shell_comes_whole_or_not_at_all() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("it's a file.bin");
+        let bytes: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
+        std::fs::write(&file, &bytes).unwrap();
+        let sh = |cmd: String| {
+            let out = std::process::Command::new("/bin/sh")
+                .arg("-c")
+                .arg(cmd)
+                .output()
+                .unwrap();
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let out = sh(copy_command(&file.display().to_string()));
+        assert_eq!(copied_bytes(&out).unwrap(), Some(bytes));
+        let missing = sh(copy_command(&tmp.path().join("none").display().to_string()));
+        assert_eq!(copied_bytes(&missing).unwrap(), None);
+        let folder = sh(copy_command(&tmp.path().display().to_string()));
+        assert_eq!(copied_bytes(&folder).unwrap(), None);
+        let cut: String = out.chars().take(out.len() / 2).collect();
+        let e = copied_bytes(&cut).unwrap_err();
+        assert!(
+            e.contains("bytes came through") || e.contains("base64"),
+            "{e}"
+        );
+        assert!(copied_bytes("garbage\n").is_err());
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub mod task;
 use std::path::PathBuf;
 
 pub use eval::{evaluate, metric, Evaluation, RunFacts, SUPPORTED_METRICS};
-pub use getters::{GetterEnv, SUPPORTED_GETTERS};
+pub use getters::{Device, GetterEnv, SUPPORTED_GETTERS};
 pub use llm_eval::{judge, trajectory_text, LlmVerdict};
 pub use results::{llm_eval_line, summary_table, task_lines, TaskResult, TaskStatus};
 pub use setup::{run_step, SetupOptions, SUPPORTED_STEPS};

@@ -48,10 +48,24 @@ impl SetupOptions {
     }
 }
 
-fn desktop_err(step: &str, e: impl std::fmt::Display) -> BatchError {
+fn step_err(step: &str, message: String) -> BatchError {
     BatchError::Step {
         step: step.to_string(),
-        message: e.to_string(),
+        message,
+    }
+}
+
+fn desktop_err(step: &str, e: ufo_core::DesktopError) -> BatchError {
+    match e {
+        // a desktop without a shell (a served one without --allow-shell): the task cannot run
+        // there, which is not the task's failure
+        ufo_core::DesktopError::Unsupported(why) => {
+            BatchError::Unsupported(format!("config step `{step}`: {why}"))
+        }
+        e => BatchError::Step {
+            step: step.to_string(),
+            message: e.to_string(),
+        },
     }
 }
 
@@ -103,6 +117,27 @@ fn is_text_file(path: &str) -> bool {
     .contains(&ext.as_str())
 }
 
+/// Launch `command` through the desktop's own launcher: the launchable application whose
+/// launch command or name it is, else a one-word command as a name; `None` when the desktop
+/// cannot.
+async fn launch_by_name(desktop: &dyn Desktop, command: &str) -> Option<String> {
+    let command = command.trim();
+    let apps = desktop.launchable().await.unwrap_or_default();
+    let known = apps
+        .iter()
+        .find(|a| a.command.trim() == command || a.name.eq_ignore_ascii_case(command))
+        .map(|a| a.name.clone());
+    let name = match known {
+        Some(name) => name,
+        None if !command.is_empty() && !command.contains(char::is_whitespace) => {
+            command.to_string()
+        }
+        None => return None,
+    };
+    let window = desktop.launch(&name).await.ok()?;
+    Some(format!("launch `{command}`: window {:?}", window.title))
+}
+
 /// Run one config step; returns a line for the task's log.
 pub async fn run_step(
     desktop: &dyn Desktop,
@@ -111,21 +146,30 @@ pub async fn run_step(
 ) -> Result<String, BatchError> {
     let kind = step.kind.as_str();
     let p = &step.parameters;
-    let need = |what: &str| desktop_err(kind, format!("needs {what}"));
+    let need = |what: &str| step_err(kind, format!("needs {what}"));
     match kind {
         "launch" => {
             let cmd = opts.map(&command_text(p).ok_or_else(|| need("\"command\""))?);
-            if opts.launch_commands.iter().any(|c| c.trim() == cmd.trim()) {
-                let out = desktop
+            let started = if opts.launch_commands.iter().any(|c| c.trim() == cmd.trim()) {
+                desktop
                     .shell(&cmd)
                     .await
-                    .map_err(|e| desktop_err(kind, e))?;
-                Ok(format!(
-                    "launch `{cmd}`: {}",
-                    out.launched.unwrap_or_else(|| "started".into())
-                ))
+                    .map_err(|e| desktop_err(kind, e))
+                    .map(|out| {
+                        format!(
+                            "launch `{cmd}`: {}",
+                            out.launched.unwrap_or_else(|| "started".into())
+                        )
+                    })
             } else {
                 spawn_and_wait(desktop, kind, &cmd, opts).await
+            };
+            match started {
+                // a desktop without a shell may still launch a known application by its name
+                Err(BatchError::Unsupported(why)) => launch_by_name(desktop, &cmd)
+                    .await
+                    .ok_or(BatchError::Unsupported(why)),
+                other => other,
             }
         }
         "execute" | "command" => {
@@ -202,7 +246,7 @@ pub async fn run_step(
                     return Ok(format!("activate_window {:?}", w.title));
                 }
                 if Instant::now() >= deadline {
-                    return Err(desktop_err(kind, format!("no window {name:?}")));
+                    return Err(step_err(kind, format!("no window {name:?}")));
                 }
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }

@@ -27,6 +27,10 @@ use crate::server::desktop_error_from_json;
 /// How long one call to the remote desktop may take by default.
 pub const DEFAULT_REMOTE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a `run_shell` call may take: the served desktop's own bound on a command (60 s
+/// by default) and a margin.
+const SHELL_CALL_TIMEOUT: Duration = Duration::from_secs(90);
+
 /// How long connecting (TCP and TLS) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -95,6 +99,28 @@ pub struct RemoteDesktop {
     lost: Mutex<Option<String>>,
     last_changed: Mutex<Option<bool>>,
     final_state: Mutex<Option<Value>>,
+    /// The served machine's programs (name → path, the first on its `PATH`), listed once at
+    /// connect when it runs shell commands; empty otherwise.
+    programs: std::collections::HashMap<String, String>,
+}
+
+/// Lists every executable file on the served machine's `PATH`, one absolute path per line,
+/// in `PATH` order (a name's first line is the one its shell finds).
+const LIST_PROGRAMS: &str = r#"IFS=:; for d in $PATH; do [ -d "$d" ] || continue; for f in "$d"/*; do [ -f "$f" ] && [ -x "$f" ] && printf '%s\n' "$f"; done; done"#;
+
+/// The programs of [`LIST_PROGRAMS`]' output: name → the first absolute path of that name.
+fn programs_of(listing: &str) -> std::collections::HashMap<String, String> {
+    let mut programs = std::collections::HashMap::new();
+    for path in listing.lines().filter(|l| l.starts_with('/')) {
+        if let Some((_, name)) = path.rsplit_once('/') {
+            if !name.is_empty() {
+                programs
+                    .entry(name.to_string())
+                    .or_insert_with(|| path.to_string());
+            }
+        }
+    }
+    programs
 }
 
 /// The URL `remote:` names, checked: `https://`, or `http://` on a loopback host only; the
@@ -193,14 +219,35 @@ impl RemoteDesktop {
             }
             Ok(Ok(s)) => s,
         };
-        Ok(Self {
+        let mut desktop = Self {
             url,
             service,
             timeout: config.timeout,
             lost: Mutex::new(None),
             last_changed: Mutex::new(None),
             final_state: Mutex::new(None),
-        })
+            programs: Default::default(),
+        };
+        desktop.programs = desktop.served_programs().await;
+        Ok(desktop)
+    }
+
+    /// The served machine's programs when it runs shell commands (so the shell allow-list
+    /// looks them up as it does on this machine); none when it does not or cannot say.
+    async fn served_programs(&self) -> std::collections::HashMap<String, String> {
+        let listed = tokio::time::timeout(self.timeout, self.service.list_all_tools()).await;
+        let offers_shell = matches!(&listed, Ok(Ok(tools))
+            if tools.iter().any(|t| t.name == crate::server::SHELL_TOOL));
+        if !offers_shell {
+            return Default::default();
+        }
+        match self.shell(LIST_PROGRAMS).await {
+            Ok(out) => programs_of(&out.stdout),
+            Err(e) => {
+                tracing::warn!("cannot list the served machine's programs: {e}");
+                Default::default()
+            }
+        }
     }
 
     /// The server's URL (no credentials in it).
@@ -208,8 +255,13 @@ impl RemoteDesktop {
         &self.url
     }
 
-    /// Call one tool, bounded; a transport failure or timeout loses the device.
-    async fn call(&self, name: &str, args: Value) -> Result<CallToolResult, DesktopError> {
+    /// Call one tool within `timeout`; a transport failure or timeout loses the device.
+    async fn call_within(
+        &self,
+        name: &str,
+        args: Value,
+        timeout: Duration,
+    ) -> Result<CallToolResult, DesktopError> {
         if let Some(why) = self.lost.lock().ok().and_then(|l| l.clone()) {
             return Err(DesktopError::Lost(why));
         }
@@ -223,14 +275,14 @@ impl RemoteDesktop {
             arguments,
             task: None,
         };
-        let outcome = tokio::time::timeout(self.timeout, self.service.call_tool(params)).await;
+        let outcome = tokio::time::timeout(timeout, self.service.call_tool(params)).await;
         let why = match outcome {
             Ok(Ok(result)) => return Ok(result),
             Ok(Err(e)) => format!("{} did not answer {name}: {e}", self.url),
             Err(_) => format!(
                 "{} did not answer {name} within {} s",
                 self.url,
-                self.timeout.as_secs()
+                timeout.as_secs()
             ),
         };
         let why = format!("{why}; check that `ufo serve` still runs there and the network between");
@@ -242,7 +294,17 @@ impl RemoteDesktop {
 
     /// Call a tool and read its answer: the text of a success, or the error it reports.
     async fn call_ok(&self, name: &str, args: Value) -> Result<CallToolResult, DesktopError> {
-        let result = self.call(name, args).await?;
+        self.call_ok_within(name, args, self.timeout).await
+    }
+
+    /// [`call_ok`](Self::call_ok) with its own bound.
+    async fn call_ok_within(
+        &self,
+        name: &str,
+        args: Value,
+        timeout: Duration,
+    ) -> Result<CallToolResult, DesktopError> {
+        let result = self.call_within(name, args, timeout).await?;
         if result.is_error != Some(true) {
             return Ok(result);
         }
@@ -407,10 +469,25 @@ impl Desktop for RemoteDesktop {
     }
 
     async fn shell(&self, command: &str) -> Result<ShellOutput, DesktopError> {
-        Err(DesktopError::Unsupported(format!(
-            "a remote desktop runs no shell commands ({command:?}); launch applications by \
-             name instead"
-        )))
+        // the server bounds the command itself; the call waits for that bound and a margin
+        let r = self
+            .call_ok_within(
+                crate::server::SHELL_TOOL,
+                json!({"command": command}),
+                self.timeout.max(SHELL_CALL_TIMEOUT),
+            )
+            .await?;
+        serde_json::from_value(Self::json_of(crate::server::SHELL_TOOL, &r)?).map_err(|e| {
+            DesktopError::Backend(format!(
+                "the served desktop's {} answer is not a command's output ({e}); is it an older \
+                 or newer ufo serve?",
+                crate::server::SHELL_TOOL
+            ))
+        })
+    }
+
+    fn find_program(&self, name: &str) -> Option<String> {
+        self.programs.get(name).cloned()
     }
 
     async fn settle(&self) {
@@ -468,6 +545,37 @@ mod tests {
         assert!(normalise_url("ftp://127.0.0.1").is_err());
         assert!(normalise_url("https://me:secret@lab.example").is_err());
         assert!(normalise_url("not a url").is_err());
+    }
+
+    #[test]
+    fn programs_are_found_where_the_served_shell_finds_them_first() {
+        let listing = "/usr/local/bin/printf\n/usr/bin/printf\n/usr/bin/ls\nnoise\n/bin/\n";
+        let p = programs_of(listing);
+        assert_eq!(
+            p.get("printf").map(String::as_str),
+            Some("/usr/local/bin/printf")
+        );
+        assert_eq!(p.get("ls").map(String::as_str), Some("/usr/bin/ls"));
+        assert_eq!(p.len(), 2, "{p:?}");
+    }
+
+    #[test]
+    fn the_programs_listing_runs_in_a_posix_shell() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let tool = dir.path().join("tool");
+        std::fs::write(&tool, "#!/bin/sh\n").expect("write");
+        std::fs::write(dir.path().join("data"), "").expect("write");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(LIST_PROGRAMS)
+            .env("PATH", format!("{}:/nonexistent", dir.path().display()))
+            .output()
+            .expect("sh");
+        let p = programs_of(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(p.get("tool"), Some(&tool.display().to_string()));
+        assert!(!p.contains_key("data"), "{p:?}");
     }
 
     #[test]

@@ -3,7 +3,10 @@
 //! Tools: `list_windows`, `observe_window` (labelled controls as text + the annotated
 //! screenshot as an image content), `act` (a GUI function on a control), `type_text`,
 //! `launch_app`. The last three change the desktop and are refused (an error result saying
-//! how to allow them) unless the server was made with `allow_actions`.
+//! how to allow them) unless the server was made with `allow_actions`. `run_shell` (a shell
+//! command on the served machine, for a remote HostAgent's `Bash` and a remote batch's task
+//! set-up and evaluators) is offered only by a server made [`with_shell`](DesktopServer::with_shell);
+//! any other server answers it as unsupported, as a remote desktop without a shell always did.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -74,11 +77,22 @@ pub enum ToolCallError {
 /// The tools that change the desktop (refused unless actions are allowed).
 pub const ACTING_TOOLS: [&str; 3] = ["act", "type_text", "launch_app"];
 
+/// The tool that runs a shell command on the served machine (only with `--allow-shell`).
+pub const SHELL_TOOL: &str = "run_shell";
+
+/// What a server without `--allow-shell` answers to `run_shell` (as an unsupported desktop
+/// function, so a client treats it as a desktop that has no shell).
+pub const NO_SHELL: &str = "this served desktop runs no shell commands: its `ufo serve` was \
+     started without --allow-shell; restart it with --allow-actions --allow-shell to allow \
+     them, or launch applications by name instead";
+
 /// The MCP server of one desktop.
 #[derive(Clone)]
 pub struct DesktopServer {
     desktop: Arc<dyn Desktop>,
     allow_actions: bool,
+    /// Whether `run_shell` runs commands (`--allow-shell`).
+    allow_shell: bool,
     /// window id → the controls of the last observation returned for it: labels mean what
     /// the client saw there, not what a fresh observation would number.
     seen: Arc<Mutex<HashMap<String, Vec<Control>>>>,
@@ -90,8 +104,17 @@ impl DesktopServer {
         Self {
             desktop,
             allow_actions,
+            allow_shell: false,
             seen: Arc::default(),
         }
+    }
+
+    /// Also offer `run_shell`: shell commands on the served machine, bounded by the desktop's
+    /// own shell limits. Only with `allow` and acting tools allowed: a shell can do anything
+    /// an action can.
+    pub fn with_shell(mut self, allow: bool) -> Self {
+        self.allow_shell = allow && self.allow_actions;
+        self
     }
 
     /// The tools this server offers (acting ones too, marked as needing `--allow-actions`
@@ -110,7 +133,7 @@ impl DesktopServer {
         let control = json!({"type": "string", "description": "kept for compatibility: a label number when it is all digits, else the control's id or name; prefer `label` or `name`, which never mix (a button named \"1\" is `name: \"1\"`)"});
         let label = json!({"type": "integer", "minimum": 1, "description": "the control's label number in the last observe_window of this window"});
         let name = json!({"type": "string", "description": "the control's name, or its entry copied as `role \"name\"` (e.g. `menu \"Slide\"`); always a name, even when made of digits"});
-        vec![
+        let mut tools = vec![
             Tool::new(
                 "list_windows",
                 "List the top-level windows (id, title, application, process) and the applications that can be launched.",
@@ -141,7 +164,19 @@ impl DesktopServer {
                 format!("Launch an application by name and return its window.{gate}"),
                 obj(json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})),
             ),
-        ]
+        ];
+        if self.allow_shell {
+            tools.push(Tool::new(
+                SHELL_TOOL,
+                "Run a shell command on the served machine (its desktop's environment, bounded in \
+                 time and output) and return {\"code\", \"stdout\", \"stderr\", \"launched\"}.",
+                obj(
+                    json!({"type": "object", "properties": {"command": {"type": "string"}},
+                    "required": ["command"]}),
+                ),
+            ));
+        }
+        tools
     }
 
     /// Run one tool; `Err` is a tool-level failure (reported as an error result).
@@ -241,6 +276,16 @@ impl DesktopServer {
                     vec![Content::text(if r.is_empty() { "ok".into() } else { r })],
                     None,
                 ))
+            }
+            SHELL_TOOL => {
+                if !self.allow_shell {
+                    return Err(ufo_core::DesktopError::Unsupported(NO_SHELL.into()).into());
+                }
+                let out = d.shell(str_arg(args, "command")?).await?;
+                let text = serde_json::to_string(&out).map_err(|e| {
+                    ToolCallError::Invalid(format!("cannot encode the output: {e}"))
+                })?;
+                Ok((vec![Content::text(text)], None))
             }
             "launch_app" => {
                 let w = d.launch(str_arg(args, "name")?).await?;
@@ -589,8 +634,12 @@ const INVALID_REQUEST: i64 = -32600;
 ///
 /// A line that is not a JSON-RPC message gets an error response and the server keeps serving
 /// (rmcp's own stdio transport would end the session on it).
-pub async fn serve_stdio(desktop: Arc<dyn Desktop>, allow_actions: bool) -> Result<(), ServeError> {
-    let server = DesktopServer::new(desktop, allow_actions);
+pub async fn serve_stdio(
+    desktop: Arc<dyn Desktop>,
+    allow_actions: bool,
+    allow_shell: bool,
+) -> Result<(), ServeError> {
+    let server = DesktopServer::new(desktop, allow_actions).with_shell(allow_shell);
     serve_lines(
         server,
         tokio::io::stdin(),
@@ -969,6 +1018,40 @@ mod tests {
         out.iter()
             .find(|v| v["id"] == id)
             .unwrap_or_else(|| panic!("no answer with id {id}: {out:?}"))
+    }
+
+    /// `run_shell` is offered and run only with shell and actions allowed; otherwise it
+    /// answers "unsupported" (a desktop without a shell) and the command does not run.
+    #[tokio::test]
+    async fn the_shell_tool_runs_only_when_shell_and_actions_are_allowed() {
+        let scenario = r#"{"apps": []}"#;
+        let command = serde_json::Map::from_iter([("command".to_string(), json!("touch /tmp/x"))]);
+        for (actions, shell) in [(false, false), (false, true), (true, false)] {
+            let desktop = ufo_desktop::SimDesktop::from_json_str(scenario).expect("scenario");
+            let server = DesktopServer::new(Arc::new(desktop), actions).with_shell(shell);
+            assert!(
+                !server.tools().iter().any(|t| t.name == SHELL_TOOL),
+                "listed with actions {actions}, shell {shell}"
+            );
+            match server.run_tool(SHELL_TOOL, &command).await {
+                Err(ToolCallError::Desktop(ufo_core::DesktopError::Unsupported(m))) => {
+                    assert!(m.contains("--allow-shell"), "{m}")
+                }
+                other => panic!("actions {actions}, shell {shell}: {other:?}"),
+            }
+        }
+        let desktop = Arc::new(ufo_desktop::SimDesktop::from_json_str(scenario).expect("scenario"));
+        let server = DesktopServer::new(desktop.clone(), true).with_shell(true);
+        assert!(server.tools().iter().any(|t| t.name == SHELL_TOOL));
+        let out = server.run_tool(SHELL_TOOL, &command).await.expect("runs");
+        let text = out[0].as_text().expect("text").text.clone();
+        let shell: ufo_core::ShellOutput = serde_json::from_str(&text).expect("a command's output");
+        assert_eq!(shell.code, Some(0), "{text}");
+        let state = desktop.final_state().expect("state").to_string();
+        assert!(
+            state.contains("touch /tmp/x"),
+            "the desktop's shell ran it: {state}"
+        );
     }
 
     /// Issue 12, defect 7: part of a title finds the window, as `ufo inspect` does.

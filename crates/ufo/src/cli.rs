@@ -357,10 +357,23 @@ pub struct BatchArgs {
     #[arg(long)]
     pub force: bool,
 
-    /// Desktop the tasks run on: `live` (this session and the --display-env sessions) or
-    /// `private` (ufo starts one private desktop per job and ends them at the end).
-    #[arg(long, default_value = "live", value_name = "live|private")]
+    /// Desktop the tasks run on: `live` (this session and the --display-env sessions),
+    /// `private` (ufo starts one private desktop per job and ends them at the end) or
+    /// `remote:URL` (a desktop served by `ufo serve` on another machine; one job; its task
+    /// set-up and evaluators run through that machine's shell when it was started with
+    /// --allow-shell, else tasks that need one are skipped).
+    #[arg(long, default_value = "live", value_name = "live|private|remote:URL")]
     pub desktop: String,
+
+    /// With `--desktop remote:URL`: the file holding the token (default: the UFO_REMOTE_TOKEN
+    /// environment variable).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+
+    /// With `--desktop remote:https://…`: the SHA-256 fingerprint of the server's certificate
+    /// to pin (`AB:CD:…`, as `ufo serve --tls` prints it).
+    #[arg(long, value_name = "AB:CD:…")]
+    pub fingerprint: Option<String>,
 
     /// The private desktops' options.
     #[command(flatten)]
@@ -527,6 +540,10 @@ pub struct ServeArgs {
     /// are refused.
     #[arg(long)]
     pub allow_actions: bool,
+
+    /// Also offer `run_shell`: shell commands on this machine (needs --allow-actions).
+    #[arg(long, requires = "allow_actions")]
+    pub allow_shell: bool,
 
     /// Configuration file (ufo.toml, default ./ufo.toml when present): its `[launch]` table
     /// adds to the built-in one for `launch_app`. Its other keys are checked but unused.

@@ -607,8 +607,11 @@ pub fn plan(command: &crate::cli::Command) -> Result<Option<Plan>> {
         if private.watch || private.scratch_home {
             bail!("--watch and --scratch-home are options of a private desktop; add --desktop private");
         }
-        if batch && desktop.as_deref() != Some("live") {
-            bail!("ufo batch runs on --desktop live or --desktop private");
+        if batch
+            && desktop.as_deref() != Some("live")
+            && !desktop.as_deref().is_some_and(|d| d.starts_with("remote:"))
+        {
+            bail!("ufo batch runs on --desktop live, --desktop private or --desktop remote:URL");
         }
         return Ok(None);
     }

@@ -631,3 +631,202 @@ fn auto_saves_the_experience_of_passed_batch_tasks_only() {
     );
     assert_eq!(saved[0]["kind"], "experience");
 }
+
+/// `ufo serve token add NAME` with its data in `home`: the token's file.
+fn served_token(home: &Path) -> PathBuf {
+    let out = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .args(["serve", "token", "add", "batch"])
+        .env("XDG_DATA_HOME", home.join("data"))
+        .output()
+        .expect("ufo runs");
+    assert!(out.status.success(), "token add: {out:?}");
+    let token = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .expect("a line")
+        .trim()
+        .to_string();
+    let file = home.join("batch.token");
+    std::fs::write(&file, format!("{token}\n")).expect("write");
+    file
+}
+
+/// `ufo serve` with its data in `home` (the token's) and `ufo` on its `PATH` (the getters run
+/// `ufo inspect` on the served machine).
+fn serve_cmd(home: &Path) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("ufo"));
+    let bin = assert_cmd::cargo::cargo_bin("ufo");
+    let dir = bin.parent().expect("the binary's folder");
+    let path = format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    cmd.env("XDG_DATA_HOME", home.join("data"))
+        .env("PATH", path)
+        .env_remove("UFO_LLM");
+    cmd
+}
+
+/// A task file in `dir`: `config` steps, the `infeasible` evaluator, a script that ends FAIL
+/// as an infeasible task must.
+fn infeasible_task(dir: &Path, id: &str, config: Value) {
+    let script = dir.join(format!("{id}.jsonl"));
+    std::fs::write(
+        &script,
+        json!({"agent": "host", "response": {"Observation": "o", "Thought": "it cannot be done",
+               "Status": "FAIL"}})
+        .to_string(),
+    )
+    .expect("write");
+    std::fs::write(
+        dir.join(format!("{id}.json")),
+        json!({"id": id, "instruction": "Send the document by fax", "related_apps": ["shell"],
+               "config": config, "evaluator": {"func": "infeasible"},
+               "ufo_script": script.file_name().expect("name").to_string_lossy()})
+        .to_string(),
+    )
+    .expect("write");
+}
+
+/// A batch against a served desktop that runs no shell commands: a task that launches an
+/// application by name runs and is judged; a task whose set-up needs a shell is skipped,
+/// saying how to allow it; nothing runs on this machine's desktop (no DISPLAY is given).
+#[test]
+fn a_batch_runs_on_a_served_desktop_and_skips_what_needs_its_shell() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let h = tmp.path();
+    let token = served_token(h);
+    let desktop = h.join("desktop.json");
+    std::fs::write(
+        &desktop,
+        r#"{"apps": [{"name": "Calculator", "process": "calc", "title": "Calculator",
+  "running": false, "launch": "gnome-calculator",
+  "controls": [{"id": "display", "role": "label", "name": "Result", "value": "0"}]}]}"#,
+    )
+    .expect("write");
+    let served = common::served::Served::start(
+        serve_cmd(h),
+        &format!("sim:{}", desktop.display()),
+        &["--allow-actions"],
+    );
+    let tasks = h.join("tasks");
+    std::fs::create_dir(&tasks).expect("mkdir");
+    infeasible_task(
+        &tasks,
+        "launches",
+        json!([{"type": "launch", "parameters": {"command": ["gnome-calculator"]}}]),
+    );
+    infeasible_task(
+        &tasks,
+        "needs_shell",
+        json!([{"type": "execute", "parameters": {"command": ["touch", "/tmp/x"]}}]),
+    );
+    let out = h.join("out");
+    let output = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .arg("batch")
+        .arg(&tasks)
+        .args(["--desktop", &format!("remote:{}", served.url)])
+        .arg("--token-file")
+        .arg(&token)
+        .arg("--out")
+        .arg(&out)
+        .env_remove("DISPLAY")
+        .env_remove("UFO_LLM")
+        .output()
+        .expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let results = read_results(&out);
+    let by_id: BTreeMap<String, &Value> = results.iter().map(|r| (s(&r["id"]), r)).collect();
+    assert_eq!(
+        by_id["launches"]["status"], "passed",
+        "{results:?}\n{stderr}"
+    );
+    assert!(
+        s(&by_id["launches"]["log"]).contains("Calculator"),
+        "the launch went through the served desktop: {results:?}"
+    );
+    assert_eq!(by_id["needs_shell"]["status"], "skipped", "{results:?}");
+    assert!(
+        s(&by_id["needs_shell"]["reason"]).contains("--allow-shell"),
+        "{results:?}"
+    );
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+
+    // one job only: parallel tasks would share the one served desktop
+    let two = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .arg("batch")
+        .arg(&tasks)
+        .args([
+            "--desktop",
+            &format!("remote:{}", served.url),
+            "--jobs",
+            "2",
+        ])
+        .arg("--token-file")
+        .arg(&token)
+        .arg("--out")
+        .arg(h.join("out2"))
+        .output()
+        .expect("ufo runs");
+    assert_eq!(two.status.code(), Some(2), "{two:?}");
+    assert!(
+        String::from_utf8_lossy(&two.stderr).contains("one at a time"),
+        "{two:?}"
+    );
+}
+
+/// The suite on a private desktop served by `ufo serve --allow-shell` on this machine, the
+/// batch run here against it: set-up, sessions and evaluators all run on the served machine,
+/// and the verdicts are those of a local run.
+#[test]
+fn the_live_suite_runs_on_a_served_private_desktop() {
+    if !require_live("the_live_suite_runs_on_a_served_private_desktop") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let h = tmp.path();
+    let token = served_token(h);
+    let served = common::served::Served::start(
+        serve_cmd(h),
+        "private",
+        &["--scratch-home", "--allow-actions", "--allow-shell"],
+    );
+    let out = h.join("out");
+    let (code, stdout, stderr) = run_suite(
+        &out,
+        &[
+            "--desktop".into(),
+            format!("remote:{}", served.url),
+            "--token-file".into(),
+            token.display().to_string(),
+        ],
+    );
+    let results = read_results(&out);
+    assert_eq!(
+        statuses(&results),
+        expected_suite(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}\nserver:\n{}{}",
+        served.stderr(),
+        diagnose(&out, &statuses(&results), &expected_suite())
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    // the file task's result was copied from the served machine
+    let append = results
+        .iter()
+        .find(|r| r["id"] == "mousepad_append")
+        .expect("mousepad_append");
+    let copies = Path::new(&s(&append["out"])).join("device-files");
+    let copied: Vec<String> = std::fs::read_dir(&copies)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        copied.iter().any(|n| n.ends_with("note.txt")),
+        "{copies:?}: {copied:?}"
+    );
+}

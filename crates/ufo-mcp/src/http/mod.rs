@@ -73,6 +73,8 @@ pub struct HttpServe {
     pub desktop: Arc<dyn Desktop>,
     /// Whether acting tools run.
     pub allow_actions: bool,
+    /// Whether `run_shell` runs commands (with acting tools only).
+    pub allow_shell: bool,
     /// Names a `Host` may give besides the listen address and `localhost`.
     pub host_names: Vec<String>,
     /// TLS, if any.
@@ -199,7 +201,7 @@ fn router(serve: &HttpServe, bound: SocketAddr, cancel: CancellationToken) -> Ro
     });
     let desktop = serve.desktop.clone();
     let allow_actions = serve.allow_actions;
-    let server = DesktopServer::new(desktop, allow_actions);
+    let server = DesktopServer::new(desktop, allow_actions).with_shell(serve.allow_shell);
     let sessions = LocalSessionManager {
         sessions: Default::default(),
         session_config: SessionConfig {

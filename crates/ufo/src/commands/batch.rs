@@ -130,6 +130,20 @@ struct Job {
     unset: Vec<String>,
 }
 
+/// Whether the tasks run on a served desktop (`--desktop remote:URL`).
+fn is_remote(args: &BatchArgs) -> bool {
+    args.desktop.starts_with("remote:")
+}
+
+/// The remote desktop's access options of a batch (the worker connects with them).
+fn remote_args(args: &BatchArgs) -> crate::cli::RemoteArgs {
+    crate::cli::RemoteArgs {
+        token_file: args.token_file.clone(),
+        fingerprint: args.fingerprint.clone(),
+        ..Default::default()
+    }
+}
+
 /// Run a batch: check the jobs' desktops, prepare the batch folder, settle at once what
 /// cannot run, run the rest on the jobs (one worker process per task), and write the results.
 fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
@@ -153,6 +167,19 @@ fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
 fn job_envs(args: &BatchArgs) -> Result<Vec<Job>> {
     if args.jobs == 0 {
         return Err(anyhow!("--jobs must be at least 1"));
+    }
+    if is_remote(args) {
+        if args.jobs != 1 || !args.display_env.is_empty() {
+            return Err(anyhow!(
+                "--desktop remote:URL runs the tasks one at a time on that one desktop: leave \
+                 out --jobs and --display-env (for tasks in parallel, serve one desktop per job \
+                 and run one `ufo batch --shard K/N` against each)"
+            ));
+        }
+        return Ok(vec![Job {
+            set: Vec::new(),
+            unset: Vec::new(),
+        }]);
     }
     if args.jobs > 1 && args.display_env.len() < args.jobs {
         return Err(anyhow!(
@@ -437,6 +464,15 @@ fn run_worker(
     if let Some(c) = &args.config {
         cmd.arg("--config").arg(c);
     }
+    if is_remote(args) {
+        cmd.arg("--desktop").arg(&args.desktop);
+        if let Some(f) = &args.token_file {
+            cmd.arg("--token-file").arg(f);
+        }
+        if let Some(f) = &args.fingerprint {
+            cmd.arg("--fingerprint").arg(f);
+        }
+    }
     if let Some(n) = args.max_steps {
         cmd.arg("--max-steps").arg(n.to_string());
     }
@@ -638,7 +674,7 @@ async fn run_task(
     let trajectory = dir.join("trajectory");
     let run_args = RunArgs {
         request: task.instruction.clone(),
-        desktop: "live".into(),
+        desktop: args.desktop.clone(),
         llm: Some(llm),
         out: Some(trajectory.clone()),
         force: false,
@@ -650,7 +686,7 @@ async fn run_task(
         config: args.config.clone(),
         record: None,
         private: crate::cli::PrivateArgs::default(),
-        remote: crate::cli::RemoteArgs::default(),
+        remote: remote_args(args),
         output: crate::cli::OutputArgs {
             quiet: true,
             ..Default::default()
@@ -664,34 +700,38 @@ async fn run_task(
             return finish(r);
         }
     };
-    let desktop = match crate::desktop::connect_live(&prepared.settings.launch).await {
+    let (served, launch_commands) = match task_desktop(args, &prepared).await {
         Ok(d) => d,
         Err(e) => {
             r.reason = format!("{e:#}");
             return finish(r);
         }
     };
-    let before = ufo_batch::setup::window_keys(&desktop).await;
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| dir.join("home"));
+    let desktop = served.as_ref();
+    let before = ufo_batch::setup::window_keys(desktop).await;
+    // on a served desktop, `/home/user` is its user's home and the getters read it there
+    let device = is_remote(args).then(|| ufo_batch::Device {
+        desktop: served.clone(),
+        copies: dir.join("device-files"),
+    });
+    let home = match &device {
+        Some(_) => device_home(desktop)
+            .await
+            .unwrap_or_else(|| local_home(dir)),
+        None => local_home(dir),
+    };
     let opts = ufo_batch::SetupOptions {
         home: home.clone(),
-        launch_commands: desktop
-            .config()
-            .launch
-            .iter()
-            .map(|(_, c)| c.clone())
-            .collect(),
+        launch_commands,
         window_timeout: Duration::from_secs(20),
     };
 
     // Setup.
     let t = Instant::now();
-    let setup = run_setup(&desktop, &task, &opts, &mut r).await;
+    let setup = run_setup(desktop, &task, &opts, &mut r).await;
     r.setup_s = t.elapsed().as_secs_f64();
     if setup.is_err() {
-        close_new_windows(&desktop, &before).await;
+        close_new_windows(desktop, &before).await;
         return finish(r);
     }
 
@@ -701,17 +741,17 @@ async fn run_task(
             Ok(rec) => rec,
             Err(e) => {
                 r.reason = format!("cannot create {}: {e}", trajectory.display());
-                close_new_windows(&desktop, &before).await;
+                close_new_windows(desktop, &before).await;
                 return finish(r);
             }
         };
     crate::logging::init(&console, Some(&trajectory.join("ufo.log")));
-    run_session(&desktop, &prepared, &task, &mut recorder, cancel, &mut r).await;
+    run_session(desktop, &prepared, &task, &mut recorder, cancel, &mut r).await;
     r.model_time_s = model_seconds(&trajectory.join("events.jsonl"));
 
     // Evaluation.
     let t = Instant::now();
-    evaluate_task(&desktop, &task, &opts, home, &mut r).await;
+    evaluate_task(desktop, device, &task, &opts, home, &mut r).await;
     r.eval_s = t.elapsed().as_secs_f64();
     if let Some(spec) = &args.eval_llm {
         r.llm_eval = Some(llm_verdict(spec, &task.instruction, &trajectory).await);
@@ -730,7 +770,7 @@ async fn run_task(
         )
         .await,
     );
-    let stuck = close_new_windows(&desktop, &before).await;
+    let stuck = close_new_windows(desktop, &before).await;
     if !stuck.is_empty() {
         r.log.push(format!(
             "windows of the task that would not close: {stuck:?}"
@@ -739,10 +779,46 @@ async fn run_task(
     finish(r)
 }
 
+/// The desktop a task runs on and the launch commands its set-up may run as launches: this
+/// session's (with the `[launch]` table's commands), or the served one of `--desktop
+/// remote:URL` (which launches by name).
+async fn task_desktop(
+    args: &BatchArgs,
+    prepared: &crate::commands::run::Prepared,
+) -> Result<(Arc<dyn Desktop>, Vec<String>)> {
+    if let Some(url) = args.desktop.strip_prefix("remote:") {
+        let remote = crate::desktop::connect_remote(url, &remote_args(args)).await?;
+        return Ok((Arc::new(remote), Vec::new()));
+    }
+    let live = crate::desktop::connect_live(&prepared.settings.launch).await?;
+    let launch = live
+        .config()
+        .launch
+        .iter()
+        .map(|(_, c)| c.clone())
+        .collect();
+    Ok((Arc::new(live), launch))
+}
+
+/// The worker's own `HOME` (the task's fresh one), else a folder in the task's.
+fn local_home(dir: &Path) -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| dir.join("home"))
+}
+
+/// The `HOME` of a served desktop's user, asked through its shell; `None` when it runs no
+/// shell commands (then no task step or getter can reach its files either).
+async fn device_home(desktop: &dyn Desktop) -> Option<PathBuf> {
+    let out = desktop.shell("printf '%s' \"$HOME\"").await.ok()?;
+    let home = out.stdout.trim();
+    (out.code == Some(0) && home.starts_with('/')).then(|| PathBuf::from(home))
+}
+
 /// Run a task's setup steps; a failed one sets the result (skipped when unsupported, else
 /// error) and ends the task.
 async fn run_setup(
-    desktop: &ufo_linux::LinuxDesktop,
+    desktop: &dyn Desktop,
     task: &Task,
     opts: &ufo_batch::SetupOptions,
     r: &mut TaskResult,
@@ -767,7 +843,7 @@ async fn run_setup(
 /// Run the task's session on the live desktop, recording into `recorder`; its outcome and
 /// model use go into the result.
 async fn run_session(
-    desktop: &ufo_linux::LinuxDesktop,
+    desktop: &dyn Desktop,
     prepared: &crate::commands::run::Prepared,
     task: &Task,
     recorder: &mut crate::recorder::FileRecorder,
@@ -819,7 +895,8 @@ async fn run_session(
 /// Run the evaluator's postconfig steps and the evaluator itself; the verdict (passed,
 /// failed, skipped when unsupported, error) and its details go into the result.
 async fn evaluate_task(
-    desktop: &ufo_linux::LinuxDesktop,
+    desktop: &dyn Desktop,
+    device: Option<ufo_batch::Device>,
     task: &Task,
     opts: &ufo_batch::SetupOptions,
     home: PathBuf,
@@ -841,6 +918,7 @@ async fn evaluate_task(
         // `ufo` itself is on the PATH of getter commands (e.g. `ufo inspect WINDOW`)
         env: own_path().into_iter().collect(),
         timeout: Duration::from_secs(30),
+        device,
     };
     let facts = ufo_batch::RunFacts {
         status: r.session_status.clone(),

@@ -30,7 +30,7 @@ pub async fn run(args: McpArgs) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            match ufo_mcp::serve_stdio(desktop, a.allow_actions).await {
+            match ufo_mcp::serve_stdio(desktop, a.allow_actions, a.allow_shell).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("error: {e}");

@@ -45,6 +45,13 @@ pub struct ServeArgs {
     #[arg(long)]
     pub allow_actions: bool,
 
+    /// Also offer `run_shell`: shell commands on this machine, for a remote HostAgent's `Bash`
+    /// and a remote batch's task set-up and evaluators (needs --allow-actions). Anyone with a
+    /// token can then run any command as this user: give it only to clients you would give a
+    /// shell.
+    #[arg(long, requires = "allow_actions")]
+    pub allow_shell: bool,
+
     /// Serve over TLS with a self-signed certificate made on first start and kept (its
     /// SHA-256 fingerprint is printed for clients to pin).
     #[arg(long)]
@@ -251,6 +258,7 @@ async fn serve(args: ServeArgs, dir: &Path) -> ExitCode {
     let config = HttpServe {
         desktop,
         allow_actions: args.allow_actions,
+        allow_shell: args.allow_shell,
         host_names: args.host_names.clone(),
         tls: tls.map(|t| t.config),
         tokens,
