@@ -950,3 +950,53 @@ fn base64_decode(text: &str) -> Vec<u8> {
         .decode(text)
         .expect("base64")
 }
+
+/// The socket's bounds: 16 connections at once (the 17th is told so), request lines of at
+/// most 64 KiB (a longer one is refused and its connection closed).
+#[test]
+fn the_socket_bounds_its_connections_and_request_lines() {
+    let mut session = Session::start(
+        &scenario_dir("app_confirm_approved"),
+        &["--confirm", "ask"],
+        true,
+    );
+    let mut first = session.connect();
+    let asking = session.wait_asking(&mut first);
+    let mut open = Vec::new();
+    for _ in 1..16 {
+        let mut c = session.connect();
+        assert_eq!(c.call(json!({"op": "state"}))["ok"], true);
+        open.push(c);
+    }
+    let mut extra = session.connect();
+    let refused = extra.read();
+    assert_eq!(refused["ok"], false, "{refused}");
+    assert!(s(&refused["error"]).contains("at most 16"), "{refused}");
+    drop(open);
+    drop(extra);
+    // once the server has seen them close, a connection is served again
+    let start = Instant::now();
+    let mut conn = loop {
+        let mut c = session.connect();
+        if c.call(json!({"op": "state"}))["ok"] == true {
+            break c;
+        }
+        assert!(
+            start.elapsed() < WAIT,
+            "the closed connections were not freed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // a line over 64 KiB: refused, and the connection closed
+    let long = format!("{{\"op\":\"state\",\"pad\":\"{}\"}}", "x".repeat(70_000));
+    let r = conn.send_raw(long.as_bytes());
+    assert_eq!(r["ok"], false, "{r}");
+    assert!(s(&r["error"]).contains("longer than 65536 bytes"), "{r}");
+    let mut rest = String::new();
+    assert_eq!(conn.reader.read_line(&mut rest).unwrap_or(0), 0, "{rest}");
+    // the session still answers
+    let r = first.call(json!({"op": "answer", "id": asking["id"], "approve": true}));
+    assert_eq!(r, json!({"ok": true}));
+    let f = session.finish();
+    assert_eq!(f.code, 0, "{}", f.ctx());
+}
