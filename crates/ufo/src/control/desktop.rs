@@ -123,3 +123,63 @@ impl Desktop for ConsoleDesktop {
         self.control.clear_taken();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use super::*;
+    use crate::control::protocol::Input;
+    use crate::control::{DesktopKind, Screen};
+
+    /// A screen that is never looked at.
+    struct NoScreen;
+
+    #[async_trait]
+    impl Screen for NoScreen {
+        async fn view(&self) -> Result<Screenshot, String> {
+            Err("no screen".into())
+        }
+        async fn input(&self, _input: &Input) -> Result<(), String> {
+            Err("no screen".into())
+        }
+    }
+
+    fn desktop() -> (ConsoleDesktop, Arc<Control>) {
+        let sim = ufo_desktop::SimDesktop::load(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/scenarios/app_confirm_approved/desktop.json"
+        ))
+        .expect("scenario");
+        let control = Control::new(
+            DesktopKind::Private,
+            Arc::new(AtomicBool::new(false)),
+            Box::new(|_| {}),
+            Some(Arc::new(NoScreen)),
+        );
+        (ConsoleDesktop::new(Arc::new(sim), control.clone()), control)
+    }
+
+    #[tokio::test]
+    async fn the_consoles_take_over_pauses_through_the_take_over_port() {
+        let (desktop, control) = desktop();
+        assert_eq!(desktop.person_input(), None);
+        control.takeover().expect("private");
+        assert_eq!(desktop.person_input().as_deref(), Some(CONSOLE_INPUT));
+        assert_eq!(control.state()["taken"], "console");
+        // not handed back yet: each slice of the engine's wait ends false
+        assert!(!desktop.wait_handback(Duration::from_millis(50)).await);
+        assert!(control.wait_paused(Duration::from_millis(10)).await);
+        assert!(control.taken_screen("view").is_ok());
+        control.handback().expect("taken");
+        assert!(desktop.wait_handback(Duration::from_secs(5)).await);
+        assert_eq!(desktop.person_input(), None);
+        assert!(control.state()["taken"].is_null());
+        assert!(control.taken_screen("view").is_err());
+        // Enter on the terminal ends the console's take-over too
+        control.takeover().expect("private");
+        desktop.hand_back();
+        assert_eq!(desktop.person_input(), None);
+        assert!(control.handback().is_err());
+    }
+}
