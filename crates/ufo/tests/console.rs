@@ -352,7 +352,7 @@ fn the_page_starts_a_session_and_shows_its_lines_with_a_script_title_as_text() {
         .collect();
     assert!(lines.len() >= 4, "{out}");
     assert!(
-        lines[0].starts_with("[round 1 step"),
+        lines[0].starts_with("[round 0 step 1 #0] HostAgent"),
         "the progress format: {out}"
     );
     assert!(

@@ -290,7 +290,7 @@ fn router(serve: &HttpServe, bound: SocketAddr, cancel: CancellationToken) -> Ro
         .layer(tower_http::limit::RequestBodyLimitLayer::new(
             limits.max_body_bytes,
         ))
-        .layer(middleware::from_fn_with_state(shared.clone(), authenticate));
+        .route_layer(middleware::from_fn_with_state(shared.clone(), authenticate));
     let base = match serve.routes.clone() {
         Some(routes) => routes
             .layer(tower_http::timeout::TimeoutLayer::with_status_code(

@@ -35,7 +35,8 @@ def main():
         page.wait_for_selector("#login-view:not([hidden])")
         page.fill("#token", "wrong-token")
         page.click("#login-form button")
-        page.wait_for_function("document.getElementById('login-error').textContent.length > 0")
+        # (selectors, not wait_for_function: the page's CSP forbids evaluating strings)
+        page.wait_for_selector("#login-error:text-matches('.+')")
         out["bad_login"] = page.text_content("#login-error")
         page.fill("#token", token)
         page.click("#login-form button")
@@ -57,10 +58,7 @@ def main():
             page.wait_for_selector("#ask:not([hidden]) #ask-confirm:not([hidden])")
             out["confirm"] = page.text_content("#ask-text")
             page.click("#approve")
-        page.wait_for_function(
-            "['FINISH','FAIL','ERROR','CANCELLED','ENDED'].includes("
-            "document.getElementById('s-status').textContent)"
-        )
+        page.wait_for_selector("#s-status:text-matches('^(FINISH|FAIL|ERROR|CANCELLED|ENDED)$')")
         out["status"] = page.text_content("#s-status")
         out["lines"] = page.eval_on_selector_all("#lines .line", "ls => ls.map(l => l.textContent)")
         out["subtask"] = page.text_content("#s-subtask")
