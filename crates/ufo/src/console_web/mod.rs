@@ -299,21 +299,21 @@ async fn start_session(State(c): Shared, body: Bytes) -> Response {
     }
 }
 
-fn session_dir(c: &WebConsole, id: &str) -> Result<PathBuf, Response> {
+fn session_dir(c: &WebConsole, id: &str) -> Result<PathBuf, Box<Response>> {
     match sessions::folder(&c.allowed.runs, id) {
         Some(d) => Ok(d),
         None if sessions::valid_id(id) && c.children.is_running(id) => Ok(c.allowed.runs.join(id)),
-        None => Err(error(
+        None => Err(Box::new(error(
             StatusCode::NOT_FOUND,
             format!("no session {id:?} in the runs folder"),
-        )),
+        ))),
     }
 }
 
 async fn session_events(State(c): Shared, UrlPath(id): UrlPath<String>) -> Response {
     match session_dir(&c, &id) {
         Ok(dir) => stream::events(dir, id, c.children.clone()).into_response(),
-        Err(r) => r,
+        Err(r) => *r,
     }
 }
 
@@ -335,7 +335,7 @@ async fn session_control(
     }
     let dir = match session_dir(&c, &id) {
         Ok(d) => d,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let mut request = if body.iter().all(u8::is_ascii_whitespace) {
         json!({})
@@ -374,7 +374,7 @@ async fn session_view(State(c): Shared, UrlPath(id): UrlPath<String>) -> Respons
     use base64::Engine as _;
     let dir = match session_dir(&c, &id) {
         Ok(d) => d,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match socket::request(&socket::path(&dir), &json!({"op": "view"})).await {
         Ok(a) if a["ok"] == true => {
@@ -427,7 +427,7 @@ fn latest_screenshot(dir: &std::path::Path) -> Option<PathBuf> {
 async fn session_screenshot(State(c): Shared, UrlPath(id): UrlPath<String>) -> Response {
     let dir = match session_dir(&c, &id) {
         Ok(d) => d,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let read = tokio::task::spawn_blocking(move || {
         let path = latest_screenshot(&dir)?;
@@ -446,7 +446,7 @@ async fn session_screenshot(State(c): Shared, UrlPath(id): UrlPath<String>) -> R
 async fn session_report(State(c): Shared, UrlPath(id): UrlPath<String>) -> Response {
     let dir = match session_dir(&c, &id) {
         Ok(d) => d,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let rendered = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<u8>> {
         let t = crate::trajectory::Trajectory::load(&dir, crate::trajectory::Keep::REPORT)
