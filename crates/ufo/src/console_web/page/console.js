@@ -141,6 +141,7 @@ function onRecord(r) {
     if (r.subtask) $("s-subtask").textContent = r.subtask;
     const plan = Array.isArray(r.plan) ? r.plan.join("; ") : (r.plan || "");
     if (plan) $("s-plan").textContent = plan;
+    $("s-plan-line").hidden = !$("s-plan").textContent;
     shotCount += 1;
     $("shot").src = "/api/sessions/" + encodeURIComponent(current) + "/screenshot?n=" + shotCount;
   }
@@ -156,6 +157,7 @@ function openSession(id) {
   setStatus("RUNNING");
   for (const f of ["s-request", "s-subtask", "s-plan", "s-error", "lines"]) $(f).textContent = "";
   $("shot").removeAttribute("src");
+  $("s-plan-line").hidden = true;
   showAsk(null);
   onState({});
   $("report").href = "/api/sessions/" + encodeURIComponent(id) + "/report";
