@@ -31,6 +31,11 @@ pub enum Record {
     Handback(Handback),
     /// A model-written summary of a saved experience was asked for, after the session.
     ExperienceSummary(ExperienceSummary),
+    /// A question to the person opened (a CONFIRM or a PENDING question), answerable from
+    /// the terminal, an answers file or the control socket.
+    Ask(Ask),
+    /// The open question closed: who answered, and what.
+    Answered(Answered),
     /// A record type this version does not know.
     #[serde(other)]
     Other,
@@ -51,6 +56,8 @@ impl Record {
             Record::Takeover(r) => r.ts.as_deref(),
             Record::Handback(r) => r.ts.as_deref(),
             Record::ExperienceSummary(r) => r.ts.as_deref(),
+            Record::Ask(r) => r.ts.as_deref(),
+            Record::Answered(r) => r.ts.as_deref(),
             Record::Other => None,
         }
     }
@@ -226,6 +233,39 @@ pub struct Handback {
     pub how: String,
     /// How long the agent was paused, in milliseconds.
     pub paused_ms: u64,
+}
+
+/// `ask`: a question to the person opened.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Ask {
+    /// When it was written (added by the recorder).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
+    /// The question's number in the session, from 1.
+    pub id: u64,
+    /// `confirm` (approve a held action) or `pending` (answer a question in words).
+    pub kind: String,
+    /// The agent that asks.
+    pub agent: String,
+    /// The held action as the terminal shows it, or the question.
+    pub text: String,
+}
+
+/// `answered`: the open question closed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Answered {
+    /// When it was written (added by the recorder).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
+    /// The question's number (its `ask` record's `id`).
+    pub id: u64,
+    /// Who answered: `terminal`, `console`, `answers_file`, `policy` (`--confirm yes|no`, or
+    /// nobody could be asked), `timeout` or `cancelled`.
+    pub by: String,
+    /// `true`/`false` for a confirm; the answer's text, or `null` without one, for a pending.
+    pub value: Value,
 }
 
 /// What the handling of one state produced, for the step record.

@@ -8,6 +8,7 @@ mod cli;
 mod commands;
 mod console;
 mod console_web;
+mod control;
 mod desktop;
 mod devices;
 mod experience;

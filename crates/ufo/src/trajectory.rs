@@ -188,7 +188,12 @@ impl Trajectory {
             }
             // asked after the session's end, and paid for all the same
             Record::ExperienceSummary(e) => self.add_llm(&e.llm),
-            Record::RoundEnd(_) | Record::Takeover(_) | Record::Handback(_) | Record::Other => {}
+            Record::RoundEnd(_)
+            | Record::Takeover(_)
+            | Record::Handback(_)
+            | Record::Ask(_)
+            | Record::Answered(_)
+            | Record::Other => {}
         }
     }
 

@@ -115,6 +115,28 @@ impl StdinLines {
     }
 }
 
+/// How a terminal prompt ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Read {
+    /// The person typed this line.
+    Line(String),
+    /// There is no terminal to ask.
+    NoTerminal,
+    /// Nothing was typed within the timeout.
+    Timeout,
+    /// The input ended (Ctrl-D).
+    Closed,
+    /// The session was cancelled.
+    Cancelled,
+    /// The question was answered elsewhere first.
+    Stopped,
+}
+
+/// Whether a typed line approves (`y` or `yes`, any case).
+pub fn is_yes(line: &str) -> bool {
+    matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
 /// `UserIo` for the command line.
 pub struct CliUser {
     confirm: ConfirmPolicy,
@@ -189,51 +211,147 @@ impl CliUser {
     /// Show `prompt` and read one line from the terminal, bounded by the timeout; `None` on
     /// timeout, EOF, or without a terminal.
     async fn read_line(&self, prompt: String) -> Option<String> {
-        if !self.tty || self.cancelled() {
-            return None;
+        match self.read_line_until(prompt, std::future::pending()).await {
+            Read::Line(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// As [`read_line`](Self::read_line), but the prompt also ends when `stop` resolves (the
+    /// question was answered elsewhere first); the terminal is told so.
+    async fn read_line_until(
+        &self,
+        prompt: String,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> Read {
+        if !self.tty {
+            return Read::NoTerminal;
+        }
+        if self.cancelled() {
+            return Read::Cancelled;
         }
         let lines = self.stdin.get_or_init(StdinLines::start);
         // Drop earlier keystrokes before the question is shown, never after: an answer
         // typed as soon as the prompt appears must count.
         if !lines.drain().await {
-            return None;
+            return Read::Closed;
         }
         self.console.pause();
         self.console.write_raw(prompt.as_bytes());
         let answer = tokio::select! {
-            a = lines.next(self.timeout) => a,
-            _ = self.until_cancelled() => None,
+            a = lines.next(self.timeout) => match a {
+                Some(line) => Read::Line(line),
+                None if lines.eof.load(Ordering::SeqCst) => Read::Closed,
+                None => Read::Timeout,
+            },
+            _ = self.until_cancelled() => Read::Cancelled,
+            _ = stop => Read::Stopped,
         };
-        if answer.is_none() {
-            let why = if self.cancelled() {
-                "\n(cancelled; counted as no answer)".to_string()
-            } else if lines.eof.load(Ordering::SeqCst) {
-                "\n(input closed; counted as no answer)".to_string()
-            } else {
-                format!(
-                    "\n(no answer within {} s; counted as no answer)",
-                    self.timeout.as_secs_f64()
-                )
-            };
+        let why = match &answer {
+            Read::Line(_) | Read::NoTerminal => None,
+            Read::Cancelled => Some("\n(cancelled; counted as no answer)".to_string()),
+            Read::Closed => Some("\n(input closed; counted as no answer)".to_string()),
+            Read::Timeout => Some(format!(
+                "\n(no answer within {} s; counted as no answer)",
+                self.timeout.as_secs_f64()
+            )),
+            Read::Stopped => Some("\n(answered from the console)".to_string()),
+        };
+        if let Some(why) = why {
             self.console.line(&self.console.paint(Style::Yellow, &why));
         }
         self.console.resume();
         answer
     }
 
+    /// The `--confirm` policy.
+    pub fn policy(&self) -> ConfirmPolicy {
+        self.confirm
+    }
+
+    /// Whether prompts are shown on a terminal.
+    pub fn has_terminal(&self) -> bool {
+        self.tty
+    }
+
+    /// How long a prompt waits for an answer.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The next answer of the `--answers` file, if any is left.
+    pub fn scripted_answer(&self) -> Option<String> {
+        Self::pop(&self.answers)
+    }
+
+    /// The held action exactly as the terminal shows it, without colours or the prompt.
+    pub fn held_text(&self, request: &ConfirmRequest) -> String {
+        self.describe_held(request, true)
+    }
+
+    /// Ask the terminal to approve `request` until `stop`; the decision typed, if any.
+    pub async fn terminal_confirm(
+        &self,
+        request: &ConfirmRequest,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> Read {
+        let prompt = self.describe_held(request, false);
+        self.read_line_until(prompt, stop).await
+    }
+
+    /// Ask the terminal `question` of `agent` until `stop`.
+    pub async fn terminal_ask(
+        &self,
+        agent: &str,
+        question: &str,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> Read {
+        self.read_line_until(self.question_prompt(agent, question), stop)
+            .await
+    }
+
+    fn question_prompt(&self, agent: &str, question: &str) -> String {
+        format!(
+            "\n{} {} asks: {}\n> ",
+            self.console.paint(Style::Yellow, "QUESTION"),
+            self.console.paint(Style::Cyan, &inert(agent)),
+            self.console.paint(Style::Bold, &inert(question))
+        )
+    }
+
+    /// Say on the terminal how a confirmation ended.
+    pub fn show_decision(&self, decision: Decision) {
+        if self.tty {
+            let word = match decision {
+                Decision::Approve => self.console.paint(Style::Green, "approved"),
+                Decision::Reject => self.console.paint(Style::Red, "rejected"),
+            };
+            self.console.line(&word);
+        }
+    }
+
     /// The lines that show a held action: what it is, on which control, with which text.
     /// Everything in it came from a model or the screen, so it is made inert first: a control
     /// character or escape sequence is shown escaped and can never redraw the prompt.
-    fn describe_held(&self, request: &ConfirmRequest) -> String {
+    /// `plain`: without colours, the leading blank line and the closing prompt (the text the
+    /// console shows).
+    fn describe_held(&self, request: &ConfirmRequest, plain: bool) -> String {
         let c = &self.console;
+        let paint = |style: Style, text: &str| {
+            if plain {
+                text.to_string()
+            } else {
+                c.paint(style, text)
+            }
+        };
         let a = &request.action;
         let held = a.get("held").unwrap_or(a);
         let field = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
         let mut out = format!(
             "\n{} {} wants to: {}\n",
-            c.paint(Style::Yellow, "CONFIRM"),
-            c.paint(Style::Cyan, &inert(&request.agent)),
-            c.paint(Style::Bold, &inert(&request.description))
+            paint(Style::Yellow, "CONFIRM"),
+            paint(Style::Cyan, &inert(&request.agent)),
+            paint(Style::Bold, &inert(&request.description))
         );
         let (label, text) = (field(held, "control_label"), field(held, "control_text"));
         if !label.is_empty() || !text.is_empty() {
@@ -264,13 +382,16 @@ impl CliUser {
         if !command.is_empty() {
             out.push_str(&format!(
                 "  shell command: {}\n",
-                c.paint(Style::Bold, &inert_exact(&command))
+                paint(Style::Bold, &inert_exact(&command))
             ));
             if needs_escaping(&command) {
                 out.push_str(
                     "  (shown escaped: \\n is a newline, \\r a carriage return, \\x1b an escape, \\u{a0} a no-break space (any \\u{…} is one character by its code), \\\\ one backslash)\n",
                 );
             }
+        }
+        if plain {
+            return out.trim().to_string();
         }
         out.push_str("Approve? [y/N] ");
         out
@@ -284,21 +405,13 @@ impl UserIo for CliUser {
             ConfirmPolicy::Yes => Decision::Approve,
             ConfirmPolicy::No => Decision::Reject,
             ConfirmPolicy::Ask => {
-                let prompt = self.describe_held(request);
+                let prompt = self.describe_held(request, false);
                 let decision = match self.read_line(prompt).await {
-                    Some(a) if matches!(a.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
-                        Decision::Approve
-                    }
+                    Some(a) if is_yes(&a) => Decision::Approve,
                     _ => Decision::Reject,
                 };
                 tracing::info!(agent = %inert(&request.agent), action = %inert(&request.description), ?decision, "confirmation");
-                if self.tty {
-                    let word = match decision {
-                        Decision::Approve => self.console.paint(Style::Green, "approved"),
-                        Decision::Reject => self.console.paint(Style::Red, "rejected"),
-                    };
-                    self.console.line(&word);
-                }
+                self.show_decision(decision);
                 decision
             }
         }
@@ -308,12 +421,7 @@ impl UserIo for CliUser {
         if let Some(a) = Self::pop(&self.answers) {
             return Some(a);
         }
-        let prompt = format!(
-            "\n{} {} asks: {}\n> ",
-            self.console.paint(Style::Yellow, "QUESTION"),
-            self.console.paint(Style::Cyan, &inert(agent)),
-            self.console.paint(Style::Bold, &inert(question))
-        );
+        let prompt = self.question_prompt(agent, question);
         let answer = self
             .read_line(prompt)
             .await

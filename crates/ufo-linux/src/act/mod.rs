@@ -3,6 +3,7 @@
 
 mod dropdown;
 pub(crate) mod modal;
+mod screen;
 mod search;
 pub(crate) mod settle;
 pub(crate) mod verify;

@@ -413,6 +413,16 @@ fn round_views(t: &Trajectory, budget: &mut Budget) -> (Vec<RoundView>, Vec<Subt
                 ));
                 continue;
             }
+            // a question and its answer are shown on the step that asked it (its record
+            // follows them)
+            Record::Ask(a) => {
+                hand_over.push(question_note(a));
+                continue;
+            }
+            Record::Answered(a) => {
+                hand_over.push(answer_note(a));
+                continue;
+            }
             Record::SessionStart(_) => {
                 starts += 1;
                 if starts > 1 {
@@ -452,11 +462,43 @@ fn round_views(t: &Trajectory, budget: &mut Budget) -> (Vec<RoundView>, Vec<Subt
             | Record::SessionEnd(_)
             | Record::Takeover(_)
             | Record::Handback(_)
+            | Record::Ask(_)
+            | Record::Answered(_)
             | Record::ExperienceSummary(_)
             | Record::Other => {}
         }
     }
     (rounds, subtasks)
+}
+
+/// The note of an `ask` record: which question opened, from which agent.
+fn question_note(a: &ufo_core::events::Ask) -> String {
+    let what = match a.kind.as_str() {
+        "confirm" => "asked to approve",
+        _ => "asked",
+    };
+    format!("Question {} — {} {what}: {}", a.id, a.agent, a.text)
+}
+
+/// The note of an `answered` record: who answered the question, and what.
+fn answer_note(a: &ufo_core::events::Answered) -> String {
+    let value = match &a.value {
+        serde_json::Value::Bool(true) => "approved".to_string(),
+        serde_json::Value::Bool(false) => "rejected".to_string(),
+        serde_json::Value::String(s) => format!("\"{s}\""),
+        serde_json::Value::Null => "no answer".to_string(),
+        other => other.to_string(),
+    };
+    let by = match a.by.as_str() {
+        "terminal" => "from the terminal",
+        "console" => "from the console",
+        "answers_file" => "from the answers file",
+        "policy" => "by the --confirm policy",
+        "timeout" => "by the timeout (no answer in time)",
+        "cancelled" => "by the cancellation",
+        other => other,
+    };
+    format!("Question {} answered {by}: {value}", a.id)
 }
 
 /// The subtask a step archived (its action's `archive` object), if any.

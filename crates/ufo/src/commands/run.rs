@@ -17,8 +17,8 @@ use crate::cli::RunArgs;
 use crate::console::{Console, Verbosity};
 use crate::desktop::open_desktop;
 use crate::{
-    cancel, commands, extensions, logging, models, private, recorder, secret_env, settings, user,
-    EXIT_CANCELLED, EXIT_USAGE,
+    cancel, commands, control, extensions, logging, models, private, recorder, secret_env,
+    settings, user, EXIT_CANCELLED, EXIT_USAGE,
 };
 
 /// Write `run.json`: what `ufo resume` needs to continue the session. Paths are kept absolute
@@ -147,18 +147,44 @@ fn session_devices(
     crate::devices::resolve(&args.remote.device, &settings.devices, &args.remote)
 }
 
-/// The desktop the session drives: the one of `--desktop`, or all `devices` as one.
+/// The desktop the session drives: the one of `--desktop`, or all `devices` as one; and,
+/// inside a private desktop, its screen for the console's take-over.
 async fn open_session_desktop(
     args: &RunArgs,
     settings: &settings::Settings,
     devices: &[crate::devices::DeviceSpec],
-) -> Result<Box<dyn Desktop>> {
-    if devices.is_empty() {
-        return open_desktop(&args.desktop, &settings.launch, &args.remote).await;
+) -> Result<(Arc<dyn Desktop>, Option<Arc<dyn control::Screen>>)> {
+    if !devices.is_empty() {
+        return Ok((
+            Arc::new(crate::devices::open(devices, &settings.launch).await?),
+            None,
+        ));
     }
-    Ok(Box::new(
-        crate::devices::open(devices, &settings.launch).await?,
-    ))
+    if desktop_kind(args, devices) == control::DesktopKind::Private {
+        let live = Arc::new(crate::desktop::connect_live(&settings.launch).await?);
+        return Ok((live.clone(), Some(live)));
+    }
+    let desktop = open_desktop(&args.desktop, &settings.launch, &args.remote).await?;
+    Ok((Arc::from(desktop), None))
+}
+
+/// The kind of desktop the session drives, as the control socket reports it.
+fn desktop_kind(args: &RunArgs, devices: &[crate::devices::DeviceSpec]) -> control::DesktopKind {
+    let inside_private = args.desktop == "live" && std::env::var_os(private::INSIDE_VAR).is_some();
+    control::DesktopKind::of(&args.desktop, devices.len(), inside_private)
+}
+
+/// Where the control state writes its question records: the session's trajectory (a failed
+/// write is logged; the engine reports the trajectory's own failures).
+fn question_records(
+    recorder: control::SharedRecorder<recorder::FileRecorder>,
+) -> Box<dyn Fn(&serde_json::Value) + Send + Sync> {
+    Box::new(move |record| {
+        let mut r = recorder.clone();
+        if let Err(e) = ufo_core::Recorder::event(&mut r, record) {
+            tracing::warn!("cannot record a question: {e}");
+        }
+    })
 }
 
 /// A usage or configuration problem: exit 2 with the message.
@@ -220,7 +246,7 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let desktop = match open_session_desktop(&args, &settings, &devices).await {
+    let (desktop, screen) = match open_session_desktop(&args, &settings, &devices).await {
         Ok(d) => d,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -242,7 +268,7 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
             return ExitCode::from(EXIT_USAGE);
         }
     }
-    let mut recorder = match recorder::FileRecorder::create_with(
+    let recorder = match recorder::FileRecorder::create_with(
         &out,
         console.clone(),
         matches!(start, Start::Resume(_)),
@@ -258,6 +284,29 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
     };
     logging::init(&console, Some(&out.join("ufo.log")));
     tracing::info!(request = %args.request, out = %out.display(), "session starts");
+    // The console (the control socket) reaches the session through the ports the engine
+    // already has: the person (questions) and the desktop (take-over).
+    let mut recorder = control::SharedRecorder::new(recorder);
+    let control = control::Control::new(
+        desktop_kind(&args, &devices),
+        cancel.clone(),
+        question_records(recorder.clone()),
+        screen,
+    );
+    let desktop = control::ConsoleDesktop::new(desktop, control.clone());
+    let user = control::ConsoleUser::new(
+        user,
+        control.clone(),
+        control::console_requested(),
+        cancel.clone(),
+    );
+    let control_socket = match control::ControlSocket::start(&out, control.clone()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!("warning: the session runs without its control socket: {e}");
+            None
+        }
+    };
     console.start_status();
     // The first Ctrl-C also cuts a model call in flight (and its retries).
     let host_llm = cancel::CancellableLlm::new(llm.host(), cancel.clone());
@@ -274,7 +323,7 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
             }
         };
     let services = Services {
-        desktop: desktop.as_ref(),
+        desktop: &desktop,
         host_llm: &host_llm,
         app_llm: &app_llm,
         user: &user,
@@ -283,7 +332,7 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
         tools: mcp_tools.as_ref().map(|t| t as &dyn ufo_core::ToolProvider),
         knowledge: knowledge.as_ref().map(|k| k.access()),
     };
-    if let Err(e) = write_run_record(&args, &settings, &devices, &mut recorder) {
+    if let Err(e) = write_run_record(&args, &settings, &devices, &mut recorder.lock()) {
         // A folder that cannot take run.json cannot take the trajectory either.
         eprintln!("error: {e}");
         return ExitCode::from(3);
@@ -300,7 +349,9 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
     if let Some(t) = &mcp_tools {
         t.shutdown().await;
     }
-    let final_error = save_final_state(desktop.as_ref(), &mut recorder);
+    // the session is over: nothing more to answer, cancel or take over
+    drop(control_socket);
+    let final_error = save_final_state(&desktop, &mut recorder.lock());
     let ending = crate::experience::Ending {
         finished: outcome.status == SessionStatus::Finish,
         evaluator_passed: None,
