@@ -38,6 +38,10 @@
 # Installs only the missing packages, and only as root. The Debian services stay disabled:
 # the tests start their own daemons with a generated configuration in a temporary folder.
 #
+# install_python_playwright: the Python `playwright` library into the same virtual environment
+# as install_python_mcp, for the web console's browser tests (crates/ufo/tests/console.rs); it
+# drives the system Chromium, no browser is downloaded.
+#
 # install_python_k8s_validate: the Python `kubernetes-validate` package (it carries the
 # Kubernetes JSON schemas, so the check runs offline) into the same virtual environment as
 # install_python_mcp, for the check of deploy/kubernetes/ (crates/ufo/tests/shards.rs).
@@ -138,6 +142,20 @@ install_python_k8s_validate() {
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check kubernetes-validate
 }
 
+install_python_playwright() {
+  local venv="${UFO_PY_MCP_VENV:-$(_ufo_repo_root)/target/test-deps/py}"
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import playwright' >/dev/null 2>&1; then
+    return 0
+  fi
+  if ! python3 -c 'import ensurepip' >/dev/null 2>&1; then
+    _apt_install_missing install_python_playwright python3-venv || return 1
+  fi
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  # only the library: the tests drive the system Chromium (install_chromium), so no browser
+  # is downloaded (never `playwright install`)
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check playwright
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
   case "${1:-}" in
@@ -148,10 +166,11 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
       install_help
       install_mcp_servers
       install_python_mcp
+      install_python_playwright
       install_slurm
       install_python_k8s_validate
       ;;
-    install_chromium | install_libreoffice | install_apps | install_help | install_mcp_servers | install_python_mcp | install_slurm | install_python_k8s_validate)
+    install_chromium | install_libreoffice | install_apps | install_help | install_mcp_servers | install_python_mcp | install_python_playwright | install_slurm | install_python_k8s_validate)
       "$1"
       ;;
     *)

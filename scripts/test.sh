@@ -24,6 +24,7 @@ install_apps
 install_help
 install_mcp_servers
 install_python_mcp
+install_python_playwright
 install_slurm
 install_python_k8s_validate
 

@@ -7,6 +7,7 @@ mod cancel;
 mod cli;
 mod commands;
 mod console;
+mod console_web;
 mod control;
 mod desktop;
 mod devices;

@@ -142,80 +142,12 @@ impl FileRecorder {
     }
 
     fn print_progress(&self, e: &Value) {
-        // Every field shown is made inert (an agent's name holds an application's name).
-        let s = |k: &str| inert(e.get(k).and_then(Value::as_str).unwrap_or(""));
         let c = &self.console;
-        match s("type").as_ref() {
-            "step" => {
-                let mut line = format!(
-                    "{} {} {} -> {}",
-                    c.paint(
-                        Style::Dim,
-                        // the counted steps (as in the summary and the report), then the
-                        // record's number
-                        &format!("[round {} step {} #{}]", e["round"], e["steps"], e["seq"])
-                    ),
-                    c.paint(Style::Cyan, &s("agent")),
-                    s("state"),
-                    c.paint(Style::for_status(&s("status")), &s("status"))
-                );
-                if let Some(t) = e.get("subtask").and_then(Value::as_str) {
-                    line.push_str(&format!(" | subtask: {}", one_line(t, 80)));
-                }
-                if let Some(a) = e.get("action").filter(|a| !a.is_null()) {
-                    line.push_str(&format!(" | action: {}", one_line(&action_text(a), 100)));
-                }
-                if let Some(r) = e.get("result").and_then(Value::as_str) {
-                    line.push_str(&format!(" | result: {}", one_line(r, 100)));
-                }
-                if let Some(err) = e.get("error").and_then(Value::as_str) {
-                    line.push_str(
-                        &c.paint(Style::Red, &format!(" | error: {}", one_line(err, 300))),
-                    );
-                }
-                c.line(&line);
-                if c.verbosity() >= Verbosity::Verbose {
-                    self.print_details(e);
-                }
-            }
-            "takeover" => c.line(&c.paint(
-                Style::Yellow,
-                &format!(
-                    "[round {} step {} #{}] the person took the desktop over ({}); the agent pauses until it is handed back (Pause key in its window)",
-                    e["round"],
-                    e["steps"],
-                    e["seq"],
-                    one_line(&s("input"), 100)
-                ),
-            )),
-            "handback" => c.line(&c.paint(
-                Style::Yellow,
-                &format!(
-                    "[round {} step {} #{}] {} (paused {:.1} s)",
-                    e["round"],
-                    e["steps"],
-                    e["seq"],
-                    match s("how").as_ref() {
-                        "handed_back" =>
-                            "the person handed the desktop back; the agent observes again",
-                        "timeout" => "the desktop was not handed back in time; the round ends",
-                        "cancelled" => "the session was cancelled during the take-over",
-                        _ => "the take-over ended",
-                    },
-                    e["paused_ms"].as_f64().unwrap_or(0.0) / 1000.0
-                ),
-            )),
-            "round_end" => c.line(&format!(
-                "round {} ended {} ({}){}",
-                e["round"],
-                c.paint(Style::for_status(&s("status")), &s("status")),
-                s("reason"),
-                e.get("message")
-                    .and_then(Value::as_str)
-                    .map(|m| format!(": {}", one_line(m, 300)))
-                    .unwrap_or_default()
-            )),
-            _ => {}
+        if let Some(line) = progress_line(e, &|style, text| c.paint(style, text)) {
+            c.line(&line);
+        }
+        if e["type"] == "step" && c.verbosity() >= Verbosity::Verbose {
+            self.print_details(e);
         }
     }
 
@@ -282,6 +214,82 @@ fn terminate_last_line(file: &File) -> std::io::Result<()> {
         end = start;
     }
     file.set_len(0)
+}
+
+/// The progress line of a record as `ufo run` prints it (`None` for records without one),
+/// with `paint` colouring its parts; the web console shows the same lines uncoloured.
+pub fn progress_line(e: &Value, paint: &dyn Fn(Style, &str) -> String) -> Option<String> {
+    // Every field shown is made inert (an agent's name holds an application's name).
+    let s = |k: &str| inert(e.get(k).and_then(Value::as_str).unwrap_or(""));
+    match s("type").as_ref() {
+            "step" => {
+                let mut line = format!(
+                    "{} {} {} -> {}",
+                    paint(
+                        Style::Dim,
+                        // the counted steps (as in the summary and the report), then the
+                        // record's number
+                        &format!("[round {} step {} #{}]", e["round"], e["steps"], e["seq"])
+                    ),
+                    paint(Style::Cyan, &s("agent")),
+                    s("state"),
+                    paint(Style::for_status(&s("status")), &s("status"))
+                );
+                if let Some(t) = e.get("subtask").and_then(Value::as_str) {
+                    line.push_str(&format!(" | subtask: {}", one_line(t, 80)));
+                }
+                if let Some(a) = e.get("action").filter(|a| !a.is_null()) {
+                    line.push_str(&format!(" | action: {}", one_line(&action_text(a), 100)));
+                }
+                if let Some(r) = e.get("result").and_then(Value::as_str) {
+                    line.push_str(&format!(" | result: {}", one_line(r, 100)));
+                }
+                if let Some(err) = e.get("error").and_then(Value::as_str) {
+                    line.push_str(
+                        &paint(Style::Red, &format!(" | error: {}", one_line(err, 300))),
+                    );
+                }
+                Some(line)
+            }
+            "takeover" => Some(paint(
+                Style::Yellow,
+                &format!(
+                    "[round {} step {} #{}] the person took the desktop over ({}); the agent pauses until it is handed back (Pause key in its window)",
+                    e["round"],
+                    e["steps"],
+                    e["seq"],
+                    one_line(&s("input"), 100)
+                ),
+            )),
+            "handback" => Some(paint(
+                Style::Yellow,
+                &format!(
+                    "[round {} step {} #{}] {} (paused {:.1} s)",
+                    e["round"],
+                    e["steps"],
+                    e["seq"],
+                    match s("how").as_ref() {
+                        "handed_back" =>
+                            "the person handed the desktop back; the agent observes again",
+                        "timeout" => "the desktop was not handed back in time; the round ends",
+                        "cancelled" => "the session was cancelled during the take-over",
+                        _ => "the take-over ended",
+                    },
+                    e["paused_ms"].as_f64().unwrap_or(0.0) / 1000.0
+                ),
+            )),
+            "round_end" => Some(format!(
+                "round {} ended {} ({}){}",
+                e["round"],
+                paint(Style::for_status(&s("status")), &s("status")),
+                s("reason"),
+                e.get("message")
+                    .and_then(Value::as_str)
+                    .map(|m| format!(": {}", one_line(m, 300)))
+                    .unwrap_or_default()
+            )),
+            _ => None,
+        }
 }
 
 /// A one-line description of a step's action record.

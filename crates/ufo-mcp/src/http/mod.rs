@@ -4,13 +4,17 @@
 //! failed tokens (429), a valid bearer token (401), a body under the cap (413), an answer
 //! within the request timeout (408). Headers are capped by the connection's read buffer (431)
 //! and a connection that sends nothing for the idle timeout is closed.
+//!
+//! The binary may add routes of its own ([`HttpServe::routes`], e.g. a web console): they sit
+//! behind the same `Host`/`Origin` check, body cap and timeout, and check tokens through the
+//! same [`Gate`], so failed tokens count together wherever they are presented.
 
 pub mod guard;
 pub mod tls;
 pub mod tokens;
 
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -79,10 +83,76 @@ pub struct HttpServe {
     pub host_names: Vec<String>,
     /// TLS, if any.
     pub tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
-    /// The clients' tokens (read on every request, so a revoked token stops at once).
-    pub tokens: TokenFile,
+    /// The token check with its lockout, shared by `/mcp` and `routes`.
+    pub gate: Arc<Gate>,
     /// Bounds.
     pub limits: Limits,
+    /// More routes of the binary (e.g. a web console), merged beside `/mcp` behind the same
+    /// `Host`/`Origin` check, body cap and request timeout; they authenticate through `gate`.
+    /// Without them `/` answers a short text.
+    pub routes: Option<Router>,
+}
+
+/// The bearer-token check of the server and the lockout of addresses that keep failing it,
+/// one for every route (so failures at `/mcp` and at a login count together).
+pub struct Gate {
+    tokens: TokenFile,
+    limiter: Mutex<FailureLimiter>,
+}
+
+/// Why [`Gate::check`] refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The address failed too often; it may try again after this long.
+    Locked(Duration),
+    /// No token or an unknown one (counted as a failure).
+    BadToken(&'static str),
+    /// The token file cannot be read (see the log).
+    Broken,
+}
+
+impl Gate {
+    /// A gate over `tokens` with the lockout bounds of `limits`.
+    pub fn new(tokens: TokenFile, limits: &Limits) -> Self {
+        Self {
+            tokens,
+            limiter: Mutex::new(FailureLimiter::new(
+                limits.max_failures,
+                limits.failure_window,
+            )),
+        }
+    }
+
+    /// The client's name when `presented` is a valid token and `ip` is not locked out; a
+    /// missing or unknown token counts against `ip`.
+    pub fn check(&self, ip: IpAddr, presented: Option<&str>) -> Result<String, Refusal> {
+        let now = Instant::now();
+        let locked = self
+            .limiter
+            .lock()
+            .map(|mut l| l.locked(ip, now))
+            .unwrap_or(None);
+        if let Some(wait) = locked {
+            return Err(Refusal::Locked(wait));
+        }
+        let outcome = match presented {
+            None => Err("no token"),
+            Some(token) => match self.tokens.check(token) {
+                Ok(Some(name)) => Ok(name),
+                Ok(None) => Err("unknown token"),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot check tokens");
+                    return Err(Refusal::Broken);
+                }
+            },
+        };
+        outcome.map_err(|reason| {
+            if let Ok(mut l) = self.limiter.lock() {
+                l.fail(ip, now);
+            }
+            Refusal::BadToken(reason)
+        })
+    }
 }
 
 /// Errors of the HTTP server.
@@ -95,13 +165,12 @@ pub enum HttpServeError {
 
 struct Shared {
     hosts: HostPolicy,
-    tokens: TokenFile,
-    limiter: Mutex<FailureLimiter>,
+    gate: Arc<Gate>,
 }
 
-/// The peer address of a connection, put on each of its requests.
+/// The peer address of a connection, put on each of its requests (an extension).
 #[derive(Debug, Clone, Copy)]
-struct Peer(SocketAddr);
+pub struct Peer(pub SocketAddr);
 
 /// Serve on `listener` until `shutdown` resolves; then stop accepting, end the MCP sessions
 /// and wait at most `limits.shutdown_grace` for open connections.
@@ -188,16 +257,12 @@ pub async fn serve(
     Ok(())
 }
 
-/// The routes: `/mcp` (authenticated MCP) and `/` (a short page), both behind the
-/// `Host`/`Origin` check.
+/// The routes: `/mcp` (authenticated MCP) and the binary's routes (else `/`, a short page),
+/// all behind the `Host`/`Origin` check.
 fn router(serve: &HttpServe, bound: SocketAddr, cancel: CancellationToken) -> Router {
     let shared = Arc::new(Shared {
         hosts: HostPolicy::new(bound, &serve.host_names, serve.tls.is_some()),
-        tokens: serve.tokens.clone(),
-        limiter: Mutex::new(FailureLimiter::new(
-            serve.limits.max_failures,
-            serve.limits.failure_window,
-        )),
+        gate: serve.gate.clone(),
     });
     let desktop = serve.desktop.clone();
     let allow_actions = serve.allow_actions;
@@ -227,10 +292,19 @@ fn router(serve: &HttpServe, bound: SocketAddr, cancel: CancellationToken) -> Ro
         .layer(tower_http::limit::RequestBodyLimitLayer::new(
             limits.max_body_bytes,
         ))
-        .layer(middleware::from_fn_with_state(shared.clone(), authenticate));
-    Router::new()
-        .route("/", axum::routing::get(index))
-        .merge(mcp_routes)
+        .route_layer(middleware::from_fn_with_state(shared.clone(), authenticate));
+    let base = match serve.routes.clone() {
+        Some(routes) => routes
+            .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+                StatusCode::REQUEST_TIMEOUT,
+                limits.request_timeout,
+            ))
+            .layer(tower_http::limit::RequestBodyLimitLayer::new(
+                limits.max_body_bytes,
+            )),
+        None => Router::new().route("/", axum::routing::get(index)),
+    };
+    base.merge(mcp_routes)
         .layer(middleware::from_fn_with_state(shared, check_host_origin))
 }
 
@@ -271,51 +345,23 @@ async fn check_host_origin(
 /// logged without the token).
 async fn authenticate(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
     let ip = peer_ip(&req);
-    let now = Instant::now();
-    let locked = shared
-        .limiter
-        .lock()
-        .map(|mut l| l.locked(ip, now))
-        .unwrap_or(None);
-    if let Some(wait) = locked {
-        let mut r = refuse(
-            StatusCode::TOO_MANY_REQUESTS,
-            "too many failed tokens from this address; wait and use a valid token",
-        );
-        if let Ok(v) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
-            r.headers_mut().insert(header::RETRY_AFTER, v);
-        }
-        return r;
-    }
     let presented = req
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    let outcome = match presented {
-        None => Err("no bearer token"),
-        Some(token) => match shared.tokens.check(token) {
-            Ok(Some(name)) => Ok(name),
-            Ok(None) => Err("unknown token"),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot check tokens");
-                return refuse(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "the server cannot read its token file; see its log",
-                );
-            }
-        },
-    };
-    match outcome {
+    match shared.gate.check(ip, presented) {
         Ok(client) => {
             tracing::debug!(client = %client, from = %ip, "authenticated");
             next.run(req).await
         }
-        Err(reason) => {
-            if let Ok(mut l) = shared.limiter.lock() {
-                l.fail(ip, now);
-            }
+        Err(Refusal::Locked(wait)) => locked_out(wait),
+        Err(Refusal::Broken) => refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the server cannot read its token file; see its log",
+        ),
+        Err(Refusal::BadToken(reason)) => {
             tracing::warn!(client = %ip, reason, "refused: authentication failed");
             let mut r = refuse(
                 StatusCode::UNAUTHORIZED,
@@ -329,11 +375,28 @@ async fn authenticate(State(shared): State<Arc<Shared>>, req: Request, next: Nex
     }
 }
 
-fn peer_ip(req: &Request) -> std::net::IpAddr {
-    req.extensions()
+/// 429 with `Retry-After`: the address failed too many tokens.
+pub fn locked_out(wait: Duration) -> Response {
+    let mut r = refuse(
+        StatusCode::TOO_MANY_REQUESTS,
+        "too many failed tokens from this address; wait and use a valid token",
+    );
+    if let Ok(v) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    r
+}
+
+/// The client address of a request (from its [`Peer`] extension; unspecified without one).
+pub fn client_ip(extensions: &axum::http::Extensions) -> IpAddr {
+    extensions
         .get::<Peer>()
         .map(|p| p.0.ip())
-        .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED))
+        .unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED))
+}
+
+fn peer_ip(req: &Request) -> IpAddr {
+    client_ip(req.extensions())
 }
 
 /// A header value cut for the log (an attacker's header must not flood it).

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use clap::{Args, Subcommand};
 use ufo_mcp::http::tls::{self, ServerTls};
 use ufo_mcp::http::tokens::TokenFile;
-use ufo_mcp::http::{HttpServe, Limits};
+use ufo_mcp::http::{Gate, HttpServe, Limits};
 
 /// The default address: this machine only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8377";
@@ -71,9 +71,23 @@ pub struct ServeArgs {
     pub host_names: Vec<String>,
 
     /// Configuration file (ufo.toml, default ./ufo.toml when present): its `[launch]` table
-    /// adds to the built-in one for `launch_app`.
+    /// adds to the built-in one for `launch_app`; sessions started from the console get it too.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+
+    /// A model spec sessions started from the web console may use (repeatable; the first is
+    /// the default). Without one the console starts no sessions.
+    #[arg(long = "llm", value_name = "SPEC")]
+    pub llms: Vec<String>,
+
+    /// The runs folder the console lists and starts sessions in (default: `runs_dir` of
+    /// ufo.toml, else `runs`).
+    #[arg(long, value_name = "DIR")]
+    pub runs: Option<PathBuf>,
+
+    /// Most sessions the console runs at once.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub max_sessions: usize,
 }
 
 /// `ufo serve token ...`
@@ -196,6 +210,7 @@ async fn serve(args: ServeArgs, dir: &Path) -> ExitCode {
         ExitCode::from(crate::EXIT_USAGE)
     };
     let tokens = token_file(dir);
+    let limits = Limits::default();
     let count = match tokens.list() {
         Ok(l) => l.len(),
         Err(e) => return usage(e.to_string()),
@@ -217,6 +232,7 @@ async fn serve(args: ServeArgs, dir: &Path) -> ExitCode {
             args.listen.ip()
         );
     }
+    let gate = Arc::new(Gate::new(tokens, &limits));
     let tls = match load_tls(&args, dir) {
         Ok(t) => t,
         Err(e) => return usage(e.to_string()),
@@ -252,8 +268,13 @@ async fn serve(args: ServeArgs, dir: &Path) -> ExitCode {
     if let Some(t) = &tls {
         println!("fingerprint {}", tls::format_fingerprint(&t.fingerprint));
     }
+    let console = match console(&args, gate.clone(), tls.is_some()) {
+        Ok(c) => c,
+        Err(e) => return usage(format!("{e:#}")),
+    };
     let scheme = if tls.is_some() { "https" } else { "http" };
     println!("listening {scheme}://{bound}/mcp");
+    println!("console {scheme}://{bound}/");
     init_log();
     let config = HttpServe {
         desktop,
@@ -261,10 +282,13 @@ async fn serve(args: ServeArgs, dir: &Path) -> ExitCode {
         allow_shell: args.allow_shell,
         host_names: args.host_names.clone(),
         tls: tls.map(|t| t.config),
-        tokens,
-        limits: Limits::default(),
+        gate,
+        limits,
+        routes: Some(console.router()),
     };
-    match ufo_mcp::http::serve(listener, config, shutdown).await {
+    let served = ufo_mcp::http::serve(listener, config, shutdown).await;
+    console.stop().await;
+    match served {
         Ok(()) => {
             eprintln!("ufo serve: stopped");
             ExitCode::SUCCESS
@@ -274,6 +298,46 @@ async fn serve(args: ServeArgs, dir: &Path) -> ExitCode {
             ExitCode::from(3)
         }
     }
+}
+
+/// The web console: its sessions run this same binary in the runs folder, on this server's
+/// desktop, with the models `--llm` allows.
+fn console(
+    args: &ServeArgs,
+    gate: Arc<Gate>,
+    tls: bool,
+) -> anyhow::Result<Arc<crate::console_web::WebConsole>> {
+    use anyhow::Context as _;
+    let runs = match &args.runs {
+        Some(r) => r.clone(),
+        None => crate::settings::runs_dir_from_file(
+            args.config.as_deref().unwrap_or(Path::new("ufo.toml")),
+        )?,
+    };
+    std::fs::create_dir_all(&runs).with_context(|| {
+        format!(
+            "cannot create the runs folder {}; pass --runs DIR",
+            runs.display()
+        )
+    })?;
+    let runs = runs.canonicalize().unwrap_or(runs);
+    let exe = std::env::current_exe().context("cannot find the ufo binary to start sessions")?;
+    let config = match &args.config {
+        Some(c) => Some(c.canonicalize().unwrap_or_else(|_| c.clone())),
+        None => Path::new("ufo.toml").canonicalize().ok(),
+    };
+    if args.max_sessions == 0 {
+        anyhow::bail!("--max-sessions must be at least 1");
+    }
+    let allowed = crate::console_web::Allowed {
+        exe,
+        runs,
+        desktop: args.desktop.clone(),
+        llms: args.llms.clone(),
+        config,
+        max_running: args.max_sessions,
+    };
+    Ok(crate::console_web::WebConsole::new(allowed, gate, tls))
 }
 
 fn load_tls(args: &ServeArgs, dir: &Path) -> Result<Option<ServerTls>, tls::TlsError> {

@@ -1,0 +1,181 @@
+//! `GET /api/batches` and `/api/batches/{id}`: the progress of the batch folders under the
+//! runs folder, read as they fill: each finished task's `tasks/<name>/result.json` (or the
+//! whole `results.jsonl` once the batch is done), with `ufo_batch`'s types and summary table.
+
+use std::path::Path;
+use std::time::SystemTime;
+
+use serde::Serialize;
+use ufo_batch::{TaskResult, TaskStatus};
+
+/// Most batch folders listed, and most task folders read per batch.
+const MAX_BATCHES: usize = 100;
+const MAX_TASKS: usize = 5000;
+/// Largest result file read.
+const MAX_RESULT: u64 = 4 << 20;
+
+/// One batch's progress.
+#[derive(Debug, Serialize)]
+pub struct Progress {
+    /// The folder name under the runs folder.
+    pub id: String,
+    /// Whether `results.jsonl` is written (the batch is over).
+    pub finished: bool,
+    /// Tasks known: task folders, or the results once finished.
+    pub total: usize,
+    /// Tasks with a result.
+    pub done: usize,
+    /// Of them: passed, failed, skipped, error.
+    pub passed: usize,
+    /// See `passed`.
+    pub failed: usize,
+    /// See `passed`.
+    pub skipped: usize,
+    /// See `passed`.
+    pub error: usize,
+    /// Finished tasks per minute since the first task folder appeared.
+    pub per_minute: f64,
+    /// The summary table so far (`ufo batch`'s), plain text.
+    pub summary: String,
+    /// The results so far (without their logs).
+    pub results: Vec<TaskResult>,
+}
+
+/// Whether `dir` is a batch folder (it has a `tasks` folder).
+fn is_batch(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join("tasks")).is_ok_and(|m| m.is_dir())
+}
+
+/// The batch folders under `runs`, newest first, with their progress.
+pub fn list(runs: &Path) -> Vec<Progress> {
+    let Ok(entries) = std::fs::read_dir(runs) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(SystemTime, String)> = entries
+        .flatten()
+        .take(10_000)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && is_batch(&e.path()))
+        .map(|e| {
+            let t = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            (t, e.file_name().to_string_lossy().into_owned())
+        })
+        .collect();
+    found.sort_by(|a, b| b.cmp(a));
+    found
+        .into_iter()
+        .take(MAX_BATCHES)
+        .filter_map(|(_, id)| progress(runs, &id))
+        .map(|mut p| {
+            p.results.clear();
+            p
+        })
+        .collect()
+}
+
+/// The progress of batch `id` under `runs`, `None` when it is not a batch folder.
+pub fn progress(runs: &Path, id: &str) -> Option<Progress> {
+    if !super::sessions::valid_id(id) {
+        return None;
+    }
+    let dir = runs.join(id);
+    if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) || !is_batch(&dir) {
+        return None;
+    }
+    let (finished, mut results) =
+        match crate::folder::read_capped(&dir.join("results.jsonl"), 64 << 20) {
+            Ok(bytes) => (
+                true,
+                String::from_utf8_lossy(&bytes)
+                    .lines()
+                    .filter_map(|l| serde_json::from_str::<TaskResult>(l).ok())
+                    .collect(),
+            ),
+            Err(_) => (false, Vec::new()),
+        };
+    let mut folders = 0usize;
+    let mut first: Option<SystemTime> = None;
+    let mut last: Option<SystemTime> = None;
+    if let Ok(entries) = std::fs::read_dir(dir.join("tasks")) {
+        for e in entries.flatten().take(MAX_TASKS) {
+            folders += 1;
+            if let Ok(t) = e.metadata().and_then(|m| m.modified()) {
+                first = Some(first.map_or(t, |f| f.min(t)));
+            }
+            if finished {
+                continue;
+            }
+            let file = e.path().join(crate::commands::batch::RESULT_FILE);
+            if let Ok(bytes) = crate::folder::read_capped(&file, MAX_RESULT) {
+                if let Ok(r) = serde_json::from_slice::<TaskResult>(&bytes) {
+                    if let Ok(t) = std::fs::metadata(&file).and_then(|m| m.modified()) {
+                        last = Some(last.map_or(t, |l| l.max(t)));
+                    }
+                    results.push(r);
+                }
+            }
+        }
+    }
+    for r in &mut results {
+        r.log.clear();
+    }
+    let count = |s: TaskStatus| results.iter().filter(|r| r.status == s).count();
+    let done = results.len();
+    let minutes = match (first, last) {
+        (Some(f), Some(l)) => l
+            .duration_since(f)
+            .map(|d| d.as_secs_f64() / 60.0)
+            .unwrap_or(0.0),
+        _ => 0.0,
+    };
+    let per_minute = if minutes > 0.0 {
+        done as f64 / minutes
+    } else {
+        0.0
+    };
+    Some(Progress {
+        id: id.to_string(),
+        finished,
+        total: folders.max(done),
+        done,
+        passed: count(TaskStatus::Passed),
+        failed: count(TaskStatus::Failed),
+        skipped: count(TaskStatus::Skipped),
+        error: count(TaskStatus::Error),
+        per_minute,
+        summary: ufo_batch::results::summary_table(&results),
+        results,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filling_batch_counts_the_results_written_so_far() {
+        let runs = tempfile::tempdir().expect("tempdir");
+        let b = runs.path().join("batch-1");
+        for (name, status) in [("a", Some("passed")), ("b", Some("failed")), ("c", None)] {
+            let t = b.join("tasks").join(name);
+            std::fs::create_dir_all(&t).expect("mkdir");
+            if let Some(s) = status {
+                let r = format!(r#"{{"id":"{name}","app":"calc","status":"{s}","log":["x"]}}"#);
+                std::fs::write(t.join("result.json"), r).expect("write");
+            }
+        }
+        std::fs::create_dir_all(runs.path().join("not-a-batch")).expect("mkdir");
+        let p = progress(runs.path(), "batch-1").expect("a batch");
+        assert!(!p.finished);
+        assert_eq!((p.total, p.done, p.passed, p.failed), (3, 2, 1, 1));
+        assert!(p.summary.contains("TOTAL"), "{}", p.summary);
+        assert!(p.results.iter().all(|r| r.log.is_empty()));
+        assert!(progress(runs.path(), "not-a-batch").is_none());
+        assert!(progress(runs.path(), "../x").is_none());
+        let all = list(runs.path());
+        assert_eq!(all.len(), 1);
+        assert!(all[0].results.is_empty(), "the list carries counts only");
+    }
+}

@@ -1,0 +1,443 @@
+//! The web console of `ufo serve` (docs/console.md) through the real binary on a simulated
+//! desktop with a scripted model: its refusals over HTTP (no cookie, no CSRF header, a foreign
+//! Origin, a bad token), and the page itself in headless Chromium (tests/console/page.py,
+//! Playwright on the system's Chromium): log in, start a session, watch its lines arrive,
+//! answer its PENDING question and approve its CONFIRM, then check the trajectory on disk; a
+//! window title holding `<script>` is shown as text. The browser tests run with
+//! UFO_BROWSER_TESTS=1 (scripts/test.sh installs Playwright into target/test-deps/py).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+mod common;
+use common::served::Served;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/console")
+        .join(name)
+}
+
+/// `ufo` with its data in `home` and no `UFO_*` settings of the caller.
+fn ufo(home: &Path) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("ufo"));
+    cmd.env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .current_dir(home);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("UFO_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
+fn add_token(home: &Path) -> String {
+    let out = ufo(home)
+        .args(["serve", "token", "add", "browser"])
+        .output()
+        .expect("ufo runs");
+    assert!(out.status.success(), "token add: {out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .expect("a line")
+        .trim()
+        .to_string()
+}
+
+/// `ufo serve` on the console fixture's desktop, its sessions in `<home>/runs` with `script`.
+fn serve(home: &Path, script: &str) -> Served {
+    let llm = format!("script:{}", fixture(script).display());
+    let config = fixture("ufo.toml").display().to_string();
+    let runs = home.join("runs").display().to_string();
+    Served::start(
+        ufo(home),
+        &format!("sim:{}", fixture("desktop.json").display()),
+        &["--llm", &llm, "--config", &config, "--runs", &runs],
+    )
+}
+
+/// End the server as a person would (SIGTERM), so it ends its sessions.
+fn stop(mut server: Served) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = server.child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client")
+}
+
+/// Log in: the cookie header value (`ufo_console=...`), the csrf value and the Set-Cookie.
+async fn login(server: &Served, token: &str) -> (String, String, String) {
+    let r = client()
+        .post(format!("{}/login", server.origin()))
+        .json(&json!({ "token": token }))
+        .send()
+        .await
+        .expect("login answers");
+    assert_eq!(r.status().as_u16(), 200, "login");
+    let set = r
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .expect("a cookie")
+        .to_string();
+    let body: Value = r.json().await.expect("json");
+    let cookie = set.split(';').next().expect("name=value").to_string();
+    (
+        cookie,
+        body["csrf"].as_str().expect("csrf").to_string(),
+        set,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_console_refuses_requests_without_login_csrf_or_own_origin() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let token = add_token(home.path());
+    let server = serve(home.path(), "plain.jsonl");
+    let base = server.origin();
+    let http = client();
+
+    // the page and its assets, under the strict policy
+    let page = http.get(format!("{base}/")).send().await.expect("page");
+    assert_eq!(page.status().as_u16(), 200);
+    let csp = page.headers()["content-security-policy"]
+        .to_str()
+        .expect("csp")
+        .to_string();
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("script-src 'self'"),
+        "{csp}"
+    );
+    assert!(
+        !page.text().await.expect("html").contains("http"),
+        "no external assets"
+    );
+
+    // no cookie: 401
+    let r = http
+        .get(format!("{base}/api/sessions"))
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(r.status().as_u16(), 401);
+    // a bad token: 401
+    let r = http
+        .post(format!("{base}/login"))
+        .json(&json!({"token": "ufo_wrong"}))
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(r.status().as_u16(), 401);
+
+    // a browser asks for /favicon.ico and the like: a path nobody serves is 404, and does not
+    // count as a failed token (else a few page loads would lock the address out)
+    for _ in 0..12 {
+        let r = http
+            .get(format!("{base}/favicon.ico"))
+            .send()
+            .await
+            .expect("answer");
+        assert_eq!(r.status().as_u16(), 404);
+    }
+
+    let (cookie, csrf, set) = login(&server, &token).await;
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+        "{set}"
+    );
+    assert!(!set.contains("Secure"), "plain HTTP: no Secure flag: {set}");
+    let r = http
+        .get(format!("{base}/api/sessions"))
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.json::<Value>().await.expect("json"), json!([]));
+
+    let start = json!({"request": "Delete all content of report.odt", "confirm": "no"});
+    // a POST without the CSRF header: 403, and no session starts
+    let r = http
+        .post(format!("{base}/api/sessions"))
+        .header("Cookie", &cookie)
+        .json(&start)
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(r.status().as_u16(), 403);
+    // a wrong CSRF value: 403
+    let r = http
+        .post(format!("{base}/api/sessions"))
+        .header("Cookie", &cookie)
+        .header("X-CSRF-Token", "not-it")
+        .json(&start)
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(r.status().as_u16(), 403);
+    // a foreign Origin, even with cookie and CSRF: 403
+    let r = http
+        .post(format!("{base}/api/sessions"))
+        .header("Cookie", &cookie)
+        .header("X-CSRF-Token", &csrf)
+        .header("Origin", "http://evil.example")
+        .json(&start)
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(r.status().as_u16(), 403);
+    // a model the server does not allow: 403
+    let r = http
+        .post(format!("{base}/api/sessions"))
+        .header("Cookie", &cookie)
+        .header("X-CSRF-Token", &csrf)
+        .json(&json!({"request": "x", "llm": "openai:gpt-4o"}))
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(r.status().as_u16(), 403);
+    assert!(
+        !home.path().join("runs").read_dir().expect("runs").any(|e| e
+            .ok()
+            .is_some_and(|e| !e.file_name().to_string_lossy().starts_with('.'))),
+        "no refused request started a session"
+    );
+
+    // with all of it: 201, and the session runs to its end on the simulated desktop
+    let r = http
+        .post(format!("{base}/api/sessions"))
+        .header("Cookie", &cookie)
+        .header("X-CSRF-Token", &csrf)
+        .header("Origin", &base)
+        .json(&start)
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(r.status().as_u16(), 201);
+    let id = r.json::<Value>().await.expect("json")["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    // its events as Server-Sent Events, from the start to `end`
+    let sse = http
+        .get(format!("{base}/api/sessions/{id}/events"))
+        .header("Cookie", &cookie)
+        .timeout(Duration::from_secs(90))
+        .send()
+        .await
+        .expect("events");
+    assert_eq!(
+        sse.headers()["content-type"].to_str().expect("type"),
+        "text/event-stream"
+    );
+    let text = sse.text().await.expect("the stream ends");
+    assert!(text.contains("event: record"), "{text}");
+    assert!(text.contains("event: progress"), "{text}");
+    assert!(text.contains("\"session_end\""), "{text}");
+    assert!(text.trim_end().contains("event: end"), "{text}");
+
+    let rows: Value = http
+        .get(format!("{base}/api/sessions"))
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .expect("answer")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(rows[0]["id"], id.as_str(), "{rows}");
+    assert!(rows[0]["steps"].as_u64().unwrap_or(0) > 0, "{rows}");
+    // the report, under its own policy; a path outside the runs folder is not found
+    let report = http
+        .get(format!("{base}/api/sessions/{id}/report"))
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .expect("report");
+    assert_eq!(report.status().as_u16(), 200);
+    let r = http
+        .get(format!("{base}/api/sessions/..%2F..%2Fetc/report"))
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(r.status().as_u16(), 404);
+    // an ended session has no control socket: 409 with why
+    let r = http
+        .post(format!("{base}/api/sessions/{id}/cancel"))
+        .header("Cookie", &cookie)
+        .header("X-CSRF-Token", &csrf)
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(r.status().as_u16(), 409);
+    stop(server);
+}
+
+fn python() -> Option<PathBuf> {
+    let venv = std::env::var_os("UFO_PY_MCP_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-deps/py"));
+    let py = venv.join("bin/python");
+    py.exists().then_some(py)
+}
+
+/// Run tests/console/page.py against the server; its JSON.
+fn page(server: &Served, token: &str, mode: &str, screenshot: Option<&Path>) -> Value {
+    let py = python()
+        .expect("the Python venv with Playwright (scripts/test-deps.sh install_python_playwright)");
+    let mut cmd = Command::new(py);
+    cmd.arg(fixture("page.py"))
+        .args([&server.origin(), token, mode]);
+    if let Some(s) = screenshot {
+        cmd.arg(s);
+    }
+    let out = cmd.output().expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "page.py {mode} failed: {}\n{stdout}\nserver: {}",
+        String::from_utf8_lossy(&out.stderr),
+        server.stderr()
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("page.py prints JSON")
+}
+
+fn browser_tests() -> bool {
+    if std::env::var("UFO_BROWSER_TESTS").as_deref() != Ok("1") {
+        eprintln!("skipped: set UFO_BROWSER_TESTS=1 (needs Chromium and Playwright)");
+        return false;
+    }
+    true
+}
+
+fn events(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("events.jsonl"))
+        .expect("events.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+#[test]
+fn the_page_starts_a_session_and_shows_its_lines_with_a_script_title_as_text() {
+    if !browser_tests() {
+        return;
+    }
+    let home = tempfile::tempdir().expect("tempdir");
+    let token = add_token(home.path());
+    let server = serve(home.path(), "plain.jsonl");
+    let shot = std::env::var_os("UFO_CONSOLE_SCREENSHOT").map(PathBuf::from);
+    let out = page(&server, &token, "plain", shot.as_deref());
+    assert_eq!(out["status"], "FINISH", "{out}");
+    assert!(
+        out["bad_login"]
+            .as_str()
+            .unwrap_or("")
+            .contains("not a valid token"),
+        "{out}"
+    );
+    let lines: Vec<&str> = out["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(lines.len() >= 4, "{out}");
+    assert!(
+        lines[0].starts_with("[round 0 step 1 #0] HostAgent"),
+        "the progress format: {out}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("<script>window.injected=1</script>")),
+        "the title is shown as text: {out}"
+    );
+    assert_eq!(out["injected_element"], false, "{out}");
+    assert_eq!(out["injected_script"], false, "{out}");
+    assert_eq!(
+        out["script_elements"], 1,
+        "only the page's own script: {out}"
+    );
+    let id = out["id"].as_str().expect("id");
+    let ev = events(&home.path().join("runs").join(id));
+    let end = ev
+        .iter()
+        .find(|e| e["type"] == "session_end")
+        .expect("session_end");
+    assert_eq!(end["status"], "FINISH");
+    assert!(
+        out["listed"][0].as_str().unwrap_or("").contains(id),
+        "{out}"
+    );
+    stop(server);
+}
+
+#[test]
+fn the_page_answers_a_pending_question_and_approves_a_confirm() {
+    if !browser_tests() {
+        return;
+    }
+    let home = tempfile::tempdir().expect("tempdir");
+    let token = add_token(home.path());
+    let server = serve(home.path(), "script.jsonl");
+    let out = page(&server, &token, "questions", None);
+    assert_eq!(out["status"], "FINISH", "{out}");
+    assert!(
+        out["pending"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Which document"),
+        "{out}"
+    );
+    assert!(
+        out["confirm"].as_str().unwrap_or("").contains("Delete All"),
+        "{out}"
+    );
+    let dir = home
+        .path()
+        .join("runs")
+        .join(out["id"].as_str().expect("id"));
+    let ev = events(&dir);
+    let answered: Vec<&Value> = ev.iter().filter(|e| e["type"] == "answered").collect();
+    assert_eq!(answered.len(), 2, "{ev:?}");
+    assert!(
+        answered.iter().all(|a| a["by"] == "console"),
+        "{answered:?}"
+    );
+    assert_eq!(answered[0]["value"], "the-quarterly-one");
+    assert_eq!(answered[1]["value"], true);
+    let end = ev
+        .iter()
+        .find(|e| e["type"] == "session_end")
+        .expect("session_end");
+    assert_eq!(end["status"], "FINISH");
+    let desktop: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("desktop_final.json")).expect("desktop_final.json"),
+    )
+    .expect("json");
+    assert!(
+        desktop.to_string().contains("delete_all"),
+        "the approved click ran: {desktop}"
+    );
+    stop(server);
+}

@@ -1,0 +1,83 @@
+"""Drive the ufo console page in headless Chromium (the system's, through the DevTools
+protocol with Playwright; no browser is downloaded). Called by crates/ufo/tests/console.rs.
+
+usage: page.py BASE_URL TOKEN MODE [SCREENSHOT]
+MODE plain:     log in, start a session (confirm yes), watch its lines until FINISH.
+MODE questions: log in, start a session (confirm ask), answer its PENDING question and
+                approve its CONFIRM from the page, until FINISH.
+Prints one JSON object on the last line of stdout.
+"""
+import json
+import os
+import sys
+
+from playwright.sync_api import sync_playwright
+
+TIMEOUT_MS = 90_000
+
+
+def main():
+    base, token, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+    shot = sys.argv[4] if len(sys.argv) > 4 else ""
+    out = {"mode": mode}
+    chromium = os.environ.get("UFO_CHROMIUM", "/usr/bin/chromium")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=chromium,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(TIMEOUT_MS)
+        errors = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(base + "/")
+        page.wait_for_selector("#login-view:not([hidden])")
+        page.fill("#token", "wrong-token")
+        page.click("#login-form button")
+        # (selectors, not wait_for_function: the page's CSP forbids evaluating strings)
+        page.wait_for_selector("#login-error:text-matches('.+')")
+        out["bad_login"] = page.text_content("#login-error")
+        page.fill("#token", token)
+        page.click("#login-form button")
+        page.wait_for_selector("#list-view:not([hidden])")
+        if mode == "plain":
+            page.fill("#start-request", "Delete all content of report.odt")
+            page.select_option("#start-confirm", "yes")
+        else:
+            page.fill("#start-request", "Clear the document the user names")
+            page.select_option("#start-confirm", "ask")
+        page.click("#start-form button")
+        page.wait_for_selector("#session-view:not([hidden])")
+        out["id"] = page.text_content("#s-id")
+        if mode == "questions":
+            page.wait_for_selector("#ask:not([hidden]) #ask-pending:not([hidden])")
+            out["pending"] = page.text_content("#ask-text")
+            page.fill("#ask-answer", "the-quarterly-one")
+            page.click("#ask-pending button")
+            page.wait_for_selector("#ask:not([hidden]) #ask-confirm:not([hidden])")
+            out["confirm"] = page.text_content("#ask-text")
+            page.click("#approve")
+        page.wait_for_selector("#s-status:text-matches('^(FINISH|FAIL|ERROR|CANCELLED|ENDED)$')")
+        out["status"] = page.text_content("#s-status")
+        out["lines"] = page.eval_on_selector_all("#lines .line", "ls => ls.map(l => l.textContent)")
+        out["subtask"] = page.text_content("#s-subtask")
+        out["injected_element"] = page.evaluate("document.getElementById('injected') !== null")
+        out["injected_script"] = page.evaluate("window.injected !== undefined")
+        out["script_elements"] = page.evaluate("document.querySelectorAll('script').length")
+        if shot:
+            page.wait_for_timeout(500)
+            page.screenshot(path=shot, full_page=True)
+        # back to the list: the session is listed with its status
+        page.click("#back")
+        page.wait_for_selector("#sessions tbody tr")
+        out["listed"] = page.eval_on_selector_all(
+            "#sessions tbody tr", "rs => rs.map(r => r.textContent)"
+        )
+        out["errors"] = errors
+        browser.close()
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
