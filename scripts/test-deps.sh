@@ -174,7 +174,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
       "$1"
       ;;
     *)
-      echo "usage: $0 [install_chromium|install_libreoffice|install_apps|install_help|install_mcp_servers|install_python_mcp|install_slurm|install_python_k8s_validate]" >&2
+      echo "usage: $0 [install_chromium|install_libreoffice|install_apps|install_help|install_mcp_servers|install_python_mcp|install_python_playwright|install_slurm|install_python_k8s_validate]" >&2
       exit 2
       ;;
   esac
