@@ -632,29 +632,9 @@ fn auto_saves_the_experience_of_passed_batch_tasks_only() {
     assert_eq!(saved[0]["kind"], "experience");
 }
 
-/// `ufo serve token add NAME` with its data in `home`: the token's file.
-fn served_token(home: &Path) -> PathBuf {
-    let out = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
-        .args(["serve", "token", "add", "batch"])
-        .env("XDG_DATA_HOME", home.join("data"))
-        .output()
-        .expect("ufo runs");
-    assert!(out.status.success(), "token add: {out:?}");
-    let token = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .expect("a line")
-        .trim()
-        .to_string();
-    let file = home.join("batch.token");
-    std::fs::write(&file, format!("{token}\n")).expect("write");
-    file
-}
-
 /// `ufo serve` with its data in `home` (the token's) and `ufo` on its `PATH` (the getters run
 /// `ufo inspect` on the served machine).
 fn serve_cmd(home: &Path) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("ufo"));
     let bin = assert_cmd::cargo::cargo_bin("ufo");
     let dir = bin.parent().expect("the binary's folder");
     let path = format!(
@@ -662,9 +642,8 @@ fn serve_cmd(home: &Path) -> Command {
         dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    cmd.env("XDG_DATA_HOME", home.join("data"))
-        .env("PATH", path)
-        .env_remove("UFO_LLM");
+    let mut cmd = common::served::ufo_at(home);
+    cmd.env("PATH", path);
     cmd
 }
 
@@ -696,7 +675,7 @@ fn infeasible_task(dir: &Path, id: &str, config: Value) {
 fn a_batch_runs_on_a_served_desktop_and_skips_what_needs_its_shell() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let h = tmp.path();
-    let token = served_token(h);
+    let token = common::served::token_file(h, "batch");
     let desktop = h.join("desktop.json");
     std::fs::write(
         &desktop,
@@ -787,7 +766,7 @@ fn the_live_suite_runs_on_a_served_private_desktop() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().expect("tempdir");
     let h = tmp.path();
-    let token = served_token(h);
+    let token = common::served::token_file(h, "batch");
     let served = common::served::Served::start(
         serve_cmd(h),
         "private",

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 mod common;
-use common::served::Served;
+use common::served::{token_file, ufo_at as ufo, Served};
 
 /// Device a: a notes editor with an empty body.
 const NOTES: &str = r#"{"apps": [{"name": "Notes", "process": "notes", "title": "notes - Notes",
@@ -28,20 +28,6 @@ const CALC: &str = r#"{"apps": [{"name": "Calculator", "process": "calc", "title
   "controls": [{"id": "display", "role": "label", "name": "Result", "value": "84"}]}]}"#;
 
 const REQUEST: &str = "Compute 12 x 7 on b and type the result into the notes on a";
-
-/// `ufo` with its data and configuration in `home` and no `UFO_*` settings of the caller.
-fn ufo(home: &Path) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("ufo"));
-    cmd.env("XDG_DATA_HOME", home.join("data"))
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .current_dir(home);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("UFO_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd
-}
 
 fn write(home: &Path, name: &str, text: &str) -> PathBuf {
     let p = home.join(name);
@@ -372,29 +358,13 @@ fn serve(home: &Path, desktop: &Path, extra: &[&str]) -> Served {
     Served::start(ufo(home), &format!("sim:{}", desktop.display()), &args)
 }
 
-/// `ufo serve token add NAME`, written to `home/NAME.token` (its path returned).
-fn add_token(home: &Path, name: &str) -> PathBuf {
-    let out = ufo(home)
-        .args(["serve", "token", "add", name])
-        .output()
-        .expect("ufo runs");
-    assert!(out.status.success(), "token add: {out:?}");
-    let token = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .expect("a line")
-        .trim()
-        .to_string();
-    write(home, &format!("{name}.token"), &format!("{token}\n"))
-}
-
 #[test]
 fn a_served_device_over_tls_beside_a_local_one() {
     let home = tempfile::tempdir().expect("tempdir");
     let h = home.path();
     let a = write(h, "a.json", NOTES);
     let b = write(h, "b.json", CALC);
-    let token = add_token(h, "laptop");
+    let token = token_file(h, "laptop");
     let server = serve(h, &b, &["--tls"]);
     let fingerprint = server
         .fingerprint
@@ -432,7 +402,7 @@ fn the_devices_table_of_ufo_toml_names_the_devices() {
     let h = home.path();
     write(h, "a.json", NOTES);
     let b = write(h, "b.json", CALC);
-    let token = add_token(h, "laptop");
+    let token = token_file(h, "laptop");
     let server = serve(h, &b, &["--tls"]);
     let fingerprint = server.fingerprint.clone().expect("fingerprint");
     std::fs::create_dir_all(h.join("conf")).expect("mkdir");
@@ -488,7 +458,7 @@ fn resume_reconnects_to_the_recorded_devices() {
     let h = home.path();
     let a = write(h, "a.json", NOTES);
     let b = write(h, "b.json", CALC);
-    let token = add_token(h, "laptop");
+    let token = token_file(h, "laptop");
     let server = serve(h, &b, &[]);
     let lines = script_lines();
     // the first part ends ERROR when its script runs out after b's subtask: resumable
@@ -595,7 +565,7 @@ fn two_hundred_connections_at_once_while_a_session_runs_through_the_server() {
     let h = home.path();
     let a = write(h, "a.json", NOTES);
     let b = write(h, "b.json", CALC);
-    let token_file = add_token(h, "laptop");
+    let token_file = token_file(h, "laptop");
     let token = std::fs::read_to_string(&token_file)
         .expect("token")
         .trim()
@@ -701,7 +671,7 @@ fn live_12_times_7_on_a_served_desktop_typed_into_an_editor_on_a_private_one() {
     }
     let home = tempfile::tempdir().expect("tempdir");
     let h = home.path();
-    let token = add_token(h, "laptop");
+    let token = token_file(h, "laptop");
     // the server in a process group of its own, so that SIGTERM reaches its private desktop
     let mut child = ufo(h)
         .args(["serve", "--desktop", "private", "--scratch-home", "--tls"])

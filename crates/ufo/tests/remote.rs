@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::served::Served;
+use common::served::{token_file, ufo_at as ufo, Served};
 
 fn example(file: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -24,38 +24,6 @@ fn example(file: &str) -> PathBuf {
 }
 
 const REQUEST: &str = "Extract the sales table from Word and create a bar chart in Excel";
-
-/// `ufo` with its data and configuration in `home` and no `UFO_*` settings of the caller.
-fn ufo(home: &Path) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("ufo"));
-    cmd.env("XDG_DATA_HOME", home.join("data"))
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .current_dir(home);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("UFO_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd
-}
-
-/// `ufo serve token add NAME`, written to `home/token` (its path returned).
-fn add_token(home: &Path) -> PathBuf {
-    let out = ufo(home)
-        .args(["serve", "token", "add", "laptop"])
-        .output()
-        .expect("ufo runs");
-    assert!(out.status.success(), "token add: {out:?}");
-    let token = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .expect("a line")
-        .trim()
-        .to_string();
-    let file = home.join("token");
-    std::fs::write(&file, format!("{token}\n")).expect("write the token file");
-    file
-}
 
 /// `ufo serve --desktop sim:<word_excel> --listen 127.0.0.1:0 --allow-actions EXTRA`.
 fn serve(home: &Path, extra: &[&str]) -> Served {
@@ -125,7 +93,7 @@ fn a_run_on_a_remote_desktop_matches_the_same_run_on_the_desktop_itself() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 
     let home = tempfile::tempdir().expect("tempdir");
-    let token = add_token(home.path());
+    let token = token_file(home.path(), "laptop");
     let server = serve(home.path(), &[]);
     let remote = format!("remote:{}", server.url.trim_end_matches("/mcp"));
     let (o, remote_out) = run_example(
@@ -178,7 +146,7 @@ fn a_run_on_a_remote_desktop_matches_the_same_run_on_the_desktop_itself() {
 #[test]
 fn a_wrong_or_missing_token_is_a_clear_error() {
     let home = tempfile::tempdir().expect("tempdir");
-    add_token(home.path());
+    token_file(home.path(), "laptop");
     let server = serve(home.path(), &[]);
     let remote = format!("remote:{}", server.url);
     let wrong = home.path().join("wrong");
@@ -216,7 +184,7 @@ fn plain_http_to_another_machine_is_refused() {
 #[test]
 fn the_printed_fingerprint_connects_and_a_wrong_one_fails_clearly() {
     let home = tempfile::tempdir().expect("tempdir");
-    let token = add_token(home.path());
+    let token = token_file(home.path(), "laptop");
     let server = serve(home.path(), &["--tls"]);
     assert!(server.url.starts_with("https://"), "{}", server.url);
     let printed = server.fingerprint.clone().expect("a fingerprint line");
@@ -326,7 +294,7 @@ fn killing_relay(upstream: String, pid: u32) -> (String, Arc<AtomicBool>) {
 #[test]
 fn the_server_killed_mid_step_ends_the_session_error_device_lost() {
     let home = tempfile::tempdir().expect("tempdir");
-    let token = add_token(home.path());
+    let token = token_file(home.path(), "laptop");
     let server = serve(home.path(), &[]);
     let upstream = server
         .url

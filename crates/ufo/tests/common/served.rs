@@ -3,6 +3,7 @@
 //! dropped.
 
 use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -112,4 +113,41 @@ impl Drop for Served {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `ufo` with its data and configuration in `home`, run there, and no `UFO_*` settings of the
+/// caller.
+pub fn ufo_at(home: &Path) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("ufo"));
+    cmd.env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .current_dir(home);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("UFO_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
+/// `ufo serve token add NAME` with its data in `home`: the token it printed on its last line.
+pub fn new_token(home: &Path, name: &str) -> String {
+    let out = ufo_at(home)
+        .args(["serve", "token", "add", name])
+        .output()
+        .expect("ufo runs");
+    assert!(out.status.success(), "token add: {out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .expect("a line")
+        .trim()
+        .to_string()
+}
+
+/// [`new_token`], written to `home/NAME.token`: the file's path.
+pub fn token_file(home: &Path, name: &str) -> PathBuf {
+    let file = home.join(format!("{name}.token"));
+    std::fs::write(&file, format!("{}\n", new_token(home, name))).expect("write the token file");
+    file
 }
