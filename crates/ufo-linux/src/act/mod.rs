@@ -9,6 +9,8 @@ pub(crate) mod settle;
 pub(crate) mod verify;
 mod wait;
 
+use std::time::Instant;
+
 use ufo_core::{Button, ScrollDirection, UiAction};
 
 use crate::a11y::bus::AppTree;
@@ -309,10 +311,14 @@ impl LinuxDesktop {
             if matches!(action, UiAction::SetText { .. })
                 && crate::apps::table::split_cell_id(id).is_some()
             {
+                let t0 = Instant::now();
                 let start = self.settle_start(xid, None).await;
                 self.settling.lock().last_window = Some(xid);
+                let t1 = Instant::now();
                 let result = self.sheet_action(xid, window, id, action).await;
+                let t2 = Instant::now();
                 self.settle_after(xid, start, None).await;
+                log_phases(t0, t0, t1, t2);
                 return result;
             }
             let before = self.fingerprint(xid).await;
@@ -327,6 +333,7 @@ impl LinuxDesktop {
         if !matches!(action, UiAction::ReadText) {
             self.sheets.note_other_action();
         }
+        let t0 = Instant::now();
         let ctl = match (control_id, action.needs_control()) {
             (Some(id), _) => Some(self.control(window, id).await?),
             (None, true) => {
@@ -360,19 +367,23 @@ impl LinuxDesktop {
         // and the old pixel settle waits for the picture itself to stop
         let scroll = matches!(action, UiAction::Scroll { .. });
         let watched = owner.unwrap_or(xid);
+        let t_start = Instant::now();
         let start = if in_dialog || scroll {
             crate::act::settle::SettleStart::Pixels(self.fingerprint(watched).await)
         } else {
             self.settle_start(watched, clicked).await
         };
         self.settling.lock().last_window = Some(xid);
+        let t_action = Instant::now();
         let result = self
             .run_action(xid, window, ctl.as_ref(), action, in_dialog)
             .await?;
+        let t_settle = Instant::now();
         if !matches!(action, UiAction::ReadText) {
             let probe = ctl.as_ref().map(|c| (c.bus.as_str(), c.path.as_str()));
             self.settle_after(watched, start, probe).await;
         }
+        log_phases(t0, t_start, t_action, t_settle);
         // a search box's page answers the text a while after the window settled (search.rs)
         if let (Some(c), UiAction::SetText { .. } | UiAction::TypeKeys { .. }) = (&ctl, action) {
             self.wait_for_search_answer(c).await;
@@ -985,6 +996,19 @@ fn select_error(control: &str, item: &str, several: &[String], entries: &[String
         "{control:?} has no entry {item:?} (nothing was selected); its entries: {}",
         list(entries)
     )
+}
+
+/// Log where an action's time went: finding the control (from `t0`), watching the window
+/// (from `start`), the action itself (from `action`) and the settle (from `settle`, to now).
+fn log_phases(t0: Instant, start: Instant, action: Instant, settle: Instant) {
+    let ms = |a: Instant, b: Instant| b.saturating_duration_since(a).as_millis() as u64;
+    tracing::debug!(
+        control_ms = ms(t0, start),
+        watch_ms = ms(start, action),
+        action_ms = ms(action, settle),
+        settle_ms = ms(settle, Instant::now()),
+        "action phases"
+    );
 }
 
 #[cfg(test)]

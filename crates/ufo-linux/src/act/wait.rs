@@ -231,6 +231,7 @@ impl LinuxDesktop {
                     tokio::time::sleep(d.min(run.poll)).await
                 }
                 Decision::Settled { changed } => {
+                    let decided = since.elapsed();
                     // no change within the learned bound: the application may be slow to
                     // redraw (a loaded machine), not idle
                     if !changed && !run.late_checked && since.elapsed() < max {
@@ -258,6 +259,7 @@ impl LinuxDesktop {
                     tracing::debug!(
                         changed,
                         first_ms = f.map(|f| f.as_millis() as u64),
+                        decided_ms = decided.as_millis() as u64,
                         redraws,
                         looks = run.looks,
                         prefetches = run.prefetches,
