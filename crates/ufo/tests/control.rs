@@ -357,28 +357,8 @@ fn a_pending_question_answered_through_the_socket_reaches_the_blackboard() {
 fn an_answers_file_first_makes_the_sockets_answer_late() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path();
-    for f in ["desktop.json", "ufo.toml"] {
-        std::fs::copy(scenario_dir("app_pending_answer").join(f), dir.join(f)).expect("copy");
-    }
-    std::fs::write(dir.join("request.txt"), "Export the report").expect("request");
-    std::fs::write(dir.join("answers.txt"), "from-the-file.pdf\n").expect("answers");
-    write_script(
-        dir,
-        &[
-            json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
-                "Current Sub-Task": "Export the report", "ControlLabel": "1",
-                "ControlText": "Writer", "Status": "ASSIGN"}}),
-            json!({"agent": "app", "response": {"Observation": "o", "Thought": "t",
-                "Status": "PENDING", "Questions": ["Which file name?"]}}),
-            json!({"agent": "app", "response": {"Observation": "o", "Thought": "t",
-                "ControlLabel": "3", "ControlText": "Delete All", "Function": "click",
-                "Args": {}, "Status": "CONFIRM"}, "expect": ["from-the-file.pdf"]}),
-            json!({"agent": "app", "response": {"Observation": "o", "Thought": "t",
-                "Status": "FINISH", "Result": "done"}}),
-            json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
-                "Status": "FINISH"}}),
-        ],
-    );
+    question_then_confirm(dir);
+    std::fs::write(dir.join("answers.txt"), "typed.pdf\n").expect("answers");
     let answers = dir.join("answers.txt").display().to_string();
     let mut session = Session::start(dir, &["--confirm", "ask", "--answers", &answers], true);
     let mut conn = session.connect();
@@ -406,7 +386,7 @@ fn an_answers_file_first_makes_the_sockets_answer_late() {
     assert_eq!(
         by,
         [
-            (json!(1), json!("answers_file"), json!("from-the-file.pdf")),
+            (json!(1), json!("answers_file"), json!("typed.pdf")),
             (json!(2), json!("console"), json!(true)),
         ]
     );
@@ -505,4 +485,468 @@ fn a_stale_socket_file_is_replaced() {
     assert_eq!(r.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("control socket"), "{stderr}");
     assert!(!out.join("control.sock").exists());
+}
+
+/// The scenario of [`an_answers_file_first_makes_the_sockets_answer_late`]: a question, then
+/// a confirmation, in folder `dir`.
+fn question_then_confirm(dir: &Path) {
+    for f in ["desktop.json", "ufo.toml"] {
+        std::fs::copy(scenario_dir("app_pending_answer").join(f), dir.join(f)).expect("copy");
+    }
+    std::fs::write(dir.join("request.txt"), "Export the report").expect("request");
+    write_script(
+        dir,
+        &[
+            json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+                "Current Sub-Task": "Export the report", "ControlLabel": "1",
+                "ControlText": "Writer", "Status": "ASSIGN"}}),
+            json!({"agent": "app", "response": {"Observation": "o", "Thought": "t",
+                "Status": "PENDING", "Questions": ["Which file name?"]}}),
+            json!({"agent": "app", "response": {"Observation": "o", "Thought": "t",
+                "ControlLabel": "3", "ControlText": "Delete All", "Function": "click",
+                "Args": {}, "Status": "CONFIRM"}, "expect": ["typed.pdf"]}),
+            json!({"agent": "app", "response": {"Observation": "o", "Thought": "t",
+                "Status": "FINISH", "Result": "done"}}),
+            json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+                "Status": "FINISH"}}),
+        ],
+    );
+}
+
+/// With a terminal, the terminal and the socket race: the terminal answers the question, so
+/// the socket's answer to it is refused; the socket answers the confirmation, and the
+/// terminal's prompt says so and stops waiting.
+#[test]
+fn the_terminal_and_the_socket_race_and_each_is_told_when_it_lost() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path();
+    question_then_confirm(dir);
+    let out = dir.join("out");
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("ufo"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("UFO_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("TERM", "xterm-256color")
+        .env("NO_COLOR", "1")
+        .env("UFO_PROMPT_TIMEOUT_SECS", "60")
+        .arg("run")
+        .arg("--desktop")
+        .arg(format!("sim:{}", dir.join("desktop.json").display()))
+        .arg("--llm")
+        .arg(format!("script:{}", dir.join("script.jsonl").display()))
+        .arg("--config")
+        .arg(dir.join("ufo.toml"))
+        .arg("--confirm")
+        .arg("ask")
+        .arg("--out")
+        .arg(&out)
+        .arg("Export the report");
+    let mut pty = rexpect::session::spawn_command(cmd, Some(60_000)).expect("spawn in a pty");
+    pty.exp_string("asks: Which file name?")
+        .expect("the question on the terminal");
+    pty.send_line("typed.pdf").expect("type");
+    pty.exp_string("Approve? [y/N]")
+        .expect("the confirmation on the terminal");
+    let stream = UnixStream::connect(out.join("control.sock")).expect("the socket");
+    stream.set_read_timeout(Some(WAIT)).expect("timeout");
+    let mut conn = Conn {
+        reader: BufReader::new(stream.try_clone().expect("clone")),
+        writer: stream,
+    };
+    let late = conn.call(json!({"op": "answer", "id": 1, "text": "console.pdf"}));
+    assert_eq!(
+        late["error"], "question 1 was already answered (by the terminal)",
+        "{late}"
+    );
+    let r = conn.call(json!({"op": "answer", "id": 2, "approve": true}));
+    assert_eq!(r, json!({"ok": true}));
+    pty.exp_string("(answered from the console)")
+        .expect("the terminal is told");
+    pty.exp_string("approved").expect("the decision shown");
+    pty.exp_eof().expect("the end");
+    let code = match pty.process.wait() {
+        Ok(rexpect::process::wait::WaitStatus::Exited(_, c)) => c,
+        other => panic!("ufo did not exit normally: {other:?}"),
+    };
+    assert_eq!(code, 0);
+    let answered: Vec<String> = std::fs::read_to_string(out.join("events.jsonl"))
+        .expect("events")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "answered")
+        .map(|e| format!("{}:{}:{}", e["id"], s(&e["by"]), e["value"]))
+        .collect();
+    assert_eq!(answered, ["1:terminal:\"typed.pdf\"", "2:console:true"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Live: the console takes a private desktop over (UFO_LIVE_TESTS=1)
+// ---------------------------------------------------------------------------------------------
+
+/// Through pyatspi (not ufo), inside the private desktop: the texts of the calculator's
+/// display, as JSON.
+const CALCULATOR_TEXTS: &str = r#"
+import sys, json, pyatspi
+def walk(node, depth=0):
+    if node is None or depth > 40:
+        return
+    yield node
+    for i in range(node.childCount):
+        try:
+            child = node.getChildAtIndex(i)
+        except Exception:
+            continue
+        yield from walk(child, depth + 1)
+for app in pyatspi.Registry.getDesktop(0):
+    if app is None or 'calculator' not in (app.name or '').lower():
+        continue
+    texts = []
+    for n in walk(app):
+        if n.getRoleName() in ('text', 'editbar', 'entry'):
+            try:
+                t = n.queryText()
+                texts.append(t.getText(0, t.characterCount))
+            except Exception:
+                pass
+    print(json.dumps(texts))
+    sys.exit(0)
+sys.exit(1)
+"#;
+
+/// The environment of the private desktop's calculator (its display and buses), read from
+/// the process that carries the private desktop's mark.
+fn private_calculator_env() -> Option<Vec<(String, String)>> {
+    for e in std::fs::read_dir("/proc").ok()?.filter_map(|e| e.ok()) {
+        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with("gnome-calc") {
+            continue;
+        }
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        let vars: Vec<(String, String)> = env
+            .split(|b| *b == 0)
+            .filter_map(|kv| {
+                let kv = String::from_utf8_lossy(kv);
+                let (k, v) = kv.split_once('=')?;
+                Some((k.to_string(), v.to_string()))
+            })
+            .collect();
+        if vars
+            .iter()
+            .any(|(k, v)| k == "UFO_SESSION_MARK" && v.starts_with("ufo-private-"))
+        {
+            return Some(vars);
+        }
+    }
+    None
+}
+
+/// A command run inside the private desktop (its display and buses).
+fn inside(program: impl AsRef<std::ffi::OsStr>) -> Option<Command> {
+    let env = private_calculator_env()?;
+    let mut cmd = Command::new(program);
+    cmd.env_clear().env("PATH", "/usr/bin:/bin");
+    for (k, v) in env.iter().filter(|(k, _)| {
+        matches!(
+            k.as_str(),
+            "DISPLAY"
+                | "DBUS_SESSION_BUS_ADDRESS"
+                | "AT_SPI_BUS_ADDRESS"
+                | "XDG_RUNTIME_DIR"
+                | "HOME"
+        )
+    }) {
+        cmd.env(k, v);
+    }
+    Some(cmd)
+}
+
+/// The texts of the calculator's display, through pyatspi.
+fn display_texts() -> Option<Vec<String>> {
+    let o = inside("/usr/bin/python3")?
+        .arg("-c")
+        .arg(CALCULATOR_TEXTS)
+        .output()
+        .ok()?;
+    if !o.status.success() {
+        return None;
+    }
+    serde_json::from_slice(&o.stdout).ok()
+}
+
+/// The screen centre of the calculator's button `name`, as `ufo inspect` lists it.
+fn button_centre(name: &str) -> Option<(i64, i64)> {
+    let o = inside(assert_cmd::cargo::cargo_bin("ufo"))?
+        .args(["inspect", "calculator"])
+        .output()
+        .ok()?;
+    let listing = String::from_utf8_lossy(&o.stdout);
+    let wanted = format!("button \"{name}\" @");
+    let line = listing.lines().find(|l| l.contains(&wanted))?;
+    let rest = line.split_once(&wanted)?.1;
+    let mut parts = rest.split(' ');
+    let (at, size) = (parts.next()?, parts.next()?);
+    let (x, y) = at.split_once(',')?;
+    let (w, h) = size.split_once('x')?;
+    let num = |t: &str| t.parse::<i64>().ok();
+    Some((num(x)? + num(w)? / 2, num(y)? + num(h)? / 2))
+}
+
+/// A child process ended when the test ends, also when it fails.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// Wait (bounded) until `ready` gives a value.
+fn wait_value<T>(what: &str, within: Duration, ready: impl Fn() -> Option<T>) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(v) = ready() {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not happen within {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A fake model server's answers, in OpenAI's wire format, some after a delay.
+struct Answers {
+    answers: Vec<(String, Duration)>,
+    next: std::sync::atomic::AtomicUsize,
+    seen: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl wiremock::Respond for Answers {
+    fn respond(&self, _req: &wiremock::Request) -> wiremock::ResponseTemplate {
+        use std::sync::atomic::Ordering;
+        let i = self.next.fetch_add(1, Ordering::SeqCst);
+        self.seen.fetch_add(1, Ordering::SeqCst);
+        match self.answers.get(i) {
+            Some((content, delay)) => wiremock::ResponseTemplate::new(200)
+                .set_delay(*delay)
+                .set_body_json(json!({
+                    "id": format!("chatcmpl-{i}"),
+                    "object": "chat.completion",
+                    "model": "fake-model",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": content}}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5}
+                })),
+            None => wiremock::ResponseTemplate::new(400).set_body_string("no more answers"),
+        }
+    }
+}
+
+/// Issue 28: the console takes the private desktop over while the model decides the click on
+/// "3" (its answer comes late, so the take-over lands between the observation and the
+/// action). The agent drops that answer and pauses; the console views the screen, clicks the
+/// calculator's "3" itself (found through pyatspi, not ufo) and hands back; the agent observes
+/// again and goes on with "0" and "=": the display shows 42 (12 + 30, with the person's 3),
+/// not 342 (had the dropped answer run too).
+#[tokio::test]
+async fn the_console_takes_a_private_desktop_over_clicks_and_hands_back() {
+    if !ufo_desktop::testing::require_live(
+        "the_console_takes_a_private_desktop_over_clicks_and_hands_back",
+    ) {
+        return;
+    }
+    let server = wiremock::MockServer::start().await;
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let host = |status: &str| {
+        json!({"Observation": "o", "Thought": "t", "Current Sub-Task": "Compute 12+30",
+               "ControlText": "calculator", "Status": status})
+        .to_string()
+    };
+    let app = |name: &str| {
+        json!({"Observation": "o", "Thought": "t", "ControlText": name, "Function": "click",
+               "Args": {}, "Status": "CONTINUE"})
+        .to_string()
+    };
+    let now = Duration::ZERO;
+    // request 4 (the agent's "3") comes late: the console takes over meanwhile; request 7
+    // (the FINISH) comes late too, so the display can be read before the desktop ends
+    let (slow, last) = (4, 7);
+    let mut answers = vec![(host("ASSIGN"), now)];
+    for b in ["1", "2", "+", "3", "0", "="] {
+        answers.push((app(b), now));
+    }
+    answers[slow].1 = Duration::from_secs(4);
+    answers.push((
+        json!({"Observation": "42", "Thought": "done", "Status": "FINISH"}).to_string(),
+        Duration::from_secs(3),
+    ));
+    answers.push((host("FINISH"), now));
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .and(wiremock::matchers::path("/v1/chat/completions"))
+        .respond_with(Answers {
+            answers,
+            next: std::sync::atomic::AtomicUsize::new(0),
+            seen: seen.clone(),
+        })
+        .mount(&server)
+        .await;
+    let base = format!("{}/v1", server.uri());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("out");
+    let o = out.clone();
+    let (code, stderr, texts_at_end) = tokio::task::spawn_blocking(move || {
+        let mut child = Killed(
+            Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+                .args(["run", "--desktop", "private", "--scratch-home"])
+                .args(["--llm", "openai:fake-model", "--out"])
+                .arg(&o)
+                .arg("Compute 12 + 30")
+                .env("UFO_LLM_BASE_URL", base)
+                .env("OPENAI_API_KEY", "sk-ufo-test-not-a-key")
+                .env_remove("UFO_LLM_API_KEY")
+                .env_remove("UFO_LLM")
+                .env_remove("UFO_CONSOLE")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("ufo starts"),
+        );
+        let events = || std::fs::read_to_string(o.join("events.jsonl")).unwrap_or_default();
+        let requests = || seen.load(std::sync::atomic::Ordering::SeqCst);
+        // the slow answer is being awaited: the observation is made, the action not yet
+        wait_value("the slow model call", Duration::from_secs(120), || {
+            (requests() > slow).then_some(())
+        });
+        let stream = UnixStream::connect(o.join("control.sock")).expect("the control socket");
+        stream.set_read_timeout(Some(WAIT)).expect("timeout");
+        let mut conn = Conn {
+            reader: BufReader::new(stream.try_clone().expect("clone")),
+            writer: stream,
+        };
+        let state = conn.call(json!({"op": "state"}));
+        assert_eq!(state["desktop"], "private", "{state}");
+        // not taken yet: no view, no hand-back
+        for op in ["view", "handback"] {
+            let r = conn.call(json!({"op": op}));
+            assert_eq!(r["ok"], false, "{r}");
+            assert!(s(&r["error"]).contains("takeover"), "{r}");
+        }
+        let r = conn.call(json!({"op": "takeover"}));
+        assert_eq!(r["ok"], true, "{r}");
+        wait_value("the takeover record", Duration::from_secs(30), || {
+            events().contains("\"takeover\"").then_some(())
+        });
+        assert_eq!(conn.call(json!({"op": "state"}))["taken"], "console");
+        // the whole private screen
+        let view = conn.call(json!({"op": "view"}));
+        assert_eq!(view["ok"], true, "{}", s(&view["error"]));
+        let png = base64_decode(&s(&view["png"]));
+        let decoder = png::Decoder::new(std::io::Cursor::new(png));
+        let info = decoder.read_info().expect("a PNG");
+        let (w, h) = (info.info().width, info.info().height);
+        assert_eq!((w, h), (1280, 1024), "the private screen's size");
+        assert_eq!(
+            (view["width"].as_u64(), view["height"].as_u64()),
+            (Some(1280), Some(1024))
+        );
+        // the console clicks the calculator's 3
+        let (x, y) = wait_value(
+            "the 3 button in ufo inspect",
+            Duration::from_secs(30),
+            || button_centre("3"),
+        );
+        let steps = events().matches("\"type\":\"step\"").count();
+        let r = conn.call(json!({"op": "input", "click": {"x": x, "y": y, "button": 1}}));
+        assert_eq!(r, json!({"ok": true}));
+        wait_value("12+3 on the display", Duration::from_secs(30), || {
+            display_texts().filter(|t| t.iter().any(|t| t.contains("12+3")))
+        });
+        // keys (in ufo's key syntax) and text go to the focused calculator too: the 3 is
+        // taken back and typed again
+        let r = conn.call(json!({"op": "input", "keys": "{backspace}"}));
+        assert_eq!(r, json!({"ok": true}), "{r}");
+        wait_value("12+ on the display", Duration::from_secs(30), || {
+            display_texts().filter(|t| t.iter().any(|t| t.trim() == "12+"))
+        });
+        let r = conn.call(json!({"op": "input", "text": "3"}));
+        assert_eq!(r, json!({"ok": true}), "{r}");
+        wait_value("12+3 on the display again", Duration::from_secs(30), || {
+            display_texts().filter(|t| t.iter().any(|t| t.contains("12+3")))
+        });
+        // while taken over, nothing runs
+        assert_eq!(events().matches("\"type\":\"step\"").count(), steps);
+        assert!(!events().contains("\"handback\""));
+        let r = conn.call(json!({"op": "handback"}));
+        assert_eq!(r, json!({"ok": true}));
+        // the agent goes on with 0 and =; its FINISH is awaited while the display is read
+        wait_value("the last model call", Duration::from_secs(120), || {
+            (requests() > last).then_some(())
+        });
+        let texts = wait_value(
+            "the display after =",
+            Duration::from_secs(30),
+            display_texts,
+        );
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let status = loop {
+            if let Ok(Some(status)) = child.0.try_wait() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                panic!("the session did not end after the hand-back:\n{}", events());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let mut stderr = String::new();
+        if let Some(mut e) = child.0.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+        }
+        (status.code(), stderr, texts)
+    })
+    .await
+    .expect("join");
+    assert_eq!(code, Some(0), "{stderr}");
+    // the person's change is respected: 12 + 30 with their 3, not 12 + 330
+    assert!(
+        texts_at_end.iter().any(|t| t.trim() == "42"),
+        "the display does not show 42: {texts_at_end:?}"
+    );
+    let events: Vec<Value> = std::fs::read_to_string(out.join("events.jsonl"))
+        .expect("events")
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let at = |kind: &str| {
+        events
+            .iter()
+            .position(|e| e["type"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} record: {events:?}"))
+    };
+    let (t, h) = (at("takeover"), at("handback"));
+    assert_eq!(h, t + 1, "a step ran while taken over: {events:?}");
+    assert_eq!(events[t]["input"], "taken over from the console");
+    assert_eq!(events[h]["how"], "handed_back", "{}", events[h]);
+    let dropped = &events[t - 1];
+    assert_eq!(dropped["action"]["discarded"], "takeover", "{dropped}");
+    assert_eq!(dropped["action"]["executed"], false, "{dropped}");
+    assert!(
+        !out.join("control.sock").exists(),
+        "the socket outlived the session"
+    );
+}
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .expect("base64")
 }
