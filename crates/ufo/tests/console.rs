@@ -372,6 +372,19 @@ fn the_page_starts_a_session_and_shows_its_lines_with_a_script_title_as_text() {
             .any(|l| l.contains("<script>window.injected=1</script>")),
         "the title is shown as text: {out}"
     );
+    // a control name and a model's result holding markup are shown as text too
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("<b id=\"injected-control\">Delete All</b>")),
+        "the control name is shown as text: {out}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("All content deleted <img src=x id=\"injected-result\">")),
+        "the model's result is shown as text: {out}"
+    );
     assert_eq!(out["injected_element"], false, "{out}");
     assert_eq!(out["injected_script"], false, "{out}");
     assert_eq!(
@@ -409,8 +422,20 @@ fn the_page_answers_a_pending_question_and_approves_a_confirm() {
             .contains("Which document"),
         "{out}"
     );
+    // the held action's control name, markup and all, is text in the CONFIRM box
     assert!(
-        out["confirm"].as_str().unwrap_or("").contains("Delete All"),
+        out["confirm"]
+            .as_str()
+            .unwrap_or("")
+            .contains("<b id=\"injected-control\">Delete All</b>"),
+        "{out}"
+    );
+    assert_eq!(out["confirm_injected"], false, "{out}");
+    assert_eq!(out["injected_element"], false, "{out}");
+    // the current plan: the HostAgent's, from its step record
+    assert_eq!(
+        out["plan"],
+        json!(["Delete all content", "Report back"]),
         "{out}"
     );
     let dir = home

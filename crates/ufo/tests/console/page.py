@@ -57,12 +57,21 @@ def main():
             page.click("#ask-pending button")
             page.wait_for_selector("#ask:not([hidden]) #ask-confirm:not([hidden])")
             out["confirm"] = page.text_content("#ask-text")
+            # the host's plan, from its ASSIGN step, while the app's CONFIRM waits
+            page.wait_for_selector("#s-plan-line:not([hidden]) #s-plan li")
+            out["plan"] = page.eval_on_selector_all("#s-plan li", "ls => ls.map(l => l.textContent)")
+            out["confirm_injected"] = page.evaluate(
+                "document.getElementById('injected-control') !== null"
+            )
             page.click("#approve")
         page.wait_for_selector("#s-status:text-matches('^(FINISH|FAIL|ERROR|CANCELLED|ENDED)$')")
         out["status"] = page.text_content("#s-status")
         out["lines"] = page.eval_on_selector_all("#lines .line", "ls => ls.map(l => l.textContent)")
         out["subtask"] = page.text_content("#s-subtask")
-        out["injected_element"] = page.evaluate("document.getElementById('injected') !== null")
+        out["injected_element"] = page.evaluate(
+            "['injected', 'injected-control', 'injected-result']"
+            ".some(id => document.getElementById(id) !== null)"
+        )
         out["injected_script"] = page.evaluate("window.injected !== undefined")
         out["script_elements"] = page.evaluate("document.querySelectorAll('script').length")
         if shot:

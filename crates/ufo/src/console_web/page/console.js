@@ -134,14 +134,23 @@ function refreshView() {
   $("view").src = "/api/sessions/" + encodeURIComponent(current) + "/view?n=" + viewCount;
 }
 
+function showPlan(plan) {
+  const items = plan.map((p) => {
+    const li = document.createElement("li");
+    li.textContent = String(p);
+    return li;
+  });
+  $("s-plan").replaceChildren(...items);
+  $("s-plan-line").hidden = items.length === 0;
+}
+
 let shotCount = 0;
 function onRecord(r) {
   if (r.type === "session_start") $("s-request").textContent = r.request || "";
   if (r.type === "step") {
     if (r.subtask) $("s-subtask").textContent = r.subtask;
-    const plan = Array.isArray(r.plan) ? r.plan.join("; ") : (r.plan || "");
-    if (plan) $("s-plan").textContent = plan;
-    $("s-plan-line").hidden = !$("s-plan").textContent;
+    // The host's plan as it stands after its step (absent when empty or on an app's step).
+    if (r.role === "host") showPlan(Array.isArray(r.plan) ? r.plan : []);
     shotCount += 1;
     $("shot").src = "/api/sessions/" + encodeURIComponent(current) + "/screenshot?n=" + shotCount;
   }
