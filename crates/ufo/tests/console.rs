@@ -302,13 +302,18 @@ fn python() -> Option<PathBuf> {
 
 /// Run tests/console/page.py against the server; its JSON.
 fn page(server: &Served, token: &str, mode: &str, screenshot: Option<&Path>) -> Value {
+    page_with(server, token, mode, screenshot.map(Path::as_os_str))
+}
+
+/// Run tests/console/page.py with its fourth argument (a screenshot path, a batch name, ...).
+fn page_with(server: &Served, token: &str, mode: &str, arg: Option<&std::ffi::OsStr>) -> Value {
     let py = python()
         .expect("the Python venv with Playwright (scripts/test-deps.sh install_python_playwright)");
     let mut cmd = Command::new(py);
     cmd.arg(fixture("page.py"))
         .args([&server.origin(), token, mode]);
-    if let Some(s) = screenshot {
-        cmd.arg(s);
+    if let Some(a) = arg {
+        cmd.arg(a);
     }
     let out = cmd.output().expect("python runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -464,5 +469,149 @@ fn the_page_answers_a_pending_question_and_approves_a_confirm() {
         desktop.to_string().contains("delete_all"),
         "the approved click ran: {desktop}"
     );
+    stop(server);
+}
+
+/// A small batch suite on disk: a task that passes (the fax is found infeasible), one that
+/// fails (the model claims it faxed), one skipped (a setup step ufo does not support). Each
+/// run task first sleeps `setup_s`, so the batch fills while the page watches.
+fn small_suite(dir: &Path, setup_s: u32) {
+    let scripts = dir.join("scripts");
+    std::fs::create_dir_all(&scripts).expect("mkdir");
+    let host = |status: &str| {
+        json!({"agent": "host", "response": {"Observation": "No fax here.", "Thought": "t",
+               "Status": status}})
+        .to_string()
+    };
+    std::fs::write(scripts.join("fail.jsonl"), host("FAIL")).expect("write");
+    std::fs::write(scripts.join("finish.jsonl"), host("FINISH")).expect("write");
+    let task = |id: &str, script: &str| {
+        json!({"id": id, "instruction": "Send the open document by fax",
+               "related_apps": ["shell"],
+               "config": [{"type": "sleep", "parameters": {"seconds": setup_s}}],
+               "evaluator": {"func": "infeasible"}, "ufo_script": script})
+    };
+    let skipped = json!({"id": "c_download", "instruction": "x",
+        "config": [{"type": "download", "parameters": {}}],
+        "evaluator": {"func": "exact_match"}});
+    for (name, t) in [
+        ("a_fax", task("a_fax", "scripts/fail.jsonl")),
+        ("b_claims", task("b_claims", "scripts/finish.jsonl")),
+        ("c_download", skipped),
+    ] {
+        std::fs::write(dir.join(format!("{name}.json")), t.to_string()).expect("write");
+    }
+}
+
+/// Issue 28: a real `ufo batch` writes into the server's runs folder; the page's batch view
+/// shows its tasks done/passed/failed and the task rows as they fill, and at the end the
+/// same rows as the batch's results.jsonl. Live (the batch runs on this desktop) and in the
+/// browser.
+#[test]
+fn the_page_follows_a_batch_as_it_fills_and_ends_with_its_results() {
+    if !browser_tests()
+        || !ufo_desktop::testing::require_live(
+            "the_page_follows_a_batch_as_it_fills_and_ends_with_its_results",
+        )
+    {
+        return;
+    }
+    let home = tempfile::tempdir().expect("tempdir");
+    let token = add_token(home.path());
+    let server = serve(home.path(), "plain.jsonl");
+    let suite = home.path().join("suite");
+    small_suite(&suite, 3);
+    let out = home.path().join("runs").join("batch-console");
+    let mut batch = ufo(home.path())
+        .arg("batch")
+        .arg(&suite)
+        .args(["--confirm", "yes", "--task-timeout", "120", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ufo batch starts");
+    let seen = page_with(
+        &server,
+        &token,
+        "batch",
+        Some(std::ffi::OsStr::new("batch-console")),
+    );
+    let status = batch.wait().expect("the batch ends");
+    let mut stderr = String::new();
+    if let Some(mut e) = batch.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+    }
+    // one task failed: exit 1
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    let states = seen["states"].as_array().expect("states");
+    let last = states.last().expect("a state");
+    // while it filled: a state before the end, with fewer rows than at the end
+    assert!(
+        states.len() >= 2
+            && !states[0]["counts"]
+                .as_str()
+                .unwrap_or("")
+                .contains("(finished)"),
+        "the page saw no state before the end: {seen}"
+    );
+    let rows_at = |s: &Value| s["rows"].as_array().map_or(0, Vec::len);
+    assert!(rows_at(&states[0]) < rows_at(last), "{seen}");
+    // rows only grow, each shown row stays as it was
+    for w in states.windows(2) {
+        assert!(rows_at(&w[0]) <= rows_at(&w[1]), "{seen}");
+    }
+    let counts = last["counts"].as_str().unwrap_or("");
+    assert!(
+        counts.starts_with("3 of 3 tasks done: 1 passed, 1 failed, 1 skipped, 0 error;")
+            && counts.ends_with("(finished)"),
+        "{seen}"
+    );
+    // the rows at the end are the batch's results.jsonl: id, app, status, steps, reason
+    let results: Vec<Value> = std::fs::read_to_string(out.join("results.jsonl"))
+        .expect("results.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a result line"))
+        .collect();
+    let want: Vec<Vec<String>> = results
+        .iter()
+        .map(|r| {
+            vec![
+                r["id"].as_str().unwrap_or("").to_string(),
+                r["app"].as_str().unwrap_or("").to_string(),
+                r["status"].as_str().unwrap_or("").to_string(),
+                r["steps"].to_string(),
+                r["reason"].as_str().unwrap_or("").to_string(),
+            ]
+        })
+        .collect();
+    let got: Vec<Vec<String>> = last["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| {
+            let c = |i: usize| r[i].as_str().unwrap_or("").to_string();
+            vec![c(0), c(1), c(2), c(3), c(5)]
+        })
+        .collect();
+    assert_eq!(got, want, "{seen}");
+    let statuses: Vec<&str> = results
+        .iter()
+        .filter_map(|r| r["status"].as_str())
+        .collect();
+    assert_eq!(statuses, ["passed", "failed", "skipped"]);
+    // and the summary table is ufo batch's
+    let summary = std::fs::read_to_string(out.join("summary.txt")).expect("summary.txt");
+    let total = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("TOTAL"))
+            .map(|l| l.split_whitespace().take(7).collect::<Vec<_>>().join(" "))
+    };
+    assert_eq!(
+        total(seen["summary"].as_str().unwrap_or("")),
+        total(&summary),
+        "{seen}"
+    );
+    assert!(total(&summary).is_some(), "{summary}");
     stop(server);
 }

@@ -1,19 +1,45 @@
 """Drive the ufo console page in headless Chromium (the system's, through the DevTools
 protocol with Playwright; no browser is downloaded). Called by crates/ufo/tests/console.rs.
 
-usage: page.py BASE_URL TOKEN MODE [SCREENSHOT]
+usage: page.py BASE_URL TOKEN MODE [SCREENSHOT | BATCH]
 MODE plain:     log in, start a session (confirm yes), watch its lines until FINISH.
 MODE questions: log in, start a session (confirm ask), answer its PENDING question and
                 approve its CONFIRM from the page, until FINISH.
+MODE batch:     log in, open batch BATCH from the list as soon as it is listed, and read its
+                counts and task rows every 200 ms until it is finished.
 Prints one JSON object on the last line of stdout.
 """
 import json
 import os
 import sys
+import time
 
 from playwright.sync_api import sync_playwright
 
 TIMEOUT_MS = 90_000
+
+
+def watch_batch(page, batch):
+    """The batch view's states as it fills: each distinct (counts, rows), then the last."""
+    row = "#batches tbody tr:has-text(%s)" % json.dumps(batch)
+    page.wait_for_selector(row)
+    page.click(row)
+    page.wait_for_selector("#batch-view:not([hidden]) #b-counts:text-matches('tasks done')")
+    seen = []
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while time.monotonic() < deadline:
+        counts = page.text_content("#b-counts")
+        rows = page.eval_on_selector_all(
+            "#b-results tbody tr",
+            "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))",
+        )
+        state = {"counts": counts, "rows": rows}
+        if not seen or seen[-1] != state:
+            seen.append(state)
+        if "(finished)" in counts:
+            break
+        page.wait_for_timeout(200)
+    return {"states": seen, "summary": page.text_content("#b-summary")}
 
 
 def main():
@@ -41,6 +67,12 @@ def main():
         page.fill("#token", token)
         page.click("#login-form button")
         page.wait_for_selector("#list-view:not([hidden])")
+        if mode == "batch":
+            out.update(watch_batch(page, sys.argv[4]))
+            out["errors"] = errors
+            browser.close()
+            print(json.dumps(out))
+            return
         if mode == "plain":
             page.fill("#start-request", "Delete all content of report.odt")
             page.select_option("#start-confirm", "yes")
