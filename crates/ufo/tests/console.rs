@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 mod common;
+use common::calculator::{
+    button_centre, display_texts, private_calculator_env, wait_value, Answers, Killed,
+};
 use common::served::Served;
 
 fn fixture(name: &str) -> PathBuf {
@@ -614,4 +617,238 @@ fn the_page_follows_a_batch_as_it_fills_and_ends_with_its_results() {
     );
     assert!(total(&summary).is_some(), "{summary}");
     stop(server);
+}
+
+/// Issue 28, from the page: a session on a private desktop computes 12 + 30 with the
+/// calculator; while its model decides the click on "3" (that answer comes late), the page
+/// takes the desktop over, shows its view, and the browser clicks the calculator's "3" in
+/// that view (the page sends the click in screen coordinates); the page hands back and the
+/// agent goes on with "0" and "=". The display, read through pyatspi (not ufo), shows 42
+/// (with the person's 3; 342 had the dropped answer run too); the trajectory has the
+/// `takeover` and `handback` records with no step between; nothing of the private desktop is
+/// left. Live and in the browser.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "unfinished: the page takes over, its click reaches the calculator (12+3) and it hands back, but the agent's 0 and = after the hand-back do not show on the display yet"]
+async fn the_page_takes_a_private_desktop_over_clicks_in_its_view_and_hands_back() {
+    if !browser_tests()
+        || !ufo_desktop::testing::require_live(
+            "the_page_takes_a_private_desktop_over_clicks_in_its_view_and_hands_back",
+        )
+    {
+        return;
+    }
+    let model = wiremock::MockServer::start().await;
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let host = |status: &str| {
+        json!({"Observation": "o", "Thought": "t", "Current Sub-Task": "Compute 12+30",
+               "ControlText": "calculator", "Status": status})
+        .to_string()
+    };
+    let app = |name: &str| {
+        json!({"Observation": "o", "Thought": "t", "ControlText": name, "Function": "click",
+               "Args": {}, "Status": "CONTINUE"})
+        .to_string()
+    };
+    let now = Duration::ZERO;
+    // answer 4 (the agent's "3") comes late: the page takes over meanwhile; answer 7 (the
+    // FINISH) comes late too, so the display is read before the private desktop ends
+    let (slow, last) = (4, 7);
+    let mut answers = vec![(host("ASSIGN"), now)];
+    for b in ["1", "2", "+", "3", "0", "="] {
+        answers.push((app(b), now));
+    }
+    answers[slow].1 = Duration::from_secs(10);
+    answers.push((
+        json!({"Observation": "42", "Thought": "done", "Status": "FINISH"}).to_string(),
+        Duration::from_secs(6),
+    ));
+    answers.push((host("FINISH"), now));
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .and(wiremock::matchers::path("/v1/chat/completions"))
+        .respond_with(Answers {
+            answers,
+            next: std::sync::atomic::AtomicUsize::new(0),
+            seen: seen.clone(),
+        })
+        .mount(&model)
+        .await;
+    let base = format!("{}/v1", model.uri());
+    let home = tempfile::tempdir().expect("tempdir");
+    let token = add_token(home.path());
+    let signals = home.path().join("signals");
+    std::fs::create_dir_all(&signals).expect("mkdir");
+    let runs = home.path().join("runs");
+    let config = fixture("ufo.toml").display().to_string();
+    let mut cmd = ufo(home.path());
+    cmd.env("UFO_LLM_BASE_URL", &base)
+        .env("OPENAI_API_KEY", "sk-ufo-test-not-a-key");
+    let server = Served::start(
+        cmd,
+        &format!("sim:{}", fixture("desktop.json").display()),
+        &[
+            "--llm",
+            "openai:fake-model",
+            "--config",
+            &config,
+            "--runs",
+            &runs.display().to_string(),
+        ],
+    );
+    let py = python().expect("the Python venv with Playwright");
+    let (out, texts_at_end, dir) = tokio::task::spawn_blocking(move || {
+        let mut browser = Killed(
+            Command::new(py)
+                .arg(fixture("page.py"))
+                .args([&server.origin(), &token, "takeover"])
+                .arg(&signals)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("python runs"),
+        );
+        let requests = || seen.load(std::sync::atomic::Ordering::SeqCst);
+        // the slow answer is awaited: the observation is made, the action not yet
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while requests() <= slow {
+            assert!(
+                Instant::now() < deadline,
+                "the slow model call did not come within 180 s ({} requests): {}\nserver: {}",
+                requests(),
+                session_logs(&runs),
+                server.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let dir = std::fs::read_dir(&runs)
+            .expect("runs")
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.join("events.jsonl").exists())
+            .expect("the session's folder");
+        let events = || std::fs::read_to_string(dir.join("events.jsonl")).unwrap_or_default();
+        let (x, y) = wait_value(
+            "the 3 button in ufo inspect",
+            Duration::from_secs(30),
+            || button_centre("3"),
+        );
+        std::fs::write(
+            signals.join("takeover"),
+            json!({"x": x, "y": y}).to_string(),
+        )
+        .expect("write");
+        wait_value("the page's click", Duration::from_secs(90), || {
+            signals.join("clicked").exists().then_some(())
+        });
+        // (the agent records the take-over when it drops the late answer)
+        wait_value("the takeover record", Duration::from_secs(60), || {
+            events().contains("\"takeover\"").then_some(())
+        });
+        let steps = events().matches("\"type\":\"step\"").count();
+        wait_value("12+3 on the display", Duration::from_secs(30), || {
+            display_texts().filter(|t| t.iter().any(|t| t.contains("12+3")))
+        });
+        // while taken over, nothing runs
+        assert_eq!(events().matches("\"type\":\"step\"").count(), steps);
+        assert!(!events().contains("\"handback\""));
+        std::fs::write(signals.join("handback"), "1").expect("write");
+        // the agent goes on with 0 and =; its FINISH is awaited while the display is read
+        wait_value("the last model call", Duration::from_secs(180), || {
+            (requests() > last).then_some(())
+        });
+        // (the display settles a moment after the agent's last click)
+        let settle = Instant::now() + Duration::from_secs(30);
+        let texts = loop {
+            let texts = display_texts().unwrap_or_default();
+            if texts.iter().any(|t| t.trim() == "42") || Instant::now() > settle {
+                break texts;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        let deadline = Instant::now() + Duration::from_secs(180);
+        let status = loop {
+            if let Ok(Some(status)) = browser.0.try_wait() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "the page did not see the end");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let mut stdout = String::new();
+        let mut stderr = String::new();
+        if let Some(mut o) = browser.0.stdout.take() {
+            let _ = std::io::Read::read_to_string(&mut o, &mut stdout);
+        }
+        if let Some(mut e) = browser.0.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+        }
+        assert!(
+            status.success(),
+            "page.py failed: {stderr}\n{stdout}\nserver: {}",
+            server.stderr()
+        );
+        let out: Value =
+            serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("page.py JSON");
+        stop(server);
+        (out, texts, dir)
+    })
+    .await
+    .expect("join");
+    assert_eq!(out["status"], "FINISH", "{out}");
+    assert_eq!(
+        out["view"],
+        json!([1280, 1024]),
+        "the whole private screen: {out}"
+    );
+    assert_eq!(out["s_error_after_click"], "", "{out}");
+    // the person's change is respected: 12 + 30 with their 3, not 12 + 330
+    assert!(
+        texts_at_end.iter().any(|t| t.trim() == "42"),
+        "the display does not show 42: {texts_at_end:?}"
+    );
+    let ev = events(&dir);
+    let at = |kind: &str| {
+        ev.iter()
+            .position(|e| e["type"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} record: {ev:?}"))
+    };
+    let (t, h) = (at("takeover"), at("handback"));
+    assert_eq!(h, t + 1, "a step ran while taken over: {ev:?}");
+    assert_eq!(ev[t]["input"], "taken over from the console");
+    assert_eq!(ev[h]["how"], "handed_back", "{}", ev[h]);
+    assert_eq!(
+        ev[t - 1]["action"]["discarded"],
+        "takeover",
+        "{}",
+        ev[t - 1]
+    );
+    // the page showed both as lines too
+    let lines = out["lines"].to_string();
+    assert!(lines.contains("took the desktop over"), "{out}");
+    assert!(lines.contains("handed the desktop back"), "{out}");
+    // nothing of the private desktop is left
+    wait_value("the private desktop's end", Duration::from_secs(30), || {
+        private_calculator_env().is_none().then_some(())
+    });
+    assert!(
+        !dir.join("control.sock").exists(),
+        "the socket outlived the session"
+    );
+}
+
+/// The console's session logs and trajectories under `runs`, for a failure's message.
+fn session_logs(runs: &Path) -> String {
+    let mut text = String::new();
+    for dir in [runs.join(".console-logs"), runs.to_path_buf()] {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            let file = if p.is_dir() {
+                p.join("events.jsonl")
+            } else {
+                p
+            };
+            if let Ok(t) = std::fs::read_to_string(&file) {
+                text.push_str(&format!("--- {}\n{t}\n", file.display()));
+            }
+        }
+    }
+    text
 }
