@@ -628,7 +628,6 @@ fn the_page_follows_a_batch_as_it_fills_and_ends_with_its_results() {
 /// `takeover` and `handback` records with no step between; nothing of the private desktop is
 /// left. Live and in the browser.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "unfinished: the page takes over, its click reaches the calculator (12+3) and it hands back, but the agent's 0 and = after the hand-back do not show on the display yet"]
 async fn the_page_takes_a_private_desktop_over_clicks_in_its_view_and_hands_back() {
     if !browser_tests()
         || !ufo_desktop::testing::require_live(
