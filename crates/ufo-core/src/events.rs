@@ -148,6 +148,10 @@ pub struct Step {
     /// recorder, which knows the devices); absent for a single desktop.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    /// On a HostAgent step, the host's plan after it (the steps it still means to take);
+    /// absent on AppAgent steps and when the plan is empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub plan: Vec<String>,
 }
 
 /// `round_end` and `session_end`.
@@ -382,6 +386,7 @@ pub fn step(who: &StepWho<'_>, r: &StepReport) -> Record {
         window_change: r.window_change.clone(),
         knowledge: r.knowledge.clone(),
         device: None,
+        plan: Vec::new(),
     }))
 }
 

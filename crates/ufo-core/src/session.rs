@@ -488,7 +488,12 @@ impl<'a> Session<'a> {
             // A failed write during the step ends the round after it.
             terminal: visit.end.is_some() || limit || cx.io_error.is_some(),
         };
-        cx.record(&events::step(&who, &visit.report));
+        let mut record = events::step(&who, &visit.report);
+        // The host's plan as it stands after its step, for readers that show progress.
+        if let (events::Record::Step(step), "host") = (&mut record, visit.role) {
+            step.plan = self.host.plan().to_vec();
+        }
+        cx.record(&record);
         cx.seq += 1;
         // After every step, what a resume needs, in case the process dies.
         self.checkpoint(cx, tally.steps, 0, tally.llm, true);
@@ -770,6 +775,7 @@ mod tests {
         log: Vec<String>,
         prompts: Vec<String>,
         seq: Vec<(String, String)>,
+        events: Vec<Value>,
         outcome: SessionOutcome,
     }
 
@@ -821,6 +827,7 @@ mod tests {
             log,
             prompts,
             seq,
+            events: rec.events,
             outcome,
         }
     }
@@ -1055,6 +1062,41 @@ mod tests {
         assert_eq!(r.outcome.reason, "max_steps");
         assert_eq!(r.outcome.steps, 2);
         assert_eq!(r.seq.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn host_steps_carry_the_plan_and_app_steps_do_not() {
+        let mut planned = host("ASSIGN");
+        planned["Plan"] = json!(["delete it", "report back"]);
+        let r = run(
+            vec![planned, app("1", "Delete", "FINISH"), host("FINISH")],
+            Decision::Approve,
+            Config::default(),
+        )
+        .await;
+        let plans: Vec<(String, Value)> = r
+            .events
+            .iter()
+            .filter(|e| e["type"] == "step")
+            .map(|e| {
+                (
+                    e["role"].as_str().unwrap_or("").to_string(),
+                    e["plan"].clone(),
+                )
+            })
+            .collect();
+        let first = plans
+            .iter()
+            .find(|(role, _)| role == "host")
+            .expect("a host step");
+        assert_eq!(first.1, json!(["delete it", "report back"]), "{plans:?}");
+        assert!(
+            plans
+                .iter()
+                .filter(|(role, _)| role == "app")
+                .all(|(_, p)| p.is_null()),
+            "{plans:?}"
+        );
     }
 
     #[tokio::test]

@@ -207,6 +207,16 @@ pub fn write_to_stdin(child: &mut std::process::Child) -> std::io::Result<()> {
     // dropped: the worker reads to the end
 }
 
+/// The held secrets as a worker reads them on its stdin (see [`pass_on_stdin`]), for a
+/// worker spawned asynchronously.
+pub fn held_on_stdin() -> Vec<u8> {
+    let vars: Vec<(OsString, OsString)> = ufo_core::secrets::held_vars()
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+    encode(&vars)
+}
+
 /// Give a worker (this binary) whose stdin must stay the terminal the held secrets in a
 /// memory file inherited across exec, named by [`MARKER`]. Keep the returned descriptor
 /// until the worker is spawned, then drop it. Call it from a thread that no other thread

@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 mod common;
+use common::calculator::{
+    button_centre, display_texts, private_calculator_env, wait_value, Answers, Killed,
+};
 use common::served::Served;
 
 fn fixture(name: &str) -> PathBuf {
@@ -302,13 +305,18 @@ fn python() -> Option<PathBuf> {
 
 /// Run tests/console/page.py against the server; its JSON.
 fn page(server: &Served, token: &str, mode: &str, screenshot: Option<&Path>) -> Value {
+    page_with(server, token, mode, screenshot.map(Path::as_os_str))
+}
+
+/// Run tests/console/page.py with its fourth argument (a screenshot path, a batch name, ...).
+fn page_with(server: &Served, token: &str, mode: &str, arg: Option<&std::ffi::OsStr>) -> Value {
     let py = python()
         .expect("the Python venv with Playwright (scripts/test-deps.sh install_python_playwright)");
     let mut cmd = Command::new(py);
     cmd.arg(fixture("page.py"))
         .args([&server.origin(), token, mode]);
-    if let Some(s) = screenshot {
-        cmd.arg(s);
+    if let Some(a) = arg {
+        cmd.arg(a);
     }
     let out = cmd.output().expect("python runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -372,6 +380,19 @@ fn the_page_starts_a_session_and_shows_its_lines_with_a_script_title_as_text() {
             .any(|l| l.contains("<script>window.injected=1</script>")),
         "the title is shown as text: {out}"
     );
+    // a control name and a model's result holding markup are shown as text too
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("<b id=\"injected-control\">Delete All</b>")),
+        "the control name is shown as text: {out}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("All content deleted <img src=x id=\"injected-result\">")),
+        "the model's result is shown as text: {out}"
+    );
     assert_eq!(out["injected_element"], false, "{out}");
     assert_eq!(out["injected_script"], false, "{out}");
     assert_eq!(
@@ -409,8 +430,20 @@ fn the_page_answers_a_pending_question_and_approves_a_confirm() {
             .contains("Which document"),
         "{out}"
     );
+    // the held action's control name, markup and all, is text in the CONFIRM box
     assert!(
-        out["confirm"].as_str().unwrap_or("").contains("Delete All"),
+        out["confirm"]
+            .as_str()
+            .unwrap_or("")
+            .contains("<b id=\"injected-control\">Delete All</b>"),
+        "{out}"
+    );
+    assert_eq!(out["confirm_injected"], false, "{out}");
+    assert_eq!(out["injected_element"], false, "{out}");
+    // the current plan: the HostAgent's, from its step record
+    assert_eq!(
+        out["plan"],
+        json!(["Delete all content", "Report back"]),
         "{out}"
     );
     let dir = home
@@ -440,4 +473,381 @@ fn the_page_answers_a_pending_question_and_approves_a_confirm() {
         "the approved click ran: {desktop}"
     );
     stop(server);
+}
+
+/// A small batch suite on disk: a task that passes (the fax is found infeasible), one that
+/// fails (the model claims it faxed), one skipped (a setup step ufo does not support). Each
+/// run task first sleeps `setup_s`, so the batch fills while the page watches.
+fn small_suite(dir: &Path, setup_s: u32) {
+    let scripts = dir.join("scripts");
+    std::fs::create_dir_all(&scripts).expect("mkdir");
+    let host = |status: &str| {
+        json!({"agent": "host", "response": {"Observation": "No fax here.", "Thought": "t",
+               "Status": status}})
+        .to_string()
+    };
+    std::fs::write(scripts.join("fail.jsonl"), host("FAIL")).expect("write");
+    std::fs::write(scripts.join("finish.jsonl"), host("FINISH")).expect("write");
+    let task = |id: &str, script: &str| {
+        json!({"id": id, "instruction": "Send the open document by fax",
+               "related_apps": ["shell"],
+               "config": [{"type": "sleep", "parameters": {"seconds": setup_s}}],
+               "evaluator": {"func": "infeasible"}, "ufo_script": script})
+    };
+    let skipped = json!({"id": "c_download", "instruction": "x",
+        "config": [{"type": "download", "parameters": {}}],
+        "evaluator": {"func": "exact_match"}});
+    for (name, t) in [
+        ("a_fax", task("a_fax", "scripts/fail.jsonl")),
+        ("b_claims", task("b_claims", "scripts/finish.jsonl")),
+        ("c_download", skipped),
+    ] {
+        std::fs::write(dir.join(format!("{name}.json")), t.to_string()).expect("write");
+    }
+}
+
+/// Issue 28: a real `ufo batch` writes into the server's runs folder; the page's batch view
+/// shows its tasks done/passed/failed and the task rows as they fill, and at the end the
+/// same rows as the batch's results.jsonl. Live (the batch runs on this desktop) and in the
+/// browser.
+#[test]
+fn the_page_follows_a_batch_as_it_fills_and_ends_with_its_results() {
+    if !browser_tests()
+        || !ufo_desktop::testing::require_live(
+            "the_page_follows_a_batch_as_it_fills_and_ends_with_its_results",
+        )
+    {
+        return;
+    }
+    let home = tempfile::tempdir().expect("tempdir");
+    let token = add_token(home.path());
+    let server = serve(home.path(), "plain.jsonl");
+    let suite = home.path().join("suite");
+    small_suite(&suite, 3);
+    let out = home.path().join("runs").join("batch-console");
+    let mut batch = ufo(home.path())
+        .arg("batch")
+        .arg(&suite)
+        .args(["--confirm", "yes", "--task-timeout", "120", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ufo batch starts");
+    let seen = page_with(
+        &server,
+        &token,
+        "batch",
+        Some(std::ffi::OsStr::new("batch-console")),
+    );
+    let status = batch.wait().expect("the batch ends");
+    let mut stderr = String::new();
+    if let Some(mut e) = batch.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+    }
+    // one task failed: exit 1
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    let states = seen["states"].as_array().expect("states");
+    let last = states.last().expect("a state");
+    // while it filled: a state before the end, with fewer rows than at the end
+    assert!(
+        states.len() >= 2
+            && !states[0]["counts"]
+                .as_str()
+                .unwrap_or("")
+                .contains("(finished)"),
+        "the page saw no state before the end: {seen}"
+    );
+    let rows_at = |s: &Value| s["rows"].as_array().map_or(0, Vec::len);
+    assert!(rows_at(&states[0]) < rows_at(last), "{seen}");
+    // rows only grow, each shown row stays as it was
+    for w in states.windows(2) {
+        assert!(rows_at(&w[0]) <= rows_at(&w[1]), "{seen}");
+    }
+    let counts = last["counts"].as_str().unwrap_or("");
+    assert!(
+        counts.starts_with("3 of 3 tasks done: 1 passed, 1 failed, 1 skipped, 0 error;")
+            && counts.ends_with("(finished)"),
+        "{seen}"
+    );
+    // the rows at the end are the batch's results.jsonl: id, app, status, steps, reason
+    let results: Vec<Value> = std::fs::read_to_string(out.join("results.jsonl"))
+        .expect("results.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a result line"))
+        .collect();
+    let want: Vec<Vec<String>> = results
+        .iter()
+        .map(|r| {
+            vec![
+                r["id"].as_str().unwrap_or("").to_string(),
+                r["app"].as_str().unwrap_or("").to_string(),
+                r["status"].as_str().unwrap_or("").to_string(),
+                r["steps"].to_string(),
+                r["reason"].as_str().unwrap_or("").to_string(),
+            ]
+        })
+        .collect();
+    let got: Vec<Vec<String>> = last["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| {
+            let c = |i: usize| r[i].as_str().unwrap_or("").to_string();
+            vec![c(0), c(1), c(2), c(3), c(5)]
+        })
+        .collect();
+    assert_eq!(got, want, "{seen}");
+    let statuses: Vec<&str> = results
+        .iter()
+        .filter_map(|r| r["status"].as_str())
+        .collect();
+    assert_eq!(statuses, ["passed", "failed", "skipped"]);
+    // and the summary table is ufo batch's
+    let summary = std::fs::read_to_string(out.join("summary.txt")).expect("summary.txt");
+    let total = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("TOTAL"))
+            .map(|l| l.split_whitespace().take(7).collect::<Vec<_>>().join(" "))
+    };
+    assert_eq!(
+        total(seen["summary"].as_str().unwrap_or("")),
+        total(&summary),
+        "{seen}"
+    );
+    assert!(total(&summary).is_some(), "{summary}");
+    stop(server);
+}
+
+/// Issue 28, from the page: a session on a private desktop computes 12 + 30 with the
+/// calculator; while its model decides the click on "3" (that answer comes late), the page
+/// takes the desktop over, shows its view, and the browser clicks the calculator's "3" in
+/// that view (the page sends the click in screen coordinates); the page hands back and the
+/// agent goes on with "0" and "=". The display, read through pyatspi (not ufo), shows 42
+/// (with the person's 3; 342 had the dropped answer run too); the trajectory has the
+/// `takeover` and `handback` records with no step between; nothing of the private desktop is
+/// left. Live and in the browser.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_takes_a_private_desktop_over_clicks_in_its_view_and_hands_back() {
+    if !browser_tests()
+        || !ufo_desktop::testing::require_live(
+            "the_page_takes_a_private_desktop_over_clicks_in_its_view_and_hands_back",
+        )
+    {
+        return;
+    }
+    let model = wiremock::MockServer::start().await;
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let host = |status: &str| {
+        json!({"Observation": "o", "Thought": "t", "Current Sub-Task": "Compute 12+30",
+               "ControlText": "calculator", "Status": status})
+        .to_string()
+    };
+    let app = |name: &str| {
+        json!({"Observation": "o", "Thought": "t", "ControlText": name, "Function": "click",
+               "Args": {}, "Status": "CONTINUE"})
+        .to_string()
+    };
+    let now = Duration::ZERO;
+    // answer 4 (the agent's "3") comes late: the page takes over meanwhile; answer 7 (the
+    // FINISH) comes late too, so the display is read before the private desktop ends
+    let (slow, last) = (4, 7);
+    let mut answers = vec![(host("ASSIGN"), now)];
+    for b in ["1", "2", "+", "3", "0", "="] {
+        answers.push((app(b), now));
+    }
+    answers[slow].1 = Duration::from_secs(10);
+    answers.push((
+        json!({"Observation": "42", "Thought": "done", "Status": "FINISH"}).to_string(),
+        Duration::from_secs(6),
+    ));
+    answers.push((host("FINISH"), now));
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .and(wiremock::matchers::path("/v1/chat/completions"))
+        .respond_with(Answers {
+            answers,
+            next: std::sync::atomic::AtomicUsize::new(0),
+            seen: seen.clone(),
+        })
+        .mount(&model)
+        .await;
+    let base = format!("{}/v1", model.uri());
+    let home = tempfile::tempdir().expect("tempdir");
+    let token = add_token(home.path());
+    let signals = home.path().join("signals");
+    std::fs::create_dir_all(&signals).expect("mkdir");
+    let runs = home.path().join("runs");
+    let config = fixture("ufo.toml").display().to_string();
+    let mut cmd = ufo(home.path());
+    cmd.env("UFO_LLM_BASE_URL", &base)
+        .env("OPENAI_API_KEY", "sk-ufo-test-not-a-key");
+    let server = Served::start(
+        cmd,
+        &format!("sim:{}", fixture("desktop.json").display()),
+        &[
+            "--llm",
+            "openai:fake-model",
+            "--config",
+            &config,
+            "--runs",
+            &runs.display().to_string(),
+        ],
+    );
+    let py = python().expect("the Python venv with Playwright");
+    let (out, texts_at_end, dir) = tokio::task::spawn_blocking(move || {
+        let mut browser = Killed(
+            Command::new(py)
+                .arg(fixture("page.py"))
+                .args([&server.origin(), &token, "takeover"])
+                .arg(&signals)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("python runs"),
+        );
+        let requests = || seen.load(std::sync::atomic::Ordering::SeqCst);
+        // the slow answer is awaited: the observation is made, the action not yet
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while requests() <= slow {
+            assert!(
+                Instant::now() < deadline,
+                "the slow model call did not come within 180 s ({} requests): {}\nserver: {}",
+                requests(),
+                session_logs(&runs),
+                server.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let dir = std::fs::read_dir(&runs)
+            .expect("runs")
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.join("events.jsonl").exists())
+            .expect("the session's folder");
+        let events = || std::fs::read_to_string(dir.join("events.jsonl")).unwrap_or_default();
+        let (x, y) = wait_value(
+            "the 3 button in ufo inspect",
+            Duration::from_secs(30),
+            || button_centre("3"),
+        );
+        std::fs::write(
+            signals.join("takeover"),
+            json!({"x": x, "y": y}).to_string(),
+        )
+        .expect("write");
+        wait_value("the page's click", Duration::from_secs(90), || {
+            signals.join("clicked").exists().then_some(())
+        });
+        // (the agent records the take-over when it drops the late answer)
+        wait_value("the takeover record", Duration::from_secs(60), || {
+            events().contains("\"takeover\"").then_some(())
+        });
+        let steps = events().matches("\"type\":\"step\"").count();
+        wait_value("12+3 on the display", Duration::from_secs(30), || {
+            display_texts().filter(|t| t.iter().any(|t| t.contains("12+3")))
+        });
+        // while taken over, nothing runs
+        assert_eq!(events().matches("\"type\":\"step\"").count(), steps);
+        assert!(!events().contains("\"handback\""));
+        std::fs::write(signals.join("handback"), "1").expect("write");
+        // the agent goes on with 0 and =; its FINISH is awaited while the display is read
+        wait_value("the last model call", Duration::from_secs(180), || {
+            (requests() > last).then_some(())
+        });
+        // (the display settles a moment after the agent's last click)
+        let settle = Instant::now() + Duration::from_secs(30);
+        let texts = loop {
+            let texts = display_texts().unwrap_or_default();
+            if texts.iter().any(|t| t.trim() == "42") || Instant::now() > settle {
+                break texts;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        let deadline = Instant::now() + Duration::from_secs(180);
+        let status = loop {
+            if let Ok(Some(status)) = browser.0.try_wait() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "the page did not see the end");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let mut stdout = String::new();
+        let mut stderr = String::new();
+        if let Some(mut o) = browser.0.stdout.take() {
+            let _ = std::io::Read::read_to_string(&mut o, &mut stdout);
+        }
+        if let Some(mut e) = browser.0.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+        }
+        assert!(
+            status.success(),
+            "page.py failed: {stderr}\n{stdout}\nserver: {}",
+            server.stderr()
+        );
+        let out: Value =
+            serde_json::from_str(stdout.lines().last().unwrap_or("")).expect("page.py JSON");
+        stop(server);
+        (out, texts, dir)
+    })
+    .await
+    .expect("join");
+    assert_eq!(out["status"], "FINISH", "{out}");
+    assert_eq!(
+        out["view"],
+        json!([1280, 1024]),
+        "the whole private screen: {out}"
+    );
+    assert_eq!(out["s_error_after_click"], "", "{out}");
+    // the person's change is respected: 12 + 30 with their 3, not 12 + 330
+    assert!(
+        texts_at_end.iter().any(|t| t.trim() == "42"),
+        "the display does not show 42: {texts_at_end:?}"
+    );
+    let ev = events(&dir);
+    let at = |kind: &str| {
+        ev.iter()
+            .position(|e| e["type"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} record: {ev:?}"))
+    };
+    let (t, h) = (at("takeover"), at("handback"));
+    assert_eq!(h, t + 1, "a step ran while taken over: {ev:?}");
+    assert_eq!(ev[t]["input"], "taken over from the console");
+    assert_eq!(ev[h]["how"], "handed_back", "{}", ev[h]);
+    assert_eq!(
+        ev[t - 1]["action"]["discarded"],
+        "takeover",
+        "{}",
+        ev[t - 1]
+    );
+    // the page showed both as lines too
+    let lines = out["lines"].to_string();
+    assert!(lines.contains("took the desktop over"), "{out}");
+    assert!(lines.contains("handed the desktop back"), "{out}");
+    // nothing of the private desktop is left
+    wait_value("the private desktop's end", Duration::from_secs(30), || {
+        private_calculator_env().is_none().then_some(())
+    });
+    assert!(
+        !dir.join("control.sock").exists(),
+        "the socket outlived the session"
+    );
+}
+
+/// The console's session logs and trajectories under `runs`, for a failure's message.
+fn session_logs(runs: &Path) -> String {
+    let mut text = String::new();
+    for dir in [runs.join(".console-logs"), runs.to_path_buf()] {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            let file = if p.is_dir() {
+                p.join("events.jsonl")
+            } else {
+                p
+            };
+            if let Ok(t) = std::fs::read_to_string(&file) {
+                text.push_str(&format!("--- {}\n{t}\n", file.display()));
+            }
+        }
+    }
+    text
 }

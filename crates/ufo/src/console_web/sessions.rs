@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -236,14 +235,26 @@ impl Children {
         let mut cmd = tokio::process::Command::new(&allowed.exe);
         cmd.args(&args)
             .env("UFO_CONSOLE", "1")
-            .stdin(Stdio::null())
             .stdout(log.0)
             .stderr(log.1)
             .process_group(0)
             .kill_on_drop(false);
+        // the model keys go on its stdin, which is then closed (never in its environment)
+        crate::secret_env::pass_on_stdin(cmd.as_std_mut());
         let mut child = cmd
             .spawn()
             .map_err(|e| refused(500, format!("cannot start {}: {e}", allowed.exe.display())))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            let keys = crate::secret_env::held_on_stdin();
+            let session = id.clone();
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt as _;
+                if let Err(e) = stdin.write_all(&keys).await {
+                    tracing::warn!(%session, "cannot hand the model keys to the session: {e}");
+                }
+                // dropped: closed, the session reads to the end
+            });
+        }
         let pgid = child.id().map(|p| p as i32).unwrap_or(0);
         if let Ok(mut m) = self.running.lock() {
             m.insert(

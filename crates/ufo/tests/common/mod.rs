@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod calculator;
 pub mod served;
 
 use std::path::{Path, PathBuf};

@@ -134,14 +134,23 @@ function refreshView() {
   $("view").src = "/api/sessions/" + encodeURIComponent(current) + "/view?n=" + viewCount;
 }
 
+function showPlan(plan) {
+  const items = plan.map((p) => {
+    const li = document.createElement("li");
+    li.textContent = String(p);
+    return li;
+  });
+  $("s-plan").replaceChildren(...items);
+  $("s-plan-line").hidden = items.length === 0;
+}
+
 let shotCount = 0;
 function onRecord(r) {
   if (r.type === "session_start") $("s-request").textContent = r.request || "";
   if (r.type === "step") {
     if (r.subtask) $("s-subtask").textContent = r.subtask;
-    const plan = Array.isArray(r.plan) ? r.plan.join("; ") : (r.plan || "");
-    if (plan) $("s-plan").textContent = plan;
-    $("s-plan-line").hidden = !$("s-plan").textContent;
+    // The host's plan as it stands after its step (absent when empty or on an app's step).
+    if (r.role === "host") showPlan(Array.isArray(r.plan) ? r.plan : []);
     shotCount += 1;
     $("shot").src = "/api/sessions/" + encodeURIComponent(current) + "/screenshot?n=" + shotCount;
   }
@@ -194,22 +203,57 @@ async function control(op, body) {
   }
 }
 
-async function openBatch(id) {
+let batchTimer = null;
+
+function stopBatch() {
+  if (batchTimer) { clearInterval(batchTimer); batchTimer = null; }
+}
+
+// The batch view is read again every second until the batch has written its results.
+function openBatch(id) {
   stopSession();
+  stopBatch();
   show("batch-view");
   $("b-id").textContent = id;
+  $("b-counts").textContent = "";
+  $("b-summary").textContent = "";
+  $("b-results").tBodies[0].replaceChildren();
+  refreshBatch(id);
+  batchTimer = setInterval(() => refreshBatch(id), 1000);
+}
+
+async function refreshBatch(id) {
+  let b;
   try {
-    const b = await api("GET", "/api/batches/" + encodeURIComponent(id));
-    $("b-counts").textContent = b.done + " of " + b.total + " tasks done: " + b.passed +
-      " passed, " + b.failed + " failed, " + b.skipped + " skipped, " + b.error + " error; " +
-      Number(b.per_minute).toFixed(2) + " tasks per minute" + (b.finished ? " (finished)" : "");
-    $("b-summary").textContent = b.summary;
+    b = await api("GET", "/api/batches/" + encodeURIComponent(id));
   } catch (e) {
     $("b-counts").textContent = e.message;
+    return;
   }
+  if ($("batch-view").hidden || $("b-id").textContent !== id) return;
+  $("b-counts").textContent = b.done + " of " + b.total + " tasks done: " + b.passed +
+    " passed, " + b.failed + " failed, " + b.skipped + " skipped, " + b.error + " error; " +
+    Number(b.per_minute).toFixed(2) + " tasks per minute" + (b.finished ? " (finished)" : "");
+  $("b-summary").textContent = b.summary;
+  const results = (b.results || []).slice();
+  if (!b.finished) results.sort((x, y) => (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
+  const body = $("b-results").tBodies[0];
+  body.replaceChildren();
+  for (const r of results) {
+    const tr = document.createElement("tr");
+    cell(tr, r.id);
+    cell(tr, r.app);
+    cell(tr, r.status, "status " + String(r.status).toUpperCase().replace(/[^A-Z]/g, ""));
+    cell(tr, String(r.steps));
+    cell(tr, Number(r.time_s || 0).toFixed(1));
+    cell(tr, r.reason);
+    body.appendChild(tr);
+  }
+  if (b.finished) stopBatch();
 }
 
 function route() {
+  stopBatch();
   const h = location.hash;
   if (h.startsWith("#/session/")) return openSession(decodeURIComponent(h.slice(10)));
   if (h.startsWith("#/batch/")) return openBatch(decodeURIComponent(h.slice(8)));
