@@ -109,7 +109,22 @@ impl Served {
 }
 
 impl Drop for Served {
+    /// End the server as a person would (SIGTERM), so that it ends its private desktop and
+    /// the console's sessions; SIGKILL only when it has not ended within 30 s.
     fn drop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
