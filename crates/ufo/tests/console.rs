@@ -14,9 +14,10 @@ use serde_json::{json, Value};
 
 mod common;
 use common::calculator::{
-    button_centre, display_texts, private_calculator_env, wait_value, Answers, Killed,
+    button_centre, display_texts, private_calculator_env, twelve_plus_thirty_model, wait_value,
+    Killed,
 };
-use common::served::Served;
+use common::served::{new_token, ufo_at as ufo, Served};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -24,32 +25,9 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// `ufo` with its data in `home` and no `UFO_*` settings of the caller.
-fn ufo(home: &Path) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("ufo"));
-    cmd.env("XDG_DATA_HOME", home.join("data"))
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .current_dir(home);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("UFO_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd
-}
-
-fn add_token(home: &Path) -> String {
-    let out = ufo(home)
-        .args(["serve", "token", "add", "browser"])
-        .output()
-        .expect("ufo runs");
-    assert!(out.status.success(), "token add: {out:?}");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .expect("a line")
-        .trim()
-        .to_string()
+/// A token for the browser.
+fn new_token_for(home: &Path) -> String {
+    new_token(home, "browser")
 }
 
 /// `ufo serve` on the console fixture's desktop, its sessions in `<home>/runs` with `script`.
@@ -103,7 +81,7 @@ async fn login(server: &Served, token: &str) -> (String, String, String) {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_console_refuses_requests_without_login_csrf_or_own_origin() {
     let home = tempfile::tempdir().expect("tempdir");
-    let token = add_token(home.path());
+    let token = new_token_for(home.path());
     let server = serve(home.path(), "plain.jsonl");
     let base = server.origin();
     let http = client();
@@ -342,7 +320,7 @@ fn the_page_starts_a_session_and_shows_its_lines_with_a_script_title_as_text() {
         return;
     }
     let home = tempfile::tempdir().expect("tempdir");
-    let token = add_token(home.path());
+    let token = new_token_for(home.path());
     let server = serve(home.path(), "plain.jsonl");
     let shot = std::env::var_os("UFO_CONSOLE_SCREENSHOT").map(PathBuf::from);
     let out = page(&server, &token, "plain", shot.as_deref());
@@ -410,7 +388,7 @@ fn the_page_answers_a_pending_question_and_approves_a_confirm() {
         return;
     }
     let home = tempfile::tempdir().expect("tempdir");
-    let token = add_token(home.path());
+    let token = new_token_for(home.path());
     let server = serve(home.path(), "script.jsonl");
     let out = page(&server, &token, "questions", None);
     assert_eq!(out["status"], "FINISH", "{out}");
@@ -511,7 +489,7 @@ fn the_page_follows_a_batch_as_it_fills_and_ends_with_its_results() {
         return;
     }
     let home = tempfile::tempdir().expect("tempdir");
-    let token = add_token(home.path());
+    let token = new_token_for(home.path());
     let server = serve(home.path(), "plain.jsonl");
     let suite = home.path().join("suite");
     small_suite(&suite, 3);
@@ -627,44 +605,11 @@ async fn the_page_takes_a_private_desktop_over_clicks_in_its_view_and_hands_back
     {
         return;
     }
-    let model = wiremock::MockServer::start().await;
-    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let host = |status: &str| {
-        json!({"Observation": "o", "Thought": "t", "Current Sub-Task": "Compute 12+30",
-               "ControlText": "calculator", "Status": status})
-        .to_string()
-    };
-    let app = |name: &str| {
-        json!({"Observation": "o", "Thought": "t", "ControlText": name, "Function": "click",
-               "Args": {}, "Status": "CONTINUE"})
-        .to_string()
-    };
-    let now = Duration::ZERO;
-    // answer 4 (the agent's "3") comes late: the page takes over meanwhile; answer 7 (the
-    // FINISH) comes late too, so the display is read before the private desktop ends
-    let (slow, last) = (4, 7);
-    let mut answers = vec![(host("ASSIGN"), now)];
-    for b in ["1", "2", "+", "3", "0", "="] {
-        answers.push((app(b), now));
-    }
-    answers[slow].1 = Duration::from_secs(10);
-    answers.push((
-        json!({"Observation": "42", "Thought": "done", "Status": "FINISH"}).to_string(),
-        Duration::from_secs(6),
-    ));
-    answers.push((host("FINISH"), now));
-    wiremock::Mock::given(wiremock::matchers::method("POST"))
-        .and(wiremock::matchers::path("/v1/chat/completions"))
-        .respond_with(Answers {
-            answers,
-            next: std::sync::atomic::AtomicUsize::new(0),
-            seen: seen.clone(),
-        })
-        .mount(&model)
-        .await;
+    let (model, seen, slow, last) =
+        twelve_plus_thirty_model(Duration::from_secs(10), Duration::from_secs(6)).await;
     let base = format!("{}/v1", model.uri());
     let home = tempfile::tempdir().expect("tempdir");
-    let token = add_token(home.path());
+    let token = new_token_for(home.path());
     let signals = home.path().join("signals");
     std::fs::create_dir_all(&signals).expect("mkdir");
     let runs = home.path().join("runs");

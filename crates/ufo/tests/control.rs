@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::calculator::*;
 use common::*;
 use serde_json::{json, Value};
 
@@ -585,171 +586,6 @@ fn the_terminal_and_the_socket_race_and_each_is_told_when_it_lost() {
 // Live: the console takes a private desktop over (UFO_LIVE_TESTS=1)
 // ---------------------------------------------------------------------------------------------
 
-/// Through pyatspi (not ufo), inside the private desktop: the texts of the calculator's
-/// display, as JSON.
-const CALCULATOR_TEXTS: &str = r#"
-import sys, json, pyatspi
-def walk(node, depth=0):
-    if node is None or depth > 40:
-        return
-    yield node
-    for i in range(node.childCount):
-        try:
-            child = node.getChildAtIndex(i)
-        except Exception:
-            continue
-        yield from walk(child, depth + 1)
-for app in pyatspi.Registry.getDesktop(0):
-    if app is None or 'calculator' not in (app.name or '').lower():
-        continue
-    texts = []
-    for n in walk(app):
-        if n.getRoleName() in ('text', 'editbar', 'entry'):
-            try:
-                t = n.queryText()
-                texts.append(t.getText(0, t.characterCount))
-            except Exception:
-                pass
-    print(json.dumps(texts))
-    sys.exit(0)
-sys.exit(1)
-"#;
-
-/// The environment of the private desktop's calculator (its display and buses), read from
-/// the process that carries the private desktop's mark.
-fn private_calculator_env() -> Option<Vec<(String, String)>> {
-    for e in std::fs::read_dir("/proc").ok()?.filter_map(|e| e.ok()) {
-        let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
-        if !comm.starts_with("gnome-calc") {
-            continue;
-        }
-        let Ok(env) = std::fs::read(e.path().join("environ")) else {
-            continue;
-        };
-        let vars: Vec<(String, String)> = env
-            .split(|b| *b == 0)
-            .filter_map(|kv| {
-                let kv = String::from_utf8_lossy(kv);
-                let (k, v) = kv.split_once('=')?;
-                Some((k.to_string(), v.to_string()))
-            })
-            .collect();
-        if vars
-            .iter()
-            .any(|(k, v)| k == "UFO_SESSION_MARK" && v.starts_with("ufo-private-"))
-        {
-            return Some(vars);
-        }
-    }
-    None
-}
-
-/// A command run inside the private desktop (its display and buses).
-fn inside(program: impl AsRef<std::ffi::OsStr>) -> Option<Command> {
-    let env = private_calculator_env()?;
-    let mut cmd = Command::new(program);
-    cmd.env_clear().env("PATH", "/usr/bin:/bin");
-    for (k, v) in env.iter().filter(|(k, _)| {
-        matches!(
-            k.as_str(),
-            "DISPLAY"
-                | "DBUS_SESSION_BUS_ADDRESS"
-                | "AT_SPI_BUS_ADDRESS"
-                | "XDG_RUNTIME_DIR"
-                | "HOME"
-        )
-    }) {
-        cmd.env(k, v);
-    }
-    Some(cmd)
-}
-
-/// The texts of the calculator's display, through pyatspi.
-fn display_texts() -> Option<Vec<String>> {
-    let o = inside("/usr/bin/python3")?
-        .arg("-c")
-        .arg(CALCULATOR_TEXTS)
-        .output()
-        .ok()?;
-    if !o.status.success() {
-        return None;
-    }
-    serde_json::from_slice(&o.stdout).ok()
-}
-
-/// The screen centre of the calculator's button `name`, as `ufo inspect` lists it.
-fn button_centre(name: &str) -> Option<(i64, i64)> {
-    let o = inside(assert_cmd::cargo::cargo_bin("ufo"))?
-        .args(["inspect", "calculator"])
-        .output()
-        .ok()?;
-    let listing = String::from_utf8_lossy(&o.stdout);
-    let wanted = format!("button \"{name}\" @");
-    let line = listing.lines().find(|l| l.contains(&wanted))?;
-    let rest = line.split_once(&wanted)?.1;
-    let mut parts = rest.split(' ');
-    let (at, size) = (parts.next()?, parts.next()?);
-    let (x, y) = at.split_once(',')?;
-    let (w, h) = size.split_once('x')?;
-    let num = |t: &str| t.parse::<i64>().ok();
-    Some((num(x)? + num(w)? / 2, num(y)? + num(h)? / 2))
-}
-
-/// A child process ended when the test ends, also when it fails.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-/// Wait (bounded) until `ready` gives a value.
-fn wait_value<T>(what: &str, within: Duration, ready: impl Fn() -> Option<T>) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(v) = ready() {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not happen within {within:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// A fake model server's answers, in OpenAI's wire format, some after a delay.
-struct Answers {
-    answers: Vec<(String, Duration)>,
-    next: std::sync::atomic::AtomicUsize,
-    seen: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl wiremock::Respond for Answers {
-    fn respond(&self, _req: &wiremock::Request) -> wiremock::ResponseTemplate {
-        use std::sync::atomic::Ordering;
-        let i = self.next.fetch_add(1, Ordering::SeqCst);
-        self.seen.fetch_add(1, Ordering::SeqCst);
-        match self.answers.get(i) {
-            Some((content, delay)) => wiremock::ResponseTemplate::new(200)
-                .set_delay(*delay)
-                .set_body_json(json!({
-                    "id": format!("chatcmpl-{i}"),
-                    "object": "chat.completion",
-                    "model": "fake-model",
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": content}}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5}
-                })),
-            None => wiremock::ResponseTemplate::new(400).set_body_string("no more answers"),
-        }
-    }
-}
-
 /// Issue 28: the console takes the private desktop over while the model decides the click on
 /// "3" (its answer comes late, so the take-over lands between the observation and the
 /// action). The agent drops that answer and pauses; the console views the screen, clicks the
@@ -763,41 +599,8 @@ async fn the_console_takes_a_private_desktop_over_clicks_and_hands_back() {
     ) {
         return;
     }
-    let server = wiremock::MockServer::start().await;
-    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let host = |status: &str| {
-        json!({"Observation": "o", "Thought": "t", "Current Sub-Task": "Compute 12+30",
-               "ControlText": "calculator", "Status": status})
-        .to_string()
-    };
-    let app = |name: &str| {
-        json!({"Observation": "o", "Thought": "t", "ControlText": name, "Function": "click",
-               "Args": {}, "Status": "CONTINUE"})
-        .to_string()
-    };
-    let now = Duration::ZERO;
-    // request 4 (the agent's "3") comes late: the console takes over meanwhile; request 7
-    // (the FINISH) comes late too, so the display can be read before the desktop ends
-    let (slow, last) = (4, 7);
-    let mut answers = vec![(host("ASSIGN"), now)];
-    for b in ["1", "2", "+", "3", "0", "="] {
-        answers.push((app(b), now));
-    }
-    answers[slow].1 = Duration::from_secs(4);
-    answers.push((
-        json!({"Observation": "42", "Thought": "done", "Status": "FINISH"}).to_string(),
-        Duration::from_secs(3),
-    ));
-    answers.push((host("FINISH"), now));
-    wiremock::Mock::given(wiremock::matchers::method("POST"))
-        .and(wiremock::matchers::path("/v1/chat/completions"))
-        .respond_with(Answers {
-            answers,
-            next: std::sync::atomic::AtomicUsize::new(0),
-            seen: seen.clone(),
-        })
-        .mount(&server)
-        .await;
+    let (server, seen, slow, last) =
+        twelve_plus_thirty_model(Duration::from_secs(4), Duration::from_secs(3)).await;
     let base = format!("{}/v1", server.uri());
     let tmp = tempfile::tempdir().expect("tempdir");
     let out = tmp.path().join("out");

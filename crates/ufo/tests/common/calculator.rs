@@ -174,3 +174,53 @@ impl wiremock::Respond for Answers {
         }
     }
 }
+
+/// A model (OpenAI's chat API, mocked) for 12 + 30 on the calculator: the HostAgent assigns,
+/// the AppAgent clicks 1 2 + 3 0 =, then FINISH. The answer for "3" comes `slow` late (a
+/// take-over lands while the agent waits for it) and the FINISH `finish` late (the display is
+/// read before the private desktop ends). Returns the server, the requests seen so far, and
+/// the indexes of the slow answer and of the FINISH.
+pub async fn twelve_plus_thirty_model(
+    slow: Duration,
+    finish: Duration,
+) -> (
+    wiremock::MockServer,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    usize,
+    usize,
+) {
+    let server = wiremock::MockServer::start().await;
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let host = |status: &str| {
+        serde_json::json!({"Observation": "o", "Thought": "t",
+               "Current Sub-Task": "Compute 12+30", "ControlText": "calculator", "Status": status})
+        .to_string()
+    };
+    let app = |name: &str| {
+        serde_json::json!({"Observation": "o", "Thought": "t", "ControlText": name,
+               "Function": "click", "Args": {}, "Status": "CONTINUE"})
+        .to_string()
+    };
+    let now = Duration::ZERO;
+    let (slow_at, last) = (4, 7);
+    let mut answers = vec![(host("ASSIGN"), now)];
+    for b in ["1", "2", "+", "3", "0", "="] {
+        answers.push((app(b), now));
+    }
+    answers[slow_at].1 = slow;
+    answers.push((
+        serde_json::json!({"Observation": "42", "Thought": "done", "Status": "FINISH"}).to_string(),
+        finish,
+    ));
+    answers.push((host("FINISH"), now));
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .and(wiremock::matchers::path("/v1/chat/completions"))
+        .respond_with(Answers {
+            answers,
+            next: std::sync::atomic::AtomicUsize::new(0),
+            seen: seen.clone(),
+        })
+        .mount(&server)
+        .await;
+    (server, seen, slow_at, last)
+}
