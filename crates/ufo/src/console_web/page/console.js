@@ -155,7 +155,9 @@ function onRecord(r) {
     $("shot").src = "/api/sessions/" + encodeURIComponent(current) + "/screenshot?n=" + shotCount;
   }
   if (r.type === "session_end") setStatus(r.status || "");
-  if (r.type === "answered") showAsk(null);
+  // the record comes through the file, later than the socket's state: the next question may
+  // already be shown, so hide only the one it closes
+  if (r.type === "answered" && ask && ask.id === r.id) showAsk(null);
 }
 
 function openSession(id) {
@@ -197,7 +199,9 @@ async function control(op, body) {
   $("s-error").textContent = "";
   try {
     await api("POST", "/api/sessions/" + encodeURIComponent(current) + "/" + op, body);
-    if (op === "answer") showAsk(null);
+    // the next question may have come (through the event stream) while this answer was on
+    // its way: hide only the question this answer closed
+    if (op === "answer" && ask && body && ask.id === body.id) showAsk(null);
   } catch (e) {
     $("s-error").textContent = e.message;
   }
