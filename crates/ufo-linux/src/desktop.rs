@@ -393,9 +393,15 @@ impl LinuxDesktop {
                 return self.launch_detached(&single).await;
             }
         }
-        let mut env = crate::launch::toolkit::a11y_env();
+        let mut env = self.started_env();
         env.extend(self.config.launch_env.iter().cloned());
         run_command(command, &env, self.config.shell_timeout).await
+    }
+
+    /// What every program ufo starts gets in its environment before the configuration's
+    /// `launch_env` (launch/toolkit.rs, `launch_env`).
+    pub(crate) fn started_env(&self) -> Vec<(String, String)> {
+        crate::launch::toolkit::launch_env(self.x.direct_rendering, &self.config.launch_env)
     }
 
     /// How many spreadsheet cell texts observations have read live so far (kept cells taken

@@ -107,10 +107,21 @@ impl LinuxDesktop {
     async fn control(&self, window: &str, control_id: &str) -> Result<CtlInfo, LinuxError> {
         let known = self.controls.lock().by_id.get(control_id).cloned();
         if let Some(mut c) = known {
-            verify::check_unchanged(&self.bus, &c).await?;
-            // the engine's observation leaves action names to the action that needs them
-            if c.actions.is_empty() && c.ifaces & iface::ACTION != 0 {
-                c.actions = self.bus.actions(&c.bus, &c.path).await.unwrap_or_default();
+            // the engine's observation leaves action names to the action that needs them;
+            // they are read with the check (one round trip to the application, not two)
+            let needs_actions = c.actions.is_empty() && c.ifaces & iface::ACTION != 0;
+            let actions = async {
+                if needs_actions {
+                    self.bus.actions(&c.bus, &c.path).await.unwrap_or_default()
+                } else {
+                    Vec::new()
+                }
+            };
+            let (unchanged, actions) =
+                tokio::join!(verify::check_unchanged(&self.bus, &c), actions);
+            unchanged?;
+            if needs_actions {
+                c.actions = actions;
             }
             return Ok(c);
         }

@@ -45,6 +45,21 @@ struct Run {
     late_checked: bool,
 }
 
+/// How long after the application's answer a window its handler made has surely been
+/// announced (its CreateNotify comes at once; its MapNotify waits for the window manager).
+const HANDLER_WINDOW: Duration = Duration::from_millis(4);
+
+/// When the observation made while settling began, if it began after the first change
+/// (`first`, after the action) and read controls of the application `bus`: the application
+/// answered it after the action's handler had run, as the round trip of
+/// [`LinuxDesktop::wait_for_handler`] would. Its first answer came one round trip or more
+/// before the observation ended, and the settle decided 20 ms or more after it began.
+fn answered_after(run: &Run, first: Option<Duration>, bus: &str) -> Option<Instant> {
+    let (began, _, (_, controls)) = run.prefetched.as_ref()?;
+    let after_change = first.is_some_and(|f| *began >= run.since + f);
+    (after_change && controls.iter().any(|(_, c)| c.bus == bus)).then_some(*began)
+}
+
 impl LinuxDesktop {
     /// Start watching `xid` before acting on it. `clicked` is the control about to be
     /// clicked: its own press and hover animation (and those of the controls clicked just
@@ -243,7 +258,9 @@ impl LinuxDesktop {
                         }
                     }
                     if let Some(probe) = probe {
-                        self.wait_for_handler(w, probe, since, max, run.poll).await;
+                        let answered = answered_after(&run, f, probe.0);
+                        self.wait_for_handler(w, probe, answered, since, max, run.poll)
+                            .await;
                     }
                     self.wait_for_next_dialog(w, &run, max).await;
                     if let Some(f) = f {
@@ -361,23 +378,32 @@ impl LinuxDesktop {
     /// A step of [`Self::settle_on_events`] once settled: the application may still be busy
     /// (LibreOffice closes one dialog, then opens the next): a round trip to it is answered
     /// from its main loop once the click's handler is done; a window that handler showed
-    /// since keeps the settle going until quiet.
+    /// since keeps the settle going until quiet. `answered`: when the observation made while
+    /// settling began, if it asked the application after its first change and was answered
+    /// (that was the round trip: an application drawing a frame answers ~13 ms late).
     async fn wait_for_handler(
         &self,
         w: &ChangeWatch,
         (bus, path): (&str, &str),
+        answered: Option<Instant>,
         since: Instant,
         max: Duration,
         poll: Duration,
     ) {
-        let asked = Instant::now();
-        let _ = self
-            .bus
-            .call::<_, Vec<u32>>(bus, path, "org.a11y.atspi.Accessible", "GetState", &())
-            .await;
-        // (a window the handler made is announced at once by its
-        // CreateNotify; its MapNotify waits for the window manager)
-        tokio::time::sleep(Duration::from_millis(4)).await;
+        let asked = match answered {
+            Some(t) => t,
+            None => {
+                let asked = Instant::now();
+                let _ = self
+                    .bus
+                    .call::<_, Vec<u32>>(bus, path, "org.a11y.atspi.Accessible", "GetState", &())
+                    .await;
+                // (a window the handler made is announced at once by its
+                // CreateNotify; its MapNotify waits for the window manager)
+                tokio::time::sleep(HANDLER_WINDOW).await;
+                asked
+            }
+        };
         // (a window appeared, went or moved: redraws of the watched
         // window alone are the transitions the tail cut short)
         if w.structure_since(asked) {

@@ -53,7 +53,7 @@ impl LinuxDesktop {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .env_remove("NO_AT_BRIDGE")
-            .envs(crate::launch::toolkit::a11y_env())
+            .envs(self.started_env())
             .envs(self.config.launch_env.iter().map(|(k, v)| (k, v)))
             .process_group(0)
             .spawn()
@@ -187,7 +187,7 @@ impl LinuxDesktop {
             .stdout(log)
             .stderr(log_err)
             .env_remove("NO_AT_BRIDGE")
-            .envs(crate::launch::toolkit::a11y_env())
+            .envs(self.started_env())
             .envs(self.config.launch_env.iter().map(|(k, v)| (k, v)))
             // its own group: ufo's cleanup of shell commands never reaches it
             .process_group(0)

@@ -39,6 +39,35 @@ pub fn a11y_env() -> Vec<(String, String)> {
         .collect()
 }
 
+/// The renderer GTK 4 applications get on a display without direct rendering (`cairo`), or
+/// `None` to leave the toolkit's own choice: the display renders in hardware, or the person
+/// chose one (`chosen`: `GSK_RENDERER` in ufo's environment or in `launch_env`).
+///
+/// Without direct rendering (Xvfb, Xvnc, a private desktop) GTK 4's default OpenGL renderer
+/// draws through Mesa's software rasteriser: gnome-calculator took 100% of a core for every
+/// button press animation, and answered each accessibility call after a ~13 ms frame. With
+/// cairo, a click showed in 14-26 ms instead of 30-56, and a whole calculator step took
+/// 59-71 ms instead of 93-124 (docs/desktop.md, "Fast live steps").
+pub fn gtk4_renderer(direct_rendering: bool, chosen: bool) -> Option<(&'static str, &'static str)> {
+    (!direct_rendering && !chosen).then_some(("GSK_RENDERER", "cairo"))
+}
+
+/// The environment of an application ufo starts: [`a11y_env`], and the GTK 4 renderer for
+/// this display ([`gtk4_renderer`]); `launch_env` (the configuration's, applied after this)
+/// is consulted only for a renderer the person chose.
+pub fn launch_env(
+    direct_rendering: bool,
+    launch_env: &[(String, String)],
+) -> Vec<(String, String)> {
+    let chosen = std::env::var_os("GSK_RENDERER").is_some()
+        || launch_env.iter().any(|(k, _)| k == "GSK_RENDERER");
+    let mut env = a11y_env();
+    env.extend(
+        gtk4_renderer(direct_rendering, chosen).map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    env
+}
+
 fn merge_gtk_modules(current: &str) -> String {
     let mut mods: Vec<&str> = current.split(':').filter(|m| !m.is_empty()).collect();
     for m in ["gail", "atk-bridge"] {
@@ -527,6 +556,39 @@ pub(crate) fn libreoffice_hint(plugin: Option<&str>, gtk3_installed: bool) -> St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gtk4_draws_with_cairo_only_on_a_display_without_direct_rendering() {
+        assert_eq!(gtk4_renderer(false, false), Some(("GSK_RENDERER", "cairo")));
+        // hardware rendering: the toolkit's own choice
+        assert_eq!(gtk4_renderer(true, false), None);
+        // the person's choice is never replaced
+        assert_eq!(gtk4_renderer(false, true), None);
+        assert_eq!(gtk4_renderer(true, true), None);
+    }
+
+    #[test]
+    fn a_renderer_in_the_launch_configuration_is_the_persons_choice() {
+        let renderer = |env: &[(String, String)]| {
+            env.iter()
+                .filter(|(k, _)| k == "GSK_RENDERER")
+                .map(|(_, v)| v.clone())
+                .collect::<Vec<_>>()
+        };
+        if std::env::var_os("GSK_RENDERER").is_some() {
+            // (ufo's own environment chose one: nothing is added either way)
+            assert!(renderer(&launch_env(false, &[])).is_empty());
+            return;
+        }
+        assert_eq!(renderer(&launch_env(false, &[])), ["cairo"]);
+        assert!(renderer(&launch_env(true, &[])).is_empty());
+        let chosen = [("GSK_RENDERER".to_string(), "ngl".to_string())];
+        assert!(renderer(&launch_env(false, &chosen)).is_empty());
+        // the accessibility switches are there in every case
+        assert!(launch_env(true, &chosen)
+            .iter()
+            .any(|(k, v)| k == "GTK_MODULES" && v.contains("atk-bridge")));
+    }
 
     #[test]
     fn chromium_gets_the_accessibility_switch_and_no_sandbox_as_root() {

@@ -31,6 +31,15 @@ pub use controls::ControlDetail;
 use controls::Fetched;
 use names::{clean_name, collapse_ws, FieldEvidence, ValueKind};
 
+/// What [`LinuxDesktop::read_details`] reads of one candidate: its extents (`None` without
+/// the component interface), action names, text and value.
+type Details = (
+    Result<Option<(i32, i32, i32, i32)>, LinuxError>,
+    Result<Vec<String>, LinuxError>,
+    Result<Option<String>, LinuxError>,
+    Option<f64>,
+);
+
 /// Containers and decorations: never controls, even when focusable.
 const CONTAINERS: &[u32] = &[
     role::ALERT,
@@ -798,35 +807,36 @@ impl LinuxDesktop {
         stats.tree += t.elapsed();
 
         let t = Instant::now();
-        // window-relative extents (GTK4): offset by where the toolkit's window sits
-        let offset = if relative {
-            match self.bus.extents(bus, &frame).await {
-                Ok((fx, fy, fw, fh)) => (
-                    w.x + ((w.w as i32 - fw) / 2).max(0) - fx,
-                    w.y + ((w.h as i32 - fh) / 2).max(0) - fy,
-                ),
-                Err(e) => {
-                    warnings.push(format!(
-                        "window extents unknown, rectangles may be off: {e}"
-                    ));
-                    (w.x, w.y)
-                }
-            }
-        } else {
-            (0, 0)
-        };
         let win_rect = w.rect();
-        // a fresh LibreOffice window reports its own controls shifted (office.rs)
+        // where the controls sit (GTK4's window-relative extents are offset by where the
+        // toolkit's window sits; a fresh LibreOffice window reports its own controls shifted,
+        // office.rs) is read at the same time as the controls' own details: one round trip to
+        // the application instead of two
         let nodes: Vec<&Node> = candidates.iter().map(|c| &c.node).collect();
-        let fixes = self
-            .office()
-            .extent_corrections(bus, tree, &frame, &nodes)
-            .await;
-        let t_fixes = t.elapsed();
-        let results = futures::future::join_all(candidates.iter().map(|c| {
+        let office = self.office();
+        let placement = async {
+            tokio::join!(
+                self.frame_offset(bus, &frame, relative, w),
+                office.extent_corrections(bus, tree, &frame, &nodes)
+            )
+        };
+        let details = futures::future::join_all(
+            candidates
+                .iter()
+                .map(|c| self.read_details(bus, &c.node, with_actions)),
+        );
+        let ((offset, fixes), details) = tokio::join!(placement, details);
+        let offset = offset.unwrap_or_else(|e| {
+            warnings.push(format!(
+                "window extents unknown, rectangles may be off: {e}"
+            ));
+            (w.x, w.y)
+        });
+        let t_details = t.elapsed();
+        let results = futures::future::join_all(candidates.iter().zip(details).map(|(c, d)| {
             let (dx, dy) = fixes.get(&c.node.path).copied().unwrap_or((0, 0));
             let offset = (offset.0 + dx, offset.1 + dy);
-            self.fetch_control(bus, c, offset, win_rect, w.id, with_actions)
+            self.fetch_control(bus, c, d, offset, win_rect, w.id)
         }))
         .await;
         let in_pages = web_document_paths(tree, &frame, self.config.walk_max_nodes);
@@ -877,8 +887,8 @@ impl LinuxDesktop {
             items_ms = t_items.as_millis() as u64,
             walk_ms = (t_walk - t_items).as_millis() as u64,
             documents_ms = (t_docs - t_walk).as_millis() as u64,
-            corrections_ms = t_fixes.as_millis() as u64,
-            controls_ms = (t_fetch - t_fixes).as_millis() as u64,
+            details_ms = t_details.as_millis() as u64,
+            names_ms = (t_fetch - t_details).as_millis() as u64,
             candidates = candidates.len(),
             sheets_ms = (t.elapsed() - t_fetch).as_millis() as u64,
             "window controls read"
@@ -886,18 +896,18 @@ impl LinuxDesktop {
         Ok((out, frame))
     }
 
-    /// Extents, actions and text of one candidate; `None` when it is not on screen.
+    /// One candidate from its details (extents, actions, text and value: `read_details`),
+    /// named (a field by the labels that point at it); `None` when it is not on screen.
     async fn fetch_control(
         &self,
         bus: &str,
         c: &Candidate,
+        (ext, actions, text, value): Details,
         offset: (i32, i32),
         win: Rect,
         xid: u32,
-        with_actions: bool,
     ) -> Result<Option<Fetched>, LinuxError> {
         let n = &c.node;
-        let (ext, actions, text, value) = self.read_details(bus, n, with_actions).await;
         let Some((x, y, ew, eh)) = ext? else {
             return Ok(None);
         };
@@ -1143,20 +1153,30 @@ impl LinuxDesktop {
         names::label_left_of(at, &near).map(str::to_string)
     }
 
-    /// A step of [`Self::fetch_control`]: the node's extents, actions, text and value, read
-    /// at once (each only when the node has the interface, and the actions only when asked
-    /// for or of a menu).
-    async fn read_details(
+    /// Where a window's controls are offset on the screen: GTK4 (`relative`) gives extents
+    /// within the toolkit's window, which sits centred in the X window `w` (its shadow
+    /// around it); other toolkits give screen extents.
+    async fn frame_offset(
         &self,
         bus: &str,
-        n: &Node,
-        with_actions: bool,
-    ) -> (
-        Result<Option<(i32, i32, i32, i32)>, LinuxError>,
-        Result<Vec<String>, LinuxError>,
-        Result<Option<String>, LinuxError>,
-        Option<f64>,
-    ) {
+        frame: &str,
+        relative: bool,
+        w: &XWindow,
+    ) -> Result<(i32, i32), LinuxError> {
+        if !relative {
+            return Ok((0, 0));
+        }
+        let (fx, fy, fw, fh) = self.bus.extents(bus, frame).await?;
+        Ok((
+            w.x + ((w.w as i32 - fw) / 2).max(0) - fx,
+            w.y + ((w.h as i32 - fh) / 2).max(0) - fy,
+        ))
+    }
+
+    /// The node's extents, actions, text and value for [`Self::fetch_control`], read at once
+    /// (each only when the node has the interface, and the actions only when asked for or of
+    /// a menu).
+    async fn read_details(&self, bus: &str, n: &Node, with_actions: bool) -> Details {
         let ext = async {
             if n.ifaces & iface::COMPONENT != 0 {
                 self.bus.extents(bus, &n.path).await.map(Some)

@@ -100,6 +100,9 @@ pub(crate) struct X11 {
     root: Window,
     pub screen_w: u32,
     pub screen_h: u32,
+    /// Whether the X server offers direct rendering (DRI2 or DRI3): without it, OpenGL in
+    /// its clients is software rendering (Xvfb, Xvnc).
+    pub direct_rendering: bool,
     atoms: Atoms,
     keymap: Mutex<Option<KeyMap>>,
 }
@@ -151,11 +154,19 @@ impl X11 {
                 source: cause("the X server lacks the XTEST extension needed for input"),
             });
         }
+        let mut direct_rendering = false;
+        for name in ["DRI3", "DRI2"] {
+            direct_rendering |= conn
+                .extension_information(name)
+                .map_err(xerr("query the DRI extensions"))?
+                .is_some();
+        }
         Ok(X11 {
             conn,
             root,
             screen_w,
             screen_h,
+            direct_rendering,
             atoms,
             keymap: Mutex::new(None),
         })
