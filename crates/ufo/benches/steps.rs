@@ -2,7 +2,8 @@
 //! than the model call (`timings_ms` of the `app` step records in events.jsonl), p50 and p95
 //! over the *action* steps (those whose action executed; the closing step, which executes
 //! none, is reported apart) of several scripted `ufo run --desktop live` sessions, also per
-//! function (click, set_text, type_keys, batch). Cases (`UFO_BENCH_ONLY`, a comma-separated
+//! function (click, set_text, type_keys, batch), with the first action step of a session (and
+//! its observation, the window's first) and the last one (the calculator's `=`) apart. Cases (`UFO_BENCH_ONLY`, a comma-separated
 //! list, picks some): `calculator` gnome-calculator 12 × 7 (five clicks, then the display is
 //! read through pyatspi and must show 84); `beside` the same with LibreOffice Calc open beside
 //! it; `multi` the same with `multi_action` on (one model call for the five clicks);
@@ -40,6 +41,12 @@ struct Measured {
     closing: Vec<f64>,
     /// data-collection milliseconds of each action step
     collect: Vec<f64>,
+    /// per session: the non-model milliseconds of the first action step, and its data
+    /// collection (the first observation of the window)
+    first: Vec<f64>,
+    first_collect: Vec<f64>,
+    /// per session: the non-model milliseconds of the last action step (the calculator's `=`)
+    last: Vec<f64>,
     /// non-model milliseconds of each whole session (every step, host steps included)
     sessions: Vec<f64>,
     /// AppAgent model calls
@@ -75,6 +82,7 @@ fn run(bin: &Path, dir: &Path, lines: &[String], task: &str, multi: bool, m: &mu
     }
     let events = std::fs::read_to_string(out.join("events.jsonl")).unwrap_or_default();
     let mut session = 0.0;
+    let mut steps: Vec<(f64, f64)> = Vec::new();
     for e in events
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -95,14 +103,20 @@ fn run(bin: &Path, dir: &Path, lines: &[String], task: &str, multi: bool, m: &mu
             if e["action"]["executed"] == true {
                 let function = e["action"]["function"].as_str().unwrap_or("?").to_string();
                 m.actions.push((function, own));
-                m.collect
-                    .push(t["data_collection"].as_f64().unwrap_or(f64::NAN));
+                let collect = t["data_collection"].as_f64().unwrap_or(f64::NAN);
+                m.collect.push(collect);
+                steps.push((own, collect));
             } else {
                 m.closing.push(own);
             }
         }
     }
     m.sessions.push(session);
+    if let (Some(first), Some(last)) = (steps.first(), steps.last()) {
+        m.first.push(first.0);
+        m.first_collect.push(first.1);
+        m.last.push(last.0);
+    }
 }
 
 /// The calculator's display text through pyatspi; the calculator is closed afterwards.
@@ -191,11 +205,15 @@ fn report(name: &str, m: &mut Measured) {
     let closing = pct(&mut m.closing, 0.5);
     let collect = pct(&mut m.collect, 0.5);
     let session = pct(&mut m.sessions, 0.5);
+    let first = pct(&mut m.first, 0.5);
+    let first_collect = pct(&mut m.first_collect, 0.5);
+    let last = pct(&mut m.last, 0.5);
     println!(
         "{name}: {} action steps, non-model time per action step p50 {p50:.0} ms, p95 {p95:.0} ms \
-         ({}); closing steps {} p50 {closing:.0} ms; data collection p50 {collect:.0} ms; \
-         whole session p50 {session:.0} ms; {} app model calls in {RUNS} runs; result right in \
-         {}/{RUNS}; load {}",
+         ({}); first action step p50 {first:.0} ms (its observation, the window's first, \
+         {first_collect:.0} ms); last action step p50 {last:.0} ms; closing steps {} p50 \
+         {closing:.0} ms; data collection p50 {collect:.0} ms; whole session p50 {session:.0} ms; \
+         {} app model calls in {RUNS} runs; result right in {}/{RUNS}; load {}",
         all.len(),
         per.join(", "),
         m.closing.len(),
