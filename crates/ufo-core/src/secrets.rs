@@ -23,7 +23,8 @@
 //! - credentials by suffix: names ending with one of [`SECRET_SUFFIXES`] (`_API_KEY`,
 //!   `_ACCESS_TOKEN`, `_SECRET_ACCESS_KEY`, `_PASSWORD`, `_PASSWD`, `_PASSPHRASE`, `_SECRET`,
 //!   `_PRIVATE_KEY`, `_CREDENTIALS`, `_DSN`, `_DATABASE_URL`, ...);
-//! - well-known credential names without such a suffix ([`SECRET_NAMES`]: `HF_TOKEN`,
+//! - well-known credential names without such a suffix ([`SECRET_NAMES`]: `UFO_REMOTE_TOKEN`
+//!   (a served desktop's token), `HF_TOKEN`,
 //!   `PGPASSWORD`, `MYSQL_PWD`, `DATABASE_URL`, `PASSWORD`, ...).
 //!
 //! A bare `_TOKEN` suffix is not enough: desktop variables such as `XDG_ACTIVATION_TOKEN` are
@@ -70,6 +71,8 @@ pub const SECRET_PREFIXES: &[&str] = &["OPENAI_", "ANTHROPIC_", "AZURE_OPENAI_"]
 
 /// Well-known token variables without a credential suffix.
 pub const SECRET_NAMES: &[&str] = &[
+    // the token of a desktop served by `ufo serve`
+    "UFO_REMOTE_TOKEN",
     "HF_TOKEN",
     "HUGGING_FACE_HUB_TOKEN",
     "GITHUB_TOKEN",
@@ -320,6 +323,7 @@ mod tests {
             "UFO_LLM_BASE_URL",
             "UFO_LLM_HEADERS",
             "ufo_llm_api_key",
+            "UFO_REMOTE_TOKEN",
             "GROQ_API_KEY",
             "MISTRAL_APIKEY",
             "AWS_SECRET_ACCESS_KEY",

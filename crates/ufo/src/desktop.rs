@@ -72,7 +72,10 @@ pub(crate) async fn connect_remote(
             })?
             .trim()
             .to_string(),
-        None => std::env::var(REMOTE_TOKEN_VAR)
+        // a secret: taken out of the environment at start and held in memory
+        // (ufo_core::secrets), so that no child inherits it
+        None => ufo_core::secrets::held(REMOTE_TOKEN_VAR)
+            .or_else(|| std::env::var(REMOTE_TOKEN_VAR).ok())
             .unwrap_or_default()
             .trim()
             .to_string(),

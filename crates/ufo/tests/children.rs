@@ -18,6 +18,8 @@ fn the_shell_agent_cannot_print_the_provider_keys() {
     const OPENAI: &str = "sk-openai-leak-probe-7f3a9c";
     const ANTHROPIC: &str = "sk-ant-leak-probe-2b8e41";
     const UFO: &str = "sk-ufo-leak-probe-5d0c77";
+    // the token of a served desktop is a credential too
+    const REMOTE: &str = "remote-token-leak-probe-91e2";
     let tmp = tempfile::tempdir().expect("tempdir");
     let work = tmp.path().join("work");
     std::fs::create_dir(&work).expect("mkdir");
@@ -36,7 +38,7 @@ fn the_shell_agent_cannot_print_the_provider_keys() {
             json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
                 "Current Sub-Task": "Print the keys", "ControlText": "shell", "Status": "ASSIGN"}}),
             json!({"agent": "shell", "response": {"Observation": "o", "Thought": "t",
-                "Command": "echo [$OPENAI_API_KEY] [$ANTHROPIC_API_KEY] [$UFO_LLM_API_KEY]",
+                "Command": "echo [$OPENAI_API_KEY] [$ANTHROPIC_API_KEY] [$UFO_LLM_API_KEY] [$UFO_REMOTE_TOKEN]",
                 "Status": "CONTINUE"}}),
             json!({"agent": "shell", "response": {"Observation": "o", "Thought": "t",
                 "Command": "", "Status": "FINISH", "Result": "printed"}}),
@@ -50,6 +52,7 @@ fn the_shell_agent_cannot_print_the_provider_keys() {
         .env("OPENAI_API_KEY", OPENAI)
         .env("ANTHROPIC_API_KEY", ANTHROPIC)
         .env("UFO_LLM_API_KEY", UFO)
+        .env("UFO_REMOTE_TOKEN", REMOTE)
         .args(["run", "--desktop"])
         .arg(format!(
             "sim:{}",
@@ -70,10 +73,10 @@ fn the_shell_agent_cannot_print_the_provider_keys() {
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     let events = std::fs::read_to_string(out.join("events.jsonl")).expect("events");
     // the command ran (unconfirmed) and printed empty brackets
-    assert!(events.contains("[] [] []"), "{events}");
+    assert!(events.contains("[] [] [] []"), "{events}");
     let all = files_under(&out);
     assert!(all.len() > 3, "{all:?}");
-    for key in [OPENAI, ANTHROPIC, UFO] {
+    for key in [OPENAI, ANTHROPIC, UFO, REMOTE] {
         assert!(!stderr.contains(key), "{key} on stderr");
         assert!(
             !String::from_utf8_lossy(&output.stdout).contains(key),
