@@ -52,8 +52,8 @@ const HANDLER_WINDOW: Duration = Duration::from_millis(4);
 /// When the observation made while settling began, if it began after the first change
 /// (`first`, after the action) and read controls of the application `bus`: the application
 /// answered it after the action's handler had run, as the round trip of
-/// [`LinuxDesktop::wait_for_handler`] would. Its first answer came one round trip or more
-/// before the observation ended, and the settle decided 20 ms or more after it began.
+/// [`LinuxDesktop::wait_for_handler`] would; its first answer came one round trip or more
+/// before the observation ended.
 fn answered_after(run: &Run, first: Option<Duration>, bus: &str) -> Option<Instant> {
     let (began, _, (_, controls)) = run.prefetched.as_ref()?;
     let after_change = first.is_some_and(|f| *began >= run.since + f);
