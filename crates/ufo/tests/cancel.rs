@@ -7,7 +7,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::procs;
 use common::*;
+use nix::sys::signal::Signal;
 use serde_json::Value;
 
 fn events(out: &Path) -> Vec<Value> {
@@ -52,12 +54,7 @@ fn wait_for_assign(out: &Path) {
 }
 
 fn sigint(child: &Child) {
-    let ok = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill runs")
-        .success();
-    assert!(ok, "kill -INT failed");
+    assert!(procs::signal(child.id(), Signal::SIGINT), "SIGINT not sent");
 }
 
 #[test]

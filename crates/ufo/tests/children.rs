@@ -8,7 +8,9 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use common::procs;
 use common::*;
+use nix::sys::signal::Signal;
 
 /// Defect 1: the shell agent's `echo $OPENAI_API_KEY` (allow-listed: it runs unconfirmed)
 /// printed the key into events.jsonl, the log, the checkpoint and the next prompt. The key is
@@ -245,12 +247,7 @@ fn start_shell_command(tmp: &Path, command: &str) -> std::process::Child {
 }
 
 fn sigint(child: &std::process::Child) {
-    let ok = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill runs")
-        .success();
-    assert!(ok, "kill -INT failed");
+    assert!(procs::signal(child.id(), Signal::SIGINT), "SIGINT not sent");
 }
 
 fn exit_code(child: &mut std::process::Child, secs: u64) -> Option<i32> {

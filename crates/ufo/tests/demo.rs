@@ -19,7 +19,9 @@ use serde_json::{json, Value};
 use ufo_desktop::testing::require_live;
 use ufo_desktop::testing::script::{app, host_finish, line};
 
+use common::procs;
 use common::*;
+use nix::sys::signal::Signal;
 
 /// Live tests share one display: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -42,7 +44,7 @@ struct KillPid(Option<u32>);
 impl Drop for KillPid {
     fn drop(&mut self) {
         if let Some(pid) = self.0 {
-            let _ = Command::new("kill").arg(pid.to_string()).status();
+            procs::signal(pid, Signal::SIGTERM);
         }
     }
 }
@@ -118,9 +120,7 @@ print('|'.join(seen))
 /// Send SIGTERM to the recorder and wait (30 s at most) for it to end.
 fn terminate(recorder: &mut Kill) -> std::process::ExitStatus {
     let mut child = recorder.0.take().expect("recorder");
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
+    procs::signal(child.id(), Signal::SIGTERM);
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Some(s) = child.try_wait().expect("wait") {

@@ -8,14 +8,16 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::sync::{mpsc, Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 mod common;
+use common::procs;
 use common::served::{token_file, ufo_at as ufo, Served};
+use nix::sys::signal::Signal;
 
 /// Device a: a notes editor with an empty body.
 const NOTES: &str = r#"{"apps": [{"name": "Notes", "process": "notes", "title": "notes - Notes",
@@ -795,9 +797,7 @@ fn live_12_times_7_on_a_served_desktop_typed_into_an_editor_on_a_private_one() {
         .output()
         .expect("ufo runs");
     let took = t.elapsed();
-    let _ = Command::new("kill")
-        .args(["-TERM", &format!("-{}", child.id())])
-        .status();
+    procs::signal_group(child.id(), Signal::SIGTERM);
     let stopped = Instant::now() + Duration::from_secs(30);
     while child.try_wait().ok().flatten().is_none() && Instant::now() < stopped {
         std::thread::sleep(Duration::from_millis(100));

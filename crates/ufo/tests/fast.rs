@@ -6,12 +6,12 @@
 
 mod common;
 
-use std::process::Command;
-
 use serde_json::{json, Value};
 use ufo_desktop::testing::require_live;
 
+use common::procs;
 use common::{live_run_args, ufo_live};
+use nix::sys::signal::Signal;
 
 #[test]
 fn multi_action_computes_12_times_7_in_one_model_call() {
@@ -54,7 +54,7 @@ fn multi_action_computes_12_times_7_in_one_model_call() {
         .and_then(|r| r.split_whitespace().next())
         .and_then(|p| p.parse().ok());
     if let Some(pid) = pid {
-        let _ = Command::new("kill").arg(pid.to_string()).status();
+        procs::signal(pid, Signal::SIGTERM);
     }
     assert_eq!(run.status.code(), Some(0), "stderr:\n{stderr}");
     let steps: Vec<Value> = std::fs::read_to_string(out.join("events.jsonl"))

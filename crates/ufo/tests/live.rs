@@ -9,13 +9,14 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use ufo_desktop::testing::require_live;
 use ufo_desktop::testing::script::{app, app_line, line};
 
+use common::procs;
 use common::*;
+use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
 /// Live tests share one display: one at a time.
@@ -35,7 +36,7 @@ fn inspect(home: &Path, window: &str, png: &Path) -> (String, Option<u32>) {
 
 fn kill(pid: Option<u32>) {
     if let Some(pid) = pid {
-        let _ = Command::new("kill").arg(pid.to_string()).status();
+        procs::signal(pid, Signal::SIGTERM);
     }
 }
 

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 use std::time::{Duration, Instant};
 
+use common::procs;
 use common::*;
+use nix::sys::signal::Signal;
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------------------------
@@ -1083,12 +1085,7 @@ fn report_and_runs_of_a_cancelled_then_resumed_session() {
         assert!(Instant::now() < deadline, "no ASSIGN within 30 s");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let ok = StdCommand::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill runs")
-        .success();
-    assert!(ok);
+    assert!(procs::signal(child.id(), Signal::SIGINT), "SIGINT not sent");
     let o = child.wait_with_output().expect("ufo ends");
     assert_eq!(
         o.status.code(),

@@ -17,7 +17,9 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use common::procs;
 use common::{repo_root, ufo};
+use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 use ufo_desktop::testing::require_live;
 
@@ -195,9 +197,7 @@ fn nothing_of_a_private_desktop_survives_a_killed_ufo() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(!marked().is_empty(), "the private desktop runs");
-    let _ = Command::new("kill")
-        .args(["-KILL", &child.id().to_string()])
-        .status();
+    procs::signal(child.id(), Signal::SIGKILL);
     let _ = child.wait();
     let left = none_left(Duration::from_secs(10));
     assert!(left.is_empty(), "left behind after kill -9: {left:?}");

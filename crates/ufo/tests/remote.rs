@@ -7,7 +7,7 @@
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
+use common::procs;
 use common::served::{token_file, ufo_at as ufo, Served};
+use nix::sys::signal::Signal;
 
 fn example(file: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -267,9 +269,7 @@ fn killing_relay(upstream: String, pid: u32) -> (String, Arc<AtomicBool>) {
                     tail.extend_from_slice(&buf[..n]);
                     let seen = String::from_utf8_lossy(&tail).contains("\"name\":\"act\"");
                     if seen && !flag.swap(true, Ordering::SeqCst) {
-                        let _ = Command::new("kill")
-                            .args(["-KILL", &pid.to_string()])
-                            .status();
+                        procs::signal(pid, Signal::SIGKILL);
                     }
                     if flag.load(Ordering::SeqCst) {
                         let _ = c_in.shutdown(Shutdown::Both);

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use common::*;
+use nix::sys::signal::Signal;
 
 const OPENAI: &str = "sk-openai-proc-probe-4e1d8a";
 const PGPASS: &str = "pg-password-probe-93b2c7";
@@ -214,10 +215,9 @@ fn no_process_of_the_ufo_tree_shows_a_key_and_ufo_is_not_dumpable() {
     let _ = child.kill();
     let _ = child.wait();
     // the command runs in a process group of its own, which a killed ufo leaves behind
-    let _ = std::process::Command::new("kill")
-        .arg("-9")
-        .args(procs.iter().map(u32::to_string))
-        .output();
+    for pid in &procs {
+        common::procs::signal(*pid, Signal::SIGKILL);
+    }
     if real_uid() != 0 {
         let probe = probe.expect("cat runs");
         assert!(

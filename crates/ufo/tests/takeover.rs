@@ -8,7 +8,9 @@ mod common;
 
 use std::path::Path;
 
+use common::procs;
 use common::*;
+use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
 fn host(status: &str, subtask: &str, control: &str) -> Value {
@@ -266,12 +268,7 @@ fn ctrl_c_during_a_take_over_cancels_the_session() {
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let sent = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(sent, "kill -INT failed");
+    assert!(procs::signal(child.id(), Signal::SIGINT), "SIGINT not sent");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let status = loop {
         if let Ok(Some(s)) = child.try_wait() {

@@ -8,6 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::Signal;
+
 /// A running `ufo serve`.
 pub struct Served {
     /// The server's process.
@@ -115,9 +117,7 @@ impl Drop for Served {
         if let Ok(Some(_)) = self.child.try_wait() {
             return;
         }
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
+        super::procs::signal(self.child.id(), Signal::SIGTERM);
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
