@@ -56,8 +56,19 @@ const HANDLER_WINDOW: Duration = Duration::from_millis(4);
 /// before the observation ended.
 fn answered_after(run: &Run, first: Option<Duration>, bus: &str) -> Option<Instant> {
     let (began, _, (_, controls)) = run.prefetched.as_ref()?;
-    let after_change = first.is_some_and(|f| *began >= run.since + f);
-    (after_change && controls.iter().any(|(_, c)| c.bus == bus)).then_some(*began)
+    let read_bus = controls.iter().any(|(_, c)| c.bus == bus);
+    stands_for_handler(*began, run.since, first, read_bus).then_some(*began)
+}
+
+/// The rule of [`answered_after`]: an observation that `began` after the first change (seen
+/// `first` after the action at `since`) and read the application's controls (`read_bus`).
+fn stands_for_handler(
+    began: Instant,
+    since: Instant,
+    first: Option<Duration>,
+    read_bus: bool,
+) -> bool {
+    read_bus && first.is_some_and(|f| began >= since + f)
 }
 
 impl LinuxDesktop {
@@ -561,5 +572,47 @@ impl LinuxDesktop {
             }
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only an observation that began after the first change and read the clicked
+    /// application's controls stands for the handler's round trip.
+    #[test]
+    fn an_observation_stands_for_the_handler_only_after_the_first_change_on_its_bus() {
+        let since = Instant::now();
+        let ms = Duration::from_millis;
+        // began at the first change, read the application: its answers came after the handler
+        assert!(stands_for_handler(
+            since + ms(30),
+            since,
+            Some(ms(30)),
+            true
+        ));
+        assert!(stands_for_handler(
+            since + ms(55),
+            since,
+            Some(ms(30)),
+            true
+        ));
+        // began before the first change: its answers may predate the handler
+        assert!(!stands_for_handler(
+            since + ms(29),
+            since,
+            Some(ms(30)),
+            true
+        ));
+        // nothing changed yet
+        assert!(!stands_for_handler(since + ms(55), since, None, true));
+        // read another application only
+        assert!(!stands_for_handler(
+            since + ms(55),
+            since,
+            Some(ms(30)),
+            false
+        ));
     }
 }
