@@ -393,15 +393,16 @@ impl LinuxDesktop {
                 return self.launch_detached(&single).await;
             }
         }
-        let mut env = self.started_env();
-        env.extend(self.config.launch_env.iter().cloned());
-        run_command(command, &env, self.config.shell_timeout).await
+        run_command(command, &self.started_env(), self.config.shell_timeout).await
     }
 
-    /// What every program ufo starts gets in its environment before the configuration's
-    /// `launch_env` (launch/toolkit.rs, `launch_env`).
+    /// What every program ufo starts gets in its environment, in order: the toolkit switches
+    /// (launch/toolkit.rs, `launch_env`), then the configuration's `launch_env`, which wins.
     pub(crate) fn started_env(&self) -> Vec<(String, String)> {
-        crate::launch::toolkit::launch_env(self.x.direct_rendering, &self.config.launch_env)
+        let mut env =
+            crate::launch::toolkit::launch_env(self.x.direct_rendering, &self.config.launch_env);
+        env.extend(self.config.launch_env.iter().cloned());
+        env
     }
 
     /// How many spreadsheet cell texts observations have read live so far (kept cells taken

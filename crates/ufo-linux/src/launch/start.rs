@@ -54,7 +54,6 @@ impl LinuxDesktop {
             .stderr(std::process::Stdio::null())
             .env_remove("NO_AT_BRIDGE")
             .envs(self.started_env())
-            .envs(self.config.launch_env.iter().map(|(k, v)| (k, v)))
             .process_group(0)
             .spawn()
             .map_err(|source| LinuxError::Spawn {
@@ -188,7 +187,6 @@ impl LinuxDesktop {
             .stderr(log_err)
             .env_remove("NO_AT_BRIDGE")
             .envs(self.started_env())
-            .envs(self.config.launch_env.iter().map(|(k, v)| (k, v)))
             // its own group: ufo's cleanup of shell commands never reaches it
             .process_group(0)
             .spawn();
