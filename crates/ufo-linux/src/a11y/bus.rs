@@ -33,7 +33,10 @@ impl Node {
 }
 
 type ObjRef = (String, OwnedObjectPath);
-type RawItem = (
+/// One item of an application's cache, as `Cache.GetItems` lists it and `Cache.AddAccessible`
+/// announces it: the object, its application, its parent, its index there, its child count,
+/// interfaces, name, role, description and states.
+pub(crate) type RawItem = (
     ObjRef,
     ObjRef,
     ObjRef,
@@ -45,6 +48,22 @@ type RawItem = (
     String,
     Vec<u32>,
 );
+
+/// The node a cache item describes.
+pub(crate) fn node_of(raw: RawItem) -> Node {
+    let (obj, _app, parent, index, children, ifaces, name, role, desc, states) = raw;
+    Node {
+        path: obj.1.as_str().to_string(),
+        parent: parent.1.as_str().to_string(),
+        index,
+        child_count: children,
+        ifaces: iface_bits(&ifaces),
+        name,
+        role,
+        description: desc,
+        states: state_bits(&states),
+    }
+}
 
 pub(crate) fn iface_bits(names: &[String]) -> u32 {
     let mut bits = 0;
@@ -469,22 +488,7 @@ impl A11yBus {
             decode_ms = (t.elapsed() - t_call).as_millis() as u64,
             "cache items read"
         );
-        Ok(raw
-            .into_iter()
-            .map(
-                |(obj, _app, parent, index, children, ifaces, name, role, desc, states)| Node {
-                    path: obj.1.as_str().to_string(),
-                    parent: parent.1.as_str().to_string(),
-                    index,
-                    child_count: children,
-                    ifaces: iface_bits(&ifaces),
-                    name,
-                    role,
-                    description: desc,
-                    states: state_bits(&states),
-                },
-            )
-            .collect())
+        Ok(raw.into_iter().map(node_of).collect())
     }
 
     /// Children of one node (one call), as object paths in order.

@@ -100,7 +100,7 @@ impl Log {
 struct Watch {
     log: Arc<Mutex<Log>>,
     /// Asks the task to take every signal already received, then answer.
-    sync: mpsc::Sender<oneshot::Sender<()>>,
+    sync: SyncSender,
 }
 
 /// Event logs of the observed applications, kept up to date by one task each.
@@ -150,6 +150,37 @@ fn cache_body_path(msg: &zbus::Message, member: &str) -> Option<String> {
     }
 }
 
+/// Asks a listening task to take every message already received, then answer.
+pub(crate) type SyncSender = mpsc::Sender<oneshot::Sender<()>>;
+
+/// Spawn the task that hands every message of `stream` to `take`, in order, and answers each
+/// sync sent on the returned channel once it has taken every message received before (a
+/// biased select: a signal an application sent before its answer to a call is taken before a
+/// sync asked after that answer). The task ends with the stream or when the channel is
+/// dropped; every later sync fails (nobody answers).
+pub(crate) fn drain_synced(
+    mut stream: zbus::MessageStream,
+    mut take: impl FnMut(zbus::Message) + Send + 'static,
+) -> (SyncSender, tokio::task::JoinHandle<()>) {
+    let (tx, mut rx) = mpsc::channel::<oneshot::Sender<()>>(16);
+    let task = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                biased;
+                msg = stream.next() => {
+                    let Some(Ok(msg)) = msg else { break };
+                    take(msg);
+                }
+                req = rx.recv() => {
+                    let Some(req) = req else { break };
+                    let _ = req.send(());
+                }
+            }
+        }
+    });
+    (tx, task)
+}
+
 impl Changes {
     /// Ready to listen to the applications observed later. `None` never happens today; kept
     /// so that a bus without signals can switch keeping off.
@@ -189,35 +220,22 @@ impl Changes {
         .ok()?
         .ok()?;
         let log: Arc<Mutex<Log>> = Arc::default();
-        let (tx, mut rx) = mpsc::channel::<oneshot::Sender<()>>(16);
         let task_log = log.clone();
-        tokio::spawn(async move {
-            let mut stream = stream;
-            loop {
-                // `biased`: every signal already received is taken before a sync is answered
-                tokio::select! {
-                    biased;
-                    msg = stream.next() => {
-                        let Some(Ok(msg)) = msg else { break };
-                        let header = msg.header();
-                        let iface = header.interface().map(|i| i.to_string()).unwrap_or_default();
-                        let member = header.member().map(|m| m.to_string()).unwrap_or_default();
-                        let path = header.path().map(|p| p.to_string()).unwrap_or_default();
-                        let body_path = if iface == "org.a11y.atspi.Cache" {
-                            cache_body_path(&msg, &member)
-                        } else {
-                            None
-                        };
-                        let change = classify(&iface, &member, &path, body_path.as_deref());
-                        lock(&task_log).push(change);
-                    }
-                    req = rx.recv() => {
-                        let Some(req) = req else { break };
-                        let _ = req.send(());
-                    }
-                }
-            }
-            // the stream ended: every later sync fails (nobody answers)
+        let (tx, _task) = drain_synced(stream, move |msg| {
+            let header = msg.header();
+            let iface = header
+                .interface()
+                .map(|i| i.to_string())
+                .unwrap_or_default();
+            let member = header.member().map(|m| m.to_string()).unwrap_or_default();
+            let path = header.path().map(|p| p.to_string()).unwrap_or_default();
+            let body_path = if iface == "org.a11y.atspi.Cache" {
+                cache_body_path(&msg, &member)
+            } else {
+                None
+            };
+            let change = classify(&iface, &member, &path, body_path.as_deref());
+            lock(&task_log).push(change);
         });
         Some(Watch { log, sync: tx })
     }

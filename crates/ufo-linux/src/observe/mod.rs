@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use ufo_core::{Control, Rect, Screenshot, WindowInfo, WindowObservation};
 
+use crate::a11y::announced::Announced;
 use crate::a11y::bus::{AppTree, Node};
 use crate::a11y::vocab::{iface, role, role_name, state};
 use crate::act::modal::{self, ModalityReport};
@@ -227,6 +228,9 @@ pub struct ObservationStats {
     pub read_twice: usize,
     /// The walk stopped at its budget (time or nodes): the read may lack controls.
     pub walk_cut: bool,
+    /// Nodes the walk took from the application's announcements of what it exported (GTK 4)
+    /// instead of reading them.
+    pub announced: usize,
     /// Nodes inside the window's web documents (0: the page shows nothing to accessibility).
     pub document_nodes: usize,
     /// Candidate controls inside the window's web documents, and how many of them were on
@@ -769,6 +773,7 @@ impl LinuxDesktop {
         stats.walked |= walk.walked;
         stats.repeats += walk.repeats;
         stats.read_twice += walk.read_twice;
+        stats.announced += walk.announced;
         stats.walk_cut |= walk.cut;
         if let Some(count) = kept_count {
             self.kept.keep(bus, count, tree);
@@ -889,6 +894,7 @@ impl LinuxDesktop {
         tracing::debug!(
             items_ms = t_items.as_millis() as u64,
             walk_ms = (t_walk - t_items).as_millis() as u64,
+            announced = stats.announced,
             documents_ms = (t_docs - t_walk).as_millis() as u64,
             details_ms = t_details.as_millis() as u64,
             names_ms = (t_fetch - t_details).as_millis() as u64,
@@ -1266,6 +1272,10 @@ impl LinuxDesktop {
             return WalkOutcome::default();
         }
         w.deadline = Instant::now() + self.config.walk_budget;
+        if w.reading == FreshNodes::FromCache {
+            // listening before the first listing: its announcements come before its answer
+            w.announced = Announced::listen(&self.bus.conn, bus, self.bus.timeout).await;
+        }
         loop {
             // nodes whose cached count cannot be trusted: read the live count (one cheap call
             // each, no child is built) and enumerate only a bounded one
@@ -1314,6 +1324,7 @@ impl LinuxDesktop {
             repeats: w.repeats,
             read_twice: w.reads.values().filter(|&&n| n > 1).count(),
             cut: w.cut,
+            announced: w.announced_nodes,
         };
         w.report(warnings, self.config.walk_budget);
         outcome
@@ -1380,18 +1391,29 @@ impl LinuxDesktop {
     }
 
     /// A step of [`Self::read_fresh`] with [`FreshNodes::FromCache`]: the fresh nodes the
-    /// application's cache lists now (one `GetItems` call; the listing just made put them
-    /// there), and the ones it does not, to be read one by one. A cache larger than
-    /// [`MAX_CACHE_PER_LEVEL`] ends the cache reading for the rest of the walk. `None` when
-    /// the walk ran out of time.
+    /// application announced while answering the listing just made ([`Announced`]), then
+    /// those its cache lists now (one `GetItems` call: the listing put them there), and the
+    /// ones neither has, to be read one by one. A cache larger than [`MAX_CACHE_PER_LEVEL`]
+    /// ends the cache reading for the rest of the walk. `None` when the walk ran out of time.
     async fn fresh_from_cache(
         &self,
         bus: &str,
         w: &mut Walker,
         fresh: Vec<Listed>,
     ) -> Option<(Vec<Result<Node, LinuxError>>, Vec<Listed>)> {
-        if w.reading == FreshNodes::OneByOne || fresh.len() < 2 {
+        if w.reading == FreshNodes::OneByOne {
             return Some((Vec::new(), fresh));
+        }
+        let (mut found, fresh) = match &w.announced {
+            Some(a) => {
+                let mut announced = a.take(fresh.iter().map(|(k, _, _)| k.as_str())).await;
+                take_fresh(&mut announced, fresh)
+            }
+            None => (Vec::new(), fresh),
+        };
+        w.announced_nodes += found.len();
+        if fresh.len() < 2 {
+            return Some((found, fresh));
         }
         let remaining = w.deadline.saturating_duration_since(Instant::now());
         let items = tokio::time::timeout(remaining, self.bus.get_items(bus))
@@ -1399,12 +1421,16 @@ impl LinuxDesktop {
             .ok()?;
         let Ok(items) = items else {
             w.reading = FreshNodes::OneByOne;
-            return Some((Vec::new(), fresh));
+            return Some((found, fresh));
         };
         if items.len() > MAX_CACHE_PER_LEVEL {
             w.reading = FreshNodes::OneByOne;
         }
-        Some(take_fresh(items, fresh))
+        let mut cached: HashMap<String, Node> =
+            items.into_iter().map(|n| (n.path.clone(), n)).collect();
+        let (from_cache, missing) = take_fresh(&mut cached, fresh);
+        found.extend(from_cache);
+        Some((found, missing))
     }
 
     /// A step of [`Self::complete_tree`]: read the nodes new to the tree and put them in;
@@ -1645,6 +1671,10 @@ struct Walker {
     rescans: usize,
     /// how the nodes a listing names are read
     reading: FreshNodes,
+    /// the application's announcements during the walk ([`FreshNodes::FromCache`]), and the
+    /// fresh nodes taken from them
+    announced: Option<Announced>,
+    announced_nodes: usize,
 }
 
 /// A node a live listing named and the tree lacks: its path, its parent, its index there.
@@ -1659,13 +1689,15 @@ const MAX_CACHE_PER_LEVEL: usize = 2_000;
 /// A freshly started GTK 4 application's cache lists ten objects; listing a node's children
 /// puts them in the cache. Read one by one, each node is six calls, which the application
 /// answers in turn: gnome-calculator's 86 nodes took ~55 ms. From the cache, a level of the
-/// tree is one `GetItems` call, whatever its width.
+/// tree is one `GetItems` call, whatever its width; from the application's announcements of
+/// what it exported while answering the listing ([`Announced`]), no call at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FreshNodes {
     /// Each node by its own calls (role, name, description, states, interfaces, count).
     OneByOne,
-    /// All of a level by one `GetItems` call after its listing (the nodes it lacks one by
-    /// one): for toolkits whose cache gains what a listing names (GTK 4).
+    /// All of a level from the announcements its listing caused, else by one `GetItems`
+    /// call after it (the nodes neither has one by one): for toolkits whose cache gains what
+    /// a listing names and announces it (GTK 4).
     FromCache,
 }
 
@@ -1681,14 +1713,12 @@ impl FreshNodes {
     }
 }
 
-/// The fresh nodes (child, parent, index) found among the cache's `items`, placed where the
-/// live listing put them, and the fresh nodes the cache lacks.
+/// The fresh nodes (child, parent, index) found among `by_path` (cache items by path, taken
+/// out), placed where the live listing put them, and the fresh nodes it lacks.
 fn take_fresh(
-    items: Vec<Node>,
+    by_path: &mut HashMap<String, Node>,
     fresh: Vec<Listed>,
 ) -> (Vec<Result<Node, LinuxError>>, Vec<Listed>) {
-    let mut by_path: HashMap<String, Node> =
-        items.into_iter().map(|n| (n.path.clone(), n)).collect();
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for (k, p, i) in fresh {
@@ -1726,6 +1756,8 @@ impl Walker {
             cut: false,
             rescans: 0,
             reading: FreshNodes::OneByOne,
+            announced: None,
+            announced_nodes: 0,
         }
     }
 
@@ -1804,6 +1836,8 @@ pub(crate) struct WalkOutcome {
     pub read_twice: usize,
     /// It stopped at its budget.
     pub cut: bool,
+    /// Nodes taken from the application's announcements instead of read.
+    pub announced: usize,
 }
 
 /// The kinds of live read the walk makes of a node.
@@ -2964,7 +2998,11 @@ mod tests {
             ("/b".to_string(), "/p".to_string(), 1),
             ("/c".to_string(), "/p".to_string(), 2),
         ];
-        let (found, missing) = take_fresh(items, fresh);
+        let mut items: HashMap<String, Node> =
+            items.into_iter().map(|n| (n.path.clone(), n)).collect();
+        let (found, missing) = take_fresh(&mut items, fresh);
+        // what was taken is out; what nobody listed stays
+        assert_eq!(items.keys().collect::<Vec<_>>(), ["/unlisted"]);
         let found: Vec<(String, String, i32, u32)> = found
             .into_iter()
             .map(|n| n.expect("from the cache"))
