@@ -11,9 +11,9 @@
 //! One task per walk takes the announcements of one application only (a match rule with its
 //! bus name as sender, the cache's path and member) and files them by path. Before the items
 //! are taken the task is synced (`events::drain_synced`), so the announcements sent before the
-//! answers just read are all filed. An object
-//! not announced (an application with a direct connection answers there, not in order with its
-//! signals on the bus; an object exported earlier) is read another way by the caller.
+//! answers just read are all filed. An object not announced (an application with a direct
+//! connection answers there, not in order with its signals on the bus; an object exported
+//! earlier) is read another way by the caller.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
