@@ -219,8 +219,10 @@ async fn chromium_a_slow_page_typed_in_the_address_bar_is_observed_once_loaded()
     slow_navigation_is_observed_loaded(Browser::Chromium).await;
 }
 
-/// Under load Firefox ESR may start the navigation (its document turns `BUSY`) only after
-/// ufo's `type_keys` has settled: the observation looks for that start after an Enter.
+/// Under load Firefox ESR may read the keys, and start the navigation (its document turns
+/// `BUSY`), only after ufo's `type_keys` has settled; it empties the old document before the
+/// new one comes: the observation looks for the start from when Firefox answered a ping sent
+/// behind the keys, and waits past the emptied document.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn firefox_a_slow_page_typed_in_the_address_bar_is_observed_once_loaded() {
     if !require_live("firefox_a_slow_page_typed_in_the_address_bar_is_observed_once_loaded") {

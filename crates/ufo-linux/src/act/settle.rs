@@ -12,18 +12,26 @@
 //! changed within a bound learned per application and input path ([`Learned`]): twice the
 //! longest time to a first change seen so far, between a floor and the configured settle time.
 //!
+//! The same connection asks an application whether it has handled the input sent to it so
+//! far ([`ChangeWatch::ping`]): a `_NET_WM_PING` client message goes to its window behind the
+//! input events, and the toolkit answers it on the root window once it has read every event
+//! queued before it (GTK, Qt and Chromium answer in order; an idle Firefox within 2 ms).
+//!
 //! This file holds what settling decides and keeps between actions ([`SettleState`], which
 //! the desktop holds) and the watch; the waits themselves (`settle_start`, `settle_after`,
 //! `take_prefetched`, `settle_quiet`) are in `wait.rs`, as they look at the window, observe
 //! it and ask the application through the desktop.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use x11rb::connection::Connection;
 use x11rb::protocol::damage::{self, ConnectionExt as _};
-use x11rb::protocol::xproto::{ChangeWindowAttributesAux, ConnectionExt as _, EventMask};
+use x11rb::protocol::xproto::{
+    ChangeWindowAttributesAux, ClientMessageEvent, ConnectionExt as _, EventMask,
+};
 use x11rb::protocol::Event;
 use x11rb::rust_connection::RustConnection;
 
@@ -46,6 +54,12 @@ pub(crate) const PREFETCH_MAX: usize = 3;
 pub(crate) const PREFETCH_KEPT: Duration = Duration::from_secs(2);
 /// Most change times kept.
 const KEEP: usize = 512;
+/// Most answers to pings kept.
+const PONGS_KEPT: usize = 64;
+/// The mark in the fourth word of ufo's pings ("ufo" in ASCII), so that their answers are
+/// told from those to the window manager's pings (which carry a server time instead of a
+/// number of ufo's in the second word).
+const PING_MARK: u32 = 0x0075_666f;
 /// How long a clicked control's own press, ripple and hover transitions run on in a
 /// toolkit (GTK: up to half a second); its rectangle is left out of the looks that long.
 const ANIMATION: Duration = Duration::from_millis(600);
@@ -252,6 +266,23 @@ struct Shared {
     watched: Vec<(u32, u32)>,
     /// the changes seen, oldest first
     changes: VecDeque<Change>,
+    /// the answers to ufo's pings (their numbers, when they came), oldest first
+    pongs: VecDeque<(u32, Instant)>,
+}
+
+/// The atoms of a ping: `WM_PROTOCOLS` (the message's type) and `_NET_WM_PING`.
+#[derive(Debug, Clone, Copy)]
+struct PingAtoms {
+    protocols: u32,
+    ping: u32,
+}
+
+/// The number of ufo's ping that a client message on the root window answers, if it is one:
+/// a `WM_PROTOCOLS` message whose words are `_NET_WM_PING`, the number, the window, and
+/// ufo's mark (the toolkit sends the ping back unchanged but for the window it is sent to).
+fn pong_of(atoms: PingAtoms, ty: u32, format: u8, data: [u32; 5]) -> Option<u32> {
+    (format == 32 && ty == atoms.protocols && data[0] == atoms.ping && data[3] == PING_MARK)
+        .then_some(data[1])
 }
 
 /// Change notifications from the X server: damage on one watched window, windows mapped,
@@ -259,6 +290,9 @@ struct Shared {
 pub(crate) struct ChangeWatch {
     conn: Arc<RustConnection>,
     shared: Arc<Mutex<Shared>>,
+    atoms: PingAtoms,
+    /// the number of the next ping
+    next_ping: AtomicU32,
 }
 
 impl ChangeWatch {
@@ -276,14 +310,46 @@ impl ChangeWatch {
         .ok()?
         .check()
         .ok()?;
+        let atom = |name: &[u8]| conn.intern_atom(false, name).ok()?.reply().ok();
+        let atoms = PingAtoms {
+            protocols: atom(b"WM_PROTOCOLS")?.atom,
+            ping: atom(b"_NET_WM_PING")?.atom,
+        };
         let conn = Arc::new(conn);
         let shared = Arc::new(Mutex::new(Shared::default()));
         let (c, s) = (Arc::clone(&conn), Arc::clone(&shared));
         std::thread::Builder::new()
             .name("ufo-x-changes".into())
-            .spawn(move || listen(&c, &s))
+            .spawn(move || listen(&c, &s, atoms))
             .ok()?;
-        Some(ChangeWatch { conn, shared })
+        Some(ChangeWatch {
+            conn,
+            shared,
+            atoms,
+            next_ping: AtomicU32::new(1),
+        })
+    }
+
+    /// Ping the application owning window `xid`, behind the input sent to it so far; the
+    /// ping's number, for [`Self::pong`] (`None` when it could not be sent).
+    pub fn ping(&self, xid: u32) -> Option<u32> {
+        let n = self.next_ping.fetch_add(1, Ordering::Relaxed);
+        let data = [self.atoms.ping, n, xid, PING_MARK, 0];
+        let ev = ClientMessageEvent::new(32, xid, self.atoms.protocols, data);
+        self.conn
+            .send_event(false, xid, EventMask::NO_EVENT, ev)
+            .ok()?;
+        self.conn.flush().ok()?;
+        Some(n)
+    }
+
+    /// When the answer to ping `n` came, if it has.
+    pub fn pong(&self, n: u32) -> Option<Instant> {
+        self.lock()
+            .pongs
+            .iter()
+            .find(|(m, _)| *m == n)
+            .map(|(_, at)| *at)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
@@ -370,11 +436,22 @@ impl ChangeWatch {
 }
 
 /// The listening thread: every damage or structure event is a change (damage is acknowledged
-/// at once so the next redraw reports again). Ends when the connection breaks.
-fn listen(conn: &RustConnection, shared: &Mutex<Shared>) {
+/// at once so the next redraw reports again); an answer to a ping is kept. Ends when the
+/// connection breaks.
+fn listen(conn: &RustConnection, shared: &Mutex<Shared>, atoms: PingAtoms) {
     while let Ok(ev) = conn.wait_for_event() {
         let at = Instant::now();
         let change = match ev {
+            Event::ClientMessage(m) => {
+                if let Some(n) = pong_of(atoms, m.type_, m.format, m.data.as_data32()) {
+                    let mut g = shared.lock().unwrap_or_else(|p| p.into_inner());
+                    g.pongs.push_back((n, at));
+                    if g.pongs.len() > PONGS_KEPT {
+                        g.pongs.pop_front();
+                    }
+                }
+                None
+            }
             Event::DamageNotify(n) => {
                 let _ = conn.damage_subtract(n.damage, 0u32, 0u32);
                 let _ = conn.flush();
@@ -536,6 +613,28 @@ mod tests {
             tail: ms(300),
             max: ms(800),
         }
+    }
+
+    #[test]
+    fn only_the_answer_to_a_ping_of_ufo_is_a_pong() {
+        let atoms = PingAtoms {
+            protocols: 300,
+            ping: 301,
+        };
+        let answer = [301, 7, 0x1a0_0004, PING_MARK, 0];
+        assert_eq!(pong_of(atoms, 300, 32, answer), Some(7));
+        // the window manager's own pings carry a server time and no mark
+        assert_eq!(
+            pong_of(atoms, 300, 32, [301, 123_456, 0x1a0_0004, 0, 0]),
+            None
+        );
+        // another protocol, another type of message, another format
+        assert_eq!(
+            pong_of(atoms, 300, 32, [302, 7, 0x1a0_0004, PING_MARK, 0]),
+            None
+        );
+        assert_eq!(pong_of(atoms, 299, 32, answer), None);
+        assert_eq!(pong_of(atoms, 300, 8, answer), None);
     }
 
     #[test]

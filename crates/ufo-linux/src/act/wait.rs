@@ -49,6 +49,13 @@ struct Run {
 /// announced (its CreateNotify comes at once; its MapNotify waits for the window manager).
 const HANDLER_WINDOW: Duration = Duration::from_millis(4);
 
+/// Longest wait for an application to answer a ping ([`LinuxDesktop::input_handled`]): one
+/// that does not answer (hung, or a toolkit that ignores pings) is taken to have read its
+/// input by then.
+const PING_MAX: Duration = Duration::from_secs(2);
+/// Interval between two checks for the answer to a ping.
+const PING_POLL: Duration = Duration::from_millis(2);
+
 /// When the observation made while settling began, if it began after the first change
 /// (`first`, after the action) and read controls of the application `bus`: the application
 /// answered it after the action's handler had run, as the round trip of
@@ -72,6 +79,27 @@ fn stands_for_handler(
 }
 
 impl LinuxDesktop {
+    /// When the application owning window `xid` had read the input sent to it so far: it
+    /// answered a ping sent behind that input (`ChangeWatch::ping`). `None` without a change
+    /// watch, or when no answer came within [`PING_MAX`].
+    pub(crate) async fn input_handled(&self, xid: u32) -> Option<Instant> {
+        let w = Arc::clone(self.watch.as_ref()?);
+        let asked = Instant::now();
+        let pinger = Arc::clone(&w);
+        let n = tokio::task::spawn_blocking(move || pinger.ping(xid))
+            .await
+            .ok()??;
+        while asked.elapsed() < PING_MAX {
+            if let Some(at) = w.pong(n) {
+                tracing::debug!(ms = (at - asked).as_millis() as u64, "input read");
+                return Some(at);
+            }
+            tokio::time::sleep(PING_POLL).await;
+        }
+        tracing::debug!("no answer to the ping");
+        None
+    }
+
     /// Start watching `xid` before acting on it. `clicked` is the control about to be
     /// clicked: its own press and hover animation (and those of the controls clicked just
     /// before, and of the one the pointer leaves) run on for half a second in GTK and say

@@ -20,11 +20,14 @@
 //! - after an action that may navigate (Enter, a click on a link) in a browser, the page
 //!   may turn busy only some time after the action settled (Firefox under load): until the
 //!   look sees the navigation start (busy, stop mode, another document) it waits, at most
-//!   [`NAV_START`] after the action; once it has seen the navigation loading, the old
-//!   document may stay a while after the answer came (Firefox on a loaded machine): it
-//!   waits for another document, at most [`NAV_SWAP`] after the last sign of the load; a
-//!   window with no document at all in between (the old one gone, the new one not there
-//!   yet) is waited for up to the bound, as a load.
+//!   [`NAV_START`] after the browser read the action's input (it answered a ping sent
+//!   behind it: with three busy loops on two cores Firefox read an Enter 0.5–0.75 s after
+//!   it was sent, and its page turned busy 0.28–0.36 s after that); once it has seen the
+//!   navigation loading, the old document may stay a while after the answer came (Firefox
+//!   on a loaded machine): it waits for another document ([`shown_documents`]: not the old
+//!   one emptied), at most [`NAV_SWAP`] after the last sign of the load; a window with no
+//!   document at all in between (the old one gone, the new one not there yet) is waited
+//!   for up to the bound, as a load.
 //!
 //! The first look runs at the same time as the observation's own reading of the window, so
 //! on a loaded page it adds nothing. When it says the window is loading, the same few calls
@@ -56,7 +59,8 @@ pub(crate) const PAGE_REREAD_PAUSE: Duration = Duration::from_millis(100);
 /// Interval between two reads of a LibreOffice window whose document is not in it yet (a
 /// whole read of the window each time).
 pub(crate) const OFFICE_POLL: Duration = Duration::from_millis(250);
-/// Longest wait, after an action that may navigate, for the navigation to start.
+/// Longest wait, after the browser read an action that may navigate, for the navigation to
+/// start.
 pub(crate) const NAV_START: Duration = Duration::from_secs(1);
 /// Longest wait, once a navigation was seen loading, between its last sign (busy, a stop
 /// button) and the new document in the window: a loaded machine (a load average of 11 with
@@ -263,12 +267,24 @@ pub(crate) struct Probe {
 /// A navigation the last action on a window may have started.
 #[derive(Debug, Clone)]
 pub(crate) struct Expected {
-    /// When the action ended.
+    /// When the browser had read the action (or the action ended, if it did not answer).
     pub since: Instant,
     /// The documents before it.
     pub docs: Vec<(String, String)>,
     /// A look saw the window loading since (at `since`, then).
     pub loading_seen: bool,
+}
+
+/// The documents a look found with a name or content (paths and names): Firefox empties its
+/// old document (no name, no children) a while before the new one takes its place, and that
+/// empty one is not the new page.
+pub(crate) fn shown_documents(read: &LoadRead) -> Vec<(String, String)> {
+    read.documents
+        .iter()
+        .zip(&read.doc_ids)
+        .filter(|(d, _)| !d.empty)
+        .map(|(_, id)| id.clone())
+        .collect()
 }
 
 /// The window shows other documents than `before` (a navigation replaced the page).
@@ -303,13 +319,21 @@ impl LoadFacts {
         self.probes.insert((bus.to_string(), xid), p);
     }
 
+    /// Change some of what is kept of window `xid`, leaving the rest as it is now: a look and
+    /// an observation's `note_loaded_tree` run at the same time, each learning its part.
+    fn update(&mut self, bus: &str, xid: u32, change: impl FnOnce(&mut Probe)) {
+        let mut kept = self.probe(bus, xid);
+        change(&mut kept);
+        self.keep(bus, xid, kept);
+    }
+
     /// What a look learnt: the frame and the documents (the reload button is the
     /// observation's to find, `note_loaded_tree`, which may run at the same time).
     fn note_look(&mut self, bus: &str, xid: u32, p: &Probe, read: &LoadRead) {
-        let mut kept = self.probe(bus, xid);
-        kept.frame = p.frame.clone();
-        kept.docs = read.doc_ids.clone();
-        self.keep(bus, xid, kept);
+        self.update(bus, xid, |kept| {
+            kept.frame = p.frame.clone();
+            kept.docs = read.doc_ids.clone();
+        });
     }
 
     fn expect(&mut self, xid: u32, e: Expected) {
@@ -435,7 +459,7 @@ impl LinuxDesktop {
             }
             let expecting = expected.as_ref().zip(activity).map(|(e, at)| Expecting {
                 since_activity: at.elapsed(),
-                replaced: another_document(&e.docs, &read.doc_ids),
+                replaced: another_document(&e.docs, &shown_documents(&read)),
                 loading_seen,
             });
             let decision = decide(&read, elapsed, bound, expecting);
@@ -530,10 +554,13 @@ impl LinuxDesktop {
         if self.app_kind(&bus).await != AppKind::Browser {
             return;
         }
+        // the navigation cannot start before the browser has read the keys or the click: a
+        // loaded machine made Firefox read an Enter 0.5–0.7 s after it was sent
+        let since = self.input_handled(xid).await.unwrap_or_else(Instant::now);
         self.loads.lock().expect(
             xid,
             Expected {
-                since: Instant::now(),
+                since,
                 docs: docs_before,
                 loading_seen: false,
             },
@@ -687,20 +714,29 @@ impl LinuxDesktop {
         frame: &str,
     ) {
         let kind = self.app_kind(bus).await;
-        let mut probe = self.loads.lock().probe(bus, xid);
-        probe.frame = Some(frame.to_string());
-        if !probe.reload_sought && kind == AppKind::Browser {
-            probe.reload_sought = true;
-            probe.reload = self.find_reload_button(bus, tree, frame).await;
-        }
+        let sought = self.loads.lock().probe(bus, xid).reload_sought;
+        let reload = if !sought && kind == AppKind::Browser {
+            Some(self.find_reload_button(bus, tree, frame).await)
+        } else {
+            None
+        };
         let frame_name = tree.nodes.get(frame).map(|n| n.name.as_str()).unwrap_or("");
-        probe.office_unbuilt = kind == AppKind::Office
+        let office_unbuilt = kind == AppKind::Office
             && is_office_document_window(frame_name)
             && !tree
                 .subtree(frame, 20_000)
                 .iter()
                 .any(|n| is_document_role(n.role));
-        self.loads.lock().keep(bus, xid, probe);
+        // (the documents a look found while the reload button was sought are kept: the next
+        // action compares the page after it with them)
+        self.loads.lock().update(bus, xid, |probe| {
+            probe.frame = Some(frame.to_string());
+            if let Some(found) = reload {
+                probe.reload_sought = true;
+                probe.reload = found;
+            }
+            probe.office_unbuilt = office_unbuilt;
+        });
     }
 
     /// Chromium's reload button: a push button of a tool bar whose `class` attribute is
@@ -765,6 +801,30 @@ mod tests {
     }
 
     const BOUND: Duration = Duration::from_secs(10);
+
+    #[test]
+    fn the_documents_a_look_saw_outlive_the_tree_noted_after_it() {
+        // an observation's note of its tree (the reload button, sought while the look ran)
+        // lands after the look: the documents the next action compares with stay
+        let mut facts = LoadFacts::default();
+        let read = browser(&[(false, false)], false);
+        let probe = Probe {
+            frame: Some("/frame".into()),
+            ..Probe::default()
+        };
+        facts.note_look(":1.5", 7, &probe, &read);
+        facts.update(":1.5", 7, |p| {
+            p.reload_sought = true;
+            p.reload = Some("/reload".into());
+        });
+        let kept = facts.probe(":1.5", 7);
+        assert_eq!(kept.docs, read.doc_ids);
+        assert_eq!(kept.frame.as_deref(), Some("/frame"));
+        assert_eq!(kept.reload.as_deref(), Some("/reload"));
+        // without them, any page would count as another document after the action
+        assert!(another_document(&[], &read.doc_ids));
+        assert!(!another_document(&kept.docs, &read.doc_ids));
+    }
 
     #[test]
     fn a_loaded_page_is_ready_at_once() {
@@ -973,6 +1033,13 @@ mod tests {
         assert!(another_document(&before, &[doc("/1", "Slow page")]));
         // no document at all is not a new page (it is waited for as a missing one)
         assert!(!another_document(&before, &[]));
+        // nor is the old one emptied (Firefox, between the answer and the new page)
+        let mut emptied = browser(&[(false, true)], false);
+        emptied.doc_ids = vec![doc("/1", "")];
+        assert!(!another_document(&before, &shown_documents(&emptied)));
+        let mut next = browser(&[(false, false)], false);
+        next.doc_ids = vec![doc("/1", "Slow page")];
+        assert!(another_document(&before, &shown_documents(&next)));
     }
 
     #[test]
