@@ -238,7 +238,8 @@ impl A11yBus {
     }
 
     /// One application's tree: `GetItems` (after asking the application to turn its cache on
-    /// if it lacks one), else the top-level windows only, for the walk to complete.
+    /// if it lacks one), else the top-level windows only (at most [`MAX_WINDOWS`]), for the
+    /// walk to complete.
     ///
     /// The top-level windows are listed and read live while the cache is read (one round
     /// trip less: an application drawing a frame answers each round trip after it, ~13 ms
@@ -262,9 +263,12 @@ impl A11yBus {
             let live = self.live_windows(app).await;
             return Ok(with_windows(AppTree::from_nodes(nodes), live));
         }
+        // (an application listing thousands of top-level nodes gets as many reads as
+        // `live_windows` gives it)
         let tops = self.children(app, ROOT_PATH).await?;
         let nodes = futures::future::join_all(
             tops.iter()
+                .take(MAX_WINDOWS)
                 .enumerate()
                 .map(|(i, p)| self.node(app, p, ROOT_PATH, i as i32)),
         )
