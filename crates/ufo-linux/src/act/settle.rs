@@ -15,7 +15,7 @@
 //! The same connection asks an application whether it has handled the input sent to it so
 //! far ([`ChangeWatch::ping`]): a `_NET_WM_PING` client message goes to its window behind the
 //! input events, and the toolkit answers it on the root window once it has read every event
-//! queued before it (GTK, Qt and Chromium answer in order; an idle Firefox within 2 ms).
+//! queued before it (Firefox and Chromium did so here; an idle Firefox within 2 ms).
 //!
 //! This file holds what settling decides and keeps between actions ([`SettleState`], which
 //! the desktop holds) and the watch; the waits themselves (`settle_start`, `settle_after`,
