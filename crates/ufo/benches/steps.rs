@@ -11,13 +11,28 @@
 //! click-a-link-then-observe (the model's second call must be shown the new page, and pyatspi
 //! must find the new page's address); `cells` Calc cell entry (five values and a formula set
 //! in cells named by address, then read back through pyatspi). Needs a desktop session
-//! (`DISPLAY`) with pyatspi, `chromium`, LibreOffice with its GTK3 plugin and `xdotool`:
+//! (`DISPLAY`) with pyatspi, `chromium`, LibreOffice with its GTK3 plugin and `xdotool`.
+//!
+//! The `calculator` and `cells` cases also measure, in the same run, what the application
+//! itself takes for the same input without ufo ([`own_update`]): keys sent by `xdotool`, then
+//! the time from when `xdotool` returned to the application's redraw (X Damage). For
+//! gnome-calculator's `=` (typed, so no press animation) the first redraw, which shows the
+//! result: GTK 4 then redraws the whole window at every frame of its caret's blink, so its
+//! last redraw is never seen. For a Calc entry (the text, Delete, Enter, as `set_text` types
+//! it) the last redraw before 300 ms without one: LibreOffice's updates after Enter (the
+//! cell, the formula bar, the Name Box) come in several. A step cannot end before that; the
+//! rest of it is ufo's.
 //!
 //!     cargo build -p ufo && cargo bench -p ufo --bench steps
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
+
+use x11rb::connection::Connection;
+use x11rb::protocol::damage::{self, ConnectionExt as _};
+use x11rb::protocol::Event;
 
 use serde_json::{json, Value};
 use ufo_desktop::testing::script::{app, app_line, host_assign, host_finish, line};
@@ -117,6 +132,108 @@ fn run(bin: &Path, dir: &Path, lines: &[String], task: &str, multi: bool, m: &mu
         m.first_collect.push(first.1);
         m.last.push(last.0);
     }
+}
+
+/// The first window whose title matches `name` (`xdotool search --name`), waited for up to
+/// 30 s.
+fn window_named(name: &str) -> Option<u32> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        let found = Command::new("xdotool")
+            .args(["search", "--onlyvisible", "--name", name])
+            .output()
+            .unwrap();
+        let found = String::from_utf8_lossy(&found.stdout);
+        if let Some(id) = found.split_whitespace().next().and_then(|w| w.parse().ok()) {
+            return Some(id);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    None
+}
+
+/// Which redraw [`own_update`] times.
+#[derive(Clone, Copy)]
+enum Redraw {
+    /// the first one after the input
+    First,
+    /// the last one before 300 ms without any
+    Last,
+}
+
+/// Without ufo: run `xdotool` once per item of `runs` (keys for the active window `xid`) and
+/// return the milliseconds from when the last one returned to the window's first or last
+/// redraw (X Damage), at most 3 s; `None` when nothing was redrawn by then.
+fn own_update(xid: u32, runs: &[&[&str]], mark: Redraw) -> Option<f64> {
+    const QUIET: Duration = Duration::from_millis(300);
+    let (conn, _) = x11rb::connect(None).ok()?;
+    conn.damage_query_version(1, 1).ok()?.reply().ok()?;
+    let d = conn.generate_id().ok()?;
+    conn.damage_create(d, xid, damage::ReportLevel::RAW_RECTANGLES)
+        .ok()?
+        .check()
+        .ok()?;
+    while conn.poll_for_event().ok()?.is_some() {}
+    for args in runs {
+        if !Command::new("xdotool").args(*args).status().ok()?.success() {
+            return None;
+        }
+    }
+    let t0 = Instant::now();
+    let mut seen: Option<(Duration, Instant)> = None;
+    let over = |seen: &Option<(Duration, Instant)>| match (mark, seen) {
+        (_, None) => false,
+        (Redraw::First, Some(_)) => true,
+        (Redraw::Last, Some((_, at))) => at.elapsed() >= QUIET,
+    };
+    while !over(&seen) && t0.elapsed() < Duration::from_secs(3) {
+        match conn.poll_for_event().ok()? {
+            Some(Event::DamageNotify(_)) => seen = Some((t0.elapsed(), Instant::now())),
+            Some(_) => {}
+            None => std::thread::sleep(Duration::from_millis(1)),
+        }
+    }
+    let _ = conn.damage_destroy(d);
+    let _ = conn.flush();
+    // let the application finish before the next input
+    std::thread::sleep(Duration::from_millis(500));
+    seen.map(|(t, _)| t.as_secs_f64() * 1000.0)
+}
+
+/// gnome-calculator's own time for `=` without ufo, over `RUNS` computations of 12 × 7
+/// typed into it (the display is checked through pyatspi at the end).
+fn calculator_alone() {
+    let _ = Command::new("gnome-calculator")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let Some(xid) = window_named("^Calculator$") else {
+        eprintln!("gnome-calculator alone: no window");
+        return;
+    };
+    let id = xid.to_string();
+    let _ = Command::new("xdotool")
+        .args(["windowactivate", "--sync", &id])
+        .status();
+    std::thread::sleep(Duration::from_secs(1));
+    let mut own = Vec::new();
+    for _ in 0..RUNS {
+        let _ = Command::new("xdotool").args(["key", "Escape"]).status();
+        let _ = Command::new("xdotool")
+            .args(["type", "--delay", "20", "12*7"])
+            .status();
+        std::thread::sleep(Duration::from_millis(500));
+        own.extend(own_update(xid, &[&["key", "Return"]], Redraw::First));
+    }
+    let shown = calculator_display();
+    println!(
+        "gnome-calculator alone, `=` typed: first redraw p50 {:.0} ms, max {:.0} ms after the key \
+         ({} of {RUNS}; it shows {shown:?}); load {}",
+        pct(&mut own.clone(), 0.5),
+        pct(&mut own.clone(), 1.0),
+        own.len(),
+        load()
+    );
 }
 
 /// The calculator's display text through pyatspi; the calculator is closed afterwards.
@@ -501,6 +618,48 @@ fn cells(bin: &Path, dir: &Path) {
         }
     }
     report("Calc cell entry (6 cells)", &mut m);
+    cells_alone(dir);
+}
+
+/// LibreOffice Calc's own time for a cell entry without ufo: the same six entries typed
+/// into a fresh sheet with xdotool (the text, Delete, Enter, as `set_text` types them; Enter
+/// moves the cursor to the next cell), each timed to the window's last redraw (LibreOffice
+/// draws no caret in a sheet that is not being edited: its redraws end).
+fn cells_alone(dir: &Path) {
+    let name = "alone.fods";
+    let _calc = start_calc(dir, name);
+    let Some(xid) = window_named(&format!("{name} - LibreOffice Calc")) else {
+        eprintln!("Calc alone: no window");
+        return;
+    };
+    let _ = Command::new("xdotool")
+        .args(["windowactivate", "--sync", &xid.to_string()])
+        .status();
+    std::thread::sleep(Duration::from_secs(1));
+    let mut own = Vec::new();
+    for text in ["5", "7", "11", "13", "2", "=SUM(A1:A5)"] {
+        own.extend(own_update(
+            xid,
+            &[
+                &["type", "--delay", "0", text],
+                &["key", "Delete", "Return"],
+            ],
+            Redraw::Last,
+        ));
+    }
+    let shown = Command::new("/usr/bin/python3")
+        .args(["-c", SHEET_CELLS])
+        .output()
+        .unwrap();
+    println!(
+        "Calc alone, the same entries typed: last redraw p50 {:.0} ms, max {:.0} ms after the \
+         keys ({} of 6; the sheet shows {}); load {}",
+        pct(&mut own.clone(), 0.5),
+        pct(&mut own.clone(), 1.0),
+        own.len(),
+        String::from_utf8_lossy(&shown.stdout).trim(),
+        load()
+    );
 }
 
 fn main() {
@@ -514,6 +673,7 @@ fn main() {
     let wanted = |case: &str| only.is_empty() || only.split(',').any(|o| o.trim() == case);
     if wanted("calculator") {
         calculator(&bin, dir.path(), false, "calculator 12 × 7");
+        calculator_alone();
     }
     if wanted("beside") {
         let _calc = start_calc(dir.path(), "beside.fods");

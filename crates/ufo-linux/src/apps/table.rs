@@ -1105,8 +1105,11 @@ impl LinuxDesktop {
                 Ok(cell_content(formula.as_deref(), &value))
             }
             UiAction::SetText { text } => {
+                let t0 = Instant::now();
                 self.go_to_cell(xid, window, &address).await?;
+                let jumped = t0.elapsed();
                 self.focus_grid(xid, &sheet).await?;
+                let focused = t0.elapsed();
                 let mut steps: Vec<KeyStep> = text
                     .chars()
                     .map(|ch| KeyStep::Chord {
@@ -1124,6 +1127,7 @@ impl LinuxDesktop {
                     key: sym::RETURN,
                 });
                 self.send_keys_in_order(xid, Some(&sheet), steps).await?;
+                let sent = t0.elapsed();
                 // LibreOffice shows the content once it has handled Enter: wait for it, bounded
                 let deadline = Instant::now() + self.config.settle_time;
                 let mut now = shown().await.unwrap_or_default();
@@ -1131,6 +1135,13 @@ impl LinuxDesktop {
                     tokio::time::sleep(self.config.settle_poll).await;
                     now = shown().await.unwrap_or_default();
                 }
+                tracing::debug!(
+                    jump_ms = jumped.as_millis() as u64,
+                    focus_ms = focused.as_millis() as u64,
+                    keys_ms = sent.as_millis() as u64,
+                    shown_ms = t0.elapsed().as_millis() as u64,
+                    "cell entry phases"
+                );
                 // the next observation reads this cell again, and the cells it may feed
                 self.sheets
                     .note_entry(&(sheet.bus.clone(), sheet.path.clone()), (row, col));
