@@ -24,6 +24,7 @@ use tokio::sync::Mutex;
 use ufo_core::{ToolError, ToolProvider, ToolSpec};
 
 use crate::bounded::{BoundedChild, MAX_MESSAGE_BYTES};
+use crate::bounded_http::BoundedHttp;
 
 /// Default per-request timeout, in milliseconds.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -283,8 +284,9 @@ impl Server {
         })
     }
 
-    /// Start the server (a stdio server's messages bounded to [`MAX_MESSAGE_BYTES`], raising
-    /// `oversized` past it) and complete the MCP handshake.
+    /// Start the server (a stdio server's messages, an HTTP server's replies and events,
+    /// bounded to [`MAX_MESSAGE_BYTES`], raising `oversized` past it) and complete the MCP
+    /// handshake.
     async fn start(
         &self,
         oversized: Arc<AtomicBool>,
@@ -298,14 +300,23 @@ impl Server {
             let http = self
                 .http_client()
                 .map_err(|e| connect_error(e.to_string()))?;
+            // each reply, each event of a stream, bounded as a stdio server's lines
             let transport = StreamableHttpClientTransport::with_client(
-                http,
+                BoundedHttp::new(http, oversized.clone()),
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()),
             );
             return ().serve(transport).await.map_err(|e| {
                 // The URL may carry a token (userinfo, `?key=`): never print it.
                 let reason = ufo_core::redact::scrub_url_secrets(&e.to_string(), url);
-                connect_error(format!("{reason}{}", self.redirect_note()))
+                let cut = if oversized.load(Ordering::SeqCst) && !reason.contains("longer than") {
+                    format!(
+                        " (it sent a message longer than {} MiB, which was cut)",
+                        MAX_MESSAGE_BYTES >> 20
+                    )
+                } else {
+                    String::new()
+                };
+                connect_error(format!("{reason}{cut}{}", self.redirect_note()))
             });
         }
         let Some(program) = &self.config.command else {
@@ -441,10 +452,14 @@ impl Server {
                 let closed = conn.service.is_transport_closed()
                     || matches!(e, ServiceError::TransportClosed);
                 let message = if conn.oversized.load(Ordering::SeqCst) {
+                    let again = if self.config.url.is_some() {
+                        "the connection was closed and is opened again on the next call"
+                    } else {
+                        "it was stopped and will be started again on the next call"
+                    };
                     format!(
                         "MCP server {} sent a message longer than {} MiB in answer to {tool}; \
-                         it was stopped and will be started again on the next call (ask the \
-                         tool for less)",
+                         {again} (ask the tool for less)",
                         self.name,
                         MAX_MESSAGE_BYTES >> 20
                     )

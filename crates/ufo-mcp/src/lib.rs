@@ -11,6 +11,7 @@
 //!   `--desktop remote:URL` against `ufo serve`.
 
 mod bounded;
+mod bounded_http;
 pub mod client;
 pub mod http;
 pub mod remote;

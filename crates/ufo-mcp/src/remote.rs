@@ -190,8 +190,9 @@ impl RemoteDesktop {
             http = http.use_preconfigured_tls(crate::http::tls::pinned_client_config(pin));
         }
         let http = http.build().map_err(|e| connect_error(e.to_string()))?;
+        // each reply, each event of a stream, bounded (bounded_http.rs)
         let transport = StreamableHttpClientTransport::with_client(
-            http,
+            crate::bounded_http::BoundedHttp::new(http, Default::default()),
             StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .auth_header(config.token.clone()),
         );

@@ -1,6 +1,8 @@
 //! What an MCP server sends is bounded (issue 21, item 8): a tool result that never ends is
 //! cut at 16 MiB, the call fails with a clear message, the server is stopped and the next
-//! call starts it again. The server is `servers/flood.py` (python3).
+//! call starts it again. The server is `servers/flood.py` (python3). A streamable HTTP
+//! server's replies are bounded the same way: a JSON reply, or one event of an event stream,
+//! that never ends (loopback servers here).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -166,4 +168,100 @@ async fn an_mcp_http_redirect_to_another_origin_is_not_followed() {
     assert!(e.to_string().contains("redirect"), "{e}");
     assert!(!e.to_string().contains("secret"), "{e}");
     tools.shutdown().await;
+}
+
+/// A loopback HTTP server answering every request with `head`, then `chunk` again and again
+/// until the client goes away; returns its port and the body bytes it wrote in all.
+fn endless_http_server(
+    head: &'static str,
+    chunk: &'static [u8],
+) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let port = listener.local_addr().expect("addr").port();
+    let written = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = written.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let count = count.clone();
+            std::thread::spawn(move || {
+                let mut head_in = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head_in.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head_in.extend_from_slice(&buf[..n]),
+                    }
+                }
+                if stream.write_all(head.as_bytes()).is_err() {
+                    return;
+                }
+                // at most 1 GiB: a client that reads without end is stopped by the test's
+                // own timeout, not by this server
+                for _ in 0..(1usize << 30) / chunk.len() {
+                    if stream.write_all(chunk).is_err() {
+                        return;
+                    }
+                    count.fetch_add(chunk.len(), std::sync::atomic::Ordering::SeqCst);
+                }
+            });
+        }
+    });
+    (port, written)
+}
+
+/// Connect to an HTTP MCP server that answers the handshake with a body that never ends: the
+/// connection fails within 30 s, saying the message was too long, and the server could
+/// write little more than the cap before the client stopped reading.
+async fn endless_reply_is_cut(head: &'static str, chunk: &'static [u8]) {
+    let (port, written) = endless_http_server(head, chunk);
+    let tools = McpTools::new([(
+        "endless".to_string(),
+        McpServerConfig {
+            url: Some(format!("http://127.0.0.1:{port}/mcp")),
+            timeout_ms: Some(60_000),
+            ..McpServerConfig::default()
+        },
+    )])
+    .expect("valid config");
+    let started = Instant::now();
+    let e = tokio::time::timeout(Duration::from_secs(30), tools.tools_for("Writer"))
+        .await
+        .expect("the endless reply was read for 30 s: it is not bounded")
+        .expect_err("an endless reply is no handshake");
+    eprintln!("{e} ({} ms)", started.elapsed().as_millis());
+    assert!(e.to_string().contains("longer than 16 MiB"), "{e}");
+    // the client stopped reading: the server's writes end at the cap plus what the
+    // sockets hold
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let n = written.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(n < 64 << 20, "the server wrote {n} bytes");
+    assert!(
+        n >= 16 << 20,
+        "the server wrote only {n} bytes: the cap was not reached"
+    );
+    tools.shutdown().await;
+}
+
+/// A JSON reply that never ends is cut at 16 MiB.
+#[tokio::test]
+async fn an_endless_json_reply_over_http_is_cut() {
+    endless_reply_is_cut(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n[",
+        &[b' '; 64 * 1024],
+    )
+    .await;
+}
+
+/// An event of an event stream that never ends (data lines, never the blank line that ends
+/// an event) is cut at 16 MiB.
+#[tokio::test]
+async fn an_endless_event_over_http_is_cut() {
+    const LINE: &[u8] =
+        b"data: xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n";
+    endless_reply_is_cut(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
+        LINE,
+    )
+    .await;
 }
