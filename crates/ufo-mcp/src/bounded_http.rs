@@ -90,13 +90,9 @@ impl BoundedHttp {
     /// `client`'s requests, each reply (each event of a stream) at most [`MAX_MESSAGE_BYTES`];
     /// `tripped` is raised when one was longer.
     pub(crate) fn new(client: reqwest::Client, tripped: Arc<AtomicBool>) -> Self {
-        Self::with_cap(client, MAX_MESSAGE_BYTES, tripped)
-    }
-
-    pub(crate) fn with_cap(client: reqwest::Client, cap: usize, tripped: Arc<AtomicBool>) -> Self {
         Self {
             client,
-            cap,
+            cap: MAX_MESSAGE_BYTES,
             tripped,
         }
     }
@@ -105,14 +101,9 @@ impl BoundedHttp {
     fn events(&self, body: reqwest::Response) -> BoxStream<'static, Result<Sse, SseError>> {
         let (cap, tripped) = (self.cap, self.tripped.clone());
         let mut bound = EventBound::default();
-        let mut cut = false;
         let bytes = body.bytes_stream().map(move |chunk| {
-            if cut {
-                return Err(BodyError::TooLong(cap));
-            }
             let chunk = chunk?;
             bound.take(&chunk, cap).map_err(|n| {
-                cut = true;
                 tripped.store(true, Ordering::SeqCst);
                 BodyError::TooLong(n)
             })?;
