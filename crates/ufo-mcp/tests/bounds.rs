@@ -108,10 +108,38 @@ async fn an_endless_tool_result_is_cut_the_server_restarted_and_the_session_goes
     tools.shutdown().await;
 }
 
+/// The tools of one streamable HTTP MCP server, `name` at `url`, each call bounded by
+/// `timeout_ms`.
+fn http_tools(name: &str, url: &str, timeout_ms: u64) -> McpTools {
+    McpTools::new([(
+        name.to_string(),
+        McpServerConfig {
+            url: Some(url.to_string()),
+            timeout_ms: Some(timeout_ms),
+            ..McpServerConfig::default()
+        },
+    )])
+    .expect("valid config")
+}
+
+/// Read a request's head (up to the blank line); whether it came whole.
+fn read_head(stream: &mut std::net::TcpStream) -> bool {
+    use std::io::Read;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    true
+}
+
 /// A loopback HTTP server that answers every request with `answer`; returns its port and the
 /// number of requests it received.
 fn http_server(answer: String) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
     let port = listener.local_addr().expect("addr").port();
     let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -119,14 +147,7 @@ fn http_server(answer: String) -> (u16, std::sync::Arc<std::sync::atomic::Atomic
     std::thread::spawn(move || {
         for mut stream in listener.incoming().flatten() {
             seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            let mut head = Vec::new();
-            let mut buf = [0u8; 4096];
-            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                match stream.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => head.extend_from_slice(&buf[..n]),
-                }
-            }
+            read_head(&mut stream);
             let _ = stream.write_all(answer.as_bytes());
         }
     });
@@ -146,15 +167,11 @@ async fn an_mcp_http_redirect_to_another_origin_is_not_followed() {
         "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://127.0.0.1:{elsewhere}/steal\r\n\
          content-length: 0\r\n\r\n"
     ));
-    let tools = McpTools::new([(
-        "remote".to_string(),
-        McpServerConfig {
-            url: Some(format!("http://user:secret@127.0.0.1:{port}/mcp")),
-            timeout_ms: Some(5_000),
-            ..McpServerConfig::default()
-        },
-    )])
-    .expect("valid config");
+    let tools = http_tools(
+        "remote",
+        &format!("http://user:secret@127.0.0.1:{port}/mcp"),
+        5_000,
+    );
     let e = tools
         .tools_for("Writer")
         .await
@@ -176,7 +193,7 @@ fn endless_http_server(
     head: &'static str,
     chunk: &'static [u8],
 ) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
     let port = listener.local_addr().expect("addr").port();
     let written = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -185,15 +202,7 @@ fn endless_http_server(
         for mut stream in listener.incoming().flatten() {
             let count = count.clone();
             std::thread::spawn(move || {
-                let mut head_in = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !head_in.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => head_in.extend_from_slice(&buf[..n]),
-                    }
-                }
-                if stream.write_all(head.as_bytes()).is_err() {
+                if !read_head(&mut stream) || stream.write_all(head.as_bytes()).is_err() {
                     return;
                 }
                 // at most 1 GiB: a client that reads without end is stopped by the test's
@@ -215,15 +224,7 @@ fn endless_http_server(
 /// write little more than the cap before the client stopped reading.
 async fn endless_reply_is_cut(head: &'static str, chunk: &'static [u8]) {
     let (port, written) = endless_http_server(head, chunk);
-    let tools = McpTools::new([(
-        "endless".to_string(),
-        McpServerConfig {
-            url: Some(format!("http://127.0.0.1:{port}/mcp")),
-            timeout_ms: Some(60_000),
-            ..McpServerConfig::default()
-        },
-    )])
-    .expect("valid config");
+    let tools = http_tools("endless", &format!("http://127.0.0.1:{port}/mcp"), 60_000);
     let started = Instant::now();
     let e = tokio::time::timeout(Duration::from_secs(30), tools.tools_for("Writer"))
         .await

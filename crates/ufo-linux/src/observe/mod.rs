@@ -418,6 +418,15 @@ impl LinuxDesktop {
         let window = self.window_info(&main, main_bus).await;
         let details: Vec<ControlDetail> = fetched.into_iter().map(|f| f.detail).collect();
         stats.total = t0.elapsed();
+        tracing::debug!(
+            tree_ms = stats.tree.as_secs_f64() * 1e3,
+            details_ms = stats.details.as_secs_f64() * 1e3,
+            capture_ms = stats.capture.as_secs_f64() * 1e3,
+            encode_ms = stats.encode.as_secs_f64() * 1e3,
+            load_wait_ms = stats.load_wait.as_secs_f64() * 1e3,
+            total_ms = stats.total.as_secs_f64() * 1e3,
+            "observation phases"
+        );
         Ok(FullObservation {
             observation: WindowObservation {
                 window,
