@@ -2,9 +2,10 @@
 //! (`bounded.rs`): a JSON reply and each event of an event stream are at most
 //! [`MAX_MESSAGE_BYTES`]. rmcp's own HTTP client reads a JSON reply whole and hands the event
 //! stream to a parser that gathers an event's lines without limit, so a server answering
-//! without end would fill memory. [`BoundedHttp`] makes the same requests with reqwest and
-//! reads the bodies through [`EventBound`], which fails once an event (or a JSON reply) grows
-//! past the cap and raises `tripped`, so the caller can say why the call failed.
+//! without end would fill memory. [`BoundedHttp`] makes the same requests with reqwest, reads
+//! a JSON reply up to the cap and an event stream through [`EventBound`] (which counts the
+//! bytes since the last blank line), fails the reply or the stream past the cap, and raises
+//! `tripped`, so the caller can say why the call failed.
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
