@@ -134,11 +134,11 @@ fn run(bin: &Path, dir: &Path, lines: &[String], task: &str, multi: bool, m: &mu
     }
 }
 
-/// The first window whose title matches `name` (`xdotool search --name`), waited for up to
-/// 30 s.
-fn window_named(name: &str) -> Option<u32> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
+/// The first shown window whose title matches `name` (`xdotool search --name`), waited for
+/// up to `within` (looked for once at least).
+fn window_named(name: &str, within: Duration) -> Option<u32> {
+    let deadline = Instant::now() + within;
+    loop {
         let found = Command::new("xdotool")
             .args(["search", "--onlyvisible", "--name", name])
             .output()
@@ -147,9 +147,11 @@ fn window_named(name: &str) -> Option<u32> {
         if let Some(id) = found.split_whitespace().next().and_then(|w| w.parse().ok()) {
             return Some(id);
         }
+        if Instant::now() >= deadline {
+            return None;
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
-    None
 }
 
 /// Which redraw [`own_update`] times.
@@ -207,7 +209,7 @@ fn calculator_alone() {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn();
-    let Some(xid) = window_named("^Calculator$") else {
+    let Some(xid) = window_named("^Calculator$", Duration::from_secs(30)) else {
         eprintln!("gnome-calculator alone: no window");
         return;
     };
@@ -547,19 +549,12 @@ fn start_calc(dir: &Path, name: &str) -> ufo_desktop::testing::ProcessGuard {
         .spawn()
         .expect("libreoffice does not start");
     let guard = ufo_desktop::testing::ProcessGuard::new(profile_arg, Some(child));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
-    while std::time::Instant::now() < deadline {
-        let found = Command::new("xdotool")
-            .args(["search", "--name", &format!("{name} - LibreOffice Calc")])
-            .output()
-            .unwrap();
-        if !String::from_utf8_lossy(&found.stdout).trim().is_empty() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(300));
-    }
+    window_named(
+        &format!("{name} - LibreOffice Calc"),
+        Duration::from_secs(90),
+    );
     // LibreOffice finishes its window a few seconds after it shows it
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    std::thread::sleep(Duration::from_secs(3));
     guard
 }
 
@@ -628,7 +623,7 @@ fn cells(bin: &Path, dir: &Path) {
 fn cells_alone(dir: &Path) {
     let name = "alone.fods";
     let _calc = start_calc(dir, name);
-    let Some(xid) = window_named(&format!("{name} - LibreOffice Calc")) else {
+    let Some(xid) = window_named(&format!("{name} - LibreOffice Calc"), Duration::ZERO) else {
         eprintln!("Calc alone: no window");
         return;
     };
