@@ -264,6 +264,81 @@ async fn the_console_refuses_requests_without_login_csrf_or_own_origin() {
     stop(server);
 }
 
+/// The lines of a session's `events.jsonl` so far (none before it is written; a line being
+/// written is left for the next look).
+fn records_so_far(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Look at a session's records every 100 ms until `done` says so, for at most `within`.
+fn wait_records(dir: &Path, within: Duration, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + within;
+    loop {
+        let ev = records_so_far(dir);
+        if done(&ev) || Instant::now() >= deadline {
+            return ev;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A server killed outright (SIGKILL) cannot end its sessions. A session waiting for the page
+/// to answer its question sees that its server is gone and ends itself CANCELLED, its
+/// trajectory whole, instead of waiting on with nobody to answer or cancel it
+/// (control/server.rs).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_ends_cancelled_when_its_server_is_killed() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let token = new_token_for(home.path());
+    let mut server = serve(home.path(), "script.jsonl");
+    let base = server.origin();
+    let (cookie, csrf, _) = login(&server, &token).await;
+    let r = client()
+        .post(format!("{base}/api/sessions"))
+        .header("Cookie", &cookie)
+        .header("X-CSRF-Token", &csrf)
+        .header("Origin", &base)
+        .json(&json!({"request": "Clear the document the user names", "confirm": "no"}))
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(r.status().as_u16(), 201);
+    let id = r.json::<Value>().await.expect("json")["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let dir = home.path().join("runs").join(&id);
+    // the HostAgent's PENDING question waits for the page
+    let ev = wait_records(&dir, Duration::from_secs(60), |ev| {
+        ev.iter().any(|e| e["type"] == "ask")
+    });
+    assert!(ev.iter().any(|e| e["type"] == "ask"), "{ev:?}");
+    assert!(!ev.iter().any(|e| e["type"] == "session_end"), "{ev:?}");
+
+    server.child.kill().expect("SIGKILL the server");
+    let _ = server.child.wait();
+    let killed = Instant::now();
+    let ev = wait_records(&dir, Duration::from_secs(30), |ev| {
+        ev.iter().any(|e| e["type"] == "session_end")
+    });
+    let end = ev
+        .iter()
+        .find(|e| e["type"] == "session_end")
+        .unwrap_or_else(|| panic!("the session ran on after its server was killed: {ev:?}"));
+    assert_eq!(end["status"], "CANCELLED", "{end}");
+    assert!(
+        killed.elapsed() < Duration::from_secs(15),
+        "it took {:?}",
+        killed.elapsed()
+    );
+    // every line of the trajectory is whole
+    events(&dir);
+}
+
 fn python() -> Option<PathBuf> {
     let venv = std::env::var_os("UFO_PY_MCP_VENV")
         .map(PathBuf::from)

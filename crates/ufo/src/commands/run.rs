@@ -284,6 +284,8 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
     };
     logging::init(&console, Some(&out.join("ufo.log")));
     tracing::info!(request = %args.request, out = %out.display(), "session starts");
+    // a session the web console started ends with its server, even one killed outright
+    control::end_with_server();
     // The console (the control socket) reaches the session through the ports the engine
     // already has: the person (questions) and the desktop (take-over).
     let mut recorder = control::SharedRecorder::new(recorder);

@@ -1,6 +1,7 @@
 //! Sessions started from the console: `ufo run` children, each in a process group of its own
 //! with stdin closed and `UFO_CONSOLE=1` (so `--confirm ask` and questions wait for the page),
-//! at most `max_running` at once, ended with the server (SIGTERM, then SIGKILL). And the list
+//! at most `max_running` at once, ended with the server (SIGTERM, then SIGKILL; a server killed
+//! outright is noticed by the sessions themselves, `control/server.rs`). And the list
 //! of a runs folder's sessions, read by `ufo runs`' reader.
 
 use std::collections::HashMap;
@@ -235,6 +236,8 @@ impl Children {
         let mut cmd = tokio::process::Command::new(&allowed.exe);
         cmd.args(&args)
             .env("UFO_CONSOLE", "1")
+            // the session ends with this server however it ends (control/server.rs)
+            .env(crate::control::SERVER_VAR, std::process::id().to_string())
             .stdout(log.0)
             .stderr(log.1)
             .process_group(0)

@@ -16,12 +16,14 @@
 //! | `desktop.rs` | [`ConsoleDesktop`] |
 //! | `screen.rs` | the private desktop's screen: view and input |
 //! | `recorder.rs` | [`SharedRecorder`]: the trajectory the session and the questions write |
+//! | `server.rs` | a session started by `ufo serve` ends with it ([`end_with_server`]) |
 
 mod desktop;
 mod listener;
 mod protocol;
 mod recorder;
 mod screen;
+mod server;
 mod state;
 mod user;
 
@@ -29,5 +31,6 @@ pub use desktop::ConsoleDesktop;
 pub use listener::ControlSocket;
 pub use recorder::SharedRecorder;
 pub use screen::Screen;
+pub use server::{end_with_server, SERVER_VAR};
 pub use state::{By, Control, DesktopKind};
 pub use user::{console_requested, ConsoleUser};
