@@ -29,27 +29,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Processes that carry a private desktop's mark.
 fn marked() -> Vec<String> {
-    let mut out = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for e in dir.filter_map(|e| e.ok()) {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if !name.chars().all(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(env) = std::fs::read(e.path().join("environ")) else {
-            continue;
-        };
-        if env
-            .split(|b| *b == 0)
-            .any(|kv| kv.starts_with(b"UFO_SESSION_MARK=ufo-private-"))
-        {
-            let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
-            out.push(format!("{name} {}", comm.trim()));
-        }
-    }
-    out
+    procs::carrying("UFO_SESSION_MARK=ufo-private-")
 }
 
 /// Wait (up to `within`) until no private desktop process is left; the ones left otherwise.

@@ -355,28 +355,7 @@ fn sigterm_stops_the_server_with_exit_0() {
 /// The processes of the private desktop a `ufo` of process id `pid` started (they carry its
 /// mark in their environment).
 fn marked_by(pid: u32) -> Vec<String> {
-    let mark = format!("UFO_SESSION_MARK=ufo-private-{pid}-");
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok())
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .chars()
-                .all(|c| c.is_ascii_digit())
-        })
-        .filter(|e| {
-            std::fs::read(e.path().join("environ")).is_ok_and(|env| {
-                env.split(|b| *b == 0)
-                    .any(|kv| kv.starts_with(mark.as_bytes()))
-            })
-        })
-        .map(|e| {
-            let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
-            format!("{} {}", e.file_name().to_string_lossy(), comm.trim())
-        })
-        .collect()
+    common::procs::carrying(&format!("UFO_SESSION_MARK=ufo-private-{pid}-"))
 }
 
 /// A service manager stops `ufo serve --desktop private` with a SIGTERM to the process it

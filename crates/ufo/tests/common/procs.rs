@@ -1,4 +1,5 @@
-//! Signals to the processes a test started, sent by the system call itself.
+//! Signals to the processes a test started, sent by the system call itself, and the
+//! processes that carry a mark in their environment.
 //!
 //! Never through the `kill` program: procps-ng 4.0.2 reads `kill -TERM -12345` (meant for the
 //! process group 12345) as `kill(-1, SIGTERM)`, every process the user may signal, which took
@@ -25,4 +26,30 @@ pub fn signal(pid: u32, sig: Signal) -> bool {
 /// one process or the call failed.
 pub fn signal_group(pgid: u32, sig: Signal) -> bool {
     one_process(pgid).is_some_and(|p| killpg(p, sig).is_ok())
+}
+
+/// The processes (`"PID COMM"`) whose environment holds a variable starting with `prefix`
+/// (`NAME=value...`): a private desktop's processes carry `UFO_SESSION_MARK=ufo-private-...`.
+pub fn carrying(prefix: &str) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        })
+        .filter(|e| {
+            std::fs::read(e.path().join("environ")).is_ok_and(|env| {
+                env.split(|b| *b == 0)
+                    .any(|kv| kv.starts_with(prefix.as_bytes()))
+            })
+        })
+        .map(|e| {
+            let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+            format!("{} {}", e.file_name().to_string_lossy(), comm.trim())
+        })
+        .collect()
 }
