@@ -17,6 +17,7 @@ use common::calculator::{
     button_centre, display_texts, private_calculator_env, twelve_plus_thirty_model, wait_value,
     Killed,
 };
+use common::records_so_far;
 use common::served::{new_token, ufo_at as ufo, Served};
 
 fn fixture(name: &str) -> PathBuf {
@@ -76,6 +77,25 @@ async fn login(server: &Served, token: &str) -> (String, String, String) {
         body["csrf"].as_str().expect("csrf").to_string(),
         set,
     )
+}
+
+/// Start a session through the API with all it needs (the cookie, the CSRF header, the
+/// server's own Origin): its id, once the answer is 201.
+async fn start_session(base: &str, cookie: &str, csrf: &str, start: &Value) -> String {
+    let r = client()
+        .post(format!("{base}/api/sessions"))
+        .header("Cookie", cookie)
+        .header("X-CSRF-Token", csrf)
+        .header("Origin", base)
+        .json(start)
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(r.status().as_u16(), 201);
+    r.json::<Value>().await.expect("json")["id"]
+        .as_str()
+        .expect("id")
+        .to_string()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -193,20 +213,7 @@ async fn the_console_refuses_requests_without_login_csrf_or_own_origin() {
     );
 
     // with all of it: 201, and the session runs to its end on the simulated desktop
-    let r = http
-        .post(format!("{base}/api/sessions"))
-        .header("Cookie", &cookie)
-        .header("X-CSRF-Token", &csrf)
-        .header("Origin", &base)
-        .json(&start)
-        .send()
-        .await
-        .expect("answer");
-    assert_eq!(r.status().as_u16(), 201);
-    let id = r.json::<Value>().await.expect("json")["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    let id = start_session(&base, &cookie, &csrf, &start).await;
     // its events as Server-Sent Events, from the start to `end`
     let sse = http
         .get(format!("{base}/api/sessions/{id}/events"))
@@ -264,16 +271,6 @@ async fn the_console_refuses_requests_without_login_csrf_or_own_origin() {
     stop(server);
 }
 
-/// The lines of a session's `events.jsonl` so far (none before it is written; a line being
-/// written is left for the next look).
-fn records_so_far(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("events.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
 /// Look at a session's records every 100 ms until `done` says so, for at most `within`.
 fn wait_records(dir: &Path, within: Duration, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
     let deadline = Instant::now() + within;
@@ -297,20 +294,8 @@ async fn a_session_ends_cancelled_when_its_server_is_killed() {
     let mut server = serve(home.path(), "script.jsonl");
     let base = server.origin();
     let (cookie, csrf, _) = login(&server, &token).await;
-    let r = client()
-        .post(format!("{base}/api/sessions"))
-        .header("Cookie", &cookie)
-        .header("X-CSRF-Token", &csrf)
-        .header("Origin", &base)
-        .json(&json!({"request": "Clear the document the user names", "confirm": "no"}))
-        .send()
-        .await
-        .expect("answer");
-    assert_eq!(r.status().as_u16(), 201);
-    let id = r.json::<Value>().await.expect("json")["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    let start = json!({"request": "Clear the document the user names", "confirm": "no"});
+    let id = start_session(&base, &cookie, &csrf, &start).await;
     let dir = home.path().join("runs").join(&id);
     // the HostAgent's PENDING question waits for the page
     let ev = wait_records(&dir, Duration::from_secs(60), |ev| {

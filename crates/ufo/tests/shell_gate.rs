@@ -81,11 +81,7 @@ fn shell(command: &str, status: &str) -> Value {
 }
 
 fn events(out: &Path) -> Vec<Value> {
-    std::fs::read_to_string(out.join("events.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
+    common::records_so_far(out)
 }
 
 /// Defect 1: `cat<U+00A0>x/../../…/bin/rm -rf VICTIM` was judged "cat" (allow-listed) and ran

@@ -588,6 +588,16 @@ pub const APEND: (&str, &str) = ("app", "PENDING");
 /// App CONFIRM.
 pub const ACONF: (&str, &str) = ("app", "CONFIRM");
 
+/// The records of `<dir>/events.jsonl` so far: none before the file is written, and a line
+/// still being written is left out (for a session that is still running).
+pub fn records_so_far(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("events.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
 /// Every file under `dir`, recursively (to look for what must be in no file of a trajectory).
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
