@@ -289,19 +289,44 @@ fn wait_records(dir: &Path, within: Duration, done: impl Fn(&[Value]) -> bool) -
 /// (control/server.rs).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_session_ends_cancelled_when_its_server_is_killed() {
+    session_ends_with_its_killed_server(None).await;
+}
+
+/// The same for a session on a private desktop, which runs in a second `ufo` started inside
+/// that desktop: the server is its grandparent.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_private_desktop_session_ends_cancelled_when_its_server_is_killed() {
+    if !ufo_desktop::testing::require_live(
+        "a_private_desktop_session_ends_cancelled_when_its_server_is_killed",
+    ) {
+        return;
+    }
+    session_ends_with_its_killed_server(Some("private")).await;
+}
+
+/// Start a session (on `desktop`, else the server's) whose HostAgent asks a question, SIGKILL
+/// the server while it waits for the answer, and check that it ends CANCELLED within 15 s.
+async fn session_ends_with_its_killed_server(desktop: Option<&str>) {
     let home = tempfile::tempdir().expect("tempdir");
     let token = new_token_for(home.path());
     let mut server = serve(home.path(), "script.jsonl");
     let base = server.origin();
     let (cookie, csrf, _) = login(&server, &token).await;
-    let start = json!({"request": "Clear the document the user names", "confirm": "no"});
+    let mut start = json!({"request": "Clear the document the user names", "confirm": "no"});
+    if let Some(d) = desktop {
+        start["desktop"] = json!(d);
+    }
     let id = start_session(&base, &cookie, &csrf, &start).await;
     let dir = home.path().join("runs").join(&id);
     // the HostAgent's PENDING question waits for the page
-    let ev = wait_records(&dir, Duration::from_secs(60), |ev| {
+    let ev = wait_records(&dir, Duration::from_secs(90), |ev| {
         ev.iter().any(|e| e["type"] == "ask")
     });
-    assert!(ev.iter().any(|e| e["type"] == "ask"), "{ev:?}");
+    assert!(
+        ev.iter().any(|e| e["type"] == "ask"),
+        "{ev:?}\n{}",
+        session_logs(&home.path().join("runs"))
+    );
     assert!(!ev.iter().any(|e| e["type"] == "session_end"), "{ev:?}");
 
     server.child.kill().expect("SIGKILL the server");
@@ -322,6 +347,12 @@ async fn a_session_ends_cancelled_when_its_server_is_killed() {
     );
     // every line of the trajectory is whole
     events(&dir);
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).expect("run.json"))
+            .expect("json");
+    if let Some(d) = desktop {
+        assert_eq!(record["desktop"], d, "{record}");
+    }
 }
 
 fn python() -> Option<PathBuf> {

@@ -4,10 +4,12 @@
 //! `stop_all`), but a server killed outright (SIGKILL, a crash, the out-of-memory killer) can
 //! do nothing, and its sessions would run on with nobody to answer their questions or
 //! cancel them. So the server names itself in each session's environment ([`SERVER_VAR`]),
-//! and the session looks twice a second whether that process is still its parent: once it is
-//! not, the session cancels itself as on SIGTERM (the model call in flight stops, the action
-//! in progress finishes, the trajectory ends CANCELLED), and aborts if that has not ended it
-//! within [`GRACE`], as the server would have.
+//! and the session looks twice a second whether that process is still among its ancestors
+//! (not only its parent: with `--desktop private` the session runs in a second `ufo` that the
+//! first starts inside the desktop). Once it is not, the session cancels itself as on SIGTERM
+//! (the model call in flight stops, the action in progress finishes, the trajectory ends
+//! CANCELLED), and aborts if that has not ended it within [`GRACE`], as the server would
+//! have.
 
 use std::time::Duration;
 
@@ -29,10 +31,67 @@ fn named_server() -> Option<u32> {
         .filter(|pid| *pid > 1)
 }
 
-/// Whether the server is gone, given this process's parent now: a child whose parent ends
-/// is handed to another process (init or a subreaper), never back to the same id.
-pub(crate) fn server_gone(server: u32, parent: u32) -> bool {
-    parent != server
+/// Most ancestors looked at (the server is the parent, or the grandparent through the first
+/// `ufo` of a private desktop).
+const MAX_ANCESTORS: usize = 16;
+
+/// This process's ancestors, parent first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ancestry {
+    /// Their process ids.
+    pub ids: Vec<u32>,
+    /// Whether they go up to init: a chain cut short (an ancestor's `/proc` entry not
+    /// readable, or more than [`MAX_ANCESTORS`]) proves nothing.
+    pub complete: bool,
+}
+
+/// Whether the server is gone, given this process's ancestry now. A process whose parent ends
+/// is handed to init or a subreaper, and a new process that takes the server's id can never
+/// become an ancestor: so the server is gone once a whole chain up to init lacks it.
+pub(crate) fn server_gone(server: u32, ancestry: &Ancestry) -> bool {
+    ancestry.complete && !ancestry.ids.contains(&server)
+}
+
+/// The parent of process `pid` from `/proc/PID/stat` (`None` once it has ended).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parent_in_stat(&stat)
+}
+
+/// The parent id in a `/proc/PID/stat` line: the second field after the command name, which
+/// is in parentheses and may hold spaces and parentheses itself.
+pub(crate) fn parent_in_stat(stat: &str) -> Option<u32> {
+    let (_, after) = stat.rsplit_once(')')?;
+    after.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// This process's ancestors, parent first, up to init (at most [`MAX_ANCESTORS`]).
+fn ancestors() -> Ancestry {
+    let mut ids = vec![std::os::unix::process::parent_id()];
+    loop {
+        let last = ids.last().copied().unwrap_or(0);
+        if last <= 1 {
+            return Ancestry {
+                ids,
+                complete: true,
+            };
+        }
+        if ids.len() >= MAX_ANCESTORS {
+            return Ancestry {
+                ids,
+                complete: false,
+            };
+        }
+        match parent_of(last) {
+            Some(p) => ids.push(p),
+            None => {
+                return Ancestry {
+                    ids,
+                    complete: false,
+                }
+            }
+        }
+    }
 }
 
 /// When this session was started by a server ([`SERVER_VAR`]), watch it on a thread of its
@@ -43,7 +102,7 @@ pub fn end_with_server() {
         return;
     };
     let watch = move || {
-        while !server_gone(server, std::os::unix::process::parent_id()) {
+        while !server_gone(server, &ancestors()) {
             std::thread::sleep(LOOK_EVERY);
         }
         tracing::warn!(
@@ -67,10 +126,49 @@ pub fn end_with_server() {
 mod tests {
     use super::*;
 
+    fn chain(ids: &[u32], complete: bool) -> Ancestry {
+        Ancestry {
+            ids: ids.to_vec(),
+            complete,
+        }
+    }
+
+    /// The server is gone once a whole chain up to init lacks it: it is neither the parent
+    /// (a session the server started) nor the grandparent (the session inside a private
+    /// desktop). A chain cut short says nothing.
     #[test]
-    fn the_server_is_gone_once_it_is_no_longer_the_parent() {
-        assert!(!server_gone(4242, 4242));
-        assert!(server_gone(4242, 1));
-        assert!(server_gone(4242, 977));
+    fn the_server_is_gone_once_a_whole_chain_lacks_it() {
+        assert!(!server_gone(4242, &chain(&[4242, 1], true)));
+        assert!(!server_gone(4242, &chain(&[5000, 4242, 1], true)));
+        assert!(server_gone(4242, &chain(&[1], true)));
+        assert!(server_gone(4242, &chain(&[5000, 1], true)));
+        assert!(server_gone(4242, &chain(&[5000, 700, 1], true)));
+        assert!(!server_gone(4242, &chain(&[5000], false)));
+        assert!(!server_gone(4242, &chain(&[5000, 700], false)));
+    }
+
+    #[test]
+    fn the_parent_is_read_past_a_command_name_with_spaces_and_parentheses() {
+        assert_eq!(
+            parent_in_stat("4321 (ufo) S 4242 4321 4321 0 -1 4194560"),
+            Some(4242)
+        );
+        assert_eq!(
+            parent_in_stat("4321 (a) (b c) R 17 4321 4321 0 -1"),
+            Some(17)
+        );
+        assert_eq!(parent_in_stat("4321 (ufo"), None);
+        assert_eq!(parent_in_stat(""), None);
+    }
+
+    /// This process's own ancestors, read from /proc, begin with its parent and reach init.
+    #[test]
+    fn this_process_finds_its_own_ancestors() {
+        let parent = std::os::unix::process::parent_id();
+        let a = ancestors();
+        assert_eq!(a.ids.first().copied(), Some(parent));
+        assert!(a.ids.len() <= MAX_ANCESTORS);
+        assert!(a.complete, "{a:?}");
+        assert!(!server_gone(parent, &a));
     }
 }
