@@ -16,7 +16,7 @@ use std::time::Duration;
 /// Set by `ufo serve` to its own process id in the environment of a session it starts.
 pub const SERVER_VAR: &str = "UFO_CONSOLE_SERVER";
 
-/// How often the session looks at its parent.
+/// How often the session looks at its ancestors.
 const LOOK_EVERY: Duration = Duration::from_millis(500);
 /// How long the session has to end cancelled before the second signal aborts it (the
 /// server's own stop waits as long before SIGKILL).
@@ -68,30 +68,17 @@ pub(crate) fn parent_in_stat(stat: &str) -> Option<u32> {
 /// This process's ancestors, parent first, up to init (at most [`MAX_ANCESTORS`]).
 fn ancestors() -> Ancestry {
     let mut ids = vec![std::os::unix::process::parent_id()];
-    loop {
-        let last = ids.last().copied().unwrap_or(0);
-        if last <= 1 {
-            return Ancestry {
-                ids,
-                complete: true,
-            };
+    let complete = loop {
+        match ids.last().copied().unwrap_or(0) {
+            last if last <= 1 => break true,
+            _ if ids.len() >= MAX_ANCESTORS => break false,
+            last => match parent_of(last) {
+                Some(p) => ids.push(p),
+                None => break false,
+            },
         }
-        if ids.len() >= MAX_ANCESTORS {
-            return Ancestry {
-                ids,
-                complete: false,
-            };
-        }
-        match parent_of(last) {
-            Some(p) => ids.push(p),
-            None => {
-                return Ancestry {
-                    ids,
-                    complete: false,
-                }
-            }
-        }
-    }
+    };
+    Ancestry { ids, complete }
 }
 
 /// When this session was started by a server ([`SERVER_VAR`]), watch it on a thread of its
