@@ -6,6 +6,7 @@
 //! and [`Recorder`]. It performs no network, X11, D-Bus or file I/O itself; adapters in other
 //! crates implement the ports.
 
+pub mod access;
 pub mod action;
 pub mod agent;
 pub mod blackboard;

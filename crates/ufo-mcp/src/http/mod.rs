@@ -33,7 +33,8 @@ use ufo_core::Desktop;
 
 use crate::DesktopServer;
 use guard::{FailureLimiter, HostPolicy};
-use tokens::TokenFile;
+use tokens::{Holder, TokenFile};
+use ufo_core::access::Principal;
 
 /// The bounds of the server.
 #[derive(Debug, Clone)]
@@ -123,9 +124,9 @@ impl Gate {
         }
     }
 
-    /// The client's name when `presented` is a valid token and `ip` is not locked out; a
+    /// The token's holder when `presented` is a valid token and `ip` is not locked out; a
     /// missing or unknown token counts against `ip`.
-    pub fn check(&self, ip: IpAddr, presented: Option<&str>) -> Result<String, Refusal> {
+    pub fn check(&self, ip: IpAddr, presented: Option<&str>) -> Result<Holder, Refusal> {
         let now = Instant::now();
         let locked = self
             .limiter
@@ -138,7 +139,7 @@ impl Gate {
         let outcome = match presented {
             None => Err("no token"),
             Some(token) => match self.tokens.check(token) {
-                Ok(Some(name)) => Ok(name),
+                Ok(Some(holder)) => Ok(holder),
                 Ok(None) => Err("unknown token"),
                 Err(e) => {
                     tracing::error!(error = %e, "cannot check tokens");
@@ -152,6 +153,19 @@ impl Gate {
             }
             Refusal::BadToken(reason)
         })
+    }
+
+    /// The name and role of the token `token_id` names ([`Holder::token_id`]) while it is
+    /// still valid: `None` once it was revoked, so a login or stream made with it ends. An
+    /// unreadable token file counts as revoked.
+    pub fn current(&self, token_id: &str) -> Option<Principal> {
+        match self.tokens.current(token_id) {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot check tokens");
+                None
+            }
+        }
     }
 }
 
@@ -352,8 +366,10 @@ async fn authenticate(State(shared): State<Arc<Shared>>, req: Request, next: Nex
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
     match shared.gate.check(ip, presented) {
-        Ok(client) => {
-            tracing::debug!(client = %client, from = %ip, "authenticated");
+        Ok(holder) => {
+            tracing::debug!(client = %holder.principal.name, from = %ip, "authenticated");
+            let mut req = req;
+            req.extensions_mut().insert(holder);
             next.run(req).await
         }
         Err(Refusal::Locked(wait)) => locked_out(wait),

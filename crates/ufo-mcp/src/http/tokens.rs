@@ -1,6 +1,7 @@
 //! The bearer tokens of `ufo serve`: one per client, kept as SHA-256 digests in a JSON file
-//! readable by its owner only. A token is 256 random bits, so a plain digest is enough (no
-//! password hashing needed); a presented token is compared with every digest in constant time.
+//! readable by its owner only, each with its name and [`Role`] (docs/security.md, "Who may do
+//! what"). A token is 256 random bits, so a plain digest is enough (no password hashing
+//! needed); a presented token is compared with every digest in constant time.
 
 use std::io::Write as _;
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
@@ -10,6 +11,7 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
+use ufo_core::access::{Principal, Role};
 
 /// Largest token file read (a few thousand clients).
 const MAX_FILE_BYTES: u64 = 1 << 20;
@@ -62,6 +64,19 @@ pub struct TokenEntry {
     pub sha256: String,
     /// When it was made (seconds since the epoch).
     pub created: u64,
+    /// What its holder may do (files written before roles existed hold users).
+    #[serde(default)]
+    pub role: Role,
+}
+
+/// A token that [`TokenFile::check`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// Its name and role.
+    pub principal: Principal,
+    /// The SHA-256 of the token (hex), which names this very token: a token revoked and made
+    /// again under the same name has another.
+    pub token_id: String,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -91,8 +106,9 @@ impl TokenFile {
         Ok(self.read()?.tokens)
     }
 
-    /// Make a token for `name` and store its digest; returns the token (shown once).
-    pub fn add(&self, name: &str, now: u64) -> Result<String, TokenError> {
+    /// Make a token for `name` with `role` and store its digest; returns the token (shown
+    /// once).
+    pub fn add(&self, name: &str, role: Role, now: u64) -> Result<String, TokenError> {
         check_name(name)?;
         let mut data = self.read()?;
         if data.tokens.iter().any(|t| t.name == name) {
@@ -108,6 +124,7 @@ impl TokenFile {
             name: name.to_string(),
             sha256: hex(&Sha256::digest(token.as_bytes())),
             created: now,
+            role,
         });
         self.write(&data)?;
         Ok(token)
@@ -124,9 +141,9 @@ impl TokenFile {
         self.write(&data)
     }
 
-    /// The name of the client whose token this is, if any. Every stored digest is compared
+    /// The holder of this token, if it is one of the file's. Every stored digest is compared
     /// in constant time, whichever matches.
-    pub fn check(&self, token: &str) -> Result<Option<String>, TokenError> {
+    pub fn check(&self, token: &str) -> Result<Option<Holder>, TokenError> {
         let digest = Sha256::digest(token.as_bytes());
         let mut found = None;
         for entry in self.read()?.tokens {
@@ -134,10 +151,30 @@ impl TokenFile {
                 continue;
             };
             if bool::from(stored.ct_eq(digest.as_slice())) && found.is_none() {
-                found = Some(entry.name);
+                found = Some(Holder {
+                    principal: Principal {
+                        name: entry.name,
+                        role: entry.role,
+                    },
+                    token_id: entry.sha256,
+                });
             }
         }
         Ok(found)
+    }
+
+    /// The name and role of the token whose digest is `token_id`, while the file still holds
+    /// it: `None` once it was revoked (or revoked and made again).
+    pub fn current(&self, token_id: &str) -> Result<Option<Principal>, TokenError> {
+        Ok(self
+            .read()?
+            .tokens
+            .into_iter()
+            .find(|t| t.sha256 == token_id)
+            .map(|t| Principal {
+                name: t.name,
+                role: t.role,
+            }))
     }
 
     fn read(&self) -> Result<TokenFileData, TokenError> {
@@ -196,12 +233,7 @@ impl TokenFile {
 }
 
 fn check_name(name: &str) -> Result<(), TokenError> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'));
-    if ok {
+    if ufo_core::access::valid_token_name(name) {
         Ok(())
     } else {
         Err(TokenError::BadName(name.to_string()))
@@ -232,7 +264,7 @@ mod tests {
     fn add_check_revoke() {
         let dir = tempfile::tempdir().expect("tempdir");
         let file = TokenFile::new(dir.path().join("serve/tokens.json"));
-        let token = file.add("laptop", 1).expect("add");
+        let token = file.add("laptop", Role::User, 1).expect("add");
         assert!(token.len() > 40);
         let mode = std::fs::metadata(file.path())
             .expect("meta")
@@ -241,23 +273,58 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
         let text = std::fs::read_to_string(file.path()).expect("read");
         assert!(!text.contains(&token), "the token itself is never stored");
+        let holder = file.check(&token).expect("check").expect("found");
+        assert_eq!(holder.principal.name, "laptop");
+        assert_eq!(holder.principal.role, Role::User);
         assert_eq!(
-            file.check(&token).expect("check").as_deref(),
-            Some("laptop")
+            file.current(&holder.token_id).expect("current"),
+            Some(holder.principal.clone())
         );
         assert_eq!(file.check("ufo_wrong").expect("check"), None);
-        assert!(matches!(file.add("laptop", 2), Err(TokenError::Exists(_))));
-        assert!(matches!(file.add("a b", 2), Err(TokenError::BadName(_))));
+        assert!(matches!(
+            file.add("laptop", Role::User, 2),
+            Err(TokenError::Exists(_))
+        ));
+        assert!(matches!(
+            file.add("a b", Role::User, 2),
+            Err(TokenError::BadName(_))
+        ));
         file.revoke("laptop").expect("revoke");
         assert_eq!(file.check(&token).expect("check"), None);
+        assert_eq!(file.current(&holder.token_id).expect("current"), None);
+        let again = file.add("laptop", Role::Admin, 3).expect("made again");
+        let new = file.check(&again).expect("check").expect("found");
+        assert_ne!(
+            new.token_id, holder.token_id,
+            "a new token is another token"
+        );
+        assert_eq!(file.current(&holder.token_id).expect("current"), None);
+        assert_eq!(new.principal.role, Role::Admin);
+        file.revoke("laptop").expect("revoke");
         assert!(matches!(file.revoke("laptop"), Err(TokenError::Unknown(_))));
+    }
+
+    #[test]
+    fn a_file_without_roles_holds_users() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("tokens.json");
+        let digest = hex(&Sha256::digest(b"ufo_old"));
+        std::fs::write(
+            &path,
+            format!(r#"{{"tokens":[{{"name":"old","sha256":"{digest}","created":1}}]}}"#),
+        )
+        .expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let file = TokenFile::new(&path);
+        let holder = file.check("ufo_old").expect("check").expect("found");
+        assert_eq!(holder.principal.role, Role::User);
     }
 
     #[test]
     fn an_exposed_file_is_refused() {
         let dir = tempfile::tempdir().expect("tempdir");
         let file = TokenFile::new(dir.path().join("tokens.json"));
-        file.add("a", 1).expect("add");
+        file.add("a", Role::User, 1).expect("add");
         std::fs::set_permissions(file.path(), std::fs::Permissions::from_mode(0o644))
             .expect("chmod");
         assert!(matches!(file.check("x"), Err(TokenError::Exposed(_))));

@@ -105,6 +105,11 @@ pub enum TokenCommand {
     Add {
         /// The client's name (letters, digits, `-_.@`).
         name: String,
+        /// What its holder may do: `admin` (every console session and what the server's flags
+        /// allow), `user` (its own sessions and what the flags allow), `viewer` (watches what
+        /// is shared with it, reads the desktop, never acts). docs/security.md, "Who may do what".
+        #[arg(long, default_value = "user", value_name = "admin|user|viewer")]
+        role: ufo_core::access::Role,
     },
     /// List the clients that have a token (never the tokens).
     List,
@@ -148,13 +153,15 @@ pub async fn run(args: ServeArgs) -> ExitCode {
 
 fn tokens(cmd: &TokenCommand, file: &TokenFile) -> ExitCode {
     let done = match cmd {
-        TokenCommand::Add { name } => {
+        TokenCommand::Add { name, role } => {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())
                 .unwrap_or(0);
-            file.add(name, now).map(|token| {
-                println!("token for {name:?} (shown once; the server keeps only its hash):");
+            file.add(name, *role, now).map(|token| {
+                println!(
+                    "token for {name:?}, role {role} (shown once; the server keeps only its hash):"
+                );
                 println!("{token}");
             })
         }
@@ -163,7 +170,7 @@ fn tokens(cmd: &TokenCommand, file: &TokenFile) -> ExitCode {
                 println!("no tokens; add one with `ufo serve token add NAME`");
             }
             for t in list {
-                println!("{}\tcreated {}", t.name, t.created);
+                println!("{}\t{}\tcreated {}", t.name, t.role, t.created);
             }
         }),
         TokenCommand::Revoke { name } => file.revoke(name).map(|()| {

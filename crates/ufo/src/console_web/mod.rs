@@ -25,6 +25,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
+use ufo_core::access::Caller;
 use ufo_mcp::http::{Gate, Refusal};
 
 pub use sessions::Allowed;
@@ -168,17 +169,22 @@ async fn login(State(c): Shared, req: Request) -> Response {
         .ok()
         .and_then(|v| v["token"].as_str().map(|t| t.trim().to_string()));
     match c.gate.check(ip, token.as_deref()) {
-        Ok(client) => {
+        Ok(holder) => {
             let (cookie, csrf) = match (login::random_value(), login::random_value()) {
                 (Ok(a), Ok(b)) => (a, b),
                 (Err(e), _) | (_, Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
             };
+            let client = holder.principal.name.clone();
+            let role = holder.principal.role;
             if let Ok(mut l) = c.logins.lock() {
-                l.open(&cookie, csrf.clone(), client.clone(), Instant::now());
+                l.open(&cookie, csrf.clone(), holder, Instant::now());
             }
-            tracing::info!(client = %client, from = %ip, "console login");
+            tracing::info!(client = %client, %role, from = %ip, "console login");
             let secure = if c.tls { "; Secure" } else { "" };
-            let mut r = json_response(StatusCode::OK, &json!({ "csrf": csrf, "client": client }));
+            let mut r = json_response(
+                StatusCode::OK,
+                &json!({ "csrf": csrf, "client": client, "role": role }),
+            );
             if let Ok(v) = HeaderValue::from_str(&format!(
                 "{COOKIE}={cookie}; HttpOnly; SameSite=Strict; Path=/{secure}"
             )) {
@@ -243,9 +249,11 @@ fn csrf_matches(headers: &HeaderMap, csrf: &str) -> bool {
         .is_some_and(|v| login::same_secret(v, csrf))
 }
 
-/// 401 without a live login cookie; 403 for a POST without the login's `X-CSRF-Token`.
-/// (A foreign `Origin` was refused before, for every route.)
-async fn require_login(State(c): Shared, req: Request, next: Next) -> Response {
+/// 401 without a live login cookie or when the login's token was revoked (its other logins
+/// end too); 403 for a POST without the login's `X-CSRF-Token`. (A foreign `Origin` was
+/// refused before, for every route.) The request goes on with the token's current name and
+/// role as its [`Caller`].
+async fn require_login(State(c): Shared, mut req: Request, next: Next) -> Response {
     let Some(cookie) = cookie_of(req.headers()) else {
         return error(
             StatusCode::UNAUTHORIZED,
@@ -263,14 +271,35 @@ async fn require_login(State(c): Shared, req: Request, next: Next) -> Response {
             "the login expired or ended; log in again",
         );
     };
+    let Some(principal) = c.gate.current(&login.holder.token_id) else {
+        if let Ok(mut l) = c.logins.lock() {
+            l.close_token(&login.holder.token_id);
+        }
+        tracing::warn!(client = %login.holder.principal.name, "refused: the login's token was revoked");
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "the token this login was made with was revoked; log in with a valid token",
+        );
+    };
     if req.method() != Method::GET && !csrf_matches(req.headers(), &login.csrf) {
-        tracing::warn!(client = %login.client, "refused: a console request without its CSRF token");
+        tracing::warn!(client = %principal.name, "refused: a console request without its CSRF token");
         return error(
             StatusCode::FORBIDDEN,
             "this request needs the X-CSRF-Token header the login gave; reload the page",
         );
     }
+    req.extensions_mut().insert(Requester {
+        caller: Caller::Token(principal),
+        token_id: login.holder.token_id,
+    });
     next.run(req).await
+}
+
+/// Who a console request comes from: the token's holder as it is now, and which token.
+#[derive(Debug, Clone)]
+struct Requester {
+    caller: Caller,
+    token_id: String,
 }
 
 async fn list_sessions(State(c): Shared) -> Response {
