@@ -136,6 +136,10 @@ pub struct ResumeArgs {
     #[command(flatten)]
     pub remote: RemoteArgs,
 
+    /// Who may reach it from the web console; shell commands.
+    #[command(flatten)]
+    pub access: AccessArgs,
+
     /// Progress, detail and the report.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -248,9 +252,43 @@ pub struct RunArgs {
     #[command(flatten)]
     pub remote: RemoteArgs,
 
+    /// Who may reach it from the web console; shell commands.
+    #[command(flatten)]
+    pub access: AccessArgs,
+
     /// Progress, detail and the report.
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// Who may reach a session from `ufo serve`'s web console, and whether it may run shell
+/// commands: the options `ufo run`, `ufo resume` and `ufo follow` share (docs/security.md,
+/// "Who may do what").
+#[derive(Debug, Clone, Default, Args)]
+pub struct AccessArgs {
+    /// Let the holder of the `ufo serve` token named NAME watch this session in the web
+    /// console, and (unless it is a viewer token) answer its questions, cancel it and take its
+    /// private desktop over (repeatable). Without it no token reaches a session started here.
+    #[arg(long = "share", value_name = "NAME", value_parser = token_name)]
+    pub share: Vec<String>,
+
+    /// Run no shell command: the HostAgent's `Bash` may only launch a known application, and
+    /// the shell agent is not offered (sessions the web console starts on a server without
+    /// `--allow-shell` run so).
+    #[arg(long)]
+    pub no_shell: bool,
+}
+
+/// A `--share` value: a token name as `ufo serve token add` accepts it.
+fn token_name(s: &str) -> Result<String, String> {
+    if ufo_core::access::valid_token_name(s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "{s:?} is not a token name: use the NAME of `ufo serve token add NAME` (1 to 64 \
+             letters, digits or -_.@)"
+        ))
+    }
 }
 
 /// What a session shows while it runs and leaves behind: the options `ufo run`, `ufo resume`
@@ -417,6 +455,11 @@ pub struct BatchArgs {
     #[arg(long, short)]
     pub quiet: bool,
 
+    /// Let the holder of the `ufo serve` token named NAME follow this batch in the web console
+    /// (repeatable). Without it no token sees a batch started here.
+    #[arg(long = "share", value_name = "NAME", value_parser = token_name)]
+    pub share: Vec<String>,
+
     /// Internal: run one task in this process (used by the coordinator).
     #[arg(long, hide = true, value_name = "TASK")]
     pub worker: Option<PathBuf>,
@@ -502,6 +545,10 @@ pub struct FollowArgs {
     /// The remote desktop's token and certificate.
     #[command(flatten)]
     pub remote: RemoteArgs,
+
+    /// Who may reach it from the web console; shell commands.
+    #[command(flatten)]
+    pub access: AccessArgs,
 
     /// Progress, detail and the report, as for `ufo run`.
     #[command(flatten)]

@@ -23,6 +23,8 @@ mod recorder;
 mod secret_env;
 mod session_knowledge;
 mod settings;
+mod sharing;
+mod shell_off;
 mod trajectory;
 mod user;
 

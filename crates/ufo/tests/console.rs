@@ -17,8 +17,8 @@ use common::calculator::{
     button_centre, display_texts, private_calculator_env, twelve_plus_thirty_model, wait_value,
     Killed,
 };
-use common::records_so_far;
-use common::served::{new_token, ufo_at as ufo, Served};
+use common::console::{client, login, wait_records};
+use common::served::{new_token_with_role, ufo_at as ufo, Served};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -26,12 +26,14 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// A token for the browser.
+/// A token for the browser: an admin's, since its sessions may approve held actions unasked
+/// (`confirm: yes`).
 fn new_token_for(home: &Path) -> String {
-    new_token(home, "browser")
+    new_token_with_role(home, "browser", "admin")
 }
 
-/// `ufo serve` on the console fixture's desktop, its sessions in `<home>/runs` with `script`.
+/// `ufo serve` on the console fixture's desktop, its sessions in `<home>/runs` with `script`;
+/// sessions act on the desktop, so the server allows actions.
 fn serve(home: &Path, script: &str) -> Served {
     let llm = format!("script:{}", fixture(script).display());
     let config = fixture("ufo.toml").display().to_string();
@@ -39,63 +41,21 @@ fn serve(home: &Path, script: &str) -> Served {
     Served::start(
         ufo(home),
         &format!("sim:{}", fixture("desktop.json").display()),
-        &["--llm", &llm, "--config", &config, "--runs", &runs],
+        &[
+            "--llm",
+            &llm,
+            "--config",
+            &config,
+            "--runs",
+            &runs,
+            "--allow-actions",
+        ],
     )
 }
 
 /// End the server as a person would (SIGTERM, what dropping it does), so it ends its sessions.
 fn stop(server: Served) {
     drop(server);
-}
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(30))
-        .build()
-        .expect("client")
-}
-
-/// Log in: the cookie header value (`ufo_console=...`), the csrf value and the Set-Cookie.
-async fn login(server: &Served, token: &str) -> (String, String, String) {
-    let r = client()
-        .post(format!("{}/login", server.origin()))
-        .json(&json!({ "token": token }))
-        .send()
-        .await
-        .expect("login answers");
-    assert_eq!(r.status().as_u16(), 200, "login");
-    let set = r
-        .headers()
-        .get("set-cookie")
-        .and_then(|v| v.to_str().ok())
-        .expect("a cookie")
-        .to_string();
-    let body: Value = r.json().await.expect("json");
-    let cookie = set.split(';').next().expect("name=value").to_string();
-    (
-        cookie,
-        body["csrf"].as_str().expect("csrf").to_string(),
-        set,
-    )
-}
-
-/// Start a session through the API with all it needs (the cookie, the CSRF header, the
-/// server's own Origin): its id, once the answer is 201.
-async fn start_session(base: &str, cookie: &str, csrf: &str, start: &Value) -> String {
-    let r = client()
-        .post(format!("{base}/api/sessions"))
-        .header("Cookie", cookie)
-        .header("X-CSRF-Token", csrf)
-        .header("Origin", base)
-        .json(start)
-        .send()
-        .await
-        .expect("answer");
-    assert_eq!(r.status().as_u16(), 201);
-    r.json::<Value>().await.expect("json")["id"]
-        .as_str()
-        .expect("id")
-        .to_string()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -149,7 +109,12 @@ async fn the_console_refuses_requests_without_login_csrf_or_own_origin() {
         assert_eq!(r.status().as_u16(), 404);
     }
 
-    let (cookie, csrf, set) = login(&server, &token).await;
+    let page = login(&server, &token).await;
+    let (cookie, csrf, set) = (
+        page.cookie.clone(),
+        page.csrf.clone(),
+        page.set_cookie.clone(),
+    );
     assert!(
         set.contains("HttpOnly") && set.contains("SameSite=Strict"),
         "{set}"
@@ -213,7 +178,7 @@ async fn the_console_refuses_requests_without_login_csrf_or_own_origin() {
     );
 
     // with all of it: 201, and the session runs to its end on the simulated desktop
-    let id = start_session(&base, &cookie, &csrf, &start).await;
+    let id = page.start(&start).await;
     // its events as Server-Sent Events, from the start to `end`
     let sse = http
         .get(format!("{base}/api/sessions/{id}/events"))
@@ -271,18 +236,6 @@ async fn the_console_refuses_requests_without_login_csrf_or_own_origin() {
     stop(server);
 }
 
-/// Look at a session's records every 100 ms until `done` says so, for at most `within`.
-fn wait_records(dir: &Path, within: Duration, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    let deadline = Instant::now() + within;
-    loop {
-        let ev = records_so_far(dir);
-        if done(&ev) || Instant::now() >= deadline {
-            return ev;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// A server killed outright (SIGKILL) cannot end its sessions. A session waiting for the page
 /// to answer its question sees that its server is gone and ends itself CANCELLED, its
 /// trajectory whole, instead of waiting on with nobody to answer or cancel it
@@ -310,13 +263,12 @@ async fn session_ends_with_its_killed_server(desktop: Option<&str>) {
     let home = tempfile::tempdir().expect("tempdir");
     let token = new_token_for(home.path());
     let mut server = serve(home.path(), "script.jsonl");
-    let base = server.origin();
-    let (cookie, csrf, _) = login(&server, &token).await;
+    let page = login(&server, &token).await;
     let mut start = json!({"request": "Clear the document the user names", "confirm": "no"});
     if let Some(d) = desktop {
         start["desktop"] = json!(d);
     }
-    let id = start_session(&base, &cookie, &csrf, &start).await;
+    let id = page.start(&start).await;
     let dir = home.path().join("runs").join(&id);
     // the HostAgent's PENDING question waits for the page
     let ev = wait_records(&dir, Duration::from_secs(90), |ev| {
@@ -588,6 +540,8 @@ fn the_page_follows_a_batch_as_it_fills_and_ends_with_its_results() {
     let mut batch = ufo(home.path())
         .arg("batch")
         .arg(&suite)
+        // the page's token may follow it
+        .args(["--share", "browser"])
         .args(["--confirm", "yes", "--task-timeout", "120", "--out"])
         .arg(&out)
         .stdout(std::process::Stdio::null())

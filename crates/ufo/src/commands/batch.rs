@@ -154,6 +154,14 @@ fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
         return Err(anyhow!("no task files (*.json) in the given paths"));
     }
     let (out, _lock) = batch_folder(args, shard)?;
+    // who may follow it from `ufo serve`'s web console (nobody unless --share names them)
+    crate::sharing::write(&out, &args.share).with_context(|| {
+        format!(
+            "cannot write {} in the batch folder {}",
+            crate::sharing::SHARE_FILE,
+            out.display()
+        )
+    })?;
     let (mut results, mut queue) = triage(args, &files);
     if let Some(shard) = shard {
         (results, queue) = super::shards::narrow(shard, &out, &files, results, queue, args.force)?;
@@ -687,6 +695,7 @@ async fn run_task(
         record: None,
         private: crate::cli::PrivateArgs::default(),
         remote: remote_args(args),
+        access: crate::cli::AccessArgs::default(),
         output: crate::cli::OutputArgs {
             quiet: true,
             ..Default::default()

@@ -63,6 +63,7 @@ pub async fn follow_command(args: FollowArgs, cancel: Arc<AtomicBool>) -> ExitCo
         config: args.config.clone(),
         record: None,
         private: args.private,
+        access: args.access.clone(),
         output: args.output,
     };
     crate::commands::run::run(

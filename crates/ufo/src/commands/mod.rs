@@ -34,6 +34,9 @@ struct RunRecord {
     /// reconnects to the same ones; absent for a single desktop.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     devices: Vec<crate::devices::DeviceSpec>,
+    /// `--no-shell`: kept by `ufo resume` (it only narrows what the session may do).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    no_shell: bool,
 }
 
 const RUN_RECORD: &str = "run.json";

@@ -32,6 +32,29 @@ use crate::trajectory::{text, Keep, Trajectory};
 
 const TEMPLATE: &str = include_str!("report.html");
 
+/// The `'sha256-…'` sources of the scripts the report ships (the template's `<script>`
+/// blocks, which hold no template tags): a Content-Security-Policy that allows exactly these
+/// runs no script a trajectory's text might have slipped into the page.
+pub fn script_sources() -> Vec<String> {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let mut out = Vec::new();
+    let mut rest = TEMPLATE;
+    while let Some(start) = rest.find("<script>") {
+        let body = &rest[start + "<script>".len()..];
+        let Some(end) = body.find("</script>") else {
+            break;
+        };
+        let digest = sha2::Sha256::digest(&body.as_bytes()[..end]);
+        out.push(format!(
+            "'sha256-{}'",
+            base64::engine::general_purpose::STANDARD.encode(digest)
+        ));
+        rest = &body[end..];
+    }
+    out
+}
+
 /// Longest prompt text embedded per step (characters); the rest is cut with a note.
 const MAX_PROMPT_CHARS: usize = 200_000;
 

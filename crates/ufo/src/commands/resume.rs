@@ -36,6 +36,19 @@ pub(crate) fn args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
     let record: RunRecord = serde_json::from_str(&read(RUN_RECORD)?)
         .with_context(|| format!("{RUN_RECORD} in {} is damaged", args.out.display()))?;
     let (confirm, config) = safe_to_resume_with(args, &record);
+    let recorded_share = crate::sharing::read(&args.out);
+    if !recorded_share.is_empty() && args.access.share.is_empty() {
+        eprintln!(
+            "warning: {} records --share {}; not re-applied (the folder may have been written \
+             by someone else): pass --share again to let those tokens reach the session",
+            crate::sharing::SHARE_FILE,
+            ufo_core::inert(&recorded_share.join(" --share "))
+        );
+    }
+    let access = crate::cli::AccessArgs {
+        share: args.access.share.clone(),
+        no_shell: args.access.no_shell || record.no_shell,
+    };
     let run = RunArgs {
         request: checkpoint.request.clone(),
         desktop: args.desktop.clone().unwrap_or(record.desktop),
@@ -55,6 +68,7 @@ pub(crate) fn args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
         requests: None,
         config,
         record: None,
+        access,
         output: args.output,
     };
     Ok((run, checkpoint))

@@ -44,6 +44,7 @@ fn write_run_record(
             .map(|c| std::path::absolute(c).unwrap_or_else(|_| c.clone())),
         max_steps: settings.config.max_steps,
         devices: devices.to_vec(),
+        no_shell: args.access.no_shell,
     };
     match serde_json::to_vec_pretty(&record) {
         Ok(bytes) => ufo_core::Recorder::artifact(recorder, RUN_RECORD, &bytes).map(|_| ()),
@@ -247,14 +248,21 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
         }
     };
     let (desktop, screen) = match open_session_desktop(&args, &settings, &devices).await {
+        Ok((d, screen)) if args.access.no_shell => (
+            Arc::new(crate::shell_off::ShellOff::new(d)) as Arc<dyn Desktop>,
+            screen,
+        ),
         Ok(d) => d,
         Err(e) => {
             eprintln!("error: {e:#}");
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    let mut agents = settings.agents.clone();
+    // --no-shell: the shell agent runs commands, so it is not offered
+    agents.shell &= !args.access.no_shell;
     let (mcp_tools, factory) = match extensions::tools(&settings.mcp)
-        .and_then(|t| Ok((t, extensions::factory(&settings.agents)?)))
+        .and_then(|t| Ok((t, extensions::factory(&agents)?)))
     {
         Ok(x) => x,
         Err(e) => {
@@ -291,6 +299,7 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
     let mut recorder = control::SharedRecorder::new(recorder);
     let control = control::Control::new(
         desktop_kind(&args, &devices),
+        control::session_owner(&args.access.share),
         cancel.clone(),
         question_records(recorder.clone()),
         screen,
@@ -334,7 +343,12 @@ pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) ->
         tools: mcp_tools.as_ref().map(|t| t as &dyn ufo_core::ToolProvider),
         knowledge: knowledge.as_ref().map(|k| k.access()),
     };
-    if let Err(e) = write_run_record(&args, &settings, &devices, &mut recorder.lock()) {
+    let recorded = {
+        let mut files = recorder.lock();
+        write_run_record(&args, &settings, &devices, &mut files)
+            .and_then(|()| crate::sharing::record(&args.access.share, &mut *files))
+    };
+    if let Err(e) = recorded {
         // A folder that cannot take run.json cannot take the trajectory either.
         eprintln!("error: {e}");
         return ExitCode::from(3);

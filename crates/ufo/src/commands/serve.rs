@@ -88,6 +88,29 @@ pub struct ServeArgs {
     /// Most sessions the console runs at once.
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub max_sessions: usize,
+
+    /// Most sessions one token runs from the console at once.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub max_sessions_per_token: usize,
+
+    /// A device sessions started from the console may name (repeatable): `NAME=SPEC` (as
+    /// `ufo run --device`) or `NAME` of ufo.toml's `[devices]`. The start form names devices
+    /// only by these names; without this option it can name none.
+    #[arg(long = "device", value_name = "NAME=SPEC|NAME", value_parser = served_device)]
+    pub devices: Vec<(String, String)>,
+}
+
+/// A `--device` of `ufo serve`: its name, and the value the session's `--device` gets.
+fn served_device(s: &str) -> Result<(String, String), String> {
+    let name = s.split_once('=').map_or(s, |(n, _)| n);
+    if crate::devices::valid_name(name) {
+        Ok((name.to_string(), s.to_string()))
+    } else {
+        Err(format!(
+            "{s:?}: give NAME=SPEC or a NAME of [devices], the name 1 to 32 letters, digits, - \
+             or _"
+        ))
+    }
 }
 
 /// `ufo serve token ...`
@@ -333,8 +356,8 @@ fn console(
         Some(c) => Some(c.canonicalize().unwrap_or_else(|_| c.clone())),
         None => Path::new("ufo.toml").canonicalize().ok(),
     };
-    if args.max_sessions == 0 {
-        anyhow::bail!("--max-sessions must be at least 1");
+    if args.max_sessions == 0 || args.max_sessions_per_token == 0 {
+        anyhow::bail!("--max-sessions and --max-sessions-per-token must be at least 1");
     }
     let allowed = crate::console_web::Allowed {
         exe,
@@ -343,6 +366,13 @@ fn console(
         llms: args.llms.clone(),
         config,
         max_running: args.max_sessions,
+        max_per_token: args.max_sessions_per_token,
+        devices: args.devices.clone(),
+        flags: ufo_core::access::ServerFlags {
+            models: !args.llms.is_empty(),
+            actions: args.allow_actions,
+            shell: args.allow_shell,
+        },
     };
     Ok(crate::console_web::WebConsole::new(allowed, gate, tls))
 }

@@ -1,12 +1,15 @@
 //! `GET /api/batches` and `/api/batches/{id}`: the progress of the batch folders under the
-//! runs folder, read as they fill: each finished task's `tasks/<name>/result.json` (or the
-//! whole `results.jsonl` once the batch is done), with `ufo_batch`'s types and summary table.
+//! runs folder that the caller may follow (a batch is started in a terminal: only the tokens
+//! its `--share` names see it), read as they fill: each finished task's
+//! `tasks/<name>/result.json` (or the whole `results.jsonl` once the batch is done), with
+//! `ufo_batch`'s types and summary table.
 
 use std::path::Path;
 use std::time::SystemTime;
 
 use serde::Serialize;
 use ufo_batch::{TaskResult, TaskStatus};
+use ufo_core::access::{self, Caller, Owner, SessionOp};
 
 /// Most batch folders listed, and most task folders read per batch.
 const MAX_BATCHES: usize = 100;
@@ -46,15 +49,28 @@ fn is_batch(dir: &Path) -> bool {
     std::fs::symlink_metadata(dir.join("tasks")).is_ok_and(|m| m.is_dir())
 }
 
-/// The batch folders under `runs`, newest first, with their progress.
-pub fn list(runs: &Path) -> Vec<Progress> {
+/// Whether `caller` may follow the batch in `dir` (shared with it by `ufo batch --share`).
+fn may_follow(dir: &Path, caller: &Caller) -> bool {
+    let owner = Owner::Terminal {
+        shared: crate::sharing::read(dir),
+    };
+    access::on_session(caller, &owner, SessionOp::Watch).allowed()
+}
+
+/// The batch folders under `runs` that `caller` may follow, newest first, with their
+/// progress.
+pub fn list(runs: &Path, caller: &Caller) -> Vec<Progress> {
     let Ok(entries) = std::fs::read_dir(runs) else {
         return Vec::new();
     };
     let mut found: Vec<(SystemTime, String)> = entries
         .flatten()
         .take(10_000)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()) && is_batch(&e.path()))
+        .filter(|e| {
+            e.file_type().is_ok_and(|t| t.is_dir())
+                && is_batch(&e.path())
+                && may_follow(&e.path(), caller)
+        })
         .map(|e| {
             let t = e
                 .metadata()
@@ -67,7 +83,7 @@ pub fn list(runs: &Path) -> Vec<Progress> {
     found
         .into_iter()
         .take(MAX_BATCHES)
-        .filter_map(|(_, id)| progress(runs, &id))
+        .filter_map(|(_, id)| progress(runs, &id, caller))
         .map(|mut p| {
             p.results.clear();
             p
@@ -75,13 +91,17 @@ pub fn list(runs: &Path) -> Vec<Progress> {
         .collect()
 }
 
-/// The progress of batch `id` under `runs`, `None` when it is not a batch folder.
-pub fn progress(runs: &Path, id: &str) -> Option<Progress> {
+/// The progress of batch `id` under `runs`, `None` when it is not a batch folder or not one
+/// `caller` may follow.
+pub fn progress(runs: &Path, id: &str, caller: &Caller) -> Option<Progress> {
     if !super::sessions::valid_id(id) {
         return None;
     }
     let dir = runs.join(id);
-    if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) || !is_batch(&dir) {
+    if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir())
+        || !is_batch(&dir)
+        || !may_follow(&dir, caller)
+    {
         return None;
     }
     let (finished, mut results) =
@@ -167,14 +187,24 @@ mod tests {
             }
         }
         std::fs::create_dir_all(runs.path().join("not-a-batch")).expect("mkdir");
-        let p = progress(runs.path(), "batch-1").expect("a batch");
+        let guest = Caller::Token(ufo_core::access::Principal {
+            name: "guest".into(),
+            role: ufo_core::access::Role::Admin,
+        });
+        assert!(
+            progress(runs.path(), "batch-1", &guest).is_none(),
+            "not shared"
+        );
+        assert!(list(runs.path(), &guest).is_empty(), "not listed");
+        crate::sharing::write(&b, &["guest".into()]).expect("share");
+        let p = progress(runs.path(), "batch-1", &guest).expect("a batch");
         assert!(!p.finished);
         assert_eq!((p.total, p.done, p.passed, p.failed), (3, 2, 1, 1));
         assert!(p.summary.contains("TOTAL"), "{}", p.summary);
         assert!(p.results.iter().all(|r| r.log.is_empty()));
-        assert!(progress(runs.path(), "not-a-batch").is_none());
-        assert!(progress(runs.path(), "../x").is_none());
-        let all = list(runs.path());
+        assert!(progress(runs.path(), "not-a-batch", &Caller::Owner).is_none());
+        assert!(progress(runs.path(), "../x", &Caller::Owner).is_none());
+        let all = list(runs.path(), &guest);
         assert_eq!(all.len(), 1);
         assert!(all[0].results.is_empty(), "the list carries counts only");
     }

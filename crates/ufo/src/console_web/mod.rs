@@ -23,9 +23,10 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::Extension;
 use axum::Router;
 use serde_json::{json, Value};
-use ufo_core::access::Caller;
+use ufo_core::access::{Caller, SessionOp, Verdict};
 use ufo_mcp::http::{Gate, Refusal};
 
 pub use sessions::Allowed;
@@ -35,10 +36,17 @@ use sessions::Children;
 pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' \
                        data:; connect-src 'self'; base-uri 'none'; form-action 'self'; \
                        frame-ancestors 'none'";
-/// The replay report's policy (it carries its script and style inline, nothing else).
-const REPORT_CSP: &str = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; \
-                          script-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; \
-                          frame-ancestors 'none'";
+/// The replay report's policy: its own inline style, images as data, and only the scripts the
+/// report ships (by their hashes), in a sandbox of its own origin, so that even a script that
+/// trajectory text slipped into the page would neither run nor reach the console's cookie or
+/// API.
+fn report_csp() -> String {
+    format!(
+        "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src {}; \
+         base-uri 'none'; form-action 'none'; frame-ancestors 'none'; sandbox allow-scripts",
+        crate::commands::report::script_sources().join(" ")
+    )
+}
 /// The session cookie's name.
 const COOKIE: &str = "ufo_console";
 /// Largest screenshot served.
@@ -55,6 +63,7 @@ pub struct WebConsole {
     tls: bool,
     logins: Mutex<login::Logins>,
     children: Arc<Children>,
+    streams: Arc<stream::Streams>,
 }
 
 impl WebConsole {
@@ -66,6 +75,7 @@ impl WebConsole {
             tls,
             logins: Mutex::new(login::Logins::default()),
             children: Arc::new(Children::default()),
+            streams: Arc::new(stream::Streams::default()),
         })
     }
 
@@ -302,14 +312,18 @@ struct Requester {
     token_id: String,
 }
 
-async fn list_sessions(State(c): Shared) -> Response {
+async fn list_sessions(State(c): Shared, Extension(who): Extension<Requester>) -> Response {
     json_response(
         StatusCode::OK,
-        &sessions::list(&c.allowed.runs, &c.children).await,
+        &sessions::list(&c.allowed.runs, &c.children, &who.caller).await,
     )
 }
 
-async fn start_session(State(c): Shared, body: Bytes) -> Response {
+async fn start_session(
+    State(c): Shared,
+    Extension(who): Extension<Requester>,
+    body: Bytes,
+) -> Response {
     let req: sessions::StartRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => {
@@ -319,7 +333,7 @@ async fn start_session(State(c): Shared, body: Bytes) -> Response {
             )
         }
     };
-    match c.children.start(&c.allowed, &req) {
+    match c.children.start(&c.allowed, &who.caller, &req) {
         Ok(id) => json_response(StatusCode::CREATED, &sessions::started(&id)),
         Err(r) => error(
             StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST),
@@ -328,41 +342,93 @@ async fn start_session(State(c): Shared, body: Bytes) -> Response {
     }
 }
 
+fn not_found(id: &str) -> Box<Response> {
+    Box::new(error(
+        StatusCode::NOT_FOUND,
+        format!("no session {id:?} in the runs folder"),
+    ))
+}
+
 fn session_dir(c: &WebConsole, id: &str) -> Result<PathBuf, Box<Response>> {
     match sessions::folder(&c.allowed.runs, id) {
         Some(d) => Ok(d),
         None if sessions::valid_id(id) && c.children.is_running(id) => Ok(c.allowed.runs.join(id)),
-        None => Err(Box::new(error(
-            StatusCode::NOT_FOUND,
-            format!("no session {id:?} in the runs folder"),
-        ))),
+        None => Err(not_found(id)),
     }
 }
 
-async fn session_events(State(c): Shared, UrlPath(id): UrlPath<String>) -> Response {
-    match session_dir(&c, &id) {
-        Ok(dir) => stream::events(dir, id, c.children.clone()).into_response(),
-        Err(r) => *r,
+/// The folder of session `id` when `who` may do `op` with it (docs/security.md, "Who may do
+/// what"): 404 when it does not exist or is not theirs to know of, 403 when they see it but
+/// may not do this.
+fn reach(
+    c: &WebConsole,
+    id: &str,
+    who: &Requester,
+    op: SessionOp,
+) -> Result<PathBuf, Box<Response>> {
+    let dir = session_dir(c, id)?;
+    match sessions::may(&c.allowed.runs, id, &who.caller, op) {
+        Verdict::Allow => Ok(dir),
+        Verdict::Hidden => Err(not_found(id)),
+        Verdict::Forbidden(why) => Err(Box::new(error(StatusCode::FORBIDDEN, why))),
+    }
+}
+
+async fn session_events(
+    State(c): Shared,
+    Extension(who): Extension<Requester>,
+    UrlPath(id): UrlPath<String>,
+) -> Response {
+    let dir = match reach(&c, &id, &who, SessionOp::Watch) {
+        Ok(d) => d,
+        Err(r) => return *r,
+    };
+    let Some(slot) = c.streams.take(&who.token_id) else {
+        return error(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "this token has {} event streams open, the most one token keeps; close a page \
+                 that follows a session",
+                stream::MAX_STREAMS_PER_TOKEN
+            ),
+        );
+    };
+    let gate = c.gate.clone();
+    let token_id = who.token_id.clone();
+    let reader = stream::Reader {
+        caller: who.caller,
+        valid: Box::new(move || gate.current(&token_id).is_some()),
+        slot,
+    };
+    stream::events(dir, id, c.children.clone(), reader).into_response()
+}
+
+/// What a console operation does to a session, as the access rule names it; `None` for an
+/// operation the console does not have.
+fn op_of(op: &str) -> Option<SessionOp> {
+    match op {
+        "answer" => Some(SessionOp::Answer),
+        "cancel" => Some(SessionOp::Cancel),
+        "takeover" | "handback" | "input" => Some(SessionOp::TakeOver),
+        _ => None,
     }
 }
 
 /// `POST /api/sessions/{id}/answer|cancel|takeover|handback|input`: the body (a JSON object)
-/// with `op` added, to the control socket; its `ok:false` is a 409.
+/// with `op` and the caller (`as`) added, to the control socket; its `ok:false` is a 409.
 async fn session_control(
     State(c): Shared,
+    Extension(who): Extension<Requester>,
     UrlPath((id, op)): UrlPath<(String, String)>,
     body: Bytes,
 ) -> Response {
-    if !matches!(
-        op.as_str(),
-        "answer" | "cancel" | "takeover" | "handback" | "input"
-    ) {
+    let Some(access_op) = op_of(&op) else {
         return error(
             StatusCode::NOT_FOUND,
             format!("no operation {op:?}: answer, cancel, takeover, handback or input"),
         );
-    }
-    let dir = match session_dir(&c, &id) {
+    };
+    let dir = match reach(&c, &id, &who, access_op) {
         Ok(d) => d,
         Err(r) => return *r,
     };
@@ -376,7 +442,7 @@ async fn session_control(
     };
     request["op"] = Value::String(op.clone());
     tracing::info!(session = %id, op = %op, "console request");
-    proxy(&dir, &request).await
+    proxy(&dir, &socket::with_caller(request, &who.caller)).await
 }
 
 async fn proxy(dir: &std::path::Path, request: &Value) -> Response {
@@ -399,13 +465,18 @@ fn png(bytes: Vec<u8>) -> Response {
 }
 
 /// `GET /api/sessions/{id}/view`: a fresh screenshot of a taken-over private desktop.
-async fn session_view(State(c): Shared, UrlPath(id): UrlPath<String>) -> Response {
+async fn session_view(
+    State(c): Shared,
+    Extension(who): Extension<Requester>,
+    UrlPath(id): UrlPath<String>,
+) -> Response {
     use base64::Engine as _;
-    let dir = match session_dir(&c, &id) {
+    let dir = match reach(&c, &id, &who, SessionOp::TakeOver) {
         Ok(d) => d,
         Err(r) => return *r,
     };
-    match socket::request(&socket::path(&dir), &json!({"op": "view"})).await {
+    let view = socket::with_caller(json!({"op": "view"}), &who.caller);
+    match socket::request(&socket::path(&dir), &view).await {
         Ok(a) if a["ok"] == true => {
             match base64::engine::general_purpose::STANDARD.decode(a["png"].as_str().unwrap_or(""))
             {
@@ -453,8 +524,12 @@ fn latest_screenshot(dir: &std::path::Path) -> Option<PathBuf> {
     best.map(|(_, _, p)| p)
 }
 
-async fn session_screenshot(State(c): Shared, UrlPath(id): UrlPath<String>) -> Response {
-    let dir = match session_dir(&c, &id) {
+async fn session_screenshot(
+    State(c): Shared,
+    Extension(who): Extension<Requester>,
+    UrlPath(id): UrlPath<String>,
+) -> Response {
+    let dir = match reach(&c, &id, &who, SessionOp::Watch) {
         Ok(d) => d,
         Err(r) => return *r,
     };
@@ -472,8 +547,12 @@ async fn session_screenshot(State(c): Shared, UrlPath(id): UrlPath<String>) -> R
 }
 
 /// `GET /api/sessions/{id}/report`: `ufo report`'s page, rendered now.
-async fn session_report(State(c): Shared, UrlPath(id): UrlPath<String>) -> Response {
-    let dir = match session_dir(&c, &id) {
+async fn session_report(
+    State(c): Shared,
+    Extension(who): Extension<Requester>,
+    UrlPath(id): UrlPath<String>,
+) -> Response {
+    let dir = match reach(&c, &id, &who, SessionOp::Watch) {
         Ok(d) => d,
         Err(r) => return *r,
     };
@@ -492,10 +571,9 @@ async fn session_report(State(c): Shared, UrlPath(id): UrlPath<String>) -> Respo
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("text/html; charset=utf-8"),
             );
-            r.headers_mut().insert(
-                header::CONTENT_SECURITY_POLICY,
-                HeaderValue::from_static(REPORT_CSP),
-            );
+            if let Ok(csp) = HeaderValue::from_str(&report_csp()) {
+                r.headers_mut().insert(header::CONTENT_SECURITY_POLICY, csp);
+            }
             r
         }
         Ok(Err(e)) => error(StatusCode::NOT_FOUND, format!("no report: {e:#}")),
@@ -503,17 +581,21 @@ async fn session_report(State(c): Shared, UrlPath(id): UrlPath<String>) -> Respo
     }
 }
 
-async fn list_batches(State(c): Shared) -> Response {
+async fn list_batches(State(c): Shared, Extension(who): Extension<Requester>) -> Response {
     let runs = c.allowed.runs.clone();
-    let list = tokio::task::spawn_blocking(move || batches::list(&runs))
+    let list = tokio::task::spawn_blocking(move || batches::list(&runs, &who.caller))
         .await
         .unwrap_or_default();
     json_response(StatusCode::OK, &list)
 }
 
-async fn batch(State(c): Shared, UrlPath(id): UrlPath<String>) -> Response {
+async fn batch(
+    State(c): Shared,
+    Extension(who): Extension<Requester>,
+    UrlPath(id): UrlPath<String>,
+) -> Response {
     let runs = c.allowed.runs.clone();
-    let found = tokio::task::spawn_blocking(move || batches::progress(&runs, &id))
+    let found = tokio::task::spawn_blocking(move || batches::progress(&runs, &id, &who.caller))
         .await
         .ok()
         .flatten();
@@ -529,6 +611,24 @@ async fn batch(State(c): Shared, UrlPath(id): UrlPath<String>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_report_runs_only_the_scripts_it_ships_in_a_sandbox() {
+        let csp = report_csp();
+        assert!(csp.contains("sandbox allow-scripts"), "{csp}");
+        assert!(!csp.contains("allow-same-origin"), "{csp}");
+        let script_src = csp
+            .split(';')
+            .find(|d| d.trim().starts_with("script-src"))
+            .expect("a script-src");
+        assert!(!script_src.contains("unsafe-inline"), "{csp}");
+        assert_eq!(
+            crate::commands::report::script_sources().len(),
+            1,
+            "the report ships one script"
+        );
+        assert!(script_src.contains("'sha256-"), "{csp}");
+    }
 
     #[test]
     fn the_latest_screenshot_is_the_newest_step_annotated_first() {

@@ -1,8 +1,11 @@
 //! Sessions started from the console: `ufo run` children, each in a process group of its own
 //! with stdin closed and `UFO_CONSOLE=1` (so `--confirm ask` and questions wait for the page),
-//! at most `max_running` at once, ended with the server (SIGTERM, then SIGKILL; a server killed
-//! outright is noticed by the sessions themselves, `control/server.rs`). And the list
-//! of a runs folder's sessions, read by `ufo runs`' reader.
+//! at most `max_running` at once and `max_per_token` per token, ended with the server
+//! (SIGTERM, then SIGKILL; a server killed outright is noticed by the sessions themselves,
+//! `control/server.rs`). A start is checked field by field against what the server's flags
+//! allow ([`run_args`]); the token that started a session owns it (`.console-sessions/<id>.json`
+//! in the runs folder, and `UFO_CONSOLE_OWNER` in its environment). And the list of a runs
+//! folder's sessions, read by `ufo runs`' reader, as far as the caller may see them.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -11,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use ufo_core::access::{self, Caller, Owner, ServerFlags, ServerOp, SessionOp, Verdict};
 
 use crate::commands::runs;
 
@@ -22,6 +26,13 @@ pub const MAX_LISTED: usize = 200;
 const MAX_ASKED: usize = 16;
 /// Longest request text.
 const MAX_REQUEST: usize = 8 * 1024;
+/// Largest `max_steps` and `max_rounds` a start may ask for.
+const MAX_STEPS: u32 = 1000;
+const MAX_ROUNDS: u32 = 100;
+/// The folder of the runs folder where the console keeps who started each session.
+pub const OWNERS: &str = ".console-sessions";
+/// Largest owner record read.
+const MAX_OWNER_FILE: u64 = 4096;
 
 /// The body of `POST /api/sessions`.
 #[derive(Debug, Clone, Deserialize)]
@@ -32,7 +43,8 @@ pub struct StartRequest {
     /// The desktop (default: the server's own).
     #[serde(default)]
     pub desktop: Option<String>,
-    /// Devices (`NAME=SPEC` or names of ufo.toml's `[devices]`), instead of a desktop.
+    /// Device names, among those the server was given (`ufo serve --device`), instead of a
+    /// desktop.
     #[serde(default)]
     pub devices: Option<Vec<String>>,
     /// The model spec (default: the first the server allows).
@@ -64,6 +76,13 @@ pub struct Allowed {
     pub config: Option<PathBuf>,
     /// Most sessions running at once.
     pub max_running: usize,
+    /// Most sessions one token runs at once.
+    pub max_per_token: usize,
+    /// The devices a session may name (`ufo serve --device`): each device's name and the
+    /// `--device` value the session is given (`NAME` or `NAME=SPEC`).
+    pub devices: Vec<(String, String)>,
+    /// What the server's flags allow.
+    pub flags: ServerFlags,
 }
 
 /// Why a session did not start (the HTTP status and a message).
@@ -82,8 +101,29 @@ fn refused(status: u16, message: impl Into<String>) -> Refused {
     }
 }
 
-/// The `ufo run` arguments of a start request, or why it is refused.
-pub fn run_args(allowed: &Allowed, req: &StartRequest, out: &Path) -> Result<Vec<String>, Refused> {
+/// A refusal from the access rule (403).
+fn check(verdict: Verdict) -> Result<(), Refused> {
+    match verdict {
+        Verdict::Allow => Ok(()),
+        Verdict::Hidden => Err(refused(404, "not found")),
+        Verdict::Forbidden(why) => Err(refused(403, why)),
+    }
+}
+
+/// The `ufo run` arguments of `caller`'s start request, or why it is refused: every field is
+/// checked against what the server allows (docs/security.md, "Who may do what"), none is
+/// passed through.
+pub fn run_args(
+    allowed: &Allowed,
+    caller: &Caller,
+    req: &StartRequest,
+    out: &Path,
+) -> Result<Vec<String>, Refused> {
+    check(access::on_server(
+        caller,
+        allowed.flags,
+        ServerOp::StartSession,
+    ))?;
     let request = req.request.trim();
     if request.is_empty() || request.len() > MAX_REQUEST {
         return Err(refused(
@@ -91,37 +131,90 @@ pub fn run_args(allowed: &Allowed, req: &StartRequest, out: &Path) -> Result<Vec
             format!("the request must be 1 to {MAX_REQUEST} bytes of text"),
         ));
     }
-    let llm = match &req.llm {
+    let llm = chosen_model(allowed, req.llm.as_deref())?;
+    let mut args: Vec<String> = vec!["run".into()];
+    args.extend(chosen_desktop(allowed, req)?);
+    args.extend(["--llm".into(), llm]);
+    if let Some(n) = req.max_steps {
+        args.extend(["--max-steps".into(), bounded("max_steps", n, MAX_STEPS)?]);
+    }
+    if let Some(n) = req.max_rounds {
+        args.extend(["--max-rounds".into(), bounded("max_rounds", n, MAX_ROUNDS)?]);
+    }
+    let confirm = req.confirm.unwrap_or(crate::cli::ConfirmPolicy::Ask);
+    if confirm == crate::cli::ConfirmPolicy::Yes {
+        check(access::on_server(
+            caller,
+            allowed.flags,
+            ServerOp::ApproveUnasked,
+        ))?;
+    }
+    args.extend(["--confirm".into(), confirm.as_str().into()]);
+    if !access::on_server(caller, allowed.flags, ServerOp::Shell).allowed() {
+        args.push("--no-shell".into());
+    }
+    if let Some(c) = &allowed.config {
+        args.extend(["--config".into(), c.display().to_string()]);
+    }
+    args.extend(["--out".into(), out.display().to_string()]);
+    args.push("--".into());
+    args.push(request.to_string());
+    Ok(args)
+}
+
+/// The model a start asks for, when the server allows it (the first by default).
+fn chosen_model(allowed: &Allowed, asked: Option<&str>) -> Result<String, Refused> {
+    match asked {
         None => allowed.llms.first().cloned().ok_or_else(|| {
             refused(
                 403,
                 "this server allows no model for sessions: start `ufo serve` with --llm SPEC",
             )
-        })?,
-        Some(l) if allowed.llms.iter().any(|a| a == l) => l.clone(),
-        Some(l) => {
-            return Err(refused(
-                403,
-                format!(
-                    "the model {l:?} is not one this server allows ({}); choose one of them",
-                    allowed.llms.join(", ")
-                ),
-            ))
-        }
-    };
-    let mut args: Vec<String> = vec!["run".into()];
+        }),
+        Some(l) if allowed.llms.iter().any(|a| a == l) => Ok(l.to_string()),
+        Some(l) => Err(refused(
+            403,
+            format!(
+                "the model {l:?} is not one this server allows ({}); choose one of them",
+                allowed.llms.join(", ")
+            ),
+        )),
+    }
+}
+
+/// The `--desktop` or `--device` arguments of a start: the server's desktop or `private`, or
+/// devices the server was given, named.
+fn chosen_desktop(allowed: &Allowed, req: &StartRequest) -> Result<Vec<String>, Refused> {
     match (&req.desktop, &req.devices) {
-        (Some(_), Some(_)) => {
-            return Err(refused(400, "give either a desktop or devices, not both"));
-        }
+        (Some(_), Some(_)) => Err(refused(400, "give either a desktop or devices, not both")),
         (_, Some(devices)) => {
             if devices.is_empty() || devices.len() > 16 {
                 return Err(refused(400, "give 1 to 16 devices"));
             }
-            for d in devices {
-                args.push("--device".into());
-                args.push(d.clone());
+            let mut args = Vec::new();
+            for name in devices {
+                let Some((_, value)) = allowed.devices.iter().find(|(n, _)| n == name) else {
+                    return Err(refused(
+                        403,
+                        format!(
+                            "the device {name:?} is not one this server offers ({}); name one of \
+                             the devices `ufo serve --device` was given",
+                            if allowed.devices.is_empty() {
+                                "it offers none".to_string()
+                            } else {
+                                allowed
+                                    .devices
+                                    .iter()
+                                    .map(|(n, _)| n.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            }
+                        ),
+                    ));
+                };
+                args.extend(["--device".into(), value.clone()]);
             }
+            Ok(args)
         }
         (desktop, None) => {
             let desktop = desktop.as_deref().unwrap_or(&allowed.desktop);
@@ -134,26 +227,18 @@ pub fn run_args(allowed: &Allowed, req: &StartRequest, out: &Path) -> Result<Vec
                     ),
                 ));
             }
-            args.push("--desktop".into());
-            args.push(desktop.to_string());
+            Ok(vec!["--desktop".into(), desktop.to_string()])
         }
     }
-    args.extend(["--llm".into(), llm]);
-    if let Some(n) = req.max_steps {
-        args.extend(["--max-steps".into(), n.to_string()]);
+}
+
+/// `n` as an argument when it is 1 to `max`.
+fn bounded(field: &str, n: u32, max: u32) -> Result<String, Refused> {
+    if (1..=max).contains(&n) {
+        Ok(n.to_string())
+    } else {
+        Err(refused(400, format!("{field} must be 1 to {max}")))
     }
-    if let Some(n) = req.max_rounds {
-        args.extend(["--max-rounds".into(), n.to_string()]);
-    }
-    let confirm = req.confirm.unwrap_or(crate::cli::ConfirmPolicy::Ask);
-    args.extend(["--confirm".into(), confirm.as_str().into()]);
-    if let Some(c) = &allowed.config {
-        args.extend(["--config".into(), c.display().to_string()]);
-    }
-    args.extend(["--out".into(), out.display().to_string()]);
-    args.push("--".into());
-    args.push(request.to_string());
-    Ok(args)
 }
 
 /// Whether `id` may name a folder of the runs folder: letters, digits, `-_.`, not starting
@@ -184,6 +269,8 @@ fn new_id() -> Result<String, Refused> {
 struct Child {
     pgid: i32,
     started: Instant,
+    /// The token that started it.
+    owner: String,
 }
 
 /// The sessions this server started and that still run.
@@ -201,12 +288,24 @@ impl Children {
             .unwrap_or(false)
     }
 
-    /// Start a session; its id.
+    /// How many sessions started with the token named `name` still run.
+    fn running_for(&self, name: &str) -> usize {
+        self.running
+            .lock()
+            .map(|m| m.values().filter(|c| c.owner == name).count())
+            .unwrap_or(usize::MAX)
+    }
+
+    /// Start a session for `caller` (a token holder); its id.
     pub fn start(
         self: &std::sync::Arc<Self>,
         allowed: &Allowed,
+        caller: &Caller,
         req: &StartRequest,
     ) -> Result<String, Refused> {
+        let Caller::Token(principal) = caller else {
+            return Err(refused(403, "sessions are started by token holders"));
+        };
         let count = self.running.lock().map(|m| m.len()).unwrap_or(usize::MAX);
         if count >= allowed.max_running {
             return Err(refused(
@@ -217,9 +316,21 @@ impl Children {
                 ),
             ));
         }
+        let mine = self.running_for(&principal.name);
+        if mine >= allowed.max_per_token {
+            return Err(refused(
+                429,
+                format!(
+                    "{mine} sessions of the token {:?} are running, the most one token runs at \
+                     once; wait for one to end or cancel one",
+                    principal.name
+                ),
+            ));
+        }
         let id = new_id()?;
         let out = allowed.runs.join(&id);
-        let args = run_args(allowed, req, &out)?;
+        let args = run_args(allowed, caller, req, &out)?;
+        record_owner(&allowed.runs, &id, &principal.name)?;
         let logs = allowed.runs.join(".console-logs");
         std::fs::create_dir_all(&logs).map_err(|e| {
             refused(
@@ -236,6 +347,8 @@ impl Children {
         let mut cmd = tokio::process::Command::new(&allowed.exe);
         cmd.args(&args)
             .env("UFO_CONSOLE", "1")
+            // the session belongs to the token that started it (control/server.rs)
+            .env(crate::control::OWNER_VAR, &principal.name)
             // the session ends with this server however it ends (control/server.rs)
             .env(crate::control::SERVER_VAR, std::process::id().to_string())
             .stdout(log.0)
@@ -265,6 +378,7 @@ impl Children {
                 Child {
                     pgid,
                     started: Instant::now(),
+                    owner: principal.name.clone(),
                 },
             );
         }
@@ -331,9 +445,10 @@ pub struct SessionRow {
     pub taken: Value,
 }
 
-/// The sessions of the runs folder, newest first: `ufo runs`' rows, RUNNING for those whose
-/// control socket answers or that this server started and that still run.
-pub async fn list(runs: &Path, children: &Children) -> Vec<SessionRow> {
+/// The sessions of the runs folder that `caller` may watch, newest first: `ufo runs`' rows,
+/// RUNNING for those whose control socket answers or that this server started and that still
+/// run.
+pub async fn list(runs: &Path, children: &Children, caller: &Caller) -> Vec<SessionRow> {
     let dir = runs.to_path_buf();
     let scan = tokio::task::spawn_blocking(move || runs::scan(&dir))
         .await
@@ -342,7 +457,13 @@ pub async fn list(runs: &Path, children: &Children) -> Vec<SessionRow> {
         .unwrap_or_default();
     let mut rows = Vec::new();
     let mut asked = 0;
-    for r in scan.rows.into_iter().take(MAX_LISTED) {
+    for r in scan.rows.into_iter() {
+        if rows.len() >= MAX_LISTED {
+            break;
+        }
+        if !may(runs, &r.name, caller, SessionOp::Watch).allowed() {
+            continue;
+        }
         let mut row = SessionRow {
             status: r.status.clone(),
             id: r.name,
@@ -356,7 +477,7 @@ pub async fn list(runs: &Path, children: &Children) -> Vec<SessionRow> {
         let mine = children.is_running(&row.id);
         if (r.status == "INCOMPLETE" || mine) && asked < MAX_ASKED {
             asked += 1;
-            if let Some(state) = super::socket::state(&runs.join(&row.id)).await {
+            if let Some(state) = super::socket::state(&runs.join(&row.id), caller).await {
                 row.status = "RUNNING".into();
                 row.asking = state["asking"].clone();
                 row.taken = state["taken"].clone();
@@ -369,7 +490,7 @@ pub async fn list(runs: &Path, children: &Children) -> Vec<SessionRow> {
     }
     // started here but no trajectory yet: shown as running with what is known
     for id in children.ids() {
-        if !rows.iter().any(|r| r.id == id) {
+        if !rows.iter().any(|r| r.id == id) && may(runs, &id, caller, SessionOp::Watch).allowed() {
             rows.insert(
                 0,
                 SessionRow {
@@ -386,6 +507,50 @@ pub async fn list(runs: &Path, children: &Children) -> Vec<SessionRow> {
         }
     }
     rows
+}
+
+/// Whether `caller` may do `op` with the session `id` of `runs` (the one access rule, on the
+/// session's owner).
+pub fn may(runs: &Path, id: &str, caller: &Caller, op: SessionOp) -> Verdict {
+    access::on_session(caller, &owner_of(runs, id), op)
+}
+
+/// Who the session `id` of `runs` belongs to: the token the console recorded when it started
+/// it, else the terminal that started it, shared with the names of its `share.json`.
+pub fn owner_of(runs: &Path, id: &str) -> Owner {
+    if !valid_id(id) {
+        return Owner::private_terminal();
+    }
+    let record = runs.join(OWNERS).join(format!("{id}.json"));
+    if let Ok(bytes) = crate::folder::read_capped(&record, MAX_OWNER_FILE) {
+        if let Ok(owner @ Owner::Token { .. }) = serde_json::from_slice::<Owner>(&bytes) {
+            return owner;
+        }
+    }
+    Owner::Terminal {
+        shared: crate::sharing::read(&runs.join(id)),
+    }
+}
+
+/// Keep who started the session `id` (before it starts: a session without its owner recorded
+/// is not started).
+fn record_owner(runs: &Path, id: &str, name: &str) -> Result<(), Refused> {
+    let dir = runs.join(OWNERS);
+    let cannot = |e: std::io::Error| {
+        refused(
+            500,
+            format!(
+                "cannot record the session's owner in {}: {e}; check the runs folder",
+                dir.display()
+            ),
+        )
+    };
+    std::fs::create_dir_all(&dir).map_err(cannot)?;
+    let owner = Owner::Token {
+        name: name.to_string(),
+    };
+    let bytes = serde_json::to_vec(&owner).map_err(|e| cannot(std::io::Error::other(e)))?;
+    crate::folder::write_bytes(&dir.join(format!("{id}.json")), &bytes).map_err(cannot)
 }
 
 impl Children {
@@ -416,6 +581,8 @@ pub fn started(id: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use ufo_core::access::{Principal, Role};
 
     fn allowed() -> Allowed {
         Allowed {
@@ -425,7 +592,25 @@ mod tests {
             llms: vec!["script:/s.jsonl".into(), "openai:gpt-4o".into()],
             config: None,
             max_running: 2,
+            max_per_token: 1,
+            devices: vec![("lab".into(), "lab=sim:/lab.json".into())],
+            flags: ServerFlags {
+                models: true,
+                actions: true,
+                shell: false,
+            },
         }
+    }
+
+    fn token(role: Role) -> Caller {
+        Caller::Token(Principal {
+            name: "alice".into(),
+            role,
+        })
+    }
+
+    fn user() -> Caller {
+        token(Role::User)
     }
 
     fn req(json: &str) -> StartRequest {
@@ -433,9 +618,10 @@ mod tests {
     }
 
     #[test]
-    fn the_defaults_are_the_server_desktop_and_first_model_and_ask() {
+    fn the_defaults_are_the_server_desktop_and_first_model_and_ask_without_a_shell() {
         let a = run_args(
             &allowed(),
+            &user(),
             &req(r#"{"request":"-rf do it"}"#),
             Path::new("runs/x"),
         )
@@ -450,18 +636,30 @@ mod tests {
                 "script:/s.jsonl",
                 "--confirm",
                 "ask",
+                "--no-shell",
                 "--out",
                 "runs/x",
                 "--",
                 "-rf do it"
             ]
         );
+        let mut with_shell = allowed();
+        with_shell.flags.shell = true;
+        let a = run_args(
+            &with_shell,
+            &user(),
+            &req(r#"{"request":"r"}"#),
+            Path::new("o"),
+        )
+        .expect("allowed");
+        assert!(!a.iter().any(|x| x == "--no-shell"), "{a:?}");
     }
 
     #[test]
     fn other_desktops_and_models_are_refused() {
         let e = run_args(
             &allowed(),
+            &user(),
             &req(r#"{"request":"r","desktop":"live"}"#),
             Path::new("o"),
         )
@@ -469,6 +667,7 @@ mod tests {
         assert_eq!(e.status, 403);
         let e = run_args(
             &allowed(),
+            &user(),
             &req(r#"{"request":"r","llm":"anthropic:x"}"#),
             Path::new("o"),
         )
@@ -477,17 +676,98 @@ mod tests {
         assert!(e.message.contains("openai:gpt-4o"), "{}", e.message);
         let ok = run_args(
             &allowed(),
-            &req(r#"{"request":"r","desktop":"private","llm":"openai:gpt-4o","max_steps":5,"confirm":"yes"}"#),
+            &user(),
+            &req(r#"{"request":"r","desktop":"private","llm":"openai:gpt-4o","max_steps":5,"confirm":"no"}"#),
             Path::new("o"),
         )
         .expect("allowed");
         assert!(ok.windows(2).any(|w| w == ["--desktop", "private"]));
         assert!(ok.windows(2).any(|w| w == ["--max-steps", "5"]));
-        assert!(ok.windows(2).any(|w| w == ["--confirm", "yes"]));
-        let e =
-            run_args(&allowed(), &req(r#"{"request":"  "}"#), Path::new("o")).expect_err("empty");
+        assert!(ok.windows(2).any(|w| w == ["--confirm", "no"]));
+        let e = run_args(
+            &allowed(),
+            &user(),
+            &req(r#"{"request":"  "}"#),
+            Path::new("o"),
+        )
+        .expect_err("empty");
         assert_eq!(e.status, 400);
         assert!(serde_json::from_str::<StartRequest>(r#"{"request":"r","shell":"x"}"#).is_err());
+        for big in [
+            r#"{"request":"r","max_steps":0}"#,
+            r#"{"request":"r","max_rounds":1000000}"#,
+        ] {
+            assert_eq!(
+                run_args(&allowed(), &user(), &req(big), Path::new("o"))
+                    .expect_err(big)
+                    .status,
+                400
+            );
+        }
+    }
+
+    #[test]
+    fn devices_are_only_those_the_server_was_given_by_name() {
+        let ok = run_args(
+            &allowed(),
+            &user(),
+            &req(r#"{"request":"r","devices":["lab"]}"#),
+            Path::new("o"),
+        )
+        .expect("a device of the server");
+        assert!(
+            ok.windows(2)
+                .any(|w| w == ["--device", "lab=sim:/lab.json"]),
+            "{ok:?}"
+        );
+        for form in [
+            r#"{"request":"r","devices":["x=remote:http://127.0.0.1:9"]}"#,
+            r#"{"request":"r","devices":["a=sim:/other.json"]}"#,
+            r#"{"request":"r","devices":["lab=sim:/other.json"]}"#,
+            r#"{"request":"r","devices":["other"]}"#,
+        ] {
+            let e = run_args(&allowed(), &user(), &req(form), Path::new("o")).expect_err(form);
+            assert_eq!(e.status, 403, "{form}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn the_server_flags_and_the_role_bound_a_start() {
+        let r = req(r#"{"request":"r"}"#);
+        let mut no_actions = allowed();
+        no_actions.flags.actions = false;
+        let e = run_args(&no_actions, &token(Role::Admin), &r, Path::new("o")).expect_err("no");
+        assert_eq!(e.status, 403);
+        assert!(e.message.contains("--allow-actions"), "{}", e.message);
+        let e = run_args(&allowed(), &token(Role::Viewer), &r, Path::new("o")).expect_err("no");
+        assert_eq!(e.status, 403);
+        let yes = req(r#"{"request":"r","confirm":"yes"}"#);
+        let e = run_args(&allowed(), &user(), &yes, Path::new("o")).expect_err("no");
+        assert_eq!(e.status, 403, "a user may not approve held actions unasked");
+        assert!(run_args(&allowed(), &token(Role::Admin), &yes, Path::new("o")).is_ok());
+    }
+
+    #[test]
+    fn a_sessions_owner_is_the_recorded_token_else_its_terminal_and_shares() {
+        let runs = tempfile::tempdir().expect("tempdir");
+        let id = "20250101-000000-abc";
+        std::fs::create_dir_all(runs.path().join(id)).expect("mkdir");
+        assert_eq!(owner_of(runs.path(), id), Owner::private_terminal());
+        crate::sharing::write(&runs.path().join(id), &["bob".into()]).expect("share");
+        assert_eq!(
+            owner_of(runs.path(), id),
+            Owner::Terminal {
+                shared: vec!["bob".into()]
+            }
+        );
+        record_owner(runs.path(), id, "alice").expect("record");
+        assert_eq!(
+            owner_of(runs.path(), id),
+            Owner::Token {
+                name: "alice".into()
+            }
+        );
+        assert_eq!(owner_of(runs.path(), "../x"), Owner::private_terminal());
     }
 
     #[test]
@@ -500,5 +780,46 @@ mod tests {
         }
         let id = new_id().expect("id");
         assert!(valid_id(&id), "{id}");
+    }
+
+    proptest! {
+        /// Any start form: refused, or turned into arguments that name only the server's
+        /// desktops, models and devices, with `--no-shell` on a server without a shell, the
+        /// request after `--`, never an option taken from the form.
+        #[test]
+        fn a_start_form_never_widens_what_the_server_allows(
+            request in ".{0,40}",
+            desktop in proptest::option::of("(live|private|sim:/d.json|sim:/x.json|remote:http://h)"),
+            devices in proptest::option::of(proptest::collection::vec("(lab|x=remote:http://h|lab=sim:/o.json|--shell)", 0..3)),
+            llm in proptest::option::of("(script:/s.jsonl|openai:gpt-4o|openai:other|--no-shell)"),
+            steps in proptest::option::of(0u32..2000),
+            confirm in proptest::option::of("(ask|yes|no)"),
+            role in prop_oneof![Just(Role::Admin), Just(Role::User), Just(Role::Viewer)],
+        ) {
+            let mut form = serde_json::json!({"request": request});
+            if let Some(d) = &desktop { form["desktop"] = d.clone().into(); }
+            if let Some(d) = &devices { form["devices"] = d.clone().into(); }
+            if let Some(l) = &llm { form["llm"] = l.clone().into(); }
+            if let Some(n) = steps { form["max_steps"] = n.into(); }
+            if let Some(c) = &confirm { form["confirm"] = c.clone().into(); }
+            let Ok(req) = serde_json::from_value::<StartRequest>(form) else { return Ok(()) };
+            let a = allowed();
+            if let Ok(args) = run_args(&a, &token(role), &req, Path::new("o")) {
+                prop_assert!(role != Role::Viewer);
+                let sep = args.iter().position(|x| x == "--").expect("a separator");
+                let opts = &args[..sep];
+                prop_assert_eq!(&args[sep + 1..], [req.request.trim().to_string()]);
+                prop_assert!(opts.iter().any(|x| x == "--no-shell"));
+                for w in opts.windows(2) {
+                    match w[0].as_str() {
+                        "--desktop" => prop_assert!(w[1] == a.desktop || w[1] == "private"),
+                        "--llm" => prop_assert!(a.llms.contains(&w[1])),
+                        "--device" => prop_assert!(a.devices.iter().any(|(_, v)| *v == w[1])),
+                        "--confirm" => prop_assert!(w[1] != "yes" || role == Role::Admin),
+                        _ => {}
+                    }
+                }
+            }
+        }
     }
 }

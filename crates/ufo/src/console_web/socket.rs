@@ -1,6 +1,8 @@
 //! The client side of a session's control socket, `<out>/control.sock` (docs/console.md,
 //! "The control socket"): one JSON request line, one JSON response line; or `watch`, a
-//! stream of state lines. Every connect, write and read is bounded in time and size.
+//! stream of state lines. Every connect, write and read is bounded in time and size. Each
+//! request says whom the console sends it for (`"as"`), so the session applies the same
+//! access rule again ([`with_caller`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -8,6 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::UnixStream;
+use ufo_core::access::Caller;
 
 /// The socket's file name in a trajectory folder.
 pub const SOCKET: &str = "control.sock";
@@ -87,15 +90,28 @@ pub async fn request(sock: &Path, request: &Value) -> Result<Value, SocketError>
         .unwrap_or(Err(SocketError::Timeout(TIMEOUT)))
 }
 
-/// The session's state (`{"op":"state"}`), or `None` when no session answers in time.
-pub async fn state(dir: &Path) -> Option<Value> {
+/// `request` sent for `caller`: a token holder's name and role as `"as"`; the owner's own
+/// requests carry none.
+pub fn with_caller(mut request: Value, caller: &Caller) -> Value {
+    if let (Caller::Token(p), Some(m)) = (caller, request.as_object_mut()) {
+        m.insert("as".into(), serde_json::to_value(p).unwrap_or(Value::Null));
+    }
+    request
+}
+
+/// The session's state (`{"op":"state"}`) as `caller` may see it, or `None` when no session
+/// answers in time (or it refuses).
+pub async fn state(dir: &Path, caller: &Caller) -> Option<Value> {
     let sock = path(dir);
     if !crate::folder::exists(&sock) {
         return None;
     }
     let answer = tokio::time::timeout(
         Duration::from_secs(2),
-        request(&sock, &serde_json::json!({"op": "state"})),
+        request(
+            &sock,
+            &with_caller(serde_json::json!({"op": "state"}), caller),
+        ),
     )
     .await
     .ok()?
@@ -109,10 +125,12 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// Start watching the session at `sock`.
-    pub async fn start(sock: &Path) -> Result<Watch, SocketError> {
+    /// Start watching the session at `sock` for `caller`.
+    pub async fn start(sock: &Path, caller: &Caller) -> Result<Watch, SocketError> {
         let mut stream = connect(sock).await?;
-        tokio::time::timeout(TIMEOUT, stream.write_all(b"{\"op\":\"watch\"}\n"))
+        let mut line = with_caller(serde_json::json!({"op": "watch"}), caller).to_string();
+        line.push('\n');
+        tokio::time::timeout(TIMEOUT, stream.write_all(line.as_bytes()))
             .await
             .map_err(|_| SocketError::Timeout(TIMEOUT))?
             .map_err(|e| SocketError::Broken(e.to_string()))?;
@@ -169,7 +187,10 @@ mod tests {
             .await
             .expect("answer");
         assert_eq!(answer["op"], "cancel");
-        assert_eq!(state(dir.path()).await.expect("state")["op"], "state");
+        assert_eq!(
+            state(dir.path(), &Caller::Owner).await.expect("state")["op"],
+            "state"
+        );
     }
 
     #[tokio::test]

@@ -1,19 +1,25 @@
 //! `GET /api/sessions/{id}/events`: a session's `events.jsonl` as Server-Sent Events, from
 //! the start and then as it grows (polled every [`POLL`]), each line as `event: record` and
 //! its progress line (as `ufo run` prints it) as `event: progress`; the control socket's state
-//! as `event: state` on each change; `event: end` after `session_end`, or once the session no
-//! longer runs and the file stops growing.
+//! as `event: state` on each change; `event: end` after `session_end`, once the session no
+//! longer runs and the file stops growing, or once the token of the page's login is revoked.
+//!
+//! A stream holds what it uses only while the page is there: it ends, and lets go of its
+//! watch on the session's control socket, as soon as the page goes. One token keeps at most
+//! [`MAX_STREAMS_PER_TOKEN`] streams open ([`Streams`]).
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::response::sse::{Event, KeepAlive, Sse};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use ufo_core::access::Caller;
 
 use super::sessions::Children;
 use super::socket;
@@ -26,6 +32,72 @@ pub const MAX_EVENT_LINE: usize = 1 << 20;
 const CHUNK: u64 = 1 << 20;
 /// Events queued for a slow page before the reader waits.
 const QUEUE: usize = 64;
+/// Streams one token keeps open at once.
+pub const MAX_STREAMS_PER_TOKEN: usize = 8;
+/// How often (in polls) a stream checks that its token is still valid.
+const CHECK_TOKEN_EVERY: u32 = 5;
+
+/// The streams open per token.
+#[derive(Debug, Default)]
+pub struct Streams {
+    open: Mutex<HashMap<String, usize>>,
+}
+
+/// One open stream of a token, counted until it is dropped.
+#[derive(Debug)]
+pub struct Slot {
+    streams: Arc<Streams>,
+    token_id: String,
+}
+
+impl Streams {
+    /// A slot for one more stream of `token_id`, unless it has [`MAX_STREAMS_PER_TOKEN`].
+    pub fn take(self: &Arc<Self>, token_id: &str) -> Option<Slot> {
+        let mut open = self.open.lock().ok()?;
+        let n = open.entry(token_id.to_string()).or_default();
+        if *n >= MAX_STREAMS_PER_TOKEN {
+            return None;
+        }
+        *n += 1;
+        Some(Slot {
+            streams: self.clone(),
+            token_id: token_id.to_string(),
+        })
+    }
+
+    /// How many streams `token_id` has open.
+    #[cfg(test)]
+    pub fn open_for(&self, token_id: &str) -> usize {
+        self.open
+            .lock()
+            .map(|o| o.get(token_id).copied().unwrap_or(0))
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Ok(mut open) = self.streams.open.lock() {
+            if let Some(n) = open.get_mut(&self.token_id) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    open.remove(&self.token_id);
+                }
+            }
+        }
+    }
+}
+
+/// Whom a stream is for: the caller (its requests to the control socket say so), whether its
+/// token is still valid, and its slot.
+pub struct Reader {
+    /// The caller.
+    pub caller: Caller,
+    /// False once the token of the page's login is revoked.
+    pub valid: Box<dyn Fn() -> bool + Send + Sync>,
+    /// Its place among the token's streams.
+    pub slot: Slot,
+}
 
 /// Splits appended bytes into whole lines, each at most [`MAX_EVENT_LINE`] bytes.
 #[derive(Debug, Default)]
@@ -90,16 +162,22 @@ fn read_from(events: &Path, offset: u64) -> Vec<u8> {
     buf
 }
 
-/// The SSE response for the session in `dir` (`id` in `children`).
+/// The SSE response for the session in `dir` (`id` in `children`), for `reader`.
 pub fn events(
     dir: PathBuf,
     id: String,
     children: Arc<Children>,
+    reader: Reader,
 ) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>>> {
     let (tx, rx) = mpsc::channel::<Event>(QUEUE);
-    let done = Arc::new(AtomicBool::new(false));
-    tokio::spawn(watch_state(dir.clone(), tx.clone(), done.clone()));
-    tokio::spawn(tail(dir, id, children, tx, done));
+    let done = CancellationToken::new();
+    tokio::spawn(watch_state(
+        dir.clone(),
+        reader.caller.clone(),
+        tx.clone(),
+        done.clone(),
+    ));
+    tokio::spawn(tail(dir, id, children, reader, tx, done));
     let stream =
         futures::stream::unfold(
             rx,
@@ -108,14 +186,29 @@ pub fn events(
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }
 
-/// Send the control socket's state lines until `done` or the page goes; reconnect while the
+/// Send the control socket's state lines until `done` or the page goes (which ends the watch
+/// on the socket at once, so closed pages hold none of its connections); reconnect while the
 /// socket is there (the session may not have made it yet).
-async fn watch_state(dir: PathBuf, tx: mpsc::Sender<Event>, done: Arc<AtomicBool>) {
+async fn watch_state(
+    dir: PathBuf,
+    caller: Caller,
+    tx: mpsc::Sender<Event>,
+    done: CancellationToken,
+) {
     let sock = socket::path(&dir);
-    while !done.load(Ordering::Relaxed) && !tx.is_closed() {
+    while !done.is_cancelled() && !tx.is_closed() {
         if crate::folder::exists(&sock) {
-            if let Ok(mut w) = socket::Watch::start(&sock).await {
-                while let Some(state) = w.next().await {
+            if let Ok(mut w) = socket::Watch::start(&sock, &caller).await {
+                loop {
+                    let state = tokio::select! {
+                        () = tx.closed() => return,
+                        () = done.cancelled() => return,
+                        state = w.next() => state,
+                    };
+                    // the session refused (or ended): stop watching
+                    let Some(state) = state.filter(|s| s["ok"] != false) else {
+                        break;
+                    };
                     if tx
                         .send(Event::default().event("state").data(state.to_string()))
                         .await
@@ -126,7 +219,11 @@ async fn watch_state(dir: PathBuf, tx: mpsc::Sender<Event>, done: Arc<AtomicBool
                 }
             }
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::select! {
+            () = tx.closed() => return,
+            () = done.cancelled() => return,
+            () = tokio::time::sleep(Duration::from_millis(500)) => {}
+        }
     }
 }
 
@@ -136,15 +233,34 @@ async fn tail(
     dir: PathBuf,
     id: String,
     children: Arc<Children>,
+    reader: Reader,
     tx: mpsc::Sender<Event>,
-    done: Arc<AtomicBool>,
+    done: CancellationToken,
 ) {
+    // whichever way the tail ends, the state watch ends with it (and so the stream), and the
+    // token's stream slot is given back
+    let _end_watch = done.clone().drop_guard();
+    let Reader {
+        valid, slot: _slot, ..
+    } = reader;
     let events = dir.join("events.jsonl");
     let mut offset = 0u64;
     let mut lines = Lines::default();
     let mut ended = false;
     let mut quiet_polls = 0u32;
+    let mut polls = 0u32;
     loop {
+        polls = polls.wrapping_add(1);
+        if polls.is_multiple_of(CHECK_TOKEN_EVERY) && !valid() {
+            let _ = tx
+                .send(
+                    Event::default()
+                        .event("end")
+                        .data(json!({"why": "token revoked"}).to_string()),
+                )
+                .await;
+            return;
+        }
         let path = events.clone();
         let bytes = tokio::task::spawn_blocking(move || read_from(&path, offset))
             .await
@@ -164,7 +280,6 @@ async fn tail(
                 .await
                 .is_err()
             {
-                done.store(true, Ordering::Relaxed);
                 return;
             }
             if let Some(p) = crate::recorder::progress_line(&value, &|_, t| t.to_string()) {
@@ -173,7 +288,6 @@ async fn tail(
                     .await
                     .is_err()
                 {
-                    done.store(true, Ordering::Relaxed);
                     return;
                 }
             }
@@ -186,7 +300,6 @@ async fn tail(
         }
         // after session_end: the lines still coming (experience summaries) within a second
         if (ended && quiet_polls >= 5) || (!running && quiet_polls >= 10) {
-            done.store(true, Ordering::Relaxed);
             let why = if ended { "session_end" } else { "not running" };
             let _ = tx
                 .send(
@@ -197,11 +310,12 @@ async fn tail(
                 .await;
             return;
         }
-        if tx.is_closed() {
-            done.store(true, Ordering::Relaxed);
-            return;
+        tokio::select! {
+            () = tx.closed() => {
+                                return;
+            }
+            () = tokio::time::sleep(POLL) => {}
         }
-        tokio::time::sleep(POLL).await;
     }
 }
 
@@ -227,6 +341,19 @@ mod tests {
             l.feed(b"\n{}\n"),
             [Line::TooLong(MAX_EVENT_LINE + 13), Line::Whole("{}".into())]
         );
+    }
+
+    #[test]
+    fn a_token_keeps_a_bounded_number_of_streams_each_counted_until_dropped() {
+        let streams = Arc::new(Streams::default());
+        let slots: Vec<Slot> = (0..MAX_STREAMS_PER_TOKEN)
+            .map(|_| streams.take("alice").expect("a slot"))
+            .collect();
+        assert!(streams.take("alice").is_none(), "one more is refused");
+        assert!(streams.take("bob").is_some(), "another token has its own");
+        drop(slots);
+        assert_eq!(streams.open_for("alice"), 0, "dropped streams are released");
+        assert!(streams.take("alice").is_some());
     }
 
     proptest! {

@@ -153,6 +153,7 @@ mod tests {
         .expect("scenario");
         let control = Control::new(
             DesktopKind::Private,
+            ufo_core::access::Owner::private_terminal(),
             Arc::new(AtomicBool::new(false)),
             Box::new(|_| {}),
             Some(Arc::new(NoScreen)),

@@ -16,13 +16,17 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
-use super::protocol::{error_line, ok_line, parse_request, Request, MAX_REQUEST};
+use super::protocol::{error_line, ok_line, parse_envelope, Envelope, Request, MAX_REQUEST};
 use super::Control;
+use ufo_core::access::{self, Caller, Verdict};
 
 /// The socket's file name in the trajectory folder.
 pub const SOCKET_NAME: &str = "control.sock";
 /// Connections served at once; more are told so and closed.
 pub const MAX_CONNECTIONS: usize = 16;
+/// Of them, `watch` connections at once: the rest stay free for answers, cancels and
+/// take-overs however many pages watch.
+pub const MAX_WATCHERS: usize = 12;
 /// How long a connection may take to send its next request line.
 const IDLE: Duration = Duration::from_secs(10);
 /// How long a screenshot or an input may take.
@@ -92,6 +96,7 @@ fn replace_stale(path: &Path) -> Result<(), String> {
 
 async fn serve(listener: UnixListener, control: Arc<Control>, uid: u32) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let watchers = Arc::new(Semaphore::new(MAX_WATCHERS));
     let mut connections = tokio::task::JoinSet::new();
     let mut poll = tokio::time::interval(CANCEL_POLL);
     let mut seen_cancel = control.cancelled();
@@ -109,8 +114,9 @@ async fn serve(listener: UnixListener, control: Arc<Control>, uid: u32) {
                 match slots.clone().try_acquire_owned() {
                     Ok(slot) => {
                         let control = control.clone();
+                        let watchers = watchers.clone();
                         connections.spawn(async move {
-                            connection(stream, control).await;
+                            connection(stream, control, watchers).await;
                             drop(slot);
                         });
                     }
@@ -146,7 +152,7 @@ async fn write_line(stream: &mut (impl tokio::io::AsyncWrite + Unpin), line: &st
 
 /// Serve one connection: one response line per request line, until it closes, idles too
 /// long, sends a line too long, or asks to `watch`.
-async fn connection(stream: UnixStream, control: Arc<Control>) {
+async fn connection(stream: UnixStream, control: Arc<Control>, watchers: Arc<Semaphore>) {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     loop {
@@ -177,8 +183,16 @@ async fn connection(stream: UnixStream, control: Arc<Control>) {
         if line.iter().all(u8::is_ascii_whitespace) && complete {
             continue;
         }
-        let request = match parse_request(&line) {
-            Ok(r) => r,
+        let request = match parse_envelope(&line) {
+            Ok(Envelope { caller, request }) => match refusal(&control, &caller, &request) {
+                None => request,
+                Some(why) => {
+                    if !write_line(&mut write, &error_line(&why)).await {
+                        return;
+                    }
+                    continue;
+                }
+            },
             Err(e) => {
                 if !write_line(&mut write, &error_line(&e.to_string())).await {
                     return;
@@ -187,7 +201,18 @@ async fn connection(stream: UnixStream, control: Arc<Control>) {
             }
         };
         if request == Request::Watch {
-            watch(&mut write, &control).await;
+            let Ok(_watching) = watchers.try_acquire_owned() else {
+                let _ = write_line(
+                    &mut write,
+                    &error_line(&format!(
+                        "the control socket serves at most {MAX_WATCHERS} watches at once; \
+                         close a page that follows this session"
+                    )),
+                )
+                .await;
+                return;
+            };
+            watch(&mut reader, &mut write, &control).await;
             return;
         }
         let response = handle(&control, request).await;
@@ -197,10 +222,34 @@ async fn connection(stream: UnixStream, control: Arc<Control>) {
     }
 }
 
-/// `watch`: the state now, then once per change, until the session ends or the peer leaves.
-async fn watch(write: &mut (impl tokio::io::AsyncWrite + Unpin), control: &Control) {
+/// Why `caller` may not make `request` of this session (`None`: it may): the one access rule
+/// ([`access::on_session`]) on the session's owner, as the web console applies it before.
+fn refusal(control: &Control, caller: &Caller, request: &Request) -> Option<String> {
+    match access::on_session(caller, control.owner(), request.op()) {
+        Verdict::Allow => None,
+        Verdict::Hidden => Some(match caller {
+            Caller::Token(p) => format!(
+                "this session is not shared with the token {:?}: its owner shares it with \
+                 `--share {}`",
+                p.name, p.name
+            ),
+            Caller::Owner => "refused".into(),
+        }),
+        Verdict::Forbidden(why) => Some(why),
+    }
+}
+
+/// `watch`: the state now, then once per change, until the session ends or the peer leaves
+/// (its end of the connection closes: noticed at once, not at the next change, so a page that
+/// went holds no slot).
+async fn watch(
+    read: &mut (impl tokio::io::AsyncRead + Unpin),
+    write: &mut (impl tokio::io::AsyncWrite + Unpin),
+    control: &Control,
+) {
     let mut rx = control.subscribe();
     let mut last = Value::Null;
+    let mut ignored = [0u8; 256];
     loop {
         let state = control.state();
         if state != last {
@@ -209,8 +258,10 @@ async fn watch(write: &mut (impl tokio::io::AsyncWrite + Unpin), control: &Contr
             }
             last = state;
         }
-        if rx.changed().await.is_err() {
-            return;
+        tokio::select! {
+            changed = rx.changed() => if changed.is_err() { return },
+            // a watcher has nothing more to say: whatever it sends is dropped, its end closes it
+            read = read.read(&mut ignored) => if !matches!(read, Ok(n) if n > 0) { return },
         }
     }
 }

@@ -31,6 +31,6 @@ pub use desktop::ConsoleDesktop;
 pub use listener::ControlSocket;
 pub use recorder::SharedRecorder;
 pub use screen::Screen;
-pub use server::{end_with_server, SERVER_VAR};
+pub use server::{end_with_server, session_owner, OWNER_VAR, SERVER_VAR};
 pub use state::{By, Control, DesktopKind};
 pub use user::{console_requested, ConsoleUser};

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use ufo_core::access::{self, Caller, Principal, SessionOp};
 
 /// Longest request line, in bytes (without its newline).
 pub const MAX_REQUEST: usize = 64 * 1024;
@@ -60,6 +61,21 @@ pub enum Request {
     View,
     /// Input sent to the private desktop while it is taken over.
     Input(Input),
+}
+
+impl Request {
+    /// What it does to the session, as the access rule names it (docs/security.md, "Who may
+    /// do what").
+    pub fn op(&self) -> SessionOp {
+        match self {
+            Request::State | Request::Watch => SessionOp::Watch,
+            Request::Answer { .. } => SessionOp::Answer,
+            Request::Cancel => SessionOp::Cancel,
+            Request::Takeover | Request::Handback | Request::View | Request::Input(_) => {
+                SessionOp::TakeOver
+            }
+        }
+    }
 }
 
 /// An answer: a decision for a CONFIRM, a text for a PENDING question.
@@ -125,15 +141,47 @@ const OPS: [&str; 8] = [
     "state", "watch", "answer", "cancel", "takeover", "handback", "view", "input",
 ];
 
+/// A request line with who sends it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Envelope {
+    /// Who asks: a token holder the web console vouches for (`"as": {"name", "role"}`), or,
+    /// without `as`, the session's own user (the socket admits no one else).
+    pub caller: Caller,
+    /// What is asked.
+    pub request: Request,
+}
+
 /// Parse one request line (without its newline; a trailing `\r` and surrounding blanks are
-/// allowed).
-pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
+/// allowed), with its caller (see [`Envelope`]).
+pub fn parse_envelope(line: &[u8]) -> Result<Envelope, ProtocolError> {
     if line.len() > MAX_REQUEST {
         return Err(ProtocolError::TooLong);
     }
     let text = std::str::from_utf8(line).map_err(|_| ProtocolError::NotText)?;
-    let value: Value =
+    let mut value: Value =
         serde_json::from_str(text.trim()).map_err(|e| ProtocolError::NotJson(e.to_string()))?;
+    let caller = match value.as_object_mut().and_then(|m| m.remove("as")) {
+        None | Some(Value::Null) => Caller::Owner,
+        Some(who) => serde_json::from_value::<Principal>(who)
+            .ok()
+            .filter(|p| access::valid_token_name(&p.name))
+            .map(Caller::Token)
+            .ok_or_else(|| {
+                ProtocolError::BadFields(
+                    "as: give {\"name\": TOKEN_NAME, \"role\": \"admin\"|\"user\"|\"viewer\"} \
+                     or leave it out"
+                        .into(),
+                )
+            })?,
+    };
+    Ok(Envelope {
+        caller,
+        request: request_of(value)?,
+    })
+}
+
+/// The request a parsed line asks for.
+fn request_of(value: Value) -> Result<Request, ProtocolError> {
     let op = match value.get("op") {
         Some(Value::String(op)) => op.clone(),
         Some(other) => return Err(ProtocolError::UnknownOp(other.to_string())),
@@ -236,6 +284,10 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
+        parse_envelope(line).map(|e| e.request)
+    }
+
     #[test]
     fn every_op_of_the_protocol_parses() {
         let cases = [
@@ -323,6 +375,39 @@ mod tests {
             Err(ProtocolError::TooLong)
         );
         assert_eq!(parse_request(&[0xff, 0xfe]), Err(ProtocolError::NotText));
+    }
+
+    #[test]
+    fn a_request_says_who_sends_it_or_is_the_owners() {
+        let own = parse_envelope(br#"{"op":"cancel"}"#).expect("parses");
+        assert_eq!(own.caller, Caller::Owner);
+        assert_eq!(own.request, Request::Cancel);
+        let bob = parse_envelope(
+            br#"{"op":"answer","id":1,"approve":true,"as":{"name":"bob","role":"viewer"}}"#,
+        )
+        .expect("parses");
+        assert_eq!(
+            bob.caller,
+            Caller::Token(Principal {
+                name: "bob".into(),
+                role: ufo_core::access::Role::Viewer
+            })
+        );
+        assert_eq!(bob.request.op(), SessionOp::Answer);
+        for bad in [
+            r#"{"op":"cancel","as":"bob"}"#,
+            r#"{"op":"cancel","as":{"name":"bob"}}"#,
+            r#"{"op":"cancel","as":{"name":"bob","role":"root"}}"#,
+            r#"{"op":"cancel","as":{"name":"","role":"user"}}"#,
+            r#"{"op":"cancel","as":{"name":"a b","role":"user"}}"#,
+        ] {
+            let e = parse_envelope(bad.as_bytes()).expect_err(bad);
+            assert!(e.to_string().contains("as:"), "{bad}: {e}");
+        }
+        assert_eq!(
+            parse_request(br#"{"op":"view","as":{"name":"a","role":"user"}}"#),
+            Ok(Request::View)
+        );
     }
 
     #[test]

@@ -16,6 +16,23 @@ use std::time::Duration;
 /// Set by `ufo serve` to its own process id in the environment of a session it starts.
 pub const SERVER_VAR: &str = "UFO_CONSOLE_SERVER";
 
+/// Set by `ufo serve` to the name of the token that started the session from the web
+/// console: the session belongs to that token (docs/security.md, "Who may do what").
+pub const OWNER_VAR: &str = "UFO_CONSOLE_OWNER";
+
+/// Who this session belongs to: the token named by [`OWNER_VAR`] when the web console started
+/// it, else its terminal, shared with the token names of `--share`.
+pub fn session_owner(share: &[String]) -> ufo_core::access::Owner {
+    match std::env::var(OWNER_VAR) {
+        Ok(name) if ufo_core::access::valid_token_name(&name) => {
+            ufo_core::access::Owner::Token { name }
+        }
+        _ => ufo_core::access::Owner::Terminal {
+            shared: share.to_vec(),
+        },
+    }
+}
+
 /// How often the session looks at its ancestors.
 const LOOK_EVERY: Duration = Duration::from_millis(500);
 /// How long the session has to end cancelled before the second signal aborts it (the

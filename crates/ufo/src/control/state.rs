@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::sync::{oneshot, watch};
+use ufo_core::access::Owner;
 use ufo_core::events::{Answered, Record};
 
 use super::protocol::{AnswerValue, Ask, AskKind};
@@ -146,15 +147,18 @@ pub struct Control {
     version: watch::Sender<u64>,
     cancel: Arc<AtomicBool>,
     desktop: DesktopKind,
+    owner: Owner,
     records: RecordSink,
     screen: Option<Arc<dyn Screen>>,
 }
 
 impl Control {
-    /// The state of a session on `desktop`, cancelled through `cancel`, writing its question
-    /// records to `records`; `screen` is the private desktop's screen (view and input).
+    /// The state of a session of `owner` on `desktop`, cancelled through `cancel`, writing
+    /// its question records to `records`; `screen` is the private desktop's screen (view and
+    /// input).
     pub fn new(
         desktop: DesktopKind,
+        owner: Owner,
         cancel: Arc<AtomicBool>,
         records: RecordSink,
         screen: Option<Arc<dyn Screen>>,
@@ -164,6 +168,7 @@ impl Control {
             version: watch::channel(0).0,
             cancel,
             desktop,
+            owner,
             records,
             screen,
         })
@@ -181,6 +186,11 @@ impl Control {
     /// A receiver that sees each change.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.version.subscribe()
+    }
+
+    /// Who the session belongs to (who may reach it through the socket besides its user).
+    pub fn owner(&self) -> &Owner {
+        &self.owner
     }
 
     /// Whether the session is cancelled (Ctrl-C or the console).
@@ -492,6 +502,7 @@ mod tests {
         let r = records.clone();
         let c = Control::new(
             kind,
+            Owner::private_terminal(),
             Arc::new(AtomicBool::new(false)),
             Box::new(move |v| r.lock().unwrap_or_else(|p| p.into_inner()).push(v.clone())),
             None,

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod calculator;
+pub mod console;
 pub mod procs;
 pub mod served;
 

@@ -147,8 +147,14 @@ pub fn ufo_at(home: &Path) -> Command {
 
 /// `ufo serve token add NAME` with its data in `home`: the token it printed on its last line.
 pub fn new_token(home: &Path, name: &str) -> String {
+    new_token_with_role(home, name, "user")
+}
+
+/// `ufo serve token add NAME --role ROLE` with its data in `home`: the token it printed on its
+/// last line.
+pub fn new_token_with_role(home: &Path, name: &str, role: &str) -> String {
     let out = ufo_at(home)
-        .args(["serve", "token", "add", name])
+        .args(["serve", "token", "add", name, "--role", role])
         .output()
         .expect("ufo runs");
     assert!(out.status.success(), "token add: {out:?}");
