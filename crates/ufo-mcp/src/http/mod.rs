@@ -1,9 +1,9 @@
 //! `ufo serve`: the [`DesktopServer`] over MCP streamable HTTP (`/mcp`), behind the checks a
 //! network service needs. Every request passes, in order: `Host` and `Origin` name this
-//! server ([`guard::HostPolicy`], 403 otherwise), the client address is not locked out after
-//! failed tokens (429), a valid bearer token (401), a body under the cap (413), an answer
-//! within the request timeout (408). Headers are capped by the connection's read buffer (431)
-//! and a connection that sends nothing for the idle timeout is closed.
+//! server ([`guard::HostPolicy`], 403 otherwise), the client is not locked out after failed
+//! tokens ([`guard::Lockout`], 429), a valid bearer token (401), a body under the cap (413),
+//! an answer within the request timeout (408). Headers are capped by the connection's read
+//! buffer (431) and a connection that sends nothing for the idle timeout is closed.
 //!
 //! The binary may add routes of its own ([`HttpServe::routes`], e.g. a web console): they sit
 //! behind the same `Host`/`Origin` check, body cap and timeout, and check tokens through the
@@ -32,7 +32,8 @@ use tokio_util::sync::CancellationToken;
 use ufo_core::Desktop;
 
 use crate::DesktopServer;
-use guard::{FailureLimiter, HostPolicy};
+use guard::{HostPolicy, Lockout, LockoutLimits};
+use sha2::{Digest as _, Sha256};
 use tokens::{Holder, TokenFile};
 use ufo_core::access::Principal;
 
@@ -49,8 +50,13 @@ pub struct Limits {
     pub idle_timeout: Duration,
     /// Connections served at once; more are closed at once.
     pub max_connections: usize,
-    /// Failed authentications per client address per `failure_window` before 429.
+    /// Failed authentications per client address per `failure_window` before the address is
+    /// locked out (429, whatever token it sends); the same count per token presented makes
+    /// that token answer 429 unchecked.
     pub max_failures: u32,
+    /// Failed authentications per network (IPv4 /24, IPv6 /64, loopback as one) per
+    /// `failure_window` before its further bad tokens answer 429 (a valid one still passes).
+    pub max_network_failures: u32,
     /// See `max_failures`.
     pub failure_window: Duration,
     /// How long a shutdown waits for open requests.
@@ -66,6 +72,7 @@ impl Default for Limits {
             idle_timeout: Duration::from_secs(30),
             max_connections: 256,
             max_failures: 10,
+            max_network_failures: 30,
             failure_window: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(5),
         }
@@ -94,17 +101,18 @@ pub struct HttpServe {
     pub routes: Option<Router>,
 }
 
-/// The bearer-token check of the server and the lockout of addresses that keep failing it,
+/// The bearer-token check of the server and the lockout of clients that keep failing it,
 /// one for every route (so failures at `/mcp` and at a login count together).
 pub struct Gate {
     tokens: TokenFile,
-    limiter: Mutex<FailureLimiter>,
+    lockout: Mutex<Lockout>,
 }
 
 /// Why [`Gate::check`] refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
-    /// The address failed too often; it may try again after this long.
+    /// The address, its network or the token failed too often; it may try again after this
+    /// long.
     Locked(Duration),
     /// No token or an unknown one (counted as a failure).
     BadToken(&'static str),
@@ -117,21 +125,25 @@ impl Gate {
     pub fn new(tokens: TokenFile, limits: &Limits) -> Self {
         Self {
             tokens,
-            limiter: Mutex::new(FailureLimiter::new(
-                limits.max_failures,
-                limits.failure_window,
-            )),
+            lockout: Mutex::new(Lockout::new(LockoutLimits {
+                per_address: limits.max_failures,
+                per_network: limits.max_network_failures,
+                per_token: limits.max_failures,
+                window: limits.failure_window,
+            })),
         }
     }
 
-    /// The token's holder when `presented` is a valid token and `ip` is not locked out; a
-    /// missing or unknown token counts against `ip`.
+    /// The token's holder when `presented` is a valid token and neither `ip` nor the token is
+    /// locked out; a missing or unknown token counts against `ip`, its network and the token
+    /// ([`Lockout`]: from a network that failed too often, it answers `Locked`).
     pub fn check(&self, ip: IpAddr, presented: Option<&str>) -> Result<Holder, Refusal> {
         let now = Instant::now();
+        let digest: Option<[u8; 32]> = presented.map(|t| Sha256::digest(t.as_bytes()).into());
         let locked = self
-            .limiter
+            .lockout
             .lock()
-            .map(|mut l| l.locked(ip, now))
+            .map(|mut l| l.before(ip, digest.as_ref(), now))
             .unwrap_or(None);
         if let Some(wait) = locked {
             return Err(Refusal::Locked(wait));
@@ -147,12 +159,20 @@ impl Gate {
                 }
             },
         };
-        outcome.map_err(|reason| {
-            if let Ok(mut l) = self.limiter.lock() {
-                l.fail(ip, now);
+        match outcome {
+            Ok(holder) => Ok(holder),
+            Err(reason) => {
+                let network_locked = self
+                    .lockout
+                    .lock()
+                    .map(|mut l| l.failed(ip, digest.as_ref(), now))
+                    .unwrap_or(None);
+                Err(match network_locked {
+                    Some(wait) => Refusal::Locked(wait),
+                    None => Refusal::BadToken(reason),
+                })
             }
-            Refusal::BadToken(reason)
-        })
+        }
     }
 
     /// The name and role of the token `token_id` names ([`Holder::token_id`]) while it is
@@ -391,11 +411,12 @@ async fn authenticate(State(shared): State<Arc<Shared>>, req: Request, next: Nex
     }
 }
 
-/// 429 with `Retry-After`: the address failed too many tokens.
+/// 429 with `Retry-After`: the address, its network or the token failed too often.
 pub fn locked_out(wait: Duration) -> Response {
     let mut r = refuse(
         StatusCode::TOO_MANY_REQUESTS,
-        "too many failed tokens from this address; wait and use a valid token",
+        "too many failed tokens from this address or its network, or with this token; wait \
+         and use a valid token",
     );
     if let Ok(v) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
         r.headers_mut().insert(header::RETRY_AFTER, v);
