@@ -1,9 +1,10 @@
 //! `ufo serve`: the [`DesktopServer`] over MCP streamable HTTP (`/mcp`), behind the checks a
-//! network service needs. Every request passes, in order: `Host` and `Origin` name this
-//! server ([`guard::HostPolicy`], 403 otherwise), the client is not locked out after failed
-//! tokens ([`guard::Lockout`], 429), a valid bearer token (401), a body under the cap (413),
-//! an answer within the request timeout (408). Headers are capped by the connection's read
-//! buffer (431) and a connection that sends nothing for the idle timeout is closed.
+//! network service needs. Every request passes, in order: the request head is at most
+//! `max_header_bytes` (431), `Host` and `Origin` name this server ([`guard::HostPolicy`], 403
+//! otherwise), the client is not locked out after failed tokens ([`guard::Lockout`], 429), a
+//! valid bearer token (401), a body under the cap (413, whether declared or chunked), an
+//! answer within the request timeout (408). A connection that sends nothing for the idle
+//! timeout is closed.
 //!
 //! The binary may add routes of its own ([`HttpServe::routes`], e.g. a web console): they sit
 //! behind the same `Host`/`Origin` check, body cap and timeout, and check tokens through the
@@ -15,6 +16,7 @@ pub mod tokens;
 
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -40,9 +42,9 @@ use ufo_core::access::Principal;
 /// The bounds of the server.
 #[derive(Debug, Clone)]
 pub struct Limits {
-    /// Largest request body.
+    /// Largest request body, declared or chunked (413 beyond).
     pub max_body_bytes: usize,
-    /// Largest request head (request line and headers).
+    /// Largest request head: the request line and the headers (431 beyond).
     pub max_header_bytes: usize,
     /// Longest wait for a response to start.
     pub request_timeout: Duration,
@@ -252,7 +254,9 @@ pub async fn serve(
         let mut http = hyper::server::conn::http1::Builder::new();
         http.timer(TokioTimer::new())
             .header_read_timeout(limits.idle_timeout)
-            .max_buf_size(limits.max_header_bytes.max(8192));
+            .max_header_size(limits.max_header_bytes)
+            // the head is bounded above; the buffer may hold a little more of the body
+            .max_buf_size(limits.max_header_bytes.saturating_add(8192).max(8192));
         let watcher = graceful.watcher();
         let acceptor = acceptor.clone();
         let handshake_timeout = limits.idle_timeout;
@@ -323,8 +327,9 @@ fn router(serve: &HttpServe, bound: SocketAddr, cancel: CancellationToken) -> Ro
             StatusCode::REQUEST_TIMEOUT,
             limits.request_timeout,
         ))
-        .layer(tower_http::limit::RequestBodyLimitLayer::new(
+        .layer(middleware::from_fn_with_state(
             limits.max_body_bytes,
+            cap_body,
         ))
         .route_layer(middleware::from_fn_with_state(shared.clone(), authenticate));
     let base = match serve.routes.clone() {
@@ -333,13 +338,60 @@ fn router(serve: &HttpServe, bound: SocketAddr, cancel: CancellationToken) -> Ro
                 StatusCode::REQUEST_TIMEOUT,
                 limits.request_timeout,
             ))
-            .layer(tower_http::limit::RequestBodyLimitLayer::new(
+            .layer(middleware::from_fn_with_state(
                 limits.max_body_bytes,
+                cap_body,
             )),
         None => Router::new().route("/", axum::routing::get(index)),
     };
     base.merge(mcp_routes)
         .layer(middleware::from_fn_with_state(shared, check_host_origin))
+}
+
+/// 413 for a body over `max` bytes: at once when its `Content-Length` says so, else as soon
+/// as a chunked body passes `max` while the route reads it, whatever the route makes of the
+/// read error (rmcp answers a failed read with 500).
+async fn cap_body(State(max): State<usize>, req: Request, next: Next) -> Response {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return body_too_large(max);
+    }
+    let overflowed = Arc::new(AtomicBool::new(false));
+    let flag = overflowed.clone();
+    let req = req.map(|body| {
+        let mut seen = 0usize;
+        Body::from_stream(futures::StreamExt::map(
+            body.into_data_stream(),
+            move |chunk| {
+                let chunk = chunk.map_err(axum::BoxError::from)?;
+                seen = seen.saturating_add(chunk.len());
+                if seen > max {
+                    flag.store(true, Ordering::SeqCst);
+                    return Err(axum::BoxError::from(format!(
+                        "the request body is longer than {max} bytes"
+                    )));
+                }
+                Ok(chunk)
+            },
+        ))
+    });
+    let response = next.run(req).await;
+    if overflowed.load(Ordering::SeqCst) {
+        return body_too_large(max);
+    }
+    response
+}
+
+fn body_too_large(max: usize) -> Response {
+    (
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("the request body is larger than {max} bytes; send less\n"),
+    )
+        .into_response()
 }
 
 async fn index() -> &'static str {
