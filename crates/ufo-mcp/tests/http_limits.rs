@@ -1,7 +1,13 @@
-//! The body bound of `ufo_mcp::http::serve`, made small: a body over the cap is 413 on every
-//! route, however the route reads it.
+//! The connection and body bounds of `ufo_mcp::http::serve`, with bounds made small so each
+//! case takes a second (docs/serve.md, "Connections"): a connection that shows no valid token
+//! in time is closed while an authenticated one keeps the longer idle timeout; a full table
+//! gives the oldest unauthenticated slot to a newcomer and never an authenticated one; a body
+//! over the cap is 413 on every route, however the route reads it.
 
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::http::StatusCode;
@@ -63,9 +69,129 @@ async fn start(
 
 fn small() -> Limits {
     Limits {
+        first_request_timeout: Duration::from_millis(800),
+        idle_timeout: Duration::from_secs(30),
+        max_connections: 4,
         max_body_bytes: 64 * 1024,
         ..Limits::default()
     }
+}
+
+fn connect(port: u16) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    s
+}
+
+/// `GET /mcp` with `token` on `s`, kept alive: the status. Without `Accept: text/event-stream`
+/// it is answered at once (406) after the token check, with a body of known length.
+fn authenticated_request(s: &mut TcpStream, port: u16, token: &str) -> u16 {
+    write!(
+        s,
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n\r\n"
+    )
+    .expect("write");
+    read_answer(s)
+}
+
+/// Read one answer with a `Content-Length` body: its status (0 when closed first).
+fn read_answer(s: &mut TcpStream) -> u16 {
+    let mut got = Vec::new();
+    let mut byte = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte) {
+            Ok(0) | Err(_) => return 0,
+            Ok(_) => got.push(byte[0]),
+        }
+    }
+    let head = String::from_utf8_lossy(&got).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    if s.read_exact(&mut body).is_err() {
+        return 0;
+    }
+    head.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Whether the server closed `s` within `within` (it reads end-of-file).
+fn closed_within(s: &mut TcpStream, within: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    s.set_read_timeout(Some(within)).expect("timeout");
+    match s.read(&mut [0u8; 1]) {
+        Ok(0) => Some(started.elapsed()),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => Some(started.elapsed()),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn a_connection_without_a_valid_token_is_closed_at_the_first_request_deadline() {
+    let (port, token, _stop, _dir) = start(small()).await;
+    tokio::task::spawn_blocking(move || {
+        let mut idle = connect(port);
+        let closed = closed_within(&mut idle, Duration::from_secs(5));
+        eprintln!("an idle connection was closed after {closed:?}");
+        assert!(
+            closed.is_some_and(|t| t < Duration::from_secs(2)),
+            "still open: {closed:?}"
+        );
+        // a bad token does not count as one
+        let mut bad = connect(port);
+        assert_eq!(authenticated_request(&mut bad, port, "ufo_wrong"), 401);
+        assert!(closed_within(&mut bad, Duration::from_secs(2)).is_some());
+        // an authenticated connection idles past the deadline and is still served
+        let mut good = connect(port);
+        assert_eq!(authenticated_request(&mut good, port, &token), 406);
+        assert_eq!(closed_within(&mut good, Duration::from_secs(2)), None);
+        assert_eq!(authenticated_request(&mut good, port, &token), 406);
+    })
+    .await
+    .expect("the client");
+}
+
+#[tokio::test]
+async fn a_full_table_evicts_the_oldest_unauthenticated_connection_never_an_authenticated_one() {
+    let limits = Limits {
+        first_request_timeout: Duration::from_secs(30),
+        ..small()
+    };
+    let (port, token, _stop, _dir) = start(limits).await;
+    tokio::task::spawn_blocking(move || {
+        // two authenticated, two idle: the table (4) is full
+        let mut a = connect(port);
+        let mut b = connect(port);
+        assert_eq!(authenticated_request(&mut a, port, &token), 406);
+        assert_eq!(authenticated_request(&mut b, port, &token), 406);
+        let mut idle1 = connect(port);
+        std::thread::sleep(Duration::from_millis(100));
+        let mut idle2 = connect(port);
+        std::thread::sleep(Duration::from_millis(100));
+        // a newcomer takes the oldest idle slot and is served
+        let mut c = connect(port);
+        assert_eq!(authenticated_request(&mut c, port, &token), 406);
+        assert!(closed_within(&mut idle1, Duration::from_secs(2)).is_some());
+        assert_eq!(closed_within(&mut idle2, Duration::from_millis(300)), None);
+        // then idle2 goes for the next
+        let mut d = connect(port);
+        assert_eq!(authenticated_request(&mut d, port, &token), 406);
+        assert!(closed_within(&mut idle2, Duration::from_secs(2)).is_some());
+        // all four authenticated: a fifth is refused, the four are still served
+        let mut e = connect(port);
+        assert!(closed_within(&mut e, Duration::from_secs(2)).is_some());
+        for s in [&mut a, &mut b, &mut c, &mut d] {
+            assert_eq!(authenticated_request(s, port, &token), 406);
+        }
+    })
+    .await
+    .expect("the client");
 }
 
 #[tokio::test]

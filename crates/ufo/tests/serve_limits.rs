@@ -1,11 +1,12 @@
 //! The bounds of `ufo serve` an adversary on the network tries first, through the real
-//! binary on a simulated desktop (docs/serve.md, "Security defaults"): token guesses spread
-//! over many source addresses, an oversized request head and a chunked body over the cap.
+//! binary on a simulated desktop (docs/serve.md, "Security defaults"): connections held open
+//! without a token, token guesses spread over many source addresses, an oversized request
+//! head and a chunked body over the cap.
 
 use std::io::{Read as _, Write as _};
 use std::net::{IpAddr, TcpStream};
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 mod common;
 use common::served::{new_token, ufo_at, Served};
@@ -68,6 +69,41 @@ fn raw_status(port: u16, head: &str, body: &[u8]) -> u16 {
         .nth(1)
         .and_then(|code| code.parse().ok())
         .unwrap_or(0)
+}
+
+/// An attacker without a token opens more connections than the server serves at once and
+/// sends nothing: a client with a valid token that comes next is still served at once (the
+/// oldest connection that never showed a token gives way), not refused until the idle
+/// timeout frees a slot.
+#[tokio::test]
+async fn idle_connections_without_a_token_never_lock_a_token_holder_out() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let token = new_token(home.path(), "laptop");
+    let server = serve(home.path(), &[]);
+    let port = server.port();
+    let idle: Vec<TcpStream> = (0..300)
+        .map(|_| TcpStream::connect(("127.0.0.1", port)).expect("connect"))
+        .collect();
+    // let the server accept them all
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = Instant::now();
+    let status = initialize(&client_from(None), &server.url, &token).await;
+    let took = started.elapsed();
+    eprintln!(
+        "served after {took:?} with {} idle connections open",
+        idle.len()
+    );
+    assert_eq!(status, 200);
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    // the server gave way to it by closing idle ones, never by hanging
+    let closed = idle
+        .iter()
+        .filter(|s| {
+            let _ = s.set_read_timeout(Some(Duration::from_millis(20)));
+            matches!((&mut &**s).read(&mut [0u8; 1]), Ok(0))
+        })
+        .count();
+    assert!(closed >= 1, "no idle connection was closed");
 }
 
 /// 500 guesses, ten from each of 127.0.0.2 … 127.0.0.51: no address reaches its own

@@ -3,13 +3,18 @@
 //! `max_header_bytes` (431), `Host` and `Origin` name this server ([`guard::HostPolicy`], 403
 //! otherwise), the client is not locked out after failed tokens ([`guard::Lockout`], 429), a
 //! valid bearer token (401), a body under the cap (413, whether declared or chunked), an
-//! answer within the request timeout (408). A connection that sends nothing for the idle
-//! timeout is closed.
+//! answer within the request timeout (408).
+//!
+//! Connections are bounded ([`conns`]): one that has not shown a valid token within
+//! `first_request_timeout` is closed, and when all slots are taken a new connection replaces
+//! the oldest one that never showed a token; an authenticated connection idle for
+//! `idle_timeout` is closed.
 //!
 //! The binary may add routes of its own ([`HttpServe::routes`], e.g. a web console): they sit
 //! behind the same `Host`/`Origin` check, body cap and timeout, and check tokens through the
 //! same [`Gate`], so failed tokens count together wherever they are presented.
 
+pub mod conns;
 pub mod guard;
 pub mod tls;
 pub mod tokens;
@@ -48,9 +53,14 @@ pub struct Limits {
     pub max_header_bytes: usize,
     /// Longest wait for a response to start.
     pub request_timeout: Duration,
-    /// A connection idle (no request head) this long is closed; also bounds the TLS handshake.
+    /// A connection that has shown a valid token and then sends no request head this long is
+    /// closed; also bounds the TLS handshake.
     pub idle_timeout: Duration,
-    /// Connections served at once; more are closed at once.
+    /// A connection that has not shown a valid token this long after it was accepted is
+    /// closed (TLS handshake included).
+    pub first_request_timeout: Duration,
+    /// Connections served at once. When all are taken, a new one replaces the oldest that
+    /// has not shown a valid token; it is closed only when every one has.
     pub max_connections: usize,
     /// Failed authentications per client address per `failure_window` before the address is
     /// locked out (429, whatever token it sends); the same count per token presented makes
@@ -72,6 +82,7 @@ impl Default for Limits {
             max_header_bytes: 32 * 1024,
             request_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(30),
+            first_request_timeout: Duration::from_secs(10),
             max_connections: 256,
             max_failures: 10,
             max_network_failures: 30,
@@ -138,7 +149,8 @@ impl Gate {
 
     /// The token's holder when `presented` is a valid token and neither `ip` nor the token is
     /// locked out; a missing or unknown token counts against `ip`, its network and the token
-    /// ([`Lockout`]: from a network that failed too often, it answers `Locked`).
+    /// ([`Lockout`]: from a network that failed too often, it answers `Locked`). A valid
+    /// token also marks the connection the request came on as authenticated ([`conns`]).
     pub fn check(&self, ip: IpAddr, presented: Option<&str>) -> Result<Holder, Refusal> {
         let now = Instant::now();
         let digest: Option<[u8; 32]> = presented.map(|t| Sha256::digest(t.as_bytes()).into());
@@ -162,7 +174,10 @@ impl Gate {
             },
         };
         match outcome {
-            Ok(holder) => Ok(holder),
+            Ok(holder) => {
+                conns::note_authenticated();
+                Ok(holder)
+            }
             Err(reason) => {
                 let network_locked = self
                     .lockout
@@ -179,10 +194,16 @@ impl Gate {
 
     /// The name and role of the token `token_id` names ([`Holder::token_id`]) while it is
     /// still valid: `None` once it was revoked, so a login or stream made with it ends. An
-    /// unreadable token file counts as revoked.
+    /// unreadable token file counts as revoked. A valid one marks the connection the request
+    /// came on as authenticated ([`conns`]).
     pub fn current(&self, token_id: &str) -> Option<Principal> {
         match self.tokens.current(token_id) {
-            Ok(found) => found,
+            Ok(found) => {
+                if found.is_some() {
+                    conns::note_authenticated();
+                }
+                found
+            }
             Err(e) => {
                 tracing::error!(error = %e, "cannot check tokens");
                 None
@@ -220,7 +241,7 @@ pub async fn serve(
     let cancel = CancellationToken::new();
     let router = router(&serve, bound, cancel.clone());
     let acceptor = serve.tls.clone().map(tokio_rustls::TlsAcceptor::from);
-    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let table = conns::Connections::new(limits.max_connections);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -236,53 +257,21 @@ pub async fn serve(
                 }
             },
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            tracing::warn!(client = %peer.ip(), "too many connections; closing this one");
+        let Some(conn) = table.admit() else {
+            tracing::warn!(client = %peer.ip(), "too many authenticated connections; closing this one");
             drop(stream);
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let router = router.clone();
-        let service = hyper::service::service_fn(move |mut req: Request<hyper::body::Incoming>| {
-            req.extensions_mut().insert(Peer(peer));
-            let mut router = router.clone();
-            async move {
-                use tower::Service as _;
-                router.call(req.map(Body::new)).await
-            }
-        });
-        let mut http = hyper::server::conn::http1::Builder::new();
-        http.timer(TokioTimer::new())
-            .header_read_timeout(limits.idle_timeout)
-            .max_header_size(limits.max_header_bytes)
-            // the head is bounded above; the buffer may hold a little more of the body
-            .max_buf_size(limits.max_header_bytes.saturating_add(8192).max(8192));
-        let watcher = graceful.watcher();
-        let acceptor = acceptor.clone();
-        let handshake_timeout = limits.idle_timeout;
-        tokio::spawn(async move {
-            let _slot = slot;
-            match acceptor {
-                None => {
-                    let conn = http.serve_connection(TokioIo::new(stream), service);
-                    let _ = watcher.watch(conn).await;
-                }
-                Some(acceptor) => {
-                    let tls = match tokio::time::timeout(handshake_timeout, acceptor.accept(stream))
-                        .await
-                    {
-                        Ok(Ok(s)) => s,
-                        Ok(Err(e)) => {
-                            tracing::info!(client = %peer.ip(), error = %e, "TLS handshake failed");
-                            return;
-                        }
-                        Err(_) => return,
-                    };
-                    let conn = http.serve_connection(TokioIo::new(tls), service);
-                    let _ = watcher.watch(conn).await;
-                }
-            }
-        });
+        tokio::spawn(serve_connection(
+            conn,
+            stream,
+            peer,
+            router.clone(),
+            acceptor.clone(),
+            graceful.watcher(),
+            limits.clone(),
+        ));
     }
     drop(listener);
     cancel.cancel();
@@ -293,6 +282,75 @@ pub async fn serve(
         tracing::warn!("connections still open after the shutdown grace; closing them");
     }
     Ok(())
+}
+
+/// Serve one admitted connection (after its TLS handshake, if any) until it ends, until the
+/// server gives its slot to a new connection, or until `first_request_timeout` passes without
+/// a valid token shown on it.
+async fn serve_connection(
+    conn: conns::Connection,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    router: Router,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    watcher: hyper_util::server::graceful::Watcher,
+    limits: Limits,
+) {
+    // each request gets the peer's address and is handled under the connection's mark, so a
+    // successful token check marks the connection authenticated
+    let mark = conn.mark();
+    let service = hyper::service::service_fn(move |mut req: Request<hyper::body::Incoming>| {
+        req.extensions_mut().insert(Peer(peer));
+        let mut router = router.clone();
+        let mark = mark.clone();
+        async move {
+            use tower::Service as _;
+            conns::within(mark, router.call(req.map(Body::new))).await
+        }
+    });
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.idle_timeout)
+        .max_header_size(limits.max_header_bytes)
+        // the head is bounded above; the buffer may hold a little more of the body
+        .max_buf_size(limits.max_header_bytes.saturating_add(8192).max(8192));
+    let serving = async {
+        match acceptor {
+            None => {
+                let conn = http.serve_connection(TokioIo::new(stream), service);
+                let _ = watcher.watch(conn).await;
+            }
+            Some(acceptor) => {
+                let handshake = acceptor.accept(stream);
+                let tls = match tokio::time::timeout(limits.idle_timeout, handshake).await {
+                    Ok(Ok(s)) => s,
+                    Ok(Err(e)) => {
+                        tracing::info!(client = %peer.ip(), error = %e, "TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => return,
+                };
+                let conn = http.serve_connection(TokioIo::new(tls), service);
+                let _ = watcher.watch(conn).await;
+            }
+        }
+    };
+    let unauthenticated = async {
+        tokio::time::sleep(limits.first_request_timeout).await;
+        if conn.is_authenticated() {
+            std::future::pending::<()>().await;
+        }
+    };
+    let cut = conn.cut();
+    tokio::select! {
+        () = serving => {}
+        () = cut.cancelled() => {
+            tracing::debug!(client = %peer.ip(), "closed a connection without a token: its slot went to a new one");
+        }
+        () = unauthenticated => {
+            tracing::debug!(client = %peer.ip(), "closed a connection that showed no valid token in time");
+        }
+    }
 }
 
 /// The routes: `/mcp` (authenticated MCP) and the binary's routes (else `/`, a short page),
