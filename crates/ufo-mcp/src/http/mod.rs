@@ -3,7 +3,8 @@
 //! `max_header_bytes` (431), `Host` and `Origin` name this server ([`guard::HostPolicy`], 403
 //! otherwise), the client is not locked out after failed tokens ([`guard::Lockout`], 429), a
 //! valid bearer token (401), a body under the cap (413, whether declared or chunked), an
-//! answer within the request timeout (408).
+//! answer within the request timeout (408). An MCP session is its token's alone
+//! ([`sessions`]).
 //!
 //! Connections are bounded ([`conns`]): one that has not shown a valid token within
 //! `first_request_timeout` is closed, and when all slots are taken a new connection replaces
@@ -16,9 +17,11 @@
 
 pub mod conns;
 pub mod guard;
+pub mod sessions;
 pub mod tls;
 pub mod tokens;
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -71,6 +74,9 @@ pub struct Limits {
     pub max_network_failures: u32,
     /// See `max_failures`.
     pub failure_window: Duration,
+    /// MCP sessions one token keeps; a new `initialize` beyond closes its least recently
+    /// used one.
+    pub max_mcp_sessions_per_token: usize,
     /// How long a shutdown waits for open requests.
     pub shutdown_grace: Duration,
 }
@@ -87,6 +93,7 @@ impl Default for Limits {
             max_failures: 10,
             max_network_failures: 30,
             failure_window: Duration::from_secs(60),
+            max_mcp_sessions_per_token: 16,
             shutdown_grace: Duration::from_secs(5),
         }
     }
@@ -210,6 +217,18 @@ impl Gate {
             }
         }
     }
+
+    /// The digests ([`Holder::token_id`]) of every valid token, read once; none when the token
+    /// file cannot be read (as [`Gate::current`] counts that as revoked).
+    pub fn valid_token_ids(&self) -> HashSet<String> {
+        match self.tokens.list() {
+            Ok(list) => list.into_iter().map(|t| t.sha256).collect(),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot check tokens");
+                HashSet::new()
+            }
+        }
+    }
 }
 
 /// Errors of the HTTP server.
@@ -239,7 +258,12 @@ pub async fn serve(
     let bound = listener.local_addr().map_err(HttpServeError::Accept)?;
     let limits = serve.limits.clone();
     let cancel = CancellationToken::new();
-    let router = router(&serve, bound, cancel.clone());
+    let (router, endpoint) = router(&serve, bound, cancel.clone());
+    tokio::spawn(sessions::sweep_revoked(
+        endpoint,
+        serve.gate.clone(),
+        cancel.clone(),
+    ));
     let acceptor = serve.tls.clone().map(tokio_rustls::TlsAcceptor::from);
     let table = conns::Connections::new(limits.max_connections);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
@@ -354,8 +378,13 @@ async fn serve_connection(
 }
 
 /// The routes: `/mcp` (authenticated MCP) and the binary's routes (else `/`, a short page),
-/// all behind the `Host`/`Origin` check.
-fn router(serve: &HttpServe, bound: SocketAddr, cancel: CancellationToken) -> Router {
+/// all behind the `Host`/`Origin` check; and the `/mcp` endpoint, for the sweep of revoked
+/// tokens' sessions.
+fn router(
+    serve: &HttpServe,
+    bound: SocketAddr,
+    cancel: CancellationToken,
+) -> (Router, Arc<sessions::McpEndpoint>) {
     let shared = Arc::new(Shared {
         hosts: HostPolicy::new(bound, &serve.host_names, serve.tls.is_some()),
         gate: serve.gate.clone(),
@@ -363,24 +392,28 @@ fn router(serve: &HttpServe, bound: SocketAddr, cancel: CancellationToken) -> Ro
     let desktop = serve.desktop.clone();
     let allow_actions = serve.allow_actions;
     let server = DesktopServer::new(desktop, allow_actions).with_shell(serve.allow_shell);
-    let sessions = LocalSessionManager {
+    let manager = Arc::new(LocalSessionManager {
         sessions: Default::default(),
         session_config: SessionConfig {
             keep_alive: Some(Duration::from_secs(600)),
             ..SessionConfig::default()
         },
-    };
+    });
     let mcp = StreamableHttpService::new(
         move || Ok(server.clone()),
-        Arc::new(sessions),
+        manager.clone(),
         StreamableHttpServerConfig {
             cancellation_token: cancel,
             ..StreamableHttpServerConfig::default()
         },
     );
     let limits = &serve.limits;
+    let endpoint = sessions::McpEndpoint::new(mcp, manager, limits.max_mcp_sessions_per_token);
     let mcp_routes = Router::new()
-        .route_service("/mcp", mcp)
+        .route(
+            "/mcp",
+            axum::routing::any(sessions::handle).with_state(endpoint.clone()),
+        )
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             limits.request_timeout,
@@ -402,8 +435,10 @@ fn router(serve: &HttpServe, bound: SocketAddr, cancel: CancellationToken) -> Ro
             )),
         None => Router::new().route("/", axum::routing::get(index)),
     };
-    base.merge(mcp_routes)
-        .layer(middleware::from_fn_with_state(shared, check_host_origin))
+    let router = base
+        .merge(mcp_routes)
+        .layer(middleware::from_fn_with_state(shared, check_host_origin));
+    (router, endpoint)
 }
 
 /// 413 for a body over `max` bytes: at once when its `Content-Length` says so, else as soon
