@@ -1,9 +1,16 @@
 //! MCP sessions of `ufo serve` and the tokens they belong to, through the real binary on a
 //! simulated desktop (docs/serve.md, "MCP sessions"): a session is its token's alone, a token
-//! keeps a bounded number of them, and revoking the token ends them and their streams.
+//! keeps a bounded number of them, revoking the token ends them and their streams, and a
+//! viewer token only observes.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::ServiceExt;
+use serde_json::json;
 
 mod common;
 use common::served::{new_token, ufo_at, Served};
@@ -229,4 +236,93 @@ async fn revoking_a_token_ends_its_mcp_sessions_and_streams_at_once() {
     assert_eq!(notify(&http, &server.url, &alice, &alice_id).await, 401);
     let again = new_token(home.path(), "alice");
     assert_eq!(notify(&http, &server.url, &again, &alice_id).await, 404);
+}
+
+/// `ufo serve token add NAME --role ROLE`: the token.
+fn token_with_role(home: &Path, name: &str, role: &str) -> String {
+    let out = ufo_at(home)
+        .args(["serve", "token", "add", name, "--role", role])
+        .output()
+        .expect("ufo runs");
+    assert!(out.status.success(), "token add: {out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .expect("a line")
+        .trim()
+        .to_string()
+}
+
+/// On a server started with `--allow-actions --allow-shell`, a viewer token lists and calls
+/// only the observing tools: `act`, `type_text`, `launch_app` and `run_shell` are neither
+/// listed nor run for it; a user token acts.
+#[tokio::test]
+async fn a_viewer_token_observes_and_never_acts() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let viewer = token_with_role(home.path(), "watcher", "viewer");
+    let user = token_with_role(home.path(), "worker", "user");
+    let server = serve(home.path(), &["--allow-actions", "--allow-shell"]);
+    let connect = |token: String| {
+        StreamableHttpClientTransport::with_client(
+            client(),
+            StreamableHttpClientTransportConfig::with_uri(server.url.as_str()).auth_header(token),
+        )
+    };
+    let call = |v: serde_json::Value| -> CallToolRequestParams {
+        serde_json::from_value(v).expect("params")
+    };
+    let act = json!({"name": "act", "arguments": {
+        "window": "Writer", "name": "Export", "function": "click"}});
+
+    let watcher = ().serve(connect(viewer)).await.expect("initialize");
+    let names: Vec<String> = watcher
+        .list_all_tools()
+        .await
+        .expect("tools/list")
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(names.contains(&"list_windows".to_string()), "{names:?}");
+    assert!(names.contains(&"observe_window".to_string()), "{names:?}");
+    for hidden in ["act", "type_text", "launch_app", "run_shell"] {
+        assert!(
+            !names.contains(&hidden.to_string()),
+            "{hidden} in {names:?}"
+        );
+    }
+    let windows = watcher
+        .call_tool(call(json!({"name": "list_windows"})))
+        .await
+        .expect("list_windows");
+    assert_ne!(windows.is_error, Some(true));
+    for refused in [
+        act.clone(),
+        json!({"name": "run_shell", "arguments": {"command": "touch should-not-exist"}}),
+        json!({"name": "launch_app", "arguments": {"name": "writer"}}),
+    ] {
+        let r = watcher
+            .call_tool(call(refused.clone()))
+            .await
+            .expect("an answer");
+        let text = serde_json::to_string(&r.content).expect("json");
+        assert_eq!(r.is_error, Some(true), "{refused}: {text}");
+        assert!(text.contains("viewer"), "{refused}: {text}");
+    }
+    assert!(!home.path().join("should-not-exist").exists());
+    let _ = watcher.cancel().await;
+
+    let worker = ().serve(connect(user)).await.expect("initialize");
+    let names: Vec<String> = worker
+        .list_all_tools()
+        .await
+        .expect("tools/list")
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(names.contains(&"act".to_string()), "{names:?}");
+    assert!(names.contains(&"run_shell".to_string()), "{names:?}");
+    let r = worker.call_tool(call(act)).await.expect("an answer");
+    let text = serde_json::to_string(&r.content).expect("json");
+    assert_ne!(r.is_error, Some(true), "{text}");
+    let _ = worker.cancel().await;
 }

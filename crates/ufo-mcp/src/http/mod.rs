@@ -4,7 +4,7 @@
 //! otherwise), the client is not locked out after failed tokens ([`guard::Lockout`], 429), a
 //! valid bearer token (401), a body under the cap (413, whether declared or chunked), an
 //! answer within the request timeout (408). An MCP session is its token's alone
-//! ([`sessions`]).
+//! ([`sessions`]), and a viewer token only observes (`ufo_core::access`).
 //!
 //! Connections are bounded ([`conns`]): one that has not shown a valid token within
 //! `first_request_timeout` is closed, and when all slots are taken a new connection replaces
@@ -391,7 +391,9 @@ fn router(
     });
     let desktop = serve.desktop.clone();
     let allow_actions = serve.allow_actions;
-    let server = DesktopServer::new(desktop, allow_actions).with_shell(serve.allow_shell);
+    let server = DesktopServer::new(desktop, allow_actions)
+        .with_shell(serve.allow_shell)
+        .for_tokens();
     let manager = Arc::new(LocalSessionManager {
         sessions: Default::default(),
         session_config: SessionConfig {
