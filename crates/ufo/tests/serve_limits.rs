@@ -95,15 +95,12 @@ async fn idle_connections_without_a_token_never_lock_a_token_holder_out() {
     );
     assert_eq!(status, 200);
     assert!(took < Duration::from_secs(2), "took {took:?}");
-    // the server gave way to it by closing idle ones, never by hanging
-    let closed = idle
-        .iter()
-        .filter(|s| {
-            let _ = s.set_read_timeout(Some(Duration::from_millis(20)));
-            matches!((&mut &**s).read(&mut [0u8; 1]), Ok(0))
-        })
-        .count();
-    assert!(closed >= 1, "no idle connection was closed");
+    // the server gave way to it by closing idle ones (the oldest first), never by hanging
+    let closed = idle.iter().any(|s| {
+        let _ = s.set_read_timeout(Some(Duration::from_millis(20)));
+        matches!((&mut &*s).read(&mut [0u8; 1]), Ok(0))
+    });
+    assert!(closed, "no idle connection was closed");
 }
 
 /// 500 guesses, ten from each of 127.0.0.2 … 127.0.0.51: no address reaches its own
