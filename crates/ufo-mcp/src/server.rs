@@ -7,6 +7,11 @@
 //! command on the served machine, for a remote HostAgent's `Bash` and a remote batch's task
 //! set-up and evaluators) is offered only by a server made [`with_shell`](DesktopServer::with_shell);
 //! any other server answers it as unsupported, as a remote desktop without a shell always did.
+//!
+//! Served over HTTP ([`for_tokens`](DesktopServer::for_tokens)), each call comes from a token
+//! holder, and what it may do is decided by `ufo_core::access::on_server` with the server's
+//! flags: a viewer token observes, and the acting tools and `run_shell` are neither listed nor
+//! run for it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -23,6 +28,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
+use ufo_core::access::{on_server, Caller, ServerFlags, ServerOp, Verdict};
 use ufo_core::agent::app::cell_of_table;
 use ufo_core::agent::{
     ambiguous_windows_message, refuse_disabled, resolve_control, resolve_window,
@@ -54,6 +60,13 @@ pub enum ToolCallError {
          `ufo serve --allow-actions`) to allow it"
     )]
     Refused(String),
+    /// A tool the caller's token may not use (a viewer's acting tools); the reason says why
+    /// and what token is needed.
+    #[error("refused: {0}")]
+    NotForCaller(String),
+    /// A call over HTTP that carries no token holder (never happens behind the token check).
+    #[error("refused: this call carries no token; send `Authorization: Bearer TOKEN`")]
+    NoCaller,
     /// The desktop failed; its message says what to do.
     #[error(transparent)]
     Desktop(#[from] ufo_core::DesktopError),
@@ -77,6 +90,17 @@ pub enum ToolCallError {
 /// The tools that change the desktop (refused unless actions are allowed).
 pub const ACTING_TOOLS: [&str; 3] = ["act", "type_text", "launch_app"];
 
+/// What a tool asks of the server, for the access decision; `None` for a name that is no
+/// tool (answered as unknown).
+fn tool_op(name: &str) -> Option<ServerOp> {
+    match name {
+        "list_windows" | "observe_window" => Some(ServerOp::Observe),
+        SHELL_TOOL => Some(ServerOp::Shell),
+        n if ACTING_TOOLS.contains(&n) => Some(ServerOp::Act),
+        _ => None,
+    }
+}
+
 /// The tool that runs a shell command on the served machine (only with `--allow-shell`).
 pub const SHELL_TOOL: &str = "run_shell";
 
@@ -86,6 +110,16 @@ pub const NO_SHELL: &str = "this served desktop runs no shell commands: its `ufo
      started without --allow-shell; restart it with --allow-actions --allow-shell to allow \
      them, or launch applications by name instead";
 
+/// Who the calls of a [`DesktopServer`] come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Callers {
+    /// The user who started it (`ufo mcp serve` over stdio): the server's flags decide alone.
+    Owner,
+    /// Token holders (`ufo serve`): each request's `tokens::Holder`, put on the HTTP request
+    /// by the token check; a call without one is refused.
+    Tokens,
+}
+
 /// The MCP server of one desktop.
 #[derive(Clone)]
 pub struct DesktopServer {
@@ -93,6 +127,8 @@ pub struct DesktopServer {
     allow_actions: bool,
     /// Whether `run_shell` runs commands (`--allow-shell`).
     allow_shell: bool,
+    /// Who calls it.
+    callers: Callers,
     /// window id → the controls of the last observation returned for it: labels mean what
     /// the client saw there, not what a fresh observation would number.
     seen: Arc<Mutex<HashMap<String, Vec<Control>>>>,
@@ -105,7 +141,79 @@ impl DesktopServer {
             desktop,
             allow_actions,
             allow_shell: false,
+            callers: Callers::Owner,
             seen: Arc::default(),
+        }
+    }
+
+    /// Served to token holders over HTTP: each call is decided for the token that made it
+    /// (`ufo_core::access::on_server`), so a viewer token only observes.
+    pub fn for_tokens(mut self) -> Self {
+        self.callers = Callers::Tokens;
+        self
+    }
+
+    /// What the server was started to allow, as the access decision reads it.
+    fn flags(&self) -> ServerFlags {
+        ServerFlags {
+            models: false,
+            actions: self.allow_actions,
+            shell: self.allow_shell,
+        }
+    }
+
+    /// Whether `caller` may call `name`: the server's flags first (with the refusals clients
+    /// know: "needs --allow-actions", and `run_shell` as unsupported), then the caller's role.
+    /// Both from `ufo_core::access::on_server`.
+    pub fn permit(&self, caller: &Caller, name: &str) -> Result<(), ToolCallError> {
+        let Some(op) = tool_op(name) else {
+            return Ok(());
+        };
+        let flags = self.flags();
+        if !on_server(&Caller::Owner, flags, op).allowed() {
+            return Err(match op {
+                ServerOp::Shell => ufo_core::DesktopError::Unsupported(NO_SHELL.into()).into(),
+                _ => ToolCallError::Refused(name.to_string()),
+            });
+        }
+        match on_server(caller, flags, op) {
+            Verdict::Allow => Ok(()),
+            // a shell the caller may not use is no shell to it, as on a server without one
+            Verdict::Forbidden(why) if op == ServerOp::Shell => {
+                Err(ufo_core::DesktopError::Unsupported(why).into())
+            }
+            Verdict::Forbidden(why) => Err(ToolCallError::NotForCaller(why)),
+            Verdict::Hidden => Err(ToolCallError::UnknownTool(name.to_string())),
+        }
+    }
+
+    /// The tools `caller` may see: every tool its role may use on a server with the flags
+    /// that make the tool possible (acting tools are listed, marked, without
+    /// `--allow-actions`, as before; `run_shell` only with `--allow-shell`).
+    pub fn tools_for(&self, caller: &Caller) -> Vec<Tool> {
+        let possible = ServerFlags {
+            actions: true,
+            ..self.flags()
+        };
+        self.tools()
+            .into_iter()
+            .filter(|t| match tool_op(&t.name) {
+                Some(op) => on_server(caller, possible, op).allowed(),
+                None => true,
+            })
+            .collect()
+    }
+
+    /// The caller of an MCP request: the owner over stdio, else the token holder the HTTP
+    /// request carried.
+    fn caller_of(&self, extensions: &rmcp::model::Extensions) -> Result<Caller, ToolCallError> {
+        match self.callers {
+            Callers::Owner => Ok(Caller::Owner),
+            Callers::Tokens => extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<crate::http::tokens::Holder>())
+                .map(|holder| Caller::Token(holder.principal.clone()))
+                .ok_or(ToolCallError::NoCaller),
         }
     }
 
@@ -198,9 +306,18 @@ impl DesktopServer {
         name: &str,
         args: &Map<String, Value>,
     ) -> Result<(Vec<Content>, Option<Value>), ToolCallError> {
-        if ACTING_TOOLS.contains(&name) && !self.allow_actions {
-            return Err(ToolCallError::Refused(name.to_string()));
-        }
+        self.run_tool_as(&Caller::Owner, name, args).await
+    }
+
+    /// [`run_tool_full`](Self::run_tool_full) for `caller`: refused when the server's flags or
+    /// the caller's role do not allow the tool ([`permit`](Self::permit)).
+    pub async fn run_tool_as(
+        &self,
+        caller: &Caller,
+        name: &str,
+        args: &Map<String, Value>,
+    ) -> Result<(Vec<Content>, Option<Value>), ToolCallError> {
+        self.permit(caller, name)?;
         let d = self.desktop.as_ref();
         match name {
             "list_windows" => {
@@ -278,9 +395,6 @@ impl DesktopServer {
                 ))
             }
             SHELL_TOOL => {
-                if !self.allow_shell {
-                    return Err(ufo_core::DesktopError::Unsupported(NO_SHELL.into()).into());
-                }
                 let out = d.shell(str_arg(args, "command")?).await?;
                 let text = serde_json::to_string(&out).map_err(|e| {
                     ToolCallError::Invalid(format!("cannot encode the output: {e}"))
@@ -594,18 +708,26 @@ impl ServerHandler for DesktopServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools()))
+        let tools = match self.caller_of(&context.extensions) {
+            Ok(caller) => self.tools_for(&caller),
+            Err(_) => Vec::new(),
+        };
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let args = request.arguments.unwrap_or_default();
-        Ok(match self.run_tool_full(&request.name, &args).await {
+        let outcome = match self.caller_of(&context.extensions) {
+            Ok(caller) => self.run_tool_as(&caller, &request.name, &args).await,
+            Err(e) => Err(e),
+        };
+        Ok(match outcome {
             Ok((content, structured)) => {
                 let mut r = CallToolResult::success(content);
                 r.structured_content = structured;
@@ -1018,6 +1140,77 @@ mod tests {
         out.iter()
             .find(|v| v["id"] == id)
             .unwrap_or_else(|| panic!("no answer with id {id}: {out:?}"))
+    }
+
+    fn token(role: ufo_core::access::Role) -> Caller {
+        Caller::Token(ufo_core::access::Principal {
+            name: "t".into(),
+            role,
+        })
+    }
+
+    /// Served to tokens with every flag: a viewer lists and runs only the observing tools; a
+    /// user and an admin everything; no role runs what the flags do not allow.
+    #[tokio::test]
+    async fn a_viewer_only_observes_whatever_the_flags() {
+        use ufo_core::access::Role;
+        let scenario = r#"{"apps": [{"name": "Writer", "controls": [
+            {"id": "b", "role": "button", "name": "Export"}]}]}"#;
+        let click = serde_json::Map::from_iter([
+            ("window".to_string(), json!("Writer")),
+            ("name".to_string(), json!("Export")),
+            ("function".to_string(), json!("click")),
+        ]);
+        let shell = serde_json::Map::from_iter([("command".to_string(), json!("true"))]);
+        for (actions, allow_shell) in [(true, true), (false, false)] {
+            let desktop = ufo_desktop::SimDesktop::from_json_str(scenario).expect("scenario");
+            let server = DesktopServer::new(Arc::new(desktop), actions)
+                .with_shell(allow_shell)
+                .for_tokens();
+            let viewer = token(Role::Viewer);
+            let names: Vec<String> = server
+                .tools_for(&viewer)
+                .iter()
+                .map(|t| t.name.to_string())
+                .collect();
+            assert_eq!(names, ["list_windows", "observe_window"]);
+            match server.run_tool_as(&viewer, "act", &click).await {
+                Err(ToolCallError::NotForCaller(why)) => assert!(why.contains("viewer"), "{why}"),
+                Err(ToolCallError::Refused(_)) if !actions => {}
+                other => panic!("a viewer's act: {other:?}"),
+            }
+            assert!(matches!(
+                server.run_tool_as(&viewer, SHELL_TOOL, &shell).await,
+                Err(ToolCallError::Desktop(ufo_core::DesktopError::Unsupported(
+                    _
+                )))
+            ));
+            for role in [Role::User, Role::Admin] {
+                let caller = token(role);
+                let listed = server.tools_for(&caller);
+                assert_eq!(
+                    listed.iter().any(|t| t.name == SHELL_TOOL),
+                    allow_shell,
+                    "{role}"
+                );
+                assert!(listed.iter().any(|t| t.name == "act"), "{role}");
+                let acted = server.run_tool_as(&caller, "act", &click).await;
+                assert_eq!(acted.is_ok(), actions, "{role}: {acted:?}");
+            }
+        }
+    }
+
+    /// Over HTTP a call without a token holder is refused, never taken for the owner's.
+    #[tokio::test]
+    async fn a_call_without_a_token_holder_is_refused_over_http() {
+        let desktop = ufo_desktop::SimDesktop::from_json_str(SCENARIO).expect("scenario");
+        let server = DesktopServer::new(Arc::new(desktop), true).for_tokens();
+        let none = rmcp::model::Extensions::new();
+        assert!(matches!(
+            server.caller_of(&none),
+            Err(ToolCallError::NoCaller)
+        ));
+        assert_eq!(self::server().caller_of(&none).ok(), Some(Caller::Owner));
     }
 
     /// `run_shell` is offered and run only with shell and actions allowed; otherwise it

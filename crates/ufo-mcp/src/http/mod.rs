@@ -1,20 +1,30 @@
 //! `ufo serve`: the [`DesktopServer`] over MCP streamable HTTP (`/mcp`), behind the checks a
-//! network service needs. Every request passes, in order: `Host` and `Origin` name this
-//! server ([`guard::HostPolicy`], 403 otherwise), the client address is not locked out after
-//! failed tokens (429), a valid bearer token (401), a body under the cap (413), an answer
-//! within the request timeout (408). Headers are capped by the connection's read buffer (431)
-//! and a connection that sends nothing for the idle timeout is closed.
+//! network service needs. Every request passes, in order: the request head is at most
+//! `max_header_bytes` (431), `Host` and `Origin` name this server ([`guard::HostPolicy`], 403
+//! otherwise), the client is not locked out after failed tokens ([`guard::Lockout`], 429), a
+//! valid bearer token (401), a body under the cap (413, whether declared or chunked), an
+//! answer within the request timeout (408). An MCP session is its token's alone
+//! ([`sessions`]), and a viewer token only observes (`ufo_core::access`).
+//!
+//! Connections are bounded ([`conns`]): one that has not shown a valid token within
+//! `first_request_timeout` is closed, and when all slots are taken a new connection replaces
+//! the oldest one that never showed a token; an authenticated connection idle for
+//! `idle_timeout` is closed.
 //!
 //! The binary may add routes of its own ([`HttpServe::routes`], e.g. a web console): they sit
 //! behind the same `Host`/`Origin` check, body cap and timeout, and check tokens through the
 //! same [`Gate`], so failed tokens count together wherever they are presented.
 
+pub mod conns;
 pub mod guard;
+pub mod sessions;
 pub mod tls;
 pub mod tokens;
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,27 +42,41 @@ use tokio_util::sync::CancellationToken;
 use ufo_core::Desktop;
 
 use crate::DesktopServer;
-use guard::{FailureLimiter, HostPolicy};
+use guard::{HostPolicy, Lockout, LockoutLimits};
+use sha2::{Digest as _, Sha256};
 use tokens::{Holder, TokenFile};
 use ufo_core::access::Principal;
 
 /// The bounds of the server.
 #[derive(Debug, Clone)]
 pub struct Limits {
-    /// Largest request body.
+    /// Largest request body, declared or chunked (413 beyond).
     pub max_body_bytes: usize,
-    /// Largest request head (request line and headers).
+    /// Largest request head: the request line and the headers (431 beyond).
     pub max_header_bytes: usize,
     /// Longest wait for a response to start.
     pub request_timeout: Duration,
-    /// A connection idle (no request head) this long is closed; also bounds the TLS handshake.
+    /// A connection that has shown a valid token and then sends no request head this long is
+    /// closed; also bounds the TLS handshake.
     pub idle_timeout: Duration,
-    /// Connections served at once; more are closed at once.
+    /// A connection that has not shown a valid token this long after it was accepted is
+    /// closed (TLS handshake included).
+    pub first_request_timeout: Duration,
+    /// Connections served at once. When all are taken, a new one replaces the oldest that
+    /// has not shown a valid token; it is closed only when every one has.
     pub max_connections: usize,
-    /// Failed authentications per client address per `failure_window` before 429.
+    /// Failed authentications per client address per `failure_window` before the address is
+    /// locked out (429, whatever token it sends); the same count per token presented makes
+    /// that token answer 429 unchecked.
     pub max_failures: u32,
+    /// Failed authentications per network (IPv4 /24, IPv6 /64, loopback as one) per
+    /// `failure_window` before its further bad tokens answer 429 (a valid one still passes).
+    pub max_network_failures: u32,
     /// See `max_failures`.
     pub failure_window: Duration,
+    /// MCP sessions one token keeps; a new `initialize` beyond closes its least recently
+    /// used one.
+    pub max_mcp_sessions_per_token: usize,
     /// How long a shutdown waits for open requests.
     pub shutdown_grace: Duration,
 }
@@ -64,9 +88,12 @@ impl Default for Limits {
             max_header_bytes: 32 * 1024,
             request_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(30),
+            first_request_timeout: Duration::from_secs(10),
             max_connections: 256,
             max_failures: 10,
+            max_network_failures: 30,
             failure_window: Duration::from_secs(60),
+            max_mcp_sessions_per_token: 16,
             shutdown_grace: Duration::from_secs(5),
         }
     }
@@ -94,17 +121,18 @@ pub struct HttpServe {
     pub routes: Option<Router>,
 }
 
-/// The bearer-token check of the server and the lockout of addresses that keep failing it,
+/// The bearer-token check of the server and the lockout of clients that keep failing it,
 /// one for every route (so failures at `/mcp` and at a login count together).
 pub struct Gate {
     tokens: TokenFile,
-    limiter: Mutex<FailureLimiter>,
+    lockout: Mutex<Lockout>,
 }
 
 /// Why [`Gate::check`] refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
-    /// The address failed too often; it may try again after this long.
+    /// The address, its network or the token failed too often; it may try again after this
+    /// long.
     Locked(Duration),
     /// No token or an unknown one (counted as a failure).
     BadToken(&'static str),
@@ -117,21 +145,26 @@ impl Gate {
     pub fn new(tokens: TokenFile, limits: &Limits) -> Self {
         Self {
             tokens,
-            limiter: Mutex::new(FailureLimiter::new(
-                limits.max_failures,
-                limits.failure_window,
-            )),
+            lockout: Mutex::new(Lockout::new(LockoutLimits {
+                per_address: limits.max_failures,
+                per_network: limits.max_network_failures,
+                per_token: limits.max_failures,
+                window: limits.failure_window,
+            })),
         }
     }
 
-    /// The token's holder when `presented` is a valid token and `ip` is not locked out; a
-    /// missing or unknown token counts against `ip`.
+    /// The token's holder when `presented` is a valid token and neither `ip` nor the token is
+    /// locked out; a missing or unknown token counts against `ip`, its network and the token
+    /// ([`Lockout`]: from a network that failed too often, it answers `Locked`). A valid
+    /// token also marks the connection the request came on as authenticated ([`conns`]).
     pub fn check(&self, ip: IpAddr, presented: Option<&str>) -> Result<Holder, Refusal> {
         let now = Instant::now();
+        let digest: Option<[u8; 32]> = presented.map(|t| Sha256::digest(t.as_bytes()).into());
         let locked = self
-            .limiter
+            .lockout
             .lock()
-            .map(|mut l| l.locked(ip, now))
+            .map(|mut l| l.before(ip, digest.as_ref(), now))
             .unwrap_or(None);
         if let Some(wait) = locked {
             return Err(Refusal::Locked(wait));
@@ -147,23 +180,52 @@ impl Gate {
                 }
             },
         };
-        outcome.map_err(|reason| {
-            if let Ok(mut l) = self.limiter.lock() {
-                l.fail(ip, now);
+        match outcome {
+            Ok(holder) => {
+                conns::note_authenticated();
+                Ok(holder)
             }
-            Refusal::BadToken(reason)
-        })
+            Err(reason) => {
+                let network_locked = self
+                    .lockout
+                    .lock()
+                    .map(|mut l| l.failed(ip, digest.as_ref(), now))
+                    .unwrap_or(None);
+                Err(match network_locked {
+                    Some(wait) => Refusal::Locked(wait),
+                    None => Refusal::BadToken(reason),
+                })
+            }
+        }
     }
 
     /// The name and role of the token `token_id` names ([`Holder::token_id`]) while it is
     /// still valid: `None` once it was revoked, so a login or stream made with it ends. An
-    /// unreadable token file counts as revoked.
+    /// unreadable token file counts as revoked. A valid one marks the connection the request
+    /// came on as authenticated ([`conns`]).
     pub fn current(&self, token_id: &str) -> Option<Principal> {
         match self.tokens.current(token_id) {
-            Ok(found) => found,
+            Ok(found) => {
+                if found.is_some() {
+                    conns::note_authenticated();
+                }
+                found
+            }
             Err(e) => {
                 tracing::error!(error = %e, "cannot check tokens");
                 None
+            }
+        }
+    }
+
+    /// The digests ([`Holder::token_id`]) of every valid token, read once; none when the token
+    /// file cannot be read (as [`Gate::current`] counts that as revoked).
+    pub fn valid_token_ids(&self) -> HashSet<String> {
+        match self.tokens.list() {
+            Ok(list) => list.into_iter().map(|t| t.sha256).collect(),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot check tokens");
+                HashSet::new()
             }
         }
     }
@@ -196,9 +258,14 @@ pub async fn serve(
     let bound = listener.local_addr().map_err(HttpServeError::Accept)?;
     let limits = serve.limits.clone();
     let cancel = CancellationToken::new();
-    let router = router(&serve, bound, cancel.clone());
+    let (router, endpoint) = router(&serve, bound, cancel.clone());
+    tokio::spawn(sessions::sweep_revoked(
+        endpoint,
+        serve.gate.clone(),
+        cancel.clone(),
+    ));
     let acceptor = serve.tls.clone().map(tokio_rustls::TlsAcceptor::from);
-    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let table = conns::Connections::new(limits.max_connections);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -214,51 +281,21 @@ pub async fn serve(
                 }
             },
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            tracing::warn!(client = %peer.ip(), "too many connections; closing this one");
+        let Some(conn) = table.admit() else {
+            tracing::warn!(client = %peer.ip(), "too many authenticated connections; closing this one");
             drop(stream);
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let router = router.clone();
-        let service = hyper::service::service_fn(move |mut req: Request<hyper::body::Incoming>| {
-            req.extensions_mut().insert(Peer(peer));
-            let mut router = router.clone();
-            async move {
-                use tower::Service as _;
-                router.call(req.map(Body::new)).await
-            }
-        });
-        let mut http = hyper::server::conn::http1::Builder::new();
-        http.timer(TokioTimer::new())
-            .header_read_timeout(limits.idle_timeout)
-            .max_buf_size(limits.max_header_bytes.max(8192));
-        let watcher = graceful.watcher();
-        let acceptor = acceptor.clone();
-        let handshake_timeout = limits.idle_timeout;
-        tokio::spawn(async move {
-            let _slot = slot;
-            match acceptor {
-                None => {
-                    let conn = http.serve_connection(TokioIo::new(stream), service);
-                    let _ = watcher.watch(conn).await;
-                }
-                Some(acceptor) => {
-                    let tls = match tokio::time::timeout(handshake_timeout, acceptor.accept(stream))
-                        .await
-                    {
-                        Ok(Ok(s)) => s,
-                        Ok(Err(e)) => {
-                            tracing::info!(client = %peer.ip(), error = %e, "TLS handshake failed");
-                            return;
-                        }
-                        Err(_) => return,
-                    };
-                    let conn = http.serve_connection(TokioIo::new(tls), service);
-                    let _ = watcher.watch(conn).await;
-                }
-            }
-        });
+        tokio::spawn(serve_connection(
+            conn,
+            stream,
+            peer,
+            router.clone(),
+            acceptor.clone(),
+            graceful.watcher(),
+            limits.clone(),
+        ));
     }
     drop(listener);
     cancel.cancel();
@@ -271,40 +308,121 @@ pub async fn serve(
     Ok(())
 }
 
+/// Serve one admitted connection (after its TLS handshake, if any) until it ends, until the
+/// server gives its slot to a new connection, or until `first_request_timeout` passes without
+/// a valid token shown on it.
+async fn serve_connection(
+    conn: conns::Connection,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    router: Router,
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+    watcher: hyper_util::server::graceful::Watcher,
+    limits: Limits,
+) {
+    // each request gets the peer's address and is handled under the connection's mark, so a
+    // successful token check marks the connection authenticated
+    let mark = conn.mark();
+    let service = hyper::service::service_fn(move |mut req: Request<hyper::body::Incoming>| {
+        req.extensions_mut().insert(Peer(peer));
+        let mut router = router.clone();
+        let mark = mark.clone();
+        async move {
+            use tower::Service as _;
+            conns::within(mark, router.call(req.map(Body::new))).await
+        }
+    });
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.idle_timeout)
+        .max_header_size(limits.max_header_bytes)
+        // the head is bounded above; the buffer may hold a little more of the body
+        .max_buf_size(limits.max_header_bytes.saturating_add(8192).max(8192));
+    let serving = async {
+        match acceptor {
+            None => {
+                let conn = http.serve_connection(TokioIo::new(stream), service);
+                let _ = watcher.watch(conn).await;
+            }
+            Some(acceptor) => {
+                let handshake = acceptor.accept(stream);
+                let tls = match tokio::time::timeout(limits.idle_timeout, handshake).await {
+                    Ok(Ok(s)) => s,
+                    Ok(Err(e)) => {
+                        tracing::info!(client = %peer.ip(), error = %e, "TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => return,
+                };
+                let conn = http.serve_connection(TokioIo::new(tls), service);
+                let _ = watcher.watch(conn).await;
+            }
+        }
+    };
+    let unauthenticated = async {
+        tokio::time::sleep(limits.first_request_timeout).await;
+        if conn.is_authenticated() {
+            std::future::pending::<()>().await;
+        }
+    };
+    let cut = conn.cut();
+    tokio::select! {
+        () = serving => {}
+        () = cut.cancelled() => {
+            tracing::debug!(client = %peer.ip(), "closed a connection without a token: its slot went to a new one");
+        }
+        () = unauthenticated => {
+            tracing::debug!(client = %peer.ip(), "closed a connection that showed no valid token in time");
+        }
+    }
+}
+
 /// The routes: `/mcp` (authenticated MCP) and the binary's routes (else `/`, a short page),
-/// all behind the `Host`/`Origin` check.
-fn router(serve: &HttpServe, bound: SocketAddr, cancel: CancellationToken) -> Router {
+/// all behind the `Host`/`Origin` check; and the `/mcp` endpoint, for the sweep of revoked
+/// tokens' sessions.
+fn router(
+    serve: &HttpServe,
+    bound: SocketAddr,
+    cancel: CancellationToken,
+) -> (Router, Arc<sessions::McpEndpoint>) {
     let shared = Arc::new(Shared {
         hosts: HostPolicy::new(bound, &serve.host_names, serve.tls.is_some()),
         gate: serve.gate.clone(),
     });
     let desktop = serve.desktop.clone();
     let allow_actions = serve.allow_actions;
-    let server = DesktopServer::new(desktop, allow_actions).with_shell(serve.allow_shell);
-    let sessions = LocalSessionManager {
+    let server = DesktopServer::new(desktop, allow_actions)
+        .with_shell(serve.allow_shell)
+        .for_tokens();
+    let manager = Arc::new(LocalSessionManager {
         sessions: Default::default(),
         session_config: SessionConfig {
             keep_alive: Some(Duration::from_secs(600)),
             ..SessionConfig::default()
         },
-    };
+    });
     let mcp = StreamableHttpService::new(
         move || Ok(server.clone()),
-        Arc::new(sessions),
+        manager.clone(),
         StreamableHttpServerConfig {
             cancellation_token: cancel,
             ..StreamableHttpServerConfig::default()
         },
     );
     let limits = &serve.limits;
+    let endpoint = sessions::McpEndpoint::new(mcp, manager, limits.max_mcp_sessions_per_token);
     let mcp_routes = Router::new()
-        .route_service("/mcp", mcp)
+        .route(
+            "/mcp",
+            axum::routing::any(sessions::handle).with_state(endpoint.clone()),
+        )
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             limits.request_timeout,
         ))
-        .layer(tower_http::limit::RequestBodyLimitLayer::new(
+        .layer(middleware::from_fn_with_state(
             limits.max_body_bytes,
+            cap_body,
         ))
         .route_layer(middleware::from_fn_with_state(shared.clone(), authenticate));
     let base = match serve.routes.clone() {
@@ -313,13 +431,62 @@ fn router(serve: &HttpServe, bound: SocketAddr, cancel: CancellationToken) -> Ro
                 StatusCode::REQUEST_TIMEOUT,
                 limits.request_timeout,
             ))
-            .layer(tower_http::limit::RequestBodyLimitLayer::new(
+            .layer(middleware::from_fn_with_state(
                 limits.max_body_bytes,
+                cap_body,
             )),
         None => Router::new().route("/", axum::routing::get(index)),
     };
-    base.merge(mcp_routes)
-        .layer(middleware::from_fn_with_state(shared, check_host_origin))
+    let router = base
+        .merge(mcp_routes)
+        .layer(middleware::from_fn_with_state(shared, check_host_origin));
+    (router, endpoint)
+}
+
+/// 413 for a body over `max` bytes: at once when its `Content-Length` says so, else as soon
+/// as a chunked body passes `max` while the route reads it, whatever the route makes of the
+/// read error (rmcp answers a failed read with 500).
+async fn cap_body(State(max): State<usize>, req: Request, next: Next) -> Response {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return body_too_large(max);
+    }
+    let overflowed = Arc::new(AtomicBool::new(false));
+    let flag = overflowed.clone();
+    let req = req.map(|body| {
+        let mut seen = 0usize;
+        Body::from_stream(futures::StreamExt::map(
+            body.into_data_stream(),
+            move |chunk| {
+                let chunk = chunk.map_err(axum::BoxError::from)?;
+                seen = seen.saturating_add(chunk.len());
+                if seen > max {
+                    flag.store(true, Ordering::SeqCst);
+                    return Err(axum::BoxError::from(format!(
+                        "the request body is longer than {max} bytes"
+                    )));
+                }
+                Ok(chunk)
+            },
+        ))
+    });
+    let response = next.run(req).await;
+    if overflowed.load(Ordering::SeqCst) {
+        return body_too_large(max);
+    }
+    response
+}
+
+fn body_too_large(max: usize) -> Response {
+    (
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("the request body is larger than {max} bytes; send less\n"),
+    )
+        .into_response()
 }
 
 async fn index() -> &'static str {
@@ -391,11 +558,12 @@ async fn authenticate(State(shared): State<Arc<Shared>>, req: Request, next: Nex
     }
 }
 
-/// 429 with `Retry-After`: the address failed too many tokens.
+/// 429 with `Retry-After`: the address, its network or the token failed too often.
 pub fn locked_out(wait: Duration) -> Response {
     let mut r = refuse(
         StatusCode::TOO_MANY_REQUESTS,
-        "too many failed tokens from this address; wait and use a valid token",
+        "too many failed tokens from this address or its network, or with this token; wait \
+         and use a valid token",
     );
     if let Ok(v) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
         r.headers_mut().insert(header::RETRY_AFTER, v);
