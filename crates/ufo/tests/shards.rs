@@ -774,6 +774,98 @@ fn the_suite_as_a_slurm_array_of_three_merges_to_the_results_of_one_run() {
     println!("tests/batch: 3 Slurm array tasks and the merge {took:.1} s; ufo batch --jobs 1 {took_one:.1} s");
 }
 
+/// Slurm's `--output` is a filename pattern (`%A`, `%j`, ...): a results folder whose name
+/// holds `%` must still get every job's output, and the scripts must get the folder as it is.
+/// The ufo binary is a stub that prints its arguments: the scripts and Slurm are under test.
+#[test]
+fn a_results_folder_with_percent_signs_gets_every_slurm_jobs_output() {
+    if require_peer(
+        PathBuf::from("/usr/sbin/slurmctld"),
+        "Slurm (slurmctld, slurmd, munge)",
+        "install_slurm",
+    )
+    .is_none()
+    {
+        return;
+    }
+    let slurm = LocalSlurm::up();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stub = tmp.path().join("ufo-stub");
+    std::fs::write(&stub, "#!/bin/sh\necho \"stub ufo: $*\"\n").expect("write");
+    std::fs::set_permissions(&stub, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let submit = |results: &Path| {
+        Command::new("bash")
+            .arg(repo_root().join("deploy/slurm/submit.sh"))
+            .arg(suite())
+            .arg(results)
+            .arg("2")
+            .env("SLURM_CONF", &slurm.conf)
+            .env("UFO_BIN", &stub)
+            .output()
+            .expect("submit.sh runs")
+    };
+    // every pattern letter Slurm knows, and an escaped one
+    let results = tmp.path().join("res%j%A_%a%x%%u%");
+    let out = submit(&results);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ids: Vec<&str> = stdout.split_whitespace().collect();
+    let [array, merge_job] = ids[..] else {
+        panic!("submit.sh printed {stdout:?}, not the array's and the merge's job ids");
+    };
+    let (state, code) = slurm.wait(merge_job, Duration::from_secs(60));
+    let shown = format!(
+        "{:?}\n{}",
+        std::fs::read_dir(tmp.path())
+            .map(|d| d
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name())
+                .collect::<Vec<_>>())
+            .unwrap_or_default(),
+        slurm.logs()
+    );
+    assert_eq!(
+        (state.as_str(), code.as_str()),
+        ("COMPLETED", "0:0"),
+        "{shown}"
+    );
+    let read = |name: String| {
+        std::fs::read_to_string(results.join(&name))
+            .unwrap_or_else(|e| panic!("{name} in {}: {e}\n{shown}", results.display()))
+    };
+    let folder = results.display().to_string();
+    for k in 0..2 {
+        let (state, _) = slurm.job_state(&format!("{array}_{k}"));
+        assert_eq!(state, "COMPLETED", "array task {k}\n{shown}");
+        let text = read(format!("slurm-{array}_{k}.out"));
+        assert!(
+            text.contains(&format!("stub ufo: batch {} ", suite().display()))
+                && text.contains(&format!("--out {folder} ")),
+            "{text}"
+        );
+    }
+    let text = read(format!("slurm-merge-{merge_job}.out"));
+    assert!(
+        text.contains(&format!(
+            "stub ufo: batch merge {folder}/merged {folder} --force"
+        )),
+        "{text}"
+    );
+
+    // a backslash turns Slurm's pattern off (and is dropped): refused before anything is
+    // submitted
+    let out = submit(&tmp.path().join("res\\ults"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("backslash"), "{stderr}");
+    assert!(out.stdout.is_empty(), "nothing submitted");
+}
+
 /// The Python of the test venv (scripts/test-deps.sh install_python_k8s_validate).
 fn venv() -> PathBuf {
     std::env::var_os("UFO_PY_MCP_VENV")
