@@ -57,6 +57,10 @@ pub fn narrow(
         suite,
         tasks: mine.iter().map(|&i| keys[i].0.clone()).collect(),
     };
+    // what a shard writes, the merge must be able to read
+    info.check().map_err(|e| {
+        anyhow!("this shard's description could not be merged later: {e}; split the suite")
+    })?;
     check_same_suite(out, &info, force)?;
     let text = serde_json::to_string_pretty(&info)?;
     crate::folder::write_bytes(&out.join(SHARD_FILE), text.as_bytes())
