@@ -50,7 +50,7 @@ cargo test --workspace --locked
 
 echo "== bounded fuzz run (about a minute; docs/security.md: how to run a long campaign)"
 # More cases than `cargo test` runs by default, of the parser fuzz tests (proptest).
-UFO_FUZZ_CASES=3000 cargo test --workspace --locked --test fuzz_parsers --test fuzz_task
+UFO_FUZZ_CASES=3000 cargo test --workspace --locked --test fuzz_parsers --test fuzz_task --test fuzz_shard
 UFO_FUZZ_CASES=10000 cargo test --workspace --locked --lib keys::fuzz
 UFO_FUZZ_CASES=400 cargo test --workspace --locked --test fuzz_scenario
 UFO_FUZZ_CASES=3000 cargo test -p ufo-core --locked --test fuzz_shell_gate

@@ -14,13 +14,23 @@ case "$n" in
   '' | *[!0-9]* | 0) echo "N must be a whole number of shards, 1 or more (got $n)" >&2; exit 2 ;;
 esac
 suite="$(cd "$(dirname "$suite")" && pwd)/$(basename "$suite")"
+case "$results" in /*) whole="$results" ;; *) whole="$PWD/$results" ;; esac
+case "$whole" in
+  *\\*)
+    echo "RESULTS $whole holds a backslash: Slurm's --output pattern takes one as \"expand nothing\" and drops it, so the jobs' output could not be written; choose a folder without one" >&2
+    exit 2
+    ;;
+esac
 mkdir -p "$results"
 results="$(cd "$results" && pwd)"
+# --output is a filename pattern: Slurm expands %A, %j, ... anywhere in it, so a literal % of the
+# folder's name is written %% (the scripts get RESULTS as it is)
+out_dir="${results//[%]/%%}"
 # shellcheck disable=SC2086
 array="$(sbatch --parsable ${UFO_SBATCH_ARGS:-} --array="0-$((n - 1))" \
-  --output="$results/slurm-%A_%a.out" "$here/ufo-batch.sbatch" "$suite" "$results" "$@")"
+  --output="$out_dir/slurm-%A_%a.out" "$here/ufo-batch.sbatch" "$suite" "$results" "$@")"
 array="${array%%;*}"
-merge="$(sbatch --parsable --dependency="afterany:$array" --output="$results/slurm-merge-%j.out" \
+merge="$(sbatch --parsable --dependency="afterany:$array" --output="$out_dir/slurm-merge-%j.out" \
   "$here/merge.sbatch" "$results")"
 merge="${merge%%;*}"
 echo "$array $merge"

@@ -1,6 +1,7 @@
 //! Per-task results (one JSON line each) and the summary table.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -120,6 +121,60 @@ impl TaskResult {
     pub fn non_model_s(&self) -> f64 {
         (self.time_s - self.model_time_s).max(0.0)
     }
+}
+
+/// Longest line of `results.jsonl` (or `result.json`) read: a result with its setup and
+/// evaluation log and the LLM verdict is a few KiB; a longer one is damage.
+pub const MAX_RESULT_LINE: usize = 4 << 20;
+
+/// Why a line of `results.jsonl` was left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LineProblem {
+    /// Longer than [`MAX_RESULT_LINE`] bytes (its length).
+    TooLong(usize),
+    /// The last line, without its newline and not a result: cut when the file was written.
+    Cut,
+    /// Not a task result (the parser's message).
+    NotAResult(String),
+}
+
+impl fmt::Display for LineProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LineProblem::TooLong(n) => write!(
+                f,
+                "{n} bytes, longer than the {MAX_RESULT_LINE} bytes a task result takes"
+            ),
+            LineProblem::Cut => f.write_str("cut short (the file ends inside this line)"),
+            LineProblem::NotAResult(e) => write!(f, "not a task result: {e}"),
+        }
+    }
+}
+
+/// The task results of a `results.jsonl` text, and its lines that are not one (1-based line
+/// numbers). Blank lines are no results and no problems. Any bytes give an answer: a line cut
+/// by a killed writer or damaged on disk costs that line, never the others.
+pub fn parse_results(bytes: &[u8]) -> (Vec<TaskResult>, Vec<(usize, LineProblem)>) {
+    let mut results = Vec::new();
+    let mut problems = Vec::new();
+    let ends_open = !bytes.is_empty() && !bytes.ends_with(b"\n");
+    let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    let count = lines.len();
+    for (i, line) in lines.into_iter().enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        if line.len() > MAX_RESULT_LINE {
+            problems.push((i + 1, LineProblem::TooLong(line.len())));
+            continue;
+        }
+        match serde_json::from_slice::<TaskResult>(line) {
+            Ok(r) => results.push(r),
+            Err(_) if ends_open && i + 1 == count => problems.push((i + 1, LineProblem::Cut)),
+            Err(e) => problems.push((i + 1, LineProblem::NotAResult(e.to_string()))),
+        }
+    }
+    (results, problems)
 }
 
 #[derive(Default)]
@@ -309,6 +364,40 @@ mod tests {
         let back: TaskResult = serde_json::from_str(&line).unwrap();
         assert_eq!(back, a);
         assert!(task_lines(&[a]).contains("passed"));
+    }
+
+    #[test]
+    fn a_cut_or_broken_line_costs_only_itself() {
+        let a = TaskResult::early("a", "calc", TaskStatus::Passed, "");
+        let b = TaskResult::early("b", "calc", TaskStatus::Failed, "wrong");
+        let line = |r: &TaskResult| serde_json::to_string(r).unwrap();
+        let whole = format!("{}\n\n{}\n", line(&a), line(&b));
+        assert_eq!(
+            parse_results(whole.as_bytes()),
+            (vec![a.clone(), b.clone()], vec![])
+        );
+        // killed while writing the third line
+        let b_line = line(&b);
+        let cut = format!("{}\nnot json\n{}\n{}", line(&a), b_line, &b_line[..20]);
+        let (got, problems) = parse_results(cut.as_bytes());
+        assert_eq!(got, vec![a.clone(), b.clone()]);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            matches!(problems[0], (2, LineProblem::NotAResult(_))),
+            "{problems:?}"
+        );
+        assert_eq!(problems[1], (4, LineProblem::Cut));
+        // a last line without its newline that is whole counts
+        let open_end = format!("{}\n{}", line(&a), line(&b));
+        assert_eq!(parse_results(open_end.as_bytes()).0, vec![a.clone(), b]);
+        let huge = format!("{}\n{}\n", "x".repeat(MAX_RESULT_LINE + 1), line(&a));
+        let (got, problems) = parse_results(huge.as_bytes());
+        assert_eq!(got, vec![a]);
+        assert_eq!(
+            problems,
+            vec![(1, LineProblem::TooLong(MAX_RESULT_LINE + 1))]
+        );
+        assert!(problems[0].1.to_string().contains("longer than"));
     }
 
     #[test]

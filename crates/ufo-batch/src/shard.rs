@@ -15,6 +15,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::results::{TaskResult, TaskStatus};
+use crate::task::MAX_ID_BYTES;
 
 /// Most shards of one batch: far beyond any cluster's array, small enough to bound the
 /// bookkeeping.
@@ -295,6 +296,107 @@ pub struct ShardInfo {
     pub tasks: Vec<String>,
 }
 
+/// Most task ids a `shard.json` may list (its suite's, its own): ten times the most shards,
+/// far beyond any suite, small enough to bound what a merge holds.
+pub const MAX_SUITE_TASKS: usize = 1_000_000;
+
+/// A `shard.json` that cannot be used: what is wrong with it. The reader adds the file's name
+/// and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShardFileError {
+    /// Not JSON of the shard description's shape (the parser's message).
+    #[error("not a shard description ({0})")]
+    Json(String),
+    /// A shard count out of `1..=MAX_SHARDS`.
+    #[error("its shard count is {0}; a batch has 1 to {MAX_SHARDS} shards")]
+    Count(usize),
+    /// A shard index not below the count.
+    #[error("its shard index {index} is not below its shard count {count} (indexes are 0-based)")]
+    Index {
+        /// The index.
+        index: usize,
+        /// The count.
+        count: usize,
+    },
+    /// More ids than [`MAX_SUITE_TASKS`] (`suite` or `tasks`).
+    #[error("its {list} list {count} task ids, more than the {MAX_SUITE_TASKS} a suite may have")]
+    TooManyIds {
+        /// Which list.
+        list: &'static str,
+        /// How many it has.
+        count: usize,
+    },
+    /// An id longer than a task id may be.
+    #[error(
+        "its {list} hold an id of {len} bytes, longer than the {MAX_ID_BYTES} bytes of a task id"
+    )]
+    LongId {
+        /// Which list.
+        list: &'static str,
+        /// The id's length.
+        len: usize,
+    },
+    /// The suite's ids out of order (the owner of a task is its rank in the sorted suite).
+    #[error("its suite's ids are not sorted (at position {0}), as ufo batch writes them")]
+    Unsorted(usize),
+    /// A digest that is not the digest of the ids beside it.
+    #[error("its suite digest {given} is not the digest of its ids ({computed})")]
+    Digest {
+        /// The digest the file gives.
+        given: String,
+        /// The digest of its ids.
+        computed: String,
+    },
+}
+
+impl ShardInfo {
+    /// Read a `shard.json`: any bytes give a checked description or an error, never a panic.
+    pub fn from_json(bytes: &[u8]) -> Result<ShardInfo, ShardFileError> {
+        let info: ShardInfo =
+            serde_json::from_slice(bytes).map_err(|e| ShardFileError::Json(e.to_string()))?;
+        info.check()?;
+        Ok(info)
+    }
+
+    /// Whether the description can be merged: a count of 1 to [`MAX_SHARDS`], an index below
+    /// it, at most [`MAX_SUITE_TASKS`] ids of at most [`MAX_ID_BYTES`] bytes each, the suite
+    /// sorted and its digest the digest of its ids.
+    pub fn check(&self) -> Result<(), ShardFileError> {
+        let Shard { index, count } = self.shard;
+        if count == 0 || count > MAX_SHARDS {
+            return Err(ShardFileError::Count(count));
+        }
+        if index >= count {
+            return Err(ShardFileError::Index { index, count });
+        }
+        for (list, ids) in [("suite", &self.suite.ids), ("tasks", &self.tasks)] {
+            if ids.len() > MAX_SUITE_TASKS {
+                return Err(ShardFileError::TooManyIds {
+                    list,
+                    count: ids.len(),
+                });
+            }
+            if let Some(long) = ids.iter().find(|id| id.len() > MAX_ID_BYTES) {
+                return Err(ShardFileError::LongId {
+                    list,
+                    len: long.len(),
+                });
+            }
+        }
+        if let Some(pos) = self.suite.ids.windows(2).position(|w| w[0] > w[1]) {
+            return Err(ShardFileError::Unsorted(pos + 1));
+        }
+        let computed = SuiteId::of(self.suite.ids.iter().cloned()).digest;
+        if computed != self.suite.digest {
+            return Err(ShardFileError::Digest {
+                given: self.suite.digest.clone(),
+                computed,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// One shard's folder as read for a merge: where it is, its `shard.json`, its results.
 #[derive(Debug, Clone)]
 pub struct ShardResults {
@@ -313,6 +415,14 @@ pub enum MergeError {
     /// No shard given.
     #[error("no shard folders to merge; give the shards' folders (shard-K-of-N, with shard.json) or the folder holding them")]
     Empty,
+    /// A shard whose description does not hold.
+    #[error("{folder}: {why}; run that shard again with --force, or leave its folder out")]
+    BadShard {
+        /// The shard's folder.
+        folder: String,
+        /// What is wrong.
+        why: ShardFileError,
+    },
     /// Shards of different suites, or of different splits.
     #[error(
         "{first} and {other} are shards of different {what}; merge only the shards of one batch"
@@ -327,23 +437,48 @@ pub enum MergeError {
     },
 }
 
+/// A result from a shard that does not own its task: set aside, never merged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Foreign {
+    /// The task.
+    pub id: String,
+    /// The folder of the shard that reported it.
+    pub folder: String,
+    /// The index of the shard the split gives the task to.
+    pub owner: usize,
+}
+
 /// The merged batch: every task of the suite once, in the suite's (sorted id) order.
 #[derive(Debug, Clone, Default)]
 pub struct Merged {
     /// One result per task of the suite; a task no shard reported is an `error`.
     pub results: Vec<TaskResult>,
-    /// Ids reported by more than one shard (the first shard's result is kept), with the folders.
+    /// Ids reported by more than one folder of their owning shard (the first folder's result
+    /// is kept), with the folders.
     pub duplicates: Vec<(String, Vec<String>)>,
     /// Ids no shard reported.
     pub missing: Vec<String>,
     /// Shard indexes of the split with no folder.
     pub missing_shards: Vec<usize>,
+    /// Results of shards that do not own the task (never merged).
+    pub foreign: Vec<Foreign>,
+    /// Results whose id is not in the suite, with their folder (never merged).
+    pub unknown: Vec<(String, String)>,
 }
 
-/// Merge shards of one suite: they must have the same suite and split. A task reported twice
-/// is kept once (the first shard's, by index); a task nobody reported becomes an `error`
-/// result saying which shard should have run it.
+/// Merge shards of one suite: each description must hold ([`ShardInfo::check`]) and all must
+/// have the same suite and split. A result counts only from the shard that owns its task
+/// (the split of [`select`]: the task at rank `r` of the sorted suite belongs to shard
+/// `r % N`); another shard's result for it is set aside as [`Foreign`], one for an id not in
+/// the suite as unknown. A task its owner reported from two folders is kept once (the first
+/// folder's); a task its owner did not report becomes an `error` result naming that shard.
 pub fn merge(mut shards: Vec<ShardResults>) -> Result<Merged, MergeError> {
+    for s in &shards {
+        s.info.check().map_err(|why| MergeError::BadShard {
+            folder: s.folder.clone(),
+            why,
+        })?;
+    }
     shards.sort_by_key(|s| s.info.shard.index);
     let first = shards.first().ok_or(MergeError::Empty)?.clone();
     for s in &shards[1..] {
@@ -376,21 +511,36 @@ pub fn merge(mut shards: Vec<ShardResults>) -> Result<Merged, MergeError> {
     let count = first.info.shard.count;
     let present: BTreeSet<usize> = shards.iter().map(|s| s.info.shard.index).collect();
     let missing_shards: Vec<usize> = (0..count).filter(|i| !present.contains(i)).collect();
-    let mut found: BTreeMap<&str, (&TaskResult, Vec<String>)> = BTreeMap::new();
-    for s in &shards {
-        for r in &s.results {
-            found
-                .entry(r.id.as_str())
-                .and_modify(|(_, folders)| folders.push(s.folder.clone()))
-                .or_insert((r, vec![s.folder.clone()]));
-        }
-    }
     let mut merged = Merged {
         missing_shards,
         ..Merged::default()
     };
-    // the suite's ids are sorted: the task at rank `pos` is dealt to shard `pos % count`
+    // the suite's ids are sorted: the task at rank `pos` is dealt to shard `pos % count` (an
+    // id twice in the suite, from two task files, has an owner for each)
     let owner = |pos: usize| pos % count;
+    let mut owners: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
+    for (pos, id) in first.info.suite.ids.iter().enumerate() {
+        owners.entry(id.as_str()).or_default().insert(owner(pos));
+    }
+    let mut found: BTreeMap<&str, (&TaskResult, Vec<String>)> = BTreeMap::new();
+    for s in &shards {
+        for r in &s.results {
+            match owners.get(r.id.as_str()) {
+                None => merged.unknown.push((r.id.clone(), s.folder.clone())),
+                Some(own) if !own.contains(&s.info.shard.index) => merged.foreign.push(Foreign {
+                    id: r.id.clone(),
+                    folder: s.folder.clone(),
+                    owner: own.first().copied().unwrap_or_default(),
+                }),
+                Some(_) => {
+                    found
+                        .entry(r.id.as_str())
+                        .and_modify(|(_, folders)| folders.push(s.folder.clone()))
+                        .or_insert((r, vec![s.folder.clone()]));
+                }
+            }
+        }
+    }
     let mut done: BTreeSet<&str> = BTreeSet::new();
     for (pos, id) in first.info.suite.ids.iter().enumerate() {
         if !done.insert(id.as_str()) {
@@ -424,6 +574,7 @@ pub fn merge(mut shards: Vec<ShardResults>) -> Result<Merged, MergeError> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use serde_json::Value;
     use std::collections::HashMap;
 
     fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
@@ -586,22 +737,30 @@ mod tests {
     #[test]
     fn merging_reports_duplicates_and_missing_tasks_and_shards() {
         let suite = ["a", "b", "c", "d"];
+        // sorted a b c d dealt to 3 shards: a and d to 0, b to 1, c to 2
+        let mut again = shard_of(&suite, 0, 3, &["a"]);
+        again.folder = "s0-again".into();
+        again.results[0].reason = "by 0 again".into();
         let m = merge(vec![
-            shard_of(&suite, 1, 3, &["b", "c"]),
-            shard_of(&suite, 0, 3, &["a", "c"]),
+            shard_of(&suite, 1, 3, &["b"]),
+            shard_of(&suite, 0, 3, &["a"]),
+            again,
         ])
         .unwrap();
         let ids: Vec<&str> = m.results.iter().map(|r| r.id.as_str()).collect();
         assert_eq!(ids, ["a", "b", "c", "d"]);
         assert_eq!(
             m.duplicates,
-            vec![("c".to_string(), vec!["s0".to_string(), "s1".to_string()])]
+            vec![(
+                "a".to_string(),
+                vec!["s0".to_string(), "s0-again".to_string()]
+            )]
         );
         assert_eq!(
-            m.results[2].reason, "by 0",
-            "the first shard's result is kept"
+            m.results[0].reason, "by 0",
+            "the first folder's result is kept"
         );
-        assert_eq!(m.missing, ["d"]);
+        assert_eq!(m.missing, ["c", "d"]);
         assert_eq!(m.missing_shards, [2]);
         assert_eq!(m.results[3].status, TaskStatus::Error);
         // d is the 4th sorted id: dealt to shard 3 % 3 = 0
@@ -610,6 +769,102 @@ mod tests {
             "{}",
             m.results[3].reason
         );
+        assert!(m.foreign.is_empty() && m.unknown.is_empty());
+    }
+
+    #[test]
+    fn a_result_counts_only_from_the_shard_that_owns_its_task() {
+        let suite = ["a", "b", "c", "d"];
+        // 2 shards: a and c to 0, b and d to 1
+        let mut zero = shard_of(&suite, 0, 2, &["a", "c"]);
+        zero.results[1].status = TaskStatus::Failed;
+        // shard 1 also says c passed, and reports a task of no suite
+        let one = shard_of(&suite, 1, 2, &["c", "b", "d", "zz"]);
+        for shards in [vec![zero.clone(), one.clone()], vec![one, zero]] {
+            let m = merge(shards).unwrap();
+            let c = &m.results[2];
+            assert_eq!((c.id.as_str(), c.status), ("c", TaskStatus::Failed));
+            assert_eq!(
+                c.reason, "by 0",
+                "the owner's result, never another shard's"
+            );
+            assert_eq!(
+                m.foreign,
+                vec![Foreign {
+                    id: "c".into(),
+                    folder: "s1".into(),
+                    owner: 0
+                }]
+            );
+            assert_eq!(m.unknown, vec![("zz".to_string(), "s1".to_string())]);
+            assert!(m.duplicates.is_empty() && m.missing.is_empty());
+            assert_eq!(m.results.len(), 4, "the unknown id is not merged");
+        }
+        // the owner did not report it: missing, however many others did
+        let m = merge(vec![
+            shard_of(&suite, 0, 2, &["a"]),
+            shard_of(&suite, 1, 2, &["b", "c", "d"]),
+        ])
+        .unwrap();
+        assert_eq!(m.missing, ["c"]);
+        assert_eq!(m.results[2].status, TaskStatus::Error);
+        assert!(m.results[2].reason.contains("shard 0 of 2"));
+    }
+
+    #[test]
+    fn a_shard_description_out_of_range_is_refused_never_a_panic() {
+        let good = shard_of(&["a", "b"], 1, 2, &[]).info;
+        let json = |f: &dyn Fn(&mut Value)| {
+            let mut v = serde_json::to_value(&good).unwrap();
+            f(&mut v);
+            v.to_string()
+        };
+        assert_eq!(
+            ShardInfo::from_json(json(&|_| {}).as_bytes()),
+            Ok(good.clone())
+        );
+        let cases: Vec<(String, &str)> = vec![
+            (
+                json(&|v| v["shard"]["count"] = 0.into()),
+                "shard count is 0",
+            ),
+            (
+                json(&|v| v["shard"]["count"] = 1_000_000_000_000_000u64.into()),
+                "shard count is 1000000000000000",
+            ),
+            (
+                json(&|v| v["shard"]["count"] = 1e15.into()),
+                "not a shard description",
+            ),
+            (
+                json(&|v| v["shard"]["index"] = 2.into()),
+                "index 2 is not below",
+            ),
+            (
+                json(&|v| v["shard"]["index"] = (-1).into()),
+                "not a shard description",
+            ),
+            (
+                json(&|v| v["suite"]["ids"] = serde_json::json!(["b", "a"])),
+                "not sorted",
+            ),
+            (json(&|v| v["suite"]["digest"] = "0".into()), "digest 0"),
+            (
+                json(&|v| v["tasks"] = serde_json::json!(["x".repeat(MAX_ID_BYTES + 1)])),
+                "513 bytes",
+            ),
+            ("{\"shard\":".to_string(), "not a shard description"),
+            ("[".repeat(100_000), "not a shard description"),
+        ];
+        for (text, says) in cases {
+            let e = ShardInfo::from_json(text.as_bytes()).expect_err(says);
+            assert!(e.to_string().contains(says), "{says}: {e}");
+        }
+        // a description built by hand is checked by the merge too
+        let mut zero = shard_of(&["a"], 0, 1, &["a"]);
+        zero.info.shard.count = 0;
+        let e = merge(vec![zero]).expect_err("count 0");
+        assert!(e.to_string().contains("s0: its shard count is 0"), "{e}");
     }
 
     #[test]

@@ -92,12 +92,10 @@ impl Task {
             path: source.to_path_buf(),
             message: e.to_string(),
         })?;
-        if task.id.trim().is_empty() {
-            return Err(BatchError::Task {
-                path: source.to_path_buf(),
-                message: "the task has an empty \"id\"".into(),
-            });
-        }
+        check_id(&task.id).map_err(|e| BatchError::Task {
+            path: source.to_path_buf(),
+            message: e.to_string(),
+        })?;
         task.source = source.to_path_buf();
         Ok(task)
     }
@@ -176,18 +174,60 @@ impl Task {
     }
 }
 
+/// Longest task id (bytes): far beyond OSWorld's UUIDs (36) and any descriptive name, small
+/// enough that ids cannot swell `results.jsonl`, `shard.json` and the summary.
+pub const MAX_ID_BYTES: usize = 512;
+
+/// A task id that cannot name a task, saying what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdError {
+    /// Empty or only spaces.
+    #[error("the task has an empty \"id\"; give it a name of its own (OSWorld uses a UUID)")]
+    Empty,
+    /// Longer than [`MAX_ID_BYTES`].
+    #[error("the task's \"id\" is {0} bytes long; make it at most {MAX_ID_BYTES} bytes")]
+    TooLong(usize),
+    /// A control character (NUL, newline, escape, ...), which no name needs.
+    #[error("the task's \"id\" holds the control character U+{0:04X}; use printable text")]
+    Control(u32),
+    /// `.` or `..`, which read as folders.
+    #[error("the task's \"id\" is {0:?}, which reads as a folder; give it a name of its own")]
+    Dots(&'static str),
+}
+
+/// Whether `id` can name a task: 1 to [`MAX_ID_BYTES`] bytes, not only spaces, no control
+/// characters, not `.` or `..`. Any other text is a valid id (`/`, a leading `-`, any script):
+/// [`folder_name`] makes a safe folder of it.
+pub fn check_id(id: &str) -> Result<(), IdError> {
+    if id.trim().is_empty() {
+        return Err(IdError::Empty);
+    }
+    if id.len() > MAX_ID_BYTES {
+        return Err(IdError::TooLong(id.len()));
+    }
+    if let Some(c) = id.chars().find(|c| c.is_control()) {
+        return Err(IdError::Control(u32::from(c)));
+    }
+    match id {
+        "." => Err(IdError::Dots(".")),
+        ".." => Err(IdError::Dots("..")),
+        _ => Ok(()),
+    }
+}
+
 /// Longest task folder name (bytes); a longer encoded id is cut and a hash of the whole id
 /// added, so that ids stay apart.
 const MAX_FOLDER_NAME: usize = 200;
 
 /// The folder name of a task id (`<out>/tasks/<name>`): the id itself when it is a plain name
-/// (letters, digits, `-`, `_`, and `.` other than first), else the id with every other byte
-/// written `%XX` (so `..` is `%2E.`, `a/b` is `a%2Fb`). No id is refused and no two ids share a
-/// folder; `results.jsonl` keeps the id as the task file gives it.
+/// (letters, digits, `_`, and `-` or `.` other than first), else the id with every other byte
+/// written `%XX` (so `..` is `%2E.`, `a/b` is `a%2Fb`, `-rf` is `%2Drf`). The name never starts
+/// with `-` (no program takes it for an option) or `.`, and holds no `/`. No id is refused and no
+/// two ids share a folder; `results.jsonl` keeps the id as the task file gives it.
 pub fn folder_name(id: &str) -> String {
     let mut name = String::with_capacity(id.len());
     for (i, b) in id.bytes().enumerate() {
-        let plain = b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || (b == b'.' && i > 0);
+        let plain = b.is_ascii_alphanumeric() || b == b'_' || ((b == b'.' || b == b'-') && i > 0);
         if plain {
             name.push(char::from(b));
         } else {
@@ -301,10 +341,55 @@ mod tests {
     }
 
     #[test]
+    fn an_id_that_cannot_name_a_task_is_refused_naming_the_file() {
+        let task = |id: &str| {
+            serde_json::json!({"id": id, "instruction": "i", "evaluator": {"func": "infeasible"}})
+                .to_string()
+        };
+        let long = "x".repeat(MAX_ID_BYTES + 1);
+        for (id, why) in [
+            ("", "empty"),
+            ("  ", "empty"),
+            ("a\0b", "U+0000"),
+            ("a\nb", "U+000A"),
+            ("t\u{1b}[2J", "U+001B"),
+            ("a\u{85}", "U+0085"),
+            ("\u{7f}x", "U+007F"),
+            (".", "reads as a folder"),
+            ("..", "reads as a folder"),
+            (long.as_str(), "513 bytes"),
+        ] {
+            let e = Task::parse(&task(id), Path::new("suite/bad.json")).expect_err(id);
+            let text = e.to_string();
+            assert!(text.contains("suite/bad.json"), "{id:?}: {text}");
+            assert!(text.contains(why), "{id:?}: {text}");
+        }
+        // today's ids stay valid: UUIDs, names, paths, a leading dash, any script
+        for id in [
+            "bb5e4c0d-f964-439c-97b6-bdb9747de3f4",
+            "calc_sum",
+            "chrome/tabs",
+            "-rf",
+            "..a",
+            "Σ täsk 名",
+            &"x".repeat(MAX_ID_BYTES),
+        ] {
+            let t = Task::parse(&task(id), Path::new("t.json")).expect(id);
+            assert_eq!(t.id, id);
+        }
+    }
+
+    #[test]
     fn a_task_folder_name_is_one_plain_name_that_keeps_ids_apart() {
         assert_eq!(folder_name("0a1b-calc_sum.v2"), "0a1b-calc_sum.v2");
+        // OSWorld's ids (UUIDs) are their own folder names, as before
+        let uuid = "bb5e4c0d-f964-439c-97b6-bdb9747de3f4";
+        assert_eq!(folder_name(uuid), uuid);
+        assert_eq!(folder_name("-rf"), "%2Drf");
+        assert_eq!(folder_name("--help"), "%2D-help");
+        assert_ne!(folder_name("-rf"), folder_name("%2Drf"));
         for id in [
-            "..", ".", "", "a/b", "/etc", "a\\b", "x\u{1b}y", "\u{202e}", "a\0b",
+            "..", ".", "", "a/b", "/etc", "a\\b", "x\u{1b}y", "\u{202e}", "a\0b", "-rf", "-",
         ] {
             let name = folder_name(id);
             assert!(plain(&name), "{id:?} -> {name:?}");
@@ -325,13 +410,14 @@ mod tests {
         matches!(parts.next(), Some(std::path::Component::Normal(_)))
             && parts.next().is_none()
             && !name.starts_with('.')
+            && !name.starts_with('-')
             && name.len() <= 200
             && name.chars().all(|c| c.is_ascii_graphic())
     }
 
     proptest::proptest! {
         #[test]
-        fn any_id_gets_a_plain_folder_name_of_its_own(a in "\\PC*", b in "[./%a-z\u{0}-\u{1f}]{0,6}") {
+        fn any_id_gets_a_plain_folder_name_of_its_own(a in "\\PC*", b in "[-./%a-z\u{0}-\u{1f}]{0,6}") {
             proptest::prop_assert!(plain(&folder_name(&a)), "{:?}", a);
             proptest::prop_assert!(plain(&folder_name(&b)), "{:?}", b);
             if a != b {

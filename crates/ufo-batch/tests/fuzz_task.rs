@@ -1,5 +1,7 @@
 //! Fuzzing the task parser ([`Task::parse`], the OSWorld JSON format): no input may panic, a
-//! parsed task's accessors never panic, and a valid task survives a JSON round trip.
+//! parsed task's accessors never panic, a valid task survives a JSON round trip, and an id that
+//! cannot name a task (a control character, `.`, `..`, blank, too long) is refused naming the
+//! file.
 //!
 //! `UFO_FUZZ_CASES=N` sets the cases per property (see ufo-core's `tests/support/fuzz.rs`).
 
@@ -88,8 +90,26 @@ proptest! {
     }
 
     #[test]
+    fn ids_that_cannot_name_a_task_are_refused_naming_the_file(
+        id in prop_oneof![
+            "[^\\p{Cc}]{0,8}\\p{Cc}[^\\p{Cc}]{0,8}",
+            Just(".".to_string()),
+            Just("..".to_string()),
+            "[ \t]{0,4}",
+            "[a-z]{513,600}",
+        ],
+    ) {
+        let text = json!({"id": id, "instruction": "i", "evaluator": {"func": "infeasible"}})
+            .to_string();
+        let e = Task::parse(&text, Path::new("suite/bad-id.json"))
+            .map(|t| t.id)
+            .expect_err("refused");
+        prop_assert!(e.to_string().contains("suite/bad-id.json"), "{}", e);
+    }
+
+    #[test]
     fn valid_tasks_round_trip(
-        id in "[^\\s].{0,30}",
+        id in "[^\\s\\p{Cc}.][^\\p{Cc}]{0,30}",
         instruction in any::<String>(),
         funcs in vec(any::<String>(), 1..3),
         expected in plain_value(),

@@ -449,9 +449,22 @@ fn add_gimp_keywords(
     }
 }
 
+/// A person's documents as read by [`user_documents`]: those to store, and the files left
+/// out with why.
+#[derive(Debug, Default)]
+pub struct UserDocuments {
+    /// The documents, in file order.
+    pub docs: Vec<Document>,
+    /// Each file that gave none because it cannot be read or is not what its name says (a
+    /// `.json` that is not guidance records), with the reason.
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
 /// A person's own documents under `path` (a file or a directory): HTML, Markdown, text, and
-/// JSON guidance records, each serving `app`.
-pub fn user_documents(path: &Path, app: &str) -> Result<Vec<Document>, String> {
+/// JSON guidance records, each serving `app`. A file that cannot be read or parsed is skipped
+/// with its reason, the others kept; only a `path` that is not there or an `app` that is no
+/// application name is an error.
+pub fn user_documents(path: &Path, app: &str) -> Result<UserDocuments, String> {
     let files = if path.is_dir() {
         walk(path, |p| Format::of_path(p).is_some() || is_json(p))
     } else if path.is_file() {
@@ -464,46 +477,48 @@ pub fn user_documents(path: &Path, app: &str) -> Result<Vec<Document>, String> {
     };
     let app_tag =
         crate::apps::app_tag(app).ok_or_else(|| format!("{app:?} is not an application name"))?;
-    let mut docs = Vec::new();
+    let mut out = UserDocuments::default();
     for f in files {
-        let text = read_bounded(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-        let location = std::fs::canonicalize(&f)
-            .unwrap_or(f.clone())
-            .display()
-            .to_string();
-        let mut push = |location: String, apps: Vec<String>, page: Page| {
-            docs.push(Document {
-                kind: KnowledgeKind::Docs,
-                location,
-                source: "user".into(),
-                apps,
-                page,
-            })
-        };
-        if is_json(&f) {
-            let records = extract::guidance(&text).map_err(|e| {
-                format!(
-                    "{}: not guidance records {{application, request, guidance[]}}: {e}",
-                    f.display()
-                )
-            })?;
-            for (i, g) in records.iter().enumerate() {
-                let mut apps = vec![app_tag.clone()];
-                if let Some(t) = crate::apps::app_tag(&g.application).filter(|t| *t != app_tag) {
-                    apps.push(t);
-                }
-                push(format!("{location}#{i}"), apps, g.page());
-            }
-        } else {
-            let format = Format::of_path(&f).unwrap_or(Format::Text);
-            push(
-                location,
-                vec![app_tag.clone()],
-                extract::extract(format, &text, &stem(&f)),
-            );
+        match file_documents(&f, &app_tag) {
+            Ok(docs) => out.docs.extend(docs),
+            Err(why) => out.skipped.push((f, why)),
         }
     }
-    Ok(docs)
+    Ok(out)
+}
+
+/// The documents of one of a person's files, or why it gives none.
+fn file_documents(f: &Path, app_tag: &str) -> Result<Vec<Document>, String> {
+    let text = read_bounded(f).map_err(|e| format!("cannot be read: {e}"))?;
+    let location = std::fs::canonicalize(f)
+        .unwrap_or(f.to_path_buf())
+        .display()
+        .to_string();
+    let doc = |location: String, apps: Vec<String>, page: Page| Document {
+        kind: KnowledgeKind::Docs,
+        location,
+        source: "user".into(),
+        apps,
+        page,
+    };
+    if !is_json(f) {
+        let format = Format::of_path(f).unwrap_or(Format::Text);
+        let page = extract::extract(format, &text, &stem(f));
+        return Ok(vec![doc(location, vec![app_tag.to_string()], page)]);
+    }
+    let records = extract::guidance(&text)
+        .map_err(|e| format!("not guidance records {{application, request, guidance[]}}: {e}"))?;
+    Ok(records
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let mut apps = vec![app_tag.to_string()];
+            if let Some(t) = crate::apps::app_tag(&g.application).filter(|t| t != app_tag) {
+                apps.push(t);
+            }
+            doc(format!("{location}#{i}"), apps, g.page())
+        })
+        .collect())
 }
 
 fn is_json(p: &Path) -> bool {
@@ -600,7 +615,9 @@ mod tests {
         )
         .unwrap();
         std::fs::write(d.path().join("x.bin"), "no").unwrap();
-        let docs = user_documents(d.path(), "libreoffice-calc").unwrap();
+        let read = user_documents(d.path(), "libreoffice-calc").unwrap();
+        assert!(read.skipped.is_empty(), "{:?}", read.skipped);
+        let docs = read.docs;
         assert_eq!(docs.len(), 2);
         assert!(docs
             .iter()
@@ -610,5 +627,39 @@ mod tests {
             .iter()
             .any(|d| d.location.ends_with("g.json#0") && d.page.title == "Sum a column"));
         assert!(user_documents(&d.path().join("missing"), "calc").is_err());
+    }
+
+    #[test]
+    fn a_bad_file_is_skipped_with_why_and_the_others_kept() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a.md"), "# Totals\nUse SUM.").unwrap();
+        std::fs::write(d.path().join("bad.json"), "{ not json").unwrap();
+        std::fs::write(
+            d.path().join("g.jsonl"),
+            "{\"application\":\"calc\",\"request\":\"Sum\",\"guidance\":[\"AutoSum\"]}\n",
+        )
+        .unwrap();
+        std::fs::write(d.path().join("wrong.json"), r#"{"title": "no guidance"}"#).unwrap();
+        let read = user_documents(d.path(), "libreoffice-calc").unwrap();
+        let titles: Vec<&str> = read.docs.iter().map(|d| d.page.title.as_str()).collect();
+        assert_eq!(titles, ["Totals", "Sum"]);
+        let skipped: Vec<String> = read
+            .skipped
+            .iter()
+            .map(|(p, why)| format!("{}: {why}", p.file_name().unwrap().to_string_lossy()))
+            .collect();
+        assert_eq!(skipped.len(), 2, "{skipped:?}");
+        assert!(
+            skipped[0].starts_with("bad.json: not guidance records"),
+            "{skipped:?}"
+        );
+        assert!(
+            skipped[1].starts_with("wrong.json: not guidance records"),
+            "{skipped:?}"
+        );
+        // one bad file given alone: skipped, not an error
+        let alone = user_documents(&d.path().join("bad.json"), "libreoffice-calc").unwrap();
+        assert!(alone.docs.is_empty());
+        assert_eq!(alone.skipped.len(), 1);
     }
 }

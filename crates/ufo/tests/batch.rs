@@ -195,6 +195,70 @@ fn unsupported_and_broken_tasks_are_skipped_or_errors_never_a_crash() {
 }
 
 #[test]
+fn an_id_that_cannot_name_a_task_is_an_error_naming_its_file_and_no_folder_starts_with_a_dash() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let tasks = tmp.path().join("tasks");
+    std::fs::create_dir_all(&tasks).expect("dir");
+    let task = |id: &str, step: &str| {
+        json!({"id": id, "instruction": "x", "ufo_script": "s.jsonl",
+               "config": [{"type": step, "parameters": {"seconds": 0}}],
+               "evaluator": {"func": "infeasible"}})
+        .to_string()
+    };
+    std::fs::write(tasks.join("s.jsonl"), "").expect("write");
+    std::fs::write(tasks.join("nul.json"), task("a\u{0}b", "sleep")).expect("write");
+    std::fs::write(tasks.join("dots.json"), task("..", "sleep")).expect("write");
+    std::fs::write(tasks.join("long.json"), task(&"x".repeat(600), "sleep")).expect("write");
+    let uuid = "bb5e4c0d-f964-439c-97b6-bdb9747de3f4";
+    std::fs::write(tasks.join("uuid.json"), task(uuid, "download")).expect("write");
+    // a valid id that reads as an option: the task runs (and fails: no X server answers)
+    std::fs::write(tasks.join("dash.json"), task("-rf", "sleep")).expect("write");
+    let out = tmp.path().join("out");
+    let output = ufo()
+        .arg("batch")
+        .arg(&tasks)
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        // a display the check accepts and no server answers: no task needs a desktop here
+        .env("DISPLAY", "127.0.0.1:99")
+        .output()
+        .expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let results = read_results(&out);
+    let reason = |id: &str| {
+        results
+            .iter()
+            .find(|r| r["id"] == id)
+            .map(|r| (s(&r["status"]), s(&r["reason"])))
+            .unwrap_or_else(|| panic!("no result for {id}: {results:?}"))
+    };
+    for (file, says) in [
+        ("nul", "holds the control character U+0000"),
+        ("dots", "reads as a folder"),
+        ("long", "is 600 bytes long"),
+    ] {
+        let (status, why) = reason(file);
+        assert_eq!(status, "error", "{file}: {why}");
+        assert!(why.contains(&format!("{file}.json")), "{file}: {why}");
+        assert!(why.contains(says), "{file}: {why}");
+    }
+    assert_eq!(reason(uuid).0, "skipped");
+    assert_eq!(reason("-rf").0, "error");
+    let folders: Vec<String> = std::fs::read_dir(out.join("tasks"))
+        .expect("tasks folder")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        folders,
+        ["%2Drf"],
+        "the one task that ran has a safe folder"
+    );
+}
+
+#[test]
 fn jobs_without_a_display_per_job_is_a_usage_error() {
     let output = ufo()
         .arg("batch")

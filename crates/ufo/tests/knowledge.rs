@@ -236,6 +236,84 @@ fn a_knowledge_section_in_the_config_picks_the_store() {
     assert!(String::from_utf8_lossy(&out).contains("top_dogs"));
 }
 
+#[test]
+fn a_malformed_json_file_is_skipped_naming_it_and_the_rest_is_added() {
+    let home = tempfile::tempdir().unwrap();
+    let docs = home.path().join("docs");
+    write(
+        &docs,
+        "freeze.md",
+        "# Freezing rows\n\nChoose View - Freeze Cells.\n",
+    );
+    write(
+        &docs,
+        "guidance.json",
+        r#"{"application": "calc", "request": "Merge cells", "guidance": ["Format - Merge Cells"]}"#,
+    );
+    // cut while being written
+    write(
+        &docs,
+        "broken.json",
+        r#"{"application": "calc", "request": "#,
+    );
+    let out = knowledge(
+        home.path(),
+        &[
+            "add-docs",
+            "--app",
+            "libreoffice-calc",
+            docs.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "some were added: {stderr}");
+    let broken = docs.join("broken.json").display().to_string();
+    assert!(
+        stderr.contains(&format!("warning: skipped {broken}: not guidance records")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("added 2 document(s)"), "{stderr}");
+    assert!(stderr.contains("skipped 1 file(s)"), "{stderr}");
+    let listed = knowledge(home.path(), &["list", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let mut locations: Vec<String> = json_lines(&listed)
+        .iter()
+        .map(|e| e["location"].as_str().unwrap_or("").to_string())
+        .collect();
+    locations.sort();
+    assert_eq!(locations.len(), 2, "{locations:?}");
+    assert!(locations[0].ends_with("freeze.md"), "{locations:?}");
+    assert!(locations[1].ends_with("guidance.json#0"), "{locations:?}");
+
+    // nothing but bad files: nothing added, exit 1, each named
+    let bad = home.path().join("bad");
+    write(&bad, "a.json", "[1, 2");
+    write(&bad, "b.json", r#"{"not": "guidance"}"#);
+    let out = knowledge(
+        home.path(),
+        &[
+            "add-docs",
+            "--app",
+            "libreoffice-calc",
+            bad.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("a.json: not guidance records"), "{stderr}");
+    assert!(stderr.contains("b.json: not guidance records"), "{stderr}");
+    assert!(stderr.contains("added 0 document(s)"), "{stderr}");
+    assert!(stderr.contains("skipped 2 file(s)"), "{stderr}");
+}
+
 /// Eight `ufo knowledge add-docs` processes into one store at once: every one succeeds and
 /// every document is there.
 #[test]

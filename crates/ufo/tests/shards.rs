@@ -228,7 +228,11 @@ fn merging_shards_gives_one_result_per_task_and_reports_what_is_wrong() {
         stderr.contains("missing tasks (1, counted as errors): c"),
         "{stderr}"
     );
-    assert!(stderr.contains("duplicate task a"), "{stderr}");
+    // shard 1 also reported a, which shard 0 owns: set aside, never merged
+    assert!(
+        stderr.contains("results of shards that do not own the task (1, not merged"),
+        "{stderr}"
+    );
     let results = read_results(&out2);
     assert_eq!(results.len(), 5);
     let st = statuses(&results);
@@ -236,6 +240,190 @@ fn merging_shards_gives_one_result_per_task_and_reports_what_is_wrong() {
     assert_eq!(st["c"], "error");
     let c = results.iter().find(|r| r["id"] == "c").expect("c");
     assert!(s(&c["reason"]).contains("shard 2 of 3"), "{c}");
+}
+
+#[test]
+fn a_result_counts_only_from_the_shard_that_owns_its_task_and_strays_are_reported() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let all = ["a", "b", "c", "d"];
+    let shards = tmp.path().join("results");
+    // sorted a b c d dealt to 2 shards: 0 gets a c, 1 gets b d. Shard 0 also says d passed
+    // (d failed on its owner, shard 1) and reports a task of no suite.
+    fake_shard(
+        &shards.join("shard-0-of-2"),
+        &all,
+        0,
+        2,
+        &[
+            ("a", "passed"),
+            ("c", "passed"),
+            ("d", "passed"),
+            ("zz", "passed"),
+        ],
+        true,
+    );
+    fake_shard(
+        &shards.join("shard-1-of-2"),
+        &all,
+        1,
+        2,
+        &[("b", "passed"), ("d", "failed")],
+        true,
+    );
+    let out = tmp.path().join("merged");
+    let (code, _, stderr) = merge(&out, &[&shards]);
+    assert_eq!(code, Some(1), "d failed on its owner: exit 1\n{stderr}");
+    let results = read_results(&out);
+    let st = statuses(&results);
+    assert_eq!(
+        st["d"], "failed",
+        "the owner's result, never another shard's"
+    );
+    assert_eq!(st.len(), 4, "the id of no suite is not merged: {st:?}");
+    let summary = std::fs::read_to_string(out.join("summary.txt")).expect("summary");
+    for report in [&stderr, &summary] {
+        assert!(
+            report.contains(
+                "results of shards that do not own the task (1, not merged: only the owning \
+                 shard's result counts): d (from "
+            ),
+            "{report}"
+        );
+        assert!(
+            report.contains("shard-0-of-2, owned by shard 1)"),
+            "{report}"
+        );
+        assert!(
+            report.contains("results of tasks not in the suite (1, not merged): zz (from "),
+            "{report}"
+        );
+    }
+}
+
+#[test]
+fn a_damaged_shard_description_is_refused_naming_the_file_never_a_panic() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let all = ["a", "b"];
+    /// A name, the damage done to a good `shard.json`, what the error must say.
+    type Case<'a> = (&'a str, &'a dyn Fn(&mut Value), &'a str);
+    let cases: &[Case] = &[
+        (
+            "zero",
+            &|v| v["shard"]["count"] = json!(0),
+            "shard count is 0",
+        ),
+        (
+            // once an allocation of this size: the process aborted
+            "huge",
+            &|v| v["shard"]["count"] = json!(1_000_000_000_000_000u64),
+            "shard count is 1000000000000000",
+        ),
+        (
+            "index",
+            &|v| v["shard"]["index"] = json!(7),
+            "shard index 7 is not below",
+        ),
+        (
+            "float",
+            &|v| v["shard"]["count"] = json!(1e15),
+            "not a shard description",
+        ),
+        (
+            "unsorted",
+            &|v| v["suite"]["ids"] = json!(["b", "a"]),
+            "not sorted",
+        ),
+        (
+            "nested",
+            &|v| *v = json!([[[[[[[[[[1]]]]]]]]]]),
+            "not a shard description",
+        ),
+    ];
+    for (name, damage, says) in cases {
+        let dir = tmp.path().join(name).join("shard-0-of-2");
+        fake_shard(&dir, &all, 0, 2, &[("a", "passed")], true);
+        let file = dir.join("shard.json");
+        let mut v: Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).expect("read")).expect("json");
+        damage(&mut v);
+        std::fs::write(&file, v.to_string()).expect("write");
+        let out = tmp.path().join(name).join("merged");
+        let (code, _, stderr) = merge(&out, &[&dir]);
+        assert_eq!(code, Some(2), "{name}: {stderr}");
+        assert!(
+            stderr.contains(&file.display().to_string()),
+            "{name}: {stderr}"
+        );
+        assert!(stderr.contains(says), "{name}: {stderr}");
+        assert!(!out.join("results.jsonl").exists(), "{name}");
+    }
+}
+
+#[test]
+fn a_results_file_cut_mid_line_costs_only_that_line() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let all = ["a", "b", "c", "d", "e"];
+    let shards = tmp.path().join("results");
+    // shard 0 gets a c e, shard 1 gets b d
+    let zero = shards.join("shard-0-of-2");
+    fake_shard(
+        &zero,
+        &all,
+        0,
+        2,
+        &[("a", "passed"), ("c", "passed"), ("e", "passed")],
+        true,
+    );
+    fake_shard(
+        &shards.join("shard-1-of-2"),
+        &all,
+        1,
+        2,
+        &[("b", "passed"), ("d", "passed")],
+        true,
+    );
+    // c's line is damaged; e's, the last, was cut by the killed job, but e's worker wrote
+    // its result.json
+    let text = std::fs::read_to_string(zero.join("results.jsonl")).expect("read");
+    let lines: Vec<&str> = text.lines().collect();
+    let damaged = format!("{}\n{{\"id\": \"c\", \"sta\n{}", lines[0], &lines[2][..25]);
+    std::fs::write(zero.join("results.jsonl"), damaged).expect("write");
+    let e_dir = zero.join("tasks").join("e");
+    std::fs::create_dir_all(&e_dir).expect("mkdir");
+    std::fs::write(e_dir.join("result.json"), lines[2]).expect("write");
+
+    let out = tmp.path().join("merged");
+    let (code, _, stderr) = merge(&out, &[&shards]);
+    assert_eq!(code, Some(1), "c is lost: missing, exit 1\n{stderr}");
+    let file = zero.join("results.jsonl").display().to_string();
+    assert!(
+        stderr.contains(&format!("{file} line 2 skipped: not a task result")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("{file} line 3 skipped: cut short")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("1 task(s) missing from it taken from"),
+        "{stderr}"
+    );
+    let st = statuses(&read_results(&out));
+    let want: BTreeMap<String, String> = [
+        ("a", "passed"),
+        ("b", "passed"),
+        ("c", "error"),
+        ("d", "passed"),
+        ("e", "passed"),
+    ]
+    .into_iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(st, want, "{stderr}");
+    assert!(
+        stderr.contains("missing tasks (1, counted as errors): c"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -584,6 +772,98 @@ fn the_suite_as_a_slurm_array_of_three_merges_to_the_results_of_one_run() {
     );
     assert_eq!(verdicts(&merged), verdicts(&read_results(&one)));
     println!("tests/batch: 3 Slurm array tasks and the merge {took:.1} s; ufo batch --jobs 1 {took_one:.1} s");
+}
+
+/// Slurm's `--output` is a filename pattern (`%A`, `%j`, ...): a results folder whose name
+/// holds `%` must still get every job's output, and the scripts must get the folder as it is.
+/// The ufo binary is a stub that prints its arguments: the scripts and Slurm are under test.
+#[test]
+fn a_results_folder_with_percent_signs_gets_every_slurm_jobs_output() {
+    if require_peer(
+        PathBuf::from("/usr/sbin/slurmctld"),
+        "Slurm (slurmctld, slurmd, munge)",
+        "install_slurm",
+    )
+    .is_none()
+    {
+        return;
+    }
+    let slurm = LocalSlurm::up();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stub = tmp.path().join("ufo-stub");
+    std::fs::write(&stub, "#!/bin/sh\necho \"stub ufo: $*\"\n").expect("write");
+    std::fs::set_permissions(&stub, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let submit = |results: &Path| {
+        Command::new("bash")
+            .arg(repo_root().join("deploy/slurm/submit.sh"))
+            .arg(suite())
+            .arg(results)
+            .arg("2")
+            .env("SLURM_CONF", &slurm.conf)
+            .env("UFO_BIN", &stub)
+            .output()
+            .expect("submit.sh runs")
+    };
+    // every pattern letter Slurm knows, and an escaped one
+    let results = tmp.path().join("res%j%A_%a%x%%u%");
+    let out = submit(&results);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ids: Vec<&str> = stdout.split_whitespace().collect();
+    let [array, merge_job] = ids[..] else {
+        panic!("submit.sh printed {stdout:?}, not the array's and the merge's job ids");
+    };
+    let (state, code) = slurm.wait(merge_job, Duration::from_secs(60));
+    let shown = format!(
+        "{:?}\n{}",
+        std::fs::read_dir(tmp.path())
+            .map(|d| d
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name())
+                .collect::<Vec<_>>())
+            .unwrap_or_default(),
+        slurm.logs()
+    );
+    assert_eq!(
+        (state.as_str(), code.as_str()),
+        ("COMPLETED", "0:0"),
+        "{shown}"
+    );
+    let read = |name: String| {
+        std::fs::read_to_string(results.join(&name))
+            .unwrap_or_else(|e| panic!("{name} in {}: {e}\n{shown}", results.display()))
+    };
+    let folder = results.display().to_string();
+    for k in 0..2 {
+        let (state, _) = slurm.job_state(&format!("{array}_{k}"));
+        assert_eq!(state, "COMPLETED", "array task {k}\n{shown}");
+        let text = read(format!("slurm-{array}_{k}.out"));
+        assert!(
+            text.contains(&format!("stub ufo: batch {} ", suite().display()))
+                && text.contains(&format!("--out {folder} ")),
+            "{text}"
+        );
+    }
+    let text = read(format!("slurm-merge-{merge_job}.out"));
+    assert!(
+        text.contains(&format!(
+            "stub ufo: batch merge {folder}/merged {folder} --force"
+        )),
+        "{text}"
+    );
+
+    // a backslash turns Slurm's pattern off (and is dropped): refused before anything is
+    // submitted
+    let out = submit(&tmp.path().join("res\\ults"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("backslash"), "{stderr}");
+    assert!(out.stdout.is_empty(), "nothing submitted");
 }
 
 /// The Python of the test venv (scripts/test-deps.sh install_python_k8s_validate).

@@ -536,9 +536,9 @@ fn run_worker(
             Err(e) => return fail(format!("cannot wait for the worker: {e}")),
         }
     };
-    let read = std::fs::read_to_string(dir.join(RESULT_FILE))
+    let read = crate::folder::read_capped(&dir.join(RESULT_FILE), super::shards::MAX_RESULT_FILE)
         .ok()
-        .and_then(|t| serde_json::from_str::<TaskResult>(&t).ok());
+        .and_then(|b| serde_json::from_slice::<TaskResult>(&b).ok());
     match (read, status) {
         (Some(r), _) => r,
         (None, None) => fail(format!(

@@ -537,21 +537,7 @@ fn run(cmd: KnowledgeCommand) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        KnowledgeCommand::AddDocs { app, paths, store } => {
-            let mut st = open(store.config.as_deref())?;
-            let mut docs = Vec::new();
-            for p in &paths {
-                docs.extend(discover::user_documents(p, &app).map_err(Usage)?);
-            }
-            let n = st.save(&docs)?;
-            tell_embed_warning(&st);
-            eprintln!(
-                "added {n} document(s) for {} to {}",
-                inert(&app),
-                st.path().display()
-            );
-            Ok(ExitCode::SUCCESS)
-        }
+        KnowledgeCommand::AddDocs { app, paths, store } => add_docs(&app, &paths, &store),
         KnowledgeCommand::AddDemo {
             request,
             app,
@@ -658,6 +644,41 @@ fn run(cmd: KnowledgeCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `add-docs`: every readable document under `paths` is added; a file that cannot be read or
+/// parsed is skipped with a warning naming it and why. Exit 0 when nothing was skipped or at
+/// least one document was added (the warnings say what was left out), 1 when files were
+/// skipped and none added, 2 for a path that is not there or a bad `--app`.
+fn add_docs(app: &str, paths: &[PathBuf], store: &StoreArgs) -> Result<ExitCode> {
+    let mut st = open(store.config.as_deref())?;
+    let mut docs = Vec::new();
+    let mut skipped = 0usize;
+    for p in paths {
+        let read = discover::user_documents(p, app).map_err(Usage)?;
+        for (file, why) in &read.skipped {
+            eprintln!(
+                "warning: skipped {}: {}",
+                inert(&file.display().to_string()),
+                inert(why)
+            );
+        }
+        skipped += read.skipped.len();
+        docs.extend(read.docs);
+    }
+    let n = st.save(&docs)?;
+    tell_embed_warning(&st);
+    let left_out = if skipped > 0 {
+        format!("; skipped {skipped} file(s) that could not be read or parsed (named above)")
+    } else {
+        String::new()
+    };
+    eprintln!(
+        "added {n} document(s) for {} to {}{left_out}",
+        inert(app),
+        st.path().display()
+    );
+    Ok(ExitCode::from(u8::from(skipped > 0 && n == 0)))
 }
 
 /// Index the installed help of `sources` with a progress bar (on a terminal).

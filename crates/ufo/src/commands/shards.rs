@@ -16,8 +16,16 @@ use ufo_batch::TaskResult;
 use super::batch::{task_dir, Queue, RESULT_FILE};
 use crate::cli::MergeArgs;
 
-/// Largest `shard.json` or `result.json` read (a suite of a hundred thousand long ids).
+/// Largest `shard.json` or `results.jsonl` read (a suite of a hundred thousand long ids).
 const MAX_FILE: u64 = 64 << 20;
+
+/// Largest `result.json` read: one task's result, pretty-printed (its lines within
+/// [`ufo_batch::results::MAX_RESULT_LINE`] when written as one line).
+pub(crate) const MAX_RESULT_FILE: u64 = 8 << 20;
+
+/// Most skipped lines named per `results.jsonl` (the rest are counted), and most ids named per
+/// list of the merge's report: a damaged file must not flood the terminal or `summary.txt`.
+const MAX_NAMED: usize = 20;
 
 /// The shard this run is, from `--shard` (none without it); `env` reads the engine's variables.
 pub fn resolve(flag: Option<&str>, env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Shard>> {
@@ -49,6 +57,10 @@ pub fn narrow(
         suite,
         tasks: mine.iter().map(|&i| keys[i].0.clone()).collect(),
     };
+    // what a shard writes, the merge must be able to read
+    info.check().map_err(|e| {
+        anyhow!("this shard's description could not be merged later: {e}; split the suite")
+    })?;
     check_same_suite(out, &info, force)?;
     let text = serde_json::to_string_pretty(&info)?;
     crate::folder::write_bytes(&out.join(SHARD_FILE), text.as_bytes())
@@ -120,10 +132,21 @@ fn slot_keys(
 /// A shard folder that holds another suite's shard is refused (unless `--force`): resuming
 /// from it would mix two suites' results.
 fn check_same_suite(out: &Path, info: &ShardInfo, force: bool) -> Result<()> {
-    let Some(old) = read_info(out) else {
+    if force {
         return Ok(());
+    }
+    let old = match read_info(out) {
+        Ok(None) => return Ok(()),
+        Ok(Some(old)) => old,
+        Err(e) => {
+            return Err(e.context(format!(
+                "{} holds a shard description ufo cannot use; choose another --out, or pass \
+                 --force to start this shard over",
+                out.display()
+            )))
+        }
     };
-    if force || (old.suite.digest == info.suite.digest && old.shard == info.shard) {
+    if old.suite.digest == info.suite.digest && old.shard == info.shard {
         return Ok(());
     }
     Err(anyhow!(
@@ -138,14 +161,23 @@ fn check_same_suite(out: &Path, info: &ShardInfo, force: bool) -> Result<()> {
     ))
 }
 
-fn read_info(dir: &Path) -> Option<ShardInfo> {
-    let bytes = crate::folder::read_capped(&dir.join(SHARD_FILE), MAX_FILE).ok()?;
-    serde_json::from_slice(&bytes).ok()
+/// A folder's `shard.json`, checked ([`ShardInfo::from_json`]); `None` when there is none, an
+/// error naming the file when it cannot be read or does not hold.
+fn read_info(dir: &Path) -> Result<Option<ShardInfo>> {
+    let file = dir.join(SHARD_FILE);
+    let bytes = match crate::folder::read_capped(&file, MAX_FILE) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(anyhow!("cannot read {}: {e}", file.display())),
+    };
+    let info = ShardInfo::from_json(&bytes).map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    Ok(Some(info))
 }
 
 /// The result a worker wrote for task `id` in an earlier run of this shard.
 fn finished(out: &Path, id: &str) -> Option<TaskResult> {
-    let bytes = crate::folder::read_capped(&task_dir(out, id).join(RESULT_FILE), MAX_FILE).ok()?;
+    let bytes =
+        crate::folder::read_capped(&task_dir(out, id).join(RESULT_FILE), MAX_RESULT_FILE).ok()?;
     let r: TaskResult = serde_json::from_slice(&bytes).ok()?;
     (r.id == id).then_some(r)
 }
@@ -164,8 +196,11 @@ pub fn merge_command(args: &MergeArgs) -> ExitCode {
 fn merge(args: &MergeArgs) -> Result<ExitCode> {
     let folders = shard_folders(&args.dirs)?;
     let mut shards = Vec::new();
+    let mut warnings = Vec::new();
     for dir in &folders {
-        shards.push(read_shard(dir)?);
+        let (s, w) = read_shard(dir)?;
+        shards.push(s);
+        warnings.extend(w);
     }
     let merged = shard::merge(shards)?;
     let _lock = crate::recorder::OutLock::open(&args.out, crate::recorder::OutMode::Append)?;
@@ -176,7 +211,7 @@ fn merge(args: &MergeArgs) -> Result<ExitCode> {
             args.out.display()
         ));
     }
-    let notes = notes(&merged);
+    let notes = notes(&merged, &warnings);
     eprint!("{notes}");
     let code = super::batch::write_results(args.quiet, &args.out, &merged.results, &notes)?;
     if merged.missing.is_empty() {
@@ -186,23 +221,28 @@ fn merge(args: &MergeArgs) -> Result<ExitCode> {
     }
 }
 
-/// The merge's report: duplicates, missing tasks and shards.
-fn notes(m: &shard::Merged) -> String {
+/// The merge's report: what reading the shards skipped, missing shards and tasks, duplicates,
+/// and the results set aside (a shard's result for a task it does not own, an id not in the
+/// suite). Every id and folder shown inert; long lists cut at [`MAX_NAMED`] with the count.
+fn notes(m: &shard::Merged, warnings: &[String]) -> String {
     let inert = |s: &str| ufo_core::inert(s).into_owned();
     let mut text = String::new();
+    for w in warnings {
+        text.push_str(&format!("warning: {}\n", inert(w)));
+    }
     if !m.missing_shards.is_empty() {
         let list: Vec<String> = m.missing_shards.iter().map(|i| i.to_string()).collect();
-        text.push_str(&format!("missing shards: {}\n", list.join(", ")));
+        text.push_str(&format!("missing shards: {}\n", named(&list)));
     }
     if !m.missing.is_empty() {
         let list: Vec<String> = m.missing.iter().map(|i| inert(i)).collect();
         text.push_str(&format!(
             "missing tasks ({}, counted as errors): {}\n",
             list.len(),
-            list.join(", ")
+            named(&list)
         ));
     }
-    for (id, folders) in &m.duplicates {
+    for (id, folders) in m.duplicates.iter().take(MAX_NAMED) {
         text.push_str(&format!(
             "duplicate task {} (in {}): the first one's result is kept\n",
             inert(id),
@@ -213,8 +253,60 @@ fn notes(m: &shard::Merged) -> String {
                 .join(", ")
         ));
     }
+    if m.duplicates.len() > MAX_NAMED {
+        text.push_str(&format!(
+            "... and {} more duplicate tasks\n",
+            m.duplicates.len() - MAX_NAMED
+        ));
+    }
+    if !m.foreign.is_empty() {
+        let list: Vec<String> = m
+            .foreign
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} (from {}, owned by shard {})",
+                    inert(&f.id),
+                    inert(&f.folder),
+                    f.owner
+                )
+            })
+            .collect();
+        text.push_str(&format!(
+            "results of shards that do not own the task ({}, not merged: only the owning \
+             shard's result counts): {}\n",
+            list.len(),
+            named(&list)
+        ));
+    }
+    if !m.unknown.is_empty() {
+        let list: Vec<String> = m
+            .unknown
+            .iter()
+            .map(|(id, folder)| format!("{} (from {})", inert(id), inert(folder)))
+            .collect();
+        text.push_str(&format!(
+            "results of tasks not in the suite ({}, not merged): {}\n",
+            list.len(),
+            named(&list)
+        ));
+    }
     if !text.is_empty() {
         text.push('\n');
+    }
+    text
+}
+
+/// The first [`MAX_NAMED`] items, comma-separated, and how many more there are.
+fn named(items: &[String]) -> String {
+    let mut text = items
+        .iter()
+        .take(MAX_NAMED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > MAX_NAMED {
+        text.push_str(&format!(", ... and {} more", items.len() - MAX_NAMED));
     }
     text
 }
@@ -251,42 +343,20 @@ fn shard_folders(dirs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// A shard folder's description and results: its `results.jsonl`, or, for a shard that has
-/// not finished, the results its workers wrote so far. Each result's `out` points into this
-/// folder when the recorded one is not on this machine (a shard run in a container).
-fn read_shard(dir: &Path) -> Result<ShardResults> {
-    let info = read_info(dir).ok_or_else(|| {
+/// A shard folder's description and results, with warnings about what was skipped: its
+/// `results.jsonl` (a line that is cut or not a result is skipped, and the task's own
+/// `result.json` taken when its worker wrote one), or, for a shard that has not finished, the
+/// results its workers wrote so far. Each result's `out` points into this folder when the
+/// recorded one is not on this machine (a shard run in a container).
+fn read_shard(dir: &Path) -> Result<(ShardResults, Vec<String>)> {
+    let info = read_info(dir)?.ok_or_else(|| {
         anyhow!(
-            "{}/{SHARD_FILE} is not a shard description; was it written by ufo batch --shard?",
+            "{}/{SHARD_FILE} is missing; give the folders `ufo batch --shard` wrote \
+             (<out>/shard-K-of-N)",
             dir.display()
         )
     })?;
-    let results = match crate::folder::read_capped(&dir.join("results.jsonl"), MAX_FILE) {
-        Ok(bytes) => {
-            let text = String::from_utf8_lossy(&bytes);
-            let mut v = Vec::new();
-            for (n, line) in text
-                .lines()
-                .enumerate()
-                .filter(|(_, l)| !l.trim().is_empty())
-            {
-                let r: TaskResult = serde_json::from_str(line).with_context(|| {
-                    format!(
-                        "{}/results.jsonl line {}: not a task result",
-                        dir.display(),
-                        n + 1
-                    )
-                })?;
-                v.push(r);
-            }
-            v
-        }
-        Err(_) => info
-            .tasks
-            .iter()
-            .filter_map(|id| finished(dir, id))
-            .collect(),
-    };
+    let (results, warnings) = shard_results(dir, &info);
     let results = results
         .into_iter()
         .map(|mut r| {
@@ -297,11 +367,72 @@ fn read_shard(dir: &Path) -> Result<ShardResults> {
             r
         })
         .collect();
-    Ok(ShardResults {
-        folder: dir.display().to_string(),
-        info,
-        results,
-    })
+    Ok((
+        ShardResults {
+            folder: dir.display().to_string(),
+            info,
+            results,
+        },
+        warnings,
+    ))
+}
+
+/// The results of a shard folder (see [`read_shard`]) and the warnings of reading them.
+fn shard_results(dir: &Path, info: &ShardInfo) -> (Vec<TaskResult>, Vec<String>) {
+    let file = dir.join("results.jsonl");
+    let from_tasks =
+        |ids: &mut dyn Iterator<Item = &String>| ids.filter_map(|id| finished(dir, id)).collect();
+    let (bytes, whole) = match crate::folder::read_prefix(&file, MAX_FILE) {
+        Ok(read) => read,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return (from_tasks(&mut info.tasks.iter()), Vec::new());
+        }
+        Err(e) => {
+            let warning = format!(
+                "cannot read {}: {e}; its tasks' result.json files are used",
+                file.display()
+            );
+            return (from_tasks(&mut info.tasks.iter()), vec![warning]);
+        }
+    };
+    let mut warnings = Vec::new();
+    if !whole {
+        warnings.push(format!(
+            "{} is larger than {MAX_FILE} bytes; only that much of it was read",
+            file.display()
+        ));
+    }
+    let (mut results, problems) = ufo_batch::results::parse_results(&bytes);
+    for (line, why) in problems.iter().take(MAX_NAMED) {
+        warnings.push(format!("{} line {line} skipped: {why}", file.display()));
+    }
+    if problems.len() > MAX_NAMED {
+        warnings.push(format!(
+            "{}: {} more lines skipped",
+            file.display(),
+            problems.len() - MAX_NAMED
+        ));
+    }
+    if !problems.is_empty() || !whole {
+        // a lost line's task may still have its worker's result.json
+        let have: std::collections::BTreeSet<&str> =
+            results.iter().map(|r| r.id.as_str()).collect();
+        let lost: Vec<&String> = info
+            .tasks
+            .iter()
+            .filter(|id| !have.contains(id.as_str()))
+            .collect();
+        let found: Vec<TaskResult> = from_tasks(&mut lost.into_iter());
+        if !found.is_empty() {
+            warnings.push(format!(
+                "{}: {} task(s) missing from it taken from their tasks/<id>/{RESULT_FILE}",
+                file.display(),
+                found.len()
+            ));
+        }
+        results.extend(found);
+    }
+    (results, warnings)
 }
 
 #[cfg(test)]
@@ -329,6 +460,41 @@ mod tests {
             resolve(Some("auto"), &k8s).unwrap(),
             Some(Shard { index: 1, count: 2 })
         );
+    }
+
+    #[test]
+    fn a_folder_with_a_damaged_shard_description_is_not_resumed_unless_forced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let info = ShardInfo {
+            shard: Shard { index: 0, count: 2 },
+            suite: SuiteId::of(["a".to_string(), "b".to_string()]),
+            tasks: vec!["a".into()],
+        };
+        assert!(
+            check_same_suite(tmp.path(), &info, false).is_ok(),
+            "no shard.json yet"
+        );
+        std::fs::write(
+            tmp.path().join(SHARD_FILE),
+            serde_json::to_string(&info).unwrap(),
+        )
+        .unwrap();
+        assert!(
+            check_same_suite(tmp.path(), &info, false).is_ok(),
+            "the same shard"
+        );
+        std::fs::write(
+            tmp.path().join(SHARD_FILE),
+            r#"{"shard":{"index":0,"count":0},"suite":{"digest":"","ids":[]},"tasks":[]}"#,
+        )
+        .unwrap();
+        let e = format!(
+            "{:#}",
+            check_same_suite(tmp.path(), &info, false).unwrap_err()
+        );
+        assert!(e.contains("shard count is 0"), "{e}");
+        assert!(e.contains("--force"), "{e}");
+        assert!(check_same_suite(tmp.path(), &info, true).is_ok());
     }
 
     #[test]
