@@ -392,3 +392,80 @@ fn no_batch_worker_nor_the_batch_shows_a_key_in_its_environ() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// A served desktop's token: a secret from the moment ufo reads it, whatever the server echoes
+// ---------------------------------------------------------------------------------------------
+
+/// A simulated desktop whose Notes window echoes `token` in its title, a control's name and
+/// its value, with `faults` (JSON) added; written to `home/NAME.json`.
+fn echoing_desktop(home: &Path, name: &str, token: &str, faults: Value) -> PathBuf {
+    let desktop = json!({"apps": [{"name": "Notes", "process": "notes",
+        "title": format!("notes {token} - Notes"), "running": true,
+        "controls": [{"id": "key", "role": "edit", "name": format!("Key {token}"),
+            "value": format!("value {token}")}]}],
+        "faults": faults});
+    let path = home.join(format!("{name}.json"));
+    std::fs::write(&path, desktop.to_string()).expect("write the scenario");
+    path
+}
+
+/// A desktop served on in turn: `ufo mcp serve --desktop remote:URL` answered its MCP client
+/// with whatever the served desktop said, the echoed token included. Now the remote desktop
+/// hides known secrets in every answer as it arrives, so the client reads `***`.
+#[test]
+fn a_remote_desktop_served_on_over_mcp_never_passes_its_token_on() {
+    use std::io::{BufRead, BufReader, Write};
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path();
+    let token = common::served::new_token(home, "laptop");
+    let desktop = echoing_desktop(home, "echo", &token, json!([]));
+    let server = common::served::Served::start(
+        common::served::ufo_at(home),
+        &format!("sim:{}", desktop.display()),
+        &["--allow-actions"],
+    );
+    let mut child = common::served::ufo_at(home)
+        .args(["mcp", "serve", "--desktop", &server.spec()])
+        .env("UFO_REMOTE_TOKEN", &token)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ufo starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_windows","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"observe_window","arguments":{"window":"Notes"}}}"#,
+    ] {
+        writeln!(stdin, "{line}").expect("the server reads its input");
+    }
+    // the answers are read until both calls are answered, then the input is closed
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut answers = Vec::new();
+    while answers.len() < 3 {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("no answer ({e}); so far: {answers:?}"));
+        answers.push(line);
+    }
+    drop(stdin);
+    let _ = child.wait();
+    let all = answers.join("\n");
+    assert!(all.contains("notes *** - Notes"), "{all}");
+    assert!(
+        all.contains("Key ***") && all.contains("value ***"),
+        "{all}"
+    );
+    assert!(!all.contains(&token), "the MCP client got the token: {all}");
+}
