@@ -647,6 +647,55 @@ fn a_served_error_that_echoes_the_token_ends_with_it_hidden() {
     );
 }
 
+/// The same path for every secret and every desktop: the final `error:` line of a session
+/// and what `ufo inspect` prints went around the redactor, so a local window that shows a
+/// held key (here in its title, its control and the error observing it) put the key on
+/// stdout and on the last stderr line. Now both show `***`.
+#[test]
+fn no_line_ufo_prints_shows_a_held_secret() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path();
+    let fault = json!([{"app": "Notes", "action": "observe",
+        "error": format!("the window does not answer {OPENAI}")}]);
+    let failing = echoing_desktop(home, "fault", OPENAI, fault);
+    let out = home.join("out");
+    let o = ufo_in(home)
+        .env("OPENAI_API_KEY", OPENAI)
+        .args(["run", "--desktop", &format!("sim:{}", failing.display())])
+        .args(["--llm", &format!("script:{}", reads_the_echo(home))])
+        .arg("--out")
+        .arg(&out)
+        .arg("read the key")
+        .output()
+        .expect("ufo runs");
+    let (stdout, stderr) = streams(&o);
+    assert_eq!(o.status.code(), Some(3), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: ") && last.contains("the window does not answer ***"),
+        "the last line: {last:?}"
+    );
+    assert!(
+        !stderr.contains(OPENAI) && !stdout.contains(OPENAI),
+        "{stderr}"
+    );
+
+    let shown = echoing_desktop(home, "shown", OPENAI, json!([]));
+    let inspect = ufo_in(home)
+        .env("OPENAI_API_KEY", OPENAI)
+        .args(["inspect", "--desktop", &format!("sim:{}", shown.display())])
+        .arg("Notes")
+        .output()
+        .expect("ufo runs");
+    let (stdout, stderr) = streams(&inspect);
+    assert_eq!(inspect.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("Key ***"), "{stdout}");
+    assert!(
+        !stdout.contains(OPENAI) && !stderr.contains(OPENAI),
+        "{stdout}"
+    );
+}
+
 /// A desktop served on in turn: `ufo mcp serve --desktop remote:URL` answered its MCP client
 /// with whatever the served desktop said, the echoed token included. Now the remote desktop
 /// hides known secrets in every answer as it arrives, so the client reads `***`.
