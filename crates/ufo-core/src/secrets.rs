@@ -41,8 +41,15 @@
 //! only values of at least [`MIN_REDACTED_LEN`] characters: a shorter value is no key, and
 //! hiding it would blot out ordinary text. `UFO_LLM_HEADERS` hides each header value (and
 //! its last word, the token after `Bearer`).
+//!
+//! Secrets that are not variables are hidden too: a served desktop's token read from its
+//! `--token-file` or a `[devices]` `token_file` is registered with [`hold_value`] the moment
+//! it is read, so a server that echoes it back (in a window title, a control, an error) never
+//! gets it into a prompt, a trajectory, a log or a line ufo prints (docs/security.md). Such a
+//! value is only hidden: it is never handed to a worker as a variable ([`held_vars`]), since
+//! a worker reads its token file itself.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 
 /// Name endings that mark a credential.
@@ -173,6 +180,12 @@ impl Redactor {
         Self { values }
     }
 
+    /// This redactor hiding `more` values too (those shorter than [`MIN_REDACTED_LEN`] left
+    /// out).
+    pub fn with_values(self, more: impl IntoIterator<Item = String>) -> Self {
+        Self::from_values(self.values.into_iter().chain(more))
+    }
+
     /// Whether it hides nothing.
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
@@ -194,6 +207,17 @@ impl Redactor {
 
     /// [`Redactor::redact`] on bytes that need not be UTF-8 (a command's raw output).
     pub fn redact_bytes(&self, bytes: &[u8]) -> Option<Vec<u8>> {
+        if self.values.is_empty() {
+            return None;
+        }
+        // text, nearly always (every line the console writes): the string search is several
+        // times faster than the walk below, and finds the same matches
+        if let Ok(text) = std::str::from_utf8(bytes) {
+            return match self.redact(text) {
+                std::borrow::Cow::Owned(hidden) => Some(hidden.into_bytes()),
+                std::borrow::Cow::Borrowed(_) => None,
+            };
+        }
         let mut out: Option<Vec<u8>> = None;
         for v in &self.values {
             let cur = out.as_deref().unwrap_or(bytes);
@@ -227,20 +251,22 @@ fn replace_bytes(haystack: &[u8], needle: &[u8], with: &[u8]) -> Option<Vec<u8>>
     if needle.is_empty() || haystack.len() < needle.len() {
         return None;
     }
+    // the usual case, no secret in the text, costs a search and no copy (it runs on every
+    // line the console writes)
+    let first = haystack.windows(needle.len()).position(|w| w == needle)?;
     let mut out = Vec::with_capacity(haystack.len());
-    let mut i = 0;
-    let mut found = false;
+    out.extend_from_slice(&haystack[..first]);
+    let mut i = first;
     while i < haystack.len() {
         if haystack[i..].starts_with(needle) {
             out.extend_from_slice(with);
             i += needle.len();
-            found = true;
         } else {
             out.push(haystack[i]);
             i += 1;
         }
     }
-    found.then_some(out)
+    Some(out)
 }
 
 /// The values of a `UFO_LLM_HEADERS` text (`Name: value; Name2=value2`), and the last word of
@@ -263,16 +289,48 @@ fn header_values(text: &str) -> Vec<String> {
 /// The secret variables this process holds in memory (taken from its environment at start).
 static HELD: RwLock<BTreeMap<String, String>> = RwLock::new(BTreeMap::new());
 
-/// The redactor for [`HELD`], rebuilt by [`hold`].
+/// Secret values this process read at run time that are not variables ([`hold_value`]).
+static HELD_VALUES: RwLock<BTreeSet<String>> = RwLock::new(BTreeSet::new());
+
+/// The redactor for [`HELD`] and [`HELD_VALUES`], rebuilt by [`hold`] and [`hold_value`].
 static REDACTOR: RwLock<Option<Arc<Redactor>>> = RwLock::new(None);
 
 /// Keep secret variables in this process's memory (in addition to any held already), for
 /// [`held`] and [`redactor`]. Called once at start by the binary; tests may call it again.
 pub fn hold(vars: impl IntoIterator<Item = (String, String)>) {
-    let mut held = HELD.write().unwrap_or_else(|p| p.into_inner());
-    held.extend(vars);
-    let redactor = Redactor::from_vars(held.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    *REDACTOR.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(redactor));
+    HELD.write().unwrap_or_else(|p| p.into_inner()).extend(vars);
+    rebuild_redactor();
+}
+
+/// Hide `value` (trimmed) from now on, as a held variable's value is hidden: a secret this
+/// process read that is not a variable, such as a served desktop's token from its file.
+/// Holding the same value again changes nothing (the redactor is rebuilt only for a new one),
+/// so the store grows only by the distinct secrets read.
+pub fn hold_value(value: &str) {
+    let value = value.trim();
+    if value.is_empty() {
+        return;
+    }
+    let added = HELD_VALUES
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(value.to_string());
+    if added {
+        rebuild_redactor();
+    }
+}
+
+/// Make [`redactor`] hide every held variable's value and every held value.
+fn rebuild_redactor() {
+    // the redactor's lock first: two rebuilds at once cannot leave the older one in place
+    let mut current = REDACTOR.write().unwrap_or_else(|p| p.into_inner());
+    let held = HELD.read().unwrap_or_else(|p| p.into_inner());
+    let values = HELD_VALUES.read().unwrap_or_else(|p| p.into_inner());
+    let mut redactor = Redactor::from_vars(held.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    if !values.is_empty() {
+        redactor = redactor.with_values(values.iter().cloned());
+    }
+    *current = Some(Arc::new(redactor));
 }
 
 /// The value of a held secret variable (exact name), if this process holds it.
@@ -421,6 +479,43 @@ mod tests {
         assert!(Redactor::default().is_empty());
     }
 
+    #[test]
+    fn a_value_read_at_run_time_is_hidden_but_never_handed_on_as_a_variable() {
+        let token = "ufo_hold-value-probe-7c1e9a";
+        assert_eq!(redact(&format!("echo {token}")), format!("echo {token}"));
+        hold_value(&format!("  {token}\n"));
+        assert_eq!(
+            redact(&format!("title {token} - Notes")),
+            "title *** - Notes"
+        );
+        assert!(redactor().redact_bytes(token.as_bytes()).is_some());
+        // a worker reads its token file itself: no variable carries the value
+        assert!(!held_vars().iter().any(|(_, v)| v.contains(token)));
+        // holding it again, or a blank or short value, changes nothing
+        let before = redactor();
+        hold_value(token);
+        hold_value("   ");
+        assert!(Arc::ptr_eq(&before, &redactor()));
+        hold_value("short");
+        assert_eq!(redact("a short word"), "a short word");
+        // variables held later keep the value hidden
+        hold(vec![(
+            "HOLD_VALUE_PROBE_API_KEY".into(),
+            "sk-hold-probe-1234".into(),
+        )]);
+        assert_eq!(redact(&format!("{token} sk-hold-probe-1234")), "*** ***");
+    }
+
+    #[test]
+    fn with_values_adds_to_what_is_hidden() {
+        let r = Redactor::from_vars([("OPENAI_API_KEY", "sk-abcdef123456")])
+            .with_values(["served-token-0123".to_string(), "tiny".into()]);
+        assert_eq!(
+            r.redact("sk-abcdef123456 served-token-0123 tiny"),
+            "*** *** tiny"
+        );
+    }
+
     proptest::proptest! {
         /// No secret survives redaction, whatever text surrounds it.
         #[test]
@@ -431,6 +526,12 @@ mod tests {
             proptest::prop_assert!(!out.contains(&key));
             let bytes = r.redact_bytes(text.as_bytes()).unwrap_or_else(|| text.clone().into_bytes());
             proptest::prop_assert!(!String::from_utf8_lossy(&bytes).contains(&key));
+            proptest::prop_assert_eq!(bytes, out.as_bytes());
+            // the byte walk (text that is not UTF-8) hides it too
+            let mut raw = text.clone().into_bytes();
+            raw.push(0xff);
+            let walked = r.redact_bytes(&raw).unwrap_or(raw);
+            proptest::prop_assert!(!String::from_utf8_lossy(&walked).contains(&key));
         }
     }
 }

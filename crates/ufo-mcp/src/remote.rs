@@ -5,13 +5,17 @@
 //! [`DesktopError::Lost`]: the step ends ERROR with the reason `device_lost`, and every later
 //! call fails at once with the same error, so a lost device never makes the session hang.
 //! The bearer token is sent in the `Authorization` header only; it is never logged or shown.
+//! Every answer and error of the served desktop has the process's known secret values hidden
+//! (`***`, [`ufo_core::secrets::redactor`]) before anything reads it: a server that echoes
+//! the token (in a title, a control, an error) cannot bring it into a session, nor into what
+//! `ufo serve` or `ufo mcp serve` serve on in turn (docs/security.md).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use base64::Engine;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::model::{CallToolRequestParams, CallToolResult, RawContent, ResourceContents};
 use rmcp::service::RunningService;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -278,8 +282,12 @@ impl RemoteDesktop {
         };
         let outcome = tokio::time::timeout(timeout, self.service.call_tool(params)).await;
         let why = match outcome {
-            Ok(Ok(result)) => return Ok(result),
-            Ok(Err(e)) => format!("{} did not answer {name}: {e}", self.url),
+            Ok(Ok(result)) => return Ok(hide_secrets(result, &ufo_core::secrets::redactor())),
+            Ok(Err(e)) => format!(
+                "{} did not answer {name}: {}",
+                self.url,
+                ufo_core::secrets::redact(&e.to_string())
+            ),
             Err(_) => format!(
                 "{} did not answer {name} within {} s",
                 self.url,
@@ -345,6 +353,36 @@ fn text_of(result: &CallToolResult) -> String {
         .iter()
         .find_map(|c| c.as_text().map(|t| t.text.clone()))
         .unwrap_or_default()
+}
+
+/// `result` with every value `redactor` knows replaced by `***` in its texts and structured
+/// content (images are left as they are).
+fn hide_secrets(
+    mut result: CallToolResult,
+    redactor: &ufo_core::secrets::Redactor,
+) -> CallToolResult {
+    if redactor.is_empty() {
+        return result;
+    }
+    let hide = |text: &mut String| {
+        if let std::borrow::Cow::Owned(hidden) = redactor.redact(text) {
+            *text = hidden;
+        }
+    };
+    for content in &mut result.content {
+        match &mut content.raw {
+            RawContent::Text(t) => hide(&mut t.text),
+            RawContent::Resource(r) => match &mut r.resource {
+                ResourceContents::TextResourceContents { text, .. } => hide(text),
+                ResourceContents::BlobResourceContents { .. } => {}
+            },
+            RawContent::Image(_) | RawContent::Audio(_) | RawContent::ResourceLink(_) => {}
+        }
+    }
+    if let Some(structured) = &mut result.structured_content {
+        redactor.redact_json(structured);
+    }
+    result
 }
 
 /// Remove the token from a text, should a library have put it there.
@@ -577,6 +615,39 @@ mod tests {
         let p = programs_of(&String::from_utf8_lossy(&out.stdout));
         assert_eq!(p.get("tool"), Some(&tool.display().to_string()));
         assert!(!p.contains_key("data"), "{p:?}");
+    }
+
+    #[test]
+    fn a_served_answer_that_echoes_a_secret_arrives_hidden() {
+        let token = "ufo_served-echo-probe-31f8";
+        let redactor = ufo_core::secrets::Redactor::from_values([token.to_string()]);
+        let mut result = CallToolResult::success(vec![
+            rmcp::model::Content::text(format!("{{\"title\": \"notes {token}\"}}")),
+            rmcp::model::Content::image("iVBORw0K", "image/png"),
+            rmcp::model::Content::resource(ResourceContents::TextResourceContents {
+                uri: "file:///n".into(),
+                mime_type: None,
+                text: format!("key={token}"),
+                meta: None,
+            }),
+        ]);
+        result.structured_content = Some(json!({"window": {"title": token}, "n": [token, 1]}));
+        let hidden = hide_secrets(result, &redactor);
+        let all = serde_json::to_string(&hidden).expect("serialises");
+        assert!(!all.contains(token), "{all}");
+        assert_eq!(text_of(&hidden), "{\"title\": \"notes ***\"}");
+        assert_eq!(
+            hidden.structured_content,
+            Some(json!({"window": {"title": "***"}, "n": ["***", 1]}))
+        );
+        assert_eq!(
+            hidden.content[1].as_image().map(|i| i.data.as_str()),
+            Some("iVBORw0K")
+        );
+        // a redactor that knows nothing leaves the answer as it is
+        let plain = CallToolResult::success(vec![rmcp::model::Content::text(token)]);
+        let same = hide_secrets(plain.clone(), &ufo_core::secrets::Redactor::default());
+        assert_eq!(same, plain);
     }
 
     #[test]

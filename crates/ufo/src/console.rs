@@ -2,7 +2,8 @@
 //! without `NO_COLOR`), verbosity levels, and a live status line (round, step, agent, state,
 //! elapsed, tokens) drawn only when stderr is a terminal. Everything written to stderr while
 //! the status line is shown goes through [`Console`] so the line is cleared and redrawn around
-//! it; interactive prompts pause it.
+//! it; interactive prompts pause it. Nothing it writes shows a known secret value
+//! ([`Console::write_raw`]).
 
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -155,8 +156,12 @@ impl Console {
         }
     }
 
-    /// Write raw bytes to stderr, clearing and redrawing the status line around them.
+    /// Write raw bytes to stderr, clearing and redrawing the status line around them; known
+    /// secret values are hidden first, whatever the text quotes (a control name in a CONFIRM
+    /// prompt, a question, a log line).
     pub fn write_raw(&self, bytes: &[u8]) {
+        let hidden = ufo_core::secrets::redactor().redact_bytes(bytes);
+        let bytes = hidden.as_deref().unwrap_or(bytes);
         let bar = lock(&self.bar).clone();
         let write = || {
             let mut err = std::io::stderr().lock();

@@ -80,6 +80,10 @@ pub(crate) async fn connect_remote(
             .trim()
             .to_string(),
     };
+    // a secret from the moment it is read, wherever it came from: a server that echoes it
+    // (a title, a control, an error) never gets it into a prompt, a record or a printed line
+    // (docs/security.md)
+    ufo_core::secrets::hold_value(&token);
     if token.is_empty() {
         return Err(anyhow!(
             "--desktop remote:{url} needs a token: give --token-file FILE or set \

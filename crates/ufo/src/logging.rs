@@ -36,8 +36,9 @@ fn stderr_filter(verbosity: Verbosity) -> EnvFilter {
         .unwrap_or_else(|_| EnvFilter::new(format!("warn,{STEP_TARGET}=off")))
 }
 
-/// The event formatter's fields: `name=value` (the message bare), each made inert.
-fn inert_fields() -> impl for<'w> FormatFields<'w> + Send + Sync + 'static {
+/// The event formatter's fields: `name=value` (the message bare), known secret values hidden
+/// and each made inert; also `ufo serve`'s log.
+pub(crate) fn inert_fields() -> impl for<'w> FormatFields<'w> + Send + Sync + 'static {
     tracing_subscriber::fmt::format::debug_fn(|w, field, value| {
         // `%` fields and messages arrive as their Display text, raw: escape them here.
         // known secret values hidden first (a key quoted by an error, a file's content)

@@ -3,6 +3,39 @@
 //! (settings, the trajectory writer and reader, the console, the person at the terminal, ...).
 //! The crate's README has the module map.
 
+// Every line this binary prints goes through the process's redactor first (docs/security.md,
+// "Known secret values are `***`"): these shadow the standard macros in every module below,
+// so no `eprintln!` — the final error line of a failed start above all — shows a key or a
+// served desktop's token, whatever text it quotes.
+macro_rules! eprintln {
+    () => {
+        $crate::output::eprint(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::output::eprint(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+macro_rules! eprint {
+    ($($arg:tt)*) => {
+        $crate::output::eprint(format_args!($($arg)*))
+    };
+}
+// not used yet: there so that a `print!` added later cannot print around the redactor
+#[allow(unused_macros)]
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::output::print(format_args!($($arg)*))
+    };
+}
+macro_rules! println {
+    () => {
+        $crate::output::print(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::output::print(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod cancel;
 mod cli;
 mod commands;

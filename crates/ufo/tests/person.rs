@@ -1150,3 +1150,49 @@ fn report_and_runs_of_a_cancelled_then_resumed_session() {
     assert!(listing.contains("resumed 1 time(s)"), "{listing}");
     assert!(!listing.contains("INCOMPLETE"), "{listing}");
 }
+
+/// A CONFIRM prompt quotes the screen: a control whose name shows a held key (a window that
+/// displays the key the person exported) put the key on the terminal, since the prompt is
+/// written to the console around the redactor. Now everything the console writes hides the
+/// held secrets: the prompt shows `***`, and so do the lines after it.
+#[test]
+fn pty_confirm_hides_a_held_secret_the_screen_shows() {
+    const KEY: &str = "sk-screen-echo-probe-8d3f1c";
+    let tmp = tempfile::tempdir().expect("tempdir");
+    spoof_scenario(tmp.path(), false);
+    let desktop = serde_json::json!({"apps": [{"name": "Writer", "process": "writer",
+        "title": "report.odt - Writer", "running": true,
+        "controls": [{"id": "delete_all", "role": "button", "name": format!("Delete All {KEY}")}]}]});
+    std::fs::write(tmp.path().join("desktop.json"), desktop.to_string()).expect("desktop");
+    let script = [
+        serde_json::json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+            "Current Sub-Task": "Clear the report", "ControlLabel": "1", "ControlText": "Writer",
+            "Status": "ASSIGN"}}),
+        serde_json::json!({"agent": "app", "response": {"Observation": "o", "Thought": "t",
+            "ControlLabel": "1", "ControlText": "", "Function": "click", "Args": {},
+            "Status": "CONTINUE"}}),
+        serde_json::json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+            "Status": "FINISH"}}),
+    ]
+    .iter()
+    .map(|l| l.to_string())
+    .collect::<Vec<_>>()
+    .join("\n");
+    std::fs::write(tmp.path().join("script.jsonl"), script).expect("script");
+    let mut p = pty_run_dir(
+        tmp.path(),
+        &["--confirm", "ask"],
+        &[("NO_COLOR", "1"), ("OPENAI_API_KEY", KEY)],
+    );
+    let shown = p.expect("Approve? [y/N]");
+    assert!(shown.contains("control: [1] Delete All ***"), "{shown:?}");
+    p.session.send_line("n").expect("send");
+    let (code, rest) = p.finish();
+    assert_eq!(code, 0, "{rest}");
+    for text in [&shown, &rest] {
+        assert!(
+            !text.contains(KEY),
+            "the key reached the terminal: {text:?}"
+        );
+    }
+}

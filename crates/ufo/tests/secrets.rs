@@ -2,7 +2,9 @@
 //! scripted model: no process ufo starts can read a key through any ufo process's
 //! `/proc/<pid>/environ` or `cmdline` (also as root), ufo is not dumpable, a key that reaches
 //! ufo another way (a file a command prints) is hidden (`***`) from the trajectory, the
-//! output and the prompts; and commands run with memory and CPU-time limits.
+//! output and the prompts; and commands run with memory and CPU-time limits. A served
+//! desktop's token is such a secret from the moment it is read, whatever the server echoes,
+//! and no line ufo prints (a final `error:` line above all) shows a held secret.
 
 mod common;
 
@@ -391,4 +393,365 @@ fn no_batch_worker_nor_the_batch_shows_a_key_in_its_environ() {
             assert!(!text.contains(key), "{key} in the {name} environ");
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A served desktop's token: a secret from the moment ufo reads it, whatever the server echoes
+// ---------------------------------------------------------------------------------------------
+
+/// `ufo` with its data and configuration in `home` (where `ufo serve token add` keeps the
+/// server's tokens), bounded in time, stdin empty.
+fn ufo_in(home: &Path) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::from_std(common::served::ufo_at(home));
+    cmd.timeout(Duration::from_secs(90)).write_stdin("");
+    cmd
+}
+
+/// A simulated desktop whose Notes window echoes `token` in its title, a control's name and
+/// its value, with `faults` (JSON) added; written to `home/NAME.json`.
+fn echoing_desktop(home: &Path, name: &str, token: &str, faults: Value) -> PathBuf {
+    let desktop = json!({"apps": [{"name": "Notes", "process": "notes",
+        "title": format!("notes {token} - Notes"), "running": true,
+        "controls": [{"id": "key", "role": "edit", "name": format!("Key {token}"),
+            "value": format!("value {token}")}]}],
+        "faults": faults});
+    let path = home.join(format!("{name}.json"));
+    std::fs::write(&path, desktop.to_string()).expect("write the scenario");
+    path
+}
+
+/// A model that reads the echoing control: each prompt must show the echo as `***` (the
+/// scripted model fails the session otherwise).
+fn reads_the_echo(home: &Path) -> String {
+    write_script(
+        home,
+        &[
+            json!({"agent": "host", "expect": ["notes *** - Notes"], "response": {
+                "Observation": "o", "Thought": "t", "Current Sub-Task": "Read the key",
+                "ControlLabel": "1", "ControlText": "Notes", "Status": "ASSIGN"}}),
+            json!({"agent": "app", "expect": ["Key ***", "value ***"], "response": {
+                "Observation": "o", "Thought": "t", "ControlLabel": "1", "ControlText": "Key ***",
+                "Function": "read_text", "Args": {}, "Status": "CONTINUE"}}),
+            json!({"agent": "app", "expect": ["value ***"], "response": {"Observation": "o",
+                "Thought": "t", "Status": "FINISH", "Result": "read"}}),
+            json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+                "Status": "FINISH"}}),
+        ],
+    )
+}
+
+/// Assert that `secret` is in no file under `dir`, and that at least one file shows `***`.
+fn assert_nowhere_under(dir: &Path, secret: &str, what: &str) {
+    let files = files_under(dir);
+    assert!(!files.is_empty(), "{what}: nothing under {}", dir.display());
+    let mut hidden = false;
+    for f in &files {
+        let text = String::from_utf8_lossy(&std::fs::read(f).expect("read")).into_owned();
+        assert!(
+            !text.contains(secret),
+            "{what}: the token is in {}",
+            f.display()
+        );
+        hidden |= text.contains("***");
+    }
+    assert!(hidden, "{what}: no file shows the echo hidden");
+}
+
+/// Output of a finished command as text (stdout, stderr).
+fn streams(o: &std::process::Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Adversarial review, issue 40: a served desktop that echoed the client's token (a window
+/// title, a control's name and value) got it into `step_0000_host_prompt.txt`,
+/// `events.jsonl` and `ufo.log` when it came from `--token-file`. Now the token is a secret
+/// the moment it is read — from `--token-file`, `UFO_REMOTE_TOKEN` or a `[devices]`
+/// `token_file` — and every prompt shows `***` for it (the scripted model checks), no file of
+/// `--out` (prompts, events, log, run.json, checkpoint, report) and no line on stdout or
+/// stderr (progress at `-v` included) holds it; nor what `ufo inspect` prints of the window.
+#[test]
+fn a_served_desktop_that_echoes_the_token_gets_it_nowhere() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path();
+    let token = common::served::new_token(home, "laptop");
+    let token_file = home.join("laptop.token");
+    std::fs::write(&token_file, format!("{token}\n")).expect("write the token file");
+    let desktop = echoing_desktop(home, "echo", &token, json!([]));
+    let server = common::served::Served::start(
+        common::served::ufo_at(home),
+        &format!("sim:{}", desktop.display()),
+        &["--allow-actions"],
+    );
+    let script = reads_the_echo(home);
+    std::fs::write(
+        home.join("ufo.toml"),
+        format!(
+            "[devices.lab]\nspec = \"{}\"\ntoken_file = \"laptop.token\"\n",
+            server.spec()
+        ),
+    )
+    .expect("write the config");
+    let runs: [(&str, Vec<String>, Option<&str>); 3] = [
+        (
+            "--token-file",
+            vec![
+                "--desktop".into(),
+                server.spec(),
+                "--token-file".into(),
+                token_file.display().to_string(),
+            ],
+            None,
+        ),
+        (
+            "UFO_REMOTE_TOKEN",
+            vec!["--desktop".into(), server.spec()],
+            Some(token.as_str()),
+        ),
+        (
+            "[devices] token_file",
+            vec![
+                "--config".into(),
+                home.join("ufo.toml").display().to_string(),
+                "--device".into(),
+                "lab".into(),
+            ],
+            None,
+        ),
+    ];
+    for (i, (what, args, env)) in runs.iter().enumerate() {
+        let out = home.join(format!("out{i}"));
+        let mut cmd = ufo_in(home);
+        cmd.arg("run")
+            .args(args)
+            .args(["--llm", &format!("script:{script}"), "-v", "--report"])
+            .arg("--out")
+            .arg(&out)
+            .arg("read the key");
+        if let Some(t) = env {
+            cmd.env("UFO_REMOTE_TOKEN", t);
+        }
+        let o = cmd.output().expect("ufo runs");
+        let (stdout, stderr) = streams(&o);
+        assert_eq!(o.status.code(), Some(0), "{what}: {stderr}");
+        assert!(!stdout.contains(&token), "{what}: the token on stdout");
+        assert!(!stderr.contains(&token), "{what}: the token on stderr");
+        assert!(
+            stderr.contains("***"),
+            "{what}: the echo is shown hidden: {stderr}"
+        );
+        for name in [
+            "events.jsonl",
+            "ufo.log",
+            "step_0000_host_prompt.txt",
+            "report.html",
+        ] {
+            assert!(out.join(name).is_file(), "{what}: no {name}");
+        }
+        assert_nowhere_under(&out, &token, what);
+    }
+
+    // what `ufo inspect` prints of the served window
+    let inspect = ufo_in(home)
+        .args([
+            "inspect",
+            "--desktop",
+            &server.spec(),
+            "Notes",
+            "--token-file",
+        ])
+        .arg(&token_file)
+        .output()
+        .expect("ufo runs");
+    let (stdout, stderr) = streams(&inspect);
+    assert_eq!(inspect.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("Key ***"), "{stdout}");
+    assert!(
+        !stdout.contains(&token) && !stderr.contains(&token),
+        "{stdout}{stderr}"
+    );
+}
+
+/// A served desktop's error text that echoes the token (here: the window cannot be observed,
+/// says the server, quoting it) ends the session ERROR with that text as its last stderr line
+/// (`error: …`), which showed the token even when it came from `UFO_REMOTE_TOKEN`. Now the
+/// last line shows `***`, for a run with the token from its file or the environment, and for
+/// `ufo inspect`, whose start fails there; no file of `--out` holds the token.
+#[test]
+fn a_served_error_that_echoes_the_token_ends_with_it_hidden() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path();
+    let token = common::served::new_token(home, "laptop");
+    let token_file = home.join("laptop.token");
+    std::fs::write(&token_file, format!("{token}\n")).expect("write the token file");
+    let fault = json!([{"app": "Notes", "action": "observe",
+        "error": format!("the window does not answer {token}")}]);
+    let desktop = echoing_desktop(home, "fault", &token, fault);
+    let server = common::served::Served::start(
+        common::served::ufo_at(home),
+        &format!("sim:{}", desktop.display()),
+        &["--allow-actions"],
+    );
+    let script = reads_the_echo(home);
+    for (i, from_file) in [true, false].into_iter().enumerate() {
+        let out = home.join(format!("out{i}"));
+        let mut cmd = ufo_in(home);
+        cmd.args(["run", "--desktop", &server.spec()])
+            .args(["--llm", &format!("script:{script}")])
+            .arg("--out")
+            .arg(&out)
+            .arg("read the key");
+        if from_file {
+            cmd.arg("--token-file").arg(&token_file);
+        } else {
+            cmd.env("UFO_REMOTE_TOKEN", &token);
+        }
+        let o = cmd.output().expect("ufo runs");
+        let (stdout, stderr) = streams(&o);
+        assert_eq!(o.status.code(), Some(3), "{stderr}");
+        let last = stderr.lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("error: ") && last.contains("the window does not answer ***"),
+            "from_file {from_file}: the last line: {last:?}"
+        );
+        assert!(
+            !stderr.contains(&token) && !stdout.contains(&token),
+            "{stderr}"
+        );
+        assert_nowhere_under(&out, &token, "a session ended ERROR");
+    }
+
+    let inspect = ufo_in(home)
+        .args([
+            "inspect",
+            "--desktop",
+            &server.spec(),
+            "Notes",
+            "--token-file",
+        ])
+        .arg(&token_file)
+        .output()
+        .expect("ufo runs");
+    let (stdout, stderr) = streams(&inspect);
+    assert_ne!(inspect.status.code(), Some(0), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: ") && last.contains("***"),
+        "the last line: {last:?}"
+    );
+    assert!(
+        !stderr.contains(&token) && !stdout.contains(&token),
+        "{stderr}"
+    );
+}
+
+/// The same path for every secret and every desktop: the final `error:` line of a session
+/// and what `ufo inspect` prints went around the redactor, so a local window that shows a
+/// held key (here in its title, its control and the error observing it) put the key on
+/// stdout and on the last stderr line. Now both show `***`.
+#[test]
+fn no_line_ufo_prints_shows_a_held_secret() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path();
+    let fault = json!([{"app": "Notes", "action": "observe",
+        "error": format!("the window does not answer {OPENAI}")}]);
+    let failing = echoing_desktop(home, "fault", OPENAI, fault);
+    let out = home.join("out");
+    let o = ufo_in(home)
+        .env("OPENAI_API_KEY", OPENAI)
+        .args(["run", "--desktop", &format!("sim:{}", failing.display())])
+        .args(["--llm", &format!("script:{}", reads_the_echo(home))])
+        .arg("--out")
+        .arg(&out)
+        .arg("read the key")
+        .output()
+        .expect("ufo runs");
+    let (stdout, stderr) = streams(&o);
+    assert_eq!(o.status.code(), Some(3), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: ") && last.contains("the window does not answer ***"),
+        "the last line: {last:?}"
+    );
+    assert!(
+        !stderr.contains(OPENAI) && !stdout.contains(OPENAI),
+        "{stderr}"
+    );
+
+    let shown = echoing_desktop(home, "shown", OPENAI, json!([]));
+    let inspect = ufo_in(home)
+        .env("OPENAI_API_KEY", OPENAI)
+        .args(["inspect", "--desktop", &format!("sim:{}", shown.display())])
+        .arg("Notes")
+        .output()
+        .expect("ufo runs");
+    let (stdout, stderr) = streams(&inspect);
+    assert_eq!(inspect.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("Key ***"), "{stdout}");
+    assert!(
+        !stdout.contains(OPENAI) && !stderr.contains(OPENAI),
+        "{stdout}"
+    );
+}
+
+/// A desktop served on in turn: `ufo mcp serve --desktop remote:URL` answered its MCP client
+/// with whatever the served desktop said, the echoed token included. Now the remote desktop
+/// hides known secrets in every answer as it arrives, so the client reads `***`.
+#[test]
+fn a_remote_desktop_served_on_over_mcp_never_passes_its_token_on() {
+    use std::io::{BufRead, BufReader, Write};
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path();
+    let token = common::served::new_token(home, "laptop");
+    let desktop = echoing_desktop(home, "echo", &token, json!([]));
+    let server = common::served::Served::start(
+        common::served::ufo_at(home),
+        &format!("sim:{}", desktop.display()),
+        &["--allow-actions"],
+    );
+    let mut child = common::served::ufo_at(home)
+        .args(["mcp", "serve", "--desktop", &server.spec()])
+        .env("UFO_REMOTE_TOKEN", &token)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ufo starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_windows","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"observe_window","arguments":{"window":"Notes"}}}"#,
+    ] {
+        writeln!(stdin, "{line}").expect("the server reads its input");
+    }
+    // the answers are read until both calls are answered, then the input is closed
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut answers = Vec::new();
+    while answers.len() < 3 {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("no answer ({e}); so far: {answers:?}"));
+        answers.push(line);
+    }
+    drop(stdin);
+    let _ = child.wait();
+    let all = answers.join("\n");
+    assert!(all.contains("notes *** - Notes"), "{all}");
+    assert!(
+        all.contains("Key ***") && all.contains("value ***"),
+        "{all}"
+    );
+    assert!(!all.contains(&token), "the MCP client got the token: {all}");
 }

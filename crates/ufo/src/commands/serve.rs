@@ -395,6 +395,8 @@ fn init_log() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("UFO_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
+        // the served desktop's texts and errors, secrets hidden and made inert as in ufo run
+        .fmt_fields(crate::logging::inert_fields())
         .with_writer(std::io::stderr)
         .with_env_filter(filter)
         .try_init();
