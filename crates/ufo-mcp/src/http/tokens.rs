@@ -329,4 +329,35 @@ mod tests {
             .expect("chmod");
         assert!(matches!(file.check("x"), Err(TokenError::Exposed(_))));
     }
+
+    proptest::proptest! {
+        /// Whatever bytes the token file holds, reading it is a token, none, or an error that
+        /// names the file: never a panic, never a token the bytes do not name.
+        #[test]
+        fn any_token_file_reads_or_fails_clearly(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400),
+            json in "\\{\"tokens\":\\[(\\{\"name\":\"[a-z@.]{0,8}\",\"sha256\":\"[0-9a-f]{0,64}\",\"created\":[0-9]{1,3}(,\"role\":\"(admin|user|viewer|root)\")?\\},?){0,3}\\]\\}",
+        ) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("tokens.json");
+            for content in [bytes.clone(), json.clone().into_bytes()] {
+                std::fs::write(&path, &content).expect("write");
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                    .expect("chmod");
+                let file = TokenFile::new(&path);
+                match file.check("ufo_probe") {
+                    Ok(None) => {}
+                    Ok(Some(h)) => proptest::prop_assert!(
+                        String::from_utf8_lossy(&content).contains(&h.token_id),
+                        "a holder the file does not name"
+                    ),
+                    Err(e) => proptest::prop_assert!(
+                        e.to_string().contains("tokens.json"),
+                        "{e}"
+                    ),
+                }
+                let _ = file.list();
+            }
+        }
+    }
 }
