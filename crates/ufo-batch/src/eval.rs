@@ -5,19 +5,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::getters::{self, GetterEnv};
+use crate::kinds::MetricKind;
 use crate::task::EvaluatorSpec;
 use crate::BatchError;
-
-/// The metric functions this crate implements.
-pub const SUPPORTED_METRICS: &[&str] = &[
-    "exact_match",
-    "check_include_exclude",
-    "match_in_list",
-    "compare_text_file",
-    "check_list",
-    "is_in_list",
-    "infeasible",
-];
 
 /// What the evaluator knows about the session besides the desktop's state.
 #[derive(Debug, Clone, Default)]
@@ -93,93 +83,131 @@ pub fn metric(
     options: &Value,
     facts: &RunFacts,
 ) -> Result<f64, BatchError> {
-    let score = |b: bool| if b { 1.0 } else { 0.0 };
-    match func {
-        "exact_match" => {
-            let want = text(rule(expected, "expected", func)?);
-            Ok(score(text(result).is_some() && text(result) == want))
-        }
-        "check_include_exclude" => {
-            let Some(got) = text(result) else {
-                return Ok(0.0);
-            };
-            let include = expected.and_then(|r| r.get("include")).map(strings);
-            let exclude = expected.and_then(|r| r.get("exclude")).map(strings);
-            let inc = include.unwrap_or_default().iter().all(|s| got.contains(s));
-            let exc = exclude.unwrap_or_default().iter().all(|s| !got.contains(s));
-            Ok(score(inc && exc))
-        }
-        "match_in_list" => {
-            let list = strings(rule(expected, "expected", func)?);
-            Ok(score(text(result).is_some_and(|r| list.contains(&r))))
-        }
-        "is_in_list" => {
-            let want = text(rule(expected, "expected", func)?).unwrap_or_default();
-            Ok(score(match result {
-                Value::Array(items) => items.iter().any(|i| text(i).as_deref() == Some(&want)),
-                Value::String(s) => s.contains(&want),
-                _ => false,
-            }))
-        }
-        "compare_text_file" => {
-            let (Some(a), Some(b)) = (
-                read(result, func)?,
-                match expected {
-                    Some(e) => read(e, func)?,
-                    None => None,
-                },
-            ) else {
-                return Ok(0.0);
-            };
-            let blanks = options
-                .get("ignore_blanks")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            let case = options
-                .get("ignore_case")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            Ok(score(
-                normalise(&a, blanks, case) == normalise(&b, blanks, case),
-            ))
-        }
-        "check_list" => {
-            let Some(content) = read(result, func)? else {
-                return Ok(0.0);
-            };
-            let compile = |key: &str| -> Result<Vec<regex::Regex>, BatchError> {
-                expected
-                    .and_then(|r| r.get(key))
-                    .map(strings)
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|p| {
-                        regex::Regex::new(p).map_err(|e| BatchError::Metric {
-                            func: func.to_string(),
-                            message: format!("bad pattern {p:?}: {e}"),
-                        })
-                    })
-                    .collect()
-            };
-            let expect = compile("expect")?;
-            let unexpect = compile("unexpect")?;
-            let mut seen = vec![false; expect.len()];
-            let mut clean = true;
-            for line in content.lines() {
-                for (i, r) in expect.iter().enumerate() {
-                    seen[i] = seen[i] || r.is_match(line);
-                }
-                clean = clean && unexpect.iter().all(|r| !r.is_match(line));
-            }
-            Ok(score(seen.iter().all(|s| *s) && clean))
-        }
-        "infeasible" => Ok(score(
-            facts.status == "FAIL" && !matches!(facts.reason.as_str(), "max_steps" | "budget"),
-        )),
-        other => Err(BatchError::Unsupported(format!(
-            "unsupported evaluator function `{other}`"
-        ))),
+    let Some(kind) = MetricKind::named(func) else {
+        return Err(BatchError::Unsupported(format!(
+            "unsupported evaluator function `{func}`"
+        )));
+    };
+    match kind {
+        MetricKind::ExactMatch => exact_match(result, expected),
+        MetricKind::CheckIncludeExclude => Ok(check_include_exclude(result, expected)),
+        MetricKind::MatchInList => match_in_list(result, expected),
+        MetricKind::IsInList => is_in_list(result, expected),
+        MetricKind::CompareTextFile => compare_text_file(result, expected, options),
+        MetricKind::CheckList => check_list(result, expected),
+        MetricKind::Infeasible => Ok(infeasible(facts)),
     }
+}
+
+fn score(passed: bool) -> f64 {
+    if passed {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// `exact_match`: the result is the rules' `expected` text, byte for byte.
+fn exact_match(result: &Value, expected: Option<&Value>) -> Result<f64, BatchError> {
+    let func = MetricKind::ExactMatch.name();
+    let want = text(rule(expected, "expected", func)?);
+    Ok(score(text(result).is_some() && text(result) == want))
+}
+
+/// `check_include_exclude`: the result holds every `include` text and no `exclude` one.
+fn check_include_exclude(result: &Value, expected: Option<&Value>) -> f64 {
+    let Some(got) = text(result) else {
+        return 0.0;
+    };
+    let include = expected.and_then(|r| r.get("include")).map(strings);
+    let exclude = expected.and_then(|r| r.get("exclude")).map(strings);
+    let inc = include.unwrap_or_default().iter().all(|s| got.contains(s));
+    let exc = exclude.unwrap_or_default().iter().all(|s| !got.contains(s));
+    score(inc && exc)
+}
+
+/// `match_in_list`: the result is one of the rules' `expected` texts.
+fn match_in_list(result: &Value, expected: Option<&Value>) -> Result<f64, BatchError> {
+    let func = MetricKind::MatchInList.name();
+    let list = strings(rule(expected, "expected", func)?);
+    Ok(score(text(result).is_some_and(|r| list.contains(&r))))
+}
+
+/// `is_in_list`: the rules' `expected` text is an item of the result (a list) or a part of it
+/// (a text).
+fn is_in_list(result: &Value, expected: Option<&Value>) -> Result<f64, BatchError> {
+    let func = MetricKind::IsInList.name();
+    let want = text(rule(expected, "expected", func)?).unwrap_or_default();
+    Ok(score(match result {
+        Value::Array(items) => items.iter().any(|i| text(i).as_deref() == Some(&want)),
+        Value::String(s) => s.contains(&want),
+        _ => false,
+    }))
+}
+
+/// `compare_text_file`: the result file and the expected file hold the same text, blanks and
+/// case ignored when the options say so; a missing file scores 0.
+fn compare_text_file(
+    result: &Value,
+    expected: Option<&Value>,
+    options: &Value,
+) -> Result<f64, BatchError> {
+    let func = MetricKind::CompareTextFile.name();
+    let (Some(a), Some(b)) = (
+        read(result, func)?,
+        match expected {
+            Some(e) => read(e, func)?,
+            None => None,
+        },
+    ) else {
+        return Ok(0.0);
+    };
+    let flag = |key: &str| options.get(key).and_then(Value::as_bool).unwrap_or(false);
+    let (blanks, case) = (flag("ignore_blanks"), flag("ignore_case"));
+    Ok(score(
+        normalise(&a, blanks, case) == normalise(&b, blanks, case),
+    ))
+}
+
+/// The regexes of the rules' `key` (a text or a list of them).
+fn patterns(expected: Option<&Value>, key: &str) -> Result<Vec<regex::Regex>, BatchError> {
+    expected
+        .and_then(|r| r.get(key))
+        .map(strings)
+        .unwrap_or_default()
+        .iter()
+        .map(|p| {
+            regex::Regex::new(p).map_err(|e| BatchError::Metric {
+                func: MetricKind::CheckList.name().to_string(),
+                message: format!("bad pattern {p:?}: {e}"),
+            })
+        })
+        .collect()
+}
+
+/// `check_list`: every `expect` pattern matches some line of the result file and no
+/// `unexpect` pattern matches any; a missing file scores 0.
+fn check_list(result: &Value, expected: Option<&Value>) -> Result<f64, BatchError> {
+    let Some(content) = read(result, MetricKind::CheckList.name())? else {
+        return Ok(0.0);
+    };
+    let expect = patterns(expected, "expect")?;
+    let unexpect = patterns(expected, "unexpect")?;
+    let mut seen = vec![false; expect.len()];
+    let mut clean = true;
+    for line in content.lines() {
+        for (i, r) in expect.iter().enumerate() {
+            seen[i] = seen[i] || r.is_match(line);
+        }
+        clean = clean && unexpect.iter().all(|r| !r.is_match(line));
+    }
+    Ok(score(seen.iter().all(|s| *s) && clean))
+}
+
+/// `infeasible`: the session ended FAIL by the agent's own decision (not a step or budget
+/// limit).
+fn infeasible(facts: &RunFacts) -> f64 {
+    score(facts.status == "FAIL" && !matches!(facts.reason.as_str(), "max_steps" | "budget"))
 }
 
 /// Evaluate a task: run its getters and metrics and combine them (`conj`: `and` takes the

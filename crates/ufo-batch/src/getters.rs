@@ -13,16 +13,8 @@ use base64::Engine;
 use serde_json::Value;
 use ufo_core::{Desktop, DesktopError};
 
+use crate::kinds::GetterKind;
 use crate::BatchError;
-
-/// The getter types this crate implements (`local_file` is a ufo-rs extension).
-pub const SUPPORTED_GETTERS: &[&str] = &[
-    "vm_file",
-    "vm_command_line",
-    "vm_command_error",
-    "rule",
-    "local_file",
-];
 
 /// A machine other than this one where the task ran: the getters' commands run through its
 /// desktop's shell, and its files are copied into `copies` to be compared.
@@ -255,9 +247,14 @@ pub async fn get(env: &GetterEnv, spec: &Value) -> Result<Value, BatchError> {
         getter: kind.to_string(),
         message: what.to_string(),
     };
-    match kind {
-        "rule" => Ok(spec.get("rules").cloned().unwrap_or(Value::Null)),
-        "vm_file" => match spec.get("path") {
+    let Some(getter) = GetterKind::named(kind) else {
+        return Err(BatchError::Unsupported(format!(
+            "unsupported getter `{kind}`"
+        )));
+    };
+    match getter {
+        GetterKind::Rule => Ok(spec.get("rules").cloned().unwrap_or(Value::Null)),
+        GetterKind::VmFile => match spec.get("path") {
             Some(Value::String(p)) => vm_file_value(env, p).await,
             Some(Value::Array(ps)) => {
                 let mut values = Vec::with_capacity(ps.len());
@@ -271,25 +268,22 @@ pub async fn get(env: &GetterEnv, spec: &Value) -> Result<Value, BatchError> {
             }
             _ => Err(bad("needs \"path\": a string or a list of strings")),
         },
-        "local_file" => match spec.get("path").and_then(Value::as_str) {
+        GetterKind::LocalFile => match spec.get("path").and_then(Value::as_str) {
             Some(p) => Ok(path_value(&env.task_dir.join(p))),
             None => Err(bad("needs \"path\": a file relative to the task file")),
         },
-        "vm_command_line" | "vm_command_error" => {
+        GetterKind::VmCommandLine | GetterKind::VmCommandError => {
             let cmd = spec
                 .get("command")
                 .and_then(command_line)
                 .ok_or_else(|| bad("needs \"command\": a string or a list of strings"))?;
             let out = run_command(env, &cmd).await?;
-            Ok(Value::String(if kind == "vm_command_line" {
+            Ok(Value::String(if getter == GetterKind::VmCommandLine {
                 out.stdout
             } else {
                 out.stderr
             }))
         }
-        other => Err(BatchError::Unsupported(format!(
-            "unsupported getter `{other}`"
-        ))),
     }
 }
 

@@ -2,6 +2,8 @@
 //!
 //! - [`task`]: the task format (`id`, `instruction`, `config`, `evaluator`, plus the ufo-rs
 //!   extension `ufo_script`) and finding task files;
+//! - [`kinds`]: the names of the config steps, getters and metrics this crate runs, as enums
+//!   that the task check and the runners share;
 //! - [`setup`]: the config-step runner (`launch`, `execute`, `command`, `open`, `sleep`,
 //!   `activate_window`) over the [`ufo_core::Desktop`] port;
 //! - [`getters`]: `vm_file`, `vm_command_line`, `vm_command_error`, `rule` (and `local_file`);
@@ -17,6 +19,7 @@
 
 pub mod eval;
 pub mod getters;
+pub mod kinds;
 pub mod llm_eval;
 pub mod results;
 pub mod setup;
@@ -25,11 +28,14 @@ pub mod task;
 
 use std::path::PathBuf;
 
-pub use eval::{evaluate, metric, Evaluation, RunFacts, SUPPORTED_METRICS};
-pub use getters::{Device, GetterEnv, SUPPORTED_GETTERS};
+pub use eval::{evaluate, metric, Evaluation, RunFacts};
+pub use getters::{Device, GetterEnv};
+pub use kinds::{
+    GetterKind, MetricKind, StepKind, SUPPORTED_GETTERS, SUPPORTED_METRICS, SUPPORTED_STEPS,
+};
 pub use llm_eval::{judge, trajectory_text, LlmVerdict};
 pub use results::{llm_eval_line, summary_table, task_lines, TaskResult, TaskStatus};
-pub use setup::{run_step, SetupOptions, SUPPORTED_STEPS};
+pub use setup::{run_step, SetupOptions};
 pub use task::{collect_task_files, folder_name, ConfigStep, EvaluatorSpec, OneOrMany, Task};
 
 /// Errors of batch runs. [`BatchError::Unsupported`] marks a task `skipped`; the others

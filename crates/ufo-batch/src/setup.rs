@@ -6,27 +6,12 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use ufo_core::Desktop;
 
-use crate::getters::command_line;
+use crate::kinds::StepKind;
 use crate::task::ConfigStep;
 use crate::BatchError;
 
-/// The config-step kinds this crate runs.
-pub const SUPPORTED_STEPS: &[&str] = &[
-    "launch",
-    "execute",
-    "command",
-    "open",
-    "sleep",
-    "activate_window",
-];
-
 /// Longest `sleep` step honoured.
 const MAX_SLEEP: Duration = Duration::from_secs(120);
-
-/// The command of a step's parameters (`command`: a string or a list of words), as shell text.
-pub fn command_text(params: &Value) -> Option<String> {
-    params.get("command").and_then(command_line)
-}
 
 /// How steps run.
 #[derive(Debug, Clone)]
@@ -144,116 +129,189 @@ pub async fn run_step(
     step: &ConfigStep,
     opts: &SetupOptions,
 ) -> Result<String, BatchError> {
-    let kind = step.kind.as_str();
-    let p = &step.parameters;
-    let need = |what: &str| step_err(kind, format!("needs {what}"));
+    let Some(kind) = StepKind::named(&step.kind) else {
+        return Err(BatchError::Unsupported(format!(
+            "unsupported config step `{}`",
+            step.kind
+        )));
+    };
     match kind {
-        "launch" => {
-            let cmd = opts.map(&command_text(p).ok_or_else(|| need("\"command\""))?);
-            let started = if opts.launch_commands.iter().any(|c| c.trim() == cmd.trim()) {
-                desktop
-                    .shell(&cmd)
-                    .await
-                    .map_err(|e| desktop_err(kind, e))
-                    .map(|out| {
-                        format!(
-                            "launch `{cmd}`: {}",
-                            out.launched.unwrap_or_else(|| "started".into())
-                        )
-                    })
-            } else {
-                spawn_and_wait(desktop, kind, &cmd, opts).await
-            };
-            match started {
-                // a desktop without a shell may still launch a known application by its name
-                Err(BatchError::Unsupported(why)) => launch_by_name(desktop, &cmd)
-                    .await
-                    .ok_or(BatchError::Unsupported(why)),
-                other => other,
-            }
+        StepKind::Launch => launch(desktop, step, opts).await,
+        StepKind::Execute | StepKind::Command => execute(desktop, kind, step, opts).await,
+        StepKind::Open => open(desktop, step, opts).await,
+        StepKind::Sleep => sleep(step).await,
+        StepKind::ActivateWindow => activate_window(desktop, step).await,
+    }
+}
+
+/// A step that lacks a parameter.
+fn needs(kind: StepKind, what: &str) -> BatchError {
+    step_err(kind.name(), format!("needs {what}"))
+}
+
+/// The step's command, with `/home/user/` mapped onto the task's home.
+fn mapped_command(
+    kind: StepKind,
+    step: &ConfigStep,
+    opts: &SetupOptions,
+) -> Result<String, BatchError> {
+    let command = step
+        .command_text()
+        .ok_or_else(|| needs(kind, "\"command\""))?;
+    Ok(opts.map(&command))
+}
+
+/// `launch`: through the desktop's launcher when the command is in its launch table, else in
+/// the background, waiting for a new window.
+async fn launch(
+    desktop: &dyn Desktop,
+    step: &ConfigStep,
+    opts: &SetupOptions,
+) -> Result<String, BatchError> {
+    let kind = StepKind::Launch;
+    let cmd = mapped_command(kind, step, opts)?;
+    let started = if opts.launch_commands.iter().any(|c| c.trim() == cmd.trim()) {
+        desktop
+            .shell(&cmd)
+            .await
+            .map_err(|e| desktop_err(kind.name(), e))
+            .map(|out| {
+                format!(
+                    "launch `{cmd}`: {}",
+                    out.launched.unwrap_or_else(|| "started".into())
+                )
+            })
+    } else {
+        spawn_and_wait(desktop, kind.name(), &cmd, opts).await
+    };
+    match started {
+        // a desktop without a shell may still launch a known application by its name
+        Err(BatchError::Unsupported(why)) => launch_by_name(desktop, &cmd)
+            .await
+            .ok_or(BatchError::Unsupported(why)),
+        other => other,
+    }
+}
+
+/// `execute` / `command`: run the command and wait for it; the log line has its exit code and
+/// standard error.
+async fn execute(
+    desktop: &dyn Desktop,
+    kind: StepKind,
+    step: &ConfigStep,
+    opts: &SetupOptions,
+) -> Result<String, BatchError> {
+    let cmd = mapped_command(kind, step, opts)?;
+    let out = desktop
+        .shell(&cmd)
+        .await
+        .map_err(|e| desktop_err(kind.name(), e))?;
+    Ok(format!(
+        "{} `{cmd}`: exit {}{}",
+        kind.name(),
+        out.code
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "-".into()),
+        if out.stderr.trim().is_empty() {
+            String::new()
+        } else {
+            format!(", stderr {:?}", out.stderr.trim())
         }
-        "execute" | "command" => {
-            let cmd = opts.map(&command_text(p).ok_or_else(|| need("\"command\""))?);
-            let out = desktop
-                .shell(&cmd)
+    ))
+}
+
+/// `open`: a file with its application, waiting for the new window.
+async fn open(
+    desktop: &dyn Desktop,
+    step: &ConfigStep,
+    opts: &SetupOptions,
+) -> Result<String, BatchError> {
+    let kind = StepKind::Open;
+    let path = step
+        .parameters
+        .get("path")
+        .and_then(Value::as_str)
+        .ok_or_else(|| needs(kind, "\"path\""))?;
+    let path = opts.map(path);
+    // its own process (not a tab of a mousepad already on the session bus), so the
+    // window is new and is closed with the task
+    let opener = if is_text_file(&path) {
+        "mousepad --disable-server"
+    } else {
+        "xdg-open"
+    };
+    let cmd = format!("{opener} {}", crate::getters::sh_quote(&path));
+    spawn_and_wait(desktop, kind.name(), &cmd, opts).await
+}
+
+/// `sleep`: the given seconds, at most [`MAX_SLEEP`].
+async fn sleep(step: &ConfigStep) -> Result<String, BatchError> {
+    let secs = step
+        .parameters
+        .get("seconds")
+        .and_then(Value::as_f64)
+        .ok_or_else(|| needs(StepKind::Sleep, "\"seconds\" (a number)"))?;
+    // Clamp before converting: a huge number (1e300) would panic in the conversion.
+    let secs = if secs.is_finite() { secs } else { 0.0 };
+    let d =
+        Duration::try_from_secs_f64(secs.clamp(0.0, MAX_SLEEP.as_secs_f64())).unwrap_or(MAX_SLEEP);
+    tokio::time::sleep(d).await;
+    Ok(format!("sleep {} s", d.as_secs_f64()))
+}
+
+/// The window an `activate_window` step names: by title (a part of it, any case, or exactly
+/// with `strict`) or by application (`by_class`).
+struct WindowQuery<'a> {
+    name: &'a str,
+    lower: String,
+    strict: bool,
+    by_class: bool,
+}
+
+impl<'a> WindowQuery<'a> {
+    fn of(step: &'a ConfigStep) -> Result<WindowQuery<'a>, BatchError> {
+        let p = &step.parameters;
+        let name = p
+            .get("window_name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| needs(StepKind::ActivateWindow, "\"window_name\""))?;
+        Ok(WindowQuery {
+            name,
+            lower: name.to_lowercase(),
+            strict: p.get("strict").and_then(Value::as_bool).unwrap_or(false),
+            by_class: p.get("by_class").and_then(Value::as_bool).unwrap_or(false),
+        })
+    }
+
+    fn matches(&self, w: &ufo_core::WindowInfo) -> bool {
+        if self.by_class {
+            w.app_name.to_lowercase() == self.lower || w.process.to_lowercase() == self.lower
+        } else if self.strict {
+            w.title == self.name
+        } else {
+            w.title.to_lowercase().contains(&self.lower)
+        }
+    }
+}
+
+/// `activate_window`: bring the named window to the front, waiting up to 5 s for it.
+async fn activate_window(desktop: &dyn Desktop, step: &ConfigStep) -> Result<String, BatchError> {
+    let kind = StepKind::ActivateWindow.name();
+    let query = WindowQuery::of(step)?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let ws = desktop.windows().await.map_err(|e| desktop_err(kind, e))?;
+        if let Some(w) = ws.iter().find(|w| query.matches(w)) {
+            desktop
+                .activate(&w.id)
                 .await
                 .map_err(|e| desktop_err(kind, e))?;
-            Ok(format!(
-                "{kind} `{cmd}`: exit {}{}",
-                out.code
-                    .map(|c| c.to_string())
-                    .unwrap_or_else(|| "-".into()),
-                if out.stderr.trim().is_empty() {
-                    String::new()
-                } else {
-                    format!(", stderr {:?}", out.stderr.trim())
-                }
-            ))
+            return Ok(format!("activate_window {:?}", w.title));
         }
-        "open" => {
-            let path = p
-                .get("path")
-                .and_then(Value::as_str)
-                .ok_or_else(|| need("\"path\""))?;
-            let path = opts.map(path);
-            // its own process (not a tab of a mousepad already on the session bus), so the
-            // window is new and is closed with the task
-            let opener = if is_text_file(&path) {
-                "mousepad --disable-server"
-            } else {
-                "xdg-open"
-            };
-            let cmd = format!("{opener} {}", crate::getters::sh_quote(&path));
-            spawn_and_wait(desktop, kind, &cmd, opts).await
+        if Instant::now() >= deadline {
+            return Err(step_err(kind, format!("no window {:?}", query.name)));
         }
-        "sleep" => {
-            let secs = p
-                .get("seconds")
-                .and_then(Value::as_f64)
-                .ok_or_else(|| need("\"seconds\" (a number)"))?;
-            // Clamp before converting: a huge number (1e300) would panic in the conversion.
-            let secs = if secs.is_finite() { secs } else { 0.0 };
-            let d = Duration::try_from_secs_f64(secs.clamp(0.0, MAX_SLEEP.as_secs_f64()))
-                .unwrap_or(MAX_SLEEP);
-            tokio::time::sleep(d).await;
-            Ok(format!("sleep {} s", d.as_secs_f64()))
-        }
-        "activate_window" => {
-            let name = p
-                .get("window_name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| need("\"window_name\""))?;
-            let strict = p.get("strict").and_then(Value::as_bool).unwrap_or(false);
-            let by_class = p.get("by_class").and_then(Value::as_bool).unwrap_or(false);
-            let lname = name.to_lowercase();
-            let deadline = Instant::now() + Duration::from_secs(5);
-            loop {
-                let ws = desktop.windows().await.map_err(|e| desktop_err(kind, e))?;
-                let found = ws.iter().find(|w| {
-                    if by_class {
-                        w.app_name.to_lowercase() == lname || w.process.to_lowercase() == lname
-                    } else if strict {
-                        w.title == name
-                    } else {
-                        w.title.to_lowercase().contains(&lname)
-                    }
-                });
-                if let Some(w) = found {
-                    desktop
-                        .activate(&w.id)
-                        .await
-                        .map_err(|e| desktop_err(kind, e))?;
-                    return Ok(format!("activate_window {:?}", w.title));
-                }
-                if Instant::now() >= deadline {
-                    return Err(step_err(kind, format!("no window {name:?}")));
-                }
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        }
-        other => Err(BatchError::Unsupported(format!(
-            "unsupported config step `{other}`"
-        ))),
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 

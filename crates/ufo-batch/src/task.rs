@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::getters::command_line;
+use crate::kinds::{GetterKind, MetricKind, StepKind};
 use crate::BatchError;
 
 /// One config (setup) step: `{"type": "launch", "parameters": {...}}`.
@@ -16,6 +18,13 @@ pub struct ConfigStep {
     /// The step's parameters.
     #[serde(default)]
     pub parameters: Value,
+}
+
+impl ConfigStep {
+    /// The step's `command` parameter (a string or a list of words) as shell text.
+    pub fn command_text(&self) -> Option<String> {
+        self.parameters.get("command").and_then(command_line)
+    }
 }
 
 /// One value or a list of them (OSWorld allows both for `func`, `result`, `expected`,
@@ -129,8 +138,8 @@ impl Task {
             return a.clone();
         }
         for step in &self.config {
-            if step.kind == "launch" {
-                if let Some(cmd) = crate::setup::command_text(&step.parameters) {
+            if StepKind::named(&step.kind) == Some(StepKind::Launch) {
+                if let Some(cmd) = step.command_text() {
                     if let Some(first) = cmd.split_whitespace().next() {
                         return first.rsplit('/').next().unwrap_or(first).to_string();
                     }
@@ -144,12 +153,12 @@ impl Task {
     pub fn unsupported(&self) -> Option<String> {
         let steps = self.config.iter().chain(&self.evaluator.postconfig);
         for s in steps {
-            if !crate::setup::SUPPORTED_STEPS.contains(&s.kind.as_str()) {
+            if StepKind::named(&s.kind).is_none() {
                 return Some(format!("unsupported config step `{}`", s.kind));
             }
         }
         for f in self.evaluator.func.to_vec() {
-            if !crate::eval::SUPPORTED_METRICS.contains(&f.as_str()) {
+            if MetricKind::named(&f).is_none() {
                 return Some(format!("unsupported evaluator function `{f}`"));
             }
         }
@@ -161,7 +170,7 @@ impl Task {
             .flat_map(OneOrMany::to_vec);
         for g in getters {
             let kind = g.get("type").and_then(Value::as_str).unwrap_or("");
-            if !crate::getters::SUPPORTED_GETTERS.contains(&kind) {
+            if GetterKind::named(kind).is_none() {
                 return Some(format!("unsupported getter `{kind}`"));
             }
         }
