@@ -480,50 +480,76 @@ pub fn merge(mut shards: Vec<ShardResults>) -> Result<Merged, MergeError> {
         })?;
     }
     shards.sort_by_key(|s| s.info.shard.index);
-    let first = shards.first().ok_or(MergeError::Empty)?.clone();
-    for s in &shards[1..] {
-        if s.info.suite.digest != first.info.suite.digest
-            || s.info.suite.ids != first.info.suite.ids
-        {
-            return Err(MergeError::Mismatch {
-                first: first.folder.clone(),
-                other: s.folder.clone(),
-                what: format!(
-                    "suites ({} tasks, digest {} against {} tasks, digest {})",
-                    first.info.suite.ids.len(),
-                    first.info.suite.digest,
-                    s.info.suite.ids.len(),
-                    s.info.suite.digest
-                ),
-            });
-        }
-        if s.info.shard.count != first.info.shard.count {
-            return Err(MergeError::Mismatch {
-                first: first.folder.clone(),
-                other: s.folder.clone(),
-                what: format!(
-                    "splits ({} against {} shards)",
-                    first.info.shard.count, s.info.shard.count
-                ),
-            });
-        }
-    }
-    let count = first.info.shard.count;
+    let (first, others) = shards.split_first().ok_or(MergeError::Empty)?;
+    same_suite_and_split(first, others)?;
+    let first = &first.info;
+    let count = first.shard.count;
     let present: BTreeSet<usize> = shards.iter().map(|s| s.info.shard.index).collect();
-    let missing_shards: Vec<usize> = (0..count).filter(|i| !present.contains(i)).collect();
     let mut merged = Merged {
-        missing_shards,
+        missing_shards: (0..count).filter(|i| !present.contains(i)).collect(),
         ..Merged::default()
     };
-    // the suite's ids are sorted: the task at rank `pos` is dealt to shard `pos % count` (an
-    // id twice in the suite, from two task files, has an owner for each)
-    let owner = |pos: usize| pos % count;
-    let mut owners: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
-    for (pos, id) in first.info.suite.ids.iter().enumerate() {
-        owners.entry(id.as_str()).or_default().insert(owner(pos));
+    let owners = owners(&first.suite.ids, count);
+    let found = owned_results(&shards, &owners, &mut merged);
+    one_result_per_task(&first.suite.ids, count, &found, &mut merged);
+    Ok(merged)
+}
+
+/// Whether the `others` shards are of `first`'s suite and split.
+fn same_suite_and_split(first: &ShardResults, others: &[ShardResults]) -> Result<(), MergeError> {
+    for s in others {
+        let mismatch = |what: String| MergeError::Mismatch {
+            first: first.folder.clone(),
+            other: s.folder.clone(),
+            what,
+        };
+        let (a, b) = (&first.info, &s.info);
+        if b.suite.digest != a.suite.digest || b.suite.ids != a.suite.ids {
+            return Err(mismatch(format!(
+                "suites ({} tasks, digest {} against {} tasks, digest {})",
+                a.suite.ids.len(),
+                a.suite.digest,
+                b.suite.ids.len(),
+                b.suite.digest
+            )));
+        }
+        if b.shard.count != a.shard.count {
+            return Err(mismatch(format!(
+                "splits ({} against {} shards)",
+                a.shard.count, b.shard.count
+            )));
+        }
     }
+    Ok(())
+}
+
+/// The shard that owns the task at rank `pos` of the sorted suite (the split of [`select`]).
+fn owner(pos: usize, count: usize) -> usize {
+    pos % count
+}
+
+/// Each id's owning shards (an id twice in the suite, from two task files, has an owner for
+/// each).
+fn owners(ids: &[String], count: usize) -> BTreeMap<&str, BTreeSet<usize>> {
+    let mut owners: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
+    for (pos, id) in ids.iter().enumerate() {
+        owners
+            .entry(id.as_str())
+            .or_default()
+            .insert(owner(pos, count));
+    }
+    owners
+}
+
+/// The results their owning shards reported, each with the folders that reported it; the
+/// others are set aside in `merged` (foreign or unknown).
+fn owned_results<'a>(
+    shards: &'a [ShardResults],
+    owners: &BTreeMap<&str, BTreeSet<usize>>,
+    merged: &mut Merged,
+) -> BTreeMap<&'a str, (&'a TaskResult, Vec<String>)> {
     let mut found: BTreeMap<&str, (&TaskResult, Vec<String>)> = BTreeMap::new();
-    for s in &shards {
+    for s in shards {
         for r in &s.results {
             match owners.get(r.id.as_str()) {
                 None => merged.unknown.push((r.id.clone(), s.folder.clone())),
@@ -541,8 +567,19 @@ pub fn merge(mut shards: Vec<ShardResults>) -> Result<Merged, MergeError> {
             }
         }
     }
+    found
+}
+
+/// One result per task of the suite, in its order: the owner's (noting duplicates), or an
+/// `error` naming the shard that should have reported it.
+fn one_result_per_task(
+    ids: &[String],
+    count: usize,
+    found: &BTreeMap<&str, (&TaskResult, Vec<String>)>,
+    merged: &mut Merged,
+) {
     let mut done: BTreeSet<&str> = BTreeSet::new();
-    for (pos, id) in first.info.suite.ids.iter().enumerate() {
+    for (pos, id) in ids.iter().enumerate() {
         if !done.insert(id.as_str()) {
             continue;
         }
@@ -561,13 +598,12 @@ pub fn merge(mut shards: Vec<ShardResults>) -> Result<Merged, MergeError> {
                     TaskStatus::Error,
                     format!(
                         "missing: no shard reported it (it belongs to shard {} of {count}); run that shard again, it resumes",
-                        owner(pos)
+                        owner(pos, count)
                     ),
                 ));
             }
         }
     }
-    Ok(merged)
 }
 
 #[cfg(test)]
