@@ -29,15 +29,13 @@
 //! - messages never show a secret: the API key and header values are scrubbed, and URLs
 //!   are shown through [`redact_url`](crate::redact_url) (no userinfo, no query values).
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Response, StatusCode};
 use ufo_core::ports::LlmError;
 
-use crate::options::{is_loopback_url, ApiKey, ConfigError, HttpSettings, Secrets};
+use crate::options::{is_loopback_url, ApiKey, ConfigError, HttpSettings, RetryPolicy, Secrets};
 
 /// The largest response body read from a provider: 16 MiB (a chat completion is a few KB;
 /// this leaves room for long answers while bounding memory).
@@ -48,60 +46,6 @@ pub const MAX_ATTEMPTS_LIMIT: u32 = 100;
 
 /// The largest accepted timeout, in seconds (one day).
 pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
-
-/// Timeouts, attempts and backoff of an HTTP provider.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RetryPolicy {
-    /// Total attempts per call, the first included (at least 1). Default 4.
-    pub max_attempts: u32,
-    /// Backoff before the first retry; doubles on each further retry. Default 500 ms.
-    pub base_delay: Duration,
-    /// Upper bound of the computed backoff. Default 20 s.
-    pub max_delay: Duration,
-    /// Upper bound of a wait asked by the server (`Retry-After`). Default 60 s.
-    pub max_retry_after: Duration,
-    /// Time allowed to open the connection. Default 10 s.
-    pub connect_timeout: Duration,
-    /// Time allowed between two reads of the response. Default 120 s.
-    pub read_timeout: Duration,
-    /// Time allowed for a whole attempt (send and read). Default 300 s.
-    pub request_timeout: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        Self {
-            max_attempts: 4,
-            base_delay: Duration::from_millis(500),
-            max_delay: Duration::from_secs(20),
-            max_retry_after: Duration::from_secs(60),
-            connect_timeout: Duration::from_secs(10),
-            read_timeout: Duration::from_secs(120),
-            request_timeout: Duration::from_secs(300),
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// The backoff before retry number `retry` (1-based), jitter included.
-    pub fn backoff(&self, retry: u32) -> Duration {
-        let exp = retry.saturating_sub(1).min(30);
-        let raw = self
-            .base_delay
-            .saturating_mul(1u32 << exp)
-            .min(self.max_delay);
-        // Jitter: a factor in [0.5, 1].
-        let factor = 0.5 + 0.5 * random_unit();
-        raw.mul_f64(factor)
-    }
-}
-
-/// A random number in [0, 1), from the standard library's randomly keyed hasher.
-fn random_unit() -> f64 {
-    let mut hasher = RandomState::new().build_hasher();
-    hasher.write_u64(0x9e37_79b9_7f4a_7c15);
-    (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
-}
 
 /// Build the HTTP client for a provider at `base_url`. No proxy is used for loopback URLs.
 pub(crate) fn build_client(
@@ -506,24 +450,6 @@ pub(crate) fn short(text: &str, max: usize) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_doubles_caps_and_jitters() {
-        let p = RetryPolicy {
-            base_delay: Duration::from_millis(100),
-            max_delay: Duration::from_millis(350),
-            ..RetryPolicy::default()
-        };
-        for _ in 0..50 {
-            let b1 = p.backoff(1);
-            assert!(b1 >= Duration::from_millis(50) && b1 <= Duration::from_millis(100));
-            let b2 = p.backoff(2);
-            assert!(b2 >= Duration::from_millis(100) && b2 <= Duration::from_millis(200));
-            let b5 = p.backoff(5);
-            assert!(b5 >= Duration::from_millis(175) && b5 <= Duration::from_millis(350));
-        }
-        assert!(p.backoff(100) <= Duration::from_millis(350));
-    }
 
     #[test]
     fn retry_after_headers() {
