@@ -14,19 +14,28 @@
 //! The binary may add routes of its own ([`HttpServe::routes`], e.g. a web console): they sit
 //! behind the same `Host`/`Origin` check, body cap and timeout, and check tokens through the
 //! same [`Gate`], so failed tokens count together wherever they are presented.
+//!
+//! Here the server's loop, routes and checks; beside it [`gate`] (the token check and its
+//! lockout), [`limits`] (the bounds), [`guard`] (`Host`/`Origin` policy, lockout counts),
+//! [`conns`] (the connection table), [`sessions`] (MCP sessions per token), [`tokens`] (the
+//! token file) and [`tls`].
 
 pub mod conns;
+pub mod gate;
 pub mod guard;
+pub mod limits;
 pub mod sessions;
 pub mod tls;
 pub mod tokens;
 
-use std::collections::HashSet;
+pub use gate::{Gate, Refusal};
+pub use limits::Limits;
+
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -42,62 +51,7 @@ use tokio_util::sync::CancellationToken;
 use ufo_core::Desktop;
 
 use crate::DesktopServer;
-use guard::{HostPolicy, Lockout, LockoutLimits};
-use sha2::{Digest as _, Sha256};
-use tokens::{Holder, TokenFile};
-use ufo_core::access::Principal;
-
-/// The bounds of the server.
-#[derive(Debug, Clone)]
-pub struct Limits {
-    /// Largest request body, declared or chunked (413 beyond).
-    pub max_body_bytes: usize,
-    /// Largest request head: the request line and the headers (431 beyond).
-    pub max_header_bytes: usize,
-    /// Longest wait for a response to start.
-    pub request_timeout: Duration,
-    /// A connection that has shown a valid token and then sends no request head this long is
-    /// closed; also bounds the TLS handshake.
-    pub idle_timeout: Duration,
-    /// A connection that has not shown a valid token this long after it was accepted is
-    /// closed (TLS handshake included).
-    pub first_request_timeout: Duration,
-    /// Connections served at once. When all are taken, a new one replaces the oldest that
-    /// has not shown a valid token; it is closed only when every one has.
-    pub max_connections: usize,
-    /// Failed authentications per client address per `failure_window` before the address is
-    /// locked out (429, whatever token it sends); the same count per token presented makes
-    /// that token answer 429 unchecked.
-    pub max_failures: u32,
-    /// Failed authentications per network (IPv4 /24, IPv6 /64, loopback as one) per
-    /// `failure_window` before its further bad tokens answer 429 (a valid one still passes).
-    pub max_network_failures: u32,
-    /// See `max_failures`.
-    pub failure_window: Duration,
-    /// MCP sessions one token keeps; a new `initialize` beyond closes its least recently
-    /// used one.
-    pub max_mcp_sessions_per_token: usize,
-    /// How long a shutdown waits for open requests.
-    pub shutdown_grace: Duration,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            max_body_bytes: 1 << 20,
-            max_header_bytes: 32 * 1024,
-            request_timeout: Duration::from_secs(60),
-            idle_timeout: Duration::from_secs(30),
-            first_request_timeout: Duration::from_secs(10),
-            max_connections: 256,
-            max_failures: 10,
-            max_network_failures: 30,
-            failure_window: Duration::from_secs(60),
-            max_mcp_sessions_per_token: 16,
-            shutdown_grace: Duration::from_secs(5),
-        }
-    }
-}
+use guard::HostPolicy;
 
 /// What `ufo serve` serves and how.
 pub struct HttpServe {
@@ -119,116 +73,6 @@ pub struct HttpServe {
     /// `Host`/`Origin` check, body cap and request timeout; they authenticate through `gate`.
     /// Without them `/` answers a short text.
     pub routes: Option<Router>,
-}
-
-/// The bearer-token check of the server and the lockout of clients that keep failing it,
-/// one for every route (so failures at `/mcp` and at a login count together).
-pub struct Gate {
-    tokens: TokenFile,
-    lockout: Mutex<Lockout>,
-}
-
-/// Why [`Gate::check`] refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    /// The address, its network or the token failed too often; it may try again after this
-    /// long.
-    Locked(Duration),
-    /// No token or an unknown one (counted as a failure).
-    BadToken(&'static str),
-    /// The token file cannot be read (see the log).
-    Broken,
-}
-
-impl Gate {
-    /// A gate over `tokens` with the lockout bounds of `limits`.
-    pub fn new(tokens: TokenFile, limits: &Limits) -> Self {
-        Self {
-            tokens,
-            lockout: Mutex::new(Lockout::new(LockoutLimits {
-                per_address: limits.max_failures,
-                per_network: limits.max_network_failures,
-                per_token: limits.max_failures,
-                window: limits.failure_window,
-            })),
-        }
-    }
-
-    /// The token's holder when `presented` is a valid token and neither `ip` nor the token is
-    /// locked out; a missing or unknown token counts against `ip`, its network and the token
-    /// ([`Lockout`]: from a network that failed too often, it answers `Locked`). A valid
-    /// token also marks the connection the request came on as authenticated ([`conns`]).
-    pub fn check(&self, ip: IpAddr, presented: Option<&str>) -> Result<Holder, Refusal> {
-        let now = Instant::now();
-        let digest: Option<[u8; 32]> = presented.map(|t| Sha256::digest(t.as_bytes()).into());
-        let locked = self
-            .lockout
-            .lock()
-            .map(|mut l| l.before(ip, digest.as_ref(), now))
-            .unwrap_or(None);
-        if let Some(wait) = locked {
-            return Err(Refusal::Locked(wait));
-        }
-        let outcome = match presented {
-            None => Err("no token"),
-            Some(token) => match self.tokens.check(token) {
-                Ok(Some(holder)) => Ok(holder),
-                Ok(None) => Err("unknown token"),
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot check tokens");
-                    return Err(Refusal::Broken);
-                }
-            },
-        };
-        match outcome {
-            Ok(holder) => {
-                conns::note_authenticated();
-                Ok(holder)
-            }
-            Err(reason) => {
-                let network_locked = self
-                    .lockout
-                    .lock()
-                    .map(|mut l| l.failed(ip, digest.as_ref(), now))
-                    .unwrap_or(None);
-                Err(match network_locked {
-                    Some(wait) => Refusal::Locked(wait),
-                    None => Refusal::BadToken(reason),
-                })
-            }
-        }
-    }
-
-    /// The name and role of the token `token_id` names ([`Holder::token_id`]) while it is
-    /// still valid: `None` once it was revoked, so a login or stream made with it ends. An
-    /// unreadable token file counts as revoked. A valid one marks the connection the request
-    /// came on as authenticated ([`conns`]).
-    pub fn current(&self, token_id: &str) -> Option<Principal> {
-        match self.tokens.current(token_id) {
-            Ok(found) => {
-                if found.is_some() {
-                    conns::note_authenticated();
-                }
-                found
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot check tokens");
-                None
-            }
-        }
-    }
-
-    /// The digests ([`Holder::token_id`]) of every valid token, read once; none when the token
-    /// file cannot be read (as [`Gate::current`] counts that as revoked).
-    pub fn valid_token_ids(&self) -> HashSet<String> {
-        match self.tokens.list() {
-            Ok(list) => list.into_iter().map(|t| t.sha256).collect(),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot check tokens");
-                HashSet::new()
-            }
-        }
-    }
 }
 
 /// Errors of the HTTP server.

@@ -22,8 +22,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::StreamableHttpService;
 use tokio_util::sync::CancellationToken;
 
+use super::gate::Gate;
 use super::tokens::Holder;
-use super::Gate;
 use crate::DesktopServer;
 
 /// How often the sessions of revoked tokens are looked for.
