@@ -390,92 +390,23 @@ impl Server {
         Ok(tools)
     }
 
+    /// Call `tool` with `args` (a JSON object or null), starting the server if its connection
+    /// is gone; bounded by the server's timeout.
     async fn call(&self, tool: &str, args: &Value) -> Result<String, ToolError> {
         let timeout = self.config.timeout();
-        let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
         let mut guard = self.conn.lock().await;
-        let alive = guard
-            .as_ref()
-            .is_some_and(|c| !c.service.is_transport_closed());
-        if !alive {
-            let conn = self.connect().await.map_err(|e| ToolError::Failed {
-                tool: tool.to_string(),
-                message: e.to_string(),
-            })?;
-            *guard = Some(conn);
-        }
-        let Some(conn) = guard.as_ref() else {
-            return Err(ToolError::Failed {
-                tool: tool.into(),
-                message: format!("MCP server {} is not connected", self.name),
-            });
-        };
-        let arguments = match args {
-            Value::Object(m) => Some(m.clone()),
-            Value::Null => None,
-            other => {
-                return Err(ToolError::BadArgs {
-                    tool: tool.into(),
-                    message: format!("Args must be a JSON object, found {other}"),
-                })
-            }
-        };
-        let request =
-            ClientRequest::CallToolRequest(rmcp::model::Request::new(CallToolRequestParams {
-                meta: None,
-                name: tool.to_string().into(),
-                arguments,
-                task: None,
-            }));
-        let peer = conn.service.peer().clone();
-        // The peer's own timeout cancels the request on the server; the outer one also covers
-        // a server that no longer reads its input.
-        let options = PeerRequestOptions {
-            timeout: Some(timeout),
-            meta: None,
-        };
-        let outcome = tokio::time::timeout(timeout + Duration::from_millis(500), async {
-            peer.send_request_with_option(request, options)
-                .await?
-                .await_response()
-                .await
-        })
-        .await;
-        let response = match outcome {
+        let conn = self.connected(&mut guard, tool).await?;
+        let arguments = tool_arguments(tool, args)?;
+        let sent = send_call(conn, tool, arguments, timeout).await;
+        let response = match sent {
             Err(_) | Ok(Err(ServiceError::Timeout { .. })) => {
                 return Err(ToolError::Timeout {
                     tool: tool.into(),
-                    ms,
+                    ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
                 })
             }
             Ok(Err(e)) => {
-                let closed = conn.service.is_transport_closed()
-                    || matches!(e, ServiceError::TransportClosed);
-                let message = if conn.oversized.load(Ordering::SeqCst) {
-                    let again = if self.config.url.is_some() {
-                        "the connection was closed and is opened again on the next call"
-                    } else {
-                        "it was stopped and will be started again on the next call"
-                    };
-                    format!(
-                        "MCP server {} sent a message longer than {} MiB in answer to {tool}; \
-                         {again} (ask the tool for less)",
-                        self.name,
-                        MAX_MESSAGE_BYTES >> 20
-                    )
-                } else {
-                    format!(
-                        "MCP server {}: {e}{}{}",
-                        self.name,
-                        if closed {
-                            "; the server has exited and will be started again on the next call"
-                        } else {
-                            ""
-                        },
-                        self.stderr_tail(),
-                    ) + &self.redirect_note()
-                };
-                let closed = closed || conn.oversized.load(Ordering::SeqCst);
+                let (message, closed) = self.failure(conn, tool, &e);
                 if closed {
                     if let Some(old) = guard.take() {
                         let _ = tokio::time::timeout(Duration::from_secs(5), old.service.cancel())
@@ -489,6 +420,70 @@ impl Server {
             }
             Ok(Ok(r)) => r,
         };
+        self.tool_result(tool, response)
+    }
+
+    /// The live connection in `conn`, made anew when there is none or its transport closed.
+    async fn connected<'c>(
+        &self,
+        conn: &'c mut Option<Conn>,
+        tool: &str,
+    ) -> Result<&'c Conn, ToolError> {
+        let alive = conn
+            .as_ref()
+            .is_some_and(|c| !c.service.is_transport_closed());
+        if !alive {
+            let fresh = self.connect().await.map_err(|e| ToolError::Failed {
+                tool: tool.to_string(),
+                message: e.to_string(),
+            })?;
+            *conn = Some(fresh);
+        }
+        conn.as_ref().ok_or_else(|| ToolError::Failed {
+            tool: tool.into(),
+            message: format!("MCP server {} is not connected", self.name),
+        })
+    }
+
+    /// Why a call failed, and whether its connection is to be dropped (the server exited, or
+    /// sent a message over the bound and was cut off) so that the next call starts it again.
+    fn failure(&self, conn: &Conn, tool: &str, e: &ServiceError) -> (String, bool) {
+        let exited =
+            conn.service.is_transport_closed() || matches!(e, ServiceError::TransportClosed);
+        let oversized = conn.oversized.load(Ordering::SeqCst);
+        let message = if oversized {
+            let again = if self.config.url.is_some() {
+                "the connection was closed and is opened again on the next call"
+            } else {
+                "it was stopped and will be started again on the next call"
+            };
+            format!(
+                "MCP server {} sent a message longer than {} MiB in answer to {tool}; \
+                 {again} (ask the tool for less)",
+                self.name,
+                MAX_MESSAGE_BYTES >> 20
+            )
+        } else {
+            format!(
+                "MCP server {}: {e}{}{}",
+                self.name,
+                if exited {
+                    "; the server has exited and will be started again on the next call"
+                } else {
+                    ""
+                },
+                self.stderr_tail(),
+            ) + &self.redirect_note()
+        };
+        (message, exited || oversized)
+    }
+
+    /// The text of a `tools/call` answer, secrets redacted; an error result is a failed call.
+    fn tool_result(
+        &self,
+        tool: &str,
+        response: rmcp::model::ServerResult,
+    ) -> Result<String, ToolError> {
         let result = match response {
             rmcp::model::ServerResult::CallToolResult(r) => r,
             other => {
@@ -520,6 +515,51 @@ impl Server {
             }
         }
     }
+}
+
+/// The arguments of a `tools/call`: a JSON object, or none for null; anything else is refused.
+fn tool_arguments(
+    tool: &str,
+    args: &Value,
+) -> Result<Option<serde_json::Map<String, Value>>, ToolError> {
+    match args {
+        Value::Object(m) => Ok(Some(m.clone())),
+        Value::Null => Ok(None),
+        other => Err(ToolError::BadArgs {
+            tool: tool.into(),
+            message: format!("Args must be a JSON object, found {other}"),
+        }),
+    }
+}
+
+/// Send `tools/call` on `conn` and wait for the answer. The peer's own timeout cancels the
+/// request on the server; the outer one (half a second later) also covers a server that no
+/// longer reads its input.
+async fn send_call(
+    conn: &Conn,
+    tool: &str,
+    arguments: Option<serde_json::Map<String, Value>>,
+    timeout: Duration,
+) -> Result<Result<rmcp::model::ServerResult, ServiceError>, tokio::time::error::Elapsed> {
+    let request =
+        ClientRequest::CallToolRequest(rmcp::model::Request::new(CallToolRequestParams {
+            meta: None,
+            name: tool.to_string().into(),
+            arguments,
+            task: None,
+        }));
+    let peer = conn.service.peer().clone();
+    let options = PeerRequestOptions {
+        timeout: Some(timeout),
+        meta: None,
+    };
+    tokio::time::timeout(timeout + Duration::from_millis(500), async {
+        peer.send_request_with_option(request, options)
+            .await?
+            .await_response()
+            .await
+    })
+    .await
 }
 
 /// The text of a tool result: text parts, embedded text resources, the structured content
