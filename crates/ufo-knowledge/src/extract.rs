@@ -185,97 +185,119 @@ pub fn html(text: &str) -> Page {
         };
     };
     let parser = dom.parser();
-    let mut page = Page::default();
-    let mut keywords: Vec<String> = Vec::new();
-    let mut headings: Vec<String> = Vec::new();
-    let mut heading: Option<String> = None;
-    let mut title: Option<String> = None;
-    let mut stack: Vec<Walk> = dom
-        .children()
-        .iter()
-        .rev()
-        .map(|h| Walk::Enter(*h, 0))
-        .collect();
-    while let Some(step) = stack.pop() {
-        let (handle, depth) = match step {
-            Walk::Enter(h, d) => (h, d),
-            Walk::Leave {
-                heading: h,
-                title: t,
-            } => {
-                if h {
-                    if let Some(text) = heading.take() {
-                        let text = strip_numbering(&collapse(&text));
-                        if !text.is_empty() {
-                            headings.push(text);
-                        }
-                    }
-                }
-                if t {
-                    if let Some(text) = title.take() {
-                        if page.title.is_empty() {
-                            page.title = strip_numbering(&collapse(&text));
-                        }
-                    }
-                }
-                page.body.push(' ');
-                continue;
+    let mut reader = HtmlReader {
+        stack: dom
+            .children()
+            .iter()
+            .rev()
+            .map(|h| Walk::Enter(*h, 0))
+            .collect(),
+        ..HtmlReader::default()
+    };
+    while let Some(step) = reader.stack.pop() {
+        match step {
+            Walk::Leave { heading, title } => reader.leave(heading, title),
+            Walk::Enter(handle, depth) => match handle.get(parser) {
+                Some(tl::Node::Raw(raw)) => reader.text(&raw.as_utf8_str()),
+                Some(tl::Node::Tag(tag)) => reader.enter(tag, depth),
+                Some(tl::Node::Comment(_)) | None => {}
+            },
+        }
+    }
+    reader.finish()
+}
+
+/// What the walk of an HTML page has read so far.
+#[derive(Default)]
+struct HtmlReader {
+    page: Page,
+    keywords: Vec<String>,
+    headings: Vec<String>,
+    /// The text of the heading being read, while inside one.
+    heading: Option<String>,
+    /// The text of the `<title>` being read, while inside it.
+    title: Option<String>,
+    /// The nodes still to visit and the elements still to leave, the next one last.
+    stack: Vec<Walk>,
+}
+
+impl HtmlReader {
+    /// Text: into the heading or title being read, and (but a title's) into the body while it
+    /// is under its bound.
+    fn text(&mut self, raw: &str) {
+        let t = decode_entities(raw);
+        if let Some(h) = self.heading.as_mut() {
+            h.push_str(&t);
+        }
+        if let Some(h) = self.title.as_mut() {
+            h.push_str(&t);
+            return; // the <title> is not body text
+        }
+        if self.page.body.len() < MAX_BODY_CHARS * 4 {
+            self.page.body.push_str(&t);
+        }
+    }
+
+    /// An element: its keywords (`<meta>`), or its children to visit unless it is chrome or
+    /// too deep, noting a heading or the title it opens.
+    fn enter(&mut self, tag: &tl::HTMLTag<'_>, depth: usize) {
+        let name = tag.name().as_utf8_str().to_ascii_lowercase();
+        if name == "meta" {
+            if let Some(k) = meta_keywords(tag) {
+                self.keywords.extend(k);
             }
-        };
-        let Some(node) = handle.get(parser) else {
-            continue;
-        };
-        match node {
-            tl::Node::Raw(raw) => {
-                let t = decode_entities(&raw.as_utf8_str());
-                if let Some(h) = heading.as_mut() {
-                    h.push_str(&t);
-                }
-                if let Some(h) = title.as_mut() {
-                    h.push_str(&t);
-                    continue; // the <title> is not body text
-                }
-                if page.body.len() < MAX_BODY_CHARS * 4 {
-                    page.body.push_str(&t);
-                }
-            }
-            tl::Node::Comment(_) => {}
-            tl::Node::Tag(tag) => {
-                let name = tag.name().as_utf8_str().to_ascii_lowercase();
-                if name == "meta" {
-                    if let Some(k) = meta_keywords(tag) {
-                        keywords.extend(k);
-                    }
-                    continue;
-                }
-                if skipped_tag(&name) || skipped_block(tag) || depth >= MAX_DEPTH {
-                    continue;
-                }
-                let is_heading = matches!(name.as_str(), "h1" | "h2" | "h3" | "h4" | "h5" | "h6");
-                let is_title = name == "title" && title.is_none();
-                if is_heading && heading.is_none() {
-                    heading = Some(String::new());
-                }
-                if is_title {
-                    title = Some(String::new());
-                }
-                if block_tag(&name) {
-                    page.body.push(' ');
-                }
-                stack.push(Walk::Leave {
-                    heading: is_heading,
-                    title: is_title,
-                });
-                for child in tag.children().top().as_slice().iter().rev() {
-                    stack.push(Walk::Enter(*child, depth + 1));
+            return;
+        }
+        if skipped_tag(&name) || skipped_block(tag) || depth >= MAX_DEPTH {
+            return;
+        }
+        let is_heading = matches!(name.as_str(), "h1" | "h2" | "h3" | "h4" | "h5" | "h6");
+        let is_title = name == "title" && self.title.is_none();
+        if is_heading && self.heading.is_none() {
+            self.heading = Some(String::new());
+        }
+        if is_title {
+            self.title = Some(String::new());
+        }
+        if block_tag(&name) {
+            self.page.body.push(' ');
+        }
+        self.stack.push(Walk::Leave {
+            heading: is_heading,
+            title: is_title,
+        });
+        for child in tag.children().top().as_slice().iter().rev() {
+            self.stack.push(Walk::Enter(*child, depth + 1));
+        }
+    }
+
+    /// Leaving an element: a heading or the title it opened is complete; words are separated.
+    fn leave(&mut self, heading: bool, title: bool) {
+        if heading {
+            if let Some(text) = self.heading.take() {
+                let text = strip_numbering(&collapse(&text));
+                if !text.is_empty() {
+                    self.headings.push(text);
                 }
             }
         }
+        if title {
+            if let Some(text) = self.title.take() {
+                if self.page.title.is_empty() {
+                    self.page.title = strip_numbering(&collapse(&text));
+                }
+            }
+        }
+        self.page.body.push(' ');
     }
-    keywords.dedup();
-    page.keywords = keywords.join("\n");
-    page.headings = headings.join("\n");
-    page
+
+    /// The page, with its keywords and headings one per line.
+    fn finish(mut self) -> Page {
+        self.keywords.dedup();
+        self.page.keywords = self.keywords.join("\n");
+        self.page.headings = self.headings.join("\n");
+        self.page
+    }
 }
 
 /// The index keywords a `<meta>` carries (`name="keywords"` or LibreOffice's
