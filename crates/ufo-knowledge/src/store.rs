@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, CachedStatement, Connection, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
 use ufo_core::knowledge::{Knowledge, KnowledgeError, KnowledgeKind, KnowledgeQuery, Snippet};
 
@@ -365,75 +365,11 @@ impl Store {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(err)?;
         {
-            let mut find = tx
-                .prepare_cached("SELECT id FROM docs WHERE kind = ?1 AND location = ?2")
-                .map_err(err)?;
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT INTO docs(kind, location, source, apps, title) VALUES (?1, ?2, ?3, ?4, ?5)",
-                )
-                .map_err(err)?;
-            let mut update = tx
-                .prepare_cached("UPDATE docs SET source = ?2, apps = ?3, title = ?4 WHERE id = ?1")
-                .map_err(err)?;
-            let mut unindex = tx
-                .prepare_cached("DELETE FROM docs_fts WHERE rowid = ?1")
-                .map_err(err)?;
-            let mut index = tx
-                .prepare_cached(
-                    "INSERT INTO docs_fts(rowid, title, headings, keywords, body, apps, kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                )
-                .map_err(err)?;
-            let mut unembed = tx
-                .prepare_cached("DELETE FROM embeddings WHERE id = ?1")
-                .map_err(err)?;
-            let mut embed = tx
-                .prepare_cached("INSERT INTO embeddings(id, model, vec) VALUES (?1, ?2, ?3)")
-                .map_err(err)?;
+            let mut writes = DocWrites::prepare(&tx).map_err(err)?;
             for (d, vector) in docs.iter().zip(&vectors) {
-                let apps = d.apps.join(" ");
-                let id: i64 = match find
-                    .query_row(params![d.kind.as_str(), d.location], |r| r.get(0))
-                    .optional()
-                    .map_err(err)?
-                {
-                    Some(id) => {
-                        update
-                            .execute(params![id, d.source, apps, d.page.title])
-                            .map_err(err)?;
-                        unindex.execute(params![id]).map_err(err)?;
-                        unembed.execute(params![id]).map_err(err)?;
-                        id
-                    }
-                    None => {
-                        insert
-                            .execute(params![
-                                d.kind.as_str(),
-                                d.location,
-                                d.source,
-                                apps,
-                                d.page.title
-                            ])
-                            .map_err(err)?;
-                        tx.last_insert_rowid()
-                    }
-                };
-                index
-                    .execute(params![
-                        id,
-                        d.page.title,
-                        d.page.headings,
-                        d.page.keywords,
-                        d.page.body,
-                        apps,
-                        d.kind.as_str()
-                    ])
+                writes
+                    .write(&tx, d, vector.as_deref(), model.as_deref())
                     .map_err(err)?;
-                if let (Some(v), Some(model)) = (vector, &model) {
-                    embed
-                        .execute(params![id, model, embed::to_blob(v)])
-                        .map_err(err)?;
-                }
             }
         }
         tx.commit().map_err(err)?;
@@ -824,6 +760,91 @@ impl Store {
             documents: documents as u64,
             by_source,
         })
+    }
+}
+
+/// The statements that write documents, prepared once per [`Store::save`].
+struct DocWrites<'t> {
+    find: CachedStatement<'t>,
+    insert: CachedStatement<'t>,
+    update: CachedStatement<'t>,
+    unindex: CachedStatement<'t>,
+    index: CachedStatement<'t>,
+    unembed: CachedStatement<'t>,
+    embed: CachedStatement<'t>,
+}
+
+impl<'t> DocWrites<'t> {
+    fn prepare(tx: &'t Connection) -> rusqlite::Result<DocWrites<'t>> {
+        Ok(DocWrites {
+            find: tx.prepare_cached("SELECT id FROM docs WHERE kind = ?1 AND location = ?2")?,
+            insert: tx.prepare_cached(
+                "INSERT INTO docs(kind, location, source, apps, title) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?,
+            update: tx.prepare_cached(
+                "UPDATE docs SET source = ?2, apps = ?3, title = ?4 WHERE id = ?1",
+            )?,
+            unindex: tx.prepare_cached("DELETE FROM docs_fts WHERE rowid = ?1")?,
+            index: tx.prepare_cached(
+                "INSERT INTO docs_fts(rowid, title, headings, keywords, body, apps, kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?,
+            unembed: tx.prepare_cached("DELETE FROM embeddings WHERE id = ?1")?,
+            embed: tx.prepare_cached("INSERT INTO embeddings(id, model, vec) VALUES (?1, ?2, ?3)")?,
+        })
+    }
+
+    /// Write one document: its row (the one stored under its kind and location replaced),
+    /// its text indexed, and its vector when there is one (with the model that made it).
+    fn write(
+        &mut self,
+        tx: &Connection,
+        d: &Document,
+        vector: Option<&[f32]>,
+        model: Option<&str>,
+    ) -> rusqlite::Result<()> {
+        let apps = d.apps.join(" ");
+        let id = self.row(tx, d, &apps)?;
+        self.index.execute(params![
+            id,
+            d.page.title,
+            d.page.headings,
+            d.page.keywords,
+            d.page.body,
+            apps,
+            d.kind.as_str()
+        ])?;
+        if let (Some(v), Some(model)) = (vector, model) {
+            self.embed.execute(params![id, model, embed::to_blob(v)])?;
+        }
+        Ok(())
+    }
+
+    /// The document's row id: its stored row updated (its old text and vector removed), or a
+    /// new row.
+    fn row(&mut self, tx: &Connection, d: &Document, apps: &str) -> rusqlite::Result<i64> {
+        let found: Option<i64> = self
+            .find
+            .query_row(params![d.kind.as_str(), d.location], |r| r.get(0))
+            .optional()?;
+        match found {
+            Some(id) => {
+                self.update
+                    .execute(params![id, d.source, apps, d.page.title])?;
+                self.unindex.execute(params![id])?;
+                self.unembed.execute(params![id])?;
+                Ok(id)
+            }
+            None => {
+                self.insert.execute(params![
+                    d.kind.as_str(),
+                    d.location,
+                    d.source,
+                    apps,
+                    d.page.title
+                ])?;
+                Ok(tx.last_insert_rowid())
+            }
+        }
     }
 }
 
