@@ -672,6 +672,8 @@ async fn the_page_takes_a_private_desktop_over_clicks_in_its_view_and_hands_back
             &config,
             "--runs",
             &runs.display().to_string(),
+            // its sessions act on the desktop
+            "--allow-actions",
         ],
     );
     let py = python().expect("the Python venv with Playwright");
