@@ -1111,6 +1111,28 @@ async fn the_file_routes_give_nothing_outside_the_runs_folder_and_never_hang() {
         );
         assert!(!body.contains("BATCH-MARKER"), "{path}: {body}");
     }
+    // a batch still filling reads each task's result.json: a task folder that is a link
+    // to a result outside is not read through
+    let filling = runs.join("batch-filling");
+    planted_batch(&filling, &batch);
+    std::fs::remove_file(filling.join("results.jsonl")).expect("rm");
+    std::fs::write(filling.join("tasks/t1/result.json"), batch.to_string()).expect("write");
+    let linked_task = outside.join("task");
+    std::fs::create_dir_all(&linked_task).expect("mkdir");
+    let outside_result = json!({"id": "LINKED-TASK-MARKER", "app": "calc", "status": "failed"});
+    std::fs::write(linked_task.join("result.json"), outside_result.to_string()).expect("write");
+    std::os::unix::fs::symlink(&linked_task, filling.join("tasks/t2")).expect("link");
+    let (status, progress) = page.get("/api/batches/batch-filling").await;
+    assert_eq!(status, 200, "{progress}");
+    assert!(
+        !progress.to_string().contains("LINKED-TASK-MARKER"),
+        "a result was read through a linked task folder: {progress}"
+    );
+    assert_eq!(
+        (&progress["total"], &progress["done"]),
+        (&json!(1), &json!(1)),
+        "{progress}"
+    );
     let (status, listed) = page.get("/api/batches").await;
     assert_eq!(status, 200);
     let listed = listed.to_string();
