@@ -1,9 +1,11 @@
 //! The web console of `ufo serve` (docs/console.md) through the real binary on a simulated
 //! desktop with a scripted model: its refusals over HTTP (no cookie, no CSRF header, a foreign
-//! Origin, a bad token), and the page itself in headless Chromium (tests/console/page.py,
+//! Origin, a bad token, a CORS preflight, a cross-site form post, file-route paths that reach
+//! outside the runs folder, links and FIFOs), and the page itself in headless Chromium (tests/console/page.py,
 //! Playwright on the system's Chromium): log in, start a session, watch its lines arrive,
 //! answer its PENDING question and approve its CONFIRM, then check the trajectory on disk; a
-//! window title holding `<script>` is shown as text. The browser tests run with
+//! window title holding `<script>`, and markup in a request and in a batch's rows, are shown
+//! as text. The browser tests run with
 //! UFO_BROWSER_TESTS=1 (scripts/test.sh installs Playwright into target/test-deps/py).
 
 use std::path::{Path, PathBuf};

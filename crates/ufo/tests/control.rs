@@ -1,7 +1,8 @@
 //! The control socket (`<out>/control.sock`, docs/console.md "The control socket") on the
 //! real binary with the simulated desktop and scripted models: CONFIRM and PENDING answered
 //! through the socket, the first answer winning over a late one, cancel as Ctrl-C, the
-//! socket's mode and lifetime, and `--confirm ask` without a terminal unchanged when the
+//! socket's mode and lifetime, its limits (connections, watches, request lines) and its uid
+//! check (another user's process), and `--confirm ask` without a terminal unchanged when the
 //! session is not the console's.
 
 mod common;

@@ -2,7 +2,8 @@
 //! `ufo run` / `ufo inspect` driving it over MCP streamable HTTP with a token (and a pinned
 //! certificate), against the same scenario run on the simulated desktop directly; a wrong
 //! token and a wrong pin refused clearly; the server killed mid-step ends the session ERROR
-//! `device_lost` with a whole trajectory.
+//! `device_lost` with a whole trajectory; a hostile server (a dripped reply, garbage, a
+//! redirect, a 1 GB reply), mid-step or from the start, ends it within the bounds.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
