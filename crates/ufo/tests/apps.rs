@@ -72,8 +72,15 @@ impl AppGuard {
 }
 
 impl Drop for AppGuard {
+    /// End the application's processes, then wait (at most 5 s) until the X server has
+    /// dropped its windows too: the next test (`ufo doctor` judges every window) must not
+    /// find a window of a process that is already gone.
     fn drop(&mut self) {
         ufo_desktop::testing::end_processes(|| processes_with(&self.token), Duration::from_secs(5));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while window_titled(&self.token).is_some() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 }
 

@@ -1,9 +1,11 @@
 //! The web console of `ufo serve` (docs/console.md) through the real binary on a simulated
 //! desktop with a scripted model: its refusals over HTTP (no cookie, no CSRF header, a foreign
-//! Origin, a bad token), and the page itself in headless Chromium (tests/console/page.py,
+//! Origin, a bad token, a CORS preflight, a cross-site form post, file-route paths that reach
+//! outside the runs folder, links and FIFOs), and the page itself in headless Chromium (tests/console/page.py,
 //! Playwright on the system's Chromium): log in, start a session, watch its lines arrive,
 //! answer its PENDING question and approve its CONFIRM, then check the trajectory on disk; a
-//! window title holding `<script>` is shown as text. The browser tests run with
+//! window title holding `<script>`, and markup in a request and in a batch's rows, are shown
+//! as text. The browser tests run with
 //! UFO_BROWSER_TESTS=1 (scripts/test.sh installs Playwright into target/test-deps/py).
 
 use std::path::{Path, PathBuf};
@@ -672,6 +674,8 @@ async fn the_page_takes_a_private_desktop_over_clicks_in_its_view_and_hands_back
             &config,
             "--runs",
             &runs.display().to_string(),
+            // its sessions act on the desktop
+            "--allow-actions",
         ],
     );
     let py = python().expect("the Python venv with Playwright");
@@ -831,4 +835,398 @@ fn session_logs(runs: &Path) -> String {
         }
     }
     text
+}
+
+/// One HTTP/1.1 request written by hand to `base` (`http://127.0.0.1:PORT`), its path sent
+/// exactly as given (a client library would resolve `%2e%2e` before sending it): the status
+/// (0 when no status line came within `within`), the head in lower case, the body, and how
+/// long the answer took.
+fn raw(
+    base: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+    within: Duration,
+) -> (u16, String, String, Duration) {
+    use std::io::{Read, Write};
+    let host = base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(host).expect("connect");
+    stream.set_read_timeout(Some(within)).expect("timeout");
+    let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    let started = Instant::now();
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let took = started.elapsed();
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_lowercase(), body.to_string(), took)
+}
+
+/// The runs folder holds no session: no session folder, no owner record.
+fn no_session_started(runs: &Path) -> bool {
+    let entries = |d: &Path| {
+        std::fs::read_dir(d)
+            .map(|r| r.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
+    entries(runs)
+        .iter()
+        .all(|n| n.to_string_lossy().starts_with('.'))
+        && entries(&runs.join(".console-sessions")).is_empty()
+}
+
+/// A CORS preflight gets no `Access-Control-Allow-*` header, on the console's routes and
+/// `/mcp` alike (a foreign one is 403), and a form a foreign page posts
+/// (`application/x-www-form-urlencoded`, a foreign Origin or none, no CSRF header, with or
+/// without the login cookie) is refused and starts nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_preflight_gets_no_cors_headers_and_a_cross_site_form_post_starts_nothing() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let token = new_token_for(home.path());
+    let server = serve(home.path(), "plain.jsonl");
+    let base = server.origin();
+    let page = login(&server, &token).await;
+    let runs = home.path().join("runs");
+    let wait = Duration::from_secs(30);
+    let evil = "http://evil.example";
+
+    for path in ["/api/sessions", "/login", "/api/sessions/x/cancel", "/mcp"] {
+        for origin in [evil, base.as_str()] {
+            let (status, head, body, _) = raw(
+                &base,
+                "OPTIONS",
+                path,
+                &[
+                    ("Origin", origin),
+                    ("Access-Control-Request-Method", "POST"),
+                    (
+                        "Access-Control-Request-Headers",
+                        "content-type, x-csrf-token, authorization",
+                    ),
+                    ("Cookie", &page.cookie),
+                ],
+                "",
+                wait,
+            );
+            assert!(
+                status >= 400,
+                "OPTIONS {path} from {origin}: {status}\n{head}\n{body}"
+            );
+            if origin == evil {
+                assert_eq!(status, 403, "OPTIONS {path} from {origin}\n{head}\n{body}");
+            }
+            assert!(
+                !head.contains("access-control-"),
+                "OPTIONS {path} from {origin} got CORS headers:\n{head}"
+            );
+        }
+    }
+
+    // what a foreign page's <form method=post> sends: no custom header; a browser keeps the
+    // SameSite=Strict cookie back, but one that sent it is refused as well
+    let form = "request=Delete+all+content+of+report.odt&confirm=yes";
+    let form_type = ("Content-Type", "application/x-www-form-urlencoded");
+    let cookie = ("Cookie", page.cookie.as_str());
+    // (what, its headers, the status it gets)
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, u16);
+    let cases: [Case; 4] = [
+        (
+            "a foreign Origin, no cookie",
+            vec![form_type, ("Origin", evil)],
+            403,
+        ),
+        ("no Origin, no cookie", vec![form_type], 401),
+        (
+            "a foreign Origin with the cookie",
+            vec![form_type, ("Origin", evil), cookie],
+            403,
+        ),
+        ("no Origin with the cookie", vec![form_type, cookie], 403),
+    ];
+    for (what, headers, want) in cases {
+        let (status, head, body, _) = raw(&base, "POST", "/api/sessions", &headers, form, wait);
+        assert_eq!(status, want, "{what}:\n{head}\n{body}");
+        assert!(!head.contains("access-control-"), "{what}:\n{head}");
+    }
+    // even with the cookie and the CSRF header, a form body is no start request
+    let (status, head, body, _) = raw(
+        &base,
+        "POST",
+        "/api/sessions",
+        &[form_type, cookie, ("X-CSRF-Token", &page.csrf)],
+        form,
+        wait,
+    );
+    assert!((400..500).contains(&status), "{status}\n{head}\n{body}");
+    // a form cannot cancel or log out either
+    for path in ["/logout", "/api/sessions/x/cancel"] {
+        let (status, head, _, _) = raw(
+            &base,
+            "POST",
+            path,
+            &[form_type, ("Origin", evil), cookie],
+            "a=b",
+            wait,
+        );
+        assert_eq!(status, 403, "{path}\n{head}");
+    }
+    assert!(
+        no_session_started(&runs),
+        "a refused request started a session"
+    );
+    assert!(page.listed().await.is_empty(), "and none is listed");
+    // the login is still good
+    let (status, _) = page.get("/api/sessions").await;
+    assert_eq!(status, 200);
+    stop(server);
+}
+
+/// `ufo run` of the console fixture in a terminal, shared with the console's token, into
+/// `out`; its request names `marker`.
+fn terminal_session(home: &Path, out: &Path, marker: &str) {
+    let status = ufo(home)
+        .arg("run")
+        .args([
+            "--desktop",
+            &format!("sim:{}", fixture("desktop.json").display()),
+        ])
+        .args([
+            "--llm",
+            &format!("script:{}", fixture("plain.jsonl").display()),
+        ])
+        .arg("--config")
+        .arg(fixture("ufo.toml"))
+        .args(["--confirm", "yes", "--share", "browser", "--out"])
+        .arg(out)
+        .arg(format!("Delete all content of report.odt {marker}"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("ufo runs");
+    assert_eq!(status.status.code(), Some(0), "{status:?}");
+}
+
+/// A finished batch folder shared with the console's token, its one result `result`.
+fn planted_batch(dir: &Path, result: &Value) {
+    std::fs::create_dir_all(dir.join("tasks/t1")).expect("mkdir");
+    std::fs::write(dir.join("results.jsonl"), format!("{result}\n")).expect("write");
+    std::fs::write(dir.join("share.json"), r#"{"shared": ["browser"]}"#).expect("write");
+}
+
+/// The console's file routes (`/report`, `/screenshot`, `/events`, `/api/batches/{id}`),
+/// sent by hand so that the path arrives as written: `%2e%2e`, `..` up to a real session
+/// outside the runs folder, that session's absolute path, a NUL, and a session or batch id
+/// that is a link to a folder outside: each 404, never a byte of the outside session. A FIFO
+/// named like the newest screenshot, or in place of `events.jsonl` or `share.json`, gets an
+/// answer within seconds, not a hung request. The same session and batch, really in the runs
+/// folder, are served: the refusals are the paths', not the contents'.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_file_routes_give_nothing_outside_the_runs_folder_and_never_hang() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let token = new_token_for(home.path());
+    let runs = home.path().join("runs");
+    let outside = home.path().join("outside");
+    std::fs::create_dir_all(&runs).expect("mkdir");
+    terminal_session(home.path(), &outside.join("secret"), "OUTSIDE-MARKER-7f3a");
+    terminal_session(home.path(), &runs.join("inside"), "INSIDE-MARKER");
+    let batch = json!({"id": "BATCH-MARKER-c41d", "app": "calc", "status": "passed"});
+    planted_batch(&outside.join("batch"), &batch);
+    planted_batch(&runs.join("batch-real"), &batch);
+    std::os::unix::fs::symlink(outside.join("secret"), runs.join("linked")).expect("link");
+    std::os::unix::fs::symlink(outside.join("batch"), runs.join("batch-linked")).expect("link");
+    let server = serve(home.path(), "plain.jsonl");
+    let base = server.origin();
+    let page = login(&server, &token).await;
+    let cookie = [("Cookie", page.cookie.as_str())];
+    let get = |path: &str| raw(&base, "GET", path, &cookie, "", Duration::from_secs(10));
+
+    // what is really in the runs folder is served
+    for path in [
+        "/api/sessions/inside/report",
+        "/api/sessions/inside/screenshot",
+        "/api/batches/batch-real",
+    ] {
+        let (status, head, _, _) = get(path);
+        assert_eq!(status, 200, "{path}\n{head}");
+    }
+    let secret = outside.join("secret").display().to_string();
+    let abs = secret.replace('/', "%2F");
+    let mut ids = vec![
+        "%2e%2e".to_string(),
+        "%2E%2E".to_string(),
+        "%2e%2e%2foutside%2fsecret".to_string(),
+        "..%2F..%2Foutside%2Fsecret".to_string(),
+        abs.clone(),
+        format!("%2F%2F{}", &abs[3..]),
+        "inside%00".to_string(),
+        "%00".to_string(),
+        "linked".to_string(),
+    ];
+    ids.push("inside%00..%2F..%2Foutside%2Fsecret".to_string());
+    for id in &ids {
+        for route in ["report", "screenshot", "events"] {
+            let path = format!("/api/sessions/{id}/{route}");
+            let (status, head, body, _) = get(&path);
+            assert!(
+                status == 404 || status == 400,
+                "{path}: {status}\n{head}\n{body}"
+            );
+            assert!(!body.contains("OUTSIDE-MARKER-7f3a"), "{path}: {body}");
+        }
+    }
+    // `..` as it is, unencoded: never reaches outside either
+    for path in [
+        "/api/sessions/../../outside/secret/report",
+        "/api/sessions/inside/../../../outside/secret/report",
+    ] {
+        let (status, head, body, _) = get(path);
+        assert!(status == 404 || status == 400, "{path}: {status}\n{head}");
+        assert!(!body.contains("OUTSIDE-MARKER-7f3a"), "{path}: {body}");
+    }
+    let batch_ids = [
+        "%2e%2e".to_string(),
+        "%2e%2e%2foutside%2fbatch".to_string(),
+        outside
+            .join("batch")
+            .display()
+            .to_string()
+            .replace('/', "%2F"),
+        "batch-real%00".to_string(),
+        "batch-linked".to_string(),
+    ];
+    for id in &batch_ids {
+        let path = format!("/api/batches/{id}");
+        let (status, head, body, _) = get(&path);
+        assert!(
+            status == 404 || status == 400,
+            "{path}: {status}\n{head}\n{body}"
+        );
+        assert!(!body.contains("BATCH-MARKER"), "{path}: {body}");
+    }
+    // a batch still filling reads each task's result.json: a task folder that is a link
+    // to a result outside is not read through
+    let filling = runs.join("batch-filling");
+    planted_batch(&filling, &batch);
+    std::fs::remove_file(filling.join("results.jsonl")).expect("rm");
+    std::fs::write(filling.join("tasks/t1/result.json"), batch.to_string()).expect("write");
+    let linked_task = outside.join("task");
+    std::fs::create_dir_all(&linked_task).expect("mkdir");
+    let outside_result = json!({"id": "LINKED-TASK-MARKER", "app": "calc", "status": "failed"});
+    std::fs::write(linked_task.join("result.json"), outside_result.to_string()).expect("write");
+    std::os::unix::fs::symlink(&linked_task, filling.join("tasks/t2")).expect("link");
+    let (status, progress) = page.get("/api/batches/batch-filling").await;
+    assert_eq!(status, 200, "{progress}");
+    assert!(
+        !progress.to_string().contains("LINKED-TASK-MARKER"),
+        "a result was read through a linked task folder: {progress}"
+    );
+    assert_eq!(
+        (&progress["total"], &progress["done"]),
+        (&json!(1), &json!(1)),
+        "{progress}"
+    );
+    let (status, listed) = page.get("/api/batches").await;
+    assert_eq!(status, 200);
+    let listed = listed.to_string();
+    assert!(
+        listed.contains("batch-real") && !listed.contains("batch-linked"),
+        "{listed}"
+    );
+    assert!(!page.listed().await.contains(&"linked".to_string()));
+
+    // FIFOs: nothing ever writes them, so a read that waited would wait for ever
+    let fifo = |path: PathBuf| {
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo")
+    };
+    fifo(runs.join("inside").join("step_9999_annotated.png"));
+    let (status, head, _, took) = get("/api/sessions/inside/screenshot");
+    assert_eq!(status, 404, "a FIFO screenshot:\n{head}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    terminal_session(home.path(), &runs.join("fifo-events"), "x");
+    let events = runs.join("fifo-events").join("events.jsonl");
+    std::fs::remove_file(&events).expect("rm");
+    fifo(events);
+    let (status, head, _, took) = get("/api/sessions/fifo-events/report");
+    assert_eq!(status, 404, "a FIFO events.jsonl:\n{head}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    let share = runs.join("inside").join("share.json");
+    std::fs::remove_file(&share).expect("rm");
+    fifo(share);
+    let (status, _, body, took) = get("/api/sessions");
+    assert_eq!(status, 200, "{body}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    // a FIFO share.json shares nothing
+    let (status, _, _, took) = get("/api/sessions/inside/report");
+    assert_eq!(status, 404);
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    stop(server);
+}
+
+/// Issue 40: markup in a start request and in a batch's task rows (id, application, reason)
+/// is shown as text by the page, in the session view, the list and the batch view: no
+/// element of it is made, no script of it runs. The API hands the page the raw text (the
+/// page escapes nothing twice). In the browser.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_shows_markup_in_a_request_and_in_batch_task_rows_as_text() {
+    if !browser_tests() {
+        return;
+    }
+    let home = tempfile::tempdir().expect("tempdir");
+    let token = new_token_for(home.path());
+    let runs = home.path().join("runs");
+    let task = json!({
+        "id": "<img src=x id=\"injected-task\" onerror=\"window.injected=1\">",
+        "app": "<script id=\"injected-app\">window.injected=1</script>",
+        "status": "failed",
+        "reason": "<b id=\"injected-reason\">bold</b>",
+        "steps": 3,
+    });
+    planted_batch(&runs.join("batch-markup"), &task);
+    let server = serve(home.path(), "plain.jsonl");
+    let request = "Delete all content of report.odt \
+                   <img src=x id=\"injected-request\" onerror=\"window.injected=1\">\
+                   <script>window.injected=1</script>";
+    let args = json!({"request": request, "batch": "batch-markup"}).to_string();
+    let seen = tokio::task::block_in_place(|| {
+        page_with(&server, &token, "markup", Some(std::ffi::OsStr::new(&args)))
+    });
+    assert_eq!(seen["status"], "FINISH", "{seen}");
+    assert_eq!(seen["shown_request"], request, "{seen}");
+    let id = seen["id"].as_str().expect("id");
+    let row = seen["listed"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r[0] == id))
+        .unwrap_or_else(|| panic!("the session is not listed: {seen}"));
+    assert!(
+        row.as_array()
+            .is_some_and(|cells| cells.iter().any(|c| c == request)),
+        "{seen}"
+    );
+    let rows = &seen["batch_rows"];
+    assert_eq!(rows[0][0], task["id"], "{seen}");
+    assert_eq!(rows[0][1], task["app"], "{seen}");
+    assert_eq!(rows[0][5], task["reason"], "{seen}");
+    assert_eq!(seen["injected_element"], false, "{seen}");
+    assert_eq!(seen["injected_script"], false, "{seen}");
+    assert_eq!(
+        seen["script_elements"], 1,
+        "only the page's own script: {seen}"
+    );
+    // what the page was given: the raw text, not escaped
+    let page = login(&server, &token).await;
+    let (_, sessions) = page.get("/api/sessions").await;
+    assert_eq!(sessions[0]["request"], request, "{sessions}");
+    let (_, batch) = page.get("/api/batches/batch-markup").await;
+    assert_eq!(batch["results"][0]["id"], task["id"], "{batch}");
+    stop(server);
 }

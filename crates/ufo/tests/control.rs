@@ -1,7 +1,8 @@
 //! The control socket (`<out>/control.sock`, docs/console.md "The control socket") on the
 //! real binary with the simulated desktop and scripted models: CONFIRM and PENDING answered
 //! through the socket, the first answer winning over a late one, cancel as Ctrl-C, the
-//! socket's mode and lifetime, and `--confirm ask` without a terminal unchanged when the
+//! socket's mode and lifetime, its limits (connections, watches, request lines) and its uid
+//! check (another user's process), and `--confirm ask` without a terminal unchanged when the
 //! session is not the console's.
 
 mod common;
@@ -802,4 +803,155 @@ fn the_socket_bounds_its_connections_and_request_lines() {
     assert_eq!(r, json!({"ok": true}));
     let f = session.finish();
     assert_eq!(f.code, 0, "{}", f.ctx());
+}
+
+/// Of the 16 connections, at most 12 may `watch`: the 13th watch is told so and closed, while
+/// the connections left over still serve requests, and an answer gets through.
+#[test]
+fn the_thirteenth_watch_is_refused_and_an_answer_still_gets_through() {
+    let mut session = Session::start(
+        &scenario_dir("app_confirm_approved"),
+        &["--confirm", "ask"],
+        true,
+    );
+    let mut first = session.connect();
+    let asking = session.wait_asking(&mut first);
+    let mut watches = Vec::new();
+    for k in 0..12 {
+        let mut w = session.connect();
+        let state = w.call(json!({"op": "watch"}));
+        assert_eq!(state["ok"], true, "watch {k}: {state}");
+        assert_eq!(state["asking"]["id"], asking["id"], "watch {k}: {state}");
+        watches.push(w);
+    }
+    // 14 connections in all, 2 below the bound: only the watch is refused
+    let mut thirteenth = session.connect();
+    let refused = thirteenth.call(json!({"op": "watch"}));
+    assert_eq!(refused["ok"], false, "{refused}");
+    assert!(
+        s(&refused["error"]).contains("at most 12 watches"),
+        "{refused}"
+    );
+    let mut rest = String::new();
+    assert_eq!(
+        thirteenth.reader.read_line(&mut rest).unwrap_or(0),
+        0,
+        "the refused watch is closed: {rest}"
+    );
+    let mut other = session.connect();
+    assert_eq!(other.call(json!({"op": "state"}))["ok"], true);
+    let r = first.call(json!({"op": "answer", "id": asking["id"], "approve": true}));
+    assert_eq!(r, json!({"ok": true}));
+    // a watch sees the question go
+    let mut seen = watches[0].read();
+    for _ in 0..20 {
+        if seen["asking"].is_null() {
+            break;
+        }
+        seen = watches[0].read();
+    }
+    assert!(seen["asking"].is_null(), "{seen}");
+    drop(watches);
+    let f = session.finish();
+    assert_eq!(f.code, 0, "{}", f.ctx());
+    assert!(clicked_delete_all(&f), "{:?}\n{}", f.actions(), f.ctx());
+}
+
+/// The variable that makes [`peer_of_another_user`] act: the socket to connect to.
+const PEER_SOCKET: &str = "UFO_TEST_PEER_SOCKET";
+/// The user the peer becomes (`nobody`).
+const PEER_UID: u32 = 65534;
+
+/// The other user's side of [`another_users_process_is_closed_without_an_answer`]: that test
+/// runs this binary again, as root, with [`PEER_SOCKET`] set; this drops to uid and gid
+/// 65534 (`nobody`), connects, asks for the state and prints one `peer:` line saying what came
+/// back. Without the variable (every ordinary run) it does nothing.
+#[test]
+fn peer_of_another_user() {
+    let Some(path) = std::env::var_os(PEER_SOCKET) else {
+        return;
+    };
+    use nix::unistd::{setgid, setgroups, setuid, Gid, Uid};
+    setgroups(&[]).expect("drop the groups");
+    setgid(Gid::from_raw(PEER_UID)).expect("setgid");
+    setuid(Uid::from_raw(PEER_UID)).expect("setuid");
+    assert_eq!(nix::unistd::geteuid().as_raw(), PEER_UID);
+    match UnixStream::connect(&path) {
+        Err(e) => println!("peer: cannot connect: {e}"),
+        Ok(mut stream) => {
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .expect("timeout");
+            // (the server may have closed already: then the write fails, which is the point)
+            let _ = stream.write_all(b"{\"op\":\"state\"}\n");
+            let mut got = Vec::new();
+            let read = std::io::Read::read_to_end(&mut stream, &mut got);
+            println!(
+                "peer: connected; read {:?}; answer {:?}",
+                read.map_err(|e| e.kind()),
+                String::from_utf8_lossy(&got)
+            );
+        }
+    }
+}
+
+/// A process of another user that reaches the socket file (here its mode is widened on
+/// purpose) is closed without a word: the socket checks each peer's uid (SO_PEERCRED), not
+/// only the file's mode. The session still serves its own user. Needs root, to run a
+/// process as `nobody`.
+#[test]
+fn another_users_process_is_closed_without_an_answer() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!(
+            "skipped: another_users_process_is_closed_without_an_answer runs a process as \
+             another user (nobody), which needs root"
+        );
+        return;
+    }
+    let mut session = Session::start(
+        &scenario_dir("app_confirm_approved"),
+        &["--confirm", "ask"],
+        true,
+    );
+    let mut conn = session.connect();
+    let asking = session.wait_asking(&mut conn);
+    let socket = session.socket();
+    // open every folder on the way and the socket itself to everyone: the uid check alone
+    // stands between the other user and the session
+    let tmp = session
+        .out
+        .parent()
+        .expect("the temporary folder")
+        .to_path_buf();
+    for (path, mode) in [(&tmp, 0o755), (&session.out, 0o755), (&socket, 0o666)] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    }
+    let peer = Command::new(std::env::current_exe().expect("the test binary"))
+        .args(["--exact", "peer_of_another_user", "--nocapture"])
+        .args(["--test-threads", "1"])
+        .env(PEER_SOCKET, &socket)
+        .output()
+        .expect("the peer runs");
+    let said = String::from_utf8_lossy(&peer.stdout).into_owned();
+    // (libtest may print its own `test NAME ... ` before it on the line)
+    let line = said
+        .lines()
+        .find_map(|l| l.find("peer: ").map(|at| &l[at..]))
+        .unwrap_or_else(|| {
+            panic!(
+                "the peer printed no line: {said}{}",
+                String::from_utf8_lossy(&peer.stderr)
+            )
+        });
+    assert!(line.starts_with("peer: connected;"), "{line}");
+    assert!(
+        line.ends_with("answer \"\""),
+        "another user got an answer: {line}"
+    );
+    // the session's own user is still served, and the held action runs once approved
+    let r = conn.call(json!({"op": "answer", "id": asking["id"], "approve": true}));
+    assert_eq!(r, json!({"ok": true}));
+    let f = session.finish();
+    assert_eq!(f.code, 0, "{}", f.ctx());
+    assert!(clicked_delete_all(&f), "{:?}\n{}", f.actions(), f.ctx());
 }

@@ -660,3 +660,101 @@ fn embeddings_from_the_environment_find_a_page_the_words_miss_and_a_hanging_endp
     assert_eq!(stderr.matches("warning").count(), 1, "{stderr}");
     assert!(stderr.contains("searching lexically"), "{stderr}");
 }
+
+/// A store that is not a database (random bytes as `knowledge.sqlite`): `search`, `list`,
+/// `stats` and `add-docs` exit 1 naming the file and saying to remove it and index again,
+/// never a panic; a session with that store goes on without knowledge, a warning on stderr
+/// saying why, and ends as it would without it. The file is left as it was.
+#[test]
+fn a_corrupt_store_is_named_and_a_session_goes_on_without_it() {
+    let home = tempfile::tempdir().unwrap();
+    let store = home.path().join("data/ufo/knowledge.sqlite");
+    std::fs::create_dir_all(store.parent().unwrap()).unwrap();
+    // 64 KiB of pseudo-random bytes (no SQLite header), the same on every run
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let bytes: Vec<u8> = (0..64 * 1024)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    std::fs::write(&store, &bytes).unwrap();
+    let docs = home.path().join("docs");
+    write(&docs, "a.md", "# Freezing rows\nView - Freeze Cells.\n");
+    let docs = docs.display().to_string();
+    for args in [
+        &["search", "freeze rows"][..],
+        &["list"],
+        &["stats"],
+        &["add-docs", "--app", "libreoffice-calc", &docs],
+    ] {
+        let out = knowledge(home.path(), args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        let last = stderr.lines().last().unwrap_or("");
+        assert!(
+            last.starts_with("error: ")
+                && last.contains(&store.display().to_string())
+                && last.contains("file is not a database")
+                && last.contains("remove it and index again"),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(&store).unwrap(),
+        bytes,
+        "the store is untouched"
+    );
+
+    // a session with the store configured (the default under XDG_DATA_HOME)
+    let scenario = common::scenario_dir("app_changes_line");
+    let request = std::fs::read_to_string(scenario.join("request.txt")).unwrap();
+    let out_dir = home.path().join("out");
+    let run = common::ufo()
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .current_dir(home.path())
+        .arg("run")
+        .arg("--desktop")
+        .arg(format!("sim:{}", scenario.join("desktop.json").display()))
+        .arg("--llm")
+        .arg(format!(
+            "script:{}",
+            scenario.join("script.jsonl").display()
+        ))
+        .arg("--out")
+        .arg(&out_dir)
+        .arg(request.trim())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let warning = stderr
+        .lines()
+        .find(|l| l.starts_with("warning: the session goes without knowledge"))
+        .unwrap_or_else(|| panic!("no warning: {stderr}"));
+    assert!(
+        warning.contains(&store.display().to_string()) && warning.contains("index again"),
+        "{warning}"
+    );
+    let events = std::fs::read_to_string(out_dir.join("events.jsonl")).unwrap();
+    let end: Value = serde_json::from_str(events.lines().last().unwrap()).unwrap();
+    assert_eq!(end["type"], "session_end", "{end}");
+    assert_eq!(end["status"], "FINISH", "{end}");
+    for line in events.lines() {
+        let e: Value = serde_json::from_str(line).unwrap();
+        assert!(
+            e["knowledge"].as_array().is_none_or(Vec::is_empty),
+            "no knowledge was used: {e}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(&store).unwrap(),
+        bytes,
+        "the store is untouched"
+    );
+}

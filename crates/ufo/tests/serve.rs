@@ -54,7 +54,12 @@ fn serve(home: &Path, extra: &[&str]) -> Served {
 
 /// `ufo serve --desktop DESKTOP --listen 127.0.0.1:0 EXTRA...`, once it prints its address.
 fn serve_on(home: &Path, desktop: &str, extra: &[&str]) -> Served {
-    Served::start(ufo(home), desktop, extra)
+    serve_on_with(ufo(home), desktop, extra)
+}
+
+/// [`serve_on`] with the command `cmd` (its environment set by the test).
+fn serve_on_with(cmd: Command, desktop: &str, extra: &[&str]) -> Served {
+    Served::start(cmd, desktop, extra)
 }
 
 fn http() -> reqwest::Client {
@@ -152,6 +157,70 @@ async fn requests_without_a_valid_token_get_401_and_the_log_never_shows_the_toke
     );
     assert!(!log.contains(wrong), "the log shows no token: {log}");
     assert!(!log.contains(&second) && !log.contains(&token), "{log}");
+}
+
+/// A valid token in the URL instead of the `Authorization` header (`?token=`,
+/// `?access_token=` and the like, or as a path segment) is no token: 401 as without one, and
+/// the log, at its most verbose (`UFO_LOG=trace`, every library's lines too), names the
+/// refusal but never the token.
+#[tokio::test]
+async fn a_token_in_the_url_is_refused_and_never_logged() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let token = add_token(home.path(), "laptop");
+    let mut cmd = ufo(home.path());
+    cmd.env("UFO_LOG", "trace");
+    let server = serve_on_with(cmd, &format!("sim:{}", desktop_file().display()), &[]);
+    for query in [
+        "token",
+        "access_token",
+        "bearer",
+        "authorization",
+        "api_key",
+    ] {
+        let url = format!("{}?{query}={token}", server.url);
+        let status = http()
+            .post(&url)
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .body(INITIALIZE)
+            .send()
+            .await
+            .expect("an answer")
+            .status()
+            .as_u16();
+        assert_eq!(status, 401, "?{query}=TOKEN");
+    }
+    let in_path = format!("{}/{token}", server.url);
+    let status = http()
+        .post(&in_path)
+        .body(INITIALIZE)
+        .send()
+        .await
+        .expect("an answer")
+        .status()
+        .as_u16();
+    assert!(status == 401 || status == 404, "{status}");
+    // the same token in its header is served
+    assert_eq!(post_init(&server, Some(&token), &[]).await, 200);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.stderr().matches("authentication failed").count() < 5 && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let log = server.stderr();
+    assert!(
+        log.matches("authentication failed").count() >= 5,
+        "each refusal is logged: {log}"
+    );
+    // (the log is at its most verbose: the valid token's debug line is there, without it)
+    assert!(log.contains("authenticated"), "{log}");
+    assert!(!log.contains(&token), "the log shows the token: {log}");
+    // (nor a part of it long enough to matter)
+    let half = &token[token.len() / 2..];
+    assert!(
+        !log.contains(half),
+        "the log shows part of the token: {log}"
+    );
 }
 
 #[tokio::test]

@@ -866,6 +866,112 @@ fn a_results_folder_with_percent_signs_gets_every_slurm_jobs_output() {
     assert!(out.stdout.is_empty(), "nothing submitted");
 }
 
+/// Every file and folder under `dir` (at most `depth` levels down) whose name starts with
+/// `prefix`.
+fn named(dir: &Path, prefix: &str, depth: usize) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = e.path();
+        if e.file_name().to_string_lossy().starts_with(prefix) {
+            found.push(path.clone());
+        }
+        if depth > 0 && e.file_type().is_ok_and(|t| t.is_dir()) {
+            found.extend(named(&path, prefix, depth - 1));
+        }
+    }
+    found
+}
+
+/// Quoting in the Slurm scripts: a results folder whose name holds spaces, both quotes,
+/// `$(…)`, backquotes, `;`, `&` and `$HOME` reaches every job (the shards' `--out`, the
+/// merge's folders) as one word, unchanged, and no command it names runs anywhere: not in
+/// `submit.sh`, not in Slurm, not in the job scripts. The ufo binary is a stub that prints
+/// each argument it got on a line of its own.
+#[test]
+fn a_results_folder_with_quotes_and_command_substitutions_runs_nothing_it_names() {
+    if require_peer(
+        PathBuf::from("/usr/sbin/slurmctld"),
+        "Slurm (slurmctld, slurmd, munge)",
+        "install_slurm",
+    )
+    .is_none()
+    {
+        return;
+    }
+    let slurm = LocalSlurm::up();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let stub = tmp.path().join("ufo-stub");
+    std::fs::write(
+        &stub,
+        "#!/bin/sh\nfor a in \"$@\"; do printf 'arg[%s]\\n' \"$a\"; done\n",
+    )
+    .expect("write");
+    std::fs::set_permissions(&stub, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let work = tmp.path().join("work");
+    std::fs::create_dir_all(&work).expect("mkdir");
+    let results = tmp.path().join(
+        "res ults 'single' \"double\" $(touch pwned-dollar) `touch pwned-backquote` \
+         ;touch pwned-semicolon & $HOME",
+    );
+    let out = Command::new("bash")
+        .arg(repo_root().join("deploy/slurm/submit.sh"))
+        .arg(suite())
+        .arg(&results)
+        .arg("2")
+        .current_dir(&work)
+        .env("SLURM_CONF", &slurm.conf)
+        .env("UFO_BIN", &stub)
+        .output()
+        .expect("submit.sh runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ids: Vec<&str> = stdout.split_whitespace().collect();
+    let [array, merge_job] = ids[..] else {
+        panic!("submit.sh printed {stdout:?}, not the array's and the merge's job ids");
+    };
+    let (state, code) = slurm.wait(merge_job, Duration::from_secs(60));
+    let shown = format!("{:?}\n{}", named(tmp.path(), "", 1), slurm.logs());
+    assert_eq!(
+        (state.as_str(), code.as_str()),
+        ("COMPLETED", "0:0"),
+        "{shown}"
+    );
+    let read = |name: String| {
+        std::fs::read_to_string(results.join(&name))
+            .unwrap_or_else(|e| panic!("{name} in {}: {e}\n{shown}", results.display()))
+    };
+    let folder = results.display().to_string();
+    for k in 0..2 {
+        let (state, _) = slurm.job_state(&format!("{array}_{k}"));
+        assert_eq!(state, "COMPLETED", "array task {k}\n{shown}");
+        let text = read(format!("slurm-{array}_{k}.out"));
+        assert!(
+            text.contains(&format!("arg[--out]\narg[{folder}]\n")),
+            "array task {k}: {text}"
+        );
+    }
+    let text = read(format!("slurm-merge-{merge_job}.out"));
+    assert_eq!(
+        text,
+        format!("arg[batch]\narg[merge]\narg[{folder}/merged]\narg[{folder}]\narg[--force]\n"),
+    );
+    // nothing the name holds ran: wherever a shell would have run it (the submitting
+    // folder, the jobs' folder, Slurm's own), no `pwned-` file
+    let mut ran = named(tmp.path(), "pwned-", 3);
+    ran.extend(named(slurm.dir.path(), "pwned-", 3));
+    ran.extend(named(&repo_root(), "pwned-", 0));
+    ran.extend(named(Path::new("/tmp"), "pwned-", 0));
+    assert!(
+        ran.is_empty(),
+        "the folder's name ran as a command: {ran:?}"
+    );
+}
+
 /// The Python of the test venv (scripts/test-deps.sh install_python_k8s_validate).
 fn venv() -> PathBuf {
     std::env::var_os("UFO_PY_MCP_VENV")

@@ -120,6 +120,11 @@ pub fn progress(runs: &Path, id: &str, caller: &Caller) -> Option<Progress> {
     let mut last: Option<SystemTime> = None;
     if let Ok(entries) = std::fs::read_dir(dir.join("tasks")) {
         for e in entries.flatten().take(MAX_TASKS) {
+            // a task folder that is a link is not the batch's: never read through it (the
+            // entry's own type, not what it points to; docs/security.md)
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
             folders += 1;
             if let Ok(t) = e.metadata().and_then(|m| m.modified()) {
                 first = Some(first.map_or(t, |f| f.min(t)));
@@ -207,5 +212,22 @@ mod tests {
         let all = list(runs.path(), &guest);
         assert_eq!(all.len(), 1);
         assert!(all[0].results.is_empty(), "the list carries counts only");
+    }
+
+    #[test]
+    fn a_task_folder_that_is_a_link_is_never_read_through() {
+        let runs = tempfile::tempdir().expect("tempdir");
+        let outside = tempfile::tempdir().expect("tempdir");
+        let b = runs.path().join("batch-1");
+        std::fs::create_dir_all(b.join("tasks/a")).expect("mkdir");
+        let r = r#"{"id":"a","app":"calc","status":"passed"}"#;
+        std::fs::write(b.join("tasks/a/result.json"), r).expect("write");
+        let planted = r#"{"id":"planted","app":"calc","status":"failed"}"#;
+        std::fs::write(outside.path().join("result.json"), planted).expect("write");
+        std::os::unix::fs::symlink(outside.path(), b.join("tasks/b")).expect("link");
+        std::fs::write(b.join("tasks/c"), "not a folder").expect("write");
+        let p = progress(runs.path(), "batch-1", &Caller::Owner).expect("a batch");
+        assert_eq!((p.total, p.done, p.failed), (1, 1, 0));
+        assert!(p.results.iter().all(|r| r.id == "a"), "{:?}", p.results);
     }
 }

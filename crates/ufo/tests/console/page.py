@@ -1,7 +1,7 @@
 """Drive the ufo console page in headless Chromium (the system's, through the DevTools
 protocol with Playwright; no browser is downloaded). Called by crates/ufo/tests/console.rs.
 
-usage: page.py BASE_URL TOKEN MODE [SCREENSHOT | BATCH | SIGNALS]
+usage: page.py BASE_URL TOKEN MODE [SCREENSHOT | BATCH | SIGNALS | MARKUP]
 MODE plain:     log in, start a session (confirm yes), watch its lines until FINISH.
 MODE questions: log in, start a session (confirm ask), answer its PENDING question and
                 approve its CONFIRM from the page, until FINISH.
@@ -11,6 +11,10 @@ MODE takeover:  log in, start a session on a private desktop (confirm yes); when
                 SIGNALS/takeover ({"x","y"}: a button's screen centre) take the desktop
                 over, click that point in the page's view of it, write SIGNALS/clicked,
                 hand back when SIGNALS/handback appears, watch until FINISH.
+MODE markup:    MARKUP is {"request", "batch"}: start a session whose request is that text
+                (markup in it), watch it until it ends, read the request as the session view
+                and the list show it, then open batch BATCH (its task rows hold markup) and
+                read its rows; say whether any element or script of the markup came alive.
 Prints one JSON object on the last line of stdout.
 """
 import json
@@ -101,6 +105,39 @@ def take_over(page, signals):
     return out
 
 
+def markup(page, args):
+    """The markup of a start request and of a batch's task rows, as the page shows it."""
+    out = {}
+    page.fill("#start-request", args["request"])
+    page.select_option("#start-confirm", "yes")
+    page.click("#start-form button")
+    page.wait_for_selector("#session-view:not([hidden])")
+    out["id"] = page.text_content("#s-id")
+    page.wait_for_selector("#s-status:text-matches('^(FINISH|FAIL|ERROR|CANCELLED|ENDED)$')")
+    out["status"] = page.text_content("#s-status")
+    out["shown_request"] = page.text_content("#s-request")
+    page.click("#back")
+    page.wait_for_selector("#sessions tbody tr")
+    out["listed"] = page.eval_on_selector_all(
+        "#sessions tbody tr", "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))"
+    )
+    row = "#batches tbody tr:has-text(%s)" % json.dumps(args["batch"])
+    page.wait_for_selector(row)
+    page.click(row)
+    page.wait_for_selector("#batch-view:not([hidden]) #b-counts:text-matches('finished')")
+    page.wait_for_selector("#b-results tbody tr")
+    out["batch_rows"] = page.eval_on_selector_all(
+        "#b-results tbody tr", "rs => rs.map(r => Array.from(r.cells).map(c => c.textContent))"
+    )
+    out["injected_element"] = page.evaluate(
+        "['injected-request', 'injected-task', 'injected-app', 'injected-reason']"
+        ".some(id => document.getElementById(id) !== null)"
+    )
+    out["injected_script"] = page.evaluate("window.injected !== undefined")
+    out["script_elements"] = page.evaluate("document.querySelectorAll('script').length")
+    return out
+
+
 def main():
     base, token, mode = sys.argv[1], sys.argv[2], sys.argv[3]
     shot = sys.argv[4] if len(sys.argv) > 4 else ""
@@ -128,6 +165,12 @@ def main():
         page.wait_for_selector("#list-view:not([hidden])")
         if mode == "batch":
             out.update(watch_batch(page, sys.argv[4]))
+            out["errors"] = errors
+            browser.close()
+            print(json.dumps(out))
+            return
+        if mode == "markup":
+            out.update(markup(page, json.loads(sys.argv[4])))
             out["errors"] = errors
             browser.close()
             print(json.dumps(out))
