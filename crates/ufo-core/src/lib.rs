@@ -39,7 +39,7 @@ pub use ports::{
     ChatMessage, ChatRequest, ChatResponse, ConfirmRequest, ContentPart, Control, ControlStates,
     Decision, Desktop, DesktopError, LaunchableApp, LlmClient, LlmError, MessageRole, Recorder,
     RecorderError, Rect, Screenshot, ShellOutput, ToolError, ToolProvider, ToolSpec, Usage, UserIo,
-    WindowInfo, WindowObservation,
+    WindowId, WindowInfo, WindowObservation,
 };
 
 pub use config::{Config, OnSubtaskFail};

@@ -44,12 +44,97 @@ pub struct Screenshot {
     pub height: u32,
 }
 
+/// A window's identifier as its desktop backend made it (an X11 window number, a scenario's
+/// application, `device/id` across devices): opaque to the engine, which only passes it back
+/// to the same [`Desktop`]. Written in JSON as the bare string, and shown (also with `{:?}`)
+/// as that string, so records and messages read as they did when it was a `String`.
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct WindowId(String);
+
+impl WindowId {
+    /// The id `id`.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self(id.into())
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The id's text, taken out.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl std::fmt::Debug for WindowId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl std::fmt::Display for WindowId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for WindowId {
+    fn from(id: String) -> Self {
+        Self(id)
+    }
+}
+
+impl From<&str> for WindowId {
+    fn from(id: &str) -> Self {
+        Self(id.to_string())
+    }
+}
+
+impl From<WindowId> for String {
+    fn from(id: WindowId) -> Self {
+        id.0
+    }
+}
+
+impl AsRef<str> for WindowId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for WindowId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for WindowId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for WindowId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for WindowId {
+    fn eq(&self, other: &String) -> bool {
+        self.0 == *other
+    }
+}
+
 /// One top-level window as the HostAgent sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WindowInfo {
     /// Backend-specific stable identifier; pass it back to [`Desktop::observe`] and
     /// [`Desktop::act`].
-    pub id: String,
+    pub id: WindowId,
     /// Window title.
     pub title: String,
     /// Application name (e.g. "Writer", "gnome-calculator").
@@ -221,13 +306,13 @@ pub trait Desktop: Send + Sync {
     async fn desktop_screenshot(&self) -> Result<Option<Screenshot>, DesktopError>;
 
     /// Observe one window: controls with labels, screenshot, annotated screenshot.
-    async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError>;
+    async fn observe(&self, window_id: &WindowId) -> Result<WindowObservation, DesktopError>;
 
     /// Perform an action. `control_id` is `None` only for actions that need no control
     /// (`click_at`). Returns a short text result (for `read_text`, the text read).
     async fn act(
         &self,
-        window_id: &str,
+        window_id: &WindowId,
         control_id: Option<&str>,
         action: &UiAction,
     ) -> Result<String, DesktopError>;
@@ -252,7 +337,7 @@ pub trait Desktop: Send + Sync {
 
     /// Bring a window to the front and give it the keyboard focus (bounded by the backend).
     /// Backends without windows to raise answer [`DesktopError::Unsupported`].
-    async fn activate(&self, window_id: &str) -> Result<(), DesktopError> {
+    async fn activate(&self, window_id: &WindowId) -> Result<(), DesktopError> {
         Err(DesktopError::Unsupported(format!(
             "this desktop cannot activate window {window_id}"
         )))
@@ -261,7 +346,7 @@ pub trait Desktop: Send + Sync {
     /// Close a window: ask it to close as a person would, and when it is still there after a
     /// short grace period, end its application. Returns once the window is gone (bounded).
     /// Backends that cannot close windows answer [`DesktopError::Unsupported`].
-    async fn close(&self, window_id: &str) -> Result<(), DesktopError> {
+    async fn close(&self, window_id: &WindowId) -> Result<(), DesktopError> {
         Err(DesktopError::Unsupported(format!(
             "this desktop cannot close window {window_id}"
         )))
@@ -568,4 +653,30 @@ pub trait Recorder: Send {
     /// Store an artifact (e.g. `step_3_annotated.png`) and return its path relative to the
     /// output folder.
     fn artifact(&mut self, name: &str, bytes: &[u8]) -> Result<String, RecorderError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A window id reads, writes and shows as the bare string it was before it had a type:
+    /// trajectories, prompts and messages do not change.
+    #[test]
+    fn a_window_id_is_its_string_in_json_and_in_messages() {
+        let w = WindowInfo {
+            id: WindowId::from("0x1a00007"),
+            title: "t".into(),
+            app_name: "a".into(),
+            process: "p".into(),
+            pid: None,
+            rect: None,
+        };
+        let v = serde_json::to_value(&w).expect("serialises");
+        assert_eq!(v["id"], "0x1a00007");
+        let back: WindowInfo = serde_json::from_value(v).expect("reads back");
+        assert_eq!(back, w);
+        assert_eq!(format!("{:?} {}", w.id, w.id), r#""0x1a00007" 0x1a00007"#);
+        assert_eq!(w.id, "0x1a00007");
+        assert_eq!(w.id.as_str(), "0x1a00007");
+    }
 }

@@ -649,7 +649,7 @@ mod tests {
         async fn desktop_screenshot(&self) -> Result<Option<Screenshot>, DesktopError> {
             Ok(None)
         }
-        async fn observe(&self, _w: &str) -> Result<WindowObservation, DesktopError> {
+        async fn observe(&self, _w: &WindowId) -> Result<WindowObservation, DesktopError> {
             let controls = self.controls.lock().map(|c| c.clone()).unwrap_or_default();
             Ok(WindowObservation {
                 window: window(),
@@ -661,7 +661,7 @@ mod tests {
         }
         async fn act(
             &self,
-            _w: &str,
+            _w: &WindowId,
             control: Option<&str>,
             action: &UiAction,
         ) -> Result<String, DesktopError> {
@@ -863,12 +863,12 @@ mod tests {
         async fn desktop_screenshot(&self) -> Result<Option<Screenshot>, DesktopError> {
             self.inner.desktop_screenshot().await
         }
-        async fn observe(&self, w: &str) -> Result<WindowObservation, DesktopError> {
+        async fn observe(&self, w: &WindowId) -> Result<WindowObservation, DesktopError> {
             self.inner.observe(w).await
         }
         async fn act(
             &self,
-            w: &str,
+            w: &WindowId,
             control: Option<&str>,
             action: &UiAction,
         ) -> Result<String, DesktopError> {

@@ -22,8 +22,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Map, Value};
 use ufo_core::{
-    Control, Desktop, DesktopError, LaunchableApp, Screenshot, ShellOutput, UiAction, WindowInfo,
-    WindowObservation,
+    Control, Desktop, DesktopError, LaunchableApp, Screenshot, ShellOutput, UiAction, WindowId,
+    WindowInfo, WindowObservation,
 };
 
 use crate::server::desktop_error_from_json;
@@ -435,7 +435,7 @@ impl Desktop for RemoteDesktop {
         Ok(None)
     }
 
-    async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError> {
+    async fn observe(&self, window_id: &WindowId) -> Result<WindowObservation, DesktopError> {
         let r = self
             .call_ok(
                 "observe_window",
@@ -473,7 +473,7 @@ impl Desktop for RemoteDesktop {
 
     async fn act(
         &self,
-        window_id: &str,
+        window_id: &WindowId,
         control_id: Option<&str>,
         action: &UiAction,
     ) -> Result<String, DesktopError> {
@@ -533,11 +533,11 @@ impl Desktop for RemoteDesktop {
         // the server settles after each act (`settle: true`)
     }
 
-    async fn activate(&self, window_id: &str) -> Result<(), DesktopError> {
+    async fn activate(&self, window_id: &WindowId) -> Result<(), DesktopError> {
         self.window_function(window_id, "activate_window").await
     }
 
-    async fn close(&self, window_id: &str) -> Result<(), DesktopError> {
+    async fn close(&self, window_id: &WindowId) -> Result<(), DesktopError> {
         self.window_function(window_id, "close_window").await
     }
 
@@ -551,7 +551,11 @@ impl Desktop for RemoteDesktop {
 }
 
 impl RemoteDesktop {
-    async fn window_function(&self, window_id: &str, function: &str) -> Result<(), DesktopError> {
+    async fn window_function(
+        &self,
+        window_id: &WindowId,
+        function: &str,
+    ) -> Result<(), DesktopError> {
         self.call_ok(
             "act",
             json!({"window": window_id, "function": function, "args": {}}),

@@ -34,7 +34,7 @@ use ufo_core::agent::{
     ambiguous_windows_message, refuse_disabled, resolve_control, resolve_window,
     unresolved_message, Unresolved, WindowKey, WindowUnresolved,
 };
-use ufo_core::{Control, Desktop, UiAction, WindowInfo, WindowObservation};
+use ufo_core::{Control, Desktop, UiAction, WindowId, WindowInfo, WindowObservation};
 
 /// Errors of the MCP server.
 #[derive(Debug, thiserror::Error)]
@@ -131,7 +131,7 @@ pub struct DesktopServer {
     callers: Callers,
     /// window id → the controls of the last observation returned for it: labels mean what
     /// the client saw there, not what a fresh observation would number.
-    seen: Arc<Mutex<HashMap<String, Vec<Control>>>>,
+    seen: Arc<Mutex<HashMap<WindowId, Vec<Control>>>>,
 }
 
 impl DesktopServer {
@@ -470,9 +470,9 @@ impl DesktopServer {
     }
 
     /// Keep the controls of an observation returned to the client.
-    fn remember(&self, window: &str, obs: &WindowObservation) {
+    fn remember(&self, window: &WindowId, obs: &WindowObservation) {
         if let Ok(mut seen) = self.seen.lock() {
-            seen.insert(window.to_string(), obs.controls.clone());
+            seen.insert(window.clone(), obs.controls.clone());
         }
     }
 

@@ -182,7 +182,11 @@ fn observed(run: &Run) -> Vec<(&'static str, String)> {
         let text = std::fs::read_to_string(&p).unwrap_or_default();
         let digest = Sha256::digest(masks.text(&text).as_bytes());
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        let name = p.file_name().expect("a file").to_string_lossy().into_owned();
+        let name = p
+            .file_name()
+            .expect("a file")
+            .to_string_lossy()
+            .into_owned();
         outcome.push_str(&format!("{hex}  {name}\n"));
     }
     files.push(("outcome.txt", outcome));
@@ -253,7 +257,11 @@ fn trajectories_match_the_golden_files() {
     // a golden folder no case writes any more is stale
     let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
     let golden_root = golden_dir("");
-    for e in std::fs::read_dir(&golden_root).into_iter().flatten().flatten() {
+    for e in std::fs::read_dir(&golden_root)
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         let name = e.file_name().to_string_lossy().into_owned();
         if !names.contains(&name.as_str()) {
             problems.push(format!("golden/{name} belongs to no case; remove it"));

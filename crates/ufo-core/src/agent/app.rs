@@ -14,7 +14,7 @@ use crate::action::{canonical_name, UiAction};
 use crate::blackboard::QuestionAnswer;
 use crate::events::StepReport;
 use crate::ports::{
-    ConfirmRequest, Control, Decision, DesktopError, ToolProvider, ToolSpec, WindowInfo,
+    ConfirmRequest, Control, Decision, DesktopError, ToolProvider, ToolSpec, WindowId, WindowInfo,
     WindowObservation,
 };
 use crate::processor::{Processor, StepError, StepRunner};
@@ -250,7 +250,7 @@ pub struct AppAgent {
     /// The last observation showed controls the model had not seen before.
     reannotated: bool,
     /// The window id and controls of the last observation, to say what changed since.
-    last_controls: Option<(String, Vec<Control>)>,
+    last_controls: Option<(WindowId, Vec<Control>)>,
     questions: Vec<String>,
     held: Option<Held>,
     rejected: bool,

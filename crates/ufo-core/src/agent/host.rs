@@ -16,7 +16,7 @@ use super::subagent::{AgentFactory, AgentTarget, Assignment, SubAgent};
 use super::subtask_log::recent;
 use crate::blackboard::QuestionAnswer;
 use crate::events::StepReport;
-use crate::ports::{ConfirmRequest, Decision, LaunchableApp, Screenshot, WindowInfo};
+use crate::ports::{ConfirmRequest, Decision, LaunchableApp, Screenshot, WindowId, WindowInfo};
 use crate::processor::{Processor, StepError, StepRunner};
 use crate::response::HostResponse;
 use crate::status::{EndReason, HostStatus, SessionStatus};
@@ -311,7 +311,7 @@ impl HostAgent {
             Target::Agent(a) => (
                 format!("agent/{}", a.name),
                 WindowInfo {
-                    id: a.name.clone(),
+                    id: WindowId::new(a.name.clone()),
                     title: a.name.clone(),
                     app_name: a.name.clone(),
                     process: "agent".into(),

@@ -47,8 +47,8 @@ use std::sync::{Mutex, MutexGuard};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use ufo_core::{
-    Control, Desktop, DesktopError, LaunchableApp, Screenshot, ShellOutput, UiAction, WindowInfo,
-    WindowObservation,
+    Control, Desktop, DesktopError, LaunchableApp, Screenshot, ShellOutput, UiAction, WindowId,
+    WindowInfo, WindowObservation,
 };
 
 use crate::annotate::{self, RgbaImage};
@@ -70,7 +70,7 @@ use world::*;
 /// [`SimDesktop::actions`], [`SimDesktop::control_value`] and [`SimDesktop::is_running`].
 ///
 /// ```
-/// use ufo_core::{Button, Desktop, UiAction};
+/// use ufo_core::{Button, Desktop, UiAction, WindowId};
 /// use ufo_desktop::SimDesktop;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -78,12 +78,14 @@ use world::*;
 ///     {"id": "export", "role": "button", "name": "Export", "reveals": ["ok"]},
 ///     {"id": "ok", "role": "button", "name": "OK", "hidden": true}]}]}"#)?;
 /// let rt = tokio::runtime::Builder::new_current_thread().build()?;
+/// // a simulated window's id is its application's name
+/// let writer = WindowId::from("Writer");
 /// rt.block_on(async {
-///     let obs = desktop.observe("Writer").await?;
+///     let obs = desktop.observe(&writer).await?;
 ///     assert_eq!(obs.controls.len(), 1); // "ok" is hidden; label 1 = "export"
 ///     let click = UiAction::Click { button: Button::Left, double: false };
-///     desktop.act("Writer", Some("export"), &click).await?;
-///     assert_eq!(desktop.observe("Writer").await?.controls.len(), 2);
+///     desktop.act(&writer, Some("export"), &click).await?;
+///     assert_eq!(desktop.observe(&writer).await?.controls.len(), 2);
 ///     Ok::<_, ufo_core::DesktopError>(())
 /// })?;
 /// let state = desktop.final_state().unwrap_or_default();
@@ -307,7 +309,7 @@ impl SimDesktop {
     /// Carry out one action (the [`Desktop::act`] of the simulation).
     async fn act_now(
         &self,
-        window_id: &str,
+        window_id: &WindowId,
         control_id: Option<&str>,
         action: &UiAction,
     ) -> Result<String, DesktopError> {
@@ -507,7 +509,7 @@ impl Desktop for SimDesktop {
             .map_err(|e| DesktopError::Backend(e.to_string()))
     }
 
-    async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError> {
+    async fn observe(&self, window_id: &WindowId) -> Result<WindowObservation, DesktopError> {
         let delay = {
             let st = self.lock();
             st.running_app(window_id)
@@ -570,7 +572,7 @@ impl Desktop for SimDesktop {
 
     async fn act(
         &self,
-        window_id: &str,
+        window_id: &WindowId,
         control_id: Option<&str>,
         action: &UiAction,
     ) -> Result<String, DesktopError> {
@@ -617,12 +619,12 @@ impl Desktop for SimDesktop {
         Ok(window_info(i, &st.apps[i]))
     }
 
-    async fn activate(&self, window_id: &str) -> Result<(), DesktopError> {
+    async fn activate(&self, window_id: &WindowId) -> Result<(), DesktopError> {
         // every simulated window is in front of the model when observed: nothing to raise
         self.lock().running_app(window_id).map(|_| ())
     }
 
-    async fn close(&self, window_id: &str) -> Result<(), DesktopError> {
+    async fn close(&self, window_id: &WindowId) -> Result<(), DesktopError> {
         let mut st = self.lock();
         let i = st.running_app(window_id)?;
         st.apps[i].running = false;
