@@ -36,10 +36,10 @@ pub mod text;
 pub use action::{Button, ScrollDirection, UiAction};
 
 pub use ports::{
-    ChatMessage, ChatRequest, ChatResponse, ConfirmRequest, ContentPart, Control, ControlStates,
-    Decision, Desktop, DesktopError, LaunchableApp, LlmClient, LlmError, MessageRole, Recorder,
-    RecorderError, Rect, Screenshot, ShellOutput, ToolError, ToolProvider, ToolSpec, Usage, UserIo,
-    WindowId, WindowInfo, WindowObservation,
+    BackendError, BackendFailure, ChatMessage, ChatRequest, ChatResponse, ConfirmRequest,
+    ContentPart, Control, ControlStates, Decision, Desktop, DesktopError, LaunchableApp, LlmClient,
+    LlmError, MessageRole, Recorder, RecorderError, Rect, Screenshot, ShellOutput, ToolError,
+    ToolProvider, ToolSpec, Usage, UserIo, WindowId, WindowInfo, WindowObservation,
 };
 
 pub use config::{Config, OnSubtaskFail};

@@ -255,7 +255,24 @@ pub struct ShellOutput {
     pub launched: Option<String>,
 }
 
-/// Errors of a desktop backend.
+/// The backend's own error kept as the source of a [`DesktopError`], so that its chain
+/// ([`std::error::Error::source`]) reaches what failed underneath (a D-Bus call, an X11
+/// request, a PNG encoder, an answer that does not decode).
+pub type BackendError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A backend failure told in the backend's words, caused by another error: shown as the words,
+/// with that error as its source (see [`DesktopError::backend_with`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct BackendFailure {
+    message: String,
+    #[source]
+    source: BackendError,
+}
+
+/// Errors of a desktop backend. The texts are shown to the model as an action's result, so
+/// a variant's message says what went wrong and what to do; the backend's own error, where
+/// there is one, is kept as the `source`.
 #[derive(Debug, thiserror::Error)]
 pub enum DesktopError {
     /// No window with that id.
@@ -282,15 +299,46 @@ pub enum DesktopError {
     #[error("observation failed: {0}")]
     Observe(String),
     /// The backend did not answer in time.
-    #[error("the desktop did not answer within {0} ms; the application may be hung")]
-    Timeout(u64),
-    /// Any other backend failure.
+    #[error("the desktop did not answer within {ms} ms; the application may be hung")]
+    Timeout {
+        /// The bound, in milliseconds.
+        ms: u64,
+        /// The backend's own error (what it waited for), when it has one.
+        #[source]
+        source: Option<BackendError>,
+    },
+    /// Any other backend failure: the backend's error is the source (and its text the
+    /// message).
     #[error("desktop backend failure: {0}")]
-    Backend(String),
+    Backend(#[source] BackendError),
     /// The desktop is on another device and the connection to it is lost (it does not
     /// answer, or it refused the credentials); the session ends with reason `device_lost`.
+    /// Only words: the connection's error may hold the credentials, which the words have
+    /// had removed.
     #[error("the remote desktop is lost: {0}")]
     Lost(String),
+}
+
+impl DesktopError {
+    /// A backend failure known only by its words (an answer that cannot be used, another
+    /// machine's error received as text).
+    pub fn backend(message: impl Into<String>) -> Self {
+        Self::Backend(message.into().into())
+    }
+
+    /// A backend failure told as `message`, caused by `source`: the message is `message`, and
+    /// the source chain goes on with `source`.
+    pub fn backend_with(message: impl Into<String>, source: impl Into<BackendError>) -> Self {
+        Self::Backend(Box::new(BackendFailure {
+            message: message.into(),
+            source: source.into(),
+        }))
+    }
+
+    /// A timeout after `ms` milliseconds, with nothing more to say.
+    pub fn timeout(ms: u64) -> Self {
+        Self::Timeout { ms, source: None }
+    }
 }
 
 /// The desktop the agents act on: a simulated one, a live Linux session, ...
@@ -658,6 +706,35 @@ pub trait Recorder: Send {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A backend failure keeps what caused it: shown in the backend's words, its source chain
+    /// reaches the original error.
+    #[test]
+    fn a_backend_failure_keeps_its_source() {
+        let cause = std::io::Error::new(std::io::ErrorKind::BrokenPipe, "pipe closed");
+        let e = DesktopError::backend_with("the answer cannot be read (pipe closed)", cause);
+        assert_eq!(
+            e.to_string(),
+            "desktop backend failure: the answer cannot be read (pipe closed)"
+        );
+        let first = std::error::Error::source(&e).expect("the backend's failure");
+        assert_eq!(first.to_string(), "the answer cannot be read (pipe closed)");
+        let root = first.source().expect("the original error");
+        let io = root
+            .downcast_ref::<std::io::Error>()
+            .expect("the io::Error itself");
+        assert_eq!(io.kind(), std::io::ErrorKind::BrokenPipe);
+        // words only: the message, nothing beneath
+        let words = DesktopError::backend("no JSON");
+        assert_eq!(words.to_string(), "desktop backend failure: no JSON");
+        assert!(std::error::Error::source(&words)
+            .and_then(|s| s.source())
+            .is_none());
+        assert_eq!(
+            DesktopError::timeout(5).to_string(),
+            "the desktop did not answer within 5 ms; the application may be hung"
+        );
+    }
 
     /// A window id reads, writes and shows as the bare string it was before it had a type:
     /// trajectories, prompts and messages do not change.

@@ -653,8 +653,9 @@ pub fn desktop_error_json(e: &ufo_core::DesktopError) -> Value {
         E::ActionFailed(m) => ("action_failed", json!(m)),
         E::Unsupported(m) => ("unsupported", json!(m)),
         E::Observe(m) => ("observe", json!(m)),
-        E::Timeout(ms) => ("timeout", json!(ms)),
-        E::Backend(m) => ("backend", json!(m)),
+        E::Timeout { ms, .. } => ("timeout", json!(ms)),
+        // (the source chain stays on this machine: the client gets its text)
+        E::Backend(source) => ("backend", json!(source.to_string())),
         E::Lost(m) => ("lost", json!(m)),
     };
     json!({"desktop_error": {"kind": kind, "detail": detail}})
@@ -676,8 +677,8 @@ pub fn desktop_error_from_json(v: &Value) -> Option<ufo_core::DesktopError> {
         "action_failed" => E::ActionFailed(text()?),
         "unsupported" => E::Unsupported(text()?),
         "observe" => E::Observe(text()?),
-        "timeout" => E::Timeout(detail.as_u64()?),
-        "backend" => E::Backend(text()?),
+        "timeout" => E::timeout(detail.as_u64()?),
+        "backend" => E::backend(text()?),
         "lost" => E::Lost(text()?),
         _ => return None,
     })

@@ -445,8 +445,10 @@ fn on_device(name: &str, e: DesktopError) -> DesktopError {
         DesktopError::ActionFailed(m) => DesktopError::ActionFailed(m),
         DesktopError::Unsupported(m) => DesktopError::Unsupported(say(m)),
         DesktopError::Observe(m) => DesktopError::Observe(say(m)),
-        DesktopError::Timeout(ms) => DesktopError::Timeout(ms),
-        DesktopError::Backend(m) => DesktopError::Backend(say(m)),
+        DesktopError::Timeout { ms, source } => DesktopError::Timeout { ms, source },
+        DesktopError::Backend(source) => {
+            DesktopError::backend_with(say(source.to_string()), source)
+        }
         DesktopError::Lost(m) => DesktopError::Lost(say(m)),
     }
 }

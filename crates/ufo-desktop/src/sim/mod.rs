@@ -506,7 +506,7 @@ impl Desktop for SimDesktop {
         }
         annotate::to_screenshot(&img)
             .map(Some)
-            .map_err(|e| DesktopError::Backend(e.to_string()))
+            .map_err(|e| DesktopError::Backend(Box::new(e)))
     }
 
     async fn observe(&self, window_id: &WindowId) -> Result<WindowObservation, DesktopError> {
