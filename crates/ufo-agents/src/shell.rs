@@ -16,8 +16,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::json;
 use ufo_core::agent::{ask_model, Assignment, Cx, Handoff, ModelCall, StepReport, SubAgent};
+use ufo_core::step_action::{Chosen, Outcome, ShellCommand, StepAction};
 use ufo_core::{ConfirmRequest, Decision, SessionStatus};
 
 use crate::common::{clip, hand_back, recent, Ending, Fields, SubtaskLog, SubtaskOutcome};
@@ -250,8 +250,10 @@ impl ShellAgent {
         let command = r.command.trim().to_string();
         let act_started = std::time::Instant::now();
         if !command.is_empty() {
-            let mut record = json!({"function": "shell", "args": {"command": command},
-                                    "workdir": self.config.workdir.display().to_string()});
+            let chosen = Chosen::Shell(ShellCommand {
+                command: command.clone(),
+                workdir: Some(self.config.workdir.display().to_string()),
+            });
             let sensitive = match status {
                 ShellStatus::Continue | ShellStatus::Finish => {
                     let find = |name: &str| ufo_proc::which(name, None);
@@ -259,31 +261,27 @@ impl ShellAgent {
                 }
                 ShellStatus::Confirm | ShellStatus::Fail | ShellStatus::Error => None,
             };
-            if let Some(reason) = &sensitive {
-                record["sensitive"] = reason.clone().into();
+            if sensitive.is_some() {
                 status = ShellStatus::Confirm;
             }
-            match status {
+            let outcome = match status {
                 ShellStatus::Confirm => {
                     // The gate: held, not run, until the person approves.
-                    record["executed"] = false.into();
-                    record["held"] = true.into();
-                    self.held = Some((command.clone(), sensitive));
+                    self.held = Some((command.clone(), sensitive.clone()));
                     report.result = Some("held for confirmation".into());
+                    Outcome::Held { sensitive }
                 }
                 ShellStatus::Continue | ShellStatus::Finish => {
                     let out = self.run(&command).await;
-                    record["executed"] = true.into();
                     self.log
                         .actions
                         .push(format!("$ {command} -> {}", clip(&out, 300)));
                     report.result = Some(out);
+                    Outcome::Ran { completed: None }
                 }
-                ShellStatus::Fail | ShellStatus::Error => {
-                    record["executed"] = false.into();
-                }
-            }
-            report.action = Some(record);
+                ShellStatus::Fail | ShellStatus::Error => Outcome::NotRun,
+            };
+            report.action = Some(StepAction::act(chosen, outcome));
         }
         if !r.result.is_empty() {
             self.log.result = r.result.clone();
@@ -336,25 +334,26 @@ impl ShellAgent {
         if let Some(reason) = &sensitive {
             description.push_str(&format!(" ({reason})"));
         }
-        let action = json!({"function": "shell", "args": {"command": command}});
+        let chosen = Chosen::Shell(ShellCommand {
+            command: command.clone(),
+            workdir: None,
+        });
         let decision = if cx.services.config.safe_guard {
             cx.services
                 .user
                 .confirm(&ConfirmRequest {
                     agent: self.name(),
                     description,
-                    action: action.clone(),
+                    action: chosen.to_value(),
                 })
                 .await
         } else {
             Decision::Approve
         };
-        let mut record = action;
-        record["decision"] = format!("{decision:?}").into();
+        report.action = Some(StepAction::act(chosen, Outcome::Decided(decision)));
         match decision {
             Decision::Approve => {
                 let out = self.run(&command).await;
-                record["executed"] = true.into();
                 self.log
                     .actions
                     .push(format!("$ {command} (approved) -> {}", clip(&out, 300)));
@@ -367,7 +366,6 @@ impl ShellAgent {
                 self.status = ShellStatus::Continue;
             }
             Decision::Reject => {
-                record["executed"] = false.into();
                 self.rejected = true;
                 self.log
                     .memory
@@ -377,7 +375,6 @@ impl ShellAgent {
                 self.status = ShellStatus::Finish;
             }
         }
-        report.action = Some(record);
         report.status = self.status.as_str().into();
         report
     }

@@ -28,6 +28,7 @@ pub mod sensitive;
 pub mod session;
 pub mod shell_words;
 pub mod status;
+pub mod step_action;
 pub mod subtask;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

@@ -20,6 +20,7 @@ use crate::ports::{
 use crate::processor::{Processor, StepError, StepRunner};
 use crate::response::AppResponse;
 use crate::status::{AppStatus, EndReason, SessionStatus};
+use crate::step_action::{Answer, Chosen, ControlRef, Outcome, Questions, StepAction, ToolCall};
 use crate::subtask::SubtaskOutcome;
 use crate::text::clip;
 
@@ -82,37 +83,59 @@ impl Planned {
         }
     }
 
-    /// Its trajectory record.
-    fn record(&self) -> Value {
+    /// What the trajectory records of it.
+    fn chosen(&self) -> Chosen {
         match self {
             Planned::Ui {
                 action,
                 control,
                 label,
-            } => action_record(action, control.as_ref(), label),
-            Planned::Tool { name, args } => json!({"function": name, "args": args, "tool": true}),
-            Planned::Batch(list) => {
-                json!({"function": "batch", "batch": list.iter().map(Planned::record).collect::<Vec<_>>()})
-            }
+            } => ui_choice(action, control.as_ref(), label),
+            Planned::Tool { name, args } => Chosen::Tool(ToolCall {
+                name: name.clone(),
+                args: args.clone(),
+            }),
+            Planned::Batch(list) => Chosen::Batch(list.iter().map(Planned::chosen).collect()),
         }
     }
 
-    /// Run it; a failure is text in the result, not an error.
-    async fn run(&self, cx: &mut Cx<'_>, window: &WindowInfo) -> String {
+    /// Run it: its result, or why it failed (the failure is the step's result, not an error).
+    /// A list's failures are in its result, which says where it stopped.
+    async fn run(&self, cx: &mut Cx<'_>, window: &WindowInfo) -> Result<String, ActionFailure> {
         match self {
             Planned::Ui {
                 action, control, ..
             } => execute(cx, window, control.as_ref(), action).await,
             Planned::Tool { name, args } => match cx.services.tools {
                 Some(tools) => match tools.call(&window.app_name, name, args).await {
-                    Ok(text) => clip(&text, 4000),
-                    Err(e) => format!("action failed: {e}"),
+                    Ok(text) => Ok(clip(&text, 4000)),
+                    Err(e) => Err(ActionFailure::Tool(e)),
                 },
-                None => format!("action failed: no tool {name} is configured"),
+                None => Err(ActionFailure::NoTool(name.clone())),
             },
-            Planned::Batch(list) => run_batch(cx, window, list, None).await.0,
+            Planned::Batch(list) => Ok(run_batch(cx, window, list, None).await.0),
         }
     }
+}
+
+/// Why an action that was run did not do its work: the desktop or the tool refused it, or no
+/// tool of that name is configured. Its text is the step's result (the model reads it).
+#[derive(Debug, thiserror::Error)]
+enum ActionFailure {
+    /// The desktop answered with an error.
+    #[error("action failed: {0}")]
+    Desktop(DesktopError),
+    /// The tool failed.
+    #[error("action failed: {0}")]
+    Tool(crate::ports::ToolError),
+    /// No tool provider is configured.
+    #[error("action failed: no tool {0} is configured")]
+    NoTool(String),
+}
+
+/// An action's result as the model reads it: its text, or its failure's.
+fn result_text(run: Result<String, ActionFailure>) -> String {
+    run.unwrap_or_else(|e| e.to_string())
 }
 
 /// Run a multi-action list in order. Before every action after the first, the window is
@@ -177,8 +200,9 @@ async fn run_batch(
                 return (format!("ran {i} of {n} actions; {}", lines.join("; ")), i);
             }
         }
-        let out = Box::pin(planned.run(cx, window)).await;
-        let failed = out.starts_with("action failed");
+        let run = Box::pin(planned.run(cx, window)).await;
+        let failed = run.is_err();
+        let out = result_text(run);
         lines.push(format!("{}. {} -> {out}", i + 1, planned.describe()));
         if failed {
             return (
@@ -360,7 +384,10 @@ impl AppAgent {
         StepReport {
             status: "CONTINUE".into(),
             subtask: Some(self.log.subtask.clone()),
-            action: Some(json!({"questions": questions, "answers": answers})),
+            action: Some(StepAction::Questions(Questions {
+                questions,
+                answers: Some(answers),
+            })),
             ..StepReport::default()
         }
     }
@@ -380,30 +407,28 @@ impl AppAgent {
         if let Some(reason) = &held.sensitive {
             described.push_str(&format!(" ({reason})"));
         }
-        let action_json = held.planned.record();
+        let chosen = held.planned.chosen();
         let decision = if cx.services.config.safe_guard {
             cx.services
                 .user
                 .confirm(&ConfirmRequest {
                     agent: self.name(),
                     description: described.clone(),
-                    action: action_json.clone(),
+                    action: chosen.to_value(),
                 })
                 .await
         } else {
             Decision::Approve
         };
-        let mut record = action_json;
-        record["decision"] = format!("{decision:?}").into();
         let mut report = StepReport {
             subtask: Some(self.log.subtask.clone()),
+            action: Some(StepAction::act(chosen, Outcome::Decided(decision))),
             ..StepReport::default()
         };
         match decision {
             Decision::Approve => {
-                let r = held.planned.run(cx, &self.window).await;
+                let r = result_text(held.planned.run(cx, &self.window).await);
                 self.look_for_windows = true;
-                record["executed"] = true.into();
                 self.log
                     .actions
                     .push(format!("{described} (approved) -> {r}"));
@@ -415,7 +440,6 @@ impl AppAgent {
                 self.status = AppStatus::Continue;
             }
             Decision::Reject => {
-                record["executed"] = false.into();
                 self.rejected = true;
                 self.log
                     .memory
@@ -425,7 +449,6 @@ impl AppAgent {
                 self.status = AppStatus::Finish;
             }
         }
-        report.action = Some(record);
         report.status = self.status.as_str().into();
         report
     }
@@ -720,43 +743,69 @@ fn describe(action: &UiAction, control: Option<&Control>, label: &str) -> String
     }
 }
 
-fn action_record(action: &UiAction, control: Option<&Control>, label: &str) -> Value {
-    json!({
-        "function": action.name(),
-        "args": action.args(),
-        "control_label": label,
-        "control_id": control.map(|c| c.id.clone()),
-        "control_text": control.map(|c| c.name.clone()),
-        "control_role": control.map(|c| c.role.clone()),
-    })
+/// What the AppAgent's memory line says of the action it chose: `, FUNCTION ARGS on [LABEL]
+/// CONTROL` (a list, `, batch null on [] `: its actions are in the result).
+fn memory_note(chosen: &Chosen) -> String {
+    let none = Value::Null;
+    let (function, args, label, text) = match chosen {
+        Chosen::Ui(u) => (
+            u.function.as_str(),
+            &u.args,
+            u.control_label.as_str(),
+            u.control.as_ref().map_or("", |c| c.text.as_str()),
+        ),
+        Chosen::Tool(t) => (t.name.as_str(), &t.args, "", ""),
+        Chosen::Batch(_) => ("batch", &none, "", ""),
+        Chosen::Answer(a) => (
+            a.function.as_str(),
+            &a.args,
+            a.control_label.as_str(),
+            a.control_text.as_str(),
+        ),
+        // (other agents' choices, which an AppAgent does not make)
+        Chosen::Host(h) => ("", &none, h.control_label.as_str(), h.control_text.as_str()),
+        Chosen::Shell(_) => ("shell", &none, "", ""),
+        Chosen::AtPoint(p) => (
+            p.function.as_str(),
+            &p.args,
+            "",
+            p.control_text.as_deref().unwrap_or(""),
+        ),
+    };
+    format!(", {function} {args} on [{label}] {text}")
 }
 
-/// Run an action on the desktop and describe its outcome; a failure is text, not an error.
+/// A GUI function on `control` as the trajectory records it.
+fn ui_choice(action: &UiAction, control: Option<&Control>, label: &str) -> Chosen {
+    let control = control.map(|c| ControlRef {
+        id: c.id.clone(),
+        text: c.name.clone(),
+        role: c.role.clone(),
+    });
+    Chosen::ui(action.name(), action.args(), label, control)
+}
+
+/// Run an action on the desktop: its result text, or the desktop's error.
 async fn execute(
     cx: &mut Cx<'_>,
     window: &WindowInfo,
     control: Option<&Control>,
     action: &UiAction,
-) -> String {
+) -> Result<String, ActionFailure> {
     let d = cx.services.desktop;
     match d
         .act(&window.id, control.map(|c| c.id.as_str()), action)
         .await
     {
-        Ok(text) => {
-            if text.is_empty() {
-                "ok".to_string()
-            } else {
-                clip(&text, 2000)
-            }
-        }
+        Ok(text) if text.is_empty() => Ok("ok".to_string()),
+        Ok(text) => Ok(clip(&text, 2000)),
         Err(e) => {
-            let text = format!("action failed: {e}");
-            if matches!(e, DesktopError::Lost(_)) {
+            let failure = ActionFailure::Desktop(e);
+            if matches!(failure, ActionFailure::Desktop(DesktopError::Lost(_))) {
                 // no later action can reach the desktop: the step ends ERROR
-                cx.device_lost.get_or_insert(text.clone());
+                cx.device_lost.get_or_insert(failure.to_string());
             }
-            text
+            Err(failure)
         }
     }
 }
@@ -820,14 +869,8 @@ impl StepRunner for AppStep<'_, '_> {
                     agent.log.result = r.result.clone();
                 }
                 let mut line = format!("Status {}", r.status);
-                if let Some(a) = &self.report.action {
-                    line.push_str(&format!(
-                        ", {} {} on [{}] {}",
-                        a["function"].as_str().unwrap_or(""),
-                        a["args"],
-                        a["control_label"].as_str().unwrap_or(""),
-                        a["control_text"].as_str().unwrap_or("")
-                    ));
+                if let Some(StepAction::Act(a)) = &self.report.action {
+                    line.push_str(&memory_note(&a.chosen));
                 }
                 if let Some(res) = &self.result {
                     line.push_str(&format!(" -> {res}"));
@@ -1065,9 +1108,8 @@ impl AppStep<'_, '_> {
             Ok(p) => p,
             Err(e) => {
                 if let Ok(action) = UiAction::parse(&r.function, &r.args) {
-                    let mut rec = action_record(&action, None, &r.control_label);
-                    rec["executed"] = false.into();
-                    self.report.action = Some(rec);
+                    let chosen = ui_choice(&action, None, &r.control_label);
+                    self.report.action = Some(StepAction::act(chosen, Outcome::NotRun));
                 }
                 self.nothing_to_confirm();
                 self.result = Some(e);
@@ -1095,14 +1137,13 @@ impl AppStep<'_, '_> {
             return;
         };
         if !r.function.trim().is_empty() || !r.actions.is_empty() {
-            self.report.action = Some(json!({
-                "function": r.function,
-                "args": r.args,
-                "control_label": r.control_label,
-                "control_text": r.control_text,
-                "executed": false,
-                "discarded": "takeover",
-            }));
+            let answer = Chosen::Answer(Answer {
+                function: r.function.clone(),
+                args: r.args.clone(),
+                control_label: r.control_label.clone(),
+                control_text: r.control_text.clone(),
+            });
+            self.report.action = Some(StepAction::act(answer, Outcome::Discarded));
         }
         r.status = AppStatus::Continue;
         r.questions.clear();
@@ -1119,7 +1160,6 @@ impl AppStep<'_, '_> {
         let Some(r) = &self.response else {
             return;
         };
-        let mut rec = planned.record();
         let mut status = r.status;
         let mut sensitive = None;
         if matches!(
@@ -1128,77 +1168,78 @@ impl AppStep<'_, '_> {
         ) {
             let policy = &self.cx.services.config.sensitive;
             sensitive = sensitive_reason(policy, &planned, self.obs.as_ref());
-            if let Some(reason) = &sensitive {
+            if sensitive.is_some() {
                 // The model did not ask, but the policy holds this action all the same.
-                rec["sensitive"] = reason.clone().into();
                 status = AppStatus::Confirm;
             }
         }
         if let Some(resp) = self.response.as_mut() {
             resp.status = status;
         }
-        match status {
+        let chosen = planned.chosen();
+        let outcome = match status {
             AppStatus::Confirm => {
                 // The gate: the action is held, not executed, until the person approves.
-                rec["executed"] = false.into();
-                rec["held"] = true.into();
-                self.agent.held = Some(Held { planned, sensitive });
+                self.agent.held = Some(Held {
+                    planned,
+                    sensitive: sensitive.clone(),
+                });
                 self.result = Some("held for confirmation".into());
+                Outcome::Held { sensitive }
             }
             AppStatus::Continue | AppStatus::Screenshot | AppStatus::Finish => {
-                let out = match &planned {
-                    Planned::Batch(list) => {
-                        let seen = self.obs.as_ref().map(|o| o.controls.clone());
-                        let (out, done) = run_batch(self.cx, &self.agent.window, list, seen).await;
-                        rec["completed"] = done.into();
-                        // A cut-short list is news the model must see: keep going.
-                        if done < list.len() {
-                            if let Some(resp) = self.response.as_mut() {
-                                if resp.status == AppStatus::Finish {
-                                    resp.status = AppStatus::Continue;
-                                }
-                            }
+                self.run_now(&planned).await
+            }
+            AppStatus::Pending | AppStatus::Fail | AppStatus::Error => Outcome::NotRun,
+        };
+        self.report.action = Some(StepAction::act(chosen, outcome));
+    }
+
+    /// Run the planned action now, and note its result: in the subtask's actions, for the
+    /// model, and (a read that did not fail) as the subtask's result.
+    async fn run_now(&mut self, planned: &Planned) -> Outcome {
+        let (run, completed) = match planned {
+            Planned::Batch(list) => {
+                let seen = self.obs.as_ref().map(|o| o.controls.clone());
+                let (out, done) = run_batch(self.cx, &self.agent.window, list, seen).await;
+                // A cut-short list is news the model must see: keep going.
+                if done < list.len() {
+                    if let Some(resp) = self.response.as_mut() {
+                        if resp.status == AppStatus::Finish {
+                            resp.status = AppStatus::Continue;
                         }
-                        out
                     }
-                    _ => planned.run(self.cx, &self.agent.window).await,
-                };
-                rec["executed"] = true.into();
-                self.agent
-                    .log
-                    .actions
-                    .push(format!("{} -> {out}", planned.describe()));
-                let is_read = matches!(
-                    planned,
-                    Planned::Ui {
-                        action: UiAction::ReadText,
-                        ..
-                    } | Planned::Tool { .. }
-                );
-                // reading opens no window; anything else may have
-                if !matches!(
-                    planned,
-                    Planned::Ui {
-                        action: UiAction::ReadText,
-                        ..
-                    }
-                ) {
-                    self.agent.look_for_windows = true;
                 }
-                if is_read && !out.starts_with("action failed") {
-                    self.agent.log.result = out.clone();
-                }
-                self.result = Some(match self.result.take() {
-                    // A list planned only in part: say which action could not be planned.
-                    Some(note) => format!("{out}; {note}"),
-                    None => out,
-                });
+                (Ok(out), Some(done))
             }
-            AppStatus::Pending | AppStatus::Fail | AppStatus::Error => {
-                rec["executed"] = false.into();
+            _ => (planned.run(self.cx, &self.agent.window).await, None),
+        };
+        let failed = run.is_err();
+        let out = result_text(run);
+        self.agent
+            .log
+            .actions
+            .push(format!("{} -> {out}", planned.describe()));
+        let reads_text = matches!(
+            planned,
+            Planned::Ui {
+                action: UiAction::ReadText,
+                ..
             }
+        );
+        // reading opens no window; anything else may have
+        if !reads_text {
+            self.agent.look_for_windows = true;
         }
-        self.report.action = Some(rec);
+        if (reads_text || matches!(planned, Planned::Tool { .. })) && !failed {
+            self.agent.log.result = out.clone();
+        }
+        self.result = Some(match self.result.take() {
+            // A list planned only in part: say which action could not be planned.
+            Some(note) => format!("{out}; {note}"),
+            None => out,
+        });
+        Outcome::Ran { completed }
     }
 
     /// List the tools this application's AppAgent may call. A provider that cannot list them

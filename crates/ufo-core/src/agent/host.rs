@@ -20,6 +20,9 @@ use crate::ports::{ConfirmRequest, Decision, LaunchableApp, Screenshot, WindowId
 use crate::processor::{Processor, StepError, StepRunner};
 use crate::response::HostResponse;
 use crate::status::{EndReason, HostStatus, SessionStatus};
+use crate::step_action::{
+    Act, Assigned, Chosen, HostCommand, HostDecision, Outcome, Questions, StepAction,
+};
 use crate::text::{clip, clip_chars};
 
 /// The host's display name in trajectories.
@@ -69,7 +72,8 @@ pub enum HostNext {
     Sub(String),
 }
 
-/// An action the host chose: a shell command and/or a window.
+/// An action the host chose: a shell command and/or a window (as the person is shown it when
+/// it is held).
 #[derive(Debug, Clone, Default, Serialize)]
 struct HostAction {
     bash: String,
@@ -85,6 +89,18 @@ struct HostAction {
 enum Target {
     Window(WindowInfo),
     Agent(AgentTarget),
+}
+
+impl HostAction {
+    /// The command and window, as the trajectory records them.
+    fn command(&self) -> HostCommand {
+        HostCommand {
+            bash: self.bash.clone(),
+            control_label: self.control_label.clone(),
+            control_text: self.control_text.clone(),
+            window: None,
+        }
+    }
 }
 
 impl Target {
@@ -354,7 +370,11 @@ impl HostAgent {
         StepReport {
             status: "ASSIGN".into(),
             subtask: Some(self.current_subtask.clone()),
-            action: Some(json!({"assign": name, "window": window.title, "cache_key": key})),
+            action: Some(StepAction::Assign(Assigned {
+                agent: name,
+                window: window.title,
+                cache_key: key,
+            })),
             ..StepReport::default()
         }
     }
@@ -384,7 +404,10 @@ impl HostAgent {
         };
         StepReport {
             status: self.status.as_str().into(),
-            action: Some(json!({"questions": questions})),
+            action: Some(StepAction::Questions(Questions {
+                questions,
+                answers: None,
+            })),
             result: unanswered.then(|| "a question got no answer".to_string()),
             ..StepReport::default()
         }
@@ -417,7 +440,11 @@ impl HostAgent {
             Decision::Approve
         };
         let mut report = StepReport {
-            action: Some(json!({"held": action, "decision": format!("{decision:?}")})),
+            action: Some(StepAction::HostDecision(HostDecision {
+                held: held.command(),
+                sensitive: held.sensitive.clone(),
+                decision,
+            })),
             ..StepReport::default()
         };
         match decision {
@@ -564,13 +591,13 @@ impl HostStep<'_, '_> {
             return;
         };
         if !r.bash.trim().is_empty() || !r.control_label.is_empty() || !r.control_text.is_empty() {
-            self.report.action = Some(json!({
-                "bash": r.bash,
-                "control_label": r.control_label,
-                "control_text": r.control_text,
-                "executed": false,
-                "discarded": "takeover",
-            }));
+            let answer = Chosen::Host(HostCommand {
+                bash: r.bash.clone(),
+                control_label: r.control_label.clone(),
+                control_text: r.control_text.clone(),
+                window: None,
+            });
+            self.report.action = Some(StepAction::act(answer, Outcome::Discarded));
         }
         r.status = HostStatus::Continue;
         r.bash.clear();
@@ -611,30 +638,30 @@ impl HostStep<'_, '_> {
                 status = HostStatus::Confirm;
             }
         }
-        let mut record = serde_json::to_value(&action).unwrap_or(Value::Null);
-        match status {
+        let chosen = Chosen::Host(action.command());
+        let outcome = match status {
             HostStatus::Confirm => {
                 // The gate: nothing reaches the desktop before approval.
+                let sensitive = action.sensitive.clone();
                 self.host.held = Some(action);
-                record["executed"] = false.into();
-                record["held"] = true.into();
+                Outcome::Held { sensitive }
             }
             HostStatus::Continue | HostStatus::Assign | HostStatus::Finish => {
-                if !bash.is_empty() {
+                if bash.is_empty() {
+                    Outcome::Chosen
+                } else {
                     let line = run_bash(self.cx, &bash).await;
                     self.results.push(line);
-                    record["executed"] = true.into();
+                    Outcome::Ran { completed: None }
                 }
             }
-            HostStatus::Pending | HostStatus::Fail | HostStatus::Error => {
-                record["executed"] = false.into();
-            }
-        }
+            HostStatus::Pending | HostStatus::Fail | HostStatus::Error => Outcome::NotRun,
+        };
         if let Some(resp) = self.response.as_mut() {
             resp.status = status;
         }
         if has_action {
-            self.report.action = Some(record);
+            self.report.action = Some(StepAction::act(chosen, outcome));
         }
         Ok(())
     }
@@ -795,8 +822,12 @@ impl HostStep<'_, '_> {
         };
         match window {
             Some(t) => {
-                if let Some(a) = self.report.action.as_mut() {
-                    a["window"] = t.title().into();
+                if let Some(StepAction::Act(Act {
+                    chosen: Chosen::Host(h),
+                    ..
+                })) = self.report.action.as_mut()
+                {
+                    h.window = Some(t.title().to_string());
                 }
                 self.host.selected = Some(t);
             }
