@@ -155,23 +155,53 @@ impl OperatorAgent {
     }
 
     async fn handle_continue(&mut self, cx: &mut Cx<'_>) -> StepReport {
-        let svc = cx.services;
         let mut report = StepReport::default();
         let started = std::time::Instant::now();
-        let obs = match svc.desktop.observe(&self.window.id).await {
+        let obs = match cx.services.desktop.observe(&self.window.id).await {
             Ok(o) => o,
             Err(e) => return self.fail_step(report, e.to_string()),
         };
-        let (width, height) = obs
-            .screenshot
-            .as_ref()
-            .map_or((0, 0), |s| (s.width, s.height));
         if let Some(s) = &obs.screenshot {
             let name = format!("step_{:04}_screenshot.png", cx.seq);
             if let Some(p) = cx.save(&name, &s.png) {
                 report.artifacts.insert("screenshot".into(), p.into());
             }
         }
+        let r = match self.ask(cx, &obs, &mut report).await {
+            Ok(r) => r,
+            Err(e) => return self.fail_step(report, e.to_string()),
+        };
+        report.thought = Some(r.thought.clone());
+        let runs = matches!(r.status, OperatorStatus::Continue | OperatorStatus::Finish);
+        if r.action != Move::None {
+            let (record, out) = self.perform(cx, &obs, &r.action, runs).await;
+            report.action = record;
+            report.result = out;
+        }
+        self.remember(&r, &report);
+        self.status = r.status;
+        report.timings_ms.insert(
+            "total".into(),
+            (started.elapsed().as_millis() as u64).into(),
+        );
+        report.status = r.status.as_str().into();
+        report.subtask = Some(self.log.subtask.clone());
+        report
+    }
+
+    /// Show the model the window's screenshot and ask for the next move; the prompt and every
+    /// answer are saved as the step's `prompt` artifact.
+    async fn ask(
+        &self,
+        cx: &mut Cx<'_>,
+        obs: &WindowObservation,
+        report: &mut StepReport,
+    ) -> Result<OperatorResponse, ufo_core::processor::StepError> {
+        let svc = cx.services;
+        let (width, height) = obs
+            .screenshot
+            .as_ref()
+            .map_or((0, 0), |s| (s.width, s.height));
         let user = format!(
             "Subtask: {}\n{}Whole request: {}\nWindow: {} ({}x{} pixels)\n\nBlackboard (shared by all agents):\n{}\n\nYour steps so far:\n{}\n\nResult of your last action: {}\n",
             self.log.subtask,
@@ -212,17 +242,12 @@ impl OperatorAgent {
         if let Some(p) = cx.save(&name, transcript.as_bytes()) {
             report.artifacts.insert("prompt".into(), p.into());
         }
-        let r = match asked {
-            Ok(r) => r,
-            Err(e) => return self.fail_step(report, e.to_string()),
-        };
-        report.thought = Some(r.thought.clone());
-        let runs = matches!(r.status, OperatorStatus::Continue | OperatorStatus::Finish);
-        if r.action != Move::None {
-            let (record, out) = self.perform(cx, &obs, &r.action, runs).await;
-            report.action = record;
-            report.result = out;
-        }
+        asked
+    }
+
+    /// Note the step in the subtask's log: the model's result, a memory line with the
+    /// action's record, the result the next prompt shows.
+    fn remember(&mut self, r: &OperatorResponse, report: &StepReport) {
         if !r.result.is_empty() {
             self.log.result = r.result.clone();
         }
@@ -235,14 +260,6 @@ impl OperatorAgent {
         }
         self.log.memory.push(line);
         self.log.last_result = report.result.clone();
-        self.status = r.status;
-        report.timings_ms.insert(
-            "total".into(),
-            (started.elapsed().as_millis() as u64).into(),
-        );
-        report.status = r.status.as_str().into();
-        report.subtask = Some(self.log.subtask.clone());
-        report
     }
 
     /// Run a move (or record it as not run); returns its record and result text.

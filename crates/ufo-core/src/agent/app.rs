@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use super::context::Cx;
 use super::follow::{WindowChange, WindowStack};
 use super::model::{ask_model, ModelCall};
+use super::planned::{result_text, run_batch, ui_choice, Planned};
 use super::resolution::{refuse_disabled, resolve_control, unresolved_message, Unresolved};
 use super::subagent::{hand_back, AgentFactory, Assignment, Ending, Handoff, SubAgent};
 use super::subtask_log::{recent, SubtaskLog};
@@ -20,9 +21,8 @@ use crate::ports::{
 use crate::processor::{Processor, StepError, StepRunner};
 use crate::response::AppResponse;
 use crate::status::{AppStatus, EndReason, SessionStatus};
-use crate::step_action::{Answer, Chosen, ControlRef, Outcome, Questions, StepAction, ToolCall};
+use crate::step_action::{Answer, Chosen, Outcome, Questions, StepAction};
 use crate::subtask::SubtaskOutcome;
-use crate::text::clip;
 
 /// The AppAgent's strategies, by phase: DATA_COLLECTION [`Settle`, `Observe`],
 /// [`ListTools`], LLM_INTERACTION [`AskModel`], ACTION_EXECUTION [`Execute`], MEMORY_UPDATE
@@ -48,202 +48,6 @@ pub enum AppStrategy {
     Execute,
     /// Record the step in memory.
     Remember,
-}
-
-/// What the model chose to do: a GUI function on a control, or a tool call.
-#[derive(Debug, Clone)]
-enum Planned {
-    Ui {
-        action: UiAction,
-        control: Option<Control>,
-        label: String,
-    },
-    Tool {
-        name: String,
-        args: Value,
-    },
-    /// Speculative multi-action: run in order, each checked against a fresh observation.
-    Batch(Vec<Planned>),
-}
-
-impl Planned {
-    /// One line describing it.
-    fn describe(&self) -> String {
-        match self {
-            Planned::Ui {
-                action,
-                control,
-                label,
-            } => describe(action, control.as_ref(), label),
-            Planned::Tool { name, args } => format!("tool {name} {args}"),
-            Planned::Batch(list) => {
-                let parts: Vec<String> = list.iter().map(Planned::describe).collect();
-                format!("{} actions: {}", list.len(), parts.join("; "))
-            }
-        }
-    }
-
-    /// What the trajectory records of it.
-    fn chosen(&self) -> Chosen {
-        match self {
-            Planned::Ui {
-                action,
-                control,
-                label,
-            } => ui_choice(action, control.as_ref(), label),
-            Planned::Tool { name, args } => Chosen::Tool(ToolCall {
-                name: name.clone(),
-                args: args.clone(),
-            }),
-            Planned::Batch(list) => Chosen::Batch(list.iter().map(Planned::chosen).collect()),
-        }
-    }
-
-    /// Run it: its result, or why it failed (the failure is the step's result, not an error).
-    /// A list's failures are in its result, which says where it stopped.
-    async fn run(&self, cx: &mut Cx<'_>, window: &WindowInfo) -> Result<String, ActionFailure> {
-        match self {
-            Planned::Ui {
-                action, control, ..
-            } => execute(cx, window, control.as_ref(), action).await,
-            Planned::Tool { name, args } => match cx.services.tools {
-                Some(tools) => match tools.call(&window.app_name, name, args).await {
-                    Ok(text) => Ok(clip(&text, 4000)),
-                    Err(e) => Err(ActionFailure::Tool(e)),
-                },
-                None => Err(ActionFailure::NoTool(name.clone())),
-            },
-            Planned::Batch(list) => Ok(run_batch(cx, window, list, None).await.0),
-        }
-    }
-}
-
-/// Why an action that was run did not do its work: the desktop or the tool refused it, or no
-/// tool of that name is configured. Its text is the step's result (the model reads it).
-#[derive(Debug, thiserror::Error)]
-enum ActionFailure {
-    /// The desktop answered with an error.
-    #[error("action failed: {0}")]
-    Desktop(DesktopError),
-    /// The tool failed.
-    #[error("action failed: {0}")]
-    Tool(crate::ports::ToolError),
-    /// No tool provider is configured.
-    #[error("action failed: no tool {0} is configured")]
-    NoTool(String),
-}
-
-/// An action's result as the model reads it: its text, or its failure's.
-fn result_text(run: Result<String, ActionFailure>) -> String {
-    run.unwrap_or_else(|e| e.to_string())
-}
-
-/// Run a multi-action list in order. Before every action after the first, the window is
-/// observed again and the action's control must still be there, visible and enabled; the
-/// first that cannot run stops the list. `seen`: the window's controls the list was decided
-/// on. Returns the text for the model and how many ran.
-async fn run_batch(
-    cx: &mut Cx<'_>,
-    window: &WindowInfo,
-    list: &[Planned],
-    mut seen: Option<Vec<Control>>,
-) -> (String, usize) {
-    let n = list.len();
-    let mut lines = Vec::new();
-    // an observation made after the last action, for the next one to start from
-    let mut ahead: Option<Result<WindowObservation, DesktopError>> = None;
-    for (i, planned) in list.iter().enumerate() {
-        // (what the window shows right before this action, when it was looked at)
-        if let Some(Ok(o)) = &ahead {
-            seen = Some(o.controls.clone());
-        }
-        if i > 0 {
-            if let Planned::Ui {
-                control: Some(c),
-                label,
-                ..
-            } = planned
-            {
-                let fresh = match ahead.take() {
-                    Some(o) => o,
-                    None => cx.services.desktop.observe(&window.id).await,
-                };
-                seen = fresh.as_ref().ok().map(|o| o.controls.clone());
-                let problem = match &fresh {
-                    Err(e) => Some(format!("the window could not be observed: {e}")),
-                    Ok(obs) => match obs.controls.iter().find(|x| x.id == c.id) {
-                        None => Some(format!("control [{label}] \"{}\" is gone", c.name)),
-                        Some(x) if !x.enabled => {
-                            Some(format!("control [{label}] \"{}\" is disabled", c.name))
-                        }
-                        Some(_) => None,
-                    },
-                };
-                if let Some(p) = problem {
-                    lines.push(format!(
-                        "stopped before action {} ({}): {p}",
-                        i + 1,
-                        planned.describe()
-                    ));
-                    return (format!("ran {i} of {n} actions; {}", lines.join("; ")), i);
-                }
-            }
-        }
-        // the person took the desktop over since the list was decided: the rest is stale
-        if i > 0 {
-            if let Some(input) = cx.services.desktop.person_input() {
-                lines.push(format!(
-                    "stopped before action {} ({}): the person took the desktop over ({input})",
-                    i + 1,
-                    planned.describe()
-                ));
-                return (format!("ran {i} of {n} actions; {}", lines.join("; ")), i);
-            }
-        }
-        let run = Box::pin(planned.run(cx, window)).await;
-        let failed = run.is_err();
-        let out = result_text(run);
-        lines.push(format!("{}. {} -> {out}", i + 1, planned.describe()));
-        if failed {
-            return (
-                format!(
-                    "ran {i} of {n} actions (action {} failed); {}",
-                    i + 1,
-                    lines.join("; ")
-                ),
-                i,
-            );
-        }
-        // Verified speculation: an action that changed nothing on the screen did not do
-        // what the list assumed; the rest waits for the model (a read changes nothing).
-        let acts =
-            matches!(planned, Planned::Ui { action, .. } if !matches!(action, UiAction::ReadText));
-        ahead = None;
-        let before = seen.take();
-        if acts && i + 1 < n && cx.services.desktop.last_action_changed() == Some(false) {
-            // The wait after the action saw no change in its time; on a loaded machine the
-            // application may redraw later. The window's controls are the second witness:
-            // changed since the list was decided (or since the last look), the action did
-            // something.
-            let after = cx.services.desktop.observe(&window.id).await;
-            let changed = match (&before, &after) {
-                (Some(b), Ok(a)) => !super::changes::diff(b, &a.controls).is_empty(),
-                _ => false,
-            };
-            if !changed {
-                lines.push(format!(
-                    "stopped after action {}: it changed nothing on the screen",
-                    i + 1
-                ));
-                return (
-                    format!("ran {} of {n} actions; {}", i + 1, lines.join("; ")),
-                    i + 1,
-                );
-            }
-            ahead = Some(after);
-        }
-    }
-    (format!("ran {n} of {n} actions; {}", lines.join("; ")), n)
 }
 
 /// An action held by the CONFIRM gate.
@@ -723,26 +527,6 @@ fn tools_text(tools: &[ToolSpec]) -> String {
     s
 }
 
-/// One line describing an action.
-fn describe(action: &UiAction, control: Option<&Control>, label: &str) -> String {
-    let args = action.args();
-    let args = if args.as_object().is_some_and(|m| m.is_empty()) {
-        String::new()
-    } else {
-        format!(" {args}")
-    };
-    match control {
-        Some(c) => format!(
-            "{}{} on [{label}] {} \"{}\"",
-            action.name(),
-            args,
-            c.role,
-            c.name
-        ),
-        None => format!("{}{}", action.name(), args),
-    }
-}
-
 /// What the AppAgent's memory line says of the action it chose: `, FUNCTION ARGS on [LABEL]
 /// CONTROL` (a list, `, batch null on [] `: its actions are in the result).
 fn memory_note(chosen: &Chosen) -> String {
@@ -773,41 +557,6 @@ fn memory_note(chosen: &Chosen) -> String {
         ),
     };
     format!(", {function} {args} on [{label}] {text}")
-}
-
-/// A GUI function on `control` as the trajectory records it.
-fn ui_choice(action: &UiAction, control: Option<&Control>, label: &str) -> Chosen {
-    let control = control.map(|c| ControlRef {
-        id: c.id.clone(),
-        text: c.name.clone(),
-        role: c.role.clone(),
-    });
-    Chosen::ui(action.name(), action.args(), label, control)
-}
-
-/// Run an action on the desktop: its result text, or the desktop's error.
-async fn execute(
-    cx: &mut Cx<'_>,
-    window: &WindowInfo,
-    control: Option<&Control>,
-    action: &UiAction,
-) -> Result<String, ActionFailure> {
-    let d = cx.services.desktop;
-    match d
-        .act(&window.id, control.map(|c| c.id.as_str()), action)
-        .await
-    {
-        Ok(text) if text.is_empty() => Ok("ok".to_string()),
-        Ok(text) => Ok(clip(&text, 2000)),
-        Err(e) => {
-            let failure = ActionFailure::Desktop(e);
-            if matches!(failure, ActionFailure::Desktop(DesktopError::Lost(_))) {
-                // no later action can reach the desktop: the step ends ERROR
-                cx.device_lost.get_or_insert(failure.to_string());
-            }
-            Err(failure)
-        }
-    }
 }
 
 /// The data of one AppAgent processor run.
