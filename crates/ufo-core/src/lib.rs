@@ -2,9 +2,9 @@
 //!
 //! This crate holds the HostAgent and AppAgent state machines, the round and session loops,
 //! the four-phase processor, the blackboard, prompts, the tolerant response parser and the
-//! *ports* through which the engine reaches the world: [`Desktop`], [`LlmClient`], [`UserIo`]
-//! and [`Recorder`]. It performs no network, X11, D-Bus or file I/O itself; adapters in other
-//! crates implement the ports.
+//! *ports* through which the engine reaches the world: [`Desktop`], [`LlmClient`],
+//! [`ToolProvider`], [`UserIo`], [`Recorder`] and [`Knowledge`]. It performs no network, X11,
+//! D-Bus or file I/O itself; adapters in other crates implement the ports.
 
 pub mod access;
 pub mod action;
