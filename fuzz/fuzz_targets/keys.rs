@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::json;
-use ufo_core::{Desktop, UiAction};
+use ufo_core::{Desktop, UiAction, WindowId};
 use ufo_desktop::SimDesktop;
 
 const SCENARIO: &str =
@@ -22,5 +22,5 @@ fuzz_target!(|data: &[u8]| {
     ) else {
         return;
     };
-    let _ = rt.block_on(d.act("W", Some("e"), &action));
+    let _ = rt.block_on(d.act(&WindowId::from("W"), Some("e"), &action));
 });

@@ -10,9 +10,9 @@
 //! [`UserIo::confirm`](ufo_core::UserIo::confirm) before it runs, within the step.
 
 use async_trait::async_trait;
-use serde_json::{json, Value};
 use ufo_core::agent::{ask_model, Assignment, Cx, Handoff, ModelCall, StepReport, SubAgent};
 use ufo_core::sensitive::control_at;
+use ufo_core::step_action::{Chosen, Outcome, PointAction, StepAction};
 use ufo_core::{ConfirmRequest, Decision, SessionStatus, UiAction, WindowInfo, WindowObservation};
 
 use crate::common::{clip, hand_back, recent, Ending, Fields, SubtaskLog, SubtaskOutcome};
@@ -155,23 +155,53 @@ impl OperatorAgent {
     }
 
     async fn handle_continue(&mut self, cx: &mut Cx<'_>) -> StepReport {
-        let svc = cx.services;
         let mut report = StepReport::default();
         let started = std::time::Instant::now();
-        let obs = match svc.desktop.observe(&self.window.id).await {
+        let obs = match cx.services.desktop.observe(&self.window.id).await {
             Ok(o) => o,
             Err(e) => return self.fail_step(report, e.to_string()),
         };
-        let (width, height) = obs
-            .screenshot
-            .as_ref()
-            .map_or((0, 0), |s| (s.width, s.height));
         if let Some(s) = &obs.screenshot {
             let name = format!("step_{:04}_screenshot.png", cx.seq);
             if let Some(p) = cx.save(&name, &s.png) {
                 report.artifacts.insert("screenshot".into(), p.into());
             }
         }
+        let r = match self.ask(cx, &obs, &mut report).await {
+            Ok(r) => r,
+            Err(e) => return self.fail_step(report, e.to_string()),
+        };
+        report.thought = Some(r.thought.clone());
+        let runs = matches!(r.status, OperatorStatus::Continue | OperatorStatus::Finish);
+        if r.action != Move::None {
+            let (record, out) = self.perform(cx, &obs, &r.action, runs).await;
+            report.action = record;
+            report.result = out;
+        }
+        self.remember(&r, &report);
+        self.status = r.status;
+        report.timings_ms.insert(
+            "total".into(),
+            (started.elapsed().as_millis() as u64).into(),
+        );
+        report.status = r.status.as_str().into();
+        report.subtask = Some(self.log.subtask.clone());
+        report
+    }
+
+    /// Show the model the window's screenshot and ask for the next move; the prompt and every
+    /// answer are saved as the step's `prompt` artifact.
+    async fn ask(
+        &self,
+        cx: &mut Cx<'_>,
+        obs: &WindowObservation,
+        report: &mut StepReport,
+    ) -> Result<OperatorResponse, ufo_core::processor::StepError> {
+        let svc = cx.services;
+        let (width, height) = obs
+            .screenshot
+            .as_ref()
+            .map_or((0, 0), |s| (s.width, s.height));
         let user = format!(
             "Subtask: {}\n{}Whole request: {}\nWindow: {} ({}x{} pixels)\n\nBlackboard (shared by all agents):\n{}\n\nYour steps so far:\n{}\n\nResult of your last action: {}\n",
             self.log.subtask,
@@ -212,37 +242,24 @@ impl OperatorAgent {
         if let Some(p) = cx.save(&name, transcript.as_bytes()) {
             report.artifacts.insert("prompt".into(), p.into());
         }
-        let r = match asked {
-            Ok(r) => r,
-            Err(e) => return self.fail_step(report, e.to_string()),
-        };
-        report.thought = Some(r.thought.clone());
-        let runs = matches!(r.status, OperatorStatus::Continue | OperatorStatus::Finish);
-        if r.action != Move::None {
-            let (record, out) = self.perform(cx, &obs, &r.action, runs).await;
-            report.action = Some(record);
-            report.result = out;
-        }
+        asked
+    }
+
+    /// Note the step in the subtask's log: the model's result, a memory line with the
+    /// action's record, the result the next prompt shows.
+    fn remember(&mut self, r: &OperatorResponse, report: &StepReport) {
         if !r.result.is_empty() {
             self.log.result = r.result.clone();
         }
         let mut line = format!("Status {}", r.status.as_str());
         if let Some(a) = &report.action {
-            line.push_str(&format!(", {a}"));
+            line.push_str(&format!(", {}", a.to_value()));
         }
         if let Some(res) = &report.result {
             line.push_str(&format!(" -> {}", clip(res, 400)));
         }
         self.log.memory.push(line);
         self.log.last_result = report.result.clone();
-        self.status = r.status;
-        report.timings_ms.insert(
-            "total".into(),
-            (started.elapsed().as_millis() as u64).into(),
-        );
-        report.status = r.status.as_str().into();
-        report.subtask = Some(self.log.subtask.clone());
-        report
     }
 
     /// Run a move (or record it as not run); returns its record and result text.
@@ -252,9 +269,9 @@ impl OperatorAgent {
         obs: &WindowObservation,
         mv: &Move,
         runs: bool,
-    ) -> (Value, Option<String>) {
+    ) -> (Option<StepAction>, Option<String>) {
         let (action, x, y) = match mv {
-            Move::None => return (Value::Null, None),
+            Move::None => return (None, None),
             Move::Click { x, y } => (UiAction::ClickAt { x: *x, y: *y }, *x, *y),
             Move::Type { x, y, text } => (UiAction::TypeKeys { keys: text.clone() }, *x, *y),
         };
@@ -265,48 +282,40 @@ impl OperatorAgent {
             Move::Type { .. } => under.clone(),
             Move::Click { .. } | Move::None => None,
         };
-        let mut record = json!({"function": action.name(), "args": action.args(), "x": x, "y": y,
-                                "control_id": control.as_ref().map(|c| c.id.clone())});
-        if let Some(c) = &under {
-            record["control_text"] = c.name.clone().into();
-        }
+        let chosen = Chosen::AtPoint(PointAction {
+            function: action.name().to_string(),
+            args: action.args(),
+            x,
+            y,
+            control_id: control.as_ref().map(|c| c.id.clone()),
+            control_text: under.as_ref().map(|c| c.name.clone()),
+        });
+        let record = |outcome| Some(StepAction::act(chosen.clone(), outcome));
         if !runs {
-            record["executed"] = false.into();
-            return (record, None);
+            return (record(Outcome::NotRun), None);
         }
         if matches!(mv, Move::Type { .. }) && control.is_none() {
-            record["executed"] = false.into();
             return (
-                record,
+                record(Outcome::NotRun),
                 Some(format!(
                     "action failed: nothing to type into at ({x}, {y}); click a text field first or pick other coordinates"
                 )),
             );
         }
-        if let Some(reason) = cx
+        let gate = cx
             .services
             .config
             .sensitive
-            .action_reason(&action, under.as_ref())
-        {
-            record["sensitive"] = reason.clone().into();
-            record["held"] = true.into();
-            let decision = if cx.services.config.safe_guard {
-                cx.services
-                    .user
-                    .confirm(&ConfirmRequest {
-                        agent: self.name(),
-                        description: format!("{} at ({x}, {y}) ({reason})", action.name()),
-                        action: record.clone(),
-                    })
-                    .await
-            } else {
-                Decision::Approve
-            };
-            record["decision"] = format!("{decision:?}").into();
+            .action_reason(&action, under.as_ref());
+        let mut outcome = Outcome::Ran { completed: None };
+        if let Some(reason) = gate {
+            let decision = self.ask_person(cx, &chosen, &action, (x, y), &reason).await;
+            outcome = Outcome::Gated { reason, decision };
             if decision == Decision::Reject {
-                record["executed"] = false.into();
-                return (record, Some("the person rejected the action".into()));
+                return (
+                    record(outcome),
+                    Some("the person rejected the action".into()),
+                );
             }
         }
         let out = match cx
@@ -323,11 +332,39 @@ impl OperatorAgent {
             Ok(t) => clip(&t, 2000),
             Err(e) => format!("action failed: {e}"),
         };
-        record["executed"] = true.into();
         self.log
             .actions
             .push(format!("{} at ({x}, {y}) -> {out}", action.name()));
-        (record, Some(out))
+        (record(outcome), Some(out))
+    }
+
+    /// Show the person the action the sensitive-action policy holds (`reason`), unless the
+    /// safeguard is off; their decision.
+    async fn ask_person(
+        &self,
+        cx: &mut Cx<'_>,
+        chosen: &Chosen,
+        action: &UiAction,
+        (x, y): (i32, i32),
+        reason: &str,
+    ) -> Decision {
+        if !cx.services.config.safe_guard {
+            return Decision::Approve;
+        }
+        let held = StepAction::act(
+            chosen.clone(),
+            Outcome::Held {
+                sensitive: Some(reason.to_string()),
+            },
+        );
+        cx.services
+            .user
+            .confirm(&ConfirmRequest {
+                agent: self.name(),
+                description: format!("{} at ({x}, {y}) ({reason})", action.name()),
+                action: held.to_value(),
+            })
+            .await
     }
 }
 

@@ -16,8 +16,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::json;
 use ufo_core::agent::{ask_model, Assignment, Cx, Handoff, ModelCall, StepReport, SubAgent};
+use ufo_core::step_action::{Chosen, Outcome, ShellCommand, StepAction};
 use ufo_core::{ConfirmRequest, Decision, SessionStatus};
 
 use crate::common::{clip, hand_back, recent, Ending, Fields, SubtaskLog, SubtaskOutcome};
@@ -195,43 +195,10 @@ impl ShellAgent {
     }
 
     async fn handle_continue(&mut self, cx: &mut Cx<'_>) -> StepReport {
-        let svc = cx.services;
         let mut report = StepReport::default();
-        let mut transcript = String::new();
         let started = std::time::Instant::now();
-        let user = format!(
-            "Subtask: {}\n{}Whole request: {}\nWorking directory: {}\n\nBlackboard (shared by all agents):\n{}\n\nYour steps so far:\n{}\n\nResult of your last command: {}\n",
-            self.log.subtask,
-            if self.log.messages.is_empty() {
-                String::new()
-            } else {
-                format!("Hints from the host: {}\n", self.log.messages.join("; "))
-            },
-            cx.request,
-            self.config.workdir.display(),
-            cx.blackboard.render(),
-            recent(&self.log.memory, svc.config.memory_in_prompt),
-            self.log.last_result.as_deref().unwrap_or("(none)"),
-        );
-        let asked = ask_model(
-            ModelCall {
-                llm: svc.app_llm,
-                agent_kind: SHELL_AGENT,
-                retries: svc.config.json_parsing_retry,
-                system: SYSTEM_PROMPT.to_string(),
-                user,
-                images: Vec::new(),
-            },
-            parse_response,
-            &mut report.llm,
-            &mut transcript,
-        )
-        .await;
+        let asked = self.ask(cx, &mut report).await;
         let llm_ms = started.elapsed().as_millis() as u64;
-        let name = format!("step_{:04}_shell_prompt.txt", cx.seq);
-        if let Some(p) = cx.save(&name, transcript.as_bytes()) {
-            report.artifacts.insert("prompt".into(), p.into());
-        }
         let r = match asked {
             Ok(r) => r,
             Err(e) => {
@@ -246,45 +213,131 @@ impl ShellAgent {
             }
         };
         report.thought = Some(r.thought.clone());
-        let mut status = r.status;
         let command = r.command.trim().to_string();
         let act_started = std::time::Instant::now();
-        if !command.is_empty() {
-            let mut record = json!({"function": "shell", "args": {"command": command},
-                                    "workdir": self.config.workdir.display().to_string()});
-            let sensitive = match status {
-                ShellStatus::Continue | ShellStatus::Finish => {
-                    let find = |name: &str| ufo_proc::which(name, None);
-                    svc.config.sensitive.shell_reason(&command, &[], &find)
-                }
-                ShellStatus::Confirm | ShellStatus::Fail | ShellStatus::Error => None,
-            };
-            if let Some(reason) = &sensitive {
-                record["sensitive"] = reason.clone().into();
-                status = ShellStatus::Confirm;
-            }
-            match status {
-                ShellStatus::Confirm => {
-                    // The gate: held, not run, until the person approves.
-                    record["executed"] = false.into();
-                    record["held"] = true.into();
-                    self.held = Some((command.clone(), sensitive));
-                    report.result = Some("held for confirmation".into());
-                }
-                ShellStatus::Continue | ShellStatus::Finish => {
-                    let out = self.run(&command).await;
-                    record["executed"] = true.into();
-                    self.log
-                        .actions
-                        .push(format!("$ {command} -> {}", clip(&out, 300)));
-                    report.result = Some(out);
-                }
-                ShellStatus::Fail | ShellStatus::Error => {
-                    record["executed"] = false.into();
-                }
-            }
-            report.action = Some(record);
+        let status = if command.is_empty() {
+            r.status
+        } else {
+            self.carry_out(cx, &command, r.status, &mut report).await
+        };
+        self.remember(&r, status, &command, &report);
+        self.status = status;
+        report
+            .timings_ms
+            .insert("llm_interaction".into(), llm_ms.into());
+        report.timings_ms.insert(
+            "action_execution".into(),
+            (act_started.elapsed().as_millis() as u64).into(),
+        );
+        report.timings_ms.insert(
+            "total".into(),
+            (started.elapsed().as_millis() as u64).into(),
+        );
+        report.status = status.as_str().into();
+        report.subtask = Some(self.log.subtask.clone());
+        report
+    }
+
+    /// Ask the model for the next command; the prompt and every answer are saved as the
+    /// step's `prompt` artifact.
+    async fn ask(
+        &self,
+        cx: &mut Cx<'_>,
+        report: &mut StepReport,
+    ) -> Result<ShellResponse, ufo_core::processor::StepError> {
+        let svc = cx.services;
+        let user = format!(
+            "Subtask: {}\n{}Whole request: {}\nWorking directory: {}\n\nBlackboard (shared by all agents):\n{}\n\nYour steps so far:\n{}\n\nResult of your last command: {}\n",
+            self.log.subtask,
+            if self.log.messages.is_empty() {
+                String::new()
+            } else {
+                format!("Hints from the host: {}\n", self.log.messages.join("; "))
+            },
+            cx.request,
+            self.config.workdir.display(),
+            cx.blackboard.render(),
+            recent(&self.log.memory, svc.config.memory_in_prompt),
+            self.log.last_result.as_deref().unwrap_or("(none)"),
+        );
+        let mut transcript = String::new();
+        let asked = ask_model(
+            ModelCall {
+                llm: svc.app_llm,
+                agent_kind: SHELL_AGENT,
+                retries: svc.config.json_parsing_retry,
+                system: SYSTEM_PROMPT.to_string(),
+                user,
+                images: Vec::new(),
+            },
+            parse_response,
+            &mut report.llm,
+            &mut transcript,
+        )
+        .await;
+        let name = format!("step_{:04}_shell_prompt.txt", cx.seq);
+        if let Some(p) = cx.save(&name, transcript.as_bytes()) {
+            report.artifacts.insert("prompt".into(), p.into());
         }
+        asked
+    }
+
+    /// Run `command`, hold it (CONFIRM, or a command the shell allow-list does not pass), or
+    /// leave it (FAIL), and record it; the status after.
+    async fn carry_out(
+        &mut self,
+        cx: &mut Cx<'_>,
+        command: &str,
+        mut status: ShellStatus,
+        report: &mut StepReport,
+    ) -> ShellStatus {
+        let chosen = Chosen::Shell(ShellCommand {
+            command: command.to_string(),
+            workdir: Some(self.config.workdir.display().to_string()),
+        });
+        let sensitive = match status {
+            ShellStatus::Continue | ShellStatus::Finish => {
+                let find = |name: &str| ufo_proc::which(name, None);
+                cx.services
+                    .config
+                    .sensitive
+                    .shell_reason(command, &[], &find)
+            }
+            ShellStatus::Confirm | ShellStatus::Fail | ShellStatus::Error => None,
+        };
+        if sensitive.is_some() {
+            status = ShellStatus::Confirm;
+        }
+        let outcome = match status {
+            ShellStatus::Confirm => {
+                // The gate: held, not run, until the person approves.
+                self.held = Some((command.to_string(), sensitive.clone()));
+                report.result = Some("held for confirmation".into());
+                Outcome::Held { sensitive }
+            }
+            ShellStatus::Continue | ShellStatus::Finish => {
+                let out = self.run(command).await;
+                self.log
+                    .actions
+                    .push(format!("$ {command} -> {}", clip(&out, 300)));
+                report.result = Some(out);
+                Outcome::Ran { completed: None }
+            }
+            ShellStatus::Fail | ShellStatus::Error => Outcome::NotRun,
+        };
+        report.action = Some(StepAction::act(chosen, outcome));
+        status
+    }
+
+    /// Note the step in the subtask's log: the model's result (or, finishing, the command's
+    /// output), a memory line, the result the next prompt shows.
+    fn remember(
+        &mut self,
+        r: &ShellResponse,
+        status: ShellStatus,
+        command: &str,
+        report: &StepReport,
+    ) {
         if !r.result.is_empty() {
             self.log.result = r.result.clone();
         } else if status == ShellStatus::Finish {
@@ -301,21 +354,6 @@ impl ShellAgent {
         }
         self.log.memory.push(line);
         self.log.last_result = report.result.clone();
-        self.status = status;
-        report
-            .timings_ms
-            .insert("llm_interaction".into(), llm_ms.into());
-        report.timings_ms.insert(
-            "action_execution".into(),
-            (act_started.elapsed().as_millis() as u64).into(),
-        );
-        report.timings_ms.insert(
-            "total".into(),
-            (started.elapsed().as_millis() as u64).into(),
-        );
-        report.status = status.as_str().into();
-        report.subtask = Some(self.log.subtask.clone());
-        report
     }
 
     async fn handle_confirm(&mut self, cx: &mut Cx<'_>) -> StepReport {
@@ -336,25 +374,26 @@ impl ShellAgent {
         if let Some(reason) = &sensitive {
             description.push_str(&format!(" ({reason})"));
         }
-        let action = json!({"function": "shell", "args": {"command": command}});
+        let chosen = Chosen::Shell(ShellCommand {
+            command: command.clone(),
+            workdir: None,
+        });
         let decision = if cx.services.config.safe_guard {
             cx.services
                 .user
                 .confirm(&ConfirmRequest {
                     agent: self.name(),
                     description,
-                    action: action.clone(),
+                    action: chosen.to_value(),
                 })
                 .await
         } else {
             Decision::Approve
         };
-        let mut record = action;
-        record["decision"] = format!("{decision:?}").into();
+        report.action = Some(StepAction::act(chosen, Outcome::Decided(decision)));
         match decision {
             Decision::Approve => {
                 let out = self.run(&command).await;
-                record["executed"] = true.into();
                 self.log
                     .actions
                     .push(format!("$ {command} (approved) -> {}", clip(&out, 300)));
@@ -367,7 +406,6 @@ impl ShellAgent {
                 self.status = ShellStatus::Continue;
             }
             Decision::Reject => {
-                record["executed"] = false.into();
                 self.rejected = true;
                 self.log
                     .memory
@@ -377,7 +415,6 @@ impl ShellAgent {
                 self.status = ShellStatus::Finish;
             }
         }
-        report.action = Some(record);
         report.status = self.status.as_str().into();
         report
     }

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use ufo_core::Desktop;
+use ufo_core::{Desktop, WindowId};
 
 use crate::kinds::StepKind;
 use crate::task::ConfigStep;
@@ -56,7 +56,7 @@ fn desktop_err(step: &str, e: ufo_core::DesktopError) -> BatchError {
 
 /// The desktop's windows as (id, pid) pairs (none when they cannot be listed): what was there
 /// before a command, to tell the windows it opened.
-pub async fn window_keys(desktop: &dyn Desktop) -> Vec<(String, Option<u32>)> {
+pub async fn window_keys(desktop: &dyn Desktop) -> Vec<(WindowId, Option<u32>)> {
     desktop
         .windows()
         .await

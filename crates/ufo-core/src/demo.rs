@@ -102,8 +102,7 @@ fn is_false(b: &bool) -> bool {
 /// times in a row one key step with a count, each left or right click one step (other buttons
 /// and the wheel are not steps). At most [`MAX_STEPS`] steps.
 pub fn merge(inputs: &[Input]) -> Vec<Step> {
-    let mut steps: Vec<Step> = Vec::new();
-    let mut repeats: u32 = 1;
+    let mut m = Merger::default();
     for input in inputs {
         match input {
             Input::Click {
@@ -111,82 +110,109 @@ pub fn merge(inputs: &[Input]) -> Vec<Step> {
                 x,
                 y,
                 target,
-            } => {
-                if *button != 1 && *button != 3 {
-                    continue;
-                }
-                repeats = 1;
-                push(
-                    &mut steps,
-                    Step::Click {
-                        target: target.clone(),
-                        right: *button == 3,
-                        x: *x,
-                        y: *y,
-                    },
-                );
-            }
+            } => m.click(*button, *x, *y, target),
             Input::Key {
                 key: Key::Char(c),
                 target,
-            } => {
-                repeats = 1;
-                if let Some(Step::TypeText { text, target: t }) = steps.last_mut() {
-                    if t == target {
-                        if text.chars().count() < MAX_TEXT {
-                            text.push(*c);
-                        }
-                        continue;
-                    }
-                }
-                push(
-                    &mut steps,
-                    Step::TypeText {
-                        text: c.to_string(),
-                        target: target.clone(),
-                    },
-                );
-            }
+            } => m.char(*c, target),
             Input::Key {
                 key: Key::Named(name),
                 target,
-            } => {
-                if name.eq_ignore_ascii_case("BACKSPACE") {
-                    if let Some(Step::TypeText { text, target: t }) = steps.last_mut() {
-                        if t == target {
-                            text.pop();
-                            if text.is_empty() {
-                                steps.pop();
-                            }
-                            continue;
-                        }
-                    }
-                }
-                let single = format!("{{{name}}}");
-                if let Some(Step::Keys { keys, target: t }) = steps.last_mut() {
-                    let previous = if repeats == 1 {
-                        single.clone()
-                    } else {
-                        format!("{{{name} {repeats}}}")
-                    };
-                    if t == target && *keys == previous && repeats < 1_000 {
-                        repeats += 1;
-                        *keys = format!("{{{name} {repeats}}}");
-                        continue;
-                    }
-                }
-                repeats = 1;
-                push(
-                    &mut steps,
-                    Step::Keys {
-                        keys: single,
-                        target: target.clone(),
-                    },
-                );
-            }
+            } => m.named_key(name, target),
         }
     }
-    steps
+    m.steps
+}
+
+/// The steps merged so far, and how many times in a row the last key step's key was pressed.
+struct Merger {
+    steps: Vec<Step>,
+    repeats: u32,
+}
+
+impl Default for Merger {
+    fn default() -> Self {
+        Self {
+            steps: Vec::new(),
+            repeats: 1,
+        }
+    }
+}
+
+impl Merger {
+    /// A left or right click is a step; other buttons and the wheel are not.
+    fn click(&mut self, button: u8, x: i32, y: i32, target: &Option<Target>) {
+        if button != 1 && button != 3 {
+            return;
+        }
+        self.repeats = 1;
+        push(
+            &mut self.steps,
+            Step::Click {
+                target: target.clone(),
+                right: button == 3,
+                x,
+                y,
+            },
+        );
+    }
+
+    /// A character goes on the text typed into the same control, or starts a text step.
+    fn char(&mut self, c: char, target: &Option<Target>) {
+        self.repeats = 1;
+        if let Some(Step::TypeText { text, target: t }) = self.steps.last_mut() {
+            if t == target {
+                if text.chars().count() < MAX_TEXT {
+                    text.push(c);
+                }
+                return;
+            }
+        }
+        push(
+            &mut self.steps,
+            Step::TypeText {
+                text: c.to_string(),
+                target: target.clone(),
+            },
+        );
+    }
+
+    /// BackSpace takes back the last character typed into the same control; a key pressed
+    /// again counts up its key step (`{TAB 3}`); any other starts a key step.
+    fn named_key(&mut self, name: &str, target: &Option<Target>) {
+        if name.eq_ignore_ascii_case("BACKSPACE") {
+            if let Some(Step::TypeText { text, target: t }) = self.steps.last_mut() {
+                if t == target {
+                    text.pop();
+                    if text.is_empty() {
+                        self.steps.pop();
+                    }
+                    return;
+                }
+            }
+        }
+        let single = format!("{{{name}}}");
+        if let Some(Step::Keys { keys, target: t }) = self.steps.last_mut() {
+            let previous = if self.repeats == 1 {
+                single.clone()
+            } else {
+                format!("{{{name} {}}}", self.repeats)
+            };
+            if t == target && *keys == previous && self.repeats < 1_000 {
+                self.repeats += 1;
+                *keys = format!("{{{name} {}}}", self.repeats);
+                return;
+            }
+        }
+        self.repeats = 1;
+        push(
+            &mut self.steps,
+            Step::Keys {
+                keys: single,
+                target: target.clone(),
+            },
+        );
+    }
 }
 
 fn push(steps: &mut Vec<Step>, step: Step) {

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use crate::config::AgentMode;
 use crate::knowledge::UsedSnippet;
 use crate::status::SessionStatus;
+use crate::step_action::StepAction;
 
 /// One line of `events.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -118,8 +119,8 @@ pub struct Step {
     pub status: String,
     /// The subtask being worked on.
     pub subtask: Option<String>,
-    /// The action taken, held or archived.
-    pub action: Option<Value>,
+    /// The action taken, held or archived, and what became of it.
+    pub action: Option<StepAction>,
     /// The action's result or error text.
     pub result: Option<String>,
     /// The model's thought.
@@ -279,8 +280,8 @@ pub struct StepReport {
     pub status: String,
     /// The subtask being worked on.
     pub subtask: Option<String>,
-    /// The action taken or held.
-    pub action: Option<Value>,
+    /// The action taken or held, and what became of it.
+    pub action: Option<StepAction>,
     /// The action's result or error text.
     pub result: Option<String>,
     /// The model's thought.

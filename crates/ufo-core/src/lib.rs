@@ -2,9 +2,9 @@
 //!
 //! This crate holds the HostAgent and AppAgent state machines, the round and session loops,
 //! the four-phase processor, the blackboard, prompts, the tolerant response parser and the
-//! *ports* through which the engine reaches the world: [`Desktop`], [`LlmClient`], [`UserIo`]
-//! and [`Recorder`]. It performs no network, X11, D-Bus or file I/O itself; adapters in other
-//! crates implement the ports.
+//! *ports* through which the engine reaches the world: [`Desktop`], [`LlmClient`],
+//! [`ToolProvider`], [`UserIo`], [`Recorder`] and [`Knowledge`]. It performs no network, X11,
+//! D-Bus or file I/O itself; adapters in other crates implement the ports.
 
 pub mod access;
 pub mod action;
@@ -28,6 +28,7 @@ pub mod sensitive;
 pub mod session;
 pub mod shell_words;
 pub mod status;
+pub mod step_action;
 pub mod subtask;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -36,10 +37,10 @@ pub mod text;
 pub use action::{Button, ScrollDirection, UiAction};
 
 pub use ports::{
-    ChatMessage, ChatRequest, ChatResponse, ConfirmRequest, ContentPart, Control, ControlStates,
-    Decision, Desktop, DesktopError, LaunchableApp, LlmClient, LlmError, MessageRole, Recorder,
-    RecorderError, Rect, Screenshot, ShellOutput, ToolError, ToolProvider, ToolSpec, Usage, UserIo,
-    WindowInfo, WindowObservation,
+    BackendError, BackendFailure, ChatMessage, ChatRequest, ChatResponse, ConfirmRequest,
+    ContentPart, Control, ControlStates, Decision, Desktop, DesktopError, LaunchableApp, LlmClient,
+    LlmError, MessageRole, Recorder, RecorderError, Rect, Screenshot, ShellOutput, ToolError,
+    ToolProvider, ToolSpec, Usage, UserIo, WindowId, WindowInfo, WindowObservation,
 };
 
 pub use config::{Config, OnSubtaskFail};

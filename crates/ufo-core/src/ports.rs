@@ -44,12 +44,97 @@ pub struct Screenshot {
     pub height: u32,
 }
 
+/// A window's identifier as its desktop backend made it (an X11 window number, a scenario's
+/// application, `device/id` across devices): opaque to the engine, which only passes it back
+/// to the same [`Desktop`]. Written in JSON as the bare string, and shown (also with `{:?}`)
+/// as that string, so records and messages read as they did when it was a `String`.
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct WindowId(String);
+
+impl WindowId {
+    /// The id `id`.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self(id.into())
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The id's text, taken out.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl std::fmt::Debug for WindowId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl std::fmt::Display for WindowId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for WindowId {
+    fn from(id: String) -> Self {
+        Self(id)
+    }
+}
+
+impl From<&str> for WindowId {
+    fn from(id: &str) -> Self {
+        Self(id.to_string())
+    }
+}
+
+impl From<WindowId> for String {
+    fn from(id: WindowId) -> Self {
+        id.0
+    }
+}
+
+impl AsRef<str> for WindowId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for WindowId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for WindowId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for WindowId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for WindowId {
+    fn eq(&self, other: &String) -> bool {
+        self.0 == *other
+    }
+}
+
 /// One top-level window as the HostAgent sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WindowInfo {
     /// Backend-specific stable identifier; pass it back to [`Desktop::observe`] and
     /// [`Desktop::act`].
-    pub id: String,
+    pub id: WindowId,
     /// Window title.
     pub title: String,
     /// Application name (e.g. "Writer", "gnome-calculator").
@@ -170,7 +255,24 @@ pub struct ShellOutput {
     pub launched: Option<String>,
 }
 
-/// Errors of a desktop backend.
+/// The backend's own error kept as the source of a [`DesktopError`], so that its chain
+/// ([`std::error::Error::source`]) reaches what failed underneath (a D-Bus call, an X11
+/// request, a PNG encoder, an answer that does not decode).
+pub type BackendError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A backend failure told in the backend's words, caused by another error: shown as the words,
+/// with that error as its source (see [`DesktopError::backend_with`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct BackendFailure {
+    message: String,
+    #[source]
+    source: BackendError,
+}
+
+/// Errors of a desktop backend. The texts are shown to the model as an action's result, so
+/// a variant's message says what went wrong and what to do; the backend's own error, where
+/// there is one, is kept as the `source`.
 #[derive(Debug, thiserror::Error)]
 pub enum DesktopError {
     /// No window with that id.
@@ -197,15 +299,46 @@ pub enum DesktopError {
     #[error("observation failed: {0}")]
     Observe(String),
     /// The backend did not answer in time.
-    #[error("the desktop did not answer within {0} ms; the application may be hung")]
-    Timeout(u64),
-    /// Any other backend failure.
+    #[error("the desktop did not answer within {ms} ms; the application may be hung")]
+    Timeout {
+        /// The bound, in milliseconds.
+        ms: u64,
+        /// The backend's own error (what it waited for), when it has one.
+        #[source]
+        source: Option<BackendError>,
+    },
+    /// Any other backend failure: the backend's error is the source (and its text the
+    /// message).
     #[error("desktop backend failure: {0}")]
-    Backend(String),
+    Backend(#[source] BackendError),
     /// The desktop is on another device and the connection to it is lost (it does not
     /// answer, or it refused the credentials); the session ends with reason `device_lost`.
+    /// Only words: the connection's error may hold the credentials, which the words have
+    /// had removed.
     #[error("the remote desktop is lost: {0}")]
     Lost(String),
+}
+
+impl DesktopError {
+    /// A backend failure known only by its words (an answer that cannot be used, another
+    /// machine's error received as text).
+    pub fn backend(message: impl Into<String>) -> Self {
+        Self::Backend(message.into().into())
+    }
+
+    /// A backend failure told as `message`, caused by `source`: the message is `message`, and
+    /// the source chain goes on with `source`.
+    pub fn backend_with(message: impl Into<String>, source: impl Into<BackendError>) -> Self {
+        Self::Backend(Box::new(BackendFailure {
+            message: message.into(),
+            source: source.into(),
+        }))
+    }
+
+    /// A timeout after `ms` milliseconds, with nothing more to say.
+    pub fn timeout(ms: u64) -> Self {
+        Self::Timeout { ms, source: None }
+    }
 }
 
 /// The desktop the agents act on: a simulated one, a live Linux session, ...
@@ -221,13 +354,13 @@ pub trait Desktop: Send + Sync {
     async fn desktop_screenshot(&self) -> Result<Option<Screenshot>, DesktopError>;
 
     /// Observe one window: controls with labels, screenshot, annotated screenshot.
-    async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError>;
+    async fn observe(&self, window_id: &WindowId) -> Result<WindowObservation, DesktopError>;
 
     /// Perform an action. `control_id` is `None` only for actions that need no control
     /// (`click_at`). Returns a short text result (for `read_text`, the text read).
     async fn act(
         &self,
-        window_id: &str,
+        window_id: &WindowId,
         control_id: Option<&str>,
         action: &UiAction,
     ) -> Result<String, DesktopError>;
@@ -252,7 +385,7 @@ pub trait Desktop: Send + Sync {
 
     /// Bring a window to the front and give it the keyboard focus (bounded by the backend).
     /// Backends without windows to raise answer [`DesktopError::Unsupported`].
-    async fn activate(&self, window_id: &str) -> Result<(), DesktopError> {
+    async fn activate(&self, window_id: &WindowId) -> Result<(), DesktopError> {
         Err(DesktopError::Unsupported(format!(
             "this desktop cannot activate window {window_id}"
         )))
@@ -261,7 +394,7 @@ pub trait Desktop: Send + Sync {
     /// Close a window: ask it to close as a person would, and when it is still there after a
     /// short grace period, end its application. Returns once the window is gone (bounded).
     /// Backends that cannot close windows answer [`DesktopError::Unsupported`].
-    async fn close(&self, window_id: &str) -> Result<(), DesktopError> {
+    async fn close(&self, window_id: &WindowId) -> Result<(), DesktopError> {
         Err(DesktopError::Unsupported(format!(
             "this desktop cannot close window {window_id}"
         )))
@@ -568,4 +701,59 @@ pub trait Recorder: Send {
     /// Store an artifact (e.g. `step_3_annotated.png`) and return its path relative to the
     /// output folder.
     fn artifact(&mut self, name: &str, bytes: &[u8]) -> Result<String, RecorderError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A backend failure keeps what caused it: shown in the backend's words, its source chain
+    /// reaches the original error.
+    #[test]
+    fn a_backend_failure_keeps_its_source() {
+        let cause = std::io::Error::new(std::io::ErrorKind::BrokenPipe, "pipe closed");
+        let e = DesktopError::backend_with("the answer cannot be read (pipe closed)", cause);
+        assert_eq!(
+            e.to_string(),
+            "desktop backend failure: the answer cannot be read (pipe closed)"
+        );
+        let first = std::error::Error::source(&e).expect("the backend's failure");
+        assert_eq!(first.to_string(), "the answer cannot be read (pipe closed)");
+        let root = first.source().expect("the original error");
+        let io = root
+            .downcast_ref::<std::io::Error>()
+            .expect("the io::Error itself");
+        assert_eq!(io.kind(), std::io::ErrorKind::BrokenPipe);
+        // words only: the message, nothing beneath
+        let words = DesktopError::backend("no JSON");
+        assert_eq!(words.to_string(), "desktop backend failure: no JSON");
+        assert!(std::error::Error::source(&words)
+            .and_then(|s| s.source())
+            .is_none());
+        assert_eq!(
+            DesktopError::timeout(5).to_string(),
+            "the desktop did not answer within 5 ms; the application may be hung"
+        );
+    }
+
+    /// A window id reads, writes and shows as the bare string it was before it had a type:
+    /// trajectories, prompts and messages do not change.
+    #[test]
+    fn a_window_id_is_its_string_in_json_and_in_messages() {
+        let w = WindowInfo {
+            id: WindowId::from("0x1a00007"),
+            title: "t".into(),
+            app_name: "a".into(),
+            process: "p".into(),
+            pid: None,
+            rect: None,
+        };
+        let v = serde_json::to_value(&w).expect("serialises");
+        assert_eq!(v["id"], "0x1a00007");
+        let back: WindowInfo = serde_json::from_value(v).expect("reads back");
+        assert_eq!(back, w);
+        assert_eq!(format!("{:?} {}", w.id, w.id), r#""0x1a00007" 0x1a00007"#);
+        assert_eq!(w.id, "0x1a00007");
+        assert_eq!(w.id.as_str(), "0x1a00007");
+    }
 }

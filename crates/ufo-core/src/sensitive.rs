@@ -271,6 +271,17 @@ impl SensitivePolicy {
         let Some((first, rest)) = words.split_first() else {
             return Some("the shell command holds no program to judge".into());
         };
+        self.program_reason(first, rest, find)
+    }
+
+    /// Why the command whose program word is `first` and whose arguments are `rest` does not
+    /// run without confirmation (see [`shell_reason`](Self::shell_reason)), or `None`.
+    fn program_reason(
+        &self,
+        first: &shell_words::ShellWord,
+        rest: &[shell_words::ShellWord],
+        find: FindProgram<'_>,
+    ) -> Option<String> {
         let Some(program) = first.plain() else {
             return Some(format!(
                 "the program word {:?} holds quoting or expansion, so the shell decides what it runs; only a plainly written program runs without confirmation",
@@ -299,23 +310,9 @@ impl SensitivePolicy {
                 "{name:?} runs other programs, so it is never allow-listed"
             ));
         }
-        let path = if program.starts_with('/') {
-            program.to_string()
-        } else if program.contains('/') {
-            return Some(format!(
-                "{program:?} is a relative path; only programs of the system folders ({}) run without confirmation",
-                SYSTEM_PROGRAM_DIRS.join(", ")
-            ));
-        } else {
-            match find(program) {
-                Some(p) => p,
-                None => {
-                    return Some(format!(
-                        "{program:?} was not found in a system folder on PATH; only programs of {} run without confirmation",
-                        SYSTEM_PROGRAM_DIRS.join(", ")
-                    ))
-                }
-            }
+        let path = match program_path(program, find) {
+            Ok(path) => path,
+            Err(why) => return Some(why),
         };
         if !in_system_dir(&path, name) {
             return Some(format!(
@@ -376,6 +373,26 @@ impl SensitivePolicy {
         }
         None
     }
+}
+
+/// Where `program` is: itself when absolute, else where `find` finds it on `PATH`; the
+/// reason to hold the command when it is a relative path or found nowhere.
+fn program_path(program: &str, find: FindProgram<'_>) -> Result<String, String> {
+    if program.starts_with('/') {
+        return Ok(program.to_string());
+    }
+    if program.contains('/') {
+        return Err(format!(
+            "{program:?} is a relative path; only programs of the system folders ({}) run without confirmation",
+            SYSTEM_PROGRAM_DIRS.join(", ")
+        ));
+    }
+    find(program).ok_or_else(|| {
+        format!(
+            "{program:?} was not found in a system folder on PATH; only programs of {} run without confirmation",
+            SYSTEM_PROGRAM_DIRS.join(", ")
+        )
+    })
 }
 
 #[cfg(test)]

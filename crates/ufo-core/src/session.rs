@@ -649,7 +649,7 @@ mod tests {
         async fn desktop_screenshot(&self) -> Result<Option<Screenshot>, DesktopError> {
             Ok(None)
         }
-        async fn observe(&self, _w: &str) -> Result<WindowObservation, DesktopError> {
+        async fn observe(&self, _w: &WindowId) -> Result<WindowObservation, DesktopError> {
             let controls = self.controls.lock().map(|c| c.clone()).unwrap_or_default();
             Ok(WindowObservation {
                 window: window(),
@@ -661,7 +661,7 @@ mod tests {
         }
         async fn act(
             &self,
-            _w: &str,
+            _w: &WindowId,
             control: Option<&str>,
             action: &UiAction,
         ) -> Result<String, DesktopError> {
@@ -767,6 +767,10 @@ mod tests {
                 .lock()
                 .map(|mut l| l.push(format!("tool {tool} {args}")))
                 .ok();
+            // a tool's own words may look like a failure's: they are its result all the same
+            if args.get("path") == Some(&json!("log.txt")) {
+                return Ok("action failed: 3 times (the last line of log.txt)".into());
+            }
             Ok("wrote 5 bytes".into())
         }
     }
@@ -863,12 +867,12 @@ mod tests {
         async fn desktop_screenshot(&self) -> Result<Option<Screenshot>, DesktopError> {
             self.inner.desktop_screenshot().await
         }
-        async fn observe(&self, w: &str) -> Result<WindowObservation, DesktopError> {
+        async fn observe(&self, w: &WindowId) -> Result<WindowObservation, DesktopError> {
             self.inner.observe(w).await
         }
         async fn act(
             &self,
-            w: &str,
+            w: &WindowId,
             control: Option<&str>,
             action: &UiAction,
         ) -> Result<String, DesktopError> {
@@ -1160,6 +1164,42 @@ mod tests {
         assert!(r.prompts[2].contains("\"path\" is a required property"));
         // The host saw the tool's result as the subtask's result.
         assert!(r.prompts[3].contains("wrote 5 bytes"), "{}", r.prompts[3]);
+    }
+
+    /// A list's action failed only when it failed, not when its result reads like a failure:
+    /// a tool whose text starts "action failed" succeeded, and the list goes on.
+    #[tokio::test]
+    async fn a_list_stops_at_a_failure_not_at_its_words() {
+        let list = json!({"Observation": "o", "Thought": "t", "Status": "FINISH", "Actions": [
+            {"Function": "write_file", "Args": {"path": "log.txt"}},
+            {"Function": "click", "Args": {}, "ControlLabel": "2", "ControlText": "Open"}]});
+        let config = Config {
+            multi_action: true,
+            ..Config::default()
+        };
+        let r = run_with(
+            vec![host("ASSIGN"), list, host("FINISH")],
+            Decision::Approve,
+            config,
+            true,
+        )
+        .await;
+        assert_eq!(r.outcome.status, SessionStatus::Finish, "{:#?}", r.events);
+        assert_eq!(
+            r.log,
+            [
+                "tool write_file {\"path\":\"log.txt\"}",
+                "act click Some(\"open\")"
+            ]
+        );
+        let step = r
+            .events
+            .iter()
+            .find(|e| e["action"]["function"] == "batch")
+            .expect("the list's step");
+        assert_eq!(step["action"]["completed"], 2, "{step}");
+        let result = step["result"].as_str().unwrap_or("");
+        assert!(result.starts_with("ran 2 of 2 actions"), "{result}");
     }
 
     /// A model that sets the Ctrl-C flag during its `at`-th call (from 0), as a Ctrl-C pressed

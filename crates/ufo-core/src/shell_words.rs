@@ -147,53 +147,9 @@ pub fn words(command: &str) -> Result<Vec<ShellWord>, NotSimple> {
         }
         match c {
             '`' => return Err(NotSimple::Substitution),
-            '\\' => {
-                w.quoted = true;
-                match it.next() {
-                    None => return Err(NotSimple::TrailingBackslash),
-                    Some((_, '\0')) => return Err(NotSimple::Nul),
-                    Some((_, '\n')) => return Err(NotSimple::Operator('\n')),
-                    Some((_, n)) => w.text.push(n),
-                }
-            }
-            '\'' => {
-                w.quoted = true;
-                loop {
-                    match it.next() {
-                        None => return Err(NotSimple::Unterminated('\'')),
-                        Some((_, '\'')) => break,
-                        Some((_, '\0')) => return Err(NotSimple::Nul),
-                        Some((_, n)) => w.text.push(n),
-                    }
-                }
-            }
-            '"' => {
-                w.quoted = true;
-                loop {
-                    match it.next() {
-                        None => return Err(NotSimple::Unterminated('"')),
-                        Some((_, '"')) => break,
-                        Some((_, '\0')) => return Err(NotSimple::Nul),
-                        Some((_, '`')) => return Err(NotSimple::Substitution),
-                        Some((_, '$')) => {
-                            dollar(it.peek().map(|&(_, n)| n), &mut w)?;
-                            w.text.push('$');
-                        }
-                        Some((_, '\\')) => match it.next() {
-                            None => return Err(NotSimple::Unterminated('"')),
-                            Some((_, '\0')) => return Err(NotSimple::Nul),
-                            Some((_, '\n')) => return Err(NotSimple::Operator('\n')),
-                            // only these lose their backslash inside double quotes
-                            Some((_, n @ ('$' | '`' | '"' | '\\'))) => w.text.push(n),
-                            Some((_, n)) => {
-                                w.text.push('\\');
-                                w.text.push(n);
-                            }
-                        },
-                        Some((_, n)) => w.text.push(n),
-                    }
-                }
-            }
+            '\\' => escaped(&mut it, &mut w)?,
+            '\'' => single_quoted(&mut it, &mut w)?,
+            '"' => double_quoted(&mut it, &mut w)?,
             '$' => {
                 dollar(it.peek().map(|&(_, n)| n), &mut w)?;
                 w.text.push('$');
@@ -208,6 +164,66 @@ pub fn words(command: &str) -> Result<Vec<ShellWord>, NotSimple> {
     }
     finish(&mut w, command.len(), &mut out);
     Ok(out)
+}
+
+/// The characters of a command still to read.
+type Chars<'a> = std::iter::Peekable<std::str::CharIndices<'a>>;
+
+/// After an unquoted backslash: the next character, literally.
+fn escaped(it: &mut Chars<'_>, w: &mut Word) -> Result<(), NotSimple> {
+    w.quoted = true;
+    match it.next() {
+        None => Err(NotSimple::TrailingBackslash),
+        Some((_, '\0')) => Err(NotSimple::Nul),
+        Some((_, '\n')) => Err(NotSimple::Operator('\n')),
+        Some((_, n)) => {
+            w.text.push(n);
+            Ok(())
+        }
+    }
+}
+
+/// After `'`: everything to the next `'`, literally.
+fn single_quoted(it: &mut Chars<'_>, w: &mut Word) -> Result<(), NotSimple> {
+    w.quoted = true;
+    loop {
+        match it.next() {
+            None => return Err(NotSimple::Unterminated('\'')),
+            Some((_, '\'')) => return Ok(()),
+            Some((_, '\0')) => return Err(NotSimple::Nul),
+            Some((_, n)) => w.text.push(n),
+        }
+    }
+}
+
+/// After `"`: everything to the next `"`, where `$` still expands and a backslash escapes
+/// only `$`, `` ` ``, `"` and itself.
+fn double_quoted(it: &mut Chars<'_>, w: &mut Word) -> Result<(), NotSimple> {
+    w.quoted = true;
+    loop {
+        match it.next() {
+            None => return Err(NotSimple::Unterminated('"')),
+            Some((_, '"')) => return Ok(()),
+            Some((_, '\0')) => return Err(NotSimple::Nul),
+            Some((_, '`')) => return Err(NotSimple::Substitution),
+            Some((_, '$')) => {
+                dollar(it.peek().map(|&(_, n)| n), w)?;
+                w.text.push('$');
+            }
+            Some((_, '\\')) => match it.next() {
+                None => return Err(NotSimple::Unterminated('"')),
+                Some((_, '\0')) => return Err(NotSimple::Nul),
+                Some((_, '\n')) => return Err(NotSimple::Operator('\n')),
+                // only these lose their backslash inside double quotes
+                Some((_, n @ ('$' | '`' | '"' | '\\'))) => w.text.push(n),
+                Some((_, n)) => {
+                    w.text.push('\\');
+                    w.text.push(n);
+                }
+            },
+            Some((_, n)) => w.text.push(n),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -41,7 +41,7 @@ impl Desktop for Desk {
     async fn desktop_screenshot(&self) -> Result<Option<Screenshot>, DesktopError> {
         Ok(None)
     }
-    async fn observe(&self, _w: &str) -> Result<WindowObservation, DesktopError> {
+    async fn observe(&self, _w: &WindowId) -> Result<WindowObservation, DesktopError> {
         Ok(WindowObservation {
             window: window(),
             controls: vec![],
@@ -50,7 +50,12 @@ impl Desktop for Desk {
             warnings: vec![],
         })
     }
-    async fn act(&self, _w: &str, _c: Option<&str>, _a: &UiAction) -> Result<String, DesktopError> {
+    async fn act(
+        &self,
+        _w: &WindowId,
+        _c: Option<&str>,
+        _a: &UiAction,
+    ) -> Result<String, DesktopError> {
         Ok(String::new())
     }
     async fn launch(&self, app: &str) -> Result<WindowInfo, DesktopError> {

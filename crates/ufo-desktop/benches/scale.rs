@@ -58,16 +58,39 @@ fn main() {
         let load = t.elapsed();
         let t = Instant::now();
         let (visible, revealed) = rt.block_on(async {
-            let before = desktop.observe("Big").await.unwrap().controls.len();
-            desktop.act("Big", Some("show"), &click).await.unwrap();
-            let revealed = desktop.observe("Big").await.unwrap().controls.len() - before;
-            desktop.act("Big", Some("hide"), &click).await.unwrap();
+            let before = desktop
+                .observe(&ufo_core::WindowId::from("Big"))
+                .await
+                .unwrap()
+                .controls
+                .len();
+            desktop
+                .act(&ufo_core::WindowId::from("Big"), Some("show"), &click)
+                .await
+                .unwrap();
+            let revealed = desktop
+                .observe(&ufo_core::WindowId::from("Big"))
+                .await
+                .unwrap()
+                .controls
+                .len()
+                - before;
+            desktop
+                .act(&ufo_core::WindowId::from("Big"), Some("hide"), &click)
+                .await
+                .unwrap();
             let last = format!("c{}", n - 1);
             let set = UiAction::SetText {
                 text: "done".into(),
             };
-            desktop.act("Big", Some(&last), &set).await.unwrap();
-            let obs = desktop.observe("Big").await.unwrap();
+            desktop
+                .act(&ufo_core::WindowId::from("Big"), Some(&last), &set)
+                .await
+                .unwrap();
+            let obs = desktop
+                .observe(&ufo_core::WindowId::from("Big"))
+                .await
+                .unwrap();
             desktop.desktop_screenshot().await.unwrap();
             (obs.controls.len(), revealed)
         });

@@ -152,7 +152,7 @@ proptest! {
             .collect();
         let d = SimDesktop::from_value(&json!({"apps": [{"name": "W", "controls": controls}]}))
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let obs = block_on(d.observe("W")).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let obs = block_on(d.observe(&ufo_core::WindowId::from("W"))).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let want: Vec<String> = controls
             .iter()
             .filter(|c| c["hidden"] == false)
@@ -174,7 +174,7 @@ proptest! {
         )
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
         let typed =
-            |k: &str| block_on(d.act("W", Some("e"), &UiAction::TypeKeys { keys: k.into() }));
+            |k: &str| block_on(d.act(&ufo_core::WindowId::from("W"), Some("e"), &UiAction::TypeKeys { keys: k.into() }));
         typed(&text).map_err(|e| TestCaseError::fail(e.to_string()))?;
         // a carriage return is the Enter key, as on the live desktop
         prop_assert_eq!(d.control_value("W", "e"), Some(text.replace('\r', "\n")));

@@ -101,7 +101,7 @@ async fn main() {
             .into_iter()
             .find(|w| w.title.starts_with("Bench form"));
         if let Some(w) = found {
-            if let Ok(o) = desktop.observe_with(&w.id, false).await {
+            if let Ok(o) = desktop.observe_with(w.id.as_str(), false).await {
                 if o.observation.controls.iter().any(|c| c.role == "link") {
                     break w;
                 }
@@ -114,7 +114,7 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
     for _ in 0..3 {
-        let _ = desktop.observe_with(&window.id, false).await;
+        let _ = desktop.observe_with(window.id.as_str(), false).await;
     }
     let mut totals = Vec::with_capacity(iters);
     let mut stats: Vec<ObservationStats> = Vec::with_capacity(iters);
@@ -122,7 +122,7 @@ async fn main() {
     let mut links = 0;
     for _ in 0..iters {
         let t = Instant::now();
-        match desktop.observe_with(&window.id, false).await {
+        match desktop.observe_with(window.id.as_str(), false).await {
             Ok(o) => {
                 totals.push(ms(t.elapsed()));
                 controls = o.observation.controls.len();

@@ -207,9 +207,9 @@ async fn window_with(d: &LinuxDesktop, title: &str, button: &str) -> String {
             .into_iter()
             .find(|w| w.title.starts_with(title));
         if let Some(w) = found {
-            if let Ok(o) = d.observe_with(&w.id, false).await {
+            if let Ok(o) = d.observe_with(w.id.as_str(), false).await {
                 if has_button(&o, button) {
-                    return w.id;
+                    return w.id.into_string();
                 }
             }
         }
@@ -286,13 +286,26 @@ async fn bench(name: &str, iters: usize, dir: &std::path::Path, events: Option<&
         for k in 0..loads {
             let back = address_bar(d, &id).await;
             let keys = format!("{{ctrl+a}}127.0.0.1:{port}/{{ENTER}}");
-            let _ = d.act(&id, Some(&back), &UiAction::TypeKeys { keys }).await;
+            let _ = d
+                .act(
+                    &ufo_core::WindowId::from(id.as_str()),
+                    Some(&back),
+                    &UiAction::TypeKeys { keys },
+                )
+                .await;
             window_with(d, "Bench page", "Start here").await;
             let bar = address_bar(d, &id).await;
             let path = format!("/slow-{label}-{k}");
             let keys = format!("{{ctrl+a}}127.0.0.1:{port}{path}{{ENTER}}");
             let asked = Instant::now();
-            if let Err(e) = d.act(&id, Some(&bar), &UiAction::TypeKeys { keys }).await {
+            if let Err(e) = d
+                .act(
+                    &ufo_core::WindowId::from(id.as_str()),
+                    Some(&bar),
+                    &UiAction::TypeKeys { keys },
+                )
+                .await
+            {
                 eprintln!("loading bench: typing the address failed: {e}");
                 continue;
             }

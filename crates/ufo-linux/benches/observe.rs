@@ -84,14 +84,14 @@ async fn main() {
     for w in &windows {
         // warm up: the first observation of a GTK4 window walks its tree once
         for _ in 0..3 {
-            let _ = desktop.observe_with(&w.id, false).await;
+            let _ = desktop.observe_with(w.id.as_str(), false).await;
         }
         let mut totals = Vec::with_capacity(iters);
         let mut stats: Vec<ObservationStats> = Vec::with_capacity(iters);
         let mut controls = 0;
         for _ in 0..iters {
             let t = Instant::now();
-            match desktop.observe_with(&w.id, false).await {
+            match desktop.observe_with(w.id.as_str(), false).await {
                 Ok(o) => {
                     totals.push(ms(t.elapsed()));
                     controls = o.observation.controls.len();
@@ -191,7 +191,7 @@ async fn main() {
                 break;
             }
             let t = Instant::now();
-            if desktop.observe_with(&w.id, false).await.is_ok() {
+            if desktop.observe_with(w.id.as_str(), false).await.is_ok() {
                 after.push(ms(t.elapsed()));
             }
         }

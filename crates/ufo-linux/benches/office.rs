@@ -132,7 +132,7 @@ async fn main() {
     for w in &windows {
         let rss0 = cpu_ticks_and_rss(pid).map(|x| x.1).unwrap_or(0);
         for _ in 0..3 {
-            let _ = d.observe_with(&w.id, false).await;
+            let _ = d.observe_with(w.id.as_str(), false).await;
         }
         let rss_warm = cpu_ticks_and_rss(pid).map(|x| x.1).unwrap_or(0);
         let mut t = Vec::new();
@@ -140,7 +140,7 @@ async fn main() {
         let mut phases: [Vec<f64>; 4] = Default::default();
         for _ in 0..iters {
             let s = Instant::now();
-            let o = d.observe_with(&w.id, false).await.expect("observe");
+            let o = d.observe_with(w.id.as_str(), false).await.expect("observe");
             t.push(s.elapsed().as_secs_f64() * 1000.0);
             let st = &o.stats;
             for (v, d) in phases
@@ -217,7 +217,7 @@ async fn main() {
     for _ in 0..iters {
         for (w, t) in windows.iter().zip(turns.iter_mut()) {
             let s = Instant::now();
-            let _ = d.observe_with(&w.id, false).await.expect("observe");
+            let _ = d.observe_with(w.id.as_str(), false).await.expect("observe");
             t.push(s.elapsed().as_secs_f64() * 1000.0);
         }
     }

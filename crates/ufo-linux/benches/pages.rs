@@ -21,7 +21,7 @@ mod support;
 use support::{ms, pct, pyatspi};
 
 /// A Chromium window not in `except` (40 s at most).
-async fn window(d: &LinuxDesktop, except: &[String]) -> WindowInfo {
+async fn window(d: &LinuxDesktop, except: &[ufo_core::WindowId]) -> WindowInfo {
     let deadline = Instant::now() + Duration::from_secs(40);
     loop {
         let found = d
@@ -67,7 +67,7 @@ async fn row(d: &LinuxDesktop, w: &WindowInfo, app: &str, what: &str, iters: usi
     let (mut nodes, mut twice, mut controls, mut title) = (0, 0, 0, String::new());
     for _ in 0..iters {
         let t = Instant::now();
-        let o = d.observe_full(&w.id).await.unwrap();
+        let o = d.observe_full(w.id.as_str()).await.unwrap();
         times.push(ms(t.elapsed()));
         nodes = o.stats.nodes;
         twice += o.stats.read_twice;

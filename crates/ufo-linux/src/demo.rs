@@ -49,7 +49,7 @@ impl LinuxDesktop {
         let windows = self.list_windows().await?;
         let ids: Vec<u32> = windows
             .iter()
-            .filter_map(|w| parse_window_id(&w.id).ok())
+            .filter_map(|w| parse_window_id(w.id.as_str()).ok())
             .collect();
         let found = self
             .x11(move |xx| {

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use ufo_core::{
-    Desktop, DesktopError, LaunchableApp, Rect, Screenshot, ShellOutput, UiAction, WindowInfo,
-    WindowObservation,
+    Desktop, DesktopError, LaunchableApp, Rect, Screenshot, ShellOutput, UiAction, WindowId,
+    WindowInfo, WindowObservation,
 };
 
 use crate::a11y::bus::A11yBus;
@@ -222,7 +222,7 @@ impl LinuxDesktop {
             .and_then(process_name)
             .unwrap_or_else(|| w.class.clone());
         WindowInfo {
-            id: window_id(w.id),
+            id: window_id(w.id).into(),
             title: w.title.clone(),
             app_name: app
                 .filter(|a| !a.is_empty())
@@ -519,7 +519,8 @@ impl Desktop for LinuxDesktop {
     }
 
     #[tracing::instrument(level = "debug", skip(self), err(Display))]
-    async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError> {
+    async fn observe(&self, window_id: &WindowId) -> Result<WindowObservation, DesktopError> {
+        let window_id = window_id.as_str();
         let started = std::time::Instant::now();
         let obs = match self.take_prefetched(window_id).await {
             // (not when the last action may have started a navigation it did not wait for:
@@ -542,10 +543,11 @@ impl Desktop for LinuxDesktop {
     #[tracing::instrument(level = "debug", skip(self, action), fields(action = action.name()), err(Display))]
     async fn act(
         &self,
-        window_id: &str,
+        window_id: &WindowId,
         control_id: Option<&str>,
         action: &UiAction,
     ) -> Result<String, DesktopError> {
+        let window_id = window_id.as_str();
         let started = std::time::Instant::now();
         // (an observation made while the last action settled is of the screen before this one)
         self.settling.lock().prefetched = None;
@@ -578,15 +580,15 @@ impl Desktop for LinuxDesktop {
     }
 
     #[tracing::instrument(level = "debug", skip(self), err(Display))]
-    async fn activate(&self, window_id: &str) -> Result<(), DesktopError> {
-        let xid = parse_window_id(window_id)?;
+    async fn activate(&self, window_id: &WindowId) -> Result<(), DesktopError> {
+        let xid = parse_window_id(window_id.as_str())?;
         Ok(LinuxDesktop::activate(self, xid).await?)
     }
 
     #[tracing::instrument(level = "debug", skip(self), err(Display))]
-    async fn close(&self, window_id: &str) -> Result<(), DesktopError> {
+    async fn close(&self, window_id: &WindowId) -> Result<(), DesktopError> {
         Ok(self
-            .close_for_good(window_id, Duration::from_secs(3))
+            .close_for_good(window_id.as_str(), Duration::from_secs(3))
             .await?)
     }
 

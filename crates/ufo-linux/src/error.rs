@@ -143,6 +143,9 @@ pub enum LinuxError {
     },
 }
 
+/// The port's error of a backend error: the variants the engine tells apart keep their words;
+/// a timeout and every other failure keep the error itself as their source (docs of
+/// [`DesktopError`]), so nothing beneath it is lost.
 impl From<LinuxError> for DesktopError {
     fn from(e: LinuxError) -> Self {
         match e {
@@ -151,10 +154,113 @@ impl From<LinuxError> for DesktopError {
                 DesktopError::NoControl { window, control }
             }
             LinuxError::UnknownApp(a) => DesktopError::UnknownApp(a),
-            LinuxError::Timeout { ms, .. } => DesktopError::Timeout(ms),
+            LinuxError::Timeout { ms, .. } => DesktopError::Timeout {
+                ms,
+                source: Some(Box::new(e)),
+            },
             LinuxError::Unsupported(m) => DesktopError::Unsupported(m),
             LinuxError::ActionFailed(m) | LinuxError::KeySyntax(m) => DesktopError::ActionFailed(m),
-            other => DesktopError::Backend(other.to_string()),
+            other => DesktopError::Backend(Box::new(other)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every failure but the ones the engine tells apart: what it reads, and the error beneath.
+    fn failures() -> Vec<LinuxError> {
+        let io = || std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        vec![
+            LinuxError::NoDisplay,
+            LinuxError::X11Connect {
+                display: ":9".into(),
+                source: cause("the server has no screen 1"),
+            },
+            LinuxError::X11Request {
+                what: "GetGeometry".into(),
+                source: Box::new(io()),
+            },
+            LinuxError::NoSessionBus,
+            LinuxError::A11yBus {
+                what: "org.a11y.Bus.GetAddress".into(),
+                source: Box::new(zbus::Error::Failure("the bus is gone".into())),
+            },
+            LinuxError::Call {
+                what: "Accessible.GetChildren".into(),
+                source: Box::new(io()),
+            },
+            LinuxError::NoFrame {
+                title: "Untitled".into(),
+                frames: 2,
+            },
+            LinuxError::Launch {
+                app: "Calc".into(),
+                command: "calc".into(),
+                reason: "it exited".into(),
+            },
+            LinuxError::Spawn {
+                command: "calc".into(),
+                source: io(),
+            },
+            LinuxError::LaunchLog {
+                path: "/nowhere/calc.log".into(),
+                command: "calc".into(),
+                source: io(),
+            },
+        ]
+    }
+
+    /// A backend failure reads as it did when only its text was kept, and its source chain
+    /// reaches the original error (ARCHITECTURE.md, "Errors").
+    #[test]
+    fn a_backend_failure_keeps_the_error_beneath_it() {
+        for e in failures() {
+            let text = e.to_string();
+            let beneath = std::error::Error::source(&e).map(|s| s.to_string());
+            let d = DesktopError::from(e);
+            assert_eq!(d.to_string(), format!("desktop backend failure: {text}"));
+            let source = std::error::Error::source(&d).expect("the LinuxError");
+            assert!(source.downcast_ref::<LinuxError>().is_some(), "{source:?}");
+            assert_eq!(source.source().map(|s| s.to_string()), beneath);
+        }
+        let d = DesktopError::from(LinuxError::A11yBus {
+            what: "connect".into(),
+            source: Box::new(zbus::Error::Failure("the bus is gone".into())),
+        });
+        // (the variant keeps the D-Bus error boxed: the source is that box)
+        let root = std::error::Error::source(&d)
+            .and_then(|s| s.source())
+            .and_then(|s| s.downcast_ref::<Box<zbus::Error>>());
+        assert!(
+            matches!(root.map(|b| &**b), Some(zbus::Error::Failure(m)) if m == "the bus is gone")
+        );
+    }
+
+    /// A timeout reads as the port's timeout and keeps what was waited for as its source; the
+    /// variants the engine tells apart keep their words.
+    #[test]
+    fn a_timeout_keeps_what_was_waited_for() {
+        let d = DesktopError::from(LinuxError::Timeout {
+            what: "GetChildren".into(),
+            ms: 250,
+        });
+        assert_eq!(
+            d.to_string(),
+            "the desktop did not answer within 250 ms; the application may be hung"
+        );
+        let source = std::error::Error::source(&d).expect("the LinuxError");
+        assert!(source
+            .to_string()
+            .starts_with("GetChildren did not answer within 250 ms"));
+        assert!(matches!(
+            DesktopError::from(LinuxError::KeySyntax("{ctrl".into())),
+            DesktopError::ActionFailed(m) if m == "{ctrl"
+        ));
+        assert!(matches!(
+            DesktopError::from(LinuxError::NoWindow("0x1".into())),
+            DesktopError::NoWindow(w) if w == "0x1"
+        ));
     }
 }

@@ -135,7 +135,7 @@ pub async fn inspect(
     window: Option<&str>,
 ) -> Result<InspectReport, LinuxError> {
     let w = find_window(desktop, window).await?;
-    let full = desktop.observe_full(&w.id).await?;
+    let full = desktop.observe_full(w.id.as_str()).await?;
     let obs = &full.observation;
     let mut lines = vec![format!(
         "window {} {:?} app {:?} process {} pid {} — {} controls",

@@ -64,8 +64,12 @@ fn xdo(args: &[&str]) {
 
 /// Type `keys` into window `id` with xdotool, give the application time to take them, and
 /// observe once.
-async fn type_outside(d: &LinuxDesktop, id: &str, keys: &[&[&str]]) -> WindowObservation {
-    let wid = u64::from_str_radix(id.trim_start_matches("0x"), 16)
+async fn type_outside(
+    d: &LinuxDesktop,
+    id: &ufo_core::WindowId,
+    keys: &[&[&str]],
+) -> WindowObservation {
+    let wid = u64::from_str_radix(id.as_str().trim_start_matches("0x"), 16)
         .unwrap()
         .to_string();
     xdo(&["windowactivate", "--sync", &wid]);

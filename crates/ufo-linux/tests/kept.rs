@@ -157,7 +157,7 @@ async fn a_kept_calc_observation_follows_changes_made_outside_ufo() {
             .unwrap_or(false);
         assert!(ok, "xdotool {args:?} failed");
     };
-    let wid = u64::from_str_radix(xid.trim_start_matches("0x"), 16)
+    let wid = u64::from_str_radix(xid.as_str().trim_start_matches("0x"), 16)
         .unwrap()
         .to_string();
     xdo(&["windowactivate", "--sync", &wid]);

@@ -200,7 +200,7 @@ async fn observe_calculator_gtk4() {
     let _serial = SERIAL.lock().await;
     let d = connect().await;
     let (w, _g) = launch(&d, "calculator").await;
-    let first = d.observe_with(&w.id, false).await.expect("observe");
+    let first = d.observe_with(w.id.as_str(), false).await.expect("observe");
     // the first observation walks the tree; GTK 4 announces the nodes it exports while it
     // answers the walk's listings, and the walk takes them from there
     assert!(first.stats.walked, "{:?}", first.stats);
@@ -498,7 +498,7 @@ async fn launch_menu_dialog_and_reannotate() {
     )
     .await
     .expect("select Desktop");
-    let full = d.observe_full(&w.id).await.expect("observe_full");
+    let full = d.observe_full(w.id.as_str()).await.expect("observe_full");
     let desktop_row = full
         .details
         .iter()

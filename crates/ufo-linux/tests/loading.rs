@@ -113,7 +113,7 @@ async fn connect(home: &Path) -> LinuxDesktop {
 }
 
 /// The id of the window whose title holds `title`, waited for up to `within`.
-async fn window_titled(d: &LinuxDesktop, title: &str, within: Duration) -> String {
+async fn window_titled(d: &LinuxDesktop, title: &str, within: Duration) -> ufo_core::WindowId {
     let deadline = Instant::now() + within;
     loop {
         let ws = d.windows().await.expect("windows");
@@ -190,19 +190,19 @@ async fn slow_navigation_is_observed_loaded(browser: Browser) {
         server.requests()
     );
     if !has_button(&obs, "Arrived") {
-        let now = x_title(&id);
+        let now = x_title(id.as_str());
         std::thread::sleep(SLOW);
         panic!(
             "the first observation after Enter (after {took:?}) is not of the new page \
              (window title {now:?}, {:?} 3 s later): {}",
-            x_title(&id),
+            x_title(id.as_str()),
             listing(&obs)
         );
     }
     assert!(
-        x_title(&id).contains("Slow page"),
+        x_title(id.as_str()).contains("Slow page"),
         "the window's title is {:?}",
-        x_title(&id)
+        x_title(id.as_str())
     );
     assert!(
         took < SLOW + Duration::from_secs(8),
@@ -264,7 +264,7 @@ async fn chromium_a_file_page_in_a_new_window_is_observed_with_its_document() {
         .into_iter()
         .find(|w| w.id == id)
         .and_then(|w| w.pid);
-    let before: Vec<String> = d
+    let before: Vec<ufo_core::WindowId> = d
         .windows()
         .await
         .expect("windows")
@@ -302,7 +302,7 @@ async fn chromium_a_file_page_in_a_new_window_is_observed_with_its_document() {
     assert!(
         has_button(&obs, "From the disk"),
         "the first observation of the new window has no page (title {:?}): {}",
-        x_title(&new_id),
+        x_title(new_id.as_str()),
         listing(&obs)
     );
 }

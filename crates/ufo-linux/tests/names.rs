@@ -59,7 +59,7 @@ async fn window(d: &LinuxDesktop, what: &str, fits: impl Fn(&WindowInfo) -> bool
 
 /// The ids of the windows now (a window of the same title left by another run of a
 /// single-instance application is not the one a test opens).
-async fn window_ids(d: &LinuxDesktop) -> Vec<String> {
+async fn window_ids(d: &LinuxDesktop) -> Vec<ufo_core::WindowId> {
     d.windows()
         .await
         .unwrap_or_default()
@@ -116,7 +116,7 @@ async fn thunars_rename_entry_is_named_by_its_label() {
         keys: "{ctrl+a}{f2}".into(),
     };
     // (a Rename dialog left by another run of the same process is not this one)
-    let before: Vec<String> = d
+    let before: Vec<ufo_core::WindowId> = d
         .windows()
         .await
         .unwrap_or_default()

@@ -462,12 +462,12 @@ async fn run_ufo_script(work: &std::path::Path, lines: &[String], request: &str)
 
 /// The title a window shows now (LibreOffice names its window "LibreOffice" first and after
 /// the document once it is loaded).
-async fn title_now(d: &LinuxDesktop, id: &str) -> String {
+async fn title_now(d: &LinuxDesktop, id: &ufo_core::WindowId) -> String {
     d.windows()
         .await
         .expect("list windows")
         .into_iter()
-        .find(|w| w.id == id)
+        .find(|w| w.id == *id)
         .map(|w| w.title)
         .unwrap_or_else(|| panic!("window {id} is gone"))
 }

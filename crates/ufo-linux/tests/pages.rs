@@ -24,7 +24,7 @@ fn start_chromium(dir: &std::path::Path) -> ProcessGuard {
 }
 
 /// A Chromium window not in `except`, once it is up (40 s at most).
-async fn chromium_window(d: &LinuxDesktop, except: &[String]) -> WindowInfo {
+async fn chromium_window(d: &LinuxDesktop, except: &[ufo_core::WindowId]) -> WindowInfo {
     let deadline = Instant::now() + Duration::from_secs(40);
     loop {
         let found = d
@@ -97,10 +97,13 @@ async fn observe_while_loading(d: &LinuxDesktop, w: &WindowInfo, url: &str) -> L
         names: Vec::new(),
     };
     for i in 0..ROUNDS {
-        let o = tokio::time::timeout(Duration::from_secs(20), d.observe_with(&w.id, false))
-            .await
-            .expect("an observation answers within 20 s")
-            .expect("observe");
+        let o = tokio::time::timeout(
+            Duration::from_secs(20),
+            d.observe_with(w.id.as_str(), false),
+        )
+        .await
+        .expect("an observation answers within 20 s")
+        .expect("observe");
         let obs = &o.observation;
         let said = format!(
             "{url}, observation {i}: {} controls, {} nodes, warnings {:?}",

@@ -22,8 +22,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Map, Value};
 use ufo_core::{
-    Control, Desktop, DesktopError, LaunchableApp, Screenshot, ShellOutput, UiAction, WindowInfo,
-    WindowObservation,
+    Control, Desktop, DesktopError, LaunchableApp, Screenshot, ShellOutput, UiAction, WindowId,
+    WindowInfo, WindowObservation,
 };
 
 use crate::server::desktop_error_from_json;
@@ -333,10 +333,13 @@ impl RemoteDesktop {
     /// The JSON of a tool's first text content.
     fn json_of(name: &str, result: &CallToolResult) -> Result<Value, DesktopError> {
         serde_json::from_str(&text_of(result)).map_err(|e| {
-            DesktopError::Backend(format!(
-                "the served desktop's {name} answer is not the JSON expected ({e}); is it an \
-                 older or newer ufo serve?"
-            ))
+            DesktopError::backend_with(
+                format!(
+                    "the served desktop's {name} answer is not the JSON expected ({e}); is it \
+                     an older or newer ufo serve?"
+                ),
+                e,
+            )
         })
     }
 
@@ -400,9 +403,10 @@ fn field<T: serde::de::DeserializeOwned>(
     tool: &str,
 ) -> Result<T, DesktopError> {
     serde_json::from_value(v.get(key).cloned().unwrap_or(Value::Null)).map_err(|e| {
-        DesktopError::Backend(format!(
-            "the served desktop's {tool} answer has no valid {key:?} ({e})"
-        ))
+        DesktopError::backend_with(
+            format!("the served desktop's {tool} answer has no valid {key:?} ({e})"),
+            e,
+        )
     })
 }
 
@@ -435,7 +439,7 @@ impl Desktop for RemoteDesktop {
         Ok(None)
     }
 
-    async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError> {
+    async fn observe(&self, window_id: &WindowId) -> Result<WindowObservation, DesktopError> {
         let r = self
             .call_ok(
                 "observe_window",
@@ -473,7 +477,7 @@ impl Desktop for RemoteDesktop {
 
     async fn act(
         &self,
-        window_id: &str,
+        window_id: &WindowId,
         control_id: Option<&str>,
         action: &UiAction,
     ) -> Result<String, DesktopError> {
@@ -517,11 +521,14 @@ impl Desktop for RemoteDesktop {
             )
             .await?;
         serde_json::from_value(Self::json_of(crate::server::SHELL_TOOL, &r)?).map_err(|e| {
-            DesktopError::Backend(format!(
-                "the served desktop's {} answer is not a command's output ({e}); is it an older \
-                 or newer ufo serve?",
-                crate::server::SHELL_TOOL
-            ))
+            DesktopError::backend_with(
+                format!(
+                    "the served desktop's {} answer is not a command's output ({e}); is it an \
+                     older or newer ufo serve?",
+                    crate::server::SHELL_TOOL
+                ),
+                e,
+            )
         })
     }
 
@@ -533,11 +540,11 @@ impl Desktop for RemoteDesktop {
         // the server settles after each act (`settle: true`)
     }
 
-    async fn activate(&self, window_id: &str) -> Result<(), DesktopError> {
+    async fn activate(&self, window_id: &WindowId) -> Result<(), DesktopError> {
         self.window_function(window_id, "activate_window").await
     }
 
-    async fn close(&self, window_id: &str) -> Result<(), DesktopError> {
+    async fn close(&self, window_id: &WindowId) -> Result<(), DesktopError> {
         self.window_function(window_id, "close_window").await
     }
 
@@ -551,7 +558,11 @@ impl Desktop for RemoteDesktop {
 }
 
 impl RemoteDesktop {
-    async fn window_function(&self, window_id: &str, function: &str) -> Result<(), DesktopError> {
+    async fn window_function(
+        &self,
+        window_id: &WindowId,
+        function: &str,
+    ) -> Result<(), DesktopError> {
         self.call_ok(
             "act",
             json!({"window": window_id, "function": function, "args": {}}),
@@ -676,6 +687,22 @@ mod tests {
         }
     }
 
+    /// An answer of the served desktop that does not decode: the text says which, and the
+    /// decoder's error is kept beneath it.
+    #[test]
+    fn an_unusable_answer_keeps_the_decoders_error() {
+        let Err(e) = field::<u32>(&json!({"n": "seven"}), "n", "list_windows") else {
+            panic!("a string is not a number")
+        };
+        assert!(e
+            .to_string()
+            .starts_with("desktop backend failure: the served desktop's list_windows answer"));
+        let root = std::error::Error::source(&e)
+            .and_then(|s| s.source())
+            .and_then(|s| s.downcast_ref::<serde_json::Error>());
+        assert!(root.is_some(), "{e:?}");
+    }
+
     #[test]
     fn desktop_errors_survive_the_wire() {
         for e in [
@@ -684,8 +711,9 @@ mod tests {
                 window: "w".into(),
                 control: "c".into(),
             },
-            DesktopError::Timeout(5),
+            DesktopError::timeout(5),
             DesktopError::ActionFailed("no".into()),
+            DesktopError::backend_with("cannot encode", std::fmt::Error),
         ] {
             let v = crate::server::desktop_error_json(&e);
             let back = desktop_error_from_json(&v).expect("known kind");

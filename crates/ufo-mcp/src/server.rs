@@ -34,7 +34,7 @@ use ufo_core::agent::{
     ambiguous_windows_message, refuse_disabled, resolve_control, resolve_window,
     unresolved_message, Unresolved, WindowKey, WindowUnresolved,
 };
-use ufo_core::{Control, Desktop, UiAction, WindowInfo, WindowObservation};
+use ufo_core::{Control, Desktop, UiAction, WindowId, WindowInfo, WindowObservation};
 
 /// Errors of the MCP server.
 #[derive(Debug, thiserror::Error)]
@@ -131,7 +131,7 @@ pub struct DesktopServer {
     callers: Callers,
     /// window id → the controls of the last observation returned for it: labels mean what
     /// the client saw there, not what a fresh observation would number.
-    seen: Arc<Mutex<HashMap<String, Vec<Control>>>>,
+    seen: Arc<Mutex<HashMap<WindowId, Vec<Control>>>>,
 }
 
 impl DesktopServer {
@@ -470,9 +470,9 @@ impl DesktopServer {
     }
 
     /// Keep the controls of an observation returned to the client.
-    fn remember(&self, window: &str, obs: &WindowObservation) {
+    fn remember(&self, window: &WindowId, obs: &WindowObservation) {
         if let Ok(mut seen) = self.seen.lock() {
-            seen.insert(window.to_string(), obs.controls.clone());
+            seen.insert(window.clone(), obs.controls.clone());
         }
     }
 
@@ -653,8 +653,9 @@ pub fn desktop_error_json(e: &ufo_core::DesktopError) -> Value {
         E::ActionFailed(m) => ("action_failed", json!(m)),
         E::Unsupported(m) => ("unsupported", json!(m)),
         E::Observe(m) => ("observe", json!(m)),
-        E::Timeout(ms) => ("timeout", json!(ms)),
-        E::Backend(m) => ("backend", json!(m)),
+        E::Timeout { ms, .. } => ("timeout", json!(ms)),
+        // (the source chain stays on this machine: the client gets its text)
+        E::Backend(source) => ("backend", json!(source.to_string())),
         E::Lost(m) => ("lost", json!(m)),
     };
     json!({"desktop_error": {"kind": kind, "detail": detail}})
@@ -676,8 +677,8 @@ pub fn desktop_error_from_json(v: &Value) -> Option<ufo_core::DesktopError> {
         "action_failed" => E::ActionFailed(text()?),
         "unsupported" => E::Unsupported(text()?),
         "observe" => E::Observe(text()?),
-        "timeout" => E::Timeout(detail.as_u64()?),
-        "backend" => E::Backend(text()?),
+        "timeout" => E::timeout(detail.as_u64()?),
+        "backend" => E::backend(text()?),
         "lost" => E::Lost(text()?),
         _ => return None,
     })

@@ -22,7 +22,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use ufo_core::action::UiAction;
 use ufo_core::ports::{
-    Desktop, DesktopError, LaunchableApp, Screenshot, ShellOutput, WindowInfo, WindowObservation,
+    Desktop, DesktopError, LaunchableApp, Screenshot, ShellOutput, WindowId, WindowInfo,
+    WindowObservation,
 };
 
 use crate::cli::RemoteArgs;
@@ -355,21 +356,22 @@ impl MultiDesktop {
     }
 
     /// The device of a namespaced window id and the device's own id.
-    fn route<'i>(&self, window_id: &'i str) -> Result<(usize, &'i str), DesktopError> {
+    fn route(&self, window_id: &WindowId) -> Result<(usize, WindowId), DesktopError> {
         window_id
+            .as_str()
             .split_once(ID_SEP)
             .and_then(|(name, id)| {
                 self.devices
                     .iter()
                     .position(|d| d.name == name)
-                    .map(|i| (i, id))
+                    .map(|i| (i, WindowId::from(id)))
             })
             .ok_or_else(|| DesktopError::NoWindow(window_id.to_string()))
     }
 
     fn label_window(&self, i: usize, mut w: WindowInfo) -> WindowInfo {
         let name = &self.devices[i].name;
-        w.id = format!("{name}{ID_SEP}{}", w.id);
+        w.id = format!("{name}{ID_SEP}{}", w.id).into();
         w.title = label(name, &w.title);
         w.app_name = label(name, &w.app_name);
         w
@@ -443,8 +445,10 @@ fn on_device(name: &str, e: DesktopError) -> DesktopError {
         DesktopError::ActionFailed(m) => DesktopError::ActionFailed(m),
         DesktopError::Unsupported(m) => DesktopError::Unsupported(say(m)),
         DesktopError::Observe(m) => DesktopError::Observe(say(m)),
-        DesktopError::Timeout(ms) => DesktopError::Timeout(ms),
-        DesktopError::Backend(m) => DesktopError::Backend(say(m)),
+        DesktopError::Timeout { ms, source } => DesktopError::Timeout { ms, source },
+        DesktopError::Backend(source) => {
+            DesktopError::backend_with(say(source.to_string()), source)
+        }
         DesktopError::Lost(m) => DesktopError::Lost(say(m)),
     }
 }
@@ -486,12 +490,12 @@ impl Desktop for MultiDesktop {
         Ok(None)
     }
 
-    async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError> {
+    async fn observe(&self, window_id: &WindowId) -> Result<WindowObservation, DesktopError> {
         let (i, id) = self.route(window_id)?;
         let d = &self.devices[i];
         let mut obs = d
             .desktop
-            .observe(id)
+            .observe(&id)
             .await
             .map_err(|e| on_device(&d.name, e))?;
         obs.window = self.label_window(i, obs.window);
@@ -500,7 +504,7 @@ impl Desktop for MultiDesktop {
 
     async fn act(
         &self,
-        window_id: &str,
+        window_id: &WindowId,
         control_id: Option<&str>,
         action: &UiAction,
     ) -> Result<String, DesktopError> {
@@ -508,7 +512,7 @@ impl Desktop for MultiDesktop {
         self.touched(i);
         let d = &self.devices[i];
         d.desktop
-            .act(id, control_id, action)
+            .act(&id, control_id, action)
             .await
             .map_err(|e| on_device(&d.name, e))
     }
@@ -592,21 +596,24 @@ impl Desktop for MultiDesktop {
         }
     }
 
-    async fn activate(&self, window_id: &str) -> Result<(), DesktopError> {
+    async fn activate(&self, window_id: &WindowId) -> Result<(), DesktopError> {
         let (i, id) = self.route(window_id)?;
         self.touched(i);
         let d = &self.devices[i];
         d.desktop
-            .activate(id)
+            .activate(&id)
             .await
             .map_err(|e| on_device(&d.name, e))
     }
 
-    async fn close(&self, window_id: &str) -> Result<(), DesktopError> {
+    async fn close(&self, window_id: &WindowId) -> Result<(), DesktopError> {
         let (i, id) = self.route(window_id)?;
         self.touched(i);
         let d = &self.devices[i];
-        d.desktop.close(id).await.map_err(|e| on_device(&d.name, e))
+        d.desktop
+            .close(&id)
+            .await
+            .map_err(|e| on_device(&d.name, e))
     }
 
     fn last_action_changed(&self) -> Option<bool> {

@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use super::context::Cx;
 use super::follow::{WindowChange, WindowStack};
 use super::model::{ask_model, ModelCall};
+use super::planned::{result_text, run_batch, ui_choice, Planned};
 use super::resolution::{refuse_disabled, resolve_control, unresolved_message, Unresolved};
 use super::subagent::{hand_back, AgentFactory, Assignment, Ending, Handoff, SubAgent};
 use super::subtask_log::{recent, SubtaskLog};
@@ -14,14 +15,14 @@ use crate::action::{canonical_name, UiAction};
 use crate::blackboard::QuestionAnswer;
 use crate::events::StepReport;
 use crate::ports::{
-    ConfirmRequest, Control, Decision, DesktopError, ToolProvider, ToolSpec, WindowInfo,
+    ConfirmRequest, Control, Decision, DesktopError, ToolProvider, ToolSpec, WindowId, WindowInfo,
     WindowObservation,
 };
 use crate::processor::{Processor, StepError, StepRunner};
 use crate::response::AppResponse;
 use crate::status::{AppStatus, EndReason, SessionStatus};
+use crate::step_action::{Answer, Chosen, Outcome, Questions, StepAction};
 use crate::subtask::SubtaskOutcome;
-use crate::text::clip;
 
 /// The AppAgent's strategies, by phase: DATA_COLLECTION [`Settle`, `Observe`],
 /// [`ListTools`], LLM_INTERACTION [`AskModel`], ACTION_EXECUTION [`Execute`], MEMORY_UPDATE
@@ -47,179 +48,6 @@ pub enum AppStrategy {
     Execute,
     /// Record the step in memory.
     Remember,
-}
-
-/// What the model chose to do: a GUI function on a control, or a tool call.
-#[derive(Debug, Clone)]
-enum Planned {
-    Ui {
-        action: UiAction,
-        control: Option<Control>,
-        label: String,
-    },
-    Tool {
-        name: String,
-        args: Value,
-    },
-    /// Speculative multi-action: run in order, each checked against a fresh observation.
-    Batch(Vec<Planned>),
-}
-
-impl Planned {
-    /// One line describing it.
-    fn describe(&self) -> String {
-        match self {
-            Planned::Ui {
-                action,
-                control,
-                label,
-            } => describe(action, control.as_ref(), label),
-            Planned::Tool { name, args } => format!("tool {name} {args}"),
-            Planned::Batch(list) => {
-                let parts: Vec<String> = list.iter().map(Planned::describe).collect();
-                format!("{} actions: {}", list.len(), parts.join("; "))
-            }
-        }
-    }
-
-    /// Its trajectory record.
-    fn record(&self) -> Value {
-        match self {
-            Planned::Ui {
-                action,
-                control,
-                label,
-            } => action_record(action, control.as_ref(), label),
-            Planned::Tool { name, args } => json!({"function": name, "args": args, "tool": true}),
-            Planned::Batch(list) => {
-                json!({"function": "batch", "batch": list.iter().map(Planned::record).collect::<Vec<_>>()})
-            }
-        }
-    }
-
-    /// Run it; a failure is text in the result, not an error.
-    async fn run(&self, cx: &mut Cx<'_>, window: &WindowInfo) -> String {
-        match self {
-            Planned::Ui {
-                action, control, ..
-            } => execute(cx, window, control.as_ref(), action).await,
-            Planned::Tool { name, args } => match cx.services.tools {
-                Some(tools) => match tools.call(&window.app_name, name, args).await {
-                    Ok(text) => clip(&text, 4000),
-                    Err(e) => format!("action failed: {e}"),
-                },
-                None => format!("action failed: no tool {name} is configured"),
-            },
-            Planned::Batch(list) => run_batch(cx, window, list, None).await.0,
-        }
-    }
-}
-
-/// Run a multi-action list in order. Before every action after the first, the window is
-/// observed again and the action's control must still be there, visible and enabled; the
-/// first that cannot run stops the list. `seen`: the window's controls the list was decided
-/// on. Returns the text for the model and how many ran.
-async fn run_batch(
-    cx: &mut Cx<'_>,
-    window: &WindowInfo,
-    list: &[Planned],
-    mut seen: Option<Vec<Control>>,
-) -> (String, usize) {
-    let n = list.len();
-    let mut lines = Vec::new();
-    // an observation made after the last action, for the next one to start from
-    let mut ahead: Option<Result<WindowObservation, DesktopError>> = None;
-    for (i, planned) in list.iter().enumerate() {
-        // (what the window shows right before this action, when it was looked at)
-        if let Some(Ok(o)) = &ahead {
-            seen = Some(o.controls.clone());
-        }
-        if i > 0 {
-            if let Planned::Ui {
-                control: Some(c),
-                label,
-                ..
-            } = planned
-            {
-                let fresh = match ahead.take() {
-                    Some(o) => o,
-                    None => cx.services.desktop.observe(&window.id).await,
-                };
-                seen = fresh.as_ref().ok().map(|o| o.controls.clone());
-                let problem = match &fresh {
-                    Err(e) => Some(format!("the window could not be observed: {e}")),
-                    Ok(obs) => match obs.controls.iter().find(|x| x.id == c.id) {
-                        None => Some(format!("control [{label}] \"{}\" is gone", c.name)),
-                        Some(x) if !x.enabled => {
-                            Some(format!("control [{label}] \"{}\" is disabled", c.name))
-                        }
-                        Some(_) => None,
-                    },
-                };
-                if let Some(p) = problem {
-                    lines.push(format!(
-                        "stopped before action {} ({}): {p}",
-                        i + 1,
-                        planned.describe()
-                    ));
-                    return (format!("ran {i} of {n} actions; {}", lines.join("; ")), i);
-                }
-            }
-        }
-        // the person took the desktop over since the list was decided: the rest is stale
-        if i > 0 {
-            if let Some(input) = cx.services.desktop.person_input() {
-                lines.push(format!(
-                    "stopped before action {} ({}): the person took the desktop over ({input})",
-                    i + 1,
-                    planned.describe()
-                ));
-                return (format!("ran {i} of {n} actions; {}", lines.join("; ")), i);
-            }
-        }
-        let out = Box::pin(planned.run(cx, window)).await;
-        let failed = out.starts_with("action failed");
-        lines.push(format!("{}. {} -> {out}", i + 1, planned.describe()));
-        if failed {
-            return (
-                format!(
-                    "ran {i} of {n} actions (action {} failed); {}",
-                    i + 1,
-                    lines.join("; ")
-                ),
-                i,
-            );
-        }
-        // Verified speculation: an action that changed nothing on the screen did not do
-        // what the list assumed; the rest waits for the model (a read changes nothing).
-        let acts =
-            matches!(planned, Planned::Ui { action, .. } if !matches!(action, UiAction::ReadText));
-        ahead = None;
-        let before = seen.take();
-        if acts && i + 1 < n && cx.services.desktop.last_action_changed() == Some(false) {
-            // The wait after the action saw no change in its time; on a loaded machine the
-            // application may redraw later. The window's controls are the second witness:
-            // changed since the list was decided (or since the last look), the action did
-            // something.
-            let after = cx.services.desktop.observe(&window.id).await;
-            let changed = match (&before, &after) {
-                (Some(b), Ok(a)) => !super::changes::diff(b, &a.controls).is_empty(),
-                _ => false,
-            };
-            if !changed {
-                lines.push(format!(
-                    "stopped after action {}: it changed nothing on the screen",
-                    i + 1
-                ));
-                return (
-                    format!("ran {} of {n} actions; {}", i + 1, lines.join("; ")),
-                    i + 1,
-                );
-            }
-            ahead = Some(after);
-        }
-    }
-    (format!("ran {n} of {n} actions; {}", lines.join("; ")), n)
 }
 
 /// An action held by the CONFIRM gate.
@@ -250,7 +78,7 @@ pub struct AppAgent {
     /// The last observation showed controls the model had not seen before.
     reannotated: bool,
     /// The window id and controls of the last observation, to say what changed since.
-    last_controls: Option<(String, Vec<Control>)>,
+    last_controls: Option<(WindowId, Vec<Control>)>,
     questions: Vec<String>,
     held: Option<Held>,
     rejected: bool,
@@ -360,7 +188,10 @@ impl AppAgent {
         StepReport {
             status: "CONTINUE".into(),
             subtask: Some(self.log.subtask.clone()),
-            action: Some(json!({"questions": questions, "answers": answers})),
+            action: Some(StepAction::Questions(Questions {
+                questions,
+                answers: Some(answers),
+            })),
             ..StepReport::default()
         }
     }
@@ -380,30 +211,28 @@ impl AppAgent {
         if let Some(reason) = &held.sensitive {
             described.push_str(&format!(" ({reason})"));
         }
-        let action_json = held.planned.record();
+        let chosen = held.planned.chosen();
         let decision = if cx.services.config.safe_guard {
             cx.services
                 .user
                 .confirm(&ConfirmRequest {
                     agent: self.name(),
                     description: described.clone(),
-                    action: action_json.clone(),
+                    action: chosen.to_value(),
                 })
                 .await
         } else {
             Decision::Approve
         };
-        let mut record = action_json;
-        record["decision"] = format!("{decision:?}").into();
         let mut report = StepReport {
             subtask: Some(self.log.subtask.clone()),
+            action: Some(StepAction::act(chosen, Outcome::Decided(decision))),
             ..StepReport::default()
         };
         match decision {
             Decision::Approve => {
-                let r = held.planned.run(cx, &self.window).await;
+                let r = result_text(held.planned.run(cx, &self.window).await);
                 self.look_for_windows = true;
-                record["executed"] = true.into();
                 self.log
                     .actions
                     .push(format!("{described} (approved) -> {r}"));
@@ -415,7 +244,6 @@ impl AppAgent {
                 self.status = AppStatus::Continue;
             }
             Decision::Reject => {
-                record["executed"] = false.into();
                 self.rejected = true;
                 self.log
                     .memory
@@ -425,7 +253,6 @@ impl AppAgent {
                 self.status = AppStatus::Finish;
             }
         }
-        report.action = Some(record);
         report.status = self.status.as_str().into();
         report
     }
@@ -700,65 +527,36 @@ fn tools_text(tools: &[ToolSpec]) -> String {
     s
 }
 
-/// One line describing an action.
-fn describe(action: &UiAction, control: Option<&Control>, label: &str) -> String {
-    let args = action.args();
-    let args = if args.as_object().is_some_and(|m| m.is_empty()) {
-        String::new()
-    } else {
-        format!(" {args}")
-    };
-    match control {
-        Some(c) => format!(
-            "{}{} on [{label}] {} \"{}\"",
-            action.name(),
-            args,
-            c.role,
-            c.name
+/// What the AppAgent's memory line says of the action it chose: `, FUNCTION ARGS on [LABEL]
+/// CONTROL` (a list, `, batch null on [] `: its actions are in the result).
+fn memory_note(chosen: &Chosen) -> String {
+    let none = Value::Null;
+    let (function, args, label, text) = match chosen {
+        Chosen::Ui(u) => (
+            u.function.as_str(),
+            &u.args,
+            u.control_label.as_str(),
+            u.control.as_ref().map_or("", |c| c.text.as_str()),
         ),
-        None => format!("{}{}", action.name(), args),
-    }
-}
-
-fn action_record(action: &UiAction, control: Option<&Control>, label: &str) -> Value {
-    json!({
-        "function": action.name(),
-        "args": action.args(),
-        "control_label": label,
-        "control_id": control.map(|c| c.id.clone()),
-        "control_text": control.map(|c| c.name.clone()),
-        "control_role": control.map(|c| c.role.clone()),
-    })
-}
-
-/// Run an action on the desktop and describe its outcome; a failure is text, not an error.
-async fn execute(
-    cx: &mut Cx<'_>,
-    window: &WindowInfo,
-    control: Option<&Control>,
-    action: &UiAction,
-) -> String {
-    let d = cx.services.desktop;
-    match d
-        .act(&window.id, control.map(|c| c.id.as_str()), action)
-        .await
-    {
-        Ok(text) => {
-            if text.is_empty() {
-                "ok".to_string()
-            } else {
-                clip(&text, 2000)
-            }
-        }
-        Err(e) => {
-            let text = format!("action failed: {e}");
-            if matches!(e, DesktopError::Lost(_)) {
-                // no later action can reach the desktop: the step ends ERROR
-                cx.device_lost.get_or_insert(text.clone());
-            }
-            text
-        }
-    }
+        Chosen::Tool(t) => (t.name.as_str(), &t.args, "", ""),
+        Chosen::Batch(_) => ("batch", &none, "", ""),
+        Chosen::Answer(a) => (
+            a.function.as_str(),
+            &a.args,
+            a.control_label.as_str(),
+            a.control_text.as_str(),
+        ),
+        // (other agents' choices, which an AppAgent does not make)
+        Chosen::Host(h) => ("", &none, h.control_label.as_str(), h.control_text.as_str()),
+        Chosen::Shell(_) => ("shell", &none, "", ""),
+        Chosen::AtPoint(p) => (
+            p.function.as_str(),
+            &p.args,
+            "",
+            p.control_text.as_deref().unwrap_or(""),
+        ),
+    };
+    format!(", {function} {args} on [{label}] {text}")
 }
 
 /// The data of one AppAgent processor run.
@@ -820,14 +618,8 @@ impl StepRunner for AppStep<'_, '_> {
                     agent.log.result = r.result.clone();
                 }
                 let mut line = format!("Status {}", r.status);
-                if let Some(a) = &self.report.action {
-                    line.push_str(&format!(
-                        ", {} {} on [{}] {}",
-                        a["function"].as_str().unwrap_or(""),
-                        a["args"],
-                        a["control_label"].as_str().unwrap_or(""),
-                        a["control_text"].as_str().unwrap_or("")
-                    ));
+                if let Some(StepAction::Act(a)) = &self.report.action {
+                    line.push_str(&memory_note(&a.chosen));
                 }
                 if let Some(res) = &self.result {
                     line.push_str(&format!(" -> {res}"));
@@ -1065,9 +857,8 @@ impl AppStep<'_, '_> {
             Ok(p) => p,
             Err(e) => {
                 if let Ok(action) = UiAction::parse(&r.function, &r.args) {
-                    let mut rec = action_record(&action, None, &r.control_label);
-                    rec["executed"] = false.into();
-                    self.report.action = Some(rec);
+                    let chosen = ui_choice(&action, None, &r.control_label);
+                    self.report.action = Some(StepAction::act(chosen, Outcome::NotRun));
                 }
                 self.nothing_to_confirm();
                 self.result = Some(e);
@@ -1095,14 +886,13 @@ impl AppStep<'_, '_> {
             return;
         };
         if !r.function.trim().is_empty() || !r.actions.is_empty() {
-            self.report.action = Some(json!({
-                "function": r.function,
-                "args": r.args,
-                "control_label": r.control_label,
-                "control_text": r.control_text,
-                "executed": false,
-                "discarded": "takeover",
-            }));
+            let answer = Chosen::Answer(Answer {
+                function: r.function.clone(),
+                args: r.args.clone(),
+                control_label: r.control_label.clone(),
+                control_text: r.control_text.clone(),
+            });
+            self.report.action = Some(StepAction::act(answer, Outcome::Discarded));
         }
         r.status = AppStatus::Continue;
         r.questions.clear();
@@ -1119,7 +909,6 @@ impl AppStep<'_, '_> {
         let Some(r) = &self.response else {
             return;
         };
-        let mut rec = planned.record();
         let mut status = r.status;
         let mut sensitive = None;
         if matches!(
@@ -1128,77 +917,78 @@ impl AppStep<'_, '_> {
         ) {
             let policy = &self.cx.services.config.sensitive;
             sensitive = sensitive_reason(policy, &planned, self.obs.as_ref());
-            if let Some(reason) = &sensitive {
+            if sensitive.is_some() {
                 // The model did not ask, but the policy holds this action all the same.
-                rec["sensitive"] = reason.clone().into();
                 status = AppStatus::Confirm;
             }
         }
         if let Some(resp) = self.response.as_mut() {
             resp.status = status;
         }
-        match status {
+        let chosen = planned.chosen();
+        let outcome = match status {
             AppStatus::Confirm => {
                 // The gate: the action is held, not executed, until the person approves.
-                rec["executed"] = false.into();
-                rec["held"] = true.into();
-                self.agent.held = Some(Held { planned, sensitive });
+                self.agent.held = Some(Held {
+                    planned,
+                    sensitive: sensitive.clone(),
+                });
                 self.result = Some("held for confirmation".into());
+                Outcome::Held { sensitive }
             }
             AppStatus::Continue | AppStatus::Screenshot | AppStatus::Finish => {
-                let out = match &planned {
-                    Planned::Batch(list) => {
-                        let seen = self.obs.as_ref().map(|o| o.controls.clone());
-                        let (out, done) = run_batch(self.cx, &self.agent.window, list, seen).await;
-                        rec["completed"] = done.into();
-                        // A cut-short list is news the model must see: keep going.
-                        if done < list.len() {
-                            if let Some(resp) = self.response.as_mut() {
-                                if resp.status == AppStatus::Finish {
-                                    resp.status = AppStatus::Continue;
-                                }
-                            }
+                self.run_now(&planned).await
+            }
+            AppStatus::Pending | AppStatus::Fail | AppStatus::Error => Outcome::NotRun,
+        };
+        self.report.action = Some(StepAction::act(chosen, outcome));
+    }
+
+    /// Run the planned action now, and note its result: in the subtask's actions, for the
+    /// model, and (a read that did not fail) as the subtask's result.
+    async fn run_now(&mut self, planned: &Planned) -> Outcome {
+        let (run, completed) = match planned {
+            Planned::Batch(list) => {
+                let seen = self.obs.as_ref().map(|o| o.controls.clone());
+                let (out, done) = run_batch(self.cx, &self.agent.window, list, seen).await;
+                // A cut-short list is news the model must see: keep going.
+                if done < list.len() {
+                    if let Some(resp) = self.response.as_mut() {
+                        if resp.status == AppStatus::Finish {
+                            resp.status = AppStatus::Continue;
                         }
-                        out
                     }
-                    _ => planned.run(self.cx, &self.agent.window).await,
-                };
-                rec["executed"] = true.into();
-                self.agent
-                    .log
-                    .actions
-                    .push(format!("{} -> {out}", planned.describe()));
-                let is_read = matches!(
-                    planned,
-                    Planned::Ui {
-                        action: UiAction::ReadText,
-                        ..
-                    } | Planned::Tool { .. }
-                );
-                // reading opens no window; anything else may have
-                if !matches!(
-                    planned,
-                    Planned::Ui {
-                        action: UiAction::ReadText,
-                        ..
-                    }
-                ) {
-                    self.agent.look_for_windows = true;
                 }
-                if is_read && !out.starts_with("action failed") {
-                    self.agent.log.result = out.clone();
-                }
-                self.result = Some(match self.result.take() {
-                    // A list planned only in part: say which action could not be planned.
-                    Some(note) => format!("{out}; {note}"),
-                    None => out,
-                });
+                (Ok(out), Some(done))
             }
-            AppStatus::Pending | AppStatus::Fail | AppStatus::Error => {
-                rec["executed"] = false.into();
+            _ => (planned.run(self.cx, &self.agent.window).await, None),
+        };
+        let failed = run.is_err();
+        let out = result_text(run);
+        self.agent
+            .log
+            .actions
+            .push(format!("{} -> {out}", planned.describe()));
+        let reads_text = matches!(
+            planned,
+            Planned::Ui {
+                action: UiAction::ReadText,
+                ..
             }
+        );
+        // reading opens no window; anything else may have
+        if !reads_text {
+            self.agent.look_for_windows = true;
         }
-        self.report.action = Some(rec);
+        if (reads_text || matches!(planned, Planned::Tool { .. })) && !failed {
+            self.agent.log.result = out.clone();
+        }
+        self.result = Some(match self.result.take() {
+            // A list planned only in part: say which action could not be planned.
+            Some(note) => format!("{out}; {note}"),
+            None => out,
+        });
+        Outcome::Ran { completed }
     }
 
     /// List the tools this application's AppAgent may call. A provider that cannot list them

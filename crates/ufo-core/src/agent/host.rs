@@ -16,10 +16,13 @@ use super::subagent::{AgentFactory, AgentTarget, Assignment, SubAgent};
 use super::subtask_log::recent;
 use crate::blackboard::QuestionAnswer;
 use crate::events::StepReport;
-use crate::ports::{ConfirmRequest, Decision, LaunchableApp, Screenshot, WindowInfo};
+use crate::ports::{ConfirmRequest, Decision, LaunchableApp, Screenshot, WindowId, WindowInfo};
 use crate::processor::{Processor, StepError, StepRunner};
 use crate::response::HostResponse;
 use crate::status::{EndReason, HostStatus, SessionStatus};
+use crate::step_action::{
+    Act, Assigned, Chosen, HostCommand, HostDecision, Outcome, Questions, StepAction,
+};
 use crate::text::{clip, clip_chars};
 
 /// The host's display name in trajectories.
@@ -69,7 +72,8 @@ pub enum HostNext {
     Sub(String),
 }
 
-/// An action the host chose: a shell command and/or a window.
+/// An action the host chose: a shell command and/or a window (as the person is shown it when
+/// it is held).
 #[derive(Debug, Clone, Default, Serialize)]
 struct HostAction {
     bash: String,
@@ -85,6 +89,18 @@ struct HostAction {
 enum Target {
     Window(WindowInfo),
     Agent(AgentTarget),
+}
+
+impl HostAction {
+    /// The command and window, as the trajectory records them.
+    fn command(&self) -> HostCommand {
+        HostCommand {
+            bash: self.bash.clone(),
+            control_label: self.control_label.clone(),
+            control_text: self.control_text.clone(),
+            window: None,
+        }
+    }
 }
 
 impl Target {
@@ -311,7 +327,7 @@ impl HostAgent {
             Target::Agent(a) => (
                 format!("agent/{}", a.name),
                 WindowInfo {
-                    id: a.name.clone(),
+                    id: WindowId::new(a.name.clone()),
                     title: a.name.clone(),
                     app_name: a.name.clone(),
                     process: "agent".into(),
@@ -354,7 +370,11 @@ impl HostAgent {
         StepReport {
             status: "ASSIGN".into(),
             subtask: Some(self.current_subtask.clone()),
-            action: Some(json!({"assign": name, "window": window.title, "cache_key": key})),
+            action: Some(StepAction::Assign(Assigned {
+                agent: name,
+                window: window.title,
+                cache_key: key,
+            })),
             ..StepReport::default()
         }
     }
@@ -384,7 +404,10 @@ impl HostAgent {
         };
         StepReport {
             status: self.status.as_str().into(),
-            action: Some(json!({"questions": questions})),
+            action: Some(StepAction::Questions(Questions {
+                questions,
+                answers: None,
+            })),
             result: unanswered.then(|| "a question got no answer".to_string()),
             ..StepReport::default()
         }
@@ -417,7 +440,11 @@ impl HostAgent {
             Decision::Approve
         };
         let mut report = StepReport {
-            action: Some(json!({"held": action, "decision": format!("{decision:?}")})),
+            action: Some(StepAction::HostDecision(HostDecision {
+                held: held.command(),
+                sensitive: held.sensitive.clone(),
+                decision,
+            })),
             ..StepReport::default()
         };
         match decision {
@@ -564,13 +591,13 @@ impl HostStep<'_, '_> {
             return;
         };
         if !r.bash.trim().is_empty() || !r.control_label.is_empty() || !r.control_text.is_empty() {
-            self.report.action = Some(json!({
-                "bash": r.bash,
-                "control_label": r.control_label,
-                "control_text": r.control_text,
-                "executed": false,
-                "discarded": "takeover",
-            }));
+            let answer = Chosen::Host(HostCommand {
+                bash: r.bash.clone(),
+                control_label: r.control_label.clone(),
+                control_text: r.control_text.clone(),
+                window: None,
+            });
+            self.report.action = Some(StepAction::act(answer, Outcome::Discarded));
         }
         r.status = HostStatus::Continue;
         r.bash.clear();
@@ -611,30 +638,30 @@ impl HostStep<'_, '_> {
                 status = HostStatus::Confirm;
             }
         }
-        let mut record = serde_json::to_value(&action).unwrap_or(Value::Null);
-        match status {
+        let chosen = Chosen::Host(action.command());
+        let outcome = match status {
             HostStatus::Confirm => {
                 // The gate: nothing reaches the desktop before approval.
+                let sensitive = action.sensitive.clone();
                 self.host.held = Some(action);
-                record["executed"] = false.into();
-                record["held"] = true.into();
+                Outcome::Held { sensitive }
             }
             HostStatus::Continue | HostStatus::Assign | HostStatus::Finish => {
-                if !bash.is_empty() {
+                if bash.is_empty() {
+                    Outcome::Chosen
+                } else {
                     let line = run_bash(self.cx, &bash).await;
                     self.results.push(line);
-                    record["executed"] = true.into();
+                    Outcome::Ran { completed: None }
                 }
             }
-            HostStatus::Pending | HostStatus::Fail | HostStatus::Error => {
-                record["executed"] = false.into();
-            }
-        }
+            HostStatus::Pending | HostStatus::Fail | HostStatus::Error => Outcome::NotRun,
+        };
         if let Some(resp) = self.response.as_mut() {
             resp.status = status;
         }
         if has_action {
-            self.report.action = Some(record);
+            self.report.action = Some(StepAction::act(chosen, outcome));
         }
         Ok(())
     }
@@ -724,6 +751,8 @@ impl HostStep<'_, '_> {
         }
     }
 
+    /// On ASSIGN, resolve the window (or third-party agent) the answer names; none found is
+    /// not an ERROR: the model hears why and answers again in CONTINUE.
     async fn select_window(&mut self) -> Result<(), StepError> {
         let Some(r) = &self.response else {
             return Ok(());
@@ -731,14 +760,39 @@ impl HostStep<'_, '_> {
         if r.status != HostStatus::Assign {
             return Ok(());
         }
-        let desktop = self.cx.services.desktop;
+        let (label, text) = (r.control_label.clone(), r.control_text.clone());
         if !r.bash.trim().is_empty() {
             // The command may have opened the window: look again.
+            let desktop = self.cx.services.desktop;
             self.windows = desktop.windows().await?;
             self.launchable = desktop.launchable().await?;
         }
+        match self.resolve_target(&label, &text).await {
+            Selection::Target(t) => {
+                if let Some(StepAction::Act(Act {
+                    chosen: Chosen::Host(h),
+                    ..
+                })) = self.report.action.as_mut()
+                {
+                    h.window = Some(t.title().to_string());
+                }
+                self.host.selected = Some(t);
+            }
+            // no window is picked or raised: the model sees the candidates
+            Selection::Ambiguous(message) => self.answer_again(message),
+            Selection::NoMatch => {
+                let message = self.no_window_message(&label, &text);
+                self.answer_again(message);
+            }
+        }
+        Ok(())
+    }
+
+    /// The window or third-party agent `label` / `text` names, by one rule
+    /// (docs/resolution.md, "Window resolution"); an application that is not running, named
+    /// exactly, is launched rather than a window whose title merely contains its name.
+    async fn resolve_target(&mut self, label: &str, text: &str) -> Selection {
         let n = self.windows.len();
-        // windows and third-party agents by one rule (docs/resolution.md, "Window resolution")
         let keys: Vec<WindowKey<'_>> = self
             .windows
             .iter()
@@ -750,91 +804,85 @@ impl HostStep<'_, '_> {
                 process: "",
             }))
             .collect();
-        let found = resolve_window(&r.control_label, &r.control_text, &keys);
-        let text = r.control_text.trim();
-        // an application that is not running, named exactly, is launched rather than a
-        // window whose title merely contains its name
+        let found = resolve_window(label, text, &keys);
+        let text = text.trim();
         let launch = self
             .launchable
             .iter()
-            .find(|a| !text.is_empty() && a.name.eq_ignore_ascii_case(text))
-            .cloned();
+            .find(|a| !text.is_empty() && a.name.eq_ignore_ascii_case(text));
         let weak = match &found {
             Ok((_, fit)) | Err(WindowUnresolved::Ambiguous { fit, .. }) => {
                 *fit == WindowFit::PartOfTitle
             }
             Err(WindowUnresolved::NoMatch) => true,
         };
-        let mut ambiguous = None;
-        let window = match (found, launch) {
-            (_, Some(app)) if weak => match desktop.launch(&app.name).await {
+        match (found, launch) {
+            (_, Some(app)) if weak => match self.cx.services.desktop.launch(&app.name).await {
                 Ok(w) => {
                     self.results.push(format!("launched {}", app.name));
-                    Some(Target::Window(w))
+                    Selection::Target(Target::Window(w))
                 }
                 Err(e) => {
                     self.results
                         .push(format!("launching {} failed: {e}", app.name));
-                    None
+                    Selection::NoMatch
                 }
             },
-            (Ok((i, _)), _) if i < n => Some(Target::Window(self.windows[i].clone())),
-            (Ok((i, _)), _) => self.agents.get(i - n).cloned().map(Target::Agent),
+            (Ok((i, _)), _) if i < n => Selection::Target(Target::Window(self.windows[i].clone())),
+            (Ok((i, _)), _) => match self.agents.get(i - n) {
+                Some(a) => Selection::Target(Target::Agent(a.clone())),
+                None => Selection::NoMatch,
+            },
             (Err(WindowUnresolved::Ambiguous { fit, candidates }), _) => {
-                ambiguous = Some(ambiguous_windows_message(
+                Selection::Ambiguous(ambiguous_windows_message(
                     text,
                     fit,
                     &candidates,
                     &keys,
                     true,
                     "answer again with the ControlLabel of the window you mean",
-                ));
-                None
+                ))
             }
-            (Err(WindowUnresolved::NoMatch), _) => None,
-        };
-        match window {
-            Some(t) => {
-                if let Some(a) = self.report.action.as_mut() {
-                    a["window"] = t.title().into();
-                }
-                self.host.selected = Some(t);
-            }
-            None if ambiguous.is_some() => {
-                // Not an ERROR, and no window is picked or raised: the model sees the
-                // candidates and answers again.
-                self.results.extend(ambiguous);
-                self.host.selected = None;
-                if let Some(resp) = self.response.as_mut() {
-                    resp.status = HostStatus::Continue;
-                }
-            }
-            None => {
-                // Not an ERROR: the model sees the failure and tries again.
-                let titles: Vec<String> = self
-                    .windows
-                    .iter()
-                    .enumerate()
-                    .map(|(i, w)| format!("[{}] {}", i + 1, w.title))
-                    .collect();
-                self.results.push(format!(
-                    "no window matches ControlLabel {:?} / ControlText {:?}; the windows are: {}",
-                    r.control_label,
-                    r.control_text,
-                    if titles.is_empty() {
-                        "(none)".to_string()
-                    } else {
-                        titles.join(", ")
-                    }
-                ));
-                self.host.selected = None;
-                if let Some(resp) = self.response.as_mut() {
-                    resp.status = HostStatus::Continue;
-                }
-            }
+            (Err(WindowUnresolved::NoMatch), _) => Selection::NoMatch,
         }
-        Ok(())
     }
+
+    /// What the model is told when nothing matches: the windows there are.
+    fn no_window_message(&self, label: &str, text: &str) -> String {
+        let titles: Vec<String> = self
+            .windows
+            .iter()
+            .enumerate()
+            .map(|(i, w)| format!("[{}] {}", i + 1, w.title))
+            .collect();
+        format!(
+            "no window matches ControlLabel {label:?} / ControlText {text:?}; the windows are: {}",
+            if titles.is_empty() {
+                "(none)".to_string()
+            } else {
+                titles.join(", ")
+            }
+        )
+    }
+
+    /// No window was chosen: not an ERROR; the model hears `why` and answers again.
+    fn answer_again(&mut self, why: String) {
+        self.results.push(why);
+        self.host.selected = None;
+        if let Some(resp) = self.response.as_mut() {
+            resp.status = HostStatus::Continue;
+        }
+    }
+}
+
+/// Where an ASSIGN goes.
+enum Selection {
+    /// The window or agent found (or launched).
+    Target(Target),
+    /// Several fit equally: the message lists them.
+    Ambiguous(String),
+    /// None fits (or the launch failed).
+    NoMatch,
 }
 
 /// Parse a host answer and check it against the transition matrix.

@@ -26,6 +26,7 @@ pub mod context;
 pub mod follow;
 pub mod host;
 pub mod model;
+mod planned;
 pub mod resolution;
 pub mod subagent;
 pub mod subtask_log;

@@ -495,7 +495,7 @@ pub struct WindowKey<'a> {
 impl<'a> From<&'a crate::ports::WindowInfo> for WindowKey<'a> {
     fn from(w: &'a crate::ports::WindowInfo) -> Self {
         Self {
-            id: &w.id,
+            id: w.id.as_str(),
             title: &w.title,
             app: &w.app_name,
             process: &w.process,

@@ -5,6 +5,7 @@
 use super::context::Cx;
 use crate::blackboard::Trajectory;
 use crate::events::StepReport;
+use crate::step_action::{Archived, StepAction};
 use crate::subtask::{subtask_result, SubtaskOutcome, SubtaskRecord};
 
 /// What a sub-agent keeps of the subtask it works on (and, in `memory`, of its earlier
@@ -97,9 +98,11 @@ pub fn archive(
     StepReport {
         status: state.to_string(),
         subtask: Some(subtask.to_string()),
-        action: Some(
-            serde_json::json!({"archive": {"subtask": subtask, "status": status, "result": result}}),
-        ),
+        action: Some(StepAction::Archive(Archived {
+            subtask: subtask.to_string(),
+            status,
+            result: result.to_string(),
+        })),
         result: Some(result.to_string()).filter(|r| !r.is_empty()),
         ..StepReport::default()
     }

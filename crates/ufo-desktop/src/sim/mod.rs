@@ -40,19 +40,20 @@
 //! draw the visible controls as boxes; the annotated one numbers them `1..n` in observation
 //! order (see [`crate::annotate`]).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use ufo_core::{
-    Control, Desktop, DesktopError, LaunchableApp, Screenshot, ShellOutput, UiAction, WindowInfo,
-    WindowObservation,
+    Control, Desktop, DesktopError, LaunchableApp, Screenshot, ShellOutput, UiAction, WindowId,
+    WindowInfo, WindowObservation,
 };
 
 use crate::annotate::{self, RgbaImage};
 
+mod act;
 mod render;
 mod scenario;
 mod world;
@@ -70,7 +71,7 @@ use world::*;
 /// [`SimDesktop::actions`], [`SimDesktop::control_value`] and [`SimDesktop::is_running`].
 ///
 /// ```
-/// use ufo_core::{Button, Desktop, UiAction};
+/// use ufo_core::{Button, Desktop, UiAction, WindowId};
 /// use ufo_desktop::SimDesktop;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -78,12 +79,14 @@ use world::*;
 ///     {"id": "export", "role": "button", "name": "Export", "reveals": ["ok"]},
 ///     {"id": "ok", "role": "button", "name": "OK", "hidden": true}]}]}"#)?;
 /// let rt = tokio::runtime::Builder::new_current_thread().build()?;
+/// // a simulated window's id is its application's name
+/// let writer = WindowId::from("Writer");
 /// rt.block_on(async {
-///     let obs = desktop.observe("Writer").await?;
+///     let obs = desktop.observe(&writer).await?;
 ///     assert_eq!(obs.controls.len(), 1); // "ok" is hidden; label 1 = "export"
 ///     let click = UiAction::Click { button: Button::Left, double: false };
-///     desktop.act("Writer", Some("export"), &click).await?;
-///     assert_eq!(desktop.observe("Writer").await?.controls.len(), 2);
+///     desktop.act(&writer, Some("export"), &click).await?;
+///     assert_eq!(desktop.observe(&writer).await?.controls.len(), 2);
 ///     Ok::<_, ufo_core::DesktopError>(())
 /// })?;
 /// let state = desktop.final_state().unwrap_or_default();
@@ -307,153 +310,17 @@ impl SimDesktop {
     /// Carry out one action (the [`Desktop::act`] of the simulation).
     async fn act_now(
         &self,
-        window_id: &str,
+        window_id: &WindowId,
         control_id: Option<&str>,
         action: &UiAction,
     ) -> Result<String, DesktopError> {
         let mut st = self.lock();
         let ai = st.running_app(window_id)?;
-        let app_name = st.apps[ai].name.clone();
-        let name = action.name();
-        let record = |st: &mut State, control: Option<&str>, ok: bool| {
-            st.actions.push(ActionRecord::Ui {
-                app: app_name.clone(),
-                control: control.map(str::to_string),
-                action: name.to_string(),
-                args: action.args(),
-                ok,
-            });
-        };
-
         let Some(cid) = control_id else {
-            if action.needs_control() {
-                return Err(DesktopError::Unsupported(format!(
-                    "{name} needs a control; pick one by its label"
-                )));
-            }
-            if let Some(error) = st.fault(ai, None, name) {
-                record(&mut st, None, false);
-                return Err(DesktopError::ActionFailed(error));
-            }
-            record(&mut st, None, true);
-            return Ok(match action {
-                UiAction::ClickAt { x, y } => format!("clicked at ({x}, {y})"),
-                _ => format!("{name} done"),
-            });
+            return act::without_control(&mut st, ai, action);
         };
-
-        let Some(ci) = st.apps[ai]
-            .control(cid)
-            .filter(|&ci| !st.apps[ai].controls[ci].hidden)
-        else {
-            return Err(DesktopError::NoControl {
-                window: app_name.clone(),
-                control: cid.to_string(),
-            });
-        };
-        if !st.apps[ai].controls[ci].enabled {
-            record(&mut st, Some(cid), false);
-            return Err(DesktopError::ActionFailed("control is disabled".into()));
-        }
-        if let Some(error) = st.fault(ai, Some(cid), name) {
-            record(&mut st, Some(cid), false);
-            return Err(DesktopError::ActionFailed(error));
-        }
-        // the one key parser of every desktop: a key string the live desktop refuses is
-        // refused here too
-        let presses = match action {
-            UiAction::TypeKeys { keys } => match ufo_core::keys::parse_keys(keys) {
-                Ok(p) => p,
-                Err(e) => {
-                    record(&mut st, Some(cid), false);
-                    return Err(DesktopError::ActionFailed(e.to_string()));
-                }
-            },
-            _ => Vec::new(),
-        };
-        record(&mut st, Some(cid), true);
-
-        let app = &mut st.apps[ai];
-        let label = app.controls[ci].label().to_string();
-        let outcome = match action {
-            UiAction::Click { .. } => {
-                // By position, in scenario order: a control both revealed and hidden ends
-                // hidden.
-                let positions = |ids: &[String]| {
-                    let mut v: Vec<usize> = ids.iter().filter_map(|id| app.control(id)).collect();
-                    v.sort_unstable();
-                    v.dedup();
-                    v
-                };
-                let hides = positions(&app.controls[ci].hides);
-                let hidden_by_click: HashSet<usize> = hides.iter().copied().collect();
-                let reveals = positions(&app.controls[ci].reveals);
-                let mut shown = Vec::new();
-                for j in reveals {
-                    let c = &mut app.controls[j];
-                    if c.hidden && !hidden_by_click.contains(&j) {
-                        c.hidden = false;
-                        shown.push(c.label().to_string());
-                    }
-                }
-                let mut gone = Vec::new();
-                for j in hides {
-                    let c = &mut app.controls[j];
-                    if !c.hidden {
-                        c.hidden = true;
-                        gone.push(c.label().to_string());
-                    }
-                }
-                let mut s = format!("clicked {label}");
-                if !shown.is_empty() {
-                    s.push_str(&format!("; now visible: {}", name_list(&shown)));
-                }
-                if !gone.is_empty() {
-                    s.push_str(&format!("; now hidden: {}", name_list(&gone)));
-                }
-                let opens = app.controls[ci]
-                    .opens
-                    .as_ref()
-                    .map(|id| format!("{}/{id}", app.app_name()));
-                if app.controls[ci].closes {
-                    app.running = false;
-                    s.push_str(&format!("; closed window {:?}", app.title));
-                }
-                if let Some(w) = opens.and_then(|name| st.apps.iter_mut().find(|a| a.name == name))
-                {
-                    w.running = true;
-                    s.push_str(&format!("; opened window {:?}", w.title));
-                }
-                s
-            }
-            UiAction::SetText { text } => {
-                app.controls[ci].value = Some(text.clone());
-                format!("set the text of {label} to {text:?}")
-            }
-            UiAction::TypeKeys { .. } => {
-                let value = app.controls[ci].value.get_or_insert_with(String::new);
-                ufo_core::keys::apply_to_text(value, &presses);
-                format!("typed into {label}; its text is now {value:?}")
-            }
-            UiAction::Select { item } => {
-                app.controls[ci].value = Some(item.clone());
-                format!("selected {item:?} in {label}")
-            }
-            UiAction::ReadText => {
-                let c = &app.controls[ci];
-                c.value.clone().unwrap_or_else(|| c.name.clone())
-            }
-            UiAction::Focus => format!("focused {label}"),
-            UiAction::Scroll { direction, amount } => {
-                let dir = match direction {
-                    ufo_core::ScrollDirection::Up => "up",
-                    ufo_core::ScrollDirection::Down => "down",
-                };
-                format!("scrolled {label} {dir} by {amount}")
-            }
-            UiAction::ClickAt { x, y } => format!("clicked at ({x}, {y}) in {label}"),
-        };
-        Ok(outcome)
+        let (ci, presses) = act::ready_control(&mut st, ai, cid, action)?;
+        Ok(act::perform(&mut st, ai, ci, action, &presses))
     }
 }
 
@@ -504,10 +371,10 @@ impl Desktop for SimDesktop {
         }
         annotate::to_screenshot(&img)
             .map(Some)
-            .map_err(|e| DesktopError::Backend(e.to_string()))
+            .map_err(|e| DesktopError::Backend(Box::new(e)))
     }
 
-    async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError> {
+    async fn observe(&self, window_id: &WindowId) -> Result<WindowObservation, DesktopError> {
         let delay = {
             let st = self.lock();
             st.running_app(window_id)
@@ -570,7 +437,7 @@ impl Desktop for SimDesktop {
 
     async fn act(
         &self,
-        window_id: &str,
+        window_id: &WindowId,
         control_id: Option<&str>,
         action: &UiAction,
     ) -> Result<String, DesktopError> {
@@ -617,12 +484,12 @@ impl Desktop for SimDesktop {
         Ok(window_info(i, &st.apps[i]))
     }
 
-    async fn activate(&self, window_id: &str) -> Result<(), DesktopError> {
+    async fn activate(&self, window_id: &WindowId) -> Result<(), DesktopError> {
         // every simulated window is in front of the model when observed: nothing to raise
         self.lock().running_app(window_id).map(|_| ())
     }
 
-    async fn close(&self, window_id: &str) -> Result<(), DesktopError> {
+    async fn close(&self, window_id: &WindowId) -> Result<(), DesktopError> {
         let mut st = self.lock();
         let i = st.running_app(window_id)?;
         st.apps[i].running = false;

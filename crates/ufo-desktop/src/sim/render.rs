@@ -1,6 +1,6 @@
 //! The simulated screen: where windows and controls are, and the pictures of them.
 
-use ufo_core::{Rect, WindowInfo};
+use ufo_core::{Rect, WindowId, WindowInfo};
 
 use super::world::*;
 use crate::annotate::RgbaImage;
@@ -43,7 +43,7 @@ pub(crate) fn on_screen(r: Rect, win: Rect) -> Rect {
 
 pub(crate) fn window_info(index: usize, app: &SimApp) -> WindowInfo {
     WindowInfo {
-        id: app.name.clone(),
+        id: WindowId::new(app.name.clone()),
         title: app.title.clone(),
         app_name: app.app_name().to_string(),
         process: app.process.clone(),

@@ -67,7 +67,7 @@ async fn windows_list_running_apps_and_launchable_the_others() {
 #[tokio::test]
 async fn observe_lists_visible_controls_in_a_column_with_screenshots() {
     let d = sim();
-    let obs = d.observe("Writer").await.expect("observe");
+    let obs = d.observe(&WindowId::from("Writer")).await.expect("observe");
     assert_eq!(ids(&obs), ["table", "export", "name", "save", "close"]);
     assert_eq!(obs.window.id, "Writer");
     assert!(obs.warnings.is_empty());
@@ -102,14 +102,14 @@ async fn observe_lists_visible_controls_in_a_column_with_screenshots() {
 #[tokio::test]
 async fn annotated_labels_follow_the_visible_controls() {
     let d = sim();
-    let before = d.observe("Writer").await.expect("observe");
-    d.act("Writer", Some("export"), &click())
+    let before = d.observe(&WindowId::from("Writer")).await.expect("observe");
+    d.act(&WindowId::from("Writer"), Some("export"), &click())
         .await
         .expect_err("first click hits the fault");
-    d.act("Writer", Some("export"), &click())
+    d.act(&WindowId::from("Writer"), Some("export"), &click())
         .await
         .expect("second click works");
-    let after = d.observe("Writer").await.expect("observe");
+    let after = d.observe(&WindowId::from("Writer")).await.expect("observe");
     assert_eq!(
         ids(&after),
         ["table", "export", "dlg_ok", "name", "save", "close"]
@@ -125,12 +125,15 @@ async fn annotated_labels_follow_the_visible_controls() {
 async fn click_reveals_and_hides_controls() {
     let d = sim();
     assert!(matches!(
-        d.act("Writer", Some("dlg_ok"), &click()).await,
+        d.act(&WindowId::from("Writer"), Some("dlg_ok"), &click())
+            .await,
         Err(DesktopError::NoControl { .. })
     ));
-    let _ = d.act("Writer", Some("export"), &click()).await; // the one-shot fault
+    let _ = d
+        .act(&WindowId::from("Writer"), Some("export"), &click())
+        .await; // the one-shot fault
     let out = d
-        .act("Writer", Some("export"), &click())
+        .act(&WindowId::from("Writer"), Some("export"), &click())
         .await
         .expect("click");
     assert!(
@@ -139,17 +142,17 @@ async fn click_reveals_and_hides_controls() {
     );
     assert_eq!(d.is_hidden("Writer", "dlg_ok"), Some(false));
     let out = d
-        .act("Writer", Some("dlg_ok"), &click())
+        .act(&WindowId::from("Writer"), Some("dlg_ok"), &click())
         .await
         .expect("click OK");
     assert!(out.contains("now hidden: OK"), "{out}");
     assert_eq!(d.is_hidden("Writer", "dlg_ok"), Some(true));
     // hides wins over reveals for the same id
-    d.act("Writer", Some("close"), &click())
+    d.act(&WindowId::from("Writer"), Some("close"), &click())
         .await
         .expect("close");
     assert_eq!(d.is_hidden("Writer", "table"), Some(true));
-    let obs = d.observe("Writer").await.expect("observe");
+    let obs = d.observe(&WindowId::from("Writer")).await.expect("observe");
     assert_eq!(ids(&obs), ["export", "name", "save", "close"]);
 }
 
@@ -159,36 +162,55 @@ async fn text_actions_change_values() {
     let set = UiAction::SetText {
         text: "report".into(),
     };
-    d.act("Writer", Some("name"), &set).await.expect("set_text");
+    d.act(&WindowId::from("Writer"), Some("name"), &set)
+        .await
+        .expect("set_text");
     assert_eq!(d.control_value("Writer", "name").as_deref(), Some("report"));
     let keys = UiAction::TypeKeys {
         keys: ".csvx{BACKSPACE}{ctrl+s}{ESC}{ENTER}".into(),
     };
-    let out = d.act("Writer", Some("name"), &keys).await.expect("type");
+    let out = d
+        .act(&WindowId::from("Writer"), Some("name"), &keys)
+        .await
+        .expect("type");
     assert!(out.contains("report.csv\\n"), "{out}");
     assert_eq!(
         d.control_value("Writer", "name").as_deref(),
         Some("report.csv\n")
     );
     let set = UiAction::SetText { text: "x".into() };
-    d.act("Writer", Some("name"), &set).await.expect("set_text");
+    d.act(&WindowId::from("Writer"), Some("name"), &set)
+        .await
+        .expect("set_text");
     assert_eq!(d.control_value("Writer", "name").as_deref(), Some("x"));
     let sel = UiAction::Select { item: "Q2".into() };
-    d.act("Writer", Some("table"), &sel).await.expect("select");
+    d.act(&WindowId::from("Writer"), Some("table"), &sel)
+        .await
+        .expect("select");
     assert_eq!(d.control_value("Writer", "table").as_deref(), Some("Q2"));
     let read = d
-        .act("Writer", Some("table"), &UiAction::ReadText)
+        .act(
+            &WindowId::from("Writer"),
+            Some("table"),
+            &UiAction::ReadText,
+        )
         .await
         .expect("read");
     assert_eq!(read, "Q2");
     let read = d
-        .act("Writer", Some("export"), &UiAction::ReadText)
+        .act(
+            &WindowId::from("Writer"),
+            Some("export"),
+            &UiAction::ReadText,
+        )
         .await
         .expect("read");
     assert_eq!(read, "Export", "no value: the name");
     // type_keys on a control without a value starts from empty
     let keys = UiAction::TypeKeys { keys: "a".into() };
-    d.act("Writer", Some("export"), &keys).await.expect("type");
+    d.act(&WindowId::from("Writer"), Some("export"), &keys)
+        .await
+        .expect("type");
     assert_eq!(d.control_value("Writer", "export").as_deref(), Some("a"));
 }
 
@@ -217,7 +239,7 @@ async fn control_states_are_observed() {
         {"id": "c", "role": "check box", "name": "Bold", "checked": true, "focused": true},
         {"id": "e", "role": "edit", "name": "Name", "editable": true}]}]}))
     .expect("scenario");
-    let obs = d.observe("A").await.expect("observe");
+    let obs = d.observe(&WindowId::from("A")).await.expect("observe");
     let s = obs.controls[0].states;
     assert!(s.checked && s.focused && !s.selected && !s.expanded && !s.editable);
     assert!(obs.controls[1].states.editable);
@@ -232,12 +254,14 @@ async fn control_states_are_observed() {
 #[tokio::test]
 async fn windows_are_activated_and_closed_through_the_port() {
     let d = sim();
-    d.activate("Writer").await.expect("activate");
+    d.activate(&WindowId::from("Writer"))
+        .await
+        .expect("activate");
     assert!(matches!(
-        d.activate("Nope").await,
+        d.activate(&WindowId::from("Nope")).await,
         Err(DesktopError::NoWindow(_))
     ));
-    d.close("Writer").await.expect("close");
+    d.close(&WindowId::from("Writer")).await.expect("close");
     assert!(d
         .windows()
         .await
@@ -245,7 +269,7 @@ async fn windows_are_activated_and_closed_through_the_port() {
         .iter()
         .all(|w| w.id != "Writer"));
     assert!(matches!(
-        d.close("Writer").await,
+        d.close(&WindowId::from("Writer")).await,
         Err(DesktopError::NoWindow(_))
     ));
     let state = d.final_state().expect("state");
@@ -258,21 +282,24 @@ async fn windows_are_activated_and_closed_through_the_port() {
 #[tokio::test]
 async fn focus_scroll_and_click_at_are_only_recorded() {
     let d = sim();
-    d.act("Writer", Some("table"), &UiAction::Focus)
+    d.act(&WindowId::from("Writer"), Some("table"), &UiAction::Focus)
         .await
         .expect("focus");
     let scroll = UiAction::Scroll {
         direction: ScrollDirection::Down,
         amount: 3,
     };
-    d.act("Writer", Some("table"), &scroll)
+    d.act(&WindowId::from("Writer"), Some("table"), &scroll)
         .await
         .expect("scroll");
     let at = UiAction::ClickAt { x: 5, y: 6 };
-    let out = d.act("Writer", None, &at).await.expect("click_at");
+    let out = d
+        .act(&WindowId::from("Writer"), None, &at)
+        .await
+        .expect("click_at");
     assert_eq!(out, "clicked at (5, 6)");
     assert!(matches!(
-        d.act("Writer", None, &click()).await,
+        d.act(&WindowId::from("Writer"), None, &click()).await,
         Err(DesktopError::Unsupported(_))
     ));
     let state = d.final_state().expect("state");
@@ -298,7 +325,7 @@ async fn focus_scroll_and_click_at_are_only_recorded() {
 async fn faults_fail_the_action_and_are_recorded() {
     let d = sim();
     let e = d
-        .act("Writer", Some("export"), &click())
+        .act(&WindowId::from("Writer"), Some("export"), &click())
         .await
         .expect_err("fault");
     assert!(
@@ -317,11 +344,11 @@ async fn faults_fail_the_action_and_are_recorded() {
         }]
     );
     // times: 1 — the second click goes through
-    d.act("Writer", Some("export"), &click())
+    d.act(&WindowId::from("Writer"), Some("export"), &click())
         .await
         .expect("second click");
     let e = d
-        .act("Writer", Some("save"), &click())
+        .act(&WindowId::from("Writer"), Some("save"), &click())
         .await
         .expect_err("disabled");
     assert_eq!(e.to_string(), "control is disabled");
@@ -343,19 +370,23 @@ async fn permanent_and_wildcard_faults() {
     .expect("parses");
     for _ in 0..3 {
         let e = d
-            .act("A", Some("e"), &UiAction::SetText { text: "x".into() })
+            .act(
+                &WindowId::from("A"),
+                Some("e"),
+                &UiAction::SetText { text: "x".into() },
+            )
             .await
             .expect_err("permanent fault");
         assert_eq!(e.to_string(), "read-only");
     }
     for c in ["b", "e"] {
         let e = d
-            .act("A", Some(c), &UiAction::Focus)
+            .act(&WindowId::from("A"), Some(c), &UiAction::Focus)
             .await
             .expect_err("wildcard fault");
         assert_eq!(e.to_string(), "injected fault");
     }
-    d.act("A", Some("b"), &click())
+    d.act(&WindowId::from("A"), Some("b"), &click())
         .await
         .expect("other actions fine");
     assert_eq!(d.control_value("A", "e"), None);
@@ -369,11 +400,17 @@ async fn observe_fault_is_a_system_error() {
                       {"app":"B","action":"screenshot","times":1}]}"#,
     )
     .expect("parses");
-    let e = d.observe("A").await.expect_err("observe fault");
+    let e = d
+        .observe(&WindowId::from("A"))
+        .await
+        .expect_err("observe fault");
     assert!(matches!(&e, DesktopError::Observe(m) if m == "accessibility bus gone"));
     assert!(e.to_string().contains("accessibility bus gone"));
-    d.observe("B").await.expect_err("one-shot");
-    let obs = d.observe("B").await.expect("second observe works");
+    d.observe(&WindowId::from("B")).await.expect_err("one-shot");
+    let obs = d
+        .observe(&WindowId::from("B"))
+        .await
+        .expect("second observe works");
     assert!(obs.controls.is_empty());
     assert!(obs.screenshot.is_some());
     assert_eq!(d.actions(), vec![], "observing is not an action");
@@ -383,18 +420,21 @@ async fn observe_fault_is_a_system_error() {
 async fn unknown_windows_and_controls() {
     let d = sim();
     assert!(matches!(
-        d.observe("Nope").await,
+        d.observe(&WindowId::from("Nope")).await,
         Err(DesktopError::NoWindow(w)) if w == "Nope"
     ));
     assert!(matches!(
-        d.observe("Calc").await,
+        d.observe(&WindowId::from("Calc")).await,
         Err(DesktopError::NoWindow(_))
     ));
     assert!(matches!(
-        d.act("Calc", Some("cell"), &click()).await,
+        d.act(&WindowId::from("Calc"), Some("cell"), &click()).await,
         Err(DesktopError::NoWindow(_))
     ));
-    match d.act("Writer", Some("ghost"), &click()).await {
+    match d
+        .act(&WindowId::from("Writer"), Some("ghost"), &click())
+        .await
+    {
         Err(DesktopError::NoControl { window, control }) => {
             assert_eq!((window.as_str(), control.as_str()), ("Writer", "ghost"));
         }
@@ -402,7 +442,7 @@ async fn unknown_windows_and_controls() {
     }
     assert!(d.actions().is_empty(), "nothing reached a control");
     // window ids match case-insensitively as a fallback
-    d.observe("writer").await.expect("observe");
+    d.observe(&WindowId::from("writer")).await.expect("observe");
 }
 
 #[tokio::test]
@@ -432,7 +472,9 @@ async fn launch_by_name_and_shell() {
         .collect();
     assert_eq!(titles, ["report - Writer", "Untitled - Calc"]);
     assert!(d.launchable().await.expect("launchable").is_empty());
-    d.observe("Calc").await.expect("observe launched app");
+    d.observe(&WindowId::from("Calc"))
+        .await
+        .expect("observe launched app");
 }
 
 #[tokio::test]
@@ -488,12 +530,14 @@ async fn launch_faults() {
 #[tokio::test]
 async fn final_state_has_the_contract_shape() {
     let d = sim();
-    let _ = d.act("Writer", Some("export"), &click()).await;
-    d.act("Writer", Some("export"), &click())
+    let _ = d
+        .act(&WindowId::from("Writer"), Some("export"), &click())
+        .await;
+    d.act(&WindowId::from("Writer"), Some("export"), &click())
         .await
         .expect("click");
     d.act(
-        "Writer",
+        &WindowId::from("Writer"),
         Some("name"),
         &UiAction::SetText {
             text: "out.csv".into(),
@@ -720,14 +764,32 @@ fn a_scenario_of_220k_controls_completes_a_full_observe_and_act_cycle() {
             .build()
             .expect("runtime");
         let result = rt.block_on(async {
-            let before = d.observe("Big").await.expect("observe").controls.len();
-            let shown = d.act("Big", Some("show"), &click()).await.expect("show");
-            let after = d.observe("Big").await.expect("observe").controls.len();
-            let hidden = d.act("Big", Some("hide"), &click()).await.expect("hide");
+            let before = d
+                .observe(&WindowId::from("Big"))
+                .await
+                .expect("observe")
+                .controls
+                .len();
+            let shown = d
+                .act(&WindowId::from("Big"), Some("show"), &click())
+                .await
+                .expect("show");
+            let after = d
+                .observe(&WindowId::from("Big"))
+                .await
+                .expect("observe")
+                .controls
+                .len();
+            let hidden = d
+                .act(&WindowId::from("Big"), Some("hide"), &click())
+                .await
+                .expect("hide");
             let last = format!("c{}", N - 1);
             let set = UiAction::SetText { text: "end".into() };
-            d.act("Big", Some(&last), &set).await.expect("set_text");
-            let obs = d.observe("Big").await.expect("observe");
+            d.act(&WindowId::from("Big"), Some(&last), &set)
+                .await
+                .expect("set_text");
+            let obs = d.observe(&WindowId::from("Big")).await.expect("observe");
             (before, shown, after, hidden, obs)
         });
         let state = d.final_state().expect("final state");
@@ -762,7 +824,7 @@ fn a_scenario_of_220k_controls_completes_a_full_observe_and_act_cycle() {
 #[tokio::test]
 async fn skipping_covered_controls_changes_no_pixel() {
     let d = SimDesktop::from_json_str(&big_scenario(260)).expect("loads");
-    let obs = d.observe("Big").await.expect("observe");
+    let obs = d.observe(&WindowId::from("Big")).await.expect("observe");
     let all: Vec<(String, Rect)> = {
         let st = d.lock();
         let app = &st.apps[0];
@@ -794,7 +856,10 @@ async fn a_control_both_revealed_and_hidden_by_a_click_ends_hidden() {
             {"id": "z", "name": "Z"}]}]}"#,
     )
     .expect("loads");
-    let r = d.act("W", Some("b"), &click()).await.expect("click");
+    let r = d
+        .act(&WindowId::from("W"), Some("b"), &click())
+        .await
+        .expect("click");
     assert_eq!(r, "clicked B; now visible: X; now hidden: Z");
     assert_eq!(d.is_hidden("W", "x"), Some(false));
     assert_eq!(d.is_hidden("W", "y"), Some(true));
@@ -827,7 +892,7 @@ fn further_windows_open_and_close_by_clicks() {
             "Writer keeps its pid"
         );
         let out = d
-            .act("GIMP", Some("prefs_item"), &click())
+            .act(&WindowId::from("GIMP"), Some("prefs_item"), &click())
             .await
             .expect("click");
         assert!(out.contains("opened window \"Preferences\""), "{out}");
@@ -839,11 +904,17 @@ fn further_windows_open_and_close_by_clicks() {
             ("GIMP", "gimp", before[0].pid)
         );
         assert_eq!(
-            ids(&d.observe("GIMP/prefs").await.expect("observe")),
+            ids(&d
+                .observe(&WindowId::from("GIMP/prefs"))
+                .await
+                .expect("observe")),
             ["ok"]
         );
         assert!(d.launchable().await.expect("launchable").is_empty());
-        let out = d.act("GIMP/prefs", Some("ok"), &click()).await.expect("ok");
+        let out = d
+            .act(&WindowId::from("GIMP/prefs"), Some("ok"), &click())
+            .await
+            .expect("ok");
         assert!(out.contains("closed window \"Preferences\""), "{out}");
         assert_eq!(d.windows().await.expect("windows").len(), 2);
     });

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use serde_json::{json, Value};
-use ufo_core::DesktopError;
+use ufo_core::{DesktopError, WindowId};
 
 /// One action that reached the simulated desktop, as listed in `final_state().actions`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,7 +221,8 @@ impl State {
         Some(f.error.clone())
     }
 
-    pub(crate) fn running_app(&self, window_id: &str) -> Result<usize, DesktopError> {
+    pub(crate) fn running_app(&self, window_id: &WindowId) -> Result<usize, DesktopError> {
+        let window_id = window_id.as_str();
         self.apps
             .iter()
             .position(|a| a.running && a.name == window_id)

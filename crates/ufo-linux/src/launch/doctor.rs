@@ -267,7 +267,7 @@ pub async fn check_windows(
             ));
             continue;
         }
-        match desktop.observe_with(&w.id, false).await {
+        match desktop.observe_with(w.id.as_str(), false).await {
             Ok(full) => {
                 let n = full.observation.controls.len();
                 if n == 0 {

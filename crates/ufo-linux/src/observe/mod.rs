@@ -678,7 +678,7 @@ impl LinuxDesktop {
             None => None,
         };
         WindowInfo {
-            id: format_window_id(main.id),
+            id: format_window_id(main.id).into(),
             title: main.title.clone(),
             app_name: by_bus_name
                 .filter(|a| !a.is_empty())

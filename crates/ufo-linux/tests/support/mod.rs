@@ -4,14 +4,14 @@
 
 use std::time::{Duration, Instant};
 
-use ufo_core::{Desktop, WindowObservation};
+use ufo_core::{Desktop, WindowId, WindowObservation};
 use ufo_linux::LinuxDesktop;
 
 /// Observe window `id` until `ok` holds, `within` at most (each observation bounded by it
 /// too); `what` names the awaited state in the failure, which lists the last observation.
 pub async fn observe_until<F>(
     d: &LinuxDesktop,
-    id: &str,
+    id: &WindowId,
     what: &str,
     within: Duration,
     ok: F,

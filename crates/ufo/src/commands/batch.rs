@@ -20,7 +20,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 use ufo_batch::{Task, TaskResult, TaskStatus};
 use ufo_core::agent::{AppAgentFactory, Services};
-use ufo_core::{Desktop, Session};
+use ufo_core::{Desktop, Session, WindowId};
 
 use crate::cli::{BatchArgs, ConfirmPolicy, RunArgs};
 use crate::console::{Console, Verbosity};
@@ -560,9 +560,12 @@ fn run_worker(
 /// that was not there before is closed through the desktop port (asked to close; its
 /// application ended when it is still there after the port's grace period), all at once.
 /// Returns the windows that would not close, with why.
-async fn close_new_windows(desktop: &dyn Desktop, before: &[(String, Option<u32>)]) -> Vec<String> {
-    let before_ids: Vec<&String> = before.iter().map(|(id, _)| id).collect();
-    let new: Vec<String> = ufo_batch::setup::window_keys(desktop)
+async fn close_new_windows(
+    desktop: &dyn Desktop,
+    before: &[(WindowId, Option<u32>)],
+) -> Vec<String> {
+    let before_ids: Vec<&WindowId> = before.iter().map(|(id, _)| id).collect();
+    let new: Vec<WindowId> = ufo_batch::setup::window_keys(desktop)
         .await
         .into_iter()
         .map(|(id, _)| id)

@@ -25,6 +25,7 @@ use serde_json::Value;
 use crate::highlight;
 use crate::recorder::action_text;
 use ufo_core::events::{End, Record, Step};
+use ufo_core::step_action::StepAction;
 
 use crate::cli::ReportArgs;
 use crate::console::{Console, Verbosity};
@@ -190,7 +191,9 @@ fn data_uri(png: &[u8]) -> TplValue {
 }
 
 fn step_view(t: &Trajectory, e: &Step, budget: &mut Budget) -> StepView {
-    let action = e.action.as_ref().filter(|a| !a.is_null());
+    // (read as the file has it: a record an older or newer version wrote is shown too)
+    let action = e.action.as_ref().map(StepAction::to_value);
+    let action = action.as_ref().filter(|a| !a.is_null());
     // A held action's label sits under `held` for the host's CONFIRM.
     let act_field = |k: &str| -> String {
         action
@@ -526,11 +529,8 @@ fn answer_note(a: &ufo_core::events::Answered) -> String {
 
 /// The subtask a step archived (its action's `archive` object), if any.
 fn archived_subtask(step: &Step, view: &StepView) -> Option<SubtaskView> {
-    let archive = step
-        .action
-        .as_ref()
-        .and_then(|a| a.get("archive"))
-        .filter(|a| a.is_object())?;
+    let action = step.action.as_ref().map(StepAction::to_value)?;
+    let archive = action.get("archive").filter(|a| a.is_object())?;
     let status = text(archive, "status").to_string();
     Some(SubtaskView {
         seq: view.seq.clone(),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ufo_core::{
-    Desktop, DesktopError, LaunchableApp, Screenshot, ShellOutput, UiAction, WindowInfo,
+    Desktop, DesktopError, LaunchableApp, Screenshot, ShellOutput, UiAction, WindowId, WindowInfo,
     WindowObservation,
 };
 
@@ -44,13 +44,13 @@ impl Desktop for ConsoleDesktop {
         self.inner.desktop_screenshot().await
     }
 
-    async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError> {
+    async fn observe(&self, window_id: &WindowId) -> Result<WindowObservation, DesktopError> {
         self.inner.observe(window_id).await
     }
 
     async fn act(
         &self,
-        window_id: &str,
+        window_id: &WindowId,
         control_id: Option<&str>,
         action: &UiAction,
     ) -> Result<String, DesktopError> {
@@ -73,11 +73,11 @@ impl Desktop for ConsoleDesktop {
         self.inner.settle().await;
     }
 
-    async fn activate(&self, window_id: &str) -> Result<(), DesktopError> {
+    async fn activate(&self, window_id: &WindowId) -> Result<(), DesktopError> {
         self.inner.activate(window_id).await
     }
 
-    async fn close(&self, window_id: &str) -> Result<(), DesktopError> {
+    async fn close(&self, window_id: &WindowId) -> Result<(), DesktopError> {
         self.inner.close(window_id).await
     }
 
