@@ -11,9 +11,9 @@ use ufo_core::{
 };
 
 use crate::a11y::bus::A11yBus;
-use crate::a11y::vocab::ROOT_PATH;
 use crate::error::cause;
 use crate::launch::process_name;
+use crate::vocab::ROOT_PATH;
 use crate::x11::annotate;
 use crate::x11::{parse_window_id, window_id, XWindow, X11};
 use crate::{LinuxConfig, LinuxError};

@@ -48,7 +48,9 @@ mod demo;
 mod desktop;
 mod error;
 mod launch;
+mod names;
 mod observe;
+mod vocab;
 mod x11;
 
 pub use launch::{doctor, toolkit};

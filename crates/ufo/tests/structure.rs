@@ -23,21 +23,19 @@ struct Layers {
 }
 
 /// The layers of the crates that have them (ARCHITECTURE.md's crate maps).
-const LAYERS: &[Layers] = &[
-    Layers {
-        krate: "ufo-linux",
-        layers: &[
-            &["error", "config"],
-            &["a11y"],
-            &["x11"],
-            &["launch"],
-            &["apps"],
-            &["observe"],
-            &["act"],
-            &["desktop", "demo"],
-        ],
-    },
-];
+const LAYERS: &[Layers] = &[Layers {
+    krate: "ufo-linux",
+    layers: &[
+        &["error", "config", "vocab", "names"],
+        &["a11y"],
+        &["x11"],
+        &["launch"],
+        &["apps"],
+        &["observe"],
+        &["act"],
+        &["desktop", "demo"],
+    ],
+}];
 
 /// A crate's modules, found from its root through `mod` declarations.
 #[derive(Default)]
@@ -77,7 +75,10 @@ fn path_attr(attrs: &[syn::Attribute]) -> Option<String> {
 impl ModuleTree {
     fn of(root: &Path) -> ModuleTree {
         let mut tree = ModuleTree::default();
-        let dir = root.parent().expect("a root file has a folder").to_path_buf();
+        let dir = root
+            .parent()
+            .expect("a root file has a folder")
+            .to_path_buf();
         tree.load(Vec::new(), root.to_path_buf(), dir);
         tree
     }
@@ -470,7 +471,11 @@ fn no_crate_has_an_import_circle_and_no_layer_imports_a_higher_one() {
             let mut lines = vec![format!(
                 "{name}: a circle of {} files: {}",
                 circle.len(),
-                circle.iter().map(|p| short(p)).collect::<Vec<_>>().join(", ")
+                circle
+                    .iter()
+                    .map(|p| short(p))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )];
             for ((a, b), names) in &edges {
                 if circle.contains(a) && circle.contains(b) {
@@ -496,9 +501,7 @@ fn no_crate_has_an_import_circle_and_no_layer_imports_a_higher_one() {
             }
         }
         for ((a, b), names) in &edges {
-            if let (Some(la), Some(lb)) =
-                (layer_of(&tree, layers, a), layer_of(&tree, layers, b))
-            {
+            if let (Some(la), Some(lb)) = (layer_of(&tree, layers, a), layer_of(&tree, layers, b)) {
                 if la < lb {
                     problems.push(format!(
                         "{name}: {} imports {} of a higher layer: {}",
@@ -530,7 +533,13 @@ fn long_functions(file: &Path, parsed: &syn::File) -> Vec<(String, usize, bool)>
         found: Vec<(String, usize, bool)>,
     }
     impl Finder<'_> {
-        fn check(&mut self, name: String, attrs: &[syn::Attribute], sig: &syn::Signature, block: &syn::Block) {
+        fn check(
+            &mut self,
+            name: String,
+            attrs: &[syn::Attribute],
+            sig: &syn::Signature,
+            block: &syn::Block,
+        ) {
             let start = sig.fn_token.span.start().line;
             let end = block.brace_token.span.close().end().line;
             let len = end.saturating_sub(start) + 1;
@@ -609,13 +618,20 @@ fn functions_read_as_named_steps_and_files_stay_short() {
     for (name, root) in crates() {
         let tree = ModuleTree::of(&root);
         for (file, parsed) in &tree.parsed {
-            let lines = std::fs::read_to_string(file).unwrap_or_default().lines().count();
+            let lines = std::fs::read_to_string(file)
+                .unwrap_or_default()
+                .lines()
+                .count();
             if lines > LONG_FILE {
                 problems.push(format!("{name}: {} has {lines} lines", short(file)));
             }
             for (f, len, said) in long_functions(file, parsed) {
                 long += 1;
-                println!("{name}: {} {f}: {len} lines{}", short(file), if said { " (says why)" } else { "" });
+                println!(
+                    "{name}: {} {f}: {len} lines{}",
+                    short(file),
+                    if said { " (says why)" } else { "" }
+                );
                 if !said {
                     problems.push(format!(
                         "{name}: {} {f} has {len} lines; split it into named steps or say \
@@ -647,14 +663,16 @@ fn the_reader_finds_circles_and_resolves_relative_paths() {
         (vec!["x", "y"], "x/y.rs"),
         (vec!["z"], "z.rs"),
     ] {
-        tree.files.insert(
-            m.iter().map(|s| s.to_string()).collect(),
-            PathBuf::from(f),
-        );
+        tree.files
+            .insert(m.iter().map(|s| s.to_string()).collect(), PathBuf::from(f));
     }
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     assert_eq!(
-        resolve(&tree, &s(&["x", "y"]), &s(&["super", "super", "z", "Thing"])),
+        resolve(
+            &tree,
+            &s(&["x", "y"]),
+            &s(&["super", "super", "z", "Thing"])
+        ),
         Some(s(&["z"]))
     );
     assert_eq!(

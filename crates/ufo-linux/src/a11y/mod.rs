@@ -6,4 +6,3 @@ pub(crate) mod announced;
 pub(crate) mod bus;
 pub(crate) mod events;
 pub(crate) mod nodecache;
-pub(crate) mod vocab;

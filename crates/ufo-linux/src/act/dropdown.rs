@@ -7,12 +7,13 @@
 
 use std::time::{Duration, Instant};
 
-use super::{entry_names, match_entry, normalise_entry, select_error, EntryMatch, CLICK_ACTIONS};
+use super::{entry_names, match_entry, normalise_entry, select_error, EntryMatch};
 use crate::a11y::bus::{AppTree, Node};
-use crate::a11y::vocab::role;
 use crate::apps::{gtk4, web};
 use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
+use crate::vocab::action;
+use crate::vocab::role;
 use crate::x11::keys::KeyStep;
 use crate::LinuxError;
 
@@ -166,16 +167,13 @@ impl LinuxDesktop {
     /// Press the drop-down's button through its click action.
     async fn press_button(&self, c: &CtlInfo, button: &str) -> Result<(), LinuxError> {
         let acts = self.bus.actions(&c.bus, button).await?;
-        let i = acts
-            .iter()
-            .position(|a| CLICK_ACTIONS.contains(&a.to_lowercase().as_str()))
-            .ok_or_else(|| {
-                LinuxError::ActionFailed(format!(
-                    "the button of {:?} offers no click action (it offers {acts:?}); click it \
+        let i = action::click_index(&acts).ok_or_else(|| {
+            LinuxError::ActionFailed(format!(
+                "the button of {:?} offers no click action (it offers {acts:?}); click it \
                      instead",
-                    c.name
-                ))
-            })?;
+                c.name
+            ))
+        })?;
         self.bus
             .call::<_, bool>(
                 &c.bus,

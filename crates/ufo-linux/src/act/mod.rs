@@ -14,31 +14,14 @@ use std::time::Instant;
 use ufo_core::{Button, ScrollDirection, UiAction};
 
 use crate::a11y::bus::AppTree;
-use crate::a11y::vocab::role;
-use crate::a11y::vocab::{iface, state};
 use crate::apps::web;
 use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
+use crate::vocab::role;
+use crate::vocab::{action, iface, state, WEB_DOCUMENTS};
 use crate::x11::keys::{parse_keys, KeyStep};
 use crate::x11::parse_window_id;
 use crate::LinuxError;
-
-/// Action names that mean "click" in the toolkits we know (matched case-insensitively;
-/// GTK3 says "click", GTK4 "click" or "Click", others "press"/"activate").
-/// Chromium names a check box's action "check"/"uncheck", an option's "select" and a list
-/// item's "doDefault".
-const CLICK_ACTIONS: &[&str] = &[
-    "click",
-    "press",
-    "activate",
-    "jump",
-    "toggle",
-    "open",
-    "check",
-    "uncheck",
-    "select",
-    "dodefault",
-];
 
 fn centre(c: &CtlInfo) -> (i32, i32) {
     (
@@ -67,7 +50,7 @@ impl LinuxDesktop {
         c: &crate::observe::controls::CtlInfo,
         in_dialog: bool,
     ) -> Option<(i32, i32)> {
-        use crate::a11y::vocab::{iface, state};
+        use crate::vocab::{iface, state};
         if !self.config.xtest_clicks
             || in_dialog
             || c.ifaces & iface::COMPONENT == 0
@@ -290,7 +273,7 @@ impl LinuxDesktop {
         if c.ifaces & iface::TEXT != 0 {
             let t = self.bus.text(&c.bus, &c.path).await?;
             // a web page's text is one object replacement character per child
-            if t.contains('\u{fffc}') && crate::apps::web::DOCUMENTS.contains(&c.seen.role) {
+            if t.contains('\u{fffc}') && WEB_DOCUMENTS.contains(c.seen.role) {
                 let tree = self.control_tree(c).await?;
                 return web::page_text(&self.bus, c, &tree).await;
             }
@@ -467,10 +450,7 @@ impl LinuxDesktop {
                 return Ok(format!("clicked {:?} at {x},{y}", c.name));
             }
             self.settling.lock().last_input = crate::act::settle::Input::Atspi;
-            let idx = c
-                .actions
-                .iter()
-                .position(|a| CLICK_ACTIONS.contains(&a.to_lowercase().as_str()));
+            let idx = action::click_index(&c.actions);
             if let Some(i) = idx {
                 match self.do_action_watching(&c.bus, &c.path, i).await? {
                     crate::act::modal::Done::Answered(true) => {
@@ -557,7 +537,7 @@ impl LinuxDesktop {
     /// Web pages keep their own path: a page is told of a new value by the events typing
     /// sends.
     async fn set_number(&self, c: &CtlInfo, text: &str) -> Option<String> {
-        if c.ifaces & iface::VALUE == 0 || c.seen.role != crate::a11y::vocab::role::SPIN_BUTTON {
+        if c.ifaces & iface::VALUE == 0 || c.seen.role != crate::vocab::role::SPIN_BUTTON {
             return None;
         }
         let want: f64 = text.trim().parse().ok().filter(|v: &f64| v.is_finite())?;
@@ -632,11 +612,7 @@ impl LinuxDesktop {
         let mut opened = None;
         if matches!(&found, Err(several) if several.is_empty()) {
             // a closed GTK3 combo box builds its menu lazily: open it and look again
-            if let Some(i) = c
-                .actions
-                .iter()
-                .position(|a| CLICK_ACTIONS.contains(&a.to_lowercase().as_str()))
-            {
+            if let Some(i) = action::click_index(&c.actions) {
                 if self.do_action(c, i).await.unwrap_or(false) {
                     opened = Some(i);
                 }
@@ -751,10 +727,7 @@ impl LinuxDesktop {
         }
         if ifaces & iface::ACTION != 0 {
             let acts = self.bus.actions(&c.bus, &path).await.unwrap_or_default();
-            if let Some(i) = acts
-                .iter()
-                .position(|a| CLICK_ACTIONS.contains(&a.to_lowercase().as_str()))
-            {
+            if let Some(i) = action::click_index(&acts) {
                 // a menu item may open a modal dialog whose call blocks (GTK2 file chooser)
                 let ok = match self.do_action_watching(&c.bus, &path, i).await? {
                     crate::act::modal::Done::Answered(ok) => ok,

@@ -10,9 +10,9 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::a11y::events::Change;
-use crate::a11y::vocab::role;
 use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
+use crate::vocab::role;
 
 /// Longest wait for a search box's page to answer.
 pub(crate) const SEARCH_WAIT: Duration = Duration::from_secs(8);

@@ -6,9 +6,9 @@
 use std::collections::HashSet;
 
 use crate::a11y::bus::AppTree;
-use crate::a11y::vocab::role;
-use crate::a11y::vocab::state;
 use crate::desktop::LinuxDesktop;
+use crate::vocab::role;
+use crate::vocab::state;
 
 /// How many levels of submenus are followed.
 const MAX_DEPTH: usize = 4;

@@ -16,9 +16,9 @@ use ufo_core::Rect;
 use crate::a11y::bus::A11yBus;
 use crate::a11y::bus::{AppTree, Node};
 use crate::a11y::nodecache::KnownNodes;
-use crate::a11y::vocab::role;
-use crate::a11y::vocab::{iface, state};
 use crate::observe::controls::CtlInfo;
+use crate::vocab::role;
+use crate::vocab::{iface, state};
 use crate::LinuxConfig;
 
 /// Most children read from one document node (LibreOffice reports only what is on screen:
@@ -398,7 +398,7 @@ impl Office<'_> {
                         if let Some(n) = tree.nodes.get(p) {
                             left_out.push(format!(
                                 "{} {:?} ({c} children)",
-                                crate::a11y::vocab::role_name(n.role),
+                                crate::vocab::role_name(n.role),
                                 n.name.trim()
                             ));
                         }

@@ -27,12 +27,12 @@ use ufo_core::{Control, Rect, UiAction};
 use zbus::zvariant::OwnedObjectPath;
 
 use crate::a11y::bus::{AppTree, Node};
-use crate::a11y::vocab::role;
-use crate::a11y::vocab::{iface, state};
 use crate::apps::sheets::Cell;
 use crate::desktop::LinuxDesktop;
 use crate::observe::controls::CtlInfo;
 use crate::observe::controls::{ControlDetail, Fetched};
+use crate::vocab::role;
+use crate::vocab::{iface, state};
 use crate::x11::intersect;
 use crate::x11::keys::{char_keysym, parse_keys, sym, KeyStep};
 use crate::LinuxError;
@@ -275,7 +275,7 @@ fn cell_controls(
                 window: xid,
                 // a cell's name is its address; only its role is compared before acting
                 seen: crate::observe::controls::Seen {
-                    role: crate::a11y::vocab::role::TABLE_CELL,
+                    role: crate::vocab::role::TABLE_CELL,
                     name: cell_address(c.row, c.col),
                     label: 0,
                 },
@@ -295,7 +295,7 @@ fn sheet_control(
     rect: Rect,
     xid: u32,
 ) -> Fetched {
-    let name = crate::observe::names::clean_name(&sheet.name, &sheet.description, "");
+    let name = crate::names::clean_name(&sheet.name, &sheet.description, "");
     fetched(
         sheet_id,
         "table",
@@ -358,7 +358,7 @@ impl LinuxDesktop {
         for sheet in &sheets {
             let (dx, dy) = fixes.get(&sheet.path).copied().unwrap_or((0, 0));
             let offset = (offset.0 + dx, offset.1 + dy);
-            let name = crate::observe::names::clean_name(&sheet.name, &sheet.description, "");
+            let name = crate::names::clean_name(&sheet.name, &sheet.description, "");
             let refused = format!("table {:?} (", name);
             warnings.retain(|w| !w.starts_with(&refused));
             match self.read_sheet(bus, sheet, offset, win, xid).await {

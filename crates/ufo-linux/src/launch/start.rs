@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use ufo_core::{ShellOutput, WindowInfo};
 
 use super::process_name;
-use crate::a11y::vocab::ROOT_PATH;
 use crate::desktop::LinuxDesktop;
+use crate::vocab::ROOT_PATH;
 use crate::x11::XWindow;
 use crate::LinuxError;
 

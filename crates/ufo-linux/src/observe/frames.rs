@@ -17,8 +17,8 @@
 use ufo_core::Rect;
 
 use crate::a11y::bus::{AppTree, Node};
-use crate::a11y::vocab::{role, state, ROOT_PATH};
-use crate::observe::names::collapse_ws;
+use crate::names::collapse_ws;
+use crate::vocab::{role, state, ROOT_PATH, WINDOWS};
 use crate::x11::XWindow;
 
 /// How far (pixels, per edge) a frame's extents may be from the window's rectangle and
@@ -71,12 +71,7 @@ pub(crate) fn window_nodes(tree: &AppTree) -> Vec<&Node> {
         .iter()
         .filter_map(|p| tree.nodes.get(p))
         .filter(|n| n.path != ROOT_PATH && n.role != role::APPLICATION)
-        .filter(|n| {
-            matches!(
-                n.role,
-                role::FRAME | role::DIALOG | role::WINDOW | role::ALERT | role::FILE_CHOOSER
-            ) || n.child_count > 0
-        })
+        .filter(|n| WINDOWS.contains(n.role) || n.child_count > 0)
         .collect()
 }
 

@@ -38,9 +38,9 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use crate::a11y::vocab::{role, ROOT_PATH};
 use crate::desktop::LinuxDesktop;
-use crate::observe::names::collapse_ws;
+use crate::names::collapse_ws;
+use crate::vocab::{role, OFFICE_DOCUMENTS, ROOT_PATH};
 use crate::x11::XWindow;
 use crate::LinuxError;
 
@@ -381,17 +381,6 @@ pub(crate) fn is_office_document_window(title: &str) -> bool {
     title.contains(" - LibreOffice")
 }
 
-/// A role of a document's root node.
-fn is_document_role(r: u32) -> bool {
-    [
-        role::DOCUMENT_SPREADSHEET,
-        role::DOCUMENT_TEXT,
-        role::DOCUMENT_PRESENTATION,
-        role::DOCUMENT_FRAME,
-    ]
-    .contains(&r)
-}
-
 /// Chromium's reload button is in its stop mode: its description names stopping.
 pub(crate) fn is_stop_mode(description: &str) -> bool {
     description.to_ascii_lowercase().contains("stop")
@@ -726,7 +715,7 @@ impl LinuxDesktop {
             && !tree
                 .subtree(frame, 20_000)
                 .iter()
-                .any(|n| is_document_role(n.role));
+                .any(|n| OFFICE_DOCUMENTS.contains(n.role));
         // (the documents a look found while the reload button was sought are kept: the next
         // action compares the page after it with them)
         self.loads.lock().update(bus, xid, |probe| {

@@ -6,7 +6,6 @@ pub(crate) mod changes;
 pub(crate) mod controls;
 mod frames;
 pub(crate) mod loading;
-pub(crate) mod names;
 mod noise;
 mod refresh;
 
@@ -18,11 +17,15 @@ use ufo_core::{Control, Rect, Screenshot, WindowInfo, WindowObservation};
 
 use crate::a11y::announced::Announced;
 use crate::a11y::bus::{AppTree, Node};
-use crate::a11y::vocab::{iface, role, role_name, state};
 use crate::act::modal::{self, ModalityReport};
 use crate::apps::office;
 use crate::desktop::LinuxDesktop;
+use crate::names::{self, clean_name, collapse_ws, FieldEvidence, ValueKind};
 use crate::observe::controls::CtlInfo;
+use crate::vocab::{
+    iface, role, role_name, state, ANY_BUTTON, BUTTONS, CHECKABLE, CONTAINERS, FIELDS, INTERACTIVE,
+    ITEMS, LISTS, MENU_ITEMS, PAGE_CONTAINERS, RANGES, STATE_LABELS, TABLES, TEXTUAL, WINDOWS,
+};
 use crate::x11::annotate::{self, Mark};
 use crate::x11::intersect;
 use crate::x11::window_id as format_window_id;
@@ -30,7 +33,6 @@ use crate::x11::{RgbImage, XWindow};
 use crate::{LinuxConfig, LinuxError};
 pub use controls::ControlDetail;
 use controls::Fetched;
-use names::{clean_name, collapse_ws, FieldEvidence, ValueKind};
 
 /// What [`LinuxDesktop::read_details`] reads of one candidate: its extents (`None` without
 /// the component interface), action names, text and value.
@@ -41,96 +43,8 @@ type Details = (
     Option<f64>,
 );
 
-/// Containers and decorations: never controls, even when focusable.
-const CONTAINERS: &[u32] = &[
-    role::ALERT,
-    role::DESKTOP_FRAME,
-    role::DIALOG,
-    role::DRAWING_AREA,
-    role::FILLER,
-    role::FRAME,
-    role::GLASS_PANE,
-    role::HTML_CONTAINER,
-    role::INTERNAL_FRAME,
-    role::LABEL,
-    role::LAYERED_PANE,
-    role::LIST,
-    role::MENU_BAR,
-    role::PAGE_TAB_LIST,
-    role::PANEL,
-    role::ROOT_PANE,
-    role::SCROLL_PANE,
-    role::SEPARATOR,
-    role::SPLIT_PANE,
-    role::STATUS_BAR,
-    role::TABLE,
-    role::TOOL_BAR,
-    role::TOOL_TIP,
-    role::TREE,
-    role::TREE_TABLE,
-    role::VIEWPORT,
-    role::WINDOW,
-    role::APPLICATION,
-    role::SECTION,
-    role::GROUPING,
-];
-
-const INTERACTIVE: &[u32] = &[
-    role::PUSH_BUTTON,
-    role::TOGGLE_BUTTON,
-    role::CHECK_BOX,
-    role::RADIO_BUTTON,
-    role::MENU,
-    role::MENU_ITEM,
-    role::CHECK_MENU_ITEM,
-    role::RADIO_MENU_ITEM,
-    role::COMBO_BOX,
-    role::ENTRY,
-    role::TEXT,
-    role::PASSWORD_TEXT,
-    role::SPIN_BUTTON,
-    role::SLIDER,
-    role::LIST_ITEM,
-    role::PAGE_TAB,
-    role::LINK,
-    role::TREE_ITEM,
-    role::TABLE_CELL,
-    role::LIST_BOX,
-    role::TERMINAL,
-    role::DOCUMENT_FRAME,
-    role::DOCUMENT_TEXT,
-    role::DOCUMENT_WEB,
-    role::DOCUMENT_SPREADSHEET,
-    role::DOCUMENT_PRESENTATION,
-    role::DOCUMENT_EMAIL,
-    role::PUSH_BUTTON_MENU,
-];
-
-const TEXTUAL: &[u32] = &[
-    role::TEXT,
-    role::ENTRY,
-    role::SPIN_BUTTON,
-    role::COMBO_BOX,
-    role::TERMINAL,
-    role::DOCUMENT_FRAME,
-    role::DOCUMENT_TEXT,
-    role::DOCUMENT_WEB,
-    role::DOCUMENT_EMAIL,
-];
-
-/// Fields a person types in or picks from: named by the labels that point at them
-/// (names.rs, `field_name`).
 /// The most GTK 4 popovers of a window checked for being closed.
 const MAX_POPOVERS: usize = 16;
-
-const FIELDS: &[u32] = &[
-    role::TEXT,
-    role::ENTRY,
-    role::PASSWORD_TEXT,
-    role::SPIN_BUTTON,
-    role::COMBO_BOX,
-    role::SLIDER,
-];
 
 /// Most labels near a field whose relations are asked when the field has none itself.
 const MAX_NEAR_LABELS: usize = 8;
@@ -138,35 +52,6 @@ const MAX_NEAR_LABELS: usize = 8;
 /// Relation numbers (`org.a11y.atspi.RelationType`).
 const LABEL_FOR: u32 = 1;
 const LABELLED_BY: u32 = 2;
-
-/// Entries of lists, trees and tab bars: their visible label beats their description.
-const ITEMS: &[u32] = &[
-    role::LIST_ITEM,
-    role::TREE_ITEM,
-    role::TABLE_CELL,
-    role::PAGE_TAB,
-];
-
-const CHECKABLE: &[u32] = &[
-    role::CHECK_BOX,
-    role::TOGGLE_BUTTON,
-    role::RADIO_BUTTON,
-    role::CHECK_MENU_ITEM,
-    role::RADIO_MENU_ITEM,
-];
-
-/// Containers of entries: walked even when they manage their descendants (GTK3 reports no
-/// child count for them and keeps their rows out of its cache).
-const LISTS: &[u32] = &[
-    role::COMBO_BOX,
-    role::LIST,
-    role::MENU,
-    role::PAGE_TAB_LIST,
-    role::TABLE,
-    role::TREE,
-    role::TREE_TABLE,
-    role::LIST_BOX,
-];
 
 /// Most children of one node taken by the walk (lists that manage their descendants can hold
 /// thousands of rows).
@@ -933,10 +818,7 @@ impl LinuxDesktop {
             return Ok(None);
         }
         let actions = actions.unwrap_or_default();
-        let is_button = matches!(
-            n.role,
-            role::PUSH_BUTTON | role::TOGGLE_BUTTON | role::PUSH_BUTTON_MENU
-        );
+        let is_button = ANY_BUTTON.contains(n.role);
         if is_button && !n.has(state::FOCUSABLE) && c.wraps_button {
             // GTK4 wraps a menu button in a second, inert button
             return Ok(None);
@@ -964,7 +846,7 @@ impl LinuxDesktop {
             )));
         }
         let name = match &c.field {
-            Some(seed) if !FIELDS.contains(&n.role) => {
+            Some(seed) if !FIELDS.contains(n.role) => {
                 // a bare button: only a label pointing at it names it
                 let label = match self.labelled_by(bus, n, seed).await {
                     Some(label) => Some(label),
@@ -1212,7 +1094,7 @@ impl LinuxDesktop {
         };
         let text = async {
             if n.ifaces & iface::TEXT != 0
-                && (TEXTUAL.contains(&n.role) || office::is_text_part(n.role))
+                && (TEXTUAL.contains(n.role) || office::is_text_part(n.role))
             {
                 self.bus.text(bus, &n.path).await.map(Some)
             } else {
@@ -1534,7 +1416,7 @@ fn shown_value(c: &Candidate, mut text: Option<String>, value: Option<f64>) -> O
         // (a button's number says nothing: LibreOffice gives its buttons a value of 0, and
         // its toggle buttons are checked or not)
         Some(v)
-    } else if CHECKABLE.contains(&n.role) {
+    } else if CHECKABLE.contains(n.role) {
         Some(
             if n.has(state::CHECKED) {
                 "checked"
@@ -1550,14 +1432,11 @@ fn shown_value(c: &Candidate, mut text: Option<String>, value: Option<f64>) -> O
 
 /// What a value can mean for a control of role `r` (names.rs).
 fn value_kind(r: u32) -> ValueKind {
-    if CHECKABLE.contains(&r) {
+    if CHECKABLE.contains(r) {
         ValueKind::Checkable
-    } else if matches!(
-        r,
-        role::SPIN_BUTTON | role::SLIDER | role::SCROLL_BAR | role::PROGRESS_BAR
-    ) {
+    } else if RANGES.contains(r) {
         ValueKind::Range
-    } else if FIELDS.contains(&r) || TEXTUAL.contains(&r) {
+    } else if FIELDS.contains(r) || TEXTUAL.contains(r) {
         ValueKind::Field
     } else {
         ValueKind::Plain
@@ -1572,7 +1451,7 @@ fn shown_name(c: &Candidate, value: Option<&str>) -> String {
         // a paragraph: the start of its text (its table cell's name first)
         let cell = c.child_text.strip_prefix('\u{1}');
         office::paragraph_name(value.unwrap_or(""), cell)
-    } else if ITEMS.contains(&n.role) && !c.child_text.is_empty() {
+    } else if ITEMS.contains(n.role) && !c.child_text.is_empty() {
         clean_name(&n.name, &c.child_text, &n.description)
     } else {
         clean_name(&n.name, &n.description, &c.child_text)
@@ -1592,13 +1471,7 @@ fn fetched(
     let role = role_name(n.role);
     let enabled = n.has(state::SENSITIVE) || n.has(state::ENABLED);
     let mut states = Vec::new();
-    for (bit, label) in [
-        (state::FOCUSED, "focused"),
-        (state::CHECKED, "checked"),
-        (state::SELECTED, "selected"),
-        (state::EXPANDED, "expanded"),
-        (state::EDITABLE, "editable"),
-    ] {
+    for (bit, label) in STATE_LABELS {
         if n.has(bit) {
             states.push(label);
         }
@@ -2004,7 +1877,7 @@ pub(crate) fn walk_verdict(
 ) -> Walk {
     let count = n.child_count;
     let bound = i32::try_from(bound).unwrap_or(i32::MAX);
-    let list = LISTS.contains(&n.role);
+    let list = LISTS.contains(n.role);
     let manages = n.has(state::MANAGES_DESCENDANTS);
     if count > bound {
         return if list || manages || thorough {
@@ -2190,16 +2063,6 @@ fn report_refused(refused: &mut Vec<String>, warnings: &mut Vec<String>) {
     }
 }
 
-/// Whether the toolkit sets SHOWING on descendants (GTK3 does, GTK4 only on the window).
-/// Containers of a web page that the walk goes through although they are not SHOWING.
-const PAGE_CONTAINERS: &[u32] = &[
-    role::PANEL,
-    role::SECTION,
-    role::GROUPING,
-    role::FORM,
-    role::FILLER,
-];
-
 /// How far up a node's parents [`passes_through`] looks for a web document.
 const PAGE_DEPTH: usize = 256;
 
@@ -2208,7 +2071,7 @@ const PAGE_DEPTH: usize = 256;
 /// "Interaction") as not showing while the controls in them are; the controls are then
 /// judged one by one. Outside web pages (a GTK notebook's hidden page) nothing changes.
 fn passes_through(tree: &AppTree, n: &Node) -> bool {
-    if n.has(state::SHOWING) || !n.has(state::VISIBLE) || !PAGE_CONTAINERS.contains(&n.role) {
+    if n.has(state::SHOWING) || !n.has(state::VISIBLE) || !PAGE_CONTAINERS.contains(n.role) {
         return false;
     }
     let mut parent = n.parent.as_str();
@@ -2227,6 +2090,7 @@ fn passes_through(tree: &AppTree, n: &Node) -> bool {
     false
 }
 
+/// Whether the toolkit sets SHOWING on descendants (GTK3 does, GTK4 only on the window).
 fn uses_showing(tree: &AppTree, frame: &str) -> bool {
     tree.subtree(frame, 400)
         .iter()
@@ -2270,14 +2134,14 @@ fn collect_candidates(
         }
         let display = is_display(n, frame);
         let interactive = display
-            || INTERACTIVE.contains(&n.role)
+            || INTERACTIVE.contains(n.role)
             || (n.has(state::FOCUSABLE)
                 && n.ifaces & iface::ACTION != 0
-                && !CONTAINERS.contains(&n.role))
+                && !CONTAINERS.contains(n.role))
             || office::is_document_part(tree, n);
         if interactive && !office::is_hidden_part(tree, n) {
             let mut child_text = label_text(tree, &n.path);
-            if child_text.is_empty() && TEXTUAL.contains(&n.role) {
+            if child_text.is_empty() && TEXTUAL.contains(n.role) {
                 child_text = sibling_label(tree, n).unwrap_or_default();
             }
             if child_text.is_empty() && n.name.trim().is_empty() && n.description.is_empty() {
@@ -2285,18 +2149,18 @@ fn collect_candidates(
                 // fetch_control puts it before the paragraph's text
                 child_text = office::cell_of(tree, n)
                     .map(|c| format!("\u{1}{c}"))
-                    .or_else(|| office::ancestor_name(tree, n, TEXTUAL.contains(&n.role)))
+                    .or_else(|| office::ancestor_name(tree, n, TEXTUAL.contains(n.role)))
                     .unwrap_or_default();
             }
             let wraps_button = tree
                 .subtree(&n.path, 16)
                 .iter()
                 .skip(1)
-                .any(|d| matches!(d.role, role::PUSH_BUTTON | role::TOGGLE_BUTTON));
+                .any(|d| BUTTONS.contains(d.role));
             if !crate::apps::web::is_empty_wrapper(tree, n, &child_text)
                 && !crate::apps::gtk4::is_dropdown_button(tree, n)
             {
-                let field = (FIELDS.contains(&n.role) || is_bare_button(n, &child_text))
+                let field = (FIELDS.contains(n.role) || is_bare_button(n, &child_text))
                     .then(|| field_seed(tree, n));
                 out.push(Candidate {
                     node: n.clone(),
@@ -2322,17 +2186,13 @@ fn collect_candidates(
 
 /// Whether a role is an entry of a list, tree, table, tab bar or menu (what `select` picks).
 pub(crate) fn is_entry(r: u32) -> bool {
-    ITEMS.contains(&r)
-        || matches!(
-            r,
-            role::MENU_ITEM | role::CHECK_MENU_ITEM | role::RADIO_MENU_ITEM
-        )
+    ITEMS.contains(r) || MENU_ITEMS.contains(r)
 }
 
 /// A node's name as the observation shows it.
 pub(crate) fn display_name(tree: &AppTree, n: &Node) -> String {
     let child_text = label_text(tree, &n.path);
-    if ITEMS.contains(&n.role) && !child_text.is_empty() {
+    if ITEMS.contains(n.role) && !child_text.is_empty() {
         clean_name(&n.name, &child_text, &n.description)
     } else {
         clean_name(&n.name, &n.description, &child_text)
@@ -2380,7 +2240,7 @@ fn table_of(tree: &AppTree, n: &Node) -> Option<String> {
     let mut p = n.parent.as_str();
     for _ in 0..8 {
         let a = tree.nodes.get(p)?;
-        if matches!(a.role, role::TABLE | role::TREE_TABLE | role::TREE) {
+        if TABLES.contains(a.role) {
             return Some(a.path.clone());
         }
         p = a.parent.as_str();
@@ -2554,7 +2414,7 @@ fn only_visible_child(tree: &AppTree, p: &Node, n: &Node) -> bool {
 /// A push or toggle button with nothing that names it (no name, description or text
 /// inside): the labels that point at it (or at its wrapper) are asked for its name.
 fn is_bare_button(n: &Node, child_text: &str) -> bool {
-    matches!(n.role, role::PUSH_BUTTON | role::TOGGLE_BUTTON)
+    BUTTONS.contains(n.role)
         && n.name.trim().is_empty()
         && n.description.trim().is_empty()
         && child_text.trim().is_empty()
@@ -2566,16 +2426,7 @@ fn parent_name(tree: &AppTree, n: &Node) -> Option<String> {
     let mut p = n.parent.as_str();
     for _ in 0..4 {
         let a = tree.nodes.get(p)?;
-        if matches!(
-            a.role,
-            role::FRAME
-                | role::DIALOG
-                | role::WINDOW
-                | role::APPLICATION
-                | role::ALERT
-                | role::FILE_CHOOSER
-        ) || office::is_document(a.role)
-        {
+        if WINDOWS.contains(a.role) || a.role == role::APPLICATION || office::is_document(a.role) {
             return None;
         }
         let name = collapse_ws(&a.name);
@@ -2634,7 +2485,7 @@ async fn encode_pair(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::a11y::vocab::ROOT_PATH;
+    use crate::vocab::ROOT_PATH;
 
     fn node(role: u32, child_count: i32, states: u64) -> Node {
         Node {

@@ -4,13 +4,13 @@
 use std::collections::{BTreeSet, HashSet};
 
 use super::changes::{
-    cells_verdict, entries_only, incremental, keeps_trees, plan, remove_subtree, set_children,
-    Plan, MAY_HOLD_CELL_TEXT,
+    cells_verdict, entries_only, incremental, keeps_trees, plan, remove_subtree, set_children, Plan,
 };
 use crate::a11y::bus::{AppTree, Node};
 use crate::a11y::events::{Change, SYNC_WAIT};
-use crate::a11y::vocab::state;
 use crate::desktop::LinuxDesktop;
+use crate::vocab::state;
+use crate::vocab::MAY_HOLD_CELL_TEXT;
 
 impl LinuxDesktop {
     /// The tree of `bus` kept from an earlier observation, brought up to date from the
@@ -147,7 +147,7 @@ impl LinuxDesktop {
         let Ok(roles) = roles else { return false };
         let hold = roles
             .iter()
-            .all(|r| r.as_ref().is_ok_and(|r| !MAY_HOLD_CELL_TEXT.contains(r)));
+            .all(|r| r.as_ref().is_ok_and(|r| !MAY_HOLD_CELL_TEXT.contains(*r)));
         if !hold {
             tracing::trace!(?ask, ?roles, "kept cells: read again");
         }
