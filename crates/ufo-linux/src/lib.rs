@@ -44,22 +44,26 @@ mod a11y;
 mod act;
 mod apps;
 mod config;
+mod controls;
 mod demo;
 mod desktop;
+mod display;
+pub mod doctor;
 mod error;
 mod launch;
 mod names;
 mod observe;
+mod part;
 mod vocab;
-mod x11;
 
-pub use launch::{doctor, toolkit};
-pub use x11::{demo as demo_input, takeover};
+pub use display::x11::{demo as demo_input, takeover};
+pub use launch::toolkit;
 
 pub use config::{default_launch_table, libreoffice_gtk3_installed, program_of, LinuxConfig};
+pub use controls::ControlDetail;
 pub use desktop::LinuxDesktop;
 pub use error::{cause, Cause, LinuxError};
-pub use observe::{ControlDetail, FullObservation, ObservationStats};
+pub use observe::{FullObservation, ObservationStats};
 
 use ufo_core::WindowInfo;
 
@@ -86,9 +90,9 @@ pub async fn find_window(
 ) -> Result<WindowInfo, LinuxError> {
     let windows = desktop.list_windows().await?;
     let Some(want) = window.map(str::trim).filter(|w| !w.is_empty()) else {
-        let active = desktop.x11(|x| x.active_window()).await.ok().flatten();
+        let active = desktop.run(|d| d.active_window()).await.ok().flatten();
         return active
-            .and_then(|a| windows.iter().find(|w| w.id == crate::x11::window_id(a)))
+            .and_then(|a| windows.iter().find(|w| w.id == a.to_string()))
             .or_else(|| windows.first())
             .cloned()
             .ok_or_else(|| LinuxError::NoWindow("(any window)".into()));
@@ -111,8 +115,8 @@ pub async fn find_window(
         }
         Err(ufo_core::agent::WindowUnresolved::NoMatch) => {}
     }
-    if let Ok(xid) = crate::x11::parse_window_id(want) {
-        if let Some(w) = windows.iter().find(|w| w.id == crate::x11::window_id(xid)) {
+    if let Ok(xid) = crate::display::WinId::parse(want) {
+        if let Some(w) = windows.iter().find(|w| w.id == xid.to_string()) {
             return Ok(w.clone());
         }
     }

@@ -10,11 +10,12 @@ use std::time::{Duration, Instant};
 use super::{entry_names, match_entry, normalise_entry, select_error, EntryMatch};
 use crate::a11y::bus::{AppTree, Node};
 use crate::apps::{gtk4, web};
+use crate::controls::CtlInfo;
 use crate::desktop::LinuxDesktop;
-use crate::observe::controls::CtlInfo;
+use crate::display::keys::KeyStep;
+use crate::display::WinId;
 use crate::vocab::action;
 use crate::vocab::role;
-use crate::x11::keys::KeyStep;
 use crate::LinuxError;
 
 /// How far above a list item its drop-down may be (list, scroll pane, panel, popover
@@ -35,11 +36,11 @@ impl LinuxDesktop {
     /// `select` chooses it.
     pub(crate) async fn click_dropdown_item(
         &self,
-        xid: u32,
+        xid: WinId,
         c: &CtlInfo,
     ) -> Option<Result<String, LinuxError>> {
         // (GTK 4 only: its applications are the ones read with window-relative extents)
-        if c.seen.role != role::LIST_ITEM || !self.is_relative(&c.bus).await {
+        if c.seen.role != role::LIST_ITEM || !self.apps.is_relative(&self.bus, &c.bus).await {
             return None;
         }
         let tree = self.control_tree(c).await.ok()?;
@@ -64,7 +65,7 @@ impl LinuxDesktop {
     /// highlighted item to it, Enter; then the drop-down must show it.
     pub(crate) async fn select_in_dropdown(
         &self,
-        xid: u32,
+        xid: WinId,
         c: &CtlInfo,
         item: &str,
         button: &str,
@@ -187,7 +188,7 @@ impl LinuxDesktop {
     }
 
     /// Close an open list without choosing (Escape).
-    async fn close_list(&self, xid: u32) {
+    async fn close_list(&self, xid: WinId) {
         let escape = vec![KeyStep::Chord {
             mods: vec![],
             key: ESCAPE,

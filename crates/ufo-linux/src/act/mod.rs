@@ -15,12 +15,12 @@ use ufo_core::{Button, ScrollDirection, UiAction};
 
 use crate::a11y::bus::AppTree;
 use crate::apps::web;
+use crate::controls::CtlInfo;
 use crate::desktop::LinuxDesktop;
-use crate::observe::controls::CtlInfo;
+use crate::display::keys::{parse_keys, KeyStep};
+use crate::display::{Display, WinId};
 use crate::vocab::role;
 use crate::vocab::{action, iface, state, WEB_DOCUMENTS};
-use crate::x11::keys::{parse_keys, KeyStep};
-use crate::x11::parse_window_id;
 use crate::LinuxError;
 
 fn centre(c: &CtlInfo) -> (i32, i32) {
@@ -31,9 +31,9 @@ fn centre(c: &CtlInfo) -> (i32, i32) {
 }
 
 /// The viewable window `xid` is transient for (the window a dialog belongs to), if any.
-fn owner_of(x: &crate::x11::X11, xid: u32) -> Result<Option<u32>, LinuxError> {
-    Ok(match x.window_info(xid)?.and_then(|w| w.transient_for) {
-        Some(o) if o != xid => x.window_info(o)?.map(|w| w.id),
+fn owner_of(d: &dyn Display, xid: WinId) -> Result<Option<WinId>, LinuxError> {
+    Ok(match d.window(xid)?.and_then(|w| w.transient_for) {
+        Some(o) if o != xid => d.window(o)?.map(|w| w.id),
         _ => None,
     })
 }
@@ -46,8 +46,7 @@ impl LinuxDesktop {
     /// every control of a dialog (`in_dialog`, see `perform`).
     pub(crate) async fn uncovered_centre(
         &self,
-        xid: u32,
-        c: &crate::observe::controls::CtlInfo,
+        c: &crate::controls::CtlInfo,
         in_dialog: bool,
     ) -> Option<(i32, i32)> {
         use crate::vocab::{iface, state};
@@ -65,15 +64,15 @@ impl LinuxDesktop {
             c.rect.x + c.rect.w as i32 / 2,
             c.rect.y + c.rect.h as i32 / 2,
         );
-        let target = if c.window != 0 { c.window } else { xid };
-        self.x11(move |xx| {
-            let on_screen =
-                x >= 0 && y >= 0 && (x as u32) < xx.screen_w && (y as u32) < xx.screen_h;
-            let inside = xx.window_info(target)?.is_some_and(|w| {
+        let target = c.window;
+        self.run(move |d| {
+            let screen = d.screen();
+            let on_screen = x >= 0 && y >= 0 && (x as u32) < screen.w && (y as u32) < screen.h;
+            let inside = d.window(target)?.and_then(|w| w.area).is_some_and(|w| {
                 x >= w.x && y >= w.y && x < w.x + w.w as i32 && y < w.y + w.h as i32
             });
-            let (hit, top) = (xx.top_at(x, y)?, xx.top_of(target)?);
-            tracing::debug!(on_screen, inside, ?hit, top, "hit test");
+            let (hit, top) = (d.top_at(x, y)?, d.top_of(target)?);
+            tracing::debug!(on_screen, inside, ?hit, %top, "hit test");
             Ok(on_screen && inside && hit == Some(top))
         })
         .await
@@ -83,8 +82,8 @@ impl LinuxDesktop {
     }
 
     /// The window `xid` is a dialog of: the viewable window it is transient for, if any.
-    async fn dialog_owner(&self, xid: u32) -> Option<u32> {
-        self.x11(move |x| owner_of(x, xid)).await.ok().flatten()
+    async fn dialog_owner(&self, xid: WinId) -> Option<WinId> {
+        self.run(move |d| owner_of(d, xid)).await.ok().flatten()
     }
 
     async fn control(&self, window: &str, control_id: &str) -> Result<CtlInfo, LinuxError> {
@@ -151,20 +150,20 @@ impl LinuxDesktop {
 
     async fn xclick(
         &self,
-        xid: u32,
+        xid: WinId,
         x: i32,
         y: i32,
         button: u8,
         count: u32,
     ) -> Result<(), LinuxError> {
         self.activate(xid).await?;
-        self.x11(move |xx| xx.click(x, y, button, count)).await
+        self.run(move |d| d.click(x, y, button, count)).await
     }
 
     async fn send_keys(&self, steps: Vec<KeyStep>) -> Result<(), LinuxError> {
-        self.x11(move |x| {
+        self.run(move |d| {
             for KeyStep::Chord { mods, key } in &steps {
-                x.chord(mods, *key)?;
+                d.chord(mods, *key)?;
             }
             Ok(())
         })
@@ -172,16 +171,16 @@ impl LinuxDesktop {
     }
 
     /// Type a key sequence strictly in the order written: the batches of
-    /// [`crate::x11::keys::batches`] one after another (every command chord alone), each sent
+    /// [`crate::display::keys::batches`] one after another (every command chord alone), each sent
     /// through XTEST and synced with the X server, then waited on until the application has
     /// applied it before the next batch goes out.
     pub(crate) async fn send_keys_in_order(
         &self,
-        xid: u32,
+        xid: WinId,
         ctl: Option<&CtlInfo>,
         steps: Vec<KeyStep>,
     ) -> Result<(), LinuxError> {
-        let batches: Vec<Vec<KeyStep>> = crate::x11::keys::batches(&steps)
+        let batches: Vec<Vec<KeyStep>> = crate::display::keys::batches(&steps)
             .into_iter()
             .map(<[KeyStep]>::to_vec)
             .collect();
@@ -204,7 +203,7 @@ impl LinuxDesktop {
     /// the application over AT-SPI (answered from its main loop, so after the events it had
     /// already read), then until the window changed and stopped changing (two unchanged
     /// looks), or half the settle time when nothing visible happens.
-    async fn wait_keys_applied(&self, xid: u32, ctl: Option<&CtlInfo>, before: Option<u64>) {
+    async fn wait_keys_applied(&self, xid: WinId, ctl: Option<&CtlInfo>, before: Option<u64>) {
         if let Some(c) = ctl {
             let _ = self
                 .bus
@@ -244,17 +243,16 @@ impl LinuxDesktop {
 
     /// Focus a control for typing: AT-SPI focus, else a click on it; when the focus moved,
     /// wait until the application has taken it, so the first key goes to the control.
-    async fn focus_for_typing(&self, xid: u32, c: &CtlInfo) -> Result<(), LinuxError> {
+    async fn focus_for_typing(&self, c: &CtlInfo) -> Result<(), LinuxError> {
         // a control of a dialog attached to the window: the keys go to the dialog (raising
         // the main window would take the focus from a non-modal dialog)
-        self.activate(if c.window != 0 { c.window } else { xid })
-            .await?;
+        self.activate(c.window).await?;
         if c.states & state::FOCUSED != 0 {
             return Ok(());
         }
         if !self.grab_focus(c).await {
             let (x, y) = centre(c);
-            self.x11(move |xx| xx.click(x, y, 1, 1)).await?;
+            self.run(move |d| d.click(x, y, 1, 1)).await?;
         }
         let _ = self
             .bus
@@ -296,7 +294,7 @@ impl LinuxDesktop {
         control_id: Option<&str>,
         action: &UiAction,
     ) -> Result<String, LinuxError> {
-        let xid = parse_window_id(window)?;
+        let xid = WinId::parse(window)?;
         // spreadsheet cells (by address) and the Name Box
         if let Some(id) = control_id.filter(|id| self.is_sheet_target(id, action)) {
             // text entered into a cell: settled on X events like a click (a dialog never
@@ -353,10 +351,7 @@ impl LinuxDesktop {
         // A dialog observed on its own (the agent followed it there) is a dialog all the same:
         // it is settled on the window under it, as when observed with that window.
         let owner = self.dialog_owner(xid).await;
-        let in_dialog = owner.is_some()
-            || ctl
-                .as_ref()
-                .is_some_and(|c| c.window != 0 && c.window != xid);
+        let in_dialog = owner.is_some() || ctl.as_ref().is_some_and(|c| c.window != xid);
         // a scroll: a web page keeps moving after its layout looked still (smooth scrolling),
         // and the old pixel settle waits for the picture itself to stop
         let scroll = matches!(action, UiAction::Scroll { .. });
@@ -387,7 +382,7 @@ impl LinuxDesktop {
 
     async fn run_action(
         &self,
-        xid: u32,
+        xid: WinId,
         window: &str,
         ctl: Option<&CtlInfo>,
         action: &UiAction,
@@ -405,7 +400,7 @@ impl LinuxDesktop {
             UiAction::TypeKeys { keys } => {
                 let steps = parse_keys(keys)?;
                 match ctl {
-                    Some(c) => self.focus_for_typing(xid, c).await?,
+                    Some(c) => self.focus_for_typing(c).await?,
                     None => self.activate(xid).await?,
                 }
                 let n = steps.len();
@@ -431,7 +426,7 @@ impl LinuxDesktop {
     /// through the control's AT-SPI click action; other buttons and double clicks by XTEST.
     async fn click(
         &self,
-        xid: u32,
+        xid: WinId,
         c: &CtlInfo,
         button: Button,
         double: bool,
@@ -444,7 +439,7 @@ impl LinuxDesktop {
             }
             // the fastest correct input: XTEST at the centre of a control nothing
             // covers (its effect shows in milliseconds), else the AT-SPI action
-            if let Some((x, y)) = self.uncovered_centre(xid, c, in_dialog).await {
+            if let Some((x, y)) = self.uncovered_centre(c, in_dialog).await {
                 self.settling.lock().last_input = crate::act::settle::Input::Xtest;
                 self.xclick(xid, x, y, 1, 1).await?;
                 return Ok(format!("clicked {:?} at {x},{y}", c.name));
@@ -478,8 +473,17 @@ impl LinuxDesktop {
     }
 
     /// `click_at`: XTEST at a point of the window (window pixels).
-    async fn click_at(&self, xid: u32, window: &str, x: i32, y: i32) -> Result<String, LinuxError> {
-        let w = self.xwindow(window).await?;
+    async fn click_at(
+        &self,
+        xid: WinId,
+        window: &str,
+        x: i32,
+        y: i32,
+    ) -> Result<String, LinuxError> {
+        let dw = self.xwindow(window).await?;
+        let w = dw
+            .area
+            .ok_or_else(|| crate::display::position_unknown(&dw))?;
         if x < 0 || y < 0 || x >= w.w as i32 || y >= w.h as i32 {
             return Err(LinuxError::ActionFailed(format!(
                 "click_at {x},{y} is outside the window ({}x{})",
@@ -493,7 +497,7 @@ impl LinuxDesktop {
     /// `set_text`: a number into a control with a value (a spin button) sets that value;
     /// else `EditableText.SetTextContents`, checked by reading back; else focus, select all,
     /// delete and type.
-    async fn set_text(&self, xid: u32, c: &CtlInfo, text: &str) -> Result<String, LinuxError> {
+    async fn set_text(&self, xid: WinId, c: &CtlInfo, text: &str) -> Result<String, LinuxError> {
         if let Some(done) = self.set_number(c, text).await {
             return Ok(done);
         }
@@ -513,9 +517,9 @@ impl LinuxDesktop {
                 return Ok(format!("set the text of {:?}", c.name));
             }
         }
-        self.focus_for_typing(xid, c).await?;
+        self.focus_for_typing(c).await?;
         let mut steps = vec![KeyStep::Chord {
-            mods: vec![crate::x11::keys::sym::CONTROL_L],
+            mods: vec![crate::display::keys::sym::CONTROL_L],
             key: 'a' as u32,
         }];
         steps.push(KeyStep::Chord {
@@ -524,7 +528,7 @@ impl LinuxDesktop {
         });
         steps.extend(text.chars().map(|ch| KeyStep::Chord {
             mods: vec![],
-            key: crate::x11::keys::char_keysym(ch),
+            key: crate::display::keys::char_keysym(ch),
         }));
         self.send_keys_in_order(xid, Some(c), steps).await?;
         Ok(format!("typed the new text into {:?}", c.name))
@@ -554,7 +558,7 @@ impl LinuxDesktop {
     /// the page has moved.
     async fn scroll(
         &self,
-        xid: u32,
+        xid: WinId,
         c: &CtlInfo,
         direction: ScrollDirection,
         amount: u32,
@@ -572,7 +576,7 @@ impl LinuxDesktop {
                 // varying length: one at a time, each one delivered and synced
                 self.activate(xid).await?;
                 for _ in 0..notches {
-                    self.x11(move |xx| xx.click(x, y, b, 1)).await?;
+                    self.run(move |d| d.click(x, y, b, 1)).await?;
                     tokio::time::sleep(crate::apps::web::NOTCH_PAUSE).await;
                 }
                 web::wait_scrolled(&self.bus, c, before).await;
@@ -583,7 +587,7 @@ impl LinuxDesktop {
     }
 
     /// `focus`: AT-SPI `GrabFocus`, else a click at the centre.
-    async fn focus(&self, xid: u32, c: &CtlInfo) -> Result<String, LinuxError> {
+    async fn focus(&self, xid: WinId, c: &CtlInfo) -> Result<String, LinuxError> {
         if self.grab_focus(c).await {
             Ok(format!("focused {:?}", c.name))
         } else {
@@ -597,7 +601,7 @@ impl LinuxDesktop {
     /// is a direct child, else by clicking (opening the combo first). The entry is matched by
     /// [`match_entry`]; when none matches, a popup this opened is closed again, so a failed
     /// `select` leaves the box as it was, and the error lists the entries.
-    async fn select(&self, xid: u32, c: &CtlInfo, item: &str) -> Result<String, LinuxError> {
+    async fn select(&self, xid: WinId, c: &CtlInfo, item: &str) -> Result<String, LinuxError> {
         let mut tree = self.entries_tree(c).await?;
         // a GTK4 drop-down's list is chosen from with the keyboard (act/dropdown.rs)
         let dropdown = tree
@@ -671,7 +675,7 @@ impl LinuxDesktop {
     /// drawn.
     async fn choose_entry(
         &self,
-        xid: u32,
+        xid: WinId,
         c: &CtlInfo,
         item: &str,
         tree: &AppTree,
@@ -774,7 +778,7 @@ impl LinuxDesktop {
     /// then arrow keys from the option chosen now to the wanted one.
     async fn select_by_keys(
         &self,
-        xid: u32,
+        xid: WinId,
         c: &CtlInfo,
         item: &str,
         tree: &AppTree,

@@ -12,6 +12,7 @@
 use std::time::Duration;
 
 use crate::desktop::LinuxDesktop;
+use crate::display::WinId;
 use crate::LinuxError;
 
 /// Whether a toolkit tells its modal dialogs apart through the accessible MODAL state.
@@ -83,15 +84,15 @@ pub(crate) enum Done {
 }
 
 /// The first window in `now` that is not in `before`, by id: its title.
-pub(crate) fn new_window(before: &[u32], now: &[(u32, String)]) -> Option<String> {
+pub(crate) fn new_window(before: &[WinId], now: &[(WinId, String)]) -> Option<String> {
     now.iter()
         .find(|(id, _)| !before.contains(id))
         .map(|(_, t)| t.clone())
 }
 
 impl LinuxDesktop {
-    async fn window_ids(&self) -> Vec<(u32, String)> {
-        self.x11(|x| x.client_windows())
+    async fn window_ids(&self) -> Vec<(WinId, String)> {
+        self.run(|d| d.windows())
             .await
             .map(|ws| ws.into_iter().map(|w| (w.id, w.title)).collect())
             .unwrap_or_default()
@@ -107,7 +108,7 @@ impl LinuxDesktop {
         path: &str,
         index: usize,
     ) -> Result<Done, LinuxError> {
-        let before: Vec<u32> = self.window_ids().await.into_iter().map(|w| w.0).collect();
+        let before: Vec<WinId> = self.window_ids().await.into_iter().map(|w| w.0).collect();
         let arg = (index as i32,);
         let call = self
             .bus
@@ -255,9 +256,12 @@ mod tests {
 
     #[test]
     fn a_new_window_is_found_by_id() {
-        let before = [1, 2];
-        let now = [(1, "Main".to_string()), (3, "Open File".to_string())];
+        let before = [WinId(1), WinId(2)];
+        let now = [
+            (WinId(1), "Main".to_string()),
+            (WinId(3), "Open File".to_string()),
+        ];
         assert_eq!(new_window(&before, &now).as_deref(), Some("Open File"));
-        assert_eq!(new_window(&[1, 3], &now), None);
+        assert_eq!(new_window(&[WinId(1), WinId(3)], &now), None);
     }
 }

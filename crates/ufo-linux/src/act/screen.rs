@@ -4,7 +4,7 @@
 //! person aims at what they see.
 
 use crate::desktop::LinuxDesktop;
-use crate::x11::keys::{char_keysym, parse_keys, KeyStep};
+use crate::display::keys::{char_keysym, parse_keys, KeyStep};
 use crate::LinuxError;
 
 /// Longest text or key sequence sent at once.
@@ -18,14 +18,15 @@ impl LinuxDesktop {
                 "button {button} is not 1 (left), 2 (middle) or 3 (right)"
             )));
         }
-        self.x11(move |xx| {
-            let (w, h) = (xx.screen_w as i32, xx.screen_h as i32);
+        self.run(move |d| {
+            let screen = d.screen();
+            let (w, h) = (screen.w as i32, screen.h as i32);
             if !(0..w).contains(&x) || !(0..h).contains(&y) {
                 return Err(LinuxError::Unsupported(format!(
                     "({x}, {y}) is outside the screen ({w}×{h}); click inside it"
                 )));
             }
-            xx.click(x, y, button, 1)
+            d.click(x, y, button, 1)
         })
         .await
     }
@@ -59,9 +60,9 @@ impl LinuxDesktop {
     }
 
     async fn send_steps(&self, steps: Vec<KeyStep>) -> Result<(), LinuxError> {
-        self.x11(move |x| {
+        self.run(move |d| {
             for KeyStep::Chord { mods, key } in &steps {
-                x.chord(mods, *key)?;
+                d.chord(mods, *key)?;
             }
             Ok(())
         })

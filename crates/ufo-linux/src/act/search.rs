@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::a11y::events::Change;
+use crate::controls::CtlInfo;
 use crate::desktop::LinuxDesktop;
-use crate::observe::controls::CtlInfo;
 use crate::vocab::role;
 
 /// Longest wait for a search box's page to answer.

@@ -2,8 +2,8 @@
 //! again and must still have the role and name it had in the observation the model answered.
 
 use crate::a11y::bus::A11yBus;
-use crate::observe::controls::CtlInfo;
-use crate::observe::controls::Seen;
+use crate::controls::CtlInfo;
+use crate::controls::Seen;
 use crate::vocab::{role_name, NAME_FOLLOWS_CONTENT};
 use crate::LinuxError;
 

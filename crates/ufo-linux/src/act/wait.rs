@@ -8,13 +8,14 @@ use std::time::{Duration, Instant};
 
 use ufo_core::Rect;
 
-use super::settle::ChangeWatch;
 use super::settle::{
     changed_box, changed_regions, decide, differs, grow, Decision, Input, Made, Prefetched,
     SettleParams, SettleStart, Watched, PREFETCH_AFTER, PREFETCH_KEPT, PREFETCH_MAX, QUIET,
 };
 use crate::desktop::LinuxDesktop;
-use crate::x11::Look;
+use crate::display::pixels::Look;
+use crate::display::watch::ChangeWatch;
+use crate::display::WinId;
 
 /// What one settle on events knows and has seen so far (see
 /// [`LinuxDesktop::settle_after`]).
@@ -23,7 +24,7 @@ struct Run {
     /// with its window-manager frame
     since: Instant,
     exempt: Vec<Rect>,
-    ids: Vec<u32>,
+    ids: Vec<WinId>,
     /// the windows watched (the window and the dialogs on it) and the area they cover
     watched: Watched,
     params: SettleParams,
@@ -82,7 +83,7 @@ impl LinuxDesktop {
     /// When the application owning window `xid` had read the input sent to it so far: it
     /// answered a ping sent behind that input (`ChangeWatch::ping`). `None` without a change
     /// watch, or when no answer came within [`PING_MAX`].
-    pub(crate) async fn input_handled(&self, xid: u32) -> Option<Instant> {
+    pub(crate) async fn input_handled(&self, xid: WinId) -> Option<Instant> {
         let w = Arc::clone(self.watch.as_ref()?);
         let asked = Instant::now();
         let pinger = Arc::clone(&w);
@@ -90,7 +91,7 @@ impl LinuxDesktop {
             .await
             .ok()??;
         while asked.elapsed() < PING_MAX {
-            if let Some(at) = w.pong(n) {
+            if let Some(at) = w.log().pong(n) {
                 tracing::debug!(ms = (at - asked).as_millis() as u64, "input read");
                 return Some(at);
             }
@@ -104,7 +105,7 @@ impl LinuxDesktop {
     /// clicked: its own press and hover animation (and those of the controls clicked just
     /// before, and of the one the pointer leaves) run on for half a second in GTK and say
     /// nothing new, so the looks at the window leave them out.
-    pub(crate) async fn settle_start(&self, xid: u32, clicked: Option<Rect>) -> SettleStart {
+    pub(crate) async fn settle_start(&self, xid: WinId, clicked: Option<Rect>) -> SettleStart {
         let exempt: Vec<Rect> = {
             let mut g = self.settling.lock();
             g.last_input = Input::Other;
@@ -121,7 +122,7 @@ impl LinuxDesktop {
                 let watched = self.watched(xid).await;
                 let (w, wanted) = (Arc::clone(w), watched.ids.clone());
                 let _ = tokio::task::spawn_blocking(move || w.watch(&wanted)).await;
-                let frame = self.x11(move |x| x.top_of(xid)).await.ok();
+                let frame = self.run(move |d| d.top_of(xid)).await.ok();
                 let ids = std::iter::once(xid).chain(frame).collect();
                 let since = Instant::now();
                 let before = self.look_at(watched.area).await;
@@ -139,15 +140,15 @@ impl LinuxDesktop {
 
     /// The windows to watch for `xid`: it and the dialogs on it (the windows transient for
     /// it), with the area they cover; `xid` alone when the window manager does not list it.
-    async fn watched(&self, xid: u32) -> Watched {
-        self.x11(move |x| {
-            let all = x.client_windows()?;
+    async fn watched(&self, xid: WinId) -> Watched {
+        self.run(move |d| {
+            let all = d.windows()?;
             let mine: Vec<_> = all
                 .iter()
                 .filter(|w| w.id == xid || w.transient_for == Some(xid))
                 .collect();
             if !mine.iter().any(|w| w.id == xid) {
-                let area = x.window_info(xid)?.map(|w| w.rect());
+                let area = d.window(xid)?.and_then(|w| w.area);
                 return Ok(Watched {
                     ids: vec![xid],
                     area,
@@ -155,7 +156,7 @@ impl LinuxDesktop {
             }
             Ok(Watched {
                 ids: mine.iter().map(|w| w.id).collect(),
-                area: crate::x11::union(mine.iter().map(|w| w.rect())),
+                area: crate::display::pixels::union(mine.iter().filter_map(|w| w.area)),
             })
         })
         .await
@@ -168,16 +169,17 @@ impl LinuxDesktop {
     /// The pixels of a screen area now (`None` when there is none or it cannot be read).
     async fn look_at(&self, area: Option<Rect>) -> Option<Look> {
         let a = area?;
-        self.x11(move |x| x.look(a.x, a.y, a.w, a.h)).await.ok()
+        self.run(move |d| d.look(a)).await.ok()
     }
 
     /// The window's pixels now (`None` when it cannot be read).
-    async fn look(&self, xid: u32) -> Option<Look> {
-        self.x11(move |x| {
-            let w = x
-                .window_info(xid)?
-                .ok_or_else(|| crate::LinuxError::NoWindow(format!("{xid:#x}")))?;
-            x.look(w.x, w.y, w.w, w.h)
+    async fn look(&self, xid: WinId) -> Option<Look> {
+        self.run(move |d| {
+            let w = d
+                .window(xid)?
+                .ok_or_else(|| crate::LinuxError::NoWindow(xid.to_string()))?;
+            let area = w.area.ok_or_else(|| crate::display::position_unknown(&w))?;
+            d.look(area)
         })
         .await
         .ok()
@@ -189,7 +191,7 @@ impl LinuxDesktop {
     /// last look; a window mapped, unmapped or moved always counts.
     pub(crate) async fn settle_after(
         &self,
-        xid: u32,
+        xid: WinId,
         start: SettleStart,
         probe: Option<(&str, &str)>,
     ) -> bool {
@@ -204,7 +206,7 @@ impl LinuxDesktop {
                 },
                 Some(w),
             ) => {
-                let key = format!("{xid:#x}/{:?}", self.settling.lock().last_input);
+                let key = format!("{xid}/{:?}", self.settling.lock().last_input);
                 let max = self.config.settle_time;
                 let params = SettleParams {
                     quiet: QUIET,
@@ -248,8 +250,8 @@ impl LinuxDesktop {
     /// observation made meanwhile if it still holds.
     async fn settle_on_events(
         &self,
-        xid: u32,
-        w: &Arc<ChangeWatch>,
+        xid: WinId,
+        w: &Arc<dyn ChangeWatch>,
         key: String,
         mut run: Run,
         probe: Option<(&str, &str)>,
@@ -257,7 +259,7 @@ impl LinuxDesktop {
         let since = run.since;
         let max = run.params.max;
         loop {
-            let (redraws, s_first, s_last) = w.activity_since(since);
+            let (redraws, s_first, s_last) = w.log().activity_since(since);
             // a window appeared, went or moved: a dialog opened on the window (or
             // closed) is watched (or let go) from now on
             let mut moved = false;
@@ -291,21 +293,21 @@ impl LinuxDesktop {
                     if !changed && !run.late_checked && since.elapsed() < max {
                         run.late_checked = true;
                         if let Some(probe) = probe {
-                            if self.redrew_late(w, probe, &mut run).await {
+                            if self.redrew_late(w.as_ref(), probe, &mut run).await {
                                 continue;
                             }
                         }
                     }
                     if let Some(probe) = probe {
                         let answered = answered_after(&run, f, probe.0);
-                        self.wait_for_handler(w, probe, answered, since, max, run.poll)
+                        self.wait_for_handler(w.as_ref(), probe, answered, since, max, run.poll)
                             .await;
                     }
-                    self.wait_for_next_dialog(w, &run, max).await;
+                    self.wait_for_next_dialog(w.as_ref(), &run, max).await;
                     if let Some(f) = f {
                         self.settling.lock().learned.note(&key, f);
                     }
-                    let kept = self.still_prefetched(xid, w, &mut run, l).await;
+                    let kept = self.still_prefetched(xid, w.as_ref(), &mut run, l).await;
                     let kept_one = kept.is_some();
                     {
                         let mut st = self.settling.lock();
@@ -333,7 +335,7 @@ impl LinuxDesktop {
 
     /// A step of [`Self::settle_on_events`]: a window appeared, went or moved; watch the
     /// window and the dialogs on it as they are now. Whether they changed.
-    async fn follow_windows(&self, xid: u32, w: &Arc<ChangeWatch>, run: &mut Run) -> bool {
+    async fn follow_windows(&self, xid: WinId, w: &Arc<dyn ChangeWatch>, run: &mut Run) -> bool {
         let now = self.watched(xid).await;
         if now == run.watched {
             return false;
@@ -364,7 +366,7 @@ impl LinuxDesktop {
             .lock()
             .transitions
             .note(Instant::now(), &regions);
-        if let Some(r) = crate::x11::union(content) {
+        if let Some(r) = crate::display::pixels::union(content) {
             let t = run.since.elapsed();
             run.changes.push((t.as_millis() as u64, r.x, r.y, r.w, r.h));
             run.first.get_or_insert(t);
@@ -377,7 +379,7 @@ impl LinuxDesktop {
     /// (kept only if nothing changed after it began, see `take_prefetched`). `l` is the time
     /// of the last change. Whether it observed (or gave up observing): then look again
     /// without sleeping.
-    async fn prefetch(&self, xid: u32, run: &mut Run, l: Option<Duration>) -> bool {
+    async fn prefetch(&self, xid: WinId, run: &mut Run, l: Option<Duration>) -> bool {
         let Some(lc) = l else {
             return false;
         };
@@ -397,14 +399,14 @@ impl LinuxDesktop {
         // an observation raises its window when another one is
         // active (one the action opened): only the next step's
         // own observation may do that
-        let active = self.x11(|x| x.active_window()).await;
+        let active = self.run(|d| d.active_window()).await;
         if active.is_ok_and(|a| a.is_some_and(|a| !run.watched.ids.contains(&a))) {
             run.prefetches = PREFETCH_MAX;
             return true;
         }
         let t = Instant::now();
         self.controls.lock().prefetching = true;
-        let obs = self.observe_window(&crate::x11::window_id(xid)).await.ok();
+        let obs = self.observe_window(&xid.to_string()).await.ok();
         let controls = {
             let mut st = self.controls.lock();
             st.prefetching = false;
@@ -422,7 +424,7 @@ impl LinuxDesktop {
     /// (that was the round trip: an application drawing a frame answers ~13 ms late).
     async fn wait_for_handler(
         &self,
-        w: &ChangeWatch,
+        w: &dyn ChangeWatch,
         (bus, path): (&str, &str),
         answered: Option<Instant>,
         since: Instant,
@@ -445,8 +447,10 @@ impl LinuxDesktop {
         };
         // (a window appeared, went or moved: redraws of the watched
         // window alone are the transitions the tail cut short)
-        if w.structure_since(asked) {
-            while since.elapsed() < max && w.last_change().is_some_and(|t| t.elapsed() < QUIET) {
+        if w.log().structure_since(asked) {
+            while since.elapsed() < max
+                && w.log().last_change().is_some_and(|t| t.elapsed() < QUIET)
+            {
                 tokio::time::sleep(poll).await;
             }
         }
@@ -458,7 +462,12 @@ impl LinuxDesktop {
     /// after both, a redraw that changed the window's content means the action did change
     /// it (a loaded machine made gnome-calculator's "=" redraw after the bound). Whether it
     /// did; the settle then goes on until quiet.
-    async fn redrew_late(&self, w: &ChangeWatch, (bus, path): (&str, &str), run: &mut Run) -> bool {
+    async fn redrew_late(
+        &self,
+        w: &dyn ChangeWatch,
+        (bus, path): (&str, &str),
+        run: &mut Run,
+    ) -> bool {
         let left = run.params.max.saturating_sub(run.since.elapsed());
         let _ = tokio::time::timeout(
             left,
@@ -467,7 +476,7 @@ impl LinuxDesktop {
         )
         .await;
         tokio::time::sleep(super::settle::FRAME_GAP.min(left)).await;
-        let (redraws, _, _) = w.activity_since(run.since);
+        let (redraws, _, _) = w.log().activity_since(run.since);
         if redraws <= run.seen {
             return false;
         }
@@ -480,13 +489,14 @@ impl LinuxDesktop {
     /// was on: applications often open the next one a while later (LibreOffice's
     /// keep-format question after Save), so wait for a window to appear (then quiet) up to
     /// the settle time.
-    async fn wait_for_next_dialog(&self, w: &ChangeWatch, run: &Run, max: Duration) {
+    async fn wait_for_next_dialog(&self, w: &dyn ChangeWatch, run: &Run, max: Duration) {
         let since = run.since;
-        if w.gone_since(since, &run.ids) {
+        let log = w.log();
+        if log.gone_since(since, &run.ids) {
             let closed = Instant::now();
             while since.elapsed() < max {
-                let mapped = w.last_map().is_some_and(|t| t >= since);
-                let quiet = w.last_change().is_none_or(|t| t.elapsed() >= QUIET);
+                let mapped = log.last_map().is_some_and(|t| t >= since);
+                let quiet = log.last_change().is_none_or(|t| t.elapsed() >= QUIET);
                 if mapped && quiet && closed.elapsed() >= QUIET {
                     break;
                 }
@@ -500,17 +510,17 @@ impl LinuxDesktop {
     /// same since the last look.
     async fn still_prefetched(
         &self,
-        xid: u32,
-        w: &ChangeWatch,
+        xid: WinId,
+        w: &dyn ChangeWatch,
         run: &mut Run,
         l: Option<Duration>,
     ) -> Option<Prefetched> {
         let since = run.since;
         match run.prefetched.take() {
             Some((t, obs, controls))
-                if l.is_some_and(|lc| t >= since + lc) && !w.structure_since(t) =>
+                if l.is_some_and(|lc| t >= since + lc) && !w.log().structure_since(t) =>
             {
-                let (redraws, _, _) = w.activity_since(since);
+                let (redraws, _, _) = w.log().activity_since(since);
                 let mut exempt = run.exempt.clone();
                 exempt.extend(self.settling.lock().transitions.running(Instant::now()));
                 let same = redraws == run.seen || {
@@ -542,11 +552,12 @@ impl LinuxDesktop {
     ) -> Option<ufo_core::WindowObservation> {
         let p = self.settling.lock().prefetched.take()?;
         let w = self.watch.as_ref()?;
-        let xid = crate::x11::parse_window_id(window_id).ok()?;
-        if p.xid != xid || p.settled.elapsed() > PREFETCH_KEPT || w.structure_since(p.settled) {
+        let xid = WinId::parse(window_id).ok()?;
+        if p.xid != xid || p.settled.elapsed() > PREFETCH_KEPT || w.log().structure_since(p.settled)
+        {
             return None;
         }
-        let (redraws, _, _) = w.activity_since(p.settled);
+        let (redraws, _, _) = w.log().activity_since(p.settled);
         if redraws > 0 {
             let now = self.look_at(p.area).await;
             if differs(p.look.as_ref(), now.as_ref(), &p.exempt) {
@@ -572,7 +583,7 @@ impl LinuxDesktop {
             let st = self.settling.lock();
             (st.last_window, st.settled_at)
         };
-        if settled_at.is_some_and(|s| w.last_change().is_none_or(|c| c < s)) {
+        if settled_at.is_some_and(|s| w.log().last_change().is_none_or(|c| c < s)) {
             return true;
         }
         let deadline = Instant::now() + self.config.settle_time;
@@ -581,7 +592,7 @@ impl LinuxDesktop {
             None => None,
         };
         while Instant::now() < deadline {
-            if let Some(t) = w.last_change().filter(|t| t.elapsed() < QUIET) {
+            if let Some(t) = w.log().last_change().filter(|t| t.elapsed() < QUIET) {
                 tokio::time::sleep(QUIET.saturating_sub(t.elapsed())).await;
                 continue;
             }

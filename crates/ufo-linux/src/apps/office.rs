@@ -16,7 +16,7 @@ use ufo_core::Rect;
 use crate::a11y::bus::A11yBus;
 use crate::a11y::bus::{AppTree, Node};
 use crate::a11y::nodecache::KnownNodes;
-use crate::observe::controls::CtlInfo;
+use crate::controls::CtlInfo;
 use crate::vocab::role;
 use crate::vocab::{iface, state};
 use crate::LinuxConfig;

@@ -28,13 +28,14 @@ use zbus::zvariant::OwnedObjectPath;
 
 use crate::a11y::bus::{AppTree, Node};
 use crate::apps::sheets::Cell;
+use crate::controls::CtlInfo;
+use crate::controls::{ControlDetail, Fetched};
 use crate::desktop::LinuxDesktop;
-use crate::observe::controls::CtlInfo;
-use crate::observe::controls::{ControlDetail, Fetched};
+use crate::display::keys::{char_keysym, parse_keys, sym, KeyStep};
+use crate::display::pixels::intersect;
+use crate::display::WinId;
 use crate::vocab::role;
 use crate::vocab::{iface, state};
-use crate::x11::intersect;
-use crate::x11::keys::{char_keysym, parse_keys, sym, KeyStep};
 use crate::LinuxError;
 
 /// Most rows of a sheet read in one observation.
@@ -239,7 +240,7 @@ fn cell_controls(
     sheet_id: &str,
     listed: &[&Cell],
     grid: &Grid<'_>,
-    xid: u32,
+    xid: WinId,
 ) -> Vec<Fetched> {
     let mut out = Vec::new();
     for c in listed {
@@ -274,7 +275,7 @@ fn cell_controls(
                 states: 0,
                 window: xid,
                 // a cell's name is its address; only its role is compared before acting
-                seen: crate::observe::controls::Seen {
+                seen: crate::controls::Seen {
                     role: crate::vocab::role::TABLE_CELL,
                     name: cell_address(c.row, c.col),
                     label: 0,
@@ -293,7 +294,7 @@ fn sheet_control(
     sheet_id: String,
     summary: String,
     rect: Rect,
-    xid: u32,
+    xid: WinId,
 ) -> Fetched {
     let name = crate::names::clean_name(&sheet.name, &sheet.description, "");
     fetched(
@@ -311,7 +312,7 @@ fn sheet_control(
             ifaces: sheet.ifaces,
             states: sheet.states,
             window: xid,
-            seen: crate::observe::controls::Seen {
+            seen: crate::controls::Seen {
                 role: sheet.role,
                 name: sheet.name.clone(),
                 label: 0,
@@ -333,7 +334,7 @@ impl LinuxDesktop {
         frame: &str,
         offset: (i32, i32),
         win: Rect,
-        xid: u32,
+        xid: WinId,
         out: &mut Vec<Fetched>,
         warnings: &mut Vec<String>,
     ) {
@@ -395,7 +396,7 @@ impl LinuxDesktop {
         sheet: &Node,
         offset: (i32, i32),
         win: Rect,
-        xid: u32,
+        xid: WinId,
     ) -> Result<Vec<Fetched>, LinuxError> {
         let deadline = Instant::now() + self.config.walk_budget;
         let (vis, range, cut) = self.visible_range(bus, sheet, offset, win).await?;
@@ -729,7 +730,7 @@ impl LinuxDesktop {
         frame: &str,
         offset: (i32, i32),
         win: Rect,
-        xid: u32,
+        xid: WinId,
     ) -> Vec<Fetched> {
         // the window's own nodes (its root pane among them), the frame itself left out
         let inside: HashSet<&str> = tree
@@ -917,7 +918,7 @@ impl LinuxDesktop {
     /// An action on a cell, or `set_text` on the Name Box (which jumps there).
     pub(crate) async fn sheet_action(
         &self,
-        xid: u32,
+        xid: WinId,
         window: &str,
         control_id: &str,
         action: &UiAction,
@@ -949,7 +950,7 @@ impl LinuxDesktop {
     }
 
     /// The control of this window with a given name (the Name Box, the input line).
-    fn named(&self, xid: u32, name: &str) -> Option<CtlInfo> {
+    fn named(&self, xid: WinId, name: &str) -> Option<CtlInfo> {
         self.controls
             .lock()
             .by_id
@@ -1006,7 +1007,7 @@ impl LinuxDesktop {
 
     /// Give the keyboard focus back to the sheet (the Name Box may keep it after a jump), and
     /// wait until LibreOffice has taken it.
-    async fn focus_grid(&self, xid: u32, sheet: &CtlInfo) -> Result<(), LinuxError> {
+    async fn focus_grid(&self, xid: WinId, sheet: &CtlInfo) -> Result<(), LinuxError> {
         self.activate(xid).await?;
         let _ = self
             .bus
@@ -1040,7 +1041,7 @@ impl LinuxDesktop {
     }
 
     /// Move the cursor to a cell through the Name Box.
-    async fn go_to_cell(&self, xid: u32, window: &str, address: &str) -> Result<(), LinuxError> {
+    async fn go_to_cell(&self, xid: WinId, window: &str, address: &str) -> Result<(), LinuxError> {
         let name_box = match self.named(xid, NAME_BOX) {
             Some(b) => b,
             None => {
@@ -1075,7 +1076,7 @@ impl LinuxDesktop {
     /// One action on one cell.
     async fn cell_action(
         &self,
-        xid: u32,
+        xid: WinId,
         window: &str,
         sheet_id: &str,
         (row, col): (u32, u32),
@@ -1190,7 +1191,7 @@ fn on_screen((x, y, w, h): (i32, i32, i32, i32), offset: (i32, i32), win: Rect) 
     )
 }
 
-fn info(bus: &str, n: &Node, name: &str, rect: Rect, xid: u32) -> CtlInfo {
+fn info(bus: &str, n: &Node, name: &str, rect: Rect, xid: WinId) -> CtlInfo {
     CtlInfo {
         bus: bus.to_string(),
         path: n.path.clone(),
@@ -1200,7 +1201,7 @@ fn info(bus: &str, n: &Node, name: &str, rect: Rect, xid: u32) -> CtlInfo {
         ifaces: n.ifaces,
         states: n.states,
         window: xid,
-        seen: crate::observe::controls::Seen {
+        seen: crate::controls::Seen {
             role: n.role,
             name: n.name.clone(),
             label: 0,

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::a11y::bus::A11yBus;
 use crate::a11y::bus::{AppTree, Node};
-use crate::observe::controls::CtlInfo;
+use crate::controls::CtlInfo;
 use crate::vocab::role;
 use crate::vocab::{iface, state, WEB_DOCUMENTS};
 use crate::LinuxConfig;

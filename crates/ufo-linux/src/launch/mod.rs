@@ -5,7 +5,6 @@
 //! outlives it). The children launched ([`Launched`]) are what the desktop holds; the
 //! launching itself (`start.rs`) reads windows and the bus through the desktop.
 
-pub mod doctor;
 mod start;
 pub mod toolkit;
 

@@ -10,8 +10,8 @@ use ufo_core::{ShellOutput, WindowInfo};
 
 use super::process_name;
 use crate::desktop::LinuxDesktop;
+use crate::display::{DisplayWindow, WinId};
 use crate::vocab::ROOT_PATH;
-use crate::x11::XWindow;
 use crate::LinuxError;
 
 /// After the command's own process exits without a window (a single-instance application
@@ -34,8 +34,8 @@ impl LinuxDesktop {
     ) -> Result<WindowInfo, LinuxError> {
         use std::os::unix::process::CommandExt;
         // X reuses window ids once a client is gone: a window is new if its (id, pid) is new
-        let before: Vec<(u32, Option<u32>)> = self
-            .x11(|x| x.client_windows())
+        let before: Vec<(WinId, Option<u32>)> = self
+            .run(|d| d.windows())
             .await?
             .iter()
             .map(|w| (w.id, w.pid))
@@ -63,25 +63,27 @@ impl LinuxDesktop {
         let child_pid = child.id();
         self.launched.push(child);
         let exe = crate::config::program_of(command);
-        let matches = |w: &XWindow| {
+        let matches = |w: &DisplayWindow| {
             w.pid == Some(child_pid)
                 || crate::config::same_program(
                     &exe,
-                    &w.class,
+                    &w.app_id,
                     w.pid.and_then(process_name).as_deref(),
                 )
         };
         let deadline = Instant::now() + self.config.launch_timeout;
-        let mut existing: Option<XWindow> = None;
+        let mut existing: Option<DisplayWindow> = None;
         while Instant::now() < deadline {
             self.launched.reap();
-            let xs = self.x11(|x| x.client_windows()).await?;
-            let by_pid = self.apps_by_pid().await.unwrap_or_default();
+            let xs = self.run(|d| d.windows()).await?;
+            let by_pid = crate::a11y::apps::KnownApps::by_pid(&self.bus)
+                .await
+                .unwrap_or_default();
             for w in xs.iter().filter(|w| matches(w)) {
                 let seen = before.contains(&(w.id, w.pid));
                 if !seen && self.window_ready(w, &by_pid).await {
                     let app = match w.pid.and_then(|p| by_pid.get(&p)) {
-                        Some(bus) => self.app_name(bus).await,
+                        Some(bus) => self.apps.name(&self.bus, bus).await,
                         None => None,
                     };
                     return Ok(self.info(w, app));
@@ -95,7 +97,7 @@ impl LinuxDesktop {
             if exited {
                 if let Some(w) = &existing {
                     let app = match w.pid.and_then(|p| by_pid.get(&p)) {
-                        Some(bus) => self.app_name(bus).await,
+                        Some(bus) => self.apps.name(&self.bus, bus).await,
                         None => None,
                     };
                     return Ok(self.info(w, app));
@@ -121,19 +123,11 @@ impl LinuxDesktop {
     /// one, so the application joins the bus ufo sees. A failure leaves things as they are.
     async fn publish_live_bus(&self) {
         let live = self.bus.address.clone();
-        let _ = self
-            .x11(move |x| {
-                let published = x.root_atspi_bus()?;
-                if crate::x11::atspi_bus::is_stale(published.as_deref(), &live) {
-                    x.set_root_atspi_bus(&live)?;
-                }
-                Ok(())
-            })
-            .await;
+        let _ = self.run(move |d| d.publish_a11y_bus(&live)).await;
     }
 
     /// Whether an application has a populated window on the bus for this X window.
-    async fn window_ready(&self, w: &XWindow, by_pid: &HashMap<u32, String>) -> bool {
+    async fn window_ready(&self, w: &DisplayWindow, by_pid: &HashMap<u32, String>) -> bool {
         let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)) else {
             return false;
         };
@@ -158,8 +152,8 @@ impl LinuxDesktop {
     pub(crate) async fn launch_detached(&self, command: &str) -> Result<ShellOutput, LinuxError> {
         use std::os::unix::process::CommandExt;
         let command = crate::launch::toolkit::with_switches(command);
-        let before: Vec<(u32, Option<u32>)> = self
-            .x11(|x| x.client_windows())
+        let before: Vec<(WinId, Option<u32>)> = self
+            .run(|d| d.windows())
             .await?
             .iter()
             .map(|w| (w.id, w.pid))
@@ -209,25 +203,25 @@ impl LinuxDesktop {
         &self,
         command: &str,
         child: std::process::Child,
-        before: &[(u32, Option<u32>)],
+        before: &[(WinId, Option<u32>)],
         log_path: &std::path::Path,
     ) -> Result<ShellOutput, LinuxError> {
         let child_pid = child.id();
         self.launched.push(child);
         let exe = crate::config::program_of(command);
-        let matches = |w: &XWindow| {
+        let matches = |w: &DisplayWindow| {
             !before.contains(&(w.id, w.pid))
                 && (w.pid == Some(child_pid)
                     || crate::config::same_program(
                         &exe,
-                        &w.class,
+                        &w.app_id,
                         w.pid.and_then(process_name).as_deref(),
                     ))
         };
         let deadline = Instant::now() + self.config.launch_timeout;
         let mut exited_at: Option<(Instant, Option<i32>)> = None;
         loop {
-            let xs = self.x11(|x| x.client_windows()).await?;
+            let xs = self.run(|d| d.windows()).await?;
             if let Some(w) = xs.iter().find(|w| matches(w)).cloned() {
                 return Ok(self.on_bus_soon(&w).await);
             }
@@ -265,12 +259,16 @@ impl LinuxDesktop {
 
     /// The window's description once it is on the accessibility bus, or after
     /// [`BUS_GRACE`] (an application without accessibility is launched all the same).
-    async fn on_bus_soon(&self, w: &XWindow) -> ShellOutput {
+    async fn on_bus_soon(&self, w: &DisplayWindow) -> ShellOutput {
         let deadline = Instant::now() + BUS_GRACE.min(self.config.launch_timeout);
-        let mut by_pid = self.apps_by_pid().await.unwrap_or_default();
+        let mut by_pid = crate::a11y::apps::KnownApps::by_pid(&self.bus)
+            .await
+            .unwrap_or_default();
         while Instant::now() < deadline && !self.window_ready(w, &by_pid).await {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            by_pid = self.apps_by_pid().await.unwrap_or_default();
+            by_pid = crate::a11y::apps::KnownApps::by_pid(&self.bus)
+                .await
+                .unwrap_or_default();
         }
         // a browser launched on a page is "Untitled" and empty until the page has loaded, a
         // LibreOffice window has no document yet: the host names the window it sees next, so
@@ -279,7 +277,7 @@ impl LinuxDesktop {
             tracing::debug!(error = %e, "launch: the load wait failed; returning the window as it is");
         }
         let app = match w.pid.and_then(|p| by_pid.get(&p)) {
-            Some(bus) => self.app_name(bus).await,
+            Some(bus) => self.apps.name(&self.bus, bus).await,
             None => None,
         };
         let info = self.info(w, app);

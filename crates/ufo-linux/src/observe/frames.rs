@@ -17,9 +17,9 @@
 use ufo_core::Rect;
 
 use crate::a11y::bus::{AppTree, Node};
+use crate::display::DisplayWindow;
 use crate::names::collapse_ws;
 use crate::vocab::{role, state, ROOT_PATH, WINDOWS};
-use crate::x11::XWindow;
 
 /// How far (pixels, per edge) a frame's extents may be from the window's rectangle and
 /// still be taken for it.
@@ -87,17 +87,17 @@ pub(crate) fn top(n: &Node, rect: Option<Rect>) -> Top {
 
 /// Whether the tops' names alone settle the choice (exactly one is named as the title), so
 /// that their extents need not be read.
-pub(crate) fn settled_by_title(tops: &[Top], w: &XWindow) -> bool {
+pub(crate) fn settled_by_title(tops: &[Top], w: &DisplayWindow) -> bool {
     let title = collapse_ws(&w.title);
     tops.iter().filter(|t| t.name == title).count() == 1
 }
 
 /// The frame of window `w` among `tops`; `windows` are the X windows on the screen (those of
 /// other processes, and `w` itself, are ignored).
-pub(crate) fn choose(tops: &[Top], w: &XWindow, windows: &[XWindow]) -> Option<Choice> {
+pub(crate) fn choose(tops: &[Top], w: &DisplayWindow, windows: &[DisplayWindow]) -> Option<Choice> {
     let title = collapse_ws(&w.title);
-    let here = w.rect();
-    let fits = |t: &Top| t.rect.is_some_and(|r| near(r, here));
+    let here = w.area;
+    let fits = |t: &Top| t.rect.zip(here).is_some_and(|(r, h)| near(r, h));
     let take = |t: &Top, evidence| {
         Some(Choice {
             path: t.path.clone(),
@@ -113,14 +113,14 @@ pub(crate) fn choose(tops: &[Top], w: &XWindow, windows: &[XWindow]) -> Option<C
     {
         return take(t, Evidence::Title);
     }
-    let others: Vec<&XWindow> = windows
+    let others: Vec<&DisplayWindow> = windows
         .iter()
         .filter(|o| o.id != w.id && w.pid.is_some() && o.pid == w.pid)
         .collect();
     let theirs = |t: &Top| {
         others.iter().any(|o| {
             (!t.name.is_empty() && t.name == collapse_ws(&o.title))
-                || (!fits(t) && t.rect.is_some_and(|r| near(r, o.rect())))
+                || (!fits(t) && t.rect.zip(o.area).is_some_and(|(r, a)| near(r, a)))
         })
     };
     let free: Vec<&Top> = tops.iter().filter(|t| !theirs(t)).collect();
@@ -158,17 +158,15 @@ fn near(a: Rect, b: Rect) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::display::WinId;
 
-    fn window(id: u32, title: &str, pid: u32, rect: (i32, i32, u32, u32)) -> XWindow {
-        XWindow {
-            id,
+    fn window(id: u32, title: &str, pid: u32, rect: (i32, i32, u32, u32)) -> DisplayWindow {
+        DisplayWindow {
+            id: WinId(id),
             title: title.into(),
             pid: Some(pid),
-            class: "chromium".into(),
-            x: rect.0,
-            y: rect.1,
-            w: rect.2,
-            h: rect.3,
+            app_id: "chromium".into(),
+            area: Some(Rect::new(rect.0, rect.1, rect.2, rect.3)),
             transient_for: None,
             dialog: false,
             wm_modal: false,
@@ -184,7 +182,11 @@ mod tests {
         }
     }
 
-    fn chosen(tops: &[Top], w: &XWindow, windows: &[XWindow]) -> Option<(String, Evidence)> {
+    fn chosen(
+        tops: &[Top],
+        w: &DisplayWindow,
+        windows: &[DisplayWindow],
+    ) -> Option<(String, Evidence)> {
         choose(tops, w, windows).map(|c| (c.path, c.evidence))
     }
 

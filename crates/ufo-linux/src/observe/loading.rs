@@ -39,9 +39,9 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crate::desktop::LinuxDesktop;
+use crate::display::{DisplayWindow, WinId};
 use crate::names::collapse_ws;
 use crate::vocab::{role, OFFICE_DOCUMENTS, ROOT_PATH};
-use crate::x11::XWindow;
 use crate::LinuxError;
 
 /// The pause before a window whose accessible frame was not found is read again.
@@ -295,24 +295,24 @@ pub(crate) fn another_document(before: &[(String, String)], now: &[(String, Stri
 /// The probes of the windows seen, and the kind of each application.
 #[derive(Debug, Default)]
 pub(crate) struct LoadFacts {
-    probes: HashMap<(String, u32), Probe>,
+    probes: HashMap<(String, WinId), Probe>,
     kinds: HashMap<String, AppKind>,
     /// Browser windows whose last action may have started a navigation.
-    expected: HashMap<u32, Expected>,
+    expected: HashMap<WinId, Expected>,
 }
 
 /// Most windows whose probe is kept.
 const MAX_PROBES: usize = 256;
 
 impl LoadFacts {
-    fn probe(&self, bus: &str, xid: u32) -> Probe {
+    fn probe(&self, bus: &str, xid: WinId) -> Probe {
         self.probes
             .get(&(bus.to_string(), xid))
             .cloned()
             .unwrap_or_default()
     }
 
-    fn keep(&mut self, bus: &str, xid: u32, p: Probe) {
+    fn keep(&mut self, bus: &str, xid: WinId, p: Probe) {
         if self.probes.len() >= MAX_PROBES {
             self.probes.clear();
         }
@@ -321,7 +321,7 @@ impl LoadFacts {
 
     /// Change some of what is kept of window `xid`, leaving the rest as it is now: a look and
     /// an observation's `note_loaded_tree` run at the same time, each learning its part.
-    fn update(&mut self, bus: &str, xid: u32, change: impl FnOnce(&mut Probe)) {
+    fn update(&mut self, bus: &str, xid: WinId, change: impl FnOnce(&mut Probe)) {
         let mut kept = self.probe(bus, xid);
         change(&mut kept);
         self.keep(bus, xid, kept);
@@ -329,14 +329,14 @@ impl LoadFacts {
 
     /// What a look learnt: the frame and the documents (the reload button is the
     /// observation's to find, `note_loaded_tree`, which may run at the same time).
-    fn note_look(&mut self, bus: &str, xid: u32, p: &Probe, read: &LoadRead) {
+    fn note_look(&mut self, bus: &str, xid: WinId, p: &Probe, read: &LoadRead) {
         self.update(bus, xid, |kept| {
             kept.frame = p.frame.clone();
             kept.docs = read.doc_ids.clone();
         });
     }
 
-    fn expect(&mut self, xid: u32, e: Expected) {
+    fn expect(&mut self, xid: WinId, e: Expected) {
         if self.expected.len() >= MAX_PROBES {
             self.expected.clear();
         }
@@ -395,7 +395,7 @@ impl LinuxDesktop {
     /// next step observes after the load.
     pub(crate) async fn load_first_look(
         &self,
-        main: &XWindow,
+        main: &DisplayWindow,
     ) -> Result<Option<LoadWait>, LinuxError> {
         self.load_wait_for(main, true).await
     }
@@ -403,13 +403,13 @@ impl LinuxDesktop {
     /// Wait (bounded by `LinuxConfig::load_wait`) until the window's page or document has
     /// loaded; whether it waited, and the notes for the observation (one when the wait gave
     /// up).
-    pub(crate) async fn wait_loaded(&self, main: &XWindow) -> Result<LoadWait, LinuxError> {
+    pub(crate) async fn wait_loaded(&self, main: &DisplayWindow) -> Result<LoadWait, LinuxError> {
         Ok(self.load_wait_for(main, false).await?.unwrap_or_default())
     }
 
     async fn load_wait_for(
         &self,
-        main: &XWindow,
+        main: &DisplayWindow,
         first_only: bool,
     ) -> Result<Option<LoadWait>, LinuxError> {
         let at_once = Some(LoadWait::default());
@@ -417,7 +417,13 @@ impl LinuxDesktop {
         let Some(pid) = main.pid.filter(|_| !bound.is_zero()) else {
             return Ok(at_once);
         };
-        let Some(bus) = self.bus_map(&[pid], false).await.get(&pid).cloned() else {
+        let Some(bus) = self
+            .apps
+            .bus_map(&self.bus, &[pid], false)
+            .await
+            .get(&pid)
+            .cloned()
+        else {
             return Ok(at_once);
         };
         let kind = self.app_kind(&bus).await;
@@ -494,12 +500,12 @@ impl LinuxDesktop {
     /// After the window was read: LibreOffice showed a document window whose document is not
     /// in it yet (`note_loaded_tree`): read it again, bounded by `LinuxConfig::load_wait`
     /// from `started` (the observation's start).
-    pub(crate) fn office_unbuilt(&self, main: &XWindow, started: Instant) -> bool {
+    pub(crate) fn office_unbuilt(&self, main: &DisplayWindow, started: Instant) -> bool {
         started.elapsed() < self.config.load_wait && self.office_unbuilt_after(main)
     }
 
     /// The last read of the window found its document missing (and the wait is on).
-    pub(crate) fn office_unbuilt_after(&self, main: &XWindow) -> bool {
+    pub(crate) fn office_unbuilt_after(&self, main: &DisplayWindow) -> bool {
         if self.config.load_wait.is_zero() {
             return false;
         }
@@ -514,8 +520,7 @@ impl LinuxDesktop {
     /// settled) can be handed out: not when the action may have started a navigation that
     /// observation did not wait for (it would show the old page). No call.
     pub(crate) fn still_loaded(&self, window_id: &str) -> bool {
-        crate::x11::parse_window_id(window_id)
-            .is_ok_and(|xid| !self.loads.lock().expected.contains_key(&xid))
+        WinId::parse(window_id).is_ok_and(|xid| !self.loads.lock().expected.contains_key(&xid))
     }
 
     /// After an action on window `window_id`: when it may have started a navigation in a
@@ -527,17 +532,23 @@ impl LinuxDesktop {
         docs_before: Vec<(String, String)>,
         may_navigate: bool,
     ) {
-        let Ok(xid) = crate::x11::parse_window_id(window_id) else {
+        let Ok(xid) = WinId::parse(window_id) else {
             return;
         };
         self.loads.lock().expected.remove(&xid);
         if !may_navigate || self.config.load_wait.is_zero() {
             return;
         }
-        let Some(pid) = self.apps.lock().window_pids.get(&xid).copied() else {
+        let Some(pid) = self.windows.lock().get(&xid).copied() else {
             return;
         };
-        let Some(bus) = self.bus_map(&[pid], false).await.get(&pid).cloned() else {
+        let Some(bus) = self
+            .apps
+            .bus_map(&self.bus, &[pid], false)
+            .await
+            .get(&pid)
+            .cloned()
+        else {
             return;
         };
         if self.app_kind(&bus).await != AppKind::Browser {
@@ -558,7 +569,7 @@ impl LinuxDesktop {
 
     /// The documents window `window_id` showed at the last look (before an action).
     pub(crate) fn docs_seen(&self, window_id: &str) -> Vec<(String, String)> {
-        let Ok(xid) = crate::x11::parse_window_id(window_id) else {
+        let Ok(xid) = WinId::parse(window_id) else {
             return Vec::new();
         };
         let facts = self.loads.lock();
@@ -576,7 +587,7 @@ impl LinuxDesktop {
             return *k;
         }
         let (toolkit, _) = self.bus.toolkit(bus).await;
-        let name = self.app_name(bus).await.unwrap_or_default();
+        let name = self.apps.name(&self.bus, bus).await.unwrap_or_default();
         let kind = kind_of(&toolkit, &name);
         self.loads.lock().kinds.insert(bus.to_string(), kind);
         kind
@@ -698,7 +709,7 @@ impl LinuxDesktop {
     pub(crate) async fn note_loaded_tree(
         &self,
         bus: &str,
-        xid: u32,
+        xid: WinId,
         tree: &crate::a11y::bus::AppTree,
         frame: &str,
     ) {
@@ -801,12 +812,12 @@ mod tests {
             frame: Some("/frame".into()),
             ..Probe::default()
         };
-        facts.note_look(":1.5", 7, &probe, &read);
-        facts.update(":1.5", 7, |p| {
+        facts.note_look(":1.5", WinId(7), &probe, &read);
+        facts.update(":1.5", WinId(7), |p| {
             p.reload_sought = true;
             p.reload = Some("/reload".into());
         });
-        let kept = facts.probe(":1.5", 7);
+        let kept = facts.probe(":1.5", WinId(7));
         assert_eq!(kept.docs, read.doc_ids);
         assert_eq!(kept.frame.as_deref(), Some("/frame"));
         assert_eq!(kept.reload.as_deref(), Some("/reload"));

@@ -3,7 +3,6 @@
 //! and the annotated screenshot.
 
 pub(crate) mod changes;
-pub(crate) mod controls;
 mod frames;
 pub(crate) mod loading;
 mod noise;
@@ -19,20 +18,20 @@ use crate::a11y::announced::Announced;
 use crate::a11y::bus::{AppTree, Node};
 use crate::act::modal::{self, ModalityReport};
 use crate::apps::office;
+use crate::controls::ControlDetail;
+use crate::controls::CtlInfo;
+use crate::controls::Fetched;
 use crate::desktop::LinuxDesktop;
+use crate::display::annotate::{self, Mark};
+use crate::display::pixels::intersect;
+use crate::display::pixels::RgbImage;
+use crate::display::{extents_origin, extents_relative, position_unknown, DisplayWindow, WinId};
 use crate::names::{self, clean_name, collapse_ws, FieldEvidence, ValueKind};
-use crate::observe::controls::CtlInfo;
 use crate::vocab::{
     iface, role, role_name, state, ANY_BUTTON, BUTTONS, CHECKABLE, CONTAINERS, FIELDS, INTERACTIVE,
     ITEMS, LISTS, MENU_ITEMS, PAGE_CONTAINERS, RANGES, STATE_LABELS, TABLES, TEXTUAL, WINDOWS,
 };
-use crate::x11::annotate::{self, Mark};
-use crate::x11::intersect;
-use crate::x11::window_id as format_window_id;
-use crate::x11::{RgbImage, XWindow};
 use crate::{LinuxConfig, LinuxError};
-pub use controls::ControlDetail;
-use controls::Fetched;
 
 /// What [`LinuxDesktop::read_details`] reads of one candidate: its extents (`None` without
 /// the component interface), action names, text and value.
@@ -52,6 +51,10 @@ const MAX_NEAR_LABELS: usize = 8;
 /// Relation numbers (`org.a11y.atspi.RelationType`).
 const LABEL_FOR: u32 = 1;
 const LABELLED_BY: u32 = 2;
+
+/// Every window seen and its process (to follow a window its application replaced: see
+/// `successor`).
+pub(crate) type SeenWindows = HashMap<WinId, u32>;
 
 /// Most children of one node taken by the walk (lists that manage their descendants can hold
 /// thousands of rows).
@@ -297,7 +300,7 @@ impl LinuxDesktop {
         }
         let t_enc = Instant::now();
         let (screenshot, annotated) =
-            labelled_screenshots(img, &fetched, area, &mut warnings).await;
+            labelled_screenshots(img, &fetched, area.unwrap_or_default(), &mut warnings).await;
         stats.encode = t_enc.elapsed();
         self.remember_controls(main.id, &fetched);
         let window = self.window_info(&main, main_bus).await;
@@ -334,9 +337,10 @@ impl LinuxDesktop {
         let area = located.area;
         let capture = async {
             let t = Instant::now();
-            let img = self
-                .x11(move |x| x.capture(area.x, area.y, area.w, area.h))
-                .await;
+            let img = match area {
+                Some(area) => self.run(move |d| d.capture(area)).await,
+                None => Err(position_unknown(&located.main)),
+            };
             (img, t.elapsed())
         };
         let controls = self.read_windows(located, with_actions, located.warnings.clone());
@@ -346,10 +350,8 @@ impl LinuxDesktop {
     /// Step 1: the window (or the one that replaced it), its dialogs, and the area they cover
     /// on the screen; the window is raised so that its screenshot shows it (as UFO does).
     async fn locate(&self, window_id: &str) -> Result<Located, LinuxError> {
-        let xid = crate::x11::parse_window_id(window_id)?;
-        let (all, active) = self
-            .x11(|x| Ok((x.client_windows()?, x.active_window()?)))
-            .await?;
+        let xid = WinId::parse(window_id)?;
+        let (all, active) = self.run(|d| Ok((d.windows()?, d.active_window()?))).await?;
         let main = match all.iter().find(|w| w.id == xid) {
             Some(w) => w.clone(),
             None => self
@@ -357,16 +359,16 @@ impl LinuxDesktop {
                 .ok_or_else(|| LinuxError::NoWindow(window_id.to_string()))?,
         };
         {
-            let mut st = self.apps.lock();
+            let mut seen = self.windows.lock();
             for w in &all {
                 if let Some(pid) = w.pid {
-                    st.window_pids.insert(w.id, pid);
+                    seen.insert(w.id, pid);
                 }
             }
         }
         let xid = main.id;
         // dialogs that belong to this window are observed with it (they sit on top of it)
-        let attached: Vec<XWindow> = all
+        let attached: Vec<DisplayWindow> = all
             .iter()
             .filter(|w| w.transient_for == Some(xid) && w.id != xid)
             .cloned()
@@ -380,20 +382,24 @@ impl LinuxDesktop {
                 }
             }
         }
-        // (the window is one of them: the union is there)
-        let area = crate::x11::union(std::iter::once(&main).chain(&attached).map(XWindow::rect))
-            .unwrap_or_else(|| main.rect());
-        let screen = Rect {
-            x: 0,
-            y: 0,
-            w: self.x.screen_w,
-            h: self.x.screen_h,
+        // (a window placed nowhere has no area: its screenshot is missing, with a warning)
+        let area = match main.area {
+            Some(_) => crate::display::pixels::union(
+                std::iter::once(&main)
+                    .chain(&attached)
+                    .filter_map(|w| w.area),
+            ),
+            None => None,
         };
-        let area = intersect(area, screen).ok_or_else(|| {
-            LinuxError::ActionFailed(format!(
-                "window {window_id} is entirely off screen; move it onto the screen"
-            ))
-        })?;
+        let screen = self.display.screen();
+        let area = match area {
+            Some(area) => Some(intersect(area, screen).ok_or_else(|| {
+                LinuxError::ActionFailed(format!(
+                    "window {window_id} is entirely off screen; move it onto the screen"
+                ))
+            })?),
+            None => None,
+        };
         Ok(Located {
             main,
             attached,
@@ -413,14 +419,14 @@ impl LinuxDesktop {
     ) -> ReadWindows {
         let (main, attached) = (&located.main, located.attached.as_slice());
         let mut stats = ObservationStats::default();
-        let mut frames: HashMap<u32, String> = HashMap::new();
+        let mut frames: HashMap<WinId, String> = HashMap::new();
         let mut frame_missing = false;
         let pids: Vec<u32> = attached
             .iter()
             .chain(std::iter::once(main))
             .filter_map(|w| w.pid)
             .collect();
-        let mut by_pid = self.bus_map(&pids, false).await;
+        let mut by_pid = self.apps.bus_map(&self.bus, &pids, false).await;
         let mut refreshed = false;
         let mut trees: HashMap<String, AppTree> = HashMap::new();
         let mut groups: Vec<Vec<Fetched>> = Vec::new();
@@ -429,7 +435,7 @@ impl LinuxDesktop {
                 let why = crate::launch::toolkit::not_on_bus_hint(w.pid);
                 warnings.push(format!(
                     "window {} ({:?}) is not on the accessibility bus: only its screenshot is available ({why})",
-                    format_window_id(w.id),
+                    w.id,
                     w.title
                 ));
                 continue;
@@ -451,7 +457,7 @@ impl LinuxDesktop {
             if result.is_err() && !refreshed {
                 // the cached bus name may be stale (the application restarted): look again
                 refreshed = true;
-                by_pid = self.bus_map(&pids, true).await;
+                by_pid = self.apps.bus_map(&self.bus, &pids, true).await;
                 if let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)).cloned() {
                     trees.remove(&bus);
                     result = self
@@ -475,7 +481,7 @@ impl LinuxDesktop {
                     frame_missing |= matches!(e, LinuxError::NoFrame { .. });
                     warnings.push(format!(
                         "controls of window {} could not be read: {e}",
-                        format_window_id(w.id)
+                        w.id
                     ))
                 }
             }
@@ -535,8 +541,8 @@ impl LinuxDesktop {
 
     /// Step 5: the controls of this observation, by id, for the actions that name them
     /// (those of the window's earlier observation are forgotten).
-    fn remember_controls(&self, xid: u32, fetched: &[Fetched]) {
-        let entries: crate::observe::controls::Labelled = fetched
+    fn remember_controls(&self, xid: WinId, fetched: &[Fetched]) {
+        let entries: crate::controls::Labelled = fetched
             .iter()
             .enumerate()
             .map(|(i, f)| {
@@ -557,31 +563,31 @@ impl LinuxDesktop {
 
     /// Step 6: what the engine is told about the window (its application's name from the
     /// bus, else its X class).
-    async fn window_info(&self, main: &XWindow, main_bus: Option<String>) -> WindowInfo {
+    async fn window_info(&self, main: &DisplayWindow, main_bus: Option<String>) -> WindowInfo {
         let by_bus_name = match main_bus {
-            Some(bus) => self.app_name(&bus).await,
+            Some(bus) => self.apps.name(&self.bus, &bus).await,
             None => None,
         };
         WindowInfo {
-            id: format_window_id(main.id),
+            id: main.id.to_string(),
             title: main.title.clone(),
             app_name: by_bus_name
                 .filter(|a| !a.is_empty())
-                .unwrap_or_else(|| main.class.clone()),
+                .unwrap_or_else(|| main.app_id.clone()),
             process: main
                 .pid
                 .and_then(crate::launch::process_name)
-                .unwrap_or_else(|| main.class.clone()),
+                .unwrap_or_else(|| main.app_id.clone()),
             pid: main.pid,
-            rect: Some(main.rect()),
+            rect: main.area,
         }
     }
 
     /// The window that took the place of window `xid`, now gone: the only top-level window of
     /// the same process (LibreOffice replaces its start window by the document's window).
-    fn successor(&self, xid: u32, all: &[XWindow]) -> Option<XWindow> {
-        let pid = *self.apps.lock().window_pids.get(&xid)?;
-        let mut same: Vec<&XWindow> = all
+    fn successor(&self, xid: WinId, all: &[DisplayWindow]) -> Option<DisplayWindow> {
+        let pid = *self.windows.lock().get(&xid)?;
+        let mut same: Vec<&DisplayWindow> = all
             .iter()
             .filter(|w| w.pid == Some(pid) && w.transient_for.is_none())
             .collect();
@@ -601,7 +607,8 @@ impl LinuxDesktop {
         let w = sought.window;
         let nodes = frames::window_nodes(tree);
         let mut tops: Vec<frames::Top> = nodes.iter().map(|n| frames::top(n, None)).collect();
-        if !relative && !frames::settled_by_title(&tops, w) {
+        let space = self.display.coord_space();
+        if !extents_relative(space, relative) && !frames::settled_by_title(&tops, w) {
             let rects = futures::future::join_all(
                 nodes
                     .iter()
@@ -620,7 +627,7 @@ impl LinuxDesktop {
         }
         match frames::choose(&tops, w, sought.windows) {
             Some(c) => {
-                tracing::debug!(window = %format_window_id(w.id), frame = %c.path, evidence = ?c.evidence, "frame chosen");
+                tracing::debug!(window = %w.id, frame = %c.path, evidence = ?c.evidence, "frame chosen");
                 Ok(c.path)
             }
             None => Err(LinuxError::NoFrame {
@@ -653,7 +660,7 @@ impl LinuxDesktop {
             };
             trees.insert(bus.to_string(), tree);
         }
-        let relative = self.is_relative(bus).await;
+        let relative = self.apps.is_relative(&self.bus, bus).await;
         let tree = trees
             .get_mut(bus)
             .ok_or_else(|| LinuxError::ActionFailed("tree vanished".into()))?;
@@ -682,7 +689,7 @@ impl LinuxDesktop {
             .await;
         let t_docs = t.elapsed();
         // GTK2: items of an open menu are never SHOWING
-        let open_menus = if self.is_gtk2_app(bus).await {
+        let open_menus = if self.apps.is_gtk2(&self.bus, bus).await {
             let top_menus = crate::apps::menus::top_menus(tree, &frame, self.config.walk_max_nodes);
             self.open_menus(bus, tree, top_menus, false).await
         } else {
@@ -709,7 +716,8 @@ impl LinuxDesktop {
         stats.tree += t.elapsed();
 
         let t = Instant::now();
-        let win_rect = w.rect();
+        // (a window placed nowhere: its controls are clipped to the screen)
+        let win_rect = w.area.unwrap_or_else(|| self.display.screen());
         // where the controls sit (GTK4's window-relative extents are offset by where the
         // toolkit's window sits; a fresh LibreOffice window reports its own controls shifted,
         // office.rs) is read at the same time as the controls' own details: one round trip to
@@ -732,7 +740,7 @@ impl LinuxDesktop {
             warnings.push(format!(
                 "window extents unknown, rectangles may be off: {e}"
             ));
-            (w.x, w.y)
+            w.area.map_or((0, 0), |a| (a.x, a.y))
         });
         let t_details = t.elapsed();
         let results = futures::future::join_all(candidates.iter().zip(details).map(|(c, d)| {
@@ -808,7 +816,7 @@ impl LinuxDesktop {
         (ext, actions, text, value): Details,
         offset: (i32, i32),
         win: Rect,
-        xid: u32,
+        xid: WinId,
     ) -> Result<Option<Fetched>, LinuxError> {
         let n = &c.node;
         let Some((x, y, ew, eh)) = ext? else {
@@ -1053,24 +1061,22 @@ impl LinuxDesktop {
         names::label_left_of(at, &near).map(str::to_string)
     }
 
-    /// Where a window's controls are offset on the screen: GTK4 (`relative`) gives extents
-    /// within the toolkit's window, which sits centred in the X window `w` (its shadow
-    /// around it); other toolkits give screen extents.
+    /// Where a window's controls are offset on the screen (`display::extents_origin`): on
+    /// X11, GTK4 (`relative`) gives extents within the toolkit's window, which sits centred in
+    /// the X window `w` (its shadow around it); other toolkits give screen extents.
     async fn frame_offset(
         &self,
         bus: &str,
         frame: &str,
         relative: bool,
-        w: &XWindow,
+        w: &DisplayWindow,
     ) -> Result<(i32, i32), LinuxError> {
-        if !relative {
+        let space = self.display.coord_space();
+        if !extents_relative(space, relative) {
             return Ok((0, 0));
         }
-        let (fx, fy, fw, fh) = self.bus.extents(bus, frame).await?;
-        Ok((
-            w.x + ((w.w as i32 - fw) / 2).max(0) - fx,
-            w.y + ((w.h as i32 - fh) / 2).max(0) - fy,
-        ))
+        let extents = self.bus.extents(bus, frame).await?;
+        extents_origin(space, relative, w.area, extents).ok_or_else(|| position_unknown(w))
     }
 
     /// The node's extents, actions, text and value for [`Self::fetch_control`], read at once
@@ -1120,7 +1126,7 @@ impl LinuxDesktop {
         if !tree.nodes.contains_key(&c.path) {
             tree.insert(self.bus.node(&c.bus, &c.path, "", 0).await?);
         }
-        let reading = FreshNodes::for_toolkit(self.is_relative(&c.bus).await);
+        let reading = FreshNodes::for_toolkit(self.apps.is_relative(&self.bus, &c.bus).await);
         self.complete_tree(&c.bus, &mut tree, &c.path, true, reading, &mut ignored)
             .await;
         Ok(tree)
@@ -1466,7 +1472,7 @@ fn fetched(
     value: Option<String>,
     rect: Rect,
     actions: Vec<String>,
-    xid: u32,
+    xid: WinId,
 ) -> Fetched {
     let role = role_name(n.role);
     let enabled = n.has(state::SENSITIVE) || n.has(state::ENABLED);
@@ -1490,7 +1496,7 @@ fn fetched(
             ifaces: n.ifaces,
             states: n.states,
             window: xid,
-            seen: crate::observe::controls::Seen {
+            seen: crate::controls::Seen {
                 role: n.role,
                 name: n.name.clone(),
                 label: 0,
@@ -1906,22 +1912,23 @@ pub(crate) fn walk_verdict(
 
 /// The window to observe, found on the screen.
 struct Located {
-    main: XWindow,
+    main: DisplayWindow,
     /// Its dialogs (transient for it).
-    attached: Vec<XWindow>,
-    /// The part of the screen the window and its dialogs cover.
-    area: Rect,
+    attached: Vec<DisplayWindow>,
+    /// The part of the screen the window and its dialogs cover (`None`: the window is placed
+    /// nowhere on this display).
+    area: Option<Rect>,
     warnings: Vec<String>,
     /// Every window on the screen (a frame named as, or lying where, another window of the
     /// same process is that window's: frames.rs).
-    windows: Vec<XWindow>,
+    windows: Vec<DisplayWindow>,
 }
 
 /// A window whose controls are read, and the windows on the screen (to tell its frame from
 /// theirs).
 struct Sought<'a> {
-    window: &'a XWindow,
-    windows: &'a [XWindow],
+    window: &'a DisplayWindow,
+    windows: &'a [DisplayWindow],
 }
 
 /// What reading the controls of a window and its dialogs gave.
@@ -1942,8 +1949,8 @@ struct ReadWindows {
 /// Step 3: the controls in label order: each group in reading order, without LibreOffice's
 /// shadow menus and what an open menu covers, and without the main window's controls that a
 /// dialog covers (all of them under a modal dialog).
-fn arrange(groups: Vec<Vec<Fetched>>, attached: &[XWindow], modal: bool) -> Vec<Fetched> {
-    let dialog_rects: Vec<Rect> = attached.iter().map(XWindow::rect).collect();
+fn arrange(groups: Vec<Vec<Fetched>>, attached: &[DisplayWindow], modal: bool) -> Vec<Fetched> {
+    let dialog_rects: Vec<Rect> = attached.iter().filter_map(|w| w.area).collect();
     let n_groups = groups.len();
     let mut fetched: Vec<Fetched> = Vec::new();
     for (gi, group) in groups.into_iter().enumerate() {
@@ -2746,15 +2753,12 @@ mod tests {
         second.states |= state::ACTIVE;
         let tree = AppTree::from_nodes(vec![app, first, second]);
         assert!(!tree.kids(ROOT_PATH).iter().any(|k| k == ROOT_PATH));
-        let window = |title: &str| XWindow {
-            id: 1,
+        let window = |title: &str| DisplayWindow {
+            id: WinId(1),
             title: title.into(),
             pid: None,
-            class: String::new(),
-            x: 0,
-            y: 0,
-            w: 10,
-            h: 10,
+            app_id: String::new(),
+            area: Some(Rect::new(0, 0, 10, 10)),
             transient_for: None,
             dialog: false,
             wm_modal: false,

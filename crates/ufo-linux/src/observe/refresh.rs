@@ -20,7 +20,12 @@ impl LinuxDesktop {
         let Some(changes) = self.bus.changes.clone() else {
             return (None, None);
         };
-        if !self.app_name(bus).await.is_some_and(|a| keeps_trees(&a)) {
+        if !self
+            .apps
+            .name(&self.bus, bus)
+            .await
+            .is_some_and(|a| keeps_trees(&a))
+        {
             return (None, None);
         }
         let count = changes.count(bus).await;
