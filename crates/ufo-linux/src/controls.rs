@@ -44,10 +44,6 @@ pub(crate) struct Seen {
 pub(crate) struct KnownControls {
     /// control id → info, from the latest observation of its window
     pub by_id: HashMap<String, CtlInfo>,
-    /// an observation is being made while settling: its controls go to `prefetched` instead
-    /// of `by_id` (labels mean the observation handed out last)
-    pub prefetching: bool,
-    pub prefetched: Option<(WinId, Labelled)>,
 }
 
 /// A control with everything the backend knows about it.

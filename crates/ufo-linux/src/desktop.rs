@@ -1,4 +1,6 @@
-//! `LinuxDesktop`: windows, launching, shell, and the `Desktop` port.
+//! `LinuxDesktop`: the desktop's parts (each a type of its own, in the folders below this
+//! file), the features that borrow them ([`Observer`], [`Actor`], [`Settler`], [`Launcher`]),
+//! and the [`Desktop`] port, a thin layer that wires them together.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,10 +13,14 @@ use ufo_core::{
 
 use crate::a11y::apps::KnownApps;
 use crate::a11y::bus::A11yBus;
+use crate::act::{screen, Actor, Settler};
 use crate::display::watch::{ChangeWatch, PersonInput};
 use crate::display::x11::X11;
-use crate::display::{self, annotate, Display, DisplayWindow, WinId};
-use crate::launch::process_name;
+use crate::display::{self, annotate, Display, WinId};
+use crate::launch::shell::run_command;
+use crate::launch::start::Detached;
+use crate::launch::{window_info, Launcher};
+use crate::observe::{FullObservation, Observer};
 use crate::part::Part;
 use crate::{LinuxConfig, LinuxError};
 
@@ -44,44 +50,13 @@ pub struct LinuxDesktop {
     pub(crate) loads: Part<crate::observe::loading::LoadFacts>,
     /// what settling keeps between actions (`act::settle`)
     pub(crate) settling: Part<crate::act::settle::SettleState>,
+    /// the observation made while the last action settled, for the next `observe`
+    pub(crate) ahead: Part<Option<crate::act::settle::Prefetched>>,
     /// the display's redraws and window events for settling (settle.rs); `None` without a
     /// change watch
     pub(crate) watch: Option<Arc<dyn ChangeWatch>>,
     /// the person's input on a watched private desktop; `None` elsewhere
     pub(crate) person: Option<Arc<PersonInput>>,
-}
-
-/// Most characters of stdout (and of stderr) a shell command hands back to the model.
-const SHELL_SHOWN: usize = 16_000;
-
-/// A captured stream as text: at most [`SHELL_SHOWN`] bytes, then how much was left out.
-fn shown(c: &ufo_proc::Captured) -> String {
-    c.shown(SHELL_SHOWN)
-}
-
-/// Run `/bin/sh -c command` for the host's `Bash`: without ufo's secrets (then `env` added),
-/// in its own process group killed whole after `timeout` or when the call is dropped, its
-/// output read up to [`ufo_proc::DEFAULT_MAX_OUTPUT`] per stream.
-pub(crate) async fn run_command(
-    command: &str,
-    env: &[(String, String)],
-    timeout: Duration,
-) -> Result<ShellOutput, LinuxError> {
-    let mut cmd = ufo_proc::shell_command(command);
-    cmd.envs(env.iter().map(|(k, v)| (k, v)));
-    let out = ufo_proc::run(cmd, ufo_proc::Limits::new(timeout)).await?;
-    if out.timed_out {
-        return Err(LinuxError::Timeout {
-            what: format!("shell command `{command}` (killed with every process it started)"),
-            ms: timeout.as_millis() as u64,
-        });
-    }
-    Ok(ShellOutput {
-        code: out.code,
-        stdout: shown(&out.stdout),
-        stderr: shown(&out.stderr),
-        launched: None,
-    })
 }
 
 impl LinuxDesktop {
@@ -105,16 +80,86 @@ impl LinuxDesktop {
             sheets: Default::default(),
             loads: Part::default(),
             settling: Part::default(),
+            ahead: Part::default(),
         })
     }
 
-    /// What reading office documents needs, lent to `apps::office`.
-    pub(crate) fn office(&self) -> crate::apps::office::Office<'_> {
-        crate::apps::office::Office {
+    /// The observation, over the desktop's parts.
+    pub(crate) fn observer(&self) -> Observer<'_> {
+        Observer {
             bus: &self.bus,
-            nodes: &self.nodes,
+            display: &self.display,
             config: &self.config,
+            apps: &self.apps,
+            nodes: &self.nodes,
+            kept: &self.kept,
+            sheets: &self.sheets,
+            loads: &self.loads,
+            windows: &self.windows,
+            controls: &self.controls,
         }
+    }
+
+    /// The waits around actions, over the desktop's parts.
+    fn settler(&self) -> Settler<'_> {
+        Settler {
+            bus: &self.bus,
+            display: &self.display,
+            config: &self.config,
+            settling: &self.settling,
+            watch: &self.watch,
+            observer: self.observer(),
+        }
+    }
+
+    /// The actions, over the desktop's parts.
+    fn actor(&self) -> Actor<'_> {
+        Actor {
+            bus: &self.bus,
+            display: &self.display,
+            config: &self.config,
+            apps: &self.apps,
+            controls: &self.controls,
+            sheets: &self.sheets,
+            settling: &self.settling,
+            ahead: &self.ahead,
+            observer: self.observer(),
+            settler: self.settler(),
+        }
+    }
+
+    /// Launching, over the desktop's parts.
+    fn launcher(&self) -> Launcher<'_> {
+        Launcher {
+            bus: &self.bus,
+            display: &self.display,
+            config: &self.config,
+            apps: &self.apps,
+            launched: &self.launched,
+        }
+    }
+
+    /// Observe a window (engine view); its labels are the actions' from now on.
+    pub(crate) async fn observe_window(
+        &self,
+        window_id: &str,
+    ) -> Result<WindowObservation, LinuxError> {
+        Ok(self.observer().observe(window_id, false).await?.observation)
+    }
+
+    /// Observe a window with details (action names included) and timings.
+    pub async fn observe_full(&self, window_id: &str) -> Result<FullObservation, LinuxError> {
+        self.observer().observe(window_id, true).await
+    }
+
+    /// Observe a window; `with_actions` also fetches every control's action names (for
+    /// `inspect`; the engine's observation leaves them to the action that needs them).
+    pub async fn observe_with(
+        &self,
+        window_id: &str,
+        with_actions: bool,
+    ) -> Result<FullObservation, LinuxError> {
+        self.observer().observe(window_id, with_actions).await
     }
 
     /// The configuration in force.
@@ -131,23 +176,6 @@ impl LinuxDesktop {
         display::run(&self.display, f).await
     }
 
-    pub(crate) fn info(&self, w: &DisplayWindow, app: Option<String>) -> WindowInfo {
-        let process = w
-            .pid
-            .and_then(process_name)
-            .unwrap_or_else(|| w.app_id.clone());
-        WindowInfo {
-            id: w.id.to_string(),
-            title: w.title.clone(),
-            app_name: app
-                .filter(|a| !a.is_empty())
-                .unwrap_or_else(|| w.app_id.clone()),
-            process,
-            pid: w.pid,
-            rect: w.area,
-        }
-    }
-
     /// Every top-level window with its application, in the window manager's order.
     pub async fn list_windows(&self) -> Result<Vec<WindowInfo>, LinuxError> {
         let xs = self.run(|d| d.windows()).await?;
@@ -158,23 +186,9 @@ impl LinuxDesktop {
                 Some(bus) => self.apps.name(&self.bus, bus).await,
                 None => None,
             };
-            out.push(self.info(w, app));
+            out.push(window_info(w, app));
         }
         Ok(out)
-    }
-
-    pub(crate) async fn xwindow(&self, window_id: &str) -> Result<DisplayWindow, LinuxError> {
-        let id = WinId::parse(window_id)?;
-        self.run(move |d| d.window(id))
-            .await
-            .ok()
-            .flatten()
-            .ok_or_else(|| LinuxError::NoWindow(window_id.to_string()))
-    }
-
-    /// Bring a window to the front and wait (bounded) until the window manager says it is active.
-    pub(crate) async fn activate(&self, id: WinId) -> Result<(), LinuxError> {
-        display::activate(&self.display, id).await
     }
 
     /// Ask a window to close (as its close button would); the application may ask to save.
@@ -197,7 +211,7 @@ impl LinuxDesktop {
             .command_for(app)
             .map(|(n, c)| (n.to_string(), c.to_string()))
             .ok_or_else(|| LinuxError::UnknownApp(app.to_string()))?;
-        self.spawn_and_wait(&name, &command).await
+        self.launcher().spawn_and_wait(&name, &command).await
     }
 
     /// Run a shell command with a time bound. A command equal to a launch-table command
@@ -216,7 +230,7 @@ impl LinuxDesktop {
             })
             .map(|(n, c)| (n.clone(), c.clone()));
         if let Some((name, cmd)) = launch {
-            let w = self.spawn_and_wait(&name, &cmd).await?;
+            let w = self.launcher().spawn_and_wait(&name, &cmd).await?;
             return Ok(ShellOutput {
                 code: None,
                 stdout: String::new(),
@@ -229,18 +243,32 @@ impl LinuxDesktop {
                 return self.launch_detached(&single).await;
             }
         }
-        run_command(command, &self.started_env(), self.config.shell_timeout).await
+        let env = self.launcher().started_env();
+        run_command(command, &env, self.config.shell_timeout).await
     }
 
-    /// What every program ufo starts gets in its environment, in order: the toolkit switches
-    /// (launch/toolkit.rs, `launch_env`), then the configuration's `launch_env`, which wins.
-    pub(crate) fn started_env(&self) -> Vec<(String, String)> {
-        let mut env = crate::launch::toolkit::launch_env(
-            self.display.direct_rendering(),
-            &self.config.launch_env,
-        );
-        env.extend(self.config.launch_env.iter().cloned());
-        env
+    /// Start a command that opens a window apart from ufo (`Launcher::launch_detached`); once
+    /// its window is there, wait for its page or document to load (a browser launched on a
+    /// page is "Untitled" and empty until then, a LibreOffice window has no document yet: the
+    /// host names the window it sees next), bounded by `LinuxConfig::load_wait`.
+    async fn launch_detached(&self, command: &str) -> Result<ShellOutput, LinuxError> {
+        let (window, bus) = match self.launcher().launch_detached(command).await? {
+            Detached::Exited(out) => return Ok(out),
+            Detached::Window { window, bus } => (window, bus),
+        };
+        if let Err(e) = self.observer().wait_loaded(&window).await {
+            tracing::debug!(error = %e, "launch: the load wait failed; returning the window as it is");
+        }
+        let app = match bus {
+            Some(bus) => self.apps.name(&self.bus, &bus).await,
+            None => None,
+        };
+        Ok(ShellOutput {
+            code: None,
+            stdout: String::new(),
+            stderr: String::new(),
+            launched: Some(window_info(&window, app).app_name),
+        })
     }
 
     /// How many spreadsheet cell texts observations have read live so far (kept cells taken
@@ -276,15 +304,21 @@ impl LinuxDesktop {
         .await
     }
 
-    /// Wait until the window stops changing after an action: first a change (or the settle
-    /// time), then two unchanged looks. `before` is the fingerprint taken before the action.
-    pub(crate) async fn settle_window(&self, id: WinId, before: Option<u64>) {
-        let (poll, time) = (self.config.settle_poll, self.config.settle_time);
-        display::settle_pixels(&self.display, id, before, poll, time).await
+    /// Click `button` (1 left, 2 middle, 3 right) at screen pixel (`x`, `y`), as a person
+    /// would (no window activated first).
+    pub async fn screen_click(&self, x: i32, y: i32, button: u8) -> Result<(), LinuxError> {
+        screen::click(&self.display, x, y, button).await
     }
 
-    pub(crate) async fn fingerprint(&self, id: WinId) -> Option<u64> {
-        display::fingerprint_of(&self.display, id).await
+    /// Type a key sequence in ufo's key syntax (`{ctrl+a}`, `12{enter}`) where the keyboard
+    /// focus is.
+    pub async fn screen_keys(&self, keys: &str) -> Result<(), LinuxError> {
+        screen::keys(&self.display, keys).await
+    }
+
+    /// Type `text` as it is (no key syntax) where the keyboard focus is.
+    pub async fn screen_text(&self, text: &str) -> Result<(), LinuxError> {
+        screen::text(&self.display, text).await
     }
 }
 
@@ -321,14 +355,10 @@ impl Desktop for LinuxDesktop {
     #[tracing::instrument(level = "debug", skip(self), err(Display))]
     async fn observe(&self, window_id: &str) -> Result<WindowObservation, DesktopError> {
         let started = std::time::Instant::now();
-        let obs = match self.take_prefetched(window_id).await {
-            // (not when the last action may have started a navigation it did not wait for:
-            // observed once loaded, loading.rs)
-            Some(o) if self.still_loaded(window_id) => {
-                tracing::debug!("observed while settling");
-                o
-            }
-            _ => self.observe_window(window_id).await?,
+        let ahead = self.ahead.lock().take();
+        let obs = match self.settler().hand_out(ahead, window_id).await {
+            Some(o) => o,
+            None => self.observe_window(window_id).await?,
         };
         tracing::debug!(
             controls = obs.controls.len(),
@@ -347,14 +377,7 @@ impl Desktop for LinuxDesktop {
         action: &UiAction,
     ) -> Result<String, DesktopError> {
         let started = std::time::Instant::now();
-        // (an observation made while the last action settled is of the screen before this one)
-        self.settling.lock().prefetched = None;
-        let role = control_id.and_then(|c| self.controls.lock().by_id.get(c).map(|i| i.seen.role));
-        let docs_before = self.docs_seen(window_id);
-        let done = self.perform(window_id, control_id, action).await?;
-        // a page the action navigated to is waited for by the next observation (loading.rs)
-        let navigates = crate::observe::loading::may_navigate(action, role);
-        self.note_action(window_id, docs_before, navigates).await;
+        let done = self.actor().act(window_id, control_id, action).await?;
         tracing::debug!(ms = started.elapsed().as_millis() as u64, "acted");
         Ok(done)
     }
@@ -380,7 +403,7 @@ impl Desktop for LinuxDesktop {
     #[tracing::instrument(level = "debug", skip(self), err(Display))]
     async fn activate(&self, window_id: &str) -> Result<(), DesktopError> {
         let id = WinId::parse(window_id)?;
-        Ok(LinuxDesktop::activate(self, id).await?)
+        Ok(display::activate(&self.display, id).await?)
     }
 
     #[tracing::instrument(level = "debug", skip(self), err(Display))]
@@ -412,72 +435,6 @@ impl Desktop for LinuxDesktop {
     }
 
     async fn settle(&self) {
-        if self.settle_quiet().await {
-            return;
-        }
-        let last = self.settling.lock().last_window;
-        match last {
-            Some(xid) => self.settle_window(xid, None).await,
-            None => tokio::time::sleep(self.config.settle_poll).await,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Defect 1 for the host's `Bash` on the live desktop: the command sees no key, but the
-    /// configured environment.
-    #[tokio::test]
-    async fn host_shell_commands_get_no_secrets() {
-        std::env::set_var("ANTHROPIC_API_KEY", "sk-ant-live-desktop-test");
-        std::env::set_var("UFO_LLM_API_KEY", "sk-ufo-live-desktop-test");
-        let env = vec![("HOME".to_string(), "/tmp/task-home".to_string())];
-        let out = run_command("env", &env, Duration::from_secs(30))
-            .await
-            .expect("runs");
-        assert_eq!(out.code, Some(0));
-        assert!(
-            !out.stdout.contains("sk-ant-live-desktop-test"),
-            "{}",
-            out.stdout
-        );
-        assert!(
-            !out.stdout.contains("sk-ufo-live-desktop-test"),
-            "{}",
-            out.stdout
-        );
-        assert!(out.stdout.contains("HOME=/tmp/task-home"), "{}", out.stdout);
-    }
-
-    /// Defects 4 and 10 for the host's `Bash`: endless output is cut, a timeout kills the
-    /// whole group.
-    #[tokio::test]
-    async fn host_shell_output_is_capped_and_a_timeout_kills_the_group() {
-        let out = run_command("yes", &[], Duration::from_secs(60))
-            .await
-            .expect("runs");
-        assert!(out.stdout.len() < 20_000, "{} bytes", out.stdout.len());
-        assert!(out.stdout.contains("truncated"), "{}", &out.stdout[..100]);
-        // an argument no other process on the machine has (other tests sleep too)
-        let arg = format!("4747.{}", std::process::id());
-        let r = run_command(
-            &format!("sleep {arg}; echo done"),
-            &[],
-            Duration::from_millis(300),
-        )
-        .await;
-        assert!(matches!(r, Err(LinuxError::Timeout { .. })), "{r:?}");
-        let alive = || !ufo_proc::live_processes_with_arg(&arg).is_empty();
-        let mut left = true;
-        for _ in 0..100 {
-            left = alive();
-            if !left {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        assert!(!left, "sleep {arg} outlived the timeout");
+        self.settler().between_steps().await
     }
 }

@@ -7,11 +7,11 @@
 
 use std::time::{Duration, Instant};
 
-use super::{entry_names, match_entry, normalise_entry, select_error, EntryMatch};
+use super::select::{entry_names, match_entry, normalise_entry, select_error, EntryMatch};
+use super::Actor;
 use crate::a11y::bus::{AppTree, Node};
 use crate::apps::{gtk4, web};
 use crate::controls::CtlInfo;
-use crate::desktop::LinuxDesktop;
 use crate::display::keys::KeyStep;
 use crate::display::WinId;
 use crate::vocab::action;
@@ -29,7 +29,7 @@ const OPEN_BOUND: Duration = Duration::from_secs(3);
 const RETURN: u32 = 0xff0d;
 const ESCAPE: u32 = 0xff1b;
 
-impl LinuxDesktop {
+impl Actor<'_> {
     /// A left click on an item of an open GTK4 drop-down list (`None`: `c` is no such
     /// item). The popover is a surface of its own, drawn elsewhere than its items' extents
     /// say, and a click there closes the list without choosing: the item is chosen as
@@ -40,10 +40,10 @@ impl LinuxDesktop {
         c: &CtlInfo,
     ) -> Option<Result<String, LinuxError>> {
         // (GTK 4 only: its applications are the ones read with window-relative extents)
-        if c.seen.role != role::LIST_ITEM || !self.apps.is_relative(&self.bus, &c.bus).await {
+        if c.seen.role != role::LIST_ITEM || !self.apps.is_relative(self.bus, &c.bus).await {
             return None;
         }
-        let tree = self.control_tree(c).await.ok()?;
+        let tree = self.observer.control_tree(c).await.ok()?;
         let mut p = tree.nodes.get(&c.path)?.parent.clone();
         // up from the item: its list, the popover's parts, the drop-down
         for _ in 0..ITEM_DEPTH {

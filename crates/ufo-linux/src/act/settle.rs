@@ -13,9 +13,10 @@
 //! application whether it has read the input sent to it so far (`ChangeWatch::ping`).
 //!
 //! This file holds what settling decides and keeps between actions ([`SettleState`], which
-//! the desktop holds); the waits themselves (`settle_start`, `settle_after`,
-//! `take_prefetched`, `settle_quiet`) are in `wait.rs`, as they look at the window, observe
-//! it and ask the application.
+//! the desktop holds) and what a settle gives ([`Settled`]: whether the window changed, and
+//! the observation made while waiting when it still holds); the waits themselves
+//! (`settle_start`, `settle_after`, `still_holds`, `settle_quiet`) are in `wait.rs`, as they
+//! look at the window, observe it and ask the application.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -242,10 +243,25 @@ pub(crate) struct SettleState {
     pub clicked: Clicked,
     /// regions redrawn frame after frame in one place (toolkit transitions)
     pub transitions: Transitions,
-    /// the observation made while the last settle waited (`take_prefetched`)
-    pub prefetched: Option<Prefetched>,
     /// the window acted on last (for `settle`)
     pub last_window: Option<WinId>,
+}
+
+/// How a settle after an action ended: whether anything changed since the action, and the
+/// observation made while it waited that still holds (for the next `observe` of the window).
+pub(crate) struct Settled {
+    pub changed: bool,
+    pub seen: Option<Prefetched>,
+}
+
+impl Settled {
+    /// A settle that observed nothing ahead.
+    pub(crate) fn unseen(changed: bool) -> Settled {
+        Settled {
+            changed,
+            seen: None,
+        }
+    }
 }
 
 /// An observation made while a settle waited out its quiet time, for the next `observe` of
@@ -264,13 +280,8 @@ pub(crate) struct Prefetched {
     pub controls: (WinId, crate::controls::Labelled),
 }
 
-/// An observation made while settling: when it began, what it saw, the controls it labelled
-/// (and their window).
-pub(crate) type Made = (
-    Instant,
-    ufo_core::WindowObservation,
-    (WinId, crate::controls::Labelled),
-);
+/// An observation made while settling, and when it began.
+pub(crate) type Made = (Instant, crate::observe::Observation);
 
 /// Where a settle starts: the time of the action, the screen rectangles left out of the
 /// looks at the window and the look before the action (with a change watch); or the window's

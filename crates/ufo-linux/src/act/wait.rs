@@ -1,7 +1,7 @@
 //! The waits around an action: watching the window before it (`settle_start`), settling
 //! after it on events (`settle_after`, see `settle` for what counts as a change and when the
 //! window has settled), handing out the observation made while waiting
-//! (`take_prefetched`), and the settle asked for between steps (`settle_quiet`).
+//! (`still_holds`), and the settle asked for between steps (`settle_quiet`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,15 +10,16 @@ use ufo_core::Rect;
 
 use super::settle::{
     changed_box, changed_regions, decide, differs, grow, Decision, Input, Made, Prefetched,
-    SettleParams, SettleStart, Watched, PREFETCH_AFTER, PREFETCH_KEPT, PREFETCH_MAX, QUIET,
+    SettleParams, SettleStart, Settled, Watched, PREFETCH_AFTER, PREFETCH_KEPT, PREFETCH_MAX,
+    QUIET,
 };
-use crate::desktop::LinuxDesktop;
+use super::Settler;
 use crate::display::pixels::Look;
 use crate::display::watch::ChangeWatch;
 use crate::display::WinId;
 
 /// What one settle on events knows and has seen so far (see
-/// [`LinuxDesktop::settle_after`]).
+/// [`Settler::settle_after`]).
 struct Run {
     /// when the action began, the rectangles left out of the looks, and the watched window
     /// with its window-manager frame
@@ -50,7 +51,7 @@ struct Run {
 /// announced (its CreateNotify comes at once; its MapNotify waits for the window manager).
 const HANDLER_WINDOW: Duration = Duration::from_millis(4);
 
-/// Longest wait for an application to answer a ping ([`LinuxDesktop::input_handled`]): one
+/// Longest wait for an application to answer a ping ([`Settler::input_handled`]): one
 /// that does not answer (hung, or a toolkit that ignores pings) is taken to have read its
 /// input by then.
 const PING_MAX: Duration = Duration::from_secs(2);
@@ -60,11 +61,11 @@ const PING_POLL: Duration = Duration::from_millis(2);
 /// When the observation made while settling began, if it began after the first change
 /// (`first`, after the action) and read controls of the application `bus`: the application
 /// answered it after the action's handler had run, as the round trip of
-/// [`LinuxDesktop::wait_for_handler`] would; its first answer came one round trip or more
+/// [`Settler::wait_for_handler`] would; its first answer came one round trip or more
 /// before the observation ended.
 fn answered_after(run: &Run, first: Option<Duration>, bus: &str) -> Option<Instant> {
-    let (began, _, (_, controls)) = run.prefetched.as_ref()?;
-    let read_bus = controls.iter().any(|(_, c)| c.bus == bus);
+    let (began, o) = run.prefetched.as_ref()?;
+    let read_bus = o.labelled.1.iter().any(|(_, c)| c.bus == bus);
     stands_for_handler(*began, run.since, first, read_bus).then_some(*began)
 }
 
@@ -79,7 +80,7 @@ fn stands_for_handler(
     read_bus && first.is_some_and(|f| began >= since + f)
 }
 
-impl LinuxDesktop {
+impl Settler<'_> {
     /// When the application owning window `xid` had read the input sent to it so far: it
     /// answered a ping sent behind that input (`ChangeWatch::ping`). `None` without a change
     /// watch, or when no answer came within [`PING_MAX`].
@@ -117,7 +118,7 @@ impl LinuxDesktop {
             }
             exempt.into_iter().map(|r| grow(r, 4)).collect()
         };
-        match &self.watch {
+        match self.watch {
             Some(w) => {
                 let watched = self.watched(xid).await;
                 let (w, wanted) = (Arc::clone(w), watched.ids.clone());
@@ -194,8 +195,8 @@ impl LinuxDesktop {
         xid: WinId,
         start: SettleStart,
         probe: Option<(&str, &str)>,
-    ) -> bool {
-        let changed = match (start, &self.watch) {
+    ) -> Settled {
+        let settled = match (start, self.watch) {
             (
                 SettleStart::Events {
                     since,
@@ -236,12 +237,12 @@ impl LinuxDesktop {
             }
             (SettleStart::Pixels(before), _) => {
                 self.settle_window(xid, before).await;
-                before.is_none() || self.fingerprint(xid).await != before
+                Settled::unseen(before.is_none() || self.fingerprint(xid).await != before)
             }
-            (SettleStart::Events { .. }, None) => true,
+            (SettleStart::Events { .. }, None) => Settled::unseen(true),
         };
-        self.settling.lock().last_changed = Some(changed);
-        changed
+        self.settling.lock().last_changed = Some(settled.changed);
+        settled
     }
 
     /// [`Self::settle_after`] with a change watch: follow the windows and look at them on
@@ -255,7 +256,7 @@ impl LinuxDesktop {
         key: String,
         mut run: Run,
         probe: Option<(&str, &str)>,
-    ) -> bool {
+    ) -> Settled {
         let since = run.since;
         let max = run.params.max;
         loop {
@@ -298,38 +299,60 @@ impl LinuxDesktop {
                             }
                         }
                     }
-                    if let Some(probe) = probe {
-                        let answered = answered_after(&run, f, probe.0);
-                        self.wait_for_handler(w.as_ref(), probe, answered, since, max, run.poll)
-                            .await;
-                    }
-                    self.wait_for_next_dialog(w.as_ref(), &run, max).await;
-                    if let Some(f) = f {
-                        self.settling.lock().learned.note(&key, f);
-                    }
-                    let kept = self.still_prefetched(xid, w.as_ref(), &mut run, l).await;
-                    let kept_one = kept.is_some();
-                    {
-                        let mut st = self.settling.lock();
-                        st.prefetched = kept;
-                        st.settled_at = Some(Instant::now());
-                    }
-                    tracing::debug!(
-                        changed,
-                        first_ms = f.map(|f| f.as_millis() as u64),
-                        decided_ms = decided.as_millis() as u64,
-                        redraws,
-                        looks = run.looks,
-                        prefetches = run.prefetches,
-                        kept_one,
-                        changes = ?run.changes,
-                        exempt = ?run.exempt,
-                        ms = since.elapsed().as_millis() as u64,
-                        "settled"
-                    );
-                    break changed;
+                    let times = (f, l, decided, redraws);
+                    break self
+                        .settled(xid, w.as_ref(), &key, run, probe, times, changed)
+                        .await;
                 }
             }
+        }
+    }
+
+    /// A step of [`Self::settle_on_events`] once [`decide`] said the window settled: wait
+    /// for what the application may still do (its handler's round trip, the next dialog),
+    /// learn how long the first change took, and keep the observation made meanwhile if it
+    /// still holds. `times`: the first and the last change, when it was decided, and the
+    /// redraws counted.
+    #[allow(clippy::too_many_arguments)]
+    async fn settled(
+        &self,
+        xid: WinId,
+        w: &dyn ChangeWatch,
+        key: &str,
+        mut run: Run,
+        probe: Option<(&str, &str)>,
+        (f, l, decided, redraws): (Option<Duration>, Option<Duration>, Duration, usize),
+        changed: bool,
+    ) -> Settled {
+        let (since, max) = (run.since, run.params.max);
+        if let Some(probe) = probe {
+            let answered = answered_after(&run, f, probe.0);
+            self.wait_for_handler(w, probe, answered, since, max, run.poll)
+                .await;
+        }
+        self.wait_for_next_dialog(w, &run, max).await;
+        if let Some(f) = f {
+            self.settling.lock().learned.note(key, f);
+        }
+        let kept = self.still_prefetched(xid, w, &mut run, l).await;
+        let kept_one = kept.is_some();
+        self.settling.lock().settled_at = Some(Instant::now());
+        tracing::debug!(
+            changed,
+            first_ms = f.map(|f| f.as_millis() as u64),
+            decided_ms = decided.as_millis() as u64,
+            redraws,
+            looks = run.looks,
+            prefetches = run.prefetches,
+            kept_one,
+            changes = ?run.changes,
+            exempt = ?run.exempt,
+            ms = since.elapsed().as_millis() as u64,
+            "settled"
+        );
+        Settled {
+            changed,
+            seen: kept,
         }
     }
 
@@ -388,10 +411,7 @@ impl LinuxDesktop {
         let quiet_for = since.elapsed().saturating_sub(lc);
         if !(run.prefetches < PREFETCH_MAX
             && quiet_for >= PREFETCH_AFTER
-            && !run
-                .prefetched
-                .as_ref()
-                .is_some_and(|(t, _, _)| began_after(t)))
+            && !run.prefetched.as_ref().is_some_and(|(t, _)| began_after(t)))
         {
             return false;
         }
@@ -405,14 +425,8 @@ impl LinuxDesktop {
             return true;
         }
         let t = Instant::now();
-        self.controls.lock().prefetching = true;
-        let obs = self.observe_window(&xid.to_string()).await.ok();
-        let controls = {
-            let mut st = self.controls.lock();
-            st.prefetching = false;
-            st.prefetched.take()
-        };
-        run.prefetched = obs.zip(controls).map(|(o, c)| (t, o, c));
+        let seen = self.observer.observe_ahead(&xid.to_string()).await.ok();
+        run.prefetched = seen.map(|o| (t, o));
         true
     }
 
@@ -517,9 +531,7 @@ impl LinuxDesktop {
     ) -> Option<Prefetched> {
         let since = run.since;
         match run.prefetched.take() {
-            Some((t, obs, controls))
-                if l.is_some_and(|lc| t >= since + lc) && !w.log().structure_since(t) =>
-            {
+            Some((t, o)) if l.is_some_and(|lc| t >= since + lc) && !w.log().structure_since(t) => {
                 let (redraws, _, _) = w.log().activity_since(since);
                 let mut exempt = run.exempt.clone();
                 exempt.extend(self.settling.lock().transitions.running(Instant::now()));
@@ -533,8 +545,8 @@ impl LinuxDesktop {
                     settled: Instant::now(),
                     look: run.look.clone(),
                     exempt,
-                    obs,
-                    controls,
+                    obs: o.full.observation,
+                    controls: o.labelled,
                 })
             }
             _ => None,
@@ -542,31 +554,62 @@ impl LinuxDesktop {
     }
 }
 
-impl LinuxDesktop {
-    /// The observation of `window_id` made while the last settle waited, if the window has
-    /// not changed since the settle ended (no window event; no redraw, or one that leaves the
-    /// window looking the same) and it is at most [`PREFETCH_KEPT`] old. Taken once.
-    pub(crate) async fn take_prefetched(
-        &self,
-        window_id: &str,
-    ) -> Option<ufo_core::WindowObservation> {
-        let p = self.settling.lock().prefetched.take()?;
-        let w = self.watch.as_ref()?;
-        let xid = WinId::parse(window_id).ok()?;
+impl Settler<'_> {
+    /// Whether the observation made while the last settle waited (`p`) can be handed out for
+    /// window `window_id`: the window has not changed since the settle ended (no window event;
+    /// no redraw, or one that leaves the window looking the same) and it is at most
+    /// [`PREFETCH_KEPT`] old.
+    pub(crate) async fn still_holds(&self, p: &Prefetched, window_id: &str) -> bool {
+        let Some(w) = self.watch.as_ref() else {
+            return false;
+        };
+        let Ok(xid) = WinId::parse(window_id) else {
+            return false;
+        };
         if p.xid != xid || p.settled.elapsed() > PREFETCH_KEPT || w.log().structure_since(p.settled)
         {
-            return None;
+            return false;
         }
         let (redraws, _, _) = w.log().activity_since(p.settled);
         if redraws > 0 {
             let now = self.look_at(p.area).await;
             if differs(p.look.as_ref(), now.as_ref(), &p.exempt) {
-                return None;
+                return false;
             }
         }
-        let (owner, entries) = p.controls;
-        self.controls.lock().install(owner, entries);
+        true
+    }
+
+    /// The observation made while the last action settled (`ahead`), handed out for window
+    /// `window_id` when it still holds ([`Self::still_holds`]) and the action started no
+    /// navigation that it did not wait for (it would show the old page: observed once loaded,
+    /// `observe::loading`); its labels are the actions' from now on.
+    pub(crate) async fn hand_out(
+        &self,
+        ahead: Option<Prefetched>,
+        window_id: &str,
+    ) -> Option<ufo_core::WindowObservation> {
+        let p = ahead?;
+        if !(self.still_holds(&p, window_id).await && self.observer.still_loaded(window_id)) {
+            return None;
+        }
+        tracing::debug!("observed while settling");
+        let (xid, labelled) = p.controls;
+        self.observer.controls.lock().install(xid, labelled);
         Some(p.obs)
+    }
+
+    /// The settle asked for between steps: on the change watch when there is one
+    /// ([`Self::settle_quiet`]), else on the pixels of the window acted on last, else a poll.
+    pub(crate) async fn between_steps(&self) {
+        if self.settle_quiet().await {
+            return;
+        }
+        let last = self.settling.lock().last_window;
+        match last {
+            Some(xid) => self.settle_window(xid, None).await,
+            None => tokio::time::sleep(self.config.settle_poll).await,
+        }
     }
 
     /// The settle asked for between steps (a SCREENSHOT status): the last action already
@@ -576,7 +619,7 @@ impl LinuxDesktop {
     /// last action's settle ended (it waited for quiet, a dialog the action opened included).
     /// `false` without a change watch.
     pub(crate) async fn settle_quiet(&self) -> bool {
-        let Some(w) = &self.watch else {
+        let Some(w) = self.watch else {
             return false;
         };
         let (last, settled_at) = {

@@ -5,10 +5,11 @@
 
 use std::collections::HashSet;
 
+use crate::a11y::bus::A11yBus;
 use crate::a11y::bus::AppTree;
-use crate::desktop::LinuxDesktop;
 use crate::vocab::role;
 use crate::vocab::state;
+use crate::LinuxConfig;
 
 /// How many levels of submenus are followed.
 const MAX_DEPTH: usize = 4;
@@ -34,7 +35,14 @@ pub(crate) fn shown_in_open_menu(open: &HashSet<String>, n: &crate::a11y::bus::N
     !open.is_empty() && n.has(state::VISIBLE) && !n.has(state::DEFUNCT) && open.contains(&n.parent)
 }
 
-impl LinuxDesktop {
+/// Reading GTK2's menus: the bus to ask and the bounds of the configuration.
+#[derive(Clone, Copy)]
+pub(crate) struct Menus<'a> {
+    pub bus: &'a A11yBus,
+    pub config: &'a LinuxConfig,
+}
+
+impl Menus<'_> {
     /// A menu's item paths: from the tree, else asked (one call; a menu claiming more than
     /// `walk_max_children` items, or a negative count, is left alone).
     async fn item_paths(&self, bus: &str, tree: &AppTree, menu: &str) -> Vec<String> {

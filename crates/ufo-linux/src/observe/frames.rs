@@ -159,6 +159,7 @@ fn near(a: Rect, b: Rect) -> bool {
 mod tests {
     use super::*;
     use crate::display::WinId;
+    use crate::vocab::iface;
 
     fn window(id: u32, title: &str, pid: u32, rect: (i32, i32, u32, u32)) -> DisplayWindow {
         DisplayWindow {
@@ -281,5 +282,57 @@ mod tests {
             chosen(&tops, &w, &with_dialog),
             Some(("/2".into(), Evidence::Only))
         );
+    }
+
+    /// A node of a fake tree: `path` under `parent`, visible and showing.
+    fn at(path: &str, parent: &str, index: i32, role: u32) -> Node {
+        Node {
+            path: path.into(),
+            parent: parent.into(),
+            index,
+            child_count: 0,
+            ifaces: iface::COMPONENT,
+            name: format!("n{path}"),
+            role,
+            description: String::new(),
+            states: state::VISIBLE | state::SHOWING,
+        }
+    }
+
+    /// Issue 23, item 2: Chromium lists its application object among its windows (its
+    /// parent is the registry's root, at the same path); a window whose title does not match
+    /// its accessible name yet is never matched to it (that observed every window at once).
+    #[test]
+    fn the_application_is_never_taken_for_a_window() {
+        let mut app = at(ROOT_PATH, ROOT_PATH, 0, role::APPLICATION);
+        app.name = "Chromium".into();
+        app.child_count = 3;
+        let mut first = at("/1", ROOT_PATH, 1, role::FRAME);
+        first.name = "Bookmarks - Chromium".into();
+        let mut second = at("/2", ROOT_PATH, 2, role::FRAME);
+        second.name = String::new();
+        second.states |= state::ACTIVE;
+        let tree = AppTree::from_nodes(vec![app, first, second]);
+        assert!(!tree.kids(ROOT_PATH).iter().any(|k| k == ROOT_PATH));
+        let window = |title: &str| DisplayWindow {
+            id: WinId(1),
+            title: title.into(),
+            pid: None,
+            app_id: String::new(),
+            area: Some(Rect::new(0, 0, 10, 10)),
+            transient_for: None,
+            dialog: false,
+            wm_modal: false,
+        };
+        let pick = |title: &str| {
+            let tops: Vec<Top> = window_nodes(&tree)
+                .into_iter()
+                .map(|n| super::top(n, None))
+                .collect();
+            let w = window(title);
+            choose(&tops, &w, std::slice::from_ref(&w)).map(|c| c.path)
+        };
+        assert_eq!(pick("Settings - Chromium").as_deref(), Some("/2"));
+        assert_eq!(pick("Bookmarks - Chromium").as_deref(), Some("/1"));
     }
 }
