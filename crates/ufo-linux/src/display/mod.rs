@@ -9,7 +9,8 @@
 //!   ([`Display::window`]), the active one, asking for activation and closing, and the hit test
 //!   before a click ([`Display::top_at`], [`Display::top_of`]). A window's client area may be
 //!   unknown ([`DisplayWindow::area`] `None`: a compositor that does not say where windows
-//!   are): its controls cannot be placed on the screen and coordinate clicks are refused;
+//!   are): it has no screenshot, its left clicks go through the controls' actions (the hit
+//!   test needs the window's place) and `click_at` is refused;
 //! - **where AT-SPI extents live** ([`Display::coord_space`]): on the screen (X11), or relative
 //!   to the window's client area (Wayland, every toolkit); see [`extents_origin`];
 //! - **pixels**: captures and looks of a screen rectangle ([`pixels`]);
