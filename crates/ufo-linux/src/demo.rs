@@ -7,7 +7,7 @@ use ufo_core::demo::Target;
 use ufo_core::{Control, Rect, WindowObservation};
 
 use crate::desktop::LinuxDesktop;
-use crate::x11::{parse_window_id, window_id};
+use crate::display::WinId;
 use crate::LinuxError;
 
 /// Whether `r` holds the point.
@@ -47,24 +47,24 @@ impl LinuxDesktop {
     /// The client window whose frame is on top at a screen point.
     async fn window_at(&self, x: i32, y: i32) -> Result<Option<String>, LinuxError> {
         let windows = self.list_windows().await?;
-        let ids: Vec<u32> = windows
+        let ids: Vec<WinId> = windows
             .iter()
-            .filter_map(|w| parse_window_id(w.id.as_str()).ok())
+            .filter_map(|w| WinId::parse(w.id.as_str()).ok())
             .collect();
         let found = self
-            .x11(move |xx| {
-                let Some(top) = xx.top_at(x, y)? else {
+            .run(move |d| {
+                let Some(top) = d.top_at(x, y)? else {
                     return Ok(None);
                 };
                 for id in ids {
-                    if id == top || xx.top_of(id)? == top {
+                    if id == top || d.top_of(id)? == top {
                         return Ok(Some(id));
                     }
                 }
                 Ok(None)
             })
             .await?;
-        Ok(found.map(window_id))
+        Ok(found.map(|id| id.to_string()))
     }
 
     /// The control under a screen point: window, name and role (role `window` when the point
@@ -80,10 +80,10 @@ impl LinuxDesktop {
     /// The control with the keyboard focus in the active window (role `window` when none of
     /// its controls says it has the focus); `None` without an active window.
     pub async fn focused_control(&self) -> Result<Option<Target>, LinuxError> {
-        let Some(active) = self.x11(|x| x.active_window()).await? else {
+        let Some(active) = self.run(|d| d.active_window()).await? else {
             return Ok(None);
         };
-        let obs = self.observe_window(&window_id(active)).await?;
+        let obs = self.observe_window(&active.to_string()).await?;
         let focused = obs.controls.iter().find(|c| c.states.focused);
         Ok(Some(target(&obs, focused)))
     }

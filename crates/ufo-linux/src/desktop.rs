@@ -1,59 +1,42 @@
-//! `LinuxDesktop`: windows, launching, shell, and the `Desktop` port.
+//! `LinuxDesktop`: the desktop's parts (each a type of its own, in the folders below this
+//! file), the features that borrow them ([`Observer`], [`Actor`], [`Settler`], [`Launcher`]),
+//! and the [`Desktop`] port, a thin layer that wires them together.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use ufo_core::{
-    Desktop, DesktopError, LaunchableApp, Rect, Screenshot, ShellOutput, UiAction, WindowId,
-    WindowInfo, WindowObservation,
+    Desktop, DesktopError, LaunchableApp, Screenshot, ShellOutput, UiAction, WindowId, WindowInfo,
+    WindowObservation,
 };
 
+use crate::a11y::apps::KnownApps;
 use crate::a11y::bus::A11yBus;
-use crate::a11y::vocab::ROOT_PATH;
-use crate::error::cause;
-use crate::launch::process_name;
-use crate::x11::annotate;
-use crate::x11::{parse_window_id, window_id, XWindow, X11};
+use crate::act::{screen, Actor, Settler};
+use crate::display::watch::{ChangeWatch, PersonInput};
+use crate::display::x11::X11;
+use crate::display::{self, annotate, Display, WinId};
+use crate::launch::shell::run_command;
+use crate::launch::start::Detached;
+use crate::launch::{window_info, Launcher};
+use crate::observe::{FullObservation, Observer};
+use crate::part::Part;
 use crate::{LinuxConfig, LinuxError};
 
-/// What is known of the applications on the bus, learnt once and asked again on a miss.
-#[derive(Default)]
-pub(crate) struct AppFacts {
-    /// bus name → application name
-    pub names: HashMap<String, String>,
-    /// bus name → whether extents are window-relative (GTK4)
-    pub relative: HashMap<String, bool>,
-    /// bus name → whether the application is GTK2 (open menus need `crate::apps::menus`)
-    pub gtk2: HashMap<String, bool>,
-    /// pid → bus name of applications on the accessibility bus (refreshed on a miss)
-    pub bus_by_pid: HashMap<u32, String>,
-    /// X window → its process, for every window seen (to follow a window its application
-    /// replaced, see `observe`)
-    pub window_pids: HashMap<u32, u32>,
-}
-
-/// One feature's state behind a lock of its own, so that a feature locks only what it owns.
-#[derive(Default)]
-pub(crate) struct Part<T>(Mutex<T>);
-
-impl<T> Part<T> {
-    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, T> {
-        // a panic while holding the lock leaves plain data behind: keep going
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// The live Linux desktop: AT-SPI2 over zbus for controls, X11 for windows, pixels and input.
+/// The live Linux desktop: AT-SPI2 over zbus for controls, a display (X11) for windows, pixels
+/// and input.
 pub struct LinuxDesktop {
     pub(crate) config: LinuxConfig,
-    pub(crate) x: Arc<X11>,
+    /// windows, pixels and input (`display`)
+    pub(crate) display: Arc<dyn Display>,
     pub(crate) bus: A11yBus,
-    /// what is known of the applications on the bus
-    pub(crate) apps: Part<AppFacts>,
+    /// what is known of the applications on the bus (`a11y::apps`)
+    pub(crate) apps: KnownApps,
+    /// every window seen and its process (`observe`)
+    pub(crate) windows: Part<crate::observe::SeenWindows>,
     /// the controls of the latest observations (`observe`), used by the actions
-    pub(crate) controls: Part<crate::observe::controls::KnownControls>,
+    pub(crate) controls: Part<crate::controls::KnownControls>,
     /// launched children, reaped as they exit (`launch`)
     pub(crate) launched: crate::launch::Launched,
     /// nodes read one by one before (`a11y::nodecache`)
@@ -67,61 +50,29 @@ pub struct LinuxDesktop {
     pub(crate) loads: Part<crate::observe::loading::LoadFacts>,
     /// what settling keeps between actions (`act::settle`)
     pub(crate) settling: Part<crate::act::settle::SettleState>,
-    /// X damage and window events for settling (settle.rs); `None` without DAMAGE
-    pub(crate) watch: Option<Arc<crate::act::settle::ChangeWatch>>,
-    /// The person's input on a watched private desktop (takeover.rs); `None` elsewhere
-    pub(crate) person: Option<crate::x11::takeover::PersonWatch>,
-}
-
-/// Most characters of stdout (and of stderr) a shell command hands back to the model.
-const SHELL_SHOWN: usize = 16_000;
-
-/// A captured stream as text: at most [`SHELL_SHOWN`] bytes, then how much was left out.
-fn shown(c: &ufo_proc::Captured) -> String {
-    c.shown(SHELL_SHOWN)
-}
-
-/// Run `/bin/sh -c command` for the host's `Bash`: without ufo's secrets (then `env` added),
-/// in its own process group killed whole after `timeout` or when the call is dropped, its
-/// output read up to [`ufo_proc::DEFAULT_MAX_OUTPUT`] per stream.
-pub(crate) async fn run_command(
-    command: &str,
-    env: &[(String, String)],
-    timeout: Duration,
-) -> Result<ShellOutput, LinuxError> {
-    let mut cmd = ufo_proc::shell_command(command);
-    cmd.envs(env.iter().map(|(k, v)| (k, v)));
-    let out = ufo_proc::run(cmd, ufo_proc::Limits::new(timeout)).await?;
-    if out.timed_out {
-        return Err(LinuxError::Timeout {
-            what: format!("shell command `{command}` (killed with every process it started)"),
-            ms: timeout.as_millis() as u64,
-        });
-    }
-    Ok(ShellOutput {
-        code: out.code,
-        stdout: shown(&out.stdout),
-        stderr: shown(&out.stderr),
-        launched: None,
-    })
+    /// the observation made while the last action settled, for the next `observe`
+    pub(crate) ahead: Part<Option<crate::act::settle::Prefetched>>,
+    /// the display's redraws and window events for settling (settle.rs); `None` without a
+    /// change watch
+    pub(crate) watch: Option<Arc<dyn ChangeWatch>>,
+    /// the person's input on a watched private desktop; `None` elsewhere
+    pub(crate) person: Option<Arc<PersonInput>>,
 }
 
 impl LinuxDesktop {
     /// Connect to the X server (`DISPLAY`) and the accessibility bus (through
     /// `DBUS_SESSION_BUS_ADDRESS`), switching accessibility on if it is off.
     pub async fn connect(config: LinuxConfig) -> Result<LinuxDesktop, LinuxError> {
-        let x = tokio::task::spawn_blocking(X11::connect)
-            .await
-            .map_err(|e| LinuxError::X11Request {
-                what: "connect".into(),
-                source: cause(e.to_string()),
-            })??;
+        let display: Arc<dyn Display> = Arc::new(X11::open().await?);
         let bus = A11yBus::connect(config.call_timeout).await?;
         Ok(LinuxDesktop {
             config,
-            x: Arc::new(x),
+            watch: display.change_watch(),
+            person: display.person_input(),
+            display,
             bus,
-            apps: Part::default(),
+            apps: KnownApps::default(),
+            windows: Part::default(),
             controls: Part::default(),
             launched: Default::default(),
             nodes: Default::default(),
@@ -129,27 +80,86 @@ impl LinuxDesktop {
             sheets: Default::default(),
             loads: Part::default(),
             settling: Part::default(),
-            watch: tokio::task::spawn_blocking(crate::act::settle::ChangeWatch::start)
-                .await
-                .ok()
-                .flatten()
-                .map(Arc::new),
-            person: tokio::task::spawn_blocking(
-                crate::x11::takeover::PersonWatch::start_if_watched,
-            )
-            .await
-            .ok()
-            .flatten(),
+            ahead: Part::default(),
         })
     }
 
-    /// What reading office documents needs, lent to `apps::office`.
-    pub(crate) fn office(&self) -> crate::apps::office::Office<'_> {
-        crate::apps::office::Office {
+    /// The observation, over the desktop's parts.
+    pub(crate) fn observer(&self) -> Observer<'_> {
+        Observer {
             bus: &self.bus,
-            nodes: &self.nodes,
+            display: &self.display,
             config: &self.config,
+            apps: &self.apps,
+            nodes: &self.nodes,
+            kept: &self.kept,
+            sheets: &self.sheets,
+            loads: &self.loads,
+            windows: &self.windows,
+            controls: &self.controls,
         }
+    }
+
+    /// The waits around actions, over the desktop's parts.
+    fn settler(&self) -> Settler<'_> {
+        Settler {
+            bus: &self.bus,
+            display: &self.display,
+            config: &self.config,
+            settling: &self.settling,
+            watch: &self.watch,
+            observer: self.observer(),
+        }
+    }
+
+    /// The actions, over the desktop's parts.
+    fn actor(&self) -> Actor<'_> {
+        Actor {
+            bus: &self.bus,
+            display: &self.display,
+            config: &self.config,
+            apps: &self.apps,
+            controls: &self.controls,
+            sheets: &self.sheets,
+            settling: &self.settling,
+            ahead: &self.ahead,
+            observer: self.observer(),
+            settler: self.settler(),
+        }
+    }
+
+    /// Launching, over the desktop's parts.
+    fn launcher(&self) -> Launcher<'_> {
+        Launcher {
+            bus: &self.bus,
+            display: &self.display,
+            config: &self.config,
+            apps: &self.apps,
+            launched: &self.launched,
+        }
+    }
+
+    /// Observe a window (engine view); its labels are the actions' from now on.
+    pub(crate) async fn observe_window(
+        &self,
+        window_id: &str,
+    ) -> Result<WindowObservation, LinuxError> {
+        Ok(self.observer().observe(window_id, false).await?.observation)
+    }
+
+    /// Observe a window with details (action names included) and timings.
+    pub async fn observe_full(&self, window_id: &str) -> Result<FullObservation, LinuxError> {
+        self.observer().observe(window_id, true).await
+    }
+
+    /// Observe a window; `with_actions` also fetches every control's action names (for
+    /// `inspect`; the engine's observation leaves them to the action that needs them).
+    pub async fn observe_with(
+        &self,
+        window_id: &str,
+        with_actions: bool,
+    ) -> Result<FullObservation, LinuxError> {
+        self.observer().observe(window_id, with_actions).await
     }
 
     /// The configuration in force.
@@ -157,201 +167,41 @@ impl LinuxDesktop {
         &self.config
     }
 
-    pub(crate) async fn x11<T, F>(&self, f: F) -> Result<T, LinuxError>
+    /// Run display calls on a blocking thread (`display::run`).
+    pub(crate) async fn run<T, F>(&self, f: F) -> Result<T, LinuxError>
     where
         T: Send + 'static,
-        F: FnOnce(&X11) -> Result<T, LinuxError> + Send + 'static,
+        F: FnOnce(&dyn Display) -> Result<T, LinuxError> + Send + 'static,
     {
-        let x = self.x.clone();
-        tokio::task::spawn_blocking(move || f(&x))
-            .await
-            .map_err(|e| LinuxError::X11Request {
-                what: "worker".into(),
-                source: cause(e.to_string()),
-            })?
-    }
-
-    /// Applications on the accessibility bus by pid: pid → bus name.
-    pub(crate) async fn apps_by_pid(&self) -> Result<HashMap<u32, String>, LinuxError> {
-        let apps = self.bus.applications().await?;
-        Ok(apps
-            .into_iter()
-            .filter_map(|(bus, pid)| pid.map(|p| (p, bus)))
-            .collect())
-    }
-
-    /// Bus names for these pids, from the cache unless one is missing or `refresh`.
-    pub(crate) async fn bus_map(&self, pids: &[u32], refresh: bool) -> HashMap<u32, String> {
-        if !refresh {
-            let st = self.apps.lock();
-            if pids.iter().all(|p| st.bus_by_pid.contains_key(p)) {
-                return st.bus_by_pid.clone();
-            }
-        }
-        let map = self.apps_by_pid().await.unwrap_or_default();
-        self.apps.lock().bus_by_pid = map.clone();
-        map
-    }
-
-    pub(crate) async fn app_name(&self, bus: &str) -> Option<String> {
-        if let Some(n) = self.apps.lock().names.get(bus) {
-            return Some(n.clone());
-        }
-        let name = self
-            .bus
-            .prop::<String>(bus, ROOT_PATH, "org.a11y.atspi.Accessible", "Name")
-            .await
-            .ok()?;
-        self.apps.lock().names.insert(bus.to_string(), name.clone());
-        Some(name)
-    }
-
-    pub(crate) async fn is_relative(&self, bus: &str) -> bool {
-        if let Some(r) = self.apps.lock().relative.get(bus) {
-            return *r;
-        }
-        let (tk, version) = self.bus.toolkit(bus).await;
-        let rel = tk.eq_ignore_ascii_case("gtk") && version.starts_with('4');
-        self.apps.lock().relative.insert(bus.to_string(), rel);
-        rel
-    }
-
-    pub(crate) fn info(&self, w: &XWindow, app: Option<String>) -> WindowInfo {
-        let process = w
-            .pid
-            .and_then(process_name)
-            .unwrap_or_else(|| w.class.clone());
-        WindowInfo {
-            id: window_id(w.id).into(),
-            title: w.title.clone(),
-            app_name: app
-                .filter(|a| !a.is_empty())
-                .unwrap_or_else(|| w.class.clone()),
-            process,
-            pid: w.pid,
-            rect: Some(Rect {
-                x: w.x,
-                y: w.y,
-                w: w.w,
-                h: w.h,
-            }),
-        }
+        display::run(&self.display, f).await
     }
 
     /// Every top-level window with its application, in the window manager's order.
     pub async fn list_windows(&self) -> Result<Vec<WindowInfo>, LinuxError> {
-        let xs = self.x11(|x| x.client_windows()).await?;
-        let by_pid = self.apps_by_pid().await.unwrap_or_default();
+        let xs = self.run(|d| d.windows()).await?;
+        let by_pid = KnownApps::by_pid(&self.bus).await.unwrap_or_default();
         let mut out = Vec::with_capacity(xs.len());
         for w in &xs {
             let app = match w.pid.and_then(|p| by_pid.get(&p)) {
-                Some(bus) => self.app_name(bus).await,
+                Some(bus) => self.apps.name(&self.bus, bus).await,
                 None => None,
             };
-            out.push(self.info(w, app));
+            out.push(window_info(w, app));
         }
         Ok(out)
     }
 
-    pub(crate) async fn xwindow(&self, window_id: &str) -> Result<XWindow, LinuxError> {
-        let xid = parse_window_id(window_id)?;
-        self.x11(move |x| x.window_info(xid))
-            .await
-            .ok()
-            .flatten()
-            .ok_or_else(|| LinuxError::NoWindow(window_id.to_string()))
-    }
-
-    /// Bring a window to the front and wait (bounded) until the window manager says it is active.
-    pub(crate) async fn activate(&self, xid: u32) -> Result<(), LinuxError> {
-        if self.x11(|x| x.active_window()).await? == Some(xid) {
-            return Ok(());
-        }
-        self.x11(move |x| x.request_activate(xid)).await?;
-        // a window with a modal dialog hands the focus to the dialog: that counts
-        let family: Vec<u32> = self
-            .x11(|x| x.client_windows())
-            .await?
-            .iter()
-            .filter(|w| w.id == xid || w.transient_for == Some(xid))
-            .map(|w| w.id)
-            .chain(std::iter::once(xid))
-            .collect();
-        let deadline = Instant::now() + Duration::from_millis(1000);
-        while Instant::now() < deadline {
-            let active = self.x11(|x| x.active_window()).await?;
-            if active.is_some_and(|a| family.contains(&a)) {
-                // let the toolkit take the focus it was just given
-                tokio::time::sleep(Duration::from_millis(30)).await;
-                return Ok(());
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        Err(LinuxError::Timeout {
-            what: format!("activating window {}", window_id(xid)),
-            ms: 1000,
-        })
-    }
-
     /// Ask a window to close (as its close button would); the application may ask to save.
     pub async fn close_window(&self, window_id: &str) -> Result<(), LinuxError> {
-        let xid = parse_window_id(window_id)?;
-        self.x11(move |x| x.request_close(xid)).await
-    }
-
-    /// Whether a window is gone from the window list (a withdrawn window is not a client
-    /// any more); an X error counts as gone.
-    async fn window_gone(&self, xid: u32) -> bool {
-        self.x11(|x| x.client_windows())
-            .await
-            .map(|ws| ws.iter().all(|w| w.id != xid))
-            .unwrap_or(true)
+        let id = WinId::parse(window_id)?;
+        self.run(move |d| d.request_close(id)).await
     }
 
     /// Close a window for good: ask it to close, and when it is still there after `grace`
     /// (an application asking whether to save, or one that ignores the request), end its
     /// process (SIGTERM, then SIGKILL). Returns once the window is gone, bounded.
     pub async fn close_for_good(&self, window_id: &str, grace: Duration) -> Result<(), LinuxError> {
-        let xid = parse_window_id(window_id)?;
-        let pid = self
-            .x11(move |x| x.window_info(xid))
-            .await?
-            .and_then(|w| w.pid);
-        self.x11(move |x| x.request_close(xid)).await?;
-        for (wait, signal) in [
-            (grace, Some("-TERM")),
-            (Duration::from_secs(2), Some("-KILL")),
-            (Duration::from_secs(2), None),
-        ] {
-            let deadline = Instant::now() + wait;
-            while Instant::now() < deadline {
-                if self.window_gone(xid).await {
-                    return Ok(());
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            match (signal, pid) {
-                // never this process (a window of ufo's own)
-                (Some(sig), Some(p)) if p != std::process::id() => {
-                    let _ = tokio::process::Command::new("kill")
-                        .arg(sig)
-                        .arg(p.to_string())
-                        .stdout(std::process::Stdio::null())
-                        .stderr(std::process::Stdio::null())
-                        .status()
-                        .await;
-                }
-                _ => {}
-            }
-        }
-        if self.window_gone(xid).await {
-            Ok(())
-        } else {
-            Err(LinuxError::Timeout {
-                what: format!("closing window {window_id}"),
-                ms: (grace + Duration::from_secs(4)).as_millis() as u64,
-            })
-        }
+        display::close_for_good(&self.display, WinId::parse(window_id)?, grace).await
     }
 
     /// Launch an application from the launch table and wait until its window is on the bus.
@@ -361,7 +211,7 @@ impl LinuxDesktop {
             .command_for(app)
             .map(|(n, c)| (n.to_string(), c.to_string()))
             .ok_or_else(|| LinuxError::UnknownApp(app.to_string()))?;
-        self.spawn_and_wait(&name, &command).await
+        self.launcher().spawn_and_wait(&name, &command).await
     }
 
     /// Run a shell command with a time bound. A command equal to a launch-table command
@@ -380,7 +230,7 @@ impl LinuxDesktop {
             })
             .map(|(n, c)| (n.clone(), c.clone()));
         if let Some((name, cmd)) = launch {
-            let w = self.spawn_and_wait(&name, &cmd).await?;
+            let w = self.launcher().spawn_and_wait(&name, &cmd).await?;
             return Ok(ShellOutput {
                 code: None,
                 stdout: String::new(),
@@ -393,16 +243,32 @@ impl LinuxDesktop {
                 return self.launch_detached(&single).await;
             }
         }
-        run_command(command, &self.started_env(), self.config.shell_timeout).await
+        let env = self.launcher().started_env();
+        run_command(command, &env, self.config.shell_timeout).await
     }
 
-    /// What every program ufo starts gets in its environment, in order: the toolkit switches
-    /// (launch/toolkit.rs, `launch_env`), then the configuration's `launch_env`, which wins.
-    pub(crate) fn started_env(&self) -> Vec<(String, String)> {
-        let mut env =
-            crate::launch::toolkit::launch_env(self.x.direct_rendering, &self.config.launch_env);
-        env.extend(self.config.launch_env.iter().cloned());
-        env
+    /// Start a command that opens a window apart from ufo (`Launcher::launch_detached`); once
+    /// its window is there, wait for its page or document to load (a browser launched on a
+    /// page is "Untitled" and empty until then, a LibreOffice window has no document yet: the
+    /// host names the window it sees next), bounded by `LinuxConfig::load_wait`.
+    async fn launch_detached(&self, command: &str) -> Result<ShellOutput, LinuxError> {
+        let (window, bus) = match self.launcher().launch_detached(command).await? {
+            Detached::Exited(out) => return Ok(out),
+            Detached::Window { window, bus } => (window, bus),
+        };
+        if let Err(e) = self.observer().wait_loaded(&window).await {
+            tracing::debug!(error = %e, "launch: the load wait failed; returning the window as it is");
+        }
+        let app = match bus {
+            Some(bus) => self.apps.name(&self.bus, &bus).await,
+            None => None,
+        };
+        Ok(ShellOutput {
+            code: None,
+            stdout: String::new(),
+            stderr: String::new(),
+            launched: Some(window_info(&window, app).app_name),
+        })
     }
 
     /// How many spreadsheet cell texts observations have read live so far (kept cells taken
@@ -426,8 +292,8 @@ impl LinuxDesktop {
 
     /// A PNG of the whole screen.
     pub async fn screen_png(&self) -> Result<Screenshot, LinuxError> {
-        self.x11(|x| {
-            let img = x.capture(0, 0, x.screen_w, x.screen_h)?;
+        self.run(|d| {
+            let img = d.capture(d.screen())?;
             let png = annotate::encode_png(&img)?;
             Ok(Screenshot {
                 png: Arc::new(png),
@@ -438,53 +304,21 @@ impl LinuxDesktop {
         .await
     }
 
-    /// Wait until the window stops changing after an action: first a change (or the settle
-    /// time), then two unchanged looks. `before` is the fingerprint taken before the action.
-    pub(crate) async fn settle_window(&self, xid: u32, before: Option<u64>) {
-        let Ok(w) = self.x11(move |x| x.window_info(xid)).await else {
-            return;
-        };
-        let Some(w) = w else {
-            // the window went away (closed by the action): nothing to wait for
-            return;
-        };
-        let poll = self.config.settle_poll;
-        let deadline = Instant::now() + self.config.settle_time;
-        let fp = move |x: &X11| x.fingerprint(w.x, w.y, w.w, w.h);
-        let mut last = match before {
-            Some(b) => b,
-            None => match self.x11(fp).await {
-                Ok(v) => v,
-                Err(_) => return,
-            },
-        };
-        let mut changed = false;
-        let mut stable = 0;
-        while Instant::now() < deadline {
-            tokio::time::sleep(poll).await;
-            let Ok(now) = self.x11(fp).await else { return };
-            if now != last {
-                changed = true;
-                stable = 0;
-                last = now;
-            } else if changed {
-                stable += 1;
-                if stable >= 2 {
-                    return;
-                }
-            }
-        }
+    /// Click `button` (1 left, 2 middle, 3 right) at screen pixel (`x`, `y`), as a person
+    /// would (no window activated first).
+    pub async fn screen_click(&self, x: i32, y: i32, button: u8) -> Result<(), LinuxError> {
+        screen::click(&self.display, x, y, button).await
     }
 
-    pub(crate) async fn fingerprint(&self, xid: u32) -> Option<u64> {
-        self.x11(move |x| {
-            let w = x
-                .window_info(xid)?
-                .ok_or_else(|| LinuxError::NoWindow(window_id(xid)))?;
-            x.fingerprint(w.x, w.y, w.w, w.h)
-        })
-        .await
-        .ok()
+    /// Type a key sequence in ufo's key syntax (`{ctrl+a}`, `12{enter}`) where the keyboard
+    /// focus is.
+    pub async fn screen_keys(&self, keys: &str) -> Result<(), LinuxError> {
+        screen::keys(&self.display, keys).await
+    }
+
+    /// Type `text` as it is (no key syntax) where the keyboard focus is.
+    pub async fn screen_text(&self, text: &str) -> Result<(), LinuxError> {
+        screen::text(&self.display, text).await
     }
 }
 
@@ -522,14 +356,10 @@ impl Desktop for LinuxDesktop {
     async fn observe(&self, window_id: &WindowId) -> Result<WindowObservation, DesktopError> {
         let window_id = window_id.as_str();
         let started = std::time::Instant::now();
-        let obs = match self.take_prefetched(window_id).await {
-            // (not when the last action may have started a navigation it did not wait for:
-            // observed once loaded, loading.rs)
-            Some(o) if self.still_loaded(window_id) => {
-                tracing::debug!("observed while settling");
-                o
-            }
-            _ => self.observe_window(window_id).await?,
+        let ahead = self.ahead.lock().take();
+        let obs = match self.settler().hand_out(ahead, window_id).await {
+            Some(o) => o,
+            None => self.observe_window(window_id).await?,
         };
         tracing::debug!(
             controls = obs.controls.len(),
@@ -549,14 +379,7 @@ impl Desktop for LinuxDesktop {
     ) -> Result<String, DesktopError> {
         let window_id = window_id.as_str();
         let started = std::time::Instant::now();
-        // (an observation made while the last action settled is of the screen before this one)
-        self.settling.lock().prefetched = None;
-        let role = control_id.and_then(|c| self.controls.lock().by_id.get(c).map(|i| i.seen.role));
-        let docs_before = self.docs_seen(window_id);
-        let done = self.perform(window_id, control_id, action).await?;
-        // a page the action navigated to is waited for by the next observation (loading.rs)
-        let navigates = crate::observe::loading::may_navigate(action, role);
-        self.note_action(window_id, docs_before, navigates).await;
+        let done = self.actor().act(window_id, control_id, action).await?;
         tracing::debug!(ms = started.elapsed().as_millis() as u64, "acted");
         Ok(done)
     }
@@ -581,8 +404,8 @@ impl Desktop for LinuxDesktop {
 
     #[tracing::instrument(level = "debug", skip(self), err(Display))]
     async fn activate(&self, window_id: &WindowId) -> Result<(), DesktopError> {
-        let xid = parse_window_id(window_id.as_str())?;
-        Ok(LinuxDesktop::activate(self, xid).await?)
+        let id = WinId::parse(window_id.as_str())?;
+        Ok(display::activate(&self.display, id).await?)
     }
 
     #[tracing::instrument(level = "debug", skip(self), err(Display))]
@@ -602,7 +425,7 @@ impl Desktop for LinuxDesktop {
 
     fn hand_back(&self) {
         if let Some(p) = &self.person {
-            p.hand_back();
+            let _ = p.hand_back();
         }
     }
 
@@ -614,72 +437,6 @@ impl Desktop for LinuxDesktop {
     }
 
     async fn settle(&self) {
-        if self.settle_quiet().await {
-            return;
-        }
-        let last = self.settling.lock().last_window;
-        match last {
-            Some(xid) => self.settle_window(xid, None).await,
-            None => tokio::time::sleep(self.config.settle_poll).await,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Defect 1 for the host's `Bash` on the live desktop: the command sees no key, but the
-    /// configured environment.
-    #[tokio::test]
-    async fn host_shell_commands_get_no_secrets() {
-        std::env::set_var("ANTHROPIC_API_KEY", "sk-ant-live-desktop-test");
-        std::env::set_var("UFO_LLM_API_KEY", "sk-ufo-live-desktop-test");
-        let env = vec![("HOME".to_string(), "/tmp/task-home".to_string())];
-        let out = run_command("env", &env, Duration::from_secs(30))
-            .await
-            .expect("runs");
-        assert_eq!(out.code, Some(0));
-        assert!(
-            !out.stdout.contains("sk-ant-live-desktop-test"),
-            "{}",
-            out.stdout
-        );
-        assert!(
-            !out.stdout.contains("sk-ufo-live-desktop-test"),
-            "{}",
-            out.stdout
-        );
-        assert!(out.stdout.contains("HOME=/tmp/task-home"), "{}", out.stdout);
-    }
-
-    /// Defects 4 and 10 for the host's `Bash`: endless output is cut, a timeout kills the
-    /// whole group.
-    #[tokio::test]
-    async fn host_shell_output_is_capped_and_a_timeout_kills_the_group() {
-        let out = run_command("yes", &[], Duration::from_secs(60))
-            .await
-            .expect("runs");
-        assert!(out.stdout.len() < 20_000, "{} bytes", out.stdout.len());
-        assert!(out.stdout.contains("truncated"), "{}", &out.stdout[..100]);
-        // an argument no other process on the machine has (other tests sleep too)
-        let arg = format!("4747.{}", std::process::id());
-        let r = run_command(
-            &format!("sleep {arg}; echo done"),
-            &[],
-            Duration::from_millis(300),
-        )
-        .await;
-        assert!(matches!(r, Err(LinuxError::Timeout { .. })), "{r:?}");
-        let alive = || !ufo_proc::live_processes_with_arg(&arg).is_empty();
-        let mut left = true;
-        for _ in 0..100 {
-            left = alive();
-            if !left {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        assert!(!left, "sleep {arg} outlived the timeout");
+        self.settler().between_steps().await
     }
 }

@@ -3,61 +3,67 @@
 //! Controls come from the accessibility bus (AT-SPI2, spoken over zbus): one
 //! `org.a11y.atspi.Cache.GetItems` call gives an application's whole tree, the per-control
 //! details (extents, actions, text) are fetched concurrently, and a bounded walk fills in what
-//! the cache lacks (GTK4 before its first walk). Windows, screenshots and input go through
-//! X11 (x11rb: `_NET_CLIENT_LIST`, `GetImage`, XTEST).
+//! the cache lacks (GTK4 before its first walk). Windows, screenshots and input go through a
+//! display (`display::Display`); X11 is the one implemented (x11rb: `_NET_CLIENT_LIST`,
+//! `GetImage`, XTEST).
 //!
 //! Entry points: [`LinuxDesktop::connect`] (implements [`ufo_core::Desktop`]) and [`inspect`].
 //! See `crates/ufo-linux/README.md` for the session setup and the key syntax.
 //!
 //! # Map
 //!
-//! Lower layers never import higher ones; read from the bottom up.
+//! Lower layers never import higher ones; read from the bottom up (`crates/ufo/tests/
+//! structure.rs` checks it, and that no files import each other in a circle). Every layer
+//! but `display/x11/` is display-free: it talks to the window system only through the
+//! `display::Display` trait, so a second display (a Wayland compositor) changes nothing
+//! above it.
 //!
-//! | folder | what | state it owns |
+//! | layer | what | state it owns |
 //! |---|---|---|
-//! | `a11y/` | the accessibility bus: bounded calls and `Cache.GetItems` (`bus`), the AT-SPI vocabulary from the `atspi` crate (`vocab`), the applications' event logs (`events`), nodes read one by one before (`nodecache`) | `KnownNodes` |
-//! | `x11/` | the X connection: windows, window ids, screenshots, XTEST input (`mod`), keys, the screenshot annotation, the person's take-over watch | |
-//! | `launch/` | the children launched (`mod`), starting applications and waiting for their windows (`start`), toolkit detection and accessibility switches (`toolkit`), `ufo doctor` (`doctor`) | `Launched` |
-//! | `apps/` | what some applications need beyond the generic observation: Calc's sheets (`table`) and the cells read before (`sheets`), office documents (`office`), web pages (`web`), GTK2's open menus (`menus`) | `SheetCache` |
-//! | `observe/` | the observation pipeline (`mod`), the controls it learnt (`controls`), the names an agent sees (`names`), LibreOffice's kept trees (`changes`) and bringing them up to date (`refresh`) | `KnownControls`, `KeptTrees` |
-//! | `act/` | actions on controls (`mod`), the check that a label still means its control (`verify`), modal dialogs (`modal`), what settling decides and keeps and the X change watch (`settle`), the waits around an action (`wait`) | `SettleState` |
-//! | `desktop.rs` | [`LinuxDesktop`]: the bus, the X connection, the configuration and the parts above, and the [`ufo_core::Desktop`] port | `AppFacts` |
-//! | `config.rs`, `error.rs` | [`LinuxConfig`] and the launch table; [`LinuxError`] | |
+//! | `error.rs`, `config.rs`, `vocab.rs`, `names.rs`, `part.rs` | [`LinuxError`]; [`LinuxConfig`] and the launch table; the AT-SPI vocabulary (roles, states, interfaces, every role set the crate sorts nodes by, click and action names); the names an agent sees (pure text rules); `Part<T>`, one feature's state behind its own lock | |
+//! | `a11y/` | the accessibility bus: bounded calls and `Cache.GetItems` (`bus`), what is known of the applications on it (`apps`), the applications' event logs (`events`), the objects announced during a walk (`announced`), nodes read one by one before (`nodecache`) | `KnownApps`, `KnownNodes` |
+//! | `display/` | the display seam: the `Display` trait and its windows (`mod`, `window`: ids, client areas that may be unknown, where AT-SPI extents live), pixels and their comparison (`pixels`), keysyms (`keys`), the screenshot annotation (`annotate`), what the watches report (`watch`: the change log settling waits on, the person's take-over); X11, the one implementation (`x11/`: windows, XTEST, X Damage and pings in `changes`, XInput take-over in `takeover`, the demonstration recorder in `demo`, what `ufo doctor` reads of the server in `doctor`) | the X connections |
+//! | `controls.rs` | what an observation learnt of each control, for the actions | `KnownControls` |
+//! | `launch/` | the children launched and `Launcher` (`mod`), starting applications and waiting for their windows (`start`), the host's shell commands (`shell`), toolkit detection and accessibility switches (`toolkit`) | `Launched` |
+//! | `apps/` | what some applications need beyond the generic observation: Calc's sheets read (`table`, `SheetReader`) and the cells read before (`sheets`), office documents (`office`), web pages (`web`), GTK2's open menus (`menus`), GTK 4's drop-downs (`gtk4`), Gnumeric (`gnumeric`) | `SheetCache` |
+//! | `observe/` | the observation, an `Observer` over the parts it borrows (`observer`): taking it (`take`), the window located (`locate`), its controls read (`read`, `fields`, `candidates`), the tree completed (`tree`, `walk`), ordered and labelled (`arrange`), the frame (`frames`), modal dialogs (`modal`), loading pages and documents (`loading` decides, `look` asks), LibreOffice's kept trees (`changes`, `refresh`) | `KeptTrees`, `LoadFacts`, `SeenWindows` |
+//! | `act/` | the actions, an `Actor`, and the waits around them, a `Settler` (`mod`): performing (`perform`), input (`input`), `select` (`select`), GTK4 drop-downs (`dropdown`), Calc's cells (`cells`), modal dialogs opened by an action (`modal`), search boxes (`search`), the label check (`verify`), the person's input on the whole screen (`screen`), what settling decides and keeps (`settle`) and the waits (`wait`) | `SettleState` |
+//! | `desktop.rs`, `demo.rs`, `doctor.rs` | [`LinuxDesktop`]: the parts, the features built over them, and the [`ufo_core::Desktop`] port, a thin layer wiring them together; a demonstration's presses resolved to controls; `ufo doctor`'s checks | the observation made while the last action settled |
 //!
-//! Each part is a type in a file of its own below `desktop.rs`, which imports nothing of the
-//! desktop: `KnownNodes`, `Launched`, `KeptTrees` and `SheetCache` own their lock and the
-//! operations on their state (`self.kept.keep(...)`, `self.sheets.cell_path(...)`);
-//! `KnownControls`, `SettleState` and `AppFacts` are plain state behind a `Part` lock. The
-//! work that crosses parts (observing, acting, settling, reading a sheet, launching) is
-//! methods of [`LinuxDesktop`] in the feature's files above `desktop.rs` (`observe/mod.rs`,
-//! `observe/refresh.rs`, `act/mod.rs`, `act/wait.rs`, `apps/table.rs`, `launch/start.rs`,
-//! ...): settling observes the window while it waits, Calc acts and observes, the kept trees
-//! age the sheet cache, launching reads the applications on the bus. No file imports
-//! `desktop.rs` that `desktop.rs` imports. Where a feature touches another's part it names it
-//! (`self.controls`, `self.settling`, ...). Features that need only the bus and the
-//! configuration are functions over them, not methods of the desktop: the label check
-//! (`act::verify::check_unchanged`), web pages (`apps::web`), office documents
-//! (`apps::office::Office`, the bus, node cache and configuration the desktop lends).
+//! Each part is a type of its own that owns its lock and the operations on its state
+//! (`self.kept.keep(...)`, `self.sheets.cell_path(...)`, `self.apps.name(...)`), or plain
+//! state behind a `Part` lock (`KnownControls`, `SettleState`, `LoadFacts`). The work that
+//! crosses parts is done by feature types that borrow the parts they need and return values:
+//! [`LinuxDesktop`] builds them (`observer()`, `actor()`, `settler()`, `launcher()`) and its
+//! own methods live in `desktop.rs` and `demo.rs` only. Settling observes the window while it
+//! waits (`Observer::observe_ahead`) and returns that observation (`act::settle::Settled`);
+//! the desktop keeps it for the next `observe`, which hands it out when it still holds.
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod a11y;
 mod act;
 mod apps;
 mod config;
+mod controls;
 mod demo;
 mod desktop;
+mod display;
+pub mod doctor;
 mod error;
 mod launch;
+mod names;
 mod observe;
-mod x11;
+mod part;
+mod vocab;
 
-pub use launch::{doctor, toolkit};
-pub use x11::{demo as demo_input, takeover};
+pub use display::x11::{demo as demo_input, takeover};
+pub use launch::toolkit;
 
 pub use config::{default_launch_table, libreoffice_gtk3_installed, program_of, LinuxConfig};
+pub use controls::ControlDetail;
 pub use desktop::LinuxDesktop;
 pub use error::{cause, Cause, LinuxError};
-pub use observe::{ControlDetail, FullObservation, ObservationStats};
+pub use observe::{FullObservation, ObservationStats};
 
 use ufo_core::WindowInfo;
 
@@ -84,9 +90,9 @@ pub async fn find_window(
 ) -> Result<WindowInfo, LinuxError> {
     let windows = desktop.list_windows().await?;
     let Some(want) = window.map(str::trim).filter(|w| !w.is_empty()) else {
-        let active = desktop.x11(|x| x.active_window()).await.ok().flatten();
+        let active = desktop.run(|d| d.active_window()).await.ok().flatten();
         return active
-            .and_then(|a| windows.iter().find(|w| w.id == crate::x11::window_id(a)))
+            .and_then(|a| windows.iter().find(|w| w.id == a.to_string()))
             .or_else(|| windows.first())
             .cloned()
             .ok_or_else(|| LinuxError::NoWindow("(any window)".into()));
@@ -109,8 +115,8 @@ pub async fn find_window(
         }
         Err(ufo_core::agent::WindowUnresolved::NoMatch) => {}
     }
-    if let Ok(xid) = crate::x11::parse_window_id(want) {
-        if let Some(w) = windows.iter().find(|w| w.id == crate::x11::window_id(xid)) {
+    if let Ok(xid) = crate::display::WinId::parse(want) {
+        if let Some(w) = windows.iter().find(|w| w.id == xid.to_string()) {
             return Ok(w.clone());
         }
     }

@@ -26,14 +26,15 @@ struct Layers {
 const LAYERS: &[Layers] = &[Layers {
     krate: "ufo-linux",
     layers: &[
-        &["error", "config"],
+        &["error", "config", "vocab", "names", "part"],
         &["a11y"],
-        &["x11"],
+        &["display"],
+        &["controls"],
         &["launch"],
         &["apps"],
         &["observe"],
         &["act"],
-        &["desktop", "demo"],
+        &["desktop", "demo", "doctor"],
     ],
 }];
 

@@ -8,8 +8,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use zbus::zvariant::{DynamicType, OwnedObjectPath, OwnedValue, Type};
 
-use crate::a11y::vocab::{iface, state, ROOT_PATH};
 use crate::error::cause;
+use crate::vocab::{iface, state, ROOT_PATH};
 use crate::LinuxError;
 
 /// One accessible object.
@@ -559,10 +559,10 @@ impl A11yBus {
             .await?;
         let mut names: Vec<String> = acts.into_iter().map(|(n, _, _)| n).collect();
         // Chromium answers GetActions with empty names, while GetName(i) gives the real ones
-        if names.iter().any(|n| !crate::apps::web::is_action_name(n)) {
+        if names.iter().any(|n| !crate::vocab::action::is_name(n)) {
             let asked =
                 futures::future::join_all(names.iter().enumerate().map(|(i, n)| async move {
-                    if !crate::apps::web::is_action_name(n) {
+                    if !crate::vocab::action::is_name(n) {
                         self.action_name(app, path, i as i32)
                             .await
                             .unwrap_or_default()
@@ -834,7 +834,7 @@ impl AppTree {
         let Some(old) = self.nodes.get(path).map(|n| n.parent.clone()) else {
             return false;
         };
-        if old == crate::a11y::vocab::ROOT_PATH || self.is_ancestor(path, parent) {
+        if old == crate::vocab::ROOT_PATH || self.is_ancestor(path, parent) {
             return false;
         }
         if let Some(kids) = self.children.get_mut(&old) {
@@ -950,7 +950,7 @@ mod tests {
     /// A move that would close a circle, or take a window from the root, is refused.
     #[test]
     fn a_move_closes_no_circle() {
-        let root = crate::a11y::vocab::ROOT_PATH;
+        let root = crate::vocab::ROOT_PATH;
         let mut t = AppTree::from_nodes(vec![node("/f", root), node("/a", "/f"), node("/b", "/a")]);
         assert!(!t.reparent("/a", "/b", 0));
         assert!(!t.reparent("/b", "/b", 0));
@@ -1002,7 +1002,7 @@ mod tests {
     /// window the cache filed under nothing is moved there; known children stay.
     #[test]
     fn live_windows_join_the_cached_tree() {
-        let root = crate::a11y::vocab::ROOT_PATH;
+        let root = crate::vocab::ROOT_PATH;
         let mut opener = node("/1", root);
         opener.name = "Start page - Chromium".into();
         let mut cached = AppTree::from_nodes(vec![

@@ -282,7 +282,7 @@ impl Changes {
         }
         let ping = self.conn.call_method(
             Some(app),
-            crate::a11y::vocab::ROOT_PATH,
+            crate::vocab::ROOT_PATH,
             Some("org.freedesktop.DBus.Peer"),
             "Ping",
             &(),

@@ -3,7 +3,7 @@
 //! nodes read one by one before.
 
 pub(crate) mod announced;
+pub(crate) mod apps;
 pub(crate) mod bus;
 pub(crate) mod events;
 pub(crate) mod nodecache;
-pub(crate) mod vocab;

@@ -7,13 +7,15 @@
 
 use std::time::{Duration, Instant};
 
-use super::{entry_names, match_entry, normalise_entry, select_error, EntryMatch, CLICK_ACTIONS};
+use super::select::{entry_names, match_entry, normalise_entry, select_error, EntryMatch};
+use super::Actor;
 use crate::a11y::bus::{AppTree, Node};
-use crate::a11y::vocab::role;
 use crate::apps::{gtk4, web};
-use crate::desktop::LinuxDesktop;
-use crate::observe::controls::CtlInfo;
-use crate::x11::keys::KeyStep;
+use crate::controls::CtlInfo;
+use crate::display::keys::KeyStep;
+use crate::display::WinId;
+use crate::vocab::action;
+use crate::vocab::role;
 use crate::LinuxError;
 
 /// How far above a list item its drop-down may be (list, scroll pane, panel, popover
@@ -27,21 +29,21 @@ const OPEN_BOUND: Duration = Duration::from_secs(3);
 const RETURN: u32 = 0xff0d;
 const ESCAPE: u32 = 0xff1b;
 
-impl LinuxDesktop {
+impl Actor<'_> {
     /// A left click on an item of an open GTK4 drop-down list (`None`: `c` is no such
     /// item). The popover is a surface of its own, drawn elsewhere than its items' extents
     /// say, and a click there closes the list without choosing: the item is chosen as
     /// `select` chooses it.
     pub(crate) async fn click_dropdown_item(
         &self,
-        xid: u32,
+        xid: WinId,
         c: &CtlInfo,
     ) -> Option<Result<String, LinuxError>> {
         // (GTK 4 only: its applications are the ones read with window-relative extents)
-        if c.seen.role != role::LIST_ITEM || !self.is_relative(&c.bus).await {
+        if c.seen.role != role::LIST_ITEM || !self.apps.is_relative(self.bus, &c.bus).await {
             return None;
         }
-        let tree = self.control_tree(c).await.ok()?;
+        let tree = self.observer.control_tree(c).await.ok()?;
         let mut p = tree.nodes.get(&c.path)?.parent.clone();
         // up from the item: its list, the popover's parts, the drop-down
         for _ in 0..ITEM_DEPTH {
@@ -63,7 +65,7 @@ impl LinuxDesktop {
     /// highlighted item to it, Enter; then the drop-down must show it.
     pub(crate) async fn select_in_dropdown(
         &self,
-        xid: u32,
+        xid: WinId,
         c: &CtlInfo,
         item: &str,
         button: &str,
@@ -166,16 +168,13 @@ impl LinuxDesktop {
     /// Press the drop-down's button through its click action.
     async fn press_button(&self, c: &CtlInfo, button: &str) -> Result<(), LinuxError> {
         let acts = self.bus.actions(&c.bus, button).await?;
-        let i = acts
-            .iter()
-            .position(|a| CLICK_ACTIONS.contains(&a.to_lowercase().as_str()))
-            .ok_or_else(|| {
-                LinuxError::ActionFailed(format!(
-                    "the button of {:?} offers no click action (it offers {acts:?}); click it \
+        let i = action::click_index(&acts).ok_or_else(|| {
+            LinuxError::ActionFailed(format!(
+                "the button of {:?} offers no click action (it offers {acts:?}); click it \
                      instead",
-                    c.name
-                ))
-            })?;
+                c.name
+            ))
+        })?;
         self.bus
             .call::<_, bool>(
                 &c.bus,
@@ -189,7 +188,7 @@ impl LinuxDesktop {
     }
 
     /// Close an open list without choosing (Escape).
-    async fn close_list(&self, xid: u32) {
+    async fn close_list(&self, xid: WinId) {
         let escape = vec![KeyStep::Chord {
             mods: vec![],
             key: ESCAPE,

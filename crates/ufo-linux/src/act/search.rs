@@ -9,10 +9,10 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use super::Actor;
 use crate::a11y::events::Change;
-use crate::a11y::vocab::role;
-use crate::desktop::LinuxDesktop;
-use crate::observe::controls::CtlInfo;
+use crate::controls::CtlInfo;
+use crate::vocab::role;
 
 /// Longest wait for a search box's page to answer.
 pub(crate) const SEARCH_WAIT: Duration = Duration::from_secs(8);
@@ -49,13 +49,13 @@ pub(crate) fn search_answered(
     }
 }
 
-impl LinuxDesktop {
+impl Actor<'_> {
     /// After text typed into `c`: when it is a search box, wait for its page's answer (see
-    /// the module). An observation made while the action settled is dropped when the page
-    /// changed since.
-    pub(crate) async fn wait_for_search_answer(&self, c: &CtlInfo) {
+    /// the module). Whether the page's tree changed meanwhile (an observation made while the
+    /// action settled is then of the page before).
+    pub(crate) async fn wait_for_search_answer(&self, c: &CtlInfo) -> bool {
         if c.seen.role != role::ENTRY {
-            return;
+            return false;
         }
         let attrs: HashMap<String, String> = self
             .bus
@@ -69,10 +69,10 @@ impl LinuxDesktop {
             .await
             .unwrap_or_default();
         if !is_search_box(&attrs) {
-            return;
+            return false;
         }
         let Some(changes) = self.bus.changes.as_ref() else {
-            return;
+            return false;
         };
         let started = Instant::now();
         // the first count asks the applications for their events and is not trusted yet
@@ -82,7 +82,7 @@ impl LinuxDesktop {
             None => changes.count(&c.bus).await,
         };
         let Some(mut seen) = first else {
-            return;
+            return false;
         };
         let (mut changed, mut last) = (None, None);
         while !search_answered(started.elapsed(), changed, last) {
@@ -104,14 +104,12 @@ impl LinuxDesktop {
                 seen = now;
             }
         }
-        if changed.is_some() {
-            self.settling.lock().prefetched = None;
-        }
         tracing::debug!(
             changed_ms = changed.map(|d| d.as_millis() as u64),
             ms = started.elapsed().as_millis() as u64,
             "search box answered"
         );
+        changed.is_some()
     }
 }
 

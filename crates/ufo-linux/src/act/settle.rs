@@ -1,43 +1,30 @@
 //! Settling after an action on events, not on a clock (issue 13).
 //!
-//! A [`ChangeWatch`] holds its own X connection and listens, on a thread of its own, for
-//! X Damage on the window acted on and the dialogs on it ([`Watched`]: every redraw of them)
-//! and for windows appearing, going away or moving (structure events on the root window: a
-//! dialog or a menu opening). Nothing is asked of the applications: the X server reports what
-//! they draw, so listening costs them no work. A redraw is a change when the pixels differ
-//! from the last look, in regions ([`crate::x11::Look::changed_regions`]) other than a caret,
-//! a control clicked lately ([`Clicked`]) or a toolkit's transition ([`Transitions`]). After
-//! an action, [`decide`] (a pure function over the times of the changes) says when the window
-//! has settled: it changed and then stayed quiet for [`SettleParams::quiet`], or nothing
-//! changed within a bound learned per application and input path ([`Learned`]): twice the
-//! longest time to a first change seen so far, between a floor and the configured settle time.
-//!
-//! The same connection asks an application whether it has handled the input sent to it so
-//! far ([`ChangeWatch::ping`]): a `_NET_WM_PING` client message goes to its window behind the
-//! input events, and the toolkit answers it on the root window once it has read every event
-//! queued before it (Firefox and Chromium did so here; an idle Firefox within 2 ms).
+//! The display's change watch (`display::watch::ChangeWatch`; on X11 X Damage and structure
+//! events, `display/x11/changes.rs`) reports every redraw of the window acted on and the
+//! dialogs on it ([`Watched`]) and every window appearing, going away or moving (a dialog or a
+//! menu opening). A redraw is a change when the pixels differ from the last look, in regions
+//! (`display::pixels::Look::changed_regions`) other than a caret, a control clicked lately
+//! ([`Clicked`]) or a toolkit's transition ([`Transitions`]). After an action, [`decide`] (a
+//! pure function over the times of the changes) says when the window has settled: it changed
+//! and then stayed quiet for [`SettleParams::quiet`], or nothing changed within a bound
+//! learned per application and input path ([`Learned`]): twice the longest time to a first
+//! change seen so far, between a floor and the configured settle time. The watch also asks an
+//! application whether it has read the input sent to it so far (`ChangeWatch::ping`).
 //!
 //! This file holds what settling decides and keeps between actions ([`SettleState`], which
-//! the desktop holds) and the watch; the waits themselves (`settle_start`, `settle_after`,
-//! `take_prefetched`, `settle_quiet`) are in `wait.rs`, as they look at the window, observe
-//! it and ask the application through the desktop.
+//! the desktop holds) and what a settle gives ([`Settled`]: whether the window changed, and
+//! the observation made while waiting when it still holds); the waits themselves
+//! (`settle_start`, `settle_after`, `still_holds`, `settle_quiet`) are in `wait.rs`, as they
+//! look at the window, observe it and ask the application.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-use x11rb::connection::Connection;
-use x11rb::protocol::damage::{self, ConnectionExt as _};
-use x11rb::protocol::xproto::{
-    ChangeWindowAttributesAux, ClientMessageEvent, ConnectionExt as _, EventMask,
-};
-use x11rb::protocol::Event;
-use x11rb::rust_connection::RustConnection;
 
 use ufo_core::Rect;
 
-use crate::x11::Look;
+use crate::display::pixels::Look;
+use crate::display::WinId;
 
 /// How long the window must stay quiet after a change to count as settled.
 pub(crate) const QUIET: Duration = Duration::from_millis(40);
@@ -52,14 +39,6 @@ pub(crate) const PREFETCH_AFTER: Duration = Duration::from_millis(20);
 pub(crate) const PREFETCH_MAX: usize = 3;
 /// Longest time an observation made while settling is kept for the next step.
 pub(crate) const PREFETCH_KEPT: Duration = Duration::from_secs(2);
-/// Most change times kept.
-const KEEP: usize = 512;
-/// Most answers to pings kept.
-const PONGS_KEPT: usize = 64;
-/// The mark in the fourth word of ufo's pings ("ufo" in ASCII), so that their answers are
-/// told from those to the window manager's pings (which carry a server time instead of a
-/// number of ufo's in the second word).
-const PING_MARK: u32 = 0x0075_666f;
 /// How long a clicked control's own press, ripple and hover transitions run on in a
 /// toolkit (GTK: up to half a second); its rectangle is left out of the looks that long.
 const ANIMATION: Duration = Duration::from_millis(600);
@@ -248,237 +227,6 @@ impl Transitions {
     }
 }
 
-/// One change: when, and whether it is a redraw of the watched window (else a window
-/// mapped, unmapped or moved).
-#[derive(Debug, Clone, Copy)]
-struct Change {
-    at: Instant,
-    damage: bool,
-    /// a window was mapped (a dialog or a menu appeared)
-    mapped: bool,
-    /// the window unmapped or destroyed, if any
-    gone: Option<u32>,
-}
-
-#[derive(Default)]
-struct Shared {
-    /// the watched windows and their damage objects
-    watched: Vec<(u32, u32)>,
-    /// the changes seen, oldest first
-    changes: VecDeque<Change>,
-    /// the answers to ufo's pings (their numbers, when they came), oldest first
-    pongs: VecDeque<(u32, Instant)>,
-}
-
-/// The atoms of a ping: `WM_PROTOCOLS` (the message's type) and `_NET_WM_PING`.
-#[derive(Debug, Clone, Copy)]
-struct PingAtoms {
-    protocols: u32,
-    ping: u32,
-}
-
-/// The number of ufo's ping that a client message on the root window answers, if it is one:
-/// a `WM_PROTOCOLS` message whose words are `_NET_WM_PING`, the number, the window, and
-/// ufo's mark (the toolkit sends the ping back unchanged but for the window it is sent to).
-fn pong_of(atoms: PingAtoms, ty: u32, format: u8, data: [u32; 5]) -> Option<u32> {
-    (format == 32 && ty == atoms.protocols && data[0] == atoms.ping && data[3] == PING_MARK)
-        .then_some(data[1])
-}
-
-/// Change notifications from the X server: damage on one watched window, windows mapped,
-/// unmapped or moved anywhere.
-pub(crate) struct ChangeWatch {
-    conn: Arc<RustConnection>,
-    shared: Arc<Mutex<Shared>>,
-    atoms: PingAtoms,
-    /// the number of the next ping
-    next_ping: AtomicU32,
-}
-
-impl ChangeWatch {
-    /// Connect and start listening; `None` when the X server lacks DAMAGE or the connection
-    /// fails (settling then falls back to comparing pixels).
-    pub fn start() -> Option<ChangeWatch> {
-        let display = std::env::var("DISPLAY").ok()?;
-        let (conn, screen) = x11rb::connect(Some(&display)).ok()?;
-        conn.damage_query_version(1, 1).ok()?.reply().ok()?;
-        let root = conn.setup().roots.get(screen)?.root;
-        conn.change_window_attributes(
-            root,
-            &ChangeWindowAttributesAux::new().event_mask(EventMask::SUBSTRUCTURE_NOTIFY),
-        )
-        .ok()?
-        .check()
-        .ok()?;
-        let atom = |name: &[u8]| conn.intern_atom(false, name).ok()?.reply().ok();
-        let atoms = PingAtoms {
-            protocols: atom(b"WM_PROTOCOLS")?.atom,
-            ping: atom(b"_NET_WM_PING")?.atom,
-        };
-        let conn = Arc::new(conn);
-        let shared = Arc::new(Mutex::new(Shared::default()));
-        let (c, s) = (Arc::clone(&conn), Arc::clone(&shared));
-        std::thread::Builder::new()
-            .name("ufo-x-changes".into())
-            .spawn(move || listen(&c, &s, atoms))
-            .ok()?;
-        Some(ChangeWatch {
-            conn,
-            shared,
-            atoms,
-            next_ping: AtomicU32::new(1),
-        })
-    }
-
-    /// Ping the application owning window `xid`, behind the input sent to it so far; the
-    /// ping's number, for [`Self::pong`] (`None` when it could not be sent).
-    pub fn ping(&self, xid: u32) -> Option<u32> {
-        let n = self.next_ping.fetch_add(1, Ordering::Relaxed);
-        let data = [self.atoms.ping, n, xid, PING_MARK, 0];
-        let ev = ClientMessageEvent::new(32, xid, self.atoms.protocols, data);
-        self.conn
-            .send_event(false, xid, EventMask::NO_EVENT, ev)
-            .ok()?;
-        self.conn.flush().ok()?;
-        Some(n)
-    }
-
-    /// When the answer to ping `n` came, if it has.
-    pub fn pong(&self, n: u32) -> Option<Instant> {
-        self.lock()
-            .pongs
-            .iter()
-            .find(|(m, _)| *m == n)
-            .map(|(_, at)| *at)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
-        self.shared.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Watch `xids` (a window and the dialogs on it) for damage from now on (the windows
-    /// watched before and not among them are let go).
-    pub fn watch(&self, xids: &[u32]) {
-        let mut g = self.lock();
-        let (keep, gone): (Vec<_>, Vec<_>) =
-            g.watched.drain(..).partition(|(w, _)| xids.contains(w));
-        g.watched = keep;
-        for (_, old) in gone {
-            let _ = self.conn.damage_destroy(old);
-        }
-        for &xid in xids {
-            if g.watched.iter().any(|(w, _)| *w == xid) {
-                continue;
-            }
-            let Ok(id) = self.conn.generate_id() else {
-                continue;
-            };
-            let made = self
-                .conn
-                .damage_create(id, xid, damage::ReportLevel::BOUNDING_BOX)
-                .ok()
-                .and_then(|c| c.check().ok());
-            if made.is_some() {
-                g.watched.push((xid, id));
-            }
-        }
-        let _ = self.conn.flush();
-    }
-
-    /// Since `since`: how many redraws of the watched window were reported, and the times
-    /// (since `since`) of the first and the last window mapped, unmapped or moved.
-    pub fn activity_since(&self, since: Instant) -> (usize, Option<Duration>, Option<Duration>) {
-        let g = self.lock();
-        let after = || g.changes.iter().rev().take_while(|c| c.at >= since);
-        let damage = after().filter(|c| c.damage).count();
-        let mut structure = after().filter(|c| !c.damage).map(|c| c.at - since);
-        let last = structure.next();
-        let first = structure.last().or(last);
-        (damage, first, last)
-    }
-}
-
-impl ChangeWatch {
-    /// When the last change of any kind was seen.
-    pub fn last_change(&self) -> Option<Instant> {
-        self.lock().changes.back().map(|c| c.at)
-    }
-
-    /// Whether one of `ids` was unmapped or destroyed after `since`.
-    pub fn gone_since(&self, since: Instant, ids: &[u32]) -> bool {
-        self.lock()
-            .changes
-            .iter()
-            .rev()
-            .take_while(|c| c.at >= since)
-            .any(|c| c.gone.is_some_and(|g| ids.contains(&g)))
-    }
-
-    /// Whether a window was mapped, unmapped, moved or destroyed after `since`.
-    pub fn structure_since(&self, since: Instant) -> bool {
-        self.lock()
-            .changes
-            .iter()
-            .rev()
-            .take_while(|c| c.at >= since)
-            .any(|c| !c.damage)
-    }
-
-    /// When the last window was mapped.
-    pub fn last_map(&self) -> Option<Instant> {
-        self.lock()
-            .changes
-            .iter()
-            .rev()
-            .find(|c| c.mapped)
-            .map(|c| c.at)
-    }
-}
-
-/// The listening thread: every damage or structure event is a change (damage is acknowledged
-/// at once so the next redraw reports again); an answer to a ping is kept. Ends when the
-/// connection breaks.
-fn listen(conn: &RustConnection, shared: &Mutex<Shared>, atoms: PingAtoms) {
-    while let Ok(ev) = conn.wait_for_event() {
-        let at = Instant::now();
-        let change = match ev {
-            Event::ClientMessage(m) => {
-                if let Some(n) = pong_of(atoms, m.type_, m.format, m.data.as_data32()) {
-                    let mut g = shared.lock().unwrap_or_else(|p| p.into_inner());
-                    g.pongs.push_back((n, at));
-                    if g.pongs.len() > PONGS_KEPT {
-                        g.pongs.pop_front();
-                    }
-                }
-                None
-            }
-            Event::DamageNotify(n) => {
-                let _ = conn.damage_subtract(n.damage, 0u32, 0u32);
-                let _ = conn.flush();
-                Some((true, false, None))
-            }
-            Event::MapNotify(_) => Some((false, true, None)),
-            Event::CreateNotify(_) => Some((false, false, None)),
-            Event::UnmapNotify(e) => Some((false, false, Some(e.window))),
-            Event::DestroyNotify(e) => Some((false, false, Some(e.window))),
-            Event::ConfigureNotify(_) => Some((false, false, None)),
-            _ => None,
-        };
-        if let Some((damage, mapped, gone)) = change {
-            let mut g = shared.lock().unwrap_or_else(|p| p.into_inner());
-            g.changes.push_back(Change {
-                at,
-                damage,
-                mapped,
-                gone,
-            });
-            if g.changes.len() > KEEP {
-                g.changes.pop_front();
-            }
-        }
-    }
-}
-
 /// What settling keeps between actions.
 #[derive(Default)]
 pub(crate) struct SettleState {
@@ -495,16 +243,31 @@ pub(crate) struct SettleState {
     pub clicked: Clicked,
     /// regions redrawn frame after frame in one place (toolkit transitions)
     pub transitions: Transitions,
-    /// the observation made while the last settle waited (`take_prefetched`)
-    pub prefetched: Option<Prefetched>,
     /// the window acted on last (for `settle`)
-    pub last_window: Option<u32>,
+    pub last_window: Option<WinId>,
+}
+
+/// How a settle after an action ended: whether anything changed since the action, and the
+/// observation made while it waited that still holds (for the next `observe` of the window).
+pub(crate) struct Settled {
+    pub changed: bool,
+    pub seen: Option<Prefetched>,
+}
+
+impl Settled {
+    /// A settle that observed nothing ahead.
+    pub(crate) fn unseen(changed: bool) -> Settled {
+        Settled {
+            changed,
+            seen: None,
+        }
+    }
 }
 
 /// An observation made while a settle waited out its quiet time, for the next `observe` of
 /// the window: the window did not change after it began (up to the end of the settle).
 pub(crate) struct Prefetched {
-    pub xid: u32,
+    pub xid: WinId,
     /// the area of the window and its dialogs, which the looks look at
     pub area: Option<Rect>,
     /// when the settle ended
@@ -514,16 +277,11 @@ pub(crate) struct Prefetched {
     pub exempt: Vec<Rect>,
     pub obs: ufo_core::WindowObservation,
     /// the controls it labelled (installed when it is handed out)
-    pub controls: (u32, crate::observe::controls::Labelled),
+    pub controls: (WinId, crate::controls::Labelled),
 }
 
-/// An observation made while settling: when it began, what it saw, the controls it labelled
-/// (and their window).
-pub(crate) type Made = (
-    Instant,
-    ufo_core::WindowObservation,
-    (u32, crate::observe::controls::Labelled),
-);
+/// An observation made while settling, and when it began.
+pub(crate) type Made = (Instant, crate::observe::Observation);
 
 /// Where a settle starts: the time of the action, the screen rectangles left out of the
 /// looks at the window and the look before the action (with a change watch); or the window's
@@ -535,7 +293,7 @@ pub(crate) enum SettleStart {
         before: Option<Look>,
         /// the watched window and its window-manager frame (their unmapping means the
         /// action closed the window)
-        ids: Vec<u32>,
+        ids: Vec<WinId>,
         /// the windows watched for damage (the window and the dialogs on it) and the
         /// screen area they cover, which the looks look at
         watched: Watched,
@@ -548,7 +306,7 @@ pub(crate) enum SettleStart {
 /// cover.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Watched {
-    pub ids: Vec<u32>,
+    pub ids: Vec<WinId>,
     pub area: Option<Rect>,
 }
 
@@ -571,7 +329,7 @@ pub(crate) fn differs(a: Option<&Look>, b: Option<&Look>, exempt: &[Rect]) -> bo
 /// Where two looks at a window differ (see [`differs`]): the smallest rectangle holding
 /// every changed region but the carets; the whole window when one of them could not be read.
 pub(crate) fn changed_box(a: Option<&Look>, b: Option<&Look>, exempt: &[Rect]) -> Option<Rect> {
-    crate::x11::union(changed_regions(a, b, exempt))
+    crate::display::pixels::union(changed_regions(a, b, exempt))
 }
 
 /// The regions where two looks at a window differ, carets left out; the whole window when
@@ -581,7 +339,7 @@ pub(crate) fn changed_regions(a: Option<&Look>, b: Option<&Look>, exempt: &[Rect
         (Some(a), Some(b)) => a
             .changed_regions(b, exempt)
             .into_iter()
-            .filter(|r| !crate::x11::is_caret(r))
+            .filter(|r| !crate::display::pixels::is_caret(r))
             .collect(),
         (None, None) => Vec::new(),
         _ => vec![Rect::default()],
@@ -613,28 +371,6 @@ mod tests {
             tail: ms(300),
             max: ms(800),
         }
-    }
-
-    #[test]
-    fn only_the_answer_to_a_ping_of_ufo_is_a_pong() {
-        let atoms = PingAtoms {
-            protocols: 300,
-            ping: 301,
-        };
-        let answer = [301, 7, 0x1a0_0004, PING_MARK, 0];
-        assert_eq!(pong_of(atoms, 300, 32, answer), Some(7));
-        // the window manager's own pings carry a server time and no mark
-        assert_eq!(
-            pong_of(atoms, 300, 32, [301, 123_456, 0x1a0_0004, 0, 0]),
-            None
-        );
-        // another protocol, another type of message, another format
-        assert_eq!(
-            pong_of(atoms, 300, 32, [302, 7, 0x1a0_0004, PING_MARK, 0]),
-            None
-        );
-        assert_eq!(pong_of(atoms, 299, 32, answer), None);
-        assert_eq!(pong_of(atoms, 300, 8, answer), None);
     }
 
     #[test]

@@ -2,38 +2,14 @@
 //! again and must still have the role and name it had in the observation the model answered.
 
 use crate::a11y::bus::A11yBus;
-use crate::a11y::vocab::role;
-use crate::a11y::vocab::role_name;
-use crate::observe::controls::CtlInfo;
-use crate::observe::controls::Seen;
+use crate::controls::CtlInfo;
+use crate::controls::Seen;
+use crate::vocab::{role_name, NAME_FOLLOWS_CONTENT};
 use crate::LinuxError;
-
-/// Roles whose accessible name follows their content or the document's title (a GTK combo box
-/// is named by its chosen item, a document or tab by its title): only their role is checked.
-const NAME_FOLLOWS_CONTENT: &[u32] = &[
-    role::COMBO_BOX,
-    role::FRAME,
-    role::LABEL,
-    role::PAGE_TAB,
-    role::PASSWORD_TEXT,
-    role::SLIDER,
-    role::SPIN_BUTTON,
-    role::TABLE_CELL,
-    role::TERMINAL,
-    role::TEXT,
-    role::ENTRY,
-    role::DOCUMENT_FRAME,
-    role::DOCUMENT_SPREADSHEET,
-    role::DOCUMENT_PRESENTATION,
-    role::DOCUMENT_TEXT,
-    role::DOCUMENT_WEB,
-    role::DOCUMENT_EMAIL,
-    role::LIST_BOX,
-];
 
 /// Why `now` is not the control that was `seen`, if it is not.
 pub(crate) fn changed(seen: &Seen, now_role: u32, now_name: &str) -> Option<String> {
-    let name_checked = !NAME_FOLLOWS_CONTENT.contains(&seen.role);
+    let name_checked = !NAME_FOLLOWS_CONTENT.contains(seen.role);
     if now_role == seen.role && (!name_checked || now_name.trim() == seen.name.trim()) {
         return None;
     }

@@ -1,29 +1,31 @@
 //! The waits around an action: watching the window before it (`settle_start`), settling
 //! after it on events (`settle_after`, see `settle` for what counts as a change and when the
 //! window has settled), handing out the observation made while waiting
-//! (`take_prefetched`), and the settle asked for between steps (`settle_quiet`).
+//! (`still_holds`), and the settle asked for between steps (`settle_quiet`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ufo_core::Rect;
 
-use super::settle::ChangeWatch;
 use super::settle::{
     changed_box, changed_regions, decide, differs, grow, Decision, Input, Made, Prefetched,
-    SettleParams, SettleStart, Watched, PREFETCH_AFTER, PREFETCH_KEPT, PREFETCH_MAX, QUIET,
+    SettleParams, SettleStart, Settled, Watched, PREFETCH_AFTER, PREFETCH_KEPT, PREFETCH_MAX,
+    QUIET,
 };
-use crate::desktop::LinuxDesktop;
-use crate::x11::Look;
+use super::Settler;
+use crate::display::pixels::Look;
+use crate::display::watch::ChangeWatch;
+use crate::display::WinId;
 
 /// What one settle on events knows and has seen so far (see
-/// [`LinuxDesktop::settle_after`]).
+/// [`Settler::settle_after`]).
 struct Run {
     /// when the action began, the rectangles left out of the looks, and the watched window
     /// with its window-manager frame
     since: Instant,
     exempt: Vec<Rect>,
-    ids: Vec<u32>,
+    ids: Vec<WinId>,
     /// the windows watched (the window and the dialogs on it) and the area they cover
     watched: Watched,
     params: SettleParams,
@@ -49,7 +51,7 @@ struct Run {
 /// announced (its CreateNotify comes at once; its MapNotify waits for the window manager).
 const HANDLER_WINDOW: Duration = Duration::from_millis(4);
 
-/// Longest wait for an application to answer a ping ([`LinuxDesktop::input_handled`]): one
+/// Longest wait for an application to answer a ping ([`Settler::input_handled`]): one
 /// that does not answer (hung, or a toolkit that ignores pings) is taken to have read its
 /// input by then.
 const PING_MAX: Duration = Duration::from_secs(2);
@@ -59,11 +61,11 @@ const PING_POLL: Duration = Duration::from_millis(2);
 /// When the observation made while settling began, if it began after the first change
 /// (`first`, after the action) and read controls of the application `bus`: the application
 /// answered it after the action's handler had run, as the round trip of
-/// [`LinuxDesktop::wait_for_handler`] would; its first answer came one round trip or more
+/// [`Settler::wait_for_handler`] would; its first answer came one round trip or more
 /// before the observation ended.
 fn answered_after(run: &Run, first: Option<Duration>, bus: &str) -> Option<Instant> {
-    let (began, _, (_, controls)) = run.prefetched.as_ref()?;
-    let read_bus = controls.iter().any(|(_, c)| c.bus == bus);
+    let (began, o) = run.prefetched.as_ref()?;
+    let read_bus = o.labelled.1.iter().any(|(_, c)| c.bus == bus);
     stands_for_handler(*began, run.since, first, read_bus).then_some(*began)
 }
 
@@ -78,11 +80,11 @@ fn stands_for_handler(
     read_bus && first.is_some_and(|f| began >= since + f)
 }
 
-impl LinuxDesktop {
+impl Settler<'_> {
     /// When the application owning window `xid` had read the input sent to it so far: it
     /// answered a ping sent behind that input (`ChangeWatch::ping`). `None` without a change
     /// watch, or when no answer came within [`PING_MAX`].
-    pub(crate) async fn input_handled(&self, xid: u32) -> Option<Instant> {
+    pub(crate) async fn input_handled(&self, xid: WinId) -> Option<Instant> {
         let w = Arc::clone(self.watch.as_ref()?);
         let asked = Instant::now();
         let pinger = Arc::clone(&w);
@@ -90,7 +92,7 @@ impl LinuxDesktop {
             .await
             .ok()??;
         while asked.elapsed() < PING_MAX {
-            if let Some(at) = w.pong(n) {
+            if let Some(at) = w.log().pong(n) {
                 tracing::debug!(ms = (at - asked).as_millis() as u64, "input read");
                 return Some(at);
             }
@@ -104,7 +106,7 @@ impl LinuxDesktop {
     /// clicked: its own press and hover animation (and those of the controls clicked just
     /// before, and of the one the pointer leaves) run on for half a second in GTK and say
     /// nothing new, so the looks at the window leave them out.
-    pub(crate) async fn settle_start(&self, xid: u32, clicked: Option<Rect>) -> SettleStart {
+    pub(crate) async fn settle_start(&self, xid: WinId, clicked: Option<Rect>) -> SettleStart {
         let exempt: Vec<Rect> = {
             let mut g = self.settling.lock();
             g.last_input = Input::Other;
@@ -116,12 +118,12 @@ impl LinuxDesktop {
             }
             exempt.into_iter().map(|r| grow(r, 4)).collect()
         };
-        match &self.watch {
+        match self.watch {
             Some(w) => {
                 let watched = self.watched(xid).await;
                 let (w, wanted) = (Arc::clone(w), watched.ids.clone());
                 let _ = tokio::task::spawn_blocking(move || w.watch(&wanted)).await;
-                let frame = self.x11(move |x| x.top_of(xid)).await.ok();
+                let frame = self.run(move |d| d.top_of(xid)).await.ok();
                 let ids = std::iter::once(xid).chain(frame).collect();
                 let since = Instant::now();
                 let before = self.look_at(watched.area).await;
@@ -139,15 +141,15 @@ impl LinuxDesktop {
 
     /// The windows to watch for `xid`: it and the dialogs on it (the windows transient for
     /// it), with the area they cover; `xid` alone when the window manager does not list it.
-    async fn watched(&self, xid: u32) -> Watched {
-        self.x11(move |x| {
-            let all = x.client_windows()?;
+    async fn watched(&self, xid: WinId) -> Watched {
+        self.run(move |d| {
+            let all = d.windows()?;
             let mine: Vec<_> = all
                 .iter()
                 .filter(|w| w.id == xid || w.transient_for == Some(xid))
                 .collect();
             if !mine.iter().any(|w| w.id == xid) {
-                let area = x.window_info(xid)?.map(|w| w.rect());
+                let area = d.window(xid)?.and_then(|w| w.area);
                 return Ok(Watched {
                     ids: vec![xid],
                     area,
@@ -155,7 +157,7 @@ impl LinuxDesktop {
             }
             Ok(Watched {
                 ids: mine.iter().map(|w| w.id).collect(),
-                area: crate::x11::union(mine.iter().map(|w| w.rect())),
+                area: crate::display::pixels::union(mine.iter().filter_map(|w| w.area)),
             })
         })
         .await
@@ -168,16 +170,17 @@ impl LinuxDesktop {
     /// The pixels of a screen area now (`None` when there is none or it cannot be read).
     async fn look_at(&self, area: Option<Rect>) -> Option<Look> {
         let a = area?;
-        self.x11(move |x| x.look(a.x, a.y, a.w, a.h)).await.ok()
+        self.run(move |d| d.look(a)).await.ok()
     }
 
     /// The window's pixels now (`None` when it cannot be read).
-    async fn look(&self, xid: u32) -> Option<Look> {
-        self.x11(move |x| {
-            let w = x
-                .window_info(xid)?
-                .ok_or_else(|| crate::LinuxError::NoWindow(format!("{xid:#x}")))?;
-            x.look(w.x, w.y, w.w, w.h)
+    async fn look(&self, xid: WinId) -> Option<Look> {
+        self.run(move |d| {
+            let w = d
+                .window(xid)?
+                .ok_or_else(|| crate::LinuxError::NoWindow(xid.to_string()))?;
+            let area = w.area.ok_or_else(|| crate::display::position_unknown(&w))?;
+            d.look(area)
         })
         .await
         .ok()
@@ -189,11 +192,11 @@ impl LinuxDesktop {
     /// last look; a window mapped, unmapped or moved always counts.
     pub(crate) async fn settle_after(
         &self,
-        xid: u32,
+        xid: WinId,
         start: SettleStart,
         probe: Option<(&str, &str)>,
-    ) -> bool {
-        let changed = match (start, &self.watch) {
+    ) -> Settled {
+        let settled = match (start, self.watch) {
             (
                 SettleStart::Events {
                     since,
@@ -204,7 +207,7 @@ impl LinuxDesktop {
                 },
                 Some(w),
             ) => {
-                let key = format!("{xid:#x}/{:?}", self.settling.lock().last_input);
+                let key = format!("{xid}/{:?}", self.settling.lock().last_input);
                 let max = self.config.settle_time;
                 let params = SettleParams {
                     quiet: QUIET,
@@ -234,12 +237,12 @@ impl LinuxDesktop {
             }
             (SettleStart::Pixels(before), _) => {
                 self.settle_window(xid, before).await;
-                before.is_none() || self.fingerprint(xid).await != before
+                Settled::unseen(before.is_none() || self.fingerprint(xid).await != before)
             }
-            (SettleStart::Events { .. }, None) => true,
+            (SettleStart::Events { .. }, None) => Settled::unseen(true),
         };
-        self.settling.lock().last_changed = Some(changed);
-        changed
+        self.settling.lock().last_changed = Some(settled.changed);
+        settled
     }
 
     /// [`Self::settle_after`] with a change watch: follow the windows and look at them on
@@ -248,16 +251,16 @@ impl LinuxDesktop {
     /// observation made meanwhile if it still holds.
     async fn settle_on_events(
         &self,
-        xid: u32,
-        w: &Arc<ChangeWatch>,
+        xid: WinId,
+        w: &Arc<dyn ChangeWatch>,
         key: String,
         mut run: Run,
         probe: Option<(&str, &str)>,
-    ) -> bool {
+    ) -> Settled {
         let since = run.since;
         let max = run.params.max;
         loop {
-            let (redraws, s_first, s_last) = w.activity_since(since);
+            let (redraws, s_first, s_last) = w.log().activity_since(since);
             // a window appeared, went or moved: a dialog opened on the window (or
             // closed) is watched (or let go) from now on
             let mut moved = false;
@@ -291,49 +294,71 @@ impl LinuxDesktop {
                     if !changed && !run.late_checked && since.elapsed() < max {
                         run.late_checked = true;
                         if let Some(probe) = probe {
-                            if self.redrew_late(w, probe, &mut run).await {
+                            if self.redrew_late(w.as_ref(), probe, &mut run).await {
                                 continue;
                             }
                         }
                     }
-                    if let Some(probe) = probe {
-                        let answered = answered_after(&run, f, probe.0);
-                        self.wait_for_handler(w, probe, answered, since, max, run.poll)
-                            .await;
-                    }
-                    self.wait_for_next_dialog(w, &run, max).await;
-                    if let Some(f) = f {
-                        self.settling.lock().learned.note(&key, f);
-                    }
-                    let kept = self.still_prefetched(xid, w, &mut run, l).await;
-                    let kept_one = kept.is_some();
-                    {
-                        let mut st = self.settling.lock();
-                        st.prefetched = kept;
-                        st.settled_at = Some(Instant::now());
-                    }
-                    tracing::debug!(
-                        changed,
-                        first_ms = f.map(|f| f.as_millis() as u64),
-                        decided_ms = decided.as_millis() as u64,
-                        redraws,
-                        looks = run.looks,
-                        prefetches = run.prefetches,
-                        kept_one,
-                        changes = ?run.changes,
-                        exempt = ?run.exempt,
-                        ms = since.elapsed().as_millis() as u64,
-                        "settled"
-                    );
-                    break changed;
+                    let times = (f, l, decided, redraws);
+                    break self
+                        .settled(xid, w.as_ref(), &key, run, probe, times, changed)
+                        .await;
                 }
             }
         }
     }
 
+    /// A step of [`Self::settle_on_events`] once [`decide`] said the window settled: wait
+    /// for what the application may still do (its handler's round trip, the next dialog),
+    /// learn how long the first change took, and keep the observation made meanwhile if it
+    /// still holds. `times`: the first and the last change, when it was decided, and the
+    /// redraws counted.
+    #[allow(clippy::too_many_arguments)]
+    async fn settled(
+        &self,
+        xid: WinId,
+        w: &dyn ChangeWatch,
+        key: &str,
+        mut run: Run,
+        probe: Option<(&str, &str)>,
+        (f, l, decided, redraws): (Option<Duration>, Option<Duration>, Duration, usize),
+        changed: bool,
+    ) -> Settled {
+        let (since, max) = (run.since, run.params.max);
+        if let Some(probe) = probe {
+            let answered = answered_after(&run, f, probe.0);
+            self.wait_for_handler(w, probe, answered, since, max, run.poll)
+                .await;
+        }
+        self.wait_for_next_dialog(w, &run, max).await;
+        if let Some(f) = f {
+            self.settling.lock().learned.note(key, f);
+        }
+        let kept = self.still_prefetched(xid, w, &mut run, l).await;
+        let kept_one = kept.is_some();
+        self.settling.lock().settled_at = Some(Instant::now());
+        tracing::debug!(
+            changed,
+            first_ms = f.map(|f| f.as_millis() as u64),
+            decided_ms = decided.as_millis() as u64,
+            redraws,
+            looks = run.looks,
+            prefetches = run.prefetches,
+            kept_one,
+            changes = ?run.changes,
+            exempt = ?run.exempt,
+            ms = since.elapsed().as_millis() as u64,
+            "settled"
+        );
+        Settled {
+            changed,
+            seen: kept,
+        }
+    }
+
     /// A step of [`Self::settle_on_events`]: a window appeared, went or moved; watch the
     /// window and the dialogs on it as they are now. Whether they changed.
-    async fn follow_windows(&self, xid: u32, w: &Arc<ChangeWatch>, run: &mut Run) -> bool {
+    async fn follow_windows(&self, xid: WinId, w: &Arc<dyn ChangeWatch>, run: &mut Run) -> bool {
         let now = self.watched(xid).await;
         if now == run.watched {
             return false;
@@ -364,7 +389,7 @@ impl LinuxDesktop {
             .lock()
             .transitions
             .note(Instant::now(), &regions);
-        if let Some(r) = crate::x11::union(content) {
+        if let Some(r) = crate::display::pixels::union(content) {
             let t = run.since.elapsed();
             run.changes.push((t.as_millis() as u64, r.x, r.y, r.w, r.h));
             run.first.get_or_insert(t);
@@ -377,7 +402,7 @@ impl LinuxDesktop {
     /// (kept only if nothing changed after it began, see `take_prefetched`). `l` is the time
     /// of the last change. Whether it observed (or gave up observing): then look again
     /// without sleeping.
-    async fn prefetch(&self, xid: u32, run: &mut Run, l: Option<Duration>) -> bool {
+    async fn prefetch(&self, xid: WinId, run: &mut Run, l: Option<Duration>) -> bool {
         let Some(lc) = l else {
             return false;
         };
@@ -386,10 +411,7 @@ impl LinuxDesktop {
         let quiet_for = since.elapsed().saturating_sub(lc);
         if !(run.prefetches < PREFETCH_MAX
             && quiet_for >= PREFETCH_AFTER
-            && !run
-                .prefetched
-                .as_ref()
-                .is_some_and(|(t, _, _)| began_after(t)))
+            && !run.prefetched.as_ref().is_some_and(|(t, _)| began_after(t)))
         {
             return false;
         }
@@ -397,20 +419,14 @@ impl LinuxDesktop {
         // an observation raises its window when another one is
         // active (one the action opened): only the next step's
         // own observation may do that
-        let active = self.x11(|x| x.active_window()).await;
+        let active = self.run(|d| d.active_window()).await;
         if active.is_ok_and(|a| a.is_some_and(|a| !run.watched.ids.contains(&a))) {
             run.prefetches = PREFETCH_MAX;
             return true;
         }
         let t = Instant::now();
-        self.controls.lock().prefetching = true;
-        let obs = self.observe_window(&crate::x11::window_id(xid)).await.ok();
-        let controls = {
-            let mut st = self.controls.lock();
-            st.prefetching = false;
-            st.prefetched.take()
-        };
-        run.prefetched = obs.zip(controls).map(|(o, c)| (t, o, c));
+        let seen = self.observer.observe_ahead(&xid.to_string()).await.ok();
+        run.prefetched = seen.map(|o| (t, o));
         true
     }
 
@@ -422,7 +438,7 @@ impl LinuxDesktop {
     /// (that was the round trip: an application drawing a frame answers ~13 ms late).
     async fn wait_for_handler(
         &self,
-        w: &ChangeWatch,
+        w: &dyn ChangeWatch,
         (bus, path): (&str, &str),
         answered: Option<Instant>,
         since: Instant,
@@ -445,8 +461,10 @@ impl LinuxDesktop {
         };
         // (a window appeared, went or moved: redraws of the watched
         // window alone are the transitions the tail cut short)
-        if w.structure_since(asked) {
-            while since.elapsed() < max && w.last_change().is_some_and(|t| t.elapsed() < QUIET) {
+        if w.log().structure_since(asked) {
+            while since.elapsed() < max
+                && w.log().last_change().is_some_and(|t| t.elapsed() < QUIET)
+            {
                 tokio::time::sleep(poll).await;
             }
         }
@@ -458,7 +476,12 @@ impl LinuxDesktop {
     /// after both, a redraw that changed the window's content means the action did change
     /// it (a loaded machine made gnome-calculator's "=" redraw after the bound). Whether it
     /// did; the settle then goes on until quiet.
-    async fn redrew_late(&self, w: &ChangeWatch, (bus, path): (&str, &str), run: &mut Run) -> bool {
+    async fn redrew_late(
+        &self,
+        w: &dyn ChangeWatch,
+        (bus, path): (&str, &str),
+        run: &mut Run,
+    ) -> bool {
         let left = run.params.max.saturating_sub(run.since.elapsed());
         let _ = tokio::time::timeout(
             left,
@@ -467,7 +490,7 @@ impl LinuxDesktop {
         )
         .await;
         tokio::time::sleep(super::settle::FRAME_GAP.min(left)).await;
-        let (redraws, _, _) = w.activity_since(run.since);
+        let (redraws, _, _) = w.log().activity_since(run.since);
         if redraws <= run.seen {
             return false;
         }
@@ -480,13 +503,14 @@ impl LinuxDesktop {
     /// was on: applications often open the next one a while later (LibreOffice's
     /// keep-format question after Save), so wait for a window to appear (then quiet) up to
     /// the settle time.
-    async fn wait_for_next_dialog(&self, w: &ChangeWatch, run: &Run, max: Duration) {
+    async fn wait_for_next_dialog(&self, w: &dyn ChangeWatch, run: &Run, max: Duration) {
         let since = run.since;
-        if w.gone_since(since, &run.ids) {
+        let log = w.log();
+        if log.gone_since(since, &run.ids) {
             let closed = Instant::now();
             while since.elapsed() < max {
-                let mapped = w.last_map().is_some_and(|t| t >= since);
-                let quiet = w.last_change().is_none_or(|t| t.elapsed() >= QUIET);
+                let mapped = log.last_map().is_some_and(|t| t >= since);
+                let quiet = log.last_change().is_none_or(|t| t.elapsed() >= QUIET);
                 if mapped && quiet && closed.elapsed() >= QUIET {
                     break;
                 }
@@ -500,17 +524,15 @@ impl LinuxDesktop {
     /// same since the last look.
     async fn still_prefetched(
         &self,
-        xid: u32,
-        w: &ChangeWatch,
+        xid: WinId,
+        w: &dyn ChangeWatch,
         run: &mut Run,
         l: Option<Duration>,
     ) -> Option<Prefetched> {
         let since = run.since;
         match run.prefetched.take() {
-            Some((t, obs, controls))
-                if l.is_some_and(|lc| t >= since + lc) && !w.structure_since(t) =>
-            {
-                let (redraws, _, _) = w.activity_since(since);
+            Some((t, o)) if l.is_some_and(|lc| t >= since + lc) && !w.log().structure_since(t) => {
+                let (redraws, _, _) = w.log().activity_since(since);
                 let mut exempt = run.exempt.clone();
                 exempt.extend(self.settling.lock().transitions.running(Instant::now()));
                 let same = redraws == run.seen || {
@@ -523,8 +545,8 @@ impl LinuxDesktop {
                     settled: Instant::now(),
                     look: run.look.clone(),
                     exempt,
-                    obs,
-                    controls,
+                    obs: o.full.observation,
+                    controls: o.labelled,
                 })
             }
             _ => None,
@@ -532,30 +554,62 @@ impl LinuxDesktop {
     }
 }
 
-impl LinuxDesktop {
-    /// The observation of `window_id` made while the last settle waited, if the window has
-    /// not changed since the settle ended (no window event; no redraw, or one that leaves the
-    /// window looking the same) and it is at most [`PREFETCH_KEPT`] old. Taken once.
-    pub(crate) async fn take_prefetched(
-        &self,
-        window_id: &str,
-    ) -> Option<ufo_core::WindowObservation> {
-        let p = self.settling.lock().prefetched.take()?;
-        let w = self.watch.as_ref()?;
-        let xid = crate::x11::parse_window_id(window_id).ok()?;
-        if p.xid != xid || p.settled.elapsed() > PREFETCH_KEPT || w.structure_since(p.settled) {
-            return None;
+impl Settler<'_> {
+    /// Whether the observation made while the last settle waited (`p`) can be handed out for
+    /// window `window_id`: the window has not changed since the settle ended (no window event;
+    /// no redraw, or one that leaves the window looking the same) and it is at most
+    /// [`PREFETCH_KEPT`] old.
+    pub(crate) async fn still_holds(&self, p: &Prefetched, window_id: &str) -> bool {
+        let Some(w) = self.watch.as_ref() else {
+            return false;
+        };
+        let Ok(xid) = WinId::parse(window_id) else {
+            return false;
+        };
+        if p.xid != xid || p.settled.elapsed() > PREFETCH_KEPT || w.log().structure_since(p.settled)
+        {
+            return false;
         }
-        let (redraws, _, _) = w.activity_since(p.settled);
+        let (redraws, _, _) = w.log().activity_since(p.settled);
         if redraws > 0 {
             let now = self.look_at(p.area).await;
             if differs(p.look.as_ref(), now.as_ref(), &p.exempt) {
-                return None;
+                return false;
             }
         }
-        let (owner, entries) = p.controls;
-        self.controls.lock().install(owner, entries);
+        true
+    }
+
+    /// The observation made while the last action settled (`ahead`), handed out for window
+    /// `window_id` when it still holds ([`Self::still_holds`]) and the action started no
+    /// navigation that it did not wait for (it would show the old page: observed once loaded,
+    /// `observe::loading`); its labels are the actions' from now on.
+    pub(crate) async fn hand_out(
+        &self,
+        ahead: Option<Prefetched>,
+        window_id: &str,
+    ) -> Option<ufo_core::WindowObservation> {
+        let p = ahead?;
+        if !(self.still_holds(&p, window_id).await && self.observer.still_loaded(window_id)) {
+            return None;
+        }
+        tracing::debug!("observed while settling");
+        let (xid, labelled) = p.controls;
+        self.observer.controls.lock().install(xid, labelled);
         Some(p.obs)
+    }
+
+    /// The settle asked for between steps: on the change watch when there is one
+    /// ([`Self::settle_quiet`]), else on the pixels of the window acted on last, else a poll.
+    pub(crate) async fn between_steps(&self) {
+        if self.settle_quiet().await {
+            return;
+        }
+        let last = self.settling.lock().last_window;
+        match last {
+            Some(xid) => self.settle_window(xid, None).await,
+            None => tokio::time::sleep(self.config.settle_poll).await,
+        }
     }
 
     /// The settle asked for between steps (a SCREENSHOT status): the last action already
@@ -565,14 +619,14 @@ impl LinuxDesktop {
     /// last action's settle ended (it waited for quiet, a dialog the action opened included).
     /// `false` without a change watch.
     pub(crate) async fn settle_quiet(&self) -> bool {
-        let Some(w) = &self.watch else {
+        let Some(w) = self.watch else {
             return false;
         };
         let (last, settled_at) = {
             let st = self.settling.lock();
             (st.last_window, st.settled_at)
         };
-        if settled_at.is_some_and(|s| w.last_change().is_none_or(|c| c < s)) {
+        if settled_at.is_some_and(|s| w.log().last_change().is_none_or(|c| c < s)) {
             return true;
         }
         let deadline = Instant::now() + self.config.settle_time;
@@ -581,7 +635,7 @@ impl LinuxDesktop {
             None => None,
         };
         while Instant::now() < deadline {
-            if let Some(t) = w.last_change().filter(|t| t.elapsed() < QUIET) {
+            if let Some(t) = w.log().last_change().filter(|t| t.elapsed() < QUIET) {
                 tokio::time::sleep(QUIET.saturating_sub(t.elapsed())).await;
                 continue;
             }

@@ -3,7 +3,7 @@
 //! before the "Enter formula..." button, the formula bar after it).
 
 use crate::a11y::bus::{AppTree, Node};
-use crate::a11y::vocab::role;
+use crate::vocab::role;
 
 /// The description of the edit line's function button (Gnumeric's own words).
 const FORMULA_BUTTON: &str = "Enter formula...";

@@ -5,8 +5,8 @@
 //! name the button; the combo box is the control, its chosen item's labels its value.
 
 use crate::a11y::bus::{AppTree, Node};
-use crate::a11y::vocab::role;
-use crate::observe::names::is_noise;
+use crate::names::is_noise;
+use crate::vocab::role;
 
 /// How many nodes below a drop-down are looked at.
 const DROPDOWN_NODES: usize = 64;
@@ -35,7 +35,7 @@ pub(crate) fn dropdown_choice(tree: &AppTree, n: &Node) -> Option<String> {
 /// control (listed with its name and chosen option); the button would be a second control
 /// named by the hidden "(None)" label.
 pub(crate) fn is_dropdown_button(tree: &AppTree, n: &Node) -> bool {
-    matches!(n.role, role::PUSH_BUTTON | role::TOGGLE_BUTTON)
+    crate::vocab::BUTTONS.contains(n.role)
         && is_noise(n.name.trim())
         && tree
             .nodes
@@ -94,7 +94,7 @@ pub(crate) fn popup_items(tree: &AppTree, list: &Node) -> Vec<(String, String, b
             (
                 k.path.clone(),
                 text.join(" "),
-                k.has(crate::a11y::vocab::state::SELECTED),
+                k.has(crate::vocab::state::SELECTED),
             )
         })
         .collect()
@@ -170,7 +170,7 @@ mod tests {
         {
             let mut item = node(&format!("/i{i}"), "/list", role::LIST_ITEM, "");
             if i == 0 {
-                item.states = crate::a11y::vocab::state::SELECTED;
+                item.states = crate::vocab::state::SELECTED;
             }
             nodes.push(item);
             nodes.push(node(&format!("/p{i}"), &format!("/i{i}"), role::PANEL, ""));

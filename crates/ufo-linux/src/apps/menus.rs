@@ -5,10 +5,11 @@
 
 use std::collections::HashSet;
 
+use crate::a11y::bus::A11yBus;
 use crate::a11y::bus::AppTree;
-use crate::a11y::vocab::role;
-use crate::a11y::vocab::state;
-use crate::desktop::LinuxDesktop;
+use crate::vocab::role;
+use crate::vocab::state;
+use crate::LinuxConfig;
 
 /// How many levels of submenus are followed.
 const MAX_DEPTH: usize = 4;
@@ -34,24 +35,14 @@ pub(crate) fn shown_in_open_menu(open: &HashSet<String>, n: &crate::a11y::bus::N
     !open.is_empty() && n.has(state::VISIBLE) && !n.has(state::DEFUNCT) && open.contains(&n.parent)
 }
 
-/// Whether a toolkit name and version are GTK2's (its bridge calls itself GAIL).
-pub(crate) fn is_gtk2(toolkit: &str, version: &str) -> bool {
-    toolkit.eq_ignore_ascii_case("gail")
-        || (toolkit.eq_ignore_ascii_case("gtk") && version.starts_with('2'))
+/// Reading GTK2's menus: the bus to ask and the bounds of the configuration.
+#[derive(Clone, Copy)]
+pub(crate) struct Menus<'a> {
+    pub bus: &'a A11yBus,
+    pub config: &'a LinuxConfig,
 }
 
-impl LinuxDesktop {
-    /// Whether the application on `bus` is GTK2 (asked once per application).
-    pub(crate) async fn is_gtk2_app(&self, bus: &str) -> bool {
-        if let Some(g) = self.apps.lock().gtk2.get(bus) {
-            return *g;
-        }
-        let (tk, version) = self.bus.toolkit(bus).await;
-        let g = is_gtk2(&tk, &version);
-        self.apps.lock().gtk2.insert(bus.to_string(), g);
-        g
-    }
-
+impl Menus<'_> {
     /// A menu's item paths: from the tree, else asked (one call; a menu claiming more than
     /// `walk_max_children` items, or a negative count, is left alone).
     async fn item_paths(&self, bus: &str, tree: &AppTree, menu: &str) -> Vec<String> {
@@ -183,13 +174,6 @@ mod tests {
         assert!(!shown_in_open_menu(&open, &closed));
         let hidden = node("/x", "/image", 35, 0);
         assert!(!shown_in_open_menu(&open, &hidden));
-    }
-
-    #[test]
-    fn gtk2_is_recognised_by_its_bridge() {
-        assert!(is_gtk2("GAIL", "2.24.33"));
-        assert!(!is_gtk2("GTK", "3.24.38"));
-        assert!(!is_gtk2("Chromium", "148"));
     }
 
     #[test]

@@ -16,9 +16,9 @@ use ufo_core::Rect;
 use crate::a11y::bus::A11yBus;
 use crate::a11y::bus::{AppTree, Node};
 use crate::a11y::nodecache::KnownNodes;
-use crate::a11y::vocab::role;
-use crate::a11y::vocab::{iface, state};
-use crate::observe::controls::CtlInfo;
+use crate::controls::CtlInfo;
+use crate::vocab::role;
+use crate::vocab::{iface, state};
 use crate::LinuxConfig;
 
 /// Most children read from one document node (LibreOffice reports only what is on screen:
@@ -337,8 +337,51 @@ pub(crate) fn keep_mask(items: &[Placed]) -> Vec<bool> {
     keep
 }
 
+/// The ancestors of each candidate down from `root` (the window's root pane), the
+/// candidate's own path last, for the candidates under it; and every node on those chains.
+fn ancestor_chains(
+    tree: &AppTree,
+    root: &str,
+    candidates: &[&Node],
+) -> (Vec<(String, Vec<String>)>, Vec<String>) {
+    let mut chains: Vec<(String, Vec<String>)> = Vec::new();
+    let mut wanted: Vec<String> = Vec::new();
+    for c in candidates {
+        let mut chain = vec![c.path.clone()];
+        let mut p = c.parent.clone();
+        let mut found = false;
+        for _ in 0..40 {
+            if p == root {
+                found = true;
+                break;
+            }
+            let Some(n) = tree.nodes.get(&p) else { break };
+            chain.push(p.clone());
+            p = n.parent.clone();
+        }
+        if !found {
+            continue;
+        }
+        chain.push(root.to_string());
+        chain.reverse();
+        wanted.extend(chain.iter().cloned());
+        chains.push((c.path.clone(), chain));
+    }
+    (chains, wanted)
+}
+
+/// A reading of the documents' parts under way: the bound on children, the deadline, the
+/// nodes read so far and the parts left out (for the warning).
+struct DocReading<'r> {
+    bound: i32,
+    deadline: Instant,
+    read: &'r mut usize,
+    left_out: &'r mut Vec<String>,
+}
+
 /// What reading office documents needs: the bus, the nodes read one by one before, and the
 /// configuration's bounds (the desktop lends them, see `LinuxDesktop::office`).
+#[derive(Clone, Copy)]
 pub(crate) struct Office<'a> {
     pub bus: &'a A11yBus,
     pub nodes: &'a KnownNodes,
@@ -379,77 +422,13 @@ impl Office<'_> {
             if level.is_empty() || Instant::now() >= deadline || read >= DOC_MAX_NODES {
                 break;
             }
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            // live child counts: one cheap call each, nothing is built
-            let counts = tokio::time::timeout(
-                remaining,
-                futures::future::join_all(level.iter().map(|p| {
-                    self.bus
-                        .prop::<i32>(bus, p, "org.a11y.atspi.Accessible", "ChildCount")
-                })),
-            )
-            .await
-            .unwrap_or_default();
-            let mut parents = Vec::new();
-            for (p, c) in level.iter().zip(counts) {
-                match c {
-                    Ok(c) if c > 0 && c <= bound => parents.push(p.clone()),
-                    Ok(c) if c > bound => {
-                        if let Some(n) = tree.nodes.get(p) {
-                            left_out.push(format!(
-                                "{} {:?} ({c} children)",
-                                crate::a11y::vocab::role_name(n.role),
-                                n.name.trim()
-                            ));
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            let kids = tokio::time::timeout(
-                remaining,
-                futures::future::join_all(parents.iter().map(|p| self.bus.children(bus, p))),
-            )
-            .await
-            .unwrap_or_default();
-            let mut fresh: Vec<(String, String, i32)> = Vec::new();
-            for (p, k) in parents.iter().zip(kids) {
-                let Ok(k) = k else { continue };
-                // the live answer replaces what the cache had (stale slides, old paragraphs)
-                if let Some(old) = tree.children.get_mut(p) {
-                    old.retain(|c| k.contains(c));
-                }
-                for (i, path) in k.into_iter().enumerate() {
-                    if read + fresh.len() >= DOC_MAX_NODES {
-                        break;
-                    }
-                    if !tree.nodes.contains_key(&path) {
-                        fresh.push((path, p.clone(), i as i32));
-                    } else {
-                        tree.reparent(&path, p, i as i32);
-                    }
-                }
-            }
-            read += fresh.len();
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            let nodes = tokio::time::timeout(
-                remaining,
-                futures::future::join_all(
-                    fresh
-                        .iter()
-                        .map(|(k, p, i)| self.nodes.read(self.bus, bus, k, p, *i)),
-                ),
-            )
-            .await
-            .unwrap_or_default();
-            level = Vec::new();
-            for n in nodes.into_iter().flatten() {
-                if depth < 2 && is_holder(n.role) && n.child_count > 0 && n.has(state::SHOWING) {
-                    level.push(n.path.clone());
-                }
-                tree.insert(n);
-            }
+            let reading = DocReading {
+                bound,
+                deadline,
+                read: &mut read,
+                left_out: &mut left_out,
+            };
+            level = self.read_doc_level(bus, tree, &level, depth, reading).await;
         }
         tree.sort_children();
         if !left_out.is_empty() {
@@ -460,6 +439,104 @@ impl Office<'_> {
                 left_out.join(", ")
             ));
         }
+    }
+
+    /// A step of [`Self::read_doc_level`]: the parts of `level` whose children are read: their
+    /// live child counts (one cheap call each, nothing is built) within the bound; those
+    /// above it are noted as left out.
+    async fn doc_parents(
+        &self,
+        bus: &str,
+        tree: &AppTree,
+        level: &[String],
+        r: &mut DocReading<'_>,
+    ) -> Vec<String> {
+        let remaining = r.deadline.saturating_duration_since(Instant::now());
+        let counts = tokio::time::timeout(
+            remaining,
+            futures::future::join_all(level.iter().map(|p| {
+                self.bus
+                    .prop::<i32>(bus, p, "org.a11y.atspi.Accessible", "ChildCount")
+            })),
+        )
+        .await
+        .unwrap_or_default();
+        let mut parents = Vec::new();
+        for (p, c) in level.iter().zip(counts) {
+            match c {
+                Ok(c) if c > 0 && c <= r.bound => parents.push(p.clone()),
+                Ok(c) if c > r.bound => {
+                    if let Some(n) = tree.nodes.get(p) {
+                        r.left_out.push(format!(
+                            "{} {:?} ({c} children)",
+                            crate::vocab::role_name(n.role),
+                            n.name.trim()
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+        parents
+    }
+
+    /// A step of [`Self::read_documents`]: one level of the documents' parts read live (their
+    /// live child counts, the children of those within the bound, the nodes the tree lacks);
+    /// the holders among them (tables, cells, shapes, before the last level) make the next.
+    async fn read_doc_level(
+        &self,
+        bus: &str,
+        tree: &mut AppTree,
+        level: &[String],
+        depth: usize,
+        mut r: DocReading<'_>,
+    ) -> Vec<String> {
+        let parents = self.doc_parents(bus, tree, level, &mut r).await;
+        let remaining = r.deadline.saturating_duration_since(Instant::now());
+        let kids = tokio::time::timeout(
+            remaining,
+            futures::future::join_all(parents.iter().map(|p| self.bus.children(bus, p))),
+        )
+        .await
+        .unwrap_or_default();
+        let mut fresh: Vec<(String, String, i32)> = Vec::new();
+        for (p, k) in parents.iter().zip(kids) {
+            let Ok(k) = k else { continue };
+            // the live answer replaces what the cache had (stale slides, old paragraphs)
+            if let Some(old) = tree.children.get_mut(p) {
+                old.retain(|c| k.contains(c));
+            }
+            for (i, path) in k.into_iter().enumerate() {
+                if *r.read + fresh.len() >= DOC_MAX_NODES {
+                    break;
+                }
+                if !tree.nodes.contains_key(&path) {
+                    fresh.push((path, p.clone(), i as i32));
+                } else {
+                    tree.reparent(&path, p, i as i32);
+                }
+            }
+        }
+        *r.read += fresh.len();
+        let remaining = r.deadline.saturating_duration_since(Instant::now());
+        let nodes = tokio::time::timeout(
+            remaining,
+            futures::future::join_all(
+                fresh
+                    .iter()
+                    .map(|(k, p, i)| self.nodes.read(self.bus, bus, k, p, *i)),
+            ),
+        )
+        .await
+        .unwrap_or_default();
+        let mut next = Vec::new();
+        for n in nodes.into_iter().flatten() {
+            if depth < 2 && is_holder(n.role) && n.child_count > 0 && n.has(state::SHOWING) {
+                next.push(n.path.clone());
+            }
+            tree.insert(n);
+        }
+        next
     }
 
     /// Corrections of the candidates' rectangles when the window's root pane reports itself
@@ -495,29 +572,7 @@ impl Office<'_> {
             return out;
         };
         // the ancestors of each candidate up to the root pane
-        let mut chains: Vec<(String, Vec<String>)> = Vec::new();
-        let mut wanted: Vec<String> = Vec::new();
-        for c in candidates {
-            let mut chain = vec![c.path.clone()];
-            let mut p = c.parent.clone();
-            let mut found = false;
-            for _ in 0..40 {
-                if p == root.0 {
-                    found = true;
-                    break;
-                }
-                let Some(n) = tree.nodes.get(&p) else { break };
-                chain.push(p.clone());
-                p = n.parent.clone();
-            }
-            if !found {
-                continue;
-            }
-            chain.push(root.0.clone());
-            chain.reverse();
-            wanted.extend(chain.iter().cloned());
-            chains.push((c.path.clone(), chain));
-        }
+        let (chains, mut wanted) = ancestor_chains(tree, &root.0, candidates);
         wanted.sort();
         wanted.dedup();
         wanted.truncate(3000);

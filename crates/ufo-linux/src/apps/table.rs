@@ -23,19 +23,19 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use ufo_core::{Control, Rect, UiAction};
+use ufo_core::{Control, Rect};
 use zbus::zvariant::OwnedObjectPath;
 
-use crate::a11y::bus::{AppTree, Node};
-use crate::a11y::vocab::role;
-use crate::a11y::vocab::{iface, state};
-use crate::apps::sheets::Cell;
-use crate::desktop::LinuxDesktop;
-use crate::observe::controls::CtlInfo;
-use crate::observe::controls::{ControlDetail, Fetched};
-use crate::x11::intersect;
-use crate::x11::keys::{char_keysym, parse_keys, sym, KeyStep};
-use crate::LinuxError;
+use crate::a11y::bus::{A11yBus, AppTree, Node};
+use crate::apps::office::Office;
+use crate::apps::sheets::{Cell, SheetCache};
+use crate::controls::CtlInfo;
+use crate::controls::{ControlDetail, Fetched};
+use crate::display::pixels::intersect;
+use crate::display::WinId;
+use crate::vocab::role;
+use crate::vocab::{iface, state};
+use crate::{LinuxConfig, LinuxError};
 
 /// Most rows of a sheet read in one observation.
 pub(crate) const MAX_ROWS: u32 = 60;
@@ -239,7 +239,7 @@ fn cell_controls(
     sheet_id: &str,
     listed: &[&Cell],
     grid: &Grid<'_>,
-    xid: u32,
+    xid: WinId,
 ) -> Vec<Fetched> {
     let mut out = Vec::new();
     for c in listed {
@@ -274,8 +274,8 @@ fn cell_controls(
                 states: 0,
                 window: xid,
                 // a cell's name is its address; only its role is compared before acting
-                seen: crate::observe::controls::Seen {
-                    role: crate::a11y::vocab::role::TABLE_CELL,
+                seen: crate::controls::Seen {
+                    role: crate::vocab::role::TABLE_CELL,
                     name: cell_address(c.row, c.col),
                     label: 0,
                 },
@@ -293,9 +293,9 @@ fn sheet_control(
     sheet_id: String,
     summary: String,
     rect: Rect,
-    xid: u32,
+    xid: WinId,
 ) -> Fetched {
-    let name = crate::observe::names::clean_name(&sheet.name, &sheet.description, "");
+    let name = crate::names::clean_name(&sheet.name, &sheet.description, "");
     fetched(
         sheet_id,
         "table",
@@ -311,7 +311,7 @@ fn sheet_control(
             ifaces: sheet.ifaces,
             states: sheet.states,
             window: xid,
-            seen: crate::observe::controls::Seen {
+            seen: crate::controls::Seen {
                 role: sheet.role,
                 name: sheet.name.clone(),
                 label: 0,
@@ -320,20 +320,30 @@ fn sheet_control(
     )
 }
 
-impl LinuxDesktop {
+/// Reading spreadsheets during an observation: the bus, the bounds of the configuration, the
+/// cells read before ([`SheetCache`]) and the office documents' placement fixes.
+#[derive(Clone, Copy)]
+pub(crate) struct SheetReader<'a> {
+    pub bus: &'a A11yBus,
+    pub config: &'a LinuxConfig,
+    pub sheets: &'a SheetCache,
+    pub office: Office<'a>,
+}
+
+impl SheetReader<'_> {
     /// The controls of the spreadsheets among the window's nodes: each sheet's visible filled
     /// cells (and the empty ones next to the data), the sheet itself, and the formula input
     /// line; also names the Name Box among `out`. Replaces the warning that the sheet was not
-    /// enumerated.
+    /// enumerated. `count`: the application's event count at the start of this observation
+    /// (`observe::changes`: the cells of the last one are kept while it is the same).
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn sheet_controls(
         &self,
         bus: &str,
         tree: &AppTree,
         frame: &str,
-        offset: (i32, i32),
-        win: Rect,
-        xid: u32,
+        (offset, win, xid): ((i32, i32), Rect, WinId),
+        count: Option<u64>,
         out: &mut Vec<Fetched>,
         warnings: &mut Vec<String>,
     ) {
@@ -352,16 +362,16 @@ impl LinuxDesktop {
         // that part of the tree, is reported where it is)
         let refs: Vec<&Node> = sheets.iter().collect();
         let fixes = self
-            .office()
+            .office
             .extent_corrections(bus, tree, frame, &refs)
             .await;
         for sheet in &sheets {
             let (dx, dy) = fixes.get(&sheet.path).copied().unwrap_or((0, 0));
             let offset = (offset.0 + dx, offset.1 + dy);
-            let name = crate::observe::names::clean_name(&sheet.name, &sheet.description, "");
+            let name = crate::names::clean_name(&sheet.name, &sheet.description, "");
             let refused = format!("table {:?} (", name);
             warnings.retain(|w| !w.starts_with(&refused));
-            match self.read_sheet(bus, sheet, offset, win, xid).await {
+            match self.read_sheet(bus, sheet, (offset, win, xid), count).await {
                 Ok(mut cells) => out.append(&mut cells),
                 Err(e) => warnings.push(format!(
                     "the visible cells of sheet {name:?} could not be read ({e}): they are not listed; name a cell by its address or use the Name Box"
@@ -393,14 +403,13 @@ impl LinuxDesktop {
         &self,
         bus: &str,
         sheet: &Node,
-        offset: (i32, i32),
-        win: Rect,
-        xid: u32,
+        (offset, win, xid): ((i32, i32), Rect, WinId),
+        count: Option<u64>,
     ) -> Result<Vec<Fetched>, LinuxError> {
         let deadline = Instant::now() + self.config.walk_budget;
         let (vis, range, cut) = self.visible_range(bus, sheet, offset, win).await?;
         let t_corners = Instant::now();
-        let cells = self.read_cells(bus, sheet, &range, deadline).await?;
+        let cells = self.read_cells(bus, sheet, &range, deadline, count).await?;
         let t_cells = Instant::now();
         self.remember_cell_paths(bus, sheet, &cells);
         let filled: Vec<(u32, u32)> = cells
@@ -505,11 +514,11 @@ impl LinuxDesktop {
         sheet: &Node,
         range: &CellRange,
         deadline: Instant,
+        count: Option<u64>,
     ) -> Result<Vec<Cell>, LinuxError> {
         let known = self.sheets.known_paths(bus, &sheet.path, range.cells());
         let known = &known;
         // the cells of the last observation, when LibreOffice sent no event since
-        let count = self.kept.event_count(bus);
         let key = (bus.to_string(), sheet.path.clone());
         let kept = count.and_then(|n| {
             self.sheets.kept_cells(&key, n, |cells| {
@@ -542,7 +551,7 @@ impl LinuxDesktop {
                     });
                 }
             }
-            let path = self.cell_path(bus, &sheet.path, r, c).await?;
+            let path = cell_path(self.bus, bus, &sheet.path, r, c).await?;
             let text = self.bus.text(bus, &path).await.unwrap_or_default();
             Ok::<_, LinuxError>(Cell {
                 row: r,
@@ -586,7 +595,7 @@ impl LinuxDesktop {
                     return Ok((c.path.clone(), text));
                 }
                 // the cell's object went with its edit: ask the sheet for it again
-                let path = self.cell_path(bus, sheet, c.row, c.col).await?;
+                let path = cell_path(self.bus, bus, sheet, c.row, c.col).await?;
                 let text = self.bus.text(bus, &path).await?;
                 Ok::<_, LinuxError>((path, text))
             }
@@ -630,7 +639,7 @@ impl LinuxDesktop {
                 }
                 // the object kept for the cell went away (another client asked LibreOffice
                 // for the cell since): ask the sheet for it again
-                let path = self.cell_path(bus, sheet, c.row, c.col).await?;
+                let path = cell_path(self.bus, bus, sheet, c.row, c.col).await?;
                 let e = self.bus.extents(bus, &path).await?;
                 self.sheets
                     .set_cell_path((bus.to_string(), sheet.to_string(), c.row, c.col), path);
@@ -654,28 +663,6 @@ impl LinuxDesktop {
             }
         }
         Ok((cols, rows))
-    }
-
-    /// A fresh reference to one cell (LibreOffice builds a new cell object each time, and keeps
-    /// it: callers reuse the ones they have).
-    async fn cell_path(
-        &self,
-        bus: &str,
-        sheet: &str,
-        row: u32,
-        col: u32,
-    ) -> Result<String, LinuxError> {
-        let cell: ObjRef = self
-            .bus
-            .call(
-                bus,
-                sheet,
-                TABLE_IFACE,
-                "GetAccessibleAt",
-                &(row as i32, col as i32),
-            )
-            .await?;
-        Ok(cell.1.as_str().to_string())
     }
 
     /// A cell's (row, column): from its name (LibreOffice names cells by address), else from
@@ -729,7 +716,7 @@ impl LinuxDesktop {
         frame: &str,
         offset: (i32, i32),
         win: Rect,
-        xid: u32,
+        xid: WinId,
     ) -> Vec<Fetched> {
         // the window's own nodes (its root pane among them), the frame itself left out
         let inside: HashSet<&str> = tree
@@ -900,280 +887,27 @@ impl LinuxDesktop {
         }
         false
     }
+}
 
-    /// Whether an action goes to [`Self::sheet_action`]: any action on a cell (a control id
-    /// with `#` and an address), `set_text` on the Name Box.
-    pub(crate) fn is_sheet_target(&self, control_id: &str, action: &UiAction) -> bool {
-        split_cell_id(control_id).is_some()
-            || (matches!(action, UiAction::SetText { .. })
-                && self
-                    .controls
-                    .lock()
-                    .by_id
-                    .get(control_id)
-                    .is_some_and(|c| c.name == NAME_BOX))
-    }
-
-    /// An action on a cell, or `set_text` on the Name Box (which jumps there).
-    pub(crate) async fn sheet_action(
-        &self,
-        xid: u32,
-        window: &str,
-        control_id: &str,
-        action: &UiAction,
-    ) -> Result<String, LinuxError> {
-        if let Some((sheet_id, cell)) = split_cell_id(control_id) {
-            return self.cell_action(xid, window, sheet_id, cell, action).await;
-        }
-        let name_box = self
-            .controls
-            .lock()
-            .by_id
-            .get(control_id)
-            .cloned()
-            .ok_or_else(|| LinuxError::NoControl {
-                window: window.to_string(),
-                control: control_id.to_string(),
-            })?;
-        let UiAction::SetText { text } = action else {
-            return Err(LinuxError::Unsupported(format!(
-                "{} on the Name Box: use set_text",
-                action.name()
-            )));
-        };
-        self.jump(&name_box, text).await?;
-        Ok(format!(
-            "the Name Box moved the cursor to {:?}",
-            text.trim()
-        ))
-    }
-
-    /// The control of this window with a given name (the Name Box, the input line).
-    fn named(&self, xid: u32, name: &str) -> Option<CtlInfo> {
-        self.controls
-            .lock()
-            .by_id
-            .values()
-            .find(|c| c.window == xid && c.name == name)
-            .cloned()
-    }
-
-    /// Type a cell address or range into the Name Box and press Enter (its `activate`
-    /// action): LibreOffice moves the cursor there or selects the range.
-    async fn jump(&self, name_box: &CtlInfo, target: &str) -> Result<(), LinuxError> {
-        let target = target.trim();
-        let ok: bool = self
-            .bus
-            .call(
-                &name_box.bus,
-                &name_box.path,
-                "org.a11y.atspi.EditableText",
-                "SetTextContents",
-                &(target,),
-            )
-            .await?;
-        if !ok {
-            return Err(LinuxError::ActionFailed(format!(
-                "the Name Box did not take {target:?}; observe the window again"
-            )));
-        }
-        let actions = self
-            .bus
-            .actions(&name_box.bus, &name_box.path)
-            .await
-            .unwrap_or_default();
-        let index = actions
-            .iter()
-            .position(|a| a.eq_ignore_ascii_case("activate"))
-            .ok_or_else(|| {
-                LinuxError::ActionFailed(
-                    "the Name Box has no activate action: type the address into it with type_keys and {ENTER}"
-                        .to_string(),
-                )
-            })?;
-        let _: bool = self
-            .bus
-            .call(
-                &name_box.bus,
-                &name_box.path,
-                "org.a11y.atspi.Action",
-                "DoAction",
-                &(index as i32,),
-            )
-            .await?;
-        Ok(())
-    }
-
-    /// Give the keyboard focus back to the sheet (the Name Box may keep it after a jump), and
-    /// wait until LibreOffice has taken it.
-    async fn focus_grid(&self, xid: u32, sheet: &CtlInfo) -> Result<(), LinuxError> {
-        self.activate(xid).await?;
-        let _ = self
-            .bus
-            .call::<_, bool>(
-                &sheet.bus,
-                &sheet.path,
-                "org.a11y.atspi.Component",
-                "GrabFocus",
-                &(),
-            )
-            .await;
-        let deadline = Instant::now() + self.config.settle_time / 2;
-        loop {
-            let focused = self
-                .bus
-                .call::<_, Vec<u32>>(
-                    &sheet.bus,
-                    &sheet.path,
-                    "org.a11y.atspi.Accessible",
-                    "GetState",
-                    &(),
-                )
-                .await
-                .map(|w| crate::a11y::bus::state_bits(&w) & state::FOCUSED != 0)
-                .unwrap_or(false);
-            if focused || Instant::now() >= deadline {
-                return Ok(());
-            }
-            tokio::time::sleep(self.config.settle_poll).await;
-        }
-    }
-
-    /// Move the cursor to a cell through the Name Box.
-    async fn go_to_cell(&self, xid: u32, window: &str, address: &str) -> Result<(), LinuxError> {
-        let name_box = match self.named(xid, NAME_BOX) {
-            Some(b) => b,
-            None => {
-                self.observe_with(window, false).await?;
-                self.named(xid, NAME_BOX).ok_or_else(|| {
-                    LinuxError::ActionFailed(format!(
-                        "cannot reach cell {address}: the window shows no Name Box (View ▸ Formula Bar shows it)"
-                    ))
-                })?
-            }
-        };
-        self.jump(&name_box, address).await
-    }
-
-    /// The sheet control's info, observing once when it is not known.
-    async fn sheet_info(&self, window: &str, sheet_id: &str) -> Result<CtlInfo, LinuxError> {
-        if let Some(s) = self.controls.lock().by_id.get(sheet_id).cloned() {
-            return Ok(s);
-        }
-        self.observe_with(window, false).await?;
-        self.controls
-            .lock()
-            .by_id
-            .get(sheet_id)
-            .cloned()
-            .ok_or_else(|| LinuxError::NoControl {
-                window: window.to_string(),
-                control: sheet_id.to_string(),
-            })
-    }
-
-    /// One action on one cell.
-    async fn cell_action(
-        &self,
-        xid: u32,
-        window: &str,
-        sheet_id: &str,
-        (row, col): (u32, u32),
-        action: &UiAction,
-    ) -> Result<String, LinuxError> {
-        let address = cell_address(row, col);
-        let sheet = self.sheet_info(window, sheet_id).await?;
-        let key = (sheet.bus.clone(), sheet.path.clone(), row, col);
-        let known = self.sheets.cell_path(&key);
-        let path = match known {
-            Some(p) if self.bus.text(&sheet.bus, &p).await.is_ok() => p,
-            _ => {
-                let p = self.cell_path(&sheet.bus, &sheet.path, row, col).await?;
-                self.sheets.set_cell_path(key, p.clone());
-                p
-            }
-        };
-        let shown = || async { self.bus.text(&sheet.bus, &path).await };
-        match action {
-            UiAction::ReadText => {
-                let value = shown().await?;
-                self.go_to_cell(xid, window, &address).await?;
-                let formula = match self.named(xid, INPUT_LINE) {
-                    Some(line) => self.bus.text(&line.bus, &line.path).await.ok(),
-                    None => None,
-                };
-                Ok(cell_content(formula.as_deref(), &value))
-            }
-            UiAction::SetText { text } => {
-                let t0 = Instant::now();
-                self.go_to_cell(xid, window, &address).await?;
-                let jumped = t0.elapsed();
-                self.focus_grid(xid, &sheet).await?;
-                let focused = t0.elapsed();
-                let mut steps: Vec<KeyStep> = text
-                    .chars()
-                    .map(|ch| KeyStep::Chord {
-                        mods: vec![],
-                        key: char_keysym(ch),
-                    })
-                    .collect();
-                // Delete drops what AutoInput proposed after the text, Enter commits
-                steps.push(KeyStep::Chord {
-                    mods: vec![],
-                    key: 0xffff,
-                });
-                steps.push(KeyStep::Chord {
-                    mods: vec![],
-                    key: sym::RETURN,
-                });
-                self.send_keys_in_order(xid, Some(&sheet), steps).await?;
-                let sent = t0.elapsed();
-                // LibreOffice shows the content once it has handled Enter: wait for it, bounded
-                let deadline = Instant::now() + self.config.settle_time;
-                let mut now = shown().await.unwrap_or_default();
-                while now.is_empty() && !text.trim().is_empty() && Instant::now() < deadline {
-                    tokio::time::sleep(self.config.settle_poll).await;
-                    now = shown().await.unwrap_or_default();
-                }
-                tracing::debug!(
-                    jump_ms = jumped.as_millis() as u64,
-                    focus_ms = focused.as_millis() as u64,
-                    keys_ms = sent.as_millis() as u64,
-                    shown_ms = t0.elapsed().as_millis() as u64,
-                    "cell entry phases"
-                );
-                // the next observation reads this cell again, and the cells it may feed
-                self.sheets
-                    .note_entry(&(sheet.bus.clone(), sheet.path.clone()), (row, col));
-                if now.is_empty() && !text.trim().is_empty() {
-                    return Err(LinuxError::ActionFailed(format!(
-                        "typed {text:?} into cell {address} but it still shows nothing; is a dialog open?"
-                    )));
-                }
-                Ok(format!("entered {text:?} in cell {address} (it shows {now:?})"))
-            }
-            UiAction::Click { .. } | UiAction::Focus => {
-                self.go_to_cell(xid, window, &address).await?;
-                Ok(format!("selected cell {address}"))
-            }
-            UiAction::TypeKeys { keys } => {
-                // any key may change any cell (a paste, an undo, a fill)
-                self.sheets.note_other_action();
-                let steps = parse_keys(keys)?;
-                self.go_to_cell(xid, window, &address).await?;
-                self.focus_grid(xid, &sheet).await?;
-                let n = steps.len();
-                self.send_keys_in_order(xid, Some(&sheet), steps).await?;
-                Ok(format!("typed {n} keys in cell {address}"))
-            }
-            UiAction::Select { .. } | UiAction::Scroll { .. } | UiAction::ClickAt { .. } => {
-                Err(LinuxError::Unsupported(format!(
-                    "{} does not apply to cell {address}: use set_text, read_text, click or type_keys on a cell, scroll on the sheet",
-                    action.name()
-                )))
-            }
-        }
-    }
+/// A fresh reference to one cell of `sheet` in application `app` (LibreOffice builds a new
+/// cell object each time, and keeps it: callers reuse the ones they have).
+pub(crate) async fn cell_path(
+    bus: &A11yBus,
+    app: &str,
+    sheet: &str,
+    row: u32,
+    col: u32,
+) -> Result<String, LinuxError> {
+    let cell: ObjRef = bus
+        .call(
+            app,
+            sheet,
+            TABLE_IFACE,
+            "GetAccessibleAt",
+            &(row as i32, col as i32),
+        )
+        .await?;
+    Ok(cell.1.as_str().to_string())
 }
 
 /// Extents (bus coordinates) moved to the screen by `offset` and cut to the window `win`;
@@ -1190,7 +924,7 @@ fn on_screen((x, y, w, h): (i32, i32, i32, i32), offset: (i32, i32), win: Rect) 
     )
 }
 
-fn info(bus: &str, n: &Node, name: &str, rect: Rect, xid: u32) -> CtlInfo {
+fn info(bus: &str, n: &Node, name: &str, rect: Rect, xid: WinId) -> CtlInfo {
     CtlInfo {
         bus: bus.to_string(),
         path: n.path.clone(),
@@ -1200,7 +934,7 @@ fn info(bus: &str, n: &Node, name: &str, rect: Rect, xid: u32) -> CtlInfo {
         ifaces: n.ifaces,
         states: n.states,
         window: xid,
-        seen: crate::observe::controls::Seen {
+        seen: crate::controls::Seen {
             role: n.role,
             name: n.name.clone(),
             label: 0,

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use crate::a11y::bus::A11yBus;
 use crate::a11y::bus::{AppTree, Node};
-use crate::a11y::vocab::role;
-use crate::a11y::vocab::{iface, state};
-use crate::observe::controls::CtlInfo;
+use crate::controls::CtlInfo;
+use crate::vocab::role;
+use crate::vocab::{iface, state, WEB_DOCUMENTS};
 use crate::LinuxConfig;
 use crate::LinuxError;
 
@@ -30,14 +30,6 @@ pub(crate) fn arrow_keys(chosen: Option<usize>, target: usize) -> Vec<u32> {
         Some(from) if target >= from => vec![DOWN; target - from],
         Some(from) => vec![UP; from - target],
     }
-}
-
-/// Whether a name from `GetActions` is an action's name: not empty (Chromium's answer) and
-/// not an ATK key binding `mnemonic;sequence;shortcut` (`;;` or `<Alt>f;`, what Gecko gave in
-/// every field before it was no longer asked, see `ActionNames`); the others are asked one by
-/// one with `GetName(i)`.
-pub(crate) fn is_action_name(name: &str) -> bool {
-    !name.trim().is_empty() && !name.contains(';')
 }
 
 /// Whether a text is only object replacement characters (embedded objects) and blanks: the
@@ -77,9 +69,6 @@ pub(crate) fn is_empty_wrapper(tree: &AppTree, n: &Node, child_text: &str) -> bo
             )
         })
 }
-
-/// Roles of a whole document (web page, office document).
-pub(crate) const DOCUMENTS: &[u32] = &[role::DOCUMENT_FRAME, role::DOCUMENT_WEB];
 
 /// Pause between the wheel notches of a scroll on a web page.
 pub(crate) const NOTCH_PAUSE: Duration = Duration::from_millis(30);
@@ -250,7 +239,7 @@ pub(crate) async fn layout_before_scroll(
     a11y: &A11yBus,
     c: &CtlInfo,
 ) -> Option<Option<Vec<(i32, i32, i32, i32)>>> {
-    if !DOCUMENTS.contains(&c.seen.role) {
+    if !WEB_DOCUMENTS.contains(c.seen.role) {
         return None;
     }
     Some(document_layout(a11y, c).await)
@@ -357,16 +346,6 @@ mod tests {
         assert_eq!(arrow_keys(Some(2), 0), vec![0xff52, 0xff52]);
         assert_eq!(arrow_keys(Some(1), 1), Vec::<u32>::new());
         assert_eq!(arrow_keys(None, 2), vec![0xff50, 0xff54, 0xff54]);
-    }
-
-    #[test]
-    fn gecko_key_bindings_and_chromium_blanks_are_not_action_names() {
-        for garbage in [";;", "<Alt>f;", "<Alt><Shift>T;", "", "  "] {
-            assert!(!is_action_name(garbage), "{garbage:?}");
-        }
-        for real in ["press", "click", "jump", "select", "open", "activate"] {
-            assert!(is_action_name(real), "{real:?}");
-        }
     }
 
     #[test]

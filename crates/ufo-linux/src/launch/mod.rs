@@ -5,12 +5,59 @@
 //! outlives it). The children launched ([`Launched`]) are what the desktop holds; the
 //! launching itself (`start.rs`) reads windows and the bus through the desktop.
 
-pub mod doctor;
-mod start;
+pub(crate) mod shell;
+pub(crate) mod start;
 pub mod toolkit;
 
 use std::process::Child;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use ufo_core::WindowInfo;
+
+use crate::a11y::apps::KnownApps;
+use crate::a11y::bus::A11yBus;
+use crate::display::{Display, DisplayWindow};
+use crate::LinuxConfig;
+
+/// Launching, over what it borrows from the desktop: the display (its windows), the bus (the
+/// applications on it), the configuration, and the children launched.
+#[derive(Clone, Copy)]
+pub(crate) struct Launcher<'a> {
+    pub bus: &'a A11yBus,
+    pub display: &'a Arc<dyn Display>,
+    pub config: &'a LinuxConfig,
+    pub apps: &'a KnownApps,
+    pub launched: &'a Launched,
+}
+
+impl Launcher<'_> {
+    /// What every program ufo starts gets in its environment, in order: the toolkit switches
+    /// (toolkit.rs, `launch_env`), then the configuration's `launch_env`, which wins.
+    pub(crate) fn started_env(&self) -> Vec<(String, String)> {
+        let mut env = toolkit::launch_env(self.display.direct_rendering(), &self.config.launch_env);
+        env.extend(self.config.launch_env.iter().cloned());
+        env
+    }
+}
+
+/// A window as the engine is told of it: its application's name from the bus (`app`), else
+/// its class; its process's name, else its class.
+pub(crate) fn window_info(w: &DisplayWindow, app: Option<String>) -> WindowInfo {
+    let process = w
+        .pid
+        .and_then(process_name)
+        .unwrap_or_else(|| w.app_id.clone());
+    WindowInfo {
+        id: w.id.to_string().into(),
+        title: w.title.clone(),
+        app_name: app
+            .filter(|a| !a.is_empty())
+            .unwrap_or_else(|| w.app_id.clone()),
+        process,
+        pid: w.pid,
+        rect: w.area,
+    }
+}
 
 /// The applications launched, reaped as they exit.
 #[derive(Default)]

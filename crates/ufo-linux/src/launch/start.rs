@@ -8,11 +8,22 @@ use std::time::{Duration, Instant};
 
 use ufo_core::{ShellOutput, WindowInfo};
 
-use super::process_name;
-use crate::a11y::vocab::ROOT_PATH;
-use crate::desktop::LinuxDesktop;
-use crate::x11::XWindow;
+use super::{process_name, window_info, Launcher};
+use crate::a11y::apps::KnownApps;
+use crate::display::{self, DisplayWindow, WinId};
+use crate::vocab::ROOT_PATH;
 use crate::LinuxError;
+
+/// How a command started apart from ufo went ([`Launcher::launch_detached`]).
+pub(crate) enum Detached {
+    /// A new window of it appeared (on the accessibility bus as `bus`, when it is).
+    Window {
+        window: DisplayWindow,
+        bus: Option<String>,
+    },
+    /// It exited without a window, or none came in time: what it printed.
+    Exited(ShellOutput),
+}
 
 /// After the command's own process exits without a window (a single-instance application
 /// handing the request to its running instance), how long to wait for the window.
@@ -24,7 +35,7 @@ const BUS_GRACE: Duration = Duration::from_secs(5);
 /// Most bytes of the log shown when the command ends without a window.
 const LOG_SHOWN: u64 = 16_000;
 
-impl LinuxDesktop {
+impl Launcher<'_> {
     /// Start a launch-table command and wait until its window is on the bus (or an
     /// application already running raised its window instead).
     pub(crate) async fn spawn_and_wait(
@@ -34,12 +45,7 @@ impl LinuxDesktop {
     ) -> Result<WindowInfo, LinuxError> {
         use std::os::unix::process::CommandExt;
         // X reuses window ids once a client is gone: a window is new if its (id, pid) is new
-        let before: Vec<(u32, Option<u32>)> = self
-            .x11(|x| x.client_windows())
-            .await?
-            .iter()
-            .map(|w| (w.id, w.pid))
-            .collect();
+        let before = self.windows_now().await?;
         self.publish_live_bus().await;
         let mut cmd = std::process::Command::new("/bin/sh");
         // the application gets none of ufo's secrets (provider keys, UFO_LLM_*), and what its
@@ -62,46 +68,8 @@ impl LinuxDesktop {
             })?;
         let child_pid = child.id();
         self.launched.push(child);
-        let exe = crate::config::program_of(command);
-        let matches = |w: &XWindow| {
-            w.pid == Some(child_pid)
-                || crate::config::same_program(
-                    &exe,
-                    &w.class,
-                    w.pid.and_then(process_name).as_deref(),
-                )
-        };
-        let deadline = Instant::now() + self.config.launch_timeout;
-        let mut existing: Option<XWindow> = None;
-        while Instant::now() < deadline {
-            self.launched.reap();
-            let xs = self.x11(|x| x.client_windows()).await?;
-            let by_pid = self.apps_by_pid().await.unwrap_or_default();
-            for w in xs.iter().filter(|w| matches(w)) {
-                let seen = before.contains(&(w.id, w.pid));
-                if !seen && self.window_ready(w, &by_pid).await {
-                    let app = match w.pid.and_then(|p| by_pid.get(&p)) {
-                        Some(bus) => self.app_name(bus).await,
-                        None => None,
-                    };
-                    return Ok(self.info(w, app));
-                }
-                if seen {
-                    existing = Some(w.clone());
-                }
-            }
-            // a single-instance application answers a second launch by raising its window
-            let exited = self.launched.exited(child_pid);
-            if exited {
-                if let Some(w) = &existing {
-                    let app = match w.pid.and_then(|p| by_pid.get(&p)) {
-                        Some(bus) => self.app_name(bus).await,
-                        None => None,
-                    };
-                    return Ok(self.info(w, app));
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        if let Some(w) = self.its_window(command, child_pid, &before).await? {
+            return Ok(w);
         }
         // the application may still be starting (a slow machine) or be running without
         // accessibility: it is left running, never killed, and the error says so
@@ -116,24 +84,79 @@ impl LinuxDesktop {
         })
     }
 
+    /// The windows on the screen now, as (id, pid): X reuses window ids once a client is
+    /// gone, so a window is new if its (id, pid) is.
+    async fn windows_now(&self) -> Result<Vec<(WinId, Option<u32>)>, LinuxError> {
+        Ok(display::run(self.display, |d| d.windows())
+            .await?
+            .iter()
+            .map(|w| (w.id, w.pid))
+            .collect())
+    }
+
+    /// A step of [`Self::spawn_and_wait`]: the new window of `command` (started as
+    /// `child_pid`) once it is on the bus, or the window an application already running
+    /// raised once the command exited; `None` when neither came within the launch timeout.
+    async fn its_window(
+        &self,
+        command: &str,
+        child_pid: u32,
+        before: &[(WinId, Option<u32>)],
+    ) -> Result<Option<WindowInfo>, LinuxError> {
+        let exe = crate::config::program_of(command);
+        let matches = |w: &DisplayWindow| {
+            w.pid == Some(child_pid)
+                || crate::config::same_program(
+                    &exe,
+                    &w.app_id,
+                    w.pid.and_then(process_name).as_deref(),
+                )
+        };
+        let deadline = Instant::now() + self.config.launch_timeout;
+        let mut existing: Option<DisplayWindow> = None;
+        while Instant::now() < deadline {
+            self.launched.reap();
+            let xs = display::run(self.display, |d| d.windows()).await?;
+            let by_pid = KnownApps::by_pid(self.bus).await.unwrap_or_default();
+            for w in xs.iter().filter(|w| matches(w)) {
+                let seen = before.contains(&(w.id, w.pid));
+                if !seen && self.window_ready(w, &by_pid).await {
+                    return Ok(Some(self.described(w, &by_pid).await));
+                }
+                if seen {
+                    existing = Some(w.clone());
+                }
+            }
+            // a single-instance application answers a second launch by raising its window
+            if self.launched.exited(child_pid) {
+                if let Some(w) = &existing {
+                    return Ok(Some(self.described(w, &by_pid).await));
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(None)
+    }
+
+    /// A window as the engine is told of it, its application named from the bus.
+    async fn described(&self, w: &DisplayWindow, by_pid: &HashMap<u32, String>) -> WindowInfo {
+        let app = match w.pid.and_then(|p| by_pid.get(&p)) {
+            Some(bus) => self.apps.name(self.bus, bus).await,
+            None => None,
+        };
+        window_info(w, app)
+    }
+
     /// Before an application starts: the display's `AT_SPI_BUS` property (where Qt 5 looks
     /// for the accessibility bus first) is pointed at the bus ufo reads when it names another
     /// one, so the application joins the bus ufo sees. A failure leaves things as they are.
     async fn publish_live_bus(&self) {
         let live = self.bus.address.clone();
-        let _ = self
-            .x11(move |x| {
-                let published = x.root_atspi_bus()?;
-                if crate::x11::atspi_bus::is_stale(published.as_deref(), &live) {
-                    x.set_root_atspi_bus(&live)?;
-                }
-                Ok(())
-            })
-            .await;
+        let _ = display::run(self.display, move |d| d.publish_a11y_bus(&live)).await;
     }
 
     /// Whether an application has a populated window on the bus for this X window.
-    async fn window_ready(&self, w: &XWindow, by_pid: &HashMap<u32, String>) -> bool {
+    async fn window_ready(&self, w: &DisplayWindow, by_pid: &HashMap<u32, String>) -> bool {
         let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)) else {
             return false;
         };
@@ -153,17 +176,13 @@ impl LinuxDesktop {
     }
 
     /// Start `command` (one plain command running a GUI program) apart from ufo and return
-    /// when a new window of it appears (bounded by the launch timeout). A command that exits
-    /// without a window (`gimp --version`) returns its exit code and output, as any command.
-    pub(crate) async fn launch_detached(&self, command: &str) -> Result<ShellOutput, LinuxError> {
+    /// when a new window of it appears (bounded by the launch timeout), once it is on the bus
+    /// (bounded by [`BUS_GRACE`]). A command that exits without a window (`gimp --version`)
+    /// returns its exit code and output, as any command.
+    pub(crate) async fn launch_detached(&self, command: &str) -> Result<Detached, LinuxError> {
         use std::os::unix::process::CommandExt;
         let command = crate::launch::toolkit::with_switches(command);
-        let before: Vec<(u32, Option<u32>)> = self
-            .x11(|x| x.client_windows())
-            .await?
-            .iter()
-            .map(|w| (w.id, w.pid))
-            .collect();
+        let before = self.windows_now().await?;
         self.publish_live_bus().await;
         let log_path = std::env::temp_dir().join(format!(
             "ufo-launch-{}-{}.log",
@@ -209,27 +228,27 @@ impl LinuxDesktop {
         &self,
         command: &str,
         child: std::process::Child,
-        before: &[(u32, Option<u32>)],
+        before: &[(WinId, Option<u32>)],
         log_path: &std::path::Path,
-    ) -> Result<ShellOutput, LinuxError> {
+    ) -> Result<Detached, LinuxError> {
         let child_pid = child.id();
         self.launched.push(child);
         let exe = crate::config::program_of(command);
-        let matches = |w: &XWindow| {
+        let matches = |w: &DisplayWindow| {
             !before.contains(&(w.id, w.pid))
                 && (w.pid == Some(child_pid)
                     || crate::config::same_program(
                         &exe,
-                        &w.class,
+                        &w.app_id,
                         w.pid.and_then(process_name).as_deref(),
                     ))
         };
         let deadline = Instant::now() + self.config.launch_timeout;
         let mut exited_at: Option<(Instant, Option<i32>)> = None;
         loop {
-            let xs = self.x11(|x| x.client_windows()).await?;
+            let xs = display::run(self.display, |d| d.windows()).await?;
             if let Some(w) = xs.iter().find(|w| matches(w)).cloned() {
-                return Ok(self.on_bus_soon(&w).await);
+                return Ok(self.on_bus_soon(w).await);
             }
             if exited_at.is_none() {
                 if let Some(code) = self.launched.exit_and_reap(child_pid) {
@@ -240,16 +259,16 @@ impl LinuxDesktop {
                 // a program that printed something and exited is not handing over a request
                 let printed = std::fs::metadata(log_path).is_ok_and(|m| m.len() > 0);
                 if printed || at.elapsed() >= HANDOVER_GRACE {
-                    return Ok(ShellOutput {
+                    return Ok(Detached::Exited(ShellOutput {
                         code,
                         stdout: read_log(log_path),
                         stderr: String::new(),
                         launched: None,
-                    });
+                    }));
                 }
             }
             if Instant::now() >= deadline {
-                return Ok(ShellOutput {
+                return Ok(Detached::Exited(ShellOutput {
                     code: None,
                     stdout: read_log(log_path),
                     stderr: format!(
@@ -257,38 +276,23 @@ impl LinuxDesktop {
                         self.config.launch_timeout.as_secs()
                     ),
                     launched: None,
-                });
+                }));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
-    /// The window's description once it is on the accessibility bus, or after
-    /// [`BUS_GRACE`] (an application without accessibility is launched all the same).
-    async fn on_bus_soon(&self, w: &XWindow) -> ShellOutput {
+    /// The window once it is on the accessibility bus, or after [`BUS_GRACE`] (an
+    /// application without accessibility is launched all the same), with its bus name.
+    async fn on_bus_soon(&self, w: DisplayWindow) -> Detached {
         let deadline = Instant::now() + BUS_GRACE.min(self.config.launch_timeout);
-        let mut by_pid = self.apps_by_pid().await.unwrap_or_default();
-        while Instant::now() < deadline && !self.window_ready(w, &by_pid).await {
+        let mut by_pid = KnownApps::by_pid(self.bus).await.unwrap_or_default();
+        while Instant::now() < deadline && !self.window_ready(&w, &by_pid).await {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            by_pid = self.apps_by_pid().await.unwrap_or_default();
+            by_pid = KnownApps::by_pid(self.bus).await.unwrap_or_default();
         }
-        // a browser launched on a page is "Untitled" and empty until the page has loaded, a
-        // LibreOffice window has no document yet: the host names the window it sees next, so
-        // the launch returns once it has loaded (bounded by `LinuxConfig::load_wait`)
-        if let Err(e) = self.wait_loaded(w).await {
-            tracing::debug!(error = %e, "launch: the load wait failed; returning the window as it is");
-        }
-        let app = match w.pid.and_then(|p| by_pid.get(&p)) {
-            Some(bus) => self.app_name(bus).await,
-            None => None,
-        };
-        let info = self.info(w, app);
-        ShellOutput {
-            code: None,
-            stdout: String::new(),
-            stderr: String::new(),
-            launched: Some(info.app_name),
-        }
+        let bus = w.pid.and_then(|p| by_pid.get(&p)).cloned();
+        Detached::Window { window: w, bus }
     }
 }
 

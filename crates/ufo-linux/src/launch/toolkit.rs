@@ -480,7 +480,7 @@ pub fn no_controls_hint(pid: Option<u32>) -> Option<String> {
 /// icon view that lists no items (Thunar's icon and compact views expose none; its list view
 /// does).
 pub(crate) fn tree_warnings(tree: &AppTree, frame: &str, limit: usize) -> Vec<String> {
-    use crate::a11y::vocab::role_name;
+    use crate::vocab::role_name;
     let mut out = Vec::new();
     for n in tree.subtree(frame, limit) {
         let role = role_name(n.role);
@@ -490,7 +490,7 @@ pub(crate) fn tree_warnings(tree: &AppTree, frame: &str, limit: usize) -> Vec<St
         if !file_view {
             continue;
         }
-        if !n.has(crate::a11y::vocab::state::SHOWING) {
+        if !n.has(crate::vocab::state::SHOWING) {
             continue;
         }
         let named = tree
@@ -702,7 +702,7 @@ mod tests {
             name: name.into(),
             role,
             description: String::new(),
-            states: crate::a11y::vocab::state::SHOWING,
+            states: crate::vocab::state::SHOWING,
         }
     }
 

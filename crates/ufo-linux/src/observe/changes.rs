@@ -25,7 +25,6 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::a11y::bus::AppTree;
 use crate::a11y::events::Change;
-use crate::a11y::vocab::role;
 
 /// Most objects refreshed one by one; more changed than this and the whole tree is read.
 pub(crate) const MAX_REFRESH: usize = 200;
@@ -134,16 +133,6 @@ pub(crate) fn entries_only(changes: &[Change], manages: impl Fn(&str) -> bool) -
 /// Most objects outside the tree whose role is asked for (to tell a cell from a rebuilt menu
 /// item); more and the cells are read again.
 const MAX_OUTSIDE: usize = 256;
-/// Roles of objects that are or may sit in a sheet's cell: table cell, paragraph, text,
-/// entry, none (invalid), filler (LibreOffice's in-place editor).
-pub(crate) const MAY_HOLD_CELL_TEXT: &[u32] = &[
-    role::INVALID,
-    role::FILLER,
-    role::TABLE_CELL,
-    role::TEXT,
-    role::PARAGRAPH,
-    role::ENTRY,
-];
 
 /// What an observation keeps of an application for the next one.
 pub(crate) struct Kept {

@@ -17,9 +17,9 @@
 use ufo_core::Rect;
 
 use crate::a11y::bus::{AppTree, Node};
-use crate::a11y::vocab::{role, state, ROOT_PATH};
-use crate::observe::names::collapse_ws;
-use crate::x11::XWindow;
+use crate::display::DisplayWindow;
+use crate::names::collapse_ws;
+use crate::vocab::{role, state, ROOT_PATH, WINDOWS};
 
 /// How far (pixels, per edge) a frame's extents may be from the window's rectangle and
 /// still be taken for it.
@@ -71,12 +71,7 @@ pub(crate) fn window_nodes(tree: &AppTree) -> Vec<&Node> {
         .iter()
         .filter_map(|p| tree.nodes.get(p))
         .filter(|n| n.path != ROOT_PATH && n.role != role::APPLICATION)
-        .filter(|n| {
-            matches!(
-                n.role,
-                role::FRAME | role::DIALOG | role::WINDOW | role::ALERT | role::FILE_CHOOSER
-            ) || n.child_count > 0
-        })
+        .filter(|n| WINDOWS.contains(n.role) || n.child_count > 0)
         .collect()
 }
 
@@ -92,17 +87,17 @@ pub(crate) fn top(n: &Node, rect: Option<Rect>) -> Top {
 
 /// Whether the tops' names alone settle the choice (exactly one is named as the title), so
 /// that their extents need not be read.
-pub(crate) fn settled_by_title(tops: &[Top], w: &XWindow) -> bool {
+pub(crate) fn settled_by_title(tops: &[Top], w: &DisplayWindow) -> bool {
     let title = collapse_ws(&w.title);
     tops.iter().filter(|t| t.name == title).count() == 1
 }
 
 /// The frame of window `w` among `tops`; `windows` are the X windows on the screen (those of
 /// other processes, and `w` itself, are ignored).
-pub(crate) fn choose(tops: &[Top], w: &XWindow, windows: &[XWindow]) -> Option<Choice> {
+pub(crate) fn choose(tops: &[Top], w: &DisplayWindow, windows: &[DisplayWindow]) -> Option<Choice> {
     let title = collapse_ws(&w.title);
-    let here = w.rect();
-    let fits = |t: &Top| t.rect.is_some_and(|r| near(r, here));
+    let here = w.area;
+    let fits = |t: &Top| t.rect.zip(here).is_some_and(|(r, h)| near(r, h));
     let take = |t: &Top, evidence| {
         Some(Choice {
             path: t.path.clone(),
@@ -118,14 +113,14 @@ pub(crate) fn choose(tops: &[Top], w: &XWindow, windows: &[XWindow]) -> Option<C
     {
         return take(t, Evidence::Title);
     }
-    let others: Vec<&XWindow> = windows
+    let others: Vec<&DisplayWindow> = windows
         .iter()
         .filter(|o| o.id != w.id && w.pid.is_some() && o.pid == w.pid)
         .collect();
     let theirs = |t: &Top| {
         others.iter().any(|o| {
             (!t.name.is_empty() && t.name == collapse_ws(&o.title))
-                || (!fits(t) && t.rect.is_some_and(|r| near(r, o.rect())))
+                || (!fits(t) && t.rect.zip(o.area).is_some_and(|(r, a)| near(r, a)))
         })
     };
     let free: Vec<&Top> = tops.iter().filter(|t| !theirs(t)).collect();
@@ -163,17 +158,16 @@ fn near(a: Rect, b: Rect) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::display::WinId;
+    use crate::vocab::iface;
 
-    fn window(id: u32, title: &str, pid: u32, rect: (i32, i32, u32, u32)) -> XWindow {
-        XWindow {
-            id,
+    fn window(id: u32, title: &str, pid: u32, rect: (i32, i32, u32, u32)) -> DisplayWindow {
+        DisplayWindow {
+            id: WinId(id),
             title: title.into(),
             pid: Some(pid),
-            class: "chromium".into(),
-            x: rect.0,
-            y: rect.1,
-            w: rect.2,
-            h: rect.3,
+            app_id: "chromium".into(),
+            area: Some(Rect::new(rect.0, rect.1, rect.2, rect.3)),
             transient_for: None,
             dialog: false,
             wm_modal: false,
@@ -189,7 +183,11 @@ mod tests {
         }
     }
 
-    fn chosen(tops: &[Top], w: &XWindow, windows: &[XWindow]) -> Option<(String, Evidence)> {
+    fn chosen(
+        tops: &[Top],
+        w: &DisplayWindow,
+        windows: &[DisplayWindow],
+    ) -> Option<(String, Evidence)> {
         choose(tops, w, windows).map(|c| (c.path, c.evidence))
     }
 
@@ -284,5 +282,57 @@ mod tests {
             chosen(&tops, &w, &with_dialog),
             Some(("/2".into(), Evidence::Only))
         );
+    }
+
+    /// A node of a fake tree: `path` under `parent`, visible and showing.
+    fn at(path: &str, parent: &str, index: i32, role: u32) -> Node {
+        Node {
+            path: path.into(),
+            parent: parent.into(),
+            index,
+            child_count: 0,
+            ifaces: iface::COMPONENT,
+            name: format!("n{path}"),
+            role,
+            description: String::new(),
+            states: state::VISIBLE | state::SHOWING,
+        }
+    }
+
+    /// Issue 23, item 2: Chromium lists its application object among its windows (its
+    /// parent is the registry's root, at the same path); a window whose title does not match
+    /// its accessible name yet is never matched to it (that observed every window at once).
+    #[test]
+    fn the_application_is_never_taken_for_a_window() {
+        let mut app = at(ROOT_PATH, ROOT_PATH, 0, role::APPLICATION);
+        app.name = "Chromium".into();
+        app.child_count = 3;
+        let mut first = at("/1", ROOT_PATH, 1, role::FRAME);
+        first.name = "Bookmarks - Chromium".into();
+        let mut second = at("/2", ROOT_PATH, 2, role::FRAME);
+        second.name = String::new();
+        second.states |= state::ACTIVE;
+        let tree = AppTree::from_nodes(vec![app, first, second]);
+        assert!(!tree.kids(ROOT_PATH).iter().any(|k| k == ROOT_PATH));
+        let window = |title: &str| DisplayWindow {
+            id: WinId(1),
+            title: title.into(),
+            pid: None,
+            app_id: String::new(),
+            area: Some(Rect::new(0, 0, 10, 10)),
+            transient_for: None,
+            dialog: false,
+            wm_modal: false,
+        };
+        let pick = |title: &str| {
+            let tops: Vec<Top> = window_nodes(&tree)
+                .into_iter()
+                .map(|n| super::top(n, None))
+                .collect();
+            let w = window(title);
+            choose(&tops, &w, std::slice::from_ref(&w)).map(|c| c.path)
+        };
+        assert_eq!(pick("Settings - Chromium").as_deref(), Some("/2"));
+        assert_eq!(pick("Bookmarks - Chromium").as_deref(), Some("/1"));
     }
 }

@@ -38,11 +38,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use crate::a11y::vocab::{role, ROOT_PATH};
-use crate::desktop::LinuxDesktop;
-use crate::observe::names::collapse_ws;
-use crate::x11::XWindow;
-use crate::LinuxError;
+use crate::display::WinId;
+use crate::vocab::role;
 
 /// The pause before a window whose accessible frame was not found is read again.
 pub(crate) const FRAME_POLL: Duration = Duration::from_millis(200);
@@ -67,10 +64,10 @@ pub(crate) const NAV_START: Duration = Duration::from_secs(1);
 /// two cores) made Firefox take over 0.9 s to swap the documents after the answer came.
 pub(crate) const NAV_SWAP: Duration = Duration::from_secs(3);
 /// `Accessible.GetRelationSet`'s code of `RELATION_EMBEDS`.
-const RELATION_EMBEDS: u32 = 13;
+pub(super) const RELATION_EMBEDS: u32 = 13;
 /// The `BUSY` state bit.
-const BUSY: u64 = atspi::State::Busy as u64;
-const ACC: &str = "org.a11y.atspi.Accessible";
+pub(super) const BUSY: u64 = atspi::State::Busy as u64;
+pub(super) const ACC: &str = "org.a11y.atspi.Accessible";
 
 /// What kind of application a window belongs to, as far as loading goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,6 +141,159 @@ pub(crate) enum LoadDecision {
     Wait(Duration),
     /// Observe now, and say that the window was still loading.
     GiveUp(Loading),
+}
+
+/// How an observation is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pace {
+    /// For the step that asks: a loading page or document is waited for (bounded).
+    Now,
+    /// Ahead of the next step, while an action settles (`act::wait`): a window that is
+    /// loading, or whose document is not in it yet, is not waited for (an error: the next
+    /// step observes it once loaded).
+    Ahead,
+}
+
+/// Which look at a loading window is taken: the first (made while the observation reads the
+/// window) at the observation's pace, or one of the looks of a wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Looking {
+    First(Pace),
+    Waiting,
+}
+
+/// What a look does when [`decide`] says to wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OnWait {
+    /// Look again after this long.
+    Sleep(Duration),
+    /// Let the observation wait (`wait_loaded`) and read the window again.
+    HandBack,
+    /// Observe no further: ahead of the next step, a loading window is not waited for.
+    Refuse,
+}
+
+/// What a look does when [`decide`] says to wait `d`: a first look hands the wait to the
+/// observation (which reads the window again after it), or refuses it ahead of the next step;
+/// the looks of a wait sleep.
+pub(crate) fn on_wait(looking: Looking, d: Duration) -> OnWait {
+    match looking {
+        Looking::First(Pace::Now) => OnWait::HandBack,
+        Looking::First(Pace::Ahead) => OnWait::Refuse,
+        Looking::Waiting => OnWait::Sleep(d),
+    }
+}
+
+/// A wait's looks so far: when it started, the last sign of a navigation an action may have
+/// started (`activity`: the action, or the last look that saw the window loading), and whether
+/// a look saw it loading.
+#[derive(Debug, Clone)]
+pub(crate) struct Waiting {
+    pub started: Instant,
+    pub expected: Option<Expected>,
+    pub activity: Option<Instant>,
+    pub loading_seen: bool,
+    pub waits: usize,
+}
+
+/// Why an observation reads its window again after a read ([`reread`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reread {
+    /// LibreOffice's document is not in its window yet: after [`OFFICE_POLL`] and the load
+    /// wait, read again.
+    Office,
+    /// The loaded page's controls are nowhere in the read (Firefox lays a new window's page
+    /// out for accessibility after it has loaded): after [`PAGE_REREAD_PAUSE`], read again.
+    Page,
+    /// The walk of a loaded page stopped at its budget (a browser just started on its page
+    /// answers slowly for a while): read once more at once.
+    Cut,
+    /// The window's accessible frame is not there yet (a popup being built): after
+    /// [`FRAME_POLL`], read again.
+    Frame,
+    /// Ahead of the next step, the document is not in its window yet: not waited for.
+    NotYet,
+    /// The read stands.
+    Done,
+}
+
+/// What a read of a window showed, as far as reading it again goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ReadFacts {
+    /// LibreOffice: the read found the window's document missing (`Probe::office_unbuilt`).
+    pub office_unbuilt: bool,
+    /// The browser documents the load wait found loaded with children.
+    pub pages: usize,
+    /// Candidate controls inside the window's web documents, and how many were on screen.
+    pub candidates: usize,
+    pub on_screen: usize,
+    /// The walk stopped at its budget.
+    pub walk_cut: bool,
+    /// The window's accessible frame was not found.
+    pub frame_missing: bool,
+}
+
+/// Which re-read an observation is at: they come in this order, and a kind never comes back
+/// once a later one did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+enum Stage {
+    #[default]
+    Office,
+    Page,
+    Cut,
+    Frame,
+}
+
+/// The re-reads an observation made so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Rereads {
+    stage: Stage,
+    pages: usize,
+}
+
+/// Whether to read a window again after a read that showed `facts`, `elapsed` into the
+/// observation, the load wait bounded by `bound` (0: off); `done` is updated. In order: while
+/// LibreOffice's document is not in its window (ahead of the next step: [`Reread::NotYet`]);
+/// while a loaded page's controls are nowhere on screen, [`PAGE_REREADS`] times at most; once
+/// when the walk of a loaded page was cut; while the window's frame is missing. Nothing past
+/// the bound.
+pub(crate) fn reread(
+    facts: &ReadFacts,
+    done: &mut Rereads,
+    elapsed: Duration,
+    bound: Duration,
+    pace: Pace,
+) -> Reread {
+    let within = elapsed < bound;
+    if done.stage == Stage::Office {
+        if facts.office_unbuilt && within {
+            return match pace {
+                Pace::Now => Reread::Office,
+                Pace::Ahead => Reread::NotYet,
+            };
+        }
+        done.stage = Stage::Page;
+    }
+    if done.stage == Stage::Page {
+        if page_missed(facts.pages, facts.candidates, facts.on_screen)
+            && done.pages < PAGE_REREADS
+            && within
+        {
+            done.pages += 1;
+            return Reread::Page;
+        }
+        done.stage = Stage::Cut;
+    }
+    if done.stage == Stage::Cut {
+        done.stage = Stage::Frame;
+        if cut_page(facts.pages, facts.walk_cut) && within {
+            return Reread::Cut;
+        }
+    }
+    if facts.frame_missing && within {
+        return Reread::Frame;
+    }
+    Reread::Done
 }
 
 /// Why the window counts as loading, if it does.
@@ -295,24 +445,24 @@ pub(crate) fn another_document(before: &[(String, String)], now: &[(String, Stri
 /// The probes of the windows seen, and the kind of each application.
 #[derive(Debug, Default)]
 pub(crate) struct LoadFacts {
-    probes: HashMap<(String, u32), Probe>,
-    kinds: HashMap<String, AppKind>,
+    pub(super) probes: HashMap<(String, WinId), Probe>,
+    pub(super) kinds: HashMap<String, AppKind>,
     /// Browser windows whose last action may have started a navigation.
-    expected: HashMap<u32, Expected>,
+    pub(super) expected: HashMap<WinId, Expected>,
 }
 
 /// Most windows whose probe is kept.
 const MAX_PROBES: usize = 256;
 
 impl LoadFacts {
-    fn probe(&self, bus: &str, xid: u32) -> Probe {
+    pub(super) fn probe(&self, bus: &str, xid: WinId) -> Probe {
         self.probes
             .get(&(bus.to_string(), xid))
             .cloned()
             .unwrap_or_default()
     }
 
-    fn keep(&mut self, bus: &str, xid: u32, p: Probe) {
+    pub(super) fn keep(&mut self, bus: &str, xid: WinId, p: Probe) {
         if self.probes.len() >= MAX_PROBES {
             self.probes.clear();
         }
@@ -321,7 +471,7 @@ impl LoadFacts {
 
     /// Change some of what is kept of window `xid`, leaving the rest as it is now: a look and
     /// an observation's `note_loaded_tree` run at the same time, each learning its part.
-    fn update(&mut self, bus: &str, xid: u32, change: impl FnOnce(&mut Probe)) {
+    pub(super) fn update(&mut self, bus: &str, xid: WinId, change: impl FnOnce(&mut Probe)) {
         let mut kept = self.probe(bus, xid);
         change(&mut kept);
         self.keep(bus, xid, kept);
@@ -329,14 +479,14 @@ impl LoadFacts {
 
     /// What a look learnt: the frame and the documents (the reload button is the
     /// observation's to find, `note_loaded_tree`, which may run at the same time).
-    fn note_look(&mut self, bus: &str, xid: u32, p: &Probe, read: &LoadRead) {
+    pub(super) fn note_look(&mut self, bus: &str, xid: WinId, p: &Probe, read: &LoadRead) {
         self.update(bus, xid, |kept| {
             kept.frame = p.frame.clone();
             kept.docs = read.doc_ids.clone();
         });
     }
 
-    fn expect(&mut self, xid: u32, e: Expected) {
+    pub(super) fn expect(&mut self, xid: WinId, e: Expected) {
         if self.expected.len() >= MAX_PROBES {
             self.expected.clear();
         }
@@ -381,398 +531,9 @@ pub(crate) fn is_office_document_window(title: &str) -> bool {
     title.contains(" - LibreOffice")
 }
 
-/// A role of a document's root node.
-fn is_document_role(r: u32) -> bool {
-    [
-        role::DOCUMENT_SPREADSHEET,
-        role::DOCUMENT_TEXT,
-        role::DOCUMENT_PRESENTATION,
-        role::DOCUMENT_FRAME,
-    ]
-    .contains(&r)
-}
-
 /// Chromium's reload button is in its stop mode: its description names stopping.
 pub(crate) fn is_stop_mode(description: &str) -> bool {
     description.to_ascii_lowercase().contains("stop")
-}
-
-impl LinuxDesktop {
-    /// The first look, made while the observation reads the window: `Some` when the window
-    /// is not loading (or the wait is off, or the application is of a kind that does not
-    /// load): what the observation says about it; `None` when it must be waited for
-    /// ([`Self::wait_loaded`], then read again). While settling (an observation made ahead
-    /// for the next step) a loading window is an error: that observation is dropped and the
-    /// next step observes after the load.
-    pub(crate) async fn load_first_look(
-        &self,
-        main: &XWindow,
-    ) -> Result<Option<LoadWait>, LinuxError> {
-        self.load_wait_for(main, true).await
-    }
-
-    /// Wait (bounded by `LinuxConfig::load_wait`) until the window's page or document has
-    /// loaded; whether it waited, and the notes for the observation (one when the wait gave
-    /// up).
-    pub(crate) async fn wait_loaded(&self, main: &XWindow) -> Result<LoadWait, LinuxError> {
-        Ok(self.load_wait_for(main, false).await?.unwrap_or_default())
-    }
-
-    async fn load_wait_for(
-        &self,
-        main: &XWindow,
-        first_only: bool,
-    ) -> Result<Option<LoadWait>, LinuxError> {
-        let at_once = Some(LoadWait::default());
-        let bound = self.config.load_wait;
-        let Some(pid) = main.pid.filter(|_| !bound.is_zero()) else {
-            return Ok(at_once);
-        };
-        let Some(bus) = self.bus_map(&[pid], false).await.get(&pid).cloned() else {
-            return Ok(at_once);
-        };
-        let kind = self.app_kind(&bus).await;
-        if kind == AppKind::Other {
-            // nothing of it loads: no call at all
-            return Ok(at_once);
-        }
-        let started = Instant::now();
-        let expected = self.loads.lock().expected.get(&main.id).cloned();
-        let prefetching = self.controls.lock().prefetching;
-        let mut activity = expected.as_ref().map(|e| e.since);
-        let mut loading_seen = expected.as_ref().is_some_and(|e| e.loading_seen);
-        let mut waits = 0usize;
-        let done = loop {
-            // (the observation running beside the first look may find the reload button)
-            let mut probe = self.loads.lock().probe(&bus, main.id);
-            let read = self.read_load(&bus, &main.title, kind, &mut probe).await;
-            let elapsed = started.elapsed();
-            if loading(&read).is_some() && activity.is_some() {
-                let now = Instant::now();
-                activity = Some(now);
-                loading_seen = true;
-                // (kept for the next observation: this one may hand out a first look)
-                if let Some(e) = self.loads.lock().expected.get_mut(&main.id) {
-                    e.since = now;
-                    e.loading_seen = true;
-                }
-            }
-            let expecting = expected.as_ref().zip(activity).map(|(e, at)| Expecting {
-                since_activity: at.elapsed(),
-                replaced: another_document(&e.docs, &shown_documents(&read)),
-                loading_seen,
-            });
-            let decision = decide(&read, elapsed, bound, expecting);
-            tracing::debug!(
-                ?read,
-                ?decision,
-                ?expecting,
-                ms = elapsed.as_millis() as u64,
-                "load look"
-            );
-            self.loads.lock().note_look(&bus, main.id, &probe, &read);
-            match decision {
-                LoadDecision::Ready => {
-                    tracing::debug!(waits, "load wait over");
-                    break LoadWait {
-                        notes: Vec::new(),
-                        pages: read.documents.iter().filter(|d| d.filled).count(),
-                    };
-                }
-                LoadDecision::GiveUp(why) => {
-                    break LoadWait {
-                        notes: vec![gave_up_note(why, elapsed)],
-                        pages: 0,
-                    }
-                }
-                LoadDecision::Wait(_) if prefetching => {
-                    return Err(LinuxError::ActionFailed(
-                        "the window is loading: observed after the load".into(),
-                    ));
-                }
-                LoadDecision::Wait(_) if first_only => return Ok(None),
-                LoadDecision::Wait(d) => {
-                    waits += 1;
-                    tokio::time::sleep(d).await
-                }
-            }
-        };
-        // the navigation the last action may have started has been waited for
-        self.loads.lock().expected.remove(&main.id);
-        Ok(Some(done))
-    }
-
-    /// After the window was read: LibreOffice showed a document window whose document is not
-    /// in it yet (`note_loaded_tree`): read it again, bounded by `LinuxConfig::load_wait`
-    /// from `started` (the observation's start).
-    pub(crate) fn office_unbuilt(&self, main: &XWindow, started: Instant) -> bool {
-        started.elapsed() < self.config.load_wait && self.office_unbuilt_after(main)
-    }
-
-    /// The last read of the window found its document missing (and the wait is on).
-    pub(crate) fn office_unbuilt_after(&self, main: &XWindow) -> bool {
-        if self.config.load_wait.is_zero() {
-            return false;
-        }
-        let facts = self.loads.lock();
-        facts
-            .probes
-            .iter()
-            .any(|((_, x), p)| *x == main.id && p.office_unbuilt)
-    }
-
-    /// Whether an observation of window `window_id` made earlier (while the last action
-    /// settled) can be handed out: not when the action may have started a navigation that
-    /// observation did not wait for (it would show the old page). No call.
-    pub(crate) fn still_loaded(&self, window_id: &str) -> bool {
-        crate::x11::parse_window_id(window_id)
-            .is_ok_and(|xid| !self.loads.lock().expected.contains_key(&xid))
-    }
-
-    /// After an action on window `window_id`: when it may have started a navigation in a
-    /// browser (`may_navigate`), the next observation looks for the navigation to start
-    /// ([`NAV_START`]). No call unless the window is a browser's.
-    pub(crate) async fn note_action(
-        &self,
-        window_id: &str,
-        docs_before: Vec<(String, String)>,
-        may_navigate: bool,
-    ) {
-        let Ok(xid) = crate::x11::parse_window_id(window_id) else {
-            return;
-        };
-        self.loads.lock().expected.remove(&xid);
-        if !may_navigate || self.config.load_wait.is_zero() {
-            return;
-        }
-        let Some(pid) = self.apps.lock().window_pids.get(&xid).copied() else {
-            return;
-        };
-        let Some(bus) = self.bus_map(&[pid], false).await.get(&pid).cloned() else {
-            return;
-        };
-        if self.app_kind(&bus).await != AppKind::Browser {
-            return;
-        }
-        // the navigation cannot start before the browser has read the keys or the click: a
-        // loaded machine made Firefox read an Enter 0.5–0.7 s after it was sent
-        let since = self.input_handled(xid).await.unwrap_or_else(Instant::now);
-        self.loads.lock().expect(
-            xid,
-            Expected {
-                since,
-                docs: docs_before,
-                loading_seen: false,
-            },
-        );
-    }
-
-    /// The documents window `window_id` showed at the last look (before an action).
-    pub(crate) fn docs_seen(&self, window_id: &str) -> Vec<(String, String)> {
-        let Ok(xid) = crate::x11::parse_window_id(window_id) else {
-            return Vec::new();
-        };
-        let facts = self.loads.lock();
-        facts
-            .probes
-            .iter()
-            .find(|((_, x), _)| *x == xid)
-            .map(|(_, p)| p.docs.clone())
-            .unwrap_or_default()
-    }
-
-    /// The application's kind (asked once per application).
-    async fn app_kind(&self, bus: &str) -> AppKind {
-        if let Some(k) = self.loads.lock().kinds.get(bus) {
-            return *k;
-        }
-        let (toolkit, _) = self.bus.toolkit(bus).await;
-        let name = self.app_name(bus).await.unwrap_or_default();
-        let kind = kind_of(&toolkit, &name);
-        self.loads.lock().kinds.insert(bus.to_string(), kind);
-        kind
-    }
-
-    /// One look: the frame's children, the documents it embeds and the reload button
-    /// (`title`: the window's, to find its frame the first time).
-    async fn read_load(
-        &self,
-        bus: &str,
-        title: &str,
-        kind: AppKind,
-        probe: &mut Probe,
-    ) -> LoadRead {
-        let mut read = LoadRead {
-            kind,
-            frame_children: None,
-            documents: Vec::new(),
-            navigating: false,
-            doc_ids: Vec::new(),
-        };
-        let frame = match &probe.frame {
-            Some(f) => Some(f.clone()),
-            None => self.find_frame(bus, title).await,
-        };
-        let Some(frame) = frame else {
-            return read;
-        };
-        let count = self.bus.prop::<i32>(bus, &frame, ACC, "ChildCount").await;
-        let Ok(count) = count else {
-            // the frame is gone (the window was rebuilt): look for it again next time
-            probe.frame = None;
-            return read;
-        };
-        read.frame_children = Some(count);
-        probe.frame = Some(frame.clone());
-        if kind != AppKind::Browser {
-            return read;
-        }
-        let (docs, navigating) = futures::join!(self.embedded_documents(bus, &frame), async {
-            match &probe.reload {
-                Some(r) => self
-                    .bus
-                    .prop::<String>(bus, r, ACC, "Description")
-                    .await
-                    .is_ok_and(|d| is_stop_mode(&d)),
-                None => false,
-            }
-        });
-        (read.documents, read.doc_ids) = docs.into_iter().unzip();
-        read.navigating = navigating;
-        read
-    }
-
-    /// The window's frame among the application's top-level nodes: the one named as the
-    /// window, else the only one.
-    async fn find_frame(&self, bus: &str, title: &str) -> Option<String> {
-        let tops = self.bus.children(bus, ROOT_PATH).await.ok()?;
-        let names = futures::future::join_all(
-            tops.iter()
-                .map(|p| self.bus.prop::<String>(bus, p, ACC, "Name")),
-        )
-        .await;
-        let title = collapse_ws(title);
-        let named: Vec<(&String, String)> = tops
-            .iter()
-            .zip(names)
-            .filter_map(|(p, n)| n.ok().map(|n| (p, collapse_ws(&n))))
-            .collect();
-        named
-            .iter()
-            .find(|(_, n)| *n == title)
-            .or_else(|| {
-                named
-                    .iter()
-                    .find(|(_, n)| !n.is_empty() && title.contains(n.as_str()))
-            })
-            .map(|(p, _)| (*p).clone())
-            .or_else(|| (tops.len() == 1).then(|| tops[0].clone()))
-    }
-
-    /// The documents the frame embeds, with their state.
-    async fn embedded_documents(&self, bus: &str, frame: &str) -> Vec<(DocRead, (String, String))> {
-        type Rel = (u32, Vec<(String, zbus::zvariant::OwnedObjectPath)>);
-        let rels: Vec<Rel> = match self.bus.call(bus, frame, ACC, "GetRelationSet", &()).await {
-            Ok(r) => r,
-            Err(_) => return Vec::new(),
-        };
-        let paths: Vec<String> = rels
-            .into_iter()
-            .filter(|(t, _)| *t == RELATION_EMBEDS)
-            .flat_map(|(_, targets)| targets)
-            .filter(|(b, _)| b == bus)
-            .map(|(_, p)| p.as_str().to_string())
-            .collect();
-        let reads = futures::future::join_all(paths.iter().map(|p| async move {
-            let (states, name, count) = futures::join!(
-                self.bus.call::<_, Vec<u32>>(bus, p, ACC, "GetState", &()),
-                self.bus.prop::<String>(bus, p, ACC, "Name"),
-                self.bus.prop::<i32>(bus, p, ACC, "ChildCount"),
-            );
-            let states = crate::a11y::bus::state_bits(&states.ok()?);
-            let name = name.unwrap_or_default();
-            let count = count.unwrap_or(0);
-            let read = DocRead {
-                busy: states & BUSY != 0,
-                empty: name.trim().is_empty() && count == 0,
-                filled: count > 0,
-            };
-            Some((read, (p.clone(), name)))
-        }))
-        .await;
-        reads.into_iter().flatten().collect()
-    }
-
-    /// After an observation read the window's tree: remember its frame and, in a browser,
-    /// its reload button (found once: the buttons of its tool bars are asked their
-    /// `class` attribute), for the next look.
-    pub(crate) async fn note_loaded_tree(
-        &self,
-        bus: &str,
-        xid: u32,
-        tree: &crate::a11y::bus::AppTree,
-        frame: &str,
-    ) {
-        let kind = self.app_kind(bus).await;
-        let sought = self.loads.lock().probe(bus, xid).reload_sought;
-        let reload = if !sought && kind == AppKind::Browser {
-            Some(self.find_reload_button(bus, tree, frame).await)
-        } else {
-            None
-        };
-        let frame_name = tree.nodes.get(frame).map(|n| n.name.as_str()).unwrap_or("");
-        let office_unbuilt = kind == AppKind::Office
-            && is_office_document_window(frame_name)
-            && !tree
-                .subtree(frame, 20_000)
-                .iter()
-                .any(|n| is_document_role(n.role));
-        // (the documents a look found while the reload button was sought are kept: the next
-        // action compares the page after it with them)
-        self.loads.lock().update(bus, xid, |probe| {
-            probe.frame = Some(frame.to_string());
-            if let Some(found) = reload {
-                probe.reload_sought = true;
-                probe.reload = found;
-            }
-            probe.office_unbuilt = office_unbuilt;
-        });
-    }
-
-    /// Chromium's reload button: a push button of a tool bar whose `class` attribute is
-    /// `ReloadButton`.
-    async fn find_reload_button(
-        &self,
-        bus: &str,
-        tree: &crate::a11y::bus::AppTree,
-        frame: &str,
-    ) -> Option<String> {
-        let buttons: Vec<String> = tree
-            .subtree(frame, 2000)
-            .into_iter()
-            .filter(|n| n.role == role::PUSH_BUTTON)
-            .filter(|n| {
-                tree.nodes
-                    .get(&n.parent)
-                    .is_some_and(|p| p.role == role::TOOL_BAR)
-            })
-            .map(|n| n.path.clone())
-            .take(16)
-            .collect();
-        let attrs = futures::future::join_all(buttons.iter().map(|b| {
-            self.bus
-                .call::<_, HashMap<String, String>>(bus, b, ACC, "GetAttributes", &())
-        }))
-        .await;
-        buttons
-            .into_iter()
-            .zip(attrs)
-            .find(|(_, a)| {
-                a.as_ref()
-                    .is_ok_and(|a| a.get("class").is_some_and(|c| c == "ReloadButton"))
-            })
-            .map(|(b, _)| b)
-    }
 }
 
 #[cfg(test)]
@@ -812,12 +573,12 @@ mod tests {
             frame: Some("/frame".into()),
             ..Probe::default()
         };
-        facts.note_look(":1.5", 7, &probe, &read);
-        facts.update(":1.5", 7, |p| {
+        facts.note_look(":1.5", WinId(7), &probe, &read);
+        facts.update(":1.5", WinId(7), |p| {
             p.reload_sought = true;
             p.reload = Some("/reload".into());
         });
-        let kept = facts.probe(":1.5", 7);
+        let kept = facts.probe(":1.5", WinId(7));
         assert_eq!(kept.docs, read.doc_ids);
         assert_eq!(kept.frame.as_deref(), Some("/frame"));
         assert_eq!(kept.reload.as_deref(), Some("/reload"));
@@ -1056,6 +817,160 @@ mod tests {
         assert!(may_navigate(&click, Some(role::LINK)));
         assert!(!may_navigate(&click, Some(role::PUSH_BUTTON)));
         assert!(!may_navigate(&click, None));
+    }
+
+    fn facts() -> ReadFacts {
+        ReadFacts::default()
+    }
+
+    /// The re-reads come in their order and in their numbers: LibreOffice's unbuilt document
+    /// while it lasts, a page missing from the read five times at most, a cut walk once, a
+    /// missing frame while it lasts; a kind never comes back once a later one came.
+    #[test]
+    fn rereads_come_in_order_and_in_number() {
+        let mut done = Rereads::default();
+        let at = ms(100);
+        let office = ReadFacts {
+            office_unbuilt: true,
+            ..facts()
+        };
+        assert_eq!(
+            reread(&office, &mut done, at, BOUND, Pace::Now),
+            Reread::Office
+        );
+        assert_eq!(
+            reread(&office, &mut done, at, BOUND, Pace::Now),
+            Reread::Office
+        );
+        let missed = ReadFacts {
+            pages: 1,
+            candidates: 7,
+            on_screen: 0,
+            walk_cut: true,
+            ..facts()
+        };
+        for _ in 0..PAGE_REREADS {
+            assert_eq!(
+                reread(&missed, &mut done, at, BOUND, Pace::Now),
+                Reread::Page
+            );
+        }
+        assert_eq!(
+            reread(&missed, &mut done, at, BOUND, Pace::Now),
+            Reread::Cut
+        );
+        // (the office's document missing again after the page: not read again for it)
+        let everything = ReadFacts {
+            office_unbuilt: true,
+            frame_missing: true,
+            ..missed
+        };
+        assert_eq!(
+            reread(&everything, &mut done, at, BOUND, Pace::Now),
+            Reread::Frame
+        );
+        assert_eq!(
+            reread(&everything, &mut done, at, BOUND, Pace::Now),
+            Reread::Frame
+        );
+        assert_eq!(
+            reread(&facts(), &mut done, at, BOUND, Pace::Now),
+            Reread::Done
+        );
+    }
+
+    /// A read that needs nothing stands; a page whose controls were found stands.
+    #[test]
+    fn a_good_read_stands() {
+        let mut done = Rereads::default();
+        let found = ReadFacts {
+            pages: 1,
+            candidates: 7,
+            on_screen: 7,
+            ..facts()
+        };
+        assert_eq!(
+            reread(&found, &mut done, ms(0), BOUND, Pace::Now),
+            Reread::Done
+        );
+    }
+
+    /// Ahead of the next step an unbuilt document is not waited for, and a wait never asks
+    /// for the looks of a first look ahead.
+    #[test]
+    fn ahead_of_the_next_step_nothing_is_waited_for() {
+        let office = ReadFacts {
+            office_unbuilt: true,
+            ..facts()
+        };
+        let mut done = Rereads::default();
+        assert_eq!(
+            reread(&office, &mut done, ms(0), BOUND, Pace::Ahead),
+            Reread::NotYet
+        );
+        assert_eq!(on_wait(Looking::First(Pace::Ahead), POLL), OnWait::Refuse);
+        assert_eq!(on_wait(Looking::First(Pace::Now), POLL), OnWait::HandBack);
+        assert_eq!(on_wait(Looking::Waiting, ms(7)), OnWait::Sleep(ms(7)));
+    }
+
+    fn any_facts() -> impl proptest::strategy::Strategy<Value = ReadFacts> {
+        use proptest::prelude::*;
+        (
+            any::<bool>(),
+            0usize..3,
+            0usize..9,
+            0usize..9,
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(
+                |(office_unbuilt, pages, candidates, on_screen, walk_cut, frame_missing)| {
+                    ReadFacts {
+                        office_unbuilt,
+                        pages,
+                        candidates,
+                        on_screen,
+                        walk_cut,
+                        frame_missing,
+                    }
+                },
+            )
+    }
+
+    proptest::proptest! {
+        /// Past the load wait's bound (or with it off) a read always stands; before it, any
+        /// sequence of reads ends within its bounded re-reads unless the office's document or
+        /// the frame stays missing.
+        #[test]
+        fn rereads_are_bounded(
+            seq in proptest::collection::vec(any_facts(), 1..40),
+            elapsed in 0u64..20_000,
+            ahead: bool,
+        ) {
+            let pace = if ahead { Pace::Ahead } else { Pace::Now };
+            let mut done = Rereads::default();
+            let (mut pages, mut cuts) = (0, 0);
+            for f in &seq {
+                let r = reread(f, &mut done, ms(elapsed), BOUND, pace);
+                if ms(elapsed) >= BOUND {
+                    proptest::prop_assert_eq!(r, Reread::Done);
+                }
+                if ahead {
+                    proptest::prop_assert_ne!(r, Reread::Office);
+                }
+                pages += usize::from(r == Reread::Page);
+                cuts += usize::from(r == Reread::Cut);
+            }
+            proptest::prop_assert!(pages <= PAGE_REREADS);
+            proptest::prop_assert!(cuts <= 1);
+            let mut off = Rereads::default();
+            for f in &seq {
+                proptest::prop_assert_eq!(
+                    reread(f, &mut off, ms(elapsed), Duration::ZERO, pace),
+                    Reread::Done
+                );
+            }
+        }
     }
 
     #[test]

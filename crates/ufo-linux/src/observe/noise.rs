@@ -60,7 +60,7 @@ pub(crate) fn fold_rows(cells: &[Cell]) -> Vec<Row> {
     for row in &mut rows {
         let mut texts: Vec<String> = Vec::new();
         for &i in &row.cells {
-            let t = crate::observe::names::collapse_ws(&cells[i].name);
+            let t = crate::names::collapse_ws(&cells[i].name);
             if !says_nothing(&t) && !texts.contains(&t) {
                 texts.push(t);
             }

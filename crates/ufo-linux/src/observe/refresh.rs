@@ -4,15 +4,15 @@
 use std::collections::{BTreeSet, HashSet};
 
 use super::changes::{
-    cells_verdict, entries_only, incremental, keeps_trees, plan, remove_subtree, set_children,
-    Plan, MAY_HOLD_CELL_TEXT,
+    cells_verdict, entries_only, incremental, keeps_trees, plan, remove_subtree, set_children, Plan,
 };
+use super::observer::Observer;
 use crate::a11y::bus::{AppTree, Node};
 use crate::a11y::events::{Change, SYNC_WAIT};
-use crate::a11y::vocab::state;
-use crate::desktop::LinuxDesktop;
+use crate::vocab::state;
+use crate::vocab::MAY_HOLD_CELL_TEXT;
 
-impl LinuxDesktop {
+impl Observer<'_> {
     /// The tree of `bus` kept from an earlier observation, brought up to date from the
     /// events the application sent since, and its event count now (to keep what this
     /// observation reads). `None` for the tree: read it whole.
@@ -20,7 +20,12 @@ impl LinuxDesktop {
         let Some(changes) = self.bus.changes.clone() else {
             return (None, None);
         };
-        if !self.app_name(bus).await.is_some_and(|a| keeps_trees(&a)) {
+        if !self
+            .apps
+            .name(self.bus, bus)
+            .await
+            .is_some_and(|a| keeps_trees(&a))
+        {
             return (None, None);
         }
         let count = changes.count(bus).await;
@@ -147,24 +152,20 @@ impl LinuxDesktop {
         let Ok(roles) = roles else { return false };
         let hold = roles
             .iter()
-            .all(|r| r.as_ref().is_ok_and(|r| !MAY_HOLD_CELL_TEXT.contains(r)));
+            .all(|r| r.as_ref().is_ok_and(|r| !MAY_HOLD_CELL_TEXT.contains(*r)));
         if !hold {
             tracing::trace!(?ask, ?roles, "kept cells: read again");
         }
         hold
     }
 
-    /// Read again what `p` names; false when a read failed (then read the tree whole).
-    async fn refresh_tree(&self, bus: &str, tree: &mut AppTree, p: &Plan) -> bool {
-        if p.is_empty() {
-            // only objects outside the tree changed (a sheet's cells)
-            return true;
-        }
-        for r in &p.removed {
-            remove_subtree(tree, r);
-        }
+    /// A step of [`Self::refresh_tree`]: the nodes `p` names read again (a listed node too),
+    /// each in place of its old self (a node gone since is dropped: its parent's children
+    /// event says the rest); the nodes whose children must be listed again (those `p` lists,
+    /// and those whose count changed, when they may be enumerated). `None` when the reads
+    /// took longer than the walk's budget.
+    async fn reread_nodes(&self, bus: &str, tree: &mut AppTree, p: &Plan) -> Option<Vec<String>> {
         let bound = i32::try_from(self.config.walk_max_children).unwrap_or(i32::MAX);
-        // the nodes themselves (a listed node is read again too)
         let targets: Vec<(String, String, i32)> = p
             .nodes
             .iter()
@@ -179,11 +180,11 @@ impl LinuxDesktop {
             futures::future::join_all(
                 targets
                     .iter()
-                    .map(|(path, parent, i)| self.nodes.read(&self.bus, bus, path, parent, *i)),
+                    .map(|(path, parent, i)| self.nodes.read(self.bus, bus, path, parent, *i)),
             ),
         )
-        .await;
-        let Ok(read) = read else { return false };
+        .await
+        .ok()?;
         let mut relist: Vec<String> = Vec::new();
         for ((path, _, _), n) in targets.iter().zip(read) {
             match n {
@@ -197,10 +198,24 @@ impl LinuxDesktop {
                     }
                     tree.nodes.insert(path.clone(), n);
                 }
-                // gone since: drop it (its parent's children event says the rest)
                 Err(_) => remove_subtree(tree, path),
             }
         }
+        Some(relist)
+    }
+
+    /// Read again what `p` names; false when a read failed (then read the tree whole).
+    async fn refresh_tree(&self, bus: &str, tree: &mut AppTree, p: &Plan) -> bool {
+        if p.is_empty() {
+            // only objects outside the tree changed (a sheet's cells)
+            return true;
+        }
+        for r in &p.removed {
+            remove_subtree(tree, r);
+        }
+        let Some(mut relist) = self.reread_nodes(bus, tree, p).await else {
+            return false;
+        };
         relist.retain(|p| tree.nodes.contains_key(p));
         let lists = tokio::time::timeout(
             self.config.walk_budget,
@@ -220,7 +235,7 @@ impl LinuxDesktop {
             futures::future::join_all(
                 fresh
                     .iter()
-                    .map(|(k, p, i)| self.nodes.read(&self.bus, bus, k, p, *i)),
+                    .map(|(k, p, i)| self.nodes.read(self.bus, bus, k, p, *i)),
             ),
         )
         .await;

@@ -5,7 +5,7 @@
 use ufo_core::Rect;
 use ufo_desktop::annotate::{self as shared, RgbaImage};
 
-use crate::x11::RgbImage;
+use crate::display::pixels::RgbImage;
 use crate::LinuxError;
 
 /// A box to draw: a rectangle in image pixels and its label number.

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use atspi::proxy::bus::{BusProxy, StatusProxy};
-use x11rb::connection::{Connection, RequestConnection};
-use x11rb::protocol::xproto::{AtomEnum, ConnectionExt as _};
 
+use crate::display::x11::atspi_bus::is_stale;
+use crate::display::x11::doctor::{check_server, published_bus_address, WindowManager, XServer};
 use crate::launch::toolkit;
 use crate::{LinuxDesktop, LinuxError};
 
@@ -67,40 +67,17 @@ pub async fn check_session(timeout: Duration) -> Vec<Finding> {
     out
 }
 
-/// The root window's `AT_SPI_BUS` property on `DISPLAY`, if it can be read.
-fn published_bus_address() -> Option<String> {
-    let (conn, screen) = x11rb::connect(None).ok()?;
-    let root = conn.setup().roots.get(screen)?.root;
-    let atom = conn
-        .intern_atom(false, b"AT_SPI_BUS")
-        .ok()?
-        .reply()
-        .ok()?
-        .atom;
-    let r = conn
-        .get_property(false, root, atom, AtomEnum::STRING, 0, 4096)
-        .ok()?
-        .reply()
-        .ok()?;
-    (!r.value.is_empty()).then(|| String::from_utf8_lossy(&r.value).into_owned())
-}
-
 fn check_x(display: &str) -> Vec<Finding> {
-    let (conn, screen) = match x11rb::connect(Some(display)) {
-        Ok(c) => c,
-        Err(e) => {
+    let (xtest, wm) = match check_server(display) {
+        XServer::Unreachable(e) => {
             return vec![Finding::problem(
                 format!("cannot connect to the X server {display}: {e}"),
                 SESSION_FIX,
             )]
         }
+        XServer::Reached { xtest, wm } => (xtest, wm),
     };
     let mut out = vec![Finding::ok(format!("X server {display} reachable"))];
-    let xtest = conn
-        .extension_information(x11rb::protocol::xtest::X11_EXTENSION_NAME)
-        .ok()
-        .flatten()
-        .is_some();
     out.push(if xtest {
         Finding::ok("XTEST extension present (input)")
     } else {
@@ -109,49 +86,15 @@ fn check_x(display: &str) -> Vec<Finding> {
             "use an X server with XTEST (Xvfb and Xorg have it unless started with -extension XTEST)",
         )
     });
-    let Some(root) = conn.setup().roots.get(screen).map(|s| s.root) else {
-        return out;
-    };
-    let wm = wm_name(&conn, root);
-    out.push(match wm {
-        Some(name) => Finding::ok(format!("window manager: {name}")),
-        None => Finding::problem(
+    match wm {
+        WindowManager::Running(name) => out.push(Finding::ok(format!("window manager: {name}"))),
+        WindowManager::Missing => out.push(Finding::problem(
             "no window manager (no _NET_SUPPORTING_WM_CHECK on the root window): windows cannot be raised or listed",
             "start an EWMH window manager, e.g. `openbox --sm-disable &` (scripts/desktop-session.sh up starts one)",
-        ),
-    });
+        )),
+        WindowManager::Unknown => {}
+    }
     out
-}
-
-fn wm_name(conn: &impl Connection, root: u32) -> Option<String> {
-    let atom = |name: &str| {
-        conn.intern_atom(false, name.as_bytes())
-            .ok()?
-            .reply()
-            .ok()
-            .map(|r| r.atom)
-    };
-    let check = atom("_NET_SUPPORTING_WM_CHECK")?;
-    let win = conn
-        .get_property(false, root, check, AtomEnum::WINDOW, 0, 1)
-        .ok()?
-        .reply()
-        .ok()?
-        .value32()?
-        .next()?;
-    let name_atom = atom("_NET_WM_NAME")?;
-    let utf8 = atom("UTF8_STRING")?;
-    let name = conn
-        .get_property(false, win, name_atom, utf8, 0, 256)
-        .ok()
-        .and_then(|c| c.reply().ok())
-        .map(|r| String::from_utf8_lossy(&r.value).into_owned())
-        .unwrap_or_default();
-    Some(if name.is_empty() {
-        format!("window {win:#x}")
-    } else {
-        name
-    })
 }
 
 async fn check_buses(timeout: Duration) -> Vec<Finding> {
@@ -196,7 +139,7 @@ async fn check_buses(timeout: Duration) -> Vec<Finding> {
                 tokio::time::timeout(timeout, tokio::task::spawn_blocking(published_bus_address))
                     .await;
             if let Ok(Ok(Some(p))) = published {
-                if crate::x11::atspi_bus::is_stale(Some(&p), &live) {
+                if is_stale(Some(&p), &live) {
                     out.push(Finding::problem(
                         format!("the display's AT_SPI_BUS property names {p:?}, not the live accessibility bus {live:?}: Qt applications started now stay off the bus"),
                         format!("point it at the live bus: `xprop -root -f AT_SPI_BUS 8s -set AT_SPI_BUS '{live}'` (ufo does so before it launches an application), then restart the Qt applications"),
@@ -241,7 +184,9 @@ pub async fn check_windows(
         Some(w) => vec![crate::find_window(desktop, Some(w)).await?],
         None => desktop.list_windows().await?,
     };
-    let by_pid = desktop.apps_by_pid().await.unwrap_or_default();
+    let by_pid = crate::a11y::apps::KnownApps::by_pid(&desktop.bus)
+        .await
+        .unwrap_or_default();
     let mut out = Vec::new();
     for w in windows {
         let tk = w

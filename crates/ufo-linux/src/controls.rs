@@ -5,6 +5,8 @@ use std::collections::HashMap;
 
 use ufo_core::{Control, Rect};
 
+use crate::display::WinId;
+
 /// What the last observation learnt about one control (used by actions).
 #[derive(Debug, Clone)]
 pub(crate) struct CtlInfo {
@@ -16,8 +18,8 @@ pub(crate) struct CtlInfo {
     pub actions: Vec<String>,
     pub ifaces: u32,
     pub states: u64,
-    /// The X window it belongs to.
-    pub window: u32,
+    /// The window it belongs to.
+    pub window: WinId,
     /// AT-SPI role number and raw accessible name when observed, and its label there (for
     /// the "changed since the last observation" check).
     pub seen: Seen,
@@ -42,10 +44,6 @@ pub(crate) struct Seen {
 pub(crate) struct KnownControls {
     /// control id → info, from the latest observation of its window
     pub by_id: HashMap<String, CtlInfo>,
-    /// an observation is being made while settling: its controls go to `prefetched` instead
-    /// of `by_id` (labels mean the observation handed out last)
-    pub prefetching: bool,
-    pub prefetched: Option<(u32, Labelled)>,
 }
 
 /// A control with everything the backend knows about it.
@@ -67,7 +65,7 @@ pub(crate) struct Fetched {
 
 impl KnownControls {
     /// Put the controls of a new observation of window `xid` in place of its old ones.
-    pub(crate) fn install(&mut self, xid: u32, entries: Labelled) {
+    pub(crate) fn install(&mut self, xid: WinId, entries: Labelled) {
         self.by_id.retain(|_, c| c.window != xid);
         self.by_id.extend(entries);
     }

@@ -18,7 +18,7 @@ use x11rb::rust_connection::RustConnection;
 
 use ufo_core::demo::Key;
 
-use crate::x11::xerr;
+use super::error::xerr;
 use crate::LinuxError;
 
 /// XInput2 "all master devices": each press once, with the slave that made it as `sourceid`.

@@ -14,8 +14,7 @@
 //! process.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use x11rb::connection::Connection;
 use x11rb::protocol::xinput::{self, ConnectionExt as _};
@@ -23,8 +22,9 @@ use x11rb::protocol::xproto::{self, ConnectionExt as _};
 use x11rb::protocol::Event;
 use x11rb::rust_connection::RustConnection;
 
+use super::error::xerr;
+use crate::display::watch::PersonInput;
 use crate::error::cause;
-use crate::x11::xerr;
 use crate::LinuxError;
 
 /// Set (to `1`) by the outer ufo in the environment of a watched private desktop.
@@ -36,91 +36,46 @@ const PAUSE_KEYSYM: u32 = 0xff13;
 /// XInput2 "all master devices": each press once, with the slave that made it as `sourceid`.
 const ALL_MASTER_DEVICES: u16 = 1;
 
-/// Whether the desktop is taken over, and by what.
-#[derive(Debug, Default)]
-struct Shared {
-    /// What the person did first (set until the hand-back).
-    taken: Option<String>,
-}
-
-/// The person's input on the watched desktop, as the listening thread saw it.
-pub(crate) struct PersonWatch {
-    shared: Arc<Mutex<Shared>>,
-}
-
-impl PersonWatch {
-    /// Start watching when this is a watched private desktop ([`WATCHED_VAR`] set); `None`
-    /// otherwise, or when the X server lacks XInput 2.2 (a warning says the person's input
-    /// cannot be told apart then).
-    pub(crate) fn start_if_watched() -> Option<PersonWatch> {
-        std::env::var_os(WATCHED_VAR)?;
-        match Self::start() {
-            Ok(w) => Some(w),
-            Err(e) => {
-                tracing::warn!(
-                    "the watched desktop cannot tell the person's input from the agent's ({e}); \
-                     the agent will not pause when you use its window"
-                );
-                None
-            }
+/// Start watching when this is a watched private desktop ([`WATCHED_VAR`] set); `None`
+/// otherwise, or when the X server lacks XInput 2.2 (a warning says the person's input cannot
+/// be told apart then).
+pub(crate) fn start_if_watched() -> Option<Arc<PersonInput>> {
+    std::env::var_os(WATCHED_VAR)?;
+    match start() {
+        Ok(w) => Some(w),
+        Err(e) => {
+            tracing::warn!(
+                "the watched desktop cannot tell the person's input from the agent's ({e}); \
+                 the agent will not pause when you use its window"
+            );
+            None
         }
     }
+}
 
-    fn start() -> Result<PersonWatch, LinuxError> {
-        let (conn, root) = raw_input_connection()?;
-        let pause = pause_keycodes(&conn)?;
-        conn.xinput_xi_select_events(
-            root,
-            &[xinput::EventMask {
-                deviceid: ALL_MASTER_DEVICES,
-                mask: vec![
-                    xinput::XIEventMask::RAW_KEY_PRESS | xinput::XIEventMask::RAW_BUTTON_PRESS,
-                ],
-            }],
-        )
-        .map_err(xerr("XISelectEvents"))?
-        .check()
-        .map_err(xerr("XISelectEvents (raw input events)"))?;
-        let shared = Arc::new(Mutex::new(Shared::default()));
-        let s = Arc::clone(&shared);
-        std::thread::Builder::new()
-            .name("ufo-person-input".into())
-            .spawn(move || listen(&conn, &pause, &s))
-            .map_err(|source| LinuxError::Spawn {
-                command: "the person-input listening thread".into(),
-                source,
-            })?;
-        Ok(PersonWatch { shared })
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
-        self.shared.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// What the person did, while the desktop is taken over.
-    pub(crate) fn taken(&self) -> Option<String> {
-        self.lock().taken.clone()
-    }
-
-    /// The person handed the desktop back another way (ufo's terminal).
-    pub(crate) fn hand_back(&self) {
-        self.lock().taken = None;
-    }
-
-    /// Wait at most `within` for the hand-back key; `true` once the desktop is not taken over.
-    pub(crate) async fn wait_handback(&self, within: Duration) -> bool {
-        let deadline = Instant::now() + within;
-        loop {
-            if self.lock().taken.is_none() {
-                return true;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            tokio::time::sleep((deadline - now).min(Duration::from_millis(20))).await;
-        }
-    }
+fn start() -> Result<Arc<PersonInput>, LinuxError> {
+    let (conn, root) = raw_input_connection()?;
+    let pause = pause_keycodes(&conn)?;
+    conn.xinput_xi_select_events(
+        root,
+        &[xinput::EventMask {
+            deviceid: ALL_MASTER_DEVICES,
+            mask: vec![xinput::XIEventMask::RAW_KEY_PRESS | xinput::XIEventMask::RAW_BUTTON_PRESS],
+        }],
+    )
+    .map_err(xerr("XISelectEvents"))?
+    .check()
+    .map_err(xerr("XISelectEvents (raw input events)"))?;
+    let person = Arc::new(PersonInput::default());
+    let p = Arc::clone(&person);
+    std::thread::Builder::new()
+        .name("ufo-person-input".into())
+        .spawn(move || listen(&conn, &pause, &p))
+        .map_err(|source| LinuxError::Spawn {
+            command: "the person-input listening thread".into(),
+            source,
+        })?;
+    Ok(person)
 }
 
 /// The keycodes that carry the Pause keysym in the server's keyboard map.
@@ -180,7 +135,7 @@ fn device_names(conn: &RustConnection) -> HashMap<u16, String> {
         .unwrap_or_default()
 }
 
-fn listen(conn: &RustConnection, pause: &[u32], shared: &Mutex<Shared>) {
+fn listen(conn: &RustConnection, pause: &[u32], person: &PersonInput) {
     let mut names = device_names(conn);
     while let Ok(ev) = conn.wait_for_event() {
         let (source, key) = match ev {
@@ -196,19 +151,17 @@ fn listen(conn: &RustConnection, pause: &[u32], shared: &Mutex<Shared>) {
             .get(&source)
             .cloned()
             .unwrap_or_else(|| format!("input device {source}"));
-        let press = classify(&device, key, pause);
-        let mut g = shared.lock().unwrap_or_else(|p| p.into_inner());
-        match press {
+        match classify(&device, key, pause) {
             Press::Agent => {}
             Press::Handback => {
-                if g.taken.take().is_some() {
+                if person.hand_back() {
                     tracing::info!("the person handed the desktop back ({HANDBACK_KEY})");
                 }
             }
             Press::Person(what) => {
-                if g.taken.is_none() {
-                    tracing::info!("the person took the desktop over: {what}");
-                    g.taken = Some(what);
+                let note = format!("the person took the desktop over: {what}");
+                if person.take_over(what) {
+                    tracing::info!("{note}");
                 }
             }
         }

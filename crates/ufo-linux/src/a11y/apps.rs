@@ -1,0 +1,109 @@
+//! What is known of the applications on the accessibility bus ([`KnownApps`]): their names,
+//! their toolkits' habits (GTK 4's window-relative extents, GTK 2's hidden menus) and which
+//! bus name each process has, learnt once and asked again on a miss.
+
+use std::collections::HashMap;
+
+use super::bus::A11yBus;
+use crate::part::Part;
+use crate::vocab::ROOT_PATH;
+use crate::LinuxError;
+
+#[derive(Default)]
+struct Facts {
+    /// bus name → application name
+    names: HashMap<String, String>,
+    /// bus name → whether extents are window-relative (GTK4)
+    relative: HashMap<String, bool>,
+    /// bus name → whether the application is GTK2 (open menus need `crate::apps::menus`)
+    gtk2: HashMap<String, bool>,
+    /// pid → bus name of applications on the accessibility bus (refreshed on a miss)
+    bus_by_pid: HashMap<u32, String>,
+}
+
+/// What is known of the applications on the bus, behind a lock of its own. `a11y` in its
+/// methods is the bus to ask on a miss; `app` an application's bus name.
+#[derive(Default)]
+pub(crate) struct KnownApps(Part<Facts>);
+
+/// Whether a toolkit name and version are GTK2's (its bridge calls itself GAIL).
+pub(crate) fn is_gtk2(toolkit: &str, version: &str) -> bool {
+    toolkit.eq_ignore_ascii_case("gail")
+        || (toolkit.eq_ignore_ascii_case("gtk") && version.starts_with('2'))
+}
+
+impl KnownApps {
+    /// Applications on the accessibility bus by pid: pid → bus name (asked now).
+    pub(crate) async fn by_pid(a11y: &A11yBus) -> Result<HashMap<u32, String>, LinuxError> {
+        let apps = a11y.applications().await?;
+        Ok(apps
+            .into_iter()
+            .filter_map(|(bus, pid)| pid.map(|p| (p, bus)))
+            .collect())
+    }
+
+    /// Bus names for these pids, from what is known unless one is missing or `refresh`.
+    pub(crate) async fn bus_map(
+        &self,
+        a11y: &A11yBus,
+        pids: &[u32],
+        refresh: bool,
+    ) -> HashMap<u32, String> {
+        if !refresh {
+            let st = self.0.lock();
+            if pids.iter().all(|p| st.bus_by_pid.contains_key(p)) {
+                return st.bus_by_pid.clone();
+            }
+        }
+        let map = Self::by_pid(a11y).await.unwrap_or_default();
+        self.0.lock().bus_by_pid = map.clone();
+        map
+    }
+
+    /// The application's name (its root accessible's).
+    pub(crate) async fn name(&self, a11y: &A11yBus, app: &str) -> Option<String> {
+        if let Some(n) = self.0.lock().names.get(app) {
+            return Some(n.clone());
+        }
+        let name = a11y
+            .prop::<String>(app, ROOT_PATH, "org.a11y.atspi.Accessible", "Name")
+            .await
+            .ok()?;
+        self.0.lock().names.insert(app.to_string(), name.clone());
+        Some(name)
+    }
+
+    /// Whether the application's extents are relative to its window (GTK 4).
+    pub(crate) async fn is_relative(&self, a11y: &A11yBus, app: &str) -> bool {
+        if let Some(r) = self.0.lock().relative.get(app) {
+            return *r;
+        }
+        let (tk, version) = a11y.toolkit(app).await;
+        let rel = tk.eq_ignore_ascii_case("gtk") && version.starts_with('4');
+        self.0.lock().relative.insert(app.to_string(), rel);
+        rel
+    }
+
+    /// Whether the application is GTK2 (asked once per application).
+    pub(crate) async fn is_gtk2(&self, a11y: &A11yBus, app: &str) -> bool {
+        if let Some(g) = self.0.lock().gtk2.get(app) {
+            return *g;
+        }
+        let (tk, version) = a11y.toolkit(app).await;
+        let g = is_gtk2(&tk, &version);
+        self.0.lock().gtk2.insert(app.to_string(), g);
+        g
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gtk2_is_recognised_by_its_bridge() {
+        assert!(is_gtk2("GAIL", "2.24.33"));
+        assert!(!is_gtk2("GTK", "3.24.38"));
+        assert!(!is_gtk2("Chromium", "148"));
+    }
+}

@@ -1,0 +1,314 @@
+//! Actions on LibreOffice Calc's cells (`apps/table.rs` reads the sheets): `read_text` gives
+//! the formula and the shown value (`=SUM(A1:A5) → 15`), read from the formula input line
+//! after the Name Box moved the cursor there; `set_text` moves the cursor with the Name Box,
+//! types the content and presses Enter (LibreOffice's cells have no editable text
+//! interface). `set_text` on the Name Box jumps to the cell or selects the range typed
+//! (`A1:B5`).
+
+use std::time::Instant;
+
+use ufo_core::UiAction;
+
+use super::Actor;
+use crate::apps::table::{
+    cell_address, cell_content, cell_path, split_cell_id, INPUT_LINE, NAME_BOX,
+};
+use crate::controls::CtlInfo;
+use crate::display::keys::{char_keysym, parse_keys, sym, KeyStep};
+use crate::display::WinId;
+use crate::vocab::state;
+use crate::LinuxError;
+
+impl Actor<'_> {
+    /// Whether an action goes to [`Self::sheet_action`]: any action on a cell (a control id
+    /// with `#` and an address), `set_text` on the Name Box.
+    pub(crate) fn is_sheet_target(&self, control_id: &str, action: &UiAction) -> bool {
+        split_cell_id(control_id).is_some()
+            || (matches!(action, UiAction::SetText { .. })
+                && self
+                    .controls
+                    .lock()
+                    .by_id
+                    .get(control_id)
+                    .is_some_and(|c| c.name == NAME_BOX))
+    }
+
+    /// An action on a cell, or `set_text` on the Name Box (which jumps there).
+    pub(crate) async fn sheet_action(
+        &self,
+        xid: WinId,
+        window: &str,
+        control_id: &str,
+        action: &UiAction,
+    ) -> Result<String, LinuxError> {
+        if let Some((sheet_id, cell)) = split_cell_id(control_id) {
+            return self.cell_action(xid, window, sheet_id, cell, action).await;
+        }
+        let name_box = self
+            .controls
+            .lock()
+            .by_id
+            .get(control_id)
+            .cloned()
+            .ok_or_else(|| LinuxError::NoControl {
+                window: window.to_string(),
+                control: control_id.to_string(),
+            })?;
+        let UiAction::SetText { text } = action else {
+            return Err(LinuxError::Unsupported(format!(
+                "{} on the Name Box: use set_text",
+                action.name()
+            )));
+        };
+        self.jump(&name_box, text).await?;
+        Ok(format!(
+            "the Name Box moved the cursor to {:?}",
+            text.trim()
+        ))
+    }
+
+    /// The control of this window with a given name (the Name Box, the input line).
+    fn named(&self, xid: WinId, name: &str) -> Option<CtlInfo> {
+        self.controls
+            .lock()
+            .by_id
+            .values()
+            .find(|c| c.window == xid && c.name == name)
+            .cloned()
+    }
+
+    /// Type a cell address or range into the Name Box and press Enter (its `activate`
+    /// action): LibreOffice moves the cursor there or selects the range.
+    async fn jump(&self, name_box: &CtlInfo, target: &str) -> Result<(), LinuxError> {
+        let target = target.trim();
+        let ok: bool = self
+            .bus
+            .call(
+                &name_box.bus,
+                &name_box.path,
+                "org.a11y.atspi.EditableText",
+                "SetTextContents",
+                &(target,),
+            )
+            .await?;
+        if !ok {
+            return Err(LinuxError::ActionFailed(format!(
+                "the Name Box did not take {target:?}; observe the window again"
+            )));
+        }
+        let actions = self
+            .bus
+            .actions(&name_box.bus, &name_box.path)
+            .await
+            .unwrap_or_default();
+        let index = actions
+            .iter()
+            .position(|a| a.eq_ignore_ascii_case("activate"))
+            .ok_or_else(|| {
+                LinuxError::ActionFailed(
+                    "the Name Box has no activate action: type the address into it with type_keys and {ENTER}"
+                        .to_string(),
+                )
+            })?;
+        let _: bool = self
+            .bus
+            .call(
+                &name_box.bus,
+                &name_box.path,
+                "org.a11y.atspi.Action",
+                "DoAction",
+                &(index as i32,),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Give the keyboard focus back to the sheet (the Name Box may keep it after a jump), and
+    /// wait until LibreOffice has taken it.
+    async fn focus_grid(&self, xid: WinId, sheet: &CtlInfo) -> Result<(), LinuxError> {
+        self.activate(xid).await?;
+        let _ = self
+            .bus
+            .call::<_, bool>(
+                &sheet.bus,
+                &sheet.path,
+                "org.a11y.atspi.Component",
+                "GrabFocus",
+                &(),
+            )
+            .await;
+        let deadline = Instant::now() + self.config.settle_time / 2;
+        loop {
+            let focused = self
+                .bus
+                .call::<_, Vec<u32>>(
+                    &sheet.bus,
+                    &sheet.path,
+                    "org.a11y.atspi.Accessible",
+                    "GetState",
+                    &(),
+                )
+                .await
+                .map(|w| crate::a11y::bus::state_bits(&w) & state::FOCUSED != 0)
+                .unwrap_or(false);
+            if focused || Instant::now() >= deadline {
+                return Ok(());
+            }
+            tokio::time::sleep(self.config.settle_poll).await;
+        }
+    }
+
+    /// Move the cursor to a cell through the Name Box.
+    async fn go_to_cell(&self, xid: WinId, window: &str, address: &str) -> Result<(), LinuxError> {
+        let name_box = match self.named(xid, NAME_BOX) {
+            Some(b) => b,
+            None => {
+                self.observer.observe(window, false).await?;
+                self.named(xid, NAME_BOX).ok_or_else(|| {
+                    LinuxError::ActionFailed(format!(
+                        "cannot reach cell {address}: the window shows no Name Box (View ▸ Formula Bar shows it)"
+                    ))
+                })?
+            }
+        };
+        self.jump(&name_box, address).await
+    }
+
+    /// The sheet control's info, observing once when it is not known.
+    async fn sheet_info(&self, window: &str, sheet_id: &str) -> Result<CtlInfo, LinuxError> {
+        if let Some(s) = self.controls.lock().by_id.get(sheet_id).cloned() {
+            return Ok(s);
+        }
+        self.observer.observe(window, false).await?;
+        self.controls
+            .lock()
+            .by_id
+            .get(sheet_id)
+            .cloned()
+            .ok_or_else(|| LinuxError::NoControl {
+                window: window.to_string(),
+                control: sheet_id.to_string(),
+            })
+    }
+
+    /// One action on one cell.
+    async fn cell_action(
+        &self,
+        xid: WinId,
+        window: &str,
+        sheet_id: &str,
+        (row, col): (u32, u32),
+        action: &UiAction,
+    ) -> Result<String, LinuxError> {
+        let address = cell_address(row, col);
+        let sheet = self.sheet_info(window, sheet_id).await?;
+        let key = (sheet.bus.clone(), sheet.path.clone(), row, col);
+        let known = self.sheets.cell_path(&key);
+        let path = match known {
+            Some(p) if self.bus.text(&sheet.bus, &p).await.is_ok() => p,
+            _ => {
+                let p = cell_path(self.bus, &sheet.bus, &sheet.path, row, col).await?;
+                self.sheets.set_cell_path(key, p.clone());
+                p
+            }
+        };
+        let shown = || async { self.bus.text(&sheet.bus, &path).await };
+        match action {
+            UiAction::ReadText => {
+                let value = shown().await?;
+                self.go_to_cell(xid, window, &address).await?;
+                let formula = match self.named(xid, INPUT_LINE) {
+                    Some(line) => self.bus.text(&line.bus, &line.path).await.ok(),
+                    None => None,
+                };
+                Ok(cell_content(formula.as_deref(), &value))
+            }
+            UiAction::SetText { text } => {
+                let cell = (&sheet, (row, col), path.as_str());
+                self.enter_text(xid, window, cell, &address, text).await
+            }
+            UiAction::Click { .. } | UiAction::Focus => {
+                self.go_to_cell(xid, window, &address).await?;
+                Ok(format!("selected cell {address}"))
+            }
+            UiAction::TypeKeys { keys } => {
+                // any key may change any cell (a paste, an undo, a fill)
+                self.sheets.note_other_action();
+                let steps = parse_keys(keys)?;
+                self.go_to_cell(xid, window, &address).await?;
+                self.focus_grid(xid, &sheet).await?;
+                let n = steps.len();
+                self.send_keys_in_order(xid, Some(&sheet), steps).await?;
+                Ok(format!("typed {n} keys in cell {address}"))
+            }
+            UiAction::Select { .. } | UiAction::Scroll { .. } | UiAction::ClickAt { .. } => {
+                Err(LinuxError::Unsupported(format!(
+                    "{} does not apply to cell {address}: use set_text, read_text, click or type_keys on a cell, scroll on the sheet",
+                    action.name()
+                )))
+            }
+        }
+    }
+
+    /// `set_text` on a cell: the cursor moved there with the Name Box, the grid focused, the
+    /// text typed, then Delete (drops what AutoInput proposed after it) and Enter (commits);
+    /// LibreOffice shows the content once it has handled Enter, which is waited for, bounded.
+    /// The next observation reads this cell again, and the cells it may feed.
+    async fn enter_text(
+        &self,
+        xid: WinId,
+        window: &str,
+        (sheet, (row, col), path): (&CtlInfo, (u32, u32), &str),
+        address: &str,
+        text: &str,
+    ) -> Result<String, LinuxError> {
+        let t0 = Instant::now();
+        self.go_to_cell(xid, window, address).await?;
+        let jumped = t0.elapsed();
+        self.focus_grid(xid, sheet).await?;
+        let focused = t0.elapsed();
+        let mut steps: Vec<KeyStep> = text
+            .chars()
+            .map(|ch| KeyStep::Chord {
+                mods: vec![],
+                key: char_keysym(ch),
+            })
+            .collect();
+        // Delete drops what AutoInput proposed after the text, Enter commits
+        steps.push(KeyStep::Chord {
+            mods: vec![],
+            key: 0xffff,
+        });
+        steps.push(KeyStep::Chord {
+            mods: vec![],
+            key: sym::RETURN,
+        });
+        self.send_keys_in_order(xid, Some(sheet), steps).await?;
+        let sent = t0.elapsed();
+        // LibreOffice shows the content once it has handled Enter: wait for it, bounded
+        let deadline = Instant::now() + self.config.settle_time;
+        let mut now = self.bus.text(&sheet.bus, path).await.unwrap_or_default();
+        while now.is_empty() && !text.trim().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(self.config.settle_poll).await;
+            now = self.bus.text(&sheet.bus, path).await.unwrap_or_default();
+        }
+        tracing::debug!(
+            jump_ms = jumped.as_millis() as u64,
+            focus_ms = focused.as_millis() as u64,
+            keys_ms = sent.as_millis() as u64,
+            shown_ms = t0.elapsed().as_millis() as u64,
+            "cell entry phases"
+        );
+        // the next observation reads this cell again, and the cells it may feed
+        self.sheets
+            .note_entry(&(sheet.bus.clone(), sheet.path.clone()), (row, col));
+        if now.is_empty() && !text.trim().is_empty() {
+            return Err(LinuxError::ActionFailed(format!(
+                "typed {text:?} into cell {address} but it still shows nothing; is a dialog open?"
+            )));
+        }
+        Ok(format!(
+            "entered {text:?} in cell {address} (it shows {now:?})"
+        ))
+    }
+}

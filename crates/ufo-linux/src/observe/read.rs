@@ -1,0 +1,617 @@
+//! Step 2 of an observation: the controls of the window and its dialogs, one group each,
+//! from each application's tree (its frame found, the tree completed by a walk, its documents,
+//! menus and sheets read), with the title of a modal dialog among them.
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use ufo_core::Rect;
+
+use super::arrange::{group_unnamed, name_field_arrows, rows_as_controls};
+use super::candidates::{collect_candidates, Candidate};
+use super::frames;
+use super::locate::Located;
+use super::modal::{self, ModalityReport};
+use super::noise;
+use super::observer::{ObservationStats, Observer};
+use super::walk::FreshNodes;
+use crate::a11y::bus::{AppTree, Node};
+use crate::controls::Fetched;
+use crate::display::{extents_origin, extents_relative, position_unknown, DisplayWindow, WinId};
+use crate::vocab::{role, state};
+use crate::LinuxError;
+
+/// The most GTK 4 popovers of a window checked for being closed.
+const MAX_POPOVERS: usize = 16;
+
+/// A window whose controls are read, and the windows on the screen (to tell its frame from
+/// theirs).
+pub(super) struct Sought<'a> {
+    pub(super) window: &'a DisplayWindow,
+    pub(super) windows: &'a [DisplayWindow],
+}
+
+/// What reading the controls of a window and its dialogs gave.
+pub(super) struct ReadWindows {
+    /// One group per window read, dialogs first, the main window last.
+    pub(super) groups: Vec<Vec<Fetched>>,
+    pub(super) warnings: Vec<String>,
+    pub(super) stats: ObservationStats,
+    /// The bus name of the main window's application.
+    pub(super) main_bus: Option<String>,
+    /// The title of a modal dialog on top.
+    pub(super) modal: Option<String>,
+    /// A window whose accessible frame was not found (not on the bus yet, or not told apart
+    /// from its siblings yet): its controls are not listed, and it is looked at again.
+    pub(super) frame_missing: bool,
+}
+
+impl Observer<'_> {
+    /// Step 2: the controls of the dialogs (first: they are on top and usually what needs an
+    /// answer) and of the window, one group each, and the title of a modal dialog among them.
+    pub(super) async fn read_windows(
+        &self,
+        located: &Located,
+        with_actions: bool,
+        warnings: Vec<String>,
+    ) -> ReadWindows {
+        let (main, attached) = (&located.main, located.attached.as_slice());
+        let mut reading = Reading {
+            trees: HashMap::new(),
+            stats: ObservationStats::default(),
+            warnings,
+        };
+        let mut frames: HashMap<WinId, String> = HashMap::new();
+        let mut frame_missing = false;
+        let pids: Vec<u32> = attached
+            .iter()
+            .chain(std::iter::once(main))
+            .filter_map(|w| w.pid)
+            .collect();
+        let mut by_pid = self.apps.bus_map(self.bus, &pids, false).await;
+        let mut refreshed = false;
+        let mut groups: Vec<Vec<Fetched>> = Vec::new();
+        for w in attached.iter().chain(std::iter::once(main)) {
+            let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)).cloned() else {
+                reading.warnings.push(not_on_bus(w));
+                continue;
+            };
+            let sought = Sought {
+                window: w,
+                windows: &located.windows,
+            };
+            let mut result = self
+                .window_controls(&bus, &sought, with_actions, &mut reading)
+                .await;
+            if result.is_err() && !refreshed {
+                // the cached bus name may be stale (the application restarted): look again
+                refreshed = true;
+                by_pid = self.apps.bus_map(self.bus, &pids, true).await;
+                if let Some(bus) = w.pid.and_then(|p| by_pid.get(&p)).cloned() {
+                    reading.trees.remove(&bus);
+                    result = self
+                        .window_controls(&bus, &sought, with_actions, &mut reading)
+                        .await;
+                }
+            }
+            match result {
+                Ok((g, frame)) => {
+                    frames.insert(w.id, frame);
+                    groups.push(g);
+                }
+                Err(e) => {
+                    frame_missing |= matches!(e, LinuxError::NoFrame { .. });
+                    let e = format!("controls of window {} could not be read: {e}", w.id);
+                    reading.warnings.push(e)
+                }
+            }
+        }
+        let main_bus = main.pid.and_then(|p| by_pid.get(&p)).cloned();
+        let modal = self
+            .modal_dialog(main, attached, &by_pid, &reading.trees, &frames)
+            .await;
+        ReadWindows {
+            groups,
+            warnings: reading.warnings,
+            stats: reading.stats,
+            main_bus,
+            modal,
+            frame_missing,
+        }
+    }
+
+    /// A step of [`Self::read_windows`]: the title of a modal dialog on top of `main` among
+    /// the windows `attached` to it (`modal::blocks`): the window under it takes no input
+    /// until it closes. `frames`: the dialogs' accessible frames in their applications'
+    /// `trees`.
+    async fn modal_dialog(
+        &self,
+        main: &DisplayWindow,
+        attached: &[DisplayWindow],
+        by_pid: &HashMap<u32, String>,
+        trees: &HashMap<String, AppTree>,
+        frames: &HashMap<WinId, String>,
+    ) -> Option<String> {
+        let mut reports: HashMap<String, ModalityReport> = HashMap::new();
+        for w in attached {
+            let bus = w.pid.and_then(|p| by_pid.get(&p));
+            let a11y_modal = bus
+                .and_then(|b| trees.get(b))
+                .and_then(|tree| Some(tree.nodes.get(frames.get(&w.id)?)?.has(state::MODAL)))
+                .unwrap_or(false);
+            let report = match bus {
+                Some(b) => Some(self.modality_report(b, &mut reports).await),
+                None => None,
+            };
+            let facts = modal::Attached {
+                transient_for_main: w.transient_for == Some(main.id),
+                same_app: main.pid.is_some() && w.pid == main.pid,
+                a11y_modal,
+                wm_modal: w.wm_modal,
+                dialog: w.dialog,
+                report,
+            };
+            if modal::blocks(&facts) {
+                return Some(w.title.clone());
+            }
+        }
+        None
+    }
+
+    /// What the toolkit of application `bus` says about modality, asked once per
+    /// observation.
+    pub(super) async fn modality_report(
+        &self,
+        bus: &str,
+        known: &mut HashMap<String, ModalityReport>,
+    ) -> ModalityReport {
+        if let Some(r) = known.get(bus) {
+            return *r;
+        }
+        let (name, version) = self.bus.toolkit(bus).await;
+        let r = modal::modality_report(&name, &version);
+        known.insert(bus.to_string(), r);
+        r
+    }
+
+    /// The accessible frame of window `sought` in its application's tree (frames.rs): the
+    /// extents of the top-level windows are read only when their names do not settle it, and
+    /// not for a toolkit whose extents are relative to the window.
+    pub(super) async fn frame_of(
+        &self,
+        bus: &str,
+        tree: &AppTree,
+        sought: &Sought<'_>,
+        relative: bool,
+    ) -> Result<String, LinuxError> {
+        let w = sought.window;
+        let nodes = frames::window_nodes(tree);
+        let mut tops: Vec<frames::Top> = nodes.iter().map(|n| frames::top(n, None)).collect();
+        let space = self.display.coord_space();
+        if !extents_relative(space, relative) && !frames::settled_by_title(&tops, w) {
+            let rects = futures::future::join_all(
+                nodes
+                    .iter()
+                    .take(crate::a11y::bus::MAX_WINDOWS)
+                    .map(|n| self.bus.extents(bus, &n.path)),
+            )
+            .await;
+            for (t, r) in tops.iter_mut().zip(rects) {
+                t.rect = r.ok().map(|(x, y, w, h)| Rect {
+                    x,
+                    y,
+                    w: w.max(0) as u32,
+                    h: h.max(0) as u32,
+                });
+            }
+        }
+        match frames::choose(&tops, w, sought.windows) {
+            Some(c) => {
+                tracing::debug!(window = %w.id, frame = %c.path, evidence = ?c.evidence, "frame chosen");
+                Ok(c.path)
+            }
+            None => Err(LinuxError::NoFrame {
+                title: w.title.clone(),
+                frames: tops.len(),
+            }),
+        }
+    }
+
+    /// The controls of one window, from its application's tree, and its frame. The steps:
+    /// the tree and the window's frame in it ([`Self::window_tree`]), the candidates in it,
+    /// their details read and placed on the screen ([`Self::placed`]), then the controls as
+    /// the agent sees them (alike unnamed items grouped, table rows folded, one focus, the
+    /// sheets' cells, arrows named after their field).
+    async fn window_controls(
+        &self,
+        bus: &str,
+        sought: &Sought<'_>,
+        with_actions: bool,
+        reading: &mut Reading,
+    ) -> Result<(Vec<Fetched>, String), LinuxError> {
+        let Reading {
+            trees,
+            stats,
+            warnings,
+        } = reading;
+        let w = sought.window;
+        let t = Instant::now();
+        let (frame, relative, open_menus, times) = self
+            .window_tree(bus, sought, trees, stats, warnings)
+            .await?;
+        let tree = trees
+            .get(bus)
+            .ok_or_else(|| LinuxError::ActionFailed("tree vanished".into()))?;
+        warnings.extend(crate::launch::toolkit::tree_warnings(
+            tree,
+            &frame,
+            self.config.walk_max_nodes,
+        ));
+        let subtree_len = tree.subtree(&frame, self.config.walk_max_nodes).len();
+        stats.nodes += subtree_len;
+        let (candidates, cut, repeats) =
+            collect_candidates(tree, &frame, self.config.walk_max_nodes, &open_menus);
+        stats.repeats += repeats;
+        stats.document_nodes += document_nodes(tree, &frame, self.config.walk_max_nodes);
+        if cut {
+            warnings.push(format!(
+                "the window has more than {} accessible nodes: only the first {} were read, some controls may be missing",
+                self.config.walk_max_nodes, self.config.walk_max_nodes
+            ));
+        }
+        stats.tree += t.elapsed();
+
+        let t = Instant::now();
+        let place = (bus, tree, frame.as_str(), relative, w);
+        let (results, offset, win_rect, t_details) = self
+            .placed(place, &candidates, with_actions, warnings)
+            .await;
+        let in_pages = web_document_paths(tree, &frame, self.config.walk_max_nodes);
+        for (c, r) in candidates.iter().zip(&results) {
+            if in_pages.contains(c.node.path.as_str()) {
+                stats.document_candidates += 1;
+                stats.document_controls += usize::from(matches!(r, Ok(Some(_))));
+            }
+        }
+        let t_fetch = t.elapsed();
+        let placed = (offset, win_rect, w.id);
+        let out = self
+            .as_seen(bus, tree, &frame, &candidates, results, placed, warnings)
+            .await;
+        stats.details += t.elapsed();
+        tracing::debug!(
+            items_ms = times.0.as_millis() as u64,
+            walk_ms = (times.1 - times.0).as_millis() as u64,
+            announced = stats.announced,
+            documents_ms = (times.2 - times.1).as_millis() as u64,
+            details_ms = t_details.as_millis() as u64,
+            names_ms = (t_fetch - t_details).as_millis() as u64,
+            candidates = candidates.len(),
+            sheets_ms = (t.elapsed() - t_fetch).as_millis() as u64,
+            "window controls read"
+        );
+        Ok((out, frame))
+    }
+
+    /// A step of [`Self::window_controls`]: the controls that answered on screen as the agent
+    /// sees them: alike unnamed items grouped, table rows folded, one focus, the sheets'
+    /// visible cells read by range (never enumerated), arrows named after their field; the
+    /// ones that did not answer are counted in a warning.
+    #[allow(clippy::too_many_arguments)]
+    async fn as_seen(
+        &self,
+        bus: &str,
+        tree: &AppTree,
+        frame: &str,
+        candidates: &[Candidate],
+        results: Vec<Result<Option<Fetched>, LinuxError>>,
+        placed: ((i32, i32), Rect, WinId),
+        warnings: &mut Vec<String>,
+    ) -> Vec<Fetched> {
+        let answered = answered(candidates, results);
+        let out = group_unnamed(answered.out, &answered.tables, &answered.parents);
+        let mut out = rows_as_controls(out, &answered.tables);
+        self.one_focused(bus, &mut out).await;
+        self.sheet_reader()
+            .sheet_controls(
+                bus,
+                tree,
+                frame,
+                placed,
+                self.kept.event_count(bus),
+                &mut out,
+                warnings,
+            )
+            .await;
+        let out = name_field_arrows(out);
+        if answered.failed > 0 {
+            warnings.push(format!(
+                "{} of {} controls did not answer and are left out (first error: {})",
+                answered.failed,
+                candidates.len(),
+                answered.first_err.unwrap_or_default()
+            ));
+        }
+        out
+    }
+
+    /// A step of [`Self::window_controls`]: the application's tree (LibreOffice's kept from
+    /// the last observation when it sent no event since, changes.rs), the window's frame in
+    /// it, completed by a walk where the cache lacks nodes, with GTK 4's closed popovers
+    /// taken out, its office documents read, and GTK2's open menus found. Returns the frame,
+    /// whether the toolkit's extents are window-relative, the open menus, and when the tree,
+    /// the walk and the documents were done (since the start of the observation of it).
+    async fn window_tree(
+        &self,
+        bus: &str,
+        sought: &Sought<'_>,
+        trees: &mut HashMap<String, AppTree>,
+        stats: &mut ObservationStats,
+        warnings: &mut Vec<String>,
+    ) -> Result<
+        (
+            String,
+            bool,
+            HashSet<String>,
+            (Duration, Duration, Duration),
+        ),
+        LinuxError,
+    > {
+        let t = Instant::now();
+        let mut kept_count = None;
+        if !trees.contains_key(bus) {
+            let (count, kept) = self.kept_tree(bus).await;
+            kept_count = Some(count);
+            let tree = match kept {
+                Some(t) => t,
+                None => self.bus.tree(bus).await?,
+            };
+            trees.insert(bus.to_string(), tree);
+        }
+        let relative = self.apps.is_relative(self.bus, bus).await;
+        let tree = trees
+            .get_mut(bus)
+            .ok_or_else(|| LinuxError::ActionFailed("tree vanished".into()))?;
+        let frame = self.frame_of(bus, tree, sought, relative).await?;
+        let t_items = t.elapsed();
+        self.note_loaded_tree(bus, sought.window.id, tree, &frame)
+            .await;
+        let reading = FreshNodes::for_toolkit(relative);
+        let walk = self
+            .complete_tree(bus, tree, &frame, true, reading, warnings)
+            .await;
+        stats.walked |= walk.walked;
+        stats.repeats += walk.repeats;
+        stats.read_twice += walk.read_twice;
+        stats.announced += walk.announced;
+        stats.walk_cut |= walk.cut;
+        if let Some(count) = kept_count {
+            self.kept.keep(bus, count, tree);
+        }
+        if relative {
+            self.drop_closed_popovers(bus, tree, &frame).await;
+        }
+        let t_walk = t.elapsed();
+        // office documents: their visible paragraphs, cells, shapes and slides (office.rs)
+        self.office()
+            .read_documents(bus, tree, &frame, warnings)
+            .await;
+        let t_docs = t.elapsed();
+        // GTK2: items of an open menu are never SHOWING
+        let open_menus = if self.apps.is_gtk2(self.bus, bus).await {
+            let top_menus = crate::apps::menus::top_menus(tree, &frame, self.config.walk_max_nodes);
+            self.menus().open_menus(bus, tree, top_menus, false).await
+        } else {
+            HashSet::new()
+        };
+        Ok((frame, relative, open_menus, (t_items, t_walk, t_docs)))
+    }
+
+    /// A step of [`Self::window_controls`]: each candidate's details read and placed on the
+    /// screen (`fetch_control`), with the offset of the window's extents and the rectangle
+    /// that clips them, and how long the details took. Where the controls sit (GTK4's
+    /// window-relative extents are offset by where the toolkit's window sits; a fresh
+    /// LibreOffice window reports its own controls shifted, office.rs) is read at the same
+    /// time as the controls' own details: one round trip to the application instead of two.
+    #[allow(clippy::type_complexity)]
+    async fn placed(
+        &self,
+        (bus, tree, frame, relative, w): (&str, &AppTree, &str, bool, &DisplayWindow),
+        candidates: &[Candidate],
+        with_actions: bool,
+        warnings: &mut Vec<String>,
+    ) -> (
+        Vec<Result<Option<Fetched>, LinuxError>>,
+        (i32, i32),
+        Rect,
+        Duration,
+    ) {
+        let t = Instant::now();
+        // (a window placed nowhere: its controls are clipped to the screen)
+        let win_rect = w.area.unwrap_or_else(|| self.display.screen());
+        let nodes: Vec<&Node> = candidates.iter().map(|c| &c.node).collect();
+        let office = self.office();
+        let placement = async {
+            tokio::join!(
+                self.frame_offset(bus, frame, relative, w),
+                office.extent_corrections(bus, tree, frame, &nodes)
+            )
+        };
+        let details = futures::future::join_all(
+            candidates
+                .iter()
+                .map(|c| self.read_details(bus, &c.node, with_actions)),
+        );
+        let ((offset, fixes), details) = tokio::join!(placement, details);
+        let offset = offset.unwrap_or_else(|e| {
+            warnings.push(format!(
+                "window extents unknown, rectangles may be off: {e}"
+            ));
+            w.area.map_or((0, 0), |a| (a.x, a.y))
+        });
+        let t_details = t.elapsed();
+        let results = futures::future::join_all(candidates.iter().zip(details).map(|(c, d)| {
+            let (dx, dy) = fixes.get(&c.node.path).copied().unwrap_or((0, 0));
+            let offset = (offset.0 + dx, offset.1 + dy);
+            self.fetch_control(bus, c, d, offset, win_rect, w.id)
+        }))
+        .await;
+        (results, offset, win_rect, t_details)
+    }
+
+    /// GTK 4 keeps a closed popover (a drop-down's list) in its cache, VISIBLE, with its
+    /// items where they were drawn; a live `GetChildren` of its parent no longer lists it.
+    /// Such popovers are taken out of the tree, so that their items are not listed (a click
+    /// on one would land on whatever is drawn there now). One call per popover's parent,
+    /// [`MAX_POPOVERS`] at most.
+    pub(super) async fn drop_closed_popovers(&self, bus: &str, tree: &mut AppTree, frame: &str) {
+        let popovers: Vec<(String, String)> = tree
+            .subtree(frame, self.config.walk_max_nodes)
+            .into_iter()
+            .filter_map(|n| crate::apps::gtk4::popover_of(tree, n))
+            .take(MAX_POPOVERS)
+            .map(|p| (p.path.clone(), p.parent.clone()))
+            .collect();
+        let live = futures::future::join_all(
+            popovers
+                .iter()
+                .map(|(_, parent)| self.bus.children(bus, parent)),
+        )
+        .await;
+        for ((path, parent), kids) in popovers.iter().zip(live) {
+            // an unanswered call keeps the popover (better listed than lost)
+            if kids.is_ok_and(|k| !k.contains(path)) {
+                if let Some(k) = tree.children.get_mut(parent) {
+                    k.retain(|c| c != path);
+                }
+            }
+        }
+    }
+
+    /// Only one control is focused: when several are marked so (a toolkit's cache keeps
+    /// the mark on controls that lost the focus), their states are read again live and
+    /// the mark stays on one (noise.rs).
+    pub(super) async fn one_focused(&self, bus: &str, out: &mut [Fetched]) {
+        let marked: Vec<usize> = (0..out.len())
+            .filter(|&i| out[i].detail.control.states.focused)
+            .collect();
+        if marked.len() < 2 {
+            return;
+        }
+        let paths: Vec<String> = marked.iter().map(|&i| out[i].info.path.clone()).collect();
+        let live = futures::future::join_all(paths.iter().map(|p| async move {
+            self.bus
+                .call::<_, Vec<u32>>(bus, p, "org.a11y.atspi.Accessible", "GetState", &())
+                .await
+                .ok()
+                .map(|w| crate::a11y::bus::state_bits(&w) & state::FOCUSED != 0)
+        }))
+        .await;
+        let keep = noise::one_focused(&live).map(|k| marked[k]);
+        for &i in &marked {
+            if Some(i) != keep {
+                let d = &mut out[i].detail;
+                d.control.states.focused = false;
+                d.states.retain(|s| *s != "focused");
+            }
+        }
+    }
+
+    /// Where a window's controls are offset on the screen (`display::extents_origin`): on
+    /// X11, GTK4 (`relative`) gives extents within the toolkit's window, which sits centred in
+    /// the X window `w` (its shadow around it); other toolkits give screen extents.
+    pub(super) async fn frame_offset(
+        &self,
+        bus: &str,
+        frame: &str,
+        relative: bool,
+        w: &DisplayWindow,
+    ) -> Result<(i32, i32), LinuxError> {
+        let space = self.display.coord_space();
+        if !extents_relative(space, relative) {
+            return Ok((0, 0));
+        }
+        let extents = self.bus.extents(bus, frame).await?;
+        extents_origin(space, relative, w.area, extents).ok_or_else(|| position_unknown(w))
+    }
+}
+
+/// What reading the windows of one observation gathers: the applications' trees (each read
+/// once), the timings and the warnings.
+struct Reading {
+    trees: HashMap<String, AppTree>,
+    stats: ObservationStats,
+    warnings: Vec<String>,
+}
+
+/// The warning for a window whose application is not on the accessibility bus.
+fn not_on_bus(w: &DisplayWindow) -> String {
+    let why = crate::launch::toolkit::not_on_bus_hint(w.pid);
+    format!(
+        "window {} ({:?}) is not on the accessibility bus: only its screenshot is available ({why})",
+        w.id, w.title
+    )
+}
+
+/// The controls that answered on screen, each with its table (when a cell) and its parent,
+/// and how many did not answer (with the first error).
+struct Answered {
+    out: Vec<Fetched>,
+    tables: Vec<Option<String>>,
+    parents: Vec<String>,
+    failed: usize,
+    first_err: Option<String>,
+}
+
+/// A step of `window_controls`: the candidates' results sorted into the controls on screen
+/// and the failures.
+fn answered(
+    candidates: &[Candidate],
+    results: Vec<Result<Option<Fetched>, LinuxError>>,
+) -> Answered {
+    let mut a = Answered {
+        out: Vec::new(),
+        tables: Vec::new(),
+        parents: Vec::new(),
+        failed: 0,
+        first_err: None,
+    };
+    for (c, r) in candidates.iter().zip(results) {
+        match r {
+            Ok(Some(f)) => {
+                a.out.push(f);
+                a.tables.push(c.table.clone());
+                a.parents.push(c.node.parent.clone());
+            }
+            Ok(None) => {}
+            Err(e) => {
+                a.failed += 1;
+                a.first_err.get_or_insert(e.to_string());
+            }
+        }
+    }
+    a
+}
+
+/// The paths of the nodes inside the window's web documents.
+fn web_document_paths<'t>(
+    tree: &'t AppTree,
+    frame: &str,
+    limit: usize,
+) -> std::collections::HashSet<&'t str> {
+    tree.subtree(frame, limit)
+        .iter()
+        .filter(|n| n.role == role::DOCUMENT_WEB)
+        .flat_map(|d| tree.subtree(&d.path, limit).into_iter().skip(1))
+        .map(|n| n.path.as_str())
+        .collect()
+}
+
+/// Nodes inside the web documents of the window (at most `limit` looked at).
+fn document_nodes(tree: &AppTree, frame: &str, limit: usize) -> usize {
+    tree.subtree(frame, limit)
+        .iter()
+        .filter(|n| n.role == role::DOCUMENT_WEB)
+        .map(|d| tree.subtree(&d.path, limit).len().saturating_sub(1))
+        .sum()
+}
