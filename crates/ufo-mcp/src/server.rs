@@ -326,74 +326,9 @@ impl DesktopServer {
                 let text = json!({"windows": windows, "launchable": launchable});
                 Ok((vec![Content::text(text.to_string())], None))
             }
-            "observe_window" => {
-                let w = self.window(str_arg(args, "window")?).await?;
-                let obs = d.observe(&w.id).await?;
-                self.remember(&w.id, &obs);
-                let clean = args.get("clean_screenshot").and_then(Value::as_bool) == Some(true);
-                let images = images_of(&obs, clean);
-                let kinds: Vec<&str> = images.iter().map(|(kind, _)| *kind).collect();
-                let mut out = vec![Content::text(describe(&obs, &kinds))];
-                for (_, shot) in images {
-                    let data =
-                        base64::engine::general_purpose::STANDARD.encode(shot.png.as_slice());
-                    out.push(Content::image(data, "image/png"));
-                }
-                Ok((out, None))
-            }
-            "act" => {
-                let w = self.window(str_arg(args, "window")?).await?;
-                let function = str_arg(args, "function")?;
-                if let Some(done) = self.window_function(&w, function).await? {
-                    return Ok((vec![Content::text(done)], None));
-                }
-                let fargs = args
-                    .get("args")
-                    .cloned()
-                    .unwrap_or(Value::Object(Map::new()));
-                let action = UiAction::parse(function, &fargs).map_err(ToolCallError::Invalid)?;
-                let exact = args.get("control_id").and_then(Value::as_str);
-                let control = if let Some(id) = exact.filter(|_| action.needs_control()) {
-                    // the remote desktop adapter names the control by the id it observed
-                    Some(id.to_string())
-                } else if action.needs_control() {
-                    let wanted = Wanted::from_args(args)?.ok_or_else(|| {
-                        ToolCallError::Invalid(format!(
-                            "{} needs a control; pass `label` (its number in observe_window) \
-                             or `name`",
-                            action.name()
-                        ))
-                    })?;
-                    Some(self.control(&w, &wanted, &action).await?)
-                } else {
-                    None
-                };
-                let r = d.act(&w.id, control.as_deref(), &action).await?;
-                let structured = self.after_act(args, &r).await;
-                Ok((
-                    vec![Content::text(if r.is_empty() { "ok".into() } else { r })],
-                    structured,
-                ))
-            }
-            "type_text" => {
-                let w = self.window(str_arg(args, "window")?).await?;
-                let action = UiAction::TypeKeys {
-                    keys: str_arg(args, "text")?.to_string(),
-                };
-                let wanted = Wanted::from_args(args)?.ok_or_else(|| {
-                    ToolCallError::Invalid(
-                        "type_text needs a control; pass `label` (its number in \
-                         observe_window) or `name`"
-                            .into(),
-                    )
-                })?;
-                let control = self.control(&w, &wanted, &action).await?;
-                let r = d.act(&w.id, Some(&control), &action).await?;
-                Ok((
-                    vec![Content::text(if r.is_empty() { "ok".into() } else { r })],
-                    None,
-                ))
-            }
+            "observe_window" => Ok((self.observe_tool(args).await?, None)),
+            "act" => self.act_tool(args).await,
+            "type_text" => Ok((vec![self.type_text_tool(args).await?], None)),
             SHELL_TOOL => {
                 let out = d.shell(str_arg(args, "command")?).await?;
                 let text = serde_json::to_string(&out).map_err(|e| {
@@ -410,6 +345,79 @@ impl DesktopServer {
             }
             other => Err(ToolCallError::UnknownTool(other.to_string())),
         }
+    }
+
+    /// `observe_window`: the window's description and its screenshots (the annotated one
+    /// unless `clean_screenshot`), remembered for the labels of later calls.
+    async fn observe_tool(&self, args: &Map<String, Value>) -> Result<Vec<Content>, ToolCallError> {
+        let w = self.window(str_arg(args, "window")?).await?;
+        let obs = self.desktop.observe(&w.id).await?;
+        self.remember(&w.id, &obs);
+        let clean = args.get("clean_screenshot").and_then(Value::as_bool) == Some(true);
+        let images = images_of(&obs, clean);
+        let kinds: Vec<&str> = images.iter().map(|(kind, _)| *kind).collect();
+        let mut out = vec![Content::text(describe(&obs, &kinds))];
+        for (_, shot) in images {
+            let data = base64::engine::general_purpose::STANDARD.encode(shot.png.as_slice());
+            out.push(Content::image(data, "image/png"));
+        }
+        Ok(out)
+    }
+
+    /// `act`: a window function, or a GUI action on the control named by `control_id`,
+    /// `label` or `name`; with the structured result [`after_act`](Self::after_act) asks for.
+    async fn act_tool(
+        &self,
+        args: &Map<String, Value>,
+    ) -> Result<(Vec<Content>, Option<Value>), ToolCallError> {
+        let w = self.window(str_arg(args, "window")?).await?;
+        let function = str_arg(args, "function")?;
+        if let Some(done) = self.window_function(&w, function).await? {
+            return Ok((vec![Content::text(done)], None));
+        }
+        let fargs = args
+            .get("args")
+            .cloned()
+            .unwrap_or(Value::Object(Map::new()));
+        let action = UiAction::parse(function, &fargs).map_err(ToolCallError::Invalid)?;
+        let exact = args.get("control_id").and_then(Value::as_str);
+        let control = if let Some(id) = exact.filter(|_| action.needs_control()) {
+            // the remote desktop adapter names the control by the id it observed
+            Some(id.to_string())
+        } else if action.needs_control() {
+            let wanted = Wanted::from_args(args)?.ok_or_else(|| {
+                ToolCallError::Invalid(format!(
+                    "{} needs a control; pass `label` (its number in observe_window) or `name`",
+                    action.name()
+                ))
+            })?;
+            Some(self.control(&w, &wanted, &action).await?)
+        } else {
+            None
+        };
+        let r = self.desktop.act(&w.id, control.as_deref(), &action).await?;
+        let structured = self.after_act(args, &r).await;
+        Ok((
+            vec![Content::text(if r.is_empty() { "ok".into() } else { r })],
+            structured,
+        ))
+    }
+
+    /// `type_text`: types the text into the control named by `label` or `name`.
+    async fn type_text_tool(&self, args: &Map<String, Value>) -> Result<Content, ToolCallError> {
+        let w = self.window(str_arg(args, "window")?).await?;
+        let action = UiAction::TypeKeys {
+            keys: str_arg(args, "text")?.to_string(),
+        };
+        let wanted = Wanted::from_args(args)?.ok_or_else(|| {
+            ToolCallError::Invalid(
+                "type_text needs a control; pass `label` (its number in observe_window) or `name`"
+                    .into(),
+            )
+        })?;
+        let control = self.control(&w, &wanted, &action).await?;
+        let r = self.desktop.act(&w.id, Some(&control), &action).await?;
+        Ok(Content::text(if r.is_empty() { "ok".into() } else { r }))
     }
 
     /// The window functions of `act` beside the GUI functions: `activate_window` and

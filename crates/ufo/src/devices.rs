@@ -168,44 +168,8 @@ pub(crate) fn resolve(
     let mut out: Vec<DeviceSpec> = Vec::new();
     for arg in args {
         let mut device = match arg.split_once('=') {
-            Some((name, spec)) => {
-                let name = name.trim();
-                if !valid_name(name) {
-                    bail!(
-                        "--device {arg:?}: {name:?} is not a device name; use 1 to {MAX_NAME} \
-                         letters, digits, '-' or '_', as in --device lab=remote:https://HOST:PORT"
-                    );
-                }
-                check_spec(spec.trim()).map_err(|e| anyhow!("--device {arg:?}: {e}"))?;
-                let mut d = table.get(name).cloned().unwrap_or(DeviceSpec {
-                    name: name.to_string(),
-                    spec: String::new(),
-                    token_file: None,
-                    fingerprint: None,
-                });
-                if d.spec != spec.trim() {
-                    // another spec than the table's: none of the table's credentials
-                    d.token_file = None;
-                    d.fingerprint = None;
-                }
-                d.spec = absolute_sim(spec.trim());
-                d
-            }
-            None => {
-                let name = arg.trim();
-                table.get(name).cloned().ok_or_else(|| {
-                    let known: Vec<&str> = table.keys().map(String::as_str).collect();
-                    anyhow!(
-                        "--device {name:?} is not in the [devices] table of the configuration \
-                         ({}); give it as --device {name}=SPEC or add it to [devices] in ufo.toml",
-                        if known.is_empty() {
-                            "which has no devices".to_string()
-                        } else {
-                            format!("which has {}", known.join(", "))
-                        }
-                    )
-                })?
-            }
+            Some((name, spec)) => named_device(arg, name.trim(), spec.trim(), table)?,
+            None => table_device(arg.trim(), table)?,
         };
         if out.iter().any(|d| d.name == device.name) {
             bail!(
@@ -234,6 +198,52 @@ pub(crate) fn resolve(
         );
     }
     Ok(out)
+}
+
+/// The device of `--device NAME=SPEC` (`arg`): the table's entry of that name with `spec`,
+/// keeping the entry's credentials only when its spec is the same.
+fn named_device(
+    arg: &str,
+    name: &str,
+    spec: &str,
+    table: &BTreeMap<String, DeviceSpec>,
+) -> Result<DeviceSpec> {
+    if !valid_name(name) {
+        bail!(
+            "--device {arg:?}: {name:?} is not a device name; use 1 to {MAX_NAME} \
+             letters, digits, '-' or '_', as in --device lab=remote:https://HOST:PORT"
+        );
+    }
+    check_spec(spec).map_err(|e| anyhow!("--device {arg:?}: {e}"))?;
+    let mut d = table.get(name).cloned().unwrap_or(DeviceSpec {
+        name: name.to_string(),
+        spec: String::new(),
+        token_file: None,
+        fingerprint: None,
+    });
+    if d.spec != spec {
+        // another spec than the table's: none of the table's credentials
+        d.token_file = None;
+        d.fingerprint = None;
+    }
+    d.spec = absolute_sim(spec);
+    Ok(d)
+}
+
+/// The device of `--device NAME`: the entry `name` of the `[devices]` table.
+fn table_device(name: &str, table: &BTreeMap<String, DeviceSpec>) -> Result<DeviceSpec> {
+    table.get(name).cloned().ok_or_else(|| {
+        let known: Vec<&str> = table.keys().map(String::as_str).collect();
+        anyhow!(
+            "--device {name:?} is not in the [devices] table of the configuration \
+             ({}); give it as --device {name}=SPEC or add it to [devices] in ufo.toml",
+            if known.is_empty() {
+                "which has no devices".to_string()
+            } else {
+                format!("which has {}", known.join(", "))
+            }
+        )
+    })
 }
 
 /// The devices a resumed session recorded, with their credentials taken anew: a trajectory

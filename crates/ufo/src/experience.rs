@@ -313,55 +313,76 @@ pub fn from_events(events: &[Value], plan: &[String]) -> Vec<(u64, Example)> {
             if text(archive, "status") != "FINISH" || out.len() >= MAX_SUBTASKS {
                 continue;
             }
-            let application = process_of
-                .iter()
-                .find(|(a, _)| *a == agent)
-                .map(|(_, p)| p.clone())
-                .unwrap_or_else(|| agent.trim_start_matches("AppAgent/").to_string());
-            let result = text(archive, "result");
-            out.push((
-                e["seq"].as_u64().unwrap_or(0),
-                Example {
-                    request: request.clone(),
-                    subtask: Some(text(archive, "subtask").to_string()),
-                    application,
-                    plan: plan.to_vec(),
-                    steps,
-                    result: (!result.is_empty()).then(|| result.to_string()),
-                    summary: None,
-                },
-            ));
+            let application = application_of(&process_of, &agent);
+            let example = finished_subtask(archive, &request, application, plan, steps);
+            out.push((e["seq"].as_u64().unwrap_or(0), example));
             continue;
         }
-        let actions: Vec<&Value> = match action.get("actions").and_then(Value::as_array) {
-            Some(list) => list.iter().collect(),
-            None => vec![action],
-        };
-        for a in actions {
-            let Some(function) = a["function"].as_str().filter(|f| !f.is_empty()) else {
-                continue;
-            };
-            if a["executed"] == Value::Bool(false) {
-                continue;
-            }
-            let steps = match steps_of.iter_mut().find(|(x, _)| *x == agent) {
-                Some((_, s)) => s,
-                None => {
-                    steps_of.push((agent.clone(), Vec::new()));
-                    &mut steps_of.last_mut().expect("just pushed").1
-                }
-            };
-            if steps.len() < MAX_STEPS {
-                steps.push(NamedStep {
-                    function: function.to_string(),
-                    control_name: text(a, "control_text").to_string(),
-                    control_role: text(a, "control_role").to_string(),
-                    args: a["args"].clone(),
-                });
-            }
-        }
+        add_executed_steps(&mut steps_of, &agent, action);
     }
     out
+}
+
+/// The application `agent` was assigned to: the process of its assignment, or else its name
+/// without the `AppAgent/` prefix.
+fn application_of(process_of: &[(String, String)], agent: &str) -> String {
+    process_of
+        .iter()
+        .find(|(a, _)| *a == agent)
+        .map(|(_, p)| p.clone())
+        .unwrap_or_else(|| agent.trim_start_matches("AppAgent/").to_string())
+}
+
+/// The example of a subtask finished by an `archive` action, with the `steps` that did it.
+fn finished_subtask(
+    archive: &Value,
+    request: &str,
+    application: String,
+    plan: &[String],
+    steps: Vec<NamedStep>,
+) -> Example {
+    let result = text(archive, "result");
+    Example {
+        request: request.to_string(),
+        subtask: Some(text(archive, "subtask").to_string()),
+        application,
+        plan: plan.to_vec(),
+        steps,
+        result: (!result.is_empty()).then(|| result.to_string()),
+        summary: None,
+    }
+}
+
+/// Adds the executed actions of one step of `agent` (a single action or a list) to its steps
+/// so far, at most [`MAX_STEPS`].
+fn add_executed_steps(steps_of: &mut Vec<(String, Vec<NamedStep>)>, agent: &str, action: &Value) {
+    let actions: Vec<&Value> = match action.get("actions").and_then(Value::as_array) {
+        Some(list) => list.iter().collect(),
+        None => vec![action],
+    };
+    for a in actions {
+        let Some(function) = a["function"].as_str().filter(|f| !f.is_empty()) else {
+            continue;
+        };
+        if a["executed"] == Value::Bool(false) {
+            continue;
+        }
+        let steps = match steps_of.iter_mut().find(|(x, _)| *x == agent) {
+            Some((_, s)) => s,
+            None => {
+                steps_of.push((agent.to_string(), Vec::new()));
+                &mut steps_of.last_mut().expect("just pushed").1
+            }
+        };
+        if steps.len() < MAX_STEPS {
+            steps.push(NamedStep {
+                function: function.to_string(),
+                control_name: text(a, "control_text").to_string(),
+                control_role: text(a, "control_role").to_string(),
+                args: a["args"].clone(),
+            });
+        }
+    }
 }
 
 fn text<'a>(v: &'a Value, key: &str) -> &'a str {

@@ -684,34 +684,75 @@ pub fn run_inside(plan: &Plan) -> ExitCode {
             return ExitCode::from(3);
         }
     };
+    let signals = count_interrupts();
+    let mut desktops = match start_desktops(&exe, plan) {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    let child = match write_env_files(&desktops, plan)
+        .and_then(|env_files| spawn_inner(&exe, plan, &desktops, &env_files))
+    {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let status = wait_inner(child, plan, &signals);
+    for d in &mut desktops {
+        d.stop();
+    }
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Some(s) => match (s.code(), s.signal()) {
+            (Some(c), _) => ExitCode::from(u8::try_from(c).unwrap_or(3)),
+            (None, Some(sig)) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(3)),
+            _ => ExitCode::from(3),
+        },
+        None => ExitCode::from(crate::EXIT_CANCELLED),
+    }
+}
+
+/// Counts the interrupts this process receives from now on.
+fn count_interrupts() -> std::sync::Arc<std::sync::atomic::AtomicUsize> {
     // a Ctrl-C in the terminal reaches the inner ufo too (same process group), which cancels
     // its session; this process waits for it, then ends the desktop (a signal sent to this
     // process alone ends the inner one after a grace period)
     let signals = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    {
-        let s = signals.clone();
-        let _ = ctrlc::set_handler(move || {
-            s.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        });
-    }
+    let s = signals.clone();
+    let _ = ctrlc::set_handler(move || {
+        s.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    });
+    signals
+}
+
+/// The plan's private desktops, started (exit code 2, said, when one cannot be).
+fn start_desktops(exe: &Path, plan: &Plan) -> std::result::Result<Vec<PrivateDesktop>, ExitCode> {
     let mut desktops = Vec::new();
     for _ in 0..plan.desktops {
-        match PrivateDesktop::start(&exe, &plan.opts) {
+        match PrivateDesktop::start(exe, &plan.opts) {
             Ok(d) => desktops.push(d),
             Err(e) => {
                 eprintln!("error: cannot start a private desktop: {e:#}");
-                return ExitCode::from(2);
+                return Err(ExitCode::from(2));
             }
         }
     }
+    Ok(desktops)
+}
+
+/// The environment files of the desktops: one for each desktop of a batch (its jobs run in
+/// them), and for a person the first desktop's, announced (exit code 3, said, when one
+/// cannot be written).
+fn write_env_files(
+    desktops: &[PrivateDesktop],
+    plan: &Plan,
+) -> std::result::Result<Vec<PathBuf>, ExitCode> {
     let mut env_files = Vec::new();
     if plan.batch {
-        for d in &desktops {
+        for d in desktops {
             match d.write_env_file() {
                 Ok(f) => env_files.push(f),
                 Err(e) => {
                     eprintln!("error: {e:#}");
-                    return ExitCode::from(3);
+                    return Err(ExitCode::from(3));
                 }
             }
         }
@@ -721,16 +762,27 @@ pub fn run_inside(plan: &Plan) -> ExitCode {
             Ok(f) => announce(&desktops[0], &f, plan.opts.watch),
             Err(e) => {
                 eprintln!("error: {e:#}");
-                return ExitCode::from(3);
+                return Err(ExitCode::from(3));
             }
         }
     }
+    Ok(env_files)
+}
+
+/// Runs this command again (`exe` with this process's arguments) inside the desktops, the
+/// model keys in an inherited memory file (exit code 3, said, when it cannot start).
+fn spawn_inner(
+    exe: &Path,
+    plan: &Plan,
+    desktops: &[PrivateDesktop],
+    env_files: &[PathBuf],
+) -> std::result::Result<Child, ExitCode> {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let mut inner = Command::new(&exe);
+    let mut inner = Command::new(exe);
     if plan.own_group() {
         inner.process_group(0);
     }
-    inner.args(inner_args(&args, plan, &env_files));
+    inner.args(inner_args(&args, plan, env_files));
     if !plan.batch {
         // the session itself runs inside the desktop; a batch gives each job its desktop
         for (k, v) in &desktops[0].env {
@@ -747,25 +799,31 @@ pub fn run_inside(plan: &Plan) -> ExitCode {
         Ok(fd) => fd,
         Err(e) => {
             eprintln!("error: cannot hand the model keys to ufo inside the private desktop: {e}");
-            return ExitCode::from(3);
+            return Err(ExitCode::from(3));
         }
     };
     let spawned = inner.spawn();
     drop(handed);
-    let mut child = match spawned {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: cannot run ufo inside the private desktop: {e}");
-            return ExitCode::from(3);
-        }
-    };
+    spawned.map_err(|e| {
+        eprintln!("error: cannot run ufo inside the private desktop: {e}");
+        ExitCode::from(3)
+    })
+}
+
+/// Waits for the inner ufo, handing the interrupts counted in `signals` on to it and killing
+/// it 10 s after the first: its exit status, `None` when it was killed or cannot be waited for.
+fn wait_inner(
+    mut child: Child,
+    plan: &Plan,
+    signals: &std::sync::atomic::AtomicUsize,
+) -> Option<std::process::ExitStatus> {
     let mut deadline: Option<Instant> = None;
     let mut handed_on = 0;
-    let status = loop {
+    loop {
         match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
+            Ok(Some(status)) => return Some(status),
             Ok(None) => {}
-            Err(_) => break None,
+            Err(_) => return None,
         }
         let received = signals.load(std::sync::atomic::Ordering::SeqCst);
         if plan.own_group() && received > handed_on {
@@ -779,21 +837,9 @@ pub fn run_inside(plan: &Plan) -> ExitCode {
         if deadline.is_some_and(|d| Instant::now() > d) {
             let _ = child.kill();
             let _ = child.wait();
-            break None;
+            return None;
         }
         std::thread::sleep(Duration::from_millis(50));
-    };
-    for d in &mut desktops {
-        d.stop();
-    }
-    use std::os::unix::process::ExitStatusExt;
-    match status {
-        Some(s) => match (s.code(), s.signal()) {
-            (Some(c), _) => ExitCode::from(u8::try_from(c).unwrap_or(3)),
-            (None, Some(sig)) => ExitCode::from(u8::try_from(128 + sig).unwrap_or(3)),
-            _ => ExitCode::from(3),
-        },
-        None => ExitCode::from(crate::EXIT_CANCELLED),
     }
 }
 

@@ -95,9 +95,11 @@ impl Trajectory {
         };
         let mut reader = BufReader::with_capacity(256 * 1024, file);
         let mut buf = Vec::new();
-        let mut kept_bytes = 0usize;
-        let mut kept_steps = 0usize;
-        let mut keeping = true;
+        let mut kept = Kept {
+            bytes: 0,
+            steps: 0,
+            keeping: true,
+        };
         for n in 1.. {
             let line = folder::read_line(&mut reader, &mut buf, MAX_LINE).map_err(|err| {
                 LoadError::Unreadable {
@@ -120,53 +122,46 @@ impl Trajectory {
             if text.trim().is_empty() {
                 continue;
             }
-            let record = match serde_json::from_str::<Value>(&text) {
-                Ok(v) if v.is_object() => match serde_json::from_value::<Record>(v) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        t.problems
-                            .push(format!("events.jsonl line {n} is not a valid record: {e}"));
-                        continue;
-                    }
-                },
-                Ok(_) => {
-                    t.problems
-                        .push(format!("events.jsonl line {n} is not a JSON object"));
-                    continue;
-                }
-                Err(e) => {
-                    t.problems
-                        .push(format!("events.jsonl line {n} is not JSON: {e}"));
-                    continue;
-                }
-            };
-            t.sum(&record);
-            // Kept: the records from the start of the file while both limits hold.
-            let is_step = matches!(record, Record::Step(_));
-            keeping = keeping
-                && kept_bytes + buf.len() <= keep.bytes
-                && (!is_step || kept_steps < keep.steps);
-            if keeping {
-                kept_bytes += buf.len();
-                kept_steps += usize::from(is_step);
-                t.records.push(record);
-            } else if is_step {
-                t.omitted_steps += 1;
+            match parse_record(&text) {
+                Ok(record) => t.take(record, buf.len(), keep, &mut kept),
+                Err(why) => t.problems.push(format!("events.jsonl line {n} {why}")),
             }
         }
-        if t.record_count == 0 {
-            t.problems.push("events.jsonl has no records".into());
+        t.check_whole();
+        Ok(t)
+    }
+
+    /// Sums one `record` (a line of `len` bytes) and keeps it while both limits of `keep`
+    /// hold, counting the steps left out after that.
+    fn take(&mut self, record: Record, len: usize, keep: Keep, kept: &mut Kept) {
+        self.sum(&record);
+        // Kept: the records from the start of the file while both limits hold.
+        let is_step = matches!(record, Record::Step(_));
+        kept.keeping =
+            kept.keeping && kept.bytes + len <= keep.bytes && (!is_step || kept.steps < keep.steps);
+        if kept.keeping {
+            kept.bytes += len;
+            kept.steps += usize::from(is_step);
+            self.records.push(record);
+        } else if is_step {
+            self.omitted_steps += 1;
+        }
+    }
+
+    /// Reports a file without records, or without its session's start or end.
+    fn check_whole(&mut self) {
+        if self.record_count == 0 {
+            self.problems.push("events.jsonl has no records".into());
         } else {
-            if t.first_start.is_none() {
-                t.problems.push("no session_start record".into());
+            if self.first_start.is_none() {
+                self.problems.push("no session_start record".into());
             }
-            if t.final_end.is_none() {
-                t.problems.push(
+            if self.final_end.is_none() {
+                self.problems.push(
                     "no session_end record: the session was interrupted or is still running".into(),
                 );
             }
         }
-        Ok(t)
     }
 
     /// Add one record to the summary of the whole file.
@@ -268,6 +263,24 @@ impl Trajectory {
         }
         folder::read_prefix(&self.dir.join(p), max)
             .map_err(|e| format!("cannot read artifact {rel}: {e}"))
+    }
+}
+
+/// How much [`Trajectory::load`] has kept so far, and whether it still keeps.
+struct Kept {
+    bytes: usize,
+    steps: usize,
+    keeping: bool,
+}
+
+/// One line of `events.jsonl` as a record, or what is wrong with it (said after "line N").
+fn parse_record(text: &str) -> Result<Record, String> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) if v.is_object() => {
+            serde_json::from_value::<Record>(v).map_err(|e| format!("is not a valid record: {e}"))
+        }
+        Ok(_) => Err("is not a JSON object".into()),
+        Err(e) => Err(format!("is not JSON: {e}")),
     }
 }
 

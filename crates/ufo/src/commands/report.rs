@@ -194,42 +194,112 @@ fn step_view(t: &Trajectory, e: &Step, budget: &mut Budget) -> StepView {
     // (read as the file has it: a record an older or newer version wrote is shown too)
     let action = e.action.as_ref().map(StepAction::to_value);
     let action = action.as_ref().filter(|a| !a.is_null());
-    // A held action's label sits under `held` for the host's CONFIRM.
-    let act_field = |k: &str| -> String {
-        action
-            .and_then(|a| a.get(k).or_else(|| a.get("held").and_then(|h| h.get(k))))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    let control_label = act_field("control_label");
-    let control_text = act_field("control_text");
-    let mut timings = Vec::new();
-    {
-        let m = &e.timings_ms;
-        let mut keys: Vec<&String> = m.keys().collect();
-        keys.sort_by_key(|k| PHASES.iter().position(|p| p == k).unwrap_or(PHASES.len()));
-        for k in keys {
-            if let Some(ms) = m.get(k).and_then(Value::as_f64) {
-                timings.push((k.replace('_', " "), format!("{ms:.1} ms")));
-            }
-        }
-    }
+    let control_label = action_field(action, "control_label");
+    let control_text = action_field(action, "control_text");
     let mut notes = Vec::new();
-    let art = |k: &str| {
-        e.artifacts
-            .get(k)
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    let mut image = None;
-    let mut image_kind = String::new();
-    let mut hl = None;
+    let shot = embed_screenshot(t, e, &control_label, budget, &mut notes);
+    let prompt = embed_prompt(t, e, budget, &mut notes);
+    let status = e.status.clone();
+    let opt = |o: &Option<String>| o.clone().unwrap_or_default();
+    StepView {
+        seq: e.seq.to_string(),
+        round: u64::from(e.round),
+        agent: e.agent.clone(),
+        device: e.device.clone().unwrap_or_default(),
+        role: e.role.clone(),
+        state: e.state.clone(),
+        status_class: status_class(&status),
+        status,
+        terminal: e.terminal,
+        subtask: opt(&e.subtask),
+        thought: opt(&e.thought),
+        action_summary: action.map(action_text).unwrap_or_default(),
+        action_json: action
+            .and_then(|a| serde_json::to_string_pretty(a).ok())
+            .unwrap_or_default(),
+        result: opt(&e.result),
+        error: opt(&e.error),
+        timings: timing_rows(e),
+        llm_calls: e.llm.calls,
+        prompt_tokens: e.llm.prompt_tokens,
+        completion_tokens: e.llm.completion_tokens,
+        cost: cost_text(e.llm.cost),
+        control_label,
+        control_text,
+        image: shot.image,
+        image_kind: shot.kind,
+        highlight: shot.highlight,
+        prompt,
+        notes,
+        knowledge: e
+            .knowledge
+            .iter()
+            .map(|k| {
+                (
+                    k.kind.as_str().to_string(),
+                    k.id.clone(),
+                    format!("{:.2}", k.score),
+                )
+            })
+            .collect(),
+    }
+}
+
+/// A text field `k` of a step's action, or `""`; a held action's label sits under `held` for
+/// the host's CONFIRM.
+fn action_field(action: Option<&Value>, k: &str) -> String {
+    action
+        .and_then(|a| a.get(k).or_else(|| a.get("held").and_then(|h| h.get(k))))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The step's timings, in the order of the phases, as (phase, "N ms").
+fn timing_rows(e: &Step) -> Vec<(String, String)> {
+    let m = &e.timings_ms;
+    let mut keys: Vec<&String> = m.keys().collect();
+    keys.sort_by_key(|k| PHASES.iter().position(|p| p == k).unwrap_or(PHASES.len()));
+    keys.into_iter()
+        .filter_map(|k| {
+            let ms = m.get(k).and_then(Value::as_f64)?;
+            Some((k.replace('_', " "), format!("{ms:.1} ms")))
+        })
+        .collect()
+}
+
+/// The path of the step's artifact `k` in the trajectory folder.
+fn artifact_path(e: &Step, k: &str) -> Option<String> {
+    e.artifacts
+        .get(k)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// The screenshot a step view embeds.
+#[derive(Default)]
+struct Screenshot {
+    image: Option<TplValue>,
+    kind: String,
+    highlight: Option<Highlight>,
+}
+
+/// The step's annotated screenshot (else its plain one) as far as the `budget` still takes,
+/// with the acted-on control highlighted; what is left out is said in `notes`.
+fn embed_screenshot(
+    t: &Trajectory,
+    e: &Step,
+    control_label: &str,
+    budget: &mut Budget,
+    notes: &mut Vec<String>,
+) -> Screenshot {
     for (key, kind) in [
         ("annotated", "annotated screenshot"),
         ("screenshot", "screenshot"),
     ] {
-        let Some(rel) = art(key) else { continue };
+        let Some(rel) = artifact_path(e, key) else {
+            continue;
+        };
         if budget.images == 0 {
             budget.images_left_out += 1;
             notes.push(format!(
@@ -247,24 +317,31 @@ fn step_view(t: &Trajectory, e: &Step, budget: &mut Budget) -> StepView {
             }
             Ok((bytes, true)) => {
                 budget.images = budget.images.saturating_sub(bytes.len() as u64);
-                if key == "annotated" && !control_label.is_empty() {
-                    if let Some(f) = highlight::find_label(&bytes, &control_label) {
-                        hl = Some(Highlight {
-                            left: pct(i64::from(f.rect.x), f.width),
-                            top: pct(i64::from(f.rect.y), f.height),
-                            width: pct(i64::from(f.rect.w), f.width),
-                            height: pct(i64::from(f.rect.h), f.height),
-                        });
-                    }
-                }
-                image = Some(data_uri(&bytes));
-                image_kind = kind.to_string();
-                break;
+                let highlight = (key == "annotated" && !control_label.is_empty())
+                    .then(|| highlight::find_label(&bytes, control_label))
+                    .flatten()
+                    .map(|f| Highlight {
+                        left: pct(i64::from(f.rect.x), f.width),
+                        top: pct(i64::from(f.rect.y), f.height),
+                        width: pct(i64::from(f.rect.w), f.width),
+                        height: pct(i64::from(f.rect.h), f.height),
+                    });
+                return Screenshot {
+                    image: Some(data_uri(&bytes)),
+                    kind: kind.to_string(),
+                    highlight,
+                };
             }
             Err(err) => notes.push(err),
         }
     }
-    let prompt = match art("prompt") {
+    Screenshot::default()
+}
+
+/// The step's prompt as far as the `budget` still takes, cut at [`MAX_PROMPT_CHARS`]; what is
+/// left out is said in `notes`.
+fn embed_prompt(t: &Trajectory, e: &Step, budget: &mut Budget, notes: &mut Vec<String>) -> String {
+    match artifact_path(e, "prompt") {
         Some(rel) if budget.prompts == 0 => {
             budget.prompts_left_out += 1;
             notes.push(format!(
@@ -291,50 +368,6 @@ fn step_view(t: &Trajectory, e: &Step, budget: &mut Budget) -> StepView {
             }
         },
         None => String::new(),
-    };
-    let status = e.status.clone();
-    let opt = |o: &Option<String>| o.clone().unwrap_or_default();
-    StepView {
-        seq: e.seq.to_string(),
-        round: u64::from(e.round),
-        agent: e.agent.clone(),
-        device: e.device.clone().unwrap_or_default(),
-        role: e.role.clone(),
-        state: e.state.clone(),
-        status_class: status_class(&status),
-        status,
-        terminal: e.terminal,
-        subtask: opt(&e.subtask),
-        thought: opt(&e.thought),
-        action_summary: action.map(action_text).unwrap_or_default(),
-        action_json: action
-            .and_then(|a| serde_json::to_string_pretty(a).ok())
-            .unwrap_or_default(),
-        result: opt(&e.result),
-        error: opt(&e.error),
-        timings,
-        llm_calls: e.llm.calls,
-        prompt_tokens: e.llm.prompt_tokens,
-        completion_tokens: e.llm.completion_tokens,
-        cost: cost_text(e.llm.cost),
-        control_label,
-        control_text,
-        image,
-        image_kind,
-        highlight: hl,
-        prompt,
-        notes,
-        knowledge: e
-            .knowledge
-            .iter()
-            .map(|k| {
-                (
-                    k.kind.as_str().to_string(),
-                    k.id.clone(),
-                    format!("{:.2}", k.score),
-                )
-            })
-            .collect(),
     }
 }
 
@@ -423,32 +456,11 @@ fn round_views(t: &Trajectory, budget: &mut Budget) -> (Vec<RoundView>, Vec<Subt
     // a hand-over (takeover, handback) is shown on the step that follows it
     let mut hand_over: Vec<String> = Vec::new();
     for e in &t.records {
+        if let Some(note) = hand_over_note(e) {
+            hand_over.push(note);
+            continue;
+        }
         let round = match e {
-            Record::Takeover(h) => {
-                hand_over.push(format!(
-                    "The person took the desktop over before this step ({}); the agent paused.",
-                    h.input
-                ));
-                continue;
-            }
-            Record::Handback(h) => {
-                hand_over.push(format!(
-                    "The pause ended after {:.1} s ({}); the window was observed again.",
-                    h.paused_ms as f64 / 1000.0,
-                    h.how
-                ));
-                continue;
-            }
-            // a question and its answer are shown on the step that asked it (its record
-            // follows them)
-            Record::Ask(a) => {
-                hand_over.push(question_note(a));
-                continue;
-            }
-            Record::Answered(a) => {
-                hand_over.push(answer_note(a));
-                continue;
-            }
             Record::SessionStart(_) => {
                 starts += 1;
                 if starts > 1 {
@@ -459,22 +471,16 @@ fn round_views(t: &Trajectory, budget: &mut Budget) -> (Vec<RoundView>, Vec<Subt
             }
             Record::Step(s) => u64::from(s.round),
             Record::RoundEnd(end) => u64::from(end.round.unwrap_or(0)),
-            // (its usage is in the session's totals)
-            Record::SessionEnd(_) | Record::ExperienceSummary(_) | Record::Other => continue,
+            // (its usage is in the session's totals; the hand-overs are notes, above)
+            Record::SessionEnd(_)
+            | Record::ExperienceSummary(_)
+            | Record::Other
+            | Record::Takeover(_)
+            | Record::Handback(_)
+            | Record::Ask(_)
+            | Record::Answered(_) => continue,
         };
-        let idx = match current {
-            Some(i) if rounds[i].index == round => i,
-            _ => {
-                rounds.push(RoundView {
-                    index: round,
-                    resumed,
-                    steps: Vec::new(),
-                    end: None,
-                });
-                resumed = false;
-                rounds.len() - 1
-            }
-        };
+        let idx = round_group(&mut rounds, current, round, &mut resumed);
         current = Some(idx);
         match e {
             Record::Step(step) => {
@@ -495,6 +501,53 @@ fn round_views(t: &Trajectory, budget: &mut Budget) -> (Vec<RoundView>, Vec<Subt
         }
     }
     (rounds, subtasks)
+}
+
+/// The index of the group of `round` in `rounds`: the `current` one when it is that round's,
+/// else a new one (marked `resumed` if a resume came before it, which it then consumes).
+fn round_group(
+    rounds: &mut Vec<RoundView>,
+    current: Option<usize>,
+    round: u64,
+    resumed: &mut bool,
+) -> usize {
+    match current {
+        Some(i) if rounds[i].index == round => i,
+        _ => {
+            rounds.push(RoundView {
+                index: round,
+                resumed: *resumed,
+                steps: Vec::new(),
+                end: None,
+            });
+            *resumed = false;
+            rounds.len() - 1
+        }
+    }
+}
+
+/// The note a hand-over record leaves on the step that follows it: a takeover, a handback, a
+/// question or its answer (the step that asked follows them); `None` for other records.
+fn hand_over_note(e: &Record) -> Option<String> {
+    match e {
+        Record::Takeover(h) => Some(format!(
+            "The person took the desktop over before this step ({}); the agent paused.",
+            h.input
+        )),
+        Record::Handback(h) => Some(format!(
+            "The pause ended after {:.1} s ({}); the window was observed again.",
+            h.paused_ms as f64 / 1000.0,
+            h.how
+        )),
+        Record::Ask(a) => Some(question_note(a)),
+        Record::Answered(a) => Some(answer_note(a)),
+        Record::SessionStart(_)
+        | Record::Step(_)
+        | Record::RoundEnd(_)
+        | Record::SessionEnd(_)
+        | Record::ExperienceSummary(_)
+        | Record::Other => None,
+    }
 }
 
 /// The note of an `ask` record: which question opened, from which agent.

@@ -104,75 +104,104 @@ pub fn progress(runs: &Path, id: &str, caller: &Caller) -> Option<Progress> {
     {
         return None;
     }
-    let (finished, mut results) =
-        match crate::folder::read_capped(&dir.join("results.jsonl"), 64 << 20) {
-            Ok(bytes) => (
-                true,
-                String::from_utf8_lossy(&bytes)
-                    .lines()
-                    .filter_map(|l| serde_json::from_str::<TaskResult>(l).ok())
-                    .collect(),
-            ),
-            Err(_) => (false, Vec::new()),
-        };
-    let mut folders = 0usize;
-    let mut first: Option<SystemTime> = None;
-    let mut last: Option<SystemTime> = None;
-    if let Ok(entries) = std::fs::read_dir(dir.join("tasks")) {
-        for e in entries.flatten().take(MAX_TASKS) {
-            // a task folder that is a link is not the batch's: never read through it (the
-            // entry's own type, not what it points to; docs/security.md)
-            if !e.file_type().is_ok_and(|t| t.is_dir()) {
-                continue;
-            }
-            folders += 1;
-            if let Ok(t) = e.metadata().and_then(|m| m.modified()) {
-                first = Some(first.map_or(t, |f| f.min(t)));
-            }
-            if finished {
-                continue;
-            }
-            let file = e.path().join(crate::commands::batch::RESULT_FILE);
-            if let Ok(bytes) = crate::folder::read_capped(&file, MAX_RESULT) {
-                if let Ok(r) = serde_json::from_slice::<TaskResult>(&bytes) {
-                    if let Ok(t) = std::fs::metadata(&file).and_then(|m| m.modified()) {
-                        last = Some(last.map_or(t, |l| l.max(t)));
-                    }
-                    results.push(r);
-                }
-            }
-        }
-    }
+    let (finished, mut results) = read_final_results(&dir);
+    let scan = scan_task_folders(&dir, finished, &mut results);
     for r in &mut results {
         r.log.clear();
     }
     let count = |s: TaskStatus| results.iter().filter(|r| r.status == s).count();
     let done = results.len();
-    let minutes = match (first, last) {
-        (Some(f), Some(l)) => l
-            .duration_since(f)
-            .map(|d| d.as_secs_f64() / 60.0)
-            .unwrap_or(0.0),
-        _ => 0.0,
-    };
-    let per_minute = if minutes > 0.0 {
-        done as f64 / minutes
-    } else {
-        0.0
-    };
     Some(Progress {
         id: id.to_string(),
         finished,
-        total: folders.max(done),
+        total: scan.folders.max(done),
         done,
         passed: count(TaskStatus::Passed),
         failed: count(TaskStatus::Failed),
         skipped: count(TaskStatus::Skipped),
         error: count(TaskStatus::Error),
-        per_minute,
+        per_minute: scan.per_minute(done),
         summary: ufo_batch::results::summary_table(&results),
         results,
     })
+}
+
+/// The batch's `results.jsonl` once it is finished: `(true, its results)`, or `(false, none)`
+/// while it still runs (the file is written at the end).
+fn read_final_results(dir: &Path) -> (bool, Vec<TaskResult>) {
+    match crate::folder::read_capped(&dir.join("results.jsonl"), 64 << 20) {
+        Ok(bytes) => (
+            true,
+            String::from_utf8_lossy(&bytes)
+                .lines()
+                .filter_map(|l| serde_json::from_str::<TaskResult>(l).ok())
+                .collect(),
+        ),
+        Err(_) => (false, Vec::new()),
+    }
+}
+
+/// What the task folders of a batch tell: how many there are and when the first started and
+/// the last result was written.
+struct TaskScan {
+    folders: usize,
+    first: Option<SystemTime>,
+    last: Option<SystemTime>,
+}
+
+impl TaskScan {
+    /// Tasks done per minute between the first start and the last result (0 when unknown).
+    fn per_minute(&self, done: usize) -> f64 {
+        let minutes = match (self.first, self.last) {
+            (Some(f), Some(l)) => l
+                .duration_since(f)
+                .map(|d| d.as_secs_f64() / 60.0)
+                .unwrap_or(0.0),
+            _ => 0.0,
+        };
+        if minutes > 0.0 {
+            done as f64 / minutes
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Counts the task folders of the batch in `dir`; while it runs (`finished` false), adds each
+/// task's own result file to `results`.
+fn scan_task_folders(dir: &Path, finished: bool, results: &mut Vec<TaskResult>) -> TaskScan {
+    let mut scan = TaskScan {
+        folders: 0,
+        first: None,
+        last: None,
+    };
+    let Ok(entries) = std::fs::read_dir(dir.join("tasks")) else {
+        return scan;
+    };
+    for e in entries.flatten().take(MAX_TASKS) {
+        // a task folder that is a link is not the batch's: never read through it (the
+        // entry's own type, not what it points to; docs/security.md)
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        scan.folders += 1;
+        if let Ok(t) = e.metadata().and_then(|m| m.modified()) {
+            scan.first = Some(scan.first.map_or(t, |f| f.min(t)));
+        }
+        if finished {
+            continue;
+        }
+        let file = e.path().join(crate::commands::batch::RESULT_FILE);
+        if let Ok(bytes) = crate::folder::read_capped(&file, MAX_RESULT) {
+            if let Ok(r) = serde_json::from_slice::<TaskResult>(&bytes) {
+                if let Ok(t) = std::fs::metadata(&file).and_then(|m| m.modified()) {
+                    scan.last = Some(scan.last.map_or(t, |l| l.max(t)));
+                }
+                results.push(r);
+            }
+        }
+    }
+    scan
 }
 
 #[cfg(test)]

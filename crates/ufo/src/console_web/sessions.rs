@@ -306,6 +306,20 @@ impl Children {
         let Caller::Token(principal) = caller else {
             return Err(refused(403, "sessions are started by token holders"));
         };
+        self.check_room(allowed, &principal.name)?;
+        let id = new_id()?;
+        let out = allowed.runs.join(&id);
+        let args = run_args(allowed, caller, req, &out)?;
+        record_owner(&allowed.runs, &id, &principal.name)?;
+        let log = open_session_log(&allowed.runs, &id)?;
+        let child = spawn_session(allowed, &args, &id, &principal.name, log)?;
+        self.watch(&id, child, &principal.name);
+        Ok(id)
+    }
+
+    /// Refused (429) when the server, or the token `owner`, already runs the most sessions
+    /// `allowed` at once.
+    fn check_room(&self, allowed: &Allowed, owner: &str) -> Result<(), Refused> {
         let count = self.running.lock().map(|m| m.len()).unwrap_or(usize::MAX);
         if count >= allowed.max_running {
             return Err(refused(
@@ -316,75 +330,36 @@ impl Children {
                 ),
             ));
         }
-        let mine = self.running_for(&principal.name);
+        let mine = self.running_for(owner);
         if mine >= allowed.max_per_token {
             return Err(refused(
                 429,
                 format!(
-                    "{mine} sessions of the token {:?} are running, the most one token runs at \
-                     once; wait for one to end or cancel one",
-                    principal.name
+                    "{mine} sessions of the token {owner:?} are running, the most one token runs \
+                     at once; wait for one to end or cancel one"
                 ),
             ));
         }
-        let id = new_id()?;
-        let out = allowed.runs.join(&id);
-        let args = run_args(allowed, caller, req, &out)?;
-        record_owner(&allowed.runs, &id, &principal.name)?;
-        let logs = allowed.runs.join(".console-logs");
-        std::fs::create_dir_all(&logs).map_err(|e| {
-            refused(
-                500,
-                format!(
-                    "cannot create {}: {e}; check the runs folder",
-                    logs.display()
-                ),
-            )
-        })?;
-        let log = std::fs::File::create(logs.join(format!("{id}.log")))
-            .and_then(|f| Ok((f.try_clone()?, f)))
-            .map_err(|e| refused(500, format!("cannot write the session's log: {e}")))?;
-        let mut cmd = tokio::process::Command::new(&allowed.exe);
-        cmd.args(&args)
-            .env("UFO_CONSOLE", "1")
-            // the session belongs to the token that started it (control/server.rs)
-            .env(crate::control::OWNER_VAR, &principal.name)
-            // the session ends with this server however it ends (control/server.rs)
-            .env(crate::control::SERVER_VAR, std::process::id().to_string())
-            .stdout(log.0)
-            .stderr(log.1)
-            .process_group(0)
-            .kill_on_drop(false);
-        // the model keys go on its stdin, which is then closed (never in its environment)
-        crate::secret_env::pass_on_stdin(cmd.as_std_mut());
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| refused(500, format!("cannot start {}: {e}", allowed.exe.display())))?;
-        if let Some(mut stdin) = child.stdin.take() {
-            let keys = crate::secret_env::held_on_stdin();
-            let session = id.clone();
-            tokio::spawn(async move {
-                use tokio::io::AsyncWriteExt as _;
-                if let Err(e) = stdin.write_all(&keys).await {
-                    tracing::warn!(%session, "cannot hand the model keys to the session: {e}");
-                }
-                // dropped: closed, the session reads to the end
-            });
-        }
+        Ok(())
+    }
+
+    /// Keeps the started `child` among the running sessions, and removes it (logging how it
+    /// ended) once it exits.
+    fn watch(self: &std::sync::Arc<Self>, id: &str, mut child: tokio::process::Child, owner: &str) {
         let pgid = child.id().map(|p| p as i32).unwrap_or(0);
         if let Ok(mut m) = self.running.lock() {
             m.insert(
-                id.clone(),
+                id.to_string(),
                 Child {
                     pgid,
                     started: Instant::now(),
-                    owner: principal.name.clone(),
+                    owner: owner.to_string(),
                 },
             );
         }
         tracing::info!(session = %id, pid = pgid, "session started from the console");
         let me = self.clone();
-        let done = id.clone();
+        let done = id.to_string();
         tokio::spawn(async move {
             let status = child.wait().await;
             if let Ok(mut m) = me.running.lock() {
@@ -393,7 +368,6 @@ impl Children {
                 }
             }
         });
-        Ok(id)
     }
 
     /// End every running session: SIGTERM to each process group, then SIGKILL to those still
@@ -422,6 +396,63 @@ impl Children {
             let _ = killpg(Pid::from_raw(*g), Signal::SIGKILL);
         }
     }
+}
+
+/// The log file of session `id` under `runs/.console-logs`, opened twice: for its stdout and
+/// its stderr.
+fn open_session_log(runs: &Path, id: &str) -> Result<(std::fs::File, std::fs::File), Refused> {
+    let logs = runs.join(".console-logs");
+    std::fs::create_dir_all(&logs).map_err(|e| {
+        refused(
+            500,
+            format!(
+                "cannot create {}: {e}; check the runs folder",
+                logs.display()
+            ),
+        )
+    })?;
+    std::fs::File::create(logs.join(format!("{id}.log")))
+        .and_then(|f| Ok((f.try_clone()?, f)))
+        .map_err(|e| refused(500, format!("cannot write the session's log: {e}")))
+}
+
+/// Starts session `id` (`ufo` with `args`) in a process group of its own, owned by `owner`,
+/// its output in `log`.
+fn spawn_session(
+    allowed: &Allowed,
+    args: &[String],
+    id: &str,
+    owner: &str,
+    log: (std::fs::File, std::fs::File),
+) -> Result<tokio::process::Child, Refused> {
+    let mut cmd = tokio::process::Command::new(&allowed.exe);
+    cmd.args(args)
+        .env("UFO_CONSOLE", "1")
+        // the session belongs to the token that started it (control/server.rs)
+        .env(crate::control::OWNER_VAR, owner)
+        // the session ends with this server however it ends (control/server.rs)
+        .env(crate::control::SERVER_VAR, std::process::id().to_string())
+        .stdout(log.0)
+        .stderr(log.1)
+        .process_group(0)
+        .kill_on_drop(false);
+    // the model keys go on its stdin, which is then closed (never in its environment)
+    crate::secret_env::pass_on_stdin(cmd.as_std_mut());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| refused(500, format!("cannot start {}: {e}", allowed.exe.display())))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let keys = crate::secret_env::held_on_stdin();
+        let session = id.to_string();
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt as _;
+            if let Err(e) = stdin.write_all(&keys).await {
+                tracing::warn!(%session, "cannot hand the model keys to the session: {e}");
+            }
+            // dropped: closed, the session reads to the end
+        });
+    }
+    Ok(child)
 }
 
 /// One row of `GET /api/sessions`.

@@ -252,13 +252,7 @@ async fn tail(
     loop {
         polls = polls.wrapping_add(1);
         if polls.is_multiple_of(CHECK_TOKEN_EVERY) && !valid() {
-            let _ = tx
-                .send(
-                    Event::default()
-                        .event("end")
-                        .data(json!({"why": "token revoked"}).to_string()),
-                )
-                .await;
+            send_end(&tx, "token revoked").await;
             return;
         }
         let path = events.clone();
@@ -266,31 +260,9 @@ async fn tail(
             .await
             .unwrap_or_default();
         offset += bytes.len() as u64;
-        for line in lines.feed(&bytes) {
-            let record = match line {
-                Line::Whole(l) => l,
-                Line::TooLong(n) => json!({"type": "omitted", "bytes": n}).to_string(),
-            };
-            let value: Value = serde_json::from_str(&record).unwrap_or(Value::Null);
-            if value["type"] == "session_end" {
-                ended = true;
-            }
-            if tx
-                .send(Event::default().event("record").data(record))
-                .await
-                .is_err()
-            {
-                return;
-            }
-            if let Some(p) = crate::recorder::progress_line(&value, &|_, t| t.to_string()) {
-                if tx
-                    .send(Event::default().event("progress").data(p))
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
-            }
+        match send_records(&tx, &mut lines, &bytes).await {
+            Some(end_seen) => ended |= end_seen,
+            None => return,
         }
         let running = children.is_running(&id) || crate::folder::exists(&socket::path(&dir));
         if bytes.is_empty() {
@@ -300,23 +272,51 @@ async fn tail(
         }
         // after session_end: the lines still coming (experience summaries) within a second
         if (ended && quiet_polls >= 5) || (!running && quiet_polls >= 10) {
-            let why = if ended { "session_end" } else { "not running" };
-            let _ = tx
-                .send(
-                    Event::default()
-                        .event("end")
-                        .data(json!({"why": why}).to_string()),
-                )
-                .await;
+            send_end(&tx, if ended { "session_end" } else { "not running" }).await;
             return;
         }
         tokio::select! {
-            () = tx.closed() => {
-                                return;
-            }
+            () = tx.closed() => return,
             () = tokio::time::sleep(POLL) => {}
         }
     }
+}
+
+/// Sends the stream's `end` event saying `why` (a stream already closed is not an error).
+async fn send_end(tx: &mpsc::Sender<Event>, why: &str) {
+    let _ = tx
+        .send(
+            Event::default()
+                .event("end")
+                .data(json!({"why": why}).to_string()),
+        )
+        .await;
+}
+
+/// Sends the whole lines `bytes` complete as `record` events, each followed by its `progress`
+/// line if it has one: whether a `session_end` record was among them, `None` once the
+/// receiver is gone.
+async fn send_records(tx: &mpsc::Sender<Event>, lines: &mut Lines, bytes: &[u8]) -> Option<bool> {
+    let mut ended = false;
+    for line in lines.feed(bytes) {
+        let record = match line {
+            Line::Whole(l) => l,
+            Line::TooLong(n) => json!({"type": "omitted", "bytes": n}).to_string(),
+        };
+        let value: Value = serde_json::from_str(&record).unwrap_or(Value::Null);
+        if value["type"] == "session_end" {
+            ended = true;
+        }
+        tx.send(Event::default().event("record").data(record))
+            .await
+            .ok()?;
+        if let Some(p) = crate::recorder::progress_line(&value, &|_, t| t.to_string()) {
+            tx.send(Event::default().event("progress").data(p))
+                .await
+                .ok()?;
+        }
+    }
+    Some(ended)
 }
 
 #[cfg(test)]
