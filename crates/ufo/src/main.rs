@@ -36,14 +36,18 @@ macro_rules! println {
     };
 }
 
+mod batch;
 mod cancel;
 mod cli;
 mod commands;
+mod config;
 mod console;
 mod console_web;
 mod control;
+mod demo_file;
 mod desktop;
 mod devices;
+mod exit;
 mod experience;
 mod extensions;
 mod folder;
@@ -54,8 +58,8 @@ mod output;
 mod private;
 mod recorder;
 mod secret_env;
+mod session;
 mod session_knowledge;
-mod settings;
 mod sharing;
 mod shell_off;
 mod trajectory;
@@ -67,13 +71,9 @@ use std::sync::Arc;
 
 use clap::Parser;
 
+use crate::cli::plans::BatchRequest;
 use crate::cli::{Cli, Command};
-use crate::commands::run::Start;
-
-/// Exit status for bad usage or configuration.
-pub(crate) const EXIT_USAGE: u8 = 2;
-/// Exit status of a cancelled session (128 + SIGINT, as shells report it).
-pub(crate) const EXIT_CANCELLED: u8 = 130;
+use crate::exit::{EXIT_CANCELLED, EXIT_USAGE};
 
 fn main() -> ExitCode {
     // first, while single-threaded: no key may stay in this process's /proc environ
@@ -99,7 +99,7 @@ fn main() -> ExitCode {
     if let crate::cli::Command::PrivateReaper { pid, mark, dir } = &cli.command {
         return private::reaper(*pid, mark, dir);
     }
-    match private::plan(&cli.command) {
+    match cli::private::plan(&cli.command) {
         Ok(Some(plan)) => return private::run_inside(&plan),
         Ok(None) => {}
         Err(e) => {
@@ -121,29 +121,29 @@ fn main() -> ExitCode {
     // SIGTERM and SIGHUP); the others keep the default, so that a signal ends them.
     let code = match cli.command {
         Command::Run(args) => {
-            with_cancel(|cancel| runtime.block_on(commands::run::run(args, Start::New, cancel)))
+            with_cancel(|cancel| runtime.block_on(commands::run::run(args.plan(), cancel)))
         }
-        Command::Resume(args) => match commands::resume::args(&args) {
-            Ok((run_args, checkpoint)) => with_cancel(|cancel| {
-                let start = Start::Resume(Box::new(checkpoint));
-                runtime.block_on(commands::run::run(run_args, start, cancel))
-            }),
+        Command::Resume(args) => match commands::resume::session_plan(args.plan()) {
+            Ok(plan) => with_cancel(|cancel| runtime.block_on(commands::run::run(plan, cancel))),
             Err(e) => {
                 eprintln!("error: {e:#}");
                 ExitCode::from(EXIT_USAGE)
             }
         },
-        Command::Report(args) => commands::report::command(&args),
+        Command::Report(args) => commands::report::command(&args.out),
         Command::Inspect(args) => runtime.block_on(commands::inspect::command(&args)),
         Command::Doctor(args) => runtime.block_on(commands::doctor::run(&args)),
-        Command::Runs(args) => commands::runs::command(&args),
+        Command::Runs(args) => commands::runs::command(args.dir.as_deref()),
         Command::Mcp(args) => runtime.block_on(commands::mcp::run(args)),
-        Command::Batch(args) => {
-            with_cancel(|cancel| commands::batch::batch_command(*args, &runtime, cancel))
-        }
-        Command::Follow(args) => {
-            with_cancel(|cancel| runtime.block_on(commands::follow::follow_command(args, cancel)))
-        }
+        Command::Batch(args) => match args.plan() {
+            BatchRequest::Merge(plan) => commands::batch::merge(&plan),
+            BatchRequest::Run(plan) => {
+                with_cancel(|cancel| commands::batch::run(*plan, &runtime, cancel))
+            }
+        },
+        Command::Follow(args) => with_cancel(|cancel| {
+            runtime.block_on(commands::follow::follow_command(args.plan(), cancel))
+        }),
         Command::Knowledge(cmd) => commands::knowledge::command(cmd),
         Command::Demo(cmd) => match install_stop() {
             Ok(stop) => runtime.block_on(commands::demo::command(cmd, stop)),

@@ -8,6 +8,9 @@
 //! opened, and writes `result.json`; the coordinator collects the results into
 //! `results.jsonl` and prints the summary table.
 
+pub(crate) mod results;
+pub(crate) mod shards;
+
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -22,22 +25,20 @@ use ufo_batch::{Task, TaskResult, TaskStatus};
 use ufo_core::agent::{AppAgentFactory, Services};
 use ufo_core::{Desktop, Session, WindowId};
 
-use crate::cli::{BatchArgs, ConfirmPolicy, RunArgs};
-use crate::console::{Console, Verbosity};
+use crate::config::plan::{Access, BatchPlan, Output, SessionPlan, Start};
+use crate::config::ConfirmPolicy;
+use crate::exit::EXIT_USAGE;
 
-/// Name of a worker's result file in its task folder.
-pub(crate) const RESULT_FILE: &str = "result.json";
+use self::results::{task_dir, write_results, Queue, RESULT_FILE};
+use crate::console::{Console, Verbosity};
 
 /// `ufo batch`. The first Ctrl-C lets the running tasks end their current step (their sessions
 /// end CANCELLED) and starts no further task; the tasks not started are reported skipped.
 pub fn batch_command(
-    args: BatchArgs,
+    args: BatchPlan,
     runtime: &tokio::runtime::Runtime,
     cancel: Arc<AtomicBool>,
 ) -> ExitCode {
-    if let Some(crate::cli::BatchAction::Merge(m)) = &args.action {
-        return super::shards::merge_command(m);
-    }
     if let Some(task) = args.worker.clone() {
         return runtime.block_on(worker(args, task, cancel));
     }
@@ -45,7 +46,7 @@ pub fn batch_command(
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(crate::EXIT_USAGE)
+            ExitCode::from(EXIT_USAGE)
         }
     }
 }
@@ -119,35 +120,20 @@ fn job_display(job: &Job, i: usize, env: &dyn Fn(&str) -> Option<String>) -> Res
     Ok(display)
 }
 
-/// A task's folder, `<out>/tasks/<name>`: always a folder of its own inside `tasks` (see
-/// [`ufo_batch::folder_name`]), whatever the id (`..`, `.`, `a/b`, controls).
-pub(crate) fn task_dir(out: &Path, id: &str) -> PathBuf {
-    out.join("tasks").join(ufo_batch::folder_name(id))
-}
-
 struct Job {
     set: Vec<(String, String)>,
     unset: Vec<String>,
 }
 
 /// Whether the tasks run on a served desktop (`--desktop remote:URL`).
-fn is_remote(args: &BatchArgs) -> bool {
+fn is_remote(args: &BatchPlan) -> bool {
     args.desktop.starts_with("remote:")
-}
-
-/// The remote desktop's access options of a batch (the worker connects with them).
-fn remote_args(args: &BatchArgs) -> crate::cli::RemoteArgs {
-    crate::cli::RemoteArgs {
-        token_file: args.token_file.clone(),
-        fingerprint: args.fingerprint.clone(),
-        ..Default::default()
-    }
 }
 
 /// Run a batch: check the jobs' desktops, prepare the batch folder, settle at once what
 /// cannot run, run the rest on the jobs (one worker process per task), and write the results.
-fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
-    let shard = super::shards::resolve(args.shard.as_deref(), &|k| std::env::var(k).ok())?;
+fn coordinate(args: &BatchPlan, cancel: &AtomicBool) -> Result<ExitCode> {
+    let shard = shards::resolve(args.shard.as_deref(), &|k| std::env::var(k).ok())?;
     let jobs = job_envs(args)?;
     let files = ufo_batch::collect_task_files(&args.tasks)?;
     if files.is_empty() {
@@ -164,7 +150,7 @@ fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
     })?;
     let (mut results, mut queue) = triage(args, &files);
     if let Some(shard) = shard {
-        (results, queue) = super::shards::narrow(shard, &out, &files, results, queue, args.force)?;
+        (results, queue) = shards::narrow(shard, &out, &files, results, queue, args.force)?;
     }
     run_queue(args, &jobs, queue, &out, cancel, &mut results)?;
     let results: Vec<TaskResult> = results.into_iter().flatten().collect();
@@ -172,7 +158,7 @@ fn coordinate(args: &BatchArgs, cancel: &AtomicBool) -> Result<ExitCode> {
 }
 
 /// The environment of each job's desktop (`--display-env`), checked: each has a display.
-fn job_envs(args: &BatchArgs) -> Result<Vec<Job>> {
+fn job_envs(args: &BatchPlan) -> Result<Vec<Job>> {
     if args.jobs == 0 {
         return Err(anyhow!("--jobs must be at least 1"));
     }
@@ -218,7 +204,7 @@ fn job_envs(args: &BatchArgs) -> Result<Vec<Job>> {
 /// The batch folder (a shard's: `<out>/shard-K-of-N`), locked for the whole batch; an earlier
 /// batch's results are kept unless `--force` (a shard's are resumed from).
 fn batch_folder(
-    args: &BatchArgs,
+    args: &BatchPlan,
     shard: Option<ufo_batch::shard::Shard>,
 ) -> Result<(PathBuf, crate::recorder::OutLock)> {
     let mut out = args.out.clone().unwrap_or_else(|| {
@@ -274,12 +260,9 @@ fn check_tasks_folder(out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Tasks waiting for a job: each with its slot in the results and its file.
-pub(crate) type Queue = VecDeque<(usize, PathBuf, Task)>;
-
 /// Read and check every task: what cannot run is settled at once (skipped, or an error) in
 /// its slot of the results; the rest is queued with its slot.
-fn triage(args: &BatchArgs, files: &[PathBuf]) -> (Vec<Option<TaskResult>>, Queue) {
+fn triage(args: &BatchPlan, files: &[PathBuf]) -> (Vec<Option<TaskResult>>, Queue) {
     let mut results: Vec<Option<TaskResult>> = Vec::new();
     let mut queue = VecDeque::new();
     for (i, file) in files.iter().enumerate() {
@@ -324,7 +307,7 @@ fn triage(args: &BatchArgs, files: &[PathBuf]) -> (Vec<Option<TaskResult>>, Queu
 /// Run the queued tasks, each job taking the next task until none is left; every result goes
 /// into its slot.
 fn run_queue(
-    args: &BatchArgs,
+    args: &BatchPlan,
     jobs: &[Job],
     queue: Queue,
     out: &Path,
@@ -402,45 +385,9 @@ fn run_queue(
     Ok(())
 }
 
-/// Write `results.jsonl` and `summary.txt` (with `notes` after the table, e.g. a merge's
-/// duplicates), print the table; exit 1 when a task failed or ended in error.
-pub(crate) fn write_results(
-    quiet: bool,
-    out: &Path,
-    results: &[TaskResult],
-    notes: &str,
-) -> Result<ExitCode> {
-    let mut jsonl = String::new();
-    for r in results {
-        jsonl.push_str(&serde_json::to_string(r)?);
-        jsonl.push('\n');
-    }
-    crate::folder::write_bytes(&out.join("results.jsonl"), jsonl.as_bytes())
-        .with_context(|| format!("cannot write {}/results.jsonl", out.display()))?;
-    let table = ufo_batch::summary_table(results);
-    let lines = ufo_batch::task_lines(results);
-    crate::folder::write_bytes(
-        &out.join("summary.txt"),
-        format!("{table}\n{notes}{lines}").as_bytes(),
-    )
-    .with_context(|| format!("cannot write {}/summary.txt", out.display()))?;
-    crate::output::outln!("{table}");
-    if let Some(line) = ufo_batch::llm_eval_line(results) {
-        crate::output::outln!("{line}\n");
-    }
-    if !quiet {
-        crate::output::outln!("{lines}");
-    }
-    eprintln!("results: {}", out.join("results.jsonl").display());
-    let bad = results
-        .iter()
-        .any(|r| matches!(r.status, TaskStatus::Failed | TaskStatus::Error));
-    Ok(ExitCode::from(u8::from(bad)))
-}
-
 /// Run one task in a worker process and read its result.
 fn run_worker(
-    args: &BatchArgs,
+    args: &BatchPlan,
     exe: &Path,
     job: &Job,
     file: &Path,
@@ -474,10 +421,10 @@ fn run_worker(
     }
     if is_remote(args) {
         cmd.arg("--desktop").arg(&args.desktop);
-        if let Some(f) = &args.token_file {
+        if let Some(f) = &args.remote.token_file {
             cmd.arg("--token-file").arg(f);
         }
-        if let Some(f) = &args.fingerprint {
+        if let Some(f) = &args.remote.fingerprint {
             cmd.arg("--fingerprint").arg(f);
         }
     }
@@ -504,7 +451,7 @@ fn run_worker(
         .env("XDG_CACHE_HOME", home.join(".cache"))
         .stdout(std::process::Stdio::null());
     // The task's fresh HOME must not move the knowledge store: the workers use the batch's.
-    if let Some(store) = crate::commands::knowledge::store_for_workers(args.config.as_deref()) {
+    if let Some(store) = crate::config::knowledge::store_for_workers(args.config.as_deref()) {
         cmd.env("UFO_KNOWLEDGE_STORE", store);
     }
     // the keys go through a pipe on stdin, never through the worker's environment
@@ -536,7 +483,7 @@ fn run_worker(
             Err(e) => return fail(format!("cannot wait for the worker: {e}")),
         }
     };
-    let read = crate::folder::read_capped(&dir.join(RESULT_FILE), super::shards::MAX_RESULT_FILE)
+    let read = crate::folder::read_capped(&dir.join(RESULT_FILE), shards::MAX_RESULT_FILE)
         .ok()
         .and_then(|b| serde_json::from_slice::<TaskResult>(&b).ok());
     match (read, status) {
@@ -627,10 +574,10 @@ async fn llm_verdict(spec: &str, instruction: &str, trajectory: &Path) -> Value 
 }
 
 /// The worker: one task in this process, the result written to `<worker_out>/result.json`.
-async fn worker(args: BatchArgs, file: PathBuf, cancel: Arc<AtomicBool>) -> ExitCode {
+async fn worker(args: BatchPlan, file: PathBuf, cancel: Arc<AtomicBool>) -> ExitCode {
     let Some(dir) = args.worker_out.clone() else {
         eprintln!("error: --worker needs --worker-out");
-        return ExitCode::from(crate::EXIT_USAGE);
+        return ExitCode::from(EXIT_USAGE);
     };
     let result = run_task(&args, &file, &dir, cancel).await;
     let text = match serde_json::to_string_pretty(&result) {
@@ -652,7 +599,7 @@ async fn worker(args: BatchArgs, file: PathBuf, cancel: Arc<AtomicBool>) -> Exit
 
 #[tracing::instrument(level = "info", skip(args, dir, cancel), fields(task = %file.display()))]
 async fn run_task(
-    args: &BatchArgs,
+    args: &BatchPlan,
     file: &Path,
     dir: &Path,
     cancel: Arc<AtomicBool>,
@@ -683,9 +630,12 @@ async fn run_task(
         }
     };
     let trajectory = dir.join("trajectory");
-    let run_args = RunArgs {
+    let run_args = SessionPlan {
         request: task.instruction.clone(),
+        start: Start::New,
         desktop: args.desktop.clone(),
+        devices: Vec::new(),
+        recorded_devices: Vec::new(),
         llm: Some(llm),
         out: Some(trajectory.clone()),
         force: false,
@@ -696,18 +646,17 @@ async fn run_task(
         requests: None,
         config: args.config.clone(),
         record: None,
-        private: crate::cli::PrivateArgs::default(),
-        remote: remote_args(args),
-        access: crate::cli::AccessArgs::default(),
-        output: crate::cli::OutputArgs {
+        remote: args.remote.clone(),
+        access: Access::default(),
+        output: Output {
             quiet: true,
             ..Default::default()
         },
     };
     let console = Console::new(Verbosity::Quiet);
-    let prepared = match crate::commands::run::prepare(&run_args, &console, &cancel) {
+    let prepared = match crate::session::prepare(&run_args, &console, &cancel) {
         Ok(p) => p,
-        Err(crate::commands::run::Usage(e)) => {
+        Err(crate::session::Usage(e)) => {
             r.reason = format!("configuration: {e:#}");
             return finish(r);
         }
@@ -795,11 +744,11 @@ async fn run_task(
 /// session's (with the `[launch]` table's commands), or the served one of `--desktop
 /// remote:URL` (which launches by name).
 async fn task_desktop(
-    args: &BatchArgs,
-    prepared: &crate::commands::run::Prepared,
+    args: &BatchPlan,
+    prepared: &crate::session::Prepared,
 ) -> Result<(Arc<dyn Desktop>, Vec<String>)> {
     if let Some(url) = args.desktop.strip_prefix("remote:") {
-        let remote = crate::desktop::connect_remote(url, &remote_args(args)).await?;
+        let remote = crate::desktop::connect_remote(url, &args.remote.clone()).await?;
         return Ok((Arc::new(remote), Vec::new()));
     }
     let live = crate::desktop::connect_live(&prepared.settings.launch).await?;
@@ -856,7 +805,7 @@ async fn run_setup(
 /// model use go into the result.
 async fn run_session(
     desktop: &dyn Desktop,
-    prepared: &crate::commands::run::Prepared,
+    prepared: &crate::session::Prepared,
     task: &Task,
     recorder: &mut crate::recorder::FileRecorder,
     cancel: Arc<AtomicBool>,

@@ -3,15 +3,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Args;
-
-/// Options of `ufo doctor`.
-#[derive(Debug, Args)]
-pub struct DoctorArgs {
-    /// Check only this window: title, application or process name, or part of the title, as
-    /// `ufo inspect` matches it (default: every window).
-    pub window: Option<String>,
-}
+use crate::cli::doctor::DoctorArgs;
 
 /// Bound on each session check (connecting to the X server, a D-Bus call).
 const CHECK_TIMEOUT: Duration = Duration::from_secs(3);

@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use crate::cli::InspectArgs;
 use crate::desktop::{connect_live, open_desktop};
-use crate::{output, EXIT_USAGE};
+use crate::exit::EXIT_USAGE;
+use crate::output;
 
 /// `ufo inspect [WINDOW]`: a window's controls as the agent sees them, and the annotated
 /// screenshot.
@@ -50,10 +51,11 @@ pub(crate) async fn command(args: &InspectArgs) -> ExitCode {
 /// The desktop of `--desktop`, or the devices of `--device NAME=SPEC` as one (window ids and
 /// titles labelled with their device, as a session sees them).
 async fn open_inspected(args: &InspectArgs) -> anyhow::Result<Box<dyn ufo_core::Desktop>> {
-    if args.remote.device.is_empty() {
-        return open_desktop(&args.desktop, &[], &args.remote).await;
+    let (remote, device) = args.remote.clone().plan();
+    if device.is_empty() {
+        return open_desktop(&args.desktop, &[], &remote).await;
     }
-    let devices = crate::devices::resolve(&args.remote.device, &Default::default(), &args.remote)?;
+    let devices = crate::devices::resolve(&device, &Default::default(), &remote)?;
     Ok(Box::new(crate::devices::open(&devices, &[]).await?))
 }
 

@@ -10,7 +10,7 @@ use crate::cli::{McpArgs, McpCommand};
 pub async fn run(args: McpArgs) -> ExitCode {
     match args.command {
         McpCommand::Serve(a) => {
-            let launch = match crate::settings::launch_from_file(a.config.as_deref()) {
+            let launch = match crate::config::settings::launch_from_file(a.config.as_deref()) {
                 Ok(l) => l,
                 Err(e) => {
                     eprintln!("error: {e:#}");
@@ -20,7 +20,7 @@ pub async fn run(args: McpArgs) -> ExitCode {
             let desktop: Arc<dyn ufo_core::Desktop> = match crate::desktop::open_desktop(
                 &a.desktop,
                 &launch,
-                &crate::cli::RemoteArgs::default(),
+                &crate::desktop::Remote::default(),
             )
             .await
             {

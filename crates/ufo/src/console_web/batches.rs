@@ -132,7 +132,7 @@ pub fn progress(runs: &Path, id: &str, caller: &Caller) -> Option<Progress> {
             if finished {
                 continue;
             }
-            let file = e.path().join(crate::commands::batch::RESULT_FILE);
+            let file = e.path().join(crate::batch::results::RESULT_FILE);
             if let Ok(bytes) = crate::folder::read_capped(&file, MAX_RESULT) {
                 if let Ok(r) = serde_json::from_slice::<TaskResult>(&bytes) {
                     if let Ok(t) = std::fs::metadata(&file).and_then(|m| m.modified()) {

@@ -1,5 +1,7 @@
-//! `ufo run <REQUEST>`: one session on a desktop, recorded in a trajectory folder; also the
-//! pipeline `ufo resume` and `ufo follow` start their sessions with ([`run`], [`Start`]).
+//! The session pipeline: one session on a desktop, recorded in a trajectory folder, as a
+//! [`SessionPlan`] asks (`ufo run`, `ufo resume`, `ufo follow` start theirs with [`run`]);
+//! [`prepare`] is the part a `ufo batch` worker shares (settings, models, the person, the
+//! folder).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,22 +11,24 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use ufo_core::agent::Services;
 use ufo_core::prompt::Prompts;
-use ufo_core::session::Checkpoint;
 use ufo_core::{Desktop, Session, SessionStatus};
 
-use super::{RunRecord, RUN_RECORD};
-use crate::cli::RunArgs;
+pub(crate) mod run_record;
+
+use self::run_record::{RunRecord, RUN_RECORD};
+use crate::config::plan::{SessionPlan, Start};
+use crate::config::settings;
 use crate::console::{Console, Verbosity};
 use crate::desktop::open_desktop;
+use crate::exit::{EXIT_CANCELLED, EXIT_USAGE};
 use crate::{
-    cancel, commands, control, extensions, logging, models, private, recorder, secret_env,
-    settings, user, EXIT_CANCELLED, EXIT_USAGE,
+    cancel, control, extensions, logging, models, private, recorder, secret_env, trajectory, user,
 };
 
 /// Write `run.json`: what `ufo resume` needs to continue the session. Paths are kept absolute
 /// so that a resume works from any folder.
 fn write_run_record(
-    args: &RunArgs,
+    args: &SessionPlan,
     settings: &settings::Settings,
     devices: &[crate::devices::DeviceSpec],
     recorder: &mut recorder::FileRecorder,
@@ -75,7 +79,7 @@ fn save_final_state(
 }
 
 /// The closing lines on stderr (unless `--quiet`) and, with `--report`, the report.
-fn summarise(args: &RunArgs, outcome: &ufo_core::SessionOutcome, out: &Path) {
+fn summarise(args: &SessionPlan, outcome: &ufo_core::SessionOutcome, out: &Path) {
     if let Some(e) = &outcome.recorder_error {
         eprintln!("error: the trajectory is incomplete: {e}");
     }
@@ -96,7 +100,7 @@ fn summarise(args: &RunArgs, outcome: &ufo_core::SessionOutcome, out: &Path) {
         }
     }
     if args.output.report {
-        match commands::report::write(out) {
+        match trajectory::report::write(out) {
             Ok(path) => {
                 if !args.output.quiet {
                     eprintln!("report: {}", path.display());
@@ -123,16 +127,16 @@ fn absolute_spec(spec: &str) -> String {
 /// The devices of a session across several desktops: the `--device` options (against the
 /// `[devices]` table), else those a resumed session recorded; empty for one desktop.
 fn session_devices(
-    args: &RunArgs,
+    args: &SessionPlan,
     settings: &settings::Settings,
 ) -> Result<Vec<crate::devices::DeviceSpec>> {
-    if args.remote.device.is_empty() {
+    if args.devices.is_empty() {
         if args.desktop != "live" {
             // `ufo resume --desktop …` names one desktop instead of the recorded devices
             return Ok(Vec::new());
         }
         return Ok(crate::devices::reconnect(
-            &args.remote.recorded_devices,
+            &args.recorded_devices,
             &settings.devices,
             &args.remote,
         ));
@@ -145,13 +149,13 @@ fn session_devices(
             args.desktop
         );
     }
-    crate::devices::resolve(&args.remote.device, &settings.devices, &args.remote)
+    crate::devices::resolve(&args.devices, &settings.devices, &args.remote)
 }
 
 /// The desktop the session drives: the one of `--desktop`, or all `devices` as one; and,
 /// inside a private desktop, its screen for the console's take-over.
 async fn open_session_desktop(
-    args: &RunArgs,
+    args: &SessionPlan,
     settings: &settings::Settings,
     devices: &[crate::devices::DeviceSpec],
 ) -> Result<(Arc<dyn Desktop>, Option<Arc<dyn control::Screen>>)> {
@@ -170,7 +174,10 @@ async fn open_session_desktop(
 }
 
 /// The kind of desktop the session drives, as the control socket reports it.
-fn desktop_kind(args: &RunArgs, devices: &[crate::devices::DeviceSpec]) -> control::DesktopKind {
+fn desktop_kind(
+    args: &SessionPlan,
+    devices: &[crate::devices::DeviceSpec],
+) -> control::DesktopKind {
     let inside_private = args.desktop == "live" && std::env::var_os(private::INSIDE_VAR).is_some();
     control::DesktopKind::of(&args.desktop, devices.len(), inside_private)
 }
@@ -191,17 +198,9 @@ fn question_records(
 /// A usage or configuration problem: exit 2 with the message.
 pub(crate) struct Usage(pub(crate) anyhow::Error);
 
-/// How a session starts.
-pub(crate) enum Start {
-    /// A new session on the request.
-    New,
-    /// `ufo resume`: from a checkpoint.
-    Resume(Box<Checkpoint>),
-    /// `ufo follow`: follower mode with the host's plan set to these steps.
-    Follow(Vec<String>),
-}
-
-pub(crate) async fn run(args: RunArgs, start: Start, cancel: Arc<AtomicBool>) -> ExitCode {
+/// Run the session `args` plans: exit 0 FINISH, 1 FAIL, 3 ERROR, 130 cancelled, 2 bad usage.
+pub(crate) async fn run(mut args: SessionPlan, cancel: Arc<AtomicBool>) -> ExitCode {
+    let start = std::mem::replace(&mut args.start, Start::New);
     if args.request.trim().is_empty() {
         eprintln!("error: the request is empty; say what to do, e.g. ufo run \"Compute 12 + 30 on the calculator\"");
         return ExitCode::from(EXIT_USAGE);
@@ -406,7 +405,7 @@ pub(crate) struct Prepared {
 }
 
 pub(crate) fn prepare(
-    args: &RunArgs,
+    args: &SessionPlan,
     console: &Arc<Console>,
     cancel: &Arc<AtomicBool>,
 ) -> Result<Prepared, Usage> {
@@ -429,7 +428,7 @@ pub(crate) fn prepare(
     if let Some(k) = settings.knowledge.as_ref() {
         if let (Some(spec), true) = (
             k.summary_model.as_deref(),
-            k.save_experience != crate::experience::SavePolicy::Never,
+            k.save_experience != crate::config::knowledge::SavePolicy::Never,
         ) {
             models::summary_model(spec, &settings.prices).map_err(Usage)?;
         }

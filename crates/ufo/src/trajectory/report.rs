@@ -14,7 +14,6 @@
 //! the page whole or not at all, no temporary file left on a failure).
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use base64::Engine as _;
@@ -27,8 +26,6 @@ use crate::recorder::action_text;
 use ufo_core::events::{End, Record, Step};
 use ufo_core::step_action::StepAction;
 
-use crate::cli::ReportArgs;
-use crate::console::{Console, Verbosity};
 use crate::trajectory::{text, Keep, Trajectory};
 
 const TEMPLATE: &str = include_str!("report.html");
@@ -652,35 +649,4 @@ pub fn write(dir: &Path) -> Result<PathBuf> {
     })
     .map_err(|e| anyhow::anyhow!(crate::recorder::io_message(&path, &e)))?;
     Ok(path)
-}
-
-/// `ufo report <OUT>`: exit 0 with the page's path on stdout; 2 when OUT holds no readable
-/// trajectory (no events.jsonl, or one that is a link or not a regular file); 1 when the page
-/// cannot be written.
-pub fn command(args: &ReportArgs) -> ExitCode {
-    let console = Console::new(Verbosity::Normal);
-    crate::logging::init(&console, None);
-    let events = args.out.join("events.jsonl");
-    if let Err(e) = crate::folder::open_read(&events) {
-        let why = if e.kind() == std::io::ErrorKind::NotFound {
-            "there is none".to_string()
-        } else {
-            e.to_string()
-        };
-        eprintln!(
-            "error: cannot read {}: {why}; pass the --out folder of a `ufo run`",
-            events.display()
-        );
-        return ExitCode::from(crate::EXIT_USAGE);
-    }
-    match write(&args.out) {
-        Ok(path) => {
-            crate::output::outln!("{}", path.display());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(1)
-        }
-    }
 }

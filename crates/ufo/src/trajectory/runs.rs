@@ -2,15 +2,12 @@
 //! partial folder gets a line saying what is wrong with it.
 
 use std::path::Path;
-use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 
 use ufo_core::{inert, text::one_line};
 
-use crate::cli::RunsArgs;
-use crate::console::{Console, Verbosity};
 use crate::trajectory::{Keep, LoadError, Trajectory};
 
 /// One row of the listing.
@@ -252,41 +249,6 @@ pub fn render(dir: &Path, scan: &Scan) -> String {
     }
     out.push_str(&skipped);
     out
-}
-
-/// `ufo runs [--dir DIR]`.
-pub fn command(args: &RunsArgs) -> ExitCode {
-    let console = Console::new(Verbosity::Normal);
-    crate::logging::init(&console, None);
-    let dir = match &args.dir {
-        Some(d) => d.clone(),
-        None => match crate::settings::runs_dir_from_file(Path::new("ufo.toml")) {
-            Ok(d) => d,
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                return ExitCode::from(crate::EXIT_USAGE);
-            }
-        },
-    };
-    if args.dir.is_none() && !dir.exists() {
-        // the default folder appears with the first run that does not pass --out
-        crate::output::print(format_args!(
-            "no sessions in {} yet (ufo run writes there unless --out is given; pass --dir with \
-             the folder your trajectories are in)\n",
-            dir.display()
-        ));
-        return ExitCode::SUCCESS;
-    }
-    match scan(&dir) {
-        Ok(listing) => {
-            crate::output::print(format_args!("{}", render(&dir, &listing)));
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(crate::EXIT_USAGE)
-        }
-    }
 }
 
 #[cfg(test)]
