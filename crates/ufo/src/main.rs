@@ -76,37 +76,10 @@ use crate::cli::{Cli, Command};
 use crate::exit::{EXIT_CANCELLED, EXIT_USAGE};
 
 fn main() -> ExitCode {
-    // first, while single-threaded: no key may stay in this process's /proc environ
-    let startup = secret_env::take_at_start();
-    if let Some(w) = &startup.warning {
-        eprintln!("warning: {w}");
-    }
-    match ufo_proc::ChildLimits::from_env(&|k| std::env::var(k).ok()) {
-        Ok(limits) => ufo_proc::set_child_limits(limits),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    }
-    let cli = match Cli::try_parse() {
+    let command = match before_the_runtime() {
         Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
-        }
+        Err(code) => return code,
     };
-    if let crate::cli::Command::PrivateReaper { pid, mark, dir } = &cli.command {
-        return private::reaper(*pid, mark, dir);
-    }
-    match cli::private::plan(&cli.command) {
-        Ok(Some(plan)) => return private::run_inside(&plan),
-        Ok(None) => {}
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -117,9 +90,54 @@ fn main() -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    // Only the commands with a session to cancel take over SIGINT (and, through the handler,
-    // SIGTERM and SIGHUP); the others keep the default, so that a signal ends them.
-    let code = match cli.command {
+    let code = dispatch(command, &runtime);
+    // Do not wait for anything still blocked (e.g. a terminal read that timed out).
+    runtime.shutdown_background();
+    code
+}
+
+/// What happens before anything else: the keys taken out of the environment, the children's
+/// limits, the command line parsed; the private desktop's reaper, or the command run inside
+/// a private desktop, end here (`Err` holds the exit status).
+fn before_the_runtime() -> Result<Command, ExitCode> {
+    // first, while single-threaded: no key may stay in this process's /proc environ
+    let startup = secret_env::take_at_start();
+    if let Some(w) = &startup.warning {
+        eprintln!("warning: {w}");
+    }
+    match ufo_proc::ChildLimits::from_env(&|k| std::env::var(k).ok()) {
+        Ok(limits) => ufo_proc::set_child_limits(limits),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Err(ExitCode::from(EXIT_USAGE));
+        }
+    }
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
+            let _ = e.print();
+            return Err(ExitCode::from(code));
+        }
+    };
+    if let Command::PrivateReaper { pid, mark, dir } = &cli.command {
+        return Err(private::reaper(*pid, mark, dir));
+    }
+    match cli::private::plan(&cli.command) {
+        Ok(Some(plan)) => Err(private::run_inside(&plan)),
+        Ok(None) => Ok(cli.command),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            Err(ExitCode::from(EXIT_USAGE))
+        }
+    }
+}
+
+/// Hand the command its plan (or options). Only the commands with a session to cancel take
+/// over SIGINT (and, through the handler, SIGTERM and SIGHUP); the others keep the default,
+/// so that a signal ends them.
+fn dispatch(command: Command, runtime: &tokio::runtime::Runtime) -> ExitCode {
+    match command {
         Command::Run(args) => {
             with_cancel(|cancel| runtime.block_on(commands::run::run(args.plan(), cancel)))
         }
@@ -138,7 +156,7 @@ fn main() -> ExitCode {
         Command::Batch(args) => match args.plan() {
             BatchRequest::Merge(plan) => commands::batch::merge(&plan),
             BatchRequest::Run(plan) => {
-                with_cancel(|cancel| commands::batch::run(*plan, &runtime, cancel))
+                with_cancel(|cancel| commands::batch::run(*plan, runtime, cancel))
             }
         },
         Command::Follow(args) => with_cancel(|cancel| {
@@ -155,10 +173,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => runtime.block_on(commands::serve::run(args)),
         // handled before the runtime starts
         Command::PrivateReaper { .. } => ExitCode::SUCCESS,
-    };
-    // Do not wait for anything still blocked (e.g. a terminal read that timed out).
-    runtime.shutdown_background();
-    code
+    }
 }
 
 /// Run a command that has a session to cancel, with the Ctrl-C handler installed.

@@ -201,37 +201,32 @@ pub(crate) struct Usage(pub(crate) anyhow::Error);
 /// Run the session `args` plans: exit 0 FINISH, 1 FAIL, 3 ERROR, 130 cancelled, 2 bad usage.
 pub(crate) async fn run(mut args: SessionPlan, cancel: Arc<AtomicBool>) -> ExitCode {
     let start = std::mem::replace(&mut args.start, Start::New);
+    match run_session(&args, start, cancel).await {
+        Ok(code) | Err(code) => code,
+    }
+}
+
+/// A step that can end the start of a session: the exit status, its message already printed.
+type Step<T> = std::result::Result<T, ExitCode>;
+
+/// Print a usage or configuration problem; exit 2.
+fn usage(e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::from(EXIT_USAGE)
+}
+
+/// The steps of a session: its folder locked, its desktop and tools opened, the console's
+/// control wired in, the session run, and what it leaves behind written.
+async fn run_session(args: &SessionPlan, start: Start, cancel: Arc<AtomicBool>) -> Step<ExitCode> {
     if args.request.trim().is_empty() {
         eprintln!("error: the request is empty; say what to do, e.g. ufo run \"Compute 12 + 30 on the calculator\"");
-        return ExitCode::from(EXIT_USAGE);
+        return Err(ExitCode::from(EXIT_USAGE));
     }
     let console = Console::new(Verbosity::from_flags(
         args.output.quiet,
         args.output.verbose,
     ));
-    let mut prepared = match prepare(&args, &console, &cancel) {
-        Ok(p) => p,
-        Err(Usage(e)) => {
-            eprintln!("error: {e:#}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
-    if let Start::Follow(_) = start {
-        prepared.settings.config.mode = ufo_core::config::AgentMode::Follower;
-    }
-    // The folder is locked before anything runs and stays locked until the end.
-    let out_mode = match (&start, args.force) {
-        (Start::Resume(_), _) => recorder::OutMode::Append,
-        (_, true) => recorder::OutMode::Replace,
-        (_, false) => recorder::OutMode::New,
-    };
-    let out_lock = match recorder::OutLock::open(&prepared.out, out_mode) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
+    let (prepared, out_lock, out_mode) = lock_folder(args, &start, &console, &cancel)?;
     let Prepared {
         settings,
         llm,
@@ -239,119 +234,45 @@ pub(crate) async fn run(mut args: SessionPlan, cancel: Arc<AtomicBool>) -> ExitC
         out,
         prompts,
     } = prepared;
-    let devices = match session_devices(&args, &settings) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return ExitCode::from(EXIT_USAGE);
-        }
+    let devices = session_devices(args, &settings).map_err(|e| usage(format!("{e:#}")))?;
+    let (desktop, screen) = open_session_desktop(args, &settings, &devices)
+        .await
+        .map_err(|e| usage(format!("{e:#}")))?;
+    let desktop = if args.access.no_shell {
+        Arc::new(crate::shell_off::ShellOff::new(desktop)) as Arc<dyn Desktop>
+    } else {
+        desktop
     };
-    let (desktop, screen) = match open_session_desktop(&args, &settings, &devices).await {
-        Ok((d, screen)) if args.access.no_shell => (
-            Arc::new(crate::shell_off::ShellOff::new(d)) as Arc<dyn Desktop>,
-            screen,
-        ),
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
-    let mut agents = settings.agents.clone();
-    // --no-shell: the shell agent runs commands, so it is not offered
-    agents.shell &= !args.access.no_shell;
-    let (mcp_tools, factory) = match extensions::tools(&settings.mcp)
-        .and_then(|t| Ok((t, extensions::factory(&agents)?)))
-    {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
+    let (mcp_tools, factory) =
+        session_tools(args, &settings).map_err(|e| usage(format!("{e:#}")))?;
     if out_mode == recorder::OutMode::Replace {
-        if let Err(e) = out_lock.clear() {
-            eprintln!("error: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
+        out_lock.clear().map_err(usage)?;
     }
-    let recorder = match recorder::FileRecorder::create_with(
-        &out,
-        console.clone(),
-        matches!(start, Start::Resume(_)),
-    ) {
-        Ok(r) => r.with_devices(devices.iter().map(|d| d.name.clone()).collect()),
-        Err(e) => {
-            eprintln!(
-                "error: cannot create the trajectory folder {}: {e}; pass --out with a writable folder",
-                out.display()
-            );
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
+    let recorder = create_recorder(&out, &console, &start, &devices)?;
     logging::init(&console, Some(&out.join("ufo.log")));
     tracing::info!(request = %args.request, out = %out.display(), "session starts");
     // a session the web console started ends with its server, even one killed outright
     control::end_with_server();
-    // The console (the control socket) reaches the session through the ports the engine
-    // already has: the person (questions) and the desktop (take-over).
     let mut recorder = control::SharedRecorder::new(recorder);
-    let control = control::Control::new(
-        desktop_kind(&args, &devices),
-        control::session_owner(&args.access.share),
-        cancel.clone(),
-        question_records(recorder.clone()),
-        screen,
+    let wired = wire_console(
+        args, &devices, desktop, screen, user, &recorder, &out, &cancel,
     );
-    let desktop = control::ConsoleDesktop::new(desktop, control.clone());
-    let user = control::ConsoleUser::new(
-        user,
-        control.clone(),
-        control::console_requested(),
-        cancel.clone(),
-    );
-    let control_socket = match control::ControlSocket::start(&out, control.clone()) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            eprintln!("warning: the session runs without its control socket: {e}");
-            None
-        }
-    };
     console.start_status();
     // The first Ctrl-C also cuts a model call in flight (and its retries).
     let host_llm = cancel::CancellableLlm::new(llm.host(), cancel.clone());
     let app_llm = cancel::CancellableLlm::new(llm.app(), cancel.clone());
-    let knowledge =
-        match crate::session_knowledge::SessionKnowledge::open(settings.knowledge.as_ref()) {
-            Ok(k) => k,
-            Err(e) => {
-                eprintln!(
-                    "warning: the session goes without knowledge: {}",
-                    ufo_core::inert(&e)
-                );
-                None
-            }
-        };
+    let knowledge = open_knowledge(&settings);
     let services = Services {
-        desktop: &desktop,
+        desktop: &wired.desktop,
         host_llm: &host_llm,
         app_llm: &app_llm,
-        user: &user,
+        user: &wired.user,
         config: &settings.config,
         prompts: &prompts,
         tools: mcp_tools.as_ref().map(|t| t as &dyn ufo_core::ToolProvider),
         knowledge: knowledge.as_ref().map(|k| k.access()),
     };
-    let recorded = {
-        let mut files = recorder.lock();
-        write_run_record(&args, &settings, &devices, &mut files)
-            .and_then(|()| crate::sharing::record(&args.access.share, &mut *files))
-    };
-    if let Err(e) = recorded {
-        // A folder that cannot take run.json cannot take the trajectory either.
-        eprintln!("error: {e}");
-        return ExitCode::from(3);
-    }
+    record_start(args, &settings, &devices, &recorder)?;
     let mut session = Session::new(services, Box::new(factory)).with_cancel(cancel);
     let outcome = match start {
         Start::Resume(checkpoint) => session.resume(*checkpoint, &mut recorder).await,
@@ -365,8 +286,160 @@ pub(crate) async fn run(mut args: SessionPlan, cancel: Arc<AtomicBool>) -> ExitC
         t.shutdown().await;
     }
     // the session is over: nothing more to answer, cancel or take over
-    drop(control_socket);
-    let final_error = save_final_state(&desktop, &mut recorder.lock());
+    drop(wired.socket);
+    let final_error = save_final_state(&wired.desktop, &mut recorder.lock());
+    learn_from(&settings, &out, &outcome, &mut recorder).await;
+    summarise(args, &outcome, &out);
+    drop(out_lock);
+    Ok(exit_status(&outcome, final_error.is_some()))
+}
+
+/// Write `run.json` and who the session is shared with; a folder that cannot take them cannot
+/// take the trajectory either (exit 3).
+fn record_start(
+    args: &SessionPlan,
+    settings: &settings::Settings,
+    devices: &[crate::devices::DeviceSpec],
+    recorder: &control::SharedRecorder<recorder::FileRecorder>,
+) -> Step<()> {
+    let mut files = recorder.lock();
+    write_run_record(args, settings, devices, &mut files)
+        .and_then(|()| crate::sharing::record(&args.access.share, &mut *files))
+        .map_err(|e| {
+            eprintln!("error: {e}");
+            ExitCode::from(3)
+        })
+}
+
+/// Settings, models, the person and the folder ([`prepare`]), in follower mode for `ufo
+/// follow`; the folder locked before anything runs (it stays locked until the end).
+fn lock_folder(
+    args: &SessionPlan,
+    start: &Start,
+    console: &Arc<Console>,
+    cancel: &Arc<AtomicBool>,
+) -> Step<(Prepared, recorder::OutLock, recorder::OutMode)> {
+    let mut prepared =
+        prepare(args, console, cancel).map_err(|Usage(e)| usage(format!("{e:#}")))?;
+    if let Start::Follow(_) = start {
+        prepared.settings.config.mode = ufo_core::config::AgentMode::Follower;
+    }
+    let out_mode = match (start, args.force) {
+        (Start::Resume(_), _) => recorder::OutMode::Append,
+        (_, true) => recorder::OutMode::Replace,
+        (_, false) => recorder::OutMode::New,
+    };
+    let out_lock = recorder::OutLock::open(&prepared.out, out_mode).map_err(usage)?;
+    Ok((prepared, out_lock, out_mode))
+}
+
+/// The MCP tools of `[mcp.servers]` and the agent factory; `--no-shell` offers no shell agent
+/// (it runs commands).
+fn session_tools(
+    args: &SessionPlan,
+    settings: &settings::Settings,
+) -> Result<(Option<ufo_mcp::McpTools>, ufo_agents::AgentsFactory)> {
+    let mut agents = settings.agents.clone();
+    agents.shell &= !args.access.no_shell;
+    let tools = extensions::tools(&settings.mcp)?;
+    Ok((tools, extensions::factory(&agents)?))
+}
+
+/// The trajectory writer on `out` (appending for a resume), its devices named.
+fn create_recorder(
+    out: &Path,
+    console: &Arc<Console>,
+    start: &Start,
+    devices: &[crate::devices::DeviceSpec],
+) -> Step<recorder::FileRecorder> {
+    match recorder::FileRecorder::create_with(
+        out,
+        console.clone(),
+        matches!(start, Start::Resume(_)),
+    ) {
+        Ok(r) => Ok(r.with_devices(devices.iter().map(|d| d.name.clone()).collect())),
+        Err(e) => {
+            eprintln!(
+                "error: cannot create the trajectory folder {}: {e}; pass --out with a writable folder",
+                out.display()
+            );
+            Err(ExitCode::from(EXIT_USAGE))
+        }
+    }
+}
+
+/// The desktop and the person as the session sees them once the console (the control socket)
+/// can reach them, and the socket itself.
+struct Wired {
+    desktop: control::ConsoleDesktop,
+    user: control::ConsoleUser,
+    socket: Option<control::ControlSocket>,
+}
+
+/// Wire the console in: it reaches the session through the ports the engine already has, the
+/// person (questions) and the desktop (take-over).
+#[allow(clippy::too_many_arguments)] // the parts of a session the console reaches, each once
+fn wire_console(
+    args: &SessionPlan,
+    devices: &[crate::devices::DeviceSpec],
+    desktop: Arc<dyn Desktop>,
+    screen: Option<Arc<dyn control::Screen>>,
+    user: user::CliUser,
+    recorder: &control::SharedRecorder<recorder::FileRecorder>,
+    out: &Path,
+    cancel: &Arc<AtomicBool>,
+) -> Wired {
+    let control = control::Control::new(
+        desktop_kind(args, devices),
+        control::session_owner(&args.access.share),
+        cancel.clone(),
+        question_records(recorder.clone()),
+        screen,
+    );
+    let desktop = control::ConsoleDesktop::new(desktop, control.clone());
+    let user = control::ConsoleUser::new(
+        user,
+        control.clone(),
+        control::console_requested(),
+        cancel.clone(),
+    );
+    let socket = match control::ControlSocket::start(out, control) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!("warning: the session runs without its control socket: {e}");
+            None
+        }
+    };
+    Wired {
+        desktop,
+        user,
+        socket,
+    }
+}
+
+/// The knowledge the agents get, if any; a store that cannot be opened is a warning.
+fn open_knowledge(
+    settings: &settings::Settings,
+) -> Option<crate::session_knowledge::SessionKnowledge> {
+    match crate::session_knowledge::SessionKnowledge::open(settings.knowledge.as_ref()) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!(
+                "warning: the session goes without knowledge: {}",
+                ufo_core::inert(&e)
+            );
+            None
+        }
+    }
+}
+
+/// Save the session's experience as the `[knowledge]` policy says, printing what was done.
+async fn learn_from(
+    settings: &settings::Settings,
+    out: &Path,
+    outcome: &ufo_core::SessionOutcome,
+    recorder: &mut control::SharedRecorder<recorder::FileRecorder>,
+) {
     let ending = crate::experience::Ending {
         finished: outcome.status == SessionStatus::Finish,
         evaluator_passed: None,
@@ -374,18 +447,20 @@ pub(crate) async fn run(mut args: SessionPlan, cancel: Arc<AtomicBool>) -> ExitC
     for line in crate::experience::after_session(
         settings.knowledge.as_ref(),
         &settings.prices,
-        &out,
+        out,
         ending,
-        &mut recorder,
+        recorder,
     )
     .await
     {
         eprintln!("{}", ufo_core::inert(&line));
     }
-    summarise(&args, &outcome, &out);
-    drop(out_lock);
-    // A trajectory that could not be written whole is an ERROR whatever the session did.
-    if final_error.is_some() && outcome.status != SessionStatus::Cancelled {
+}
+
+/// The exit status of a session that ended so: a trajectory that could not be written whole
+/// is an ERROR whatever the session did (unless it was cancelled).
+fn exit_status(outcome: &ufo_core::SessionOutcome, incomplete: bool) -> ExitCode {
+    if incomplete && outcome.status != SessionStatus::Cancelled {
         return ExitCode::from(3);
     }
     ExitCode::from(match outcome.status {
