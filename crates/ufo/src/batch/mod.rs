@@ -26,7 +26,6 @@ use ufo_core::agent::{AppAgentFactory, Services};
 use ufo_core::{Desktop, Session, WindowId};
 
 use crate::config::plan::{Access, BatchPlan, Output, SessionPlan, Start};
-use crate::config::ConfirmPolicy;
 use crate::exit::EXIT_USAGE;
 
 use self::results::{task_dir, write_results, Queue, RESULT_FILE};
@@ -407,12 +406,62 @@ fn run_worker(
     if let Err(e) = std::fs::create_dir_all(home.join(".config")) {
         return fail(format!("cannot create {}: {e}", home.display()));
     }
+    let mut cmd = worker_command(args, exe, job, file, &dir, &home);
+    let log = match std::fs::File::create(dir.join("worker.log")) {
+        Ok(f) => f,
+        Err(e) => return fail(format!("cannot create the worker log: {e}")),
+    };
+    cmd.stderr(log);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return fail(format!("cannot start the worker: {e}")),
+    };
+    if let Err(e) = crate::secret_env::write_to_stdin(&mut child) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return fail(format!("cannot hand the model keys to the worker: {e}"));
+    }
+    let deadline = started + Duration::from_secs(args.task_timeout);
+    let status = match wait_until(&mut child, deadline) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("cannot wait for the worker: {e}")),
+    };
+    let read = crate::folder::read_capped(&dir.join(RESULT_FILE), shards::MAX_RESULT_FILE)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<TaskResult>(&b).ok());
+    match (read, status) {
+        (Some(r), _) => r,
+        (None, None) => fail(format!(
+            "the task took longer than --task-timeout {} s; its worker was killed",
+            args.task_timeout
+        )),
+        (None, Some(s)) => {
+            let log = std::fs::read_to_string(dir.join("worker.log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(3).collect();
+            fail(format!(
+                "the worker ended ({s}) without a result: {}",
+                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+            ))
+        }
+    }
+}
+
+/// The worker process for `file`: this binary with the batch's options, in the job's desktop
+/// session with a fresh `HOME` under `dir`; the keys are handed over on stdin.
+fn worker_command(
+    args: &BatchPlan,
+    exe: &Path,
+    job: &Job,
+    file: &Path,
+    dir: &Path,
+    home: &Path,
+) -> std::process::Command {
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("batch")
         .arg("--worker")
         .arg(file)
         .arg("--worker-out")
-        .arg(&dir);
+        .arg(dir);
     if let Some(l) = &args.llm {
         cmd.arg("--llm").arg(l);
     }
@@ -435,17 +484,13 @@ fn run_worker(
         cmd.arg("--eval-llm").arg(e);
     }
     if let Some(c) = args.confirm {
-        cmd.arg("--confirm").arg(match c {
-            ConfirmPolicy::Ask => "ask",
-            ConfirmPolicy::Yes => "yes",
-            ConfirmPolicy::No => "no",
-        });
+        cmd.arg("--confirm").arg(c.as_str());
     }
     for k in &job.unset {
         cmd.env_remove(k);
     }
     cmd.envs(job.set.iter().map(|(k, v)| (k, v)))
-        .env("HOME", &home)
+        .env("HOME", home)
         .env("XDG_CONFIG_HOME", home.join(".config"))
         .env("XDG_DATA_HOME", home.join(".local/share"))
         .env("XDG_CACHE_HOME", home.join(".cache"))
@@ -456,49 +501,24 @@ fn run_worker(
     }
     // the keys go through a pipe on stdin, never through the worker's environment
     crate::secret_env::pass_on_stdin(&mut cmd);
-    let log = match std::fs::File::create(dir.join("worker.log")) {
-        Ok(f) => f,
-        Err(e) => return fail(format!("cannot create the worker log: {e}")),
-    };
-    cmd.stderr(log);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => return fail(format!("cannot start the worker: {e}")),
-    };
-    if let Err(e) = crate::secret_env::write_to_stdin(&mut child) {
-        let _ = child.kill();
-        let _ = child.wait();
-        return fail(format!("cannot hand the model keys to the worker: {e}"));
-    }
-    let deadline = started + Duration::from_secs(args.task_timeout);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
-            Ok(None) if Instant::now() >= deadline => {
+    cmd
+}
+
+/// Wait for the worker until `deadline`: its status, or `None` when it was killed for taking
+/// longer (bounded: `--task-timeout`).
+fn wait_until(
+    child: &mut std::process::Child,
+    deadline: Instant,
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    loop {
+        match child.try_wait()? {
+            Some(s) => return Ok(Some(s)),
+            None if Instant::now() >= deadline => {
                 let _ = child.kill();
                 let _ = child.wait();
-                break None;
+                return Ok(None);
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-            Err(e) => return fail(format!("cannot wait for the worker: {e}")),
-        }
-    };
-    let read = crate::folder::read_capped(&dir.join(RESULT_FILE), shards::MAX_RESULT_FILE)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<TaskResult>(&b).ok());
-    match (read, status) {
-        (Some(r), _) => r,
-        (None, None) => fail(format!(
-            "the task took longer than --task-timeout {} s; its worker was killed",
-            args.task_timeout
-        )),
-        (None, Some(s)) => {
-            let log = std::fs::read_to_string(dir.join("worker.log")).unwrap_or_default();
-            let tail: Vec<&str> = log.lines().rev().take(3).collect();
-            fail(format!(
-                "the worker ended ({s}) without a result: {}",
-                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-            ))
+            None => std::thread::sleep(Duration::from_millis(50)),
         }
     }
 }
@@ -630,29 +650,7 @@ async fn run_task(
         }
     };
     let trajectory = dir.join("trajectory");
-    let run_args = SessionPlan {
-        request: task.instruction.clone(),
-        start: Start::New,
-        desktop: args.desktop.clone(),
-        devices: Vec::new(),
-        recorded_devices: Vec::new(),
-        llm: Some(llm),
-        out: Some(trajectory.clone()),
-        force: false,
-        max_steps: args.max_steps,
-        max_rounds: Some(1),
-        confirm: args.confirm,
-        answers: None,
-        requests: None,
-        config: args.config.clone(),
-        record: None,
-        remote: args.remote.clone(),
-        access: Access::default(),
-        output: Output {
-            quiet: true,
-            ..Default::default()
-        },
-    };
+    let run_args = task_session(args, &task, llm, &trajectory);
     let console = Console::new(Verbosity::Quiet);
     let prepared = match crate::session::prepare(&run_args, &console, &cancel) {
         Ok(p) => p,
@@ -709,13 +707,49 @@ async fn run_task(
     crate::logging::init(&console, Some(&trajectory.join("ufo.log")));
     run_session(desktop, &prepared, &task, &mut recorder, cancel, &mut r).await;
     r.model_time_s = model_seconds(&trajectory.join("events.jsonl"));
+    judge_and_learn(
+        desktop,
+        device,
+        &task,
+        &opts,
+        home,
+        &prepared,
+        &trajectory,
+        &mut recorder,
+        &mut r,
+        args.eval_llm.as_deref(),
+    )
+    .await;
+    let stuck = close_new_windows(desktop, &before).await;
+    if !stuck.is_empty() {
+        r.log.push(format!(
+            "windows of the task that would not close: {stuck:?}"
+        ));
+    }
+    finish(r)
+}
 
+/// After the session: the task's evaluator (and, with `--eval-llm`, the LLM's verdict), then
+/// the experience saved as the `[knowledge]` policy says for a task that ended so.
+#[allow(clippy::too_many_arguments)] // the task, its desktop and its folder, each once
+async fn judge_and_learn(
+    desktop: &dyn Desktop,
+    device: Option<ufo_batch::Device>,
+    task: &Task,
+    opts: &ufo_batch::SetupOptions,
+    home: PathBuf,
+    prepared: &crate::session::Prepared,
+    trajectory: &Path,
+    recorder: &mut crate::recorder::FileRecorder,
+    r: &mut TaskResult,
+    eval_llm: Option<&str>,
+) {
     // Evaluation.
     let t = Instant::now();
-    evaluate_task(desktop, device, &task, &opts, home, &mut r).await;
+    evaluate_task(desktop, device, task, opts, home, r).await;
     r.eval_s = t.elapsed().as_secs_f64();
-    if let Some(spec) = &args.eval_llm {
-        r.llm_eval = Some(llm_verdict(spec, &task.instruction, &trajectory).await);
+    if let Some(spec) = eval_llm {
+        r.llm_eval = Some(llm_verdict(spec, &task.instruction, trajectory).await);
     }
     let ending = crate::experience::Ending {
         finished: r.session_status == ufo_core::SessionStatus::Finish.as_str(),
@@ -725,19 +759,40 @@ async fn run_task(
         crate::experience::after_session(
             prepared.settings.knowledge.as_ref(),
             &prepared.settings.prices,
-            &trajectory,
+            trajectory,
             ending,
-            &mut recorder,
+            recorder,
         )
         .await,
     );
-    let stuck = close_new_windows(desktop, &before).await;
-    if !stuck.is_empty() {
-        r.log.push(format!(
-            "windows of the task that would not close: {stuck:?}"
-        ));
+}
+
+/// The session of one task: its instruction on the batch's desktop with the task's model,
+/// one round, quiet, in the task's `trajectory` folder.
+fn task_session(args: &BatchPlan, task: &Task, llm: String, trajectory: &Path) -> SessionPlan {
+    SessionPlan {
+        request: task.instruction.clone(),
+        start: Start::New,
+        desktop: args.desktop.clone(),
+        devices: Vec::new(),
+        recorded_devices: Vec::new(),
+        llm: Some(llm),
+        out: Some(trajectory.to_path_buf()),
+        force: false,
+        max_steps: args.max_steps,
+        max_rounds: Some(1),
+        confirm: args.confirm,
+        answers: None,
+        requests: None,
+        config: args.config.clone(),
+        record: None,
+        remote: args.remote.clone(),
+        access: Access::default(),
+        output: Output {
+            quiet: true,
+            ..Default::default()
+        },
     }
-    finish(r)
 }
 
 /// The desktop a task runs on and the launch commands its set-up may run as launches: this
