@@ -74,33 +74,13 @@ fn run(cmd: KnowledgeCommand) -> Result<ExitCode> {
             query,
             store,
         } => {
-            let st = open(store.config.as_deref())?;
             let req = SearchRequest {
                 text: query.join(" "),
                 app,
                 kinds: kind.map(|k| vec![k.into()]).unwrap_or_default(),
                 top,
             };
-            let hits = st.search(&req)?;
-            tell_embed_warning(&st);
-            for (i, h) in hits.iter().enumerate() {
-                if json {
-                    println!("{}", serde_json::to_string(h)?);
-                } else {
-                    println!(
-                        "{}. [{}] {} (score {:.2})\n   {}",
-                        i + 1,
-                        h.kind.as_str(),
-                        inert(&h.title),
-                        h.score,
-                        inert(&h.location)
-                    );
-                }
-            }
-            if hits.is_empty() && !json {
-                eprintln!("nothing found; `ufo knowledge stats` shows what is stored, `ufo knowledge index` indexes the installed help");
-            }
-            Ok(ExitCode::SUCCESS)
+            search(&req, json, &store)
         }
         KnowledgeCommand::AddDocs { app, paths, store } => add_docs(&app, &paths, &store),
         KnowledgeCommand::AddDemo {
@@ -108,68 +88,14 @@ fn run(cmd: KnowledgeCommand) -> Result<ExitCode> {
             app,
             dir,
             store,
-        } => {
-            if request.trim().is_empty() {
-                bail!(Usage(
-                    "--request is empty: say which request the demonstration answers".into()
-                ));
-            }
-            let demo = crate::demo_file::read(&dir).map_err(|e| Usage(format!("{e:#}")))?;
-            let location = std::fs::canonicalize(&dir)
-                .unwrap_or(dir.clone())
-                .display()
-                .to_string();
-            let steps = ufo_core::demo::plan(&demo.task, &demo.steps).steps;
-            let doc = store::Document {
-                kind: KnowledgeKind::Demo,
-                location: location.clone(),
-                source: "demo".into(),
-                apps: app
-                    .as_deref()
-                    .and_then(ufo_knowledge::apps::app_tag)
-                    .into_iter()
-                    .collect(),
-                page: ufo_knowledge::extract::Page {
-                    title: request.clone(),
-                    headings: String::new(),
-                    keywords: demo.task.clone(),
-                    body: steps.join("\n"),
-                },
-            };
-            let mut st = open(store.config.as_deref())?;
-            st.save(&[doc])?;
-            eprintln!(
-                "added the demonstration {} ({} step(s)) to {}",
-                inert(&location),
-                steps.len(),
-                st.path().display()
-            );
-            Ok(ExitCode::SUCCESS)
-        }
+        } => add_demo(&request, app.as_deref(), &dir, &store),
         KnowledgeCommand::List {
             kind,
             app,
             limit,
             json,
             store,
-        } => {
-            let st = open(store.config.as_deref())?;
-            for e in st.list(kind.map(Into::into), app.as_deref(), limit)? {
-                if json {
-                    println!("{}", serde_json::to_string(&e)?);
-                } else {
-                    println!(
-                        "{}\t{}\t{}\t{}\t{}",
-                        e.id,
-                        e.source,
-                        e.apps,
-                        inert(&e.title),
-                        inert(&e.location)
-                    );
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        } => list(kind.map(Into::into), app.as_deref(), limit, json, &store),
         KnowledgeCommand::Forget {
             kind,
             source,
@@ -177,38 +103,141 @@ fn run(cmd: KnowledgeCommand) -> Result<ExitCode> {
             locations,
             store,
         } => {
-            if kind.is_none() && source.is_none() && app.is_none() && locations.is_empty() {
-                return Err(Usage(
-                    "say what to forget: LOCATIONs or ids, or --kind, --source or --app".into(),
-                )
-                .into());
-            }
-            let mut st = open(store.config.as_deref())?;
-            let n = st.forget(&Forget {
+            let what = Forget {
                 kind: kind.map(Into::into),
                 source,
                 app,
                 locations,
-            })?;
-            eprintln!("forgot {n} entr{}", if n == 1 { "y" } else { "ies" });
-            Ok(ExitCode::SUCCESS)
+            };
+            forget(what, &store)
         }
-        KnowledgeCommand::Stats { json, store } => {
-            let st = open(store.config.as_deref())?;
-            let s = st.stats()?;
-            if json {
-                println!("{}", serde_json::to_string(&s)?);
-            } else {
-                println!("store: {}", s.path);
-                println!("size: {} bytes", s.bytes);
-                println!("entries: {}", s.documents);
-                for (kind, source, n) in &s.by_source {
-                    println!("  {kind}\t{source}\t{n}");
-                }
-            }
-            Ok(ExitCode::SUCCESS)
+        KnowledgeCommand::Stats { json, store } => stats(json, &store),
+    }
+}
+
+/// `ufo knowledge search`: the hits, best first.
+fn search(req: &SearchRequest, json: bool, store: &StoreArgs) -> Result<ExitCode> {
+    let st = open(store.config.as_deref())?;
+    let hits = st.search(req)?;
+    tell_embed_warning(&st);
+    for (i, h) in hits.iter().enumerate() {
+        if json {
+            println!("{}", serde_json::to_string(h)?);
+        } else {
+            println!(
+                "{}. [{}] {} (score {:.2})\n   {}",
+                i + 1,
+                h.kind.as_str(),
+                inert(&h.title),
+                h.score,
+                inert(&h.location)
+            );
         }
     }
+    if hits.is_empty() && !json {
+        eprintln!("nothing found; `ufo knowledge stats` shows what is stored, `ufo knowledge index` indexes the installed help");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `ufo knowledge add-demo`: a recorded demonstration stored as the answer to `request`.
+fn add_demo(request: &str, app: Option<&str>, dir: &Path, store: &StoreArgs) -> Result<ExitCode> {
+    if request.trim().is_empty() {
+        bail!(Usage(
+            "--request is empty: say which request the demonstration answers".into()
+        ));
+    }
+    let demo = crate::demo_file::read(dir).map_err(|e| Usage(format!("{e:#}")))?;
+    let location = std::fs::canonicalize(dir)
+        .unwrap_or(dir.to_path_buf())
+        .display()
+        .to_string();
+    let steps = ufo_core::demo::plan(&demo.task, &demo.steps).steps;
+    let doc = store::Document {
+        kind: KnowledgeKind::Demo,
+        location: location.clone(),
+        source: "demo".into(),
+        apps: app
+            .and_then(ufo_knowledge::apps::app_tag)
+            .into_iter()
+            .collect(),
+        page: ufo_knowledge::extract::Page {
+            title: request.to_string(),
+            headings: String::new(),
+            keywords: demo.task.clone(),
+            body: steps.join("\n"),
+        },
+    };
+    let mut st = open(store.config.as_deref())?;
+    st.save(&[doc])?;
+    eprintln!(
+        "added the demonstration {} ({} step(s)) to {}",
+        inert(&location),
+        steps.len(),
+        st.path().display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `ufo knowledge list`: what is stored, in location order.
+fn list(
+    kind: Option<KnowledgeKind>,
+    app: Option<&str>,
+    limit: usize,
+    json: bool,
+    store: &StoreArgs,
+) -> Result<ExitCode> {
+    let st = open(store.config.as_deref())?;
+    for e in st.list(kind, app, limit)? {
+        if json {
+            println!("{}", serde_json::to_string(&e)?);
+        } else {
+            println!(
+                "{}\t{}\t{}\t{}\t{}",
+                e.id,
+                e.source,
+                e.apps,
+                inert(&e.title),
+                inert(&e.location)
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `ufo knowledge forget`: remove what `what` names (something must be named).
+fn forget(what: Forget, store: &StoreArgs) -> Result<ExitCode> {
+    if what.kind.is_none()
+        && what.source.is_none()
+        && what.app.is_none()
+        && what.locations.is_empty()
+    {
+        return Err(Usage(
+            "say what to forget: LOCATIONs or ids, or --kind, --source or --app".into(),
+        )
+        .into());
+    }
+    let mut st = open(store.config.as_deref())?;
+    let n = st.forget(&what)?;
+    eprintln!("forgot {n} entr{}", if n == 1 { "y" } else { "ies" });
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `ufo knowledge stats`: where the store is and what it holds.
+fn stats(json: bool, store: &StoreArgs) -> Result<ExitCode> {
+    let st = open(store.config.as_deref())?;
+    let s = st.stats()?;
+    if json {
+        println!("{}", serde_json::to_string(&s)?);
+    } else {
+        println!("store: {}", s.path);
+        println!("size: {} bytes", s.bytes);
+        println!("entries: {}", s.documents);
+        for (kind, source, n) in &s.by_source {
+            println!("  {kind}\t{source}\t{n}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `add-docs`: every readable document under `paths` is added; a file that cannot be read or
