@@ -106,20 +106,12 @@ fn unsafe_setup(listen: SocketAddr, tls: bool, tokens: usize) -> Option<String> 
     None
 }
 
-async fn serve(args: ServeArgs, dir: &Path) -> ExitCode {
-    let usage = |msg: String| {
-        eprintln!("error: {msg}");
-        ExitCode::from(crate::exit::EXIT_USAGE)
-    };
-    let tokens = token_file(dir);
-    let limits = Limits::default();
-    let count = match tokens.list() {
-        Ok(l) => l.len(),
-        Err(e) => return usage(e.to_string()),
-    };
+/// Refuse an unsafe set-up (the reason), and warn of one that will refuse every request.
+fn check_setup(args: &ServeArgs, tokens: &TokenFile) -> Result<(), String> {
+    let count = tokens.list().map_err(|e| e.to_string())?.len();
     let use_tls = args.tls || args.tls_cert.is_some();
     if let Some(why) = unsafe_setup(args.listen, use_tls, count) {
-        return usage(why);
+        return Err(why);
     }
     if count == 0 {
         eprintln!(
@@ -133,6 +125,28 @@ async fn serve(args: ServeArgs, dir: &Path) -> ExitCode {
              address; give each name or address clients use with --host-name",
             args.listen.ip()
         );
+    }
+    Ok(())
+}
+
+/// The desktop served (`--desktop`), with the `[launch]` table of the configuration.
+async fn open_served(
+    spec: &str,
+    launch: &[(String, String)],
+) -> anyhow::Result<Arc<dyn ufo_core::Desktop>> {
+    let d = crate::desktop::open_desktop(spec, launch, &crate::desktop::Remote::default()).await?;
+    Ok(Arc::from(d))
+}
+
+async fn serve(args: ServeArgs, dir: &Path) -> ExitCode {
+    let usage = |msg: String| {
+        eprintln!("error: {msg}");
+        ExitCode::from(crate::exit::EXIT_USAGE)
+    };
+    let tokens = token_file(dir);
+    let limits = Limits::default();
+    if let Err(why) = check_setup(&args, &tokens) {
+        return usage(why);
     }
     let gate = Arc::new(Gate::new(tokens, &limits));
     let tls = match load_tls(&args, dir) {
@@ -152,14 +166,8 @@ async fn serve(args: ServeArgs, dir: &Path) -> ExitCode {
             ))
         }
     };
-    let desktop: Arc<dyn ufo_core::Desktop> = match crate::desktop::open_desktop(
-        &args.desktop,
-        &launch,
-        &crate::desktop::Remote::default(),
-    )
-    .await
-    {
-        Ok(d) => Arc::from(d),
+    let desktop = match open_served(&args.desktop, &launch).await {
+        Ok(d) => d,
         Err(e) => return usage(format!("{e:#}")),
     };
     let bound = match listener.local_addr() {
