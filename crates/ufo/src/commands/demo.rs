@@ -36,6 +36,45 @@ pub async fn command(cmd: DemoCommand, cancel: Arc<AtomicBool>) -> ExitCode {
     }
 }
 
+/// A press with the control it reached: the clicked one (left and right buttons), or the
+/// focused one for a key, read again after a click or a non-character key (`focus` keeps it).
+async fn resolve_press(
+    desktop: &ufo_linux::LinuxDesktop,
+    what: Pressed,
+    focus: &mut Option<Option<demo::Target>>,
+) -> Input {
+    match what {
+        Pressed::Button { button, x, y } => {
+            *focus = None;
+            let target = if matches!(button, 1 | 3) {
+                resolved(desktop.control_at_point(x, y).await, "the clicked control")
+            } else {
+                None
+            };
+            Input::Click {
+                button,
+                x,
+                y,
+                target,
+            }
+        }
+        Pressed::Key(key) => {
+            let target = match focus {
+                Some(t) => t.clone(),
+                None => {
+                    let t = resolved(desktop.focused_control().await, "the focused control");
+                    *focus = Some(t.clone());
+                    t
+                }
+            };
+            if matches!(key, demo::Key::Named(_)) {
+                *focus = None;
+            }
+            Input::Key { key, target }
+        }
+    }
+}
+
 async fn record(args: &RecordArgs, cancel: &AtomicBool) -> Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
@@ -66,36 +105,7 @@ async fn record(args: &RecordArgs, cancel: &AtomicBool) -> Result<()> {
             continue;
         }
         presses += 1;
-        let input = match press.what {
-            Pressed::Button { button, x, y } => {
-                focus = None;
-                let target = if matches!(button, 1 | 3) {
-                    resolved(desktop.control_at_point(x, y).await, "the clicked control")
-                } else {
-                    None
-                };
-                Input::Click {
-                    button,
-                    x,
-                    y,
-                    target,
-                }
-            }
-            Pressed::Key(key) => {
-                let target = match &focus {
-                    Some(t) => t.clone(),
-                    None => {
-                        let t = resolved(desktop.focused_control().await, "the focused control");
-                        focus = Some(t.clone());
-                        t
-                    }
-                };
-                if matches!(key, demo::Key::Named(_)) {
-                    focus = None;
-                }
-                Input::Key { key, target }
-            }
-        };
+        let input = resolve_press(&desktop, press.what, &mut focus).await;
         eprintln!("press {presses}: {}", describe(&input));
         inputs.push(input);
     }
