@@ -635,50 +635,28 @@ async fn run_task(
         r.time_s = started.elapsed().as_secs_f64();
         r
     };
-    if let Some(why) = task.unsupported() {
-        r.status = TaskStatus::Skipped;
-        r.reason = why;
-        return finish(r);
-    }
-    let llm = match (task.script_path(), &args.llm) {
-        (Some(p), _) => format!("script:{}", p.display()),
-        (None, Some(l)) => l.clone(),
-        (None, None) => {
+    let llm = match task_model(&task, args.llm.as_deref()) {
+        Ok(l) => l,
+        Err(why) => {
             r.status = TaskStatus::Skipped;
-            r.reason = "no model: the task has no ufo_script and no --llm was given".into();
+            r.reason = why;
             return finish(r);
         }
     };
     let trajectory = dir.join("trajectory");
-    let run_args = task_session(args, &task, llm, &trajectory);
     let console = Console::new(Verbosity::Quiet);
-    let prepared = match crate::session::prepare(&run_args, &console, &cancel) {
-        Ok(p) => p,
-        Err(crate::session::Usage(e)) => {
-            r.reason = format!("configuration: {e:#}");
-            return finish(r);
-        }
-    };
-    let (served, launch_commands) = match task_desktop(args, &prepared).await {
-        Ok(d) => d,
-        Err(e) => {
-            r.reason = format!("{e:#}");
-            return finish(r);
-        }
-    };
+    let run_args = task_session(args, &task, llm, &trajectory);
+    let (prepared, served, launch_commands) =
+        match open_task(args, &run_args, &console, &cancel).await {
+            Ok(x) => x,
+            Err(why) => {
+                r.reason = why;
+                return finish(r);
+            }
+        };
     let desktop = served.as_ref();
     let before = ufo_batch::setup::window_keys(desktop).await;
-    // on a served desktop, `/home/user` is its user's home and the getters read it there
-    let device = is_remote(args).then(|| ufo_batch::Device {
-        desktop: served.clone(),
-        copies: dir.join("device-files"),
-    });
-    let home = match &device {
-        Some(_) => device_home(desktop)
-            .await
-            .unwrap_or_else(|| local_home(dir)),
-        None => local_home(dir),
-    };
+    let (device, home) = task_home(args, &served, dir).await;
     let opts = ufo_batch::SetupOptions {
         home: home.clone(),
         launch_commands,
@@ -727,6 +705,54 @@ async fn run_task(
         ));
     }
     finish(r)
+}
+
+/// The model a task runs with: its own script, else `--llm`; `Err` says why it is skipped.
+fn task_model(task: &Task, llm: Option<&str>) -> Result<String, String> {
+    if let Some(why) = task.unsupported() {
+        return Err(why);
+    }
+    match (task.script_path(), llm) {
+        (Some(p), _) => Ok(format!("script:{}", p.display())),
+        (None, Some(l)) => Ok(l.to_string()),
+        (None, None) => Err("no model: the task has no ufo_script and no --llm was given".into()),
+    }
+}
+
+/// The task's settings, models and person ([`crate::session::prepare`]) and its desktop with
+/// the commands it launches by; `Err` is the task's error.
+async fn open_task(
+    args: &BatchPlan,
+    run_args: &SessionPlan,
+    console: &Arc<Console>,
+    cancel: &Arc<AtomicBool>,
+) -> Result<(crate::session::Prepared, Arc<dyn Desktop>, Vec<String>), String> {
+    let prepared = crate::session::prepare(run_args, console, cancel)
+        .map_err(|crate::session::Usage(e)| format!("configuration: {e:#}"))?;
+    let (served, launch_commands) = task_desktop(args, &prepared)
+        .await
+        .map_err(|e| format!("{e:#}"))?;
+    Ok((prepared, served, launch_commands))
+}
+
+/// Where the task's files are: on a served desktop, `/home/user` is its user's home and the
+/// getters read it there (the device); else the task folder's own.
+async fn task_home(
+    args: &BatchPlan,
+    served: &Arc<dyn Desktop>,
+    dir: &Path,
+) -> (Option<ufo_batch::Device>, PathBuf) {
+    let device = is_remote(args).then(|| ufo_batch::Device {
+        desktop: served.clone(),
+        copies: dir.join("device-files"),
+    });
+    let home = match &device {
+        Some(_) => device_home(served.as_ref())
+            .await
+            .unwrap_or_else(|| local_home(dir)),
+        None => local_home(dir),
+    };
+    (device, home)
 }
 
 /// After the session: the task's evaluator (and, with `--eval-llm`, the LLM's verdict), then
