@@ -656,12 +656,8 @@ async fn run_task(
         };
     let desktop = served.as_ref();
     let before = ufo_batch::setup::window_keys(desktop).await;
-    let (device, home) = task_home(args, &served, dir).await;
-    let opts = ufo_batch::SetupOptions {
-        home: home.clone(),
-        launch_commands,
-        window_timeout: Duration::from_secs(20),
-    };
+    let (device, opts) = task_home(args, &served, dir, launch_commands).await;
+    let home = opts.home.clone();
 
     // Setup.
     let t = Instant::now();
@@ -698,13 +694,22 @@ async fn run_task(
         args.eval_llm.as_deref(),
     )
     .await;
-    let stuck = close_new_windows(desktop, &before).await;
+    close_task_windows(desktop, &before, &mut r).await;
+    finish(r)
+}
+
+/// Close the windows the task opened; those that would not close go into its log.
+async fn close_task_windows(
+    desktop: &dyn Desktop,
+    before: &[(WindowId, Option<u32>)],
+    r: &mut TaskResult,
+) {
+    let stuck = close_new_windows(desktop, before).await;
     if !stuck.is_empty() {
         r.log.push(format!(
             "windows of the task that would not close: {stuck:?}"
         ));
     }
-    finish(r)
 }
 
 /// The model a task runs with: its own script, else `--llm`; `Err` says why it is skipped.
@@ -736,12 +741,14 @@ async fn open_task(
 }
 
 /// Where the task's files are: on a served desktop, `/home/user` is its user's home and the
-/// getters read it there (the device); else the task folder's own.
+/// getters read it there (the device); else the task folder's own. With the options its set-up
+/// runs with.
 async fn task_home(
     args: &BatchPlan,
     served: &Arc<dyn Desktop>,
     dir: &Path,
-) -> (Option<ufo_batch::Device>, PathBuf) {
+    launch_commands: Vec<String>,
+) -> (Option<ufo_batch::Device>, ufo_batch::SetupOptions) {
     let device = is_remote(args).then(|| ufo_batch::Device {
         desktop: served.clone(),
         copies: dir.join("device-files"),
@@ -752,7 +759,12 @@ async fn task_home(
             .unwrap_or_else(|| local_home(dir)),
         None => local_home(dir),
     };
-    (device, home)
+    let opts = ufo_batch::SetupOptions {
+        home,
+        launch_commands,
+        window_timeout: Duration::from_secs(20),
+    };
+    (device, opts)
 }
 
 /// After the session: the task's evaluator (and, with `--eval-llm`, the LLM's verdict), then
