@@ -9,10 +9,15 @@ use crate::config::ConfirmPolicy;
 /// What `ufo run` remembers for `ufo resume` (`<out>/run.json`).
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct RunRecord {
+    /// The desktop spec (file parts absolute; `private` inside a private desktop).
     pub(crate) desktop: String,
+    /// The model spec (file parts absolute).
     pub(crate) llm: String,
+    /// The CONFIRM policy it ran with.
     pub(crate) confirm: ConfirmPolicy,
+    /// The configuration file, absolute.
     pub(crate) config: Option<PathBuf>,
+    /// Most processor steps.
     pub(crate) max_steps: u32,
     /// The devices of a session across several desktops (`--device`), so that `ufo resume`
     /// reconnects to the same ones; absent for a single desktop.
