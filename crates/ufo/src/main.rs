@@ -149,10 +149,10 @@ fn dispatch(command: Command, runtime: &tokio::runtime::Runtime) -> ExitCode {
             }
         },
         Command::Report(args) => commands::report::command(&args.out),
-        Command::Inspect(args) => runtime.block_on(commands::inspect::command(&args)),
-        Command::Doctor(args) => runtime.block_on(commands::doctor::run(&args)),
+        Command::Inspect(args) => runtime.block_on(commands::inspect::command(&args.plan())),
+        Command::Doctor(args) => runtime.block_on(commands::doctor::run(args.window.as_deref())),
         Command::Runs(args) => commands::runs::command(args.dir.as_deref()),
-        Command::Mcp(args) => runtime.block_on(commands::mcp::run(args)),
+        Command::Mcp(args) => runtime.block_on(commands::mcp::run(args.plan())),
         Command::Batch(args) => match args.plan() {
             BatchRequest::Merge(plan) => commands::batch::merge(&plan),
             BatchRequest::Run(plan) => {

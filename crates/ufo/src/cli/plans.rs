@@ -2,12 +2,14 @@
 //! become the plain values its command takes, here and nowhere else.
 
 use crate::config::plan::{
-    Access, BatchPlan, FollowPlan, MergePlan, Output, ResumePlan, SessionPlan, Start,
+    Access, BatchPlan, FollowPlan, InspectPlan, McpServePlan, MergePlan, Output, ResumePlan,
+    SessionPlan, Start,
 };
 use crate::desktop::Remote;
 
 use super::{
-    AccessArgs, BatchArgs, FollowArgs, MergeArgs, OutputArgs, RemoteArgs, ResumeArgs, RunArgs,
+    AccessArgs, BatchArgs, FollowArgs, InspectArgs, McpArgs, McpCommand, MergeArgs, OutputArgs,
+    RemoteArgs, ResumeArgs, RunArgs,
 };
 
 impl RemoteArgs {
@@ -166,5 +168,33 @@ impl BatchArgs {
             worker: self.worker,
             worker_out: self.worker_out,
         }))
+    }
+}
+
+impl InspectArgs {
+    /// `ufo inspect`.
+    pub fn plan(self) -> InspectPlan {
+        let (remote, devices) = self.remote.plan();
+        InspectPlan {
+            window: self.window,
+            png: self.png,
+            desktop: self.desktop,
+            remote,
+            devices,
+        }
+    }
+}
+
+impl McpArgs {
+    /// `ufo mcp serve`.
+    pub fn plan(self) -> McpServePlan {
+        match self.command {
+            McpCommand::Serve(a) => McpServePlan {
+                desktop: a.desktop,
+                allow_actions: a.allow_actions,
+                allow_shell: a.allow_shell,
+                config: a.config,
+            },
+        }
     }
 }

@@ -3,15 +3,15 @@
 
 use std::process::ExitCode;
 
-use crate::cli::InspectArgs;
+use crate::config::plan::InspectPlan;
 use crate::desktop::{connect_live, open_desktop};
 use crate::exit::EXIT_USAGE;
 use crate::output;
 
 /// `ufo inspect [WINDOW]`: a window's controls as the agent sees them, and the annotated
 /// screenshot.
-pub(crate) async fn command(args: &InspectArgs) -> ExitCode {
-    if args.desktop != "live" || !args.remote.device.is_empty() {
+pub(crate) async fn command(args: &InspectPlan) -> ExitCode {
+    if args.desktop != "live" || !args.devices.is_empty() {
         return inspect_other(args).await;
     }
     let desktop = match connect_live(&[]).await {
@@ -50,12 +50,11 @@ pub(crate) async fn command(args: &InspectArgs) -> ExitCode {
 
 /// The desktop of `--desktop`, or the devices of `--device NAME=SPEC` as one (window ids and
 /// titles labelled with their device, as a session sees them).
-async fn open_inspected(args: &InspectArgs) -> anyhow::Result<Box<dyn ufo_core::Desktop>> {
-    let (remote, device) = args.remote.clone().plan();
-    if device.is_empty() {
-        return open_desktop(&args.desktop, &[], &remote).await;
+async fn open_inspected(args: &InspectPlan) -> anyhow::Result<Box<dyn ufo_core::Desktop>> {
+    if args.devices.is_empty() {
+        return open_desktop(&args.desktop, &[], &args.remote).await;
     }
-    let devices = crate::devices::resolve(&device, &Default::default(), &remote)?;
+    let devices = crate::devices::resolve(&args.devices, &Default::default(), &args.remote)?;
     Ok(Box::new(crate::devices::open(&devices, &[]).await?))
 }
 
@@ -107,7 +106,7 @@ fn print_controls(obs: &ufo_core::WindowObservation) {
     }
 }
 
-async fn inspect_other(args: &InspectArgs) -> ExitCode {
+async fn inspect_other(args: &InspectPlan) -> ExitCode {
     let desktop = match open_inspected(args).await {
         Ok(d) => d,
         Err(e) => {

@@ -169,3 +169,29 @@ pub(crate) struct MergePlan {
     /// No per-task lines.
     pub(crate) quiet: bool,
 }
+
+/// `ufo inspect [WINDOW]`.
+pub(crate) struct InspectPlan {
+    /// The window named, if any (default: the active one, or every window off the live desktop).
+    pub(crate) window: Option<String>,
+    /// Where to write the annotated screenshot.
+    pub(crate) png: PathBuf,
+    /// The desktop spec.
+    pub(crate) desktop: String,
+    /// How a remote desktop is reached.
+    pub(crate) remote: Remote,
+    /// `--device` values.
+    pub(crate) devices: Vec<String>,
+}
+
+/// `ufo mcp serve`: the desktop served over stdio and what its clients may do.
+pub(crate) struct McpServePlan {
+    /// The desktop spec.
+    pub(crate) desktop: String,
+    /// Allow the tools that change the desktop.
+    pub(crate) allow_actions: bool,
+    /// Also offer `run_shell`.
+    pub(crate) allow_shell: bool,
+    /// The configuration file, when given.
+    pub(crate) config: Option<PathBuf>,
+}
