@@ -5,7 +5,15 @@
 use anyhow::{anyhow, Context, Result};
 use ufo_core::Desktop;
 
-use crate::cli::RemoteArgs;
+/// How a remote desktop (`remote:URL`, served by `ufo serve`) is reached: the token file
+/// (else [`REMOTE_TOKEN_VAR`]) and the certificate fingerprint to pin, if any.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Remote {
+    /// The file holding the token.
+    pub(crate) token_file: Option<std::path::PathBuf>,
+    /// The SHA-256 fingerprint of the server's certificate (`AB:CD:…`).
+    pub(crate) fingerprint: Option<String>,
+}
 
 /// The environment variable holding the remote desktop's token when `--token-file` is not
 /// given.
@@ -18,7 +26,7 @@ pub(crate) const REMOTE_TIMEOUT_VAR: &str = "UFO_REMOTE_TIMEOUT_MS";
 pub(crate) async fn open_desktop(
     spec: &str,
     launch: &[(String, String)],
-    remote: &RemoteArgs,
+    remote: &Remote,
 ) -> Result<Box<dyn Desktop>> {
     if let Some(url) = spec.strip_prefix("remote:") {
         return Ok(Box::new(connect_remote(url, remote).await?));
@@ -60,7 +68,7 @@ pub(crate) async fn connect_live(launch: &[(String, String)]) -> Result<ufo_linu
 /// UFO_REMOTE_TOKEN) and the pinned `--fingerprint`, if any.
 pub(crate) async fn connect_remote(
     url: &str,
-    remote: &RemoteArgs,
+    remote: &Remote,
 ) -> Result<ufo_mcp::remote::RemoteDesktop> {
     let token = match &remote.token_file {
         Some(file) => std::fs::read_to_string(file)

@@ -26,7 +26,7 @@ use ufo_core::ports::{
     WindowObservation,
 };
 
-use crate::cli::RemoteArgs;
+use crate::desktop::Remote;
 
 /// Most devices in one session.
 pub(crate) const MAX_DEVICES: usize = 16;
@@ -157,7 +157,7 @@ fn check_spec(spec: &str) -> Result<()> {
 pub(crate) fn resolve(
     args: &[String],
     table: &BTreeMap<String, DeviceSpec>,
-    remote: &RemoteArgs,
+    remote: &Remote,
 ) -> Result<Vec<DeviceSpec>> {
     if args.len() > MAX_DEVICES {
         bail!(
@@ -254,7 +254,7 @@ fn table_device(name: &str, table: &BTreeMap<String, DeviceSpec>) -> Result<Devi
 pub(crate) fn reconnect(
     recorded: &[DeviceSpec],
     table: &BTreeMap<String, DeviceSpec>,
-    remote: &RemoteArgs,
+    remote: &Remote,
 ) -> Vec<DeviceSpec> {
     recorded
         .iter()
@@ -295,10 +295,9 @@ pub(crate) async fn open(
 ) -> Result<MultiDesktop> {
     let mut opened = Vec::with_capacity(devices.len());
     for d in devices {
-        let remote = RemoteArgs {
+        let remote = Remote {
             token_file: d.token_file.clone(),
             fingerprint: d.fingerprint.clone(),
-            ..RemoteArgs::default()
         };
         let inside_private = std::env::var_os(crate::private::INSIDE_VAR).is_some();
         let spec = if d.spec == "private" && inside_private {
@@ -754,9 +753,9 @@ mod tests {
                 fingerprint: Some("AB".into()),
             },
         );
-        let remote = RemoteArgs {
+        let remote = Remote {
             token_file: Some("/t/other".into()),
-            ..RemoteArgs::default()
+            ..Remote::default()
         };
         let got = resolve(&["lab".into(), "b=sim:/x.json".into()], &t, &remote).expect("ok");
         assert_eq!(
@@ -804,12 +803,12 @@ mod tests {
                 fingerprint: None,
             },
         );
-        let got = reconnect(&recorded, &t, &RemoteArgs::default());
+        let got = reconnect(&recorded, &t, &Remote::default());
         assert_eq!(got[0].token_file, None, "{got:?}");
         assert_eq!(got[0].fingerprint, None, "{got:?}");
         // the same name and address as the table's: the table's credentials
         let same = vec![t["lab"].clone()];
-        assert_eq!(reconnect(&same, &t, &RemoteArgs::default()), same);
+        assert_eq!(reconnect(&same, &t, &Remote::default()), same);
     }
 
     #[test]

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use ufo_core::KnowledgeKind;
 use ufo_knowledge::experience::{Example, NamedStep, MAX_STEPS};
@@ -19,7 +18,7 @@ use ufo_core::experience::{
 };
 use ufo_core::Recorder;
 
-use crate::commands::knowledge::KnowledgeSettings;
+use crate::config::knowledge::{KnowledgeSettings, SavePolicy};
 use crate::models::PriceEntry;
 
 /// Most bytes of `events.jsonl` read to find the subtasks.
@@ -28,34 +27,6 @@ const MAX_EVENTS_BYTES: u64 = 64 << 20;
 const MAX_LINE_BYTES: usize = 1 << 20;
 /// Most subtasks saved from one session.
 const MAX_SUBTASKS: usize = 50;
-
-/// When a session's finished subtasks are saved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SavePolicy {
-    /// After every session.
-    Always,
-    /// Never (the default).
-    #[default]
-    Never,
-    /// Ask the person at the end, on a terminal; without one, nothing is saved.
-    Ask,
-    /// When the session ended FINISH and, in `ufo batch`, the evaluator passed.
-    Auto,
-}
-
-impl SavePolicy {
-    /// The policy named `s` (`always`, `never`, `ask`, `auto`).
-    pub fn parse(s: &str) -> Option<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "always" => Some(Self::Always),
-            "never" => Some(Self::Never),
-            "ask" => Some(Self::Ask),
-            "auto" => Some(Self::Auto),
-            _ => None,
-        }
-    }
-}
 
 /// How a session ended, as far as saving goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -36,14 +36,18 @@ macro_rules! println {
     };
 }
 
+mod batch;
 mod cancel;
 mod cli;
 mod commands;
+mod config;
 mod console;
 mod console_web;
 mod control;
+mod demo_file;
 mod desktop;
 mod devices;
+mod exit;
 mod experience;
 mod extensions;
 mod folder;
@@ -54,8 +58,8 @@ mod output;
 mod private;
 mod recorder;
 mod secret_env;
+mod session;
 mod session_knowledge;
-mod settings;
 mod sharing;
 mod shell_off;
 mod trajectory;
@@ -67,46 +71,15 @@ use std::sync::Arc;
 
 use clap::Parser;
 
+use crate::cli::plans::BatchRequest;
 use crate::cli::{Cli, Command};
-use crate::commands::run::Start;
-
-/// Exit status for bad usage or configuration.
-pub(crate) const EXIT_USAGE: u8 = 2;
-/// Exit status of a cancelled session (128 + SIGINT, as shells report it).
-pub(crate) const EXIT_CANCELLED: u8 = 130;
+use crate::exit::{EXIT_CANCELLED, EXIT_USAGE};
 
 fn main() -> ExitCode {
-    // first, while single-threaded: no key may stay in this process's /proc environ
-    let startup = secret_env::take_at_start();
-    if let Some(w) = &startup.warning {
-        eprintln!("warning: {w}");
-    }
-    match ufo_proc::ChildLimits::from_env(&|k| std::env::var(k).ok()) {
-        Ok(limits) => ufo_proc::set_child_limits(limits),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    }
-    let cli = match Cli::try_parse() {
+    let command = match before_the_runtime() {
         Ok(c) => c,
-        Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
-            let _ = e.print();
-            return ExitCode::from(code);
-        }
+        Err(code) => return code,
     };
-    if let crate::cli::Command::PrivateReaper { pid, mark, dir } = &cli.command {
-        return private::reaper(*pid, mark, dir);
-    }
-    match private::plan(&cli.command) {
-        Ok(Some(plan)) => return private::run_inside(&plan),
-        Ok(None) => {}
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -117,33 +90,78 @@ fn main() -> ExitCode {
             return ExitCode::from(3);
         }
     };
-    // Only the commands with a session to cancel take over SIGINT (and, through the handler,
-    // SIGTERM and SIGHUP); the others keep the default, so that a signal ends them.
-    let code = match cli.command {
-        Command::Run(args) => {
-            with_cancel(|cancel| runtime.block_on(commands::run::run(args, Start::New, cancel)))
+    let code = dispatch(command, &runtime);
+    // Do not wait for anything still blocked (e.g. a terminal read that timed out).
+    runtime.shutdown_background();
+    code
+}
+
+/// What happens before anything else: the keys taken out of the environment, the children's
+/// limits, the command line parsed; the private desktop's reaper, or the command run inside
+/// a private desktop, end here (`Err` holds the exit status).
+fn before_the_runtime() -> Result<Command, ExitCode> {
+    // first, while single-threaded: no key may stay in this process's /proc environ
+    let startup = secret_env::take_at_start();
+    if let Some(w) = &startup.warning {
+        eprintln!("warning: {w}");
+    }
+    match ufo_proc::ChildLimits::from_env(&|k| std::env::var(k).ok()) {
+        Ok(limits) => ufo_proc::set_child_limits(limits),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Err(ExitCode::from(EXIT_USAGE));
         }
-        Command::Resume(args) => match commands::resume::args(&args) {
-            Ok((run_args, checkpoint)) => with_cancel(|cancel| {
-                let start = Start::Resume(Box::new(checkpoint));
-                runtime.block_on(commands::run::run(run_args, start, cancel))
-            }),
+    }
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
+            let _ = e.print();
+            return Err(ExitCode::from(code));
+        }
+    };
+    if let Command::PrivateReaper { pid, mark, dir } = &cli.command {
+        return Err(private::reaper(*pid, mark, dir));
+    }
+    match cli::private::plan(&cli.command) {
+        Ok(Some(plan)) => Err(private::run_inside(&plan)),
+        Ok(None) => Ok(cli.command),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            Err(ExitCode::from(EXIT_USAGE))
+        }
+    }
+}
+
+/// Hand the command its plan (or options). Only the commands with a session to cancel take
+/// over SIGINT (and, through the handler, SIGTERM and SIGHUP); the others keep the default,
+/// so that a signal ends them.
+fn dispatch(command: Command, runtime: &tokio::runtime::Runtime) -> ExitCode {
+    match command {
+        Command::Run(args) => {
+            with_cancel(|cancel| runtime.block_on(commands::run::run(args.plan(), cancel)))
+        }
+        Command::Resume(args) => match commands::resume::session_plan(args.plan()) {
+            Ok(plan) => with_cancel(|cancel| runtime.block_on(commands::run::run(plan, cancel))),
             Err(e) => {
                 eprintln!("error: {e:#}");
                 ExitCode::from(EXIT_USAGE)
             }
         },
-        Command::Report(args) => commands::report::command(&args),
-        Command::Inspect(args) => runtime.block_on(commands::inspect::command(&args)),
-        Command::Doctor(args) => runtime.block_on(commands::doctor::run(&args)),
-        Command::Runs(args) => commands::runs::command(&args),
-        Command::Mcp(args) => runtime.block_on(commands::mcp::run(args)),
-        Command::Batch(args) => {
-            with_cancel(|cancel| commands::batch::batch_command(*args, &runtime, cancel))
-        }
-        Command::Follow(args) => {
-            with_cancel(|cancel| runtime.block_on(commands::follow::follow_command(args, cancel)))
-        }
+        Command::Report(args) => commands::report::command(&args.out),
+        Command::Inspect(args) => runtime.block_on(commands::inspect::command(&args.plan())),
+        Command::Doctor(args) => runtime.block_on(commands::doctor::run(args.window.as_deref())),
+        Command::Runs(args) => commands::runs::command(args.dir.as_deref()),
+        Command::Mcp(args) => runtime.block_on(commands::mcp::run(args.plan())),
+        Command::Batch(args) => match args.plan() {
+            BatchRequest::Merge(plan) => commands::batch::merge(&plan),
+            BatchRequest::Run(plan) => {
+                with_cancel(|cancel| commands::batch::run(*plan, runtime, cancel))
+            }
+        },
+        Command::Follow(args) => with_cancel(|cancel| {
+            runtime.block_on(commands::follow::follow_command(args.plan(), cancel))
+        }),
         Command::Knowledge(cmd) => commands::knowledge::command(cmd),
         Command::Demo(cmd) => match install_stop() {
             Ok(stop) => runtime.block_on(commands::demo::command(cmd, stop)),
@@ -155,10 +173,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => runtime.block_on(commands::serve::run(args)),
         // handled before the runtime starts
         Command::PrivateReaper { .. } => ExitCode::SUCCESS,
-    };
-    // Do not wait for anything still blocked (e.g. a terminal read that timed out).
-    runtime.shutdown_background();
-    code
+    }
 }
 
 /// Run a command that has a session to cancel, with the Ctrl-C handler installed.

@@ -16,7 +16,7 @@ use ufo_knowledge::embed::EmbedLimits;
 use ufo_knowledge::store::{SearchRequest, Store};
 use ufo_knowledge::web::{WebLimits, WebSearch};
 
-use crate::commands::knowledge::KnowledgeSettings;
+use crate::config::knowledge::KnowledgeSettings;
 
 /// The longest one step waits for the store.
 pub const QUERY_BUDGET: Duration = Duration::from_millis(500);

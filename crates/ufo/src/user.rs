@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use ufo_core::inert::{inert, inert_exact, needs_escaping};
 use ufo_core::{ConfirmRequest, Decision, UserIo};
 
-use crate::cli::ConfirmPolicy;
+use crate::config::ConfirmPolicy;
 use crate::console::{Console, Style, Verbosity};
 
 /// Default time a prompt waits for the person.

@@ -23,20 +23,61 @@ struct Layers {
 }
 
 /// The layers of the crates that have them (ARCHITECTURE.md's crate maps).
-const LAYERS: &[Layers] = &[Layers {
-    krate: "ufo-linux",
-    layers: &[
-        &["error", "config", "vocab", "names", "part"],
-        &["a11y"],
-        &["display"],
-        &["controls"],
-        &["launch"],
-        &["apps"],
-        &["observe"],
-        &["act"],
-        &["desktop", "demo", "doctor"],
-    ],
-}];
+const LAYERS: &[Layers] = &[
+    Layers {
+        krate: "ufo-linux",
+        layers: &[
+            &["error", "config", "vocab", "names", "part"],
+            &["a11y"],
+            &["display"],
+            &["controls"],
+            &["launch"],
+            &["apps"],
+            &["observe"],
+            &["act"],
+            &["desktop", "demo", "doctor"],
+        ],
+    },
+    Layers {
+        krate: "ufo",
+        layers: &[
+            // the terminal, files, models: what every part uses
+            &[
+                "exit",
+                "output",
+                "secret_env",
+                "folder",
+                "cancel",
+                "console",
+                "logging",
+                "highlight",
+                "sharing",
+                "shell_off",
+                "extensions",
+                "models",
+                "demo_file",
+            ],
+            // the desktops a command names
+            &["desktop", "private", "devices"],
+            // settings and the plans the command line resolves into
+            &["config"],
+            // the trajectory (writer, reader, report, runs), the person, knowledge
+            &[
+                "recorder",
+                "trajectory",
+                "user",
+                "experience",
+                "session_knowledge",
+            ],
+            // the session pipeline and its control socket
+            &["control", "session"],
+            &["batch"],
+            &["console_web"],
+            &["cli"],
+            &["commands"],
+        ],
+    },
+];
 
 /// A crate's modules, found from its root through `mod` declarations.
 #[derive(Default)]

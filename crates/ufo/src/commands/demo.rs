@@ -7,82 +7,18 @@
 //! desktop adapter's (`ufo_linux::demo_input`, `LinuxDesktop::control_at_point`); merging them
 //! into steps is `ufo_core::demo`'s.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use clap::{Args, Subcommand, ValueEnum};
-use serde::{Deserialize, Serialize};
-use ufo_core::demo::{self, Input, Step};
+use ufo_core::demo::{self, Input};
 use ufo_linux::demo_input::{InputRecorder, Pressed};
 
-/// `ufo demo ...`.
-#[derive(Debug, Subcommand)]
-pub enum DemoCommand {
-    /// Record a person's clicks and key presses on the desktop until Ctrl-C (SIGINT), SIGTERM
-    /// or `--max-seconds`, then write `plan.json` (for `ufo follow`), `demo.json` (the steps
-    /// with their controls) and `summary.txt` into DIR.
-    Record(RecordArgs),
-}
-
-/// Which desktop a demonstration is recorded on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DemoDesktop {
-    /// The desktop of this session (`DISPLAY`).
-    Live,
-    /// A desktop of ufo's own (as `ufo run --desktop private` starts): ufo prints its
-    /// `DISPLAY` and an environment file to start programs in it with (`--watch` shows it in a
-    /// window on your display), records there, and ends every process of it afterwards.
-    Private,
-}
-
-/// `ufo demo record`.
-#[derive(Debug, Args)]
-pub struct RecordArgs {
-    /// Where to write the demonstration (created; files in it are replaced).
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
-    /// The desktop to record on.
-    #[arg(long, value_enum, default_value = "live")]
-    pub desktop: DemoDesktop,
-    /// Stop after this many seconds at most.
-    #[arg(long, value_name = "N", default_value_t = 600)]
-    pub max_seconds: u64,
-    /// The task shown, in plain words (the plan's `task`; `ufo knowledge add-demo --request`
-    /// gives the request it answers).
-    #[arg(
-        long,
-        value_name = "TEXT",
-        default_value = "Repeat the demonstrated steps"
-    )]
-    pub task: String,
-    /// Leave out synthetic input (XTEST: another agent's, or a tool's such as xdotool); by
-    /// default every press counts, since ufo itself sends none while it records.
-    #[arg(long)]
-    pub people_only: bool,
-    /// How the private desktop is started (`--desktop private`).
-    #[command(flatten)]
-    pub private: crate::cli::PrivateArgs,
-}
-
-/// `DIR/demo.json`.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct DemoFile {
-    /// The task shown.
-    pub task: String,
-    /// The steps, with the controls they reached.
-    pub steps: Vec<Step>,
-    /// Presses read.
-    pub presses: usize,
-    /// Seconds recorded.
-    pub seconds: f64,
-}
-
-/// The largest `demo.json` read (a recording's steps are far smaller).
-const MAX_DEMO_BYTES: u64 = 16 * 1024 * 1024;
+use crate::cli::demo::{DemoCommand, RecordArgs};
+use crate::demo_file::DemoFile;
 
 /// Most presses one recording reads (then it stops, and says so).
 const MAX_PRESSES: usize = 20_000;
@@ -97,6 +33,45 @@ pub async fn command(cmd: DemoCommand, cancel: Arc<AtomicBool>) -> ExitCode {
                 ExitCode::from(1)
             }
         },
+    }
+}
+
+/// A press with the control it reached: the clicked one (left and right buttons), or the
+/// focused one for a key, read again after a click or a non-character key (`focus` keeps it).
+async fn resolve_press(
+    desktop: &ufo_linux::LinuxDesktop,
+    what: Pressed,
+    focus: &mut Option<Option<demo::Target>>,
+) -> Input {
+    match what {
+        Pressed::Button { button, x, y } => {
+            *focus = None;
+            let target = if matches!(button, 1 | 3) {
+                resolved(desktop.control_at_point(x, y).await, "the clicked control")
+            } else {
+                None
+            };
+            Input::Click {
+                button,
+                x,
+                y,
+                target,
+            }
+        }
+        Pressed::Key(key) => {
+            let target = match focus {
+                Some(t) => t.clone(),
+                None => {
+                    let t = resolved(desktop.focused_control().await, "the focused control");
+                    *focus = Some(t.clone());
+                    t
+                }
+            };
+            if matches!(key, demo::Key::Named(_)) {
+                *focus = None;
+            }
+            Input::Key { key, target }
+        }
     }
 }
 
@@ -130,36 +105,7 @@ async fn record(args: &RecordArgs, cancel: &AtomicBool) -> Result<()> {
             continue;
         }
         presses += 1;
-        let input = match press.what {
-            Pressed::Button { button, x, y } => {
-                focus = None;
-                let target = if matches!(button, 1 | 3) {
-                    resolved(desktop.control_at_point(x, y).await, "the clicked control")
-                } else {
-                    None
-                };
-                Input::Click {
-                    button,
-                    x,
-                    y,
-                    target,
-                }
-            }
-            Pressed::Key(key) => {
-                let target = match &focus {
-                    Some(t) => t.clone(),
-                    None => {
-                        let t = resolved(desktop.focused_control().await, "the focused control");
-                        focus = Some(t.clone());
-                        t
-                    }
-                };
-                if matches!(key, demo::Key::Named(_)) {
-                    focus = None;
-                }
-                Input::Key { key, target }
-            }
-        };
+        let input = resolve_press(&desktop, press.what, &mut focus).await;
         eprintln!("press {presses}: {}", describe(&input));
         inputs.push(input);
     }
@@ -237,24 +183,4 @@ fn write(dir: &Path, file: &DemoFile) -> Result<()> {
         std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(())
-}
-
-/// Read a demonstration's `demo.json` (for `ufo knowledge add-demo`).
-pub fn read(dir: &Path) -> Result<DemoFile> {
-    let path = dir.join("demo.json");
-    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-    if size > MAX_DEMO_BYTES {
-        return Err(anyhow!(
-            "{} is {size} bytes, more than a demonstration holds ({MAX_DEMO_BYTES}); record it again",
-            path.display()
-        ));
-    }
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "cannot read {}; record a demonstration with `ufo demo record --out DIR`",
-            path.display()
-        )
-    })?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a demonstration", path.display()))
 }

@@ -3,16 +3,6 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Args;
-
-/// Options of `ufo doctor`.
-#[derive(Debug, Args)]
-pub struct DoctorArgs {
-    /// Check only this window: title, application or process name, or part of the title, as
-    /// `ufo inspect` matches it (default: every window).
-    pub window: Option<String>,
-}
-
 /// Bound on each session check (connecting to the X server, a D-Bus call).
 const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -32,7 +22,7 @@ fn print(f: &ufo_linux::doctor::Finding) {
 /// Run `ufo doctor`: 0 when the session and the windows are fit for the agent, 1 when
 /// something is missing (each problem printed with its fix), 2 when the window named
 /// matches none.
-pub async fn run(args: &DoctorArgs) -> ExitCode {
+pub async fn run(window: Option<&str>) -> ExitCode {
     let session = ufo_linux::doctor::check_session(CHECK_TIMEOUT).await;
     for f in &session {
         print(f);
@@ -53,7 +43,7 @@ pub async fn run(args: &DoctorArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match ufo_linux::doctor::check_windows(&desktop, args.window.as_deref()).await {
+    match ufo_linux::doctor::check_windows(&desktop, window).await {
         Ok(windows) => {
             for f in &windows {
                 print(f);

@@ -3,14 +3,15 @@
 
 use std::process::ExitCode;
 
-use crate::cli::InspectArgs;
+use crate::config::plan::InspectPlan;
 use crate::desktop::{connect_live, open_desktop};
-use crate::{output, EXIT_USAGE};
+use crate::exit::EXIT_USAGE;
+use crate::output;
 
 /// `ufo inspect [WINDOW]`: a window's controls as the agent sees them, and the annotated
 /// screenshot.
-pub(crate) async fn command(args: &InspectArgs) -> ExitCode {
-    if args.desktop != "live" || !args.remote.device.is_empty() {
+pub(crate) async fn command(args: &InspectPlan) -> ExitCode {
+    if args.desktop != "live" || !args.devices.is_empty() {
         return inspect_other(args).await;
     }
     let desktop = match connect_live(&[]).await {
@@ -49,66 +50,35 @@ pub(crate) async fn command(args: &InspectArgs) -> ExitCode {
 
 /// The desktop of `--desktop`, or the devices of `--device NAME=SPEC` as one (window ids and
 /// titles labelled with their device, as a session sees them).
-async fn open_inspected(args: &InspectArgs) -> anyhow::Result<Box<dyn ufo_core::Desktop>> {
-    if args.remote.device.is_empty() {
+async fn open_inspected(args: &InspectPlan) -> anyhow::Result<Box<dyn ufo_core::Desktop>> {
+    if args.devices.is_empty() {
         return open_desktop(&args.desktop, &[], &args.remote).await;
     }
-    let devices = crate::devices::resolve(&args.remote.device, &Default::default(), &args.remote)?;
+    let devices = crate::devices::resolve(&args.devices, &Default::default(), &args.remote)?;
     Ok(Box::new(crate::devices::open(&devices, &[]).await?))
 }
 
 /// `ufo inspect --desktop sim:FILE|remote:URL [WINDOW]`: without a window, the windows (one
 /// line each) and the applications that can be launched; with one, its controls as the agent
 /// sees them and the annotated screenshot.
-async fn inspect_other(args: &InspectArgs) -> ExitCode {
-    let desktop = match open_inspected(args).await {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
-    let listed = match desktop.windows().await {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let Some(wanted) = args.window.as_deref() else {
-        for w in &listed {
-            output::outln!(
-                "window {} {:?} app {:?} process {}",
-                w.id,
-                ufo_core::inert(&w.title),
-                ufo_core::inert(&w.app_name),
-                ufo_core::inert(&w.process)
-            );
-        }
-        for a in desktop.launchable().await.unwrap_or_default() {
-            output::outln!("launchable {:?}", ufo_core::inert(&a.name));
-        }
-        return ExitCode::SUCCESS;
-    };
-    let keys: Vec<ufo_core::agent::WindowKey<'_>> = listed
-        .iter()
-        .map(ufo_core::agent::WindowKey::from)
-        .collect();
-    let Ok((i, _)) = ufo_core::agent::resolve_window("", wanted, &keys) else {
-        eprintln!(
-            "error: no single window {wanted:?} on {}; run `ufo inspect --desktop {}` for the \
-             windows",
-            args.desktop, args.desktop
+/// Every window (and what can be launched) as `ufo inspect` without a WINDOW lists them.
+async fn print_windows(desktop: &dyn ufo_core::Desktop, listed: &[ufo_core::WindowInfo]) {
+    for w in listed {
+        output::outln!(
+            "window {} {:?} app {:?} process {}",
+            w.id,
+            ufo_core::inert(&w.title),
+            ufo_core::inert(&w.app_name),
+            ufo_core::inert(&w.process)
         );
-        return ExitCode::from(1);
-    };
-    let obs = match desktop.observe(&listed[i].id).await {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
-    };
+    }
+    for a in desktop.launchable().await.unwrap_or_default() {
+        output::outln!("launchable {:?}", ufo_core::inert(&a.name));
+    }
+}
+
+/// A window's controls, numbered as the agent sees them.
+fn print_controls(obs: &ufo_core::WindowObservation) {
     output::outln!(
         "window {} {:?} app {:?} process {} — {} controls",
         obs.window.id,
@@ -134,6 +104,47 @@ async fn inspect_other(args: &InspectArgs) -> ExitCode {
             c.rect.h
         );
     }
+}
+
+async fn inspect_other(args: &InspectPlan) -> ExitCode {
+    let desktop = match open_inspected(args).await {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let listed = match desktop.windows().await {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let Some(wanted) = args.window.as_deref() else {
+        print_windows(desktop.as_ref(), &listed).await;
+        return ExitCode::SUCCESS;
+    };
+    let keys: Vec<ufo_core::agent::WindowKey<'_>> = listed
+        .iter()
+        .map(ufo_core::agent::WindowKey::from)
+        .collect();
+    let Ok((i, _)) = ufo_core::agent::resolve_window("", wanted, &keys) else {
+        eprintln!(
+            "error: no single window {wanted:?} on {}; run `ufo inspect --desktop {}` for the \
+             windows",
+            args.desktop, args.desktop
+        );
+        return ExitCode::from(1);
+    };
+    let obs = match desktop.observe(&listed[i].id).await {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    print_controls(&obs);
     if let Some(shot) = &obs.annotated {
         if let Err(e) = std::fs::write(&args.png, shot.png.as_slice()) {
             eprintln!("error: cannot write {}: {e}", args.png.display());

@@ -4,39 +4,32 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crate::cli::{McpArgs, McpCommand};
+use crate::config::plan::McpServePlan;
 
-/// Run `ufo mcp ...`.
-pub async fn run(args: McpArgs) -> ExitCode {
-    match args.command {
-        McpCommand::Serve(a) => {
-            let launch = match crate::settings::launch_from_file(a.config.as_deref()) {
-                Ok(l) => l,
-                Err(e) => {
-                    eprintln!("error: {e:#}");
-                    return ExitCode::from(2);
-                }
-            };
-            let desktop: Arc<dyn ufo_core::Desktop> = match crate::desktop::open_desktop(
-                &a.desktop,
-                &launch,
-                &crate::cli::RemoteArgs::default(),
-            )
+/// Run `ufo mcp serve`.
+pub async fn run(a: McpServePlan) -> ExitCode {
+    let launch = match crate::config::settings::launch_from_file(a.config.as_deref()) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let desktop: Arc<dyn ufo_core::Desktop> =
+        match crate::desktop::open_desktop(&a.desktop, &launch, &crate::desktop::Remote::default())
             .await
-            {
-                Ok(d) => Arc::from(d),
-                Err(e) => {
-                    eprintln!("error: {e:#}");
-                    return ExitCode::from(2);
-                }
-            };
-            match ufo_mcp::serve_stdio(desktop, a.allow_actions, a.allow_shell).await {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(3)
-                }
+        {
+            Ok(d) => Arc::from(d),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return ExitCode::from(2);
             }
+        };
+    match ufo_mcp::serve_stdio(desktop, a.allow_actions, a.allow_shell).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(3)
         }
     }
 }

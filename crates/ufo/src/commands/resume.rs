@@ -6,12 +6,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Context, Result};
 use ufo_core::session::{Checkpoint, CHECKPOINT_FILE};
 
-use super::{RunRecord, RUN_RECORD};
-use crate::cli::{ConfirmPolicy, ResumeArgs, RunArgs};
-use crate::{folder, settings, trajectory};
+use crate::config::plan::{Access, ResumePlan, SessionPlan, Start};
+use crate::config::{settings, ConfirmPolicy};
+use crate::session::run_record::{RunRecord, RUN_RECORD};
+use crate::{folder, trajectory};
 
-/// Turn `ufo resume` options into the options of the original run, plus its checkpoint.
-pub(crate) fn args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
+/// Turn `ufo resume` options into the session of the original run, from its checkpoint.
+pub(crate) fn session_plan(args: ResumePlan) -> Result<SessionPlan> {
     let read = |name: &str| -> Result<String> {
         let p = args.out.join(name);
         folder::read_capped(&p, MAX_STATE_FILE)
@@ -35,7 +36,7 @@ pub(crate) fn args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
         .with_context(|| format!("{CHECKPOINT_FILE} in {} is damaged", args.out.display()))?;
     let record: RunRecord = serde_json::from_str(&read(RUN_RECORD)?)
         .with_context(|| format!("{RUN_RECORD} in {} is damaged", args.out.display()))?;
-    let (confirm, config) = safe_to_resume_with(args, &record);
+    let (confirm, config) = safe_to_resume_with(&args, &record);
     let recorded_share = crate::sharing::read(&args.out);
     if !recorded_share.is_empty() && args.access.share.is_empty() {
         eprintln!(
@@ -45,18 +46,17 @@ pub(crate) fn args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
             ufo_core::inert(&recorded_share.join(" --share "))
         );
     }
-    let access = crate::cli::AccessArgs {
+    let access = Access {
         share: args.access.share.clone(),
         no_shell: args.access.no_shell || record.no_shell,
     };
-    let run = RunArgs {
+    Ok(SessionPlan {
         request: checkpoint.request.clone(),
+        start: Start::Resume(Box::new(checkpoint)),
         desktop: args.desktop.clone().unwrap_or(record.desktop),
-        private: args.private,
-        remote: crate::cli::RemoteArgs {
-            recorded_devices: record.devices.clone(),
-            ..args.remote.clone()
-        },
+        remote: args.remote.clone(),
+        devices: args.devices.clone(),
+        recorded_devices: record.devices.clone(),
         llm: Some(args.llm.clone().unwrap_or(record.llm)),
         out: Some(args.out.clone()),
         // Resume appends to the trajectory in its folder; it never clears it.
@@ -70,8 +70,7 @@ pub(crate) fn args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
         record: None,
         access,
         output: args.output,
-    };
-    Ok((run, checkpoint))
+    })
 }
 
 /// The confirm policy and configuration file a resume runs with: the flags given, else what
@@ -80,7 +79,7 @@ pub(crate) fn args(args: &ResumeArgs) -> Result<(RunArgs, Checkpoint)> {
 /// configuration file that weakens the gate ([`settings::file_weakens_the_gate`]) are not
 /// re-applied: each is named on stderr with the flag that gives it again.
 fn safe_to_resume_with(
-    args: &ResumeArgs,
+    args: &ResumePlan,
     record: &RunRecord,
 ) -> (Option<ConfirmPolicy>, Option<PathBuf>) {
     let confirm = match (args.confirm, record.confirm) {

@@ -191,7 +191,7 @@ fn scan_task_folders(dir: &Path, finished: bool, results: &mut Vec<TaskResult>) 
         if finished {
             continue;
         }
-        let file = e.path().join(crate::commands::batch::RESULT_FILE);
+        let file = e.path().join(crate::batch::results::RESULT_FILE);
         if let Ok(bytes) = crate::folder::read_capped(&file, MAX_RESULT) {
             if let Ok(r) = serde_json::from_slice::<TaskResult>(&bytes) {
                 if let Ok(t) = std::fs::metadata(&file).and_then(|m| m.modified()) {

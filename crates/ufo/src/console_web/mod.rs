@@ -44,7 +44,7 @@ fn report_csp() -> String {
     format!(
         "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src {}; \
          base-uri 'none'; form-action 'none'; frame-ancestors 'none'; sandbox allow-scripts",
-        crate::commands::report::script_sources().join(" ")
+        crate::trajectory::report::script_sources().join(" ")
     )
 }
 /// The session cookie's name.
@@ -560,7 +560,7 @@ async fn session_report(
         let t = crate::trajectory::Trajectory::load(&dir, crate::trajectory::Keep::REPORT)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let mut out = Vec::new();
-        crate::commands::report::render(&t, &mut out)?;
+        crate::trajectory::report::render(&t, &mut out)?;
         Ok(out)
     })
     .await;
@@ -623,7 +623,7 @@ mod tests {
             .expect("a script-src");
         assert!(!script_src.contains("unsafe-inline"), "{csp}");
         assert_eq!(
-            crate::commands::report::script_sources().len(),
+            crate::trajectory::report::script_sources().len(),
             1,
             "the report ships one script"
         );

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use ufo_core::access::{self, Caller, Owner, ServerFlags, ServerOp, SessionOp, Verdict};
 
-use crate::commands::runs;
+use crate::trajectory::runs;
 
 /// Longest wait for the sessions to end after SIGTERM when the server stops.
 pub const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -58,7 +58,7 @@ pub struct StartRequest {
     pub max_rounds: Option<u32>,
     /// `ask` (the page answers), `yes` or `no`.
     #[serde(default)]
-    pub confirm: Option<crate::cli::ConfirmPolicy>,
+    pub confirm: Option<crate::config::ConfirmPolicy>,
 }
 
 /// What the server lets sessions use.
@@ -141,8 +141,8 @@ pub fn run_args(
     if let Some(n) = req.max_rounds {
         args.extend(["--max-rounds".into(), bounded("max_rounds", n, MAX_ROUNDS)?]);
     }
-    let confirm = req.confirm.unwrap_or(crate::cli::ConfirmPolicy::Ask);
-    if confirm == crate::cli::ConfirmPolicy::Yes {
+    let confirm = req.confirm.unwrap_or(crate::config::ConfirmPolicy::Ask);
+    if confirm == crate::config::ConfirmPolicy::Yes {
         check(access::on_server(
             caller,
             allowed.flags,

@@ -17,7 +17,7 @@ use ufo_core::{ConfirmRequest, Decision, UserIo};
 
 use super::protocol::{AnswerValue, AskKind};
 use super::{By, Control};
-use crate::cli::ConfirmPolicy;
+use crate::config::ConfirmPolicy;
 use crate::user::{is_yes, CliUser, Read};
 
 /// Set (to `1`) in the environment of a session whose questions go to the console: without a

@@ -9,7 +9,8 @@ use ufo_core::config::{AgentMode, BlackboardLimits, PromptTemplates};
 use ufo_core::sensitive::SensitivePolicy;
 use ufo_core::{Config, OnSubtaskFail};
 
-use crate::cli::{ConfirmPolicy, RunArgs};
+use super::plan::SessionPlan;
+use super::ConfirmPolicy;
 use crate::models::PriceEntry;
 
 /// The whole configuration file: the engine's keys plus the binary's own.
@@ -54,7 +55,7 @@ struct FileConfig {
     /// Third-party agents (`[agents]`).
     agents: Option<crate::extensions::AgentsSection>,
     /// Knowledge (`[knowledge]`): what the agents may look up.
-    knowledge: Option<crate::commands::knowledge::KnowledgeSection>,
+    knowledge: Option<crate::config::knowledge::KnowledgeSection>,
     /// Devices by name (`[devices]`), for `--device NAME`.
     devices: Option<std::collections::BTreeMap<String, toml::Value>>,
 }
@@ -84,7 +85,7 @@ pub struct Settings {
     pub agents: crate::extensions::AgentsSection,
     /// Knowledge settings; `None` when no store can be placed (no `HOME`, no
     /// `XDG_DATA_HOME`, no `store` key).
-    pub knowledge: Option<crate::commands::knowledge::KnowledgeSettings>,
+    pub knowledge: Option<crate::config::knowledge::KnowledgeSettings>,
     /// The `[devices]` table: device name -> how to reach it.
     pub devices: std::collections::BTreeMap<String, crate::devices::DeviceSpec>,
     /// What a configuration file or variable did to the CONFIRM gate (weakened it, or tried
@@ -203,7 +204,7 @@ struct GateSources {
 }
 
 /// Resolve settings: file (--config, else ./ufo.toml if present), then env, then flags.
-pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<Settings> {
+pub fn resolve(args: &SessionPlan, env: &dyn Fn(&str) -> Option<String>) -> Result<Settings> {
     let (path, mut file) = config_file(args)?;
     let what = path
         .as_ref()
@@ -279,21 +280,21 @@ pub fn resolve(args: &RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<S
 /// The `[knowledge]` section and its `UFO_KNOWLEDGE*` overrides; `None` when the store has
 /// no place (no `store` key and no data directory): the session runs without knowledge.
 fn knowledge_settings(
-    section: crate::commands::knowledge::KnowledgeSection,
+    section: crate::config::knowledge::KnowledgeSection,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<crate::commands::knowledge::KnowledgeSettings>> {
+) -> Result<Option<crate::config::knowledge::KnowledgeSettings>> {
     let placed = section.store.is_some()
         || env("UFO_KNOWLEDGE_STORE").is_some_and(|v| !v.is_empty())
         || ufo_knowledge::store::default_path().is_ok();
     if !placed {
         return Ok(None);
     }
-    crate::commands::knowledge::KnowledgeSettings::resolve(&section, env).map(Some)
+    crate::config::knowledge::KnowledgeSettings::resolve(&section, env).map(Some)
 }
 
 /// The configuration file's path (--config, else ./ufo.toml if present) and its contents
 /// (empty without one).
-fn config_file(args: &RunArgs) -> Result<(Option<PathBuf>, FileConfig)> {
+fn config_file(args: &SessionPlan) -> Result<(Option<PathBuf>, FileConfig)> {
     let path = args.config.clone().or_else(|| {
         let p = PathBuf::from("ufo.toml");
         p.exists().then_some(p)
@@ -387,7 +388,7 @@ fn apply_env(
 }
 
 /// `--max-steps` and `--max-rounds` over the file and the environment; neither limit may be 0.
-fn apply_limit_flags(c: &mut Config, args: &RunArgs) -> Result<()> {
+fn apply_limit_flags(c: &mut Config, args: &SessionPlan) -> Result<()> {
     if let Some(n) = args.max_steps {
         c.max_steps = n;
     }
@@ -493,7 +494,7 @@ fn check_prices(prices: &HashMap<String, PriceEntry>) -> Result<()> {
 
 /// The host's and the AppAgents' model specs: --llm names the model of every agent;
 /// otherwise the file's per-agent keys apply.
-fn model_specs(args: &RunArgs, file: &mut FileConfig) -> Result<(String, String)> {
+fn model_specs(args: &SessionPlan, file: &mut FileConfig) -> Result<(String, String)> {
     let flag_llm = args.llm.clone();
     let app_llm = flag_llm.clone().or(file.app_llm.take());
     let llm = flag_llm
@@ -581,11 +582,11 @@ mod tests {
     use super::*;
     use clap::Parser;
 
-    fn args(extra: &[&str]) -> RunArgs {
+    fn args(extra: &[&str]) -> SessionPlan {
         let mut v = vec!["ufo", "run", "req", "--llm", "script:x"];
         v.extend_from_slice(extra);
         match crate::cli::Cli::parse_from(v).command {
-            crate::cli::Command::Run(a) => a,
+            crate::cli::Command::Run(a) => a.plan(),
             other => panic!("expected a run command, got {other:?}"),
         }
     }

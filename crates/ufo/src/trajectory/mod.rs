@@ -6,6 +6,9 @@
 //! end, totals) covers the whole file, while only a bounded first part of its records is kept
 //! in memory ([`Keep`]), so a file of any size is read in bounded memory.
 
+pub(crate) mod report;
+pub(crate) mod runs;
+
 use std::io::BufReader;
 use std::path::{Component, Path, PathBuf};
 

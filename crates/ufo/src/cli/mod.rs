@@ -1,8 +1,22 @@
-//! Command-line interface.
+//! The command line (clap): every subcommand's options, and (in [`plans`]) their resolution,
+//! once, into the plain plans of `crate::config::plan` that the commands take. Nothing below
+//! this module reads a flag.
+
+pub(crate) mod demo;
+pub(crate) mod doctor;
+pub(crate) mod knowledge;
+pub(crate) mod plans;
+pub(crate) mod private;
+pub(crate) mod serve;
+pub(crate) mod shared;
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
+
+pub(crate) use self::shared::{
+    count, token_name, AccessArgs, ConfirmPolicy, OutputArgs, PrivateArgs, RemoteArgs,
+};
 
 /// ufo: a desktop agent. Say what you want done in plain words; a HostAgent splits it into
 /// subtasks and AppAgents carry them out in the applications on your desktop.
@@ -43,7 +57,7 @@ pub enum Command {
     /// Check that this session is fit for the agent (DISPLAY, window manager, XTEST, session
     /// and accessibility buses) and that each window (or WINDOW) shows its controls; every
     /// problem is printed with its fix. Exit 0 all well, 1 something missing, 2 bad usage.
-    Doctor(crate::commands::doctor::DoctorArgs),
+    Doctor(doctor::DoctorArgs),
     /// The Model Context Protocol: `ufo mcp serve` exposes this desktop to MCP clients.
     Mcp(McpArgs),
     /// Run a suite of OSWorld-format tasks on the live desktop, judge each with its
@@ -56,14 +70,14 @@ pub enum Command {
     /// Knowledge: the help installed with the applications and a person's own docs, indexed
     /// for the agents (`index`, `search`, `add-docs`, `list`, `forget`, `stats`).
     #[command(subcommand)]
-    Knowledge(crate::commands::knowledge::KnowledgeCommand),
+    Knowledge(knowledge::KnowledgeCommand),
     /// Demonstrations: `ufo demo record --out DIR` records a person's clicks and key presses
     /// as a plan `ufo follow` accepts.
     #[command(subcommand)]
-    Demo(crate::commands::demo::DemoCommand),
+    Demo(demo::DemoCommand),
     /// Serve this desktop over MCP streamable HTTP (`/mcp`) to clients holding a token;
     /// `ufo serve token add NAME` makes one. Loopback by default; another address needs TLS.
-    Serve(crate::commands::serve::ServeArgs),
+    Serve(serve::ServeArgs),
     /// Internal: ends a private desktop when the ufo that started it ends.
     #[command(hide = true)]
     PrivateReaper {
@@ -161,29 +175,6 @@ pub struct RunsArgs {
     pub dir: Option<PathBuf>,
 }
 
-/// What `--confirm` does with actions held by the CONFIRM gate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ConfirmPolicy {
-    /// Ask in the terminal; with no terminal, reject.
-    Ask,
-    /// Approve every held action.
-    Yes,
-    /// Reject every held action.
-    No,
-}
-
-impl ConfirmPolicy {
-    /// The policy as typed on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ConfirmPolicy::Ask => "ask",
-            ConfirmPolicy::Yes => "yes",
-            ConfirmPolicy::No => "no",
-        }
-    }
-}
-
 /// Options of `ufo run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -259,105 +250,6 @@ pub struct RunArgs {
     /// Progress, detail and the report.
     #[command(flatten)]
     pub output: OutputArgs,
-}
-
-/// Who may reach a session from `ufo serve`'s web console, and whether it may run shell
-/// commands: the options `ufo run`, `ufo resume` and `ufo follow` share (docs/security.md,
-/// "Who may do what").
-#[derive(Debug, Clone, Default, Args)]
-pub struct AccessArgs {
-    /// Let the holder of the `ufo serve` token named NAME watch this session in the web
-    /// console, and (unless it is a viewer token) answer its questions, cancel it and take its
-    /// private desktop over (repeatable). Without it no token reaches a session started here.
-    #[arg(long = "share", value_name = "NAME", value_parser = token_name)]
-    pub share: Vec<String>,
-
-    /// Run no shell command: the HostAgent's `Bash` may only launch a known application, and
-    /// the shell agent is not offered (sessions the web console starts on a server without
-    /// `--allow-shell` run so).
-    #[arg(long)]
-    pub no_shell: bool,
-}
-
-/// A `--share` value: a token name as `ufo serve token add` accepts it.
-fn token_name(s: &str) -> Result<String, String> {
-    if ufo_core::access::valid_token_name(s) {
-        Ok(s.to_string())
-    } else {
-        Err(format!(
-            "{s:?} is not a token name: use the NAME of `ufo serve token add NAME` (1 to 64 \
-             letters, digits or -_.@)"
-        ))
-    }
-}
-
-/// What a session shows while it runs and leaves behind: the options `ufo run`, `ufo resume`
-/// and `ufo follow` share.
-#[derive(Debug, Clone, Copy, Default, Args)]
-pub struct OutputArgs {
-    /// Print no progress lines (warnings and errors only).
-    #[arg(long, short, conflicts_with = "verbose")]
-    pub quiet: bool,
-
-    /// More detail on stderr: `-v` adds each step's thought and timings and info logs,
-    /// `-vv` debug logs. `<out>/ufo.log` always has the debug log.
-    #[arg(long, short, action = clap::ArgAction::Count)]
-    pub verbose: u8,
-
-    /// Write `<out>/report.html` (see `ufo report`; a resumed session's parts included) when
-    /// the session ends.
-    #[arg(long)]
-    pub report: bool,
-}
-
-/// A count given on the command line (`--max-steps`, `--max-rounds`): a whole number, with a
-/// message that says so (clap's own would suggest `-- -1` for a negative one).
-pub fn count(s: &str) -> Result<u32, String> {
-    s.trim()
-        .parse::<u32>()
-        .map_err(|_| format!("{s:?} is not a count; give a whole number such as 20"))
-}
-
-/// How a private desktop (`--desktop private`) is started: the options `run`, `resume`,
-/// `follow`, `mcp serve` and `batch` share.
-#[derive(Debug, Clone, Copy, Default, Args)]
-pub struct PrivateArgs {
-    /// With `--desktop private`: show the private desktop in a window on your display
-    /// (Xephyr), where you can watch it and click and type in it.
-    #[arg(long)]
-    pub watch: bool,
-
-    /// With `--desktop private`: give the private desktop a fresh, empty HOME instead of yours.
-    #[arg(long)]
-    pub scratch_home: bool,
-}
-
-/// How a remote desktop (`--desktop remote:URL`, served by `ufo serve`) is reached: the
-/// options `run`, `resume`, `follow` and `inspect` share.
-#[derive(Debug, Clone, Default, Args)]
-pub struct RemoteArgs {
-    /// With `--desktop remote:URL`: the file holding the token (`ufo serve token add` on the
-    /// served machine). Default: the UFO_REMOTE_TOKEN environment variable.
-    #[arg(long, value_name = "FILE")]
-    pub token_file: Option<PathBuf>,
-
-    /// With `--desktop remote:https://…`: the SHA-256 fingerprint of the server's certificate
-    /// (`AB:CD:…`, as `ufo serve --tls` prints it) to pin. Without it the certificate must
-    /// be signed by a public certificate authority.
-    #[arg(long, value_name = "AB:CD:…")]
-    pub fingerprint: Option<String>,
-
-    /// A device of a session across several desktops (repeatable): `NAME=SPEC` with SPEC
-    /// `live`, `private`, `sim:FILE` or `remote:URL`, or `NAME` alone for an entry of the
-    /// `[devices]` table of ufo.toml. The HostAgent sees every device's windows labelled
-    /// `NAME: title` and launches on a device by its labelled application or command
-    /// (docs/devices.md). Instead of --desktop.
-    #[arg(long, value_name = "NAME=SPEC")]
-    pub device: Vec<String>,
-
-    /// The devices a resumed session ran on (its `run.json`), used when no --device is given.
-    #[arg(skip)]
-    pub recorded_devices: Vec<crate::devices::DeviceSpec>,
 }
 
 /// Options of `ufo batch`.

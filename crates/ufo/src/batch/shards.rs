@@ -13,8 +13,8 @@ use anyhow::{anyhow, Context, Result};
 use ufo_batch::shard::{self, Shard, ShardInfo, ShardResults, ShardSpec, SuiteId, SHARD_FILE};
 use ufo_batch::TaskResult;
 
-use super::batch::{task_dir, Queue, RESULT_FILE};
-use crate::cli::MergeArgs;
+use super::results::{task_dir, write_results, Queue, RESULT_FILE};
+use crate::config::plan::MergePlan;
 
 /// Largest `shard.json` or `results.jsonl` read (a suite of a hundred thousand long ids).
 const MAX_FILE: u64 = 64 << 20;
@@ -183,17 +183,17 @@ fn finished(out: &Path, id: &str) -> Option<TaskResult> {
 }
 
 /// `ufo batch merge OUT DIR...`.
-pub fn merge_command(args: &MergeArgs) -> ExitCode {
+pub fn merge_command(args: &MergePlan) -> ExitCode {
     match merge(args) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(crate::EXIT_USAGE)
+            ExitCode::from(crate::exit::EXIT_USAGE)
         }
     }
 }
 
-fn merge(args: &MergeArgs) -> Result<ExitCode> {
+fn merge(args: &MergePlan) -> Result<ExitCode> {
     let folders = shard_folders(&args.dirs)?;
     let mut shards = Vec::new();
     let mut warnings = Vec::new();
@@ -213,7 +213,7 @@ fn merge(args: &MergeArgs) -> Result<ExitCode> {
     }
     let notes = notes(&merged, &warnings);
     eprint!("{notes}");
-    let code = super::batch::write_results(args.quiet, &args.out, &merged.results, &notes)?;
+    let code = write_results(args.quiet, &args.out, &merged.results, &notes)?;
     if merged.missing.is_empty() {
         Ok(code)
     } else {
