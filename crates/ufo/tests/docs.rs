@@ -59,8 +59,8 @@ fn documents(root: &Path, paths: &BTreeSet<String>) -> Vec<PathBuf> {
 
 /// Extensions of files a document may name as the repository's.
 const SOURCE: &[&str] = &[
-    "rs", "md", "sh", "py", "toml", "json", "jsonl", "html", "js", "css", "yaml", "yml",
-    "sbatch", "png", "desktop",
+    "rs", "md", "sh", "py", "toml", "json", "jsonl", "html", "js", "css", "yaml", "yml", "sbatch",
+    "png", "desktop",
 ];
 
 /// The candidate paths of a document: backquoted words and link targets that look like a
@@ -152,7 +152,11 @@ fn roots(paths: &BTreeSet<String>) -> BTreeSet<String> {
 /// A `sim:`/`script:` argument names its file after the colon.
 fn without_scheme(word: &str) -> &str {
     match word.split_once(':') {
-        Some((scheme, rest)) if !rest.starts_with("//") && scheme.chars().all(|c| c.is_ascii_lowercase()) => rest,
+        Some((scheme, rest))
+            if !rest.starts_with("//") && scheme.chars().all(|c| c.is_ascii_lowercase()) =>
+        {
+            rest
+        }
         _ => word,
     }
 }
