@@ -45,6 +45,12 @@
 # install_python_k8s_validate: the Python `kubernetes-validate` package (it carries the
 # Kubernetes JSON schemas, so the check runs offline) into the same virtual environment as
 # install_python_mcp, for the check of deploy/kubernetes/ (crates/ufo/tests/shards.rs).
+#
+# install_wayland: sway (headless wlroots compositor), gnome-calculator and gnome-text-editor
+# (GTK 4), KCalc with Qt's Wayland plugin, and python3-pyatspi (the tests read the apps' state
+# through it), without recommends, for the Wayland live tests (crates/ufo-linux/tests/wayland.rs,
+# run in a session of scripts/wayland-session.sh). Installs only the missing packages, and
+# only as root.
 
 install_chromium() {
   if [ -x /usr/bin/chromium ]; then
@@ -56,6 +62,10 @@ install_chromium() {
   fi
   apt-get update
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
+}
+
+install_wayland() {
+  _apt_install_missing install_wayland sway dbus at-spi2-core gnome-calculator gnome-text-editor kcalc qtwayland5 python3-pyatspi
 }
 
 install_libreoffice() {
@@ -169,12 +179,13 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
       install_python_playwright
       install_slurm
       install_python_k8s_validate
+      install_wayland
       ;;
-    install_chromium | install_libreoffice | install_apps | install_help | install_mcp_servers | install_python_mcp | install_python_playwright | install_slurm | install_python_k8s_validate)
+    install_chromium | install_libreoffice | install_apps | install_help | install_mcp_servers | install_python_mcp | install_python_playwright | install_slurm | install_python_k8s_validate | install_wayland)
       "$1"
       ;;
     *)
-      echo "usage: $0 [install_chromium|install_libreoffice|install_apps|install_help|install_mcp_servers|install_python_mcp|install_python_playwright|install_slurm|install_python_k8s_validate]" >&2
+      echo "usage: $0 [install_chromium|install_libreoffice|install_apps|install_help|install_mcp_servers|install_python_mcp|install_python_playwright|install_slurm|install_python_k8s_validate|install_wayland]" >&2
       exit 2
       ;;
   esac

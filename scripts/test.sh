@@ -27,13 +27,16 @@ install_python_mcp
 install_python_playwright
 install_slurm
 install_python_k8s_validate
+install_wayland
 
 echo "== headless desktop session"
 # A private session for this run (its own display, bus and HOME), stopped when the run ends,
 # so the suite neither depends on nor disturbs any other session on the machine.
 UFO_SESSION_DIR="$(mktemp -d /tmp/ufo-test-session.XXXXXX)"
 export UFO_SESSION_DIR
-trap 'scripts/desktop-session.sh down >/dev/null 2>&1 || true; rm -rf "$UFO_SESSION_DIR"' EXIT
+UFO_WAYLAND_DIR="$(mktemp -d /tmp/ufo-test-wayland.XXXXXX)"
+export UFO_WAYLAND_DIR
+trap 'scripts/desktop-session.sh down >/dev/null 2>&1 || true; scripts/wayland-session.sh down >/dev/null 2>&1 || true; rm -rf "$UFO_SESSION_DIR" "$UFO_WAYLAND_DIR"' EXIT
 scripts/desktop-session.sh up >/dev/null
 # shellcheck disable=SC1091
 source "$UFO_SESSION_DIR/env"
@@ -47,6 +50,14 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 echo "== cargo test"
 cargo test --workspace --locked
+
+echo "== Wayland live tests (sway, headless)"
+# A compositor as an unprivileged user with its own session bus; the tests, apart from the X
+# session's environment, reach it through its socket (docs/desktop.md, "Wayland").
+scripts/wayland-session.sh up sway >/dev/null
+( # shellcheck disable=SC1091
+  source "$UFO_WAYLAND_DIR/env" && UFO_WAYLAND_TESTS=1 cargo test -p ufo-linux --locked --test wayland )
+scripts/wayland-session.sh down >/dev/null
 
 echo "== bounded fuzz run (about a minute; docs/security.md: how to run a long campaign)"
 # More cases than `cargo test` runs by default, of the parser fuzz tests (proptest).

@@ -1,6 +1,23 @@
 //! Configuration of the Linux backend.
 
+use std::path::PathBuf;
 use std::time::Duration;
+
+/// The display [`crate::LinuxDesktop::connect`] opens.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum DisplayChoice {
+    /// X11 when `DISPLAY` is set, else Wayland when `WAYLAND_DISPLAY` is set.
+    #[default]
+    Auto,
+    /// The X server of `DISPLAY`.
+    X11,
+    /// A Wayland compositor: at `socket`, or the one `WAYLAND_DISPLAY` names (`None`).
+    Wayland {
+        /// The compositor's socket (a path); `None` reads `WAYLAND_DISPLAY` and
+        /// `XDG_RUNTIME_DIR`.
+        socket: Option<PathBuf>,
+    },
+}
 
 /// How the live Linux desktop behaves: timeouts, settle time and the launch table.
 #[derive(Debug, Clone)]
@@ -42,6 +59,13 @@ pub struct LinuxConfig {
     /// Extra environment for launched applications and shell commands (tests give each run a
     /// fresh `HOME` this way).
     pub launch_env: Vec<(String, String)>,
+    /// The display to open (docs/desktop.md, "Choosing the display"): by default X11 when
+    /// `DISPLAY` is set, else Wayland when `WAYLAND_DISPLAY` is set.
+    pub display: DisplayChoice,
+    /// The session bus to find the accessibility bus through (a D-Bus address); `None` reads
+    /// `DBUS_SESSION_BUS_ADDRESS`. A process may so drive two desktops at once (the Wayland
+    /// bench beside the X session).
+    pub session_bus: Option<String>,
 }
 
 impl Default for LinuxConfig {
@@ -70,6 +94,8 @@ impl Default for LinuxConfig {
             walk_max_children: 2000,
             launch: default_launch_table(libreoffice_gtk3_installed()),
             launch_env: Vec::new(),
+            display: DisplayChoice::Auto,
+            session_bus: None,
         }
     }
 }

@@ -14,9 +14,12 @@ use ufo_core::{
 use crate::a11y::apps::KnownApps;
 use crate::a11y::bus::A11yBus;
 use crate::act::{screen, Actor, Settler};
+use crate::display::choice::{resolve, Opened};
 use crate::display::watch::{ChangeWatch, PersonInput};
+use crate::display::wlroots::Wlroots;
 use crate::display::x11::X11;
 use crate::display::{self, annotate, Display, WinId};
+use crate::error::cause;
 use crate::launch::shell::run_command;
 use crate::launch::start::Detached;
 use crate::launch::{window_info, Launcher};
@@ -24,8 +27,25 @@ use crate::observe::{FullObservation, Observer};
 use crate::part::Part;
 use crate::{LinuxConfig, LinuxError};
 
-/// The live Linux desktop: AT-SPI2 over zbus for controls, a display (X11) for windows, pixels
-/// and input.
+/// Open the display a choice comes to (`display::choice`): the X server, or a Wayland compositor.
+async fn open_display(choice: &crate::DisplayChoice) -> Result<Arc<dyn Display>, LinuxError> {
+    let set = |v: &str| std::env::var_os(v).is_some_and(|s| !s.is_empty());
+    match resolve(choice, set("DISPLAY"), set("WAYLAND_DISPLAY"))? {
+        Opened::X11 => Ok(Arc::new(X11::open().await?)),
+        Opened::Wayland(socket) => {
+            let w = tokio::task::spawn_blocking(move || Wlroots::open(socket.as_deref()))
+                .await
+                .map_err(|e| LinuxError::Wayland {
+                    what: "connect".into(),
+                    source: cause(e.to_string()),
+                })??;
+            Ok(Arc::new(w))
+        }
+    }
+}
+
+/// The live Linux desktop: AT-SPI2 over zbus for controls, a display (X11, or a wlroots
+/// Wayland compositor) for windows, pixels and input.
 pub struct LinuxDesktop {
     pub(crate) config: LinuxConfig,
     /// windows, pixels and input (`display`)
@@ -60,11 +80,13 @@ pub struct LinuxDesktop {
 }
 
 impl LinuxDesktop {
-    /// Connect to the X server (`DISPLAY`) and the accessibility bus (through
-    /// `DBUS_SESSION_BUS_ADDRESS`), switching accessibility on if it is off.
+    /// Connect to the display `config.display` chooses (the X server of `DISPLAY` by
+    /// default, a Wayland compositor when asked or when only `WAYLAND_DISPLAY` is set) and
+    /// the accessibility bus (through `DBUS_SESSION_BUS_ADDRESS`), switching accessibility on
+    /// if it is off.
     pub async fn connect(config: LinuxConfig) -> Result<LinuxDesktop, LinuxError> {
-        let display: Arc<dyn Display> = Arc::new(X11::open().await?);
-        let bus = A11yBus::connect(config.call_timeout).await?;
+        let display = open_display(&config.display).await?;
+        let bus = A11yBus::connect(config.call_timeout, config.session_bus.as_deref()).await?;
         Ok(LinuxDesktop {
             config,
             watch: display.change_watch(),

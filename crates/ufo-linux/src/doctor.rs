@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use atspi::proxy::bus::{BusProxy, StatusProxy};
 
+use crate::display::choice::{compositor_of, Compositor, WLROOTS_NEEDS};
+use crate::display::kwin_grant::{find_grant, grant_file, Grant};
+use crate::display::wlroots::{probe, Probe};
 use crate::display::x11::atspi_bus::is_stale;
 use crate::display::x11::doctor::{check_server, published_bus_address, WindowManager, XServer};
 use crate::launch::toolkit;
@@ -41,11 +44,14 @@ impl Finding {
 
 const SESSION_FIX: &str = "start a session with `scripts/desktop-session.sh up` and `source` the env file it prints, or run ufo inside your desktop session";
 
-/// The session checks: `DISPLAY` set and reachable, XTEST, a window manager, the session
-/// bus, the accessibility bus and its `IsEnabled`. Read-only: nothing is switched on.
+/// The session checks: `DISPLAY` set and reachable, XTEST, a window manager (or, with only
+/// `WAYLAND_DISPLAY` set, the Wayland checks of [`check_wayland`]), the session bus, the
+/// accessibility bus and its `IsEnabled`. Read-only: nothing is switched on.
 pub async fn check_session(timeout: Duration) -> Vec<Finding> {
     let mut out = Vec::new();
+    let wayland = std::env::var_os("WAYLAND_DISPLAY").is_some_and(|v| !v.is_empty());
     match std::env::var("DISPLAY") {
+        Err(_) if wayland => out.extend(check_wayland(None, timeout).await),
         Err(_) => out.push(Finding::problem("DISPLAY is not set", SESSION_FIX)),
         Ok(display) => {
             let d = display.clone();
@@ -64,6 +70,119 @@ pub async fn check_session(timeout: Duration) -> Vec<Finding> {
         }
     }
     out.extend(check_buses(timeout).await);
+    out
+}
+
+const WAYLAND_FIX: &str = "check WAYLAND_DISPLAY and XDG_RUNTIME_DIR, or start a compositor with `scripts/wayland-session.sh up sway` and `source` the env file it prints";
+
+/// The Wayland checks (docs/desktop.md, "Wayland"): the compositor at `socket` (else
+/// `WAYLAND_DISPLAY`'s) reachable, which compositor it is, which of the protocols ufo uses
+/// it offers, what is missing and how to get it.
+pub async fn check_wayland(socket: Option<std::path::PathBuf>, timeout: Duration) -> Vec<Finding> {
+    let probed = tokio::task::spawn_blocking(move || {
+        let p = probe(socket.as_deref(), timeout)?;
+        // KWin grants its input and captures by a .desktop file naming this executable
+        let grant = (compositor_of(&p.globals) == Compositor::Kwin)
+            .then(|| {
+                let exe = std::env::current_exe().ok()?;
+                let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+                let found = find_grant(&exe);
+                Some((exe, found))
+            })
+            .flatten();
+        Ok::<_, LinuxError>((p, grant))
+    })
+    .await;
+    match probed {
+        Ok(Ok((p, grant))) => {
+            let mut out = wayland_findings(&p);
+            out.extend(grant.map(|(exe, (g, file))| kwin_grant_finding(&exe, g, file)));
+            out
+        }
+        Ok(Err(e)) => vec![Finding::problem(
+            format!("cannot reach the Wayland compositor: {e}"),
+            WAYLAND_FIX,
+        )],
+        Err(e) => vec![Finding::problem(
+            format!("the Wayland check failed: {e}"),
+            WAYLAND_FIX,
+        )],
+    }
+}
+
+/// What each protocol the wlroots display binds is for.
+fn protocol_use(name: &str) -> &'static str {
+    match name {
+        "zwlr_foreign_toplevel_manager_v1" => "the window list, activating and closing windows",
+        "zwlr_screencopy_manager_v1" => "screenshots",
+        "zwp_virtual_keyboard_manager_v1" => "typing",
+        "zwlr_virtual_pointer_manager_v1" => "clicks",
+        _ => "",
+    }
+}
+
+/// Whether KWin grants ufo (the executable `exe`) its input and captures: the `.desktop`
+/// file that does, or what to install.
+fn kwin_grant_finding(
+    exe: &std::path::Path,
+    g: Grant,
+    file: Option<std::path::PathBuf>,
+) -> Finding {
+    match (g.whole(), file) {
+        (true, Some(f)) => Finding::ok(format!(
+            "KWin grant: {} lets {} use fake input and ScreenShot2",
+            f.display(),
+            exe.display()
+        )),
+        (_, found) => Finding::problem(
+            format!(
+                "no .desktop file grants {} KWin's fake input and ScreenShot2{}: KWin refuses ufo's input and captures",
+                exe.display(),
+                found
+                    .map(|f| format!(" ({} grants part)", f.display()))
+                    .unwrap_or_default()
+            ),
+            format!(
+                "install this as ~/.local/share/applications/ufo.desktop (or under /usr/share/applications; deploy/kwin/ufo.desktop is the same for /usr/local/bin/ufo), its Exec= must be this executable:\n{}",
+                grant_file(exe)
+            ),
+        ),
+    }
+}
+
+/// The findings of a probed compositor.
+fn wayland_findings(p: &Probe) -> Vec<Finding> {
+    let socket = p.socket.display();
+    let mut out = vec![Finding::ok(format!(
+        "Wayland compositor at {socket} reachable"
+    ))];
+    match compositor_of(&p.globals) {
+        Compositor::Kwin => {
+            out.push(Finding::problem(
+                "the compositor is KWin: ufo does not drive KWin's Wayland session yet",
+                "run ufo on X11 or XWayland (set DISPLAY), or use sway (`scripts/wayland-session.sh up sway`)",
+            ));
+            return out;
+        }
+        Compositor::Wlroots | Compositor::Other { .. } => {}
+    }
+    for name in WLROOTS_NEEDS {
+        out.push(if p.globals.iter().any(|g| g == name) {
+            Finding::ok(format!("{name} offered ({})", protocol_use(name)))
+        } else {
+            Finding::problem(
+                format!("{name} is not offered, so ufo has no {}", protocol_use(name)),
+                "use a wlroots compositor that offers it (sway 1.5 or later), or an X11 session (set DISPLAY)",
+            )
+        });
+    }
+    out.push(match &p.ipc {
+        Some(ipc) => Finding::ok(format!("sway IPC at {} (window positions and processes)", ipc.display())),
+        None => Finding::problem(
+            "no sway IPC socket found: window positions are unknown, so clicks go through the controls' actions and windows have no screenshot",
+            "set SWAYSOCK to sway's IPC socket (sway sets it in its session)",
+        ),
+    });
     out
 }
 
@@ -244,4 +363,66 @@ pub async fn check_windows(
         out.push(Finding::ok("no windows open"));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe_of(globals: &[&str], ipc: bool) -> Probe {
+        Probe {
+            socket: "/run/user/1000/wayland-1".into(),
+            globals: globals.iter().map(|g| g.to_string()).collect(),
+            ipc: ipc.then(|| "/run/user/1000/sway-ipc.1000.7.sock".into()),
+        }
+    }
+
+    #[test]
+    fn the_wayland_checks_name_what_is_missing_and_how_to_get_it() {
+        let mut all: Vec<&str> = WLROOTS_NEEDS.to_vec();
+        all.push("wl_seat");
+        let sway = wayland_findings(&probe_of(&all, true));
+        assert!(sway.iter().all(|f| f.ok), "{sway:?}");
+        assert_eq!(sway.len(), 2 + WLROOTS_NEEDS.len());
+
+        let bare = wayland_findings(&probe_of(&["wl_seat", "zwlr_screencopy_manager_v1"], false));
+        let problems: Vec<&Finding> = bare.iter().filter(|f| !f.ok).collect();
+        assert_eq!(problems.len(), 4, "{bare:?}");
+        assert!(problems.iter().all(|f| f.fix.is_some()));
+        assert!(problems.iter().any(
+            |f| f.what.contains("zwlr_virtual_pointer_manager_v1") && f.what.contains("clicks")
+        ));
+        assert!(problems.iter().any(|f| f.what.contains("sway IPC")));
+
+        let kwin = wayland_findings(&probe_of(
+            &["org_kde_kwin_server_decoration_manager"],
+            false,
+        ));
+        assert!(kwin.iter().any(|f| !f.ok && f.what.contains("KWin")));
+    }
+
+    #[test]
+    fn a_missing_kwin_grant_says_which_file_to_install() {
+        let exe = std::path::Path::new("/usr/local/bin/ufo");
+        let whole = Grant {
+            fake_input: true,
+            screenshot: true,
+        };
+        assert!(
+            kwin_grant_finding(
+                exe,
+                whole,
+                Some("/usr/share/applications/ufo.desktop".into())
+            )
+            .ok
+        );
+        let missing = kwin_grant_finding(exe, Grant::default(), None);
+        assert!(!missing.ok);
+        let fix = missing.fix.expect("a fix");
+        assert!(
+            fix.contains("Exec=/usr/local/bin/ufo")
+                && fix.contains("X-KDE-Wayland-Interfaces=org_kde_kwin_fake_input"),
+            "{fix}"
+        );
+    }
 }

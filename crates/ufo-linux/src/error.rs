@@ -37,6 +37,25 @@ pub enum LinuxError {
         #[source]
         source: Cause,
     },
+    /// The Wayland compositor could not be reached, or cannot serve the agent (it lacks the
+    /// protocols ufo needs).
+    #[error("cannot use the Wayland compositor at {socket}: {source}; check WAYLAND_DISPLAY and XDG_RUNTIME_DIR (is the compositor running?), or start one with `scripts/wayland-session.sh up sway`")]
+    WaylandConnect {
+        /// The socket tried.
+        socket: String,
+        /// The connection's error, or why the compositor cannot be used ([`cause`]).
+        #[source]
+        source: Cause,
+    },
+    /// A Wayland exchange (or one with the compositor's IPC) failed.
+    #[error("Wayland request failed ({what}): {source}; the compositor may have gone away, start the session again")]
+    Wayland {
+        /// What was asked.
+        what: String,
+        /// The connection's or the compositor's error, or why the answer cannot be used.
+        #[source]
+        source: Cause,
+    },
     /// There is no session bus to find the accessibility bus through.
     #[error("cannot reach the accessibility bus: DBUS_SESSION_BUS_ADDRESS is not set; run inside a desktop session, or start one with `scripts/desktop-session.sh up` and `source` the env file it prints")]
     NoSessionBus,
@@ -180,6 +199,14 @@ mod tests {
             },
             LinuxError::X11Request {
                 what: "GetGeometry".into(),
+                source: Box::new(io()),
+            },
+            LinuxError::WaylandConnect {
+                socket: "/run/user/1000/wayland-1".into(),
+                source: cause("the compositor lacks zwlr_virtual_pointer_manager_v1"),
+            },
+            LinuxError::Wayland {
+                what: "screencopy".into(),
                 source: Box::new(io()),
             },
             LinuxError::NoSessionBus,

@@ -125,17 +125,21 @@ where
 }
 
 impl A11yBus {
-    /// Find the accessibility bus through the session bus, switch accessibility on if it is
-    /// off, and connect.
-    pub async fn connect(timeout: Duration) -> Result<A11yBus, LinuxError> {
-        if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_none() {
+    /// Find the accessibility bus through the session bus (at `session_bus`, else
+    /// `DBUS_SESSION_BUS_ADDRESS`'s), switch accessibility on if it is off, and connect.
+    pub async fn connect(
+        timeout: Duration,
+        session_bus: Option<&str>,
+    ) -> Result<A11yBus, LinuxError> {
+        if session_bus.is_none() && std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_none() {
             return Err(LinuxError::NoSessionBus);
         }
         let session = bounded("connect to the session bus", timeout, async {
-            zbus::connection::Builder::session()?
-                .method_timeout(timeout)
-                .build()
-                .await
+            let builder = match session_bus {
+                Some(address) => zbus::connection::Builder::address(address)?,
+                None => zbus::connection::Builder::session()?,
+            };
+            builder.method_timeout(timeout).build().await
         })
         .await?;
         let status = bounded("org.a11y.Status", timeout, StatusProxy::new(&session)).await?;

@@ -113,13 +113,7 @@ impl Actor<'_> {
     }
 
     pub(super) async fn send_keys(&self, steps: Vec<KeyStep>) -> Result<(), LinuxError> {
-        self.run(move |d| {
-            for KeyStep::Chord { mods, key } in &steps {
-                d.chord(mods, *key)?;
-            }
-            Ok(())
-        })
-        .await
+        self.run(move |d| d.keys(&steps)).await
     }
 
     /// Type a key sequence strictly in the order written: the batches of

@@ -66,11 +66,5 @@ pub(crate) async fn text(display: &Arc<dyn Display>, text: &str) -> Result<(), L
 }
 
 async fn send_steps(display: &Arc<dyn Display>, steps: Vec<KeyStep>) -> Result<(), LinuxError> {
-    display::run(display, move |d| {
-        for KeyStep::Chord { mods, key } in &steps {
-            d.chord(mods, *key)?;
-        }
-        Ok(())
-    })
-    .await
+    display::run(display, move |d| d.keys(&steps)).await
 }

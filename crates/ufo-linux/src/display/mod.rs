@@ -19,15 +19,21 @@
 //!   ([`watch::ChangeWatch`]; without one, settling compares pixels) and the person's input on
 //!   a watched private desktop ([`watch::PersonInput`]).
 //!
+//! Which display is opened is decided in [`choice`] (`desktop.rs` opens it); `wlroots/` is
+//! the Wayland display of sway and other wlroots compositors.
+//!
 //! Display-free here: the trait and its types, [`pixels`], [`keys`], [`annotate`], [`watch`]'s
 //! shared records and the helpers over the trait ([`run`], [`activate`], [`settle_pixels`],
-//! [`close_for_good`]). Only `x11/` names x11rb.
+//! [`close_for_good`]). Only `x11/` names x11rb; only `wlroots/` names the Wayland crates.
 
 pub(crate) mod annotate;
+pub(crate) mod choice;
 pub(crate) mod keys;
+pub(crate) mod kwin_grant;
 pub(crate) mod pixels;
 pub(crate) mod watch;
 mod window;
+pub(crate) mod wlroots;
 pub(crate) mod x11;
 
 use std::sync::Arc;
@@ -37,6 +43,7 @@ use ufo_core::Rect;
 
 use crate::error::cause;
 use crate::LinuxError;
+use keys::KeyStep;
 use pixels::{Look, RgbImage};
 use watch::{ChangeWatch, PersonInput};
 pub(crate) use window::{
@@ -85,6 +92,15 @@ pub(crate) trait Display: Send + Sync {
     /// Press the modifier keysyms, press and release the key, release the modifiers; returns
     /// once the display has taken the events.
     fn chord(&self, mods: &[u32], key: u32) -> Result<(), LinuxError>;
+    /// Send key steps in order; returns once the display has taken them. A chord after
+    /// another by default; a display that prepares its keyboard for the keys (a Wayland
+    /// keymap) does it once for the run.
+    fn keys(&self, steps: &[KeyStep]) -> Result<(), LinuxError> {
+        for KeyStep::Chord { mods, key } in steps {
+            self.chord(mods, *key)?;
+        }
+        Ok(())
+    }
     /// Point the accessibility-bus address the display publishes (X11: the root window's
     /// `AT_SPI_BUS`, where Qt 5 looks first) at `live` when it names another bus. Nothing on a
     /// display that publishes none.

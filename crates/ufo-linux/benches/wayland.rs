@@ -1,0 +1,145 @@
+//! One agent step (a click on a button by its label, then the observation of the window) on a
+//! Wayland compositor against the same step on X11, same application (gnome-calculator),
+//! same run, steps interleaved: medians, p90 and the ratio (issue 42's target: at most 1.2×).
+//!
+//! Run with both sessions up, the X session's env in the shell and the Wayland session's env
+//! file named: `scripts/desktop-session.sh up && source /tmp/ufo-desktop-session/env &&
+//! scripts/wayland-session.sh up sway && UFO_WAYLAND_ENV=/tmp/ufo-wayland-session/env
+//! cargo bench -p ufo-linux --bench wayland` (`UFO_BENCH_ITERS` sets the steps, default 30).
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ufo_core::{Button, Desktop, UiAction, WindowInfo};
+use ufo_linux::{DisplayChoice, LinuxConfig, LinuxDesktop};
+
+#[path = "support/mod.rs"]
+mod support;
+use support::{median, ms, pct};
+
+/// The `export NAME=value` lines of an env file.
+fn read_env(path: &str) -> Vec<(String, String)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
+        .lines()
+        .filter_map(|l| l.strip_prefix("export "))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn var<'a>(env: &'a [(String, String)], name: &str) -> &'a str {
+    env.iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+        .unwrap_or_else(|| panic!("the Wayland env file has no {name}"))
+}
+
+/// Ends the child at the end of the bench.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn window_of(d: &LinuxDesktop, pid: u32) -> WindowInfo {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ws = d.windows().await.unwrap_or_default();
+        if let Some(w) = ws.into_iter().find(|w| w.pid == Some(pid)) {
+            return w;
+        }
+        assert!(Instant::now() < deadline, "no window of pid {pid}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// One step: click the button "1" (by its label in the last observation), observe again.
+async fn step(d: &LinuxDesktop, w: &WindowInfo) -> Duration {
+    let t = Instant::now();
+    let obs = d.observe(&w.id).await.expect("observe");
+    let one = obs
+        .controls
+        .iter()
+        .find(|c| c.role == "button" && c.name == "1")
+        .expect("the button 1");
+    let click = UiAction::Click {
+        button: Button::Left,
+        double: false,
+    };
+    d.act(&w.id, Some(&one.id), &click).await.expect("click 1");
+    t.elapsed()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let Ok(env_file) = std::env::var("UFO_WAYLAND_ENV") else {
+        eprintln!("wayland bench: set UFO_WAYLAND_ENV to the env file of scripts/wayland-session.sh (and run in the X session)");
+        return;
+    };
+    if std::env::var_os("DISPLAY").is_none() {
+        eprintln!(
+            "wayland bench: no DISPLAY; run scripts/desktop-session.sh up and source its env file"
+        );
+        return;
+    }
+    let iters: usize = std::env::var("UFO_BENCH_ITERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(30);
+    let wl = read_env(&env_file);
+    let home = tempfile::tempdir().expect("temporary HOME");
+    let x = LinuxDesktop::connect(LinuxConfig {
+        launch_env: LinuxConfig::home_env(home.path()),
+        display: DisplayChoice::X11,
+        ..LinuxConfig::default()
+    })
+    .await
+    .expect("the X11 desktop");
+    let xw = x.launch_app("calculator").await.expect("calculator on X11");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/wayland-session.sh");
+    let child = Command::new(script)
+        .args(["exec", "gnome-calculator"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("gnome-calculator on Wayland");
+    let pid = child.id();
+    let _guard = Guard(child);
+    let w = LinuxDesktop::connect(LinuxConfig {
+        display: DisplayChoice::Wayland {
+            socket: Some(var(&wl, "WAYLAND_DISPLAY").into()),
+        },
+        session_bus: Some(var(&wl, "DBUS_SESSION_BUS_ADDRESS").to_string()),
+        ..LinuxConfig::default()
+    })
+    .await
+    .expect("the Wayland desktop");
+    let ww = window_of(&w, pid).await;
+    // warm both (first observations read whole trees)
+    for _ in 0..3 {
+        step(&x, &xw).await;
+        step(&w, &ww).await;
+    }
+    let (mut tx, mut tw) = (Vec::new(), Vec::new());
+    for _ in 0..iters {
+        tx.push(ms(step(&x, &xw).await));
+        tw.push(ms(step(&w, &ww).await));
+    }
+    tx.sort_by(f64::total_cmp);
+    tw.sort_by(f64::total_cmp);
+    let (mx, mw) = (median(tx.clone()), median(tw.clone()));
+    println!("one step (click \"1\" + observe), gnome-calculator, {iters} steps each, interleaved");
+    println!("X11      p50 {mx:>7.1} ms  p90 {:>7.1} ms", pct(&tx, 0.9));
+    println!("Wayland  p50 {mw:>7.1} ms  p90 {:>7.1} ms", pct(&tw, 0.9));
+    println!("ratio Wayland / X11 (p50): {:.2}", mw / mx.max(0.001));
+    if let Some(p) = xw.pid {
+        let _ = Command::new("kill").arg(p.to_string()).status();
+    }
+}

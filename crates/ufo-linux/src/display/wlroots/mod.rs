@@ -1,0 +1,415 @@
+//! A wlroots Wayland compositor (sway) as a display (docs/desktop.md, "Wayland"): windows
+//! from `zwlr_foreign_toplevel_manager_v1` joined with sway's IPC for their processes and
+//! client areas (`sway`), keys through `zwp_virtual_keyboard_v1` with a keymap made for the
+//! keys (`keymap`), clicks through `zwlr_virtual_pointer_v1`, captures through
+//! `zwlr_screencopy_manager_v1` (`session`). One connection, owned by one thread that runs the
+//! jobs sent to it over a bounded channel; every job's answer is awaited with a bound.
+//!
+//! AT-SPI extents are relative to the client area on Wayland ([`CoordSpace::ClientArea`]).
+//! Without sway's IPC (another wlroots compositor) windows have no known place: their
+//! controls are acted on through their actions. There is no change watch (settling compares
+//! pixels) and no take-over watch.
+
+pub(crate) mod keymap;
+mod session;
+pub(crate) mod sway;
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ufo_core::Rect;
+use wayland_protocols_wlr::foreign_toplevel::v1::client::zwlr_foreign_toplevel_handle_v1::ZwlrForeignToplevelHandleV1;
+
+use super::keys::KeyStep;
+use super::pixels::{Look, RgbImage};
+use super::watch::{ChangeWatch, PersonInput};
+use super::{CoordSpace, Display, DisplayWindow, WinId};
+use crate::error::cause;
+use crate::LinuxError;
+use session::{Session, Shot, EXCHANGE};
+use sway::View;
+
+/// A job for the connection's thread.
+type Job = Box<dyn FnOnce(&mut Session) + Send>;
+
+/// Most jobs waiting for the thread.
+const QUEUE: usize = 32;
+/// How long the thread sleeps between reading the compositor's events when no job comes.
+const IDLE: Duration = Duration::from_millis(100);
+/// Longest wait for the connection to open.
+const OPEN_WAIT: Duration = Duration::from_secs(10);
+
+/// A wlroots compositor: the channel to the connection's thread, and what does not change.
+pub(crate) struct Wlroots {
+    jobs: SyncSender<Job>,
+    screen: Rect,
+    socket: PathBuf,
+}
+
+impl Wlroots {
+    /// Connect to the compositor at `socket` (else the one `WAYLAND_DISPLAY` names), on a
+    /// thread of its own that keeps the connection for the display's life.
+    pub(crate) fn open(socket: Option<&Path>) -> Result<Wlroots, LinuxError> {
+        let socket = session::socket_path(socket)?;
+        let (jobs, inbox) = mpsc::sync_channel::<Job>(QUEUE);
+        let (opened_tx, opened) = mpsc::sync_channel(1);
+        let path = socket.clone();
+        std::thread::Builder::new()
+            .name("ufo-wayland".into())
+            .spawn(move || match Session::open(Some(&path)) {
+                Ok(s) => {
+                    let _ = opened_tx.send(Ok(s.output_size()));
+                    serve(s, inbox);
+                }
+                Err(e) => {
+                    let _ = opened_tx.send(Err(e));
+                }
+            })
+            .map_err(|e| LinuxError::WaylandConnect {
+                socket: socket.display().to_string(),
+                source: Box::new(e),
+            })?;
+        let (w, h) = match opened.recv_timeout(OPEN_WAIT) {
+            Ok(r) => r?,
+            Err(_) => {
+                return Err(LinuxError::Timeout {
+                    what: format!("the Wayland compositor at {}", socket.display()),
+                    ms: OPEN_WAIT.as_millis() as u64,
+                })
+            }
+        };
+        Ok(Wlroots {
+            jobs,
+            screen: Rect::new(0, 0, w, h),
+            socket,
+        })
+    }
+
+    /// Run `f` on the connection's thread and wait for its answer (bounded).
+    fn call<T, F>(&self, what: &str, f: F) -> Result<T, LinuxError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Session) -> Result<T, LinuxError> + Send + 'static,
+    {
+        let bound = EXCHANGE * 2;
+        let deadline = Instant::now() + bound;
+        let (tx, rx) = mpsc::sync_channel(1);
+        let mut job: Job = Box::new(move |s: &mut Session| {
+            let _ = tx.send(f(s));
+        });
+        let gone = || LinuxError::WaylandConnect {
+            socket: self.socket.display().to_string(),
+            source: cause("the connection to the compositor is closed; start ufo again"),
+        };
+        loop {
+            match self.jobs.try_send(job) {
+                Ok(()) => break,
+                Err(TrySendError::Full(back)) if Instant::now() < deadline => {
+                    job = back;
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Err(TrySendError::Full(_)) => {
+                    return Err(LinuxError::Timeout {
+                        what: format!("the Wayland display's queue ({what})"),
+                        ms: bound.as_millis() as u64,
+                    })
+                }
+                Err(TrySendError::Disconnected(_)) => return Err(gone()),
+            }
+        }
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(r) => r,
+            Err(RecvTimeoutError::Timeout) => Err(LinuxError::Timeout {
+                what: format!("the Wayland compositor ({what})"),
+                ms: bound.as_millis() as u64,
+            }),
+            Err(RecvTimeoutError::Disconnected) => Err(gone()),
+        }
+    }
+
+    /// Capture the output and cut `area` out of it (clipped to the screen): BGRX rows and
+    /// where they lie. A capture of the whole output is quicker than one of a region on
+    /// wlroots 0.15 (docs/desktop.md, "Wayland").
+    fn grab(&self, area: Rect) -> Result<Option<(Rect, Vec<u8>)>, LinuxError> {
+        let shot = self.call("capture", Session::capture)?;
+        Ok(crop(&shot, area))
+    }
+}
+
+/// What `ufo doctor` reads of a Wayland compositor.
+#[derive(Debug, Clone)]
+pub(crate) struct Probe {
+    /// The socket reached.
+    pub socket: PathBuf,
+    /// The interfaces of the globals it offers.
+    pub globals: Vec<String>,
+    /// sway's IPC socket, when found.
+    pub ipc: Option<PathBuf>,
+}
+
+/// Connect to the compositor at `socket` (else `WAYLAND_DISPLAY`'s) and read what it offers,
+/// bounded by `within`.
+pub(crate) fn probe(socket: Option<&Path>, within: Duration) -> Result<Probe, LinuxError> {
+    let socket = session::socket_path(socket)?;
+    let (tx, rx) = mpsc::sync_channel(1);
+    let path = socket.clone();
+    // (the registry's round trip has no bound of its own: a thread waited on with one)
+    std::thread::Builder::new()
+        .name("ufo-wayland-probe".into())
+        .spawn(move || {
+            let _ = tx.send(session::offered(&path));
+        })
+        .map_err(|e| LinuxError::WaylandConnect {
+            socket: socket.display().to_string(),
+            source: Box::new(e),
+        })?;
+    let (globals, peer) = rx.recv_timeout(within).map_err(|_| LinuxError::Timeout {
+        what: format!("the Wayland compositor at {}", socket.display()),
+        ms: within.as_millis() as u64,
+    })??;
+    let ipc = sway::Ipc::find(&socket, peer).map(|i| i.path().to_path_buf());
+    Ok(Probe {
+        socket,
+        globals,
+        ipc,
+    })
+}
+
+/// The connection's thread: run the jobs as they come; between them, read the compositor's
+/// events so that its window list stays current. Ends when the display is dropped.
+fn serve(mut s: Session, inbox: Receiver<Job>) {
+    loop {
+        match inbox.recv_timeout(IDLE) {
+            Ok(job) => {
+                if let Err(e) = s.pump() {
+                    tracing::warn!("the Wayland connection broke: {e}");
+                }
+                job(&mut s);
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                if let Err(e) = s.pump() {
+                    tracing::warn!("the Wayland connection broke: {e}");
+                    return;
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}
+
+/// A rectangle of a capture, clipped to it: where it lies and its BGRX rows (`None` when
+/// nothing of it is on the output).
+fn crop(shot: &Shot, area: Rect) -> Option<(Rect, Vec<u8>)> {
+    let (sw, sh) = (shot.width as i32, shot.height as i32);
+    let x0 = area.x.clamp(0, sw);
+    let y0 = area.y.clamp(0, sh);
+    let x1 = (area.x + area.w as i32).clamp(0, sw);
+    let y1 = (area.y + area.h as i32).clamp(0, sh);
+    if x1 <= x0 || y1 <= y0 {
+        return None;
+    }
+    let stride = shot.width as usize * 4;
+    let mut out = Vec::with_capacity(((x1 - x0) * (y1 - y0) * 4) as usize);
+    for y in y0..y1 {
+        let start = y as usize * stride + x0 as usize * 4;
+        out.extend_from_slice(shot.bgrx.get(start..start + (x1 - x0) as usize * 4)?);
+    }
+    Some((Rect::new(x0, y0, (x1 - x0) as u32, (y1 - y0) as u32), out))
+}
+
+/// The windows: the toplevels in the order they appeared, each with what sway's IPC says
+/// of it (its process, its client area when it is showing).
+fn windows_of(s: &mut Session) -> Result<(Vec<DisplayWindow>, Vec<View>), LinuxError> {
+    s.sync()?;
+    let views = match s.ipc.as_mut() {
+        Some(ipc) => ipc.views()?,
+        None => Vec::new(),
+    };
+    let mut tops: Vec<&session::Toplevel> = s.state.toplevels.values().collect();
+    tops.sort_by_key(|t| t.number);
+    let named: Vec<sway::Named<'_>> = tops
+        .iter()
+        .map(|t| (t.number, t.app_id.as_str(), t.title.as_str()))
+        .collect();
+    let joined = sway::join(&named, &views);
+    let number_of =
+        |id: &wayland_client::backend::ObjectId| s.state.toplevels.get(id).map(|t| WinId(t.number));
+    let windows = tops
+        .iter()
+        .zip(joined)
+        .map(|(t, view)| {
+            let view = view.map(|i| &views[i]);
+            let parent = t.parent.as_ref().and_then(number_of);
+            DisplayWindow {
+                id: WinId(t.number),
+                title: t.title.clone(),
+                pid: view.and_then(|v| v.pid),
+                app_id: t.app_id.clone(),
+                area: view.filter(|v| v.visible).map(|v| v.area),
+                transient_for: parent,
+                dialog: parent.is_some(),
+                wm_modal: false,
+            }
+        })
+        .collect();
+    Ok((windows, views))
+}
+
+/// The protocol handle of window `id`.
+fn handle_of(s: &Session, id: WinId) -> Result<ZwlrForeignToplevelHandleV1, LinuxError> {
+    s.state
+        .toplevels
+        .values()
+        .find(|t| t.number == id.0)
+        .map(|t| t.handle.clone())
+        .ok_or_else(|| LinuxError::NoWindow(id.to_string()))
+}
+
+impl Display for Wlroots {
+    fn screen(&self) -> Rect {
+        self.screen
+    }
+
+    // a client cannot tell whether the compositor renders with the GPU: assume software,
+    // which is what a headless wlroots (pixman) does
+    fn direct_rendering(&self) -> bool {
+        false
+    }
+
+    fn coord_space(&self) -> CoordSpace {
+        CoordSpace::ClientArea
+    }
+
+    fn windows(&self) -> Result<Vec<DisplayWindow>, LinuxError> {
+        self.call("windows", |s| windows_of(s).map(|(w, _)| w))
+    }
+
+    fn window(&self, id: WinId) -> Result<Option<DisplayWindow>, LinuxError> {
+        Ok(self.windows()?.into_iter().find(|w| w.id == id))
+    }
+
+    fn active_window(&self) -> Result<Option<WinId>, LinuxError> {
+        self.call("active window", |s| {
+            s.sync()?;
+            Ok(s.state
+                .toplevels
+                .values()
+                .find(|t| t.activated)
+                .map(|t| WinId(t.number)))
+        })
+    }
+
+    fn request_activate(&self, id: WinId) -> Result<(), LinuxError> {
+        self.call("activate", move |s| {
+            let h = handle_of(s, id)?;
+            s.activate(&h)
+        })
+    }
+
+    fn request_close(&self, id: WinId) -> Result<(), LinuxError> {
+        self.call("close", move |s| {
+            let h = handle_of(s, id)?;
+            s.close(&h)
+        })
+    }
+
+    fn top_at(&self, x: i32, y: i32) -> Result<Option<WinId>, LinuxError> {
+        self.call("hit test", move |s| {
+            let (windows, views) = windows_of(s)?;
+            let Some(top) = sway::top_at(&views, x, y).map(|i| &views[i]) else {
+                return Ok(None);
+            };
+            // the window whose client area is that view's
+            Ok(windows
+                .iter()
+                .find(|w| w.area == Some(top.area) && w.pid == top.pid)
+                .map(|w| w.id))
+        })
+    }
+
+    fn top_of(&self, id: WinId) -> Result<WinId, LinuxError> {
+        Ok(id)
+    }
+
+    fn capture(&self, area: Rect) -> Result<RgbImage, LinuxError> {
+        let (r, bgrx) = self.grab(area)?.ok_or_else(|| LinuxError::Wayland {
+            what: "capture".into(),
+            source: cause(format!(
+                "the rectangle {},{} {}x{} is off the output",
+                area.x, area.y, area.w, area.h
+            )),
+        })?;
+        let mut data = Vec::with_capacity(bgrx.len() / 4 * 3);
+        for px in bgrx.chunks_exact(4) {
+            data.extend_from_slice(&[px[2], px[1], px[0]]);
+        }
+        Ok(RgbImage {
+            width: r.w,
+            height: r.h,
+            data,
+        })
+    }
+
+    fn look(&self, area: Rect) -> Result<Look, LinuxError> {
+        Ok(match self.grab(area)? {
+            Some((r, bgrx)) => {
+                Look::new(r.x, r.y, r.w as usize, r.h as usize, r.w as usize * 4, bgrx)
+            }
+            None => Look::default(),
+        })
+    }
+
+    fn click(&self, x: i32, y: i32, button: u8, count: u32) -> Result<(), LinuxError> {
+        self.call("click", move |s| s.click(x, y, button, count))
+    }
+
+    fn chord(&self, mods: &[u32], key: u32) -> Result<(), LinuxError> {
+        let step = KeyStep::Chord {
+            mods: mods.to_vec(),
+            key,
+        };
+        self.call("keys", move |s| s.keys(&[step]))
+    }
+
+    // one keymap for the whole run, rather than one per key
+    fn keys(&self, steps: &[KeyStep]) -> Result<(), LinuxError> {
+        let steps = steps.to_vec();
+        self.call("keys", move |s| s.keys(&steps))
+    }
+
+    fn change_watch(&self) -> Option<Arc<dyn ChangeWatch>> {
+        None
+    }
+
+    fn person_input(&self) -> Option<Arc<PersonInput>> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_crop_is_clipped_to_the_output() {
+        // a 3x2 output whose pixel at (x, y) is [x, y, 0, 0]
+        let mut bgrx = Vec::new();
+        for y in 0..2u8 {
+            for x in 0..3u8 {
+                bgrx.extend_from_slice(&[x, y, 0, 0]);
+            }
+        }
+        let shot = Shot {
+            width: 3,
+            height: 2,
+            bgrx,
+        };
+        let (r, px) = crop(&shot, Rect::new(1, 1, 5, 5)).expect("part on the output");
+        assert_eq!(r, Rect::new(1, 1, 2, 1));
+        assert_eq!(px, vec![1, 1, 0, 0, 2, 1, 0, 0]);
+        assert!(crop(&shot, Rect::new(3, 0, 2, 2)).is_none());
+        assert!(crop(&shot, Rect::new(-5, -5, 2, 2)).is_none());
+    }
+}

@@ -1,0 +1,369 @@
+//! Live tests on a Wayland compositor (sway, headless): native GTK 4 and Qt applications
+//! driven through `LinuxDesktop` on the wlroots display, each result checked apart from ufo
+//! (the application's state read with pyatspi as the session's user, or the file it saved).
+//!
+//! They need a session of `scripts/wayland-session.sh up sway`, its env file sourced in the
+//! shell that runs them (apart from the X session's), and `UFO_WAYLAND_TESTS=1`; without the
+//! switch they are skipped with a printed reason, with it a missing session fails them.
+//! They run one at a time (they share the seat); applications run as the session's user.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod support;
+
+use support::observe_until;
+use ufo_core::{Button, Control, Desktop, UiAction, WindowInfo, WindowObservation};
+use ufo_linux::{DisplayChoice, LinuxConfig, LinuxDesktop};
+
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Whether the Wayland tests run (`UFO_WAYLAND_TESTS=1`); else says why `name` is skipped.
+fn wayland_on(name: &str) -> bool {
+    if std::env::var("UFO_WAYLAND_TESTS").is_ok_and(|v| v == "1") {
+        return true;
+    }
+    eprintln!(
+        "skipping {name}: set UFO_WAYLAND_TESTS=1 in a session of `scripts/wayland-session.sh up sway` (source its env file)"
+    );
+    false
+}
+
+fn session_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/wayland-session.sh")
+}
+
+/// The compositor's socket, from the session's env file.
+fn socket() -> PathBuf {
+    std::env::var("WAYLAND_DISPLAY")
+        .map(PathBuf::from)
+        .expect("WAYLAND_DISPLAY is not set: source the env file of scripts/wayland-session.sh")
+}
+
+async fn connect() -> LinuxDesktop {
+    let config = LinuxConfig {
+        display: DisplayChoice::Wayland {
+            socket: Some(socket()),
+        },
+        ..LinuxConfig::default()
+    };
+    LinuxDesktop::connect(config)
+        .await
+        .unwrap_or_else(|e| panic!("the Wayland desktop is unavailable: {e}"))
+}
+
+/// An application run as the session's user (`wayland-session.sh exec`, which execs it: the
+/// child's pid is the application's); ended when the test ends, pass or fail.
+struct UserApp(Child);
+
+impl UserApp {
+    fn start(args: &[&str]) -> UserApp {
+        let child = Command::new(session_script())
+            .arg("exec")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {args:?} in the Wayland session: {e}"));
+        UserApp(child)
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for UserApp {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg(self.pid().to_string()).status();
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The window of process `pid`, once the compositor lists it (bounded).
+async fn window_of(d: &LinuxDesktop, pid: u32, within: Duration) -> WindowInfo {
+    let deadline = Instant::now() + within;
+    loop {
+        let windows = d.windows().await.expect("the window list");
+        if let Some(w) = windows.iter().find(|w| w.pid == Some(pid)) {
+            return w.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no window of pid {pid} within {within:?}; windows: {:?}",
+            windows
+                .iter()
+                .map(|w| format!("{} {:?} pid {:?}", w.id, w.title, w.pid))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The button named `name` (or whose name starts with it and a space, as "× Multiply").
+fn button<'a>(obs: &'a WindowObservation, name: &str) -> &'a Control {
+    let long = format!("{name} ");
+    obs.controls
+        .iter()
+        .find(|c| c.role == "button" && (c.name == name || c.name.starts_with(&long)))
+        .unwrap_or_else(|| {
+            panic!(
+                "no button {name:?} among the controls: {:?}",
+                obs.controls
+                    .iter()
+                    .map(|c| format!("{} {:?}", c.role, c.name))
+                    .collect::<Vec<_>>()
+            )
+        })
+}
+
+/// The texts of an application as pyatspi reads them, as the session's user: the check
+/// apart from ufo.
+fn texts_off_ufo(app: &str) -> Vec<String> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/pyatspi_texts.py");
+    let out = Command::new(session_script())
+        .args(["exec", "/usr/bin/python3", script, app])
+        .output()
+        .expect("pyatspi as the session's user");
+    assert!(
+        out.status.success(),
+        "pyatspi_texts.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("a JSON list of texts")
+}
+
+async fn click_buttons(d: &LinuxDesktop, w: &WindowInfo, names: &[&str]) {
+    let obs = observe_until(
+        d,
+        &w.id,
+        "the buttons to be there",
+        Duration::from_secs(20),
+        |o| {
+            o.controls
+                .iter()
+                .any(|c| c.role == "button" && c.name == "7")
+        },
+    )
+    .await;
+    let click = UiAction::Click {
+        button: Button::Left,
+        double: false,
+    };
+    for name in names {
+        let c = button(&obs, name);
+        d.act(&w.id, Some(&c.id), &click)
+            .await
+            .unwrap_or_else(|e| panic!("click {name}: {e}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gnome_calculator_computes_12_times_7_by_button_names() {
+    if !wayland_on("gnome_calculator_computes_12_times_7_by_button_names") {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let d = connect().await;
+    let app = UserApp::start(&["gnome-calculator"]);
+    let w = window_of(&d, app.pid(), Duration::from_secs(30)).await;
+    assert!(w.rect.is_some(), "sway's IPC places the window: {w:?}");
+    click_buttons(&d, &w, &["1", "2", "×", "7", "="]).await;
+    observe_until(
+        &d,
+        &w.id,
+        "the display to show 84",
+        Duration::from_secs(10),
+        |o| {
+            o.controls
+                .iter()
+                .any(|c| c.role == "text" && c.value.as_deref().map(str::trim) == Some("84"))
+        },
+    )
+    .await;
+    let texts = texts_off_ufo("gnome-calculator");
+    assert!(
+        texts.iter().any(|t| t.trim() == "84"),
+        "pyatspi reads no 84: {texts:?}"
+    );
+}
+
+/// A folder and an empty file the session's user may write.
+fn user_file(name: &str) -> (tempfile::TempDir, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("ufo-wayland-test-")
+        .tempdir()
+        .expect("a temporary folder");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777))
+        .expect("chmod the folder");
+    let path = dir.path().join(name);
+    std::fs::write(&path, "").expect("the empty file");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666))
+        .expect("chmod the file");
+    (dir, path)
+}
+
+/// The editor's text area, once it is there.
+async fn text_area(d: &LinuxDesktop, w: &WindowInfo) -> Control {
+    let obs = observe_until(d, &w.id, "the text area", Duration::from_secs(20), |o| {
+        o.controls.iter().any(|c| c.role == "text")
+    })
+    .await;
+    obs.controls
+        .iter()
+        .find(|c| c.role == "text")
+        .cloned()
+        .expect("a text area")
+}
+
+/// Wait (bounded) until the file holds `want`.
+fn file_holds(path: &std::path::Path, want: &str, within: Duration) -> String {
+    let deadline = Instant::now() + within;
+    loop {
+        let now = std::fs::read_to_string(path).unwrap_or_default();
+        if now.contains(want) || Instant::now() >= deadline {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+const LINE: &str = "Grüße, naïve café — 12×7=84 ✓ ß€ Æ Ж 日本";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gnome_text_editor_types_non_ascii_and_saves_it() {
+    if !wayland_on("gnome_text_editor_types_non_ascii_and_saves_it") {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let (_dir, path) = user_file("note.txt");
+    let d = connect().await;
+    let p = path.to_str().expect("a UTF-8 path");
+    let app = UserApp::start(&["gnome-text-editor", "--standalone", p]);
+    let w = window_of(&d, app.pid(), Duration::from_secs(30)).await;
+    let text = text_area(&d, &w).await;
+    d.act(
+        &w.id,
+        Some(&text.id),
+        &UiAction::TypeKeys {
+            keys: format!("{LINE}{{ENTER}}"),
+        },
+    )
+    .await
+    .expect("type the line");
+    d.act(
+        &w.id,
+        Some(&text.id),
+        &UiAction::TypeKeys {
+            keys: "{ctrl+s}".into(),
+        },
+    )
+    .await
+    .expect("save");
+    let saved = file_holds(&path, LINE, Duration::from_secs(10));
+    assert_eq!(saved.trim_end(), LINE, "the file on disk");
+}
+
+/// Typing loses no key: 100 lines typed, a fresh desktop (new virtual devices, the first-key
+/// race of docs/desktop.md) every [`FRESH_EVERY`] lines; every line is saved whole.
+/// `UFO_WAYLAND_TYPE_RUNS` sets the number of lines (default 100).
+#[tokio::test(flavor = "multi_thread")]
+async fn typing_loses_no_key_in_100_runs() {
+    if !wayland_on("typing_loses_no_key_in_100_runs") {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let runs: usize = std::env::var("UFO_WAYLAND_TYPE_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let (_dir, path) = user_file("runs.txt");
+    let p = path.to_str().expect("a UTF-8 path");
+    let app = UserApp::start(&["gnome-text-editor", "--standalone", p]);
+    let started = Instant::now();
+    let mut expected = String::new();
+    let mut desktop = None;
+    for i in 0..runs {
+        if i % FRESH_EVERY == 0 {
+            // the one before is dropped first: its devices go, new ones come
+            drop(desktop.take());
+            let d = connect().await;
+            let w = window_of(&d, app.pid(), Duration::from_secs(30)).await;
+            let text = text_area(&d, &w).await;
+            desktop = Some((d, w, text));
+        }
+        let (d, w, text) = desktop.as_ref().expect("a desktop");
+        let line = format!("run {i:03} äö€ xyz");
+        d.act(
+            &w.id,
+            Some(&text.id),
+            &UiAction::TypeKeys {
+                keys: format!("{line}{{ENTER}}"),
+            },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("run {i}: {e}"));
+        expected.push_str(&line);
+        expected.push('\n');
+    }
+    let typing = started.elapsed();
+    let (d, w, text) = desktop.as_ref().expect("a desktop");
+    d.act(
+        &w.id,
+        Some(&text.id),
+        &UiAction::TypeKeys {
+            keys: "{ctrl+s}".into(),
+        },
+    )
+    .await
+    .expect("save");
+    let saved = file_holds(&path, expected.trim_end(), Duration::from_secs(10));
+    eprintln!(
+        "{runs} lines typed in {typing:?} ({:?} a line, a fresh desktop every {FRESH_EVERY})",
+        typing / runs.max(1) as u32
+    );
+    assert_eq!(
+        saved.trim_end(),
+        expected.trim_end(),
+        "every key of every run"
+    );
+}
+
+/// Lines typed on one desktop before the next fresh one.
+const FRESH_EVERY: usize = 10;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kcalc_a_qt_program_computes_by_button_names() {
+    if !wayland_on("kcalc_a_qt_program_computes_by_button_names") {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let d = connect().await;
+    let app = UserApp::start(&["kcalc"]);
+    let w = window_of(&d, app.pid(), Duration::from_secs(30)).await;
+    click_buttons(&d, &w, &["1", "2", "×", "7", "="]).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let texts = texts_off_ufo("kcalc");
+        if texts.iter().any(|t| t.trim() == "84") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "pyatspi reads no 84 in KCalc: {texts:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

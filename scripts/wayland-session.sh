@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# A headless Wayland session for ufo-rs's Wayland tests: a compositor (sway, headless, pixman
+# rendering) running as an unprivileged user with its own 0700 XDG_RUNTIME_DIR and its own
+# session bus (dbus-run-session; the accessibility bus comes on demand). Compositors refuse to
+# run as root, and the tests run as root: they reach the compositor through its socket and
+# the user's session bus (which this script lets root join), and start applications as the
+# user with `exec`.
+#
+#   scripts/wayland-session.sh up sway     start it (as root: creates the user and its runtime
+#                                          folder first; packages: scripts/test-deps.sh wayland)
+#   scripts/wayland-session.sh env         print the environment of the running session
+#   scripts/wayland-session.sh exec CMD…   run CMD as the session's user in the session
+#   scripts/wayland-session.sh down        stop everything it started
+#   scripts/wayland-session.sh status      exit 0 when the session is up
+#
+# The environment (WAYLAND_DISPLAY as a path, SWAYSOCK, DBUS_SESSION_BUS_ADDRESS,
+# UFO_WAYLAND_USER, DISPLAY unset) is written to "$UFO_WAYLAND_DIR/env" (default
+# /tmp/ufo-wayland-session/env); source it in a subshell, apart from the X session's:
+#   scripts/wayland-session.sh up sway && ( source /tmp/ufo-wayland-session/env && cargo test … )
+# Variables: UFO_WAYLAND_DIR (state folder), UFO_WAYLAND_USER (default ufotest),
+# UFO_WAYLAND_SIZE (default 1280x800).
+set -euo pipefail
+
+STATE="${UFO_WAYLAND_DIR:-/tmp/ufo-wayland-session}"
+ENV_FILE="$STATE/env"
+USER_NAME="${UFO_WAYLAND_USER:-ufotest}"
+SIZE="${UFO_WAYLAND_SIZE:-1280x800}"
+
+log() { echo "wayland-session: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+need_root() {
+    [ "$(id -u)" -eq 0 ] || die "run as root: it creates the user $USER_NAME and runs the compositor as that user"
+}
+
+ensure_user() {
+    if ! id -u "$USER_NAME" >/dev/null 2>&1; then
+        log "creating the user $USER_NAME"
+        useradd -m -s /bin/bash "$USER_NAME" || die "useradd $USER_NAME failed"
+    fi
+}
+
+runtime_dir() { echo "/tmp/ufo-xdg-$(id -u "$USER_NAME")"; }
+
+# the user's XDG_RUNTIME_DIR: owned by it, 0700 (Wayland and D-Bus refuse anything looser)
+ensure_runtime_dir() {
+    local dir
+    dir="$(runtime_dir)"
+    install -d -o "$USER_NAME" -g "$(id -gn "$USER_NAME")" -m 700 "$dir"
+    # sockets left by a session that was killed would be taken for the new one's
+    find "$dir" -mindepth 1 -maxdepth 1 \( -name 'wayland-*' -o -name 'sway-ipc.*' \) -delete
+}
+
+# the user's session bus, joinable by root (the tests), with the standard session services
+write_bus_config() {
+    cat >"$STATE/session-bus.conf" <<'EOF'
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <include>/usr/share/dbus-1/session.conf</include>
+  <policy context="default">
+    <allow user="root"/>
+  </policy>
+</busconfig>
+EOF
+}
+
+write_sway() {
+    cat >"$STATE/sway.conf" <<EOF
+output HEADLESS-1 resolution $SIZE position 0 0 bg #335577 solid_color
+default_border normal 2
+focus_follows_mouse no
+seat seat0 fallback true
+EOF
+    # runs as the user inside dbus-run-session: sway, then the environment once its sockets exist
+    cat >"$STATE/inner.sh" <<'EOF'
+#!/bin/bash
+set -u
+export WLR_BACKENDS=headless WLR_RENDERER=pixman WLR_LIBINPUT_NO_DEVICES=1 XDG_SESSION_TYPE=wayland
+unset DISPLAY WAYLAND_DISPLAY
+sway -c "$STATE/sway.conf" >"$XDG_RUNTIME_DIR/sway.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 500); do
+    sock="$(ls "$XDG_RUNTIME_DIR"/sway-ipc.*."$pid".sock 2>/dev/null | head -n1 || true)"
+    if [ -n "$sock" ]; then
+        way="$(ls "$XDG_RUNTIME_DIR"/wayland-[0-9] 2>/dev/null | head -n1 || true)"
+        [ -n "$way" ] && [ -S "$way" ] && break
+    fi
+    kill -0 "$pid" 2>/dev/null || exit 1
+    sleep 0.02
+done
+{
+    echo "export WAYLAND_DISPLAY=$way"
+    echo "export SWAYSOCK=$sock"
+    echo "export DBUS_SESSION_BUS_ADDRESS=$DBUS_SESSION_BUS_ADDRESS"
+} >"$XDG_RUNTIME_DIR/ufo-session.env"
+wait "$pid"
+EOF
+    chmod 755 "$STATE/inner.sh"
+}
+
+session_up() {
+    [ -f "$ENV_FILE" ] || return 1
+    # shellcheck disable=SC1090
+    ( source "$ENV_FILE" && [ -S "$WAYLAND_DISPLAY" ] && [ -S "$SWAYSOCK" ] \
+        && kill -0 "$(cat "$STATE/pgid")" 2>/dev/null )
+}
+
+up() {
+    local compositor="${1:-sway}"
+    [ "$compositor" = sway ] || die "unknown compositor $compositor: only sway is supported so far"
+    need_root
+    if session_up; then
+        log "already up"
+        cat "$ENV_FILE"
+        return 0
+    fi
+    command -v sway >/dev/null || die "sway is not installed: run scripts/test-deps.sh wayland"
+    command -v dbus-run-session >/dev/null || die "dbus-run-session is missing: install dbus"
+    ensure_user
+    ensure_runtime_dir
+    mkdir -p "$STATE"
+    chmod 755 "$STATE"
+    rm -f "$ENV_FILE"
+    write_bus_config
+    write_sway
+    local rt
+    rt="$(runtime_dir)"
+    rm -f "$rt/ufo-session.env"
+    # its own process group (setsid), so that `down` ends the compositor, the buses and all
+    setsid setpriv --reuid="$USER_NAME" --regid="$USER_NAME" --init-groups --reset-env \
+        env HOME="$(getent passwd "$USER_NAME" | cut -d: -f6)" USER="$USER_NAME" \
+        PATH=/usr/local/bin:/usr/bin:/bin XDG_RUNTIME_DIR="$rt" STATE="$STATE" \
+        dbus-run-session --config-file="$STATE/session-bus.conf" -- "$STATE/inner.sh" \
+        >"$STATE/session.log" 2>&1 </dev/null &
+    local pid=$!
+    echo "$pid" >"$STATE/pgid"
+    for _ in $(seq 1 250); do
+        [ -f "$rt/ufo-session.env" ] && break
+        kill -0 "$pid" 2>/dev/null || die "the session ended at once; see $STATE/session.log and $rt/sway.log"
+        sleep 0.02
+    done
+    [ -f "$rt/ufo-session.env" ] || { down; die "sway did not come up within 5 s; see $rt/sway.log"; }
+    {
+        echo "# ufo-rs Wayland session ($compositor), made by scripts/wayland-session.sh"
+        echo "unset DISPLAY"
+        cat "$rt/ufo-session.env"
+        echo "export UFO_WAYLAND_USER=$USER_NAME"
+        echo "export UFO_WAYLAND_RUNTIME=$rt"
+        echo "export UFO_WAYLAND_COMPOSITOR=$compositor"
+    } >"$ENV_FILE"
+    log "up: $compositor as $USER_NAME; source $ENV_FILE"
+    cat "$ENV_FILE"
+}
+
+# run a command as the session's user, in the session (its own HOME, buses and Wayland socket)
+run_as_user() {
+    session_up || die "the session is not up: run scripts/wayland-session.sh up sway"
+    # shellcheck disable=SC1090
+    source "$ENV_FILE"
+    exec setpriv --reuid="$USER_NAME" --regid="$USER_NAME" --init-groups --reset-env \
+        env HOME="$(getent passwd "$USER_NAME" | cut -d: -f6)" USER="$USER_NAME" \
+        PATH=/usr/local/bin:/usr/bin:/bin XDG_RUNTIME_DIR="$UFO_WAYLAND_RUNTIME" \
+        WAYLAND_DISPLAY="$WAYLAND_DISPLAY" DBUS_SESSION_BUS_ADDRESS="$DBUS_SESSION_BUS_ADDRESS" \
+        GDK_BACKEND=wayland QT_QPA_PLATFORM=wayland QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1 \
+        NO_AT_BRIDGE=0 "$@"
+}
+
+down() {
+    if [ -f "$STATE/pgid" ]; then
+        local pgid
+        pgid="$(cat "$STATE/pgid")"
+        kill -TERM -- "-$pgid" 2>/dev/null || true
+        for _ in $(seq 1 100); do
+            kill -0 -- "-$pgid" 2>/dev/null || break
+            sleep 0.03
+        done
+        kill -KILL -- "-$pgid" 2>/dev/null || true
+        rm -f "$STATE/pgid"
+    fi
+    rm -f "$ENV_FILE"
+    log "down"
+}
+
+case "${1:-}" in
+    up) shift; up "$@" ;;
+    env) session_up || die "not up"; cat "$ENV_FILE" ;;
+    exec) shift; run_as_user "$@" ;;
+    down) down ;;
+    status) session_up ;;
+    *) die "usage: $0 up sway | env | exec CMD… | down | status" ;;
+esac
