@@ -59,10 +59,11 @@ async fn window_of(d: &LinuxDesktop, pid: u32) -> WindowInfo {
     }
 }
 
-/// One step: click the button "1" (by its label in the last observation), observe again.
-async fn step(d: &LinuxDesktop, w: &WindowInfo) -> Duration {
+/// One step: observe, click the button "1" by its label; the time of each part.
+async fn step(d: &LinuxDesktop, w: &WindowInfo) -> (Duration, Duration) {
     let t = Instant::now();
     let obs = d.observe(&w.id).await.expect("observe");
+    let observed = t.elapsed();
     let one = obs
         .controls
         .iter()
@@ -72,8 +73,9 @@ async fn step(d: &LinuxDesktop, w: &WindowInfo) -> Duration {
         button: Button::Left,
         double: false,
     };
+    let t = Instant::now();
     d.act(&w.id, Some(&one.id), &click).await.expect("click 1");
-    t.elapsed()
+    (observed, t.elapsed())
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -128,9 +130,16 @@ async fn main() {
         step(&w, &ww).await;
     }
     let (mut tx, mut tw) = (Vec::new(), Vec::new());
+    let (mut parts_x, mut parts_w) = ((Vec::new(), Vec::new()), (Vec::new(), Vec::new()));
     for _ in 0..iters {
-        tx.push(ms(step(&x, &xw).await));
-        tw.push(ms(step(&w, &ww).await));
+        let (o, a) = step(&x, &xw).await;
+        tx.push(ms(o + a));
+        parts_x.0.push(ms(o));
+        parts_x.1.push(ms(a));
+        let (o, a) = step(&w, &ww).await;
+        tw.push(ms(o + a));
+        parts_w.0.push(ms(o));
+        parts_w.1.push(ms(a));
     }
     tx.sort_by(f64::total_cmp);
     tw.sort_by(f64::total_cmp);
@@ -139,6 +148,13 @@ async fn main() {
     println!("X11      p50 {mx:>7.1} ms  p90 {:>7.1} ms", pct(&tx, 0.9));
     println!("Wayland  p50 {mw:>7.1} ms  p90 {:>7.1} ms", pct(&tw, 0.9));
     println!("ratio Wayland / X11 (p50): {:.2}", mw / mx.max(0.001));
+    println!(
+        "p50 observe / act+settle: X11 {:.1} / {:.1} ms, Wayland {:.1} / {:.1} ms",
+        median(parts_x.0),
+        median(parts_x.1),
+        median(parts_w.0),
+        median(parts_w.1)
+    );
     if let Some(p) = xw.pid {
         let _ = Command::new("kill").arg(p.to_string()).status();
     }

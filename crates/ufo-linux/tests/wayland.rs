@@ -367,3 +367,26 @@ async fn kcalc_a_qt_program_computes_by_button_names() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn doctor_finds_sway_its_protocols_and_its_ipc() {
+    if !wayland_on("doctor_finds_sway_its_protocols_and_its_ipc") {
+        return;
+    }
+    let findings = ufo_linux::doctor::check_wayland(Some(socket()), Duration::from_secs(5)).await;
+    let what: Vec<&str> = findings.iter().map(|f| f.what.as_str()).collect();
+    assert!(findings.iter().all(|f| f.ok), "{findings:?}");
+    for needed in [
+        "reachable",
+        "zwlr_foreign_toplevel_manager_v1 offered",
+        "zwlr_screencopy_manager_v1 offered",
+        "zwp_virtual_keyboard_manager_v1 offered",
+        "zwlr_virtual_pointer_manager_v1 offered",
+        "sway IPC at",
+    ] {
+        assert!(
+            what.iter().any(|w| w.contains(needed)),
+            "no {needed:?} in {what:?}"
+        );
+    }
+}

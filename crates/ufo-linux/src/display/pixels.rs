@@ -16,8 +16,13 @@ pub(crate) struct RgbImage {
 /// A cheap fingerprint of a capture (to see whether it changed): FNV-1a over every 7th byte
 /// is plenty to notice a redraw.
 pub(crate) fn fingerprint(img: &RgbImage) -> u64 {
+    fingerprint_bytes(&img.data)
+}
+
+/// The fingerprint of raw pixel bytes (a display's own format, compared only with its own).
+pub(crate) fn fingerprint_bytes(data: &[u8]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in img.data.iter().step_by(7) {
+    for b in data.iter().step_by(7) {
         hash ^= u64::from(*b);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }

@@ -352,6 +352,16 @@ impl Display for Wlroots {
         })
     }
 
+    // the captured bytes hashed as they come, with no conversion to RGB first (settling
+    // takes one every poll)
+    fn fingerprint(&self, area: Rect) -> Result<u64, LinuxError> {
+        let (_, bgrx) = self.grab(area)?.ok_or_else(|| LinuxError::Wayland {
+            what: "capture".into(),
+            source: cause("the rectangle is off the output"),
+        })?;
+        Ok(super::pixels::fingerprint_bytes(&bgrx))
+    }
+
     fn look(&self, area: Rect) -> Result<Look, LinuxError> {
         Ok(match self.grab(area)? {
             Some((r, bgrx)) => {
