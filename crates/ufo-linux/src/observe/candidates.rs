@@ -335,34 +335,7 @@ pub(super) fn uses_showing(tree: &AppTree, frame: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vocab::ROOT_PATH;
-
-    /// A node of a fake tree: `path` under `parent`, visible and showing.
-    fn at(path: &str, parent: &str, index: i32, role: u32) -> Node {
-        Node {
-            path: path.into(),
-            parent: parent.into(),
-            index,
-            child_count: 0,
-            ifaces: iface::COMPONENT,
-            name: format!("n{path}"),
-            role,
-            description: String::new(),
-            states: state::VISIBLE | state::SHOWING,
-        }
-    }
-
-    /// frame /f (under the application's root) with /a, /a/b, /a/b/c.
-    fn chain() -> AppTree {
-        let mut f = at("/f", ROOT_PATH, 0, role::FRAME);
-        f.child_count = 1;
-        AppTree::from_nodes(vec![
-            f,
-            at("/a", "/f", 0, role::PANEL),
-            at("/b", "/a", 0, role::PUSH_BUTTON),
-            at("/c", "/b", 0, role::PUSH_BUTTON),
-        ])
-    }
+    use crate::observe::fixtures::chain;
 
     /// Issue 23, item 2: a circle of parent links under the window (a stale answer) is
     /// followed once: every node is looked at once, the window is not "more than N nodes".

@@ -159,7 +159,7 @@ fn near(a: Rect, b: Rect) -> bool {
 mod tests {
     use super::*;
     use crate::display::WinId;
-    use crate::vocab::iface;
+    use crate::observe::fixtures::at;
 
     fn window(id: u32, title: &str, pid: u32, rect: (i32, i32, u32, u32)) -> DisplayWindow {
         DisplayWindow {
@@ -282,21 +282,6 @@ mod tests {
             chosen(&tops, &w, &with_dialog),
             Some(("/2".into(), Evidence::Only))
         );
-    }
-
-    /// A node of a fake tree: `path` under `parent`, visible and showing.
-    fn at(path: &str, parent: &str, index: i32, role: u32) -> Node {
-        Node {
-            path: path.into(),
-            parent: parent.into(),
-            index,
-            child_count: 0,
-            ifaces: iface::COMPONENT,
-            name: format!("n{path}"),
-            role,
-            description: String::new(),
-            states: state::VISIBLE | state::SHOWING,
-        }
     }
 
     /// Issue 23, item 2: Chromium lists its application object among its windows (its

@@ -6,6 +6,8 @@ mod arrange;
 mod candidates;
 pub(crate) mod changes;
 mod fields;
+#[cfg(test)]
+mod fixtures;
 mod frames;
 pub(crate) mod loading;
 mod locate;

@@ -375,6 +375,7 @@ pub(super) fn report_refused(refused: &mut Vec<String>, warnings: &mut Vec<Strin
 mod tests {
     use super::*;
     use crate::observe::candidates::collect_candidates;
+    use crate::observe::fixtures::{at, chain};
     use crate::vocab::{iface, role, ROOT_PATH};
 
     fn node(role: u32, child_count: i32, states: u64) -> Node {
@@ -463,33 +464,6 @@ mod tests {
             walk_verdict(&node(role::FRAME, 4, manages), 0, true, 2000, true),
             Walk::Done
         );
-    }
-
-    /// A node of a fake tree: `path` under `parent`, visible and showing.
-    fn at(path: &str, parent: &str, index: i32, role: u32) -> Node {
-        Node {
-            path: path.into(),
-            parent: parent.into(),
-            index,
-            child_count: 0,
-            ifaces: iface::COMPONENT,
-            name: format!("n{path}"),
-            role,
-            description: String::new(),
-            states: state::VISIBLE | state::SHOWING,
-        }
-    }
-
-    /// frame /f (under the application's root) with /a, /a/b, /a/b/c.
-    fn chain() -> AppTree {
-        let mut f = at("/f", ROOT_PATH, 0, role::FRAME);
-        f.child_count = 1;
-        AppTree::from_nodes(vec![
-            f,
-            at("/a", "/f", 0, role::PANEL),
-            at("/b", "/a", 0, role::PUSH_BUTTON),
-            at("/c", "/b", 0, role::PUSH_BUTTON),
-        ])
     }
 
     /// A frame with a web document holding a group Gecko reports as not showing (a settings
