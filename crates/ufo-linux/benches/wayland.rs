@@ -59,6 +59,42 @@ async fn window_of(d: &LinuxDesktop, pid: u32) -> WindowInfo {
     }
 }
 
+/// sway tiles a window over the whole output: float the calculator at the size it has on X11,
+/// so that both steps look at as many pixels. Its size, to wait for.
+async fn float_like(wl: &[(String, String)], pid: u32, on_x: &WindowInfo) -> (u32, u32) {
+    let r = on_x.rect.expect("the X11 window's place");
+    let floated = Command::new("swaymsg")
+        .args(["-s", var(wl, "SWAYSOCK")])
+        .arg(format!(
+            "[pid={pid}] floating enable, resize set {} {}, move position 0 0",
+            r.w, r.h
+        ))
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(floated, "swaymsg could not float the calculator");
+    (r.w, r.h)
+}
+
+/// The window of `pid` once it has about `size` (sway's resize counts the border).
+async fn window_of_sized(d: &LinuxDesktop, pid: u32, size: &(u32, u32)) -> WindowInfo {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let w = window_of(d, pid).await;
+        if w.rect
+            .is_some_and(|r| r.w.abs_diff(size.0) <= 8 && r.h.abs_diff(size.1) <= 8)
+        {
+            return w;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the calculator kept its size: {:?}",
+            w.rect
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// One step: observe, click the button "1" by its label; the time of each part.
 async fn step(d: &LinuxDesktop, w: &WindowInfo) -> (Duration, Duration) {
     let t = Instant::now();
@@ -80,6 +116,11 @@ async fn step(d: &LinuxDesktop, w: &WindowInfo) -> (Duration, Duration) {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    // `RUST_LOG=ufo_linux=debug` shows each settle's times
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
     let Ok(env_file) = std::env::var("UFO_WAYLAND_ENV") else {
         eprintln!("wayland bench: set UFO_WAYLAND_ENV to the env file of scripts/wayland-session.sh (and run in the X session)");
         return;
@@ -106,7 +147,9 @@ async fn main() {
     let xw = x.launch_app("calculator").await.expect("calculator on X11");
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/wayland-session.sh");
     let child = Command::new(script)
-        .args(["exec", "gnome-calculator"])
+        // drawn as ufo launches GTK 4 on a display without direct rendering (cairo), as
+        // on the X side
+        .args(["exec", "env", "GSK_RENDERER=cairo", "gnome-calculator"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -123,7 +166,9 @@ async fn main() {
     })
     .await
     .expect("the Wayland desktop");
-    let ww = window_of(&w, pid).await;
+    window_of(&w, pid).await;
+    let size = float_like(&wl, pid, &xw).await;
+    let ww = window_of_sized(&w, pid, &size).await;
     // warm both (first observations read whole trees)
     for _ in 0..3 {
         step(&x, &xw).await;

@@ -7,15 +7,17 @@
 //!
 //! AT-SPI extents are relative to the client area on Wayland ([`CoordSpace::ClientArea`]).
 //! Without sway's IPC (another wlroots compositor) windows have no known place: their
-//! controls are acted on through their actions. There is no change watch (settling compares
-//! pixels) and no take-over watch.
+//! controls are acted on through their actions. The change watch comes from the compositor's
+//! copies with damage (`watch`); there is no take-over watch.
 
 pub(crate) mod keymap;
 mod session;
 pub(crate) mod sway;
+mod watch;
 
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,7 +38,8 @@ type Job = Box<dyn FnOnce(&mut Session) + Send>;
 
 /// Most jobs waiting for the thread.
 const QUEUE: usize = 32;
-/// How long the thread sleeps between reading the compositor's events when no job comes.
+/// Longest the thread waits for the compositor's events before it looks for jobs again (a
+/// job wakes it at once).
 const IDLE: Duration = Duration::from_millis(100);
 /// Longest wait for the connection to open.
 const OPEN_WAIT: Duration = Duration::from_secs(10);
@@ -44,8 +47,11 @@ const OPEN_WAIT: Duration = Duration::from_secs(10);
 /// A wlroots compositor: the channel to the connection's thread, and what does not change.
 pub(crate) struct Wlroots {
     jobs: SyncSender<Job>,
+    /// written after each job sent, so that the thread waiting for events runs it at once
+    wake: Arc<OwnedFd>,
     screen: Rect,
     socket: PathBuf,
+    watch: Option<Arc<watch::Watch>>,
 }
 
 impl Wlroots {
@@ -56,12 +62,22 @@ impl Wlroots {
         let (jobs, inbox) = mpsc::sync_channel::<Job>(QUEUE);
         let (opened_tx, opened) = mpsc::sync_channel(1);
         let path = socket.clone();
+        let wake = rustix::event::eventfd(
+            0,
+            rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
+        )
+        .map(Arc::new)
+        .map_err(|e| LinuxError::WaylandConnect {
+            socket: socket.display().to_string(),
+            source: Box::new(std::io::Error::from(e)),
+        })?;
+        let woken = Arc::clone(&wake);
         std::thread::Builder::new()
             .name("ufo-wayland".into())
             .spawn(move || match Session::open(Some(&path)) {
                 Ok(s) => {
-                    let _ = opened_tx.send(Ok(s.output_size()));
-                    serve(s, inbox);
+                    let _ = opened_tx.send(Ok((s.output_size(), s.change_watch())));
+                    serve(s, inbox, &woken);
                 }
                 Err(e) => {
                     let _ = opened_tx.send(Err(e));
@@ -71,7 +87,7 @@ impl Wlroots {
                 socket: socket.display().to_string(),
                 source: Box::new(e),
             })?;
-        let (w, h) = match opened.recv_timeout(OPEN_WAIT) {
+        let ((w, h), watch) = match opened.recv_timeout(OPEN_WAIT) {
             Ok(r) => r?,
             Err(_) => {
                 return Err(LinuxError::Timeout {
@@ -82,8 +98,10 @@ impl Wlroots {
         };
         Ok(Wlroots {
             jobs,
+            wake,
             screen: Rect::new(0, 0, w, h),
             socket,
+            watch,
         })
     }
 
@@ -105,7 +123,11 @@ impl Wlroots {
         };
         loop {
             match self.jobs.try_send(job) {
-                Ok(()) => break,
+                Ok(()) => {
+                    // (a full counter only means the thread is woken already)
+                    let _ = rustix::io::write(self.wake.as_fd(), &1u64.to_ne_bytes());
+                    break;
+                }
                 Err(TrySendError::Full(back)) if Instant::now() < deadline => {
                     job = back;
                     std::thread::sleep(Duration::from_millis(2));
@@ -129,12 +151,13 @@ impl Wlroots {
         }
     }
 
-    /// Capture the output and cut `area` out of it (clipped to the screen): BGRX rows and
-    /// where they lie. A capture of the whole output is quicker than one of a region on
-    /// wlroots 0.15 (docs/desktop.md, "Wayland").
+    /// The screen now ([`Session::seen`]: the change watch's last copy, else a capture of the
+    /// whole output, quicker than one of a region on wlroots 0.15, docs/desktop.md "Wayland"),
+    /// cut to `area` (clipped to the screen): BGRX rows and where they lie. Looks, captures
+    /// and fingerprints all come from it, so a redraw settling heard of and the pixels it
+    /// compares are the same frame.
     fn grab(&self, area: Rect) -> Result<Option<(Rect, Vec<u8>)>, LinuxError> {
-        let shot = self.call("capture", Session::capture)?;
-        Ok(crop(&shot, area))
+        self.call("capture", move |s| s.seen(area))
     }
 }
 
@@ -177,46 +200,43 @@ pub(crate) fn probe(socket: Option<&Path>, within: Duration) -> Result<Probe, Li
     })
 }
 
-/// The connection's thread: run the jobs as they come; between them, read the compositor's
-/// events so that its window list stays current. Ends when the display is dropped.
-fn serve(mut s: Session, inbox: Receiver<Job>) {
+/// The connection's thread: run the jobs as they come; between them, wait for the
+/// compositor's events (woken by a job) and handle them as they come, so that the window list
+/// and the change watch stay current. Ends when the display is dropped.
+fn serve(mut s: Session, inbox: Receiver<Job>, wake: &OwnedFd) {
     loop {
-        match inbox.recv_timeout(IDLE) {
-            Ok(job) => {
-                if let Err(e) = s.pump() {
-                    tracing::warn!("the Wayland connection broke: {e}");
+        loop {
+            match inbox.try_recv() {
+                Ok(job) => {
+                    if let Err(e) = s.pump() {
+                        tracing::warn!("the Wayland connection broke: {e}");
+                    }
+                    job(&mut s);
                 }
-                job(&mut s);
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => return,
             }
-            Err(RecvTimeoutError::Timeout) => {
-                if let Err(e) = s.pump() {
-                    tracing::warn!("the Wayland connection broke: {e}");
-                    return;
-                }
-            }
-            Err(RecvTimeoutError::Disconnected) => return,
         }
+        if let Err(e) = s.wait(wake.as_fd(), IDLE) {
+            tracing::warn!("the Wayland connection broke: {e}");
+            return;
+        }
+        // (the jobs that woke it are taken at the top of the loop)
+        let _ = rustix::io::read(wake, &mut [0u8; 8]);
     }
 }
 
 /// A rectangle of a capture, clipped to it: where it lies and its BGRX rows (`None` when
 /// nothing of it is on the output).
 fn crop(shot: &Shot, area: Rect) -> Option<(Rect, Vec<u8>)> {
-    let (sw, sh) = (shot.width as i32, shot.height as i32);
-    let x0 = area.x.clamp(0, sw);
-    let y0 = area.y.clamp(0, sh);
-    let x1 = (area.x + area.w as i32).clamp(0, sw);
-    let y1 = (area.y + area.h as i32).clamp(0, sh);
-    if x1 <= x0 || y1 <= y0 {
-        return None;
-    }
+    let r = watch::clip(area, shot.width, shot.height)?;
     let stride = shot.width as usize * 4;
-    let mut out = Vec::with_capacity(((x1 - x0) * (y1 - y0) * 4) as usize);
-    for y in y0..y1 {
-        let start = y as usize * stride + x0 as usize * 4;
-        out.extend_from_slice(shot.bgrx.get(start..start + (x1 - x0) as usize * 4)?);
+    let mut out = Vec::with_capacity(r.w as usize * r.h as usize * 4);
+    for y in r.y..r.y + r.h as i32 {
+        let start = y as usize * stride + r.x as usize * 4;
+        out.extend_from_slice(shot.bgrx.get(start..start + r.w as usize * 4)?);
     }
-    Some((Rect::new(x0, y0, (x1 - x0) as u32, (y1 - y0) as u32), out))
+    Some((r, out))
 }
 
 /// The windows: the toplevels in the order they appeared, each with what sway's IPC says
@@ -390,7 +410,9 @@ impl Display for Wlroots {
     }
 
     fn change_watch(&self) -> Option<Arc<dyn ChangeWatch>> {
-        None
+        self.watch
+            .as_ref()
+            .map(|w| Arc::clone(w) as Arc<dyn ChangeWatch>)
     }
 
     fn person_input(&self) -> Option<Arc<PersonInput>> {

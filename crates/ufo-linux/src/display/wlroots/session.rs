@@ -49,10 +49,13 @@ use wayland_protocols_wlr::virtual_pointer::v1::client::{
 
 use super::keymap::{self, Keymap};
 use super::sway::Ipc;
+use super::watch::{Damage, Watch};
 use crate::display::choice::{compositor_of, Compositor};
 use crate::display::keys::KeyStep;
+use crate::display::WinId;
 use crate::error::cause;
 use crate::LinuxError;
+use ufo_core::Rect;
 
 /// How long the clients get, once, to bind the keyboard and pointer the new devices gave the
 /// seat (measured: 2 ms was enough; docs/desktop.md, "Wayland").
@@ -73,7 +76,7 @@ fn wl_err(what: &str) -> impl Fn(wayland_client::backend::WaylandError) -> Linux
     }
 }
 
-fn io_err(what: &str) -> impl Fn(std::io::Error) -> LinuxError + '_ {
+pub(super) fn io_err(what: &str) -> impl Fn(std::io::Error) -> LinuxError + '_ {
     move |e| LinuxError::Wayland {
         what: what.to_string(),
         source: Box::new(e),
@@ -113,6 +116,9 @@ pub(crate) struct State {
     pub toplevels: HashMap<ObjectId, Toplevel>,
     next_number: u32,
     frame: Frame,
+    /// the copies with damage that feed the change watch (`watch.rs`), when the compositor
+    /// offers them
+    pub damage: Option<Damage>,
 }
 
 /// A capture of the whole output: BGRX rows, top row first.
@@ -248,11 +254,22 @@ impl Session {
         let keyboard = vkm.create_virtual_keyboard(&seat, &qh, ());
         let pointer = vpm.create_virtual_pointer(Some(&seat), &qh, ());
         let pointer_version = pointer.version();
+        let mut state = State::default();
+        // copies with damage came with screencopy version 2
+        if screencopy.version() >= 2 {
+            state.damage = Some(Damage::start(
+                Arc::new(Watch::default()),
+                screencopy.clone(),
+                output.clone(),
+                shm.clone(),
+                &qh,
+            ));
+        }
         let mut s = Session {
             conn,
             queue,
             qh,
-            state: State::default(),
+            state,
             seat,
             output,
             shm,
@@ -355,6 +372,74 @@ impl Session {
                     if e.kind() == std::io::ErrorKind::WouldBlock => {}
                 Err(e) => return Err(wl_err(what)(e)),
             }
+        }
+    }
+
+    /// Wait at most `timeout` for the compositor's events or for `wake` to become readable,
+    /// and handle the events that came: the idle step of the connection's thread, so that the
+    /// change watch hears of a redraw when it happens.
+    pub(crate) fn wait(
+        &mut self,
+        wake: std::os::fd::BorrowedFd<'_>,
+        timeout: Duration,
+    ) -> Result<(), LinuxError> {
+        let dispatch_err = |e| LinuxError::Wayland {
+            what: "dispatch".into(),
+            source: Box::new(e),
+        };
+        self.queue
+            .dispatch_pending(&mut self.state)
+            .map_err(dispatch_err)?;
+        self.conn.flush().map_err(wl_err("flush"))?;
+        let Some(guard) = self.queue.prepare_read() else {
+            return Ok(());
+        };
+        let timeout = rustix::event::Timespec {
+            tv_sec: timeout.as_secs() as _,
+            tv_nsec: timeout.subsec_nanos() as _,
+        };
+        let fd = guard.connection_fd();
+        let mut fds = [
+            rustix::event::PollFd::new(
+                &fd,
+                rustix::event::PollFlags::IN | rustix::event::PollFlags::ERR,
+            ),
+            rustix::event::PollFd::new(&wake, rustix::event::PollFlags::IN),
+        ];
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(io_err("wait for the compositor")(e.into())),
+        }
+        if fds[0].revents().is_empty() {
+            drop(guard);
+        } else {
+            match guard.read() {
+                Ok(_) => {}
+                Err(wayland_client::backend::WaylandError::Io(e))
+                    if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(wl_err("read")(e)),
+            }
+        }
+        self.queue
+            .dispatch_pending(&mut self.state)
+            .map_err(dispatch_err)?;
+        self.conn.flush().map_err(wl_err("flush"))
+    }
+
+    /// The change watch, when the compositor copies with damage.
+    pub(crate) fn change_watch(&self) -> Option<Arc<Watch>> {
+        self.state.damage.as_ref().map(|d| Arc::clone(d.watch()))
+    }
+
+    /// `area` of the screen now (clipped to it; `None` when off the output): as the last
+    /// redraw left it, when the change watch has one (after a round trip, every redraw the
+    /// compositor made before it has been heard of, and each was copied as it was drawn);
+    /// else cut from a capture, which waits for the next frame.
+    pub(crate) fn seen(&mut self, area: Rect) -> Result<Option<(Rect, Vec<u8>)>, LinuxError> {
+        self.sync()?;
+        match self.state.damage.as_ref().and_then(|d| d.latest(area)) {
+            Some(seen) => seen,
+            None => Ok(super::crop(&self.capture()?, area)),
         }
     }
 
@@ -558,7 +643,7 @@ impl Session {
 }
 
 /// The output's pixels as BGRX rows, top row first, from a shared-memory format.
-fn to_bgrx(
+pub(super) fn to_bgrx(
     raw: &[u8],
     w: u32,
     h: u32,
@@ -601,7 +686,7 @@ fn to_bgrx(
 }
 
 /// An anonymous file holding `bytes` (a keymap, or an empty buffer to size).
-fn memfd_with(name: &str, bytes: &[u8]) -> Result<File, LinuxError> {
+pub(super) fn memfd_with(name: &str, bytes: &[u8]) -> Result<File, LinuxError> {
     let fd =
         memfd_create(name, MemfdFlags::CLOEXEC).map_err(|e| io_err("memfd_create")(e.into()))?;
     let mut f = File::from(fd);
@@ -688,13 +773,20 @@ impl Dispatch<ZwlrForeignToplevelHandleV1, ()> for State {
         _: &QueueHandle<Self>,
     ) {
         if let fth::Event::Closed = ev {
-            s.toplevels.remove(&h.id());
+            let gone = s.toplevels.remove(&h.id()).map(|t| WinId(t.number));
+            if let (Some(d), Some(g)) = (s.damage.as_ref(), gone) {
+                d.watch().window(Some(g));
+            }
             h.destroy();
             return;
         }
         let next = &mut s.next_number;
+        let damage = &s.damage;
         let t = s.toplevels.entry(h.id()).or_insert_with(|| {
             *next += 1;
+            if let Some(d) = damage {
+                d.watch().window(None);
+            }
             Toplevel {
                 number: *next,
                 title: String::new(),
