@@ -87,6 +87,9 @@ impl ChangeWatch for Watch {
     }
 }
 
+/// A rectangle of the output and its BGRX rows.
+pub(crate) type Cut = (Rect, Vec<u8>);
+
 /// The user data of the watch's frames (the captures of `session.rs` carry `()`).
 pub(crate) struct WatchFrame;
 
@@ -179,7 +182,7 @@ impl Damage {
     /// `area` of the screen as the last redraw left it (`None` before the first answer;
     /// `Ok(None)` when `area` is off the output): where it lies and its BGRX rows, read from
     /// the buffer row by row (a window is a fraction of the output).
-    pub(crate) fn latest(&self, area: Rect) -> Option<Result<Option<(Rect, Vec<u8>)>, LinuxError>> {
+    pub(crate) fn latest(&self, area: Rect) -> Option<Result<Option<Cut>, LinuxError>> {
         let (i, y_invert) = self.latest?;
         let b = self.buffers[i].as_ref()?;
         Some(read_area(b, y_invert, area))
@@ -237,11 +240,7 @@ impl Damage {
 }
 
 /// `area` of a buffer (clipped to it) as BGRX rows, top row first.
-fn read_area(
-    b: &Buffer,
-    y_invert: bool,
-    area: Rect,
-) -> Result<Option<(Rect, Vec<u8>)>, LinuxError> {
+fn read_area(b: &Buffer, y_invert: bool, area: Rect) -> Result<Option<Cut>, LinuxError> {
     let Some(r) = clip(area, b.width, b.height) else {
         return Ok(None);
     };
