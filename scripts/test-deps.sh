@@ -46,7 +46,8 @@
 # Kubernetes JSON schemas, so the check runs offline) into the same virtual environment as
 # install_python_mcp, for the check of deploy/kubernetes/ (crates/ufo/tests/shards.rs).
 #
-# install_wayland: sway (headless wlroots compositor), gnome-calculator and gnome-text-editor
+# install_wayland: sway (headless wlroots compositor), KWin (kwin-wayland: about 160 packages,
+# 46 MB to download, without recommends), gnome-calculator and gnome-text-editor
 # (GTK 4), KCalc with Qt's Wayland plugin, and python3-pyatspi (the tests read the apps' state
 # through it), without recommends, for the Wayland live tests (crates/ufo-linux/tests/wayland.rs,
 # run in a session of scripts/wayland-session.sh). Installs only the missing packages, and
@@ -65,7 +66,7 @@ install_chromium() {
 }
 
 install_wayland() {
-  _apt_install_missing install_wayland sway dbus at-spi2-core gnome-calculator gnome-text-editor kcalc qtwayland5 python3-pyatspi
+  _apt_install_missing install_wayland sway kwin-wayland dbus at-spi2-core gnome-calculator gnome-text-editor kcalc qtwayland5 python3-pyatspi
 }
 
 install_libreoffice() {

@@ -51,12 +51,20 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
 cargo test --workspace --locked
 
-echo "== Wayland live tests (sway, headless)"
+echo "== Wayland live tests (sway headless, then KWin virtual; one session at a time)"
 # A compositor as an unprivileged user with its own session bus; the tests, apart from the X
-# session's environment, reach it through its socket (docs/desktop.md, "Wayland").
+# session's environment, reach it through its socket (docs/desktop.md, "Wayland"). On KWin
+# they run as the session's user (cargo's runner): KWin grants its input and captures by the
+# executable, which it reads only for its own user's processes.
 scripts/wayland-session.sh up sway >/dev/null
 ( # shellcheck disable=SC1091
   source "$UFO_WAYLAND_DIR/env" && UFO_WAYLAND_TESTS=1 cargo test -p ufo-linux --locked --test wayland )
+scripts/wayland-session.sh down >/dev/null
+scripts/wayland-session.sh up kwin >/dev/null
+( # shellcheck disable=SC1091
+  source "$UFO_WAYLAND_DIR/env" \
+  && CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$PWD/scripts/wayland-session.sh exec" \
+     UFO_WAYLAND_TESTS=1 cargo test -p ufo-linux --locked --test wayland )
 scripts/wayland-session.sh down >/dev/null
 
 echo "== bounded fuzz run (about a minute; docs/security.md: how to run a long campaign)"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A headless Wayland session for ufo-rs's Wayland tests: a compositor (sway, headless, pixman
-# rendering) running as an unprivileged user with its own 0700 XDG_RUNTIME_DIR and its own
+# rendering; or KWin, virtual, llvmpipe) running as an unprivileged user with its own 0700 XDG_RUNTIME_DIR and its own
 # session bus (dbus-run-session; the accessibility bus comes on demand). Compositors refuse to
 # run as root, and the tests run as root: they reach the compositor through its socket and
 # the user's session bus (which this script lets root join), and start applications as the
@@ -8,12 +8,20 @@
 #
 #   scripts/wayland-session.sh up sway     start it (as root: creates the user and its runtime
 #                                          folder first; packages: scripts/test-deps.sh wayland)
+#   scripts/wayland-session.sh up kwin     the same with KWin (kwin_wayland --virtual), run from
+#                                          a copy without the packaged file capability
+#   scripts/wayland-session.sh grant EXE   let the executable EXE use KWin's fake input and
+#                                          ScreenShot2: a .desktop file in the user's
+#                                          ~/.local/share/applications (KWin matches the
+#                                          canonical executable path; see docs/desktop.md)
 #   scripts/wayland-session.sh env         print the environment of the running session
-#   scripts/wayland-session.sh exec CMD…   run CMD as the session's user in the session
+#   scripts/wayland-session.sh exec CMD…   run CMD as the session's user in the session (also
+#                                          cargo's test runner for KWin: it grants by executable,
+#                                          and reads only its own user's processes' executables)
 #   scripts/wayland-session.sh down        stop everything it started
 #   scripts/wayland-session.sh status      exit 0 when the session is up
 #
-# The environment (WAYLAND_DISPLAY as a path, SWAYSOCK, DBUS_SESSION_BUS_ADDRESS,
+# The environment (WAYLAND_DISPLAY as a path, SWAYSOCK on sway, DBUS_SESSION_BUS_ADDRESS,
 # UFO_WAYLAND_USER, DISPLAY unset) is written to "$UFO_WAYLAND_DIR/env" (default
 # /tmp/ufo-wayland-session/env); source it in a subshell, apart from the X session's:
 #   scripts/wayland-session.sh up sway && ( source /tmp/ufo-wayland-session/env && cargo test … )
@@ -99,23 +107,64 @@ EOF
     chmod 755 "$STATE/inner.sh"
 }
 
+# KWin: the packaged kwin_wayland carries a file capability (cap_sys_resource) that a
+# container's bounding set may lack, and exec then fails; a copy has none (cp drops it)
+write_kwin() {
+    local bin="$STATE/kwin/kwin_wayland" width height
+    mkdir -p "$STATE/kwin"
+    cp /usr/bin/kwin_wayland "$bin"
+    chmod 755 "$STATE/kwin" "$bin"
+    IFS=x read -r width height <<<"$SIZE"
+    # runs as the user inside dbus-run-session: KWin, then the environment once it is on the bus
+    cat >"$STATE/inner.sh" <<EOF
+#!/bin/bash
+set -u
+export XDG_SESSION_TYPE=wayland QT_QPA_PLATFORM=wayland
+unset DISPLAY WAYLAND_DISPLAY
+"$bin" --virtual --width $width --height $height --no-lockscreen --socket wayland-kwin \\
+    >"\$XDG_RUNTIME_DIR/kwin.log" 2>&1 &
+pid=\$!
+way="\$XDG_RUNTIME_DIR/wayland-kwin"
+for _ in \$(seq 1 1000); do
+    if [ -S "\$way" ] && dbus-send --session --print-reply --dest=org.freedesktop.DBus / \\
+        org.freedesktop.DBus.NameHasOwner string:org.kde.KWin 2>/dev/null | grep -q true; then
+        break
+    fi
+    kill -0 "\$pid" 2>/dev/null || exit 1
+    sleep 0.02
+done
+{
+    echo "export WAYLAND_DISPLAY=\$way"
+    echo "export DBUS_SESSION_BUS_ADDRESS=\$DBUS_SESSION_BUS_ADDRESS"
+} >"\$XDG_RUNTIME_DIR/ufo-session.env"
+wait "\$pid"
+EOF
+    chmod 755 "$STATE/inner.sh"
+}
+
 session_up() {
     [ -f "$ENV_FILE" ] || return 1
     # shellcheck disable=SC1090
-    ( source "$ENV_FILE" && [ -S "$WAYLAND_DISPLAY" ] && [ -S "$SWAYSOCK" ] \
+    ( source "$ENV_FILE" && [ -S "$WAYLAND_DISPLAY" ] && { [ -z "${SWAYSOCK:-}" ] || [ -S "$SWAYSOCK" ]; } \
         && kill -0 "$(cat "$STATE/pgid")" 2>/dev/null )
 }
 
 up() {
     local compositor="${1:-sway}"
-    [ "$compositor" = sway ] || die "unknown compositor $compositor: only sway is supported so far"
+    case "$compositor" in
+        sway|kwin) ;;
+        *) die "unknown compositor $compositor: sway or kwin" ;;
+    esac
     need_root
     if session_up; then
         log "already up"
         cat "$ENV_FILE"
         return 0
     fi
-    command -v sway >/dev/null || die "sway is not installed: run scripts/test-deps.sh wayland"
+    case "$compositor" in
+        sway) command -v sway >/dev/null || die "sway is not installed: run scripts/test-deps.sh wayland" ;;
+        kwin) [ -x /usr/bin/kwin_wayland ] || die "kwin_wayland is not installed: run scripts/test-deps.sh wayland" ;;
+    esac
     command -v dbus-run-session >/dev/null || die "dbus-run-session is missing: install dbus"
     ensure_user
     ensure_runtime_dir
@@ -123,7 +172,7 @@ up() {
     chmod 755 "$STATE"
     rm -f "$ENV_FILE"
     write_bus_config
-    write_sway
+    if [ "$compositor" = kwin ]; then write_kwin; else write_sway; fi
     local rt
     rt="$(runtime_dir)"
     rm -f "$rt/ufo-session.env"
@@ -135,12 +184,12 @@ up() {
         >"$STATE/session.log" 2>&1 </dev/null &
     local pid=$!
     echo "$pid" >"$STATE/pgid"
-    for _ in $(seq 1 250); do
+    for _ in $(seq 1 1000); do
         [ -f "$rt/ufo-session.env" ] && break
         kill -0 "$pid" 2>/dev/null || die "the session ended at once; see $STATE/session.log and $rt/sway.log"
         sleep 0.02
     done
-    [ -f "$rt/ufo-session.env" ] || { down; die "sway did not come up within 5 s; see $rt/sway.log"; }
+    [ -f "$rt/ufo-session.env" ] || { down; die "$compositor did not come up within 20 s; see $rt/$compositor.log"; }
     {
         echo "# ufo-rs Wayland session ($compositor), made by scripts/wayland-session.sh"
         echo "unset DISPLAY"
@@ -148,22 +197,61 @@ up() {
         echo "export UFO_WAYLAND_USER=$USER_NAME"
         echo "export UFO_WAYLAND_RUNTIME=$rt"
         echo "export UFO_WAYLAND_COMPOSITOR=$compositor"
+        echo "export UFO_WAYLAND_DIR=$STATE"
     } >"$ENV_FILE"
     log "up: $compositor as $USER_NAME; source $ENV_FILE"
     cat "$ENV_FILE"
 }
 
-# run a command as the session's user, in the session (its own HOME, buses and Wayland socket)
+# run a command as the session's user, in the session (its own HOME, buses and Wayland socket);
+# the test switches pass through (cargo runs KWin's test binaries through this as their runner)
 run_as_user() {
-    session_up || die "the session is not up: run scripts/wayland-session.sh up sway"
+    session_up || die "the session is not up: run scripts/wayland-session.sh up sway|kwin"
     # shellcheck disable=SC1090
     source "$ENV_FILE"
+    local vars=(HOME="$(getent passwd "$USER_NAME" | cut -d: -f6)" USER="$USER_NAME"
+        PATH=/usr/local/bin:/usr/bin:/bin XDG_RUNTIME_DIR="$UFO_WAYLAND_RUNTIME"
+        WAYLAND_DISPLAY="$WAYLAND_DISPLAY" DBUS_SESSION_BUS_ADDRESS="$DBUS_SESSION_BUS_ADDRESS"
+        GDK_BACKEND=wayland QT_QPA_PLATFORM=wayland QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1
+        NO_AT_BRIDGE=0 UFO_WAYLAND_DIR="$STATE" UFO_WAYLAND_USER="$USER_NAME"
+        UFO_WAYLAND_RUNTIME="$UFO_WAYLAND_RUNTIME" UFO_WAYLAND_COMPOSITOR="$UFO_WAYLAND_COMPOSITOR"
+        UFO_WAYLAND_TESTS="${UFO_WAYLAND_TESTS:-}" UFO_WAYLAND_TYPE_RUNS="${UFO_WAYLAND_TYPE_RUNS:-}"
+        RUST_BACKTRACE="${RUST_BACKTRACE:-}" RUST_LOG="${RUST_LOG:-}")
+    [ -n "${SWAYSOCK:-}" ] && vars+=(SWAYSOCK="$SWAYSOCK")
+    if [ "$(id -u)" -eq "$(id -u "$USER_NAME")" ]; then
+        exec env -i "${vars[@]}" "$@"
+    fi
     exec setpriv --reuid="$USER_NAME" --regid="$USER_NAME" --init-groups --reset-env \
-        env HOME="$(getent passwd "$USER_NAME" | cut -d: -f6)" USER="$USER_NAME" \
-        PATH=/usr/local/bin:/usr/bin:/bin XDG_RUNTIME_DIR="$UFO_WAYLAND_RUNTIME" \
-        WAYLAND_DISPLAY="$WAYLAND_DISPLAY" DBUS_SESSION_BUS_ADDRESS="$DBUS_SESSION_BUS_ADDRESS" \
-        GDK_BACKEND=wayland QT_QPA_PLATFORM=wayland QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1 \
-        NO_AT_BRIDGE=0 "$@"
+        env "${vars[@]}" "$@"
+}
+
+# a .desktop file granting EXE KWin's fake input and ScreenShot2, in the user's applications
+# folder (KWin reads new files there at once), named by the executable: one per program
+grant() {
+    local exe="${1:-}"
+    [ -n "$exe" ] && [ -x "$exe" ] || die "usage: $0 grant EXECUTABLE (an executable file)"
+    exe="$(readlink -f "$exe")"
+    local home dir file
+    home="$(getent passwd "$USER_NAME" | cut -d: -f6)"
+    dir="$home/.local/share/applications"
+    file="$dir/ufo-grant-$(printf %s "$exe" | sha256sum | cut -c1-16).desktop"
+    if [ "$(id -u)" -eq 0 ]; then
+        install -d -o "$USER_NAME" -g "$(id -gn "$USER_NAME")" "$home/.local" "$home/.local/share" "$dir"
+    else
+        mkdir -p "$dir"
+    fi
+    cat >"$file.tmp" <<EOF
+[Desktop Entry]
+Type=Application
+Name=ufo test ($(basename "$exe"))
+Exec=$exe
+NoDisplay=true
+X-KDE-Wayland-Interfaces=org_kde_kwin_fake_input
+X-KDE-DBUS-Restricted-Interfaces=org.kde.KWin.ScreenShot2
+EOF
+    mv "$file.tmp" "$file"
+    if [ "$(id -u)" -eq 0 ]; then chown "$USER_NAME:" "$file"; fi
+    echo "$file"
 }
 
 down() {
@@ -186,7 +274,8 @@ case "${1:-}" in
     up) shift; up "$@" ;;
     env) session_up || die "not up"; cat "$ENV_FILE" ;;
     exec) shift; run_as_user "$@" ;;
+    grant) shift; grant "$@" ;;
     down) down ;;
     status) session_up ;;
-    *) die "usage: $0 up sway | env | exec CMD… | down | status" ;;
+    *) die "usage: $0 up sway|kwin | env | exec CMD… | grant EXE | down | status" ;;
 esac

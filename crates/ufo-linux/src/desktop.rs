@@ -15,6 +15,7 @@ use crate::a11y::apps::KnownApps;
 use crate::a11y::bus::A11yBus;
 use crate::act::{screen, Actor, Settler};
 use crate::display::choice::{resolve, Opened};
+use crate::display::kwin::Kwin;
 use crate::display::watch::{ChangeWatch, PersonInput};
 use crate::display::wlroots::Wlroots;
 use crate::display::x11::X11;
@@ -27,20 +28,27 @@ use crate::observe::{FullObservation, Observer};
 use crate::part::Part;
 use crate::{LinuxConfig, LinuxError};
 
-/// Open the display a choice comes to (`display::choice`): the X server, or a Wayland compositor.
-async fn open_display(choice: &crate::DisplayChoice) -> Result<Arc<dyn Display>, LinuxError> {
+/// Open the display a choice comes to (`display::choice`): the X server, or a Wayland
+/// compositor (KWin's display when it is KWin, else the wlroots one).
+async fn open_display(
+    choice: &crate::DisplayChoice,
+    session_bus: Option<String>,
+) -> Result<Arc<dyn Display>, LinuxError> {
     let set = |v: &str| std::env::var_os(v).is_some_and(|s| !s.is_empty());
     match resolve(choice, set("DISPLAY"), set("WAYLAND_DISPLAY"))? {
         Opened::X11 => Ok(Arc::new(X11::open().await?)),
-        Opened::Wayland(socket) => {
-            let w = tokio::task::spawn_blocking(move || Wlroots::open(socket.as_deref()))
-                .await
-                .map_err(|e| LinuxError::Wayland {
-                    what: "connect".into(),
-                    source: cause(e.to_string()),
-                })??;
-            Ok(Arc::new(w))
-        }
+        Opened::Wayland(socket) => tokio::task::spawn_blocking(move || {
+            // one connection tells KWin from the rest; KWin's display keeps it
+            match Kwin::open(socket.as_deref(), session_bus)? {
+                Some(k) => Ok(Arc::new(k) as Arc<dyn Display>),
+                None => Ok(Arc::new(Wlroots::open(socket.as_deref())?) as Arc<dyn Display>),
+            }
+        })
+        .await
+        .map_err(|e| LinuxError::Wayland {
+            what: "connect".into(),
+            source: cause(e.to_string()),
+        })?,
     }
 }
 
@@ -85,7 +93,7 @@ impl LinuxDesktop {
     /// the accessibility bus (through `DBUS_SESSION_BUS_ADDRESS`), switching accessibility on
     /// if it is off.
     pub async fn connect(config: LinuxConfig) -> Result<LinuxDesktop, LinuxError> {
-        let display = open_display(&config.display).await?;
+        let display = open_display(&config.display, config.session_bus.clone()).await?;
         let bus = A11yBus::connect(config.call_timeout, config.session_bus.as_deref()).await?;
         Ok(LinuxDesktop {
             config,

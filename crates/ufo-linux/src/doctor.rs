@@ -6,7 +6,7 @@ use std::time::Duration;
 use atspi::proxy::bus::{BusProxy, StatusProxy};
 
 use crate::display::choice::{compositor_of, Compositor, WLROOTS_NEEDS};
-use crate::display::kwin_grant::{find_grant, grant_file, Grant};
+use crate::display::kwin_grant::{find_grant, grant_file, Grant, FAKE_INPUT};
 use crate::display::wlroots::{probe, Probe};
 use crate::display::x11::atspi_bus::is_stale;
 use crate::display::x11::doctor::{check_server, published_bus_address, WindowManager, XServer};
@@ -73,7 +73,7 @@ pub async fn check_session(timeout: Duration) -> Vec<Finding> {
     out
 }
 
-const WAYLAND_FIX: &str = "check WAYLAND_DISPLAY and XDG_RUNTIME_DIR, or start a compositor with `scripts/wayland-session.sh up sway` and `source` the env file it prints";
+const WAYLAND_FIX: &str = "check WAYLAND_DISPLAY and XDG_RUNTIME_DIR, or start a compositor with `scripts/wayland-session.sh up sway` (or `up kwin`) and `source` the env file it prints";
 
 /// The Wayland checks (docs/desktop.md, "Wayland"): the compositor at `socket` (else
 /// `WAYLAND_DISPLAY`'s) reachable, which compositor it is, which of the protocols ufo uses
@@ -96,6 +96,9 @@ pub async fn check_wayland(socket: Option<std::path::PathBuf>, timeout: Duration
     match probed {
         Ok(Ok((p, grant))) => {
             let mut out = wayland_findings(&p);
+            if grant.is_some() {
+                out.extend(kwin_bus_findings(timeout).await);
+            }
             out.extend(grant.map(|(exe, (g, file))| kwin_grant_finding(&exe, g, file)));
             out
         }
@@ -108,6 +111,68 @@ pub async fn check_wayland(socket: Option<std::path::PathBuf>, timeout: Duration
             WAYLAND_FIX,
         )],
     }
+}
+
+/// KWin's D-Bus interfaces ufo uses, and what for.
+const KWIN_DBUS: [(&str, &str, &str); 2] = [
+    (
+        "/org/kde/KWin/ScreenShot2",
+        "org.kde.KWin.ScreenShot2",
+        "screenshots",
+    ),
+    (
+        "/Scripting",
+        "org.kde.kwin.Scripting",
+        "the window list, activating and closing windows",
+    ),
+];
+
+/// Whether KWin offers its screenshot and scripting interfaces on the session bus.
+async fn kwin_bus_findings(timeout: Duration) -> Vec<Finding> {
+    const FIX: &str = "run ufo in KWin's own session (DBUS_SESSION_BUS_ADDRESS its bus); KWin 5.27 or later offers both";
+    let session = tokio::time::timeout(timeout, async {
+        zbus::connection::Builder::session()?
+            .method_timeout(timeout)
+            .build()
+            .await
+    })
+    .await;
+    let Ok(Ok(session)) = session else {
+        return vec![Finding::problem(
+            "cannot reach the session bus to ask KWin for its interfaces",
+            FIX,
+        )];
+    };
+    let mut out = Vec::new();
+    for (path, iface, what) in KWIN_DBUS {
+        let xml = tokio::time::timeout(
+            timeout,
+            session.call_method(
+                Some("org.kde.KWin"),
+                path,
+                Some("org.freedesktop.DBus.Introspectable"),
+                "Introspect",
+                &(),
+            ),
+        )
+        .await;
+        let offered = match xml {
+            Ok(Ok(m)) => m
+                .body()
+                .deserialize::<String>()
+                .is_ok_and(|x| x.contains(&format!("\"{iface}\""))),
+            _ => false,
+        };
+        out.push(if offered {
+            Finding::ok(format!("{iface} on the session bus ({what})"))
+        } else {
+            Finding::problem(
+                format!("KWin offers no {iface} on the session bus, so ufo has no {what}"),
+                FIX,
+            )
+        });
+    }
+    out
 }
 
 /// What each protocol the wlroots display binds is for.
@@ -150,6 +215,34 @@ fn kwin_grant_finding(
     }
 }
 
+/// KWin's Wayland protocols ufo uses: fake input (offered to granted programs only) and the
+/// clipboard (pasting what the keyboard layout lacks).
+fn kwin_protocol_findings(p: &Probe) -> Vec<Finding> {
+    let offered = |name: &str| p.globals.iter().any(|g| g == name);
+    let mut out = vec![if offered(FAKE_INPUT) {
+        Finding::ok(format!("{FAKE_INPUT} offered (keys and clicks)"))
+    } else {
+        Finding::problem(
+            format!("KWin does not offer {FAKE_INPUT} to this program, so ufo cannot type or click"),
+            "KWin offers it only to a program a .desktop file grants it to: see the KWin grant below",
+        )
+    }];
+    out.push(if offered(DATA_CONTROL) {
+        Finding::ok(format!(
+            "{DATA_CONTROL} offered (characters the keyboard layout lacks are pasted)"
+        ))
+    } else {
+        Finding::problem(
+            format!("{DATA_CONTROL} is not offered, so characters the keyboard layout lacks cannot be typed"),
+            "use KWin 5.27 or later, or set such text through the control's actions",
+        )
+    });
+    out
+}
+
+/// The clipboard protocol KWin's display pastes with.
+const DATA_CONTROL: &str = "zwlr_data_control_manager_v1";
+
 /// The findings of a probed compositor.
 fn wayland_findings(p: &Probe) -> Vec<Finding> {
     let socket = p.socket.display();
@@ -158,10 +251,10 @@ fn wayland_findings(p: &Probe) -> Vec<Finding> {
     ))];
     match compositor_of(&p.globals) {
         Compositor::Kwin => {
-            out.push(Finding::problem(
-                "the compositor is KWin: ufo does not drive KWin's Wayland session yet",
-                "run ufo on X11 or XWayland (set DISPLAY), or use sway (`scripts/wayland-session.sh up sway`)",
+            out.push(Finding::ok(
+                "the compositor is KWin (fake input, ScreenShot2, scripting)",
             ));
+            out.extend(kwin_protocol_findings(p));
             return out;
         }
         Compositor::Wlroots | Compositor::Other { .. } => {}
@@ -394,11 +487,24 @@ mod tests {
         ));
         assert!(problems.iter().any(|f| f.what.contains("sway IPC")));
 
+        // KWin: which compositor, and the fake input its grant gives
         let kwin = wayland_findings(&probe_of(
-            &["org_kde_kwin_server_decoration_manager"],
+            &["org_kde_kwin_server_decoration_manager", DATA_CONTROL],
             false,
         ));
-        assert!(kwin.iter().any(|f| !f.ok && f.what.contains("KWin")));
+        assert!(kwin.iter().any(|f| f.ok && f.what.contains("KWin")));
+        assert!(kwin
+            .iter()
+            .any(|f| !f.ok && f.what.contains(FAKE_INPUT) && f.fix.is_some()));
+        let granted = wayland_findings(&probe_of(
+            &[
+                "org_kde_kwin_server_decoration_manager",
+                FAKE_INPUT,
+                DATA_CONTROL,
+            ],
+            false,
+        ));
+        assert!(granted.iter().all(|f| f.ok), "{granted:?}");
     }
 
     #[test]

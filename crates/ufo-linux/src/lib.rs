@@ -6,7 +6,8 @@
 //! the cache lacks (GTK4 before its first walk). Windows, screenshots and input go through a
 //! display (`display::Display`): X11 (x11rb: `_NET_CLIENT_LIST`, `GetImage`, XTEST), or a
 //! wlroots Wayland compositor such as sway (foreign-toplevel, screencopy, virtual keyboard and
-//! pointer, sway's IPC), chosen by [`LinuxConfig::display`].
+//! pointer, sway's IPC), or KDE's KWin (fake input, ScreenShot2, scripting over D-Bus), chosen
+//! by [`LinuxConfig::display`].
 //!
 //! Entry points: [`LinuxDesktop::connect`] (implements [`ufo_core::Desktop`]) and [`inspect`].
 //! See `crates/ufo-linux/README.md` for the session setup and the key syntax.
@@ -15,14 +16,14 @@
 //!
 //! Lower layers never import higher ones; read from the bottom up (`crates/ufo/tests/
 //! structure.rs` checks it, and that no files import each other in a circle). Every layer
-//! but `display/x11/` and `display/wlroots/` is display-free: it talks to the window system
+//! but `display/x11/`, `display/wlroots/` and `display/kwin/` is display-free: it talks to the window system
 //! only through the `display::Display` trait, so the Wayland display changed nothing above it.
 //!
 //! | layer | what | state it owns |
 //! |---|---|---|
 //! | `error.rs`, `config.rs`, `vocab.rs`, `names.rs`, `part.rs` | [`LinuxError`]; [`LinuxConfig`] and the launch table; the AT-SPI vocabulary (roles, states, interfaces, every role set the crate sorts nodes by, click and action names); the names an agent sees (pure text rules); `Part<T>`, one feature's state behind its own lock | |
 //! | `a11y/` | the accessibility bus: bounded calls and `Cache.GetItems` (`bus`), what is known of the applications on it (`apps`), the applications' event logs (`events`), the objects announced during a walk (`announced`), nodes read one by one before (`nodecache`) | `KnownApps`, `KnownNodes` |
-//! | `display/` | the display seam: the `Display` trait and its windows (`mod`, `window`: ids, client areas that may be unknown, where AT-SPI extents live), pixels and their comparison (`pixels`), keysyms (`keys`), the screenshot annotation (`annotate`), what the watches report (`watch`: the change log settling waits on, the person's take-over), which display to open and which compositor a Wayland one is (`choice`); X11 (`x11/`: windows, XTEST, X Damage and pings in `changes`, XInput take-over in `takeover`, the demonstration recorder in `demo`, what `ufo doctor` reads of the server in `doctor`); a wlroots compositor (`wlroots/`: the connection's thread and the display in `mod`, the one Wayland connection in `session`, the keymap made for the keys in `keymap`, sway's IPC in `sway`) | the X connections; the Wayland connection's thread |
+//! | `display/` | the display seam: the `Display` trait and its windows (`mod`, `window`: ids, client areas that may be unknown, where AT-SPI extents live), pixels and their comparison (`pixels`), keysyms (`keys`), the screenshot annotation (`annotate`), what the watches report (`watch`: the change log settling waits on, the person's take-over), which display to open and which compositor a Wayland one is (`choice`); X11 (`x11/`: windows, XTEST, X Damage and pings in `changes`, XInput take-over in `takeover`, the demonstration recorder in `demo`, what `ufo doctor` reads of the server in `doctor`); a wlroots compositor (`wlroots/`: the connection's thread and the display in `mod`, the one Wayland connection in `session`, the keymap made for the keys in `keymap`, sway's IPC in `sway`); KWin (`kwin/`: the thread and the display in `mod`, fake input and pastes in `input`, the keyboard layout in `layout`, ScreenShot2 and scripts over D-Bus in `bus`, the scripts and their replies in `script`) | the X connections; the Wayland connection's thread; the KWin thread |
 //! | `controls.rs` | what an observation learnt of each control, for the actions | `KnownControls` |
 //! | `launch/` | the children launched and `Launcher` (`mod`), starting applications and waiting for their windows (`start`), the host's shell commands (`shell`), toolkit detection and accessibility switches (`toolkit`) | `Launched` |
 //! | `apps/` | what some applications need beyond the generic observation: Calc's sheets read (`table`, `SheetReader`) and the cells read before (`sheets`), office documents (`office`), web pages (`web`), GTK2's open menus (`menus`), GTK 4's drop-downs (`gtk4`), Gnumeric (`gnumeric`) | `SheetCache` |

@@ -1,10 +1,15 @@
-//! Live tests on a Wayland compositor (sway, headless): native GTK 4 and Qt applications
-//! driven through `LinuxDesktop` on the wlroots display, each result checked apart from ufo
-//! (the application's state read with pyatspi as the session's user, or the file it saved).
+//! Live tests on a Wayland compositor (sway headless, or KWin virtual): native GTK 4 and Qt
+//! applications driven through `LinuxDesktop` on the compositor's display (wlroots or KWin),
+//! each result checked apart from ufo (the application's state read with pyatspi as the
+//! session's user, or the file it saved). Every test runs on each compositor: the session
+//! that is up says which (`UFO_WAYLAND_COMPOSITOR`).
 //!
-//! They need a session of `scripts/wayland-session.sh up sway`, its env file sourced in the
-//! shell that runs them (apart from the X session's), and `UFO_WAYLAND_TESTS=1`; without the
-//! switch they are skipped with a printed reason, with it a missing session fails them.
+//! They need a session of `scripts/wayland-session.sh up sway` (or `up kwin`), its env file
+//! sourced in the shell that runs them (apart from the X session's), and
+//! `UFO_WAYLAND_TESTS=1`; without the switch they are skipped with a printed reason, with it a
+//! missing session fails them. On KWin they run as the session's user (cargo's runner
+//! `wayland-session.sh exec`: KWin reads the executable of its own user's processes only) and
+//! grant their own executable KWin's fake input and ScreenShot2 (`wayland-session.sh grant`).
 //! They run one at a time (they share the seat); applications run as the session's user.
 #![allow(clippy::unwrap_used)]
 
@@ -35,6 +40,33 @@ fn session_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/wayland-session.sh")
 }
 
+/// The compositor of the session (`sway` or `kwin`).
+fn compositor() -> String {
+    std::env::var("UFO_WAYLAND_COMPOSITOR").unwrap_or_else(|_| "sway".into())
+}
+
+/// On KWin: a `.desktop` file that grants this test binary fake input and ScreenShot2 (KWin
+/// matches the canonical executable, and cargo's test binaries have hashed names).
+fn grant_this_executable() {
+    static GRANTED: std::sync::Once = std::sync::Once::new();
+    if compositor() != "kwin" {
+        return;
+    }
+    GRANTED.call_once(|| {
+        let exe = std::env::current_exe().expect("this test's executable");
+        let out = Command::new(session_script())
+            .arg("grant")
+            .arg(&exe)
+            .output()
+            .expect("wayland-session.sh grant");
+        assert!(
+            out.status.success(),
+            "granting {exe:?} KWin's interfaces failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+}
+
 /// The compositor's socket, from the session's env file.
 fn socket() -> PathBuf {
     std::env::var("WAYLAND_DISPLAY")
@@ -43,6 +75,7 @@ fn socket() -> PathBuf {
 }
 
 async fn connect() -> LinuxDesktop {
+    grant_this_executable();
     let config = LinuxConfig {
         display: DisplayChoice::Wayland {
             socket: Some(socket()),
@@ -178,7 +211,7 @@ async fn gnome_calculator_computes_12_times_7_by_button_names() {
     let d = connect().await;
     let app = UserApp::start(&["gnome-calculator"]);
     let w = window_of(&d, app.pid(), Duration::from_secs(30)).await;
-    assert!(w.rect.is_some(), "sway's IPC places the window: {w:?}");
+    assert!(w.rect.is_some(), "the compositor places the window: {w:?}");
     click_buttons(&d, &w, &["1", "2", "×", "7", "="]).await;
     observe_until(
         &d,
@@ -369,21 +402,34 @@ async fn kcalc_a_qt_program_computes_by_button_names() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn doctor_finds_sway_its_protocols_and_its_ipc() {
-    if !wayland_on("doctor_finds_sway_its_protocols_and_its_ipc") {
+async fn doctor_finds_the_compositor_its_interfaces_and_grants() {
+    if !wayland_on("doctor_finds_the_compositor_its_interfaces_and_grants") {
         return;
     }
+    grant_this_executable();
     let findings = ufo_linux::doctor::check_wayland(Some(socket()), Duration::from_secs(5)).await;
     let what: Vec<&str> = findings.iter().map(|f| f.what.as_str()).collect();
     assert!(findings.iter().all(|f| f.ok), "{findings:?}");
-    for needed in [
-        "reachable",
-        "zwlr_foreign_toplevel_manager_v1 offered",
-        "zwlr_screencopy_manager_v1 offered",
-        "zwp_virtual_keyboard_manager_v1 offered",
-        "zwlr_virtual_pointer_manager_v1 offered",
-        "sway IPC at",
-    ] {
+    let needed: &[&str] = match compositor().as_str() {
+        "kwin" => &[
+            "reachable",
+            "the compositor is KWin",
+            "org_kde_kwin_fake_input offered",
+            "zwlr_data_control_manager_v1 offered",
+            "org.kde.KWin.ScreenShot2 on the session bus",
+            "org.kde.kwin.Scripting on the session bus",
+            "KWin grant:",
+        ],
+        _ => &[
+            "reachable",
+            "zwlr_foreign_toplevel_manager_v1 offered",
+            "zwlr_screencopy_manager_v1 offered",
+            "zwp_virtual_keyboard_manager_v1 offered",
+            "zwlr_virtual_pointer_manager_v1 offered",
+            "sway IPC at",
+        ],
+    };
+    for needed in needed {
         assert!(
             what.iter().any(|w| w.contains(needed)),
             "no {needed:?} in {what:?}"

@@ -77,9 +77,8 @@ impl Compositor {
     pub(crate) fn unsupported_reason(&self) -> String {
         match self {
             Compositor::Wlroots => "a wlroots compositor".into(),
-            Compositor::Kwin => "this is KWin, whose display ufo does not drive yet (fake input, \
-                 ScreenShot2 and scripting come with the next step); run the session on X11 or \
-                 XWayland (set DISPLAY), or use sway"
+            Compositor::Kwin => "KWin, driven through its own display (fake input, ScreenShot2, \
+                 scripting), not the wlroots protocols"
                 .into(),
             Compositor::Other { missing } => format!(
                 "the compositor lacks the Wayland protocols ufo needs: {}; use a wlroots \

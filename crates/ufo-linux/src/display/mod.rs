@@ -20,15 +20,16 @@
 //!   a watched private desktop ([`watch::PersonInput`]).
 //!
 //! Which display is opened is decided in [`choice`] (`desktop.rs` opens it); `wlroots/` is
-//! the Wayland display of sway and other wlroots compositors.
+//! the Wayland display of sway and other wlroots compositors, `kwin/` KDE's.
 //!
 //! Display-free here: the trait and its types, [`pixels`], [`keys`], [`annotate`], [`watch`]'s
 //! shared records and the helpers over the trait ([`run`], [`activate`], [`settle_pixels`],
-//! [`close_for_good`]). Only `x11/` names x11rb; only `wlroots/` names the Wayland crates.
+//! [`close_for_good`]). Only `x11/` names x11rb; only `wlroots/` and `kwin/` name the Wayland crates.
 
 pub(crate) mod annotate;
 pub(crate) mod choice;
 pub(crate) mod keys;
+pub(crate) mod kwin;
 pub(crate) mod kwin_grant;
 pub(crate) mod pixels;
 pub(crate) mod watch;

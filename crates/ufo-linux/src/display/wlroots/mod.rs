@@ -30,6 +30,7 @@ use super::watch::{ChangeWatch, PersonInput};
 use super::{CoordSpace, Display, DisplayWindow, WinId};
 use crate::error::cause;
 use crate::LinuxError;
+pub(crate) use session::socket_path;
 use session::{Session, Shot, EXCHANGE};
 use sway::View;
 

@@ -1,0 +1,400 @@
+//! KWin over D-Bus (docs/desktop.md, "Wayland"): captures through `org.kde.KWin.ScreenShot2`
+//! into a pipe read with a bound, and one-shot scripts ([`super::script`]) loaded through
+//! `org.kde.kwin.Scripting`, run, and unloaded, which answer by calling ufo's callback object
+//! (only KWin's answers count). Every call is bounded.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use ufo_core::Rect;
+use zbus::zvariant::{Fd, OwnedValue, Value};
+
+use super::script::{self, Job, CALLBACK_PATH};
+use crate::display::kwin_grant::{self, SCREENSHOT};
+use crate::error::cause;
+use crate::LinuxError;
+
+const KWIN: &str = "org.kde.KWin";
+/// Bound on one D-Bus call to KWin.
+const CALL: Duration = Duration::from_secs(5);
+/// Bound on a script's answer.
+const SCRIPT_ANSWER: Duration = Duration::from_secs(3);
+/// Most bytes of one capture (an 8K screen of 4-byte pixels).
+const CAPTURE_MOST: u64 = 7680 * 4320 * 4;
+
+fn dbus_err(what: &str) -> impl Fn(zbus::Error) -> LinuxError + '_ {
+    move |e| LinuxError::Wayland {
+        what: format!("KWin over D-Bus: {what}"),
+        source: Box::new(e),
+    }
+}
+
+fn timeout(what: &str, bound: Duration) -> LinuxError {
+    LinuxError::Timeout {
+        what: format!("KWin ({what})"),
+        ms: bound.as_millis() as u64,
+    }
+}
+
+/// The answer a script is awaited for: its token and where its reply goes.
+type Waiting = Arc<Mutex<Option<(String, oneshot::Sender<String>)>>>;
+
+/// ufo's callback object: KWin's scripts call it with their token and their reply.
+struct Callback {
+    waiting: Waiting,
+    /// KWin's unique name on the bus: nobody else may answer.
+    kwin: String,
+}
+
+#[zbus::interface(name = "org.ufo.KwinScript")]
+impl Callback {
+    #[zbus(name = "reply")]
+    fn reply(
+        &self,
+        #[zbus(header)] header: zbus::message::Header<'_>,
+        token: String,
+        body: String,
+    ) {
+        if header.sender().map(|s| s.as_str()) != Some(self.kwin.as_str()) {
+            return;
+        }
+        let Ok(mut slot) = self.waiting.lock() else {
+            return;
+        };
+        if slot.as_ref().is_some_and(|(t, _)| *t == token) {
+            if let Some((_, tx)) = slot.take() {
+                let _ = tx.send(body);
+            }
+        }
+    }
+}
+
+/// The D-Bus side of a KWin display.
+pub(crate) struct Bus {
+    conn: zbus::Connection,
+    waiting: Waiting,
+    tokens: AtomicU64,
+    /// Where scripts are written for KWin to read.
+    scripts: PathBuf,
+}
+
+impl Bus {
+    /// Connect to the session bus (at `address`, else `DBUS_SESSION_BUS_ADDRESS`), find KWin
+    /// on it and serve the callback object.
+    pub(crate) async fn open(address: Option<&str>) -> Result<Bus, LinuxError> {
+        let builder = match address {
+            Some(a) => zbus::connection::Builder::address(a),
+            None => zbus::connection::Builder::session(),
+        }
+        .map_err(dbus_err("the session bus address"))?;
+        let conn = tokio::time::timeout(CALL, builder.method_timeout(CALL).build())
+            .await
+            .map_err(|_| timeout("connecting to the session bus", CALL))?
+            .map_err(dbus_err("connecting to the session bus"))?;
+        let dbus = zbus::fdo::DBusProxy::new(&conn)
+            .await
+            .map_err(dbus_err("the bus"))?;
+        let name = zbus::names::BusName::try_from(KWIN)
+            .map_err(|e| dbus_err("KWin's name")(zbus::Error::from(e)))?;
+        let kwin = dbus
+            .get_name_owner(name)
+            .await
+            .map_err(|e| LinuxError::Wayland {
+                what: "KWin over D-Bus".into(),
+                source: cause(format!(
+                    "org.kde.KWin is not on the session bus ({e}): is this KWin's session, and \
+                 DBUS_SESSION_BUS_ADDRESS its bus?"
+                )),
+            })?;
+        let waiting: Waiting = Arc::default();
+        conn.object_server()
+            .at(
+                CALLBACK_PATH,
+                Callback {
+                    waiting: Arc::clone(&waiting),
+                    kwin: kwin.to_string(),
+                },
+            )
+            .await
+            .map_err(dbus_err("serving the script callback"))?;
+        Ok(Bus {
+            conn,
+            waiting,
+            tokens: AtomicU64::new(1),
+            scripts: script_dir(),
+        })
+    }
+
+    async fn call<B>(
+        &self,
+        path: &str,
+        iface: &str,
+        method: &str,
+        body: &B,
+    ) -> Result<zbus::Message, LinuxError>
+    where
+        B: serde::Serialize + zbus::zvariant::DynamicType,
+    {
+        tokio::time::timeout(
+            CALL,
+            self.conn
+                .call_method(Some(KWIN), path, Some(iface), method, body),
+        )
+        .await
+        .map_err(|_| timeout(method, CALL))?
+        .map_err(dbus_err(method))
+    }
+
+    /// Run a one-shot script and return its reply: written to a file KWin reads, loaded,
+    /// run (Plasma 5.27's object path, else Plasma 6's), its answer awaited (bounded), then
+    /// unloaded and its file removed whatever happened.
+    pub(crate) async fn run(&self, job: &Job) -> Result<String, LinuxError> {
+        let token = self.tokens.fetch_add(1, Ordering::Relaxed);
+        let me = self
+            .conn
+            .unique_name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        let name = format!("ufo-{}-{token}", std::process::id());
+        let file = self.scripts.join(format!("{name}.js"));
+        write_script(&file, &script::script(job, &me, token))?;
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut slot) = self.waiting.lock() {
+            *slot = Some((token.to_string(), tx));
+        }
+        let answer = self.load_and_run(&file, &name, rx).await;
+        let _ = self
+            .call(
+                "/Scripting",
+                "org.kde.kwin.Scripting",
+                "unloadScript",
+                &(name.as_str(),),
+            )
+            .await;
+        let _ = std::fs::remove_file(&file);
+        answer
+    }
+
+    async fn load_and_run(
+        &self,
+        file: &std::path::Path,
+        name: &str,
+        rx: oneshot::Receiver<String>,
+    ) -> Result<String, LinuxError> {
+        let path = file.to_string_lossy().to_string();
+        let id: i32 = self
+            .call(
+                "/Scripting",
+                "org.kde.kwin.Scripting",
+                "loadScript",
+                &(path.as_str(), name),
+            )
+            .await?
+            .body()
+            .deserialize()
+            .map_err(dbus_err("loadScript's answer"))?;
+        if id < 0 {
+            return Err(LinuxError::Wayland {
+                what: "KWin scripting".into(),
+                source: cause(format!(
+                    "KWin would not load the script {path} (answer {id})"
+                )),
+            });
+        }
+        let mut ran = None;
+        for obj in [format!("/{id}"), format!("/Scripting/Script{id}")] {
+            match self.call(&obj, "org.kde.kwin.Script", "run", &()).await {
+                Ok(_) => {
+                    ran = None;
+                    break;
+                }
+                Err(e) => ran = Some(e),
+            }
+        }
+        if let Some(e) = ran {
+            return Err(e);
+        }
+        tokio::time::timeout(SCRIPT_ANSWER, rx)
+            .await
+            .map_err(|_| {
+                timeout(
+                    "a script's answer; it may have failed, see KWin's log",
+                    SCRIPT_ANSWER,
+                )
+            })?
+            .map_err(|_| timeout("a script's answer", SCRIPT_ANSWER))
+    }
+
+    /// Capture a screen rectangle: `ScreenShot2.CaptureArea` into a pipe read on a blocking
+    /// thread (KWin writes after it answered). Returns where the pixels lie and their BGRX
+    /// rows.
+    pub(crate) async fn capture(&self, area: Rect) -> Result<(Rect, Vec<u8>), LinuxError> {
+        let io = |what: &'static str| {
+            move |e: std::io::Error| LinuxError::Wayland {
+                what: what.into(),
+                source: Box::new(e),
+            }
+        };
+        let (reader, writer) = std::io::pipe().map_err(io("a pipe for the capture"))?;
+        let reading = tokio::task::spawn_blocking(move || {
+            let mut buf = Vec::new();
+            reader.take(CAPTURE_MOST).read_to_end(&mut buf).map(|_| buf)
+        });
+        let mut opts: HashMap<&str, Value<'_>> = HashMap::new();
+        opts.insert("include-cursor", Value::from(false));
+        opts.insert("native-resolution", Value::from(true));
+        let fd: std::os::fd::OwnedFd = writer.into();
+        let reply = self
+            .call(
+                "/org/kde/KWin/ScreenShot2",
+                SCREENSHOT,
+                "CaptureArea",
+                &(area.x, area.y, area.w, area.h, opts, Fd::from(&fd)),
+            )
+            .await;
+        // our copy of the write end: the read ends when KWin closes its own
+        drop(fd);
+        let reply = reply.map_err(not_granted)?;
+        let meta: HashMap<String, OwnedValue> = reply
+            .body()
+            .deserialize()
+            .map_err(dbus_err("the capture's answer"))?;
+        let raw = tokio::time::timeout(CALL, reading)
+            .await
+            .map_err(|_| timeout("the capture's pixels", CALL))?
+            .map_err(|e| LinuxError::Wayland {
+                what: "capture".into(),
+                source: cause(e.to_string()),
+            })?
+            .map_err(io("reading the capture"))?;
+        let get = |k: &str| meta.get(k).and_then(|v| u32::try_from(v).ok());
+        let shape = Shape {
+            width: get("width").unwrap_or(0),
+            height: get("height").unwrap_or(0),
+            stride: get("stride").unwrap_or(0),
+            format: get("format").unwrap_or(0),
+        };
+        let bgrx = to_bgrx(&raw, shape)?;
+        Ok((Rect::new(area.x, area.y, shape.width, shape.height), bgrx))
+    }
+}
+
+/// A capture's shape, as KWin describes it.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    width: u32,
+    height: u32,
+    stride: u32,
+    /// The `QImage::Format` number.
+    format: u32,
+}
+
+/// The rows of a capture as BGRX, from QImage's 32-bit formats (RGB32, ARGB32 and its
+/// premultiplied form: B, G, R, A bytes in memory).
+fn to_bgrx(raw: &[u8], s: Shape) -> Result<Vec<u8>, LinuxError> {
+    let bad = |why: String| LinuxError::Wayland {
+        what: "capture".into(),
+        source: cause(why),
+    };
+    if !matches!(s.format, 4..=6) {
+        return Err(bad(format!(
+            "KWin sent QImage format {}, not one ufo reads (RGB32, ARGB32)",
+            s.format
+        )));
+    }
+    let (w, h, stride) = (s.width as usize, s.height as usize, s.stride as usize);
+    if w == 0 || h == 0 || stride < w * 4 {
+        return Err(bad(format!(
+            "KWin sent a capture of {w}x{h}, stride {stride}"
+        )));
+    }
+    let mut out = Vec::with_capacity(w * h * 4);
+    for row in 0..h {
+        let line = raw.get(row * stride..row * stride + w * 4).ok_or_else(|| {
+            bad(format!(
+                "the capture holds {} bytes, short of {w}x{h}",
+                raw.len()
+            ))
+        })?;
+        out.extend_from_slice(line);
+    }
+    Ok(out)
+}
+
+/// A refused capture explained: KWin grants ScreenShot2 by a `.desktop` file.
+fn not_granted(e: LinuxError) -> LinuxError {
+    let text = e.to_string();
+    if !text.contains("NoAuthorized") {
+        return e;
+    }
+    let exe = std::env::current_exe()
+        .ok()
+        .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+        .unwrap_or_default();
+    LinuxError::Unsupported(format!(
+        "KWin refuses ufo's captures: no .desktop file grants {} {SCREENSHOT}; run `ufo \
+         doctor` for the file to install in ~/.local/share/applications (its Exec= must be \
+         this executable):\n{}",
+        exe.display(),
+        kwin_grant::grant_file(&exe)
+    ))
+}
+
+/// Where scripts are written: `XDG_RUNTIME_DIR` (the person's own, private), else the
+/// temporary folder (KWin may run as another user there).
+fn script_dir() -> PathBuf {
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|d| d.is_dir())
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+/// Write a script KWin can read, never over another file.
+fn write_script(path: &std::path::Path, text: &str) -> Result<(), LinuxError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let err = |e: std::io::Error| LinuxError::Wayland {
+        what: format!("writing the KWin script {}", path.display()),
+        source: Box::new(e),
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(path)
+        .map_err(err)?;
+    f.write_all(text.as_bytes()).map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captures_become_bgrx_rows_and_bad_ones_are_refused() {
+        // 2x2, stride 12: four bytes of padding per row
+        let raw = [
+            1, 2, 3, 255, 4, 5, 6, 255, 0, 0, 0, 0, //
+            7, 8, 9, 255, 10, 11, 12, 255, 0, 0, 0, 0,
+        ];
+        let s = Shape {
+            width: 2,
+            height: 2,
+            stride: 12,
+            format: 6,
+        };
+        let out = to_bgrx(&raw, s).expect("pixels");
+        assert_eq!(
+            out,
+            vec![1, 2, 3, 255, 4, 5, 6, 255, 7, 8, 9, 255, 10, 11, 12, 255]
+        );
+        assert!(to_bgrx(&raw[..16], s).is_err());
+        assert!(to_bgrx(&raw, Shape { format: 13, ..s }).is_err());
+        assert!(to_bgrx(&raw, Shape { stride: 4, ..s }).is_err());
+    }
+}

@@ -1,0 +1,496 @@
+//! KWin's input over Wayland (docs/desktop.md, "Wayland"): one `org_kde_kwin_fake_input`
+//! device for the display's life (bound at version 4 at most, authenticated once, then one
+//! wait: the first-input race), keys as evdev codes of KWin's layout ([`super::layout`]),
+//! clicks at absolute points, and pastes of what the layout cannot type through
+//! `zwlr_data_control_v1` (the clipboard) and Ctrl+V. Every wait is bounded.
+
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wayland_client::globals::{registry_queue_init, GlobalList, GlobalListContents};
+use wayland_client::protocol::wl_callback::{self, WlCallback};
+use wayland_client::protocol::wl_output::{self, WlOutput};
+use wayland_client::protocol::wl_registry::{self, WlRegistry};
+use wayland_client::protocol::wl_seat::WlSeat;
+use wayland_client::{
+    delegate_noop, event_created_child, Connection, Dispatch, EventQueue, QueueHandle,
+};
+use wayland_protocols_plasma::fake_input::client::org_kde_kwin_fake_input::OrgKdeKwinFakeInput;
+use wayland_protocols_wlr::data_control::v1::client::{
+    zwlr_data_control_device_v1::{self as dcd, ZwlrDataControlDeviceV1},
+    zwlr_data_control_manager_v1::ZwlrDataControlManagerV1,
+    zwlr_data_control_offer_v1::ZwlrDataControlOfferV1,
+    zwlr_data_control_source_v1::{self as dcs, ZwlrDataControlSourceV1},
+};
+
+use super::layout::{code, Piece};
+use crate::display::choice::{compositor_of, Compositor};
+use crate::display::kwin_grant::{self, FAKE_INPUT};
+use crate::error::cause;
+use crate::LinuxError;
+
+/// How long the clients get, once, to bind the keyboard and pointer the new device gave the
+/// seat (docs/desktop.md, "Wayland").
+const DEVICE_WAIT: Duration = Duration::from_millis(50);
+/// Bound on one exchange with KWin.
+const EXCHANGE: Duration = Duration::from_secs(5);
+/// Bound on the wait for the focused program to ask for a paste.
+const PASTE_WAIT: Duration = Duration::from_secs(2);
+/// How long a pasted text gets to land once the program has read it all (it inserts the
+/// text after reading it to the end, which keys sent meanwhile could overtake).
+const PASTE_LAND: Duration = Duration::from_millis(150);
+/// The MIME types a paste is offered as.
+const TEXT_TYPES: [&str; 5] = [
+    "text/plain;charset=utf-8",
+    "UTF8_STRING",
+    "text/plain",
+    "TEXT",
+    "STRING",
+];
+/// evdev codes of the pointer buttons.
+const BTN_LEFT: u32 = 0x110;
+const BTN_RIGHT: u32 = 0x111;
+const BTN_MIDDLE: u32 = 0x112;
+
+/// What the events tell.
+#[derive(Default)]
+pub(crate) struct State {
+    output_size: Option<(u32, u32)>,
+    /// The text being pasted, how many times it was handed over, and the pipes it was
+    /// written to (kept until the program has read them).
+    paste: String,
+    served: u32,
+    handed: Vec<std::fs::File>,
+}
+
+/// The connection and what is bound on it.
+pub(crate) struct Input {
+    conn: Connection,
+    queue: EventQueue<State>,
+    qh: QueueHandle<State>,
+    state: State,
+    device: OrgKdeKwinFakeInput,
+    clipboard: Option<(ZwlrDataControlManagerV1, ZwlrDataControlDeviceV1)>,
+    /// The source of the last paste: kept while it is the selection.
+    source: Option<ZwlrDataControlSourceV1>,
+}
+
+fn wl_err(what: &str) -> impl Fn(wayland_client::backend::WaylandError) -> LinuxError + '_ {
+    move |e| LinuxError::Wayland {
+        what: what.to_string(),
+        source: Box::new(e),
+    }
+}
+
+/// The error when KWin offers no fake input: the grant is missing.
+fn no_grant() -> LinuxError {
+    let exe = std::env::current_exe()
+        .ok()
+        .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+        .unwrap_or_default();
+    LinuxError::Unsupported(format!(
+        "KWin does not offer {FAKE_INPUT} to this program: no .desktop file grants it to {}. \
+         Install this as ~/.local/share/applications/ufo.desktop (or in \
+         /usr/share/applications; `ufo doctor` checks it), its Exec= being this executable, \
+         then start ufo again:\n{}",
+        exe.display(),
+        kwin_grant::grant_file(&exe)
+    ))
+}
+
+/// What opening KWin's input found.
+pub(crate) enum Opened {
+    /// KWin, its input ready.
+    Kwin(Box<Input>),
+    /// Another compositor (opened by another display).
+    Other,
+}
+
+impl Input {
+    /// Connect to the compositor at `path`; when it is KWin, bind its fake input (the grant
+    /// missing is an error that says which file to install) and the clipboard, and give the
+    /// clients their one wait.
+    pub(crate) fn open(path: &Path) -> Result<Opened, LinuxError> {
+        let connect_err = |source: crate::Cause| LinuxError::WaylandConnect {
+            socket: path.display().to_string(),
+            source,
+        };
+        let stream = UnixStream::connect(path).map_err(|e| connect_err(Box::new(e)))?;
+        let conn = Connection::from_socket(stream).map_err(|e| connect_err(Box::new(e)))?;
+        let (globals, queue) =
+            registry_queue_init::<State>(&conn).map_err(|e| connect_err(Box::new(e)))?;
+        let names: Vec<String> = globals
+            .contents()
+            .clone_list()
+            .into_iter()
+            .map(|g| g.interface)
+            .collect();
+        match compositor_of(&names) {
+            Compositor::Kwin => {}
+            Compositor::Wlroots | Compositor::Other { .. } => return Ok(Opened::Other),
+        }
+        if !names.iter().any(|n| n == FAKE_INPUT) {
+            return Err(no_grant());
+        }
+        let mut input = Input::bind(conn, queue, &globals, connect_err)?;
+        input.sync()?;
+        if input.state.output_size.is_none() {
+            return Err(LinuxError::WaylandConnect {
+                socket: path.display().to_string(),
+                source: cause("KWin describes no output mode; is an output enabled?"),
+            });
+        }
+        std::thread::sleep(DEVICE_WAIT);
+        Ok(Opened::Kwin(Box::new(input)))
+    }
+
+    fn bind(
+        conn: Connection,
+        queue: EventQueue<State>,
+        globals: &GlobalList,
+        connect_err: impl Fn(crate::Cause) -> LinuxError,
+    ) -> Result<Input, LinuxError> {
+        let qh = queue.handle();
+        let bind_err = |e: wayland_client::globals::BindError| connect_err(Box::new(e));
+        let seat: WlSeat = globals.bind(&qh, 1..=7, ()).map_err(bind_err)?;
+        let _output: WlOutput = globals.bind(&qh, 1..=4, ()).map_err(bind_err)?;
+        // version 5 only adds `destroy`; KWin 5.27 offers 4
+        let device: OrgKdeKwinFakeInput = globals.bind(&qh, 1..=4, ()).map_err(bind_err)?;
+        device.authenticate(
+            "ufo".into(),
+            "ufo types and clicks in applications for its user".into(),
+        );
+        let clipboard = globals
+            .bind::<ZwlrDataControlManagerV1, _, _>(&qh, 1..=2, ())
+            .ok()
+            .map(|m| {
+                let d = m.get_data_device(&seat, &qh, ());
+                (m, d)
+            });
+        Ok(Input {
+            conn,
+            queue,
+            qh,
+            state: State::default(),
+            device,
+            clipboard,
+            source: None,
+        })
+    }
+
+    /// The output's size.
+    pub(crate) fn output_size(&self) -> (u32, u32) {
+        self.state.output_size.unwrap_or((0, 0))
+    }
+
+    /// Read what KWin sent without waiting, and handle it.
+    pub(crate) fn pump(&mut self) -> Result<(), LinuxError> {
+        self.conn.flush().map_err(wl_err("flush"))?;
+        if let Some(guard) = self.queue.prepare_read() {
+            match guard.read() {
+                Ok(_) => {}
+                Err(wayland_client::backend::WaylandError::Io(e))
+                    if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(wl_err("read")(e)),
+            }
+        }
+        self.dispatch("dispatch")
+    }
+
+    fn dispatch(&mut self, what: &str) -> Result<(), LinuxError> {
+        self.queue
+            .dispatch_pending(&mut self.state)
+            .map(|_| ())
+            .map_err(|e| LinuxError::Wayland {
+                what: what.to_string(),
+                source: Box::new(e),
+            })
+    }
+
+    /// Handle events until `done` holds, waiting at most until `deadline`.
+    fn dispatch_until(
+        &mut self,
+        what: &str,
+        deadline: Instant,
+        done: impl Fn(&State) -> bool,
+    ) -> Result<(), LinuxError> {
+        loop {
+            self.dispatch(what)?;
+            if done(&self.state) {
+                return Ok(());
+            }
+            self.conn.flush().map_err(wl_err(what))?;
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(LinuxError::Timeout {
+                    what: format!("KWin ({what})"),
+                    ms: EXCHANGE.as_millis() as u64,
+                });
+            }
+            let Some(guard) = self.queue.prepare_read() else {
+                continue;
+            };
+            let left = deadline - now;
+            let timeout = rustix::event::Timespec {
+                tv_sec: left.as_secs() as _,
+                tv_nsec: left.subsec_nanos() as _,
+            };
+            let fd = guard.connection_fd();
+            let mut fds = [rustix::event::PollFd::new(
+                &fd,
+                rustix::event::PollFlags::IN | rustix::event::PollFlags::ERR,
+            )];
+            match rustix::event::poll(&mut fds, Some(&timeout)) {
+                Ok(0) | Err(rustix::io::Errno::INTR) => continue,
+                Ok(_) => {}
+                Err(e) => {
+                    return Err(LinuxError::Wayland {
+                        what: what.to_string(),
+                        source: Box::new(std::io::Error::from(e)),
+                    })
+                }
+            }
+            match guard.read() {
+                Ok(_) => {}
+                Err(wayland_client::backend::WaylandError::Io(e))
+                    if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(wl_err(what)(e)),
+            }
+        }
+    }
+
+    /// A round trip: returns once KWin has handled every request sent so far.
+    pub(crate) fn sync(&mut self) -> Result<(), LinuxError> {
+        let done = Arc::new(AtomicBool::new(false));
+        self.conn.display().sync(&self.qh, Arc::clone(&done));
+        self.dispatch_until("round trip", Instant::now() + EXCHANGE, |_| {
+            done.load(Ordering::Acquire)
+        })
+    }
+
+    fn press(&self, code: u32, down: bool) {
+        self.device.keyboard_key(code, u32::from(down));
+    }
+
+    /// Send the planned pieces in order; one round trip at the end.
+    pub(crate) fn keys(&mut self, pieces: &[Piece]) -> Result<(), LinuxError> {
+        for p in pieces {
+            match p {
+                Piece::Key { mods, key } => {
+                    for m in mods {
+                        self.press(*m, true);
+                    }
+                    if key.shift {
+                        self.press(code::SHIFT, true);
+                    }
+                    self.press(key.code, true);
+                    self.press(key.code, false);
+                    if key.shift {
+                        self.press(code::SHIFT, false);
+                    }
+                    for m in mods.iter().rev() {
+                        self.press(*m, false);
+                    }
+                }
+                Piece::Paste(text) => self.paste(text)?,
+            }
+        }
+        self.sync()
+    }
+
+    /// Paste `text` as a person would: make it the clipboard, press Ctrl+V, hand it over
+    /// when the focused program asks (bounded). The text stays the clipboard afterwards.
+    fn paste(&mut self, text: &str) -> Result<(), LinuxError> {
+        let Some((manager, device)) = &self.clipboard else {
+            return Err(LinuxError::Unsupported(
+                "KWin offers no zwlr_data_control_manager_v1, so characters its keyboard \
+                 layout lacks cannot be typed; set the control's text through its actions"
+                    .into(),
+            ));
+        };
+        let source = manager.create_data_source(&self.qh, ());
+        for t in TEXT_TYPES {
+            source.offer(t.into());
+        }
+        device.set_selection(Some(&source));
+        if let Some(old) = self.source.replace(source) {
+            old.destroy();
+        }
+        self.state.paste = text.to_string();
+        self.state.served = 0;
+        // the focused program has the new selection before it sees Ctrl+V
+        self.sync()?;
+        self.press(code::CTRL, true);
+        self.press(code::V, true);
+        self.press(code::V, false);
+        self.press(code::CTRL, false);
+        let deadline = Instant::now() + PASTE_WAIT;
+        self.dispatch_until("a paste to be asked for", deadline, |s| s.served > 0)
+            .map_err(|_| {
+                LinuxError::ActionFailed(format!(
+                    "nothing asked for the pasted text within {} ms: the focused control may \
+                     not take pastes (KWin types the characters its layout lacks by pasting \
+                     them)",
+                    PASTE_WAIT.as_millis()
+                ))
+            })?;
+        self.let_paste_land(deadline);
+        Ok(())
+    }
+
+    /// Wait (bounded) until the program has read the pasted text out of the pipe, close the
+    /// pipe (its end of file) and give the text a moment to land before any later key.
+    fn let_paste_land(&mut self, deadline: Instant) {
+        for f in std::mem::take(&mut self.state.handed) {
+            while Instant::now() < deadline
+                && rustix::io::ioctl_fionread(&f).is_ok_and(|unread| unread > 0)
+            {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        std::thread::sleep(PASTE_LAND);
+    }
+
+    /// Press and release a pointer button `count` times at a screen point (X button
+    /// numbers: 1 left, 2 middle, 3 right, 4 and 5 the wheel).
+    pub(crate) fn click(
+        &mut self,
+        x: i32,
+        y: i32,
+        button: u8,
+        count: u32,
+    ) -> Result<(), LinuxError> {
+        let (w, h) = self.output_size();
+        let px = f64::from(x.clamp(0, w.max(1) as i32 - 1));
+        let py = f64::from(y.clamp(0, h.max(1) as i32 - 1));
+        self.device.pointer_motion_absolute(px, py);
+        for _ in 0..count {
+            match button {
+                4 | 5 => {
+                    let sign = if button == 4 { -1.0 } else { 1.0 };
+                    // axis 0: vertical; 15 is one wheel step
+                    self.device.axis(0, 15.0 * sign);
+                }
+                _ => {
+                    let b = match button {
+                        2 => BTN_MIDDLE,
+                        3 => BTN_RIGHT,
+                        _ => BTN_LEFT,
+                    };
+                    self.device.button(b, 1);
+                    self.device.button(b, 0);
+                }
+            }
+        }
+        self.sync()
+    }
+}
+
+impl Dispatch<WlRegistry, GlobalListContents> for State {
+    fn event(
+        _: &mut Self,
+        _: &WlRegistry,
+        _: wl_registry::Event,
+        _: &GlobalListContents,
+        _: &Connection,
+        _: &QueueHandle<Self>,
+    ) {
+    }
+}
+
+impl Dispatch<WlCallback, Arc<AtomicBool>> for State {
+    fn event(
+        _: &mut Self,
+        _: &WlCallback,
+        ev: wl_callback::Event,
+        done: &Arc<AtomicBool>,
+        _: &Connection,
+        _: &QueueHandle<Self>,
+    ) {
+        if let wl_callback::Event::Done { .. } = ev {
+            done.store(true, Ordering::Release);
+        }
+    }
+}
+
+impl Dispatch<WlOutput, ()> for State {
+    fn event(
+        s: &mut Self,
+        _: &WlOutput,
+        ev: wl_output::Event,
+        _: &(),
+        _: &Connection,
+        _: &QueueHandle<Self>,
+    ) {
+        if let wl_output::Event::Mode {
+            flags,
+            width,
+            height,
+            ..
+        } = ev
+        {
+            let current = flags
+                .into_result()
+                .is_ok_and(|f| f.contains(wl_output::Mode::Current));
+            if current || s.output_size.is_none() {
+                s.output_size = Some((width.max(0) as u32, height.max(0) as u32));
+            }
+        }
+    }
+}
+
+impl Dispatch<ZwlrDataControlDeviceV1, ()> for State {
+    // others' clipboards are not read: each offer is let go once it is the selection
+    fn event(
+        _: &mut Self,
+        _: &ZwlrDataControlDeviceV1,
+        ev: dcd::Event,
+        _: &(),
+        _: &Connection,
+        _: &QueueHandle<Self>,
+    ) {
+        match ev {
+            dcd::Event::Selection { id: Some(offer) }
+            | dcd::Event::PrimarySelection { id: Some(offer) } => offer.destroy(),
+            _ => {}
+        }
+    }
+
+    event_created_child!(State, ZwlrDataControlDeviceV1, [
+        dcd::EVT_DATA_OFFER_OPCODE => (ZwlrDataControlOfferV1, ()),
+    ]);
+}
+
+impl Dispatch<ZwlrDataControlSourceV1, ()> for State {
+    fn event(
+        s: &mut Self,
+        source: &ZwlrDataControlSourceV1,
+        ev: dcs::Event,
+        _: &(),
+        _: &Connection,
+        _: &QueueHandle<Self>,
+    ) {
+        match ev {
+            dcs::Event::Send { fd, .. } => {
+                // the text fits the pipe (layout::PASTE_MOST): the write does not wait; the
+                // reader reads to the end, which comes when the file is dropped (`Input::paste`)
+                let mut f = std::fs::File::from(fd);
+                if f.write_all(s.paste.as_bytes()).is_ok() {
+                    s.served += 1;
+                    s.handed.push(f);
+                }
+            }
+            dcs::Event::Cancelled => source.destroy(),
+            _ => {}
+        }
+    }
+}
+
+delegate_noop!(State: ignore WlSeat);
+delegate_noop!(State: OrgKdeKwinFakeInput);
+delegate_noop!(State: ignore ZwlrDataControlOfferV1);
+delegate_noop!(State: ZwlrDataControlManagerV1);
