@@ -36,6 +36,15 @@ const BUS_GRACE: Duration = Duration::from_secs(5);
 const LOG_SHOWN: u64 = 16_000;
 
 impl Launcher<'_> {
+    /// Run `cmd` as the configured launch user, if any (std drops root's supplementary
+    /// groups when it changes the uid).
+    fn as_launch_user(&self, cmd: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        if let Some(u) = self.config.launch_as {
+            cmd.uid(u.uid).gid(u.gid);
+        }
+    }
+
     /// Start a launch-table command and wait until its window is on the bus (or an
     /// application already running raised its window instead).
     pub(crate) async fn spawn_and_wait(
@@ -52,6 +61,7 @@ impl Launcher<'_> {
         // toolkit needs to be on the accessibility bus
         ufo_proc::scrub_env_std(&mut cmd);
         let command = &crate::launch::toolkit::with_switches(command);
+        self.as_launch_user(&mut cmd);
         let child = cmd
             .arg("-c")
             .arg(format!("exec {command}"))
@@ -198,6 +208,7 @@ impl Launcher<'_> {
         let log_err = log.try_clone().map_err(log_error)?;
         let mut cmd = std::process::Command::new("/bin/sh");
         ufo_proc::scrub_env_std(&mut cmd);
+        self.as_launch_user(&mut cmd);
         let spawned = cmd
             .arg("-c")
             .arg(format!("exec {command}"))
