@@ -56,7 +56,10 @@ echo "== Wayland live tests (sway, headless)"
 # session's environment, reach it through its socket (docs/desktop.md, "Wayland").
 scripts/wayland-session.sh up sway >/dev/null
 ( # shellcheck disable=SC1091
-  source "$UFO_WAYLAND_DIR/env" && UFO_WAYLAND_TESTS=1 cargo test -p ufo-linux --locked --test wayland )
+  source "$UFO_WAYLAND_DIR/env" && UFO_WAYLAND_TESTS=1 cargo test -p ufo-linux --locked --test wayland \
+    && UFO_WAYLAND_TESTS=1 cargo test -p ufo --locked --test wayland -- --test-threads=1 )
+# (the ufo tests also start private sway desktops of their own, as the session's user, which
+# `up` created: UFO_WAYLAND_USER in the env file)
 scripts/wayland-session.sh down >/dev/null
 
 echo "== bounded fuzz run (about a minute; docs/security.md: how to run a long campaign)"

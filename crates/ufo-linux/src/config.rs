@@ -21,12 +21,17 @@ pub enum DisplayChoice {
 
 /// The unprivileged user launched applications run as (a private Wayland desktop started by
 /// root: compositors refuse root, and the applications join that user's session).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Applications get its `HOME`, `USER` and `LOGNAME`; shell commands stay ufo's.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchUser {
     /// Its user id.
     pub uid: u32,
     /// Its primary group id.
     pub gid: u32,
+    /// Its name.
+    pub name: String,
+    /// Its home folder.
+    pub home: PathBuf,
 }
 
 /// How the live Linux desktop behaves: timeouts, settle time and the launch table.
@@ -76,8 +81,8 @@ pub struct LinuxConfig {
     /// `DBUS_SESSION_BUS_ADDRESS`. A process may so drive two desktops at once (the Wayland
     /// bench beside the X session).
     pub session_bus: Option<String>,
-    /// Launch applications as this user instead of ufo's own (`None`: as ufo). Its `HOME`
-    /// and the session's variables belong in [`LinuxConfig::launch_env`].
+    /// Launch applications as this user instead of ufo's own (`None`: as ufo), with its
+    /// `HOME`; the session's variables come from ufo's environment and `launch_env`.
     pub launch_as: Option<LaunchUser>,
 }
 

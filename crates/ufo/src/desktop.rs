@@ -147,9 +147,7 @@ pub(crate) async fn connect_linux(
     table.extend(config.launch);
     config.launch = table;
     if let Ok(user) = std::env::var(LAUNCH_USER_VAR) {
-        let (who, env) = launch_user(&user)?;
-        config.launch_as = Some(who);
-        config.launch_env.extend(env);
+        config.launch_as = Some(launch_user(&user)?);
     }
     ufo_linux::LinuxDesktop::connect(config).await.map_err(|e| {
         let hint = if wayland {
@@ -164,26 +162,19 @@ pub(crate) async fn connect_linux(
     })
 }
 
-/// The user applications launch as inside a private Wayland desktop, and their `HOME`,
-/// `USER` and `LOGNAME`.
-fn launch_user(name: &str) -> Result<(ufo_linux::LaunchUser, Vec<(String, String)>)> {
+/// The user applications launch as inside a private Wayland desktop.
+fn launch_user(name: &str) -> Result<ufo_linux::LaunchUser> {
     let user = nix::unistd::User::from_name(name)
         .map_err(|e| anyhow!("cannot look up the user {name:?} ({LAUNCH_USER_VAR}): {e}"))?
         .ok_or_else(|| {
             anyhow!("the user {name:?} ({LAUNCH_USER_VAR}) does not exist; create it or unset the variable")
         })?;
-    let env = vec![
-        ("HOME".to_string(), user.dir.display().to_string()),
-        ("USER".to_string(), name.to_string()),
-        ("LOGNAME".to_string(), name.to_string()),
-    ];
-    Ok((
-        ufo_linux::LaunchUser {
-            uid: user.uid.as_raw(),
-            gid: user.gid.as_raw(),
-        },
-        env,
-    ))
+    Ok(ufo_linux::LaunchUser {
+        uid: user.uid.as_raw(),
+        gid: user.gid.as_raw(),
+        name: name.to_string(),
+        home: user.dir,
+    })
 }
 
 /// Connect to the desktop `ufo serve` serves at `url`, with the token of `--token-file` (or

@@ -40,9 +40,21 @@ impl Launcher<'_> {
     /// groups when it changes the uid).
     fn as_launch_user(&self, cmd: &mut std::process::Command) {
         use std::os::unix::process::CommandExt;
-        if let Some(u) = self.config.launch_as {
+        if let Some(u) = &self.config.launch_as {
             cmd.uid(u.uid).gid(u.gid);
         }
+    }
+
+    /// The environment of a launched application: [`Self::started_env`], then the launch
+    /// user's `HOME`, `USER` and `LOGNAME` (ufo's own HOME is not that user's to write).
+    fn app_env(&self) -> Vec<(String, String)> {
+        let mut env = self.started_env();
+        if let Some(u) = &self.config.launch_as {
+            env.push(("HOME".into(), u.home.display().to_string()));
+            env.push(("USER".into(), u.name.clone()));
+            env.push(("LOGNAME".into(), u.name.clone()));
+        }
+        env
     }
 
     /// Start a launch-table command and wait until its window is on the bus (or an
@@ -69,7 +81,7 @@ impl Launcher<'_> {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .env_remove("NO_AT_BRIDGE")
-            .envs(self.started_env())
+            .envs(self.app_env())
             .process_group(0)
             .spawn()
             .map_err(|source| LinuxError::Spawn {
@@ -216,7 +228,7 @@ impl Launcher<'_> {
             .stdout(log)
             .stderr(log_err)
             .env_remove("NO_AT_BRIDGE")
-            .envs(self.started_env())
+            .envs(self.app_env())
             // its own group: ufo's cleanup of shell commands never reaches it
             .process_group(0)
             .spawn();
