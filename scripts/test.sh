@@ -58,7 +58,10 @@ echo "== Wayland live tests (sway headless, then KWin virtual; one session at a 
 # executable, which it reads only for its own user's processes.
 scripts/wayland-session.sh up sway >/dev/null
 ( # shellcheck disable=SC1091
-  source "$UFO_WAYLAND_DIR/env" && UFO_WAYLAND_TESTS=1 cargo test -p ufo-linux --locked --test wayland )
+  source "$UFO_WAYLAND_DIR/env" && UFO_WAYLAND_TESTS=1 cargo test -p ufo-linux --locked --test wayland \
+    && UFO_WAYLAND_TESTS=1 cargo test -p ufo --locked --test wayland -- --test-threads=1 )
+# (the ufo tests also start private sway desktops of their own, as the session's user, which
+# `up` created: UFO_WAYLAND_USER in the env file)
 scripts/wayland-session.sh down >/dev/null
 scripts/wayland-session.sh up kwin >/dev/null
 ( # shellcheck disable=SC1091

@@ -19,6 +19,21 @@ pub enum DisplayChoice {
     },
 }
 
+/// The unprivileged user launched applications run as (a private Wayland desktop started by
+/// root: compositors refuse root, and the applications join that user's session).
+/// Applications get its `HOME`, `USER` and `LOGNAME`; shell commands stay ufo's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchUser {
+    /// Its user id.
+    pub uid: u32,
+    /// Its primary group id.
+    pub gid: u32,
+    /// Its name.
+    pub name: String,
+    /// Its home folder.
+    pub home: PathBuf,
+}
+
 /// How the live Linux desktop behaves: timeouts, settle time and the launch table.
 #[derive(Debug, Clone)]
 pub struct LinuxConfig {
@@ -66,6 +81,9 @@ pub struct LinuxConfig {
     /// `DBUS_SESSION_BUS_ADDRESS`. A process may so drive two desktops at once (the Wayland
     /// bench beside the X session).
     pub session_bus: Option<String>,
+    /// Launch applications as this user instead of ufo's own (`None`: as ufo), with its
+    /// `HOME`; the session's variables come from ufo's environment and `launch_env`.
+    pub launch_as: Option<LaunchUser>,
 }
 
 impl Default for LinuxConfig {
@@ -96,6 +114,7 @@ impl Default for LinuxConfig {
             launch_env: Vec::new(),
             display: DisplayChoice::Auto,
             session_bus: None,
+            launch_as: None,
         }
     }
 }

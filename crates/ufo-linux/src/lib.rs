@@ -61,7 +61,8 @@ pub use display::x11::{demo as demo_input, takeover};
 pub use launch::toolkit;
 
 pub use config::{
-    default_launch_table, libreoffice_gtk3_installed, program_of, DisplayChoice, LinuxConfig,
+    default_launch_table, libreoffice_gtk3_installed, program_of, DisplayChoice, LaunchUser,
+    LinuxConfig,
 };
 pub use controls::ControlDetail;
 pub use desktop::LinuxDesktop;

@@ -1,6 +1,8 @@
 //! Opening the desktop a command names (`--desktop`): the simulated one from its scenario
 //! file, one served by `ufo serve` (`remote:URL`), or this Linux session's with the `[launch]`
-//! table of `ufo.toml`.
+//! table of `ufo.toml` (`live`: X11 or Wayland as the environment says, `wayland`: the
+//! person's Wayland session); and what names a private desktop (`private`, `private:sway`,
+//! `private:kwin`; docs/desktop.md).
 
 use anyhow::{anyhow, Context, Result};
 use ufo_core::Desktop;
@@ -22,6 +24,78 @@ pub(crate) const REMOTE_TOKEN_VAR: &str = "UFO_REMOTE_TOKEN";
 /// The environment variable bounding each call to a remote desktop, in milliseconds.
 pub(crate) const REMOTE_TIMEOUT_VAR: &str = "UFO_REMOTE_TIMEOUT_MS";
 
+/// A private desktop of ufo's own (docs/desktop.md, "Private Wayland desktops").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PrivateKind {
+    /// `private`: an X server (Xvfb, or Xephyr to watch) with a window manager.
+    X,
+    /// `private:sway`: a headless sway.
+    Sway,
+    /// `private:kwin`: a virtual KWin.
+    Kwin,
+}
+
+impl PrivateKind {
+    /// The `--desktop` value naming it.
+    pub(crate) fn spec(self) -> &'static str {
+        match self {
+            PrivateKind::X => "private",
+            PrivateKind::Sway => "private:sway",
+            PrivateKind::Kwin => "private:kwin",
+        }
+    }
+
+    /// Whether it is a Wayland compositor.
+    pub(crate) fn wayland(self) -> bool {
+        match self {
+            PrivateKind::X => false,
+            PrivateKind::Sway | PrivateKind::Kwin => true,
+        }
+    }
+}
+
+/// The private desktop `spec` names: `None` when it names none, `Err` (a usage error) for a
+/// `private:` value ufo cannot start.
+pub(crate) fn private_kind(spec: &str) -> Option<Result<PrivateKind>> {
+    let spec = spec.trim();
+    if spec == "private" {
+        return Some(Ok(PrivateKind::X));
+    }
+    let compositor = spec.strip_prefix("private:")?;
+    Some(match compositor {
+        "sway" => Ok(PrivateKind::Sway),
+        "kwin" => Ok(PrivateKind::Kwin),
+        "gnome" => Err(anyhow!(
+            "--desktop private:gnome is not available yet: a private GNOME (mutter) desktop \
+             comes with GNOME support; use private:sway, private:kwin or private (X11)"
+        )),
+        other => Err(anyhow!(
+            "--desktop private:{other} is not a private desktop ufo can start; use private \
+             (X11), private:sway or private:kwin"
+        )),
+    })
+}
+
+/// The display a live desktop spec opens: `live` as the environment says (X11 when `DISPLAY`
+/// is set, else Wayland), `wayland` the Wayland compositor of `WAYLAND_DISPLAY`; `None` for
+/// any other spec.
+pub(crate) fn live_display(spec: &str) -> Option<ufo_linux::DisplayChoice> {
+    match spec.trim() {
+        "live" => Some(ufo_linux::DisplayChoice::Auto),
+        "wayland" => Some(ufo_linux::DisplayChoice::Wayland { socket: None }),
+        _ => None,
+    }
+}
+
+/// Whether `spec` is this machine's own session (`live` or `wayland`).
+pub(crate) fn is_live(spec: &str) -> bool {
+    live_display(spec).is_some()
+}
+
+/// Set (to a user name) for the ufo that runs inside a private Wayland desktop started by
+/// root: it launches applications as that user, into the user's session.
+pub(crate) const LAUNCH_USER_VAR: &str = "UFO_PRIVATE_LAUNCH_USER";
+
 /// Open the desktop named by `--desktop`.
 pub(crate) async fn open_desktop(
     spec: &str,
@@ -36,31 +110,70 @@ pub(crate) async fn open_desktop(
             ufo_desktop::SimDesktop::load(file).map_err(|e| anyhow!("--desktop {spec}: {e}"))?;
         return Ok(Box::new(sim));
     }
-    match spec {
-        "live" => Ok(Box::new(connect_live(launch).await?)),
-        "private" => Err(anyhow!(
-            "--desktop private is started by ufo itself for run, resume, follow, mcp serve and \
-             batch; this command cannot use it"
-        )),
-        other => Err(anyhow!(
-            "--desktop {other:?} is not a desktop; use live, private, sim:<SCENARIO.json> or \
-             remote:https://HOST:PORT"
-        )),
+    if let Some(display) = live_display(spec) {
+        return Ok(Box::new(connect_linux(display, launch).await?));
     }
+    if let Some(kind) = private_kind(spec) {
+        let kind = kind?;
+        return Err(anyhow!(
+            "--desktop {} is started by ufo itself for run, resume, follow, mcp serve, serve \
+             and batch; this command cannot use it",
+            kind.spec()
+        ));
+    }
+    Err(anyhow!(
+        "--desktop {spec:?} is not a desktop; use live, wayland, private, private:sway, \
+         private:kwin, sim:<SCENARIO.json> or remote:https://HOST:PORT"
+    ))
 }
 
-/// Connect to this Linux session's accessibility bus and X server.
+/// Connect to this Linux session's accessibility bus and display (X11, else Wayland).
 pub(crate) async fn connect_live(launch: &[(String, String)]) -> Result<ufo_linux::LinuxDesktop> {
-    let mut config = ufo_linux::LinuxConfig::default();
+    connect_linux(ufo_linux::DisplayChoice::Auto, launch).await
+}
+
+/// Connect to this Linux session's accessibility bus and the `display` chosen.
+pub(crate) async fn connect_linux(
+    display: ufo_linux::DisplayChoice,
+    launch: &[(String, String)],
+) -> Result<ufo_linux::LinuxDesktop> {
+    let wayland = matches!(display, ufo_linux::DisplayChoice::Wayland { .. });
+    let mut config = ufo_linux::LinuxConfig {
+        display,
+        ..ufo_linux::LinuxConfig::default()
+    };
     // Entries of ufo.toml's [launch] table come first, so they win over the built-in ones.
     let mut table = launch.to_vec();
     table.extend(config.launch);
     config.launch = table;
+    if let Ok(user) = std::env::var(LAUNCH_USER_VAR) {
+        config.launch_as = Some(launch_user(&user)?);
+    }
     ufo_linux::LinuxDesktop::connect(config).await.map_err(|e| {
-        anyhow!(
-            "cannot reach the live desktop: {e}; is a desktop session running? (for a headless \
-             one: scripts/desktop-session.sh up && source /tmp/ufo-desktop-session/env)"
-        )
+        let hint = if wayland {
+            "is a Wayland compositor running, with WAYLAND_DISPLAY set? (for a headless one: \
+             scripts/wayland-session.sh up sway && source /tmp/ufo-wayland-session/env, or use \
+             --desktop private:sway)"
+        } else {
+            "is a desktop session running? (for a headless one: scripts/desktop-session.sh up \
+             && source /tmp/ufo-desktop-session/env)"
+        };
+        anyhow!("cannot reach the live desktop: {e}; {hint}")
+    })
+}
+
+/// The user applications launch as inside a private Wayland desktop.
+fn launch_user(name: &str) -> Result<ufo_linux::LaunchUser> {
+    let user = nix::unistd::User::from_name(name)
+        .map_err(|e| anyhow!("cannot look up the user {name:?} ({LAUNCH_USER_VAR}): {e}"))?
+        .ok_or_else(|| {
+            anyhow!("the user {name:?} ({LAUNCH_USER_VAR}) does not exist; create it or unset the variable")
+        })?;
+    Ok(ufo_linux::LaunchUser {
+        uid: user.uid.as_raw(),
+        gid: user.gid.as_raw(),
+        name: name.to_string(),
+        home: user.dir,
     })
 }
 
@@ -122,4 +235,37 @@ pub(crate) async fn connect_remote(
     ufo_mcp::remote::RemoteDesktop::connect(config)
         .await
         .map_err(|e| anyhow!("--desktop remote:{url}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn desktop_specs_name_live_displays_and_private_desktops() {
+        assert_eq!(live_display("live"), Some(ufo_linux::DisplayChoice::Auto));
+        assert_eq!(
+            live_display("wayland"),
+            Some(ufo_linux::DisplayChoice::Wayland { socket: None })
+        );
+        assert!(is_live(" wayland ") && !is_live("private") && !is_live("sim:x"));
+        let kind = |s: &str| private_kind(s).map(|r| r.map_err(|e| e.to_string()));
+        assert_eq!(kind("private"), Some(Ok(PrivateKind::X)));
+        assert_eq!(kind("private:sway"), Some(Ok(PrivateKind::Sway)));
+        assert_eq!(kind("private:kwin"), Some(Ok(PrivateKind::Kwin)));
+        assert_eq!(kind("live"), None);
+        assert_eq!(kind("privately"), None);
+        let gnome = kind("private:gnome")
+            .and_then(Result::err)
+            .expect("an error");
+        assert!(gnome.contains("not available yet") && gnome.contains("private:sway"));
+        let other = kind("private:weston")
+            .and_then(Result::err)
+            .expect("an error");
+        assert!(other.contains("private:weston") && other.contains("private:kwin"));
+        for k in [PrivateKind::X, PrivateKind::Sway, PrivateKind::Kwin] {
+            assert_eq!(kind(k.spec()), Some(Ok(k)));
+            assert_eq!(k.wayland(), k != PrivateKind::X);
+        }
+    }
 }

@@ -56,6 +56,7 @@ mod logging;
 mod models;
 mod output;
 mod private;
+mod private_wayland;
 mod recorder;
 mod secret_env;
 mod session;

@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use crate::desktop::PrivateKind;
+
 /// The environment variable that marks every process of one private desktop.
 pub const MARK_VAR: &str = "UFO_SESSION_MARK";
 /// Set in the command ufo runs inside its private desktop (its value is the state folder), so
@@ -51,6 +53,8 @@ pub struct PrivateDesktop {
     mark: String,
     children: Vec<Child>,
     reaper: Option<Child>,
+    /// The variables a program inside must not inherit (the other display system's).
+    unset: &'static [&'static str],
 }
 
 /// A program the private desktop needs, with the Debian package that has it.
@@ -61,6 +65,10 @@ const NEEDS: &[(&str, &str)] = &[
     ("xprop", "x11-utils"),
 ];
 const BUS_LAUNCHER: &str = "/usr/libexec/at-spi-bus-launcher";
+/// What a program in the private X desktop must not inherit.
+const X_UNSET: &[&str] = &["NO_AT_BRIDGE", "WAYLAND_DISPLAY"];
+/// What a program in a private Wayland desktop must not inherit: X11 would win over Wayland.
+const WAYLAND_UNSET: &[&str] = &["NO_AT_BRIDGE", "DISPLAY", "XAUTHORITY", "SWAYSOCK"];
 
 fn which(program: &str) -> Option<PathBuf> {
     ufo_proc::which(program, None).map(PathBuf::from)
@@ -184,9 +192,12 @@ fn desktop_env(
 }
 
 impl PrivateDesktop {
-    /// Start a private desktop. `exe` is the ufo binary (for the reaper). Errors say which
-    /// package to install when a program is missing.
-    pub fn start(exe: &Path, opts: &Options) -> Result<PrivateDesktop> {
+    /// Start a private desktop of `kind`. `exe` is the ufo binary (for the reaper). Errors
+    /// say which package to install when a program is missing.
+    pub fn start(exe: &Path, kind: PrivateKind, opts: &Options) -> Result<PrivateDesktop> {
+        if kind.wayland() {
+            return Self::start_wayland(exe, kind);
+        }
         let server = if opts.watch { "Xephyr" } else { "Xvfb" };
         check_programs(server, opts.watch)?;
         let (mark, dir, runtime) = make_state_folder()?;
@@ -198,6 +209,7 @@ impl PrivateDesktop {
             mark,
             children: Vec::new(),
             reaper: None,
+            unset: X_UNSET,
         };
         // the reaper first: whatever starts after it is ended with ufo, even a failed start
         desk.start_reaper(exe)?;
@@ -205,6 +217,34 @@ impl PrivateDesktop {
         desk.start_session_bus()?;
         desk.start_accessibility_bus()?;
         desk.start_window_manager()?;
+        Ok(desk)
+    }
+
+    /// A private Wayland desktop (`crate::private_wayland`): the reaper first, then the
+    /// session bus and the compositor as an unprivileged user.
+    fn start_wayland(exe: &Path, kind: PrivateKind) -> Result<PrivateDesktop> {
+        let (mark, dir, _runtime) = make_state_folder()?;
+        let env = vec![
+            (MARK_VAR.to_string(), mark.clone()),
+            (INSIDE_VAR.to_string(), dir.display().to_string()),
+        ];
+        let mut desk = PrivateDesktop {
+            env,
+            dir,
+            mark,
+            children: Vec::new(),
+            reaper: None,
+            unset: WAYLAND_UNSET,
+        };
+        desk.start_reaper(exe)?;
+        crate::private_wayland::Start {
+            kind,
+            mark: (MARK_VAR, &desk.mark),
+            dir: &desk.dir,
+            children: &mut desk.children,
+            env: &mut desk.env,
+        }
+        .run()?;
         Ok(desk)
     }
 
@@ -434,7 +474,7 @@ impl PrivateDesktop {
         for (k, v) in &self.env {
             text.push_str(&format!("export {k}='{}'\n", v.replace('\'', "'\\''")));
         }
-        text.push_str("unset NO_AT_BRIDGE WAYLAND_DISPLAY\n");
+        text.push_str(&format!("unset {}\n", self.unset.join(" ")));
         let path = self.dir.join("env");
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
         Ok(path)
@@ -529,6 +569,8 @@ pub fn reaper(parent: u32, mark: &str, dir: &Path) -> ExitCode {
 pub struct Plan {
     /// How to start them.
     pub opts: Options,
+    /// Which desktop: X11 or a Wayland compositor.
+    pub kind: PrivateKind,
     /// How many (one per batch job, else one).
     pub desktops: usize,
     /// `ufo batch`: the desktops are handed over as `--display-env` files.
@@ -650,7 +692,7 @@ fn count_interrupts() -> std::sync::Arc<std::sync::atomic::AtomicUsize> {
 fn start_desktops(exe: &Path, plan: &Plan) -> std::result::Result<Vec<PrivateDesktop>, ExitCode> {
     let mut desktops = Vec::new();
     for _ in 0..plan.desktops {
-        match PrivateDesktop::start(exe, &plan.opts) {
+        match PrivateDesktop::start(exe, plan.kind, &plan.opts) {
             Ok(d) => desktops.push(d),
             Err(e) => {
                 eprintln!("error: cannot start a private desktop: {e:#}");
@@ -711,9 +753,9 @@ fn spawn_inner(
         for (k, v) in &desktops[0].env {
             inner.env(k, v);
         }
-        inner
-            .env_remove("NO_AT_BRIDGE")
-            .env_remove("WAYLAND_DISPLAY");
+        for k in desktops[0].unset {
+            inner.env_remove(k);
+        }
     } else {
         inner.env(INSIDE_VAR, &desktops[0].dir);
     }
@@ -770,18 +812,23 @@ fn wait_inner(
 /// starts a program inside it (so the program is on its accessibility bus, and ended with it),
 /// and, when watched, where it shows.
 fn announce(desk: &PrivateDesktop, env_file: &Path, watch: bool) {
-    let display = desk
-        .env
+    // the X display, or the Wayland compositor's socket
+    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
         .iter()
-        .find(|(k, _)| k == "DISPLAY")
-        .map_or("?", |(_, v)| v.as_str());
+        .find_map(|name| {
+            desk.env
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(k, v)| format!("{k}={v}"))
+        })
+        .unwrap_or_else(|| "?".into());
     let shown = if watch {
         "it shows in a window on your display"
     } else {
         "add --watch to see it in a window on your display"
     };
     eprintln!(
-        "private desktop: DISPLAY={display}; start a program in it with `. {} && PROGRAM &`; \
+        "private desktop: {display}; start a program in it with `. {} && PROGRAM &`; \
          {shown}",
         env_file.display()
     );
@@ -810,6 +857,7 @@ mod tests {
     fn the_inner_command_runs_on_the_live_desktop_inside() {
         let one = Plan {
             opts: Options::default(),
+            kind: PrivateKind::X,
             desktops: 1,
             batch: false,
             person: false,
@@ -838,6 +886,7 @@ mod tests {
         );
         let batch = Plan {
             opts: Options::default(),
+            kind: PrivateKind::X,
             desktops: 2,
             batch: true,
             person: false,

@@ -58,7 +58,7 @@ const LAYERS: &[Layers] = &[
                 "demo_file",
             ],
             // the desktops a command names
-            &["desktop", "private", "devices"],
+            &["desktop", "private_wayland", "private", "devices"],
             // settings and the plans the command line resolves into
             &["config"],
             // the trajectory (writer, reader, report, runs), the person, knowledge

@@ -36,6 +36,27 @@ const BUS_GRACE: Duration = Duration::from_secs(5);
 const LOG_SHOWN: u64 = 16_000;
 
 impl Launcher<'_> {
+    /// Run `cmd` as the configured launch user, if any (std drops root's supplementary
+    /// groups when it changes the uid).
+    fn as_launch_user(&self, cmd: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        if let Some(u) = &self.config.launch_as {
+            cmd.uid(u.uid).gid(u.gid);
+        }
+    }
+
+    /// The environment of a launched application: [`Self::started_env`], then the launch
+    /// user's `HOME`, `USER` and `LOGNAME` (ufo's own HOME is not that user's to write).
+    fn app_env(&self) -> Vec<(String, String)> {
+        let mut env = self.started_env();
+        if let Some(u) = &self.config.launch_as {
+            env.push(("HOME".into(), u.home.display().to_string()));
+            env.push(("USER".into(), u.name.clone()));
+            env.push(("LOGNAME".into(), u.name.clone()));
+        }
+        env
+    }
+
     /// Start a launch-table command and wait until its window is on the bus (or an
     /// application already running raised its window instead).
     pub(crate) async fn spawn_and_wait(
@@ -52,6 +73,7 @@ impl Launcher<'_> {
         // toolkit needs to be on the accessibility bus
         ufo_proc::scrub_env_std(&mut cmd);
         let command = &crate::launch::toolkit::with_switches(command);
+        self.as_launch_user(&mut cmd);
         let child = cmd
             .arg("-c")
             .arg(format!("exec {command}"))
@@ -59,7 +81,7 @@ impl Launcher<'_> {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .env_remove("NO_AT_BRIDGE")
-            .envs(self.started_env())
+            .envs(self.app_env())
             .process_group(0)
             .spawn()
             .map_err(|source| LinuxError::Spawn {
@@ -198,6 +220,7 @@ impl Launcher<'_> {
         let log_err = log.try_clone().map_err(log_error)?;
         let mut cmd = std::process::Command::new("/bin/sh");
         ufo_proc::scrub_env_std(&mut cmd);
+        self.as_launch_user(&mut cmd);
         let spawned = cmd
             .arg("-c")
             .arg(format!("exec {command}"))
@@ -205,7 +228,7 @@ impl Launcher<'_> {
             .stdout(log)
             .stderr(log_err)
             .env_remove("NO_AT_BRIDGE")
-            .envs(self.started_env())
+            .envs(self.app_env())
             // its own group: ufo's cleanup of shell commands never reaches it
             .process_group(0)
             .spawn();

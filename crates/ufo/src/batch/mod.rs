@@ -92,6 +92,22 @@ fn job_display(job: &Job, i: usize, env: &dyn Fn(&str) -> Option<String>) -> Res
         None if job.unset.iter().any(|k| k == "DISPLAY") => None,
         None => env("DISPLAY"),
     };
+    let wayland = match job.set.iter().find(|(k, _)| k == "WAYLAND_DISPLAY") {
+        Some((_, v)) => Some(v.clone()),
+        None if job.unset.iter().any(|k| k == "WAYLAND_DISPLAY") => None,
+        None => env("WAYLAND_DISPLAY"),
+    };
+    if let (None, Some(socket)) = (&display, wayland.filter(|w| !w.trim().is_empty())) {
+        // a Wayland job (a private Wayland desktop): its compositor's socket must be there
+        if socket.starts_with('/') && !Path::new(&socket).exists() {
+            return Err(anyhow!(
+                "no desktop to run job {} on: no Wayland compositor at WAYLAND_DISPLAY \
+                 {socket}; start it first (scripts/wayland-session.sh up sway)",
+                i + 1
+            ));
+        }
+        return Ok(socket);
+    }
     let Some(display) = display.filter(|d| !d.trim().is_empty()) else {
         return Err(anyhow!(
             "no desktop to run job {} on: DISPLAY is not set; start a session with \
@@ -467,6 +483,10 @@ fn worker_command(
     }
     if let Some(c) = &args.config {
         cmd.arg("--config").arg(c);
+    }
+    if crate::desktop::live_display(&args.desktop).is_some_and(|d| d != Default::default()) {
+        // the person's Wayland session even where DISPLAY is set too
+        cmd.arg("--desktop").arg(&args.desktop);
     }
     if is_remote(args) {
         cmd.arg("--desktop").arg(&args.desktop);
@@ -844,7 +864,8 @@ async fn task_desktop(
         let remote = crate::desktop::connect_remote(url, &args.remote.clone()).await?;
         return Ok((Arc::new(remote), Vec::new()));
     }
-    let live = crate::desktop::connect_live(&prepared.settings.launch).await?;
+    let display = crate::desktop::live_display(&args.desktop).unwrap_or_default();
+    let live = crate::desktop::connect_linux(display, &prepared.settings.launch).await?;
     let launch = live
         .config()
         .launch
@@ -1035,6 +1056,34 @@ mod tests {
             job_display(&bare, 0, &remote).expect("remote"),
             "otherhost:0"
         );
+    }
+
+    #[test]
+    fn a_job_of_a_private_wayland_desktop_runs_on_its_compositor() {
+        let outer = |k: &str| (k == "DISPLAY").then(|| ":0".to_string());
+        let dir = tempfile::tempdir().expect("a folder");
+        let socket = dir.path().join("wayland-1");
+        std::fs::write(&socket, "").expect("a stand-in socket");
+        let job = Job {
+            set: vec![("WAYLAND_DISPLAY".into(), socket.display().to_string())],
+            unset: vec!["DISPLAY".into()],
+        };
+        assert_eq!(
+            job_display(&job, 0, &outer).expect("wayland"),
+            socket.display().to_string()
+        );
+        std::fs::remove_file(&socket).expect("gone");
+        let e = job_display(&job, 2, &outer).expect_err("no compositor");
+        assert!(e.to_string().contains("job 3") && e.to_string().contains("WAYLAND_DISPLAY"));
+        // the X display wins where both are set, as for `live`
+        let both = Job {
+            set: vec![
+                ("DISPLAY".into(), ":4243".into()),
+                ("WAYLAND_DISPLAY".into(), "wayland-9".into()),
+            ],
+            unset: Vec::new(),
+        };
+        assert!(job_display(&both, 0, &|_| None).is_err_and(|e| e.to_string().contains("X4243")));
     }
 
     #[test]

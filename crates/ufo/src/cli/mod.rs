@@ -103,7 +103,11 @@ pub struct InspectArgs {
 
     /// Desktop to inspect: `live` (this Linux session), `sim:<SCENARIO.json>` or
     /// `remote:URL` (a desktop served by `ufo serve`).
-    #[arg(long, default_value = "live", value_name = "live|sim:FILE|remote:URL")]
+    #[arg(
+        long,
+        default_value = "live",
+        value_name = "live|wayland|sim:FILE|remote:URL"
+    )]
     pub desktop: String,
 
     /// The remote desktop's token and certificate.
@@ -119,7 +123,10 @@ pub struct ResumeArgs {
 
     /// Desktop (default: the original run's): `live`, `private`, `sim:FILE` or `remote:URL`.
     /// A session across devices reconnects to the devices it recorded (or those of --device).
-    #[arg(long, value_name = "live|private|sim:FILE|remote:URL")]
+    #[arg(
+        long,
+        value_name = "live|wayland|private[:sway|kwin]|sim:FILE|remote:URL"
+    )]
     pub desktop: Option<String>,
 
     /// Model (default: the original run's).
@@ -188,7 +195,7 @@ pub struct RunArgs {
     #[arg(
         long,
         default_value = "live",
-        value_name = "live|private|sim:FILE|remote:URL"
+        value_name = "live|wayland|private[:sway|kwin]|sim:FILE|remote:URL"
     )]
     pub desktop: String,
 
@@ -292,7 +299,11 @@ pub struct BatchArgs {
     /// `remote:URL` (a desktop served by `ufo serve` on another machine; one job; its task
     /// set-up and evaluators run through that machine's shell when it was started with
     /// --allow-shell, else tasks that need one are skipped).
-    #[arg(long, default_value = "live", value_name = "live|private|remote:URL")]
+    #[arg(
+        long,
+        default_value = "live",
+        value_name = "live|wayland|private[:sway|kwin]|remote:URL"
+    )]
     pub desktop: String,
 
     /// With `--desktop remote:URL`: the file holding the token (default: the UFO_REMOTE_TOKEN
@@ -401,7 +412,7 @@ pub struct FollowArgs {
     #[arg(
         long,
         default_value = "live",
-        value_name = "live|private|sim:FILE|remote:URL"
+        value_name = "live|wayland|private[:sway|kwin]|sim:FILE|remote:URL"
     )]
     pub desktop: String,
 
@@ -468,7 +479,11 @@ pub enum McpCommand {
 pub struct ServeArgs {
     /// Desktop to serve: `live` (this Linux session), `private` (a desktop of ufo's own, ended
     /// with the server) or `sim:<SCENARIO.json>` (simulated).
-    #[arg(long, default_value = "live", value_name = "live|private|sim:FILE")]
+    #[arg(
+        long,
+        default_value = "live",
+        value_name = "live|wayland|private[:sway|kwin]|sim:FILE"
+    )]
     pub desktop: String,
 
     /// The private desktop's options.

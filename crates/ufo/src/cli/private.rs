@@ -58,28 +58,50 @@ pub fn plan(command: &super::Command) -> Result<Option<Plan>> {
     if std::env::var_os(INSIDE_VAR).is_some() {
         return Ok(None);
     }
-    if desktop.as_deref() != Some("private") {
-        if private.watch || private.scratch_home {
-            bail!("--watch and --scratch-home are options of a private desktop; add --desktop private");
-        }
-        if batch
-            && desktop.as_deref() != Some("live")
-            && !desktop.as_deref().is_some_and(|d| d.starts_with("remote:"))
-        {
-            bail!("ufo batch runs on --desktop live, --desktop private or --desktop remote:URL");
-        }
-        return Ok(None);
+    let kind = match desktop.as_deref().and_then(crate::desktop::private_kind) {
+        Some(kind) => kind?,
+        None => return not_private(desktop.as_deref(), &private, batch),
+    };
+    if kind.wayland() && (private.watch || private.scratch_home) {
+        bail!(
+            "--watch and --scratch-home are options of the private X desktop (--desktop \
+             private); a private Wayland desktop is headless and its applications use its \
+             user's HOME (docs/desktop.md)"
+        );
     }
     Ok(Some(Plan {
         opts: Options {
             watch: private.watch,
             scratch_home: private.scratch_home,
         },
+        kind,
         desktops,
         batch,
         person,
         serves,
     }))
+}
+
+/// A command on no private desktop: its private desktop's options are usage errors, and a
+/// batch runs on a live or served desktop only.
+fn not_private(
+    desktop: Option<&str>,
+    private: &super::PrivateArgs,
+    batch: bool,
+) -> Result<Option<Plan>> {
+    if private.watch || private.scratch_home {
+        bail!("--watch and --scratch-home are options of a private desktop; add --desktop private");
+    }
+    if batch
+        && !desktop.is_some_and(crate::desktop::is_live)
+        && !desktop.is_some_and(|d| d.starts_with("remote:"))
+    {
+        bail!(
+            "ufo batch runs on --desktop live, wayland, private, private:sway, private:kwin or \
+             remote:URL"
+        );
+    }
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -18,7 +18,11 @@ pub struct ServeArgs {
 
     /// Desktop to serve: `live` (this Linux session), `private` (a desktop of ufo's own, ended
     /// with the server) or `sim:<SCENARIO.json>` (simulated).
-    #[arg(long, default_value = "live", value_name = "live|private|sim:FILE")]
+    #[arg(
+        long,
+        default_value = "live",
+        value_name = "live|wayland|private[:sway|kwin]|sim:FILE"
+    )]
     pub desktop: String,
 
     /// The private desktop's options.

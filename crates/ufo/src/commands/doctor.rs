@@ -19,6 +19,51 @@ fn print(f: &ufo_linux::doctor::Finding) {
     }
 }
 
+/// Where ufo works on X11 (`DISPLAY` set), what it would find on Wayland, as notes that
+/// never fail the check: the compositor of `WAYLAND_DISPLAY` (which one, the protocols it
+/// offers, what is missing and how to get it), or that there is none. Without `DISPLAY` the
+/// session checks are the Wayland ones already.
+async fn wayland_notes() {
+    if std::env::var_os("DISPLAY").is_none() {
+        return;
+    }
+    match wayland_note_kind(std::env::var_os("WAYLAND_DISPLAY").as_deref()) {
+        WaylandNote::None => {
+            crate::output::outln!(
+                "note     no Wayland display (WAYLAND_DISPLAY is not set): ufo works on X11 here"
+            );
+        }
+        WaylandNote::Check => {
+            for f in ufo_linux::doctor::check_wayland(None, CHECK_TIMEOUT).await {
+                let what = ufo_core::inert(&f.what);
+                crate::output::outln!("note     wayland: {what}");
+                if let Some(fix) = &f.fix {
+                    crate::output::outln!("  fix:   {}", ufo_core::inert(fix));
+                }
+            }
+            crate::output::outln!(
+                "note     ufo uses X11 (DISPLAY) here; --desktop wayland uses the compositor"
+            );
+        }
+    }
+}
+
+/// What `ufo doctor` says of Wayland beside X11.
+#[derive(Debug, PartialEq, Eq)]
+enum WaylandNote {
+    /// No Wayland display: say so.
+    None,
+    /// Check the compositor.
+    Check,
+}
+
+fn wayland_note_kind(wayland_display: Option<&std::ffi::OsStr>) -> WaylandNote {
+    match wayland_display {
+        Some(v) if !v.is_empty() => WaylandNote::Check,
+        _ => WaylandNote::None,
+    }
+}
+
 /// Run `ufo doctor`: 0 when the session and the windows are fit for the agent, 1 when
 /// something is missing (each problem printed with its fix), 2 when the window named
 /// matches none.
@@ -28,6 +73,7 @@ pub async fn run(window: Option<&str>) -> ExitCode {
         print(f);
     }
     let mut problems = session.iter().filter(|f| !f.ok).count();
+    wayland_notes().await;
     if problems > 0 {
         crate::output::outln!("{problems} problem(s) in the session; windows not checked");
         return ExitCode::from(1);
@@ -71,5 +117,20 @@ pub async fn run(window: Option<&str>) -> ExitCode {
     } else {
         crate::output::outln!("{problems} problem(s); the fixes are above");
         ExitCode::from(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wayland_display_is_checked_only_when_named() {
+        assert_eq!(wayland_note_kind(None), WaylandNote::None);
+        assert_eq!(wayland_note_kind(Some("".as_ref())), WaylandNote::None);
+        assert_eq!(
+            wayland_note_kind(Some("wayland-1".as_ref())),
+            WaylandNote::Check
+        );
     }
 }

@@ -4,17 +4,17 @@
 use std::process::ExitCode;
 
 use crate::config::plan::InspectPlan;
-use crate::desktop::{connect_live, open_desktop};
+use crate::desktop::{connect_linux, live_display, open_desktop};
 use crate::exit::EXIT_USAGE;
 use crate::output;
 
 /// `ufo inspect [WINDOW]`: a window's controls as the agent sees them, and the annotated
 /// screenshot.
 pub(crate) async fn command(args: &InspectPlan) -> ExitCode {
-    if args.desktop != "live" || !args.devices.is_empty() {
+    let Some(display) = live_display(&args.desktop).filter(|_| args.devices.is_empty()) else {
         return inspect_other(args).await;
-    }
-    let desktop = match connect_live(&[]).await {
+    };
+    let desktop = match connect_linux(display, &[]).await {
         Ok(d) => d,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -36,7 +36,8 @@ fn write_run_record(
     let record = RunRecord {
         // inside a private desktop the session is resumed on a private desktop again
         desktop: if args.desktop == "live" && std::env::var_os(private::INSIDE_VAR).is_some() {
-            "private".to_string()
+            // the kind of private desktop (private:sway, …), else the X one
+            std::env::var(crate::private_wayland::KIND_VAR).unwrap_or_else(|_| "private".into())
         } else {
             absolute_spec(&args.desktop)
         },

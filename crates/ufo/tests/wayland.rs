@@ -1,0 +1,444 @@
+//! ufo on Wayland (issue 42): `--desktop wayland` (the person's compositor), `--desktop
+//! private:sway` (a headless sway of ufo's own, run as an unprivileged user when ufo runs as
+//! root) and the Wayland lines of `ufo doctor`. Results are checked apart from ufo: the
+//! calculator's display read with pyatspi, the batch's own evaluators, the processes and
+//! folders left.
+//!
+//! The live tests run with `UFO_WAYLAND_TESTS=1` and the live switch (`UFO_LIVE_TESTS=1`),
+//! as scripts/test.sh sets them; `ufo inspect` and `ufo doctor` on Wayland also need a session
+//! of `scripts/wayland-session.sh up sway`, its env file sourced. The private desktop runs as
+//! `UFO_WAYLAND_USER` (the test set-up's user, default `ufotest`) when the tests run as root.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use common::{procs, repo_root, ufo};
+use nix::sys::signal::Signal;
+use serde_json::{json, Value};
+use ufo_desktop::testing::require_live;
+
+/// One at a time: each checks what its private desktop left.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Whether the live Wayland tests run; else says why `name` is skipped.
+fn wayland_on(name: &str) -> bool {
+    if !require_live(name) {
+        return false;
+    }
+    if std::env::var("UFO_WAYLAND_TESTS").is_ok_and(|v| v == "1") {
+        return true;
+    }
+    eprintln!("skipping {name}: set UFO_WAYLAND_TESTS=1 (scripts/test.sh does)");
+    false
+}
+
+/// The user the private desktop runs as when the tests run as root.
+fn private_user() -> String {
+    std::env::var("UFO_WAYLAND_USER").unwrap_or_else(|_| "ufotest".into())
+}
+
+/// The processes of the private desktops the ufo of `pid` started (their mark names it).
+fn marked_by(pid: u32) -> Vec<String> {
+    procs::carrying(&format!("UFO_SESSION_MARK=ufo-private-{pid}-"))
+}
+
+/// Wait (up to `within`) until nothing of `pid`'s private desktops is left; what is left.
+fn none_left(pid: u32, within: Duration) -> Vec<String> {
+    let deadline = Instant::now() + within;
+    loop {
+        let left = marked_by(pid);
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The state folders of `pid`'s private desktops still in the temporary folder.
+fn folders_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("ufo-private-{pid}-");
+    std::fs::read_dir(std::env::temp_dir())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A scripted session: launch the calculator, click 12 × 7 =, then (with `check`) the host
+/// runs pyatspi over the desktop's buses, writing the calculator's texts to `check`; with
+/// `then_wait`, many more clicks (a test kills ufo during them).
+fn calculator_script(dir: &Path, check: Option<&Path>, then_wait: bool) -> PathBuf {
+    let app = |name: &str, status: &str| {
+        json!({"agent": "app", "response": {"Observation": "o", "Thought": "t",
+               "ControlText": name, "Function": "click", "Args": {}, "Status": status}})
+        .to_string()
+    };
+    let mut lines = vec![json!({"agent": "host",
+        "response": {"Observation": "No calculator is open.", "Thought": "Launch it.",
+                     "Current Sub-Task": "Compute 12 x 7", "ControlText": "calculator",
+                     "Status": "ASSIGN"}})
+    .to_string()];
+    for b in ["1", "2", "×", "7", "="] {
+        lines.push(app(b, "CONTINUE"));
+    }
+    for _ in 0..if then_wait { 40 } else { 0 } {
+        lines.push(app("0", "CONTINUE"));
+    }
+    lines.push(
+        json!({"agent": "app", "response": {"Observation": "84", "Thought": "done",
+               "Status": "FINISH"}, "expect": ["\"84\""]})
+        .to_string(),
+    );
+    if let Some(out) = check {
+        let script = repo_root().join("crates/ufo-linux/scripts/pyatspi_texts.py");
+        let bash = format!(
+            "/usr/bin/python3 {} gnome-calculator > {}",
+            script.display(),
+            out.display()
+        );
+        lines.push(
+            json!({"agent": "host", "response": {"Observation": "o", "Thought": "check",
+                   "Status": "CONTINUE", "Bash": bash}})
+            .to_string(),
+        );
+    }
+    lines.push(
+        json!({"agent": "host", "response": {"Observation": "Done.", "Thought": "Finish.",
+               "Status": "FINISH"}})
+        .to_string(),
+    );
+    let path = dir.join("script.jsonl");
+    std::fs::write(&path, lines.join("\n")).expect("script");
+    path
+}
+
+#[test]
+fn a_private_sway_desktop_computes_and_leaves_nothing() {
+    if !wayland_on("a_private_sway_desktop_computes_and_leaves_nothing") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // written by pyatspi, run by root's shell: a folder anyone may write to
+    let check = tmp.path().join("texts.json");
+    let script = calculator_script(tmp.path(), Some(&check), false);
+    let out = tmp.path().join("out");
+    let started = Instant::now();
+    let child = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .args([
+            "run",
+            "--desktop",
+            "private:sway",
+            "--confirm",
+            "yes",
+            "--llm",
+        ])
+        .arg(format!("script:{}", script.display()))
+        .arg("--out")
+        .arg(&out)
+        .arg("Compute 12 x 7")
+        .env("UFO_PRIVATE_USER", private_user())
+        .env_remove("DISPLAY")
+        .env_remove("UFO_LLM")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ufo starts");
+    let pid = child.id();
+    let run = child.wait_with_output().expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    println!(
+        "private:sway session (start, 5 clicks, check, end): {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    // the calculator's display, read with pyatspi apart from ufo
+    let texts: Vec<String> =
+        serde_json::from_str(&std::fs::read_to_string(&check).expect("pyatspi wrote its texts"))
+            .expect("a JSON list");
+    assert!(
+        texts.iter().any(|t| t.trim() == "84"),
+        "pyatspi reads no 84: {texts:?}"
+    );
+    // no process of the compositor, its buses or the calculator; no runtime folder
+    let left = none_left(pid, Duration::from_secs(5));
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert!(folders_of(pid).is_empty(), "{:?}", folders_of(pid));
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).expect("run.json"))
+            .expect("json");
+    assert_eq!(record["desktop"], "private:sway");
+}
+
+#[test]
+fn nothing_of_a_private_sway_desktop_survives_a_killed_ufo() {
+    if !wayland_on("nothing_of_a_private_sway_desktop_survives_a_killed_ufo") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let script = calculator_script(tmp.path(), None, true);
+    let out = tmp.path().join("out");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .args(["run", "--desktop", "private:sway", "--llm"])
+        .arg(format!("script:{}", script.display()))
+        .arg("--out")
+        .arg(&out)
+        .arg("Compute 12 x 7")
+        .env("UFO_PRIVATE_USER", private_user())
+        .env_remove("DISPLAY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ufo starts");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let events = std::fs::read_to_string(out.join("events.jsonl")).unwrap_or_default();
+        if events.matches("\"role\":\"app\"").count() >= 3 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the session did not get going:\n{events}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pid = child.id();
+    let running = marked_by(pid);
+    assert!(
+        running.iter().any(|p| p.contains("sway")),
+        "sway runs: {running:?}"
+    );
+    procs::signal(pid, Signal::SIGKILL);
+    let _ = child.wait();
+    let left = none_left(pid, Duration::from_secs(10));
+    assert!(left.is_empty(), "left behind after kill -9: {left:?}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !folders_of(pid).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(folders_of(pid).is_empty(), "{:?}", folders_of(pid));
+}
+
+#[test]
+fn a_batch_runs_on_a_private_sway_desktop() {
+    if !wayland_on("a_batch_runs_on_a_private_sway_desktop") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let suite = tmp.path().join("suite");
+    std::fs::create_dir_all(suite.join("scripts")).expect("suite folder");
+    let from = repo_root().join("tests").join("batch");
+    let tasks = ["calc_sum", "calc_wrong", "shell_write", "shell_list"];
+    for id in tasks {
+        std::fs::copy(
+            from.join(format!("{id}.json")),
+            suite.join(format!("{id}.json")),
+        )
+        .expect("task");
+        let script = format!("scripts/{id}.jsonl");
+        std::fs::copy(from.join(&script), suite.join(&script)).expect("script");
+    }
+    let out = tmp.path().join("out");
+    let started = Instant::now();
+    let output = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .arg("batch")
+        .arg(&suite)
+        .args(["--confirm", "yes", "--task-timeout", "120"])
+        .args(["--desktop", "private:sway", "--out"])
+        .arg(&out)
+        .env("UFO_PRIVATE_USER", private_user())
+        .env_remove("DISPLAY")
+        .env_remove("UFO_LLM")
+        .output()
+        .expect("ufo runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // calc_wrong fails by design: exit 1
+    assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+    let results: Vec<Value> = std::fs::read_to_string(out.join("results.jsonl"))
+        .expect("results")
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let status = |id: &str| {
+        results
+            .iter()
+            .find(|r| r["id"] == id)
+            .map(|r| r["status"].as_str().unwrap_or("").to_string())
+            .unwrap_or_default()
+    };
+    for (id, want) in [
+        ("calc_sum", "passed"),
+        ("calc_wrong", "failed"),
+        ("shell_write", "passed"),
+        ("shell_list", "passed"),
+    ] {
+        assert_eq!(status(id), want, "{id}\n{stdout}\n{stderr}");
+    }
+    println!(
+        "batch of {} tasks on private:sway: {:.1} s",
+        tasks.len(),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// The environment of the test set-up's sway session, if one is sourced.
+fn wayland_session() -> Option<String> {
+    std::env::var("WAYLAND_DISPLAY")
+        .ok()
+        .filter(|w| !w.is_empty())
+}
+
+#[test]
+fn inspect_on_the_persons_wayland_session_lists_the_calculator() {
+    if !wayland_on("inspect_on_the_persons_wayland_session_lists_the_calculator") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    wayland_session().expect("WAYLAND_DISPLAY: source the env file of scripts/wayland-session.sh");
+    let session = repo_root().join("scripts/wayland-session.sh");
+    let mut app = Command::new(&session)
+        .args(["exec", "gnome-calculator"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("gnome-calculator in the session");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut last;
+    let found = loop {
+        // DISPLAY set too: --desktop wayland still takes the compositor
+        let out = ufo()
+            .env("DISPLAY", ":4242")
+            .args([
+                "inspect",
+                "--desktop",
+                "wayland",
+                "Calculator",
+                "--png",
+                "/dev/null",
+            ])
+            .output()
+            .expect("ufo inspect");
+        last = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if last.lines().any(|l| l.contains("] button \"7\"")) {
+            break true;
+        }
+        if Instant::now() > deadline {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let _ = Command::new("kill").arg(app.id().to_string()).status();
+    let _ = app.wait();
+    assert!(found, "no `[N] button \"7\"` line:\n{last}");
+    assert!(
+        last.lines()
+            .any(|l| l.starts_with('[') && l.contains("] button \"=\"")),
+        "{last}"
+    );
+}
+
+#[test]
+fn doctor_names_the_compositor_and_its_protocols() {
+    if !wayland_on("doctor_names_the_compositor_and_its_protocols") {
+        return;
+    }
+    let Some(socket) = wayland_session() else {
+        panic!("WAYLAND_DISPLAY: source the env file of scripts/wayland-session.sh");
+    };
+    // the Wayland session alone: its checks are the session's
+    let out = ufo()
+        .env_remove("DISPLAY")
+        .arg("doctor")
+        .output()
+        .expect("doctor");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "ok       zwlr_virtual_pointer_manager_v1 offered (clicks)",
+        "ok       zwlr_screencopy_manager_v1 offered (screenshots)",
+        "ok       sway IPC at",
+    ] {
+        assert!(text.contains(line), "no {line:?} in:\n{text}");
+    }
+    // beside an X display the Wayland lines are notes, which fail nothing
+    let out = ufo()
+        .env("DISPLAY", ":4242")
+        .env("WAYLAND_DISPLAY", &socket)
+        .arg("doctor")
+        .output()
+        .expect("doctor");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("note     wayland: zwp_virtual_keyboard_manager_v1 offered (typing)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn doctor_says_there_is_no_wayland_display_without_failing_x11() {
+    let out = ufo()
+        .env("DISPLAY", ":4242")
+        .env_remove("WAYLAND_DISPLAY")
+        .arg("doctor")
+        .output()
+        .expect("doctor");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("note     no Wayland display (WAYLAND_DISPLAY is not set)"),
+        "{text}"
+    );
+    assert!(!text.contains("PROBLEM  no Wayland"), "{text}");
+}
+
+#[test]
+fn private_gnome_and_unknown_compositors_are_usage_errors() {
+    for (spec, says) in [
+        ("private:gnome", "not available yet"),
+        ("private:weston", "private:sway"),
+    ] {
+        let out = ufo()
+            .args(["run", "--desktop", spec, "--llm", "script:none.jsonl", "x"])
+            .output()
+            .expect("ufo runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{spec}: {stderr}");
+        assert!(stderr.contains(spec) && stderr.contains(says), "{stderr}");
+    }
+    // a private Wayland desktop is headless: --watch is the X one's
+    let out = ufo()
+        .args([
+            "run",
+            "--desktop",
+            "private:sway",
+            "--watch",
+            "--llm",
+            "script:x.jsonl",
+            "x",
+        ])
+        .output()
+        .expect("ufo runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("private X desktop"));
+    // a command that cannot start a private desktop says so
+    let out = ufo()
+        .args(["inspect", "--desktop", "private:sway"])
+        .output()
+        .expect("ufo runs");
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("started by ufo itself"));
+}
