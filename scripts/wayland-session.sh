@@ -73,9 +73,11 @@ write_bus_config() {
 EOF
 }
 
+# the output at 240 Hz, as ufo's own private sway: a toolkit draws its next frame once the
+# compositor showed the last, so the refresh bounds how soon an action's result is drawn
 write_sway() {
     cat >"$STATE/sway.conf" <<EOF
-output HEADLESS-1 resolution $SIZE position 0 0 bg #335577 solid_color
+output HEADLESS-1 resolution $SIZE@240Hz position 0 0 bg #335577 solid_color
 default_border normal 2
 focus_follows_mouse no
 seat seat0 fallback true

@@ -124,14 +124,21 @@ pub(crate) fn compositor_command(
     }
 }
 
-/// sway's generated configuration: one headless output, no idle or lock.
+/// sway's generated configuration: one headless output, no idle or lock. The output runs at
+/// 240 Hz: a toolkit draws its next frame only once the compositor has shown the last one, so
+/// the refresh bounds how soon an action's result is drawn (one click on gnome-calculator and
+/// the observation after it: p50 86 ms at 60 Hz, 77 ms at 240 Hz, against 59–65 ms on Xvfb;
+/// idle, sway takes 1.2 % of a core at 240 Hz, 0.2 % at 60 Hz; docs/desktop.md).
 fn sway_config() -> String {
     let (w, h) = SCREEN;
     format!(
-        "output HEADLESS-1 resolution {w}x{h} position 0 0 bg #335577 solid_color\n\
+        "output HEADLESS-1 resolution {w}x{h}@{SWAY_HZ}Hz position 0 0 bg #335577 solid_color\n\
          default_border normal 2\nfocus_follows_mouse no\nseat seat0 fallback true\n"
     )
 }
+
+/// The refresh of the private sway's headless output (see [`sway_config`]).
+const SWAY_HZ: u32 = 240;
 
 /// The session bus's configuration: the standard session bus, which root (ufo) may join.
 const BUS_CONFIG: &str = r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
