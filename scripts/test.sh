@@ -57,6 +57,22 @@ echo "== Wayland live tests (sway headless, then KWin virtual; one session at a 
 # they run as the session's user (cargo's runner): KWin grants its input and captures by the
 # executable, which it reads only for its own user's processes.
 scripts/wayland-session.sh up sway >/dev/null
+# That user runs programs and scripts of this checkout: a folder above it that others may not
+# enter (a clone under /root) is opened to them for the run, and closed again at the end.
+reach_checkout() {
+  local dir="$PWD" mode
+  while [ "$dir" != / ]; do
+    mode="$(stat -c %a "$dir")"
+    if (( (8#$mode & 8#001) == 0 )); then
+      chmod o+x "$dir"
+      REOPENED+=("$dir")
+    fi
+    dir="$(dirname "$dir")"
+  done
+}
+REOPENED=()
+trap 'for d in "${REOPENED[@]}"; do chmod o-x "$d" || true; done; scripts/desktop-session.sh down >/dev/null 2>&1 || true; scripts/wayland-session.sh down >/dev/null 2>&1 || true; rm -rf "$UFO_SESSION_DIR" "$UFO_WAYLAND_DIR"' EXIT
+if [ "$(id -u)" -eq 0 ]; then reach_checkout; fi
 ( # shellcheck disable=SC1091
   source "$UFO_WAYLAND_DIR/env" && UFO_WAYLAND_TESTS=1 cargo test -p ufo-linux --locked --test wayland \
     && UFO_WAYLAND_TESTS=1 cargo test -p ufo --locked --test wayland -- --test-threads=1 )
