@@ -442,3 +442,108 @@ fn private_gnome_and_unknown_compositors_are_usage_errors() {
     assert_ne!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stderr).contains("started by ufo itself"));
 }
+
+/// One JSON-RPC answer of a served `ufo mcp serve`, within a bound.
+fn answer(rx: &std::sync::mpsc::Receiver<Value>, what: &str) -> Value {
+    rx.recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("no answer to {what}: {e}"))
+}
+
+#[test]
+fn mcp_serve_on_the_persons_wayland_session_computes_by_button_names() {
+    use std::io::{BufRead, BufReader, Write};
+    if !wayland_on("mcp_serve_on_the_persons_wayland_session_computes_by_button_names") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    wayland_session().expect("WAYLAND_DISPLAY: source the env file of scripts/wayland-session.sh");
+    let session = repo_root().join("scripts/wayland-session.sh");
+    let mut app = Command::new(&session)
+        .args(["exec", "gnome-calculator"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("gnome-calculator in the session");
+    let mut server = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .args(["mcp", "serve", "--desktop", "wayland", "--allow-actions"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ufo mcp serve");
+    let stdout = server.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let v = serde_json::from_str(&line).unwrap_or_else(|_| json!({ "not_json": line }));
+            if tx.send(v).is_err() {
+                break;
+            }
+        }
+    });
+    let mut stdin = server.stdin.take().expect("stdin");
+    let mut send = |v: Value| {
+        stdin
+            .write_all(format!("{v}\n").as_bytes())
+            .and_then(|()| stdin.flush())
+            .expect("the server reads its input");
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}}),
+    );
+    answer(&rx, "initialize");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // the calculator's window, once it is listed
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut id = 2;
+    loop {
+        send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "list_windows", "arguments": {}}}));
+        let listed = answer(&rx, "list_windows").to_string();
+        id += 1;
+        if listed.contains("Calculator") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no calculator listed: {listed}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "observe_window", "arguments": {"window": "Calculator"}}}));
+    let seen = answer(&rx, "observe_window").to_string();
+    assert!(seen.contains("button"), "{seen}");
+    for b in ["1", "2", "×", "7", "="] {
+        id += 1;
+        send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "act", "arguments": {"window": "Calculator", "name": b,
+                       "function": "click", "args": {}}}}));
+        let done = answer(&rx, "act");
+        assert_ne!(done["result"]["isError"], json!(true), "click {b}: {done}");
+    }
+    drop(send);
+    drop(stdin);
+    let _ = server.wait();
+    // the calculator's display, read with pyatspi as the session's user
+    let script = repo_root().join("crates/ufo-linux/scripts/pyatspi_texts.py");
+    let out = Command::new(&session)
+        .args(["exec", "/usr/bin/python3"])
+        .arg(&script)
+        .arg("gnome-calculator")
+        .output()
+        .expect("pyatspi as the session's user");
+    let _ = Command::new("kill").arg(app.id().to_string()).status();
+    let _ = app.wait();
+    let texts: Vec<String> = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "pyatspi_texts.py: {e}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(
+        texts.iter().any(|t| t.trim() == "84"),
+        "pyatspi reads no 84: {texts:?}"
+    );
+}

@@ -12,6 +12,7 @@
 
 pub(crate) mod keymap;
 mod session;
+mod shm;
 pub(crate) mod sway;
 mod watch;
 
@@ -31,7 +32,7 @@ use super::{CoordSpace, Display, DisplayWindow, WinId};
 use crate::error::cause;
 use crate::LinuxError;
 pub(crate) use session::socket_path;
-use session::{Session, Shot, EXCHANGE};
+use session::{Session, EXCHANGE};
 use sway::View;
 
 /// A job for the connection's thread.
@@ -227,19 +228,6 @@ fn serve(mut s: Session, inbox: Receiver<Job>, wake: &OwnedFd) {
     }
 }
 
-/// A rectangle of a capture, clipped to it: where it lies and its BGRX rows (`None` when
-/// nothing of it is on the output).
-fn crop(shot: &Shot, area: Rect) -> Option<(Rect, Vec<u8>)> {
-    let r = watch::clip(area, shot.width, shot.height)?;
-    let stride = shot.width as usize * 4;
-    let mut out = Vec::with_capacity(r.w as usize * r.h as usize * 4);
-    for y in r.y..r.y + r.h as i32 {
-        let start = y as usize * stride + r.x as usize * 4;
-        out.extend_from_slice(shot.bgrx.get(start..start + r.w as usize * 4)?);
-    }
-    Some((r, out))
-}
-
 /// The windows: the toplevels in the order they appeared, each with what sway's IPC says
 /// of it (its process, its client area when it is showing).
 fn windows_of(s: &mut Session) -> Result<(Vec<DisplayWindow>, Vec<View>), LinuxError> {
@@ -418,31 +406,5 @@ impl Display for Wlroots {
 
     fn person_input(&self) -> Option<Arc<PersonInput>> {
         None
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_crop_is_clipped_to_the_output() {
-        // a 3x2 output whose pixel at (x, y) is [x, y, 0, 0]
-        let mut bgrx = Vec::new();
-        for y in 0..2u8 {
-            for x in 0..3u8 {
-                bgrx.extend_from_slice(&[x, y, 0, 0]);
-            }
-        }
-        let shot = Shot {
-            width: 3,
-            height: 2,
-            bgrx,
-        };
-        let (r, px) = crop(&shot, Rect::new(1, 1, 5, 5)).expect("part on the output");
-        assert_eq!(r, Rect::new(1, 1, 2, 1));
-        assert_eq!(px, vec![1, 1, 0, 0, 2, 1, 0, 0]);
-        assert!(crop(&shot, Rect::new(3, 0, 2, 2)).is_none());
-        assert!(crop(&shot, Rect::new(-5, -5, 2, 2)).is_none());
     }
 }

@@ -5,8 +5,6 @@
 //! deadline (no blocking dispatch).
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::Write;
 use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
 use std::os::unix::net::UnixStream;
@@ -15,7 +13,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rustix::fs::{memfd_create, MemfdFlags};
 use wayland_client::backend::ObjectId;
 use wayland_client::globals::{registry_queue_init, GlobalList, GlobalListContents};
 use wayland_client::protocol::wl_buffer::WlBuffer;
@@ -48,8 +45,9 @@ use wayland_protocols_wlr::virtual_pointer::v1::client::{
 };
 
 use super::keymap::{self, Keymap};
+use super::shm::{crop, io_err, memfd_with, to_bgrx, Cut, Shot};
 use super::sway::Ipc;
-use super::watch::{Damage, Watch};
+use super::watch::{Damage, Watch, WatchFrame};
 use crate::display::choice::{compositor_of, Compositor};
 use crate::display::keys::KeyStep;
 use crate::display::WinId;
@@ -70,13 +68,6 @@ const BTN_RIGHT: u32 = 0x111;
 const BTN_MIDDLE: u32 = 0x112;
 
 fn wl_err(what: &str) -> impl Fn(wayland_client::backend::WaylandError) -> LinuxError + '_ {
-    move |e| LinuxError::Wayland {
-        what: what.to_string(),
-        source: Box::new(e),
-    }
-}
-
-pub(super) fn io_err(what: &str) -> impl Fn(std::io::Error) -> LinuxError + '_ {
     move |e| LinuxError::Wayland {
         what: what.to_string(),
         source: Box::new(e),
@@ -119,13 +110,6 @@ pub(crate) struct State {
     /// the copies with damage that feed the change watch (`watch.rs`), when the compositor
     /// offers them
     pub damage: Option<Damage>,
-}
-
-/// A capture of the whole output: BGRX rows, top row first.
-pub(crate) struct Shot {
-    pub width: u32,
-    pub height: u32,
-    pub bgrx: Vec<u8>,
 }
 
 /// The connection and everything bound on it.
@@ -435,11 +419,11 @@ impl Session {
     /// redraw left it, when the change watch has one (after a round trip, every redraw the
     /// compositor made before it has been heard of, and each was copied as it was drawn);
     /// else cut from a capture, which waits for the next frame.
-    pub(crate) fn seen(&mut self, area: Rect) -> Result<Option<(Rect, Vec<u8>)>, LinuxError> {
+    pub(crate) fn seen(&mut self, area: Rect) -> Result<Option<Cut>, LinuxError> {
         self.sync()?;
         match self.state.damage.as_ref().and_then(|d| d.latest(area)) {
             Some(seen) => seen,
-            None => Ok(super::crop(&self.capture()?, area)),
+            None => Ok(crop(&self.capture()?, area)),
         }
     }
 
@@ -642,58 +626,6 @@ impl Session {
     }
 }
 
-/// The output's pixels as BGRX rows, top row first, from a shared-memory format.
-pub(super) fn to_bgrx(
-    raw: &[u8],
-    w: u32,
-    h: u32,
-    stride: u32,
-    format: wl_shm::Format,
-    y_invert: bool,
-) -> Result<Vec<u8>, LinuxError> {
-    let swap = match format {
-        wl_shm::Format::Xrgb8888 | wl_shm::Format::Argb8888 => false,
-        wl_shm::Format::Xbgr8888 | wl_shm::Format::Abgr8888 => true,
-        other => {
-            return Err(LinuxError::Wayland {
-                what: "screencopy".into(),
-                source: cause(format!(
-                    "the output's pixel format {other:?} is not one ufo reads (XRGB8888, \
-                     ARGB8888, XBGR8888, ABGR8888)"
-                )),
-            })
-        }
-    };
-    let (w, h, stride) = (w as usize, h as usize, stride as usize);
-    let mut out = Vec::with_capacity(w * h * 4);
-    for row in 0..h {
-        let src = if y_invert { h - 1 - row } else { row };
-        let line =
-            raw.get(src * stride..src * stride + w * 4)
-                .ok_or_else(|| LinuxError::Wayland {
-                    what: "screencopy".into(),
-                    source: cause("the buffer is shorter than its size says"),
-                })?;
-        if swap {
-            for px in line.chunks_exact(4) {
-                out.extend_from_slice(&[px[2], px[1], px[0], px[3]]);
-            }
-        } else {
-            out.extend_from_slice(line);
-        }
-    }
-    Ok(out)
-}
-
-/// An anonymous file holding `bytes` (a keymap, or an empty buffer to size).
-pub(super) fn memfd_with(name: &str, bytes: &[u8]) -> Result<File, LinuxError> {
-    let fd =
-        memfd_create(name, MemfdFlags::CLOEXEC).map_err(|e| io_err("memfd_create")(e.into()))?;
-    let mut f = File::from(fd);
-    f.write_all(bytes).map_err(io_err("write a memfd"))?;
-    Ok(f)
-}
-
 impl Dispatch<WlRegistry, GlobalListContents> for State {
     fn event(
         _: &mut Self,
@@ -846,6 +778,22 @@ impl Dispatch<ZwlrScreencopyFrameV1, ()> for State {
     }
 }
 
+impl Dispatch<ZwlrScreencopyFrameV1, WatchFrame> for State {
+    fn event(
+        s: &mut Self,
+        frame: &ZwlrScreencopyFrameV1,
+        ev: scf::Event,
+        _: &WatchFrame,
+        _: &Connection,
+        qh: &QueueHandle<Self>,
+    ) {
+        match s.damage.as_mut() {
+            Some(d) => d.on_frame(frame, ev, qh),
+            None => frame.destroy(),
+        }
+    }
+}
+
 delegate_noop!(State: ignore WlSeat);
 delegate_noop!(State: ignore WlShm);
 delegate_noop!(State: ignore WlBuffer);
@@ -855,23 +803,3 @@ delegate_noop!(State: ZwpVirtualKeyboardV1);
 delegate_noop!(State: ZwlrVirtualPointerManagerV1);
 delegate_noop!(State: ZwlrVirtualPointerV1);
 delegate_noop!(State: ZwlrScreencopyManagerV1);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shared_memory_pixels_become_bgrx_rows_top_first() {
-        // 2x2, stride 12 (4 bytes of padding per row); RGBX-ordered bytes (XBGR8888)
-        let raw = [
-            1, 2, 3, 0, 4, 5, 6, 0, 9, 9, 9, 9, //
-            7, 8, 9, 0, 10, 11, 12, 0, 9, 9, 9, 9,
-        ];
-        let out = to_bgrx(&raw, 2, 2, 12, wl_shm::Format::Xbgr8888, false).expect("pixels");
-        assert_eq!(out, vec![3, 2, 1, 0, 6, 5, 4, 0, 9, 8, 7, 0, 12, 11, 10, 0]);
-        let inverted = to_bgrx(&raw, 2, 2, 12, wl_shm::Format::Xrgb8888, true).expect("pixels");
-        assert_eq!(&inverted[..8], &[7, 8, 9, 0, 10, 11, 12, 0]);
-        assert!(to_bgrx(&raw, 2, 2, 12, wl_shm::Format::Rgb565, false).is_err());
-        assert!(to_bgrx(&raw[..10], 2, 2, 12, wl_shm::Format::Xrgb8888, false).is_err());
-    }
-}

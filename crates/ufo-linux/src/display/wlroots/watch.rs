@@ -28,7 +28,7 @@ use wayland_client::protocol::wl_buffer::WlBuffer;
 use wayland_client::protocol::wl_output::WlOutput;
 use wayland_client::protocol::wl_shm::{self, WlShm};
 use wayland_client::protocol::wl_shm_pool::WlShmPool;
-use wayland_client::{Connection, Dispatch, Proxy, QueueHandle};
+use wayland_client::{Dispatch, Proxy, QueueHandle};
 use wayland_protocols_wlr::screencopy::v1::client::{
     zwlr_screencopy_frame_v1::{self as scf, ZwlrScreencopyFrameV1},
     zwlr_screencopy_manager_v1::ZwlrScreencopyManagerV1,
@@ -36,7 +36,7 @@ use wayland_protocols_wlr::screencopy::v1::client::{
 
 use ufo_core::Rect;
 
-use super::session::{io_err, memfd_with, to_bgrx, State};
+use super::shm::{clip, columns, io_err, memfd_with, Cut};
 use crate::display::watch::{Change, ChangeLog, ChangeWatch};
 use crate::display::WinId;
 use crate::LinuxError;
@@ -87,8 +87,23 @@ impl ChangeWatch for Watch {
     }
 }
 
-/// A rectangle of the output and its BGRX rows.
-pub(crate) type Cut = (Rect, Vec<u8>);
+/// What the event queue's state must handle for the watch's requests (the connection's
+/// state, `session.rs`, does; it hands the frames' events to [`Damage::on_frame`]).
+pub(crate) trait Queue:
+    Dispatch<ZwlrScreencopyFrameV1, WatchFrame>
+    + Dispatch<WlShmPool, ()>
+    + Dispatch<WlBuffer, ()>
+    + 'static
+{
+}
+
+impl<S> Queue for S where
+    S: Dispatch<ZwlrScreencopyFrameV1, WatchFrame>
+        + Dispatch<WlShmPool, ()>
+        + Dispatch<WlBuffer, ()>
+        + 'static
+{
+}
 
 /// The user data of the watch's frames (the captures of `session.rs` carry `()`).
 pub(crate) struct WatchFrame;
@@ -152,7 +167,7 @@ impl Damage {
         manager: ZwlrScreencopyManagerV1,
         output: WlOutput,
         shm: WlShm,
-        qh: &QueueHandle<State>,
+        qh: &QueueHandle<impl Queue>,
     ) -> Damage {
         let d = Damage {
             watch,
@@ -175,7 +190,7 @@ impl Damage {
         &self.watch
     }
 
-    fn request(&self, qh: &QueueHandle<State>) {
+    fn request(&self, qh: &QueueHandle<impl Queue>) {
         self.manager.capture_output(0, &self.output, qh, WatchFrame);
     }
 
@@ -190,7 +205,7 @@ impl Damage {
 
     /// The frame's buffers are all offered: copy into the target buffer (made, or made again
     /// when the output changed) once something is drawn.
-    fn copy(&mut self, frame: &ZwlrScreencopyFrameV1, qh: &QueueHandle<State>) {
+    fn copy(&mut self, frame: &ZwlrScreencopyFrameV1, qh: &QueueHandle<impl Queue>) {
         let Some(offer) = self.offer else {
             tracing::warn!("the compositor offers no shared-memory buffer: no change watch");
             frame.destroy();
@@ -214,7 +229,7 @@ impl Damage {
 
     /// The frame in flight was copied: that was a redraw; ask for the next one into the
     /// other buffer.
-    fn ready(&mut self, frame: &ZwlrScreencopyFrameV1, qh: &QueueHandle<State>) {
+    fn ready(&mut self, frame: &ZwlrScreencopyFrameV1, qh: &QueueHandle<impl Queue>) {
         frame.destroy();
         self.failures = 0;
         self.latest = Some((self.target, self.y_invert));
@@ -225,7 +240,7 @@ impl Damage {
 
     /// The frame in flight failed (the output changed, or the compositor is busy): ask again,
     /// up to [`MAX_FAILURES`] in a row.
-    fn failed(&mut self, frame: &ZwlrScreencopyFrameV1, qh: &QueueHandle<State>) {
+    fn failed(&mut self, frame: &ZwlrScreencopyFrameV1, qh: &QueueHandle<impl Queue>) {
         frame.destroy();
         self.failures += 1;
         self.latest = None;
@@ -239,7 +254,8 @@ impl Damage {
     }
 }
 
-/// `area` of a buffer (clipped to it) as BGRX rows, top row first.
+/// `area` of a buffer (clipped to it) as BGRX rows, top row first: one read of the rows it
+/// spans, its columns cut from them.
 fn read_area(b: &Buffer, y_invert: bool, area: Rect) -> Result<Option<Cut>, LinuxError> {
     let Some(r) = clip(area, b.width, b.height) else {
         return Ok(None);
@@ -255,27 +271,11 @@ fn read_area(b: &Buffer, y_invert: bool, area: Rect) -> Result<Option<Cut>, Linu
     b.file
         .read_exact_at(&mut block, first as u64 * stride as u64)
         .map_err(io_err("read the watched output"))?;
-    let rows = to_bgrx(&block, b.width, r.h, b.stride, b.format, y_invert)?;
-    let (x0, w) = (r.x as usize * 4, r.w as usize * 4);
-    let full = b.width as usize * 4;
-    let mut out = Vec::with_capacity(w * r.h as usize);
-    for row in rows.chunks_exact(full) {
-        out.extend_from_slice(&row[x0..x0 + w]);
-    }
-    Ok(Some((r, out)))
+    let rows = columns(&block, b.stride, (r.x as u32, r.w), r.h, b.format, y_invert)?;
+    Ok(Some((r, rows)))
 }
 
-/// `area` clipped to a `width` x `height` output (`None` when nothing of it is on it).
-pub(crate) fn clip(area: Rect, width: u32, height: u32) -> Option<Rect> {
-    let (sw, sh) = (width as i32, height as i32);
-    let x0 = area.x.clamp(0, sw);
-    let y0 = area.y.clamp(0, sh);
-    let x1 = area.x.saturating_add(area.w as i32).clamp(0, sw);
-    let y1 = area.y.saturating_add(area.h as i32).clamp(0, sh);
-    (x1 > x0 && y1 > y0).then(|| Rect::new(x0, y0, (x1 - x0) as u32, (y1 - y0) as u32))
-}
-
-fn make_buffer(shm: &WlShm, o: Offer, qh: &QueueHandle<State>) -> Result<Buffer, LinuxError> {
+fn make_buffer(shm: &WlShm, o: Offer, qh: &QueueHandle<impl Queue>) -> Result<Buffer, LinuxError> {
     let size = u64::from(o.stride) * u64::from(o.height);
     let file = memfd_with("ufo-watch", &[])?;
     file.set_len(size).map_err(io_err("watch buffer"))?;
@@ -300,19 +300,14 @@ fn make_buffer(shm: &WlShm, o: Offer, qh: &QueueHandle<State>) -> Result<Buffer,
     })
 }
 
-impl Dispatch<ZwlrScreencopyFrameV1, WatchFrame> for State {
-    fn event(
-        s: &mut Self,
+impl Damage {
+    /// An event of one of the watch's frames.
+    pub(crate) fn on_frame(
+        &mut self,
         frame: &ZwlrScreencopyFrameV1,
         ev: scf::Event,
-        _: &WatchFrame,
-        _: &Connection,
-        qh: &QueueHandle<Self>,
+        qh: &QueueHandle<impl Queue>,
     ) {
-        let Some(d) = s.damage.as_mut() else {
-            frame.destroy();
-            return;
-        };
         match ev {
             scf::Event::Buffer {
                 format,
@@ -320,7 +315,7 @@ impl Dispatch<ZwlrScreencopyFrameV1, WatchFrame> for State {
                 height,
                 stride,
             } => {
-                d.offer = format.into_result().ok().map(|format| Offer {
+                self.offer = format.into_result().ok().map(|format| Offer {
                     format,
                     width,
                     height,
@@ -328,17 +323,17 @@ impl Dispatch<ZwlrScreencopyFrameV1, WatchFrame> for State {
                 });
                 // before version 3 this one offer is all there is
                 if frame.version() < 3 {
-                    d.copy(frame, qh);
+                    self.copy(frame, qh);
                 }
             }
-            scf::Event::BufferDone => d.copy(frame, qh),
+            scf::Event::BufferDone => self.copy(frame, qh),
             scf::Event::Flags { flags } => {
-                d.y_invert = flags
+                self.y_invert = flags
                     .into_result()
                     .is_ok_and(|fl| fl.contains(scf::Flags::YInvert));
             }
-            scf::Event::Ready { .. } => d.ready(frame, qh),
-            scf::Event::Failed => d.failed(frame, qh),
+            scf::Event::Ready { .. } => self.ready(frame, qh),
+            scf::Event::Failed => self.failed(frame, qh),
             _ => {}
         }
     }
