@@ -6,6 +6,12 @@
 //! file named: `scripts/desktop-session.sh up && source /tmp/ufo-desktop-session/env &&
 //! scripts/wayland-session.sh up sway && UFO_WAYLAND_ENV=/tmp/ufo-wayland-session/env
 //! cargo bench -p ufo-linux --bench wayland` (`UFO_BENCH_ITERS` sets the steps, default 30).
+//!
+//! On KWin (`up kwin`) the bench runs as the Wayland session's user, since KWin grants fake
+//! input and captures by the executable of its own user's processes (docs/desktop.md): start
+//! the X session as that user too, and run the bench binary through `wayland-session.sh
+//! exec` with the X session's env; it grants itself (`wayland-session.sh grant`). KWin does
+//! not tile: the calculator keeps the size GTK gives it, as on X11.
 #![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
@@ -57,6 +63,28 @@ async fn window_of(d: &LinuxDesktop, pid: u32) -> WindowInfo {
         assert!(Instant::now() < deadline, "no window of pid {pid}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The compositor of the Wayland session (`sway` or `kwin`).
+fn compositor(wl: &[(String, String)]) -> &str {
+    wl.iter()
+        .find(|(k, _)| k == "UFO_WAYLAND_COMPOSITOR")
+        .map_or("sway", |(_, v)| v.as_str())
+}
+
+/// On KWin: grant this executable fake input and ScreenShot2 (KWin matches its path).
+fn grant_on_kwin(wl: &[(String, String)], script: &std::path::Path) {
+    if compositor(wl) != "kwin" {
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let ok = Command::new(script)
+        .arg("grant")
+        .arg(&exe)
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "wayland-session.sh grant {exe:?} failed");
 }
 
 /// sway tiles a window over the whole output: float the calculator at the size it has on X11,
@@ -146,6 +174,7 @@ async fn main() {
     .expect("the X11 desktop");
     let xw = x.launch_app("calculator").await.expect("calculator on X11");
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/wayland-session.sh");
+    grant_on_kwin(&wl, &script);
     let child = Command::new(script)
         // drawn as ufo launches GTK 4 on a display without direct rendering (cairo), as
         // on the X side
@@ -166,9 +195,19 @@ async fn main() {
     })
     .await
     .expect("the Wayland desktop");
-    window_of(&w, pid).await;
-    let size = float_like(&wl, pid, &xw).await;
-    let ww = window_of_sized(&w, pid, &size).await;
+    let ww = if compositor(&wl) == "kwin" {
+        window_of(&w, pid).await
+    } else {
+        window_of(&w, pid).await;
+        let size = float_like(&wl, pid, &xw).await;
+        window_of_sized(&w, pid, &size).await
+    };
+    println!(
+        "{} window {:?}, X11 window {:?}",
+        compositor(&wl),
+        ww.rect,
+        xw.rect
+    );
     // warm both (first observations read whole trees)
     for _ in 0..3 {
         step(&x, &xw).await;
@@ -191,7 +230,11 @@ async fn main() {
     let (mx, mw) = (median(tx.clone()), median(tw.clone()));
     println!("one step (click \"1\" + observe), gnome-calculator, {iters} steps each, interleaved");
     println!("X11      p50 {mx:>7.1} ms  p90 {:>7.1} ms", pct(&tx, 0.9));
-    println!("Wayland  p50 {mw:>7.1} ms  p90 {:>7.1} ms", pct(&tw, 0.9));
+    println!(
+        "{:<8} p50 {mw:>7.1} ms  p90 {:>7.1} ms",
+        compositor(&wl),
+        pct(&tw, 0.9)
+    );
     println!("ratio Wayland / X11 (p50): {:.2}", mw / mx.max(0.001));
     println!(
         "p50 observe / act+settle: X11 {:.1} / {:.1} ms, Wayland {:.1} / {:.1} ms",

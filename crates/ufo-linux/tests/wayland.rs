@@ -232,6 +232,51 @@ async fn gnome_calculator_computes_12_times_7_by_button_names() {
     );
 }
 
+/// Settling on the compositor's change watch (KWin's signals, sway's damage): each click
+/// that changes the calculator is seen to change it, and the observation right after it (no
+/// retry) already shows its effect. Checked off ufo with pyatspi.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_click_is_settled_on_the_change_watch() {
+    if !wayland_on("each_click_is_settled_on_the_change_watch") {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let d = connect().await;
+    let app = UserApp::start(&["gnome-calculator"]);
+    let w = window_of(&d, app.pid(), Duration::from_secs(30)).await;
+    let obs = observe_until(&d, &w.id, "the buttons", Duration::from_secs(20), |o| {
+        o.controls
+            .iter()
+            .any(|c| c.role == "button" && c.name == "7")
+    })
+    .await;
+    let click = UiAction::Click {
+        button: Button::Left,
+        double: false,
+    };
+    let shows = |o: &WindowObservation, want: &str| {
+        o.controls
+            .iter()
+            .any(|c| c.role == "text" && c.value.as_deref().map(str::trim) == Some(want))
+    };
+    for (name, want) in [("1", "1"), ("2", "12"), ("×", ""), ("7", ""), ("=", "84")] {
+        let id = button(&obs, name).id.clone();
+        d.act(&w.id, Some(&id), &click)
+            .await
+            .unwrap_or_else(|e| panic!("click {name}: {e}"));
+        assert_eq!(d.last_action_changed(), Some(true), "click {name}");
+        if !want.is_empty() {
+            let now = d.observe(&w.id).await.expect("observe");
+            assert!(
+                shows(&now, want),
+                "stale observation after {name}: no {want}"
+            );
+        }
+    }
+    let texts = texts_off_ufo("gnome-calculator");
+    assert!(texts.iter().any(|t| t.trim() == "84"), "pyatspi: {texts:?}");
+}
+
 /// A folder and an empty file the session's user may write.
 fn user_file(name: &str) -> (tempfile::TempDir, PathBuf) {
     use std::os::unix::fs::PermissionsExt;

@@ -1,7 +1,9 @@
 //! KWin over D-Bus (docs/desktop.md, "Wayland"): captures through `org.kde.KWin.ScreenShot2`
 //! into a pipe read with a bound, and one-shot scripts ([`super::script`]) loaded through
 //! `org.kde.kwin.Scripting`, run, and unloaded, which answer by calling ufo's callback object
-//! (only KWin's answers count). Every call is bounded.
+//! (only KWin's answers count). The watch script ([`Bus::start_watch`]) is loaded once for
+//! the display's life and calls the same object with KWin's changes ([`super::watch`]).
+//! Every call is bounded.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -15,6 +17,7 @@ use ufo_core::Rect;
 use zbus::zvariant::{Fd, OwnedValue, Value};
 
 use super::script::{self, Job, CALLBACK_PATH};
+use super::watch::{Event, Watch};
 use crate::display::kwin_grant::{self, SCREENSHOT};
 use crate::error::cause;
 use crate::LinuxError;
@@ -44,11 +47,17 @@ fn timeout(what: &str, bound: Duration) -> LinuxError {
 /// The answer a script is awaited for: its token and where its reply goes.
 type Waiting = Arc<Mutex<Option<(String, oneshot::Sender<String>)>>>;
 
-/// ufo's callback object: KWin's scripts call it with their token and their reply.
+/// Where the watch script's first call ("ready") goes.
+type Ready = Arc<Mutex<Option<oneshot::Sender<()>>>>;
+
+/// ufo's callback object: KWin's scripts call it with their token and their reply, the watch
+/// script with KWin's changes.
 struct Callback {
     waiting: Waiting,
     /// KWin's unique name on the bus: nobody else may answer.
     kwin: String,
+    watch: Arc<Watch>,
+    ready: Ready,
 }
 
 #[zbus::interface(name = "org.ufo.KwinScript")]
@@ -72,12 +81,38 @@ impl Callback {
             }
         }
     }
+
+    /// A change the watch script reports: what, the window's id and its top-level's.
+    #[zbus(name = "event")]
+    fn event(
+        &self,
+        #[zbus(header)] header: zbus::message::Header<'_>,
+        kind: String,
+        id: String,
+        top: String,
+    ) {
+        if header.sender().map(|s| s.as_str()) != Some(self.kwin.as_str()) {
+            return;
+        }
+        match Event::parse(&kind, &id, &top) {
+            Some(Event::Ready) => {
+                if let Some(tx) = self.ready.lock().ok().and_then(|mut r| r.take()) {
+                    let _ = tx.send(());
+                }
+            }
+            Some(e) => self.watch.note(&e),
+            None => {}
+        }
+    }
 }
 
 /// The D-Bus side of a KWin display.
 pub(crate) struct Bus {
     conn: zbus::Connection,
     waiting: Waiting,
+    ready: Ready,
+    /// The name of the watch script while it is loaded.
+    watching: Option<String>,
     tokens: AtomicU64,
     /// Where scripts are written for KWin to read.
     scripts: PathBuf,
@@ -85,8 +120,8 @@ pub(crate) struct Bus {
 
 impl Bus {
     /// Connect to the session bus (at `address`, else `DBUS_SESSION_BUS_ADDRESS`), find KWin
-    /// on it and serve the callback object.
-    pub(crate) async fn open(address: Option<&str>) -> Result<Bus, LinuxError> {
+    /// on it and serve the callback object (the watch script's calls go to `watch`).
+    pub(crate) async fn open(address: Option<&str>, watch: Arc<Watch>) -> Result<Bus, LinuxError> {
         let builder = match address {
             Some(a) => zbus::connection::Builder::address(a),
             None => zbus::connection::Builder::session(),
@@ -112,12 +147,15 @@ impl Bus {
                 )),
             })?;
         let waiting: Waiting = Arc::default();
+        let ready: Ready = Arc::default();
         conn.object_server()
             .at(
                 CALLBACK_PATH,
                 Callback {
                     waiting: Arc::clone(&waiting),
                     kwin: kwin.to_string(),
+                    watch,
+                    ready: Arc::clone(&ready),
                 },
             )
             .await
@@ -125,6 +163,8 @@ impl Bus {
         Ok(Bus {
             conn,
             waiting,
+            ready,
+            watching: None,
             tokens: AtomicU64::new(1),
             scripts: script_dir(),
         })
@@ -150,42 +190,83 @@ impl Bus {
         .map_err(dbus_err(method))
     }
 
-    /// Run a one-shot script and return its reply: written to a file KWin reads, loaded,
-    /// run (Plasma 5.27's object path, else Plasma 6's), its answer awaited (bounded), then
-    /// unloaded and its file removed whatever happened.
-    pub(crate) async fn run(&self, job: &Job) -> Result<String, LinuxError> {
-        let token = self.tokens.fetch_add(1, Ordering::Relaxed);
-        let me = self
-            .conn
+    /// ufo's unique name on the bus, which scripts call back.
+    fn me(&self) -> String {
+        self.conn
             .unique_name()
             .map(|n| n.to_string())
-            .unwrap_or_default();
-        let name = format!("ufo-{}-{token}", std::process::id());
-        let file = self.scripts.join(format!("{name}.js"));
-        write_script(&file, &script::script(job, &me, token))?;
-        let (tx, rx) = oneshot::channel();
-        if let Ok(mut slot) = self.waiting.lock() {
-            *slot = Some((token.to_string(), tx));
-        }
-        let answer = self.load_and_run(&file, &name, rx).await;
+            .unwrap_or_default()
+    }
+
+    async fn unload(&self, name: &str) {
         let _ = self
             .call(
                 "/Scripting",
                 "org.kde.kwin.Scripting",
                 "unloadScript",
-                &(name.as_str(),),
+                &(name,),
             )
             .await;
+    }
+
+    /// Run a one-shot script and return its reply: written to a file KWin reads, loaded,
+    /// run (Plasma 5.27's object path, else Plasma 6's), its answer awaited (bounded), then
+    /// unloaded and its file removed whatever happened.
+    pub(crate) async fn run(&self, job: &Job) -> Result<String, LinuxError> {
+        let token = self.tokens.fetch_add(1, Ordering::Relaxed);
+        let name = format!("ufo-{}-{token}", std::process::id());
+        let file = self.scripts.join(format!("{name}.js"));
+        write_script(&file, &script::script(job, &self.me(), token))?;
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut slot) = self.waiting.lock() {
+            *slot = Some((token.to_string(), tx));
+        }
+        let answer = self.load_and_run(&file, &name, rx).await;
+        self.unload(&name).await;
         let _ = std::fs::remove_file(&file);
         answer
     }
 
-    async fn load_and_run(
+    /// Load the watch script for the display's life and wait (bounded) for its first call,
+    /// which says it follows every window; its file is removed once KWin has read it. On an
+    /// error it is unloaded (settling then compares pixels).
+    pub(crate) async fn start_watch(&mut self) -> Result<(), LinuxError> {
+        let token = self.tokens.fetch_add(1, Ordering::Relaxed);
+        let name = format!("ufo-watch-{}-{token}", std::process::id());
+        let file = self.scripts.join(format!("{name}.js"));
+        write_script(&file, &script::watch_script(&self.me()))?;
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut slot) = self.ready.lock() {
+            *slot = Some(tx);
+        }
+        let started = self.load_and_run(&file, &name, rx).await;
+        let _ = std::fs::remove_file(&file);
+        match started {
+            Ok(()) => {
+                self.watching = Some(name);
+                Ok(())
+            }
+            Err(e) => {
+                self.unload(&name).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Unload the watch script (the display is dropped).
+    pub(crate) async fn stop_watch(&mut self) {
+        if let Some(name) = self.watching.take() {
+            self.unload(&name).await;
+        }
+    }
+
+    /// Load and run a script, then wait (bounded) for its answer on `rx`.
+    async fn load_and_run<T>(
         &self,
         file: &std::path::Path,
         name: &str,
-        rx: oneshot::Receiver<String>,
-    ) -> Result<String, LinuxError> {
+        rx: oneshot::Receiver<T>,
+    ) -> Result<T, LinuxError> {
         let path = file.to_string_lossy().to_string();
         let id: i32 = self
             .call(

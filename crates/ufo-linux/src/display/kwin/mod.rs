@@ -1,24 +1,25 @@
 //! KDE's KWin (5.27 and later) as a display (docs/desktop.md, "Wayland"): input through
 //! `org_kde_kwin_fake_input` ([`input`]; what KWin's keyboard layout lacks is pasted,
 //! [`layout`]), captures through `org.kde.KWin.ScreenShot2` and windows through one-shot KWin
-//! scripts over D-Bus ([`bus`], [`script`]). KWin grants the first two by a `.desktop` file
-//! naming ufo's executable (`kwin_grant`).
+//! scripts over D-Bus ([`bus`], [`script`]); settling waits on KWin's own reports of redraws
+//! and windows, from a script loaded for the display's life ([`watch`]). KWin grants the
+//! first two by a `.desktop` file naming ufo's executable (`kwin_grant`).
 //!
 //! One thread owns the Wayland connection and the D-Bus connection (on a small runtime of its
 //! own, so that KWin's script answers are served while a caller waits); callers send it
 //! commands over a bounded channel and wait for each answer with a bound. AT-SPI extents are
 //! relative to the client area ([`CoordSpace::ClientArea`]): a window's client area is where
-//! its frame and buffer meet. No change watch (settling compares pixels), no take-over watch.
+//! its frame and buffer meet. No take-over watch.
 
 mod bus;
 mod input;
 pub(crate) mod layout;
 pub(crate) mod script;
+pub(crate) mod watch;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::error::TrySendError;
@@ -34,6 +35,7 @@ use bus::Bus;
 use input::{Input, Opened};
 use layout::Piece;
 use script::{Job, Listed};
+use watch::{lock, Ids, Watch};
 
 /// Most commands waiting for the thread.
 const QUEUE: usize = 32;
@@ -66,6 +68,20 @@ enum Command {
     Keys(Vec<Piece>, Reply<()>),
 }
 
+impl Command {
+    /// What it asks, for the log.
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Windows(_) => "windows",
+            Command::Activate(..) => "activate",
+            Command::Close(..) => "close",
+            Command::Capture(..) => "capture",
+            Command::Click { .. } => "click",
+            Command::Keys(..) => "keys",
+        }
+    }
+}
+
 /// A window and its frame (for the hit test).
 #[derive(Debug, Clone)]
 struct Shown {
@@ -79,7 +95,13 @@ pub(crate) struct Kwin {
     commands: tokio::sync::mpsc::Sender<Command>,
     screen: Rect,
     socket: PathBuf,
+    /// `None` when KWin would not run the watch script (settling then compares pixels)
+    watch: Option<Arc<Watch>>,
 }
+
+/// What the thread says once it opened the display: KWin's output size and its change
+/// watch (`None` overall: the compositor is not KWin).
+type Opening = Option<((u32, u32), Option<Arc<Watch>>)>;
 
 impl Kwin {
     /// Connect to the compositor at `socket` (else `WAYLAND_DISPLAY`'s) and, when it is KWin,
@@ -100,7 +122,7 @@ impl Kwin {
                 socket: socket.display().to_string(),
                 source: Box::new(e),
             })?;
-        let size = match opened.recv_timeout(OPEN_WAIT) {
+        let opening = match opened.recv_timeout(OPEN_WAIT) {
             Ok(r) => r?,
             Err(_) => {
                 return Err(LinuxError::Timeout {
@@ -109,10 +131,11 @@ impl Kwin {
                 })
             }
         };
-        Ok(size.map(|(w, h)| Kwin {
+        Ok(opening.map(|((w, h), watch)| Kwin {
             commands,
             screen: Rect::new(0, 0, w, h),
             socket,
+            watch,
         }))
     }
 
@@ -180,7 +203,7 @@ fn run_thread(
     path: &Path,
     session_bus: Option<String>,
     inbox: tokio::sync::mpsc::Receiver<Command>,
-    opened: SyncSender<Result<Option<(u32, u32)>, LinuxError>>,
+    opened: SyncSender<Result<Opening, LinuxError>>,
 ) {
     let input = match Input::open(path) {
         Ok(Opened::Kwin(i)) => i,
@@ -207,81 +230,79 @@ fn run_thread(
         }
     };
     rt.block_on(async move {
-        let bus = match Bus::open(session_bus.as_deref()).await {
+        let ids = Arc::new(Mutex::new(Ids::default()));
+        let watch = Arc::new(Watch::new(Arc::clone(&ids)));
+        let mut bus = match Bus::open(session_bus.as_deref(), Arc::clone(&watch)).await {
             Ok(b) => b,
             Err(e) => {
                 let _ = opened.send(Err(e));
                 return;
             }
         };
-        let _ = opened.send(Ok(Some(input.output_size())));
+        let watch = match bus.start_watch().await {
+            Ok(()) => Some(watch),
+            Err(e) => {
+                tracing::warn!("no change watch on KWin (settling compares pixels): {e}");
+                None
+            }
+        };
+        let _ = opened.send(Ok(Some((input.output_size(), watch.clone()))));
         let worker = Worker {
             input: *input,
             bus,
-            ids: Ids::default(),
+            ids,
+            watch,
+            listing: None,
         };
         serve(worker, inbox).await;
     });
-}
-
-/// Our window numbers for KWin's window ids (UUIDs), kept for the windows listed last.
-#[derive(Default)]
-struct Ids {
-    numbers: HashMap<String, u32>,
-    last: u32,
-}
-
-impl Ids {
-    fn number(&mut self, id: &str) -> u32 {
-        if let Some(n) = self.numbers.get(id) {
-            return *n;
-        }
-        self.last += 1;
-        self.numbers.insert(id.to_string(), self.last);
-        self.last
-    }
-
-    fn uuid(&self, n: WinId) -> Result<String, LinuxError> {
-        self.numbers
-            .iter()
-            .find(|(_, v)| **v == n.0)
-            .map(|(k, _)| k.clone())
-            .ok_or_else(|| LinuxError::NoWindow(n.to_string()))
-    }
-
-    /// Forget the windows that are gone (KWin never reuses an id).
-    fn keep_only(&mut self, listed: &[Listed]) {
-        self.numbers
-            .retain(|id, _| listed.iter().any(|l| l.id == *id));
-    }
 }
 
 /// What the thread owns.
 struct Worker {
     input: Input,
     bus: Bus,
-    ids: Ids,
+    /// shared with the change watch, which reads KWin's ids in the script's calls
+    ids: Arc<Mutex<Ids>>,
+    watch: Option<Arc<Watch>>,
+    /// the last listing, the window list's generation before it was made and when: reused
+    /// while the watch reports no change of the list (a listing is a script run, ~9 ms)
+    listing: Option<(u64, Instant, Vec<Shown>)>,
 }
 
+/// Serve commands until the display is dropped (or KWin's connection breaks), then unload
+/// the watch script.
 async fn serve(mut w: Worker, mut inbox: tokio::sync::mpsc::Receiver<Command>) {
     loop {
         tokio::select! {
             cmd = inbox.recv() => match cmd {
                 Some(c) => w.handle(c).await,
-                None => return,
+                None => break,
             },
             () = tokio::time::sleep(IDLE) => {
                 if let Err(e) = w.input.pump() {
                     tracing::warn!("the KWin Wayland connection broke: {e}");
-                    return;
+                    break;
                 }
             }
         }
     }
+    w.bus.stop_watch().await;
 }
 
 impl Worker {
     async fn handle(&mut self, cmd: Command) {
+        let t = Instant::now();
+        let what = cmd.name();
+        self.serve_one(cmd).await;
+        tracing::debug!(
+            what,
+            ms = t.elapsed().as_secs_f64() * 1000.0,
+            "KWin command"
+        );
+    }
+
+    async fn serve_one(&mut self, cmd: Command) {
         if let Err(e) = self.input.pump() {
             tracing::warn!("the KWin Wayland connection broke: {e}");
         }
@@ -313,14 +334,30 @@ impl Worker {
         }
     }
 
+    /// The windows: the last listing while the watch reports no change of the list, else a
+    /// new one.
     async fn windows(&mut self) -> Result<Vec<Shown>, LinuxError> {
+        let generation = self.watch.as_ref().map(|w| w.generation());
+        if let (Some(g), Some((made, at, shown))) = (generation, &self.listing) {
+            if watch::listing_holds((*made, *at), g, Instant::now()) {
+                return Ok(shown.clone());
+            }
+        }
+        let at = Instant::now();
         let listed = script::read_reply(&self.bus.run(&Job::List).await?)?;
-        self.ids.keep_only(&listed);
-        Ok(shown_of(&listed, &mut self.ids))
+        let shown = {
+            let mut ids = lock(&self.ids);
+            ids.keep_only(listed.iter().map(|l| l.id.as_str()));
+            shown_of(&listed, &mut ids)
+        };
+        self.listing = generation.map(|g| (g, at, shown.clone()));
+        Ok(shown)
     }
 
     async fn on_window(&mut self, id: WinId, job: fn(String) -> Job) -> Result<(), LinuxError> {
-        let uuid = self.ids.uuid(id)?;
+        // what it changes is listed afresh, whether or not KWin's report came yet
+        self.listing = None;
+        let uuid = lock(&self.ids).uuid(id)?;
         match self.bus.run(&job(uuid)).await?.as_str() {
             "done" => Ok(()),
             _ => Err(LinuxError::NoWindow(id.to_string())),
@@ -475,7 +512,9 @@ impl Display for Kwin {
     }
 
     fn change_watch(&self) -> Option<Arc<dyn ChangeWatch>> {
-        None
+        self.watch
+            .as_ref()
+            .map(|w| Arc::clone(w) as Arc<dyn ChangeWatch>)
     }
 
     fn person_input(&self) -> Option<Arc<PersonInput>> {
@@ -524,7 +563,7 @@ mod tests {
         assert_eq!(top_at(&shown, 10, 10), Some(a));
         assert_eq!(top_at(&shown, 500, 500), None);
         assert_eq!(ids.uuid(a).expect("known"), "{a}");
-        ids.keep_only(&list[2..]);
+        ids.keep_only(list[2..].iter().map(|l| l.id.as_str()));
         assert!(matches!(ids.uuid(a), Err(LinuxError::NoWindow(_))));
     }
 

@@ -18,6 +18,12 @@ pub(crate) const CALLBACK_INTERFACE: &str = "org.ufo.KwinScript";
 /// Its method (named exactly: zbus would otherwise capitalise it).
 pub(crate) const CALLBACK_METHOD: &str = "reply";
 
+/// Its method for the watch script's events.
+pub(crate) const CALLBACK_EVENT: &str = "event";
+/// Calls in a row left unanswered after which the watch script stops calling: ufo is gone
+/// (killed before it could unload the script), so nobody reads them.
+pub(crate) const WATCH_UNANSWERED: u32 = 256;
+
 /// What a script does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Job {
@@ -70,6 +76,58 @@ var c = find(TARGET);
 if (c) { c.closeWindow(); }
 reply(c ? "done" : "gone");
 "#;
+
+/// The watch script's body: every window followed (its redraws, its frame moving, its
+/// minimising), windows added and removed, each reported by a call carrying the window's id
+/// and its top-level's; what else the window list shows changing ("changed": titles, which
+/// window is active, the stacking order...) so that a listing is reused until then; "ready"
+/// once it runs. KWin emits `damaged` once per frame the program
+/// commits (about 60 a second while GTK animates a button), so each is sent as it comes.
+const WATCH: &str = r#"
+var unanswered = 0, stopped = false;
+function answered() { unanswered = 0; }
+function idOf(w) { return w && w.internalId ? w.internalId.toString() : ""; }
+function topOf(w) {
+  for (var i = 0; i < 16 && w && w.transientFor; i++) { w = w.transientFor; }
+  return w;
+}
+function send(kind, w) {
+  if (stopped) { return; }
+  if (++unanswered > UNANSWERED) { stopped = true; return; }
+  callDBus(SERVICE, PATH, IFACE, METHOD, kind, idOf(w), idOf(topOf(w)), answered);
+}
+function follow(w) {
+  if (!w) { return; }
+  if (w.damaged) { w.damaged.connect(function () { send("damage", w); }); }
+  if (w.frameGeometryChanged) { w.frameGeometryChanged.connect(function () { send("moved", w); }); }
+  if (w.minimizedChanged) { w.minimizedChanged.connect(function () { send("moved", w); }); }
+  for (var i = 0; i < LISTED.length; i++) {
+    if (w[LISTED[i]]) { w[LISTED[i]].connect(function () { send("changed", w); }); }
+  }
+}
+var LISTED = ["captionChanged", "windowClassChanged", "desktopFileNameChanged", "activeChanged",
+              "stackingOrderChanged", "transientChanged", "modalChanged", "bufferGeometryChanged"];
+var added = workspace.windowAdded || workspace.clientAdded;
+var removed = workspace.windowRemoved || workspace.clientRemoved;
+var all = typeof workspace.windowList === "function" ? workspace.windowList() : workspace.clientList();
+for (var i = 0; i < all.length; i++) { follow(all[i]); }
+added.connect(function (w) { follow(w); send("added", w); });
+removed.connect(function (w) { send("removed", w); });
+send("ready", null);
+"#;
+
+/// The text of the watch script, calling back `service` (ufo's unique bus name) for the
+/// display's life.
+pub(crate) fn watch_script(service: &str) -> String {
+    let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+    format!(
+        "var SERVICE = {}, PATH = {}, IFACE = {}, METHOD = {}, UNANSWERED = {WATCH_UNANSWERED};\n{WATCH}",
+        quote(service),
+        quote(CALLBACK_PATH),
+        quote(CALLBACK_INTERFACE),
+        quote(CALLBACK_EVENT),
+    )
+}
 
 /// The text of the script for `job`, calling back `service` (ufo's unique bus name) with
 /// `token` (which call it answers).
@@ -190,6 +248,25 @@ mod tests {
         assert!(a.contains(r#"var TARGET = "{ab\"c}";"#), "{a}");
         assert!(a.contains("workspace.activeClient = c"));
         assert!(script(&Job::Close("x".into()), ":1.1", 9).contains("closeWindow()"));
+    }
+
+    #[test]
+    fn the_watch_script_calls_back_ufo_and_follows_both_plasmas_names() {
+        let s = watch_script(":1.42\"");
+        assert!(
+            s.starts_with(r#"var SERVICE = ":1.42\"", PATH = "/org/ufo/KwinScript""#),
+            "{s}"
+        );
+        assert!(s.contains(r#"METHOD = "event", UNANSWERED = 256;"#), "{s}");
+        for name in [
+            "clientAdded",
+            "windowAdded",
+            "windowRemoved",
+            "damaged",
+            "frameGeometryChanged",
+        ] {
+            assert!(s.contains(name), "{name}");
+        }
     }
 
     #[test]
