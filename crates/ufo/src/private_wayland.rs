@@ -114,7 +114,8 @@ pub(crate) fn compositor_command(
                 "--socket".into(),
                 "wayland-ufo".into(),
             ],
-            // a private KWin serves only ufo: its input and capture need no .desktop grant
+            // a private KWin serves only ufo: its captures need no grant; its fake input still
+            // does (the switch does not cover it): `Start::kwin_folders` writes it
             vec![
                 ("KWIN_WAYLAND_NO_PERMISSION_CHECKS", "1"),
                 ("KWIN_SCREENSHOT_NO_PERMISSION_CHECKS", "1"),
