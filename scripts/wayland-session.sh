@@ -22,8 +22,9 @@
 #   scripts/wayland-session.sh status      exit 0 when the session is up
 #
 # The environment (WAYLAND_DISPLAY as a path, SWAYSOCK on sway, DBUS_SESSION_BUS_ADDRESS,
-# UFO_WAYLAND_USER, DISPLAY unset) is written to "$UFO_WAYLAND_DIR/env" (default
-# /tmp/ufo-wayland-session/env); source it in a subshell, apart from the X session's:
+# UFO_WAYLAND_USER, on KWin UFO_KWIN_BIN: the cap-less copy, DISPLAY unset) is written to
+# "$UFO_WAYLAND_DIR/env" (default /tmp/ufo-wayland-session/env); source it in a subshell,
+# apart from the X session's:
 #   scripts/wayland-session.sh up sway && ( source /tmp/ufo-wayland-session/env && cargo test … )
 # Variables: UFO_WAYLAND_DIR (state folder), UFO_WAYLAND_USER (default ufotest),
 # UFO_WAYLAND_SIZE (default 1280x800).
@@ -200,6 +201,8 @@ up() {
         echo "export UFO_WAYLAND_RUNTIME=$rt"
         echo "export UFO_WAYLAND_COMPOSITOR=$compositor"
         echo "export UFO_WAYLAND_DIR=$STATE"
+        # ufo's own private KWin desktops (--desktop private:kwin) start this cap-less copy
+        if [ "$compositor" = kwin ]; then echo "export UFO_KWIN_BIN=$STATE/kwin/kwin_wayland"; fi
     } >"$ENV_FILE"
     log "up: $compositor as $USER_NAME; source $ENV_FILE"
     cat "$ENV_FILE"

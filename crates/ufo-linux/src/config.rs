@@ -34,6 +34,27 @@ pub struct LaunchUser {
     pub home: PathBuf,
 }
 
+/// A connection to a Wayland compositor's socket made by someone else, and what must stay
+/// alive until the display has bound its globals (KWin decides which globals a client gets by
+/// the executable of the process that connected, read when the registry is first filtered;
+/// docs/desktop.md, "Private Wayland desktops").
+#[derive(Debug)]
+pub struct WaylandStream {
+    /// The connected socket.
+    pub stream: std::os::unix::net::UnixStream,
+    /// Dropped once the display's registry round trip and binds are done.
+    pub keep_until_bound: Box<dyn std::fmt::Debug + Send>,
+}
+
+/// Connects the KWin display to a compositor's socket instead of `UnixStream::connect` in this
+/// process (the ufo binary connects through a helper process of its own executable, which KWin
+/// can identify).
+pub trait WaylandConnector: std::fmt::Debug + Send + Sync {
+    /// A connection to the compositor's socket at `socket` (a path). The error says what
+    /// failed and what to do.
+    fn connect(&self, socket: &std::path::Path) -> Result<WaylandStream, crate::Cause>;
+}
+
 /// How the live Linux desktop behaves: timeouts, settle time and the launch table.
 #[derive(Debug, Clone)]
 pub struct LinuxConfig {
@@ -84,6 +105,8 @@ pub struct LinuxConfig {
     /// Launch applications as this user instead of ufo's own (`None`: as ufo), with its
     /// `HOME`; the session's variables come from ufo's environment and `launch_env`.
     pub launch_as: Option<LaunchUser>,
+    /// How the KWin display connects to the compositor (`None`: `UnixStream::connect` here).
+    pub wayland_connector: Option<std::sync::Arc<dyn WaylandConnector>>,
 }
 
 impl Default for LinuxConfig {
@@ -115,6 +138,7 @@ impl Default for LinuxConfig {
             display: DisplayChoice::Auto,
             session_bus: None,
             launch_as: None,
+            wayland_connector: None,
         }
     }
 }

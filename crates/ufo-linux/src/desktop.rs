@@ -33,13 +33,14 @@ use crate::{LinuxConfig, LinuxError};
 async fn open_display(
     choice: &crate::DisplayChoice,
     session_bus: Option<String>,
+    connector: Option<Arc<dyn crate::WaylandConnector>>,
 ) -> Result<Arc<dyn Display>, LinuxError> {
     let set = |v: &str| std::env::var_os(v).is_some_and(|s| !s.is_empty());
     match resolve(choice, set("DISPLAY"), set("WAYLAND_DISPLAY"))? {
         Opened::X11 => Ok(Arc::new(X11::open().await?)),
         Opened::Wayland(socket) => tokio::task::spawn_blocking(move || {
             // one connection tells KWin from the rest; KWin's display keeps it
-            match Kwin::open(socket.as_deref(), session_bus)? {
+            match Kwin::open(socket.as_deref(), session_bus, connector)? {
                 Some(k) => Ok(Arc::new(k) as Arc<dyn Display>),
                 None => Ok(Arc::new(Wlroots::open(socket.as_deref())?) as Arc<dyn Display>),
             }
@@ -93,7 +94,12 @@ impl LinuxDesktop {
     /// the accessibility bus (through `DBUS_SESSION_BUS_ADDRESS`), switching accessibility on
     /// if it is off.
     pub async fn connect(config: LinuxConfig) -> Result<LinuxDesktop, LinuxError> {
-        let display = open_display(&config.display, config.session_bus.clone()).await?;
+        let display = open_display(
+            &config.display,
+            config.session_bus.clone(),
+            config.wayland_connector.clone(),
+        )
+        .await?;
         let bus = A11yBus::connect(config.call_timeout, config.session_bus.as_deref()).await?;
         Ok(LinuxDesktop {
             config,

@@ -62,7 +62,7 @@ pub use launch::toolkit;
 
 pub use config::{
     default_launch_table, libreoffice_gtk3_installed, program_of, DisplayChoice, LaunchUser,
-    LinuxConfig,
+    LinuxConfig, WaylandConnector, WaylandStream,
 };
 pub use controls::ControlDetail;
 pub use desktop::LinuxDesktop;
@@ -70,6 +70,12 @@ pub use error::{cause, Cause, LinuxError};
 pub use observe::{FullObservation, ObservationStats};
 
 use ufo_core::WindowInfo;
+
+/// The `.desktop` file that grants the executable `exe` (its canonical path) KWin's fake
+/// input and ScreenShot2 (docs/desktop.md, "Wayland").
+pub fn kwin_grant_file(exe: &std::path::Path) -> String {
+    display::kwin_grant::grant_file(exe)
+}
 
 /// What `ufo inspect` shows: a window's controls as the agent sees them, and the annotated
 /// screenshot.

@@ -96,6 +96,10 @@ pub(crate) fn is_live(spec: &str) -> bool {
 /// root: it launches applications as that user, into the user's session.
 pub(crate) const LAUNCH_USER_VAR: &str = "UFO_PRIVATE_LAUNCH_USER";
 
+/// The environment variable that marks every process of one private desktop (its reaper ends
+/// them all).
+pub(crate) const SESSION_MARK_VAR: &str = "UFO_SESSION_MARK";
+
 /// Open the desktop named by `--desktop`.
 pub(crate) async fn open_desktop(
     spec: &str,
@@ -149,6 +153,7 @@ pub(crate) async fn connect_linux(
     if let Ok(user) = std::env::var(LAUNCH_USER_VAR) {
         config.launch_as = Some(launch_user(&user)?);
     }
+    config.wayland_connector = wayland_connector(config.launch_as.as_ref());
     ufo_linux::LinuxDesktop::connect(config).await.map_err(|e| {
         let hint = if wayland {
             "is a Wayland compositor running, with WAYLAND_DISPLAY set? (for a headless one: \
@@ -160,6 +165,24 @@ pub(crate) async fn connect_linux(
         };
         anyhow!("cannot reach the live desktop: {e}; {hint}")
     })
+}
+
+/// KWin's connection goes through ufo's helper process (`crate::wayland_connect`), as the
+/// user applications launch as when there is one: KWin identifies the client by that
+/// process's executable. `None` when ufo cannot find its own executable.
+fn wayland_connector(
+    user: Option<&ufo_linux::LaunchUser>,
+) -> Option<std::sync::Arc<dyn ufo_linux::WaylandConnector>> {
+    let exe = std::env::current_exe().ok()?;
+    Some(std::sync::Arc::new(
+        crate::wayland_connect::HelperConnector {
+            exe,
+            user: user.map(|u| (u.uid, u.gid)),
+            mark: std::env::var(SESSION_MARK_VAR)
+                .ok()
+                .map(|m| (SESSION_MARK_VAR.to_string(), m)),
+        },
+    ))
 }
 
 /// The user applications launch as inside a private Wayland desktop.

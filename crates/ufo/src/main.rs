@@ -65,6 +65,7 @@ mod sharing;
 mod shell_off;
 mod trajectory;
 mod user;
+mod wayland_connect;
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -124,6 +125,9 @@ fn before_the_runtime() -> Result<Command, ExitCode> {
     if let Command::PrivateReaper { pid, mark, dir } = &cli.command {
         return Err(private::reaper(*pid, mark, dir));
     }
+    if let Command::WaylandConnect { socket } = &cli.command {
+        return Err(wayland_connect_helper(socket));
+    }
     match cli::private::plan(&cli.command) {
         Ok(Some(plan)) => Err(private::run_inside(&plan)),
         Ok(None) => Ok(cli.command),
@@ -132,6 +136,22 @@ fn before_the_runtime() -> Result<Command, ExitCode> {
             Err(ExitCode::from(EXIT_USAGE))
         }
     }
+}
+
+/// `ufo wayland-connect`: KWin must read this process's executable, which a process that is
+/// not dumpable hides; the helper holds no key (ufo starts it with an empty environment), so it
+/// is made dumpable again, and refuses to run if it was handed any key.
+fn wayland_connect_helper(socket: &std::path::Path) -> ExitCode {
+    if !ufo_core::secrets::held_vars().is_empty() {
+        eprintln!(
+            "error: `ufo {}` is ufo's internal Wayland helper and runs without keys; start it \
+             without provider keys in its environment",
+            wayland_connect::SUBCOMMAND
+        );
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let _ = nix::sys::prctl::set_dumpable(true);
+    wayland_connect::helper(socket)
 }
 
 /// Hand the command its plan (or options). Only the commands with a session to cancel take
@@ -173,7 +193,7 @@ fn dispatch(command: Command, runtime: &tokio::runtime::Runtime) -> ExitCode {
         },
         Command::Serve(args) => runtime.block_on(commands::serve::run(args)),
         // handled before the runtime starts
-        Command::PrivateReaper { .. } => ExitCode::SUCCESS,
+        Command::PrivateReaper { .. } | Command::WaylandConnect { .. } => ExitCode::SUCCESS,
     }
 }
 

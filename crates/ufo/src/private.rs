@@ -24,7 +24,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use crate::desktop::PrivateKind;
 
 /// The environment variable that marks every process of one private desktop.
-pub const MARK_VAR: &str = "UFO_SESSION_MARK";
+pub const MARK_VAR: &str = crate::desktop::SESSION_MARK_VAR;
 /// Set in the command ufo runs inside its private desktop (its value is the state folder), so
 /// that `run.json` records `private` and a resume starts a private desktop again.
 pub const INSIDE_VAR: &str = "UFO_PRIVATE_DESKTOP";

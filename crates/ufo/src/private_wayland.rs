@@ -114,7 +114,8 @@ pub(crate) fn compositor_command(
                 "--socket".into(),
                 "wayland-ufo".into(),
             ],
-            // a private KWin serves only ufo: its input and capture need no .desktop grant
+            // a private KWin serves only ufo: its captures need no grant; its fake input still
+            // does (the switch does not cover it): `Start::kwin_folders` writes it
             vec![
                 ("KWIN_WAYLAND_NO_PERMISSION_CHECKS", "1"),
                 ("KWIN_SCREENSHOT_NO_PERMISSION_CHECKS", "1"),
@@ -282,10 +283,15 @@ impl Start<'_> {
         std::fs::write(&config, sway_config()).context("cannot write sway's config")?;
         let kwin_bin = std::env::var(KWIN_BIN_VAR).ok();
         let (program, args, env) = compositor_command(self.kind, &config, kwin_bin.as_deref())?;
+        let own = match self.kind {
+            PrivateKind::Kwin => self.kwin_folders(user)?,
+            PrivateKind::Sway | PrivateKind::X => Vec::new(),
+        };
         let (log, err) = self.log("compositor")?;
         let mut c = self.command(user, runtime, &program);
         c.args(&args)
             .envs(env)
+            .envs(own)
             .env("DBUS_SESSION_BUS_ADDRESS", bus)
             .stdout(log)
             .stderr(err);
@@ -319,6 +325,38 @@ impl Start<'_> {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// KWin's folders in the state folder, as its environment: the data folder with the
+    /// `.desktop` file that grants ufo's executable fake input (`XDG_DATA_DIRS`, before the
+    /// system's), and its cache (the application database built from it) and configuration
+    /// (`XDG_CACHE_HOME`, `XDG_CONFIG_HOME`), so that nothing is written to the user's home.
+    fn kwin_folders(&self, user: &RunAs) -> Result<Vec<(&'static str, String)>> {
+        let exe = std::env::current_exe()
+            .and_then(std::fs::canonicalize)
+            .context("cannot find ufo's executable to grant it KWin's input")?;
+        let data = self.dir.join("kwin-data");
+        let apps = data.join("applications");
+        std::fs::create_dir_all(&apps).context("cannot make KWin's data folder")?;
+        std::fs::write(apps.join("ufo.desktop"), ufo_linux::kwin_grant_file(&exe))
+            .context("cannot write ufo's grant for KWin")?;
+        let mut env = vec![(
+            "XDG_DATA_DIRS",
+            format!("{}:/usr/local/share:/usr/share", data.display()),
+        )];
+        for (var, name) in [
+            ("XDG_CACHE_HOME", "kwin-cache"),
+            ("XDG_CONFIG_HOME", "kwin-config"),
+        ] {
+            let dir = self.dir.join(name);
+            std::fs::create_dir(&dir).with_context(|| format!("cannot make KWin's {name}"))?;
+            if let Some((uid, gid)) = user.ids {
+                std::os::unix::fs::chown(&dir, Some(uid), Some(gid))
+                    .with_context(|| format!("cannot give KWin's {name} to {}", user.name))?;
+            }
+            env.push((var, dir.display().to_string()));
+        }
+        Ok(env)
     }
 
     /// What the command inside needs: the compositor's socket (as a path), the session bus,

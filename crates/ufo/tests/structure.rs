@@ -58,7 +58,13 @@ const LAYERS: &[Layers] = &[
                 "demo_file",
             ],
             // the desktops a command names
-            &["desktop", "private_wayland", "private", "devices"],
+            &[
+                "desktop",
+                "private_wayland",
+                "private",
+                "devices",
+                "wayland_connect",
+            ],
             // settings and the plans the command line resolves into
             &["config"],
             // the trajectory (writer, reader, report, runs), the person, knowledge

@@ -124,6 +124,63 @@ fn a_private_sway_desktop_computes_and_leaves_nothing() {
     if !wayland_on("a_private_sway_desktop_computes_and_leaves_nothing") {
         return;
     }
+    computes_and_leaves_nothing("private:sway");
+}
+
+/// KWin grants its input by the executable of the connecting process, which it cannot read
+/// for ufo (not dumpable; root when KWin runs as the private user): ufo connects through its
+/// helper, run as the desktop's user, and grants itself in the desktop's own data folder.
+#[test]
+fn a_private_kwin_desktop_computes_and_leaves_nothing() {
+    if !wayland_on("a_private_kwin_desktop_computes_and_leaves_nothing") {
+        return;
+    }
+    let home = user_home();
+    let before = home_entries(&home);
+    computes_and_leaves_nothing("private:kwin");
+    // the grant and KWin's database and settings live in the desktop's folder, not the home
+    let added: Vec<String> = home_entries(&home)
+        .into_iter()
+        .filter(|e| !before.contains(e) && (e.contains("applications") || e.contains("kwin")))
+        .collect();
+    assert!(added.is_empty(), "written to the user's home: {added:?}");
+}
+
+/// The private desktop's user's home folder (the test's own when not root).
+fn user_home() -> PathBuf {
+    let root = nix::unistd::geteuid().is_root();
+    let name = if root {
+        private_user()
+    } else {
+        std::env::var("USER").unwrap_or_default()
+    };
+    nix::unistd::User::from_name(&name)
+        .ok()
+        .flatten()
+        .map(|u| u.dir)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap_or_default()))
+}
+
+/// The files under `home`'s `.local/share`, `.config` and `.cache` (two levels deep).
+fn home_entries(home: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for top in [".local/share", ".config", ".cache"] {
+        let Ok(dir) = std::fs::read_dir(home.join(top)) else {
+            continue;
+        };
+        for e in dir.flatten() {
+            out.push(e.path().display().to_string());
+            if let Ok(inner) = std::fs::read_dir(e.path()) {
+                out.extend(inner.flatten().map(|i| i.path().display().to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// `ufo run --desktop SPEC` computes 12 × 7 on the calculator (pyatspi reads 84, apart from
+/// ufo), and nothing of the desktop is left once ufo ends.
+fn computes_and_leaves_nothing(spec: &str) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().expect("tempdir");
     // written by pyatspi, run by root's shell: a folder anyone may write to
@@ -132,14 +189,7 @@ fn a_private_sway_desktop_computes_and_leaves_nothing() {
     let out = tmp.path().join("out");
     let started = Instant::now();
     let child = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
-        .args([
-            "run",
-            "--desktop",
-            "private:sway",
-            "--confirm",
-            "yes",
-            "--llm",
-        ])
+        .args(["run", "--desktop", spec, "--confirm", "yes", "--llm"])
         .arg(format!("script:{}", script.display()))
         .arg("--out")
         .arg(&out)
@@ -157,7 +207,7 @@ fn a_private_sway_desktop_computes_and_leaves_nothing() {
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(0), "{stderr}");
     println!(
-        "private:sway session (start, 5 clicks, check, end): {:.1} s",
+        "{spec} session (start, 5 clicks, check, end): {:.1} s",
         started.elapsed().as_secs_f64()
     );
     // the calculator's display, read with pyatspi apart from ufo
@@ -168,14 +218,14 @@ fn a_private_sway_desktop_computes_and_leaves_nothing() {
         texts.iter().any(|t| t.trim() == "84"),
         "pyatspi reads no 84: {texts:?}"
     );
-    // no process of the compositor, its buses or the calculator; no runtime folder
+    // no process of the compositor, its buses, the helper or the calculator; no folder
     let left = none_left(pid, Duration::from_secs(5));
     assert!(left.is_empty(), "left behind: {left:?}");
     assert!(folders_of(pid).is_empty(), "{:?}", folders_of(pid));
     let record: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).expect("run.json"))
             .expect("json");
-    assert_eq!(record["desktop"], "private:sway");
+    assert_eq!(record["desktop"], spec);
 }
 
 #[test]
@@ -183,12 +233,26 @@ fn nothing_of_a_private_sway_desktop_survives_a_killed_ufo() {
     if !wayland_on("nothing_of_a_private_sway_desktop_survives_a_killed_ufo") {
         return;
     }
+    nothing_survives_a_killed_ufo("private:sway", "sway");
+}
+
+#[test]
+fn nothing_of_a_private_kwin_desktop_survives_a_killed_ufo() {
+    if !wayland_on("nothing_of_a_private_kwin_desktop_survives_a_killed_ufo") {
+        return;
+    }
+    nothing_survives_a_killed_ufo("private:kwin", "kwin_wayland");
+}
+
+/// ufo killed (SIGKILL) while it clicks on the desktop `spec`, whose compositor's command
+/// line holds `compositor`: nothing of the desktop is left.
+fn nothing_survives_a_killed_ufo(spec: &str, compositor: &str) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().expect("tempdir");
     let script = calculator_script(tmp.path(), None, true);
     let out = tmp.path().join("out");
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
-        .args(["run", "--desktop", "private:sway", "--llm"])
+        .args(["run", "--desktop", spec, "--llm"])
         .arg(format!("script:{}", script.display()))
         .arg("--out")
         .arg(&out)
@@ -214,8 +278,8 @@ fn nothing_of_a_private_sway_desktop_survives_a_killed_ufo() {
     let pid = child.id();
     let running = marked_by(pid);
     assert!(
-        running.iter().any(|p| p.contains("sway")),
-        "sway runs: {running:?}"
+        running.iter().any(|p| p.contains(compositor)),
+        "{compositor} runs: {running:?}"
     );
     procs::signal(pid, Signal::SIGKILL);
     let _ = child.wait();
@@ -233,6 +297,20 @@ fn a_batch_runs_on_a_private_sway_desktop() {
     if !wayland_on("a_batch_runs_on_a_private_sway_desktop") {
         return;
     }
+    batch_on("private:sway");
+}
+
+#[test]
+fn a_batch_runs_on_a_private_kwin_desktop() {
+    if !wayland_on("a_batch_runs_on_a_private_kwin_desktop") {
+        return;
+    }
+    batch_on("private:kwin");
+}
+
+/// A batch of a few tasks of the task set on the private desktop `spec`: each ends as its
+/// own evaluator says.
+fn batch_on(spec: &str) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().expect("tempdir");
     let suite = tmp.path().join("suite");
@@ -254,7 +332,7 @@ fn a_batch_runs_on_a_private_sway_desktop() {
         .arg("batch")
         .arg(&suite)
         .args(["--confirm", "yes", "--task-timeout", "120"])
-        .args(["--desktop", "private:sway", "--out"])
+        .args(["--desktop", spec, "--out"])
         .arg(&out)
         .env("UFO_PRIVATE_USER", private_user())
         .env_remove("DISPLAY")
@@ -286,7 +364,7 @@ fn a_batch_runs_on_a_private_sway_desktop() {
         assert_eq!(status(id), want, "{id}\n{stdout}\n{stderr}");
     }
     println!(
-        "batch of {} tasks on private:sway: {:.1} s",
+        "batch of {} tasks on {spec}: {:.1} s",
         tasks.len(),
         started.elapsed().as_secs_f64()
     );

@@ -88,6 +88,13 @@ pub enum Command {
         /// The private desktop's folder, removed at the end.
         dir: PathBuf,
     },
+    /// Internal: connects to a Wayland compositor and hands the connection to the ufo that
+    /// started it (KWin identifies a client by the executable of the process that connected).
+    #[command(hide = true, name = "wayland-connect")]
+    WaylandConnect {
+        /// The compositor's socket (a path).
+        socket: PathBuf,
+    },
 }
 
 /// Options of `ufo inspect`.

@@ -113,13 +113,26 @@ pub(crate) enum Opened {
 impl Input {
     /// Connect to the compositor at `path`; when it is KWin, bind its fake input (the grant
     /// missing is an error that says which file to install) and the clipboard, and give the
-    /// clients their one wait.
-    pub(crate) fn open(path: &Path) -> Result<Opened, LinuxError> {
+    /// clients their one wait. `connector` makes the connection when given (KWin then reads
+    /// the executable of its process, kept alive until the globals are bound).
+    pub(crate) fn open(
+        path: &Path,
+        connector: Option<&dyn crate::WaylandConnector>,
+    ) -> Result<Opened, LinuxError> {
         let connect_err = |source: crate::Cause| LinuxError::WaylandConnect {
             socket: path.display().to_string(),
             source,
         };
-        let stream = UnixStream::connect(path).map_err(|e| connect_err(Box::new(e)))?;
+        let (stream, keep) = match connector {
+            Some(c) => {
+                let s = c.connect(path).map_err(connect_err)?;
+                (s.stream, Some(s.keep_until_bound))
+            }
+            None => (
+                UnixStream::connect(path).map_err(|e| connect_err(Box::new(e)))?,
+                None,
+            ),
+        };
         let conn = Connection::from_socket(stream).map_err(|e| connect_err(Box::new(e)))?;
         let (globals, queue) =
             registry_queue_init::<State>(&conn).map_err(|e| connect_err(Box::new(e)))?;
@@ -138,6 +151,8 @@ impl Input {
         }
         let mut input = Input::bind(conn, queue, &globals, connect_err)?;
         input.sync()?;
+        // the globals are bound: KWin has read what it reads of the connecting process
+        drop(keep);
         if input.state.output_size.is_none() {
             return Err(LinuxError::WaylandConnect {
                 socket: path.display().to_string(),

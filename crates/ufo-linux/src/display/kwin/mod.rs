@@ -106,10 +106,12 @@ type Opening = Option<((u32, u32), Option<Arc<Watch>>)>;
 impl Kwin {
     /// Connect to the compositor at `socket` (else `WAYLAND_DISPLAY`'s) and, when it is KWin,
     /// to KWin on the session bus at `session_bus` (else `DBUS_SESSION_BUS_ADDRESS`'s), on a
-    /// thread of their own for the display's life. `None`: the compositor is not KWin.
+    /// thread of their own for the display's life; through `connector` when given (else
+    /// connecting here). `None`: the compositor is not KWin.
     pub(crate) fn open(
         socket: Option<&Path>,
         session_bus: Option<String>,
+        connector: Option<Arc<dyn crate::WaylandConnector>>,
     ) -> Result<Option<Kwin>, LinuxError> {
         let socket = super::wlroots::socket_path(socket)?;
         let (commands, inbox) = tokio::sync::mpsc::channel::<Command>(QUEUE);
@@ -117,7 +119,7 @@ impl Kwin {
         let path = socket.clone();
         std::thread::Builder::new()
             .name("ufo-kwin".into())
-            .spawn(move || run_thread(&path, session_bus, inbox, opened_tx))
+            .spawn(move || run_thread(&path, connector, session_bus, inbox, opened_tx))
             .map_err(|e| LinuxError::WaylandConnect {
                 socket: socket.display().to_string(),
                 source: Box::new(e),
@@ -201,11 +203,12 @@ fn clip(area: Rect, screen: Rect) -> Option<Rect> {
 /// own, say how it went, and serve commands until the display is dropped.
 fn run_thread(
     path: &Path,
+    connector: Option<Arc<dyn crate::WaylandConnector>>,
     session_bus: Option<String>,
     inbox: tokio::sync::mpsc::Receiver<Command>,
     opened: SyncSender<Result<Opening, LinuxError>>,
 ) {
-    let input = match Input::open(path) {
+    let input = match Input::open(path, connector.as_deref()) {
         Ok(Opened::Kwin(i)) => i,
         Ok(Opened::Other) => {
             let _ = opened.send(Ok(None));
