@@ -46,12 +46,16 @@ const SESSION_FIX: &str = "start a session with `scripts/desktop-session.sh up` 
 
 /// The session checks: `DISPLAY` set and reachable, XTEST, a window manager (or, with only
 /// `WAYLAND_DISPLAY` set, the Wayland checks of [`check_wayland`]), the session bus, the
-/// accessibility bus and its `IsEnabled`. Read-only: nothing is switched on.
-pub async fn check_session(timeout: Duration) -> Vec<Finding> {
+/// accessibility bus and its `IsEnabled`. Read-only: nothing is switched on. `connector`: as
+/// for [`check_wayland`].
+pub async fn check_session(
+    timeout: Duration,
+    connector: Option<std::sync::Arc<dyn crate::WaylandConnector>>,
+) -> Vec<Finding> {
     let mut out = Vec::new();
     let wayland = std::env::var_os("WAYLAND_DISPLAY").is_some_and(|v| !v.is_empty());
     match std::env::var("DISPLAY") {
-        Err(_) if wayland => out.extend(check_wayland(None, timeout).await),
+        Err(_) if wayland => out.extend(check_wayland(None, timeout, connector).await),
         Err(_) => out.push(Finding::problem("DISPLAY is not set", SESSION_FIX)),
         Ok(display) => {
             let d = display.clone();
@@ -77,10 +81,19 @@ const WAYLAND_FIX: &str = "check WAYLAND_DISPLAY and XDG_RUNTIME_DIR, or start a
 
 /// The Wayland checks (docs/desktop.md, "Wayland"): the compositor at `socket` (else
 /// `WAYLAND_DISPLAY`'s) reachable, which compositor it is, which of the protocols ufo uses
-/// it offers, what is missing and how to get it.
-pub async fn check_wayland(socket: Option<std::path::PathBuf>, timeout: Duration) -> Vec<Finding> {
+/// it offers, what is missing and how to get it. `connector`: how the display will connect
+/// (KWin filters what it offers by the connecting process: the findings are what a connection
+/// made by it is offered).
+pub async fn check_wayland(
+    socket: Option<std::path::PathBuf>,
+    timeout: Duration,
+    connector: Option<std::sync::Arc<dyn crate::WaylandConnector>>,
+) -> Vec<Finding> {
     let probed = tokio::task::spawn_blocking(move || {
-        let p = probe(socket.as_deref(), timeout)?;
+        let mut p = probe(socket.as_deref(), timeout)?;
+        if let (Compositor::Kwin, Some(c)) = (compositor_of(&p.globals), connector) {
+            p.globals = crate::display::kwin::input::offered_via(&p.socket, c.as_ref())?;
+        }
         // KWin grants its input and captures by a .desktop file naming this executable
         let grant = (compositor_of(&p.globals) == Compositor::Kwin)
             .then(|| {

@@ -452,7 +452,8 @@ async fn doctor_finds_the_compositor_its_interfaces_and_grants() {
         return;
     }
     grant_this_executable();
-    let findings = ufo_linux::doctor::check_wayland(Some(socket()), Duration::from_secs(5)).await;
+    let findings =
+        ufo_linux::doctor::check_wayland(Some(socket()), Duration::from_secs(5), None).await;
     let what: Vec<&str> = findings.iter().map(|f| f.what.as_str()).collect();
     assert!(findings.iter().all(|f| f.ok), "{findings:?}");
     let needed: &[&str] = match compositor().as_str() {

@@ -170,7 +170,7 @@ pub(crate) async fn connect_linux(
 /// KWin's connection goes through ufo's helper process (`crate::wayland_connect`), as the
 /// user applications launch as when there is one: KWin identifies the client by that
 /// process's executable. `None` when ufo cannot find its own executable.
-fn wayland_connector(
+pub(crate) fn wayland_connector(
     user: Option<&ufo_linux::LaunchUser>,
 ) -> Option<std::sync::Arc<dyn ufo_linux::WaylandConnector>> {
     let exe = std::env::current_exe().ok()?;

@@ -601,7 +601,6 @@ fn mcp_serve_on_the_persons_wayland_session_computes_by_button_names() {
         let done = answer(&rx, "act");
         assert_ne!(done["result"]["isError"], json!(true), "click {b}: {done}");
     }
-    drop(send);
     drop(stdin);
     let _ = server.wait();
     // the calculator's display, read with pyatspi as the session's user

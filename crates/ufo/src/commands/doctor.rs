@@ -34,7 +34,13 @@ async fn wayland_notes() {
             );
         }
         WaylandNote::Check => {
-            for f in ufo_linux::doctor::check_wayland(None, CHECK_TIMEOUT).await {
+            for f in ufo_linux::doctor::check_wayland(
+                None,
+                CHECK_TIMEOUT,
+                crate::desktop::wayland_connector(None),
+            )
+            .await
+            {
                 let what = ufo_core::inert(&f.what);
                 crate::output::outln!("note     wayland: {what}");
                 if let Some(fix) = &f.fix {
@@ -68,7 +74,9 @@ fn wayland_note_kind(wayland_display: Option<&std::ffi::OsStr>) -> WaylandNote {
 /// something is missing (each problem printed with its fix), 2 when the window named
 /// matches none.
 pub async fn run(window: Option<&str>) -> ExitCode {
-    let session = ufo_linux::doctor::check_session(CHECK_TIMEOUT).await;
+    let session =
+        ufo_linux::doctor::check_session(CHECK_TIMEOUT, crate::desktop::wayland_connector(None))
+            .await;
     for f in &session {
         print(f);
     }
@@ -78,12 +86,12 @@ pub async fn run(window: Option<&str>) -> ExitCode {
         crate::output::outln!("{problems} problem(s) in the session; windows not checked");
         return ExitCode::from(1);
     }
-    let desktop = match ufo_linux::LinuxDesktop::connect(ufo_linux::LinuxConfig::default()).await {
+    let desktop = match crate::desktop::connect_live(&[]).await {
         Ok(d) => d,
         Err(e) => {
             print(&ufo_linux::doctor::Finding {
                 ok: false,
-                what: format!("cannot open the live desktop: {e}"),
+                what: format!("cannot open the live desktop: {e:#}"),
                 fix: Some("start the session again (scripts/desktop-session.sh down; up)".into()),
             });
             return ExitCode::from(1);

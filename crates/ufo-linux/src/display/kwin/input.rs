@@ -110,6 +110,29 @@ pub(crate) enum Opened {
     Other,
 }
 
+/// The globals KWin offers a connection made by `connector` (what the display's own
+/// connection will be offered: KWin filters them by the connecting process), for `ufo doctor`.
+pub(crate) fn offered_via(
+    path: &Path,
+    connector: &dyn crate::WaylandConnector,
+) -> Result<Vec<String>, LinuxError> {
+    let connect_err = |source: crate::Cause| LinuxError::WaylandConnect {
+        socket: path.display().to_string(),
+        source,
+    };
+    let s = connector.connect(path).map_err(connect_err)?;
+    let conn = Connection::from_socket(s.stream).map_err(|e| connect_err(Box::new(e)))?;
+    let (globals, _queue) =
+        registry_queue_init::<State>(&conn).map_err(|e| connect_err(Box::new(e)))?;
+    drop(s.keep_until_bound);
+    Ok(globals
+        .contents()
+        .clone_list()
+        .into_iter()
+        .map(|g| g.interface)
+        .collect())
+}
+
 impl Input {
     /// Connect to the compositor at `path`; when it is KWin, bind its fake input (the grant
     /// missing is an error that says which file to install) and the clipboard, and give the

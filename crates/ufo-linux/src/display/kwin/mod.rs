@@ -12,7 +12,7 @@
 //! its frame and buffer meet. No take-over watch.
 
 mod bus;
-mod input;
+pub(crate) mod input;
 pub(crate) mod layout;
 pub(crate) mod script;
 pub(crate) mod watch;
