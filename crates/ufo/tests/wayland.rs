@@ -377,6 +377,34 @@ fn wayland_session() -> Option<String> {
         .filter(|w| !w.is_empty())
 }
 
+/// gnome-calculator started as the user of the test set-up's session, in it.
+fn calculator_in_session() -> std::process::Child {
+    Command::new(repo_root().join("scripts/wayland-session.sh"))
+        .args(["exec", "gnome-calculator"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("gnome-calculator in the session")
+}
+
+/// The calculator's texts, read with pyatspi as the session's user (apart from ufo).
+fn calculator_texts_in_session() -> Vec<String> {
+    let script = repo_root().join("crates/ufo-linux/scripts/pyatspi_texts.py");
+    let out = Command::new(repo_root().join("scripts/wayland-session.sh"))
+        .args(["exec", "/usr/bin/python3"])
+        .arg(&script)
+        .arg("gnome-calculator")
+        .output()
+        .expect("pyatspi as the session's user");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "pyatspi_texts.py: {e}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
 #[test]
 fn inspect_on_the_persons_wayland_session_lists_the_calculator() {
     if !wayland_on("inspect_on_the_persons_wayland_session_lists_the_calculator") {
@@ -384,14 +412,7 @@ fn inspect_on_the_persons_wayland_session_lists_the_calculator() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     wayland_session().expect("WAYLAND_DISPLAY: source the env file of scripts/wayland-session.sh");
-    let session = repo_root().join("scripts/wayland-session.sh");
-    let mut app = Command::new(&session)
-        .args(["exec", "gnome-calculator"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("gnome-calculator in the session");
+    let mut app = calculator_in_session();
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut last;
     let found = loop {
@@ -535,14 +556,7 @@ fn mcp_serve_on_the_persons_wayland_session_computes_by_button_names() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     wayland_session().expect("WAYLAND_DISPLAY: source the env file of scripts/wayland-session.sh");
-    let session = repo_root().join("scripts/wayland-session.sh");
-    let mut app = Command::new(&session)
-        .args(["exec", "gnome-calculator"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("gnome-calculator in the session");
+    let mut app = calculator_in_session();
     let mut server = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
         .args(["mcp", "serve", "--desktop", "wayland", "--allow-actions"])
         .stdin(Stdio::piped())
@@ -604,21 +618,9 @@ fn mcp_serve_on_the_persons_wayland_session_computes_by_button_names() {
     drop(stdin);
     let _ = server.wait();
     // the calculator's display, read with pyatspi as the session's user
-    let script = repo_root().join("crates/ufo-linux/scripts/pyatspi_texts.py");
-    let out = Command::new(&session)
-        .args(["exec", "/usr/bin/python3"])
-        .arg(&script)
-        .arg("gnome-calculator")
-        .output()
-        .expect("pyatspi as the session's user");
+    let texts = calculator_texts_in_session();
     let _ = Command::new("kill").arg(app.id().to_string()).status();
     let _ = app.wait();
-    let texts: Vec<String> = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "pyatspi_texts.py: {e}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
     assert!(
         texts.iter().any(|t| t.trim() == "84"),
         "pyatspi reads no 84: {texts:?}"

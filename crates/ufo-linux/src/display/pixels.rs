@@ -13,6 +13,22 @@ pub(crate) struct RgbImage {
     pub data: Vec<u8>,
 }
 
+impl RgbImage {
+    /// The RGB image of BGRX rows (4 bytes a pixel, no padding between rows) lying at `r`,
+    /// as the Wayland displays read the screen.
+    pub(crate) fn from_bgrx(r: Rect, bgrx: &[u8]) -> RgbImage {
+        let mut data = Vec::with_capacity(bgrx.len() / 4 * 3);
+        for px in bgrx.chunks_exact(4) {
+            data.extend_from_slice(&[px[2], px[1], px[0]]);
+        }
+        RgbImage {
+            width: r.w,
+            height: r.h,
+            data,
+        }
+    }
+}
+
 /// A cheap fingerprint of a capture (to see whether it changed): FNV-1a over every 7th byte
 /// is plenty to notice a redraw.
 pub(crate) fn fingerprint(img: &RgbImage) -> u64 {
@@ -55,6 +71,11 @@ impl Look {
             stride,
             data,
         }
+    }
+
+    /// A look at BGRX rows (no padding between rows) lying at `r`.
+    pub(crate) fn from_bgrx((r, bgrx): (Rect, Vec<u8>)) -> Look {
+        Look::new(r.x, r.y, r.w as usize, r.h as usize, r.w as usize * 4, bgrx)
     }
 
     /// Where `self` and `other` differ: one screen rectangle per group of changed pixels

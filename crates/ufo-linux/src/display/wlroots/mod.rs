@@ -350,15 +350,7 @@ impl Display for Wlroots {
                 area.x, area.y, area.w, area.h
             )),
         })?;
-        let mut data = Vec::with_capacity(bgrx.len() / 4 * 3);
-        for px in bgrx.chunks_exact(4) {
-            data.extend_from_slice(&[px[2], px[1], px[0]]);
-        }
-        Ok(RgbImage {
-            width: r.w,
-            height: r.h,
-            data,
-        })
+        Ok(RgbImage::from_bgrx(r, &bgrx))
     }
 
     // the captured bytes hashed as they come, with no conversion to RGB first (settling
@@ -372,12 +364,7 @@ impl Display for Wlroots {
     }
 
     fn look(&self, area: Rect) -> Result<Look, LinuxError> {
-        Ok(match self.grab(area)? {
-            Some((r, bgrx)) => {
-                Look::new(r.x, r.y, r.w as usize, r.h as usize, r.w as usize * 4, bgrx)
-            }
-            None => Look::default(),
-        })
+        Ok(self.grab(area)?.map(Look::from_bgrx).unwrap_or_default())
     }
 
     fn click(&self, x: i32, y: i32, button: u8, count: u32) -> Result<(), LinuxError> {
