@@ -18,7 +18,7 @@ pub(crate) mod script;
 pub(crate) mod watch;
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -93,6 +93,8 @@ struct Shown {
 /// A KWin session: the channel to its thread, and what does not change.
 pub(crate) struct Kwin {
     commands: tokio::sync::mpsc::Sender<Command>,
+    /// closed by the thread once it has ended (its watch script unloaded)
+    ended: Mutex<Receiver<()>>,
     screen: Rect,
     socket: PathBuf,
     /// `None` when KWin would not run the watch script (settling then compares pixels)
@@ -116,10 +118,14 @@ impl Kwin {
         let socket = super::wlroots::socket_path(socket)?;
         let (commands, inbox) = tokio::sync::mpsc::channel::<Command>(QUEUE);
         let (opened_tx, opened) = mpsc::sync_channel(1);
+        let (ending, ended) = mpsc::sync_channel::<()>(1);
         let path = socket.clone();
         std::thread::Builder::new()
             .name("ufo-kwin".into())
-            .spawn(move || run_thread(&path, connector, session_bus, inbox, opened_tx))
+            .spawn(move || {
+                run_thread(&path, connector, session_bus, inbox, opened_tx);
+                drop(ending);
+            })
             .map_err(|e| LinuxError::WaylandConnect {
                 socket: socket.display().to_string(),
                 source: Box::new(e),
@@ -135,6 +141,7 @@ impl Kwin {
         };
         Ok(opening.map(|((w, h), watch)| Kwin {
             commands,
+            ended: Mutex::new(ended),
             screen: Rect::new(0, 0, w, h),
             socket,
             watch,
@@ -201,6 +208,21 @@ fn clip(area: Rect, screen: Rect) -> Option<Rect> {
 
 /// The thread: open the Wayland side (is it KWin?), then the D-Bus side on a runtime of its
 /// own, say how it went, and serve commands until the display is dropped.
+/// Most the display's end waits for its thread to unload the watch script.
+const END_WAIT: Duration = Duration::from_secs(2);
+
+impl Drop for Kwin {
+    // the watch script stays loaded in KWin, calling a bus name that is gone, unless the
+    // thread unloads it: close its inbox and give it that long (a process ending right after
+    // would cut it short)
+    fn drop(&mut self) {
+        let (closed, _) = tokio::sync::mpsc::channel(1);
+        drop(std::mem::replace(&mut self.commands, closed));
+        let ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = ended.recv_timeout(END_WAIT);
+    }
+}
+
 fn run_thread(
     path: &Path,
     connector: Option<Arc<dyn crate::WaylandConnector>>,
