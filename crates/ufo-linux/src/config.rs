@@ -53,6 +53,14 @@ pub trait WaylandConnector: std::fmt::Debug + Send + Sync {
     /// A connection to the compositor's socket at `socket` (a path). The error says what
     /// failed and what to do.
     fn connect(&self, socket: &std::path::Path) -> Result<WaylandStream, crate::Cause>;
+    /// A connection to the session bus's socket at `socket`, kept (its guard) for the
+    /// display's life; `None`: connect here.
+    fn connect_bus(
+        &self,
+        _socket: &std::path::Path,
+    ) -> Option<Result<WaylandStream, crate::Cause>> {
+        None
+    }
 }
 
 /// How the live Linux desktop behaves: timeouts, settle time and the launch table.

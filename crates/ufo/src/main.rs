@@ -125,8 +125,8 @@ fn before_the_runtime() -> Result<Command, ExitCode> {
     if let Command::PrivateReaper { pid, mark, dir } = &cli.command {
         return Err(private::reaper(*pid, mark, dir));
     }
-    if let Command::WaylandConnect { socket } = &cli.command {
-        return Err(wayland_connect_helper(socket));
+    if let Command::WaylandConnect { socket, hold } = &cli.command {
+        return Err(wayland_connect_helper(socket, *hold));
     }
     match cli::private::plan(&cli.command) {
         Ok(Some(plan)) => Err(private::run_inside(&plan)),
@@ -141,7 +141,7 @@ fn before_the_runtime() -> Result<Command, ExitCode> {
 /// `ufo wayland-connect`: KWin must read this process's executable, which a process that is
 /// not dumpable hides; the helper holds no key (ufo starts it with an empty environment), so it
 /// is made dumpable again, and refuses to run if it was handed any key.
-fn wayland_connect_helper(socket: &std::path::Path) -> ExitCode {
+fn wayland_connect_helper(socket: &std::path::Path, hold: bool) -> ExitCode {
     if !ufo_core::secrets::held_vars().is_empty() {
         eprintln!(
             "error: `ufo {}` is ufo's internal Wayland helper and runs without keys; start it \
@@ -151,7 +151,7 @@ fn wayland_connect_helper(socket: &std::path::Path) -> ExitCode {
         return ExitCode::from(EXIT_USAGE);
     }
     let _ = nix::sys::prctl::set_dumpable(true);
-    wayland_connect::helper(socket)
+    wayland_connect::helper(socket, hold)
 }
 
 /// Hand the command its plan (or options). Only the commands with a session to cancel take

@@ -69,12 +69,41 @@ impl Drop for Helper {
 
 impl ufo_linux::WaylandConnector for HelperConnector {
     fn connect(&self, socket: &Path) -> Result<ufo_linux::WaylandStream, ufo_linux::Cause> {
+        self.connect_through_helper(socket, false)
+    }
+
+    // the session bus, through a helper that stays while the connection lives: KWin checks
+    // the caller of its screenshot interface by the executable of the connection's peer
+    fn connect_bus(
+        &self,
+        socket: &Path,
+    ) -> Option<Result<ufo_linux::WaylandStream, ufo_linux::Cause>> {
+        // only as ufo's own user: the bus authenticates the connection by the uid ufo claims,
+        // which must be its peer's (a private KWin, run as another user, checks no caller)
+        let me = nix::unistd::geteuid().as_raw();
+        if self.user.is_some_and(|(uid, _)| uid != me) {
+            return None;
+        }
+        Some(self.connect_through_helper(socket, true))
+    }
+}
+
+impl HelperConnector {
+    /// Start the helper on `socket` (to hold until ufo's end with `hold`) and take the
+    /// connection it hands over.
+    fn connect_through_helper(
+        &self,
+        socket: &Path,
+        hold: bool,
+    ) -> Result<ufo_linux::WaylandStream, ufo_linux::Cause> {
         let (ours, theirs) = UnixStream::pair()
             .map_err(|e| format!("cannot make a socket pair for the Wayland helper: {e}"))?;
         let mut c = Command::new(&self.exe);
-        c.arg(SUBCOMMAND)
-            .arg(socket)
-            .env_clear()
+        c.arg(SUBCOMMAND).arg(socket);
+        if hold {
+            c.arg("--hold");
+        }
+        c.env_clear()
             .current_dir("/")
             .stdin(Stdio::from(OwnedFd::from(theirs)))
             .stdout(Stdio::null())
@@ -163,11 +192,12 @@ fn helper_said(child: &mut Child) -> String {
     }
 }
 
-/// `ufo wayland-connect SOCKET`, the helper: connect to the compositor's socket, hand the
-/// connection to the parent on stdin (a socket pair), wait until the parent closes it or says
-/// it is done (at most [`BOUND_WAIT`]), then end. Exit 0 when the connection was handed over.
-pub(crate) fn helper(socket: &Path) -> ExitCode {
-    match hand_over(socket) {
+/// `ufo wayland-connect SOCKET [--hold]`, the helper: connect to the socket (the
+/// compositor's, or the session bus's), hand the connection to the parent on stdin (a socket
+/// pair), wait until the parent closes it or says it is done (at most [`BOUND_WAIT`], or
+/// without bound with `hold`: the parent's end closes when it ends), then end. Exit 0 when the connection was handed over.
+pub(crate) fn helper(socket: &Path, hold: bool) -> ExitCode {
+    match hand_over(socket, hold) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
@@ -176,7 +206,7 @@ pub(crate) fn helper(socket: &Path) -> ExitCode {
     }
 }
 
-fn hand_over(socket: &Path) -> Result<(), String> {
+fn hand_over(socket: &Path, hold: bool) -> Result<(), String> {
     let parent = std::io::stdin()
         .as_fd()
         .try_clone_to_owned()
@@ -204,8 +234,9 @@ fn hand_over(socket: &Path) -> Result<(), String> {
     .map_err(|e| format!("cannot hand the connection to ufo: {e}"))?;
     // KWin reads this process's executable when it first filters the globals for the
     // connection: stay until ufo has bound them (it closes its end) or the wait runs out
+    // (held: until ufo closes its end, at the latest when ufo ends)
     parent
-        .set_read_timeout(Some(BOUND_WAIT))
+        .set_read_timeout((!hold).then_some(BOUND_WAIT))
         .map_err(|e| format!("cannot bound the wait: {e}"))?;
     let mut byte = [0u8; 1];
     let _ = (&parent).read(&mut byte);

@@ -626,3 +626,51 @@ fn mcp_serve_on_the_persons_wayland_session_computes_by_button_names() {
         "pyatspi reads no 84: {texts:?}"
     );
 }
+
+/// On a person's KWin session (ufo run as its user), captures work: KWin checks the caller of
+/// its screenshot interface by the executable of the D-Bus connection's peer, which it cannot
+/// read for ufo (not dumpable); the connection is made and kept by ufo's helper.
+#[test]
+fn kwin_captures_for_ufo_run_as_the_sessions_user() {
+    if !wayland_on("kwin_captures_for_ufo_run_as_the_sessions_user") {
+        return;
+    }
+    if std::env::var("UFO_WAYLAND_COMPOSITOR").as_deref() != Ok("kwin") {
+        eprintln!("skipping: needs a session of `scripts/wayland-session.sh up kwin`");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let session = repo_root().join("scripts/wayland-session.sh");
+    let exe = assert_cmd::cargo::cargo_bin("ufo");
+    let granted = Command::new(&session)
+        .arg("grant")
+        .arg(&exe)
+        .status()
+        .expect("grant");
+    assert!(granted.success(), "the grant for {}", exe.display());
+    let mut app = calculator_in_session();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let png = tmp.path().join("calculator.png");
+    // the user writes the picture: a folder it may write to
+    let _ = Command::new("chmod").arg("777").arg(tmp.path()).status();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let said = loop {
+        let out = Command::new(&session)
+            .arg("exec")
+            .arg(&exe)
+            .args(["inspect", "--desktop", "wayland", "Calculator", "--png"])
+            .arg(&png)
+            .output()
+            .expect("ufo inspect as the session's user");
+        let said = String::from_utf8_lossy(&out.stderr).to_string();
+        if png.exists() || Instant::now() > deadline {
+            break said;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let _ = Command::new("kill").arg(app.id().to_string()).status();
+    let _ = app.wait();
+    let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
+    assert!(size > 1000, "no screenshot ({size} bytes): {said}");
+    assert!(!said.contains("refuses"), "{said}");
+}

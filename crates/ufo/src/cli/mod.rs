@@ -92,8 +92,12 @@ pub enum Command {
     /// started it (KWin identifies a client by the executable of the process that connected).
     #[command(hide = true, name = "wayland-connect")]
     WaylandConnect {
-        /// The compositor's socket (a path).
+        /// The compositor's socket (a path), or the session bus's.
         socket: PathBuf,
+        /// Stay until ufo closes the socket pair (ufo's end: the peer of a D-Bus connection
+        /// must live while KWin checks its calls), instead of until the globals are bound.
+        #[arg(long)]
+        hold: bool,
     },
 }
 

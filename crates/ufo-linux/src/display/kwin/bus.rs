@@ -116,17 +116,73 @@ pub(crate) struct Bus {
     tokens: AtomicU64,
     /// Where scripts are written for KWin to read.
     scripts: PathBuf,
+    /// what keeps the bus connection's peer alive, when a connector made it
+    _peer: Option<Box<dyn std::fmt::Debug + Send>>,
+}
+
+/// The session bus's socket path in a D-Bus address (`unix:path=...`, the first such entry).
+fn unix_path(address: &str) -> Option<PathBuf> {
+    address.split(';').find_map(|entry| {
+        let rest = entry.strip_prefix("unix:")?;
+        rest.split(',')
+            .find_map(|kv| kv.strip_prefix("path="))
+            .map(PathBuf::from)
+    })
+}
+
+/// The bus connection `connector` makes for the session bus at `address` (else
+/// `DBUS_SESSION_BUS_ADDRESS`), with what keeps its peer alive; `None`: connect here.
+fn through(
+    address: Option<&str>,
+    connector: Option<&dyn crate::WaylandConnector>,
+) -> Result<Option<(tokio::net::UnixStream, Box<dyn std::fmt::Debug + Send>)>, LinuxError> {
+    let Some(c) = connector else {
+        return Ok(None);
+    };
+    let address = address
+        .map(str::to_string)
+        .or_else(|| std::env::var("DBUS_SESSION_BUS_ADDRESS").ok());
+    let Some(path) = address.as_deref().and_then(unix_path) else {
+        return Ok(None);
+    };
+    let made = match c.connect_bus(&path) {
+        None => return Ok(None),
+        Some(made) => made.map_err(|e| LinuxError::Wayland {
+            what: "the session bus through ufo's helper".into(),
+            source: e,
+        })?,
+    };
+    let io = |e: std::io::Error| LinuxError::Wayland {
+        what: "the session bus through ufo's helper".into(),
+        source: Box::new(e),
+    };
+    made.stream.set_nonblocking(true).map_err(io)?;
+    let stream = tokio::net::UnixStream::from_std(made.stream).map_err(io)?;
+    Ok(Some((stream, made.keep_until_bound)))
 }
 
 impl Bus {
     /// Connect to the session bus (at `address`, else `DBUS_SESSION_BUS_ADDRESS`), find KWin
     /// on it and serve the callback object (the watch script's calls go to `watch`).
-    pub(crate) async fn open(address: Option<&str>, watch: Arc<Watch>) -> Result<Bus, LinuxError> {
-        let builder = match address {
-            Some(a) => zbus::connection::Builder::address(a),
-            None => zbus::connection::Builder::session(),
-        }
-        .map_err(dbus_err("the session bus address"))?;
+    /// Through `connector` when it makes bus connections: KWin checks the caller of its
+    /// screenshot interface by the executable of the connection's peer, which it cannot read
+    /// for ufo (not dumpable).
+    pub(crate) async fn open(
+        address: Option<&str>,
+        watch: Arc<Watch>,
+        connector: Option<&dyn crate::WaylandConnector>,
+    ) -> Result<Bus, LinuxError> {
+        let (builder, peer) = match through(address, connector)? {
+            Some((stream, peer)) => (zbus::connection::Builder::unix_stream(stream), Some(peer)),
+            None => (
+                match address {
+                    Some(a) => zbus::connection::Builder::address(a),
+                    None => zbus::connection::Builder::session(),
+                }
+                .map_err(dbus_err("the session bus address"))?,
+                None,
+            ),
+        };
         let conn = tokio::time::timeout(CALL, builder.method_timeout(CALL).build())
             .await
             .map_err(|_| timeout("connecting to the session bus", CALL))?
@@ -167,6 +223,7 @@ impl Bus {
             watching: None,
             tokens: AtomicU64::new(1),
             scripts: script_dir(),
+            _peer: peer,
         })
     }
 

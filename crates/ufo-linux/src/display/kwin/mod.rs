@@ -257,7 +257,13 @@ fn run_thread(
     rt.block_on(async move {
         let ids = Arc::new(Mutex::new(Ids::default()));
         let watch = Arc::new(Watch::new(Arc::clone(&ids)));
-        let mut bus = match Bus::open(session_bus.as_deref(), Arc::clone(&watch)).await {
+        let mut bus = match Bus::open(
+            session_bus.as_deref(),
+            Arc::clone(&watch),
+            connector.as_deref(),
+        )
+        .await
+        {
             Ok(b) => b,
             Err(e) => {
                 let _ = opened.send(Err(e));
