@@ -130,12 +130,15 @@ fn unix_path(address: &str) -> Option<PathBuf> {
     })
 }
 
+/// A bus connection made by a connector, and what keeps its peer alive.
+type Through = (tokio::net::UnixStream, Box<dyn std::fmt::Debug + Send>);
+
 /// The bus connection `connector` makes for the session bus at `address` (else
 /// `DBUS_SESSION_BUS_ADDRESS`), with what keeps its peer alive; `None`: connect here.
 fn through(
     address: Option<&str>,
     connector: Option<&dyn crate::WaylandConnector>,
-) -> Result<Option<(tokio::net::UnixStream, Box<dyn std::fmt::Debug + Send>)>, LinuxError> {
+) -> Result<Option<Through>, LinuxError> {
     let Some(c) = connector else {
         return Ok(None);
     };
