@@ -517,6 +517,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_bus_socket_is_read_from_the_first_unix_path_entry() {
+        assert_eq!(
+            unix_path("unix:path=/tmp/dbus-x,guid=ab12"),
+            Some(PathBuf::from("/tmp/dbus-x"))
+        );
+        assert_eq!(
+            unix_path("unix:abstract=/tmp/a,guid=1;unix:guid=2,path=/run/bus"),
+            Some(PathBuf::from("/run/bus"))
+        );
+        assert_eq!(unix_path("tcp:host=localhost,port=1"), None);
+        assert_eq!(unix_path("unix:abstract=/tmp/a"), None);
+    }
+
+    #[test]
     fn captures_become_bgrx_rows_and_bad_ones_are_refused() {
         // 2x2, stride 12: four bytes of padding per row
         let raw = [
