@@ -219,7 +219,7 @@ fn serve(mut s: Session, inbox: Receiver<Job>, wake: &OwnedFd) {
                 Err(TryRecvError::Disconnected) => return,
             }
         }
-        if let Err(e) = s.wait(wake.as_fd(), IDLE) {
+        if let Err(e) = s.wait(Some(wake.as_fd()), IDLE) {
             tracing::warn!("the Wayland connection broke: {e}");
             return;
         }

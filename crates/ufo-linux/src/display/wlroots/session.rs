@@ -283,28 +283,18 @@ impl Session {
 
     /// Read what the compositor sent without waiting, and handle it.
     pub(crate) fn pump(&mut self) -> Result<(), LinuxError> {
+        self.wait(None, Duration::ZERO)
+    }
+
+    /// Handle the events already read.
+    fn dispatch(&mut self, what: &str) -> Result<(), LinuxError> {
         self.queue
             .dispatch_pending(&mut self.state)
+            .map(|_| ())
             .map_err(|e| LinuxError::Wayland {
-                what: "dispatch".into(),
+                what: what.to_string(),
                 source: Box::new(e),
-            })?;
-        self.conn.flush().map_err(wl_err("flush"))?;
-        if let Some(guard) = self.queue.prepare_read() {
-            match guard.read() {
-                Ok(_) => {}
-                Err(wayland_client::backend::WaylandError::Io(e))
-                    if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => return Err(wl_err("read")(e)),
-            }
-        }
-        self.queue
-            .dispatch_pending(&mut self.state)
-            .map_err(|e| LinuxError::Wayland {
-                what: "dispatch".into(),
-                source: Box::new(e),
-            })?;
-        Ok(())
+            })
     }
 
     /// Handle events until `done` holds, waiting at most until `deadline`.
@@ -315,12 +305,7 @@ impl Session {
         done: impl Fn(&State) -> bool,
     ) -> Result<(), LinuxError> {
         loop {
-            self.queue
-                .dispatch_pending(&mut self.state)
-                .map_err(|e| LinuxError::Wayland {
-                    what: what.to_string(),
-                    source: Box::new(e),
-                })?;
+            self.dispatch(what)?;
             if done(&self.state) {
                 return Ok(());
             }
@@ -364,16 +349,10 @@ impl Session {
     /// change watch hears of a redraw when it happens.
     pub(crate) fn wait(
         &mut self,
-        wake: std::os::fd::BorrowedFd<'_>,
+        wake: Option<std::os::fd::BorrowedFd<'_>>,
         timeout: Duration,
     ) -> Result<(), LinuxError> {
-        let dispatch_err = |e| LinuxError::Wayland {
-            what: "dispatch".into(),
-            source: Box::new(e),
-        };
-        self.queue
-            .dispatch_pending(&mut self.state)
-            .map_err(dispatch_err)?;
+        self.dispatch("dispatch")?;
         self.conn.flush().map_err(wl_err("flush"))?;
         let Some(guard) = self.queue.prepare_read() else {
             return Ok(());
@@ -383,13 +362,13 @@ impl Session {
             tv_nsec: timeout.subsec_nanos() as _,
         };
         let fd = guard.connection_fd();
-        let mut fds = [
-            rustix::event::PollFd::new(
-                &fd,
-                rustix::event::PollFlags::IN | rustix::event::PollFlags::ERR,
-            ),
-            rustix::event::PollFd::new(&wake, rustix::event::PollFlags::IN),
-        ];
+        let mut fds = vec![rustix::event::PollFd::new(
+            &fd,
+            rustix::event::PollFlags::IN | rustix::event::PollFlags::ERR,
+        )];
+        if let Some(w) = wake.as_ref() {
+            fds.push(rustix::event::PollFd::new(w, rustix::event::PollFlags::IN));
+        }
         match rustix::event::poll(&mut fds, Some(&timeout)) {
             Ok(_) | Err(rustix::io::Errno::INTR) => {}
             Err(e) => return Err(io_err("wait for the compositor")(e.into())),
@@ -404,9 +383,7 @@ impl Session {
                 Err(e) => return Err(wl_err("read")(e)),
             }
         }
-        self.queue
-            .dispatch_pending(&mut self.state)
-            .map_err(dispatch_err)?;
+        self.dispatch("dispatch")?;
         self.conn.flush().map_err(wl_err("flush"))
     }
 
