@@ -31,6 +31,8 @@ pub(crate) mod choice;
 pub(crate) mod keys;
 pub(crate) mod kwin;
 pub(crate) mod kwin_grant;
+#[cfg(feature = "pipewire")]
+pub(crate) mod pipewire;
 pub(crate) mod pixels;
 pub(crate) mod watch;
 mod window;
@@ -110,6 +112,11 @@ pub(crate) trait Display: Send + Sync {
     }
     /// The watch of redraws and window changes that settling waits on; `None` when the display
     /// has none (settling then compares pixels).
+    /// How captures are taken, in words, and how many looks and captures were read from a
+    /// stream so far, for a display with more than one way (KWin); `None`: it has one.
+    fn captures(&self) -> Option<(String, u64)> {
+        None
+    }
     fn change_watch(&self) -> Option<Arc<dyn ChangeWatch>>;
     /// The person's input on a watched private desktop; `None` elsewhere.
     fn person_input(&self) -> Option<Arc<PersonInput>>;
