@@ -9,9 +9,10 @@
 #   scripts/wayland-session.sh up sway     start it (as root: creates the user and its runtime
 #                                          folder first; packages: scripts/test-deps.sh wayland)
 #   scripts/wayland-session.sh up kwin     the same with KWin (kwin_wayland --virtual), run from
-#                                          a copy without the packaged file capability
-#   scripts/wayland-session.sh grant EXE   let the executable EXE use KWin's fake input and
-#                                          ScreenShot2: a .desktop file in the user's
+#                                          a copy without the packaged file capability; with
+#                                          PipeWire and WirePlumber when installed
+#   scripts/wayland-session.sh grant EXE   let the executable EXE use KWin's fake input, its
+#                                          screencast and ScreenShot2: a .desktop file in the user's
 #                                          ~/.local/share/applications (KWin matches the
 #                                          canonical executable path; see docs/desktop.md)
 #   scripts/wayland-session.sh env         print the environment of the running session
@@ -124,6 +125,14 @@ write_kwin() {
 set -u
 export XDG_SESSION_TYPE=wayland QT_QPA_PLATFORM=wayland
 unset DISPLAY WAYLAND_DISPLAY
+# KWin's screencast (ufo's fast looks, docs/desktop.md "KWin") streams through PipeWire, and
+# WirePlumber links the streams: started first when installed (without them ufo captures
+# through ScreenShot2 only)
+if command -v pipewire >/dev/null && command -v wireplumber >/dev/null; then
+    pipewire >"\$XDG_RUNTIME_DIR/pipewire.log" 2>&1 &
+    for _ in \$(seq 1 250); do [ -S "\$XDG_RUNTIME_DIR/pipewire-0" ] && break; sleep 0.02; done
+    wireplumber >"\$XDG_RUNTIME_DIR/wireplumber.log" 2>&1 &
+fi
 "$bin" --virtual --width $width --height $height --no-lockscreen --socket wayland-kwin \\
     >"\$XDG_RUNTIME_DIR/kwin.log" 2>&1 &
 pid=\$!
@@ -230,7 +239,7 @@ run_as_user() {
         env "${vars[@]}" "$@"
 }
 
-# a .desktop file granting EXE KWin's fake input and ScreenShot2, in the user's applications
+# a .desktop file granting EXE KWin's fake input, screencast and ScreenShot2, in the user's applications
 # folder (KWin reads new files there at once), named by the executable: one per program
 grant() {
     local exe="${1:-}"
@@ -251,7 +260,7 @@ Type=Application
 Name=ufo test ($(basename "$exe"))
 Exec=$exe
 NoDisplay=true
-X-KDE-Wayland-Interfaces=org_kde_kwin_fake_input
+X-KDE-Wayland-Interfaces=org_kde_kwin_fake_input,zkde_screencast_unstable_v1
 X-KDE-DBUS-Restricted-Interfaces=org.kde.KWin.ScreenShot2
 EOF
     mv "$file.tmp" "$file"

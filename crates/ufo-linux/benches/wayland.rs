@@ -11,7 +11,10 @@
 //! input and captures by the executable of its own user's processes (docs/desktop.md): start
 //! the X session as that user too, and run the bench binary through `wayland-session.sh
 //! exec` with the X session's env; it grants itself (`wayland-session.sh grant`). KWin does
-//! not tile: the calculator keeps the size GTK gives it, as on X11.
+//! not tile: the calculator keeps the size GTK gives it, as on X11. Built with `--features
+//! pipewire` (looks from KWin's screencast), the bench then runs the same step again on a KWin
+//! display kept on ScreenShot2 (`UFO_KWIN_CAPTURE=screenshot`), against X11 again, in the same
+//! run (`UFO_BENCH_SHOT2=0` leaves that out).
 #![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
@@ -213,14 +216,64 @@ async fn main() {
         step(&x, &xw).await;
         step(&w, &ww).await;
     }
+    if let Some(p) = w.capture_path() {
+        println!("KWin captures through {}", p.0);
+    }
+    let label = compositor(&wl).to_string();
+    let (mx, mw) = compare(&x, &xw, &w, &ww, iters, &label).await;
+    if let Some(p) = w.capture_path() {
+        println!("looks and captures read from the screencast: {}", p.1);
+    }
+    // on KWin with PipeWire, then: the same step on a display kept on ScreenShot2, after the
+    // first is closed (two displays on one KWin slow each other: two watch scripts)
+    let both = std::env::var("UFO_BENCH_SHOT2").map_or(true, |v| v != "0");
+    if label == "kwin" && cfg!(feature = "pipewire") && both {
+        drop(w);
+        std::env::set_var("UFO_KWIN_CAPTURE", "screenshot");
+        let d = LinuxDesktop::connect(LinuxConfig {
+            display: DisplayChoice::Wayland {
+                socket: Some(var(&wl, "WAYLAND_DISPLAY").into()),
+            },
+            session_bus: Some(var(&wl, "DBUS_SESSION_BUS_ADDRESS").to_string()),
+            ..LinuxConfig::default()
+        })
+        .await
+        .expect("the Wayland desktop on ScreenShot2");
+        std::env::remove_var("UFO_KWIN_CAPTURE");
+        let sw = window_of(&d, pid).await;
+        for _ in 0..3 {
+            step(&d, &sw).await;
+        }
+        let (mx2, ms2) = compare(&x, &xw, &d, &sw, iters, "kwin/ScreenShot2").await;
+        println!(
+            "same run: X11 p50 {mx:.1} then {mx2:.1} ms; the screencast's step against \
+             ScreenShot2's (p50): {:.2}",
+            mw / ms2.max(0.001)
+        );
+    }
+    if let Some(p) = xw.pid {
+        let _ = Command::new("kill").arg(p.to_string()).status();
+    }
+}
+
+/// `iters` steps on X11 and on the Wayland display, interleaved: prints medians, p90 and the
+/// ratio; returns the X11 and Wayland medians.
+async fn compare(
+    x: &LinuxDesktop,
+    xw: &WindowInfo,
+    w: &LinuxDesktop,
+    ww: &WindowInfo,
+    iters: usize,
+    label: &str,
+) -> (f64, f64) {
     let (mut tx, mut tw) = (Vec::new(), Vec::new());
     let (mut parts_x, mut parts_w) = ((Vec::new(), Vec::new()), (Vec::new(), Vec::new()));
     for _ in 0..iters {
-        let (o, a) = step(&x, &xw).await;
+        let (o, a) = step(x, xw).await;
         tx.push(ms(o + a));
         parts_x.0.push(ms(o));
         parts_x.1.push(ms(a));
-        let (o, a) = step(&w, &ww).await;
+        let (o, a) = step(w, ww).await;
         tw.push(ms(o + a));
         parts_w.0.push(ms(o));
         parts_w.1.push(ms(a));
@@ -230,20 +283,14 @@ async fn main() {
     let (mx, mw) = (median(tx.clone()), median(tw.clone()));
     println!("one step (click \"1\" + observe), gnome-calculator, {iters} steps each, interleaved");
     println!("X11      p50 {mx:>7.1} ms  p90 {:>7.1} ms", pct(&tx, 0.9));
+    println!("{label:<8} p50 {mw:>7.1} ms  p90 {:>7.1} ms", pct(&tw, 0.9));
+    println!("ratio {label} / X11 (p50): {:.2}", mw / mx.max(0.001));
     println!(
-        "{:<8} p50 {mw:>7.1} ms  p90 {:>7.1} ms",
-        compositor(&wl),
-        pct(&tw, 0.9)
-    );
-    println!("ratio Wayland / X11 (p50): {:.2}", mw / mx.max(0.001));
-    println!(
-        "p50 observe / act+settle: X11 {:.1} / {:.1} ms, Wayland {:.1} / {:.1} ms",
+        "p50 observe / act+settle: X11 {:.1} / {:.1} ms, {label} {:.1} / {:.1} ms",
         median(parts_x.0),
         median(parts_x.1),
         median(parts_w.0),
         median(parts_w.1)
     );
-    if let Some(p) = xw.pid {
-        let _ = Command::new("kill").arg(p.to_string()).status();
-    }
+    (mx, mw)
 }

@@ -313,6 +313,13 @@ impl LinuxDesktop {
         self.sheets.read_so_far()
     }
 
+    /// How the display takes captures and looks, when it has a choice (KWin: its screencast
+    /// over PipeWire, or ScreenShot2, and why), and how many looks and captures were read
+    /// from a screencast so far: for tests and benchmarks.
+    pub fn capture_path(&self) -> Option<(String, u64)> {
+        self.display.captures()
+    }
+
     /// Where this desktop's shell finds `name`: on `PATH` of `launch_env` when it sets one,
     /// else on ufo's own `PATH`.
     pub fn find_program(&self, name: &str) -> Option<String> {

@@ -6,7 +6,8 @@ use std::time::Duration;
 use atspi::proxy::bus::{BusProxy, StatusProxy};
 
 use crate::display::choice::{compositor_of, Compositor, WLROOTS_NEEDS};
-use crate::display::kwin_grant::{find_grant, grant_file, Grant, FAKE_INPUT};
+use crate::display::kwin::cast;
+use crate::display::kwin_grant::{find_grant, grant_file, Grant, FAKE_INPUT, SCREENCAST};
 use crate::display::wlroots::{probe, Probe};
 use crate::display::x11::atspi_bus::is_stale;
 use crate::display::x11::doctor::{check_server, published_bus_address, WindowManager, XServer};
@@ -208,9 +209,14 @@ fn kwin_grant_finding(
 ) -> Finding {
     match (g.whole(), file) {
         (true, Some(f)) => Finding::ok(format!(
-            "KWin grant: {} lets {} use fake input and ScreenShot2",
+            "KWin grant: {} lets {} use fake input{} and ScreenShot2",
             f.display(),
-            exe.display()
+            exe.display(),
+            if g.screencast {
+                ", the screencast"
+            } else {
+                " (not the screencast: its looks are ScreenShot2's)"
+            }
         )),
         (_, found) => Finding::problem(
             format!(
@@ -240,6 +246,7 @@ fn kwin_protocol_findings(p: &Probe) -> Vec<Finding> {
             "KWin offers it only to a program a .desktop file grants it to: see the KWin grant below",
         )
     }];
+    out.push(kwin_capture_finding(offered(SCREENCAST), pipewire_daemon()));
     out.push(if offered(DATA_CONTROL) {
         Finding::ok(format!(
             "{DATA_CONTROL} offered (characters the keyboard layout lacks are pasted)"
@@ -251,6 +258,47 @@ fn kwin_protocol_findings(p: &Probe) -> Vec<Finding> {
         )
     });
     out
+}
+
+/// Whether a PipeWire daemon listens in this session (`PIPEWIRE_REMOTE`, else
+/// `$XDG_RUNTIME_DIR/pipewire-0`).
+fn pipewire_daemon() -> bool {
+    let socket = match std::env::var_os("PIPEWIRE_REMOTE") {
+        Some(r) if !r.is_empty() => std::path::PathBuf::from(r),
+        _ => match std::env::var_os("XDG_RUNTIME_DIR") {
+            Some(d) => std::path::Path::new(&d).join("pipewire-0"),
+            None => return false,
+        },
+    };
+    // a bare name is looked up in the runtime folder
+    let socket = if socket.is_absolute() {
+        socket
+    } else {
+        std::env::var_os("XDG_RUNTIME_DIR")
+            .map(|d| std::path::Path::new(&d).join(&socket))
+            .unwrap_or(socket)
+    };
+    socket.exists()
+}
+
+/// How KWin's display will capture: the screencast (KWin offers it, a PipeWire daemon runs,
+/// this ufo has PipeWire), else ScreenShot2, and how to get the faster path. Never a problem:
+/// ScreenShot2 works, slower.
+fn kwin_capture_finding(offered: bool, daemon: bool) -> Finding {
+    const FAST: &str = "for faster steps: a ufo built with `--features pipewire`, the grant \
+                        listing zkde_screencast_unstable_v1, and pipewire with wireplumber \
+                        running in the session (docs/desktop.md, \"KWin\")";
+    match cast::path(offered) {
+        cast::Path::Screencast if daemon => {
+            Finding::ok(format!("captures: {}", cast::Path::Screencast.describe()))
+        }
+        cast::Path::Screencast => Finding::ok(format!(
+            "captures: ScreenShot2, because no PipeWire daemon runs in this session; {FAST}"
+        )),
+        p @ cast::Path::ScreenShot2 { .. } => {
+            Finding::ok(format!("captures: {}; {FAST}", p.describe()))
+        }
+    }
 }
 
 /// The clipboard protocol KWin's display pastes with.
@@ -521,11 +569,34 @@ mod tests {
     }
 
     #[test]
+    fn the_capture_finding_says_which_path_captures_and_how_to_get_the_fast_one() {
+        let fast = kwin_capture_finding(true, true);
+        let no_daemon = kwin_capture_finding(true, false);
+        let no_grant = kwin_capture_finding(false, true);
+        assert!(
+            fast.ok && no_daemon.ok && no_grant.ok,
+            "ScreenShot2 still captures"
+        );
+        if cfg!(feature = "pipewire") {
+            assert!(fast.what.contains("screencast") && !fast.what.contains("faster"));
+            assert!(
+                no_daemon.what.contains("no PipeWire daemon"),
+                "{no_daemon:?}"
+            );
+            assert!(no_grant.what.contains(SCREENCAST), "{no_grant:?}");
+        } else {
+            assert!(fast.what.contains("--features pipewire"), "{fast:?}");
+        }
+        assert!(no_grant.what.contains("wireplumber"));
+    }
+
+    #[test]
     fn a_missing_kwin_grant_says_which_file_to_install() {
         let exe = std::path::Path::new("/usr/local/bin/ufo");
         let whole = Grant {
             fake_input: true,
             screenshot: true,
+            screencast: true,
         };
         assert!(
             kwin_grant_finding(

@@ -482,3 +482,121 @@ async fn doctor_finds_the_compositor_its_interfaces_and_grants() {
         );
     }
 }
+
+/// The RGB(A) pixels of a PNG screenshot and its row length in bytes.
+fn decode(png_bytes: &[u8]) -> (Vec<u8>, usize, usize) {
+    let mut reader = png::Decoder::new(std::io::Cursor::new(png_bytes))
+        .read_info()
+        .expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("a frame");
+    buf.truncate(info.buffer_size());
+    let px = info.color_type.samples();
+    (buf, info.line_size, px)
+}
+
+/// The first `n` bytes of every pixel of a PNG screenshot (RGB of RGB or RGBA).
+fn rgb_of(png_bytes: &[u8]) -> Vec<u8> {
+    let (px, _, n) = decode(png_bytes);
+    px.chunks_exact(n).flat_map(|c| c[..3].to_vec()).collect()
+}
+
+/// The window's screenshot in an observation made now.
+async fn window_shot(d: &LinuxDesktop, w: &WindowInfo) -> Vec<u8> {
+    let obs = d.observe(&w.id).await.expect("observe");
+    let shot = obs.screenshot.expect("a screenshot of the window");
+    rgb_of(&shot.png)
+}
+
+/// On KWin built with `pipewire`: the window's screenshot comes from KWin's screencast of it
+/// (the display counts reads from streams), it is the one ScreenShot2 takes of the window at
+/// rest (the other path, kept by `UFO_KWIN_CAPTURE=screenshot`, in the same run), and it shows
+/// the calculator's display change after keys.
+#[tokio::test(flavor = "multi_thread")]
+async fn kwin_captures_come_from_its_screencast_and_match_screenshot2() {
+    if !wayland_on("kwin_captures_come_from_its_screencast_and_match_screenshot2") {
+        return;
+    }
+    if compositor() != "kwin" {
+        eprintln!("skipping: the session is not KWin's");
+        return;
+    }
+    // `RUST_LOG=ufo_linux=debug` shows the streams' states and each fallback
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
+    let _serial = SERIAL.lock().await;
+    let d = connect().await;
+    let (path, _) = d.capture_path().expect("KWin says how it captures");
+    if !cfg!(feature = "pipewire") {
+        assert!(
+            path.contains("ScreenShot2") && path.contains("pipewire"),
+            "{path}"
+        );
+        return;
+    }
+    assert!(path.contains("screencast"), "{path}");
+    // the other path in the same run
+    std::env::set_var("UFO_KWIN_CAPTURE", "screenshot");
+    let shot2 = connect().await;
+    std::env::remove_var("UFO_KWIN_CAPTURE");
+    let (other, _) = shot2.capture_path().expect("a path");
+    assert!(other.contains("ScreenShot2"), "{other}");
+
+    let app = UserApp::start(&["gnome-calculator"]);
+    let w = window_of(&d, app.pid(), Duration::from_secs(30)).await;
+    let w2 = window_of(&shot2, app.pid(), Duration::from_secs(30)).await;
+    observe_until(&d, &w.id, "the buttons", Duration::from_secs(20), |o| {
+        o.controls
+            .iter()
+            .any(|c| c.role == "button" && c.name == "7")
+    })
+    .await;
+    // the stream starts with the first look; a redraw brings frames
+    click_buttons(&d, &w, &["1"]).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // at rest both paths show the same window (up to the caret's blink: a few tries)
+    let mut seen = Vec::new();
+    let mut at_rest = Vec::new();
+    for _ in 0..3 {
+        let (_, before) = d.capture_path().expect("a path");
+        at_rest = window_shot(&d, &w).await;
+        let (_, after) = d.capture_path().expect("a path");
+        assert!(
+            after > before,
+            "the screenshot was not read from the stream"
+        );
+        let by_shot2 = window_shot(&shot2, &w2).await;
+        assert_eq!(
+            at_rest.len(),
+            by_shot2.len(),
+            "the same window, the same size"
+        );
+        let differ = at_rest
+            .iter()
+            .zip(&by_shot2)
+            .filter(|(x, y)| x != y)
+            .count();
+        seen.push(differ);
+        if differ * 1000 < at_rest.len() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert_eq!(shot2.capture_path().map(|p| p.1), Some(0));
+    assert!(
+        seen.iter().any(|d| d * 1000 < at_rest.len()),
+        "the stream's window differs from ScreenShot2's in {seen:?} of {} bytes",
+        at_rest.len()
+    );
+    click_buttons(&d, &w, &["8", "8", "8"]).await;
+    let typed = window_shot(&d, &w).await;
+    assert_ne!(at_rest, typed, "the calculator looks the same after 888");
+    let texts = texts_off_ufo("gnome-calculator");
+    let digits = |t: &str| t.chars().filter(char::is_ascii_digit).collect::<String>();
+    assert!(
+        texts.iter().any(|t| digits(t) == "1888"),
+        "pyatspi: {texts:?}"
+    );
+}

@@ -1,5 +1,5 @@
-//! KWin's grant (docs/desktop.md, "Wayland"): KWin offers `org_kde_kwin_fake_input` and
-//! answers `org.kde.KWin.ScreenShot2` only to a program that a `.desktop` file grants them,
+//! KWin's grant (docs/desktop.md, "Wayland"): KWin offers `org_kde_kwin_fake_input` (and
+//! `zkde_screencast_unstable_v1`, the fast captures) and answers `org.kde.KWin.ScreenShot2` only to a program that a `.desktop` file grants them,
 //! matched by the canonical path of the program's executable against the first word of the
 //! file's `Exec=`. Reading and writing such files; which one grants ufo is a pure question
 //! ([`grant_in`]).
@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 
 /// The Wayland interface of KWin's input (`X-KDE-Wayland-Interfaces`).
 pub(crate) const FAKE_INPUT: &str = "org_kde_kwin_fake_input";
+/// The Wayland interface of KWin's screencast (`X-KDE-Wayland-Interfaces`): captures read
+/// from a PipeWire stream.
+pub(crate) const SCREENCAST: &str = "zkde_screencast_unstable_v1";
 /// The D-Bus interface of KWin's screenshots (`X-KDE-DBUS-Restricted-Interfaces`).
 pub(crate) const SCREENSHOT: &str = "org.kde.KWin.ScreenShot2";
 
@@ -18,10 +21,12 @@ pub(crate) struct Grant {
     pub fake_input: bool,
     /// `org.kde.KWin.ScreenShot2` (captures).
     pub screenshot: bool,
+    /// `zkde_screencast_unstable_v1` (fast captures; optional).
+    pub screencast: bool,
 }
 
 impl Grant {
-    /// Both interfaces granted.
+    /// What ufo needs granted (input and captures; the screencast only speeds captures up).
     pub(crate) fn whole(&self) -> bool {
         self.fake_input && self.screenshot
     }
@@ -68,6 +73,7 @@ pub(crate) fn grant_in(
     Grant {
         fake_input: ours && lists(wayland, FAKE_INPUT),
         screenshot: ours && lists(dbus, SCREENSHOT),
+        screencast: ours && lists(wayland, SCREENCAST),
     }
 }
 
@@ -99,7 +105,8 @@ pub(crate) fn application_dirs() -> Vec<PathBuf> {
 /// Most `.desktop` files read per folder.
 const MOST_FILES: usize = 5000;
 
-/// The first `.desktop` file that grants `exe` both interfaces, else the best grant found
+/// The first `.desktop` file that grants `exe` all three interfaces, else the first that grants
+/// what ufo needs ([`Grant::whole`]), else the best grant found
 /// and its file.
 pub(crate) fn find_grant(exe: &Path) -> (Grant, Option<PathBuf>) {
     let mut best = (Grant::default(), None);
@@ -116,10 +123,12 @@ pub(crate) fn find_grant(exe: &Path) -> (Grant, Option<PathBuf>) {
                 continue;
             };
             let g = grant_in(&text, exe, |p| std::fs::canonicalize(p).ok());
-            if g.whole() {
+            if g.whole() && g.screencast {
                 return (g, Some(path));
             }
-            if (g.fake_input || g.screenshot) && best.1.is_none() {
+            if (g.whole() && !best.0.whole())
+                || ((g.fake_input || g.screenshot) && best.1.is_none())
+            {
                 best = (g, Some(path));
             }
         }
@@ -133,7 +142,7 @@ pub(crate) fn grant_file(exe: &Path) -> String {
     format!(
         "[Desktop Entry]\nType=Application\nName=ufo\nComment=ufo drives desktop \
          applications for its user\nExec={}\nNoDisplay=true\n\
-         X-KDE-Wayland-Interfaces={FAKE_INPUT}\nX-KDE-DBUS-Restricted-Interfaces={SCREENSHOT}\n",
+         X-KDE-Wayland-Interfaces={FAKE_INPUT},{SCREENCAST}\nX-KDE-DBUS-Restricted-Interfaces={SCREENSHOT}\n",
         exe.display()
     )
 }
@@ -154,7 +163,8 @@ mod tests {
             grant_in(&file, exe, same),
             Grant {
                 fake_input: true,
-                screenshot: true
+                screenshot: true,
+                screencast: true
             }
         );
         // another program's file grants ufo nothing
@@ -170,7 +180,8 @@ mod tests {
             grant_in(text, exe, same),
             Grant {
                 fake_input: true,
-                screenshot: false
+                screenshot: false,
+                screencast: false
             }
         );
         // Exec resolved through a link to the canonical program

@@ -4,6 +4,7 @@
 //! clicks at absolute points, and pastes of what the layout cannot type through
 //! `zwlr_data_control_v1` (the clipboard) and Ctrl+V. Every wait is bounded.
 
+use std::collections::VecDeque;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -20,6 +21,10 @@ use wayland_client::{
     delegate_noop, event_created_child, Connection, Dispatch, EventQueue, QueueHandle,
 };
 use wayland_protocols_plasma::fake_input::client::org_kde_kwin_fake_input::OrgKdeKwinFakeInput;
+use wayland_protocols_plasma::screencast::v1::client::{
+    zkde_screencast_stream_unstable_v1::{self as scs, ZkdeScreencastStreamUnstableV1},
+    zkde_screencast_unstable_v1::{Pointer, ZkdeScreencastUnstableV1},
+};
 use wayland_protocols_wlr::data_control::v1::client::{
     zwlr_data_control_device_v1::{self as dcd, ZwlrDataControlDeviceV1},
     zwlr_data_control_manager_v1::ZwlrDataControlManagerV1,
@@ -51,6 +56,8 @@ const TEXT_TYPES: [&str; 5] = [
     "TEXT",
     "STRING",
 ];
+/// Most window streams kept open at once.
+pub(crate) const MOST_STREAMS: usize = 16;
 /// evdev codes of the pointer buttons.
 const BTN_LEFT: u32 = 0x110;
 const BTN_RIGHT: u32 = 0x111;
@@ -65,6 +72,19 @@ pub(crate) struct State {
     paste: String,
     served: u32,
     handed: Vec<std::fs::File>,
+    /// What KWin said of the screencast asked for (`None`: nothing yet).
+    cast: Option<Cast>,
+}
+
+/// What KWin said of a screencast.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Cast {
+    /// The PipeWire node that carries it.
+    Created(u32),
+    /// Refused, with KWin's reason.
+    Failed(String),
+    /// KWin stopped it.
+    Closed,
 }
 
 /// The connection and what is bound on it.
@@ -77,6 +97,10 @@ pub(crate) struct Input {
     clipboard: Option<(ZwlrDataControlManagerV1, ZwlrDataControlDeviceV1)>,
     /// The source of the last paste: kept while it is the selection.
     source: Option<ZwlrDataControlSourceV1>,
+    /// KWin's screencast (granted like fake input).
+    screencast: Option<ZkdeScreencastUnstableV1>,
+    /// The windows' streams asked for, oldest first (KWin closes a window's when it closes).
+    streams: VecDeque<ZkdeScreencastStreamUnstableV1>,
 }
 
 fn wl_err(what: &str) -> impl Fn(wayland_client::backend::WaylandError) -> LinuxError + '_ {
@@ -209,6 +233,10 @@ impl Input {
                 let d = m.get_data_device(&seat, &qh, ());
                 (m, d)
             });
+        // version 1 has what ufo asks (stream_window); KWin 5.27 offers 3
+        let screencast = globals
+            .bind::<ZkdeScreencastUnstableV1, _, _>(&qh, 1..=3, ())
+            .ok();
         Ok(Input {
             conn,
             queue,
@@ -217,7 +245,47 @@ impl Input {
             device,
             clipboard,
             source: None,
+            screencast,
+            streams: VecDeque::new(),
         })
+    }
+
+    /// Ask KWin to stream the window `uuid` (its own pixels, without the pointer) and wait,
+    /// bounded, for the PipeWire node that carries it (`Ok(None)`: KWin does not offer its
+    /// screencast to this program: no grant). At most [`MOST_STREAMS`] are kept: asking for
+    /// one more closes the oldest.
+    pub(crate) fn stream_window(&mut self, uuid: &str) -> Result<Option<u32>, LinuxError> {
+        let Some(manager) = &self.screencast else {
+            return Ok(None);
+        };
+        self.state.cast = None;
+        let stream = manager.stream_window(uuid.to_string(), Pointer::Hidden.into(), &self.qh, ());
+        self.streams.push_back(stream);
+        if self.streams.len() > MOST_STREAMS {
+            if let Some(old) = self.streams.pop_front() {
+                old.close();
+            }
+        }
+        self.dispatch_until("screencast", Instant::now() + EXCHANGE, |s| {
+            s.cast.is_some()
+        })?;
+        let what = || format!("screencast of window {uuid}");
+        match self.state.cast.clone() {
+            Some(Cast::Created(node)) => Ok(Some(node)),
+            Some(Cast::Failed(why)) => Err(LinuxError::Wayland {
+                what: what(),
+                source: cause(format!("KWin refused it: {why}")),
+            }),
+            Some(Cast::Closed) | None => Err(LinuxError::Wayland {
+                what: what(),
+                source: cause("KWin closed it at once"),
+            }),
+        }
+    }
+
+    /// Whether KWin offers its screencast to this program (the grant lists it).
+    pub(crate) fn offers_screencast(&self) -> bool {
+        self.screencast.is_some()
     }
 
     /// The output's size.
@@ -530,5 +598,24 @@ impl Dispatch<ZwlrDataControlSourceV1, ()> for State {
 
 delegate_noop!(State: ignore WlSeat);
 delegate_noop!(State: OrgKdeKwinFakeInput);
+delegate_noop!(State: ZkdeScreencastUnstableV1);
+
+impl Dispatch<ZkdeScreencastStreamUnstableV1, ()> for State {
+    fn event(
+        state: &mut Self,
+        _: &ZkdeScreencastStreamUnstableV1,
+        event: scs::Event,
+        _: &(),
+        _: &Connection,
+        _: &QueueHandle<Self>,
+    ) {
+        state.cast = match event {
+            scs::Event::Created { node } => Some(Cast::Created(node)),
+            scs::Event::Failed { error } => Some(Cast::Failed(error)),
+            scs::Event::Closed => Some(Cast::Closed),
+            _ => return,
+        };
+    }
+}
 delegate_noop!(State: ignore ZwlrDataControlOfferV1);
 delegate_noop!(State: ZwlrDataControlManagerV1);

@@ -3,7 +3,9 @@
 //! [`layout`]), captures through `org.kde.KWin.ScreenShot2` and windows through one-shot KWin
 //! scripts over D-Bus ([`bus`], [`script`]); settling waits on KWin's own reports of redraws
 //! and windows, from a script loaded for the display's life ([`watch`]). KWin grants the
-//! first two by a `.desktop` file naming ufo's executable (`kwin_grant`).
+//! first two by a `.desktop` file naming ufo's executable (`kwin_grant`). With the `pipewire`
+//! feature, looks and captures read the last frame of KWin's screencast of the output
+//! ([`cast`]), granted by the same file; else ScreenShot2's.
 //!
 //! One thread owns the Wayland connection and the D-Bus connection (on a small runtime of its
 //! own, so that KWin's script answers are served while a caller waits); callers send it
@@ -12,6 +14,7 @@
 //! its frame and buffer meet. No take-over watch.
 
 mod bus;
+pub(crate) mod cast;
 pub(crate) mod input;
 pub(crate) mod layout;
 pub(crate) mod script;
@@ -32,6 +35,7 @@ use super::{CoordSpace, Display, DisplayWindow, WinId};
 use crate::error::cause;
 use crate::LinuxError;
 use bus::Bus;
+use cast::Casts;
 use input::{Input, Opened};
 use layout::Piece;
 use script::{Job, Listed};
@@ -66,6 +70,8 @@ enum Command {
         reply: Reply<()>,
     },
     Keys(Vec<Piece>, Reply<()>),
+    /// A screencast of a window: its PipeWire node (`None`: KWin offers none to ufo).
+    StreamWindow(WinId, Reply<Option<u32>>),
 }
 
 impl Command {
@@ -78,6 +84,7 @@ impl Command {
             Command::Capture(..) => "capture",
             Command::Click { .. } => "click",
             Command::Keys(..) => "keys",
+            Command::StreamWindow(..) => "screencast",
         }
     }
 }
@@ -99,11 +106,14 @@ pub(crate) struct Kwin {
     socket: PathBuf,
     /// `None` when KWin would not run the watch script (settling then compares pixels)
     watch: Option<Arc<Watch>>,
+    /// the watched windows' screencasts (looks read their last frames)
+    casts: Casts,
 }
 
-/// What the thread says once it opened the display: KWin's output size and its change
-/// watch (`None` overall: the compositor is not KWin).
-type Opening = Option<((u32, u32), Option<Arc<Watch>>)>;
+/// What the thread says once it opened the display: KWin's output size, its change watch
+/// and its screencast, else how captures are taken (`None` overall: the compositor is not
+/// KWin).
+type Opening = Option<((u32, u32), Option<Arc<Watch>>, cast::Path)>;
 
 impl Kwin {
     /// Connect to the compositor at `socket` (else `WAYLAND_DISPLAY`'s) and, when it is KWin,
@@ -139,12 +149,17 @@ impl Kwin {
                 })
             }
         };
-        Ok(opening.map(|((w, h), watch)| Kwin {
-            commands,
-            ended: Mutex::new(ended),
-            screen: Rect::new(0, 0, w, h),
-            socket,
-            watch,
+        Ok(opening.map(|((w, h), watch, path)| {
+            tracing::info!("KWin captures through {}", path.describe());
+            let casts = Casts::new(path, watch.as_ref());
+            Kwin {
+                commands,
+                ended: Mutex::new(ended),
+                screen: Rect::new(0, 0, w, h),
+                socket,
+                watch,
+                casts,
+            }
         }))
     }
 
@@ -183,15 +198,50 @@ impl Kwin {
         }
     }
 
+    /// `area` from the screencast of the topmost window it lies in (see [`Kwin::grab`]).
+    fn streamed(&self, area: Rect, capture: bool) -> Option<(Rect, Vec<u8>)> {
+        if *self.casts.path() != cast::Path::Screencast {
+            return None;
+        }
+        let shown = self.shown().ok()?;
+        self.casts
+            .keep_only(&shown.iter().map(|s| s.window.id).collect::<Vec<_>>());
+        let i = shown.iter().rposition(|s| {
+            s.frame.is_some_and(|f| cast::covers(f, area))
+                || s.window.area.is_some_and(|c| cast::covers(c, area))
+        })?;
+        let s = &shown[i];
+        let covered = shown[i + 1..]
+            .iter()
+            .any(|o| o.frame.is_some_and(|f| cast::overlap(f, area)));
+        if capture && covered {
+            return None;
+        }
+        let id = s.window.id;
+        let stream = self.casts.stream(id, || {
+            self.ask("screencast", |r| Command::StreamWindow(id, r))
+        })?;
+        let got = cast::read(&stream, area, s.window.area, s.frame);
+        if got.is_some() {
+            self.casts.count_served();
+        }
+        got
+    }
+
     fn shown(&self) -> Result<Vec<Shown>, LinuxError> {
         self.ask("windows", Command::Windows)
     }
 
-    /// A rectangle clipped to the screen, captured: where it lies and its BGRX rows.
-    fn grab(&self, area: Rect) -> Result<Option<(Rect, Vec<u8>)>, LinuxError> {
+    /// A rectangle clipped to the screen, captured: where it lies and its BGRX rows. From a
+    /// window's screencast when the rectangle lies in it (and, for a `capture` of what the
+    /// model sees, no other window lies over it), else through ScreenShot2.
+    fn grab(&self, area: Rect, capture: bool) -> Result<Option<(Rect, Vec<u8>)>, LinuxError> {
         let Some(clipped) = clip(area, self.screen) else {
             return Ok(None);
         };
+        if let Some(got) = self.streamed(clipped, capture) {
+            return Ok(Some(got));
+        }
         self.ask("capture", |r| Command::Capture(clipped, r))
             .map(Some)
     }
@@ -277,7 +327,8 @@ fn run_thread(
                 None
             }
         };
-        let _ = opened.send(Ok(Some((input.output_size(), watch.clone()))));
+        let path = cast::path(input.offers_screencast());
+        let _ = opened.send(Ok(Some((input.output_size(), watch.clone(), path))));
         let worker = Worker {
             input: *input,
             bus,
@@ -361,6 +412,10 @@ impl Worker {
             }
             Command::Keys(pieces, r) => {
                 let _ = r.send(self.input.keys(&pieces));
+            }
+            Command::StreamWindow(id, r) => {
+                let uuid = lock(&self.ids).uuid(id);
+                let _ = r.send(uuid.and_then(|u| self.input.stream_window(&u)));
             }
         }
     }
@@ -485,7 +540,7 @@ impl Display for Kwin {
     }
 
     fn capture(&self, area: Rect) -> Result<RgbImage, LinuxError> {
-        let (r, bgrx) = self.grab(area)?.ok_or_else(|| LinuxError::Wayland {
+        let (r, bgrx) = self.grab(area, true)?.ok_or_else(|| LinuxError::Wayland {
             what: "capture".into(),
             source: cause(format!(
                 "the rectangle {},{} {}x{} is off the screen",
@@ -496,7 +551,7 @@ impl Display for Kwin {
     }
 
     fn fingerprint(&self, area: Rect) -> Result<u64, LinuxError> {
-        let (_, bgrx) = self.grab(area)?.ok_or_else(|| LinuxError::Wayland {
+        let (_, bgrx) = self.grab(area, false)?.ok_or_else(|| LinuxError::Wayland {
             what: "capture".into(),
             source: cause("the rectangle is off the screen"),
         })?;
@@ -504,7 +559,10 @@ impl Display for Kwin {
     }
 
     fn look(&self, area: Rect) -> Result<Look, LinuxError> {
-        Ok(self.grab(area)?.map(Look::from_bgrx).unwrap_or_default())
+        Ok(self
+            .grab(area, false)?
+            .map(Look::from_bgrx)
+            .unwrap_or_default())
     }
 
     fn click(&self, x: i32, y: i32, button: u8, count: u32) -> Result<(), LinuxError> {
@@ -527,6 +585,10 @@ impl Display for Kwin {
     fn keys(&self, steps: &[KeyStep]) -> Result<(), LinuxError> {
         let pieces = layout::plan(steps)?;
         self.ask("keys", |r| Command::Keys(pieces, r))
+    }
+
+    fn captures(&self) -> Option<(String, u64)> {
+        Some((self.casts.path().describe(), self.casts.served()))
     }
 
     fn change_watch(&self) -> Option<Arc<dyn ChangeWatch>> {

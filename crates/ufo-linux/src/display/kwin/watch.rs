@@ -9,6 +9,11 @@
 //! its top-level's: a menu drawn on a watched window counts); a window added, removed, moved
 //! or minimised anywhere is a structure change, as on X11.
 //!
+//! A window streamed over PipeWire (`super::cast`) has its own redraws reported by its
+//! stream's frames instead ([`Watch::streamed_redraw`], once the frame is kept): a look then
+//! reads a frame at least as new as every redraw reported of it. The script's reports of that
+//! window's own redraws are left out (a menu on it still counts from the script).
+//!
 //! Scripts cannot ask a program whether it has read its input: [`Watch::ping`] says so with
 //! `None`.
 
@@ -114,6 +119,8 @@ pub(crate) struct Watch {
     ids: Arc<Mutex<Ids>>,
     /// the windows whose redraws count
     watched: Mutex<Vec<WinId>>,
+    /// the windows whose own redraws their streams report
+    streamed: Mutex<Vec<WinId>>,
     /// how many times the window list changed (a window added, removed, moved, renamed,
     /// activated, restacked): a listing made at the same count still holds
     generation: AtomicU64,
@@ -126,6 +133,7 @@ impl Watch {
             log: ChangeLog::default(),
             ids,
             watched: Mutex::default(),
+            streamed: Mutex::default(),
             generation: AtomicU64::new(0),
         }
     }
@@ -140,16 +148,58 @@ impl Watch {
         if !matches!(event, Event::Ready | Event::Damage { .. }) {
             self.generation.fetch_add(1, Ordering::SeqCst);
         }
-        let watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(change) = change_of(event, &lock(&self.ids), &watched, Instant::now()) {
+        let watched = self
+            .watched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let streamed = self
+            .streamed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let now = Instant::now();
+        if let Some(change) = change_of(event, &lock(&self.ids), &watched, &streamed, now) {
             self.log.note(change);
+        }
+    }
+
+    /// Window `id`'s redraws come from its stream from now on (`on`), or from the script again.
+    pub(crate) fn set_streamed(&self, id: WinId, on: bool) {
+        let mut s = self.streamed.lock().unwrap_or_else(|p| p.into_inner());
+        s.retain(|w| *w != id);
+        if on {
+            s.push(id);
+        }
+    }
+
+    /// A frame of window `id`'s stream came (and is kept): a redraw, counted when the window
+    /// is watched.
+    // (called by the streams, built with `pipewire`; tested either way)
+    #[cfg_attr(not(feature = "pipewire"), allow(dead_code))]
+    pub(crate) fn streamed_redraw(&self, id: WinId) {
+        let watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
+        if watched.contains(&id) {
+            self.log.note(Change {
+                at: Instant::now(),
+                damage: true,
+                mapped: false,
+                gone: None,
+            });
         }
     }
 }
 
-/// The change an event is, given the window numbers and the watched windows (`None`: nothing
-/// settling waits on, such as a redraw of a window not watched).
-fn change_of(event: &Event, ids: &Ids, watched: &[WinId], at: Instant) -> Option<Change> {
+/// The change an event is, given the window numbers, the watched windows and those whose
+/// streams report their redraws (`None`: nothing settling waits on, such as a redraw of a
+/// window not watched, or of a streamed one).
+fn change_of(
+    event: &Event,
+    ids: &Ids,
+    watched: &[WinId],
+    streamed: &[WinId],
+    at: Instant,
+) -> Option<Change> {
     let structure = |mapped, gone| Change {
         at,
         damage: false,
@@ -159,6 +209,9 @@ fn change_of(event: &Event, ids: &Ids, watched: &[WinId], at: Instant) -> Option
     match event {
         Event::Ready => None,
         Event::Damage { id, top } => {
+            if ids.known(id).is_some_and(|n| streamed.contains(&n)) {
+                return None;
+            }
             let counts = [id, top]
                 .into_iter()
                 .filter_map(|i| ids.known(i))
@@ -236,24 +289,47 @@ mod tests {
         let at = Instant::now();
         let damage = |id: &str, top: &str| Event::parse("damage", id, top).expect("damage");
         // the watched window, and a menu on it (not listed, its top-level is)
-        assert!(change_of(&damage("{a}", ""), &ids, &[a], at).is_some_and(|c| c.damage));
-        assert!(change_of(&damage("{menu}", "{a}"), &ids, &[a], at).is_some());
+        assert!(change_of(&damage("{a}", ""), &ids, &[a], &[], at).is_some_and(|c| c.damage));
+        assert!(change_of(&damage("{menu}", "{a}"), &ids, &[a], &[], at).is_some());
         // another window's redraw, an unknown window's, or nothing watched
-        assert_eq!(change_of(&damage("{b}", ""), &ids, &[a], at), None);
-        assert_eq!(change_of(&damage("{x}", "{x}"), &ids, &[a], at), None);
-        assert_eq!(change_of(&damage("{a}", ""), &ids, &[], at), None);
+        assert_eq!(change_of(&damage("{b}", ""), &ids, &[a], &[], at), None);
+        assert_eq!(change_of(&damage("{x}", "{x}"), &ids, &[a], &[], at), None);
+        assert_eq!(change_of(&damage("{a}", ""), &ids, &[], &[], at), None);
         // windows added, moved or removed anywhere; a removed listed window is named
-        let added = change_of(&Event::Added("{n}".into()), &ids, &[a], at).expect("added");
+        let added = change_of(&Event::Added("{n}".into()), &ids, &[a], &[], at).expect("added");
         assert!(added.mapped && !added.damage);
-        let gone = change_of(&Event::Removed("{b}".into()), &ids, &[a], at).expect("gone");
+        let gone = change_of(&Event::Removed("{b}".into()), &ids, &[a], &[], at).expect("gone");
         assert_eq!(gone.gone, Some(b));
-        let moved = change_of(&Event::Moved("{b}".into()), &ids, &[], at).expect("moved");
+        let moved = change_of(&Event::Moved("{b}".into()), &ids, &[], &[], at).expect("moved");
         assert!(!moved.damage && !moved.mapped && moved.gone.is_none());
-        assert_eq!(change_of(&Event::Ready, &ids, &[a], at), None);
+        assert_eq!(change_of(&Event::Ready, &ids, &[a], &[], at), None);
         assert_eq!(
-            change_of(&Event::Changed("{a}".into()), &ids, &[a], at),
+            change_of(&Event::Changed("{a}".into()), &ids, &[a], &[], at),
             None
         );
+    }
+
+    #[test]
+    fn a_streamed_window_s_redraws_come_from_its_stream_only() {
+        let ids = Arc::new(Mutex::new(Ids::default()));
+        let a = WinId(lock(&ids).number("{a}"));
+        let w = Watch::new(Arc::clone(&ids));
+        w.watch(&[a]);
+        let t0 = Instant::now();
+        w.set_streamed(a, true);
+        w.note(&Event::parse("damage", "{a}", "").expect("damage"));
+        assert_eq!(w.log().activity_since(t0).0, 0, "the stream reports it");
+        w.streamed_redraw(a);
+        assert_eq!(w.log().activity_since(t0).0, 1, "its frame counts");
+        // a menu on it is not in its stream: the script's report counts
+        w.note(&Event::parse("damage", "{menu}", "{a}").expect("damage"));
+        assert_eq!(w.log().activity_since(t0).0, 2);
+        // a window not watched: its frames do not count
+        w.streamed_redraw(WinId(99));
+        assert_eq!(w.log().activity_since(t0).0, 2);
+        w.set_streamed(a, false);
+        w.note(&Event::parse("damage", "{a}", "").expect("damage"));
+        assert_eq!(w.log().activity_since(t0).0, 3, "the script again");
     }
 
     #[test]
