@@ -256,6 +256,20 @@ async fn main() {
     }
 }
 
+/// Clear the calculator (Escape, sent with the button "1" focused).
+async fn clear(d: &LinuxDesktop, w: &WindowInfo) {
+    let esc = UiAction::TypeKeys {
+        keys: "{ESC}".into(),
+    };
+    let obs = d.observe(&w.id).await.expect("observe");
+    let target = obs
+        .controls
+        .iter()
+        .find(|c| c.role == "button" && c.name == "1")
+        .expect("the button 1");
+    d.act(&w.id, Some(&target.id), &esc).await.expect("Escape");
+}
+
 /// `iters` steps on X11 and on the Wayland display, interleaved: prints medians, p90 and the
 /// ratio; returns the X11 and Wayland medians.
 async fn compare(
@@ -266,6 +280,9 @@ async fn compare(
     iters: usize,
     label: &str,
 ) -> (f64, f64) {
+    // each phase starts from an empty display: a longer number redraws differently
+    clear(x, xw).await;
+    clear(w, ww).await;
     let (mut tx, mut tw) = (Vec::new(), Vec::new());
     let (mut parts_x, mut parts_w) = ((Vec::new(), Vec::new()), (Vec::new(), Vec::new()));
     for _ in 0..iters {

@@ -108,6 +108,8 @@ pub(crate) struct Kwin {
     watch: Option<Arc<Watch>>,
     /// the watched windows' screencasts (looks read their last frames)
     casts: Casts,
+    /// the last listing, the window list's generation before it was made and when
+    listing: Mutex<Option<(u64, Instant, Vec<Shown>)>>,
 }
 
 /// What the thread says once it opened the display: KWin's output size, its change watch
@@ -159,6 +161,7 @@ impl Kwin {
                 socket,
                 watch,
                 casts,
+                listing: Mutex::new(None),
             }
         }))
     }
@@ -228,8 +231,30 @@ impl Kwin {
         got
     }
 
+    /// The windows: the last listing while the watch reports no change of the list (kept
+    /// here too, so that a look, which needs it, does not wait on the thread while it serves
+    /// KWin's reports), else one from the thread.
     fn shown(&self) -> Result<Vec<Shown>, LinuxError> {
-        self.ask("windows", Command::Windows)
+        let generation = self.watch.as_ref().map(|w| w.generation());
+        {
+            let kept = self.listing.lock().unwrap_or_else(|p| p.into_inner());
+            if let (Some(g), Some((made, at, shown))) = (generation, kept.as_ref()) {
+                if watch::listing_holds((*made, *at), g, Instant::now()) {
+                    return Ok(shown.clone());
+                }
+            }
+        }
+        let at = Instant::now();
+        let shown = self.ask("windows", Command::Windows)?;
+        *self.listing.lock().unwrap_or_else(|p| p.into_inner()) =
+            generation.map(|g| (g, at, shown.clone()));
+        Ok(shown)
+    }
+
+    /// Forget the listing kept (an action changes the list, whether or not KWin reported it
+    /// yet).
+    fn forget_listing(&self) {
+        *self.listing.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// A rectangle clipped to the screen, captured: where it lies and its BGRX rows. From a
@@ -524,10 +549,12 @@ impl Display for Kwin {
     }
 
     fn request_activate(&self, id: WinId) -> Result<(), LinuxError> {
+        self.forget_listing();
         self.ask("activate", |r| Command::Activate(id, r))
     }
 
     fn request_close(&self, id: WinId) -> Result<(), LinuxError> {
+        self.forget_listing();
         self.ask("close", |r| Command::Close(id, r))
     }
 
