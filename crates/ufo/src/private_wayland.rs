@@ -31,6 +31,9 @@ pub const KIND_VAR: &str = "UFO_PRIVATE_KIND";
 const SCREEN: (u32, u32) = (1280, 800);
 /// Longest wait for each part to come up.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
+/// Longest wait for PipeWire's socket before WirePlumber and KWin start (without it KWin refuses
+/// its screencast, and captures are ScreenShot2's).
+const MEDIA_WAIT: Duration = Duration::from_secs(3);
 
 /// Who the desktop's processes run as.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -192,6 +195,9 @@ impl Start<'_> {
         let user = run_as(root, named.as_deref())?;
         let runtime = self.runtime_dir(&user)?;
         let bus = self.session_bus(&user, &runtime)?;
+        if self.kind == PrivateKind::Kwin {
+            self.media(&user, &runtime, &bus);
+        }
         let socket = self.compositor(&user, &runtime, &bus)?;
         self.inside_env(&user, &runtime, &bus, &socket);
         Ok(())
@@ -275,6 +281,49 @@ impl Start<'_> {
             );
         }
         Ok(address)
+    }
+
+    /// PipeWire and WirePlumber for a private KWin, when installed: KWin's screencast streams
+    /// through them (the fast looks, docs/desktop.md "KWin"). Best effort: without them
+    /// captures are ScreenShot2's, which `ufo doctor` says.
+    fn media(&mut self, user: &RunAs, runtime: &Path, bus: &str) {
+        let missing: Vec<&str> = ["pipewire", "wireplumber"]
+            .into_iter()
+            .filter(|p| ufo_proc::which(p, None).is_none())
+            .collect();
+        if !missing.is_empty() {
+            tracing::info!(
+                "no {} installed: the private KWin captures through ScreenShot2 (install \
+                 pipewire and wireplumber for faster steps)",
+                missing.join(" or ")
+            );
+            return;
+        }
+        for program in ["pipewire", "wireplumber"] {
+            let logs = self.log(program);
+            let started = logs.and_then(|(log, err)| {
+                let mut c = self.command(user, runtime, program);
+                c.env("DBUS_SESSION_BUS_ADDRESS", bus)
+                    .stdout(log)
+                    .stderr(err);
+                c.spawn().with_context(|| format!("cannot start {program}"))
+            });
+            match started {
+                Ok(child) => self.children.push(child),
+                Err(e) => {
+                    tracing::warn!("{e:#}: the private KWin captures through ScreenShot2");
+                    return;
+                }
+            }
+            // WirePlumber and KWin connect to PipeWire's socket once it is there (bounded)
+            let deadline = Instant::now() + MEDIA_WAIT;
+            while program == "pipewire"
+                && !runtime.join("pipewire-0").exists()
+                && Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
     }
 
     /// The compositor, as the user on its session bus; its socket once it is up.
