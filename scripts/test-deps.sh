@@ -50,8 +50,10 @@
 # 46 MB to download, without recommends), gnome-calculator and gnome-text-editor
 # (GTK 4), KCalc with Qt's Wayland plugin, and python3-pyatspi (the tests read the apps' state
 # through it), without recommends, for the Wayland live tests (crates/ufo-linux/tests/wayland.rs,
-# run in a session of scripts/wayland-session.sh). Installs only the missing packages, and
-# only as root.
+# run in a session of scripts/wayland-session.sh); PipeWire and WirePlumber (run in the KWin
+# session: KWin's screencast streams through them), and what building ufo's `pipewire` feature
+# needs (libpipewire-0.3-dev, libclang-dev for bindgen, pkg-config). Installs only the missing
+# packages, and only as root.
 
 install_chromium() {
   if [ -x /usr/bin/chromium ]; then
@@ -66,7 +68,8 @@ install_chromium() {
 }
 
 install_wayland() {
-  _apt_install_missing install_wayland sway kwin-wayland dbus at-spi2-core gnome-calculator gnome-text-editor kcalc qtwayland5 python3-pyatspi
+  _apt_install_missing install_wayland sway kwin-wayland dbus at-spi2-core gnome-calculator gnome-text-editor kcalc qtwayland5 python3-pyatspi \
+    pipewire pipewire-bin wireplumber libpipewire-0.3-dev libclang-dev pkg-config
 }
 
 install_libreoffice() {

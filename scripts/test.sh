@@ -42,14 +42,19 @@ scripts/desktop-session.sh up >/dev/null
 source "$UFO_SESSION_DIR/env"
 export UFO_LIVE_TESTS=1 UFO_BROWSER_TESTS=1 UFO_PEER_TESTS=1 UFO_HELP_TESTS=1
 
+# KWin's screencast is built and tested (the `pipewire` feature of ufo-linux and ufo)
+PIPEWIRE="ufo-linux/pipewire,ufo/pipewire"
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
 echo "== cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# and with KWin's screencast (the `pipewire` feature; scripts/test-deps.sh install_wayland)
+cargo clippy --workspace --all-targets --locked --features "$PIPEWIRE" -- -D warnings
 
 echo "== cargo test"
-cargo test --workspace --locked
+cargo test --workspace --locked --features "$PIPEWIRE"
 
 echo "== Wayland live tests (sway headless, then KWin virtual; one session at a time)"
 # A compositor as an unprivileged user with its own session bus; the tests, apart from the X
@@ -74,8 +79,8 @@ REOPENED=()
 trap 'for d in "${REOPENED[@]}"; do chmod o-x "$d" || true; done; scripts/desktop-session.sh down >/dev/null 2>&1 || true; scripts/wayland-session.sh down >/dev/null 2>&1 || true; rm -rf "$UFO_SESSION_DIR" "$UFO_WAYLAND_DIR"' EXIT
 if [ "$(id -u)" -eq 0 ]; then reach_checkout; fi
 ( # shellcheck disable=SC1091
-  source "$UFO_WAYLAND_DIR/env" && UFO_WAYLAND_TESTS=1 cargo test -p ufo-linux --locked --test wayland \
-    && UFO_WAYLAND_TESTS=1 cargo test -p ufo --locked --test wayland -- --test-threads=1 --skip private_kwin )
+  source "$UFO_WAYLAND_DIR/env" && UFO_WAYLAND_TESTS=1 cargo test -p ufo-linux --locked --features pipewire --test wayland \
+    && UFO_WAYLAND_TESTS=1 cargo test -p ufo --locked --features pipewire --test wayland -- --test-threads=1 --skip private_kwin )
 # (the ufo tests also start private sway desktops of their own, as the session's user, which
 # `up` created: UFO_WAYLAND_USER in the env file; the private KWin ones run with KWin's session)
 scripts/wayland-session.sh down >/dev/null
@@ -83,8 +88,8 @@ scripts/wayland-session.sh up kwin >/dev/null
 ( # shellcheck disable=SC1091
   source "$UFO_WAYLAND_DIR/env" \
   && CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$PWD/scripts/wayland-session.sh exec" \
-     UFO_WAYLAND_TESTS=1 cargo test -p ufo-linux --locked --test wayland \
-  && UFO_WAYLAND_TESTS=1 cargo test -p ufo --locked --test wayland -- --test-threads=1 private_kwin kwin_captures )
+     UFO_WAYLAND_TESTS=1 cargo test -p ufo-linux --locked --features pipewire --test wayland \
+  && UFO_WAYLAND_TESTS=1 cargo test -p ufo --locked --features pipewire --test wayland -- --test-threads=1 private_kwin kwin_captures )
 # (private:kwin desktops of ufo's own, as root: they start the cap-less KWin copy the session
 # made, UFO_KWIN_BIN in the env file)
 scripts/wayland-session.sh down >/dev/null
