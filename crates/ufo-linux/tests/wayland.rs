@@ -465,6 +465,11 @@ async fn doctor_finds_the_compositor_its_interfaces_and_grants() {
             "org.kde.KWin.ScreenShot2 on the session bus",
             "org.kde.kwin.Scripting on the session bus",
             "KWin grant:",
+            if cfg!(feature = "pipewire") {
+                "captures: KWin's screencast"
+            } else {
+                "captures: ScreenShot2"
+            },
         ],
         _ => &[
             "reachable",
