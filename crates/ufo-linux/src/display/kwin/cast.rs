@@ -201,10 +201,18 @@ impl Casts {
         if self.path != Path::Screencast {
             return None;
         }
-        if let Some(slot) = self.lock().get(&id) {
+        if let Some(slot) = self.lock().get_mut(&id) {
             return match slot {
                 Slot::Streaming(s) if stream_alive(s) => Some(Arc::clone(s)),
-                Slot::Streaming(_) | Slot::Refused => None,
+                // KWin ended it: the script reports the window's redraws again; not asked again
+                Slot::Streaming(_) => {
+                    *slot = Slot::Refused;
+                    if let Some(w) = self.watch.as_ref().and_then(Weak::upgrade) {
+                        w.set_streamed(id, false);
+                    }
+                    None
+                }
+                Slot::Refused => None,
             };
         }
         let made = self.start(id, ask);
