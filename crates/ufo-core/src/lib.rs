@@ -33,14 +33,16 @@ pub mod subtask;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod text;
+pub mod vision;
 
 pub use action::{Button, ScrollDirection, UiAction};
 
 pub use ports::{
     BackendError, BackendFailure, ChatMessage, ChatRequest, ChatResponse, ConfirmRequest,
-    ContentPart, Control, ControlStates, Decision, Desktop, DesktopError, LaunchableApp, LlmClient,
-    LlmError, MessageRole, Recorder, RecorderError, Rect, Screenshot, ShellOutput, ToolError,
-    ToolProvider, ToolSpec, Usage, UserIo, WindowId, WindowInfo, WindowObservation,
+    ContentPart, Control, ControlSource, ControlStates, Decision, Desktop, DesktopError,
+    LaunchableApp, LlmClient, LlmError, MessageRole, Recorder, RecorderError, Rect, Screenshot,
+    ShellOutput, ToolError, ToolProvider, ToolSpec, Usage, UserIo, WindowId, WindowInfo,
+    WindowObservation,
 };
 
 pub use config::{Config, OnSubtaskFail};

@@ -184,6 +184,29 @@ pub struct Control {
     /// fields and only when true (absent in older observations and scenarios).
     #[serde(flatten)]
     pub states: ControlStates,
+    /// Where the control comes from: the accessibility tree (the default, not written, so
+    /// records of runs without detection are unchanged) or a detector reading the pixels
+    /// (docs/sight.md).
+    #[serde(default, skip_serializing_if = "ControlSource::is_tree")]
+    pub source: ControlSource,
+}
+
+/// Where a [`Control`] comes from (docs/sight.md, "Merged with the tree").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ControlSource {
+    /// The accessibility tree (or a scenario): the toolkit said it is there.
+    #[default]
+    Tree,
+    /// Text read in the pixels by a [`crate::vision::Detector`] where no tree control lies.
+    Ocr,
+}
+
+impl ControlSource {
+    /// Whether this is [`ControlSource::Tree`] (the value not written in JSON).
+    pub fn is_tree(&self) -> bool {
+        matches!(self, Self::Tree)
+    }
 }
 
 /// The states of a control a model may need: which field has the focus (it also breaks ties

@@ -402,6 +402,7 @@ mod tests {
 
     fn control(role: &str, name: &str) -> Control {
         Control {
+            source: Default::default(),
             id: "c".into(),
             role: role.into(),
             name: name.into(),

@@ -617,6 +617,7 @@ mod tests {
 
     fn button(id: &str, name: &str) -> Control {
         Control {
+            source: Default::default(),
             id: id.into(),
             role: "button".into(),
             name: name.into(),

@@ -95,6 +95,7 @@ mod tests {
 
     fn c(name: &str, rect: Rect) -> Control {
         Control {
+            source: Default::default(),
             id: name.into(),
             role: "button".into(),
             name: name.into(),

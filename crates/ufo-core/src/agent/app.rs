@@ -484,6 +484,7 @@ pub fn cell_of_table(text: &str, controls: &[Control]) -> Option<Control> {
         return None;
     }
     Some(Control {
+        source: Default::default(),
         id: format!("{}#{address}", table.id),
         role: "table cell".to_string(),
         name: address,
@@ -1102,6 +1103,7 @@ mod tests {
     fn the_prompt_renders_control_lines_as_resolution_reads_them() {
         let prompts = crate::prompt::Prompts::new(&Default::default()).expect("templates");
         let mut a = Control {
+            source: Default::default(),
             id: "a".into(),
             role: "spin button".into(),
             name: "Green \"x\"".into(),
@@ -1147,6 +1149,7 @@ mod tests {
             controls: controls
                 .into_iter()
                 .map(|(id, role, name)| Control {
+                    source: Default::default(),
                     id: id.into(),
                     role: role.into(),
                     name: name.into(),

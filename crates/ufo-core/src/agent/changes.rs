@@ -304,6 +304,7 @@ mod tests {
 
     fn ctl(id: &str, role: &str, name: &str, value: Option<&str>, x: i32) -> Control {
         Control {
+            source: Default::default(),
             id: id.into(),
             role: role.into(),
             name: name.into(),

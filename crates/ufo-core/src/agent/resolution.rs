@@ -4,7 +4,7 @@
 //! function, then by focus; still several, the action fails and lists them with their labels.
 //! [`resolve`] is the same label-then-text rule over any list (the host's windows and apps).
 
-use crate::ports::Control;
+use crate::ports::{Control, ControlSource};
 
 /// Roles a text can be typed or set into.
 const EDITABLE: &[&str] = &[
@@ -252,11 +252,32 @@ pub fn resolve_control(
     if text.is_empty() {
         return Err(Unresolved::NoMatch);
     }
+    // Every tree control before any box read in the pixels (docs/sight.md): a detected
+    // label never takes a name the toolkit gave.
+    for source in [ControlSource::Tree, ControlSource::Ocr] {
+        match by_text(text, label, controls, function, source) {
+            Err(Unresolved::NoMatch) => {}
+            done => return done,
+        }
+    }
+    narrow(detected_reading(text, controls), controls, function)
+}
+
+/// [`resolve_control`]'s rules by text over the controls of one `source`.
+fn by_text(
+    text: &str,
+    label: Option<usize>,
+    controls: &[Control],
+    function: &str,
+    source: ControlSource,
+) -> Result<usize, Unresolved> {
+    let of_source = |i: &usize| controls[*i].source == source;
     let exact: Vec<usize> = (0..controls.len())
+        .filter(of_source)
         .filter(|&i| controls[i].name.trim() == text)
         .collect();
     let copied = CopiedLine::parse(text)
-        .map(|line| by_copied_line(&line, label, controls))
+        .map(|line| by_copied_line(&line, label, controls, source))
         .unwrap_or_default();
     match (exact.is_empty(), copied.is_empty()) {
         (false, true) => return narrow(exact, controls, function),
@@ -276,12 +297,59 @@ pub fn resolve_control(
         (true, true) => {}
     }
     let any_case: Vec<usize> = (0..controls.len())
+        .filter(of_source)
         .filter(|&i| controls[i].name.trim().eq_ignore_ascii_case(text))
         .collect();
     if !any_case.is_empty() {
         return narrow(any_case, controls, function);
     }
-    narrow(unnamed_combos_showing(text, controls), controls, function)
+    let combos = unnamed_combos_showing(text, controls)
+        .into_iter()
+        .filter(of_source)
+        .collect();
+    narrow(combos, controls, function)
+}
+
+/// Text read in pixels is a little off: spaces are lost ("SaveAs") and an icon before a label
+/// is read as a letter ("A Refresh"). The detected controls a name may mean then: those equal
+/// to it without spaces in any case; failing that, those whose words hold its words in a row
+/// with only words of one or two characters around them (docs/sight.md, "Names").
+fn detected_reading(text: &str, controls: &[Control]) -> Vec<usize> {
+    let squash = |s: &str| -> String {
+        s.chars()
+            .filter(|c| !c.is_whitespace())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let asked = squash(text);
+    let detected = || (0..controls.len()).filter(|&i| controls[i].source == ControlSource::Ocr);
+    let same: Vec<usize> = detected()
+        .filter(|&i| !asked.is_empty() && squash(&controls[i].name) == asked)
+        .collect();
+    if !same.is_empty() {
+        return same;
+    }
+    let want: Vec<String> = text.split_whitespace().map(str::to_lowercase).collect();
+    detected()
+        .filter(|&i| holds_with_short_edges(&controls[i].name, &want))
+        .collect()
+}
+
+/// Whether `name`'s words hold `want` in a row and every other word has at most two
+/// characters.
+fn holds_with_short_edges(name: &str, want: &[String]) -> bool {
+    let words: Vec<String> = name.split_whitespace().map(str::to_lowercase).collect();
+    if want.is_empty() || words.len() < want.len() {
+        return false;
+    }
+    (0..=words.len() - want.len()).any(|start| {
+        words[start..start + want.len()] == *want
+            && words
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i < start || *i >= start + want.len())
+                .all(|(_, w)| w.chars().count() <= 2)
+    })
 }
 
 /// The unnamed combo boxes whose chosen option is `text` (GIMP's layer mode box shows
@@ -305,17 +373,23 @@ fn unnamed_combos_showing(text: &str, controls: &[Control]) -> Vec<usize> {
 /// answer's `ControlLabel`) when that one fits the line; otherwise those that fit it best
 /// (the longest match, then the exact case). Empty when no control fits: the text is then
 /// only a name.
-fn by_copied_line(line: &CopiedLine<'_>, label: Option<usize>, controls: &[Control]) -> Vec<usize> {
+fn by_copied_line(
+    line: &CopiedLine<'_>,
+    label: Option<usize>,
+    controls: &[Control],
+    source: ControlSource,
+) -> Vec<usize> {
     let own = line
         .label
         .filter(|n| *n >= 1 && *n <= controls.len())
         .map(|n| n - 1);
     for i in [own, label].into_iter().flatten() {
-        if line.names(&controls[i]).is_some() {
+        if controls[i].source == source && line.names(&controls[i]).is_some() {
             return vec![i];
         }
     }
     let fits: Vec<(usize, (usize, bool))> = (0..controls.len())
+        .filter(|&i| controls[i].source == source)
         .filter_map(|i| line.names(&controls[i]).map(|m| (i, m)))
         .collect();
     let Some(shortest) = fits.iter().map(|(_, (left, _))| *left).min() else {
@@ -659,6 +733,7 @@ mod tests {
 
     fn c(role: &str, name: &str, focused: bool) -> Control {
         Control {
+            source: Default::default(),
             id: format!("{role}-{name}"),
             role: role.into(),
             name: name.into(),
@@ -1009,6 +1084,74 @@ mod tests {
         assert_eq!(refuse_disabled(&UiAction::ReadText, &paste, "4"), None);
         paste.enabled = true;
         assert_eq!(refuse_disabled(&click, &paste, "4"), None);
+    }
+
+    fn ocr(name: &str) -> Control {
+        Control {
+            source: ControlSource::Ocr,
+            ..c("label", name, false)
+        }
+    }
+
+    #[test]
+    fn a_tree_control_is_reached_before_any_detected_box() {
+        // The detected "OK" comes first in the list, the tree's "ok" differs in case: the tree
+        // control still wins, by every rule of the tree pass.
+        let cs = [ocr("OK"), c("button", "ok", false)];
+        assert_eq!(resolve_control("", "OK", &cs, "click"), Ok(1));
+        assert_eq!(
+            resolve_control("", "[2] button \"ok\"", &cs, "click"),
+            Ok(1)
+        );
+        // A name only the pixels show reaches the detected box.
+        let cs = [c("button", "Apply", false), ocr("Draw")];
+        assert_eq!(resolve_control("", "Draw", &cs, "click"), Ok(1));
+        // An explicit label still picks a detected box.
+        let cs = [c("button", "OK", false), ocr("OK")];
+        assert_eq!(resolve_control("2", "OK", &cs, "click"), Ok(1));
+    }
+
+    #[test]
+    fn a_detected_name_is_found_without_its_lost_spaces_or_an_icon_read_as_a_letter() {
+        let cs = [
+            ocr("SaveAs"),
+            ocr("A Refresh"),
+            ocr("Zoom In Out"),
+            ocr("x Paste All"),
+        ];
+        assert_eq!(resolve_control("", "Save As", &cs, "click"), Ok(0));
+        assert_eq!(resolve_control("", "refresh", &cs, "click"), Ok(1));
+        // Extra long words are another label, not noise.
+        assert_eq!(
+            resolve_control("", "Zoom In", &cs, "click"),
+            Err(Unresolved::NoMatch)
+        );
+        assert_eq!(
+            resolve_control("", "Paste", &cs, "click"),
+            Err(Unresolved::NoMatch)
+        );
+        // The loose readings never reach a tree control.
+        let cs = [c("button", "SaveAs", false)];
+        assert_eq!(
+            resolve_control("", "Save As", &cs, "click"),
+            Err(Unresolved::NoMatch)
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn a_name_any_tree_control_has_never_resolves_to_a_detected_box(
+            tree in prop::collection::vec(control_name(), 1..5),
+            seen in prop::collection::vec(control_name(), 0..5),
+            pick in 0usize..5,
+        ) {
+            let mut cs: Vec<Control> = seen.iter().map(|n| ocr(n)).collect();
+            cs.extend(tree.iter().map(|n| c("button", n, false)));
+            let text = tree[pick % tree.len()].clone();
+            if let Ok(i) = resolve_control("", &text, &cs, "click") {
+                prop_assert_eq!(cs[i].source, ControlSource::Tree, "{:?} -> {:?}", text, cs[i]);
+            }
+        }
     }
 
     fn role() -> impl Strategy<Value = String> {

@@ -407,6 +407,7 @@ impl Desktop for SimDesktop {
                 labels.push(((controls.len() + 1).to_string(), r));
             }
             controls.push(Control {
+                source: Default::default(),
                 id: c.id.clone(),
                 role: c.role.clone(),
                 name: c.name.clone(),

@@ -958,6 +958,7 @@ fn fetched(
     Fetched {
         detail: ControlDetail {
             control: Control {
+                source: Default::default(),
                 id,
                 role: role.to_string(),
                 name,

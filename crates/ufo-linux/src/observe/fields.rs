@@ -390,6 +390,7 @@ fn fetched(
         },
         detail: ControlDetail {
             control: Control {
+                source: Default::default(),
                 id,
                 role,
                 name,

@@ -1,0 +1,426 @@
+//! Detected boxes merged with the accessibility tree, and when to detect at all
+//! (docs/sight.md, "Merged with the tree" and "When").
+
+use serde::{Deserialize, Serialize};
+
+use super::{DetectedBox, DetectedKind};
+use crate::ports::{Control, ControlSource, ControlStates, Rect};
+
+/// The largest overlap (intersection over union) a detected box may have with a tree
+/// control and still be added: the hybrid rule of the reference system.
+pub const MAX_TREE_IOU: f32 = 0.1;
+
+/// Intersection over union of two rectangles, 0 (apart, or empty) to 1 (the same).
+pub fn iou(a: Rect, b: Rect) -> f32 {
+    let (ax1, ay1) = (i64::from(a.x), i64::from(a.y));
+    let (bx1, by1) = (i64::from(b.x), i64::from(b.y));
+    let (ax2, ay2) = (ax1 + i64::from(a.w), ay1 + i64::from(a.h));
+    let (bx2, by2) = (bx1 + i64::from(b.w), by1 + i64::from(b.h));
+    let iw = (ax2.min(bx2) - ax1.max(bx1)).max(0);
+    let ih = (ay2.min(by2) - ay1.max(by1)).max(0);
+    let inter = (iw * ih) as f64;
+    let area = |w: u32, h: u32| f64::from(w) * f64::from(h);
+    let uni = area(a.w, a.h) + area(b.w, b.h) - inter;
+    if uni <= 0.0 {
+        0.0
+    } else {
+        (inter / uni) as f32
+    }
+}
+
+/// The role a detected control is listed with: a framed label acts like a button; other text
+/// is a label (a role no set-text or read rule prefers, so a tree field always wins those).
+pub fn detected_role(kind: DetectedKind) -> &'static str {
+    match kind {
+        DetectedKind::Text => "label",
+        DetectedKind::FramedText => "button",
+    }
+}
+
+/// The id of a detected control: `ocr:` and its rectangle, so the desktop acts at the
+/// rectangle without a tree node (docs/sight.md).
+pub fn detected_id(rect: Rect) -> String {
+    format!("ocr:{},{},{},{}", rect.x, rect.y, rect.w, rect.h)
+}
+
+/// A detected box as a control of the observation, with source [`ControlSource::Ocr`].
+pub fn detected_control(b: &DetectedBox) -> Control {
+    Control {
+        id: detected_id(b.rect),
+        role: detected_role(b.kind).to_string(),
+        name: b.text.clone(),
+        value: None,
+        rect: b.rect,
+        enabled: true,
+        states: ControlStates::default(),
+        source: ControlSource::Ocr,
+    }
+}
+
+/// The observation's controls with detection (docs/sight.md, "Merged with the tree"): every
+/// tree control kept, in its order and first, so labels of tree controls do not move; then
+/// each detected box, in reading order, that overlaps no tree control by more than
+/// [`MAX_TREE_IOU`] and no detected box already added by more than that, and has text.
+pub fn merge_with_tree(tree: Vec<Control>, detected: &[DetectedBox]) -> Vec<Control> {
+    let mut boxes: Vec<&DetectedBox> = detected
+        .iter()
+        .filter(|b| !b.text.trim().is_empty() && b.rect.w > 0 && b.rect.h > 0)
+        .collect();
+    boxes.sort_by_key(|b| (b.rect.y, b.rect.x));
+    let mut out = tree;
+    for b in boxes {
+        let overlaps = out.iter().any(|c| iou(c.rect, b.rect) > MAX_TREE_IOU);
+        if !overlaps {
+            out.push(detected_control(b));
+        }
+    }
+    out
+}
+
+/// `[vision] mode`: when the pixels are read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VisionMode {
+    /// When the tree is too sparse for the window, for regions it leaves opaque (a canvas, an
+    /// image), and when the model asks.
+    #[default]
+    Auto,
+    /// Every observed window.
+    Always,
+    /// Never (also when the model asks: it is told why).
+    Off,
+}
+
+/// The thresholds of [`when_to_detect`] in [`VisionMode::Auto`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DetectPolicy {
+    /// A window is sparse when its tree gives fewer than one control per this many square
+    /// pixels (at least one control is always expected): 200 000 is five for 1280×800.
+    pub area_per_control: u64,
+    /// The smallest side of an opaque control (canvas, image) worth reading, in pixels.
+    pub min_opaque_side: u32,
+}
+
+impl Default for DetectPolicy {
+    fn default() -> Self {
+        Self {
+            area_per_control: 200_000,
+            min_opaque_side: 16,
+        }
+    }
+}
+
+/// Roles whose inside the tree does not describe: drawn content that may hold text.
+const OPAQUE: &[&str] = &[
+    "canvas",
+    "image",
+    "drawing area",
+    "animation",
+    "chart",
+    "embedded",
+    "video",
+];
+
+/// Why the pixels are read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DetectReason {
+    /// `[vision] mode = always`.
+    Always,
+    /// The model asked for it.
+    ModelAsked,
+    /// The tree gives `controls` controls where `expected` were expected for the window's size.
+    SparseTree {
+        /// Tree controls found.
+        controls: usize,
+        /// The fewest expected.
+        expected: usize,
+    },
+    /// Tree controls whose inside no control describes (a canvas, an image).
+    Opaque,
+}
+
+/// Why the pixels are not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    /// `[vision] mode = off`.
+    Off,
+    /// The tree describes the window well enough.
+    TreeSuffices,
+    /// The window has no area.
+    EmptyWindow,
+}
+
+/// The decision of [`when_to_detect`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DetectDecision {
+    /// Read these regions (screen rectangles, inside the window).
+    Detect {
+        /// Why.
+        reason: DetectReason,
+        /// What to read.
+        regions: Vec<Rect>,
+    },
+    /// Do not read.
+    Skip(SkipReason),
+}
+
+/// Whether to read a window's pixels and where (docs/sight.md, "When"). Only tree controls
+/// (source [`ControlSource::Tree`]) count. In [`VisionMode::Auto`]: the whole window when the
+/// model asked or the tree is sparse for the window's area; else the opaque controls (canvas,
+/// image, ...) of at least [`DetectPolicy::min_opaque_side`] that hold no other control;
+/// else nothing, so a window with a full tree costs nothing.
+pub fn when_to_detect(
+    mode: VisionMode,
+    window: Rect,
+    controls: &[Control],
+    model_asked: bool,
+    policy: &DetectPolicy,
+) -> DetectDecision {
+    if mode == VisionMode::Off {
+        return DetectDecision::Skip(SkipReason::Off);
+    }
+    if window.w == 0 || window.h == 0 {
+        return DetectDecision::Skip(SkipReason::EmptyWindow);
+    }
+    let whole = |reason| DetectDecision::Detect {
+        reason,
+        regions: vec![window],
+    };
+    match (mode, model_asked) {
+        (VisionMode::Always, _) => return whole(DetectReason::Always),
+        (_, true) => return whole(DetectReason::ModelAsked),
+        _ => {}
+    }
+    let tree: Vec<&Control> = controls
+        .iter()
+        .filter(|c| c.source == ControlSource::Tree)
+        .collect();
+    let area = u64::from(window.w) * u64::from(window.h);
+    let expected = (area / policy.area_per_control.max(1)).max(1) as usize;
+    if tree.len() < expected {
+        return whole(DetectReason::SparseTree {
+            controls: tree.len(),
+            expected,
+        });
+    }
+    let opaque = opaque_regions(&tree, policy);
+    if opaque.is_empty() {
+        DetectDecision::Skip(SkipReason::TreeSuffices)
+    } else {
+        DetectDecision::Detect {
+            reason: DetectReason::Opaque,
+            regions: opaque,
+        }
+    }
+}
+
+/// The rectangles of opaque controls large enough to read that hold no other control's centre.
+fn opaque_regions(tree: &[&Control], policy: &DetectPolicy) -> Vec<Rect> {
+    let centre_in = |r: Rect, c: &Control| {
+        let (cx, cy) = (
+            2 * i64::from(c.rect.x) + i64::from(c.rect.w),
+            2 * i64::from(c.rect.y) + i64::from(c.rect.h),
+        );
+        let (x1, y1) = (2 * i64::from(r.x), 2 * i64::from(r.y));
+        let (x2, y2) = (x1 + 2 * i64::from(r.w), y1 + 2 * i64::from(r.h));
+        cx >= x1 && cx < x2 && cy >= y1 && cy < y2
+    };
+    tree.iter()
+        .filter(|c| OPAQUE.contains(&c.role.trim().to_ascii_lowercase().as_str()))
+        .filter(|c| c.rect.w >= policy.min_opaque_side && c.rect.h >= policy.min_opaque_side)
+        .filter(|o| {
+            !tree
+                .iter()
+                .any(|c| !std::ptr::eq(*c, **o) && centre_in(o.rect, c))
+        })
+        .map(|c| c.rect)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vision::DetectedWord;
+    use proptest::prelude::*;
+
+    fn ctl(role: &str, name: &str, r: Rect) -> Control {
+        Control {
+            id: name.into(),
+            role: role.into(),
+            name: name.into(),
+            value: None,
+            rect: r,
+            enabled: true,
+            states: ControlStates::default(),
+            source: ControlSource::Tree,
+        }
+    }
+
+    fn found(text: &str, r: Rect) -> DetectedBox {
+        DetectedBox {
+            text: text.into(),
+            rect: r,
+            confidence: 0.9,
+            kind: DetectedKind::Text,
+            words: vec![DetectedWord {
+                text: text.into(),
+                rect: r,
+                confidence: 0.9,
+            }],
+        }
+    }
+
+    #[test]
+    fn iou_of_known_rectangles() {
+        let a = Rect::new(0, 0, 10, 10);
+        assert_eq!(iou(a, a), 1.0);
+        assert_eq!(iou(a, Rect::new(10, 0, 10, 10)), 0.0);
+        assert!((iou(a, Rect::new(5, 0, 10, 10)) - 50.0 / 150.0).abs() < 1e-6);
+        assert_eq!(iou(Rect::default(), Rect::default()), 0.0);
+    }
+
+    #[test]
+    fn a_detected_box_is_added_only_where_no_tree_control_lies() {
+        let tree = vec![ctl("button", "OK", Rect::new(0, 0, 40, 20))];
+        let detected = [
+            found("OK", Rect::new(5, 4, 30, 12)), // on the button: IoU 0.45
+            found("Draw", Rect::new(100, 100, 40, 12)), // on a canvas the tree does not describe
+            found(" ", Rect::new(200, 100, 40, 12)), // nothing read
+        ];
+        let got = merge_with_tree(tree.clone(), &detected);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0], tree[0]);
+        assert_eq!(got[1].name, "Draw");
+        assert_eq!(got[1].source, ControlSource::Ocr);
+        assert_eq!(got[1].id, "ocr:100,100,40,12");
+        assert_eq!(got[1].role, "label");
+    }
+
+    #[test]
+    fn a_control_without_detection_is_written_as_before() {
+        let c = ctl("button", "OK", Rect::new(0, 0, 40, 20));
+        let json = serde_json::to_string(&c).expect("a control serialises");
+        assert!(!json.contains("source"), "{json}");
+        let back: Control = serde_json::from_str(&json).expect("and reads back");
+        assert_eq!(back.source, ControlSource::Tree);
+        let ocr = detected_control(&found("Draw", Rect::new(1, 2, 3, 4)));
+        let json = serde_json::to_string(&ocr).expect("a detected control serialises");
+        assert!(json.contains(r#""source":"ocr""#), "{json}");
+    }
+
+    #[test]
+    fn when_to_detect_follows_the_mode_the_tree_and_the_ask() {
+        let window = Rect::new(0, 0, 1280, 800);
+        let p = DetectPolicy::default();
+        let full: Vec<Control> = (0..20)
+            .map(|i| ctl("button", &format!("b{i}"), Rect::new(i * 60, 0, 50, 20)))
+            .collect();
+        assert_eq!(
+            when_to_detect(VisionMode::Off, window, &[], true, &p),
+            DetectDecision::Skip(SkipReason::Off)
+        );
+        assert_eq!(
+            when_to_detect(VisionMode::Auto, window, &full, false, &p),
+            DetectDecision::Skip(SkipReason::TreeSuffices)
+        );
+        assert!(matches!(
+            when_to_detect(VisionMode::Auto, window, &[], false, &p),
+            DetectDecision::Detect { reason: DetectReason::SparseTree { controls: 0, expected: 5 }, regions } if regions == vec![window]
+        ));
+        assert!(matches!(
+            when_to_detect(VisionMode::Auto, window, &full, true, &p),
+            DetectDecision::Detect {
+                reason: DetectReason::ModelAsked,
+                ..
+            }
+        ));
+        assert!(matches!(
+            when_to_detect(VisionMode::Always, window, &full, false, &p),
+            DetectDecision::Detect {
+                reason: DetectReason::Always,
+                ..
+            }
+        ));
+        let mut with_canvas = full.clone();
+        let canvas = Rect::new(100, 100, 400, 300);
+        with_canvas.push(ctl("canvas", "", canvas));
+        with_canvas.push(ctl("image", "logo", Rect::new(600, 600, 8, 8)));
+        assert_eq!(
+            when_to_detect(VisionMode::Auto, window, &with_canvas, false, &p),
+            DetectDecision::Detect {
+                reason: DetectReason::Opaque,
+                regions: vec![canvas]
+            }
+        );
+        // A canvas the tree describes (a control inside it) is not read.
+        with_canvas.push(ctl("button", "in", Rect::new(150, 150, 40, 20)));
+        assert_eq!(
+            when_to_detect(VisionMode::Auto, window, &with_canvas, false, &p),
+            DetectDecision::Skip(SkipReason::TreeSuffices)
+        );
+    }
+
+    fn rect() -> impl Strategy<Value = Rect> {
+        (0i32..500, 0i32..500, 0u32..200, 0u32..200).prop_map(|(x, y, w, h)| Rect::new(x, y, w, h))
+    }
+
+    proptest! {
+        #[test]
+        fn the_merge_keeps_the_tree_and_adds_only_boxes_apart_from_it(
+            tree in prop::collection::vec(rect(), 0..10),
+            det in prop::collection::vec(rect(), 0..10),
+        ) {
+            let tree: Vec<Control> = tree.into_iter().enumerate()
+                .map(|(i, r)| ctl("button", &format!("t{i}"), r)).collect();
+            let det: Vec<DetectedBox> = det.into_iter().enumerate()
+                .map(|(i, r)| found(&format!("d{i}"), r)).collect();
+            let got = merge_with_tree(tree.clone(), &det);
+            prop_assert_eq!(&got[..tree.len()], &tree[..]);
+            for added in &got[tree.len()..] {
+                prop_assert_eq!(added.source, ControlSource::Ocr);
+                for t in &tree {
+                    prop_assert!(iou(t.rect, added.rect) <= MAX_TREE_IOU);
+                }
+            }
+        }
+
+        #[test]
+        fn the_mode_and_the_ask_decide_first_and_detected_controls_never_count(
+            window in rect(),
+            tree in prop::collection::vec((rect(), any::<bool>()), 0..12),
+            seen in prop::collection::vec(rect(), 0..12),
+            asked in any::<bool>(),
+        ) {
+            let p = DetectPolicy::default();
+            let tree: Vec<Control> = tree.into_iter().enumerate()
+                .map(|(i, (r, canvas))| ctl(if canvas { "canvas" } else { "button" }, &format!("t{i}"), r))
+                .collect();
+            let mut with_seen = tree.clone();
+            with_seen.extend(seen.iter().map(|r| detected_control(&found("x", *r))));
+            let empty = window.w == 0 || window.h == 0;
+            prop_assert_eq!(
+                when_to_detect(VisionMode::Off, window, &with_seen, asked, &p),
+                DetectDecision::Skip(SkipReason::Off)
+            );
+            for mode in [VisionMode::Always, VisionMode::Auto] {
+                let d = when_to_detect(mode, window, &with_seen, asked, &p);
+                if empty {
+                    prop_assert_eq!(d, DetectDecision::Skip(SkipReason::EmptyWindow));
+                    continue;
+                }
+                if mode == VisionMode::Always || asked {
+                    let whole = matches!(&d, DetectDecision::Detect { regions, .. } if *regions == vec![window]);
+                    prop_assert!(whole, "{:?}", d);
+                }
+                prop_assert_eq!(d, when_to_detect(mode, window, &tree, asked, &p));
+            }
+        }
+
+        #[test]
+        fn iou_is_symmetric_and_bounded(a in rect(), b in rect()) {
+            let v = iou(a, b);
+            prop_assert!((0.0..=1.0).contains(&v));
+            prop_assert_eq!(v, iou(b, a));
+        }
+    }
+}
