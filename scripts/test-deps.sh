@@ -42,6 +42,14 @@
 # as install_python_mcp, for the web console's browser tests (crates/ufo/tests/console.rs); it
 # drives the system Chromium, no browser is downloaded.
 #
+# install_sight: what building and testing ufo-vision need (docs/sight.md): Debian's
+# libtesseract and Leptonica with their pkg-config files, the English model
+# (tesseract-ocr-eng; nothing is downloaded), the small libclang pieces the bindings' bindgen
+# needs at build time (libclang1-14 and its builtin headers, not the full libclang-dev), the
+# fonts the test scenes are drawn in, and xcalc (x11-apps) for the live test
+# (crates/ufo-vision/tests/live_xcalc.rs). Without the first five `cargo build --workspace`
+# fails. Installs only the missing packages, and only as root.
+#
 # install_python_k8s_validate: the Python `kubernetes-validate` package (it carries the
 # Kubernetes JSON schemas, so the check runs offline) into the same virtual environment as
 # install_python_mcp, for the check of deploy/kubernetes/ (crates/ufo/tests/shards.rs).
@@ -99,6 +107,11 @@ _apt_install_missing() {
   fi
   apt-get update
   DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+install_sight() {
+  _apt_install_missing install_sight libtesseract-dev libleptonica-dev tesseract-ocr-eng pkg-config \
+    libclang1-14 libclang-common-14-dev fonts-dejavu-core fonts-liberation2 x11-apps
 }
 
 install_apps() {
@@ -174,6 +187,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
   case "${1:-}" in
     "")
+      install_sight
       install_chromium
       install_libreoffice
       install_apps
@@ -185,11 +199,11 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
       install_python_k8s_validate
       install_wayland
       ;;
-    install_chromium | install_libreoffice | install_apps | install_help | install_mcp_servers | install_python_mcp | install_python_playwright | install_slurm | install_python_k8s_validate | install_wayland)
+    install_sight | install_chromium | install_libreoffice | install_apps | install_help | install_mcp_servers | install_python_mcp | install_python_playwright | install_slurm | install_python_k8s_validate | install_wayland)
       "$1"
       ;;
     *)
-      echo "usage: $0 [install_chromium|install_libreoffice|install_apps|install_help|install_mcp_servers|install_python_mcp|install_python_playwright|install_slurm|install_python_k8s_validate|install_wayland]" >&2
+      echo "usage: $0 [install_sight|install_chromium|install_libreoffice|install_apps|install_help|install_mcp_servers|install_python_mcp|install_python_playwright|install_slurm|install_python_k8s_validate|install_wayland]" >&2
       exit 2
       ;;
   esac

@@ -17,7 +17,8 @@ fi
 
 # shellcheck source=scripts/test-deps.sh
 source scripts/test-deps.sh
-echo "== test dependencies (Chromium, the MCP reference servers, the Python mcp client)"
+echo "== test dependencies (Tesseract and libclang for the build, Chromium, the MCP reference servers, the Python mcp client)"
+install_sight
 install_chromium
 install_libreoffice
 install_apps
@@ -41,6 +42,9 @@ scripts/desktop-session.sh up >/dev/null
 # shellcheck disable=SC1091
 source "$UFO_SESSION_DIR/env"
 export UFO_LIVE_TESTS=1 UFO_BROWSER_TESTS=1 UFO_PEER_TESTS=1 UFO_HELP_TESTS=1
+# Debian's libtesseract uses OpenMP, which reads this only when a process starts: without it
+# text detection runs 3-4 times slower on a busy machine (docs/sight.md).
+export OMP_THREAD_LIMIT=1
 
 # KWin's screencast is built and tested (the `pipewire` feature of ufo-linux and ufo)
 PIPEWIRE="ufo-linux/pipewire,ufo/pipewire"
