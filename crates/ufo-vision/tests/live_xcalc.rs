@@ -98,11 +98,11 @@ fn xcalc_keys_are_read_by_their_labels() {
         boxes.len()
     );
     for digit in ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"] {
-        let key = boxes.iter().find(|b| b.text == digit);
-        assert!(
-            key.is_some_and(|b| b.kind == DetectedKind::FramedText),
-            "key {digit} not read as a framed label: {labels:?}"
-        );
+        // The display shows a "0" too: the key is the framed one.
+        let key = boxes
+            .iter()
+            .any(|b| b.text == digit && b.kind == DetectedKind::FramedText);
+        assert!(key, "key {digit} not read as a framed label: {labels:?}");
     }
     let words = ["AC", "sin", "cos", "tan", "log", "STO", "RCL", "SUM", "EXC"];
     let read = words.iter().filter(|w| labels.contains(w)).count();
