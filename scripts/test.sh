@@ -56,9 +56,14 @@ echo "== cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # and with KWin's screencast (the `pipewire` feature; scripts/test-deps.sh install_wayland)
 cargo clippy --workspace --all-targets --locked --features "$PIPEWIRE" -- -D warnings
+# the engine and the worker behind ufo-vision's `tesseract` feature (docs/sight.md)
+cargo clippy -p ufo-vision --all-targets --features tesseract --locked -- -D warnings
 
 echo "== cargo test"
+# the text detection worker, next to target/debug/ufo where ufo looks for it first
+cargo build -p ufo-vision --features tesseract --bin ufo-sight --locked
 cargo test --workspace --locked --features "$PIPEWIRE"
+cargo test -p ufo-vision --features tesseract --locked
 
 echo "== Wayland live tests (sway headless, then KWin virtual; one session at a time)"
 # A compositor as an unprivileged user with its own session bus; the tests, apart from the X

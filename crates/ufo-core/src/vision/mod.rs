@@ -193,8 +193,10 @@ pub enum DetectRequest {
     ReadText,
 }
 
-/// Why a detection failed. Each message says what to do.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a detection failed. Each message says what to do. Serialisable so a worker process
+/// can send it back as it is (docs/sight.md, "The worker").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum DetectError {
     /// The pixels given cannot be read as the region described.
     #[error("detection refused the image: {0}")]
