@@ -262,22 +262,30 @@ fn read_text(
 ) -> Result<Vec<DetectedBox>, DetectError> {
     let mut clean = polarity(gray);
     remove_lines(&mut clean, s.line_len);
-    let Some((ink, at)) = tight(&clean, 8) else {
-        return Ok(Vec::new());
-    };
-    // One line of UI text is well under 60 px high with its padding.
-    let mode = if ink.h <= 60 {
-        Segmentation::Line
-    } else {
-        Segmentation::Block
-    };
-    let once = engine.read(&ink, mode, 1, at)?;
-    let twice = engine.read(&upscale2(&ink), mode, 2, at)?;
-    let best = if mean_confidence(&twice) > mean_confidence(&once) {
-        twice
-    } else {
-        once
-    };
+    // The pixels as they are, lines removed, too: polarity normalisation next to a thick
+    // frame (a calculator's display) can blur a small bitmap font's strokes.
+    let mut plain = gray.clone();
+    remove_lines(&mut plain, s.line_len);
+    let mut best: Vec<TsvWord> = Vec::new();
+    for img in [&clean, &plain] {
+        let Some((ink, at)) = tight(img, 8) else {
+            continue;
+        };
+        // One line of UI text is well under 60 px high with its padding.
+        let mode = if ink.h <= 60 {
+            Segmentation::Line
+        } else {
+            Segmentation::Block
+        };
+        for read in [
+            engine.read(&ink, mode, 1, at)?,
+            engine.read(&upscale2(&ink), mode, 2, at)?,
+        ] {
+            if mean_confidence(&read) > mean_confidence(&best) {
+                best = read;
+            }
+        }
+    }
     Ok(text_box(best).into_iter().collect())
 }
 
