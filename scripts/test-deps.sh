@@ -111,7 +111,8 @@ _apt_install_missing() {
 
 install_sight() {
   _apt_install_missing install_sight libtesseract-dev libleptonica-dev tesseract-ocr-eng pkg-config \
-    libclang1-14 libclang-common-14-dev fonts-dejavu-core fonts-liberation2 x11-apps
+    libclang1-14 libclang-common-14-dev fonts-dejavu-core fonts-liberation2 x11-apps \
+    tesseract-ocr imagemagick python3-tk
 }
 
 install_apps() {

@@ -115,6 +115,30 @@ pub struct LinuxConfig {
     pub launch_as: Option<LaunchUser>,
     /// How the KWin display connects to the compositor (`None`: `UnixStream::connect` here).
     pub wayland_connector: Option<std::sync::Arc<dyn WaylandConnector>>,
+    /// Sight (docs/sight.md): the detector the binary gives and when it reads; `None`: no
+    /// text is read in the pixels.
+    pub sight: Option<Sight>,
+}
+
+/// Sight's part of the configuration: the detector (a port: this crate never names an
+/// engine) and `[vision] mode`.
+#[derive(Clone)]
+pub struct Sight {
+    /// Reads a region's pixels (the binary gives the `ufo-sight` worker, cached).
+    pub detector: std::sync::Arc<dyn ufo_core::vision::Detector>,
+    /// `auto`, `always` or `off`.
+    pub mode: ufo_core::vision::VisionMode,
+    /// When a tree is sparse and which regions are opaque.
+    pub policy: ufo_core::vision::DetectPolicy,
+}
+
+impl std::fmt::Debug for Sight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sight")
+            .field("mode", &self.mode)
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for LinuxConfig {
@@ -147,6 +171,7 @@ impl Default for LinuxConfig {
             session_bus: None,
             launch_as: None,
             wayland_connector: None,
+            sight: None,
         }
     }
 }

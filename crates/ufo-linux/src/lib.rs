@@ -62,7 +62,7 @@ pub use launch::toolkit;
 
 pub use config::{
     default_launch_table, libreoffice_gtk3_installed, program_of, DisplayChoice, LaunchUser,
-    LinuxConfig, WaylandConnector, WaylandStream,
+    LinuxConfig, Sight, WaylandConnector, WaylandStream,
 };
 pub use controls::ControlDetail;
 pub use desktop::LinuxDesktop;
@@ -187,6 +187,10 @@ pub async fn inspect(
         }
         if !d.actions.is_empty() {
             line.push_str(&format!(" actions={}", d.actions.join("|")));
+        }
+        // read in the pixels, not named by the tree (docs/sight.md)
+        if !c.source.is_tree() {
+            line.push_str(" source=ocr");
         }
         lines.push(line);
     }

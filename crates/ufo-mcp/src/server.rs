@@ -640,6 +640,10 @@ fn describe(obs: &WindowObservation, images: &[&str]) -> String {
             {
                 m.extend(states);
             }
+            // read in the pixels (docs/sight.md); tree controls say nothing, as before
+            if let (Value::Object(m), false) = (&mut v, c.source.is_tree()) {
+                m.insert("source".into(), json!(c.source));
+            }
             v
         })
         .collect();

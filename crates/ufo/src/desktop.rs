@@ -4,6 +4,7 @@
 //! person's Wayland session); and what names a private desktop (`private`, `private:sway`,
 //! `private:kwin`; docs/desktop.md).
 
+use crate::sight::VisionSettings;
 use anyhow::{anyhow, Context, Result};
 use ufo_core::Desktop;
 
@@ -105,6 +106,7 @@ pub(crate) async fn open_desktop(
     spec: &str,
     launch: &[(String, String)],
     remote: &Remote,
+    vision: &VisionSettings,
 ) -> Result<Box<dyn Desktop>> {
     if let Some(url) = spec.strip_prefix("remote:") {
         return Ok(Box::new(connect_remote(url, remote).await?));
@@ -115,7 +117,7 @@ pub(crate) async fn open_desktop(
         return Ok(Box::new(sim));
     }
     if let Some(display) = live_display(spec) {
-        return Ok(Box::new(connect_linux(display, launch).await?));
+        return Ok(Box::new(connect_linux(display, launch, vision).await?));
     }
     if let Some(kind) = private_kind(spec) {
         let kind = kind?;
@@ -132,14 +134,18 @@ pub(crate) async fn open_desktop(
 }
 
 /// Connect to this Linux session's accessibility bus and display (X11, else Wayland).
-pub(crate) async fn connect_live(launch: &[(String, String)]) -> Result<ufo_linux::LinuxDesktop> {
-    connect_linux(ufo_linux::DisplayChoice::Auto, launch).await
+pub(crate) async fn connect_live(
+    launch: &[(String, String)],
+    vision: &VisionSettings,
+) -> Result<ufo_linux::LinuxDesktop> {
+    connect_linux(ufo_linux::DisplayChoice::Auto, launch, vision).await
 }
 
 /// Connect to this Linux session's accessibility bus and the `display` chosen.
 pub(crate) async fn connect_linux(
     display: ufo_linux::DisplayChoice,
     launch: &[(String, String)],
+    vision: &VisionSettings,
 ) -> Result<ufo_linux::LinuxDesktop> {
     let wayland = matches!(display, ufo_linux::DisplayChoice::Wayland { .. });
     let mut config = ufo_linux::LinuxConfig {
@@ -154,6 +160,7 @@ pub(crate) async fn connect_linux(
         config.launch_as = Some(launch_user(&user)?);
     }
     config.wayland_connector = wayland_connector(config.launch_as.as_ref());
+    config.sight = vision.sight();
     ufo_linux::LinuxDesktop::connect(config).await.map_err(|e| {
         let hint = if wayland {
             "is a Wayland compositor running, with WAYLAND_DISPLAY set? (for a headless one: \

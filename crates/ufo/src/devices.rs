@@ -292,6 +292,7 @@ fn absolute_sim(spec: &str) -> String {
 pub(crate) async fn open(
     devices: &[DeviceSpec],
     launch: &[(String, String)],
+    vision: &crate::sight::VisionSettings,
 ) -> Result<MultiDesktop> {
     let mut opened = Vec::with_capacity(devices.len());
     for d in devices {
@@ -313,7 +314,7 @@ pub(crate) async fn open(
         } else {
             d.spec.as_str()
         };
-        let desktop = crate::desktop::open_desktop(spec, launch, &remote)
+        let desktop = crate::desktop::open_desktop(spec, launch, &remote, vision)
             .await
             .map_err(|e| anyhow!("device {}: {e:#}", d.name))?;
         opened.push(Device {

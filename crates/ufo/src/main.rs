@@ -63,6 +63,7 @@ mod session;
 mod session_knowledge;
 mod sharing;
 mod shell_off;
+mod sight;
 mod trajectory;
 mod user;
 mod wayland_connect;

@@ -64,6 +64,7 @@ const LAYERS: &[Layers] = &[
                 "private",
                 "devices",
                 "wayland_connect",
+                "sight",
             ],
             // settings and the plans the command line resolves into
             &["config"],

@@ -391,8 +391,14 @@ fn sensitive_reason(
 
 /// One control as the AppAgent prompt's control list gets it.
 fn prompt_control(label: usize, c: &Control) -> Value {
-    json!({"label": label, "role": c.role, "name": c.name, "value": c.value,
-           "enabled": c.enabled, "states": state_words(&c.states)})
+    let mut v = json!({"label": label, "role": c.role, "name": c.name, "value": c.value,
+           "enabled": c.enabled, "states": state_words(&c.states)});
+    // only a control read in the pixels says where it comes from: prompts of runs without
+    // detection stay as they were (docs/sight.md)
+    if let (false, Some(o)) = (c.source.is_tree(), v.as_object_mut()) {
+        o.insert("source".into(), json!(c.source));
+    }
+    v
 }
 
 /// The states a model sees beside a control (`focused`, `checked`, ...), in a fixed order.

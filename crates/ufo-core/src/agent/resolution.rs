@@ -207,6 +207,10 @@ pub fn control_line(label: usize, c: &Control, states: &[&str]) -> String {
     if !states.is_empty() {
         line.push_str(&format!(" [{}]", states.join(", ")));
     }
+    // read in the pixels (docs/sight.md): the model may see a misread or an approximate box
+    if !c.source.is_tree() {
+        line.push_str(" (read in the pixels)");
+    }
     line
 }
 

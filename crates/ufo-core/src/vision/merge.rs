@@ -43,6 +43,22 @@ pub fn detected_id(rect: Rect) -> String {
     format!("ocr:{},{},{},{}", rect.x, rect.y, rect.w, rect.h)
 }
 
+/// The rectangle an `ocr:x,y,w,h` id names ([`detected_id`]), or `None` for any other id. A
+/// caller may also name any region of a window this way, to read its text (docs/sight.md,
+/// "Acting").
+pub fn parse_detected_id(id: &str) -> Option<Rect> {
+    let rest = id.strip_prefix("ocr:")?;
+    let mut parts = rest.split(',').map(str::trim);
+    let x = parts.next()?.parse().ok()?;
+    let y = parts.next()?.parse().ok()?;
+    let w: u32 = parts.next()?.parse().ok()?;
+    let h: u32 = parts.next()?.parse().ok()?;
+    if parts.next().is_some() || w == 0 || h == 0 {
+        return None;
+    }
+    Some(Rect::new(x, y, w, h))
+}
+
 /// A detected box as a control of the observation, with source [`ControlSource::Ocr`].
 pub fn detected_control(b: &DetectedBox) -> Control {
     Control {
@@ -253,6 +269,36 @@ mod tests {
             enabled: true,
             states: ControlStates::default(),
             source: ControlSource::Tree,
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn a_detected_id_names_its_rectangle(x in any::<i32>(), y in any::<i32>(), w in 1u32.., h in 1u32..) {
+            let r = Rect::new(x, y, w, h);
+            prop_assert_eq!(parse_detected_id(&detected_id(r)), Some(r));
+        }
+
+        #[test]
+        fn any_other_text_names_no_rectangle_or_a_checked_one(s in ".{0,40}") {
+            if let Some(r) = parse_detected_id(&s) {
+                prop_assert!(r.w > 0 && r.h > 0);
+                prop_assert!(s.starts_with("ocr:"));
+            }
+        }
+    }
+
+    #[test]
+    fn malformed_region_ids_are_refused() {
+        for bad in [
+            "ocr:",
+            "ocr:1,2,3",
+            "ocr:1,2,0,4",
+            "ocr:1,2,3,4,5",
+            "x:1,2,3,4",
+            "ocr:a,2,3,4",
+        ] {
+            assert_eq!(parse_detected_id(bad), None, "{bad}");
         }
     }
 

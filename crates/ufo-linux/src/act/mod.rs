@@ -5,6 +5,7 @@
 //! and gives its observation made ahead back as a value (`settle::Settled`).
 
 mod cells;
+mod detected;
 mod dropdown;
 mod input;
 pub(crate) mod modal;

@@ -14,6 +14,7 @@ use crate::apps::web;
 use crate::controls::CtlInfo;
 use crate::display::keys::{char_keysym, parse_keys, sym, KeyStep};
 use crate::display::{position_unknown, WinId};
+use crate::observe::is_detected;
 use crate::observe::loading::may_navigate;
 use crate::vocab::{action, iface, role, WEB_DOCUMENTS};
 use crate::LinuxError;
@@ -141,14 +142,17 @@ impl Actor<'_> {
             .await?;
         let t_settle = Instant::now();
         if !matches!(action, UiAction::ReadText) {
-            let probe = ctl.as_ref().map(|c| (c.bus.as_str(), c.path.as_str()));
+            let probe = ctl
+                .as_ref()
+                .filter(|c| !is_detected(c))
+                .map(|c| (c.bus.as_str(), c.path.as_str()));
             let settled = self.settler.settle_after(watched, start, probe).await;
             *self.ahead.lock() = settled.seen;
         }
         log_phases(t0, t_start, t_action, t_settle);
         // a search box's page answers the text a while after the window settled (search.rs)
         if let (Some(c), UiAction::SetText { .. } | UiAction::TypeKeys { .. }) = (&ctl, action) {
-            if self.wait_for_search_answer(c).await {
+            if !is_detected(c) && self.wait_for_search_answer(c).await {
                 // (the observation made while the action settled is of the page before)
                 self.ahead.lock().take();
             }
@@ -164,6 +168,9 @@ impl Actor<'_> {
         action: &UiAction,
         in_dialog: bool,
     ) -> Result<String, LinuxError> {
+        if let Some(c) = ctl.filter(|c| is_detected(c)) {
+            return self.act_on_detected(xid, c, action).await;
+        }
         let need = || {
             ctl.ok_or_else(|| LinuxError::Unsupported(format!("{} needs a control", action.name())))
         };
@@ -204,6 +211,10 @@ impl Actor<'_> {
         control_id: &str,
     ) -> Result<CtlInfo, LinuxError> {
         let known = self.controls.lock().by_id.get(control_id).cloned();
+        // read in the pixels: no tree node to check or to ask for its actions
+        if let Some(c) = known.as_ref().filter(|c| is_detected(c)) {
+            return Ok(c.clone());
+        }
         if let Some(mut c) = known {
             // the engine's observation leaves action names to the action that needs them;
             // they are read with the check (one round trip to the application, not two)
@@ -221,6 +232,10 @@ impl Actor<'_> {
                 c.actions = actions;
             }
             return Ok(c);
+        }
+        // a region of the window named by its rectangle (`ocr:x,y,w,h`): read or clicked there
+        if let Some(region) = self.region_control(window, control_id).await? {
+            return Ok(region);
         }
         // not seen yet (or the window changed): observe once and look again
         self.observer.observe(window, true).await?;

@@ -21,6 +21,9 @@ pub(crate) struct Mark {
     pub h: u32,
     /// The label number drawn.
     pub label: usize,
+    /// Read in the pixels (docs/sight.md): drawn with a dashed inner outline too, so the
+    /// model tells it from a tree control.
+    pub detected: bool,
 }
 
 /// The capture with numbered boxes drawn on it, as PNG.
@@ -41,7 +44,34 @@ pub(crate) fn annotated_png(img: &RgbImage, marks: &[Mark]) -> Result<Vec<u8>, L
         })
         .collect();
     shared::draw_annotations(&mut rgba, &labels);
+    for m in marks.iter().filter(|m| m.detected) {
+        dash_inside(&mut rgba, m);
+    }
     Ok(shared::encode_png(&rgba)?)
+}
+
+/// Dashes (4 on, 4 off, alternating black and white so they show on any background) two
+/// pixels inside a detected box's outline.
+fn dash_inside(img: &mut RgbaImage, m: &Mark) {
+    const BLACK: [u8; 4] = [0, 0, 0, 255];
+    const WHITE: [u8; 4] = [255, 255, 255, 255];
+    let (x0, y0) = (i64::from(m.x) + 2, i64::from(m.y) + 2);
+    let (x1, y1) = (
+        i64::from(m.x) + i64::from(m.w) - 3,
+        i64::from(m.y) + i64::from(m.h) - 3,
+    );
+    if x1 <= x0 || y1 <= y0 {
+        return;
+    }
+    let colour = |i: i64| if (i / 4) % 2 == 0 { BLACK } else { WHITE };
+    for x in x0..=x1 {
+        img.put(x, y0, colour(x - x0));
+        img.put(x, y1, colour(x - x0));
+    }
+    for y in y0..=y1 {
+        img.put(x0, y, colour(y - y0));
+        img.put(x1, y, colour(y - y0));
+    }
 }
 
 /// Encode an RGB capture as PNG (fast compression: screenshots are taken every step).
@@ -80,6 +110,7 @@ mod tests {
                 w: 40,
                 h: 30,
                 label: 1,
+                detected: false,
             }],
         )
         .expect("png");

@@ -119,6 +119,7 @@ pub(super) async fn labelled_screenshots(
                 w: r.w,
                 h: r.h,
                 label: i + 1,
+                detected: !f.detail.control.source.is_tree(),
             }
         })
         .collect();

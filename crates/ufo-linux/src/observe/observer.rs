@@ -64,6 +64,10 @@ pub struct ObservationStats {
     pub document_candidates: usize,
     /// See [`Self::document_candidates`].
     pub document_controls: usize,
+    /// Controls read in the pixels and listed after the tree's (docs/sight.md).
+    pub detected: usize,
+    /// Time spent reading the pixels (0 when they were not read).
+    pub sight: Duration,
 }
 
 /// A full observation: what the engine gets plus details for `inspect` and benchmarks.

@@ -212,7 +212,16 @@ impl Observer<'_> {
         stats.capture = capture_time;
         stats.load_wait = load_wait;
         warnings.append(&mut load.notes);
-        let fetched = arrange(groups, &attached, modal.is_some());
+        let mut fetched = arrange(groups, &attached, modal.is_some());
+        self.add_detected(
+            img.as_ref().ok(),
+            area.unwrap_or_default(),
+            main.id,
+            &mut fetched,
+            &mut warnings,
+            &mut stats,
+        )
+        .await;
         if fetched.is_empty() && main_bus.is_some() {
             warnings.extend(established_hint(main.pid, stats.document_nodes));
         }

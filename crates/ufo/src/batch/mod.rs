@@ -843,6 +843,7 @@ fn task_session(args: &BatchPlan, task: &Task, llm: String, trajectory: &Path) -
         answers: None,
         requests: None,
         config: args.config.clone(),
+        vision: None,
         record: None,
         remote: args.remote.clone(),
         access: Access::default(),
@@ -865,7 +866,12 @@ async fn task_desktop(
         return Ok((Arc::new(remote), Vec::new()));
     }
     let display = crate::desktop::live_display(&args.desktop).unwrap_or_default();
-    let live = crate::desktop::connect_linux(display, &prepared.settings.launch).await?;
+    let live = crate::desktop::connect_linux(
+        display,
+        &prepared.settings.launch,
+        &prepared.settings.vision,
+    )
+    .await?;
     let launch = live
         .config()
         .launch

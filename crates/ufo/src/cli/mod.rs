@@ -124,6 +124,11 @@ pub struct InspectArgs {
     /// The remote desktop's token and certificate.
     #[command(flatten)]
     pub remote: RemoteArgs,
+
+    /// When text is read in a window's pixels where its accessibility tree is silent
+    /// (docs/sight.md): over `[vision] mode` and `UFO_VISION`.
+    #[arg(long, value_name = "auto|always|off", value_parser = parse_vision)]
+    pub vision: Option<ufo_core::vision::VisionMode>,
 }
 
 /// Options of `ufo resume`.
@@ -248,6 +253,11 @@ pub struct RunArgs {
     /// Configuration file (ufo.toml). Environment variables UFO_* and flags override it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+
+    /// When text is read in a window's pixels where its accessibility tree is silent
+    /// (docs/sight.md): over `[vision] mode` and `UFO_VISION`.
+    #[arg(long, value_name = "auto|always|off", value_parser = parse_vision)]
+    pub vision: Option<ufo_core::vision::VisionMode>,
 
     /// Record every model request and response into this folder, for `--llm replay:DIR`.
     #[arg(long, value_name = "DIR")]
@@ -514,4 +524,9 @@ pub struct ServeArgs {
     /// adds to the built-in one for `launch_app`. Its other keys are checked but unused.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+}
+
+/// `--vision auto|always|off`.
+fn parse_vision(v: &str) -> Result<ufo_core::vision::VisionMode, String> {
+    crate::sight::parse_mode("--vision", v).map_err(|e| e.to_string())
 }

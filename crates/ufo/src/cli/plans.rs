@@ -62,6 +62,7 @@ impl RunArgs {
             answers: self.answers,
             requests: self.requests,
             config: self.config,
+            vision: self.vision,
             record: self.record,
             access: self.access.into(),
             output: self.output.into(),
@@ -108,6 +109,7 @@ impl FollowArgs {
                 force: self.force,
                 max_steps: self.max_steps,
                 max_rounds: Some(1),
+                vision: None,
                 confirm: self.confirm.map(Into::into),
                 answers: None,
                 requests: None,
@@ -181,6 +183,7 @@ impl InspectArgs {
             desktop: self.desktop,
             remote,
             devices,
+            vision: self.vision,
         }
     }
 }

@@ -78,7 +78,7 @@ async fn resolve_press(
 async fn record(args: &RecordArgs, cancel: &AtomicBool) -> Result<()> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let desktop = crate::desktop::connect_live(&[]).await?;
+    let desktop = crate::desktop::connect_live(&[], &crate::sight::VisionSettings::off()).await?;
     let recorder = InputRecorder::start().map_err(|e| {
         anyhow!("cannot read the input of the desktop: {e}; `ufo doctor` checks the session")
     })?;

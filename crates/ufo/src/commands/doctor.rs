@@ -86,7 +86,12 @@ pub async fn run(window: Option<&str>) -> ExitCode {
         crate::output::outln!("{problems} problem(s) in the session; windows not checked");
         return ExitCode::from(1);
     }
-    let desktop = match crate::desktop::connect_live(&[]).await {
+    let desktop = match crate::desktop::connect_live(
+        &[],
+        &crate::sight::VisionSettings::from_env(None).unwrap_or_default(),
+    )
+    .await
+    {
         Ok(d) => d,
         Err(e) => {
             print(&ufo_linux::doctor::Finding {

@@ -7,6 +7,7 @@ use crate::config::plan::InspectPlan;
 use crate::desktop::{connect_linux, live_display, open_desktop};
 use crate::exit::EXIT_USAGE;
 use crate::output;
+use crate::sight::VisionSettings;
 
 /// `ufo inspect [WINDOW]`: a window's controls as the agent sees them, and the annotated
 /// screenshot.
@@ -14,7 +15,14 @@ pub(crate) async fn command(args: &InspectPlan) -> ExitCode {
     let Some(display) = live_display(&args.desktop).filter(|_| args.devices.is_empty()) else {
         return inspect_other(args).await;
     };
-    let desktop = match connect_linux(display, &[]).await {
+    let vision = match VisionSettings::from_env(args.vision) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let desktop = match connect_linux(display, &[], &vision).await {
         Ok(d) => d,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -52,10 +60,13 @@ pub(crate) async fn command(args: &InspectPlan) -> ExitCode {
 /// titles labelled with their device, as a session sees them).
 async fn open_inspected(args: &InspectPlan) -> anyhow::Result<Box<dyn ufo_core::Desktop>> {
     if args.devices.is_empty() {
-        return open_desktop(&args.desktop, &[], &args.remote).await;
+        let vision = VisionSettings::from_env(args.vision)?;
+        return open_desktop(&args.desktop, &[], &args.remote, &vision).await;
     }
     let devices = crate::devices::resolve(&args.devices, &Default::default(), &args.remote)?;
-    Ok(Box::new(crate::devices::open(&devices, &[]).await?))
+    Ok(Box::new(
+        crate::devices::open(&devices, &[], &VisionSettings::from_env(args.vision)?).await?,
+    ))
 }
 
 /// `ufo inspect --desktop sim:FILE|remote:URL [WINDOW]`: without a window, the windows (one
@@ -93,8 +104,13 @@ fn print_controls(obs: &ufo_core::WindowObservation) {
             .as_deref()
             .map(|v| format!(" value={:?}", ufo_core::inert(v)))
             .unwrap_or_default();
+        let source = if c.source.is_tree() {
+            ""
+        } else {
+            " source=ocr"
+        };
         output::outln!(
-            "[{}] {} {:?} @{},{} {}x{}{value}",
+            "[{}] {} {:?} @{},{} {}x{}{value}{source}",
             n + 1,
             c.role,
             ufo_core::inert(&c.name),

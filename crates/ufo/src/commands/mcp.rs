@@ -15,16 +15,20 @@ pub async fn run(a: McpServePlan) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let desktop: Arc<dyn ufo_core::Desktop> =
-        match crate::desktop::open_desktop(&a.desktop, &launch, &crate::desktop::Remote::default())
-            .await
-        {
-            Ok(d) => Arc::from(d),
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                return ExitCode::from(2);
-            }
-        };
+    let desktop: Arc<dyn ufo_core::Desktop> = match crate::desktop::open_desktop(
+        &a.desktop,
+        &launch,
+        &crate::desktop::Remote::default(),
+        &crate::sight::VisionSettings::from_env(None).unwrap_or_default(),
+    )
+    .await
+    {
+        Ok(d) => Arc::from(d),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
     match ufo_mcp::serve_stdio(desktop, a.allow_actions, a.allow_shell).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -67,6 +67,7 @@ pub(crate) fn session_plan(args: ResumePlan) -> Result<SessionPlan> {
         answers: args.answers.clone(),
         requests: None,
         config,
+        vision: None,
         record: None,
         access,
         output: args.output,

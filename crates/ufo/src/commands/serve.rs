@@ -134,7 +134,9 @@ async fn open_served(
     spec: &str,
     launch: &[(String, String)],
 ) -> anyhow::Result<Arc<dyn ufo_core::Desktop>> {
-    let d = crate::desktop::open_desktop(spec, launch, &crate::desktop::Remote::default()).await?;
+    let vision = crate::sight::VisionSettings::from_env(None)?;
+    let d = crate::desktop::open_desktop(spec, launch, &crate::desktop::Remote::default(), &vision)
+        .await?;
     Ok(Arc::from(d))
 }
 

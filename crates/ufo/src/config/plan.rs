@@ -75,6 +75,8 @@ pub(crate) struct SessionPlan {
     pub(crate) requests: Option<PathBuf>,
     /// The configuration file, when given.
     pub(crate) config: Option<PathBuf>,
+    /// `--vision`, when given.
+    pub(crate) vision: Option<ufo_core::vision::VisionMode>,
     /// Where to record the model's requests and responses.
     pub(crate) record: Option<PathBuf>,
     /// Who may reach it; shell commands.
@@ -182,6 +184,8 @@ pub(crate) struct InspectPlan {
     pub(crate) remote: Remote,
     /// `--device` values.
     pub(crate) devices: Vec<String>,
+    /// `--vision`, when given.
+    pub(crate) vision: Option<ufo_core::vision::VisionMode>,
 }
 
 /// `ufo mcp serve`: the desktop served over stdio and what its clients may do.

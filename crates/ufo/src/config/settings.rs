@@ -58,6 +58,8 @@ struct FileConfig {
     knowledge: Option<crate::config::knowledge::KnowledgeSection>,
     /// Devices by name (`[devices]`), for `--device NAME`.
     devices: Option<std::collections::BTreeMap<String, toml::Value>>,
+    /// Sight (`[vision]`): text read in the pixels where the tree is silent.
+    vision: Option<crate::sight::VisionSection>,
 }
 
 /// Everything `ufo run` needs, resolved.
@@ -88,6 +90,8 @@ pub struct Settings {
     pub knowledge: Option<crate::config::knowledge::KnowledgeSettings>,
     /// The `[devices]` table: device name -> how to reach it.
     pub devices: std::collections::BTreeMap<String, crate::devices::DeviceSpec>,
+    /// Sight (`[vision]`, `UFO_VISION`, `--vision`).
+    pub vision: crate::sight::VisionSettings,
     /// What a configuration file or variable did to the CONFIRM gate (weakened it, or tried
     /// to and was overruled by a flag): printed on stderr, one warning each.
     pub warnings: Vec<String>,
@@ -237,6 +241,11 @@ pub fn resolve(args: &SessionPlan, env: &dyn Fn(&str) -> Option<String>) -> Resu
     check_prices(&prices)?;
     let (llm, app_llm) = model_specs(args, &mut file)?;
     let knowledge = knowledge_settings(file.knowledge.take().unwrap_or_default(), env)?;
+    let vision = crate::sight::VisionSettings::resolve(
+        file.vision.take().unwrap_or_default(),
+        env,
+        args.vision,
+    )?;
     let devices = match file.devices.take() {
         Some(entries) => {
             let base = path
@@ -256,6 +265,7 @@ pub fn resolve(args: &SessionPlan, env: &dyn Fn(&str) -> Option<String>) -> Resu
         None => Default::default(),
     };
     Ok(Settings {
+        vision,
         devices,
         knowledge,
         config: c,

@@ -162,15 +162,22 @@ async fn open_session_desktop(
 ) -> Result<(Arc<dyn Desktop>, Option<Arc<dyn control::Screen>>)> {
     if !devices.is_empty() {
         return Ok((
-            Arc::new(crate::devices::open(devices, &settings.launch).await?),
+            Arc::new(crate::devices::open(devices, &settings.launch, &settings.vision).await?),
             None,
         ));
     }
     if desktop_kind(args, devices) == control::DesktopKind::Private {
-        let live = Arc::new(crate::desktop::connect_live(&settings.launch).await?);
+        let live =
+            Arc::new(crate::desktop::connect_live(&settings.launch, &settings.vision).await?);
         return Ok((live.clone(), Some(live)));
     }
-    let desktop = open_desktop(&args.desktop, &settings.launch, &args.remote).await?;
+    let desktop = open_desktop(
+        &args.desktop,
+        &settings.launch,
+        &args.remote,
+        &settings.vision,
+    )
+    .await?;
     Ok((Arc::from(desktop), None))
 }
 

@@ -1,0 +1,201 @@
+//! Sight in the observation (docs/sight.md, "When" and "Merged with the tree"): after the
+//! tree's controls are arranged, the window's capture is read where `when_to_detect` says,
+//! and what the detector finds where no tree control lies is listed after the tree's
+//! controls, with source `ocr`. The capture is the one the observation already took through
+//! the display seam, so X11 and the Wayland displays get the same.
+
+use std::time::Instant;
+
+use ufo_core::vision::{
+    merge_with_tree, when_to_detect, DetectDecision, DetectError, DetectRequest, DetectedBox,
+    PixelFormat, RegionImage,
+};
+use ufo_core::{Control, Rect};
+
+use super::observer::{ObservationStats, Observer};
+use crate::controls::{ControlDetail, CtlInfo, Fetched, Seen};
+use crate::display::pixels::RgbImage;
+use crate::display::WinId;
+
+/// The prefix of a detected control's id (`ufo_core::vision::merge::detected_id`): the
+/// actions know it has no tree node and act at its rectangle.
+pub(crate) const DETECTED_ID_PREFIX: &str = "ocr:";
+
+/// Whether a control known to the actions was read in the pixels (no tree node behind it).
+pub(crate) fn is_detected(c: &CtlInfo) -> bool {
+    c.bus.is_empty() && c.path.starts_with(DETECTED_ID_PREFIX)
+}
+
+impl Observer<'_> {
+    /// Add what the pixels show where the tree is silent to `fetched` (arranged tree
+    /// controls of the window at `area`, captured as `img`). A failed read is a warning: the
+    /// tree's controls stand.
+    pub(super) async fn add_detected(
+        &self,
+        img: Option<&RgbImage>,
+        area: Rect,
+        window: WinId,
+        fetched: &mut Vec<Fetched>,
+        warnings: &mut Vec<String>,
+        stats: &mut ObservationStats,
+    ) {
+        let (Some(sight), Some(img)) = (&self.config.sight, img) else {
+            return;
+        };
+        let tree: Vec<Control> = fetched.iter().map(|f| f.detail.control.clone()).collect();
+        let regions = match when_to_detect(sight.mode, area, &tree, false, &sight.policy) {
+            DetectDecision::Detect { regions, .. } => regions,
+            DetectDecision::Skip(_) => return,
+        };
+        let t = Instant::now();
+        let mut boxes: Vec<DetectedBox> = Vec::new();
+        for region in regions {
+            let Some(pixels) = crop(img, area, region) else {
+                continue;
+            };
+            match sight
+                .detector
+                .detect(&pixels, DetectRequest::Controls)
+                .await
+            {
+                Ok(mut b) => boxes.append(&mut b),
+                Err(e) => {
+                    warnings.push(detect_warning(&e));
+                    break;
+                }
+            }
+        }
+        let n_tree = tree.len();
+        let added: Vec<Control> = merge_with_tree(tree, &boxes)
+            .into_iter()
+            .skip(n_tree)
+            .collect();
+        stats.detected = added.len();
+        stats.sight = t.elapsed();
+        fetched.extend(added.into_iter().map(|c| detected_fetched(c, window)));
+    }
+}
+
+/// The warning for a failed read: the error already says what to do.
+fn detect_warning(e: &DetectError) -> String {
+    format!("the window's pixels were not read, only its accessibility tree is listed: {e}")
+}
+
+/// A detected control as the actions know it: no bus or path (the id, in `path`, marks it),
+/// its rectangle, its window.
+fn detected_fetched(control: Control, window: WinId) -> Fetched {
+    let info = CtlInfo {
+        bus: String::new(),
+        path: control.id.clone(),
+        name: control.name.clone(),
+        rect: control.rect,
+        actions: Vec::new(),
+        ifaces: 0,
+        states: 0,
+        window,
+        seen: Seen {
+            role: 0,
+            name: control.name.clone(),
+            label: 0,
+        },
+    };
+    Fetched {
+        detail: ControlDetail {
+            control,
+            states: Vec::new(),
+            actions: Vec::new(),
+        },
+        info,
+    }
+}
+
+/// The pixels of `region` (screen coordinates) cut from `img`, the capture of `area`; `None`
+/// when they do not overlap.
+pub(crate) fn crop(img: &RgbImage, area: Rect, region: Rect) -> Option<RegionImage> {
+    let x0 = region.x.max(area.x);
+    let y0 = region.y.max(area.y);
+    let right = |r: Rect| i64::from(r.x) + i64::from(r.w);
+    let bottom = |r: Rect| i64::from(r.y) + i64::from(r.h);
+    let x1 = right(region)
+        .min(right(area))
+        .min(i64::from(area.x) + i64::from(img.width));
+    let y1 = bottom(region)
+        .min(bottom(area))
+        .min(i64::from(area.y) + i64::from(img.height));
+    let (w, h) = (x1 - i64::from(x0), y1 - i64::from(y0));
+    if w <= 0 || h <= 0 {
+        return None;
+    }
+    let (w, h) = (w as usize, h as usize);
+    let (ox, oy) = ((x0 - area.x) as usize, (y0 - area.y) as usize);
+    let stride = img.width as usize * 3;
+    let mut out = Vec::with_capacity(w * h * 3);
+    for row in oy..oy + h {
+        let start = row * stride + ox * 3;
+        out.extend_from_slice(img.data.get(start..start + w * 3)?);
+    }
+    RegionImage::new((x0, y0), w as u32, h as u32, PixelFormat::Rgb8, out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn img(w: u32, h: u32) -> RgbImage {
+        // each pixel's red is its x, green its y
+        let mut data = Vec::new();
+        for y in 0..h {
+            for x in 0..w {
+                data.extend_from_slice(&[x as u8, y as u8, 0]);
+            }
+        }
+        RgbImage {
+            width: w,
+            height: h,
+            data,
+        }
+    }
+
+    #[test]
+    fn a_region_is_cut_from_the_capture_in_screen_coordinates() {
+        let area = Rect::new(100, 50, 20, 10);
+        let r = crop(&img(20, 10), area, Rect::new(105, 52, 3, 2)).expect("inside");
+        assert_eq!(r.rect(), Rect::new(105, 52, 3, 2));
+        assert_eq!(
+            &r.pixels()[..3],
+            &[5, 2, 0],
+            "its first pixel is the capture's (5, 2)"
+        );
+        assert_eq!(
+            &r.pixels()[15..],
+            &[7, 3, 0],
+            "its last the capture's (7, 3)"
+        );
+    }
+
+    #[test]
+    fn a_region_is_clipped_to_the_capture_and_outside_is_nothing() {
+        let area = Rect::new(0, 0, 20, 10);
+        let r = crop(&img(20, 10), area, Rect::new(15, -5, 50, 50)).expect("overlaps");
+        assert_eq!(r.rect(), Rect::new(15, 0, 5, 10));
+        assert!(crop(&img(20, 10), area, Rect::new(30, 0, 5, 5)).is_none());
+        // a capture smaller than the area it claims does not read past its end
+        let r = crop(&img(10, 10), area, area).expect("the captured part");
+        assert_eq!(r.rect(), Rect::new(0, 0, 10, 10));
+    }
+
+    #[test]
+    fn a_detected_control_is_known_by_its_id_without_a_node() {
+        let c = ufo_core::vision::merge::detected_control(&DetectedBox {
+            text: "7".into(),
+            rect: Rect::new(1, 2, 3, 4),
+            confidence: 0.9,
+            kind: ufo_core::vision::DetectedKind::FramedText,
+            words: Vec::new(),
+        });
+        let f = detected_fetched(c, WinId(5));
+        assert!(is_detected(&f.info));
+        assert_eq!(f.info.path, "ocr:1,2,3,4");
+        assert_eq!(f.detail.control.role, "button");
+    }
+}
