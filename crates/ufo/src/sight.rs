@@ -101,6 +101,62 @@ impl VisionSettings {
     }
 }
 
+/// What `ufo doctor` says of sight: `(ok, what, fix)`. The worker is found and asked to load
+/// its engine and model (`ufo-sight --check`, at most 10 s); sight is optional, so this is a
+/// note, never a failed check.
+pub async fn doctor_note(settings: &VisionSettings) -> (bool, String, Option<String>) {
+    if settings.mode == VisionMode::Off {
+        return (
+            true,
+            "text detection is off ([vision] mode or UFO_VISION)".into(),
+            None,
+        );
+    }
+    let worker = match ufo_vision::find_worker(settings.worker.as_deref()) {
+        Ok(w) => w,
+        Err(e) => {
+            return (
+                false,
+                "text detection is off: no ufo-sight worker next to ufo or on PATH".into(),
+                Some(format!("{e}")),
+            )
+        }
+    };
+    let check = tokio::process::Command::new(&worker)
+        .arg("--check")
+        .env("OMP_THREAD_LIMIT", "1")
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(Duration::from_secs(10), check).await {
+        Ok(Ok(out)) if out.status.success() => (
+            true,
+            format!(
+                "text detection ready: {}",
+                String::from_utf8_lossy(&out.stdout).trim()
+            ),
+            None,
+        ),
+        Ok(Ok(out)) => (
+            false,
+            format!("the worker {} cannot read", worker.display()),
+            Some(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+        ),
+        Ok(Err(e)) => (
+            false,
+            format!("the worker {} does not start ({e})", worker.display()),
+            Some(format!("install {}", ufo_vision::WORKER_INSTALL)),
+        ),
+        Err(_) => (
+            false,
+            format!(
+                "the worker {} did not answer --check in 10 s",
+                worker.display()
+            ),
+            Some("run it by hand with --check to see why".into()),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -290,3 +290,109 @@ fn xcalc_computes_12_times_7_by_its_detected_keys() {
         "off ufo, xcalc's window does not show 84: {words:?}"
     );
 }
+
+/// The Tk program of [`a_tk_program_is_driven_by_name_through_detected_boxes`]: a label and
+/// an entry (with the focus), two buttons, a list and a File menu; each event is appended to
+/// the log file (argv[2]). Tk exports no accessibility tree.
+const TK_APP: &str = r#"
+import sys, tkinter as tk
+title, log = sys.argv[1], sys.argv[2]
+def note(s):
+    with open(log, "a") as f: f.write(s + "\n")
+root = tk.Tk(); root.title(title); root.geometry("420x320+40+40")
+menubar = tk.Menu(root); filem = tk.Menu(menubar, tearoff=0)
+filem.add_command(label="Save report", command=lambda: note("menu: save report"))
+menubar.add_cascade(label="File", menu=filem); root.config(menu=menubar)
+tk.Label(root, text="Your name:", font=("DejaVu Sans", 12)).place(x=20, y=20)
+entry = tk.Entry(root, font=("DejaVu Sans", 12), width=16); entry.place(x=140, y=20)
+tk.Button(root, text="Greet", font=("DejaVu Sans", 12),
+          command=lambda: note("greet: " + entry.get())).place(x=20, y=70)
+tk.Button(root, text="Clear all", font=("DejaVu Sans", 12),
+          command=lambda: note("clear")).place(x=120, y=70)
+lb = tk.Listbox(root, font=("DejaVu Sans", 12), height=4, exportselection=False)
+for fruit in ["apple", "banana", "cherry"]: lb.insert("end", fruit)
+lb.place(x=20, y=130)
+lb.bind("<<ListboxSelect>>",
+        lambda e: note("select: " + ",".join(lb.get(i) for i in lb.curselection())))
+entry.focus_set()
+note("ready")
+root.mainloop()
+"#;
+
+/// The log's lines once it holds `want` (bounded), or what it held.
+fn log_lines(log: &Path, want: &str) -> Vec<String> {
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let lines: Vec<String> = std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        if lines.iter().any(|l| l == want) || Instant::now() > end {
+            return lines;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Issue 44: a Tk program (no tree) driven by name through the boxes ufo reads in its
+/// pixels: keys typed to the focused entry, a button, a list row and a menu entry clicked by
+/// their text; each effect checked in the program's own log, not through ufo.
+#[test]
+fn a_tk_program_is_driven_by_name_through_detected_boxes() {
+    if !require_live("a_tk_program_is_driven_by_name_through_detected_boxes") || worker().is_none()
+    {
+        return;
+    }
+    let Some(python) = require_peer(
+        PathBuf::from("/usr/bin/python3"),
+        "python3",
+        "install_sight",
+    ) else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let log = tmp.path().join("events.log");
+    let title = format!("tk-sight-{}", std::process::id());
+    let child = Command::new(python)
+        .args(["-c", TK_APP, &title])
+        .arg(&log)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3 starts");
+    let _app = ProcessGuard::new(title.clone(), Some(child));
+    assert!(
+        log_lines(&log, "ready").contains(&"ready".to_string()),
+        "the Tk program did not start: is python3-tk installed (scripts/test-deps.sh install_sight)?"
+    );
+    let mut server = Server::start(tmp.path());
+    server.detected_until(&title, "Greet", Duration::from_secs(30));
+    let mut act = |args: Value| {
+        let (err, text) = server.call("act", args.clone());
+        assert!(!err, "{args}: {text}");
+    };
+    // the entry has the focus: keys go there whichever control names the window
+    act(
+        json!({"window": title, "name": "Your name:", "function": "type_keys",
+               "args": {"keys": "Ada"}}),
+    );
+    act(json!({"window": title, "name": "Greet", "function": "click"}));
+    act(json!({"window": title, "name": "banana", "function": "click"}));
+    act(json!({"window": title, "name": "File", "function": "click"}));
+    server.detected_until(&title, "Save report", Duration::from_secs(10));
+    let (err, text) = server.call(
+        "act",
+        json!({"window": title, "name": "Save report", "function": "click"}),
+    );
+    assert!(!err, "Save report: {text}");
+    let lines = log_lines(&log, "menu: save report");
+    for want in ["greet: Ada", "select: banana", "menu: save report"] {
+        assert!(
+            lines.iter().any(|l| l == want),
+            "the Tk program did not log {want:?}: {lines:?}"
+        );
+    }
+}

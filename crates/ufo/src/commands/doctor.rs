@@ -54,6 +54,22 @@ async fn wayland_notes() {
     }
 }
 
+/// Whether windows without an accessibility tree can be read in their pixels (docs/sight.md):
+/// a note that never fails the check, with how to get the worker when it is missing.
+async fn sight_note() {
+    let settings = crate::sight::VisionSettings::from_env(None).unwrap_or_default();
+    let (ok, what, fix) = crate::sight::doctor_note(&settings).await;
+    let tag = if ok {
+        "note    "
+    } else {
+        "note     (optional)"
+    };
+    crate::output::outln!("{tag} {}", ufo_core::inert(&what));
+    if let Some(fix) = fix {
+        crate::output::outln!("  fix:   {}", ufo_core::inert(&fix));
+    }
+}
+
 /// What `ufo doctor` says of Wayland beside X11.
 #[derive(Debug, PartialEq, Eq)]
 enum WaylandNote {
@@ -82,6 +98,7 @@ pub async fn run(window: Option<&str>) -> ExitCode {
     }
     let mut problems = session.iter().filter(|f| !f.ok).count();
     wayland_notes().await;
+    sight_note().await;
     if problems > 0 {
         crate::output::outln!("{problems} problem(s) in the session; windows not checked");
         return ExitCode::from(1);
