@@ -1119,6 +1119,30 @@ mod tests {
 
     const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
 
+    /// A control read in the pixels says so (docs/sight.md); a tree control's JSON is as it
+    /// was, without `source`.
+    #[test]
+    fn a_detected_control_is_described_with_its_source() {
+        let tree: ufo_core::Control =
+            serde_json::from_value(json!({"id": "ok", "role": "button", "name": "OK"}))
+                .expect("a control");
+        let mut ocr = tree.clone();
+        ocr.id = "ocr:1,2,3,4".into();
+        ocr.source = ufo_core::ports::ControlSource::Ocr;
+        let obs = WindowObservation {
+            window: serde_json::from_value(json!({"id": "0x1", "title": "t", "app_name": "a",
+                                                  "process": "p"}))
+            .expect("a window"),
+            controls: vec![tree, ocr],
+            screenshot: None,
+            annotated: None,
+            warnings: Vec::new(),
+        };
+        let v: Value = serde_json::from_str(&describe(&obs, &[])).expect("JSON");
+        assert!(v["controls"][0].get("source").is_none(), "{v}");
+        assert_eq!(v["controls"][1]["source"], "ocr", "{v}");
+    }
+
     fn server() -> DesktopServer {
         let desktop = ufo_desktop::SimDesktop::from_json_str(SCENARIO).expect("scenario");
         DesktopServer::new(Arc::new(desktop), false)

@@ -245,7 +245,16 @@ fn brief(c: &Control) -> String {
     if c.name.trim().is_empty() {
         return c.role.clone();
     }
-    format!("{} {}", c.role, quoted(&c.name))
+    // text read in the pixels (docs/sight.md): the evidence says where it was read
+    let read = if c.source.is_tree() {
+        String::new()
+    } else {
+        format!(
+            " read in the pixels at {},{} {}x{}",
+            c.rect.x, c.rect.y, c.rect.w, c.rect.h
+        )
+    };
+    format!("{} {}{read}", c.role, quoted(&c.name))
 }
 
 fn quoted(s: &str) -> String {
@@ -350,6 +359,22 @@ mod tests {
             d.line(),
             "Since your last action: 2 appeared (button \"OK\", dialog \"Save As\"), \
              1 disappeared (button \"Cancel\"), 1 changed (edit \"Display\": \"12\" → \"12×\")"
+        );
+    }
+
+    /// A calculator's display read in the pixels: its old text goes, its new text appears,
+    /// each with where it was read.
+    #[test]
+    fn text_read_in_the_pixels_says_where_it_was_read() {
+        let mut zero = ctl("ocr:728,328,8,13", "label", "0", None, 700);
+        zero.source = crate::ports::ControlSource::Ocr;
+        let mut result = ctl("ocr:720,328,16,13", "label", "84", None, 690);
+        result.source = crate::ports::ControlSource::Ocr;
+        let d = diff(&[zero], &[result]);
+        assert_eq!(
+            d.line(),
+            "Since your last action: 1 appeared (label \"84\" read in the pixels at 690,10 40x20), \
+             1 disappeared (label \"0\" read in the pixels at 700,10 40x20)"
         );
     }
 

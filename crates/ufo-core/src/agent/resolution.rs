@@ -735,6 +735,20 @@ mod tests {
     use crate::ports::Rect;
     use proptest::prelude::*;
 
+    /// The model is told which controls were read in the pixels; tree lines are unchanged.
+    #[test]
+    fn a_detected_control_line_says_it_was_read_in_the_pixels() {
+        let mut c: Control =
+            serde_json::from_value(serde_json::json!({"id": "7", "role": "button", "name": "7"}))
+                .expect("a control");
+        assert_eq!(control_line(3, &c, &[]), "[3] button \"7\"");
+        c.source = crate::ports::ControlSource::Ocr;
+        assert_eq!(
+            control_line(3, &c, &[]),
+            "[3] button \"7\" (read in the pixels)"
+        );
+    }
+
     fn c(role: &str, name: &str, focused: bool) -> Control {
         Control {
             source: Default::default(),
