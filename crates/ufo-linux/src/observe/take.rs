@@ -213,6 +213,10 @@ impl Observer<'_> {
         stats.load_wait = load_wait;
         warnings.append(&mut load.notes);
         let mut fetched = arrange(groups, &attached, modal.is_some());
+        // the toolkit's fix is said for an empty tree, whatever the pixels show
+        if fetched.is_empty() && main_bus.is_some() {
+            warnings.extend(established_hint(main.pid, stats.document_nodes));
+        }
         self.add_detected(
             img.as_ref().ok(),
             area.unwrap_or_default(),
@@ -222,9 +226,6 @@ impl Observer<'_> {
             &mut stats,
         )
         .await;
-        if fetched.is_empty() && main_bus.is_some() {
-            warnings.extend(established_hint(main.pid, stats.document_nodes));
-        }
         let t_enc = Instant::now();
         let (screenshot, annotated) =
             labelled_screenshots(img, &fetched, area.unwrap_or_default(), &mut warnings).await;
