@@ -13,9 +13,9 @@ use ufo_core::vision::{
 use ufo_core::{Control, Rect};
 
 use super::observer::{ObservationStats, Observer};
-use crate::controls::{ControlDetail, CtlInfo, Fetched, Seen};
+use crate::controls::{self, ControlDetail, CtlInfo, Fetched};
 use crate::display::pixels::RgbImage;
-use crate::display::WinId;
+use crate::display::{DisplayWindow, WinId};
 
 /// The prefix of a detected control's id (`ufo_core::vision::merge::detected_id`): the
 /// actions know it has no tree node and act at its rectangle.
@@ -26,22 +26,54 @@ pub(crate) fn is_detected(c: &CtlInfo) -> bool {
     c.bus.is_empty() && c.path.starts_with(DETECTED_ID_PREFIX)
 }
 
+/// What the observation saw of the window, for [`Observer::add_detected`].
+pub(super) struct Seen<'a> {
+    /// Its capture (`None`: no screenshot, nothing to read).
+    pub img: Option<&'a RgbImage>,
+    /// Where it is on the screen.
+    pub area: Rect,
+    /// Its id.
+    pub window: WinId,
+    /// Its attached dialogs: their controls come from their own trees.
+    pub attached: &'a [DisplayWindow],
+    /// A modal dialog is open: the window's own controls are not listed, read or not.
+    pub modal: bool,
+}
+
+/// Whether `r`'s centre lies inside `d`.
+fn centre_inside(r: Rect, d: Rect) -> bool {
+    let (cx, cy) = (
+        2 * i64::from(r.x) + i64::from(r.w),
+        2 * i64::from(r.y) + i64::from(r.h),
+    );
+    cx >= 2 * i64::from(d.x)
+        && cy >= 2 * i64::from(d.y)
+        && cx < 2 * (i64::from(d.x) + i64::from(d.w))
+        && cy < 2 * (i64::from(d.y) + i64::from(d.h))
+}
+
 impl Observer<'_> {
     /// Add what the pixels show where the tree is silent to `fetched` (arranged tree
     /// controls of the window at `area`, captured as `img`). A failed read is a warning: the
     /// tree's controls stand.
     pub(super) async fn add_detected(
         &self,
-        img: Option<&RgbImage>,
-        area: Rect,
-        window: WinId,
+        seen: Seen<'_>,
         fetched: &mut Vec<Fetched>,
         warnings: &mut Vec<String>,
         stats: &mut ObservationStats,
     ) {
-        let (Some(sight), Some(img)) = (&self.config.sight, img) else {
+        let Seen {
+            img,
+            area,
+            window,
+            attached,
+            modal,
+        } = seen;
+        let (Some(sight), Some(img), false) = (&self.config.sight, img, modal) else {
             return;
         };
+        let dialogs: Vec<Rect> = attached.iter().filter_map(|w| w.area).collect();
         let tree: Vec<Control> = fetched.iter().map(|f| f.detail.control.clone()).collect();
         let regions = match when_to_detect(sight.mode, area, &tree, false, &sight.policy) {
             DetectDecision::Detect { regions, .. } => regions,
@@ -65,6 +97,7 @@ impl Observer<'_> {
                 }
             }
         }
+        boxes.retain(|b| !dialogs.iter().any(|d| centre_inside(b.rect, *d)));
         let n_tree = tree.len();
         let added: Vec<Control> = merge_with_tree(tree, &boxes)
             .into_iter()
@@ -93,7 +126,7 @@ fn detected_fetched(control: Control, window: WinId) -> Fetched {
         ifaces: 0,
         states: 0,
         window,
-        seen: Seen {
+        seen: controls::Seen {
             role: 0,
             name: control.name.clone(),
             label: 0,
@@ -182,6 +215,14 @@ mod tests {
         // a capture smaller than the area it claims does not read past its end
         let r = crop(&img(10, 10), area, area).expect("the captured part");
         assert_eq!(r.rect(), Rect::new(0, 0, 10, 10));
+    }
+
+    #[test]
+    fn a_box_is_inside_a_dialog_by_its_centre() {
+        let dialog = Rect::new(100, 100, 200, 100);
+        assert!(centre_inside(Rect::new(90, 140, 40, 10), dialog));
+        assert!(!centre_inside(Rect::new(60, 140, 40, 10), dialog));
+        assert!(!centre_inside(Rect::new(150, 195, 20, 20), dialog));
     }
 
     #[test]

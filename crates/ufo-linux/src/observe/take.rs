@@ -217,15 +217,15 @@ impl Observer<'_> {
         if fetched.is_empty() && main_bus.is_some() {
             warnings.extend(established_hint(main.pid, stats.document_nodes));
         }
-        self.add_detected(
-            img.as_ref().ok(),
-            area.unwrap_or_default(),
-            main.id,
-            &mut fetched,
-            &mut warnings,
-            &mut stats,
-        )
-        .await;
+        let seen = super::sight::Seen {
+            img: img.as_ref().ok(),
+            area: area.unwrap_or_default(),
+            window: main.id,
+            attached: &attached,
+            modal: modal.is_some(),
+        };
+        self.add_detected(seen, &mut fetched, &mut warnings, &mut stats)
+            .await;
         let t_enc = Instant::now();
         let (screenshot, annotated) =
             labelled_screenshots(img, &fetched, area.unwrap_or_default(), &mut warnings).await;
