@@ -19,6 +19,11 @@ pub(crate) mod role {
     use super::Role;
 
     pub const INVALID: u32 = Role::Invalid as u32;
+    pub const ANIMATION: u32 = Role::Animation as u32;
+    pub const CANVAS: u32 = Role::Canvas as u32;
+    pub const EMBEDDED: u32 = Role::Embedded as u32;
+    pub const IMAGE: u32 = Role::Image as u32;
+    pub const VIDEO: u32 = Role::Video as u32;
     pub const ALERT: u32 = Role::Alert as u32;
     pub const CHECK_BOX: u32 = Role::CheckBox as u32;
     pub const CHECK_MENU_ITEM: u32 = Role::CheckMenuItem as u32;
@@ -291,6 +296,17 @@ pub(crate) const LISTS: Roles = Roles::of(&[
     role::TREE,
     role::TREE_TABLE,
     role::LIST_BOX,
+]);
+
+/// Drawn content whose inside the tree does not describe (a canvas, an image, an embedded
+/// object): sight reads such a node where it is not a control (docs/sight.md, "When").
+pub(crate) const SILENT: Roles = Roles::of(&[
+    role::ANIMATION,
+    role::CANVAS,
+    role::DRAWING_AREA,
+    role::EMBEDDED,
+    role::IMAGE,
+    role::VIDEO,
 ]);
 
 /// Tables a cell belongs to (its row is folded into one control).

@@ -180,16 +180,37 @@ pub enum DetectDecision {
     Skip(SkipReason),
 }
 
+/// What the observation knows of a window beside its listed controls, for [`when_to_detect`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Hints<'a> {
+    /// The model asked to read the window's pixels.
+    pub model_asked: bool,
+    /// Screen rectangles of nodes the tree marks as drawn content (a web page's `<canvas>`, an
+    /// image) that take no input and so are not listed as controls.
+    pub silent: &'a [Rect],
+}
+
+impl Hints<'static> {
+    /// Only whether the model asked; no silent regions.
+    pub const fn asked(model_asked: bool) -> Self {
+        Self {
+            model_asked,
+            silent: &[],
+        }
+    }
+}
+
 /// Whether to read a window's pixels and where (docs/sight.md, "When"). Only tree controls
 /// (source [`ControlSource::Tree`]) count. In [`VisionMode::Auto`]: the whole window when the
-/// model asked or the tree is sparse for the window's area; else the opaque controls (canvas,
-/// image, ...) of at least [`DetectPolicy::min_opaque_side`] that hold no other control;
-/// else nothing, so a window with a full tree costs nothing.
+/// model asked or the tree is sparse for the window's area; else the opaque regions (opaque
+/// controls such as a canvas or an image, and the [`Hints::silent`] ones) of at least
+/// [`DetectPolicy::min_opaque_side`] that hold no other control; else nothing, so a window
+/// with a full tree costs nothing.
 pub fn when_to_detect(
     mode: VisionMode,
     window: Rect,
     controls: &[Control],
-    model_asked: bool,
+    hints: Hints<'_>,
     policy: &DetectPolicy,
 ) -> DetectDecision {
     if mode == VisionMode::Off {
@@ -202,7 +223,7 @@ pub fn when_to_detect(
         reason,
         regions: vec![window],
     };
-    match (mode, model_asked) {
+    match (mode, hints.model_asked) {
         (VisionMode::Always, _) => return whole(DetectReason::Always),
         (_, true) => return whole(DetectReason::ModelAsked),
         _ => {}
@@ -219,7 +240,7 @@ pub fn when_to_detect(
             expected,
         });
     }
-    let opaque = opaque_regions(&tree, policy);
+    let opaque = opaque_regions(&tree, hints.silent, policy);
     if opaque.is_empty() {
         DetectDecision::Skip(SkipReason::TreeSuffices)
     } else {
@@ -230,27 +251,48 @@ pub fn when_to_detect(
     }
 }
 
-/// The rectangles of opaque controls large enough to read that hold no other control's centre.
-fn opaque_regions(tree: &[&Control], policy: &DetectPolicy) -> Vec<Rect> {
-    let centre_in = |r: Rect, c: &Control| {
-        let (cx, cy) = (
-            2 * i64::from(c.rect.x) + i64::from(c.rect.w),
-            2 * i64::from(c.rect.y) + i64::from(c.rect.h),
-        );
-        let (x1, y1) = (2 * i64::from(r.x), 2 * i64::from(r.y));
-        let (x2, y2) = (x1 + 2 * i64::from(r.w), y1 + 2 * i64::from(r.h));
-        cx >= x1 && cx < x2 && cy >= y1 && cy < y2
-    };
-    tree.iter()
+/// The rectangles of opaque controls and silent regions large enough to read that hold no
+/// other control's centre (a silent region also lies in no control), each rectangle once.
+fn opaque_regions(tree: &[&Control], silent: &[Rect], policy: &DetectPolicy) -> Vec<Rect> {
+    let large = |r: &Rect| r.w >= policy.min_opaque_side && r.h >= policy.min_opaque_side;
+    let from_tree = tree
+        .iter()
         .filter(|c| OPAQUE.contains(&c.role.trim().to_ascii_lowercase().as_str()))
-        .filter(|c| c.rect.w >= policy.min_opaque_side && c.rect.h >= policy.min_opaque_side)
+        .filter(|c| large(&c.rect))
         .filter(|o| {
             !tree
                 .iter()
-                .any(|c| !std::ptr::eq(*c, **o) && centre_in(o.rect, c))
+                .any(|c| !std::ptr::eq(*c, **o) && centre_in(o.rect, c.rect))
         })
-        .map(|c| c.rect)
-        .collect()
+        .map(|c| c.rect);
+    // a drawn node inside a control (a button's icon) is that control's
+    let from_hints = silent
+        .iter()
+        .filter(|r| large(r))
+        .filter(|r| {
+            !tree
+                .iter()
+                .any(|c| centre_in(**r, c.rect) || centre_in(c.rect, **r))
+        })
+        .copied();
+    let mut out: Vec<Rect> = Vec::new();
+    for r in from_tree.chain(from_hints) {
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// Whether the centre of `c` lies inside `r` (doubled coordinates: no rounding).
+fn centre_in(r: Rect, c: Rect) -> bool {
+    let (cx, cy) = (
+        2 * i64::from(c.x) + i64::from(c.w),
+        2 * i64::from(c.y) + i64::from(c.h),
+    );
+    let (x1, y1) = (2 * i64::from(r.x), 2 * i64::from(r.y));
+    let (x2, y2) = (x1 + 2 * i64::from(r.w), y1 + 2 * i64::from(r.h));
+    cx >= x1 && cx < x2 && cy >= y1 && cy < y2
 }
 
 #[cfg(test)]
@@ -362,26 +404,26 @@ mod tests {
             .map(|i| ctl("button", &format!("b{i}"), Rect::new(i * 60, 0, 50, 20)))
             .collect();
         assert_eq!(
-            when_to_detect(VisionMode::Off, window, &[], true, &p),
+            when_to_detect(VisionMode::Off, window, &[], Hints::asked(true), &p),
             DetectDecision::Skip(SkipReason::Off)
         );
         assert_eq!(
-            when_to_detect(VisionMode::Auto, window, &full, false, &p),
+            when_to_detect(VisionMode::Auto, window, &full, Hints::asked(false), &p),
             DetectDecision::Skip(SkipReason::TreeSuffices)
         );
         assert!(matches!(
-            when_to_detect(VisionMode::Auto, window, &[], false, &p),
+            when_to_detect(VisionMode::Auto, window, &[], Hints::asked(false), &p),
             DetectDecision::Detect { reason: DetectReason::SparseTree { controls: 0, expected: 5 }, regions } if regions == vec![window]
         ));
         assert!(matches!(
-            when_to_detect(VisionMode::Auto, window, &full, true, &p),
+            when_to_detect(VisionMode::Auto, window, &full, Hints::asked(true), &p),
             DetectDecision::Detect {
                 reason: DetectReason::ModelAsked,
                 ..
             }
         ));
         assert!(matches!(
-            when_to_detect(VisionMode::Always, window, &full, false, &p),
+            when_to_detect(VisionMode::Always, window, &full, Hints::asked(false), &p),
             DetectDecision::Detect {
                 reason: DetectReason::Always,
                 ..
@@ -392,7 +434,13 @@ mod tests {
         with_canvas.push(ctl("canvas", "", canvas));
         with_canvas.push(ctl("image", "logo", Rect::new(600, 600, 8, 8)));
         assert_eq!(
-            when_to_detect(VisionMode::Auto, window, &with_canvas, false, &p),
+            when_to_detect(
+                VisionMode::Auto,
+                window,
+                &with_canvas,
+                Hints::asked(false),
+                &p
+            ),
             DetectDecision::Detect {
                 reason: DetectReason::Opaque,
                 regions: vec![canvas]
@@ -401,8 +449,77 @@ mod tests {
         // A canvas the tree describes (a control inside it) is not read.
         with_canvas.push(ctl("button", "in", Rect::new(150, 150, 40, 20)));
         assert_eq!(
-            when_to_detect(VisionMode::Auto, window, &with_canvas, false, &p),
+            when_to_detect(
+                VisionMode::Auto,
+                window,
+                &with_canvas,
+                Hints::asked(false),
+                &p
+            ),
             DetectDecision::Skip(SkipReason::TreeSuffices)
+        );
+    }
+
+    #[test]
+    fn a_silent_region_the_tree_does_not_list_is_read_in_auto() {
+        let window = Rect::new(0, 0, 1280, 800);
+        let p = DetectPolicy::default();
+        let full: Vec<Control> = (0..20)
+            .map(|i| ctl("button", &format!("b{i}"), Rect::new(i * 60, 0, 50, 20)))
+            .collect();
+        let canvas = Rect::new(100, 100, 400, 300);
+        let tiny = Rect::new(600, 600, 8, 8);
+        let silent = [canvas, tiny, canvas];
+        let hints = Hints {
+            model_asked: false,
+            silent: &silent,
+        };
+        // read once, the small one left out
+        assert_eq!(
+            when_to_detect(VisionMode::Auto, window, &full, hints, &p),
+            DetectDecision::Detect {
+                reason: DetectReason::Opaque,
+                regions: vec![canvas]
+            }
+        );
+        assert_eq!(
+            when_to_detect(VisionMode::Off, window, &full, hints, &p),
+            DetectDecision::Skip(SkipReason::Off)
+        );
+        // a listed control inside it: the tree describes it
+        let mut inside = full.clone();
+        inside.push(ctl("button", "in", Rect::new(150, 150, 40, 20)));
+        assert_eq!(
+            when_to_detect(VisionMode::Auto, window, &inside, hints, &p),
+            DetectDecision::Skip(SkipReason::TreeSuffices)
+        );
+        // an icon inside a button, off the button's centre: the button's
+        let icon = Rect::new(700, 300, 24, 24);
+        let mut with_button = full.clone();
+        with_button.push(ctl("button", "Refresh", Rect::new(690, 295, 120, 34)));
+        let icons = [icon];
+        assert_eq!(
+            when_to_detect(
+                VisionMode::Auto,
+                window,
+                &with_button,
+                Hints {
+                    model_asked: false,
+                    silent: &icons
+                },
+                &p
+            ),
+            DetectDecision::Skip(SkipReason::TreeSuffices)
+        );
+        // the same canvas listed by the tree and hinted: one region
+        let mut listed = full.clone();
+        listed.push(ctl("canvas", "", canvas));
+        assert_eq!(
+            when_to_detect(VisionMode::Auto, window, &listed, hints, &p),
+            DetectDecision::Detect {
+                reason: DetectReason::Opaque,
+                regions: vec![canvas]
+            }
         );
     }
 
@@ -445,11 +562,11 @@ mod tests {
             with_seen.extend(seen.iter().map(|r| detected_control(&found("x", *r))));
             let empty = window.w == 0 || window.h == 0;
             prop_assert_eq!(
-                when_to_detect(VisionMode::Off, window, &with_seen, asked, &p),
+                when_to_detect(VisionMode::Off, window, &with_seen, Hints::asked(asked), &p),
                 DetectDecision::Skip(SkipReason::Off)
             );
             for mode in [VisionMode::Always, VisionMode::Auto] {
-                let d = when_to_detect(mode, window, &with_seen, asked, &p);
+                let d = when_to_detect(mode, window, &with_seen, Hints::asked(asked), &p);
                 if empty {
                     prop_assert_eq!(d, DetectDecision::Skip(SkipReason::EmptyWindow));
                     continue;
@@ -458,7 +575,39 @@ mod tests {
                     let whole = matches!(&d, DetectDecision::Detect { regions, .. } if *regions == vec![window]);
                     prop_assert!(whole, "{:?}", d);
                 }
-                prop_assert_eq!(d, when_to_detect(mode, window, &tree, asked, &p));
+                prop_assert_eq!(d, when_to_detect(mode, window, &tree, Hints::asked(asked), &p));
+            }
+        }
+
+        #[test]
+        fn opaque_regions_are_large_unlisted_inside_and_each_read_once(
+            tree in prop::collection::vec((rect(), any::<bool>()), 20..30),
+            silent in prop::collection::vec(rect(), 0..12),
+        ) {
+            let p = DetectPolicy { area_per_control: 1_000_000, ..DetectPolicy::default() };
+            let window = Rect::new(0, 0, 1280, 800);
+            let tree: Vec<Control> = tree.into_iter().enumerate()
+                .map(|(i, (r, canvas))| ctl(if canvas { "canvas" } else { "button" }, &format!("t{i}"), r))
+                .collect();
+            let hints = Hints { model_asked: false, silent: &silent };
+            let d = when_to_detect(VisionMode::Auto, window, &tree, hints, &p);
+            let apart = |r: &Rect| !tree.iter().any(|c| centre_in(*r, c.rect) || centre_in(c.rect, *r));
+            let readable = silent.iter().any(|r| {
+                r.w >= p.min_opaque_side && r.h >= p.min_opaque_side && apart(r)
+            });
+            let DetectDecision::Detect { reason, regions } = d else {
+                prop_assert!(!readable, "a readable silent region was skipped: {:?}", d);
+                return Ok(());
+            };
+            for r in silent.iter().filter(|r| r.w >= p.min_opaque_side && r.h >= p.min_opaque_side
+                && apart(r)) {
+                prop_assert!(regions.contains(r), "{:?} not read", r);
+            }
+            prop_assert_eq!(reason, DetectReason::Opaque);
+            for (i, r) in regions.iter().enumerate() {
+                prop_assert!(r.w >= p.min_opaque_side && r.h >= p.min_opaque_side);
+                prop_assert!(!regions[..i].contains(r), "{:?} twice", r);
+                prop_assert!(silent.contains(r) || tree.iter().any(|c| c.role == "canvas" && c.rect == *r));
             }
         }
 

@@ -24,8 +24,8 @@ use crate::ports::Rect;
 pub use cache::{CacheStats, CachedDetector, TileHashes};
 pub use group::{filter_words, group_words, GroupRule};
 pub use merge::{
-    iou, merge_with_tree, when_to_detect, DetectDecision, DetectPolicy, DetectReason, SkipReason,
-    VisionMode,
+    iou, merge_with_tree, when_to_detect, DetectDecision, DetectPolicy, DetectReason, Hints,
+    SkipReason, VisionMode,
 };
 
 /// The largest side of a region a detector accepts, in pixels: bounds the memory one request

@@ -9,7 +9,7 @@ use crate::apps::office;
 use crate::names::{self, clean_name, collapse_ws};
 use crate::vocab::{
     iface, role, state, BUTTONS, CONTAINERS, FIELDS, INTERACTIVE, ITEMS, MENU_ITEMS,
-    PAGE_CONTAINERS, TABLES, TEXTUAL, WINDOWS,
+    PAGE_CONTAINERS, SILENT, TABLES, TEXTUAL, WINDOWS,
 };
 
 /// Most labels near a field whose relations are asked when the field has none itself.
@@ -53,10 +53,7 @@ pub(super) fn collect_candidates(
 ) -> (Vec<Candidate>, bool, usize) {
     let uses_showing = uses_showing(tree, frame);
     let visible = |n: &Node| {
-        (n.has(state::VISIBLE)
-            && (!uses_showing || n.has(state::SHOWING) || passes_through(tree, n))
-            && !n.has(state::DEFUNCT))
-            || crate::apps::menus::shown_in_open_menu(open_menus, n)
+        shown(tree, n, uses_showing) || crate::apps::menus::shown_in_open_menu(open_menus, n)
     };
     let mut out = Vec::new();
     let mut stack: Vec<String> = tree.kids(frame).iter().rev().cloned().collect();
@@ -83,6 +80,32 @@ pub(super) fn collect_candidates(
         }
     }
     (out, false, repeats)
+}
+
+/// Whether a node is drawn: visible, showing where the toolkit marks what is shown (or
+/// passed through on the way to what is), not defunct.
+fn shown(tree: &AppTree, n: &Node, uses_showing: bool) -> bool {
+    n.has(state::VISIBLE)
+        && (!uses_showing || n.has(state::SHOWING) || passes_through(tree, n))
+        && !n.has(state::DEFUNCT)
+}
+
+/// Shown nodes under the frame whose inside the tree does not describe (a web page's
+/// `<canvas>`, an image: [`SILENT`]) and that are not controls, at most `max` of them, for
+/// sight to read (docs/sight.md, "When"). Looks at no more than `max_nodes` nodes.
+pub(super) fn silent_nodes<'t>(
+    tree: &'t AppTree,
+    frame: &str,
+    max_nodes: usize,
+    max: usize,
+) -> Vec<&'t Node> {
+    let uses_showing = uses_showing(tree, frame);
+    tree.subtree(frame, max_nodes)
+        .into_iter()
+        .filter(|n| SILENT.contains(n.role) && n.ifaces & iface::COMPONENT != 0)
+        .filter(|n| shown(tree, n, uses_showing) && candidate(tree, n, frame).is_none())
+        .take(max)
+        .collect()
 }
 
 /// A visible node as a candidate control, when it is one: interactive by its role, a

@@ -44,6 +44,8 @@ pub(super) struct ReadWindows {
     /// A window whose accessible frame was not found (not on the bus yet, or not told apart
     /// from its siblings yet): its controls are not listed, and it is looked at again.
     pub(super) frame_missing: bool,
+    /// Drawn nodes the trees do not list, for sight (`Observer::silent_regions`).
+    pub(super) silent: Vec<Rect>,
 }
 
 impl Observer<'_> {
@@ -60,6 +62,7 @@ impl Observer<'_> {
             trees: HashMap::new(),
             stats: ObservationStats::default(),
             warnings,
+            silent: Vec::new(),
         };
         let mut frames: HashMap<WinId, String> = HashMap::new();
         let mut frame_missing = false;
@@ -117,6 +120,7 @@ impl Observer<'_> {
             main_bus,
             modal,
             frame_missing,
+            silent: reading.silent,
         }
     }
 
@@ -233,6 +237,7 @@ impl Observer<'_> {
             trees,
             stats,
             warnings,
+            silent,
         } = reading;
         let w = sought.window;
         let t = Instant::now();
@@ -266,6 +271,8 @@ impl Observer<'_> {
         let (results, offset, win_rect, t_details) = self
             .placed(place, &candidates, with_actions, warnings)
             .await;
+        let drawn = self.silent_regions(bus, (tree, &frame), offset, win_rect);
+        silent.extend(drawn.await);
         let in_pages = web_document_paths(tree, &frame, self.config.walk_max_nodes);
         for (c, r) in candidates.iter().zip(&results) {
             if in_pages.contains(c.node.path.as_str()) {
@@ -542,6 +549,7 @@ struct Reading {
     trees: HashMap<String, AppTree>,
     stats: ObservationStats,
     warnings: Vec<String>,
+    silent: Vec<Rect>,
 }
 
 /// The warning for a window whose application is not on the accessibility bus.

@@ -8,11 +8,13 @@ use std::time::Instant;
 
 use ufo_core::vision::{
     merge_with_tree, when_to_detect, DetectDecision, DetectError, DetectRequest, DetectedBox,
-    PixelFormat, RegionImage,
+    Hints, PixelFormat, RegionImage, VisionMode,
 };
 use ufo_core::{Control, Rect};
 
+use super::candidates::silent_nodes;
 use super::observer::{ObservationStats, Observer};
+use crate::a11y::bus::AppTree;
 use crate::controls::{self, ControlDetail, CtlInfo, Fetched};
 use crate::display::pixels::RgbImage;
 use crate::display::{DisplayWindow, WinId};
@@ -20,6 +22,10 @@ use crate::display::{DisplayWindow, WinId};
 /// The prefix of a detected control's id (`ufo_core::vision::merge::detected_id`): the
 /// actions know it has no tree node and act at its rectangle.
 pub(crate) const DETECTED_ID_PREFIX: &str = "ocr:";
+
+/// The most silent nodes (a canvas, an image the tree does not list) of a window whose
+/// extents are asked for: each costs a call, and each region read costs a detection.
+const MAX_SILENT: usize = 8;
 
 /// Whether a control known to the actions was read in the pixels (no tree node behind it).
 pub(crate) fn is_detected(c: &CtlInfo) -> bool {
@@ -38,6 +44,8 @@ pub(super) struct Seen<'a> {
     pub attached: &'a [DisplayWindow],
     /// A modal dialog is open: the window's own controls are not listed, read or not.
     pub modal: bool,
+    /// Screen rectangles of drawn nodes the tree does not list ([`Observer::silent_regions`]).
+    pub silent: &'a [Rect],
 }
 
 /// Whether `r`'s centre lies inside `d`.
@@ -69,13 +77,23 @@ impl Observer<'_> {
             window,
             attached,
             modal,
+            silent,
         } = seen;
         let (Some(sight), Some(img), false) = (&self.config.sight, img, modal) else {
             return;
         };
         let dialogs: Vec<Rect> = attached.iter().filter_map(|w| w.area).collect();
         let tree: Vec<Control> = fetched.iter().map(|f| f.detail.control.clone()).collect();
-        let regions = match when_to_detect(sight.mode, area, &tree, false, &sight.policy) {
+        let silent: Vec<Rect> = silent
+            .iter()
+            .filter(|r| !dialogs.iter().any(|d| centre_inside(**r, *d)))
+            .copied()
+            .collect();
+        let hints = Hints {
+            model_asked: false,
+            silent: &silent,
+        };
+        let regions = match when_to_detect(sight.mode, area, &tree, hints, &sight.policy) {
             DetectDecision::Detect { regions, .. } => regions,
             DetectDecision::Skip(_) => return,
         };
@@ -106,6 +124,42 @@ impl Observer<'_> {
         stats.detected = added.len();
         stats.sight = t.elapsed();
         fetched.extend(added.into_iter().map(|c| detected_fetched(c, window)));
+    }
+}
+
+impl Observer<'_> {
+    /// Screen rectangles of the shown nodes under `frame` that the tree marks as drawn content
+    /// and does not list as controls (a web page's `<canvas>`, an image), clipped to the
+    /// window `win`; `offset` places the toolkit's extents on the screen. Asked only in `auto`
+    /// (in `always` the whole window is read, `off` reads nothing), at most [`MAX_SILENT`].
+    pub(super) async fn silent_regions(
+        &self,
+        bus: &str,
+        (tree, frame): (&AppTree, &str),
+        offset: (i32, i32),
+        win: Rect,
+    ) -> Vec<Rect> {
+        let auto = matches!(&self.config.sight, Some(s) if s.mode == VisionMode::Auto);
+        if !auto {
+            return Vec::new();
+        }
+        let nodes = silent_nodes(tree, frame, self.config.walk_max_nodes, MAX_SILENT);
+        let extents =
+            futures::future::join_all(nodes.iter().map(|n| self.bus.extents(bus, &n.path))).await;
+        extents
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|&(x, y, w, h)| x != i32::MIN && y != i32::MIN && w >= 2 && h >= 2)
+            .filter_map(|(x, y, w, h)| {
+                let r = Rect::new(
+                    x.saturating_add(offset.0),
+                    y.saturating_add(offset.1),
+                    w as u32,
+                    h as u32,
+                );
+                crate::display::pixels::intersect(r, win)
+            })
+            .collect()
     }
 }
 

@@ -202,6 +202,7 @@ impl Observer<'_> {
             main_bus,
             modal,
             frame_missing: _,
+            silent,
         } = read;
         if let Some(title) = &modal {
             warnings.push(format!(
@@ -223,6 +224,7 @@ impl Observer<'_> {
             window: main.id,
             attached: &attached,
             modal: modal.is_some(),
+            silent: &silent,
         };
         self.add_detected(seen, &mut fetched, &mut warnings, &mut stats)
             .await;
