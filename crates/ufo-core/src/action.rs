@@ -69,9 +69,13 @@ pub enum UiAction {
         /// Y in window pixels.
         y: i32,
     },
+    /// Read the text drawn in the window's pixels where its accessibility tree names nothing
+    /// (docs/sight.md); what is found is listed in the next observation. No control needed.
+    ReadPixels,
 }
 
-/// The canonical function names, in the order the prompt lists them.
+/// The canonical function names, in the order the prompt lists them. `read_pixels` is not
+/// among them: the prompt offers it only where the desktop reads pixels (docs/sight.md).
 pub const FUNCTIONS: &[&str] = &[
     "click",
     "set_text",
@@ -95,12 +99,13 @@ impl UiAction {
             UiAction::ReadText => "read_text",
             UiAction::Focus => "focus",
             UiAction::ClickAt { .. } => "click_at",
+            UiAction::ReadPixels => "read_pixels",
         }
     }
 
     /// Whether the action needs a control.
     pub fn needs_control(&self) -> bool {
-        !matches!(self, UiAction::ClickAt { .. })
+        !matches!(self, UiAction::ClickAt { .. } | UiAction::ReadPixels)
     }
 
     /// The arguments as a JSON object (canonical names), for the trajectory.
@@ -178,6 +183,7 @@ impl UiAction {
                     y: i32::try_from(y).map_err(|_| "click_at: y is out of range")?,
                 }
             }
+            "read_pixels" => UiAction::ReadPixels,
             _ => unreachable_name(canonical)?,
         };
         Ok(action)
@@ -200,6 +206,7 @@ pub fn canonical_name(function: &str) -> Option<&'static str> {
         "read_text" | "texts" => "read_text",
         "focus" => "focus",
         "click_at" | "click_on_coordinates" => "click_at",
+        "read_pixels" => "read_pixels",
         _ => return None,
     })
 }
@@ -290,6 +297,10 @@ mod tests {
             })
         );
         assert_eq!(UiAction::parse("texts", &json!({})), Ok(UiAction::ReadText));
+        let look = UiAction::parse("Read_Pixels", &Value::Null);
+        assert_eq!(look, Ok(UiAction::ReadPixels));
+        assert!(!UiAction::ReadPixels.needs_control());
+        assert_eq!(UiAction::ReadPixels.name(), "read_pixels");
         assert_eq!(
             UiAction::parse("click_on_coordinates", &json!({"x": 3, "y": "4"})),
             Ok(UiAction::ClickAt { x: 3, y: 4 })

@@ -262,6 +262,9 @@ pub struct WindowObservation {
     pub annotated: Option<Screenshot>,
     /// Non-fatal problems met while observing (a node that misbehaved, ...).
     pub warnings: Vec<String>,
+    /// The desktop can read this window's pixels when the model asks (`read_pixels`,
+    /// docs/sight.md): the AppAgent's prompt offers the function only then.
+    pub pixels_readable: bool,
 }
 
 /// What a shell command printed.

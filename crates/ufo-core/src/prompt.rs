@@ -100,7 +100,8 @@ Functions:
 - read_text: Args {} reads the control's text into the result
 - focus: Args {} gives the control the focus
 - click_at: Args {"x": 10, "y": 20} clicks at window pixels; no control needed
-{% if extra_functions %}{{ extra_functions }}
+{% if read_pixels %}- read_pixels: Args {} reads the text drawn in the window's pixels where no listed control lies (a canvas, a chart, a program that names nothing); what it finds is listed next time as controls with "source": "ocr"; no control needed
+{% endif %}{% if extra_functions %}{{ extra_functions }}
 {% endif %}{% if multi_action %}
 Several actions in one answer: instead of ControlLabel/ControlText/Function/Args you may give
 "Actions": [{"ControlLabel": "3", "ControlText": "Name", "Function": "set_text", "Args": {"text": "x"}}, ...].
@@ -201,6 +202,33 @@ mod tests {
             )
             .expect("render");
         assert!(u.contains("[1] button \"OK\""), "{u}");
+    }
+
+    /// `read_pixels` is offered only where the desktop reads pixels (docs/sight.md): prompts
+    /// of every other desktop stay as they were.
+    #[test]
+    fn read_pixels_is_offered_only_where_pixels_are_read() {
+        let p = Prompts::new(&PromptTemplates::default()).expect("compile");
+        let without = p
+            .render("app_system", &json!({"window_title": "W"}))
+            .expect("render");
+        assert!(!without.contains("read_pixels"), "{without}");
+        let with = p
+            .render(
+                "app_system",
+                &json!({"window_title": "W", "read_pixels": true}),
+            )
+            .expect("render");
+        let line = with
+            .lines()
+            .find(|l| l.starts_with("- read_pixels: Args {}"))
+            .expect("the function is listed");
+        assert!(line.contains("no control needed"), "{line}");
+        assert_eq!(
+            with.replace(&format!("{line}\n"), ""),
+            without,
+            "only the line is added"
+        );
     }
 
     /// The block the user prompts carry for retrieved knowledge.

@@ -658,6 +658,7 @@ mod tests {
                 screenshot: None,
                 annotated: None,
                 warnings: vec![],
+                pixels_readable: false,
             })
         }
         async fn act(

@@ -48,6 +48,7 @@ impl Desktop for Desk {
             screenshot: None,
             annotated: None,
             warnings: vec![],
+            pixels_readable: false,
         })
     }
     async fn act(

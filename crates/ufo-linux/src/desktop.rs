@@ -86,6 +86,8 @@ pub struct LinuxDesktop {
     pub(crate) watch: Option<Arc<dyn ChangeWatch>>,
     /// the person's input on a watched private desktop; `None` elsewhere
     pub(crate) person: Option<Arc<PersonInput>>,
+    /// the windows whose pixels the model asked to read (`observe::sight`)
+    pub(crate) pixels_asked: Part<crate::observe::PixelsAsked>,
 }
 
 impl LinuxDesktop {
@@ -117,6 +119,7 @@ impl LinuxDesktop {
             loads: Part::default(),
             settling: Part::default(),
             ahead: Part::default(),
+            pixels_asked: Part::default(),
         })
     }
 
@@ -133,6 +136,7 @@ impl LinuxDesktop {
             loads: &self.loads,
             windows: &self.windows,
             controls: &self.controls,
+            pixels_asked: &self.pixels_asked,
         }
     }
 

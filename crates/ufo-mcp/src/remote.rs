@@ -472,6 +472,7 @@ impl Desktop for RemoteDesktop {
             screenshot,
             annotated,
             warnings,
+            pixels_readable: v["pixels_readable"].as_bool().unwrap_or(false),
         })
     }
 

@@ -254,7 +254,7 @@ impl DesktopServer {
             ),
             Tool::new(
                 "act",
-                format!("Run a GUI function on a control of a window, named by `label` (its number in observe_window) and/or `name` (its name; digits are a name): click {{button, double}}, set_text {{text}}, type_keys {{keys}}, scroll {{direction, amount}}, select {{item}}, read_text, focus, click_at {{x, y}} (no control).{gate}"),
+                format!("Run a GUI function on a control of a window, named by `label` (its number in observe_window) and/or `name` (its name; digits are a name): click {{button, double}}, set_text {{text}}, type_keys {{keys}}, scroll {{direction, amount}}, select {{item}}, read_text, focus, click_at {{x, y}} (no control), read_pixels (no control: the window's pixels are read for text; the next observe_window lists what is found).{gate}"),
                 obj(json!({"type": "object", "properties": {"window": window, "label": label,
                     "name": name, "control": control,
                     "function": {"type": "string"}, "args": {"type": "object"}},
@@ -647,9 +647,13 @@ fn describe(obs: &WindowObservation, images: &[&str]) -> String {
             v
         })
         .collect();
-    json!({"window": obs.window, "controls": controls, "warnings": obs.warnings,
-           "images": images})
-    .to_string()
+    let mut v = json!({"window": obs.window, "controls": controls, "warnings": obs.warnings,
+           "images": images});
+    // said only where true: observations of desktops without sight are as they were
+    if let (Value::Object(m), true) = (&mut v, obs.pixels_readable) {
+        m.insert("pixels_readable".into(), json!(true));
+    }
+    v.to_string()
 }
 
 /// A desktop failure as structured data, so that a remote client gets the same
@@ -1137,6 +1141,7 @@ mod tests {
             screenshot: None,
             annotated: None,
             warnings: Vec::new(),
+            pixels_readable: false,
         };
         let v: Value = serde_json::from_str(&describe(&obs, &[])).expect("JSON");
         assert!(v["controls"][0].get("source").is_none(), "{v}");

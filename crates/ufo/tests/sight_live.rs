@@ -131,6 +131,20 @@ impl Server {
 
     /// The controls of `window` once one of them is read in the pixels with name `wanted`.
     fn detected_until(&mut self, window: &str, wanted: &str, within: Duration) -> Vec<Value> {
+        self.detected_where(window, within, |name| name == wanted)
+            .unwrap_or_else(|last| {
+                panic!("{window:?} never showed a detected {wanted:?}; last observation: {last}")
+            })
+    }
+
+    /// The controls of `window` once one read in the pixels has a name `found` accepts; else
+    /// the last observation.
+    fn detected_where(
+        &mut self,
+        window: &str,
+        within: Duration,
+        found: impl Fn(&str) -> bool,
+    ) -> Result<Vec<Value>, String> {
         let end = Instant::now() + within;
         let mut last = String::new();
         while Instant::now() < end {
@@ -140,15 +154,15 @@ impl Server {
                 let controls = v["controls"].as_array().cloned().unwrap_or_default();
                 if controls
                     .iter()
-                    .any(|c| c["source"] == "ocr" && c["name"] == wanted)
+                    .any(|c| c["source"] == "ocr" && c["name"].as_str().is_some_and(&found))
                 {
-                    return controls;
+                    return Ok(controls);
                 }
             }
             last = text;
             std::thread::sleep(Duration::from_millis(500));
         }
-        panic!("{window:?} never showed a detected {wanted:?}; last observation: {last}");
+        Err(last)
     }
 }
 
@@ -408,16 +422,75 @@ fn a_tk_program_is_driven_by_name_through_detected_boxes() {
     }
 }
 
+/// Issue 44: the model asks for a read (`read_pixels`, here through the MCP server's `act`):
+/// a line of the page hidden from the tree and in no drawn node is not read in `auto` until
+/// then, and the next observation lists it. The observation says the desktop reads pixels.
+#[test]
+fn the_model_asks_for_a_read_and_the_next_observation_lists_its_text() {
+    if !require_live("the_model_asks_for_a_read_and_the_next_observation_lists_its_text")
+        || worker().is_none()
+    {
+        return;
+    }
+    if require_peer(
+        PathBuf::from("/usr/bin/chromium"),
+        "chromium",
+        "install_apps",
+    )
+    .is_none()
+    {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (port, _clicks) = serve_canvas_page();
+    let _browser = ufo_desktop::testing::start_chromium(
+        &tmp.path().join("chromium-profile"),
+        &format!("http://127.0.0.1:{port}/"),
+    );
+    let mut server = Server::start_with(tmp.path(), Some("auto"));
+    // auto has read the page's drawn nodes: the hidden line is not among them
+    server.detected_until("Canvas buttons", "Green", Duration::from_secs(60));
+    let (err, text) = server.call("observe_window", json!({"window": "Canvas buttons"}));
+    assert!(!err, "{text}");
+    let v: Value = serde_json::from_str(&text).expect("an observation");
+    assert_eq!(v["pixels_readable"], true, "{text}");
+    assert!(
+        !text.contains("8126"),
+        "read before the model asked: {text}"
+    );
+    let (err, said) = server.call(
+        "act",
+        json!({"window": "Canvas buttons", "function": "read_pixels"}),
+    );
+    assert!(!err && said.contains("next observation"), "{said}");
+    let controls = server
+        .detected_where("Canvas buttons", Duration::from_secs(5), |n| {
+            n.contains("8126")
+        })
+        .unwrap_or_else(|last| panic!("the asked read did not list the hidden line: {last}"));
+    assert!(
+        controls
+            .iter()
+            .any(|c| c["source"] == "ocr"
+                && c["name"].as_str().is_some_and(|n| n.contains("Ticket"))),
+        "{controls:?}"
+    );
+}
+
 /// The page of [`a_canvas_button_in_chromium_is_clicked_by_its_drawn_label`]: an image with
 /// text in it (the tree has only its alt text, "scan") and three buttons drawn on a `<canvas>`
 /// (nothing of them in the accessibility tree); a click on one asks the test's server for
-/// `/clicked?name=NAME`.
+/// `/clicked?name=NAME`. Below them a line hidden from the tree (`aria-hidden`) in no drawn
+/// node, which `auto` leaves unread until the model asks
+/// ([`the_model_asks_for_a_read_and_the_next_observation_lists_its_text`]).
 const CANVAS_PAGE: &str = r##"<!doctype html><html><head><title>Canvas buttons</title></head>
 <body style="margin:20px;font-family:sans-serif">
 <h1>Canvas buttons</h1>
 <img alt="scan" width="360" height="80" src="data:image/svg+xml,<svg xmlns='http://www.w3.org/2000/svg' width='360' height='80'><rect width='360' height='80' fill='white'/><text x='20' y='52' font-size='32' font-family='sans-serif'>Invoice 4711</text></svg>">
 <br>
 <canvas id="c" width="600" height="200"></canvas>
+<p aria-hidden="true" style="font-size:28px;margin:10px 0">Ticket 8126</p>
 <script>
 const buttons = [["Red", 30], ["Green", 230], ["Blue", 430]];
 const c = document.getElementById("c"), g = c.getContext("2d");

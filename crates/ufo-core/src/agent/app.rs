@@ -784,6 +784,7 @@ impl AppStep<'_, '_> {
             "last_result": self.agent.log.last_result,
             "changes": self.changes,
             "extra_functions": tools_text(&self.tools),
+            "read_pixels": obs.pixels_readable,
             "multi_action": svc.config.multi_action,
             "knowledge": found.text,
         });
@@ -1168,6 +1169,7 @@ mod tests {
             screenshot: None,
             annotated: None,
             warnings: Vec::new(),
+            pixels_readable: false,
         }
     }
 

@@ -425,7 +425,7 @@ pub fn refuse_disabled(
         A::Click { .. } | A::SetText { .. } | A::TypeKeys { .. } | A::Select { .. } | A::Focus => {
             true
         }
-        A::Scroll { .. } | A::ReadText | A::ClickAt { .. } => false,
+        A::Scroll { .. } | A::ReadText | A::ClickAt { .. } | A::ReadPixels => false,
     };
     let shown = if label.is_empty() {
         String::new()

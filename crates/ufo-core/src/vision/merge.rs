@@ -252,7 +252,8 @@ pub fn when_to_detect(
 }
 
 /// The rectangles of opaque controls and silent regions large enough to read that hold no
-/// other control's centre (a silent region also lies in no control), each rectangle once.
+/// other control's centre (a silent region also lies in no control but a document), each
+/// rectangle once.
 fn opaque_regions(tree: &[&Control], silent: &[Rect], policy: &DetectPolicy) -> Vec<Rect> {
     let large = |r: &Rect| r.w >= policy.min_opaque_side && r.h >= policy.min_opaque_side;
     let from_tree = tree
@@ -265,14 +266,15 @@ fn opaque_regions(tree: &[&Control], silent: &[Rect], policy: &DetectPolicy) -> 
                 .any(|c| !std::ptr::eq(*c, **o) && centre_in(o.rect, c.rect))
         })
         .map(|c| c.rect);
-    // a drawn node inside a control (a button's icon) is that control's
+    // a drawn node inside a control (a button's icon) is that control's; a document (a web
+    // page) holds drawn content it does not describe
     let from_hints = silent
         .iter()
         .filter(|r| large(r))
         .filter(|r| {
-            !tree
-                .iter()
-                .any(|c| centre_in(**r, c.rect) || centre_in(c.rect, **r))
+            !tree.iter().any(|c| {
+                centre_in(**r, c.rect) || (centre_in(c.rect, **r) && !is_document(&c.role))
+            })
         })
         .copied();
     let mut out: Vec<Rect> = Vec::new();
@@ -282,6 +284,11 @@ fn opaque_regions(tree: &[&Control], silent: &[Rect], policy: &DetectPolicy) -> 
         }
     }
     out
+}
+
+/// Whether a role names a document (`document web`, `document frame`, ...).
+fn is_document(role: &str) -> bool {
+    role.trim().to_ascii_lowercase().starts_with("document")
 }
 
 /// Whether the centre of `c` lies inside `r` (doubled coordinates: no rounding).
@@ -510,6 +517,16 @@ mod tests {
                 &p
             ),
             DetectDecision::Skip(SkipReason::TreeSuffices)
+        );
+        // a canvas on a web page listed as a control: read
+        let mut on_page = full.clone();
+        on_page.push(ctl("document web", "Page", Rect::new(0, 60, 1280, 740)));
+        assert_eq!(
+            when_to_detect(VisionMode::Auto, window, &on_page, hints, &p),
+            DetectDecision::Detect {
+                reason: DetectReason::Opaque,
+                regions: vec![canvas]
+            }
         );
         // the same canvas listed by the tree and hinted: one region
         let mut listed = full.clone();

@@ -38,11 +38,25 @@ pub(super) fn without_control(
         note(st, ai, None, action, false);
         return Err(DesktopError::ActionFailed(error));
     }
+    if matches!(action, UiAction::ReadPixels) {
+        note(st, ai, None, action, false);
+        return Err(no_pixels());
+    }
     note(st, ai, None, action, true);
     Ok(match action {
         UiAction::ClickAt { x, y } => format!("clicked at ({x}, {y})"),
         _ => format!("{name} done"),
     })
+}
+
+/// `read_pixels` in the simulation: its windows are drawn from their controls, so their
+/// pixels hold nothing the controls do not say (its observations never offer the function).
+fn no_pixels() -> DesktopError {
+    DesktopError::Unsupported(
+        "read_pixels: the simulated desktop draws its windows from their controls, there is \
+         no text in its pixels to read; use read_text on a control"
+            .into(),
+    )
 }
 
 /// The control `cid` of application `ai`, ready for `action`, with the keys it types: none
@@ -125,6 +139,8 @@ pub(super) fn perform(
             format!("scrolled {label} {dir} by {amount}")
         }
         UiAction::ClickAt { x, y } => format!("clicked at ({x}, {y}) in {label}"),
+        // `act_now` sends it to `without_control`, which refuses it
+        UiAction::ReadPixels => no_pixels().to_string(),
     }
 }
 

@@ -316,7 +316,9 @@ impl SimDesktop {
     ) -> Result<String, DesktopError> {
         let mut st = self.lock();
         let ai = st.running_app(window_id)?;
-        let Some(cid) = control_id else {
+        // read_pixels reads the window, whatever control the model named
+        let cid = control_id.filter(|_| !matches!(action, UiAction::ReadPixels));
+        let Some(cid) = cid else {
             return act::without_control(&mut st, ai, action);
         };
         let (ci, presses) = act::ready_control(&mut st, ai, cid, action)?;
@@ -433,6 +435,7 @@ impl Desktop for SimDesktop {
             screenshot,
             annotated,
             warnings,
+            pixels_readable: false,
         })
     }
 

@@ -321,6 +321,33 @@ async fn focus_scroll_and_click_at_are_only_recorded() {
     );
 }
 
+/// The simulation draws its windows from their controls: `read_pixels` is refused, with or
+/// without a control named, recorded as refused, and its observations never offer it.
+#[tokio::test]
+async fn read_pixels_is_refused_and_never_offered() {
+    let d = sim();
+    let obs = d.observe(&WindowId::from("Writer")).await.expect("observe");
+    assert!(!obs.pixels_readable);
+    for control in [None, Some("table")] {
+        let e = d
+            .act(&WindowId::from("Writer"), control, &UiAction::ReadPixels)
+            .await
+            .expect_err("refused");
+        assert!(
+            matches!(&e, DesktopError::Unsupported(m) if m.contains("read_text")),
+            "{e}"
+        );
+    }
+    let state = d.final_state().expect("state");
+    let actions = state["actions"].as_array().expect("actions");
+    assert_eq!(actions.len(), 2, "{actions:?}");
+    for a in actions {
+        assert_eq!(a["action"], "read_pixels");
+        assert_eq!(a["ok"], false);
+        assert_eq!(a["control"], Value::Null);
+    }
+}
+
 #[tokio::test]
 async fn faults_fail_the_action_and_are_recorded() {
     let d = sim();

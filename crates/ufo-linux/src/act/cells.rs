@@ -241,7 +241,10 @@ impl Actor<'_> {
                 self.send_keys_in_order(xid, Some(&sheet), steps).await?;
                 Ok(format!("typed {n} keys in cell {address}"))
             }
-            UiAction::Select { .. } | UiAction::Scroll { .. } | UiAction::ClickAt { .. } => {
+            UiAction::Select { .. }
+            | UiAction::Scroll { .. }
+            | UiAction::ClickAt { .. }
+            | UiAction::ReadPixels => {
                 Err(LinuxError::Unsupported(format!(
                     "{} does not apply to cell {address}: use set_text, read_text, click or type_keys on a cell, scroll on the sheet",
                     action.name()

@@ -64,6 +64,7 @@ impl Actor<'_> {
                 Ok(format!("typed {n} keys to the focus"))
             }
             UiAction::ReadText => self.read_detected(c).await,
+            UiAction::ReadPixels => self.observer.ask_for_pixels(xid),
             UiAction::Scroll { .. } | UiAction::Select { .. } | UiAction::ClickAt { .. } => {
                 Err(LinuxError::Unsupported(format!(
                     "{} on {:?}: it was read in the pixels and has no accessible object; \

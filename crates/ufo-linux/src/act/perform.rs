@@ -90,6 +90,10 @@ impl Actor<'_> {
         action: &UiAction,
     ) -> Result<String, LinuxError> {
         let xid = WinId::parse(window)?;
+        // the window's pixels, whatever control is named: nothing is done on the screen
+        if matches!(action, UiAction::ReadPixels) {
+            return self.observer.ask_for_pixels(xid);
+        }
         // spreadsheet cells (by address) and the Name Box
         if let Some(id) = control_id.filter(|id| self.is_sheet_target(id, action)) {
             return self.perform_on_sheet(xid, window, id, action).await;
@@ -179,6 +183,7 @@ impl Actor<'_> {
                 self.click(xid, need()?, *button, *double, in_dialog).await
             }
             UiAction::ClickAt { x, y } => self.click_at(xid, window, *x, *y).await,
+            UiAction::ReadPixels => self.observer.ask_for_pixels(xid),
             UiAction::SetText { text } => self.set_text(xid, need()?, text).await,
             UiAction::TypeKeys { keys } => {
                 let steps = parse_keys(keys)?;

@@ -509,7 +509,8 @@ pub(crate) fn may_navigate(action: &ufo_core::UiAction, role: Option<u32>) -> bo
         | UiAction::Select { .. }
         | UiAction::ReadText
         | UiAction::Focus
-        | UiAction::ClickAt { .. } => false,
+        | UiAction::ClickAt { .. }
+        | UiAction::ReadPixels => false,
     }
 }
 

@@ -25,4 +25,4 @@ mod walk;
 pub(crate) use candidates::{display_name, is_entry};
 pub use observer::{FullObservation, ObservationStats};
 pub(crate) use observer::{Observation, Observer, SeenWindows};
-pub(crate) use sight::{crop, is_detected};
+pub(crate) use sight::{crop, is_detected, PixelsAsked};

@@ -111,6 +111,8 @@ pub(crate) struct Observer<'a> {
     pub windows: &'a Part<SeenWindows>,
     /// the controls the actions use: an observation handed out installs its own
     pub controls: &'a Part<KnownControls>,
+    /// the windows whose pixels the model asked to read (`sight`)
+    pub pixels_asked: &'a Part<super::PixelsAsked>,
 }
 
 impl<'a> Observer<'a> {

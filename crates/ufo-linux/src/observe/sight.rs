@@ -4,6 +4,7 @@
 //! controls, with source `ocr`. The capture is the one the observation already took through
 //! the display seam, so X11 and the Wayland displays get the same.
 
+use std::collections::HashSet;
 use std::time::Instant;
 
 use ufo_core::vision::{
@@ -31,6 +32,11 @@ const MAX_SILENT: usize = 8;
 pub(crate) fn is_detected(c: &CtlInfo) -> bool {
     c.bus.is_empty() && c.path.starts_with(DETECTED_ID_PREFIX)
 }
+
+/// The windows whose next observation reads the whole window's pixels because the model
+/// asked (`read_pixels`), each taken by that observation.
+#[derive(Debug, Default)]
+pub(crate) struct PixelsAsked(HashSet<WinId>);
 
 /// What the observation saw of the window, for [`Observer::add_detected`].
 pub(super) struct Seen<'a> {
@@ -79,6 +85,7 @@ impl Observer<'_> {
             modal,
             silent,
         } = seen;
+        let asked = self.pixels_asked.lock().0.remove(&window);
         let (Some(sight), Some(img), false) = (&self.config.sight, img, modal) else {
             return;
         };
@@ -90,7 +97,7 @@ impl Observer<'_> {
             .copied()
             .collect();
         let hints = Hints {
-            model_asked: false,
+            model_asked: asked,
             silent: &silent,
         };
         let regions = match when_to_detect(sight.mode, area, &tree, hints, &sight.policy) {
@@ -128,6 +135,33 @@ impl Observer<'_> {
 }
 
 impl Observer<'_> {
+    /// `read_pixels` on window `xid`: its next observation reads the whole window (the
+    /// model asked, docs/sight.md "When"); refused, saying why, where nothing can be read.
+    pub(crate) fn ask_for_pixels(&self, xid: WinId) -> Result<String, crate::LinuxError> {
+        if !self.pixels_readable() {
+            return Err(crate::LinuxError::Unsupported(
+                "read_pixels: text detection is off here (no ufo-sight worker, or [vision] mode \
+                 = off); `ufo doctor` says which and how to turn it on"
+                    .into(),
+            ));
+        }
+        self.pixels_asked.lock().0.insert(xid);
+        Ok(
+            "the window's pixels are read in the next observation: what is found there is \
+            listed as controls with source ocr"
+                .into(),
+        )
+    }
+
+    /// Whether this desktop reads pixels when the model asks (the prompt offers
+    /// `read_pixels` only then).
+    pub(crate) fn pixels_readable(&self) -> bool {
+        self.config
+            .sight
+            .as_ref()
+            .is_some_and(|s| s.mode != VisionMode::Off)
+    }
+
     /// Screen rectangles of the shown nodes under `frame` that the tree marks as drawn content
     /// and does not list as controls (a web page's `<canvas>`, an image), clipped to the
     /// window `win`; `offset` places the toolkit's extents on the screen. Asked only in `auto`

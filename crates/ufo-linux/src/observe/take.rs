@@ -253,6 +253,7 @@ impl Observer<'_> {
                     screenshot,
                     annotated,
                     warnings,
+                    pixels_readable: self.pixels_readable(),
                 },
                 details,
                 stats,
