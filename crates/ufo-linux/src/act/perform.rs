@@ -31,6 +31,10 @@ impl Actor<'_> {
         action: &UiAction,
     ) -> Result<String, LinuxError> {
         self.ahead.lock().take();
+        // the window's pixels, whatever control is named: nothing is done on the screen
+        if matches!(action, UiAction::ReadPixels) {
+            return self.observer.ask_for_pixels(WinId::parse(window_id)?);
+        }
         let role = control_id.and_then(|c| self.controls.lock().by_id.get(c).map(|i| i.seen.role));
         let docs_before = self.observer.docs_seen(window_id);
         let done = self.perform(window_id, control_id, action).await?;
@@ -90,10 +94,6 @@ impl Actor<'_> {
         action: &UiAction,
     ) -> Result<String, LinuxError> {
         let xid = WinId::parse(window)?;
-        // the window's pixels, whatever control is named: nothing is done on the screen
-        if matches!(action, UiAction::ReadPixels) {
-            return self.observer.ask_for_pixels(xid);
-        }
         // spreadsheet cells (by address) and the Name Box
         if let Some(id) = control_id.filter(|id| self.is_sheet_target(id, action)) {
             return self.perform_on_sheet(xid, window, id, action).await;

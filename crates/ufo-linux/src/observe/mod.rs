@@ -23,6 +23,7 @@ mod tree;
 mod walk;
 
 pub(crate) use candidates::{display_name, is_entry};
+pub(crate) use observer::PixelsAsked;
 pub use observer::{FullObservation, ObservationStats};
 pub(crate) use observer::{Observation, Observer, SeenWindows};
-pub(crate) use sight::{crop, is_detected, PixelsAsked};
+pub(crate) use sight::{crop, is_detected};

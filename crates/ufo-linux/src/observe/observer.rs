@@ -89,6 +89,23 @@ pub(crate) struct Observation {
     pub labelled: (WinId, Labelled),
 }
 
+/// The windows whose next observation reads the whole window's pixels because the model
+/// asked (`read_pixels`, docs/sight.md), each taken by that observation.
+#[derive(Debug, Default)]
+pub(crate) struct PixelsAsked(std::collections::HashSet<WinId>);
+
+impl PixelsAsked {
+    /// The model asked to read window `w`'s pixels.
+    pub(crate) fn ask(&mut self, w: WinId) {
+        self.0.insert(w);
+    }
+
+    /// Whether it asked for window `w` (the ask is used up).
+    pub(crate) fn take(&mut self, w: WinId) -> bool {
+        self.0.remove(&w)
+    }
+}
+
 /// The observation of one window: what it reads and keeps, borrowed from the desktop. It asks
 /// the bus and the display, keeps the trees, cells and load facts it learns for the next
 /// observation, and hands its controls to the actions ([`Observer::observe`]).
@@ -112,7 +129,7 @@ pub(crate) struct Observer<'a> {
     /// the controls the actions use: an observation handed out installs its own
     pub controls: &'a Part<KnownControls>,
     /// the windows whose pixels the model asked to read (`sight`)
-    pub pixels_asked: &'a Part<super::PixelsAsked>,
+    pub pixels_asked: &'a Part<PixelsAsked>,
 }
 
 impl<'a> Observer<'a> {

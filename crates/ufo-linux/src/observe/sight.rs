@@ -4,7 +4,6 @@
 //! controls, with source `ocr`. The capture is the one the observation already took through
 //! the display seam, so X11 and the Wayland displays get the same.
 
-use std::collections::HashSet;
 use std::time::Instant;
 
 use ufo_core::vision::{
@@ -32,11 +31,6 @@ const MAX_SILENT: usize = 8;
 pub(crate) fn is_detected(c: &CtlInfo) -> bool {
     c.bus.is_empty() && c.path.starts_with(DETECTED_ID_PREFIX)
 }
-
-/// The windows whose next observation reads the whole window's pixels because the model
-/// asked (`read_pixels`), each taken by that observation.
-#[derive(Debug, Default)]
-pub(crate) struct PixelsAsked(HashSet<WinId>);
 
 /// What the observation saw of the window, for [`Observer::add_detected`].
 pub(super) struct Seen<'a> {
@@ -85,7 +79,7 @@ impl Observer<'_> {
             modal,
             silent,
         } = seen;
-        let asked = self.pixels_asked.lock().0.remove(&window);
+        let asked = self.pixels_asked.lock().take(window);
         let (Some(sight), Some(img), false) = (&self.config.sight, img, modal) else {
             return;
         };
@@ -145,7 +139,7 @@ impl Observer<'_> {
                     .into(),
             ));
         }
-        self.pixels_asked.lock().0.insert(xid);
+        self.pixels_asked.lock().ask(xid);
         Ok(
             "the window's pixels are read in the next observation: what is found there is \
             listed as controls with source ocr"

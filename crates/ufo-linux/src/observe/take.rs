@@ -236,15 +236,7 @@ impl Observer<'_> {
         let window = self.window_info(&main, main_bus).await;
         let details: Vec<ControlDetail> = fetched.into_iter().map(|f| f.detail).collect();
         stats.total = t0.elapsed();
-        tracing::debug!(
-            tree_ms = stats.tree.as_secs_f64() * 1e3,
-            details_ms = stats.details.as_secs_f64() * 1e3,
-            capture_ms = stats.capture.as_secs_f64() * 1e3,
-            encode_ms = stats.encode.as_secs_f64() * 1e3,
-            load_wait_ms = stats.load_wait.as_secs_f64() * 1e3,
-            total_ms = stats.total.as_secs_f64() * 1e3,
-            "observation phases"
-        );
+        log_phases(&stats);
         Ok(Observation {
             full: FullObservation {
                 observation: WindowObservation {
@@ -320,6 +312,19 @@ fn has_arg(list: &[u8], arg: &str) -> bool {
             || a.strip_prefix(arg.as_bytes())
                 .is_some_and(|rest| rest.first() == Some(&b'='))
     })
+}
+
+/// The phases of an observation, in the debug log.
+fn log_phases(stats: &super::observer::ObservationStats) {
+    tracing::debug!(
+        tree_ms = stats.tree.as_secs_f64() * 1e3,
+        details_ms = stats.details.as_secs_f64() * 1e3,
+        capture_ms = stats.capture.as_secs_f64() * 1e3,
+        encode_ms = stats.encode.as_secs_f64() * 1e3,
+        load_wait_ms = stats.load_wait.as_secs_f64() * 1e3,
+        total_ms = stats.total.as_secs_f64() * 1e3,
+        "observation phases"
+    );
 }
 
 #[cfg(test)]
