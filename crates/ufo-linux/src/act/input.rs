@@ -1,6 +1,8 @@
 //! How an action's input reaches the application: an XTEST click where nothing covers the
 //! control (else its AT-SPI action), keys in order (each batch applied before the next), the
-//! focus for typing, and the window a dialog belongs to.
+//! focus for typing, typed text waited for in its field, and the window a dialog belongs to.
+
+use std::time::{Duration, Instant};
 
 use super::Actor;
 use crate::controls::CtlInfo;
@@ -22,6 +24,31 @@ fn owner_of(d: &dyn Display, xid: WinId) -> Result<Option<WinId>, LinuxError> {
         Some(o) if o != xid => d.window(o)?.map(|w| w.id),
         _ => None,
     })
+}
+
+/// The longest [`Actor::wait_text_typed`] waits for typed text to arrive in its field.
+const TYPED_WAIT: Duration = Duration::from_secs(5);
+
+/// How far a field is from showing the text typed into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Typing {
+    /// It shows the whole text.
+    Done,
+    /// It shows a beginning of it: keys are still arriving.
+    Arriving,
+    /// It shows something else (masked, formatted, completed): nothing to wait for.
+    Elsewhere,
+}
+
+/// Where typing `want` into a field that now shows `now` stands.
+fn typing(now: &str, want: &str) -> Typing {
+    if now == want {
+        Typing::Done
+    } else if want.starts_with(now) {
+        Typing::Arriving
+    } else {
+        Typing::Elsewhere
+    }
 }
 
 impl Actor<'_> {
@@ -145,6 +172,33 @@ impl Actor<'_> {
         Ok(())
     }
 
+    /// Wait, bounded, until a field shows the whole `text` just typed into it: typed keys go
+    /// through the display's input queue, while the next action may reach the application
+    /// over AT-SPI (a button's press) and overtake the keys it has not read yet (a busy
+    /// browser then sent a form with the name half typed). Waits while the field shows a
+    /// growing prefix of `text`, at most [`TYPED_WAIT`], and gives up once it stalls for the
+    /// settle time; a field that shows something else (masked, formatted) is left at once.
+    /// `Some(shown)`: the field still shows only the prefix `shown`.
+    pub(super) async fn wait_text_typed(&self, c: &CtlInfo, text: &str) -> Option<String> {
+        let deadline = Instant::now() + TYPED_WAIT;
+        let mut last = String::new();
+        let mut since = Instant::now();
+        loop {
+            let now = self.read(c).await.ok()?;
+            match typing(&now, text) {
+                Typing::Done | Typing::Elsewhere => return None,
+                Typing::Arriving => {}
+            }
+            if now != last {
+                (last, since) = (now, Instant::now());
+            }
+            if Instant::now() >= deadline || since.elapsed() >= self.config.settle_time {
+                return Some(last);
+            }
+            tokio::time::sleep(self.config.settle_poll * 2).await;
+        }
+    }
+
     /// Wait, bounded, until the application has applied the keys just sent: a round trip to
     /// the application over AT-SPI (answered from its main loop, so after the events it had
     /// already read), then until the window changed and stopped changing (two unchanged
@@ -216,5 +270,23 @@ impl Actor<'_> {
             )
             .await;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod typing_tests {
+    use super::*;
+
+    #[test]
+    fn typed_text_is_waited_for_only_while_a_beginning_of_it_shows() {
+        assert_eq!(typing("Barbara Liskov", "Barbara Liskov"), Typing::Done);
+        assert_eq!(typing("Bar", "Barbara Liskov"), Typing::Arriving);
+        assert_eq!(typing("", "Barbara Liskov"), Typing::Arriving);
+        assert_eq!(typing("••••", "pass"), Typing::Elsewhere);
+        assert_eq!(
+            typing("Barbara Liskov!", "Barbara Liskov"),
+            Typing::Elsewhere
+        );
+        assert_eq!(typing("", ""), Typing::Done);
     }
 }

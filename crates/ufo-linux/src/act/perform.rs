@@ -387,7 +387,13 @@ impl Actor<'_> {
             key: char_keysym(ch),
         }));
         self.send_keys_in_order(xid, Some(c), steps).await?;
-        Ok(format!("typed the new text into {:?}", c.name))
+        Ok(match self.wait_text_typed(c, text).await {
+            None => format!("typed the new text into {:?}", c.name),
+            Some(shown) => format!(
+                "typed the new text into {:?}; it shows only {shown:?} so far",
+                c.name
+            ),
+        })
     }
 
     /// A number set as the value of a control that has one, checked by reading it back.
