@@ -225,6 +225,40 @@ fn report_highlights_the_chosen_control() {
     );
 }
 
+/// Issue 44: a step that chose a control read in the pixels (its id is `ocr:x,y,w,h`) says so
+/// in the report; a tree control's step does not.
+#[test]
+fn report_says_when_the_chosen_control_was_read_in_the_pixels() {
+    let run = run_dir(&repo_root().join("examples").join("word_excel"), &[]);
+    let before = report(&run.out);
+    assert!(!before.contains("(read in the pixels)"), "{}", run.ctx());
+    let events = run.out.join("events.jsonl");
+    let text = std::fs::read_to_string(&events).expect("events");
+    let mut changed = 0;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+            let first_app =
+                changed == 0 && v["role"] == "app" && v["action"]["control_id"].is_string();
+            if first_app {
+                v["action"]["control_id"] = "ocr:10,20,40,12".into();
+                changed += 1;
+            }
+            v.to_string()
+        })
+        .collect();
+    assert_eq!(changed, 1, "an app step chose a control: {}", run.ctx());
+    std::fs::write(&events, lines.join("\n") + "\n").expect("write events");
+    let after = report(&run.out);
+    assert_eq!(
+        after.matches("(read in the pixels)").count(),
+        1,
+        "{}",
+        run.ctx()
+    );
+}
+
 /// Model output is text, never markup: a `<script>` in a scripted answer's Thought (and in
 /// the request) is escaped.
 #[test]

@@ -118,6 +118,8 @@ struct StepView {
     cost: String,
     control_label: String,
     control_text: String,
+    /// The chosen control was read in the pixels (its id is `ocr:x,y,w,h`, docs/sight.md).
+    control_read: bool,
     image: Option<TplValue>,
     image_kind: String,
     highlight: Option<Highlight>,
@@ -193,6 +195,8 @@ fn step_view(t: &Trajectory, e: &Step, budget: &mut Budget) -> StepView {
     let action = action.as_ref().filter(|a| !a.is_null());
     let control_label = action_field(action, "control_label");
     let control_text = action_field(action, "control_text");
+    let control_read =
+        ufo_core::vision::merge::parse_detected_id(&action_field(action, "control_id")).is_some();
     let mut notes = Vec::new();
     let shot = embed_screenshot(t, e, &control_label, budget, &mut notes);
     let prompt = embed_prompt(t, e, budget, &mut notes);
@@ -223,6 +227,7 @@ fn step_view(t: &Trajectory, e: &Step, budget: &mut Budget) -> StepView {
         cost: cost_text(e.llm.cost),
         control_label,
         control_text,
+        control_read,
         image: shot.image,
         image_kind: shot.kind,
         highlight: shot.highlight,
