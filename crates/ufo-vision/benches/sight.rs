@@ -1,6 +1,7 @@
 //! The numbers of docs/sight.md: detection on 1280×800 UI scenes this benchmark renders
 //! itself (benches/scene/mod.rs: four fonts, sizes 9 to 24 px, light and dark themes): word recall
-//! and precision, box IoU, milliseconds per first read and per cached read.
+//! and precision, box IoU, milliseconds per first read, per cached read, and per read of a
+//! window changed in one small part (only that part read again) against a whole read of it.
 //!
 //! Run: `OMP_THREAD_LIMIT=1 cargo bench -p ufo-vision --bench sight` (add `-- quick` for one
 //! font). Without `OMP_THREAD_LIMIT=1` reads are several times slower on a busy machine.
@@ -11,7 +12,7 @@ mod scene;
 use std::time::Instant;
 
 use scene::{font, render, score, Score, Theme, FONTS};
-use ufo_core::vision::{CachedDetector, DetectRequest, Detector};
+use ufo_core::vision::{CachedDetector, DetectRequest, Detector, RegionImage};
 use ufo_vision::TesseractDetector;
 
 fn ms(since: Instant) -> f64 {
@@ -47,6 +48,7 @@ fn main() {
     let fonts = if quick { &FONTS[..1] } else { FONTS };
     let (mut small, mut large) = (Score::default(), Score::default());
     let (mut first, mut again) = (Vec::new(), Vec::new());
+    let (mut part, mut whole) = (Vec::new(), Vec::new());
     println!("font | size | theme | recall | precision | IoU | first ms | cached ms");
     for (name, path) in fonts {
         let Some(f) = font(path) else {
@@ -71,6 +73,18 @@ fn main() {
                 rt.block_on(cached.detect(&region, DetectRequest::Controls))
                     .expect("from memory");
                 let cached_ms = ms(t);
+                if (12.0..=16.0).contains(&size) {
+                    let changed = changed_in_part(&region);
+                    let t = Instant::now();
+                    rt.block_on(cached.detect(&changed, DetectRequest::Controls))
+                        .expect("the changed part is read");
+                    part.push(ms(t));
+                    let t = Instant::now();
+                    detector
+                        .detect_blocking(&changed, DetectRequest::Controls)
+                        .expect("a scene is read");
+                    whole.push(ms(t));
+                }
                 let s = score(&scene.words, &boxes);
                 println!(
                     "{name} | {size} | {theme:?} | {:.3} | {:.3} | {:.2} | {first_ms:.0} | {cached_ms:.2}",
@@ -111,6 +125,38 @@ fn main() {
         percentile(&mut again.clone(), 0.5),
         percentile(&mut again, 1.0),
     );
+    println!(
+        "changed in one 40x20 patch at 12-16 px: read in part median {:.0} ms, max {:.0} ms; the same read whole median {:.0} ms",
+        percentile(&mut part.clone(), 0.5),
+        percentile(&mut part, 1.0),
+        percentile(&mut whole, 0.5),
+    );
     let stats = cached.stats();
-    println!("cache: {} hits, {} misses", stats.hits, stats.misses);
+    println!(
+        "cache: {} hits, {} misses ({} read in part)",
+        stats.hits, stats.misses, stats.partial
+    );
+}
+
+/// `region` with a 40×20 patch near its middle inverted (a changed display, a new digit).
+fn changed_in_part(region: &RegionImage) -> RegionImage {
+    let bpp = region.format().bytes_per_pixel();
+    let (w, h) = (region.width() as usize, region.height() as usize);
+    let mut px = region.pixels().to_vec();
+    for y in h / 2..(h / 2 + 20).min(h) {
+        for x in w / 2..(w / 2 + 40).min(w) {
+            for b in 0..bpp {
+                let i = (y * w + x) * bpp + b;
+                px[i] = 255 - px[i];
+            }
+        }
+    }
+    RegionImage::new(
+        region.origin(),
+        region.width(),
+        region.height(),
+        region.format(),
+        px,
+    )
+    .expect("the same size")
 }

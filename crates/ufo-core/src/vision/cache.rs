@@ -1,7 +1,9 @@
 //! Detection cached by the region's pixels (docs/sight.md, "Cache"): an unchanged window costs
 //! a hash (well under a millisecond for 1280×800) instead of a read (hundreds of
 //! milliseconds). Results are kept relative to the region, so a moved window still hits.
-//! [`TileHashes`] tells which parts of a region changed, for callers that read only those.
+//! A region read before whose pixels changed in part (the same place and size) has only the
+//! changed part read again ([`super::reread`], by [`TileHashes`] of [`TILE`] pixels); the
+//! boxes outside it stand.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -9,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use xxhash_rust::xxh3::{xxh3_128, xxh3_64};
 
+use super::reread::{self, Reread};
 use super::{DetectError, DetectRequest, DetectedBox, Detector, PixelFormat, RegionImage};
 use crate::ports::Rect;
 
@@ -24,6 +27,13 @@ struct Key {
     settings: u64,
 }
 
+/// The side of the tiles a changed region is compared in, in pixels.
+pub const TILE: u32 = 64;
+
+/// Where a region was read: its place, size and request (a window read again at the same
+/// place is compared tile by tile with its last read).
+type Place = ((i32, i32), u32, u32, DetectRequest, u64);
+
 /// How a [`CachedDetector`] has answered so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CacheStats {
@@ -31,6 +41,8 @@ pub struct CacheStats {
     pub hits: u64,
     /// Answers from the inner detector.
     pub misses: u64,
+    /// Of the misses, those where only a changed part of the region was read.
+    pub partial: u64,
     /// Entries held now.
     pub entries: usize,
 }
@@ -39,9 +51,12 @@ pub struct CacheStats {
 struct State {
     /// Each entry: when it was last used, and the boxes relative to the region's origin.
     map: HashMap<Key, (u64, Arc<Vec<DetectedBox>>)>,
+    /// The last read at each place: when, its tiles, and its boxes (screen pixels).
+    last: HashMap<Place, (u64, TileHashes, Arc<Vec<DetectedBox>>)>,
     clock: u64,
     hits: u64,
     misses: u64,
+    partial: u64,
 }
 
 /// A [`Detector`] that answers a region whose pixels it has seen from memory; at most
@@ -73,6 +88,7 @@ impl<D: Detector> CachedDetector<D> {
         CacheStats {
             hits: s.hits,
             misses: s.misses,
+            partial: s.partial,
             entries: s.map.len(),
         }
     }
@@ -110,6 +126,73 @@ impl<D: Detector> CachedDetector<D> {
             };
         }
     }
+
+    fn place(&self, region: &RegionImage, request: DetectRequest) -> Place {
+        let settings = self.inner.settings_version();
+        let (w, h) = (region.width(), region.height());
+        (region.origin(), w, h, request, settings)
+    }
+
+    /// What to read of a region not in memory: the changed part of its last read at the
+    /// same place, else the whole. Only controls are read in part: a region's text is one
+    /// reading of all of it.
+    fn plan(&self, place: &Place, tiles: &TileHashes, region: &RegionImage) -> Reread {
+        if place.3 != DetectRequest::Controls {
+            return Reread::Whole;
+        }
+        let s = self.lock();
+        let Some((_, before, boxes)) = s.last.get(place) else {
+            return Reread::Whole;
+        };
+        match tiles.changed_since(before) {
+            Some(changed) => reread::plan(region.rect(), boxes, &changed),
+            None => Reread::Whole,
+        }
+    }
+
+    /// Keep the read at `place` (at most `capacity` places, the least recent dropped).
+    fn remember_place(&self, place: Place, tiles: TileHashes, boxes: Arc<Vec<DetectedBox>>) {
+        let mut s = self.lock();
+        s.clock += 1;
+        let now = s.clock;
+        s.last.insert(place, (now, tiles, boxes));
+        while s.last.len() > self.capacity {
+            let oldest = s
+                .last
+                .iter()
+                .min_by_key(|(_, (used, _, _))| *used)
+                .map(|(k, _)| *k);
+            match oldest {
+                Some(k) => s.last.remove(&k),
+                None => break,
+            };
+        }
+    }
+
+    /// Read `region` through the inner detector: the changed part only when [`Self::plan`]
+    /// says so, its boxes then joined to the ones that stand, in reading order.
+    async fn read(
+        &self,
+        region: &RegionImage,
+        request: DetectRequest,
+    ) -> Result<Vec<DetectedBox>, DetectError> {
+        let place = self.place(region, request);
+        let tiles = TileHashes::of(region, TILE);
+        let boxes = match self.plan(&place, &tiles, region) {
+            Reread::Part { area, mut keep } => match region.part(area) {
+                Some(part) => {
+                    keep.extend(self.inner.detect(&part, request).await?);
+                    keep.sort_by_key(|b| (b.rect.y, b.rect.x));
+                    self.lock().partial += 1;
+                    keep
+                }
+                None => self.inner.detect(region, request).await?,
+            },
+            Reread::Whole => self.inner.detect(region, request).await?,
+        };
+        self.remember_place(place, tiles, Arc::new(boxes.clone()));
+        Ok(boxes)
+    }
 }
 
 #[async_trait]
@@ -138,7 +221,7 @@ impl<D: Detector> Detector for CachedDetector<D> {
         if let Some(boxes) = cached {
             return Ok(boxes.iter().map(|b| b.translated(ox, oy)).collect());
         }
-        let boxes = self.inner.detect(region, request).await?;
+        let boxes = self.read(region, request).await?;
         let relative: Vec<DetectedBox> = boxes
             .iter()
             .map(|b| b.translated(ox.saturating_neg(), oy.saturating_neg()))
@@ -302,6 +385,73 @@ mod tests {
         // 1 miss, 2 miss, 1 hit, 3 miss (drops 2), 1 hit, 2 miss (drops 3).
         let stats = cached.stats();
         assert_eq!((stats.hits, stats.misses, stats.entries), (2, 4, 2));
+    }
+
+    /// Reads one box per 64-pixel column band of the region it is given, and keeps the
+    /// rectangles it was asked to read.
+    #[derive(Default)]
+    struct Bands(Mutex<Vec<Rect>>);
+
+    #[async_trait]
+    impl Detector for Bands {
+        async fn detect(
+            &self,
+            region: &RegionImage,
+            _request: DetectRequest,
+        ) -> Result<Vec<DetectedBox>, DetectError> {
+            self.0.lock().expect("not poisoned").push(region.rect());
+            let (x0, y0) = region.origin();
+            Ok((0..region.width().div_ceil(64))
+                .map(|i| {
+                    let r = Rect::new(x0 + 2 + 64 * i as i32, y0 + 2, 20, 10);
+                    DetectedBox {
+                        text: format!("w{}", r.x),
+                        rect: r,
+                        confidence: 1.0,
+                        kind: DetectedKind::Text,
+                        words: Vec::new(),
+                    }
+                })
+                .collect())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_region_changed_in_part_has_only_that_part_read_again() {
+        let cached = CachedDetector::new(Bands::default(), 8);
+        let mut px = vec![0u8; 512 * 256];
+        let at = |px: Vec<u8>| RegionImage::new((100, 50), 512, 256, PixelFormat::Gray8, px);
+        let first = cached
+            .detect(&at(px.clone()).expect("gray"), DetectRequest::Controls)
+            .await
+            .expect("read");
+        assert_eq!(first.len(), 8);
+        // one pixel of the tile at column 5, row 2 (x 320..384, y 128..192)
+        px[150 * 512 + 330] = 9;
+        let again = cached
+            .detect(&at(px).expect("gray"), DetectRequest::Controls)
+            .await
+            .expect("read");
+        let asked = cached.inner().0.lock().expect("not poisoned").clone();
+        assert_eq!(asked.len(), 2);
+        assert_eq!(asked[0], Rect::new(100, 50, 512, 256));
+        let part = asked[1];
+        assert!(
+            part.w < 512 / 2 && part.h < 256,
+            "only the changed part: {part:?}"
+        );
+        assert!(part.x <= 100 + 320 && part.y <= 50 + 128, "{part:?}");
+        // the earlier boxes stand; the part's own box is added
+        let added = part.w.div_ceil(64) as usize;
+        assert_eq!(again.len(), first.len() + added, "{again:?}");
+        assert!(first.iter().all(|b| again.contains(b)));
+        assert_eq!(cached.stats().partial, 1);
+        // a region's text is always read whole
+        let text = cached
+            .detect(&region((0, 0), 1), DetectRequest::ReadText)
+            .await;
+        assert!(text.is_ok());
+        assert_eq!(cached.stats().partial, 1);
     }
 
     #[test]

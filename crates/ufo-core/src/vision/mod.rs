@@ -13,6 +13,7 @@
 pub mod cache;
 pub mod group;
 pub mod merge;
+pub mod reread;
 
 use std::sync::Arc;
 
@@ -125,6 +126,31 @@ impl RegionImage {
     /// The region's rectangle on the screen.
     pub fn rect(&self) -> Rect {
         Rect::new(self.origin.0, self.origin.1, self.width, self.height)
+    }
+
+    /// The pixels of `area` (screen pixels), which must lie inside this region; `None`
+    /// otherwise.
+    pub fn part(&self, area: Rect) -> Option<RegionImage> {
+        let (dx, dy) = (
+            i64::from(area.x) - i64::from(self.origin.0),
+            i64::from(area.y) - i64::from(self.origin.1),
+        );
+        let fits = dx >= 0
+            && dy >= 0
+            && dx + i64::from(area.w) <= i64::from(self.width)
+            && dy + i64::from(area.h) <= i64::from(self.height);
+        if !fits {
+            return None;
+        }
+        let bpp = self.format.bytes_per_pixel();
+        let stride = self.width as usize * bpp;
+        let (x0, w) = (dx as usize * bpp, area.w as usize * bpp);
+        let mut out = Vec::with_capacity(w * area.h as usize);
+        for row in dy as usize..dy as usize + area.h as usize {
+            let start = row * stride + x0;
+            out.extend_from_slice(self.pixels.get(start..start + w)?);
+        }
+        RegionImage::new((area.x, area.y), area.w, area.h, self.format, out).ok()
     }
 }
 
