@@ -98,7 +98,7 @@ scripts/wayland-session.sh up kwin >/dev/null
   source "$UFO_WAYLAND_DIR/env" \
   && CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="$PWD/scripts/wayland-session.sh exec" \
      UFO_WAYLAND_TESTS=1 cargo test -p ufo-linux --locked --features pipewire --test wayland \
-  && UFO_WAYLAND_TESTS=1 cargo test -p ufo --locked --features pipewire --test wayland -- --test-threads=1 private_kwin kwin_captures )
+  && UFO_WAYLAND_TESTS=1 cargo test -p ufo --locked --features pipewire --test wayland -- --test-threads=1 private_kwin kwin_captures kwin_watch )
 # (private:kwin desktops of ufo's own, as root: they start the cap-less KWin copy the session
 # made, UFO_KWIN_BIN in the env file)
 scripts/wayland-session.sh down >/dev/null

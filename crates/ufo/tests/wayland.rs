@@ -685,3 +685,158 @@ fn kwin_captures_for_ufo_run_as_the_sessions_user() {
     assert!(size > 1000, "no screenshot ({size} bytes): {said}");
     assert!(!said.contains("refuses"), "{said}");
 }
+
+/// `ufo mcp serve --desktop wayland --allow-actions` run as the session's user (as a person
+/// runs it), initialised, with a way to call its tools; `None` answers within a bound panic.
+struct ServedAsUser {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    rx: std::sync::mpsc::Receiver<Value>,
+    id: u64,
+}
+
+impl ServedAsUser {
+    fn start() -> Self {
+        use std::io::{BufRead, BufReader};
+        let mut child = Command::new(repo_root().join("scripts/wayland-session.sh"))
+            .arg("exec")
+            .arg(assert_cmd::cargo::cargo_bin("ufo"))
+            .args(["mcp", "serve", "--desktop", "wayland", "--allow-actions"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ufo mcp serve as the session's user");
+        let stdout = child.stdout.take().expect("stdout");
+        let stdin = child.stdin.take().expect("stdin");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let v = serde_json::from_str(&line).unwrap_or_else(|_| json!({ "not_json": line }));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut served = Self {
+            child,
+            stdin,
+            rx,
+            id: 1,
+        };
+        served.send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}}),
+        );
+        answer(&served.rx, "initialize");
+        served.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        served
+    }
+
+    fn send(&mut self, v: Value) {
+        use std::io::Write;
+        self.stdin
+            .write_all(format!("{v}\n").as_bytes())
+            .and_then(|()| self.stdin.flush())
+            .expect("the server reads its input");
+    }
+
+    fn call(&mut self, tool: &str, args: Value) -> Value {
+        self.id += 1;
+        let id = self.id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": args}}));
+        answer(&self.rx, tool)
+    }
+
+    /// Until `window` is listed (the display, and with it KWin's watch, is open).
+    fn wait_for(&mut self, window: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let listed = self.call("list_windows", json!({})).to_string();
+            if listed.contains(window) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "no {window} listed: {listed}");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+}
+
+/// Whether KWin has a script of this name loaded, asked on the session's bus as its user.
+fn kwin_script_loaded(name: &str) -> bool {
+    let out = Command::new(repo_root().join("scripts/wayland-session.sh"))
+        .args([
+            "exec",
+            "dbus-send",
+            "--session",
+            "--print-reply",
+            "--dest=org.kde.KWin",
+            "/Scripting",
+            "org.kde.kwin.Scripting.isScriptLoaded",
+        ])
+        .arg(format!("string:{name}"))
+        .output()
+        .expect("dbus-send as the session's user");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "isScriptLoaded: {said}");
+    said.contains("boolean true")
+}
+
+/// On a person's KWin session, the watch script of a ufo killed before it could unload it
+/// unloads itself once its calls go unanswered (windows keep redrawing: another ufo's clicks
+/// here), and leaves the living ufo's script loaded.
+#[test]
+fn kwin_watch_script_of_a_killed_ufo_unloads_itself() {
+    if !wayland_on("kwin_watch_script_of_a_killed_ufo_unloads_itself") {
+        return;
+    }
+    if std::env::var("UFO_WAYLAND_COMPOSITOR").as_deref() != Ok("kwin") {
+        eprintln!("skipping: needs a session of `scripts/wayland-session.sh up kwin`");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let exe = assert_cmd::cargo::cargo_bin("ufo");
+    let granted = Command::new(repo_root().join("scripts/wayland-session.sh"))
+        .arg("grant")
+        .arg(&exe)
+        .status()
+        .expect("grant");
+    assert!(granted.success(), "the grant for {}", exe.display());
+    let mut app = calculator_in_session();
+    let mut killed = ServedAsUser::start();
+    killed.wait_for("Calculator");
+    // the exec chain (setpriv, env) replaces itself: the child is ufo
+    let stale = format!("ufo-watch-{}-w0", killed.child.id());
+    assert!(kwin_script_loaded(&stale), "{stale} is not loaded");
+    let _ = killed.child.kill();
+    let _ = killed.child.wait();
+    assert!(kwin_script_loaded(&stale), "{stale} went before any redraw");
+    let mut living = ServedAsUser::start();
+    living.wait_for("Calculator");
+    let own = format!("ufo-watch-{}-w0", living.child.id());
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut clicks = 0;
+    while kwin_script_loaded(&stale) {
+        assert!(
+            Instant::now() < deadline,
+            "{stale} still loaded after {clicks} clicks"
+        );
+        for b in ["1", "2", "="] {
+            let done = living.call(
+                "act",
+                json!({"window": "Calculator", "name": b, "function": "click", "args": {}}),
+            );
+            assert_ne!(done["result"]["isError"], json!(true), "click {b}: {done}");
+            clicks += 1;
+        }
+    }
+    assert!(kwin_script_loaded(&own), "the living ufo's {own} went too");
+    eprintln!("{stale} unloaded itself after {clicks} clicks of another ufo");
+    drop(living.stdin);
+    let _ = living.child.wait();
+    let _ = Command::new("kill").arg(app.id().to_string()).status();
+    let _ = app.wait();
+}

@@ -23,6 +23,15 @@ use crate::error::cause;
 use crate::LinuxError;
 
 const KWIN: &str = "org.kde.KWin";
+/// Watch scripts this process loaded so far: the next one's number in its name.
+static WATCHES: AtomicU64 = AtomicU64::new(0);
+
+/// The name a watch script is loaded under: `ufo-watch-PID-wN`, the process's Nth (from 0),
+/// so that a person or a test can ask KWin whether it is still loaded
+/// (`org.kde.kwin.Scripting.isScriptLoaded`).
+pub(crate) fn watch_name(pid: u32, n: u64) -> String {
+    format!("ufo-watch-{pid}-w{n}")
+}
 /// Bound on one D-Bus call to KWin.
 const CALL: Duration = Duration::from_secs(5);
 /// Bound on a script's answer.
@@ -291,10 +300,9 @@ impl Bus {
     /// which says it follows every window; its file is removed once KWin has read it. On an
     /// error it is unloaded (settling then compares pixels).
     pub(crate) async fn start_watch(&mut self) -> Result<(), LinuxError> {
-        let token = self.tokens.fetch_add(1, Ordering::Relaxed);
-        let name = format!("ufo-watch-{}-{token}", std::process::id());
+        let name = watch_name(std::process::id(), WATCHES.fetch_add(1, Ordering::Relaxed));
         let file = self.scripts.join(format!("{name}.js"));
-        write_script(&file, &script::watch_script(&self.me()))?;
+        write_script(&file, &script::watch_script(&self.me(), &name))?;
         let (tx, rx) = oneshot::channel();
         if let Ok(mut slot) = self.ready.lock() {
             *slot = Some(tx);

@@ -20,8 +20,8 @@ pub(crate) const CALLBACK_METHOD: &str = "reply";
 
 /// Its method for the watch script's events.
 pub(crate) const CALLBACK_EVENT: &str = "event";
-/// Calls in a row left unanswered after which the watch script stops calling: ufo is gone
-/// (killed before it could unload the script), so nobody reads them.
+/// Calls in a row left unanswered after which the watch script stops calling and unloads
+/// itself: ufo is gone (killed before it could unload the script), so nobody reads them.
 pub(crate) const WATCH_UNANSWERED: u32 = 256;
 
 /// What a script does.
@@ -93,7 +93,11 @@ function topOf(w) {
 }
 function send(kind, w) {
   if (stopped) { return; }
-  if (++unanswered > UNANSWERED) { stopped = true; return; }
+  if (++unanswered > UNANSWERED) {
+    stopped = true;
+    callDBus("org.kde.KWin", "/Scripting", "org.kde.kwin.Scripting", "unloadScript", NAME);
+    return;
+  }
   callDBus(SERVICE, PATH, IFACE, METHOD, kind, idOf(w), idOf(topOf(w)), answered);
 }
 function follow(w) {
@@ -116,16 +120,18 @@ removed.connect(function (w) { send("removed", w); });
 send("ready", null);
 "#;
 
-/// The text of the watch script, calling back `service` (ufo's unique bus name) for the
-/// display's life.
-pub(crate) fn watch_script(service: &str) -> String {
+/// The text of the watch script loaded as `name`, calling back `service` (ufo's unique bus
+/// name) for the display's life; after [`WATCH_UNANSWERED`] calls in a row without an answer
+/// it unloads itself by that name.
+pub(crate) fn watch_script(service: &str, name: &str) -> String {
     let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
     format!(
-        "var SERVICE = {}, PATH = {}, IFACE = {}, METHOD = {}, UNANSWERED = {WATCH_UNANSWERED};\n{WATCH}",
+        "var SERVICE = {}, PATH = {}, IFACE = {}, METHOD = {}, NAME = {}, UNANSWERED = {WATCH_UNANSWERED};\n{WATCH}",
         quote(service),
         quote(CALLBACK_PATH),
         quote(CALLBACK_INTERFACE),
         quote(CALLBACK_EVENT),
+        quote(name),
     )
 }
 
@@ -252,12 +258,16 @@ mod tests {
 
     #[test]
     fn the_watch_script_calls_back_ufo_and_follows_both_plasmas_names() {
-        let s = watch_script(":1.42\"");
+        let s = watch_script(":1.42\"", "ufo-watch-7-w0");
         assert!(
             s.starts_with(r#"var SERVICE = ":1.42\"", PATH = "/org/ufo/KwinScript""#),
             "{s}"
         );
-        assert!(s.contains(r#"METHOD = "event", UNANSWERED = 256;"#), "{s}");
+        assert!(
+            s.contains(r#"METHOD = "event", NAME = "ufo-watch-7-w0", UNANSWERED = 256;"#),
+            "{s}"
+        );
+        assert!(s.contains(r#""unloadScript", NAME)"#), "{s}");
         for name in [
             "clientAdded",
             "windowAdded",
