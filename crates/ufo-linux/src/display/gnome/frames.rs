@@ -38,12 +38,14 @@ pub(crate) struct Seen {
 /// most this much shorter is taken as maximized.
 const TOP_BAR_MOST: i32 = 64;
 
-/// Where a window of `size` lies on a monitor `screen` when it is maximized or full screen
-/// (`None`: it is neither, and its place is unknown).
+/// Where a window of `size` lies on a monitor `screen` when it is maximized (`None`: it is
+/// not, and its place is unknown). A frame as tall as the monitor is not taken as placed:
+/// while a window is being maximized GTK reports the whole monitor for a moment, before the
+/// top bar's room is taken off (clicks placed from it landed 32 pixels too high).
 pub(crate) fn placed(screen: Rect, size: (i32, i32)) -> Option<Rect> {
     let (w, h) = size;
     let (sw, sh) = (screen.w as i32, screen.h as i32);
-    let maximized = w == sw && h > 0 && h <= sh && sh - h <= TOP_BAR_MOST;
+    let maximized = w == sw && h > 0 && h < sh && sh - h <= TOP_BAR_MOST;
     maximized.then(|| Rect::new(screen.x, screen.y + sh - h, w as u32, h as u32))
 }
 
@@ -172,7 +174,11 @@ mod tests {
             placed(SCREEN, (1280, 768)),
             Some(Rect::new(0, 32, 1280, 768))
         );
-        assert_eq!(placed(SCREEN, (1280, 800)), Some(SCREEN), "full screen");
+        assert_eq!(
+            placed(SCREEN, (1280, 800)),
+            None,
+            "mid-maximize, or full screen"
+        );
         assert_eq!(placed(SCREEN, (360, 612)), None);
         assert_eq!(placed(SCREEN, (1280, 400)), None, "as wide, not as tall");
         assert_eq!(placed(SCREEN, (1280, 0)), None);

@@ -178,14 +178,16 @@ impl Gnome {
             return false;
         }
         let a11y = self.a11y.clone();
+        let screen = self.screen;
         let r = self.run("maximize", async move {
             for (bus, path) in asked {
-                if let Err(e) = do_named_action(&a11y, &bus, &path, MAXIMIZE).await {
-                    tracing::debug!("GNOME: a window not maximized ({e}); its place stays unknown");
+                match do_named_action(&a11y, &bus, &path, MAXIMIZE).await {
+                    Ok(()) => settle_placed(&a11y, &bus, &path, screen).await,
+                    Err(e) => tracing::debug!(
+                        "GNOME: a window not maximized ({e}); its place stays unknown"
+                    ),
                 }
             }
-            // the toolkit resizes its frame on the compositor's answer
-            tokio::time::sleep(Duration::from_millis(100)).await;
             Ok(())
         });
         r.is_ok()
@@ -368,6 +370,29 @@ async fn frame_seen(
         states: node.states,
         size: (w, h),
     })
+}
+
+/// Most time a window is given to take its maximized size.
+const MAXIMIZE_WAIT: Duration = Duration::from_millis(1500);
+
+/// Wait (bounded) until a window being maximized reports the same placed size twice in a row:
+/// the toolkit resizes on the compositor's answer, and passes through other sizes first.
+async fn settle_placed(a11y: &A11yBus, bus: &str, path: &str, screen: Rect) {
+    let deadline = Instant::now() + MAXIMIZE_WAIT;
+    let mut last = None;
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let size = a11y
+            .extents(bus, path)
+            .await
+            .ok()
+            .map(|(_, _, w, h)| (w, h));
+        if size.is_some_and(|s| frames::placed(screen, s).is_some()) && size == last {
+            return;
+        }
+        last = size;
+    }
+    tracing::debug!("GNOME: a window did not settle maximized; its place may stay unknown");
 }
 
 /// Do the action called `name` of a node; an error when it has none of that name.

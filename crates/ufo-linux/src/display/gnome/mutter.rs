@@ -7,7 +7,8 @@
 //!
 //! Mutter makes a session's virtual keyboard and pointer known to applications only with the
 //! session's first event, and that first event is lost: [`Remote::open`] sends a Shift press
-//! first and waits a little (measured: 20 of 20 first keys typed, against 1 of 20 without).
+//! and a pointer motion first and waits a little (measured: 20 of 20 first keys typed, against
+//! 1 of 20 without; without the motion, the first click was lost now and then).
 //! The session is kept for the display's life. Every call is bounded.
 
 use std::collections::HashMap;
@@ -30,8 +31,8 @@ const SC_STREAM: &str = "org.gnome.Mutter.ScreenCast.Stream";
 const CALL: Duration = Duration::from_secs(5);
 /// Longest wait for the monitor stream's PipeWire node once the session started.
 const NODE_WAIT: Duration = Duration::from_secs(5);
-/// How long the first (lost) event is given before real input follows.
-const PRIME_WAIT: Duration = Duration::from_millis(20);
+/// How long the first (lost) events are given before real input follows.
+const PRIME_WAIT: Duration = Duration::from_millis(50);
 
 /// evdev's left, right and middle buttons.
 const BTN_LEFT: i32 = 0x110;
@@ -151,10 +152,18 @@ impl Remote {
         Ok(remote)
     }
 
-    /// The first event of a session is lost: a Shift press and release, then a pause.
+    /// The first events of a session's keyboard and pointer are lost: a Shift press and
+    /// release, a motion to the bottom-right corner (no hot corner there, unlike the top-left
+    /// one, which opens the overview), then a pause.
     async fn prime(&self) -> Result<(), LinuxError> {
         self.key(sym::SHIFT_L, true).await?;
         self.key(sym::SHIFT_L, false).await?;
+        let (w, h) = self.size.unwrap_or((1280, 800));
+        self.move_to(
+            f64::from(w.saturating_sub(1)),
+            f64::from(h.saturating_sub(1)),
+        )
+        .await?;
         tokio::time::sleep(PRIME_WAIT).await;
         Ok(())
     }
