@@ -155,6 +155,49 @@ fn a_private_kwin_desktop_computes_and_leaves_nothing() {
     assert!(added.is_empty(), "written to the user's home: {added:?}");
 }
 
+/// GNOME's Mutter serves ufo through its own RemoteDesktop and ScreenCast on a private GNOME
+/// Shell: the calculator by button names (pyatspi reads 84), nothing left, and nothing of
+/// the shell's settings or state written to the user's home (they live in the desktop's
+/// folder).
+#[test]
+fn a_private_gnome_desktop_computes_and_leaves_nothing() {
+    if !wayland_on("a_private_gnome_desktop_computes_and_leaves_nothing") || !gnome_installed() {
+        return;
+    }
+    let home = user_home();
+    let before = home_entries(&home);
+    let log = computes_and_leaves_nothing("private:gnome");
+    if cfg!(feature = "pipewire") {
+        // its windows are placed (maximized): the clicks went to screen points, the pointer
+        // moved on Mutter's monitor stream, and the window had a screenshot
+        assert!(log.contains(r#"clicked \"7\" at "#), "{log}");
+    }
+    let added: Vec<String> = home_entries(&home)
+        .into_iter()
+        .filter(|e| !before.contains(e) && (e.contains("gnome-shell") || e.contains("dconf")))
+        .collect();
+    assert!(added.is_empty(), "written to the user's home: {added:?}");
+}
+
+#[test]
+fn nothing_of_a_private_gnome_desktop_survives_a_killed_ufo() {
+    if !wayland_on("nothing_of_a_private_gnome_desktop_survives_a_killed_ufo") || !gnome_installed()
+    {
+        return;
+    }
+    nothing_survives_a_killed_ufo("private:gnome", "gnome-shell");
+}
+
+/// Whether GNOME Shell is installed (scripts/test-deps.sh install_wayland); else says why the
+/// GNOME tests are skipped.
+fn gnome_installed() -> bool {
+    if Path::new("/usr/bin/gnome-shell").exists() {
+        return true;
+    }
+    eprintln!("skipping: gnome-shell is not installed (scripts/test-deps.sh install_wayland)");
+    false
+}
+
 /// The private desktop's user's home folder (the test's own when not root).
 fn user_home() -> PathBuf {
     let root = nix::unistd::geteuid().is_root();
@@ -516,19 +559,25 @@ fn doctor_says_there_is_no_wayland_display_without_failing_x11() {
 }
 
 #[test]
-fn private_gnome_and_unknown_compositors_are_usage_errors() {
-    for (spec, says) in [
-        ("private:gnome", "not available yet"),
-        ("private:weston", "private:sway"),
-    ] {
-        let out = ufo()
-            .args(["run", "--desktop", spec, "--llm", "script:none.jsonl", "x"])
-            .output()
-            .expect("ufo runs");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{spec}: {stderr}");
-        assert!(stderr.contains(spec) && stderr.contains(says), "{stderr}");
-    }
+fn unknown_compositors_are_usage_errors() {
+    // the error names the desktops ufo can start, GNOME's among them
+    let out = ufo()
+        .args([
+            "run",
+            "--desktop",
+            "private:weston",
+            "--llm",
+            "script:none.jsonl",
+            "x",
+        ])
+        .output()
+        .expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("private:weston") && stderr.contains("private:gnome"),
+        "{stderr}"
+    );
     // a private Wayland desktop is headless: --watch is the X one's
     let out = ufo()
         .args([
