@@ -188,6 +188,91 @@ fn nothing_of_a_private_gnome_desktop_survives_a_killed_ufo() {
     nothing_survives_a_killed_ufo("private:gnome", "gnome-shell");
 }
 
+/// Text off the keyboard layout reaches a GTK application on GNOME (Mutter drops keysyms its
+/// layout lacks: ufo types them through GTK's Ctrl+Shift+U entry): gnome-text-editor types a
+/// line of non-ASCII text and saves it, and the saved file holds it exactly.
+#[test]
+fn a_private_gnome_desktop_types_and_saves_non_ascii_text() {
+    if !wayland_on("a_private_gnome_desktop_types_and_saves_non_ascii_text") || !gnome_installed() {
+        return;
+    }
+    if !Path::new("/usr/bin/gnome-text-editor").exists() {
+        eprintln!("skipping: gnome-text-editor is not installed (scripts/test-deps.sh)");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // the editor runs as the desktop's user: it writes the file
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let note = tmp.path().join("note.txt");
+    std::fs::write(&note, "").expect("note");
+    std::fs::set_permissions(&note, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    let config = tmp.path().join("ufo.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[launch]\n\"test editor\" = \"gnome-text-editor --standalone {}\"\n",
+            note.display()
+        ),
+    )
+    .expect("config");
+    let text = "Grüße, naïve café — 12×7=84 ✓ ß€ 日本語";
+    let app = |keys: &str, status: &str| {
+        json!({"agent": "app", "response": {"Observation": "o", "Thought": "t",
+               "ControlText": "EditorSourceView", "Function": "type_keys",
+               "Args": {"keys": keys}, "Status": status}})
+        .to_string()
+    };
+    let lines = [
+        json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+               "Current Sub-Task": "Write the line", "ControlText": "test editor",
+               "Status": "ASSIGN"}})
+        .to_string(),
+        app(text, "CONTINUE"),
+        app("{ctrl+s}", "CONTINUE"),
+        json!({"agent": "app", "response": {"Observation": "o", "Thought": "t", "Status": "FINISH"}})
+            .to_string(),
+        json!({"agent": "host", "response": {"Observation": "Done.", "Thought": "Finish.",
+               "Status": "FINISH"}})
+        .to_string(),
+    ];
+    let script = tmp.path().join("script.jsonl");
+    std::fs::write(&script, lines.join("\n")).expect("script");
+    let child = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .args([
+            "run",
+            "--desktop",
+            "private:gnome",
+            "--confirm",
+            "yes",
+            "--llm",
+        ])
+        .arg(format!("script:{}", script.display()))
+        .arg("--config")
+        .arg(&config)
+        .arg("--out")
+        .arg(tmp.path().join("out"))
+        .arg("Write the line")
+        .env("UFO_PRIVATE_USER", private_user())
+        .env_remove("DISPLAY")
+        .env_remove("UFO_LLM")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ufo starts");
+    let pid = child.id();
+    let run = child.wait_with_output().expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    // the file as the editor saved it, read apart from ufo
+    let saved = std::fs::read_to_string(&note).expect("the note");
+    assert_eq!(saved.trim_end_matches('\n'), text, "{stderr}");
+    let left = none_left(pid, Duration::from_secs(5));
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 /// Whether GNOME Shell is installed (scripts/test-deps.sh install_wayland); else says why the
 /// GNOME tests are skipped.
 fn gnome_installed() -> bool {
