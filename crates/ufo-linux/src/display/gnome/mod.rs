@@ -10,8 +10,10 @@
 //!
 //! The input and capture halves need only a remote-desktop session and its stream: a portal
 //! session on a person's desktop gives the same two and can reuse them. The D-Bus side runs
-//! on a small runtime of the display's own; callers wait for each answer with a bound. No
-//! change watch: Mutter sends a frame only when the screen changed, and settling compares them.
+//! on a small runtime of the display's own; callers wait for each answer with a bound. The
+//! change watch is the stream's frames ([`FrameWatch`]): Mutter sends one only when the screen
+//! changed, so each frame is a redraw somewhere; settling compares the window's looks to tell
+//! whether it was this window's.
 
 pub(crate) mod frames;
 pub(crate) mod keys;
@@ -26,7 +28,7 @@ use ufo_core::Rect;
 
 use super::keys::{sym, KeyStep};
 use super::pixels::{self, Look, RgbImage};
-use super::watch::{ChangeWatch, PersonInput};
+use super::watch::{Change, ChangeLog, ChangeWatch, PersonInput};
 use super::{CoordSpace, Display, DisplayWindow, WinId};
 use crate::a11y::bus::A11yBus;
 use crate::error::cause;
@@ -68,6 +70,8 @@ pub(crate) struct Gnome {
     screen: Rect,
     /// The monitor stream (`None` without the `pipewire` feature).
     stream: Option<Stream>,
+    /// The stream's frames as redraws (`None` without a stream).
+    watch: Option<Arc<FrameWatch>>,
     ids: Mutex<Ids>,
     /// the last listing and when it was made
     listing: Mutex<Option<(Instant, Vec<Listed>)>>,
@@ -102,7 +106,9 @@ impl Gnome {
             let a11y = A11yBus::connect(timeout, bus.as_deref()).await?;
             Ok((remote, a11y))
         })?;
-        let stream = connect_stream(remote.node)?;
+        let watch = Arc::new(FrameWatch::default());
+        let stream = connect_stream(remote.node, Arc::clone(&watch))?;
+        let watch = stream.is_some().then_some(watch);
         let screen = screen_of(&remote, stream.as_ref());
         tracing::info!(
             node = remote.node,
@@ -121,6 +127,7 @@ impl Gnome {
             a11y,
             screen,
             stream,
+            watch,
             ids: Mutex::default(),
             listing: Mutex::default(),
             maximized: Mutex::default(),
@@ -413,9 +420,47 @@ async fn do_named_action(
     Ok(())
 }
 
+/// The change watch of a GNOME display: every frame of the monitor stream after the first
+/// (which is the stream's start, not a change) is a redraw. Mutter 43 gives no damage
+/// rectangles, nor window events: settling tells by the looks whether the window acted on
+/// changed; no ping.
+#[derive(Default)]
+pub(crate) struct FrameWatch {
+    log: ChangeLog,
+}
+
+impl FrameWatch {
+    /// Frame `seq` of the stream arrived.
+    #[cfg_attr(not(feature = "pipewire"), allow(dead_code))]
+    fn frame(&self, seq: u64, changed: bool) {
+        if seq > 1 && changed {
+            self.log.note(Change {
+                at: Instant::now(),
+                damage: true,
+                mapped: false,
+                gone: None,
+            });
+        }
+    }
+}
+
+impl ChangeWatch for FrameWatch {
+    fn log(&self) -> &ChangeLog {
+        &self.log
+    }
+
+    // the stream is the whole monitor: there is nothing to choose
+    fn watch(&self, _ids: &[WinId]) {}
+
+    fn ping(&self, _id: WinId) -> Option<u32> {
+        None
+    }
+}
+
 #[cfg(feature = "pipewire")]
-fn connect_stream(node: u32) -> Result<Option<Stream>, LinuxError> {
-    crate::display::pipewire::VideoStream::connect(node, Box::new(|_, _| {}))
+fn connect_stream(node: u32, watch: Arc<FrameWatch>) -> Result<Option<Stream>, LinuxError> {
+    let on_frame = Box::new(move |seq: u64, changed: bool| watch.frame(seq, changed));
+    crate::display::pipewire::VideoStream::connect(node, on_frame)
         .map(Some)
         .map_err(|e| LinuxError::Wayland {
             what: format!("Mutter's monitor stream (PipeWire node {node})"),
@@ -424,7 +469,7 @@ fn connect_stream(node: u32) -> Result<Option<Stream>, LinuxError> {
 }
 
 #[cfg(not(feature = "pipewire"))]
-fn connect_stream(_node: u32) -> Result<Option<Stream>, LinuxError> {
+fn connect_stream(_node: u32, _watch: Arc<FrameWatch>) -> Result<Option<Stream>, LinuxError> {
     Ok(None)
 }
 
@@ -600,10 +645,38 @@ impl Display for Gnome {
     }
 
     fn change_watch(&self) -> Option<Arc<dyn ChangeWatch>> {
-        None
+        self.watch
+            .as_ref()
+            .map(|w| Arc::clone(w) as Arc<dyn ChangeWatch>)
     }
 
     fn person_input(&self) -> Option<Arc<PersonInput>> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_after_the_first_are_redraws() {
+        let w = FrameWatch::default();
+        let since = Instant::now();
+        w.frame(1, true);
+        assert_eq!(
+            w.log().activity_since(since).0,
+            0,
+            "the stream's first frame"
+        );
+        w.frame(2, true);
+        w.frame(3, false);
+        w.frame(4, true);
+        assert_eq!(w.log().activity_since(since).0, 2);
+        assert!(
+            !w.log().structure_since(since),
+            "frames say nothing of windows"
+        );
+        assert_eq!(w.ping(WinId(1)), None);
     }
 }
