@@ -273,6 +273,65 @@ fn a_private_gnome_desktop_types_and_saves_non_ascii_text() {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
+/// `ufo doctor` inside a private GNOME desktop (run by the host's shell there) names Mutter and
+/// the path ufo takes on it, and finds PipeWire running.
+#[test]
+fn doctor_inside_a_private_gnome_desktop_says_which_path() {
+    if !wayland_on("doctor_inside_a_private_gnome_desktop_says_which_path") || !gnome_installed() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let report = tmp.path().join("doctor.txt");
+    let bash = format!(
+        "{} doctor > {} 2>&1",
+        assert_cmd::cargo::cargo_bin("ufo").display(),
+        report.display()
+    );
+    let lines = [
+        json!({"agent": "host", "response": {"Observation": "o", "Thought": "check",
+               "Status": "CONTINUE", "Bash": bash}})
+        .to_string(),
+        json!({"agent": "host", "response": {"Observation": "Done.", "Thought": "Finish.",
+               "Status": "FINISH"}})
+        .to_string(),
+    ];
+    let script = tmp.path().join("script.jsonl");
+    std::fs::write(&script, lines.join("\n")).expect("script");
+    let run = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .args([
+            "run",
+            "--desktop",
+            "private:gnome",
+            "--confirm",
+            "yes",
+            "--llm",
+        ])
+        .arg(format!("script:{}", script.display()))
+        .arg("--out")
+        .arg(tmp.path().join("out"))
+        .arg("Check the desktop")
+        .env("UFO_PRIVATE_USER", private_user())
+        .env_remove("DISPLAY")
+        .env_remove("UFO_LLM")
+        .stdin(Stdio::null())
+        .output()
+        .expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    let text = std::fs::read_to_string(&report).expect("doctor's report");
+    assert!(
+        text.contains("ok       the compositor is GNOME's Mutter"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ok       path: Mutter's own RemoteDesktop and ScreenCast"),
+        "{text}"
+    );
+    assert!(text.contains("ok       PipeWire runs"), "{text}");
+    assert!(!text.contains("PROBLEM"), "{text}");
+}
+
 /// Whether GNOME Shell is installed (scripts/test-deps.sh install_wayland); else says why the
 /// GNOME tests are skipped.
 fn gnome_installed() -> bool {
@@ -449,6 +508,14 @@ fn a_batch_runs_on_a_private_kwin_desktop() {
 
 /// A batch of a few tasks of the task set on the private desktop `spec`: each ends as its
 /// own evaluator says.
+#[test]
+fn a_batch_runs_on_a_private_gnome_desktop() {
+    if !wayland_on("a_batch_runs_on_a_private_gnome_desktop") || !gnome_installed() {
+        return;
+    }
+    batch_on("private:gnome");
+}
+
 fn batch_on(spec: &str) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().expect("tempdir");
