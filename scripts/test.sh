@@ -94,9 +94,16 @@ scripts/wayland-session.sh up kwin >/dev/null
 # made, UFO_KWIN_BIN in the env file)
 scripts/wayland-session.sh down >/dev/null
 
-echo "== GNOME live tests (private:gnome: a headless GNOME Shell of ufo's own, driven through Mutter)"
-# No outer session: each test's ufo starts its own shell, buses, PipeWire and WirePlumber as the
-# Wayland sessions' user (UFO_WAYLAND_USER, default ufotest, created by `up` above)
+echo "== GNOME live tests (a headless GNOME Shell, driven through Mutter's own interfaces)"
+# The ufo-linux tests in a session of `up gnome` (its env file names it a private GNOME desktop);
+# then the private:gnome ones, with no outer session: each test's ufo starts its own shell,
+# buses, PipeWire and WirePlumber as the Wayland sessions' user (UFO_WAYLAND_USER, default
+# ufotest, created by `up` above)
+scripts/wayland-session.sh up gnome >/dev/null
+( # shellcheck disable=SC1091
+  source "$UFO_WAYLAND_DIR/env" \
+  && UFO_WAYLAND_TESTS=1 cargo test -p ufo-linux --locked --features pipewire --test wayland -- --test-threads=1 )
+scripts/wayland-session.sh down >/dev/null
 UFO_WAYLAND_TESTS=1 cargo test -p ufo --locked --features pipewire --test wayland -- --test-threads=1 private_gnome
 
 echo "== bounded fuzz run (about a minute; docs/security.md: how to run a long campaign)"

@@ -4,7 +4,7 @@
 //! session's user, or the file it saved). Every test runs on each compositor: the session
 //! that is up says which (`UFO_WAYLAND_COMPOSITOR`).
 //!
-//! They need a session of `scripts/wayland-session.sh up sway` (or `up kwin`), its env file
+//! They need a session of `scripts/wayland-session.sh up sway` (or `up kwin`, `up gnome`), its env file
 //! sourced in the shell that runs them (apart from the X session's), and
 //! `UFO_WAYLAND_TESTS=1`; without the switch they are skipped with a printed reason, with it a
 //! missing session fails them. On KWin they run as the session's user (cargo's runner
@@ -40,7 +40,7 @@ fn session_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/wayland-session.sh")
 }
 
-/// The compositor of the session (`sway` or `kwin`).
+/// The compositor of the session (`sway`, `kwin` or `gnome`).
 fn compositor() -> String {
     std::env::var("UFO_WAYLAND_COMPOSITOR").unwrap_or_else(|_| "sway".into())
 }
@@ -78,7 +78,9 @@ async fn connect() -> LinuxDesktop {
     grant_this_executable();
     let config = LinuxConfig {
         display: DisplayChoice::Wayland {
-            socket: Some(socket()),
+            // GNOME (`up gnome`, whose env file names it a private GNOME desktop) is driven
+            // through Mutter's D-Bus interfaces, not a Wayland connection
+            socket: (compositor() != "gnome").then(socket),
         },
         ..LinuxConfig::default()
     };
@@ -470,6 +472,12 @@ async fn doctor_finds_the_compositor_its_interfaces_and_grants() {
             } else {
                 "captures: ScreenShot2"
             },
+        ],
+        "gnome" => &[
+            "reachable",
+            "the compositor is GNOME's Mutter",
+            "path: Mutter's own RemoteDesktop and ScreenCast",
+            "PipeWire runs",
         ],
         _ => &[
             "reachable",

@@ -154,16 +154,21 @@ impl Gnome {
                 return Ok(l.clone());
             }
         }
+        let (seen, mut listed) = self.list_now()?;
+        if self.maximize_new(&seen, &listed) {
+            // their sizes changed (the wait for it is bounded): listed as they are now
+            listed = self.list_now()?.1;
+        }
+        *lock(&self.listing) = Some((Instant::now(), listed.clone()));
+        Ok(listed)
+    }
+
+    /// The windows as AT-SPI says now, with what was seen of their frames.
+    fn list_now(&self) -> Result<(Vec<Seen>, Vec<Listed>), LinuxError> {
         let a11y = self.a11y.clone();
         let seen = self.run("windows", async move { frames_seen(&a11y).await })?;
         let listed = frames::windows_of(&seen, self.screen, &mut lock(&self.ids));
-        if self.maximize_new(&seen, &listed) {
-            // their sizes changed: read them again next time
-            *lock(&self.listing) = None;
-        } else {
-            *lock(&self.listing) = Some((Instant::now(), listed.clone()));
-        }
-        Ok(listed)
+        Ok((seen, listed))
     }
 
     /// Ask application windows not maximized yet, and not asked before, to maximize (so that
