@@ -8,8 +8,9 @@
 //! window action); one is activated by Alt+Tab until AT-SPI calls it active, closed by its
 //! `window.close` action (else Alt+F4).
 //!
-//! The input and capture halves need only a remote-desktop session and its stream: a portal
-//! session on a person's desktop gives the same two and can reuse them. The D-Bus side runs
+//! The input and capture halves need only a remote-desktop session and its stream: input goes
+//! through [`RemoteInput`] and captures come from the session's PipeWire node, so a portal
+//! session on a person's desktop can take the place of Mutter's. The D-Bus side runs
 //! on a small runtime of the display's own; callers wait for each answer with a bound. The
 //! change watch is the stream's frames ([`FrameWatch`]): Mutter sends one only when the screen
 //! changed, so each frame is a redraw somewhere; settling compares the window's looks to tell
@@ -35,7 +36,7 @@ use crate::error::cause;
 use crate::vocab::ROOT_PATH;
 use crate::LinuxError;
 use frames::{Ids, Listed, Seen};
-use mutter::Remote;
+use mutter::{Remote, RemoteInput};
 
 /// Bound on one answer of the display's runtime.
 const ANSWER: Duration = Duration::from_secs(10);
@@ -65,7 +66,8 @@ type Stream = ();
 /// A GNOME session driven through Mutter.
 pub(crate) struct Gnome {
     runtime: Option<tokio::runtime::Runtime>,
-    remote: Remote,
+    /// Mutter's remote-desktop session (a portal's would do as well)
+    input: Arc<dyn RemoteInput>,
     a11y: A11yBus,
     screen: Rect,
     /// The monitor stream (`None` without the `pipewire` feature).
@@ -109,7 +111,7 @@ impl Gnome {
         let watch = Arc::new(FrameWatch::default());
         let stream = connect_stream(remote.node, Arc::clone(&watch))?;
         let watch = stream.is_some().then_some(watch);
-        let screen = screen_of(&remote, stream.as_ref());
+        let screen = screen_of(remote.size, stream.as_ref());
         tracing::info!(
             node = remote.node,
             "GNOME: Mutter's remote desktop, monitor {}x{}, captures {}",
@@ -123,7 +125,7 @@ impl Gnome {
         );
         Ok(Gnome {
             runtime: Some(runtime),
-            remote,
+            input: Arc::new(remote),
             a11y,
             screen,
             stream,
@@ -177,6 +179,8 @@ impl Gnome {
         let mut asked = Vec::new();
         {
             let mut done = lock(&self.maximized);
+            // the windows gone are forgotten: the set stays as large as the list
+            done.retain(|id| listed.iter().any(|l| l.window.id == *id));
             for l in listed {
                 let Some(s) = seen.iter().find(|s| s.bus == l.bus && s.path == l.path) else {
                     continue;
@@ -219,7 +223,7 @@ impl Gnome {
     /// Send key events in order.
     fn send_keys(&self, events: Vec<keys::Event>) -> Result<(), LinuxError> {
         self.forget_listing();
-        let remote = self.remote.clone();
+        let remote = Arc::clone(&self.input);
         self.run("keys", async move {
             for (k, down) in events {
                 remote.key(k, down).await?;
@@ -272,7 +276,7 @@ impl Drop for Gnome {
     // on an async thread, so it is shut down in the background
     fn drop(&mut self) {
         self.stream = None;
-        let remote = self.remote.clone();
+        let remote = Arc::clone(&self.input);
         let _ = self.run("stop", async move {
             remote.stop().await;
             Ok(())
@@ -480,8 +484,8 @@ fn connect_stream(_node: u32, _watch: Arc<FrameWatch>) -> Result<Option<Stream>,
 
 /// The monitor: as the stream's parameters say, else its first frame's size, else the
 /// private desktop's 1280×800.
-fn screen_of(remote: &Remote, stream: Option<&Stream>) -> Rect {
-    if let Some((w, h)) = remote.size {
+fn screen_of(size: Option<(u32, u32)>, stream: Option<&Stream>) -> Rect {
+    if let Some((w, h)) = size {
         return Rect::new(0, 0, w, h);
     }
     let (w, h) = stream.and_then(first_size).unwrap_or((1280, 800));
@@ -628,7 +632,7 @@ impl Display for Gnome {
             ))
         })?;
         self.forget_listing();
-        let remote = self.remote.clone();
+        let remote = Arc::clone(&self.input);
         self.run("click", async move {
             remote.move_to(f64::from(x), f64::from(y)).await?;
             for _ in 0..count {

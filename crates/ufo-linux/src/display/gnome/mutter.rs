@@ -69,6 +69,23 @@ pub(crate) fn button(n: u8) -> Option<Button> {
     })
 }
 
+/// The input half of a remote-desktop session, whoever grants it: Mutter's own interface on a
+/// private desktop ([`Remote`]), or on a person's session the RemoteDesktop portal, which takes
+/// the same keysyms, evdev buttons, wheel steps and motion on a stream of its ScreenCast. The
+/// GNOME display sends all its input through this, and reads its captures from the session's
+/// PipeWire node, so a portal session can take Mutter's place.
+#[async_trait::async_trait]
+pub(crate) trait RemoteInput: Send + Sync {
+    /// Press or release a keysym.
+    async fn key(&self, keysym: u32, down: bool) -> Result<(), LinuxError>;
+    /// Move the pointer to a point of the recorded monitor.
+    async fn move_to(&self, x: f64, y: f64) -> Result<(), LinuxError>;
+    /// Press and release a button (or step the wheel) where the pointer is.
+    async fn button(&self, b: Button) -> Result<(), LinuxError>;
+    /// End the session (its stream ends with it).
+    async fn stop(&self);
+}
+
 /// A started remote-desktop session with its monitor stream.
 #[derive(Clone)]
 pub(crate) struct Remote {
@@ -168,20 +185,27 @@ impl Remote {
         Ok(())
     }
 
-    /// Press or release a keysym.
-    pub(crate) async fn key(&self, keysym: u32, down: bool) -> Result<(), LinuxError> {
+    async fn session_call<B>(&self, method: &str, body: &B) -> Result<(), LinuxError>
+    where
+        B: serde::Serialize + zbus::zvariant::DynamicType + Sync,
+    {
+        call(&self.conn, RD, self.rd.as_str(), RD_SESSION, method, body).await
+    }
+}
+
+#[async_trait::async_trait]
+impl RemoteInput for Remote {
+    async fn key(&self, keysym: u32, down: bool) -> Result<(), LinuxError> {
         self.session_call("NotifyKeyboardKeysym", &(keysym, down))
             .await
     }
 
-    /// Move the pointer to a point of the monitor.
-    pub(crate) async fn move_to(&self, x: f64, y: f64) -> Result<(), LinuxError> {
+    async fn move_to(&self, x: f64, y: f64) -> Result<(), LinuxError> {
         self.session_call("NotifyPointerMotionAbsolute", &(self.stream.as_str(), x, y))
             .await
     }
 
-    /// Press and release a button (or step the wheel) where the pointer is.
-    pub(crate) async fn button(&self, b: Button) -> Result<(), LinuxError> {
+    async fn button(&self, b: Button) -> Result<(), LinuxError> {
         match b {
             Button::Press(code) => {
                 self.session_call("NotifyPointerButton", &(code, true))
@@ -196,16 +220,8 @@ impl Remote {
         }
     }
 
-    /// End the session (its stream ends with it).
-    pub(crate) async fn stop(&self) {
+    async fn stop(&self) {
         let _ = self.session_call("Stop", &()).await;
-    }
-
-    async fn session_call<B>(&self, method: &str, body: &B) -> Result<(), LinuxError>
-    where
-        B: serde::Serialize + zbus::zvariant::DynamicType,
-    {
-        call(&self.conn, RD, self.rd.as_str(), RD_SESSION, method, body).await
     }
 }
 
