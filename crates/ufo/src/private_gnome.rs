@@ -26,6 +26,11 @@ pub(super) const FOLDERS: [(&str, &str); 4] = [
     ("XDG_STATE_HOME", "gnome-state"),
 ];
 
+/// The mark GNOME Shell leaves once it has warned that it cannot lock the screen (no GDM): its
+/// folder in the data folder (under the state folder) and its name. Made before the shell
+/// starts, so that no banner covers the top of the windows for the first seconds.
+pub(super) const LOCK_WARNING: (&str, &str) = ("gnome-data/gnome-shell", "lock-warning-shown");
+
 /// The stand-in system bus's configuration; `{listen}` is its socket's address. A `system`
 /// bus denies replies by default (every client then hangs on its first call): this one lets
 /// everything through, since only the desktop's own processes reach its socket (0700 folder).

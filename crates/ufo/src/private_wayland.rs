@@ -237,12 +237,17 @@ impl Start<'_> {
         for (var, name) in gnome::FOLDERS {
             let dir = self.dir.join(name);
             std::fs::create_dir(&dir).with_context(|| format!("cannot make GNOME's {name}"))?;
-            if let Some((uid, gid)) = user.ids {
-                std::os::unix::fs::chown(&dir, Some(uid), Some(gid))
-                    .with_context(|| format!("cannot give GNOME's {name} to {}", user.name))?;
-            }
+            self.give(user, &dir)?;
             self.shared_env.push((var, dir.display().to_string()));
         }
+        // the shell warns once per data folder, in a banner over the top of the windows for
+        // its first seconds, that it cannot lock the screen without GDM: said already
+        let shell_data = self.dir.join(gnome::LOCK_WARNING.0);
+        std::fs::create_dir(&shell_data).context("cannot make GNOME Shell's data folder")?;
+        self.give(user, &shell_data)?;
+        let warned = shell_data.join(gnome::LOCK_WARNING.1);
+        std::fs::write(&warned, "").context("cannot write GNOME Shell's lock warning mark")?;
+        self.give(user, &warned)?;
         self.shared_env.extend([
             ("XDG_CURRENT_DESKTOP", "GNOME".to_string()),
             ("WAYLAND_DISPLAY", GNOME_SOCKET.to_string()),
@@ -251,6 +256,15 @@ impl Start<'_> {
         let config = gnome::system_bus_config(&runtime.join("system_bus_socket"));
         let address = self.bus_daemon(user, runtime, "system-bus", &config, "system-bus")?;
         self.shared_env.push(("DBUS_SYSTEM_BUS_ADDRESS", address));
+        Ok(())
+    }
+
+    /// Give a file or folder of the state folder to the desktop's user (when ufo is another).
+    fn give(&self, user: &RunAs, path: &Path) -> Result<()> {
+        if let Some((uid, gid)) = user.ids {
+            std::os::unix::fs::chown(path, Some(uid), Some(gid))
+                .with_context(|| format!("cannot give {} to {}", path.display(), user.name))?;
+        }
         Ok(())
     }
 

@@ -137,7 +137,7 @@ fn a_private_kwin_desktop_computes_and_leaves_nothing() {
     }
     let home = user_home();
     let before = home_entries(&home);
-    let log = computes_and_leaves_nothing("private:kwin");
+    let (log, _) = computes_and_leaves_nothing("private:kwin");
     // built with PipeWire and with it installed, the private KWin's looks come from its
     // screencast (ufo starts pipewire and wireplumber for it)
     let installed = ["/usr/bin/pipewire", "/usr/bin/wireplumber"]
@@ -166,11 +166,21 @@ fn a_private_gnome_desktop_computes_and_leaves_nothing() {
     }
     let home = user_home();
     let before = home_entries(&home);
-    let log = computes_and_leaves_nothing("private:gnome");
+    let (log, first_shot) = computes_and_leaves_nothing("private:gnome");
     if cfg!(feature = "pipewire") {
         // its windows are placed (maximized): the clicks went to screen points, the pointer
         // moved on Mutter's monitor stream, and the window had a screenshot
         assert!(log.contains(r#"clicked \"7\" at "#), "{log}");
+        // no banner of the shell over the top of the window in the first seconds (the lock
+        // warning, dark, over the light header bar of the calculator)
+        let png = first_shot.expect("the first step's screenshot");
+        let (w, _, pixels) = read_png(&png);
+        let [r, g, b] = pixels[(30 * w + 500) as usize];
+        assert!(
+            u32::from(r) + u32::from(g) + u32::from(b) > 3 * 128,
+            "a dark banner over the window's header: {:?}",
+            [r, g, b]
+        );
     }
     let added: Vec<String> = home_entries(&home)
         .into_iter()
@@ -376,8 +386,9 @@ fn home_entries(home: &Path) -> Vec<String> {
 
 /// `ufo run --desktop SPEC` computes 12 × 7 on the calculator (pyatspi reads 84, apart from
 /// ufo), and nothing of the desktop is left once ufo ends.
-/// Returns the session's log (`ufo.log`: the KWin display notes its window streams there).
-fn computes_and_leaves_nothing(spec: &str) -> String {
+/// Returns the session's log (`ufo.log`: the KWin display notes its window streams there) and
+/// the first screenshot of the calculator (PNG), if any.
+fn computes_and_leaves_nothing(spec: &str) -> (String, Option<Vec<u8>>) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().expect("tempdir");
     // written by pyatspi, run by root's shell: a folder anyone may write to
@@ -423,7 +434,28 @@ fn computes_and_leaves_nothing(spec: &str) -> String {
         serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).expect("run.json"))
             .expect("json");
     assert_eq!(record["desktop"], spec);
-    std::fs::read_to_string(out.join("ufo.log")).unwrap_or_default()
+    (
+        std::fs::read_to_string(out.join("ufo.log")).unwrap_or_default(),
+        std::fs::read(out.join("step_0002_screenshot.png")).ok(),
+    )
+}
+
+/// The width, height and RGB pixels (row by row) of an 8-bit RGB or RGBA PNG.
+fn read_png(bytes: &[u8]) -> (u32, u32, Vec<[u8; 3]>) {
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = decoder.read_info().expect("png header");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("png frame");
+    let channels = info.color_type.samples();
+    let pixels = buf[..info.buffer_size()]
+        .chunks(channels)
+        .map(|p| match channels {
+            1 | 2 => [p[0], p[0], p[0]],
+            _ => [p[0], p[1], p[2]],
+        })
+        .collect();
+    (info.width, info.height, pixels)
 }
 
 #[test]
