@@ -60,7 +60,9 @@
 # through it), without recommends, for the Wayland live tests (crates/ufo-linux/tests/wayland.rs,
 # run in a session of scripts/wayland-session.sh); PipeWire and WirePlumber (run in the KWin
 # session: KWin's screencast streams through them), and what building ufo's `pipewire` feature
-# needs (libpipewire-0.3-dev, libclang-dev for bindgen, pkg-config). Installs only the missing
+# needs (libpipewire-0.3-dev, libclang-dev for bindgen, pkg-config); GNOME Shell for the
+# private:gnome tests (gnome-shell without recommends: about 94 packages, 105 MB to download;
+# with recommends it pulls a whole GNOME desktop, over 450 packages). Installs only the missing
 # packages, and only as root.
 
 install_chromium() {
@@ -77,7 +79,7 @@ install_chromium() {
 
 install_wayland() {
   _apt_install_missing install_wayland sway kwin-wayland dbus at-spi2-core gnome-calculator gnome-text-editor kcalc qtwayland5 python3-pyatspi \
-    pipewire pipewire-bin wireplumber libpipewire-0.3-dev libclang-dev pkg-config
+    pipewire pipewire-bin wireplumber libpipewire-0.3-dev libclang-dev pkg-config gnome-shell
 }
 
 install_libreoffice() {

@@ -89,7 +89,7 @@ trap 'for d in "${REOPENED[@]}"; do chmod o-x "$d" || true; done; scripts/deskto
 if [ "$(id -u)" -eq 0 ]; then reach_checkout; fi
 ( # shellcheck disable=SC1091
   source "$UFO_WAYLAND_DIR/env" && UFO_WAYLAND_TESTS=1 cargo test -p ufo-linux --locked --features pipewire --test wayland \
-    && UFO_WAYLAND_TESTS=1 cargo test -p ufo --locked --features pipewire --test wayland -- --test-threads=1 --skip private_kwin )
+    && UFO_WAYLAND_TESTS=1 cargo test -p ufo --locked --features pipewire --test wayland -- --test-threads=1 --skip private_kwin --skip private_gnome )
 # (the ufo tests also start private sway desktops of their own, as the session's user, which
 # `up` created: UFO_WAYLAND_USER in the env file; the private KWin ones run with KWin's session)
 scripts/wayland-session.sh down >/dev/null
@@ -102,6 +102,18 @@ scripts/wayland-session.sh up kwin >/dev/null
 # (private:kwin desktops of ufo's own, as root: they start the cap-less KWin copy the session
 # made, UFO_KWIN_BIN in the env file)
 scripts/wayland-session.sh down >/dev/null
+
+echo "== GNOME live tests (a headless GNOME Shell, driven through Mutter's own interfaces)"
+# The ufo-linux tests in a session of `up gnome` (its env file names it a private GNOME desktop);
+# then the private:gnome ones, with no outer session: each test's ufo starts its own shell,
+# buses, PipeWire and WirePlumber as the Wayland sessions' user (UFO_WAYLAND_USER, default
+# ufotest, created by `up` above)
+scripts/wayland-session.sh up gnome >/dev/null
+( # shellcheck disable=SC1091
+  source "$UFO_WAYLAND_DIR/env" \
+  && UFO_WAYLAND_TESTS=1 cargo test -p ufo-linux --locked --features pipewire --test wayland -- --test-threads=1 )
+scripts/wayland-session.sh down >/dev/null
+UFO_WAYLAND_TESTS=1 cargo test -p ufo --locked --features pipewire --test wayland -- --test-threads=1 private_gnome
 
 echo "== bounded fuzz run (about a minute; docs/security.md: how to run a long campaign)"
 # More cases than `cargo test` runs by default, of the parser fuzz tests (proptest).

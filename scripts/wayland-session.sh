@@ -11,6 +11,11 @@
 #   scripts/wayland-session.sh up kwin     the same with KWin (kwin_wayland --virtual), run from
 #                                          a copy without the packaged file capability; with
 #                                          PipeWire and WirePlumber when installed
+#   scripts/wayland-session.sh up gnome    a headless GNOME Shell (gnome-shell --headless), with a
+#                                          stand-in system bus, PipeWire and WirePlumber, out of
+#                                          its overview: what ufo's private:gnome starts, for the
+#                                          bench (UFO_PRIVATE_KIND=private:gnome in the env file:
+#                                          ufo drives it through Mutter's own interfaces)
 #   scripts/wayland-session.sh grant EXE   let the executable EXE use KWin's fake input, its
 #                                          screencast and ScreenShot2: a .desktop file in the user's
 #                                          ~/.local/share/applications (KWin matches the
@@ -58,7 +63,8 @@ ensure_runtime_dir() {
     dir="$(runtime_dir)"
     install -d -o "$USER_NAME" -g "$(id -gn "$USER_NAME")" -m 700 "$dir"
     # sockets left by a session that was killed would be taken for the new one's
-    find "$dir" -mindepth 1 -maxdepth 1 \( -name 'wayland-*' -o -name 'sway-ipc.*' \) -delete
+    find "$dir" -mindepth 1 -maxdepth 1 \( -name 'wayland-*' -o -name 'sway-ipc.*' -o -name 'system_bus_socket' \
+        -o -name 'pipewire-0*' \) -delete
 }
 
 # the user's session bus, joinable by root (the tests), with the standard session services
@@ -154,6 +160,82 @@ EOF
     chmod 755 "$STATE/inner.sh"
 }
 
+# GNOME Shell: a stand-in system bus first (the shell exits without one; a plain dbus-daemon
+# with an allow-all policy, in the user's 0700 runtime folder), PipeWire and WirePlumber
+# (Mutter's pointer and captures need its stream), the shell, then out of its overview
+write_gnome() {
+    local rt
+    rt="$(runtime_dir)"
+    cat >"$STATE/system-bus.conf" <<CONF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=$rt/system_bus_socket</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*"/>
+    <allow own="*"/>
+    <allow receive_sender="*"/>
+    <allow send_type="method_call"/>
+    <allow receive_type="signal"/>
+  </policy>
+</busconfig>
+CONF
+    mkdir -p "$STATE/gnome"
+    chmod 755 "$STATE/gnome"
+    local d
+    for d in config data state cache; do
+        install -d -o "$USER_NAME" -g "$(id -gn "$USER_NAME")" -m 700 "$STATE/gnome/$d"
+    done
+    # runs as the user inside dbus-run-session: the buses, media, the shell, then the environment
+    cat >"$STATE/inner.sh" <<INNER
+#!/bin/bash
+set -u
+export XDG_SESSION_TYPE=wayland XDG_CURRENT_DESKTOP=GNOME WAYLAND_DISPLAY=wayland-gnome GDK_BACKEND=wayland
+export XDG_CONFIG_HOME=$STATE/gnome/config XDG_DATA_HOME=$STATE/gnome/data
+export XDG_STATE_HOME=$STATE/gnome/state XDG_CACHE_HOME=$STATE/gnome/cache
+export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$rt/system_bus_socket
+unset DISPLAY
+dbus-daemon --config-file="$STATE/system-bus.conf" --nofork --nopidfile >"$rt/system-bus.log" 2>&1 &
+for _ in \$(seq 1 250); do [ -S "$rt/system_bus_socket" ] && break; sleep 0.02; done
+# the session bus's activated services (portals, GTK's) need the display's name
+dbus-update-activation-environment WAYLAND_DISPLAY XDG_CURRENT_DESKTOP GDK_BACKEND 2>/dev/null || true
+pipewire >"$rt/pipewire.log" 2>&1 &
+for _ in \$(seq 1 250); do [ -S "$rt/pipewire-0" ] && break; sleep 0.02; done
+wireplumber >"$rt/wireplumber.log" 2>&1 &
+gnome-shell --headless --wayland --no-x11 --wayland-display=wayland-gnome --virtual-monitor $SIZE \\
+    >"$rt/gnome.log" 2>&1 &
+pid=\$!
+overview() {
+    dbus-send --session --print-reply --dest=org.gnome.Shell /org/gnome/Shell \\
+        org.freedesktop.DBus.Properties.Get string:org.gnome.Shell string:OverviewActive 2>/dev/null \\
+        | grep -o 'boolean [a-z]*' | cut -d' ' -f2
+}
+# the shell shows its overview at the end of its start: wait for it, then leave it
+for _ in \$(seq 1 750); do
+    [ "\$(overview)" = true ] && break
+    kill -0 "\$pid" 2>/dev/null || exit 1
+    sleep 0.02
+done
+for _ in \$(seq 1 50); do
+    dbus-send --session --print-reply --dest=org.gnome.Shell /org/gnome/Shell \\
+        org.freedesktop.DBus.Properties.Set string:org.gnome.Shell string:OverviewActive \\
+        variant:boolean:false >/dev/null 2>&1
+    sleep 0.1
+    [ "\$(overview)" = false ] && break
+done
+{
+    echo "export WAYLAND_DISPLAY=$rt/wayland-gnome"
+    echo "export DBUS_SESSION_BUS_ADDRESS=\$DBUS_SESSION_BUS_ADDRESS"
+    echo "export PIPEWIRE_REMOTE=$rt/pipewire-0"
+    echo "export UFO_PRIVATE_KIND=private:gnome"
+} >"$rt/ufo-session.env"
+wait "\$pid"
+INNER
+    chmod 755 "$STATE/inner.sh"
+}
+
 session_up() {
     [ -f "$ENV_FILE" ] || return 1
     # shellcheck disable=SC1090
@@ -164,8 +246,8 @@ session_up() {
 up() {
     local compositor="${1:-sway}"
     case "$compositor" in
-        sway|kwin) ;;
-        *) die "unknown compositor $compositor: sway or kwin" ;;
+        sway|kwin|gnome) ;;
+        *) die "unknown compositor $compositor: sway, kwin or gnome" ;;
     esac
     need_root
     if session_up; then
@@ -176,6 +258,7 @@ up() {
     case "$compositor" in
         sway) command -v sway >/dev/null || die "sway is not installed: run scripts/test-deps.sh wayland" ;;
         kwin) [ -x /usr/bin/kwin_wayland ] || die "kwin_wayland is not installed: run scripts/test-deps.sh wayland" ;;
+        gnome) command -v gnome-shell >/dev/null || die "gnome-shell is not installed: run scripts/test-deps.sh wayland" ;;
     esac
     command -v dbus-run-session >/dev/null || die "dbus-run-session is missing: install dbus"
     ensure_user
@@ -184,7 +267,11 @@ up() {
     chmod 755 "$STATE"
     rm -f "$ENV_FILE"
     write_bus_config
-    if [ "$compositor" = kwin ]; then write_kwin; else write_sway; fi
+    case "$compositor" in
+        kwin) write_kwin ;;
+        gnome) write_gnome ;;
+        *) write_sway ;;
+    esac
     local rt
     rt="$(runtime_dir)"
     rm -f "$rt/ufo-session.env"
@@ -291,5 +378,5 @@ case "${1:-}" in
     grant) shift; grant "$@" ;;
     down) down ;;
     status) session_up ;;
-    *) die "usage: $0 up sway|kwin | env | exec CMD… | grant EXE | down | status" ;;
+    *) die "usage: $0 up sway|kwin|gnome | env | exec CMD… | grant EXE | down | status" ;;
 esac

@@ -15,6 +15,11 @@
 //! pipewire` (looks from KWin's screencast), the bench then runs the same step again on a KWin
 //! display kept on ScreenShot2 (`UFO_KWIN_CAPTURE=screenshot`), against X11 again, in the same
 //! run (`UFO_BENCH_SHOT2=0` leaves that out).
+//!
+//! On GNOME (`up gnome`, built with `--features pipewire`) the bench drives the shell through
+//! Mutter's own interfaces, as `--desktop private:gnome` does (the env file says so); the GNOME
+//! display maximizes the calculator to know its place, so the X11 calculator is sized alike
+//! (1280×768, with xdotool) and both steps look at as many pixels.
 #![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
@@ -68,7 +73,7 @@ async fn window_of(d: &LinuxDesktop, pid: u32) -> WindowInfo {
     }
 }
 
-/// The compositor of the Wayland session (`sway` or `kwin`).
+/// The compositor of the Wayland session (`sway`, `kwin` or `gnome`).
 fn compositor(wl: &[(String, String)]) -> &str {
     wl.iter()
         .find(|(k, _)| k == "UFO_WAYLAND_COMPOSITOR")
@@ -105,6 +110,23 @@ async fn float_like(wl: &[(String, String)], pid: u32, on_x: &WindowInfo) -> (u3
         .is_ok_and(|s| s.success());
     assert!(floated, "swaymsg could not float the calculator");
     (r.w, r.h)
+}
+
+/// GNOME maximizes the calculator (1280×768 under its top bar): give the X11 one that size too,
+/// so that both steps capture and encode as many pixels. The X11 window once resized.
+async fn size_x_like(x: &LinuxDesktop, xw: &WindowInfo, on_gnome: &WindowInfo) -> WindowInfo {
+    let r = on_gnome.rect.expect("the GNOME window's place");
+    let sized = Command::new("xdotool")
+        .args([
+            "windowsize",
+            xw.id.as_str(),
+            &r.w.to_string(),
+            &r.h.to_string(),
+        ])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(sized, "xdotool could not size the X11 calculator");
+    window_of_sized(x, xw.pid.expect("its pid"), &(r.w, r.h)).await
 }
 
 /// The window of `pid` once it has about `size` (sway's resize counts the border).
@@ -189,21 +211,32 @@ async fn main() {
         .expect("gnome-calculator on Wayland");
     let pid = child.id();
     let _guard = Guard(child);
+    let gnome = compositor(&wl) == "gnome";
+    if gnome {
+        // Mutter's own interfaces, as inside ufo's private GNOME desktop; its PipeWire
+        for name in ["UFO_PRIVATE_KIND", "PIPEWIRE_REMOTE"] {
+            std::env::set_var(name, var(&wl, name));
+        }
+    }
     let w = LinuxDesktop::connect(LinuxConfig {
         display: DisplayChoice::Wayland {
-            socket: Some(var(&wl, "WAYLAND_DISPLAY").into()),
+            // GNOME's display is Mutter's session over D-Bus, not a Wayland connection
+            socket: (!gnome).then(|| var(&wl, "WAYLAND_DISPLAY").into()),
         },
         session_bus: Some(var(&wl, "DBUS_SESSION_BUS_ADDRESS").to_string()),
         ..LinuxConfig::default()
     })
     .await
     .expect("the Wayland desktop");
-    let ww = if compositor(&wl) == "kwin" {
-        window_of(&w, pid).await
+    let (xw, ww) = if gnome {
+        let ww = window_of_sized(&w, pid, &(1280, 768)).await;
+        (size_x_like(&x, &xw, &ww).await, ww)
+    } else if compositor(&wl) == "kwin" {
+        (xw, window_of(&w, pid).await)
     } else {
         window_of(&w, pid).await;
         let size = float_like(&wl, pid, &xw).await;
-        window_of_sized(&w, pid, &size).await
+        (xw, window_of_sized(&w, pid, &size).await)
     };
     println!(
         "{} window {:?}, X11 window {:?}",

@@ -14,7 +14,8 @@ use ufo_core::{
 use crate::a11y::apps::KnownApps;
 use crate::a11y::bus::A11yBus;
 use crate::act::{screen, Actor, Settler};
-use crate::display::choice::{resolve, Opened};
+use crate::display::choice::{private_gnome, resolve, Opened};
+use crate::display::gnome::Gnome;
 use crate::display::kwin::Kwin;
 use crate::display::watch::{ChangeWatch, PersonInput};
 use crate::display::wlroots::Wlroots;
@@ -28,16 +29,31 @@ use crate::observe::{FullObservation, Observer};
 use crate::part::Part;
 use crate::{LinuxConfig, LinuxError};
 
-/// Open the display a choice comes to (`display::choice`): the X server, or a Wayland
-/// compositor (KWin's display when it is KWin, else the wlroots one).
+/// Open the display a choice comes to (`display::choice`): the X server, GNOME's Mutter on a
+/// private GNOME desktop, or a Wayland compositor (KWin's display when it is KWin, else the
+/// wlroots one).
 async fn open_display(
     choice: &crate::DisplayChoice,
     session_bus: Option<String>,
     connector: Option<Arc<dyn crate::WaylandConnector>>,
+    timeout: std::time::Duration,
 ) -> Result<Arc<dyn Display>, LinuxError> {
     let set = |v: &str| std::env::var_os(v).is_some_and(|s| !s.is_empty());
-    match resolve(choice, set("DISPLAY"), set("WAYLAND_DISPLAY"))? {
+    match resolve(
+        choice,
+        set("DISPLAY"),
+        set("WAYLAND_DISPLAY"),
+        private_gnome(),
+    )? {
         Opened::X11 => Ok(Arc::new(X11::open().await?)),
+        Opened::Mutter => tokio::task::spawn_blocking(move || {
+            Ok(Arc::new(Gnome::open(session_bus, timeout)?) as Arc<dyn Display>)
+        })
+        .await
+        .map_err(|e| LinuxError::Wayland {
+            what: "connect".into(),
+            source: cause(e.to_string()),
+        })?,
         Opened::Wayland(socket) => tokio::task::spawn_blocking(move || {
             // one connection tells KWin from the rest; KWin's display keeps it
             match Kwin::open(socket.as_deref(), session_bus, connector)? {
@@ -100,6 +116,7 @@ impl LinuxDesktop {
             &config.display,
             config.session_bus.clone(),
             config.wayland_connector.clone(),
+            config.call_timeout,
         )
         .await?;
         let bus = A11yBus::connect(config.call_timeout, config.session_bus.as_deref()).await?;

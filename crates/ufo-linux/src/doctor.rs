@@ -301,6 +301,51 @@ fn kwin_capture_finding(offered: bool, daemon: bool) -> Finding {
     }
 }
 
+/// PipeWire's socket in this session (`PIPEWIRE_REMOTE`, else `pipewire-0` in the runtime
+/// folder), when it is there.
+fn pipewire_socket() -> Option<std::path::PathBuf> {
+    let path = match std::env::var_os("PIPEWIRE_REMOTE") {
+        Some(r) if std::path::Path::new(&r).is_absolute() => std::path::PathBuf::from(r),
+        Some(r) => std::path::PathBuf::from(std::env::var_os("XDG_RUNTIME_DIR")?).join(r),
+        None => std::path::PathBuf::from(std::env::var_os("XDG_RUNTIME_DIR")?).join("pipewire-0"),
+    };
+    path.exists().then_some(path)
+}
+
+/// What ufo does on GNOME, and why: on a private GNOME desktop ufo started (`private`), Mutter's
+/// own RemoteDesktop and ScreenCast, whose pointer and captures need PipeWire (`pipewire`: its
+/// socket is there); on a person's session, nothing yet (docs/desktop.md, "GNOME").
+pub(crate) fn gnome_findings(private: bool, pipewire: bool) -> Vec<Finding> {
+    let mut out = vec![Finding::ok(
+        "the compositor is GNOME's Mutter (no Wayland protocol for input, captures or windows: \
+         GNOME is driven over D-Bus, the windows read from AT-SPI)",
+    )];
+    if !private {
+        out.push(Finding::problem(
+            "this is a person's GNOME session: ufo would drive it through the RemoteDesktop and \
+             ScreenCast portals (GNOME asks the person first), which it does not support yet; \
+             Mutter's own interfaces skip that consent, so ufo uses them only on a private GNOME \
+             desktop it started",
+            "use --desktop private:gnome (a headless GNOME Shell of ufo's own), or an X11 session",
+        ));
+        return out;
+    }
+    out.push(Finding::ok(
+        "path: Mutter's own RemoteDesktop and ScreenCast (a private GNOME desktop ufo started: \
+         nobody to ask); keys as keysyms, non-ASCII through GTK's Ctrl+Shift+U entry; windows \
+         placed only when maximized",
+    ));
+    out.push(if pipewire {
+        Finding::ok("PipeWire runs: the pointer and captures use Mutter's monitor stream")
+    } else {
+        Finding::problem(
+            "no PipeWire daemon in this session: Mutter's pointer and captures need its stream",
+            "start pipewire and wireplumber in the session (ufo's private GNOME desktop does)",
+        )
+    });
+    out
+}
+
 /// The clipboard protocol KWin's display pastes with.
 const DATA_CONTROL: &str = "zwlr_data_control_manager_v1";
 
@@ -316,6 +361,13 @@ fn wayland_findings(p: &Probe) -> Vec<Finding> {
                 "the compositor is KWin (fake input, ScreenShot2, scripting)",
             ));
             out.extend(kwin_protocol_findings(p));
+            return out;
+        }
+        Compositor::Mutter => {
+            out.extend(gnome_findings(
+                crate::display::choice::private_gnome(),
+                pipewire_socket().is_some(),
+            ));
             return out;
         }
         Compositor::Wlroots | Compositor::Other { .. } => {}
@@ -529,6 +581,27 @@ mod tests {
             globals: globals.iter().map(|g| g.to_string()).collect(),
             ipc: ipc.then(|| "/run/user/1000/sway-ipc.1000.7.sock".into()),
         }
+    }
+
+    /// GNOME: doctor says which path ufo takes and why; a person's session is a problem
+    /// with its fix, and a private one without PipeWire too.
+    #[test]
+    fn gnome_says_which_path_and_why() {
+        let person = gnome_findings(false, true);
+        assert!(person[0].ok && person[0].what.contains("Mutter"));
+        let refused = person.iter().find(|f| !f.ok).expect("a problem");
+        assert!(refused.what.contains("portals") && refused.what.contains("consent"));
+        assert!(refused
+            .fix
+            .as_deref()
+            .is_some_and(|f| f.contains("private:gnome")));
+        let private = gnome_findings(true, true);
+        assert!(private.iter().all(|f| f.ok), "{private:?}");
+        assert!(private.iter().any(|f| f.what.contains("RemoteDesktop")));
+        let no_pw = gnome_findings(true, false);
+        assert!(no_pw.iter().any(|f| !f.ok && f.what.contains("PipeWire")));
+        let mutter = wayland_findings(&probe_of(&["wl_seat", "gtk_shell1"], false));
+        assert!(mutter.iter().any(|f| f.what.contains("GNOME's Mutter")));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! session's user, or the file it saved). Every test runs on each compositor: the session
 //! that is up says which (`UFO_WAYLAND_COMPOSITOR`).
 //!
-//! They need a session of `scripts/wayland-session.sh up sway` (or `up kwin`), its env file
+//! They need a session of `scripts/wayland-session.sh up sway` (or `up kwin`, `up gnome`), its env file
 //! sourced in the shell that runs them (apart from the X session's), and
 //! `UFO_WAYLAND_TESTS=1`; without the switch they are skipped with a printed reason, with it a
 //! missing session fails them. On KWin they run as the session's user (cargo's runner
@@ -40,7 +40,7 @@ fn session_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/wayland-session.sh")
 }
 
-/// The compositor of the session (`sway` or `kwin`).
+/// The compositor of the session (`sway`, `kwin` or `gnome`).
 fn compositor() -> String {
     std::env::var("UFO_WAYLAND_COMPOSITOR").unwrap_or_else(|_| "sway".into())
 }
@@ -78,7 +78,9 @@ async fn connect() -> LinuxDesktop {
     grant_this_executable();
     let config = LinuxConfig {
         display: DisplayChoice::Wayland {
-            socket: Some(socket()),
+            // GNOME (`up gnome`, whose env file names it a private GNOME desktop) is driven
+            // through Mutter's D-Bus interfaces, not a Wayland connection
+            socket: (compositor() != "gnome").then(socket),
         },
         ..LinuxConfig::default()
     };
@@ -318,6 +320,71 @@ fn file_holds(path: &std::path::Path, want: &str, within: Duration) -> String {
     }
 }
 
+/// Two windows: keys typed into the one behind reach it (it is activated first: on GNOME by
+/// Alt+Tab, checked with AT-SPI's ACTIVE), and the one in front closes (its process ends).
+/// Checked off ufo: the calculator's display read with pyatspi, the editor's process.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_window_behind_is_activated_and_the_one_in_front_closed() {
+    if !wayland_on("the_window_behind_is_activated_and_the_one_in_front_closed") {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let d = connect().await;
+    let calc = UserApp::start(&["gnome-calculator"]);
+    let cw = window_of(&d, calc.pid(), Duration::from_secs(30)).await;
+    let entry = text_area(&d, &cw).await;
+    let (_dir, path) = user_file("front.txt");
+    let p = path.to_str().expect("a UTF-8 path");
+    let editor = UserApp::start(&["gnome-text-editor", "--standalone", p]);
+    let ew = window_of(&d, editor.pid(), Duration::from_secs(30)).await;
+    text_area(&d, &ew).await;
+    d.act(
+        &cw.id,
+        Some(&entry.id),
+        &UiAction::TypeKeys {
+            keys: "12*7{ENTER}".into(),
+        },
+    )
+    .await
+    .expect("keys into the calculator behind");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut texts = texts_off_ufo("gnome-calculator");
+    while !texts.iter().any(|t| t.trim() == "84") && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        texts = texts_off_ufo("gnome-calculator");
+    }
+    assert!(
+        texts.iter().any(|t| t.trim() == "84"),
+        "pyatspi reads {texts:?}"
+    );
+    // the editor, now behind, is closed (unmodified: no question asked)
+    ufo_core::Desktop::close(&d, &ew.id)
+        .await
+        .expect("the editor closes");
+    let gone = Instant::now() + Duration::from_secs(10);
+    let pid = editor.pid();
+    while std::path::Path::new(&format!("/proc/{pid}/stat")).exists() && Instant::now() < gone {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z'))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    assert!(
+        stat.is_empty()
+            || stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z')),
+        "the editor's process {pid} still runs"
+    );
+}
+
 const LINE: &str = "Grüße, naïve café — 12×7=84 ✓ ß€ Æ Ж 日本";
 
 #[tokio::test(flavor = "multi_thread")]
@@ -470,6 +537,12 @@ async fn doctor_finds_the_compositor_its_interfaces_and_grants() {
             } else {
                 "captures: ScreenShot2"
             },
+        ],
+        "gnome" => &[
+            "reachable",
+            "the compositor is GNOME's Mutter",
+            "path: Mutter's own RemoteDesktop and ScreenCast",
+            "PipeWire runs",
         ],
         _ => &[
             "reachable",

@@ -34,6 +34,9 @@ pub(crate) enum PrivateKind {
     Sway,
     /// `private:kwin`: a virtual KWin.
     Kwin,
+    /// `private:gnome`: a headless GNOME Shell (Mutter), driven through Mutter's own
+    /// RemoteDesktop and ScreenCast D-Bus interfaces.
+    Gnome,
 }
 
 impl PrivateKind {
@@ -43,6 +46,7 @@ impl PrivateKind {
             PrivateKind::X => "private",
             PrivateKind::Sway => "private:sway",
             PrivateKind::Kwin => "private:kwin",
+            PrivateKind::Gnome => "private:gnome",
         }
     }
 
@@ -50,7 +54,7 @@ impl PrivateKind {
     pub(crate) fn wayland(self) -> bool {
         match self {
             PrivateKind::X => false,
-            PrivateKind::Sway | PrivateKind::Kwin => true,
+            PrivateKind::Sway | PrivateKind::Kwin | PrivateKind::Gnome => true,
         }
     }
 }
@@ -66,13 +70,10 @@ pub(crate) fn private_kind(spec: &str) -> Option<Result<PrivateKind>> {
     Some(match compositor {
         "sway" => Ok(PrivateKind::Sway),
         "kwin" => Ok(PrivateKind::Kwin),
-        "gnome" => Err(anyhow!(
-            "--desktop private:gnome is not available yet: a private GNOME (mutter) desktop \
-             comes with GNOME support; use private:sway, private:kwin or private (X11)"
-        )),
+        "gnome" => Ok(PrivateKind::Gnome),
         other => Err(anyhow!(
             "--desktop private:{other} is not a private desktop ufo can start; use private \
-             (X11), private:sway or private:kwin"
+             (X11), private:sway, private:kwin or private:gnome"
         )),
     })
 }
@@ -129,7 +130,7 @@ pub(crate) async fn open_desktop(
     }
     Err(anyhow!(
         "--desktop {spec:?} is not a desktop; use live, wayland, private, private:sway, \
-         private:kwin, sim:<SCENARIO.json> or remote:https://HOST:PORT"
+         private:kwin, private:gnome, sim:<SCENARIO.json> or remote:https://HOST:PORT"
     ))
 }
 
@@ -285,15 +286,17 @@ mod tests {
         assert_eq!(kind("private:kwin"), Some(Ok(PrivateKind::Kwin)));
         assert_eq!(kind("live"), None);
         assert_eq!(kind("privately"), None);
-        let gnome = kind("private:gnome")
-            .and_then(Result::err)
-            .expect("an error");
-        assert!(gnome.contains("not available yet") && gnome.contains("private:sway"));
+        assert_eq!(kind("private:gnome"), Some(Ok(PrivateKind::Gnome)));
         let other = kind("private:weston")
             .and_then(Result::err)
             .expect("an error");
         assert!(other.contains("private:weston") && other.contains("private:kwin"));
-        for k in [PrivateKind::X, PrivateKind::Sway, PrivateKind::Kwin] {
+        for k in [
+            PrivateKind::X,
+            PrivateKind::Sway,
+            PrivateKind::Kwin,
+            PrivateKind::Gnome,
+        ] {
             assert_eq!(kind(k.spec()), Some(Ok(k)));
             assert_eq!(k.wayland(), k != PrivateKind::X);
         }

@@ -243,6 +243,7 @@ impl PrivateDesktop {
             dir: &desk.dir,
             children: &mut desk.children,
             env: &mut desk.env,
+            shared_env: Vec::new(),
         }
         .run()?;
         Ok(desk)

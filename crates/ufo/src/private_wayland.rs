@@ -1,5 +1,5 @@
-//! `--desktop private:sway` and `private:kwin`: a headless Wayland compositor of ufo's own
-//! (docs/desktop.md, "Private Wayland desktops").
+//! `--desktop private:sway`, `private:kwin` and `private:gnome`: a headless Wayland compositor
+//! of ufo's own (docs/desktop.md, "Private Wayland desktops").
 //!
 //! Compositors refuse to run as root, so when ufo runs as root the desktop runs as an
 //! unprivileged user (`UFO_PRIVATE_USER`, default [`DEFAULT_USER`]), with its own 0700
@@ -18,6 +18,10 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use crate::desktop::{PrivateKind, LAUNCH_USER_VAR};
 
+#[path = "private_gnome.rs"]
+mod gnome;
+use gnome::SOCKET as GNOME_SOCKET;
+
 /// The variable naming the user a private Wayland desktop runs as when ufo runs as root.
 pub const USER_VAR: &str = "UFO_PRIVATE_USER";
 /// The user a private Wayland desktop runs as when ufo runs as root and [`USER_VAR`] is unset.
@@ -26,7 +30,7 @@ pub const DEFAULT_USER: &str = "ufo";
 /// machine's bounding set refuses; a copy without it runs).
 pub const KWIN_BIN_VAR: &str = "UFO_KWIN_BIN";
 /// Set for the command inside: the `--desktop` value a resume starts again.
-pub const KIND_VAR: &str = "UFO_PRIVATE_KIND";
+pub const KIND_VAR: &str = ufo_linux::DESKTOP_KIND_VAR;
 /// Screen of the private compositor.
 const SCREEN: (u32, u32) = (1280, 800);
 /// Longest wait for each part to come up.
@@ -124,6 +128,18 @@ pub(crate) fn compositor_command(
                 ("KWIN_SCREENSHOT_NO_PERMISSION_CHECKS", "1"),
             ],
         )),
+        PrivateKind::Gnome => Ok((
+            "gnome-shell".into(),
+            vec![
+                "--headless".into(),
+                "--wayland".into(),
+                "--no-x11".into(),
+                format!("--wayland-display={GNOME_SOCKET}"),
+                "--virtual-monitor".into(),
+                format!("{w}x{h}"),
+            ],
+            vec![("XDG_CURRENT_DESKTOP", "GNOME")],
+        )),
         PrivateKind::X => bail!("the private X desktop is not a Wayland compositor"),
     }
 }
@@ -183,6 +199,9 @@ pub(crate) struct Start<'a> {
     pub(crate) children: &'a mut Vec<Child>,
     /// The desktop's environment (for the command inside), extended here.
     pub(crate) env: &'a mut Vec<(String, String)>,
+    /// What every process of the desktop gets besides the basics (GNOME's folders and
+    /// buses), filled in here.
+    pub(crate) shared_env: Vec<(&'static str, String)>,
 }
 
 impl Start<'_> {
@@ -194,12 +213,58 @@ impl Start<'_> {
         let named = std::env::var(USER_VAR).ok();
         let user = run_as(root, named.as_deref())?;
         let runtime = self.runtime_dir(&user)?;
+        if self.kind == PrivateKind::Gnome {
+            self.gnome_before(&user, &runtime)?;
+        }
         let bus = self.session_bus(&user, &runtime)?;
-        if self.kind == PrivateKind::Kwin {
-            self.media(&user, &runtime, &bus);
+        match self.kind {
+            PrivateKind::Kwin | PrivateKind::Gnome => self.media(&user, &runtime, &bus),
+            PrivateKind::Sway | PrivateKind::X => {}
         }
         let socket = self.compositor(&user, &runtime, &bus)?;
+        if self.kind == PrivateKind::Gnome {
+            gnome::shell_ready(&bus, &self.dir.join("compositor.log"), START_TIMEOUT)?;
+        }
         self.inside_env(&user, &runtime, &bus, &socket);
+        Ok(())
+    }
+
+    /// Before GNOME's session bus: the shell's folders in the state folder (its settings,
+    /// state and caches go there, not into the user's home), the stand-in system bus, and the
+    /// Wayland display's name, so that what the session bus activates later (portals, GTK
+    /// services) finds the display.
+    fn gnome_before(&mut self, user: &RunAs, runtime: &Path) -> Result<()> {
+        for (var, name) in gnome::FOLDERS {
+            let dir = self.dir.join(name);
+            std::fs::create_dir(&dir).with_context(|| format!("cannot make GNOME's {name}"))?;
+            self.give(user, &dir)?;
+            self.shared_env.push((var, dir.display().to_string()));
+        }
+        // the shell warns once per data folder, in a banner over the top of the windows for
+        // its first seconds, that it cannot lock the screen without GDM: said already
+        let shell_data = self.dir.join(gnome::LOCK_WARNING.0);
+        std::fs::create_dir(&shell_data).context("cannot make GNOME Shell's data folder")?;
+        self.give(user, &shell_data)?;
+        let warned = shell_data.join(gnome::LOCK_WARNING.1);
+        std::fs::write(&warned, "").context("cannot write GNOME Shell's lock warning mark")?;
+        self.give(user, &warned)?;
+        self.shared_env.extend([
+            ("XDG_CURRENT_DESKTOP", "GNOME".to_string()),
+            ("WAYLAND_DISPLAY", GNOME_SOCKET.to_string()),
+            ("GDK_BACKEND", "wayland".to_string()),
+        ]);
+        let config = gnome::system_bus_config(&runtime.join("system_bus_socket"));
+        let address = self.bus_daemon(user, runtime, "system-bus", &config, "system-bus")?;
+        self.shared_env.push(("DBUS_SYSTEM_BUS_ADDRESS", address));
+        Ok(())
+    }
+
+    /// Give a file or folder of the state folder to the desktop's user (when ufo is another).
+    fn give(&self, user: &RunAs, path: &Path) -> Result<()> {
+        if let Some((uid, gid)) = user.ids {
+            std::os::unix::fs::chown(path, Some(uid), Some(gid))
+                .with_context(|| format!("cannot give {} to {}", path.display(), user.name))?;
+        }
         Ok(())
     }
 
@@ -222,8 +287,18 @@ impl Start<'_> {
 
     /// A program run as the user with a clean environment: the mark, HOME, the runtime
     /// folder; in a process group of its own so that a Ctrl-C meant for ufo does not end it.
+    /// On GNOME each one also gets SIGKILL when ufo's thread that started it ends
+    /// (`setpriv --pdeathsig`: the D-Bus-activated services of a GNOME session outlive a
+    /// killed starter otherwise until the reaper's sweep; no `unsafe` hook needed).
     fn command(&self, user: &RunAs, runtime: &Path, program: &str) -> Command {
-        let mut c = Command::new(program);
+        let mut c = match self.kind {
+            PrivateKind::Gnome => {
+                let mut c = Command::new("setpriv");
+                c.args(["--pdeathsig", "KILL", "--", program]);
+                c
+            }
+            PrivateKind::Sway | PrivateKind::Kwin | PrivateKind::X => Command::new(program),
+        };
         c.env_clear()
             .env(self.mark.0, self.mark.1)
             .env("HOME", &user.home)
@@ -232,6 +307,7 @@ impl Start<'_> {
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("XDG_RUNTIME_DIR", runtime)
             .env("XDG_SESSION_TYPE", "wayland")
+            .envs(self.shared_env.iter().map(|(k, v)| (*k, v.as_str())))
             .current_dir(&user.home)
             .stdin(Stdio::null())
             .process_group(0);
@@ -251,9 +327,22 @@ impl Start<'_> {
 
     /// The session bus (dbus-daemon, as the user); its address.
     fn session_bus(&mut self, user: &RunAs, runtime: &Path) -> Result<String> {
-        let config = self.dir.join("session-bus.conf");
-        std::fs::write(&config, BUS_CONFIG).context("cannot write the session bus's config")?;
-        let (_, err) = self.log("dbus")?;
+        self.bus_daemon(user, runtime, "session-bus", BUS_CONFIG, "dbus")
+    }
+
+    /// A dbus-daemon as the user, with the configuration `text` (written to `name.conf`) and
+    /// its output in `log.log`; its address.
+    fn bus_daemon(
+        &mut self,
+        user: &RunAs,
+        runtime: &Path,
+        name: &str,
+        text: &str,
+        log: &str,
+    ) -> Result<String> {
+        let config = self.dir.join(format!("{name}.conf"));
+        std::fs::write(&config, text).with_context(|| format!("cannot write {name}.conf"))?;
+        let (_, err) = self.log(log)?;
         let mut bus = self.command(user, runtime, "dbus-daemon");
         bus.arg(format!("--config-file={}", config.display()))
             .args(["--nofork", "--print-address=1"])
@@ -271,13 +360,13 @@ impl Start<'_> {
         });
         let address = rx
             .recv_timeout(START_TIMEOUT)
-            .map_err(|_| anyhow!("dbus-daemon did not print its address; see dbus.log"))?
+            .map_err(|_| anyhow!("dbus-daemon ({name}) did not print its address; see {log}.log"))?
             .trim()
             .to_string();
         if address.is_empty() {
             bail!(
-                "dbus-daemon ended without an address; see {}",
-                self.dir.join("dbus.log").display()
+                "dbus-daemon ({name}) ended without an address; see {}",
+                self.dir.join(format!("{log}.log")).display()
             );
         }
         Ok(address)
@@ -334,7 +423,7 @@ impl Start<'_> {
         let (program, args, env) = compositor_command(self.kind, &config, kwin_bin.as_deref())?;
         let own = match self.kind {
             PrivateKind::Kwin => self.kwin_folders(user)?,
-            PrivateKind::Sway | PrivateKind::X => Vec::new(),
+            PrivateKind::Sway | PrivateKind::Gnome | PrivateKind::X => Vec::new(),
         };
         let (log, err) = self.log("compositor")?;
         let mut c = self.command(user, runtime, &program);
@@ -422,6 +511,9 @@ impl Start<'_> {
         add("GSETTINGS_BACKEND", "memory".into());
         add("GTK_A11Y", "atspi".into());
         add(KIND_VAR, self.kind.spec().to_string());
+        if self.kind == PrivateKind::Gnome {
+            add("XDG_CURRENT_DESKTOP", "GNOME".into());
+        }
         for (k, v) in ufo_linux::toolkit::A11Y_ENV {
             add(k, v.to_string());
         }
@@ -439,7 +531,7 @@ fn kwin_hint(kind: PrivateKind) -> String {
              this machine refuses: copy it without it, `cp /usr/bin/kwin_wayland \
              /opt/ufo-kwin/`, and set {KWIN_BIN_VAR}=/opt/ufo-kwin/kwin_wayland)"
         ),
-        PrivateKind::Sway | PrivateKind::X => String::new(),
+        PrivateKind::Sway | PrivateKind::Gnome | PrivateKind::X => String::new(),
     }
 }
 
@@ -448,6 +540,7 @@ fn check_programs(kind: PrivateKind) -> Result<()> {
     let compositor = match kind {
         PrivateKind::Sway => ("sway", "sway"),
         PrivateKind::Kwin => ("kwin_wayland", "kwin-wayland"),
+        PrivateKind::Gnome => ("gnome-shell", "gnome-shell"),
         PrivateKind::X => return Ok(()),
     };
     let kwin_bin = std::env::var(KWIN_BIN_VAR).ok().filter(|b| !b.is_empty());
@@ -465,6 +558,20 @@ fn check_programs(kind: PrivateKind) -> Result<()> {
     }
     if !Path::new("/usr/libexec/at-spi-bus-launcher").exists() {
         missing.push("at-spi2-core");
+    }
+    if kind == PrivateKind::Gnome {
+        // Mutter's pointer needs a ScreenCast stream, which needs PipeWire and WirePlumber;
+        // setpriv gives each process its parent-death signal; dbus-send leaves the overview
+        for (program, package) in [
+            ("pipewire", "pipewire"),
+            ("wireplumber", "wireplumber"),
+            ("setpriv", "util-linux"),
+            ("dbus-send", "dbus-bin"),
+        ] {
+            if !present(program) {
+                missing.push(package);
+            }
+        }
     }
     if !missing.is_empty() {
         bail!(
@@ -512,6 +619,20 @@ mod tests {
         assert!(env.contains(&("KWIN_WAYLAND_NO_PERMISSION_CHECKS", "1")));
         let (prog, _, _) = compositor_command(PrivateKind::Kwin, conf, Some(" ")).expect("kwin");
         assert_eq!(prog, "kwin_wayland");
+        let (prog, args, env) = compositor_command(PrivateKind::Gnome, conf, None).expect("gnome");
+        assert_eq!(prog, "gnome-shell");
+        for a in [
+            "--headless",
+            "--wayland",
+            "--no-x11",
+            "--wayland-display=wayland-ufo",
+        ] {
+            assert!(args.iter().any(|x| x == a), "{a} in {args:?}");
+        }
+        assert!(args
+            .windows(2)
+            .any(|w| w == ["--virtual-monitor", "1280x800"]));
+        assert!(env.contains(&("XDG_CURRENT_DESKTOP", "GNOME")));
         assert!(compositor_command(PrivateKind::X, conf, None).is_err());
         assert!(sway_config().contains("HEADLESS-1 resolution 1280x800"));
     }

@@ -137,7 +137,7 @@ fn a_private_kwin_desktop_computes_and_leaves_nothing() {
     }
     let home = user_home();
     let before = home_entries(&home);
-    let log = computes_and_leaves_nothing("private:kwin");
+    let (log, _) = computes_and_leaves_nothing("private:kwin");
     // built with PipeWire and with it installed, the private KWin's looks come from its
     // screencast (ufo starts pipewire and wireplumber for it)
     let installed = ["/usr/bin/pipewire", "/usr/bin/wireplumber"]
@@ -153,6 +153,203 @@ fn a_private_kwin_desktop_computes_and_leaves_nothing() {
         .filter(|e| !before.contains(e) && (e.contains("applications") || e.contains("kwin")))
         .collect();
     assert!(added.is_empty(), "written to the user's home: {added:?}");
+}
+
+/// GNOME's Mutter serves ufo through its own RemoteDesktop and ScreenCast on a private GNOME
+/// Shell: the calculator by button names (pyatspi reads 84), nothing left, and nothing of
+/// the shell's settings or state written to the user's home (they live in the desktop's
+/// folder).
+#[test]
+fn a_private_gnome_desktop_computes_and_leaves_nothing() {
+    if !wayland_on("a_private_gnome_desktop_computes_and_leaves_nothing") || !gnome_installed() {
+        return;
+    }
+    let home = user_home();
+    let before = home_entries(&home);
+    let (log, first_shot) = computes_and_leaves_nothing("private:gnome");
+    if cfg!(feature = "pipewire") {
+        // its windows are placed (maximized): the clicks went to screen points, the pointer
+        // moved on Mutter's monitor stream, and the window had a screenshot
+        assert!(log.contains(r#"clicked \"7\" at "#), "{log}");
+        // no banner of the shell over the top of the window in the first seconds (the lock
+        // warning, dark, over the light header bar of the calculator)
+        let png = first_shot.expect("the first step's screenshot");
+        let (w, _, pixels) = read_png(&png);
+        let [r, g, b] = pixels[(30 * w + 500) as usize];
+        assert!(
+            u32::from(r) + u32::from(g) + u32::from(b) > 3 * 128,
+            "a dark banner over the window's header: {:?}",
+            [r, g, b]
+        );
+    }
+    let added: Vec<String> = home_entries(&home)
+        .into_iter()
+        .filter(|e| !before.contains(e) && (e.contains("gnome-shell") || e.contains("dconf")))
+        .collect();
+    assert!(added.is_empty(), "written to the user's home: {added:?}");
+}
+
+#[test]
+fn nothing_of_a_private_gnome_desktop_survives_a_killed_ufo() {
+    if !wayland_on("nothing_of_a_private_gnome_desktop_survives_a_killed_ufo") || !gnome_installed()
+    {
+        return;
+    }
+    nothing_survives_a_killed_ufo("private:gnome", "gnome-shell");
+}
+
+/// Text off the keyboard layout reaches a GTK application on GNOME (Mutter drops keysyms its
+/// layout lacks: ufo types them through GTK's Ctrl+Shift+U entry): gnome-text-editor types a
+/// line of non-ASCII text and saves it, and the saved file holds it exactly.
+#[test]
+fn a_private_gnome_desktop_types_and_saves_non_ascii_text() {
+    if !wayland_on("a_private_gnome_desktop_types_and_saves_non_ascii_text") || !gnome_installed() {
+        return;
+    }
+    if !Path::new("/usr/bin/gnome-text-editor").exists() {
+        eprintln!("skipping: gnome-text-editor is not installed (scripts/test-deps.sh)");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // the editor runs as the desktop's user: it writes the file
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let note = tmp.path().join("note.txt");
+    std::fs::write(&note, "").expect("note");
+    std::fs::set_permissions(&note, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    let config = tmp.path().join("ufo.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[launch]\n\"test editor\" = \"gnome-text-editor --standalone {}\"\n",
+            note.display()
+        ),
+    )
+    .expect("config");
+    let text = "Grüße, naïve café — 12×7=84 ✓ ß€ 日本語";
+    let app = |keys: &str, status: &str| {
+        json!({"agent": "app", "response": {"Observation": "o", "Thought": "t",
+               "ControlText": "EditorSourceView", "Function": "type_keys",
+               "Args": {"keys": keys}, "Status": status}})
+        .to_string()
+    };
+    let lines = [
+        json!({"agent": "host", "response": {"Observation": "o", "Thought": "t",
+               "Current Sub-Task": "Write the line", "ControlText": "test editor",
+               "Status": "ASSIGN"}})
+        .to_string(),
+        app(text, "CONTINUE"),
+        app("{ctrl+s}", "CONTINUE"),
+        json!({"agent": "app", "response": {"Observation": "o", "Thought": "t", "Status": "FINISH"}})
+            .to_string(),
+        json!({"agent": "host", "response": {"Observation": "Done.", "Thought": "Finish.",
+               "Status": "FINISH"}})
+        .to_string(),
+    ];
+    let script = tmp.path().join("script.jsonl");
+    std::fs::write(&script, lines.join("\n")).expect("script");
+    let child = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .args([
+            "run",
+            "--desktop",
+            "private:gnome",
+            "--confirm",
+            "yes",
+            "--llm",
+        ])
+        .arg(format!("script:{}", script.display()))
+        .arg("--config")
+        .arg(&config)
+        .arg("--out")
+        .arg(tmp.path().join("out"))
+        .arg("Write the line")
+        .env("UFO_PRIVATE_USER", private_user())
+        .env_remove("DISPLAY")
+        .env_remove("UFO_LLM")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ufo starts");
+    let pid = child.id();
+    let run = child.wait_with_output().expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    // the file as the editor saved it, read apart from ufo
+    let saved = std::fs::read_to_string(&note).expect("the note");
+    assert_eq!(saved.trim_end_matches('\n'), text, "{stderr}");
+    let left = none_left(pid, Duration::from_secs(5));
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// `ufo doctor` inside a private GNOME desktop (run by the host's shell there) names Mutter and
+/// the path ufo takes on it, and finds PipeWire running.
+#[test]
+fn doctor_inside_a_private_gnome_desktop_says_which_path() {
+    if !wayland_on("doctor_inside_a_private_gnome_desktop_says_which_path") || !gnome_installed() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let report = tmp.path().join("doctor.txt");
+    let bash = format!(
+        "{} doctor > {} 2>&1",
+        assert_cmd::cargo::cargo_bin("ufo").display(),
+        report.display()
+    );
+    let lines = [
+        json!({"agent": "host", "response": {"Observation": "o", "Thought": "check",
+               "Status": "CONTINUE", "Bash": bash}})
+        .to_string(),
+        json!({"agent": "host", "response": {"Observation": "Done.", "Thought": "Finish.",
+               "Status": "FINISH"}})
+        .to_string(),
+    ];
+    let script = tmp.path().join("script.jsonl");
+    std::fs::write(&script, lines.join("\n")).expect("script");
+    let run = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
+        .args([
+            "run",
+            "--desktop",
+            "private:gnome",
+            "--confirm",
+            "yes",
+            "--llm",
+        ])
+        .arg(format!("script:{}", script.display()))
+        .arg("--out")
+        .arg(tmp.path().join("out"))
+        .arg("Check the desktop")
+        .env("UFO_PRIVATE_USER", private_user())
+        .env_remove("DISPLAY")
+        .env_remove("UFO_LLM")
+        .stdin(Stdio::null())
+        .output()
+        .expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    let text = std::fs::read_to_string(&report).expect("doctor's report");
+    assert!(
+        text.contains("ok       the compositor is GNOME's Mutter"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ok       path: Mutter's own RemoteDesktop and ScreenCast"),
+        "{text}"
+    );
+    assert!(text.contains("ok       PipeWire runs"), "{text}");
+    assert!(!text.contains("PROBLEM"), "{text}");
+}
+
+/// Whether GNOME Shell is installed (scripts/test-deps.sh install_wayland); else says why the
+/// GNOME tests are skipped.
+fn gnome_installed() -> bool {
+    if Path::new("/usr/bin/gnome-shell").exists() {
+        return true;
+    }
+    eprintln!("skipping: gnome-shell is not installed (scripts/test-deps.sh install_wayland)");
+    false
 }
 
 /// The private desktop's user's home folder (the test's own when not root).
@@ -189,8 +386,9 @@ fn home_entries(home: &Path) -> Vec<String> {
 
 /// `ufo run --desktop SPEC` computes 12 × 7 on the calculator (pyatspi reads 84, apart from
 /// ufo), and nothing of the desktop is left once ufo ends.
-/// Returns the session's log (`ufo.log`: the KWin display notes its window streams there).
-fn computes_and_leaves_nothing(spec: &str) -> String {
+/// Returns the session's log (`ufo.log`: the KWin display notes its window streams there) and
+/// the first screenshot of the calculator (PNG), if any.
+fn computes_and_leaves_nothing(spec: &str) -> (String, Option<Vec<u8>>) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().expect("tempdir");
     // written by pyatspi, run by root's shell: a folder anyone may write to
@@ -236,7 +434,28 @@ fn computes_and_leaves_nothing(spec: &str) -> String {
         serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).expect("run.json"))
             .expect("json");
     assert_eq!(record["desktop"], spec);
-    std::fs::read_to_string(out.join("ufo.log")).unwrap_or_default()
+    (
+        std::fs::read_to_string(out.join("ufo.log")).unwrap_or_default(),
+        std::fs::read(out.join("step_0002_screenshot.png")).ok(),
+    )
+}
+
+/// The width, height and RGB pixels (row by row) of an 8-bit RGB or RGBA PNG.
+fn read_png(bytes: &[u8]) -> (u32, u32, Vec<[u8; 3]>) {
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = decoder.read_info().expect("png header");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("png frame");
+    let channels = info.color_type.samples();
+    let pixels = buf[..info.buffer_size()]
+        .chunks(channels)
+        .map(|p| match channels {
+            1 | 2 => [p[0], p[0], p[0]],
+            _ => [p[0], p[1], p[2]],
+        })
+        .collect();
+    (info.width, info.height, pixels)
 }
 
 #[test]
@@ -321,6 +540,14 @@ fn a_batch_runs_on_a_private_kwin_desktop() {
 
 /// A batch of a few tasks of the task set on the private desktop `spec`: each ends as its
 /// own evaluator says.
+#[test]
+fn a_batch_runs_on_a_private_gnome_desktop() {
+    if !wayland_on("a_batch_runs_on_a_private_gnome_desktop") || !gnome_installed() {
+        return;
+    }
+    batch_on("private:gnome");
+}
+
 fn batch_on(spec: &str) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -516,19 +743,25 @@ fn doctor_says_there_is_no_wayland_display_without_failing_x11() {
 }
 
 #[test]
-fn private_gnome_and_unknown_compositors_are_usage_errors() {
-    for (spec, says) in [
-        ("private:gnome", "not available yet"),
-        ("private:weston", "private:sway"),
-    ] {
-        let out = ufo()
-            .args(["run", "--desktop", spec, "--llm", "script:none.jsonl", "x"])
-            .output()
-            .expect("ufo runs");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{spec}: {stderr}");
-        assert!(stderr.contains(spec) && stderr.contains(says), "{stderr}");
-    }
+fn unknown_compositors_are_usage_errors() {
+    // the error names the desktops ufo can start, GNOME's among them
+    let out = ufo()
+        .args([
+            "run",
+            "--desktop",
+            "private:weston",
+            "--llm",
+            "script:none.jsonl",
+            "x",
+        ])
+        .output()
+        .expect("ufo runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("private:weston") && stderr.contains("private:gnome"),
+        "{stderr}"
+    );
     // a private Wayland desktop is headless: --watch is the X one's
     let out = ufo()
         .args([

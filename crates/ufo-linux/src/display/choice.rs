@@ -1,7 +1,7 @@
 //! Which display to open (docs/desktop.md, "Choosing the display"), pure: X11 as before when
 //! `DISPLAY` is set and Wayland is not asked for; Wayland when asked, or when only
-//! `WAYLAND_DISPLAY` is set; and which compositor a Wayland display is, from the globals it
-//! offers.
+//! `WAYLAND_DISPLAY` is set (GNOME's Mutter through its own D-Bus interfaces on a private GNOME
+//! desktop ufo started); and which compositor a Wayland display is, from the globals it offers.
 
 use std::path::PathBuf;
 
@@ -12,18 +12,35 @@ use crate::{DisplayChoice, LinuxError};
 pub(crate) enum Opened {
     X11,
     Wayland(Option<PathBuf>),
+    /// GNOME's Mutter through its RemoteDesktop and ScreenCast D-Bus interfaces: only on a
+    /// private GNOME desktop ufo started (on a person's session they would bypass the consent
+    /// GNOME asks through its portals).
+    Mutter,
 }
 
-/// What to open for a choice, given whether `DISPLAY` and `WAYLAND_DISPLAY` are set.
+/// The variable the private desktops set for the ufo inside them: which kind of desktop it is
+/// (`private:gnome`, ...).
+pub const DESKTOP_KIND_VAR: &str = "UFO_PRIVATE_KIND";
+
+/// Whether this process runs inside a private GNOME desktop ufo started (its kind variable).
+pub(crate) fn private_gnome() -> bool {
+    std::env::var(DESKTOP_KIND_VAR).is_ok_and(|k| k.trim() == "private:gnome")
+}
+
+/// What to open for a choice, given whether `DISPLAY` and `WAYLAND_DISPLAY` are set and
+/// whether this is a private GNOME desktop (its default Wayland display is Mutter's).
 pub(crate) fn resolve(
     choice: &DisplayChoice,
     display: bool,
     wayland: bool,
+    private_gnome: bool,
 ) -> Result<Opened, LinuxError> {
     match choice {
         DisplayChoice::X11 => Ok(Opened::X11),
+        DisplayChoice::Wayland { socket: None } if private_gnome => Ok(Opened::Mutter),
         DisplayChoice::Wayland { socket } => Ok(Opened::Wayland(socket.clone())),
         DisplayChoice::Auto if display => Ok(Opened::X11),
+        DisplayChoice::Auto if wayland && private_gnome => Ok(Opened::Mutter),
         DisplayChoice::Auto if wayland => Ok(Opened::Wayland(None)),
         DisplayChoice::Auto => Err(LinuxError::NoDisplay),
     }
@@ -45,6 +62,8 @@ pub(crate) enum Compositor {
     Wlroots,
     /// KDE's KWin (its `org_kde_kwin_*` or `org_kde_plasma_*` globals).
     Kwin,
+    /// GNOME's Mutter (its `gtk_shell1` global).
+    Mutter,
     /// Neither: the wlroots protocols it lacks.
     Other {
         /// The needed globals not offered.
@@ -67,6 +86,8 @@ pub(crate) fn compositor_of(globals: &[String]) -> Compositor {
         .any(|g| g.starts_with("org_kde_kwin_") || g.starts_with("org_kde_plasma_"))
     {
         Compositor::Kwin
+    } else if offered("gtk_shell1") {
+        Compositor::Mutter
     } else {
         Compositor::Other { missing }
     }
@@ -80,6 +101,13 @@ impl Compositor {
             Compositor::Kwin => "KWin, driven through its own display (fake input, ScreenShot2, \
                  scripting), not the wlroots protocols"
                 .into(),
+            Compositor::Mutter => {
+                "GNOME's Mutter, which offers no protocol for input, captures or \
+                 the window list to programs: ufo drives GNOME on a private GNOME desktop of its \
+                 own (--desktop private:gnome); a person's GNOME session through its portals is \
+                 not supported yet"
+                    .into()
+            }
             Compositor::Other { missing } => format!(
                 "the compositor lacks the Wayland protocols ufo needs: {}; use a wlroots \
                  compositor such as sway, or an X11 session (set DISPLAY)",
@@ -96,25 +124,42 @@ mod tests {
     #[test]
     fn x11_stays_when_display_is_set_and_wayland_is_not_asked() {
         let auto = DisplayChoice::Auto;
-        assert_eq!(resolve(&auto, true, true).expect("x11"), Opened::X11);
-        assert_eq!(resolve(&auto, true, false).expect("x11"), Opened::X11);
+        assert_eq!(resolve(&auto, true, true, false).expect("x11"), Opened::X11);
         assert_eq!(
-            resolve(&auto, false, true).expect("wl"),
+            resolve(&auto, true, false, false).expect("x11"),
+            Opened::X11
+        );
+        assert_eq!(
+            resolve(&auto, false, true, false).expect("wl"),
             Opened::Wayland(None)
         );
         assert!(matches!(
-            resolve(&auto, false, false),
+            resolve(&auto, false, false, false),
             Err(LinuxError::NoDisplay)
         ));
+        // inside a private GNOME desktop the Wayland display is Mutter's own session
+        assert_eq!(
+            resolve(&auto, false, true, true).expect("gnome"),
+            Opened::Mutter
+        );
+        let wayland = DisplayChoice::Wayland { socket: None };
+        assert_eq!(
+            resolve(&wayland, false, true, true).expect("gnome"),
+            Opened::Mutter
+        );
+        assert_eq!(
+            resolve(&wayland, false, true, false).expect("wl"),
+            Opened::Wayland(None)
+        );
         let asked = DisplayChoice::Wayland {
             socket: Some("/run/user/1000/wayland-1".into()),
         };
         assert_eq!(
-            resolve(&asked, true, false).expect("asked"),
+            resolve(&asked, true, false, true).expect("asked"),
             Opened::Wayland(Some("/run/user/1000/wayland-1".into()))
         );
         assert_eq!(
-            resolve(&DisplayChoice::X11, false, true).expect("x11"),
+            resolve(&DisplayChoice::X11, false, true, true).expect("x11"),
             Opened::X11
         );
     }
@@ -146,5 +191,10 @@ mod tests {
             .unsupported_reason()
             .contains("zwlr_virtual_pointer_manager_v1"));
         assert!(Compositor::Kwin.unsupported_reason().contains("KWin"));
+        let mutter = names(&["wl_seat", "gtk_shell1", "zwp_tablet_manager_v2"]);
+        assert_eq!(compositor_of(&mutter), Compositor::Mutter);
+        assert!(Compositor::Mutter
+            .unsupported_reason()
+            .contains("private:gnome"));
     }
 }

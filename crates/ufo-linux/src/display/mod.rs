@@ -20,7 +20,8 @@
 //!   a watched private desktop ([`watch::PersonInput`]).
 //!
 //! Which display is opened is decided in [`choice`] (`desktop.rs` opens it); `wlroots/` is
-//! the Wayland display of sway and other wlroots compositors, `kwin/` KDE's.
+//! the Wayland display of sway and other wlroots compositors, `kwin/` KDE's, `gnome/` GNOME's
+//! (Mutter's own D-Bus interfaces, on a private GNOME desktop).
 //!
 //! Display-free here: the trait and its types, [`pixels`], [`keys`], [`annotate`], [`watch`]'s
 //! shared records and the helpers over the trait ([`run`], [`activate`], [`settle_pixels`],
@@ -28,6 +29,7 @@
 
 pub(crate) mod annotate;
 pub(crate) mod choice;
+pub(crate) mod gnome;
 pub(crate) mod keys;
 pub(crate) mod kwin;
 pub(crate) mod kwin_grant;

@@ -97,8 +97,8 @@ fn not_private(
         && !desktop.is_some_and(|d| d.starts_with("remote:"))
     {
         bail!(
-            "ufo batch runs on --desktop live, wayland, private, private:sway, private:kwin or \
-             remote:URL"
+            "ufo batch runs on --desktop live, wayland, private, private:sway, private:kwin, \
+             private:gnome or remote:URL"
         );
     }
     Ok(None)

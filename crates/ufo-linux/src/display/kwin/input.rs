@@ -191,7 +191,9 @@ impl Input {
             .collect();
         match compositor_of(&names) {
             Compositor::Kwin => {}
-            Compositor::Wlroots | Compositor::Other { .. } => return Ok(Opened::Other),
+            Compositor::Wlroots | Compositor::Mutter | Compositor::Other { .. } => {
+                return Ok(Opened::Other)
+            }
         }
         if !names.iter().any(|n| n == FAKE_INPUT) {
             return Err(no_grant());

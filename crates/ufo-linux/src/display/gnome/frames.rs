@@ -1,0 +1,209 @@
+//! The window list on GNOME, from AT-SPI (docs/desktop.md, "GNOME"): GNOME Shell tells other
+//! programs nothing about windows (its Introspect and Eval interfaces refuse them), so the
+//! windows are the applications' top-level accessible frames: title, application, process,
+//! size and the ACTIVE state, but no position. A window's place is known only when it is
+//! maximized (its frame fills the work area under the top bar: it sits at the bottom-left of
+//! the monitor); the private desktop maximizes application windows for that. Pure here; the
+//! calls are in `super`.
+
+use std::collections::HashMap;
+
+use ufo_core::Rect;
+
+use crate::display::{DisplayWindow, WinId};
+use crate::vocab::{role, state};
+
+/// What AT-SPI says of one top-level frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Seen {
+    /// The application's bus name on the accessibility bus.
+    pub bus: String,
+    /// The frame's object path.
+    pub path: String,
+    /// The application's name.
+    pub app: String,
+    /// Its process, from the bus.
+    pub pid: Option<u32>,
+    /// The frame's name (the window title).
+    pub title: String,
+    /// Its role.
+    pub role: u32,
+    /// Its state bits.
+    pub states: u64,
+    /// Its size (AT-SPI gives no position on Wayland).
+    pub size: (i32, i32),
+}
+
+/// Most pixels of the top bar over a maximized window: a frame as wide as the monitor and at
+/// most this much shorter is taken as maximized.
+const TOP_BAR_MOST: i32 = 64;
+
+/// Where a window of `size` lies on a monitor `screen` when it is maximized (`None`: it is
+/// not, and its place is unknown). A frame as tall as the monitor is not taken as placed:
+/// while a window is being maximized GTK reports the whole monitor for a moment, before the
+/// top bar's room is taken off (clicks placed from it landed 32 pixels too high).
+pub(crate) fn placed(screen: Rect, size: (i32, i32)) -> Option<Rect> {
+    let (w, h) = size;
+    let (sw, sh) = (screen.w as i32, screen.h as i32);
+    let maximized = w == sw && h > 0 && h < sh && sh - h <= TOP_BAR_MOST;
+    maximized.then(|| Rect::new(screen.x, screen.y + sh - h, w as u32, h as u32))
+}
+
+/// Whether a frame is a window of an application (not GNOME Shell's own, not an empty one).
+pub(crate) fn is_window(s: &Seen) -> bool {
+    let shell = s.app == "gnome-shell";
+    let roles = [role::FRAME, role::DIALOG, role::WINDOW, role::ALERT];
+    !shell && roles.contains(&s.role) && s.size.0 > 0 && s.size.1 > 0
+}
+
+/// Whether the private desktop maximizes a frame to know its place: an application's main
+/// window (a dialog keeps its size) that is not maximized yet.
+pub(crate) fn to_maximize(s: &Seen, screen: Rect) -> bool {
+    s.role == role::FRAME && placed(screen, s.size).is_none()
+}
+
+/// Window ids of frames: the same frame keeps its number while it is listed.
+#[derive(Debug, Default)]
+pub(crate) struct Ids {
+    next: u32,
+    known: HashMap<(String, String), WinId>,
+}
+
+impl Ids {
+    /// The id of the frame `path` of application `bus`.
+    pub(crate) fn number(&mut self, bus: &str, path: &str) -> WinId {
+        let key = (bus.to_string(), path.to_string());
+        if let Some(id) = self.known.get(&key) {
+            return *id;
+        }
+        self.next += 1;
+        let id = WinId(self.next);
+        self.known.insert(key, id);
+        id
+    }
+
+    /// Forget the frames not among `alive`.
+    pub(crate) fn keep_only(&mut self, alive: &[(String, String)]) {
+        self.known.retain(|k, _| alive.contains(k));
+    }
+}
+
+/// A listed window: what the display says of it, whether it is active, and its frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Listed {
+    pub window: DisplayWindow,
+    pub active: bool,
+    pub bus: String,
+    pub path: String,
+}
+
+/// The windows of the frames seen, numbered, placed when maximized.
+pub(crate) fn windows_of(seen: &[Seen], screen: Rect, ids: &mut Ids) -> Vec<Listed> {
+    let shown: Vec<&Seen> = seen.iter().filter(|s| is_window(s)).collect();
+    ids.keep_only(
+        &shown
+            .iter()
+            .map(|s| (s.bus.clone(), s.path.clone()))
+            .collect::<Vec<_>>(),
+    );
+    shown
+        .into_iter()
+        .map(|s| {
+            let id = ids.number(&s.bus, &s.path);
+            let dialog = s.role == role::DIALOG || s.role == role::ALERT;
+            Listed {
+                window: DisplayWindow {
+                    id,
+                    title: s.title.clone(),
+                    pid: s.pid,
+                    app_id: s.app.clone(),
+                    area: placed(screen, s.size),
+                    transient_for: None,
+                    dialog,
+                    wm_modal: s.states & state::MODAL != 0,
+                },
+                active: s.states & state::ACTIVE != 0,
+                bus: s.bus.clone(),
+                path: s.path.clone(),
+            }
+        })
+        .collect()
+}
+
+/// The window on top at a point: the active one when it holds the point (windows have no
+/// known stacking on GNOME, and maximized ones all lie in the same place), else none.
+pub(crate) fn top_at(listed: &[Listed], x: i32, y: i32) -> Option<WinId> {
+    listed
+        .iter()
+        .find(|l| l.active)
+        .filter(|l| {
+            l.window.area.is_some_and(|a| {
+                x >= a.x && y >= a.y && x < a.x + a.w as i32 && y < a.y + a.h as i32
+            })
+        })
+        .map(|l| l.window.id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCREEN: Rect = Rect {
+        x: 0,
+        y: 0,
+        w: 1280,
+        h: 800,
+    };
+
+    fn seen(app: &str, path: &str, role: u32, size: (i32, i32), active: bool) -> Seen {
+        Seen {
+            bus: format!(":1.{app}"),
+            path: path.into(),
+            app: app.into(),
+            pid: Some(42),
+            title: format!("{app} window"),
+            role,
+            states: if active { state::ACTIVE } else { 0 },
+            size,
+        }
+    }
+
+    #[test]
+    fn a_maximized_window_lies_under_the_top_bar_and_others_nowhere() {
+        assert_eq!(
+            placed(SCREEN, (1280, 768)),
+            Some(Rect::new(0, 32, 1280, 768))
+        );
+        assert_eq!(
+            placed(SCREEN, (1280, 800)),
+            None,
+            "mid-maximize, or full screen"
+        );
+        assert_eq!(placed(SCREEN, (360, 612)), None);
+        assert_eq!(placed(SCREEN, (1280, 400)), None, "as wide, not as tall");
+        assert_eq!(placed(SCREEN, (1280, 0)), None);
+    }
+
+    #[test]
+    fn frames_become_windows_numbered_once_without_the_shells() {
+        let mut ids = Ids::default();
+        let frames = vec![
+            seen("gnome-shell", "/a/1", role::WINDOW, (1280, 32), false),
+            seen("calc", "/a/2", role::FRAME, (1280, 768), true),
+            seen("editor", "/a/3", role::FRAME, (600, 400), false),
+            seen("editor", "/a/4", role::DIALOG, (300, 200), false),
+            seen("calc", "/a/5", role::FRAME, (0, 0), false),
+        ];
+        let listed = windows_of(&frames, SCREEN, &mut ids);
+        assert_eq!(listed.len(), 3, "{listed:?}");
+        assert_eq!(listed[0].window.area, Some(Rect::new(0, 32, 1280, 768)));
+        assert_eq!(listed[1].window.area, None, "not maximized: placed nowhere");
+        assert!(listed[2].window.dialog);
+        let again = windows_of(&frames[1..3], SCREEN, &mut ids);
+        assert_eq!(again[0].window.id, listed[0].window.id);
+        assert_eq!(top_at(&listed, 10, 40), Some(listed[0].window.id));
+        assert_eq!(top_at(&listed, 10, 10), None, "the top bar");
+        assert!(to_maximize(&frames[2], SCREEN) && !to_maximize(&frames[1], SCREEN));
+        assert!(!to_maximize(&frames[3], SCREEN), "dialogs keep their size");
+    }
+}

@@ -1,0 +1,691 @@
+//! GNOME (Mutter 43 and later) as a display, on a private GNOME desktop ufo started
+//! (docs/desktop.md, "GNOME"): keys and the pointer through Mutter's RemoteDesktop session
+//! ([`mutter`], keys planned in [`keys`]), captures from the last frame of Mutter's PipeWire
+//! stream of the monitor (`display/pipewire`, with the `pipewire` feature), and the windows
+//! from the applications' AT-SPI frames ([`frames`]): GNOME Shell answers other programs no
+//! question about windows. Windows have no known place unless maximized, so application
+//! windows are maximized when first listed (AT-SPI's `window.toggle-maximized`, GTK 4's own
+//! window action); one is activated by Alt+Tab until AT-SPI calls it active, closed by its
+//! `window.close` action (else Alt+F4).
+//!
+//! The input and capture halves need only a remote-desktop session and its stream: input goes
+//! through [`RemoteInput`] and captures come from the session's PipeWire node, so a portal
+//! session on a person's desktop can take the place of Mutter's. The D-Bus side runs
+//! on a small runtime of the display's own; callers wait for each answer with a bound. The
+//! change watch is the stream's frames ([`FrameWatch`]): Mutter sends one only when the screen
+//! changed, so each frame is a redraw somewhere; settling compares the window's looks to tell
+//! whether it was this window's.
+
+pub(crate) mod frames;
+pub(crate) mod keys;
+pub(crate) mod mutter;
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ufo_core::Rect;
+
+use super::keys::{sym, KeyStep};
+use super::pixels::{self, Look, RgbImage};
+use super::watch::{Change, ChangeLog, ChangeWatch, PersonInput};
+use super::{CoordSpace, Display, DisplayWindow, WinId};
+use crate::a11y::bus::A11yBus;
+use crate::error::cause;
+use crate::vocab::ROOT_PATH;
+use crate::LinuxError;
+use frames::{Ids, Listed, Seen};
+use mutter::{Remote, RemoteInput};
+
+/// Bound on one answer of the display's runtime.
+const ANSWER: Duration = Duration::from_secs(10);
+/// How long a listing of the windows is reused (AT-SPI calls; input forgets it at once).
+const LISTING_KEPT: Duration = Duration::from_millis(150);
+/// Longest wait for the first frame of the monitor stream.
+#[cfg(feature = "pipewire")]
+const FIRST_FRAME: Duration = Duration::from_secs(3);
+/// How long Alt+Tab is given to hand the focus over before AT-SPI is asked again.
+const SWITCH_WAIT: Duration = Duration::from_millis(400);
+/// Most windows Alt+Tab goes through to activate one.
+const SWITCH_MOST: usize = 8;
+/// The AT-SPI action of GTK 4 windows that maximizes them (and back).
+const MAXIMIZE: &str = "window.toggle-maximized";
+/// The AT-SPI action of GTK 4 windows that closes them.
+const CLOSE: &str = "window.close";
+/// The keysyms of Tab and F4.
+const TAB: u32 = sym::TAB;
+const F4: u32 = 0xffc1;
+
+#[cfg(feature = "pipewire")]
+type Stream = crate::display::pipewire::VideoStream;
+/// Without PipeWire there is no stream to read (captures say how to get one).
+#[cfg(not(feature = "pipewire"))]
+type Stream = ();
+
+/// A GNOME session driven through Mutter.
+pub(crate) struct Gnome {
+    runtime: Option<tokio::runtime::Runtime>,
+    /// Mutter's remote-desktop session (a portal's would do as well)
+    input: Arc<dyn RemoteInput>,
+    a11y: A11yBus,
+    screen: Rect,
+    /// The monitor stream (`None` without the `pipewire` feature).
+    stream: Option<Stream>,
+    /// The stream's frames as redraws (`None` without a stream).
+    watch: Option<Arc<FrameWatch>>,
+    ids: Mutex<Ids>,
+    /// the last listing and when it was made
+    listing: Mutex<Option<(Instant, Vec<Listed>)>>,
+    /// frames already asked to maximize (asked once)
+    maximized: Mutex<HashSet<WinId>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Gnome {
+    /// Open Mutter's remote-desktop session on the session bus at `session_bus` (else
+    /// `DBUS_SESSION_BUS_ADDRESS`'s), the accessibility bus, and the monitor stream.
+    pub(crate) fn open(
+        session_bus: Option<String>,
+        timeout: Duration,
+    ) -> Result<Gnome, LinuxError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("ufo-gnome")
+            .enable_all()
+            .build()
+            .map_err(|e| LinuxError::Wayland {
+                what: "the GNOME display's runtime".into(),
+                source: Box::new(e),
+            })?;
+        let bus = session_bus.clone();
+        let (remote, a11y) = ask(&runtime, "open", async move {
+            let conn = session_connection(bus.as_deref(), timeout).await?;
+            let remote = Remote::open(&conn).await?;
+            let a11y = A11yBus::connect(timeout, bus.as_deref()).await?;
+            Ok((remote, a11y))
+        })?;
+        let watch = Arc::new(FrameWatch::default());
+        let stream = connect_stream(remote.node, Arc::clone(&watch))?;
+        let watch = stream.is_some().then_some(watch);
+        let screen = screen_of(remote.size, stream.as_ref());
+        tracing::info!(
+            node = remote.node,
+            "GNOME: Mutter's remote desktop, monitor {}x{}, captures {}",
+            screen.w,
+            screen.h,
+            if stream.is_some() {
+                "from its PipeWire stream"
+            } else {
+                "unavailable (built without the pipewire feature)"
+            }
+        );
+        Ok(Gnome {
+            runtime: Some(runtime),
+            input: Arc::new(remote),
+            a11y,
+            screen,
+            stream,
+            watch,
+            ids: Mutex::default(),
+            listing: Mutex::default(),
+            maximized: Mutex::default(),
+        })
+    }
+
+    /// Run `fut` on the display's runtime and wait for it (bounded).
+    fn run<T: Send + 'static>(
+        &self,
+        what: &str,
+        fut: impl Future<Output = Result<T, LinuxError>> + Send + 'static,
+    ) -> Result<T, LinuxError> {
+        match &self.runtime {
+            Some(rt) => ask(rt, what, fut),
+            None => Err(gone()),
+        }
+    }
+
+    /// The windows: the last listing when recent, else a new one (which also maximizes
+    /// application windows seen for the first time).
+    fn listed(&self) -> Result<Vec<Listed>, LinuxError> {
+        if let Some((at, l)) = lock(&self.listing).as_ref() {
+            if at.elapsed() < LISTING_KEPT {
+                return Ok(l.clone());
+            }
+        }
+        let (seen, mut listed) = self.list_now()?;
+        if self.maximize_new(&seen, &listed) {
+            // their sizes changed (the wait for it is bounded): listed as they are now
+            listed = self.list_now()?.1;
+        }
+        *lock(&self.listing) = Some((Instant::now(), listed.clone()));
+        Ok(listed)
+    }
+
+    /// The windows as AT-SPI says now, with what was seen of their frames.
+    fn list_now(&self) -> Result<(Vec<Seen>, Vec<Listed>), LinuxError> {
+        let a11y = self.a11y.clone();
+        let seen = self.run("windows", async move { frames_seen(&a11y).await })?;
+        let listed = frames::windows_of(&seen, self.screen, &mut lock(&self.ids));
+        Ok((seen, listed))
+    }
+
+    /// Ask application windows not maximized yet, and not asked before, to maximize (so that
+    /// their place is known); whether any was asked.
+    fn maximize_new(&self, seen: &[Seen], listed: &[Listed]) -> bool {
+        let mut asked = Vec::new();
+        {
+            let mut done = lock(&self.maximized);
+            // the windows gone are forgotten: the set stays as large as the list
+            done.retain(|id| listed.iter().any(|l| l.window.id == *id));
+            for l in listed {
+                let Some(s) = seen.iter().find(|s| s.bus == l.bus && s.path == l.path) else {
+                    continue;
+                };
+                if frames::to_maximize(s, self.screen) && done.insert(l.window.id) {
+                    asked.push((l.bus.clone(), l.path.clone()));
+                }
+            }
+        }
+        if asked.is_empty() {
+            return false;
+        }
+        let a11y = self.a11y.clone();
+        let screen = self.screen;
+        let r = self.run("maximize", async move {
+            for (bus, path) in asked {
+                match do_named_action(&a11y, &bus, &path, MAXIMIZE).await {
+                    Ok(()) => settle_placed(&a11y, &bus, &path, screen).await,
+                    Err(e) => tracing::debug!(
+                        "GNOME: a window not maximized ({e}); its place stays unknown"
+                    ),
+                }
+            }
+            Ok(())
+        });
+        r.is_ok()
+    }
+
+    fn forget_listing(&self) {
+        *lock(&self.listing) = None;
+    }
+
+    fn find(&self, id: WinId) -> Result<Listed, LinuxError> {
+        self.listed()?
+            .into_iter()
+            .find(|l| l.window.id == id)
+            .ok_or_else(|| LinuxError::NoWindow(id.to_string()))
+    }
+
+    /// Send key events in order.
+    fn send_keys(&self, events: Vec<keys::Event>) -> Result<(), LinuxError> {
+        self.forget_listing();
+        let remote = Arc::clone(&self.input);
+        self.run("keys", async move {
+            for (k, down) in events {
+                remote.key(k, down).await?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The last frame's pixels of a rectangle (clipped to the screen): where and BGRX rows.
+    fn grab(&self, area: Rect) -> Result<Option<(Rect, Vec<u8>)>, LinuxError> {
+        let Some(stream) = self.stream.as_ref() else {
+            return Err(LinuxError::Unsupported(
+                "captures on GNOME read Mutter's PipeWire stream: build ufo with \
+                 `--features ufo/pipewire` (needs libpipewire-0.3-dev and libclang)"
+                    .into(),
+            ));
+        };
+        latest(stream, area)
+    }
+
+    /// Alt held, Tab pressed `n` times, Alt released: the `n`-th window in GNOME's recent
+    /// order comes to the front.
+    fn switch(&self, n: usize) -> Result<(), LinuxError> {
+        let mut events = vec![(sym::ALT_L, true)];
+        for _ in 0..n {
+            events.extend([(TAB, true), (TAB, false)]);
+        }
+        events.push((sym::ALT_L, false));
+        self.send_keys(events)
+    }
+
+    /// Wait (bounded) until AT-SPI calls window `id` active.
+    fn becomes_active(&self, id: WinId, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        loop {
+            self.forget_listing();
+            if self.active_window().ok().flatten() == Some(id) {
+                return true;
+            }
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(40));
+        }
+    }
+}
+
+impl Drop for Gnome {
+    // the session is Mutter's to end (its stream goes with it); a runtime may not be dropped
+    // on an async thread, so it is shut down in the background
+    fn drop(&mut self) {
+        self.stream = None;
+        let remote = Arc::clone(&self.input);
+        let _ = self.run("stop", async move {
+            remote.stop().await;
+            Ok(())
+        });
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+fn gone() -> LinuxError {
+    LinuxError::Wayland {
+        what: "GNOME".into(),
+        source: cause("the GNOME display is closed; start ufo again"),
+    }
+}
+
+/// Run `fut` on `rt` and wait for its answer (bounded by [`ANSWER`]).
+fn ask<T: Send + 'static>(
+    rt: &tokio::runtime::Runtime,
+    what: &str,
+    fut: impl Future<Output = Result<T, LinuxError>> + Send + 'static,
+) -> Result<T, LinuxError> {
+    let (tx, rx) = mpsc::sync_channel(1);
+    rt.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    match rx.recv_timeout(ANSWER) {
+        Ok(r) => r,
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(LinuxError::Timeout {
+            what: format!("GNOME ({what})"),
+            ms: ANSWER.as_millis() as u64,
+        }),
+        Err(mpsc::RecvTimeoutError::Disconnected) => Err(gone()),
+    }
+}
+
+/// The session bus (at `address`, else the environment's), calls bounded by `timeout`.
+async fn session_connection(
+    address: Option<&str>,
+    timeout: Duration,
+) -> Result<zbus::Connection, LinuxError> {
+    let connect = async {
+        let builder = match address {
+            Some(a) => zbus::connection::Builder::address(a)?,
+            None => zbus::connection::Builder::session()?,
+        };
+        builder.method_timeout(timeout).build().await
+    };
+    match tokio::time::timeout(timeout, connect).await {
+        Ok(Ok(c)) => Ok(c),
+        Ok(Err(e)) => Err(LinuxError::Wayland {
+            what: "GNOME's session bus".into(),
+            source: Box::new(e),
+        }),
+        Err(_) => Err(LinuxError::Timeout {
+            what: "connecting to GNOME's session bus".into(),
+            ms: timeout.as_millis() as u64,
+        }),
+    }
+}
+
+/// Every application's top-level frames on the accessibility bus.
+async fn frames_seen(a11y: &A11yBus) -> Result<Vec<Seen>, LinuxError> {
+    let apps = a11y.applications().await?;
+    let per_app = futures::future::join_all(apps.into_iter().map(|(bus, pid)| async move {
+        let name: String = a11y
+            .prop(&bus, ROOT_PATH, "org.a11y.atspi.Accessible", "Name")
+            .await
+            .unwrap_or_default();
+        let kids = a11y.children(&bus, ROOT_PATH).await.unwrap_or_default();
+        let seen = futures::future::join_all(
+            kids.iter()
+                .take(crate::a11y::bus::MAX_WINDOWS)
+                .enumerate()
+                .map(|(i, path)| frame_seen(a11y, &bus, &name, pid, path, i)),
+        )
+        .await;
+        seen.into_iter().flatten().collect::<Vec<_>>()
+    }))
+    .await;
+    Ok(per_app.into_iter().flatten().collect())
+}
+
+/// One top-level node (`None`: it went away while read).
+async fn frame_seen(
+    a11y: &A11yBus,
+    bus: &str,
+    app: &str,
+    pid: Option<u32>,
+    path: &str,
+    index: usize,
+) -> Option<Seen> {
+    let (node, extents) = futures::join!(
+        a11y.node(bus, path, ROOT_PATH, index as i32),
+        a11y.extents(bus, path)
+    );
+    let node = node.ok()?;
+    let (_, _, w, h) = extents.unwrap_or_default();
+    Some(Seen {
+        bus: bus.to_string(),
+        path: path.to_string(),
+        app: app.to_string(),
+        pid,
+        title: node.name,
+        role: node.role,
+        states: node.states,
+        size: (w, h),
+    })
+}
+
+/// Most time a window is given to take its maximized size.
+const MAXIMIZE_WAIT: Duration = Duration::from_millis(1500);
+
+/// Wait (bounded) until a window being maximized reports the same placed size twice in a row:
+/// the toolkit resizes on the compositor's answer, and passes through other sizes first.
+async fn settle_placed(a11y: &A11yBus, bus: &str, path: &str, screen: Rect) {
+    let deadline = Instant::now() + MAXIMIZE_WAIT;
+    let mut last = None;
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let size = a11y
+            .extents(bus, path)
+            .await
+            .ok()
+            .map(|(_, _, w, h)| (w, h));
+        if size.is_some_and(|s| frames::placed(screen, s).is_some()) && size == last {
+            return;
+        }
+        last = size;
+    }
+    tracing::debug!("GNOME: a window did not settle maximized; its place may stay unknown");
+}
+
+/// Do the action called `name` of a node; an error when it has none of that name.
+async fn do_named_action(
+    a11y: &A11yBus,
+    bus: &str,
+    path: &str,
+    name: &str,
+) -> Result<(), LinuxError> {
+    let names = a11y.actions(bus, path).await?;
+    let i = names
+        .iter()
+        .position(|n| n == name)
+        .ok_or_else(|| LinuxError::ActionFailed(format!("the window has no {name} action")))?;
+    let _: bool = a11y
+        .call(bus, path, "org.a11y.atspi.Action", "DoAction", &(i as i32,))
+        .await?;
+    Ok(())
+}
+
+/// The change watch of a GNOME display: every frame of the monitor stream after the first
+/// (which is the stream's start, not a change) is a redraw. Mutter 43 gives no damage
+/// rectangles, nor window events: settling tells by the looks whether the window acted on
+/// changed; no ping.
+#[derive(Default)]
+pub(crate) struct FrameWatch {
+    log: ChangeLog,
+}
+
+impl FrameWatch {
+    /// Frame `seq` of the stream arrived.
+    #[cfg_attr(not(feature = "pipewire"), allow(dead_code))]
+    fn frame(&self, seq: u64, changed: bool) {
+        if seq > 1 && changed {
+            self.log.note(Change {
+                at: Instant::now(),
+                damage: true,
+                mapped: false,
+                gone: None,
+            });
+        }
+    }
+}
+
+impl ChangeWatch for FrameWatch {
+    fn log(&self) -> &ChangeLog {
+        &self.log
+    }
+
+    // the stream is the whole monitor: there is nothing to choose
+    fn watch(&self, _ids: &[WinId]) {}
+
+    fn ping(&self, _id: WinId) -> Option<u32> {
+        None
+    }
+}
+
+#[cfg(feature = "pipewire")]
+fn connect_stream(node: u32, watch: Arc<FrameWatch>) -> Result<Option<Stream>, LinuxError> {
+    let on_frame = Box::new(move |seq: u64, changed: bool| watch.frame(seq, changed));
+    crate::display::pipewire::VideoStream::connect(node, on_frame)
+        .map(Some)
+        .map_err(|e| LinuxError::Wayland {
+            what: format!("Mutter's monitor stream (PipeWire node {node})"),
+            source: Box::new(e),
+        })
+}
+
+#[cfg(not(feature = "pipewire"))]
+fn connect_stream(_node: u32, _watch: Arc<FrameWatch>) -> Result<Option<Stream>, LinuxError> {
+    Ok(None)
+}
+
+/// The monitor: as the stream's parameters say, else its first frame's size, else the
+/// private desktop's 1280×800.
+fn screen_of(size: Option<(u32, u32)>, stream: Option<&Stream>) -> Rect {
+    if let Some((w, h)) = size {
+        return Rect::new(0, 0, w, h);
+    }
+    let (w, h) = stream.and_then(first_size).unwrap_or((1280, 800));
+    Rect::new(0, 0, w, h)
+}
+
+#[cfg(feature = "pipewire")]
+fn first_size(s: &Stream) -> Option<(u32, u32)> {
+    s.first(FIRST_FRAME).map(|f| (f.width, f.height))
+}
+
+#[cfg(not(feature = "pipewire"))]
+fn first_size(_s: &Stream) -> Option<(u32, u32)> {
+    None
+}
+
+#[cfg(feature = "pipewire")]
+fn latest(s: &Stream, area: Rect) -> Result<Option<(Rect, Vec<u8>)>, LinuxError> {
+    let f = s.first(FIRST_FRAME).ok_or_else(|| LinuxError::Wayland {
+        what: "capture".into(),
+        source: cause(format!(
+            "Mutter's monitor stream gave no frame ({}); start ufo again",
+            s.ended().unwrap_or_else(|| "none within 3 s".into())
+        )),
+    })?;
+    Ok(f.cut(area))
+}
+
+#[cfg(not(feature = "pipewire"))]
+fn latest(_s: &Stream, _area: Rect) -> Result<Option<(Rect, Vec<u8>)>, LinuxError> {
+    Ok(None)
+}
+
+impl Display for Gnome {
+    fn screen(&self) -> Rect {
+        self.screen
+    }
+
+    // a headless shell renders in software
+    fn direct_rendering(&self) -> bool {
+        false
+    }
+
+    fn coord_space(&self) -> CoordSpace {
+        CoordSpace::ClientArea
+    }
+
+    fn windows(&self) -> Result<Vec<DisplayWindow>, LinuxError> {
+        Ok(self.listed()?.into_iter().map(|l| l.window).collect())
+    }
+
+    fn window(&self, id: WinId) -> Result<Option<DisplayWindow>, LinuxError> {
+        Ok(self.windows()?.into_iter().find(|w| w.id == id))
+    }
+
+    fn active_window(&self) -> Result<Option<WinId>, LinuxError> {
+        Ok(self
+            .listed()?
+            .into_iter()
+            .find(|l| l.active)
+            .map(|l| l.window.id))
+    }
+
+    // GNOME lets no other program raise a window: Alt+Tab, one more window each time (the
+    // recent order moves the one brought forward to the front), until AT-SPI calls it active
+    fn request_activate(&self, id: WinId) -> Result<(), LinuxError> {
+        let count = self.listed()?.len().min(SWITCH_MOST);
+        self.find(id)?;
+        for n in 1..count.max(2) {
+            if self.active_window()? == Some(id) {
+                return Ok(());
+            }
+            self.switch(n)?;
+            if self.becomes_active(id, SWITCH_WAIT) {
+                return Ok(());
+            }
+        }
+        Err(LinuxError::Unsupported(format!(
+            "window {id} did not become active through Alt+Tab on GNOME (Alt+Tab switches \
+             between applications: a second window of the same application is not reached); \
+             close the windows in front of it, or act on it through its controls' actions"
+        )))
+    }
+
+    fn request_close(&self, id: WinId) -> Result<(), LinuxError> {
+        let l = self.find(id)?;
+        self.forget_listing();
+        let a11y = self.a11y.clone();
+        let (bus, path) = (l.bus.clone(), l.path.clone());
+        let by_action = self.run("close", async move {
+            do_named_action(&a11y, &bus, &path, CLOSE).await
+        });
+        if by_action.is_ok() {
+            return Ok(());
+        }
+        // a window without GTK 4's action: the keys its close button stands for
+        if self.active_window()? != Some(id) {
+            self.request_activate(id)?;
+        }
+        self.send_keys(vec![
+            (sym::ALT_L, true),
+            (F4, true),
+            (F4, false),
+            (sym::ALT_L, false),
+        ])
+    }
+
+    fn top_at(&self, x: i32, y: i32) -> Result<Option<WinId>, LinuxError> {
+        Ok(frames::top_at(&self.listed()?, x, y))
+    }
+
+    fn top_of(&self, id: WinId) -> Result<WinId, LinuxError> {
+        Ok(id)
+    }
+
+    fn capture(&self, area: Rect) -> Result<RgbImage, LinuxError> {
+        let (r, bgrx) = self.grab(area)?.ok_or_else(|| LinuxError::Wayland {
+            what: "capture".into(),
+            source: cause(format!(
+                "the rectangle {},{} {}x{} is off the screen",
+                area.x, area.y, area.w, area.h
+            )),
+        })?;
+        Ok(RgbImage::from_bgrx(r, &bgrx))
+    }
+
+    fn fingerprint(&self, area: Rect) -> Result<u64, LinuxError> {
+        let (_, bgrx) = self.grab(area)?.ok_or_else(|| LinuxError::Wayland {
+            what: "capture".into(),
+            source: cause("the rectangle is off the screen"),
+        })?;
+        Ok(pixels::fingerprint_bytes(&bgrx))
+    }
+
+    fn look(&self, area: Rect) -> Result<Look, LinuxError> {
+        Ok(self.grab(area)?.map(Look::from_bgrx).unwrap_or_default())
+    }
+
+    fn click(&self, x: i32, y: i32, button: u8, count: u32) -> Result<(), LinuxError> {
+        let b = mutter::button(button).ok_or_else(|| {
+            LinuxError::Unsupported(format!(
+                "pointer button {button} does not exist on GNOME (1–7: left, middle, right, \
+                 the wheel)"
+            ))
+        })?;
+        self.forget_listing();
+        let remote = Arc::clone(&self.input);
+        self.run("click", async move {
+            remote.move_to(f64::from(x), f64::from(y)).await?;
+            for _ in 0..count {
+                remote.button(b).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn chord(&self, mods: &[u32], key: u32) -> Result<(), LinuxError> {
+        self.keys(&[KeyStep::Chord {
+            mods: mods.to_vec(),
+            key,
+        }])
+    }
+
+    fn keys(&self, steps: &[KeyStep]) -> Result<(), LinuxError> {
+        self.send_keys(keys::plan(steps)?)
+    }
+
+    fn change_watch(&self) -> Option<Arc<dyn ChangeWatch>> {
+        self.watch
+            .as_ref()
+            .map(|w| Arc::clone(w) as Arc<dyn ChangeWatch>)
+    }
+
+    fn person_input(&self) -> Option<Arc<PersonInput>> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_after_the_first_are_redraws() {
+        let w = FrameWatch::default();
+        let since = Instant::now();
+        w.frame(1, true);
+        assert_eq!(
+            w.log().activity_since(since).0,
+            0,
+            "the stream's first frame"
+        );
+        w.frame(2, true);
+        w.frame(3, false);
+        w.frame(4, true);
+        assert_eq!(w.log().activity_since(since).0, 2);
+        assert!(
+            !w.log().structure_since(since),
+            "frames say nothing of windows"
+        );
+        assert_eq!(w.ping(WinId(1)), None);
+    }
+}

@@ -1,0 +1,311 @@
+//! Mutter's own remote-desktop interfaces (docs/desktop.md, "GNOME"):
+//! `org.gnome.Mutter.RemoteDesktop` for keys and the pointer, and a linked
+//! `org.gnome.Mutter.ScreenCast` session recording the monitor, whose PipeWire stream gives the
+//! captures and places the absolute pointer (Mutter moves it only on a stream). Used on a
+//! private GNOME desktop ufo started, where no one is asked: on a person's session these would
+//! bypass the consent the portals ask, and ufo does not use them there.
+//!
+//! Mutter makes a session's virtual keyboard and pointer known to applications only with the
+//! session's first event, and that first event is lost: [`Remote::open`] sends a Shift press
+//! and a pointer motion first and waits a little (measured: 20 of 20 first keys typed, against
+//! 1 of 20 without; without the motion, the first click was lost now and then).
+//! The session is kept for the display's life. Every call is bounded.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use futures::StreamExt;
+use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
+
+use crate::display::keys::sym;
+use crate::LinuxError;
+
+const RD: &str = "org.gnome.Mutter.RemoteDesktop";
+const RD_PATH: &str = "/org/gnome/Mutter/RemoteDesktop";
+const RD_SESSION: &str = "org.gnome.Mutter.RemoteDesktop.Session";
+const SC: &str = "org.gnome.Mutter.ScreenCast";
+const SC_PATH: &str = "/org/gnome/Mutter/ScreenCast";
+const SC_SESSION: &str = "org.gnome.Mutter.ScreenCast.Session";
+const SC_STREAM: &str = "org.gnome.Mutter.ScreenCast.Stream";
+/// Bound on one call to Mutter.
+const CALL: Duration = Duration::from_secs(5);
+/// Longest wait for the monitor stream's PipeWire node once the session started.
+const NODE_WAIT: Duration = Duration::from_secs(5);
+/// How long the first (lost) events are given before real input follows.
+const PRIME_WAIT: Duration = Duration::from_millis(50);
+
+/// evdev's left, right and middle buttons.
+const BTN_LEFT: i32 = 0x110;
+const BTN_RIGHT: i32 = 0x111;
+const BTN_MIDDLE: i32 = 0x112;
+
+fn failed(what: &str) -> impl Fn(zbus::Error) -> LinuxError + '_ {
+    move |e| LinuxError::Wayland {
+        what: format!("Mutter over D-Bus: {what}"),
+        source: Box::new(e),
+    }
+}
+
+/// What a pointer button number (1 left, 2 middle, 3 right, 4–7 the wheel) is on Mutter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Button {
+    /// An evdev button code.
+    Press(i32),
+    /// A wheel step: axis (0 vertical, 1 horizontal) and direction.
+    Wheel(u32, i32),
+}
+
+/// The Mutter form of button `n`; `None` for a number no pointer has.
+pub(crate) fn button(n: u8) -> Option<Button> {
+    Some(match n {
+        1 => Button::Press(BTN_LEFT),
+        2 => Button::Press(BTN_MIDDLE),
+        3 => Button::Press(BTN_RIGHT),
+        4 => Button::Wheel(0, -1),
+        5 => Button::Wheel(0, 1),
+        6 => Button::Wheel(1, -1),
+        7 => Button::Wheel(1, 1),
+        _ => return None,
+    })
+}
+
+/// The input half of a remote-desktop session, whoever grants it: Mutter's own interface on a
+/// private desktop ([`Remote`]), or on a person's session the RemoteDesktop portal, which takes
+/// the same keysyms, evdev buttons, wheel steps and motion on a stream of its ScreenCast. The
+/// GNOME display sends all its input through this, and reads its captures from the session's
+/// PipeWire node, so a portal session can take Mutter's place.
+#[async_trait::async_trait]
+pub(crate) trait RemoteInput: Send + Sync {
+    /// Press or release a keysym.
+    async fn key(&self, keysym: u32, down: bool) -> Result<(), LinuxError>;
+    /// Move the pointer to a point of the recorded monitor.
+    async fn move_to(&self, x: f64, y: f64) -> Result<(), LinuxError>;
+    /// Press and release a button (or step the wheel) where the pointer is.
+    async fn button(&self, b: Button) -> Result<(), LinuxError>;
+    /// End the session (its stream ends with it).
+    async fn stop(&self);
+}
+
+/// A started remote-desktop session with its monitor stream.
+#[derive(Clone)]
+pub(crate) struct Remote {
+    conn: zbus::Connection,
+    rd: OwnedObjectPath,
+    stream: OwnedObjectPath,
+    /// The monitor stream's PipeWire node.
+    pub(crate) node: u32,
+    /// The monitor's size, as the stream says (`None`: it did not say).
+    pub(crate) size: Option<(u32, u32)>,
+}
+
+impl Remote {
+    /// Create a remote-desktop session and a ScreenCast session linked to it, record the
+    /// primary monitor (the cursor left out of the frames), start, wait for the stream's
+    /// node, and prime the input.
+    pub(crate) async fn open(conn: &zbus::Connection) -> Result<Remote, LinuxError> {
+        let rd: OwnedObjectPath = call(conn, RD, RD_PATH, RD, "CreateSession", &()).await?;
+        let id: OwnedValue = call(
+            conn,
+            RD,
+            rd.as_str(),
+            "org.freedesktop.DBus.Properties",
+            "Get",
+            &(RD_SESSION, "SessionId"),
+        )
+        .await?;
+        let id = String::try_from(id).map_err(|e| LinuxError::Wayland {
+            what: "Mutter's remote-desktop session id".into(),
+            source: crate::error::cause(e.to_string()),
+        })?;
+        let link: HashMap<&str, Value<'_>> =
+            HashMap::from([("remote-desktop-session-id", Value::from(id.as_str()))]);
+        let sc: OwnedObjectPath = call(conn, SC, SC_PATH, SC, "CreateSession", &(link,)).await?;
+        let stream = record_monitor(conn, &sc).await?;
+        let owner: String = call(
+            conn,
+            "org.freedesktop.DBus",
+            "/org/freedesktop/DBus",
+            "org.freedesktop.DBus",
+            "GetNameOwner",
+            &(SC,),
+        )
+        .await?;
+        // only Mutter's own signal on this stream's path counts
+        let rule = zbus::MatchRule::builder()
+            .msg_type(zbus::message::Type::Signal)
+            .sender(owner.as_str())
+            .and_then(|b| b.path(stream.as_str()))
+            .and_then(|b| b.interface(SC_STREAM))
+            .and_then(|b| b.member("PipeWireStreamAdded"))
+            .map_err(failed("the stream's signal"))?
+            .build();
+        let mut added = zbus::MessageStream::for_match_rule(rule, conn, Some(4))
+            .await
+            .map_err(failed("the stream's signal"))?;
+        let _: () = call(conn, RD, rd.as_str(), RD_SESSION, "Start", &()).await?;
+        let node = match tokio::time::timeout(NODE_WAIT, added.next()).await {
+            Ok(Some(Ok(m))) => m
+                .body()
+                .deserialize::<u32>()
+                .map_err(failed("PipeWireStreamAdded"))?,
+            _ => {
+                return Err(LinuxError::Timeout {
+                    what: "Mutter's monitor stream (PipeWireStreamAdded; are pipewire and \
+                           wireplumber running in the session?)"
+                        .into(),
+                    ms: NODE_WAIT.as_millis() as u64,
+                })
+            }
+        };
+        let size = stream_size(conn, &stream).await;
+        let remote = Remote {
+            conn: conn.clone(),
+            rd,
+            stream,
+            node,
+            size,
+        };
+        remote.prime().await?;
+        Ok(remote)
+    }
+
+    /// The first events of a session's keyboard and pointer are lost: a Shift press and
+    /// release, a motion to the bottom-right corner (no hot corner there, unlike the top-left
+    /// one, which opens the overview), then a pause.
+    async fn prime(&self) -> Result<(), LinuxError> {
+        self.key(sym::SHIFT_L, true).await?;
+        self.key(sym::SHIFT_L, false).await?;
+        let (w, h) = self.size.unwrap_or((1280, 800));
+        self.move_to(
+            f64::from(w.saturating_sub(1)),
+            f64::from(h.saturating_sub(1)),
+        )
+        .await?;
+        tokio::time::sleep(PRIME_WAIT).await;
+        Ok(())
+    }
+
+    async fn session_call<B>(&self, method: &str, body: &B) -> Result<(), LinuxError>
+    where
+        B: serde::Serialize + zbus::zvariant::DynamicType + Sync,
+    {
+        call(&self.conn, RD, self.rd.as_str(), RD_SESSION, method, body).await
+    }
+}
+
+#[async_trait::async_trait]
+impl RemoteInput for Remote {
+    async fn key(&self, keysym: u32, down: bool) -> Result<(), LinuxError> {
+        self.session_call("NotifyKeyboardKeysym", &(keysym, down))
+            .await
+    }
+
+    async fn move_to(&self, x: f64, y: f64) -> Result<(), LinuxError> {
+        self.session_call("NotifyPointerMotionAbsolute", &(self.stream.as_str(), x, y))
+            .await
+    }
+
+    async fn button(&self, b: Button) -> Result<(), LinuxError> {
+        match b {
+            Button::Press(code) => {
+                self.session_call("NotifyPointerButton", &(code, true))
+                    .await?;
+                self.session_call("NotifyPointerButton", &(code, false))
+                    .await
+            }
+            Button::Wheel(axis, steps) => {
+                self.session_call("NotifyPointerAxisDiscrete", &(axis, steps))
+                    .await
+            }
+        }
+    }
+
+    async fn stop(&self) {
+        let _ = self.session_call("Stop", &()).await;
+    }
+}
+
+/// Record the primary monitor (`""`; Mutter's headless virtual monitor is `Meta-0` when an
+/// older Mutter wants a connector named), the cursor left out.
+async fn record_monitor(
+    conn: &zbus::Connection,
+    sc: &OwnedObjectPath,
+) -> Result<OwnedObjectPath, LinuxError> {
+    let mut last = None;
+    for connector in ["", "Meta-0"] {
+        let props: HashMap<&str, Value<'_>> = HashMap::from([("cursor-mode", Value::from(0u32))]);
+        match call(
+            conn,
+            SC,
+            sc.as_str(),
+            SC_SESSION,
+            "RecordMonitor",
+            &(connector, props),
+        )
+        .await
+        {
+            Ok(p) => return Ok(p),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| LinuxError::Unsupported("no monitor to record".into())))
+}
+
+/// The monitor's size from the stream's parameters (`size`: two integers).
+async fn stream_size(conn: &zbus::Connection, stream: &OwnedObjectPath) -> Option<(u32, u32)> {
+    let params: OwnedValue = call(
+        conn,
+        SC,
+        stream.as_str(),
+        "org.freedesktop.DBus.Properties",
+        "Get",
+        &(SC_STREAM, "Parameters"),
+    )
+    .await
+    .ok()?;
+    let params = HashMap::<String, OwnedValue>::try_from(params).ok()?;
+    let (w, h) = <(i32, i32)>::try_from(params.get("size")?.try_clone().ok()?).ok()?;
+    Some((u32::try_from(w).ok()?, u32::try_from(h).ok()?))
+}
+
+/// One bounded method call to Mutter; its reply's body.
+async fn call<B, R>(
+    conn: &zbus::Connection,
+    dest: &str,
+    path: &str,
+    iface: &str,
+    method: &str,
+    body: &B,
+) -> Result<R, LinuxError>
+where
+    B: serde::Serialize + zbus::zvariant::DynamicType,
+    R: serde::de::DeserializeOwned + zbus::zvariant::Type,
+{
+    let what = format!("{iface}.{method}");
+    let msg = tokio::time::timeout(
+        CALL,
+        conn.call_method(Some(dest), path, Some(iface), method, body),
+    )
+    .await
+    .map_err(|_| LinuxError::Timeout {
+        what: format!("Mutter ({what})"),
+        ms: CALL.as_millis() as u64,
+    })?
+    .map_err(failed(&what))?;
+    msg.body().deserialize::<R>().map_err(failed(&what))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buttons_are_evdev_codes_and_the_wheel_is_discrete_steps() {
+        assert_eq!(button(1), Some(Button::Press(0x110)));
+        assert_eq!(button(3), Some(Button::Press(0x111)));
+        assert_eq!(button(2), Some(Button::Press(0x112)));
+        assert_eq!(button(4), Some(Button::Wheel(0, -1)), "up");
+        assert_eq!(button(5), Some(Button::Wheel(0, 1)), "down");
+        assert_eq!(button(9), None);
+    }
+}
