@@ -10,7 +10,10 @@
 //! On KWin (`up kwin`) the bench runs as the Wayland session's user, since KWin grants fake
 //! input and captures by the executable of its own user's processes (docs/desktop.md): start
 //! the X session as that user too, and run the bench binary through `wayland-session.sh
-//! exec` with the X session's env; it grants itself (`wayland-session.sh grant`). KWin does
+//! exec` with the X session's env but the Wayland session's `XDG_RUNTIME_DIR` (PipeWire's
+//! socket is there: with the X session's, KWin's screencast cannot be reached and every look
+//! falls back to ScreenShot2, the last line then counting 0 screencast reads); it grants
+//! itself (`wayland-session.sh grant`). KWin does
 //! not tile: the calculator keeps the size GTK gives it, as on X11. Built with `--features
 //! pipewire` (looks from KWin's screencast), the bench then runs the same step again on a KWin
 //! display kept on ScreenShot2 (`UFO_KWIN_CAPTURE=screenshot`), against X11 again, in the same

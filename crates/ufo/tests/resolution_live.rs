@@ -7,10 +7,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -23,86 +21,12 @@ use common::{live_run_args, ufo_live};
 /// One live application at a time: the tests share the desktop.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}"#;
-const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-
 /// `ufo mcp serve --allow-actions` on the live desktop, initialised.
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    rx: mpsc::Receiver<Value>,
-    next_id: u64,
-}
+type Server = common::mcp_stdio::McpStdio;
 
 impl Server {
-    fn start(home: &Path) -> Self {
-        let mut child = Command::new(assert_cmd::cargo::cargo_bin("ufo"))
-            .args(["mcp", "serve", "--allow-actions"])
-            .env("HOME", home)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("ufo starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let stdin = child.stdin.take().expect("stdin");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let v = serde_json::from_str(&line).unwrap_or_else(|_| json!({"not_json": line}));
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut s = Self {
-            child,
-            stdin,
-            rx,
-            next_id: 10,
-        };
-        s.send(INITIALIZE);
-        let init = s.answer(1);
-        assert_eq!(init["result"]["serverInfo"]["name"], "ufo", "{init}");
-        s.send(INITIALIZED);
-        s
-    }
-
-    fn send(&mut self, line: &str) {
-        self.stdin
-            .write_all(format!("{line}\n").as_bytes())
-            .and_then(|()| self.stdin.flush())
-            .expect("the server reads its input");
-    }
-
-    /// The answer with this id, within a bound that holds on a loaded machine.
-    fn answer(&self, id: u64) -> Value {
-        let end = Instant::now() + Duration::from_secs(90);
-        while let Some(left) = end.checked_duration_since(Instant::now()) {
-            match self.rx.recv_timeout(left) {
-                Ok(v) if v["id"] == id => return v,
-                Ok(_) => continue,
-                Err(e) => panic!("no answer to request {id}: {e}"),
-            }
-        }
-        panic!("no answer to request {id} within 90 s");
-    }
-
-    /// Call a tool: `(is_error, text)`.
-    fn call(&mut self, tool: &str, args: Value) -> (bool, String) {
-        self.next_id += 1;
-        let id = self.next_id;
-        let req = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                         "params": {"name": tool, "arguments": args}});
-        self.send(&req.to_string());
-        let a = self.answer(id);
-        let result = &a["result"];
-        let text = result["content"][0]["text"]
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| a.to_string());
-        (result["isError"].as_bool().unwrap_or(false), text)
+    fn on_live(home: &Path) -> Self {
+        Self::start(Self::ufo(home))
     }
 
     /// Observe `window` until its controls mention `wanted` (the application may still be
@@ -119,13 +43,6 @@ impl Server {
             std::thread::sleep(Duration::from_millis(500));
         }
         panic!("{window:?} never showed {wanted:?}; last observation: {last}");
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -231,7 +148,7 @@ fn act_with_a_digit_name_clicks_the_button_of_that_name_on_kcalc() {
         .spawn()
         .expect("kcalc starts");
     let _app = ProcessGuard::new(token, Some(child));
-    let mut server = Server::start(&home);
+    let mut server = Server::on_live(&home);
     let listing = server.observe_until("KCalc", "\"name\":\"1\"", Duration::from_secs(90));
     for name in ["1", "3"] {
         let (err, text) = server.call(
@@ -260,7 +177,7 @@ fn act_on_a_disabled_control_fails_with_is_disabled_on_writer() {
     let home = tmp.path().join("home");
     std::fs::create_dir_all(&home).expect("home");
     let _app = start_writer(tmp.path(), &home);
-    let mut server = Server::start(&home);
+    let mut server = Server::on_live(&home);
     // (a document still loading may show Undo enabled for a moment: observed again, bounded)
     let settled = Instant::now() + Duration::from_secs(20);
     let undo = loop {
@@ -305,7 +222,7 @@ fn a_scripted_run_asks_no_confirm_for_a_disabled_control_on_writer() {
     std::fs::create_dir_all(&home).expect("home");
     let _app = start_writer(tmp.path(), &home);
     // the window is up and its Undo listed before the run starts
-    let mut server = Server::start(&home);
+    let mut server = Server::on_live(&home);
     // LibreOffice lists its toolbar before the document's state reaches it (a fresh
     // document's Undo shows enabled for a moment): look until it is disabled, bounded
     let settled = Instant::now() + Duration::from_secs(60);

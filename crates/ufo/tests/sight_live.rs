@@ -13,9 +13,9 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -25,9 +25,6 @@ use ufo_desktop::testing::{require_live, require_peer, ProcessGuard};
 
 /// One live application at a time: the tests share the desktop.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}"#;
-const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
 /// The worker beside the `ufo` under test, or `None` (skipped, or a failure under
 /// UFO_PEER_TESTS=1) when it is not built.
@@ -42,91 +39,21 @@ fn worker() -> Option<PathBuf> {
 }
 
 /// `ufo mcp serve --allow-actions` on the live desktop, initialised.
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    rx: mpsc::Receiver<Value>,
-    next_id: u64,
-}
+type Server = common::mcp_stdio::McpStdio;
 
 impl Server {
-    fn start(home: &Path) -> Self {
-        Self::start_with(home, None)
+    fn on_live(home: &Path) -> Self {
+        Self::on_live_with(home, None)
     }
 
     /// With `UFO_VISION` set to `vision` (unset: `auto`, the default).
-    fn start_with(home: &Path, vision: Option<&str>) -> Self {
-        let mut command = Command::new(assert_cmd::cargo::cargo_bin("ufo"));
+    fn on_live_with(home: &Path, vision: Option<&str>) -> Self {
+        let mut command = Self::ufo(home);
         command.env_remove("UFO_VISION");
         if let Some(v) = vision {
             command.env("UFO_VISION", v);
         }
-        let mut child = command
-            .args(["mcp", "serve", "--allow-actions"])
-            .env("HOME", home)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("ufo starts");
-        let stdout = child.stdout.take().expect("stdout");
-        let stdin = child.stdin.take().expect("stdin");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let v = serde_json::from_str(&line).unwrap_or_else(|_| json!({"not_json": line}));
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut s = Self {
-            child,
-            stdin,
-            rx,
-            next_id: 10,
-        };
-        s.send(INITIALIZE);
-        let init = s.answer(1);
-        assert_eq!(init["result"]["serverInfo"]["name"], "ufo", "{init}");
-        s.send(INITIALIZED);
-        s
-    }
-
-    fn send(&mut self, line: &str) {
-        self.stdin
-            .write_all(format!("{line}\n").as_bytes())
-            .and_then(|()| self.stdin.flush())
-            .expect("the server reads its input");
-    }
-
-    fn answer(&self, id: u64) -> Value {
-        let end = Instant::now() + Duration::from_secs(90);
-        while let Some(left) = end.checked_duration_since(Instant::now()) {
-            match self.rx.recv_timeout(left) {
-                Ok(v) if v["id"] == id => return v,
-                Ok(_) => continue,
-                Err(e) => panic!("no answer to request {id}: {e}"),
-            }
-        }
-        panic!("no answer to request {id} within 90 s");
-    }
-
-    /// Call a tool: `(is_error, text)`.
-    fn call(&mut self, tool: &str, args: Value) -> (bool, String) {
-        self.next_id += 1;
-        let id = self.next_id;
-        let req = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                         "params": {"name": tool, "arguments": args}});
-        self.send(&req.to_string());
-        let a = self.answer(id);
-        let result = &a["result"];
-        let text = result["content"][0]["text"]
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| a.to_string());
-        (result["isError"].as_bool().unwrap_or(false), text)
+        Self::start(command)
     }
 
     /// The controls of `window` once one of them is read in the pixels with name `wanted`.
@@ -163,13 +90,6 @@ impl Server {
             std::thread::sleep(Duration::from_millis(500));
         }
         Err(last)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -264,7 +184,7 @@ fn xcalc_computes_12_times_7_by_its_detected_keys() {
         return;
     };
     let tmp = tempfile::tempdir().expect("tempdir");
-    let mut server = Server::start(tmp.path());
+    let mut server = Server::on_live(tmp.path());
     server.detected_until(&title, "7", Duration::from_secs(30));
     let act = |server: &mut Server, args: Value| {
         let (err, text) = server.call("act", args.clone());
@@ -393,7 +313,7 @@ fn a_tk_program_is_driven_by_name_through_detected_boxes() {
         log_lines(&log, "ready").contains(&"ready".to_string()),
         "the Tk program did not start: is python3-tk installed (scripts/test-deps.sh install_sight)?"
     );
-    let mut server = Server::start(tmp.path());
+    let mut server = Server::on_live(tmp.path());
     server.detected_until(&title, "Greet", Duration::from_secs(30));
     let mut act = |args: Value| {
         let (err, text) = server.call("act", args.clone());
@@ -427,28 +347,12 @@ fn a_tk_program_is_driven_by_name_through_detected_boxes() {
 /// then, and the next observation lists it. The observation says the desktop reads pixels.
 #[test]
 fn the_model_asks_for_a_read_and_the_next_observation_lists_its_text() {
-    if !require_live("the_model_asks_for_a_read_and_the_next_observation_lists_its_text")
-        || worker().is_none()
-    {
+    let Some(page) =
+        CanvasPage::open("the_model_asks_for_a_read_and_the_next_observation_lists_its_text")
+    else {
         return;
-    }
-    if require_peer(
-        PathBuf::from("/usr/bin/chromium"),
-        "chromium",
-        "install_apps",
-    )
-    .is_none()
-    {
-        return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let (port, _clicks) = serve_canvas_page();
-    let _browser = ufo_desktop::testing::start_chromium(
-        &tmp.path().join("chromium-profile"),
-        &format!("http://127.0.0.1:{port}/"),
-    );
-    let mut server = Server::start_with(tmp.path(), Some("auto"));
+    };
+    let mut server = page.server;
     // auto has read the page's drawn nodes: the hidden line is not among them
     server.detected_until("Canvas buttons", "Green", Duration::from_secs(60));
     let (err, text) = server.call("observe_window", json!({"window": "Canvas buttons"}));
@@ -476,6 +380,45 @@ fn the_model_asks_for_a_read_and_the_next_observation_lists_its_text() {
                 && c["name"].as_str().is_some_and(|n| n.contains("Ticket"))),
         "{controls:?}"
     );
+}
+
+/// The canvas page (below) open in Chromium, served by the test, and ufo's MCP server in
+/// `auto` on the live desktop; `None` when the test is skipped (no live desktop, worker or
+/// Chromium). Holds the one-at-a-time lock.
+struct CanvasPage {
+    server: Server,
+    clicks: mpsc::Receiver<String>,
+    _browser: ProcessGuard,
+    _tmp: tempfile::TempDir,
+    _serial: std::sync::MutexGuard<'static, ()>,
+}
+
+impl CanvasPage {
+    fn open(test: &str) -> Option<Self> {
+        if !require_live(test) || worker().is_none() {
+            return None;
+        }
+        require_peer(
+            PathBuf::from("/usr/bin/chromium"),
+            "chromium",
+            "install_apps",
+        )?;
+        let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let (port, clicks) = serve_canvas_page();
+        let browser = ufo_desktop::testing::start_chromium(
+            &tmp.path().join("chromium-profile"),
+            &format!("http://127.0.0.1:{port}/"),
+        );
+        let server = Server::on_live_with(tmp.path(), Some("auto"));
+        Some(Self {
+            server,
+            clicks,
+            _browser: browser,
+            _tmp: tmp,
+            _serial: serial,
+        })
+    }
 }
 
 /// The page of [`a_canvas_button_in_chromium_is_clicked_by_its_drawn_label`]: an image with
@@ -545,28 +488,11 @@ fn serve_canvas_page() -> (u16, mpsc::Receiver<String>) {
 /// so only the canvas and the image, nodes the tree marks as drawn, are read.
 #[test]
 fn a_canvas_button_in_chromium_is_clicked_by_its_drawn_label() {
-    if !require_live("a_canvas_button_in_chromium_is_clicked_by_its_drawn_label")
-        || worker().is_none()
-    {
+    let Some(page) = CanvasPage::open("a_canvas_button_in_chromium_is_clicked_by_its_drawn_label")
+    else {
         return;
-    }
-    if require_peer(
-        PathBuf::from("/usr/bin/chromium"),
-        "chromium",
-        "install_apps",
-    )
-    .is_none()
-    {
-        return;
-    }
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let (port, clicks) = serve_canvas_page();
-    let _browser = ufo_desktop::testing::start_chromium(
-        &tmp.path().join("chromium-profile"),
-        &format!("http://127.0.0.1:{port}/"),
-    );
-    let mut server = Server::start_with(tmp.path(), Some("auto"));
+    };
+    let (mut server, clicks) = (page.server, page.clicks);
     let controls = server.detected_until("Canvas buttons", "Green", Duration::from_secs(60));
     let read: Vec<&str> = controls
         .iter()

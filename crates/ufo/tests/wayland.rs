@@ -920,81 +920,26 @@ fn kwin_captures_for_ufo_run_as_the_sessions_user() {
 }
 
 /// `ufo mcp serve --desktop wayland --allow-actions` run as the session's user (as a person
-/// runs it), initialised, with a way to call its tools; `None` answers within a bound panic.
-struct ServedAsUser {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    rx: std::sync::mpsc::Receiver<Value>,
-    id: u64,
+/// runs it), initialised; the exec chain (setpriv, env) replaces itself, so its child is ufo.
+fn served_as_user() -> common::mcp_stdio::McpStdio {
+    let mut command = Command::new(repo_root().join("scripts/wayland-session.sh"));
+    command
+        .arg("exec")
+        .arg(assert_cmd::cargo::cargo_bin("ufo"))
+        .args(["mcp", "serve", "--desktop", "wayland", "--allow-actions"]);
+    common::mcp_stdio::McpStdio::start(command)
 }
 
-impl ServedAsUser {
-    fn start() -> Self {
-        use std::io::{BufRead, BufReader};
-        let mut child = Command::new(repo_root().join("scripts/wayland-session.sh"))
-            .arg("exec")
-            .arg(assert_cmd::cargo::cargo_bin("ufo"))
-            .args(["mcp", "serve", "--desktop", "wayland", "--allow-actions"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("ufo mcp serve as the session's user");
-        let stdout = child.stdout.take().expect("stdout");
-        let stdin = child.stdin.take().expect("stdin");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let v = serde_json::from_str(&line).unwrap_or_else(|_| json!({ "not_json": line }));
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut served = Self {
-            child,
-            stdin,
-            rx,
-            id: 1,
-        };
-        served.send(
-            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-03-26", "capabilities": {},
-            "clientInfo": {"name": "test", "version": "0"}}}),
-        );
-        answer(&served.rx, "initialize");
-        served.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        served
-    }
-
-    fn send(&mut self, v: Value) {
-        use std::io::Write;
-        self.stdin
-            .write_all(format!("{v}\n").as_bytes())
-            .and_then(|()| self.stdin.flush())
-            .expect("the server reads its input");
-    }
-
-    fn call(&mut self, tool: &str, args: Value) -> Value {
-        self.id += 1;
-        let id = self.id;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": tool, "arguments": args}}));
-        answer(&self.rx, tool)
-    }
-
-    /// Until `window` is listed (the display, and with it KWin's watch, is open).
-    fn wait_for(&mut self, window: &str) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let listed = self.call("list_windows", json!({})).to_string();
-            if listed.contains(window) {
-                return;
-            }
-            assert!(Instant::now() < deadline, "no {window} listed: {listed}");
-            std::thread::sleep(Duration::from_millis(300));
+/// Until `window` is listed by `served` (its display, and with it KWin's watch, is open).
+fn wait_for_window(served: &mut common::mcp_stdio::McpStdio, window: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, listed) = served.call("list_windows", json!({}));
+        if listed.contains(window) {
+            return;
         }
+        assert!(Instant::now() < deadline, "no {window} listed: {listed}");
+        std::thread::sleep(Duration::from_millis(300));
     }
 }
 
@@ -1039,16 +984,16 @@ fn kwin_watch_script_of_a_killed_ufo_unloads_itself() {
         .expect("grant");
     assert!(granted.success(), "the grant for {}", exe.display());
     let mut app = calculator_in_session();
-    let mut killed = ServedAsUser::start();
-    killed.wait_for("Calculator");
+    let mut killed = served_as_user();
+    wait_for_window(&mut killed, "Calculator");
     // the exec chain (setpriv, env) replaces itself: the child is ufo
     let stale = format!("ufo-watch-{}-w0", killed.child.id());
     assert!(kwin_script_loaded(&stale), "{stale} is not loaded");
     let _ = killed.child.kill();
     let _ = killed.child.wait();
     assert!(kwin_script_loaded(&stale), "{stale} went before any redraw");
-    let mut living = ServedAsUser::start();
-    living.wait_for("Calculator");
+    let mut living = served_as_user();
+    wait_for_window(&mut living, "Calculator");
     let own = format!("ufo-watch-{}-w0", living.child.id());
     let deadline = Instant::now() + Duration::from_secs(90);
     let mut clicks = 0;
@@ -1058,18 +1003,17 @@ fn kwin_watch_script_of_a_killed_ufo_unloads_itself() {
             "{stale} still loaded after {clicks} clicks"
         );
         for b in ["1", "2", "="] {
-            let done = living.call(
+            let (err, done) = living.call(
                 "act",
                 json!({"window": "Calculator", "name": b, "function": "click", "args": {}}),
             );
-            assert_ne!(done["result"]["isError"], json!(true), "click {b}: {done}");
+            assert!(!err, "click {b}: {done}");
             clicks += 1;
         }
     }
     assert!(kwin_script_loaded(&own), "the living ufo's {own} went too");
     eprintln!("{stale} unloaded itself after {clicks} clicks of another ufo");
-    drop(living.stdin);
-    let _ = living.child.wait();
+    living.finish();
     let _ = Command::new("kill").arg(app.id().to_string()).status();
     let _ = app.wait();
 }
