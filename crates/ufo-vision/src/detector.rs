@@ -141,8 +141,7 @@ fn read_controls(
 ) -> Result<Vec<DetectedBox>, DetectError> {
     let mut clean = polarity(gray);
     remove_lines(&mut clean, s.line_len);
-    let read: Vec<DetectedWord> = engine
-        .read(&upscale2(&clean), Segmentation::Sparse, 2, (0, 0))?
+    let read: Vec<DetectedWord> = crate::bands::read_sparse(engine, &clean)?
         .into_iter()
         .map(|w| w.word)
         .collect();

@@ -15,6 +15,8 @@ pub mod client;
 pub mod protocol;
 
 #[cfg(feature = "tesseract")]
+pub mod bands;
+#[cfg(feature = "tesseract")]
 pub mod detector;
 #[cfg(feature = "tesseract")]
 pub mod engine;

@@ -45,13 +45,19 @@ impl Default for GroupRule {
 const EDGE_JUNK: &[char] = &['|', '[', ']', '{', '}', '\u{2018}', '\u{2019}'];
 
 /// The words worth grouping: empty words, frame edges (`|`, `[`, ...) and words below the
-/// confidence thresholds dropped, a `|` read at a word's edge cut off. Punctuation such as the
+/// confidence thresholds dropped, a `|` read at a word's edge cut off, and an opening bracket
+/// never closed in the word (a check box's edge) taken off its front. Punctuation such as the
 /// `&` of "Privacy & Security" is kept: its ink sits in the gap and holds the label together.
 pub fn filter_words(words: Vec<DetectedWord>, rule: &GroupRule) -> Vec<DetectedWord> {
     words
         .into_iter()
         .filter_map(|mut w| {
             let text = w.text.trim().trim_matches('|').trim();
+            // a check box or radio button left of a label is read as an opening bracket
+            let text = match text.strip_prefix('(') {
+                Some(rest) if !rest.is_empty() && !rest.contains(')') => rest,
+                _ => text,
+            };
             if text.is_empty() || text.chars().all(|c| EDGE_JUNK.contains(&c)) {
                 return None;
             }
@@ -288,12 +294,23 @@ mod tests {
         unsure.confidence = 0.2;
         let amp = w("&", 0, 0, 8, 12);
         let edged = w("Apply |", 0, 0, 50, 12);
+        let boxed = w("(Privacy", 0, 0, 60, 12);
+        let closed = w("(x)", 0, 0, 20, 12);
         let got = filter_words(
-            vec![junk, unsure_short, unsure, amp, edged, w("  ", 0, 0, 5, 5)],
+            vec![
+                junk,
+                unsure_short,
+                unsure,
+                amp,
+                edged,
+                w("  ", 0, 0, 5, 5),
+                boxed,
+                closed,
+            ],
             &GroupRule::default(),
         );
         let got: Vec<&str> = got.iter().map(|w| w.text.as_str()).collect();
-        assert_eq!(got, ["&", "Apply"]);
+        assert_eq!(got, ["&", "Apply", "Privacy", "(x)"]);
     }
 
     fn line_of_words() -> impl Strategy<Value = Vec<DetectedWord>> {
