@@ -10,6 +10,17 @@
 # starts jobs as other users only as root; as another user the jobs run as that user.
 set -euo pipefail
 
+# A daemon that stops before it forks writes why only to its log file: on any failure, say
+# which command failed and show the logs, so a failed start is never silent.
+on_error() {
+  local rc=$? cmd="$1"
+  echo "local-cluster.sh: \`$cmd\` failed (exit $rc)" >&2
+  if [ -n "${dir:-}" ] && [ -d "$dir/log" ]; then
+    tail -n 20 "$dir"/log/*.log >&2 2>/dev/null || true
+  fi
+}
+trap 'on_error "$BASH_COMMAND"' ERR
+
 cmd="${1:-}"
 dir="${2:-}"
 if [ -z "$cmd" ] || [ -z "$dir" ]; then
@@ -117,8 +128,10 @@ slurmctld -f "$SLURM_CONF" -i
 slurmd -f "$SLURM_CONF" -N ufo-local
 
 # bounded wait until the node takes jobs
+# (scontrol fails until slurmctld listens, later on a loaded machine: that is a retry, not an
+# error, so the pipeline must not end the script under `set -e -o pipefail`)
 for i in $(seq 100); do
-  state="$(scontrol show node ufo-local 2>/dev/null | sed -n 's/.*State=\([A-Z+_]*\).*/\1/p' | head -1)"
+  state="$(scontrol show node ufo-local 2>/dev/null | sed -n 's/.*State=\([A-Z+_]*\).*/\1/p' | head -1)" || state=""
   case "$state" in
     IDLE* | MIXED* | ALLOCATED*)
       echo "export SLURM_CONF=$SLURM_CONF"
