@@ -171,14 +171,16 @@ fn a_private_gnome_desktop_computes_and_leaves_nothing() {
         // its windows are placed (maximized): the clicks went to screen points, the pointer
         // moved on Mutter's monitor stream, and the window had a screenshot
         assert!(log.contains(r#"clicked \"7\" at "#), "{log}");
-        // no banner of the shell over the top of the window in the first seconds (the lock
-        // warning, dark, over the light header bar of the calculator)
+        // the first screenshot shows the window maximized, its light header bar at the top:
+        // no banner of the shell over it in the first seconds (the lock warning, dark), nor
+        // the blue background of a frame from before the maximize
         let png = first_shot.expect("the first step's screenshot");
         let (w, _, pixels) = read_png(&png);
         let [r, g, b] = pixels[(30 * w + 500) as usize];
         assert!(
             u32::from(r) + u32::from(g) + u32::from(b) > 3 * 128,
-            "a dark banner over the window's header: {:?}",
+            "no light header bar at the top of the first screenshot (a banner over it, or the \
+             window not shown maximized yet): {:?}",
             [r, g, b]
         );
     }

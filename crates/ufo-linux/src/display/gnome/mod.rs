@@ -157,9 +157,11 @@ impl Gnome {
             }
         }
         let (seen, mut listed) = self.list_now()?;
+        let asked = Instant::now();
         if self.maximize_new(&seen, &listed) {
             // their sizes changed (the wait for it is bounded): listed as they are now
             listed = self.list_now()?.1;
+            self.await_shown(asked);
         }
         *lock(&self.listing) = Some((Instant::now(), listed.clone()));
         Ok(listed)
@@ -207,6 +209,27 @@ impl Gnome {
             Ok(())
         });
         r.is_ok()
+    }
+
+    /// Wait (bounded by [`SHOWN_WAIT`]) until the monitor stream shows the windows maximized
+    /// since `asked`: the toolkit reports its new size before Mutter's frame of it reaches the
+    /// stream, and on a loaded machine the first screenshot showed the window where it was.
+    fn await_shown(&self, asked: Instant) {
+        let Some(watch) = self.watch.as_ref() else {
+            return;
+        };
+        let deadline = Instant::now() + SHOWN_WAIT;
+        loop {
+            let now = Instant::now();
+            if shown(asked, watch.log().last_change(), now) {
+                return;
+            }
+            if now >= deadline {
+                tracing::debug!("GNOME: the stream did not go quiet after a maximize; going on");
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     fn forget_listing(&self) {
@@ -390,6 +413,17 @@ async fn frame_seen(
 
 /// Most time a window is given to take its maximized size.
 const MAXIMIZE_WAIT: Duration = Duration::from_millis(1500);
+/// Most time the stream is given, after a maximize, to show it and go quiet.
+const SHOWN_WAIT: Duration = Duration::from_millis(1500);
+/// A stream with no frame for this long shows the screen as it is: a maximize animates in
+/// frames a few ms apart, a blinking caret redraws every half second or more.
+const QUIET: Duration = Duration::from_millis(150);
+
+/// Whether the stream shows what was asked at `asked`: a redraw came since, and none for
+/// [`QUIET`] up to `now` (the last one, `last_change`, being the asked change's last frame).
+fn shown(asked: Instant, last_change: Option<Instant>, now: Instant) -> bool {
+    last_change.is_some_and(|at| at > asked && now.saturating_duration_since(at) >= QUIET)
+}
 
 /// Wait (bounded) until a window being maximized reports the same placed size twice in a row:
 /// the toolkit resizes on the compositor's answer, and passes through other sizes first.
@@ -687,5 +721,21 @@ mod tests {
             "frames say nothing of windows"
         );
         assert_eq!(w.ping(WinId(1)), None);
+    }
+
+    #[test]
+    fn a_maximize_is_shown_once_a_redraw_came_after_it_and_the_stream_went_quiet() {
+        let asked = Instant::now();
+        let ms = Duration::from_millis;
+        assert!(!shown(asked, None, asked + ms(500)), "no frame yet");
+        assert!(
+            !shown(asked + ms(10), Some(asked), asked + ms(500)),
+            "only a frame from before the maximize"
+        );
+        assert!(
+            !shown(asked, Some(asked + ms(100)), asked + ms(200)),
+            "frames may still be coming"
+        );
+        assert!(shown(asked, Some(asked + ms(100)), asked + ms(250)));
     }
 }
