@@ -30,6 +30,20 @@ install_slurm
 install_python_k8s_validate
 install_wayland
 
+echo "== disk"
+# A whole run's builds (three feature sets of the workspace, some sixty test binaries) fill
+# target/ with about 11 GiB (10.9 measured); a disk that runs out fails a link step with a cryptic error
+# minutes in. Said here, before anything is built, with what to do.
+TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+mkdir -p "$TARGET_DIR"
+need_mib=$((12 * 1024 - $(du -sm "$TARGET_DIR" | cut -f1)))
+free_mib="$(df -Pm "$TARGET_DIR" | awk 'NR == 2 { print $4 }')"
+echo "$free_mib MiB free where $TARGET_DIR is; the builds still need about $((need_mib > 0 ? need_mib : 0)) MiB"
+if (( free_mib < need_mib )); then
+  echo "not enough disk for the test builds: free $((need_mib - free_mib)) MiB more (or set CARGO_TARGET_DIR to a larger disk)" >&2
+  exit 2
+fi
+
 echo "== headless desktop session"
 # A private session for this run (its own display, bus and HOME), stopped when the run ends,
 # so the suite neither depends on nor disturbs any other session on the machine.
