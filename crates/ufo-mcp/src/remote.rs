@@ -473,6 +473,7 @@ impl Desktop for RemoteDesktop {
             annotated,
             warnings,
             pixels_readable: v["pixels_readable"].as_bool().unwrap_or(false),
+            pixel_changes: None,
         })
     }
 
@@ -681,6 +682,7 @@ mod tests {
             ("type_keys", json!({"keys": "{ctrl+s}"})),
             ("read_text", json!({})),
             ("click_at", json!({"x": 3, "y": 4})),
+            ("hover", json!({})),
         ] {
             let action = UiAction::parse(function, &args).expect("parses");
             let back = UiAction::parse(action.name(), &action_args(&action)).expect("again");

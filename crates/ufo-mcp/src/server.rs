@@ -254,7 +254,7 @@ impl DesktopServer {
             ),
             Tool::new(
                 "act",
-                format!("Run a GUI function on a control of a window, named by `label` (its number in observe_window) and/or `name` (its name; digits are a name): click {{button, double}}, set_text {{text}}, type_keys {{keys}}, scroll {{direction, amount}}, select {{item}}, read_text, focus, click_at {{x, y}} (no control), read_pixels (no control: the window's pixels are read for text; the next observe_window lists what is found).{gate}"),
+                format!("Run a GUI function on a control of a window, named by `label` (its number in observe_window) and/or `name` (its name; digits are a name): click {{button, double}}, set_text {{text}}, type_keys {{keys}}, scroll {{direction, amount}}, select {{item}}, read_text, focus, hover (the pointer rests on the control, no click: a tooltip shows in the next observe_window), click_at {{x, y}} (no control), read_pixels (no control: the window's pixels are read for text; the next observe_window lists what is found).{gate}"),
                 obj(json!({"type": "object", "properties": {"window": window, "label": label,
                     "name": name, "control": control,
                     "function": {"type": "string"}, "args": {"type": "object"}},
@@ -1142,6 +1142,7 @@ mod tests {
             annotated: None,
             warnings: Vec::new(),
             pixels_readable: false,
+            pixel_changes: None,
         };
         let v: Value = serde_json::from_str(&describe(&obs, &[])).expect("JSON");
         assert!(v["controls"][0].get("source").is_none(), "{v}");
