@@ -653,6 +653,11 @@ fn describe(obs: &WindowObservation, images: &[&str]) -> String {
     if let (Value::Object(m), true) = (&mut v, obs.pixels_readable) {
         m.insert("pixels_readable".into(), json!(true));
     }
+    // where the pixels changed over the last action (docs/sight.md, "Change evidence"), only
+    // where they were compared
+    if let (Value::Object(m), Some(px)) = (&mut v, &obs.pixel_changes) {
+        m.insert("pixel_changes".into(), json!(px));
+    }
     v.to_string()
 }
 
@@ -1147,6 +1152,26 @@ mod tests {
         let v: Value = serde_json::from_str(&describe(&obs, &[])).expect("JSON");
         assert!(v["controls"][0].get("source").is_none(), "{v}");
         assert_eq!(v["controls"][1]["source"], "ocr", "{v}");
+        assert!(
+            v.get("pixel_changes").is_none(),
+            "not compared, not said: {v}"
+        );
+        // the change evidence in pixels, where compared, as the remote desktop reads it
+        let px = vec![ufo_core::ports::PixelChange {
+            rect: ufo_core::Rect::new(1, 2, 3, 4),
+            read: ufo_core::ports::ReadThere::Text("Adds one".into()),
+        }];
+        let obs = WindowObservation {
+            pixel_changes: Some(px.clone()),
+            ..obs
+        };
+        let v: Value = serde_json::from_str(&describe(&obs, &[])).expect("JSON");
+        assert_eq!(
+            v["pixel_changes"][0]["read"],
+            json!({"kind": "text", "text": "Adds one"}),
+            "{v}"
+        );
+        assert_eq!(crate::remote::pixel_changes_of(&v), Some(px));
     }
 
     fn server() -> DesktopServer {
