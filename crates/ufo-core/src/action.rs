@@ -72,6 +72,9 @@ pub enum UiAction {
     /// Read the text drawn in the window's pixels where its accessibility tree names nothing
     /// (docs/sight.md); what is found is listed in the next observation. No control needed.
     ReadPixels,
+    /// Move the pointer onto a control without pressing a button: what shows while the
+    /// pointer rests there (a tooltip, a menu that opens on hover) is in the next observation.
+    Hover,
 }
 
 /// The canonical function names, in the order the prompt lists them. `read_pixels` is not
@@ -85,6 +88,7 @@ pub const FUNCTIONS: &[&str] = &[
     "read_text",
     "focus",
     "click_at",
+    "hover",
 ];
 
 impl UiAction {
@@ -100,6 +104,7 @@ impl UiAction {
             UiAction::Focus => "focus",
             UiAction::ClickAt { .. } => "click_at",
             UiAction::ReadPixels => "read_pixels",
+            UiAction::Hover => "hover",
         }
     }
 
@@ -184,6 +189,7 @@ impl UiAction {
                 }
             }
             "read_pixels" => UiAction::ReadPixels,
+            "hover" => UiAction::Hover,
             _ => unreachable_name(canonical)?,
         };
         Ok(action)
@@ -207,6 +213,7 @@ pub fn canonical_name(function: &str) -> Option<&'static str> {
         "focus" => "focus",
         "click_at" | "click_on_coordinates" => "click_at",
         "read_pixels" => "read_pixels",
+        "hover" | "mouse_hover" => "hover",
         _ => return None,
     })
 }
@@ -305,6 +312,13 @@ mod tests {
             UiAction::parse("click_on_coordinates", &json!({"x": 3, "y": "4"})),
             Ok(UiAction::ClickAt { x: 3, y: 4 })
         );
+        assert_eq!(
+            UiAction::parse("mouse_hover", &json!({})),
+            Ok(UiAction::Hover)
+        );
+        assert_eq!(UiAction::parse("Hover", &Value::Null), Ok(UiAction::Hover));
+        assert!(UiAction::Hover.needs_control());
+        assert_eq!(UiAction::Hover.args(), json!({}));
     }
 
     #[test]

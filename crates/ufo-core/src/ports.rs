@@ -249,6 +249,29 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
+/// One rectangle of a window whose pixels changed over an action, with the text read there
+/// after it (`crate::vision::pixel_changes`, docs/sight.md "Change evidence").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PixelChange {
+    /// Where, in screen pixels (as controls' rectangles are).
+    pub rect: Rect,
+    /// What is read there now: [`ReadThere::Text`] (words found), [`ReadThere::Nothing`], or
+    /// [`ReadThere::NotRead`] when the area was too large to read or the read failed.
+    pub read: ReadThere,
+}
+
+/// What the text detector read in a changed rectangle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "text")]
+pub enum ReadThere {
+    /// The text read, lines joined by a line break.
+    Text(String),
+    /// The detector found no text.
+    Nothing,
+    /// Not read (larger than half the window, or the detector failed).
+    NotRead,
+}
+
 /// A window observed in one step: its controls (in label order) and screenshots.
 #[derive(Debug, Clone)]
 pub struct WindowObservation {
@@ -265,6 +288,10 @@ pub struct WindowObservation {
     /// The desktop can read this window's pixels when the model asks (`read_pixels`,
     /// docs/sight.md): the AppAgent's prompt offers the function only then.
     pub pixels_readable: bool,
+    /// Where the window's pixels changed since its capture before the last action, with the
+    /// text read there (docs/sight.md, "Change evidence"); `None` when not compared (sight
+    /// off, no capture before, the window resized).
+    pub pixel_changes: Option<Vec<PixelChange>>,
 }
 
 /// What a shell command printed.

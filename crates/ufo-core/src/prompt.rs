@@ -100,6 +100,7 @@ Functions:
 - read_text: Args {} reads the control's text into the result
 - focus: Args {} gives the control the focus
 - click_at: Args {"x": 10, "y": 20} clicks at window pixels; no control needed
+- hover: Args {} rests the pointer on the control without clicking; what that shows (a tooltip) is in the next observation
 {% if read_pixels %}- read_pixels: Args {} reads the text drawn in the window's pixels where no listed control lies (a canvas, a chart, a program that names nothing); what it finds is listed next time as controls with "source": "ocr"; no control needed
 {% endif %}{% if extra_functions %}{{ extra_functions }}
 {% endif %}{% if multi_action %}

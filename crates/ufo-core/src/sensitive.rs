@@ -643,6 +643,7 @@ mod tests {
             annotated: None,
             warnings: Vec::new(),
             pixels_readable: false,
+            pixel_changes: None,
         };
         // window pixels (100, 80) are screen pixels (140, 120): on Delete All, inside Panel
         let under = control_at(&obs, 100, 80).expect("a control");

@@ -659,6 +659,7 @@ mod tests {
                 annotated: None,
                 warnings: vec![],
                 pixels_readable: false,
+                pixel_changes: None,
             })
         }
         async fn act(

@@ -49,6 +49,7 @@ impl Desktop for Desk {
             annotated: None,
             warnings: vec![],
             pixels_readable: false,
+            pixel_changes: None,
         })
     }
     async fn act(

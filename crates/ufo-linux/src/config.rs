@@ -77,6 +77,10 @@ pub struct LinuxConfig {
     /// milliseconds) rather than through its AT-SPI action (GTK shows that a quarter second
     /// later). `UFO_XTEST_CLICKS=0` turns it off.
     pub xtest_clicks: bool,
+    /// Say in the observation after an action where the window's pixels changed and what
+    /// is read there (docs/sight.md, "Change evidence"; only where sight is on).
+    /// `UFO_PIXEL_EVIDENCE=0` turns it off (to measure what it costs).
+    pub pixel_evidence: bool,
     /// Longest wait, after the window's first change, for it to go quiet: transitions
     /// (buttons fading in) go on redrawing after the accessibility tree is up to date.
     /// `UFO_SETTLE_TAIL_MS` sets it (default 100 ms).
@@ -154,6 +158,7 @@ impl Default for LinuxConfig {
                     .unwrap_or(100),
             ),
             xtest_clicks: std::env::var("UFO_XTEST_CLICKS").map_or(true, |v| v != "0"),
+            pixel_evidence: std::env::var("UFO_PIXEL_EVIDENCE").map_or(true, |v| v != "0"),
             load_wait: Duration::from_millis(
                 std::env::var("UFO_LOAD_WAIT_MS")
                     .ok()

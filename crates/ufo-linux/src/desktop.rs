@@ -104,6 +104,9 @@ pub struct LinuxDesktop {
     pub(crate) person: Option<Arc<PersonInput>>,
     /// the windows whose pixels the model asked to read (`observe::sight`)
     pub(crate) pixels_asked: Part<crate::observe::PixelsAsked>,
+    /// the windows' captures around actions, for the change evidence in pixels
+    /// (`observe::sight`)
+    pub(crate) pixel_trail: Part<crate::observe::PixelTrail>,
 }
 
 impl LinuxDesktop {
@@ -137,6 +140,7 @@ impl LinuxDesktop {
             settling: Part::default(),
             ahead: Part::default(),
             pixels_asked: Part::default(),
+            pixel_trail: Part::default(),
         })
     }
 
@@ -154,6 +158,7 @@ impl LinuxDesktop {
             windows: &self.windows,
             controls: &self.controls,
             pixels_asked: &self.pixels_asked,
+            pixel_trail: &self.pixel_trail,
         }
     }
 
@@ -425,6 +430,10 @@ impl Desktop for LinuxDesktop {
             Some(o) => o,
             None => self.observe_window(window_id).await?,
         };
+        // the engine has the evidence of the last action: the next compares with this
+        if let Ok(xid) = crate::display::WinId::parse(window_id) {
+            self.pixel_trail.lock().handed_out(xid);
+        }
         tracing::debug!(
             controls = obs.controls.len(),
             warnings = obs.warnings.len(),

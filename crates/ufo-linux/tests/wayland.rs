@@ -279,6 +279,91 @@ async fn each_click_is_settled_on_the_change_watch() {
     assert!(texts.iter().any(|t| t.trim() == "84"), "pyatspi: {texts:?}");
 }
 
+/// Reads nothing: the change evidence in pixels then says where pixels changed, with "(no
+/// text there)" (this crate never depends on the text engine).
+struct ReadsNothing;
+
+#[async_trait::async_trait]
+impl ufo_core::vision::Detector for ReadsNothing {
+    async fn detect(
+        &self,
+        _region: &ufo_core::vision::RegionImage,
+        _request: ufo_core::vision::DetectRequest,
+    ) -> Result<Vec<ufo_core::vision::DetectedBox>, ufo_core::vision::DetectError> {
+        Ok(Vec::new())
+    }
+}
+
+/// Issue 44, item 4: `hover` moves the compositor's pointer onto a button through the
+/// display's input device and presses nothing: the observation after it says the pixels
+/// changed where the button is (its hover highlight; sight on, with a stand-in reader, so the
+/// change evidence is taken), and the calculator's texts stay as they were (no click),
+/// checked off ufo with pyatspi.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hover_moves_the_pointer_and_presses_nothing() {
+    if !wayland_on("a_hover_moves_the_pointer_and_presses_nothing") {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    grant_this_executable();
+    let config = LinuxConfig {
+        display: DisplayChoice::Wayland {
+            socket: (compositor() != "gnome").then(socket),
+        },
+        sight: Some(ufo_linux::Sight {
+            detector: std::sync::Arc::new(ReadsNothing),
+            mode: ufo_core::vision::VisionMode::Auto,
+            policy: ufo_core::vision::DetectPolicy::default(),
+        }),
+        pixel_evidence: true,
+        ..LinuxConfig::default()
+    };
+    let d = LinuxDesktop::connect(config)
+        .await
+        .unwrap_or_else(|e| panic!("the Wayland desktop is unavailable: {e}"));
+    let app = UserApp::start(&["gnome-calculator"]);
+    let w = window_of(&d, app.pid(), Duration::from_secs(30)).await;
+    observe_until(&d, &w.id, "the buttons", Duration::from_secs(20), |o| {
+        o.controls
+            .iter()
+            .any(|c| c.role == "button" && c.name == "7")
+    })
+    .await;
+    let before = texts_off_ufo("gnome-calculator");
+    let mut seen = Vec::new();
+    for name in ["7", "8"] {
+        let obs = observe_until(&d, &w.id, "the buttons", Duration::from_secs(20), |o| {
+            o.controls
+                .iter()
+                .any(|c| c.role == "button" && c.name == name)
+        })
+        .await;
+        let b = button(&obs, name).clone();
+        d.act(&w.id, Some(&b.id), &UiAction::Hover)
+            .await
+            .unwrap_or_else(|e| panic!("hover {name}: {e}"));
+        let after = d.observe(&w.id).await.expect("observe");
+        let changes = after
+            .pixel_changes
+            .unwrap_or_else(|| panic!("no pixel comparison after the hover on {name}"));
+        let r = b.rect;
+        let over_button = changes.iter().any(|c| {
+            c.rect.x < r.x + r.w as i32
+                && r.x < c.rect.x + c.rect.w as i32
+                && c.rect.y < r.y + r.h as i32
+                && r.y < c.rect.y + c.rect.h as i32
+        });
+        seen.push(format!("{name}: {changes:?} (button at {r:?})"));
+        assert!(
+            over_button,
+            "the hover on {name} changed no pixels of the button: {seen:?}"
+        );
+    }
+    // a click would have put the digit on the display
+    let texts = texts_off_ufo("gnome-calculator");
+    assert_eq!(texts, before, "a hover changed the calculator's texts");
+}
+
 /// A folder and an empty file the session's user may write.
 fn user_file(name: &str) -> (tempfile::TempDir, PathBuf) {
     use std::os::unix::fs::PermissionsExt;

@@ -473,6 +473,7 @@ impl Desktop for RemoteDesktop {
             annotated,
             warnings,
             pixels_readable: v["pixels_readable"].as_bool().unwrap_or(false),
+            pixel_changes: pixel_changes_of(&v),
         })
     }
 
@@ -574,6 +575,12 @@ impl RemoteDesktop {
 }
 
 /// The `args` object of a GUI function, as `act` reads it ([`UiAction::parse`]).
+/// The change evidence in pixels of an `observe_window` answer; `None` when the server did not
+/// compare (or says something this client does not read).
+pub(crate) fn pixel_changes_of(v: &Value) -> Option<Vec<ufo_core::ports::PixelChange>> {
+    serde_json::from_value(v.get("pixel_changes")?.clone()).ok()
+}
+
 fn action_args(action: &UiAction) -> Value {
     action.args()
 }
@@ -681,6 +688,7 @@ mod tests {
             ("type_keys", json!({"keys": "{ctrl+s}"})),
             ("read_text", json!({})),
             ("click_at", json!({"x": 3, "y": 4})),
+            ("hover", json!({})),
         ] {
             let action = UiAction::parse(function, &args).expect("parses");
             let back = UiAction::parse(action.name(), &action_args(&action)).expect("again");

@@ -254,7 +254,7 @@ impl DesktopServer {
             ),
             Tool::new(
                 "act",
-                format!("Run a GUI function on a control of a window, named by `label` (its number in observe_window) and/or `name` (its name; digits are a name): click {{button, double}}, set_text {{text}}, type_keys {{keys}}, scroll {{direction, amount}}, select {{item}}, read_text, focus, click_at {{x, y}} (no control), read_pixels (no control: the window's pixels are read for text; the next observe_window lists what is found).{gate}"),
+                format!("Run a GUI function on a control of a window, named by `label` (its number in observe_window) and/or `name` (its name; digits are a name): click {{button, double}}, set_text {{text}}, type_keys {{keys}}, scroll {{direction, amount}}, select {{item}}, read_text, focus, hover (the pointer rests on the control, no click: a tooltip shows in the next observe_window), click_at {{x, y}} (no control), read_pixels (no control: the window's pixels are read for text; the next observe_window lists what is found).{gate}"),
                 obj(json!({"type": "object", "properties": {"window": window, "label": label,
                     "name": name, "control": control,
                     "function": {"type": "string"}, "args": {"type": "object"}},
@@ -652,6 +652,11 @@ fn describe(obs: &WindowObservation, images: &[&str]) -> String {
     // said only where true: observations of desktops without sight are as they were
     if let (Value::Object(m), true) = (&mut v, obs.pixels_readable) {
         m.insert("pixels_readable".into(), json!(true));
+    }
+    // where the pixels changed over the last action (docs/sight.md, "Change evidence"), only
+    // where they were compared
+    if let (Value::Object(m), Some(px)) = (&mut v, &obs.pixel_changes) {
+        m.insert("pixel_changes".into(), json!(px));
     }
     v.to_string()
 }
@@ -1142,10 +1147,31 @@ mod tests {
             annotated: None,
             warnings: Vec::new(),
             pixels_readable: false,
+            pixel_changes: None,
         };
         let v: Value = serde_json::from_str(&describe(&obs, &[])).expect("JSON");
         assert!(v["controls"][0].get("source").is_none(), "{v}");
         assert_eq!(v["controls"][1]["source"], "ocr", "{v}");
+        assert!(
+            v.get("pixel_changes").is_none(),
+            "not compared, not said: {v}"
+        );
+        // the change evidence in pixels, where compared, as the remote desktop reads it
+        let px = vec![ufo_core::ports::PixelChange {
+            rect: ufo_core::Rect::new(1, 2, 3, 4),
+            read: ufo_core::ports::ReadThere::Text("Adds one".into()),
+        }];
+        let obs = WindowObservation {
+            pixel_changes: Some(px.clone()),
+            ..obs
+        };
+        let v: Value = serde_json::from_str(&describe(&obs, &[])).expect("JSON");
+        assert_eq!(
+            v["pixel_changes"][0]["read"],
+            json!({"kind": "text", "text": "Adds one"}),
+            "{v}"
+        );
+        assert_eq!(crate::remote::pixel_changes_of(&v), Some(px));
     }
 
     fn server() -> DesktopServer {

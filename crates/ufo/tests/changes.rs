@@ -33,3 +33,34 @@ fn the_prompt_says_what_changed_since_the_last_action() {
     assert!(lines[2].contains("1 appeared"), "{lines:?}");
     assert!(lines[3].contains("nothing changed"), "{lines:?}");
 }
+
+/// Issue 44, item 4: `hover` (here by its alias `mouse_hover`) rests the pointer on a control;
+/// the tooltip it shows is in the next prompt, as a control that appeared and in the control
+/// list, and goes when the pointer rests elsewhere. The desktop records both hovers.
+#[test]
+fn a_hover_shows_its_tooltip_in_the_next_prompt() {
+    let run = run_scenario("app_hover_tooltip", &[]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HA, AC, AC, AC, AFIN, HC, HFIN]);
+    let lines: Vec<String> = run
+        .steps()
+        .iter()
+        .filter(|st| s(&st["role"]) == "app")
+        .map(|st| s(&st["artifacts"]["observation_changes"]))
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("1 appeared (tooltip \"Adds one\")")),
+        "{lines:?}\n{}",
+        run.ctx()
+    );
+    let fin = run.final_desktop();
+    let hovers: Vec<&serde_json::Value> = fin["actions"]
+        .as_array()
+        .map(|a| a.iter().filter(|a| a["action"] == "hover").collect())
+        .unwrap_or_default();
+    assert_eq!(hovers.len(), 2, "{fin}");
+    assert_eq!(hovers[0]["control"], "add");
+}

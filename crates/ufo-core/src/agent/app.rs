@@ -663,7 +663,12 @@ impl AppStep<'_, '_> {
         let window_id = self.agent.window.id.clone();
         if let Some((id, before)) = &self.agent.last_controls {
             if *id == window_id {
-                let line = super::changes::diff(before, &obs.controls).line();
+                let mut line = super::changes::diff(before, &obs.controls).line();
+                // and what changed in the pixels, where the desktop compared them
+                if let Some(px) = &obs.pixel_changes {
+                    line.push('\n');
+                    line.push_str(&crate::vision::pixel_changes::evidence_line(px));
+                }
                 self.report
                     .artifacts
                     .insert("observation_changes".into(), line.clone().into());
@@ -1170,6 +1175,7 @@ mod tests {
             annotated: None,
             warnings: Vec::new(),
             pixels_readable: false,
+            pixel_changes: None,
         }
     }
 

@@ -425,7 +425,8 @@ pub fn refuse_disabled(
         A::Click { .. } | A::SetText { .. } | A::TypeKeys { .. } | A::Select { .. } | A::Focus => {
             true
         }
-        A::Scroll { .. } | A::ReadText | A::ClickAt { .. } | A::ReadPixels => false,
+        // a disabled control may still show its tooltip
+        A::Scroll { .. } | A::ReadText | A::ClickAt { .. } | A::ReadPixels | A::Hover => false,
     };
     let shown = if label.is_empty() {
         String::new()

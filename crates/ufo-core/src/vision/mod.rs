@@ -5,7 +5,9 @@
 //! - [`group`]: words grouped into controls as a person reads them, and the word filter;
 //! - [`merge`]: detected boxes added to the tree's controls where they overlap none, the
 //!   overlap measure, and when to detect at all ([`VisionMode`]);
-//! - [`cache`]: a detector wrapper that answers an unchanged region from memory.
+//! - [`cache`]: a detector wrapper that answers an unchanged region from memory;
+//! - [`pixel_changes`]: where a window's pixels changed over an action, for the change
+//!   evidence.
 //!
 //! Name resolution reaches a detected control only after every tree control
 //! (docs/resolution.md, `crate::agent::resolution`).
@@ -13,6 +15,7 @@
 pub mod cache;
 pub mod group;
 pub mod merge;
+pub mod pixel_changes;
 pub mod reread;
 
 use std::sync::Arc;

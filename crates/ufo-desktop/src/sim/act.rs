@@ -139,8 +139,55 @@ pub(super) fn perform(
             format!("scrolled {label} {dir} by {amount}")
         }
         UiAction::ClickAt { x, y } => format!("clicked at ({x}, {y}) in {label}"),
+        UiAction::Hover => hover(st, ai, ci),
         // `act_now` sends it to `without_control`, which refuses it
         UiAction::ReadPixels => no_pixels().to_string(),
+    }
+}
+
+/// The pointer rests on control `ci` of application `ai`: its `hover_reveals` show until the
+/// next action ([`end_hover`]).
+fn hover(st: &mut State, ai: usize, ci: usize) -> String {
+    let app = &mut st.apps[ai];
+    let label = app.controls[ci].label().to_string();
+    let mut ids: Vec<usize> = app.controls[ci]
+        .hover_reveals
+        .iter()
+        .filter_map(|id| app.control(id))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut shown = Vec::new();
+    let mut names = Vec::new();
+    for j in ids {
+        let c = &mut app.controls[j];
+        if c.hidden {
+            c.hidden = false;
+            shown.push(j);
+            names.push(c.label().to_string());
+        }
+    }
+    st.hovered = Some((ai, shown));
+    if names.is_empty() {
+        format!("the pointer rests on {label}")
+    } else {
+        format!(
+            "the pointer rests on {label}; now visible: {}",
+            name_list(&names)
+        )
+    }
+}
+
+/// The pointer leaves the control it rested on: what its hover showed is hidden again.
+pub(super) fn end_hover(st: &mut State) {
+    if let Some((ai, shown)) = st.hovered.take() {
+        if let Some(app) = st.apps.get_mut(ai) {
+            for j in shown {
+                if let Some(c) = app.controls.get_mut(j) {
+                    c.hidden = true;
+                }
+            }
+        }
     }
 }
 

@@ -21,6 +21,10 @@
 //! false. Unknown fields are ignored. Control ids must be unique within an app and
 //! `reveals`/`hides` must name controls of the same app.
 //!
+//! `hover_reveals` (an extension; ids of hidden controls of the same app) shows those controls
+//! while the pointer rests on the control (`hover`), as a tooltip shows; the next action, of
+//! any function, hides them again.
+//!
 //! The code: `scenario.rs` reads a scenario, `world.rs` holds the applications, their controls,
 //! faults and the record of actions, `render.rs` the layout and the pictures; this file is
 //! the [`Desktop`] itself.
@@ -269,6 +273,7 @@ impl SimDesktop {
                 takeover,
                 observations: 0,
                 taken: None,
+                hovered: None,
             }),
         })
     }
@@ -316,6 +321,8 @@ impl SimDesktop {
     ) -> Result<String, DesktopError> {
         let mut st = self.lock();
         let ai = st.running_app(window_id)?;
+        // the pointer leaves what it rested on: a tooltip goes with the next action
+        act::end_hover(&mut st);
         // read_pixels reads the window, whatever control the model named
         let cid = control_id.filter(|_| !matches!(action, UiAction::ReadPixels));
         let Some(cid) = cid else {
@@ -436,6 +443,7 @@ impl Desktop for SimDesktop {
             annotated,
             warnings,
             pixels_readable: false,
+            pixel_changes: None,
         })
     }
 

@@ -164,6 +164,7 @@ pub(crate) fn parse_control(v: &Value, at: &str) -> Result<SimControl, ScenarioE
         },
         reveals: str_list(m, "reveals", at)?,
         hides: str_list(m, "hides", at)?,
+        hover_reveals: str_list(m, "hover_reveals", at)?,
         opens: opt_str(m, "opens", at)?.filter(|s| !s.trim().is_empty()),
         closes: opt_bool(m, "closes", at)?.unwrap_or(false),
     })
@@ -285,8 +286,8 @@ fn check_opens(
     Ok(())
 }
 
-/// Read a window's `controls`: unique ids, `reveals`/`hides` naming controls of the same
-/// window.
+/// Read a window's `controls`: unique ids, `reveals`/`hides`/`hover_reveals` naming controls
+/// of the same window.
 fn parse_controls(
     m: &Map<String, Value>,
     at: &str,
@@ -322,7 +323,11 @@ fn parse_controls(
         }
     }
     for (i, c) in controls.iter().enumerate() {
-        for (key, ids) in [("reveals", &c.reveals), ("hides", &c.hides)] {
+        for (key, ids) in [
+            ("reveals", &c.reveals),
+            ("hides", &c.hides),
+            ("hover_reveals", &c.hover_reveals),
+        ] {
             for (k, id) in ids.iter().enumerate() {
                 if !index.contains_key(id) {
                     return Err(invalid(

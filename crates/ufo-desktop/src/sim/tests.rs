@@ -893,6 +893,52 @@ async fn a_control_both_revealed_and_hidden_by_a_click_ends_hidden() {
     assert_eq!(d.is_hidden("W", "z"), Some(true));
 }
 
+/// Issue 44, item 4: `hover_reveals` shows a tooltip while the pointer rests on its control;
+/// the next action hides it; a scenario without the field loads as before, and an id it names
+/// must exist.
+#[tokio::test]
+async fn a_hover_shows_the_tooltip_until_the_next_action() {
+    let d = SimDesktop::from_json_str(
+        r#"{"apps": [{"name": "W", "controls": [
+            {"id": "add", "role": "button", "name": "Add", "hover_reveals": ["tip"]},
+            {"id": "tip", "role": "tooltip", "name": "Adds one", "hidden": true},
+            {"id": "other", "role": "button", "name": "Other"}]}]}"#,
+    )
+    .expect("loads");
+    let w = WindowId::from("W");
+    let r = d
+        .act(&w, Some("add"), &UiAction::Hover)
+        .await
+        .expect("hover");
+    assert_eq!(r, "the pointer rests on Add; now visible: Adds one");
+    assert!(ids(&d.observe(&w).await.expect("observe")).contains(&"tip"));
+    // hovering again keeps it, anything else takes it away
+    d.act(&w, Some("add"), &UiAction::Hover)
+        .await
+        .expect("again");
+    assert_eq!(d.is_hidden("W", "tip"), Some(false));
+    let r = d
+        .act(&w, Some("other"), &UiAction::Hover)
+        .await
+        .expect("other");
+    assert_eq!(r, "the pointer rests on Other");
+    assert_eq!(d.is_hidden("W", "tip"), Some(true));
+    d.act(&w, Some("add"), &UiAction::Hover)
+        .await
+        .expect("hover");
+    d.act(&w, Some("other"), &click()).await.expect("click");
+    assert_eq!(d.is_hidden("W", "tip"), Some(true));
+    let fs = d.final_state().expect("state");
+    assert_eq!(fs["actions"][0]["action"], "hover");
+    let e = err_text(
+        r#"{"apps": [{"name": "W", "controls": [{"id": "a", "hover_reveals": ["nope"]}]}]}"#,
+    );
+    assert!(
+        e.contains("controls[0].hover_reveals[0]") && e.contains("nope"),
+        "{e}"
+    );
+}
+
 /// Issue 23, item 3: an app's further windows share its application, process and process id;
 /// `opens` opens one, `closes` closes the window the control is in; the main windows keep
 /// their places; a wrong `opens` is an error that says where.

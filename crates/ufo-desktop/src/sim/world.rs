@@ -77,6 +77,9 @@ pub(crate) struct SimControl {
     pub(crate) states: ufo_core::ports::ControlStates,
     pub(crate) reveals: Vec<String>,
     pub(crate) hides: Vec<String>,
+    /// Shown while the pointer rests on this control (`hover`), hidden again by the next
+    /// action (a tooltip).
+    pub(crate) hover_reveals: Vec<String>,
     /// A click opens this further window of the same application (its `windows[].id`).
     pub(crate) opens: Option<String>,
     /// A click closes the window the control is in.
@@ -186,6 +189,8 @@ pub(crate) struct State {
     pub(crate) observations: u32,
     /// set while the person has the desktop: what they did
     pub(crate) taken: Option<String>,
+    /// the controls a `hover` showed (app index, control indexes), hidden by the next action
+    pub(crate) hovered: Option<(usize, Vec<usize>)>,
 }
 
 /// A scripted take-over: right after the agent's `after_observations`-th observation the

@@ -244,7 +244,8 @@ impl Actor<'_> {
             UiAction::Select { .. }
             | UiAction::Scroll { .. }
             | UiAction::ClickAt { .. }
-            | UiAction::ReadPixels => {
+            | UiAction::ReadPixels
+            | UiAction::Hover => {
                 Err(LinuxError::Unsupported(format!(
                     "{} does not apply to cell {address}: use set_text, read_text, click or type_keys on a cell, scroll on the sheet",
                     action.name()

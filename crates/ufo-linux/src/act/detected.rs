@@ -65,6 +65,13 @@ impl Actor<'_> {
             }
             UiAction::ReadText => self.read_detected(c).await,
             UiAction::ReadPixels => self.observer.ask_for_pixels(xid),
+            UiAction::Hover => {
+                self.xhover(xid, x, y).await?;
+                Ok(format!(
+                    "the pointer rests on {:?} at {x},{y} (read in the pixels)",
+                    c.name
+                ))
+            }
             UiAction::Scroll { .. } | UiAction::Select { .. } | UiAction::ClickAt { .. } => {
                 Err(LinuxError::Unsupported(format!(
                     "{} on {:?}: it was read in the pixels and has no accessible object; \

@@ -136,7 +136,17 @@ impl Actor<'_> {
         count: u32,
     ) -> Result<(), LinuxError> {
         self.activate(xid).await?;
+        self.observer.pixel_trail.lock().pointed(x, y);
         self.run(move |d| d.click(x, y, button, count)).await
+    }
+
+    /// Rest the pointer at screen point (`x`, `y`) of window `xid` (raised first), pressing
+    /// nothing: `hover`.
+    pub(super) async fn xhover(&self, xid: WinId, x: i32, y: i32) -> Result<(), LinuxError> {
+        self.activate(xid).await?;
+        self.settling.lock().last_input = super::settle::Input::Xtest;
+        self.observer.pixel_trail.lock().pointed(x, y);
+        self.run(move |d| d.hover(x, y)).await
     }
 
     pub(super) async fn send_keys(&self, steps: Vec<KeyStep>) -> Result<(), LinuxError> {

@@ -35,6 +35,13 @@ impl Actor<'_> {
         if matches!(action, UiAction::ReadPixels) {
             return self.observer.ask_for_pixels(WinId::parse(window_id)?);
         }
+        // the window's capture now is the one its next observation compares with
+        if !matches!(action, UiAction::ReadText) {
+            self.observer
+                .pixel_trail
+                .lock()
+                .acted(WinId::parse(window_id)?);
+        }
         let role = control_id.and_then(|c| self.controls.lock().by_id.get(c).map(|i| i.seen.role));
         let docs_before = self.observer.docs_seen(window_id);
         let done = self.perform(window_id, control_id, action).await?;
@@ -114,10 +121,11 @@ impl Actor<'_> {
             (None, false) => None,
         };
         // settle on X events from the moment of the action (settle.rs); a click's own
-        // press and hover animation does not hold the settle up
+        // press and hover animation does not hold the settle up, nor a hovered control's
+        // highlight (the settle waits for what the hover shows elsewhere: a tooltip)
         let clicked = ctl
             .as_ref()
-            .filter(|_| matches!(action, UiAction::Click { .. }))
+            .filter(|_| matches!(action, UiAction::Click { .. } | UiAction::Hover))
             .map(|c| c.rect);
         // a control of a dialog: the pixels of the window's region. A click or keys may close
         // the dialog, and applications open the next one a while later (LibreOffice's
@@ -207,6 +215,12 @@ impl Actor<'_> {
                 self.read(c).await
             }
             UiAction::Focus => self.focus(xid, need()?).await,
+            UiAction::Hover => {
+                let c = need()?;
+                let (x, y) = centre(c);
+                self.xhover(xid, x, y).await?;
+                Ok(format!("the pointer rests on {:?} at {x},{y}", c.name))
+            }
         }
     }
 

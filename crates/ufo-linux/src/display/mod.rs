@@ -94,6 +94,19 @@ pub(crate) trait Display: Send + Sync {
     /// Press and release a pointer button (1 left, 2 middle, 3 right, 4 and 5 the wheel) at
     /// a screen point, `count` times; returns once the display has taken the events.
     fn click(&self, x: i32, y: i32, button: u8, count: u32) -> Result<(), LinuxError>;
+    /// Move the pointer to a screen point and press nothing (`hover`); returns once the
+    /// display has taken the motion. Every display's [`Self::click`] moves its pointer device
+    /// to the point before it presses, so a click of no press is that motion alone, through
+    /// the same device (XTEST on X11, the virtual pointer on Wayland).
+    fn hover(&self, x: i32, y: i32) -> Result<(), LinuxError> {
+        self.click(x, y, 1, 0)
+    }
+    /// Whether the display's captures may show the pointer: an X server with a software
+    /// cursor draws it into the frame buffer that captures read. The change evidence in
+    /// pixels leaves the pointer's surroundings out where it may (docs/sight.md).
+    fn captures_may_show_pointer(&self) -> bool {
+        false
+    }
     /// Press the modifier keysyms, press and release the key, release the modifiers; returns
     /// once the display has taken the events.
     fn chord(&self, mods: &[u32], key: u32) -> Result<(), LinuxError>;

@@ -510,7 +510,8 @@ pub(crate) fn may_navigate(action: &ufo_core::UiAction, role: Option<u32>) -> bo
         | UiAction::ReadText
         | UiAction::Focus
         | UiAction::ClickAt { .. }
-        | UiAction::ReadPixels => false,
+        | UiAction::ReadPixels
+        | UiAction::Hover => false,
     }
 }
 

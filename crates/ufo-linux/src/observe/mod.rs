@@ -23,6 +23,7 @@ mod tree;
 mod walk;
 
 pub(crate) use candidates::{display_name, is_entry};
+pub(crate) use observer::PixelTrail;
 pub(crate) use observer::PixelsAsked;
 pub use observer::{FullObservation, ObservationStats};
 pub(crate) use observer::{Observation, Observer, SeenWindows};

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ufo_core::vision::RegionImage;
 use ufo_core::WindowObservation;
 
 use super::changes::KeptTrees;
@@ -68,6 +69,9 @@ pub struct ObservationStats {
     pub detected: usize,
     /// Time spent reading the pixels (0 when they were not read).
     pub sight: Duration,
+    /// Time spent on the change evidence in pixels: the comparison with the capture before
+    /// the last action and the reads of what changed (0 when not compared).
+    pub pixel_evidence: Duration,
 }
 
 /// A full observation: what the engine gets plus details for `inspect` and benchmarks.
@@ -106,6 +110,68 @@ impl PixelsAsked {
     }
 }
 
+/// Most windows whose last capture is kept for the change evidence (a capture of a
+/// 1280×800 window holds 3 MB).
+const TRAIL_WINDOWS: usize = 4;
+
+/// The windows' captures around actions, for the change evidence in pixels
+/// (`ufo_core::vision::pixel_changes`, read in `sight`): each window's last capture, the one
+/// before the last action on it (kept until the engine is handed the observation after it),
+/// and where the actions last put the pointer.
+#[derive(Default)]
+pub(crate) struct PixelTrail {
+    last: HashMap<WinId, (u64, RegionImage)>,
+    before: HashMap<WinId, RegionImage>,
+    pointer: Option<(i32, i32)>,
+    seq: u64,
+}
+
+impl PixelTrail {
+    /// An action on window `w` starts: its last capture is the one compared after it.
+    pub(crate) fn acted(&mut self, w: WinId) {
+        match self.last.get(&w) {
+            Some((_, img)) => {
+                self.before.insert(w, img.clone());
+            }
+            None => {
+                self.before.remove(&w);
+            }
+        }
+    }
+
+    /// The pointer was put at screen point (`x`, `y`).
+    pub(crate) fn pointed(&mut self, x: i32, y: i32) {
+        self.pointer = Some((x, y));
+    }
+
+    /// Where the actions last put the pointer.
+    pub(super) fn pointer(&self) -> Option<(i32, i32)> {
+        self.pointer
+    }
+
+    /// The engine was handed an observation of `w`: its evidence is told.
+    pub(crate) fn handed_out(&mut self, w: WinId) {
+        self.before.remove(&w);
+    }
+
+    /// Window `w` was captured as `now`; the capture before its last action, if any.
+    pub(super) fn seen(&mut self, w: WinId, now: RegionImage) -> Option<RegionImage> {
+        self.seq += 1;
+        self.last.insert(w, (self.seq, now));
+        while self.last.len() > TRAIL_WINDOWS {
+            let oldest = self
+                .last
+                .iter()
+                .min_by_key(|(_, (s, _))| *s)
+                .map(|(k, _)| *k);
+            if let Some(k) = oldest {
+                self.last.remove(&k);
+            }
+        }
+        self.before.get(&w).cloned()
+    }
+}
+
 /// The observation of one window: what it reads and keeps, borrowed from the desktop. It asks
 /// the bus and the display, keeps the trees, cells and load facts it learns for the next
 /// observation, and hands its controls to the actions ([`Observer::observe`]).
@@ -130,6 +196,8 @@ pub(crate) struct Observer<'a> {
     pub controls: &'a Part<KnownControls>,
     /// the windows whose pixels the model asked to read (`sight`)
     pub pixels_asked: &'a Part<PixelsAsked>,
+    /// the windows' captures around actions, for the change evidence in pixels (`sight`)
+    pub pixel_trail: &'a Part<PixelTrail>,
 }
 
 impl<'a> Observer<'a> {
@@ -156,5 +224,38 @@ impl<'a> Observer<'a> {
             sheets: self.sheets,
             office: self.office(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ufo_core::vision::PixelFormat;
+
+    fn shot(v: u8) -> RegionImage {
+        RegionImage::new((0, 0), 2, 2, PixelFormat::Gray8, vec![v; 4]).expect("image")
+    }
+
+    /// The capture compared after an action is the window's last one before it, until the
+    /// engine is handed the observation after it; a window never captured has none.
+    #[test]
+    fn the_trail_compares_with_the_capture_before_the_action() {
+        let (w, other) = (WinId(1), WinId(2));
+        let mut t = PixelTrail::default();
+        t.acted(other);
+        assert_eq!(t.seen(other, shot(0)), None, "never captured before");
+        assert_eq!(t.seen(w, shot(1)), None, "no action yet");
+        t.acted(w);
+        t.pointed(5, 6);
+        assert_eq!(t.seen(w, shot(2)), Some(shot(1)));
+        // an observation taken again before the engine gets one still compares with it
+        assert_eq!(t.seen(w, shot(3)), Some(shot(1)));
+        t.handed_out(w);
+        assert_eq!(t.seen(w, shot(4)), None);
+        assert_eq!(t.pointer(), Some((5, 6)));
+        for k in 10..20 {
+            t.seen(WinId(k), shot(0));
+        }
+        assert!(t.last.len() <= TRAIL_WINDOWS);
     }
 }

@@ -6,6 +6,7 @@
 
 use std::time::Instant;
 
+use ufo_core::vision::pixel_changes::{self, PixelChange, ReadThere};
 use ufo_core::vision::{
     merge_with_tree, when_to_detect, DetectDecision, DetectError, DetectRequest, DetectedBox,
     Hints, PixelFormat, RegionImage, VisionMode,
@@ -129,6 +130,65 @@ impl Observer<'_> {
 }
 
 impl Observer<'_> {
+    /// The change evidence in pixels of window `window` captured as `img` at `area`: where
+    /// it differs from its capture before the last action on it, and the text read there
+    /// (docs/sight.md, "Change evidence"). `None` when sight is off, there is no capture
+    /// before, or the window changed size. At most three reads of the cached detector, each
+    /// of at most half the window.
+    pub(super) async fn pixel_evidence(
+        &self,
+        window: WinId,
+        img: Option<&RgbImage>,
+        area: Option<Rect>,
+    ) -> Option<Vec<PixelChange>> {
+        let sight = self
+            .config
+            .sight
+            .as_ref()
+            .filter(|s| s.mode != VisionMode::Off && self.config.pixel_evidence)?;
+        let area = area?;
+        let now = crop(img?, area, area)?;
+        let (before, pointer) = {
+            let mut trail = self.pixel_trail.lock();
+            (trail.seen(window, now.clone()), trail.pointer())
+        };
+        let ignore = pointer
+            .filter(|_| self.display.captures_may_show_pointer())
+            .map(|(x, y)| pixel_changes::around_pointer(x, y));
+        let rects = pixel_changes::changed_areas(&before?, &now, ignore)?;
+        let whole = now.rect();
+        let mut out = Vec::with_capacity(rects.len());
+        for rect in rects {
+            let part = pixel_changes::reading_area(rect, whole)
+                .filter(|_| pixel_changes::worth_reading(rect, whole))
+                .and_then(|a| now.part(a));
+            let read = match part {
+                None => ReadThere::NotRead,
+                Some(p) => match sight.detector.detect(&p, DetectRequest::ReadText).await {
+                    Ok(boxes) => {
+                        let text = boxes
+                            .into_iter()
+                            .map(|b| b.text)
+                            .filter(|t| !t.trim().is_empty())
+                            .collect::<Vec<_>>()
+                            .join("\n");
+                        if text.is_empty() {
+                            ReadThere::Nothing
+                        } else {
+                            ReadThere::Text(text)
+                        }
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "the changed pixels were not read");
+                        ReadThere::NotRead
+                    }
+                },
+            };
+            out.push(PixelChange { rect, read });
+        }
+        Some(out)
+    }
+
     /// `read_pixels` on window `xid`: its next observation reads the whole window (the
     /// model asked, docs/sight.md "When"); refused, saying why, where nothing can be read.
     pub(crate) fn ask_for_pixels(&self, xid: WinId) -> Result<String, crate::LinuxError> {

@@ -228,6 +228,9 @@ impl Observer<'_> {
         };
         self.add_detected(seen, &mut fetched, &mut warnings, &mut stats)
             .await;
+        let t_px = Instant::now();
+        let pixel_changes = self.pixel_evidence(main.id, img.as_ref().ok(), area).await;
+        stats.pixel_evidence = t_px.elapsed();
         let t_enc = Instant::now();
         let (screenshot, annotated) =
             labelled_screenshots(img, &fetched, area.unwrap_or_default(), &mut warnings).await;
@@ -246,6 +249,7 @@ impl Observer<'_> {
                     annotated,
                     warnings,
                     pixels_readable: self.pixels_readable(),
+                    pixel_changes,
                 },
                 details,
                 stats,
@@ -322,6 +326,7 @@ fn log_phases(stats: &super::observer::ObservationStats) {
         capture_ms = stats.capture.as_secs_f64() * 1e3,
         encode_ms = stats.encode.as_secs_f64() * 1e3,
         load_wait_ms = stats.load_wait.as_secs_f64() * 1e3,
+        pixel_evidence_ms = stats.pixel_evidence.as_secs_f64() * 1e3,
         total_ms = stats.total.as_secs_f64() * 1e3,
         "observation phases"
     );

@@ -546,6 +546,11 @@ impl Display for X11 {
         Ok(Look::new(x0, y0, cw, ch, stride, reply.data))
     }
 
+    // a software cursor (Xvfb's among them) is in the frame buffer GetImage reads
+    fn captures_may_show_pointer(&self) -> bool {
+        true
+    }
+
     fn click(&self, x: i32, y: i32, button: u8, count: u32) -> Result<(), LinuxError> {
         self.motion(x, y)?;
         for _ in 0..count {
