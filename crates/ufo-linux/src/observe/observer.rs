@@ -69,6 +69,10 @@ pub struct ObservationStats {
     pub detected: usize,
     /// Time spent reading the pixels (0 when they were not read).
     pub sight: Duration,
+    /// Sight read this window's pixels (`when_to_detect` said so): a window with too few
+    /// controls, a silent region, `read_pixels`, or `[vision] mode = always`. Only such
+    /// windows get the change evidence in pixels.
+    pub pixels_read: bool,
     /// Time spent on the change evidence in pixels: the comparison with the capture before
     /// the last action and the reads of what changed (0 when not compared).
     pub pixel_evidence: Duration,

@@ -99,6 +99,7 @@ impl Observer<'_> {
             DetectDecision::Detect { regions, .. } => regions,
             DetectDecision::Skip(_) => return,
         };
+        stats.pixels_read = true;
         let t = Instant::now();
         let mut boxes: Vec<DetectedBox> = Vec::new();
         for region in regions {
@@ -132,20 +133,22 @@ impl Observer<'_> {
 impl Observer<'_> {
     /// The change evidence in pixels of window `window` captured as `img` at `area`: where
     /// it differs from its capture before the last action on it, and the text read there
-    /// (docs/sight.md, "Change evidence"). `None` when sight is off, there is no capture
-    /// before, or the window changed size. At most three reads of the cached detector, each
-    /// of at most half the window.
+    /// (docs/sight.md, "Change evidence"). `None` when sight did not read this window's
+    /// pixels (`pixels_read`: a window with a full tree is observed as fast as without the
+    /// evidence, its controls' changes say what changed), there is no capture before, or the
+    /// window changed size. At most three reads of the cached detector, each of at most half
+    /// the window.
     pub(super) async fn pixel_evidence(
         &self,
         window: WinId,
         img: Option<&RgbImage>,
         area: Option<Rect>,
+        pixels_read: bool,
     ) -> Option<Vec<PixelChange>> {
-        let sight = self
-            .config
-            .sight
-            .as_ref()
-            .filter(|s| s.mode != VisionMode::Off && self.config.pixel_evidence)?;
+        let sight =
+            self.config.sight.as_ref().filter(|s| {
+                s.mode != VisionMode::Off && self.config.pixel_evidence && pixels_read
+            })?;
         let area = area?;
         let now = crop(img?, area, area)?;
         let (before, pointer) = {

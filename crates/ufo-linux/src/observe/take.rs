@@ -229,7 +229,9 @@ impl Observer<'_> {
         self.add_detected(seen, &mut fetched, &mut warnings, &mut stats)
             .await;
         let t_px = Instant::now();
-        let pixel_changes = self.pixel_evidence(main.id, img.as_ref().ok(), area).await;
+        let pixel_changes = self
+            .pixel_evidence(main.id, img.as_ref().ok(), area, stats.pixels_read)
+            .await;
         stats.pixel_evidence = t_px.elapsed();
         let t_enc = Instant::now();
         let (screenshot, annotated) =
