@@ -4,7 +4,8 @@
 //! its pixels (the detector is never called), must cost no more, and must list nothing twice.
 //!
 //! The detector here is a stand-in that counts its calls (this crate never depends on the
-//! engine); the engine's own cost is measured by `cargo bench -p ufo-vision --bench sight`.
+//! engine); the engine's own cost is measured by
+//! `cargo bench -p ufo-vision --features tesseract --bench sight`.
 //!
 //! Run inside a desktop session: `cargo bench -p ufo-linux --bench sight`
 //! (`UFO_BENCH_ITERS` observations per window and desktop, default 60). It launches

@@ -3,8 +3,9 @@
 //! and precision, box IoU, milliseconds per first read, per cached read, and per read of a
 //! window changed in one small part (only that part read again) against a whole read of it.
 //!
-//! Run: `OMP_THREAD_LIMIT=1 cargo bench -p ufo-vision --bench sight` (add `-- quick` for one
-//! font). Without `OMP_THREAD_LIMIT=1` reads are several times slower on a busy machine.
+//! Run: `OMP_THREAD_LIMIT=1 cargo bench -p ufo-vision --features tesseract --bench sight`
+//! (add `-- quick` for one font). Without `OMP_THREAD_LIMIT=1` reads are several times slower
+//! on a busy machine.
 
 #[allow(dead_code)]
 mod scene;
