@@ -12,9 +12,13 @@ use common::*;
 use nix::sys::signal::Signal;
 use serde_json::Value;
 
+/// The trajectory's complete lines: read while ufo writes, the last line may be cut short
+/// (a long line is written in more than one piece), and it is not a record yet.
 fn events(out: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(out.join("events.jsonl")).unwrap_or_default();
-    text.lines()
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    complete
+        .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("invalid line {l:?}: {e}")))
         .collect()
 }
