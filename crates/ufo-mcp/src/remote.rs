@@ -574,13 +574,13 @@ impl RemoteDesktop {
     }
 }
 
-/// The `args` object of a GUI function, as `act` reads it ([`UiAction::parse`]).
 /// The change evidence in pixels of an `observe_window` answer; `None` when the server did not
 /// compare (or says something this client does not read).
 pub(crate) fn pixel_changes_of(v: &Value) -> Option<Vec<ufo_core::ports::PixelChange>> {
     serde_json::from_value(v.get("pixel_changes")?.clone()).ok()
 }
 
+/// The `args` object of a GUI function, as `act` reads it ([`UiAction::parse`]).
 fn action_args(action: &UiAction) -> Value {
     action.args()
 }
