@@ -765,6 +765,23 @@ async fn kwin_captures_come_from_its_screencast_and_match_screenshot2() {
     );
 }
 
+/// Type `keys` into the calculator's entry (its text control).
+async fn type_in_calculator(d: &LinuxDesktop, w: &WindowInfo, keys: &str) {
+    let obs = d.observe(&w.id).await.expect("observe the calculator");
+    let entry = obs
+        .controls
+        .iter()
+        .find(|c| c.role == "text")
+        .unwrap_or_else(|| panic!("the calculator shows no text control: {:?}", obs.controls));
+    d.act(
+        &w.id,
+        Some(&entry.id),
+        &UiAction::TypeKeys { keys: keys.into() },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("type {keys:?}: {e}"));
+}
+
 /// The portals' RemoteDesktop version, read with gdbus (not ufo).
 fn portal_rd_version() -> u32 {
     let out = Command::new("gdbus")
@@ -867,7 +884,8 @@ impl Drop for EnvSet {
 /// GNOME through the RemoteDesktop and ScreenCast portals (docs/desktop.md, "GNOME"), on the
 /// headless shell with `UFO_GNOME_PORTAL=1`: the consent dialog answered through pyatspi as a
 /// person would, the calculator driven by clicks and keys through the portal's session (12×7=
-/// reads 84 in pyatspi); then a second session, which asks again exactly when the portal
+/// reads 84 in pyatspi); then a second session, taken as on a person's session (no switch: GNOME
+/// told by its Wayland globals), which asks again exactly when the portal
 /// cannot persist a remote-desktop grant (RemoteDesktop version 1: xdg-desktop-portal 1.16,
 /// Debian 12) and asks nothing when it can (a kept restore token). Runs as the session's user
 /// (the portal refuses callers of another user: it reads their /proc entry), GNOME only.
@@ -897,6 +915,24 @@ async fn gnome_portal_asks_consent_then_drives_the_calculator_then_restores_what
         ("XDG_DATA_HOME", data.path().as_os_str()),
     ]);
 
+    // doctor says which path, why, and what persists
+    let findings =
+        ufo_linux::doctor::check_wayland(Some(socket()), Duration::from_secs(5), None).await;
+    let what: Vec<&str> = findings.iter().map(|f| f.what.as_str()).collect();
+    assert!(findings.iter().all(|f| f.ok), "{findings:?}");
+    let persisting = if rd_version >= 2 {
+        "the grant persists"
+    } else {
+        "the input grant cannot persist"
+    };
+    for needed in [
+        "path: the RemoteDesktop and ScreenCast portals, asked for by UFO_GNOME_PORTAL=1",
+        &format!("portals: RemoteDesktop version {rd_version}"),
+        persisting,
+    ] {
+        assert!(what.iter().any(|w| w.contains(needed)), "no {needed:?} in {what:?}");
+    }
+
     // the first session: the dialog asks, the test answers it
     let consent = Consent::wait_for_dialog(Duration::from_secs(60));
     let asked = Instant::now();
@@ -911,15 +947,7 @@ async fn gnome_portal_asks_consent_then_drives_the_calculator_then_restores_what
     let steps = Instant::now();
     click_buttons(&d, &w, &["1", "2", "×"]).await;
     eprintln!("portal: three clicks and their settling in {:?}", steps.elapsed());
-    d.act(
-        &w.id,
-        None,
-        &UiAction::TypeKeys {
-            keys: "7=".into(),
-        },
-    )
-    .await
-    .expect("type 7= through the portal");
+    type_in_calculator(&d, &w, "7=").await;
     let mut texts = texts_off_ufo("gnome-calculator");
     let deadline = Instant::now() + Duration::from_secs(10);
     while !texts.iter().any(|t| t.trim() == "84") && Instant::now() < deadline {
@@ -951,9 +979,20 @@ async fn gnome_portal_asks_consent_then_drives_the_calculator_then_restores_what
             "RemoteDesktop version {rd_version} gives no restore token, yet ufo kept one"
         );
     }
+    // as on a person's session: no switch, not a desktop ufo started; GNOME told by its
+    // Wayland globals
+    std::env::remove_var("UFO_GNOME_PORTAL");
+    std::env::remove_var("UFO_PRIVATE_KIND");
     let consent = Consent::wait_for_dialog(Duration::from_secs(if persists { 10 } else { 60 }));
     let asked = Instant::now();
-    let d = connect().await;
+    let d = LinuxDesktop::connect(LinuxConfig {
+        display: DisplayChoice::Wayland {
+            socket: Some(socket()),
+        },
+        ..LinuxConfig::default()
+    })
+    .await
+    .unwrap_or_else(|e| panic!("GNOME through its portals, as on a person's session: {e}"));
     let again = asked.elapsed();
     let (dialog, report) = consent.report();
     if persists {
@@ -967,15 +1006,7 @@ async fn gnome_portal_asks_consent_then_drives_the_calculator_then_restores_what
     }
     eprintln!("portal: the second session granted in {again:?} (a dialog: {dialog})");
     let w = window_of(&d, app.pid(), Duration::from_secs(10)).await;
-    d.act(
-        &w.id,
-        None,
-        &UiAction::TypeKeys {
-            keys: "+1=".into(),
-        },
-    )
-    .await
-    .expect("type +1= in the second session");
+    type_in_calculator(&d, &w, "+1=").await;
     let mut texts = texts_off_ufo("gnome-calculator");
     let deadline = Instant::now() + Duration::from_secs(10);
     while !texts.iter().any(|t| t.trim() == "85") && Instant::now() < deadline {
