@@ -323,11 +323,7 @@ type Side<'a> = (&'a str, &'a LinuxDesktop, &'a WindowInfo);
 
 /// `iters` steps on the base display (X11) and on the other, interleaved: prints medians, p90
 /// and the ratio; returns the two medians.
-async fn compare(
-    (base, x, xw): Side<'_>,
-    (label, w, ww): Side<'_>,
-    iters: usize,
-) -> (f64, f64) {
+async fn compare((base, x, xw): Side<'_>, (label, w, ww): Side<'_>, iters: usize) -> (f64, f64) {
     // each phase starts from an empty display: a longer number redraws differently
     clear(x, xw).await;
     clear(w, ww).await;
@@ -363,7 +359,11 @@ async fn compare(
 /// GNOME's two paths on one shell: Mutter's own session against the portals', same calculator,
 /// interleaved steps; the consent round trip and the portals' memory.
 async fn gnome_paths(wl: &[(String, String)]) {
-    assert_eq!(compositor(wl), "gnome", "UFO_BENCH_GNOME_PATHS needs `up gnome`'s env file");
+    assert_eq!(
+        compositor(wl),
+        "gnome",
+        "UFO_BENCH_GNOME_PATHS needs `up gnome`'s env file"
+    );
     let iters: usize = std::env::var("UFO_BENCH_ITERS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -388,7 +388,9 @@ async fn gnome_paths(wl: &[(String, String)]) {
         session_bus: Some(var(wl, "DBUS_SESSION_BUS_ADDRESS").to_string()),
         ..LinuxConfig::default()
     };
-    let mutter = LinuxDesktop::connect(config()).await.expect("Mutter's path");
+    let mutter = LinuxDesktop::connect(config())
+        .await
+        .expect("Mutter's path");
     let consent = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/portal_consent.py");
     let answer = Command::new(&script)
         .args(["exec", "/usr/bin/python3"])
@@ -399,7 +401,9 @@ async fn gnome_paths(wl: &[(String, String)]) {
         .expect("portal_consent.py");
     std::env::set_var("UFO_GNOME_PORTAL", "1");
     let t = Instant::now();
-    let portal = LinuxDesktop::connect(config()).await.expect("the portals' path");
+    let portal = LinuxDesktop::connect(config())
+        .await
+        .expect("the portals' path");
     let granted = t.elapsed();
     std::env::remove_var("UFO_GNOME_PORTAL");
     let said = answer.wait_with_output().expect("the dialog's answer");
@@ -416,8 +420,17 @@ async fn gnome_paths(wl: &[(String, String)]) {
         step(&portal, &wp).await;
     }
     compare(("mutter", &mutter, &wm), ("portal", &portal, &wp), iters).await;
-    for name in ["xdg-desktop-portal", "xdg-desktop-portal-gnome", "gnome-shell"] {
-        println!("{name}: {} MB resident", rss_mb(name).map_or("?".into(), |m| format!("{m:.0}")));
+    let daemons = [
+        "xdg-desktop-portal",
+        "xdg-desktop-portal-gnome",
+        "xdg-desktop-portal-gtk",
+        "gnome-shell",
+    ];
+    for name in daemons {
+        println!(
+            "{name}: {} MB resident",
+            rss_mb(name).map_or("?".into(), |m| format!("{m:.0}"))
+        );
     }
 }
 

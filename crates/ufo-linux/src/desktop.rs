@@ -47,7 +47,10 @@ async fn open_display(
     )? {
         Opened::X11 => Ok(Arc::new(X11::open().await?)),
         Opened::Mutter => tokio::task::spawn_blocking(move || {
-            Ok(Arc::new(Gnome::open(session_bus, timeout, GnomePath::of_env())?) as Arc<dyn Display>)
+            Ok(
+                Arc::new(Gnome::open(session_bus, timeout, GnomePath::of_env())?)
+                    as Arc<dyn Display>,
+            )
         })
         .await
         .map_err(|e| LinuxError::Wayland {
@@ -56,9 +59,8 @@ async fn open_display(
         })?,
         Opened::Wayland(socket) => tokio::task::spawn_blocking(move || {
             // one connection tells KWin from the rest; KWin's display keeps it
-            match Kwin::open(socket.as_deref(), session_bus.clone(), connector)? {
-                Some(k) => return Ok(Arc::new(k) as Arc<dyn Display>),
-                None => {}
+            if let Some(k) = Kwin::open(socket.as_deref(), session_bus.clone(), connector)? {
+                return Ok(Arc::new(k) as Arc<dyn Display>);
             }
             // GNOME offers nothing over Wayland: its session bus (a person's session: portals)
             let globals = display::wlroots::probe(socket.as_deref(), timeout)?.globals;

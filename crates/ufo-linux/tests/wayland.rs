@@ -833,15 +833,17 @@ impl Consent {
 
     /// Whether it answered a dialog, and its report.
     fn report(self) -> (bool, serde_json::Value) {
-        let out = self.0.wait_with_output().expect("portal_consent.py's report");
-        let report: serde_json::Value =
-            serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
-                panic!(
-                    "portal_consent.py said no JSON: {} {}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                )
-            });
+        let out = self
+            .0
+            .wait_with_output()
+            .expect("portal_consent.py's report");
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+            panic!(
+                "portal_consent.py said no JSON: {} {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
         match out.status.code() {
             Some(0) => (true, report),
             Some(2) => (false, report),
@@ -895,7 +897,10 @@ async fn gnome_portal_asks_consent_then_drives_the_calculator_then_restores_what
         return;
     }
     if compositor() != "gnome" {
-        eprintln!("skipping the GNOME portal test: the session is {}", compositor());
+        eprintln!(
+            "skipping the GNOME portal test: the session is {}",
+            compositor()
+        );
         return;
     }
     let _serial = SERIAL.lock().await;
@@ -930,7 +935,10 @@ async fn gnome_portal_asks_consent_then_drives_the_calculator_then_restores_what
         &format!("portals: RemoteDesktop version {rd_version}"),
         persisting,
     ] {
-        assert!(what.iter().any(|w| w.contains(needed)), "no {needed:?} in {what:?}");
+        assert!(
+            what.iter().any(|w| w.contains(needed)),
+            "no {needed:?} in {what:?}"
+        );
     }
 
     // the first session: the dialog asks, the test answers it
@@ -946,7 +954,10 @@ async fn gnome_portal_asks_consent_then_drives_the_calculator_then_restores_what
     let w = window_of(&d, app.pid(), Duration::from_secs(30)).await;
     let steps = Instant::now();
     click_buttons(&d, &w, &["1", "2", "×"]).await;
-    eprintln!("portal: three clicks and their settling in {:?}", steps.elapsed());
+    eprintln!(
+        "portal: three clicks and their settling in {:?}",
+        steps.elapsed()
+    );
     type_in_calculator(&d, &w, "7=").await;
     let mut texts = texts_off_ufo("gnome-calculator");
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -970,7 +981,9 @@ async fn gnome_portal_asks_consent_then_drives_the_calculator_then_restores_what
     let persists = rd_version >= 2;
     if persists {
         let mode = std::os::unix::fs::PermissionsExt::mode(
-            &std::fs::metadata(&token).expect("the kept restore token").permissions(),
+            &std::fs::metadata(&token)
+                .expect("the kept restore token")
+                .permissions(),
         );
         assert_eq!(mode & 0o777, 0o600, "the token file is the user's only");
     } else {
@@ -996,7 +1009,10 @@ async fn gnome_portal_asks_consent_then_drives_the_calculator_then_restores_what
     let again = asked.elapsed();
     let (dialog, report) = consent.report();
     if persists {
-        assert!(!dialog, "a kept token must restore the grant without a dialog: {report}");
+        assert!(
+            !dialog,
+            "a kept token must restore the grant without a dialog: {report}"
+        );
     } else {
         assert!(
             dialog,

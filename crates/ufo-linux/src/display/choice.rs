@@ -264,6 +264,8 @@ mod tests {
         );
         assert!(GnomePath::Mutter.reason().contains("nobody to ask"));
         assert!(GnomePath::choose(false, false).reason().contains("consent"));
-        assert!(GnomePath::choose(true, true).reason().contains("UFO_GNOME_PORTAL"));
+        assert!(GnomePath::choose(true, true)
+            .reason()
+            .contains("UFO_GNOME_PORTAL"));
     }
 }

@@ -97,7 +97,10 @@ mod tests {
             f.load().as_deref(),
             Some("1b4e28ba-2fa1-11d2-883f-0016d3cca427")
         );
-        let mode = std::fs::metadata(f.path().unwrap()).unwrap().permissions().mode();
+        let mode = std::fs::metadata(f.path().unwrap())
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
         let dir_mode = std::fs::metadata(dir.path().join("ufo"))
             .unwrap()

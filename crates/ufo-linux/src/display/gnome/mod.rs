@@ -364,7 +364,8 @@ impl Gnome {
 }
 
 impl Drop for Gnome {
-    // the session is Mutter's to end (its stream goes with it); a runtime may not be dropped
+    // the session is ended (Mutter's, or the portal's closed: its stream goes with it and
+    // GNOME's sharing indicator goes away); a runtime may not be dropped
     // on an async thread, so it is shut down in the background
     fn drop(&mut self) {
         self.stream = None;

@@ -145,18 +145,12 @@ impl Portal {
             )),
         })?;
         let session_token = handle_token();
-        let created = request(
-            conn,
-            RD,
-            "CreateSession",
-            CALL,
-            |t| {
-                (HashMap::from([
-                    ("handle_token", Value::from(t)),
-                    ("session_handle_token", Value::from(session_token.clone())),
-                ]),)
-            },
-        )
+        let created = request(conn, RD, "CreateSession", CALL, |t| {
+            (HashMap::from([
+                ("handle_token", Value::from(t)),
+                ("session_handle_token", Value::from(session_token.clone())),
+            ]),)
+        })
         .await?;
         let session = created
             .get("session_handle")
@@ -206,7 +200,11 @@ impl Portal {
         .await?;
         let s = session.clone();
         let result = request(conn, RD, "Start", consent, |t| {
-            (s.as_ref(), "", HashMap::from([("handle_token", Value::from(t))]))
+            (
+                s.as_ref(),
+                "",
+                HashMap::from([("handle_token", Value::from(t))]),
+            )
         })
         .await?;
         let devices = result
@@ -430,7 +428,9 @@ fn size_of(v: &Value<'_>) -> Option<(u32, u32)> {
     match v {
         Value::Value(inner) => size_of(inner),
         Value::Structure(s) => match s.fields() {
-            [Value::I32(w), Value::I32(h)] => Some((u32::try_from(*w).ok()?, u32::try_from(*h).ok()?)),
+            [Value::I32(w), Value::I32(h)] => {
+                Some((u32::try_from(*w).ok()?, u32::try_from(*h).ok()?))
+            }
             _ => None,
         },
         _ => None,
@@ -524,7 +524,10 @@ mod tests {
             )
             .unwrap();
         props
-            .append(Value::from("source_type"), Value::Value(Box::new(Value::U32(1))))
+            .append(
+                Value::from("source_type"),
+                Value::Value(Box::new(Value::U32(1))),
+            )
             .unwrap();
         let stream = StructureBuilder::new()
             .add_field(37u32)
