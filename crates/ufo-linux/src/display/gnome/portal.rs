@@ -401,22 +401,30 @@ where
     Ok(results)
 }
 
+/// The value inside however many variant wrappings.
+fn plain<'a, 'v>(v: &'a Value<'v>) -> &'a Value<'v> {
+    match v {
+        Value::Value(inner) => plain(inner),
+        other => other,
+    }
+}
+
 /// The first stream of `Start`'s `streams` (`a(ua{sv})`): its node and size.
 fn first_stream(v: &Value<'_>) -> Option<(u32, Option<(u32, u32)>)> {
-    let Value::Array(streams) = v else {
+    let Value::Array(streams) = plain(v) else {
         return None;
     };
-    let Value::Structure(s) = streams.inner().first()? else {
+    let Value::Structure(s) = plain(streams.inner().first()?) else {
         return None;
     };
-    let node = match s.fields().first()? {
+    let node = match plain(s.fields().first()?) {
         Value::U32(n) => *n,
         _ => return None,
     };
-    let size = match s.fields().get(1) {
+    let size = match s.fields().get(1).map(plain) {
         Some(Value::Dict(d)) => d
             .iter()
-            .find(|(k, _)| matches!(k, Value::Str(k) if k.as_str() == "size"))
+            .find(|(k, _)| matches!(plain(k), Value::Str(k) if k.as_str() == "size"))
             .and_then(|(_, v)| size_of(v)),
         _ => None,
     };
@@ -425,10 +433,12 @@ fn first_stream(v: &Value<'_>) -> Option<(u32, Option<(u32, u32)>)> {
 
 /// A `(ii)` size, under however many variant wrappings.
 fn size_of(v: &Value<'_>) -> Option<(u32, u32)> {
-    match v {
-        Value::Value(inner) => size_of(inner),
-        Value::Structure(s) => match s.fields() {
-            [Value::I32(w), Value::I32(h)] => {
+    let Value::Structure(s) = plain(v) else {
+        return None;
+    };
+    match s.fields() {
+        [w, h] => match (plain(w), plain(h)) {
+            (Value::I32(w), Value::I32(h)) => {
                 Some((u32::try_from(*w).ok()?, u32::try_from(*h).ok()?))
             }
             _ => None,
