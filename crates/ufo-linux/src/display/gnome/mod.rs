@@ -139,20 +139,7 @@ impl Gnome {
         };
         let (session, a11y) = ask_within(&runtime, "open", bound, async move {
             let conn = session_connection(bus.as_deref(), timeout).await?;
-            let session: Session = match path {
-                GnomePath::Mutter => {
-                    let r = Remote::open(&conn).await?;
-                    let (node, size) = (r.node, r.size);
-                    (Arc::new(r), OpenedPath::Mutter, node, size, None)
-                }
-                GnomePath::Portal { .. } => {
-                    let tokens = consent::TokenFile::of_user();
-                    let mut p = portal::Portal::open(&conn, &tokens, CONSENT).await?;
-                    let (node, size, fd) = (p.node, p.size, p.remote.take());
-                    let grant = OpenedPath::Portal(p.grant.clone());
-                    (Arc::new(p), grant, node, size, fd)
-                }
-            };
+            let session = open_session(&conn, path).await?;
             let a11y = A11yBus::connect(timeout, bus.as_deref()).await?;
             Ok((session, a11y))
         })?;
@@ -173,25 +160,7 @@ impl Gnome {
                 "unavailable (built without the pipewire feature)"
             }
         );
-        if let OpenedPath::Portal(g) = &opened {
-            tracing::info!(
-                "GNOME portal: RemoteDesktop version {}, ScreenCast version {}; granted in {} ms \
-                 ({}); {}",
-                g.versions.remote_desktop,
-                g.versions.screen_cast,
-                g.took.as_millis(),
-                if g.restored {
-                    "a kept restore token offered"
-                } else {
-                    "the dialog asked"
-                },
-                if g.versions.persists() {
-                    "the portal keeps the grant by a restore token"
-                } else {
-                    "this portal persists no remote-desktop grant: the dialog asks every session"
-                }
-            );
-        }
+        log_grant(&opened);
         Ok(Gnome {
             runtime: Some(runtime),
             input,
@@ -384,6 +353,47 @@ fn gone() -> LinuxError {
     LinuxError::Wayland {
         what: "GNOME".into(),
         source: cause("the GNOME display is closed; start ufo again"),
+    }
+}
+
+/// Open the remote-desktop session of `path` on the session bus `conn`.
+async fn open_session(conn: &zbus::Connection, path: GnomePath) -> Result<Session, LinuxError> {
+    Ok(match path {
+        GnomePath::Mutter => {
+            let r = Remote::open(conn).await?;
+            let (node, size) = (r.node, r.size);
+            (Arc::new(r), OpenedPath::Mutter, node, size, None)
+        }
+        GnomePath::Portal { .. } => {
+            let tokens = consent::TokenFile::of_user();
+            let mut p = portal::Portal::open(conn, &tokens, CONSENT).await?;
+            let (node, size, fd) = (p.node, p.size, p.remote.take());
+            let grant = OpenedPath::Portal(p.grant.clone());
+            (Arc::new(p), grant, node, size, fd)
+        }
+    })
+}
+
+/// Log how a portal session was granted (its versions, the time, what persists).
+fn log_grant(opened: &OpenedPath) {
+    if let OpenedPath::Portal(g) = opened {
+        tracing::info!(
+            "GNOME portal: RemoteDesktop version {}, ScreenCast version {}; granted in {} ms \
+             ({}); {}",
+            g.versions.remote_desktop,
+            g.versions.screen_cast,
+            g.took.as_millis(),
+            if g.restored {
+                "a kept restore token offered"
+            } else {
+                "the dialog asked"
+            },
+            if g.versions.persists() {
+                "the portal keeps the grant by a restore token"
+            } else {
+                "this portal persists no remote-desktop grant: the dialog asks every session"
+            }
+        );
     }
 }
 

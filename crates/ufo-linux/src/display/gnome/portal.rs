@@ -144,109 +144,27 @@ impl Portal {
                  xdg-desktop-portal and xdg-desktop-portal-gnome"
             )),
         })?;
-        let session_token = handle_token();
-        let created = request(conn, RD, "CreateSession", CALL, |t| {
-            (HashMap::from([
-                ("handle_token", Value::from(t)),
-                ("session_handle_token", Value::from(session_token.clone())),
-            ]),)
-        })
-        .await?;
-        let session = created
-            .get("session_handle")
-            .and_then(|v| match &**v {
-                Value::Str(s) => OwnedObjectPath::try_from(s.as_str()).ok(),
-                Value::ObjectPath(p) => Some(OwnedObjectPath::from(p.to_owned())),
-                _ => None,
-            })
-            .ok_or_else(|| LinuxError::Wayland {
-                what: "the RemoteDesktop portal".into(),
-                source: cause("CreateSession gave no session handle"),
-            })?;
-        let kept = if versions.persists() {
-            tokens.load()
-        } else {
-            None
-        };
+        let session = create_session(conn).await?;
+        let kept = versions.persists().then(|| tokens.load()).flatten();
         let restored = kept.is_some();
-        let s = session.clone();
-        request(conn, RD, "SelectDevices", CALL, |t| {
-            let mut o = HashMap::from([
-                ("handle_token", Value::from(t)),
-                ("types", Value::from(KEYBOARD_AND_POINTER)),
-            ]);
-            if versions.persists() {
-                o.insert("persist_mode", Value::from(PERSIST_UNTIL_REVOKED));
-                if let Some(k) = kept.clone() {
-                    o.insert("restore_token", Value::from(k));
-                }
+        let started_session = match select_and_start(conn, &session, versions, kept, consent).await
+        {
+            Ok(s) => s,
+            Err(e) => {
+                close(conn, &session).await;
+                return Err(e);
             }
-            (s.as_ref(), o)
-        })
-        .await?;
-        // no persist_mode here: a remote-desktop session's screencast persists with it (or,
-        // before RemoteDesktop 2, not at all: the portal refuses it)
-        let s = session.clone();
-        request(conn, SC, "SelectSources", CALL, |t| {
-            (
-                s.as_ref(),
-                HashMap::from([
-                    ("handle_token", Value::from(t)),
-                    ("types", Value::from(MONITOR)),
-                    ("multiple", Value::from(false)),
-                ]),
-            )
-        })
-        .await?;
-        let s = session.clone();
-        let result = request(conn, RD, "Start", consent, |t| {
-            (
-                s.as_ref(),
-                "",
-                HashMap::from([("handle_token", Value::from(t))]),
-            )
-        })
-        .await?;
-        let devices = result
-            .get("devices")
-            .and_then(|v| u32::try_from(v).ok())
-            .unwrap_or(0);
-        if devices & KEYBOARD_AND_POINTER != KEYBOARD_AND_POINTER {
-            close(conn, &session).await;
-            return Err(LinuxError::Unsupported(format!(
-                "the person shared the screen but not the keyboard and pointer (devices \
-                 {devices}); start again and tick \"Allow remote interaction\" in GNOME's dialog"
-            )));
-        }
-        let Some((node, size)) = result.get("streams").and_then(|v| first_stream(v)) else {
-            close(conn, &session).await;
-            return Err(LinuxError::Wayland {
-                what: "the ScreenCast portal".into(),
-                source: cause("the session started with no stream; choose a monitor to share"),
-            });
         };
-        let token_kept = match result.get("restore_token") {
-            Some(v) => match &**v {
-                Value::Str(t) => match tokens.save(t.as_str()) {
-                    Ok(()) => true,
-                    Err(e) => {
-                        tracing::warn!(
-                            "GNOME portal: the restore token could not be kept ({e}); the \
-                             dialog will ask again next time"
-                        );
-                        false
-                    }
-                },
-                _ => false,
-            },
-            None => false,
-        };
+        let token_kept = started_session
+            .token
+            .as_deref()
+            .is_some_and(|t| keep_token(tokens, t));
         let remote = open_pipewire_remote(conn, &session).await?;
         let portal = Portal {
             conn: conn.clone(),
             session,
-            node,
-            size,
+            node: started_session.node,
+            size: started_session.size,
             remote: Some(remote),
             grant: Grant {
                 versions,
@@ -255,7 +173,7 @@ impl Portal {
                 took: started.elapsed(),
             },
         };
-        super::mutter::prime(&portal, size).await?;
+        super::mutter::prime(&portal, portal.size).await?;
         Ok(portal)
     }
 
@@ -314,6 +232,129 @@ impl RemoteInput for Portal {
 
     async fn stop(&self) {
         close(&self.conn, &self.session).await;
+    }
+}
+
+/// What `Start` gave: the monitor stream and a restore token.
+struct Started {
+    node: u32,
+    size: Option<(u32, u32)>,
+    token: Option<String>,
+}
+
+/// `CreateSession`: the new session's handle.
+async fn create_session(conn: &zbus::Connection) -> Result<OwnedObjectPath, LinuxError> {
+    let session_token = handle_token();
+    let created = request(conn, RD, "CreateSession", CALL, |t| {
+        (HashMap::from([
+            ("handle_token", Value::from(t)),
+            ("session_handle_token", Value::from(session_token.clone())),
+        ]),)
+    })
+    .await?;
+    created
+        .get("session_handle")
+        .and_then(|v| match plain(v) {
+            Value::Str(s) => OwnedObjectPath::try_from(s.as_str()).ok(),
+            Value::ObjectPath(p) => Some(OwnedObjectPath::from(p.to_owned())),
+            _ => None,
+        })
+        .ok_or_else(|| LinuxError::Wayland {
+            what: "the RemoteDesktop portal".into(),
+            source: cause("CreateSession gave no session handle"),
+        })
+}
+
+/// `SelectDevices` (with persistence and the kept token where the version allows),
+/// `SelectSources`, then `Start`: the dialog, waited for up to `consent`.
+async fn select_and_start(
+    conn: &zbus::Connection,
+    session: &OwnedObjectPath,
+    versions: Versions,
+    kept: Option<String>,
+    consent: Duration,
+) -> Result<Started, LinuxError> {
+    let s = session.clone();
+    request(conn, RD, "SelectDevices", CALL, |t| {
+        let mut o = HashMap::from([
+            ("handle_token", Value::from(t)),
+            ("types", Value::from(KEYBOARD_AND_POINTER)),
+        ]);
+        if versions.persists() {
+            o.insert("persist_mode", Value::from(PERSIST_UNTIL_REVOKED));
+            if let Some(k) = kept {
+                o.insert("restore_token", Value::from(k));
+            }
+        }
+        (s.as_ref(), o)
+    })
+    .await?;
+    // no persist_mode here: a remote-desktop session's screencast persists with it (or,
+    // before RemoteDesktop 2, not at all: the portal refuses it)
+    let s = session.clone();
+    request(conn, SC, "SelectSources", CALL, |t| {
+        (
+            s.as_ref(),
+            HashMap::from([
+                ("handle_token", Value::from(t)),
+                ("types", Value::from(MONITOR)),
+                ("multiple", Value::from(false)),
+            ]),
+        )
+    })
+    .await?;
+    let s = session.clone();
+    let result = request(conn, RD, "Start", consent, |t| {
+        (
+            s.as_ref(),
+            "",
+            HashMap::from([("handle_token", Value::from(t))]),
+        )
+    })
+    .await?;
+    started_of(&result)
+}
+
+/// The started session's stream and token, when it has the keyboard, the pointer and a stream.
+fn started_of(result: &HashMap<String, OwnedValue>) -> Result<Started, LinuxError> {
+    let devices = result
+        .get("devices")
+        .and_then(|v| match plain(v) {
+            Value::U32(d) => Some(*d),
+            _ => None,
+        })
+        .unwrap_or(0);
+    if devices & KEYBOARD_AND_POINTER != KEYBOARD_AND_POINTER {
+        return Err(LinuxError::Unsupported(format!(
+            "the person shared the screen but not the keyboard and pointer (devices \
+             {devices}); start again and tick \"Allow remote interaction\" in GNOME's dialog"
+        )));
+    }
+    let Some((node, size)) = result.get("streams").and_then(|v| first_stream(v)) else {
+        return Err(LinuxError::Wayland {
+            what: "the ScreenCast portal".into(),
+            source: cause("the session started with no stream; choose a monitor to share"),
+        });
+    };
+    let token = result.get("restore_token").and_then(|v| match plain(v) {
+        Value::Str(t) => Some(t.to_string()),
+        _ => None,
+    });
+    Ok(Started { node, size, token })
+}
+
+/// Keep a restore token the portal gave; whether it was kept (a failure is logged: the dialog
+/// asks again next time).
+fn keep_token(tokens: &TokenFile, token: &str) -> bool {
+    match tokens.save(token) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(
+                "GNOME portal: the restore token could not be kept ({e}); the dialog will ask \
+                 again next time"
+            );
+            false
+        }
     }
 }
 
@@ -550,6 +591,15 @@ mod tests {
             Some((37, Some((1280, 800))))
         );
         assert_eq!(first_stream(&Value::U32(3)), None, "not streams");
+    }
+
+    #[test]
+    fn a_start_without_the_keyboard_and_pointer_is_refused_with_what_to_tick() {
+        let r = HashMap::from([("devices".to_string(), OwnedValue::from(2u32))]);
+        let e = started_of(&r).err().expect("refused").to_string();
+        assert!(e.contains("Allow remote interaction"), "{e}");
+        let r = HashMap::from([("devices".to_string(), OwnedValue::from(3u32))]);
+        assert!(started_of(&r).is_err(), "no stream");
     }
 
     #[test]

@@ -181,6 +181,18 @@ struct Data {
     spare: Vec<u8>,
 }
 
+/// The daemon: through `remote` when given (a connection the portal opened), else the
+/// session's.
+fn connect_core(
+    context: &pw::context::ContextRc,
+    remote: Option<std::os::fd::OwnedFd>,
+) -> Result<pw::core::CoreRc, pw::Error> {
+    match remote {
+        Some(fd) => context.connect_fd_rc(fd, None),
+        None => context.connect_rc(None),
+    }
+}
+
 /// The thread: connect, then run PipeWire's loop until told to quit.
 fn run(
     node: u32,
@@ -201,11 +213,7 @@ fn run(
     };
     let setup = (|| {
         let context = pw::context::ContextRc::new(&main, None).map_err(connect("context"))?;
-        let core = match remote {
-            Some(fd) => context.connect_fd_rc(fd, None),
-            None => context.connect_rc(None),
-        }
-        .map_err(connect("daemon"))?;
+        let core = connect_core(&context, remote).map_err(connect("daemon"))?;
         let stream = pw::stream::StreamRc::new(
             core,
             "ufo-screen",
