@@ -434,12 +434,14 @@ async fn gnome_paths(wl: &[(String, String)]) {
     }
 }
 
-/// The resident memory of the process whose name is `name` (the first found), in MB.
+/// The resident memory of the process whose program is `name` (the first found), in MB: by its
+/// command line's first word (`comm` is cut at 15 characters, which the portals share).
 fn rss_mb(name: &str) -> Option<f64> {
     std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
-        let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
-        // /proc's comm is cut at 15 characters
-        if !name.starts_with(comm.trim()) || comm.trim().len() < name.len().min(15) {
+        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+        let program = cmdline.split(|&b| b == 0).next()?;
+        let program = String::from_utf8_lossy(program);
+        if program.rsplit('/').next()? != name {
             return None;
         }
         let status = std::fs::read_to_string(e.path().join("status")).ok()?;
