@@ -10,7 +10,9 @@
 //! missing session fails them. On KWin they run as the session's user (cargo's runner
 //! `wayland-session.sh exec`: KWin reads the executable of its own user's processes only) and
 //! grant their own executable KWin's fake input and ScreenShot2 (`wayland-session.sh grant`).
-//! They run one at a time (they share the seat); applications run as the session's user.
+//! They run one at a time (they share the seat); applications run as the session's user. On
+//! GNOME the portal test runs as the session's user too (the portal refuses callers of another
+//! user), through the same runner; the others there run as root.
 #![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
