@@ -59,13 +59,16 @@ impl GnomePath {
     pub(crate) fn reason(self) -> &'static str {
         match self {
             GnomePath::Mutter => {
-                "Mutter's own RemoteDesktop and ScreenCast: a private GNOME desktop ufo                  started, nobody to ask"
+                "Mutter's own RemoteDesktop and ScreenCast: a private GNOME desktop ufo \
+                 started, nobody to ask"
             }
             GnomePath::Portal { forced: false } => {
-                "the RemoteDesktop and ScreenCast portals: a person's own GNOME session, so                  GNOME asks the person first (Mutter's own interfaces would skip that consent)"
+                "the RemoteDesktop and ScreenCast portals: a person's own GNOME session, so \
+                 GNOME asks the person first (Mutter's own interfaces would skip that consent)"
             }
             GnomePath::Portal { forced: true } => {
-                "the RemoteDesktop and ScreenCast portals, asked for by UFO_GNOME_PORTAL=1 on                  a GNOME desktop ufo started (GNOME's dialog asks as on a person's session)"
+                "the RemoteDesktop and ScreenCast portals, asked for by UFO_GNOME_PORTAL=1 on \
+                 a GNOME desktop ufo started (GNOME's dialog asks as on a person's session)"
             }
         }
     }
