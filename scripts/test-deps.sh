@@ -62,8 +62,9 @@
 # session: KWin's screencast streams through them), and what building ufo's `pipewire` feature
 # needs (libpipewire-0.3-dev, libclang-dev for bindgen, pkg-config); GNOME Shell for the
 # private:gnome tests (gnome-shell without recommends: about 94 packages, 105 MB to download;
-# with recommends it pulls a whole GNOME desktop, over 450 packages). Installs only the missing
-# packages, and only as root.
+# with recommends it pulls a whole GNOME desktop, over 450 packages); xdg-desktop-portal and
+# xdg-desktop-portal-gnome for the GNOME portal test (the session bus starts them: 6 packages,
+# 818 kB to download on Debian 12). Installs only the missing packages, and only as root.
 
 install_chromium() {
   if [ -x /usr/bin/chromium ]; then
@@ -79,7 +80,8 @@ install_chromium() {
 
 install_wayland() {
   _apt_install_missing install_wayland sway kwin-wayland dbus at-spi2-core gnome-calculator gnome-text-editor kcalc qtwayland5 python3-pyatspi \
-    pipewire pipewire-bin wireplumber libpipewire-0.3-dev libclang-dev pkg-config gnome-shell
+    pipewire pipewire-bin wireplumber libpipewire-0.3-dev libclang-dev pkg-config gnome-shell \
+    xdg-desktop-portal xdg-desktop-portal-gnome
 }
 
 install_libreoffice() {

@@ -23,6 +23,14 @@
 //! Mutter's own interfaces, as `--desktop private:gnome` does (the env file says so); the GNOME
 //! display maximizes the calculator to know its place, so the X11 calculator is sized alike
 //! (1280×768, with xdotool) and both steps look at as many pixels.
+//!
+//! `UFO_BENCH_GNOME_PATHS=1` on GNOME compares GNOME's two paths instead, no X11 needed: the
+//! same step on Mutter's own session and on the portals' (`UFO_GNOME_PORTAL=1`), the same
+//! calculator, interleaved; it prints the consent round trip (the dialog answered through
+//! pyatspi by `crates/ufo-linux/scripts/portal_consent.py`) and the portals' memory. The portal
+//! refuses callers of another user: run the bench binary as the session's user,
+//! `UFO_BENCH_GNOME_PATHS=1 UFO_WAYLAND_ENV=… scripts/wayland-session.sh exec
+//! target/release/deps/wayland-… --bench`.
 #![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
@@ -181,6 +189,10 @@ async fn main() {
         eprintln!("wayland bench: set UFO_WAYLAND_ENV to the env file of scripts/wayland-session.sh (and run in the X session)");
         return;
     };
+    if std::env::var("UFO_BENCH_GNOME_PATHS").is_ok_and(|v| v == "1") {
+        gnome_paths(&read_env(&env_file)).await;
+        return;
+    }
     if std::env::var_os("DISPLAY").is_none() {
         eprintln!(
             "wayland bench: no DISPLAY; run scripts/desktop-session.sh up and source its env file"
@@ -256,7 +268,7 @@ async fn main() {
         println!("KWin captures through {}", p.0);
     }
     let label = compositor(&wl).to_string();
-    let (mx, mw) = compare(&x, &xw, &w, &ww, iters, &label).await;
+    let (mx, mw) = compare(("X11", &x, &xw), (&label, &w, &ww), iters).await;
     if let Some(p) = w.capture_path() {
         println!("looks and captures read from the screencast: {}", p.1);
     }
@@ -280,7 +292,7 @@ async fn main() {
         for _ in 0..3 {
             step(&d, &sw).await;
         }
-        let (mx2, ms2) = compare(&x, &xw, &d, &sw, iters, "kwin/ScreenShot2").await;
+        let (mx2, ms2) = compare(("X11", &x, &xw), ("kwin/ScreenShot2", &d, &sw), iters).await;
         println!(
             "same run: X11 p50 {mx:.1} then {mx2:.1} ms; the screencast's step against \
              ScreenShot2's (p50): {:.2}",
@@ -306,16 +318,12 @@ async fn clear(d: &LinuxDesktop, w: &WindowInfo) {
     d.act(&w.id, Some(&target.id), &esc).await.expect("Escape");
 }
 
-/// `iters` steps on X11 and on the Wayland display, interleaved: prints medians, p90 and the
-/// ratio; returns the X11 and Wayland medians.
-async fn compare(
-    x: &LinuxDesktop,
-    xw: &WindowInfo,
-    w: &LinuxDesktop,
-    ww: &WindowInfo,
-    iters: usize,
-    label: &str,
-) -> (f64, f64) {
+/// A display to compare: its name, the desktop, the calculator's window on it.
+type Side<'a> = (&'a str, &'a LinuxDesktop, &'a WindowInfo);
+
+/// `iters` steps on the base display (X11) and on the other, interleaved: prints medians, p90
+/// and the ratio; returns the two medians.
+async fn compare((base, x, xw): Side<'_>, (label, w, ww): Side<'_>, iters: usize) -> (f64, f64) {
     // each phase starts from an empty display: a longer number redraws differently
     clear(x, xw).await;
     clear(w, ww).await;
@@ -335,15 +343,115 @@ async fn compare(
     tw.sort_by(f64::total_cmp);
     let (mx, mw) = (median(tx.clone()), median(tw.clone()));
     println!("one step (click \"1\" + observe), gnome-calculator, {iters} steps each, interleaved");
-    println!("X11      p50 {mx:>7.1} ms  p90 {:>7.1} ms", pct(&tx, 0.9));
+    println!("{base:<8} p50 {mx:>7.1} ms  p90 {:>7.1} ms", pct(&tx, 0.9));
     println!("{label:<8} p50 {mw:>7.1} ms  p90 {:>7.1} ms", pct(&tw, 0.9));
-    println!("ratio {label} / X11 (p50): {:.2}", mw / mx.max(0.001));
+    println!("ratio {label} / {base} (p50): {:.2}", mw / mx.max(0.001));
     println!(
-        "p50 observe / act+settle: X11 {:.1} / {:.1} ms, {label} {:.1} / {:.1} ms",
+        "p50 observe / act+settle: {base} {:.1} / {:.1} ms, {label} {:.1} / {:.1} ms",
         median(parts_x.0),
         median(parts_x.1),
         median(parts_w.0),
         median(parts_w.1)
     );
     (mx, mw)
+}
+
+/// GNOME's two paths on one shell: Mutter's own session against the portals', same calculator,
+/// interleaved steps; the consent round trip and the portals' memory.
+async fn gnome_paths(wl: &[(String, String)]) {
+    assert_eq!(
+        compositor(wl),
+        "gnome",
+        "UFO_BENCH_GNOME_PATHS needs `up gnome`'s env file"
+    );
+    let iters: usize = std::env::var("UFO_BENCH_ITERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(30);
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/wayland-session.sh");
+    let child = Command::new(&script)
+        .args(["exec", "env", "GSK_RENDERER=cairo", "gnome-calculator"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("gnome-calculator on GNOME");
+    let pid = child.id();
+    let _guard = Guard(child);
+    for name in ["UFO_PRIVATE_KIND", "PIPEWIRE_REMOTE"] {
+        std::env::set_var(name, var(wl, name));
+    }
+    let data = tempfile::tempdir().expect("a data folder for the restore token");
+    std::env::set_var("XDG_DATA_HOME", data.path());
+    let config = || LinuxConfig {
+        display: DisplayChoice::Wayland { socket: None },
+        session_bus: Some(var(wl, "DBUS_SESSION_BUS_ADDRESS").to_string()),
+        ..LinuxConfig::default()
+    };
+    let mutter = LinuxDesktop::connect(config())
+        .await
+        .expect("Mutter's path");
+    let consent = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/portal_consent.py");
+    let answer = Command::new(&script)
+        .args(["exec", "/usr/bin/python3"])
+        .arg(&consent)
+        .arg("60")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("portal_consent.py");
+    std::env::set_var("UFO_GNOME_PORTAL", "1");
+    let t = Instant::now();
+    let portal = LinuxDesktop::connect(config())
+        .await
+        .expect("the portals' path");
+    let granted = t.elapsed();
+    std::env::remove_var("UFO_GNOME_PORTAL");
+    let said = answer.wait_with_output().expect("the dialog's answer");
+    println!(
+        "consent round trip (CreateSession to a started session, the dialog answered through \
+         pyatspi): {:.0} ms; {}",
+        ms(granted),
+        String::from_utf8_lossy(&said.stdout).trim()
+    );
+    let wm = window_of_sized(&mutter, pid, &(1280, 768)).await;
+    let wp = window_of(&portal, pid).await;
+    for _ in 0..3 {
+        step(&mutter, &wm).await;
+        step(&portal, &wp).await;
+    }
+    compare(("mutter", &mutter, &wm), ("portal", &portal, &wp), iters).await;
+    let daemons = [
+        "xdg-desktop-portal",
+        "xdg-desktop-portal-gnome",
+        "xdg-desktop-portal-gtk",
+        "gnome-shell",
+    ];
+    for name in daemons {
+        println!(
+            "{name}: {} MB resident",
+            rss_mb(name).map_or("?".into(), |m| format!("{m:.0}"))
+        );
+    }
+}
+
+/// The resident memory of the process whose program is `name` (the first found), in MB: by its
+/// command line's first word (`comm` is cut at 15 characters, which the portals share).
+fn rss_mb(name: &str) -> Option<f64> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+        let program = cmdline.split(|&b| b == 0).next()?;
+        let program = String::from_utf8_lossy(program);
+        if program.rsplit('/').next()? != name {
+            return None;
+        }
+        let status = std::fs::read_to_string(e.path().join("status")).ok()?;
+        let kb: f64 = status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        Some(kb / 1024.0)
+    })
 }

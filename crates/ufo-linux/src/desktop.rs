@@ -15,7 +15,7 @@ use crate::a11y::apps::KnownApps;
 use crate::a11y::bus::A11yBus;
 use crate::act::{screen, Actor, Settler};
 use crate::display::choice::{private_gnome, resolve, Opened};
-use crate::display::gnome::Gnome;
+use crate::display::gnome::{Gnome, GnomePath};
 use crate::display::kwin::Kwin;
 use crate::display::watch::{ChangeWatch, PersonInput};
 use crate::display::wlroots::Wlroots;
@@ -29,9 +29,9 @@ use crate::observe::{FullObservation, Observer};
 use crate::part::Part;
 use crate::{LinuxConfig, LinuxError};
 
-/// Open the display a choice comes to (`display::choice`): the X server, GNOME's Mutter on a
-/// private GNOME desktop, or a Wayland compositor (KWin's display when it is KWin, else the
-/// wlroots one).
+/// Open the display a choice comes to (`display::choice`): the X server, GNOME on a private
+/// GNOME desktop, or a Wayland compositor (KWin's display when it is KWin, GNOME's through its
+/// portals when it is Mutter, else the wlroots one).
 async fn open_display(
     choice: &crate::DisplayChoice,
     session_bus: Option<String>,
@@ -47,7 +47,10 @@ async fn open_display(
     )? {
         Opened::X11 => Ok(Arc::new(X11::open().await?)),
         Opened::Mutter => tokio::task::spawn_blocking(move || {
-            Ok(Arc::new(Gnome::open(session_bus, timeout)?) as Arc<dyn Display>)
+            Ok(
+                Arc::new(Gnome::open(session_bus, timeout, GnomePath::of_env())?)
+                    as Arc<dyn Display>,
+            )
         })
         .await
         .map_err(|e| LinuxError::Wayland {
@@ -56,10 +59,16 @@ async fn open_display(
         })?,
         Opened::Wayland(socket) => tokio::task::spawn_blocking(move || {
             // one connection tells KWin from the rest; KWin's display keeps it
-            match Kwin::open(socket.as_deref(), session_bus, connector)? {
-                Some(k) => Ok(Arc::new(k) as Arc<dyn Display>),
-                None => Ok(Arc::new(Wlroots::open(socket.as_deref())?) as Arc<dyn Display>),
+            if let Some(k) = Kwin::open(socket.as_deref(), session_bus.clone(), connector)? {
+                return Ok(Arc::new(k) as Arc<dyn Display>);
             }
+            // GNOME offers nothing over Wayland: its session bus (a person's session: portals)
+            let globals = display::wlroots::probe(socket.as_deref(), timeout)?.globals;
+            if display::choice::compositor_of(&globals) == display::choice::Compositor::Mutter {
+                let gnome = Gnome::open(session_bus, timeout, GnomePath::of_env())?;
+                return Ok(Arc::new(gnome) as Arc<dyn Display>);
+            }
+            Ok(Arc::new(Wlroots::open(socket.as_deref())?) as Arc<dyn Display>)
         })
         .await
         .map_err(|e| LinuxError::Wayland {

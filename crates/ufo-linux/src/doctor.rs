@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use atspi::proxy::bus::{BusProxy, StatusProxy};
 
-use crate::display::choice::{compositor_of, Compositor, WLROOTS_NEEDS};
+use crate::display::choice::{compositor_of, Compositor, GnomePath, WLROOTS_NEEDS};
+use crate::display::gnome::consent::TokenFile;
+use crate::display::gnome::portal::{self, Versions, RD_PERSISTS_FROM};
 use crate::display::kwin::cast;
 use crate::display::kwin_grant::{find_grant, grant_file, Grant, FAKE_INPUT, SCREENCAST};
 use crate::display::wlroots::{probe, Probe};
@@ -110,6 +112,10 @@ pub async fn check_wayland(
     match probed {
         Ok(Ok((p, grant))) => {
             let mut out = wayland_findings(&p);
+            let gnome = compositor_of(&p.globals) == Compositor::Mutter;
+            if gnome && matches!(GnomePath::of_env(), GnomePath::Portal { .. }) {
+                out.extend(check_portals(timeout).await);
+            }
             if grant.is_some() {
                 out.extend(kwin_bus_findings(timeout).await);
             }
@@ -312,38 +318,98 @@ fn pipewire_socket() -> Option<std::path::PathBuf> {
     path.exists().then_some(path)
 }
 
-/// What ufo does on GNOME, and why: on a private GNOME desktop ufo started (`private`), Mutter's
-/// own RemoteDesktop and ScreenCast, whose pointer and captures need PipeWire (`pipewire`: its
-/// socket is there); on a person's session, nothing yet (docs/desktop.md, "GNOME").
-pub(crate) fn gnome_findings(private: bool, pipewire: bool) -> Vec<Finding> {
-    let mut out = vec![Finding::ok(
-        "the compositor is GNOME's Mutter (no Wayland protocol for input, captures or windows: \
-         GNOME is driven over D-Bus, the windows read from AT-SPI)",
-    )];
-    if !private {
-        out.push(Finding::problem(
-            "this is a person's GNOME session: ufo would drive it through the RemoteDesktop and \
-             ScreenCast portals (GNOME asks the person first), which it does not support yet; \
-             Mutter's own interfaces skip that consent, so ufo uses them only on a private GNOME \
-             desktop it started",
-            "use --desktop private:gnome (a headless GNOME Shell of ufo's own), or an X11 session",
-        ));
-        return out;
-    }
-    out.push(Finding::ok(
-        "path: Mutter's own RemoteDesktop and ScreenCast (a private GNOME desktop ufo started: \
-         nobody to ask); keys as keysyms, non-ASCII through GTK's Ctrl+Shift+U entry; windows \
-         placed only when maximized",
-    ));
+/// What ufo does on GNOME, and why: which remote-desktop session it takes (`path`: Mutter's own
+/// on a private GNOME desktop ufo started, the portals on a person's session), whose pointer
+/// and captures need PipeWire (`pipewire`: its socket is there; on the portals' path the portal
+/// opens the connection). The portals' own findings come from [`portal_findings`].
+pub(crate) fn gnome_findings(path: GnomePath, pipewire: bool) -> Vec<Finding> {
+    let mut out = vec![
+        Finding::ok(
+            "the compositor is GNOME's Mutter (no Wayland protocol for input, captures or \
+             windows: GNOME is driven over D-Bus, the windows read from AT-SPI)",
+        ),
+        Finding::ok(format!(
+            "path: {}; keys as keysyms, non-ASCII through GTK's Ctrl+Shift+U entry; windows \
+             placed only when maximized",
+            path.reason()
+        )),
+    ];
     out.push(if pipewire {
-        Finding::ok("PipeWire runs: the pointer and captures use Mutter's monitor stream")
+        Finding::ok("PipeWire runs: the pointer and captures use the monitor's stream")
     } else {
         Finding::problem(
-            "no PipeWire daemon in this session: Mutter's pointer and captures need its stream",
+            "no PipeWire daemon in this session: the pointer and captures need the monitor's \
+             stream",
             "start pipewire and wireplumber in the session (ufo's private GNOME desktop does)",
         )
     });
     out
+}
+
+/// The portals on GNOME: whether xdg-desktop-portal answers (`versions`: their versions, or
+/// why not), whether a grant persists, and where a restore token is kept (`token`: its file
+/// and whether one is there).
+pub(crate) fn portal_findings(
+    versions: Result<Versions, String>,
+    token: Option<(&std::path::Path, bool)>,
+) -> Vec<Finding> {
+    let v = match versions {
+        Ok(v) => v,
+        Err(e) => {
+            return vec![Finding::problem(
+                format!("the RemoteDesktop and ScreenCast portals do not answer: {e}"),
+                "install xdg-desktop-portal and xdg-desktop-portal-gnome (the session bus \
+                 starts them)",
+            )]
+        }
+    };
+    let mut out = vec![Finding::ok(format!(
+        "portals: RemoteDesktop version {}, ScreenCast version {} (GNOME asks the person in \
+         a dialog: share the monitor, tick \"Allow remote interaction\", Share)",
+        v.remote_desktop, v.screen_cast
+    ))];
+    out.push(if v.persists() {
+        Finding::ok(match token {
+            Some((path, true)) => format!(
+                "the grant persists: a restore token is kept at {} (delete it to be asked \
+                 again)",
+                path.display()
+            ),
+            Some((path, false)) => format!(
+                "the grant persists: the first session asks, its restore token is kept at {}",
+                path.display()
+            ),
+            None => "the grant could persist, but there is no data folder to keep its token \
+                     (set XDG_DATA_HOME or HOME): the dialog asks every session"
+                .into(),
+        })
+    } else {
+        Finding::ok(format!(
+            "the input grant cannot persist: RemoteDesktop version {} keeps no remote-desktop \
+             session (persistence needs version {}; its ScreenCast refuses persist_mode for a \
+             remote-desktop session), so GNOME's dialog asks once per ufo session",
+            v.remote_desktop, RD_PERSISTS_FROM
+        ))
+    });
+    out
+}
+
+/// The portals' findings, asked on the session bus (bounded by `timeout`).
+async fn check_portals(timeout: Duration) -> Vec<Finding> {
+    let versions = async {
+        let conn = tokio::time::timeout(timeout, zbus::Connection::session())
+            .await
+            .map_err(|_| "the session bus did not answer".to_string())?
+            .map_err(|e| format!("no session bus ({e})"))?;
+        tokio::time::timeout(timeout, portal::versions(&conn))
+            .await
+            .map_err(|_| "xdg-desktop-portal did not answer in time".to_string())?
+            .map_err(|e| e.to_string())
+    }
+    .await;
+    let tokens = TokenFile::of_user();
+    let token = tokens.path().map(|p| (p, tokens.load().is_some()));
+    portal_findings(versions, token)
 }
 
 /// The clipboard protocol KWin's display pastes with.
@@ -365,7 +431,7 @@ fn wayland_findings(p: &Probe) -> Vec<Finding> {
         }
         Compositor::Mutter => {
             out.extend(gnome_findings(
-                crate::display::choice::private_gnome(),
+                GnomePath::of_env(),
                 pipewire_socket().is_some(),
             ));
             return out;
@@ -583,25 +649,40 @@ mod tests {
         }
     }
 
-    /// GNOME: doctor says which path ufo takes and why; a person's session is a problem
-    /// with its fix, and a private one without PipeWire too.
+    /// GNOME: doctor says which path ufo takes and why, and on the portals' path whether the
+    /// grant persists and where its token is kept.
     #[test]
     fn gnome_says_which_path_and_why() {
-        let person = gnome_findings(false, true);
+        let person = gnome_findings(GnomePath::Portal { forced: false }, true);
         assert!(person[0].ok && person[0].what.contains("Mutter"));
-        let refused = person.iter().find(|f| !f.ok).expect("a problem");
-        assert!(refused.what.contains("portals") && refused.what.contains("consent"));
-        assert!(refused
-            .fix
-            .as_deref()
-            .is_some_and(|f| f.contains("private:gnome")));
-        let private = gnome_findings(true, true);
+        assert!(person[1].what.contains("portals") && person[1].what.contains("consent"));
+        let private = gnome_findings(GnomePath::Mutter, true);
         assert!(private.iter().all(|f| f.ok), "{private:?}");
-        assert!(private.iter().any(|f| f.what.contains("RemoteDesktop")));
-        let no_pw = gnome_findings(true, false);
+        assert!(private.iter().any(|f| f.what.contains("nobody to ask")));
+        let no_pw = gnome_findings(GnomePath::Mutter, false);
         assert!(no_pw.iter().any(|f| !f.ok && f.what.contains("PipeWire")));
         let mutter = wayland_findings(&probe_of(&["wl_seat", "gtk_shell1"], false));
         assert!(mutter.iter().any(|f| f.what.contains("GNOME's Mutter")));
+
+        let v = |rd| Versions {
+            remote_desktop: rd,
+            screen_cast: 4,
+        };
+        let place = std::path::Path::new("/home/a/.local/share/ufo/gnome-portal-token");
+        let debian12 = portal_findings(Ok(v(1)), Some((place, false)));
+        assert!(debian12.iter().all(|f| f.ok));
+        assert!(debian12
+            .iter()
+            .any(|f| f.what.contains("cannot persist") && f.what.contains("once per")));
+        let later = portal_findings(Ok(v(2)), Some((place, true)));
+        assert!(later
+            .iter()
+            .any(|f| f.what.contains("persists") && f.what.contains("gnome-portal-token")));
+        let none = portal_findings(Err("no session bus".into()), None);
+        assert!(none.iter().any(|f| !f.ok
+            && f.fix
+                .as_deref()
+                .is_some_and(|x| x.contains("xdg-desktop-portal-gnome"))));
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! missing session fails them. On KWin they run as the session's user (cargo's runner
 //! `wayland-session.sh exec`: KWin reads the executable of its own user's processes only) and
 //! grant their own executable KWin's fake input and ScreenShot2 (`wayland-session.sh grant`).
-//! They run one at a time (they share the seat); applications run as the session's user.
+//! They run one at a time (they share the seat); applications run as the session's user. On
+//! GNOME the portal test runs as the session's user too (the portal refuses callers of another
+//! user), through the same runner; the others there run as root.
 #![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
@@ -762,5 +764,275 @@ async fn kwin_captures_come_from_its_screencast_and_match_screenshot2() {
     assert!(
         texts.iter().any(|t| digits(t) == "1888"),
         "pyatspi: {texts:?}"
+    );
+}
+
+/// Type `keys` into the calculator's entry (its text control).
+async fn type_in_calculator(d: &LinuxDesktop, w: &WindowInfo, keys: &str) {
+    let obs = d.observe(&w.id).await.expect("observe the calculator");
+    let entry = obs
+        .controls
+        .iter()
+        .find(|c| c.role == "text")
+        .unwrap_or_else(|| panic!("the calculator shows no text control: {:?}", obs.controls));
+    d.act(
+        &w.id,
+        Some(&entry.id),
+        &UiAction::TypeKeys { keys: keys.into() },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("type {keys:?}: {e}"));
+}
+
+/// The portals' RemoteDesktop version, read with gdbus (not ufo).
+fn portal_rd_version() -> u32 {
+    let out = Command::new("gdbus")
+        .args([
+            "call",
+            "--session",
+            "--dest",
+            "org.freedesktop.portal.Desktop",
+            "--object-path",
+            "/org/freedesktop/portal/desktop",
+            "--method",
+            "org.freedesktop.DBus.Properties.Get",
+            "org.freedesktop.portal.RemoteDesktop",
+            "version",
+        ])
+        .output()
+        .expect("gdbus");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "xdg-desktop-portal does not answer on the session bus ({}): install it with \
+         scripts/test-deps.sh wayland",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // "(<uint32 1>,)"
+    text.split("uint32 ")
+        .nth(1)
+        .and_then(|t| t.split('>').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no version in {text:?}"))
+}
+
+/// The consent dialog answered through pyatspi as the session's user (`portal_consent.py`),
+/// started before ufo asks; its report once it is done.
+struct Consent(Child);
+
+impl Consent {
+    fn wait_for_dialog(within: Duration) -> Consent {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/portal_consent.py");
+        let child = Command::new(session_script())
+            .args(["exec", "/usr/bin/python3", script])
+            .arg(within.as_secs().to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("portal_consent.py as the session's user");
+        Consent(child)
+    }
+
+    /// Whether it answered a dialog, and its report.
+    fn report(self) -> (bool, serde_json::Value) {
+        let out = self
+            .0
+            .wait_with_output()
+            .expect("portal_consent.py's report");
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+            panic!(
+                "portal_consent.py said no JSON: {} {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        match out.status.code() {
+            Some(0) => (true, report),
+            Some(2) => (false, report),
+            _ => panic!(
+                "portal_consent.py failed: {report} {}",
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }
+    }
+}
+
+/// Variables set for one test, put back as they were when it ends.
+struct EnvSet(Vec<(&'static str, Option<std::ffi::OsString>)>);
+
+impl EnvSet {
+    fn set(vars: &[(&'static str, &std::ffi::OsStr)]) -> EnvSet {
+        let old = vars
+            .iter()
+            .map(|(k, v)| {
+                let was = std::env::var_os(k);
+                std::env::set_var(k, v);
+                (*k, was)
+            })
+            .collect();
+        EnvSet(old)
+    }
+}
+
+impl Drop for EnvSet {
+    fn drop(&mut self) {
+        for (k, v) in &self.0 {
+            match v {
+                Some(v) => std::env::set_var(k, v),
+                None => std::env::remove_var(k),
+            }
+        }
+    }
+}
+
+/// GNOME through the RemoteDesktop and ScreenCast portals (docs/desktop.md, "GNOME"), on the
+/// headless shell with `UFO_GNOME_PORTAL=1`: the consent dialog answered through pyatspi as a
+/// person would, the calculator driven by clicks and keys through the portal's session (12×7=
+/// reads 84 in pyatspi); then a second session, taken as on a person's session (no switch: GNOME
+/// told by its Wayland globals), which asks again exactly when the portal
+/// cannot persist a remote-desktop grant (RemoteDesktop version 1: xdg-desktop-portal 1.16,
+/// Debian 12) and asks nothing when it can (a kept restore token). Runs as the session's user
+/// (the portal refuses callers of another user: it reads their /proc entry), GNOME only.
+#[tokio::test(flavor = "multi_thread")]
+async fn gnome_portal_asks_consent_then_drives_the_calculator_then_restores_what_persists() {
+    if !wayland_on("gnome_portal_asks_consent_then_drives_the_calculator") {
+        return;
+    }
+    if compositor() != "gnome" {
+        eprintln!(
+            "skipping the GNOME portal test: the session is {}",
+            compositor()
+        );
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let user = std::env::var("UFO_WAYLAND_USER").unwrap_or_else(|_| "ufotest".into());
+    assert_eq!(
+        std::env::var("USER").ok().as_deref(),
+        Some(user.as_str()),
+        "run as the session's user: CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER=\
+         'scripts/wayland-session.sh exec' (scripts/test.sh's GNOME phase)"
+    );
+    let rd_version = portal_rd_version();
+    let data = tempfile::tempdir().expect("a data folder for the restore token");
+    let token = data.path().join("ufo/gnome-portal-token");
+    let _env = EnvSet::set(&[
+        ("UFO_GNOME_PORTAL", "1".as_ref()),
+        ("UFO_PRIVATE_KIND", "private:gnome".as_ref()),
+        ("XDG_DATA_HOME", data.path().as_os_str()),
+    ]);
+
+    // doctor says which path, why, and what persists
+    let findings =
+        ufo_linux::doctor::check_wayland(Some(socket()), Duration::from_secs(5), None).await;
+    let what: Vec<&str> = findings.iter().map(|f| f.what.as_str()).collect();
+    assert!(findings.iter().all(|f| f.ok), "{findings:?}");
+    let persisting = if rd_version >= 2 {
+        "the grant persists"
+    } else {
+        "the input grant cannot persist"
+    };
+    for needed in [
+        "path: the RemoteDesktop and ScreenCast portals, asked for by UFO_GNOME_PORTAL=1",
+        &format!("portals: RemoteDesktop version {rd_version}"),
+        persisting,
+    ] {
+        assert!(
+            what.iter().any(|w| w.contains(needed)),
+            "no {needed:?} in {what:?}"
+        );
+    }
+
+    // the first session: the dialog asks, the test answers it
+    let consent = Consent::wait_for_dialog(Duration::from_secs(60));
+    let asked = Instant::now();
+    let d = connect().await;
+    let granted = asked.elapsed();
+    let (dialog, report) = consent.report();
+    assert!(dialog, "the first session must ask: {report}");
+    eprintln!("portal consent: granted in {granted:?} (the dialog: {report})");
+
+    let app = UserApp::start(&["gnome-calculator"]);
+    let w = window_of(&d, app.pid(), Duration::from_secs(30)).await;
+    let steps = Instant::now();
+    click_buttons(&d, &w, &["1", "2", "×"]).await;
+    eprintln!(
+        "portal: three clicks and their settling in {:?}",
+        steps.elapsed()
+    );
+    type_in_calculator(&d, &w, "7=").await;
+    let mut texts = texts_off_ufo("gnome-calculator");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !texts.iter().any(|t| t.trim() == "84") && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        texts = texts_off_ufo("gnome-calculator");
+    }
+    assert!(
+        texts.iter().any(|t| t.trim() == "84"),
+        "pyatspi reads no 84: {texts:?}"
+    );
+    // the window's pixels come from the portal's stream: not one flat colour
+    let shot = window_shot(&d, &w).await;
+    assert!(
+        shot.iter().any(|&b| b != shot[0]),
+        "the capture through the portal's stream is blank"
+    );
+    drop(d);
+
+    // the second session: what the portal keeps
+    let persists = rd_version >= 2;
+    if persists {
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&token)
+                .expect("the kept restore token")
+                .permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600, "the token file is the user's only");
+    } else {
+        assert!(
+            !token.exists(),
+            "RemoteDesktop version {rd_version} gives no restore token, yet ufo kept one"
+        );
+    }
+    // as on a person's session: no switch, not a desktop ufo started; GNOME told by its
+    // Wayland globals
+    std::env::remove_var("UFO_GNOME_PORTAL");
+    std::env::remove_var("UFO_PRIVATE_KIND");
+    let consent = Consent::wait_for_dialog(Duration::from_secs(if persists { 10 } else { 60 }));
+    let asked = Instant::now();
+    let d = LinuxDesktop::connect(LinuxConfig {
+        display: DisplayChoice::Wayland {
+            socket: Some(socket()),
+        },
+        ..LinuxConfig::default()
+    })
+    .await
+    .unwrap_or_else(|e| panic!("GNOME through its portals, as on a person's session: {e}"));
+    let again = asked.elapsed();
+    let (dialog, report) = consent.report();
+    if persists {
+        assert!(
+            !dialog,
+            "a kept token must restore the grant without a dialog: {report}"
+        );
+    } else {
+        assert!(
+            dialog,
+            "RemoteDesktop version {rd_version} persists nothing: the dialog asks every \
+             session ({report})"
+        );
+    }
+    eprintln!("portal: the second session granted in {again:?} (a dialog: {dialog})");
+    let w = window_of(&d, app.pid(), Duration::from_secs(10)).await;
+    type_in_calculator(&d, &w, "+1=").await;
+    let mut texts = texts_off_ufo("gnome-calculator");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !texts.iter().any(|t| t.trim() == "85") && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        texts = texts_off_ufo("gnome-calculator");
+    }
+    assert!(
+        texts.iter().any(|t| t.trim() == "85"),
+        "the second session's keys: pyatspi reads no 85: {texts:?}"
     );
 }

@@ -22,6 +22,58 @@ pub(crate) enum Opened {
 /// (`private:gnome`, ...).
 pub const DESKTOP_KIND_VAR: &str = "UFO_PRIVATE_KIND";
 
+/// The variable that makes ufo take the portals' path on a GNOME desktop it started too
+/// (`1`): how the portal path is tested on a headless shell (docs/desktop.md, "GNOME").
+pub const GNOME_PORTAL_VAR: &str = "UFO_GNOME_PORTAL";
+
+/// Which remote-desktop session drives a GNOME display.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GnomePath {
+    /// Mutter's own RemoteDesktop and ScreenCast: only on a private GNOME desktop ufo started.
+    Mutter,
+    /// The RemoteDesktop and ScreenCast portals, the person asked in GNOME's dialog.
+    Portal {
+        /// Taken because [`GNOME_PORTAL_VAR`] asked for it on a desktop ufo started.
+        forced: bool,
+    },
+}
+
+impl GnomePath {
+    /// The path for a GNOME desktop: Mutter's on a private one ufo started (`private`) unless
+    /// the portals are asked for (`portal_asked`), the portals on a person's session.
+    pub(crate) fn choose(private: bool, portal_asked: bool) -> GnomePath {
+        match (private, portal_asked) {
+            (true, false) => GnomePath::Mutter,
+            (true, true) => GnomePath::Portal { forced: true },
+            (false, _) => GnomePath::Portal { forced: false },
+        }
+    }
+
+    /// The path this process takes, by its environment.
+    pub(crate) fn of_env() -> GnomePath {
+        let asked = std::env::var(GNOME_PORTAL_VAR).is_ok_and(|v| v.trim() == "1");
+        GnomePath::choose(private_gnome(), asked)
+    }
+
+    /// Which path and why, for the log and `ufo doctor`.
+    pub(crate) fn reason(self) -> &'static str {
+        match self {
+            GnomePath::Mutter => {
+                "Mutter's own RemoteDesktop and ScreenCast: a private GNOME desktop ufo \
+                 started, nobody to ask"
+            }
+            GnomePath::Portal { forced: false } => {
+                "the RemoteDesktop and ScreenCast portals: a person's own GNOME session, so \
+                 GNOME asks the person first (Mutter's own interfaces would skip that consent)"
+            }
+            GnomePath::Portal { forced: true } => {
+                "the RemoteDesktop and ScreenCast portals, asked for by UFO_GNOME_PORTAL=1 on \
+                 a GNOME desktop ufo started (GNOME's dialog asks as on a person's session)"
+            }
+        }
+    }
+}
+
 /// Whether this process runs inside a private GNOME desktop ufo started (its kind variable).
 pub(crate) fn private_gnome() -> bool {
     std::env::var(DESKTOP_KIND_VAR).is_ok_and(|k| k.trim() == "private:gnome")
@@ -102,10 +154,9 @@ impl Compositor {
                  scripting), not the wlroots protocols"
                 .into(),
             Compositor::Mutter => {
-                "GNOME's Mutter, which offers no protocol for input, captures or \
-                 the window list to programs: ufo drives GNOME on a private GNOME desktop of its \
-                 own (--desktop private:gnome); a person's GNOME session through its portals is \
-                 not supported yet"
+                "GNOME's Mutter, which offers no Wayland protocol for input, captures or \
+                 the window list to programs: ufo drives it over D-Bus (its portals on a \
+                 person's session, --desktop private:gnome for a desktop of ufo's own)"
                     .into()
             }
             Compositor::Other { missing } => format!(
@@ -196,5 +247,28 @@ mod tests {
         assert!(Compositor::Mutter
             .unsupported_reason()
             .contains("private:gnome"));
+    }
+
+    #[test]
+    fn gnome_takes_the_portals_on_a_persons_session_and_mutter_only_on_ufos_own() {
+        assert_eq!(GnomePath::choose(true, false), GnomePath::Mutter);
+        assert_eq!(
+            GnomePath::choose(false, false),
+            GnomePath::Portal { forced: false }
+        );
+        // the switch cannot take a person's session to Mutter's own interfaces
+        assert_eq!(
+            GnomePath::choose(false, true),
+            GnomePath::Portal { forced: false }
+        );
+        assert_eq!(
+            GnomePath::choose(true, true),
+            GnomePath::Portal { forced: true }
+        );
+        assert!(GnomePath::Mutter.reason().contains("nobody to ask"));
+        assert!(GnomePath::choose(false, false).reason().contains("consent"));
+        assert!(GnomePath::choose(true, true)
+            .reason()
+            .contains("UFO_GNOME_PORTAL"));
     }
 }

@@ -165,24 +165,8 @@ impl Remote {
             node,
             size,
         };
-        remote.prime().await?;
+        prime(&remote, remote.size).await?;
         Ok(remote)
-    }
-
-    /// The first events of a session's keyboard and pointer are lost: a Shift press and
-    /// release, a motion to the bottom-right corner (no hot corner there, unlike the top-left
-    /// one, which opens the overview), then a pause.
-    async fn prime(&self) -> Result<(), LinuxError> {
-        self.key(sym::SHIFT_L, true).await?;
-        self.key(sym::SHIFT_L, false).await?;
-        let (w, h) = self.size.unwrap_or((1280, 800));
-        self.move_to(
-            f64::from(w.saturating_sub(1)),
-            f64::from(h.saturating_sub(1)),
-        )
-        .await?;
-        tokio::time::sleep(PRIME_WAIT).await;
-        Ok(())
     }
 
     async fn session_call<B>(&self, method: &str, body: &B) -> Result<(), LinuxError>
@@ -223,6 +207,27 @@ impl RemoteInput for Remote {
     async fn stop(&self) {
         let _ = self.session_call("Stop", &()).await;
     }
+}
+
+/// The first events of a session's keyboard and pointer are lost (Mutter's own session and
+/// a portal's, which Mutter serves): a Shift press and release, a motion to the bottom-right
+/// corner of the monitor of size `size` (no hot corner there, unlike the top-left one, which
+/// opens the overview), then a pause.
+pub(crate) async fn prime(
+    input: &(impl RemoteInput + ?Sized),
+    size: Option<(u32, u32)>,
+) -> Result<(), LinuxError> {
+    input.key(sym::SHIFT_L, true).await?;
+    input.key(sym::SHIFT_L, false).await?;
+    let (w, h) = size.unwrap_or((1280, 800));
+    input
+        .move_to(
+            f64::from(w.saturating_sub(1)),
+            f64::from(h.saturating_sub(1)),
+        )
+        .await?;
+    tokio::time::sleep(PRIME_WAIT).await;
+    Ok(())
 }
 
 /// Record the primary monitor (`""`; Mutter's headless virtual monitor is `Meta-0` when an

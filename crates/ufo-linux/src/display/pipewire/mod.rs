@@ -92,13 +92,24 @@ impl VideoStream {
     /// whether it changed anything: [`Frame::changed`]) once it is the latest, on the
     /// stream's thread.
     pub(crate) fn connect(node: u32, on_frame: OnFrame) -> Result<VideoStream, StreamError> {
+        VideoStream::connect_to(node, None, on_frame)
+    }
+
+    /// The same through `remote`, a connection to PipeWire's daemon someone else opened (the
+    /// ScreenCast portal's `OpenPipeWireRemote`: it shows this process only the nodes the
+    /// person shared); `None`: the session's daemon.
+    pub(crate) fn connect_to(
+        node: u32,
+        remote: Option<std::os::fd::OwnedFd>,
+        on_frame: OnFrame,
+    ) -> Result<VideoStream, StreamError> {
         let shared = Arc::new(Shared::default());
         let (ready_tx, ready) = mpsc::sync_channel(1);
         let (quit, quit_rx) = pw::channel::channel::<()>();
         let s = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("ufo-pipewire".into())
-            .spawn(move || run(node, &s, on_frame, quit_rx, &ready_tx))
+            .spawn(move || run(node, remote, &s, on_frame, quit_rx, &ready_tx))
             .map_err(|e| StreamError::Thread(e.to_string()))?;
         let stream = VideoStream {
             shared,
@@ -170,9 +181,22 @@ struct Data {
     spare: Vec<u8>,
 }
 
+/// The daemon: through `remote` when given (a connection the portal opened), else the
+/// session's.
+fn connect_core(
+    context: &pw::context::ContextRc,
+    remote: Option<std::os::fd::OwnedFd>,
+) -> Result<pw::core::CoreRc, pw::Error> {
+    match remote {
+        Some(fd) => context.connect_fd_rc(fd, None),
+        None => context.connect_rc(None),
+    }
+}
+
 /// The thread: connect, then run PipeWire's loop until told to quit.
 fn run(
     node: u32,
+    remote: Option<std::os::fd::OwnedFd>,
     shared: &Arc<Shared>,
     on_frame: OnFrame,
     quit: pw::channel::Receiver<()>,
@@ -189,7 +213,7 @@ fn run(
     };
     let setup = (|| {
         let context = pw::context::ContextRc::new(&main, None).map_err(connect("context"))?;
-        let core = context.connect_rc(None).map_err(connect("daemon"))?;
+        let core = connect_core(&context, remote).map_err(connect("daemon"))?;
         let stream = pw::stream::StreamRc::new(
             core,
             "ufo-screen",
