@@ -11,6 +11,7 @@ pub mod discover;
 pub mod embed;
 pub mod experience;
 pub mod extract;
+pub mod model;
 pub mod query;
 pub mod store;
 pub mod web;

@@ -23,7 +23,7 @@ use rusqlite::{params, CachedStatement, Connection, OptionalExtension, Transacti
 use serde::Serialize;
 use ufo_core::knowledge::{Knowledge, KnowledgeError, KnowledgeKind, KnowledgeQuery, Snippet};
 
-use crate::embed::{self, Embedder};
+use crate::embed::{self, Encoder};
 use crate::extract::{clip, Page};
 use crate::query;
 
@@ -188,14 +188,27 @@ pub struct Forget {
     pub locations: Vec<String>,
 }
 
+/// Which rankings a search with an embedder uses (the benchmark compares them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Ranking {
+    /// Lexical and dense rankings fused (the default).
+    #[default]
+    Fused,
+    /// BM25 alone, as without an embedder.
+    Lexical,
+    /// Cosine to the query's vector alone.
+    Dense,
+}
+
 /// The knowledge store.
 #[derive(Debug)]
 pub struct Store {
+    ranking: Ranking,
     conn: Connection,
     path: PathBuf,
     weights: Weights,
-    /// The embeddings endpoint, when configured.
-    embedder: Option<Embedder>,
+    /// The embeddings endpoint or model, when configured.
+    embedder: Option<Encoder>,
     /// Set after the endpoint failed once: it is not asked again.
     embed_down: AtomicBool,
     /// The first failure, for the caller to show once.
@@ -239,6 +252,10 @@ CREATE TABLE IF NOT EXISTS embeddings(
     model TEXT NOT NULL,
     vec BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS vectors(
+    key BLOB PRIMARY KEY,
+    vec BLOB NOT NULL
+) WITHOUT ROWID;
 ";
 
 impl Store {
@@ -267,6 +284,7 @@ impl Store {
         tx.execute_batch(SCHEMA).map_err(err)?;
         tx.commit().map_err(err)?;
         Ok(Store {
+            ranking: Ranking::default(),
             conn,
             path: path.to_path_buf(),
             weights: Weights::default(),
@@ -294,9 +312,19 @@ impl Store {
 
     /// Embed documents at save time and queries at search time with `embedder` (`None`:
     /// lexical ranking only).
-    pub fn set_embedder(&mut self, embedder: Option<Embedder>) {
+    pub fn set_embedder(&mut self, embedder: Option<Encoder>) {
         self.embedder = embedder;
         self.embed_down.store(false, Ordering::Relaxed);
+    }
+
+    /// Rank by `ranking` when an embedder is set.
+    pub fn set_ranking(&mut self, ranking: Ranking) {
+        self.ranking = ranking;
+    }
+
+    /// Whether documents and queries get vectors (an embedder is set).
+    pub fn embeds(&self) -> bool {
+        self.embedder.is_some()
     }
 
     /// The first embeddings failure of this store, if any (once: taking it clears it).
@@ -305,7 +333,7 @@ impl Store {
     }
 
     /// The embedder, unless it failed before.
-    fn live_embedder(&self) -> Option<&Embedder> {
+    fn live_embedder(&self) -> Option<&Encoder> {
         self.embedder
             .as_ref()
             .filter(|_| !self.embed_down.load(Ordering::Relaxed))
@@ -320,19 +348,29 @@ impl Store {
     }
 
     /// The vectors of `docs` (all `None` without an embedder or when the request failed).
+    /// A vector made before for the same text by the same model (table `vectors`, keyed by a
+    /// hash of both) is reused: indexing unchanged pages again embeds nothing.
     fn document_vectors(&self, docs: &[Document]) -> Vec<Option<Vec<f32>>> {
         let Some(e) = self.live_embedder().filter(|_| !docs.is_empty()) else {
             return vec![None; docs.len()];
         };
-        let texts: Vec<String> = docs
-            .iter()
-            .map(|d| {
-                let p = &d.page;
-                format!("{}\n{}\n{}\n{}", p.title, p.headings, p.keywords, p.body)
-            })
-            .collect();
-        match e.embed_documents(&texts) {
-            Ok(v) => v.into_iter().map(Some).collect(),
+        let model = e.model();
+        let texts: Vec<String> = docs.iter().map(|d| embed_text(&d.page)).collect();
+        let keys: Vec<Vec<u8>> = texts.iter().map(|t| vector_key(&model, t)).collect();
+        let mut out: Vec<Option<Vec<f32>>> = keys.iter().map(|k| self.cached_vector(k)).collect();
+        let missing: Vec<usize> = (0..docs.len()).filter(|i| out[*i].is_none()).collect();
+        if missing.is_empty() {
+            return out;
+        }
+        let todo: Vec<String> = missing.iter().map(|i| texts[*i].clone()).collect();
+        match e.embed_documents(&todo) {
+            Ok(v) => {
+                for (i, v) in missing.into_iter().zip(v) {
+                    self.cache_vector(&keys[i], &v);
+                    out[i] = Some(v);
+                }
+                out
+            }
             Err(err) => {
                 self.embed_failed(format!(
                     "{err}; the documents were saved for lexical search only"
@@ -340,6 +378,77 @@ impl Store {
                 vec![None; docs.len()]
             }
         }
+    }
+
+    /// The vector kept under `key`, if any (a read error counts as none: it is made again).
+    fn cached_vector(&self, key: &[u8]) -> Option<Vec<f32>> {
+        self.conn
+            .prepare_cached("SELECT vec FROM vectors WHERE key = ?1")
+            .and_then(|mut s| {
+                s.query_row(params![key], |r| r.get::<_, Vec<u8>>(0))
+                    .optional()
+            })
+            .ok()
+            .flatten()
+            .and_then(|b| embed::from_blob(&b))
+    }
+
+    /// Keep `v` under `key` (a failed write only costs embedding it again later).
+    fn cache_vector(&self, key: &[u8], v: &[f32]) {
+        let _ = self
+            .conn
+            .prepare_cached("INSERT OR REPLACE INTO vectors(key, vec) VALUES (?1, ?2)")
+            .and_then(|mut s| s.execute(params![key, embed::to_blob(v)]));
+    }
+
+    /// A copy of this store in a new file beside it (`FILE.new`, replaced if there), to index
+    /// into: [`Store::replace`] puts it in this store's place once the index is complete, so
+    /// the store is never left half-written. Vectors made before are in the copy, to reuse.
+    pub fn fresh_copy(&self) -> Result<Store, StoreError> {
+        let new = new_path(&self.path);
+        for p in [new.clone(), wal_path(&new, "-wal"), wal_path(&new, "-shm")] {
+            if p.exists() {
+                std::fs::remove_file(&p).map_err(|source| StoreError::Dir {
+                    path: p.display().to_string(),
+                    source,
+                })?;
+            }
+        }
+        self.conn
+            .execute("VACUUM INTO ?1", params![new.display().to_string()])
+            .map_err(|e| self.err(e))?;
+        let mut copy = Store::open(&new)?;
+        copy.weights = self.weights;
+        copy.embedder = self.embedder.clone();
+        Ok(copy)
+    }
+
+    /// Put this store (made by [`Store::fresh_copy`] of `old`) in `old`'s place: its journal
+    /// is folded into its file, then the file is renamed over the old one (an atomic rename on
+    /// one file system; a process that has the old file open goes on reading it).
+    pub fn replace(self, old: Store) -> Result<Store, StoreError> {
+        let target = old.path.clone();
+        let err = |path: &Path, source| StoreError::Dir {
+            path: path.display().to_string(),
+            source,
+        };
+        self.conn
+            .pragma_update(None, "journal_mode", "DELETE")
+            .map_err(|e| self.err(e))?;
+        let (from, weights, embedder) = (self.path.clone(), self.weights, self.embedder.clone());
+        drop(self);
+        drop(old);
+        for suffix in ["-wal", "-shm"] {
+            let p = wal_path(&target, suffix);
+            if p.exists() {
+                std::fs::remove_file(&p).map_err(|e| err(&p, e))?;
+            }
+        }
+        std::fs::rename(&from, &target).map_err(|e| err(&target, e))?;
+        let mut st = Store::open(&target)?;
+        st.weights = weights;
+        st.embedder = embedder;
+        Ok(st)
     }
 
     fn err(&self, source: rusqlite::Error) -> StoreError {
@@ -354,7 +463,7 @@ impl Store {
     pub fn save(&mut self, docs: &[Document]) -> Result<usize, StoreError> {
         // asked before the write transaction, so other writers do not wait on the network
         let vectors = self.document_vectors(docs);
-        let model = self.embedder.as_ref().map(|e| e.model().to_string());
+        let model = self.embedder.as_ref().map(Encoder::model);
         let path = self.path.display().to_string();
         let err = |source| StoreError::Sqlite {
             path: path.clone(),
@@ -389,7 +498,10 @@ impl Store {
         };
         let tag_words = self.tag_words()?;
         let tag = |w: &str| is_tag_word(w, &tag_words);
-        let query_vector = self.query_vector(&req.text)?;
+        let query_vector = match self.ranking {
+            Ranking::Lexical => None,
+            Ranking::Fused | Ranking::Dense => self.query_vector(&req.text)?,
+        };
         // with a vector, more lexical candidates are fused than are shown
         let lexical_top = match query_vector {
             Some(_) => top.max(FUSE_CANDIDATES),
@@ -416,6 +528,9 @@ impl Store {
                 }
             }
             if let Some((model, v)) = &query_vector {
+                if self.ranking == Ranking::Dense {
+                    found.clear();
+                }
                 found = self.fuse(found, kind, scoped.as_deref(), model, v, top)?;
             }
             hits.extend(found);
@@ -491,7 +606,7 @@ impl Store {
             return Ok(None);
         }
         match e.embed_query(text) {
-            Ok(v) => Ok(Some((e.model().to_string(), v))),
+            Ok(v) => Ok(Some((e.model(), v))),
             Err(err) => {
                 self.embed_failed(format!("{err}; searching lexically"));
                 Ok(None)
@@ -848,6 +963,38 @@ impl<'t> DocWrites<'t> {
     }
 }
 
+/// What is embedded of a page: its title, headings and index keywords (they name the
+/// feature in a person's words), then its body (the model reads the first tokens only).
+pub fn embed_text(p: &crate::extract::Page) -> String {
+    let mut body: String = p.body.chars().take(embed::TEXT_CHARS).collect();
+    if body.len() < p.body.len() {
+        body.push(' ');
+    }
+    format!("{}\n{}\n{}\n{}", p.title, p.headings, p.keywords, body)
+}
+
+/// The key of a vector in table `vectors`: a hash of the model and the text embedded.
+fn vector_key(model: &str, text: &str) -> Vec<u8> {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    h.update(model.as_bytes());
+    h.update([0]);
+    h.update(text.as_bytes());
+    h.finalize().to_vec()
+}
+
+fn new_path(p: &Path) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(".new");
+    PathBuf::from(s)
+}
+
+fn wal_path(p: &Path, suffix: &str) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
 /// Whether the query word `w` may match one of `tags` (the words of the `apps` and `kind`
 /// columns) once stemmed: the same start, five letters or the whole shorter word.
 fn is_tag_word(w: &str, tags: &[String]) -> bool {
@@ -1170,9 +1317,9 @@ mod tests {
         }
     }
 
-    fn embedder(url: &str, timeout_ms: u64) -> Embedder {
+    fn embedder(url: &str, timeout_ms: u64) -> Encoder {
         let t = Duration::from_millis(timeout_ms);
-        Embedder::new(
+        Encoder::Http(embed::Embedder::new(
             url,
             "fake-embed",
             embed::EmbedLimits {
@@ -1180,7 +1327,7 @@ mod tests {
                 batch: t,
                 query: t,
             },
-        )
+        ))
     }
 
     fn calc_pages() -> Vec<Document> {
@@ -1234,6 +1381,47 @@ mod tests {
         .into_iter()
         .map(|h| h.location)
         .collect()
+    }
+
+    #[test]
+    fn indexing_again_into_a_copy_reuses_vectors_of_unchanged_pages_and_swaps_whole() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let query = "highlight negative numbers in red";
+        let (url, requests) = fake::server(false);
+        let (dir, mut s) = store();
+        s.set_embedder(Some(embedder(&url, 5_000)));
+        s.save(&calc_pages()).unwrap();
+        let first = requests.load(SeqCst);
+        assert_eq!(first, 1, "one batch of documents");
+        // the same pages again, into a copy: no document is embedded again
+        let mut copy = s.fresh_copy().unwrap();
+        let file = dir.path().join("ufo").join(FILE_NAME);
+        let new = new_path(&file);
+        assert!(new.is_file());
+        copy.save(&calc_pages()).unwrap();
+        assert_eq!(requests.load(SeqCst), first);
+        // one page changed: only it is embedded
+        let mut pages = calc_pages();
+        pages[0].page.body.push_str(" Also for dates.");
+        copy.save(&pages).unwrap();
+        assert_eq!(requests.load(SeqCst), first + 1);
+        // the original is untouched until the swap
+        assert_eq!(s.stats().unwrap().documents, pages.len() as u64);
+        let s = copy.replace(s).unwrap();
+        assert!(!new.exists());
+        assert_eq!(s.path(), file);
+        assert!(top3(&s, query).contains(&"/h/cond.html".to_string()));
+        // and a copy dropped before its swap leaves the store as it was
+        let mut copy = s.fresh_copy().unwrap();
+        copy.forget(&Forget {
+            source: Some("test".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(copy.stats().unwrap().documents, 0);
+        drop(copy);
+        let again = Store::open(&file).unwrap();
+        assert_eq!(again.stats().unwrap().documents, pages.len() as u64);
     }
 
     #[test]
