@@ -105,7 +105,10 @@ fn main() {
     let dir_path = std::env::var_os("UFO_BENCH_KEEP")
         .map(PathBuf::from)
         .unwrap_or_else(|| dir.path().to_path_buf());
-    let _ = std::fs::remove_file(dir_path.join("knowledge.sqlite"));
+    // UFO_BENCH_REUSE=1 (with UFO_BENCH_KEEP): keep the store, so its vectors are reused
+    if std::env::var_os("UFO_BENCH_REUSE").is_none() {
+        let _ = std::fs::remove_file(dir_path.join("knowledge.sqlite"));
+    }
     let _ = std::fs::remove_file(dir_path.join("plain.sqlite"));
 
     // Index (timed): discovery, extraction and saving.
@@ -114,6 +117,26 @@ fn main() {
         let t = Instant::now();
         let m = ufo_knowledge::model::SentenceModel::load(Path::new(&d)).expect("the model loads");
         println!("model loaded in {:.2} s", t.elapsed().as_secs_f64());
+        // one thread: a request (about 15 tokens) and a page cut to DOC_TOKENS
+        let page = "Freezing Rows or Columns as Headers. ".repeat(40);
+        for (what, text, max) in [
+            ("query", "make the white around the photo see-through", 64),
+            ("page", page.as_str(), ufo_knowledge::embed::DOC_TOKENS),
+        ] {
+            let mut times: Vec<Duration> = (0..20)
+                .map(|_| {
+                    let t = Instant::now();
+                    std::hint::black_box(m.embed(text, max));
+                    t.elapsed()
+                })
+                .collect();
+            times.sort();
+            println!(
+                "embed one {what} ({} tokens): p50 {:.1} ms",
+                m.tokens(text, max).len(),
+                percentile(&times, 0.5).as_secs_f64() * 1e3
+            );
+        }
         Arc::new(m)
     });
     let t = Instant::now();

@@ -522,57 +522,9 @@ impl SentenceModel {
         if !dir.is_dir() {
             return Err(bad(dir, "not a folder"));
         }
-        let config_file = dir.join("config.json");
-        let c: Config = serde_json::from_slice(&read_json(&config_file)?)
-            .map_err(|e| bad(&config_file, format!("not a BERT config: {e}")))?;
-        if c.model_type.as_deref().is_some_and(|t| t != "bert") {
-            return Err(bad(&config_file, "model_type is not bert"));
-        }
-        if c.hidden_act != "gelu" {
-            return Err(bad(
-                &config_file,
-                format!("hidden_act {} (gelu expected)", c.hidden_act),
-            ));
-        }
+        let c = read_config(&dir.join("config.json"))?;
         let h = c.hidden_size;
-        if h == 0
-            || h > 8_192
-            || c.num_attention_heads == 0
-            || !h.is_multiple_of(c.num_attention_heads)
-            || c.num_hidden_layers > 64
-            || c.intermediate_size > 65_536
-            || c.max_position_embeddings < 3
-            || c.type_vocab_size == 0
-        {
-            return Err(bad(
-                &config_file,
-                "sizes out of range (hidden_size, heads, layers)",
-            ));
-        }
-        let pooling_file = dir.join("1_Pooling").join("config.json");
-        let p: PoolingConfig = serde_json::from_slice(&read_json(&pooling_file)?)
-            .map_err(|e| bad(&pooling_file, format!("not a pooling config: {e}")))?;
-        let pooling = match (
-            p.pooling_mode_mean_tokens,
-            p.pooling_mode_cls_token,
-            p.pooling_mode_max_tokens,
-            p.pooling_mode_mean_sqrt_len_tokens,
-        ) {
-            (true, false, false, false) => Pooling::Mean,
-            (false, true, false, false) => Pooling::Cls,
-            (false, false, true, false) => Pooling::Max,
-            (false, false, false, true) => Pooling::MeanSqrtLen,
-            _ => return Err(bad(&pooling_file, "exactly one pooling mode must be on")),
-        };
-        if p.word_embedding_dimension != h {
-            return Err(bad(
-                &pooling_file,
-                format!(
-                    "word_embedding_dimension {} but hidden_size {h}",
-                    p.word_embedding_dimension
-                ),
-            ));
-        }
+        let pooling = read_pooling(&dir.join("1_Pooling").join("config.json"), h)?;
         // modules.json lists a Normalize module when vectors are normalised; without it the
         // vectors are still compared by cosine, so normalising changes no ranking.
         let modules = dir.join("modules.json");
@@ -607,20 +559,9 @@ impl SentenceModel {
             c.type_vocab_size,
             h,
         )?;
-        let mut layers = Vec::with_capacity(c.num_hidden_layers);
-        for i in 0..c.num_hidden_layers {
-            let l = format!("encoder.layer.{i}");
-            layers.push(Layer {
-                q: t.linear(&format!("{l}.attention.self.query"), h, h)?,
-                k: t.linear(&format!("{l}.attention.self.key"), h, h)?,
-                v: t.linear(&format!("{l}.attention.self.value"), h, h)?,
-                attn_out: t.linear(&format!("{l}.attention.output.dense"), h, h)?,
-                attn_norm: t.norm(&format!("{l}.attention.output.LayerNorm"), h)?,
-                up: t.linear(&format!("{l}.intermediate.dense"), c.intermediate_size, h)?,
-                down: t.linear(&format!("{l}.output.dense"), h, c.intermediate_size)?,
-                out_norm: t.norm(&format!("{l}.output.LayerNorm"), h)?,
-            });
-        }
+        let layers = (0..c.num_hidden_layers)
+            .map(|i| read_layer(&t, i, h, c.intermediate_size))
+            .collect::<Result<Vec<_>, _>>()?;
         let name = dir
             .file_name()
             .map_or_else(|| "model".into(), |n| n.to_string_lossy().into_owned());
@@ -743,6 +684,80 @@ impl SentenceModel {
             row += &n.b;
         }
     }
+}
+
+/// `config.json`, checked: a BERT encoder of sizes this code runs.
+fn read_config(config_file: &Path) -> Result<Config, ModelError> {
+    let c: Config = serde_json::from_slice(&read_json(config_file)?)
+        .map_err(|e| bad(config_file, format!("not a BERT config: {e}")))?;
+    if c.model_type.as_deref().is_some_and(|t| t != "bert") {
+        return Err(bad(config_file, "model_type is not bert"));
+    }
+    if c.hidden_act != "gelu" {
+        return Err(bad(
+            config_file,
+            format!("hidden_act {} (gelu expected)", c.hidden_act),
+        ));
+    }
+    let h = c.hidden_size;
+    if h == 0
+        || h > 8_192
+        || c.num_attention_heads == 0
+        || !h.is_multiple_of(c.num_attention_heads)
+        || c.num_hidden_layers > 64
+        || c.intermediate_size > 65_536
+        || c.max_position_embeddings < 3
+        || c.type_vocab_size == 0
+    {
+        return Err(bad(
+            config_file,
+            "sizes out of range (hidden_size, heads, layers)",
+        ));
+    }
+    Ok(c)
+}
+
+/// `1_Pooling/config.json`: one pooling mode, of vectors as long as the model's.
+fn read_pooling(pooling_file: &Path, h: usize) -> Result<Pooling, ModelError> {
+    let p: PoolingConfig = serde_json::from_slice(&read_json(pooling_file)?)
+        .map_err(|e| bad(pooling_file, format!("not a pooling config: {e}")))?;
+    let pooling = match (
+        p.pooling_mode_mean_tokens,
+        p.pooling_mode_cls_token,
+        p.pooling_mode_max_tokens,
+        p.pooling_mode_mean_sqrt_len_tokens,
+    ) {
+        (true, false, false, false) => Pooling::Mean,
+        (false, true, false, false) => Pooling::Cls,
+        (false, false, true, false) => Pooling::Max,
+        (false, false, false, true) => Pooling::MeanSqrtLen,
+        _ => return Err(bad(pooling_file, "exactly one pooling mode must be on")),
+    };
+    if p.word_embedding_dimension != h {
+        return Err(bad(
+            pooling_file,
+            format!(
+                "word_embedding_dimension {} but hidden_size {h}",
+                p.word_embedding_dimension
+            ),
+        ));
+    }
+    Ok(pooling)
+}
+
+/// Encoder layer `i` of the weights.
+fn read_layer(t: &Tensors, i: usize, h: usize, inter: usize) -> Result<Layer, ModelError> {
+    let l = format!("encoder.layer.{i}");
+    Ok(Layer {
+        q: t.linear(&format!("{l}.attention.self.query"), h, h)?,
+        k: t.linear(&format!("{l}.attention.self.key"), h, h)?,
+        v: t.linear(&format!("{l}.attention.self.value"), h, h)?,
+        attn_out: t.linear(&format!("{l}.attention.output.dense"), h, h)?,
+        attn_norm: t.norm(&format!("{l}.attention.output.LayerNorm"), h)?,
+        up: t.linear(&format!("{l}.intermediate.dense"), inter, h)?,
+        down: t.linear(&format!("{l}.output.dense"), h, inter)?,
+        out_norm: t.norm(&format!("{l}.output.LayerNorm"), h)?,
+    })
 }
 
 /// GELU with the error function (BERT's `gelu`), erf after Abramowitz and Stegun 7.1.26

@@ -367,6 +367,30 @@ mod tests {
     }
 
     #[test]
+    fn a_model_folder_comes_from_the_section_or_the_environment_and_a_bad_one_is_named() {
+        let none = |_: &str| None;
+        let section: KnowledgeSection =
+            toml::from_str("embeddings_model_dir = \"/nonexistent/minilm\"").unwrap();
+        let s = KnowledgeSettings::resolve(&section, &none).unwrap();
+        assert_eq!(
+            s.embeddings_model_dir.as_deref(),
+            Some(Path::new("/nonexistent/minilm"))
+        );
+        assert!(s.embeds());
+        let err = s.encoder().unwrap_err().to_string();
+        assert!(err.contains("/nonexistent/minilm: not a folder"), "{err}");
+        // an empty variable turns it off; another path replaces it
+        let off = |k: &str| (k == "UFO_KNOWLEDGE_EMBEDDINGS_MODEL_DIR").then(String::new);
+        let s = KnowledgeSettings::resolve(&section, &off).unwrap();
+        assert_eq!(s.embeddings_model_dir, None);
+        assert!(!s.embeds());
+        assert!(s.encoder().unwrap().is_none());
+        let other = |k: &str| (k == "UFO_KNOWLEDGE_EMBEDDINGS_MODEL_DIR").then(|| "/m".to_string());
+        let s = KnowledgeSettings::resolve(&section, &other).unwrap();
+        assert_eq!(s.embeddings_model_dir.as_deref(), Some(Path::new("/m")));
+    }
+
+    #[test]
     fn embeddings_need_a_model_and_the_provider_key_goes_only_to_the_provider() {
         let none = |_: &str| None;
         let off = KnowledgeSettings::resolve(&KnowledgeSection::default(), &none).unwrap();
