@@ -194,6 +194,8 @@ pub struct Forget {
 
 /// A kind, an application and a model: the vectors one search compares with.
 type VectorSet = (String, Option<String>, String);
+/// Documents' ids and vectors.
+type Vectors = Arc<Vec<(i64, Vec<f32>)>>;
 
 /// Which rankings a search with an embedder uses (the benchmark compares them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -226,7 +228,7 @@ pub struct Store {
     /// The vectors a search compares with, by kind, application and model, read once until
     /// the next write (reading 3,000 of them from SQLite took longer than the query's own
     /// embedding).
-    vector_sets: Mutex<HashMap<VectorSet, Arc<Vec<(i64, Vec<f32>)>>>>,
+    vector_sets: Mutex<HashMap<VectorSet, Vectors>>,
 }
 
 #[path = "store_swap.rs"]
@@ -643,7 +645,7 @@ impl Store {
         kind: KnowledgeKind,
         app: Option<&str>,
         model: &str,
-    ) -> Result<Arc<Vec<(i64, Vec<f32>)>>, StoreError> {
+    ) -> Result<Vectors, StoreError> {
         let key = (
             kind.as_str().to_string(),
             app.map(str::to_string),
