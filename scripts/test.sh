@@ -29,6 +29,9 @@ install_python_playwright
 install_slurm
 install_python_k8s_validate
 install_wayland
+# the knowledge store's in-process embedding model (its tests fail without it here)
+UFO_EMBED_MODEL_DIR="$(install_embed_model)"
+export UFO_EMBED_MODEL_DIR
 
 echo "== disk"
 # A whole run's builds (three feature sets of the workspace, some sixty test binaries) fill
@@ -55,7 +58,7 @@ trap 'scripts/desktop-session.sh down >/dev/null 2>&1 || true; scripts/wayland-s
 scripts/desktop-session.sh up >/dev/null
 # shellcheck disable=SC1091
 source "$UFO_SESSION_DIR/env"
-export UFO_LIVE_TESTS=1 UFO_BROWSER_TESTS=1 UFO_PEER_TESTS=1 UFO_HELP_TESTS=1
+export UFO_LIVE_TESTS=1 UFO_BROWSER_TESTS=1 UFO_PEER_TESTS=1 UFO_HELP_TESTS=1 UFO_EMBED_TESTS=1
 # Debian's libtesseract uses OpenMP, which reads this only when a process starts: without it
 # text detection runs 3-4 times slower on a busy machine (docs/sight.md).
 export OMP_THREAD_LIMIT=1

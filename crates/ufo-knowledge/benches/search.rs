@@ -13,10 +13,12 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection};
 use serde::Deserialize;
+use std::sync::Arc;
 use ufo_core::knowledge::KnowledgeKind;
 use ufo_knowledge::discover::{self, HelpRoots, Source};
+use ufo_knowledge::embed::Encoder;
 use ufo_knowledge::query;
-use ufo_knowledge::store::{SearchRequest, Store};
+use ufo_knowledge::store::{Ranking, SearchRequest, Store};
 
 #[derive(Debug, Deserialize)]
 struct Case {
@@ -48,6 +50,7 @@ fn first_relevant(found: &[String], relevant: &[String]) -> Option<usize> {
 
 #[derive(Default)]
 struct Score {
+    hits1: usize,
     hits3: usize,
     rr: f64,
     n: usize,
@@ -57,6 +60,9 @@ impl Score {
     fn add(&mut self, rank: Option<usize>) {
         self.n += 1;
         if let Some(r) = rank {
+            if r == 1 {
+                self.hits1 += 1;
+            }
             if r <= 3 {
                 self.hits3 += 1;
             }
@@ -64,6 +70,9 @@ impl Score {
                 self.rr += 1.0 / r as f64;
             }
         }
+    }
+    fn hit1(&self) -> f64 {
+        self.hits1 as f64 / self.n.max(1) as f64
     }
     fn hit3(&self) -> f64 {
         self.hits3 as f64 / self.n.max(1) as f64
@@ -90,25 +99,63 @@ fn main() {
         eprintln!("the LibreOffice and GIMP help are not installed: install libreoffice-help-en-us and gimp-help-en (scripts/test-deps.sh)");
         std::process::exit(1);
     };
-    let cases: Vec<Case> = include_str!("../eval/requests.jsonl")
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).expect("eval/requests.jsonl: a bad line"))
-        .collect();
+    let cases: Vec<Case> = parse(include_str!("../eval/requests.jsonl"));
     let dir = tempfile::tempdir().expect("temp dir");
     // UFO_BENCH_KEEP=DIR: keep the indexes there for a look.
     let dir_path = std::env::var_os("UFO_BENCH_KEEP")
         .map(PathBuf::from)
         .unwrap_or_else(|| dir.path().to_path_buf());
-    let _ = std::fs::remove_file(dir_path.join("knowledge.sqlite"));
+    // UFO_BENCH_REUSE=1 (with UFO_BENCH_KEEP): keep the store, so its vectors are reused
+    if std::env::var_os("UFO_BENCH_REUSE").is_none() {
+        let _ = std::fs::remove_file(dir_path.join("knowledge.sqlite"));
+    }
     let _ = std::fs::remove_file(dir_path.join("plain.sqlite"));
 
     // Index (timed): discovery, extraction and saving.
+    // UFO_EMBED_MODEL_DIR: the pages are embedded too, and dense and fused rankings measured
+    let model = std::env::var_os("UFO_EMBED_MODEL_DIR").map(|d| {
+        let t = Instant::now();
+        let m = ufo_knowledge::model::SentenceModel::load(Path::new(&d)).expect("the model loads");
+        println!("model loaded in {:.2} s", t.elapsed().as_secs_f64());
+        // one thread: a request (about 15 tokens) and a page cut to DOC_TOKENS
+        let page = "Freezing Rows or Columns as Headers. ".repeat(40);
+        for (what, text, max) in [
+            ("query", "make the white around the photo see-through", 64),
+            ("page", page.as_str(), ufo_knowledge::embed::DOC_TOKENS),
+        ] {
+            let mut times: Vec<Duration> = (0..20)
+                .map(|_| {
+                    let t = Instant::now();
+                    std::hint::black_box(m.embed(text, max));
+                    t.elapsed()
+                })
+                .collect();
+            times.sort();
+            println!(
+                "embed one {what} ({} tokens): p50 {:.1} ms",
+                m.tokens(text, max).len(),
+                percentile(&times, 0.5).as_secs_f64() * 1e3
+            );
+        }
+        Arc::new(m)
+    });
     let t = Instant::now();
     let files = discover::installed_help(&roots, &[Source::LibreOffice, Source::Gimp]);
     let mut store = Store::open(&dir_path.join("knowledge.sqlite")).expect("store");
+    store.set_embedder(model.clone().map(Encoder::Local));
     let report = discover::index_files(&mut store, &files, &mut |_, _| {}).expect("index");
     let index_time = t.elapsed();
+    if model.is_some() {
+        // again, as `ufo knowledge index` does: into a copy, every vector reused
+        let t = Instant::now();
+        let mut copy = store.fresh_copy().expect("copy");
+        discover::index_files(&mut copy, &files, &mut |_, _| {}).expect("index again");
+        store = copy.replace(store).expect("swap");
+        println!(
+            "index again (unchanged pages, into a copy, swapped): {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
+    }
 
     // The baseline: the same pages' visible text only, plain BM25.
     let plain = Connection::open(dir_path.join("plain.sqlite")).expect("plain store");
@@ -191,20 +238,110 @@ fn main() {
         store.set_weights(ufo_knowledge::store::Weights::default());
     }
 
-    let mut ours = Score::default();
-    let mut base = Score::default();
-    let mut per_app: HashMap<String, (Score, Score)> = HashMap::new();
-    let mut times = Vec::new();
-    let mut misses = Vec::new();
-    for c in &cases {
-        let relevant: Vec<String> = c
-            .relevant
-            .iter()
-            .map(|r| resolve(r, &lo_lang, &gimp_lang).display().to_string())
-            .collect();
-        for r in &relevant {
-            assert!(Path::new(r).is_file(), "eval set: {r} is not installed");
+    // the held-out part is measured only with UFO_BENCH_HELDOUT=1 (never while tuning)
+    let heldout: Vec<Case> = parse(include_str!("../eval/heldout.jsonl"));
+    let mut sets = vec![("tuning", &cases)];
+    if std::env::var_os("UFO_BENCH_HELDOUT").is_some() {
+        sets.push(("held-out", &heldout));
+    }
+    for (set, cases) in sets {
+        let cases: &[Case] = cases;
+        let rankings: &[Ranking] = match model {
+            Some(_) => &[Ranking::Lexical, Ranking::Dense, Ranking::Fused],
+            None => &[Ranking::Lexical],
+        };
+        let mut base = Score::default();
+        let mut results = Vec::new();
+        for c in cases {
+            let relevant = relevant_of(c, &lo_lang, &gimp_lang);
+            base.add(first_relevant(&plain_search(&c.request), &relevant));
         }
+        for ranking in rankings {
+            store.set_ranking(*ranking);
+            results.push((*ranking, evaluate(&store, cases, &lo_lang, &gimp_lang)));
+        }
+        println!("knowledge benchmark, {set} set ({} requests)", cases.len());
+        println!(
+            "index: {} pages ({} unreadable) in {:.1} s{}",
+            report.saved,
+            report.unreadable,
+            index_time.as_secs_f64(),
+            if model.is_some() {
+                " with embeddings"
+            } else {
+                ""
+            }
+        );
+        println!("| ranking | hit@1 | hit@3 | MRR@10 | query p50 | p95 |");
+        println!("| --- | --- | --- | --- | --- | --- |");
+        for (ranking, r) in &results {
+            let mut times = r.times.clone();
+            times.sort();
+            println!(
+                "| {ranking:?} | {:.2} | {:.2} | {:.2} | {:.1} ms | {:.1} ms |",
+                r.all.hit1(),
+                r.all.hit3(),
+                r.all.mrr(),
+                percentile(&times, 0.5).as_secs_f64() * 1e3,
+                percentile(&times, 0.95).as_secs_f64() * 1e3
+            );
+            let mut apps: Vec<_> = r.per_app.iter().collect();
+            apps.sort_by_key(|(a, _)| a.to_string());
+            for (app, o) in apps {
+                println!(
+                    "|   {app} ({}) | {:.2} | {:.2} | {:.2} | | |",
+                    o.n,
+                    o.hit1(),
+                    o.hit3(),
+                    o.mrr()
+                );
+            }
+        }
+        println!(
+            "| plain BM25 over visible text | {:.2} | {:.2} | {:.2} | | |",
+            base.hit1(),
+            base.hit3(),
+            base.mrr()
+        );
+        let misses = &results.last().expect("a ranking").1.misses;
+        if !misses.is_empty() {
+            println!("not in the top 3:");
+            for m in misses {
+                println!("{m}");
+            }
+        }
+    }
+}
+
+fn relevant_of(c: &Case, lo_lang: &Path, gimp_lang: &Path) -> Vec<String> {
+    let relevant: Vec<String> = c
+        .relevant
+        .iter()
+        .map(|r| resolve(r, lo_lang, gimp_lang).display().to_string())
+        .collect();
+    for r in &relevant {
+        assert!(Path::new(r).is_file(), "eval set: {r} is not installed");
+    }
+    relevant
+}
+
+/// One ranking's scores over the cases.
+struct Evaluation {
+    all: Score,
+    per_app: HashMap<String, Score>,
+    times: Vec<Duration>,
+    misses: Vec<String>,
+}
+
+fn evaluate(store: &Store, cases: &[Case], lo_lang: &Path, gimp_lang: &Path) -> Evaluation {
+    let mut e = Evaluation {
+        all: Score::default(),
+        per_app: HashMap::new(),
+        times: Vec::new(),
+        misses: Vec::new(),
+    };
+    for c in cases {
+        let relevant = relevant_of(c, lo_lang, gimp_lang);
         let req = SearchRequest {
             text: c.request.clone(),
             app: Some(c.app.clone()),
@@ -215,22 +352,18 @@ fn main() {
         for _ in 0..5 {
             let t = Instant::now();
             found = store.search(&req).expect("search");
-            times.push(t.elapsed());
+            e.times.push(t.elapsed());
         }
         let found: Vec<String> = found.into_iter().map(|h| h.location).collect();
-        let ours_rank = first_relevant(&found, &relevant);
-        let base_rank = first_relevant(&plain_search(&c.request), &relevant);
-        ours.add(ours_rank);
-        base.add(base_rank);
-        let e = per_app.entry(c.app.clone()).or_default();
-        e.0.add(ours_rank);
-        e.1.add(base_rank);
-        if ours_rank.is_none_or(|r| r > 3) {
-            misses.push(format!(
+        let rank = first_relevant(&found, &relevant);
+        e.all.add(rank);
+        e.per_app.entry(c.app.clone()).or_default().add(rank);
+        if rank.is_none_or(|r| r > 3) {
+            e.misses.push(format!(
                 "  {:?} ({}): rank {:?}; top: {:?}",
                 c.request,
                 c.app,
-                ours_rank,
+                rank,
                 found
                     .iter()
                     .take(3)
@@ -239,48 +372,13 @@ fn main() {
             ));
         }
     }
-    times.sort();
+    e
+}
 
-    println!("knowledge benchmark ({} requests)", cases.len());
-    println!(
-        "index: {} pages ({} unreadable) in {:.1} s",
-        report.saved,
-        report.unreadable,
-        index_time.as_secs_f64()
-    );
-    println!("| ranking | hit@3 | MRR@10 |");
-    println!("| --- | --- | --- |");
-    println!(
-        "| ufo knowledge search | {:.2} | {:.2} |",
-        ours.hit3(),
-        ours.mrr()
-    );
-    println!(
-        "| plain BM25 over visible text | {:.2} | {:.2} |",
-        base.hit3(),
-        base.mrr()
-    );
-    let mut apps: Vec<_> = per_app.iter().collect();
-    apps.sort_by_key(|(a, _)| a.to_string());
-    for (app, (o, b)) in apps {
-        println!(
-            "|   {app} ({}) | {:.2} vs {:.2} | {:.2} vs {:.2} |",
-            o.n,
-            o.hit3(),
-            b.hit3(),
-            o.mrr(),
-            b.mrr()
-        );
-    }
-    println!(
-        "query: p50 {:.2} ms, p95 {:.2} ms",
-        percentile(&times, 0.5).as_secs_f64() * 1e3,
-        percentile(&times, 0.95).as_secs_f64() * 1e3
-    );
-    if !misses.is_empty() {
-        println!("not in the top 3:");
-        for m in misses {
-            println!("{m}");
-        }
-    }
+fn parse(lines: &str) -> Vec<Case> {
+    lines
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("eval: a bad line"))
+        .collect()
 }

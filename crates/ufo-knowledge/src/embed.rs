@@ -8,9 +8,12 @@
 //! synchronous, so each request runs on a thread of its own with a small runtime: it can be
 //! called from a blocking thread, from a command, or from inside another runtime alike.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
+
+use crate::model::SentenceModel;
 
 /// Most bytes read of one answer.
 pub const MAX_BODY_BYTES: usize = 16 << 20;
@@ -53,6 +56,9 @@ pub enum EmbedError {
         /// What went wrong.
         what: String,
     },
+    /// The in-process model failed.
+    #[error("the embedding model: {0}")]
+    Model(String),
 }
 
 /// An OpenAI-compatible embeddings endpoint and its model.
@@ -261,6 +267,89 @@ pub fn from_blob(b: &[u8]) -> Option<Vec<f32>> {
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect(),
     )
+}
+
+/// Most tokens of a document the in-process model reads (title, headings, keywords, then the
+/// body). 128 keeps indexing all LibreOffice and GIMP help within minutes on 2 cores; longer
+/// texts or chunks are not measured yet (docs/knowledge.md).
+pub const DOC_TOKENS: usize = 128;
+/// Most tokens of a query the in-process model reads.
+pub const QUERY_TOKENS: usize = 64;
+/// Most threads that embed documents at once with the in-process model.
+pub const MAX_THREADS: usize = 4;
+
+/// What gives documents and queries their vectors: an endpoint, or a model in the process.
+#[derive(Debug, Clone)]
+pub enum Encoder {
+    /// An OpenAI-compatible endpoint.
+    Http(Embedder),
+    /// A sentence-transformers model run in the process ([`crate::model`]).
+    Local(Arc<SentenceModel>),
+}
+
+impl From<Embedder> for Encoder {
+    fn from(e: Embedder) -> Self {
+        Encoder::Http(e)
+    }
+}
+
+impl From<Arc<SentenceModel>> for Encoder {
+    fn from(m: Arc<SentenceModel>) -> Self {
+        Encoder::Local(m)
+    }
+}
+
+impl Encoder {
+    /// The name stored with each vector (vectors of different models are never compared).
+    pub fn model(&self) -> String {
+        match self {
+            Encoder::Http(e) => e.model().to_string(),
+            Encoder::Local(m) => format!("local:{}:{DOC_TOKENS}", m.name()),
+        }
+    }
+
+    /// The vectors of `texts`, in order (the in-process model on up to [`MAX_THREADS`]
+    /// threads).
+    pub fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        match self {
+            Encoder::Http(e) => e.embed_documents(texts),
+            Encoder::Local(m) => {
+                let threads = std::thread::available_parallelism()
+                    .map_or(1, |n| n.get())
+                    .clamp(1, MAX_THREADS);
+                let per = texts.len().div_ceil(threads).max(1);
+                let parts: Vec<Vec<Vec<f32>>> = std::thread::scope(|s| {
+                    let handles: Vec<_> = texts
+                        .chunks(per)
+                        .map(|part| {
+                            s.spawn(move || {
+                                part.iter()
+                                    .map(|t| m.embed(t, DOC_TOKENS))
+                                    .collect::<Vec<_>>()
+                            })
+                        })
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().unwrap_or_default())
+                        .collect()
+                });
+                let out: Vec<Vec<f32>> = parts.into_iter().flatten().collect();
+                if out.len() != texts.len() {
+                    return Err(EmbedError::Model("a thread of the model stopped".into()));
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// The vector of a query.
+    pub fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        match self {
+            Encoder::Http(e) => e.embed_query(text),
+            Encoder::Local(m) => Ok(m.embed(text, QUERY_TOKENS)),
+        }
+    }
 }
 
 /// Reciprocal-rank fusion constant.

@@ -4,13 +4,15 @@
 //!
 //! [`extract`] reduces a page to title, headings, index keywords and body text; [`discover`]
 //! finds the installed help; [`store`] keeps and searches it and implements the core's
-//! [`ufo_core::knowledge::Knowledge`] port.
+//! [`ufo_core::knowledge::Knowledge`] port; [`model`] runs a sentence-transformers model in
+//! the process for [`embed`]'s vectors.
 
 pub mod apps;
 pub mod discover;
 pub mod embed;
 pub mod experience;
 pub mod extract;
+pub mod model;
 pub mod query;
 pub mod store;
 pub mod web;

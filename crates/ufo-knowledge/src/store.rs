@@ -6,16 +6,20 @@
 //! mode with a busy timeout, and every write is one `BEGIN IMMEDIATE` transaction, so several
 //! processes (parallel batch jobs) can save at once without losing or failing a write.
 //!
-//! With an embeddings endpoint ([`Store::set_embedder`]), each saved document also gets a
-//! vector (table `embeddings`, keyed by the document's id, with the model's name), and a
+//! With an embeddings endpoint or a model in the process ([`Store::set_embedder`]), each saved
+//! document also gets a vector (table `embeddings`, keyed by the document's id, with the
+//! model's name; table `vectors` keeps each vector under a hash of model and text, so a page
+//! indexed again unchanged is not embedded again), and a
 //! search fuses the lexical ranking with the cosine ranking of the same application's
 //! documents (reciprocal-rank fusion, [`crate::embed::fuse`]). A failed request leaves the
 //! documents lexical-only; the first failure is kept for the caller to show
 //! ([`Store::embed_warning`]) and the endpoint is not asked again by this store.
+//! [`Store::fresh_copy`] and [`Store::replace`] index into a new file and swap it in whole.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -23,7 +27,7 @@ use rusqlite::{params, CachedStatement, Connection, OptionalExtension, Transacti
 use serde::Serialize;
 use ufo_core::knowledge::{Knowledge, KnowledgeError, KnowledgeKind, KnowledgeQuery, Snippet};
 
-use crate::embed::{self, Embedder};
+use crate::embed::{self, Encoder};
 use crate::extract::{clip, Page};
 use crate::query;
 
@@ -188,14 +192,32 @@ pub struct Forget {
     pub locations: Vec<String>,
 }
 
+/// A kind, an application and a model: the vectors one search compares with.
+type VectorSet = (String, Option<String>, String);
+/// Documents' ids and vectors.
+type Vectors = Arc<Vec<(i64, Vec<f32>)>>;
+
+/// Which rankings a search with an embedder uses (the benchmark compares them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Ranking {
+    /// Lexical and dense rankings fused (the default).
+    #[default]
+    Fused,
+    /// BM25 alone, as without an embedder.
+    Lexical,
+    /// Cosine to the query's vector alone.
+    Dense,
+}
+
 /// The knowledge store.
 #[derive(Debug)]
 pub struct Store {
+    ranking: Ranking,
     conn: Connection,
     path: PathBuf,
     weights: Weights,
-    /// The embeddings endpoint, when configured.
-    embedder: Option<Embedder>,
+    /// The embeddings endpoint or model, when configured.
+    embedder: Option<Encoder>,
     /// Set after the endpoint failed once: it is not asked again.
     embed_down: AtomicBool,
     /// The first failure, for the caller to show once.
@@ -203,7 +225,14 @@ pub struct Store {
     /// The words of the `apps` and `kind` columns (read on the first search; cleared by a
     /// write): only query words like them need the column filter.
     tag_words: Mutex<Option<Vec<String>>>,
+    /// The vectors a search compares with, by kind, application and model, read once until
+    /// the next write (reading 3,000 of them from SQLite took longer than the query's own
+    /// embedding).
+    vector_sets: Mutex<HashMap<VectorSet, Vectors>>,
 }
+
+#[path = "store_swap.rs"]
+mod swap;
 
 /// The store's default file: `$XDG_DATA_HOME/ufo/knowledge.sqlite`, else
 /// `~/.local/share/ufo/knowledge.sqlite`.
@@ -239,6 +268,10 @@ CREATE TABLE IF NOT EXISTS embeddings(
     model TEXT NOT NULL,
     vec BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS vectors(
+    key BLOB PRIMARY KEY,
+    vec BLOB NOT NULL
+) WITHOUT ROWID;
 ";
 
 impl Store {
@@ -267,6 +300,7 @@ impl Store {
         tx.execute_batch(SCHEMA).map_err(err)?;
         tx.commit().map_err(err)?;
         Ok(Store {
+            ranking: Ranking::default(),
             conn,
             path: path.to_path_buf(),
             weights: Weights::default(),
@@ -274,6 +308,7 @@ impl Store {
             embed_down: AtomicBool::new(false),
             embed_warning: Mutex::new(None),
             tag_words: Mutex::new(None),
+            vector_sets: Mutex::new(HashMap::new()),
         })
     }
 
@@ -294,9 +329,19 @@ impl Store {
 
     /// Embed documents at save time and queries at search time with `embedder` (`None`:
     /// lexical ranking only).
-    pub fn set_embedder(&mut self, embedder: Option<Embedder>) {
+    pub fn set_embedder(&mut self, embedder: Option<Encoder>) {
         self.embedder = embedder;
         self.embed_down.store(false, Ordering::Relaxed);
+    }
+
+    /// Rank by `ranking` when an embedder is set.
+    pub fn set_ranking(&mut self, ranking: Ranking) {
+        self.ranking = ranking;
+    }
+
+    /// Whether documents and queries get vectors (an embedder is set).
+    pub fn embeds(&self) -> bool {
+        self.embedder.is_some()
     }
 
     /// The first embeddings failure of this store, if any (once: taking it clears it).
@@ -305,7 +350,7 @@ impl Store {
     }
 
     /// The embedder, unless it failed before.
-    fn live_embedder(&self) -> Option<&Embedder> {
+    fn live_embedder(&self) -> Option<&Encoder> {
         self.embedder
             .as_ref()
             .filter(|_| !self.embed_down.load(Ordering::Relaxed))
@@ -320,19 +365,29 @@ impl Store {
     }
 
     /// The vectors of `docs` (all `None` without an embedder or when the request failed).
+    /// A vector made before for the same text by the same model (table `vectors`, keyed by a
+    /// hash of both) is reused: indexing unchanged pages again embeds nothing.
     fn document_vectors(&self, docs: &[Document]) -> Vec<Option<Vec<f32>>> {
         let Some(e) = self.live_embedder().filter(|_| !docs.is_empty()) else {
             return vec![None; docs.len()];
         };
-        let texts: Vec<String> = docs
-            .iter()
-            .map(|d| {
-                let p = &d.page;
-                format!("{}\n{}\n{}\n{}", p.title, p.headings, p.keywords, p.body)
-            })
-            .collect();
-        match e.embed_documents(&texts) {
-            Ok(v) => v.into_iter().map(Some).collect(),
+        let model = e.model();
+        let texts: Vec<String> = docs.iter().map(|d| embed_text(&d.page)).collect();
+        let keys: Vec<Vec<u8>> = texts.iter().map(|t| vector_key(&model, t)).collect();
+        let mut out: Vec<Option<Vec<f32>>> = keys.iter().map(|k| self.cached_vector(k)).collect();
+        let missing: Vec<usize> = (0..docs.len()).filter(|i| out[*i].is_none()).collect();
+        if missing.is_empty() {
+            return out;
+        }
+        let todo: Vec<String> = missing.iter().map(|i| texts[*i].clone()).collect();
+        match e.embed_documents(&todo) {
+            Ok(v) => {
+                for (i, v) in missing.into_iter().zip(v) {
+                    self.cache_vector(&keys[i], &v);
+                    out[i] = Some(v);
+                }
+                out
+            }
             Err(err) => {
                 self.embed_failed(format!(
                     "{err}; the documents were saved for lexical search only"
@@ -340,6 +395,27 @@ impl Store {
                 vec![None; docs.len()]
             }
         }
+    }
+
+    /// The vector kept under `key`, if any (a read error counts as none: it is made again).
+    fn cached_vector(&self, key: &[u8]) -> Option<Vec<f32>> {
+        self.conn
+            .prepare_cached("SELECT vec FROM vectors WHERE key = ?1")
+            .and_then(|mut s| {
+                s.query_row(params![key], |r| r.get::<_, Vec<u8>>(0))
+                    .optional()
+            })
+            .ok()
+            .flatten()
+            .and_then(|b| embed::from_blob(&b))
+    }
+
+    /// Keep `v` under `key` (a failed write only costs embedding it again later).
+    fn cache_vector(&self, key: &[u8], v: &[f32]) {
+        let _ = self
+            .conn
+            .prepare_cached("INSERT OR REPLACE INTO vectors(key, vec) VALUES (?1, ?2)")
+            .and_then(|mut s| s.execute(params![key, embed::to_blob(v)]));
     }
 
     fn err(&self, source: rusqlite::Error) -> StoreError {
@@ -354,7 +430,7 @@ impl Store {
     pub fn save(&mut self, docs: &[Document]) -> Result<usize, StoreError> {
         // asked before the write transaction, so other writers do not wait on the network
         let vectors = self.document_vectors(docs);
-        let model = self.embedder.as_ref().map(|e| e.model().to_string());
+        let model = self.embedder.as_ref().map(Encoder::model);
         let path = self.path.display().to_string();
         let err = |source| StoreError::Sqlite {
             path: path.clone(),
@@ -389,7 +465,10 @@ impl Store {
         };
         let tag_words = self.tag_words()?;
         let tag = |w: &str| is_tag_word(w, &tag_words);
-        let query_vector = self.query_vector(&req.text)?;
+        let query_vector = match self.ranking {
+            Ranking::Lexical => None,
+            Ranking::Fused | Ranking::Dense => self.query_vector(&req.text)?,
+        };
         // with a vector, more lexical candidates are fused than are shown
         let lexical_top = match query_vector {
             Some(_) => top.max(FUSE_CANDIDATES),
@@ -416,6 +495,9 @@ impl Store {
                 }
             }
             if let Some((model, v)) = &query_vector {
+                if self.ranking == Ranking::Dense {
+                    found.clear();
+                }
                 found = self.fuse(found, kind, scoped.as_deref(), model, v, top)?;
             }
             hits.extend(found);
@@ -474,6 +556,9 @@ impl Store {
         if let Ok(mut w) = self.tag_words.lock() {
             *w = None;
         }
+        if let Ok(mut v) = self.vector_sets.lock() {
+            v.clear();
+        }
     }
 
     /// The query's vector and the model it is of, when documents of that model are stored and
@@ -491,7 +576,7 @@ impl Store {
             return Ok(None);
         }
         match e.embed_query(text) {
-            Ok(v) => Ok(Some((e.model().to_string(), v))),
+            Ok(v) => Ok(Some((e.model(), v))),
             Err(err) => {
                 self.embed_failed(format!("{err}; searching lexically"));
                 Ok(None)
@@ -522,21 +607,10 @@ impl Store {
         vector: &[f32],
         top: usize,
     ) -> Result<Vec<Hit>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT e.id, e.vec FROM embeddings e JOIN docs d ON d.id = e.id
-                 WHERE d.kind = ?1 AND e.model = ?2
-                   AND (?3 IS NULL OR (' ' || d.apps || ' ') LIKE ('% ' || ?3 || ' %'))",
-            )
-            .map_err(|e| self.err(e))?;
-        let mut near: Vec<(i64, f32)> = stmt
-            .query_map(params![kind.as_str(), model, app], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
-            })
-            .map_err(|e| self.err(e))?
-            .filter_map(|r| r.ok())
-            .filter_map(|(id, blob)| Some((id, embed::cosine(&embed::from_blob(&blob)?, vector))))
+        let set = self.vector_set(kind, app, model)?;
+        let mut near: Vec<(i64, f32)> = set
+            .iter()
+            .map(|(id, v)| (*id, embed::cosine(v, vector)))
             .collect();
         near.sort_by(|a, b| b.1.total_cmp(&a.1));
         near.truncate(FUSE_CANDIDATES);
@@ -562,6 +636,50 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// The vectors of the documents of `kind` (and `app`) made by `model`, read once until the
+    /// next write.
+    fn vector_set(
+        &self,
+        kind: KnowledgeKind,
+        app: Option<&str>,
+        model: &str,
+    ) -> Result<Vectors, StoreError> {
+        let key = (
+            kind.as_str().to_string(),
+            app.map(str::to_string),
+            model.to_string(),
+        );
+        if let Some(set) = self
+            .vector_sets
+            .lock()
+            .ok()
+            .and_then(|v| v.get(&key).cloned())
+        {
+            return Ok(set);
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT e.id, e.vec FROM embeddings e JOIN docs d ON d.id = e.id
+                 WHERE d.kind = ?1 AND e.model = ?2
+                   AND (?3 IS NULL OR (' ' || d.apps || ' ') LIKE ('% ' || ?3 || ' %'))",
+            )
+            .map_err(|e| self.err(e))?;
+        let set: Vec<(i64, Vec<f32>)> = stmt
+            .query_map(params![kind.as_str(), model, app], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+            })
+            .map_err(|e| self.err(e))?
+            .filter_map(|r| r.ok())
+            .filter_map(|(id, blob)| Some((id, embed::from_blob(&blob)?)))
+            .collect();
+        let set = Arc::new(set);
+        if let Ok(mut v) = self.vector_sets.lock() {
+            v.insert(key, set.clone());
+        }
+        Ok(set)
     }
 
     /// The hit of document `id` (found by its vector alone).
@@ -848,6 +966,26 @@ impl<'t> DocWrites<'t> {
     }
 }
 
+/// What is embedded of a page: its title, headings and index keywords (they name the
+/// feature in a person's words), then its body (the model reads the first tokens only).
+pub fn embed_text(p: &crate::extract::Page) -> String {
+    let mut body: String = p.body.chars().take(embed::TEXT_CHARS).collect();
+    if body.len() < p.body.len() {
+        body.push(' ');
+    }
+    format!("{}\n{}\n{}\n{}", p.title, p.headings, p.keywords, body)
+}
+
+/// The key of a vector in table `vectors`: a hash of the model and the text embedded.
+fn vector_key(model: &str, text: &str) -> Vec<u8> {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    h.update(model.as_bytes());
+    h.update([0]);
+    h.update(text.as_bytes());
+    h.finalize().to_vec()
+}
+
 /// Whether the query word `w` may match one of `tags` (the words of the `apps` and `kind`
 /// columns) once stemmed: the same start, five letters or the whole shorter word.
 fn is_tag_word(w: &str, tags: &[String]) -> bool {
@@ -922,7 +1060,7 @@ mod tests {
         }
     }
 
-    fn store() -> (tempfile::TempDir, Store) {
+    pub(super) fn store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
         let s = Store::open(&dir.path().join("ufo").join(FILE_NAME)).unwrap();
         (dir, s)
@@ -1072,7 +1210,7 @@ mod tests {
     /// words, the words of one concept on one shared dimension (so texts that share no word
     /// can be close), every other word on a hashed one. `hang`: it reads the request and
     /// never answers. Returns its base URL and the number of requests it got.
-    mod fake {
+    pub(super) mod fake {
         use std::hash::{Hash, Hasher};
         use std::io::{Read, Write};
         use std::net::{TcpListener, TcpStream};
@@ -1170,9 +1308,9 @@ mod tests {
         }
     }
 
-    fn embedder(url: &str, timeout_ms: u64) -> Embedder {
+    pub(super) fn embedder(url: &str, timeout_ms: u64) -> Encoder {
         let t = Duration::from_millis(timeout_ms);
-        Embedder::new(
+        Encoder::Http(embed::Embedder::new(
             url,
             "fake-embed",
             embed::EmbedLimits {
@@ -1180,10 +1318,10 @@ mod tests {
                 batch: t,
                 query: t,
             },
-        )
+        ))
     }
 
-    fn calc_pages() -> Vec<Document> {
+    pub(super) fn calc_pages() -> Vec<Document> {
         vec![
             doc(
                 "/h/cond.html",
@@ -1223,7 +1361,7 @@ mod tests {
         ]
     }
 
-    fn top3(s: &Store, text: &str) -> Vec<String> {
+    pub(super) fn top3(s: &Store, text: &str) -> Vec<String> {
         s.search(&SearchRequest {
             text: text.into(),
             app: Some("libreoffice-calc".into()),

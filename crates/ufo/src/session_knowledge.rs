@@ -48,7 +48,7 @@ impl SessionKnowledge {
         };
         let store = if Path::new(&s.store).is_file() {
             let mut store = Store::open(&s.store).map_err(|e| e.to_string())?;
-            store.set_embedder(s.embeddings.as_ref().map(|e| e.embedder()));
+            store.set_embedder(s.encoder().map_err(|e| format!("{e:#}"))?);
             Some(Arc::new(Mutex::new(store)))
         } else {
             None
@@ -86,9 +86,9 @@ impl SessionKnowledge {
             web_cache: Mutex::new(Vec::new()),
             web_down: AtomicBool::new(false),
             // the query's vector may take its own timeout on top of the lexical search
-            budget: match s.embeddings {
-                Some(_) => QUERY_BUDGET + EmbedLimits::default().query,
-                None => QUERY_BUDGET,
+            budget: match s.embeds() {
+                true => QUERY_BUDGET + EmbedLimits::default().query,
+                false => QUERY_BUDGET,
             },
             limits,
         }))

@@ -758,3 +758,150 @@ fn a_corrupt_store_is_named_and_a_session_goes_on_without_it() {
         "the store is untouched"
     );
 }
+
+/// The all-MiniLM-L6-v2 folder (`UFO_EMBED_MODEL_DIR`, set by scripts/test.sh); without it the
+/// test skips, saying so, unless `UFO_EMBED_TESTS=1`, where it fails.
+fn embed_model_dir(test: &str) -> Option<std::path::PathBuf> {
+    ufo_knowledge::model::test_model_dir(test)
+}
+
+#[test]
+fn the_model_folder_in_the_config_embeds_in_the_process_and_finds_what_the_words_miss() {
+    let Some(model) = embed_model_dir("knowledge in-process model") else {
+        return;
+    };
+    let home = tempfile::tempdir().expect("temp dir");
+    let docs = home.path().join("docs");
+    write(
+        &docs,
+        "freeze.md",
+        "# Freezing Rows or Columns as Headers\nSelect the row below the header, then View - Freeze Cells.\n",
+    );
+    write(
+        &docs,
+        "insert.md",
+        "# Inserting Rows and Columns\nChoose Sheet - Insert Rows.\n",
+    );
+    write(
+        &docs,
+        "cond.md",
+        "# Conditional Formatting\nApply a cell style when a condition holds.\n",
+    );
+    let query = "keep the top line visible while scrolling";
+    // lexically, no word of the query is on any page
+    knowledge(
+        home.path(),
+        &["add-docs", "--app", "libreoffice-calc", "docs"],
+    )
+    .assert()
+    .success();
+    let out = knowledge(home.path(), &["search", "--json", query])
+        .output()
+        .expect("run");
+    assert!(
+        json_lines(&out.stdout).is_empty(),
+        "{:?}",
+        json_lines(&out.stdout)
+    );
+    // with the model folder configured (the contract key), added again: found first
+    write(
+        &home.path().join("config").join("ufo"),
+        "ufo.toml",
+        &format!(
+            "[knowledge]\nembeddings_model_dir = {:?}\n",
+            model.display().to_string()
+        ),
+    );
+    knowledge(
+        home.path(),
+        &["add-docs", "--app", "libreoffice-calc", "docs"],
+    )
+    .assert()
+    .success();
+    let out = knowledge(
+        home.path(),
+        &["search", "--app", "libreoffice-calc", "--json", query],
+    )
+    .output()
+    .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let hits = json_lines(&out.stdout);
+    assert_eq!(hits.len(), 3, "{hits:?}");
+    for field in ["kind", "title", "location", "score"] {
+        assert!(hits[0].get(field).is_some(), "{field} in {}", hits[0]);
+    }
+    assert_eq!(hits[0]["title"], "Freezing Rows or Columns as Headers");
+    // the vectors are in the store's own file, under the model's name
+    let db = home
+        .path()
+        .join("data")
+        .join("ufo")
+        .join("knowledge.sqlite");
+    let conn = rusqlite::Connection::open(&db).expect("open the store");
+    let n: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM embeddings WHERE model LIKE 'local:%'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("count");
+    assert_eq!(n, 3);
+}
+
+#[test]
+fn a_bad_model_folder_stops_with_exit_2_naming_the_file() {
+    let home = tempfile::tempdir().expect("temp dir");
+    let model = home.path().join("model");
+    write(&model, "config.json", "{}");
+    let out = knowledge(
+        home.path(),
+        &[
+            "search",
+            "--embed-model",
+            &model.display().to_string(),
+            "rows",
+        ],
+    )
+    .output()
+    .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&model.join("config.json").display().to_string()),
+        "{err}"
+    );
+    assert!(err.contains("not a BERT config"), "{err}");
+    // the tokenizer named when it is the file missing
+    write(
+        &model,
+        "config.json",
+        r#"{"hidden_size":384,"num_hidden_layers":6,"num_attention_heads":12,"intermediate_size":1536,"max_position_embeddings":512,"vocab_size":30522}"#,
+    );
+    write(
+        &model.join("1_Pooling"),
+        "config.json",
+        r#"{"word_embedding_dimension":384,"pooling_mode_mean_tokens":true}"#,
+    );
+    let out = knowledge(
+        home.path(),
+        &[
+            "index",
+            "--embed-model",
+            &model.display().to_string(),
+            "gimp",
+        ],
+    )
+    .output()
+    .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&model.join("tokenizer.json").display().to_string()),
+        "{err}"
+    );
+    assert!(err.contains("missing"), "{err}");
+}

@@ -15,6 +15,11 @@ pub struct StoreArgs {
     /// Configuration file (default ./ufo.toml, else $XDG_CONFIG_HOME/ufo/ufo.toml).
     #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
+    /// A sentence-transformers model folder (config.json, tokenizer.json, model.safetensors,
+    /// 1_Pooling/config.json; e.g. all-MiniLM-L6-v2) that embeds pages and queries in the
+    /// process; overrides [knowledge] embeddings_model_dir.
+    #[arg(long, value_name = "DIR", global = true)]
+    pub embed_model: Option<PathBuf>,
 }
 
 /// A kind as typed.

@@ -16,7 +16,7 @@ use ufo_knowledge::discover::{self, HelpRoots, Source};
 use ufo_knowledge::store::{self, Forget, SearchRequest, Store};
 
 use crate::cli::knowledge::{KnowledgeCommand, StoreArgs};
-use crate::config::knowledge::{settings, EmbeddingsSettings};
+use crate::config::knowledge::settings;
 
 /// Exit status of bad usage or configuration.
 const EXIT_USAGE: u8 = 2;
@@ -41,10 +41,14 @@ pub fn command(cmd: KnowledgeCommand) -> ExitCode {
 #[error("{0}")]
 struct Usage(String);
 
-fn open(config: Option<&Path>) -> Result<Store> {
-    let s = settings(config).map_err(|e| Usage(format!("{e:#}")))?;
+fn open(args: &StoreArgs) -> Result<Store> {
+    let mut s = settings(args.config.as_deref()).map_err(|e| Usage(format!("{e:#}")))?;
+    if let Some(dir) = &args.embed_model {
+        s.embeddings_model_dir = Some(dir.clone());
+    }
+    let encoder = s.encoder().map_err(|e| Usage(format!("{e:#}")))?;
     let mut st = Store::open(&s.store)?;
-    st.set_embedder(s.embeddings.as_ref().map(EmbeddingsSettings::embedder));
+    st.set_embedder(encoder);
     Ok(st)
 }
 
@@ -58,13 +62,13 @@ fn tell_embed_warning(st: &Store) {
 fn run(cmd: KnowledgeCommand) -> Result<ExitCode> {
     match cmd {
         KnowledgeCommand::Index { sources, store } => {
-            let mut st = open(store.config.as_deref())?;
+            let st = open(&store)?;
             let sources: Vec<Source> = if sources.is_empty() {
                 Source::ALL.to_vec()
             } else {
                 sources.into_iter().map(Source::from).collect()
             };
-            index(&mut st, &sources)
+            index(st, &sources)
         }
         KnowledgeCommand::Search {
             app,
@@ -117,7 +121,7 @@ fn run(cmd: KnowledgeCommand) -> Result<ExitCode> {
 
 /// `ufo knowledge search`: the hits, best first.
 fn search(req: &SearchRequest, json: bool, store: &StoreArgs) -> Result<ExitCode> {
-    let st = open(store.config.as_deref())?;
+    let st = open(store)?;
     let hits = st.search(req)?;
     tell_embed_warning(&st);
     for (i, h) in hits.iter().enumerate() {
@@ -168,7 +172,7 @@ fn add_demo(request: &str, app: Option<&str>, dir: &Path, store: &StoreArgs) -> 
             body: steps.join("\n"),
         },
     };
-    let mut st = open(store.config.as_deref())?;
+    let mut st = open(store)?;
     st.save(&[doc])?;
     eprintln!(
         "added the demonstration {} ({} step(s)) to {}",
@@ -187,7 +191,7 @@ fn list(
     json: bool,
     store: &StoreArgs,
 ) -> Result<ExitCode> {
-    let st = open(store.config.as_deref())?;
+    let st = open(store)?;
     for e in st.list(kind, app, limit)? {
         if json {
             println!("{}", serde_json::to_string(&e)?);
@@ -217,7 +221,7 @@ fn forget(what: Forget, store: &StoreArgs) -> Result<ExitCode> {
         )
         .into());
     }
-    let mut st = open(store.config.as_deref())?;
+    let mut st = open(store)?;
     let n = st.forget(&what)?;
     eprintln!("forgot {n} entr{}", if n == 1 { "y" } else { "ies" });
     Ok(ExitCode::SUCCESS)
@@ -225,7 +229,7 @@ fn forget(what: Forget, store: &StoreArgs) -> Result<ExitCode> {
 
 /// `ufo knowledge stats`: where the store is and what it holds.
 fn stats(json: bool, store: &StoreArgs) -> Result<ExitCode> {
-    let st = open(store.config.as_deref())?;
+    let st = open(store)?;
     let s = st.stats()?;
     if json {
         println!("{}", serde_json::to_string(&s)?);
@@ -245,7 +249,7 @@ fn stats(json: bool, store: &StoreArgs) -> Result<ExitCode> {
 /// least one document was added (the warnings say what was left out), 1 when files were
 /// skipped and none added, 2 for a path that is not there or a bad `--app`.
 fn add_docs(app: &str, paths: &[PathBuf], store: &StoreArgs) -> Result<ExitCode> {
-    let mut st = open(store.config.as_deref())?;
+    let mut st = open(store)?;
     let mut docs = Vec::new();
     let mut skipped = 0usize;
     for p in paths {
@@ -275,8 +279,10 @@ fn add_docs(app: &str, paths: &[PathBuf], store: &StoreArgs) -> Result<ExitCode>
     Ok(ExitCode::from(u8::from(skipped > 0 && n == 0)))
 }
 
-/// Index the installed help of `sources` with a progress bar (on a terminal).
-fn index(st: &mut Store, sources: &[Source]) -> Result<ExitCode> {
+/// Index the installed help of `sources` with a progress bar (on a terminal), into a copy of
+/// the store that replaces it once complete (an index stopped half-way leaves the store as it
+/// was). Pages whose embedded text is unchanged keep their vectors.
+fn index(old: Store, sources: &[Source]) -> Result<ExitCode> {
     let files = discover::installed_help(&HelpRoots::system(), sources);
     if files.is_empty() {
         eprintln!(
@@ -289,15 +295,25 @@ fn index(st: &mut Store, sources: &[Source]) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
+    let mut st = old.fresh_copy()?;
     let bar = indicatif::ProgressBar::new(files.len() as u64);
+    let what = match st.embeds() {
+        true => "indexing and embedding",
+        false => "indexing",
+    };
     bar.set_style(
-        indicatif::ProgressStyle::with_template("indexing {bar:40} {pos}/{len} pages ({eta})")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template(&format!(
+            "{what} {{bar:40}} {{pos}}/{{len}} pages ({{eta}})"
+        ))
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let started = std::time::Instant::now();
-    let report = discover::index_files(st, &files, &mut |done, _| bar.set_position(done as u64))?;
+    let report = discover::index_files(&mut st, &files, &mut |done, _| {
+        bar.set_position(done as u64)
+    })?;
     bar.finish_and_clear();
-    tell_embed_warning(st);
+    tell_embed_warning(&st);
+    let st = st.replace(old)?;
     eprintln!(
         "indexed {} pages in {:.1} s ({} unreadable) into {}",
         report.saved,

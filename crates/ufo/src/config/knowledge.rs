@@ -6,8 +6,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use ufo_core::knowledge::{KnowledgeKind, PromptCaps};
-use ufo_knowledge::embed::{EmbedLimits, Embedder};
+
+use ufo_knowledge::embed::{EmbedLimits, Embedder, Encoder};
+use ufo_knowledge::model::SentenceModel;
 use ufo_knowledge::store;
 
 /// When a session's finished subtasks are saved.
@@ -72,6 +75,9 @@ pub struct KnowledgeSection {
     pub embeddings_url: Option<String>,
     /// The embeddings model; embeddings are off without it.
     pub embeddings_model: Option<String>,
+    /// A sentence-transformers model folder (e.g. all-MiniLM-L6-v2) run in the process; it
+    /// gives the vectors instead of the endpoint.
+    pub embeddings_model_dir: Option<PathBuf>,
     /// The model that writes a short summary with tips for each saved experience (a model
     /// spec as `--llm` takes, e.g. `openai:gpt-4o-mini`); no summary without it.
     pub summary_model: Option<String>,
@@ -96,6 +102,26 @@ impl EmbeddingsSettings {
     }
 }
 
+impl KnowledgeSettings {
+    /// What gives the store its vectors: the model folder (loaded now; a bad folder is an
+    /// error naming its file), else the endpoint, else nothing (lexical ranking).
+    pub fn encoder(&self) -> Result<Option<Encoder>> {
+        if let Some(dir) = &self.embeddings_model_dir {
+            let model = SentenceModel::load(dir)?;
+            return Ok(Some(Encoder::Local(Arc::new(model))));
+        }
+        Ok(self
+            .embeddings
+            .as_ref()
+            .map(|e| Encoder::Http(e.embedder())))
+    }
+
+    /// Whether queries get a vector (a model folder or an endpoint is configured).
+    pub fn embeds(&self) -> bool {
+        self.embeddings_model_dir.is_some() || self.embeddings.is_some()
+    }
+}
+
 /// The knowledge settings, resolved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KnowledgeSettings {
@@ -113,6 +139,8 @@ pub struct KnowledgeSettings {
     pub web_search_url: Option<String>,
     /// The embeddings endpoint, if embeddings are on.
     pub embeddings: Option<EmbeddingsSettings>,
+    /// The embedding model's folder, run in the process (before the endpoint).
+    pub embeddings_model_dir: Option<PathBuf>,
     /// The model spec that summarises saved experience, if one is configured.
     pub summary_model: Option<String>,
 }
@@ -149,6 +177,10 @@ impl KnowledgeSettings {
             save_experience: section.save_experience.unwrap_or_default(),
             web_search_url: section.web_search_url.clone().filter(|u| !u.is_empty()),
             embeddings: embeddings(section, env)?,
+            embeddings_model_dir: env("UFO_KNOWLEDGE_EMBEDDINGS_MODEL_DIR")
+                .map(PathBuf::from)
+                .or_else(|| section.embeddings_model_dir.clone())
+                .filter(|p| !p.as_os_str().is_empty()),
             summary_model: env("UFO_KNOWLEDGE_SUMMARY_MODEL")
                 .or_else(|| section.summary_model.clone())
                 .map(|m| m.trim().to_string())
@@ -332,6 +364,30 @@ mod tests {
         let e = KnowledgeSettings::resolve(&section, &bad).unwrap_err();
         assert!(e.to_string().contains("UFO_KNOWLEDGE_TOP_WEB"), "{e}");
         assert!(toml::from_str::<KnowledgeSection>("nope = 1").is_err());
+    }
+
+    #[test]
+    fn a_model_folder_comes_from_the_section_or_the_environment_and_a_bad_one_is_named() {
+        let none = |_: &str| None;
+        let section: KnowledgeSection =
+            toml::from_str("embeddings_model_dir = \"/nonexistent/minilm\"").unwrap();
+        let s = KnowledgeSettings::resolve(&section, &none).unwrap();
+        assert_eq!(
+            s.embeddings_model_dir.as_deref(),
+            Some(Path::new("/nonexistent/minilm"))
+        );
+        assert!(s.embeds());
+        let err = s.encoder().unwrap_err().to_string();
+        assert!(err.contains("/nonexistent/minilm: not a folder"), "{err}");
+        // an empty variable turns it off; another path replaces it
+        let off = |k: &str| (k == "UFO_KNOWLEDGE_EMBEDDINGS_MODEL_DIR").then(String::new);
+        let s = KnowledgeSettings::resolve(&section, &off).unwrap();
+        assert_eq!(s.embeddings_model_dir, None);
+        assert!(!s.embeds());
+        assert!(s.encoder().unwrap().is_none());
+        let other = |k: &str| (k == "UFO_KNOWLEDGE_EMBEDDINGS_MODEL_DIR").then(|| "/m".to_string());
+        let s = KnowledgeSettings::resolve(&section, &other).unwrap();
+        assert_eq!(s.embeddings_model_dir.as_deref(), Some(Path::new("/m")));
     }
 
     #[test]
