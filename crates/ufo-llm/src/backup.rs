@@ -47,6 +47,12 @@ impl LlmClient for BackupModel {
         }
     }
 
+    fn take_notes(&self) -> Vec<ufo_core::ModelNote> {
+        let mut notes = self.primary.take_notes();
+        notes.extend(self.backup.take_notes());
+        notes
+    }
+
     fn describe(&self) -> String {
         format!(
             "{} (backup: {})",

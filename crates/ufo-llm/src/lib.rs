@@ -5,6 +5,8 @@
 //!   Studio) and Azure OpenAI;
 //! - [`anthropic`]: the Anthropic Messages API;
 //! - [`retry`]: timeouts, retries, backoff shared by the HTTP providers;
+//! - [`learn`]: what a server accepts (response schema, JSON mode, images), learnt from its
+//!   refusals;
 //! - [`record`]: [`Recording`] of calls to a folder and [`ReplayModel`] (`replay:DIR`);
 //! - [`backup`]: [`BackupModel`], a primary model with a backup;
 //! - [`spec`]: [`from_spec`], which turns `--llm <SPEC>` into a client;
@@ -15,6 +17,7 @@
 
 pub mod anthropic;
 pub mod backup;
+pub mod learn;
 pub mod openai;
 pub mod options;
 pub mod price;

@@ -5,8 +5,11 @@
 //! Wire format: text-only messages are sent with a plain string `content`; messages with
 //! screenshots as a list of parts, each image as
 //! `{"type":"image_url","image_url":{"url":"data:image/png;base64,...","detail":"high"}}`
-//! preceded by its caption as a text part. `json_mode` adds
-//! `"response_format":{"type":"json_object"}`. Usage comes from
+//! preceded by its caption as a text part. The response format follows `structured_output`
+//! ([`crate::learn`]): a request's response schema is sent as
+//! `"response_format":{"type":"json_schema","json_schema":{"name":...,"strict":true,
+//! "schema":{...}}}` (OpenAI, Azure, vLLM, llama.cpp's server, Ollama's OpenAI-compatible
+//! API), JSON mode as `"response_format":{"type":"json_object"}`. Usage comes from
 //! `usage.prompt_tokens` / `usage.completion_tokens` (estimated as `ceil(chars/4)` when the
 //! server reports none). A leading `<think>...</think>` block (local reasoning models) is
 //! dropped from the answer.
@@ -19,6 +22,7 @@ use ufo_core::ports::{
     ChatMessage, ChatRequest, ChatResponse, ContentPart, LlmClient, LlmError, MessageRole, Usage,
 };
 
+use crate::learn::{Format, Learnt};
 use crate::options::{endpoint_url, ApiKey, ConfigError, HttpSettings};
 use crate::retry::{short, Endpoint};
 use crate::script::estimate_tokens;
@@ -67,6 +71,7 @@ pub struct OpenAiClient {
     model: Option<String>,
     provider: &'static str,
     description: String,
+    learnt: Learnt,
 }
 
 impl OpenAiClient {
@@ -80,6 +85,7 @@ impl OpenAiClient {
             });
         }
         let url = endpoint_url(base, "/chat/completions", None);
+        let learnt = Learnt::new(config.settings.structured_output, true);
         let endpoint = Endpoint::new(
             url,
             config.settings,
@@ -93,6 +99,7 @@ impl OpenAiClient {
             description: format!("openai:{}", config.model),
             model: Some(config.model),
             provider: "the OpenAI-compatible server",
+            learnt,
         })
     }
 
@@ -110,6 +117,7 @@ impl OpenAiClient {
             &format!("/openai/deployments/{}/chat/completions", config.deployment),
             Some(&format!("api-version={}", config.api_version)),
         );
+        let learnt = Learnt::new(config.settings.structured_output, true);
         let endpoint = Endpoint::new(
             url,
             config.settings,
@@ -123,6 +131,7 @@ impl OpenAiClient {
             description: format!("azure:{}", config.deployment),
             model: None,
             provider: "Azure OpenAI",
+            learnt,
         })
     }
 
@@ -132,8 +141,14 @@ impl OpenAiClient {
         &self.endpoint.url
     }
 
-    /// The JSON body sent for `request`.
+    /// The JSON body sent for `request` now (with what the server was found to accept).
     pub fn request_body(&self, request: &ChatRequest) -> Value {
+        let request = self.learnt.shaped(request);
+        self.body_with(&request, self.learnt.format(&request))
+    }
+
+    /// The JSON body of `request` sent with `format`.
+    fn body_with(&self, request: &ChatRequest, format: Format) -> Value {
         let mut body = Map::new();
         if let Some(model) = &self.model {
             body.insert("model".into(), json!(model));
@@ -144,8 +159,24 @@ impl OpenAiClient {
             .map(|m| message_json(m, &self.endpoint.settings))
             .collect();
         body.insert("messages".into(), Value::Array(messages));
-        if request.json_mode && self.endpoint.settings.allow_json_mode {
-            body.insert("response_format".into(), json!({"type": "json_object"}));
+        let format = if self.endpoint.settings.allow_json_mode {
+            format
+        } else {
+            Format::Off
+        };
+        match (format, &request.response_schema) {
+            (Format::Schema, Some(schema)) => {
+                body.insert(
+                    "response_format".into(),
+                    json!({"type": "json_schema", "json_schema": {
+                        "name": schema.name, "strict": true, "schema": schema.schema,
+                    }}),
+                );
+            }
+            (Format::Schema | Format::Json, _) => {
+                body.insert("response_format".into(), json!({"type": "json_object"}));
+            }
+            (Format::Off, _) => {}
         }
         if let Some(t) = self.endpoint.settings.temperature {
             body.insert("temperature".into(), json!(t));
@@ -279,14 +310,24 @@ impl std::fmt::Debug for OpenAiClient {
 #[async_trait]
 impl LlmClient for OpenAiClient {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let body = self.request_body(request);
-        let text = self.endpoint.post(self.provider, &body).await?;
+        let text = crate::learn::send(
+            &self.learnt,
+            &self.endpoint,
+            self.provider,
+            request,
+            |shaped, format| self.body_with(shaped, format),
+        )
+        .await?;
         parse_completion(&text, request, self.provider, &self.endpoint.shown_url)
             .map_err(|e| self.endpoint.secrets.scrub_error(e))
     }
 
     fn describe(&self) -> String {
         self.description.clone()
+    }
+
+    fn take_notes(&self) -> Vec<ufo_core::ModelNote> {
+        self.learnt.take_notes()
     }
 }
 

@@ -294,6 +294,10 @@ impl LlmClient for Recording {
         result
     }
 
+    fn take_notes(&self) -> Vec<ufo_core::ModelNote> {
+        self.inner.take_notes()
+    }
+
     fn describe(&self) -> String {
         self.inner.describe()
     }

@@ -151,7 +151,7 @@ impl Endpoint {
         &self,
         provider: &str,
         body: &serde_json::Value,
-    ) -> Result<String, LlmError> {
+    ) -> Result<String, Failure> {
         let target = Target {
             provider,
             url: &self.url,
@@ -195,6 +195,40 @@ enum Outcome {
         after: Option<Duration>,
     },
     Fatal(String),
+    /// A 4xx refusal of this request (not of the key): what the server said, for a provider
+    /// that may learn from it ([`crate::learn`]).
+    Rejected {
+        code: u16,
+        message: String,
+        text: String,
+    },
+}
+
+/// Why a POST failed.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The server refused this request with a 4xx other than 401, 403, 408, 409 and 429 (a
+    /// bad model name, or a part of the request it does not take): its status and message,
+    /// and the error to report when the provider cannot do without that part.
+    Rejected {
+        /// The HTTP status.
+        code: u16,
+        /// The server's message ([`error_message`]).
+        message: String,
+        /// The error as reported.
+        error: LlmError,
+    },
+    /// Anything else (unreachable, bad key, ...), reported as it is.
+    Other(LlmError),
+}
+
+impl Failure {
+    /// The error to report.
+    pub(crate) fn into_error(self) -> LlmError {
+        match self {
+            Failure::Rejected { error, .. } | Failure::Other(error) => error,
+        }
+    }
 }
 
 /// POST `body` as JSON to `target.url` with `headers`, applying the retry policy. Returns the
@@ -205,9 +239,8 @@ pub(crate) async fn post_json(
     target: &Target<'_>,
     headers: &HeaderMap,
     body: &serde_json::Value,
-) -> Result<String, LlmError> {
-    let bytes = serde_json::to_vec(body)
-        .map_err(|e| LlmError::Fatal(format!("cannot encode the request: {e}")))?;
+) -> Result<String, Failure> {
+    let bytes = crate::learn::ordered_json(body).into_bytes();
     let attempts = policy.max_attempts.max(1);
     let mut last_reason = String::new();
     for attempt in 1..=attempts {
@@ -225,12 +258,20 @@ pub(crate) async fn post_json(
         match outcome {
             Outcome::Done(text) => return Ok(text),
             Outcome::Fatal(msg) => {
-                let msg = if attempt > 1 {
-                    format!("{msg} (after {attempt} HTTP requests)")
-                } else {
-                    msg
-                };
-                return Err(LlmError::Fatal(target.secrets.scrub(&msg)));
+                return Err(Failure::Other(LlmError::Fatal(
+                    target.secrets.scrub(&after_attempts(msg, attempt)),
+                )));
+            }
+            Outcome::Rejected {
+                code,
+                message,
+                text,
+            } => {
+                return Err(Failure::Rejected {
+                    code,
+                    message: target.secrets.scrub(&message),
+                    error: LlmError::Fatal(target.secrets.scrub(&after_attempts(text, attempt))),
+                });
             }
             Outcome::Retry { reason, after } => {
                 let reason = target.secrets.scrub(&reason);
@@ -252,10 +293,21 @@ pub(crate) async fn post_json(
             }
         }
     }
-    Err(LlmError::Unavailable(target.secrets.scrub(&format!(
-        "{} at {} failed {attempts} time(s); last error: {last_reason}",
-        target.provider, target.shown_url
+    Err(Failure::Other(LlmError::Unavailable(target.secrets.scrub(
+        &format!(
+            "{} at {} failed {attempts} time(s); last error: {last_reason}",
+            target.provider, target.shown_url
+        ),
     ))))
+}
+
+/// A fatal message, with how many HTTP requests it took when more than one.
+fn after_attempts(msg: String, attempt: u32) -> String {
+    if attempt > 1 {
+        format!("{msg} (after {attempt} HTTP requests)")
+    } else {
+        msg
+    }
 }
 
 fn transport_error(e: reqwest::Error, policy: &RetryPolicy) -> Outcome {
@@ -337,10 +389,14 @@ async fn classify(response: Response, policy: &RetryPolicy, target: &Target<'_>)
         413 => "the request is too large; send smaller or fewer screenshots".to_string(),
         _ => "check the model name and the provider settings".to_string(),
     };
-    Outcome::Fatal(format!(
-        "{} rejected the request (HTTP {code}: {message}); {advice}",
-        target.provider
-    ))
+    Outcome::Rejected {
+        code,
+        text: format!(
+            "{} rejected the request (HTTP {code}: {message}); {advice}",
+            target.provider
+        ),
+        message,
+    }
 }
 
 /// The error for a redirect answer: where it points (resolved against the request URL,

@@ -72,6 +72,10 @@ impl LlmClient for CancellableLlm<'_> {
     fn cost(&self, usage: &Usage) -> f64 {
         self.inner.cost(usage)
     }
+
+    fn take_notes(&self) -> Vec<ufo_core::ModelNote> {
+        self.inner.take_notes()
+    }
 }
 
 #[cfg(test)]
@@ -125,6 +129,7 @@ mod tests {
             agent: "host".into(),
             messages: vec![],
             json_mode: true,
+            response_schema: None,
         }
     }
 

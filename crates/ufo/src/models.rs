@@ -32,6 +32,8 @@ pub struct ModelPlan<'a> {
     pub prices: &'a HashMap<String, PriceEntry>,
     /// Record every call into this folder.
     pub record: Option<&'a Path>,
+    /// How the answers are constrained (`structured_output`).
+    pub structured_output: ufo_core::StructuredOutput,
 }
 
 /// The models of a session: host and app share one client when their specs are equal (a
@@ -85,7 +87,8 @@ pub fn summary_model(
 }
 
 fn build_one(spec: &str, plan: &ModelPlan<'_>, agent: &str) -> Result<Box<dyn LlmClient>> {
-    let opts = LlmOptions::default();
+    let mut opts = LlmOptions::default();
+    opts.settings.structured_output = plan.structured_output;
     let mut client = from_spec(spec, &opts).map_err(|e| anyhow!("--llm {spec}: {e}"))?;
     if let Some(backup) = plan.backup {
         let b = from_spec(backup, &opts).map_err(|e| anyhow!("backup_llm {backup}: {e}"))?;
@@ -144,6 +147,10 @@ impl LlmClient for Redacting {
     fn cost(&self, usage: &Usage) -> f64 {
         self.inner.cost(usage)
     }
+
+    fn take_notes(&self) -> Vec<ufo_core::ModelNote> {
+        self.inner.take_notes()
+    }
 }
 
 /// A model with a price: reports the cost of each call to the engine.
@@ -164,5 +171,9 @@ impl LlmClient for Priced {
 
     fn cost(&self, usage: &Usage) -> f64 {
         self.price.cost(usage)
+    }
+
+    fn take_notes(&self) -> Vec<ufo_core::ModelNote> {
+        self.inner.take_notes()
     }
 }

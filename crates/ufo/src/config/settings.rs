@@ -27,6 +27,7 @@ struct FileConfig {
     mode: Option<AgentMode>,
     memory_in_prompt: Option<usize>,
     screenshots_to_model: Option<bool>,
+    structured_output: Option<ufo_core::StructuredOutput>,
     blackboard: Option<BlackboardLimits>,
     prompts: Option<PromptTemplates>,
     sensitive: Option<SensitivePolicy>,
@@ -347,6 +348,7 @@ fn take_file_keys(c: &mut Config, file: &mut FileConfig) {
         mode,
         memory_in_prompt,
         screenshots_to_model,
+        structured_output,
         blackboard,
         prompts,
         sensitive,
@@ -388,6 +390,10 @@ fn apply_env(
             _ => bail!("UFO_ON_SUBTASK_FAIL is {v:?}; set it to replan or finish"),
         };
     }
+    if let Some(v) = env("UFO_STRUCTURED_OUTPUT") {
+        c.structured_output = ufo_core::StructuredOutput::parse(&v)
+            .map_err(|e| anyhow::anyhow!("UFO_STRUCTURED_OUTPUT is invalid: {e}"))?;
+    }
     if let Some(v) = env("UFO_TAKEOVER_LIMIT_S") {
         c.takeover_limit_s = u64::from(parse_num("UFO_TAKEOVER_LIMIT_S", &v)?);
     }
@@ -397,8 +403,12 @@ fn apply_env(
     Ok(())
 }
 
-/// `--max-steps` and `--max-rounds` over the file and the environment; neither limit may be 0.
+/// `--max-steps`, `--max-rounds` and `--structured-output` over the file and the environment;
+/// neither limit may be 0.
 fn apply_limit_flags(c: &mut Config, args: &SessionPlan) -> Result<()> {
+    if let Some(m) = args.structured_output {
+        c.structured_output = m;
+    }
     if let Some(n) = args.max_steps {
         c.max_steps = n;
     }
@@ -618,6 +628,49 @@ mod tests {
         assert_eq!(s.config.on_subtask_fail, OnSubtaskFail::Finish);
         let s = resolve(&args(&["--config", &p, "--max-steps", "3"]), &env).expect("ok");
         assert_eq!(s.config.max_steps, 3);
+    }
+
+    /// `structured_output`: `auto` by default; the file, then UFO_STRUCTURED_OUTPUT, then
+    /// `--structured-output`; a bad value names the choices.
+    #[test]
+    fn structured_output_from_file_env_and_flag() {
+        use ufo_core::StructuredOutput;
+        let none = |_: &str| None;
+        assert_eq!(
+            resolve(&args(&[]), &none)
+                .expect("ok")
+                .config
+                .structured_output,
+            StructuredOutput::Auto
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("ufo.toml");
+        std::fs::write(&p, "structured_output = \"json\"\n").expect("write");
+        let p = p.to_string_lossy().to_string();
+        let mode = |extra: &[&str], env: &dyn Fn(&str) -> Option<String>| {
+            let mut all = vec!["--config", p.as_str()];
+            all.extend_from_slice(extra);
+            resolve(&args(&all), env)
+                .expect("ok")
+                .config
+                .structured_output
+        };
+        assert_eq!(mode(&[], &none), StructuredOutput::Json);
+        let env_off = |k: &str| (k == "UFO_STRUCTURED_OUTPUT").then(|| "OFF".to_string());
+        assert_eq!(mode(&[], &env_off), StructuredOutput::Off);
+        assert_eq!(
+            mode(&["--structured-output", "schema"], &env_off),
+            StructuredOutput::Schema
+        );
+        let env_bad = |k: &str| (k == "UFO_STRUCTURED_OUTPUT").then(|| "grammar".to_string());
+        let e = resolve(&args(&[]), &env_bad).expect_err("bad mode");
+        assert!(
+            format!("{e:#}").contains("auto, schema, json or off"),
+            "{e:#}"
+        );
+        let bad_flag =
+            crate::cli::Cli::try_parse_from(["ufo", "run", "req", "--structured-output", "yes"]);
+        assert!(bad_flag.is_err());
     }
 
     #[test]

@@ -1,0 +1,490 @@
+//! What a server accepts, learnt from its answers during a session: the response format
+//! (`structured_output`) and images. Shared by the HTTP providers.
+//!
+//! - The format of a request is the least of what it asks for (a response schema, JSON mode,
+//!   or nothing), what the configured mode allows (`schema`, `json`, `off`; `auto` allows
+//!   what the server has not refused yet) and what the provider has (Anthropic has no JSON
+//!   mode: it sends the schema as a forced tool call, or nothing).
+//! - In `auto`, an HTTP 4xx refusal whose message names the format (`response_format`,
+//!   `json_schema`, `schema`, `grammar`, `tool`, ...) steps down once, schema → JSON →
+//!   nothing, and the same request is sent again at once; with a fixed mode the refusal is
+//!   the call's error, with advice. Either way the tolerant parser reads the answer.
+//! - Whatever the mode, a refusal of a request with images whose message names them
+//!   (`image`, `vision`, `multimodal`, `content type`, ...) turns images off for the rest of
+//!   the session: each image is replaced by its caption and a note, and the request is sent
+//!   again (the engine still saves every screenshot for the report).
+//! - Each change is said once (a warning on stderr) and kept as a [`ModelNote`] for the
+//!   trajectory ([`LlmClient::take_notes`](ufo_core::LlmClient::take_notes)); so is the
+//!   format `auto` settles on at its first answer.
+//!
+//! The learning is per client: the host and the AppAgents share one when they name the same
+//! model. At most three sends per call (one per step down), each with the retry policy of
+//! [`crate::retry`].
+
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::Value;
+use ufo_core::ports::{ChatRequest, ContentPart, LlmError, ModelNote};
+use ufo_core::StructuredOutput;
+
+use crate::retry::{Endpoint, Failure};
+
+/// The response format a request is sent with, from least to most constrained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Format {
+    /// No response format: the prompt asks for JSON.
+    Off,
+    /// JSON mode (`response_format: json_object`).
+    Json,
+    /// The answer's JSON Schema.
+    Schema,
+}
+
+impl Format {
+    /// The name used in notes and in `structured_output`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Off => "off",
+            Format::Json => "json",
+            Format::Schema => "schema",
+        }
+    }
+}
+
+/// Words of a refusal that name the response format.
+const FORMAT_WORDS: &[&str] = &[
+    "response_format",
+    "response format",
+    "json_schema",
+    "schema",
+    "json_object",
+    "json mode",
+    "grammar",
+    "structured",
+    "strict",
+    "tool",
+];
+
+/// Words of a refusal that name images.
+const IMAGE_WORDS: &[&str] = &[
+    "image",
+    "vision",
+    "multimodal",
+    "multi-modal",
+    "content type",
+    "content part",
+    "mmproj",
+];
+
+/// Appended to an image's caption when images are no longer sent.
+pub const IMAGE_LEFT_OUT: &str = "(image not sent: this model takes no images)";
+
+/// What a client has learnt about its server.
+#[derive(Debug)]
+pub(crate) struct Learnt {
+    mode: StructuredOutput,
+    /// Whether the provider has a JSON mode (Anthropic has none).
+    has_json: bool,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    /// The most the server has not refused (`auto`).
+    ceiling: Format,
+    /// Whether the format `auto` uses was said already.
+    settled: bool,
+    /// Whether images are sent.
+    images: bool,
+    notes: Vec<ModelNote>,
+}
+
+/// What to do after a refusal.
+#[derive(Debug)]
+pub(crate) enum Next {
+    /// Send the request again (something was turned down).
+    Again,
+    /// Report this error.
+    Fail(LlmError),
+}
+
+impl Learnt {
+    /// Nothing learnt yet, in `mode`; `has_json`: whether the provider has a JSON mode.
+    pub(crate) fn new(mode: StructuredOutput, has_json: bool) -> Self {
+        Self {
+            mode,
+            has_json,
+            state: Mutex::new(State {
+                ceiling: Format::Schema,
+                settled: false,
+                images: true,
+                notes: Vec::new(),
+            }),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The format `request` is sent with now (see the [module documentation](self)).
+    pub(crate) fn format(&self, request: &ChatRequest) -> Format {
+        let asked = if request.response_schema.is_some() {
+            Format::Schema
+        } else if request.json_mode {
+            Format::Json
+        } else {
+            Format::Off
+        };
+        let allowed = match self.mode {
+            StructuredOutput::Auto => self.state().ceiling,
+            StructuredOutput::Schema => Format::Schema,
+            StructuredOutput::Json => Format::Json,
+            StructuredOutput::Off => Format::Off,
+        };
+        let format = asked.min(allowed);
+        if format == Format::Json && !self.has_json {
+            Format::Off
+        } else {
+            format
+        }
+    }
+
+    /// `request` as it is sent now: its images replaced by their captions once the server
+    /// refused images.
+    pub(crate) fn shaped(&self, request: &ChatRequest) -> ChatRequest {
+        let mut request = request.clone();
+        if self.state().images {
+            return request;
+        }
+        for part in request
+            .messages
+            .iter_mut()
+            .flat_map(|m| m.content.iter_mut())
+        {
+            if let ContentPart::Image { caption, .. } = part {
+                let text = if caption.trim().is_empty() {
+                    IMAGE_LEFT_OUT.to_string()
+                } else {
+                    format!("{caption} {IMAGE_LEFT_OUT}")
+                };
+                *part = ContentPart::Text(text);
+            }
+        }
+        request
+    }
+
+    /// A request sent with `format` was answered: in `auto`, the first answer with the
+    /// format the server allows settles it (said once).
+    pub(crate) fn answered(&self, format: Format, provider: &str) {
+        if self.mode != StructuredOutput::Auto {
+            return;
+        }
+        let mut state = self.state();
+        if state.settled || format != state.ceiling || format == Format::Off {
+            return;
+        }
+        state.settled = true;
+        let message = format!("{provider} accepts structured output {}", format.as_str());
+        tracing::info!("{message}");
+        state.notes.push(ModelNote {
+            about: "structured_output".into(),
+            now: format.as_str().into(),
+            message,
+        });
+    }
+
+    /// A request sent with `format` (and images, when `had_images`) failed: learn from a
+    /// refusal what can be left out, or give the error to report.
+    pub(crate) fn refused(
+        &self,
+        failure: Failure,
+        format: Format,
+        had_images: bool,
+        provider: &str,
+    ) -> Next {
+        let (code, message, error) = match failure {
+            Failure::Rejected {
+                code,
+                message,
+                error,
+            } if !matches!(code, 404 | 413) => (code, message, error),
+            other => return Next::Fail(other.into_error()),
+        };
+        let lower = message.to_ascii_lowercase();
+        let names = |words: &[&str]| words.iter().any(|w| lower.contains(w));
+        let mut state = self.state();
+        if had_images && state.images && names(IMAGE_WORDS) {
+            state.images = false;
+            let message = format!(
+                "{provider} refused images (HTTP {code}: {message}); the session goes on \
+                 without screenshots for the model (they are still saved for the report)"
+            );
+            tracing::warn!("{message}");
+            state.notes.push(ModelNote {
+                about: "images".into(),
+                now: "off".into(),
+                message,
+            });
+            return Next::Again;
+        }
+        if format == Format::Off || !names(FORMAT_WORDS) {
+            return Next::Fail(error);
+        }
+        if self.mode != StructuredOutput::Auto {
+            let LlmError::Fatal(text) = error else {
+                return Next::Fail(error);
+            };
+            return Next::Fail(LlmError::Fatal(format!(
+                "{text}; it seems not to take structured output {} (structured_output = \
+                 \"{}\"): set structured_output to auto (or UFO_STRUCTURED_OUTPUT=auto) to \
+                 fall back by itself",
+                format.as_str(),
+                self.mode.as_str()
+            )));
+        }
+        let lower_format = match format {
+            Format::Schema if self.has_json => Format::Json,
+            Format::Schema | Format::Json | Format::Off => Format::Off,
+        };
+        state.ceiling = lower_format;
+        // The step down says what is used from now on; a later refusal says so again.
+        state.settled = true;
+        let message = format!(
+            "{provider} refused structured output {} (HTTP {code}: {message}); asking with {} \
+             from now on",
+            format.as_str(),
+            match lower_format {
+                Format::Json => "JSON mode",
+                Format::Schema | Format::Off => "the prompt alone (the answer is read tolerantly)",
+            }
+        );
+        tracing::warn!("{message}");
+        state.notes.push(ModelNote {
+            about: "structured_output".into(),
+            now: lower_format.as_str().into(),
+            message,
+        });
+        Next::Again
+    }
+
+    /// The notes since the last call.
+    pub(crate) fn take_notes(&self) -> Vec<ModelNote> {
+        std::mem::take(&mut self.state().notes)
+    }
+}
+
+/// Whether any message of `request` holds an image.
+pub(crate) fn has_images(request: &ChatRequest) -> bool {
+    request
+        .messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .any(|p| matches!(p, ContentPart::Image { .. }))
+}
+
+/// Most sends of one call: the first, and one per thing a refusal can turn down (the
+/// format twice, images once).
+pub(crate) const MAX_SENDS: usize = 4;
+
+/// Send `request` to `endpoint` as `body` writes it for a format, learning from refusals
+/// what to leave out and sending again (at most [`MAX_SENDS`] times); the answer's body text.
+pub(crate) async fn send(
+    learnt: &Learnt,
+    endpoint: &Endpoint,
+    provider: &str,
+    request: &ChatRequest,
+    body: impl Fn(&ChatRequest, Format) -> Value,
+) -> Result<String, LlmError> {
+    let mut sends = 0;
+    loop {
+        sends += 1;
+        let shaped = learnt.shaped(request);
+        let format = learnt.format(&shaped);
+        match endpoint.post(provider, &body(&shaped, format)).await {
+            Ok(text) => {
+                learnt.answered(format, provider);
+                return Ok(text);
+            }
+            Err(failure) if sends < MAX_SENDS => {
+                match learnt.refused(failure, format, has_images(&shaped), provider) {
+                    Next::Again => continue,
+                    Next::Fail(e) => return Err(e),
+                }
+            }
+            Err(failure) => return Err(failure.into_error()),
+        }
+    }
+}
+
+/// JSON text of `value` with the answer fields of every object in the order of
+/// [`ufo_core::response::FIELD_ORDER`] (a model writes a schema's fields in its order, and
+/// should observe and think before it acts); other keys keep their sorted order.
+pub(crate) fn ordered_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_ordered(value, &mut out);
+    out
+}
+
+fn write_ordered(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_by_key(|k| (field_rank(k), k.as_str()));
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_ordered(&map[key.as_str()], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_ordered(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// Where a key goes: its place in the answer order, or after all of them.
+fn field_rank(key: &str) -> usize {
+    ufo_core::response::FIELD_ORDER
+        .iter()
+        .position(|f| *f == key)
+        .unwrap_or(usize::MAX)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use ufo_core::ports::{ChatMessage, MessageRole};
+
+    fn request(schema: bool, json: bool) -> ChatRequest {
+        ChatRequest {
+            agent: "host".into(),
+            messages: vec![ChatMessage::text(MessageRole::User, "hi")],
+            json_mode: json,
+            response_schema: schema.then(ufo_core::response::host_schema),
+        }
+    }
+
+    fn rejected(message: &str) -> Failure {
+        Failure::Rejected {
+            code: 400,
+            message: message.into(),
+            error: LlmError::Fatal(format!("rejected: {message}")),
+        }
+    }
+
+    #[test]
+    fn the_format_is_the_least_of_asked_allowed_and_available() {
+        let auto = Learnt::new(StructuredOutput::Auto, true);
+        assert_eq!(auto.format(&request(true, true)), Format::Schema);
+        assert_eq!(auto.format(&request(false, true)), Format::Json);
+        assert_eq!(auto.format(&request(false, false)), Format::Off);
+        let json = Learnt::new(StructuredOutput::Json, true);
+        assert_eq!(json.format(&request(true, true)), Format::Json);
+        let off = Learnt::new(StructuredOutput::Off, true);
+        assert_eq!(off.format(&request(true, true)), Format::Off);
+        let no_json = Learnt::new(StructuredOutput::Json, false);
+        assert_eq!(no_json.format(&request(true, true)), Format::Off);
+    }
+
+    #[test]
+    fn auto_steps_down_on_refusals_that_name_the_format_and_says_so_once() {
+        let l = Learnt::new(StructuredOutput::Auto, true);
+        let r = request(true, true);
+        let next = l.refused(
+            rejected("'response_format' json_schema unsupported"),
+            Format::Schema,
+            false,
+            "S",
+        );
+        assert!(matches!(next, Next::Again), "{next:?}");
+        assert_eq!(l.format(&r), Format::Json);
+        let next = l.refused(
+            rejected("json_object is not supported"),
+            Format::Json,
+            false,
+            "S",
+        );
+        assert!(matches!(next, Next::Again), "{next:?}");
+        assert_eq!(l.format(&r), Format::Off);
+        let notes = l.take_notes();
+        assert_eq!(
+            notes.iter().map(|n| n.now.as_str()).collect::<Vec<_>>(),
+            ["json", "off"]
+        );
+        assert!(
+            notes[0].message.contains("json_schema unsupported"),
+            "{notes:?}"
+        );
+        assert!(l.take_notes().is_empty(), "said once");
+        // a refusal about something else is the call's error
+        let next = l.refused(
+            rejected("model gpt-9 does not exist"),
+            Format::Off,
+            false,
+            "S",
+        );
+        assert!(matches!(next, Next::Fail(LlmError::Fatal(m)) if m.contains("gpt-9")));
+    }
+
+    #[test]
+    fn a_fixed_mode_reports_the_refusal_with_advice() {
+        let l = Learnt::new(StructuredOutput::Schema, true);
+        let Next::Fail(e) = l.refused(rejected("invalid json_schema"), Format::Schema, false, "S")
+        else {
+            panic!("a fixed mode does not step down");
+        };
+        assert!(e.to_string().contains("structured_output to auto"), "{e}");
+        assert!(l.take_notes().is_empty());
+    }
+
+    #[test]
+    fn a_refusal_of_images_turns_them_off_whatever_the_mode() {
+        let l = Learnt::new(StructuredOutput::Off, true);
+        let mut r = request(false, true);
+        r.messages[0].content.push(ContentPart::Image {
+            png: std::sync::Arc::new(vec![1, 2, 3]),
+            caption: "annotated screenshot".into(),
+        });
+        assert!(has_images(&l.shaped(&r)));
+        let next = l.refused(
+            rejected("this model does not support image input"),
+            Format::Json,
+            true,
+            "S",
+        );
+        assert!(matches!(next, Next::Again), "{next:?}");
+        let shaped = l.shaped(&r);
+        assert!(!has_images(&shaped));
+        assert!(shaped
+            .prompt_text()
+            .contains("annotated screenshot (image not sent"));
+        assert_eq!(l.take_notes()[0].about, "images");
+    }
+
+    #[test]
+    fn answer_fields_are_written_in_the_prompts_order() {
+        let v = serde_json::json!({"b": 1, "Status": "x", "Thought": "t", "Observation": "o",
+            "a": [{"Args": 1, "Function": 2}]});
+        assert_eq!(
+            ordered_json(&v),
+            r#"{"Observation":"o","Thought":"t","Status":"x","a":[{"Function":2,"Args":1}],"b":1}"#
+        );
+        let parsed: Value = serde_json::from_str(&ordered_json(&v)).unwrap();
+        assert_eq!(parsed, v);
+    }
+}
