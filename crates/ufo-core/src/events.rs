@@ -162,6 +162,10 @@ pub struct Step {
     /// absent when nothing changed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub model_notes: Vec<crate::ports::ModelNote>,
+    /// Completion tokens per second of the step's last streamed model answer (first token
+    /// to last); absent when nothing was streamed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_per_s: Option<f64>,
 }
 
 /// `round_end` and `session_end`.
@@ -399,6 +403,7 @@ pub fn step(who: &StepWho<'_>, r: &StepReport) -> Record {
         device: None,
         plan: Vec::new(),
         model_notes: Vec::new(),
+        tokens_per_s: None,
     }))
 }
 

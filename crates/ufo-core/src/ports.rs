@@ -655,6 +655,12 @@ pub trait LlmClient: Send + Sync {
     fn take_notes(&self) -> Vec<ModelNote> {
         Vec::new()
     }
+
+    /// Completion tokens per second of the backend's last streamed answer (first token to
+    /// last), for the status line; `None` when it streams nothing. Wrappers pass it on.
+    fn throughput(&self) -> Option<f64> {
+        None
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -503,6 +503,14 @@ impl<'a> Session<'a> {
         }
         if let events::Record::Step(step) = &mut record {
             step.model_notes = self.model_notes();
+            if visit.report.llm.calls > 0 {
+                let llm = if visit.role == "host" {
+                    self.services.host_llm
+                } else {
+                    self.services.app_llm
+                };
+                step.tokens_per_s = llm.throughput().map(|r| (r * 10.0).round() / 10.0);
+            }
         }
         cx.record(&record);
         cx.seq += 1;
@@ -740,6 +748,9 @@ mod tests {
                 .lock()
                 .map(|mut n| std::mem::take(&mut *n))
                 .unwrap_or_default()
+        }
+        fn throughput(&self) -> Option<f64> {
+            Some(12.34)
         }
     }
 
@@ -1096,6 +1107,8 @@ mod tests {
         for later in &steps[1..] {
             assert!(later.get("model_notes").is_none(), "said once: {later}");
         }
+        // the status line's tokens per second, rounded, on steps that asked the model
+        assert_eq!(steps[0]["tokens_per_s"], 12.3);
     }
 
     #[tokio::test]

@@ -21,8 +21,9 @@ use ufo_core::ports::{
 use crate::learn::{Format, Learnt};
 use crate::openai::png_base64;
 use crate::options::{endpoint_url, ApiKey, ConfigError, HttpSettings};
-use crate::retry::{short, Endpoint};
+use crate::retry::{short, Endpoint, Streaming};
 use crate::script::estimate_tokens;
+use crate::stream::{AnthropicSink, Rate};
 
 /// The default base URL of the Anthropic API.
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -50,6 +51,7 @@ pub struct AnthropicClient {
     endpoint: Endpoint,
     model: String,
     learnt: Learnt,
+    rate: Rate,
 }
 
 impl AnthropicClient {
@@ -86,6 +88,7 @@ impl AnthropicClient {
             endpoint,
             model: config.model,
             learnt,
+            rate: Rate::default(),
         })
     }
 
@@ -153,6 +156,9 @@ impl AnthropicClient {
         body.insert("messages".into(), Value::Array(messages));
         if let Some(t) = self.endpoint.settings.temperature {
             body.insert("temperature".into(), json!(t));
+        }
+        if self.endpoint.settings.stream.enabled {
+            body.insert("stream".into(), json!(true));
         }
         if let (Format::Schema, Some(schema)) = (format, &request.response_schema) {
             body.insert(
@@ -224,7 +230,7 @@ fn parse_message(body: &str, request: &ChatRequest, url: &str) -> Result<ChatRes
         .find(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
         .and_then(|b| b.get("input"));
     let text = match tool_input {
-        Some(input) => crate::learn::ordered_json(input),
+        Some(input) => crate::wire::ordered_json(input),
         None => content
             .iter()
             .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
@@ -261,16 +267,55 @@ impl std::fmt::Debug for AnthropicClient {
 #[async_trait]
 impl LlmClient for AnthropicClient {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let text = crate::learn::send(
+        let mut sink = AnthropicSink::default();
+        let mut streaming = Streaming {
+            sink: &mut sink,
+            settings: self.endpoint.settings.stream.clone(),
+            first: None,
+            last: None,
+        };
+        let stream = self
+            .endpoint
+            .settings
+            .stream
+            .enabled
+            .then_some(&mut streaming);
+        let whole = crate::learn::send(
             &self.learnt,
             &self.endpoint,
             "Anthropic",
             request,
             |shaped, format| self.body_with(shaped, format),
+            stream,
         )
         .await?;
-        parse_message(&text, request, &self.endpoint.shown_url)
-            .map_err(|e| self.endpoint.secrets.scrub_error(e))
+        match whole {
+            Some(text) => parse_message(&text, request, &self.endpoint.shown_url)
+                .map_err(|e| self.endpoint.secrets.scrub_error(e)),
+            None => {
+                let (first, last) = (streaming.first, streaming.last);
+                let text = match sink.tool_input.take() {
+                    // the forced tool's input, streamed as JSON text in pieces
+                    Some(input) => match serde_json::from_str::<Value>(&input) {
+                        Ok(v) => crate::wire::ordered_json(&v),
+                        Err(_) => input,
+                    },
+                    None => std::mem::take(&mut sink.text),
+                };
+                let usage = Usage {
+                    prompt_tokens: sink
+                        .input_tokens
+                        .unwrap_or_else(|| estimate_tokens(&request.prompt_text())),
+                    completion_tokens: sink.output_tokens.unwrap_or_else(|| estimate_tokens(&text)),
+                };
+                self.rate.record(first, last, usage.completion_tokens);
+                Ok(ChatResponse { text, usage })
+            }
+        }
+    }
+
+    fn throughput(&self) -> Option<f64> {
+        self.rate.get()
     }
 
     fn take_notes(&self) -> Vec<ufo_core::ModelNote> {

@@ -53,6 +53,12 @@ impl LlmClient for BackupModel {
         notes
     }
 
+    fn throughput(&self) -> Option<f64> {
+        self.primary
+            .throughput()
+            .or_else(|| self.backup.throughput())
+    }
+
     fn describe(&self) -> String {
         format!(
             "{} (backup: {})",

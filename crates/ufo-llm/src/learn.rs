@@ -27,7 +27,7 @@ use serde_json::Value;
 use ufo_core::ports::{ChatRequest, ContentPart, LlmError, ModelNote};
 use ufo_core::StructuredOutput;
 
-use crate::retry::{Endpoint, Failure};
+use crate::retry::{Endpoint, Failure, Streaming};
 
 /// The response format a request is sent with, from least to most constrained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -288,20 +288,25 @@ pub(crate) fn has_images(request: &ChatRequest) -> bool {
 pub(crate) const MAX_SENDS: usize = 4;
 
 /// Send `request` to `endpoint` as `body` writes it for a format, learning from refusals
-/// what to leave out and sending again (at most [`MAX_SENDS`] times); the answer's body text.
+/// what to leave out and sending again (at most [`MAX_SENDS`] times); the answer's body text,
+/// or `None` when it was streamed to `stream`'s reader.
 pub(crate) async fn send(
     learnt: &Learnt,
     endpoint: &Endpoint,
     provider: &str,
     request: &ChatRequest,
     body: impl Fn(&ChatRequest, Format) -> Value,
-) -> Result<String, LlmError> {
+    mut stream: Option<&mut Streaming<'_>>,
+) -> Result<Option<String>, LlmError> {
     let mut sends = 0;
     loop {
         sends += 1;
         let shaped = learnt.shaped(request);
         let format = learnt.format(&shaped);
-        match endpoint.post(provider, &body(&shaped, format)).await {
+        match endpoint
+            .post(provider, &body(&shaped, format), stream.as_deref_mut())
+            .await
+        {
             Ok(text) => {
                 learnt.answered(format, provider);
                 return Ok(text);
@@ -315,53 +320,6 @@ pub(crate) async fn send(
             Err(failure) => return Err(failure.into_error()),
         }
     }
-}
-
-/// JSON text of `value` with the answer fields of every object in the order of
-/// [`ufo_core::response::FIELD_ORDER`] (a model writes a schema's fields in its order, and
-/// should observe and think before it acts); other keys keep their sorted order.
-pub(crate) fn ordered_json(value: &Value) -> String {
-    let mut out = String::new();
-    write_ordered(value, &mut out);
-    out
-}
-
-fn write_ordered(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_by_key(|k| (field_rank(k), k.as_str()));
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_ordered(&map[key.as_str()], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_ordered(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
-/// Where a key goes: its place in the answer order, or after all of them.
-fn field_rank(key: &str) -> usize {
-    ufo_core::response::FIELD_ORDER
-        .iter()
-        .position(|f| *f == key)
-        .unwrap_or(usize::MAX)
 }
 
 #[cfg(test)]
@@ -474,17 +432,5 @@ mod tests {
             .prompt_text()
             .contains("annotated screenshot (image not sent"));
         assert_eq!(l.take_notes()[0].about, "images");
-    }
-
-    #[test]
-    fn answer_fields_are_written_in_the_prompts_order() {
-        let v = serde_json::json!({"b": 1, "Status": "x", "Thought": "t", "Observation": "o",
-            "a": [{"Args": 1, "Function": 2}]});
-        assert_eq!(
-            ordered_json(&v),
-            r#"{"Observation":"o","Thought":"t","Status":"x","a":[{"Function":2,"Args":1}],"b":1}"#
-        );
-        let parsed: Value = serde_json::from_str(&ordered_json(&v)).unwrap();
-        assert_eq!(parsed, v);
     }
 }

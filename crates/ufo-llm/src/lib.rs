@@ -10,6 +10,9 @@
 //! - [`record`]: [`Recording`] of calls to a folder and [`ReplayModel`] (`replay:DIR`);
 //! - [`backup`]: [`BackupModel`], a primary model with a backup;
 //! - [`spec`]: [`from_spec`], which turns `--llm <SPEC>` into a client;
+//! - [`stream`]: streamed answers, bounded by the time to the first token and the silence
+//!   between tokens;
+//! - [`wire`]: the JSON text sent, answer fields in the prompts' order;
 //! - [`price`]: cost of a call from its usage;
 //! - [`redact_url`] (from `ufo_core::redact`): credentials hidden from every URL shown.
 //!
@@ -25,6 +28,8 @@ pub mod record;
 pub mod retry;
 pub mod script;
 pub mod spec;
+pub mod stream;
+pub mod wire;
 
 pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use backup::BackupModel;
@@ -34,4 +39,5 @@ pub use price::Price;
 pub use record::{RecordError, Recording, ReplayModel};
 pub use script::{ScriptError, ScriptedModel};
 pub use spec::{from_spec, LlmOptions, SpecError};
+pub use stream::StreamSettings;
 pub use ufo_core::redact::redact_url;

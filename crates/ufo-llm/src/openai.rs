@@ -24,8 +24,9 @@ use ufo_core::ports::{
 
 use crate::learn::{Format, Learnt};
 use crate::options::{endpoint_url, ApiKey, ConfigError, HttpSettings};
-use crate::retry::{short, Endpoint};
+use crate::retry::{short, Endpoint, Streaming};
 use crate::script::estimate_tokens;
+use crate::stream::{OpenAiSink, Rate};
 
 /// The default base URL of the OpenAI API.
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -72,6 +73,7 @@ pub struct OpenAiClient {
     provider: &'static str,
     description: String,
     learnt: Learnt,
+    rate: Rate,
 }
 
 impl OpenAiClient {
@@ -100,6 +102,7 @@ impl OpenAiClient {
             model: Some(config.model),
             provider: "the OpenAI-compatible server",
             learnt,
+            rate: Rate::default(),
         })
     }
 
@@ -132,6 +135,7 @@ impl OpenAiClient {
             model: None,
             provider: "Azure OpenAI",
             learnt,
+            rate: Rate::default(),
         })
     }
 
@@ -183,6 +187,10 @@ impl OpenAiClient {
         }
         if let Some(n) = self.endpoint.settings.max_tokens {
             body.insert("max_tokens".into(), json!(n));
+        }
+        if self.endpoint.settings.stream.enabled {
+            body.insert("stream".into(), json!(true));
+            body.insert("stream_options".into(), json!({"include_usage": true}));
         }
         Value::Object(body)
     }
@@ -258,7 +266,7 @@ fn parse_completion(
         }
         return Err(malformed("no choices[0].message".into()));
     };
-    let mut text = match message.get("content") {
+    let text = match message.get("content") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(parts)) => parts
             .iter()
@@ -267,20 +275,31 @@ fn parse_completion(
             .join(""),
         _ => String::new(),
     };
-    text = strip_think(text);
+    let refusal = message.get("refusal").and_then(Value::as_str);
+    Ok(answer(text, refusal, value.get("usage"), request))
+}
+
+/// The answer from its text (a leading think block dropped; the refusal when the text is
+/// empty) and the server's usage (estimated when absent).
+fn answer(
+    text: String,
+    refusal: Option<&str>,
+    usage: Option<&Value>,
+    request: &ChatRequest,
+) -> ChatResponse {
+    let mut text = strip_think(text);
     if text.trim().is_empty() {
-        if let Some(refusal) = message.get("refusal").and_then(Value::as_str) {
+        if let Some(refusal) = refusal.filter(|r| !r.is_empty()) {
             text = refusal.to_string();
         }
     }
-    let usage = value.get("usage");
     let count = |field: &str| usage.and_then(|u| u.get(field)).and_then(Value::as_u64);
     let usage = Usage {
         prompt_tokens: count("prompt_tokens")
             .unwrap_or_else(|| estimate_tokens(&request.prompt_text())),
         completion_tokens: count("completion_tokens").unwrap_or_else(|| estimate_tokens(&text)),
     };
-    Ok(ChatResponse { text, usage })
+    ChatResponse { text, usage }
 }
 
 /// Drop a leading `<think>...</think>` block (reasoning models served by Ollama, vLLM or
@@ -310,16 +329,49 @@ impl std::fmt::Debug for OpenAiClient {
 #[async_trait]
 impl LlmClient for OpenAiClient {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let text = crate::learn::send(
+        let mut sink = OpenAiSink::default();
+        let mut streaming = Streaming {
+            sink: &mut sink,
+            settings: self.endpoint.settings.stream.clone(),
+            first: None,
+            last: None,
+        };
+        let stream = self
+            .endpoint
+            .settings
+            .stream
+            .enabled
+            .then_some(&mut streaming);
+        let whole = crate::learn::send(
             &self.learnt,
             &self.endpoint,
             self.provider,
             request,
             |shaped, format| self.body_with(shaped, format),
+            stream,
         )
         .await?;
-        parse_completion(&text, request, self.provider, &self.endpoint.shown_url)
-            .map_err(|e| self.endpoint.secrets.scrub_error(e))
+        let response = match whole {
+            Some(text) => parse_completion(&text, request, self.provider, &self.endpoint.shown_url)
+                .map_err(|e| self.endpoint.secrets.scrub_error(e))?,
+            None => {
+                let (first, last) = (streaming.first, streaming.last);
+                let response = answer(
+                    std::mem::take(&mut sink.text),
+                    Some(sink.refusal.as_str()),
+                    sink.usage.as_ref(),
+                    request,
+                );
+                self.rate
+                    .record(first, last, response.usage.completion_tokens);
+                response
+            }
+        };
+        Ok(response)
+    }
+
+    fn throughput(&self) -> Option<f64> {
+        self.rate.get()
     }
 
     fn describe(&self) -> String {

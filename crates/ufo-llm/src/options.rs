@@ -313,6 +313,8 @@ pub struct HttpSettings {
     pub allow_json_mode: bool,
     /// How answers are constrained (`structured_output`; [`crate::learn`]).
     pub structured_output: ufo_core::StructuredOutput,
+    /// Streamed answers and their bounds ([`crate::stream`]).
+    pub stream: crate::stream::StreamSettings,
 }
 
 impl HttpSettings {
@@ -331,6 +333,7 @@ impl fmt::Debug for HttpSettings {
             .field("max_tokens", &self.max_tokens)
             .field("allow_json_mode", &self.allow_json_mode)
             .field("structured_output", &self.structured_output)
+            .field("stream", &self.stream)
             .finish()
     }
 }
@@ -345,6 +348,7 @@ impl Default for HttpSettings {
             max_tokens: None,
             allow_json_mode: true,
             structured_output: ufo_core::StructuredOutput::default(),
+            stream: crate::stream::StreamSettings::default(),
         }
     }
 }

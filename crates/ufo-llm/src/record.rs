@@ -298,6 +298,10 @@ impl LlmClient for Recording {
         self.inner.take_notes()
     }
 
+    fn throughput(&self) -> Option<f64> {
+        self.inner.throughput()
+    }
+
     fn describe(&self) -> String {
         self.inner.describe()
     }

@@ -76,6 +76,10 @@ impl LlmClient for CancellableLlm<'_> {
     fn take_notes(&self) -> Vec<ufo_core::ModelNote> {
         self.inner.take_notes()
     }
+
+    fn throughput(&self) -> Option<f64> {
+        self.inner.throughput()
+    }
 }
 
 #[cfg(test)]

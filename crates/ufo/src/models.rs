@@ -34,6 +34,8 @@ pub struct ModelPlan<'a> {
     pub record: Option<&'a Path>,
     /// How the answers are constrained (`structured_output`).
     pub structured_output: ufo_core::StructuredOutput,
+    /// Streamed answers (`[streaming]`).
+    pub streaming: ufo_llm::StreamSettings,
 }
 
 /// The models of a session: host and app share one client when their specs are equal (a
@@ -89,6 +91,7 @@ pub fn summary_model(
 fn build_one(spec: &str, plan: &ModelPlan<'_>, agent: &str) -> Result<Box<dyn LlmClient>> {
     let mut opts = LlmOptions::default();
     opts.settings.structured_output = plan.structured_output;
+    opts.settings.stream = plan.streaming.clone();
     let mut client = from_spec(spec, &opts).map_err(|e| anyhow!("--llm {spec}: {e}"))?;
     if let Some(backup) = plan.backup {
         let b = from_spec(backup, &opts).map_err(|e| anyhow!("backup_llm {backup}: {e}"))?;
@@ -151,6 +154,10 @@ impl LlmClient for Redacting {
     fn take_notes(&self) -> Vec<ufo_core::ModelNote> {
         self.inner.take_notes()
     }
+
+    fn throughput(&self) -> Option<f64> {
+        self.inner.throughput()
+    }
 }
 
 /// A model with a price: reports the cost of each call to the engine.
@@ -175,5 +182,9 @@ impl LlmClient for Priced {
 
     fn take_notes(&self) -> Vec<ufo_core::ModelNote> {
         self.inner.take_notes()
+    }
+
+    fn throughput(&self) -> Option<f64> {
+        self.inner.throughput()
     }
 }

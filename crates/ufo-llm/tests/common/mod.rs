@@ -127,6 +127,8 @@ pub struct LocalServer {
     /// `http://127.0.0.1:PORT`.
     pub url: String,
     bodies: Arc<std::sync::Mutex<Vec<String>>>,
+    /// Answers cut short because the client closed the connection.
+    pub broken: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl LocalServer {
@@ -138,10 +140,13 @@ impl LocalServer {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let bodies = Arc::new(std::sync::Mutex::new(Vec::new()));
         let kept = bodies.clone();
+        let broken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let cut = broken.clone();
         tokio::spawn(async move {
             while let Ok((mut stream, _)) = listener.accept().await {
                 let responder = responder.clone();
                 let kept = kept.clone();
+                let cut = cut.clone();
                 tokio::spawn(async move {
                     let mut data = Vec::new();
                     let mut buf = [0u8; 8192];
@@ -184,6 +189,7 @@ impl LocalServer {
                         if stream.write_all(chunk.as_bytes()).await.is_err()
                             || stream.flush().await.is_err()
                         {
+                            cut.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                             return;
                         }
                     }
@@ -191,7 +197,11 @@ impl LocalServer {
                 });
             }
         });
-        Self { url, bodies }
+        Self {
+            url,
+            bodies,
+            broken,
+        }
     }
 
     /// The request bodies received so far, as text.
@@ -206,6 +216,23 @@ impl LocalServer {
             .map(|b| serde_json::from_str(b).unwrap())
             .collect()
     }
+}
+
+/// A stream of server-sent events: each `(delay, data)` as one `data:` event.
+pub fn sse(events: &[(u64, String)]) -> Reply {
+    Reply {
+        status: 200,
+        content_type: "text/event-stream",
+        chunks: events
+            .iter()
+            .map(|(ms, data)| (Duration::from_millis(*ms), format!("data: {data}\r\n\r\n")))
+            .collect(),
+    }
+}
+
+/// The OpenAI-style chunk carrying `piece` of the answer.
+pub fn delta(piece: &str) -> String {
+    serde_json::json!({"choices": [{"index": 0, "delta": {"content": piece}}]}).to_string()
 }
 
 /// A chat completion whose answer is `text`.

@@ -61,6 +61,43 @@ struct FileConfig {
     devices: Option<std::collections::BTreeMap<String, toml::Value>>,
     /// Sight (`[vision]`): text read in the pixels where the tree is silent.
     vision: Option<crate::sight::VisionSection>,
+    /// Streamed model answers (`[streaming]`).
+    streaming: Option<StreamingSection>,
+}
+
+/// `[streaming]`: streamed model answers and their bounds (docs/configuration.md,
+/// "Streaming"); `UFO_LLM_STREAM`, `UFO_LLM_FIRST_TOKEN_SECS` and `UFO_LLM_SILENCE_SECS`
+/// override it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StreamingSection {
+    /// Ask for streamed answers (default true).
+    enabled: Option<bool>,
+    /// Longest wait for the first token, in seconds (default 300).
+    first_token_s: Option<f64>,
+    /// Longest silence between two tokens, in seconds (default 60).
+    silence_s: Option<f64>,
+}
+
+impl StreamingSection {
+    /// The settings, streaming on unless the section turns it off.
+    fn resolve(self) -> Result<ufo_llm::StreamSettings> {
+        let mut s = ufo_llm::StreamSettings {
+            enabled: self.enabled.unwrap_or(true),
+            ..ufo_llm::StreamSettings::default()
+        };
+        let secs = |key: &str, v: f64| {
+            ufo_llm::spec::timeout_secs(&v.to_string())
+                .map_err(|e| anyhow::anyhow!("[streaming] {key} is invalid: {e}"))
+        };
+        if let Some(v) = self.first_token_s {
+            s.first_token = secs("first_token_s", v)?;
+        }
+        if let Some(v) = self.silence_s {
+            s.silence = secs("silence_s", v)?;
+        }
+        Ok(s)
+    }
 }
 
 /// Everything `ufo run` needs, resolved.
@@ -93,6 +130,8 @@ pub struct Settings {
     pub devices: std::collections::BTreeMap<String, crate::devices::DeviceSpec>,
     /// Sight (`[vision]`, `UFO_VISION`, `--vision`).
     pub vision: crate::sight::VisionSettings,
+    /// Streamed model answers (`[streaming]`; the `UFO_LLM_*` variables apply over it).
+    pub streaming: ufo_llm::StreamSettings,
     /// What a configuration file or variable did to the CONFIRM gate (weakened it, or tried
     /// to and was overruled by a flag): printed on stderr, one warning each.
     pub warnings: Vec<String>,
@@ -266,6 +305,7 @@ pub fn resolve(args: &SessionPlan, env: &dyn Fn(&str) -> Option<String>) -> Resu
         None => Default::default(),
     };
     Ok(Settings {
+        streaming: file.streaming.take().unwrap_or_default().resolve()?,
         vision,
         devices,
         knowledge,
@@ -671,6 +711,33 @@ mod tests {
         let bad_flag =
             crate::cli::Cli::try_parse_from(["ufo", "run", "req", "--structured-output", "yes"]);
         assert!(bad_flag.is_err());
+    }
+
+    /// `[streaming]`: on by default with 300 s to the first token and 60 s of silence; the
+    /// file sets them; a bound that is not a positive number of seconds is refused.
+    #[test]
+    fn streaming_section() {
+        let none = |_: &str| None;
+        let s = resolve(&args(&[]), &none).expect("ok").streaming;
+        assert!(s.enabled);
+        assert_eq!((s.first_token.as_secs(), s.silence.as_secs()), (300, 60));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("ufo.toml");
+        std::fs::write(
+            &p,
+            "[streaming]\nenabled = false\nfirst_token_s = 900\nsilence_s = 5.5\n",
+        )
+        .expect("write");
+        let p = p.to_string_lossy().to_string();
+        let s = resolve(&args(&["--config", &p]), &none)
+            .expect("ok")
+            .streaming;
+        assert!(!s.enabled);
+        assert_eq!(s.first_token.as_secs(), 900);
+        assert_eq!(s.silence.as_millis(), 5500);
+        std::fs::write(&p, "[streaming]\nsilence_s = 0\n").expect("write");
+        let e = resolve(&args(&["--config", &p]), &none).expect_err("0 s");
+        assert!(format!("{e:#}").contains("silence_s"), "{e:#}");
     }
 
     #[test]

@@ -505,6 +505,7 @@ pub(crate) fn prepare(
         prices: &settings.prices,
         record: args.record.as_deref(),
         structured_output: settings.config.structured_output,
+        streaming: settings.streaming.clone(),
     })
     .map_err(Usage)?;
     // a summary model that cannot be built is a usage error at the start, not a warning after
