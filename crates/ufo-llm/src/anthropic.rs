@@ -101,12 +101,13 @@ impl AnthropicClient {
     /// The JSON body sent for `request` now (with what the server was found to accept).
     pub fn request_body(&self, request: &ChatRequest) -> Value {
         let request = self.learnt.shaped(request);
-        self.body_with(&request, self.learnt.format(&request))
+        let streamed = self.endpoint.settings.stream.enabled && self.learnt.streams();
+        self.body_with(&request, self.learnt.format(&request), streamed)
     }
 
     /// The JSON body of `request` sent with `format` (a forced tool call for
     /// [`Format::Schema`]; nothing else changes the body).
-    fn body_with(&self, request: &ChatRequest, format: Format) -> Value {
+    fn body_with(&self, request: &ChatRequest, format: Format, streamed: bool) -> Value {
         let mut system = Vec::new();
         let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
         for message in &request.messages {
@@ -157,7 +158,7 @@ impl AnthropicClient {
         if let Some(t) = self.endpoint.settings.temperature {
             body.insert("temperature".into(), json!(t));
         }
-        if self.endpoint.settings.stream.enabled {
+        if streamed {
             body.insert("stream".into(), json!(true));
         }
         if let (Format::Schema, Some(schema)) = (format, &request.response_schema) {
@@ -285,7 +286,7 @@ impl LlmClient for AnthropicClient {
             &self.endpoint,
             "Anthropic",
             request,
-            |shaped, format| self.body_with(shaped, format),
+            |shaped, format, streamed| self.body_with(shaped, format, streamed),
             stream,
         )
         .await?;

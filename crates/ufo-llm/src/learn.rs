@@ -5,6 +5,9 @@
 //!   or nothing), what the configured mode allows (`schema`, `json`, `off`; `auto` allows
 //!   what the server has not refused yet) and what the provider has (Anthropic has no JSON
 //!   mode: it sends the schema as a forced tool call, or nothing).
+//! - A refusal of the schema as `json_schema` that names the format first tries the schema as
+//!   `{"type": "json_object", "schema": ...}` (llama-cpp-python's form), in `schema` and
+//!   `auto` alike.
 //! - In `auto`, an HTTP 4xx refusal whose message names the format (`response_format`,
 //!   `json_schema`, `schema`, `grammar`, `tool`, ...) steps down once, schema → JSON →
 //!   nothing, and the same request is sent again at once; with a fixed mode the refusal is
@@ -88,15 +91,42 @@ pub(crate) struct Learnt {
     state: Mutex<State>,
 }
 
+/// How an OpenAI-compatible server takes a schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaStyle {
+    /// `{"type": "json_schema", "json_schema": {"name", "strict", "schema"}}` (OpenAI, vLLM,
+    /// llama.cpp's llama-server, Ollama).
+    JsonSchema,
+    /// `{"type": "json_object", "schema": {...}}` (llama-cpp-python's server), tried when the
+    /// first is refused.
+    JsonObject,
+}
+
 #[derive(Debug)]
 struct State {
     /// The most the server has not refused (`auto`).
     ceiling: Format,
+    /// How the schema is sent.
+    style: SchemaStyle,
     /// Whether the format `auto` uses was said already.
     settled: bool,
     /// Whether images are sent.
     images: bool,
+    /// Whether a stream is asked for (when the settings ask for one).
+    stream: bool,
     notes: Vec<ModelNote>,
+}
+
+impl State {
+    /// Say a change once (a warning) and keep it for the trajectory.
+    fn say(&mut self, about: &str, now: &str, message: String) {
+        tracing::warn!("{message}");
+        self.notes.push(ModelNote {
+            about: about.into(),
+            now: now.into(),
+            message,
+        });
+    }
 }
 
 /// What to do after a refusal.
@@ -116,8 +146,10 @@ impl Learnt {
             has_json,
             state: Mutex::new(State {
                 ceiling: Format::Schema,
+                style: SchemaStyle::JsonSchema,
                 settled: false,
                 images: true,
+                stream: true,
                 notes: Vec::new(),
             }),
         }
@@ -148,6 +180,16 @@ impl Learnt {
         } else {
             format
         }
+    }
+
+    /// Whether a stream may be asked for (the server has not refused one).
+    pub(crate) fn streams(&self) -> bool {
+        self.state().stream
+    }
+
+    /// How the schema is sent now.
+    pub(crate) fn style(&self) -> SchemaStyle {
+        self.state().style
     }
 
     /// `request` as it is sent now: its images replaced by their captions once the server
@@ -194,13 +236,13 @@ impl Learnt {
         });
     }
 
-    /// A request sent with `format` (and images, when `had_images`) failed: learn from a
-    /// refusal what can be left out, or give the error to report.
+    /// A request sent with `format` (with images, streamed, as the pair says) failed: learn
+    /// from a refusal what can be left out, or give the error to report.
     pub(crate) fn refused(
         &self,
         failure: Failure,
         format: Format,
-        had_images: bool,
+        (had_images, streamed): (bool, bool),
         provider: &str,
     ) -> Next {
         let (code, message, error) = match failure {
@@ -213,35 +255,71 @@ impl Learnt {
         };
         let lower = message.to_ascii_lowercase();
         let names = |words: &[&str]| words.iter().any(|w| lower.contains(w));
+        let said = format!("{provider} refused");
+        let quoted = format!("(HTTP {code}: {message})");
         let mut state = self.state();
         if had_images && state.images && names(IMAGE_WORDS) {
             state.images = false;
-            let message = format!(
-                "{provider} refused images (HTTP {code}: {message}); the session goes on \
-                 without screenshots for the model (they are still saved for the report)"
+            state.say(
+                "images",
+                "off",
+                format!(
+                    "{said} images {quoted}; the session goes on without screenshots for the \
+                 model (they are still saved for the report)"
+                ),
             );
-            tracing::warn!("{message}");
-            state.notes.push(ModelNote {
-                about: "images".into(),
-                now: "off".into(),
-                message,
-            });
+            return Next::Again;
+        }
+        if streamed && state.stream && names(&["stream"]) {
+            state.stream = false;
+            state.say(
+                "streaming",
+                "off",
+                format!("{said} a streamed answer {quoted}; asking for whole answers from now on"),
+            );
             return Next::Again;
         }
         if format == Format::Off || !names(FORMAT_WORDS) {
             return Next::Fail(error);
         }
-        if self.mode != StructuredOutput::Auto {
-            let LlmError::Fatal(text) = error else {
-                return Next::Fail(error);
-            };
-            return Next::Fail(LlmError::Fatal(format!(
-                "{text}; it seems not to take structured output {} (structured_output = \
-                 \"{}\"): set structured_output to auto (or UFO_STRUCTURED_OUTPUT=auto) to \
-                 fall back by itself",
-                format.as_str(),
-                self.mode.as_str()
-            )));
+        self.format_refused(&mut state, format, error, &said, &quoted)
+    }
+
+    /// A refusal that names the format of a request sent with `format` (not `off`): the
+    /// schema in its other form, a step down (`auto`), or the error with advice.
+    fn format_refused(
+        &self,
+        state: &mut State,
+        format: Format,
+        error: LlmError,
+        said: &str,
+        quoted: &str,
+    ) -> Next {
+        if format == Format::Schema && self.has_json && state.style == SchemaStyle::JsonSchema {
+            // the schema in the other form some servers take, before giving it up
+            state.style = SchemaStyle::JsonObject;
+            state.say(
+                "structured_output",
+                "schema",
+                format!(
+                    "{said} the schema as json_schema {quoted}; sending it as json_object with a \
+                 schema"
+                ),
+            );
+            return Next::Again;
+        }
+        match (self.mode, error) {
+            (StructuredOutput::Auto, _) => {}
+            (mode, LlmError::Fatal(text)) => {
+                return Next::Fail(LlmError::Fatal(format!(
+                    "{text}; it seems not to take structured output {} (structured_output = \
+                     \"{}\"): set structured_output to auto (or UFO_STRUCTURED_OUTPUT=auto) \
+                     to fall back by itself",
+                    format.as_str(),
+                    mode.as_str()
+                )))
+            }
+            (_, error) => return Next::Fail(error),
         }
         let lower_format = match format {
             Format::Schema if self.has_json => Format::Json,
@@ -250,21 +328,18 @@ impl Learnt {
         state.ceiling = lower_format;
         // The step down says what is used from now on; a later refusal says so again.
         state.settled = true;
-        let message = format!(
-            "{provider} refused structured output {} (HTTP {code}: {message}); asking with {} \
-             from now on",
-            format.as_str(),
-            match lower_format {
-                Format::Json => "JSON mode",
-                Format::Schema | Format::Off => "the prompt alone (the answer is read tolerantly)",
-            }
+        let instead = match lower_format {
+            Format::Json => "JSON mode",
+            Format::Schema | Format::Off => "the prompt alone (the answer is read tolerantly)",
+        };
+        state.say(
+            "structured_output",
+            lower_format.as_str(),
+            format!(
+                "{said} structured output {} {quoted}; asking with {instead} from now on",
+                format.as_str()
+            ),
         );
-        tracing::warn!("{message}");
-        state.notes.push(ModelNote {
-            about: "structured_output".into(),
-            now: lower_format.as_str().into(),
-            message,
-        });
         Next::Again
     }
 
@@ -284,8 +359,8 @@ pub(crate) fn has_images(request: &ChatRequest) -> bool {
 }
 
 /// Most sends of one call: the first, and one per thing a refusal can turn down (the
-/// format twice, images once).
-pub(crate) const MAX_SENDS: usize = 4;
+/// schema's form, the format twice, images once).
+pub(crate) const MAX_SENDS: usize = 5;
 
 /// Send `request` to `endpoint` as `body` writes it for a format, learning from refusals
 /// what to leave out and sending again (at most [`MAX_SENDS`] times); the answer's body text,
@@ -295,7 +370,7 @@ pub(crate) async fn send(
     endpoint: &Endpoint,
     provider: &str,
     request: &ChatRequest,
-    body: impl Fn(&ChatRequest, Format) -> Value,
+    body: impl Fn(&ChatRequest, Format, bool) -> Value,
     mut stream: Option<&mut Streaming<'_>>,
 ) -> Result<Option<String>, LlmError> {
     let mut sends = 0;
@@ -303,8 +378,10 @@ pub(crate) async fn send(
         sends += 1;
         let shaped = learnt.shaped(request);
         let format = learnt.format(&shaped);
+        let streamed = stream.is_some() && learnt.streams();
+        let reader = stream.as_deref_mut().filter(|_| streamed);
         match endpoint
-            .post(provider, &body(&shaped, format), stream.as_deref_mut())
+            .post(provider, &body(&shaped, format, streamed), reader)
             .await
         {
             Ok(text) => {
@@ -312,7 +389,7 @@ pub(crate) async fn send(
                 return Ok(text);
             }
             Err(failure) if sends < MAX_SENDS => {
-                match learnt.refused(failure, format, has_images(&shaped), provider) {
+                match learnt.refused(failure, format, (has_images(&shaped), streamed), provider) {
                     Next::Again => continue,
                     Next::Fail(e) => return Err(e),
                 }
@@ -366,7 +443,19 @@ mod tests {
         let next = l.refused(
             rejected("'response_format' json_schema unsupported"),
             Format::Schema,
-            false,
+            (false, false),
+            "S",
+        );
+        assert!(matches!(next, Next::Again), "{next:?}");
+        // first the schema in its other form
+        assert_eq!(
+            (l.format(&r), l.style()),
+            (Format::Schema, SchemaStyle::JsonObject)
+        );
+        let next = l.refused(
+            rejected("response_format schema unsupported"),
+            Format::Schema,
+            (false, false),
             "S",
         );
         assert!(matches!(next, Next::Again), "{next:?}");
@@ -374,7 +463,7 @@ mod tests {
         let next = l.refused(
             rejected("json_object is not supported"),
             Format::Json,
-            false,
+            (false, false),
             "S",
         );
         assert!(matches!(next, Next::Again), "{next:?}");
@@ -382,7 +471,7 @@ mod tests {
         let notes = l.take_notes();
         assert_eq!(
             notes.iter().map(|n| n.now.as_str()).collect::<Vec<_>>(),
-            ["json", "off"]
+            ["schema", "json", "off"]
         );
         assert!(
             notes[0].message.contains("json_schema unsupported"),
@@ -393,7 +482,7 @@ mod tests {
         let next = l.refused(
             rejected("model gpt-9 does not exist"),
             Format::Off,
-            false,
+            (false, false),
             "S",
         );
         assert!(matches!(next, Next::Fail(LlmError::Fatal(m)) if m.contains("gpt-9")));
@@ -401,9 +490,13 @@ mod tests {
 
     #[test]
     fn a_fixed_mode_reports_the_refusal_with_advice() {
-        let l = Learnt::new(StructuredOutput::Schema, true);
-        let Next::Fail(e) = l.refused(rejected("invalid json_schema"), Format::Schema, false, "S")
-        else {
+        let l = Learnt::new(StructuredOutput::Schema, false);
+        let Next::Fail(e) = l.refused(
+            rejected("invalid json_schema"),
+            Format::Schema,
+            (false, false),
+            "S",
+        ) else {
             panic!("a fixed mode does not step down");
         };
         assert!(e.to_string().contains("structured_output to auto"), "{e}");
@@ -422,7 +515,7 @@ mod tests {
         let next = l.refused(
             rejected("this model does not support image input"),
             Format::Json,
-            true,
+            (true, false),
             "S",
         );
         assert!(matches!(next, Next::Again), "{next:?}");

@@ -22,7 +22,7 @@ use ufo_core::ports::{
     ChatMessage, ChatRequest, ChatResponse, ContentPart, LlmClient, LlmError, MessageRole, Usage,
 };
 
-use crate::learn::{Format, Learnt};
+use crate::learn::{Format, Learnt, SchemaStyle};
 use crate::options::{endpoint_url, ApiKey, ConfigError, HttpSettings};
 use crate::retry::{short, Endpoint, Streaming};
 use crate::script::estimate_tokens;
@@ -148,11 +148,12 @@ impl OpenAiClient {
     /// The JSON body sent for `request` now (with what the server was found to accept).
     pub fn request_body(&self, request: &ChatRequest) -> Value {
         let request = self.learnt.shaped(request);
-        self.body_with(&request, self.learnt.format(&request))
+        let streamed = self.endpoint.settings.stream.enabled && self.learnt.streams();
+        self.body_with(&request, self.learnt.format(&request), streamed)
     }
 
     /// The JSON body of `request` sent with `format`.
-    fn body_with(&self, request: &ChatRequest, format: Format) -> Value {
+    fn body_with(&self, request: &ChatRequest, format: Format, streamed: bool) -> Value {
         let mut body = Map::new();
         if let Some(model) = &self.model {
             body.insert("model".into(), json!(model));
@@ -170,12 +171,15 @@ impl OpenAiClient {
         };
         match (format, &request.response_schema) {
             (Format::Schema, Some(schema)) => {
-                body.insert(
-                    "response_format".into(),
-                    json!({"type": "json_schema", "json_schema": {
+                let format = match self.learnt.style() {
+                    SchemaStyle::JsonSchema => json!({"type": "json_schema", "json_schema": {
                         "name": schema.name, "strict": true, "schema": schema.schema,
                     }}),
-                );
+                    SchemaStyle::JsonObject => {
+                        json!({"type": "json_object", "schema": schema.schema})
+                    }
+                };
+                body.insert("response_format".into(), format);
             }
             (Format::Schema | Format::Json, _) => {
                 body.insert("response_format".into(), json!({"type": "json_object"}));
@@ -188,7 +192,7 @@ impl OpenAiClient {
         if let Some(n) = self.endpoint.settings.max_tokens {
             body.insert("max_tokens".into(), json!(n));
         }
-        if self.endpoint.settings.stream.enabled {
+        if streamed {
             body.insert("stream".into(), json!(true));
             body.insert("stream_options".into(), json!({"include_usage": true}));
         }
@@ -347,7 +351,7 @@ impl LlmClient for OpenAiClient {
             &self.endpoint,
             self.provider,
             request,
-            |shaped, format| self.body_with(shaped, format),
+            |shaped, format, streamed| self.body_with(shaped, format, streamed),
             stream,
         )
         .await?;

@@ -18,7 +18,8 @@
 //! - never followed: a redirect (3xx). It would re-send the prompt, the key and the
 //!   configured headers to the address it names, another host included; the call fails with
 //!   [`LlmError::Fatal`] naming that address (redacted) and asking for it as the base URL;
-//! - not retried: any other 4xx. 401/403 become [`LlmError::Fatal`] naming the environment
+//! - not retried: any other 4xx, and a 500 whose message says the request failed validation
+//!   (llama-cpp-python's server answers a field it does not take so). 401/403 become [`LlmError::Fatal`] naming the environment
 //!   variable that holds the key; others a fatal error quoting the server's message;
 //! - after `max_attempts` attempts the call fails with [`LlmError::Unavailable`] (which a
 //!   [`crate::BackupModel`] answers by asking its backup); its message says how many HTTP
@@ -408,7 +409,10 @@ async fn classify(response: Response, policy: &RetryPolicy, target: &Target<'_>)
     }
     let message = error_message(&body);
     let code = status.as_u16();
-    if matches!(code, 408 | 409 | 429) || status.is_server_error() {
+    // A server that reports a request that failed its validation as an internal error (a
+    // 500 quoting "validation error") refuses this request: another attempt cannot help.
+    let invalid = code == 500 && message.to_ascii_lowercase().contains("validation error");
+    if !invalid && (matches!(code, 408 | 409 | 429) || status.is_server_error()) {
         return Outcome::Retry {
             reason: format!("HTTP {code}: {message}"),
             after,

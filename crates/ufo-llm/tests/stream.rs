@@ -224,3 +224,36 @@ fn streaming_from_the_environment() {
     let e = settings_from_env(&opts(&[("UFO_LLM_SILENCE_SECS", "0")])).unwrap_err();
     assert!(e.to_string().contains("UFO_LLM_SILENCE_SECS"), "{e}");
 }
+
+/// A server that refuses a stream (or its `stream_options`) is asked for whole answers from
+/// then on, said once.
+#[tokio::test]
+async fn a_server_that_refuses_streams_gets_whole_answers() {
+    let server = LocalServer::start(|body: &str| {
+        if body.contains("stream_options") {
+            Reply::json(
+                400,
+                json!({"error": {"message": "Unrecognized request argument: stream_options"}}),
+            )
+        } else {
+            Reply::json(200, completion(ANSWER))
+        }
+    })
+    .await;
+    let client = openai(&server.url, streaming());
+    assert_eq!(
+        client.complete(&text_request("hi")).await.unwrap().text,
+        ANSWER
+    );
+    client.complete(&text_request("hi")).await.unwrap();
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 3);
+    assert_eq!(bodies[0]["stream"], true);
+    assert!(bodies[1].get("stream").is_none() && bodies[2].get("stream").is_none());
+    let notes = client.take_notes();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(
+        (notes[0].about.as_str(), notes[0].now.as_str()),
+        ("streaming", "off")
+    );
+}

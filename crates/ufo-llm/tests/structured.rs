@@ -179,7 +179,21 @@ async fn auto_falls_back_to_json_then_to_plain_text_and_remembers() {
         .collect();
     assert_eq!(
         formats,
-        [Some(json!("json_schema")), Some(json!("json_object")), None]
+        [
+            Some(json!("json_schema")),
+            Some(json!("json_object")),
+            Some(json!("json_object")),
+            None
+        ]
+    );
+    let bodies = server.bodies();
+    assert!(
+        bodies[1]["response_format"]["schema"].is_object(),
+        "the other form"
+    );
+    assert!(
+        bodies[2]["response_format"].get("schema").is_none(),
+        "JSON mode"
     );
     let notes = client.take_notes();
     assert_eq!(
@@ -187,7 +201,11 @@ async fn auto_falls_back_to_json_then_to_plain_text_and_remembers() {
             .iter()
             .map(|n| (n.about.as_str(), n.now.as_str()))
             .collect::<Vec<_>>(),
-        [("structured_output", "json"), ("structured_output", "off")]
+        [
+            ("structured_output", "schema"),
+            ("structured_output", "json"),
+            ("structured_output", "off")
+        ]
     );
     assert!(
         notes[0].message.contains("json_schema is not supported"),
@@ -196,16 +214,56 @@ async fn auto_falls_back_to_json_then_to_plain_text_and_remembers() {
     assert!(client.take_notes().is_empty(), "said once");
     client.complete(&host_request()).await.unwrap();
     let bodies = server.bodies();
-    assert_eq!(bodies.len(), 4, "one request once the server is known");
-    assert!(bodies[3].get("response_format").is_none());
+    assert_eq!(bodies.len(), 5, "one request once the server is known");
+    assert!(bodies[4].get("response_format").is_none());
     assert!(client.take_notes().is_empty());
 }
 
-/// `auto` on a server that takes JSON mode but not a schema settles on JSON mode.
+/// llama-cpp-python's server takes the schema only as `json_object` with a `schema`, and
+/// answers `json_schema` with a 500 quoting its validation error: not retried, and the
+/// schema goes in the other form, in `schema` mode as in `auto`.
+#[tokio::test]
+async fn a_server_that_takes_the_schema_as_json_object_gets_it_so() {
+    for mode in [StructuredOutput::Schema, StructuredOutput::Auto] {
+        let server = LocalServer::start(|body: &str| {
+            if body.contains("json_schema") {
+                Reply::json(
+                    500,
+                    json!({"error": {"message": "1 validation error for \
+                        CreateChatCompletionRequest\nresponse_format.type\n  Input should be \
+                        'text' or 'json_object'", "type": "internal_server_error"}}),
+                )
+            } else {
+                Reply::json(200, completion(ANSWER))
+            }
+        })
+        .await;
+        let client = openai(&server.url, mode);
+        client.complete(&host_request()).await.unwrap();
+        client.complete(&host_request()).await.unwrap();
+        let bodies = server.bodies();
+        assert_eq!(bodies.len(), 3, "{mode:?}: the 500 is not retried");
+        assert_eq!(bodies[0]["response_format"]["type"], "json_schema");
+        for b in &bodies[1..] {
+            assert_eq!(
+                b["response_format"],
+                json!({"type": "json_object", "schema": host_schema().schema})
+            );
+        }
+        let notes = client.take_notes();
+        assert_eq!(notes[0].now, "schema", "{notes:?}");
+        assert!(
+            notes[0].message.contains("json_object with a schema"),
+            "{notes:?}"
+        );
+    }
+}
+
+/// `auto` on a server that takes JSON mode but no schema in either form settles on JSON mode.
 #[tokio::test]
 async fn auto_settles_on_json_mode_when_only_the_schema_is_refused() {
     let server = LocalServer::start(|body: &str| {
-        if body.contains("json_schema") {
+        if body.contains("\"schema\"") {
             Reply::json(422, error_body("Unsupported: strict schema"))
         } else {
             Reply::json(200, completion(ANSWER))
@@ -220,10 +278,15 @@ async fn auto_settles_on_json_mode_when_only_the_schema_is_refused() {
         .iter()
         .map(|b| b["response_format"]["type"].clone())
         .collect();
-    assert_eq!(formats, ["json_schema", "json_object", "json_object"]);
+    assert_eq!(
+        formats,
+        ["json_schema", "json_object", "json_object", "json_object"]
+    );
     let notes = client.take_notes();
-    assert_eq!(notes.len(), 1, "{notes:?}");
-    assert_eq!(notes[0].now, "json");
+    assert_eq!(
+        notes.iter().map(|n| n.now.as_str()).collect::<Vec<_>>(),
+        ["schema", "json"]
+    );
 }
 
 /// `auto` on a server that takes the schema says so once, on its first answer.
@@ -258,8 +321,12 @@ async fn schema_mode_reports_a_refusal_with_what_to_set() {
     };
     assert!(message.contains("HTTP 400"), "{message}");
     assert!(message.contains("structured_output to auto"), "{message}");
-    assert_eq!(server.bodies().len(), 1, "not sent again");
-    assert!(client.take_notes().is_empty());
+    assert_eq!(
+        server.bodies().len(),
+        2,
+        "the schema in both forms, then no more"
+    );
+    assert_eq!(client.take_notes().len(), 1, "the second form, tried once");
 }
 
 /// A refusal about something else (a model that does not exist) is not taken for a refusal of
