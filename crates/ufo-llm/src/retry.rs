@@ -410,8 +410,18 @@ async fn classify(response: Response, policy: &RetryPolicy, target: &Target<'_>)
     let message = error_message(&body);
     let code = status.as_u16();
     // A server that reports a request that failed its validation as an internal error (a
-    // 500 quoting "validation error") refuses this request: another attempt cannot help.
-    let invalid = code == 500 && message.to_ascii_lowercase().contains("validation error");
+    // 500 quoting a pydantic validation error, in words or as its list of errors) refuses
+    // this request: another attempt cannot help.
+    let lower = message.to_ascii_lowercase();
+    let invalid = code == 500
+        && [
+            "validation error",
+            "literal_error",
+            "extra_forbidden",
+            "('body',",
+        ]
+        .iter()
+        .any(|w| lower.contains(w));
     if !invalid && (matches!(code, 408 | 409 | 429) || status.is_server_error()) {
         return Outcome::Retry {
             reason: format!("HTTP {code}: {message}"),

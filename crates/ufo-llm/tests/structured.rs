@@ -224,14 +224,22 @@ async fn auto_falls_back_to_json_then_to_plain_text_and_remembers() {
 /// schema goes in the other form, in `schema` mode as in `auto`.
 #[tokio::test]
 async fn a_server_that_takes_the_schema_as_json_object_gets_it_so() {
-    for mode in [StructuredOutput::Schema, StructuredOutput::Auto] {
-        let server = LocalServer::start(|body: &str| {
+    // the error in words, or as FastAPI's list of errors
+    let messages = [
+        "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n  Input \
+         should be 'text' or 'json_object'",
+        "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \
+         \"Input should be 'text' or 'json_object'\"}]",
+    ];
+    for (mode, message) in [
+        (StructuredOutput::Schema, messages[0]),
+        (StructuredOutput::Auto, messages[1]),
+    ] {
+        let server = LocalServer::start(move |body: &str| {
             if body.contains("json_schema") {
                 Reply::json(
                     500,
-                    json!({"error": {"message": "1 validation error for \
-                        CreateChatCompletionRequest\nresponse_format.type\n  Input should be \
-                        'text' or 'json_object'", "type": "internal_server_error"}}),
+                    json!({"error": {"message": message, "type": "internal_server_error"}}),
                 )
             } else {
                 Reply::json(200, completion(ANSWER))
