@@ -232,6 +232,7 @@ impl OperatorAgent {
                 system: SYSTEM_PROMPT.to_string(),
                 user,
                 images,
+                schema: Some(ufo_core::response::operator_schema()),
             },
             parse_response,
             &mut report.llm,
@@ -444,6 +445,52 @@ impl SubAgent for OperatorAgent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A schema-constrained answer validates and parses; the fields the schema cannot leave
+    /// out are the ones the parser requires; its actions and statuses are the parser's.
+    #[test]
+    fn the_schema_and_the_parser_agree() {
+        let schema = ufo_core::response::operator_schema();
+        let validator = jsonschema::validator_for(&schema.schema).expect("a schema");
+        let answer = serde_json::json!({"Observation": "a form", "Thought": "type the name",
+            "Action": "type", "X": 40, "Y": 12, "Text": "Ada", "Status": "CONTINUE",
+            "Result": null});
+        assert!(validator.is_valid(&answer));
+        let r = parse_response(&answer.to_string()).expect("parsed");
+        assert_eq!(
+            r.action,
+            Move::Type {
+                x: 40,
+                y: 12,
+                text: "Ada".into()
+            }
+        );
+        assert_eq!(
+            ufo_core::response::non_nullable_fields(&schema.schema),
+            ["Observation", "Status", "Thought"]
+        );
+        for field in ["Observation", "Thought", "Status"] {
+            let mut without = answer.clone();
+            without.as_object_mut().map(|m| m.remove(field));
+            assert!(!validator.is_valid(&without), "{field}");
+            assert!(parse_response(&without.to_string()).is_err(), "{field}");
+        }
+        let props = &schema.schema["properties"];
+        for status in props["Status"]["enum"].as_array().expect("statuses") {
+            assert!(
+                OperatorStatus::parse(status.as_str().unwrap_or("")).is_ok(),
+                "{status}"
+            );
+        }
+        for action in props["Action"]["enum"].as_array().expect("actions") {
+            let Some(action) = action.as_str() else {
+                continue; // the null of a nullable field
+            };
+            let mut a = answer.clone();
+            a["Action"] = action.into();
+            assert!(parse_response(&a.to_string()).is_ok(), "{action}");
+        }
+    }
 
     #[test]
     fn coordinate_answers_are_checked() {

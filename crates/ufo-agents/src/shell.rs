@@ -269,6 +269,7 @@ impl ShellAgent {
                 system: SYSTEM_PROMPT.to_string(),
                 user,
                 images: Vec::new(),
+                schema: Some(ufo_core::response::shell_schema()),
             },
             parse_response,
             &mut report.llm,
@@ -512,6 +513,41 @@ impl SubAgent for ShellAgent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A schema-constrained answer validates and parses; the fields the schema cannot leave
+    /// out are the ones the parser requires; the schema's statuses are the parser's.
+    #[test]
+    fn the_schema_and_the_parser_agree() {
+        let schema = ufo_core::response::shell_schema();
+        let validator = jsonschema::validator_for(&schema.schema).expect("a schema");
+        let answer = serde_json::json!({"Observation": "empty folder", "Thought": "list it",
+            "Command": "ls -la", "Status": "CONTINUE", "Comment": null, "Result": null});
+        assert!(validator.is_valid(&answer));
+        let r = parse_response(&answer.to_string()).expect("parsed");
+        assert_eq!(
+            (r.command.as_str(), r.status),
+            ("ls -la", ShellStatus::Continue)
+        );
+        assert_eq!(
+            ufo_core::response::non_nullable_fields(&schema.schema),
+            ["Observation", "Status", "Thought"]
+        );
+        for field in ["Observation", "Thought", "Status"] {
+            let mut without = answer.clone();
+            without.as_object_mut().map(|m| m.remove(field));
+            assert!(!validator.is_valid(&without), "{field}");
+            assert!(parse_response(&without.to_string()).is_err(), "{field}");
+        }
+        for status in schema.schema["properties"]["Status"]["enum"]
+            .as_array()
+            .expect("statuses")
+        {
+            assert!(
+                ShellStatus::parse(status.as_str().unwrap_or("")).is_ok(),
+                "{status}"
+            );
+        }
+    }
 
     #[test]
     fn answers_are_parsed_tolerantly() {

@@ -104,12 +104,24 @@ fn verdict_from(obj: &Map<String, Value>) -> Result<(String, String, Map<String,
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    let sub = obj
-        .get("sub_scores")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
+    let sub = sub_scores(obj.get("sub_scores"));
     Ok((complete, reason, sub))
+}
+
+/// The sub-goals' judgements: an object keyed by sub-goal (as the prompt shows it), or the
+/// list of `{"sub_goal", "score"}` the schema asks for (`evaluation_schema`).
+fn sub_scores(value: Option<&Value>) -> Map<String, Value> {
+    match value {
+        Some(Value::Object(map)) => map.clone(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|item| {
+                let goal = item.get("sub_goal")?.as_str()?;
+                Some((goal.to_string(), item.get("score")?.clone()))
+            })
+            .collect(),
+        _ => Map::new(),
+    }
 }
 
 /// Ask the model to judge a task from its instruction and trajectory text (see
@@ -133,6 +145,7 @@ pub async fn judge(
             agent: EVAL_AGENT.into(),
             messages: messages.clone(),
             json_mode: true,
+            response_schema: Some(ufo_core::response::evaluation_schema()),
         };
         let response = llm
             .complete(&request)
@@ -227,6 +240,30 @@ not json
             "{t}"
         );
         assert!(t.ends_with("session ended FINISH (finish)"), "{t}");
+    }
+
+    /// A schema-constrained answer (sub-scores as a list) validates against the schema and
+    /// reads as the object form does; what the schema cannot leave out is what is required.
+    #[test]
+    fn a_schema_constrained_verdict_validates_and_parses() {
+        let schema = ufo_core::response::evaluation_schema();
+        let answer = serde_json::json!({"reason": "42 shown",
+            "sub_scores": [{"sub_goal": "sum", "score": "yes"}], "complete": "yes"});
+        let validator = jsonschema::validator_for(&schema.schema).unwrap();
+        assert!(validator.is_valid(&answer));
+        let (complete, _, sub) = verdict_from(answer.as_object().unwrap()).unwrap();
+        assert_eq!(
+            (complete.as_str(), &sub["sum"]),
+            ("yes", &Value::from("yes"))
+        );
+        assert_eq!(
+            ufo_core::response::non_nullable_fields(&schema.schema),
+            ["complete"]
+        );
+        let mut without = answer.clone();
+        without.as_object_mut().unwrap().remove("complete");
+        assert!(!validator.is_valid(&without));
+        assert!(verdict_from(without.as_object().unwrap()).is_err());
     }
 
     #[tokio::test]

@@ -27,6 +27,52 @@ pub enum AgentMode {
     Follower,
 }
 
+/// How a model's answers are constrained (`structured_output` in ufo.toml, env
+/// `UFO_STRUCTURED_OUTPUT`, flag `--structured-output`; docs/configuration.md "Structured
+/// output"). Scripted and replayed models ignore it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum StructuredOutput {
+    /// Send the schema; a server that refuses it (HTTP 4xx naming the schema or the response
+    /// format) is asked with JSON mode, then with neither, once per server and session, said
+    /// once and recorded in the trajectory.
+    #[default]
+    Auto,
+    /// Always send each answer's JSON Schema (OpenAI-compatible `response_format`
+    /// `json_schema`, strict; Anthropic a forced tool call); a refusal is an error.
+    Schema,
+    /// Ask for a JSON object (`response_format` `json_object`) without a schema.
+    Json,
+    /// Send no response format: the prompt asks for JSON and the tolerant parser reads it.
+    Off,
+}
+
+impl StructuredOutput {
+    /// Every mode, in the order of the docs.
+    pub const ALL: [StructuredOutput; 4] = [Self::Auto, Self::Schema, Self::Json, Self::Off];
+
+    /// The name used in ufo.toml and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Schema => "schema",
+            Self::Json => "json",
+            Self::Off => "off",
+        }
+    }
+
+    /// Parse a name (any case, surrounding blanks ignored); the error lists the choices.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let t = text.trim().to_ascii_lowercase();
+        Self::ALL
+            .into_iter()
+            .find(|m| m.as_str() == t)
+            .ok_or_else(|| {
+                format!("{text:?} is not a structured output mode; use auto, schema, json or off")
+            })
+    }
+}
+
 /// Bounds of the blackboard, so prompts do not grow without limit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -84,6 +130,8 @@ pub struct Config {
     pub memory_in_prompt: usize,
     /// Send screenshots to the model.
     pub screenshots_to_model: bool,
+    /// How the model's answers are constrained (schema, JSON mode, nothing).
+    pub structured_output: StructuredOutput,
     /// Blackboard bounds.
     pub blackboard: BlackboardLimits,
     /// Prompt template overrides.
@@ -113,6 +161,7 @@ impl Default for Config {
             mode: AgentMode::Normal,
             memory_in_prompt: 10,
             screenshots_to_model: true,
+            structured_output: StructuredOutput::Auto,
             blackboard: BlackboardLimits::default(),
             prompts: PromptTemplates::default(),
             sensitive: SensitivePolicy::default(),

@@ -96,6 +96,10 @@ pub struct SessionStart {
     /// The sequence number a resumed part goes on from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seq: Option<u64>,
+    /// The configured `structured_output` mode (`auto`, `schema`, `json`, `off`); what a
+    /// server made `auto` settle on is in the `model_notes` of the step it happened in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<String>,
 }
 
 /// `step`: one state the round loop visited.
@@ -153,6 +157,15 @@ pub struct Step {
     /// absent on AppAgent steps and when the plan is empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub plan: Vec<String>,
+    /// What the model backends learnt about their servers during this step and changed in
+    /// what they send (the response format settled on or given up, images no longer sent);
+    /// absent when nothing changed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub model_notes: Vec<crate::ports::ModelNote>,
+    /// Completion tokens per second of the step's last streamed model answer (first token
+    /// to last); absent when nothing was streamed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_per_s: Option<f64>,
 }
 
 /// `round_end` and `session_end`.
@@ -342,6 +355,7 @@ pub fn session_start(
         safe_guard: config.safe_guard,
         ask_question: config.ask_question,
         mode: config.mode,
+        structured_output: Some(config.structured_output.as_str().to_string()),
         ..SessionStart::default()
     }
 }
@@ -388,6 +402,8 @@ pub fn step(who: &StepWho<'_>, r: &StepReport) -> Record {
         knowledge: r.knowledge.clone(),
         device: None,
         plan: Vec::new(),
+        model_notes: Vec::new(),
+        tokens_per_s: None,
     }))
 }
 

@@ -50,13 +50,17 @@ pub fn summary_request(experience: &str) -> ChatRequest {
             ChatMessage::text(MessageRole::User, user),
         ],
         json_mode: false,
+        response_schema: Some(crate::response::summary_schema()),
     }
 }
 
 /// What of the model's `answer` is stored: one line, without code fences, a leading
 /// "Summary:" label, escape sequences or control characters, at most
-/// [`MAX_SUMMARY_CHARS`] characters.
+/// [`MAX_SUMMARY_CHARS`] characters. An answer constrained to
+/// [`summary_schema`](crate::response::summary_schema) (`{"Summary": "..."}`) gives its
+/// `Summary`.
 pub fn kept_summary(answer: &str) -> Result<String, SummaryError> {
+    let answer = schema_summary(answer).unwrap_or_else(|| answer.to_string());
     let text: String = answer
         .lines()
         .filter(|l| !l.trim_start().starts_with("```"))
@@ -68,6 +72,20 @@ pub fn kept_summary(answer: &str) -> Result<String, SummaryError> {
         return Err(SummaryError::Empty);
     }
     Ok(crate::knowledge::clip(text, MAX_SUMMARY_CHARS))
+}
+
+/// The `Summary` of an answer that is one JSON object holding it (any case of the name).
+fn schema_summary(answer: &str) -> Option<String> {
+    let trimmed = answer.trim();
+    if !(trimmed.starts_with('{') && trimmed.ends_with('}')) {
+        return None;
+    }
+    let object = crate::parse::parse_object(trimmed).ok()?;
+    object
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("summary"))
+        .and_then(|(_, v)| v.as_str())
+        .map(str::to_string)
 }
 
 /// `text` without a leading `Summary:` (any case), which the stored text adds itself.
@@ -112,6 +130,10 @@ mod tests {
         let r = summary_request("Request: multiply\nSteps:\n1. click on button \"7\"\n");
         assert_eq!(r.agent, "experience");
         assert!(!r.json_mode);
+        assert_eq!(
+            r.response_schema.as_ref().map(|s| s.name.as_str()),
+            Some("experience_summary")
+        );
         let text = r.prompt_text();
         assert!(text.contains("1. click on button \"7\""), "{text}");
         assert!(text.contains("tips"), "{text}");
@@ -119,6 +141,19 @@ mod tests {
         // a huge experience is clipped before it is sent
         let big = summary_request(&"x".repeat(100_000));
         assert!(big.prompt_text().chars().count() < MAX_EXPERIENCE_CHARS + 1_000);
+    }
+
+    #[test]
+    fn a_schema_constrained_answer_gives_its_summary() {
+        assert_eq!(
+            kept_summary(r#"{"Summary": "Typed 12x7.\nTip: use the keypad."}"#).as_deref(),
+            Ok("Typed 12x7. Tip: use the keypad.")
+        );
+        // plain text that merely holds braces stays as it is
+        assert_eq!(
+            kept_summary("Set {A1} to 3.").as_deref(),
+            Ok("Set {A1} to 3.")
+        );
     }
 
     #[test]

@@ -563,6 +563,34 @@ pub struct ChatRequest {
     pub messages: Vec<ChatMessage>,
     /// Ask the provider for a JSON object, where it supports that.
     pub json_mode: bool,
+    /// The JSON Schema the answer must follow, sent where the provider constrains output to
+    /// a schema (`structured_output`, docs/configuration.md); `None`: JSON mode or free text,
+    /// as `json_mode` says.
+    pub response_schema: Option<ResponseSchema>,
+}
+
+/// The schema of an agent's answer, as sent to a provider that constrains its output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseSchema {
+    /// A name for the schema (letters, digits, `_`; e.g. `host_response`).
+    pub name: String,
+    /// The JSON Schema, in the strict form (every property required, optional ones nullable,
+    /// no additional properties): see [`crate::response::strict_schema`].
+    pub schema: serde_json::Value,
+}
+
+/// What a model backend learnt about its server during a session and changed in what it
+/// sends: said once on stderr, and recorded in the `step` record of the step it happened in
+/// (`model_notes`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelNote {
+    /// What it is about: `structured_output` or `images`.
+    pub about: String,
+    /// What is sent from now on: `schema`, `json` or `off` for structured output; `off` for
+    /// images.
+    pub now: String,
+    /// Why, in words (the server's answer quoted).
+    pub message: String,
 }
 
 impl ChatRequest {
@@ -619,6 +647,19 @@ pub trait LlmClient: Send + Sync {
     fn cost(&self, usage: &Usage) -> f64 {
         let _ = usage;
         0.0
+    }
+
+    /// What the backend learnt about its server since the last call of this method (a
+    /// server that refuses the response schema, or images), oldest first; wrappers pass their
+    /// inner model's on. The default learns nothing.
+    fn take_notes(&self) -> Vec<ModelNote> {
+        Vec::new()
+    }
+
+    /// Completion tokens per second of the backend's last streamed answer (first token to
+    /// last), for the status line; `None` when it streams nothing. Wrappers pass it on.
+    fn throughput(&self) -> Option<f64> {
+        None
     }
 }
 

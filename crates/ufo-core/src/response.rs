@@ -3,9 +3,21 @@
 //! Field names are matched after normalisation (lower case, letters and digits only), so the
 //! seeds' names (`Current Sub-Task`, `ControlLabel`) and snake_case aliases (`current_subtask`,
 //! `control_label`) are one and the same.
+//!
+//! Each answer also has a JSON Schema ([`host_schema`], [`app_schema`], [`shell_schema`],
+//! [`operator_schema`], [`evaluation_schema`], [`summary_schema`]), derived from a wire type
+//! here ([`HostAnswer`], ...) whose fields are the names the prompts ask for, and sent to
+//! providers that constrain output to a schema (`structured_output`, docs/configuration.md).
+//! The schemas are in the strict form OpenAI's `json_schema` needs (every property required,
+//! optional ones nullable, no other properties); the parsers stay tolerant and accept what
+//! they always did (aliases, `Args` as an object or as JSON text, a list or one string). A
+//! test checks that the fields a schema makes non-nullable are the ones its parser requires.
 
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use crate::ports::ResponseSchema;
 
 use crate::parse::parse_object;
 use crate::status::{AppStatus, HostStatus};
@@ -221,6 +233,503 @@ impl AppResponse {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Schemas of the answers
+// ---------------------------------------------------------------------------------------------
+
+/// A status the HostAgent's model may answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, JsonSchema, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum HostAnswerStatus {
+    /// Look again, or after a `Bash` command.
+    Continue,
+    /// Hand the subtask to a window.
+    Assign,
+    /// The request is done.
+    Finish,
+    /// The request cannot be done.
+    Fail,
+    /// Ask the person the questions.
+    Pending,
+    /// Ask the person to approve.
+    Confirm,
+}
+
+/// A status an AppAgent's model may answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, JsonSchema, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum AppAnswerStatus {
+    /// More actions are needed.
+    Continue,
+    /// The action changes the window: capture it afresh.
+    Screenshot,
+    /// The subtask is done.
+    Finish,
+    /// The subtask cannot be done here.
+    Fail,
+    /// Ask the person the questions.
+    Pending,
+    /// Ask the person to approve the action.
+    Confirm,
+    /// The application is broken beyond use.
+    Error,
+}
+
+/// The HostAgent's answer as the prompt asks for it (the wire form of [`HostResponse`]).
+#[derive(Debug, Clone, PartialEq, JsonSchema, Deserialize)]
+pub struct HostAnswer {
+    /// What you see in the window list and screenshot.
+    #[serde(rename = "Observation")]
+    pub observation: String,
+    /// Your reasoning for the next move.
+    #[serde(rename = "Thought")]
+    pub thought: String,
+    /// The one subtask to do now.
+    #[serde(rename = "Current Sub-Task")]
+    pub current_subtask: Option<String>,
+    /// Hints for the AppAgent.
+    #[serde(rename = "Message")]
+    pub message: Option<Vec<String>>,
+    /// The label of the chosen window from the window list.
+    #[serde(rename = "ControlLabel")]
+    pub control_label: Option<String>,
+    /// The title or application name of that window.
+    #[serde(rename = "ControlText")]
+    pub control_text: Option<String>,
+    /// The subtasks still to do after this one.
+    #[serde(rename = "Plan")]
+    pub plan: Option<Vec<String>>,
+    /// The next status.
+    #[serde(rename = "Status")]
+    pub status: HostAnswerStatus,
+    /// A short note for the person.
+    #[serde(rename = "Comment")]
+    pub comment: Option<String>,
+    /// Questions for the person (only with PENDING).
+    #[serde(rename = "Questions")]
+    pub questions: Option<Vec<String>>,
+    /// A shell command to run before the window is chosen.
+    #[serde(rename = "Bash")]
+    pub bash: Option<String>,
+}
+
+/// One action of a multi-action answer, as the prompt asks for it.
+#[derive(Debug, Clone, PartialEq, JsonSchema, Deserialize)]
+pub struct ActionAnswer {
+    /// The label of the control.
+    #[serde(rename = "ControlLabel")]
+    pub control_label: Option<String>,
+    /// The name of the control, exactly as listed.
+    #[serde(rename = "ControlText")]
+    pub control_text: Option<String>,
+    /// The function to call.
+    #[serde(rename = "Function")]
+    pub function: String,
+    /// The function's arguments as the text of a JSON object, e.g. `{"text": "x"}`.
+    #[serde(rename = "Args")]
+    pub args: Option<String>,
+}
+
+/// An AppAgent's answer as the prompt asks for it (the wire form of [`AppResponse`], without
+/// `Actions`). `Args` is the text of a JSON object: a strict schema cannot leave an object's
+/// keys open, and the parser reads both forms.
+#[derive(Debug, Clone, PartialEq, JsonSchema, Deserialize)]
+pub struct AppAnswer {
+    /// What you see.
+    #[serde(rename = "Observation")]
+    pub observation: String,
+    /// Your reasoning.
+    #[serde(rename = "Thought")]
+    pub thought: String,
+    /// The label of the control to act on (the number in [N] of its line).
+    #[serde(rename = "ControlLabel")]
+    pub control_label: Option<String>,
+    /// The name of that control, exactly as listed.
+    #[serde(rename = "ControlText")]
+    pub control_text: Option<String>,
+    /// The function to call, or "" for no action.
+    #[serde(rename = "Function")]
+    pub function: Option<String>,
+    /// The function's arguments as the text of a JSON object, e.g. `{"text": "x"}`.
+    #[serde(rename = "Args")]
+    pub args: Option<String>,
+    /// The next status.
+    #[serde(rename = "Status")]
+    pub status: AppAnswerStatus,
+    /// A short note for the person.
+    #[serde(rename = "Comment")]
+    pub comment: Option<String>,
+    /// The steps still to do.
+    #[serde(rename = "Plan")]
+    pub plan: Option<Vec<String>>,
+    /// Questions for the person (only with PENDING).
+    #[serde(rename = "Questions")]
+    pub questions: Option<Vec<String>>,
+    /// The subtask's result when you FINISH.
+    #[serde(rename = "Result")]
+    pub result: Option<String>,
+}
+
+/// An AppAgent's answer when several actions may be given at once (`multi_action`).
+#[derive(Debug, Clone, PartialEq, JsonSchema, Deserialize)]
+pub struct MultiAppAnswer {
+    /// The single-action fields.
+    #[serde(flatten)]
+    pub answer: AppAnswer,
+    /// Several actions to run in order, instead of ControlLabel/ControlText/Function/Args.
+    #[serde(rename = "Actions")]
+    pub actions: Option<Vec<ActionAnswer>>,
+}
+
+/// A status the shell agent's model may answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, JsonSchema, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum ShellAnswerStatus {
+    /// Run the command and show its output.
+    Continue,
+    /// Run the command (if any) and end the subtask.
+    Finish,
+    /// End the subtask as impossible.
+    Fail,
+    /// Ask the person before running the command.
+    Confirm,
+}
+
+/// The shell agent's answer as its prompt asks for it.
+#[derive(Debug, Clone, PartialEq, JsonSchema, Deserialize)]
+pub struct ShellAnswer {
+    /// What the last output shows.
+    #[serde(rename = "Observation")]
+    pub observation: String,
+    /// Your reasoning.
+    #[serde(rename = "Thought")]
+    pub thought: String,
+    /// The one shell command to run now, or empty.
+    #[serde(rename = "Command")]
+    pub command: Option<String>,
+    /// The next status.
+    #[serde(rename = "Status")]
+    pub status: ShellAnswerStatus,
+    /// A note for the person.
+    #[serde(rename = "Comment")]
+    pub comment: Option<String>,
+    /// The subtask's result when you FINISH.
+    #[serde(rename = "Result")]
+    pub result: Option<String>,
+}
+
+/// A status the operator agent's model may answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, JsonSchema, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum OperatorAnswerStatus {
+    /// Act and look again.
+    Continue,
+    /// Act (if any) and end the subtask.
+    Finish,
+    /// End the subtask as impossible.
+    Fail,
+}
+
+/// What the operator agent does at a point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, JsonSchema, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OperatorAnswerAction {
+    /// A left click at (X, Y).
+    Click,
+    /// Type Text into the field at (X, Y).
+    Type,
+    /// No action.
+    None,
+}
+
+/// The operator agent's answer as its prompt asks for it.
+#[derive(Debug, Clone, PartialEq, JsonSchema, Deserialize)]
+pub struct OperatorAnswer {
+    /// What the screenshot shows.
+    #[serde(rename = "Observation")]
+    pub observation: String,
+    /// Your reasoning.
+    #[serde(rename = "Thought")]
+    pub thought: String,
+    /// click, type or none.
+    #[serde(rename = "Action")]
+    pub action: Option<OperatorAnswerAction>,
+    /// Window pixels from the left.
+    #[serde(rename = "X")]
+    pub x: Option<i64>,
+    /// Window pixels from the top.
+    #[serde(rename = "Y")]
+    pub y: Option<i64>,
+    /// Text to type (type only).
+    #[serde(rename = "Text")]
+    pub text: Option<String>,
+    /// The next status.
+    #[serde(rename = "Status")]
+    pub status: OperatorAnswerStatus,
+    /// The subtask's result when you FINISH.
+    #[serde(rename = "Result")]
+    pub result: Option<String>,
+}
+
+/// A judgement of the evaluation agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, JsonSchema, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Judgement {
+    /// Done.
+    Yes,
+    /// Not done.
+    No,
+    /// The trajectory does not show enough to decide.
+    Unsure,
+}
+
+/// One sub-goal's judgement. The prompt shows `sub_scores` as an object keyed by sub-goal; a
+/// strict schema cannot leave an object's keys open, so the schema asks for this list and the
+/// parser reads both.
+#[derive(Debug, Clone, PartialEq, JsonSchema, Deserialize)]
+pub struct SubScore {
+    /// The sub-goal.
+    pub sub_goal: String,
+    /// Its judgement.
+    pub score: Judgement,
+}
+
+/// The evaluation agent's answer as its prompt asks for it.
+#[derive(Debug, Clone, PartialEq, JsonSchema, Deserialize)]
+pub struct EvaluationAnswer {
+    /// Why you judge so, citing steps.
+    pub reason: Option<String>,
+    /// The judgement of each sub-goal.
+    pub sub_scores: Option<Vec<SubScore>>,
+    /// Whether the task was completed.
+    pub complete: Judgement,
+}
+
+/// The experience summary as a schema-constrained answer (the prompt asks for plain text;
+/// [`crate::experience::kept_summary`] reads both).
+#[derive(Debug, Clone, PartialEq, JsonSchema, Deserialize)]
+pub struct SummaryAnswer {
+    /// At most three short sentences: what was done, then tips for doing it again.
+    #[serde(rename = "Summary")]
+    pub summary: String,
+}
+
+/// The order in which answer fields are written where order matters (a model writes the
+/// fields in the schema's order, and should observe and think before it acts); other names
+/// follow in sorted order.
+pub const FIELD_ORDER: &[&str] = &[
+    "Observation",
+    "Thought",
+    "Current Sub-Task",
+    "Message",
+    "ControlLabel",
+    "ControlText",
+    "Function",
+    "Args",
+    "Action",
+    "X",
+    "Y",
+    "Text",
+    "Command",
+    "Actions",
+    "Plan",
+    "Status",
+    "Comment",
+    "Questions",
+    "Bash",
+    "Result",
+    "reason",
+    "sub_scores",
+    "sub_goal",
+    "score",
+    "complete",
+    "Summary",
+];
+
+/// The strict JSON Schema of `T`: subschemas inlined, no `$schema`, `title` nor `format`,
+/// and on every object `additionalProperties: false` and all its properties required
+/// (optional fields are already nullable: they are `Option`s).
+pub fn strict_schema<T: JsonSchema>() -> Value {
+    let mut schema = schemars::generate::SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
+    make_strict(&mut schema);
+    schema
+}
+
+fn make_strict(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            for keyword in ["$schema", "title", "format"] {
+                map.remove(keyword);
+            }
+            consts_to_enum(map);
+            nullable_in_place(map);
+            if let Some(Value::Object(props)) = map.get_mut("properties") {
+                let mut names: Vec<&String> = props.keys().collect();
+                names.sort_by_key(|k| {
+                    FIELD_ORDER
+                        .iter()
+                        .position(|f| *f == k.as_str())
+                        .unwrap_or(usize::MAX)
+                });
+                let names: Vec<Value> = names.into_iter().cloned().map(Value::String).collect();
+                for sub in props.values_mut() {
+                    make_strict(sub);
+                }
+                map.insert("required".into(), Value::Array(names));
+                map.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            for (key, sub) in map.iter_mut() {
+                if key != "properties" {
+                    make_strict(sub);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(make_strict),
+        _ => {}
+    }
+}
+
+/// A `oneOf` of string constants (an enum whose variants have doc comments) as a plain
+/// `enum`, each constant's meaning added to the description: the form every provider takes
+/// (OpenAI's strict mode has no `oneOf`).
+fn consts_to_enum(map: &mut Map<String, Value>) {
+    let Some(Value::Array(alternatives)) = map.get("oneOf") else {
+        return;
+    };
+    let Some(consts) = alternatives
+        .iter()
+        .map(|a| {
+            let c = a.get("const")?.as_str()?;
+            Some((c.to_string(), a.get("description").and_then(Value::as_str)))
+        })
+        .collect::<Option<Vec<_>>>()
+    else {
+        return;
+    };
+    let meanings: Vec<String> = consts
+        .iter()
+        .filter_map(|(c, d)| d.map(|d| format!("{c}: {d}")))
+        .collect();
+    let names: Vec<Value> = consts.into_iter().map(|(c, _)| Value::String(c)).collect();
+    map.remove("oneOf");
+    map.insert("type".into(), Value::from("string"));
+    map.insert("enum".into(), Value::Array(names));
+    if !meanings.is_empty() {
+        let before = map.get("description").and_then(Value::as_str).unwrap_or("");
+        let text = format!("{before} {}", meanings.join(" "))
+            .trim()
+            .to_string();
+        map.insert("description".into(), Value::String(text));
+    }
+}
+
+/// `anyOf: [X, {"type": "null"}]` (an optional enum) as X with `null` added to its type and
+/// its `enum`.
+fn nullable_in_place(map: &mut Map<String, Value>) {
+    let Some(Value::Array(alternatives)) = map.get_mut("anyOf") else {
+        return;
+    };
+    let is_null = |v: &Value| v.get("type").and_then(Value::as_str) == Some("null");
+    if alternatives.len() != 2 || !alternatives.iter().any(is_null) {
+        return;
+    }
+    let Some(mut inner) = alternatives.iter().find(|a| !is_null(a)).cloned() else {
+        return;
+    };
+    make_strict(&mut inner);
+    let Value::Object(mut inner) = inner else {
+        return;
+    };
+    let Some(Value::String(kind)) = inner.remove("type") else {
+        return;
+    };
+    inner.insert("type".into(), Value::from(vec![kind, "null".to_string()]));
+    if let Some(Value::Array(values)) = inner.get_mut("enum") {
+        values.push(Value::Null);
+    }
+    map.remove("anyOf");
+    let description = map.remove("description");
+    map.extend(inner);
+    if let Some(d) = description {
+        map.insert("description".into(), d);
+    }
+}
+
+fn named<T: JsonSchema>(name: &str) -> ResponseSchema {
+    ResponseSchema {
+        name: name.to_string(),
+        schema: strict_schema::<T>(),
+    }
+}
+
+/// The schema of the HostAgent's answer.
+pub fn host_schema() -> ResponseSchema {
+    named::<HostAnswer>("host_response")
+}
+
+/// The schema of an AppAgent's answer; with `multi_action`, `Actions` is one of its fields.
+pub fn app_schema(multi_action: bool) -> ResponseSchema {
+    if multi_action {
+        named::<MultiAppAnswer>("app_response")
+    } else {
+        named::<AppAnswer>("app_response")
+    }
+}
+
+/// The schema of the shell agent's answer.
+pub fn shell_schema() -> ResponseSchema {
+    named::<ShellAnswer>("shell_response")
+}
+
+/// The schema of the operator agent's answer.
+pub fn operator_schema() -> ResponseSchema {
+    named::<OperatorAnswer>("operator_response")
+}
+
+/// The schema of the evaluation agent's answer.
+pub fn evaluation_schema() -> ResponseSchema {
+    named::<EvaluationAnswer>("evaluation_response")
+}
+
+/// The schema of the experience summary.
+pub fn summary_schema() -> ResponseSchema {
+    named::<SummaryAnswer>("experience_summary")
+}
+
+/// The properties a schema makes required and not nullable (for tests that compare them
+/// with what a parser requires).
+pub fn non_nullable_fields(schema: &Value) -> Vec<String> {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = props
+        .iter()
+        .filter(|(_, s)| !accepts_null(s))
+        .map(|(k, _)| k.clone())
+        .collect();
+    out.sort();
+    out
+}
+
+fn accepts_null(schema: &Value) -> bool {
+    let is_null = |v: &Value| v.as_str() == Some("null");
+    match schema.get("type") {
+        Some(Value::Array(types)) if types.iter().any(is_null) => return true,
+        Some(t) if is_null(t) => return true,
+        _ => {}
+    }
+    ["anyOf", "oneOf"].iter().any(|k| {
+        schema
+            .get(*k)
+            .and_then(Value::as_array)
+            .is_some_and(|alts| alts.iter().any(accepts_null))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,5 +808,151 @@ mod tests {
             (h.control_label.as_str(), h.control_text.as_str()),
             ("", "2")
         );
+    }
+
+    /// Every object of a strict schema lists all its properties as required and allows no
+    /// others (OpenAI's strict mode refuses anything else).
+    fn assert_strict(schema: &Value, at: &str) {
+        match schema {
+            Value::Object(map) => {
+                if let Some(Value::Object(props)) = map.get("properties") {
+                    let mut names: Vec<&String> = props.keys().collect();
+                    names.sort();
+                    let mut required: Vec<&str> = map["required"]
+                        .as_array()
+                        .expect("required is a list")
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .collect();
+                    required.sort_unstable();
+                    assert_eq!(names, required, "at {at}");
+                    assert_eq!(map["additionalProperties"], false, "at {at}");
+                    for (k, v) in props {
+                        assert_strict(v, &format!("{at}.{k}"));
+                    }
+                }
+                for (k, v) in map.iter().filter(|(k, _)| *k != "properties") {
+                    assert_strict(v, &format!("{at}/{k}"));
+                }
+                assert!(!map.contains_key("$ref"), "inlined at {at}");
+            }
+            Value::Array(items) => items.iter().for_each(|v| assert_strict(v, at)),
+            _ => {}
+        }
+    }
+
+    fn valid(schema: &ResponseSchema, answer: &Value) -> bool {
+        let validator = jsonschema::validator_for(&schema.schema).expect("a valid JSON Schema");
+        validator.is_valid(answer)
+    }
+
+    #[test]
+    fn host_answers_validate_and_the_required_fields_are_the_parsers() {
+        let schema = host_schema();
+        assert_eq!(schema.name, "host_response");
+        assert_strict(&schema.schema, "host");
+        let answer = serde_json::json!({
+            "Observation": "a calculator", "Thought": "hand it over",
+            "Current Sub-Task": "compute 12*7", "Message": ["use the keypad"],
+            "ControlLabel": "1", "ControlText": "Calculator", "Plan": [],
+            "Status": "ASSIGN", "Comment": null, "Questions": null, "Bash": ""
+        });
+        assert!(valid(&schema, &answer));
+        let parsed = HostResponse::parse(&answer.to_string()).expect("the parser reads it");
+        assert_eq!(parsed.status, HostStatus::Assign);
+        assert_eq!(parsed.current_subtask, "compute 12*7");
+        // what the schema cannot leave out is what the parser requires
+        assert_eq!(
+            non_nullable_fields(&schema.schema),
+            ["Observation", "Status", "Thought"]
+        );
+        for required in ["Observation", "Thought", "Status"] {
+            let mut without = answer.clone();
+            without.as_object_mut().map(|m| m.remove(required));
+            assert!(!valid(&schema, &without), "{required}");
+            assert!(
+                HostResponse::parse(&without.to_string()).is_err(),
+                "{required}"
+            );
+        }
+        // the schema's statuses are the ones the parser reads
+        for status in ["CONTINUE", "ASSIGN", "FINISH", "FAIL", "PENDING", "CONFIRM"] {
+            assert!(HostStatus::parse(status).is_ok(), "{status}");
+        }
+        let mut bad = answer.clone();
+        bad["Status"] = "GO".into();
+        assert!(!valid(&schema, &bad));
+        bad["Status"] = "ASSIGN".into();
+        bad["Extra"] = "x".into();
+        assert!(!valid(&schema, &bad), "no other properties");
+    }
+
+    #[test]
+    fn app_answers_validate_and_the_required_fields_are_the_parsers() {
+        for multi in [false, true] {
+            let schema = app_schema(multi);
+            assert_strict(&schema.schema, "app");
+            let mut answer = serde_json::json!({
+                "Observation": "o", "Thought": "t", "ControlLabel": "3",
+                "ControlText": "Name", "Function": "set_text", "Args": "{\"text\": \"x\"}",
+                "Status": "CONTINUE", "Comment": null, "Plan": ["save"], "Questions": null,
+                "Result": null
+            });
+            if multi {
+                answer["Actions"] = serde_json::json!([{"ControlLabel": "4",
+                    "ControlText": null, "Function": "click", "Args": null}]);
+            }
+            assert!(valid(&schema, &answer), "multi {multi}");
+            let parsed = AppResponse::parse(&answer.to_string()).expect("parsed");
+            assert_eq!(parsed.args["text"], "x", "Args as JSON text is read");
+            assert_eq!(parsed.actions.len(), usize::from(multi));
+            assert_eq!(
+                non_nullable_fields(&schema.schema),
+                ["Observation", "Status", "Thought"]
+            );
+            let has_actions = schema.schema["properties"].get("Actions").is_some();
+            assert_eq!(has_actions, multi);
+        }
+        for status in [
+            "CONTINUE",
+            "SCREENSHOT",
+            "FINISH",
+            "FAIL",
+            "PENDING",
+            "CONFIRM",
+            "ERROR",
+        ] {
+            assert!(AppStatus::parse(status).is_ok(), "{status}");
+        }
+    }
+
+    #[test]
+    fn every_schema_is_strict_and_its_fields_are_ordered() {
+        for s in [
+            host_schema(),
+            app_schema(true),
+            shell_schema(),
+            operator_schema(),
+            evaluation_schema(),
+            summary_schema(),
+        ] {
+            assert_strict(&s.schema, &s.name);
+            assert!(
+                s.name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                "{}",
+                s.name
+            );
+            for name in s.schema["properties"].as_object().expect("props").keys() {
+                assert!(FIELD_ORDER.contains(&name.as_str()), "{name} has a place");
+            }
+        }
+        let summary = summary_schema();
+        assert!(valid(
+            &summary,
+            &serde_json::json!({"Summary": "Typed 12x7."})
+        ));
+        assert_eq!(non_nullable_fields(&summary.schema), ["Summary"]);
     }
 }

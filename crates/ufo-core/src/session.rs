@@ -467,6 +467,14 @@ impl<'a> Session<'a> {
         }
     }
 
+    /// What the host's and the AppAgents' models learnt since the last step (a client that
+    /// serves both is drained by the first call).
+    fn model_notes(&self) -> Vec<crate::ports::ModelNote> {
+        let mut notes = self.services.host_llm.take_notes();
+        notes.extend(self.services.app_llm.take_notes());
+        notes
+    }
+
     /// Count the visited state (when it ran the processor) and its model use, write its
     /// `step` record and the checkpoint, and say whether the round ends on it: on a failed
     /// write, on the agent's state, over `max_cost`, or at `max_steps`.
@@ -492,6 +500,17 @@ impl<'a> Session<'a> {
         // The host's plan as it stands after its step, for readers that show progress.
         if let (events::Record::Step(step), "host") = (&mut record, visit.role) {
             step.plan = self.host.plan().to_vec();
+        }
+        if let events::Record::Step(step) = &mut record {
+            step.model_notes = self.model_notes();
+            if visit.report.llm.calls > 0 {
+                let llm = if visit.role == "host" {
+                    self.services.host_llm
+                } else {
+                    self.services.app_llm
+                };
+                step.tokens_per_s = llm.throughput().map(|r| (r * 10.0).round() / 10.0);
+            }
         }
         cx.record(&record);
         cx.seq += 1;
@@ -688,7 +707,13 @@ mod tests {
         async fn settle(&self) {}
     }
 
-    struct FakeLlm(Mutex<VecDeque<Value>>, Mutex<Vec<String>>);
+    /// Answers in order, the prompts it got, and the notes of answers with a `_note` (what a
+    /// real backend learns about its server while answering).
+    struct FakeLlm(
+        Mutex<VecDeque<Value>>,
+        Mutex<Vec<String>>,
+        Mutex<Vec<crate::ports::ModelNote>>,
+    );
 
     #[async_trait]
     impl LlmClient for FakeLlm {
@@ -697,6 +722,16 @@ mod tests {
                 p.push(r.prompt_text());
             }
             let next = self.0.lock().ok().and_then(|mut q| q.pop_front());
+            if let (Some(note), Ok(mut notes)) = (next.as_ref().map(|v| &v["_note"]), self.2.lock())
+            {
+                if let Some(now) = note.as_str() {
+                    notes.push(crate::ports::ModelNote {
+                        about: "structured_output".into(),
+                        now: now.into(),
+                        message: format!("settled on {now}"),
+                    });
+                }
+            }
             match next {
                 Some(v) => Ok(ChatResponse {
                     text: v.to_string(),
@@ -707,6 +742,15 @@ mod tests {
         }
         fn describe(&self) -> String {
             "fake".into()
+        }
+        fn take_notes(&self) -> Vec<crate::ports::ModelNote> {
+            self.2
+                .lock()
+                .map(|mut n| std::mem::take(&mut *n))
+                .unwrap_or_default()
+        }
+        fn throughput(&self) -> Option<f64> {
+            Some(12.34)
         }
     }
 
@@ -796,7 +840,11 @@ mod tests {
             log: log.clone(),
             controls: Mutex::new(vec![button("del", "Delete"), button("open", "Open")]),
         };
-        let llm = FakeLlm(Mutex::new(answers.into()), Mutex::default());
+        let llm = FakeLlm(
+            Mutex::new(answers.into()),
+            Mutex::default(),
+            Mutex::default(),
+        );
         let user = FakeUser {
             log: log.clone(),
             decision,
@@ -937,6 +985,7 @@ mod tests {
                 .into(),
             ),
             Mutex::default(),
+            Mutex::default(),
         );
         let user = FakeUser {
             log: log.clone(),
@@ -1027,6 +1076,39 @@ mod tests {
             ])
         );
         assert_eq!(r.outcome.status, SessionStatus::Finish);
+    }
+
+    /// What the model learnt about its server during a step is in that step's record, once;
+    /// the configured mode is in `session_start`.
+    #[tokio::test]
+    async fn model_notes_are_recorded_in_the_step_they_happened_in() {
+        let mut first = host("ASSIGN");
+        first["_note"] = "json".into();
+        let r = run(
+            vec![
+                first,
+                json!({"Observation": "o", "Thought": "t", "Status": "FINISH"}),
+                host("FINISH"),
+            ],
+            Decision::Approve,
+            Config {
+                structured_output: crate::StructuredOutput::Json,
+                ..Config::default()
+            },
+        )
+        .await;
+        assert_eq!(r.events[0]["type"], "session_start");
+        assert_eq!(r.events[0]["structured_output"], "json");
+        let steps: Vec<&Value> = r.events.iter().filter(|e| e["type"] == "step").collect();
+        assert_eq!(
+            steps[0]["model_notes"],
+            json!([{"about": "structured_output", "now": "json", "message": "settled on json"}])
+        );
+        for later in &steps[1..] {
+            assert!(later.get("model_notes").is_none(), "said once: {later}");
+        }
+        // the status line's tokens per second, rounded, on steps that asked the model
+        assert_eq!(steps[0]["tokens_per_s"], 12.3);
     }
 
     #[tokio::test]

@@ -5,8 +5,11 @@
 //! conversation that starts with the assistant gets an empty user turn first); images are
 //! `{"type":"image","source":{"type":"base64","media_type":"image/png","data":...}}` blocks
 //! preceded by their caption. Headers `x-api-key` and `anthropic-version`. Usage comes from
-//! `usage.input_tokens` / `usage.output_tokens`. The API has no JSON mode; the prompt asks
-//! for JSON.
+//! `usage.input_tokens` / `usage.output_tokens`. The API has no JSON mode: a request's
+//! response schema is sent as one tool the model must call (`tools: [{name, description,
+//! input_schema}]`, `tool_choice: {type: "tool", name}`) and the answer is the `input` of its
+//! `tool_use` block, as JSON text; without a schema (or with `structured_output` `json` or
+//! `off`, or once the server refused the tool, [`crate::learn`]) the prompt asks for JSON.
 
 use async_trait::async_trait;
 use reqwest::header::{HeaderName, HeaderValue};
@@ -15,10 +18,12 @@ use ufo_core::ports::{
     ChatRequest, ChatResponse, ContentPart, LlmClient, LlmError, MessageRole, Usage,
 };
 
+use crate::learn::{Format, Learnt};
 use crate::openai::png_base64;
 use crate::options::{endpoint_url, ApiKey, ConfigError, HttpSettings};
-use crate::retry::{short, Endpoint};
+use crate::retry::{short, Endpoint, Streaming};
 use crate::script::estimate_tokens;
+use crate::stream::{AnthropicSink, Rate};
 
 /// The default base URL of the Anthropic API.
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -45,6 +50,8 @@ pub struct AnthropicConfig {
 pub struct AnthropicClient {
     endpoint: Endpoint,
     model: String,
+    learnt: Learnt,
+    rate: Rate,
 }
 
 impl AnthropicClient {
@@ -64,6 +71,7 @@ impl AnthropicClient {
             "/v1/messages"
         };
         let url = endpoint_url(base, path, None);
+        let learnt = Learnt::new(config.settings.structured_output, false);
         let mut endpoint = Endpoint::new(
             url,
             config.settings,
@@ -79,6 +87,8 @@ impl AnthropicClient {
         Ok(Self {
             endpoint,
             model: config.model,
+            learnt,
+            rate: Rate::default(),
         })
     }
 
@@ -88,8 +98,16 @@ impl AnthropicClient {
         &self.endpoint.url
     }
 
-    /// The JSON body sent for `request`.
+    /// The JSON body sent for `request` now (with what the server was found to accept).
     pub fn request_body(&self, request: &ChatRequest) -> Value {
+        let request = self.learnt.shaped(request);
+        let streamed = self.endpoint.settings.stream.enabled && self.learnt.streams();
+        self.body_with(&request, self.learnt.format(&request), streamed)
+    }
+
+    /// The JSON body of `request` sent with `format` (a forced tool call for
+    /// [`Format::Schema`]; nothing else changes the body).
+    fn body_with(&self, request: &ChatRequest, format: Format, streamed: bool) -> Value {
         let mut system = Vec::new();
         let mut turns: Vec<(&'static str, Vec<Value>)> = Vec::new();
         for message in &request.messages {
@@ -140,6 +158,24 @@ impl AnthropicClient {
         if let Some(t) = self.endpoint.settings.temperature {
             body.insert("temperature".into(), json!(t));
         }
+        if streamed {
+            body.insert("stream".into(), json!(true));
+        }
+        if let (Format::Schema, Some(schema)) = (format, &request.response_schema) {
+            body.insert(
+                "tools".into(),
+                json!([{
+                    "name": schema.name,
+                    "description": "Give your answer: call this tool with the fields the \
+                                    instructions ask for.",
+                    "input_schema": schema.schema,
+                }]),
+            );
+            body.insert(
+                "tool_choice".into(),
+                json!({"type": "tool", "name": schema.name}),
+            );
+        }
         Value::Object(body)
     }
 }
@@ -168,7 +204,8 @@ fn blocks(parts: &[ContentPart]) -> Vec<Value> {
     out
 }
 
-/// Read a Messages API body: the text blocks joined; an empty text when there are none (a
+/// Read a Messages API body: the `input` of the first `tool_use` block as JSON text (the
+/// forced answer tool), else the text blocks joined; an empty text when there are none (a
 /// refusal with no text included).
 fn parse_message(body: &str, request: &ChatRequest, url: &str) -> Result<ChatResponse, LlmError> {
     let malformed = |why: String| {
@@ -189,12 +226,19 @@ fn parse_message(body: &str, request: &ChatRequest, url: &str) -> Result<ChatRes
     let Some(content) = value.get("content").and_then(Value::as_array) else {
         return Err(malformed("no content array".into()));
     };
-    let text = content
+    let tool_input = content
         .iter()
-        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-        .filter_map(|b| b.get("text").and_then(Value::as_str))
-        .collect::<Vec<_>>()
-        .join("");
+        .find(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+        .and_then(|b| b.get("input"));
+    let text = match tool_input {
+        Some(input) => crate::wire::ordered_json(input),
+        None => content
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+    };
     let usage = value.get("usage");
     let count = |field: &str| usage.and_then(|u| u.get(field)).and_then(Value::as_u64);
     let usage = Usage {
@@ -224,10 +268,59 @@ impl std::fmt::Debug for AnthropicClient {
 #[async_trait]
 impl LlmClient for AnthropicClient {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let body = self.request_body(request);
-        let text = self.endpoint.post("Anthropic", &body).await?;
-        parse_message(&text, request, &self.endpoint.shown_url)
-            .map_err(|e| self.endpoint.secrets.scrub_error(e))
+        let mut sink = AnthropicSink::default();
+        let mut streaming = Streaming {
+            sink: &mut sink,
+            settings: self.endpoint.settings.stream.clone(),
+            first: None,
+            last: None,
+        };
+        let stream = self
+            .endpoint
+            .settings
+            .stream
+            .enabled
+            .then_some(&mut streaming);
+        let whole = crate::learn::send(
+            &self.learnt,
+            &self.endpoint,
+            "Anthropic",
+            request,
+            |shaped, format, streamed| self.body_with(shaped, format, streamed),
+            stream,
+        )
+        .await?;
+        match whole {
+            Some(text) => parse_message(&text, request, &self.endpoint.shown_url)
+                .map_err(|e| self.endpoint.secrets.scrub_error(e)),
+            None => {
+                let (first, last) = (streaming.first, streaming.last);
+                let text = match sink.tool_input.take() {
+                    // the forced tool's input, streamed as JSON text in pieces
+                    Some(input) => match serde_json::from_str::<Value>(&input) {
+                        Ok(v) => crate::wire::ordered_json(&v),
+                        Err(_) => input,
+                    },
+                    None => std::mem::take(&mut sink.text),
+                };
+                let usage = Usage {
+                    prompt_tokens: sink
+                        .input_tokens
+                        .unwrap_or_else(|| estimate_tokens(&request.prompt_text())),
+                    completion_tokens: sink.output_tokens.unwrap_or_else(|| estimate_tokens(&text)),
+                };
+                self.rate.record(first, last, usage.completion_tokens);
+                Ok(ChatResponse { text, usage })
+            }
+        }
+    }
+
+    fn throughput(&self) -> Option<f64> {
+        self.rate.get()
+    }
+
+    fn take_notes(&self) -> Vec<ufo_core::ModelNote> {
+        self.learnt.take_notes()
     }
 
     fn describe(&self) -> String {

@@ -47,6 +47,18 @@ impl LlmClient for BackupModel {
         }
     }
 
+    fn take_notes(&self) -> Vec<ufo_core::ModelNote> {
+        let mut notes = self.primary.take_notes();
+        notes.extend(self.backup.take_notes());
+        notes
+    }
+
+    fn throughput(&self) -> Option<f64> {
+        self.primary
+            .throughput()
+            .or_else(|| self.backup.throughput())
+    }
+
     fn describe(&self) -> String {
         format!(
             "{} (backup: {})",

@@ -5,9 +5,14 @@
 //!   Studio) and Azure OpenAI;
 //! - [`anthropic`]: the Anthropic Messages API;
 //! - [`retry`]: timeouts, retries, backoff shared by the HTTP providers;
+//! - [`learn`]: what a server accepts (response schema, JSON mode, images), learnt from its
+//!   refusals;
 //! - [`record`]: [`Recording`] of calls to a folder and [`ReplayModel`] (`replay:DIR`);
 //! - [`backup`]: [`BackupModel`], a primary model with a backup;
 //! - [`spec`]: [`from_spec`], which turns `--llm <SPEC>` into a client;
+//! - [`stream`]: streamed answers, bounded by the time to the first token and the silence
+//!   between tokens;
+//! - [`wire`]: the JSON text sent, answer fields in the prompts' order;
 //! - [`price`]: cost of a call from its usage;
 //! - [`redact_url`] (from `ufo_core::redact`): credentials hidden from every URL shown.
 //!
@@ -15,6 +20,7 @@
 
 pub mod anthropic;
 pub mod backup;
+pub mod learn;
 pub mod openai;
 pub mod options;
 pub mod price;
@@ -22,6 +28,8 @@ pub mod record;
 pub mod retry;
 pub mod script;
 pub mod spec;
+pub mod stream;
+pub mod wire;
 
 pub use anthropic::{AnthropicClient, AnthropicConfig};
 pub use backup::BackupModel;
@@ -31,4 +39,5 @@ pub use price::Price;
 pub use record::{RecordError, Recording, ReplayModel};
 pub use script::{ScriptError, ScriptedModel};
 pub use spec::{from_spec, LlmOptions, SpecError};
+pub use stream::StreamSettings;
 pub use ufo_core::redact::redact_url;

@@ -5,8 +5,11 @@
 //! Wire format: text-only messages are sent with a plain string `content`; messages with
 //! screenshots as a list of parts, each image as
 //! `{"type":"image_url","image_url":{"url":"data:image/png;base64,...","detail":"high"}}`
-//! preceded by its caption as a text part. `json_mode` adds
-//! `"response_format":{"type":"json_object"}`. Usage comes from
+//! preceded by its caption as a text part. The response format follows `structured_output`
+//! ([`crate::learn`]): a request's response schema is sent as
+//! `"response_format":{"type":"json_schema","json_schema":{"name":...,"strict":true,
+//! "schema":{...}}}` (OpenAI, Azure, vLLM, llama.cpp's server, Ollama's OpenAI-compatible
+//! API), JSON mode as `"response_format":{"type":"json_object"}`. Usage comes from
 //! `usage.prompt_tokens` / `usage.completion_tokens` (estimated as `ceil(chars/4)` when the
 //! server reports none). A leading `<think>...</think>` block (local reasoning models) is
 //! dropped from the answer.
@@ -19,9 +22,11 @@ use ufo_core::ports::{
     ChatMessage, ChatRequest, ChatResponse, ContentPart, LlmClient, LlmError, MessageRole, Usage,
 };
 
+use crate::learn::{Format, Learnt, SchemaStyle};
 use crate::options::{endpoint_url, ApiKey, ConfigError, HttpSettings};
-use crate::retry::{short, Endpoint};
+use crate::retry::{short, Endpoint, Streaming};
 use crate::script::estimate_tokens;
+use crate::stream::{OpenAiSink, Rate};
 
 /// The default base URL of the OpenAI API.
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -67,6 +72,8 @@ pub struct OpenAiClient {
     model: Option<String>,
     provider: &'static str,
     description: String,
+    learnt: Learnt,
+    rate: Rate,
 }
 
 impl OpenAiClient {
@@ -80,6 +87,7 @@ impl OpenAiClient {
             });
         }
         let url = endpoint_url(base, "/chat/completions", None);
+        let learnt = Learnt::new(config.settings.structured_output, true);
         let endpoint = Endpoint::new(
             url,
             config.settings,
@@ -93,6 +101,8 @@ impl OpenAiClient {
             description: format!("openai:{}", config.model),
             model: Some(config.model),
             provider: "the OpenAI-compatible server",
+            learnt,
+            rate: Rate::default(),
         })
     }
 
@@ -110,6 +120,7 @@ impl OpenAiClient {
             &format!("/openai/deployments/{}/chat/completions", config.deployment),
             Some(&format!("api-version={}", config.api_version)),
         );
+        let learnt = Learnt::new(config.settings.structured_output, true);
         let endpoint = Endpoint::new(
             url,
             config.settings,
@@ -123,6 +134,8 @@ impl OpenAiClient {
             description: format!("azure:{}", config.deployment),
             model: None,
             provider: "Azure OpenAI",
+            learnt,
+            rate: Rate::default(),
         })
     }
 
@@ -132,8 +145,15 @@ impl OpenAiClient {
         &self.endpoint.url
     }
 
-    /// The JSON body sent for `request`.
+    /// The JSON body sent for `request` now (with what the server was found to accept).
     pub fn request_body(&self, request: &ChatRequest) -> Value {
+        let request = self.learnt.shaped(request);
+        let streamed = self.endpoint.settings.stream.enabled && self.learnt.streams();
+        self.body_with(&request, self.learnt.format(&request), streamed)
+    }
+
+    /// The JSON body of `request` sent with `format`.
+    fn body_with(&self, request: &ChatRequest, format: Format, streamed: bool) -> Value {
         let mut body = Map::new();
         if let Some(model) = &self.model {
             body.insert("model".into(), json!(model));
@@ -144,14 +164,37 @@ impl OpenAiClient {
             .map(|m| message_json(m, &self.endpoint.settings))
             .collect();
         body.insert("messages".into(), Value::Array(messages));
-        if request.json_mode && self.endpoint.settings.allow_json_mode {
-            body.insert("response_format".into(), json!({"type": "json_object"}));
+        let format = if self.endpoint.settings.allow_json_mode {
+            format
+        } else {
+            Format::Off
+        };
+        match (format, &request.response_schema) {
+            (Format::Schema, Some(schema)) => {
+                let format = match self.learnt.style() {
+                    SchemaStyle::JsonSchema => json!({"type": "json_schema", "json_schema": {
+                        "name": schema.name, "strict": true, "schema": schema.schema,
+                    }}),
+                    SchemaStyle::JsonObject => {
+                        json!({"type": "json_object", "schema": schema.schema})
+                    }
+                };
+                body.insert("response_format".into(), format);
+            }
+            (Format::Schema | Format::Json, _) => {
+                body.insert("response_format".into(), json!({"type": "json_object"}));
+            }
+            (Format::Off, _) => {}
         }
         if let Some(t) = self.endpoint.settings.temperature {
             body.insert("temperature".into(), json!(t));
         }
         if let Some(n) = self.endpoint.settings.max_tokens {
             body.insert("max_tokens".into(), json!(n));
+        }
+        if streamed {
+            body.insert("stream".into(), json!(true));
+            body.insert("stream_options".into(), json!({"include_usage": true}));
         }
         Value::Object(body)
     }
@@ -227,7 +270,7 @@ fn parse_completion(
         }
         return Err(malformed("no choices[0].message".into()));
     };
-    let mut text = match message.get("content") {
+    let text = match message.get("content") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(parts)) => parts
             .iter()
@@ -236,20 +279,31 @@ fn parse_completion(
             .join(""),
         _ => String::new(),
     };
-    text = strip_think(text);
+    let refusal = message.get("refusal").and_then(Value::as_str);
+    Ok(answer(text, refusal, value.get("usage"), request))
+}
+
+/// The answer from its text (a leading think block dropped; the refusal when the text is
+/// empty) and the server's usage (estimated when absent).
+fn answer(
+    text: String,
+    refusal: Option<&str>,
+    usage: Option<&Value>,
+    request: &ChatRequest,
+) -> ChatResponse {
+    let mut text = strip_think(text);
     if text.trim().is_empty() {
-        if let Some(refusal) = message.get("refusal").and_then(Value::as_str) {
+        if let Some(refusal) = refusal.filter(|r| !r.is_empty()) {
             text = refusal.to_string();
         }
     }
-    let usage = value.get("usage");
     let count = |field: &str| usage.and_then(|u| u.get(field)).and_then(Value::as_u64);
     let usage = Usage {
         prompt_tokens: count("prompt_tokens")
             .unwrap_or_else(|| estimate_tokens(&request.prompt_text())),
         completion_tokens: count("completion_tokens").unwrap_or_else(|| estimate_tokens(&text)),
     };
-    Ok(ChatResponse { text, usage })
+    ChatResponse { text, usage }
 }
 
 /// Drop a leading `<think>...</think>` block (reasoning models served by Ollama, vLLM or
@@ -279,14 +333,57 @@ impl std::fmt::Debug for OpenAiClient {
 #[async_trait]
 impl LlmClient for OpenAiClient {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let body = self.request_body(request);
-        let text = self.endpoint.post(self.provider, &body).await?;
-        parse_completion(&text, request, self.provider, &self.endpoint.shown_url)
-            .map_err(|e| self.endpoint.secrets.scrub_error(e))
+        let mut sink = OpenAiSink::default();
+        let mut streaming = Streaming {
+            sink: &mut sink,
+            settings: self.endpoint.settings.stream.clone(),
+            first: None,
+            last: None,
+        };
+        let stream = self
+            .endpoint
+            .settings
+            .stream
+            .enabled
+            .then_some(&mut streaming);
+        let whole = crate::learn::send(
+            &self.learnt,
+            &self.endpoint,
+            self.provider,
+            request,
+            |shaped, format, streamed| self.body_with(shaped, format, streamed),
+            stream,
+        )
+        .await?;
+        let response = match whole {
+            Some(text) => parse_completion(&text, request, self.provider, &self.endpoint.shown_url)
+                .map_err(|e| self.endpoint.secrets.scrub_error(e))?,
+            None => {
+                let (first, last) = (streaming.first, streaming.last);
+                let response = answer(
+                    std::mem::take(&mut sink.text),
+                    Some(sink.refusal.as_str()),
+                    sink.usage.as_ref(),
+                    request,
+                );
+                self.rate
+                    .record(first, last, response.usage.completion_tokens);
+                response
+            }
+        };
+        Ok(response)
+    }
+
+    fn throughput(&self) -> Option<f64> {
+        self.rate.get()
     }
 
     fn describe(&self) -> String {
         self.description.clone()
+    }
+
+    fn take_notes(&self) -> Vec<ufo_core::ModelNote> {
+        self.learnt.take_notes()
     }
 }
 

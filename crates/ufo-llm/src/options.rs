@@ -311,6 +311,10 @@ pub struct HttpSettings {
     /// Whether to ask for JSON output (`response_format`) when a request sets `json_mode`.
     /// Turn off for servers that reject `response_format`.
     pub allow_json_mode: bool,
+    /// How answers are constrained (`structured_output`; [`crate::learn`]).
+    pub structured_output: ufo_core::StructuredOutput,
+    /// Streamed answers and their bounds ([`crate::stream`]).
+    pub stream: crate::stream::StreamSettings,
 }
 
 impl HttpSettings {
@@ -328,6 +332,8 @@ impl fmt::Debug for HttpSettings {
             .field("temperature", &self.temperature)
             .field("max_tokens", &self.max_tokens)
             .field("allow_json_mode", &self.allow_json_mode)
+            .field("structured_output", &self.structured_output)
+            .field("stream", &self.stream)
             .finish()
     }
 }
@@ -341,6 +347,8 @@ impl Default for HttpSettings {
             temperature: None,
             max_tokens: None,
             allow_json_mode: true,
+            structured_output: ufo_core::StructuredOutput::default(),
+            stream: crate::stream::StreamSettings::default(),
         }
     }
 }

@@ -294,6 +294,14 @@ impl LlmClient for Recording {
         result
     }
 
+    fn take_notes(&self) -> Vec<ufo_core::ModelNote> {
+        self.inner.take_notes()
+    }
+
+    fn throughput(&self) -> Option<f64> {
+        self.inner.throughput()
+    }
+
     fn describe(&self) -> String {
         self.inner.describe()
     }

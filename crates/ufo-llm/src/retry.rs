@@ -18,7 +18,8 @@
 //! - never followed: a redirect (3xx). It would re-send the prompt, the key and the
 //!   configured headers to the address it names, another host included; the call fails with
 //!   [`LlmError::Fatal`] naming that address (redacted) and asking for it as the base URL;
-//! - not retried: any other 4xx. 401/403 become [`LlmError::Fatal`] naming the environment
+//! - not retried: any other 4xx, and a 500 whose message says the request failed validation
+//!   (llama-cpp-python's server answers a field it does not take so). 401/403 become [`LlmError::Fatal`] naming the environment
 //!   variable that holds the key; others a fatal error quoting the server's message;
 //! - after `max_attempts` attempts the call fails with [`LlmError::Unavailable`] (which a
 //!   [`crate::BackupModel`] answers by asking its backup); its message says how many HTTP
@@ -26,16 +27,35 @@
 //! - configured values are validated where they are read ([`crate::spec`]): attempts
 //!   `1..=`[`MAX_ATTEMPTS_LIMIT`], timeouts finite, positive and at most
 //!   [`MAX_TIMEOUT_SECS`]; anything else is a configuration error (exit status 2);
+//! - a streamed answer ([`crate::stream`]) is bounded by the time to its first token and the
+//!   longest silence between tokens instead of the whole-attempt timeout; either running
+//!   out, or the stream breaking off, is a timeout like the others (retried, the answer
+//!   started afresh); an error event of the stream is fatal unless the server says it is
+//!   overloaded (retried);
 //! - messages never show a secret: the API key and header values are scrubbed, and URLs
 //!   are shown through [`redact_url`](crate::redact_url) (no userinfo, no query values).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Response, StatusCode};
 use ufo_core::ports::LlmError;
 
 use crate::options::{is_loopback_url, ApiKey, ConfigError, HttpSettings, RetryPolicy, Secrets};
+use crate::stream::{take_events, Sink, Step, StreamSettings};
+
+/// A streamed answer being read: the provider's reader of its events, the bounds, and when
+/// the first and the last token came (for tokens per second).
+pub(crate) struct Streaming<'a> {
+    /// The provider's reader.
+    pub sink: &'a mut dyn Sink,
+    /// The bounds.
+    pub settings: StreamSettings,
+    /// When the first token of the answer came.
+    pub first: Option<Instant>,
+    /// When its last token came.
+    pub last: Option<Instant>,
+}
 
 /// The largest response body read from a provider: 16 MiB (a chat completion is a few KB;
 /// this leaves room for long answers while bounding memory).
@@ -50,11 +70,22 @@ pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 /// Build the HTTP client for a provider at `base_url`. No proxy is used for loopback URLs.
 pub(crate) fn build_client(
     policy: &RetryPolicy,
+    stream: &StreamSettings,
     base_url: &str,
 ) -> Result<reqwest::Client, ConfigError> {
+    // A streamed answer is bounded by its own first-token and silence limits: the read
+    // timeout must not cut it sooner.
+    let read_timeout = if stream.enabled {
+        policy
+            .read_timeout
+            .max(stream.first_token)
+            .max(stream.silence)
+    } else {
+        policy.read_timeout
+    };
     let mut builder = reqwest::Client::builder()
         .connect_timeout(policy.connect_timeout)
-        .read_timeout(policy.read_timeout)
+        .read_timeout(read_timeout)
         .timeout(policy.request_timeout)
         .user_agent(concat!("ufo-rs/", env!("CARGO_PKG_VERSION")))
         // A redirect would re-send the prompt, the key and the configured headers to wherever
@@ -131,7 +162,7 @@ impl Endpoint {
                 secret_header(&key_value(key.expose()), &key_hint)?,
             );
         }
-        let http = build_client(&settings.retry, &url)?;
+        let http = build_client(&settings.retry, &settings.stream, &url)?;
         let secrets = Secrets::collect(key, &settings).with_url(&url);
         Ok(Self {
             http,
@@ -146,12 +177,14 @@ impl Endpoint {
     }
 
     /// POST `body` to the endpoint with retries (see [`post_json`]); `provider` names it in
-    /// messages.
+    /// messages. With `stream`, an event-stream answer goes to its reader (the result is
+    /// `None`); a whole body is returned as before.
     pub(crate) async fn post(
         &self,
         provider: &str,
         body: &serde_json::Value,
-    ) -> Result<String, LlmError> {
+        stream: Option<&mut Streaming<'_>>,
+    ) -> Result<Option<String>, Failure> {
         let target = Target {
             provider,
             url: &self.url,
@@ -166,6 +199,7 @@ impl Endpoint {
             &target,
             &self.headers,
             body,
+            stream,
         )
         .await
     }
@@ -189,48 +223,100 @@ pub(crate) struct Target<'a> {
 }
 
 enum Outcome {
-    Done(String),
+    /// The whole body (`None`: streamed to the reader).
+    Done(Option<String>),
     Retry {
         reason: String,
         after: Option<Duration>,
     },
     Fatal(String),
+    /// A 4xx refusal of this request (not of the key): what the server said, for a provider
+    /// that may learn from it ([`crate::learn`]).
+    Rejected {
+        code: u16,
+        message: String,
+        text: String,
+    },
+}
+
+/// Why a POST failed.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The server refused this request with a 4xx other than 401, 403, 408, 409 and 429 (a
+    /// bad model name, or a part of the request it does not take): its status and message,
+    /// and the error to report when the provider cannot do without that part.
+    Rejected {
+        /// The HTTP status.
+        code: u16,
+        /// The server's message ([`error_message`]).
+        message: String,
+        /// The error as reported.
+        error: LlmError,
+    },
+    /// Anything else (unreachable, bad key, ...), reported as it is.
+    Other(LlmError),
+}
+
+impl Failure {
+    /// The error to report.
+    pub(crate) fn into_error(self) -> LlmError {
+        match self {
+            Failure::Rejected { error, .. } | Failure::Other(error) => error,
+        }
+    }
 }
 
 /// POST `body` as JSON to `target.url` with `headers`, applying the retry policy. Returns the
-/// body text of the first 2xx answer.
+/// body text of the first 2xx answer, or `None` when it was streamed to `stream`'s reader.
 pub(crate) async fn post_json(
     client: &reqwest::Client,
     policy: &RetryPolicy,
     target: &Target<'_>,
     headers: &HeaderMap,
     body: &serde_json::Value,
-) -> Result<String, LlmError> {
-    let bytes = serde_json::to_vec(body)
-        .map_err(|e| LlmError::Fatal(format!("cannot encode the request: {e}")))?;
+    mut stream: Option<&mut Streaming<'_>>,
+) -> Result<Option<String>, Failure> {
+    let bytes = crate::wire::ordered_json(body).into_bytes();
     let attempts = policy.max_attempts.max(1);
     let mut last_reason = String::new();
     for attempt in 1..=attempts {
-        let sent = client
+        let started = Instant::now();
+        let mut builder = client
             .post(target.url)
             .headers(headers.clone())
             .header(CONTENT_TYPE, "application/json")
-            .body(bytes.clone())
-            .send()
-            .await;
+            .body(bytes.clone());
+        if stream.is_some() {
+            // bounded by the first token and the silences instead (`read_stream`)
+            builder = builder.timeout(Duration::from_secs_f64(MAX_TIMEOUT_SECS));
+        }
+        let sent = builder.send().await;
         let outcome = match sent {
-            Ok(response) => classify(response, policy, target).await,
+            Ok(response) => match stream.as_deref_mut() {
+                Some(s) if response.status().is_success() && is_event_stream(&response) => {
+                    read_stream(response, s, started, target).await
+                }
+                _ => classify(response, policy, target).await,
+            },
             Err(e) => transport_error(e, policy),
         };
         match outcome {
             Outcome::Done(text) => return Ok(text),
             Outcome::Fatal(msg) => {
-                let msg = if attempt > 1 {
-                    format!("{msg} (after {attempt} HTTP requests)")
-                } else {
-                    msg
-                };
-                return Err(LlmError::Fatal(target.secrets.scrub(&msg)));
+                return Err(Failure::Other(LlmError::Fatal(
+                    target.secrets.scrub(&after_attempts(msg, attempt)),
+                )));
+            }
+            Outcome::Rejected {
+                code,
+                message,
+                text,
+            } => {
+                return Err(Failure::Rejected {
+                    code,
+                    message: target.secrets.scrub(&message),
+                    error: LlmError::Fatal(target.secrets.scrub(&after_attempts(text, attempt))),
+                });
             }
             Outcome::Retry { reason, after } => {
                 let reason = target.secrets.scrub(&reason);
@@ -252,10 +338,21 @@ pub(crate) async fn post_json(
             }
         }
     }
-    Err(LlmError::Unavailable(target.secrets.scrub(&format!(
-        "{} at {} failed {attempts} time(s); last error: {last_reason}",
-        target.provider, target.shown_url
+    Err(Failure::Other(LlmError::Unavailable(target.secrets.scrub(
+        &format!(
+            "{} at {} failed {attempts} time(s); last error: {last_reason}",
+            target.provider, target.shown_url
+        ),
     ))))
+}
+
+/// A fatal message, with how many HTTP requests it took when more than one.
+fn after_attempts(msg: String, attempt: u32) -> String {
+    if attempt > 1 {
+        format!("{msg} (after {attempt} HTTP requests)")
+    } else {
+        msg
+    }
 }
 
 fn transport_error(e: reqwest::Error, policy: &RetryPolicy) -> Outcome {
@@ -308,11 +405,24 @@ async fn classify(response: Response, policy: &RetryPolicy, target: &Target<'_>)
         }
     };
     if status.is_success() {
-        return Outcome::Done(body);
+        return Outcome::Done(Some(body));
     }
     let message = error_message(&body);
     let code = status.as_u16();
-    if matches!(code, 408 | 409 | 429) || status.is_server_error() {
+    // A server that reports a request that failed its validation as an internal error (a
+    // 500 quoting a pydantic validation error, in words or as its list of errors) refuses
+    // this request: another attempt cannot help.
+    let lower = message.to_ascii_lowercase();
+    let invalid = code == 500
+        && [
+            "validation error",
+            "literal_error",
+            "extra_forbidden",
+            "('body',",
+        ]
+        .iter()
+        .any(|w| lower.contains(w));
+    if !invalid && (matches!(code, 408 | 409 | 429) || status.is_server_error()) {
         return Outcome::Retry {
             reason: format!("HTTP {code}: {message}"),
             after,
@@ -337,10 +447,14 @@ async fn classify(response: Response, policy: &RetryPolicy, target: &Target<'_>)
         413 => "the request is too large; send smaller or fewer screenshots".to_string(),
         _ => "check the model name and the provider settings".to_string(),
     };
-    Outcome::Fatal(format!(
-        "{} rejected the request (HTTP {code}: {message}); {advice}",
-        target.provider
-    ))
+    Outcome::Rejected {
+        code,
+        text: format!(
+            "{} rejected the request (HTTP {code}: {message}); {advice}",
+            target.provider
+        ),
+        message,
+    }
 }
 
 /// The error for a redirect answer: where it points (resolved against the request URL,
@@ -367,6 +481,97 @@ fn redirect_message(response: &Response, target: &Target<'_>) -> String {
              URL and set it to the final address",
             target.provider, target.shown_url
         ),
+    }
+}
+
+/// Whether an answer is a stream of server-sent events.
+fn is_event_stream(response: &Response) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.to_ascii_lowercase().starts_with("text/event-stream"))
+}
+
+/// Read a streamed answer into `s.sink`, bounded by the time to the first token (from
+/// `started`, when the request was sent) and the longest silence between tokens.
+async fn read_stream(
+    mut response: Response,
+    s: &mut Streaming<'_>,
+    started: Instant,
+    target: &Target<'_>,
+) -> Outcome {
+    s.sink.reset();
+    s.first = None;
+    s.last = None;
+    let mut buffer: Vec<u8> = Vec::new();
+    let mut total = 0usize;
+    loop {
+        let wait = match s.last {
+            None => s.settings.first_token.saturating_sub(started.elapsed()),
+            Some(last) => s.settings.silence.saturating_sub(last.elapsed()),
+        };
+        let chunk = match tokio::time::timeout(wait, response.chunk()).await {
+            Err(_) => {
+                let reason = match s.last {
+                    None => format!(
+                        "timed out: no first token within {} s (first_token_s)",
+                        s.settings.first_token.as_secs_f64()
+                    ),
+                    Some(_) => format!(
+                        "timed out: no token for {} s in the middle of the answer (silence_s)",
+                        s.settings.silence.as_secs_f64()
+                    ),
+                };
+                return Outcome::Retry {
+                    reason,
+                    after: None,
+                };
+            }
+            Ok(Err(e)) => {
+                return Outcome::Retry {
+                    reason: format!("the stream broke off: {}", e.without_url()),
+                    after: None,
+                }
+            }
+            Ok(Ok(None)) => return Outcome::Done(None),
+            Ok(Ok(Some(chunk))) => chunk,
+        };
+        total += chunk.len();
+        if total > MAX_BODY_BYTES {
+            return Outcome::Fatal(format!(
+                "{} streamed more than {} MiB; a chat answer is a few KB, so check that {} \
+                 is the right endpoint",
+                target.provider,
+                MAX_BODY_BYTES / (1024 * 1024),
+                target.shown_url
+            ));
+        }
+        buffer.extend(chunk.iter().filter(|b| **b != b'\r'));
+        for (event, data) in take_events(&mut buffer) {
+            match s.sink.event(&event, &data) {
+                Ok(Step::Tokens(0)) => {}
+                Ok(Step::Tokens(_)) => {
+                    let now = Instant::now();
+                    s.first.get_or_insert(now);
+                    s.last = Some(now);
+                }
+                // the connection is dropped with the response: the server stops
+                Ok(Step::Done) => return Outcome::Done(None),
+                Err(e) if e.retry => {
+                    return Outcome::Retry {
+                        reason: format!("the stream reported: {}", e.message),
+                        after: None,
+                    }
+                }
+                Err(e) => {
+                    return Outcome::Fatal(format!(
+                        "{} answered with an error in its stream: {}",
+                        target.provider, e.message
+                    ))
+                }
+            }
+        }
     }
 }
 

@@ -37,6 +37,7 @@
 //!     agent: "host".into(),
 //!     messages: vec![ChatMessage::text(MessageRole::User, "hello world")],
 //!     json_mode: true,
+//!     response_schema: None,
 //! };
 //! let answer = model.complete(&request).await.unwrap();
 //! assert_eq!(answer.text, r#"{"Status":"FINISH"}"#);
@@ -381,6 +382,7 @@ mod tests {
                 ChatMessage::text(MessageRole::User, prompt),
             ],
             json_mode: true,
+            response_schema: None,
         }
     }
 
@@ -541,6 +543,7 @@ mod tests {
             agent: "host".into(),
             messages: vec![ChatMessage::text(MessageRole::User, "abcdefgh")],
             json_mode: false,
+            response_schema: None,
         };
         let a = m.complete(&req).await.unwrap();
         assert_eq!(a.usage.prompt_tokens, 2); // 8 chars

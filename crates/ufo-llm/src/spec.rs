@@ -11,7 +11,9 @@
 //! For every HTTP provider: `UFO_LLM_HEADERS` (`Name: value; Name2: value`) adds headers,
 //! `UFO_LLM_IMAGE_DETAIL` (`auto|low|high`) sets the image detail, `UFO_LLM_MAX_ATTEMPTS`
 //! (1 to 100) and `UFO_LLM_TIMEOUT_SECS` (read and whole-attempt timeouts, seconds above 0 and
-//! at most one day) override the retry policy; other values are configuration errors. The environment
+//! at most one day) override the retry policy; `UFO_LLM_STREAM` (true/false) asks for streamed
+//! answers, bounded by `UFO_LLM_FIRST_TOKEN_SECS` and `UFO_LLM_SILENCE_SECS` ([`crate::stream`]);
+//! other values are configuration errors. The environment
 //! overrides [`LlmOptions::settings`]; [`LlmOptions::base_url`] overrides the environment.
 //! Model names may contain `:` (`openai:llama3.1:8b`): only the first `:` splits.
 
@@ -194,6 +196,27 @@ pub fn settings_from_env(opts: &LlmOptions) -> Result<HttpSettings, SpecError> {
                     "{text:?}; use a whole number of attempts from 1 to {MAX_ATTEMPTS_LIMIT}"
                 ),
             })?;
+    }
+    if let Some(text) = env.get("UFO_LLM_STREAM") {
+        settings.stream.enabled = match text.to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => true,
+            "0" | "false" | "no" | "off" => false,
+            _ => {
+                return Err(SpecError::BadVariable {
+                    var: "UFO_LLM_STREAM",
+                    problem: format!("{text:?}; use true or false"),
+                })
+            }
+        };
+    }
+    for (var, field) in [
+        ("UFO_LLM_FIRST_TOKEN_SECS", &mut settings.stream.first_token),
+        ("UFO_LLM_SILENCE_SECS", &mut settings.stream.silence),
+    ] {
+        if let Some(text) = env.get(var) {
+            *field =
+                timeout_secs(&text).map_err(|problem| SpecError::BadVariable { var, problem })?;
+        }
     }
     if let Some(text) = env.get("UFO_LLM_TIMEOUT_SECS") {
         let timeout = timeout_secs(&text).map_err(|problem| SpecError::BadVariable {

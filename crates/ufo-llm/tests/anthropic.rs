@@ -89,6 +89,7 @@ async fn roles_are_merged_and_alternate() {
             ChatMessage::text(MessageRole::System, "sys two"),
         ],
         json_mode: true,
+        response_schema: None,
     };
     client(&server, Some("k")).complete(&req).await.unwrap();
     let body = &bodies(&server).await[0];

@@ -72,6 +72,14 @@ impl LlmClient for CancellableLlm<'_> {
     fn cost(&self, usage: &Usage) -> f64 {
         self.inner.cost(usage)
     }
+
+    fn take_notes(&self) -> Vec<ufo_core::ModelNote> {
+        self.inner.take_notes()
+    }
+
+    fn throughput(&self) -> Option<f64> {
+        self.inner.throughput()
+    }
 }
 
 #[cfg(test)]
@@ -125,6 +133,7 @@ mod tests {
             agent: "host".into(),
             messages: vec![],
             json_mode: true,
+            response_schema: None,
         }
     }
 

@@ -91,6 +91,8 @@ struct Status {
     state: String,
     tokens: u64,
     cost: f64,
+    /// Tokens per second of the last streamed answer.
+    rate: Option<f64>,
 }
 
 /// Stderr for one `ufo` process.
@@ -218,10 +220,14 @@ impl Console {
             s.seq,
             self.paint(Style::Cyan, &agent)
         ));
+        let rate = s
+            .rate
+            .map(|r| format!(", {r:.1} tok/s"))
+            .unwrap_or_default();
         if s.cost > 0.0 {
-            bar.set_message(format!("{} tokens, cost {:.4}", s.tokens, s.cost));
+            bar.set_message(format!("{} tokens{rate}, cost {:.4}", s.tokens, s.cost));
         } else {
-            bar.set_message(format!("{} tokens", s.tokens));
+            bar.set_message(format!("{} tokens{rate}", s.tokens));
         }
     }
 
@@ -267,6 +273,9 @@ impl Console {
             s.tokens += e["llm"]["prompt_tokens"].as_u64().unwrap_or(0)
                 + e["llm"]["completion_tokens"].as_u64().unwrap_or(0);
             s.cost += e["llm"]["cost"].as_f64().unwrap_or(0.0);
+            if let Some(rate) = e["tokens_per_s"].as_f64() {
+                s.rate = Some(rate);
+            }
         }
         if e["type"] == "session_end" {
             self.finish();

@@ -32,6 +32,10 @@ pub struct ModelPlan<'a> {
     pub prices: &'a HashMap<String, PriceEntry>,
     /// Record every call into this folder.
     pub record: Option<&'a Path>,
+    /// How the answers are constrained (`structured_output`).
+    pub structured_output: ufo_core::StructuredOutput,
+    /// Streamed answers (`[streaming]`).
+    pub streaming: ufo_llm::StreamSettings,
 }
 
 /// The models of a session: host and app share one client when their specs are equal (a
@@ -85,7 +89,9 @@ pub fn summary_model(
 }
 
 fn build_one(spec: &str, plan: &ModelPlan<'_>, agent: &str) -> Result<Box<dyn LlmClient>> {
-    let opts = LlmOptions::default();
+    let mut opts = LlmOptions::default();
+    opts.settings.structured_output = plan.structured_output;
+    opts.settings.stream = plan.streaming.clone();
     let mut client = from_spec(spec, &opts).map_err(|e| anyhow!("--llm {spec}: {e}"))?;
     if let Some(backup) = plan.backup {
         let b = from_spec(backup, &opts).map_err(|e| anyhow!("backup_llm {backup}: {e}"))?;
@@ -144,6 +150,14 @@ impl LlmClient for Redacting {
     fn cost(&self, usage: &Usage) -> f64 {
         self.inner.cost(usage)
     }
+
+    fn take_notes(&self) -> Vec<ufo_core::ModelNote> {
+        self.inner.take_notes()
+    }
+
+    fn throughput(&self) -> Option<f64> {
+        self.inner.throughput()
+    }
 }
 
 /// A model with a price: reports the cost of each call to the engine.
@@ -164,5 +178,13 @@ impl LlmClient for Priced {
 
     fn cost(&self, usage: &Usage) -> f64 {
         self.price.cost(usage)
+    }
+
+    fn take_notes(&self) -> Vec<ufo_core::ModelNote> {
+        self.inner.take_notes()
+    }
+
+    fn throughput(&self) -> Option<f64> {
+        self.inner.throughput()
     }
 }

@@ -814,6 +814,7 @@ impl AppStep<'_, '_> {
                 system,
                 user,
                 images,
+                schema: Some(crate::response::app_schema(svc.config.multi_action)),
             },
             |raw| validate_app(raw, from, &tools, svc.tools, svc.config.multi_action),
             &mut self.report.llm,

@@ -731,6 +731,7 @@ impl HostStep<'_, '_> {
                 system,
                 user,
                 images,
+                schema: Some(crate::response::host_schema()),
             },
             validate_host,
             &mut self.report.llm,

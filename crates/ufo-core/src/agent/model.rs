@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::events::LlmStats;
-use crate::ports::{ChatMessage, ChatRequest, ContentPart, LlmClient, MessageRole};
+use crate::ports::{ChatMessage, ChatRequest, ContentPart, LlmClient, MessageRole, ResponseSchema};
 use crate::processor::StepError;
 
 /// One question to the model: who asks, how often an invalid answer is sent back, and the
@@ -23,6 +23,9 @@ pub struct ModelCall<'a> {
     pub user: String,
     /// Images sent with the user prompt, each with a caption.
     pub images: Vec<(Arc<Vec<u8>>, String)>,
+    /// The JSON Schema of the answer `parse` reads (`crate::response`), for providers that
+    /// constrain output to it; `None` asks for JSON mode only.
+    pub schema: Option<ResponseSchema>,
 }
 
 /// Ask the model (for agent kinds outside this crate too), parsing and validating with
@@ -42,6 +45,7 @@ pub async fn ask_model<T>(
         system,
         user,
         images,
+        schema,
     } = call;
     let mut user_msg = ChatMessage::text(MessageRole::User, user);
     for (png, caption) in images {
@@ -51,6 +55,7 @@ pub async fn ask_model<T>(
         agent: agent_kind.to_string(),
         messages: vec![ChatMessage::text(MessageRole::System, system), user_msg],
         json_mode: true,
+        response_schema: schema,
     };
     transcript.push_str(&request.prompt_text());
     let mut last_error = String::new();
@@ -123,6 +128,7 @@ mod tests {
                 system: "system".into(),
                 user: "user".into(),
                 images: Vec::new(),
+                schema: None,
             },
             |_| Ok::<(), String>(()),
             &mut stats,

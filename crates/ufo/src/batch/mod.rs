@@ -484,6 +484,9 @@ fn worker_command(
     if let Some(c) = &args.config {
         cmd.arg("--config").arg(c);
     }
+    if let Some(m) = args.structured_output {
+        cmd.arg("--structured-output").arg(m.as_str());
+    }
     if crate::desktop::live_display(&args.desktop).is_some_and(|d| d != Default::default()) {
         // the person's Wayland session even where DISPLAY is set too
         cmd.arg("--desktop").arg(&args.desktop);
@@ -835,6 +838,7 @@ fn task_session(args: &BatchPlan, task: &Task, llm: String, trajectory: &Path) -
         devices: Vec::new(),
         recorded_devices: Vec::new(),
         llm: Some(llm),
+        structured_output: args.structured_output,
         out: Some(trajectory.to_path_buf()),
         force: false,
         max_steps: args.max_steps,

@@ -149,6 +149,13 @@ pub struct ResumeArgs {
     #[arg(long, value_name = "SPEC")]
     pub llm: Option<String>,
 
+    /// How the model's answers are constrained: `auto` (the default: the answer's JSON Schema,
+    /// falling back to JSON mode, then to none, as the server allows), `schema`, `json` or
+    /// `off` (docs/configuration.md "Structured output"); over `structured_output` in
+    /// ufo.toml and UFO_STRUCTURED_OUTPUT.
+    #[arg(long, value_name = "auto|schema|json|off", value_parser = parse_structured_output)]
+    pub structured_output: Option<ufo_core::StructuredOutput>,
+
     /// Most processor steps in the whole session, counting the steps already taken.
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
     pub max_steps: Option<u32>,
@@ -219,6 +226,13 @@ pub struct RunArgs {
     /// Default: the `llm` key of ufo.toml, else UFO_LLM.
     #[arg(long, value_name = "SPEC", env = "UFO_LLM")]
     pub llm: Option<String>,
+
+    /// How the model's answers are constrained: `auto` (the default: the answer's JSON Schema,
+    /// falling back to JSON mode, then to none, as the server allows), `schema`, `json` or
+    /// `off` (docs/configuration.md "Structured output"); over `structured_output` in
+    /// ufo.toml and UFO_STRUCTURED_OUTPUT.
+    #[arg(long, value_name = "auto|schema|json|off", value_parser = parse_structured_output)]
+    pub structured_output: Option<ufo_core::StructuredOutput>,
 
     /// Trajectory folder (default runs/<timestamp>). A folder that already holds a
     /// trajectory is refused unless --force is given.
@@ -304,6 +318,13 @@ pub struct BatchArgs {
     /// Without it, such tasks are skipped.
     #[arg(long, value_name = "SPEC", env = "UFO_LLM")]
     pub llm: Option<String>,
+
+    /// How the model's answers are constrained: `auto` (the default: the answer's JSON Schema,
+    /// falling back to JSON mode, then to none, as the server allows), `schema`, `json` or
+    /// `off` (docs/configuration.md "Structured output"); over `structured_output` in
+    /// ufo.toml and UFO_STRUCTURED_OUTPUT.
+    #[arg(long, value_name = "auto|schema|json|off", value_parser = parse_structured_output)]
+    pub structured_output: Option<ufo_core::StructuredOutput>,
 
     /// Batch folder: `results.jsonl`, `summary.txt` and one folder per task
     /// (default runs/batch-<timestamp>); one that holds a batch's results is refused unless
@@ -441,6 +462,13 @@ pub struct FollowArgs {
     #[arg(long, value_name = "SPEC", env = "UFO_LLM")]
     pub llm: Option<String>,
 
+    /// How the model's answers are constrained: `auto` (the default: the answer's JSON Schema,
+    /// falling back to JSON mode, then to none, as the server allows), `schema`, `json` or
+    /// `off` (docs/configuration.md "Structured output"); over `structured_output` in
+    /// ufo.toml and UFO_STRUCTURED_OUTPUT.
+    #[arg(long, value_name = "auto|schema|json|off", value_parser = parse_structured_output)]
+    pub structured_output: Option<ufo_core::StructuredOutput>,
+
     /// Trajectory folder (default runs/<timestamp>), refused if it holds a trajectory
     /// unless --force is given.
     #[arg(long, value_name = "DIR")]
@@ -527,6 +555,10 @@ pub struct ServeArgs {
 }
 
 /// `--vision auto|always|off`.
+fn parse_structured_output(v: &str) -> Result<ufo_core::StructuredOutput, String> {
+    ufo_core::StructuredOutput::parse(v)
+}
+
 fn parse_vision(v: &str) -> Result<ufo_core::vision::VisionMode, String> {
     crate::sight::parse_mode("--vision", v).map_err(|e| e.to_string())
 }

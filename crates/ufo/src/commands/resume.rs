@@ -58,6 +58,7 @@ pub(crate) fn session_plan(args: ResumePlan) -> Result<SessionPlan> {
         devices: args.devices.clone(),
         recorded_devices: record.devices.clone(),
         llm: Some(args.llm.clone().unwrap_or(record.llm)),
+        structured_output: args.structured_output,
         out: Some(args.out.clone()),
         // Resume appends to the trajectory in its folder; it never clears it.
         force: false,

@@ -59,6 +59,8 @@ pub(crate) struct SessionPlan {
     pub(crate) recorded_devices: Vec<DeviceSpec>,
     /// The model spec, when given.
     pub(crate) llm: Option<String>,
+    /// `--structured-output`, when given.
+    pub(crate) structured_output: Option<ufo_core::StructuredOutput>,
     /// The trajectory folder, when given.
     pub(crate) out: Option<PathBuf>,
     /// Replace the trajectory already in `out`.
@@ -93,6 +95,8 @@ pub(crate) struct ResumePlan {
     pub(crate) desktop: Option<String>,
     /// The model, when given.
     pub(crate) llm: Option<String>,
+    /// `--structured-output`, when given.
+    pub(crate) structured_output: Option<ufo_core::StructuredOutput>,
     /// Most processor steps in the whole session, when given.
     pub(crate) max_steps: Option<u32>,
     /// The CONFIRM policy, when given.
@@ -128,6 +132,8 @@ pub(crate) struct BatchPlan {
     pub(crate) shard: Option<String>,
     /// The model for tasks without a script.
     pub(crate) llm: Option<String>,
+    /// `--structured-output`, when given.
+    pub(crate) structured_output: Option<ufo_core::StructuredOutput>,
     /// The batch folder, when given.
     pub(crate) out: Option<PathBuf>,
     /// Replace the batch results already there.

@@ -27,6 +27,7 @@ struct FileConfig {
     mode: Option<AgentMode>,
     memory_in_prompt: Option<usize>,
     screenshots_to_model: Option<bool>,
+    structured_output: Option<ufo_core::StructuredOutput>,
     blackboard: Option<BlackboardLimits>,
     prompts: Option<PromptTemplates>,
     sensitive: Option<SensitivePolicy>,
@@ -60,6 +61,43 @@ struct FileConfig {
     devices: Option<std::collections::BTreeMap<String, toml::Value>>,
     /// Sight (`[vision]`): text read in the pixels where the tree is silent.
     vision: Option<crate::sight::VisionSection>,
+    /// Streamed model answers (`[streaming]`).
+    streaming: Option<StreamingSection>,
+}
+
+/// `[streaming]`: streamed model answers and their bounds (docs/configuration.md,
+/// "Streaming"); `UFO_LLM_STREAM`, `UFO_LLM_FIRST_TOKEN_SECS` and `UFO_LLM_SILENCE_SECS`
+/// override it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StreamingSection {
+    /// Ask for streamed answers (default true).
+    enabled: Option<bool>,
+    /// Longest wait for the first token, in seconds (default 300).
+    first_token_s: Option<f64>,
+    /// Longest silence between two tokens, in seconds (default 60).
+    silence_s: Option<f64>,
+}
+
+impl StreamingSection {
+    /// The settings, streaming on unless the section turns it off.
+    fn resolve(self) -> Result<ufo_llm::StreamSettings> {
+        let mut s = ufo_llm::StreamSettings {
+            enabled: self.enabled.unwrap_or(true),
+            ..ufo_llm::StreamSettings::default()
+        };
+        let secs = |key: &str, v: f64| {
+            ufo_llm::spec::timeout_secs(&v.to_string())
+                .map_err(|e| anyhow::anyhow!("[streaming] {key} is invalid: {e}"))
+        };
+        if let Some(v) = self.first_token_s {
+            s.first_token = secs("first_token_s", v)?;
+        }
+        if let Some(v) = self.silence_s {
+            s.silence = secs("silence_s", v)?;
+        }
+        Ok(s)
+    }
 }
 
 /// Everything `ufo run` needs, resolved.
@@ -92,6 +130,8 @@ pub struct Settings {
     pub devices: std::collections::BTreeMap<String, crate::devices::DeviceSpec>,
     /// Sight (`[vision]`, `UFO_VISION`, `--vision`).
     pub vision: crate::sight::VisionSettings,
+    /// Streamed model answers (`[streaming]`; the `UFO_LLM_*` variables apply over it).
+    pub streaming: ufo_llm::StreamSettings,
     /// What a configuration file or variable did to the CONFIRM gate (weakened it, or tried
     /// to and was overruled by a flag): printed on stderr, one warning each.
     pub warnings: Vec<String>,
@@ -265,6 +305,7 @@ pub fn resolve(args: &SessionPlan, env: &dyn Fn(&str) -> Option<String>) -> Resu
         None => Default::default(),
     };
     Ok(Settings {
+        streaming: file.streaming.take().unwrap_or_default().resolve()?,
         vision,
         devices,
         knowledge,
@@ -347,6 +388,7 @@ fn take_file_keys(c: &mut Config, file: &mut FileConfig) {
         mode,
         memory_in_prompt,
         screenshots_to_model,
+        structured_output,
         blackboard,
         prompts,
         sensitive,
@@ -388,6 +430,10 @@ fn apply_env(
             _ => bail!("UFO_ON_SUBTASK_FAIL is {v:?}; set it to replan or finish"),
         };
     }
+    if let Some(v) = env("UFO_STRUCTURED_OUTPUT") {
+        c.structured_output = ufo_core::StructuredOutput::parse(&v)
+            .map_err(|e| anyhow::anyhow!("UFO_STRUCTURED_OUTPUT is invalid: {e}"))?;
+    }
     if let Some(v) = env("UFO_TAKEOVER_LIMIT_S") {
         c.takeover_limit_s = u64::from(parse_num("UFO_TAKEOVER_LIMIT_S", &v)?);
     }
@@ -397,8 +443,12 @@ fn apply_env(
     Ok(())
 }
 
-/// `--max-steps` and `--max-rounds` over the file and the environment; neither limit may be 0.
+/// `--max-steps`, `--max-rounds` and `--structured-output` over the file and the environment;
+/// neither limit may be 0.
 fn apply_limit_flags(c: &mut Config, args: &SessionPlan) -> Result<()> {
+    if let Some(m) = args.structured_output {
+        c.structured_output = m;
+    }
     if let Some(n) = args.max_steps {
         c.max_steps = n;
     }
@@ -618,6 +668,76 @@ mod tests {
         assert_eq!(s.config.on_subtask_fail, OnSubtaskFail::Finish);
         let s = resolve(&args(&["--config", &p, "--max-steps", "3"]), &env).expect("ok");
         assert_eq!(s.config.max_steps, 3);
+    }
+
+    /// `structured_output`: `auto` by default; the file, then UFO_STRUCTURED_OUTPUT, then
+    /// `--structured-output`; a bad value names the choices.
+    #[test]
+    fn structured_output_from_file_env_and_flag() {
+        use ufo_core::StructuredOutput;
+        let none = |_: &str| None;
+        assert_eq!(
+            resolve(&args(&[]), &none)
+                .expect("ok")
+                .config
+                .structured_output,
+            StructuredOutput::Auto
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("ufo.toml");
+        std::fs::write(&p, "structured_output = \"json\"\n").expect("write");
+        let p = p.to_string_lossy().to_string();
+        let mode = |extra: &[&str], env: &dyn Fn(&str) -> Option<String>| {
+            let mut all = vec!["--config", p.as_str()];
+            all.extend_from_slice(extra);
+            resolve(&args(&all), env)
+                .expect("ok")
+                .config
+                .structured_output
+        };
+        assert_eq!(mode(&[], &none), StructuredOutput::Json);
+        let env_off = |k: &str| (k == "UFO_STRUCTURED_OUTPUT").then(|| "OFF".to_string());
+        assert_eq!(mode(&[], &env_off), StructuredOutput::Off);
+        assert_eq!(
+            mode(&["--structured-output", "schema"], &env_off),
+            StructuredOutput::Schema
+        );
+        let env_bad = |k: &str| (k == "UFO_STRUCTURED_OUTPUT").then(|| "grammar".to_string());
+        let e = resolve(&args(&[]), &env_bad).expect_err("bad mode");
+        assert!(
+            format!("{e:#}").contains("auto, schema, json or off"),
+            "{e:#}"
+        );
+        let bad_flag =
+            crate::cli::Cli::try_parse_from(["ufo", "run", "req", "--structured-output", "yes"]);
+        assert!(bad_flag.is_err());
+    }
+
+    /// `[streaming]`: on by default with 300 s to the first token and 60 s of silence; the
+    /// file sets them; a bound that is not a positive number of seconds is refused.
+    #[test]
+    fn streaming_section() {
+        let none = |_: &str| None;
+        let s = resolve(&args(&[]), &none).expect("ok").streaming;
+        assert!(s.enabled);
+        assert_eq!((s.first_token.as_secs(), s.silence.as_secs()), (300, 60));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("ufo.toml");
+        std::fs::write(
+            &p,
+            "[streaming]\nenabled = false\nfirst_token_s = 900\nsilence_s = 5.5\n",
+        )
+        .expect("write");
+        let p = p.to_string_lossy().to_string();
+        let s = resolve(&args(&["--config", &p]), &none)
+            .expect("ok")
+            .streaming;
+        assert!(!s.enabled);
+        assert_eq!(s.first_token.as_secs(), 900);
+        assert_eq!(s.silence.as_millis(), 5500);
+        std::fs::write(&p, "[streaming]\nsilence_s = 0\n").expect("write");
+        let e = resolve(&args(&["--config", &p]), &none).expect_err("0 s");
+        assert!(format!("{e:#}").contains("silence_s"), "{e:#}");
     }
 
     #[test]

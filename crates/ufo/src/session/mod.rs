@@ -504,6 +504,8 @@ pub(crate) fn prepare(
         backup: settings.backup_llm.as_deref(),
         prices: &settings.prices,
         record: args.record.as_deref(),
+        structured_output: settings.config.structured_output,
+        streaming: settings.streaming.clone(),
     })
     .map_err(Usage)?;
     // a summary model that cannot be built is a usage error at the start, not a warning after
