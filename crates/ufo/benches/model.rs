@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use llama::{LlamaServer, Proxy, DESKTOP, MODEL_NAME, REQUEST};
+use llama::{LlamaServer, Proxy, CONFIG, DESKTOP, MODEL_NAME, REQUEST};
 use serde_json::Value;
 
 /// Steps per mode.
@@ -103,6 +103,8 @@ fn run_mode(bin: &Path, inst: &llama::Installed, mode: &str, dir: &Path) -> Row 
     let proxy = Proxy::start(server.port);
     let desktop = dir.join("desktop.json");
     std::fs::write(&desktop, DESKTOP).unwrap();
+    let config = dir.join("ufo.toml");
+    std::fs::write(&config, CONFIG).unwrap();
     let mut row = Row {
         mode: mode.into(),
         ..Row::default()
@@ -121,9 +123,16 @@ fn run_mode(bin: &Path, inst: &llama::Installed, mode: &str, dir: &Path) -> Row 
             .env("XDG_DATA_HOME", dir.join("no-data"))
             .env("UFO_LLM_BASE_URL", proxy.base_url())
             .env("UFO_STRUCTURED_OUTPUT", mode)
-            .args(["run", "--desktop"])
+            .args(["run", "--config"])
+            .arg(&config)
+            .arg("--desktop")
             .arg(format!("sim:{}", desktop.display()))
-            .args(["--llm", &format!("openai:{MODEL_NAME}"), "--max-steps", &left])
+            .args([
+                "--llm",
+                &format!("openai:{MODEL_NAME}"),
+                "--max-steps",
+                &left,
+            ])
             .arg("--out")
             .arg(&out)
             .arg(REQUEST)
@@ -183,7 +192,11 @@ fn run_mode(bin: &Path, inst: &llama::Installed, mode: &str, dir: &Path) -> Row 
                 .unwrap_or_default()
                 .lines()
                 .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.split_whitespace().next().and_then(|n| n.parse::<f64>().ok()))
+                .and_then(|v| {
+                    v.split_whitespace()
+                        .next()
+                        .and_then(|n| n.parse::<f64>().ok())
+                })
                 .unwrap_or(0.0)
         })
         .unwrap_or(0.0);

@@ -61,11 +61,15 @@ fn ufo(base_url: &str, mode: &str) -> Command {
 /// `ufo run` arguments for the test desktop written into `dir`.
 fn run_args(dir: &Path, out: &Path, llm: &str, record: Option<&Path>) -> Vec<String> {
     let desktop = dir.join("desktop.json");
+    let config = dir.join("ufo.toml");
     if !desktop.exists() {
         std::fs::write(&desktop, DESKTOP).expect("write desktop.json");
+        std::fs::write(&config, llama::CONFIG).expect("write ufo.toml");
     }
     let mut a = vec![
         "run".to_string(),
+        "--config".into(),
+        config.display().to_string(),
         "--desktop".into(),
         format!("sim:{}", desktop.display()),
         "--llm".into(),
@@ -208,7 +212,12 @@ fn desktop_actions(out: &Path) -> Value {
 fn knows_structured_output() -> bool {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut cmd = ufo("http://127.0.0.1:9/v1", "not-a-mode");
-    cmd.args(run_args(dir.path(), &dir.path().join("out"), "openai:x", None));
+    cmd.args(run_args(
+        dir.path(),
+        &dir.path().join("out"),
+        "openai:x",
+        None,
+    ));
     let output = finish(cmd);
     let known = output.status.code() == Some(2)
         && String::from_utf8_lossy(&output.stderr).contains("UFO_STRUCTURED_OUTPUT");
@@ -290,7 +299,11 @@ impl Session {
             self.ctx()
         );
         // every call ufo counted went over the wire, and the server answered each
-        assert!(!self.bodies.is_empty(), "no request reached the server\n{}", self.ctx());
+        assert!(
+            !self.bodies.is_empty(),
+            "no request reached the server\n{}",
+            self.ctx()
+        );
         assert_eq!(
             recorded_calls(&self.out),
             self.bodies.len() as u64,
@@ -322,6 +335,7 @@ fn schema_session_every_answer_parses() {
     let Some(inst) = llama::installed() else {
         return;
     };
+    let _turn = llama::one_at_a_time();
     let s = session(&inst, "schema");
     let reasks = s.check_common();
     eprintln!(
@@ -350,6 +364,7 @@ fn off_session_records_its_reasks() {
     let Some(inst) = llama::installed() else {
         return;
     };
+    let _turn = llama::one_at_a_time();
     let s = session(&inst, "off");
     let reasks = s.check_common();
     eprintln!(
@@ -375,6 +390,7 @@ fn recorded_session_replays_offline() {
     let Some(inst) = llama::installed() else {
         return;
     };
+    let _turn = llama::one_at_a_time();
     // json mode: what the server constrains on every version of ufo
     let mut s = session(&inst, "json");
     s.check_common();
@@ -396,10 +412,7 @@ fn recorded_session_replays_offline() {
     );
     assert_eq!(behaviour(&s.out), behaviour(&out2));
     assert_eq!(desktop_actions(&s.out), desktop_actions(&out2));
-    assert_eq!(
-        session_end(&s.out)["status"],
-        session_end(&out2)["status"]
-    );
+    assert_eq!(session_end(&s.out)["status"], session_end(&out2)["status"]);
 }
 
 #[test]
@@ -407,6 +420,7 @@ fn server_killed_mid_answer_then_resume() {
     let Some(inst) = llama::installed() else {
         return;
     };
+    let _turn = llama::one_at_a_time();
     let dir = tempfile::tempdir().expect("tempdir");
     let mut server = LlamaServer::start(&inst, dir.path());
     let port = server.port;
@@ -436,7 +450,10 @@ fn server_killed_mid_answer_then_resume() {
         "ufo never made a second call; exit {:?}, stderr:\n{stderr}",
         output.status.code()
     );
-    assert_eq!(answered_before, 1, "the server had answered only the first call");
+    assert_eq!(
+        answered_before, 1,
+        "the server had answered only the first call"
+    );
     assert_eq!(output.status.code(), Some(3), "stderr:\n{stderr}");
     let server_addr = format!("127.0.0.1:{}", proxy.port);
     assert!(

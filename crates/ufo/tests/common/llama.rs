@@ -94,8 +94,21 @@ pub const DESKTOP: &str = r#"{"apps": [{"name": "Notepad", "process": "notepad",
     {"id": "save", "role": "button", "name": "Save"}
   ]}]}"#;
 
+/// The ufo.toml of the real-model tests and bench. SmolLM2 reads text only, and its chat
+/// template (run by llama-cpp-python) fails with HTTP 500 on a message whose content is a list
+/// of parts, as a message with a screenshot is: the screenshots stay out of the prompt.
+pub const CONFIG: &str = "screenshots_to_model = false\n";
+
 /// The request of the real-model tests and bench.
 pub const REQUEST: &str = "Type hello into Notepad";
+
+/// One real-model test at a time in a test binary: each runs its own server on the same two
+/// cores, and their timings stay those of one session.
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// A free loopback port (bound, then released for the server to take).
 pub fn free_port() -> u16 {
@@ -142,7 +155,11 @@ impl LlamaServer {
             .arg(&inst.model)
             .args(["--model_alias", MODEL_NAME, "--host", "127.0.0.1", "--port"])
             .arg(port.to_string())
-            .args(["--n_ctx", &N_CTX.to_string(), "--n_threads", "2"])
+            .args(["--n_ctx", &N_CTX.to_string()])
+            // One thread: ggml's threads wait for each other spinning, and on a busy 2-core
+            // machine (the test binary, cargo, other tests) two of them generate 0.7-2
+            // tokens/s where one generates 62 (measured).
+            .args(["--n_threads", "1", "--n_threads_batch", "1"])
             // the same answers to the same requests, run after run
             .args(["--seed", "1"])
             .stdin(Stdio::null())
@@ -367,8 +384,13 @@ fn relay(client: TcpStream, upstream: u16, seen: Arc<(Mutex<Seen>, Condvar)>) {
             let _ = server_w.shutdown(Shutdown::Both);
             return;
         }
-        let chat = head.starts_with(b"POST ") && head.windows(17).any(|w| w == b"/chat/completions");
-        if server_w.write_all(&head).and_then(|_| server_w.write_all(&body)).is_err() {
+        let chat =
+            head.starts_with(b"POST ") && head.windows(17).any(|w| w == b"/chat/completions");
+        if server_w
+            .write_all(&head)
+            .and_then(|_| server_w.write_all(&body))
+            .is_err()
+        {
             let _ = reader.get_ref().shutdown(Shutdown::Both);
             return;
         }
