@@ -30,8 +30,9 @@ install_python_playwright
 install_slurm
 install_python_k8s_validate
 install_wayland
-# llama.cpp's server, built from source once into a cache outside the clone (about @MIN@
-# minutes on 2 cores the first time), and SmolLM2-135M-Instruct, for the real-model tests
+# llama.cpp's server, built from source once into a cache outside the clone (7.5 CPU-minutes:
+# 22 minutes measured on 2 busy cores, about 4 expected on free ones), and SmolLM2-135M-Instruct
+# (94 MB), for the real-model tests
 install_llama
 
 echo "== disk"

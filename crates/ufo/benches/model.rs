@@ -123,6 +123,8 @@ fn run_mode(bin: &Path, inst: &llama::Installed, mode: &str, dir: &Path) -> Row 
             .env("XDG_DATA_HOME", dir.join("no-data"))
             .env("UFO_LLM_BASE_URL", proxy.base_url())
             .env("UFO_STRUCTURED_OUTPUT", mode)
+            // a call that timed out is tried once more, not three times
+            .env("UFO_LLM_MAX_ATTEMPTS", "2")
             .args(["run", "--config"])
             .arg(&config)
             .arg("--desktop")

@@ -87,32 +87,65 @@ fn run_args(dir: &Path, out: &Path, llm: &str, record: Option<&Path>) -> Vec<Str
     a
 }
 
-/// Run to the end, bounded by [`RUN_TIMEOUT`].
-fn finish(mut cmd: Command) -> Output {
-    let child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ufo starts");
-    wait_bounded(child)
+/// A started `ufo`, its output going to files (a pipe nobody reads while it runs could fill
+/// and stop it).
+struct Running {
+    child: std::process::Child,
+    stdout: tempfile::NamedTempFile,
+    stderr: tempfile::NamedTempFile,
 }
 
-fn wait_bounded(mut child: std::process::Child) -> Output {
-    let deadline = Instant::now() + RUN_TIMEOUT;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => return child.wait_with_output().expect("ufo's output"),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
-            _ => {
-                let _ = child.kill();
-                let out = child.wait_with_output().expect("ufo's output");
-                panic!(
-                    "ufo did not end within {RUN_TIMEOUT:?}; stderr:\n{}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
+fn start(mut cmd: Command) -> Running {
+    let stdout = tempfile::NamedTempFile::new().expect("stdout file");
+    let stderr = tempfile::NamedTempFile::new().expect("stderr file");
+    let child = cmd
+        .stdout(stdout.reopen().expect("stdout file"))
+        .stderr(stderr.reopen().expect("stderr file"))
+        .spawn()
+        .expect("ufo starts");
+    Running {
+        child,
+        stdout,
+        stderr,
+    }
+}
+
+impl Running {
+    /// Whether it has ended.
+    fn ended(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+
+    /// Wait for the end, bounded by [`RUN_TIMEOUT`] (then it is killed and the test fails).
+    fn wait(mut self) -> Output {
+        let deadline = Instant::now() + RUN_TIMEOUT;
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(100))
+                }
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    panic!(
+                        "ufo did not end within {RUN_TIMEOUT:?}; stderr:\n{}",
+                        std::fs::read_to_string(self.stderr.path()).unwrap_or_default()
+                    );
+                }
             }
+        };
+        Output {
+            status,
+            stdout: std::fs::read(self.stdout.path()).unwrap_or_default(),
+            stderr: std::fs::read(self.stderr.path()).unwrap_or_default(),
         }
     }
+}
+
+/// Run to the end, bounded by [`RUN_TIMEOUT`].
+fn finish(cmd: Command) -> Output {
+    start(cmd).wait()
 }
 
 fn events(out: &Path) -> Vec<Value> {
@@ -433,17 +466,17 @@ fn server_killed_mid_answer_then_resume() {
         &format!("openai:{MODEL_NAME}"),
         None,
     ));
-    let child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ufo starts");
+    let mut running = start(cmd);
     // The second call is on the wire: the server gets a moment to start answering, then dies.
-    let second = proxy.wait_for_requests(2, Duration::from_secs(300));
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    let mut second = false;
+    while !second && !running.ended() && Instant::now() < deadline {
+        second = proxy.wait_for_requests(2, Duration::from_millis(200));
+    }
     std::thread::sleep(Duration::from_millis(300));
     let answered_before = server.answered();
     server.kill();
-    let output = wait_bounded(child);
+    let output = running.wait();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(
         second,
