@@ -34,6 +34,9 @@ install_wayland
 # 22 minutes measured on 2 busy cores, about 4 expected on free ones), and SmolLM2-135M-Instruct
 # (94 MB), for the real-model tests
 install_llama
+# named for the tests, since the desktop session below gives them another HOME and cache
+UFO_LLAMA_DIR="$(_ufo_llama_dir)"
+export UFO_LLAMA_DIR
 
 echo "== disk"
 # A whole run's builds (three feature sets of the workspace, some sixty test binaries) fill
