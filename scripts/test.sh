@@ -5,7 +5,8 @@
 # starts a private headless desktop session (Xvfb + D-Bus + AT-SPI2 + a window manager), then
 # runs formatting, lints, and every test of the workspace: unit, property,
 # integration tests that drive the real `ufo` binary, live tests on gnome-calculator and
-# mousepad, and the headless-browser check of the HTML report. No test may skip: the
+# mousepad, the headless-browser check of the HTML report, and sessions with a real model
+# (llama.cpp's server on loopback, crates/ufo/tests/real_model.rs). No test may skip: the
 # UFO_*_TESTS switches below make a missing peer a failure, not a silent pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +33,13 @@ install_wayland
 # the knowledge store's in-process embedding model (its tests fail without it here)
 UFO_EMBED_MODEL_DIR="$(install_embed_model)"
 export UFO_EMBED_MODEL_DIR
+# llama.cpp's server, built from source once into a cache outside the clone (7.5 CPU-minutes:
+# 22 minutes measured on 2 busy cores, about 4 expected on free ones), and SmolLM2-135M-Instruct
+# (94 MB), for the real-model tests
+install_llama
+# named for the tests, since the desktop session below gives them another HOME and cache
+UFO_LLAMA_DIR="$(_ufo_llama_dir)"
+export UFO_LLAMA_DIR
 
 echo "== disk"
 # A whole run's builds (three feature sets of the workspace, some sixty test binaries) fill
@@ -58,7 +66,8 @@ trap 'scripts/desktop-session.sh down >/dev/null 2>&1 || true; scripts/wayland-s
 scripts/desktop-session.sh up >/dev/null
 # shellcheck disable=SC1091
 source "$UFO_SESSION_DIR/env"
-export UFO_LIVE_TESTS=1 UFO_BROWSER_TESTS=1 UFO_PEER_TESTS=1 UFO_HELP_TESTS=1 UFO_EMBED_TESTS=1
+export UFO_LIVE_TESTS=1 UFO_BROWSER_TESTS=1 UFO_PEER_TESTS=1 UFO_HELP_TESTS=1 UFO_EMBED_TESTS=1 \
+  UFO_MODEL_TESTS=1
 # Debian's libtesseract uses OpenMP, which reads this only when a process starts: without it
 # text detection runs 3-4 times slower on a busy machine (docs/sight.md).
 export OMP_THREAD_LIMIT=1

@@ -6,6 +6,7 @@
 
 pub mod calculator;
 pub mod console;
+pub mod llama;
 pub mod mcp_stdio;
 pub mod procs;
 pub mod served;
