@@ -240,11 +240,9 @@ fn desktop_actions(out: &Path) -> Value {
     serde_json::from_str::<Value>(&text).expect("desktop_final is JSON")["actions"].clone()
 }
 
-/// Whether this ufo reads `UFO_STRUCTURED_OUTPUT` (issue 45, item 1): a value it cannot mean
-/// is then a configuration error (exit 2) naming the variable. Before that setting was built
-/// every mode sent `json_object`; the checks of what a mode sends say they were not made, and
-/// the rest of each test runs.
-fn knows_structured_output() -> bool {
+/// ufo reads `UFO_STRUCTURED_OUTPUT`: a value it cannot mean is a configuration error
+/// (exit 2) naming the variable.
+fn assert_structured_output_is_read() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut cmd = ufo("http://127.0.0.1:9/v1", "not-a-mode");
     cmd.args(run_args(
@@ -254,15 +252,12 @@ fn knows_structured_output() -> bool {
         None,
     ));
     let output = finish(cmd);
-    let known = output.status.code() == Some(2)
-        && String::from_utf8_lossy(&output.stderr).contains("UFO_STRUCTURED_OUTPUT");
-    if !known {
-        eprintln!(
-            "NOT CHECKED: this ufo does not read UFO_STRUCTURED_OUTPUT (issue 45, item 1), so \
-             what each mode sends is not asserted"
-        );
-    }
-    known
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.code() == Some(2) && stderr.contains("UFO_STRUCTURED_OUTPUT"),
+        "a bad UFO_STRUCTURED_OUTPUT: exit {:?}, stderr:\n{stderr}",
+        output.status.code()
+    );
 }
 
 /// One session against a fresh server: the output, the request bodies on the wire, the
@@ -339,15 +334,28 @@ impl Session {
             "no request reached the server\n{}",
             self.ctx()
         );
+        // llama-cpp-python's server refuses OpenAI's `json_schema` form (HTTP 500, "Input
+        // should be 'text' or 'json_object'"): ufo learns it once per model client and sends
+        // the schema in the server's own form; the refused request is no model call
+        let refused = self
+            .bodies
+            .iter()
+            .filter(|b| b["response_format"]["type"] == "json_schema")
+            .count();
+        assert!(
+            refused <= 2,
+            "the schema's form refused {refused} times: learnt once per client\n{}",
+            self.ctx()
+        );
         assert_eq!(
             recorded_calls(&self.out),
-            self.bodies.len() as u64,
+            (self.bodies.len() - refused) as u64,
             "calls in the step records vs requests on the wire\n{}",
             self.ctx()
         );
         assert_eq!(
             self.server.answered(),
-            self.bodies.len(),
+            self.bodies.len() - refused,
             "requests answered 200 in the server's log\n{}",
             self.ctx()
         );
@@ -378,15 +386,17 @@ fn schema_session_every_answer_parses() {
         s.bodies.len(),
         session_end(&s.out)["status"]
     );
-    if !knows_structured_output() {
-        return;
-    }
+    assert_structured_output_is_read();
     // The schema went to the server with every request (llama.cpp's server turns it into a
     // grammar), so every answer has the required fields.
-    for b in &s.bodies {
+    let answered = s
+        .bodies
+        .iter()
+        .filter(|b| b["response_format"]["type"] != "json_schema");
+    for b in answered {
         let rf = &b["response_format"];
         assert!(
-            rf["json_schema"]["schema"].is_object() || rf["schema"].is_object(),
+            rf["schema"].is_object(),
             "a request without the response schema: {rf}\n{}",
             s.ctx()
         );
@@ -407,9 +417,7 @@ fn off_session_records_its_reasks() {
         s.bodies.len(),
         session_end(&s.out)["status"]
     );
-    if !knows_structured_output() {
-        return;
-    }
+    assert_structured_output_is_read();
     for b in &s.bodies {
         assert!(
             b.get("response_format").is_none(),
@@ -485,9 +493,11 @@ fn server_killed_mid_answer_then_resume() {
         "ufo never made a second call; exit {:?}, stderr:\n{stderr}",
         output.status.code()
     );
-    assert_eq!(
-        answered_before, 1,
-        "the server had answered only the first call"
+    // the first call answered; the second one's streamed answer begun (its 200 is logged
+    // when the stream starts) or not yet, but not ended: the exit below says it was cut
+    assert!(
+        (1..=2).contains(&answered_before),
+        "the server had answered {answered_before} calls before it was killed"
     );
     assert_eq!(output.status.code(), Some(3), "stderr:\n{stderr}");
     let server_addr = format!("127.0.0.1:{}", proxy.port);
