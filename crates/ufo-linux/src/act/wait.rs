@@ -80,6 +80,15 @@ fn stands_for_handler(
     read_bus && first.is_some_and(|f| began >= since + f)
 }
 
+/// When (after the action) a change a look found happened: when the look ended (`elapsed`),
+/// less how late the display reported the redraw it showed (`late`: KWin's repaint wait for
+/// a streamed window, zero on X11), never before the last change already seen (`last`).
+fn seen_at(elapsed: Duration, late: Duration, last: Option<Duration>) -> Duration {
+    elapsed
+        .saturating_sub(late)
+        .max(last.unwrap_or(Duration::ZERO))
+}
+
 impl Settler<'_> {
     /// When the application owning window `xid` had read the input sent to it so far: it
     /// answered a ping sent behind that input (`ChangeWatch::ping`). `None` without a change
@@ -270,7 +279,7 @@ impl Settler<'_> {
             }
             if redraws > run.seen || moved {
                 run.seen = redraws;
-                self.look_again(&mut run).await;
+                self.look_again(w.as_ref(), &mut run).await;
             }
             let f = match (run.first, s_first) {
                 (Some(a), Some(b)) => Some(a.min(b)),
@@ -379,8 +388,10 @@ impl Settler<'_> {
 
     /// A step of [`Self::settle_on_events`]: look at the watched area again and note where it
     /// changed outside the exempt rectangles and the running transitions.
-    async fn look_again(&self, run: &mut Run) {
+    async fn look_again(&self, w: &dyn ChangeWatch, run: &mut Run) {
         run.looks += 1;
+        // how late the display reported the redraw this look is for (a compositor's frame)
+        let late = w.log().lateness_since(run.since);
         let now = self.look_at(run.watched.area).await;
         let regions = changed_regions(run.look.as_ref(), now.as_ref(), &run.exempt);
         run.look = now;
@@ -390,7 +401,7 @@ impl Settler<'_> {
             .transitions
             .note(Instant::now(), &regions);
         if let Some(r) = crate::display::pixels::union(content) {
-            let t = run.since.elapsed();
+            let t = seen_at(run.since.elapsed(), late, run.last);
             run.changes.push((t.as_millis() as u64, r.x, r.y, r.w, r.h));
             run.first.get_or_insert(t);
             run.last = Some(t);
@@ -495,7 +506,7 @@ impl Settler<'_> {
             return false;
         }
         run.seen = redraws;
-        self.look_again(run).await;
+        self.look_again(w, run).await;
         run.first.is_some()
     }
 
@@ -660,6 +671,19 @@ impl Settler<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_change_is_dated_back_by_the_display_s_delay_but_never_before_the_last_one() {
+        let ms = Duration::from_millis;
+        assert_eq!(
+            seen_at(ms(40), Duration::ZERO, None),
+            ms(40),
+            "X11: when seen"
+        );
+        assert_eq!(seen_at(ms(40), ms(11), None), ms(29), "a frame 11 ms late");
+        assert_eq!(seen_at(ms(40), ms(11), Some(ms(35))), ms(35));
+        assert_eq!(seen_at(ms(5), ms(11), None), Duration::ZERO);
+    }
 
     /// Only an observation that began after the first change and read the clicked
     /// application's controls stands for the handler's round trip.

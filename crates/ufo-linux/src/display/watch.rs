@@ -24,6 +24,10 @@ pub(crate) struct Change {
     pub mapped: bool,
     /// the window unmapped or destroyed, if any
     pub gone: Option<WinId>,
+    /// How long after the application drew it the display reported a redraw: zero where the
+    /// display reports a draw as it happens (X11's Damage); a compositor's wait for its next
+    /// frame where a redraw is reported by the frame that shows it (KWin's window streams).
+    pub late: Duration,
 }
 
 #[derive(Default)]
@@ -85,6 +89,19 @@ impl ChangeLog {
         let last = structure.next();
         let first = structure.last().or(last);
         (damage, first, last)
+    }
+
+    /// How late the last redraw noted after `since` was reported ([`Change::late`]; zero when
+    /// there was none): settling dates the change it sees in that redraw back by as much, so
+    /// that a compositor's frame delay does not lengthen the quiet time it waits out.
+    pub(crate) fn lateness_since(&self, since: Instant) -> Duration {
+        self.lock()
+            .changes
+            .iter()
+            .rev()
+            .take_while(|c| c.at >= since)
+            .find(|c| c.damage)
+            .map_or(Duration::ZERO, |c| c.late)
     }
 
     /// When the last change of any kind was seen.
@@ -196,6 +213,7 @@ mod tests {
             damage,
             mapped,
             gone: gone.map(WinId),
+            late: Duration::ZERO,
         }
     }
 
@@ -219,6 +237,18 @@ mod tests {
         assert!(!log.structure_since(t0 + ms(31)));
         assert_eq!(log.last_map(), Some(t0 + ms(10)));
         assert_eq!(log.last_change(), Some(t0 + ms(30)));
+        assert_eq!(log.lateness_since(t0), Duration::ZERO);
+        log.note(Change {
+            late: ms(9),
+            ..change(t0 + ms(35), true, false, None)
+        });
+        log.note(change(t0 + ms(36), false, false, None));
+        assert_eq!(log.lateness_since(t0), ms(9), "the last redraw's");
+        assert_eq!(
+            log.lateness_since(t0 + ms(36)),
+            Duration::ZERO,
+            "none since"
+        );
         log.note_pong(3, t0 + ms(40));
         assert_eq!(log.pong(3), Some(t0 + ms(40)));
         assert_eq!(log.pong(4), None);

@@ -572,6 +572,7 @@ impl FrameWatch {
                 damage: true,
                 mapped: false,
                 gone: None,
+                late: std::time::Duration::ZERO,
             });
         }
     }

@@ -59,6 +59,7 @@ impl Watch {
             damage: true,
             mapped: false,
             gone: None,
+            late: std::time::Duration::ZERO,
         });
     }
 
@@ -69,6 +70,7 @@ impl Watch {
             damage: false,
             mapped: gone.is_none(),
             gone,
+            late: std::time::Duration::ZERO,
         });
     }
 }

@@ -11,7 +11,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use x11rb::connection::Connection;
 use x11rb::protocol::damage::{self, ConnectionExt as _};
@@ -167,6 +167,7 @@ fn listen(conn: &RustConnection, log: &ChangeLog, atoms: PingAtoms) {
                 damage,
                 mapped,
                 gone,
+                late: Duration::ZERO,
             });
         }
     }
