@@ -54,6 +54,9 @@ struct Row {
     ends: Vec<String>,
     steps: u64,
     calls: usize,
+    /// requests refused for their form of the schema (llama-cpp-python's server takes only
+    /// its own: ufo learns it once per process), not model calls
+    refused: usize,
     reasks: usize,
     prompt_tokens: u64,
     completion_tokens: u64,
@@ -178,15 +181,31 @@ fn run_mode(bin: &Path, inst: &llama::Installed, mode: &str, dir: &Path) -> Row 
     }
     row.seconds = began.elapsed().as_secs_f64();
     let bodies = proxy.bodies();
-    row.calls = bodies.len();
-    row.reasks = bodies
+    row.refused = bodies
+        .iter()
+        .filter(|b| b["response_format"]["type"] == "json_schema")
+        .count();
+    row.calls = bodies.len() - row.refused;
+    let reasks: Vec<&Value> = bodies
         .iter()
         .filter(|b| {
             b["messages"]
                 .as_array()
                 .is_some_and(|m| m.iter().any(|m| m["role"] == "assistant"))
         })
-        .count();
+        .collect();
+    row.reasks = reasks.len();
+    // what each re-ask told the model (a format error, or a transition or control the
+    // state machine refused): the start of its last message
+    for b in reasks {
+        let told = b["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("?");
+        let start: String = told.chars().take(110).collect();
+        eprintln!("{mode}: re-ask: {}", start.replace('\n', " "));
+    }
     let mut kinds: Vec<String> = bodies.iter().map(sent).collect();
     kinds.sort();
     kinds.dedup();
@@ -239,7 +258,7 @@ fn main() {
         llama::LLAMA_CPP_PYTHON_VERSION
     );
     println!(
-        "| mode | sent | sessions (ends) | steps | calls | re-asks | prompt tok | completion tok | s/step | server prompt tok/s | server gen tok/s | server peak MB |"
+        "| mode | sent | sessions (ends) | steps | calls (+ refused forms) | re-asks | prompt tok | completion tok | s/step | server prompt tok/s | server gen tok/s | server peak MB |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
@@ -254,13 +273,14 @@ fn main() {
             }
         }
         println!(
-            "| {} | {} | {} ({}) | {} | {} | {} | {} | {} | {:.1} | {:.0} | {:.0} | {:.0} |",
+            "| {} | {} | {} ({}) | {} | {} (+{}) | {} | {} | {} | {:.1} | {:.0} | {:.0} | {:.0} |",
             r.mode,
             r.sent.join(", "),
             r.sessions,
             counted.join(", "),
             r.steps,
             r.calls,
+            r.refused,
             r.reasks,
             r.prompt_tokens,
             r.completion_tokens,
