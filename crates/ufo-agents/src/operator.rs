@@ -465,16 +465,12 @@ mod tests {
                 text: "Ada".into()
             }
         );
-        assert_eq!(
-            ufo_core::response::non_nullable_fields(&schema.schema),
-            ["Observation", "Status", "Thought"]
+        crate::common::assert_schema_requires_the_parsers_fields(
+            &schema.schema,
+            &validator,
+            &answer,
+            parse_response,
         );
-        for field in ["Observation", "Thought", "Status"] {
-            let mut without = answer.clone();
-            without.as_object_mut().map(|m| m.remove(field));
-            assert!(!validator.is_valid(&without), "{field}");
-            assert!(parse_response(&without.to_string()).is_err(), "{field}");
-        }
         let props = &schema.schema["properties"];
         for status in props["Status"]["enum"].as_array().expect("statuses") {
             assert!(

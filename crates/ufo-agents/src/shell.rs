@@ -528,16 +528,12 @@ mod tests {
             (r.command.as_str(), r.status),
             ("ls -la", ShellStatus::Continue)
         );
-        assert_eq!(
-            ufo_core::response::non_nullable_fields(&schema.schema),
-            ["Observation", "Status", "Thought"]
+        crate::common::assert_schema_requires_the_parsers_fields(
+            &schema.schema,
+            &validator,
+            &answer,
+            parse_response,
         );
-        for field in ["Observation", "Thought", "Status"] {
-            let mut without = answer.clone();
-            without.as_object_mut().map(|m| m.remove(field));
-            assert!(!validator.is_valid(&without), "{field}");
-            assert!(parse_response(&without.to_string()).is_err(), "{field}");
-        }
         for status in schema.schema["properties"]["Status"]["enum"]
             .as_array()
             .expect("statuses")

@@ -43,6 +43,20 @@ fn bad(file: &Path, what: impl Into<String>) -> ModelError {
     }
 }
 
+/// The whole numbers a safetensors header entry lists under `key` (`shape`, `data_offsets`);
+/// empty when there is no such list, and entries that are not whole numbers left out.
+fn usizes(tensor: &serde_json::Value, key: &str) -> Vec<usize> {
+    tensor
+        .get(key)
+        .and_then(|s| s.as_array())
+        .map(|s| {
+            s.iter()
+                .filter_map(|d| d.as_u64().map(|d| d as usize))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 #[derive(Deserialize)]
 struct Config {
     #[serde(default)]
@@ -438,30 +452,14 @@ impl Tensors {
                 format!("{full} is {dtype}; only F32 weights are read"),
             ));
         }
-        let got: Vec<usize> = t
-            .get("shape")
-            .and_then(|s| s.as_array())
-            .map(|s| {
-                s.iter()
-                    .filter_map(|d| d.as_u64().map(|d| d as usize))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let got = usizes(t, "shape");
         if got != shape {
             return Err(bad(
                 &self.file,
                 format!("{full} has shape {got:?}, config.json says {shape:?}"),
             ));
         }
-        let offsets: Vec<usize> = t
-            .get("data_offsets")
-            .and_then(|s| s.as_array())
-            .map(|s| {
-                s.iter()
-                    .filter_map(|d| d.as_u64().map(|d| d as usize))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let offsets = usizes(t, "data_offsets");
         let [from, to] = offsets[..] else {
             return Err(bad(&self.file, format!("{full} has no data_offsets")));
         };
@@ -794,6 +792,18 @@ pub fn test_model_dir(test: &str) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_header_list_reads_its_whole_numbers_and_nothing_when_missing() {
+        let t = serde_json::json!({"shape": [384, 2, -1, "x"], "data_offsets": 7});
+        assert_eq!(usizes(&t, "shape"), vec![384, 2]);
+        assert_eq!(
+            usizes(&t, "data_offsets"),
+            Vec::<usize>::new(),
+            "not a list"
+        );
+        assert_eq!(usizes(&t, "dtype"), Vec::<usize>::new(), "missing");
+    }
 
     /// all-MiniLM-L6-v2's model, once per test binary (loading reads 91 MB).
     fn model() -> Option<&'static SentenceModel> {

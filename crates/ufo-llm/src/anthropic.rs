@@ -18,10 +18,10 @@ use ufo_core::ports::{
     ChatRequest, ChatResponse, ContentPart, LlmClient, LlmError, MessageRole, Usage,
 };
 
-use crate::learn::{Format, Learnt};
+use crate::learn::{Format, Learnt, Sent};
 use crate::openai::png_base64;
 use crate::options::{endpoint_url, ApiKey, ConfigError, HttpSettings};
-use crate::retry::{short, Endpoint, Streaming};
+use crate::retry::{short, Endpoint};
 use crate::script::estimate_tokens;
 use crate::stream::{AnthropicSink, Rate};
 
@@ -269,32 +269,19 @@ impl std::fmt::Debug for AnthropicClient {
 impl LlmClient for AnthropicClient {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let mut sink = AnthropicSink::default();
-        let mut streaming = Streaming {
-            sink: &mut sink,
-            settings: self.endpoint.settings.stream.clone(),
-            first: None,
-            last: None,
-        };
-        let stream = self
-            .endpoint
-            .settings
-            .stream
-            .enabled
-            .then_some(&mut streaming);
-        let whole = crate::learn::send(
+        let sent = crate::learn::send(
             &self.learnt,
             &self.endpoint,
             "Anthropic",
             request,
             |shaped, format, streamed| self.body_with(shaped, format, streamed),
-            stream,
+            &mut sink,
         )
         .await?;
-        match whole {
-            Some(text) => parse_message(&text, request, &self.endpoint.shown_url)
+        match sent {
+            Sent::Whole(text) => parse_message(&text, request, &self.endpoint.shown_url)
                 .map_err(|e| self.endpoint.secrets.scrub_error(e)),
-            None => {
-                let (first, last) = (streaming.first, streaming.last);
+            Sent::Streamed { first, last } => {
                 let text = match sink.tool_input.take() {
                     // the forced tool's input, streamed as JSON text in pieces
                     Some(input) => match serde_json::from_str::<Value>(&input) {

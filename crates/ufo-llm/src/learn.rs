@@ -25,12 +25,14 @@
 //! [`crate::retry`].
 
 use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
 
 use serde_json::Value;
 use ufo_core::ports::{ChatRequest, ContentPart, LlmError, ModelNote};
 use ufo_core::StructuredOutput;
 
 use crate::retry::{Endpoint, Failure, Streaming};
+use crate::stream::Sink;
 
 /// The response format a request is sent with, from least to most constrained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -362,31 +364,59 @@ pub(crate) fn has_images(request: &ChatRequest) -> bool {
 /// schema's form, the format twice, images once).
 pub(crate) const MAX_SENDS: usize = 5;
 
+/// What [`send`] got back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Sent {
+    /// The answer's whole body text (not streamed).
+    Whole(String),
+    /// The answer was streamed to the sink: when its first and its last token came.
+    Streamed {
+        /// When the first token came.
+        first: Option<Instant>,
+        /// When the last token came.
+        last: Option<Instant>,
+    },
+}
+
 /// Send `request` to `endpoint` as `body` writes it for a format, learning from refusals
-/// what to leave out and sending again (at most [`MAX_SENDS`] times); the answer's body text,
-/// or `None` when it was streamed to `stream`'s reader.
+/// what to leave out and sending again (at most [`MAX_SENDS`] times); streamed to `sink`
+/// when the endpoint's stream settings enable it and the server has not refused streaming.
 pub(crate) async fn send(
     learnt: &Learnt,
     endpoint: &Endpoint,
     provider: &str,
     request: &ChatRequest,
     body: impl Fn(&ChatRequest, Format, bool) -> Value,
-    mut stream: Option<&mut Streaming<'_>>,
-) -> Result<Option<String>, LlmError> {
+    sink: &mut dyn Sink,
+) -> Result<Sent, LlmError> {
+    let settings = endpoint.settings.stream.clone();
+    let enabled = settings.enabled;
+    let mut streaming = Streaming {
+        sink,
+        settings,
+        first: None,
+        last: None,
+    };
     let mut sends = 0;
     loop {
         sends += 1;
         let shaped = learnt.shaped(request);
         let format = learnt.format(&shaped);
-        let streamed = stream.is_some() && learnt.streams();
-        let reader = stream.as_deref_mut().filter(|_| streamed);
+        let streamed = enabled && learnt.streams();
+        let reader = streamed.then_some(&mut streaming);
         match endpoint
             .post(provider, &body(&shaped, format, streamed), reader)
             .await
         {
             Ok(text) => {
                 learnt.answered(format, provider);
-                return Ok(text);
+                return Ok(match text {
+                    Some(text) => Sent::Whole(text),
+                    None => Sent::Streamed {
+                        first: streaming.first,
+                        last: streaming.last,
+                    },
+                });
             }
             Err(failure) if sends < MAX_SENDS => {
                 match learnt.refused(failure, format, (has_images(&shaped), streamed), provider) {

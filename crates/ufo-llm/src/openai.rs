@@ -22,9 +22,9 @@ use ufo_core::ports::{
     ChatMessage, ChatRequest, ChatResponse, ContentPart, LlmClient, LlmError, MessageRole, Usage,
 };
 
-use crate::learn::{Format, Learnt, SchemaStyle};
+use crate::learn::{Format, Learnt, SchemaStyle, Sent};
 use crate::options::{endpoint_url, ApiKey, ConfigError, HttpSettings};
-use crate::retry::{short, Endpoint, Streaming};
+use crate::retry::{short, Endpoint};
 use crate::script::estimate_tokens;
 use crate::stream::{OpenAiSink, Rate};
 
@@ -334,32 +334,21 @@ impl std::fmt::Debug for OpenAiClient {
 impl LlmClient for OpenAiClient {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let mut sink = OpenAiSink::default();
-        let mut streaming = Streaming {
-            sink: &mut sink,
-            settings: self.endpoint.settings.stream.clone(),
-            first: None,
-            last: None,
-        };
-        let stream = self
-            .endpoint
-            .settings
-            .stream
-            .enabled
-            .then_some(&mut streaming);
-        let whole = crate::learn::send(
+        let sent = crate::learn::send(
             &self.learnt,
             &self.endpoint,
             self.provider,
             request,
             |shaped, format, streamed| self.body_with(shaped, format, streamed),
-            stream,
+            &mut sink,
         )
         .await?;
-        let response = match whole {
-            Some(text) => parse_completion(&text, request, self.provider, &self.endpoint.shown_url)
-                .map_err(|e| self.endpoint.secrets.scrub_error(e))?,
-            None => {
-                let (first, last) = (streaming.first, streaming.last);
+        let response = match sent {
+            Sent::Whole(text) => {
+                parse_completion(&text, request, self.provider, &self.endpoint.shown_url)
+                    .map_err(|e| self.endpoint.secrets.scrub_error(e))?
+            }
+            Sent::Streamed { first, last } => {
                 let response = answer(
                     std::mem::take(&mut sink.text),
                     Some(sink.refusal.as_str()),

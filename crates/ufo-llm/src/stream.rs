@@ -151,6 +151,17 @@ pub(crate) struct OpenAiSink {
     pub usage: Option<Value>,
 }
 
+/// An event's data as JSON (not retried when it is not: the server sent something else).
+fn event_json(data: &str) -> Result<Value, StreamError> {
+    serde_json::from_str(data).map_err(|e| StreamError {
+        message: format!(
+            "a stream event is not JSON ({e}): {}",
+            ufo_core::text::one_line(data, 200)
+        ),
+        retry: false,
+    })
+}
+
 impl Sink for OpenAiSink {
     fn reset(&mut self) {
         *self = Self::default();
@@ -160,13 +171,7 @@ impl Sink for OpenAiSink {
         if data.trim() == "[DONE]" {
             return Ok(Step::Done);
         }
-        let value: Value = serde_json::from_str(data).map_err(|e| StreamError {
-            message: format!(
-                "a stream event is not JSON ({e}): {}",
-                ufo_core::text::one_line(data, 200)
-            ),
-            retry: false,
-        })?;
+        let value = event_json(data)?;
         if value.get("error").is_some() {
             return Err(StreamError {
                 message: error_text(data),
@@ -212,13 +217,7 @@ impl Sink for AnthropicSink {
     }
 
     fn event(&mut self, event: &str, data: &str) -> Result<Step, StreamError> {
-        let value: Value = serde_json::from_str(data).map_err(|e| StreamError {
-            message: format!(
-                "a stream event is not JSON ({e}): {}",
-                ufo_core::text::one_line(data, 200)
-            ),
-            retry: false,
-        })?;
+        let value = event_json(data)?;
         let kind = value.get("type").and_then(Value::as_str).unwrap_or(event);
         let count = |v: &Value, field: &str| v.get(field).and_then(Value::as_u64);
         match kind {

@@ -14,12 +14,13 @@
 //! through [`RemoteInput`] and captures come from the session's PipeWire node (through the
 //! connection the portal opens, on its path), so everything else is the same on both paths.
 //! Measured on the headless shell, one calculator click and its settling: see
-//! docs/desktop.md, "GNOME". The D-Bus side runs
-//! on a small runtime of the display's own; callers wait for each answer with a bound. The
-//! change watch is the stream's frames ([`FrameWatch`]): Mutter sends one only when the screen
-//! changed, so each frame is a redraw somewhere; settling compares the window's looks to tell
-//! whether it was this window's.
+//! docs/desktop.md, "GNOME". The D-Bus side runs on a small runtime of the display's own;
+//! callers wait for each answer with a bound, and each call to Mutter or the portal is bounded
+//! too ([`bus`]). The change watch is the stream's frames ([`FrameWatch`]): Mutter sends one
+//! only when the screen changed, so each frame is a redraw somewhere; settling compares the
+//! window's looks to tell whether it was this window's.
 
+pub(crate) mod bus;
 pub(crate) mod consent;
 pub(crate) mod frames;
 pub(crate) mod keys;

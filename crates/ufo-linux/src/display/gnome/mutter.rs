@@ -17,6 +17,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 
+use super::bus::Peer;
 use crate::display::keys::sym;
 use crate::LinuxError;
 
@@ -27,8 +28,6 @@ const SC: &str = "org.gnome.Mutter.ScreenCast";
 const SC_PATH: &str = "/org/gnome/Mutter/ScreenCast";
 const SC_SESSION: &str = "org.gnome.Mutter.ScreenCast.Session";
 const SC_STREAM: &str = "org.gnome.Mutter.ScreenCast.Stream";
-/// Bound on one call to Mutter.
-const CALL: Duration = Duration::from_secs(5);
 /// Longest wait for the monitor stream's PipeWire node once the session started.
 const NODE_WAIT: Duration = Duration::from_secs(5);
 /// How long the first (lost) events are given before real input follows.
@@ -38,13 +37,6 @@ const PRIME_WAIT: Duration = Duration::from_millis(50);
 const BTN_LEFT: i32 = 0x110;
 const BTN_RIGHT: i32 = 0x111;
 const BTN_MIDDLE: i32 = 0x112;
-
-fn failed(what: &str) -> impl Fn(zbus::Error) -> LinuxError + '_ {
-    move |e| LinuxError::Wayland {
-        what: format!("Mutter over D-Bus: {what}"),
-        source: Box::new(e),
-    }
-}
 
 /// What a pointer button number (1 left, 2 middle, 3 right, 4–7 the wheel) is on Mutter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,33 +95,39 @@ impl Remote {
     /// primary monitor (the cursor left out of the frames), start, wait for the stream's
     /// node, and prime the input.
     pub(crate) async fn open(conn: &zbus::Connection) -> Result<Remote, LinuxError> {
-        let rd: OwnedObjectPath = call(conn, RD, RD_PATH, RD, "CreateSession", &()).await?;
-        let id: OwnedValue = call(
-            conn,
-            RD,
-            rd.as_str(),
-            "org.freedesktop.DBus.Properties",
-            "Get",
-            &(RD_SESSION, "SessionId"),
-        )
-        .await?;
+        let rd: OwnedObjectPath = Peer::Mutter
+            .call(conn, RD, RD_PATH, RD, "CreateSession", &())
+            .await?;
+        let id: OwnedValue = Peer::Mutter
+            .call(
+                conn,
+                RD,
+                rd.as_str(),
+                "org.freedesktop.DBus.Properties",
+                "Get",
+                &(RD_SESSION, "SessionId"),
+            )
+            .await?;
         let id = String::try_from(id).map_err(|e| LinuxError::Wayland {
             what: "Mutter's remote-desktop session id".into(),
             source: crate::error::cause(e.to_string()),
         })?;
         let link: HashMap<&str, Value<'_>> =
             HashMap::from([("remote-desktop-session-id", Value::from(id.as_str()))]);
-        let sc: OwnedObjectPath = call(conn, SC, SC_PATH, SC, "CreateSession", &(link,)).await?;
+        let sc: OwnedObjectPath = Peer::Mutter
+            .call(conn, SC, SC_PATH, SC, "CreateSession", &(link,))
+            .await?;
         let stream = record_monitor(conn, &sc).await?;
-        let owner: String = call(
-            conn,
-            "org.freedesktop.DBus",
-            "/org/freedesktop/DBus",
-            "org.freedesktop.DBus",
-            "GetNameOwner",
-            &(SC,),
-        )
-        .await?;
+        let owner: String = Peer::Mutter
+            .call(
+                conn,
+                "org.freedesktop.DBus",
+                "/org/freedesktop/DBus",
+                "org.freedesktop.DBus",
+                "GetNameOwner",
+                &(SC,),
+            )
+            .await?;
         // only Mutter's own signal on this stream's path counts
         let rule = zbus::MatchRule::builder()
             .msg_type(zbus::message::Type::Signal)
@@ -137,17 +135,19 @@ impl Remote {
             .and_then(|b| b.path(stream.as_str()))
             .and_then(|b| b.interface(SC_STREAM))
             .and_then(|b| b.member("PipeWireStreamAdded"))
-            .map_err(failed("the stream's signal"))?
+            .map_err(Peer::Mutter.failed("the stream's signal"))?
             .build();
         let mut added = zbus::MessageStream::for_match_rule(rule, conn, Some(4))
             .await
-            .map_err(failed("the stream's signal"))?;
-        let _: () = call(conn, RD, rd.as_str(), RD_SESSION, "Start", &()).await?;
+            .map_err(Peer::Mutter.failed("the stream's signal"))?;
+        let _: () = Peer::Mutter
+            .call(conn, RD, rd.as_str(), RD_SESSION, "Start", &())
+            .await?;
         let node = match tokio::time::timeout(NODE_WAIT, added.next()).await {
             Ok(Some(Ok(m))) => m
                 .body()
                 .deserialize::<u32>()
-                .map_err(failed("PipeWireStreamAdded"))?,
+                .map_err(Peer::Mutter.failed("PipeWireStreamAdded"))?,
             _ => {
                 return Err(LinuxError::Timeout {
                     what: "Mutter's monitor stream (PipeWireStreamAdded; are pipewire and \
@@ -173,7 +173,9 @@ impl Remote {
     where
         B: serde::Serialize + zbus::zvariant::DynamicType + Sync,
     {
-        call(&self.conn, RD, self.rd.as_str(), RD_SESSION, method, body).await
+        Peer::Mutter
+            .call(&self.conn, RD, self.rd.as_str(), RD_SESSION, method, body)
+            .await
     }
 }
 
@@ -239,15 +241,16 @@ async fn record_monitor(
     let mut last = None;
     for connector in ["", "Meta-0"] {
         let props: HashMap<&str, Value<'_>> = HashMap::from([("cursor-mode", Value::from(0u32))]);
-        match call(
-            conn,
-            SC,
-            sc.as_str(),
-            SC_SESSION,
-            "RecordMonitor",
-            &(connector, props),
-        )
-        .await
+        match Peer::Mutter
+            .call(
+                conn,
+                SC,
+                sc.as_str(),
+                SC_SESSION,
+                "RecordMonitor",
+                &(connector, props),
+            )
+            .await
         {
             Ok(p) => return Ok(p),
             Err(e) => last = Some(e),
@@ -258,46 +261,20 @@ async fn record_monitor(
 
 /// The monitor's size from the stream's parameters (`size`: two integers).
 async fn stream_size(conn: &zbus::Connection, stream: &OwnedObjectPath) -> Option<(u32, u32)> {
-    let params: OwnedValue = call(
-        conn,
-        SC,
-        stream.as_str(),
-        "org.freedesktop.DBus.Properties",
-        "Get",
-        &(SC_STREAM, "Parameters"),
-    )
-    .await
-    .ok()?;
+    let params: OwnedValue = Peer::Mutter
+        .call(
+            conn,
+            SC,
+            stream.as_str(),
+            "org.freedesktop.DBus.Properties",
+            "Get",
+            &(SC_STREAM, "Parameters"),
+        )
+        .await
+        .ok()?;
     let params = HashMap::<String, OwnedValue>::try_from(params).ok()?;
     let (w, h) = <(i32, i32)>::try_from(params.get("size")?.try_clone().ok()?).ok()?;
     Some((u32::try_from(w).ok()?, u32::try_from(h).ok()?))
-}
-
-/// One bounded method call to Mutter; its reply's body.
-async fn call<B, R>(
-    conn: &zbus::Connection,
-    dest: &str,
-    path: &str,
-    iface: &str,
-    method: &str,
-    body: &B,
-) -> Result<R, LinuxError>
-where
-    B: serde::Serialize + zbus::zvariant::DynamicType,
-    R: serde::de::DeserializeOwned + zbus::zvariant::Type,
-{
-    let what = format!("{iface}.{method}");
-    let msg = tokio::time::timeout(
-        CALL,
-        conn.call_method(Some(dest), path, Some(iface), method, body),
-    )
-    .await
-    .map_err(|_| LinuxError::Timeout {
-        what: format!("Mutter ({what})"),
-        ms: CALL.as_millis() as u64,
-    })?
-    .map_err(failed(&what))?;
-    msg.body().deserialize::<R>().map_err(failed(&what))
 }
 
 #[cfg(test)]

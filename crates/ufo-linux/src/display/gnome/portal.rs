@@ -25,8 +25,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use zbus::zvariant::{ObjectPath, OwnedObjectPath, OwnedValue, Value};
+use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 
+use super::bus::{Peer, CALL};
 use super::consent::TokenFile;
 use super::mutter::{Button, RemoteInput};
 use crate::error::cause;
@@ -38,8 +39,6 @@ const RD: &str = "org.freedesktop.portal.RemoteDesktop";
 const SC: &str = "org.freedesktop.portal.ScreenCast";
 const REQUEST: &str = "org.freedesktop.portal.Request";
 const SESSION: &str = "org.freedesktop.portal.Session";
-/// Bound on one call to the portal (the dialog excepted).
-const CALL: Duration = Duration::from_secs(5);
 /// Devices asked for: the keyboard (1) and the pointer (2).
 const KEYBOARD_AND_POINTER: u32 = 1 | 2;
 /// Sources asked for: one monitor.
@@ -51,13 +50,6 @@ pub(crate) const RD_PERSISTS_FROM: u32 = 2;
 
 /// Handle tokens of this process (unique per connection is enough; counted from 1).
 static NEXT_TOKEN: AtomicU32 = AtomicU32::new(1);
-
-fn failed(what: &str) -> impl Fn(zbus::Error) -> LinuxError + '_ {
-    move |e| LinuxError::Wayland {
-        what: format!("the {what} portal call"),
-        source: Box::new(e),
-    }
-}
 
 /// The versions of the two portals, as their `version` properties say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,14 +72,16 @@ impl Versions {
 /// not running in this session).
 pub(crate) async fn versions(conn: &zbus::Connection) -> Result<Versions, LinuxError> {
     let get = |iface: &'static str| async move {
-        let v: OwnedValue = call(
-            conn,
-            DESKTOP_PATH,
-            "org.freedesktop.DBus.Properties",
-            "Get",
-            &(iface, "version"),
-        )
-        .await?;
+        let v: OwnedValue = Peer::Portal
+            .call(
+                conn,
+                DESKTOP,
+                DESKTOP_PATH,
+                "org.freedesktop.DBus.Properties",
+                "Get",
+                &(iface, "version"),
+            )
+            .await?;
         u32::try_from(v).map_err(|e| LinuxError::Wayland {
             what: format!("{iface}'s version"),
             source: cause(e.to_string()),
@@ -181,7 +175,9 @@ impl Portal {
     where
         B: serde::Serialize + zbus::zvariant::DynamicType,
     {
-        call(&self.conn, DESKTOP_PATH, RD, method, body).await
+        Peer::Portal
+            .call(&self.conn, DESKTOP, DESKTOP_PATH, RD, method, body)
+            .await
     }
 
     fn options() -> HashMap<&'static str, Value<'static>> {
@@ -407,15 +403,24 @@ where
         .interface(REQUEST)
         .and_then(|b| b.member("Response"))
         .and_then(|b| b.path(path.as_str()))
-        .map_err(failed(method))?
+        .map_err(Peer::Portal.failed(method))?
         .build();
     let mut responses = zbus::MessageStream::for_match_rule(rule, conn, Some(4))
         .await
-        .map_err(failed(method))?;
-    let _: OwnedObjectPath = call(conn, DESKTOP_PATH, iface, method, &body(token.clone())).await?;
+        .map_err(Peer::Portal.failed(method))?;
+    let _: OwnedObjectPath = Peer::Portal
+        .call(
+            conn,
+            DESKTOP,
+            DESKTOP_PATH,
+            iface,
+            method,
+            &body(token.clone()),
+        )
+        .await?;
     let msg = match tokio::time::timeout(within, responses.next()).await {
         Ok(Some(Ok(m))) => m,
-        Ok(Some(Err(e))) => return Err(failed(method)(e)),
+        Ok(Some(Err(e))) => return Err(Peer::Portal.failed(method)(e)),
         Ok(None) => {
             return Err(LinuxError::Wayland {
                 what: format!("{iface}.{method}"),
@@ -424,7 +429,9 @@ where
         }
         Err(_) => {
             // the dialog stays up otherwise
-            let _ = call::<_, ()>(conn, &path, REQUEST, "Close", &()).await;
+            let _ = Peer::Portal
+                .call::<_, ()>(conn, DESKTOP, &path, REQUEST, "Close", &())
+                .await;
             return Err(LinuxError::Timeout {
                 what: format!(
                     "{iface}.{method} (the portal's answer; a consent dialog waits for the \
@@ -434,8 +441,10 @@ where
             });
         }
     };
-    let (code, results): (u32, HashMap<String, OwnedValue>) =
-        msg.body().deserialize().map_err(failed(method))?;
+    let (code, results): (u32, HashMap<String, OwnedValue>) = msg
+        .body()
+        .deserialize()
+        .map_err(Peer::Portal.failed(method))?;
     if code != 0 {
         return Err(refused(iface, method, code));
     }
@@ -493,50 +502,24 @@ async fn open_pipewire_remote(
     conn: &zbus::Connection,
     session: &OwnedObjectPath,
 ) -> Result<OwnedFd, LinuxError> {
-    let fd: zbus::zvariant::OwnedFd = call(
-        conn,
-        DESKTOP_PATH,
-        SC,
-        "OpenPipeWireRemote",
-        &(session.as_ref(), Portal::options()),
-    )
-    .await?;
+    let fd: zbus::zvariant::OwnedFd = Peer::Portal
+        .call(
+            conn,
+            DESKTOP,
+            DESKTOP_PATH,
+            SC,
+            "OpenPipeWireRemote",
+            &(session.as_ref(), Portal::options()),
+        )
+        .await?;
     Ok(fd.into())
 }
 
 /// End a session (errors ignored: it may be gone already).
 async fn close(conn: &zbus::Connection, session: &OwnedObjectPath) {
-    let _ = call::<_, ()>(conn, session.as_str(), SESSION, "Close", &()).await;
-}
-
-/// One bounded method call to the portal; its reply's body.
-async fn call<B, R>(
-    conn: &zbus::Connection,
-    path: &str,
-    iface: &str,
-    method: &str,
-    body: &B,
-) -> Result<R, LinuxError>
-where
-    B: serde::Serialize + zbus::zvariant::DynamicType,
-    R: serde::de::DeserializeOwned + zbus::zvariant::Type,
-{
-    let what = format!("{iface}.{method}");
-    let path = ObjectPath::try_from(path).map_err(|e| LinuxError::Wayland {
-        what: what.clone(),
-        source: Box::new(e),
-    })?;
-    let msg = tokio::time::timeout(
-        CALL,
-        conn.call_method(Some(DESKTOP), &path, Some(iface), method, body),
-    )
-    .await
-    .map_err(|_| LinuxError::Timeout {
-        what: format!("the portal ({what})"),
-        ms: CALL.as_millis() as u64,
-    })?
-    .map_err(failed(&what))?;
-    msg.body().deserialize::<R>().map_err(failed(&what))
+    let _ = Peer::Portal
+        .call::<_, ()>(conn, DESKTOP, session.as_str(), SESSION, "Close", &())
+        .await;
 }
 
 #[cfg(test)]
