@@ -57,6 +57,8 @@ fn binary() -> PathBuf {
 
 #[derive(Default)]
 struct Row {
+    /// `before` (`UFO_BENCH_BEFORE`) or `after` (this build)
+    build: String,
     mode: String,
     sent: Vec<String>,
     sessions: usize,
@@ -67,6 +69,8 @@ struct Row {
     /// its own: ufo learns it once per process), not model calls
     refused: usize,
     reasks: usize,
+    /// re-asks for the answer's form (no JSON, a field missing...), not for a refused move
+    format_reasks: usize,
     prompt_tokens: u64,
     completion_tokens: u64,
     seconds: f64,
@@ -118,7 +122,9 @@ fn speeds(log: &str) -> (f64, f64) {
     (tps(prompt), tps(gen))
 }
 
-fn run_mode(bin: &Path, inst: &llama::Installed, mode: &str, dir: &Path) -> Row {
+fn run_mode(bin: &Path, build: &str, inst: &llama::Installed, mode: &str, dir: &Path) -> Row {
+    let dir = &dir.join(build);
+    std::fs::create_dir_all(dir).unwrap();
     let server = LlamaServer::start(inst, &dir.join(mode));
     let proxy = Proxy::start(server.port);
     let desktop = dir.join("desktop.json");
@@ -126,6 +132,7 @@ fn run_mode(bin: &Path, inst: &llama::Installed, mode: &str, dir: &Path) -> Row 
     let config = dir.join("ufo.toml");
     std::fs::write(&config, CONFIG).unwrap();
     let mut row = Row {
+        build: build.into(),
         mode: mode.into(),
         ..Row::default()
     };
@@ -205,15 +212,30 @@ fn run_mode(bin: &Path, inst: &llama::Installed, mode: &str, dir: &Path) -> Row 
         .collect();
     row.reasks = reasks.len();
     // what each re-ask told the model (a format error, or a transition or control the
-    // state machine refused): the start of its last message
+    // state machine refused): the start of its last message, and how long the answer was
     for b in reasks {
-        let told = b["messages"]
-            .as_array()
+        let messages = b["messages"].as_array();
+        let told = messages
             .and_then(|m| m.last())
             .and_then(|m| m["content"].as_str())
             .unwrap_or("?");
+        let told = told
+            .strip_prefix("Your answer could not be used: ")
+            .unwrap_or(told);
+        if llama::is_format_reask(told) {
+            row.format_reasks += 1;
+        }
+        let answer = messages
+            .and_then(|m| m.iter().rev().find(|m| m["role"] == "assistant"))
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("");
         let start: String = told.chars().take(110).collect();
-        eprintln!("{mode}: re-ask: {}", start.replace('\n', " "));
+        let shown: String = answer.chars().take(80).collect();
+        eprintln!(
+            "{build} {mode}: re-ask: {} (answer of {} chars: {shown:?})",
+            start.replace('\n', " "),
+            answer.chars().count()
+        );
     }
     let mut kinds: Vec<String> = bodies.iter().map(sent).collect();
     kinds.sort();
@@ -254,22 +276,29 @@ fn main() {
         );
         return;
     }
+    let mut builds = Vec::new();
+    if let Some(before) = std::env::var_os("UFO_BENCH_BEFORE").map(PathBuf::from) {
+        builds.push(("before", before));
+    }
+    builds.push(("after", bin));
     let modes = std::env::var("UFO_BENCH_MODES").unwrap_or_else(|_| "off,json,schema".into());
     let dir = tempfile::tempdir().unwrap();
     let mut rows = Vec::new();
     for mode in modes.split(',').map(str::trim).filter(|m| !m.is_empty()) {
-        let row = run_mode(&bin, &inst, mode, dir.path());
-        eprintln!("{mode}: done in {:.0} s", row.seconds);
-        rows.push(row);
+        for (build, bin) in &builds {
+            let row = run_mode(bin, build, &inst, mode, dir.path());
+            eprintln!("{build} {mode}: done in {:.0} s", row.seconds);
+            rows.push(row);
+        }
     }
     println!(
         "SmolLM2-135M-Instruct Q4_1 on llama-cpp-python {}, {STEPS} steps per mode",
         llama::LLAMA_CPP_PYTHON_VERSION
     );
     println!(
-        "| mode | sent | sessions (ends) | steps | calls (+ refused forms) | re-asks | prompt tok | completion tok | s/step | server prompt tok/s | server gen tok/s | server peak MB |"
+        "| build | mode | sent | sessions (ends) | steps | calls (+ refused forms) | re-asks (for form) | prompt tok | completion tok | s/step | server prompt tok/s | server gen tok/s | server peak MB |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
         let mut ends = r.ends.clone();
         ends.sort();
@@ -282,7 +311,8 @@ fn main() {
             }
         }
         println!(
-            "| {} | {} | {} ({}) | {} | {} (+{}) | {} | {} | {} | {:.1} | {:.0} | {:.0} | {:.0} |",
+            "| {} | {} | {} | {} ({}) | {} | {} (+{}) | {} ({}) | {} | {} | {:.1} | {:.0} | {:.0} | {:.0} |",
+            r.build,
             r.mode,
             r.sent.join(", "),
             r.sessions,
@@ -291,6 +321,7 @@ fn main() {
             r.calls,
             r.refused,
             r.reasks,
+            r.format_reasks,
             r.prompt_tokens,
             r.completion_tokens,
             r.seconds / r.steps.max(1) as f64,

@@ -104,6 +104,24 @@ pub const CONFIG: &str = "screenshots_to_model = false\n";
 /// The request of the real-model tests and bench.
 pub const REQUEST: &str = "Type hello into Notepad";
 
+/// Whether a re-ask was for the answer's form (what a schema rules out: no JSON, not an
+/// object, a required field missing, a status word or `Args` that is not one), as the
+/// parser words it (ufo-core's parse.rs and response.rs), rather than for a move the state
+/// machine refused (a status not allowed here, ASSIGN without a window, an unknown function).
+pub fn is_format_reask(told: &str) -> bool {
+    const FORM: &[&str] = &[
+        "the answer is empty",
+        "the answer holds no JSON object",
+        "the answer is not valid JSON",
+        "the answer is JSON but not an object",
+        "the required field",
+        "unknown Status",
+        "Args is",
+        "Actions must be a list",
+    ];
+    FORM.iter().any(|f| told.starts_with(f)) || told.contains("] is not an object")
+}
+
 /// One real-model test at a time in a test binary: each runs its own server on the same two
 /// cores, and their timings stay those of one session.
 pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
