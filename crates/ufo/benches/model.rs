@@ -18,16 +18,34 @@
 //! 8.8 s/step; the server 48-136 prompt and 23-59 generated tokens/s on one thread, 890-920
 //! MB at its peak.
 //!
-//! After (the same 2 cores, a CI run beside it): `off` 43 calls, 33 re-asks, every session
-//! ERROR; `json` 42 and 32, every session ERROR; `schema` 17 calls (and 9 requests refused for
-//! OpenAI's form of the schema, one per process) with 8 re-asks, 6 sessions FINISH, 2 FAIL,
-//! 1 ERROR. The schema's re-asks were 3 control characters raw inside strings (the tolerant
-//! parser repairs them since), 1 field missing and 4 empty answers (likely whitespace until
-//! the context ended, which the grammar llama-cpp-python 0.3.36 makes from the schema allows;
-//! not proven); after the repair, `schema` 18 calls, 9 re-asks (7 empty answers, 1 field
-//! missing, 1 unquoted key), 4 FINISH.
+//! The schema mode's re-asks, read from the answers sent back: 2 of 7 were one answer that
+//! ran 1,200-1,700 tokens until the context (2,048) was full, then cut; the other 5 empty
+//! answers to the re-asks that followed, whose prompt (the long answer sent back) left no room
+//! to answer. The long answers were lists of anything: the schema's nullable lists were type
+//! lists (`"type": ["array", "null"]` with `items`), of which llama-cpp-python's grammar
+//! converter keeps the type names only. Since, nullable fields are `anyOf` (the items and
+//! enums kept), every list has `maxItems` 10 and, in llama-cpp-python's form, every string
+//! `maxLength` 1000: every answer the grammar allows ends.
 //!
-//!     cargo build -p ufo && cargo bench -p ufo --bench model
+//! Last run, before (main's build with `structured_output`) and after that change, mode by
+//! mode in one run (`UFO_BENCH_BEFORE`), the same 2 cores shared with other builds:
+//!
+//! | build | mode | sessions (ends) | calls (+ forms refused) | re-asks (for form) | prompt + completion tokens | s/step |
+//! |---|---|---|---|---|---|---|
+//! | before | off | 10 (10 ERROR) | 42 | 32 (32) | 34,832 + 4,733 | 6.0 |
+//! | after | off | 10 (10 ERROR) | 41 | 31 (31) | 34,832 + 4,733 | 6.1 |
+//! | before | json | 10 (10 ERROR) | 43 | 33 (33) | 30,137 + 3,571 | 7.7 |
+//! | after | json | 10 (10 ERROR) | 43 | 33 (33) | 30,137 + 3,571 | 12.7 |
+//! | before | schema | 9 (4 FINISH, 3 FAIL, 2 ERROR) | 16 (+9) | 7 (7) | 16,878 + 4,005 | 7.8 |
+//! | after | schema | 8 (1 FINISH, 7 FAIL) | 8 (+8) | 0 (0) | 4,008 + 1,836 | 4.3 |
+//!
+//! (21 step records before, 20 after; `off` and `json` send no schema, so their answers are
+//! the same; the `json` after row ran beside a clippy build of this workspace, its tokens equal.)
+//! The server: 105-159 prompt and 47-72 generated tokens/s, 716-898 MB at its peak. The
+//! schema's 7 FAILs after are the model's choices, not its form: a `Bash` command off the
+//! allow-list, held for approval and refused (no terminal to ask on).
+//!
+//!     cargo build -p ufo && UFO_BENCH_BEFORE=<older ufo> cargo bench -p ufo --bench model
 #![allow(clippy::unwrap_used)]
 
 #[path = "../tests/common/llama.rs"]
