@@ -48,14 +48,6 @@ pub struct Answers {
 }
 
 impl Answers {
-    /// What the resolved settings say.
-    pub fn of(settings: &crate::config::settings::Settings) -> Self {
-        Self {
-            structured_output: settings.config.structured_output,
-            streaming: settings.streaming.clone(),
-        }
-    }
-
     /// The model options that ask so.
     fn options(&self) -> LlmOptions {
         let mut opts = LlmOptions::default();

@@ -602,7 +602,7 @@ async fn llm_verdict(
     instruction: &str,
     trajectory: &Path,
 ) -> Value {
-    let answers = crate::models::Answers::of(settings);
+    let answers = settings.answers();
     let client = match crate::models::eval_model(spec, &settings.prices, &answers) {
         Ok(c) => c,
         Err(e) => return serde_json::json!({"error": format!("{e:#}")}),
@@ -827,7 +827,7 @@ async fn judge_and_learn(
         crate::experience::after_session(
             prepared.settings.knowledge.as_ref(),
             &prepared.settings.prices,
-            &crate::models::Answers::of(&prepared.settings),
+            &prepared.settings.answers(),
             trajectory,
             ending,
             recorder,
