@@ -556,7 +556,100 @@ pub fn strict_schema<T: JsonSchema>() -> Value {
         .into_root_schema_for::<T>()
         .to_value();
     make_strict(&mut schema);
+    bound_lists(&mut schema);
+    nullable_as_any_of(&mut schema);
     schema
+}
+
+/// Most items of any list in an answer's schema (`maxItems`, in OpenAI's strict subset too):
+/// a list the model writes has an end (SmolLM2-135M under a grammar wrote list items until
+/// its context ran out).
+pub const MAX_LIST_ITEMS: u64 = 10;
+
+/// Most characters of any string in [`with_length_bounds`]'s form of a schema.
+pub const MAX_TEXT_CHARS: u64 = 1000;
+
+/// `maxItems` ([`MAX_LIST_ITEMS`]) on every list that has no bound.
+fn bound_lists(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            let is_list = match map.get("type") {
+                Some(Value::String(t)) => t == "array",
+                Some(Value::Array(types)) => types.iter().any(|t| t == "array"),
+                _ => false,
+            };
+            if is_list && !map.contains_key("maxItems") {
+                map.insert("maxItems".into(), Value::from(MAX_LIST_ITEMS));
+            }
+            map.values_mut().for_each(bound_lists);
+        }
+        Value::Array(items) => items.iter_mut().for_each(bound_lists),
+        _ => {}
+    }
+}
+
+/// `{"type": [X, "null"], ...}` as `{"anyOf": [{"type": X, ...}, {"type": "null"}]}`, the
+/// description kept outside. Both are strict JSON Schema, but llama.cpp's schema-to-grammar
+/// converter (llama-cpp-python 0.3, and the servers built on it) keeps nothing of a type list
+/// but the type names: a nullable list lost its `items` (SmolLM2 then wrote objects and lists
+/// into `Message` until its context ran out) and a nullable enum its values.
+fn nullable_as_any_of(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            map.values_mut().for_each(nullable_as_any_of);
+            let Some(Value::Array(types)) = map.get("type") else {
+                return;
+            };
+            let others: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+            if types.len() != 2 || others.len() != 1 {
+                return;
+            }
+            let description = map.remove("description");
+            let mut inner = std::mem::take(map);
+            inner.insert("type".into(), others[0].clone());
+            if let Some(Value::Array(values)) = inner.get_mut("enum") {
+                values.retain(|v| !v.is_null());
+            }
+            let null = serde_json::json!({"type": "null"});
+            map.insert(
+                "anyOf".into(),
+                Value::Array(vec![Value::Object(inner), null]),
+            );
+            if let Some(d) = description {
+                map.insert("description".into(), d);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(nullable_as_any_of),
+        _ => {}
+    }
+}
+
+/// `schema` with `maxLength` ([`MAX_TEXT_CHARS`]) on every string that has none, for the
+/// servers that take any JSON Schema and turn it into a grammar (llama-cpp-python's
+/// `json_object` with a `schema`): with bounded strings and lists every answer the grammar
+/// allows has an end, where an unbounded one lets a small model write one string until its
+/// context is full. OpenAI's strict subset has no `maxLength`, so the strict form
+/// ([`strict_schema`]) goes without.
+pub fn with_length_bounds(schema: &Value) -> Value {
+    let mut out = schema.clone();
+    add_max_length(&mut out);
+    out
+}
+
+fn add_max_length(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            let is_free_text = map.get("type") == Some(&Value::from("string"))
+                && !map.contains_key("enum")
+                && !map.contains_key("maxLength");
+            if is_free_text {
+                map.insert("maxLength".into(), Value::from(MAX_TEXT_CHARS));
+            }
+            map.values_mut().for_each(add_max_length);
+        }
+        Value::Array(items) => items.iter_mut().for_each(add_max_length),
+        _ => {}
+    }
 }
 
 fn make_strict(schema: &mut Value) {
@@ -924,6 +1017,101 @@ mod tests {
         ] {
             assert!(AppStatus::parse(status).is_ok(), "{status}");
         }
+    }
+
+    /// Every type list of `schema` (there must be none: llama.cpp's converter drops what
+    /// goes with one) and every list without `maxItems`, as paths.
+    fn type_lists_and_unbounded_lists(schema: &Value, at: &str, found: &mut Vec<String>) {
+        match schema {
+            Value::Object(map) => {
+                if map.get("type").is_some_and(Value::is_array) {
+                    found.push(format!("type list at {at}"));
+                }
+                if map.get("type") == Some(&Value::from("array"))
+                    && map.get("maxItems") != Some(&Value::from(MAX_LIST_ITEMS))
+                {
+                    found.push(format!("list without maxItems at {at}"));
+                }
+                for (k, v) in map {
+                    type_lists_and_unbounded_lists(v, &format!("{at}/{k}"), found);
+                }
+            }
+            Value::Array(items) => items
+                .iter()
+                .for_each(|v| type_lists_and_unbounded_lists(v, at, found)),
+            _ => {}
+        }
+    }
+
+    /// A nullable field is `anyOf` of its schema whole (items, enum values) and null; every
+    /// list is bounded; with_length_bounds bounds free text, not enums.
+    #[test]
+    fn nullable_fields_keep_their_constraints_and_lists_are_bounded() {
+        for s in [
+            host_schema(),
+            app_schema(true),
+            app_schema(false),
+            shell_schema(),
+            operator_schema(),
+            evaluation_schema(),
+            summary_schema(),
+        ] {
+            let mut found = Vec::new();
+            type_lists_and_unbounded_lists(&s.schema, &s.name, &mut found);
+            assert!(found.is_empty(), "{}: {found:?}", s.name);
+        }
+        let host = host_schema().schema;
+        let message = &host["properties"]["Message"];
+        assert_eq!(
+            message["anyOf"],
+            serde_json::json!([
+                {"type": "array", "items": {"type": "string"}, "maxItems": MAX_LIST_ITEMS},
+                {"type": "null"}
+            ]),
+            "{message}"
+        );
+        assert_eq!(message["description"], "Hints for the AppAgent.");
+        let app = app_schema(true).schema;
+        let actions = &app["properties"]["Actions"]["anyOf"][0];
+        assert_eq!(actions["items"]["properties"]["Function"]["type"], "string");
+        // a list of objects still validates, with at most MAX_LIST_ITEMS of them
+        let schema = app_schema(true);
+        let action = serde_json::json!({"ControlLabel": "4", "ControlText": null,
+            "Function": "click", "Args": null});
+        let mut answer = serde_json::json!({
+            "Observation": "o", "Thought": "t", "ControlLabel": null, "ControlText": null,
+            "Function": null, "Args": null, "Status": "CONTINUE", "Comment": null,
+            "Plan": null, "Questions": null, "Result": null,
+            "Actions": vec![action.clone(); MAX_LIST_ITEMS as usize]
+        });
+        assert!(valid(&schema, &answer));
+        answer["Actions"] = Value::from(vec![action; MAX_LIST_ITEMS as usize + 1]);
+        assert!(!valid(&schema, &answer), "one action too many");
+
+        let bounded = with_length_bounds(&host);
+        assert_eq!(
+            bounded["properties"]["Thought"]["maxLength"],
+            MAX_TEXT_CHARS
+        );
+        assert_eq!(
+            bounded["properties"]["Message"]["anyOf"][0]["items"]["maxLength"],
+            MAX_TEXT_CHARS
+        );
+        assert_eq!(
+            bounded["properties"]["Bash"]["anyOf"][0]["maxLength"],
+            MAX_TEXT_CHARS
+        );
+        assert!(bounded["properties"]["Status"].get("maxLength").is_none());
+        assert!(host["properties"]["Thought"].get("maxLength").is_none());
+        let validator = jsonschema::validator_for(&bounded).expect("valid");
+        let mut answer = serde_json::json!({
+            "Observation": "o", "Thought": "t", "Current Sub-Task": null, "Message": null,
+            "ControlLabel": null, "ControlText": null, "Plan": null, "Status": "FINISH",
+            "Comment": null, "Questions": null, "Bash": null
+        });
+        assert!(validator.is_valid(&answer));
+        answer["Thought"] = Value::from("x".repeat(MAX_TEXT_CHARS as usize + 1));
+        assert!(!validator.is_valid(&answer));
     }
 
     #[test]

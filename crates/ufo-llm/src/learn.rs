@@ -4,7 +4,9 @@
 //! - The format of a request is the least of what it asks for (a response schema, JSON mode,
 //!   or nothing), what the configured mode allows (`schema`, `json`, `off`; `auto` allows
 //!   what the server has not refused yet) and what the provider has (Anthropic has no JSON
-//!   mode: it sends the schema as a forced tool call, or nothing).
+//!   mode: it sends the schema as a forced tool call, or nothing). A request with a schema
+//!   but without JSON mode (the experience summary, text unless held to its schema) goes
+//!   with nothing where the schema is not allowed.
 //! - A refusal of the schema as `json_schema` that names the format first tries the schema as
 //!   `{"type": "json_object", "schema": ...}` (llama-cpp-python's form), in `schema` and
 //!   `auto` alike.
@@ -177,7 +179,10 @@ impl Learnt {
             StructuredOutput::Off => Format::Off,
         };
         let format = asked.min(allowed);
-        if format == Format::Json && !self.has_json {
+        // JSON mode for a request that asks for a schema but not for JSON (the experience
+        // summary, plain text unless held to its schema) would force JSON on an answer the
+        // prompt asks as text
+        if format == Format::Json && !(self.has_json && request.json_mode) {
             Format::Off
         } else {
             format
@@ -464,6 +469,9 @@ mod tests {
         assert_eq!(off.format(&request(true, true)), Format::Off);
         let no_json = Learnt::new(StructuredOutput::Json, false);
         assert_eq!(no_json.format(&request(true, true)), Format::Off);
+        // a schema without JSON mode (the experience summary): the schema, or nothing
+        assert_eq!(auto.format(&request(true, false)), Format::Schema);
+        assert_eq!(json.format(&request(true, false)), Format::Off);
     }
 
     #[test]

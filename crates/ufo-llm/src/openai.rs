@@ -9,7 +9,10 @@
 //! ([`crate::learn`]): a request's response schema is sent as
 //! `"response_format":{"type":"json_schema","json_schema":{"name":...,"strict":true,
 //! "schema":{...}}}` (OpenAI, Azure, vLLM, llama.cpp's server, Ollama's OpenAI-compatible
-//! API), JSON mode as `"response_format":{"type":"json_object"}`. Usage comes from
+//! API), or, to a server that refused that form, as `{"type":"json_object","schema":{...}}`
+//! with every string bounded too (llama-cpp-python's server;
+//! [`with_length_bounds`](ufo_core::response::with_length_bounds)); JSON mode as
+//! `"response_format":{"type":"json_object"}`. Usage comes from
 //! `usage.prompt_tokens` / `usage.completion_tokens` (estimated as `ceil(chars/4)` when the
 //! server reports none). A leading `<think>...</think>` block (local reasoning models) is
 //! dropped from the answer.
@@ -175,9 +178,10 @@ impl OpenAiClient {
                     SchemaStyle::JsonSchema => json!({"type": "json_schema", "json_schema": {
                         "name": schema.name, "strict": true, "schema": schema.schema,
                     }}),
-                    SchemaStyle::JsonObject => {
-                        json!({"type": "json_object", "schema": schema.schema})
-                    }
+                    // this form takes any JSON Schema: strings bounded too, so every
+                    // answer its grammar allows has an end
+                    SchemaStyle::JsonObject => json!({"type": "json_object",
+                        "schema": ufo_core::response::with_length_bounds(&schema.schema)}),
                 };
                 body.insert("response_format".into(), format);
             }

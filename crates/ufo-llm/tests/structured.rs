@@ -255,7 +255,15 @@ async fn a_server_that_takes_the_schema_as_json_object_gets_it_so() {
         for b in &bodies[1..] {
             assert_eq!(
                 b["response_format"],
-                json!({"type": "json_object", "schema": host_schema().schema})
+                json!({"type": "json_object",
+                    "schema": ufo_core::response::with_length_bounds(&host_schema().schema)})
+            );
+            // that form takes any JSON Schema: its strings are bounded too
+            let thought = &b["response_format"]["schema"]["properties"]["Thought"];
+            assert_eq!(
+                thought["maxLength"],
+                ufo_core::response::MAX_TEXT_CHARS,
+                "{thought}"
             );
         }
         let notes = client.take_notes();

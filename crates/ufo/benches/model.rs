@@ -18,16 +18,34 @@
 //! 8.8 s/step; the server 48-136 prompt and 23-59 generated tokens/s on one thread, 890-920
 //! MB at its peak.
 //!
-//! After (the same 2 cores, a CI run beside it): `off` 43 calls, 33 re-asks, every session
-//! ERROR; `json` 42 and 32, every session ERROR; `schema` 17 calls (and 9 requests refused for
-//! OpenAI's form of the schema, one per process) with 8 re-asks, 6 sessions FINISH, 2 FAIL,
-//! 1 ERROR. The schema's re-asks were 3 control characters raw inside strings (the tolerant
-//! parser repairs them since), 1 field missing and 4 empty answers (likely whitespace until
-//! the context ended, which the grammar llama-cpp-python 0.3.36 makes from the schema allows;
-//! not proven); after the repair, `schema` 18 calls, 9 re-asks (7 empty answers, 1 field
-//! missing, 1 unquoted key), 4 FINISH.
+//! The schema mode's re-asks, read from the answers sent back: 2 of 7 were one answer that
+//! ran 1,200-1,700 tokens until the context (2,048) was full, then cut; the other 5 empty
+//! answers to the re-asks that followed, whose prompt (the long answer sent back) left no room
+//! to answer. The long answers were lists of anything: the schema's nullable lists were type
+//! lists (`"type": ["array", "null"]` with `items`), of which llama-cpp-python's grammar
+//! converter keeps the type names only. Since, nullable fields are `anyOf` (the items and
+//! enums kept), every list has `maxItems` 10 and, in llama-cpp-python's form, every string
+//! `maxLength` 1000: every answer the grammar allows ends.
 //!
-//!     cargo build -p ufo && cargo bench -p ufo --bench model
+//! Last run, before (main's build with `structured_output`) and after that change, mode by
+//! mode in one run (`UFO_BENCH_BEFORE`), the same 2 cores shared with other builds:
+//!
+//! | build | mode | sessions (ends) | calls (+ forms refused) | re-asks (for form) | prompt + completion tokens | s/step |
+//! |---|---|---|---|---|---|---|
+//! | before | off | 10 (10 ERROR) | 42 | 32 (32) | 34,832 + 4,733 | 6.0 |
+//! | after | off | 10 (10 ERROR) | 41 | 31 (31) | 34,832 + 4,733 | 6.1 |
+//! | before | json | 10 (10 ERROR) | 43 | 33 (33) | 30,137 + 3,571 | 7.7 |
+//! | after | json | 10 (10 ERROR) | 43 | 33 (33) | 30,137 + 3,571 | 12.7 |
+//! | before | schema | 9 (4 FINISH, 3 FAIL, 2 ERROR) | 16 (+9) | 7 (7) | 16,878 + 4,005 | 7.8 |
+//! | after | schema | 8 (1 FINISH, 7 FAIL) | 8 (+8) | 0 (0) | 4,008 + 1,836 | 4.3 |
+//!
+//! (21 step records before, 20 after; `off` and `json` send no schema, so their answers are
+//! the same; the `json` after row ran beside a clippy build of this workspace, its tokens equal.)
+//! The server: 105-159 prompt and 47-72 generated tokens/s, 716-898 MB at its peak. The
+//! schema's 7 FAILs after are the model's choices, not its form: a `Bash` command off the
+//! allow-list, held for approval and refused (no terminal to ask on).
+//!
+//!     cargo build -p ufo && UFO_BENCH_BEFORE=<older ufo> cargo bench -p ufo --bench model
 #![allow(clippy::unwrap_used)]
 
 #[path = "../tests/common/llama.rs"]
@@ -57,6 +75,8 @@ fn binary() -> PathBuf {
 
 #[derive(Default)]
 struct Row {
+    /// `before` (`UFO_BENCH_BEFORE`) or `after` (this build)
+    build: String,
     mode: String,
     sent: Vec<String>,
     sessions: usize,
@@ -67,6 +87,8 @@ struct Row {
     /// its own: ufo learns it once per process), not model calls
     refused: usize,
     reasks: usize,
+    /// re-asks for the answer's form (no JSON, a field missing...), not for a refused move
+    format_reasks: usize,
     prompt_tokens: u64,
     completion_tokens: u64,
     seconds: f64,
@@ -118,7 +140,9 @@ fn speeds(log: &str) -> (f64, f64) {
     (tps(prompt), tps(gen))
 }
 
-fn run_mode(bin: &Path, inst: &llama::Installed, mode: &str, dir: &Path) -> Row {
+fn run_mode(bin: &Path, build: &str, inst: &llama::Installed, mode: &str, dir: &Path) -> Row {
+    let dir = &dir.join(build);
+    std::fs::create_dir_all(dir).unwrap();
     let server = LlamaServer::start(inst, &dir.join(mode));
     let proxy = Proxy::start(server.port);
     let desktop = dir.join("desktop.json");
@@ -126,6 +150,7 @@ fn run_mode(bin: &Path, inst: &llama::Installed, mode: &str, dir: &Path) -> Row 
     let config = dir.join("ufo.toml");
     std::fs::write(&config, CONFIG).unwrap();
     let mut row = Row {
+        build: build.into(),
         mode: mode.into(),
         ..Row::default()
     };
@@ -205,15 +230,30 @@ fn run_mode(bin: &Path, inst: &llama::Installed, mode: &str, dir: &Path) -> Row 
         .collect();
     row.reasks = reasks.len();
     // what each re-ask told the model (a format error, or a transition or control the
-    // state machine refused): the start of its last message
+    // state machine refused): the start of its last message, and how long the answer was
     for b in reasks {
-        let told = b["messages"]
-            .as_array()
+        let messages = b["messages"].as_array();
+        let told = messages
             .and_then(|m| m.last())
             .and_then(|m| m["content"].as_str())
             .unwrap_or("?");
+        let told = told
+            .strip_prefix("Your answer could not be used: ")
+            .unwrap_or(told);
+        if llama::is_format_reask(told) {
+            row.format_reasks += 1;
+        }
+        let answer = messages
+            .and_then(|m| m.iter().rev().find(|m| m["role"] == "assistant"))
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("");
         let start: String = told.chars().take(110).collect();
-        eprintln!("{mode}: re-ask: {}", start.replace('\n', " "));
+        let shown: String = answer.chars().take(80).collect();
+        eprintln!(
+            "{build} {mode}: re-ask: {} (answer of {} chars: {shown:?})",
+            start.replace('\n', " "),
+            answer.chars().count()
+        );
     }
     let mut kinds: Vec<String> = bodies.iter().map(sent).collect();
     kinds.sort();
@@ -254,22 +294,29 @@ fn main() {
         );
         return;
     }
+    let mut builds = Vec::new();
+    if let Some(before) = std::env::var_os("UFO_BENCH_BEFORE").map(PathBuf::from) {
+        builds.push(("before", before));
+    }
+    builds.push(("after", bin));
     let modes = std::env::var("UFO_BENCH_MODES").unwrap_or_else(|_| "off,json,schema".into());
     let dir = tempfile::tempdir().unwrap();
     let mut rows = Vec::new();
     for mode in modes.split(',').map(str::trim).filter(|m| !m.is_empty()) {
-        let row = run_mode(&bin, &inst, mode, dir.path());
-        eprintln!("{mode}: done in {:.0} s", row.seconds);
-        rows.push(row);
+        for (build, bin) in &builds {
+            let row = run_mode(bin, build, &inst, mode, dir.path());
+            eprintln!("{build} {mode}: done in {:.0} s", row.seconds);
+            rows.push(row);
+        }
     }
     println!(
         "SmolLM2-135M-Instruct Q4_1 on llama-cpp-python {}, {STEPS} steps per mode",
         llama::LLAMA_CPP_PYTHON_VERSION
     );
     println!(
-        "| mode | sent | sessions (ends) | steps | calls (+ refused forms) | re-asks | prompt tok | completion tok | s/step | server prompt tok/s | server gen tok/s | server peak MB |"
+        "| build | mode | sent | sessions (ends) | steps | calls (+ refused forms) | re-asks (for form) | prompt tok | completion tok | s/step | server prompt tok/s | server gen tok/s | server peak MB |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
         let mut ends = r.ends.clone();
         ends.sort();
@@ -282,7 +329,8 @@ fn main() {
             }
         }
         println!(
-            "| {} | {} | {} ({}) | {} | {} (+{}) | {} | {} | {} | {:.1} | {:.0} | {:.0} | {:.0} |",
+            "| {} | {} | {} | {} ({}) | {} | {} (+{}) | {} ({}) | {} | {} | {:.1} | {:.0} | {:.0} | {:.0} |",
+            r.build,
             r.mode,
             r.sent.join(", "),
             r.sessions,
@@ -291,6 +339,7 @@ fn main() {
             r.calls,
             r.refused,
             r.reasks,
+            r.format_reasks,
             r.prompt_tokens,
             r.completion_tokens,
             r.seconds / r.steps.max(1) as f64,

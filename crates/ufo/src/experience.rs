@@ -19,7 +19,7 @@ use ufo_core::experience::{
 use ufo_core::Recorder;
 
 use crate::config::knowledge::{KnowledgeSettings, SavePolicy};
-use crate::models::PriceEntry;
+use crate::models::{Answers, PriceEntry};
 
 /// Most bytes of `events.jsonl` read to find the subtasks.
 const MAX_EVENTS_BYTES: u64 = 64 << 20;
@@ -70,6 +70,7 @@ pub fn decide(policy: SavePolicy, ending: Ending) -> Decision {
 pub async fn after_session(
     settings: Option<&KnowledgeSettings>,
     prices: &HashMap<String, PriceEntry>,
+    answers: &Answers,
     out: &Path,
     ending: Ending,
     recorder: &mut dyn Recorder,
@@ -110,7 +111,8 @@ pub async fn after_session(
         settings.store.display()
     )];
     if let Some(spec) = &settings.summary_model {
-        let summarised = summarise(spec, prices, &mut examples, recorder, &mut lines).await;
+        let summarised =
+            summarise(spec, prices, answers, &mut examples, recorder, &mut lines).await;
         if summarised > 0 {
             if let Err(e) = save(&settings.store, &examples) {
                 lines.push(format!(
@@ -139,11 +141,12 @@ fn save(store: &Path, examples: &[(String, Example)]) -> Result<usize, String> {
 async fn summarise(
     spec: &str,
     prices: &HashMap<String, PriceEntry>,
+    answers: &Answers,
     examples: &mut [(String, Example)],
     recorder: &mut dyn Recorder,
     lines: &mut Vec<String>,
 ) -> usize {
-    let model = match crate::models::summary_model(spec, prices) {
+    let model = match crate::models::summary_model(spec, prices, answers) {
         Ok(m) => m,
         Err(e) => {
             lines.push(format!(

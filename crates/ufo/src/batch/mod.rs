@@ -596,10 +596,16 @@ fn model_seconds(events: &Path) -> f64 {
 
 /// The LLM evaluation agent's verdict on a trajectory, as JSON (`{"error"}` when it could
 /// not judge).
-async fn llm_verdict(spec: &str, instruction: &str, trajectory: &Path) -> Value {
-    let client = match ufo_llm::from_spec(spec, &ufo_llm::LlmOptions::default()) {
+async fn llm_verdict(
+    spec: &str,
+    settings: &crate::config::settings::Settings,
+    instruction: &str,
+    trajectory: &Path,
+) -> Value {
+    let answers = settings.answers();
+    let client = match crate::models::eval_model(spec, &settings.prices, &answers) {
         Ok(c) => c,
-        Err(e) => return serde_json::json!({"error": format!("--eval-llm {spec}: {e}")}),
+        Err(e) => return serde_json::json!({"error": format!("{e:#}")}),
     };
     let events = std::fs::read_to_string(trajectory.join("events.jsonl")).unwrap_or_default();
     let text = ufo_batch::trajectory_text(&events);
@@ -810,7 +816,8 @@ async fn judge_and_learn(
     evaluate_task(desktop, device, task, opts, home, r).await;
     r.eval_s = t.elapsed().as_secs_f64();
     if let Some(spec) = eval_llm {
-        r.llm_eval = Some(llm_verdict(spec, &task.instruction, trajectory).await);
+        r.llm_eval =
+            Some(llm_verdict(spec, &prepared.settings, &task.instruction, trajectory).await);
     }
     let ending = crate::experience::Ending {
         finished: r.session_status == ufo_core::SessionStatus::Finish.as_str(),
@@ -820,6 +827,7 @@ async fn judge_and_learn(
         crate::experience::after_session(
             prepared.settings.knowledge.as_ref(),
             &prepared.settings.prices,
+            &prepared.settings.answers(),
             trajectory,
             ending,
             recorder,

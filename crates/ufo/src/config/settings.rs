@@ -137,6 +137,17 @@ pub struct Settings {
     pub warnings: Vec<String>,
 }
 
+impl Settings {
+    /// How every model of the session is asked for its answers (`structured_output`,
+    /// `[streaming]`), the side models' too.
+    pub fn answers(&self) -> crate::models::Answers {
+        crate::models::Answers {
+            structured_output: self.config.structured_output,
+            streaming: self.streaming.clone(),
+        }
+    }
+}
+
 /// How a configuration file weakens the CONFIRM gate, one line each (empty: it does not):
 /// `safe_guard = false`, `confirm = "yes"`, and a `[sensitive]` policy that holds less than
 /// the default one.

@@ -455,6 +455,7 @@ async fn learn_from(
     for line in crate::experience::after_session(
         settings.knowledge.as_ref(),
         &settings.prices,
+        &settings.answers(),
         out,
         ending,
         recorder,
@@ -504,8 +505,7 @@ pub(crate) fn prepare(
         backup: settings.backup_llm.as_deref(),
         prices: &settings.prices,
         record: args.record.as_deref(),
-        structured_output: settings.config.structured_output,
-        streaming: settings.streaming.clone(),
+        answers: settings.answers(),
     })
     .map_err(Usage)?;
     // a summary model that cannot be built is a usage error at the start, not a warning after
@@ -515,7 +515,7 @@ pub(crate) fn prepare(
             k.summary_model.as_deref(),
             k.save_experience != crate::config::knowledge::SavePolicy::Never,
         ) {
-            models::summary_model(spec, &settings.prices).map_err(Usage)?;
+            models::summary_model(spec, &settings.prices, &settings.answers()).map_err(Usage)?;
         }
     }
     let answers = match &args.answers {

@@ -30,9 +30,10 @@ pub const MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 /// The name the server answers to (`--llm openai:<MODEL_NAME>`).
 pub const MODEL_NAME: &str = "smollm2-135m";
 /// Context window given to the server. ufo's prompts on the tests' small desktop, text only,
-/// take 550 to 900 tokens; ufo sends no `max_tokens`, and SmolLM2 held to JSON sometimes never
-/// closes its object (seen: one answer still running after 4 minutes with 8192), so the
-/// window is what ends such an answer: about 1,300 tokens, 40 s.
+/// take 500 to 900 tokens; ufo sends no `max_tokens`, and SmolLM2 held to JSON mode sometimes
+/// never closes its object (seen: one answer still running after 4 minutes with 8192), so the
+/// window is what ends such an answer: about 1,300 tokens, 40 s. Under the schema's grammar
+/// every answer ends by itself (bounded lists and strings); the longest seen was 1,093 tokens.
 pub const N_CTX: u32 = 2048;
 /// How long the server may take to load the model and answer `/v1/models` (it takes about a
 /// second on 2 cores; a busy CI machine gets a wide margin).
@@ -103,6 +104,24 @@ pub const CONFIG: &str = "screenshots_to_model = false\n";
 
 /// The request of the real-model tests and bench.
 pub const REQUEST: &str = "Type hello into Notepad";
+
+/// Whether a re-ask was for the answer's form (what a schema rules out: no JSON, not an
+/// object, a required field missing, a status word or `Args` that is not one), as the
+/// parser words it (ufo-core's parse.rs and response.rs), rather than for a move the state
+/// machine refused (a status not allowed here, ASSIGN without a window, an unknown function).
+pub fn is_format_reask(told: &str) -> bool {
+    const FORM: &[&str] = &[
+        "the answer is empty",
+        "the answer holds no JSON object",
+        "the answer is not valid JSON",
+        "the answer is JSON but not an object",
+        "the required field",
+        "unknown Status",
+        "Args is",
+        "Actions must be a list",
+    ];
+    FORM.iter().any(|f| told.starts_with(f)) || told.contains("] is not an object")
+}
 
 /// One real-model test at a time in a test binary: each runs its own server on the same two
 /// cores, and their timings stay those of one session.
