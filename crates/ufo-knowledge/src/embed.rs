@@ -281,9 +281,10 @@ pub fn closest_part(parts: &[f32], query: &[f32]) -> f32 {
         .fold(f32::NEG_INFINITY, f32::max)
 }
 
-/// Most tokens of a document the in-process model reads (title, headings, keywords, then the
-/// body). 128 keeps indexing all LibreOffice and GIMP help within minutes on 2 cores; longer
-/// texts or chunks are not measured yet (docs/knowledge.md).
+/// Most tokens of one part of a document the in-process model reads (a page is embedded in
+/// parts: `store::embed_texts`). 128 keeps indexing all LibreOffice and GIMP help within
+/// minutes on 2 cores; a third part per page cost half the index time again for no gain
+/// (docs/knowledge.md).
 pub const DOC_TOKENS: usize = 128;
 /// Most tokens of a query the in-process model reads.
 pub const QUERY_TOKENS: usize = 64;
