@@ -272,7 +272,7 @@ pub fn from_blob(b: &[u8]) -> Option<Vec<f32>> {
 /// The cosine of `query` and the closest of `parts` (vectors of its length laid end to end,
 /// as a page's parts are stored); 0 when `parts` is not made of such vectors.
 pub fn closest_part(parts: &[f32], query: &[f32]) -> f32 {
-    if query.is_empty() || parts.is_empty() || parts.len() % query.len() != 0 {
+    if query.is_empty() || parts.is_empty() || !parts.len().is_multiple_of(query.len()) {
         return 0.0;
     }
     parts
