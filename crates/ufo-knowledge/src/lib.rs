@@ -13,6 +13,7 @@ pub mod embed;
 pub mod experience;
 pub mod extract;
 pub mod model;
+pub mod pages;
 pub mod query;
 pub mod store;
 pub mod web;

@@ -29,6 +29,7 @@ use ufo_core::knowledge::{Knowledge, KnowledgeError, KnowledgeKind, KnowledgeQue
 
 use crate::embed::{self, Encoder};
 use crate::extract::{clip, Page};
+use crate::pages::PageKind;
 use crate::query;
 
 /// How long a writer waits for another process's write to finish.
@@ -364,37 +365,49 @@ impl Store {
         }
     }
 
-    /// The vectors of `docs` (all `None` without an embedder or when the request failed).
-    /// A vector made before for the same text by the same model (table `vectors`, keyed by a
-    /// hash of both) is reused: indexing unchanged pages again embeds nothing.
+    /// The vectors of `docs` (all `None` without an embedder or when the request failed): one
+    /// per part of the page ([`embed_texts`]), laid end to end. A vector made before for the
+    /// same text by the same model (table `vectors`, keyed by a hash of both) is reused:
+    /// indexing unchanged pages again embeds nothing.
     fn document_vectors(&self, docs: &[Document]) -> Vec<Option<Vec<f32>>> {
         let Some(e) = self.live_embedder().filter(|_| !docs.is_empty()) else {
             return vec![None; docs.len()];
         };
         let model = e.model();
-        let texts: Vec<String> = docs.iter().map(|d| embed_text(&d.page)).collect();
+        let parts: Vec<Vec<String>> = docs.iter().map(|d| embed_texts(&d.page)).collect();
+        let texts: Vec<&String> = parts.iter().flatten().collect();
         let keys: Vec<Vec<u8>> = texts.iter().map(|t| vector_key(&model, t)).collect();
-        let mut out: Vec<Option<Vec<f32>>> = keys.iter().map(|k| self.cached_vector(k)).collect();
-        let missing: Vec<usize> = (0..docs.len()).filter(|i| out[*i].is_none()).collect();
-        if missing.is_empty() {
-            return out;
-        }
-        let todo: Vec<String> = missing.iter().map(|i| texts[*i].clone()).collect();
-        match e.embed_documents(&todo) {
-            Ok(v) => {
-                for (i, v) in missing.into_iter().zip(v) {
-                    self.cache_vector(&keys[i], &v);
-                    out[i] = Some(v);
+        let mut vectors: Vec<Option<Vec<f32>>> =
+            keys.iter().map(|k| self.cached_vector(k)).collect();
+        let missing: Vec<usize> = (0..texts.len()).filter(|i| vectors[*i].is_none()).collect();
+        if !missing.is_empty() {
+            let todo: Vec<String> = missing.iter().map(|i| texts[*i].clone()).collect();
+            match e.embed_documents(&todo) {
+                Ok(made) => {
+                    for (i, v) in missing.into_iter().zip(made) {
+                        self.cache_vector(&keys[i], &v);
+                        vectors[i] = Some(v);
+                    }
                 }
-                out
-            }
-            Err(err) => {
-                self.embed_failed(format!(
-                    "{err}; the documents were saved for lexical search only"
-                ));
-                vec![None; docs.len()]
+                Err(err) => {
+                    self.embed_failed(format!(
+                        "{err}; the documents were saved for lexical search only"
+                    ));
+                    return vec![None; docs.len()];
+                }
             }
         }
+        let mut made = vectors.into_iter();
+        parts
+            .iter()
+            .map(|p| {
+                let mut joined = Vec::new();
+                for v in made.by_ref().take(p.len()) {
+                    joined.extend(v?);
+                }
+                Some(joined)
+            })
+            .collect()
     }
 
     /// The vector kept under `key`, if any (a read error counts as none: it is made again).
@@ -469,11 +482,9 @@ impl Store {
             Ranking::Lexical => None,
             Ranking::Fused | Ranking::Dense => self.query_vector(&req.text)?,
         };
-        // with a vector, more lexical candidates are fused than are shown
-        let lexical_top = match query_vector {
-            Some(_) => top.max(FUSE_CANDIDATES),
-            None => top,
-        };
+        // more candidates than are shown: fused with the vectors' ones, and in the place of
+        // navigation pages (ranked last)
+        let lexical_top = top.max(FUSE_CANDIDATES);
         let mut hits = Vec::new();
         for kind in kinds {
             let mut found = Vec::new();
@@ -498,11 +509,14 @@ impl Store {
                 if self.ranking == Ranking::Dense {
                     found.clear();
                 }
-                found = self.fuse(found, kind, scoped.as_deref(), model, v, top)?;
+                found = self.fuse(found, kind, scoped.as_deref(), model, v)?;
             }
+            content_first(&mut found);
+            found.truncate(top);
             hits.extend(found);
         }
         hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        content_first(&mut hits);
         Ok(hits)
     }
 
@@ -596,8 +610,8 @@ impl Store {
     }
 
     /// `lexical` (best first) fused with the documents of `kind` (and `app`) closest to
-    /// `vector` by cosine: reciprocal-rank fusion of both rankings, the best `top`, scored by
-    /// their fused score.
+    /// `vector` by cosine: reciprocal-rank fusion of both rankings, best first, scored by their
+    /// fused score.
     fn fuse(
         &self,
         lexical: Vec<Hit>,
@@ -605,12 +619,11 @@ impl Store {
         app: Option<&str>,
         model: &str,
         vector: &[f32],
-        top: usize,
     ) -> Result<Vec<Hit>, StoreError> {
         let set = self.vector_set(kind, app, model)?;
         let mut near: Vec<(i64, f32)> = set
             .iter()
-            .map(|(id, v)| (*id, embed::cosine(v, vector)))
+            .map(|(id, v)| (*id, embed::closest_part(v, vector)))
             .collect();
         near.sort_by(|a, b| b.1.total_cmp(&a.1));
         near.truncate(FUSE_CANDIDATES);
@@ -625,7 +638,7 @@ impl Store {
             near.iter().map(|(id, _)| *id).collect(),
         ]);
         let mut out = Vec::new();
-        for (id, score) in fused.into_iter().take(top) {
+        for (id, score) in fused {
             let hit = match lexical.iter().find(|h| id_of(h) == id) {
                 Some(h) => Some(h.clone()),
                 None => self.hit(kind, id)?,
@@ -966,14 +979,32 @@ impl<'t> DocWrites<'t> {
     }
 }
 
-/// What is embedded of a page: its title, headings and index keywords (they name the
-/// feature in a person's words), then its body (the model reads the first tokens only).
-pub fn embed_text(p: &crate::extract::Page) -> String {
-    let mut body: String = p.body.chars().take(embed::TEXT_CHARS).collect();
-    if body.len() < p.body.len() {
-        body.push(' ');
+/// Most parts of a page's body embedded apart (after the part that names the page).
+pub const BODY_PARTS: usize = 1;
+/// Characters of the body in one embedded part (about what the model reads of it after the
+/// title: [`embed::DOC_TOKENS`] tokens).
+const PART_CHARS: usize = 500;
+
+/// What is embedded of a page, part by part; a page is as close to a query as its closest
+/// part. The first part names the page: its title, headings and index keywords (they name the
+/// feature in a person's words). Each further part is the title and a stretch of the body, so
+/// the steps a page gives are matched even when its index entries fill the first part.
+pub fn embed_texts(p: &crate::extract::Page) -> Vec<String> {
+    let mut parts = vec![format!("{}\n{}\n{}", p.title, p.headings, p.keywords)];
+    let body: Vec<char> = p.body.chars().take(embed::TEXT_CHARS).collect();
+    for stretch in body.chunks(PART_CHARS).take(BODY_PARTS) {
+        let text: String = stretch.iter().collect();
+        if !text.trim().is_empty() {
+            parts.push(format!("{}\n{}", p.title, text));
+        }
     }
-    format!("{}\n{}\n{}\n{}", p.title, p.headings, p.keywords, body)
+    parts
+}
+
+/// Reorder `hits` (best first) so that pages which only point elsewhere come after every page
+/// that gives steps ([`crate::pages`]), each group in its order.
+fn content_first(hits: &mut [Hit]) {
+    hits.sort_by_key(|h| crate::pages::kind_of(&h.source, &h.location) == PageKind::Navigation);
 }
 
 /// The key of a vector in table `vectors`: a hash of the model and the text embedded.
@@ -1372,6 +1403,35 @@ mod tests {
         .into_iter()
         .map(|h| h.location)
         .collect()
+    }
+
+    #[test]
+    fn a_page_is_embedded_as_its_name_then_a_stretch_of_its_body() {
+        let page = |keywords: &str, body: &str| crate::extract::Page {
+            title: "Freezing Rows".into(),
+            headings: "Freezing Rows".into(),
+            keywords: keywords.into(),
+            body: body.into(),
+        };
+        let many_keywords = "rows; freezing; columns; headers; ".repeat(40);
+        let parts = embed_texts(&page(
+            &many_keywords,
+            "Select the row below the one to freeze.",
+        ));
+        assert_eq!(parts.len(), 1 + BODY_PARTS);
+        assert!(parts[0].contains("rows; freezing"));
+        assert!(!parts[0].contains("Select the row"));
+        // the steps are embedded whatever the index entries' length
+        assert!(parts[1].starts_with("Freezing Rows\n"));
+        assert!(parts[1].contains("Select the row below"));
+        // a page without a body is its name alone
+        assert_eq!(embed_texts(&page("rows", " ")).len(), 1);
+        // each part stays within what the model reads of it
+        let long = embed_texts(&page("", &"word ".repeat(5_000)));
+        assert!(long
+            .iter()
+            .skip(1)
+            .all(|p| p.chars().count() <= PART_CHARS + 20));
     }
 
     #[test]
