@@ -82,6 +82,11 @@ struct HostAction {
     /// Why the sensitive-action policy holds it, when the model did not ask for CONFIRM.
     #[serde(skip_serializing_if = "Option::is_none")]
     sensitive: Option<String>,
+    /// The status the answer gave, which applies once the action is approved: the answer's
+    /// own when the policy held it (ASSIGN to its window, FINISH), CONTINUE when the model
+    /// asked CONFIRM itself (docs/states.md, HostAgent CONFIRM).
+    #[serde(skip)]
+    then: HostStatus,
 }
 
 /// What the host assigns to: an application window or a third-party agent.
@@ -422,6 +427,11 @@ impl HostAgent {
                     "assign to window {} {}",
                     held.control_label, held.control_text
                 )
+            } else if held.then == HostStatus::Assign {
+                format!(
+                    "run shell command: {}, then assign to window {} {}",
+                    held.bash, held.control_label, held.control_text
+                )
             } else {
                 format!("run shell command: {}", held.bash)
             };
@@ -449,12 +459,38 @@ impl HostAgent {
         };
         match decision {
             Decision::Approve => {
+                let mut results = Vec::new();
                 if !held.bash.is_empty() {
-                    let r = run_bash(cx, &held.bash).await;
+                    results.push(run_bash(cx, &held.bash).await);
+                }
+                self.status = match held.then {
+                    // The answer said ASSIGN: its window is chosen now, as it would have
+                    // been had nothing been held, and the host is not asked again.
+                    HostStatus::Assign => match self.select_held(cx, &held).await {
+                        Ok((status, window, found)) => {
+                            results.extend(found);
+                            if let Some(StepAction::HostDecision(d)) = report.action.as_mut() {
+                                d.held.window = window;
+                            }
+                            status
+                        }
+                        Err(e) => {
+                            report.error = Some(e.to_string());
+                            HostStatus::Error
+                        }
+                    },
+                    HostStatus::Finish => HostStatus::Finish,
+                    HostStatus::Continue
+                    | HostStatus::Fail
+                    | HostStatus::Error
+                    | HostStatus::Pending
+                    | HostStatus::Confirm => HostStatus::Continue,
+                };
+                if !results.is_empty() {
+                    let r = results.join("; ");
                     self.last_result = Some(r.clone());
                     report.result = Some(r);
                 }
-                self.status = HostStatus::Continue;
             }
             Decision::Reject => {
                 cx.fail_reason = Some(EndReason::Rejected);
@@ -464,6 +500,55 @@ impl HostAgent {
         }
         report.status = self.status.as_str().into();
         report
+    }
+}
+
+impl HostAgent {
+    /// Resolve the window of an approved answer that said ASSIGN, by the same rule as an
+    /// answer that was not held (the held command may have opened it). Returns the next
+    /// state (ASSIGN, or CONTINUE when no window fits: the model hears why), the window's
+    /// title and what the model is told.
+    async fn select_held(
+        &mut self,
+        cx: &mut Cx<'_>,
+        held: &HostAction,
+    ) -> Result<(HostStatus, Option<String>, Vec<String>), StepError> {
+        let desktop = cx.services.desktop;
+        let windows = desktop.windows().await?;
+        let launchable = desktop.launchable().await?;
+        let agents = self.factory.agents();
+        let response = HostResponse {
+            observation: String::new(),
+            thought: String::new(),
+            current_subtask: self.current_subtask.clone(),
+            message: self.messages.clone(),
+            control_label: held.control_label.clone(),
+            control_text: held.control_text.clone(),
+            plan: self.plan.clone(),
+            status: HostStatus::Assign,
+            comment: String::new(),
+            questions: Vec::new(),
+            bash: String::new(),
+        };
+        let mut step = HostStep {
+            host: self,
+            cx,
+            windows,
+            launchable,
+            agents,
+            screenshot: None,
+            response: Some(response),
+            results: Vec::new(),
+            report: StepReport::default(),
+            transcript: String::new(),
+        };
+        step.select_window().await?;
+        let status = step
+            .response
+            .as_ref()
+            .map_or(HostStatus::Continue, |r| r.status);
+        let window = step.host.selected.as_ref().map(|t| t.title().to_string());
+        Ok((status, window, step.results))
     }
 }
 
@@ -618,6 +703,7 @@ impl HostStep<'_, '_> {
             control_label: r.control_label.clone(),
             control_text: r.control_text.clone(),
             sensitive: None,
+            then: HostStatus::Continue,
         };
         let has_action =
             !bash.is_empty() || !r.control_label.is_empty() || !r.control_text.is_empty();
@@ -633,8 +719,10 @@ impl HostStep<'_, '_> {
             let desktop = self.cx.services.desktop;
             let find = |name: &str| desktop.find_program(name);
             if let Some(reason) = policy.shell_reason(&bash, &launch, &find) {
-                // The model did not ask, but the policy holds this command all the same.
+                // The model did not ask, but the policy holds this command all the same; the
+                // rest of the answer (its window, its FINISH) applies once it is approved.
                 action.sensitive = Some(reason);
+                action.then = status;
                 status = HostStatus::Confirm;
             }
         }
