@@ -535,7 +535,8 @@ fn an_approved_held_launch_keeps_the_assign_of_its_answer() {
         run.ctx()
     );
     assert_eq!(
-        confirm["action"]["held"]["window"], "Untitled 1 - LibreOffice Calc",
+        confirm["action"]["held"]["window"],
+        "Untitled 1 - LibreOffice Calc",
         "{}",
         run.ctx()
     );

@@ -594,8 +594,11 @@ impl Display for X11 {
     }
 
     fn publish_a11y_bus(&self, live: &str) -> Result<(), LinuxError> {
+        if live.trim().is_empty() {
+            return Ok(());
+        }
         let published = self.root_atspi_bus()?;
-        if atspi_bus::is_stale(published.as_deref(), live) {
+        if atspi_bus::BusProperty::judge(published.as_deref(), live).needs_publishing() {
             self.set_root_atspi_bus(live)?;
         }
         Ok(())
