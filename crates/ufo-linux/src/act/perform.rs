@@ -447,7 +447,18 @@ impl Actor<'_> {
         direction: ScrollDirection,
         amount: u32,
     ) -> Result<String, LinuxError> {
-        let (x, y) = centre(c);
+        // the visible part of the control: a row half out of its list is aimed at inside it
+        let mut clips = super::aim::scrolling_boxes(self.bus, c).await;
+        if let Some(area) = self
+            .run(move |d| d.window(xid))
+            .await
+            .ok()
+            .flatten()
+            .and_then(|w| w.area)
+        {
+            clips.push(area);
+        }
+        let (x, y) = super::aim::aim(c.rect, &clips);
         let b = match direction {
             ScrollDirection::Up => 4,
             ScrollDirection::Down => 5,
