@@ -97,6 +97,27 @@ enum Target {
 }
 
 impl HostAction {
+    /// What the person is asked to approve.
+    fn description(&self) -> String {
+        let mut description = if self.bash.is_empty() {
+            format!(
+                "assign to window {} {}",
+                self.control_label, self.control_text
+            )
+        } else if self.then == HostStatus::Assign {
+            format!(
+                "run shell command: {}, then assign to window {} {}",
+                self.bash, self.control_label, self.control_text
+            )
+        } else {
+            format!("run shell command: {}", self.bash)
+        };
+        if let Some(reason) = &self.sensitive {
+            description.push_str(&format!(" ({reason})"));
+        }
+        description
+    }
+
     /// The command and window, as the trajectory records them.
     fn command(&self) -> HostCommand {
         HostCommand {
@@ -422,22 +443,7 @@ impl HostAgent {
         let held = self.held.take().unwrap_or_default();
         let action = serde_json::to_value(&held).unwrap_or(Value::Null);
         let decision = if cx.services.config.safe_guard {
-            let mut description = if held.bash.is_empty() {
-                format!(
-                    "assign to window {} {}",
-                    held.control_label, held.control_text
-                )
-            } else if held.then == HostStatus::Assign {
-                format!(
-                    "run shell command: {}, then assign to window {} {}",
-                    held.bash, held.control_label, held.control_text
-                )
-            } else {
-                format!("run shell command: {}", held.bash)
-            };
-            if let Some(reason) = &held.sensitive {
-                description.push_str(&format!(" ({reason})"));
-            }
+            let description = held.description();
             cx.services
                 .user
                 .confirm(&ConfirmRequest {
@@ -458,40 +464,7 @@ impl HostAgent {
             ..StepReport::default()
         };
         match decision {
-            Decision::Approve => {
-                let mut results = Vec::new();
-                if !held.bash.is_empty() {
-                    results.push(run_bash(cx, &held.bash).await);
-                }
-                self.status = match held.then {
-                    // The answer said ASSIGN: its window is chosen now, as it would have
-                    // been had nothing been held, and the host is not asked again.
-                    HostStatus::Assign => match self.select_held(cx, &held).await {
-                        Ok((status, window, found)) => {
-                            results.extend(found);
-                            if let Some(StepAction::HostDecision(d)) = report.action.as_mut() {
-                                d.held.window = window;
-                            }
-                            status
-                        }
-                        Err(e) => {
-                            report.error = Some(e.to_string());
-                            HostStatus::Error
-                        }
-                    },
-                    HostStatus::Finish => HostStatus::Finish,
-                    HostStatus::Continue
-                    | HostStatus::Fail
-                    | HostStatus::Error
-                    | HostStatus::Pending
-                    | HostStatus::Confirm => HostStatus::Continue,
-                };
-                if !results.is_empty() {
-                    let r = results.join("; ");
-                    self.last_result = Some(r.clone());
-                    report.result = Some(r);
-                }
-            }
+            Decision::Approve => self.approve(cx, &held, &mut report).await,
             Decision::Reject => {
                 cx.fail_reason = Some(EndReason::Rejected);
                 report.result = Some("the person rejected the action".into());
@@ -504,6 +477,42 @@ impl HostAgent {
 }
 
 impl HostAgent {
+    /// Run an approved held action; the answer's own status applies after it (ASSIGN: its
+    /// window is chosen now, as it would have been had nothing been held, and the host is
+    /// not asked again; FINISH), CONTINUE when the model asked CONFIRM itself.
+    async fn approve(&mut self, cx: &mut Cx<'_>, held: &HostAction, report: &mut StepReport) {
+        let mut results = Vec::new();
+        if !held.bash.is_empty() {
+            results.push(run_bash(cx, &held.bash).await);
+        }
+        self.status = match held.then {
+            HostStatus::Assign => match self.select_held(cx, held).await {
+                Ok((status, window, found)) => {
+                    results.extend(found);
+                    if let Some(StepAction::HostDecision(d)) = report.action.as_mut() {
+                        d.held.window = window;
+                    }
+                    status
+                }
+                Err(e) => {
+                    report.error = Some(e.to_string());
+                    HostStatus::Error
+                }
+            },
+            HostStatus::Finish => HostStatus::Finish,
+            HostStatus::Continue
+            | HostStatus::Fail
+            | HostStatus::Error
+            | HostStatus::Pending
+            | HostStatus::Confirm => HostStatus::Continue,
+        };
+        if !results.is_empty() {
+            let r = results.join("; ");
+            self.last_result = Some(r.clone());
+            report.result = Some(r);
+        }
+    }
+
     /// Resolve the window of an approved answer that said ASSIGN, by the same rule as an
     /// answer that was not held (the held command may have opened it). Returns the next
     /// state (ASSIGN, or CONTINUE when no window fits: the model hears why), the window's
