@@ -7,10 +7,11 @@
 use serde::{Deserialize, Serialize};
 
 /// HostAgent states (and statuses).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum HostStatus {
     /// Run the processor: observe the desktop, ask the model, act.
+    #[default]
     Continue,
     /// Hand the current subtask to an AppAgent.
     Assign,

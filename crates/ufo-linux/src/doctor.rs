@@ -11,7 +11,7 @@ use crate::display::gnome::portal::{self, Versions, RD_PERSISTS_FROM};
 use crate::display::kwin::cast;
 use crate::display::kwin_grant::{find_grant, grant_file, Grant, FAKE_INPUT, SCREENCAST};
 use crate::display::wlroots::{probe, Probe};
-use crate::display::x11::atspi_bus::is_stale;
+use crate::display::x11::atspi_bus::BusProperty;
 use crate::display::x11::doctor::{check_server, published_bus_address, WindowManager, XServer};
 use crate::launch::toolkit;
 use crate::{LinuxDesktop, LinuxError};
@@ -529,13 +529,14 @@ async fn check_buses(timeout: Duration) -> Vec<Finding> {
             let published =
                 tokio::time::timeout(timeout, tokio::task::spawn_blocking(published_bus_address))
                     .await;
-            if let Ok(Ok(Some(p))) = published {
-                if is_stale(Some(&p), &live) {
-                    out.push(Finding::problem(
-                        format!("the display's AT_SPI_BUS property names {p:?}, not the live accessibility bus {live:?}: Qt applications started now stay off the bus"),
-                        format!("point it at the live bus: `xprop -root -f AT_SPI_BUS 8s -set AT_SPI_BUS '{live}'` (ufo does so before it launches an application), then restart the Qt applications"),
-                    ));
-                }
+            // No X display to read it from (a Wayland session): nothing to say.
+            if let Ok(Ok(Ok(p))) = published {
+                let wayland = std::env::var_os("WAYLAND_DISPLAY").is_some_and(|w| !w.is_empty());
+                out.extend(bus_property_finding(
+                    &BusProperty::judge(p.as_deref(), &live),
+                    &live,
+                    wayland,
+                ));
             }
         }
         _ => {
@@ -562,6 +563,30 @@ async fn check_buses(timeout: Duration) -> Vec<Finding> {
         ),
     });
     out
+}
+
+/// What the display's `AT_SPI_BUS` property (`property`, judged against the `live` bus) means
+/// for Qt applications started now, with the fix when it keeps them off the bus. In a Wayland
+/// session (`wayland`) Qt applications do not read it, so a missing one is no problem there.
+fn bus_property_finding(property: &BusProperty, live: &str, wayland: bool) -> Option<Finding> {
+    let set = format!(
+        "`xprop -root -f AT_SPI_BUS 8s -set AT_SPI_BUS '{live}'` (ufo does so before it launches an application), then restart the Qt applications"
+    );
+    match property {
+        BusProperty::Live => Some(Finding::ok(
+            "the display's AT_SPI_BUS property names the live accessibility bus",
+        )),
+        BusProperty::Missing if wayland => None,
+        BusProperty::Missing => Some(Finding::problem(
+            "the display has no AT_SPI_BUS property: Qt 5 applications started now outside ufo stay off the accessibility bus (Qt on X reads the bus address there first)",
+            format!("publish the live bus: {set}"),
+        )),
+        BusProperty::Stale { published } => Some(Finding::problem(
+            format!("the display's AT_SPI_BUS property names {published:?}, not the live accessibility bus {live:?}: Qt applications started now stay off the bus"),
+            format!("point it at the live bus: {set}"),
+        )),
+        BusProperty::Unknown { .. } => None,
+    }
 }
 
 /// The window checks: for each window (or the one `window` names, as `ufo inspect` matches
@@ -599,7 +624,7 @@ pub async fn check_windows(
         if !on_bus {
             out.push(Finding::problem(
                 format!("{name}: not on the accessibility bus, the agent sees only pixels"),
-                toolkit::not_on_bus_hint(w.pid),
+                toolkit::not_on_bus_hint_on(w.pid, &desktop.bus.address),
             ));
             continue;
         }
@@ -647,6 +672,27 @@ mod tests {
             globals: globals.iter().map(|g| g.to_string()).collect(),
             ipc: ipc.then(|| "/run/user/1000/sway-ipc.1000.7.sock".into()),
         }
+    }
+
+    /// Issue 46: a missing AT_SPI_BUS property is said to be missing (not "a bus that is
+    /// gone"), with the command that publishes the live bus; in a Wayland session it is no
+    /// problem; a live one is fine.
+    #[test]
+    fn the_bus_property_finding_says_what_was_found() {
+        let live = "unix:path=/run/user/0/at-spi/bus_1,guid=aa";
+        let f = bus_property_finding(&BusProperty::Missing, live, false).expect("a finding");
+        assert!(!f.ok, "{f:?}");
+        assert!(f.what.contains("no AT_SPI_BUS property"), "{f:?}");
+        assert!(!f.what.contains("gone"), "{f:?}");
+        assert!(f.fix.as_deref().is_some_and(|x| x.contains(live)), "{f:?}");
+        assert!(bus_property_finding(&BusProperty::Missing, live, true).is_none());
+        let stale = BusProperty::Stale {
+            published: "unix:path=/tmp/gone".into(),
+        };
+        let f = bus_property_finding(&stale, live, false).expect("a finding");
+        assert!(!f.ok && f.what.contains("/tmp/gone"), "{f:?}");
+        let f = bus_property_finding(&BusProperty::Live, live, false).expect("a finding");
+        assert!(f.ok, "{f:?}");
     }
 
     /// GNOME: doctor says which path ufo takes and why, and on the portals' path whether the

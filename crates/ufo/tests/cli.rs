@@ -509,6 +509,52 @@ fn host_confirm_bash_rejected_launches_nothing() {
     assert_eq!(run.final_app("Calc")["running"], false, "{}", run.ctx());
 }
 
+/// An ASSIGN whose launch command the policy holds keeps its window once approved: the
+/// window is chosen after the command ran and the subtask goes to Calc without the host
+/// being asked again (2 host model calls: the answer and the closing FINISH; the script has
+/// no line for a third, so a re-ask would end the run in ERROR).
+#[test]
+fn an_approved_held_launch_keeps_the_assign_of_its_answer() {
+    let run = run_scenario("host_held_launch_assign", &["--confirm", "yes"]);
+    run.assert_code(0)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HCONF, HA, AC, AFIN, HC, HFIN])
+        .assert_last_terminal()
+        .assert_actions(&[
+            ("", "", "shell", true),
+            ("Calc", "", "launch", true),
+            ("Calc", "cell_a1", "set_text", true),
+        ]);
+    assert_eq!(run.llm_calls("host"), [1, 1], "{}", run.ctx());
+    let confirm = &run.steps()[1];
+    assert_eq!(confirm["state"], "CONFIRM", "{}", run.ctx());
+    assert_eq!(confirm["status"], "ASSIGN", "{}", run.ctx());
+    assert!(
+        s(&confirm["action"]["held"]["sensitive"]).contains("allow-list"),
+        "{}",
+        run.ctx()
+    );
+    assert_eq!(
+        confirm["action"]["held"]["window"],
+        "Untitled 1 - LibreOffice Calc",
+        "{}",
+        run.ctx()
+    );
+    assert_eq!(run.final_control("Calc", "cell_a1")["value"], "42");
+}
+
+/// The same answer, rejected: nothing runs, nothing is launched or assigned.
+#[test]
+fn a_rejected_held_launch_assigns_nothing() {
+    let run = run_scenario("host_held_launch_assign", &["--confirm", "no"]);
+    run.assert_code(1)
+        .assert_well_formed()
+        .assert_sequence(&[HC, HCONF, HFAIL])
+        .assert_round_end("FAIL", Some("rejected"))
+        .assert_actions(&[]);
+    assert_eq!(run.final_app("Calc")["running"], false, "{}", run.ctx());
+}
+
 /// Host CONFIRM with `safe_guard = false`: approved without asking, even with `--confirm no`.
 #[test]
 fn host_confirm_with_safe_guard_off_approves() {

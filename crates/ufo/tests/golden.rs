@@ -39,6 +39,8 @@ const VARIANTS: &[(&str, &str, &[&str])] = &[
     ("", "host_confirm_bash_approved", &["--confirm", "yes"]),
     ("", "host_confirm_bash_rejected", &["--confirm", "no"]),
     ("", "host_confirm_safeguard_off", &["--confirm", "no"]),
+    ("yes", "host_held_launch_assign", &["--confirm", "yes"]),
+    ("no", "host_held_launch_assign", &["--confirm", "no"]),
     ("", "max_steps_flag", &["--max-steps", "3"]),
     ("", "max_steps_not_counting", &["--confirm", "yes"]),
     (

@@ -1072,6 +1072,80 @@ fn featherpad_save_as(ctx: &Ctx) -> Task {
     )
 }
 
+/// Issue 46: a person's way to replace a note (Edit ▸ Select All, type, save); the Qt menu
+/// must be closed once its entry ran, or the typed words go into it.
+fn featherpad_replace(ctx: &Ctx) -> Task {
+    let t = "In the Qt editor, replace everything in my note with \"call the dentist\" and save it";
+    let file = ctx.path("todo.txt");
+    let _ = std::fs::write(&file, "old things to do\n");
+    let lines = vec![
+        host_bash(
+            "No editor is open.",
+            &format!("featherpad --standalone {} &", file.display()),
+        ),
+        host_assign(t, &file.display().to_string()),
+        click("Edit"),
+        click("Select All"),
+        // FeatherPad's text area has no name: the line copied from the control list
+        keys(
+            "text \"\" value: \"old things to do\\n\"",
+            "call the dentist{ctrl+s}",
+        ),
+        done(),
+        host_finish(),
+    ];
+    Task::new(
+        t,
+        lines,
+        Box::new(move |_| {
+            eventually(Duration::from_secs(5), || {
+                let now = std::fs::read_to_string(&file).unwrap_or_default();
+                match now.trim() {
+                    "call the dentist" => Ok(()),
+                    other => Err(format!("the note holds {other:?}")),
+                }
+            })
+        }),
+    )
+}
+
+// --- Tk (IDLE) -------------------------------------------------------------------------------
+
+/// Issue 46: IDLE's windows carry no `_NET_WM_PID`; its launch must be seen (the host hears
+/// "launched idle", `expect`), and the file is open in it: a window titled by the file is on
+/// the display (xdotool). Tk has no accessibility bridge, so there is nothing more to name.
+fn idle_open(ctx: &Ctx) -> Task {
+    let t = "Open my script greet.py in IDLE";
+    let file = ctx.path("greet.py");
+    let _ = std::fs::write(&file, "print('hello')\n");
+    let lines = vec![
+        host_bash("IDLE is not open.", &format!("idle {} &", file.display())),
+        line(
+            "host",
+            json!({"Observation": "IDLE shows the script.", "Thought": "Done.",
+                   "Status": "FINISH"}),
+            &["launched idle"],
+        ),
+    ];
+    Task::new(
+        t,
+        lines,
+        Box::new(move |_| {
+            eventually(Duration::from_secs(5), || {
+                let out = Command::new("xdotool")
+                    .args(["search", "--name", "greet.py"])
+                    .output()
+                    .map_err(|e| format!("xdotool: {e}"))?;
+                if out.stdout.is_empty() {
+                    Err("no window titled by greet.py is on the display".into())
+                } else {
+                    Ok(())
+                }
+            })
+        }),
+    )
+}
+
 // --- GTK 4 and KDE Save dialogs --------------------------------------------------------------
 
 fn gte_save(ctx: &Ctx, text: &str, name: &str) -> Task {
@@ -1216,6 +1290,8 @@ const TASKS: &[(&str, &str, Builder)] = &[
     ("kcalc", "kcalc-sub", kcalc_sub),
     ("featherpad", "fp-save", featherpad_save),
     ("featherpad", "fp-save-as", featherpad_save_as),
+    ("featherpad", "fp-replace", featherpad_replace),
+    ("idle", "idle-open", idle_open),
     ("gnome-text-editor", "gte-save-a", gte_save_a),
     ("gnome-text-editor", "gte-save-b", gte_save_b),
     ("kate", "kate-save-a", kate_save_a),

@@ -82,6 +82,11 @@ struct HostAction {
     /// Why the sensitive-action policy holds it, when the model did not ask for CONFIRM.
     #[serde(skip_serializing_if = "Option::is_none")]
     sensitive: Option<String>,
+    /// The status the answer gave, which applies once the action is approved: the answer's
+    /// own when the policy held it (ASSIGN to its window, FINISH), CONTINUE when the model
+    /// asked CONFIRM itself (docs/states.md, HostAgent CONFIRM).
+    #[serde(skip)]
+    then: HostStatus,
 }
 
 /// What the host assigns to: an application window or a third-party agent.
@@ -92,6 +97,27 @@ enum Target {
 }
 
 impl HostAction {
+    /// What the person is asked to approve.
+    fn description(&self) -> String {
+        let mut description = if self.bash.is_empty() {
+            format!(
+                "assign to window {} {}",
+                self.control_label, self.control_text
+            )
+        } else if self.then == HostStatus::Assign {
+            format!(
+                "run shell command: {}, then assign to window {} {}",
+                self.bash, self.control_label, self.control_text
+            )
+        } else {
+            format!("run shell command: {}", self.bash)
+        };
+        if let Some(reason) = &self.sensitive {
+            description.push_str(&format!(" ({reason})"));
+        }
+        description
+    }
+
     /// The command and window, as the trajectory records them.
     fn command(&self) -> HostCommand {
         HostCommand {
@@ -417,17 +443,7 @@ impl HostAgent {
         let held = self.held.take().unwrap_or_default();
         let action = serde_json::to_value(&held).unwrap_or(Value::Null);
         let decision = if cx.services.config.safe_guard {
-            let mut description = if held.bash.is_empty() {
-                format!(
-                    "assign to window {} {}",
-                    held.control_label, held.control_text
-                )
-            } else {
-                format!("run shell command: {}", held.bash)
-            };
-            if let Some(reason) = &held.sensitive {
-                description.push_str(&format!(" ({reason})"));
-            }
+            let description = held.description();
             cx.services
                 .user
                 .confirm(&ConfirmRequest {
@@ -448,14 +464,7 @@ impl HostAgent {
             ..StepReport::default()
         };
         match decision {
-            Decision::Approve => {
-                if !held.bash.is_empty() {
-                    let r = run_bash(cx, &held.bash).await;
-                    self.last_result = Some(r.clone());
-                    report.result = Some(r);
-                }
-                self.status = HostStatus::Continue;
-            }
+            Decision::Approve => self.approve(cx, &held, &mut report).await,
             Decision::Reject => {
                 cx.fail_reason = Some(EndReason::Rejected);
                 report.result = Some("the person rejected the action".into());
@@ -464,6 +473,91 @@ impl HostAgent {
         }
         report.status = self.status.as_str().into();
         report
+    }
+}
+
+impl HostAgent {
+    /// Run an approved held action; the answer's own status applies after it (ASSIGN: its
+    /// window is chosen now, as it would have been had nothing been held, and the host is
+    /// not asked again; FINISH), CONTINUE when the model asked CONFIRM itself.
+    async fn approve(&mut self, cx: &mut Cx<'_>, held: &HostAction, report: &mut StepReport) {
+        let mut results = Vec::new();
+        if !held.bash.is_empty() {
+            results.push(run_bash(cx, &held.bash).await);
+        }
+        self.status = match held.then {
+            HostStatus::Assign => match self.select_held(cx, held).await {
+                Ok((status, window, found)) => {
+                    results.extend(found);
+                    if let Some(StepAction::HostDecision(d)) = report.action.as_mut() {
+                        d.held.window = window;
+                    }
+                    status
+                }
+                Err(e) => {
+                    report.error = Some(e.to_string());
+                    HostStatus::Error
+                }
+            },
+            HostStatus::Finish => HostStatus::Finish,
+            HostStatus::Continue
+            | HostStatus::Fail
+            | HostStatus::Error
+            | HostStatus::Pending
+            | HostStatus::Confirm => HostStatus::Continue,
+        };
+        if !results.is_empty() {
+            let r = results.join("; ");
+            self.last_result = Some(r.clone());
+            report.result = Some(r);
+        }
+    }
+
+    /// Resolve the window of an approved answer that said ASSIGN, by the same rule as an
+    /// answer that was not held (the held command may have opened it). Returns the next
+    /// state (ASSIGN, or CONTINUE when no window fits: the model hears why), the window's
+    /// title and what the model is told.
+    async fn select_held(
+        &mut self,
+        cx: &mut Cx<'_>,
+        held: &HostAction,
+    ) -> Result<(HostStatus, Option<String>, Vec<String>), StepError> {
+        let desktop = cx.services.desktop;
+        let windows = desktop.windows().await?;
+        let launchable = desktop.launchable().await?;
+        let agents = self.factory.agents();
+        let response = HostResponse {
+            observation: String::new(),
+            thought: String::new(),
+            current_subtask: self.current_subtask.clone(),
+            message: self.messages.clone(),
+            control_label: held.control_label.clone(),
+            control_text: held.control_text.clone(),
+            plan: self.plan.clone(),
+            status: HostStatus::Assign,
+            comment: String::new(),
+            questions: Vec::new(),
+            bash: String::new(),
+        };
+        let mut step = HostStep {
+            host: self,
+            cx,
+            windows,
+            launchable,
+            agents,
+            screenshot: None,
+            response: Some(response),
+            results: Vec::new(),
+            report: StepReport::default(),
+            transcript: String::new(),
+        };
+        step.select_window().await?;
+        let status = step
+            .response
+            .as_ref()
+            .map_or(HostStatus::Continue, |r| r.status);
+        let window = step.host.selected.as_ref().map(|t| t.title().to_string());
+        Ok((status, window, step.results))
     }
 }
 
@@ -618,6 +712,7 @@ impl HostStep<'_, '_> {
             control_label: r.control_label.clone(),
             control_text: r.control_text.clone(),
             sensitive: None,
+            then: HostStatus::Continue,
         };
         let has_action =
             !bash.is_empty() || !r.control_label.is_empty() || !r.control_text.is_empty();
@@ -633,8 +728,10 @@ impl HostStep<'_, '_> {
             let desktop = self.cx.services.desktop;
             let find = |name: &str| desktop.find_program(name);
             if let Some(reason) = policy.shell_reason(&bash, &launch, &find) {
-                // The model did not ask, but the policy holds this command all the same.
+                // The model did not ask, but the policy holds this command all the same; the
+                // rest of the answer (its window, its FINISH) applies once it is approved.
                 action.sensitive = Some(reason);
+                action.then = status;
                 status = HostStatus::Confirm;
             }
         }

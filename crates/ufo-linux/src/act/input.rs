@@ -10,6 +10,7 @@ use crate::display::keys::KeyStep;
 use crate::display::{Display, WinId};
 use crate::vocab::{iface, state};
 use crate::LinuxError;
+use ufo_core::Rect;
 
 pub(super) fn centre(c: &CtlInfo) -> (i32, i32) {
     (
@@ -25,6 +26,46 @@ fn owner_of(d: &dyn Display, xid: WinId) -> Result<Option<WinId>, LinuxError> {
         _ => None,
     })
 }
+
+/// Whether `role` is a menu entry that runs a command when pressed (a submenu's `menu` opens
+/// rather than runs, so its popup is meant to stay).
+pub(super) fn is_menu_command(role: u32) -> bool {
+    use crate::vocab::role;
+    matches!(
+        role,
+        role::MENU_ITEM | role::CHECK_MENU_ITEM | role::RADIO_MENU_ITEM
+    )
+}
+
+/// Whether a menu entry of role `role` at `item` (screen pixels), in a window of process
+/// `app_pid`, lies on `hit`, an open popup menu of the same application: a window of that
+/// process (its `_NET_WM_PID` or X-Resource client pid) that is no managed window (`clients`:
+/// the window manager's client list; a menu popup is override-redirect), holding the whole
+/// entry. Then an XTEST click reaches the entry as a person's would, and the toolkit closes
+/// its menu (Qt leaves it open after the entry's AT-SPI action).
+pub(super) fn on_own_popup(
+    role: u32,
+    item: Rect,
+    app_pid: Option<u32>,
+    hit: &crate::display::DisplayWindow,
+    clients: &[WinId],
+) -> bool {
+    use crate::vocab::role;
+    let menu_entry = is_menu_command(role) || role == role::MENU;
+    let holds = hit.area.is_some_and(|a| {
+        item.x >= a.x
+            && item.y >= a.y
+            && item.x + item.w as i32 <= a.x + a.w as i32
+            && item.y + item.h as i32 <= a.y + a.h as i32
+    });
+    menu_entry && app_pid.is_some() && hit.pid == app_pid && !clients.contains(&hit.id) && holds
+}
+
+/// The longest wait for a menu to close after its entry was pressed.
+const MENU_CLOSE_WAIT: Duration = Duration::from_millis(600);
+
+/// The most Escape presses sent to close menus left open (a submenu three levels down).
+const MENU_ESCAPES: usize = 4;
 
 /// The longest [`Actor::wait_text_typed`] waits for typed text to arrive in its field.
 const TYPED_WAIT: Duration = Duration::from_secs(5);
@@ -78,20 +119,93 @@ impl Actor<'_> {
             c.rect.y + c.rect.h as i32 / 2,
         );
         let target = c.window;
+        let (role, rect) = (c.seen.role, c.rect);
         self.run(move |d| {
             let screen = d.screen();
             let on_screen = x >= 0 && y >= 0 && (x as u32) < screen.w && (y as u32) < screen.h;
-            let inside = d.window(target)?.and_then(|w| w.area).is_some_and(|w| {
+            let own = d.window(target)?;
+            let inside = own.as_ref().and_then(|w| w.area).is_some_and(|w| {
                 x >= w.x && y >= w.y && x < w.x + w.w as i32 && y < w.y + w.h as i32
             });
             let (hit, top) = (d.top_at(x, y)?, d.top_of(target)?);
             tracing::debug!(on_screen, inside, ?hit, %top, "hit test");
-            Ok(on_screen && inside && hit == Some(top))
+            if on_screen && inside && hit == Some(top) {
+                return Ok(true);
+            }
+            // an entry of the application's open popup menu (outside its window, or over it)
+            Ok(on_screen && Self::popup_under(d, role, rect, own.and_then(|w| w.pid), hit)?)
         })
         .await
         .ok()
         .filter(|ok| *ok)
         .map(|_| (x, y))
+    }
+
+    /// Whether the window `hit` on top at a menu entry's centre is an open popup menu of the
+    /// entry's application (see [`on_own_popup`]).
+    fn popup_under(
+        d: &dyn Display,
+        role: u32,
+        item: Rect,
+        app_pid: Option<u32>,
+        hit: Option<WinId>,
+    ) -> Result<bool, LinuxError> {
+        let menu_entry = is_menu_command(role) || role == crate::vocab::role::MENU;
+        let Some(hit) = hit.filter(|_| menu_entry && app_pid.is_some()) else {
+            return Ok(false);
+        };
+        let Some(popup) = d.window(hit)? else {
+            return Ok(false);
+        };
+        let clients: Vec<WinId> = d.windows()?.iter().map(|w| w.id).collect();
+        Ok(on_own_popup(role, item, app_pid, &popup, &clients))
+    }
+
+    /// After a menu entry was pressed: its application's popup menu, when one is still open
+    /// at the entry, is closed with Escape (Qt leaves it open after an entry's AT-SPI action,
+    /// and the next keys would go into it). Returns what was done, for the step's result;
+    /// `None` when the menu closed by itself.
+    pub(super) async fn close_menu_left_open(&self, c: &CtlInfo) -> Option<String> {
+        if !is_menu_command(c.seen.role) {
+            return None;
+        }
+        let (x, y) = centre(c);
+        let (role, rect, target) = (c.seen.role, c.rect, c.window);
+        let open = || {
+            self.run(move |d| {
+                let pid = d.window(target)?.and_then(|w| w.pid);
+                Self::popup_under(d, role, rect, pid, d.top_at(x, y)?)
+            })
+        };
+        let deadline = Instant::now() + MENU_CLOSE_WAIT;
+        while open().await.unwrap_or(false) {
+            if Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if !open().await.unwrap_or(false) {
+            return None;
+        }
+        for pressed in 1..=MENU_ESCAPES {
+            let escape = vec![KeyStep::Chord {
+                mods: Vec::new(),
+                key: crate::display::keys::sym::ESCAPE,
+            }];
+            if self.run(move |d| d.keys(&escape)).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(80)).await;
+            if !open().await.unwrap_or(true) {
+                return Some(format!(
+                    "its menu stayed open and was closed with Escape ({pressed} press{})",
+                    if pressed == 1 { "" } else { "es" }
+                ));
+            }
+        }
+        Some(format!(
+            "its menu is still open after {MENU_ESCAPES} Escape presses: the next keys may go into it"
+        ))
     }
 
     /// The window `xid` is a dialog of: the viewable window it is transient for, if any.
@@ -298,5 +412,92 @@ mod typing_tests {
             Typing::Elsewhere
         );
         assert_eq!(typing("", ""), Typing::Done);
+    }
+}
+
+#[cfg(test)]
+mod popup_tests {
+    use super::*;
+    use crate::display::DisplayWindow;
+    use crate::vocab::role;
+
+    fn window(id: u32, pid: Option<u32>, area: Rect) -> DisplayWindow {
+        DisplayWindow {
+            id: WinId(id),
+            title: String::new(),
+            pid,
+            app_id: String::new(),
+            area: Some(area),
+            transient_for: None,
+            dialog: false,
+            wm_modal: false,
+        }
+    }
+
+    /// Issue 46: an entry of the application's own open popup menu (Qt's File menu over and
+    /// beside FeatherPad's window) is clicked with XTEST; anything else on top is not.
+    #[test]
+    fn an_entry_on_its_own_popup_is_clicked_and_nothing_else() {
+        let popup = window(7, Some(42), Rect::new(300, 300, 200, 400));
+        let item = Rect::new(310, 320, 180, 24);
+        let clients = [WinId(1), WinId(2)];
+        assert!(on_own_popup(
+            role::MENU_ITEM,
+            item,
+            Some(42),
+            &popup,
+            &clients
+        ));
+        assert!(on_own_popup(
+            role::CHECK_MENU_ITEM,
+            item,
+            Some(42),
+            &popup,
+            &clients
+        ));
+        assert!(on_own_popup(role::MENU, item, Some(42), &popup, &clients));
+        // another program's popup, or one whose process is unknown
+        assert!(!on_own_popup(
+            role::MENU_ITEM,
+            item,
+            Some(43),
+            &popup,
+            &clients
+        ));
+        assert!(!on_own_popup(role::MENU_ITEM, item, None, &popup, &clients));
+        // a managed window of the same application (a second editor window) covering it
+        let managed = [WinId(1), WinId(7)];
+        assert!(!on_own_popup(
+            role::MENU_ITEM,
+            item,
+            Some(42),
+            &popup,
+            &managed
+        ));
+        // not a menu entry (a button under the popup)
+        assert!(!on_own_popup(
+            role::PUSH_BUTTON,
+            item,
+            Some(42),
+            &popup,
+            &clients
+        ));
+        // the entry reaches past the popup: something else covers part of it
+        let past = Rect::new(310, 690, 180, 24);
+        assert!(!on_own_popup(
+            role::MENU_ITEM,
+            past,
+            Some(42),
+            &popup,
+            &clients
+        ));
+    }
+
+    #[test]
+    fn only_entries_that_run_a_command_close_their_menu() {
+        assert!(is_menu_command(role::MENU_ITEM));
+        assert!(is_menu_command(role::RADIO_MENU_ITEM));
+        assert!(!is_menu_command(role::MENU));
+        assert!(!is_menu_command(role::PUSH_BUTTON));
     }
 }

@@ -4,6 +4,7 @@
 //! observation labelled, the observation itself to look again); settling is a [`Settler`]'s,
 //! and gives its observation made ahead back as a value (`settle::Settled`).
 
+mod aim;
 mod cells;
 mod detected;
 mod dropdown;

@@ -306,17 +306,25 @@ impl Actor<'_> {
             }
             // the fastest correct input: XTEST at the centre of a control nothing
             // covers (its effect shows in milliseconds), else the AT-SPI action
+            // (a menu entry pressed either way is checked to have closed its menu)
+            let closed = |done: String, note: Option<String>| match note {
+                Some(n) => format!("{done}; {n}"),
+                None => done,
+            };
             if let Some((x, y)) = self.uncovered_centre(c, in_dialog).await {
                 self.settling.lock().last_input = Input::Xtest;
                 self.xclick(xid, x, y, 1, 1).await?;
-                return Ok(format!("clicked {:?} at {x},{y}", c.name));
+                let note = self.close_menu_left_open(c).await;
+                return Ok(closed(format!("clicked {:?} at {x},{y}", c.name), note));
             }
             self.settling.lock().last_input = Input::Atspi;
             let idx = action::click_index(&c.actions);
             if let Some(i) = idx {
                 match self.do_action_watching(&c.bus, &c.path, i).await? {
                     Done::Answered(true) => {
-                        return Ok(format!("clicked {:?} ({})", c.name, c.actions[i]));
+                        let note = self.close_menu_left_open(c).await;
+                        let done = format!("clicked {:?} ({})", c.name, c.actions[i]);
+                        return Ok(closed(done, note));
                     }
                     Done::OpenedDialog(title) => {
                         return Ok(format!(
@@ -439,7 +447,18 @@ impl Actor<'_> {
         direction: ScrollDirection,
         amount: u32,
     ) -> Result<String, LinuxError> {
-        let (x, y) = centre(c);
+        // the visible part of the control: a row half out of its list is aimed at inside it
+        let mut clips = super::aim::scrolling_boxes(self.bus, c).await;
+        if let Some(area) = self
+            .run(move |d| d.window(xid))
+            .await
+            .ok()
+            .flatten()
+            .and_then(|w| w.area)
+        {
+            clips.push(area);
+        }
+        let (x, y) = super::aim::aim(c.rect, &clips);
         let b = match direction {
             ScrollDirection::Up => 4,
             ScrollDirection::Down => 5,

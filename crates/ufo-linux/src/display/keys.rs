@@ -9,6 +9,7 @@ use crate::LinuxError;
 /// X keysym values.
 pub(crate) mod sym {
     pub const RETURN: u32 = 0xff0d;
+    pub const ESCAPE: u32 = 0xff1b;
     pub const TAB: u32 = 0xff09;
     pub const SHIFT_L: u32 = 0xffe1;
     pub const CONTROL_L: u32 = 0xffe3;

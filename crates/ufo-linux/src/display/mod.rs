@@ -119,9 +119,9 @@ pub(crate) trait Display: Send + Sync {
         }
         Ok(())
     }
-    /// Point the accessibility-bus address the display publishes (X11: the root window's
-    /// `AT_SPI_BUS`, where Qt 5 looks first) at `live` when it names another bus. Nothing on a
-    /// display that publishes none.
+    /// Publish `live` as the accessibility-bus address of the display (X11: the root window's
+    /// `AT_SPI_BUS`, where Qt 5 looks first) when it has none or names another bus. Nothing on a
+    /// display without such a property (Wayland).
     fn publish_a11y_bus(&self, _live: &str) -> Result<(), LinuxError> {
         Ok(())
     }

@@ -43,16 +43,21 @@ impl Launcher<'_> {
 /// A window as the engine is told of it: its application's name from the bus (`app`), else
 /// its class; its process's name, else its class.
 pub(crate) fn window_info(w: &DisplayWindow, app: Option<String>) -> WindowInfo {
+    // Tk names its top-level windows' class instance by the widget path ("!listedtoplevel"
+    // for IDLE's): that is no application's name, the process's is
+    let class = Some(w.app_id.clone()).filter(|c| !c.starts_with('!'));
     let process = w
         .pid
         .and_then(process_name)
-        .unwrap_or_else(|| w.app_id.clone());
+        .or_else(|| class.clone())
+        .unwrap_or_default();
     WindowInfo {
         id: w.id.to_string().into(),
         title: w.title.clone(),
         app_name: app
             .filter(|a| !a.is_empty())
-            .unwrap_or_else(|| w.app_id.clone()),
+            .or(class.filter(|c| !c.is_empty()))
+            .unwrap_or_else(|| process.clone()),
         process,
         pid: w.pid,
         rect: w.area,
@@ -152,5 +157,36 @@ mod tests {
             "Web Content"
         );
         assert_eq!(whole_name("gnome-calculato", ""), "gnome-calculato");
+    }
+
+    /// Issue 46: Tk's IDLE window (class instance "!listedtoplevel", no `_NET_WM_PID`, its
+    /// pid from X-Resource) is named by its process, not by Tk's widget path.
+    #[test]
+    fn a_tk_window_is_named_by_its_process() {
+        let w = |app_id: &str, pid: Option<u32>| DisplayWindow {
+            id: crate::display::WinId(5),
+            title: "IDLE Shell 3.11.2".into(),
+            pid,
+            app_id: app_id.into(),
+            area: None,
+            transient_for: None,
+            dialog: false,
+            wm_modal: false,
+        };
+        let me = std::process::id();
+        let mine = process_name(me).expect("this process has a name");
+        let info = window_info(&w("!listedtoplevel", Some(me)), None);
+        assert_eq!(info.app_name, mine);
+        assert_eq!(info.process, mine);
+        // without a pid either: no widget path as a name
+        let info = window_info(&w("!listedtoplevel", None), None);
+        assert!(!info.app_name.starts_with('!') && !info.process.starts_with('!'));
+        // an ordinary class instance is still the application's name
+        let info = window_info(&w("featherpad", Some(me)), None);
+        assert_eq!(info.app_name, "featherpad");
+        assert_eq!(
+            window_info(&w("x", None), Some("FeatherPad".into())).app_name,
+            "FeatherPad"
+        );
     }
 }

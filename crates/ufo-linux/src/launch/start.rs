@@ -170,8 +170,9 @@ impl Launcher<'_> {
     }
 
     /// Before an application starts: the display's `AT_SPI_BUS` property (where Qt 5 looks
-    /// for the accessibility bus first) is pointed at the bus ufo reads when it names another
-    /// one, so the application joins the bus ufo sees. A failure leaves things as they are.
+    /// for the accessibility bus first) is set to the bus ufo reads when it is missing or names
+    /// another one, so the application joins the bus ufo sees. A failure leaves things as
+    /// they are.
     async fn publish_live_bus(&self) {
         let live = self.bus.address.clone();
         let _ = display::run(self.display, move |d| d.publish_a11y_bus(&live)).await;

@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use crate::a11y::bus::AppTree;
+use crate::display::x11::atspi_bus::BusProperty;
 
 /// Environment every application ufo starts gets: GTK2 loads its accessibility bridge
 /// (GTK3 ignores these two module names, it has the bridge built in), Qt 5/6 turn their
@@ -423,21 +424,40 @@ pub fn fix(toolkit: Toolkit) -> String {
     }
 }
 
-/// [`fix`] for the application of process `pid`: a Qt application is told to set
-/// `QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1` only when its environment lacks it.
+/// [`fix`] for the application of process `pid`, whose window is on the bus: a Qt
+/// application is told to set `QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1` only when its environment
+/// lacks it.
 pub fn fix_for(pid: Option<u32>, toolkit: Toolkit) -> String {
     match toolkit {
-        Toolkit::Qt => qt_fix(pid.and_then(|p| has_env(p, "QT_LINUX_ACCESSIBILITY_ALWAYS_ON"))),
+        Toolkit::Qt => match pid.and_then(|p| has_env(p, "QT_LINUX_ACCESSIBILITY_ALWAYS_ON")) {
+            Some(true) => "the Qt application is on the bus with QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1 set, but its window exports no controls yet: wait until it has finished starting and look again, or close it and start it again".into(),
+            Some(false) | None => fix(Toolkit::Qt),
+        },
         _ => fix(toolkit),
     }
 }
 
 /// The fix for a Qt application off the bus, by whether its environment has
-/// `QT_LINUX_ACCESSIBILITY_ALWAYS_ON` (`None`: unknown, its environment is not readable).
-pub fn qt_fix(always_on: Option<bool>) -> String {
-    match always_on {
-        Some(true) => "Qt applications take the accessibility bus address from the display's AT_SPI_BUS property before asking org.a11y.Bus, and QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1 is already set: the property probably names a bus that is gone (`xprop -root AT_SPI_BUS` against `ufo doctor`'s bus check); close the application and start it again through ufo, which points the property at the live bus first".into(),
-        Some(false) | None => fix(Toolkit::Qt),
+/// `QT_LINUX_ACCESSIBILITY_ALWAYS_ON` (`None`: unknown, its environment is not readable) and
+/// what the display's `AT_SPI_BUS` property says (`None`: it could not be read). On an X
+/// display Qt 5 joins the bus through that property, with the switch or without it (see
+/// `display/x11/atspi_bus.rs`), so the property comes first.
+pub(crate) fn qt_fix(always_on: Option<bool>, property: Option<&BusProperty>) -> String {
+    const RESTART: &str = "close the application and start it again through ufo, which publishes the live bus there first";
+    match (property, always_on) {
+        (Some(BusProperty::Missing), _) => format!(
+            "Qt applications on an X display take the accessibility bus address from the display's AT_SPI_BUS property, and the display has none: {RESTART} (or set it yourself: `xprop -root -f AT_SPI_BUS 8s -set AT_SPI_BUS ADDRESS`, ADDRESS the live bus `ufo doctor` names)"
+        ),
+        (Some(BusProperty::Stale { published }), _) => format!(
+            "Qt applications on an X display take the accessibility bus address from the display's AT_SPI_BUS property, and it names {published:?}, not the live accessibility bus: {RESTART}"
+        ),
+        (Some(BusProperty::Unknown { published }), Some(true)) => format!(
+            "QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1 is set and the display's AT_SPI_BUS property names {published:?}; if `ufo doctor`'s bus check says that is not the live bus, {RESTART}; otherwise it was probably started before the accessibility bus was up: start it again"
+        ),
+        (Some(BusProperty::Live) | None, Some(true)) => "QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1 is set and nothing on the display sends it to another bus: it was probably started before the accessibility bus was up; close it and start it again inside the session".into(),
+        (Some(BusProperty::Live | BusProperty::Unknown { .. }) | None, Some(false) | None) => {
+            fix(Toolkit::Qt)
+        }
     }
 }
 
@@ -453,6 +473,12 @@ fn has_env(pid: u32, name: &str) -> Option<bool> {
 
 /// Why a window of process `pid` is not on the accessibility bus, and how to fix it.
 pub fn not_on_bus_hint(pid: Option<u32>) -> String {
+    not_on_bus_hint_on(pid, "")
+}
+
+/// [`not_on_bus_hint`], knowing the live accessibility bus (`live`; empty: unknown), against
+/// which the display's `AT_SPI_BUS` property is judged for a Qt application.
+pub fn not_on_bus_hint_on(pid: Option<u32>, live: &str) -> String {
     let Some(pid) = pid else {
         return "its process is unknown (no _NET_WM_PID): start it again inside the session".into();
     };
@@ -460,7 +486,19 @@ pub fn not_on_bus_hint(pid: Option<u32>) -> String {
         return h;
     }
     let tk = detect(pid);
-    format!("{}: {}", tk.name(), fix_for(Some(pid), tk))
+    let fix = match tk {
+        Toolkit::Qt => {
+            let property = crate::display::x11::doctor::published_bus_address()
+                .ok()
+                .map(|p| BusProperty::judge(p.as_deref(), live));
+            qt_fix(
+                has_env(pid, "QT_LINUX_ACCESSIBILITY_ALWAYS_ON"),
+                property.as_ref(),
+            )
+        }
+        _ => fix_for(Some(pid), tk),
+    };
+    format!("{}: {fix}", tk.name())
 }
 
 /// For a window that is on the bus but yields no controls: the toolkit's fix where one is
@@ -781,14 +819,37 @@ mod tests {
     }
 
     /// Issue 23, item 7: the Qt hint says "set QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1" only when
-    /// the application's environment lacks it.
+    /// the application's environment lacks it; issue 46: it says what the display's
+    /// AT_SPI_BUS property is (missing, naming another bus), never a guess.
     #[test]
-    fn the_qt_hint_asks_for_the_switch_only_when_it_is_missing() {
-        assert!(qt_fix(Some(false)).contains("start it with QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1"));
-        assert!(qt_fix(None).contains("start it with QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1"));
-        let set = qt_fix(Some(true));
+    fn the_qt_hint_says_what_the_display_property_is() {
+        let live = Some(&BusProperty::Live);
+        assert!(
+            qt_fix(Some(false), live).contains("start it with QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1")
+        );
+        assert!(qt_fix(None, None).contains("start it with QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1"));
+        let set = qt_fix(Some(true), live);
         assert!(!set.contains("start it with QT_LINUX"), "{set}");
-        assert!(set.contains("AT_SPI_BUS"), "{set}");
+        assert!(!set.contains("AT_SPI_BUS"), "{set}");
+        assert!(set.contains("before the accessibility bus was up"), "{set}");
+        // missing: said so, with or without the switch, and no "probably names a bus"
+        for env in [Some(true), Some(false), None] {
+            let h = qt_fix(env, Some(&BusProperty::Missing));
+            assert!(h.contains("the display has none"), "{h}");
+            assert!(!h.contains("probably"), "{h}");
+        }
+        let gone = BusProperty::Stale {
+            published: "unix:path=/tmp/gone".into(),
+        };
+        let h = qt_fix(Some(true), Some(&gone));
+        assert!(
+            h.contains("names \"unix:path=/tmp/gone\", not the live"),
+            "{h}"
+        );
+        let unknown = BusProperty::Unknown {
+            published: "unix:path=/tmp/x".into(),
+        };
+        assert!(qt_fix(Some(true), Some(&unknown)).contains("if `ufo doctor`'s bus check"));
         // this test process has no such variable unless the caller set it
         let me = std::process::id();
         let ours = std::env::var_os("QT_LINUX_ACCESSIBILITY_ALWAYS_ON").is_some();

@@ -51,22 +51,29 @@ pub(crate) fn check_server(display: &str) -> XServer {
     XServer::Reached { xtest, wm }
 }
 
-/// The root window's `AT_SPI_BUS` property on `DISPLAY`, if it can be read.
-pub(crate) fn published_bus_address() -> Option<String> {
-    let (conn, screen) = x11rb::connect(None).ok()?;
-    let root = conn.setup().roots.get(screen)?.root;
+/// The root window's `AT_SPI_BUS` property on `DISPLAY` (`Ok(None)`: not set), or why it
+/// could not be read (no X display, the server did not answer).
+pub(crate) fn published_bus_address() -> Result<Option<String>, String> {
+    let (conn, screen) = x11rb::connect(None).map_err(|e| format!("no X display: {e}"))?;
+    let root = conn
+        .setup()
+        .roots
+        .get(screen)
+        .ok_or_else(|| format!("the X display has no screen {screen}"))?
+        .root;
+    let failed = |e: &dyn std::fmt::Display| format!("the X server did not answer: {e}");
     let atom = conn
         .intern_atom(false, b"AT_SPI_BUS")
-        .ok()?
+        .map_err(|e| failed(&e))?
         .reply()
-        .ok()?
+        .map_err(|e| failed(&e))?
         .atom;
     let r = conn
         .get_property(false, root, atom, AtomEnum::STRING, 0, 4096)
-        .ok()?
+        .map_err(|e| failed(&e))?
         .reply()
-        .ok()?;
-    (!r.value.is_empty()).then(|| String::from_utf8_lossy(&r.value).into_owned())
+        .map_err(|e| failed(&e))?;
+    Ok((!r.value.is_empty()).then(|| String::from_utf8_lossy(&r.value).into_owned()))
 }
 
 fn wm_name(conn: &impl Connection, root: u32) -> Option<String> {

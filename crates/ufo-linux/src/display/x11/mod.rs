@@ -80,6 +80,9 @@ pub(crate) struct X11 {
     direct_rendering: bool,
     atoms: Atoms,
     keymap: Mutex<Option<KeyMap>>,
+    /// Whether the server has the X-Resource extension, which names the process of a window
+    /// that does not say it (no `_NET_WM_PID`: Tk's windows).
+    xres: bool,
     /// X damage and window events for settling; `None` without DAMAGE
     watch: Option<Arc<XChangeWatch>>,
     /// The person's input on a watched private desktop (takeover.rs); `None` elsewhere
@@ -151,12 +154,17 @@ impl X11 {
                 .map_err(xerr("query the DRI extensions"))?
                 .is_some();
         }
+        let xres = conn
+            .extension_information(x11rb::protocol::res::X11_EXTENSION_NAME)
+            .map_err(xerr("query X-Resource"))?
+            .is_some();
         Ok(X11 {
             conn,
             root,
             screen_w,
             screen_h,
             direct_rendering,
+            xres,
             atoms,
             keymap: Mutex::new(None),
             watch: None,
@@ -182,10 +190,49 @@ impl X11 {
 
     fn windows_info(&self, ids: &[Window]) -> Vec<Option<DisplayWindow>> {
         let sent: Vec<Option<Cookies<'_>>> = ids.iter().map(|&id| self.ask_window(id)).collect();
-        ids.iter()
+        let mut found: Vec<Option<DisplayWindow>> = ids
+            .iter()
             .zip(sent)
             .map(|(&id, cookies)| self.read_window(id, cookies?))
-            .collect()
+            .collect();
+        self.fill_client_pids(&mut found);
+        found
+    }
+
+    /// The process of each window that does not name it (`_NET_WM_PID` missing: Tk, some
+    /// Motif and plain Xlib programs), as the X server knows it: X-Resource's client PID is
+    /// read by the server from the connection's socket, so, unlike `WM_CLIENT_MACHINE` and
+    /// `WM_COMMAND` (written by the client, and absent on Tk's windows), it cannot be wrong
+    /// about a local client. A remote client has none and stays without a pid. One round
+    /// trip for all such windows.
+    fn fill_client_pids(&self, windows: &mut [Option<DisplayWindow>]) {
+        use x11rb::protocol::res::{ClientIdMask, ClientIdSpec, ConnectionExt as _};
+        if !self.xres {
+            return;
+        }
+        let asked: Vec<_> = windows
+            .iter()
+            .map(|w| {
+                let w = w.as_ref().filter(|w| w.pid.is_none())?;
+                let spec = ClientIdSpec {
+                    client: w.id.0,
+                    mask: ClientIdMask::LOCAL_CLIENT_PID,
+                };
+                self.conn.res_query_client_ids(&[spec]).ok()
+            })
+            .collect();
+        for (w, cookie) in windows.iter_mut().zip(asked) {
+            let (Some(w), Some(cookie)) = (w.as_mut(), cookie) else {
+                continue;
+            };
+            w.pid = cookie.reply().ok().and_then(|r| {
+                r.ids
+                    .iter()
+                    .find(|v| v.spec.mask == ClientIdMask::LOCAL_CLIENT_PID)
+                    .and_then(|v| v.value.first().copied())
+                    .filter(|pid| *pid != 0)
+            });
+        }
     }
 
     fn ask_window(&self, id: Window) -> Option<Cookies<'_>> {
@@ -594,8 +641,11 @@ impl Display for X11 {
     }
 
     fn publish_a11y_bus(&self, live: &str) -> Result<(), LinuxError> {
+        if live.trim().is_empty() {
+            return Ok(());
+        }
         let published = self.root_atspi_bus()?;
-        if atspi_bus::is_stale(published.as_deref(), live) {
+        if atspi_bus::BusProperty::judge(published.as_deref(), live).needs_publishing() {
             self.set_root_atspi_bus(live)?;
         }
         Ok(())
