@@ -253,9 +253,14 @@ impl Observer<'_> {
             .await;
         stats.pixel_evidence = t_px.elapsed();
         let t_enc = Instant::now();
-        let (screenshot, annotated) =
-            labelled_screenshots(img, clean, &fetched, area.unwrap_or_default(), &mut warnings)
-                .await;
+        let (screenshot, annotated) = labelled_screenshots(
+            img,
+            clean,
+            &fetched,
+            area.unwrap_or_default(),
+            &mut warnings,
+        )
+        .await;
         stats.encode = t_enc.elapsed();
         let labelled = (main.id, labelled(&fetched));
         let window = self.window_info(&main, main_bus).await;
