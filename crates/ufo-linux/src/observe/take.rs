@@ -196,15 +196,7 @@ impl Observer<'_> {
         let Loaded {
             located,
             mut load,
-            read:
-                (
-                    Captured {
-                        img,
-                        took: capture_time,
-                        clean,
-                    },
-                    read,
-                ),
+            read: (shot, read),
             load_wait,
         } = r;
         let Located {
@@ -229,7 +221,7 @@ impl Observer<'_> {
                  listed (it takes no input until the dialog is closed)"
             ));
         }
-        stats.capture = capture_time;
+        stats.capture = shot.took;
         stats.load_wait = load_wait;
         warnings.append(&mut load.notes);
         let mut fetched = arrange(groups, &attached, modal.is_some());
@@ -237,9 +229,10 @@ impl Observer<'_> {
         if fetched.is_empty() && main_bus.is_some() {
             warnings.extend(established_hint(main.pid, stats.document_nodes));
         }
+        let shown = area.unwrap_or_default();
         let seen = super::sight::Seen {
-            img: img.as_ref().ok(),
-            area: area.unwrap_or_default(),
+            img: shot.img.as_ref().ok(),
+            area: shown,
             window: main.id,
             attached: &attached,
             modal: modal.is_some(),
@@ -249,18 +242,12 @@ impl Observer<'_> {
             .await;
         let t_px = Instant::now();
         let pixel_changes = self
-            .pixel_evidence(main.id, img.as_ref().ok(), area, stats.pixels_read)
+            .pixel_evidence(main.id, shot.img.as_ref().ok(), area, stats.pixels_read)
             .await;
         stats.pixel_evidence = t_px.elapsed();
         let t_enc = Instant::now();
-        let (screenshot, annotated) = labelled_screenshots(
-            img,
-            clean,
-            &fetched,
-            area.unwrap_or_default(),
-            &mut warnings,
-        )
-        .await;
+        let (screenshot, annotated) =
+            labelled_screenshots(shot.img, shot.clean, &fetched, shown, &mut warnings).await;
         stats.encode = t_enc.elapsed();
         let labelled = (main.id, labelled(&fetched));
         let window = self.window_info(&main, main_bus).await;
