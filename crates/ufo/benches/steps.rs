@@ -23,7 +23,19 @@
 //! cell, the formula bar, the Name Box) come in several. A step cannot end before that; the
 //! rest of it is ufo's.
 //!
+//! Each of those two prints the ratio of ufo's step to the application alone (p50 to p50,
+//! p95 to p95): the `=` step for the calculator, every cell entry for Calc. Every case also
+//! prints the first look: the phases of the window's first observation (its debug trace,
+//! `observation phases`, read from the session's stderr: the tree, the details, the
+//! capture, the encoding, the load wait, the total) and how many reads of the window it took.
+//!
+//! `UFO_BENCH_BASE` (a second `ufo` binary, e.g. built from main) runs every session of a
+//! case twice, alternating the base and the binary under test, and reports both: before and
+//! after in the same run, on the same load.
+//!
 //!     cargo build -p ufo && cargo bench -p ufo --bench steps
+//!     UFO_BENCH_BASE=/path/to/old/ufo UFO_BENCH_ONLY=calculator,cells \
+//!         cargo test -p ufo --bench steps   # the debug build, without an optimised rebuild
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
@@ -47,6 +59,54 @@ fn binary() -> PathBuf {
     }
 }
 
+/// The binaries a case runs, each with its label: the one under test, and before it the
+/// base of `UFO_BENCH_BASE` when set (their sessions alternate).
+fn binaries() -> Vec<(&'static str, PathBuf)> {
+    let mut bins = Vec::new();
+    if let Some(b) = std::env::var_os("UFO_BENCH_BASE") {
+        bins.push(("base", PathBuf::from(b)));
+    }
+    bins.push(("new", binary()));
+    bins
+}
+
+/// The phases of an observation in its debug trace, in the order they are printed.
+const PHASES: [&str; 7] = [
+    "tree_ms",
+    "details_ms",
+    "capture_ms",
+    "encode_ms",
+    "load_wait_ms",
+    "pixel_evidence_ms",
+    "total_ms",
+];
+
+/// The first observation in a session's stderr (run with [`TRACE`]): the milliseconds of
+/// each of its [`PHASES`], and how many reads of the window it took (the `window controls
+/// read` lines before it).
+fn first_look(stderr: &str) -> Option<([f64; 7], usize)> {
+    let mut reads = 0;
+    for l in stderr.lines() {
+        if l.contains("window controls read") {
+            reads += 1;
+        }
+        if !l.contains("observation phases") {
+            continue;
+        }
+        let mut ms = [f64::NAN; 7];
+        for (i, p) in PHASES.iter().enumerate() {
+            ms[i] = l
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix(p)?.strip_prefix('=')?.parse().ok())?;
+        }
+        return Some((ms, reads));
+    }
+    None
+}
+
+/// The log filter of the sessions: warnings, and the observation's phase traces.
+const TRACE: &str = "warn,ufo_linux::observe::take=debug,ufo_linux::observe::read=debug";
+
 /// What the runs of one case measured.
 #[derive(Default)]
 struct Measured {
@@ -68,6 +128,9 @@ struct Measured {
     calls: usize,
     /// runs whose result was checked right
     ok: usize,
+    /// per session: the phases of the window's first observation and its reads
+    /// ([`first_look`])
+    first_look: Vec<([f64; 7], usize)>,
 }
 
 /// Run one scripted session and add what it measured to `m`.
@@ -81,20 +144,19 @@ fn run(bin: &Path, dir: &Path, lines: &[String], task: &str, multi: bool, m: &mu
         .arg(format!("script:{}", script.display()))
         .arg("--out")
         .arg(&out)
-        .env_remove("UFO_LLM");
+        .env_remove("UFO_LLM")
+        .env("UFO_LOG", TRACE);
     if multi {
         let cfg = dir.join("config.toml");
         std::fs::write(&cfg, "multi_action = true\n").unwrap();
         cmd.arg("--config").arg(&cfg);
     }
     let status = cmd.arg(task).output().unwrap();
+    let stderr = String::from_utf8_lossy(&status.stderr);
     if !status.status.success() {
-        eprintln!(
-            "run failed ({:?}): {}",
-            status.status.code(),
-            String::from_utf8_lossy(&status.stderr)
-        );
+        eprintln!("run failed ({:?}): {stderr}", status.status.code());
     }
+    m.first_look.extend(first_look(&stderr));
     let events = std::fs::read_to_string(out.join("events.jsonl")).unwrap_or_default();
     let mut session = 0.0;
     let mut steps: Vec<(f64, f64)> = Vec::new();
@@ -204,14 +266,14 @@ fn own_update(xid: u32, runs: &[&[&str]], mark: Redraw) -> Option<f64> {
 
 /// gnome-calculator's own time for `=` without ufo, over `RUNS` computations of 12 × 7
 /// typed into it (the display is checked through pyatspi at the end).
-fn calculator_alone() {
+fn calculator_alone() -> Vec<f64> {
     let _ = Command::new("gnome-calculator")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn();
     let Some(xid) = window_named("^Calculator$", Duration::from_secs(30)) else {
         eprintln!("gnome-calculator alone: no window");
-        return;
+        return Vec::new();
     };
     let id = xid.to_string();
     let _ = Command::new("xdotool")
@@ -236,6 +298,7 @@ fn calculator_alone() {
         own.len(),
         load()
     );
+    own
 }
 
 /// The calculator's display text through pyatspi; the calculator is closed afterwards.
@@ -340,6 +403,54 @@ fn report(name: &str, m: &mut Measured) {
         m.ok,
         load()
     );
+    print_first_look(name, &m.first_look);
+}
+
+/// The first look of a case: p50 and max of each phase of the window's first observation
+/// over its sessions, and its reads of the window.
+fn print_first_look(name: &str, looks: &[([f64; 7], usize)]) {
+    if looks.is_empty() {
+        println!("{name}: first look: no `observation phases` trace in the sessions' stderr");
+        return;
+    }
+    let phases: Vec<String> = PHASES
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut v: Vec<f64> = looks.iter().map(|l| l.0[i]).collect();
+            let p = p.trim_end_matches("_ms");
+            format!("{p} {:.0}/{:.0}", pct(&mut v, 0.5), pct(&mut v, 1.0))
+        })
+        .collect();
+    let mut reads: Vec<f64> = looks.iter().map(|l| l.1 as f64).collect();
+    println!(
+        "{name}: first look (the window's first observation), ms p50/max over {}: {}; reads of \
+         the window p50 {:.0}, max {:.0}",
+        looks.len(),
+        phases.join(", "),
+        pct(&mut reads, 0.5),
+        pct(&mut reads, 1.0)
+    );
+}
+
+/// ufo's step ÷ the application alone for the same input, p50 to p50 and p95 to p95.
+fn print_ratio(name: &str, ufo: &[f64], alone: &[f64]) {
+    let (mut u, mut a) = (ufo.to_vec(), alone.to_vec());
+    let (u50, u95, a50, a95) = (
+        pct(&mut u, 0.5),
+        pct(&mut u, 0.95),
+        pct(&mut a, 0.5),
+        pct(&mut a, 0.95),
+    );
+    println!(
+        "{name}: ratio ufo ÷ application alone p50 {:.2}× ({u50:.0} / {a50:.0} ms), p95 {:.2}× \
+         ({u95:.0} / {a95:.0} ms); {} ufo steps, {} alone; load {}",
+        u50 / a50,
+        u95 / a95,
+        ufo.len(),
+        alone.len(),
+        load()
+    );
 }
 
 /// The load average over the last minute (the machine is shared: numbers go with it).
@@ -350,7 +461,13 @@ fn load() -> String {
         .unwrap_or_else(|| "?".to_string())
 }
 
-fn calculator(bin: &Path, dir: &Path, multi: bool, name: &str) {
+/// The calculator case with each of `bins` (their sessions alternate); what each measured.
+fn calculator(
+    bins: &[(&'static str, PathBuf)],
+    dir: &Path,
+    multi: bool,
+    name: &str,
+) -> Vec<Measured> {
     let task = "Compute 12 x 7";
     let click = |t: &str, s: &str| app_line(t, "", "click", json!({}), s);
     let lines: Vec<String> = if multi {
@@ -376,17 +493,22 @@ fn calculator(bin: &Path, dir: &Path, multi: bool, name: &str) {
             host_finish(),
         ]
     };
-    let mut m = Measured::default();
+    let mut ms: Vec<Measured> = bins.iter().map(|_| Measured::default()).collect();
     for _ in 0..RUNS {
-        run(bin, dir, &lines, task, multi, &mut m);
-        let shown = calculator_display();
-        if shown == "84" {
-            m.ok += 1;
-        } else {
-            eprintln!("the calculator shows {shown:?}, not 84");
+        for ((_, bin), m) in bins.iter().zip(&mut ms) {
+            run(bin, dir, &lines, task, multi, m);
+            let shown = calculator_display();
+            if shown == "84" {
+                m.ok += 1;
+            } else {
+                eprintln!("the calculator shows {shown:?}, not 84");
+            }
         }
     }
-    report(name, &mut m);
+    for ((label, _), m) in bins.iter().zip(&mut ms) {
+        report(&format!("{name} [{label}]"), m);
+    }
+    ms
 }
 
 fn mousepad(bin: &Path, dir: &Path) {
@@ -581,10 +703,11 @@ for a in pyatspi.Registry.getDesktop(0):
 
 /// Calc cell entry: five values and their sum entered in A1..A6, each cell named by its
 /// address, then read back through pyatspi.
-fn cells(bin: &Path, dir: &Path) {
+fn cells(bins: &[(&'static str, PathBuf)], dir: &Path) {
     let task = "Enter the numbers and their sum";
-    let mut m = Measured::default();
-    for i in 0..RUNS {
+    let mut ms: Vec<Measured> = bins.iter().map(|_| Measured::default()).collect();
+    for i in 0..RUNS * bins.len() {
+        let (bin, m) = (&bins[i % bins.len()].1, &mut ms[i % bins.len()]);
         let name = format!("cells{i}.fods");
         let set = |cell: &str, text: &str, status: &str| {
             app_line(cell, "", "set_text", json!({"text": text}), status)
@@ -600,7 +723,7 @@ fn cells(bin: &Path, dir: &Path) {
             host_finish(),
         ];
         let _calc = start_calc(dir, &name);
-        run(bin, dir, &lines, task, false, &mut m);
+        run(bin, dir, &lines, task, false, m);
         let shown = Command::new("/usr/bin/python3")
             .args(["-c", SHEET_CELLS])
             .output()
@@ -612,20 +735,25 @@ fn cells(bin: &Path, dir: &Path) {
             eprintln!("the sheet shows {shown:?}, not 5,7,11,13,2,38");
         }
     }
-    report("Calc cell entry (6 cells)", &mut m);
-    cells_alone(dir);
+    let alone = cells_alone(dir);
+    for ((label, _), m) in bins.iter().zip(&mut ms) {
+        let name = format!("Calc cell entry (6 cells) [{label}]");
+        report(&name, m);
+        let entries: Vec<f64> = m.actions.iter().map(|a| a.1).collect();
+        print_ratio(&format!("{name}, each entry"), &entries, &alone);
+    }
 }
 
 /// LibreOffice Calc's own time for a cell entry without ufo: the same six entries typed
 /// into a fresh sheet with xdotool (the text, Delete, Enter, as `set_text` types them; Enter
 /// moves the cursor to the next cell), each timed to the window's last redraw (LibreOffice
 /// draws no caret in a sheet that is not being edited: its redraws end).
-fn cells_alone(dir: &Path) {
+fn cells_alone(dir: &Path) -> Vec<f64> {
     let name = "alone.fods";
     let _calc = start_calc(dir, name);
     let Some(xid) = window_named(&format!("{name} - LibreOffice Calc"), Duration::ZERO) else {
         eprintln!("Calc alone: no window");
-        return;
+        return Vec::new();
     };
     let _ = Command::new("xdotool")
         .args(["windowactivate", "--sync", &xid.to_string()])
@@ -655,6 +783,7 @@ fn cells_alone(dir: &Path) {
         String::from_utf8_lossy(&shown.stdout).trim(),
         load()
     );
+    own
 }
 
 fn main() {
@@ -663,24 +792,29 @@ fn main() {
         return;
     }
     let bin = binary();
+    let bins = binaries();
     let dir = tempfile::tempdir().unwrap();
     let only = std::env::var("UFO_BENCH_ONLY").unwrap_or_default();
     let wanted = |case: &str| only.is_empty() || only.split(',').any(|o| o.trim() == case);
     if wanted("calculator") {
-        calculator(&bin, dir.path(), false, "calculator 12 × 7");
-        calculator_alone();
+        let name = "calculator 12 × 7";
+        let ms = calculator(&bins, dir.path(), false, name);
+        let alone = calculator_alone();
+        for ((label, _), m) in bins.iter().zip(&ms) {
+            print_ratio(&format!("{name} [{label}], the `=` step"), &m.last, &alone);
+        }
     }
     if wanted("beside") {
         let _calc = start_calc(dir.path(), "beside.fods");
         calculator(
-            &bin,
+            &bins,
             dir.path(),
             false,
             "calculator 12 × 7, LibreOffice Calc open beside it",
         );
     }
     if wanted("multi") {
-        calculator(&bin, dir.path(), true, "calculator 12 × 7, multi_action");
+        calculator(&bins, dir.path(), true, "calculator 12 × 7, multi_action");
     }
     if wanted("mousepad") {
         mousepad(&bin, dir.path());
@@ -689,6 +823,6 @@ fn main() {
         chromium(&bin, dir.path());
     }
     if wanted("cells") {
-        cells(&bin, dir.path());
+        cells(&bins, dir.path());
     }
 }

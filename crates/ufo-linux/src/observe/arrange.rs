@@ -97,6 +97,7 @@ pub(super) fn arrange(
 /// are, relative to the captured `area`); a failure is a warning.
 pub(super) async fn labelled_screenshots(
     img: Result<RgbImage, LinuxError>,
+    clean: Option<Vec<u8>>,
     fetched: &[Fetched],
     area: Rect,
     warnings: &mut Vec<String>,
@@ -123,7 +124,7 @@ pub(super) async fn labelled_screenshots(
             }
         })
         .collect();
-    match encode_pair(img, marks).await {
+    match encode_pair(img, clean, marks).await {
         Ok((a, b)) => (Some(a), Some(b)),
         Err(e) => {
             warnings.push(format!("screenshot could not be encoded: {e}"));
@@ -275,17 +276,25 @@ pub(super) fn rows_as_controls(out: Vec<Fetched>, tables: &[Option<String>]) -> 
         .collect()
 }
 
+/// The clean PNG (`clean` when it was encoded already, while the controls were read) and the
+/// annotated one, each encoded in a blocking task of its own.
 async fn encode_pair(
     img: RgbImage,
+    clean: Option<Vec<u8>>,
     marks: Vec<Mark>,
 ) -> Result<(Screenshot, Screenshot), LinuxError> {
     let (w, h) = (img.width, img.height);
     let img = Arc::new(img);
     let img2 = img.clone();
-    let clean = tokio::task::spawn_blocking(move || annotate::encode_png(&img2));
+    let clean = async move {
+        match clean {
+            Some(png) => Ok(png),
+            None => tokio::task::spawn_blocking(move || annotate::encode_png(&img2)).await?,
+        }
+    };
     let marked = tokio::task::spawn_blocking(move || annotate::annotated_png(&img, &marks));
     let (clean, marked) = tokio::join!(clean, marked);
-    let clean = clean??;
+    let clean = clean?;
     let marked = marked??;
     Ok((
         Screenshot {

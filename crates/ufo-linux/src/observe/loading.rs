@@ -38,8 +38,9 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use crate::a11y::bus::AppTree;
 use crate::display::WinId;
-use crate::vocab::role;
+use crate::vocab::{role, OFFICE_DOCUMENTS};
 
 /// The pause before a window whose accessible frame was not found is read again.
 pub(crate) const FRAME_POLL: Duration = Duration::from_millis(200);
@@ -533,6 +534,18 @@ pub(crate) fn is_office_document_window(title: &str) -> bool {
     title.contains(" - LibreOffice")
 }
 
+/// A LibreOffice document window (by its frame's name) whose tree shows no document under
+/// its frame: the document is not in it yet. Judged on the tree after the walk: the cache
+/// alone files the document under a root pane it lacks (as if the window were empty).
+pub(crate) fn office_document_missing(tree: &AppTree, frame: &str) -> bool {
+    let name = tree.nodes.get(frame).map(|n| n.name.as_str()).unwrap_or("");
+    is_office_document_window(name)
+        && !tree
+            .subtree(frame, 20_000)
+            .iter()
+            .any(|n| OFFICE_DOCUMENTS.contains(n.role))
+}
+
 /// Chromium's reload button is in its stop mode: its description names stopping.
 pub(crate) fn is_stop_mode(description: &str) -> bool {
     description.to_ascii_lowercase().contains("stop")
@@ -544,6 +557,33 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    /// Issue 48: LibreOffice's cache files a loaded sheet under a root pane it lacks: the
+    /// cache alone shows the window without its document (a loaded Calc was read three
+    /// times for it); the walk connects the root pane, and then the document is there.
+    #[test]
+    fn an_office_document_is_judged_on_the_walked_tree() {
+        use crate::observe::fixtures::at;
+        use crate::vocab::ROOT_PATH;
+        let mut frame = at("/f", ROOT_PATH, 0, role::FRAME);
+        frame.name = "cells.fods - LibreOffice Calc".into();
+        frame.child_count = 1;
+        let cached = vec![
+            frame,
+            at("/menu", "/f", 0, role::MENU_BAR),
+            // under the root pane the cache lacks
+            at("/doc", "/pane", 0, role::DOCUMENT_SPREADSHEET),
+        ];
+        let mut tree = AppTree::from_nodes(cached.clone());
+        assert!(office_document_missing(&tree, "/f"), "the cache alone");
+        // the walk lists the frame's children live and reads the root pane
+        tree.insert(at("/pane", "/f", 1, role::ROOT_PANE));
+        assert!(!office_document_missing(&tree, "/f"), "after the walk");
+        // a window of another application is never judged so
+        let mut other = cached;
+        other[0].name = "Calculator".into();
+        assert!(!office_document_missing(&AppTree::from_nodes(other), "/f"));
     }
 
     fn browser(docs: &[(bool, bool)], navigating: bool) -> LoadRead {

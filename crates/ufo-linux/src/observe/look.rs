@@ -7,15 +7,15 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use super::loading::{
-    another_document, decide, gave_up_note, is_office_document_window, is_stop_mode, kind_of,
-    loading, shown_documents, AppKind, DocRead, Expected, Expecting, LoadDecision, LoadRead,
-    LoadWait, Probe, ACC, BUSY, RELATION_EMBEDS,
+    another_document, decide, gave_up_note, is_stop_mode, kind_of, loading,
+    office_document_missing, shown_documents, AppKind, DocRead, Expected, Expecting, LoadDecision,
+    LoadRead, LoadWait, Probe, ACC, BUSY, RELATION_EMBEDS,
 };
 use super::loading::{on_wait, Looking, OnWait, Waiting};
 use super::observer::{Observer, Pace};
 use crate::display::{DisplayWindow, WinId};
 use crate::names::collapse_ws;
-use crate::vocab::{role, OFFICE_DOCUMENTS, ROOT_PATH};
+use crate::vocab::{role, ROOT_PATH};
 use crate::LinuxError;
 
 impl Observer<'_> {
@@ -373,13 +373,7 @@ impl Observer<'_> {
         } else {
             None
         };
-        let frame_name = tree.nodes.get(frame).map(|n| n.name.as_str()).unwrap_or("");
-        let office_unbuilt = kind == AppKind::Office
-            && is_office_document_window(frame_name)
-            && !tree
-                .subtree(frame, 20_000)
-                .iter()
-                .any(|n| OFFICE_DOCUMENTS.contains(n.role));
+        let office_unbuilt = kind == AppKind::Office && office_document_missing(tree, frame);
         // (the documents a look found while the reload button was sought are kept: the next
         // action compares the page after it with them)
         self.loads.lock().update(bus, xid, |probe| {

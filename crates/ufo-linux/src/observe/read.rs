@@ -381,8 +381,6 @@ impl Observer<'_> {
             .ok_or_else(|| LinuxError::ActionFailed("tree vanished".into()))?;
         let frame = self.frame_of(bus, tree, sought, relative).await?;
         let t_items = t.elapsed();
-        self.note_loaded_tree(bus, sought.window.id, tree, &frame)
-            .await;
         let reading = FreshNodes::for_toolkit(relative);
         let walk = self
             .complete_tree(bus, tree, &frame, true, reading, warnings)
@@ -398,6 +396,11 @@ impl Observer<'_> {
         if relative {
             self.drop_closed_popovers(bus, tree, &frame).await;
         }
+        // after the walk: LibreOffice's cache files its document under a root pane it lacks,
+        // so the cache alone never shows the document in its window (judged from it, a
+        // loaded Calc was read three times, 1.2 s, before its first observation)
+        self.note_loaded_tree(bus, sought.window.id, tree, &frame)
+            .await;
         let t_walk = t.elapsed();
         // office documents: their visible paragraphs, cells, shapes and slides (office.rs)
         self.office()

@@ -2,6 +2,7 @@
 //! runs, read again as the loading's decisions say (`loading::reread`), then its controls in
 //! label order and its labelled screenshot.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ufo_core::WindowObservation;
@@ -12,6 +13,7 @@ use super::locate::Located;
 use super::observer::{FullObservation, Observation, Observer, Pace};
 use super::read::ReadWindows;
 use crate::controls::ControlDetail;
+use crate::display::annotate::encode_png;
 use crate::display::pixels::RgbImage;
 use crate::display::{self, position_unknown};
 use crate::LinuxError;
@@ -26,7 +28,16 @@ struct Loaded {
 }
 
 /// A located window's capture (and how long it took) and its controls.
-type Read = ((Result<RgbImage, LinuxError>, Duration), ReadWindows);
+type Read = (Captured, ReadWindows);
+
+/// A window's capture, how long it took, and its clean PNG, encoded while the controls were
+/// read (it does not depend on them: the first observation of a Calc sheet spent 40–50 ms
+/// encoding its two screenshots after the read, in a debug build; `None` when it failed).
+pub(super) struct Captured {
+    img: Result<RgbImage, LinuxError>,
+    took: Duration,
+    clean: Option<Vec<u8>>,
+}
 
 impl Observer<'_> {
     /// Observe a window for the step that asks, and hand it out: its labels are the ones the
@@ -185,7 +196,7 @@ impl Observer<'_> {
         let Loaded {
             located,
             mut load,
-            read: ((img, capture_time), read),
+            read: (shot, read),
             load_wait,
         } = r;
         let Located {
@@ -210,7 +221,7 @@ impl Observer<'_> {
                  listed (it takes no input until the dialog is closed)"
             ));
         }
-        stats.capture = capture_time;
+        stats.capture = shot.took;
         stats.load_wait = load_wait;
         warnings.append(&mut load.notes);
         let mut fetched = arrange(groups, &attached, modal.is_some());
@@ -218,9 +229,10 @@ impl Observer<'_> {
         if fetched.is_empty() && main_bus.is_some() {
             warnings.extend(established_hint(main.pid, stats.document_nodes));
         }
+        let shown = area.unwrap_or_default();
         let seen = super::sight::Seen {
-            img: img.as_ref().ok(),
-            area: area.unwrap_or_default(),
+            img: shot.img.as_ref().ok(),
+            area: shown,
             window: main.id,
             attached: &attached,
             modal: modal.is_some(),
@@ -230,12 +242,12 @@ impl Observer<'_> {
             .await;
         let t_px = Instant::now();
         let pixel_changes = self
-            .pixel_evidence(main.id, img.as_ref().ok(), area, stats.pixels_read)
+            .pixel_evidence(main.id, shot.img.as_ref().ok(), area, stats.pixels_read)
             .await;
         stats.pixel_evidence = t_px.elapsed();
         let t_enc = Instant::now();
         let (screenshot, annotated) =
-            labelled_screenshots(img, &fetched, area.unwrap_or_default(), &mut warnings).await;
+            labelled_screenshots(shot.img, shot.clean, &fetched, shown, &mut warnings).await;
         stats.encode = t_enc.elapsed();
         let labelled = (main.id, labelled(&fetched));
         let window = self.window_info(&main, main_bus).await;
@@ -269,7 +281,21 @@ impl Observer<'_> {
                 Some(area) => display::run(self.display, move |d| d.capture(area)).await,
                 None => Err(position_unknown(&located.main)),
             };
-            (img, t.elapsed())
+            let took = t.elapsed();
+            let (img, clean) = match img {
+                Ok(shot) => {
+                    // shared with the encoding task, and back once it is done
+                    let shot = Arc::new(shot);
+                    let shared = shot.clone();
+                    let png = tokio::task::spawn_blocking(move || encode_png(&shared)).await;
+                    let img = Arc::try_unwrap(shot).map_err(|_| {
+                        LinuxError::ActionFailed("the screenshot is still being encoded".into())
+                    });
+                    (img, png.ok().and_then(Result::ok))
+                }
+                Err(e) => (Err(e), None),
+            };
+            Captured { img, took, clean }
         };
         let controls = self.read_windows(located, with_actions, located.warnings.clone());
         tokio::join!(capture, controls)
