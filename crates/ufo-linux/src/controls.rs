@@ -23,6 +23,21 @@ pub(crate) struct CtlInfo {
     /// AT-SPI role number and raw accessible name when observed, and its label there (for
     /// the "changed since the last observation" check).
     pub seen: Seen,
+    /// The part of a composite listed as this one line that takes text (a combo box's entry,
+    /// a shape's only paragraph: observe/composite.rs).
+    pub part: Option<Box<CtlInfo>>,
+}
+
+impl CtlInfo {
+    /// The node an action goes to: text is set, typed and read in the composite's part
+    /// (a combo box's entry); anything else (a click, `select`) goes to the control itself.
+    pub(crate) fn for_action(&self, action: &ufo_core::UiAction) -> &CtlInfo {
+        use ufo_core::UiAction as A;
+        match (action, &self.part) {
+            (A::SetText { .. } | A::TypeKeys { .. } | A::ReadText, Some(part)) => part,
+            _ => self,
+        }
+    }
 }
 
 /// The controls of one observation by id, each with the label it was given.

@@ -22,15 +22,18 @@ pub(crate) fn is_noise(name: &str) -> bool {
     false
 }
 
-/// The name an agent sees: whitespace collapsed, GTK4's doubled names ("7 7") undoubled, and
+/// The name an agent sees: whitespace collapsed, GTK4's doubled names ("7 7") undoubled, its
+/// mnemonic label glued before its label ("_Add Add", GNOME Clocks) read as the label, and
 /// the description (else the children's label text) when the name is noise.
 pub(crate) fn clean_name(name: &str, description: &str, child_text: &str) -> String {
     let mut n = collapse_ws(name);
     let words: Vec<&str> = n.split(' ').collect();
     if words.len() >= 2 && words.len() & 1 == 0 {
         let half = words.len() / 2;
-        if words[..half] == words[half..] {
-            n = words[..half].join(" ");
+        let (first, second) = (words[..half].join(" "), words[half..].join(" "));
+        // (a mnemonic underscore is only in the first half: "_Save As Save As")
+        if first == second || (first.contains('_') && without_mnemonic(&first) == second) {
+            n = second;
         }
     }
     if is_noise(&n) {
@@ -45,6 +48,23 @@ pub(crate) fn clean_name(name: &str, description: &str, child_text: &str) -> Str
         return String::new();
     }
     n
+}
+
+/// A label's text without its mnemonic marks: an underscore that starts a word and comes
+/// before a letter or digit ("_Add" → "Add", "Save _As" → "Save As"); an underscore inside a
+/// word ("snake_case", "__init__") is text and stays. Mnemonics are never part of a name.
+pub(crate) fn without_mnemonic(label: &str) -> String {
+    let mut out = String::with_capacity(label.len());
+    let mut chars = label.chars().peekable();
+    let mut word_start = true;
+    while let Some(c) = chars.next() {
+        let marks = c == '_' && word_start && chars.peek().is_some_and(|n| n.is_alphanumeric());
+        if !marks {
+            out.push(c);
+        }
+        word_start = c.is_whitespace();
+    }
+    out
 }
 
 /// What is known about a field's name (an entry, a combo box, a spin button, a slider),
@@ -205,6 +225,24 @@ mod tests {
         assert!(is_noise("AdwGizmo"));
         assert!(!is_noise("Gtk"));
         assert!(!is_noise("Gdansk harbour"));
+    }
+
+    /// Issue 46: GNOME Clocks (GTK 4) names its buttons "_Add Add": the mnemonic label glued
+    /// before the label. The name is the label; underscores inside words stay.
+    #[test]
+    fn a_mnemonic_is_never_part_of_a_name() {
+        assert_eq!(clean_name("_Add Add", "", ""), "Add");
+        assert_eq!(clean_name("_Cancel   Cancel", "", ""), "Cancel");
+        assert_eq!(clean_name("_Save As Save As", "", ""), "Save As");
+        assert_eq!(clean_name("Save _As Save As", "", ""), "Save As");
+        // not a doubled name: kept as it is
+        assert_eq!(clean_name("_Add Remove", "", ""), "_Add Remove");
+        assert_eq!(clean_name("snake_case snake_case", "", ""), "snake_case");
+        assert_eq!(without_mnemonic("_Add"), "Add");
+        assert_eq!(without_mnemonic("Save _As"), "Save As");
+        assert_eq!(without_mnemonic("snake_case"), "snake_case");
+        assert_eq!(without_mnemonic("__init__"), "__init__");
+        assert_eq!(without_mnemonic("_ alone"), "_ alone");
     }
 
     fn ev(own: &str) -> FieldEvidence {

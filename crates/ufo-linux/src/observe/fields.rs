@@ -12,8 +12,8 @@ use crate::display::pixels::intersect;
 use crate::display::WinId;
 use crate::names::{self, clean_name, collapse_ws, FieldEvidence, ValueKind};
 use crate::vocab::{
-    iface, role, role_name, state, ANY_BUTTON, CHECKABLE, FIELDS, ITEMS, RANGES, STATE_LABELS,
-    TEXTUAL,
+    iface, role, role_name, state, ANY_BUTTON, CHECKABLE, FIELDS, ITEMS, LABELLED, RANGES,
+    STATE_LABELS, TEXTUAL,
 };
 use crate::LinuxError;
 
@@ -345,6 +345,9 @@ fn shown_name(c: &Candidate, value: Option<&str>) -> String {
         office::paragraph_name(value.unwrap_or(""), cell)
     } else if ITEMS.contains(n.role) && !c.child_text.is_empty() {
         clean_name(&n.name, &c.child_text, &n.description)
+    } else if LABELLED.contains(n.role) {
+        // a button's or menu item's label may carry its mnemonic mark ("_Add")
+        names::without_mnemonic(&clean_name(&n.name, &n.description, &c.child_text))
     } else {
         clean_name(&n.name, &n.description, &c.child_text)
     }
@@ -387,6 +390,7 @@ fn fetched(
                 name: n.name.clone(),
                 label: 0,
             },
+            part: None,
         },
         detail: ControlDetail {
             control: Control {

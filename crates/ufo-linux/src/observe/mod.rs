@@ -3,6 +3,7 @@
 //! and the annotated screenshot.
 
 mod arrange;
+mod composite;
 mod candidates;
 pub(crate) mod changes;
 mod fields;
