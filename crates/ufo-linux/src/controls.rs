@@ -76,6 +76,10 @@ pub struct ControlDetail {
 pub(crate) struct Fetched {
     pub(crate) detail: ControlDetail,
     pub(crate) info: CtlInfo,
+    /// A field named by its container (names.rs, `NameSource::Container`): its name when that
+    /// name names several fields of the window at once (the label just left of it, else its
+    /// description, else none).
+    pub(crate) by_container: Option<String>,
 }
 
 impl KnownControls {

@@ -974,6 +974,7 @@ fn fetched(
             actions: Vec::new(),
         },
         info,
+        by_container: None,
     }
 }
 

@@ -81,6 +81,7 @@ impl Observer<'_> {
                 xid,
             )));
         }
+        let mut by_container = None;
         let name = match &c.field {
             Some(seed) if !FIELDS.contains(n.role) => {
                 // a bare button: only a label pointing at it names it
@@ -95,7 +96,18 @@ impl Observer<'_> {
             }
             Some(seed) => {
                 let e = self.field_evidence(bus, c, seed, value.as_deref()).await;
-                let name = names::field_name(&e);
+                let (name, source) = names::named_field(&e);
+                if source == names::NameSource::Container {
+                    // its name if the container's names several fields (read.rs)
+                    let left = self.label_left_of(bus, seed, (x, y, ew, eh)).await;
+                    let left = left.map(|l| names::label_as_name(&l));
+                    let described = collapse_ws(&n.description);
+                    by_container = Some(
+                        left.filter(|l| !l.is_empty())
+                            .or_else(|| (!names::is_noise(&described)).then_some(described))
+                            .unwrap_or_default(),
+                    );
+                }
                 // a combo box named by its chosen option shows the option as its value
                 if value.is_none() && n.role == role::COMBO_BOX && name != e.own {
                     // (a toolkit type name, GTK4's "GtkDropDown", is no option)
@@ -105,7 +117,9 @@ impl Observer<'_> {
             }
             None => shown_name(c, value.as_deref()),
         };
-        Ok(Some(fetched(bus, n, name, value, rect, actions, xid)))
+        let mut f = fetched(bus, n, name, value, rect, actions, xid);
+        f.by_container = by_container;
+        Ok(Some(f))
     }
 
     /// A step of [`Self::fetch_control`]: the evidence for a field's name. Its relations
@@ -412,5 +426,6 @@ fn fetched(
             states,
             actions,
         },
+        by_container: None,
     }
 }

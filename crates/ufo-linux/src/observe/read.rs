@@ -316,7 +316,7 @@ impl Observer<'_> {
         placed: ((i32, i32), Rect, WinId),
         warnings: &mut Vec<String>,
     ) -> Vec<Fetched> {
-        let answered = folded(answered(candidates, results), tree);
+        let answered = folded(unshared(answered(candidates, results)), tree);
         let out = group_unnamed(answered.out, &answered.tables, &answered.parents);
         let mut out = rows_as_controls(out, &answered.tables);
         self.one_focused(bus, &mut out).await;
@@ -596,6 +596,28 @@ fn answered(
             Err(e) => {
                 a.failed += 1;
                 a.first_err.get_or_insert(e.to_string());
+            }
+        }
+    }
+    a
+}
+
+/// A container's name that would name several fields of the window at once names none of
+/// them: each takes the name it has without it (names.rs, `shared_container_names`).
+fn unshared(mut a: Answered) -> Answered {
+    let shared: HashSet<String> = crate::names::shared_container_names(a.out.iter().map(|f| {
+        f.by_container
+            .as_ref()
+            .map(|_| f.detail.control.name.as_str())
+    }))
+    .into_iter()
+    .map(str::to_string)
+    .collect();
+    for f in &mut a.out {
+        if shared.contains(&f.detail.control.name) {
+            if let Some(name) = f.by_container.take() {
+                f.detail.control.name = name.clone();
+                f.info.name = name;
             }
         }
     }

@@ -285,6 +285,7 @@ fn detected_fetched(control: Control, window: WinId) -> Fetched {
             actions: Vec::new(),
         },
         info,
+        by_container: None,
     }
 }
 
