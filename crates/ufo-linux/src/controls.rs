@@ -23,8 +23,8 @@ pub(crate) struct CtlInfo {
     /// AT-SPI role number and raw accessible name when observed, and its label there (for
     /// the "changed since the last observation" check).
     pub seen: Seen,
-    /// The part of a composite listed as this one line that takes text (a combo box's entry,
-    /// a shape's only paragraph: observe/composite.rs).
+    /// The part of a composite listed as this one line that takes text (a combo box's entry:
+    /// observe/composite.rs).
     pub part: Option<Box<CtlInfo>>,
 }
 

@@ -149,7 +149,10 @@ pub(crate) fn named_field(e: &FieldEvidence) -> (String, NameSource) {
     if let Some(p) = e.parent.as_deref().and_then(usable) {
         return (p, NameSource::Container);
     }
-    (usable(&e.description).unwrap_or_default(), NameSource::Other)
+    (
+        usable(&e.description).unwrap_or_default(),
+        NameSource::Other,
+    )
 }
 
 /// The container names that name several fields of one window at once (GIMP's Preferences:

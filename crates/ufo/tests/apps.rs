@@ -864,21 +864,39 @@ fn the_agent_replaces_text_through_mousepads_find_and_replace() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let file = tmp.path().join(format!("{}.txt", guard.token));
     std::fs::write(&file, "alpha beta alpha\ngamma alpha\n").expect("file");
-    let config = format!("[launch]\n\"test files\" = \"mousepad {}\"\n", file.display());
+    let config = format!(
+        "[launch]\n\"test files\" = \"mousepad {}\"\n",
+        file.display()
+    );
     let lines = [
         host_assign("Replace every alpha with omega and save", "test files"),
         // the menus come first, then the text area: label 7
         line(
             "app",
-            app("", "7", "type_keys", json!({"keys": "{ctrl+r}"}), "CONTINUE"),
+            app(
+                "",
+                "7",
+                "type_keys",
+                json!({"keys": "{ctrl+r}"}),
+                "CONTINUE",
+            ),
             &["[7] text"],
         ),
         // one line per field: the box and its entry are one control (the entry was [2] and
         // the second box [3] when each had a line)
         line(
             "app",
-            app("Search for", "", "set_text", json!({"text": "alpha"}), "CONTINUE"),
-            &["[1] combo box \"Search for\"", "[2] combo box \"Replace with\""],
+            app(
+                "Search for",
+                "",
+                "set_text",
+                json!({"text": "alpha"}),
+                "CONTINUE",
+            ),
+            &[
+                "[1] combo box \"Search for\"",
+                "[2] combo box \"Replace with\"",
+            ],
         ),
         app_line(
             "Replace with",
@@ -898,7 +916,10 @@ fn the_agent_replaces_text_through_mousepads_find_and_replace() {
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
     let saved = wait_for_file(&file, "omega", Duration::from_secs(10));
     assert_eq!(run.status.code(), Some(0), "stderr:\n{stderr}");
-    assert_eq!(saved, "omega beta omega\ngamma omega\n", "stderr:\n{stderr}");
+    assert_eq!(
+        saved, "omega beta omega\ngamma omega\n",
+        "stderr:\n{stderr}"
+    );
 }
 
 /// The processes whose environment holds `var` (a marker for an application that takes no
@@ -945,7 +966,10 @@ fn a_gtk4_buttons_mnemonic_is_no_part_of_its_name_in_gnome_clocks() {
     let config = format!("[launch]\n\"world clocks\" = \"env {marker} gnome-clocks\"\n");
     let dialog = "Add a New World Clock";
     let lines = [
-        host_assign("Open the dialog to add a clock, then cancel it", "world clocks"),
+        host_assign(
+            "Open the dialog to add a clock, then cancel it",
+            "world clocks",
+        ),
         app_line("Add Location", "", "click", json!({}), "CONTINUE"),
         line(
             "app",
@@ -965,5 +989,9 @@ fn a_gtk4_buttons_mnemonic_is_no_part_of_its_name_in_gnome_clocks() {
         !processes_with_env(&marker).is_empty(),
         "GNOME Clocks is not running:\n{stderr}"
     );
-    assert_eq!(window_titled(dialog), None, "the dialog is still open:\n{stderr}");
+    assert_eq!(
+        window_titled(dialog),
+        None,
+        "the dialog is still open:\n{stderr}"
+    );
 }

@@ -78,7 +78,12 @@ const CLICKABLE_ITEMS: &[&str] = &["list item", "tree item", "table cell", "cell
 /// Items of a menu: listed only while their menu is open (a closed menu's items are not), so a
 /// name they share with a control of the window under the menu means them: what is open wins
 /// (Impress, Format ▸ Align Text open: "Right" is the submenu's item, not the toolbar's button).
-const OPEN_MENU_ITEMS: &[&str] = &["menu item", "check menu item", "radio menu item", "menuitem"];
+const OPEN_MENU_ITEMS: &[&str] = &[
+    "menu item",
+    "check menu item",
+    "radio menu item",
+    "menuitem",
+];
 /// Roles an item is selected in.
 const SELECTABLE: &[&str] = &[
     "combo box",

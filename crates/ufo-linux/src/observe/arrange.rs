@@ -205,7 +205,7 @@ pub(super) fn group_unnamed(
         .collect()
 }
 
-/// A composite's part (a combo box's entry, a shape's only paragraph: composite.rs) folded
+/// A composite's part (a combo box's entry: composite.rs) folded
 /// into the line of the control around it: that control's role and name (else the part's),
 /// the part's text as its value, focused or editable when the part is, the part kept for the
 /// actions that take text.

@@ -3,9 +3,9 @@
 //! and the annotated screenshot.
 
 mod arrange;
-mod composite;
 mod candidates;
 pub(crate) mod changes;
+mod composite;
 mod fields;
 #[cfg(test)]
 mod fixtures;

@@ -316,7 +316,8 @@ impl Observer<'_> {
         placed: ((i32, i32), Rect, WinId),
         warnings: &mut Vec<String>,
     ) -> Vec<Fetched> {
-        let answered = folded(unshared(answered(candidates, results)), tree);
+        // (a box and its entry named by one container are one control before names are counted)
+        let answered = unshared(folded(answered(candidates, results), tree));
         let out = group_unnamed(answered.out, &answered.tables, &answered.parents);
         let mut out = rows_as_controls(out, &answered.tables);
         self.one_focused(bus, &mut out).await;
@@ -624,8 +625,8 @@ fn unshared(mut a: Answered) -> Answered {
     a
 }
 
-/// The controls that answered, each composite (a combo box and its entry, a shape and its
-/// only paragraph: composite.rs) as one line, the part kept for the actions that fit it.
+/// The controls that answered, each composite (a combo box and its entry: composite.rs) as
+/// one line, the part kept for the actions that fit it.
 fn folded(a: Answered, tree: &AppTree) -> Answered {
     let pieces: Vec<composite::Piece> = a
         .out
@@ -659,10 +660,9 @@ fn folded(a: Answered, tree: &AppTree) -> Answered {
         failed,
         first_err,
     } = a;
-    let part_of: HashMap<usize, usize> = folds.iter().map(|&(o, p)| (p, o)).collect();
     let mut slots: Vec<Option<Fetched>> = out.into_iter().map(Some).collect();
     let mut parts: HashMap<usize, Fetched> = HashMap::new();
-    for (&p, _) in &part_of {
+    for &(_, p) in &folds {
         if let Some(f) = slots[p].take() {
             parts.insert(p, f);
         }
