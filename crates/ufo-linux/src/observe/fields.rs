@@ -98,15 +98,8 @@ impl Observer<'_> {
                 let e = self.field_evidence(bus, c, seed, value.as_deref()).await;
                 let (name, source) = names::named_field(&e);
                 if source == names::NameSource::Container {
-                    // its name if the container's names several fields (read.rs)
-                    let left = self.label_left_of(bus, seed, (x, y, ew, eh)).await;
-                    let left = left.map(|l| names::label_as_name(&l));
-                    let described = collapse_ws(&n.description);
-                    by_container = Some(
-                        left.filter(|l| !l.is_empty())
-                            .or_else(|| (!names::is_noise(&described)).then_some(described))
-                            .unwrap_or_default(),
-                    );
+                    let at = (x, y, ew, eh);
+                    by_container = Some(self.without_container(bus, seed, n, at).await);
                 }
                 // a combo box named by its chosen option shows the option as its value
                 if value.is_none() && n.role == role::COMBO_BOX && name != e.own {
@@ -120,6 +113,24 @@ impl Observer<'_> {
         let mut f = fetched(bus, n, name, value, rect, actions, xid);
         f.by_container = by_container;
         Ok(Some(f))
+    }
+
+    /// A step of [`Self::fetch_control`]: the name of a field named by its container, for
+    /// when that name names several fields of the window (read.rs, `unshared`): the label
+    /// just left of it on its line, else its description, else none.
+    async fn without_container(
+        &self,
+        bus: &str,
+        seed: &FieldSeed,
+        n: &Node,
+        at: (i32, i32, i32, i32),
+    ) -> String {
+        let left = self.label_left_of(bus, seed, at).await;
+        let described = collapse_ws(&n.description);
+        left.map(|l| names::label_as_name(&l))
+            .filter(|l| !l.is_empty())
+            .or_else(|| (!names::is_noise(&described)).then_some(described))
+            .unwrap_or_default()
     }
 
     /// A step of [`Self::fetch_control`]: the evidence for a field's name. Its relations
