@@ -808,11 +808,18 @@ fn the_agent_follows_gimps_preferences_window_and_changes_a_setting() {
                  window observed",
             ],
         ),
-        // a GTK 2 spin button takes typed text as its value when the focus leaves it
+        // a GTK 2 spin button takes typed text as its value when the focus leaves it. Issue
+        // 46: the unit boxes beside three spin buttons are no longer all named by their
+        // container ("Resource Consumption"), and the swap compression box and its entry
+        // are one line showing the entry's text
         line(
             "app",
             app("OK", "", "click", json!({}), "CONTINUE"),
-            &["value: \"17\""],
+            &[
+                "value: \"17\"",
+                "combo box \"\" value: \"Kibibyte\"",
+                "combo box \"Swap compression\" value: \"Best performance\"",
+            ],
         ),
         line(
             "app",

@@ -9,7 +9,8 @@
 //! and one line would lose one of the two until a shape is reached by the text it shows.
 //!
 //! Measured on mousepad's Find and Replace: 14 lines before (`combo box "Replace with"` and
-//! `text "Replace with"`, `set_text` ambiguous), 12 after.
+//! `text "Replace with"`, `set_text` ambiguous), 12 after; GIMP's Preferences 33, 32; the
+//! names bench: Gnumeric 68 lines, 67 (its controls named as before), no other window changed.
 
 use std::collections::HashMap;
 

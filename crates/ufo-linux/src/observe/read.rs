@@ -645,7 +645,13 @@ fn folded(a: Answered, tree: &AppTree) -> Answered {
                 path: f.info.path.clone(),
                 ancestors,
                 role: f.info.seen.role,
-                name: f.detail.control.name.clone(),
+                // a container's name is none of its own: GIMP's "Swap compression" box and
+                // its entry named "Resource Consumption" are one control
+                name: if f.by_container.is_some() {
+                    String::new()
+                } else {
+                    f.detail.control.name.clone()
+                },
             }
         })
         .collect();
