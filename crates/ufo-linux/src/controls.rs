@@ -23,6 +23,21 @@ pub(crate) struct CtlInfo {
     /// AT-SPI role number and raw accessible name when observed, and its label there (for
     /// the "changed since the last observation" check).
     pub seen: Seen,
+    /// The part of a composite listed as this one line that takes text (a combo box's entry:
+    /// observe/composite.rs).
+    pub part: Option<Box<CtlInfo>>,
+}
+
+impl CtlInfo {
+    /// The node an action goes to: text is set, typed and read in the composite's part
+    /// (a combo box's entry); anything else (a click, `select`) goes to the control itself.
+    pub(crate) fn for_action(&self, action: &ufo_core::UiAction) -> &CtlInfo {
+        use ufo_core::UiAction as A;
+        match (action, &self.part) {
+            (A::SetText { .. } | A::TypeKeys { .. } | A::ReadText, Some(part)) => part,
+            _ => self,
+        }
+    }
 }
 
 /// The controls of one observation by id, each with the label it was given.
@@ -61,6 +76,10 @@ pub struct ControlDetail {
 pub(crate) struct Fetched {
     pub(crate) detail: ControlDetail,
     pub(crate) info: CtlInfo,
+    /// A field named by its container (names.rs, `NameSource::Container`): its name when that
+    /// name names several fields of the window at once (the label just left of it, else its
+    /// description, else none).
+    pub(crate) by_container: Option<String>,
 }
 
 impl KnownControls {

@@ -22,15 +22,18 @@ pub(crate) fn is_noise(name: &str) -> bool {
     false
 }
 
-/// The name an agent sees: whitespace collapsed, GTK4's doubled names ("7 7") undoubled, and
+/// The name an agent sees: whitespace collapsed, GTK4's doubled names ("7 7") undoubled, its
+/// mnemonic label glued before its label ("_Add Add", GNOME Clocks) read as the label, and
 /// the description (else the children's label text) when the name is noise.
 pub(crate) fn clean_name(name: &str, description: &str, child_text: &str) -> String {
     let mut n = collapse_ws(name);
     let words: Vec<&str> = n.split(' ').collect();
     if words.len() >= 2 && words.len() & 1 == 0 {
         let half = words.len() / 2;
-        if words[..half] == words[half..] {
-            n = words[..half].join(" ");
+        let (first, second) = (words[..half].join(" "), words[half..].join(" "));
+        // (a mnemonic underscore is only in the first half: "_Save As Save As")
+        if first == second || (first.contains('_') && without_mnemonic(&first) == second) {
+            n = second;
         }
     }
     if is_noise(&n) {
@@ -45,6 +48,23 @@ pub(crate) fn clean_name(name: &str, description: &str, child_text: &str) -> Str
         return String::new();
     }
     n
+}
+
+/// A label's text without its mnemonic marks: an underscore that starts a word and comes
+/// before a letter or digit ("_Add" → "Add", "Save _As" → "Save As"); an underscore inside a
+/// word ("snake_case", "__init__") is text and stays. Mnemonics are never part of a name.
+pub(crate) fn without_mnemonic(label: &str) -> String {
+    let mut out = String::with_capacity(label.len());
+    let mut chars = label.chars().peekable();
+    let mut word_start = true;
+    while let Some(c) = chars.next() {
+        let marks = c == '_' && word_start && chars.peek().is_some_and(|n| n.is_alphanumeric());
+        if !marks {
+            out.push(c);
+        }
+        word_start = c.is_whitespace();
+    }
+    out
 }
 
 /// What is known about a field's name (an entry, a combo box, a spin button, a slider),
@@ -78,7 +98,25 @@ pub(crate) fn label_as_name(label: &str) -> String {
 /// The name of a field, from its evidence in this order: the labels that point at it, its
 /// own name, the label beside it, its container's name, its description. A value or a
 /// placeholder is never its name (they are shown as its value or placeholder).
+#[cfg(test)]
 pub(crate) fn field_name(e: &FieldEvidence) -> String {
+    named_field(e).0
+}
+
+/// Where a field's name came from (see [`field_name`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NameSource {
+    /// A label that points at it, its own name, or the label beside it: its own.
+    Own,
+    /// The name of the container around it: a name it may share with the container's
+    /// other fields ([`shared_container_names`]).
+    Container,
+    /// Its description, or nothing.
+    Other,
+}
+
+/// [`field_name`] and where the name came from.
+pub(crate) fn named_field(e: &FieldEvidence) -> (String, NameSource) {
     let usable = |s: &str| {
         let s = collapse_ws(s);
         (!is_noise(&s)).then_some(s)
@@ -89,7 +127,7 @@ pub(crate) fn field_name(e: &FieldEvidence) -> String {
         .map(|r| without_value(&label_as_name(r), e.value.as_deref()))
         .filter(|r| !r.is_empty())
     {
-        return r;
+        return (r, NameSource::Own);
     }
     let own = clean_name(&e.own, "", "");
     let says_value = e.value.as_deref().is_some_and(|v| collapse_ws(v) == own);
@@ -98,15 +136,41 @@ pub(crate) fn field_name(e: &FieldEvidence) -> String {
         .as_deref()
         .is_some_and(|p| collapse_ws(p) == own);
     if !own.is_empty() && !says_value && !says_placeholder {
-        return own;
+        return (own, NameSource::Own);
     }
-    e.beside
+    if let Some(b) = e
+        .beside
         .as_deref()
         .map(label_as_name)
         .filter(|b| !b.is_empty())
-        .or_else(|| e.parent.as_deref().and_then(usable))
-        .or_else(|| usable(&e.description))
-        .unwrap_or_default()
+    {
+        return (b, NameSource::Own);
+    }
+    if let Some(p) = e.parent.as_deref().and_then(usable) {
+        return (p, NameSource::Container);
+    }
+    (
+        usable(&e.description).unwrap_or_default(),
+        NameSource::Other,
+    )
+}
+
+/// The container names that name several fields of one window at once (GIMP's Preferences:
+/// three unit boxes and an entry all "Resource Consumption"; KolourPaint's three spin buttons
+/// "Dimensions"): such a name tells the fields apart for nobody, so it names none of them.
+/// `names`: each field's name when it came from its container, `None` otherwise.
+pub(crate) fn shared_container_names<'a>(
+    names: impl IntoIterator<Item = Option<&'a str>>,
+) -> std::collections::HashSet<&'a str> {
+    let mut count: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for n in names.into_iter().flatten() {
+        *count.entry(n).or_default() += 1;
+    }
+    count
+        .into_iter()
+        .filter(|&(n, c)| c >= 2 && !n.is_empty())
+        .map(|(n, _)| n)
+        .collect()
 }
 
 /// A label's text without the field's value at its end: a label that holds its field (an
@@ -207,6 +271,24 @@ mod tests {
         assert!(!is_noise("Gdansk harbour"));
     }
 
+    /// Issue 46: GNOME Clocks (GTK 4) names its buttons "_Add Add": the mnemonic label glued
+    /// before the label. The name is the label; underscores inside words stay.
+    #[test]
+    fn a_mnemonic_is_never_part_of_a_name() {
+        assert_eq!(clean_name("_Add Add", "", ""), "Add");
+        assert_eq!(clean_name("_Cancel   Cancel", "", ""), "Cancel");
+        assert_eq!(clean_name("_Save As Save As", "", ""), "Save As");
+        assert_eq!(clean_name("Save _As Save As", "", ""), "Save As");
+        // not a doubled name: kept as it is
+        assert_eq!(clean_name("_Add Remove", "", ""), "_Add Remove");
+        assert_eq!(clean_name("snake_case snake_case", "", ""), "snake_case");
+        assert_eq!(without_mnemonic("_Add"), "Add");
+        assert_eq!(without_mnemonic("Save _As"), "Save As");
+        assert_eq!(without_mnemonic("snake_case"), "snake_case");
+        assert_eq!(without_mnemonic("__init__"), "__init__");
+        assert_eq!(without_mnemonic("_ alone"), "_ alone");
+    }
+
     fn ev(own: &str) -> FieldEvidence {
         FieldEvidence {
             own: own.into(),
@@ -280,6 +362,34 @@ mod tests {
         let mut e = ev("GtkEntry");
         e.beside = Some("Name:".into());
         assert_eq!(field_name(&e), "Name");
+    }
+
+    /// Issue 46, item 1: a container's name is a field's name of last resort, and one that
+    /// several fields would share names none of them.
+    #[test]
+    fn a_container_name_shared_by_fields_names_none() {
+        let mut e = ev("");
+        e.parent = Some("Resource Consumption".into());
+        assert_eq!(
+            named_field(&e),
+            ("Resource Consumption".to_string(), NameSource::Container)
+        );
+        e.beside = Some("Undo levels:".into());
+        assert_eq!(
+            named_field(&e),
+            ("Undo levels".to_string(), NameSource::Own)
+        );
+        let names = [
+            Some("Resource Consumption"),
+            Some("Resource Consumption"),
+            None,
+            Some("Dimensions"),
+            Some(""),
+            Some(""),
+        ];
+        let shared = shared_container_names(names);
+        assert_eq!(shared.len(), 1);
+        assert!(shared.contains("Resource Consumption"));
     }
 
     /// Issue 24, item 7: KCalc's display (a frame named by the number it shows) is read.

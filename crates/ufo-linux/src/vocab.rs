@@ -268,6 +268,21 @@ pub(crate) const MENU_ITEMS: Roles = Roles::of(&[
     role::RADIO_MENU_ITEM,
 ]);
 
+/// Controls named by a label a toolkit may write with its mnemonic mark ("_Add"): buttons,
+/// menu items, check and radio boxes, tabs. The mark is never part of their name.
+pub(crate) const LABELLED: Roles = Roles::of(&[
+    role::PUSH_BUTTON,
+    role::TOGGLE_BUTTON,
+    role::PUSH_BUTTON_MENU,
+    role::CHECK_BOX,
+    role::RADIO_BUTTON,
+    role::MENU,
+    role::MENU_ITEM,
+    role::CHECK_MENU_ITEM,
+    role::RADIO_MENU_ITEM,
+    role::PAGE_TAB,
+]);
+
 /// Controls that are checked or not.
 pub(crate) const CHECKABLE: Roles = Roles::of(&[
     role::CHECK_BOX,

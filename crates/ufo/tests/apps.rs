@@ -808,11 +808,18 @@ fn the_agent_follows_gimps_preferences_window_and_changes_a_setting() {
                  window observed",
             ],
         ),
-        // a GTK 2 spin button takes typed text as its value when the focus leaves it
+        // a GTK 2 spin button takes typed text as its value when the focus leaves it. Issue
+        // 46: the unit boxes beside three spin buttons are no longer all named by their
+        // container ("Resource Consumption"), and the swap compression box and its entry
+        // are one line showing the entry's text
         line(
             "app",
             app("OK", "", "click", json!({}), "CONTINUE"),
-            &["value: \"17\""],
+            &[
+                "value: \"17\"",
+                "combo box \"\" value: \"Kibibyte\"",
+                "combo box \"Swap compression\" value: \"Best performance\"",
+            ],
         ),
         line(
             "app",
@@ -847,4 +854,151 @@ fn the_agent_follows_gimps_preferences_window_and_changes_a_setting() {
         .filter(|l| l.contains("\"window_change\""))
         .collect();
     assert_eq!(changes.len(), 2, "{changes:#?}");
+}
+
+/// Issue 46, item 1: mousepad's Find and Replace lists each combo box and the entry inside it
+/// as one line (`combo box "Replace with"`, no `text "Replace with"`), so `set_text` by name
+/// is not ambiguous and goes into the entry. Every "alpha" is replaced, checked in the saved
+/// file.
+#[test]
+fn the_agent_replaces_text_through_mousepads_find_and_replace() {
+    if !require_live("the_agent_replaces_text_through_mousepads_find_and_replace") {
+        return;
+    }
+    need("mousepad");
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let guard = AppGuard::new("mousepad");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let file = tmp.path().join(format!("{}.txt", guard.token));
+    std::fs::write(&file, "alpha beta alpha\ngamma alpha\n").expect("file");
+    let config = format!(
+        "[launch]\n\"test files\" = \"mousepad {}\"\n",
+        file.display()
+    );
+    let lines = [
+        host_assign("Replace every alpha with omega and save", "test files"),
+        // the menus come first, then the text area: label 7
+        line(
+            "app",
+            app(
+                "",
+                "7",
+                "type_keys",
+                json!({"keys": "{ctrl+r}"}),
+                "CONTINUE",
+            ),
+            &["[7] text"],
+        ),
+        // one line per field: the box and its entry are one control (the entry was [2] and
+        // the second box [3] when each had a line)
+        line(
+            "app",
+            app(
+                "Search for",
+                "",
+                "set_text",
+                json!({"text": "alpha"}),
+                "CONTINUE",
+            ),
+            &[
+                "[1] combo box \"Search for\"",
+                "[2] combo box \"Replace with\"",
+            ],
+        ),
+        app_line(
+            "Replace with",
+            "",
+            "set_text",
+            json!({"text": "omega"}),
+            "CONTINUE",
+        ),
+        app_line("Replace all in:", "", "click", json!({}), "CONTINUE"),
+        // with "Replace all in" checked, the Replace button replaces them all
+        app_line("Replace All", "", "click", json!({}), "CONTINUE"),
+        app_line("Close", "", "click", json!({}), "CONTINUE"),
+        app_line("", "7", "type_keys", json!({"keys": "{ctrl+s}"}), "FINISH"),
+        host_finish(),
+    ];
+    let run = ufo_run(tmp.path(), &lines, &config, "Replace alpha with omega");
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    let saved = wait_for_file(&file, "omega", Duration::from_secs(10));
+    assert_eq!(run.status.code(), Some(0), "stderr:\n{stderr}");
+    assert_eq!(
+        saved, "omega beta omega\ngamma omega\n",
+        "stderr:\n{stderr}"
+    );
+}
+
+/// The processes whose environment holds `var` (a marker for an application that takes no
+/// argument to carry it: GNOME Clocks refuses any).
+fn processes_with_env(var: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        if env.split(|b| *b == 0).any(|v| v == var.as_bytes()) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Issue 46, item 1: GNOME Clocks (GTK 4) names its dialog's buttons "_Cancel Cancel" and
+/// "_Add Add" (the mnemonic label glued before the label). They are listed as "Cancel" and
+/// "Add", and "Cancel" by name closes the dialog (checked with xdotool, not ufo).
+#[test]
+fn a_gtk4_buttons_mnemonic_is_no_part_of_its_name_in_gnome_clocks() {
+    if !require_live("a_gtk4_buttons_mnemonic_is_no_part_of_its_name_in_gnome_clocks") {
+        return;
+    }
+    need("gnome-clocks");
+    need("xdotool");
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let marker = format!("UFO_TEST_APP=ufo-clocks-{}", std::process::id());
+    struct EnvGuard<'a>(&'a str);
+    impl Drop for EnvGuard<'_> {
+        fn drop(&mut self) {
+            ufo_desktop::testing::end_processes(
+                || processes_with_env(self.0),
+                Duration::from_secs(5),
+            );
+        }
+    }
+    let _guard = EnvGuard(&marker);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = format!("[launch]\n\"world clocks\" = \"env {marker} gnome-clocks\"\n");
+    let dialog = "Add a New World Clock";
+    let lines = [
+        host_assign(
+            "Open the dialog to add a clock, then cancel it",
+            "world clocks",
+        ),
+        app_line("Add Location", "", "click", json!({}), "CONTINUE"),
+        line(
+            "app",
+            app("Cancel", "", "click", json!({}), "FINISH"),
+            &[dialog, "button \"Cancel\"", "button \"Add\""],
+        ),
+        host_finish(),
+    ];
+    let run = ufo_run(tmp.path(), &lines, &config, "Add a clock, then cancel");
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while window_titled(dialog).is_some() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(run.status.code(), Some(0), "stderr:\n{stderr}");
+    assert!(
+        !processes_with_env(&marker).is_empty(),
+        "GNOME Clocks is not running:\n{stderr}"
+    );
+    assert_eq!(
+        window_titled(dialog),
+        None,
+        "the dialog is still open:\n{stderr}"
+    );
 }

@@ -75,6 +75,15 @@ const CLICKABLE: &[&str] = &[
 /// Roles a click picks when no [`CLICKABLE`] one shares the name: an item of a list, tree or
 /// table (a click on "Green" shared by a list item and a spin button means the item).
 const CLICKABLE_ITEMS: &[&str] = &["list item", "tree item", "table cell", "cell", "icon"];
+/// Items of a menu: listed only while their menu is open (a closed menu's items are not), so a
+/// name they share with a control of the window under the menu means them: what is open wins
+/// (Impress, Format ▸ Align Text open: "Right" is the submenu's item, not the toolbar's button).
+const OPEN_MENU_ITEMS: &[&str] = &[
+    "menu item",
+    "check menu item",
+    "radio menu item",
+    "menuitem",
+];
 /// Roles an item is selected in.
 const SELECTABLE: &[&str] = &[
     "combo box",
@@ -444,7 +453,7 @@ pub fn refuse_disabled(
     })
 }
 
-/// Narrow several name matches by role, then by focus.
+/// Narrow several name matches by role, then to an open menu's items, then by focus.
 fn narrow(found: Vec<usize>, controls: &[Control], function: &str) -> Result<usize, Unresolved> {
     let mut found = found;
     if found.len() > 1 {
@@ -461,6 +470,20 @@ fn narrow(found: Vec<usize>, controls: &[Control], function: &str) -> Result<usi
                 found = fit;
                 break;
             }
+        }
+    }
+    if found.len() > 1 {
+        // what is open wins: an open menu's items over the window under the menu
+        let open: Vec<usize> = found
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let r = controls[i].role.trim().to_ascii_lowercase();
+                OPEN_MENU_ITEMS.contains(&r.as_str())
+            })
+            .collect();
+        if !open.is_empty() {
+            found = open;
         }
     }
     if found.len() > 1 {
@@ -1086,6 +1109,34 @@ mod tests {
         );
         let named = vec![mode, c("menu item", "Normal", false)];
         assert_eq!(resolve_control("", "Normal", &named, "click"), Ok(1));
+    }
+
+    /// Issue 46, item 2: with Impress's Format ▸ Align Text open, "Right" names the submenu's
+    /// item and the toolbar's button: the open menu's item wins, also over a focused button.
+    /// Two items of open menus stay ambiguous.
+    #[test]
+    fn an_open_menus_item_wins_over_the_window_under_it() {
+        let controls = vec![
+            c("toggle button", "Right", true),
+            c("menu", "Align Text", false),
+            c("radio menu item", "Right", false),
+            c("push button", "Left", false),
+        ];
+        assert_eq!(resolve_control("", "Right", &controls, "click"), Ok(2));
+        assert_eq!(resolve_control("", "right", &controls, "click"), Ok(2));
+        // the label still picks the button
+        assert_eq!(resolve_control("1", "Right", &controls, "click"), Ok(0));
+        let two = vec![
+            c("menu item", "Right", false),
+            c("check menu item", "Right", false),
+        ];
+        assert_eq!(
+            resolve_control("", "Right", &two, "click"),
+            Err(Unresolved::Ambiguous(vec![0, 1]))
+        );
+        // a role that fits the function still comes first: text goes to the field
+        let field = vec![c("text", "Name", false), c("menu item", "Name", false)];
+        assert_eq!(resolve_control("", "Name", &field, "set_text"), Ok(0));
     }
 
     #[test]

@@ -117,6 +117,7 @@ impl Actor<'_> {
             states: 0,
             window: w.id,
             seen: Seen::default(),
+            part: None,
         }))
     }
 

@@ -279,6 +279,7 @@ fn cell_controls(
                     name: cell_address(c.row, c.col),
                     label: 0,
                 },
+                part: None,
             },
         ));
     }
@@ -316,6 +317,7 @@ fn sheet_control(
                 name: sheet.name.clone(),
                 label: 0,
             },
+            part: None,
         },
     )
 }
@@ -939,6 +941,7 @@ fn info(bus: &str, n: &Node, name: &str, rect: Rect, xid: WinId) -> CtlInfo {
             name: n.name.clone(),
             label: 0,
         },
+        part: None,
     }
 }
 
@@ -971,6 +974,7 @@ fn fetched(
             actions: Vec::new(),
         },
         info,
+        by_container: None,
     }
 }
 

@@ -206,6 +206,30 @@ pub(super) fn group_unnamed(
         .collect()
 }
 
+/// A composite's part (a combo box's entry: composite.rs) folded
+/// into the line of the control around it: that control's role and name (else the part's),
+/// the part's text as its value, focused or editable when the part is, the part kept for the
+/// actions that take text.
+pub(super) fn merge_part(outer: &mut Fetched, part: Fetched) {
+    let c = &mut outer.detail.control;
+    let p = &part.detail.control;
+    if c.name.trim().is_empty() {
+        c.name = p.name.clone();
+        outer.info.name = p.name.clone();
+    }
+    if p.value.is_some() {
+        c.value = p.value.clone();
+    }
+    c.states.focused |= p.states.focused;
+    c.states.editable |= p.states.editable;
+    for s in ["focused", "editable"] {
+        if part.detail.states.contains(&s) && !outer.detail.states.contains(&s) {
+            outer.detail.states.push(s);
+        }
+    }
+    outer.info.part = Some(Box::new(part.info));
+}
+
 /// The cells of one table row as one control (noise.rs, `fold_rows`): named by the row's
 /// first text, its whole text as its value, over the whole row, acting on its named cell.
 /// Unnamed arrow buttons beside a named field are named after it (noise.rs,

@@ -12,8 +12,8 @@ use crate::display::pixels::intersect;
 use crate::display::WinId;
 use crate::names::{self, clean_name, collapse_ws, FieldEvidence, ValueKind};
 use crate::vocab::{
-    iface, role, role_name, state, ANY_BUTTON, CHECKABLE, FIELDS, ITEMS, RANGES, STATE_LABELS,
-    TEXTUAL,
+    iface, role, role_name, state, ANY_BUTTON, CHECKABLE, FIELDS, ITEMS, LABELLED, RANGES,
+    STATE_LABELS, TEXTUAL,
 };
 use crate::LinuxError;
 
@@ -81,6 +81,7 @@ impl Observer<'_> {
                 xid,
             )));
         }
+        let mut by_container = None;
         let name = match &c.field {
             Some(seed) if !FIELDS.contains(n.role) => {
                 // a bare button: only a label pointing at it names it
@@ -95,7 +96,11 @@ impl Observer<'_> {
             }
             Some(seed) => {
                 let e = self.field_evidence(bus, c, seed, value.as_deref()).await;
-                let name = names::field_name(&e);
+                let (name, source) = names::named_field(&e);
+                if source == names::NameSource::Container {
+                    let at = (x, y, ew, eh);
+                    by_container = Some(self.without_container(bus, seed, n, at).await);
+                }
                 // a combo box named by its chosen option shows the option as its value
                 if value.is_none() && n.role == role::COMBO_BOX && name != e.own {
                     // (a toolkit type name, GTK4's "GtkDropDown", is no option)
@@ -105,7 +110,27 @@ impl Observer<'_> {
             }
             None => shown_name(c, value.as_deref()),
         };
-        Ok(Some(fetched(bus, n, name, value, rect, actions, xid)))
+        let mut f = fetched(bus, n, name, value, rect, actions, xid);
+        f.by_container = by_container;
+        Ok(Some(f))
+    }
+
+    /// A step of [`Self::fetch_control`]: the name of a field named by its container, for
+    /// when that name names several fields of the window (read.rs, `unshared`): the label
+    /// just left of it on its line, else its description, else none.
+    async fn without_container(
+        &self,
+        bus: &str,
+        seed: &FieldSeed,
+        n: &Node,
+        at: (i32, i32, i32, i32),
+    ) -> String {
+        let left = self.label_left_of(bus, seed, at).await;
+        let described = collapse_ws(&n.description);
+        left.map(|l| names::label_as_name(&l))
+            .filter(|l| !l.is_empty())
+            .or_else(|| (!names::is_noise(&described)).then_some(described))
+            .unwrap_or_default()
     }
 
     /// A step of [`Self::fetch_control`]: the evidence for a field's name. Its relations
@@ -345,6 +370,9 @@ fn shown_name(c: &Candidate, value: Option<&str>) -> String {
         office::paragraph_name(value.unwrap_or(""), cell)
     } else if ITEMS.contains(n.role) && !c.child_text.is_empty() {
         clean_name(&n.name, &c.child_text, &n.description)
+    } else if LABELLED.contains(n.role) {
+        // a button's or menu item's label may carry its mnemonic mark ("_Add")
+        names::without_mnemonic(&clean_name(&n.name, &n.description, &c.child_text))
     } else {
         clean_name(&n.name, &n.description, &c.child_text)
     }
@@ -387,6 +415,7 @@ fn fetched(
                 name: n.name.clone(),
                 label: 0,
             },
+            part: None,
         },
         detail: ControlDetail {
             control: Control {
@@ -408,5 +437,6 @@ fn fetched(
             states,
             actions,
         },
+        by_container: None,
     }
 }

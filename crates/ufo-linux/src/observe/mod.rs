@@ -5,6 +5,7 @@
 mod arrange;
 mod candidates;
 pub(crate) mod changes;
+mod composite;
 mod fields;
 #[cfg(test)]
 mod fixtures;

@@ -9,6 +9,7 @@ use ufo_core::Rect;
 
 use super::arrange::{group_unnamed, name_field_arrows, rows_as_controls};
 use super::candidates::{collect_candidates, Candidate};
+use super::composite;
 use super::frames;
 use super::locate::Located;
 use super::modal::{self, ModalityReport};
@@ -315,7 +316,8 @@ impl Observer<'_> {
         placed: ((i32, i32), Rect, WinId),
         warnings: &mut Vec<String>,
     ) -> Vec<Fetched> {
-        let answered = answered(candidates, results);
+        // (a box and its entry named by one container are one control before names are counted)
+        let answered = unshared(folded(answered(candidates, results), tree));
         let out = group_unnamed(answered.out, &answered.tables, &answered.parents);
         let mut out = rows_as_controls(out, &answered.tables);
         self.one_focused(bus, &mut out).await;
@@ -602,6 +604,96 @@ fn answered(
         }
     }
     a
+}
+
+/// A container's name that would name several fields of the window at once names none of
+/// them: each takes the name it has without it (names.rs, `shared_container_names`).
+fn unshared(mut a: Answered) -> Answered {
+    let shared: HashSet<String> = crate::names::shared_container_names(a.out.iter().map(|f| {
+        f.by_container
+            .as_ref()
+            .map(|_| f.detail.control.name.as_str())
+    }))
+    .into_iter()
+    .map(str::to_string)
+    .collect();
+    for f in &mut a.out {
+        if shared.contains(&f.detail.control.name) {
+            if let Some(name) = f.by_container.take() {
+                f.detail.control.name = name.clone();
+                f.info.name = name;
+            }
+        }
+    }
+    a
+}
+
+/// The controls that answered, each composite (a combo box and its entry: composite.rs) as
+/// one line, the part kept for the actions that fit it.
+fn folded(a: Answered, tree: &AppTree) -> Answered {
+    let pieces: Vec<composite::Piece> = a
+        .out
+        .iter()
+        .map(|f| {
+            let mut ancestors = Vec::new();
+            let mut at = f.info.path.as_str();
+            while let Some(n) = tree.nodes.get(at).filter(|_| ancestors.len() < 2) {
+                if n.parent == n.path || n.parent.is_empty() {
+                    break;
+                }
+                ancestors.push(n.parent.clone());
+                at = n.parent.as_str();
+            }
+            composite::Piece {
+                path: f.info.path.clone(),
+                ancestors,
+                role: f.info.seen.role,
+                // a container's name is none of its own: GIMP's "Swap compression" box and
+                // its entry named "Resource Consumption" are one control
+                name: if f.by_container.is_some() {
+                    String::new()
+                } else {
+                    f.detail.control.name.clone()
+                },
+            }
+        })
+        .collect();
+    let folds = composite::composites(&pieces);
+    if folds.is_empty() {
+        return a;
+    }
+    let Answered {
+        out,
+        tables,
+        parents,
+        failed,
+        first_err,
+    } = a;
+    let mut slots: Vec<Option<Fetched>> = out.into_iter().map(Some).collect();
+    let mut parts: HashMap<usize, Fetched> = HashMap::new();
+    for &(_, p) in &folds {
+        if let Some(f) = slots[p].take() {
+            parts.insert(p, f);
+        }
+    }
+    let mut kept = Answered {
+        out: Vec::new(),
+        tables: Vec::new(),
+        parents: Vec::new(),
+        failed,
+        first_err,
+    };
+    let outer_of: HashMap<usize, usize> = folds.iter().copied().collect();
+    for (i, ((slot, t), parent)) in slots.into_iter().zip(tables).zip(parents).enumerate() {
+        let Some(mut f) = slot else { continue };
+        if let Some(part) = outer_of.get(&i).and_then(|p| parts.remove(p)) {
+            super::arrange::merge_part(&mut f, part);
+        }
+        kept.out.push(f);
+        kept.tables.push(t);
+        kept.parents.push(parent);
+    }
+    kept
 }
 
 /// The paths of the nodes inside the window's web documents.

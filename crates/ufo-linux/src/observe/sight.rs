@@ -276,6 +276,7 @@ fn detected_fetched(control: Control, window: WinId) -> Fetched {
             name: control.name.clone(),
             label: 0,
         },
+        part: None,
     };
     Fetched {
         detail: ControlDetail {
@@ -284,6 +285,7 @@ fn detected_fetched(control: Control, window: WinId) -> Fetched {
             actions: Vec::new(),
         },
         info,
+        by_container: None,
     }
 }
 
