@@ -282,7 +282,7 @@ pub fn closest_part(parts: &[f32], query: &[f32]) -> f32 {
 }
 
 /// Most tokens of one part of a document the in-process model reads (a page is embedded in
-/// parts: `store::embed_texts`). 128 keeps indexing all LibreOffice and GIMP help within
+/// parts: `pages::embed_texts`). 128 keeps indexing all LibreOffice and GIMP help within
 /// minutes on 2 cores; a third part per page cost half the index time again for no gain
 /// (docs/knowledge.md).
 pub const DOC_TOKENS: usize = 128;

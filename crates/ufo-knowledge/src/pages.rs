@@ -1,10 +1,11 @@
-//! What kind of page a help page is, from where the help keeps it. Some installed pages only
-//! point elsewhere: LibreOffice's "To access this command…" lists of menu paths (`00/`
-//! folders) and each module's welcome page (`main0000.html`), GIMP's lists of a menu's
-//! entries (`gimp-*-menu.html`, `menus.html`). They share every word of the features they
-//! list, so a search for a feature found them above the page that gives its steps (on the
-//! evaluation set, "Add a bar chart…" ranked the Calc welcome page and a menu-path list
-//! second and third). A search ranks them below every page that gives steps.
+//! What of a page is embedded ([`embed_texts`]), and what kind of page a help page is, from
+//! where the help keeps it. Some installed pages only point elsewhere: LibreOffice's "To
+//! access this command…" lists of menu paths (`00/` folders) and each module's welcome page
+//! (`main0000.html`), GIMP's lists of a menu's entries (`gimp-*-menu.html`, `menus.html`).
+//! They share every word of the features they list, so a search for a feature found them
+//! above the page that gives its steps (on the evaluation set, "Add a bar chart…" ranked the
+//! Calc welcome page and a menu-path list second and third). A search ranks them below every
+//! page that gives steps.
 
 /// The kind of a help page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,9 +35,60 @@ pub fn kind_of(source: &str, location: &str) -> PageKind {
     }
 }
 
+/// Most parts of a page's body embedded apart (after the part that names the page).
+pub const BODY_PARTS: usize = 1;
+/// Characters of the body in one embedded part (about what the model reads of it after the
+/// title: [`crate::embed::DOC_TOKENS`] tokens).
+const PART_CHARS: usize = 500;
+
+/// What is embedded of a page, part by part; a page is as close to a query as its closest
+/// part. The first part names the page: its title, headings and index keywords (they name the
+/// feature in a person's words). Each further part is the title and a stretch of the body, so
+/// the steps a page gives are matched even when its index entries fill the first part.
+pub fn embed_texts(p: &crate::extract::Page) -> Vec<String> {
+    let mut parts = vec![format!("{}\n{}\n{}", p.title, p.headings, p.keywords)];
+    let body: Vec<char> = p.body.chars().take(crate::embed::TEXT_CHARS).collect();
+    for stretch in body.chunks(PART_CHARS).take(BODY_PARTS) {
+        let text: String = stretch.iter().collect();
+        if !text.trim().is_empty() {
+            parts.push(format!("{}\n{}", p.title, text));
+        }
+    }
+    parts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_is_embedded_as_its_name_then_a_stretch_of_its_body() {
+        let page = |keywords: &str, body: &str| crate::extract::Page {
+            title: "Freezing Rows".into(),
+            headings: "Freezing Rows".into(),
+            keywords: keywords.into(),
+            body: body.into(),
+        };
+        let many_keywords = "rows; freezing; columns; headers; ".repeat(40);
+        let parts = embed_texts(&page(
+            &many_keywords,
+            "Select the row below the one to freeze.",
+        ));
+        assert_eq!(parts.len(), 1 + BODY_PARTS);
+        assert!(parts[0].contains("rows; freezing"));
+        assert!(!parts[0].contains("Select the row"));
+        // the steps are embedded whatever the index entries' length
+        assert!(parts[1].starts_with("Freezing Rows\n"));
+        assert!(parts[1].contains("Select the row below"));
+        // a page without a body is its name alone
+        assert_eq!(embed_texts(&page("rows", " ")).len(), 1);
+        // each part stays within what the model reads of it
+        let long = embed_texts(&page("", &"word ".repeat(5_000)));
+        assert!(long
+            .iter()
+            .skip(1)
+            .all(|p| p.chars().count() <= PART_CHARS + 20));
+    }
 
     #[test]
     fn menu_path_lists_welcome_pages_and_menu_lists_are_navigation() {

@@ -366,7 +366,7 @@ impl Store {
     }
 
     /// The vectors of `docs` (all `None` without an embedder or when the request failed): one
-    /// per part of the page ([`embed_texts`]), laid end to end. A vector made before for the
+    /// per part of the page ([`crate::pages::embed_texts`]), laid end to end. A vector made before for the
     /// same text by the same model (table `vectors`, keyed by a hash of both) is reused:
     /// indexing unchanged pages again embeds nothing.
     fn document_vectors(&self, docs: &[Document]) -> Vec<Option<Vec<f32>>> {
@@ -374,7 +374,10 @@ impl Store {
             return vec![None; docs.len()];
         };
         let model = e.model();
-        let parts: Vec<Vec<String>> = docs.iter().map(|d| embed_texts(&d.page)).collect();
+        let parts: Vec<Vec<String>> = docs
+            .iter()
+            .map(|d| crate::pages::embed_texts(&d.page))
+            .collect();
         let texts: Vec<&String> = parts.iter().flatten().collect();
         let keys: Vec<Vec<u8>> = texts.iter().map(|t| vector_key(&model, t)).collect();
         let mut vectors: Vec<Option<Vec<f32>>> =
@@ -979,28 +982,6 @@ impl<'t> DocWrites<'t> {
     }
 }
 
-/// Most parts of a page's body embedded apart (after the part that names the page).
-pub const BODY_PARTS: usize = 1;
-/// Characters of the body in one embedded part (about what the model reads of it after the
-/// title: [`embed::DOC_TOKENS`] tokens).
-const PART_CHARS: usize = 500;
-
-/// What is embedded of a page, part by part; a page is as close to a query as its closest
-/// part. The first part names the page: its title, headings and index keywords (they name the
-/// feature in a person's words). Each further part is the title and a stretch of the body, so
-/// the steps a page gives are matched even when its index entries fill the first part.
-pub fn embed_texts(p: &crate::extract::Page) -> Vec<String> {
-    let mut parts = vec![format!("{}\n{}\n{}", p.title, p.headings, p.keywords)];
-    let body: Vec<char> = p.body.chars().take(embed::TEXT_CHARS).collect();
-    for stretch in body.chunks(PART_CHARS).take(BODY_PARTS) {
-        let text: String = stretch.iter().collect();
-        if !text.trim().is_empty() {
-            parts.push(format!("{}\n{}", p.title, text));
-        }
-    }
-    parts
-}
-
 /// Reorder `hits` (best first) so that pages which only point elsewhere come after every page
 /// that gives steps ([`crate::pages`]), each group in its order.
 fn content_first(hits: &mut [Hit]) {
@@ -1403,35 +1384,6 @@ mod tests {
         .into_iter()
         .map(|h| h.location)
         .collect()
-    }
-
-    #[test]
-    fn a_page_is_embedded_as_its_name_then_a_stretch_of_its_body() {
-        let page = |keywords: &str, body: &str| crate::extract::Page {
-            title: "Freezing Rows".into(),
-            headings: "Freezing Rows".into(),
-            keywords: keywords.into(),
-            body: body.into(),
-        };
-        let many_keywords = "rows; freezing; columns; headers; ".repeat(40);
-        let parts = embed_texts(&page(
-            &many_keywords,
-            "Select the row below the one to freeze.",
-        ));
-        assert_eq!(parts.len(), 1 + BODY_PARTS);
-        assert!(parts[0].contains("rows; freezing"));
-        assert!(!parts[0].contains("Select the row"));
-        // the steps are embedded whatever the index entries' length
-        assert!(parts[1].starts_with("Freezing Rows\n"));
-        assert!(parts[1].contains("Select the row below"));
-        // a page without a body is its name alone
-        assert_eq!(embed_texts(&page("rows", " ")).len(), 1);
-        // each part stays within what the model reads of it
-        let long = embed_texts(&page("", &"word ".repeat(5_000)));
-        assert!(long
-            .iter()
-            .skip(1)
-            .all(|p| p.chars().count() <= PART_CHARS + 20));
     }
 
     #[test]
