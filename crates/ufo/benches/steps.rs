@@ -29,6 +29,9 @@
 //! `observation phases`, read from the session's stderr: the tree, the details, the
 //! capture, the encoding, the load wait, the total) and how many reads of the window it took.
 //!
+//! `UFO_BENCH_LOGS` (a folder) keeps each session's stderr there: its observations' phases
+//! and each sheet read (`sheet read`: the hit tests, the cells' texts, the grid's geometry).
+//!
 //! `UFO_BENCH_BASE` (a second `ufo` binary, e.g. built from main) runs every session of a
 //! case twice, alternating the base and the binary under test, and reports both: before and
 //! after in the same run, on the same load.
@@ -104,8 +107,31 @@ fn first_look(stderr: &str) -> Option<([f64; 7], usize)> {
     None
 }
 
-/// The log filter of the sessions: warnings, and the observation's phase traces.
-const TRACE: &str = "warn,ufo_linux::observe::take=debug,ufo_linux::observe::read=debug";
+/// The log filter of the sessions: warnings, and the observation's phase traces (with the
+/// sheets' `sheet read` lines: the hit tests, the cells' texts and the grid's geometry).
+const TRACE: &str = "warn,ufo_linux::observe::take=debug,ufo_linux::observe::read=debug,\
+                     ufo_linux::apps::table=debug";
+
+/// With `UFO_BENCH_LOGS` (a folder): each session's stderr (its [`TRACE`]) is kept there,
+/// one file a session, named after its binary's label and its order, to read its phases.
+fn keep_log(bin: &Path, stderr: &str) {
+    static SESSIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let Some(dir) = std::env::var_os("UFO_BENCH_LOGS") else {
+        return;
+    };
+    let n = SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let label = binaries()
+        .into_iter()
+        .find(|(_, b)| b == bin)
+        .map_or("new", |(l, _)| l);
+    let file = Path::new(&dir).join(format!("{n:03}-{label}.log"));
+    if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&file, stderr)) {
+        eprintln!(
+            "the session's log could not be kept in {}: {e}",
+            file.display()
+        );
+    }
+}
 
 /// What the runs of one case measured.
 #[derive(Default)]
@@ -156,6 +182,7 @@ fn run(bin: &Path, dir: &Path, lines: &[String], task: &str, multi: bool, m: &mu
     if !status.status.success() {
         eprintln!("run failed ({:?}): {stderr}", status.status.code());
     }
+    keep_log(bin, &stderr);
     m.first_look.extend(first_look(&stderr));
     let events = std::fs::read_to_string(out.join("events.jsonl")).unwrap_or_default();
     let mut session = 0.0;
