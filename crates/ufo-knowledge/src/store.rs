@@ -512,7 +512,7 @@ impl Store {
                 if self.ranking == Ranking::Dense {
                     found.clear();
                 }
-                found = self.fuse(found, kind, scoped.as_deref(), model, v)?;
+                found = self.fuse(found, kind, scoped.as_deref(), model, v, top)?;
             }
             content_first(&mut found);
             found.truncate(top);
@@ -614,7 +614,8 @@ impl Store {
 
     /// `lexical` (best first) fused with the documents of `kind` (and `app`) closest to
     /// `vector` by cosine: reciprocal-rank fusion of both rankings, best first, scored by their
-    /// fused score.
+    /// fused score, until `top` pages that give steps are found (navigation pages met before
+    /// them are kept, for [`content_first`] to put after them).
     fn fuse(
         &self,
         lexical: Vec<Hit>,
@@ -622,6 +623,7 @@ impl Store {
         app: Option<&str>,
         model: &str,
         vector: &[f32],
+        top: usize,
     ) -> Result<Vec<Hit>, StoreError> {
         let set = self.vector_set(kind, app, model)?;
         let mut near: Vec<(i64, f32)> = set
@@ -641,13 +643,20 @@ impl Store {
             near.iter().map(|(id, _)| *id).collect(),
         ]);
         let mut out = Vec::new();
+        let mut content = 0;
         for (id, score) in fused {
+            if content == top {
+                break; // the rest would be cut: not read
+            }
             let hit = match lexical.iter().find(|h| id_of(h) == id) {
                 Some(h) => Some(h.clone()),
                 None => self.hit(kind, id)?,
             };
             if let Some(mut h) = hit {
                 h.score = score;
+                if crate::pages::kind_of(&h.source, &h.location) == PageKind::Content {
+                    content += 1;
+                }
                 out.push(h);
             }
         }
