@@ -1323,3 +1323,260 @@ async fn calc_view_menu_lists_its_items_and_one_is_clicked() {
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
 }
+
+/// A flat presentation of one slide: a text frame named "Title 1" holding one paragraph
+/// ("Old title") and one named "Content Placeholder 2" holding two, as PowerPoint names its
+/// placeholders (LibreOffice lists a shape by such a name of its own).
+fn titled_deck() -> String {
+    r#"<?xml version="1.0" encoding="UTF-8"?>
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.3" office:mimetype="application/vnd.oasis.opendocument.presentation">
+<office:body><office:presentation><draw:page draw:master-page-name="Default"><draw:frame draw:name="Title 1" svg:x="1.4cm" svg:y="0.8cm" svg:width="25cm" svg:height="3cm"><draw:text-box><text:p>Old title</text:p></draw:text-box></draw:frame><draw:frame draw:name="Content Placeholder 2" svg:x="1.4cm" svg:y="4.5cm" svg:width="25cm" svg:height="10cm"><draw:text-box><text:p>First point</text:p><text:p>Second point</text:p></draw:text-box></draw:frame></draw:page></office:presentation></office:body></office:document>"#
+        .to_string()
+}
+
+/// The frame of content.xml's first slide named `name` (its XML up to the next frame).
+fn slide_frame<'x>(xml: &'x str, name: &str) -> &'x str {
+    xml.split("<draw:frame ")
+        .find(|f| f.contains(&format!("draw:name=\"{name}\"")))
+        .unwrap_or_else(|| panic!("no frame {name:?} in content.xml: {xml}"))
+}
+
+/// Issue 46, item 1: a slide's shape and its only paragraph are one control, listed once as
+/// `panel "Title 1" value: "Old title"` (a shape of two paragraphs stays apart from them). A
+/// scripted `ufo run` sets its text by the text it shows ("Old title"), then again by the
+/// shape's name ("Title 1"), and saves: unzip finds the last text in that frame of
+/// content.xml, the others nowhere.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_impress_shape_and_its_paragraph_are_one_control_reached_by_either_name() {
+    if !require_live("an_impress_shape_and_its_paragraph_are_one_control_reached_by_either_name") {
+        return;
+    }
+    let _turn = SERIAL.lock().await;
+    let o = office_with("presentation", "deck.fodp", &titled_deck(), "odp").await;
+    let w =
+        o.d.launch_app("office")
+            .await
+            .unwrap_or_else(|e| panic!("cannot launch Impress: {e}"));
+    let obs = observe_until(
+        &o.d,
+        &w.id,
+        "the slide's shapes",
+        Duration::from_secs(30),
+        |obs| {
+            obs.controls.iter().any(|c| c.name == "Title 1")
+                && obs.controls.iter().any(|c| c.name == "Second point")
+        },
+    )
+    .await;
+    // listed once: no line of its own for the paragraph
+    let showing: Vec<&ufo_core::Control> = obs
+        .controls
+        .iter()
+        .filter(|c| c.name == "Old title" || c.value.as_deref() == Some("Old title"))
+        .collect();
+    assert_eq!(showing.len(), 1, "{}", listing(&obs));
+    assert_eq!(
+        (showing[0].role.as_str(), showing[0].name.as_str()),
+        ("panel", "Title 1"),
+        "{}",
+        listing(&obs)
+    );
+    // two paragraphs in a shape are two lines
+    for p in ["First point", "Second point"] {
+        assert!(
+            obs.controls
+                .iter()
+                .any(|c| c.role == "paragraph" && c.name == p),
+            "{p}: {}",
+            listing(&obs)
+        );
+    }
+    let title = title_now(&o.d, &w.id).await;
+    let before = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
+    let lines = [
+        answer(
+            "host",
+            &title,
+            "",
+            serde_json::json!({}),
+            "ASSIGN",
+            &[&title],
+        ),
+        answer(
+            "app",
+            "Old title",
+            "set_text",
+            serde_json::json!({"text": "Quarterly results"}),
+            "CONTINUE",
+            &["panel \"Title 1\" value: \"Old title\""],
+        ),
+        answer(
+            "app",
+            "Title 1",
+            "set_text",
+            serde_json::json!({"text": "Final results"}),
+            "CONTINUE",
+            &["panel \"Title 1\" value: \"Quarterly results\""],
+        ),
+        answer(
+            "app",
+            "deck - LibreOffice Presentation",
+            "type_keys",
+            serde_json::json!({"keys": "{ESC}{ctrl+s}"}),
+            "FINISH",
+            &["panel \"Title 1\" value: \"Final results\""],
+        ),
+        answer("host", "", "", serde_json::json!({}), "FINISH", &[]),
+    ];
+    let said = run_ufo_script(
+        o.guard._dir.path(),
+        &lines,
+        "In Impress set the title to \"Final results\" and save",
+    )
+    .await;
+    let xml = saved_member(&o.doc, before, "content.xml", &said).await;
+    let frame = slide_frame(&xml, "Title 1");
+    assert!(
+        frame.contains("Final results"),
+        "{frame}\nufo said:\n{said}"
+    );
+    for gone in ["Old title", "Quarterly results"] {
+        assert!(!xml.contains(gone), "{gone} is still in {xml}");
+    }
+    drop(o.guard);
+}
+
+/// The automatic styles of content.xml (`style:name` → its XML) a frame's XML refers to,
+/// joined: what its shape and paragraphs look like.
+fn styles_of(xml: &str, frame: &str) -> String {
+    let mut names = Vec::new();
+    for attr in [
+        "draw:style-name=\"",
+        "text:style-name=\"",
+        "draw:text-style-name=\"",
+    ] {
+        for part in frame.split(attr).skip(1) {
+            if let Some(end) = part.find('"') {
+                names.push(part[..end].to_string());
+            }
+        }
+    }
+    names
+        .iter()
+        .filter_map(|n| {
+            let at = xml.find(&format!("<style:style style:name=\"{n}\""))?;
+            let rest = &xml[at..];
+            let end = rest.find("</style:style>").unwrap_or(rest.len());
+            Some(rest[..end].to_string())
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Issue 46, item 2: with Impress's Format ▸ Align Text open, "Right" names the submenu's
+/// radio menu item and the sidebar's button "Right" (both listed, as the prompt shows); a
+/// scripted `ufo run` clicks "Right" by name, and the open menu's item is the one pressed:
+/// unzip finds the title's paragraph right-aligned in the saved content.xml (it was not).
+/// The sidebar's button would right-align it too: which of the two was pressed is ufo's
+/// account only (the step reached label "Right" without "matches 2 controls").
+#[tokio::test(flavor = "multi_thread")]
+async fn an_open_submenus_item_wins_over_a_sidebar_button_of_its_name_in_impress() {
+    if !require_live("an_open_submenus_item_wins_over_a_sidebar_button_of_its_name_in_impress") {
+        return;
+    }
+    let _turn = SERIAL.lock().await;
+    let o = office_with("presentation", "deck.fodp", &titled_deck(), "odp").await;
+    let original = unzip(&o.doc, "content.xml");
+    let aligned = |styles: &str| {
+        styles.contains("fo:text-align=\"end\"") || styles.contains("fo:text-align=\"right\"")
+    };
+    assert!(
+        !aligned(&styles_of(&original, slide_frame(&original, "Title 1"))),
+        "the title starts right-aligned: {original}"
+    );
+    let w =
+        o.d.launch_app("office")
+            .await
+            .unwrap_or_else(|e| panic!("cannot launch Impress: {e}"));
+    observe_until(
+        &o.d,
+        &w.id,
+        "the slide's shapes",
+        Duration::from_secs(30),
+        |obs| obs.controls.iter().any(|c| c.name == "Title 1"),
+    )
+    .await;
+    let title = title_now(&o.d, &w.id).await;
+    let before = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
+    let lines = [
+        answer(
+            "host",
+            &title,
+            "",
+            serde_json::json!({}),
+            "ASSIGN",
+            &[&title],
+        ),
+        answer(
+            "app",
+            "Title 1",
+            "click",
+            serde_json::json!({}),
+            "CONTINUE",
+            &["panel \"Title 1\""],
+        ),
+        // the sidebar has a toggle button "Format" too: the menu is named by its line
+        answer(
+            "app",
+            "menu \"Format\"",
+            "click",
+            serde_json::json!({}),
+            "CONTINUE",
+            &["menu \"Format\""],
+        ),
+        answer(
+            "app",
+            "Align Text",
+            "click",
+            serde_json::json!({}),
+            "CONTINUE",
+            &["menu \"Align Text\"", "button \"Right\""],
+        ),
+        answer(
+            "app",
+            "Right",
+            "click",
+            serde_json::json!({}),
+            "CONTINUE",
+            &["radio menu item \"Right\"", "button \"Right\""],
+        ),
+        answer(
+            "app",
+            "deck - LibreOffice Presentation",
+            "type_keys",
+            serde_json::json!({"keys": "{ESC}{ESC}{ctrl+s}"}),
+            "FINISH",
+            &[],
+        ),
+        answer("host", "", "", serde_json::json!({}), "FINISH", &[]),
+    ];
+    let said = run_ufo_script(
+        o.guard._dir.path(),
+        &lines,
+        "In Impress align the title to the right with Format > Align Text and save",
+    )
+    .await;
+    // ufo's own account: one control, no ambiguity (run_ufo_script saw no failed action)
+    assert!(
+        said.contains("Right | result: clicked \"Right\""),
+        "ufo said:\n{said}"
+    );
+    let xml = saved_member(&o.doc, before, "content.xml", &said).await;
+    let frame = slide_frame(&xml, "Title 1");
+    let styles = styles_of(&xml, frame);
+    assert!(
+        aligned(&styles),
+        "the title is not right-aligned: {frame}\n{styles}\nufo said:\n{said}"
+    );
+    drop(o.guard);
+}
