@@ -1580,3 +1580,106 @@ async fn an_open_submenus_item_wins_over_a_sidebar_button_of_its_name_in_impress
     );
     drop(o.guard);
 }
+
+/// Issue 46, item 3: Impress exports a clicked slide's shapes a while after its window
+/// settled, and an observation right after a click on a slide of the slides panel listed the
+/// slide before (1 in 2 runs of a task). Slides are switched back and forth by ufo's clicks,
+/// each followed by one observation (no retry): it lists the shapes pyatspi finds on the
+/// slide shown (and pyatspi finds the clicked slide shown), never the other slide's.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_observation_after_a_slide_click_lists_that_slides_shapes() {
+    if !require_live("an_observation_after_a_slide_click_lists_that_slides_shapes") {
+        return;
+    }
+    let _turn = SERIAL.lock().await;
+    let frame = |name: &str, text: &str, y: &str| {
+        format!(
+            r#"<draw:frame draw:name="{name}" svg:x="1.4cm" svg:y="{y}" svg:width="25cm" svg:height="3cm"><draw:text-box><text:p>{text}</text:p></draw:text-box></draw:frame>"#
+        )
+    };
+    let flat = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.3" office:mimetype="application/vnd.oasis.opendocument.presentation">
+<office:body><office:presentation><draw:page draw:master-page-name="Default">{}</draw:page><draw:page draw:master-page-name="Default">{}{}</draw:page></office:presentation></office:body></office:document>"#,
+        frame("Title 1", "Opening", "0.8cm"),
+        frame("Chart Notes 3", "Second slide", "0.8cm"),
+        frame("Content Placeholder 4", "Body of two", "4.5cm"),
+    );
+    let o = office_with("presentation", "deck.fodp", &flat, "odp").await;
+    let w =
+        o.d.launch_app("office")
+            .await
+            .unwrap_or_else(|e| panic!("cannot launch Impress: {e}"));
+    let pid = w.pid.expect("Impress's window has a pid");
+    observe_until(
+        &o.d,
+        &w.id,
+        "the slides panel",
+        Duration::from_secs(30),
+        |obs| {
+            obs.controls.iter().any(|c| c.name == "Slide 2")
+                && obs.controls.iter().any(|c| c.name == "Title 1")
+        },
+    )
+    .await;
+    let shapes_of = |slide: &str| -> &[&str] {
+        if slide == "Slide 1" {
+            &["Title 1"]
+        } else {
+            &["Chart Notes 3", "Content Placeholder 4"]
+        }
+    };
+    for slide in [
+        "Slide 2", "Slide 1", "Slide 2", "Slide 1", "Slide 2", "Slide 1",
+    ] {
+        let obs = o.d.observe(&w.id).await.expect("observe Impress");
+        let item = obs
+            .controls
+            .iter()
+            .find(|c| c.role == "panel" && c.name == slide)
+            .unwrap_or_else(|| panic!("no {slide} in the slides panel: {}", listing(&obs)));
+        o.d.act(
+            &w.id,
+            Some(&item.id),
+            &ufo_core::UiAction::Click {
+                button: ufo_core::Button::Left,
+                double: false,
+            },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("click {slide}: {e}"));
+        let obs = o.d.observe(&w.id).await.expect("observe Impress");
+        // off ufo: the slide shown, and its shapes
+        let shown = impress_shapes(pid);
+        assert!(
+            shown.iter().any(|s| *s == format!("PageShape: {slide}")),
+            "{slide} is not shown after clicking it: {shown:?}"
+        );
+        let listed = |n: &str| {
+            obs.controls
+                .iter()
+                .any(|c| c.role == "panel" && c.name == n)
+        };
+        for s in shapes_of(slide) {
+            assert!(shown.iter().any(|x| x == s), "pyatspi: {shown:?}");
+            assert!(
+                listed(s),
+                "the observation right after clicking {slide} lacks its shape {s:?}: {}",
+                listing(&obs)
+            );
+        }
+        let other = if slide == "Slide 1" {
+            "Slide 2"
+        } else {
+            "Slide 1"
+        };
+        for s in shapes_of(other) {
+            assert!(
+                !listed(s),
+                "the observation right after clicking {slide} lists {other}'s shape {s:?}: {}",
+                listing(&obs)
+            );
+        }
+    }
+    drop(o.guard);
+}

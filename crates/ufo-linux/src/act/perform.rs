@@ -1,6 +1,6 @@
 //! Performing an action on a window: the control found (and checked to be the one the model
 //! saw), the window watched, the action sent the fastest correct way, then the settle; a
-//! search box's page waited for.
+//! search box's page and a clicked slide's shapes waited for.
 
 use std::time::Instant;
 
@@ -168,6 +168,13 @@ impl Actor<'_> {
         if let (Some(c), UiAction::SetText { .. } | UiAction::TypeKeys { .. }) = (&ctl, action) {
             if !is_detected(c) && self.wait_for_search_answer(c).await {
                 // (the observation made while the action settled is of the page before)
+                self.ahead.lock().take();
+            }
+        }
+        // Impress exports a clicked slide's shapes a while after its window settled
+        // (slides.rs)
+        if let (Some(c), UiAction::Click { .. }) = (&ctl, action) {
+            if !is_detected(c) && self.wait_for_slide(c).await {
                 self.ahead.lock().take();
             }
         }
