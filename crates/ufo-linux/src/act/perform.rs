@@ -150,6 +150,11 @@ impl Actor<'_> {
             self.settler.settle_start(watched, clicked).await
         };
         self.settling.lock().last_window = Some(xid);
+        // a slide of Impress's slides panel, known before the click rebuilds the panel
+        let slide = match (&ctl, action) {
+            (Some(c), UiAction::Click { .. }) if !is_detected(c) => self.slide_click(c).await,
+            _ => None,
+        };
         let t_action = Instant::now();
         let result = self
             .run_action(xid, window, ctl.as_ref(), action, in_dialog)
@@ -173,10 +178,9 @@ impl Actor<'_> {
         }
         // Impress exports a clicked slide's shapes a while after its window settled
         // (slides.rs)
-        if let (Some(c), UiAction::Click { .. }) = (&ctl, action) {
-            if !is_detected(c) && self.wait_for_slide(c).await {
-                self.ahead.lock().take();
-            }
+        if let Some(s) = slide {
+            self.wait_for_slide(&s).await;
+            self.ahead.lock().take();
         }
         Ok(result)
     }

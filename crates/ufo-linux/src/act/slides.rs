@@ -6,7 +6,7 @@
 //! `GetChildren` and their names, no walk) until its page shape names the clicked slide
 //! ("PageShape: Slide 2") and the slide's other shapes are there; a slide with no shape but
 //! its page is taken after [`SHAPES_GRACE`]; at most [`SLIDE_WAIT`]. [`slide_switch`] decides
-//! (pure); [`Actor::wait_for_slide`] reads.
+//! (pure); [`Actor::slide_click`] (before the click) and [`Actor::wait_for_slide`] read.
 
 use std::time::{Duration, Instant};
 
@@ -69,28 +69,24 @@ pub(crate) fn shows_page(names: &[String], slide: &str) -> bool {
     })
 }
 
+/// A click on a slide of Impress's slides panel: the slide's name and the window's
+/// presentation (bus and path), found before the click (the clicked node is often gone
+/// after it: Impress rebuilds the panel's items).
+#[derive(Debug, Clone)]
+pub(crate) struct SlideClick {
+    slide: String,
+    bus: String,
+    presentation: String,
+}
+
 impl Actor<'_> {
-    /// After a click on `c`: when it is a slide of Impress's slides panel (a named panel in
-    /// the panel's document frame) and the window's presentation was listed, wait until the
-    /// presentation shows that slide with its shapes (see the module). Whether it waited for a
-    /// slide (an observation made while the click settled may then be of the slide before).
-    pub(crate) async fn wait_for_slide(&self, c: &CtlInfo) -> bool {
+    /// Before a click on `c`: the slide it shows, when it is a slide of Impress's slides
+    /// panel (a named panel in the panel's document frame) and the window's presentation was
+    /// listed. Two calls for a named panel, none for anything else.
+    pub(crate) async fn slide_click(&self, c: &CtlInfo) -> Option<SlideClick> {
         const ACC: &str = "org.a11y.atspi.Accessible";
         if c.seen.role != role::PANEL || c.name.trim().is_empty() {
-            return false;
-        }
-        let parent: Result<(String, OwnedObjectPath), _> =
-            self.bus.prop(&c.bus, &c.path, ACC, "Parent").await;
-        let Ok((_, parent)) = parent else {
-            return false;
-        };
-        let in_panel = self
-            .bus
-            .call::<_, u32>(&c.bus, parent.as_str(), ACC, "GetRole", &())
-            .await
-            .is_ok_and(|r| r == role::DOCUMENT_FRAME);
-        if !in_panel {
-            return false;
+            return None;
         }
         let presentation = self
             .controls
@@ -100,45 +96,60 @@ impl Actor<'_> {
             .find(|k| {
                 k.window == c.window && k.bus == c.bus && k.seen.role == role::DOCUMENT_PRESENTATION
             })
-            .map(|k| k.path.clone());
-        let Some(presentation) = presentation else {
-            return false;
-        };
+            .map(|k| k.path.clone())?;
+        let parent: Result<(String, OwnedObjectPath), _> =
+            self.bus.prop(&c.bus, &c.path, ACC, "Parent").await;
+        let (_, parent) = parent.ok()?;
+        let in_panel = self
+            .bus
+            .call::<_, u32>(&c.bus, parent.as_str(), ACC, "GetRole", &())
+            .await
+            .is_ok_and(|r| r == role::DOCUMENT_FRAME);
+        in_panel.then(|| SlideClick {
+            slide: c.name.clone(),
+            bus: c.bus.clone(),
+            presentation,
+        })
+    }
+
+    /// After a click on a slide of the slides panel: wait until the presentation shows that
+    /// slide with its shapes (see the module).
+    pub(crate) async fn wait_for_slide(&self, s: &SlideClick) {
+        const ACC: &str = "org.a11y.atspi.Accessible";
         let started = Instant::now();
         let mut page_since: Option<Instant> = None;
         let mut reads = 0usize;
         loop {
             let kids = self
                 .bus
-                .children(&c.bus, &presentation)
+                .children(&s.bus, &s.presentation)
                 .await
                 .unwrap_or_default();
             let names: Vec<String> = futures::future::join_all(
                 kids.iter()
                     .take(MAX_SHAPES)
-                    .map(|k| self.bus.prop::<String>(&c.bus, k, ACC, "Name")),
+                    .map(|k| self.bus.prop::<String>(&s.bus, k, ACC, "Name")),
             )
             .await
             .into_iter()
             .map(|n| n.unwrap_or_default())
             .collect();
             reads += 1;
-            if shows_page(&names, &c.name) {
+            if shows_page(&names, &s.slide) {
                 page_since.get_or_insert_with(Instant::now);
             }
             let page_for = page_since.map(|t| t.elapsed());
-            match slide_switch(&names, &c.name, page_for, started.elapsed()) {
+            match slide_switch(&names, &s.slide, page_for, started.elapsed()) {
                 SlideSwitch::Shown => break,
                 SlideSwitch::NotYet => tokio::time::sleep(POLL).await,
             }
         }
         tracing::debug!(
-            slide = %c.name,
+            slide = %s.slide,
             reads,
             ms = started.elapsed().as_millis() as u64,
             "slide shown"
         );
-        true
     }
 }
 

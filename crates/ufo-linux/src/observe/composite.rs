@@ -12,6 +12,8 @@
 //! Measured on mousepad's Find and Replace: 14 lines before (`combo box "Replace with"` and
 //! `text "Replace with"`, `set_text` ambiguous), 12 after; GIMP's Preferences 33, 32; the
 //! names bench: Gnumeric 68 lines, 67 (its controls named as before), no other window changed.
+//! With shapes folded: Impress's deck 110 lines, 109 (named by ufo 98 of 105, listed once 105
+//! of 105, both unchanged); Writer, Calc and GIMP unchanged.
 
 use std::collections::HashMap;
 
