@@ -169,20 +169,30 @@ impl Actor<'_> {
             *self.ahead.lock() = settled.seen;
         }
         log_phases(t0, t_start, t_action, t_settle);
-        // a search box's page answers the text a while after the window settled (search.rs)
-        if let (Some(c), UiAction::SetText { .. } | UiAction::TypeKeys { .. }) = (&ctl, action) {
+        self.wait_for_late_answers(ctl.as_ref(), action, slide)
+            .await;
+        Ok(result)
+    }
+
+    /// A step of [`Self::perform`], after the settle: what an application shows a while after
+    /// its window settled is waited for, and the observation made while the action settled
+    /// (of the screen before it) is not handed out: a search box's page answering the text
+    /// (search.rs), a clicked slide's shapes in Impress (slides.rs).
+    async fn wait_for_late_answers(
+        &self,
+        ctl: Option<&CtlInfo>,
+        action: &UiAction,
+        slide: Option<super::slides::SlideClick>,
+    ) {
+        if let (Some(c), UiAction::SetText { .. } | UiAction::TypeKeys { .. }) = (ctl, action) {
             if !is_detected(c) && self.wait_for_search_answer(c).await {
-                // (the observation made while the action settled is of the page before)
                 self.ahead.lock().take();
             }
         }
-        // Impress exports a clicked slide's shapes a while after its window settled
-        // (slides.rs)
         if let Some(s) = slide {
             self.wait_for_slide(&s).await;
             self.ahead.lock().take();
         }
-        Ok(result)
     }
 
     pub(super) async fn run_action(
