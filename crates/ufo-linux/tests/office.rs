@@ -1517,6 +1517,16 @@ async fn an_open_submenus_item_wins_over_a_sidebar_button_of_its_name_in_impress
             "ASSIGN",
             &[&title],
         ),
+        // the slide first (a fresh LibreOffice window's rectangles are right once it was
+        // clicked: a first click on the title was once aimed 25 px above it)
+        answer(
+            "app",
+            "Slide 1",
+            "click",
+            serde_json::json!({}),
+            "CONTINUE",
+            &["panel \"Slide 1\""],
+        ),
         answer(
             "app",
             "Title 1",
@@ -1540,7 +1550,7 @@ async fn an_open_submenus_item_wins_over_a_sidebar_button_of_its_name_in_impress
             "click",
             serde_json::json!({}),
             "CONTINUE",
-            &["menu \"Align Text\"", "button \"Right\""],
+            &["menu \"Align Text\""],
         ),
         answer(
             "app",
