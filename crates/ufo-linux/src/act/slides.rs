@@ -7,6 +7,8 @@
 //! ("PageShape: Slide 2") and the slide's other shapes are there; a slide with no shape but
 //! its page is taken after [`SHAPES_GRACE`]; at most [`SLIDE_WAIT`]. [`slide_switch`] decides
 //! (pure); [`Actor::slide_click`] (before the click) and [`Actor::wait_for_slide`] read.
+//! Measured on a development machine at load 6–12: the shapes were exported by the first
+//! read in 6 of 6 switches (1–18 ms after the settle); the race was not seen there.
 
 use std::time::{Duration, Instant};
 
