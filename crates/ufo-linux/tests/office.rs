@@ -1085,6 +1085,20 @@ for app in pyatspi.Registry.getDesktop(0):
         .collect()
 }
 
+/// A flat presentation of two slides without names of their own (LibreOffice calls them
+/// "Slide 1", "Slide 2"): slide 2 holds two empty text frames named as PowerPoint names its
+/// placeholders, filled (an empty placeholder is hit over its whole area, as a filled frame
+/// is).
+fn untitled_deck() -> String {
+    let ns = r#"xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" xmlns:fo="urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0""#;
+    format!(
+        r##"<?xml version="1.0" encoding="UTF-8"?>
+<office:document {ns} office:version="1.3" office:mimetype="application/vnd.oasis.opendocument.presentation">
+<office:automatic-styles><style:style style:name="filled" style:family="graphic"><style:graphic-properties draw:fill="solid" draw:fill-color="#eeeeee"/></style:style></office:automatic-styles>
+<office:body><office:presentation><draw:page draw:master-page-name="Default"><draw:frame presentation:class="title" svg:x="1.4cm" svg:y="0.8cm" svg:width="25cm" svg:height="3cm"><draw:text-box><text:p>Opening</text:p></draw:text-box></draw:frame></draw:page><draw:page draw:master-page-name="Default"><draw:frame draw:name="Title 1" draw:style-name="filled" svg:x="1.4cm" svg:y="0.8cm" svg:width="25cm" svg:height="3cm"><draw:text-box><text:p/></draw:text-box></draw:frame><draw:frame draw:name="Content Placeholder 2" draw:style-name="filled" svg:x="1.4cm" svg:y="4.5cm" svg:width="25cm" svg:height="10cm"><draw:text-box><text:p/></draw:text-box></draw:frame></draw:page></office:presentation></office:body></office:document>"##
+    )
+}
+
 /// Issue 24, item 2: in a presentation whose slides have no names of their own, a scripted
 /// `ufo run` clicks "Slide 2" in the slides panel by the name a person reads there (pyatspi
 /// then finds slide 2 shown), then clicks into the shape "Content Placeholder 2" by its name
@@ -1096,16 +1110,7 @@ async fn ufo_clicks_an_untitled_slide_and_a_placeholder_by_name_in_impress() {
         return;
     }
     let _turn = SERIAL.lock().await;
-    let ns = r#"xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0" xmlns:fo="urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0""#;
-    // slides without draw:name (LibreOffice calls them "Slide 1", "Slide 2"); slide 2 holds
-    // two empty text frames named as PowerPoint names its placeholders, filled (an empty
-    // placeholder is hit over its whole area, as a filled frame is)
-    let flat = format!(
-        r##"<?xml version="1.0" encoding="UTF-8"?>
-<office:document {ns} office:version="1.3" office:mimetype="application/vnd.oasis.opendocument.presentation">
-<office:automatic-styles><style:style style:name="filled" style:family="graphic"><style:graphic-properties draw:fill="solid" draw:fill-color="#eeeeee"/></style:style></office:automatic-styles>
-<office:body><office:presentation><draw:page draw:master-page-name="Default"><draw:frame presentation:class="title" svg:x="1.4cm" svg:y="0.8cm" svg:width="25cm" svg:height="3cm"><draw:text-box><text:p>Opening</text:p></draw:text-box></draw:frame></draw:page><draw:page draw:master-page-name="Default"><draw:frame draw:name="Title 1" draw:style-name="filled" svg:x="1.4cm" svg:y="0.8cm" svg:width="25cm" svg:height="3cm"><draw:text-box><text:p/></draw:text-box></draw:frame><draw:frame draw:name="Content Placeholder 2" draw:style-name="filled" svg:x="1.4cm" svg:y="4.5cm" svg:width="25cm" svg:height="10cm"><draw:text-box><text:p/></draw:text-box></draw:frame></draw:page></office:presentation></office:body></office:document>"##
-    );
+    let flat = untitled_deck();
     let o = office_with("presentation", "deck.fodp", &flat, "odp").await;
     let w =
         o.d.launch_app("office")
@@ -1322,4 +1327,465 @@ async fn calc_view_menu_lists_its_items_and_one_is_clicked() {
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
+}
+
+/// A flat presentation of one slide: a text frame named "Title 1" holding one paragraph
+/// ("Old title") and one named "Content Placeholder 2" holding two, as PowerPoint names its
+/// placeholders (LibreOffice lists a shape by such a name of its own).
+fn titled_deck() -> String {
+    r#"<?xml version="1.0" encoding="UTF-8"?>
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.3" office:mimetype="application/vnd.oasis.opendocument.presentation">
+<office:body><office:presentation><draw:page draw:master-page-name="Default"><draw:frame draw:name="Title 1" svg:x="1.4cm" svg:y="0.8cm" svg:width="25cm" svg:height="3cm"><draw:text-box><text:p>Old title</text:p></draw:text-box></draw:frame><draw:frame draw:name="Content Placeholder 2" svg:x="1.4cm" svg:y="4.5cm" svg:width="25cm" svg:height="10cm"><draw:text-box><text:p>First point</text:p><text:p>Second point</text:p></draw:text-box></draw:frame></draw:page></office:presentation></office:body></office:document>"#
+        .to_string()
+}
+
+/// The frame of content.xml's first slide named `name` (its XML up to the next frame).
+fn slide_frame<'x>(xml: &'x str, name: &str) -> &'x str {
+    xml.split("<draw:frame ")
+        .find(|f| f.contains(&format!("draw:name=\"{name}\"")))
+        .unwrap_or_else(|| panic!("no frame {name:?} in content.xml: {xml}"))
+}
+
+/// Issue 46, item 1: a slide's shape and its only paragraph are one control, listed once as
+/// `panel "Title 1" value: "Old title"` (a shape of two paragraphs stays apart from them). A
+/// scripted `ufo run` sets its text by the text it shows ("Old title"), then again by the
+/// shape's name ("Title 1"), and saves: unzip finds the last text in that frame of
+/// content.xml, the others nowhere.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_impress_shape_and_its_paragraph_are_one_control_reached_by_either_name() {
+    if !require_live("an_impress_shape_and_its_paragraph_are_one_control_reached_by_either_name") {
+        return;
+    }
+    let _turn = SERIAL.lock().await;
+    let o = office_with("presentation", "deck.fodp", &titled_deck(), "odp").await;
+    let w =
+        o.d.launch_app("office")
+            .await
+            .unwrap_or_else(|e| panic!("cannot launch Impress: {e}"));
+    let obs = observe_until(
+        &o.d,
+        &w.id,
+        "the slide's shapes",
+        Duration::from_secs(30),
+        |obs| {
+            obs.controls.iter().any(|c| c.name == "Title 1")
+                && obs.controls.iter().any(|c| c.name == "Second point")
+        },
+    )
+    .await;
+    // listed once: no line of its own for the paragraph
+    let showing: Vec<&ufo_core::Control> = obs
+        .controls
+        .iter()
+        .filter(|c| c.name == "Old title" || c.value.as_deref() == Some("Old title"))
+        .collect();
+    assert_eq!(showing.len(), 1, "{}", listing(&obs));
+    assert_eq!(
+        (showing[0].role.as_str(), showing[0].name.as_str()),
+        ("panel", "Title 1"),
+        "{}",
+        listing(&obs)
+    );
+    // two paragraphs in a shape are two lines
+    for p in ["First point", "Second point"] {
+        assert!(
+            obs.controls
+                .iter()
+                .any(|c| c.role == "paragraph" && c.name == p),
+            "{p}: {}",
+            listing(&obs)
+        );
+    }
+    let title = title_now(&o.d, &w.id).await;
+    let before = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
+    let lines = [
+        answer(
+            "host",
+            &title,
+            "",
+            serde_json::json!({}),
+            "ASSIGN",
+            &[&title],
+        ),
+        answer(
+            "app",
+            "Old title",
+            "set_text",
+            serde_json::json!({"text": "Quarterly results"}),
+            "CONTINUE",
+            &["panel \"Title 1\" value: \"Old title\""],
+        ),
+        answer(
+            "app",
+            "Title 1",
+            "set_text",
+            serde_json::json!({"text": "Final results"}),
+            "CONTINUE",
+            &["panel \"Title 1\" value: \"Quarterly results\""],
+        ),
+        answer(
+            "app",
+            "deck - LibreOffice Presentation",
+            "type_keys",
+            serde_json::json!({"keys": "{ESC}{ctrl+s}"}),
+            "FINISH",
+            &["panel \"Title 1\" value: \"Final results\""],
+        ),
+        answer("host", "", "", serde_json::json!({}), "FINISH", &[]),
+    ];
+    let said = run_ufo_script(
+        o.guard._dir.path(),
+        &lines,
+        "In Impress set the title to \"Final results\" and save",
+    )
+    .await;
+    let xml = saved_member(&o.doc, before, "content.xml", &said).await;
+    let frame = slide_frame(&xml, "Title 1");
+    assert!(
+        frame.contains("Final results"),
+        "{frame}\nufo said:\n{said}"
+    );
+    for gone in ["Old title", "Quarterly results"] {
+        assert!(!xml.contains(gone), "{gone} is still in {xml}");
+    }
+    drop(o.guard);
+}
+
+/// The automatic styles of content.xml (`style:name` → its XML) a frame's XML refers to,
+/// joined: what its shape and paragraphs look like.
+fn styles_of(xml: &str, frame: &str) -> String {
+    let mut names = Vec::new();
+    for attr in [
+        "draw:style-name=\"",
+        "text:style-name=\"",
+        "draw:text-style-name=\"",
+    ] {
+        for part in frame.split(attr).skip(1) {
+            if let Some(end) = part.find('"') {
+                names.push(part[..end].to_string());
+            }
+        }
+    }
+    names
+        .iter()
+        .filter_map(|n| {
+            let at = xml.find(&format!("<style:style style:name=\"{n}\""))?;
+            let rest = &xml[at..];
+            let end = rest.find("</style:style>").unwrap_or(rest.len());
+            Some(rest[..end].to_string())
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Issue 46, item 2: with Impress's Format ▸ Align Text open, "Right" names the submenu's
+/// radio menu item and the sidebar's button "Right" (both listed, as the prompt shows); a
+/// scripted `ufo run` clicks "Right" by name, and the open menu's item is the one pressed:
+/// unzip finds the title's paragraph right-aligned in the saved content.xml (it was not).
+/// The sidebar's button would right-align it too: which of the two was pressed is ufo's
+/// account only (the step reached label "Right" without "matches 2 controls").
+#[tokio::test(flavor = "multi_thread")]
+async fn an_open_submenus_item_wins_over_a_sidebar_button_of_its_name_in_impress() {
+    if !require_live("an_open_submenus_item_wins_over_a_sidebar_button_of_its_name_in_impress") {
+        return;
+    }
+    let _turn = SERIAL.lock().await;
+    let o = office_with("presentation", "deck.fodp", &titled_deck(), "odp").await;
+    let original = unzip(&o.doc, "content.xml");
+    let aligned = |styles: &str| {
+        styles.contains("fo:text-align=\"end\"") || styles.contains("fo:text-align=\"right\"")
+    };
+    assert!(
+        !aligned(&styles_of(&original, slide_frame(&original, "Title 1"))),
+        "the title starts right-aligned: {original}"
+    );
+    let w =
+        o.d.launch_app("office")
+            .await
+            .unwrap_or_else(|e| panic!("cannot launch Impress: {e}"));
+    observe_until(
+        &o.d,
+        &w.id,
+        "the slide's shapes",
+        Duration::from_secs(30),
+        |obs| obs.controls.iter().any(|c| c.name == "Title 1"),
+    )
+    .await;
+    let title = title_now(&o.d, &w.id).await;
+    let before = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
+    let lines = [
+        answer(
+            "host",
+            &title,
+            "",
+            serde_json::json!({}),
+            "ASSIGN",
+            &[&title],
+        ),
+        // the slide first (a fresh LibreOffice window's rectangles are right once it was
+        // clicked: a first click on the title was once aimed 25 px above it)
+        answer(
+            "app",
+            "Slide 1",
+            "click",
+            serde_json::json!({}),
+            "CONTINUE",
+            &["panel \"Slide 1\""],
+        ),
+        answer(
+            "app",
+            "Title 1",
+            "click",
+            serde_json::json!({}),
+            "CONTINUE",
+            &["panel \"Title 1\""],
+        ),
+        // the sidebar has a toggle button "Format" too: the menu is named by its line
+        answer(
+            "app",
+            "menu \"Format\"",
+            "click",
+            serde_json::json!({}),
+            "CONTINUE",
+            &["menu \"Format\""],
+        ),
+        answer(
+            "app",
+            "Align Text",
+            "click",
+            serde_json::json!({}),
+            "CONTINUE",
+            &["menu \"Align Text\""],
+        ),
+        answer(
+            "app",
+            "Right",
+            "click",
+            serde_json::json!({}),
+            "CONTINUE",
+            &["radio menu item \"Right\"", "button \"Right\""],
+        ),
+        answer(
+            "app",
+            "deck - LibreOffice Presentation",
+            "type_keys",
+            serde_json::json!({"keys": "{ESC}{ESC}{ctrl+s}"}),
+            "FINISH",
+            &[],
+        ),
+        answer("host", "", "", serde_json::json!({}), "FINISH", &[]),
+    ];
+    let said = run_ufo_script(
+        o.guard._dir.path(),
+        &lines,
+        "In Impress align the title to the right with Format > Align Text and save",
+    )
+    .await;
+    // ufo's own account: one control, no ambiguity (run_ufo_script saw no failed action)
+    assert!(
+        said.contains("Right | result: clicked \"Right\""),
+        "ufo said:\n{said}"
+    );
+    let xml = saved_member(&o.doc, before, "content.xml", &said).await;
+    let frame = slide_frame(&xml, "Title 1");
+    let styles = styles_of(&xml, frame);
+    assert!(
+        aligned(&styles),
+        "the title is not right-aligned: {frame}\n{styles}\nufo said:\n{said}"
+    );
+    drop(o.guard);
+}
+
+/// Issue 46, item 3: Impress exports a clicked slide's shapes a while after its window
+/// settled, and an observation right after a click on a slide of the slides panel listed the
+/// slide before (1 in 2 runs of a task). Slides are switched back and forth by ufo's clicks,
+/// each followed by one observation (no retry): it lists the shapes pyatspi finds on the
+/// slide shown (and pyatspi finds the clicked slide shown), never the other slide's.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_observation_after_a_slide_click_lists_that_slides_shapes() {
+    if !require_live("an_observation_after_a_slide_click_lists_that_slides_shapes") {
+        return;
+    }
+    let _turn = SERIAL.lock().await;
+    let frame = |name: &str, text: &str, y: &str| {
+        format!(
+            r#"<draw:frame draw:name="{name}" svg:x="1.4cm" svg:y="{y}" svg:width="25cm" svg:height="3cm"><draw:text-box><text:p>{text}</text:p></draw:text-box></draw:frame>"#
+        )
+    };
+    let flat = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0" xmlns:svg="urn:oasis:names:tc:opendocument:xmlns:svg-compatible:1.0" office:version="1.3" office:mimetype="application/vnd.oasis.opendocument.presentation">
+<office:body><office:presentation><draw:page draw:master-page-name="Default">{}</draw:page><draw:page draw:master-page-name="Default">{}{}</draw:page></office:presentation></office:body></office:document>"#,
+        frame("Title 1", "Opening", "0.8cm"),
+        frame("Chart Notes 3", "Second slide", "0.8cm"),
+        frame("Content Placeholder 4", "Body of two", "4.5cm"),
+    );
+    let o = office_with("presentation", "deck.fodp", &flat, "odp").await;
+    let w =
+        o.d.launch_app("office")
+            .await
+            .unwrap_or_else(|e| panic!("cannot launch Impress: {e}"));
+    let pid = w.pid.expect("Impress's window has a pid");
+    observe_until(
+        &o.d,
+        &w.id,
+        "the slides panel",
+        Duration::from_secs(30),
+        |obs| {
+            obs.controls.iter().any(|c| c.name == "Slide 2")
+                && obs.controls.iter().any(|c| c.name == "Title 1")
+        },
+    )
+    .await;
+    let shapes_of = |slide: &str| -> &[&str] {
+        if slide == "Slide 1" {
+            &["Title 1"]
+        } else {
+            &["Chart Notes 3", "Content Placeholder 4"]
+        }
+    };
+    for slide in [
+        "Slide 2", "Slide 1", "Slide 2", "Slide 1", "Slide 2", "Slide 1",
+    ] {
+        let obs = o.d.observe(&w.id).await.expect("observe Impress");
+        let item = obs
+            .controls
+            .iter()
+            .find(|c| c.role == "panel" && c.name == slide)
+            .unwrap_or_else(|| panic!("no {slide} in the slides panel: {}", listing(&obs)));
+        o.d.act(
+            &w.id,
+            Some(&item.id),
+            &ufo_core::UiAction::Click {
+                button: ufo_core::Button::Left,
+                double: false,
+            },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("click {slide}: {e}"));
+        let obs = o.d.observe(&w.id).await.expect("observe Impress");
+        // off ufo: the slide shown, and its shapes
+        let shown = impress_shapes(pid);
+        assert!(
+            shown.iter().any(|s| *s == format!("PageShape: {slide}")),
+            "{slide} is not shown after clicking it: {shown:?}"
+        );
+        let listed = |n: &str| {
+            obs.controls
+                .iter()
+                .any(|c| c.role == "panel" && c.name == n)
+        };
+        for s in shapes_of(slide) {
+            assert!(shown.iter().any(|x| x == s), "pyatspi: {shown:?}");
+            assert!(
+                listed(s),
+                "the observation right after clicking {slide} lacks its shape {s:?}: {}",
+                listing(&obs)
+            );
+        }
+        let other = if slide == "Slide 1" {
+            "Slide 2"
+        } else {
+            "Slide 1"
+        };
+        for s in shapes_of(other) {
+            assert!(
+                !listed(s),
+                "the observation right after clicking {slide} lists {other}'s shape {s:?}: {}",
+                listing(&obs)
+            );
+        }
+    }
+    drop(o.guard);
+}
+
+/// Issue 46, item 3: one scripted `ufo run` clicks "Slide 2" in the slides panel and, in the
+/// very next step, clicks into slide 2's "Content Placeholder 2" by name and types a line
+/// (a task once failed here 1 in 2 runs: the step after the slide's click was shown slide 1,
+/// "no control matches … Content Placeholder 2"). unzip finds the line in that shape of
+/// slide 2 in the saved content.xml.
+#[tokio::test(flavor = "multi_thread")]
+async fn ufo_types_into_a_placeholder_right_after_switching_slides_in_impress() {
+    if !require_live("ufo_types_into_a_placeholder_right_after_switching_slides_in_impress") {
+        return;
+    }
+    let _turn = SERIAL.lock().await;
+    let o = office_with("presentation", "deck.fodp", &untitled_deck(), "odp").await;
+    let w =
+        o.d.launch_app("office")
+            .await
+            .unwrap_or_else(|e| panic!("cannot launch Impress: {e}"));
+    observe_until(
+        &o.d,
+        &w.id,
+        "the slides panel",
+        Duration::from_secs(30),
+        |obs| {
+            obs.controls.iter().any(|c| c.name == "Slide 2")
+                && obs.controls.iter().any(|c| c.name == "Opening")
+        },
+    )
+    .await;
+    let title = title_now(&o.d, &w.id).await;
+    let before = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
+    let lines = [
+        answer(
+            "host",
+            &title,
+            "",
+            serde_json::json!({}),
+            "ASSIGN",
+            &[&title],
+        ),
+        answer(
+            "app",
+            "Slide 2",
+            "click",
+            serde_json::json!({}),
+            "CONTINUE",
+            &["\"Slide 2\""],
+        ),
+        answer(
+            "app",
+            "Content Placeholder 2",
+            "click",
+            serde_json::json!({}),
+            "CONTINUE",
+            &["\"Content Placeholder 2\""],
+        ),
+        answer(
+            "app",
+            "Content Placeholder 2",
+            "type_keys",
+            serde_json::json!({"keys": "Quarterly results"}),
+            "CONTINUE",
+            &[],
+        ),
+        answer(
+            "app",
+            "deck - LibreOffice Presentation",
+            "type_keys",
+            serde_json::json!({"keys": "{ESC}{ctrl+s}"}),
+            "FINISH",
+            &["\"Quarterly results\""],
+        ),
+        answer("host", "", "", serde_json::json!({}), "FINISH", &[]),
+    ];
+    let said = run_ufo_script(
+        o.guard._dir.path(),
+        &lines,
+        "In Impress write \"Quarterly results\" into slide 2's content and save",
+    )
+    .await;
+    let xml = saved_member(&o.doc, before, "content.xml", &said).await;
+    let pages: Vec<&str> = xml.split("<draw:page ").skip(1).collect();
+    assert_eq!(pages.len(), 2, "{xml}");
+    let outline = slide_frame(pages[1], "Content Placeholder 2");
+    assert!(
+        outline.contains("Quarterly results"),
+        "{}\nufo said:\n{said}",
+        pages[1]
+    );
+    assert!(!pages[0].contains("Quarterly results"), "{}", pages[0]);
+    drop(o.guard);
 }

@@ -949,7 +949,9 @@ fn processes_with_env(var: &str) -> Vec<u32> {
 
 /// Issue 46, item 1: GNOME Clocks (GTK 4) names its dialog's buttons "_Cancel Cancel" and
 /// "_Add Add" (the mnemonic label glued before the label). They are listed as "Cancel" and
-/// "Add", and "Cancel" by name closes the dialog (checked with xdotool, not ufo).
+/// "Add", and "Cancel" by name closes the dialog (checked with xdotool, not ufo); the next
+/// step observes the main window again, with its controls (issue 46, item 3: a closed dialog
+/// was once still observed, with none; not seen again here with Cancel or Escape, 5 runs).
 #[test]
 fn a_gtk4_buttons_mnemonic_is_no_part_of_its_name_in_gnome_clocks() {
     if !require_live("a_gtk4_buttons_mnemonic_is_no_part_of_its_name_in_gnome_clocks") {
@@ -980,8 +982,14 @@ fn a_gtk4_buttons_mnemonic_is_no_part_of_its_name_in_gnome_clocks() {
         app_line("Add Location", "", "click", json!({}), "CONTINUE"),
         line(
             "app",
-            app("Cancel", "", "click", json!({}), "FINISH"),
+            app("Cancel", "", "click", json!({}), "CONTINUE"),
             &[dialog, "button \"Cancel\"", "button \"Add\""],
+        ),
+        // the dialog closed: the main window is observed again, with its controls
+        line(
+            "app",
+            app("", "", "", json!({}), "FINISH"),
+            &["button \"Add Location\""],
         ),
         host_finish(),
     ];

@@ -247,8 +247,10 @@ fn parse_label(label: &str, count: usize) -> Option<usize> {
 /// resolution"). The label picks the control when its name matches `text` (or `text` is
 /// empty). Otherwise `text` is matched against the names exactly; then, read as a line copied
 /// from the control list (`[7] menu "Slide"`), against the roles and names; then against the
-/// names in any case. Several name matches are narrowed to those whose role fits the function,
-/// then to the focused one. More than one left is [`Unresolved::Ambiguous`].
+/// names in any case; last, an unnamed combo box by the option it shows, else a control that
+/// is no field by the text it shows (its value). Several name matches are narrowed to those
+/// whose role fits the function, then to the focused one. More than one left is
+/// [`Unresolved::Ambiguous`].
 pub fn resolve_control(
     label: &str,
     text: &str,
@@ -316,11 +318,48 @@ fn by_text(
     if !any_case.is_empty() {
         return narrow(any_case, controls, function);
     }
-    let combos = unnamed_combos_showing(text, controls)
+    let combos: Vec<usize> = unnamed_combos_showing(text, controls)
         .into_iter()
         .filter(of_source)
         .collect();
-    narrow(combos, controls, function)
+    if !combos.is_empty() {
+        return narrow(combos, controls, function);
+    }
+    let shown = showing_text(text, controls)
+        .into_iter()
+        .filter(of_source)
+        .collect();
+    narrow(shown, controls, function)
+}
+
+/// Roles whose value is what was put into them (a field's content, a box's choice, a
+/// position), never what a person calls them: no control of these roles is reached by it.
+const VALUE_IS_INPUT: &[&str] = &["slider", "scroll bar", "progress bar", "level bar", "dial"];
+
+/// The controls that are no field and show `text` as their value (white space and case
+/// aside): Impress lists a slide's shape and its only paragraph as `panel "Title 1" value:
+/// "Old title"`, and a person calls it by either. The last reading of a text that names no
+/// control; an entry's, a combo box's or a spin button's value never reaches it.
+fn showing_text(text: &str, controls: &[Control]) -> Vec<usize> {
+    let flat = |s: &str| {
+        s.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    };
+    let asked = flat(text);
+    if asked.is_empty() {
+        return Vec::new();
+    }
+    (0..controls.len())
+        .filter(|&i| {
+            let c = &controls[i];
+            let r = c.role.trim().to_ascii_lowercase();
+            !EDITABLE.contains(&r.as_str())
+                && !VALUE_IS_INPUT.contains(&r.as_str())
+                && c.value.as_deref().is_some_and(|v| flat(v) == asked)
+        })
+        .collect()
 }
 
 /// Text read in pixels is a little off: spaces are lost ("SaveAs") and an icon before a label
@@ -1109,6 +1148,46 @@ mod tests {
         );
         let named = vec![mode, c("menu item", "Normal", false)];
         assert_eq!(resolve_control("", "Normal", &named, "click"), Ok(1));
+    }
+
+    /// Issue 46: Impress lists a slide's shape and its only paragraph as one line, named by
+    /// the shape and showing the paragraph's text; the text (any case, any spacing) reaches
+    /// it when no control is named so. A name still wins, and a field (an entry, a named
+    /// combo box, a slider) is never reached by its value.
+    #[test]
+    fn a_shape_is_reached_by_the_text_it_shows() {
+        let mut title = c("panel", "Title 1", false);
+        title.value = Some("Old  title".into());
+        let mut entry = c("entry", "Search", false);
+        entry.value = Some("Budget".into());
+        let mut zoom = c("slider", "Zoom", false);
+        zoom.value = Some("100".into());
+        let controls = vec![c("button", "Save", false), title, entry, zoom];
+        assert_eq!(resolve_control("", "Title 1", &controls, "click"), Ok(1));
+        assert_eq!(
+            resolve_control("", "old title", &controls, "set_text"),
+            Ok(1)
+        );
+        assert_eq!(resolve_control("", "Old title", &controls, "click"), Ok(1));
+        assert_eq!(
+            resolve_control("", "Budget", &controls, "click"),
+            Err(Unresolved::NoMatch)
+        );
+        assert_eq!(
+            resolve_control("", "100", &controls, "click"),
+            Err(Unresolved::NoMatch)
+        );
+        let mut named = controls.clone();
+        named.push(c("paragraph", "Old title", false));
+        assert_eq!(resolve_control("", "Old title", &named, "click"), Ok(4));
+        let mut other = c("panel", "Subtitle 2", false);
+        other.value = Some("old title".into());
+        let mut two = controls;
+        two.push(other);
+        assert_eq!(
+            resolve_control("", "Old title", &two, "click"),
+            Err(Unresolved::Ambiguous(vec![1, 4]))
+        );
     }
 
     /// Issue 46, item 2: with Impress's Format ▸ Align Text open, "Right" names the submenu's

@@ -15,6 +15,7 @@ pub(crate) mod screen;
 mod search;
 mod select;
 pub(crate) mod settle;
+mod slides;
 pub(crate) mod verify;
 mod wait;
 

@@ -1,6 +1,6 @@
 //! Performing an action on a window: the control found (and checked to be the one the model
 //! saw), the window watched, the action sent the fastest correct way, then the settle; a
-//! search box's page waited for.
+//! search box's page and a clicked slide's shapes waited for.
 
 use std::time::Instant;
 
@@ -150,6 +150,11 @@ impl Actor<'_> {
             self.settler.settle_start(watched, clicked).await
         };
         self.settling.lock().last_window = Some(xid);
+        // a slide of Impress's slides panel, known before the click rebuilds the panel
+        let slide = match (&ctl, action) {
+            (Some(c), UiAction::Click { .. }) if !is_detected(c) => self.slide_click(c).await,
+            _ => None,
+        };
         let t_action = Instant::now();
         let result = self
             .run_action(xid, window, ctl.as_ref(), action, in_dialog)
@@ -164,14 +169,30 @@ impl Actor<'_> {
             *self.ahead.lock() = settled.seen;
         }
         log_phases(t0, t_start, t_action, t_settle);
-        // a search box's page answers the text a while after the window settled (search.rs)
-        if let (Some(c), UiAction::SetText { .. } | UiAction::TypeKeys { .. }) = (&ctl, action) {
+        self.wait_for_late_answers(ctl.as_ref(), action, slide)
+            .await;
+        Ok(result)
+    }
+
+    /// A step of [`Self::perform`], after the settle: what an application shows a while after
+    /// its window settled is waited for, and the observation made while the action settled
+    /// (of the screen before it) is not handed out: a search box's page answering the text
+    /// (search.rs), a clicked slide's shapes in Impress (slides.rs).
+    async fn wait_for_late_answers(
+        &self,
+        ctl: Option<&CtlInfo>,
+        action: &UiAction,
+        slide: Option<super::slides::SlideClick>,
+    ) {
+        if let (Some(c), UiAction::SetText { .. } | UiAction::TypeKeys { .. }) = (ctl, action) {
             if !is_detected(c) && self.wait_for_search_answer(c).await {
-                // (the observation made while the action settled is of the page before)
                 self.ahead.lock().take();
             }
         }
-        Ok(result)
+        if let Some(s) = slide {
+            self.wait_for_slide(&s).await;
+            self.ahead.lock().take();
+        }
     }
 
     pub(super) async fn run_action(

@@ -644,9 +644,16 @@ fn folded(a: Answered, tree: &AppTree) -> Answered {
                 ancestors.push(n.parent.clone());
                 at = n.parent.as_str();
             }
+            // a slide's shape: a panel right under the presentation (apps/office.rs)
+            let shape = f.info.seen.role == role::PANEL
+                && ancestors
+                    .first()
+                    .and_then(|p| tree.nodes.get(p.as_str()))
+                    .is_some_and(|p| p.role == role::DOCUMENT_PRESENTATION);
             composite::Piece {
                 path: f.info.path.clone(),
                 ancestors,
+                shape,
                 role: f.info.seen.role,
                 // a container's name is none of its own: GIMP's "Swap compression" box and
                 // its entry named "Resource Consumption" are one control
