@@ -290,8 +290,8 @@ pub fn page_closeness(parts: &[f32], query: &[f32]) -> f32 {
 
 /// Most tokens of one part of a document the in-process model reads (a page is embedded in
 /// parts: `pages::embed_texts`). 128 keeps indexing all LibreOffice and GIMP help within
-/// minutes on 2 cores; a third part per page cost half the index time again for no gain
-/// (docs/knowledge.md).
+/// minutes on 2 cores; two more parts of the body per page took 150 s more for no gain on the
+/// tuning set (docs/knowledge.md).
 pub const DOC_TOKENS: usize = 128;
 /// Most tokens of a query the in-process model reads.
 pub const QUERY_TOKENS: usize = 64;
