@@ -6,11 +6,18 @@
 //! above the page that gives its steps (on the evaluation set, "Add a bar chart…" ranked the
 //! Calc welcome page and a menu-path list second and third). A search ranks them below every
 //! page that gives steps.
+//!
+//! LibreOffice keeps its how-to guides (`guide/` folders: numbered steps for a task) apart
+//! from its reference pages (one dialog or command each). A request asks how to do a task,
+//! so a search with a model gives guides a small lead ([`GUIDE_PRIOR`]): on the tuning set
+//! fused hit@1 went from 0.56 to 0.60 (hit@3 0.78 to 0.79); a lead of 0.4 lost (0.71).
 
 /// The kind of a help page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PageKind {
-    /// A page that explains a feature or gives steps.
+    /// A how-to guide: the steps of a task.
+    Guide,
+    /// A page that explains a feature (a dialog, a command, a tool) or gives steps.
     Content,
     /// A page that only lists where other pages' features are (menu paths, a menu's entries,
     /// a module's welcome page).
@@ -29,9 +36,23 @@ pub fn kind_of(source: &str, location: &str) -> PageKind {
         "gimp" => file.ends_with("-menu.html") || file == "menus.html",
         _ => false,
     };
-    match navigation {
-        true => PageKind::Navigation,
-        false => PageKind::Content,
+    let guide = source == "libreoffice" && folder == "guide";
+    match (navigation, guide) {
+        (true, _) => PageKind::Navigation,
+        (false, true) => PageKind::Guide,
+        (false, false) => PageKind::Content,
+    }
+}
+
+/// How much a how-to guide's fused score is raised (by this fraction) over a reference
+/// page's: a tie-breaker between pages both rankings found close, not more.
+pub const GUIDE_PRIOR: f64 = 0.05;
+
+/// A page's fused `score` raised by its kind's prior.
+pub fn with_prior(kind: PageKind, score: f64) -> f64 {
+    match kind {
+        PageKind::Guide => score * (1.0 + GUIDE_PRIOR),
+        PageKind::Content | PageKind::Navigation => score,
     }
 }
 
@@ -41,8 +62,8 @@ pub const BODY_PARTS: usize = 1;
 /// title: [`crate::embed::DOC_TOKENS`] tokens).
 const PART_CHARS: usize = 500;
 
-/// What is embedded of a page, part by part; a page is as close to a query as its closest
-/// part. The first part names the page: its title, headings and index keywords (they name the
+/// What is embedded of a page, part by part; how close a page is to a query comes from its
+/// parts' closeness ([`crate::embed::page_closeness`]). The first part names the page: its title, headings and index keywords (they name the
 /// feature in a person's words). Each further part is the title and a stretch of the body, so
 /// the steps a page gives are matched even when its index entries fill the first part.
 pub fn embed_texts(p: &crate::extract::Page) -> Vec<String> {
@@ -91,7 +112,7 @@ mod tests {
     }
 
     #[test]
-    fn menu_path_lists_welcome_pages_and_menu_lists_are_navigation() {
+    fn menu_path_lists_welcome_pages_and_menu_lists_are_navigation_guides_are_guides() {
         let lo = "/usr/share/libreoffice/help/en-US/text";
         let gimp = "/usr/share/gimp/2.0/help/en";
         for (source, nav) in [
@@ -103,10 +124,15 @@ mod tests {
         ] {
             assert_eq!(kind_of(source, &nav), PageKind::Navigation, "{nav}");
         }
+        for guide in [
+            format!("{lo}/scalc/guide/line_fix.html"),
+            format!("{lo}/shared/guide/main.html"),
+        ] {
+            assert_eq!(kind_of("libreoffice", &guide), PageKind::Guide, "{guide}");
+        }
         for (source, content) in [
-            ("libreoffice", format!("{lo}/scalc/guide/line_fix.html")),
             ("libreoffice", format!("{lo}/scalc/01/07090000.html")),
-            ("libreoffice", format!("{lo}/shared/guide/main.html")),
+            ("gimp", format!("{gimp}/guide/x.html")),
             ("gimp", format!("{gimp}/gimp-view-show-menubar.html")),
             ("gimp", format!("{gimp}/gimp-filter-gaussian-blur.html")),
             // a person's own documents are never judged by another program's layout
@@ -115,5 +141,16 @@ mod tests {
         ] {
             assert_eq!(kind_of(source, &content), PageKind::Content, "{content}");
         }
+    }
+
+    #[test]
+    fn only_guides_get_a_lead_and_it_reorders_only_close_pages() {
+        assert!(with_prior(PageKind::Guide, 0.03) > with_prior(PageKind::Content, 0.03));
+        assert_eq!(with_prior(PageKind::Navigation, 0.03), 0.03);
+        // reciprocal-rank scores of a page in both rankings: a guide third passes the
+        // second, a guide twentieth not the first
+        let rrf = |rank: f64| 2.0 / (60.0 + rank);
+        assert!(with_prior(PageKind::Guide, rrf(3.0)) > rrf(2.0));
+        assert!(with_prior(PageKind::Guide, rrf(20.0)) < rrf(1.0));
     }
 }

@@ -4,6 +4,12 @@
 //! `*`, `:`), stop words and request filler ("how do I", "please") are dropped, and the rest
 //! are OR-ed: BM25 then ranks pages with more (and rarer) words higher, where an AND of every
 //! word would find nothing for most requests.
+//!
+//! A request written as a task names the person's data as well as the operation: "In
+//! grades_2024.xlsx, put the average of B2:E2 into F2". [`operation_text`] drops the data
+//! (file names, paths, quoted text, cell ranges, numbers) before both the lexical and the
+//! model's search. On the tuning set (109 requests, 52 of them such task descriptions) fused
+//! hit@3 went from 0.74 to 0.78 (dense 0.64 to 0.69, lexical 0.61 to 0.64).
 
 /// Most words of a query used.
 pub const MAX_TERMS: usize = 32;
@@ -142,9 +148,10 @@ pub fn words(text: &str) -> Vec<String> {
 }
 
 /// The words of `text` that carry meaning: stop words, single letters and request data
-/// (numbers, cell addresses like `A1` or `Sheet1`, quoted text) dropped.
+/// (numbers, cell addresses like `A1` or `Sheet1`, quoted text, file names, paths: see
+/// [`operation_text`]) dropped.
 pub fn terms(text: &str) -> Vec<String> {
-    words(&without_quoted(text))
+    words(&operation_text(text))
         .into_iter()
         .filter(|w| !STOP_WORDS.contains(&w.as_str()))
         .filter(|w| w.chars().count() > 1)
@@ -161,6 +168,97 @@ fn is_data(w: &str) -> bool {
         .map(|(i, _)| i)
         .unwrap_or(w.len())..];
     !rest.is_empty() && rest.chars().all(|c| c.is_ascii_digit())
+}
+
+/// `text` without what names the person's own data rather than the operation asked for:
+/// quoted text (what is typed or looked for), file names (`grades_2024.xlsx`), paths and
+/// addresses (`~/export`, `https://…`), names with underscores, cell addresses and ranges
+/// (`B2:E2`, `$A$1`, `Sheet1`), numbers, dates and measures (`17.04.2023`, `16:9`, `5px`,
+/// `12pt`). The rest keeps its order and punctuation, so a model still reads a sentence. A
+/// request that would keep no word of three letters or more is kept whole.
+///
+/// Measured on the tuning set (docs/knowledge.md): a file's extension drew its format's
+/// pages (`employees.csv`: the CSV import pages above the date format's) and the model read
+/// cell ranges and values as words.
+pub fn operation_text(text: &str) -> String {
+    let unquoted = without_quoted(text);
+    let mut out = String::with_capacity(unquoted.len());
+    for token in unquoted.split_whitespace() {
+        // the token's word without the punctuation around it ("(A2:B300)," -> "A2:B300")
+        let core = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '~' && c != '$');
+        if !core.is_empty() && names_data(core) {
+            // keep what ends a clause, so the sentence's shape stays
+            if let Some(end) = token
+                .chars()
+                .last()
+                .filter(|c| matches!(c, ',' | ';' | '.'))
+            {
+                out.push(end);
+            }
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(token);
+    }
+    let meaningful = words(&out)
+        .iter()
+        .any(|w| w.chars().count() >= 3 && !is_data(w));
+    match meaningful {
+        true => out,
+        false => text.to_string(),
+    }
+}
+
+/// Units a number is written with (`5px`, `300dpi`): the number names a value.
+const UNITS: &[&str] = &[
+    "px", "pt", "cm", "mm", "in", "dpi", "ppi", "em", "deg", "ms", "s",
+];
+
+/// Whether one whitespace-separated token (its surrounding punctuation removed) names the
+/// request's data: a URL, path, file name, underscored name, cell address or range, or a
+/// number, date or measure.
+fn names_data(t: &str) -> bool {
+    let lower = t.to_lowercase();
+    if lower.contains("://") || lower.starts_with("www.") || lower.contains('@') {
+        return true; // an address
+    }
+    if t.contains('/') || t.contains('\\') || t.starts_with('~') {
+        return true; // a path (or a date written with slashes)
+    }
+    if t.contains('_') {
+        return true; // a name made for a file, a variable, a sheet
+    }
+    if let Some((name, ext)) = t.rsplit_once('.') {
+        let ext_ok = (1..=5).contains(&ext.len())
+            && ext.chars().all(|c| c.is_ascii_alphanumeric())
+            && ext.chars().any(|c| c.is_ascii_alphabetic());
+        if ext_ok && !name.is_empty() && name.chars().next().is_some_and(char::is_alphanumeric) {
+            return true; // a file name
+        }
+    }
+    // cell addresses and ranges: A1, $A$1, B2:E2, Sheet1
+    if t.split(':').all(|p| {
+        let p: String = p.chars().filter(|c| *c != '$').collect();
+        !p.is_empty() && is_data(&p.to_lowercase())
+    }) {
+        return true;
+    }
+    // numbers, dates, times, ratios, percentages, measures
+    let digits = lower.chars().filter(char::is_ascii_digit).count();
+    if digits == 0 {
+        return false;
+    }
+    let rest: String = lower
+        .chars()
+        .filter(|c| !c.is_ascii_digit() && !matches!(c, '.' | ',' | ':' | '-' | '+' | '%'))
+        .collect();
+    // a size between numbers: 3x4, 1920x1080
+    let size = rest.chars().all(|c| c == 'x')
+        && lower.starts_with(|c: char| c.is_ascii_digit())
+        && lower.ends_with(|c: char| c.is_ascii_digit());
+    rest.is_empty() || size || UNITS.contains(&rest.as_str())
 }
 
 /// `text` without the parts in quotes (the text a request types or looks for).
@@ -225,7 +323,7 @@ fn synonyms(term: &str) -> &'static [&'static str] {
 /// Phrases of the request: two meaningful words in a row, or with one short stop word
 /// between ("page break", "table of contents"): a page that has the phrase ranks higher.
 fn phrases(text: &str) -> Vec<String> {
-    let ws = words_in_order(&without_quoted(text));
+    let ws = words_in_order(&operation_text(text));
     let meaningful = |w: &str| !STOP_WORDS.contains(&w) && w.chars().count() > 1 && !is_data(w);
     let mut out = Vec::new();
     for i in 0..ws.len() {
@@ -378,7 +476,111 @@ mod tests {
         assert!(e.contains("\"table of contents\""), "{e}");
     }
 
+    #[test]
+    fn the_persons_data_goes_and_the_operation_stays() {
+        assert_eq!(
+            operation_text(
+                "In grades_2024.xlsx, put the average of B2:E2 into F2 and fill it down to row 31."
+            ),
+            "In, put the average of into and fill it down to row."
+        );
+        assert_eq!(
+            operation_text("Turn \"project website\" into a link to https://example.org/p."),
+            "Turn into a link to."
+        );
+        assert_eq!(
+            operation_text("Save each slide of deck.odp as PNG in ~/export (16:9, 300dpi, 5 px)"),
+            "Save each slide of as PNG in,, px)"
+        );
+        assert_eq!(
+            operation_text("Show 17.04.2023 and $A$1 of Sheet2 in 3D, 3x4 or 1920x1080"),
+            "Show and of in 3D, or"
+        );
+        // nothing but data: kept whole
+        assert_eq!(operation_text("report.xlsx B2:C4"), "report.xlsx B2:C4");
+        assert_eq!(operation_text("'Budget'"), "'Budget'");
+        // the lexical terms follow: a file's extension no longer draws its format's pages
+        assert_eq!(
+            terms("The dates in employees.csv look like 2023-04-17"),
+            ["dates", "look"]
+        );
+    }
+
+    /// Words that name an operation, and tokens that name a person's data.
+    const OPERATIONS: &[&str] = &[
+        "sort",
+        "merge",
+        "freeze",
+        "rotate",
+        "export",
+        "insert",
+        "hide",
+        "average",
+        "crop",
+        "transparent",
+        "bold",
+        "layout",
+        "caption",
+        "filter",
+        "blur",
+    ];
+    const DATA: &[&str] = &[
+        "report_2023.xlsx",
+        "B2:E2",
+        "$C$4",
+        "Sheet3",
+        "42",
+        "17.04.2023",
+        "~/out/a.png",
+        "https://example.org/x",
+        "\"quoted words\"",
+        "'Budget'",
+        "5px",
+        "16:9",
+        "(A1:A9),",
+    ];
+
     proptest::proptest! {
+        #[test]
+        fn cleaning_keeps_every_operation_word_and_never_empties(
+            ops in proptest::collection::vec(0..OPERATIONS.len(), 0..6),
+            data in proptest::collection::vec(0..DATA.len(), 0..6),
+            order in proptest::collection::vec(proptest::bool::ANY, 12),
+        ) {
+            let (mut o, mut d) = (ops.iter(), data.iter());
+            let mut request = Vec::new();
+            for first in &order {
+                let next = match first {
+                    true => o.next().map(|i| OPERATIONS[*i]).or_else(|| d.next().map(|i| DATA[*i])),
+                    false => d.next().map(|i| DATA[*i]).or_else(|| o.next().map(|i| OPERATIONS[*i])),
+                };
+                request.extend(next);
+                request.push("the");
+            }
+            let request = request.join(" ");
+            let cleaned = operation_text(&request);
+            let words = words(&cleaned);
+            for i in &ops {
+                proptest::prop_assert!(words.contains(&OPERATIONS[*i].to_string()), "{request:?} -> {cleaned:?}");
+            }
+            if !ops.is_empty() {
+                for i in &data {
+                    let data_words = super::words(DATA[*i]);
+                    proptest::prop_assert!(
+                        !data_words.iter().any(|w| w.chars().any(|c| c.is_ascii_digit()) && words.contains(w)),
+                        "{request:?} -> {cleaned:?}"
+                    );
+                }
+            }
+        }
+
+        #[test]
+        fn cleaning_never_empties_a_request(s in ".{0,300}") {
+            if !s.trim().is_empty() {
+                proptest::prop_assert!(!operation_text(&s).trim().is_empty(), "{s:?}");
+            }
+        }
+
         #[test]
         fn terms_are_bounded_alphanumeric_words(s in ".{0,500}") {
             let t = terms(&s);

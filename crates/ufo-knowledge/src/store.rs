@@ -195,8 +195,8 @@ pub struct Forget {
 
 /// A kind, an application and a model: the vectors one search compares with.
 type VectorSet = (String, Option<String>, String);
-/// Documents' ids and vectors.
-type Vectors = Arc<Vec<(i64, Vec<f32>)>>;
+/// Documents' ids, page kinds and vectors.
+type Vectors = Arc<Vec<(i64, PageKind, Vec<f32>)>>;
 
 /// Which rankings a search with an embedder uses (the benchmark compares them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -592,7 +592,8 @@ impl Store {
         if !stored || text.trim().is_empty() {
             return Ok(None);
         }
-        match e.embed_query(text) {
+        // the operation asked for, not the person's file names, cells and values
+        match e.embed_query(&query::operation_text(text)) {
             Ok(v) => Ok(Some((e.model(), v))),
             Err(err) => {
                 self.embed_failed(format!("{err}; searching lexically"));
@@ -613,9 +614,10 @@ impl Store {
     }
 
     /// `lexical` (best first) fused with the documents of `kind` (and `app`) closest to
-    /// `vector` by cosine: reciprocal-rank fusion of both rankings, best first, scored by their
-    /// fused score, until `top` pages that give steps are found (navigation pages met before
-    /// them are kept, for [`content_first`] to put after them).
+    /// `vector` ([`embed::page_closeness`]): reciprocal-rank fusion of both rankings, how-to
+    /// guides given their small lead ([`crate::pages::with_prior`]), best first, scored by
+    /// their fused score, until `top` pages that give steps are found (navigation pages met
+    /// before them are kept, for [`content_first`] to put after them).
     fn fuse(
         &self,
         lexical: Vec<Hit>,
@@ -626,9 +628,9 @@ impl Store {
         top: usize,
     ) -> Result<Vec<Hit>, StoreError> {
         let set = self.vector_set(kind, app, model)?;
-        let mut near: Vec<(i64, f32)> = set
+        let mut near: Vec<(i64, f32, PageKind)> = set
             .iter()
-            .map(|(id, v)| (*id, embed::closest_part(v, vector)))
+            .map(|(id, kind, v)| (*id, embed::page_closeness(v, vector), *kind))
             .collect();
         near.sort_by(|a, b| b.1.total_cmp(&a.1));
         near.truncate(FUSE_CANDIDATES);
@@ -638,10 +640,21 @@ impl Store {
                 .and_then(|n| n.parse::<i64>().ok())
                 .unwrap_or(-1)
         };
-        let fused = embed::fuse(&[
+        let mut fused = embed::fuse(&[
             lexical.iter().map(id_of).collect(),
-            near.iter().map(|(id, _)| *id).collect(),
+            near.iter().map(|(id, _, _)| *id).collect(),
         ]);
+        for (id, score) in fused.iter_mut() {
+            let kind = match lexical.iter().find(|h| id_of(h) == *id) {
+                Some(h) => crate::pages::kind_of(&h.source, &h.location),
+                None => near
+                    .iter()
+                    .find(|(n, _, _)| n == id)
+                    .map_or(PageKind::Content, |(_, _, k)| *k),
+            };
+            *score = crate::pages::with_prior(kind, *score);
+        }
+        fused.sort_by(|a, b| b.1.total_cmp(&a.1));
         let mut out = Vec::new();
         let mut content = 0;
         for (id, score) in fused {
@@ -654,7 +667,7 @@ impl Store {
             };
             if let Some(mut h) = hit {
                 h.score = score;
-                if crate::pages::kind_of(&h.source, &h.location) == PageKind::Content {
+                if crate::pages::kind_of(&h.source, &h.location) != PageKind::Navigation {
                     content += 1;
                 }
                 out.push(h);
@@ -687,18 +700,19 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT e.id, e.vec FROM embeddings e JOIN docs d ON d.id = e.id
+                "SELECT e.id, e.vec, d.source, d.location FROM embeddings e JOIN docs d ON d.id = e.id
                  WHERE d.kind = ?1 AND e.model = ?2
                    AND (?3 IS NULL OR (' ' || d.apps || ' ') LIKE ('% ' || ?3 || ' %'))",
             )
             .map_err(|e| self.err(e))?;
-        let set: Vec<(i64, Vec<f32>)> = stmt
+        let set: Vec<(i64, PageKind, Vec<f32>)> = stmt
             .query_map(params![kind.as_str(), model, app], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+                let page = crate::pages::kind_of(&r.get::<_, String>(2)?, &r.get::<_, String>(3)?);
+                Ok((r.get::<_, i64>(0)?, page, r.get::<_, Vec<u8>>(1)?))
             })
             .map_err(|e| self.err(e))?
             .filter_map(|r| r.ok())
-            .filter_map(|(id, blob)| Some((id, embed::from_blob(&blob)?)))
+            .filter_map(|(id, page, blob)| Some((id, page, embed::from_blob(&blob)?)))
             .collect();
         let set = Arc::new(set);
         if let Ok(mut v) = self.vector_sets.lock() {
