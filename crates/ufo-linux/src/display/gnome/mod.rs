@@ -55,8 +55,10 @@ const CONSENT: Duration = Duration::from_secs(120);
 /// How long a listing of the windows is reused (AT-SPI calls; input forgets it at once).
 const LISTING_KEPT: Duration = Duration::from_millis(150);
 /// Longest wait for the first frame of the monitor stream.
-#[cfg(feature = "pipewire")]
 const FIRST_FRAME: Duration = Duration::from_secs(3);
+/// How long a window's new stream is given to send its first frame before the pointer
+/// passes over the window to have it redrawn.
+const FIRST_NUDGE: Duration = Duration::from_millis(300);
 /// How long Alt+Tab is given to hand the focus over before AT-SPI is asked again.
 const SWITCH_WAIT: Duration = Duration::from_millis(400);
 /// Most windows Alt+Tab goes through to activate one.
@@ -392,7 +394,31 @@ impl Gnome {
             )));
         }
         let stream = Arc::new(connect_window_stream(remote.node)?);
-        let first = first_frame_size(&stream);
+        let mut first = frame_within(&stream, FIRST_NUDGE);
+        if first.is_none() {
+            // Mutter sends a window's frame when the window redraws, and the one it sends as
+            // the stream starts may find no buffer yet: the pointer passes over the window
+            // (through its own session: hover redraws), and the frame after that is awaited
+            let size = self
+                .find(id)
+                .ok()
+                .and_then(|l| l.window.area)
+                .map(|a| (a.w, a.h));
+            let (w, h) = size.unwrap_or((2, 2));
+            let r = Arc::clone(&remote);
+            let _ = self.run("a window's first frame", async move {
+                for (fx, fy) in [(1, 1), (2, 1), (1, 2), (2, 2), (3, 3)] {
+                    let (x, y) = (
+                        f64::from(w) * f64::from(fx) / 4.0,
+                        f64::from(h) * f64::from(fy) / 4.0,
+                    );
+                    r.move_to(x, y).await?;
+                    tokio::time::sleep(Duration::from_millis(30)).await;
+                }
+                Ok(())
+            });
+            first = frame_within(&stream, FIRST_FRAME);
+        }
         tracing::info!(
             "GNOME: window {id} recorded in a stream of its own (PipeWire node {}, first \
              frame {:?}) in {} ms",
@@ -839,14 +865,14 @@ fn stream_alive(_s: &Stream) -> bool {
     false
 }
 
-/// The size of a stream's first frame (bounded wait), for the log.
+/// The size of a stream's first frame, waited for up to `wait`.
 #[cfg(feature = "pipewire")]
-fn first_frame_size(s: &Stream) -> Option<(u32, u32)> {
-    first_size(s)
+fn frame_within(s: &Stream, wait: Duration) -> Option<(u32, u32)> {
+    s.first(wait).map(|f| (f.width, f.height))
 }
 
 #[cfg(not(feature = "pipewire"))]
-fn first_frame_size(_s: &Stream) -> Option<(u32, u32)> {
+fn frame_within(_s: &Stream, _wait: Duration) -> Option<(u32, u32)> {
     None
 }
 
