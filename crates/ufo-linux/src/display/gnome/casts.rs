@@ -70,12 +70,17 @@ pub(crate) fn holds(place: Rect, x: i32, y: i32) -> bool {
     x >= place.x && y >= place.y && x < place.x + place.w as i32 && y < place.y + place.h as i32
 }
 
+/// Most pixels a window's translucent border takes off its opaque box, both sides together.
+const BORDER_MOST: i32 = 4;
+
 /// Where a window of `size` lies in its stream's frame (`width`×`height`, 4 bytes a pixel,
 /// the fourth its alpha): Mutter draws the window's whole buffer at the frame's corner, the
 /// toolkit's shadow around the window (GTK 4's "Save Changes?" dialog lay 66,55 in), while
 /// the pointer's coordinates start at the window itself. The shadow is translucent and the
 /// window opaque, so the window is the box of opaque pixels; a translucent edge of the window
-/// (a border) is taken off evenly on both sides. `None`: no opaque pixel.
+/// (a border, at most [`BORDER_MOST`] pixels) is taken off evenly on both sides. `None`: no
+/// opaque pixel.
+#[cfg_attr(not(feature = "pipewire"), allow(dead_code))]
 pub(crate) fn window_origin(
     pixels: &[u8],
     width: u32,
@@ -104,8 +109,16 @@ pub(crate) fn window_origin(
         return None;
     }
     let (bw, bh) = ((x1 - x0 + 1) as i32, (y1 - y0 + 1) as i32);
-    let dx = ((size.0 as i32 - bw) / 2).max(0);
-    let dy = ((size.1 as i32 - bh) / 2).max(0);
+    // a border is a pixel or two; a larger difference is a window cut off (a short frame)
+    let border = |want: u32, got: i32| {
+        let d = want as i32 - got;
+        if (0..=BORDER_MOST).contains(&d) {
+            d / 2
+        } else {
+            0
+        }
+    };
+    let (dx, dy) = (border(size.0, bw), border(size.1, bh));
     Some(((x0 as i32 - dx).max(0), (y0 as i32 - dy).max(0)))
 }
 
