@@ -117,28 +117,7 @@ impl Remote {
         conn: &zbus::Connection,
         source: Source,
     ) -> Result<Remote, LinuxError> {
-        let rd: OwnedObjectPath = Peer::Mutter
-            .call(conn, RD, RD_PATH, RD, "CreateSession", &())
-            .await?;
-        let id: OwnedValue = Peer::Mutter
-            .call(
-                conn,
-                RD,
-                rd.as_str(),
-                "org.freedesktop.DBus.Properties",
-                "Get",
-                &(RD_SESSION, "SessionId"),
-            )
-            .await?;
-        let id = String::try_from(id).map_err(|e| LinuxError::Wayland {
-            what: "Mutter's remote-desktop session id".into(),
-            source: crate::error::cause(e.to_string()),
-        })?;
-        let link: HashMap<&str, Value<'_>> =
-            HashMap::from([("remote-desktop-session-id", Value::from(id.as_str()))]);
-        let sc: OwnedObjectPath = Peer::Mutter
-            .call(conn, SC, SC_PATH, SC, "CreateSession", &(link,))
-            .await?;
+        let (rd, sc) = linked_sessions(conn).await?;
         let stream = match source {
             Source::Monitor => record_monitor(conn, &sc).await?,
             Source::FocusedWindow => record_focused_window(conn, &sc).await?,
@@ -239,6 +218,35 @@ impl RemoteInput for Remote {
     async fn stop(&self) {
         let _ = self.session_call("Stop", &()).await;
     }
+}
+
+/// A new remote-desktop session and a ScreenCast session linked to it.
+async fn linked_sessions(
+    conn: &zbus::Connection,
+) -> Result<(OwnedObjectPath, OwnedObjectPath), LinuxError> {
+    let rd: OwnedObjectPath = Peer::Mutter
+        .call(conn, RD, RD_PATH, RD, "CreateSession", &())
+        .await?;
+    let id: OwnedValue = Peer::Mutter
+        .call(
+            conn,
+            RD,
+            rd.as_str(),
+            "org.freedesktop.DBus.Properties",
+            "Get",
+            &(RD_SESSION, "SessionId"),
+        )
+        .await?;
+    let id = String::try_from(id).map_err(|e| LinuxError::Wayland {
+        what: "Mutter's remote-desktop session id".into(),
+        source: crate::error::cause(e.to_string()),
+    })?;
+    let link: HashMap<&str, Value<'_>> =
+        HashMap::from([("remote-desktop-session-id", Value::from(id.as_str()))]);
+    let sc: OwnedObjectPath = Peer::Mutter
+        .call(conn, SC, SC_PATH, SC, "CreateSession", &(link,))
+        .await?;
+    Ok((rd, sc))
 }
 
 /// The first events of a session's keyboard and pointer are lost (Mutter's own session and
