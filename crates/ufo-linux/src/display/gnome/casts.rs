@@ -14,7 +14,6 @@
 //! `super`; the arithmetic here is pure.
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use ufo_core::Rect;
 
@@ -87,6 +86,23 @@ pub(crate) fn window_origin(
     height: u32,
     size: (u32, u32),
 ) -> Option<(i32, i32)> {
+    let b = opaque_box(pixels, width, height)?;
+    // a border is a pixel or two; a larger difference is a window cut off (a short frame)
+    let border = |want: u32, got: u32| {
+        let d = want as i32 - got as i32;
+        if (0..=BORDER_MOST).contains(&d) {
+            d / 2
+        } else {
+            0
+        }
+    };
+    let (dx, dy) = (border(size.0, b.w), border(size.1, b.h));
+    Some(((b.x - dx).max(0), (b.y - dy).max(0)))
+}
+
+/// The box of opaque pixels of a frame (`None`: none is opaque).
+#[cfg_attr(not(feature = "pipewire"), allow(dead_code))]
+pub(crate) fn opaque_box(pixels: &[u8], width: u32, height: u32) -> Option<Rect> {
     let (w, h) = (width as usize, height as usize);
     let (mut x0, mut y0, mut x1, mut y1) = (usize::MAX, usize::MAX, 0usize, 0usize);
     for (y, row) in pixels.chunks_exact(w * 4).take(h).enumerate() {
@@ -105,21 +121,22 @@ pub(crate) fn window_origin(
             y1 = y1.max(y);
         }
     }
-    if x0 == usize::MAX {
-        return None;
-    }
-    let (bw, bh) = ((x1 - x0 + 1) as i32, (y1 - y0 + 1) as i32);
-    // a border is a pixel or two; a larger difference is a window cut off (a short frame)
-    let border = |want: u32, got: i32| {
-        let d = want as i32 - got;
-        if (0..=BORDER_MOST).contains(&d) {
-            d / 2
-        } else {
-            0
-        }
-    };
-    let (dx, dy) = (border(size.0, bw), border(size.1, bh));
-    Some(((x0 as i32 - dx).max(0), (y0 as i32 - dy).max(0)))
+    (x0 != usize::MAX).then(|| {
+        Rect::new(
+            x0 as i32,
+            y0 as i32,
+            (x1 - x0 + 1) as u32,
+            (y1 - y0 + 1) as u32,
+        )
+    })
+}
+
+/// Whether a stream's opaque box is a window of `size` (its border aside): a stream of
+/// another window (the focus moved while it was made) is not taken for this one.
+#[cfg_attr(not(feature = "pipewire"), allow(dead_code))]
+pub(crate) fn shows_size(opaque: Rect, size: (u32, u32)) -> bool {
+    let near = |want: u32, got: u32| (0..=BORDER_MOST).contains(&(want as i32 - got as i32));
+    near(size.0, opaque.w) && near(size.1, opaque.h)
 }
 
 /// One window's stream: its remote-desktop session (`R`) and the PipeWire stream (`S`) read
@@ -128,7 +145,6 @@ pub(crate) struct Cast<R, S> {
     pub(crate) id: WinId,
     pub(crate) remote: Arc<R>,
     pub(crate) stream: Arc<S>,
-    pub(crate) opened: Instant,
 }
 
 impl<R, S> Clone for Cast<R, S> {
@@ -137,7 +153,6 @@ impl<R, S> Clone for Cast<R, S> {
             id: self.id,
             remote: Arc::clone(&self.remote),
             stream: Arc::clone(&self.stream),
-            opened: self.opened,
         }
     }
 }
@@ -265,6 +280,17 @@ mod tests {
             window_origin(&vec![0u8; 64 * 48 * 4], 64, 48, (30, 20)),
             None
         );
+        assert_eq!(opaque_box(&px, 64, 48), Some(Rect::new(9, 7, 30, 20)));
+        assert!(shows_size(Rect::new(9, 7, 30, 20), (30, 20)));
+        assert!(shows_size(Rect::new(9, 7, 30, 20), (32, 22)), "a border");
+        assert!(
+            !shows_size(Rect::new(9, 7, 30, 20), (1280, 768)),
+            "another window"
+        );
+        assert!(
+            !shows_size(Rect::new(9, 7, 30, 20), (28, 20)),
+            "a larger one"
+        );
         // a short buffer is read as far as it goes
         assert_eq!(
             window_origin(&px[..64 * 4 * 10], 64, 48, (30, 20)),
@@ -277,7 +303,6 @@ mod tests {
             id: WinId(id),
             remote: Arc::new(()),
             stream: Arc::new(()),
-            opened: Instant::now(),
         }
     }
 

@@ -401,28 +401,12 @@ impl Gnome {
         let stream = Arc::new(connect_window_stream(remote.node)?);
         let mut first = frame_within(&stream, FIRST_NUDGE);
         if first.is_none() {
-            // Mutter sends a window's frame when the window redraws, and the one it sends as
-            // the stream starts may find no buffer yet: the pointer passes over the window
-            // (through its own session: hover redraws), and the frame after that is awaited
-            let size = self
-                .find(id)
-                .ok()
-                .and_then(|l| l.window.area)
-                .map(|a| (a.w, a.h));
-            let (w, h) = size.unwrap_or((2, 2));
-            let r = Arc::clone(&remote);
-            let _ = self.run("a window's first frame", async move {
-                for (fx, fy) in [(1, 1), (2, 1), (1, 2), (2, 2), (3, 3)] {
-                    let (x, y) = (
-                        f64::from(w) * f64::from(fx) / 4.0,
-                        f64::from(h) * f64::from(fy) / 4.0,
-                    );
-                    r.move_to(x, y).await?;
-                    tokio::time::sleep(Duration::from_millis(30)).await;
-                }
-                Ok(())
-            });
-            first = frame_within(&stream, FIRST_FRAME);
+            first = self.nudge(id, &remote, &stream);
+        }
+        let size = self.find(id)?.window.area.map(|a| (a.w, a.h));
+        if let Some(Err(e)) = size.map(|size| recorded_is(&stream, id, size)) {
+            self.end_remotes(vec![remote]);
+            return Err(e);
         }
         tracing::info!(
             "GNOME: window {id} recorded in a stream of its own (PipeWire node {}, first \
@@ -431,14 +415,31 @@ impl Gnome {
             first,
             started.elapsed().as_millis()
         );
-        let cast = Cast {
-            id,
-            remote,
-            stream,
-            opened: started,
-        };
+        let cast = Cast { id, remote, stream };
         self.end_casts(self.casts.add(cast.clone()));
         Ok(cast)
+    }
+
+    /// Have a window's new stream send its first frame, and wait for it (bounded). Mutter
+    /// sends a window's frame when the window redraws, and the one it sends as the stream
+    /// starts may find no buffer yet: the pointer passes over the window through the
+    /// stream's own session (hover redraws).
+    fn nudge(&self, id: WinId, remote: &Arc<Remote>, stream: &Stream) -> Option<(u32, u32)> {
+        let size = self.find(id).ok().and_then(|l| l.window.area);
+        let (w, h) = size.map_or((2, 2), |a| (a.w, a.h));
+        let r = Arc::clone(remote);
+        let _ = self.run("a window's first frame", async move {
+            for (fx, fy) in [(1, 1), (2, 1), (1, 2), (2, 2), (3, 3)] {
+                let (x, y) = (
+                    f64::from(w) * f64::from(fx) / 4.0,
+                    f64::from(h) * f64::from(fy) / 4.0,
+                );
+                r.move_to(x, y).await?;
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            }
+            Ok(())
+        });
+        frame_within(stream, FIRST_FRAME)
     }
 
     /// End window streams: their PipeWire streams dropped, their sessions stopped (a session
@@ -857,6 +858,29 @@ fn connect_window_stream(_node: u32) -> Result<Stream, LinuxError> {
     Err(LinuxError::Unsupported(
         "window streams need the pipewire feature".into(),
     ))
+}
+
+/// Whether a window's stream shows window `id` of `size`: Mutter records the focused window,
+/// and the focus may have moved while the stream was made (no frame yet: nothing to tell).
+#[cfg(feature = "pipewire")]
+fn recorded_is(s: &Stream, id: WinId, size: (u32, u32)) -> Result<(), LinuxError> {
+    let Some(f) = s.first(Duration::ZERO) else {
+        return Ok(());
+    };
+    match casts::opaque_box(&f.pixels, f.width, f.height) {
+        Some(b) if !casts::shows_size(b, size) => Err(LinuxError::Unsupported(format!(
+            "GNOME recorded another window than {id}: its stream shows a window of {}x{}, not \
+             {}x{} (Mutter records the focused window, and the focus moved); try the action \
+             again",
+            b.w, b.h, size.0, size.1
+        ))),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(not(feature = "pipewire"))]
+fn recorded_is(_s: &Stream, _id: WinId, _size: (u32, u32)) -> Result<(), LinuxError> {
+    Ok(())
 }
 
 /// Whether a stream still runs (Mutter ends a window's when the window goes).
