@@ -399,10 +399,7 @@ impl Gnome {
             )));
         }
         let stream = Arc::new(connect_window_stream(remote.node)?);
-        let mut first = frame_within(&stream, FIRST_NUDGE);
-        if first.is_none() {
-            first = self.nudge(id, &remote, &stream);
-        }
+        let first = self.nudge(id, &remote, &stream);
         let size = self.find(id)?.window.area.map(|a| (a.w, a.h));
         if let Some(Err(e)) = size.map(|size| recorded_is(&stream, id, size)) {
             self.end_remotes(vec![remote]);
@@ -472,6 +469,10 @@ impl Gnome {
     ) -> Result<(), LinuxError> {
         let (place, cast) = self.streamed(x, y)?;
         let (rx, ry) = casts::relative(place, x, y);
+        // Mutter 43 places a window stream's pointer in the window's buffer, as its frames
+        // show it: the window itself lies inside its shadow there
+        let (ox, oy) = origin_in_stream(&cast.stream, (place.w, place.h))?;
+        let (rx, ry) = (rx + ox, ry + oy);
         self.forget_listing();
         let remote = Arc::clone(&cast.remote);
         self.run("click", async move {
@@ -819,17 +820,42 @@ fn latest_of_window(
             s.ended().unwrap_or_else(|| "none within 3 s".into())
         )),
     })?;
-    let (ox, oy) = casts::window_origin(&f.pixels, f.width, f.height, size).ok_or_else(|| {
-        LinuxError::Wayland {
-            what: "capture".into(),
-            source: cause(
-                "the window's stream shows no opaque window (it may be closing or hidden); \
-                 observe the window again",
-            ),
-        }
-    })?;
+    let (ox, oy) = origin_of(&f, size)?;
     Ok(f.cut(Rect::new(area.x + ox, area.y + oy, area.w, area.h))
         .map(|(r, px)| (Rect::new(r.x - ox, r.y - oy, r.w, r.h), px)))
+}
+
+/// Where a window of `size` lies in a frame of its stream.
+#[cfg(feature = "pipewire")]
+fn origin_of(
+    f: &crate::display::pipewire::Frame,
+    size: (u32, u32),
+) -> Result<(i32, i32), LinuxError> {
+    casts::window_origin(&f.pixels, f.width, f.height, size).ok_or_else(|| LinuxError::Wayland {
+        what: "a window's stream".into(),
+        source: cause(
+            "the window's stream shows no opaque window (it may be closing or hidden); \
+             observe the window again",
+        ),
+    })
+}
+
+/// Where a window of `size` lies in the last frame of its stream (waited for, bounded).
+#[cfg(feature = "pipewire")]
+fn origin_in_stream(s: &Stream, size: (u32, u32)) -> Result<(i32, i32), LinuxError> {
+    let f = s.first(FIRST_FRAME).ok_or_else(|| LinuxError::Wayland {
+        what: "a window's stream".into(),
+        source: cause(format!(
+            "the window's stream gave no frame ({}); observe the window again",
+            s.ended().unwrap_or_else(|| "none within 3 s".into())
+        )),
+    })?;
+    origin_of(&f, size)
+}
+
+#[cfg(not(feature = "pipewire"))]
+fn origin_in_stream(_s: &Stream, _size: (u32, u32)) -> Result<(i32, i32), LinuxError> {
+    Ok((0, 0))
 }
 
 #[cfg(not(feature = "pipewire"))]
