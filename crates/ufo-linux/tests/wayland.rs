@@ -1115,8 +1115,9 @@ fn frame_off_ufo(app: &str, title: &str) -> bool {
 /// clicks by coordinates in it through that stream's pointer, window-relative.
 /// gnome-text-editor's "Save Changes?" dialog: its screenshot is the dialog's size and shows
 /// it, and `click_at` on its Cancel button closes it and keeps the document (checked with
-/// pyatspi: the dialog's text gone, the typed word still in the editor; and on disk: nothing
-/// saved). GNOME only.
+/// pyatspi: the dialog gone, the typed word still in the editor; and on disk: nothing saved);
+/// a second such dialog's Save, clicked the same way, writes the file (checked on disk).
+/// GNOME only.
 #[tokio::test(flavor = "multi_thread")]
 async fn gnome_dialog_is_clicked_by_coordinates_through_its_window_stream() {
     if !wayland_on("gnome_dialog_is_clicked_by_coordinates_through_its_window_stream") {
@@ -1207,5 +1208,24 @@ async fn gnome_dialog_is_clicked_by_coordinates_through_its_window_stream() {
         std::fs::read_to_string(&path).unwrap_or_default(),
         "",
         "Cancel saved nothing"
+    );
+    // a second dialog (a new window, a new stream): its Save writes the file
+    d.act(
+        &w.id,
+        Some(&text.id),
+        &UiAction::TypeKeys {
+            keys: "{ctrl+w}".into(),
+        },
+    )
+    .await
+    .expect("ask to close again");
+    let second = save_changes_dialog(&d, app.pid()).await;
+    assert_ne!(second.id, dialog.id, "a new dialog window");
+    click_at_button(&d, &second, "Save").await;
+    let saved = file_holds(&path, word, Duration::from_secs(10));
+    assert_eq!(
+        saved.trim_end(),
+        word,
+        "the file on disk after click_at on Save"
     );
 }

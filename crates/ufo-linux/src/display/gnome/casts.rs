@@ -1,7 +1,9 @@
 //! Windows known by a stream of their own (docs/desktop.md, "GNOME"): on a private GNOME
 //! desktop a window that is not maximized (a dialog) has no known place on the monitor, but
 //! Mutter records one window in a stream of its own (`RecordWindow`), whose pointer motion is
-//! in the window's own coordinates, the same as GTK's AT-SPI extents on Wayland. The display
+//! relative to the window: to its buffer on Mutter 43, as its frames show it (the window
+//! inside its shadow, found by [`window_origin`]), so GTK's window-relative AT-SPI extents
+//! plus the window's corner in the frame are where to point. The display
 //! gives such a window a place of its own outside the monitor ([`stream_area`]), one slot per
 //! window, so that the layers above (which work in screen pixels: the window's place plus its
 //! relative extents) need nothing new: a point or rectangle there is the window's, and goes
@@ -74,8 +76,8 @@ const BORDER_MOST: i32 = 4;
 
 /// Where a window of `size` lies in its stream's frame (`width`×`height`, 4 bytes a pixel,
 /// the fourth its alpha): Mutter draws the window's whole buffer at the frame's corner, the
-/// toolkit's shadow around the window (GTK 4's "Save Changes?" dialog lay 66,55 in), while
-/// the pointer's coordinates start at the window itself. The shadow is translucent and the
+/// toolkit's shadow around the window (GTK 4's "Save Changes?" dialog lay 66,55 in), and
+/// places the stream's pointer in the same buffer (measured on Mutter 43.8). The shadow is translucent and the
 /// window opaque, so the window is the box of opaque pixels; a translucent edge of the window
 /// (a border, at most [`BORDER_MOST`] pixels) is taken off evenly on both sides. `None`: no
 /// opaque pixel.

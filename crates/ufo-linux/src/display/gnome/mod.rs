@@ -11,7 +11,7 @@
 //! `window.close` action (else Alt+F4). On Mutter's path a window not maximized (a dialog) is
 //! placed by a stream of its own instead ([`casts`]): a slot off the monitor, its pixels and
 //! clicks through Mutter's `RecordWindow` of it, in a remote-desktop session of its own
-//! (measured: opened in 148–1275 ms, first frame included; Mutter 43 starts no stream added
+//! (measured: opened in 272–1275 ms, first frame included; Mutter 43 starts no stream added
 //! to a started session and links one ScreenCast session to a remote-desktop session). On
 //! the portals' path such windows keep no place (a window source is the person's pick).
 //!
@@ -399,7 +399,10 @@ impl Gnome {
             )));
         }
         let stream = Arc::new(connect_window_stream(remote.node)?);
-        let first = self.nudge(id, &remote, &stream);
+        let mut first = frame_within(&stream, FIRST_NUDGE);
+        if first.is_none() {
+            first = self.nudge(id, &remote, &stream);
+        }
         let size = self.find(id)?.window.area.map(|a| (a.w, a.h));
         if let Some(Err(e)) = size.map(|size| recorded_is(&stream, id, size)) {
             self.end_remotes(vec![remote]);
