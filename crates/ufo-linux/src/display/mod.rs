@@ -61,6 +61,12 @@ pub(crate) use window::{
 pub(crate) trait Display: Send + Sync {
     /// The whole screen, at (0, 0).
     fn screen(&self) -> Rect;
+    /// Where windows may lie: the screen, and on a display that places windows it cannot
+    /// see on the monitor by streams of their own (GNOME, `gnome/casts.rs`) their slots off
+    /// it as well. Observation clips a window's area to this.
+    fn placeable(&self) -> Rect {
+        self.screen()
+    }
     /// Whether the display offers direct rendering: without it, OpenGL in its clients is
     /// software rendering (Xvfb, Xvnc), which the toolkit switches take into account.
     fn direct_rendering(&self) -> bool;

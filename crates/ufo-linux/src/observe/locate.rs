@@ -68,7 +68,7 @@ impl Observer<'_> {
             ),
             None => None,
         };
-        let screen = self.display.screen();
+        let screen = self.display.placeable();
         let area = match area {
             Some(area) => Some(intersect(area, screen).ok_or_else(|| {
                 LinuxError::ActionFailed(format!(

@@ -97,8 +97,13 @@ pub(crate) struct Listed {
     pub path: String,
 }
 
-/// The windows of the frames seen, numbered, placed when maximized.
-pub(crate) fn windows_of(seen: &[Seen], screen: Rect, ids: &mut Ids) -> Vec<Listed> {
+/// The windows of the frames seen, numbered, placed when maximized; with `streams` (the
+/// display can record a window in a stream of its own) the others are placed in their slots
+/// off the monitor ([`super::casts::stream_area`]). A GTK 4 dialog never says ACTIVE
+/// (measured: gnome-text-editor's "Save Changes?" had the keyboard focus, Escape closed it,
+/// while no frame of the editor said ACTIVE), so when no window says it, the newest dialog is
+/// taken as the active one.
+pub(crate) fn windows_of(seen: &[Seen], screen: Rect, ids: &mut Ids, streams: bool) -> Vec<Listed> {
     let shown: Vec<&Seen> = seen.iter().filter(|s| is_window(s)).collect();
     ids.keep_only(
         &shown
@@ -106,18 +111,20 @@ pub(crate) fn windows_of(seen: &[Seen], screen: Rect, ids: &mut Ids) -> Vec<List
             .map(|s| (s.bus.clone(), s.path.clone()))
             .collect::<Vec<_>>(),
     );
-    shown
+    let mut listed: Vec<Listed> = shown
         .into_iter()
         .map(|s| {
             let id = ids.number(&s.bus, &s.path);
             let dialog = s.role == role::DIALOG || s.role == role::ALERT;
+            let area = placed(screen, s.size)
+                .or_else(|| streams.then(|| super::casts::stream_area(id, s.size)));
             Listed {
                 window: DisplayWindow {
                     id,
                     title: s.title.clone(),
                     pid: s.pid,
                     app_id: s.app.clone(),
-                    area: placed(screen, s.size),
+                    area,
                     transient_for: None,
                     dialog,
                     wm_modal: s.states & state::MODAL != 0,
@@ -127,12 +134,26 @@ pub(crate) fn windows_of(seen: &[Seen], screen: Rect, ids: &mut Ids) -> Vec<List
                 path: s.path.clone(),
             }
         })
-        .collect()
+        .collect();
+    if !listed.iter().any(|l| l.active) {
+        if let Some(newest) = listed
+            .iter_mut()
+            .filter(|l| l.window.dialog)
+            .max_by_key(|l| l.window.id)
+        {
+            newest.active = true;
+        }
+    }
+    listed
 }
 
 /// The window on top at a point: the active one when it holds the point (windows have no
-/// known stacking on GNOME, and maximized ones all lie in the same place), else none.
+/// known stacking on GNOME, and maximized ones all lie in the same place), else none. A point
+/// in the slot of a window known by its stream is that window's (its stream shows it alone).
 pub(crate) fn top_at(listed: &[Listed], x: i32, y: i32) -> Option<WinId> {
+    if super::casts::in_streams(x) {
+        return streamed_at(listed, x, y).map(|l| l.window.id);
+    }
     listed
         .iter()
         .find(|l| l.active)
@@ -142,6 +163,15 @@ pub(crate) fn top_at(listed: &[Listed], x: i32, y: i32) -> Option<WinId> {
             })
         })
         .map(|l| l.window.id)
+}
+
+/// The window known by its stream whose slot holds a point.
+pub(crate) fn streamed_at(listed: &[Listed], x: i32, y: i32) -> Option<&Listed> {
+    listed.iter().find(|l| {
+        l.window
+            .area
+            .is_some_and(|a| super::casts::in_streams(a.x) && super::casts::holds(a, x, y))
+    })
 }
 
 #[cfg(test)]
@@ -194,16 +224,50 @@ mod tests {
             seen("editor", "/a/4", role::DIALOG, (300, 200), false),
             seen("calc", "/a/5", role::FRAME, (0, 0), false),
         ];
-        let listed = windows_of(&frames, SCREEN, &mut ids);
+        let listed = windows_of(&frames, SCREEN, &mut ids, false);
         assert_eq!(listed.len(), 3, "{listed:?}");
         assert_eq!(listed[0].window.area, Some(Rect::new(0, 32, 1280, 768)));
         assert_eq!(listed[1].window.area, None, "not maximized: placed nowhere");
         assert!(listed[2].window.dialog);
-        let again = windows_of(&frames[1..3], SCREEN, &mut ids);
+        let again = windows_of(&frames[1..3], SCREEN, &mut ids, false);
         assert_eq!(again[0].window.id, listed[0].window.id);
         assert_eq!(top_at(&listed, 10, 40), Some(listed[0].window.id));
         assert_eq!(top_at(&listed, 10, 10), None, "the top bar");
         assert!(to_maximize(&frames[2], SCREEN) && !to_maximize(&frames[1], SCREEN));
         assert!(!to_maximize(&frames[3], SCREEN), "dialogs keep their size");
+    }
+
+    #[test]
+    fn with_streams_unplaced_windows_get_slots_and_a_silent_dialog_is_the_active_one() {
+        let mut ids = Ids::default();
+        let frames = vec![
+            seen("editor", "/a/1", role::FRAME, (1280, 768), false),
+            seen("editor", "/a/2", role::DIALOG, (382, 276), false),
+        ];
+        let listed = windows_of(&frames, SCREEN, &mut ids, true);
+        assert_eq!(listed[0].window.area, Some(Rect::new(0, 32, 1280, 768)));
+        let slot = listed[1].window.area.expect("a slot");
+        assert_eq!(
+            slot,
+            crate::display::gnome::casts::stream_area(listed[1].window.id, (382, 276))
+        );
+        assert!(
+            listed[1].active,
+            "no window says ACTIVE: the dialog has the focus"
+        );
+        assert_eq!(
+            top_at(&listed, slot.x + 10, slot.y + 250),
+            Some(listed[1].window.id)
+        );
+        assert_eq!(
+            top_at(&listed, slot.x + 382, 10),
+            None,
+            "right of the window"
+        );
+        // a window that says ACTIVE is believed
+        let mut frames = frames;
+        frames[0].states = state::ACTIVE;
+        let listed = windows_of(&frames, SCREEN, &mut ids, true);
+        assert!(listed[0].active && !listed[1].active);
     }
 }

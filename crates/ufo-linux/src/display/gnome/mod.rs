@@ -8,7 +8,12 @@
 //! question about windows. Windows have no known place unless maximized, so application
 //! windows are maximized when first listed (AT-SPI's `window.toggle-maximized`, GTK 4's own
 //! window action); one is activated by Alt+Tab until AT-SPI calls it active, closed by its
-//! `window.close` action (else Alt+F4).
+//! `window.close` action (else Alt+F4). On Mutter's path a window not maximized (a dialog) is
+//! placed by a stream of its own instead ([`casts`]): a slot off the monitor, its pixels and
+//! clicks through Mutter's `RecordWindow` of it, in a remote-desktop session of its own
+//! (measured: opened in 272–1275 ms, first frame included; Mutter 43 starts no stream added
+//! to a started session and links one ScreenCast session to a remote-desktop session). On
+//! the portals' path such windows keep no place (a window source is the person's pick).
 //!
 //! The input and capture halves need only a remote-desktop session and its stream: input goes
 //! through [`RemoteInput`] and captures come from the session's PipeWire node (through the
@@ -21,6 +26,7 @@
 //! window's looks to tell whether it was this window's.
 
 pub(crate) mod bus;
+pub(crate) mod casts;
 pub(crate) mod consent;
 pub(crate) mod frames;
 pub(crate) mod keys;
@@ -37,14 +43,15 @@ use ufo_core::Rect;
 use super::keys::{sym, KeyStep};
 use super::pixels::{self, Look, RgbImage};
 use super::watch::{Change, ChangeLog, ChangeWatch, PersonInput};
-use super::{CoordSpace, Display, DisplayWindow, WinId};
+use super::{position_unknown, CoordSpace, Display, DisplayWindow, WinId};
 use crate::a11y::bus::A11yBus;
 pub(crate) use crate::display::choice::GnomePath;
 use crate::error::cause;
 use crate::vocab::ROOT_PATH;
 use crate::LinuxError;
+use casts::{Cast, Casts};
 use frames::{Ids, Listed, Seen};
-use mutter::{Remote, RemoteInput};
+use mutter::{Remote, RemoteInput, Source};
 
 /// Bound on one answer of the display's runtime.
 const ANSWER: Duration = Duration::from_secs(10);
@@ -53,8 +60,10 @@ const CONSENT: Duration = Duration::from_secs(120);
 /// How long a listing of the windows is reused (AT-SPI calls; input forgets it at once).
 const LISTING_KEPT: Duration = Duration::from_millis(150);
 /// Longest wait for the first frame of the monitor stream.
-#[cfg(feature = "pipewire")]
 const FIRST_FRAME: Duration = Duration::from_secs(3);
+/// How long a window's new stream is given to send its first frame before the pointer
+/// passes over the window to have it redrawn.
+const FIRST_NUDGE: Duration = Duration::from_millis(300);
 /// How long Alt+Tab is given to hand the focus over before AT-SPI is asked again.
 const SWITCH_WAIT: Duration = Duration::from_millis(400);
 /// Most windows Alt+Tab goes through to activate one.
@@ -89,6 +98,11 @@ pub(crate) struct Gnome {
     listing: Mutex<Option<(Instant, Vec<Listed>)>>,
     /// frames already asked to maximize (asked once)
     maximized: Mutex<HashSet<WinId>>,
+    /// The session bus, on Mutter's path (window streams are asked there); `None` on the
+    /// portals' path, where a window's stream would mean asking the person per window.
+    conn: Option<zbus::Connection>,
+    /// The streams of windows not maximized, each with its remote-desktop session.
+    casts: Casts<Remote, Stream>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -115,6 +129,9 @@ type Session = (
     Option<std::os::fd::OwnedFd>,
 );
 
+/// Whether this build reads PipeWire streams (window streams need it, as captures do).
+const PIPEWIRE: bool = cfg!(feature = "pipewire");
+
 impl Gnome {
     /// Open a remote-desktop session by `path` on the session bus at `session_bus` (else
     /// `DBUS_SESSION_BUS_ADDRESS`'s), the accessibility bus, and the monitor stream. On the
@@ -138,12 +155,13 @@ impl Gnome {
             GnomePath::Mutter => ANSWER,
             GnomePath::Portal { .. } => CONSENT + ANSWER,
         };
-        let (session, a11y) = ask_within(&runtime, "open", bound, async move {
+        let (session, a11y, conn) = ask_within(&runtime, "open", bound, async move {
             let conn = session_connection(bus.as_deref(), timeout).await?;
             let session = open_session(&conn, path).await?;
             let a11y = A11yBus::connect(timeout, bus.as_deref()).await?;
-            Ok((session, a11y))
+            Ok((session, a11y, conn))
         })?;
+        let conn = (path == GnomePath::Mutter && PIPEWIRE).then_some(conn);
         let (input, opened, node, size, remote) = session;
         let watch = Arc::new(FrameWatch::default());
         let stream = connect_stream(node, remote, Arc::clone(&watch))?;
@@ -172,6 +190,8 @@ impl Gnome {
             ids: Mutex::default(),
             listing: Mutex::default(),
             maximized: Mutex::default(),
+            conn,
+            casts: Casts::default(),
         })
     }
 
@@ -203,6 +223,8 @@ impl Gnome {
             self.await_shown(asked);
         }
         *lock(&self.listing) = Some((Instant::now(), listed.clone()));
+        let alive: Vec<WinId> = listed.iter().map(|l| l.window.id).collect();
+        self.end_casts(self.casts.keep_only(&alive));
         Ok(listed)
     }
 
@@ -210,7 +232,8 @@ impl Gnome {
     fn list_now(&self) -> Result<(Vec<Seen>, Vec<Listed>), LinuxError> {
         let a11y = self.a11y.clone();
         let seen = self.run("windows", async move { frames_seen(&a11y).await })?;
-        let listed = frames::windows_of(&seen, self.screen, &mut lock(&self.ids));
+        let streams = self.conn.is_some();
+        let listed = frames::windows_of(&seen, self.screen, &mut lock(&self.ids), streams);
         Ok((seen, listed))
     }
 
@@ -294,8 +317,12 @@ impl Gnome {
         })
     }
 
-    /// The last frame's pixels of a rectangle (clipped to the screen): where and BGRX rows.
+    /// The last frame's pixels of a rectangle (clipped to the screen, or to the window whose
+    /// slot it lies in): where and BGRX rows.
     fn grab(&self, area: Rect) -> Result<Option<(Rect, Vec<u8>)>, LinuxError> {
+        if casts::in_streams(area.x) {
+            return self.grab_streamed(area);
+        }
         let Some(stream) = self.stream.as_ref() else {
             return Err(LinuxError::Unsupported(
                 "captures on GNOME read the session's PipeWire stream: build ufo with \
@@ -304,6 +331,160 @@ impl Gnome {
             ));
         };
         latest(stream, area)
+    }
+
+    /// `area` of the window whose slot it lies in, from the window's own stream (clipped to
+    /// the window).
+    fn grab_streamed(&self, area: Rect) -> Result<Option<(Rect, Vec<u8>)>, LinuxError> {
+        let (place, cast) = self.streamed(area.x, area.y)?;
+        let within = casts::relative_rect(place, area);
+        let clipped = clip(within, place.w, place.h);
+        let Some(clipped) = clipped else {
+            return Ok(None);
+        };
+        let size = (place.w, place.h);
+        Ok(latest_of_window(&cast.stream, clipped, size)?
+            .map(|(r, px)| (Rect::new(r.x + place.x, r.y + place.y, r.w, r.h), px)))
+    }
+
+    /// The window whose slot holds a point, its place, and its stream (opened when not
+    /// yet).
+    fn streamed(&self, x: i32, y: i32) -> Result<(Rect, Cast<Remote, Stream>), LinuxError> {
+        let listed = self.listed()?;
+        let l = frames::streamed_at(&listed, x, y).ok_or_else(|| {
+            LinuxError::Unsupported(format!(
+                "the point {x},{y} lies in no window's place on GNOME (a window not maximized \
+                 is placed in a slot of its own, off the monitor, only while it is listed); \
+                 observe the window again and use the coordinates it gives"
+            ))
+        })?;
+        let place = l.window.area.ok_or_else(|| position_unknown(&l.window))?;
+        let cast = self.cast_of(l.window.id)?;
+        Ok((place, cast))
+    }
+
+    /// The stream of window `id`: the one open, else a new one. Mutter records the window
+    /// that has the focus, so the window is activated first and must still be the active one
+    /// once its stream is made.
+    fn cast_of(&self, id: WinId) -> Result<Cast<Remote, Stream>, LinuxError> {
+        if let Some(c) = self.casts.get(id) {
+            if stream_alive(&c.stream) {
+                return Ok(c);
+            }
+            // Mutter ended it (the window went away and came back, or the session ended)
+            self.end_casts(self.casts.remove(id).into_iter().collect());
+        }
+        let conn = self.conn.clone().ok_or_else(|| {
+            LinuxError::Unsupported(
+                "a window that is not maximized has no known place here: GNOME records a \
+                 window in a stream of its own only on a private GNOME desktop ufo started \
+                 (`--desktop private:gnome`, built with the pipewire feature); act on its \
+                 controls through their actions"
+                    .into(),
+            )
+        })?;
+        let started = Instant::now();
+        if self.active_window()? != Some(id) {
+            self.request_activate(id)?;
+        }
+        let remote = self.run("a window's stream", async move {
+            Remote::open_recording(&conn, Source::FocusedWindow).await
+        })?;
+        let remote = Arc::new(remote);
+        if self.active_window()? != Some(id) {
+            self.end_remotes(vec![remote]);
+            return Err(LinuxError::Unsupported(format!(
+                "window {id} lost the focus while GNOME recorded it (Mutter records the \
+                 focused window); try the action again"
+            )));
+        }
+        let stream = Arc::new(connect_window_stream(remote.node)?);
+        let mut first = frame_within(&stream, FIRST_NUDGE);
+        if first.is_none() {
+            first = self.nudge(id, &remote, &stream);
+        }
+        let size = self.find(id)?.window.area.map(|a| (a.w, a.h));
+        if let Some(Err(e)) = size.map(|size| recorded_is(&stream, id, size)) {
+            self.end_remotes(vec![remote]);
+            return Err(e);
+        }
+        tracing::info!(
+            "GNOME: window {id} recorded in a stream of its own (PipeWire node {}, first \
+             frame {:?}) in {} ms",
+            remote.node,
+            first,
+            started.elapsed().as_millis()
+        );
+        let cast = Cast { id, remote, stream };
+        self.end_casts(self.casts.add(cast.clone()));
+        Ok(cast)
+    }
+
+    /// Have a window's new stream send its first frame, and wait for it (bounded). Mutter
+    /// sends a window's frame when the window redraws, and the one it sends as the stream
+    /// starts may find no buffer yet: the pointer passes over the window through the
+    /// stream's own session (hover redraws).
+    fn nudge(&self, id: WinId, remote: &Arc<Remote>, stream: &Stream) -> Option<(u32, u32)> {
+        let size = self.find(id).ok().and_then(|l| l.window.area);
+        let (w, h) = size.map_or((2, 2), |a| (a.w, a.h));
+        let r = Arc::clone(remote);
+        let _ = self.run("a window's first frame", async move {
+            for (fx, fy) in [(1, 1), (2, 1), (1, 2), (2, 2), (3, 3)] {
+                let (x, y) = (
+                    f64::from(w) * f64::from(fx) / 4.0,
+                    f64::from(h) * f64::from(fy) / 4.0,
+                );
+                r.move_to(x, y).await?;
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            }
+            Ok(())
+        });
+        frame_within(stream, FIRST_FRAME)
+    }
+
+    /// End window streams: their PipeWire streams dropped, their sessions stopped (a session
+    /// Mutter already ended answers an error, which is nothing to report).
+    fn end_casts(&self, ended: Vec<Cast<Remote, Stream>>) {
+        self.end_remotes(ended.into_iter().map(|c| c.remote).collect());
+    }
+
+    /// Stop remote-desktop sessions of window streams (bounded).
+    fn end_remotes(&self, remotes: Vec<Arc<Remote>>) {
+        if remotes.is_empty() {
+            return;
+        }
+        let _ = self.run("stop a window's stream", async move {
+            for r in remotes {
+                r.stop().await;
+            }
+            Ok(())
+        });
+    }
+
+    /// A click at a point of a window known by its stream: motion on the window's stream
+    /// (window coordinates) and the buttons of its session.
+    fn click_streamed(
+        &self,
+        x: i32,
+        y: i32,
+        b: mutter::Button,
+        count: u32,
+    ) -> Result<(), LinuxError> {
+        let (place, cast) = self.streamed(x, y)?;
+        let (rx, ry) = casts::relative(place, x, y);
+        // Mutter 43 places a window stream's pointer in the window's buffer, as its frames
+        // show it: the window itself lies inside its shadow there
+        let (ox, oy) = origin_in_stream(&cast.stream, (place.w, place.h))?;
+        let (rx, ry) = (rx + ox, ry + oy);
+        self.forget_listing();
+        let remote = Arc::clone(&cast.remote);
+        self.run("click", async move {
+            remote.move_to(f64::from(rx), f64::from(ry)).await?;
+            for _ in 0..count {
+                remote.button(b).await?;
+            }
+            Ok(())
+        })
     }
 
     /// Alt held, Tab pressed `n` times, Alt released: the `n`-th window in GNOME's recent
@@ -339,6 +520,7 @@ impl Drop for Gnome {
     // on an async thread, so it is shut down in the background
     fn drop(&mut self) {
         self.stream = None;
+        self.end_casts(self.casts.take_all());
         let remote = Arc::clone(&self.input);
         let _ = self.run("stop", async move {
             remote.stop().await;
@@ -617,6 +799,141 @@ fn connect_stream(
     Ok(None)
 }
 
+/// A rectangle clipped to a window of `w`×`h` at (0, 0) (`None`: nothing of it is inside).
+fn clip(r: Rect, w: u32, h: u32) -> Option<Rect> {
+    let x0 = r.x.max(0);
+    let y0 = r.y.max(0);
+    let x1 = (i64::from(r.x) + i64::from(r.w)).min(i64::from(w)) as i32;
+    let y1 = (i64::from(r.y) + i64::from(r.h)).min(i64::from(h)) as i32;
+    (x1 > x0 && y1 > y0).then(|| Rect::new(x0, y0, (x1 - x0) as u32, (y1 - y0) as u32))
+}
+
+/// `area` of a window of `size` (its own coordinates) from the last frame of its stream: the
+/// frame holds the window's whole buffer, its shadow around it (see [`casts::window_origin`]).
+#[cfg(feature = "pipewire")]
+fn latest_of_window(
+    s: &Stream,
+    area: Rect,
+    size: (u32, u32),
+) -> Result<Option<(Rect, Vec<u8>)>, LinuxError> {
+    let f = s.first(FIRST_FRAME).ok_or_else(|| LinuxError::Wayland {
+        what: "capture".into(),
+        source: cause(format!(
+            "the window's stream gave no frame ({}); observe the window again",
+            s.ended().unwrap_or_else(|| "none within 3 s".into())
+        )),
+    })?;
+    let (ox, oy) = origin_of(&f, size)?;
+    Ok(f.cut(Rect::new(area.x + ox, area.y + oy, area.w, area.h))
+        .map(|(r, px)| (Rect::new(r.x - ox, r.y - oy, r.w, r.h), px)))
+}
+
+/// Where a window of `size` lies in a frame of its stream.
+#[cfg(feature = "pipewire")]
+fn origin_of(
+    f: &crate::display::pipewire::Frame,
+    size: (u32, u32),
+) -> Result<(i32, i32), LinuxError> {
+    casts::window_origin(&f.pixels, f.width, f.height, size).ok_or_else(|| LinuxError::Wayland {
+        what: "a window's stream".into(),
+        source: cause(
+            "the window's stream shows no opaque window (it may be closing or hidden); \
+             observe the window again",
+        ),
+    })
+}
+
+/// Where a window of `size` lies in the last frame of its stream (waited for, bounded).
+#[cfg(feature = "pipewire")]
+fn origin_in_stream(s: &Stream, size: (u32, u32)) -> Result<(i32, i32), LinuxError> {
+    let f = s.first(FIRST_FRAME).ok_or_else(|| LinuxError::Wayland {
+        what: "a window's stream".into(),
+        source: cause(format!(
+            "the window's stream gave no frame ({}); observe the window again",
+            s.ended().unwrap_or_else(|| "none within 3 s".into())
+        )),
+    })?;
+    origin_of(&f, size)
+}
+
+#[cfg(not(feature = "pipewire"))]
+fn origin_in_stream(_s: &Stream, _size: (u32, u32)) -> Result<(i32, i32), LinuxError> {
+    Ok((0, 0))
+}
+
+#[cfg(not(feature = "pipewire"))]
+fn latest_of_window(
+    _s: &Stream,
+    _area: Rect,
+    _size: (u32, u32),
+) -> Result<Option<(Rect, Vec<u8>)>, LinuxError> {
+    Ok(None)
+}
+
+/// A window's stream (its frames are not redraws to watch: the monitor stream shows the
+/// window's too).
+#[cfg(feature = "pipewire")]
+fn connect_window_stream(node: u32) -> Result<Stream, LinuxError> {
+    crate::display::pipewire::VideoStream::connect_to(node, None, Box::new(|_, _| {})).map_err(
+        |e| LinuxError::Wayland {
+            what: format!("GNOME's window stream (PipeWire node {node})"),
+            source: Box::new(e),
+        },
+    )
+}
+
+#[cfg(not(feature = "pipewire"))]
+fn connect_window_stream(_node: u32) -> Result<Stream, LinuxError> {
+    Err(LinuxError::Unsupported(
+        "window streams need the pipewire feature".into(),
+    ))
+}
+
+/// Whether a window's stream shows window `id` of `size`: Mutter records the focused window,
+/// and the focus may have moved while the stream was made (no frame yet: nothing to tell).
+#[cfg(feature = "pipewire")]
+fn recorded_is(s: &Stream, id: WinId, size: (u32, u32)) -> Result<(), LinuxError> {
+    let Some(f) = s.first(Duration::ZERO) else {
+        return Ok(());
+    };
+    match casts::opaque_box(&f.pixels, f.width, f.height) {
+        Some(b) if !casts::shows_size(b, size) => Err(LinuxError::Unsupported(format!(
+            "GNOME recorded another window than {id}: its stream shows a window of {}x{}, not \
+             {}x{} (Mutter records the focused window, and the focus moved); try the action \
+             again",
+            b.w, b.h, size.0, size.1
+        ))),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(not(feature = "pipewire"))]
+fn recorded_is(_s: &Stream, _id: WinId, _size: (u32, u32)) -> Result<(), LinuxError> {
+    Ok(())
+}
+
+/// Whether a stream still runs (Mutter ends a window's when the window goes).
+#[cfg(feature = "pipewire")]
+fn stream_alive(s: &Stream) -> bool {
+    s.ended().is_none()
+}
+
+#[cfg(not(feature = "pipewire"))]
+fn stream_alive(_s: &Stream) -> bool {
+    false
+}
+
+/// The size of a stream's first frame, waited for up to `wait`.
+#[cfg(feature = "pipewire")]
+fn frame_within(s: &Stream, wait: Duration) -> Option<(u32, u32)> {
+    s.first(wait).map(|f| (f.width, f.height))
+}
+
+#[cfg(not(feature = "pipewire"))]
+fn frame_within(_s: &Stream, _wait: Duration) -> Option<(u32, u32)> {
+    None
+}
+
 /// The monitor: as the stream's parameters say, else its first frame's size, else the
 /// private desktop's 1280×800.
 fn screen_of(size: Option<(u32, u32)>, stream: Option<&Stream>) -> Rect {
@@ -657,6 +974,15 @@ fn latest(_s: &Stream, _area: Rect) -> Result<Option<(Rect, Vec<u8>)>, LinuxErro
 impl Display for Gnome {
     fn screen(&self) -> Rect {
         self.screen
+    }
+
+    // the monitor, and the slots of windows known by their streams when there are some
+    fn placeable(&self) -> Rect {
+        if self.conn.is_some() {
+            casts::placeable(self.screen)
+        } else {
+            self.screen
+        }
     }
 
     // a headless shell renders in software
@@ -766,6 +1092,9 @@ impl Display for Gnome {
                  the wheel)"
             ))
         })?;
+        if casts::in_streams(x) {
+            return self.click_streamed(x, y, b, count);
+        }
         self.forget_listing();
         let remote = Arc::clone(&self.input);
         self.run("click", async move {

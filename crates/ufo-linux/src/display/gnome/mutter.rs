@@ -90,34 +90,38 @@ pub(crate) struct Remote {
     pub(crate) size: Option<(u32, u32)>,
 }
 
+/// What a remote-desktop session's linked ScreenCast session records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// The primary monitor: the display's own session.
+    Monitor,
+    /// The window that has the keyboard focus when the session is made (Mutter 43's
+    /// `RecordWindow` without a `window-id`: Mutter gives other programs no window ids).
+    FocusedWindow,
+}
+
 impl Remote {
     /// Create a remote-desktop session and a ScreenCast session linked to it, record the
     /// primary monitor (the cursor left out of the frames), start, wait for the stream's
     /// node, and prime the input.
     pub(crate) async fn open(conn: &zbus::Connection) -> Result<Remote, LinuxError> {
-        let rd: OwnedObjectPath = Peer::Mutter
-            .call(conn, RD, RD_PATH, RD, "CreateSession", &())
-            .await?;
-        let id: OwnedValue = Peer::Mutter
-            .call(
-                conn,
-                RD,
-                rd.as_str(),
-                "org.freedesktop.DBus.Properties",
-                "Get",
-                &(RD_SESSION, "SessionId"),
-            )
-            .await?;
-        let id = String::try_from(id).map_err(|e| LinuxError::Wayland {
-            what: "Mutter's remote-desktop session id".into(),
-            source: crate::error::cause(e.to_string()),
-        })?;
-        let link: HashMap<&str, Value<'_>> =
-            HashMap::from([("remote-desktop-session-id", Value::from(id.as_str()))]);
-        let sc: OwnedObjectPath = Peer::Mutter
-            .call(conn, SC, SC_PATH, SC, "CreateSession", &(link,))
-            .await?;
-        let stream = record_monitor(conn, &sc).await?;
+        Self::open_recording(conn, Source::Monitor).await
+    }
+
+    /// A session of its own recording `source`: Mutter 43 starts no stream added to a
+    /// started session (`RecordWindow` answers, `PipeWireStreamAdded` never comes) and links
+    /// one ScreenCast session to a remote-desktop session ("already have an associated screen
+    /// cast session"), so a window's stream comes with a remote-desktop session of its own,
+    /// whose pointer moves in the window's coordinates. Mutter ends it when the window goes.
+    pub(crate) async fn open_recording(
+        conn: &zbus::Connection,
+        source: Source,
+    ) -> Result<Remote, LinuxError> {
+        let (rd, sc) = linked_sessions(conn).await?;
+        let stream = match source {
+            Source::Monitor => record_monitor(conn, &sc).await?,
+            Source::FocusedWindow => record_focused_window(conn, &sc).await?,
+        };
         let owner: String = Peer::Mutter
             .call(
                 conn,
@@ -150,9 +154,14 @@ impl Remote {
                 .map_err(Peer::Mutter.failed("PipeWireStreamAdded"))?,
             _ => {
                 return Err(LinuxError::Timeout {
-                    what: "Mutter's monitor stream (PipeWireStreamAdded; are pipewire and \
-                           wireplumber running in the session?)"
-                        .into(),
+                    what: format!(
+                        "Mutter's {} stream (PipeWireStreamAdded; are pipewire and \
+                         wireplumber running in the session?)",
+                        match source {
+                            Source::Monitor => "monitor",
+                            Source::FocusedWindow => "window",
+                        }
+                    ),
                     ms: NODE_WAIT.as_millis() as u64,
                 })
             }
@@ -211,6 +220,35 @@ impl RemoteInput for Remote {
     }
 }
 
+/// A new remote-desktop session and a ScreenCast session linked to it.
+async fn linked_sessions(
+    conn: &zbus::Connection,
+) -> Result<(OwnedObjectPath, OwnedObjectPath), LinuxError> {
+    let rd: OwnedObjectPath = Peer::Mutter
+        .call(conn, RD, RD_PATH, RD, "CreateSession", &())
+        .await?;
+    let id: OwnedValue = Peer::Mutter
+        .call(
+            conn,
+            RD,
+            rd.as_str(),
+            "org.freedesktop.DBus.Properties",
+            "Get",
+            &(RD_SESSION, "SessionId"),
+        )
+        .await?;
+    let id = String::try_from(id).map_err(|e| LinuxError::Wayland {
+        what: "Mutter's remote-desktop session id".into(),
+        source: crate::error::cause(e.to_string()),
+    })?;
+    let link: HashMap<&str, Value<'_>> =
+        HashMap::from([("remote-desktop-session-id", Value::from(id.as_str()))]);
+    let sc: OwnedObjectPath = Peer::Mutter
+        .call(conn, SC, SC_PATH, SC, "CreateSession", &(link,))
+        .await?;
+    Ok((rd, sc))
+}
+
 /// The first events of a session's keyboard and pointer are lost (Mutter's own session and
 /// a portal's, which Mutter serves): a Shift press and release, a motion to the bottom-right
 /// corner of the monitor of size `size` (no hot corner there, unlike the top-left one, which
@@ -257,6 +295,19 @@ async fn record_monitor(
         }
     }
     Err(last.unwrap_or_else(|| LinuxError::Unsupported("no monitor to record".into())))
+}
+
+/// Record the window that has the keyboard focus (no `window-id`: Mutter offers other
+/// programs no window ids), the cursor left out. Mutter answers "Window not found" when no
+/// window has the focus.
+async fn record_focused_window(
+    conn: &zbus::Connection,
+    sc: &OwnedObjectPath,
+) -> Result<OwnedObjectPath, LinuxError> {
+    let props: HashMap<&str, Value<'_>> = HashMap::from([("cursor-mode", Value::from(0u32))]);
+    Peer::Mutter
+        .call(conn, SC, sc.as_str(), SC_SESSION, "RecordWindow", &(props,))
+        .await
 }
 
 /// The monitor's size from the stream's parameters (`size`: two integers).
