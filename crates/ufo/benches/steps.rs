@@ -29,8 +29,9 @@
 //! `observation phases`, read from the session's stderr: the tree, the details, the
 //! capture, the encoding, the load wait, the total) and how many reads of the window it took.
 //!
-//! `UFO_BENCH_LOGS` (a folder) keeps each session's stderr there: its observations' phases
-//! and each sheet read (`sheet read`: the hit tests, the cells' texts, the grid's geometry).
+//! `UFO_BENCH_LOGS` (a folder) keeps each session's stderr there: its observations' phases,
+//! each sheet read (`sheet read`: the hit tests, the cells' texts, the grid's geometry) and
+//! each action's phases (`action phases`, `cell entry phases`, the settle's `settled`).
 //!
 //! `UFO_BENCH_BASE` (a second `ufo` binary, e.g. built from main) runs every session of a
 //! case twice, alternating the base and the binary under test, and reports both: before and

@@ -261,7 +261,12 @@ pub(crate) struct LastLook {
 /// Whether the last settle's look stands for the look before the next action: the same
 /// windows and area watched, and no redraw nor window event since it was taken (`redraws`
 /// and `moved` counted since then).
-pub(crate) fn look_still_holds(last: &LastLook, watched: &Watched, redraws: usize, moved: bool) -> bool {
+pub(crate) fn look_still_holds(
+    last: &LastLook,
+    watched: &Watched,
+    redraws: usize,
+    moved: bool,
+) -> bool {
     last.watched == *watched && redraws == 0 && !moved
 }
 
@@ -512,10 +517,22 @@ mod tests {
             look: Look::default(),
         };
         assert!(look_still_holds(&last, &w(vec![1], 0), 0, false));
-        assert!(!look_still_holds(&last, &w(vec![1], 0), 1, false), "redrawn since");
-        assert!(!look_still_holds(&last, &w(vec![1], 0), 0, true), "a window moved");
-        assert!(!look_still_holds(&last, &w(vec![1, 2], 0), 0, false), "a dialog opened");
-        assert!(!look_still_holds(&last, &w(vec![1], 8), 0, false), "the window moved");
+        assert!(
+            !look_still_holds(&last, &w(vec![1], 0), 1, false),
+            "redrawn since"
+        );
+        assert!(
+            !look_still_holds(&last, &w(vec![1], 0), 0, true),
+            "a window moved"
+        );
+        assert!(
+            !look_still_holds(&last, &w(vec![1, 2], 0), 0, false),
+            "a dialog opened"
+        );
+        assert!(
+            !look_still_holds(&last, &w(vec![1], 8), 0, false),
+            "the window moved"
+        );
     }
 
     #[test]
