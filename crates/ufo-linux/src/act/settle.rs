@@ -124,6 +124,14 @@ pub(crate) fn decide(
     }
 }
 
+/// The wait for a first change after an action that took `acted` to send (a cell entry waits
+/// for LibreOffice to show the content, 50-500 ms, before its settle looks): the bound learned
+/// (`learned`, counted from the moment the watch began) plus that time, at most `max`; a slow
+/// action must not use up the wait for the redraw that follows it.
+pub(crate) fn first_change_bound(learned: Duration, acted: Duration, max: Duration) -> Duration {
+    (learned + acted).min(max)
+}
+
 /// The longest time to a first change seen per application and input path, which bounds the
 /// wait for a first change next time.
 #[derive(Debug, Default)]
@@ -533,6 +541,14 @@ mod tests {
             !look_still_holds(&last, &w(vec![1], 8), 0, false),
             "the window moved"
         );
+    }
+
+    #[test]
+    fn a_slow_action_extends_the_wait_for_its_first_change_up_to_the_max() {
+        // a cell entry whose content showed after 481 ms: the redraw is still awaited
+        assert_eq!(first_change_bound(ms(300), ms(481), ms(800)), ms(781));
+        assert_eq!(first_change_bound(ms(300), ms(1), ms(800)), ms(301));
+        assert_eq!(first_change_bound(ms(800), ms(100), ms(800)), ms(800));
     }
 
     #[test]

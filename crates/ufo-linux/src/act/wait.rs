@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use ufo_core::Rect;
 
 use super::settle::{
-    changed_box, changed_regions, decide, differs, grow, look_still_holds, Decision, Input,
-    LastLook, Made, Prefetched, SettleParams, SettleStart, Settled, Watched, PREFETCH_AFTER,
-    PREFETCH_KEPT, PREFETCH_MAX, QUIET,
+    changed_box, changed_regions, decide, differs, first_change_bound, grow, look_still_holds,
+    Decision, Input, LastLook, Made, Prefetched, SettleParams, SettleStart, Settled, Watched,
+    PREFETCH_AFTER, PREFETCH_KEPT, PREFETCH_MAX, QUIET,
 };
 use super::Settler;
 use crate::display::pixels::Look;
@@ -249,9 +249,12 @@ impl Settler<'_> {
             ) => {
                 let key = format!("{xid}/{:?}", self.settling.lock().last_input);
                 let max = self.config.settle_time;
+                // (counted from when the action was sent: a slow one, a cell entry waiting
+                // for LibreOffice, must not use up the wait for the redraw after it)
+                let learned = self.settling.lock().learned.bound(&key, max);
                 let params = SettleParams {
                     quiet: QUIET,
-                    first_change: self.settling.lock().learned.bound(&key, max),
+                    first_change: first_change_bound(learned, since.elapsed(), max),
                     tail: self.config.settle_tail,
                     max,
                 };
