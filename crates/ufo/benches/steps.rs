@@ -29,8 +29,9 @@
 //! `observation phases`, read from the session's stderr: the tree, the details, the
 //! capture, the encoding, the load wait, the total) and how many reads of the window it took.
 //!
-//! `UFO_BENCH_LOGS` (a folder) keeps each session's stderr there: its observations' phases
-//! and each sheet read (`sheet read`: the hit tests, the cells' texts, the grid's geometry).
+//! `UFO_BENCH_LOGS` (a folder) keeps each session's stderr there: its observations' phases,
+//! each sheet read (`sheet read`: the hit tests, the cells' texts, the grid's geometry) and
+//! each action's phases (`action phases`, `cell entry phases`, the settle's `settled`).
 //!
 //! `UFO_BENCH_BASE` (a second `ufo` binary, e.g. built from main) runs every session of a
 //! case twice, alternating the base and the binary under test, and reports both: before and
@@ -107,10 +108,12 @@ fn first_look(stderr: &str) -> Option<([f64; 7], usize)> {
     None
 }
 
-/// The log filter of the sessions: warnings, and the observation's phase traces (with the
-/// sheets' `sheet read` lines: the hit tests, the cells' texts and the grid's geometry).
+/// The log filter of the sessions: warnings, the observation's phase traces (with the
+/// sheets' `sheet read` lines: the hit tests, the cells' texts and the grid's geometry) and
+/// the actions' (`action phases`, `cell entry phases`, and the settle's `settled` line: its
+/// first change, when it decided, its observations made while waiting).
 const TRACE: &str = "warn,ufo_linux::observe::take=debug,ufo_linux::observe::read=debug,\
-                     ufo_linux::apps::table=debug";
+                     ufo_linux::apps::table=debug,ufo_linux::act=debug";
 
 /// With `UFO_BENCH_LOGS` (a folder): each session's stderr (its [`TRACE`]) is kept there,
 /// one file a session, named after its binary's label and its order, to read its phases.

@@ -124,6 +124,14 @@ pub(crate) fn decide(
     }
 }
 
+/// The wait for a first change after an action that took `acted` to send (a cell entry waits
+/// for LibreOffice to show the content, 50-500 ms, before its settle looks): the bound learned
+/// (`learned`, counted from the moment the watch began) plus that time, at most `max`; a slow
+/// action must not use up the wait for the redraw that follows it.
+pub(crate) fn first_change_bound(learned: Duration, acted: Duration, max: Duration) -> Duration {
+    (learned + acted).min(max)
+}
+
 /// The longest time to a first change seen per application and input path, which bounds the
 /// wait for a first change next time.
 #[derive(Debug, Default)]
@@ -245,6 +253,29 @@ pub(crate) struct SettleState {
     pub transitions: Transitions,
     /// the window acted on last (for `settle`)
     pub last_window: Option<WinId>,
+    /// the last look of the last settle on events, for the next action's look before it
+    pub last_look: Option<LastLook>,
+}
+
+/// The last look of a settle on events: what it watched, when the settle ended, and the
+/// pixels. While no redraw and no window event came since, the window still looks like that,
+/// and the next action's look before it is this one (a grab of the window costs ~5 ms).
+pub(crate) struct LastLook {
+    pub watched: Watched,
+    pub at: Instant,
+    pub look: Look,
+}
+
+/// Whether the last settle's look stands for the look before the next action: the same
+/// windows and area watched, and no redraw nor window event since it was taken (`redraws`
+/// and `moved` counted since then).
+pub(crate) fn look_still_holds(
+    last: &LastLook,
+    watched: &Watched,
+    redraws: usize,
+    moved: bool,
+) -> bool {
+    last.watched == *watched && redraws == 0 && !moved
 }
 
 /// How a settle after an action ended: whether anything changed since the action, and the
@@ -291,6 +322,8 @@ pub(crate) enum SettleStart {
         since: Instant,
         exempt: Vec<Rect>,
         before: Option<Look>,
+        /// when that look began (the last settle's, when nothing was redrawn since)
+        before_at: Instant,
         /// the watched window and its window-manager frame (their unmapping means the
         /// action closed the window)
         ids: Vec<WinId>,
@@ -478,6 +511,44 @@ mod tests {
         assert_eq!(c.animating(t0 + ms(200)), vec![r(1), r(2)]);
         assert_eq!(c.animating(t0 + ms(650)), vec![r(2)]);
         assert_eq!(c.animating(t0 + ms(5000)), vec![r(2)]);
+    }
+
+    #[test]
+    fn the_last_look_stands_only_for_the_same_windows_with_no_redraw_since() {
+        let w = |ids: Vec<u32>, x| Watched {
+            ids: ids.into_iter().map(WinId).collect(),
+            area: Some(Rect::new(x, 0, 100, 100)),
+        };
+        let last = LastLook {
+            watched: w(vec![1], 0),
+            at: Instant::now(),
+            look: Look::default(),
+        };
+        assert!(look_still_holds(&last, &w(vec![1], 0), 0, false));
+        assert!(
+            !look_still_holds(&last, &w(vec![1], 0), 1, false),
+            "redrawn since"
+        );
+        assert!(
+            !look_still_holds(&last, &w(vec![1], 0), 0, true),
+            "a window moved"
+        );
+        assert!(
+            !look_still_holds(&last, &w(vec![1, 2], 0), 0, false),
+            "a dialog opened"
+        );
+        assert!(
+            !look_still_holds(&last, &w(vec![1], 8), 0, false),
+            "the window moved"
+        );
+    }
+
+    #[test]
+    fn a_slow_action_extends_the_wait_for_its_first_change_up_to_the_max() {
+        // a cell entry whose content showed after 481 ms: the redraw is still awaited
+        assert_eq!(first_change_bound(ms(300), ms(481), ms(800)), ms(781));
+        assert_eq!(first_change_bound(ms(300), ms(1), ms(800)), ms(301));
+        assert_eq!(first_change_bound(ms(800), ms(100), ms(800)), ms(800));
     }
 
     #[test]

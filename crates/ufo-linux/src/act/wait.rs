@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use ufo_core::Rect;
 
 use super::settle::{
-    changed_box, changed_regions, decide, differs, grow, Decision, Input, Made, Prefetched,
-    SettleParams, SettleStart, Settled, Watched, PREFETCH_AFTER, PREFETCH_KEPT, PREFETCH_MAX,
-    QUIET,
+    changed_box, changed_regions, decide, differs, first_change_bound, grow, look_still_holds,
+    Decision, Input, LastLook, Made, Prefetched, SettleParams, SettleStart, Settled, Watched,
+    PREFETCH_AFTER, PREFETCH_KEPT, PREFETCH_MAX, QUIET,
 };
 use super::Settler;
 use crate::display::pixels::Look;
@@ -33,6 +33,8 @@ struct Run {
     /// the redraws counted at the last look, and that look
     seen: usize,
     look: Option<Look>,
+    /// when that look began (a redraw logged after it may not be in it)
+    look_at: Instant,
     /// the first and the last change seen in the looks, after `since`
     first: Option<Duration>,
     last: Option<Duration>,
@@ -80,11 +82,20 @@ fn stands_for_handler(
     read_bus && first.is_some_and(|f| began >= since + f)
 }
 
-/// When (after the action) a change a look found happened: when the look ended (`elapsed`),
-/// less how late the display reported the redraw it showed (`late`: KWin's repaint wait for
-/// a streamed window, zero on X11), never before the last change already seen (`last`).
-fn seen_at(elapsed: Duration, late: Duration, last: Option<Duration>) -> Duration {
-    elapsed
+/// When (after the action) a change a look found happened: when the last redraw noted by
+/// the end of the look was reported (`redraw`; the look itself, 5-10 ms, and the wait before
+/// it, the end of the action, come after it: counting from the end of the look lengthened
+/// every quiet time by as much), else when the look ended (`elapsed`), less how late the
+/// display reported that redraw (`late`: KWin's repaint wait for a streamed window, zero on
+/// X11), never before the last change already seen (`last`).
+fn seen_at(
+    elapsed: Duration,
+    redraw: Option<Duration>,
+    late: Duration,
+    last: Option<Duration>,
+) -> Duration {
+    redraw
+        .map_or(elapsed, |r| r.min(elapsed))
         .saturating_sub(late)
         .max(last.unwrap_or(Duration::ZERO))
 }
@@ -130,16 +141,21 @@ impl Settler<'_> {
         match self.watch {
             Some(w) => {
                 let watched = self.watched(xid).await;
-                let (w, wanted) = (Arc::clone(w), watched.ids.clone());
-                let _ = tokio::task::spawn_blocking(move || w.watch(&wanted)).await;
+                let (watcher, wanted) = (Arc::clone(w), watched.ids.clone());
+                let _ = tokio::task::spawn_blocking(move || watcher.watch(&wanted)).await;
                 let frame = self.run(move |d| d.top_of(xid)).await.ok();
                 let ids = std::iter::once(xid).chain(frame).collect();
                 let since = Instant::now();
-                let before = self.look_at(watched.area).await;
+                // (the last settle's look, when nothing was redrawn since)
+                let (before, before_at) = match self.look_unchanged(w.as_ref(), &watched) {
+                    Some(kept) => kept,
+                    None => (self.look_at(watched.area).await, since),
+                };
                 SettleStart::Events {
                     since,
                     exempt,
                     before,
+                    before_at,
                     ids,
                     watched,
                 }
@@ -174,6 +190,20 @@ impl Settler<'_> {
             ids: vec![xid],
             area: None,
         })
+    }
+
+    /// The last settle's last look when the window still looks like that
+    /// ([`look_still_holds`]): the same windows watched, and not redrawn nor moved since.
+    fn look_unchanged(
+        &self,
+        w: &dyn ChangeWatch,
+        watched: &Watched,
+    ) -> Option<(Option<Look>, Instant)> {
+        let g = self.settling.lock();
+        let last = g.last_look.as_ref()?;
+        let (redraws, _, _) = w.log().activity_since(last.at);
+        let moved = w.log().structure_since(last.at);
+        look_still_holds(last, watched, redraws, moved).then(|| (Some(last.look.clone()), last.at))
     }
 
     /// The pixels of a screen area now (`None` when there is none or it cannot be read).
@@ -211,6 +241,7 @@ impl Settler<'_> {
                     since,
                     exempt,
                     before,
+                    before_at,
                     ids,
                     watched,
                 },
@@ -218,9 +249,12 @@ impl Settler<'_> {
             ) => {
                 let key = format!("{xid}/{:?}", self.settling.lock().last_input);
                 let max = self.config.settle_time;
+                // (counted from when the action was sent: a slow one, a cell entry waiting
+                // for LibreOffice, must not use up the wait for the redraw after it)
+                let learned = self.settling.lock().learned.bound(&key, max);
                 let params = SettleParams {
                     quiet: QUIET,
-                    first_change: self.settling.lock().learned.bound(&key, max),
+                    first_change: first_change_bound(learned, since.elapsed(), max),
                     tail: self.config.settle_tail,
                     max,
                 };
@@ -233,6 +267,7 @@ impl Settler<'_> {
                     poll: self.config.settle_poll.min(Duration::from_millis(5)),
                     seen: 0,
                     look: before,
+                    look_at: before_at,
                     first: None,
                     last: None,
                     looks: 0,
@@ -345,7 +380,17 @@ impl Settler<'_> {
         }
         let kept = self.still_prefetched(xid, w, &mut run, l).await;
         let kept_one = kept.is_some();
-        self.settling.lock().settled_at = Some(Instant::now());
+        {
+            let mut g = self.settling.lock();
+            let now = Instant::now();
+            g.settled_at = Some(now);
+            // (taken before now: a redraw between it and now is counted against it)
+            g.last_look = run.look.clone().map(|look| LastLook {
+                watched: run.watched.clone(),
+                at: run.look_at,
+                look,
+            });
+        }
         tracing::debug!(
             changed,
             first_ms = f.map(|f| f.as_millis() as u64),
@@ -390,9 +435,17 @@ impl Settler<'_> {
     /// changed outside the exempt rectangles and the running transitions.
     async fn look_again(&self, w: &dyn ChangeWatch, run: &mut Run) {
         run.looks += 1;
-        // how late the display reported the redraw this look is for (a compositor's frame)
-        let late = w.log().lateness_since(run.since);
+        let began = Instant::now();
         let now = self.look_at(run.watched.area).await;
+        run.look_at = began;
+        // the last redraw this look shows, and how late the display reported it (a
+        // compositor's frame)
+        let (redraw, late) = w
+            .log()
+            .last_redraw_since(run.since)
+            .map_or((None, Duration::ZERO), |(at, late)| {
+                (Some(at.saturating_duration_since(run.since)), late)
+            });
         let regions = changed_regions(run.look.as_ref(), now.as_ref(), &run.exempt);
         run.look = now;
         let content = self
@@ -401,7 +454,7 @@ impl Settler<'_> {
             .transitions
             .note(Instant::now(), &regions);
         if let Some(r) = crate::display::pixels::union(content) {
-            let t = seen_at(run.since.elapsed(), late, run.last);
+            let t = seen_at(run.since.elapsed(), redraw, late, run.last);
             run.changes.push((t.as_millis() as u64, r.x, r.y, r.w, r.h));
             run.first.get_or_insert(t);
             run.last = Some(t);
@@ -675,14 +728,25 @@ mod tests {
     #[test]
     fn a_change_is_dated_back_by_the_display_s_delay_but_never_before_the_last_one() {
         let ms = Duration::from_millis;
+        let zero = Duration::ZERO;
+        assert_eq!(seen_at(ms(40), None, zero, None), ms(40), "no redraw noted");
         assert_eq!(
-            seen_at(ms(40), Duration::ZERO, None),
-            ms(40),
-            "X11: when seen"
+            seen_at(ms(40), Some(ms(31)), zero, None),
+            ms(31),
+            "X11: when the redraw was reported, not when the look ended"
         );
-        assert_eq!(seen_at(ms(40), ms(11), None), ms(29), "a frame 11 ms late");
-        assert_eq!(seen_at(ms(40), ms(11), Some(ms(35))), ms(35));
-        assert_eq!(seen_at(ms(5), ms(11), None), Duration::ZERO);
+        assert_eq!(
+            seen_at(ms(40), Some(ms(52)), zero, None),
+            ms(40),
+            "never after the look"
+        );
+        assert_eq!(
+            seen_at(ms(40), Some(ms(40)), ms(11), None),
+            ms(29),
+            "a frame 11 ms late"
+        );
+        assert_eq!(seen_at(ms(40), Some(ms(40)), ms(11), Some(ms(35))), ms(35));
+        assert_eq!(seen_at(ms(5), Some(ms(5)), ms(11), None), zero);
     }
 
     /// Only an observation that began after the first change and read the clicked

@@ -92,16 +92,25 @@ impl ChangeLog {
     }
 
     /// How late the last redraw noted after `since` was reported ([`Change::late`]; zero when
-    /// there was none): settling dates the change it sees in that redraw back by as much, so
-    /// that a compositor's frame delay does not lengthen the quiet time it waits out.
+    /// there was none): settling dates the change it sees in that redraw back by as much
+    /// ([`Self::last_redraw_since`]), so that a compositor's frame delay does not lengthen
+    /// the quiet time it waits out.
+    #[cfg(test)]
     pub(crate) fn lateness_since(&self, since: Instant) -> Duration {
+        self.last_redraw_since(since)
+            .map_or(Duration::ZERO, |(_, late)| late)
+    }
+
+    /// The last redraw noted after `since`: when it was noted, and how late it was reported
+    /// ([`Change::late`]).
+    pub(crate) fn last_redraw_since(&self, since: Instant) -> Option<(Instant, Duration)> {
         self.lock()
             .changes
             .iter()
             .rev()
             .take_while(|c| c.at >= since)
             .find(|c| c.damage)
-            .map_or(Duration::ZERO, |c| c.late)
+            .map(|c| (c.at, c.late))
     }
 
     /// When the last change of any kind was seen.
@@ -244,6 +253,8 @@ mod tests {
         });
         log.note(change(t0 + ms(36), false, false, None));
         assert_eq!(log.lateness_since(t0), ms(9), "the last redraw's");
+        assert_eq!(log.last_redraw_since(t0), Some((t0 + ms(35), ms(9))));
+        assert_eq!(log.last_redraw_since(t0 + ms(36)), None);
         assert_eq!(
             log.lateness_since(t0 + ms(36)),
             Duration::ZERO,
