@@ -749,7 +749,10 @@ mod tests {
                 .is_some_and(|x| x.contains("xdg-desktop-portal-gnome"))));
 
         let window = source_finding(Ok(PortalSource::Window));
-        assert!(window.ok && window.what.contains("one window"), "{window:?}");
+        assert!(
+            window.ok && window.what.contains("one window"),
+            "{window:?}"
+        );
         let monitor = source_finding(Ok(PortalSource::Monitor));
         assert!(monitor.what.contains("one monitor"), "{monitor:?}");
         let bad = source_finding(PortalSource::parse("screen"));

@@ -57,9 +57,8 @@ impl PortalSource {
 
     /// The source this process's environment asks for.
     pub fn of_env() -> Result<PortalSource, LinuxError> {
-        std::env::var(GNOME_PORTAL_SOURCE_VAR).map_or(Ok(PortalSource::Monitor), |v| {
-            PortalSource::parse(&v)
-        })
+        std::env::var(GNOME_PORTAL_SOURCE_VAR)
+            .map_or(Ok(PortalSource::Monitor), |v| PortalSource::parse(&v))
     }
 
     /// The ScreenCast portal's source type bit (`SelectSources`' `types`).
@@ -319,7 +318,10 @@ mod tests {
             GnomePath::Portal { forced: true }
         );
         assert!(GnomePath::Mutter.reason().contains("nobody to ask"));
-        assert!(matches!(PortalSource::parse(" Window "), Ok(PortalSource::Window)));
+        assert!(matches!(
+            PortalSource::parse(" Window "),
+            Ok(PortalSource::Window)
+        ));
         assert!(matches!(PortalSource::parse(""), Ok(PortalSource::Monitor)));
         assert_eq!(PortalSource::Monitor.portal_type(), 1);
         assert_eq!(PortalSource::Window.portal_type(), 2);

@@ -159,8 +159,7 @@ pub(crate) fn shared_of(seen: &[Seen], opaque: Option<Rect>, ids: &mut Ids) -> O
     let fits: Vec<&Seen> = seen
         .iter()
         .filter(|s| {
-            is_window(s)
-                && super::casts::shows_size(opaque, (s.size.0 as u32, s.size.1 as u32))
+            is_window(s) && super::casts::shows_size(opaque, (s.size.0 as u32, s.size.1 as u32))
         })
         .collect();
     let s = fits

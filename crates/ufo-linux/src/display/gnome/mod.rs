@@ -352,6 +352,11 @@ impl Gnome {
                 return Err(not_shared("the window that has the keyboard focus"));
             }
         }
+        self.send_events(events)
+    }
+
+    /// Send key events in order, wherever the focus is (Alt+Tab: GNOME Shell takes it).
+    fn send_events(&self, events: Vec<keys::Event>) -> Result<(), LinuxError> {
         self.forget_listing();
         let remote = Arc::clone(&self.input);
         self.run("keys", async move {
@@ -392,10 +397,18 @@ impl Gnome {
 
     /// A click in the shared window (window source): motion on the portal's stream of it, in
     /// its buffer as its frames show it; a point outside it is refused.
-    fn click_shared(&self, x: i32, y: i32, b: mutter::Button, count: u32) -> Result<(), LinuxError> {
+    fn click_shared(
+        &self,
+        x: i32,
+        y: i32,
+        b: mutter::Button,
+        count: u32,
+    ) -> Result<(), LinuxError> {
         let (_, place) = self.shared()?;
         if !casts::holds(place, x, y) {
-            return Err(not_shared(&format!("the point {x},{y} (outside the shared window)")));
+            return Err(not_shared(&format!(
+                "the point {x},{y} (outside the shared window)"
+            )));
         }
         let (ox, oy) = match self.stream.as_ref() {
             Some(s) => origin_in_stream(s, (place.w, place.h))?,
@@ -575,7 +588,9 @@ impl Gnome {
             events.extend([(TAB, true), (TAB, false)]);
         }
         events.push((sym::ALT_L, false));
-        self.send_keys(events)
+        // the shell's switcher, not keys to a window: also with a window source, to bring the
+        // shared window forward
+        self.send_events(events)
     }
 
     /// Wait (bounded) until AT-SPI calls window `id` active.
