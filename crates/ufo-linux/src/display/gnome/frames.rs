@@ -178,7 +178,7 @@ pub(crate) fn focus_elsewhere(seen: &[Seen], shared: Option<&Listed>) -> bool {
     seen.iter().any(|s| {
         is_window(s)
             && s.states & state::ACTIVE != 0
-            && shared.map_or(true, |l| l.bus != s.bus || l.path != s.path)
+            && shared.is_none_or(|l| l.bus != s.bus || l.path != s.path)
     })
 }
 
