@@ -895,6 +895,29 @@ impl Drop for EnvSet {
     }
 }
 
+/// Whether the portal test `name` runs here: the Wayland tests are on and the session is GNOME's
+/// (another compositor is said and skipped); it must run as the session's user.
+fn gnome_portal_session(name: &str) -> bool {
+    if !wayland_on(name) {
+        return false;
+    }
+    if compositor() != "gnome" {
+        eprintln!(
+            "skipping the GNOME portal test: the session is {}",
+            compositor()
+        );
+        return false;
+    }
+    let user = std::env::var("UFO_WAYLAND_USER").unwrap_or_else(|_| "ufotest".into());
+    assert_eq!(
+        std::env::var("USER").ok().as_deref(),
+        Some(user.as_str()),
+        "run as the session's user: CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER=\
+         'scripts/wayland-session.sh exec' (scripts/test.sh's GNOME phase)"
+    );
+    true
+}
+
 /// GNOME through the RemoteDesktop and ScreenCast portals (docs/desktop.md, "GNOME"), on the
 /// headless shell with `UFO_GNOME_PORTAL=1`: the consent dialog answered through pyatspi as a
 /// person would, the calculator driven by clicks and keys through the portal's session (12×7=
@@ -905,24 +928,10 @@ impl Drop for EnvSet {
 /// (the portal refuses callers of another user: it reads their /proc entry), GNOME only.
 #[tokio::test(flavor = "multi_thread")]
 async fn gnome_portal_asks_consent_then_drives_the_calculator_then_restores_what_persists() {
-    if !wayland_on("gnome_portal_asks_consent_then_drives_the_calculator") {
-        return;
-    }
-    if compositor() != "gnome" {
-        eprintln!(
-            "skipping the GNOME portal test: the session is {}",
-            compositor()
-        );
+    if !gnome_portal_session("gnome_portal_asks_consent_then_drives_the_calculator") {
         return;
     }
     let _serial = SERIAL.lock().await;
-    let user = std::env::var("UFO_WAYLAND_USER").unwrap_or_else(|_| "ufotest".into());
-    assert_eq!(
-        std::env::var("USER").ok().as_deref(),
-        Some(user.as_str()),
-        "run as the session's user: CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER=\
-         'scripts/wayland-session.sh exec' (scripts/test.sh's GNOME phase)"
-    );
     let rd_version = portal_rd_version();
     let data = tempfile::tempdir().expect("a data folder for the restore token");
     let token = data.path().join("ufo/gnome-portal-token");
@@ -964,29 +973,7 @@ async fn gnome_portal_asks_consent_then_drives_the_calculator_then_restores_what
 
     let app = UserApp::start(&["gnome-calculator"]);
     let w = window_of(&d, app.pid(), Duration::from_secs(30)).await;
-    let steps = Instant::now();
-    click_buttons(&d, &w, &["1", "2", "×"]).await;
-    eprintln!(
-        "portal: three clicks and their settling in {:?}",
-        steps.elapsed()
-    );
-    type_in_calculator(&d, &w, "7=").await;
-    let mut texts = texts_off_ufo("gnome-calculator");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !texts.iter().any(|t| t.trim() == "84") && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        texts = texts_off_ufo("gnome-calculator");
-    }
-    assert!(
-        texts.iter().any(|t| t.trim() == "84"),
-        "pyatspi reads no 84: {texts:?}"
-    );
-    // the window's pixels come from the portal's stream: not one flat colour
-    let shot = window_shot(&d, &w).await;
-    assert!(
-        shot.iter().any(|&b| b != shot[0]),
-        "the capture through the portal's stream is blank"
-    );
+    twelve_times_seven_through_the_portal(&d, &w, "portal").await;
     drop(d);
 
     // the second session: what the portal keeps
@@ -1055,23 +1042,10 @@ async fn gnome_portal_asks_consent_then_drives_the_calculator_then_restores_what
 /// its shadow in the stream) and then keys give 12×7=84, read with pyatspi.
 #[tokio::test(flavor = "multi_thread")]
 async fn gnome_portal_window_source_shares_the_calculator_alone() {
-    if !wayland_on("gnome_portal_window_source_shares_the_calculator_alone") {
-        return;
-    }
-    if compositor() != "gnome" {
-        eprintln!(
-            "skipping the GNOME portal test: the session is {}",
-            compositor()
-        );
+    if !gnome_portal_session("gnome_portal_window_source_shares_the_calculator_alone") {
         return;
     }
     let _serial = SERIAL.lock().await;
-    let user = std::env::var("UFO_WAYLAND_USER").unwrap_or_else(|_| "ufotest".into());
-    assert_eq!(
-        std::env::var("USER").ok().as_deref(),
-        Some(user.as_str()),
-        "run as the session's user (scripts/test.sh's GNOME phase)"
-    );
     let data = tempfile::tempdir().expect("a data folder for the restore token");
     let _env = EnvSet::set(&[
         ("UFO_GNOME_PORTAL", "1".as_ref()),
@@ -1127,13 +1101,19 @@ async fn gnome_portal_window_source_shares_the_calculator_alone() {
         "{outside}"
     );
 
+    twelve_times_seven_through_the_portal(&d, &w, "portal (window source)").await;
+}
+
+/// The calculator's `1`, `2`, `×` clicked and `7=` typed through a portal session: pyatspi
+/// reads 84, and the window's capture from the portal's stream is not one flat colour.
+async fn twelve_times_seven_through_the_portal(d: &LinuxDesktop, w: &WindowInfo, label: &str) {
     let steps = Instant::now();
-    click_buttons(&d, &w, &["1", "2", "×"]).await;
+    click_buttons(d, w, &["1", "2", "×"]).await;
     eprintln!(
-        "portal (window source): three clicks and their settling in {:?}",
+        "{label}: three clicks and their settling in {:?}",
         steps.elapsed()
     );
-    type_in_calculator(&d, &w, "7=").await;
+    type_in_calculator(d, w, "7=").await;
     let mut texts = texts_off_ufo("gnome-calculator");
     let deadline = Instant::now() + Duration::from_secs(10);
     while !texts.iter().any(|t| t.trim() == "84") && Instant::now() < deadline {
@@ -1142,12 +1122,12 @@ async fn gnome_portal_window_source_shares_the_calculator_alone() {
     }
     assert!(
         texts.iter().any(|t| t.trim() == "84"),
-        "pyatspi reads no 84: {texts:?}"
+        "{label}: pyatspi reads no 84: {texts:?}"
     );
-    let shot = window_shot(&d, &w).await;
+    let shot = window_shot(d, w).await;
     assert!(
         shot.iter().any(|&b| b != shot[0]),
-        "the capture through the window's stream is blank"
+        "{label}: the capture through the portal's stream is blank"
     );
 }
 

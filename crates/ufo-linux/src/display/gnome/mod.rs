@@ -414,11 +414,21 @@ impl Gnome {
             Some(s) => origin_in_stream(s, (place.w, place.h))?,
             None => (0, 0),
         };
-        let (rx, ry) = (x + ox, y + oy);
+        self.press(Arc::clone(&self.input), (x + ox, y + oy), b, count)
+    }
+
+    /// Move the pointer of `remote`'s stream to `at` (in the stream's coordinates) and press
+    /// `b` `count` times.
+    fn press(
+        &self,
+        remote: Arc<dyn RemoteInput>,
+        at: (i32, i32),
+        b: mutter::Button,
+        count: u32,
+    ) -> Result<(), LinuxError> {
         self.forget_listing();
-        let remote = Arc::clone(&self.input);
         self.run("click", async move {
-            remote.move_to(f64::from(rx), f64::from(ry)).await?;
+            remote.move_to(f64::from(at.0), f64::from(at.1)).await?;
             for _ in 0..count {
                 remote.button(b).await?;
             }
@@ -568,16 +578,7 @@ impl Gnome {
         // Mutter 43 places a window stream's pointer in the window's buffer, as its frames
         // show it: the window itself lies inside its shadow there
         let (ox, oy) = origin_in_stream(&cast.stream, (place.w, place.h))?;
-        let (rx, ry) = (rx + ox, ry + oy);
-        self.forget_listing();
-        let remote = Arc::clone(&cast.remote);
-        self.run("click", async move {
-            remote.move_to(f64::from(rx), f64::from(ry)).await?;
-            for _ in 0..count {
-                remote.button(b).await?;
-            }
-            Ok(())
-        })
+        self.press(cast.remote, (rx + ox, ry + oy), b, count)
     }
 
     /// Alt held, Tab pressed `n` times, Alt released: the `n`-th window in GNOME's recent
@@ -1230,15 +1231,7 @@ impl Display for Gnome {
         if casts::in_streams(x) {
             return self.click_streamed(x, y, b, count);
         }
-        self.forget_listing();
-        let remote = Arc::clone(&self.input);
-        self.run("click", async move {
-            remote.move_to(f64::from(x), f64::from(y)).await?;
-            for _ in 0..count {
-                remote.button(b).await?;
-            }
-            Ok(())
-        })
+        self.press(Arc::clone(&self.input), (x, y), b, count)
     }
 
     fn chord(&self, mods: &[u32], key: u32) -> Result<(), LinuxError> {
