@@ -1,11 +1,14 @@
 #!/usr/bin/python3
 """Answer GNOME's remote-desktop consent dialog as a person would, through pyatspi: wait for
 xdg-desktop-portal-gnome's "Remote desktop" window, choose the first monitor in its list, tick
-"Allow remote interaction", and press Share. How the GNOME portal live test grants ufo's session
-(docs/desktop.md, "GNOME"). Prints one JSON object: whether a dialog came, how long it took to
-come, and the monitors it offered; exits 0 when it answered one, 2 when none came in time.
+"Allow remote interaction", and press Share. Given a WINDOW text, choose instead the row of
+GNOME's window chooser whose text holds it (the dialog offers windows when ufo asks for a window
+source). How the GNOME portal live test grants ufo's session (docs/desktop.md, "GNOME").
+Prints one JSON object: whether a dialog came, how long it took to come, and the monitors or
+windows it offered; exits 0 when it answered one, 2 when none came in time, 1 when the asked
+window was not offered.
 
-Usage: /usr/bin/python3 portal_consent.py SECONDS
+Usage: /usr/bin/python3 portal_consent.py SECONDS [WINDOW]
 """
 import json
 import sys
@@ -44,12 +47,26 @@ def dialog():
     return None
 
 
+def text_of(node, depth=0):
+    """The node's name and its descendants' (a window row holds the title in a label)."""
+    if node is None or depth > 6:
+        return ""
+    try:
+        parts = [node.name or ""]
+        for i in range(node.childCount):
+            parts.append(text_of(node.getChildAtIndex(i), depth + 1))
+    except Exception:  # a node that went away while read
+        return ""
+    return " ".join(p for p in parts if p)
+
+
 def has(node, state):
     return node.getState().contains(state)
 
 
 def main():
     within = float(sys.argv[1])
+    window = sys.argv[2] if len(sys.argv) > 2 else None
     start = time.monotonic()
     frame = None
     while time.monotonic() - start < within:
@@ -69,9 +86,17 @@ def main():
         and n.getChildAtIndex(0).getRoleName() == "list item"
         and n.getChildAtIndex(0).name != INTERACTION,
     )
-    names = [monitors.getChildAtIndex(i).name for i in range(monitors.childCount)] if monitors else []
+    rows = [monitors.getChildAtIndex(i) for i in range(monitors.childCount)] if monitors else []
+    names = [text_of(r) for r in rows]
+    pick = 0
+    if window is not None:
+        hits = [i for i, n in enumerate(names) if window in n]
+        if not hits:
+            print(json.dumps({"dialog": True, "error": f"no window row holds {window!r}", "rows": names}))
+            sys.exit(1)
+        pick = hits[0]
     if monitors is not None:
-        monitors.querySelection().selectChild(0)
+        monitors.querySelection().selectChild(pick)
     switch = find(frame, lambda n: n.getRoleName() == "check box" and n.name == INTERACTION)
     ticked_by_us = False
     if switch is not None and not has(switch, pyatspi.STATE_CHECKED):
@@ -91,7 +116,8 @@ def main():
                 "dialog": True,
                 "came_ms": int(came * 1000),
                 "answered_ms": int((time.monotonic() - start) * 1000),
-                "monitors": names,
+                "offered": names,
+                "picked": names[pick] if names else None,
                 "interaction_ticked": ticked_by_us,
             }
         )

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use atspi::proxy::bus::{BusProxy, StatusProxy};
 
-use crate::display::choice::{compositor_of, Compositor, GnomePath, WLROOTS_NEEDS};
+use crate::display::choice::{
+    compositor_of, Compositor, GnomePath, PortalSource, GNOME_PORTAL_SOURCE_VAR, WLROOTS_NEEDS,
+};
 use crate::display::gnome::consent::TokenFile;
 use crate::display::gnome::portal::{self, Versions, RD_PERSISTS_FROM};
 use crate::display::kwin::cast;
@@ -365,7 +367,7 @@ pub(crate) fn portal_findings(
     };
     let mut out = vec![Finding::ok(format!(
         "portals: RemoteDesktop version {}, ScreenCast version {} (GNOME asks the person in \
-         a dialog: share the monitor, tick \"Allow remote interaction\", Share)",
+         a dialog: choose what to share, tick \"Allow remote interaction\", Share)",
         v.remote_desktop, v.screen_cast
     ))];
     out.push(if v.persists() {
@@ -409,7 +411,23 @@ async fn check_portals(timeout: Duration) -> Vec<Finding> {
     .await;
     let tokens = TokenFile::of_user();
     let token = tokens.path().map(|p| (p, tokens.load().is_some()));
-    portal_findings(versions, token)
+    let mut out = portal_findings(versions, token);
+    out.push(source_finding(PortalSource::of_env()));
+    out
+}
+
+/// What the person is asked to share on the portal path ([`GNOME_PORTAL_SOURCE_VAR`]).
+pub(crate) fn source_finding(source: Result<PortalSource, LinuxError>) -> Finding {
+    match source {
+        Ok(s) => Finding::ok(format!(
+            "portal source: {} ({GNOME_PORTAL_SOURCE_VAR}=monitor or window)",
+            s.describe()
+        )),
+        Err(e) => Finding::problem(
+            format!("portal source: {e}"),
+            format!("set {GNOME_PORTAL_SOURCE_VAR} to monitor or window, or unset it"),
+        ),
+    }
 }
 
 /// The clipboard protocol KWin's display pastes with.
@@ -729,6 +747,16 @@ mod tests {
             && f.fix
                 .as_deref()
                 .is_some_and(|x| x.contains("xdg-desktop-portal-gnome"))));
+
+        let window = source_finding(Ok(PortalSource::Window));
+        assert!(
+            window.ok && window.what.contains("one window"),
+            "{window:?}"
+        );
+        let monitor = source_finding(Ok(PortalSource::Monitor));
+        assert!(monitor.what.contains("one monitor"), "{monitor:?}");
+        let bad = source_finding(PortalSource::parse("screen"));
+        assert!(!bad.ok && bad.fix.as_deref().is_some_and(|f| f.contains("window")));
     }
 
     #[test]

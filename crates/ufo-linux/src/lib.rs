@@ -57,7 +57,7 @@ mod observe;
 mod part;
 mod vocab;
 
-pub use display::choice::DESKTOP_KIND_VAR;
+pub use display::choice::{PortalSource, DESKTOP_KIND_VAR, GNOME_PORTAL_SOURCE_VAR};
 pub use display::x11::{demo as demo_input, takeover};
 pub use launch::toolkit;
 

@@ -822,10 +822,20 @@ struct Consent(Child);
 
 impl Consent {
     fn wait_for_dialog(within: Duration) -> Consent {
+        Consent::answer(within, None)
+    }
+
+    /// The same, choosing the window whose row in GNOME's chooser holds `window`.
+    fn pick_window(within: Duration, window: &str) -> Consent {
+        Consent::answer(within, Some(window))
+    }
+
+    fn answer(within: Duration, window: Option<&str>) -> Consent {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/portal_consent.py");
         let child = Command::new(session_script())
             .args(["exec", "/usr/bin/python3", script])
             .arg(within.as_secs().to_string())
+            .args(window)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -885,6 +895,29 @@ impl Drop for EnvSet {
     }
 }
 
+/// Whether the portal test `name` runs here: the Wayland tests are on and the session is GNOME's
+/// (another compositor is said and skipped); it must run as the session's user.
+fn gnome_portal_session(name: &str) -> bool {
+    if !wayland_on(name) {
+        return false;
+    }
+    if compositor() != "gnome" {
+        eprintln!(
+            "skipping the GNOME portal test: the session is {}",
+            compositor()
+        );
+        return false;
+    }
+    let user = std::env::var("UFO_WAYLAND_USER").unwrap_or_else(|_| "ufotest".into());
+    assert_eq!(
+        std::env::var("USER").ok().as_deref(),
+        Some(user.as_str()),
+        "run as the session's user: CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER=\
+         'scripts/wayland-session.sh exec' (scripts/test.sh's GNOME phase)"
+    );
+    true
+}
+
 /// GNOME through the RemoteDesktop and ScreenCast portals (docs/desktop.md, "GNOME"), on the
 /// headless shell with `UFO_GNOME_PORTAL=1`: the consent dialog answered through pyatspi as a
 /// person would, the calculator driven by clicks and keys through the portal's session (12×7=
@@ -895,24 +928,10 @@ impl Drop for EnvSet {
 /// (the portal refuses callers of another user: it reads their /proc entry), GNOME only.
 #[tokio::test(flavor = "multi_thread")]
 async fn gnome_portal_asks_consent_then_drives_the_calculator_then_restores_what_persists() {
-    if !wayland_on("gnome_portal_asks_consent_then_drives_the_calculator") {
-        return;
-    }
-    if compositor() != "gnome" {
-        eprintln!(
-            "skipping the GNOME portal test: the session is {}",
-            compositor()
-        );
+    if !gnome_portal_session("gnome_portal_asks_consent_then_drives_the_calculator") {
         return;
     }
     let _serial = SERIAL.lock().await;
-    let user = std::env::var("UFO_WAYLAND_USER").unwrap_or_else(|_| "ufotest".into());
-    assert_eq!(
-        std::env::var("USER").ok().as_deref(),
-        Some(user.as_str()),
-        "run as the session's user: CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER=\
-         'scripts/wayland-session.sh exec' (scripts/test.sh's GNOME phase)"
-    );
     let rd_version = portal_rd_version();
     let data = tempfile::tempdir().expect("a data folder for the restore token");
     let token = data.path().join("ufo/gnome-portal-token");
@@ -954,29 +973,7 @@ async fn gnome_portal_asks_consent_then_drives_the_calculator_then_restores_what
 
     let app = UserApp::start(&["gnome-calculator"]);
     let w = window_of(&d, app.pid(), Duration::from_secs(30)).await;
-    let steps = Instant::now();
-    click_buttons(&d, &w, &["1", "2", "×"]).await;
-    eprintln!(
-        "portal: three clicks and their settling in {:?}",
-        steps.elapsed()
-    );
-    type_in_calculator(&d, &w, "7=").await;
-    let mut texts = texts_off_ufo("gnome-calculator");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !texts.iter().any(|t| t.trim() == "84") && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        texts = texts_off_ufo("gnome-calculator");
-    }
-    assert!(
-        texts.iter().any(|t| t.trim() == "84"),
-        "pyatspi reads no 84: {texts:?}"
-    );
-    // the window's pixels come from the portal's stream: not one flat colour
-    let shot = window_shot(&d, &w).await;
-    assert!(
-        shot.iter().any(|&b| b != shot[0]),
-        "the capture through the portal's stream is blank"
-    );
+    twelve_times_seven_through_the_portal(&d, &w, "portal").await;
     drop(d);
 
     // the second session: what the portal keeps
@@ -1035,6 +1032,115 @@ async fn gnome_portal_asks_consent_then_drives_the_calculator_then_restores_what
         texts.iter().any(|t| t.trim() == "85"),
         "the second session's keys: pyatspi reads no 85: {texts:?}"
     );
+}
+
+/// GNOME's portals with a window source (`UFO_GNOME_PORTAL_SOURCE=window`, docs/desktop.md,
+/// "GNOME"): the calculator and then the editor run; the consent dialog's window chooser is
+/// answered through pyatspi with the calculator's row; ufo lists the calculator alone (pyatspi
+/// sees the editor too), refuses keys while the editor has the focus and a click outside the
+/// calculator, with what to do; its clicks in the calculator's buffer (the window found inside
+/// its shadow in the stream) and then keys give 12×7=84, read with pyatspi.
+#[tokio::test(flavor = "multi_thread")]
+async fn gnome_portal_window_source_shares_the_calculator_alone() {
+    if !gnome_portal_session("gnome_portal_window_source_shares_the_calculator_alone") {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let data = tempfile::tempdir().expect("a data folder for the restore token");
+    let _env = EnvSet::set(&[
+        ("UFO_GNOME_PORTAL", "1".as_ref()),
+        ("UFO_PRIVATE_KIND", "private:gnome".as_ref()),
+        ("UFO_GNOME_PORTAL_SOURCE", "window".as_ref()),
+        ("XDG_DATA_HOME", data.path().as_os_str()),
+    ]);
+    let findings =
+        ufo_linux::doctor::check_wayland(Some(socket()), Duration::from_secs(5), None).await;
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.ok && f.what.contains("portal source: one window")),
+        "{findings:?}"
+    );
+
+    let calc = UserApp::start(&["gnome-calculator"]);
+    await_pyatspi("gnome-calculator");
+    let editor = UserApp::start(&["gnome-text-editor"]);
+    await_pyatspi("gnome-text-editor");
+    let consent = Consent::pick_window(Duration::from_secs(60), "Calculator");
+    let asked = Instant::now();
+    let d = connect().await;
+    let granted = asked.elapsed();
+    let (dialog, report) = consent.report();
+    assert!(dialog, "the window source must ask: {report}");
+    eprintln!("portal (window source): granted in {granted:?} (the dialog: {report})");
+
+    let w = window_of(&d, calc.pid(), Duration::from_secs(10)).await;
+    let windows = d.windows().await.expect("the window list");
+    assert_eq!(
+        windows.iter().map(|w| w.pid).collect::<Vec<_>>(),
+        [Some(calc.pid())],
+        "the shared window alone, not the editor ({}): {windows:?}",
+        editor.pid()
+    );
+    // keys go to the focused window: the editor, started last
+    let refused = d
+        .screen_keys("9")
+        .await
+        .expect_err("keys while the editor has the focus");
+    assert!(
+        refused.to_string().contains("share that window"),
+        "{refused}"
+    );
+    let area = w.rect.expect("the shared window's place");
+    let outside = d
+        .screen_click(area.x + area.w as i32 + 20, area.y + 10, 1)
+        .await
+        .expect_err("a click outside the shared window");
+    assert!(
+        outside.to_string().contains("share that window"),
+        "{outside}"
+    );
+
+    twelve_times_seven_through_the_portal(&d, &w, "portal (window source)").await;
+}
+
+/// The calculator's `1`, `2`, `×` clicked and `7=` typed through a portal session: pyatspi
+/// reads 84, and the window's capture from the portal's stream is not one flat colour.
+async fn twelve_times_seven_through_the_portal(d: &LinuxDesktop, w: &WindowInfo, label: &str) {
+    let steps = Instant::now();
+    click_buttons(d, w, &["1", "2", "×"]).await;
+    eprintln!(
+        "{label}: three clicks and their settling in {:?}",
+        steps.elapsed()
+    );
+    type_in_calculator(d, w, "7=").await;
+    let mut texts = texts_off_ufo("gnome-calculator");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !texts.iter().any(|t| t.trim() == "84") && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        texts = texts_off_ufo("gnome-calculator");
+    }
+    assert!(
+        texts.iter().any(|t| t.trim() == "84"),
+        "{label}: pyatspi reads no 84: {texts:?}"
+    );
+    let shot = window_shot(d, w).await;
+    assert!(
+        shot.iter().any(|&b| b != shot[0]),
+        "{label}: the capture through the portal's stream is blank"
+    );
+}
+
+/// Wait (up to 30 s) until pyatspi reads an application's texts: its window is up.
+fn await_pyatspi(app: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while texts_off_ufo(app).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "pyatspi sees no {app} within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// The editor's "Save Changes?" dialog (GTK 4, not maximized), once listed: on GNOME it has

@@ -26,6 +26,58 @@ pub const DESKTOP_KIND_VAR: &str = "UFO_PRIVATE_KIND";
 /// (`1`): how the portal path is tested on a headless shell (docs/desktop.md, "GNOME").
 pub const GNOME_PORTAL_VAR: &str = "UFO_GNOME_PORTAL";
 
+/// The variable that chooses what a person shares on GNOME's portal path: `monitor` (the
+/// default) or `window` (one window, picked in GNOME's dialog; docs/security.md, "GNOME's
+/// portals").
+pub const GNOME_PORTAL_SOURCE_VAR: &str = "UFO_GNOME_PORTAL_SOURCE";
+
+/// What the person is asked to share on the portal path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PortalSource {
+    /// One monitor: every window on it is seen and acted in.
+    #[default]
+    Monitor,
+    /// One window, the person's pick: ufo sees and acts in that window only.
+    Window,
+}
+
+impl PortalSource {
+    /// The source a setting names (`monitor` or `window`, any case); an error says the
+    /// choices.
+    pub fn parse(v: &str) -> Result<PortalSource, LinuxError> {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "" | "monitor" => Ok(PortalSource::Monitor),
+            "window" => Ok(PortalSource::Window),
+            other => Err(LinuxError::Unsupported(format!(
+                "{GNOME_PORTAL_SOURCE_VAR}={other:?} is no portal source: set it to \"monitor\" \
+                 or \"window\""
+            ))),
+        }
+    }
+
+    /// The source this process's environment asks for.
+    pub fn of_env() -> Result<PortalSource, LinuxError> {
+        std::env::var(GNOME_PORTAL_SOURCE_VAR)
+            .map_or(Ok(PortalSource::Monitor), |v| PortalSource::parse(&v))
+    }
+
+    /// The ScreenCast portal's source type bit (`SelectSources`' `types`).
+    pub(crate) fn portal_type(self) -> u32 {
+        match self {
+            PortalSource::Monitor => 1,
+            PortalSource::Window => 2,
+        }
+    }
+
+    /// What the person shares, for the log and `ufo doctor`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            PortalSource::Monitor => "one monitor (every window on it)",
+            PortalSource::Window => "one window the person picks (ufo sees and acts in it only)",
+        }
+    }
+}
+
 /// Which remote-desktop session drives a GNOME display.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum GnomePath {
@@ -266,6 +318,15 @@ mod tests {
             GnomePath::Portal { forced: true }
         );
         assert!(GnomePath::Mutter.reason().contains("nobody to ask"));
+        assert!(matches!(
+            PortalSource::parse(" Window "),
+            Ok(PortalSource::Window)
+        ));
+        assert!(matches!(PortalSource::parse(""), Ok(PortalSource::Monitor)));
+        assert_eq!(PortalSource::Monitor.portal_type(), 1);
+        assert_eq!(PortalSource::Window.portal_type(), 2);
+        let e = PortalSource::parse("screen").unwrap_err().to_string();
+        assert!(e.contains("\"monitor\"") && e.contains("\"window\""), "{e}");
         assert!(GnomePath::choose(false, false).reason().contains("consent"));
         assert!(GnomePath::choose(true, true)
             .reason()

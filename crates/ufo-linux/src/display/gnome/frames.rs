@@ -147,6 +147,41 @@ pub(crate) fn windows_of(seen: &[Seen], screen: Rect, ids: &mut Ids, streams: bo
     listed
 }
 
+/// The window the person shared on the portal path, among the frames seen: the frame whose
+/// size is the stream's window (`opaque`, the box of opaque pixels of the stream's last frame;
+/// a translucent border aside, [`super::casts::shows_size`]), the ACTIVE one among several of
+/// that size, else the newest. AT-SPI has no tie to the compositor's window, so the size is
+/// the match. Placed at (0, 0): its own coordinates, the stream's pointer offset by where the
+/// window lies in the frame. `None`: no frame has that size (the window closed, or no frame
+/// yet).
+pub(crate) fn shared_of(seen: &[Seen], opaque: Option<Rect>, ids: &mut Ids) -> Option<Listed> {
+    let opaque = opaque?;
+    let fits: Vec<&Seen> = seen
+        .iter()
+        .filter(|s| {
+            is_window(s) && super::casts::shows_size(opaque, (s.size.0 as u32, s.size.1 as u32))
+        })
+        .collect();
+    let s = fits
+        .iter()
+        .find(|s| s.states & state::ACTIVE != 0)
+        .or(fits.last())?;
+    let far = Rect::new(0, 0, 0, 0);
+    let mut l = windows_of(&[(*s).clone()], far, ids, false).pop()?;
+    l.window.area = Some(Rect::new(0, 0, s.size.0 as u32, s.size.1 as u32));
+    Some(l)
+}
+
+/// Whether a frame other than the shared one (`bus`, `path`) says ACTIVE: keys would go to
+/// it, not to the shared window.
+pub(crate) fn focus_elsewhere(seen: &[Seen], shared: Option<&Listed>) -> bool {
+    seen.iter().any(|s| {
+        is_window(s)
+            && s.states & state::ACTIVE != 0
+            && shared.is_none_or(|l| l.bus != s.bus || l.path != s.path)
+    })
+}
+
 /// The window on top at a point: the active one when it holds the point (windows have no
 /// known stacking on GNOME, and maximized ones all lie in the same place), else none. A point
 /// in the slot of a window known by its stream is that window's (its stream shows it alone).
@@ -269,5 +304,33 @@ mod tests {
         frames[0].states = state::ACTIVE;
         let listed = windows_of(&frames, SCREEN, &mut ids, true);
         assert!(listed[0].active && !listed[1].active);
+    }
+
+    #[test]
+    fn the_shared_window_is_the_frame_of_the_streams_size_placed_at_the_origin() {
+        let mut ids = Ids::default();
+        let frames = vec![
+            seen("editor", "/a/1", role::FRAME, (1280, 768), true),
+            seen("calc", "/a/2", role::FRAME, (360, 612), false),
+            seen("calc", "/a/3", role::FRAME, (360, 612), false),
+            seen("gnome-shell", "/a/4", role::WINDOW, (360, 612), false),
+        ];
+        // the stream's opaque box: the calculator inside its shadow, its border 1 pixel
+        let opaque = Some(Rect::new(40, 30, 358, 610));
+        let l = shared_of(&frames, opaque, &mut ids).expect("the calculator");
+        assert_eq!(l.path, "/a/3", "the newest of the two of that size");
+        assert_eq!(l.window.area, Some(Rect::new(0, 0, 360, 612)));
+        assert!(focus_elsewhere(&frames, Some(&l)), "the editor says ACTIVE");
+        let mut frames = frames;
+        frames[0].states = 0;
+        frames[1].states = state::ACTIVE;
+        let l = shared_of(&frames, opaque, &mut ids).expect("the calculator");
+        assert_eq!(l.path, "/a/2", "the active one of that size");
+        assert!(!focus_elsewhere(&frames, Some(&l)));
+        assert!(
+            shared_of(&frames, Some(Rect::new(0, 0, 200, 100)), &mut ids).is_none(),
+            "no frame of the stream's size: the window closed"
+        );
+        assert!(shared_of(&frames, None, &mut ids).is_none(), "no frame yet");
     }
 }

@@ -13,7 +13,11 @@
 //! clicks through Mutter's `RecordWindow` of it, in a remote-desktop session of its own
 //! (measured: opened in 272–1275 ms, first frame included; Mutter 43 starts no stream added
 //! to a started session and links one ScreenCast session to a remote-desktop session). On
-//! the portals' path such windows keep no place (a window source is the person's pick).
+//! the portals' path such windows keep no place with a monitor source; with a window source
+//! (`UFO_GNOME_PORTAL_SOURCE=window`) the person picks one window in GNOME's dialog, the
+//! portal's stream is that window's, and the display is that window alone: the AT-SPI frame
+//! of the stream's size ([`frames::shared_of`]), placed at (0, 0), the pointer moved in its
+//! buffer as on Mutter's window streams ([`casts::window_origin`]), anything else refused.
 //!
 //! The input and capture halves need only a remote-desktop session and its stream: input goes
 //! through [`RemoteInput`] and captures come from the session's PipeWire node (through the
@@ -46,6 +50,7 @@ use super::watch::{Change, ChangeLog, ChangeWatch, PersonInput};
 use super::{position_unknown, CoordSpace, Display, DisplayWindow, WinId};
 use crate::a11y::bus::A11yBus;
 pub(crate) use crate::display::choice::GnomePath;
+use crate::display::choice::PortalSource;
 use crate::error::cause;
 use crate::vocab::ROOT_PATH;
 use crate::LinuxError;
@@ -103,6 +108,12 @@ pub(crate) struct Gnome {
     conn: Option<zbus::Connection>,
     /// The streams of windows not maximized, each with its remote-desktop session.
     casts: Casts<Remote, Stream>,
+    /// The person shared one window on the portal path: the stream is that window's, and the
+    /// display lists and acts in it only.
+    window_only: bool,
+    /// With `window_only`: whether another frame said ACTIVE at the last listing (keys would
+    /// go there).
+    elsewhere: Mutex<bool>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -163,6 +174,8 @@ impl Gnome {
         })?;
         let conn = (path == GnomePath::Mutter && PIPEWIRE).then_some(conn);
         let (input, opened, node, size, remote) = session;
+        let window_only =
+            matches!(&opened, OpenedPath::Portal(g) if g.source == PortalSource::Window);
         let watch = Arc::new(FrameWatch::default());
         let stream = connect_stream(node, remote, Arc::clone(&watch))?;
         let watch = stream.is_some().then_some(watch);
@@ -192,6 +205,8 @@ impl Gnome {
             maximized: Mutex::default(),
             conn,
             casts: Casts::default(),
+            window_only,
+            elsewhere: Mutex::default(),
         })
     }
 
@@ -217,7 +232,8 @@ impl Gnome {
         }
         let (seen, mut listed) = self.list_now()?;
         let asked = Instant::now();
-        if self.maximize_new(&seen, &listed) {
+        // a person's shared window keeps its size (its stream follows it)
+        if !self.window_only && self.maximize_new(&seen, &listed) {
             // their sizes changed (the wait for it is bounded): listed as they are now
             listed = self.list_now()?.1;
             self.await_shown(asked);
@@ -232,6 +248,12 @@ impl Gnome {
     fn list_now(&self) -> Result<(Vec<Seen>, Vec<Listed>), LinuxError> {
         let a11y = self.a11y.clone();
         let seen = self.run("windows", async move { frames_seen(&a11y).await })?;
+        if self.window_only {
+            let opaque = self.stream.as_ref().and_then(stream_box);
+            let shared = frames::shared_of(&seen, opaque, &mut lock(&self.ids));
+            *lock(&self.elsewhere) = frames::focus_elsewhere(&seen, shared.as_ref());
+            return Ok((seen, shared.into_iter().collect()));
+        }
         let streams = self.conn.is_some();
         let listed = frames::windows_of(&seen, self.screen, &mut lock(&self.ids), streams);
         Ok((seen, listed))
@@ -299,14 +321,42 @@ impl Gnome {
     }
 
     fn find(&self, id: WinId) -> Result<Listed, LinuxError> {
-        self.listed()?
-            .into_iter()
-            .find(|l| l.window.id == id)
-            .ok_or_else(|| LinuxError::NoWindow(id.to_string()))
+        let listed = self.listed()?;
+        match listed.into_iter().find(|l| l.window.id == id) {
+            Some(l) => Ok(l),
+            None if self.window_only => Err(not_shared(&format!("window {id}"))),
+            None => Err(LinuxError::NoWindow(id.to_string())),
+        }
     }
 
-    /// Send key events in order.
+    /// The window the person shared (window source): listed, with its place.
+    fn shared(&self) -> Result<(Listed, Rect), LinuxError> {
+        let l = self.listed()?.into_iter().next().ok_or_else(|| {
+            LinuxError::Unsupported(
+                "the window shared through GNOME's portal is not among the applications' \
+                 windows (it closed, or changed so that its stream and AT-SPI no longer \
+                 agree on its size); start ufo again and share a window"
+                    .into(),
+            )
+        })?;
+        let place = l.window.area.ok_or_else(|| position_unknown(&l.window))?;
+        Ok((l, place))
+    }
+
+    /// Send key events in order (with a window source, only while no other window says it has
+    /// the focus: keys go to the focused window).
     fn send_keys(&self, events: Vec<keys::Event>) -> Result<(), LinuxError> {
+        if self.window_only {
+            self.shared()?;
+            if *lock(&self.elsewhere) {
+                return Err(not_shared("the window that has the keyboard focus"));
+            }
+        }
+        self.send_events(events)
+    }
+
+    /// Send key events in order, wherever the focus is (Alt+Tab: GNOME Shell takes it).
+    fn send_events(&self, events: Vec<keys::Event>) -> Result<(), LinuxError> {
         self.forget_listing();
         let remote = Arc::clone(&self.input);
         self.run("keys", async move {
@@ -320,17 +370,70 @@ impl Gnome {
     /// The last frame's pixels of a rectangle (clipped to the screen, or to the window whose
     /// slot it lies in): where and BGRX rows.
     fn grab(&self, area: Rect) -> Result<Option<(Rect, Vec<u8>)>, LinuxError> {
+        if self.window_only {
+            return self.grab_shared(area);
+        }
         if casts::in_streams(area.x) {
             return self.grab_streamed(area);
         }
         let Some(stream) = self.stream.as_ref() else {
-            return Err(LinuxError::Unsupported(
-                "captures on GNOME read the session's PipeWire stream: build ufo with \
-                 `--features ufo/pipewire` (needs libpipewire-0.3-dev and libclang)"
-                    .into(),
-            ));
+            return Err(no_pipewire());
         };
         latest(stream, area)
+    }
+
+    /// `area` of the shared window (its own coordinates), from the portal's stream of it
+    /// (clipped to the window).
+    fn grab_shared(&self, area: Rect) -> Result<Option<(Rect, Vec<u8>)>, LinuxError> {
+        let (_, place) = self.shared()?;
+        let Some(stream) = self.stream.as_ref() else {
+            return Err(no_pipewire());
+        };
+        match clip(area, place.w, place.h) {
+            Some(inside) => latest_of_window(stream, inside, (place.w, place.h)),
+            None => Ok(None),
+        }
+    }
+
+    /// A click in the shared window (window source): motion on the portal's stream of it, in
+    /// its buffer as its frames show it; a point outside it is refused.
+    fn click_shared(
+        &self,
+        x: i32,
+        y: i32,
+        b: mutter::Button,
+        count: u32,
+    ) -> Result<(), LinuxError> {
+        let (_, place) = self.shared()?;
+        if !casts::holds(place, x, y) {
+            return Err(not_shared(&format!(
+                "the point {x},{y} (outside the shared window)"
+            )));
+        }
+        let (ox, oy) = match self.stream.as_ref() {
+            Some(s) => origin_in_stream(s, (place.w, place.h))?,
+            None => (0, 0),
+        };
+        self.press(Arc::clone(&self.input), (x + ox, y + oy), b, count)
+    }
+
+    /// Move the pointer of `remote`'s stream to `at` (in the stream's coordinates) and press
+    /// `b` `count` times.
+    fn press(
+        &self,
+        remote: Arc<dyn RemoteInput>,
+        at: (i32, i32),
+        b: mutter::Button,
+        count: u32,
+    ) -> Result<(), LinuxError> {
+        self.forget_listing();
+        self.run("click", async move {
+            remote.move_to(f64::from(at.0), f64::from(at.1)).await?;
+            for _ in 0..count {
+                remote.button(b).await?;
+            }
+            Ok(())
+        })
     }
 
     /// `area` of the window whose slot it lies in, from the window's own stream (clipped to
@@ -475,16 +578,7 @@ impl Gnome {
         // Mutter 43 places a window stream's pointer in the window's buffer, as its frames
         // show it: the window itself lies inside its shadow there
         let (ox, oy) = origin_in_stream(&cast.stream, (place.w, place.h))?;
-        let (rx, ry) = (rx + ox, ry + oy);
-        self.forget_listing();
-        let remote = Arc::clone(&cast.remote);
-        self.run("click", async move {
-            remote.move_to(f64::from(rx), f64::from(ry)).await?;
-            for _ in 0..count {
-                remote.button(b).await?;
-            }
-            Ok(())
-        })
+        self.press(cast.remote, (rx + ox, ry + oy), b, count)
     }
 
     /// Alt held, Tab pressed `n` times, Alt released: the `n`-th window in GNOME's recent
@@ -495,7 +589,9 @@ impl Gnome {
             events.extend([(TAB, true), (TAB, false)]);
         }
         events.push((sym::ALT_L, false));
-        self.send_keys(events)
+        // the shell's switcher, not keys to a window: also with a window source, to bring the
+        // shared window forward
+        self.send_events(events)
     }
 
     /// Wait (bounded) until AT-SPI calls window `id` active.
@@ -532,6 +628,25 @@ impl Drop for Gnome {
     }
 }
 
+/// Captures without a stream to read.
+fn no_pipewire() -> LinuxError {
+    LinuxError::Unsupported(
+        "captures on GNOME read the session's PipeWire stream: build ufo with \
+         `--features ufo/pipewire` (needs libpipewire-0.3-dev and libclang)"
+            .into(),
+    )
+}
+
+/// Acting on `what`, which is not the window the person shared (window source).
+fn not_shared(what: &str) -> LinuxError {
+    LinuxError::Unsupported(format!(
+        "{what} is not the window the person shared through GNOME's portal: ufo sees and acts \
+         only in that window; start ufo again and share that window, or the whole monitor \
+         ({}=monitor)",
+        crate::display::choice::GNOME_PORTAL_SOURCE_VAR
+    ))
+}
+
 fn gone() -> LinuxError {
     LinuxError::Wayland {
         what: "GNOME".into(),
@@ -549,7 +664,8 @@ async fn open_session(conn: &zbus::Connection, path: GnomePath) -> Result<Sessio
         }
         GnomePath::Portal { .. } => {
             let tokens = consent::TokenFile::of_user();
-            let mut p = portal::Portal::open(conn, &tokens, CONSENT).await?;
+            let source = PortalSource::of_env()?;
+            let mut p = portal::Portal::open(conn, &tokens, CONSENT, source).await?;
             let (node, size, fd) = (p.node, p.size, p.remote.take());
             let grant = OpenedPath::Portal(p.grant.clone());
             (Arc::new(p), grant, node, size, fd)
@@ -561,8 +677,9 @@ async fn open_session(conn: &zbus::Connection, path: GnomePath) -> Result<Sessio
 fn log_grant(opened: &OpenedPath) {
     if let OpenedPath::Portal(g) = opened {
         tracing::info!(
-            "GNOME portal: RemoteDesktop version {}, ScreenCast version {}; granted in {} ms \
-             ({}); {}",
+            "GNOME portal: sharing {}; RemoteDesktop version {}, ScreenCast version {}; \
+             granted in {} ms ({}); {}",
+            g.source.describe(),
             g.versions.remote_desktop,
             g.versions.screen_cast,
             g.took.as_millis(),
@@ -944,6 +1061,18 @@ fn screen_of(size: Option<(u32, u32)>, stream: Option<&Stream>) -> Rect {
     Rect::new(0, 0, w, h)
 }
 
+/// The box of opaque pixels of a stream's last frame (on a window's stream: the window).
+#[cfg(feature = "pipewire")]
+fn stream_box(s: &Stream) -> Option<Rect> {
+    let f = s.first(FIRST_FRAME)?;
+    casts::opaque_box(&f.pixels, f.width, f.height)
+}
+
+#[cfg(not(feature = "pipewire"))]
+fn stream_box(_s: &Stream) -> Option<Rect> {
+    None
+}
+
 #[cfg(feature = "pipewire")]
 fn first_size(s: &Stream) -> Option<(u32, u32)> {
     s.first(FIRST_FRAME).map(|f| (f.width, f.height))
@@ -1055,6 +1184,10 @@ impl Display for Gnome {
     }
 
     fn top_at(&self, x: i32, y: i32) -> Result<Option<WinId>, LinuxError> {
+        if self.window_only {
+            let (l, place) = self.shared()?;
+            return Ok(casts::holds(place, x, y).then_some(l.window.id));
+        }
         Ok(frames::top_at(&self.listed()?, x, y))
     }
 
@@ -1092,18 +1225,13 @@ impl Display for Gnome {
                  the wheel)"
             ))
         })?;
+        if self.window_only {
+            return self.click_shared(x, y, b, count);
+        }
         if casts::in_streams(x) {
             return self.click_streamed(x, y, b, count);
         }
-        self.forget_listing();
-        let remote = Arc::clone(&self.input);
-        self.run("click", async move {
-            remote.move_to(f64::from(x), f64::from(y)).await?;
-            for _ in 0..count {
-                remote.button(b).await?;
-            }
-            Ok(())
-        })
+        self.press(Arc::clone(&self.input), (x, y), b, count)
     }
 
     fn chord(&self, mods: &[u32], key: u32) -> Result<(), LinuxError> {

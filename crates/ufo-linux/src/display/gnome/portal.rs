@@ -30,6 +30,7 @@ use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 use super::bus::{Peer, CALL};
 use super::consent::TokenFile;
 use super::mutter::{Button, RemoteInput};
+use crate::display::choice::PortalSource;
 use crate::error::cause;
 use crate::LinuxError;
 
@@ -41,8 +42,6 @@ const REQUEST: &str = "org.freedesktop.portal.Request";
 const SESSION: &str = "org.freedesktop.portal.Session";
 /// Devices asked for: the keyboard (1) and the pointer (2).
 const KEYBOARD_AND_POINTER: u32 = 1 | 2;
-/// Sources asked for: one monitor.
-const MONITOR: u32 = 1;
 /// `persist_mode`: until the person revokes it.
 const PERSIST_UNTIL_REVOKED: u32 = 2;
 /// The first RemoteDesktop version that persists a session (`persist_mode`, `restore_token`).
@@ -119,16 +118,20 @@ pub(crate) struct Grant {
     pub(crate) token_kept: bool,
     /// From the first call to the started session (the dialog's time included).
     pub(crate) took: Duration,
+    /// What the person was asked to share: the stream is that monitor's, or that window's.
+    pub(crate) source: PortalSource,
 }
 
 impl Portal {
-    /// Ask for a remote-desktop session with the keyboard and pointer and one monitor: the
-    /// person answers GNOME's dialog (unless a kept token restores the grant) within
-    /// `consent`; then the PipeWire connection to the stream.
+    /// Ask for a remote-desktop session with the keyboard and pointer and one `source` (a
+    /// monitor, or a window the person picks): the person answers GNOME's dialog (unless a
+    /// kept token restores the grant) within `consent`; then the PipeWire connection to the
+    /// stream.
     pub(crate) async fn open(
         conn: &zbus::Connection,
         tokens: &TokenFile,
         consent: Duration,
+        source: PortalSource,
     ) -> Result<Portal, LinuxError> {
         let started = Instant::now();
         let versions = versions(conn).await.map_err(|e| LinuxError::Wayland {
@@ -141,8 +144,8 @@ impl Portal {
         let session = create_session(conn).await?;
         let kept = versions.persists().then(|| tokens.load()).flatten();
         let restored = kept.is_some();
-        let started_session = match select_and_start(conn, &session, versions, kept, consent).await
-        {
+        let chosen = select_and_start(conn, &session, versions, kept, consent, source).await;
+        let started_session = match chosen {
             Ok(s) => s,
             Err(e) => {
                 close(conn, &session).await;
@@ -165,8 +168,11 @@ impl Portal {
                 restored,
                 token_kept,
                 took: started.elapsed(),
+                source,
             },
         };
+        // a window's stream: its pointer lies in the window's buffer, whose size the stream
+        // gives, so the corner primed is inside it as the monitor's is
         super::mutter::prime(&portal, portal.size).await?;
         Ok(portal)
     }
@@ -269,6 +275,7 @@ async fn select_and_start(
     versions: Versions,
     kept: Option<String>,
     consent: Duration,
+    source: PortalSource,
 ) -> Result<Started, LinuxError> {
     let s = session.clone();
     request(conn, RD, "SelectDevices", CALL, |t| {
@@ -293,7 +300,7 @@ async fn select_and_start(
             s.as_ref(),
             HashMap::from([
                 ("handle_token", Value::from(t)),
-                ("types", Value::from(MONITOR)),
+                ("types", Value::from(source.portal_type())),
                 ("multiple", Value::from(false)),
             ]),
         )
@@ -329,7 +336,9 @@ fn started_of(result: &HashMap<String, OwnedValue>) -> Result<Started, LinuxErro
     let Some((node, size)) = result.get("streams").and_then(|v| first_stream(v)) else {
         return Err(LinuxError::Wayland {
             what: "the ScreenCast portal".into(),
-            source: cause("the session started with no stream; choose a monitor to share"),
+            source: cause(
+                "the session started with no stream; choose a monitor or window to share",
+            ),
         });
     };
     let token = result.get("restore_token").and_then(|v| match plain(v) {
