@@ -617,6 +617,7 @@ impl Office<'_> {
             h: h.max(0) as u32,
         };
         let pe: Vec<Rect> = pe.into_iter().filter_map(|r| r.ok().map(rect)).collect();
+        tracing::debug!(?holders, ?pe, root = ?re, "the root pane and the boxes that may hold it");
         let Some(shift) = root_pane_shift_among(&pe, rect(re)) else {
             return out;
         };
