@@ -217,48 +217,6 @@ pub(crate) fn root_pane_shift(parent: Rect, root: Rect) -> Option<(i32, i32)> {
         .then_some(d)
 }
 
-/// The shift of a root pane against the GTK boxes that may hold it (`holders`): none when
-/// one of them is exactly where the root pane is (a window already right), else the first
-/// that [`root_pane_shift`] finds. Its parent in the tree is not enough: LibreOffice's cache
-/// files the root pane under the frame (its own accessible parent, another size), and only
-/// a walk of the GTK box holding it moves it there; with the walk cut short (a loaded
-/// machine) a fresh window went uncorrected, and a first click on Impress's "Title 1"
-/// landed 25 px above it.
-pub(crate) fn root_pane_shift_among(holders: &[Rect], root: Rect) -> Option<(i32, i32)> {
-    if holders.contains(&root) {
-        return None;
-    }
-    holders.iter().find_map(|h| root_pane_shift(*h, root))
-}
-
-/// How many GTK boxes near a window's frame are read as the root pane's possible holders.
-const MAX_HOLDERS: usize = 6;
-
-/// The panels and fillers within three levels under `frame` (not `root` nor anything under
-/// it), level by level, [`MAX_HOLDERS`] at most: where GTK's box around LibreOffice's root
-/// pane is, whichever parent the tree gave the root pane.
-fn gtk_boxes(tree: &AppTree, frame: &str, root: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut level = vec![frame.to_string()];
-    for _ in 0..3 {
-        let mut next = Vec::new();
-        for p in &level {
-            for k in tree.kids(p) {
-                let Some(n) = tree.nodes.get(k) else { continue };
-                if n.path == root {
-                    continue;
-                }
-                if matches!(n.role, role::PANEL | role::FILLER) && out.len() < MAX_HOLDERS {
-                    out.push(n.path.clone());
-                }
-                next.push(k.clone());
-            }
-        }
-        level = next;
-    }
-    out
-}
-
 /// The first node of a role within `depth` levels under `root`, level by level.
 fn find_near<'a>(tree: &'a AppTree, root: &str, r: u32, depth: usize) -> Option<&'a Node> {
     let mut level = vec![root.to_string()];
@@ -597,17 +555,11 @@ impl Office<'_> {
         else {
             return out;
         };
-        let mut holders = vec![root.1.clone()];
-        for b in gtk_boxes(tree, frame, &root.0) {
-            if !holders.contains(&b) {
-                holders.push(b);
-            }
-        }
         let (re, pe) = tokio::join!(
             self.bus.extents(bus, &root.0),
-            futures::future::join_all(holders.iter().map(|p| self.bus.extents(bus, p)))
+            self.bus.extents(bus, &root.1)
         );
-        let Ok(re) = re else {
+        let (Ok(re), Ok(pe)) = (re, pe) else {
             return out;
         };
         let rect = |(x, y, w, h): (i32, i32, i32, i32)| Rect {
@@ -616,9 +568,7 @@ impl Office<'_> {
             w: w.max(0) as u32,
             h: h.max(0) as u32,
         };
-        let pe: Vec<Rect> = pe.into_iter().filter_map(|r| r.ok().map(rect)).collect();
-        tracing::debug!(?holders, ?pe, root = ?re, "the root pane and the boxes that may hold it");
-        let Some(shift) = root_pane_shift_among(&pe, rect(re)) else {
+        let Some(shift) = root_pane_shift(rect(pe), rect(re)) else {
             return out;
         };
         // the ancestors of each candidate up to the root pane
@@ -742,43 +692,6 @@ mod tests {
             root_pane_shift(Rect::new(0, 44, 1280, 980), Rect::new(0, 19, 1280, 900)),
             None
         );
-    }
-
-    /// Impress, fresh (measured): the cache files the root pane (0,0 800x575) under the
-    /// frame (-1,-20 802x625); GTK's box that holds it is at 0,25 800x575, under a box of the
-    /// whole window (0,0 800x600). The shift is found whichever of them is the tree's parent;
-    /// once the window is right (the root pane where its box is) there is none.
-    #[test]
-    fn a_fresh_windows_shift_is_found_among_the_boxes_near_its_frame() {
-        let root = Rect::new(0, 0, 800, 575);
-        let frame = Rect::new(-1, -20, 802, 625);
-        let whole = Rect::new(0, 0, 800, 600);
-        let gtk_box = Rect::new(0, 25, 800, 575);
-        // the tree's parent alone (the frame) finds nothing: the click went 25 px too high
-        assert_eq!(root_pane_shift(frame, root), None);
-        assert_eq!(
-            root_pane_shift_among(&[frame, whole, gtk_box], root),
-            Some((0, 25))
-        );
-        assert_eq!(
-            root_pane_shift_among(&[gtk_box, whole], root),
-            Some((0, 25))
-        );
-        // after the first click the root pane sits in its box: no correction
-        let right = Rect::new(0, 25, 800, 575);
-        assert_eq!(root_pane_shift_among(&[frame, whole, gtk_box], right), None);
-        assert_eq!(root_pane_shift_among(&[], root), None);
-        // the boxes read: panels and fillers near the frame, not the root pane's own
-        let mut tree = AppTree::default();
-        tree.insert(doc_node("/3", "", role::FRAME, "deck"));
-        tree.insert(doc_node("/1", "/3", role::PANEL, ""));
-        tree.insert(doc_node("/4", "/3", role::ROOT_PANE, "deck"));
-        tree.insert(doc_node("/2", "/1", role::PANEL, ""));
-        tree.insert(doc_node("/m", "/1", role::MENU_BAR, ""));
-        tree.insert(doc_node("/5", "/4", role::PANEL, ""));
-        let mut boxes = gtk_boxes(&tree, "/3", "/4");
-        boxes.sort();
-        assert_eq!(boxes, vec!["/1".to_string(), "/2".to_string()]);
     }
 
     fn doc_node(path: &str, parent: &str, r: u32, name: &str) -> Node {
