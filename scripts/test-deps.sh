@@ -16,7 +16,8 @@
 # gnome-text-editor (GTK 4), Kate and KCalc (KDE, Qt 5) for the live application tests
 # (crates/ufo/tests/apps.rs and the task set), File Roller, Evince, Gnumeric, Inkscape and
 # gedit for the live naming tests (crates/ufo-linux/tests/names.rs), GNOME Clocks (GTK 4, its
-# buttons' mnemonics: crates/ufo/tests/apps.rs), and Xephyr for the `--watch` tests
+# buttons' mnemonics: crates/ufo/tests/apps.rs), Geany (GTK 3, its menu tool buttons:
+# crates/ufo-linux/tests/names.rs), and Xephyr for the `--watch` tests
 # (crates/ufo/tests/private.rs).
 # Installs only the missing packages, and only as root.
 #
@@ -131,7 +132,7 @@ install_sight() {
 install_apps() {
   _apt_install_missing install_apps chromium gimp thunar xfce4-terminal featherpad libgail-common libatk-adaptor xserver-xephyr \
     firefox-esr thunderbird gnome-text-editor kate kcalc file-roller evince gnumeric inkscape gedit idle \
-    gnome-clocks
+    gnome-clocks geany
 }
 
 install_help() {

@@ -4,7 +4,7 @@
 //! the named entry is looked for on the disk.
 //!
 //! It needs a desktop session (`scripts/desktop-session.sh up`, then `source` its env file)
-//! and `thunar`, `file-roller` and `gnumeric` (scripts/test-deps.sh install_apps); skipped
+//! and `thunar`, `file-roller`, `gnumeric` and `geany` (scripts/test-deps.sh install_apps); skipped
 //! with a printed reason without `DISPLAY` and `UFO_LIVE_TESTS=1`, failing when one is
 //! missing.
 #![allow(clippy::unwrap_used)]
@@ -1078,5 +1078,101 @@ async fn gtk4_dropdown_options_are_chosen_by_click_and_select() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// pyatspi (off ufo): the names of Geany's shown page tabs, once `argv[1]` is among them
+/// (10 s at most).
+const GEANY_TABS: &str = r#"
+import sys, time, pyatspi
+want = sys.argv[1]
+def tabs(n, out, depth=0):
+    if depth > 40 or len(out) > 200: return
+    try:
+        if n.getRoleName() == 'page tab' and n.getState().contains(pyatspi.STATE_SHOWING):
+            out.append(n.name)
+        for i in range(min(n.childCount, 200)):
+            c = n.getChildAtIndex(i)
+            if c is not None: tabs(c, out, depth + 1)
+    except Exception:
+        pass
+names = []
+end = time.time() + 10
+while time.time() < end:
+    names = []
+    for app in pyatspi.Registry.getDesktop(0):
+        if app is not None and 'geany' in (app.name or '').lower(): tabs(app, names)
+    if want in names: break
+    time.sleep(0.3)
+print('|'.join(names))
+"#;
+
+/// Geany's split tool buttons (GTK 3 menu tool buttons: "New", "Open", "Build"): GTK names
+/// each arrow "Menu", so three controls were `toggle button "Menu"`. Each arrow is named
+/// after its button ("New menu"), no "Menu" is left, and the arrow opened by its new name
+/// shows the templates: picking "main.py" opens a Python document, which pyatspi sees as a
+/// tab "untitled.py".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn geanys_split_button_arrows_are_named_after_their_buttons() {
+    if !require_live("geanys_split_button_arrows_are_named_after_their_buttons") {
+        return;
+    }
+    let _one = FOCUS.lock().await;
+    let dir = temp_dir("geany");
+    let config = dir.join("config");
+    let config = config.to_string_lossy().to_string();
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let before = window_ids(&d).await;
+    let (_guard, _) = start("geany", &["--new-instance", "-c", &config], &dir, &config);
+    // ("untitled - Geany (new instance)")
+    let geany = window(&d, "Geany", |w| {
+        w.title.contains(" - Geany") && !before.contains(&w.id)
+    })
+    .await;
+    let obs = support::observe_until(
+        &d,
+        &geany.id,
+        "Geany's New menu arrow",
+        Duration::from_secs(60),
+        |o| control(o, "toggle button", "New menu").is_some(),
+    )
+    .await;
+    for name in ["Open menu", "Build menu"] {
+        assert!(
+            control(&obs, "toggle button", name).is_some(),
+            "no toggle button {name:?}: {}",
+            support::listing(&obs)
+        );
+    }
+    assert!(
+        !obs.controls.iter().any(|c| c.name == "Menu"),
+        "a control is still named \"Menu\": {}",
+        support::listing(&obs)
+    );
+    let arrow = control(&obs, "toggle button", "New menu").unwrap();
+    let click = UiAction::Click {
+        button: ufo_core::Button::Left,
+        double: false,
+    };
+    d.act(&geany.id, Some(&arrow), &click).await.unwrap();
+    let menu = support::observe_until(
+        &d,
+        &geany.id,
+        "the New menu's templates",
+        Duration::from_secs(20),
+        |o| control(o, "menu item", "main.py").is_some(),
+    )
+    .await;
+    let item = control(&menu, "menu item", "main.py").unwrap();
+    d.act(&geany.id, Some(&item), &click).await.unwrap();
+    let seen = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", GEANY_TABS, "untitled.py"])
+        .output()
+        .expect("python3 runs");
+    let tabs = String::from_utf8_lossy(&seen.stdout).trim().to_string();
+    assert!(
+        tabs.split('|').any(|t| t == "untitled.py"),
+        "pyatspi sees no tab \"untitled.py\" after main.py was picked (its tabs: {tabs:?})"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -154,27 +154,42 @@ const ARROW_GAP: i32 = 4;
 /// (index, name). An arrow is a nameless button or toggle button that starts where a named
 /// text, entry or combo box ends, on the same line and as tall (by place only: the Name
 /// Box is found by the spreadsheet's reading, after the tree's).
+///
+/// The arrow half of a split button (GTK 3's menu tool button: Geany's "Open", "New" and
+/// "Build") is a toggle button GTK names "Menu", whatever its button: a generic name a
+/// person never reads. A toggle button named so, or unnamed, that starts where a named push
+/// button ends (same line, as tall) is named after it, "<button> menu" ("Open menu").
 pub(crate) fn field_arrows(items: &[Item]) -> Vec<(usize, String)> {
     let field = |it: &Item| matches!(it.role.as_str(), "text" | "entry" | "combo box");
     let arrow = |it: &Item| matches!(it.role.as_str(), "button" | "toggle button");
+    let beside = |a: &Item, f: &Item| {
+        (a.rect.h as i32 - f.rect.h as i32).abs() <= ARROW_GAP
+            && (a.rect.x - (f.rect.x + f.rect.w as i32)).abs() <= ARROW_GAP
+            && (a.rect.y - f.rect.y).abs() <= ARROW_GAP
+    };
     items
         .iter()
         .enumerate()
-        .filter(|(_, it)| arrow(it) && says_nothing(&it.name))
         .filter_map(|(i, a)| {
-            items
-                .iter()
-                .find(|f| {
-                    field(f)
-                        && !says_nothing(&f.name)
-                        && (a.rect.h as i32 - f.rect.h as i32).abs() <= ARROW_GAP
-                        && (a.rect.x - (f.rect.x + f.rect.w as i32)).abs() <= ARROW_GAP
-                        && (a.rect.y - f.rect.y).abs() <= ARROW_GAP
-                })
-                .map(|f| (i, format!("{} list", f.name)))
+            let named_by = |f: &&Item| !says_nothing(&f.name) && beside(a, f);
+            if arrow(a) && says_nothing(&a.name) {
+                if let Some(f) = items.iter().filter(|f| field(f)).find(named_by) {
+                    return Some((i, format!("{} list", f.name)));
+                }
+            }
+            if a.role == "toggle button" && (says_nothing(&a.name) || a.name == SPLIT_ARROW) {
+                let mut buttons = items.iter().filter(|f| f.role == "button");
+                if let Some(b) = buttons.find(named_by) {
+                    return Some((i, format!("{} menu", b.name)));
+                }
+            }
+            None
         })
         .collect()
 }
+
+/// The name GTK 3 gives every menu tool button's arrow (in an English session).
+const SPLIT_ARROW: &str = "Menu";
 
 #[cfg(test)]
 mod tests {
@@ -320,5 +335,39 @@ mod tests {
             it("/f", "toggle button", "Bold", 130),
         ];
         assert_eq!(field_arrows(&items), vec![(1, "Name Box list".to_string())]);
+    }
+
+    /// Geany's tool bar (GTK 3): "Open" (273, 42 wide) and its arrow at 315 named "Menu";
+    /// "Save" after it is no arrow (a push button, its own name), an arrow away from any
+    /// button keeps its name, and a "Menu" push button is no split button's arrow.
+    #[test]
+    fn a_split_buttons_arrow_is_named_after_its_button() {
+        let it = |role: &str, name: &str, x: i32, w: u32| Item {
+            parent: String::new(),
+            role: role.into(),
+            name: name.into(),
+            rect: Rect {
+                x,
+                y: 248,
+                w,
+                h: 50,
+            },
+        };
+        let items = vec![
+            it("button", "New", 194, 42),
+            it("toggle button", "Menu", 236, 36),
+            it("button", "Open", 273, 42),
+            it("toggle button", "Menu", 315, 36),
+            it("button", "Save", 352, 43),
+            it("toggle button", "Menu", 600, 36),
+            it("button", "Build", 695, 42),
+            it("button", "Menu", 737, 36),
+            it("button", "Compile", 800, 42),
+            it("toggle button", "Bold", 842, 36),
+        ];
+        assert_eq!(
+            field_arrows(&items),
+            vec![(1, "New menu".to_string()), (3, "Open menu".to_string())]
+        );
     }
 }
