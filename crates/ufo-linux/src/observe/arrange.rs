@@ -12,7 +12,6 @@ use crate::apps::office;
 use crate::controls::{Fetched, Labelled};
 use crate::display::annotate::{self, Mark};
 use crate::display::pixels::RgbImage;
-use crate::display::DisplayWindow;
 use crate::LinuxError;
 
 /// Reading order: rows top to bottom (a control joins a row when its top is above the middle
@@ -58,13 +57,9 @@ pub(super) fn labelled(fetched: &[Fetched]) -> Labelled {
 
 /// Step 3: the controls in label order: each group in reading order, without LibreOffice's
 /// shadow menus and what an open menu covers, and without the main window's controls that a
-/// dialog covers (all of them under a modal dialog).
-pub(super) fn arrange(
-    groups: Vec<Vec<Fetched>>,
-    attached: &[DisplayWindow],
-    modal: bool,
-) -> Vec<Fetched> {
-    let dialog_rects: Vec<Rect> = attached.iter().filter_map(|w| w.area).collect();
+/// dialog or a popup covers (`covers`: where they lie; all of them under a modal dialog).
+pub(super) fn arrange(groups: Vec<Vec<Fetched>>, covers: &[Rect], modal: bool) -> Vec<Fetched> {
+    let dialog_rects = covers;
     let n_groups = groups.len();
     let mut fetched: Vec<Fetched> = Vec::new();
     for (gi, group) in groups.into_iter().enumerate() {

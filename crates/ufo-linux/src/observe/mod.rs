@@ -16,6 +16,7 @@ mod look;
 pub(crate) mod modal;
 mod noise;
 mod observer;
+mod popups;
 mod read;
 mod refresh;
 mod sight;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ufo_core::WindowObservation;
+use ufo_core::{Rect, WindowObservation};
 
 use super::arrange::{arrange, labelled, labelled_screenshots};
 use super::loading;
@@ -214,6 +214,7 @@ impl Observer<'_> {
             modal,
             frame_missing: _,
             silent,
+            popups,
         } = read;
         if let Some(title) = &modal {
             warnings.push(format!(
@@ -224,7 +225,13 @@ impl Observer<'_> {
         stats.capture = shot.took;
         stats.load_wait = load_wait;
         warnings.append(&mut load.notes);
-        let mut fetched = arrange(groups, &attached, modal.is_some());
+        // (the popups drawn in the window cover it as its dialogs do)
+        let covers: Vec<Rect> = attached
+            .iter()
+            .filter_map(|w| w.area)
+            .chain(popups)
+            .collect();
+        let mut fetched = arrange(groups, &covers, modal.is_some());
         // the toolkit's fix is said for an empty tree, whatever the pixels show
         if fetched.is_empty() && main_bus.is_some() {
             warnings.extend(established_hint(main.pid, stats.document_nodes));
