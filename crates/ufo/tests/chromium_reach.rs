@@ -34,10 +34,10 @@ fn start(dir: &Path, url: &str) -> (PathBuf, ProcessGuard) {
     )
 }
 
-/// `text` read from `file` once `ok` holds for it, waiting up to 15 s (Chromium writes its
-/// profile's files a moment after a change); the last text otherwise.
+/// `text` read from `file` once `ok` holds for it, waiting up to 20 s (Chromium writes its
+/// profile's files a while after a change); the last text otherwise.
 fn eventually(file: &Path, ok: impl Fn(&str) -> bool) -> Result<String, String> {
-    let end = Instant::now() + Duration::from_secs(15);
+    let end = Instant::now() + Duration::from_secs(20);
     let mut last = String::new();
     while Instant::now() < end {
         last = std::fs::read_to_string(file).unwrap_or_default();
@@ -186,4 +186,130 @@ fn ufo_renames_a_bookmark_in_chromiums_bubble() {
         saved.contains(&format!("file://{}", page.display())),
         "{saved}"
     );
+}
+
+/// The first steps of a session on a Chromium just started on a New Tab: the host assigns
+/// `task`, the address bar is given `url` and Enter.
+fn to_address(task: &str, url: &str) -> Vec<String> {
+    let (assign, _) = host(task, "New Tab - Chromium");
+    vec![
+        assign,
+        app_line(
+            "Address and search bar",
+            "",
+            "set_text",
+            json!({"text": url}),
+            "CONTINUE",
+        ),
+        app_line(
+            "Address and search bar",
+            "",
+            "type_keys",
+            json!({"keys": "{ENTER}"}),
+            "CONTINUE",
+        ),
+    ]
+}
+
+/// A value of Chromium's Preferences file (JSON) at `keys`, once `ok` holds for it, read while
+/// Chromium runs (it writes the file about 10 s after a change).
+fn preference(profile: &Path, keys: &[&str], ok: impl Fn(&Value) -> bool) -> Result<Value, String> {
+    let file = profile.join("Default").join("Preferences");
+    let pick = |t: &str| {
+        let mut v: Value = serde_json::from_str(t).unwrap_or(Value::Null);
+        for k in keys {
+            v = v[*k].clone();
+        }
+        v
+    };
+    eventually(&file, |t| ok(&pick(t)))
+        .map(|t| pick(&t))
+        .map_err(|t| format!("{keys:?} is {} in Preferences", pick(&t)))
+}
+
+/// A settings sub-page reached by its address on a Chromium started cold draws its section
+/// after the side menu: the observation right after Enter lists the section's controls, and
+/// the step acts on one of them. Checked in the profile's Preferences file.
+#[test]
+fn a_chromium_settings_page_reached_by_address_is_observed_with_its_section() {
+    if !require_live("a_chromium_settings_page_reached_by_address_is_observed_with_its_section") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let (profile, browser) = start(tmp.path(), "");
+    let png = tmp.path().join("inspect.png");
+    wait_for_control(
+        &home,
+        "New Tab",
+        "Address and search bar",
+        Duration::from_secs(40),
+        &png,
+    );
+    let task = "Show the Home button on Chromium's toolbar";
+    let mut lines = to_address(task, "chrome://settings/appearance");
+    lines.extend([
+        // the first observation after the navigation: the section is there
+        expecting(
+            app("Show home button", "", "click", json!({}), "CONTINUE"),
+            &["toggle button \"Show home button\""],
+        ),
+        app_line("", "", "", json!({}), "FINISH"),
+        host(task, "").1,
+    ]);
+    run(tmp.path(), &home, task, &lines);
+    let shown = preference(&profile, &["browser", "show_home_button"], |v| {
+        v == &json!(true)
+    });
+    drop(browser);
+    assert!(shown.is_ok(), "{shown:?}");
+}
+
+/// A setting below the first screen of a settings page is listed with its place, and an
+/// action on it scrolls it into view first: "Font size" on the appearance page, chosen Large.
+/// Checked in the profile's Preferences file (20 px for Large; 16 by default).
+#[test]
+fn a_chromium_setting_below_the_first_screen_is_listed_and_reached() {
+    if !require_live("a_chromium_setting_below_the_first_screen_is_listed_and_reached") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let (profile, browser) = start(tmp.path(), "");
+    let png = tmp.path().join("inspect.png");
+    wait_for_control(
+        &home,
+        "New Tab",
+        "Address and search bar",
+        Duration::from_secs(40),
+        &png,
+    );
+    let task = "Make Chromium's font size large";
+    let mut lines = to_address(task, "chrome://settings/appearance");
+    lines.extend([
+        expecting(
+            app(
+                "Font size",
+                "",
+                "select",
+                json!({"item": "Large"}),
+                "CONTINUE",
+            ),
+            &["combo box \"Font size\"", "below, out of view"],
+        ),
+        app_line("", "", "", json!({}), "FINISH"),
+        host(task, "").1,
+    ]);
+    run(tmp.path(), &home, task, &lines);
+    let size = preference(
+        &profile,
+        &["webkit", "webprefs", "default_font_size"],
+        |v| v == &json!(20),
+    );
+    drop(browser);
+    assert!(size.is_ok(), "{size:?}");
 }

@@ -65,8 +65,17 @@ impl Observer<'_> {
             w: ew as u32,
             h: eh as u32,
         };
-        let Some(rect) = intersect(raw, win) else {
-            return Ok(None);
+        // a page's control out of view is listed where it is, with its place
+        let (rect, place) = if c.beyond {
+            match crate::apps::web::place_out_of_view(raw, win) {
+                Some(place) => (raw, place),
+                None => return Ok(None),
+            }
+        } else {
+            match intersect(raw, win) {
+                Some(rect) => (rect, ufo_core::Place::InView),
+                None => return Ok(None),
+            }
         };
         let mut value = shown_value(c, text.unwrap_or(None), value);
         if c.display {
@@ -112,6 +121,11 @@ impl Observer<'_> {
         };
         let mut f = fetched(bus, n, name, value, rect, actions, xid);
         f.by_container = by_container;
+        if let Some(words) = place.words() {
+            f.detail.control.states.place = place;
+            f.info.place = place;
+            f.detail.states.push(words);
+        }
         Ok(Some(f))
     }
 
@@ -402,6 +416,7 @@ fn fetched(
     let id = format!("{bus}{}", n.path);
     Fetched {
         info: CtlInfo {
+            place: Default::default(),
             bus: bus.to_string(),
             path: n.path.clone(),
             name: name.clone(),
@@ -432,6 +447,7 @@ fn fetched(
                     selected: n.has(state::SELECTED),
                     expanded: n.has(state::EXPANDED),
                     editable: n.has(state::EDITABLE),
+                    place: Default::default(),
                 },
             },
             states,

@@ -19,6 +19,7 @@ mod observer;
 mod popups;
 mod read;
 mod refresh;
+mod route;
 mod sight;
 mod take;
 mod tree;

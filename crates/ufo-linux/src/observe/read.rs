@@ -53,6 +53,8 @@ pub(super) struct ReadWindows {
     /// Where the popups read with the main window lie (popups.rs): what they cover of it is
     /// left out, as under a dialog.
     pub(super) popups: Vec<Rect>,
+    /// The window's page has not rendered its route yet (route.rs).
+    pub(super) route_pending: bool,
 }
 
 impl Observer<'_> {
@@ -70,6 +72,7 @@ impl Observer<'_> {
             stats: ObservationStats::default(),
             warnings,
             silent: Vec::new(),
+            route_pending: false,
         };
         let mut frames: HashMap<WinId, String> = HashMap::new();
         let mut frame_missing = false;
@@ -158,6 +161,7 @@ impl Observer<'_> {
             frame_missing,
             silent: reading.silent,
             popups,
+            route_pending: reading.route_pending,
         }
     }
 
@@ -317,6 +321,7 @@ impl Observer<'_> {
             stats,
             warnings,
             silent,
+            route_pending,
         } = reading;
         let w = sought.window;
         let t = Instant::now();
@@ -331,6 +336,10 @@ impl Observer<'_> {
             &frame,
             self.config.walk_max_nodes,
         ));
+        // a browser's own page whose route is not drawn yet is read again (route.rs)
+        if sought.frame.is_none() && self.app_kind(bus).await == super::loading::AppKind::Browser {
+            *route_pending |= self.route_pending(bus, tree, &frame).await;
+        }
         let subtree_len = tree.subtree(&frame, self.config.walk_max_nodes).len();
         stats.nodes += subtree_len;
         let (candidates, cut, repeats) =
@@ -356,7 +365,9 @@ impl Observer<'_> {
         for (c, r) in candidates.iter().zip(&results) {
             if in_pages.contains(c.node.path.as_str()) {
                 stats.document_candidates += 1;
-                stats.document_controls += usize::from(matches!(r, Ok(Some(_))));
+                // (on screen: one listed out of view does not say the page was laid out)
+                stats.document_controls +=
+                    usize::from(matches!(r, Ok(Some(f)) if f.info.place.is_in_view()));
             }
         }
         let t_fetch = t.elapsed();
@@ -639,6 +650,7 @@ struct Reading {
     stats: ObservationStats,
     warnings: Vec<String>,
     silent: Vec<Rect>,
+    route_pending: bool,
 }
 
 /// The warning for a window whose application is not on the accessibility bus.

@@ -123,6 +123,7 @@ impl Observer<'_> {
                 on_screen: r.read.1.stats.document_controls,
                 walk_cut: r.read.1.stats.walk_cut,
                 frame_missing: r.read.1.frame_missing,
+                route_pending: r.read.1.route_pending,
             };
             let again =
                 loading::reread(&facts, &mut done, t0.elapsed(), self.config.load_wait, pace);
@@ -175,6 +176,11 @@ impl Observer<'_> {
             Reread::Cut => {
                 tracing::debug!("the walk of a loaded page stopped at its budget: reading again");
             }
+            // a browser's own page draws its route's section after the load (route.rs)
+            Reread::Route => {
+                tracing::debug!("the page's route is not rendered yet: reading again");
+                tokio::time::sleep(super::route::ROUTE_POLL).await;
+            }
             // a popup being built: shown without controls after the wait, with the warning,
             // rather than another window's controls
             Reread::Frame => {
@@ -184,7 +190,7 @@ impl Observer<'_> {
         }
         r.located = self.locate(window_id).await?;
         r.read = self.read_located(&r.located, with_actions).await;
-        if matches!(again, Reread::Page | Reread::Cut) {
+        if matches!(again, Reread::Page | Reread::Cut | Reread::Route) {
             r.load_wait = t0.elapsed();
         }
         Ok(true)
@@ -215,6 +221,7 @@ impl Observer<'_> {
             frame_missing: _,
             silent,
             popups,
+            route_pending: _,
         } = read;
         if let Some(title) = &modal {
             warnings.push(format!(
