@@ -87,6 +87,12 @@ fn run(tmp: &Path, home: &Path, task: &str, lines: &[String]) -> PathBuf {
         .filter(|e| e["type"] == "step" && e["role"] == "app")
         .map(|e| s(&e["result"]))
         .collect();
+    // (what the observations waited for, for the measurements in docs/desktop.md)
+    let log = std::fs::read_to_string(out.join("ufo.log")).unwrap_or_default();
+    let rereads = log
+        .matches("route is not rendered yet: reading again")
+        .count();
+    eprintln!("{task}: {rereads} reads again for the page's route");
     eprintln!(
         "{task}: {:.1} s; results {results:#?}",
         started.elapsed().as_secs_f64()

@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use crate::a11y::bus::AppTree;
-use crate::vocab::{role, state};
+use crate::vocab::{role, state, INTERACTIVE};
 
 /// Longest time into an observation that a page's route is waited for.
 pub(crate) const ROUTE_MAX: Duration = Duration::from_secs(4);
@@ -25,15 +25,13 @@ pub(crate) const ROUTE_POLL: Duration = Duration::from_millis(100);
 const MAX_LANDMARKS: usize = 8;
 /// Most nodes of a page looked at for them.
 const PAGE_NODES: usize = 4_000;
-/// Fewest nodes under a `main` landmark that make content (the landmark and one more).
-const CONTENT_NODES: usize = 2;
-
-/// What a page's landmark is and holds: its `xml-roles` and its number of nodes (itself
-/// included).
+/// What a page's landmark is and holds: its `xml-roles` and its number of nodes below it that
+/// are content (named, or controls: a settings section being built holds a few unnamed
+/// containers, 5 nodes against 296 once drawn).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Landmark {
     pub xml_role: String,
-    pub nodes: usize,
+    pub content: usize,
 }
 
 /// Whether a page at `uri` has not rendered its route yet: one of the browser's own pages
@@ -43,11 +41,11 @@ pub(crate) fn route_pending(uri: &str, landmarks: &[Landmark]) -> bool {
         && !landmarks.is_empty()
         && !landmarks
             .iter()
-            .any(|l| l.xml_role.split(' ').any(|r| r == "main") && l.nodes >= CONTENT_NODES)
+            .any(|l| l.xml_role.split(' ').any(|r| r == "main") && l.content > 0)
 }
 
 /// The shown web documents under `frame` (a tab's), and their landmarks with their number of
-/// nodes, from the tree read.
+/// content nodes, from the tree read.
 pub(crate) fn pages(tree: &AppTree, frame: &str) -> Vec<(String, Vec<(String, usize)>)> {
     tree.subtree(frame, PAGE_NODES)
         .into_iter()
@@ -59,7 +57,7 @@ pub(crate) fn pages(tree: &AppTree, frame: &str) -> Vec<(String, Vec<(String, us
                 .into_iter()
                 .filter(|n| n.role == role::LANDMARK)
                 .take(MAX_LANDMARKS)
-                .map(|l| (l.path.clone(), tree.subtree(&l.path, PAGE_NODES).len()))
+                .map(|l| (l.path.clone(), content(tree, &l.path)))
                 .collect();
             (d.path.clone(), marks)
         })
@@ -89,12 +87,12 @@ impl super::observer::Observer<'_> {
             let landmarks: Vec<Landmark> = marks
                 .iter()
                 .zip(roles)
-                .map(|((_, nodes), a)| Landmark {
+                .map(|((_, content), a)| Landmark {
                     xml_role: a
                         .ok()
                         .and_then(|a| a.get("xml-roles").cloned())
                         .unwrap_or_default(),
-                    nodes: *nodes,
+                    content: *content,
                 })
                 .collect();
             if route_pending(&uri, &landmarks) {
@@ -106,25 +104,36 @@ impl super::observer::Observer<'_> {
     }
 }
 
+/// The nodes below `path` that are content: named, or controls.
+fn content(tree: &AppTree, path: &str) -> usize {
+    tree.subtree(path, PAGE_NODES)
+        .into_iter()
+        .skip(1)
+        .filter(|n| !n.name.trim().is_empty() || INTERACTIVE.contains(n.role))
+        .count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn mark(role: &str, nodes: usize) -> Landmark {
+    fn mark(role: &str, content: usize) -> Landmark {
         Landmark {
             xml_role: role.into(),
-            nodes,
+            content,
         }
     }
 
-    /// Chromium started cold on chrome://settings/fonts: the side menu's landmarks first,
-    /// then the section's `main`; the page is pending until the main holds content.
+    /// Chromium started cold on chrome://settings/fonts (pyatspi, 0.5 s after Enter): the
+    /// side menu's landmarks and a `main` of five unnamed nodes; the page is pending until
+    /// the main holds content.
     #[test]
     fn a_settings_route_is_pending_until_its_main_has_content() {
         let uri = "chrome://settings/fonts";
         let menu = [mark("banner", 11), mark("navigation", 82)];
         assert!(route_pending(uri, &menu));
-        let empty_main = [menu[0].clone(), menu[1].clone(), mark("main", 1)];
+        // (5 unnamed containers, no content)
+        let empty_main = [menu[0].clone(), menu[1].clone(), mark("main", 0)];
         assert!(route_pending(uri, &empty_main));
         let rendered = [menu[0].clone(), menu[1].clone(), mark("main", 296)];
         assert!(!route_pending(uri, &rendered));
