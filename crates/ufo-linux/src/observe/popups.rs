@@ -164,7 +164,7 @@ mod tests {
             true,
             (1100, 10, 100, 100),
         );
-        assert!(popups(&[elsewhere.clone()], Some(WINDOW), &[], &[]).is_empty());
+        assert!(popups(std::slice::from_ref(&elsewhere), Some(WINDOW), &[], &[]).is_empty());
         // a window placed nowhere known: wherever it lies
         assert_eq!(popups(&[elsewhere], None, &[], &[]).len(), 1);
         let helper = top("/6", role::DIALOG, "", true, (0, 0, 1, 1));
