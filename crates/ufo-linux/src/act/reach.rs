@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use ufo_core::{Place, Rect};
+use ufo_core::{Place, Rect, UiAction};
 
 use super::Actor;
 use crate::apps::web;
@@ -22,6 +22,24 @@ const REACH_BOUND: Duration = Duration::from_secs(2);
 const REACH_POLL: Duration = Duration::from_millis(50);
 
 impl Actor<'_> {
+    /// The control an action goes to: a control listed out of view scrolled into view first
+    /// (reading its text needs no scroll), then the part of a composite that takes text (a
+    /// combo box's entry: observe/composite.rs).
+    pub(super) async fn reached(
+        &self,
+        ctl: Option<CtlInfo>,
+        action: &UiAction,
+    ) -> Result<Option<CtlInfo>, LinuxError> {
+        let mut ctl = ctl;
+        if let Some(c) = ctl
+            .as_mut()
+            .filter(|_| !matches!(action, UiAction::ReadText))
+        {
+            self.bring_into_view(c).await?;
+        }
+        Ok(ctl.map(|c| c.for_action(action).clone()))
+    }
+
     /// Scroll `c` into view when the observation listed it out of view, and read its
     /// rectangle again; an error when the page does not show it.
     pub(super) async fn bring_into_view(&self, c: &mut CtlInfo) -> Result<(), LinuxError> {

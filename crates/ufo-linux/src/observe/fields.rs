@@ -65,17 +65,8 @@ impl Observer<'_> {
             w: ew as u32,
             h: eh as u32,
         };
-        // a page's control out of view is listed where it is, with its place
-        let (rect, place) = if c.beyond {
-            match crate::apps::web::place_out_of_view(raw, win) {
-                Some(place) => (raw, place),
-                None => return Ok(None),
-            }
-        } else {
-            match intersect(raw, win) {
-                Some(rect) => (rect, ufo_core::Place::InView),
-                None => return Ok(None),
-            }
+        let Some((rect, place)) = placed(c, raw, win) else {
+            return Ok(None);
         };
         let mut value = shown_value(c, text.unwrap_or(None), value);
         if c.display {
@@ -121,12 +112,7 @@ impl Observer<'_> {
         };
         let mut f = fetched(bus, n, name, value, rect, actions, xid);
         f.by_container = by_container;
-        if let Some(words) = place.words() {
-            f.detail.control.states.place = place;
-            f.info.place = place;
-            f.detail.states.push(words);
-        }
-        Ok(Some(f))
+        Ok(Some(with_place(f, place)))
     }
 
     /// A step of [`Self::fetch_control`]: the name of a field named by its container, for
@@ -393,6 +379,27 @@ fn shown_name(c: &Candidate, value: Option<&str>) -> String {
 }
 
 /// A control as the actions know it (`info`) and as the agent sees it (`detail`).
+/// Where a candidate with box `raw` is listed in window `win`: its box clipped to the window;
+/// a page's control out of view where it is, with its place (`None`: not listed).
+fn placed(c: &Candidate, raw: Rect, win: Rect) -> Option<(Rect, ufo_core::Place)> {
+    if c.beyond {
+        crate::apps::web::place_out_of_view(raw, win).map(|place| (raw, place))
+    } else {
+        intersect(raw, win).map(|rect| (rect, ufo_core::Place::InView))
+    }
+}
+
+/// A control with its place said (in the engine's control, the action's info and the states
+/// `inspect` shows).
+fn with_place(mut f: Fetched, place: ufo_core::Place) -> Fetched {
+    if let Some(words) = place.words() {
+        f.detail.control.states.place = place;
+        f.info.place = place;
+        f.detail.states.push(words);
+    }
+    f
+}
+
 fn fetched(
     bus: &str,
     n: &Node,

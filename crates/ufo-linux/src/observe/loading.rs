@@ -64,6 +64,11 @@ pub(crate) const NAV_START: Duration = Duration::from_secs(1);
 /// button) and the new document in the window: a loaded machine (a load average of 11 with
 /// two cores) made Firefox take over 0.9 s to swap the documents after the answer came.
 pub(crate) const NAV_SWAP: Duration = Duration::from_secs(3);
+/// Longest time into an observation that a browser's own page whose route is not rendered
+/// is waited for (route.rs).
+pub(crate) const ROUTE_MAX: Duration = Duration::from_secs(4);
+/// The pause before such a page is read again.
+pub(crate) const ROUTE_POLL: Duration = Duration::from_millis(100);
 /// `Accessible.GetRelationSet`'s code of `RELATION_EMBEDS`.
 pub(super) const RELATION_EMBEDS: u32 = 13;
 /// The `BUSY` state bit.
@@ -207,7 +212,7 @@ pub(crate) enum Reread {
     /// out for accessibility after it has loaded): after [`PAGE_REREAD_PAUSE`], read again.
     Page,
     /// A browser's own page has not rendered its route yet (route.rs): after
-    /// `route::ROUTE_POLL`, read again, up to `route::ROUTE_MAX` into the observation.
+    /// [`ROUTE_POLL`], read again, up to [`ROUTE_MAX`] into the observation.
     Route,
     /// The walk of a loaded page stopped at its budget (a browser just started on its page
     /// answers slowly for a while): read once more at once.
@@ -262,7 +267,7 @@ pub(crate) struct Rereads {
 /// observation, the load wait bounded by `bound` (0: off); `done` is updated. In order: while
 /// LibreOffice's document is not in its window (ahead of the next step: [`Reread::NotYet`]);
 /// while a loaded page's controls are nowhere on screen, [`PAGE_REREADS`] times at most; while
-/// a browser's own page has not rendered its route, up to `route::ROUTE_MAX` into the
+/// a browser's own page has not rendered its route, up to [`ROUTE_MAX`] into the
 /// observation (ahead of the next step: [`Reread::NotYet`]); once when the walk of a loaded
 /// page was cut; while the window's frame is missing. Nothing past the bound.
 pub(crate) fn reread(
@@ -293,7 +298,7 @@ pub(crate) fn reread(
         done.stage = Stage::Route;
     }
     if done.stage == Stage::Route {
-        if facts.route_pending && within && elapsed < super::route::ROUTE_MAX {
+        if facts.route_pending && within && elapsed < ROUTE_MAX {
             return match pace {
                 Pace::Now => Reread::Route,
                 Pace::Ahead => Reread::NotYet,
@@ -1049,7 +1054,7 @@ mod tests {
                 Reread::Route
             );
         }
-        let late = super::super::route::ROUTE_MAX;
+        let late = super::ROUTE_MAX;
         assert_eq!(
             reread(&pending, &mut done, late, BOUND, Pace::Now),
             Reread::Done

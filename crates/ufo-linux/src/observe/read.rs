@@ -59,7 +59,9 @@ pub(super) struct ReadWindows {
 
 impl Observer<'_> {
     /// Step 2: the controls of the dialogs (first: they are on top and usually what needs an
-    /// answer) and of the window, one group each, and the title of a modal dialog among them.
+    /// answer) and of the window, one group each, the popups drawn in it, and the title of a
+    /// modal dialog among them (long: the windows are read one by one with one retry on a
+    /// stale bus name, and the popups and the modal dialog are found from what that gathered).
     pub(super) async fn read_windows(
         &self,
         located: &Located,
@@ -121,34 +123,16 @@ impl Observer<'_> {
             }
         }
         let main_bus = main.pid.and_then(|p| by_pid.get(&p)).cloned();
-        let mut popups = Vec::new();
-        // (only once the window itself was read: its group is the last one)
-        if let (Some(bus), true) = (&main_bus, frames.contains_key(&main.id)) {
-            let taken: Vec<String> = frames.values().cloned().collect();
-            let found = self
-                .popups_of(bus, &reading.trees, main, &located.windows, &taken)
-                .await;
-            for (frame, rect) in found {
-                let sought = Sought {
-                    window: main,
-                    windows: &located.windows,
-                    frame: Some(&frame),
-                };
-                match self
-                    .window_controls(bus, &sought, with_actions, &mut reading)
-                    .await
-                {
-                    // on top of the window, as its dialogs are: read before it
-                    Ok((g, _)) => {
-                        groups.insert(groups.len().saturating_sub(1), g);
-                        popups.push(rect);
-                    }
-                    Err(e) => reading.warnings.push(format!(
-                        "controls of a popup of the window could not be read: {e}"
-                    )),
-                }
-            }
-        }
+        let popups = self
+            .read_popups(
+                located,
+                main_bus.as_deref(),
+                &frames,
+                with_actions,
+                &mut reading,
+                &mut groups,
+            )
+            .await;
         let modal = self
             .modal_dialog(main, attached, &by_pid, &reading.trees, &frames)
             .await;
@@ -163,6 +147,50 @@ impl Observer<'_> {
             popups,
             route_pending: reading.route_pending,
         }
+    }
+
+    /// A step of [`Self::read_windows`]: the popups drawn in the main window (popups.rs) read
+    /// as groups on top of its own (the last of `groups`), once the window itself was read;
+    /// returns where they lie.
+    async fn read_popups(
+        &self,
+        located: &Located,
+        main_bus: Option<&str>,
+        frames: &HashMap<WinId, String>,
+        with_actions: bool,
+        reading: &mut Reading,
+        groups: &mut Vec<Vec<Fetched>>,
+    ) -> Vec<Rect> {
+        let main = &located.main;
+        let mut popups = Vec::new();
+        let (Some(bus), true) = (main_bus, frames.contains_key(&main.id)) else {
+            return popups;
+        };
+        let taken: Vec<String> = frames.values().cloned().collect();
+        let found = self
+            .popups_of(bus, &reading.trees, main, &located.windows, &taken)
+            .await;
+        for (frame, rect) in found {
+            let sought = Sought {
+                window: main,
+                windows: &located.windows,
+                frame: Some(&frame),
+            };
+            match self
+                .window_controls(bus, &sought, with_actions, reading)
+                .await
+            {
+                // on top of the window, as its dialogs are: read before it
+                Ok((g, _)) => {
+                    groups.insert(groups.len().saturating_sub(1), g);
+                    popups.push(rect);
+                }
+                Err(e) => reading.warnings.push(format!(
+                    "controls of a popup of the window could not be read: {e}"
+                )),
+            }
+        }
+        popups
     }
 
     /// A step of [`Self::read_windows`]: the popups drawn in window `main` that its
@@ -337,9 +365,7 @@ impl Observer<'_> {
             self.config.walk_max_nodes,
         ));
         // a browser's own page whose route is not drawn yet is read again (route.rs)
-        if sought.frame.is_none() && self.app_kind(bus).await == super::loading::AppKind::Browser {
-            *route_pending |= self.route_pending(bus, tree, &frame).await;
-        }
+        *route_pending |= sought.frame.is_none() && self.route_pending(bus, tree, &frame).await;
         let subtree_len = tree.subtree(&frame, self.config.walk_max_nodes).len();
         stats.nodes += subtree_len;
         let (candidates, cut, repeats) =

@@ -9,18 +9,12 @@
 //! So, after a read of a browser window, its shown `chrome://` documents are asked for their
 //! landmarks' `xml-roles` (a few calls on nodes of the tree already read; pages of the web
 //! are not asked): a page with landmarks whose `main` has no content yet ([`route_pending`],
-//! pure) is read again (`loading::Reread::Route`), at most [`ROUTE_MAX`] into the
+//! pure) is read again (`loading::Reread::Route`), at most `loading::ROUTE_MAX` into the
 //! observation. Chromium's pages without landmarks (New Tab, History) are what they are.
-
-use std::time::Duration;
 
 use crate::a11y::bus::AppTree;
 use crate::vocab::{role, state, INTERACTIVE};
 
-/// Longest time into an observation that a page's route is waited for.
-pub(crate) const ROUTE_MAX: Duration = Duration::from_secs(4);
-/// The pause before a page whose route is not rendered is read again.
-pub(crate) const ROUTE_POLL: Duration = Duration::from_millis(100);
 /// Most landmarks of a page asked for their roles.
 const MAX_LANDMARKS: usize = 8;
 /// Most nodes of a page looked at for them.
@@ -65,9 +59,13 @@ pub(crate) fn pages(tree: &AppTree, frame: &str) -> Vec<(String, Vec<(String, us
 }
 
 impl super::observer::Observer<'_> {
-    /// Whether a shown page of window frame `frame` (in `tree`, read) has not rendered its
-    /// route yet: its `chrome://` address and its landmarks' roles asked (a few calls).
+    /// Whether a shown page of a browser's window frame `frame` (in `tree`, read) has not
+    /// rendered its route yet: its `chrome://` address and its landmarks' roles asked (a few
+    /// calls; none for another application).
     pub(super) async fn route_pending(&self, bus: &str, tree: &AppTree, frame: &str) -> bool {
+        if self.app_kind(bus).await != super::loading::AppKind::Browser {
+            return false;
+        }
         for (doc, marks) in pages(tree, frame) {
             if marks.is_empty() {
                 continue;

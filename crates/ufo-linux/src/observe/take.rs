@@ -179,7 +179,7 @@ impl Observer<'_> {
             // a browser's own page draws its route's section after the load (route.rs)
             Reread::Route => {
                 tracing::debug!("the page's route is not rendered yet: reading again");
-                tokio::time::sleep(super::route::ROUTE_POLL).await;
+                tokio::time::sleep(loading::ROUTE_POLL).await;
             }
             // a popup being built: shown without controls after the wait, with the warning,
             // rather than another window's controls
@@ -197,7 +197,8 @@ impl Observer<'_> {
     }
 
     /// The observation from the window's last read: its controls in label order, the
-    /// screenshot with their labels, the warnings and timings.
+    /// screenshot with their labels, the warnings and timings (long: the read's parts are
+    /// taken apart once and each goes to its step in order).
     async fn finish(&self, r: Loaded, t0: Instant) -> Result<Observation, LinuxError> {
         let Loaded {
             located,
@@ -232,13 +233,7 @@ impl Observer<'_> {
         stats.capture = shot.took;
         stats.load_wait = load_wait;
         warnings.append(&mut load.notes);
-        // (the popups drawn in the window cover it as its dialogs do)
-        let covers: Vec<Rect> = attached
-            .iter()
-            .filter_map(|w| w.area)
-            .chain(popups)
-            .collect();
-        let mut fetched = arrange(groups, &covers, modal.is_some());
+        let mut fetched = arrange(groups, &covers(&attached, popups), modal.is_some());
         // the toolkit's fix is said for an empty tree, whatever the pixels show
         if fetched.is_empty() && main_bus.is_some() {
             warnings.extend(established_hint(main.pid, stats.document_nodes));
@@ -404,4 +399,14 @@ mod tests {
         // this test's own process is neither Chromium nor Firefox
         assert_eq!(established_hint(Some(std::process::id()), 0), None);
     }
+}
+
+/// Where what covers the window lies: its dialogs, and the popups drawn in it (they cover it
+/// as its dialogs do).
+fn covers(attached: &[crate::display::DisplayWindow], popups: Vec<Rect>) -> Vec<Rect> {
+    attached
+        .iter()
+        .filter_map(|w| w.area)
+        .chain(popups)
+        .collect()
 }
