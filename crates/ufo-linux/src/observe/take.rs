@@ -369,6 +369,16 @@ fn log_phases(stats: &super::observer::ObservationStats) {
     );
 }
 
+/// Where what covers the window lies: its dialogs, and the popups drawn in it (they cover it
+/// as its dialogs do).
+fn covers(attached: &[crate::display::DisplayWindow], popups: Vec<Rect>) -> Vec<Rect> {
+    attached
+        .iter()
+        .filter_map(|w| w.area)
+        .chain(popups)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -399,14 +409,4 @@ mod tests {
         // this test's own process is neither Chromium nor Firefox
         assert_eq!(established_hint(Some(std::process::id()), 0), None);
     }
-}
-
-/// Where what covers the window lies: its dialogs, and the popups drawn in it (they cover it
-/// as its dialogs do).
-fn covers(attached: &[crate::display::DisplayWindow], popups: Vec<Rect>) -> Vec<Rect> {
-    attached
-        .iter()
-        .filter_map(|w| w.area)
-        .chain(popups)
-        .collect()
 }
