@@ -40,9 +40,9 @@ pub use action::{Button, ScrollDirection, UiAction};
 pub use ports::{
     BackendError, BackendFailure, ChatMessage, ChatRequest, ChatResponse, ConfirmRequest,
     ContentPart, Control, ControlSource, ControlStates, Decision, Desktop, DesktopError,
-    LaunchableApp, LlmClient, LlmError, MessageRole, ModelNote, Recorder, RecorderError, Rect,
-    ResponseSchema, Screenshot, ShellOutput, ToolError, ToolProvider, ToolSpec, Usage, UserIo,
-    WindowId, WindowInfo, WindowObservation,
+    LaunchableApp, LlmClient, LlmError, MessageRole, ModelNote, Place, Recorder, RecorderError,
+    Rect, ResponseSchema, Screenshot, ShellOutput, ToolError, ToolProvider, ToolSpec, Usage,
+    UserIo, WindowId, WindowInfo, WindowObservation,
 };
 
 pub use config::{Config, OnSubtaskFail, StructuredOutput};

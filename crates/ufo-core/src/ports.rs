@@ -229,6 +229,42 @@ pub struct ControlStates {
     /// A text the person can edit.
     #[serde(default, skip_serializing_if = "is_false")]
     pub editable: bool,
+    /// Where it lies: in the visible part of its window, or out of view in a page that
+    /// scrolls (an action scrolls it into view first; docs/desktop.md, "Out of view").
+    #[serde(default, skip_serializing_if = "Place::is_in_view")]
+    pub place: Place,
+}
+
+/// Where a control lies relative to the visible part of its window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Place {
+    /// On screen (the default, not written).
+    #[default]
+    InView,
+    /// Above the visible part of its page.
+    Above,
+    /// Below the visible part of its page.
+    Below,
+    /// Left or right of the visible part of its page.
+    Aside,
+}
+
+impl Place {
+    /// Whether this is [`Place::InView`] (the value not written in JSON).
+    pub fn is_in_view(&self) -> bool {
+        matches!(self, Self::InView)
+    }
+
+    /// How the control list says it (`None`: in view, nothing said).
+    pub fn words(&self) -> Option<&'static str> {
+        match self {
+            Self::InView => None,
+            Self::Above => Some("above, out of view: scrolled to when used"),
+            Self::Below => Some("below, out of view: scrolled to when used"),
+            Self::Aside => Some("aside, out of view: scrolled to when used"),
+        }
+    }
 }
 
 impl ControlStates {

@@ -23,6 +23,9 @@ pub(crate) struct CtlInfo {
     /// AT-SPI role number and raw accessible name when observed, and its label there (for
     /// the "changed since the last observation" check).
     pub seen: Seen,
+    /// Where it lay in that observation: out of view in a page, it is scrolled into view
+    /// before an action (act/reach.rs).
+    pub place: ufo_core::Place,
     /// The part of a composite listed as this one line that takes text (a combo box's entry:
     /// observe/composite.rs).
     pub part: Option<Box<CtlInfo>>,

@@ -85,6 +85,7 @@ pub(crate) mod role {
     pub const DOCUMENT_PRESENTATION: u32 = Role::DocumentPresentation as u32;
     pub const DOCUMENT_TEXT: u32 = Role::DocumentText as u32;
     pub const DOCUMENT_WEB: u32 = Role::DocumentWeb as u32;
+    pub const LANDMARK: u32 = Role::Landmark as u32;
     pub const DOCUMENT_EMAIL: u32 = Role::DocumentEmail as u32;
     pub const LIST_BOX: u32 = Role::ListBox as u32;
     pub const GROUPING: u32 = Role::Grouping as u32;

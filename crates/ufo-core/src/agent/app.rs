@@ -412,6 +412,7 @@ fn state_words(s: &crate::ports::ControlStates) -> Vec<&'static str> {
     ]
     .into_iter()
     .filter_map(|(on, word)| on.then_some(word))
+    .chain(s.place.words())
     .collect()
 }
 
@@ -1107,6 +1108,14 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(state_words(&s), ["focused", "editable"]);
+        let below = crate::ports::ControlStates {
+            place: crate::ports::Place::Below,
+            ..Default::default()
+        };
+        assert_eq!(
+            state_words(&below),
+            ["below, out of view: scrolled to when used"]
+        );
         assert!(state_words(&Default::default()).is_empty());
     }
 

@@ -526,6 +526,17 @@ fn narrow(found: Vec<usize>, controls: &[Control], function: &str) -> Result<usi
         }
     }
     if found.len() > 1 {
+        // what a person sees wins over a namesake out of view further down the page
+        let in_view: Vec<usize> = found
+            .iter()
+            .copied()
+            .filter(|&i| controls[i].states.place.is_in_view())
+            .collect();
+        if !in_view.is_empty() {
+            found = in_view;
+        }
+    }
+    if found.len() > 1 {
         let focused: Vec<usize> = found
             .iter()
             .copied()
@@ -810,6 +821,18 @@ mod tests {
             control_line(3, &c, &[]),
             "[3] button \"7\" (read in the pixels)"
         );
+    }
+
+    /// Issue 46: a control out of view further down a page shares its name with one in
+    /// view ("Learn more"): the one a person sees is meant; alone, the one out of view is.
+    #[test]
+    fn a_control_in_view_wins_over_its_namesake_out_of_view() {
+        let mut below = c("link", "Learn more", false);
+        below.states.place = crate::ports::Place::Below;
+        let shown = c("link", "Learn more", false);
+        let controls = [below.clone(), shown];
+        assert_eq!(resolve_control("", "Learn more", &controls, "click"), Ok(1));
+        assert_eq!(resolve_control("", "Learn more", &[below], "click"), Ok(0));
     }
 
     fn c(role: &str, name: &str, focused: bool) -> Control {

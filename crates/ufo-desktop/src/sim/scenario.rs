@@ -161,6 +161,7 @@ pub(crate) fn parse_control(v: &Value, at: &str) -> Result<SimControl, ScenarioE
             selected: opt_bool(m, "selected", at)?.unwrap_or(false),
             expanded: opt_bool(m, "expanded", at)?.unwrap_or(false),
             editable: opt_bool(m, "editable", at)?.unwrap_or(false),
+            place: Default::default(),
         },
         reveals: str_list(m, "reveals", at)?,
         hides: str_list(m, "hides", at)?,

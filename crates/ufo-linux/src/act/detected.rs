@@ -108,6 +108,7 @@ impl Actor<'_> {
             )));
         }
         Ok(Some(CtlInfo {
+            place: Default::default(),
             bus: String::new(),
             path: id.to_string(),
             name: id.to_string(),

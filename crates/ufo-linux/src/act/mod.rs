@@ -11,6 +11,7 @@ mod dropdown;
 mod input;
 pub(crate) mod modal;
 mod perform;
+mod reach;
 pub(crate) mod screen;
 mod search;
 mod select;

@@ -120,8 +120,7 @@ impl Actor<'_> {
             }
             (None, false) => None,
         };
-        // text goes into a composite's part (a combo box's entry: observe/composite.rs)
-        let ctl = ctl.map(|c| c.for_action(action).clone());
+        let ctl = self.reached(ctl, action).await?;
         // settle on X events from the moment of the action (settle.rs); a click's own
         // press and hover animation does not hold the settle up, nor a hovered control's
         // highlight (the settle waits for what the hover shows elsewhere: a tooltip)

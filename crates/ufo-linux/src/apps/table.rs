@@ -265,6 +265,7 @@ fn cell_controls(
             value,
             rect,
             CtlInfo {
+                place: Default::default(),
                 bus: bus.to_string(),
                 path: c.path.clone(),
                 name: cell_address(c.row, c.col),
@@ -304,6 +305,7 @@ fn sheet_control(
         Some(summary),
         rect,
         CtlInfo {
+            place: Default::default(),
             bus: bus.to_string(),
             path: sheet.path.clone(),
             name,
@@ -928,6 +930,7 @@ fn on_screen((x, y, w, h): (i32, i32, i32, i32), offset: (i32, i32), win: Rect) 
 
 fn info(bus: &str, n: &Node, name: &str, rect: Rect, xid: WinId) -> CtlInfo {
     CtlInfo {
+        place: Default::default(),
         bus: bus.to_string(),
         path: n.path.clone(),
         name: name.to_string(),

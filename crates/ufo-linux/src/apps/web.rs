@@ -6,6 +6,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use ufo_core::{Place, Rect};
+
 use crate::a11y::bus::A11yBus;
 use crate::a11y::bus::{AppTree, Node};
 use crate::controls::CtlInfo;
@@ -68,6 +70,34 @@ pub(crate) fn is_empty_wrapper(tree: &AppTree, n: &Node, child_text: &str) -> bo
                     | role::COMBO_BOX
             )
         })
+}
+
+/// The place of a page's control outside the page's visible part (`r`, `win`: its box and
+/// the window's), when it lies within one window height (width) of the window: a control
+/// further away is left to a scroll, so that a long page lists about two screens of it. A
+/// control whose box is inside the window while the page says it is not shown lies under
+/// the browser's own bars, or at the page's edge: above or below by the half it is in.
+pub(crate) fn place_out_of_view(r: Rect, win: Rect) -> Option<Place> {
+    if r.w < 2 || r.h < 2 {
+        return None;
+    }
+    let (w, h) = (win.w as i32, win.h as i32);
+    let (cx, cy) = (r.x + r.w as i32 / 2, r.y + r.h as i32 / 2);
+    let (left, top, right, bottom) = (win.x, win.y, win.x + w, win.y + h);
+    if cy >= bottom + h || cy < top - h || cx >= right + w || cx < left - w {
+        return None;
+    }
+    Some(if cy >= bottom {
+        Place::Below
+    } else if cy < top {
+        Place::Above
+    } else if cx >= right || cx < left {
+        Place::Aside
+    } else if cy < top + h / 2 {
+        Place::Above
+    } else {
+        Place::Below
+    })
 }
 
 /// Pause between the wheel notches of a scroll on a web page.
@@ -338,6 +368,24 @@ mod tests {
             description: String::new(),
             states,
         }
+    }
+
+    /// Issue 46: Chromium's appearance settings in a window at 10,10 1050×1004: "Font
+    /// size" at y 1046 lies below, a control two screens down is left to a scroll, one
+    /// scrolled under the toolbar lies above.
+    #[test]
+    fn a_control_out_of_view_is_placed_within_a_screen_of_the_window() {
+        let win = Rect::new(10, 10, 1050, 1004);
+        let at = |x, y| Rect::new(x, y, 201, 37);
+        assert_eq!(place_out_of_view(at(767, 1046), win), Some(Place::Below));
+        assert_eq!(place_out_of_view(at(767, 1990), win), Some(Place::Below));
+        assert_eq!(place_out_of_view(at(767, 2100), win), None);
+        assert_eq!(place_out_of_view(at(767, -400), win), Some(Place::Above));
+        assert_eq!(place_out_of_view(at(767, -1100), win), None);
+        assert_eq!(place_out_of_view(at(767, 100), win), Some(Place::Above));
+        assert_eq!(place_out_of_view(at(767, 1000), win), Some(Place::Below));
+        assert_eq!(place_out_of_view(at(1200, 400), win), Some(Place::Aside));
+        assert_eq!(place_out_of_view(Rect::new(767, 1046, 0, 0), win), None);
     }
 
     #[test]

@@ -12,7 +12,6 @@ use crate::apps::office;
 use crate::controls::{Fetched, Labelled};
 use crate::display::annotate::{self, Mark};
 use crate::display::pixels::RgbImage;
-use crate::display::DisplayWindow;
 use crate::LinuxError;
 
 /// Reading order: rows top to bottom (a control joins a row when its top is above the middle
@@ -58,13 +57,9 @@ pub(super) fn labelled(fetched: &[Fetched]) -> Labelled {
 
 /// Step 3: the controls in label order: each group in reading order, without LibreOffice's
 /// shadow menus and what an open menu covers, and without the main window's controls that a
-/// dialog covers (all of them under a modal dialog).
-pub(super) fn arrange(
-    groups: Vec<Vec<Fetched>>,
-    attached: &[DisplayWindow],
-    modal: bool,
-) -> Vec<Fetched> {
-    let dialog_rects: Vec<Rect> = attached.iter().filter_map(|w| w.area).collect();
+/// dialog or a popup covers (`covers`: where they lie; all of them under a modal dialog).
+pub(super) fn arrange(groups: Vec<Vec<Fetched>>, covers: &[Rect], modal: bool) -> Vec<Fetched> {
+    let dialog_rects = covers;
     let n_groups = groups.len();
     let mut fetched: Vec<Fetched> = Vec::new();
     for (gi, group) in groups.into_iter().enumerate() {
@@ -90,7 +85,38 @@ pub(super) fn arrange(
             fetched.push(f);
         }
     }
+    nearest_out_of_view(fetched)
+}
+
+/// Most controls out of view listed below the visible part of a page, above it, and aside.
+pub(super) const OUT_OF_VIEW_MAX: (usize, usize, usize) = (40, 20, 10);
+
+/// The controls with those out of view in a page kept only up to [`OUT_OF_VIEW_MAX`], the
+/// nearest to the visible part of each place (a long page lists what a scroll or two
+/// reaches, not its whole length).
+pub(super) fn nearest_out_of_view(fetched: Vec<Fetched>) -> Vec<Fetched> {
+    use ufo_core::Place;
+    let rect_of = |i: usize| fetched[i].detail.control.rect;
+    let of = |place: Place| -> Vec<usize> {
+        (0..fetched.len())
+            .filter(|&i| fetched[i].detail.control.states.place == place)
+            .collect()
+    };
+    let (mut below, mut above, aside) = (of(Place::Below), of(Place::Above), of(Place::Aside));
+    below.sort_by_key(|&i| (rect_of(i).y, i));
+    above.sort_by_key(|&i| (std::cmp::Reverse(rect_of(i).y), i));
+    let (b, a, s) = OUT_OF_VIEW_MAX;
+    let dropped: HashSet<usize> = below
+        .into_iter()
+        .skip(b)
+        .chain(above.into_iter().skip(a))
+        .chain(aside.into_iter().skip(s))
+        .collect();
     fetched
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, f)| (!dropped.contains(&i)).then_some(f))
+        .collect()
 }
 
 /// Step 4: the screenshot and the annotated screenshot (the labels drawn where the controls
@@ -112,6 +138,8 @@ pub(super) async fn labelled_screenshots(
     let marks: Vec<Mark> = fetched
         .iter()
         .enumerate()
+        // (a control out of view has no place on the screenshot)
+        .filter(|(_, f)| f.detail.control.states.place.is_in_view())
         .map(|(i, f)| {
             let r = f.detail.control.rect;
             Mark {

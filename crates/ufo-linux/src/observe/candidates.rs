@@ -28,6 +28,9 @@ pub(super) struct Candidate {
     pub(super) table: Option<String>,
     /// A display: its name is what it shows (KCalc's result), its description its name.
     pub(super) display: bool,
+    /// Out of view in a web page: visible but not showing (Chromium and Gecko drop SHOWING
+    /// from what lies outside the page's visible part): listed with its place (fields.rs).
+    pub(super) beyond: bool,
 }
 
 /// What the tree tells of a field's name (the labels that may point at it are asked by
@@ -56,10 +59,16 @@ pub(super) fn collect_candidates(
         shown(tree, n, uses_showing) || crate::apps::menus::shown_in_open_menu(open_menus, n)
     };
     let mut out = Vec::new();
-    let mut stack: Vec<String> = tree.kids(frame).iter().rev().cloned().collect();
+    // (each node with whether it lies inside a web document)
+    let mut stack: Vec<(String, bool)> = tree
+        .kids(frame)
+        .iter()
+        .rev()
+        .map(|k| (k.clone(), false))
+        .collect();
     let mut seen: HashSet<String> = HashSet::from([frame.to_string()]);
     let mut repeats = 0usize;
-    while let Some(p) = stack.pop() {
+    while let Some((p, in_page)) = stack.pop() {
         if !seen.insert(p.clone()) {
             repeats += 1;
             continue;
@@ -70,13 +79,15 @@ pub(super) fn collect_candidates(
         let Some(n) = tree.nodes.get(&p) else {
             continue;
         };
-        if !visible(n) {
+        let beyond = !visible(n) && uses_showing && in_page && out_of_view(n);
+        if !visible(n) && !beyond {
             continue;
         }
-        out.extend(candidate(tree, n, frame));
+        out.extend(candidate(tree, n, frame).map(|c| Candidate { beyond, ..c }));
+        let in_page = in_page || n.role == role::DOCUMENT_WEB;
         // a menu's items are visible only while it is open; GTK3 marks them SHOWING then
         for k in tree.kids(&p).iter().rev() {
-            stack.push(k.clone());
+            stack.push((k.clone(), in_page));
         }
     }
     (out, false, repeats)
@@ -88,6 +99,12 @@ fn shown(tree: &AppTree, n: &Node, uses_showing: bool) -> bool {
     n.has(state::VISIBLE)
         && (!uses_showing || n.has(state::SHOWING) || passes_through(tree, n))
         && !n.has(state::DEFUNCT)
+}
+
+/// A node of a web page outside its visible part: visible, not showing, not defunct (a
+/// hidden one, `display: none`, is not visible).
+fn out_of_view(n: &Node) -> bool {
+    n.has(state::VISIBLE) && !n.has(state::SHOWING) && !n.has(state::DEFUNCT)
 }
 
 /// Shown nodes under the frame whose inside the tree does not describe (a web page's
@@ -144,6 +161,7 @@ fn candidate(tree: &AppTree, n: &Node, frame: &str) -> Option<Candidate> {
             .or_else(|| crate::apps::gtk4::dropdown_choice(tree, n)),
         field,
         display,
+        beyond: false,
         table: (n.role == role::TABLE_CELL)
             .then(|| table_of(tree, n))
             .flatten(),

@@ -65,7 +65,7 @@ impl Observer<'_> {
             w: ew as u32,
             h: eh as u32,
         };
-        let Some(rect) = intersect(raw, win) else {
+        let Some((rect, place)) = placed(c, raw, win) else {
             return Ok(None);
         };
         let mut value = shown_value(c, text.unwrap_or(None), value);
@@ -112,7 +112,7 @@ impl Observer<'_> {
         };
         let mut f = fetched(bus, n, name, value, rect, actions, xid);
         f.by_container = by_container;
-        Ok(Some(f))
+        Ok(Some(with_place(f, place)))
     }
 
     /// A step of [`Self::fetch_control`]: the name of a field named by its container, for
@@ -379,6 +379,27 @@ fn shown_name(c: &Candidate, value: Option<&str>) -> String {
 }
 
 /// A control as the actions know it (`info`) and as the agent sees it (`detail`).
+/// Where a candidate with box `raw` is listed in window `win`: its box clipped to the window;
+/// a page's control out of view where it is, with its place (`None`: not listed).
+fn placed(c: &Candidate, raw: Rect, win: Rect) -> Option<(Rect, ufo_core::Place)> {
+    if c.beyond {
+        crate::apps::web::place_out_of_view(raw, win).map(|place| (raw, place))
+    } else {
+        intersect(raw, win).map(|rect| (rect, ufo_core::Place::InView))
+    }
+}
+
+/// A control with its place said (in the engine's control, the action's info and the states
+/// `inspect` shows).
+fn with_place(mut f: Fetched, place: ufo_core::Place) -> Fetched {
+    if let Some(words) = place.words() {
+        f.detail.control.states.place = place;
+        f.info.place = place;
+        f.detail.states.push(words);
+    }
+    f
+}
+
 fn fetched(
     bus: &str,
     n: &Node,
@@ -402,6 +423,7 @@ fn fetched(
     let id = format!("{bus}{}", n.path);
     Fetched {
         info: CtlInfo {
+            place: Default::default(),
             bus: bus.to_string(),
             path: n.path.clone(),
             name: name.clone(),
@@ -432,6 +454,7 @@ fn fetched(
                     selected: n.has(state::SELECTED),
                     expanded: n.has(state::EXPANDED),
                     editable: n.has(state::EDITABLE),
+                    place: Default::default(),
                 },
             },
             states,

@@ -64,6 +64,11 @@ pub(crate) const NAV_START: Duration = Duration::from_secs(1);
 /// button) and the new document in the window: a loaded machine (a load average of 11 with
 /// two cores) made Firefox take over 0.9 s to swap the documents after the answer came.
 pub(crate) const NAV_SWAP: Duration = Duration::from_secs(3);
+/// Longest time into an observation that a browser's own page whose route is not rendered
+/// is waited for (route.rs).
+pub(crate) const ROUTE_MAX: Duration = Duration::from_secs(4);
+/// The pause before such a page is read again.
+pub(crate) const ROUTE_POLL: Duration = Duration::from_millis(100);
 /// `Accessible.GetRelationSet`'s code of `RELATION_EMBEDS`.
 pub(super) const RELATION_EMBEDS: u32 = 13;
 /// The `BUSY` state bit.
@@ -206,6 +211,9 @@ pub(crate) enum Reread {
     /// The loaded page's controls are nowhere in the read (Firefox lays a new window's page
     /// out for accessibility after it has loaded): after [`PAGE_REREAD_PAUSE`], read again.
     Page,
+    /// A browser's own page has not rendered its route yet (route.rs): after
+    /// [`ROUTE_POLL`], read again, up to [`ROUTE_MAX`] into the observation.
+    Route,
     /// The walk of a loaded page stopped at its budget (a browser just started on its page
     /// answers slowly for a while): read once more at once.
     Cut,
@@ -232,6 +240,8 @@ pub(crate) struct ReadFacts {
     pub walk_cut: bool,
     /// The window's accessible frame was not found.
     pub frame_missing: bool,
+    /// A browser's own page has not rendered its route yet (route.rs).
+    pub route_pending: bool,
 }
 
 /// Which re-read an observation is at: they come in this order, and a kind never comes back
@@ -241,6 +251,7 @@ enum Stage {
     #[default]
     Office,
     Page,
+    Route,
     Cut,
     Frame,
 }
@@ -255,9 +266,10 @@ pub(crate) struct Rereads {
 /// Whether to read a window again after a read that showed `facts`, `elapsed` into the
 /// observation, the load wait bounded by `bound` (0: off); `done` is updated. In order: while
 /// LibreOffice's document is not in its window (ahead of the next step: [`Reread::NotYet`]);
-/// while a loaded page's controls are nowhere on screen, [`PAGE_REREADS`] times at most; once
-/// when the walk of a loaded page was cut; while the window's frame is missing. Nothing past
-/// the bound.
+/// while a loaded page's controls are nowhere on screen, [`PAGE_REREADS`] times at most; while
+/// a browser's own page has not rendered its route, up to [`ROUTE_MAX`] into the
+/// observation (ahead of the next step: [`Reread::NotYet`]); once when the walk of a loaded
+/// page was cut; while the window's frame is missing. Nothing past the bound.
 pub(crate) fn reread(
     facts: &ReadFacts,
     done: &mut Rereads,
@@ -282,6 +294,15 @@ pub(crate) fn reread(
         {
             done.pages += 1;
             return Reread::Page;
+        }
+        done.stage = Stage::Route;
+    }
+    if done.stage == Stage::Route {
+        if facts.route_pending && within && elapsed < ROUTE_MAX {
+            return match pace {
+                Pace::Now => Reread::Route,
+                Pace::Ahead => Reread::NotYet,
+            };
         }
         done.stage = Stage::Cut;
     }
@@ -964,9 +985,10 @@ mod tests {
             0usize..9,
             any::<bool>(),
             any::<bool>(),
+            any::<bool>(),
         )
             .prop_map(
-                |(office_unbuilt, pages, candidates, on_screen, walk_cut, frame_missing)| {
+                |(office_unbuilt, pages, candidates, on_screen, walk_cut, frame_missing, route)| {
                     ReadFacts {
                         office_unbuilt,
                         pages,
@@ -974,6 +996,7 @@ mod tests {
                         on_screen,
                         walk_cut,
                         frame_missing,
+                        route_pending: route,
                     }
                 },
             )
@@ -1013,6 +1036,44 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Issue 46: a settings sub-page reached by its address shows its side menu before its
+    /// section: read again while its route is not rendered, up to ROUTE_MAX into the
+    /// observation; ahead of the next step, not waited for.
+    #[test]
+    fn a_page_whose_route_is_not_rendered_is_read_again_for_a_while() {
+        let pending = ReadFacts {
+            route_pending: true,
+            ..facts()
+        };
+        let mut done = Rereads::default();
+        for at in [0, 500, 3900] {
+            assert_eq!(
+                reread(&pending, &mut done, ms(at), BOUND, Pace::Now),
+                Reread::Route
+            );
+        }
+        let late = super::ROUTE_MAX;
+        assert_eq!(
+            reread(&pending, &mut done, late, BOUND, Pace::Now),
+            Reread::Done
+        );
+        // once past, it does not come back
+        assert_eq!(
+            reread(&pending, &mut done, ms(0), BOUND, Pace::Now),
+            Reread::Done
+        );
+        let mut ahead = Rereads::default();
+        assert_eq!(
+            reread(&pending, &mut ahead, ms(0), BOUND, Pace::Ahead),
+            Reread::NotYet
+        );
+        let mut rendered = Rereads::default();
+        assert_eq!(
+            reread(&facts(), &mut rendered, ms(0), BOUND, Pace::Now),
+            Reread::Done
+        );
     }
 
     #[test]

@@ -235,7 +235,7 @@ impl Observer<'_> {
     }
 
     /// The application's kind (asked once per application).
-    async fn app_kind(&self, bus: &str) -> AppKind {
+    pub(super) async fn app_kind(&self, bus: &str) -> AppKind {
         if let Some(k) = self.loads.lock().kinds.get(bus) {
             return *k;
         }

@@ -15,6 +15,7 @@ use super::locate::Located;
 use super::modal::{self, ModalityReport};
 use super::noise;
 use super::observer::{ObservationStats, Observer};
+use super::popups;
 use super::walk::FreshNodes;
 use crate::a11y::bus::{AppTree, Node};
 use crate::controls::Fetched;
@@ -30,6 +31,8 @@ const MAX_POPOVERS: usize = 16;
 pub(super) struct Sought<'a> {
     pub(super) window: &'a DisplayWindow,
     pub(super) windows: &'a [DisplayWindow],
+    /// The frame to read, when known already: a popup drawn in the window (popups.rs).
+    pub(super) frame: Option<&'a str>,
 }
 
 /// What reading the controls of a window and its dialogs gave.
@@ -47,11 +50,18 @@ pub(super) struct ReadWindows {
     pub(super) frame_missing: bool,
     /// Drawn nodes the trees do not list, for sight (`Observer::silent_regions`).
     pub(super) silent: Vec<Rect>,
+    /// Where the popups read with the main window lie (popups.rs): what they cover of it is
+    /// left out, as under a dialog.
+    pub(super) popups: Vec<Rect>,
+    /// The window's page has not rendered its route yet (route.rs).
+    pub(super) route_pending: bool,
 }
 
 impl Observer<'_> {
     /// Step 2: the controls of the dialogs (first: they are on top and usually what needs an
-    /// answer) and of the window, one group each, and the title of a modal dialog among them.
+    /// answer) and of the window, one group each, the popups drawn in it, and the title of a
+    /// modal dialog among them (long: the windows are read one by one with one retry on a
+    /// stale bus name, and the popups and the modal dialog are found from what that gathered).
     pub(super) async fn read_windows(
         &self,
         located: &Located,
@@ -64,6 +74,7 @@ impl Observer<'_> {
             stats: ObservationStats::default(),
             warnings,
             silent: Vec::new(),
+            route_pending: false,
         };
         let mut frames: HashMap<WinId, String> = HashMap::new();
         let mut frame_missing = false;
@@ -83,6 +94,7 @@ impl Observer<'_> {
             let sought = Sought {
                 window: w,
                 windows: &located.windows,
+                frame: None,
             };
             let mut result = self
                 .window_controls(&bus, &sought, with_actions, &mut reading)
@@ -111,6 +123,16 @@ impl Observer<'_> {
             }
         }
         let main_bus = main.pid.and_then(|p| by_pid.get(&p)).cloned();
+        let popups = self
+            .read_popups(
+                located,
+                main_bus.as_deref(),
+                &frames,
+                with_actions,
+                &mut reading,
+                &mut groups,
+            )
+            .await;
         let modal = self
             .modal_dialog(main, attached, &by_pid, &reading.trees, &frames)
             .await;
@@ -122,7 +144,95 @@ impl Observer<'_> {
             modal,
             frame_missing,
             silent: reading.silent,
+            popups,
+            route_pending: reading.route_pending,
         }
+    }
+
+    /// A step of [`Self::read_windows`]: the popups drawn in the main window (popups.rs) read
+    /// as groups on top of its own (the last of `groups`), once the window itself was read;
+    /// returns where they lie.
+    async fn read_popups(
+        &self,
+        located: &Located,
+        main_bus: Option<&str>,
+        frames: &HashMap<WinId, String>,
+        with_actions: bool,
+        reading: &mut Reading,
+        groups: &mut Vec<Vec<Fetched>>,
+    ) -> Vec<Rect> {
+        let main = &located.main;
+        let mut popups = Vec::new();
+        let (Some(bus), true) = (main_bus, frames.contains_key(&main.id)) else {
+            return popups;
+        };
+        let taken: Vec<String> = frames.values().cloned().collect();
+        let found = self
+            .popups_of(bus, &reading.trees, main, &located.windows, &taken)
+            .await;
+        for (frame, rect) in found {
+            let sought = Sought {
+                window: main,
+                windows: &located.windows,
+                frame: Some(&frame),
+            };
+            match self
+                .window_controls(bus, &sought, with_actions, reading)
+                .await
+            {
+                // on top of the window, as its dialogs are: read before it
+                Ok((g, _)) => {
+                    groups.insert(groups.len().saturating_sub(1), g);
+                    popups.push(rect);
+                }
+                Err(e) => reading.warnings.push(format!(
+                    "controls of a popup of the window could not be read: {e}"
+                )),
+            }
+        }
+        popups
+    }
+
+    /// A step of [`Self::read_windows`]: the popups drawn in window `main` that its
+    /// application lists as top-level nodes of their own (popups.rs), the extents read only
+    /// for the nodes that may be one; `taken`: the frames of the windows read already.
+    async fn popups_of(
+        &self,
+        bus: &str,
+        trees: &HashMap<String, AppTree>,
+        main: &DisplayWindow,
+        windows: &[DisplayWindow],
+        taken: &[String],
+    ) -> Vec<(String, Rect)> {
+        let Some(tree) = trees.get(bus) else {
+            return Vec::new();
+        };
+        let others: Vec<String> = windows
+            .iter()
+            .filter(|o| o.id != main.id && main.pid.is_some() && o.pid == main.pid)
+            .map(|o| crate::names::collapse_ws(&o.title))
+            .collect();
+        let mut tops: Vec<popups::TopNode> = popups::top_nodes(tree)
+            .into_iter()
+            .filter(|t| popups::may_be_popup(t, taken, &others))
+            .take(crate::a11y::bus::MAX_WINDOWS)
+            .collect();
+        // (extents relative to the window cannot be told from the window's own)
+        let relative = self.apps.is_relative(self.bus, bus).await;
+        if tops.is_empty() || extents_relative(self.display.coord_space(), relative) {
+            return Vec::new();
+        }
+        let rects =
+            futures::future::join_all(tops.iter().map(|t| self.bus.extents(bus, &t.path))).await;
+        for (t, r) in tops.iter_mut().zip(rects) {
+            t.rect = r.ok().map(|(x, y, w, h)| Rect {
+                x,
+                y,
+                w: w.max(0) as u32,
+                h: h.max(0) as u32,
+            });
+        }
+        popups::popups(&tops, main.area, taken, &others)
     }
 
     /// A step of [`Self::read_windows`]: the title of a modal dialog on top of `main` among
@@ -239,6 +349,7 @@ impl Observer<'_> {
             stats,
             warnings,
             silent,
+            route_pending,
         } = reading;
         let w = sought.window;
         let t = Instant::now();
@@ -253,6 +364,8 @@ impl Observer<'_> {
             &frame,
             self.config.walk_max_nodes,
         ));
+        // a browser's own page whose route is not drawn yet is read again (route.rs)
+        *route_pending |= sought.frame.is_none() && self.route_pending(bus, tree, &frame).await;
         let subtree_len = tree.subtree(&frame, self.config.walk_max_nodes).len();
         stats.nodes += subtree_len;
         let (candidates, cut, repeats) =
@@ -278,7 +391,9 @@ impl Observer<'_> {
         for (c, r) in candidates.iter().zip(&results) {
             if in_pages.contains(c.node.path.as_str()) {
                 stats.document_candidates += 1;
-                stats.document_controls += usize::from(matches!(r, Ok(Some(_))));
+                // (on screen: one listed out of view does not say the page was laid out)
+                stats.document_controls +=
+                    usize::from(matches!(r, Ok(Some(f)) if f.info.place.is_in_view()));
             }
         }
         let t_fetch = t.elapsed();
@@ -381,7 +496,10 @@ impl Observer<'_> {
         let tree = trees
             .get_mut(bus)
             .ok_or_else(|| LinuxError::ActionFailed("tree vanished".into()))?;
-        let frame = self.frame_of(bus, tree, sought, relative).await?;
+        let frame = match sought.frame {
+            Some(f) => f.to_string(),
+            None => self.frame_of(bus, tree, sought, relative).await?,
+        };
         let t_items = t.elapsed();
         let reading = FreshNodes::for_toolkit(relative);
         let walk = self
@@ -401,8 +519,11 @@ impl Observer<'_> {
         // after the walk: LibreOffice's cache files its document under a root pane it lacks,
         // so the cache alone never shows the document in its window (judged from it, a
         // loaded Calc was read three times, 1.2 s, before its first observation)
-        self.note_loaded_tree(bus, sought.window.id, tree, &frame)
-            .await;
+        // (a popup's frame is not the window's: what is known of the window's page stays)
+        if sought.frame.is_none() {
+            self.note_loaded_tree(bus, sought.window.id, tree, &frame)
+                .await;
+        }
         let t_walk = t.elapsed();
         // office documents: their visible paragraphs, cells, shapes and slides (office.rs)
         self.office()
@@ -555,6 +676,7 @@ struct Reading {
     stats: ObservationStats,
     warnings: Vec<String>,
     silent: Vec<Rect>,
+    route_pending: bool,
 }
 
 /// The warning for a window whose application is not on the accessibility bus.

@@ -263,6 +263,7 @@ fn detect_warning(e: &DetectError) -> String {
 /// its rectangle, its window.
 fn detected_fetched(control: Control, window: WinId) -> Fetched {
     let info = CtlInfo {
+        place: Default::default(),
         bus: String::new(),
         path: control.id.clone(),
         name: control.name.clone(),

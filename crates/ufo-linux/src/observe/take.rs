@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ufo_core::WindowObservation;
+use ufo_core::{Rect, WindowObservation};
 
 use super::arrange::{arrange, labelled, labelled_screenshots};
 use super::loading;
@@ -123,6 +123,7 @@ impl Observer<'_> {
                 on_screen: r.read.1.stats.document_controls,
                 walk_cut: r.read.1.stats.walk_cut,
                 frame_missing: r.read.1.frame_missing,
+                route_pending: r.read.1.route_pending,
             };
             let again =
                 loading::reread(&facts, &mut done, t0.elapsed(), self.config.load_wait, pace);
@@ -175,6 +176,11 @@ impl Observer<'_> {
             Reread::Cut => {
                 tracing::debug!("the walk of a loaded page stopped at its budget: reading again");
             }
+            // a browser's own page draws its route's section after the load (route.rs)
+            Reread::Route => {
+                tracing::debug!("the page's route is not rendered yet: reading again");
+                tokio::time::sleep(loading::ROUTE_POLL).await;
+            }
             // a popup being built: shown without controls after the wait, with the warning,
             // rather than another window's controls
             Reread::Frame => {
@@ -184,14 +190,15 @@ impl Observer<'_> {
         }
         r.located = self.locate(window_id).await?;
         r.read = self.read_located(&r.located, with_actions).await;
-        if matches!(again, Reread::Page | Reread::Cut) {
+        if matches!(again, Reread::Page | Reread::Cut | Reread::Route) {
             r.load_wait = t0.elapsed();
         }
         Ok(true)
     }
 
     /// The observation from the window's last read: its controls in label order, the
-    /// screenshot with their labels, the warnings and timings.
+    /// screenshot with their labels, the warnings and timings (long: the read's parts are
+    /// taken apart once and each goes to its step in order).
     async fn finish(&self, r: Loaded, t0: Instant) -> Result<Observation, LinuxError> {
         let Loaded {
             located,
@@ -214,6 +221,8 @@ impl Observer<'_> {
             modal,
             frame_missing: _,
             silent,
+            popups,
+            route_pending: _,
         } = read;
         if let Some(title) = &modal {
             warnings.push(format!(
@@ -224,7 +233,7 @@ impl Observer<'_> {
         stats.capture = shot.took;
         stats.load_wait = load_wait;
         warnings.append(&mut load.notes);
-        let mut fetched = arrange(groups, &attached, modal.is_some());
+        let mut fetched = arrange(groups, &covers(&attached, popups), modal.is_some());
         // the toolkit's fix is said for an empty tree, whatever the pixels show
         if fetched.is_empty() && main_bus.is_some() {
             warnings.extend(established_hint(main.pid, stats.document_nodes));
@@ -358,6 +367,16 @@ fn log_phases(stats: &super::observer::ObservationStats) {
         total_ms = stats.total.as_secs_f64() * 1e3,
         "observation phases"
     );
+}
+
+/// Where what covers the window lies: its dialogs, and the popups drawn in it (they cover it
+/// as its dialogs do).
+fn covers(attached: &[crate::display::DisplayWindow], popups: Vec<Rect>) -> Vec<Rect> {
+    attached
+        .iter()
+        .filter_map(|w| w.area)
+        .chain(popups)
+        .collect()
 }
 
 #[cfg(test)]
