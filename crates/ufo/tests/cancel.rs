@@ -42,19 +42,33 @@ fn start(out: &Path) -> Child {
         .expect("ufo starts")
 }
 
-/// Wait until the trajectory shows the host's ASSIGN, i.e. the app's slow step has begun.
+/// Wait until the app's slow step has begun: the trajectory shows the host's ASSIGN and the
+/// checkpoint saved after that step is there. ufo writes a step's record before its
+/// checkpoint, and a Ctrl-C between the two lands between steps, where it rightly ends the
+/// session before the app's step (under load the save took long enough for the signal to
+/// land there once).
 fn wait_for_assign(out: &Path) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
-        if events(out)
+        let assign_seq = events(out)
             .iter()
-            .any(|e| e["type"] == "step" && e["state"] == "ASSIGN")
-        {
-            return;
+            .find(|e| e["type"] == "step" && e["state"] == "ASSIGN")
+            .and_then(|e| e["seq"].as_u64());
+        if let Some(seq) = assign_seq {
+            if checkpoint_seq(out).is_some_and(|saved| saved > seq) {
+                return;
+            }
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    panic!("no ASSIGN step within 30 s");
+    panic!("no ASSIGN step and its checkpoint within 30 s");
+}
+
+/// The next record's number the last checkpoint holds (`None`: none yet, or being written).
+fn checkpoint_seq(out: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(out.join("checkpoint.json")).ok()?;
+    let cp: Value = serde_json::from_str(&text).ok()?;
+    cp["seq"].as_u64()
 }
 
 fn sigint(child: &Child) {
