@@ -428,15 +428,17 @@ fn save_through_the_modal_save_dialog(editor: &Editor) {
     }
     xdotool(&["type", "--delay", "30", typed]);
     xdotool(&["key", "ctrl+s"]);
-    // from now on the window is named by its id (its dialog's title may share words)
-    let seen = wait_for_listing(
-        &home,
-        &id,
-        &format!("text \"{}\"", editor.name_field),
-        Duration::from_secs(30),
+    // from now on the window is named by its id (its dialog's title may share words). The
+    // dialog's accessible frame can come before its X window is mapped: it is then read as a
+    // popup drawn over the window (docs/desktop.md), and the modal dialog is told once its
+    // window is there, so the wait is for the warning.
+    let seen = wait_for_listing(&home, &id, "the modal dialog", Duration::from_secs(30));
+    assert!(
+        seen.contains(&format!("text \"{}\"", editor.name_field)),
+        "the dialog's name field is not listed:\n{seen}"
     );
     assert!(
-        seen.contains("the modal dialog") && seen.contains("are not listed"),
+        seen.contains("are not listed"),
         "no modal-dialog warning:\n{seen}"
     );
     // the host names the window by its exact title
