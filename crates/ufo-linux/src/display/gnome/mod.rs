@@ -933,13 +933,12 @@ fn latest_of_window(
     area: Rect,
     size: (u32, u32),
 ) -> Result<Option<(Rect, Vec<u8>)>, LinuxError> {
-    let f = s.first(FIRST_FRAME).ok_or_else(|| LinuxError::Wayland {
-        what: "capture".into(),
-        source: cause(format!(
-            "the window's stream gave no frame ({}); observe the window again",
-            s.ended().unwrap_or_else(|| "none within 3 s".into())
-        )),
-    })?;
+    let f = first_frame(
+        s,
+        "capture",
+        "the window's stream",
+        "observe the window again",
+    )?;
     let (ox, oy) = origin_of(&f, size)?;
     Ok(f.cut(Rect::new(area.x + ox, area.y + oy, area.w, area.h))
         .map(|(r, px)| (Rect::new(r.x - ox, r.y - oy, r.w, r.h), px)))
@@ -963,14 +962,31 @@ fn origin_of(
 /// Where a window of `size` lies in the last frame of its stream (waited for, bounded).
 #[cfg(feature = "pipewire")]
 fn origin_in_stream(s: &Stream, size: (u32, u32)) -> Result<(i32, i32), LinuxError> {
-    let f = s.first(FIRST_FRAME).ok_or_else(|| LinuxError::Wayland {
-        what: "a window's stream".into(),
+    let f = first_frame(
+        s,
+        "a window's stream",
+        "the window's stream",
+        "observe the window again",
+    )?;
+    origin_of(&f, size)
+}
+
+/// The stream's first frame, waited for at most [`FIRST_FRAME`]; the error names `what` was
+/// being done, `whose` stream gave nothing, and `then` what to do about it.
+#[cfg(feature = "pipewire")]
+fn first_frame(
+    s: &Stream,
+    what: &str,
+    whose: &str,
+    then: &str,
+) -> Result<std::sync::Arc<crate::display::pipewire::Frame>, LinuxError> {
+    s.first(FIRST_FRAME).ok_or_else(|| LinuxError::Wayland {
+        what: what.into(),
         source: cause(format!(
-            "the window's stream gave no frame ({}); observe the window again",
+            "{whose} gave no frame ({}); {then}",
             s.ended().unwrap_or_else(|| "none within 3 s".into())
         )),
-    })?;
-    origin_of(&f, size)
+    })
 }
 
 #[cfg(not(feature = "pipewire"))]
@@ -1085,13 +1101,7 @@ fn first_size(_s: &Stream) -> Option<(u32, u32)> {
 
 #[cfg(feature = "pipewire")]
 fn latest(s: &Stream, area: Rect) -> Result<Option<(Rect, Vec<u8>)>, LinuxError> {
-    let f = s.first(FIRST_FRAME).ok_or_else(|| LinuxError::Wayland {
-        what: "capture".into(),
-        source: cause(format!(
-            "GNOME's monitor stream gave no frame ({}); start ufo again",
-            s.ended().unwrap_or_else(|| "none within 3 s".into())
-        )),
-    })?;
+    let f = first_frame(s, "capture", "GNOME's monitor stream", "start ufo again")?;
     Ok(f.cut(area))
 }
 
