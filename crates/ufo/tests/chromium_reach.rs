@@ -233,6 +233,22 @@ fn preference(profile: &Path, keys: &[&str], ok: impl Fn(&Value) -> bool) -> Res
         .map_err(|t| format!("{keys:?} is {} in Preferences", pick(&t)))
 }
 
+/// A Chromium on a new tab under `dir` (its `home`, its profile, its guard), once ufo sees
+/// the address bar.
+fn new_tab(dir: &Path) -> (PathBuf, PathBuf, ProcessGuard) {
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let (profile, browser) = start(dir, "");
+    wait_for_control(
+        &home,
+        "New Tab",
+        "Address and search bar",
+        Duration::from_secs(40),
+        &dir.join("inspect.png"),
+    );
+    (home, profile, browser)
+}
+
 /// A settings sub-page reached by its address on a Chromium started cold draws its section
 /// after the side menu: the observation right after Enter lists the section's controls, and
 /// the step acts on one of them. Checked in the profile's Preferences file.
@@ -243,17 +259,7 @@ fn a_chromium_settings_page_reached_by_address_is_observed_with_its_section() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().expect("tempdir");
-    let home = tmp.path().join("home");
-    std::fs::create_dir_all(&home).expect("home");
-    let (profile, browser) = start(tmp.path(), "");
-    let png = tmp.path().join("inspect.png");
-    wait_for_control(
-        &home,
-        "New Tab",
-        "Address and search bar",
-        Duration::from_secs(40),
-        &png,
-    );
+    let (home, profile, browser) = new_tab(tmp.path());
     let task = "Show the Home button on Chromium's toolbar";
     let mut lines = to_address(task, "chrome://settings/appearance");
     lines.extend([
@@ -283,17 +289,7 @@ fn a_chromium_setting_below_the_first_screen_is_listed_and_reached() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().expect("tempdir");
-    let home = tmp.path().join("home");
-    std::fs::create_dir_all(&home).expect("home");
-    let (profile, browser) = start(tmp.path(), "");
-    let png = tmp.path().join("inspect.png");
-    wait_for_control(
-        &home,
-        "New Tab",
-        "Address and search bar",
-        Duration::from_secs(40),
-        &png,
-    );
+    let (home, profile, browser) = new_tab(tmp.path());
     let task = "Make Chromium's font size large";
     let mut lines = to_address(task, "chrome://settings/appearance");
     lines.extend([
