@@ -393,6 +393,95 @@ async fn office_with(entry: &str, flat_name: &str, flat: &str, to: &str) -> Offi
     Office { d, guard, doc }
 }
 
+impl Office {
+    /// Launch the document's window and observe it (30 s at most) until `ready` holds
+    /// (LibreOffice fills its window a few seconds after showing it; `what` names the awaited
+    /// state): the window and that observation.
+    async fn open(
+        &self,
+        what: &str,
+        ready: impl Fn(&ufo_core::WindowObservation) -> bool,
+    ) -> (ufo_core::WindowInfo, ufo_core::WindowObservation) {
+        let w = self
+            .d
+            .launch_app("office")
+            .await
+            .unwrap_or_else(|e| panic!("cannot launch LibreOffice: {e}"));
+        let obs = observe_until(&self.d, &w.id, what, Duration::from_secs(30), ready).await;
+        (w, obs)
+    }
+
+    /// When the document was last written, to tell its next save.
+    fn written_at(&self) -> Option<std::time::SystemTime> {
+        std::fs::metadata(&self.doc).and_then(|m| m.modified()).ok()
+    }
+}
+
+/// A scripted session in the window titled `title`: the host assigns it, the app agent
+/// answers `app`, the host finishes.
+fn session(title: &str, app: Vec<String>) -> Vec<String> {
+    let mut lines = vec![answer(
+        "host",
+        title,
+        "",
+        serde_json::json!({}),
+        "ASSIGN",
+        &[title],
+    )];
+    lines.extend(app);
+    lines.push(answer("host", "", "", serde_json::json!({}), "FINISH", &[]));
+    lines
+}
+
+/// The app agent's answer that clicks the control `name` and goes on.
+fn click(name: &str, expect: &[&str]) -> String {
+    answer(
+        "app",
+        name,
+        "click",
+        serde_json::json!({}),
+        "CONTINUE",
+        expect,
+    )
+}
+
+/// The app agent's answer that types `keys` into the control `name`, with `status`.
+fn keys(name: &str, keys: &str, status: &str, expect: &[&str]) -> String {
+    answer(
+        "app",
+        name,
+        "type_keys",
+        serde_json::json!({ "keys": keys }),
+        status,
+        expect,
+    )
+}
+
+/// The app agent's answers that type `text` into the shape `shape` (where a click left the
+/// text cursor) and save the deck, expecting the text shown.
+fn type_and_save_deck(shape: &str, text: &str) -> Vec<String> {
+    let shown = format!("\"{text}\"");
+    vec![
+        keys(shape, text, "CONTINUE", &[]),
+        keys(
+            "deck - LibreOffice Presentation",
+            "{ESC}{ctrl+s}",
+            "FINISH",
+            &[&shown],
+        ),
+    ]
+}
+
+/// The saved two-slide deck's `content.xml` holds `text` in slide 2's shape `shape` and not
+/// on slide 1.
+fn assert_only_slide_two_holds(xml: &str, shape: &str, text: &str, ufo_said: &str) {
+    let pages: Vec<&str> = xml.split("<draw:page ").skip(1).collect();
+    assert_eq!(pages.len(), 2, "{xml}");
+    let frame = slide_frame(pages[1], shape);
+    assert!(frame.contains(text), "{}\nufo said:\n{ufo_said}", pages[1]);
+    assert!(!pages[0].contains(text), "{}", pages[0]);
+}
+
 /// One member of a zip file, read by `unzip` (not by ufo).
 fn unzip(file: &std::path::Path, member: &str) -> String {
     let out = std::process::Command::new("unzip")
@@ -525,17 +614,8 @@ async fn ufo_bolds_one_word_by_name_in_writer_and_saves_docx() {
         "docx:MS Word 2007 XML",
     )
     .await;
-    let w =
-        o.d.launch_app("office")
-            .await
-            .unwrap_or_else(|e| panic!("cannot launch Writer: {e}"));
-    // LibreOffice fills its window a few seconds after showing it
-    observe_until(
-        &o.d,
-        &w.id,
-        "the paragraph and the Bold button",
-        Duration::from_secs(30),
-        |obs| {
+    let (w, _) = o
+        .open("the paragraph and the Bold button", |obs| {
             obs.controls
                 .iter()
                 .any(|c| c.role == "paragraph" && c.name == "First line of the letter.")
@@ -543,66 +623,55 @@ async fn ufo_bolds_one_word_by_name_in_writer_and_saves_docx() {
                     .controls
                     .iter()
                     .any(|c| c.role == "toggle button" && c.name == "Bold")
-        },
-    )
-    .await;
+        })
+        .await;
     let title = title_now(&o.d, &w.id).await;
-    let before = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
-    let lines = [
-        answer(
-            "host",
-            &title,
-            "",
-            serde_json::json!({}),
-            "ASSIGN",
-            &[&title],
-        ),
-        // the document, the paragraph and the font boxes are listed by name
-        answer(
-            "app",
-            "letter - LibreOffice Document",
-            "type_keys",
-            serde_json::json!({"keys": "{ctrl+END}{ENTER}Hello brave world{ctrl+shift+LEFT}"}),
-            "CONTINUE",
-            &[
-                "document text \"letter - LibreOffice Document\"",
-                "paragraph \"First line of the letter.\"",
-                "toggle button \"Bold\"",
-                "text \"Font Name\"",
-                "text \"Font Size\"",
-                "text \"Paragraph Style\"",
-            ],
-        ),
-        answer(
-            "app",
-            "Bold",
-            "click",
-            serde_json::json!({}),
-            "SCREENSHOT",
-            &["paragraph \"Hello brave world\"", "toggle button \"Bold\""],
-        ),
-        // the Bold button shows it is pressed (LibreOffice gives its state as a value)
-        answer(
-            "app",
-            "Hello brave world",
-            "type_keys",
-            serde_json::json!({"keys": "{ctrl+s}"}),
-            "SCREENSHOT",
-            &[
-                "paragraph \"Hello brave world\"",
-                "toggle button \"Bold\" value: \"checked\"",
-            ],
-        ),
-        answer(
-            "app",
-            "Use Word 2007\u{2013}365 Format",
-            "click",
-            serde_json::json!({}),
-            "FINISH",
-            &["button \"Use Word 2007\u{2013}365 Format\""],
-        ),
-        answer("host", "", "", serde_json::json!({}), "FINISH", &[]),
-    ];
+    let before = o.written_at();
+    let lines = session(
+        &title,
+        vec![
+            // the document, the paragraph and the font boxes are listed by name
+            keys(
+                "letter - LibreOffice Document",
+                "{ctrl+END}{ENTER}Hello brave world{ctrl+shift+LEFT}",
+                "CONTINUE",
+                &[
+                    "document text \"letter - LibreOffice Document\"",
+                    "paragraph \"First line of the letter.\"",
+                    "toggle button \"Bold\"",
+                    "text \"Font Name\"",
+                    "text \"Font Size\"",
+                    "text \"Paragraph Style\"",
+                ],
+            ),
+            answer(
+                "app",
+                "Bold",
+                "click",
+                serde_json::json!({}),
+                "SCREENSHOT",
+                &["paragraph \"Hello brave world\"", "toggle button \"Bold\""],
+            ),
+            // the Bold button shows it is pressed (LibreOffice gives its state as a value)
+            keys(
+                "Hello brave world",
+                "{ctrl+s}",
+                "SCREENSHOT",
+                &[
+                    "paragraph \"Hello brave world\"",
+                    "toggle button \"Bold\" value: \"checked\"",
+                ],
+            ),
+            answer(
+                "app",
+                "Use Word 2007\u{2013}365 Format",
+                "click",
+                serde_json::json!({}),
+                "FINISH",
+                &["button \"Use Word 2007\u{2013}365 Format\""],
+            ),
+        ],
+    );
     let said = run_ufo_script(
         o.guard._dir.path(),
         &lines,
@@ -666,75 +735,54 @@ async fn ufo_sets_the_title_of_slide_two_in_impress_and_saves_pptx() {
         "pptx:Impress MS PowerPoint 2007 XML",
     )
     .await;
-    let w =
-        o.d.launch_app("office")
-            .await
-            .unwrap_or_else(|e| panic!("cannot launch Impress: {e}"));
-    observe_until(
-        &o.d,
-        &w.id,
-        "the slides panel",
-        Duration::from_secs(30),
-        |obs| {
+    let (w, _) = o
+        .open("the slides panel", |obs| {
             obs.controls.iter().any(|c| c.name == "Slide 2")
                 && obs
                     .controls
                     .iter()
                     .any(|c| c.role == "paragraph" && c.name == "Opening")
-        },
-    )
-    .await;
+        })
+        .await;
     let title = title_now(&o.d, &w.id).await;
-    let before = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
-    let lines = [
-        answer(
-            "host",
-            &title,
-            "",
-            serde_json::json!({}),
-            "ASSIGN",
-            &[&title],
-        ),
-        // the slides panel's slides, slide 1's title and the layouts are listed by name
-        answer(
-            "app",
-            "Slide 2",
-            "click",
-            serde_json::json!({}),
-            "CONTINUE",
-            &[
-                "\"Slide 1\"",
-                "\"Slide 2\"",
-                "paragraph \"Opening\"",
-                "list item \"Title, Content\"",
-            ],
-        ),
-        answer(
-            "app",
-            "Old title",
-            "set_text",
-            serde_json::json!({"text": "Quarterly results"}),
-            "CONTINUE",
-            &["paragraph \"Old title\""],
-        ),
-        answer(
-            "app",
-            "Quarterly results",
-            "type_keys",
-            serde_json::json!({"keys": "{ctrl+s}"}),
-            "SCREENSHOT",
-            &["paragraph \"Quarterly results\""],
-        ),
-        answer(
-            "app",
-            "Use PowerPoint 2007\u{2013}365 Format",
-            "click",
-            serde_json::json!({}),
-            "FINISH",
-            &["button \"Use PowerPoint 2007\u{2013}365 Format\""],
-        ),
-        answer("host", "", "", serde_json::json!({}), "FINISH", &[]),
-    ];
+    let before = o.written_at();
+    let lines = session(
+        &title,
+        vec![
+            // the slides panel's slides, slide 1's title and the layouts are listed by name
+            click(
+                "Slide 2",
+                &[
+                    "\"Slide 1\"",
+                    "\"Slide 2\"",
+                    "paragraph \"Opening\"",
+                    "list item \"Title, Content\"",
+                ],
+            ),
+            answer(
+                "app",
+                "Old title",
+                "set_text",
+                serde_json::json!({"text": "Quarterly results"}),
+                "CONTINUE",
+                &["paragraph \"Old title\""],
+            ),
+            keys(
+                "Quarterly results",
+                "{ctrl+s}",
+                "SCREENSHOT",
+                &["paragraph \"Quarterly results\""],
+            ),
+            answer(
+                "app",
+                "Use PowerPoint 2007\u{2013}365 Format",
+                "click",
+                serde_json::json!({}),
+                "FINISH",
+                &["button \"Use PowerPoint 2007\u{2013}365 Format\""],
+            ),
+        ],
+    );
     let said = run_ufo_script(
         o.guard._dir.path(),
         &lines,
@@ -1112,43 +1160,26 @@ async fn ufo_clicks_an_untitled_slide_and_a_placeholder_by_name_in_impress() {
     let _turn = SERIAL.lock().await;
     let flat = untitled_deck();
     let o = office_with("presentation", "deck.fodp", &flat, "odp").await;
-    let w =
-        o.d.launch_app("office")
-            .await
-            .unwrap_or_else(|e| panic!("cannot launch Impress: {e}"));
-    let pid = w.pid.expect("Impress's window has a pid");
-    observe_until(
-        &o.d,
-        &w.id,
-        "the slides panel",
-        Duration::from_secs(30),
-        |obs| {
+    let (w, _) = o
+        .open("the slides panel", |obs| {
             obs.controls.iter().any(|c| c.name == "Slide 2")
                 && obs.controls.iter().any(|c| c.name == "Opening")
-        },
-    )
-    .await;
+        })
+        .await;
+    let pid = w.pid.expect("Impress's window has a pid");
     let title = title_now(&o.d, &w.id).await;
     let work = o.guard._dir.path();
-    let lines = [
-        answer(
-            "host",
-            &title,
-            "",
-            serde_json::json!({}),
-            "ASSIGN",
-            &[&title],
-        ),
-        answer(
+    let lines = session(
+        &title,
+        vec![answer(
             "app",
             "Slide 2",
             "click",
             serde_json::json!({}),
             "FINISH",
             &["\"Slide 1\"", "\"Slide 2\""],
-        ),
-        answer("host", "", "", serde_json::json!({}), "FINISH", &[]),
-    ];
+        )],
+    );
     run_ufo_script(work, &lines, "In Impress go to slide 2").await;
     // off ufo: the slide shown is slide 2
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -1163,44 +1194,20 @@ async fn ufo_clicks_an_untitled_slide_and_a_placeholder_by_name_in_impress() {
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    let before = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
-    let lines = [
-        answer(
-            "host",
-            &title,
-            "",
-            serde_json::json!({}),
-            "ASSIGN",
-            &[&title],
-        ),
-        // the current slide's shapes are listed by their names
-        answer(
-            "app",
-            "Content Placeholder 2",
-            "click",
-            serde_json::json!({}),
-            "CONTINUE",
-            &["\"Title 1\"", "\"Content Placeholder 2\""],
-        ),
-        // typed into the shape, where the click left the text cursor
-        answer(
-            "app",
-            "Content Placeholder 2",
-            "type_keys",
-            serde_json::json!({"keys": "Quarterly results"}),
-            "CONTINUE",
-            &[],
-        ),
-        answer(
-            "app",
-            "deck - LibreOffice Presentation",
-            "type_keys",
-            serde_json::json!({"keys": "{ESC}{ctrl+s}"}),
-            "FINISH",
-            &["\"Quarterly results\""],
-        ),
-        answer("host", "", "", serde_json::json!({}), "FINISH", &[]),
-    ];
+    let before = o.written_at();
+    let lines = session(
+        &title,
+        [
+            // the current slide's shapes are listed by their names; typed into the shape,
+            // where the click left the text cursor
+            vec![click(
+                "Content Placeholder 2",
+                &["\"Title 1\"", "\"Content Placeholder 2\""],
+            )],
+            type_and_save_deck("Content Placeholder 2", "Quarterly results"),
+        ]
+        .concat(),
+    );
     // a second session: its own trajectory folder
     let second = work.join("second");
     std::fs::create_dir_all(&second).unwrap();
@@ -1211,18 +1218,7 @@ async fn ufo_clicks_an_untitled_slide_and_a_placeholder_by_name_in_impress() {
     )
     .await;
     let xml = saved_member(&o.doc, before, "content.xml", &said).await;
-    let pages: Vec<&str> = xml.split("<draw:page ").skip(1).collect();
-    assert_eq!(pages.len(), 2, "{xml}");
-    let outline = pages[1]
-        .split("<draw:frame ")
-        .find(|f| f.contains("draw:name=\"Content Placeholder 2\""))
-        .unwrap_or_else(|| panic!("slide 2 has no Content Placeholder 2: {}", pages[1]));
-    assert!(
-        outline.contains("Quarterly results"),
-        "{}\nufo said:\n{said}",
-        pages[1]
-    );
-    assert!(!pages[0].contains("Quarterly results"), "{}", pages[0]);
+    assert_only_slide_two_holds(&xml, "Content Placeholder 2", "Quarterly results", &said);
     drop(o.guard);
 }
 
@@ -1358,21 +1354,12 @@ async fn an_impress_shape_and_its_paragraph_are_one_control_reached_by_either_na
     }
     let _turn = SERIAL.lock().await;
     let o = office_with("presentation", "deck.fodp", &titled_deck(), "odp").await;
-    let w =
-        o.d.launch_app("office")
-            .await
-            .unwrap_or_else(|e| panic!("cannot launch Impress: {e}"));
-    let obs = observe_until(
-        &o.d,
-        &w.id,
-        "the slide's shapes",
-        Duration::from_secs(30),
-        |obs| {
+    let (w, obs) = o
+        .open("the slide's shapes", |obs| {
             obs.controls.iter().any(|c| c.name == "Title 1")
                 && obs.controls.iter().any(|c| c.name == "Second point")
-        },
-    )
-    .await;
+        })
+        .await;
     // listed once: no line of its own for the paragraph
     let showing: Vec<&ufo_core::Control> = obs
         .controls
@@ -1397,42 +1384,34 @@ async fn an_impress_shape_and_its_paragraph_are_one_control_reached_by_either_na
         );
     }
     let title = title_now(&o.d, &w.id).await;
-    let before = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
-    let lines = [
-        answer(
-            "host",
-            &title,
-            "",
-            serde_json::json!({}),
-            "ASSIGN",
-            &[&title],
-        ),
-        answer(
-            "app",
-            "Old title",
-            "set_text",
-            serde_json::json!({"text": "Quarterly results"}),
-            "CONTINUE",
-            &["panel \"Title 1\" value: \"Old title\""],
-        ),
-        answer(
-            "app",
-            "Title 1",
-            "set_text",
-            serde_json::json!({"text": "Final results"}),
-            "CONTINUE",
-            &["panel \"Title 1\" value: \"Quarterly results\""],
-        ),
-        answer(
-            "app",
-            "deck - LibreOffice Presentation",
-            "type_keys",
-            serde_json::json!({"keys": "{ESC}{ctrl+s}"}),
-            "FINISH",
-            &["panel \"Title 1\" value: \"Final results\""],
-        ),
-        answer("host", "", "", serde_json::json!({}), "FINISH", &[]),
-    ];
+    let before = o.written_at();
+    let lines = session(
+        &title,
+        vec![
+            answer(
+                "app",
+                "Old title",
+                "set_text",
+                serde_json::json!({"text": "Quarterly results"}),
+                "CONTINUE",
+                &["panel \"Title 1\" value: \"Old title\""],
+            ),
+            answer(
+                "app",
+                "Title 1",
+                "set_text",
+                serde_json::json!({"text": "Final results"}),
+                "CONTINUE",
+                &["panel \"Title 1\" value: \"Quarterly results\""],
+            ),
+            keys(
+                "deck - LibreOffice Presentation",
+                "{ESC}{ctrl+s}",
+                "FINISH",
+                &["panel \"Title 1\" value: \"Final results\""],
+            ),
+        ],
+    );
     let said = run_ufo_script(
         o.guard._dir.path(),
         &lines,
@@ -1499,82 +1478,39 @@ async fn an_open_submenus_item_wins_over_a_sidebar_button_of_its_name_in_impress
         !aligned(&styles_of(&original, slide_frame(&original, "Title 1"))),
         "the title starts right-aligned: {original}"
     );
-    let w =
-        o.d.launch_app("office")
-            .await
-            .unwrap_or_else(|e| panic!("cannot launch Impress: {e}"));
-    observe_until(
-        &o.d,
-        &w.id,
-        "the slide's shapes",
-        Duration::from_secs(30),
-        |obs| obs.controls.iter().any(|c| c.name == "Title 1"),
-    )
-    .await;
+    let (w, _) = o
+        .open("the slide's shapes", |obs| {
+            obs.controls.iter().any(|c| c.name == "Title 1")
+        })
+        .await;
     let title = title_now(&o.d, &w.id).await;
-    let before = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
-    let lines = [
-        answer(
-            "host",
-            &title,
-            "",
-            serde_json::json!({}),
-            "ASSIGN",
-            &[&title],
-        ),
-        // the slide first (a fresh LibreOffice window's rectangles are right once it was
-        // clicked: a first click on the title was once aimed 25 px above it)
-        answer(
-            "app",
-            "Slide 1",
-            "click",
-            serde_json::json!({}),
-            "CONTINUE",
-            &["panel \"Slide 1\""],
-        ),
-        answer(
-            "app",
-            "Title 1",
-            "click",
-            serde_json::json!({}),
-            "CONTINUE",
-            &["panel \"Title 1\""],
-        ),
-        // the sidebar has a toggle button "Format" too: the menu is named by its line
-        answer(
-            "app",
-            "menu \"Format\"",
-            "click",
-            serde_json::json!({}),
-            "CONTINUE",
-            &["menu \"Format\""],
-        ),
-        answer(
-            "app",
-            "Align Text",
-            "click",
-            serde_json::json!({}),
-            "CONTINUE",
-            &["menu \"Align Text\""],
-        ),
-        answer(
-            "app",
-            "Right",
-            "click",
-            serde_json::json!({}),
-            "CONTINUE",
-            &["radio menu item \"Right\"", "button \"Right\""],
-        ),
-        answer(
-            "app",
-            "deck - LibreOffice Presentation",
-            "type_keys",
-            serde_json::json!({"keys": "{ESC}{ESC}{ctrl+s}"}),
-            "FINISH",
-            &[],
-        ),
-        answer("host", "", "", serde_json::json!({}), "FINISH", &[]),
-    ];
+    let before = o.written_at();
+    let lines = session(
+        &title,
+        vec![
+            // the slide first (a fresh LibreOffice window's rectangles are right once it was
+            // clicked: a first click on the title was once aimed 25 px above it)
+            click("Slide 1", &["panel \"Slide 1\""]),
+            click("Title 1", &["panel \"Title 1\""]),
+            // the sidebar has a toggle button "Format" too: the menu is named by its line
+            answer(
+                "app",
+                "menu \"Format\"",
+                "click",
+                serde_json::json!({}),
+                "CONTINUE",
+                &["menu \"Format\""],
+            ),
+            click("Align Text", &["menu \"Align Text\""]),
+            click("Right", &["radio menu item \"Right\"", "button \"Right\""]),
+            keys(
+                "deck - LibreOffice Presentation",
+                "{ESC}{ESC}{ctrl+s}",
+                "FINISH",
+                &[],
+            ),
+        ],
+    );
     let said = run_ufo_script(
         o.guard._dir.path(),
         &lines,
@@ -1621,22 +1557,13 @@ async fn an_observation_after_a_slide_click_lists_that_slides_shapes() {
         frame("Content Placeholder 4", "Body of two", "4.5cm"),
     );
     let o = office_with("presentation", "deck.fodp", &flat, "odp").await;
-    let w =
-        o.d.launch_app("office")
-            .await
-            .unwrap_or_else(|e| panic!("cannot launch Impress: {e}"));
-    let pid = w.pid.expect("Impress's window has a pid");
-    observe_until(
-        &o.d,
-        &w.id,
-        "the slides panel",
-        Duration::from_secs(30),
-        |obs| {
+    let (w, _) = o
+        .open("the slides panel", |obs| {
             obs.controls.iter().any(|c| c.name == "Slide 2")
                 && obs.controls.iter().any(|c| c.name == "Title 1")
-        },
-    )
-    .await;
+        })
+        .await;
+    let pid = w.pid.expect("Impress's window has a pid");
     let shapes_of = |slide: &str| -> &[&str] {
         if slide == "Slide 1" {
             &["Title 1"]
@@ -1711,66 +1638,25 @@ async fn ufo_types_into_a_placeholder_right_after_switching_slides_in_impress() 
     }
     let _turn = SERIAL.lock().await;
     let o = office_with("presentation", "deck.fodp", &untitled_deck(), "odp").await;
-    let w =
-        o.d.launch_app("office")
-            .await
-            .unwrap_or_else(|e| panic!("cannot launch Impress: {e}"));
-    observe_until(
-        &o.d,
-        &w.id,
-        "the slides panel",
-        Duration::from_secs(30),
-        |obs| {
+    let (w, _) = o
+        .open("the slides panel", |obs| {
             obs.controls.iter().any(|c| c.name == "Slide 2")
                 && obs.controls.iter().any(|c| c.name == "Opening")
-        },
-    )
-    .await;
+        })
+        .await;
     let title = title_now(&o.d, &w.id).await;
-    let before = std::fs::metadata(&o.doc).and_then(|m| m.modified()).ok();
-    let lines = [
-        answer(
-            "host",
-            &title,
-            "",
-            serde_json::json!({}),
-            "ASSIGN",
-            &[&title],
-        ),
-        answer(
-            "app",
-            "Slide 2",
-            "click",
-            serde_json::json!({}),
-            "CONTINUE",
-            &["\"Slide 2\""],
-        ),
-        answer(
-            "app",
-            "Content Placeholder 2",
-            "click",
-            serde_json::json!({}),
-            "CONTINUE",
-            &["\"Content Placeholder 2\""],
-        ),
-        answer(
-            "app",
-            "Content Placeholder 2",
-            "type_keys",
-            serde_json::json!({"keys": "Quarterly results"}),
-            "CONTINUE",
-            &[],
-        ),
-        answer(
-            "app",
-            "deck - LibreOffice Presentation",
-            "type_keys",
-            serde_json::json!({"keys": "{ESC}{ctrl+s}"}),
-            "FINISH",
-            &["\"Quarterly results\""],
-        ),
-        answer("host", "", "", serde_json::json!({}), "FINISH", &[]),
-    ];
+    let before = o.written_at();
+    let lines = session(
+        &title,
+        [
+            vec![
+                click("Slide 2", &["\"Slide 2\""]),
+                click("Content Placeholder 2", &["\"Content Placeholder 2\""]),
+            ],
+            type_and_save_deck("Content Placeholder 2", "Quarterly results"),
+        ]
+        .concat(),
+    );
     let said = run_ufo_script(
         o.guard._dir.path(),
         &lines,
@@ -1778,14 +1664,6 @@ async fn ufo_types_into_a_placeholder_right_after_switching_slides_in_impress() 
     )
     .await;
     let xml = saved_member(&o.doc, before, "content.xml", &said).await;
-    let pages: Vec<&str> = xml.split("<draw:page ").skip(1).collect();
-    assert_eq!(pages.len(), 2, "{xml}");
-    let outline = slide_frame(pages[1], "Content Placeholder 2");
-    assert!(
-        outline.contains("Quarterly results"),
-        "{}\nufo said:\n{said}",
-        pages[1]
-    );
-    assert!(!pages[0].contains("Quarterly results"), "{}", pages[0]);
+    assert_only_slide_two_holds(&xml, "Content Placeholder 2", "Quarterly results", &said);
     drop(o.guard);
 }
