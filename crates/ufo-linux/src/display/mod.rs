@@ -38,6 +38,7 @@ pub(crate) mod pipewire;
 pub(crate) mod pixels;
 pub(crate) mod watch;
 mod window;
+pub(crate) mod wl_client;
 pub(crate) mod wlroots;
 pub(crate) mod x11;
 

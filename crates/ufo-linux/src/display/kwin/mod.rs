@@ -36,7 +36,7 @@ use crate::error::cause;
 use crate::LinuxError;
 use bus::Bus;
 use cast::Casts;
-use input::{Input, Opened};
+use input::{time_to_land, Input, Opened};
 use layout::Piece;
 use script::{Job, Listed};
 use watch::{lock, Ids, Watch};
@@ -409,6 +409,18 @@ impl Worker {
         );
     }
 
+    /// Send the planned pieces in order, each paste given time to land before what follows
+    /// (the thread's bus tasks run meanwhile); one round trip at the end.
+    async fn type_pieces(&mut self, pieces: &[Piece]) -> Result<(), LinuxError> {
+        for p in pieces {
+            if let Some(pasted) = self.input.send(p)? {
+                let left = time_to_land(pasted).saturating_sub(pasted.closed.elapsed());
+                tokio::time::sleep(left).await;
+            }
+        }
+        self.input.sync()
+    }
+
     async fn serve_one(&mut self, cmd: Command) {
         if let Err(e) = self.input.pump() {
             tracing::warn!("the KWin Wayland connection broke: {e}");
@@ -436,7 +448,7 @@ impl Worker {
                 let _ = reply.send(self.input.click(x, y, button, count));
             }
             Command::Keys(pieces, r) => {
-                let _ = r.send(self.input.keys(&pieces));
+                let _ = r.send(self.type_pieces(&pieces).await);
             }
             Command::StreamWindow(id, r) => {
                 let uuid = lock(&self.ids).uuid(id);

@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 use wayland_client::backend::ObjectId;
 use wayland_client::globals::{registry_queue_init, GlobalList, GlobalListContents};
 use wayland_client::protocol::wl_buffer::WlBuffer;
-use wayland_client::protocol::wl_callback::{self, WlCallback};
+use wayland_client::protocol::wl_callback::WlCallback;
 use wayland_client::protocol::wl_keyboard::KeyState;
-use wayland_client::protocol::wl_output::{self, WlOutput};
+use wayland_client::protocol::wl_output::WlOutput;
 use wayland_client::protocol::wl_pointer::{Axis, AxisSource, ButtonState};
-use wayland_client::protocol::wl_registry::{self, WlRegistry};
+use wayland_client::protocol::wl_registry::WlRegistry;
 use wayland_client::protocol::wl_seat::WlSeat;
 use wayland_client::protocol::wl_shm::{self, WlShm};
 use wayland_client::protocol::wl_shm_pool::WlShmPool;
@@ -50,6 +50,7 @@ use super::sway::Ipc;
 use super::watch::{Damage, Watch, WatchFrame};
 use crate::display::choice::{compositor_of, Compositor};
 use crate::display::keys::KeyStep;
+use crate::display::wl_client::{Common, KeepsOutputSize};
 use crate::display::WinId;
 use crate::error::cause;
 use crate::LinuxError;
@@ -603,56 +604,13 @@ impl Session {
     }
 }
 
-impl Dispatch<WlRegistry, GlobalListContents> for State {
-    fn event(
-        _: &mut Self,
-        _: &WlRegistry,
-        _: wl_registry::Event,
-        _: &GlobalListContents,
-        _: &Connection,
-        _: &QueueHandle<Self>,
-    ) {
-    }
-}
+wayland_client::delegate_dispatch!(State: [WlRegistry: GlobalListContents] => Common);
+wayland_client::delegate_dispatch!(State: [WlCallback: Arc<AtomicBool>] => Common);
+wayland_client::delegate_dispatch!(State: [WlOutput: ()] => Common);
 
-impl Dispatch<WlCallback, Arc<AtomicBool>> for State {
-    fn event(
-        _: &mut Self,
-        _: &WlCallback,
-        ev: wl_callback::Event,
-        done: &Arc<AtomicBool>,
-        _: &Connection,
-        _: &QueueHandle<Self>,
-    ) {
-        if let wl_callback::Event::Done { .. } = ev {
-            done.store(true, Ordering::Release);
-        }
-    }
-}
-
-impl Dispatch<WlOutput, ()> for State {
-    fn event(
-        s: &mut Self,
-        _: &WlOutput,
-        ev: wl_output::Event,
-        _: &(),
-        _: &Connection,
-        _: &QueueHandle<Self>,
-    ) {
-        if let wl_output::Event::Mode {
-            flags,
-            width,
-            height,
-            ..
-        } = ev
-        {
-            let current = flags
-                .into_result()
-                .is_ok_and(|f| f.contains(wl_output::Mode::Current));
-            if current || s.output_size.is_none() {
-                s.output_size = Some((width.max(0) as u32, height.max(0) as u32));
-            }
-        }
+impl KeepsOutputSize for State {
+    fn output_size_mut(&mut self) -> &mut Option<(u32, u32)> {
+        &mut self.output_size
     }
 }
 
