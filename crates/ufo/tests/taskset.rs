@@ -1320,19 +1320,6 @@ fn impress_title(ctx: &Ctx) -> Task {
     )
 }
 
-/// GNOME Clocks' settings as `gsettings get org.gnome.clocks world-clocks` reads them from
-/// the task's HOME (the keyfile the task's Clocks writes).
-fn clocks_world(ctx: &Ctx) -> Result<String, String> {
-    let out = Command::new("gsettings")
-        .args(["get", "org.gnome.clocks", "world-clocks"])
-        .env("GSETTINGS_BACKEND", "keyfile")
-        .env("XDG_CONFIG_HOME", ctx.home.join(".config"))
-        .env("HOME", &ctx.home)
-        .output()
-        .map_err(|e| format!("gsettings does not run: {e}"))?;
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
 /// Issue 46: GNOME Clocks (GTK 4): "Add Location", a search for the city, its first result,
 /// "Add" (its mnemonic is no part of its name). The search field has no name: the model
 /// names it by its label, as its line reads `[3] entry ""`; the first result, whose name
@@ -1363,7 +1350,7 @@ fn clocks_add_city(_ctx: &Ctx) -> Task {
         lines,
         Box::new(|ctx| {
             eventually(Duration::from_secs(5), || {
-                let clocks = clocks_world(ctx)?;
+                let clocks = common::clocks_world_clocks(&ctx.home)?;
                 if clocks.contains("'Berlin'") {
                     Ok(())
                 } else {
