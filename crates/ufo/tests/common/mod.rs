@@ -660,3 +660,18 @@ pub fn gate_run_args(
     args.push(request.into());
     args
 }
+
+/// GNOME Clocks' world clocks as `gsettings get org.gnome.clocks world-clocks` reads them
+/// (not ufo) from the keyfile a Clocks started with `GSETTINGS_BACKEND=keyfile` and this
+/// `home` writes (the test session keeps GSettings in memory, out of reach of another
+/// process).
+pub fn clocks_world_clocks(home: &Path) -> Result<String, String> {
+    let out = std::process::Command::new("gsettings")
+        .args(["get", "org.gnome.clocks", "world-clocks"])
+        .env("GSETTINGS_BACKEND", "keyfile")
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("HOME", home)
+        .output()
+        .map_err(|e| format!("gsettings does not run: {e}"))?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
