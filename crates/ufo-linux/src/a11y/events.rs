@@ -150,6 +150,27 @@ fn cache_body_path(msg: &zbus::Message, member: &str) -> Option<String> {
     }
 }
 
+/// Ask the applications, through the registry, to send the events of kind `event`
+/// (`"object:"`, `"object:state-changed:showing"`); whether the registry took it (with the
+/// properties argument newer registries take, else without).
+pub(crate) async fn register_event(
+    conn: &zbus::Connection,
+    timeout: Duration,
+    event: &str,
+) -> bool {
+    const REG: &str = "org.a11y.atspi.Registry";
+    const PATH: &str = "/org/a11y/atspi/registry";
+    let props: Vec<String> = Vec::new();
+    let with_props = (event, props, "");
+    let call = conn.call_method(Some(REG), PATH, Some(REG), "RegisterEvent", &with_props);
+    if matches!(tokio::time::timeout(timeout, call).await, Ok(Ok(_))) {
+        return true;
+    }
+    let bare = (event,);
+    let call = conn.call_method(Some(REG), PATH, Some(REG), "RegisterEvent", &bare);
+    matches!(tokio::time::timeout(timeout, call).await, Ok(Ok(_)))
+}
+
 /// Asks a listening task to take every message already received, then answer.
 pub(crate) type SyncSender = mpsc::Sender<oneshot::Sender<()>>;
 
@@ -248,21 +269,9 @@ impl Changes {
             .registered
             .get_or_init(|| async {
                 first = true;
-                let (conn, timeout) = (&self.conn, self.timeout);
-                const REG: &str = "org.a11y.atspi.Registry";
-                const PATH: &str = "/org/a11y/atspi/registry";
                 for event in ["object:", "window:", "focus:"] {
-                    let props: Vec<String> = Vec::new();
-                    let with_props = (event, props, "");
-                    let call =
-                        conn.call_method(Some(REG), PATH, Some(REG), "RegisterEvent", &with_props);
-                    if !matches!(tokio::time::timeout(timeout, call).await, Ok(Ok(_))) {
-                        let bare = (event,);
-                        let call =
-                            conn.call_method(Some(REG), PATH, Some(REG), "RegisterEvent", &bare);
-                        if !matches!(tokio::time::timeout(timeout, call).await, Ok(Ok(_))) {
-                            return false;
-                        }
+                    if !register_event(&self.conn, self.timeout, event).await {
+                        return false;
                     }
                 }
                 true

@@ -299,7 +299,12 @@ mod tests {
     fn an_icon_views_items_are_one_control_each() {
         let icon = |x: i32, y: i32, name: &str| Cell {
             table: "/view".into(),
-            rect: Rect { x, y, w: 115, h: 87 },
+            rect: Rect {
+                x,
+                y,
+                w: 115,
+                h: 87,
+            },
             name: name.into(),
         };
         let cells = vec![
