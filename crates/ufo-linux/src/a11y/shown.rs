@@ -80,17 +80,21 @@ impl Shown {
         }
     }
 
-    /// Listen to `app`'s announcements from now on (nothing when listened to already).
-    pub(crate) async fn watch(&self, app: &str) {
-        self.watch_of(app).await;
+    /// Listen to `app`'s announcements from now on (nothing when listened to already);
+    /// whether this call started listening.
+    pub(crate) async fn watch(&self, app: &str) -> bool {
+        let mut first = false;
+        self.watch_of(app, &mut first).await;
+        first
     }
 
-    async fn watch_of(&self, app: &str) -> Option<Arc<Watch>> {
+    async fn watch_of(&self, app: &str, first: &mut bool) -> Option<Arc<Watch>> {
         let w = {
             let mut watches = self.watches.lock().await;
             if let Some(w) = watches.get(app) {
                 return w.clone();
             }
+            *first = true;
             if watches.len() >= crate::a11y::bus::MAX_APPS_REMEMBERED {
                 watches.clear();
             }

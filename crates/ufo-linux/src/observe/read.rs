@@ -23,6 +23,9 @@ use crate::display::{extents_origin, extents_relative, position_unknown, Display
 use crate::vocab::{role, state};
 use crate::LinuxError;
 
+/// The most menus of a Qt menu bar listed before its popups are read (`prime_menus`).
+const MAX_PRIMED: usize = 16;
+
 /// The most GTK 4 popovers of a window checked for being closed.
 const MAX_POPOVERS: usize = 16;
 
@@ -167,7 +170,8 @@ impl Observer<'_> {
         let (Some(bus), true) = (main_bus, frames.contains_key(&main.id)) else {
             return popups;
         };
-        let unlisted = self.add_shown_popups(bus, &mut reading.trees).await;
+        let frame = frames.get(&main.id).map(String::as_str).unwrap_or_default();
+        let unlisted = self.add_shown_popups(bus, frame, &mut reading.trees).await;
         let taken: Vec<String> = frames.values().cloned().collect();
         let found = self
             .popups_of(bus, &reading.trees, main, &located.windows, &taken)
@@ -202,20 +206,25 @@ impl Observer<'_> {
     /// list (a11y/shown.rs: its context and tool button menus), read live and put under its
     /// root while they are open, so that they are found as the popups of its window. The
     /// application is listened to from its first observation on (before that, nothing).
-    /// Returns the popups put in.
+    /// Returns the popups put in. At the first observation of the application its menu
+    /// bar's menus are listed once (`prime_menus`).
     async fn add_shown_popups(
         &self,
         bus: &str,
+        frame: &str,
         trees: &mut HashMap<String, AppTree>,
     ) -> HashSet<String> {
         let mut added = HashSet::new();
         if !self.apps.is_qt(self.bus, bus).await {
             return added;
         }
-        self.bus.shown.watch(bus).await;
+        let first = self.bus.shown.watch(bus).await;
         let Some(tree) = trees.get(bus) else {
             return added;
         };
+        if first {
+            self.prime_menus(bus, tree, frame).await;
+        }
         let first = tree.kids(crate::vocab::ROOT_PATH).len();
         let unlisted: Vec<String> = self
             .bus
@@ -240,6 +249,33 @@ impl Observer<'_> {
             tree.sort_children();
         }
         added
+    }
+
+    /// Qt makes one accessible object per action, for the first menu that lists it, and
+    /// answers nothing for it once that menu is gone: Dolphin makes a context menu at each
+    /// right click, and the actions it shares with the menu bar ("Rename...", "Copy") were
+    /// null objects in every later context menu. Listing the menu bar's menus (hidden or
+    /// not) before any popup opens makes those menus, which live as long as the window,
+    /// the owners (about 2 calls per menu; at most [`MAX_PRIMED`] menus).
+    async fn prime_menus(&self, bus: &str, tree: &AppTree, frame: &str) {
+        let bars: Vec<String> = tree
+            .subtree(frame, self.config.walk_max_nodes)
+            .into_iter()
+            .filter(|n| n.role == role::MENU_BAR)
+            .take(2)
+            .map(|n| n.path.clone())
+            .collect();
+        for bar in bars {
+            let Ok(menus) = self.bus.children(bus, &bar).await else {
+                continue;
+            };
+            futures::future::join_all(menus.iter().take(MAX_PRIMED).map(|m| async move {
+                for popup in self.bus.children(bus, m).await.unwrap_or_default() {
+                    let _ = self.bus.children(bus, &popup).await;
+                }
+            }))
+            .await;
+        }
     }
 
     /// A step of [`Self::read_popups`]: the entries of Qt popup `popup` (at `rect`) read live
