@@ -400,7 +400,7 @@ mod tests {
         assert_eq!((y(6), y(7)), (Some(479), Some(504)));
         assert_eq!((y(10), y(12)), (Some(531), Some(558)));
         // a run that does not fill its gap (a hidden action in it): left unplaced
-        let mut short = entries.clone();
+        let mut short = entries;
         short[5] = sep(502);
         let placed = entry_places(popup, &short);
         assert_eq!(placed[4], None);
