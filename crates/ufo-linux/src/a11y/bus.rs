@@ -702,7 +702,7 @@ impl A11yBus {
 }
 
 /// Most applications whose top-level windows are remembered.
-pub(crate) const MAX_APPS_REMEMBERED: usize = 256;
+const MAX_APPS_REMEMBERED: usize = 256;
 
 /// How many top-level windows of one application are read live per tree.
 pub(crate) const MAX_WINDOWS: usize = 64;

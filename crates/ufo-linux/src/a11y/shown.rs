@@ -19,6 +19,9 @@ use crate::a11y::events::{drain_synced, register_event, SyncSender};
 
 /// Objects kept per application (a menu and its submenus; older ones are dropped).
 pub(crate) const MAX_SHOWN: usize = 8;
+/// Most applications listened to at once (all are dropped when more come: applications come
+/// and go in a long session).
+const MAX_APPS: usize = 256;
 /// Signals queued for one application's task before the connection waits for it.
 const QUEUE: usize = 256;
 /// Longest wait for an application's ping and for its listening task.
@@ -95,7 +98,7 @@ impl Shown {
                 return w.clone();
             }
             *first = true;
-            if watches.len() >= crate::a11y::bus::MAX_APPS_REMEMBERED {
+            if watches.len() >= MAX_APPS {
                 watches.clear();
             }
             let w = self.listen(app).await.map(Arc::new);
