@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::a11y::events::{drain_synced, register_event, SyncSender};
+use crate::a11y::events::{drain_synced, register_event, signals, synced_with, SyncSender};
 
 /// Objects kept per application (a menu and its submenus; older ones are dropped).
 pub(crate) const MAX_SHOWN: usize = 8;
@@ -24,8 +24,6 @@ pub(crate) const MAX_SHOWN: usize = 8;
 const MAX_APPS: usize = 256;
 /// Signals queued for one application's task before the connection waits for it.
 const QUEUE: usize = 256;
-/// Longest wait for an application's ping and for its listening task.
-const SYNC_WAIT: Duration = Duration::from_millis(300);
 /// The event asked for.
 const EVENT: &str = "object:state-changed:showing";
 
@@ -126,13 +124,7 @@ impl Shown {
             .ok()?
             .build()
             .to_owned();
-        let stream = tokio::time::timeout(
-            self.timeout,
-            zbus::MessageStream::for_match_rule(rule, &self.conn, Some(QUEUE)),
-        )
-        .await
-        .ok()?
-        .ok()?;
+        let stream = signals(&self.conn, rule, self.timeout, QUEUE).await?;
         let log: Arc<Mutex<Log>> = Arc::default();
         let task_log = log.clone();
         let (sync, task) = drain_synced(stream, move |msg| {
@@ -154,21 +146,8 @@ impl Shown {
         let Some(watch) = self.watches.lock().await.get(app).cloned().flatten() else {
             return Vec::new();
         };
-        let ping = self.conn.call_method(
-            Some(app),
-            crate::vocab::ROOT_PATH,
-            Some("org.freedesktop.DBus.Peer"),
-            "Ping",
-            &(),
-        );
-        let _ = tokio::time::timeout(SYNC_WAIT, ping).await;
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        if tokio::time::timeout(SYNC_WAIT, watch.sync.send(tx))
-            .await
-            .is_ok_and(|r| r.is_ok())
-        {
-            let _ = tokio::time::timeout(SYNC_WAIT, rx).await;
-        }
+        // (not synced: what was taken is all there is)
+        let _ = synced_with(&self.conn, app, &watch.sync).await;
         let log = lock(&watch.log);
         log.0.clone()
     }
