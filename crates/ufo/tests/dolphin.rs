@@ -31,6 +31,14 @@ use serde_json::{json, Value};
 /// Live tests share one display: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// A test's temporary folder and the HOME ufo runs with in it.
+fn scene() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    (tmp, home)
+}
+
 /// A folder of its own with the files `names` (each holding its name), under `tmp`; its name
 /// is the window's title.
 fn folder(tmp: &Path, title: &str, names: &[&str]) -> PathBuf {
@@ -139,9 +147,7 @@ fn dolphins_icon_view_lists_each_file_as_one_control() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let home = tmp.path().join("home");
-    std::fs::create_dir_all(&home).expect("home");
+    let (tmp, home) = scene();
     let title = format!("icons-{}", std::process::id());
     let names = ["draft.txt", "notes.txt", "todo.txt"];
     let dir = folder(tmp.path(), &title, &names);
@@ -189,9 +195,7 @@ fn a_file_is_renamed_through_dolphins_context_menu() {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let home = tmp.path().join("home");
-    std::fs::create_dir_all(&home).expect("home");
+    let (tmp, home) = scene();
     let title = format!("context-{}", std::process::id());
     let dir = folder(tmp.path(), &title, &["draft.txt", "notes.txt"]);
     let _dolphin = start_dolphin(&dir, &home);
@@ -246,9 +250,7 @@ fn a_folder_is_made_through_dolphins_hamburger_menu() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     for xtest in ["1", "0"] {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let home = tmp.path().join("home");
-        std::fs::create_dir_all(&home).expect("home");
+        let (tmp, home) = scene();
         let title = format!("menu-{xtest}-{}", std::process::id());
         let dir = folder(tmp.path(), &title, &["draft.txt"]);
         let _dolphin = start_dolphin(&dir, &home);
