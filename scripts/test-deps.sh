@@ -17,8 +17,9 @@
 # (crates/ufo/tests/apps.rs and the task set), File Roller, Evince, Gnumeric, Inkscape and
 # gedit for the live naming tests (crates/ufo-linux/tests/names.rs), GNOME Clocks (GTK 4, its
 # buttons' mnemonics: crates/ufo/tests/apps.rs), Geany (GTK 3, its menu tool buttons:
-# crates/ufo-linux/tests/names.rs), AbiWord (GTK 3, its font size box: the task set), and
-# Xephyr for the `--watch` tests
+# crates/ufo-linux/tests/names.rs), AbiWord (GTK 3, its font size box: the task set), Dolphin
+# with Breeze's icons (KDE, its Qt popups: crates/ufo/tests/dolphin.rs; without an icon theme it
+# draws no item to click), and Xephyr for the `--watch` tests
 # (crates/ufo/tests/private.rs).
 # Installs only the missing packages, and only as root.
 #
@@ -133,7 +134,7 @@ install_sight() {
 install_apps() {
   _apt_install_missing install_apps chromium gimp thunar xfce4-terminal featherpad libgail-common libatk-adaptor xserver-xephyr \
     firefox-esr thunderbird gnome-text-editor kate kcalc file-roller evince gnumeric inkscape gedit idle \
-    gnome-clocks geany abiword
+    gnome-clocks geany abiword dolphin breeze-icon-theme
 }
 
 install_help() {

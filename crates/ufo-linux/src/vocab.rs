@@ -46,6 +46,7 @@ pub(crate) mod role {
     pub const MENU: u32 = Role::Menu as u32;
     pub const MENU_BAR: u32 = Role::MenuBar as u32;
     pub const MENU_ITEM: u32 = Role::MenuItem as u32;
+    pub const POPUP_MENU: u32 = Role::PopupMenu as u32;
     pub const PAGE_TAB: u32 = Role::PageTab as u32;
     pub const PAGE_TAB_LIST: u32 = Role::PageTabList as u32;
     pub const PANEL: u32 = Role::Panel as u32;

@@ -1452,6 +1452,48 @@ fn kate_save_b(ctx: &Ctx) -> Task {
     kate_save(ctx, "let answer = 42;", "main.rs")
 }
 
+// --- Dolphin (KDE's file manager) ---------------------------------------------------------
+
+/// A folder made through Dolphin's hamburger menu (issue 46: its Qt popups were never
+/// observed). Dolphin is started with `--new-window` (else it hands the folder to a Dolphin
+/// already on the session bus).
+fn dolphin_new_folder(ctx: &Ctx) -> Task {
+    let t = "Make a new folder called Receipts in my Documents folder with the file manager";
+    let docs = ctx.path("Documents");
+    let _ = std::fs::create_dir_all(&docs);
+    let _ = std::fs::write(docs.join("report.txt"), "Q3 report\n");
+    let lines = vec![
+        host_bash(
+            "No file manager is open.",
+            &format!("dolphin --new-window {} &", docs.display()),
+        ),
+        host_assign(t, "Documents"),
+        click("Open Menu"),
+        click("Create New"),
+        click("Folder..."),
+        set_text(
+            &format!("Create new folder in {}/", docs.display()),
+            "Receipts",
+        ),
+        click_done("OK"),
+        host_finish(),
+    ];
+    let made = docs.join("Receipts");
+    Task::new(
+        t,
+        lines,
+        Box::new(move |_| {
+            eventually(Duration::from_secs(5), || {
+                if made.is_dir() {
+                    Ok(())
+                } else {
+                    Err(format!("no folder {}", made.display()))
+                }
+            })
+        }),
+    )
+}
+
 // --- LibreOffice Calc launched by the host -------------------------------------------------
 
 const LIBREOFFICE_QUIET: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
@@ -1551,6 +1593,7 @@ const TASKS: &[(&str, &str, Builder)] = &[
     ("kate", "kate-save-b", kate_save_b),
     ("calc", "calc-a1-text", calc_a1_a),
     ("calc", "calc-a1-number", calc_a1_b),
+    ("dolphin", "dolphin-new-folder", dolphin_new_folder),
 ];
 
 // ---------------------------------------------------------------------------------------

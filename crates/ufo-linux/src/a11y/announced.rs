@@ -66,13 +66,7 @@ impl Announced {
             .ok()?
             .build()
             .to_owned();
-        let stream = tokio::time::timeout(
-            timeout,
-            zbus::MessageStream::for_match_rule(rule, conn, Some(QUEUE)),
-        )
-        .await
-        .ok()?
-        .ok()?;
+        let stream = crate::a11y::events::signals(conn, rule, timeout, QUEUE).await?;
         let items: Arc<Mutex<HashMap<String, Node>>> = Arc::default();
         let filed = Arc::clone(&items);
         let (sync, task) = drain_synced(stream, move |msg| {

@@ -17,6 +17,8 @@ struct Facts {
     relative: HashMap<String, bool>,
     /// bus name → whether the application is GTK2 (open menus need `crate::apps::menus`)
     gtk2: HashMap<String, bool>,
+    /// bus name → whether the application is Qt's (its popups come from a11y/shown.rs)
+    qt: HashMap<String, bool>,
     /// pid → bus name of applications on the accessibility bus (refreshed on a miss)
     bus_by_pid: HashMap<u32, String>,
 }
@@ -75,24 +77,47 @@ impl KnownApps {
 
     /// Whether the application's extents are relative to its window (GTK 4).
     pub(crate) async fn is_relative(&self, a11y: &A11yBus, app: &str) -> bool {
-        if let Some(r) = self.0.lock().relative.get(app) {
-            return *r;
-        }
-        let (tk, version) = a11y.toolkit(app).await;
-        let rel = tk.eq_ignore_ascii_case("gtk") && version.starts_with('4');
-        self.0.lock().relative.insert(app.to_string(), rel);
-        rel
+        self.toolkit_fact(
+            a11y,
+            app,
+            |f| &mut f.relative,
+            |tk, version| tk.eq_ignore_ascii_case("gtk") && version.starts_with('4'),
+        )
+        .await
     }
 
     /// Whether the application is GTK2 (asked once per application).
     pub(crate) async fn is_gtk2(&self, a11y: &A11yBus, app: &str) -> bool {
-        if let Some(g) = self.0.lock().gtk2.get(app) {
-            return *g;
+        self.toolkit_fact(a11y, app, |f| &mut f.gtk2, is_gtk2).await
+    }
+
+    /// Whether the application is Qt's (its popups are not listed: a11y/shown.rs).
+    pub(crate) async fn is_qt(&self, a11y: &A11yBus, app: &str) -> bool {
+        self.toolkit_fact(
+            a11y,
+            app,
+            |f| &mut f.qt,
+            |tk, _| tk.eq_ignore_ascii_case("qt"),
+        )
+        .await
+    }
+
+    /// A fact of the application's toolkit (`judge` of its name and version), kept in `slot`:
+    /// the toolkit is asked once per application.
+    async fn toolkit_fact(
+        &self,
+        a11y: &A11yBus,
+        app: &str,
+        slot: fn(&mut Facts) -> &mut HashMap<String, bool>,
+        judge: fn(&str, &str) -> bool,
+    ) -> bool {
+        if let Some(v) = slot(&mut self.0.lock()).get(app) {
+            return *v;
         }
         let (tk, version) = a11y.toolkit(app).await;
-        let g = is_gtk2(&tk, &version);
-        self.0.lock().gtk2.insert(app.to_string(), g);
-        g
+        let v = judge(&tk, &version);
+        slot(&mut self.0.lock()).insert(app.to_string(), v);
+        v
     }
 }
 

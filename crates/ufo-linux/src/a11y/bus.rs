@@ -103,6 +103,8 @@ pub(crate) struct A11yBus {
     action_reads: std::sync::Arc<std::sync::Mutex<HashMap<String, ActionNames>>>,
     /// event counts by application (`None`: not listening, nothing is kept)
     pub changes: Option<crate::a11y::events::Changes>,
+    /// The popups the applications show without listing them (Qt's menus, shown.rs).
+    pub shown: crate::a11y::shown::Shown,
     /// The bus's address, as `org.a11y.Bus` gave it (what launched applications must use).
     pub address: String,
 }
@@ -162,6 +164,7 @@ impl A11yBus {
         })
         .await?;
         let changes = crate::a11y::events::Changes::start(&conn, timeout).await;
+        let shown = crate::a11y::shown::Shown::new(&conn, timeout);
         let bus = A11yBus {
             conn,
             timeout,
@@ -169,6 +172,7 @@ impl A11yBus {
             tops: Default::default(),
             action_reads: Default::default(),
             changes,
+            shown,
             address: address.to_string(),
         };
         bus.become_client().await;

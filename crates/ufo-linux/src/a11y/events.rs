@@ -150,6 +150,64 @@ fn cache_body_path(msg: &zbus::Message, member: &str) -> Option<String> {
     }
 }
 
+/// Ask the applications, through the registry, to send the events of kind `event`
+/// (`"object:"`, `"object:state-changed:showing"`); whether the registry took it (with the
+/// properties argument newer registries take, else without).
+pub(crate) async fn register_event(
+    conn: &zbus::Connection,
+    timeout: Duration,
+    event: &str,
+) -> bool {
+    const REG: &str = "org.a11y.atspi.Registry";
+    const PATH: &str = "/org/a11y/atspi/registry";
+    let props: Vec<String> = Vec::new();
+    let with_props = (event, props, "");
+    let call = conn.call_method(Some(REG), PATH, Some(REG), "RegisterEvent", &with_props);
+    if matches!(tokio::time::timeout(timeout, call).await, Ok(Ok(_))) {
+        return true;
+    }
+    let bare = (event,);
+    let call = conn.call_method(Some(REG), PATH, Some(REG), "RegisterEvent", &bare);
+    matches!(tokio::time::timeout(timeout, call).await, Ok(Ok(_)))
+}
+
+/// The signals `rule` matches on `conn`, at most `queue` of them waiting; `None` when the bus
+/// refuses the rule or does not answer within `timeout`.
+pub(crate) async fn signals(
+    conn: &zbus::Connection,
+    rule: zbus::MatchRule<'static>,
+    timeout: Duration,
+    queue: usize,
+) -> Option<zbus::MessageStream> {
+    let stream = zbus::MessageStream::for_match_rule(rule, conn, Some(queue));
+    tokio::time::timeout(timeout, stream).await.ok()?.ok()
+}
+
+/// Make sure a listening task has taken every signal `app` sent before this call: the
+/// application is pinged through the bus (its earlier signals arrive before the answer),
+/// then the task is synced (`drain_synced`); `None` when either does not answer in
+/// [`SYNC_WAIT`].
+pub(crate) async fn synced_with(
+    conn: &zbus::Connection,
+    app: &str,
+    sync: &SyncSender,
+) -> Option<()> {
+    let ping = conn.call_method(
+        Some(app),
+        crate::vocab::ROOT_PATH,
+        Some("org.freedesktop.DBus.Peer"),
+        "Ping",
+        &(),
+    );
+    tokio::time::timeout(SYNC_WAIT, ping).await.ok()?.ok()?;
+    let (tx, rx) = oneshot::channel();
+    tokio::time::timeout(SYNC_WAIT, sync.send(tx))
+        .await
+        .ok()?
+        .ok()?;
+    tokio::time::timeout(SYNC_WAIT, rx).await.ok()?.ok()
+}
+
 /// Asks a listening task to take every message already received, then answer.
 pub(crate) type SyncSender = mpsc::Sender<oneshot::Sender<()>>;
 
@@ -212,13 +270,7 @@ impl Changes {
             .ok()?
             .build()
             .to_owned();
-        let stream = tokio::time::timeout(
-            self.timeout,
-            zbus::MessageStream::for_match_rule(rule, &self.conn, Some(QUEUE)),
-        )
-        .await
-        .ok()?
-        .ok()?;
+        let stream = signals(&self.conn, rule, self.timeout, QUEUE).await?;
         let log: Arc<Mutex<Log>> = Arc::default();
         let task_log = log.clone();
         let (tx, _task) = drain_synced(stream, move |msg| {
@@ -248,21 +300,9 @@ impl Changes {
             .registered
             .get_or_init(|| async {
                 first = true;
-                let (conn, timeout) = (&self.conn, self.timeout);
-                const REG: &str = "org.a11y.atspi.Registry";
-                const PATH: &str = "/org/a11y/atspi/registry";
                 for event in ["object:", "window:", "focus:"] {
-                    let props: Vec<String> = Vec::new();
-                    let with_props = (event, props, "");
-                    let call =
-                        conn.call_method(Some(REG), PATH, Some(REG), "RegisterEvent", &with_props);
-                    if !matches!(tokio::time::timeout(timeout, call).await, Ok(Ok(_))) {
-                        let bare = (event,);
-                        let call =
-                            conn.call_method(Some(REG), PATH, Some(REG), "RegisterEvent", &bare);
-                        if !matches!(tokio::time::timeout(timeout, call).await, Ok(Ok(_))) {
-                            return false;
-                        }
+                    if !register_event(&self.conn, self.timeout, event).await {
+                        return false;
                     }
                 }
                 true
@@ -280,20 +320,7 @@ impl Changes {
         if !self.register().await {
             return None;
         }
-        let ping = self.conn.call_method(
-            Some(app),
-            crate::vocab::ROOT_PATH,
-            Some("org.freedesktop.DBus.Peer"),
-            "Ping",
-            &(),
-        );
-        tokio::time::timeout(SYNC_WAIT, ping).await.ok()?.ok()?;
-        let (tx, rx) = oneshot::channel();
-        tokio::time::timeout(SYNC_WAIT, watch.sync.send(tx))
-            .await
-            .ok()?
-            .ok()?;
-        tokio::time::timeout(SYNC_WAIT, rx).await.ok()?.ok()?;
+        synced_with(&self.conn, app, &watch.sync).await?;
         let n = lock(&watch.log).total;
         Some(n)
     }

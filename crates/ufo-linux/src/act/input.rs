@@ -37,6 +37,14 @@ pub(super) fn is_menu_command(role: u32) -> bool {
     )
 }
 
+/// Whether an entry's actions say it opens a submenu rather than runs a command: Qt gives a
+/// submenu's entry ("Create New" in Dolphin's menus) the role of a menu item and the one
+/// action `ShowMenu`. Its submenu is meant to stay open (it was closed with Escape).
+pub(super) fn opens_submenu(actions: &[String]) -> bool {
+    actions.iter().any(|a| a.eq_ignore_ascii_case("showmenu"))
+        && !actions.iter().any(|a| crate::vocab::action::is_click(a))
+}
+
 /// Whether a menu entry of role `role` at `item` (screen pixels), in a window of process
 /// `app_pid`, lies on `hit`, an open popup menu of the same application: a window of that
 /// process (its `_NET_WM_PID` or X-Resource client pid) that is no managed window (`clients`:
@@ -166,7 +174,7 @@ impl Actor<'_> {
     /// and the next keys would go into it). Returns what was done, for the step's result;
     /// `None` when the menu closed by itself.
     pub(super) async fn close_menu_left_open(&self, c: &CtlInfo) -> Option<String> {
-        if !is_menu_command(c.seen.role) {
+        if !is_menu_command(c.seen.role) || opens_submenu(&c.actions) {
             return None;
         }
         let (x, y) = centre(c);
@@ -499,5 +507,10 @@ mod popup_tests {
         assert!(is_menu_command(role::RADIO_MENU_ITEM));
         assert!(!is_menu_command(role::MENU));
         assert!(!is_menu_command(role::PUSH_BUTTON));
+        let names = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(opens_submenu(&names(&["ShowMenu"])));
+        assert!(!opens_submenu(&names(&["Press"])));
+        assert!(!opens_submenu(&names(&["Press", "ShowMenu"])));
+        assert!(!opens_submenu(&[]));
     }
 }

@@ -1,6 +1,8 @@
 //! Controls that say nothing on their own: the cells of one table row (GTK3 gives a file
 //! chooser's row seven cells, most of them unnamed) are one control named by the row's text,
-//! many unnamed alike items are one group, and only one control is focused.
+//! many unnamed alike items are one group, and only one control is focused. The items of an
+//! icon view that a toolkit lists as a table's cells (Dolphin: one cell per file, four files
+//! to a line) are one control each, not a row.
 
 use ufo_core::Rect;
 
@@ -32,10 +34,60 @@ fn says_nothing(name: &str) -> bool {
         .all(|c| c.is_whitespace() || c.is_control() || c == '\u{200e}')
 }
 
+/// Whether the cells `line` (indexes into `cells`, one line of one table) are the items of an
+/// icon view rather than the columns of a row: at least two, each with a name of its own
+/// (no two alike), all of one size, none overlapping another. A row's columns differ in
+/// width, or some say nothing (GTK3's file chooser: seven cells, four unnamed); Dolphin's
+/// icon view lists each file as a 115×87 cell, four to a line, 4 px apart.
+fn is_icon_line(cells: &[Cell], line: &[usize]) -> bool {
+    let Some(&first) = line.first() else {
+        return false;
+    };
+    let size = (cells[first].rect.w, cells[first].rect.h);
+    let mut names: Vec<String> = Vec::new();
+    for &i in line {
+        let c = &cells[i];
+        let name = crate::names::collapse_ws(&c.name);
+        if says_nothing(&name) || names.contains(&name) || (c.rect.w, c.rect.h) != size {
+            return false;
+        }
+        names.push(name);
+    }
+    let mut xs: Vec<(i32, i32)> = line
+        .iter()
+        .map(|&i| (cells[i].rect.x, cells[i].rect.x + cells[i].rect.w as i32))
+        .collect();
+    xs.sort_unstable();
+    line.len() >= 2 && xs.windows(2).all(|p| p[0].1 <= p[1].0)
+}
+
 /// The rows of a table's cells: cells of the same table on the same line (same top, same
 /// height) are one row. The row is named by its first text and stands on its first named
-/// cell; rows keep the order of their first cell.
+/// cell; rows keep the order of their first cell. A line of icon-view items
+/// ([`is_icon_line`]) is one row per item.
 pub(crate) fn fold_rows(cells: &[Cell]) -> Vec<Row> {
+    let rows = lines(cells);
+    rows.into_iter()
+        .flat_map(|row| {
+            if is_icon_line(cells, &row.cells) {
+                row.cells
+                    .iter()
+                    .map(|&i| Row {
+                        cells: vec![i],
+                        name: crate::names::collapse_ws(&cells[i].name),
+                        text: None,
+                        rect: cells[i].rect,
+                    })
+                    .collect()
+            } else {
+                vec![row]
+            }
+        })
+        .collect()
+}
+
+/// The cells of each line of each table, as one row each (see [`fold_rows`]).
+fn lines(cells: &[Cell]) -> Vec<Row> {
     let mut rows: Vec<Row> = Vec::new();
     let mut keys: Vec<(&str, i32, u32)> = Vec::new();
     for (i, c) in cells.iter().enumerate() {
@@ -238,6 +290,45 @@ mod tests {
         assert_eq!(rows[1].name, "docs");
         assert_eq!(rows[1].text, None);
         assert_eq!(rows[2].name, "Home");
+    }
+
+    /// Issue 46: Dolphin's icon view lists each file as a table cell, four to a line; the
+    /// line was one control (`"draft.txt" value "draft.txt · notes.txt"`). Each item is one
+    /// control; a line of a table whose cells differ in size, or repeat a name, is a row.
+    #[test]
+    fn an_icon_views_items_are_one_control_each() {
+        let icon = |x: i32, y: i32, name: &str| Cell {
+            table: "/view".into(),
+            rect: Rect {
+                x,
+                y,
+                w: 115,
+                h: 87,
+            },
+            name: name.into(),
+        };
+        let cells = vec![
+            icon(527, 355, "draft.txt"),
+            icon(646, 355, "notes.txt"),
+            icon(765, 355, "todo.txt"),
+            icon(527, 446, "zeta.txt"),
+        ];
+        let rows = fold_rows(&cells);
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["draft.txt", "notes.txt", "todo.txt", "zeta.txt"]);
+        assert!(rows.iter().all(|r| r.cells.len() == 1 && r.text.is_none()));
+        assert_eq!(rows[1].rect, cells[1].rect);
+        // the same names in cells of different widths: a row's columns
+        let mut row = cells[..2].to_vec();
+        row[1].rect.w = 60;
+        assert_eq!(fold_rows(&row).len(), 1);
+        // equal cells repeating a name, or overlapping: one row
+        let mut twice = cells[..2].to_vec();
+        twice[1].name = "draft.txt".into();
+        assert_eq!(fold_rows(&twice).len(), 1);
+        let mut over = cells[..2].to_vec();
+        over[1].rect.x = 600;
+        assert_eq!(fold_rows(&over).len(), 1);
     }
 
     #[test]

@@ -23,6 +23,9 @@ use crate::display::{extents_origin, extents_relative, position_unknown, Display
 use crate::vocab::{role, state};
 use crate::LinuxError;
 
+/// The most menus of a Qt menu bar listed before its popups are read (`prime_menus`).
+const MAX_PRIMED: usize = 16;
+
 /// The most GTK 4 popovers of a window checked for being closed.
 const MAX_POPOVERS: usize = 16;
 
@@ -75,6 +78,7 @@ impl Observer<'_> {
             warnings,
             silent: Vec::new(),
             route_pending: false,
+            moved: HashMap::new(),
         };
         let mut frames: HashMap<WinId, String> = HashMap::new();
         let mut frame_missing = false;
@@ -166,11 +170,16 @@ impl Observer<'_> {
         let (Some(bus), true) = (main_bus, frames.contains_key(&main.id)) else {
             return popups;
         };
+        let frame = frames.get(&main.id).map(String::as_str).unwrap_or_default();
+        let unlisted = self.add_shown_popups(bus, frame, &mut reading.trees).await;
         let taken: Vec<String> = frames.values().cloned().collect();
         let found = self
             .popups_of(bus, &reading.trees, main, &located.windows, &taken)
             .await;
         for (frame, rect) in found {
+            if unlisted.contains(&frame) {
+                self.place_entries(bus, &frame, rect, reading).await;
+            }
             let sought = Sought {
                 window: main,
                 windows: &located.windows,
@@ -191,6 +200,143 @@ impl Observer<'_> {
             }
         }
         popups
+    }
+
+    /// A step of [`Self::read_popups`]: a Qt application's popups that its tree does not
+    /// list (a11y/shown.rs: its context and tool button menus), read live and put under its
+    /// root while they are open, so that they are found as the popups of its window. The
+    /// application is listened to from its first observation on (before that, nothing).
+    /// Returns the popups put in. At the first observation of the application its menu
+    /// bar's menus are listed once (`prime_menus`).
+    async fn add_shown_popups(
+        &self,
+        bus: &str,
+        frame: &str,
+        trees: &mut HashMap<String, AppTree>,
+    ) -> HashSet<String> {
+        let mut added = HashSet::new();
+        if !self.apps.is_qt(self.bus, bus).await {
+            return added;
+        }
+        let first = self.bus.shown.watch(bus).await;
+        let Some(tree) = trees.get(bus) else {
+            return added;
+        };
+        if first {
+            self.prime_menus(bus, tree, frame).await;
+        }
+        let first = tree.kids(crate::vocab::ROOT_PATH).len();
+        let unlisted: Vec<String> = self
+            .bus
+            .shown
+            .shown(bus)
+            .await
+            .into_iter()
+            .filter(|p| !tree.nodes.contains_key(p))
+            .collect();
+        let nodes = futures::future::join_all(unlisted.iter().enumerate().map(|(i, p)| {
+            self.bus
+                .node(bus, p, crate::vocab::ROOT_PATH, (first + i) as i32)
+        }))
+        .await;
+        if let Some(tree) = trees.get_mut(bus) {
+            for n in nodes.into_iter().flatten() {
+                if popups::is_open_menu(&n) {
+                    added.insert(n.path.clone());
+                    tree.insert(n);
+                }
+            }
+            tree.sort_children();
+        }
+        added
+    }
+
+    /// Qt makes one accessible object per action, for the first menu that lists it, and
+    /// answers nothing for it once that menu is gone: Dolphin makes a context menu at each
+    /// right click, and the actions it shares with the menu bar ("Rename...", "Copy") were
+    /// null objects in every later context menu. Listing the menu bar's menus (hidden or
+    /// not) before any popup opens makes those menus, which live as long as the window,
+    /// the owners (about 2 calls per menu; at most [`MAX_PRIMED`] menus).
+    async fn prime_menus(&self, bus: &str, tree: &AppTree, frame: &str) {
+        let bars: Vec<String> = tree
+            .subtree(frame, self.config.walk_max_nodes)
+            .into_iter()
+            .filter(|n| n.role == role::MENU_BAR)
+            .take(2)
+            .map(|n| n.path.clone())
+            .collect();
+        for bar in bars {
+            let Ok(menus) = self.bus.children(bus, &bar).await else {
+                continue;
+            };
+            futures::future::join_all(menus.iter().take(MAX_PRIMED).map(|m| async move {
+                for popup in self.bus.children(bus, m).await.unwrap_or_default() {
+                    let _ = self.bus.children(bus, &popup).await;
+                }
+            }))
+            .await;
+        }
+    }
+
+    /// A step of [`Self::read_popups`]: the entries of Qt popup `popup` (at `rect`) read live
+    /// and put under it in the tree; those Qt places elsewhere (popups.rs, `entry_places`)
+    /// are marked shown where they are drawn, and their places kept for their details.
+    async fn place_entries(&self, bus: &str, popup: &str, rect: Rect, reading: &mut Reading) {
+        // (every child, those Qt answers with a null object too: they may take room)
+        let Ok(kids) = self
+            .bus
+            .call::<_, Vec<(String, zbus::zvariant::OwnedObjectPath)>>(
+                bus,
+                popup,
+                "org.a11y.atspi.Accessible",
+                "GetChildren",
+                &(),
+            )
+            .await
+        else {
+            return;
+        };
+        let kids: Vec<Option<String>> = kids
+            .into_iter()
+            .take(popups::MAX_ENTRIES)
+            .map(|(b, p)| (b == bus).then(|| p.as_str().to_string()))
+            .collect();
+        let read = futures::future::join_all(kids.iter().enumerate().map(|(i, p)| async move {
+            let Some(p) = p else {
+                return (None, None);
+            };
+            let (n, ext) = tokio::join!(
+                self.bus.node(bus, p, popup, i as i32),
+                self.bus.extents(bus, p)
+            );
+            (n.ok(), ext.ok())
+        }))
+        .await;
+        let entries: Vec<popups::Entry> = read
+            .iter()
+            .map(|(n, ext)| popups::Entry {
+                role: n.as_ref().map_or(role::INVALID, |n| n.role),
+                rect: ext.map(|(x, y, w, h)| Rect {
+                    x,
+                    y,
+                    w: w.max(0) as u32,
+                    h: h.max(0) as u32,
+                }),
+            })
+            .collect();
+        let places = popups::entry_places(rect, &entries);
+        let Some(tree) = reading.trees.get_mut(bus) else {
+            return;
+        };
+        for ((n, _), place) in read.into_iter().zip(places) {
+            let Some(mut n) = n else { continue };
+            if let Some(r) = place {
+                n.states |= state::SHOWING | state::VISIBLE;
+                reading.moved.insert(n.path.clone(), r);
+            }
+            tree.insert(n);
+        }
+        tree.sort_children();
     }
 
     /// A step of [`Self::read_windows`]: the popups drawn in window `main` that its
@@ -350,6 +496,7 @@ impl Observer<'_> {
             warnings,
             silent,
             route_pending,
+            moved,
         } = reading;
         let w = sought.window;
         let t = Instant::now();
@@ -383,7 +530,7 @@ impl Observer<'_> {
         let t = Instant::now();
         let place = (bus, tree, frame.as_str(), relative, w);
         let (results, offset, win_rect, t_details) = self
-            .placed(place, &candidates, with_actions, warnings)
+            .placed(place, &candidates, moved, with_actions, warnings)
             .await;
         let drawn = self.silent_regions(bus, (tree, &frame), offset, win_rect);
         silent.extend(drawn.await);
@@ -551,6 +698,7 @@ impl Observer<'_> {
         &self,
         (bus, tree, frame, relative, w): (&str, &AppTree, &str, bool, &DisplayWindow),
         candidates: &[Candidate],
+        moved: &HashMap<String, Rect>,
         with_actions: bool,
         warnings: &mut Vec<String>,
     ) -> (
@@ -585,6 +733,11 @@ impl Observer<'_> {
         let t_details = t.elapsed();
         let results = futures::future::join_all(candidates.iter().zip(details).map(|(c, d)| {
             let (dx, dy) = fixes.get(&c.node.path).copied().unwrap_or((0, 0));
+            // (a Qt popup's entry drawn elsewhere than it says: where it is drawn)
+            let d = match moved.get(&c.node.path) {
+                Some(r) => (Ok(Some((r.x, r.y, r.w as i32, r.h as i32))), d.1, d.2, d.3),
+                None => d,
+            };
             let offset = (offset.0 + dx, offset.1 + dy);
             self.fetch_control(bus, c, d, offset, win_rect, w.id)
         }))
@@ -677,6 +830,9 @@ struct Reading {
     warnings: Vec<String>,
     silent: Vec<Rect>,
     route_pending: bool,
+    /// Entries of a Qt popup drawn elsewhere than they say, and where they are drawn
+    /// (popups.rs, `entry_places`).
+    moved: HashMap<String, Rect>,
 }
 
 /// The warning for a window whose application is not on the accessibility bus.
