@@ -132,7 +132,7 @@ install_sight() {
 install_apps() {
   _apt_install_missing install_apps chromium gimp thunar xfce4-terminal featherpad libgail-common libatk-adaptor xserver-xephyr \
     firefox-esr thunderbird gnome-text-editor kate kcalc file-roller evince gnumeric inkscape gedit idle \
-    gnome-clocks geany
+    gnome-clocks geany okular kolourpaint
 }
 
 install_help() {

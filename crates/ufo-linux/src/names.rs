@@ -130,23 +130,31 @@ pub(crate) fn named_field(e: &FieldEvidence) -> (String, NameSource) {
         return (r, NameSource::Own);
     }
     let own = clean_name(&e.own, "", "");
-    let says_value = e.value.as_deref().is_some_and(|v| collapse_ws(v) == own);
+    let is_value = |s: &str| e.value.as_deref().is_some_and(|v| collapse_ws(v) == s);
     let says_placeholder = e
         .placeholder
         .as_deref()
         .is_some_and(|p| collapse_ws(p) == own);
-    if !own.is_empty() && !says_value && !says_placeholder {
+    let container = e.parent.as_deref().and_then(usable);
+    if !own.is_empty() && container.as_deref() == Some(own.as_str()) {
+        // Qt gives a field its group's title as its own name (KolourPaint's Resize: three
+        // spin buttons "Dimensions"): a container's name, with no label beside it counted
+        return (own, NameSource::Container);
+    }
+    if !own.is_empty() && !is_value(&own) && !says_placeholder {
         return (own, NameSource::Own);
     }
+    // (a label beside that only repeats the value names nothing: Okular's page field has
+    // a hidden label "1" beside it while it shows page 1)
     if let Some(b) = e
         .beside
         .as_deref()
         .map(label_as_name)
-        .filter(|b| !b.is_empty())
+        .filter(|b| !b.is_empty() && !is_value(b))
     {
         return (b, NameSource::Own);
     }
-    if let Some(p) = e.parent.as_deref().and_then(usable) {
+    if let Some(p) = container {
         return (p, NameSource::Container);
     }
     (

@@ -93,6 +93,37 @@ pub(super) fn collect_candidates(
     (out, false, repeats)
 }
 
+/// Most lists of combo boxes whose size is asked per window read ([`combo_lists`]).
+pub(super) const MAX_COMBO_LISTS: usize = 8;
+
+/// The lists right under a combo box that hold candidates (at most [`MAX_COMBO_LISTS`]),
+/// each with the candidates' indexes. Qt marks a closed combo box's list and items showing
+/// and visible and gives the list no size (Okular's zoom box: 19 items at the window's
+/// corner); open, the list has its popup's size. The caller asks each list's size and
+/// drops the items of one that has none.
+pub(super) fn combo_lists(tree: &AppTree, candidates: &[Candidate]) -> Vec<(String, Vec<usize>)> {
+    let mut out: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, c) in candidates.iter().enumerate() {
+        let Some(list) = tree.nodes.get(&c.node.parent) else {
+            continue;
+        };
+        let under_combo = list.role == role::LIST
+            && tree
+                .nodes
+                .get(&list.parent)
+                .is_some_and(|b| b.role == role::COMBO_BOX);
+        if !under_combo {
+            continue;
+        }
+        if let Some((_, items)) = out.iter_mut().find(|(p, _)| *p == list.path) {
+            items.push(i);
+        } else if out.len() < MAX_COMBO_LISTS {
+            out.push((list.path.clone(), vec![i]));
+        }
+    }
+    out
+}
+
 /// Whether a node is drawn: visible, showing where the toolkit marks what is shown (or
 /// passed through on the way to what is), not defunct.
 fn shown(tree: &AppTree, n: &Node, uses_showing: bool) -> bool {
@@ -303,7 +334,9 @@ fn is_bare_button(n: &Node, child_text: &str) -> bool {
 }
 
 /// The name of the nearest named container around a field (four levels at most, inside its
-/// window; a combo box's name is its chosen option, not a name).
+/// window; a combo box's name is its chosen option, not a name; a tool bar's or menu bar's
+/// name is the bar's, shown nowhere on it: Okular's and KolourPaint's zoom boxes were
+/// "Main Toolbar").
 fn parent_name(tree: &AppTree, n: &Node) -> Option<String> {
     let mut p = n.parent.as_str();
     for _ in 0..4 {
@@ -312,7 +345,8 @@ fn parent_name(tree: &AppTree, n: &Node) -> Option<String> {
             return None;
         }
         let name = collapse_ws(&a.name);
-        if a.role != role::COMBO_BOX && !names::is_noise(&name) {
+        let names_nothing = matches!(a.role, role::COMBO_BOX | role::TOOL_BAR | role::MENU_BAR);
+        if !names_nothing && !names::is_noise(&name) {
             return Some(name);
         }
         p = a.parent.as_str();
