@@ -17,7 +17,9 @@
 # (crates/ufo/tests/apps.rs and the task set), File Roller, Evince, Gnumeric, Inkscape and
 # gedit for the live naming tests (crates/ufo-linux/tests/names.rs), GNOME Clocks (GTK 4, its
 # buttons' mnemonics: crates/ufo/tests/apps.rs), Geany (GTK 3, its menu tool buttons:
-# crates/ufo-linux/tests/names.rs), and Xephyr for the `--watch` tests
+# crates/ufo-linux/tests/names.rs), Okular and KolourPaint (KDE, Qt 5: their zoom boxes, page
+# field, Resize / Scale dialog and menus: crates/ufo-linux/tests/names.rs, toolkits.rs and the
+# task set), and Xephyr for the `--watch` tests
 # (crates/ufo/tests/private.rs).
 # Installs only the missing packages, and only as root.
 #

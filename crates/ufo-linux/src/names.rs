@@ -400,6 +400,31 @@ mod tests {
         assert!(shared.contains("Resource Consumption"));
     }
 
+    /// Issue 46: a label beside a field that only repeats its value names nothing (Okular's
+    /// page field, a hidden label "1" beside it while it shows page 1); an own name that is
+    /// the container's is the container's (KolourPaint's spin buttons "Dimensions", each with
+    /// a label "x" beside it), so that one shared by several fields names none of them.
+    #[test]
+    fn a_field_is_not_named_by_its_value_or_by_its_groups_title() {
+        let mut e = ev("");
+        e.value = Some("1".into());
+        e.beside = Some("1".into());
+        assert_eq!(named_field(&e), (String::new(), NameSource::Other));
+        e.beside = Some("Page:".into());
+        assert_eq!(named_field(&e), ("Page".to_string(), NameSource::Own));
+        let mut e = ev("Dimensions");
+        e.value = Some("100".into());
+        e.beside = Some("x".into());
+        e.parent = Some("Dimensions".into());
+        assert_eq!(
+            named_field(&e),
+            ("Dimensions".to_string(), NameSource::Container)
+        );
+        // a name of its own that differs from the container's stays its own
+        e.own = "New:".into();
+        assert_eq!(named_field(&e), ("New:".to_string(), NameSource::Own));
+    }
+
     /// Issue 24, item 7: KCalc's display (a frame named by the number it shows) is read.
     #[test]
     fn a_display_shows_its_text_as_its_value() {

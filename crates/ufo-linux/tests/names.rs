@@ -1197,10 +1197,7 @@ fn write_pdf(path: &Path, pages: usize) {
             4 + 2 * i
         ));
         let s = format!("BT /F1 36 Tf 72 700 Td (Page {}) Tj ET", i + 1);
-        objs.push(format!(
-            "<< /Length {} >>\nstream\n{s}\nendstream",
-            s.len()
-        ));
+        objs.push(format!("<< /Length {} >>\nstream\n{s}\nendstream", s.len()));
     }
     objs.push("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".into());
     let mut out = String::from("%PDF-1.4\n");
@@ -1423,7 +1420,13 @@ async fn kolourpaints_resize_fields_share_no_name() {
         &dialog.id,
         "the Resize / Scale dialog's spin buttons",
         Duration::from_secs(30),
-        |o| o.controls.iter().filter(|c| c.role == "spin button").count() == 6,
+        |o| {
+            o.controls
+                .iter()
+                .filter(|c| c.role == "spin button")
+                .count()
+                == 6
+        },
     )
     .await;
     let listing = support::listing(&obs);
@@ -1461,7 +1464,9 @@ async fn kolourpaints_resize_fields_share_no_name() {
         d.act(&dialog.id, Some(&keep.id), &click).await.unwrap();
     }
     let set = |t: &str| UiAction::SetText { text: t.into() };
-    d.act(&dialog.id, Some(&width_id), &set("60")).await.unwrap();
+    d.act(&dialog.id, Some(&width_id), &set("60"))
+        .await
+        .unwrap();
     d.act(&dialog.id, Some(&height_id), &set("30"))
         .await
         .unwrap();

@@ -1116,7 +1116,10 @@ fn write_pdf(path: &Path, pages: usize) {
     let kids: Vec<String> = (0..pages).map(|i| format!("{} 0 R", 3 + 2 * i)).collect();
     let mut objs = vec![
         "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
-        format!("<< /Type /Pages /Kids [{}] /Count {pages} >>", kids.join(" ")),
+        format!(
+            "<< /Type /Pages /Kids [{}] /Count {pages} >>",
+            kids.join(" ")
+        ),
     ];
     let font = 3 + 2 * pages;
     for i in 0..pages {
@@ -1139,7 +1142,10 @@ fn write_pdf(path: &Path, pages: usize) {
         out.push_str(&format!("{} 0 obj\n{o}\nendobj\n", i + 1));
     }
     let xref = out.len();
-    out.push_str(&format!("xref\n0 {}\n0000000000 65535 f \n", objs.len() + 1));
+    out.push_str(&format!(
+        "xref\n0 {}\n0000000000 65535 f \n",
+        objs.len() + 1
+    ));
     for o in offsets {
         out.push_str(&format!("{o:010} 00000 n \n"));
     }
@@ -1178,7 +1184,10 @@ fn okular_zoom(ctx: &Ctx) -> Task {
     let pdf = ctx.path(&name);
     write_pdf(&pdf, 3);
     let lines = vec![
-        host_bash("Okular is not open.", &format!("okular {} &", pdf.display())),
+        host_bash(
+            "Okular is not open.",
+            &format!("okular {} &", pdf.display()),
+        ),
         host_assign(t, "Okular"),
         set_text("Zoom", "200%"),
         keys("Zoom", "{enter}"),

@@ -926,7 +926,13 @@ fn a_kde_menu_entry_pressed_leaves_no_menu_open() {
                 &["menu item \"Mirror (horizontally)\""],
             ),
             // the keys go to the zoom box's entry, and through it to the window's shortcut
-            app_line("Zoom", "", "type_keys", json!({"keys": "{ctrl+s}"}), "CONTINUE"),
+            app_line(
+                "Zoom",
+                "",
+                "type_keys",
+                json!({"keys": "{ctrl+s}"}),
+                "CONTINUE",
+            ),
             app_line("", "", "", json!({}), "FINISH"),
             line(
                 "host",

@@ -410,7 +410,34 @@ pub(super) fn uses_showing(tree: &AppTree, frame: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::fixtures::chain;
+    use crate::observe::fixtures::{at, chain};
+    use crate::vocab::ROOT_PATH;
+
+    /// Issue 46: the items right under a combo box's list are gathered by list, to be asked
+    /// its size (Okular's zoom box); items of a list elsewhere, and the combo box's entry,
+    /// are not.
+    #[test]
+    fn a_combo_boxs_list_items_are_gathered_by_list() {
+        let mut f = at("/f", ROOT_PATH, 0, role::FRAME);
+        f.child_count = 3;
+        let tree = AppTree::from_nodes(vec![
+            f,
+            at("/z", "/f", 0, role::COMBO_BOX),
+            at("/z/l", "/z", 0, role::LIST),
+            at("/z/l/1", "/z/l", 0, role::LIST_ITEM),
+            at("/z/l/2", "/z/l", 1, role::LIST_ITEM),
+            at("/z/e", "/z", 1, role::TEXT),
+            at("/l", "/f", 1, role::LIST),
+            at("/l/1", "/l", 0, role::LIST_ITEM),
+        ]);
+        let (found, _, _) = collect_candidates(&tree, "/f", 100, &HashSet::new());
+        let lists = combo_lists(&tree, &found);
+        assert_eq!(lists.len(), 1);
+        let (list, items) = &lists[0];
+        assert_eq!(list, "/z/l");
+        let paths: Vec<&str> = items.iter().map(|&i| found[i].node.path.as_str()).collect();
+        assert_eq!(paths, ["/z/l/1", "/z/l/2"]);
+    }
 
     /// Issue 23, item 2: a circle of parent links under the window (a stale answer) is
     /// followed once: every node is looked at once, the window is not "more than N nodes".
