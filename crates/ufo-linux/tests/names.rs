@@ -1177,50 +1177,6 @@ async fn geanys_split_button_arrows_are_named_after_their_buttons() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A PDF of `pages` pages, each saying "Page N" (written by hand: no tool needed).
-fn write_pdf(path: &Path, pages: usize) {
-    let mut objs = vec![
-        "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
-        format!(
-            "<< /Type /Pages /Kids [{}] /Count {pages} >>",
-            (0..pages)
-                .map(|i| format!("{} 0 R", 3 + 2 * i))
-                .collect::<Vec<_>>()
-                .join(" ")
-        ),
-    ];
-    let font = 3 + 2 * pages;
-    for i in 0..pages {
-        objs.push(format!(
-            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {} 0 R \
-             /Resources << /Font << /F1 {font} 0 R >> >> >>",
-            4 + 2 * i
-        ));
-        let s = format!("BT /F1 36 Tf 72 700 Td (Page {}) Tj ET", i + 1);
-        objs.push(format!("<< /Length {} >>\nstream\n{s}\nendstream", s.len()));
-    }
-    objs.push("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".into());
-    let mut out = String::from("%PDF-1.4\n");
-    let mut offsets = Vec::new();
-    for (i, o) in objs.iter().enumerate() {
-        offsets.push(out.len());
-        out.push_str(&format!("{} 0 obj\n{o}\nendobj\n", i + 1));
-    }
-    let xref = out.len();
-    out.push_str(&format!(
-        "xref\n0 {}\n0000000000 65535 f \n",
-        objs.len() + 1
-    ));
-    for o in offsets {
-        out.push_str(&format!("{o:010} 00000 n \n"));
-    }
-    out.push_str(&format!(
-        "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-        objs.len() + 1
-    ));
-    std::fs::write(path, out).unwrap();
-}
-
 /// Through pyatspi (not ufo): the name of Okular's zoom box (a combo box described "Zoom",
 /// named by the zoom it shows).
 const OKULAR_ZOOM: &str = r#"
@@ -1254,7 +1210,7 @@ async fn okulars_zoom_box_and_page_field_are_named_as_a_person_reads_them() {
     let _one = FOCUS.lock().await;
     let dir = temp_dir("okular");
     let pdf = dir.join("five-pages.pdf");
-    write_pdf(&pdf, 5);
+    ufo_desktop::testing::files::write_pdf(&pdf, 5).unwrap();
     let pdf_s = pdf.display().to_string();
     let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
     let (_guard, pid) = start("okular", &[&pdf_s], &dir, &pdf_s);

@@ -1111,51 +1111,6 @@ fn featherpad_replace(ctx: &Ctx) -> Task {
 
 // --- KDE: Okular and KolourPaint (issue 46) -------------------------------------------------
 
-/// A PDF of `pages` pages, each saying "Page N" (written by hand: no tool needed).
-fn write_pdf(path: &Path, pages: usize) {
-    let kids: Vec<String> = (0..pages).map(|i| format!("{} 0 R", 3 + 2 * i)).collect();
-    let mut objs = vec![
-        "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
-        format!(
-            "<< /Type /Pages /Kids [{}] /Count {pages} >>",
-            kids.join(" ")
-        ),
-    ];
-    let font = 3 + 2 * pages;
-    for i in 0..pages {
-        objs.push(format!(
-            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {} 0 R \
-             /Resources << /Font << /F1 {font} 0 R >> >> >>",
-            4 + 2 * i
-        ));
-        let text = format!("BT /F1 36 Tf 72 700 Td (Page {}) Tj ET", i + 1);
-        objs.push(format!(
-            "<< /Length {} >>\nstream\n{text}\nendstream",
-            text.len()
-        ));
-    }
-    objs.push("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".into());
-    let mut out = String::from("%PDF-1.4\n");
-    let mut offsets = Vec::new();
-    for (i, o) in objs.iter().enumerate() {
-        offsets.push(out.len());
-        out.push_str(&format!("{} 0 obj\n{o}\nendobj\n", i + 1));
-    }
-    let xref = out.len();
-    out.push_str(&format!(
-        "xref\n0 {}\n0000000000 65535 f \n",
-        objs.len() + 1
-    ));
-    for o in offsets {
-        out.push_str(&format!("{o:010} 00000 n \n"));
-    }
-    out.push_str(&format!(
-        "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-        objs.len() + 1
-    ));
-    std::fs::write(path, out).expect("pdf written");
-}
-
 /// Through pyatspi (not ufo): the zoom Okular's zoom box shows (the combo box described
 /// "Zoom" is named by it), for the Okular of the document `argv[1]`'s window.
 const OKULAR_ZOOM: &str = r#"
@@ -1182,7 +1137,7 @@ fn okular_zoom(ctx: &Ctx) -> Task {
     let t = "Open my report in Okular and zoom it to 200%";
     let name = format!("report-{}.pdf", ctx.id);
     let pdf = ctx.path(&name);
-    write_pdf(&pdf, 3);
+    ufo_desktop::testing::files::write_pdf(&pdf, 3).expect("pdf written");
     let lines = vec![
         host_bash(
             "Okular is not open.",

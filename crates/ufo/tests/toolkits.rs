@@ -877,21 +877,6 @@ fn first_pixel(path: &Path) -> Option<[u8; 3]> {
     (info.color_type.samples() >= 3).then(|| [buf[0], buf[1], buf[2]])
 }
 
-/// A `w`×`h` RGB PNG, left half red, right half blue.
-fn write_png(path: &Path, w: u32, h: u32) {
-    let file = std::fs::File::create(path).expect("png file");
-    let mut enc = png::Encoder::new(std::io::BufWriter::new(file), w, h);
-    enc.set_color(png::ColorType::Rgb);
-    enc.set_depth(png::BitDepth::Eight);
-    let mut writer = enc.write_header().expect("png header");
-    let row: Vec<u8> = (0..w)
-        .flat_map(|x| if x < w / 2 { [255, 0, 0] } else { [0, 0, 255] })
-        .collect();
-    writer
-        .write_image_data(&row.repeat(h as usize))
-        .expect("png data");
-}
-
 /// Issue 46, on KDE's KolourPaint: a menu entry pressed (Image ▸ Mirror) leaves no menu
 /// open, clicked as a person clicks it or pressed through AT-SPI (`UFO_XTEST_CLICKS=0`, the
 /// menu then closed with Escape): the Ctrl+S typed next saves the mirrored picture, whose
@@ -907,7 +892,13 @@ fn a_kde_menu_entry_pressed_leaves_no_menu_open() {
         let home = tmp.path().join("home");
         std::fs::create_dir_all(&home).expect("home");
         let file = tmp.path().join(format!("mirror-me-{xtest}.png"));
-        write_png(&file, 40, 20);
+        write_png(&file, 40, 20, |x, _| {
+            if x < 20 {
+                [255, 0, 0]
+            } else {
+                [0, 0, 255]
+            }
+        });
         assert_eq!(first_pixel(&file), Some([255, 0, 0]));
         let _app = ProcessGuard::new(file.display().to_string(), None);
         let lines = [
