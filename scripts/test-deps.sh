@@ -19,7 +19,9 @@
 # buttons' mnemonics: crates/ufo/tests/apps.rs), Geany (GTK 3, its menu tool buttons:
 # crates/ufo-linux/tests/names.rs), AbiWord (GTK 3, its font size box: the task set), Dolphin
 # with Breeze's icons (KDE, its Qt popups: crates/ufo/tests/dolphin.rs; without an icon theme it
-# draws no item to click), and Xephyr for the `--watch` tests
+# draws no item to click), Okular and KolourPaint (KDE, Qt 5: their zoom boxes, page field,
+# Resize / Scale dialog and menus: crates/ufo-linux/tests/names.rs, toolkits.rs and the task
+# set), and Xephyr for the `--watch` tests
 # (crates/ufo/tests/private.rs).
 # Installs only the missing packages, and only as root.
 #
@@ -134,7 +136,7 @@ install_sight() {
 install_apps() {
   _apt_install_missing install_apps chromium gimp thunar xfce4-terminal featherpad libgail-common libatk-adaptor xserver-xephyr \
     firefox-esr thunderbird gnome-text-editor kate kcalc file-roller evince gnumeric inkscape gedit idle \
-    gnome-clocks geany abiword dolphin breeze-icon-theme
+    gnome-clocks geany abiword dolphin breeze-icon-theme okular kolourpaint
 }
 
 install_help() {

@@ -8,8 +8,9 @@
 //!   client). Without it they print why and pass, unless `UFO_PEER_TESTS=1`, where they fail.
 //!
 //! [`script`] writes scripted sessions (the model's lines) and finds the `ufo` binary;
-//! [`http`] serves the pages of the browser tests.
+//! [`http`] serves the pages of the browser tests; [`files`] writes the documents tests open.
 
+pub mod files;
 pub mod http;
 pub mod script;
 

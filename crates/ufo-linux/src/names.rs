@@ -130,23 +130,31 @@ pub(crate) fn named_field(e: &FieldEvidence) -> (String, NameSource) {
         return (r, NameSource::Own);
     }
     let own = clean_name(&e.own, "", "");
-    let says_value = e.value.as_deref().is_some_and(|v| collapse_ws(v) == own);
+    let is_value = |s: &str| e.value.as_deref().is_some_and(|v| collapse_ws(v) == s);
     let says_placeholder = e
         .placeholder
         .as_deref()
         .is_some_and(|p| collapse_ws(p) == own);
-    if !own.is_empty() && !says_value && !says_placeholder {
+    let container = e.parent.as_deref().and_then(usable);
+    if !own.is_empty() && container.as_deref() == Some(own.as_str()) {
+        // Qt gives a field its group's title as its own name (KolourPaint's Resize: three
+        // spin buttons "Dimensions"): a container's name, with no label beside it counted
+        return (own, NameSource::Container);
+    }
+    if !own.is_empty() && !is_value(&own) && !says_placeholder {
         return (own, NameSource::Own);
     }
+    // (a label beside that only repeats the value names nothing: Okular's page field has
+    // a hidden label "1" beside it while it shows page 1)
     if let Some(b) = e
         .beside
         .as_deref()
         .map(label_as_name)
-        .filter(|b| !b.is_empty())
+        .filter(|b| !b.is_empty() && !is_value(b))
     {
         return (b, NameSource::Own);
     }
-    if let Some(p) = e.parent.as_deref().and_then(usable) {
+    if let Some(p) = container {
         return (p, NameSource::Container);
     }
     (
@@ -390,6 +398,31 @@ mod tests {
         let shared = shared_container_names(names);
         assert_eq!(shared.len(), 1);
         assert!(shared.contains("Resource Consumption"));
+    }
+
+    /// Issue 46: a label beside a field that only repeats its value names nothing (Okular's
+    /// page field, a hidden label "1" beside it while it shows page 1); an own name that is
+    /// the container's is the container's (KolourPaint's spin buttons "Dimensions", each with
+    /// a label "x" beside it), so that one shared by several fields names none of them.
+    #[test]
+    fn a_field_is_not_named_by_its_value_or_by_its_groups_title() {
+        let mut e = ev("");
+        e.value = Some("1".into());
+        e.beside = Some("1".into());
+        assert_eq!(named_field(&e), (String::new(), NameSource::Other));
+        e.beside = Some("Page:".into());
+        assert_eq!(named_field(&e), ("Page".to_string(), NameSource::Own));
+        let mut e = ev("Dimensions");
+        e.value = Some("100".into());
+        e.beside = Some("x".into());
+        e.parent = Some("Dimensions".into());
+        assert_eq!(
+            named_field(&e),
+            ("Dimensions".to_string(), NameSource::Container)
+        );
+        // a name of its own that differs from the container's stays its own
+        e.own = "New:".into();
+        assert_eq!(named_field(&e), ("New:".to_string(), NameSource::Own));
     }
 
     /// Issue 24, item 7: KCalc's display (a frame named by the number it shows) is read.

@@ -1176,3 +1176,282 @@ async fn geanys_split_button_arrows_are_named_after_their_buttons() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Through pyatspi (not ufo): the name of Okular's zoom box (a combo box described "Zoom",
+/// named by the zoom it shows).
+const OKULAR_ZOOM: &str = r#"
+import sys, pyatspi
+def find(n, depth):
+    if n is None or depth > 40: return None
+    try:
+        if n.getRoleName() == 'combo box' and n.description == 'Zoom': return n
+        for i in range(min(n.childCount, 200)):
+            r = find(n.getChildAtIndex(i), depth + 1)
+            if r is not None: return r
+    except Exception: return None
+for a in pyatspi.Registry.getDesktop(0):
+    if a is not None and a.name == 'okular' and a.get_process_id() == int(sys.argv[1]):
+        z = find(a, 0)
+        if z is not None: print(z.name)
+"#;
+
+/// Issue 46: Okular's zoom box was `combo box "Main Toolbar"` (its tool bar's name), or,
+/// with a document open, `combo box "Zoom"` beside `text ""` and 19 items of its closed list
+/// at the window's corner; its page field was `text "1"` (a hidden label beside it repeats
+/// the page shown). Now the zoom box is one line `combo box "Zoom"` with its zoom as its
+/// value and no item while closed, the page field is unnamed with its page as its value, and
+/// nothing is named "Main Toolbar". The zoom set through the box by its name is read back
+/// through pyatspi.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn okulars_zoom_box_and_page_field_are_named_as_a_person_reads_them() {
+    if !require_live("okulars_zoom_box_and_page_field_are_named_as_a_person_reads_them") {
+        return;
+    }
+    let _one = FOCUS.lock().await;
+    let dir = temp_dir("okular");
+    let pdf = dir.join("five-pages.pdf");
+    ufo_desktop::testing::files::write_pdf(&pdf, 5).unwrap();
+    let pdf_s = pdf.display().to_string();
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let (_guard, pid) = start("okular", &[&pdf_s], &dir, &pdf_s);
+    let w = window(&d, "Okular", |w| {
+        w.title.starts_with("five-pages.pdf") && w.pid == Some(pid)
+    })
+    .await;
+    let obs = support::observe_until(
+        &d,
+        &w.id,
+        "Okular's zoom box and page field",
+        Duration::from_secs(60),
+        |o| {
+            control(o, "combo box", "Zoom").is_some()
+                && o.controls
+                    .iter()
+                    .any(|c| c.role == "text" && c.value.as_deref() == Some("1"))
+        },
+    )
+    .await;
+    let listing = support::listing(&obs);
+    let page: Vec<_> = obs
+        .controls
+        .iter()
+        .filter(|c| c.role == "text" && c.value.as_deref() == Some("1"))
+        .collect();
+    assert_eq!(page.len(), 1, "one page field: {listing}");
+    assert_eq!(page[0].name, "", "the page field is unnamed: {listing}");
+    assert!(
+        !obs.controls.iter().any(|c| c.name == "Main Toolbar"),
+        "a field is named after its tool bar: {listing}"
+    );
+    let zoom = obs
+        .controls
+        .iter()
+        .find(|c| c.role == "combo box" && c.name == "Zoom")
+        .unwrap();
+    let shown = zoom.value.clone().unwrap_or_default();
+    assert!(!shown.is_empty(), "the zoom box shows its zoom: {listing}");
+    assert!(
+        !obs.controls
+            .iter()
+            .any(|c| c.value.as_deref() == Some(shown.as_str()) && c.id != zoom.id),
+        "the zoom box and its entry are one line: {listing}"
+    );
+    assert!(
+        !obs.controls.iter().any(|c| c.role == "list item"),
+        "the closed zoom list's items are not listed: {listing}"
+    );
+    let zoom = zoom.id.clone();
+    let set = UiAction::SetText {
+        text: "200%".into(),
+    };
+    d.act(&w.id, Some(&zoom), &set).await.unwrap();
+    let enter = UiAction::TypeKeys {
+        keys: "{enter}".into(),
+    };
+    d.act(&w.id, Some(&zoom), &enter).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = std::process::Command::new("/usr/bin/python3")
+            .args(["-c", OKULAR_ZOOM, &pid.to_string()])
+            .output()
+            .expect("python3 runs");
+        let now = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if now == "200%" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "pyatspi reads Okular's zoom as {now:?}, not 200%"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A `w`×`h` RGB PNG at `path`, left half red and right half blue, written by python3's
+/// standard library.
+fn write_png(path: &Path, w: u32, h: u32) {
+    const PNG: &str = r#"
+import struct, sys, zlib
+path, w, h = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+row = b'\x00' + b''.join(b'\xff\x00\x00' if x < w // 2 else b'\x00\x00\xff' for x in range(w))
+def chunk(t, d): return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d))
+png = b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 2, 0, 0, 0))
+png += chunk(b'IDAT', zlib.compress(row * h)) + chunk(b'IEND', b'')
+open(path, 'wb').write(png)
+"#;
+    let ok = std::process::Command::new("/usr/bin/python3")
+        .args([
+            "-c",
+            PNG,
+            &path.display().to_string(),
+            &w.to_string(),
+            &h.to_string(),
+        ])
+        .status()
+        .expect("python3 runs");
+    assert!(ok.success(), "python3 wrote no PNG");
+}
+
+/// The width and height a PNG's header says (read off ufo, from the file).
+fn png_size(path: &Path) -> Option<(u32, u32)> {
+    let b = std::fs::read(path).ok()?;
+    let word = |at: usize| Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?));
+    (b.get(12..16) == Some(b"IHDR".as_slice())).then_some((word(16)?, word(20)?))
+}
+
+/// Issue 46: KolourPaint's Resize / Scale dialog listed the three spin buttons of its
+/// Height column as "Dimensions" (Qt gives them their group's title as their own name;
+/// each has only a label "x" just left of it). A name that names several fields names none:
+/// they are listed unnamed with their values, and no two fields share a name. The New row's
+/// height, reached by its place beside "New:", and "New:" itself are set; the image saved
+/// is 60×30 on the disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kolourpaints_resize_fields_share_no_name() {
+    if !require_live("kolourpaints_resize_fields_share_no_name") {
+        return;
+    }
+    let _one = FOCUS.lock().await;
+    let dir = temp_dir("kolourpaint");
+    let image = dir.join("resize-me.png");
+    write_png(&image, 80, 40);
+    let image_s = image.display().to_string();
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let (_guard, pid) = start("kolourpaint", &[&image_s], &dir, &image_s);
+    let main = window(&d, "KolourPaint", |w| {
+        w.title.starts_with("resize-me.png") && w.pid == Some(pid)
+    })
+    .await;
+    let obs = support::observe_until(
+        &d,
+        &main.id,
+        "KolourPaint's zoom box",
+        Duration::from_secs(60),
+        |o| control(o, "combo box", "Zoom").is_some(),
+    )
+    .await;
+    let click = UiAction::Click {
+        button: ufo_core::Button::Left,
+        double: false,
+    };
+    let image_menu = control(&obs, "menu item", "Image").unwrap();
+    d.act(&main.id, Some(&image_menu), &click).await.unwrap();
+    let menu = support::observe_until(
+        &d,
+        &main.id,
+        "the Image menu",
+        Duration::from_secs(20),
+        |o| control(o, "menu item", "Resize / Scale...").is_some(),
+    )
+    .await;
+    let item = control(&menu, "menu item", "Resize / Scale...").unwrap();
+    let before = window_ids(&d).await;
+    d.act(&main.id, Some(&item), &click).await.unwrap();
+    let dialog = window(&d, "Resize / Scale", |w| {
+        w.title.starts_with("Resize / Scale") && !before.contains(&w.id)
+    })
+    .await;
+    let obs = support::observe_until(
+        &d,
+        &dialog.id,
+        "the Resize / Scale dialog's spin buttons",
+        Duration::from_secs(30),
+        |o| {
+            o.controls
+                .iter()
+                .filter(|c| c.role == "spin button")
+                .count()
+                == 6
+        },
+    )
+    .await;
+    let listing = support::listing(&obs);
+    assert!(
+        !obs.controls.iter().any(|c| c.name == "Dimensions"),
+        "a spin button is named after its group: {listing}"
+    );
+    let fields: Vec<_> = obs
+        .controls
+        .iter()
+        .filter(|c| c.role == "spin button")
+        .collect();
+    for f in &fields {
+        if !f.name.is_empty() {
+            assert_eq!(
+                fields.iter().filter(|g| g.name == f.name).count(),
+                1,
+                "{:?} names several fields: {listing}",
+                f.name
+            );
+        }
+    }
+    let new_width = fields.iter().find(|c| c.name == "New:").unwrap();
+    // the New row's height: the unnamed spin button on New:'s line
+    let new_height = fields
+        .iter()
+        .find(|c| c.name.is_empty() && c.rect.y == new_width.rect.y && c.enabled)
+        .unwrap_or_else(|| panic!("no unnamed field beside New: {listing}"));
+    let (width_id, height_id) = (new_width.id.clone(), new_height.id.clone());
+    if let Some(keep) = obs
+        .controls
+        .iter()
+        .find(|c| c.name == "Keep aspect ratio" && c.states.checked)
+    {
+        d.act(&dialog.id, Some(&keep.id), &click).await.unwrap();
+    }
+    let set = |t: &str| UiAction::SetText { text: t.into() };
+    d.act(&dialog.id, Some(&width_id), &set("60"))
+        .await
+        .unwrap();
+    d.act(&dialog.id, Some(&height_id), &set("30"))
+        .await
+        .unwrap();
+    let ok = control(&obs, "button", "OK").unwrap();
+    d.act(&dialog.id, Some(&ok), &click).await.unwrap();
+    let obs = support::observe_until(
+        &d,
+        &main.id,
+        "KolourPaint's window after the dialog",
+        Duration::from_secs(30),
+        |o| control(o, "combo box", "Zoom").is_some(),
+    )
+    .await;
+    let zoom = control(&obs, "combo box", "Zoom").unwrap();
+    let save = UiAction::TypeKeys {
+        keys: "{ctrl+s}".into(),
+    };
+    d.act(&main.id, Some(&zoom), &save).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let size = png_size(&image);
+        if size == Some((60, 30)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the saved image is {size:?}, not 60x30"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

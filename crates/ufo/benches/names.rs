@@ -229,6 +229,7 @@ enum FileKind {
     Zip,
     Html,
     Deck,
+    Png,
 }
 
 fn cases() -> Vec<Case> {
@@ -331,6 +332,27 @@ fn cases() -> Vec<Case> {
             file: Some(("notes.txt", FileKind::Text)),
         },
         Case {
+            name: "Okular",
+            program: "okular",
+            args: &["{dir}/manual.pdf"],
+            dialog_keys: None,
+            file: Some(("manual.pdf", FileKind::Pdf)),
+        },
+        Case {
+            name: "KolourPaint",
+            program: "kolourpaint",
+            args: &["{dir}/picture.png"],
+            dialog_keys: None,
+            file: Some(("picture.png", FileKind::Png)),
+        },
+        Case {
+            name: "KolourPaint Resize / Scale",
+            program: "kolourpaint",
+            args: &["{dir}/picture.png"],
+            dialog_keys: Some("ctrl+e"),
+            file: Some(("picture.png", FileKind::Png)),
+        },
+        Case {
             name: "KCalc",
             program: "kcalc",
             args: &[],
@@ -388,6 +410,14 @@ fn write_file(dir: &Path, name: &str, kind: FileKind) {
         )
         .unwrap(),
         FileKind::Deck => std::fs::write(&path, DECK).unwrap(),
+        FileKind::Png => {
+            let file = std::fs::File::create(&path).unwrap();
+            let mut enc = png::Encoder::new(std::io::BufWriter::new(file), 80, 40);
+            enc.set_color(png::ColorType::Rgb);
+            enc.set_depth(png::BitDepth::Eight);
+            let mut writer = enc.write_header().unwrap();
+            writer.write_image_data(&[200u8; 80 * 40 * 3]).unwrap();
+        }
         FileKind::Pdf => {
             let _ = std::fs::copy(
                 "/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf",

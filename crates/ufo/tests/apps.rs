@@ -400,22 +400,6 @@ fn mcp_serve_takes_the_launch_table_of_its_config() {
     assert!(names.iter().any(|n| n == "terminal"), "{answer}");
 }
 
-/// A PNG of `w`×`h` RGB pixels.
-fn write_png(path: &Path, w: u32, h: u32, pixel: impl Fn(u32, u32) -> [u8; 3]) {
-    let file = std::fs::File::create(path).expect("png file");
-    let mut enc = png::Encoder::new(std::io::BufWriter::new(file), w, h);
-    enc.set_color(png::ColorType::Rgb);
-    enc.set_depth(png::BitDepth::Eight);
-    let mut writer = enc.write_header().expect("png header");
-    let mut data = Vec::with_capacity((w * h * 3) as usize);
-    for y in 0..h {
-        for x in 0..w {
-            data.extend_from_slice(&pixel(x, y));
-        }
-    }
-    writer.write_image_data(&data).expect("png data");
-}
-
 /// Issue 12, item 7: a file manager's items are listed in list view. The agent switches
 /// Thunar to its list view through the View menu, picks the file by name, renames it through
 /// the Rename dialog, and the file has its new name on disk.

@@ -1109,6 +1109,116 @@ fn featherpad_replace(ctx: &Ctx) -> Task {
     )
 }
 
+// --- KDE: Okular and KolourPaint (issue 46) -------------------------------------------------
+
+/// Through pyatspi (not ufo): the zoom Okular's zoom box shows (the combo box described
+/// "Zoom" is named by it), for the Okular of the document `argv[1]`'s window.
+const OKULAR_ZOOM: &str = r#"
+import sys, pyatspi
+def find(n, depth):
+    if n is None or depth > 40: return None
+    try:
+        if n.getRoleName() == 'combo box' and n.description == 'Zoom': return n
+        for i in range(min(n.childCount, 200)):
+            r = find(n.getChildAtIndex(i), depth + 1)
+            if r is not None: return r
+    except Exception: return None
+for a in pyatspi.Registry.getDesktop(0):
+    if a is None or a.name != 'okular': continue
+    if not any((a.getChildAtIndex(i).name or '').startswith(sys.argv[1]) for i in range(a.childCount)):
+        continue
+    z = find(a, 0)
+    if z is not None: print(z.name)
+"#;
+
+/// Okular: the zoom box (listed "Zoom", it was "Main Toolbar") set to 200%, as a person
+/// types it there; read back through pyatspi.
+fn okular_zoom(ctx: &Ctx) -> Task {
+    let t = "Open my report in Okular and zoom it to 200%";
+    let name = format!("report-{}.pdf", ctx.id);
+    let pdf = ctx.path(&name);
+    ufo_desktop::testing::files::write_pdf(&pdf, 3).expect("pdf written");
+    let lines = vec![
+        host_bash(
+            "Okular is not open.",
+            &format!("okular {} &", pdf.display()),
+        ),
+        host_assign(t, "Okular"),
+        set_text("Zoom", "200%"),
+        keys("Zoom", "{enter}"),
+        done(),
+        host_finish(),
+    ];
+    Task::new(
+        t,
+        lines,
+        Box::new(move |_| {
+            eventually(Duration::from_secs(10), || {
+                let out = Command::new("/usr/bin/python3")
+                    .args(["-c", OKULAR_ZOOM, &name])
+                    .output()
+                    .map_err(|e| format!("python3 with pyatspi does not run: {e}"))?;
+                match String::from_utf8_lossy(&out.stdout).trim() {
+                    "200%" => Ok(()),
+                    other => Err(format!("Okular's zoom box shows {other:?}, not 200%")),
+                }
+            })
+        }),
+    )
+}
+
+/// KolourPaint: Image ▸ Resize / Scale, scaled to half keeping the proportions, saved by
+/// File ▸ Save (two Qt menus: each must close after its entry); the saved PNG is half the
+/// size and still red on the left, blue on the right (scaled, not cut).
+fn kolourpaint_half(ctx: &Ctx) -> Task {
+    let t = "Scale my picture down to half its size in KolourPaint, keeping its proportions, and save it";
+    let image = ctx.path("holiday.png");
+    write_png(&image, 80, 40);
+    let lines = vec![
+        host_bash(
+            "KolourPaint is not open.",
+            &format!("kolourpaint {} &", image.display()),
+        ),
+        host_assign(t, "KolourPaint"),
+        click("Image"),
+        click("Resize / Scale..."),
+        click("Scale"),
+        click("Keep aspect ratio"),
+        set_text("Percent:", "50"),
+        click("OK"),
+        click("File"),
+        click_done("Save"),
+        host_finish(),
+    ];
+    Task::new(
+        t,
+        lines,
+        Box::new(move |_| {
+            eventually(Duration::from_secs(10), || {
+                png_sized(&image, 40, 20)?;
+                let file = std::fs::File::open(&image).map_err(|e| e.to_string())?;
+                let mut decoder = png::Decoder::new(std::io::BufReader::new(file));
+                decoder.set_transformations(png::Transformations::EXPAND);
+                let mut reader = decoder.read_info().map_err(|e| e.to_string())?;
+                let mut buf = vec![0; reader.output_buffer_size()];
+                let info = reader.next_frame(&mut buf).map_err(|e| e.to_string())?;
+                let ch = info.color_type.samples();
+                let last = (info.width as usize - 1) * ch;
+                // red on the left, blue on the right: scaled, not cut to its left half
+                if buf[0] == 255 && buf[last + 2] == 255 && buf[last] == 0 {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "the first row runs {:?} to {:?}: cut, not scaled",
+                        &buf[..3],
+                        &buf[last..last + 3]
+                    ))
+                }
+            })
+        }),
+    )
+}
+
 // --- Tk (IDLE) -------------------------------------------------------------------------------
 
 /// Issue 46: IDLE's windows carry no `_NET_WM_PID`; its launch must be seen (the host hears
@@ -1591,6 +1701,8 @@ const TASKS: &[(&str, &str, Builder)] = &[
     ("gnome-text-editor", "gte-save-b", gte_save_b),
     ("kate", "kate-save-a", kate_save_a),
     ("kate", "kate-save-b", kate_save_b),
+    ("okular", "okular-zoom", okular_zoom),
+    ("kolourpaint", "kp-half", kolourpaint_half),
     ("calc", "calc-a1-text", calc_a1_a),
     ("calc", "calc-a1-number", calc_a1_b),
     ("dolphin", "dolphin-new-folder", dolphin_new_folder),

@@ -6,11 +6,11 @@
 //! them, as GTK 3's do, and a file saved through them by naming their controls is on disk.
 //!
 //! Issue 46: a Qt application joins the bus when the display has no `AT_SPI_BUS` property, a
-//! Qt menu entry pressed leaves no menu open, and Tk's IDLE (no `_NET_WM_PID`) is reported
-//! launched.
+//! Qt menu entry pressed leaves no menu open (FeatherPad, KolourPaint), and Tk's IDLE (no
+//! `_NET_WM_PID`) is reported launched.
 //!
 //! Needs the desktop session (scripts/desktop-session.sh), `gimp`, `featherpad`, `idle`,
-//! `gnome-text-editor`, `kate`, `xdotool` and python3 with pyatspi. Skipped with a message without DISPLAY and UFO_LIVE_TESTS; with
+//! `gnome-text-editor`, `kate`, `kolourpaint`, `xdotool` and python3 with pyatspi. Skipped with a message without DISPLAY and UFO_LIVE_TESTS; with
 //! UFO_LIVE_TESTS=1 anything missing fails the test.
 
 mod common;
@@ -861,6 +861,97 @@ fn a_qt_menu_entry_pressed_leaves_no_menu_open() {
             saved.trim(),
             "replaced",
             "UFO_XTEST_CLICKS={xtest}: the keys did not reach the editor\n{:#?}",
+            results(&log)
+        );
+    }
+}
+
+/// The first pixel (red, green, blue) of the PNG at `path`, decoded off ufo.
+fn first_pixel(path: &Path) -> Option<[u8; 3]> {
+    let file = std::fs::File::open(path).ok()?;
+    let mut decoder = png::Decoder::new(std::io::BufReader::new(file));
+    decoder.set_transformations(png::Transformations::EXPAND);
+    let mut reader = decoder.read_info().ok()?;
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).ok()?;
+    (info.color_type.samples() >= 3).then(|| [buf[0], buf[1], buf[2]])
+}
+
+/// Issue 46, on KDE's KolourPaint: a menu entry pressed (Image ▸ Mirror) leaves no menu
+/// open, clicked as a person clicks it or pressed through AT-SPI (`UFO_XTEST_CLICKS=0`, the
+/// menu then closed with Escape): the Ctrl+S typed next saves the mirrored picture, whose
+/// first pixel (red before) is blue in the file on the disk.
+#[test]
+fn a_kde_menu_entry_pressed_leaves_no_menu_open() {
+    if !require_live("a_kde_menu_entry_pressed_leaves_no_menu_open") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    for xtest in ["1", "0"] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(&home).expect("home");
+        let file = tmp.path().join(format!("mirror-me-{xtest}.png"));
+        write_png(&file, 40, 20, |x, _| {
+            if x < 20 {
+                [255, 0, 0]
+            } else {
+                [0, 0, 255]
+            }
+        });
+        assert_eq!(first_pixel(&file), Some([255, 0, 0]));
+        let _app = ProcessGuard::new(file.display().to_string(), None);
+        let lines = [
+            line(
+                "host",
+                json!({"Observation": "KolourPaint is not open.", "Thought": "Open the picture.",
+                       "Current Sub-Task": "Mirror the picture and save it",
+                       "ControlText": "KolourPaint", "Status": "ASSIGN",
+                       "Bash": format!("kolourpaint {}", file.display())}),
+                &[],
+            ),
+            app_line("Image", "", "click", json!({}), "CONTINUE"),
+            line(
+                "app",
+                app("Mirror (horizontally)", "", "click", json!({}), "CONTINUE"),
+                &["menu item \"Mirror (horizontally)\""],
+            ),
+            // the keys go to the zoom box's entry, and through it to the window's shortcut
+            app_line(
+                "Zoom",
+                "",
+                "type_keys",
+                json!({"keys": "{ctrl+s}"}),
+                "CONTINUE",
+            ),
+            app_line("", "", "", json!({}), "FINISH"),
+            line(
+                "host",
+                json!({"Observation": "Done.", "Thought": "Finish.", "Status": "FINISH"}),
+                &[],
+            ),
+        ];
+        let (code, log) = run_script_args(
+            &home,
+            tmp.path(),
+            &lines,
+            &["--confirm", "yes", "Mirror my picture and save it"],
+            &[("UFO_XTEST_CLICKS", xtest)],
+        );
+        assert_eq!(code, Some(0), "UFO_XTEST_CLICKS={xtest}\n{log}");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut pixel = None;
+        while Instant::now() < deadline {
+            pixel = first_pixel(&file);
+            if pixel == Some([0, 0, 255]) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        assert_eq!(
+            pixel,
+            Some([0, 0, 255]),
+            "UFO_XTEST_CLICKS={xtest}: the mirrored picture was not saved\n{:#?}",
             results(&log)
         );
     }

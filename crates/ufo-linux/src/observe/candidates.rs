@@ -93,6 +93,37 @@ pub(super) fn collect_candidates(
     (out, false, repeats)
 }
 
+/// Most lists of combo boxes whose size is asked per window read ([`combo_lists`]).
+pub(super) const MAX_COMBO_LISTS: usize = 8;
+
+/// The lists right under a combo box that hold candidates (at most [`MAX_COMBO_LISTS`]),
+/// each with the candidates' indexes. Qt marks a closed combo box's list and items showing
+/// and visible and gives the list no size (Okular's zoom box: 19 items at the window's
+/// corner); open, the list has its popup's size. The caller asks each list's size and
+/// drops the items of one that has none.
+pub(super) fn combo_lists(tree: &AppTree, candidates: &[Candidate]) -> Vec<(String, Vec<usize>)> {
+    let mut out: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, c) in candidates.iter().enumerate() {
+        let Some(list) = tree.nodes.get(&c.node.parent) else {
+            continue;
+        };
+        let under_combo = list.role == role::LIST
+            && tree
+                .nodes
+                .get(&list.parent)
+                .is_some_and(|b| b.role == role::COMBO_BOX);
+        if !under_combo {
+            continue;
+        }
+        if let Some((_, items)) = out.iter_mut().find(|(p, _)| *p == list.path) {
+            items.push(i);
+        } else if out.len() < MAX_COMBO_LISTS {
+            out.push((list.path.clone(), vec![i]));
+        }
+    }
+    out
+}
+
 /// Whether a node is drawn: visible, showing where the toolkit marks what is shown (or
 /// passed through on the way to what is), not defunct.
 fn shown(tree: &AppTree, n: &Node, uses_showing: bool) -> bool {
@@ -303,7 +334,9 @@ fn is_bare_button(n: &Node, child_text: &str) -> bool {
 }
 
 /// The name of the nearest named container around a field (four levels at most, inside its
-/// window; a combo box's name is its chosen option, not a name).
+/// window; a combo box's name is its chosen option, not a name; a tool bar's or menu bar's
+/// name is the bar's, shown nowhere on it: Okular's and KolourPaint's zoom boxes were
+/// "Main Toolbar").
 fn parent_name(tree: &AppTree, n: &Node) -> Option<String> {
     let mut p = n.parent.as_str();
     for _ in 0..4 {
@@ -312,7 +345,8 @@ fn parent_name(tree: &AppTree, n: &Node) -> Option<String> {
             return None;
         }
         let name = collapse_ws(&a.name);
-        if a.role != role::COMBO_BOX && !names::is_noise(&name) {
+        let names_nothing = matches!(a.role, role::COMBO_BOX | role::TOOL_BAR | role::MENU_BAR);
+        if !names_nothing && !names::is_noise(&name) {
             return Some(name);
         }
         p = a.parent.as_str();
@@ -376,7 +410,34 @@ pub(super) fn uses_showing(tree: &AppTree, frame: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::fixtures::chain;
+    use crate::observe::fixtures::{at, chain};
+    use crate::vocab::ROOT_PATH;
+
+    /// Issue 46: the items right under a combo box's list are gathered by list, to be asked
+    /// its size (Okular's zoom box); items of a list elsewhere, and the combo box's entry,
+    /// are not.
+    #[test]
+    fn a_combo_boxs_list_items_are_gathered_by_list() {
+        let mut f = at("/f", ROOT_PATH, 0, role::FRAME);
+        f.child_count = 3;
+        let tree = AppTree::from_nodes(vec![
+            f,
+            at("/z", "/f", 0, role::COMBO_BOX),
+            at("/z/l", "/z", 0, role::LIST),
+            at("/z/l/1", "/z/l", 0, role::LIST_ITEM),
+            at("/z/l/2", "/z/l", 1, role::LIST_ITEM),
+            at("/z/e", "/z", 1, role::TEXT),
+            at("/l", "/f", 1, role::LIST),
+            at("/l/1", "/l", 0, role::LIST_ITEM),
+        ]);
+        let (found, _, _) = collect_candidates(&tree, "/f", 100, &HashSet::new());
+        let lists = combo_lists(&tree, &found);
+        assert_eq!(lists.len(), 1);
+        let (list, items) = &lists[0];
+        assert_eq!(list, "/z/l");
+        let paths: Vec<&str> = items.iter().map(|&i| found[i].node.path.as_str()).collect();
+        assert_eq!(paths, ["/z/l/1", "/z/l/2"]);
+    }
 
     /// Issue 23, item 2: a circle of parent links under the window (a stale answer) is
     /// followed once: every node is looked at once, the window is not "more than N nodes".

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use ufo_core::Rect;
 
 use super::arrange::{group_unnamed, name_field_arrows, rows_as_controls};
-use super::candidates::{collect_candidates, Candidate};
+use super::candidates::{collect_candidates, combo_lists, Candidate};
 use super::composite;
 use super::frames;
 use super::locate::Located;
@@ -517,6 +517,7 @@ impl Observer<'_> {
         stats.nodes += subtree_len;
         let (candidates, cut, repeats) =
             collect_candidates(tree, &frame, self.config.walk_max_nodes, &open_menus);
+        let candidates = self.without_closed_lists(bus, tree, candidates).await;
         stats.repeats += repeats;
         stats.document_nodes += document_nodes(tree, &frame, self.config.walk_max_nodes);
         if cut {
@@ -561,6 +562,34 @@ impl Observer<'_> {
             "window controls read"
         );
         Ok((out, frame))
+    }
+
+    /// A step of [`Self::window_controls`]: the candidates without the items of a closed
+    /// combo box's list (a list of no size: candidates.rs, `combo_lists`).
+    async fn without_closed_lists(
+        &self,
+        bus: &str,
+        tree: &AppTree,
+        candidates: Vec<Candidate>,
+    ) -> Vec<Candidate> {
+        let lists = combo_lists(tree, &candidates);
+        if lists.is_empty() {
+            return candidates;
+        }
+        let sizes =
+            futures::future::join_all(lists.iter().map(|(p, _)| self.bus.extents(bus, p))).await;
+        let closed: HashSet<usize> = lists
+            .iter()
+            .zip(sizes)
+            .filter(|(_, e)| matches!(e, Ok((_, _, w, h)) if *w <= 0 || *h <= 0))
+            .flat_map(|((_, items), _)| items.iter().copied())
+            .collect();
+        candidates
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| !closed.contains(i))
+            .map(|(_, c)| c)
+            .collect()
     }
 
     /// A step of [`Self::window_controls`]: the controls that answered on screen as the agent
@@ -895,12 +924,31 @@ fn unshared(mut a: Answered) -> Answered {
     .into_iter()
     .map(str::to_string)
     .collect();
-    for f in &mut a.out {
+    let mut renamed = Vec::new();
+    for (i, f) in a.out.iter_mut().enumerate() {
         if shared.contains(&f.detail.control.name) {
             if let Some(name) = f.by_container.take() {
                 f.detail.control.name = name.clone();
                 f.info.name = name;
+                renamed.push(i);
             }
+        }
+    }
+    // the names they take instead may be shared too (KolourPaint's three "Dimensions" spin
+    // buttons each have the label "x" just left of them): those name none of them either
+    let again: HashSet<String> = crate::names::shared_container_names(
+        renamed
+            .iter()
+            .map(|&i| Some(a.out[i].detail.control.name.as_str())),
+    )
+    .into_iter()
+    .map(str::to_string)
+    .collect();
+    for &i in &renamed {
+        let f = &mut a.out[i];
+        if again.contains(&f.detail.control.name) {
+            f.detail.control.name.clear();
+            f.info.name.clear();
         }
     }
     a

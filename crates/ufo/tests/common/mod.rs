@@ -675,3 +675,19 @@ pub fn clocks_world_clocks(home: &Path) -> Result<String, String> {
         .map_err(|e| format!("gsettings does not run: {e}"))?;
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
+
+/// A PNG of `w`×`h` RGB pixels.
+pub fn write_png(path: &Path, w: u32, h: u32, pixel: impl Fn(u32, u32) -> [u8; 3]) {
+    let file = std::fs::File::create(path).expect("png file");
+    let mut enc = png::Encoder::new(std::io::BufWriter::new(file), w, h);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    let mut writer = enc.write_header().expect("png header");
+    let mut data = Vec::with_capacity((w * h * 3) as usize);
+    for y in 0..h {
+        for x in 0..w {
+            data.extend_from_slice(&pixel(x, y));
+        }
+    }
+    writer.write_image_data(&data).expect("png data");
+}
