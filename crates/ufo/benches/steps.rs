@@ -45,6 +45,8 @@
 //! after in the same run, on the same load.
 //!
 //!     cargo build -p ufo && cargo bench -p ufo --bench steps
+//!     cargo build --release -p ufo && UFO_BENCH_BIN=target/release/ufo \
+//!         UFO_BENCH_ONLY=calculator,cells,writer,chromium cargo bench -p ufo --bench steps
 //!     UFO_BENCH_BASE=/path/to/old/ufo UFO_BENCH_ONLY=calculator,cells \
 //!         cargo test -p ufo --bench steps   # the debug build, without an optimised rebuild
 #![allow(clippy::unwrap_used)]
