@@ -10,24 +10,31 @@
 //! `mousepad` type-and-save (the saved file is read from disk); `chromium`
 //! click-a-link-then-observe (the model's second call must be shown the new page, and pyatspi
 //! must find the new page's address); `cells` Calc cell entry (five values and a formula set
-//! in cells named by address, then read back through pyatspi). Needs a desktop session
-//! (`DISPLAY`) with pyatspi, `chromium`, LibreOffice with its GTK3 plugin and `xdotool`.
+//! in cells named by address, then read back through pyatspi); `writer` LibreOffice Writer
+//! typing (four lines typed into a document's text, then read back through pyatspi). Needs a
+//! desktop session (`DISPLAY`) with pyatspi, `chromium`, LibreOffice with its GTK3 plugin and
+//! `xdotool`. `UFO_BENCH_RUNS` sets the sessions per binary and case (default 5).
 //!
-//! The `calculator` and `cells` cases also measure, in the same run, what the application
-//! itself takes for the same input without ufo ([`own_update`]): keys sent by `xdotool`, then
-//! the time from when `xdotool` returned to the application's redraw (X Damage). For
+//! The `calculator`, `cells`, `writer` and `chromium` cases also measure, in the same run,
+//! what the application itself takes for the same input without ufo ([`own_update`]): after
+//! every session, in the window it left open, the same input sent by `xdotool` as many times
+//! as the session timed steps (the calculator's `=` once, six cell entries, four lines, one
+//! link), then the time from when `xdotool` returned to the application's redraw (X Damage).
+//! Interleaved so, both sides have as many samples and meet the same load. For
 //! gnome-calculator's `=` (typed, so no press animation) the first redraw, which shows the
 //! result: GTK 4 then redraws the whole window at every frame of its caret's blink, so its
 //! last redraw is never seen. For a Calc entry (the text, Delete, Enter, as `set_text` types
-//! it) the last redraw before 300 ms without one: LibreOffice's updates after Enter (the
-//! cell, the formula bar, the Name Box) come in several. A step cannot end before that; the
-//! rest of it is ufo's.
+//! it, in column B) the last redraw before 300 ms without one: LibreOffice's updates after
+//! Enter (the cell, the formula bar, the Name Box) come in several; the same for a Writer
+//! line and for Chromium following a link (the pointer moved over it first). A step cannot
+//! end before that; the rest of it is ufo's.
 //!
-//! Each of those two prints the ratio of ufo's step to the application alone (p50 to p50,
-//! p95 to p95): the `=` step for the calculator, every cell entry for Calc. Every case also
-//! prints the first look: the phases of the window's first observation (its debug trace,
-//! `observation phases`, read from the session's stderr: the tree, the details, the
-//! capture, the encoding, the load wait, the total) and how many reads of the window it took.
+//! Each of them prints the ratio of ufo's step to the application alone (p50 to p50, p95 to
+//! p95, with both sides' p50 and p95): the `=` step for the calculator, every cell entry for
+//! Calc, every line for Writer, the click for Chromium. Every case also prints the first
+//! look: the phases of the window's first observation (its debug trace, `observation
+//! phases`, read from the session's stderr: the tree, the details, the capture, the
+//! encoding, the load wait, the total) and how many reads of the window it took.
 //!
 //! `UFO_BENCH_LOGS` (a folder) keeps each session's stderr there: its observations' phases,
 //! each sheet read (`sheet read`: the hit tests, the cells' texts, the grid's geometry) and
@@ -38,6 +45,8 @@
 //! after in the same run, on the same load.
 //!
 //!     cargo build -p ufo && cargo bench -p ufo --bench steps
+//!     cargo build --release -p ufo && UFO_BENCH_BIN=target/release/ufo \
+//!         UFO_BENCH_ONLY=calculator,cells,writer,chromium cargo bench -p ufo --bench steps
 //!     UFO_BENCH_BASE=/path/to/old/ufo UFO_BENCH_ONLY=calculator,cells \
 //!         cargo test -p ufo --bench steps   # the debug build, without an optimised rebuild
 #![allow(clippy::unwrap_used)]
@@ -53,7 +62,14 @@ use x11rb::protocol::Event;
 use serde_json::{json, Value};
 use ufo_desktop::testing::script::{app, app_line, host_assign, host_finish, line};
 
-const RUNS: usize = 5;
+/// Sessions per binary and case: `UFO_BENCH_RUNS`, default 5.
+fn runs() -> usize {
+    std::env::var("UFO_BENCH_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .filter(|r| *r > 0)
+        .unwrap_or(5)
+}
 
 fn binary() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -255,9 +271,15 @@ enum Redraw {
     Last,
 }
 
+/// The longest pause between two redraws of one update the application alone made, over the
+/// samples of [`own_update`] that time the last redraw (how long a quiet time must be not to
+/// end a step in the middle of an update).
+static GAPS: std::sync::Mutex<Vec<f64>> = std::sync::Mutex::new(Vec::new());
+
 /// Without ufo: run `xdotool` once per item of `runs` (keys for the active window `xid`) and
 /// return the milliseconds from when the last one returned to the window's first or last
-/// redraw (X Damage), at most 3 s; `None` when nothing was redrawn by then.
+/// redraw (X Damage), at most 3 s; `None` when nothing was redrawn by then. For the last
+/// redraw, the longest pause between two of its redraws is noted in [`GAPS`].
 fn own_update(xid: u32, runs: &[&[&str]], mark: Redraw) -> Option<f64> {
     const QUIET: Duration = Duration::from_millis(300);
     let (conn, _) = x11rb::connect(None).ok()?;
@@ -275,6 +297,7 @@ fn own_update(xid: u32, runs: &[&[&str]], mark: Redraw) -> Option<f64> {
     }
     let t0 = Instant::now();
     let mut seen: Option<(Duration, Instant)> = None;
+    let mut gap = Duration::ZERO;
     let over = |seen: &Option<(Duration, Instant)>| match (mark, seen) {
         (_, None) => false,
         (Redraw::First, Some(_)) => true,
@@ -282,9 +305,19 @@ fn own_update(xid: u32, runs: &[&[&str]], mark: Redraw) -> Option<f64> {
     };
     while !over(&seen) && t0.elapsed() < Duration::from_secs(3) {
         match conn.poll_for_event().ok()? {
-            Some(Event::DamageNotify(_)) => seen = Some((t0.elapsed(), Instant::now())),
+            Some(Event::DamageNotify(_)) => {
+                if let Some((_, at)) = seen {
+                    gap = gap.max(at.elapsed());
+                }
+                seen = Some((t0.elapsed(), Instant::now()));
+            }
             Some(_) => {}
             None => std::thread::sleep(Duration::from_millis(1)),
+        }
+    }
+    if matches!(mark, Redraw::Last) && seen.is_some() {
+        if let Ok(mut g) = GAPS.lock() {
+            g.push(gap.as_secs_f64() * 1000.0);
         }
     }
     let _ = conn.damage_destroy(d);
@@ -294,41 +327,20 @@ fn own_update(xid: u32, runs: &[&[&str]], mark: Redraw) -> Option<f64> {
     seen.map(|(t, _)| t.as_secs_f64() * 1000.0)
 }
 
-/// gnome-calculator's own time for `=` without ufo, over `RUNS` computations of 12 × 7
-/// typed into it (the display is checked through pyatspi at the end).
-fn calculator_alone() -> Vec<f64> {
-    let _ = Command::new("gnome-calculator")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn();
-    let Some(xid) = window_named("^Calculator$", Duration::from_secs(30)) else {
-        eprintln!("gnome-calculator alone: no window");
-        return Vec::new();
-    };
-    let id = xid.to_string();
+/// gnome-calculator's own time for `=` without ufo, in the calculator a session left open
+/// (it shows 84): 12 × 7 typed into it again, then `=` typed and timed to its first redraw.
+fn calculator_alone_once() -> Option<f64> {
+    let xid = window_named("^Calculator$", Duration::from_secs(5))?;
     let _ = Command::new("xdotool")
-        .args(["windowactivate", "--sync", &id])
+        .args(["windowactivate", "--sync", &xid.to_string()])
         .status();
-    std::thread::sleep(Duration::from_secs(1));
-    let mut own = Vec::new();
-    for _ in 0..RUNS {
-        let _ = Command::new("xdotool").args(["key", "Escape"]).status();
-        let _ = Command::new("xdotool")
-            .args(["type", "--delay", "20", "12*7"])
-            .status();
-        std::thread::sleep(Duration::from_millis(500));
-        own.extend(own_update(xid, &[&["key", "Return"]], Redraw::First));
-    }
-    let shown = calculator_display();
-    println!(
-        "gnome-calculator alone, `=` typed: first redraw p50 {:.0} ms, max {:.0} ms after the key \
-         ({} of {RUNS}; it shows {shown:?}); load {}",
-        pct(&mut own.clone(), 0.5),
-        pct(&mut own.clone(), 1.0),
-        own.len(),
-        load()
-    );
-    own
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = Command::new("xdotool").args(["key", "Escape"]).status();
+    let _ = Command::new("xdotool")
+        .args(["type", "--delay", "20", "12*7"])
+        .status();
+    std::thread::sleep(Duration::from_millis(500));
+    own_update(xid, &[&["key", "Return"]], Redraw::First)
 }
 
 /// The calculator's display text through pyatspi; the calculator is closed afterwards.
@@ -336,10 +348,20 @@ fn calculator_display() -> String {
     app_text_and_close("calculator")
 }
 
+/// The calculator's display text through pyatspi, the calculator left open.
+fn calculator_display_open() -> String {
+    app_text("calculator", false)
+}
+
 /// The text of the last non-empty text field of the application whose name contains `app`
 /// (read through pyatspi on this session's bus); the application is closed afterwards and
 /// waited for (up to 5 s), so the next run starts a fresh one.
 fn app_text_and_close(app: &str) -> String {
+    app_text(app, true)
+}
+
+/// [`app_text_and_close`], the application closed only when `close`.
+fn app_text(app: &str, close: bool) -> String {
     let py = r#"
 import pyatspi, os, signal, sys, time
 d = pyatspi.Registry.getDesktop(0)
@@ -361,19 +383,22 @@ for a in d:
                 stack.extend(o[i] for i in range(o.childCount))
         except Exception:
             pass
-    pids.append(a.get_process_id())
-    os.kill(pids[-1], signal.SIGTERM)
-for _ in range(50):
+    if sys.argv[2] == 'close':
+        pids.append(a.get_process_id())
+        os.kill(pids[-1], signal.SIGTERM)
+for _ in range(50 if pids else 0):
     if not any(os.path.exists('/proc/%d' % p) for p in pids):
         break
     time.sleep(0.1)
-time.sleep(0.3)
+if pids:
+    time.sleep(0.3)
 print(shown)
 "#;
     let out = Command::new("/usr/bin/python3")
         .arg("-c")
         .arg(py)
         .arg(app)
+        .arg(if close { "close" } else { "keep" })
         .output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
@@ -425,12 +450,14 @@ fn report(name: &str, m: &mut Measured) {
          ({}); first action step p50 {first:.0} ms (its observation, the window's first, \
          {first_collect:.0} ms); last action step p50 {last:.0} ms; closing steps {} p50 \
          {closing:.0} ms; data collection p50 {collect:.0} ms; whole session p50 {session:.0} ms; \
-         {} app model calls in {RUNS} runs; result right in {}/{RUNS}; load {}",
+         {} app model calls in {} runs; result right in {}/{}; load {}",
         all.len(),
         per.join(", "),
         m.closing.len(),
         m.calls,
+        m.sessions.len(),
         m.ok,
+        m.sessions.len(),
         load()
     );
     print_first_look(name, &m.first_look);
@@ -491,13 +518,14 @@ fn load() -> String {
         .unwrap_or_else(|| "?".to_string())
 }
 
-/// The calculator case with each of `bins` (their sessions alternate); what each measured.
+/// The calculator case with each of `bins` (their sessions alternate); what each measured,
+/// and the calculator's own time for `=` measured after each session ([`Alone`]).
 fn calculator(
     bins: &[(&'static str, PathBuf)],
     dir: &Path,
     multi: bool,
     name: &str,
-) -> Vec<Measured> {
+) -> (Vec<Measured>, Vec<f64>) {
     let task = "Compute 12 x 7";
     let click = |t: &str, s: &str| app_line(t, "", "click", json!({}), s);
     let lines: Vec<String> = if multi {
@@ -524,27 +552,84 @@ fn calculator(
         ]
     };
     let mut ms: Vec<Measured> = bins.iter().map(|_| Measured::default()).collect();
-    for _ in 0..RUNS {
+    let mut alone = Alone::default();
+    for _ in 0..runs() {
         for ((_, bin), m) in bins.iter().zip(&mut ms) {
             run(bin, dir, &lines, task, multi, m);
-            let shown = calculator_display();
+            let shown = calculator_display_open();
             if shown == "84" {
                 m.ok += 1;
             } else {
                 eprintln!("the calculator shows {shown:?}, not 84");
+            }
+            // the application alone, right after the session, on the same load
+            alone.ms.extend(calculator_alone_once());
+            alone.runs += 1;
+            let shown = calculator_display();
+            if shown == "84" {
+                alone.ok += 1;
+            } else {
+                eprintln!("alone, the calculator shows {shown:?}, not 84");
             }
         }
     }
     for ((label, _), m) in bins.iter().zip(&mut ms) {
         report(&format!("{name} [{label}]"), m);
     }
-    ms
+    alone.print(
+        "gnome-calculator alone, `=` typed: first redraw after the key",
+        "84",
+    );
+    (ms, alone.ms)
+}
+
+/// What the application alone measured (its own time for the same input, without ufo),
+/// interleaved with the sessions: after each one, in the window it left open.
+#[derive(Default)]
+struct Alone {
+    /// milliseconds from the input to the redraw timed
+    ms: Vec<f64>,
+    /// the inputs timed, and those whose result was checked right afterwards
+    runs: usize,
+    ok: usize,
+}
+
+impl Alone {
+    /// Print the samples (with the pauses within updates noted since the last print, see
+    /// [`GAPS`]).
+    fn print(&self, what: &str, right: &str) {
+        let mut gaps = GAPS
+            .lock()
+            .map(|mut g| std::mem::take(&mut *g))
+            .unwrap_or_default();
+        if !gaps.is_empty() {
+            println!(
+                "{what}: longest pause between two redraws of one update p50 {:.0} ms, p95 {:.0} \
+                 ms, max {:.0} ms ({} updates)",
+                pct(&mut gaps, 0.5),
+                pct(&mut gaps, 0.95),
+                pct(&mut gaps, 1.0),
+                gaps.len()
+            );
+        }
+        println!(
+            "{what}: p50 {:.0} ms, p95 {:.0} ms, max {:.0} ms ({} timed; result {right} \
+             checked right in {}/{}); load {}",
+            pct(&mut self.ms.clone(), 0.5),
+            pct(&mut self.ms.clone(), 0.95),
+            pct(&mut self.ms.clone(), 1.0),
+            self.ms.len(),
+            self.ok,
+            self.runs,
+            load()
+        );
+    }
 }
 
 fn mousepad(bin: &Path, dir: &Path) {
     let task = "Write a note and save it";
     let mut m = Measured::default();
-    for i in 0..RUNS {
+    for i in 0..runs() {
         let file = dir.join(format!("note{i}.txt"));
         let lines = vec![
             host_assign(task, "text editor"),
@@ -630,7 +715,59 @@ for app in pyatspi.Registry.getDesktop(0):
             break
 "#;
 
-fn chromium(bin: &Path, dir: &Path) {
+/// Through pyatspi: the centre, on the screen, of Chromium's link named `argv[1]`.
+const LINK_AT: &str = r#"
+import pyatspi, sys
+def find(n, depth=0):
+    if n.getRole() == pyatspi.ROLE_LINK and n.name == sys.argv[1]: return n
+    if depth > 30: return None
+    for i in range(min(n.childCount, 80)):
+        c = n.getChildAtIndex(i)
+        r = find(c, depth + 1) if c is not None else None
+        if r: return r
+    return None
+for app in pyatspi.Registry.getDesktop(0):
+    if app is not None and (app.name or '').lower().startswith('chrom'):
+        link = find(app)
+        if link is not None:
+            e = link.queryComponent().getExtents(pyatspi.DESKTOP_COORDS)
+            print(e.x + e.width // 2, e.y + e.height // 2)
+            break
+"#;
+
+/// The address of the page Chromium shows (through pyatspi).
+fn page_uri() -> String {
+    let uri = Command::new("/usr/bin/python3")
+        .args(["-c", PAGE_URI])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&uri.stdout).trim().to_string()
+}
+
+/// Chromium's own time for following a link without ufo, on the second page a session left
+/// open: the pointer moved over "Back to the first page" (its hover drawn and let settle),
+/// then a click sent with xdotool, timed to the window's last redraw before 300 ms without
+/// one (the first page laid out and drawn).
+fn chromium_alone_once() -> Option<f64> {
+    let xid = window_named("Second page", Duration::from_secs(5))?;
+    let _ = Command::new("xdotool")
+        .args(["windowactivate", "--sync", &xid.to_string()])
+        .status();
+    let at = Command::new("/usr/bin/python3")
+        .args(["-c", LINK_AT, "Back to the first page"])
+        .output()
+        .ok()?;
+    let at = String::from_utf8_lossy(&at.stdout).to_string();
+    let mut xy = at.split_whitespace();
+    let (x, y) = (xy.next()?.to_string(), xy.next()?.to_string());
+    let _ = Command::new("xdotool")
+        .args(["mousemove", "--sync", &x, &y])
+        .status();
+    std::thread::sleep(Duration::from_millis(500));
+    own_update(xid, &[&["click", "1"]], Redraw::Last)
+}
+
+fn chromium(bins: &[(&'static str, PathBuf)], dir: &Path) {
     let task = "Follow the link to the second page";
     let lines = vec![
         host_assign(task, "First page - Chromium"),
@@ -643,8 +780,10 @@ fn chromium(bin: &Path, dir: &Path) {
         ),
         host_finish(),
     ];
-    let mut m = Measured::default();
-    for i in 0..RUNS {
+    let mut ms: Vec<Measured> = bins.iter().map(|_| Measured::default()).collect();
+    let mut alone = Alone::default();
+    for i in 0..runs() * bins.len() {
+        let (bin, m) = (&bins[i % bins.len()].1, &mut ms[i % bins.len()]);
         let pages = dir.join(format!("pages{i}"));
         std::fs::create_dir_all(&pages).unwrap();
         let first = write_pages(&pages);
@@ -664,19 +803,33 @@ fn chromium(bin: &Path, dir: &Path) {
             }
             std::thread::sleep(std::time::Duration::from_millis(300));
         }
-        run(bin, dir, &lines, task, false, &mut m);
-        let uri = Command::new("/usr/bin/python3")
-            .args(["-c", PAGE_URI])
-            .output()
-            .unwrap();
-        let uri = String::from_utf8_lossy(&uri.stdout).trim().to_string();
+        run(bin, dir, &lines, task, false, m);
+        let uri = page_uri();
         if uri.ends_with("/second.html") {
             m.ok += 1;
         } else {
             eprintln!("Chromium shows {uri:?}, not second.html");
         }
+        // the application alone, right after the session, on the same load
+        alone.ms.extend(chromium_alone_once());
+        alone.runs += 1;
+        let uri = page_uri();
+        if uri.ends_with("/first.html") {
+            alone.ok += 1;
+        } else {
+            eprintln!("alone, Chromium shows {uri:?}, not first.html");
+        }
     }
-    report("chromium click-a-link-then-observe", &mut m);
+    alone.print(
+        "Chromium alone, a link clicked: last redraw after the click",
+        "first.html",
+    );
+    for ((label, _), m) in bins.iter().zip(&mut ms) {
+        let name = format!("chromium click-a-link-then-observe [{label}]");
+        report(&name, m);
+        let clicks: Vec<f64> = m.actions.iter().map(|a| a.1).collect();
+        print_ratio(&format!("{name}, the click"), &clicks, &alone.ms);
+    }
 }
 
 /// An empty spreadsheet as a flat ODF file (LibreOffice opens it without a question).
@@ -686,15 +839,27 @@ const EMPTY_SHEET: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 /// LibreOffice Calc on `name` (an empty sheet written into `dir`), with its own profile in
 /// `dir`, its window shown and given 3 s to finish; its processes end with the guard.
 fn start_calc(dir: &Path, name: &str) -> ufo_desktop::testing::ProcessGuard {
-    let sheet = dir.join(name);
-    std::fs::write(&sheet, EMPTY_SHEET).unwrap();
+    start_office(dir, name, EMPTY_SHEET, "Calc")
+}
+
+/// LibreOffice on `name` (`content` written into `dir`), with its own profile in `dir`, its
+/// window (titled after the `module`: Calc, Writer) shown and given 3 s to finish; its
+/// processes end with the guard.
+fn start_office(
+    dir: &Path,
+    name: &str,
+    content: &str,
+    module: &str,
+) -> ufo_desktop::testing::ProcessGuard {
+    let file = dir.join(name);
+    std::fs::write(&file, content).unwrap();
     let profile_arg = format!(
         "-env:UserInstallation=file://{}",
         dir.join(format!("{name}-profile")).display()
     );
     let child = Command::new("libreoffice")
         .args(["--norestore", "--nologo", &profile_arg])
-        .arg(&sheet)
+        .arg(&file)
         .env("SAL_USE_VCLPLUGIN", "gtk3")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -702,7 +867,7 @@ fn start_calc(dir: &Path, name: &str) -> ufo_desktop::testing::ProcessGuard {
         .expect("libreoffice does not start");
     let guard = ufo_desktop::testing::ProcessGuard::new(profile_arg, Some(child));
     window_named(
-        &format!("{name} - LibreOffice Calc"),
+        &format!("{name} - LibreOffice {module}"),
         Duration::from_secs(90),
     );
     // LibreOffice finishes its window a few seconds after it shows it
@@ -710,7 +875,141 @@ fn start_calc(dir: &Path, name: &str) -> ufo_desktop::testing::ProcessGuard {
     guard
 }
 
-/// Through pyatspi: the texts of cells A1..A6 of LibreOffice's sheet, comma-separated.
+/// An empty text document as a flat ODF file.
+const EMPTY_TEXT: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2" office:mimetype="application/vnd.oasis.opendocument.text"><office:body><office:text><text:p/></office:text></office:body></office:document>"#;
+
+/// Through pyatspi: the texts of the paragraphs of LibreOffice Writer's document, joined by
+/// `|`.
+const DOC_PARAGRAPHS: &str = r#"
+import pyatspi, sys
+for a in pyatspi.Registry.getDesktop(0):
+    name = ((a.name if a is not None else '') or '').lower()
+    if 'soffice' not in name and 'libreoffice' not in name:
+        continue
+    stack, n = [a], 0
+    while stack and n < 5000:
+        o = stack.pop(); n += 1
+        try:
+            if o.getRole() == pyatspi.ROLE_DOCUMENT_TEXT:
+                print('|'.join(o[i].queryText().getText(0, -1) for i in range(o.childCount)))
+                sys.exit(0)
+            if 0 <= o.childCount <= 500:
+                stack.extend(o[i] for i in range(o.childCount))
+        except Exception:
+            pass
+"#;
+
+/// The words the Writer case types, one line each (capitalised: Writer's autocorrection
+/// capitalises a line's first word).
+const WORDS: [&str; 4] = ["Hello", "From", "Ufo", "Bye"];
+
+/// The paragraphs of the open Writer document (through pyatspi), joined by `|`.
+fn doc_paragraphs() -> String {
+    let shown = Command::new("/usr/bin/python3")
+        .args(["-c", DOC_PARAGRAPHS])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&shown.stdout).trim().to_string()
+}
+
+/// Writer typing: four words typed into an empty document, one `type_keys` step a line (the
+/// word, then Enter), then the document's paragraphs read back through pyatspi (in any order:
+/// each `type_keys` step on the document's text starts at the document's start).
+fn writer(bins: &[(&'static str, PathBuf)], dir: &Path) {
+    let task = "Type four lines";
+    let mut ms: Vec<Measured> = bins.iter().map(|_| Measured::default()).collect();
+    let mut alone = Alone::default();
+    let once = WORDS.join("|");
+    for i in 0..runs() * bins.len() {
+        let (bin, m) = (&bins[i % bins.len()].1, &mut ms[i % bins.len()]);
+        let stem = format!("text{i}");
+        let name = format!("{stem}.fodt");
+        let document = format!("{stem} - LibreOffice Document");
+        let mut lines = vec![host_assign(task, &format!("{name} - LibreOffice Writer"))];
+        for (n, w) in WORDS.iter().enumerate() {
+            let status = if n + 1 == WORDS.len() {
+                "FINISH"
+            } else {
+                "CONTINUE"
+            };
+            let keys = json!({"keys": format!("{w}{{ENTER}}")});
+            lines.push(app_line(&document, "", "type_keys", keys, status));
+        }
+        lines.push(host_finish());
+        let _writer = start_office(dir, &name, EMPTY_TEXT, "Writer");
+        run(bin, dir, &lines, task, false, m);
+        // (each `type_keys` step on the document's text puts the caret at the start of the
+        // document: the lines come in any order)
+        let shown = doc_paragraphs();
+        if same_lines(&shown, &WORDS) {
+            m.ok += 1;
+        } else {
+            eprintln!("the document shows {shown:?}, not the lines {once}");
+        }
+        // the application alone, right after the session, on the same load
+        alone.ms.extend(writer_alone(&name));
+        alone.runs += 1;
+        let shown = doc_paragraphs();
+        if shown.ends_with(&format!("|{once}|")) {
+            alone.ok += 1;
+        } else {
+            eprintln!("alone, the document does not end with {once}: {shown:?}");
+        }
+    }
+    alone.print(
+        "Writer alone, the same lines typed: last redraw after the keys",
+        "(the lines)",
+    );
+    for ((label, _), m) in bins.iter().zip(&mut ms) {
+        let name = format!("Writer typing (4 lines) [{label}]");
+        report(&name, m);
+        let steps: Vec<f64> = m.actions.iter().map(|a| a.1).collect();
+        print_ratio(&format!("{name}, each line"), &steps, &alone.ms);
+    }
+}
+
+/// Whether the document's paragraphs (`shown`, joined by `|`) are `words` and an empty
+/// last one, in any order.
+fn same_lines(shown: &str, words: &[&str]) -> bool {
+    let mut lines: Vec<&str> = shown.split('|').filter(|l| !l.is_empty()).collect();
+    let mut want = words.to_vec();
+    lines.sort_unstable();
+    want.sort_unstable();
+    lines == want
+}
+
+/// LibreOffice Writer's own time for a line without ufo, in the document `name` a session
+/// left open: the same words typed with xdotool at its end (the word, then Enter), each timed
+/// to the window's last redraw before 300 ms without one (typing restarts the caret's blink,
+/// which comes back after ~500 ms).
+fn writer_alone(name: &str) -> Vec<f64> {
+    let Some(xid) = window_named(
+        &format!("{name} - LibreOffice Writer"),
+        Duration::from_secs(5),
+    ) else {
+        eprintln!("Writer alone: no window");
+        return Vec::new();
+    };
+    let _ = Command::new("xdotool")
+        .args(["windowactivate", "--sync", &xid.to_string()])
+        .status();
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = Command::new("xdotool").args(["key", "ctrl+End"]).status();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut own = Vec::new();
+    for w in WORDS {
+        own.extend(own_update(
+            xid,
+            &[&["type", "--delay", "0", w], &["key", "Return"]],
+            Redraw::Last,
+        ));
+    }
+    own
+}
+
+/// Through pyatspi: the texts of the first six cells of column `argv[1]` (0 is A) of
+/// LibreOffice's sheet, comma-separated.
 const SHEET_CELLS: &str = r#"
 import pyatspi, sys
 for a in pyatspi.Registry.getDesktop(0):
@@ -723,7 +1022,8 @@ for a in pyatspi.Registry.getDesktop(0):
         try:
             if o.getRole() == pyatspi.ROLE_TABLE and (o.name or '').startswith('Sheet'):
                 t = o.queryTable()
-                print(','.join(t.getAccessibleAt(r, 0).queryText().getText(0, -1) for r in range(6)))
+                col = int(sys.argv[1])
+                print(','.join(t.getAccessibleAt(r, col).queryText().getText(0, -1) for r in range(6)))
                 sys.exit(0)
             if 0 <= o.childCount <= 500:
                 stack.extend(o[i] for i in range(o.childCount))
@@ -736,7 +1036,8 @@ for a in pyatspi.Registry.getDesktop(0):
 fn cells(bins: &[(&'static str, PathBuf)], dir: &Path) {
     let task = "Enter the numbers and their sum";
     let mut ms: Vec<Measured> = bins.iter().map(|_| Measured::default()).collect();
-    for i in 0..RUNS * bins.len() {
+    let mut alone = Alone::default();
+    for i in 0..runs() * bins.len() {
         let (bin, m) = (&bins[i % bins.len()].1, &mut ms[i % bins.len()]);
         let name = format!("cells{i}.fods");
         let set = |cell: &str, text: &str, status: &str| {
@@ -754,43 +1055,69 @@ fn cells(bins: &[(&'static str, PathBuf)], dir: &Path) {
         ];
         let _calc = start_calc(dir, &name);
         run(bin, dir, &lines, task, false, m);
-        let shown = Command::new("/usr/bin/python3")
-            .args(["-c", SHEET_CELLS])
-            .output()
-            .unwrap();
-        let shown = String::from_utf8_lossy(&shown.stdout).trim().to_string();
-        if shown == "5,7,11,13,2,38" {
+        if sheet_column(0) == SUMMED {
             m.ok += 1;
         } else {
-            eprintln!("the sheet shows {shown:?}, not 5,7,11,13,2,38");
+            eprintln!("the sheet shows {:?}, not {SUMMED}", sheet_column(0));
+        }
+        // the application alone, right after the session, on the same load
+        alone.ms.extend(cells_alone(&name));
+        alone.runs += 1;
+        let shown = sheet_column(1);
+        if shown == SUMMED {
+            alone.ok += 1;
+        } else {
+            eprintln!("alone, column B shows {shown:?}, not {SUMMED}");
         }
     }
-    let alone = cells_alone(dir);
+    alone.print(
+        "Calc alone, the same entries typed in column B: last redraw after the keys",
+        SUMMED,
+    );
     for ((label, _), m) in bins.iter().zip(&mut ms) {
         let name = format!("Calc cell entry (6 cells) [{label}]");
         report(&name, m);
         let entries: Vec<f64> = m.actions.iter().map(|a| a.1).collect();
-        print_ratio(&format!("{name}, each entry"), &entries, &alone);
+        print_ratio(&format!("{name}, each entry"), &entries, &alone.ms);
     }
 }
 
-/// LibreOffice Calc's own time for a cell entry without ufo: the same six entries typed
-/// into a fresh sheet with xdotool (the text, Delete, Enter, as `set_text` types them; Enter
-/// moves the cursor to the next cell), each timed to the window's last redraw (LibreOffice
-/// draws no caret in a sheet that is not being edited: its redraws end).
-fn cells_alone(dir: &Path) -> Vec<f64> {
-    let name = "alone.fods";
-    let _calc = start_calc(dir, name);
-    let Some(xid) = window_named(&format!("{name} - LibreOffice Calc"), Duration::ZERO) else {
+/// What the six cells of a column show once entered.
+const SUMMED: &str = "5,7,11,13,2,38";
+
+/// Through pyatspi: the first six cells of column `col` (0 is A) of the open sheet.
+fn sheet_column(col: usize) -> String {
+    let shown = Command::new("/usr/bin/python3")
+        .args(["-c", SHEET_CELLS, &col.to_string()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&shown.stdout).trim().to_string()
+}
+
+/// LibreOffice Calc's own time for a cell entry without ufo, in the sheet `name` a session
+/// left open: the same six entries typed in column B with xdotool (the text, Delete, Enter,
+/// as `set_text` types them; Enter moves the cursor to the next cell), each timed to the
+/// window's last redraw (LibreOffice draws no caret in a sheet that is not being edited: its
+/// redraws end).
+fn cells_alone(name: &str) -> Vec<f64> {
+    let Some(xid) = window_named(
+        &format!("{name} - LibreOffice Calc"),
+        Duration::from_secs(5),
+    ) else {
         eprintln!("Calc alone: no window");
         return Vec::new();
     };
     let _ = Command::new("xdotool")
         .args(["windowactivate", "--sync", &xid.to_string()])
         .status();
-    std::thread::sleep(Duration::from_secs(1));
+    std::thread::sleep(Duration::from_millis(300));
+    // to B1
+    let _ = Command::new("xdotool")
+        .args(["key", "ctrl+Home", "Right"])
+        .status();
+    std::thread::sleep(Duration::from_millis(500));
     let mut own = Vec::new();
-    for text in ["5", "7", "11", "13", "2", "=SUM(A1:A5)"] {
+    for text in ["5", "7", "11", "13", "2", "=SUM(B1:B5)"] {
         own.extend(own_update(
             xid,
             &[
@@ -800,19 +1127,6 @@ fn cells_alone(dir: &Path) -> Vec<f64> {
             Redraw::Last,
         ));
     }
-    let shown = Command::new("/usr/bin/python3")
-        .args(["-c", SHEET_CELLS])
-        .output()
-        .unwrap();
-    println!(
-        "Calc alone, the same entries typed: last redraw p50 {:.0} ms, max {:.0} ms after the \
-         keys ({} of 6; the sheet shows {}); load {}",
-        pct(&mut own.clone(), 0.5),
-        pct(&mut own.clone(), 1.0),
-        own.len(),
-        String::from_utf8_lossy(&shown.stdout).trim(),
-        load()
-    );
     own
 }
 
@@ -828,8 +1142,7 @@ fn main() {
     let wanted = |case: &str| only.is_empty() || only.split(',').any(|o| o.trim() == case);
     if wanted("calculator") {
         let name = "calculator 12 × 7";
-        let ms = calculator(&bins, dir.path(), false, name);
-        let alone = calculator_alone();
+        let (ms, alone) = calculator(&bins, dir.path(), false, name);
         for ((label, _), m) in bins.iter().zip(&ms) {
             print_ratio(&format!("{name} [{label}], the `=` step"), &m.last, &alone);
         }
@@ -850,7 +1163,10 @@ fn main() {
         mousepad(&bin, dir.path());
     }
     if wanted("chromium") {
-        chromium(&bin, dir.path());
+        chromium(&bins, dir.path());
+    }
+    if wanted("writer") {
+        writer(&bins, dir.path());
     }
     if wanted("cells") {
         cells(&bins, dir.path());
