@@ -8,9 +8,13 @@ use super::Actor;
 use crate::controls::CtlInfo;
 use crate::display::keys::KeyStep;
 use crate::display::{Display, WinId};
-use crate::vocab::{iface, state};
+use crate::vocab::{iface, role, state};
 use crate::LinuxError;
 use ufo_core::Rect;
+
+/// Most children of a text document asked whether they hold the focus before typing into it
+/// (LibreOffice exports the paragraphs on screen: a few dozen).
+const FOCUS_KIDS: i32 = 64;
 
 pub(super) fn centre(c: &CtlInfo) -> (i32, i32) {
     (
@@ -378,13 +382,59 @@ impl Actor<'_> {
         }
     }
 
+    /// Whether the focus is on one of the first [`FOCUS_KIDS`] children of `c`, a text
+    /// document: LibreOffice's keeps it on the paragraph that holds the caret, the document
+    /// itself unfocused, and focusing the document again put the caret at its start (a later
+    /// step's line went before the earlier ones). Keys typed there go on where the caret is,
+    /// as a person's do. Children are asked one by one (a sheet's `GetChildren` would list
+    /// every cell), and only a text document's.
+    async fn focus_within(&self, c: &CtlInfo) -> bool {
+        if c.seen.role != role::DOCUMENT_TEXT {
+            return false;
+        }
+        let count: i32 = self
+            .bus
+            .prop(&c.bus, &c.path, "org.a11y.atspi.Accessible", "ChildCount")
+            .await
+            .unwrap_or(0);
+        for i in 0..count.clamp(0, FOCUS_KIDS) {
+            let Ok((bus, kid)) = self
+                .bus
+                .call::<_, (String, zbus::zvariant::OwnedObjectPath)>(
+                    &c.bus,
+                    &c.path,
+                    "org.a11y.atspi.Accessible",
+                    "GetChildAtIndex",
+                    &(i,),
+                )
+                .await
+            else {
+                return false;
+            };
+            let words = self
+                .bus
+                .call::<_, Vec<u32>>(
+                    &bus,
+                    kid.as_str(),
+                    "org.a11y.atspi.Accessible",
+                    "GetState",
+                    &(),
+                )
+                .await;
+            if words.is_ok_and(|w| crate::a11y::bus::state_bits(&w) & state::FOCUSED != 0) {
+                return true;
+            }
+        }
+        false
+    }
+
     /// Focus a control for typing: AT-SPI focus, else a click on it; when the focus moved,
     /// wait until the application has taken it, so the first key goes to the control.
     pub(super) async fn focus_for_typing(&self, c: &CtlInfo) -> Result<(), LinuxError> {
         // a control of a dialog attached to the window: the keys go to the dialog (raising
         // the main window would take the focus from a non-modal dialog)
         self.activate(c.window).await?;
-        if c.states & state::FOCUSED != 0 {
+        if c.states & state::FOCUSED != 0 || self.focus_within(c).await {
             return Ok(());
         }
         if !self.grab_focus(c).await {
