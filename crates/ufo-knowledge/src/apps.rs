@@ -106,34 +106,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_options_page_serves_the_module_it_sets() {
-        let page = |p: &str| libreoffice_page_apps("shared", std::path::Path::new(p));
-        assert_eq!(
-            page("text/shared/optionen/01060700.html"),
-            ["calc", "libreoffice"]
-        );
-        assert_eq!(
-            page("text/shared/optionen/01040400.html"),
-            ["writer", "libreoffice"]
-        );
-        assert_eq!(
-            page("text/shared/optionen/01070400.html"),
-            ["impress", "draw", "libreoffice"]
-        );
-        // general options and every other shared page serve every application
-        assert_eq!(
-            page("text/shared/optionen/01010900.html"),
-            libreoffice_module_apps("shared")
-        );
-        assert_eq!(
-            page("text/shared/01/01060700.html"),
-            libreoffice_module_apps("shared")
-        );
-        let calc = libreoffice_page_apps("scalc", std::path::Path::new("text/scalc/01/x.html"));
-        assert_eq!(calc, ["calc", "libreoffice"]);
-    }
-
-    #[test]
     fn names_map_to_tags() {
         for (name, tag) in [
             ("libreoffice-calc", "calc"),
