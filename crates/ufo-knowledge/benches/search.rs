@@ -366,7 +366,11 @@ fn evaluate(store: &Store, cases: &[Case], lo_lang: &Path, gimp_lang: &Path) -> 
                 let want: Vec<&str> = c.relevant.iter().map(|r| r.as_str()).collect();
                 m.push_str(&format!("; wanted {want:?}"));
                 for (i, h) in hits.iter().enumerate() {
-                    let mark = if relevant.contains(&h.location) { "*" } else { " " };
+                    let mark = if relevant.contains(&h.location) {
+                        "*"
+                    } else {
+                        " "
+                    };
                     m.push_str(&format!(
                         "\n    {mark}{:>2} {:?} [{}] {}",
                         i + 1,
@@ -404,7 +408,10 @@ fn page_kind(location: &str) -> &'static str {
         "gimp tool"
     } else if name.starts_with("gimp-filter-") {
         "gimp filter"
-    } else if name.contains("-dialog") || name.starts_with("gimp-image-") || name.starts_with("gimp-layer-") {
+    } else if name.contains("-dialog")
+        || name.starts_with("gimp-image-")
+        || name.starts_with("gimp-layer-")
+    {
         "gimp menu/dialog"
     } else if name.starts_with("gimp-") {
         "gimp other"

@@ -72,35 +72,6 @@ pub fn libreoffice_module_apps(module: &str) -> Vec<&'static str> {
     apps
 }
 
-/// The applications a page of LibreOffice's help serves: its module's
-/// ([`libreoffice_module_apps`]), except for the Tools ▸ Options pages (`shared/optionen/`),
-/// which are kept with the shared pages but each set one module's options, told by their
-/// number (`0104…` Writer, `0106…` Calc, `0107…` Impress and Draw). Tagged for every
-/// application, a Calc search found Writer's and Impress's "Print" options pages above the
-/// guide to print ranges.
-pub fn libreoffice_page_apps(module: &str, path: &std::path::Path) -> Vec<&'static str> {
-    let folder = path
-        .parent()
-        .and_then(|p| p.file_name())
-        .and_then(|n| n.to_str());
-    let file = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    if module != "shared" || folder != Some("optionen") {
-        return libreoffice_module_apps(module);
-    }
-    let mut apps = match file.get(..4) {
-        Some("0104") | Some("0105") => vec!["writer"],
-        Some("0106") => vec!["calc"],
-        Some("0107") => vec!["impress", "draw"],
-        Some("0108") => vec!["draw"],
-        Some("0109") => vec!["math", "writer"],
-        Some("0116") => vec!["base"],
-        _ if file.starts_with("detailedcalculation") => vec!["calc"],
-        _ => return libreoffice_module_apps(module),
-    };
-    apps.push("libreoffice");
-    apps
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

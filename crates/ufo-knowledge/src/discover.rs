@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use ufo_core::knowledge::KnowledgeKind;
 
-use crate::apps::{libreoffice_page_apps, tag_of};
+use crate::apps::{libreoffice_module_apps, tag_of};
 use crate::extract::{self, Format, Page, MAX_FILE_BYTES};
 use crate::store::{Document, Store, StoreError};
 
@@ -170,16 +170,16 @@ fn libreoffice_files(roots: &HelpRoots, out: &mut Vec<HelpFile>) {
             .and_then(|n| n.to_str())
             .unwrap_or("")
             .to_string();
+        let apps: Vec<String> = libreoffice_module_apps(&name)
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         for path in walk(&module, |p| Format::of_path(p) == Some(Format::Html)) {
-            let apps = libreoffice_page_apps(&name, &path)
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
             out.push(HelpFile {
                 path,
                 format: Format::Html,
                 source: Source::LibreOffice,
-                apps,
+                apps: apps.clone(),
             });
         }
     }
