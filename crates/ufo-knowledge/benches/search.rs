@@ -354,25 +354,70 @@ fn evaluate(store: &Store, cases: &[Case], lo_lang: &Path, gimp_lang: &Path) -> 
             found = store.search(&req).expect("search");
             e.times.push(t.elapsed());
         }
-        let found: Vec<String> = found.into_iter().map(|h| h.location).collect();
+        let hits = found;
+        let found: Vec<String> = hits.iter().map(|h| h.location.clone()).collect();
         let rank = first_relevant(&found, &relevant);
         e.all.add(rank);
         e.per_app.entry(c.app.clone()).or_default().add(rank);
         if rank.is_none_or(|r| r > 3) {
-            e.misses.push(format!(
-                "  {:?} ({}): rank {:?}; top: {:?}",
-                c.request,
-                c.app,
-                rank,
-                found
-                    .iter()
-                    .take(3)
-                    .map(|l| l.rsplit('/').next().unwrap_or(l))
-                    .collect::<Vec<_>>()
-            ));
+            let mut m = format!("  {:?} ({}): rank {:?}", c.request, c.app, rank);
+            // UFO_BENCH_MISSES=1: the whole top 10 of a miss, with titles and page kinds
+            if std::env::var_os("UFO_BENCH_MISSES").is_some() {
+                let want: Vec<&str> = c.relevant.iter().map(|r| r.as_str()).collect();
+                m.push_str(&format!("; wanted {want:?}"));
+                for (i, h) in hits.iter().enumerate() {
+                    let mark = if relevant.contains(&h.location) {
+                        "*"
+                    } else {
+                        " "
+                    };
+                    m.push_str(&format!(
+                        "\n    {mark}{:>2} {:?} [{}] {}",
+                        i + 1,
+                        h.title,
+                        page_kind(&h.location),
+                        h.location.rsplit('/').next().unwrap_or(&h.location)
+                    ));
+                }
+            } else {
+                m.push_str(&format!(
+                    "; top: {:?}",
+                    found
+                        .iter()
+                        .take(3)
+                        .map(|l| l.rsplit('/').next().unwrap_or(l))
+                        .collect::<Vec<_>>()
+                ));
+            }
+            e.misses.push(m);
         }
     }
     e
+}
+
+/// A page's kind as its place in the help tells it (for reading the misses).
+fn page_kind(location: &str) -> &'static str {
+    let name = location.rsplit('/').next().unwrap_or(location);
+    if location.contains("/func_") || name.starts_with("func_") || location.contains("/04060") {
+        "function"
+    } else if location.contains("/guide/") {
+        "guide"
+    } else if location.contains("/01/") || location.contains("/02/") {
+        "menu/dialog"
+    } else if name.starts_with("gimp-tool-") {
+        "gimp tool"
+    } else if name.starts_with("gimp-filter-") {
+        "gimp filter"
+    } else if name.contains("-dialog")
+        || name.starts_with("gimp-image-")
+        || name.starts_with("gimp-layer-")
+    {
+        "gimp menu/dialog"
+    } else if name.starts_with("gimp-") {
+        "gimp other"
+    } else {
+        "other"
+    }
 }
 
 fn parse(lines: &str) -> Vec<Case> {

@@ -297,6 +297,46 @@ pub const DOC_TOKENS: usize = 128;
 pub const QUERY_TOKENS: usize = 64;
 /// Most threads that embed documents at once with the in-process model.
 pub const MAX_THREADS: usize = 4;
+/// Most tokens the in-process model embeds in one batch (its largest intermediate matrix is
+/// this many rows of 1,536 numbers for MiniLM: 12 MB).
+pub const BATCH_TOKENS: usize = 2_048;
+
+/// The texts (indices into `ids`) each of `threads` threads embeds: longest first, each text
+/// to the share with the fewest tokens so far, so the threads finish together.
+fn token_shares(ids: &[Vec<u32>], threads: usize) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_by_key(|i| std::cmp::Reverse(ids[*i].len()));
+    let mut shares = vec![(0usize, Vec::new()); threads.max(1)];
+    for i in order {
+        if let Some(least) = shares.iter_mut().min_by_key(|s| s.0) {
+            least.0 += ids[i].len();
+            least.1.push(i);
+        }
+    }
+    shares
+        .into_iter()
+        .map(|s| s.1)
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// `share` cut into consecutive batches of at most `max_tokens` tokens (a longer text alone).
+fn token_batches<'a>(share: &'a [usize], ids: &[Vec<u32>], max_tokens: usize) -> Vec<&'a [usize]> {
+    let mut batches = Vec::new();
+    let (mut start, mut tokens) = (0, 0);
+    for (at, i) in share.iter().enumerate() {
+        let n = ids[*i].len();
+        if at > start && tokens + n > max_tokens {
+            batches.push(&share[start..at]);
+            (start, tokens) = (at, 0);
+        }
+        tokens += n;
+    }
+    if start < share.len() {
+        batches.push(&share[start..]);
+    }
+    batches
+}
 
 /// What gives documents and queries their vectors: an endpoint, or a model in the process.
 #[derive(Debug, Clone)]
@@ -329,23 +369,30 @@ impl Encoder {
     }
 
     /// The vectors of `texts`, in order (the in-process model on up to [`MAX_THREADS`]
-    /// threads).
+    /// threads, each given texts of about the same number of tokens, in batches of at most
+    /// [`BATCH_TOKENS`] tokens).
     pub fn embed_documents(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         match self {
             Encoder::Http(e) => e.embed_documents(texts),
             Encoder::Local(m) => {
+                let ids: Vec<Vec<u32>> = texts.iter().map(|t| m.tokens(t, DOC_TOKENS)).collect();
                 let threads = std::thread::available_parallelism()
                     .map_or(1, |n| n.get())
                     .clamp(1, MAX_THREADS);
-                let per = texts.len().div_ceil(threads).max(1);
-                let parts: Vec<Vec<Vec<f32>>> = std::thread::scope(|s| {
-                    let handles: Vec<_> = texts
-                        .chunks(per)
-                        .map(|part| {
+                let shares = token_shares(&ids, threads);
+                let done: Vec<Vec<(usize, Vec<f32>)>> = std::thread::scope(|s| {
+                    let handles: Vec<_> = shares
+                        .iter()
+                        .map(|share| {
+                            let ids = &ids;
                             s.spawn(move || {
-                                part.iter()
-                                    .map(|t| m.embed(t, DOC_TOKENS))
-                                    .collect::<Vec<_>>()
+                                let mut out = Vec::with_capacity(share.len());
+                                for batch in token_batches(share, ids, BATCH_TOKENS) {
+                                    let texts: Vec<&[u32]> =
+                                        batch.iter().map(|i| ids[*i].as_slice()).collect();
+                                    out.extend(batch.iter().copied().zip(m.embed_many(&texts)));
+                                }
+                                out
                             })
                         })
                         .collect();
@@ -354,11 +401,13 @@ impl Encoder {
                         .map(|h| h.join().unwrap_or_default())
                         .collect()
                 });
-                let out: Vec<Vec<f32>> = parts.into_iter().flatten().collect();
-                if out.len() != texts.len() {
-                    return Err(EmbedError::Model("a thread of the model stopped".into()));
+                let mut out: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
+                for (i, v) in done.into_iter().flatten() {
+                    out[i] = Some(v);
                 }
-                Ok(out)
+                out.into_iter()
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| EmbedError::Model("a thread of the model stopped".into()))
             }
         }
     }
@@ -411,6 +460,29 @@ mod tests {
             endpoint_url("http://h/x/embeddings"),
             "http://h/x/embeddings"
         );
+    }
+
+    #[test]
+    fn shares_are_even_and_batches_bounded_and_every_text_is_embedded_once() {
+        let ids: Vec<Vec<u32>> = [128, 3, 100, 40, 128, 7, 64, 90, 2]
+            .iter()
+            .map(|n| vec![1; *n])
+            .collect();
+        let shares = token_shares(&ids, 2);
+        let tokens = |s: &[usize]| s.iter().map(|i| ids[*i].len()).sum::<usize>();
+        assert_eq!(shares.len(), 2);
+        assert!(tokens(&shares[0]).abs_diff(tokens(&shares[1])) <= 128);
+        let mut seen: Vec<usize> = shares.iter().flatten().copied().collect();
+        seen.sort();
+        assert_eq!(seen, (0..ids.len()).collect::<Vec<_>>());
+        for share in &shares {
+            let batches = token_batches(share, &ids, 200);
+            assert_eq!(batches.concat(), *share);
+            assert!(batches.iter().all(|b| tokens(b) <= 200));
+        }
+        // a text longer than a batch is a batch of its own; no text, no thread
+        assert_eq!(token_batches(&[0, 1], &ids, 50), vec![&[0][..], &[1][..]]);
+        assert!(token_shares(&[], 4).is_empty());
     }
 
     #[test]
