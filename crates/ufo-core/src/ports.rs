@@ -520,6 +520,13 @@ pub trait Desktop: Send + Sync {
         true
     }
 
+    /// Let `within` pass: the engine waits for the desktop to catch up (a window the model
+    /// names, still on its way after a launch) and lists it again after. The default returns
+    /// at once (a desktop that does not change by itself has nothing to wait for).
+    async fn pause(&self, within: std::time::Duration) {
+        let _ = within;
+    }
+
     /// The person handed the desktop back another way (Enter on ufo's terminal): forget their
     /// input so far, so that [`person_input`](Desktop::person_input) is `None` until their
     /// next input. The default has nothing to forget.

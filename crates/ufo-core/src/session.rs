@@ -959,6 +959,151 @@ mod tests {
         }
     }
 
+    /// After a host command launched an application, its window shows a first title and
+    /// takes the document's a few lists later ([`LaunchingDesktop::retitled_after`]).
+    struct LaunchingDesktop {
+        inner: FakeDesktop,
+        launched: Mutex<bool>,
+        lists: Mutex<u32>,
+        retitled_after: u32,
+        pauses: Mutex<u32>,
+    }
+
+    #[async_trait]
+    impl Desktop for LaunchingDesktop {
+        async fn windows(&self) -> Result<Vec<WindowInfo>, DesktopError> {
+            if !*self.launched.lock().expect("lock") {
+                return Ok(vec![]);
+            }
+            let mut n = self.lists.lock().expect("lock");
+            *n += 1;
+            let title = if *n > self.retitled_after {
+                "Doc - Writer"
+            } else {
+                "LibreOffice"
+            };
+            Ok(vec![WindowInfo {
+                title: title.into(),
+                ..window()
+            }])
+        }
+        async fn launchable(&self) -> Result<Vec<LaunchableApp>, DesktopError> {
+            Ok(vec![])
+        }
+        async fn desktop_screenshot(&self) -> Result<Option<Screenshot>, DesktopError> {
+            Ok(None)
+        }
+        async fn observe(&self, w: &WindowId) -> Result<WindowObservation, DesktopError> {
+            self.inner.observe(w).await
+        }
+        async fn act(
+            &self,
+            w: &WindowId,
+            control: Option<&str>,
+            action: &UiAction,
+        ) -> Result<String, DesktopError> {
+            self.inner.act(w, control, action).await
+        }
+        async fn launch(&self, app: &str) -> Result<WindowInfo, DesktopError> {
+            self.inner.launch(app).await
+        }
+        async fn shell(&self, _c: &str) -> Result<ShellOutput, DesktopError> {
+            *self.launched.lock().expect("lock") = true;
+            Ok(ShellOutput {
+                launched: Some("Writer".into()),
+                ..ShellOutput::default()
+            })
+        }
+        async fn settle(&self) {}
+        async fn pause(&self, _within: std::time::Duration) {
+            *self.pauses.lock().expect("lock") += 1;
+        }
+    }
+
+    /// The host runs `launch` (when given) in a first answer, then assigns "Doc - Writer"; the
+    /// app agent finishes. What the session ended with, the desktop's pauses, the results.
+    async fn assign_after(launch: bool, retitled_after: u32) -> (SessionOutcome, u32, Vec<Value>) {
+        let desktop = LaunchingDesktop {
+            inner: FakeDesktop {
+                log: Arc::default(),
+                controls: Mutex::new(vec![button("del", "Delete")]),
+            },
+            launched: Mutex::new(!launch),
+            lists: Mutex::new(0),
+            retitled_after,
+            pauses: Mutex::new(0),
+        };
+        let mut start = host("CONTINUE");
+        start["Bash"] = "libreoffice --writer doc.odt &".into();
+        start["ControlLabel"] = "".into();
+        start["ControlText"] = "".into();
+        let mut answers = vec![];
+        if launch {
+            answers.push(start);
+        }
+        let mut assign = host("ASSIGN");
+        assign["ControlLabel"] = "".into();
+        answers.extend([
+            assign,
+            json!({"Observation": "o", "Thought": "t", "Status": "FINISH"}),
+            host("FINISH"),
+        ]);
+        let llm = FakeLlm(
+            Mutex::new(answers.into()),
+            Mutex::default(),
+            Mutex::default(),
+        );
+        let user = FakeUser {
+            log: Arc::default(),
+            decision: Decision::Approve,
+        };
+        let config = Config::default();
+        let prompts = Prompts::new(&config.prompts).expect("templates");
+        let services = Services {
+            desktop: &desktop,
+            host_llm: &llm,
+            app_llm: &llm,
+            user: &user,
+            config: &config,
+            prompts: &prompts,
+            tools: None,
+            knowledge: None,
+        };
+        let mut rec = MemRecorder::default();
+        let outcome = Session::new(services, Box::new(AppAgentFactory))
+            .run("request", &mut rec)
+            .await;
+        let pauses = *desktop.pauses.lock().expect("lock");
+        (outcome, pauses, rec.events)
+    }
+
+    /// A window the model names right after a launch, still under its application's first
+    /// title, is waited for (the desktop listed again after each pause) and assigned; with
+    /// no launch, or a name that never comes, the model hears the windows there are.
+    #[tokio::test]
+    async fn a_window_named_right_after_a_launch_is_waited_for() {
+        let (outcome, pauses, events) = assign_after(true, 3).await;
+        assert_eq!(outcome.status, SessionStatus::Finish, "{events:?}");
+        assert!((1..=4).contains(&pauses), "{pauses} pauses");
+        let assigned = events.iter().any(|e| {
+            e["action"]["assign"] == "AppAgent/Writer" && e["action"]["window"] == "Doc - Writer"
+        });
+        assert!(assigned, "the window was assigned: {events:?}");
+
+        // never retitled: the wait is bounded, and the model hears no window matches
+        let (_, pauses, events) = assign_after(true, u32::MAX).await;
+        assert_eq!(pauses, 32, "{events:?}");
+        let told = events
+            .iter()
+            .filter_map(|e| e["result"].as_str())
+            .any(|r| r.contains("no window matches"));
+        assert!(told, "{events:?}");
+
+        // no launch: nothing to wait for
+        let (_, pauses, _) = assign_after(false, u32::MAX).await;
+        assert_eq!(pauses, 0);
+    }
+
     /// A host answer decided before the person took over is dropped (its command never runs);
     /// the loop pauses, records the hand-over, and the host decides anew.
     #[tokio::test]

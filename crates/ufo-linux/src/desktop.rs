@@ -511,6 +511,10 @@ impl Desktop for LinuxDesktop {
         }
     }
 
+    async fn pause(&self, within: Duration) {
+        tokio::time::sleep(within).await;
+    }
+
     async fn wait_handback(&self, within: Duration) -> bool {
         match &self.person {
             Some(p) => p.wait_handback(within).await,

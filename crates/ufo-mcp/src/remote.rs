@@ -427,6 +427,11 @@ fn screenshot_of(data: &str) -> Option<Screenshot> {
 
 #[async_trait]
 impl Desktop for RemoteDesktop {
+    // (the remote desktop changes by itself: a window on its way is waited for here)
+    async fn pause(&self, within: std::time::Duration) {
+        tokio::time::sleep(within).await;
+    }
+
     async fn windows(&self) -> Result<Vec<WindowInfo>, DesktopError> {
         field(&self.listing().await?, "windows", "list_windows")
     }

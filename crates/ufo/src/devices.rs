@@ -664,6 +664,13 @@ impl Desktop for MultiDesktop {
             .find_map(|d| d.desktop.person_input().map(|input| label(&d.name, &input)))
     }
 
+    // (the devices wait alike: the first one's wait serves)
+    async fn pause(&self, within: Duration) {
+        if let Some(d) = self.devices.first() {
+            d.desktop.pause(within).await;
+        }
+    }
+
     async fn wait_handback(&self, within: Duration) -> bool {
         for d in &self.devices {
             if d.desktop.person_input().is_some() && !d.desktop.wait_handback(within).await {

@@ -109,6 +109,10 @@ impl Desktop for ShellOff {
         self.inner.wait_handback(within).await
     }
 
+    async fn pause(&self, within: Duration) {
+        self.inner.pause(within).await;
+    }
+
     fn hand_back(&self) {
         self.inner.hand_back();
     }

@@ -3,6 +3,7 @@
 //! state cannot be added without deciding each transition.
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -24,6 +25,13 @@ use crate::step_action::{
     Act, Assigned, Chosen, HostCommand, HostDecision, Outcome, Questions, StepAction,
 };
 use crate::text::{clip, clip_chars};
+
+/// How long after a launch a window the model names may still be on its way.
+const LAUNCH_LATELY: Duration = Duration::from_secs(30);
+/// The longest wait for a window the model names after a launch.
+const NAMED_WAIT: Duration = Duration::from_secs(8);
+/// How often the windows are listed again meanwhile.
+const NAMED_POLL: Duration = Duration::from_millis(250);
 
 /// The host's display name in trajectories.
 pub const HOST_NAME: &str = "HostAgent";
@@ -156,6 +164,9 @@ pub struct HostAgent {
     factory: Box<dyn AgentFactory>,
     /// The error that sent the host to ERROR, for the round's message.
     error: Option<String>,
+    /// When a command of the host's last launched an application: the window the model names
+    /// next may still be on its way ([`HostStep::wait_for_named`]).
+    launched_at: Option<Instant>,
 }
 
 impl HostAgent {
@@ -181,6 +192,7 @@ impl HostAgent {
             agents: HashMap::new(),
             active: None,
             error: None,
+            launched_at: None,
             factory,
         }
     }
@@ -477,13 +489,22 @@ impl HostAgent {
 }
 
 impl HostAgent {
+    /// Remember when a command launched an application.
+    fn note_launch(&mut self, launched: bool) {
+        if launched {
+            self.launched_at = Some(Instant::now());
+        }
+    }
+
     /// Run an approved held action; the answer's own status applies after it (ASSIGN: its
     /// window is chosen now, as it would have been had nothing been held, and the host is
     /// not asked again; FINISH), CONTINUE when the model asked CONFIRM itself.
     async fn approve(&mut self, cx: &mut Cx<'_>, held: &HostAction, report: &mut StepReport) {
         let mut results = Vec::new();
         if !held.bash.is_empty() {
-            results.push(run_bash(cx, &held.bash).await);
+            let (line, launched) = run_bash(cx, &held.bash).await;
+            self.note_launch(launched);
+            results.push(line);
         }
         self.status = match held.then {
             HostStatus::Assign => match self.select_held(cx, held).await {
@@ -562,13 +583,15 @@ impl HostAgent {
 }
 
 /// Run a shell command through the desktop and describe the outcome in one line.
-async fn run_bash(cx: &mut Cx<'_>, command: &str) -> String {
+/// Run a host command: what it did, for the model, and whether it launched an application.
+async fn run_bash(cx: &mut Cx<'_>, command: &str) -> (String, bool) {
     match cx.services.desktop.shell(command).await {
         Ok(out) => {
             let mut s = format!(
                 "ran `{command}`: exit {}",
                 out.code.map_or("unknown".to_string(), |c| c.to_string())
             );
+            let launched = out.launched.is_some();
             if let Some(app) = out.launched {
                 s.push_str(&format!(", launched {app}"));
             }
@@ -580,9 +603,9 @@ async fn run_bash(cx: &mut Cx<'_>, command: &str) -> String {
             if !stderr.is_empty() {
                 s.push_str(&format!(", stderr: {}", clip(stderr, 400)));
             }
-            s
+            (s, launched)
         }
-        Err(e) => format!("shell command `{command}` failed: {e}"),
+        Err(e) => (format!("shell command `{command}` failed: {e}"), false),
     }
 }
 
@@ -747,7 +770,8 @@ impl HostStep<'_, '_> {
                 if bash.is_empty() {
                     Outcome::Chosen
                 } else {
-                    let line = run_bash(self.cx, &bash).await;
+                    let (line, launched) = run_bash(self.cx, &bash).await;
+                    self.host.note_launch(launched);
                     self.results.push(line);
                     Outcome::Ran { completed: None }
                 }
@@ -865,7 +889,11 @@ impl HostStep<'_, '_> {
             self.windows = desktop.windows().await?;
             self.launchable = desktop.launchable().await?;
         }
-        match self.resolve_target(&label, &text).await {
+        let mut selection = self.resolve_target(&label, &text).await;
+        if matches!(selection, Selection::NoMatch) && self.named_window_may_come(&text) {
+            selection = self.wait_for_named(&label, &text).await?;
+        }
+        match selection {
             Selection::Target(t) => {
                 if let Some(StepAction::Act(Act {
                     chosen: Chosen::Host(h),
@@ -943,6 +971,43 @@ impl HostStep<'_, '_> {
             }
             (Err(WindowUnresolved::NoMatch), _) => Selection::NoMatch,
         }
+    }
+
+    /// Whether a window the model names and the desktop lacks may still come: an
+    /// application was launched lately, and the name is no application ufo would launch
+    /// itself (looking again must not launch it again).
+    fn named_window_may_come(&self, text: &str) -> bool {
+        let launchable = self
+            .launchable
+            .iter()
+            .any(|a| a.name.eq_ignore_ascii_case(text.trim()));
+        !launchable
+            && self
+                .host
+                .launched_at
+                .is_some_and(|t| t.elapsed() < LAUNCH_LATELY)
+    }
+
+    /// After a launch the window the model names may not be listed yet: an application
+    /// shows a first window and retitles it once its document is in (GIMP's "GNU Image
+    /// Manipulation Program" takes the image's title a moment later; under load the model
+    /// named it first). The windows are listed again every [`NAMED_POLL`], at most
+    /// [`NAMED_WAIT`], until one matches; what still matches nothing is told as before.
+    async fn wait_for_named(&mut self, label: &str, text: &str) -> Result<Selection, StepError> {
+        let until = Instant::now() + NAMED_WAIT;
+        let polls = NAMED_WAIT.as_millis() / NAMED_POLL.as_millis();
+        for _ in 0..polls {
+            if Instant::now() >= until {
+                break;
+            }
+            self.cx.services.desktop.pause(NAMED_POLL).await;
+            self.windows = self.cx.services.desktop.windows().await?;
+            match self.resolve_target(label, text).await {
+                Selection::NoMatch => {}
+                found => return Ok(found),
+            }
+        }
+        Ok(Selection::NoMatch)
     }
 
     /// What the model is told when nothing matches: the windows there are.

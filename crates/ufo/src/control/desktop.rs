@@ -98,6 +98,10 @@ impl Desktop for ConsoleDesktop {
         person
     }
 
+    async fn pause(&self, within: Duration) {
+        self.inner.pause(within).await;
+    }
+
     async fn wait_handback(&self, within: Duration) -> bool {
         self.control.set_paused(true);
         let handed_back = if self.control.console_has_desktop() {
