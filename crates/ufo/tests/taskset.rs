@@ -1394,9 +1394,8 @@ fn impress_title(ctx: &Ctx) -> Task {
                 deck.display()
             ),
         ),
-        // LibreOffice's first windows are titled "LibreOffice 7.4"; the deck's comes a few
-        // seconds later: the model looks again
-        host_bash("Impress is opening the slides.", "sleep 5"),
+        // LibreOffice's first window is titled "LibreOffice 7.4" and takes the deck's title a
+        // few seconds later: ufo waits for the window the host names after a launch
         host_assign(t, "deck.odp - LibreOffice Impress"),
         set_text("Title 1", "Quarterly results"),
         // out of the shape, then save (an .odp keeps its format without a question)
