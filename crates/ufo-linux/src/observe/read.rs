@@ -521,10 +521,7 @@ impl Observer<'_> {
         stats.repeats += repeats;
         stats.document_nodes += document_nodes(tree, &frame, self.config.walk_max_nodes);
         if cut {
-            warnings.push(format!(
-                "the window has more than {} accessible nodes: only the first {} were read, some controls may be missing",
-                self.config.walk_max_nodes, self.config.walk_max_nodes
-            ));
+            warnings.push(walk_cut_warning(self.config.walk_max_nodes));
         }
         stats.tree += t.elapsed();
 
@@ -536,14 +533,7 @@ impl Observer<'_> {
         let drawn = self.silent_regions(bus, (tree, &frame), offset, win_rect);
         silent.extend(drawn.await);
         let in_pages = web_document_paths(tree, &frame, self.config.walk_max_nodes);
-        for (c, r) in candidates.iter().zip(&results) {
-            if in_pages.contains(c.node.path.as_str()) {
-                stats.document_candidates += 1;
-                // (on screen: one listed out of view does not say the page was laid out)
-                stats.document_controls +=
-                    usize::from(matches!(r, Ok(Some(f)) if f.info.place.is_in_view()));
-            }
-        }
+        count_page_controls(stats, &in_pages, &candidates, &results);
         let t_fetch = t.elapsed();
         let placed = (offset, win_rect, w.id);
         let out = self
@@ -1050,4 +1040,30 @@ fn document_nodes(tree: &AppTree, frame: &str, limit: usize) -> usize {
         .filter(|n| n.role == role::DOCUMENT_WEB)
         .map(|d| tree.subtree(&d.path, limit).len().saturating_sub(1))
         .sum()
+}
+
+/// A step of `Observer::window_controls`: the warning for a walk cut at `max` nodes.
+fn walk_cut_warning(max: usize) -> String {
+    format!(
+        "the window has more than {max} accessible nodes: only the first {max} were read, some \
+         controls may be missing"
+    )
+}
+
+/// A step of `Observer::window_controls`: count the candidates inside the window's web
+/// documents, and those of them on screen (one listed out of view does not say the page was
+/// laid out).
+fn count_page_controls(
+    stats: &mut ObservationStats,
+    in_pages: &HashSet<&str>,
+    candidates: &[Candidate],
+    results: &[Result<Option<Fetched>, LinuxError>],
+) {
+    for (c, r) in candidates.iter().zip(results) {
+        if in_pages.contains(c.node.path.as_str()) {
+            stats.document_candidates += 1;
+            stats.document_controls +=
+                usize::from(matches!(r, Ok(Some(f)) if f.info.place.is_in_view()));
+        }
+    }
 }
