@@ -238,6 +238,20 @@ fn main() {
         store.set_weights(ufo_knowledge::store::Weights::default());
     }
 
+    // UFO_BENCH_DUMP=FILE: the tuning set's candidates and their features, one JSON line a
+    // request, for trying rankings outside the store (never the held-out part)
+    if let (Some(out), Some(m)) = (std::env::var_os("UFO_BENCH_DUMP"), model.as_ref()) {
+        dump(
+            &mut store,
+            m,
+            &cases,
+            &dir_path,
+            &lo_lang,
+            &gimp_lang,
+            Path::new(&out),
+        );
+    }
+
     // the held-out part is measured only with UFO_BENCH_HELDOUT=1 (never while tuning)
     let heldout: Vec<Case> = parse(include_str!("../eval/heldout.jsonl"));
     let mut sets = vec![("tuning", &cases)];
@@ -426,4 +440,107 @@ fn parse(lines: &str) -> Vec<Case> {
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).expect("eval: a bad line"))
         .collect()
+}
+
+/// The tuning set's candidates (lexical top 50 with BM25 scores; every page of the app with
+/// its parts' cosines and its best index keyword's cosine), one JSON line a request.
+fn dump(
+    store: &mut Store,
+    m: &ufo_knowledge::model::SentenceModel,
+    cases: &[Case],
+    dir: &Path,
+    lo_lang: &Path,
+    gimp_lang: &Path,
+    out: &Path,
+) {
+    use std::io::Write;
+    let conn = Connection::open(dir.join("knowledge.sqlite")).expect("store");
+    type Row = (i64, String, String, String, String, String, Vec<u8>);
+    let rows: Vec<Row> = conn
+        .prepare("SELECT d.id, d.location, d.source, d.apps, d.title, f.keywords, e.vec FROM docs d JOIN docs_fts f ON f.rowid = d.id JOIN embeddings e ON e.id = d.id")
+        .expect("sql")
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    let mut entries: Vec<String> = rows
+        .iter()
+        .flat_map(|r| r.5.lines().map(|l| l.trim().to_string()))
+        .filter(|l| !l.is_empty())
+        .collect();
+    entries.sort();
+    entries.dedup();
+    let t = Instant::now();
+    let enc = Encoder::Local(Arc::new(
+        ufo_knowledge::model::SentenceModel::load(Path::new(
+            &std::env::var_os("UFO_EMBED_MODEL_DIR").expect("model dir"),
+        ))
+        .expect("model"),
+    ));
+    let kv: HashMap<String, Vec<f32>> = entries
+        .iter()
+        .cloned()
+        .zip(enc.embed_documents(&entries).expect("embed"))
+        .collect();
+    println!(
+        "dump: {} keyword entries embedded in {:.1} s",
+        entries.len(),
+        t.elapsed().as_secs_f64()
+    );
+    let mut f = std::io::BufWriter::new(std::fs::File::create(out).expect("dump file"));
+    for c in cases {
+        let relevant = relevant_of(c, lo_lang, gimp_lang);
+        let tag = ufo_knowledge::apps::app_tag(&c.app).expect("app");
+        let q = m.embed(
+            &query::operation_text(&c.request),
+            ufo_knowledge::embed::QUERY_TOKENS,
+        );
+        store.set_ranking(Ranking::Lexical);
+        let req = SearchRequest {
+            text: c.request.clone(),
+            app: Some(c.app.clone()),
+            kinds: vec![KnowledgeKind::Docs],
+            top: 50,
+        };
+        let lex: Vec<(String, f64)> = store
+            .search(&req)
+            .expect("search")
+            .into_iter()
+            .map(|h| (h.location, h.score))
+            .collect();
+        store.set_ranking(Ranking::Fused);
+        let fused: Vec<String> = store
+            .search(&SearchRequest { top: 10, ..req })
+            .expect("search")
+            .into_iter()
+            .map(|h| h.location)
+            .collect();
+        let mut pages = Vec::new();
+        for r in &rows {
+            if !format!(" {} ", r.3).contains(&format!(" {tag} ")) {
+                continue;
+            }
+            let Some(v) = ufo_knowledge::embed::from_blob(&r.6) else {
+                continue;
+            };
+            let parts: Vec<f32> = v
+                .chunks_exact(q.len())
+                .map(|p| ufo_knowledge::embed::cosine(p, &q))
+                .collect();
+            let kw: Vec<f32> =
+                r.5.lines()
+                    .filter_map(|l| kv.get(l.trim()))
+                    .map(|k| ufo_knowledge::embed::cosine(k, &q))
+                    .collect();
+            pages.push(serde_json::json!({
+                "loc": r.1, "source": r.2, "title": r.4, "parts": parts, "kw": kw,
+                "kind": format!("{:?}", ufo_knowledge::pages::kind_of(&r.2, &r.1)),
+            }));
+        }
+        let line = serde_json::json!({
+            "request": c.request, "op": query::operation_text(&c.request), "app": c.app,
+            "relevant": relevant, "lex": lex, "fused": fused, "pages": pages,
+        });
+        writeln!(f, "{line}").expect("dump write");
+    }
 }

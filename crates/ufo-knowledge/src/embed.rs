@@ -288,6 +288,19 @@ pub fn page_closeness(parts: &[f32], query: &[f32]) -> f32 {
     (best + sum / n) / 2.0
 }
 
+/// The cosine of the vector closest to `query` among `vectors` (vectors of the query's length
+/// laid end to end, as a page's index entries are stored); `None` when there are none or
+/// `vectors` is not made of such vectors.
+pub fn best_closeness(vectors: &[f32], query: &[f32]) -> Option<f32> {
+    if query.is_empty() || vectors.is_empty() || !vectors.len().is_multiple_of(query.len()) {
+        return None;
+    }
+    vectors
+        .chunks_exact(query.len())
+        .map(|v| cosine(v, query))
+        .max_by(f32::total_cmp)
+}
+
 /// Most tokens of one part of a document the in-process model reads (a page is embedded in
 /// parts: `pages::embed_texts`). 128 keeps indexing all LibreOffice and GIMP help within
 /// minutes on 2 cores; two more parts of the body per page took 150 s more for no gain on the

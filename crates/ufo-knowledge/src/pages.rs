@@ -78,6 +78,27 @@ pub fn embed_texts(p: &crate::extract::Page) -> Vec<String> {
     parts
 }
 
+/// Most index entries of a page embedded one by one.
+pub const MAX_KEYWORD_TEXTS: usize = 32;
+
+/// The page's index entries (one a line of its keywords: "rows, freezing", "Layer,
+/// Transparency managing, Add Alpha channel"), each once, at most [`MAX_KEYWORD_TEXTS`]:
+/// each is embedded alone, and a search ranks pages by their entry closest to the request
+/// as well ([`crate::embed::best_closeness`]). An entry names one feature in a few words, as
+/// a person might ask for it; embedded among all of a page's name they were diluted.
+pub fn keyword_texts(p: &crate::extract::Page) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for entry in p.keywords.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if out.len() >= MAX_KEYWORD_TEXTS {
+            break;
+        }
+        if !out.iter().any(|o| o == entry) {
+            out.push(entry.to_string());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
