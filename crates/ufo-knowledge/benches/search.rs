@@ -487,6 +487,10 @@ fn dump(
         entries.len(),
         t.elapsed().as_secs_f64()
     );
+    let titles: Vec<String> = rows.iter().map(|r| r.4.clone()).collect();
+    let tv: Vec<Vec<f32>> = enc.embed_documents(&titles).expect("embed titles");
+    let sub = |a: &[f32], b: &[f32]| -> Vec<f32> { a.iter().zip(b).map(|(x, y)| x - y).collect() };
+    let mut means: HashMap<String, (Vec<f32>, Vec<f32>)> = HashMap::new();
     let mut f = std::io::BufWriter::new(std::fs::File::create(out).expect("dump file"));
     for c in cases {
         let relevant = relevant_of(c, lo_lang, gimp_lang);
@@ -515,8 +519,39 @@ fn dump(
             .into_iter()
             .map(|h| h.location)
             .collect();
+        let (mp, mk) = means
+            .entry(tag.clone())
+            .or_insert_with(|| {
+                let (mut mp, mut mk) = (vec![0f32; q.len()], vec![0f32; q.len()]);
+                let (mut np, mut nk) = (0f32, 0f32);
+                for r in &rows {
+                    if !format!(" {} ", r.3).contains(&format!(" {tag} ")) {
+                        continue;
+                    }
+                    if let Some(v) = ufo_knowledge::embed::from_blob(&r.6) {
+                        for p in v.chunks_exact(q.len()) {
+                            mp.iter_mut().zip(p).for_each(|(m, x)| *m += x);
+                            np += 1.0;
+                        }
+                    }
+                    for k in r.5.lines().filter_map(|l| kv.get(l.trim())) {
+                        mk.iter_mut().zip(k).for_each(|(m, x)| *m += x);
+                        nk += 1.0;
+                    }
+                }
+                mp.iter_mut().for_each(|m| *m /= np.max(1.0));
+                mk.iter_mut().for_each(|m| *m /= nk.max(1.0));
+                (mp, mk)
+            })
+            .clone();
+        let (qp, qk) = (sub(&q, &mp), sub(&q, &mk));
+        let clauses = split_clauses(&query::operation_text(&c.request));
+        let cq: Vec<Vec<f32>> = clauses
+            .iter()
+            .map(|t| m.embed(t, ufo_knowledge::embed::QUERY_TOKENS))
+            .collect();
         let mut pages = Vec::new();
-        for r in &rows {
+        for (ri, r) in rows.iter().enumerate() {
             if !format!(" {} ", r.3).contains(&format!(" {tag} ")) {
                 continue;
             }
@@ -532,15 +567,55 @@ fn dump(
                     .filter_map(|l| kv.get(l.trim()))
                     .map(|k| ufo_knowledge::embed::cosine(k, &q))
                     .collect();
+            let parts_c: Vec<f32> = v
+                .chunks_exact(q.len())
+                .map(|p| ufo_knowledge::embed::cosine(&sub(p, &mp), &qp))
+                .collect();
+            let kw_c: Vec<f32> =
+                r.5.lines()
+                    .filter_map(|l| kv.get(l.trim()))
+                    .map(|k| ufo_knowledge::embed::cosine(&sub(k, &mk), &qk))
+                    .collect();
+            let title = ufo_knowledge::embed::cosine(&tv[ri], &q);
+            let cl: Vec<(Vec<f32>, f32)> = cq
+                .iter()
+                .map(|q| {
+                    let parts: Vec<f32> = v
+                        .chunks_exact(q.len())
+                        .map(|p| ufo_knowledge::embed::cosine(p, q))
+                        .collect();
+                    let kw =
+                        r.5.lines()
+                            .filter_map(|l| kv.get(l.trim()))
+                            .map(|k| ufo_knowledge::embed::cosine(k, q))
+                            .fold(-1f32, f32::max);
+                    (parts, kw)
+                })
+                .collect();
             pages.push(serde_json::json!({
                 "loc": r.1, "source": r.2, "title": r.4, "parts": parts, "kw": kw,
+                "parts_c": parts_c, "kw_c": kw_c, "tcos": title, "cl": cl,
                 "kind": format!("{:?}", ufo_knowledge::pages::kind_of(&r.2, &r.1)),
             }));
         }
         let line = serde_json::json!({
             "request": c.request, "op": query::operation_text(&c.request), "app": c.app,
-            "relevant": relevant, "lex": lex, "fused": fused, "pages": pages,
+            "relevant": relevant, "clauses": clauses, "lex": lex, "fused": fused, "pages": pages,
         });
         writeln!(f, "{line}").expect("dump write");
     }
+}
+
+/// Clauses of a request (prototype): split at sentence ends, semicolons, commas and "then".
+fn split_clauses(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for piece in text.split(|c| matches!(c, '.' | ';' | '!' | '?' | ',')) {
+        for p in piece.split(" then ") {
+            let p = p.trim();
+            if query::terms(p).len() >= 2 {
+                out.push(p.to_string());
+            }
+        }
+    }
+    out
 }

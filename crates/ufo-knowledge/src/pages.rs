@@ -170,7 +170,7 @@ mod tests {
         assert_eq!(with_prior(PageKind::Navigation, 0.03), 0.03);
         // reciprocal-rank scores of a page in both rankings: a guide third passes the
         // second, a guide twentieth not the first
-        let rrf = |rank: f64| 2.0 / (60.0 + rank);
+        let rrf = |rank: f64| 2.0 / (crate::embed::RRF_K + rank);
         assert!(with_prior(PageKind::Guide, rrf(3.0)) > rrf(2.0));
         assert!(with_prior(PageKind::Guide, rrf(20.0)) < rrf(1.0));
     }

@@ -144,7 +144,8 @@ impl Store {
 
     /// `lexical` (best first) fused with two rankings of the documents of `kind` (and `app`)
     /// by their vectors: the closest pages ([`embed::page_closeness`]) and the pages with the
-    /// closest index entry ([`embed::best_closeness`]). Reciprocal-rank fusion of the three,
+    /// closest index entry ([`embed::best_closeness`]). Weighted reciprocal-rank fusion of the
+    /// three ([`embed::fuse`]),
     /// how-to guides given their small lead ([`crate::pages::with_prior`]), best first,
     /// scored by their fused score, until `top` pages that give steps are found (navigation
     /// pages met before them are kept, for [`content_first`] to put after them).
@@ -173,7 +174,11 @@ impl Store {
                 .and_then(|n| n.parse::<i64>().ok())
                 .unwrap_or(-1)
         };
-        let mut fused = embed::fuse(&[lexical.iter().map(id_of).collect(), pages, entries]);
+        let mut fused = embed::fuse(&[
+            (lexical.iter().map(id_of).collect(), embed::LEXICAL_WEIGHT),
+            (pages, embed::PAGE_WEIGHT),
+            (entries, embed::ENTRY_WEIGHT),
+        ]);
         for (id, score) in fused.iter_mut() {
             let kind = match lexical.iter().find(|h| id_of(h) == *id) {
                 Some(h) => crate::pages::kind_of(&h.source, &h.location),
