@@ -523,6 +523,20 @@ mod tests {
     }
 
     #[test]
+    fn the_best_closeness_is_the_closest_vectors_cosine() {
+        let query = [1.0, 0.0];
+        // cosines 0, 1 and about 0.71: the best
+        let best = best_closeness(&[0.0, 2.0, 3.0, 0.0, 1.0, 1.0], &query).unwrap();
+        assert!((best - 1.0).abs() < 1e-6);
+        let one = best_closeness(&[1.0, 1.0], &query).unwrap();
+        assert!((one - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
+        // nothing to compare, or not whole vectors: none
+        assert_eq!(best_closeness(&[], &query), None);
+        assert_eq!(best_closeness(&[1.0, 0.0, 1.0], &query), None);
+        assert_eq!(best_closeness(&[1.0, 0.0], &[]), None);
+    }
+
+    #[test]
     fn blobs_round_trip_and_cosine_is_bounded() {
         let v = vec![0.5f32, -1.0, 3.25];
         assert_eq!(from_blob(&to_blob(&v)).as_deref(), Some(&v[..]));

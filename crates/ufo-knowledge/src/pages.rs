@@ -133,6 +133,30 @@ mod tests {
     }
 
     #[test]
+    fn each_index_entry_is_embedded_once_and_their_number_is_bounded() {
+        let page = |keywords: &str| crate::extract::Page {
+            title: "Freezing Rows".into(),
+            headings: "Freezing Rows".into(),
+            keywords: keywords.into(),
+            body: "Select the row.".into(),
+        };
+        assert_eq!(
+            keyword_texts(&page(
+                "rows, freezing\n  tables; splitting \n\nrows, freezing\n"
+            )),
+            ["rows, freezing", "tables; splitting"]
+        );
+        assert!(keyword_texts(&page(" \n ")).is_empty());
+        let many: String = (0..100).map(|i| format!("entry {i}\n")).collect();
+        let texts = keyword_texts(&page(&many));
+        assert_eq!(texts.len(), MAX_KEYWORD_TEXTS);
+        assert_eq!(texts[0], "entry 0");
+        // repeats do not use up the bound
+        let repeated = format!("{}{many}", "entry 0\n".repeat(50));
+        assert_eq!(keyword_texts(&page(&repeated)), texts);
+    }
+
+    #[test]
     fn menu_path_lists_welcome_pages_and_menu_lists_are_navigation_guides_are_guides() {
         let lo = "/usr/share/libreoffice/help/en-US/text";
         let gimp = "/usr/share/gimp/2.0/help/en";

@@ -865,7 +865,13 @@ impl Knowledge for StoreKnowledge {
 mod tests {
     use super::*;
 
-    fn doc(location: &str, apps: &[&str], title: &str, keywords: &str, body: &str) -> Document {
+    pub(super) fn doc(
+        location: &str,
+        apps: &[&str],
+        title: &str,
+        keywords: &str,
+        body: &str,
+    ) -> Document {
         Document {
             kind: KnowledgeKind::Docs,
             location: location.into(),

@@ -319,3 +319,72 @@ fn closest(scored: impl Iterator<Item = (i64, f32)>) -> Vec<i64> {
         .map(|(id, _)| id)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{calc_pages, doc, embedder, fake, store, top3};
+    use super::super::*;
+
+    /// How many index entries' vectors are stored for the page at `location`.
+    fn entry_vectors(s: &Store, location: &str) -> usize {
+        s.conn
+            .query_row(
+                "SELECT coalesce(sum(length(k.vec)), 0) FROM keyword_embeddings k
+                 JOIN docs d ON d.id = k.id WHERE d.location = ?1",
+                params![location],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap() as usize
+            / (4 * fake::vector("x").len())
+    }
+
+    #[test]
+    fn index_entries_are_embedded_apart_replaced_forgotten_and_rank_their_page() {
+        let (url, _) = fake::server(false);
+        let (_d, mut s) = store();
+        s.set_embedder(Some(embedder(&url, 5_000)));
+        // a page whose name is many entries: the one a person's words match is one of them
+        let entries: String = (0..20)
+            .map(|i| format!("scenario {i}, managing\n"))
+            .chain(["highlight negative values\n".to_string()])
+            .collect();
+        let mut pages = calc_pages();
+        pages.push(doc(
+            "/h/many.html",
+            &["calc"],
+            "Scenarios",
+            &entries,
+            "Steps.",
+        ));
+        s.save(&pages).unwrap();
+        assert_eq!(entry_vectors(&s, "/h/many.html"), 21);
+        assert_eq!(entry_vectors(&s, "/h/sort.html"), 1);
+        assert_eq!(top3(&s, "highlight negative values")[0], "/h/many.html");
+        // saved again with fewer entries: replaced, not added to
+        s.save(&[doc(
+            "/h/many.html",
+            &["calc"],
+            "Scenarios",
+            "a\nb",
+            "Steps.",
+        )])
+        .unwrap();
+        assert_eq!(entry_vectors(&s, "/h/many.html"), 2);
+        s.forget(&Forget {
+            locations: vec!["/h/many.html".into()],
+            ..Default::default()
+        })
+        .unwrap();
+        let left: i64 = s
+            .conn
+            .query_row("SELECT count(*) FROM keyword_embeddings", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, pages.len() as i64 - 1, "one row per other page");
+        // a store without entry vectors (indexed before them) still ranks by its pages
+        s.conn
+            .execute("DELETE FROM keyword_embeddings", [])
+            .unwrap();
+        s.forget_tag_words();
+        assert!(top3(&s, "highlight negative numbers in red").contains(&"/h/cond.html".to_string()));
+    }
+}
