@@ -8,10 +8,11 @@
 //!
 //! With an embeddings endpoint or a model in the process ([`Store::set_embedder`]), each saved
 //! document also gets a vector (table `embeddings`, keyed by the document's id, with the
-//! model's name; table `vectors` keeps each vector under a hash of model and text, so a page
-//! indexed again unchanged is not embedded again), and a
-//! search fuses the lexical ranking with the cosine ranking of the same application's
-//! documents (reciprocal-rank fusion, [`crate::embed::fuse`]). A failed request leaves the
+//! model's name; table `keyword_embeddings` those of its index entries, one by one; table
+//! `vectors` keeps each vector under a hash of model and text, so a page indexed again
+//! unchanged is not embedded again), and a search fuses the lexical ranking with two rankings
+//! of the same application's documents by their vectors (weighted reciprocal-rank fusion,
+//! [`crate::embed::fuse`]; `store_dense.rs`). A failed request leaves the
 //! documents lexical-only; the first failure is kept for the caller to show
 //! ([`Store::embed_warning`]) and the endpoint is not asked again by this store.
 //! [`Store::fresh_copy`] and [`Store::replace`] index into a new file and swap it in whole.
@@ -206,7 +207,7 @@ pub enum Ranking {
     Fused,
     /// BM25 alone, as without an embedder.
     Lexical,
-    /// Cosine to the query's vector alone.
+    /// The model's rankings alone: the pages' closeness and their closest index entry.
     Dense,
 }
 
