@@ -197,7 +197,26 @@ pub struct Forget {
 /// A kind, an application and a model: the vectors one search compares with.
 type VectorSet = (String, Option<String>, String);
 /// Documents' ids, page kinds and vectors.
-type Vectors = Arc<Vec<dense::PageVectors>>;
+type Vectors = Arc<Vec<PageVectors>>;
+
+/// One document's vectors as stored.
+#[derive(Debug, Clone, PartialEq)]
+struct DocVectors {
+    /// One per part of the page ([`crate::pages::embed_texts`]), laid end to end.
+    parts: Vec<f32>,
+    /// One per index entry ([`crate::pages::keyword_texts`]), laid end to end (empty: none).
+    keywords: Vec<f32>,
+}
+
+/// The vectors a search compares with, of one document.
+#[derive(Debug)]
+struct PageVectors {
+    id: i64,
+    kind: PageKind,
+    /// As [`DocVectors`]'.
+    parts: Vec<f32>,
+    keywords: Vec<f32>,
+}
 
 /// Which rankings a search with an embedder uses (the benchmark compares them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -736,7 +755,7 @@ impl<'t> DocWrites<'t> {
         &mut self,
         tx: &Connection,
         d: &Document,
-        vector: Option<&dense::DocVectors>,
+        vector: Option<&DocVectors>,
         model: Option<&str>,
     ) -> rusqlite::Result<()> {
         let apps = d.apps.join(" ");

@@ -8,7 +8,8 @@ use rusqlite::{params, OptionalExtension};
 use ufo_core::knowledge::KnowledgeKind;
 
 use super::{
-    vector_key, Document, Hit, Store, StoreError, Vectors, FUSE_CANDIDATES, HIT_TEXT_CHARS,
+    vector_key, DocVectors, Document, Hit, PageVectors, Store, StoreError, Vectors,
+    FUSE_CANDIDATES, HIT_TEXT_CHARS,
 };
 use crate::embed;
 use crate::extract::clip;
@@ -292,24 +293,6 @@ impl Store {
     }
 }
 
-/// One document's vectors as stored.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct DocVectors {
-    /// One per part of the page ([`crate::pages::embed_texts`]), laid end to end.
-    pub parts: Vec<f32>,
-    /// One per index entry ([`crate::pages::keyword_texts`]), laid end to end (empty: none).
-    pub keywords: Vec<f32>,
-}
-
-/// The vectors a search compares with, of one document.
-#[derive(Debug)]
-pub(super) struct PageVectors {
-    pub id: i64,
-    pub kind: PageKind,
-    pub parts: Vec<f32>,
-    pub keywords: Vec<f32>,
-}
-
 /// The ids of the [`FUSE_CANDIDATES`] documents of highest closeness, closest first.
 fn closest(scored: impl Iterator<Item = (i64, f32)>) -> Vec<i64> {
     let mut all: Vec<(i64, f32)> = scored.collect();
@@ -360,6 +343,33 @@ mod tests {
         assert_eq!(entry_vectors(&s, "/h/many.html"), 21);
         assert_eq!(entry_vectors(&s, "/h/sort.html"), 1);
         assert_eq!(top3(&s, "highlight negative values")[0], "/h/many.html");
+        // by the model alone, the page is found by its entry: not without it
+        s.set_ranking(Ranking::Dense);
+        let many = "/h/many.html".to_string();
+        assert!(top3(&s, "highlight negative values").contains(&many));
+        let kept: Vec<(i64, Vec<u8>)> = s
+            .conn
+            .prepare("SELECT id, vec FROM keyword_embeddings")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        s.conn
+            .execute("DELETE FROM keyword_embeddings", [])
+            .unwrap();
+        s.forget_tag_words();
+        assert!(!top3(&s, "highlight negative values").contains(&many));
+        for (id, vec) in kept {
+            s.conn
+                .execute(
+                    "INSERT INTO keyword_embeddings(id, model, vec) VALUES (?1, 'fake-embed', ?2)",
+                    params![id, vec],
+                )
+                .unwrap();
+        }
+        s.forget_tag_words();
+        s.set_ranking(Ranking::Fused);
         // saved again with fewer entries: replaced, not added to
         s.save(&[doc(
             "/h/many.html",
