@@ -78,6 +78,27 @@ pub fn embed_texts(p: &crate::extract::Page) -> Vec<String> {
     parts
 }
 
+/// Most index entries of a page embedded one by one.
+pub const MAX_KEYWORD_TEXTS: usize = 32;
+
+/// The page's index entries (one a line of its keywords: "rows, freezing", "Layer,
+/// Transparency managing, Add Alpha channel"), each once, at most [`MAX_KEYWORD_TEXTS`]:
+/// each is embedded alone, and a search ranks pages by their entry closest to the request
+/// as well ([`crate::embed::best_closeness`]). An entry names one feature in a few words, as
+/// a person might ask for it; embedded among all of a page's name they were diluted.
+pub fn keyword_texts(p: &crate::extract::Page) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for entry in p.keywords.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if out.len() >= MAX_KEYWORD_TEXTS {
+            break;
+        }
+        if !out.iter().any(|o| o == entry) {
+            out.push(entry.to_string());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +130,30 @@ mod tests {
             .iter()
             .skip(1)
             .all(|p| p.chars().count() <= PART_CHARS + 20));
+    }
+
+    #[test]
+    fn each_index_entry_is_embedded_once_and_their_number_is_bounded() {
+        let page = |keywords: &str| crate::extract::Page {
+            title: "Freezing Rows".into(),
+            headings: "Freezing Rows".into(),
+            keywords: keywords.into(),
+            body: "Select the row.".into(),
+        };
+        assert_eq!(
+            keyword_texts(&page(
+                "rows, freezing\n  tables; splitting \n\nrows, freezing\n"
+            )),
+            ["rows, freezing", "tables; splitting"]
+        );
+        assert!(keyword_texts(&page(" \n ")).is_empty());
+        let many: String = (0..100).map(|i| format!("entry {i}\n")).collect();
+        let texts = keyword_texts(&page(&many));
+        assert_eq!(texts.len(), MAX_KEYWORD_TEXTS);
+        assert_eq!(texts[0], "entry 0");
+        // repeats do not use up the bound
+        let repeated = format!("{}{many}", "entry 0\n".repeat(50));
+        assert_eq!(keyword_texts(&page(&repeated)), texts);
     }
 
     #[test]
@@ -149,7 +194,7 @@ mod tests {
         assert_eq!(with_prior(PageKind::Navigation, 0.03), 0.03);
         // reciprocal-rank scores of a page in both rankings: a guide third passes the
         // second, a guide twentieth not the first
-        let rrf = |rank: f64| 2.0 / (60.0 + rank);
+        let rrf = |rank: f64| 2.0 / (crate::embed::RRF_K + rank);
         assert!(with_prior(PageKind::Guide, rrf(3.0)) > rrf(2.0));
         assert!(with_prior(PageKind::Guide, rrf(20.0)) < rrf(1.0));
     }

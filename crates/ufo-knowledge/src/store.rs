@@ -8,10 +8,11 @@
 //!
 //! With an embeddings endpoint or a model in the process ([`Store::set_embedder`]), each saved
 //! document also gets a vector (table `embeddings`, keyed by the document's id, with the
-//! model's name; table `vectors` keeps each vector under a hash of model and text, so a page
-//! indexed again unchanged is not embedded again), and a
-//! search fuses the lexical ranking with the cosine ranking of the same application's
-//! documents (reciprocal-rank fusion, [`crate::embed::fuse`]). A failed request leaves the
+//! model's name; table `keyword_embeddings` those of its index entries, one by one; table
+//! `vectors` keeps each vector under a hash of model and text, so a page indexed again
+//! unchanged is not embedded again), and a search fuses the lexical ranking with two rankings
+//! of the same application's documents by their vectors (weighted reciprocal-rank fusion,
+//! [`crate::embed::fuse`]; `store_dense.rs`). A failed request leaves the
 //! documents lexical-only; the first failure is kept for the caller to show
 //! ([`Store::embed_warning`]) and the endpoint is not asked again by this store.
 //! [`Store::fresh_copy`] and [`Store::replace`] index into a new file and swap it in whole.
@@ -196,7 +197,26 @@ pub struct Forget {
 /// A kind, an application and a model: the vectors one search compares with.
 type VectorSet = (String, Option<String>, String);
 /// Documents' ids, page kinds and vectors.
-type Vectors = Arc<Vec<(i64, PageKind, Vec<f32>)>>;
+type Vectors = Arc<Vec<PageVectors>>;
+
+/// One document's vectors as stored.
+#[derive(Debug, Clone, PartialEq)]
+struct DocVectors {
+    /// One per part of the page ([`crate::pages::embed_texts`]), laid end to end.
+    parts: Vec<f32>,
+    /// One per index entry ([`crate::pages::keyword_texts`]), laid end to end (empty: none).
+    keywords: Vec<f32>,
+}
+
+/// The vectors a search compares with, of one document.
+#[derive(Debug)]
+struct PageVectors {
+    id: i64,
+    kind: PageKind,
+    /// As [`DocVectors`]'.
+    parts: Vec<f32>,
+    keywords: Vec<f32>,
+}
 
 /// Which rankings a search with an embedder uses (the benchmark compares them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -206,7 +226,7 @@ pub enum Ranking {
     Fused,
     /// BM25 alone, as without an embedder.
     Lexical,
-    /// Cosine to the query's vector alone.
+    /// The model's rankings alone: the pages' closeness and their closest index entry.
     Dense,
 }
 
@@ -234,6 +254,9 @@ pub struct Store {
 
 #[path = "store_swap.rs"]
 mod swap;
+
+#[path = "store_dense.rs"]
+mod dense;
 
 /// The store's default file: `$XDG_DATA_HOME/ufo/knowledge.sqlite`, else
 /// `~/.local/share/ufo/knowledge.sqlite`.
@@ -265,6 +288,11 @@ CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
     tokenize = 'porter unicode61'
 );
 CREATE TABLE IF NOT EXISTS embeddings(
+    id INTEGER PRIMARY KEY,
+    model TEXT NOT NULL,
+    vec BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS keyword_embeddings(
     id INTEGER PRIMARY KEY,
     model TEXT NOT NULL,
     vec BLOB NOT NULL
@@ -365,75 +393,6 @@ impl Store {
         }
     }
 
-    /// The vectors of `docs` (all `None` without an embedder or when the request failed): one
-    /// per part of the page ([`crate::pages::embed_texts`]), laid end to end. A vector made before for the
-    /// same text by the same model (table `vectors`, keyed by a hash of both) is reused:
-    /// indexing unchanged pages again embeds nothing.
-    fn document_vectors(&self, docs: &[Document]) -> Vec<Option<Vec<f32>>> {
-        let Some(e) = self.live_embedder().filter(|_| !docs.is_empty()) else {
-            return vec![None; docs.len()];
-        };
-        let model = e.model();
-        let parts: Vec<Vec<String>> = docs
-            .iter()
-            .map(|d| crate::pages::embed_texts(&d.page))
-            .collect();
-        let texts: Vec<&String> = parts.iter().flatten().collect();
-        let keys: Vec<Vec<u8>> = texts.iter().map(|t| vector_key(&model, t)).collect();
-        let mut vectors: Vec<Option<Vec<f32>>> =
-            keys.iter().map(|k| self.cached_vector(k)).collect();
-        let missing: Vec<usize> = (0..texts.len()).filter(|i| vectors[*i].is_none()).collect();
-        if !missing.is_empty() {
-            let todo: Vec<String> = missing.iter().map(|i| texts[*i].clone()).collect();
-            match e.embed_documents(&todo) {
-                Ok(made) => {
-                    for (i, v) in missing.into_iter().zip(made) {
-                        self.cache_vector(&keys[i], &v);
-                        vectors[i] = Some(v);
-                    }
-                }
-                Err(err) => {
-                    self.embed_failed(format!(
-                        "{err}; the documents were saved for lexical search only"
-                    ));
-                    return vec![None; docs.len()];
-                }
-            }
-        }
-        let mut made = vectors.into_iter();
-        parts
-            .iter()
-            .map(|p| {
-                let mut joined = Vec::new();
-                for v in made.by_ref().take(p.len()) {
-                    joined.extend(v?);
-                }
-                Some(joined)
-            })
-            .collect()
-    }
-
-    /// The vector kept under `key`, if any (a read error counts as none: it is made again).
-    fn cached_vector(&self, key: &[u8]) -> Option<Vec<f32>> {
-        self.conn
-            .prepare_cached("SELECT vec FROM vectors WHERE key = ?1")
-            .and_then(|mut s| {
-                s.query_row(params![key], |r| r.get::<_, Vec<u8>>(0))
-                    .optional()
-            })
-            .ok()
-            .flatten()
-            .and_then(|b| embed::from_blob(&b))
-    }
-
-    /// Keep `v` under `key` (a failed write only costs embedding it again later).
-    fn cache_vector(&self, key: &[u8], v: &[f32]) {
-        let _ = self
-            .conn
-            .prepare_cached("INSERT OR REPLACE INTO vectors(key, vec) VALUES (?1, ?2)")
-            .and_then(|mut s| s.execute(params![key, embed::to_blob(v)]));
-    }
-
     fn err(&self, source: rusqlite::Error) -> StoreError {
         StoreError::Sqlite {
             path: self.path.display().to_string(),
@@ -460,7 +419,7 @@ impl Store {
             let mut writes = DocWrites::prepare(&tx).map_err(err)?;
             for (d, vector) in docs.iter().zip(&vectors) {
                 writes
-                    .write(&tx, d, vector.as_deref(), model.as_deref())
+                    .write(&tx, d, vector.as_ref(), model.as_deref())
                     .map_err(err)?;
             }
         }
@@ -576,174 +535,6 @@ impl Store {
         if let Ok(mut v) = self.vector_sets.lock() {
             v.clear();
         }
-    }
-
-    /// The query's vector and the model it is of, when documents of that model are stored and
-    /// the endpoint answers within its query timeout (a failure: lexical ranking alone).
-    fn query_vector(&self, text: &str) -> Result<Option<(String, Vec<f32>)>, StoreError> {
-        let Some(e) = self.live_embedder() else {
-            return Ok(None);
-        };
-        let stored: bool = self
-            .conn
-            .prepare_cached("SELECT EXISTS(SELECT 1 FROM embeddings WHERE model = ?1)")
-            .and_then(|mut s| s.query_row(params![e.model()], |r| r.get(0)))
-            .map_err(|err| self.err(err))?;
-        if !stored || text.trim().is_empty() {
-            return Ok(None);
-        }
-        // the operation asked for, not the person's file names, cells and values
-        match e.embed_query(&query::operation_text(text)) {
-            Ok(v) => Ok(Some((e.model(), v))),
-            Err(err) => {
-                self.embed_failed(format!("{err}; searching lexically"));
-                Ok(None)
-            }
-        }
-    }
-
-    /// Whether some document of `kind` serves `app`.
-    fn has_app(&self, kind: KnowledgeKind, app: Option<&str>) -> Result<bool, StoreError> {
-        self.conn
-            .prepare_cached(
-                "SELECT EXISTS(SELECT 1 FROM docs WHERE kind = ?1
-                   AND (?2 IS NULL OR (' ' || apps || ' ') LIKE ('% ' || ?2 || ' %')))",
-            )
-            .and_then(|mut s| s.query_row(params![kind.as_str(), app], |r| r.get(0)))
-            .map_err(|e| self.err(e))
-    }
-
-    /// `lexical` (best first) fused with the documents of `kind` (and `app`) closest to
-    /// `vector` ([`embed::page_closeness`]): reciprocal-rank fusion of both rankings, how-to
-    /// guides given their small lead ([`crate::pages::with_prior`]), best first, scored by
-    /// their fused score, until `top` pages that give steps are found (navigation pages met
-    /// before them are kept, for [`content_first`] to put after them).
-    fn fuse(
-        &self,
-        lexical: Vec<Hit>,
-        kind: KnowledgeKind,
-        app: Option<&str>,
-        model: &str,
-        vector: &[f32],
-        top: usize,
-    ) -> Result<Vec<Hit>, StoreError> {
-        let set = self.vector_set(kind, app, model)?;
-        let mut near: Vec<(i64, f32, PageKind)> = set
-            .iter()
-            .map(|(id, kind, v)| (*id, embed::page_closeness(v, vector), *kind))
-            .collect();
-        near.sort_by(|a, b| b.1.total_cmp(&a.1));
-        near.truncate(FUSE_CANDIDATES);
-        let id_of = |h: &Hit| {
-            h.id.rsplit(':')
-                .next()
-                .and_then(|n| n.parse::<i64>().ok())
-                .unwrap_or(-1)
-        };
-        let mut fused = embed::fuse(&[
-            lexical.iter().map(id_of).collect(),
-            near.iter().map(|(id, _, _)| *id).collect(),
-        ]);
-        for (id, score) in fused.iter_mut() {
-            let kind = match lexical.iter().find(|h| id_of(h) == *id) {
-                Some(h) => crate::pages::kind_of(&h.source, &h.location),
-                None => near
-                    .iter()
-                    .find(|(n, _, _)| n == id)
-                    .map_or(PageKind::Content, |(_, _, k)| *k),
-            };
-            *score = crate::pages::with_prior(kind, *score);
-        }
-        fused.sort_by(|a, b| b.1.total_cmp(&a.1));
-        let mut out = Vec::new();
-        let mut content = 0;
-        for (id, score) in fused {
-            if content == top {
-                break; // the rest would be cut: not read
-            }
-            let hit = match lexical.iter().find(|h| id_of(h) == id) {
-                Some(h) => Some(h.clone()),
-                None => self.hit(kind, id)?,
-            };
-            if let Some(mut h) = hit {
-                h.score = score;
-                if crate::pages::kind_of(&h.source, &h.location) != PageKind::Navigation {
-                    content += 1;
-                }
-                out.push(h);
-            }
-        }
-        Ok(out)
-    }
-
-    /// The vectors of the documents of `kind` (and `app`) made by `model`, read once until the
-    /// next write.
-    fn vector_set(
-        &self,
-        kind: KnowledgeKind,
-        app: Option<&str>,
-        model: &str,
-    ) -> Result<Vectors, StoreError> {
-        let key = (
-            kind.as_str().to_string(),
-            app.map(str::to_string),
-            model.to_string(),
-        );
-        if let Some(set) = self
-            .vector_sets
-            .lock()
-            .ok()
-            .and_then(|v| v.get(&key).cloned())
-        {
-            return Ok(set);
-        }
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT e.id, e.vec, d.source, d.location FROM embeddings e JOIN docs d ON d.id = e.id
-                 WHERE d.kind = ?1 AND e.model = ?2
-                   AND (?3 IS NULL OR (' ' || d.apps || ' ') LIKE ('% ' || ?3 || ' %'))",
-            )
-            .map_err(|e| self.err(e))?;
-        let set: Vec<(i64, PageKind, Vec<f32>)> = stmt
-            .query_map(params![kind.as_str(), model, app], |r| {
-                let page = crate::pages::kind_of(&r.get::<_, String>(2)?, &r.get::<_, String>(3)?);
-                Ok((r.get::<_, i64>(0)?, page, r.get::<_, Vec<u8>>(1)?))
-            })
-            .map_err(|e| self.err(e))?
-            .filter_map(|r| r.ok())
-            .filter_map(|(id, page, blob)| Some((id, page, embed::from_blob(&blob)?)))
-            .collect();
-        let set = Arc::new(set);
-        if let Ok(mut v) = self.vector_sets.lock() {
-            v.insert(key, set.clone());
-        }
-        Ok(set)
-    }
-
-    /// The hit of document `id` (found by its vector alone).
-    fn hit(&self, kind: KnowledgeKind, id: i64) -> Result<Option<Hit>, StoreError> {
-        let sql = format!(
-            "SELECT d.title, d.location, d.source, substr(f.body, 1, {HIT_TEXT_CHARS})
-             FROM docs d JOIN docs_fts f ON f.rowid = d.id WHERE d.id = ?1"
-        );
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut s| {
-                s.query_row(params![id], |r| {
-                    Ok(Hit {
-                        kind,
-                        id: format!("{}:{id}", kind.as_str()),
-                        title: r.get(0)?,
-                        location: r.get(1)?,
-                        source: r.get(2)?,
-                        text: clip(&r.get::<_, String>(3)?, HIT_TEXT_CHARS),
-                        score: 0.0,
-                    })
-                })
-                .optional()
-            })
-            .map_err(|e| self.err(e))
     }
 
     /// One FTS5 query for one kind: the kind is matched inside the index and the ranking is
@@ -885,6 +676,8 @@ impl Store {
                 .map_err(err)?;
             tx.execute("DELETE FROM embeddings WHERE id = ?1", params![id])
                 .map_err(err)?;
+            tx.execute("DELETE FROM keyword_embeddings WHERE id = ?1", params![id])
+                .map_err(err)?;
         }
         tx.commit().map_err(err)?;
         self.forget_tag_words();
@@ -929,6 +722,8 @@ struct DocWrites<'t> {
     index: CachedStatement<'t>,
     unembed: CachedStatement<'t>,
     embed: CachedStatement<'t>,
+    unembed_entries: CachedStatement<'t>,
+    embed_entries: CachedStatement<'t>,
 }
 
 impl<'t> DocWrites<'t> {
@@ -947,6 +742,10 @@ impl<'t> DocWrites<'t> {
             )?,
             unembed: tx.prepare_cached("DELETE FROM embeddings WHERE id = ?1")?,
             embed: tx.prepare_cached("INSERT INTO embeddings(id, model, vec) VALUES (?1, ?2, ?3)")?,
+            unembed_entries: tx.prepare_cached("DELETE FROM keyword_embeddings WHERE id = ?1")?,
+            embed_entries: tx.prepare_cached(
+                "INSERT INTO keyword_embeddings(id, model, vec) VALUES (?1, ?2, ?3)",
+            )?,
         })
     }
 
@@ -956,7 +755,7 @@ impl<'t> DocWrites<'t> {
         &mut self,
         tx: &Connection,
         d: &Document,
-        vector: Option<&[f32]>,
+        vector: Option<&DocVectors>,
         model: Option<&str>,
     ) -> rusqlite::Result<()> {
         let apps = d.apps.join(" ");
@@ -971,7 +770,12 @@ impl<'t> DocWrites<'t> {
             d.kind.as_str()
         ])?;
         if let (Some(v), Some(model)) = (vector, model) {
-            self.embed.execute(params![id, model, embed::to_blob(v)])?;
+            self.embed
+                .execute(params![id, model, embed::to_blob(&v.parts)])?;
+            if !v.keywords.is_empty() {
+                self.embed_entries
+                    .execute(params![id, model, embed::to_blob(&v.keywords)])?;
+            }
         }
         Ok(())
     }
@@ -989,6 +793,7 @@ impl<'t> DocWrites<'t> {
                     .execute(params![id, d.source, apps, d.page.title])?;
                 self.unindex.execute(params![id])?;
                 self.unembed.execute(params![id])?;
+                self.unembed_entries.execute(params![id])?;
                 Ok(id)
             }
             None => {
@@ -1080,7 +885,13 @@ impl Knowledge for StoreKnowledge {
 mod tests {
     use super::*;
 
-    fn doc(location: &str, apps: &[&str], title: &str, keywords: &str, body: &str) -> Document {
+    pub(super) fn doc(
+        location: &str,
+        apps: &[&str],
+        title: &str,
+        keywords: &str,
+        body: &str,
+    ) -> Document {
         Document {
             kind: KnowledgeKind::Docs,
             location: location.into(),
