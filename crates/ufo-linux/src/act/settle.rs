@@ -17,13 +17,14 @@
 //! after its handlers ran, so once the application has answered a ping sent after its last
 //! change, and one frame ([`FRAME`], 20 ms) passed after that answer without a change, its
 //! update is drawn ([`SettleParams::frame`]); the observation made while waiting begins at the
-//! answer. That is 20-25 ms after the change instead of [`QUIET`] (gnome-calculator's `=`:
-//! settle 100-111 -> 86-101 ms at load 9, release builds). The frame stays: GTK answers a
-//! ping from its event handling, before a paint already queued. No other toolkit here gives
-//! one: LibreOffice (VCL) paints one update from idle handlers of its own up to 42 ms apart and
-//! answers pings in between (and redraws a Writer line 260-300 ms later); GTK 3 and 2, Qt,
-//! Chromium and Firefox were not measured (Chromium's page load has its own wait,
-//! `observe::loading`). What the signal cannot see is work the handler left for later (a
+//! answer. That is 22-44 ms after the change (26 p50) instead of [`QUIET`] (41 p50): in one
+//! run of the steps bench at load 6.7, gnome-calculator's `=` step 123 -> 104 ms p50 (2.47 ->
+//! 2.08 times the calculator alone), a click 66 -> 51 ms (docs/desktop.md). The frame stays:
+//! GTK answers a ping from its event handling, before a paint already queued. No other
+//! toolkit here gives one: LibreOffice (VCL) paints one update from idle handlers of its own up
+//! to 42 ms apart and answers pings in between (and redraws a Writer line 260-300 ms later);
+//! GTK 3 and 2, Qt, Chromium and Firefox were not measured (Chromium's page load has its own
+//! wait, `observe::loading`). What the signal cannot see is work the handler left for later (a
 //! timer, a thread): an application and input path whose window changed after a settle that
 //! ended on the signal ([`changed_after_signal`], found by the look before the next action)
 //! waits the quiet time from then on ([`Learned::late`]).
