@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use ufo_core::Rect;
 
 use super::settle::{
-    changed_box, changed_regions, decide, differs, first_change_bound, grow, look_still_holds,
-    Decision, Input, LastLook, Made, Prefetched, SettleParams, SettleStart, Settled, Watched,
-    PREFETCH_AFTER, PREFETCH_KEPT, PREFETCH_MAX, QUIET,
+    changed_after_signal, changed_box, changed_regions, decide, differs, ended_on_signal,
+    first_change_bound, grow, look_still_holds, Decision, Input, LastLook, Made, Prefetched,
+    SettleParams, SettleStart, Settled, Watched, FRAME, PREFETCH_AFTER, PREFETCH_KEPT,
+    PREFETCH_MAX, QUIET,
 };
 use super::Settler;
 use crate::display::pixels::Look;
@@ -47,6 +48,10 @@ struct Run {
     structure_seen: Option<Duration>,
     /// a "nothing changed" was checked against the application's own answer
     late_checked: bool,
+    /// with an end signal ([`SettleParams::frame`]): the last ping sent to the application
+    /// (its number, and when it was sent after `since`), and when it was answered
+    ping: Option<(u32, Duration)>,
+    answered: Option<Duration>,
 }
 
 /// How long after the application's answer a window its handler made has surely been
@@ -149,7 +154,11 @@ impl Settler<'_> {
                 // (the last settle's look, when nothing was redrawn since)
                 let (before, before_at) = match self.look_unchanged(w.as_ref(), &watched) {
                     Some(kept) => kept,
-                    None => (self.look_at(watched.area).await, since),
+                    None => {
+                        let now = self.look_at(watched.area).await;
+                        self.note_late_change(&watched, now.as_ref(), &exempt);
+                        (now, since)
+                    }
                 };
                 SettleStart::Events {
                     since,
@@ -161,6 +170,27 @@ impl Settler<'_> {
                 }
             }
             None => SettleStart::Pixels(self.fingerprint(xid).await),
+        }
+    }
+
+    /// A step of [`Self::settle_start`] when the window was redrawn since the last settle
+    /// ended (`now`: its look): if that settle ended on the application's end signal and the
+    /// window changed since, the settle missed a late change, and that application and input
+    /// path wait for the quiet time from now on ([`changed_after_signal`]).
+    fn note_late_change(&self, watched: &Watched, now: Option<&Look>, exempt: &[Rect]) {
+        let mut g = self.settling.lock();
+        let Some(key) = g.on_signal.take() else {
+            return;
+        };
+        let mut exempt = exempt.to_vec();
+        exempt.extend(g.transitions.running(Instant::now()));
+        let late = g.last_look.as_ref().is_some_and(|last| {
+            let differs = differs(Some(&last.look), now, &exempt);
+            changed_after_signal(true, last, watched, true, differs)
+        });
+        if late {
+            tracing::debug!(key, "changed after a settle on the end signal");
+            g.learned.note_late(&key);
         }
     }
 
@@ -251,12 +281,23 @@ impl Settler<'_> {
                 let max = self.config.settle_time;
                 // (counted from when the action was sent: a slow one, a cell entry waiting
                 // for LibreOffice, must not use up the wait for the redraw after it)
-                let learned = self.settling.lock().learned.bound(&key, max);
+                let (learned, late) = {
+                    let g = self.settling.lock();
+                    (g.learned.bound(&key, max), g.learned.late(&key))
+                };
+                // the application's end signal, where its toolkit gives one
+                let frame = match probe {
+                    Some((bus, _)) if !late => {
+                        self.observer.apps.draws_in_one_frame(self.bus, bus).await
+                    }
+                    _ => false,
+                };
                 let params = SettleParams {
                     quiet: QUIET,
                     first_change: first_change_bound(learned, since.elapsed(), max),
                     tail: self.config.settle_tail,
                     max,
+                    frame: frame.then_some(FRAME),
                 };
                 let run = Run {
                     since,
@@ -276,6 +317,8 @@ impl Settler<'_> {
                     prefetched: None,
                     structure_seen: None,
                     late_checked: false,
+                    ping: None,
+                    answered: None,
                 };
                 self.settle_on_events(xid, w, key, run, probe).await
             }
@@ -324,7 +367,8 @@ impl Settler<'_> {
                 (Some(a), Some(b)) => Some(a.max(b)),
                 (a, b) => a.or(b),
             };
-            match decide(since.elapsed(), f, l, &run.params) {
+            self.ask_after_change(xid, w, &mut run, l).await;
+            match decide(since.elapsed(), f, l, run.answered, &run.params) {
                 Decision::Wait(d) => {
                     if self.prefetch(xid, &mut run, l).await {
                         continue;
@@ -370,13 +414,21 @@ impl Settler<'_> {
     ) -> Settled {
         let (since, max) = (run.since, run.params.max);
         if let Some(probe) = probe {
-            let answered = answered_after(&run, f, probe.0);
+            // (a ping answered after the last change is the handler's round trip too: a
+            // window the handler made was announced before the answer)
+            let pinged = run.ping.filter(|_| run.answered.is_some());
+            let answered = answered_after(&run, f, probe.0).or(pinged.map(|(_, t)| since + t));
             self.wait_for_handler(w, probe, answered, since, max, run.poll)
                 .await;
         }
         self.wait_for_next_dialog(w, &run, max).await;
-        if let Some(f) = f {
-            self.settling.lock().learned.note(key, f);
+        let on_signal = ended_on_signal(decided, f, l, &run.params);
+        {
+            let mut g = self.settling.lock();
+            if let Some(f) = f {
+                g.learned.note(key, f);
+            }
+            g.on_signal = on_signal.then(|| key.to_string());
         }
         let kept = self.still_prefetched(xid, w, &mut run, l).await;
         let kept_one = kept.is_some();
@@ -395,6 +447,8 @@ impl Settler<'_> {
             changed,
             first_ms = f.map(|f| f.as_millis() as u64),
             decided_ms = decided.as_millis() as u64,
+            on_signal,
+            answered_ms = run.answered.map(|a| a.as_millis() as u64),
             redraws,
             looks = run.looks,
             prefetches = run.prefetches,
@@ -461,6 +515,40 @@ impl Settler<'_> {
         }
     }
 
+    /// A step of [`Self::settle_on_events`] with an end signal ([`SettleParams::frame`]): ask
+    /// the application whether it has read everything up to its last change (at `l`), once
+    /// per change (a ping, `ChangeWatch::ping`), and note when it answered.
+    async fn ask_after_change(
+        &self,
+        xid: WinId,
+        w: &Arc<dyn ChangeWatch>,
+        run: &mut Run,
+        l: Option<Duration>,
+    ) {
+        let Some(l) = l.filter(|_| run.params.frame.is_some()) else {
+            return;
+        };
+        match run.ping {
+            Some((n, sent)) if sent >= l => {
+                if run.answered.is_none() {
+                    run.answered = w
+                        .log()
+                        .pong(n)
+                        .map(|at| at.saturating_duration_since(run.since));
+                }
+            }
+            _ => {
+                let pinger = Arc::clone(w);
+                let sent = run.since.elapsed();
+                let n = tokio::task::spawn_blocking(move || pinger.ping(xid)).await;
+                // (no answer can come: the quiet time ends the settle)
+                run.params.frame = run.params.frame.filter(|_| matches!(n, Ok(Some(_))));
+                run.ping = n.ok().flatten().map(|n| (n, sent));
+                run.answered = None;
+            }
+        }
+    }
+
     /// A step of [`Self::settle_on_events`] while it waits: observe while the quiet time
     /// runs out, so that the next step's observation is ready when the window has settled
     /// (kept only if nothing changed after it began, see `take_prefetched`). `l` is the time
@@ -473,8 +561,14 @@ impl Settler<'_> {
         let since = run.since;
         let began_after = |t: &Instant| *t >= since + lc;
         let quiet_for = since.elapsed().saturating_sub(lc);
+        // with an end signal, once the application answered after its last change: the
+        // observation overlaps the frame the settle still waits for
+        let ready = match run.params.frame {
+            Some(_) => run.answered.is_some_and(|a| a >= lc),
+            None => quiet_for >= PREFETCH_AFTER,
+        };
         if !(run.prefetches < PREFETCH_MAX
-            && quiet_for >= PREFETCH_AFTER
+            && ready
             && !run.prefetched.as_ref().is_some_and(|(t, _)| began_after(t)))
         {
             return false;
