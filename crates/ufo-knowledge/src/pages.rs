@@ -63,9 +63,11 @@ pub const BODY_PARTS: usize = 1;
 const PART_CHARS: usize = 500;
 
 /// What is embedded of a page, part by part; how close a page is to a query comes from its
-/// parts' closeness ([`crate::embed::page_closeness`]). The first part names the page: its title, headings and index keywords (they name the
-/// feature in a person's words). Each further part is the title and a stretch of the body, so
-/// the steps a page gives are matched even when its index entries fill the first part.
+/// parts' closeness ([`crate::embed::page_closeness`]). The first part names the page: its
+/// title, headings, the sentence that gives its menu path (`menu_path_sentence`) and index
+/// keywords (they name the feature in a person's words). Each further part is the title and a
+/// stretch of the body, so the steps a page gives are matched even when its index entries fill
+/// the first part.
 pub fn embed_texts(p: &crate::extract::Page) -> Vec<String> {
     let mut name = format!("{}\n{}", p.title, p.headings);
     if let Some(path) = menu_path_sentence(&p.body) {
