@@ -178,6 +178,7 @@ enum Walk {
 
 /// Title, headings, index keywords and visible text of an HTML page.
 pub fn html(text: &str) -> Page {
+    let text = after_prolog(text);
     let Ok(dom) = tl::parse(text, tl::ParserOptions::default()) else {
         return Page {
             body: text.to_string(),
@@ -207,6 +208,34 @@ pub fn html(text: &str) -> Page {
     reader.finish()
 }
 
+/// The page after its prolog: the XML declaration (`<?xml …?>`), the document type
+/// (`<!DOCTYPE …>`) and comments before the first element. After an XML declaration the HTML
+/// parser read the document type as text: every GIMP page's body began with `PUBLIC
+/// "-//W3C//DTD XHTML 1.0 Transitional//EN" "http://…/xhtml1-transitional.dtd">`, some 40
+/// of the 128 tokens the model reads of a page's start.
+fn after_prolog(text: &str) -> &str {
+    let mut rest = text.trim_start_matches('\u{feff}');
+    loop {
+        let trimmed = rest.trim_start();
+        let end = if trimmed.starts_with("<?") {
+            trimmed.find("?>").map(|i| i + 2)
+        } else if trimmed.starts_with("<!--") {
+            trimmed.find("-->").map(|i| i + 3)
+        } else if trimmed
+            .get(..9)
+            .is_some_and(|s| s.eq_ignore_ascii_case("<!doctype"))
+        {
+            trimmed.find('>').map(|i| i + 1)
+        } else {
+            None
+        };
+        match end {
+            Some(end) => rest = &trimmed[end..],
+            None => return rest,
+        }
+    }
+}
+
 /// What the walk of an HTML page has read so far.
 #[derive(Default)]
 struct HtmlReader {
@@ -219,6 +248,10 @@ struct HtmlReader {
     title: Option<String>,
     /// The nodes still to visit and the elements still to leave, the next one last.
     stack: Vec<Walk>,
+    /// The title of the section the page is part of (`<link rel="up" title=…>`).
+    up: Option<String>,
+    /// The title of the manual's first page (`<link rel="home" title=…>`).
+    home: Option<String>,
 }
 
 impl HtmlReader {
@@ -245,6 +278,16 @@ impl HtmlReader {
         if name == "meta" {
             if let Some(k) = meta_keywords(tag) {
                 self.keywords.extend(k);
+            }
+            return;
+        }
+        if name == "link" {
+            if let Some((rel, title)) = link_title(tag) {
+                match rel.as_str() {
+                    "up" => self.up = Some(title),
+                    "home" => self.home = Some(title),
+                    _ => {}
+                }
             }
             return;
         }
@@ -291,10 +334,17 @@ impl HtmlReader {
         self.page.body.push(' ');
     }
 
-    /// The page, with its keywords and headings one per line.
+    /// The page, with its keywords and headings one per line; the section it is part of
+    /// (its `<link rel="up">`, unless that is the whole manual) is its first heading.
     fn finish(mut self) -> Page {
         self.keywords.dedup();
         self.page.keywords = self.keywords.join("\n");
+        if let Some(up) = self.up.map(|u| strip_label(&collapse(&u))) {
+            let home = self.home.map(|h| strip_label(&collapse(&h)));
+            if !up.is_empty() && home.as_deref() != Some(up.as_str()) {
+                self.headings.insert(0, up);
+            }
+        }
         self.page.headings = self.headings.join("\n");
         self.page
     }
@@ -317,6 +367,33 @@ fn meta_keywords(tag: &tl::HTMLTag<'_>) -> Option<Vec<String>> {
     let content = attrs.get("content").flatten()?;
     let k = collapse(&decode_entities(&content.as_utf8_str()));
     (!k.is_empty()).then(|| vec![k])
+}
+
+/// The relation and title of a `<link>` that has both (`rel="up" title="3. Paint Tools"`).
+/// GIMP's pages name only themselves ("Heal", "Clear", "Text"): the section they are part of
+/// ("Paint Tools", "The “Edit” Menu") says what kind of thing they are and where it is.
+fn link_title(tag: &tl::HTMLTag<'_>) -> Option<(String, String)> {
+    let attrs = tag.attributes();
+    let rel = attrs
+        .get("rel")
+        .flatten()?
+        .as_utf8_str()
+        .to_ascii_lowercase();
+    let title = decode_entities(&attrs.get("title").flatten()?.as_utf8_str());
+    Some((rel, title))
+}
+
+/// A DocBook label taken off a title: a section number ("3. Paint Tools" → "Paint Tools") or
+/// a chapter's, part's or appendix's ("Chapter 17. Filters" → "Filters").
+fn strip_label(s: &str) -> String {
+    let s = s.trim();
+    let mut words = s.splitn(3, ' ');
+    if let (Some(kind), Some(label), Some(rest)) = (words.next(), words.next(), words.next()) {
+        if matches!(kind, "Chapter" | "Part" | "Appendix") && label.ends_with('.') {
+            return rest.trim().to_string();
+        }
+    }
+    strip_numbering(s)
 }
 
 /// A DocBook section number taken off a title ("7.34. Add Alpha Channel" → "Add Alpha Channel").
@@ -752,6 +829,70 @@ mod tests {
         );
         assert!(p.body.contains("An alpha channel is automatically added"));
         assert!(!p.body.contains("Prev"), "{}", p.body);
+        // the XML declaration and the document type are not text: the body starts with the
+        // page's own words (they are what the model reads of it)
+        for prolog in ["PUBLIC", "DTD", "xhtml1", "xml version"] {
+            assert!(!p.body.contains(prolog), "{prolog}: {}", p.body);
+        }
+        assert!(
+            p.body.trim_start().starts_with("7.34. Add Alpha Channel"),
+            "{}",
+            p.body
+        );
+        // the section the page is part of, without its number, is its first heading
+        assert!(
+            p.headings
+                .starts_with("The “Layer” Menu\nAdd Alpha Channel\n"),
+            "{}",
+            p.headings
+        );
+    }
+
+    #[test]
+    fn the_section_a_page_is_part_of_is_a_heading_unless_it_is_the_manual() {
+        let page = |up: &str| {
+            html(&format!(
+                "<html><head><title>3.13. Heal</title>\
+                 <link rel=\"home\" href=\"index.html\" title=\"The Manual\"/>{up}</head>\
+                 <body><h3>3.13. Heal</h3><p>Heals.</p></body></html>"
+            ))
+        };
+        let p = page(r#"<link rel="up" href="t.html" title="3. Paint Tools"/>"#);
+        assert_eq!(p.headings, "Paint Tools\nHeal");
+        assert_eq!(p.title, "Heal");
+        assert!(!p.body.contains("Paint Tools"), "{}", p.body);
+        let p = page(r#"<link rel="up" title="Chapter 17. Filters &amp; Effects"/>"#);
+        assert_eq!(p.headings, "Filters & Effects\nHeal");
+        // the manual's first page says nothing of where the page is; neither do other links
+        assert_eq!(
+            page(r#"<link rel="up" title="The Manual"/>"#).headings,
+            "Heal"
+        );
+        assert_eq!(
+            page(r#"<link rel="next" title="3.14. Clone"/>"#).headings,
+            "Heal"
+        );
+        assert_eq!(page(r#"<link rel="up" href="x.html"/>"#).headings, "Heal");
+        assert_eq!(strip_label("Part II.  How do I"), "How do I");
+        assert_eq!(strip_label("Chapter"), "Chapter");
+        assert_eq!(strip_label("Part of a whole"), "Part of a whole");
+    }
+
+    #[test]
+    fn a_prolog_of_declarations_doctype_and_comments_is_skipped_and_nothing_else() {
+        for page in [
+            "<?xml version=\"1.0\"?>\n<!DOCTYPE html PUBLIC \"-//W3C//DTD\" \"x.dtd\">\n\
+             <html><title>T</title><p>Body</p></html>",
+            "\u{feff}<!-- generated -->\n<!doctype html><html><title>T</title><p>Body</p>",
+            "<title>T</title><p>Body</p>",
+        ] {
+            let p = html(page);
+            assert_eq!(p.title, "T", "{page}");
+            assert_eq!(collapse(&p.body), "Body", "{page}");
+        }
+        // an unclosed declaration is left to the parser, never read past the text's end
+        assert_eq!(after_prolog("<?xml version"), "<?xml version");
+        assert_eq!(after_prolog("  <p>x</p>"), "  <p>x</p>");
     }
 
     #[test]

@@ -63,11 +63,18 @@ pub const BODY_PARTS: usize = 1;
 const PART_CHARS: usize = 500;
 
 /// What is embedded of a page, part by part; how close a page is to a query comes from its
-/// parts' closeness ([`crate::embed::page_closeness`]). The first part names the page: its title, headings and index keywords (they name the
-/// feature in a person's words). Each further part is the title and a stretch of the body, so
-/// the steps a page gives are matched even when its index entries fill the first part.
+/// parts' closeness ([`crate::embed::page_closeness`]). The first part names the page: its
+/// title, headings, the sentence that gives its menu path (`menu_path_sentence`) and index
+/// keywords (they name the feature in a person's words). Each further part is the title and a
+/// stretch of the body, so the steps a page gives are matched even when its index entries fill
+/// the first part.
 pub fn embed_texts(p: &crate::extract::Page) -> Vec<String> {
-    let mut parts = vec![format!("{}\n{}\n{}", p.title, p.headings, p.keywords)];
+    let mut name = format!("{}\n{}", p.title, p.headings);
+    if let Some(path) = menu_path_sentence(&p.body) {
+        name.push('\n');
+        name.push_str(path);
+    }
+    let mut parts = vec![format!("{name}\n{}", p.keywords)];
     let body: Vec<char> = p.body.chars().take(crate::embed::TEXT_CHARS).collect();
     for stretch in body.chunks(PART_CHARS).take(BODY_PARTS) {
         let text: String = stretch.iter().collect();
@@ -76,6 +83,53 @@ pub fn embed_texts(p: &crate::extract::Page) -> Vec<String> {
         }
     }
     parts
+}
+
+/// Most characters of the sentence [`menu_path_sentence`] takes, either side of its arrows.
+const PATH_CONTEXT_CHARS: usize = 160;
+
+/// The sentence of `body` that gives a menu path ("You can access this command from the image
+/// menubar through Layer → New Layer…"): from its start to its end around the first arrows,
+/// at most [`PATH_CONTEXT_CHARS`] either side. It is embedded with the page's name: GIMP's
+/// pages give it under "Activating the Command", after the feature's description, and for a
+/// third of them (234 of 516 with a path) that is past the stretch of the body embedded.
+fn menu_path_sentence(body: &str) -> Option<&str> {
+    const ARROW: char = '→';
+    let first = body.find(ARROW)?;
+    let floor = body[..first]
+        .char_indices()
+        .rev()
+        .nth(PATH_CONTEXT_CHARS)
+        .map_or(0, |(i, _)| i);
+    let start = ["。", ". ", ": ", "! ", "? "]
+        .iter()
+        .filter_map(|stop| {
+            body[floor..first]
+                .rfind(stop)
+                .map(|i| floor + i + stop.len())
+        })
+        .max()
+        .unwrap_or(floor);
+    // the arrows of the same path: each within a few words of the one before
+    let mut last = first;
+    while let Some(next) = body[last + ARROW.len_utf8()..].find(ARROW) {
+        let next = last + ARROW.len_utf8() + next;
+        if body[last..next].chars().count() > 40 {
+            break;
+        }
+        last = next;
+    }
+    let after = last + ARROW.len_utf8();
+    let ceiling = body[after..]
+        .char_indices()
+        .nth(PATH_CONTEXT_CHARS)
+        .map_or(body.len(), |(i, _)| after + i);
+    let end = [". ", "; "]
+        .iter()
+        .filter_map(|stop| body[after..ceiling].find(stop).map(|i| after + i + 1))
+        .min()
+        .unwrap_or(ceiling);
+    Some(body[start..end].trim())
 }
 
 /// Most index entries of a page embedded one by one.
@@ -130,6 +184,53 @@ mod tests {
             .iter()
             .skip(1)
             .all(|p| p.chars().count() <= PART_CHARS + 20));
+    }
+
+    #[test]
+    fn the_sentence_that_gives_a_menu_path_is_embedded_with_the_name() {
+        let page = |body: &str| crate::extract::Page {
+            title: "New Layer".into(),
+            headings: "The “Layer” Menu\nNew Layer".into(),
+            keywords: "Layer, Stack managing, Create a new layer".into(),
+            body: body.into(),
+        };
+        let intro = "The command adds a layer. It is empty. ".repeat(30);
+        let path = "You can access this command from the image menubar through Layer → New \
+                    Layer… , or by clicking on the button in the layer dialog.";
+        let body = format!("{intro}7.2.1. Activating the Command {path} Description: Layer …");
+        let path = format!("Activating the Command {path}");
+        assert_eq!(menu_path_sentence(&body), Some(path.as_str()));
+        let parts = embed_texts(&page(&body));
+        assert_eq!(
+            parts[0],
+            format!(
+                "New Layer\nThe “Layer” Menu\nNew Layer\n{path}\n\
+                 Layer, Stack managing, Create a new layer"
+            )
+        );
+        // a path of several arrows is one; a far arrow is another sentence's
+        let tools = "Intro: From the image menu bar Tools → Selection Tools → By Color \
+                     Select , by clicking on the tool icon. Later → elsewhere.";
+        assert_eq!(
+            menu_path_sentence(tools),
+            Some("From the image menu bar Tools → Selection Tools → By Color Select , by clicking on the tool icon.")
+        );
+        // without a stop the sentence is bounded either side
+        let long = format!("{}Layer → New{}", "x".repeat(1_000), "y".repeat(1_000));
+        let s = menu_path_sentence(&long).unwrap();
+        assert!(
+            s.chars().count() <= 2 * PATH_CONTEXT_CHARS + 20,
+            "{}",
+            s.len()
+        );
+        assert!(s.contains("Layer → New"));
+        assert_eq!(menu_path_sentence("→"), Some("→"));
+        // a page without a path is embedded as before
+        assert_eq!(menu_path_sentence("Choose Format - Cells."), None);
+        assert_eq!(
+            embed_texts(&page("Choose Format - Cells."))[0],
+            "New Layer\nThe “Layer” Menu\nNew Layer\nLayer, Stack managing, Create a new layer"
+        );
     }
 
     #[test]
