@@ -8,6 +8,7 @@
 use std::time::{Duration, Instant};
 
 use ufo_core::UiAction;
+use zbus::zvariant::OwnedObjectPath;
 
 use super::Actor;
 use crate::apps::table::{
@@ -16,11 +17,39 @@ use crate::apps::table::{
 use crate::controls::CtlInfo;
 use crate::display::keys::{char_keysym, parse_keys, sym, KeyStep};
 use crate::display::WinId;
-use crate::vocab::state;
+use crate::vocab::{role, state};
 use crate::LinuxError;
+
+const ACC: &str = "org.a11y.atspi.Accessible";
 
 /// Pause between two reads of a cell just entered, until it shows its content.
 const SHOWN_POLL: Duration = Duration::from_millis(3);
+
+/// Where the keys of a cell entry go without moving the cursor first ([`reach_for`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// Into the cell named: it is LibreOffice's cursor cell, its sheet has the keyboard
+    /// focus in the active window and no cell is being edited (Enter after an entry leaves
+    /// the cursor on the next cell down, so a column of entries is always there).
+    Typed,
+    /// Anywhere else, or not known: the Name Box moves the cursor there and the sheet is
+    /// focused before the keys.
+    Jump,
+}
+
+/// The rule of [`Reach`], from one look: `active`, whether the window is the active one;
+/// `cell_states`, the cell's AT-SPI states (LibreOffice marks a cell focused only while
+/// its cursor is on it and its sheet holds the focus: a dialog, the Name Box or the input
+/// line holding it, or the cursor moved elsewhere, clear it); `doc_children`, how many
+/// children the sheet's document has (the sheet alone; while a cell is being edited its
+/// editor is a second child, and keys would go into that edit: shapes add children too,
+/// and then the Name Box is used all the same). Anything unread is a [`Reach::Jump`].
+pub(crate) fn reach_for(active: bool, cell_states: Option<u64>, doc_children: Option<i32>) -> Reach {
+    match (active, cell_states, doc_children) {
+        (true, Some(s), Some(1)) if s & state::FOCUSED != 0 => Reach::Typed,
+        _ => Reach::Jump,
+    }
+}
 
 impl Actor<'_> {
     /// Whether an action goes to [`Self::sheet_action`]: any action on a cell (a control id
@@ -99,11 +128,15 @@ impl Actor<'_> {
                 "the Name Box did not take {target:?}; observe the window again"
             )));
         }
-        let actions = self
-            .bus
-            .actions(&name_box.bus, &name_box.path)
-            .await
-            .unwrap_or_default();
+        // (the actions listed when it was observed, else asked: one round trip less)
+        let actions = if name_box.actions.iter().any(|a| a.eq_ignore_ascii_case("activate")) {
+            name_box.actions.clone()
+        } else {
+            self.bus
+                .actions(&name_box.bus, &name_box.path)
+                .await
+                .unwrap_or_default()
+        };
         let index = actions
             .iter()
             .position(|a| a.eq_ignore_ascii_case("activate"))
@@ -159,6 +192,50 @@ impl Actor<'_> {
             }
             tokio::time::sleep(self.config.settle_poll).await;
         }
+    }
+
+    /// Where the keys of an entry into the cell at `path` of `sheet` go now
+    /// ([`reach_for`]): the active window, the cell's states and the count of its
+    /// document's children, read at once (~1 ms; the Name Box's jump and the focus took
+    /// ~50-120 ms).
+    async fn reach(&self, xid: WinId, sheet: &CtlInfo, path: &str) -> Reach {
+        let Some(doc) = self.sheet_document(sheet).await else {
+            return Reach::Jump;
+        };
+        let active = async { self.run(|d| d.active_window()).await.ok().flatten() };
+        let states = async {
+            self.bus
+                .call::<_, Vec<u32>>(&sheet.bus, path, ACC, "GetState", &())
+                .await
+                .ok()
+                .map(|w| crate::a11y::bus::state_bits(&w))
+        };
+        let children = async { self.bus.prop::<i32>(&sheet.bus, &doc, ACC, "ChildCount").await.ok() };
+        let (active, states, children) = tokio::join!(active, states, children);
+        reach_for(active == Some(xid), states, children)
+    }
+
+    /// The path of the spreadsheet document holding `sheet` (its parent), asked once per
+    /// sheet; `None` when the parent is not a spreadsheet document.
+    async fn sheet_document(&self, sheet: &CtlInfo) -> Option<String> {
+        let key = (sheet.bus.clone(), sheet.path.clone());
+        if let Some(doc) = self.sheets.document_of(&key) {
+            return Some(doc);
+        }
+        let parent: Result<(String, OwnedObjectPath), _> =
+            self.bus.prop(&sheet.bus, &sheet.path, ACC, "Parent").await;
+        let (bus, doc) = parent.ok()?;
+        let doc = doc.as_str().to_string();
+        let is_doc = self
+            .bus
+            .call::<_, u32>(&bus, &doc, ACC, "GetRole", &())
+            .await
+            .is_ok_and(|r| r == role::DOCUMENT_SPREADSHEET);
+        if bus != sheet.bus || !is_doc {
+            return None;
+        }
+        self.sheets.set_document_of(key, doc.clone());
+        Some(doc)
     }
 
     /// Move the cursor to a cell through the Name Box.
@@ -270,9 +347,15 @@ impl Actor<'_> {
         text: &str,
     ) -> Result<String, LinuxError> {
         let t0 = Instant::now();
-        self.go_to_cell(xid, window, address).await?;
+        let reach = self.reach(xid, sheet, path).await;
+        let checked = t0.elapsed();
+        if reach == Reach::Jump {
+            self.go_to_cell(xid, window, address).await?;
+        }
         let jumped = t0.elapsed();
-        self.focus_grid(xid, sheet).await?;
+        if reach == Reach::Jump {
+            self.focus_grid(xid, sheet).await?;
+        }
         let focused = t0.elapsed();
         let mut steps: Vec<KeyStep> = text
             .chars()
@@ -302,6 +385,8 @@ impl Actor<'_> {
             now = self.bus.text(&sheet.bus, path).await.unwrap_or_default();
         }
         tracing::debug!(
+            ?reach,
+            check_ms = checked.as_millis() as u64,
             jump_ms = jumped.as_millis() as u64,
             focus_ms = focused.as_millis() as u64,
             keys_ms = sent.as_millis() as u64,
@@ -319,5 +404,28 @@ impl Actor<'_> {
         Ok(format!(
             "entered {text:?} in cell {address} (it shows {now:?})"
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FOCUSED: u64 = state::FOCUSED;
+
+    #[test]
+    fn the_keys_go_straight_in_only_on_the_focused_cursor_cell_of_the_active_window_unedited() {
+        assert_eq!(reach_for(true, Some(FOCUSED), Some(1)), Reach::Typed);
+        // the cursor elsewhere, or the focus in the Name Box, the input line, a dialog
+        assert_eq!(reach_for(true, Some(0), Some(1)), Reach::Jump);
+        // another window active: the keys would go there
+        assert_eq!(reach_for(false, Some(FOCUSED), Some(1)), Reach::Jump);
+        // a cell being edited (its editor is the document's second child): the keys would
+        // go on with that edit; shapes on the sheet: not told apart, the Name Box is used
+        assert_eq!(reach_for(true, Some(FOCUSED), Some(2)), Reach::Jump);
+        // anything not read
+        assert_eq!(reach_for(true, None, Some(1)), Reach::Jump);
+        assert_eq!(reach_for(true, Some(FOCUSED), None), Reach::Jump);
+        assert_eq!(reach_for(true, Some(FOCUSED), Some(0)), Reach::Jump);
     }
 }
