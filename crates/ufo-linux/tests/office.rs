@@ -1160,6 +1160,11 @@ async fn an_entry_lands_in_its_cell_wherever_the_cursor_and_the_focus_were() {
         return;
     }
     let _turn = SERIAL.lock().await;
+    // RUST_LOG=ufo_linux::act=debug says how each entry reached its cell
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
     let d = LinuxDesktop::connect(LinuxConfig::default())
         .await
         .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));

@@ -35,18 +35,32 @@ pub(crate) enum Reach {
     /// Anywhere else, or not known: the Name Box moves the cursor there and the sheet is
     /// focused before the keys.
     Jump,
+    /// A cell is being edited in the active window (a person typing, keys without Enter):
+    /// Enter commits that edit first (the Name Box does not end it: the keys went on with
+    /// it, `774` for `4` after `77`), then as [`Reach::Jump`].
+    Commit,
+}
+
+/// What the sheet's document holds besides the sheet ([`reach_for`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DocNow {
+    /// The sheet alone.
+    Sheet,
+    /// A cell's editor (a panel beside the sheet while a cell is being edited).
+    Editing,
+    /// Other children (shapes, charts), or it could not be read.
+    Other,
 }
 
 /// The rule of [`Reach`], from one look: `active`, whether the window is the active one;
 /// `cell_states`, the cell's AT-SPI states (LibreOffice marks a cell focused only while
 /// its cursor is on it and its sheet holds the focus: a dialog, the Name Box or the input
-/// line holding it, or the cursor moved elsewhere, clear it); `doc_children`, how many
-/// children the sheet's document has (the sheet alone; while a cell is being edited its
-/// editor is a second child, and keys would go into that edit: shapes add children too,
-/// and then the Name Box is used all the same). Anything unread is a [`Reach::Jump`].
-pub(crate) fn reach_for(active: bool, cell_states: Option<u64>, doc_children: Option<i32>) -> Reach {
-    match (active, cell_states, doc_children) {
-        (true, Some(s), Some(1)) if s & state::FOCUSED != 0 => Reach::Typed,
+/// line holding it, or the cursor moved elsewhere, clear it); `doc`, what the sheet's
+/// document holds. Anything unread is a [`Reach::Jump`].
+pub(crate) fn reach_for(active: bool, cell_states: Option<u64>, doc: DocNow) -> Reach {
+    match (active, cell_states, doc) {
+        (true, _, DocNow::Editing) => Reach::Commit,
+        (true, Some(s), DocNow::Sheet) if s & state::FOCUSED != 0 => Reach::Typed,
         _ => Reach::Jump,
     }
 }
@@ -197,7 +211,8 @@ impl Actor<'_> {
     /// Where the keys of an entry into the cell at `path` of `sheet` go now
     /// ([`reach_for`]): the active window, the cell's states and the count of its
     /// document's children, read at once (~1 ms; the Name Box's jump and the focus took
-    /// ~50-120 ms).
+    /// 2-50 ms of ufo's and more of LibreOffice's time); the roles of those children only
+    /// when the sheet is not alone.
     async fn reach(&self, xid: WinId, sheet: &CtlInfo, path: &str) -> Reach {
         let Some(doc) = self.sheet_document(sheet).await else {
             return Reach::Jump;
@@ -212,7 +227,51 @@ impl Actor<'_> {
         };
         let children = async { self.bus.prop::<i32>(&sheet.bus, &doc, ACC, "ChildCount").await.ok() };
         let (active, states, children) = tokio::join!(active, states, children);
-        reach_for(active == Some(xid), states, children)
+        let doc_now = match children {
+            Some(1) => DocNow::Sheet,
+            Some(_) => self.document_beside(&sheet.bus, &doc).await,
+            None => DocNow::Other,
+        };
+        reach_for(active == Some(xid), states, doc_now)
+    }
+
+    /// Wait, bounded by the settle time, until no cell of `sheet`'s document is being
+    /// edited (after the Enter that commits the edit).
+    async fn wait_edit_ended(&self, sheet: &CtlInfo) {
+        let Some(doc) = self.sheet_document(sheet).await else {
+            return;
+        };
+        let deadline = Instant::now() + self.config.settle_time;
+        while Instant::now() < deadline {
+            let count = self.bus.prop::<i32>(&sheet.bus, &doc, ACC, "ChildCount").await;
+            let now = match count {
+                Ok(1) => DocNow::Sheet,
+                Ok(_) => self.document_beside(&sheet.bus, &doc).await,
+                Err(_) => DocNow::Other,
+            };
+            if now != DocNow::Editing {
+                return;
+            }
+            tokio::time::sleep(SHOWN_POLL).await;
+        }
+    }
+
+    /// What a sheet's document `doc` holds besides the sheet: a cell's editor is a panel.
+    async fn document_beside(&self, bus: &str, doc: &str) -> DocNow {
+        let Ok(kids) = self.bus.children(bus, doc).await else {
+            return DocNow::Other;
+        };
+        let roles = futures::future::join_all(
+            kids.iter()
+                .take(64)
+                .map(|k| self.bus.call::<_, u32>(bus, k, ACC, "GetRole", &())),
+        )
+        .await;
+        if roles.iter().any(|r| r.as_ref().is_ok_and(|r| *r == role::PANEL)) {
+            DocNow::Editing
+        } else {
+            DocNow::Other
+        }
     }
 
     /// The path of the spreadsheet document holding `sheet` (its parent), asked once per
@@ -349,11 +408,21 @@ impl Actor<'_> {
         let t0 = Instant::now();
         let reach = self.reach(xid, sheet, path).await;
         let checked = t0.elapsed();
-        if reach == Reach::Jump {
+        if reach == Reach::Commit {
+            // Enter ends the edit where it is (a person's text is kept, in its cell)
+            let enter = KeyStep::Chord {
+                mods: vec![],
+                key: sym::RETURN,
+            };
+            self.send_keys_in_order(xid, Some(sheet), vec![enter]).await?;
+            // the keys go through the display, the jump over AT-SPI: it would overtake them
+            self.wait_edit_ended(sheet).await;
+        }
+        if reach != Reach::Typed {
             self.go_to_cell(xid, window, address).await?;
         }
         let jumped = t0.elapsed();
-        if reach == Reach::Jump {
+        if reach != Reach::Typed {
             self.focus_grid(xid, sheet).await?;
         }
         let focused = t0.elapsed();
@@ -415,17 +484,26 @@ mod tests {
 
     #[test]
     fn the_keys_go_straight_in_only_on_the_focused_cursor_cell_of_the_active_window_unedited() {
-        assert_eq!(reach_for(true, Some(FOCUSED), Some(1)), Reach::Typed);
+        use DocNow::{Editing, Other, Sheet};
+        assert_eq!(reach_for(true, Some(FOCUSED), Sheet), Reach::Typed);
         // the cursor elsewhere, or the focus in the Name Box, the input line, a dialog
-        assert_eq!(reach_for(true, Some(0), Some(1)), Reach::Jump);
+        assert_eq!(reach_for(true, Some(0), Sheet), Reach::Jump);
         // another window active: the keys would go there
-        assert_eq!(reach_for(false, Some(FOCUSED), Some(1)), Reach::Jump);
-        // a cell being edited (its editor is the document's second child): the keys would
-        // go on with that edit; shapes on the sheet: not told apart, the Name Box is used
-        assert_eq!(reach_for(true, Some(FOCUSED), Some(2)), Reach::Jump);
+        assert_eq!(reach_for(false, Some(FOCUSED), Sheet), Reach::Jump);
+        // shapes on the sheet, or the document not read: the Name Box all the same
+        assert_eq!(reach_for(true, Some(FOCUSED), Other), Reach::Jump);
         // anything not read
-        assert_eq!(reach_for(true, None, Some(1)), Reach::Jump);
-        assert_eq!(reach_for(true, Some(FOCUSED), None), Reach::Jump);
-        assert_eq!(reach_for(true, Some(FOCUSED), Some(0)), Reach::Jump);
+        assert_eq!(reach_for(true, None, Sheet), Reach::Jump);
+        assert_eq!(reach_for(false, None, Other), Reach::Jump);
+    }
+
+    #[test]
+    fn a_cell_being_edited_is_committed_before_the_jump_wherever_the_cursor_is() {
+        // the keys would go on with that edit: on the cell named or another one
+        assert_eq!(reach_for(true, Some(FOCUSED), DocNow::Editing), Reach::Commit);
+        assert_eq!(reach_for(true, Some(0), DocNow::Editing), Reach::Commit);
+        assert_eq!(reach_for(true, None, DocNow::Editing), Reach::Commit);
+        // not in the active window: Enter would go elsewhere; the Name Box as before
+        assert_eq!(reach_for(false, Some(FOCUSED), DocNow::Editing), Reach::Jump);
     }
 }
