@@ -260,6 +260,20 @@ impl Actor<'_> {
         reach_for(active == Some(xid), states, doc_now)
     }
 
+    /// End the edit in progress in `sheet`'s document with Enter (a person's text is kept,
+    /// in its cell), and wait until LibreOffice has ended it: the keys go through the
+    /// display, the Name Box's jump over AT-SPI, which would overtake them.
+    async fn commit_edit(&self, xid: WinId, sheet: &CtlInfo) -> Result<(), LinuxError> {
+        let enter = KeyStep::Chord {
+            mods: vec![],
+            key: sym::RETURN,
+        };
+        self.send_keys_in_order(xid, Some(sheet), vec![enter])
+            .await?;
+        self.wait_edit_ended(sheet).await;
+        Ok(())
+    }
+
     /// Wait, bounded by the settle time, until no cell of `sheet`'s document is being
     /// edited (after the Enter that commits the edit).
     async fn wait_edit_ended(&self, sheet: &CtlInfo) {
@@ -441,15 +455,7 @@ impl Actor<'_> {
         let reach = self.reach(xid, sheet, path).await;
         let checked = t0.elapsed();
         if reach == Reach::Commit {
-            // Enter ends the edit where it is (a person's text is kept, in its cell)
-            let enter = KeyStep::Chord {
-                mods: vec![],
-                key: sym::RETURN,
-            };
-            self.send_keys_in_order(xid, Some(sheet), vec![enter])
-                .await?;
-            // the keys go through the display, the jump over AT-SPI: it would overtake them
-            self.wait_edit_ended(sheet).await;
+            self.commit_edit(xid, sheet).await?;
         }
         if reach != Reach::Typed {
             self.go_to_cell(xid, window, address).await?;
