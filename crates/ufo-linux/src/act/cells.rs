@@ -523,7 +523,7 @@ mod tests {
 
     #[test]
     fn the_keys_go_straight_in_only_on_the_focused_cursor_cell_of_the_active_window_unedited() {
-        use DocNow::{Editing, Other, Sheet};
+        use DocNow::{Other, Sheet};
         assert_eq!(reach_for(true, Some(FOCUSED), Sheet), Reach::Typed);
         // the cursor elsewhere, or the focus in the Name Box, the input line, a dialog
         assert_eq!(reach_for(true, Some(0), Sheet), Reach::Jump);
