@@ -13,13 +13,13 @@
 //! the cursor and the sheet is focused again, as before; an edit in progress (a person
 //! typing, keys without Enter) is committed first, since the Name Box does not end it.
 //!
-//! Measured (issue 48, steps bench `UFO_BENCH_ONLY=cells`, release builds of main and of this
-//! change alternating in one run, 5 sessions each, load 7.9): an entry p50 / p95 300 / 759 ms
-//! before, **171 / 537** after; ÷ Calc alone (73 / 260 ms) 4.12× / 2.92× before, 2.35× /
-//! 2.06× after. ufo's own calls for the jump and the focus took 1–2 ms, but LibreOffice's
-//! handling of them held up the keys: the entry showed its content 134 ms p50 after the
-//! action began before, 50 ms after; the settle decided 237 ms p50 after it began before,
-//! 141 ms after.
+//! Measured (issue 48, docs/desktop.md; steps bench `UFO_BENCH_ONLY=cells`, release builds
+//! of main and of this change alternating, three runs of 5 sessions a side): an entry p50 /
+//! p95 300 / 759 ms before, **171 / 537** after at load 7.9 (÷ Calc alone 4.12× → 2.35×
+//! p50); 229 / 785 and 237 / 746 at load 5.5; 161 / 414 and 153 / 478 at load 4.1 (3.86× →
+//! 3.66×). ufo's own calls for the jump and the focus took 1–2 ms; LibreOffice's handling of
+//! them before the keys is what the skip saves: the content shown 134 → 50 ms p50 after the
+//! action began at load 7.9, 60 → 56 at load 4.1.
 
 use std::time::{Duration, Instant};
 
