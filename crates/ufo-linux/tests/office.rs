@@ -1102,6 +1102,110 @@ async fn ufo_fills_cells_by_address_sums_them_and_saves_xlsx() {
     );
 }
 
+/// Through pyatspi (not ufo): the texts of the first `rows` cells of columns A and B of the
+/// sheet of process `pid`, as `A1,A2,…|B1,B2,…`.
+fn calc_columns(pid: u32, rows: usize) -> String {
+    let py = r#"
+import pyatspi, sys
+pid, rows = int(sys.argv[1]), int(sys.argv[2])
+for app in pyatspi.Registry.getDesktop(0):
+    if app is None or app.get_process_id() != pid: continue
+    stack = [app]; n = 0
+    while stack and n < 5000:
+        o = stack.pop(); n += 1
+        try:
+            if o.getRole() == pyatspi.ROLE_TABLE and (o.name or '').startswith('Sheet'):
+                t = o.queryTable()
+                cols = [','.join(t.getAccessibleAt(r, c).queryText().getText(0, -1)
+                                 for r in range(rows)) for c in (0, 1)]
+                print('|'.join(cols)); sys.exit(0)
+            if 0 <= o.childCount <= 500:
+                stack.extend(o.getChildAtIndex(i) for i in range(o.childCount))
+        except Exception:
+            pass
+"#;
+    let out = std::process::Command::new("timeout")
+        .args([
+            "30",
+            "/usr/bin/python3",
+            "-c",
+            py,
+            &pid.to_string(),
+            &rows.to_string(),
+        ])
+        .output()
+        .expect("cannot run python3 with pyatspi");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Keys sent with xdotool to the active window (what a person types meanwhile), then a
+/// pause for LibreOffice to handle them.
+fn person_types(args: &[&str]) {
+    let ok = std::process::Command::new("xdotool")
+        .args(args)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "xdotool {args:?} failed");
+    std::thread::sleep(Duration::from_millis(600));
+}
+
+/// Issue 48: `set_text` on a cell types straight into it when LibreOffice's cursor is
+/// already there (Enter after an entry leaves it on the next cell down) and moves it with
+/// the Name Box otherwise. Every entry lands in the cell named, also after the cursor was
+/// moved by keys, while another cell is being edited, and while the Name Box holds the
+/// focus; read back through pyatspi, column B (where the cursor was moved) stays empty.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_entry_lands_in_its_cell_wherever_the_cursor_and_the_focus_were() {
+    if !require_live("an_entry_lands_in_its_cell_wherever_the_cursor_and_the_focus_were") {
+        return;
+    }
+    let _turn = SERIAL.lock().await;
+    // RUST_LOG=ufo_linux::act=debug says how each entry reached its cell
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let d = LinuxDesktop::connect(LinuxConfig::default())
+        .await
+        .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
+    let dir = tempfile::Builder::new()
+        .prefix("ufo-office-entry-")
+        .tempdir()
+        .expect("cannot create a temporary folder");
+    let (w, _guard) = start_calc(&d, dir).await;
+    let pid = w.pid.expect("Calc's window has a pid");
+    let obs = d.observe(&w.id).await.expect("observe Calc");
+    let sheet = obs
+        .controls
+        .iter()
+        .find(|c| c.role == "table")
+        .map(|c| c.id.clone())
+        .unwrap_or_else(|| panic!("no sheet: {}", describe(&obs)));
+    let enter = |address: &str, text: &str| {
+        let (d, w, id) = (&d, &w, format!("{sheet}#{address}"));
+        let (address, text) = (address.to_string(), text.to_string());
+        async move {
+            d.act(&w.id, Some(&id), &ufo_core::UiAction::SetText { text })
+                .await
+                .unwrap_or_else(|e| panic!("set_text on {address}: {e}"))
+        }
+    };
+    enter("A1", "1").await;
+    // the cursor is on A2 now: typed straight in
+    enter("A2", "2").await;
+    // the cursor moved by a person, from A3 to B5
+    person_types(&["key", "Down", "Down", "Right"]);
+    enter("A3", "3").await;
+    // a cell being edited where the cursor is (A4): the entry replaces it
+    person_types(&["type", "--delay", "0", "77"]);
+    enter("A4", "4").await;
+    // the Name Box holds the focus (Ctrl+Shift+F5)
+    person_types(&["key", "ctrl+shift+F5"]);
+    enter("A5", "5").await;
+    enter("A6", "6").await;
+    assert_eq!(calc_columns(pid, 6), "1,2,3,4,5,6|,,,,,");
+}
+
 /// Through pyatspi (not ufo): the names of the shapes of the slide Impress shows now in the
 /// window of process `pid` ("PageShape: Slide 2" names the current slide).
 fn impress_shapes(pid: u32) -> Vec<String> {

@@ -51,6 +51,8 @@ struct Cells {
     paths: HashMap<CellKey, String>,
     /// sheet → the cells read last
     kept: HashMap<SheetKey, KeptCells>,
+    /// sheet → the path of its document (its parent)
+    documents: HashMap<SheetKey, String>,
 }
 
 /// The cells of a sheet read last.
@@ -169,6 +171,20 @@ impl SheetCache {
                     .map(|p| ((r, c), p.clone()))
             })
             .collect()
+    }
+
+    /// The path of the document holding a sheet, if known.
+    pub(crate) fn document_of(&self, key: &SheetKey) -> Option<String> {
+        self.lock().documents.get(key).cloned()
+    }
+
+    /// Remember the path of the document holding a sheet.
+    pub(crate) fn set_document_of(&self, key: SheetKey, doc: String) {
+        let mut st = self.lock();
+        if st.documents.len() > 64 {
+            st.documents.clear();
+        }
+        st.documents.insert(key, doc);
     }
 
     /// The path of one cell, if known.
