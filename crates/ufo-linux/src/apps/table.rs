@@ -249,6 +249,19 @@ impl Grid<'_> {
     }
 }
 
+/// The cells a sheet read asks for: those of `range` in sheet `sheet` of application `bus`,
+/// by `deadline`, kept from the last observation while the application's event count is
+/// `count`, the ones in `blank` (they show nothing on the screen) not read.
+#[derive(Clone, Copy)]
+struct Wanted<'a> {
+    bus: &'a str,
+    sheet: &'a Node,
+    range: &'a CellRange,
+    deadline: Instant,
+    count: Option<u64>,
+    blank: &'a HashSet<(u32, u32)>,
+}
+
 /// How long a sheet's read waits for the window's capture taken beside it (it usually comes
 /// well before: 10–30 ms against the 60 ms of LibreOffice's tree); past it, every cell is
 /// read.
@@ -479,9 +492,15 @@ impl SheetReader<'_> {
             None => HashSet::new(),
         };
         let t_pixels = Instant::now();
-        let mut cells = self
-            .read_cells(bus, sheet, &range, (deadline, count), &blank)
-            .await?;
+        let wanted = Wanted {
+            bus,
+            sheet,
+            range: &range,
+            deadline,
+            count,
+            blank: &blank,
+        };
+        let mut cells = self.read_cells(wanted).await?;
         let t_cells = Instant::now();
         let filled: Vec<(u32, u32)> = cells
             .iter()
@@ -577,42 +596,18 @@ impl SheetReader<'_> {
     /// cells of the last observation are taken again when LibreOffice sent no event since;
     /// otherwise the cell objects of earlier observations are asked again (they follow their
     /// cell's content), and only cells never seen before are looked up.
-    async fn read_cells(
-        &self,
-        bus: &str,
-        sheet: &Node,
-        range: &CellRange,
-        (deadline, count): (Instant, Option<u64>),
-        blank: &HashSet<(u32, u32)>,
-    ) -> Result<Vec<Cell>, LinuxError> {
-        // the cells of the last observation, when LibreOffice sent no event since
+    async fn read_cells(&self, wanted: Wanted<'_>) -> Result<Vec<Cell>, LinuxError> {
+        let Wanted {
+            bus,
+            sheet,
+            range,
+            deadline,
+            count,
+            blank,
+        } = wanted;
         let key = (bus.to_string(), sheet.path.clone());
-        let kept = count.and_then(|n| {
-            self.sheets.kept_cells(&key, n, |cells| {
-                cells.len() == range.cells().count()
-                    && cells.iter().all(|c| range.contains((c.row, c.col)))
-            })
-        });
-        if let Some((cells, mut stale)) = kept {
-            // and the cells not read before that do not show nothing now
-            stale.extend(
-                cells
-                    .iter()
-                    .filter(|c| c.unread && !blank.contains(&(c.row, c.col)))
-                    .map(|c| (c.row, c.col)),
-            );
-            if stale.is_empty() {
-                return Ok(cells);
-            }
-            // after ufo's own entries: only the cells that may have changed (sheets.rs)
-            if let Some(cells) = self
-                .read_again(bus, &sheet.path, cells, &stale, deadline)
-                .await
-            {
-                self.sheets.keep_refreshed(key, count, &cells);
-                return Ok(cells);
-            }
-            tracing::debug!("kept cells: a cell could not be read again; reading them all");
+        if let Some(cells) = self.kept_read(wanted).await {
+            return Ok(cells);
         }
         let known = self.sheets.known_paths(bus, &sheet.path, range.cells());
         let known = &known;
@@ -661,6 +656,37 @@ impl SheetReader<'_> {
             .count_read(cells.iter().filter(|c| !c.unread).count());
         self.sheets.keep_cells(key, count, &cells);
         Ok(cells)
+    }
+
+    /// A step of [`Self::read_cells`]: the cells of the last observation, when LibreOffice
+    /// sent no event since (or only those of ufo's own entries), with the cells that may have
+    /// changed and those not read before that do not show nothing now read again; `None`
+    /// when there are none or a cell could not be read again (then every cell is read).
+    async fn kept_read(&self, w: Wanted<'_>) -> Option<Vec<Cell>> {
+        let key = (w.bus.to_string(), w.sheet.path.clone());
+        let (cells, mut stale) = self.sheets.kept_cells(&key, w.count?, |cells| {
+            cells.len() == w.range.cells().count()
+                && cells.iter().all(|c| w.range.contains((c.row, c.col)))
+        })?;
+        stale.extend(
+            cells
+                .iter()
+                .filter(|c| c.unread && !w.blank.contains(&(c.row, c.col)))
+                .map(|c| (c.row, c.col)),
+        );
+        if stale.is_empty() {
+            return Some(cells);
+        }
+        // after ufo's own entries: only the cells that may have changed (sheets.rs)
+        let Some(cells) = self
+            .read_again(w.bus, &w.sheet.path, cells, &stale, w.deadline)
+            .await
+        else {
+            tracing::debug!("kept cells: a cell could not be read again; reading them all");
+            return None;
+        };
+        self.sheets.keep_refreshed(key, w.count, &cells);
+        Some(cells)
     }
 
     /// The texts of the `stale` cells among `cells` read again (through the objects kept
