@@ -1,10 +1,12 @@
 //! What particular applications need beyond the generic observation: LibreOffice Calc's
-//! sheets (`table`), office documents' paragraphs (`office`), web pages (`web`) and GTK2's
+//! sheets (`table`; which of their cells show nothing on the screen: `inked`), office
+//! documents' paragraphs (`office`), web pages (`web`) and GTK2's
 //! open menus (`menus`). The cells Calc's sheets read before (`sheets`) are what the
 //! desktop holds.
 
 pub(crate) mod gnumeric;
 pub(crate) mod gtk4;
+pub(crate) mod inked;
 pub(crate) mod menus;
 pub(crate) mod office;
 pub(crate) mod sheets;

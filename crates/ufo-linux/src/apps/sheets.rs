@@ -24,8 +24,12 @@ const MAX_KNOWN_CELLS: usize = 50_000;
 pub(crate) struct Cell {
     pub row: u32,
     pub col: u32,
+    /// Its object (empty when not asked for: a cell not read whose object is not known).
     pub path: String,
     pub text: String,
+    /// Not read: it showed nothing on the screen (apps/inked.rs), so its text is taken as
+    /// empty until an entry into it or a later capture that shows something there.
+    pub unread: bool,
 }
 
 /// (bus, sheet path, row, column): one cell of one sheet.
@@ -204,7 +208,7 @@ impl SheetCache {
         if st.paths.len() > MAX_KNOWN_CELLS {
             st.paths.clear();
         }
-        for c in cells {
+        for c in cells.iter().filter(|c| !c.path.is_empty()) {
             st.paths.insert(
                 (bus.to_string(), sheet.to_string(), c.row, c.col),
                 c.path.clone(),
@@ -284,6 +288,7 @@ mod tests {
             col,
             path: format!("/cell/{row}/{col}"),
             text: text.to_string(),
+            unread: false,
         }
     }
 

@@ -2,7 +2,9 @@
 //! child (2^31, -1 in GTK3's cache) and manages its descendants. Its children are never
 //! enumerated (that makes LibreOffice build every cell, at 100% CPU and without end); only its
 //! visible range is read, through hit tests of the visible corners and the Table interface, one
-//! cell at a time, bounded in cells ([`MAX_ROWS`] x [`MAX_COLS`]) and time.
+//! cell at a time, bounded in cells ([`MAX_ROWS`] x [`MAX_COLS`]) and time. A visible cell that
+//! shows nothing in the window's capture is not asked for its text (`inked.rs`: on a fresh
+//! sheet that is every cell; asking builds LibreOffice's cell object, most of a read's cost).
 //!
 //! Cells are controls named by their address (`A1`, `B7`) with their shown text as value. Only
 //! filled cells are listed, plus the empty cells next to the data (the first empty cell under
@@ -27,6 +29,7 @@ use ufo_core::{Control, Rect};
 use zbus::zvariant::OwnedObjectPath;
 
 use crate::a11y::bus::{A11yBus, AppTree, Node};
+use crate::apps::inked::{self, PlacedCell, SheetPixels, Shot};
 use crate::apps::office::Office;
 use crate::apps::sheets::{Cell, SheetCache};
 use crate::controls::CtlInfo;
@@ -232,7 +235,67 @@ struct Grid<'a> {
     win: Rect,
 }
 
-/// Step 5 of `read_sheet`: the listed cells as controls, each at its place in the grid and
+impl Grid<'_> {
+    /// Where cell (row, col) is on the screen (not cut to the window); `None` when the
+    /// grid's geometry lacks its row or column.
+    fn on_screen(&self, row: u32, col: u32) -> Option<Rect> {
+        let (&(cx, cw), &(cy, ch)) = (self.cols.get(&col)?, self.rows.get(&row)?);
+        Some(Rect {
+            x: cx + self.offset.0,
+            y: cy + self.offset.1,
+            w: cw.max(0) as u32,
+            h: ch.max(0) as u32,
+        })
+    }
+}
+
+/// The cells a sheet read asks for: those of `range` in sheet `sheet` of application `bus`,
+/// by `deadline`, kept from the last observation while the application's event count is
+/// `count`, the ones in `blank` (they show nothing on the screen) not read.
+#[derive(Clone, Copy)]
+struct Wanted<'a> {
+    bus: &'a str,
+    sheet: &'a Node,
+    range: &'a CellRange,
+    deadline: Instant,
+    count: Option<u64>,
+    blank: &'a HashSet<(u32, u32)>,
+}
+
+/// How long a sheet's read waits for the window's capture taken beside it (it usually comes
+/// well before: 10–30 ms against the 60 ms of LibreOffice's tree); past it, every cell is
+/// read.
+const PIXELS_WAIT: Duration = Duration::from_millis(250);
+
+/// Step 3 of `read_sheet`: the cells of `range` that show nothing in the window's capture
+/// (apps/inked.rs), once it is taken (bounded by [`PIXELS_WAIT`]); none without a capture.
+async fn blank_on_screen(
+    pixels: &SheetPixels,
+    grid: &Grid<'_>,
+    range: &CellRange,
+) -> HashSet<(u32, u32)> {
+    let mut shot = pixels.shot.clone();
+    let taken =
+        tokio::time::timeout(PIXELS_WAIT, shot.wait_for(|s| !matches!(s, Shot::Pending))).await;
+    let shown = match &taken {
+        Ok(Ok(shot)) => match &**shot {
+            Shot::Taken(img, area) => Some((img.clone(), *area)),
+            Shot::Pending | Shot::Missing => None,
+        },
+        Ok(Err(_)) | Err(_) => None,
+    };
+    drop(taken);
+    let Some((img, area)) = shown else {
+        return HashSet::new();
+    };
+    let placed: Vec<PlacedCell> = range
+        .cells()
+        .filter_map(|(r, c)| Some(((r, c), grid.on_screen(r, c)?)))
+        .collect();
+    inked::blank_cells(&img, area, &pixels.covered, &placed)
+}
+
+/// Step 6 of `read_sheet`: the listed cells as controls, each at its place in the grid and
 /// clipped to the window (a cell outside it is left out).
 fn cell_controls(
     bus: &str,
@@ -243,15 +306,8 @@ fn cell_controls(
 ) -> Vec<Fetched> {
     let mut out = Vec::new();
     for c in listed {
-        let (Some(&(cx, cw)), Some(&(cy, ch))) = (grid.cols.get(&c.col), grid.rows.get(&c.row))
-        else {
+        let Some(raw) = grid.on_screen(c.row, c.col) else {
             continue;
-        };
-        let raw = Rect {
-            x: cx + grid.offset.0,
-            y: cy + grid.offset.1,
-            w: cw.max(0) as u32,
-            h: ch.max(0) as u32,
         };
         let Some(rect) = intersect(raw, grid.win) else {
             continue;
@@ -287,7 +343,7 @@ fn cell_controls(
     out
 }
 
-/// Step 6 of `read_sheet`: the sheet itself as a control, its value the summary of what is
+/// Step 7 of `read_sheet`: the sheet itself as a control, its value the summary of what is
 /// visible.
 fn sheet_control(
     bus: &str,
@@ -339,7 +395,9 @@ impl SheetReader<'_> {
     /// cells (and the empty ones next to the data), the sheet itself, and the formula input
     /// line; also names the Name Box among `out`. Replaces the warning that the sheet was not
     /// enumerated. `count`: the application's event count at the start of this observation
-    /// (`observe::changes`: the cells of the last one are kept while it is the same).
+    /// (`observe::changes`: the cells of the last one are kept while it is the same);
+    /// `pixels`: the window's capture, once taken (the cells that show nothing in it are not
+    /// read: apps/inked.rs).
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn sheet_controls(
         &self,
@@ -347,7 +405,7 @@ impl SheetReader<'_> {
         tree: &AppTree,
         frame: &str,
         (offset, win, xid): ((i32, i32), Rect, WinId),
-        count: Option<u64>,
+        (count, pixels): (Option<u64>, Option<&SheetPixels>),
         out: &mut Vec<Fetched>,
         warnings: &mut Vec<String>,
     ) {
@@ -375,7 +433,10 @@ impl SheetReader<'_> {
             let name = crate::names::clean_name(&sheet.name, &sheet.description, "");
             let refused = format!("table {:?} (", name);
             warnings.retain(|w| !w.starts_with(&refused));
-            match self.read_sheet(bus, sheet, (offset, win, xid), count).await {
+            match self
+                .read_sheet(bus, sheet, (offset, win, xid), (count, pixels))
+                .await
+            {
                 Ok(mut cells) => out.append(&mut cells),
                 Err(e) => warnings.push(format!(
                     "the visible cells of sheet {name:?} could not be read ({e}): they are not listed; name a cell by its address or use the Name Box"
@@ -402,48 +463,70 @@ impl SheetReader<'_> {
         }
     }
 
-    /// The visible cells of one sheet, then the sheet.
+    /// The visible cells of one sheet, then the sheet: the visible range, the grid's geometry,
+    /// the cells that show nothing on the screen, the others' texts, the objects of the empty
+    /// cells listed, then the controls.
     async fn read_sheet(
         &self,
         bus: &str,
         sheet: &Node,
         (offset, win, xid): ((i32, i32), Rect, WinId),
-        count: Option<u64>,
+        (count, pixels): (Option<u64>, Option<&SheetPixels>),
     ) -> Result<Vec<Fetched>, LinuxError> {
-        let deadline = Instant::now() + self.config.walk_budget;
+        let t0 = Instant::now();
+        let deadline = t0 + self.config.walk_budget;
         let (vis, range, cut) = self.visible_range(bus, sheet, offset, win).await?;
         let t_corners = Instant::now();
-        let cells = self.read_cells(bus, sheet, &range, deadline, count).await?;
-        let t_cells = Instant::now();
-        self.remember_cell_paths(bus, sheet, &cells);
-        let filled: Vec<(u32, u32)> = cells
-            .iter()
-            .filter(|c| !c.text.trim().is_empty())
-            .map(|c| (c.row, c.col))
-            .collect();
-        let next = cells_next_to_data(&filled, &range);
-        let listed: Vec<&Cell> = cells
-            .iter()
-            .filter(|c| !c.text.trim().is_empty() || next.contains(&(c.row, c.col)))
-            .collect();
         let (cols, rows) = self
-            .grid_geometry(bus, &sheet.path, &cells, &range, deadline)
+            .grid_geometry(bus, &sheet.path, &range, deadline)
             .await?;
-        tracing::debug!(
-            range = %range.name(),
-            cells = cells.len(),
-            corners_ms = (t_corners - (deadline - self.config.walk_budget)).as_millis() as u64,
-            texts_ms = (t_cells - t_corners).as_millis() as u64,
-            geometry_ms = t_cells.elapsed().as_millis() as u64,
-            "sheet read"
-        );
-        let sheet_id = format!("{bus}{}", sheet.path);
+        let t_grid = Instant::now();
         let grid = Grid {
             cols: &cols,
             rows: &rows,
             offset,
             win,
         };
+        let blank = match pixels {
+            Some(p) => blank_on_screen(p, &grid, &range).await,
+            None => HashSet::new(),
+        };
+        let t_pixels = Instant::now();
+        let wanted = Wanted {
+            bus,
+            sheet,
+            range: &range,
+            deadline,
+            count,
+            blank: &blank,
+        };
+        let mut cells = self.read_cells(wanted).await?;
+        let t_cells = Instant::now();
+        let filled: Vec<(u32, u32)> = cells
+            .iter()
+            .filter(|c| !c.text.trim().is_empty())
+            .map(|c| (c.row, c.col))
+            .collect();
+        let next = cells_next_to_data(&filled, &range);
+        self.find_listed(bus, &sheet.path, &mut cells, &next).await;
+        self.remember_cell_paths(bus, sheet, &cells);
+        let listed: Vec<&Cell> = cells
+            .iter()
+            .filter(|c| !c.text.trim().is_empty() || next.contains(&(c.row, c.col)))
+            .collect();
+        tracing::debug!(
+            range = %range.name(),
+            cells = cells.len(),
+            blank = blank.len(),
+            unread = cells.iter().filter(|c| c.unread).count(),
+            corners_ms = (t_corners - t0).as_millis() as u64,
+            geometry_ms = (t_grid - t_corners).as_millis() as u64,
+            pixels_ms = (t_pixels - t_grid).as_millis() as u64,
+            texts_ms = (t_cells - t_pixels).as_millis() as u64,
+            listed_ms = t_cells.elapsed().as_millis() as u64,
+            "sheet read"
+        );
+        let sheet_id = format!("{bus}{}", sheet.path);
         let mut out = cell_controls(bus, &sheet_id, &listed, &grid, xid);
         tracing::debug!(
             cols = cols.len(),
@@ -508,50 +591,45 @@ impl SheetReader<'_> {
         Ok((vis, range, cut))
     }
 
-    /// Step 2 of [`Self::read_sheet`]: every visible cell with its text, all at once, bounded
-    /// by `deadline`. The cells of the last observation are taken again when LibreOffice sent
-    /// no event since; otherwise the cell objects of earlier observations are asked again
-    /// (they follow their cell's content), and only cells never seen before are looked up.
-    async fn read_cells(
-        &self,
-        bus: &str,
-        sheet: &Node,
-        range: &CellRange,
-        deadline: Instant,
-        count: Option<u64>,
-    ) -> Result<Vec<Cell>, LinuxError> {
+    /// Step 4 of [`Self::read_sheet`]: every visible cell with its text, all at once, bounded
+    /// by `deadline`, but those in `blank` (they show nothing: taken as empty, not read). The
+    /// cells of the last observation are taken again when LibreOffice sent no event since;
+    /// otherwise the cell objects of earlier observations are asked again (they follow their
+    /// cell's content), and only cells never seen before are looked up.
+    async fn read_cells(&self, wanted: Wanted<'_>) -> Result<Vec<Cell>, LinuxError> {
+        let Wanted {
+            bus,
+            sheet,
+            range,
+            deadline,
+            count,
+            blank,
+        } = wanted;
+        let key = (bus.to_string(), sheet.path.clone());
+        if let Some(cells) = self.kept_read(wanted).await {
+            return Ok(cells);
+        }
         let known = self.sheets.known_paths(bus, &sheet.path, range.cells());
         let known = &known;
-        // the cells of the last observation, when LibreOffice sent no event since
-        let key = (bus.to_string(), sheet.path.clone());
-        let kept = count.and_then(|n| {
-            self.sheets.kept_cells(&key, n, |cells| {
-                cells.len() == range.cells().count()
-                    && cells.iter().all(|c| range.contains((c.row, c.col)))
-            })
-        });
-        if let Some((cells, stale)) = kept {
-            if stale.is_empty() {
-                return Ok(cells);
-            }
-            // after ufo's own entries: only the cells that may have changed (sheets.rs)
-            if let Some(cells) = self
-                .read_again(bus, &sheet.path, cells, &stale, deadline)
-                .await
-            {
-                self.sheets.keep_refreshed(key, count, &cells);
-                return Ok(cells);
-            }
-            tracing::debug!("kept cells: a cell could not be read again; reading them all");
-        }
         let read = futures::future::join_all(range.cells().map(|(r, c)| async move {
-            if let Some(path) = known.get(&(r, c)) {
+            let path = known.get(&(r, c));
+            if blank.contains(&(r, c)) {
+                return Ok(Cell {
+                    row: r,
+                    col: c,
+                    path: path.cloned().unwrap_or_default(),
+                    text: String::new(),
+                    unread: true,
+                });
+            }
+            if let Some(path) = path {
                 if let Ok(text) = self.bus.text(bus, path).await {
                     return Ok(Cell {
                         row: r,
                         col: c,
                         path: path.clone(),
                         text,
+                        unread: false,
                     });
                 }
             }
@@ -562,6 +640,7 @@ impl SheetReader<'_> {
                 col: c,
                 path,
                 text,
+                unread: false,
             })
         }));
         let remaining = deadline.saturating_duration_since(Instant::now());
@@ -573,14 +652,46 @@ impl SheetReader<'_> {
                     ms: self.config.walk_budget.as_millis() as u64,
                 })?;
         let cells: Vec<Cell> = cells.into_iter().filter_map(Result::ok).collect();
-        self.sheets.count_read(range.cells().count());
+        self.sheets
+            .count_read(cells.iter().filter(|c| !c.unread).count());
         self.sheets.keep_cells(key, count, &cells);
         Ok(cells)
     }
 
+    /// A step of [`Self::read_cells`]: the cells of the last observation, when LibreOffice
+    /// sent no event since (or only those of ufo's own entries), with the cells that may have
+    /// changed and those not read before that do not show nothing now read again; `None`
+    /// when there are none or a cell could not be read again (then every cell is read).
+    async fn kept_read(&self, w: Wanted<'_>) -> Option<Vec<Cell>> {
+        let key = (w.bus.to_string(), w.sheet.path.clone());
+        let (cells, mut stale) = self.sheets.kept_cells(&key, w.count?, |cells| {
+            cells.len() == w.range.cells().count()
+                && cells.iter().all(|c| w.range.contains((c.row, c.col)))
+        })?;
+        stale.extend(
+            cells
+                .iter()
+                .filter(|c| c.unread && !w.blank.contains(&(c.row, c.col)))
+                .map(|c| (c.row, c.col)),
+        );
+        if stale.is_empty() {
+            return Some(cells);
+        }
+        // after ufo's own entries: only the cells that may have changed (sheets.rs)
+        let Some(cells) = self
+            .read_again(w.bus, &w.sheet.path, cells, &stale, w.deadline)
+            .await
+        else {
+            tracing::debug!("kept cells: a cell could not be read again; reading them all");
+            return None;
+        };
+        self.sheets.keep_refreshed(key, w.count, &cells);
+        Some(cells)
+    }
+
     /// The texts of the `stale` cells among `cells` read again (through the objects kept
-    /// with them, which follow their cell's content), bounded by `deadline`; `None` when a
-    /// read failed (then every cell is read).
+    /// with them, which follow their cell's content; a cell not read before is looked up),
+    /// bounded by `deadline`; `None` when a read failed (then every cell is read).
     async fn read_again(
         &self,
         bus: &str,
@@ -595,10 +706,12 @@ impl SheetReader<'_> {
         let reads = futures::future::join_all(which.iter().map(|&i| {
             let c = &cells[i];
             async move {
-                if let Ok(text) = self.bus.text(bus, &c.path).await {
-                    return Ok((c.path.clone(), text));
+                if !c.path.is_empty() {
+                    if let Ok(text) = self.bus.text(bus, &c.path).await {
+                        return Ok((c.path.clone(), text));
+                    }
                 }
-                // the cell's object went with its edit: ask the sheet for it again
+                // never asked for, or the cell's object went with its edit: ask the sheet
                 let path = cell_path(self.bus, bus, sheet, c.row, c.col).await?;
                 let text = self.bus.text(bus, &path).await?;
                 Ok::<_, LinuxError>((path, text))
@@ -609,44 +722,67 @@ impl SheetReader<'_> {
         self.sheets.count_read(which.len());
         for (i, t) in which.into_iter().zip(texts) {
             (cells[i].path, cells[i].text) = t.ok()?;
+            cells[i].unread = false;
         }
         tracing::debug!(cells = stale.len(), "kept cells: read again one by one");
         Some(cells)
     }
 
-    /// Step 3 of [`Self::read_sheet`]: remember the cells' objects for the next observation
+    /// Step 5 of [`Self::read_sheet`]: the objects of the empty cells listed next to the data
+    /// (`next`) that were not asked for (their controls carry them).
+    async fn find_listed(&self, bus: &str, sheet: &str, cells: &mut [Cell], next: &[(u32, u32)]) {
+        let want: Vec<usize> = (0..cells.len())
+            .filter(|&i| cells[i].path.is_empty() && next.contains(&(cells[i].row, cells[i].col)))
+            .collect();
+        let paths = futures::future::join_all(
+            want.iter()
+                .map(|&i| cell_path(self.bus, bus, sheet, cells[i].row, cells[i].col)),
+        )
+        .await;
+        for (i, p) in want.into_iter().zip(paths) {
+            if let Ok(p) = p {
+                cells[i].path = p;
+            }
+        }
+    }
+
+    /// A step of [`Self::read_sheet`]: remember the cells' objects for the next observation
     /// (bounded, see [`crate::apps::sheets::SheetCache::remember_paths`]).
     fn remember_cell_paths(&self, bus: &str, sheet: &Node, cells: &[Cell]) {
         self.sheets.remember_paths(bus, &sheet.path, cells);
     }
 
-    /// Step 4 of [`Self::read_sheet`]: the grid's geometry from the cells of its first
-    /// visible row and column (one call per row and per column, not per cell): column →
-    /// (x, width) and row → (y, height), in bus coordinates.
+    /// Step 2 of [`Self::read_sheet`]: the grid's geometry from the cells of its first
+    /// visible row and column (one call per row and per column, not per cell; their objects
+    /// those known, else asked for and remembered): column → (x, width) and row → (y,
+    /// height), in bus coordinates.
     async fn grid_geometry(
         &self,
         bus: &str,
         sheet: &str,
-        cells: &[Cell],
         range: &CellRange,
         deadline: Instant,
     ) -> Result<(Spans, Spans), LinuxError> {
-        let edges: Vec<&Cell> = cells
-            .iter()
-            .filter(|c| c.row == range.top || c.col == range.left)
+        let edges: Vec<(u32, u32)> = range
+            .cells()
+            .filter(|&(r, c)| r == range.top || c == range.left)
             .collect();
+        let known = self.sheets.known_paths(bus, sheet, edges.iter().copied());
+        let known = &known;
         let extents = tokio::time::timeout(
             deadline.saturating_duration_since(Instant::now()) + Duration::from_millis(500),
-            futures::future::join_all(edges.iter().map(|c| async move {
-                if let Ok(e) = self.bus.extents(bus, &c.path).await {
-                    return Ok(e);
+            futures::future::join_all(edges.iter().map(|&(r, c)| async move {
+                if let Some(path) = known.get(&(r, c)) {
+                    if let Ok(e) = self.bus.extents(bus, path).await {
+                        return Ok(e);
+                    }
                 }
-                // the object kept for the cell went away (another client asked LibreOffice
-                // for the cell since): ask the sheet for it again
-                let path = cell_path(self.bus, bus, sheet, c.row, c.col).await?;
+                // never asked for, or the object kept for the cell went away (another client
+                // asked LibreOffice for the cell since): ask the sheet for it
+                let path = cell_path(self.bus, bus, sheet, r, c).await?;
                 let e = self.bus.extents(bus, &path).await?;
                 self.sheets
-                    .set_cell_path((bus.to_string(), sheet.to_string(), c.row, c.col), path);
+                    .set_cell_path((bus.to_string(), sheet.to_string(), r, c), path);
                 Ok::<_, LinuxError>(e)
             })),
         )
@@ -657,13 +793,13 @@ impl SheetReader<'_> {
         })?;
         let mut cols: Spans = HashMap::new();
         let mut rows: Spans = HashMap::new();
-        for (c, e) in edges.iter().zip(extents) {
+        for (&(r, c), e) in edges.iter().zip(extents) {
             let Ok((x, y, w, h)) = e else { continue };
-            if c.row == range.top {
-                cols.insert(c.col, (x, w));
+            if r == range.top {
+                cols.insert(c, (x, w));
             }
-            if c.col == range.left {
-                rows.insert(c.row, (y, h));
+            if c == range.left {
+                rows.insert(r, (y, h));
             }
         }
         Ok((cols, rows))

@@ -6,6 +6,7 @@
 use ufo_core::Rect;
 
 /// An RGB image (a capture of a screen rectangle).
+#[derive(Clone)]
 pub(crate) struct RgbImage {
     pub width: u32,
     pub height: u32,

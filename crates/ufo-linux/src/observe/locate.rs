@@ -20,6 +20,9 @@ pub(super) struct Located {
     /// Every window on the screen (a frame named as, or lying where, another window of the
     /// same process is that window's: frames.rs).
     pub(super) windows: Vec<DisplayWindow>,
+    /// The window was raised now: its capture may show what covered it before it was
+    /// redrawn, so its pixels do not tell which cells are empty (apps/inked.rs).
+    pub(super) raised: bool,
 }
 
 impl Observer<'_> {
@@ -51,9 +54,11 @@ impl Observer<'_> {
             .cloned()
             .collect();
         let mut warnings = Vec::new();
+        let mut raised = false;
         // a session without a window manager has no active window and is left alone
         if let Some(a) = active {
             if a != xid && !attached.iter().any(|d| d.id == a) {
+                raised = true;
                 if let Err(e) = display::activate(self.display, xid).await {
                     warnings.push(format!("could not raise the window: {e}"));
                 }
@@ -83,6 +88,7 @@ impl Observer<'_> {
             area,
             warnings,
             windows: all,
+            raised,
         })
     }
 

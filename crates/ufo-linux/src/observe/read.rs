@@ -18,6 +18,7 @@ use super::observer::{ObservationStats, Observer};
 use super::popups;
 use super::walk::FreshNodes;
 use crate::a11y::bus::{AppTree, Node};
+use crate::apps::inked::SheetPixels;
 use crate::controls::Fetched;
 use crate::display::{extents_origin, extents_relative, position_unknown, DisplayWindow, WinId};
 use crate::vocab::{role, state};
@@ -70,6 +71,7 @@ impl Observer<'_> {
         located: &Located,
         with_actions: bool,
         warnings: Vec<String>,
+        pixels: Option<SheetPixels>,
     ) -> ReadWindows {
         let (main, attached) = (&located.main, located.attached.as_slice());
         let mut reading = Reading {
@@ -79,6 +81,7 @@ impl Observer<'_> {
             silent: Vec::new(),
             route_pending: false,
             moved: HashMap::new(),
+            pixels,
         };
         let mut frames: HashMap<WinId, String> = HashMap::new();
         let mut frame_missing = false;
@@ -497,6 +500,7 @@ impl Observer<'_> {
             silent,
             route_pending,
             moved,
+            pixels,
         } = reading;
         let w = sought.window;
         let t = Instant::now();
@@ -536,8 +540,9 @@ impl Observer<'_> {
         count_page_controls(stats, &in_pages, &candidates, &results);
         let t_fetch = t.elapsed();
         let placed = (offset, win_rect, w.id);
+        let seen = (&candidates[..], results, pixels.as_ref());
         let out = self
-            .as_seen(bus, tree, &frame, &candidates, results, placed, warnings)
+            .as_seen(bus, tree, &frame, seen, placed, warnings)
             .await;
         stats.details += t.elapsed();
         tracing::debug!(
@@ -592,8 +597,7 @@ impl Observer<'_> {
         bus: &str,
         tree: &AppTree,
         frame: &str,
-        candidates: &[Candidate],
-        results: Vec<Result<Option<Fetched>, LinuxError>>,
+        (candidates, results, pixels): Seen<'_>,
         placed: ((i32, i32), Rect, WinId),
         warnings: &mut Vec<String>,
     ) -> Vec<Fetched> {
@@ -608,7 +612,7 @@ impl Observer<'_> {
                 tree,
                 frame,
                 placed,
-                self.kept.event_count(bus),
+                (self.kept.event_count(bus), pixels),
                 &mut out,
                 warnings,
             )
@@ -843,6 +847,14 @@ impl Observer<'_> {
 
 /// What reading the windows of one observation gathers: the applications' trees (each read
 /// once), the timings and the warnings.
+/// The candidates of a window, what reading their details gave, and the window's capture
+/// while it is taken (for its sheets).
+type Seen<'a> = (
+    &'a [Candidate],
+    Vec<Result<Option<Fetched>, LinuxError>>,
+    Option<&'a SheetPixels>,
+);
+
 struct Reading {
     trees: HashMap<String, AppTree>,
     stats: ObservationStats,
@@ -852,6 +864,8 @@ struct Reading {
     /// Entries of a Qt popup drawn elsewhere than they say, and where they are drawn
     /// (popups.rs, `entry_places`).
     moved: HashMap<String, Rect>,
+    /// The window's capture while it is taken, for the sheets' read (apps/inked.rs).
+    pixels: Option<SheetPixels>,
 }
 
 /// The warning for a window whose application is not on the accessibility bus.

@@ -12,6 +12,7 @@ use super::loading;
 use super::locate::Located;
 use super::observer::{FullObservation, Observation, Observer, Pace};
 use super::read::ReadWindows;
+use crate::apps::inked::{SheetPixels, Shot};
 use crate::controls::ControlDetail;
 use crate::display::annotate::encode_png;
 use crate::display::pixels::RgbImage;
@@ -212,6 +213,7 @@ impl Observer<'_> {
             area,
             warnings: _,
             windows: _,
+            raised: _,
         } = located;
         let ReadWindows {
             groups,
@@ -282,32 +284,56 @@ impl Observer<'_> {
     }
 
     /// Steps 2 and 3 of a located window: its capture (and how long it took) and its controls.
+    /// The capture is handed to the controls' read as soon as it is taken: a sheet's cells
+    /// that show nothing in it are not read (apps/inked.rs).
     pub(super) async fn read_located(&self, located: &Located, with_actions: bool) -> Read {
         let area = located.area;
-        let capture = async {
+        let (shot_tx, shot_rx) = tokio::sync::watch::channel(Shot::Pending);
+        let capture = async move {
             let t = Instant::now();
             let img = match area {
                 Some(area) => display::run(self.display, move |d| d.capture(area)).await,
                 None => Err(position_unknown(&located.main)),
             };
             let took = t.elapsed();
-            let (img, clean) = match img {
-                Ok(shot) => {
-                    // shared with the encoding task, and back once it is done
+            let (img, clean) = match (img, area) {
+                (Ok(shot), Some(area)) => {
+                    // shared with the sheets' read and the encoding task, and back once both
+                    // are done
                     let shot = Arc::new(shot);
+                    shot_tx.send_replace(Shot::Taken(shot.clone(), area));
+                    drop(shot_tx);
                     let shared = shot.clone();
                     let png = tokio::task::spawn_blocking(move || encode_png(&shared)).await;
-                    let img = Arc::try_unwrap(shot).map_err(|_| {
-                        LinuxError::ActionFailed("the screenshot is still being encoded".into())
-                    });
-                    (img, png.ok().and_then(Result::ok))
+                    (Ok(shot), png.ok().and_then(Result::ok))
                 }
-                Err(e) => (Err(e), None),
+                (Err(e), _) => {
+                    shot_tx.send_replace(Shot::Missing);
+                    (Err(e), None)
+                }
+                (Ok(_), None) => {
+                    shot_tx.send_replace(Shot::Missing);
+                    (Err(position_unknown(&located.main)), None)
+                }
             };
-            Captured { img, took, clean }
+            (img, took, clean)
         };
-        let controls = self.read_windows(located, with_actions, located.warnings.clone());
-        tokio::join!(capture, controls)
+        // the pixels of a window raised now may still show what covered it
+        let pixels = match located.raised {
+            true => {
+                drop(shot_rx);
+                None
+            }
+            false => Some(SheetPixels {
+                shot: shot_rx,
+                covered: located.attached.iter().filter_map(|w| w.area).collect(),
+            }),
+        };
+        let controls = self.read_windows(located, with_actions, located.warnings.clone(), pixels);
+        let ((img, took, clean), read) = tokio::join!(capture, controls);
+        // (the channel is gone with both reads: the capture is this one's alone again)
+        let img = img.map(|shot| Arc::try_unwrap(shot).unwrap_or_else(|shared| (*shared).clone()));
+        (Captured { img, took, clean }, read)
     }
 }
 
