@@ -19,8 +19,12 @@
 //! what the application itself takes for the same input without ufo ([`own_update`]): after
 //! every session, in the window it left open, the same input sent by `xdotool` as many times
 //! as the session timed steps (the calculator's `=` once, six cell entries, four lines, one
-//! link), then the time from when `xdotool` returned to the application's redraw (X Damage).
-//! Interleaved so, both sides have as many samples and meet the same load. For
+//! link), then the time from the first key or button press of that input to the
+//! application's redraw, both in the X server's clock (XInput 2 raw events, X Damage): a
+//! ufo step is timed from before it sends its input, typing included, so the application
+//! alone is timed from its first input too. (Runs before timed it from when `xdotool`
+//! returned, which left out the typing and xdotool's own pauses; that figure is still
+//! printed beside.) Interleaved so, both sides have as many samples and meet the same load. For
 //! gnome-calculator's `=` (typed, so no press animation) the first redraw, which shows the
 //! result: GTK 4 then redraws the whole window at every frame of its caret's blink, so its
 //! last redraw is never seen. For a Calc entry (the text, Delete, Enter, as `set_text` types
@@ -57,6 +61,7 @@ use std::time::{Duration, Instant};
 
 use x11rb::connection::Connection;
 use x11rb::protocol::damage::{self, ConnectionExt as _};
+use x11rb::protocol::xinput::{self, ConnectionExt as _};
 use x11rb::protocol::Event;
 
 use serde_json::{json, Value};
@@ -276,14 +281,34 @@ enum Redraw {
 /// end a step in the middle of an update).
 static GAPS: std::sync::Mutex<Vec<f64>> = std::sync::Mutex::new(Vec::new());
 
-/// Without ufo: run `xdotool` once per item of `runs` (keys for the active window `xid`) and
-/// return the milliseconds from when the last one returned to the window's first or last
-/// redraw (X Damage), at most 3 s; `None` when nothing was redrawn by then. For the last
-/// redraw, the longest pause between two of its redraws is noted in [`GAPS`].
+/// Milliseconds, in the X server's clock, from the first input of one [`own_update`] to the
+/// redraw timed, as measured before (from when the last `xdotool` returned; kept to compare
+/// with runs of the bench before the input's own time was read).
+static AFTER_RETURN: std::sync::Mutex<Vec<f64>> = std::sync::Mutex::new(Vec::new());
+
+/// Without ufo: run `xdotool` once per item of `runs` (input for the active window `xid`) and
+/// return the milliseconds from the first key or button press it sent to the window's first
+/// or last redraw, both read in the X server's clock (XInput 2 raw events, X Damage): a ufo
+/// step is timed from before it sends its input, so the application alone is too, typing
+/// included. At most 3 s; `None` when nothing was redrawn by then or no press was seen. For
+/// the last redraw, the longest pause between two of its redraws is noted in [`GAPS`].
 fn own_update(xid: u32, runs: &[&[&str]], mark: Redraw) -> Option<f64> {
     const QUIET: Duration = Duration::from_millis(300);
-    let (conn, _) = x11rb::connect(None).ok()?;
+    let (conn, screen) = x11rb::connect(None).ok()?;
     conn.damage_query_version(1, 1).ok()?.reply().ok()?;
+    conn.xinput_xi_query_version(2, 2).ok()?.reply().ok()?;
+    let root = conn.setup().roots.get(screen)?.root;
+    let presses = xinput::XIEventMask::RAW_KEY_PRESS | xinput::XIEventMask::RAW_BUTTON_PRESS;
+    conn.xinput_xi_select_events(
+        root,
+        &[xinput::EventMask {
+            deviceid: xinput::Device::ALL_MASTER.into(),
+            mask: vec![presses],
+        }],
+    )
+    .ok()?
+    .check()
+    .ok()?;
     let d = conn.generate_id().ok()?;
     conn.damage_create(d, xid, damage::ReportLevel::RAW_RECTANGLES)
         .ok()?
@@ -296,20 +321,28 @@ fn own_update(xid: u32, runs: &[&[&str]], mark: Redraw) -> Option<f64> {
         }
     }
     let t0 = Instant::now();
-    let mut seen: Option<(Duration, Instant)> = None;
+    // the first press's server time, and each redraw's since it (server ms)
+    let mut pressed: Option<u32> = None;
+    let mut seen: Option<(Duration, Instant, u32)> = None;
     let mut gap = Duration::ZERO;
-    let over = |seen: &Option<(Duration, Instant)>| match (mark, seen) {
+    let over = |seen: &Option<(Duration, Instant, u32)>| match (mark, seen) {
         (_, None) => false,
         (Redraw::First, Some(_)) => true,
-        (Redraw::Last, Some((_, at))) => at.elapsed() >= QUIET,
+        (Redraw::Last, Some((_, at, _))) => at.elapsed() >= QUIET,
     };
     while !over(&seen) && t0.elapsed() < Duration::from_secs(3) {
         match conn.poll_for_event().ok()? {
-            Some(Event::DamageNotify(_)) => {
-                if let Some((_, at)) = seen {
+            Some(Event::XinputRawKeyPress(e)) => {
+                pressed.get_or_insert(e.time);
+            }
+            Some(Event::XinputRawButtonPress(e)) => {
+                pressed.get_or_insert(e.time);
+            }
+            Some(Event::DamageNotify(e)) if pressed.is_some() => {
+                if let Some((_, at, _)) = seen {
                     gap = gap.max(at.elapsed());
                 }
-                seen = Some((t0.elapsed(), Instant::now()));
+                seen = Some((t0.elapsed(), Instant::now(), e.timestamp));
             }
             Some(_) => {}
             None => std::thread::sleep(Duration::from_millis(1)),
@@ -324,7 +357,11 @@ fn own_update(xid: u32, runs: &[&[&str]], mark: Redraw) -> Option<f64> {
     let _ = conn.flush();
     // let the application finish before the next input
     std::thread::sleep(Duration::from_millis(500));
-    seen.map(|(t, _)| t.as_secs_f64() * 1000.0)
+    let (after_return, _, drawn) = seen?;
+    if let Ok(mut a) = AFTER_RETURN.lock() {
+        a.push(after_return.as_secs_f64() * 1000.0);
+    }
+    Some(f64::from(drawn.wrapping_sub(pressed?)))
 }
 
 /// gnome-calculator's own time for `=` without ufo, in the calculator a session left open
@@ -610,6 +647,17 @@ impl Alone {
                 pct(&mut gaps, 0.95),
                 pct(&mut gaps, 1.0),
                 gaps.len()
+            );
+        }
+        let mut after_return = AFTER_RETURN
+            .lock()
+            .map(|mut a| std::mem::take(&mut *a))
+            .unwrap_or_default();
+        if !after_return.is_empty() {
+            println!(
+                "{what}, timed from when xdotool returned (as before): p50 {:.0} ms, p95 {:.0} ms",
+                pct(&mut after_return, 0.5),
+                pct(&mut after_return, 0.95),
             );
         }
         println!(
