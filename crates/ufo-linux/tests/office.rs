@@ -800,6 +800,26 @@ async fn ufo_sets_the_title_of_slide_two_in_impress_and_saves_pptx() {
     drop(o.guard);
 }
 
+/// The live desktop and Calc started on a new document in a temporary folder (its path is
+/// returned for the files a test saves there; the folder lives as long as the guard).
+async fn desktop_with_calc() -> (
+    LinuxDesktop,
+    ufo_core::WindowInfo,
+    OfficeGuard,
+    std::path::PathBuf,
+) {
+    let d = LinuxDesktop::connect(LinuxConfig::default())
+        .await
+        .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
+    let dir = tempfile::Builder::new()
+        .prefix("ufo-office-test-")
+        .tempdir()
+        .expect("cannot create a temporary folder");
+    let work = dir.path().to_path_buf();
+    let (w, guard) = start_calc(&d, dir).await;
+    (d, w, guard, work)
+}
+
 /// Start LibreOffice Calc (GTK3 plugin, fresh profile under `dir`) and wait for its window
 /// with its sheet on the bus: (the window, the guard that kills it).
 async fn start_calc(
@@ -881,15 +901,7 @@ async fn ufo_fills_cells_by_address_sums_them_and_saves_xlsx() {
     }
     let _turn = SERIAL.lock().await;
     let ufo = ufo_binary();
-    let d = LinuxDesktop::connect(LinuxConfig::default())
-        .await
-        .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
-    let dir = tempfile::Builder::new()
-        .prefix("ufo-office-test-")
-        .tempdir()
-        .expect("cannot create a temporary folder");
-    let work = dir.path().to_path_buf();
-    let (w, _guard) = start_calc(&d, dir).await;
+    let (d, w, _guard, work) = desktop_with_calc().await;
     let pid = w.pid.expect("Calc's window has a pid");
     // the empty sheet: its first cell is listed, the rest are summarised on the sheet
     let obs = d.observe(&w.id).await.expect("observe Calc");
@@ -1165,14 +1177,7 @@ async fn an_entry_lands_in_its_cell_wherever_the_cursor_and_the_focus_were() {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    let d = LinuxDesktop::connect(LinuxConfig::default())
-        .await
-        .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
-    let dir = tempfile::Builder::new()
-        .prefix("ufo-office-entry-")
-        .tempdir()
-        .expect("cannot create a temporary folder");
-    let (w, _guard) = start_calc(&d, dir).await;
+    let (d, w, _guard, _) = desktop_with_calc().await;
     let pid = w.pid.expect("Calc's window has a pid");
     let obs = d.observe(&w.id).await.expect("observe Calc");
     let sheet = obs
@@ -1363,14 +1368,7 @@ async fn calc_view_menu_lists_its_items_and_one_is_clicked() {
         return;
     }
     let _turn = SERIAL.lock().await;
-    let d = LinuxDesktop::connect(LinuxConfig::default())
-        .await
-        .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
-    let dir = tempfile::Builder::new()
-        .prefix("ufo-office-test-")
-        .tempdir()
-        .expect("cannot create a temporary folder");
-    let (w, _guard) = start_calc(&d, dir).await;
+    let (d, w, _guard, _) = desktop_with_calc().await;
     let pid = w.pid.expect("Calc's window has a pid");
     assert!(
         calc_status_bar_shown(pid),
