@@ -357,6 +357,20 @@ pub struct KnowledgeAccess<'a> {
     pub store: &'a dyn Knowledge,
     /// The bounds of one prompt's knowledge.
     pub limits: KnowledgeLimits,
+    /// The second stage that orders the docs found (`[knowledge] rerank = "model"`); `None`
+    /// keeps the store's order.
+    pub rerank: Option<Reranker<'a>>,
+}
+
+/// The session's model as the knowledge lookup's second stage, and what the session
+/// remembers of its calls.
+#[derive(Clone, Copy)]
+pub struct Reranker<'a> {
+    /// The model asked (the adapter bounds the call's time to
+    /// [`RERANK_TIMEOUT`](crate::rerank::RERANK_TIMEOUT)).
+    pub model: &'a dyn crate::ports::LlmClient,
+    /// The calls made so far: one per distinct query.
+    pub memo: &'a crate::rerank::RerankMemo,
 }
 
 /// What one step found: the prompt text (empty when nothing) and the snippets it shows.
@@ -366,8 +380,13 @@ pub struct Retrieved {
     pub text: String,
     /// The snippets shown, for the step record.
     pub used: Vec<UsedSnippet>,
-    /// Why the store could not answer, if it could not (the step goes on without).
+    /// Why the store could not answer, if it could not (the step goes on without), or why
+    /// the docs kept the store's order when a rerank was asked for.
     pub warning: Option<String>,
+    /// Whether the docs shown are in the order the session's model gave.
+    pub reranked: bool,
+    /// The rerank call made for this step, if one was (for its `knowledge_rerank` record).
+    pub rerank_call: Option<crate::rerank::RerankCall>,
 }
 
 /// Ask `access` (if any) for `request`, the `subtask` at hand and its `application`, and
@@ -390,6 +409,14 @@ pub async fn retrieve(
     let Some(top_k) = kinds.iter().map(|k| limits.top(*k)).max() else {
         return Retrieved::default();
     };
+    // the reranker chooses the docs shown among more candidates than are shown
+    let rerank = access
+        .rerank
+        .filter(|_| limits.top(KnowledgeKind::Docs) > 0);
+    let top_k = match rerank {
+        Some(_) => top_k.max(crate::rerank::RERANK_CANDIDATES),
+        None => top_k,
+    };
     let query = KnowledgeQuery {
         request: request.to_string(),
         subtask: subtask.map(str::to_string),
@@ -408,6 +435,14 @@ pub async fn retrieve(
             }
         }
     };
+    let mut done = Reranked::default();
+    let snippets = match rerank {
+        Some(r) => {
+            let key = crate::rerank::query_key(query.text(), query.application.as_deref());
+            rerank_docs(r, &key, query.text(), snippets, &mut done).await
+        }
+        None => snippets,
+    };
     let mut per_kind = [0usize; 4];
     let kept: Vec<Snippet> = snippets
         .into_iter()
@@ -424,8 +459,148 @@ pub async fn retrieve(
     Retrieved {
         text,
         used,
-        warning: None,
+        warning: done.warning,
+        reranked: done.reranked,
+        rerank_call: done.call,
     }
+}
+
+/// Keep what the knowledge gave a step in its `report`, and record the rerank call it made
+/// (a `knowledge_rerank` record, before the step's own).
+pub fn note_found(
+    found: &Retrieved,
+    report: &mut crate::events::StepReport,
+    cx: &mut crate::agent::Cx<'_>,
+) {
+    report.knowledge.clone_from(&found.used);
+    report.knowledge_reranked = found.reranked;
+    if let Some(w) = &found.warning {
+        report
+            .artifacts
+            .insert("knowledge_warning".into(), w.clone().into());
+    }
+    if let Some(call) = &found.rerank_call {
+        cx.record(&call.record(cx.seq));
+    }
+}
+
+/// What the second stage did for one query.
+#[derive(Default)]
+struct Reranked {
+    reranked: bool,
+    warning: Option<String>,
+    call: Option<crate::rerank::RerankCall>,
+}
+
+/// `snippets` with their docs in the order the session's model gives for `text`: asked once
+/// per distinct query (`key`), its answer remembered for later steps with the same query. A
+/// failed call, an unusable answer, or a closed memo keep the store's order; every outcome
+/// keeps every snippet (the order is a permutation of the candidates).
+async fn rerank_docs(
+    r: Reranker<'_>,
+    key: &str,
+    text: &str,
+    snippets: Vec<Snippet>,
+    done: &mut Reranked,
+) -> Vec<Snippet> {
+    use crate::rerank::{merge_order, Recall, RERANK_CANDIDATES};
+    let mut docs: Vec<Snippet> = Vec::new();
+    let mut others: Vec<(usize, Snippet)> = Vec::new();
+    for (i, s) in snippets.into_iter().enumerate() {
+        match s.kind {
+            KnowledgeKind::Docs => docs.push(s),
+            _ => others.push((i, s)),
+        }
+    }
+    let n = docs.len().min(RERANK_CANDIDATES);
+    let named: Vec<usize> = match (n, r.memo.recall(key)) {
+        // nothing to order
+        (0 | 1, _) | (_, Recall::Closed | Recall::Known(None)) => Vec::new(),
+        (_, Recall::Known(Some(ids))) => ids
+            .iter()
+            .filter_map(|id| docs[..n].iter().position(|d| d.id == *id))
+            .collect(),
+        (_, Recall::Ask) => {
+            let (named, call) = ask(r, text, &docs[..n]).await;
+            let order: Option<Vec<String>> =
+                (!named.is_empty()).then(|| named.iter().map(|&i| docs[i].id.clone()).collect());
+            // a model that gave no answer at all is not asked again in this session
+            let model_down = call.error.as_deref().is_some_and(is_no_answer);
+            r.memo.keep(key, order, model_down);
+            if let Some(e) = &call.error {
+                done.warning = Some(format!("{e}; the docs keep the store's order"));
+            }
+            done.call = Some(call);
+            named
+        }
+    };
+    done.reranked = !named.is_empty();
+    let tail = docs.split_off(n);
+    let mut ordered = merge_order(docs, &named);
+    ordered.extend(tail);
+    if let Some(call) = done.call.as_mut() {
+        call.order = ordered.iter().take(n).map(|d| d.id.clone()).collect();
+    }
+    // the other kinds keep their places; the docs fill the docs' places in the new order
+    let total = ordered.len() + others.len();
+    let mut docs = ordered.into_iter();
+    let mut others = others.into_iter().peekable();
+    let mut out = Vec::with_capacity(total);
+    for i in 0..total {
+        match others.next_if(|(at, _)| *at == i) {
+            Some((_, s)) => out.push(s),
+            None => out.extend(docs.next()),
+        }
+    }
+    out
+}
+
+/// Whether a call's error says the model gave no answer at all (rather than a bad one).
+fn is_no_answer(error: &str) -> bool {
+    error.starts_with(NO_ANSWER)
+}
+
+/// How an error of the model port (not of its answer) starts in a rerank record.
+const NO_ANSWER: &str = "the model did not answer the rerank";
+
+/// One call asking `r.model` to order `candidates` for `text`: the indices it names, in its
+/// order (none when it failed), and the call for the record.
+async fn ask(
+    r: Reranker<'_>,
+    text: &str,
+    candidates: &[Snippet],
+) -> (Vec<usize>, crate::rerank::RerankCall) {
+    let request = crate::rerank::rerank_request(text, candidates);
+    let started = std::time::Instant::now();
+    let answer = r.model.complete(&request).await;
+    let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let mut llm = crate::events::LlmStats {
+        calls: 1,
+        ..Default::default()
+    };
+    let named = match answer {
+        Ok(a) => {
+            llm.prompt_tokens = a.usage.prompt_tokens;
+            llm.completion_tokens = a.usage.completion_tokens;
+            llm.cost = r.model.cost(&a.usage);
+            crate::rerank::parse_order(&a.text, candidates.len()).map_err(|e| e.to_string())
+        }
+        Err(e) => Err(format!("{NO_ANSWER}: {e}")),
+    };
+    let (named, error) = match named {
+        Ok(n) => (n, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    let call = crate::rerank::RerankCall {
+        query: text.to_string(),
+        model: r.model.describe(),
+        llm,
+        offered: candidates.iter().map(|c| c.id.clone()).collect(),
+        order: Vec::new(),
+        error,
+        ms,
+    };
+    (named, call)
 }
 
 #[cfg(test)]
@@ -580,6 +755,7 @@ mod tests {
                 top: [1, 2, 0, 0],
                 caps: PromptCaps::default(),
             },
+            rerank: None,
         };
         let found = block_on(retrieve(Some(access), "r", Some("s"), Some("calc")));
         let ids: Vec<&str> = found.used.iter().map(|u| u.id.as_str()).collect();
@@ -602,10 +778,158 @@ mod tests {
                 top: [2, 1, 0, 0],
                 caps: PromptCaps::default(),
             },
+            rerank: None,
         };
         let found = block_on(retrieve(Some(access), "r", None, None));
         assert_eq!(found.text, "");
         assert!(found.used.is_empty());
         assert!(found.warning.is_some_and(|w| w.contains("locked")));
+    }
+
+    /// A store of docs `docs:0`..`docs:N` (best first) and one experience.
+    struct Docs(usize);
+
+    #[async_trait]
+    impl Knowledge for Docs {
+        async fn query(&self, q: &KnowledgeQuery) -> Result<Vec<Snippet>, KnowledgeError> {
+            // the reranker asks for its candidates, more than are shown
+            assert!(q.top_k >= crate::rerank::RERANK_CANDIDATES, "{}", q.top_k);
+            let mut v = vec![snip(KnowledgeKind::Experience, "e", "past")];
+            v.extend((0..self.0.min(q.top_k)).map(|i| Snippet {
+                id: format!("docs:{i}"),
+                ..snip(KnowledgeKind::Docs, &format!("p{i}"), "text")
+            }));
+            Ok(v)
+        }
+    }
+
+    /// A model that answers `answer` (or fails), counting its calls.
+    struct Answers {
+        answer: Result<String, String>,
+        calls: std::sync::atomic::AtomicUsize,
+        prompts: std::sync::Mutex<Vec<String>>,
+    }
+
+    impl Answers {
+        fn new(answer: Result<&str, &str>) -> Self {
+            Self {
+                answer: answer.map(str::to_string).map_err(str::to_string),
+                calls: Default::default(),
+                prompts: Default::default(),
+            }
+        }
+    }
+
+    #[async_trait]
+    impl crate::ports::LlmClient for Answers {
+        async fn complete(
+            &self,
+            r: &crate::ports::ChatRequest,
+        ) -> Result<crate::ports::ChatResponse, crate::ports::LlmError> {
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if let Ok(mut p) = self.prompts.lock() {
+                p.push(r.prompt_text());
+            }
+            match &self.answer {
+                Ok(text) => Ok(crate::ports::ChatResponse {
+                    text: text.clone(),
+                    usage: crate::ports::Usage {
+                        prompt_tokens: 100,
+                        completion_tokens: 8,
+                    },
+                }),
+                Err(e) => Err(crate::ports::LlmError::Unavailable(e.clone())),
+            }
+        }
+
+        fn describe(&self) -> String {
+            "test:model".into()
+        }
+    }
+
+    fn reranked(
+        model: &Answers,
+        memo: &crate::rerank::RerankMemo,
+        docs: usize,
+        subtask: &str,
+    ) -> Retrieved {
+        let store = Docs(docs);
+        let access = KnowledgeAccess {
+            store: &store,
+            limits: KnowledgeLimits {
+                top: [3, 1, 0, 0],
+                caps: PromptCaps::default(),
+            },
+            rerank: Some(Reranker { model, memo }),
+        };
+        block_on(retrieve(Some(access), "r", Some(subtask), Some("calc")))
+    }
+
+    fn ids(found: &Retrieved) -> Vec<&str> {
+        found.used.iter().map(|u| u.id.as_str()).collect()
+    }
+
+    #[test]
+    fn the_models_order_chooses_the_docs_shown_and_is_asked_once_per_query() {
+        let model = Answers::new(Ok("```json\n{\"Order\": [7, 2, 99]}\n```"));
+        let memo = crate::rerank::RerankMemo::new();
+        let found = reranked(&model, &memo, 12, "freeze the first row");
+        // its two first, then the fused order; the tenth and later were not offered
+        assert_eq!(ids(&found), ["experience:e", "docs:6", "docs:1", "docs:0"]);
+        assert!(found.reranked);
+        let call = found.rerank_call.expect("a call");
+        assert_eq!(call.offered.len(), crate::rerank::RERANK_CANDIDATES);
+        assert_eq!(call.order[..3], ["docs:6", "docs:1", "docs:0"]);
+        assert_eq!(call.llm.calls, 1);
+        assert_eq!(call.error, None);
+        assert!(model.prompts.lock().expect("prompts")[0].contains("Task: freeze the first row"));
+        // the same query again: the remembered order, no call
+        let again = reranked(&model, &memo, 12, "freeze the first row");
+        assert_eq!(
+            ids(&again),
+            ids(&reranked(&model, &memo, 12, "freeze the first row"))
+        );
+        assert!(again.reranked && again.rerank_call.is_none());
+        assert_eq!(model.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+        // another query: another call
+        reranked(&model, &memo, 12, "sort the column");
+        assert_eq!(model.calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_bad_answer_or_a_failed_call_keeps_the_fused_order() {
+        for answer in [
+            Ok("I like page two"),
+            Ok("{\"Order\": [40]}"),
+            Err("refused"),
+        ] {
+            let model = Answers::new(answer);
+            let memo = crate::rerank::RerankMemo::new();
+            let found = reranked(&model, &memo, 5, "freeze");
+            assert_eq!(
+                ids(&found),
+                ["experience:e", "docs:0", "docs:1", "docs:2"],
+                "{answer:?}"
+            );
+            assert!(!found.reranked);
+            let call = found.rerank_call.expect("recorded");
+            assert!(call.error.is_some(), "{answer:?}");
+            assert_eq!(call.order, call.offered);
+            assert!(found.warning.is_some_and(|w| w.contains("store's order")));
+            // a model that gave no answer is not asked again; a bad answer only for its query
+            reranked(&model, &memo, 5, "another query");
+            let calls = model.calls.load(std::sync::atomic::Ordering::SeqCst);
+            assert_eq!(calls, if answer.is_err() { 1 } else { 2 }, "{answer:?}");
+        }
+    }
+
+    #[test]
+    fn one_candidate_needs_no_call() {
+        let model = Answers::new(Ok("{\"Order\": [1]}"));
+        let memo = crate::rerank::RerankMemo::new();
+        let found = reranked(&model, &memo, 1, "freeze");
+        assert_eq!(ids(&found), ["experience:e", "docs:0"]);
+        assert_eq!(model.calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+        assert!(found.rerank_call.is_none() && !found.reranked);
     }
 }

@@ -22,6 +22,7 @@ pub mod ports;
 pub mod processor;
 pub mod prompt;
 pub mod redact;
+pub mod rerank;
 pub mod response;
 pub mod secrets;
 pub mod sensitive;

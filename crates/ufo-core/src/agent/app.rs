@@ -772,12 +772,7 @@ impl AppStep<'_, '_> {
             Some(application),
         )
         .await;
-        self.report.knowledge.clone_from(&found.used);
-        if let Some(w) = &found.warning {
-            self.report
-                .artifacts
-                .insert("knowledge_warning".into(), w.clone().into());
-        }
+        crate::knowledge::note_found(&found, &mut self.report, &mut *self.cx);
         let ctx = json!({
             "subtask": self.agent.log.subtask,
             "messages": self.agent.log.messages,

@@ -186,6 +186,8 @@ impl Trajectory {
             }
             // asked after the session's end, and paid for all the same
             Record::ExperienceSummary(e) => self.add_llm(&e.llm),
+            // the knowledge reranker's calls are made within steps, recorded apart
+            Record::KnowledgeRerank(k) => self.add_llm(&k.llm),
             Record::RoundEnd(_)
             | Record::Takeover(_)
             | Record::Handback(_)
@@ -223,7 +225,8 @@ impl Trajectory {
         self.starts.saturating_sub(1)
     }
 
-    /// Model use summed over every step and experience-summary record of the file: calls,
+    /// Model use summed over every step, experience-summary and knowledge-rerank record of
+    /// the file: calls,
     /// prompt + completion tokens, cost.
     pub fn llm_totals(&self) -> (u64, u64, f64) {
         self.llm
