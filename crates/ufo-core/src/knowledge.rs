@@ -435,13 +435,12 @@ pub async fn retrieve(
             }
         }
     };
-    let mut done = Reranked::default();
-    let snippets = match rerank {
+    let (snippets, done) = match rerank {
         Some(r) => {
             let key = crate::rerank::query_key(query.text(), query.application.as_deref());
-            rerank_docs(r, &key, query.text(), snippets, &mut done).await
+            rerank_docs(r, &key, query.text(), snippets).await
         }
-        None => snippets,
+        None => (snippets, RerankOutcome::default()),
     };
     let mut per_kind = [0usize; 4];
     let kept: Vec<Snippet> = snippets
@@ -485,24 +484,29 @@ pub fn note_found(
 }
 
 /// What the second stage did for one query.
-#[derive(Default)]
-struct Reranked {
-    reranked: bool,
-    warning: Option<String>,
-    call: Option<crate::rerank::RerankCall>,
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct RerankOutcome {
+    /// Whether the docs are in the order the model gave.
+    pub reranked: bool,
+    /// Why they kept the store's order, when a call was made and failed.
+    pub warning: Option<String>,
+    /// The call made, if one was (none when the query's order was remembered, the memo is
+    /// closed, or there was less than two docs to order).
+    pub call: Option<crate::rerank::RerankCall>,
 }
 
-/// `snippets` with their docs in the order the session's model gives for `text`: asked once
-/// per distinct query (`key`), its answer remembered for later steps with the same query. A
-/// failed call, an unusable answer, or a closed memo keep the store's order; every outcome
-/// keeps every snippet (the order is a permutation of the candidates).
-async fn rerank_docs(
+/// `snippets` with their docs (the first [`RERANK_CANDIDATES`](crate::rerank::RERANK_CANDIDATES))
+/// in the order `r.model` gives for `text`: asked once per distinct query (`key`), its answer
+/// remembered for later steps with the same query. A failed call, an unusable answer, or a
+/// closed memo keep the store's order; every outcome keeps every snippet (the order is a
+/// permutation of the candidates), and the other kinds keep their places.
+pub async fn rerank_docs(
     r: Reranker<'_>,
     key: &str,
     text: &str,
     snippets: Vec<Snippet>,
-    done: &mut Reranked,
-) -> Vec<Snippet> {
+) -> (Vec<Snippet>, RerankOutcome) {
+    let mut done = RerankOutcome::default();
     use crate::rerank::{merge_order, Recall, RERANK_CANDIDATES};
     let mut docs: Vec<Snippet> = Vec::new();
     let mut others: Vec<(usize, Snippet)> = Vec::new();
@@ -552,7 +556,7 @@ async fn rerank_docs(
             None => out.extend(docs.next()),
         }
     }
-    out
+    (out, done)
 }
 
 /// Whether a call's error says the model gave no answer at all (rather than a bad one).
