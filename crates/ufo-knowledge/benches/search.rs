@@ -26,7 +26,7 @@ use ufo_knowledge::embed::Encoder;
 use ufo_knowledge::query;
 use ufo_knowledge::store::{Hit, Ranking, SearchRequest, Store};
 
-#[allow(dead_code, clippy::unwrap_used)]
+#[allow(clippy::unwrap_used)]
 #[path = "../../ufo/tests/common/llama.rs"]
 mod llama;
 
@@ -397,7 +397,8 @@ fn rerank_row(spec: &str, store: &Store, cases: &[Case], lo_lang: &Path, gimp_la
                     tokens += call.llm.prompt_tokens + call.llm.completion_tokens;
                     failed += usize::from(call.error.is_some());
                 }
-                moved += usize::from(ordered.first().map(|s| &s.id) != snippets.first().map(|s| &s.id));
+                moved +=
+                    usize::from(ordered.first().map(|s| &s.id) != snippets.first().map(|s| &s.id));
                 ordered
             }
             Err(_) => {
