@@ -230,7 +230,7 @@ pub fn merge_order<T>(candidates: Vec<T>, named: &[usize]) -> Vec<T> {
 /// What the session remembers of its rerank calls: each distinct query's outcome, how many
 /// calls were made, and whether the model failed to answer (a timeout or a provider error: no
 /// more calls in this session). Shared by the agents through
-/// [`KnowledgeAccess`](crate::knowledge::KnowledgeAccess).
+/// [`KnowledgeAccess`](crate::lookup::KnowledgeAccess).
 #[derive(Debug, Default)]
 pub struct RerankMemo {
     state: Mutex<MemoState>,

@@ -12,6 +12,9 @@
 //! does with `[knowledge] rerank = "model"` (one call a request, bounded), and its hit@1/3,
 //! MRR and call times are reported; `UFO_BENCH_RERANK=llama` starts the tests' llama.cpp
 //! server with SmolLM2-135M (scripts/test-deps.sh install_llama) and asks it.
+//! `UFO_BENCH_RERANK_EVERY=K`: only every K-th request (a call takes 6-36 s with SmolLM2 on a
+//! loaded 2-core machine); `UFO_BENCH_RERANK_TIMEOUT_S`: the call's bound (default a session's,
+//! 20 s), so that a slow server's order is measured rather than its timeouts.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -330,7 +333,8 @@ fn main() {
 /// The fused top 10 of each case ordered by the model `spec` (or the tests' llama.cpp server
 /// with `llama`), one call each as a session makes it: the row of its scores and call times.
 fn rerank_row(spec: &str, store: &Store, cases: &[Case], lo_lang: &Path, gimp_lang: &Path) {
-    use ufo_core::knowledge::{rerank_docs, Reranker, Snippet};
+    use ufo_core::knowledge::Snippet;
+    use ufo_core::lookup::{rerank_docs, Reranker};
     use ufo_core::rerank::{query_key, RerankMemo, RERANK_TIMEOUT};
     let mut server = None;
     let (spec, opts) = match spec {
@@ -353,10 +357,20 @@ fn rerank_row(spec: &str, store: &Store, cases: &[Case], lo_lang: &Path, gimp_la
         .enable_all()
         .build()
         .expect("runtime");
-    let mut score = Score::default();
+    let every: usize = std::env::var("UFO_BENCH_RERANK_EVERY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let timeout = std::env::var("UFO_BENCH_RERANK_TIMEOUT_S")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(RERANK_TIMEOUT, Duration::from_secs);
+    let (mut score, mut fused) = (Score::default(), Score::default());
     let mut times = Vec::new();
     let (mut failed, mut moved, mut tokens) = (0, 0, 0u64);
-    for c in cases {
+    let cases: Vec<&Case> = cases.iter().step_by(every).collect();
+    for c in &cases {
         let relevant = relevant_of(c, lo_lang, gimp_lang);
         let req = SearchRequest {
             text: c.request.clone(),
@@ -384,11 +398,7 @@ fn rerank_row(spec: &str, store: &Store, cases: &[Case], lo_lang: &Path, gimp_la
         let key = query_key(&c.request, Some(&c.app));
         let t = Instant::now();
         let ordered = runtime.block_on(async {
-            tokio::time::timeout(
-                RERANK_TIMEOUT,
-                rerank_docs(r, &key, &c.request, snippets.clone()),
-            )
-            .await
+            tokio::time::timeout(timeout, rerank_docs(r, &key, &c.request, snippets.clone())).await
         });
         times.push(t.elapsed());
         let ordered = match ordered {
@@ -408,7 +418,16 @@ fn rerank_row(spec: &str, store: &Store, cases: &[Case], lo_lang: &Path, gimp_la
         };
         let found: Vec<String> = ordered.iter().map(|s| s.location.clone()).collect();
         score.add(first_relevant(&found, &relevant));
+        let before: Vec<String> = hits.iter().map(|h| h.location.clone()).collect();
+        fused.add(first_relevant(&before, &relevant));
     }
+    println!(
+        "| Fused, the same {} requests | {:.2} | {:.2} | {:.2} | | |",
+        cases.len(),
+        fused.hit1(),
+        fused.hit3(),
+        fused.mrr()
+    );
     times.sort();
     println!(
         "| Fused + rerank by {spec} | {:.2} | {:.2} | {:.2} | {:.0} ms a call | {:.0} ms |",

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use ufo_core::knowledge::Reranker;
+use ufo_core::lookup::Reranker;
 use ufo_core::rerank::{RerankMemo, RerankMode, RERANK_TIMEOUT};
 use ufo_core::{
     ChatRequest, ChatResponse, Knowledge, KnowledgeAccess, KnowledgeError, KnowledgeKind,

@@ -765,14 +765,14 @@ impl AppStep<'_, '_> {
         } else {
             &window.process
         };
-        let found = crate::knowledge::retrieve(
+        let found = crate::lookup::retrieve(
             svc.knowledge,
             &self.cx.request,
             Some(&self.agent.log.subtask),
             Some(application),
         )
         .await;
-        crate::knowledge::note_found(&found, &mut self.report, &mut *self.cx);
+        self.cx.note_knowledge(&found, &mut self.report);
         let ctx = json!({
             "subtask": self.agent.log.subtask,
             "messages": self.agent.log.messages,

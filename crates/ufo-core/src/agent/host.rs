@@ -816,8 +816,8 @@ impl HostStep<'_, '_> {
                 self.host.plan.len() - PLAN_ITEMS
             ));
         }
-        let found = crate::knowledge::retrieve(svc.knowledge, &self.cx.request, None, None).await;
-        crate::knowledge::note_found(&found, &mut self.report, &mut *self.cx);
+        let found = crate::lookup::retrieve(svc.knowledge, &self.cx.request, None, None).await;
+        self.cx.note_knowledge(&found, &mut self.report);
         let history = &self.cx.previous_subtasks;
         let ctx = json!({
             "request": self.cx.request,

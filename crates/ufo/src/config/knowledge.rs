@@ -191,14 +191,8 @@ impl KnowledgeSettings {
                 .or_else(|| section.summary_model.clone())
                 .map(|m| m.trim().to_string())
                 .filter(|m| !m.is_empty()),
-            rerank: RerankMode::Off,
+            rerank: rerank_of(section, env)?,
         };
-        if let Some(v) = &section.rerank {
-            s.rerank = rerank_mode("[knowledge] rerank", v)?;
-        }
-        if let Some(v) = env("UFO_KNOWLEDGE_RERANK").filter(|v| !v.trim().is_empty()) {
-            s.rerank = rerank_mode("UFO_KNOWLEDGE_RERANK", &v)?;
-        }
         if let Some(v) = env("UFO_KNOWLEDGE_WEB_SEARCH_URL") {
             s.web_search_url = Some(v).filter(|u| !u.is_empty());
         }
@@ -284,6 +278,21 @@ fn embeddings(
         bail!("the embeddings endpoint {url:?} is not an http(s) URL; set [knowledge] embeddings_url to one like http://127.0.0.1:11434/v1");
     }
     Ok(Some(EmbeddingsSettings { url, model, key }))
+}
+
+/// `UFO_KNOWLEDGE_RERANK`, else the section's `rerank`, else off.
+fn rerank_of(
+    section: &KnowledgeSection,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<RerankMode> {
+    match (
+        env("UFO_KNOWLEDGE_RERANK").filter(|v| !v.trim().is_empty()),
+        &section.rerank,
+    ) {
+        (Some(v), _) => rerank_mode("UFO_KNOWLEDGE_RERANK", &v),
+        (None, Some(v)) => rerank_mode("[knowledge] rerank", v),
+        (None, None) => Ok(RerankMode::Off),
+    }
 }
 
 /// The rerank mode `v` of the setting `name`; anything else is an error naming both and the
