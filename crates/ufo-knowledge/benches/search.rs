@@ -337,11 +337,12 @@ fn rerank_row(spec: &str, store: &Store, cases: &[Case], lo_lang: &Path, gimp_la
     use ufo_core::lookup::{rerank_docs, Reranker};
     use ufo_core::rerank::{query_key, RerankMemo, RERANK_TIMEOUT};
     let mut server = None;
+    // the server's log, removed with the server
+    let logs = tempfile::tempdir().expect("temp dir");
     let (spec, opts) = match spec {
         "llama" => {
             let inst = llama::installed().expect("install_llama (scripts/test-deps.sh) first");
-            let dir = tempfile::tempdir().expect("temp dir").keep();
-            let s = llama::LlamaServer::start(&inst, &dir);
+            let s = llama::LlamaServer::start(&inst, logs.path());
             let base = s.base_url();
             server = Some(s);
             let opts = ufo_llm::LlmOptions {
@@ -442,6 +443,7 @@ fn rerank_row(spec: &str, store: &Store, cases: &[Case], lo_lang: &Path, gimp_la
         cases.len()
     );
     drop(server);
+    drop(logs);
 }
 
 fn relevant_of(c: &Case, lo_lang: &Path, gimp_lang: &Path) -> Vec<String> {
