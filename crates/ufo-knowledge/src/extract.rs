@@ -286,7 +286,11 @@ impl HtmlReader {
             return; // the <title> is not body text
         }
         if self.in_access && self.mac == 0 {
-            if let Some(a) = self.access.as_mut().filter(|a| a.len() < MAX_TITLE_CHARS * 4) {
+            if let Some(a) = self
+                .access
+                .as_mut()
+                .filter(|a| a.len() < MAX_TITLE_CHARS * 4)
+            {
                 a.push_str(&t);
             }
         }
@@ -433,11 +437,11 @@ fn first_access_path(block: &str) -> Option<String> {
 /// The dialog (its menu path) a page titled by one of its tabs or sections belongs to:
 /// `title` "General" and `path` "Open a text document, choose Tools - Options - LibreOffice
 /// Writer - General" give "Tools - Options - LibreOffice Writer"; "Font Effects" and "Choose
-/// Format - Character - Font Effects tab" give "Format - Character"; "Page" and "Choose Slide
-/// - Slide Properties and then click the Page tab" give "Slide - Slide Properties". `None`
-/// when the path does not end at the title or has nothing before it (a command such as
-/// "Insert - Duplicate Slide" is named by its title already: it gets a qualifier only when
-/// the path goes through a dialog, at least two steps before the title).
+/// Format - Character - Font Effects tab" give "Format - Character"; "Page" and "Choose
+/// Slide - Slide Properties and then click the Page tab" give "Slide - Slide Properties".
+/// `None` when the path does not end at the title or has nothing before it: a command such
+/// as "Insert - Duplicate Slide" is named by its title already, so a path gets a qualifier
+/// only when it goes through a dialog (a tab, or two steps before the title).
 fn dialog_of(title: &str, path: &str) -> Option<String> {
     let title = title.trim();
     if title.is_empty() {
@@ -450,7 +454,10 @@ fn dialog_of(title: &str, path: &str) -> Option<String> {
     let at = lower.rfind(&t)?;
     let after = lower[at + t.len()..].trim();
     let after = after.trim_start_matches(['.', ',', ' ']);
-    if !matches!(after, "" | "tab" | "tab page" | "page" | "label" | "section" | "area") {
+    if !matches!(
+        after,
+        "" | "tab" | "tab page" | "page" | "label" | "section" | "area"
+    ) {
         return None;
     }
     let mut before = path.get(..at)?;
@@ -459,9 +466,15 @@ fn dialog_of(title: &str, path: &str) -> Option<String> {
         before = &before[i + "choose ".len()..];
     }
     let before = before.trim();
-    let before = ["and then click the", "then click the", "and click the", "click the", "-"]
-        .iter()
-        .fold(before, |b, tail| b.strip_suffix(tail).unwrap_or(b).trim());
+    let before = [
+        "and then click the",
+        "then click the",
+        "and click the",
+        "click the",
+        "-",
+    ]
+    .iter()
+    .fold(before, |b, tail| b.strip_suffix(tail).unwrap_or(b).trim());
     let steps: Vec<&str> = before
         .split(" - ")
         .map(|s| s.trim().trim_end_matches(',').trim())
@@ -998,10 +1011,16 @@ mod tests {
     fn commands_and_pages_without_a_way_in_keep_their_title() {
         for (title, access) in [
             // a command is named by its title already
-            ("Duplicate Slide", "<p>Choose <span>Insert - Duplicate Slide</span></p>"),
+            (
+                "Duplicate Slide",
+                "<p>Choose <span>Insert - Duplicate Slide</span></p>",
+            ),
             // the path does not end at the title
             ("Columns", "<p>Choose Format - Columns - Settings.</p>"),
-            ("Options", "<p>Right-click a form control and choose its properties.</p>"),
+            (
+                "Options",
+                "<p>Right-click a form control and choose its properties.</p>",
+            ),
             ("Export", ""),
         ] {
             let p = extract(Format::Html, &tab_page(title, access), "x");
@@ -1031,16 +1050,25 @@ mod tests {
             Some("Data - Sort")
         );
         // a single menu before a tab is a dialog of its own
-        assert_eq!(dialog_of("Fonts", "Choose Character - Fonts tab").as_deref(), Some("Character"));
+        assert_eq!(
+            dialog_of("Fonts", "Choose Character - Fonts tab").as_deref(),
+            Some("Character")
+        );
         assert_eq!(dialog_of("Bold", "Choose Format - Bold"), None);
-        assert_eq!(dialog_of("Grid", "Choose View - Grid and Helplines - Display"), None);
+        assert_eq!(
+            dialog_of("Grid", "Choose View - Grid and Helplines - Display"),
+            None
+        );
         assert_eq!(dialog_of("", "Choose View - Grid"), None);
         // a sentence is not a menu path
         let sentence = "Open the document that you want to edit in the window and then \
                         choose the command - General";
         assert_eq!(dialog_of("General", sentence), None);
         // not ASCII: no panic, whatever the case folding does to lengths
-        assert_eq!(dialog_of("İ", "Choose Ⱥ - İİ - İ tab").as_deref(), Some("Ⱥ - İİ"));
+        assert_eq!(
+            dialog_of("İ", "Choose Ⱥ - İİ - İ tab").as_deref(),
+            Some("Ⱥ - İİ")
+        );
     }
 
     #[test]

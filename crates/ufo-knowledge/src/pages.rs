@@ -143,11 +143,7 @@ pub const MAX_KEYWORD_TEXTS: usize = 32;
 pub fn keyword_texts(p: &crate::extract::Page) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for entry in p.keywords.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        let max = std::env::var("UFO_X_ENTRIES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(MAX_KEYWORD_TEXTS);
-        if out.len() >= max {
+        if out.len() >= MAX_KEYWORD_TEXTS {
             break;
         }
         if !out.iter().any(|o| o == entry) {
