@@ -208,24 +208,8 @@ fn main() {
                     });
                     let mut s = Score::default();
                     for c in &cases {
-                        let relevant: Vec<String> = c
-                            .relevant
-                            .iter()
-                            .map(|r| resolve(r, &lo_lang, &gimp_lang).display().to_string())
-                            .collect();
-                        let req = SearchRequest {
-                            text: c.request.clone(),
-                            app: Some(c.app.clone()),
-                            kinds: vec![KnowledgeKind::Docs],
-                            top: 10,
-                        };
-                        let found: Vec<String> = store
-                            .search(&req)
-                            .expect("search")
-                            .into_iter()
-                            .map(|h| h.location)
-                            .collect();
-                        s.add(first_relevant(&found, &relevant));
+                        let relevant = relevant_of(c, &lo_lang, &gimp_lang);
+                        s.add(first_relevant(&found(&store, c, 10), &relevant));
                     }
                     println!(
                         "weights title {t} headings {h} keywords {k}: hit@3 {:.2} MRR@10 {:.2}",
@@ -429,21 +413,23 @@ fn deep_ranks(
 ) -> Vec<Option<usize>> {
     cases
         .iter()
-        .map(|c| {
-            let req = SearchRequest {
-                text: c.request.clone(),
-                app: Some(c.app.clone()),
-                kinds: vec![KnowledgeKind::Docs],
-                top: 50,
-            };
-            let found: Vec<String> = store
-                .search(&req)
-                .expect("search")
-                .into_iter()
-                .map(|h| h.location)
-                .collect();
-            first_relevant(&found, &relevant_of(c, lo_lang, gimp_lang))
-        })
+        .map(|c| first_relevant(&found(store, c, 50), &relevant_of(c, lo_lang, gimp_lang)))
+        .collect()
+}
+
+/// The locations the store finds for a case, best first, at most `top`.
+fn found(store: &Store, c: &Case, top: usize) -> Vec<String> {
+    let req = SearchRequest {
+        text: c.request.clone(),
+        app: Some(c.app.clone()),
+        kinds: vec![KnowledgeKind::Docs],
+        top,
+    };
+    store
+        .search(&req)
+        .expect("search")
+        .into_iter()
+        .map(|h| h.location)
         .collect()
 }
 

@@ -1037,38 +1037,34 @@ mod tests {
 
     #[test]
     fn dialog_names_come_from_menu_paths_only() {
-        assert_eq!(
-            dialog_of("Alignment", "Choose Format - Cells - Alignment tab").as_deref(),
-            Some("Format - Cells")
-        );
-        assert_eq!(
-            dialog_of("Hide", "Choose Format - Rows - Hide").as_deref(),
-            Some("Format - Rows")
-        );
-        assert_eq!(
-            dialog_of("Options", "Choose Data - Sort - Options tab").as_deref(),
-            Some("Data - Sort")
-        );
-        // a single menu before a tab is a dialog of its own
-        assert_eq!(
-            dialog_of("Fonts", "Choose Character - Fonts tab").as_deref(),
-            Some("Character")
-        );
-        assert_eq!(dialog_of("Bold", "Choose Format - Bold"), None);
-        assert_eq!(
-            dialog_of("Grid", "Choose View - Grid and Helplines - Display"),
-            None
-        );
-        assert_eq!(dialog_of("", "Choose View - Grid"), None);
-        // a sentence is not a menu path
-        let sentence = "Open the document that you want to edit in the window and then \
-                        choose the command - General";
-        assert_eq!(dialog_of("General", sentence), None);
-        // not ASCII: no panic, whatever the case folding does to lengths
-        assert_eq!(
-            dialog_of("İ", "Choose Ⱥ - İİ - İ tab").as_deref(),
-            Some("Ⱥ - İİ")
-        );
+        for (title, path, dialog) in [
+            (
+                "Alignment",
+                "Choose Format - Cells - Alignment tab",
+                Some("Format - Cells"),
+            ),
+            ("Hide", "Choose Format - Rows - Hide", Some("Format - Rows")),
+            (
+                "Options",
+                "Choose Data - Sort - Options tab",
+                Some("Data - Sort"),
+            ),
+            // a single menu before a tab is a dialog of its own; before a command, a menu
+            ("Fonts", "Choose Character - Fonts tab", Some("Character")),
+            ("Bold", "Choose Format - Bold", None),
+            ("Grid", "Choose View - Grid and Helplines - Display", None),
+            ("", "Choose View - Grid", None),
+            // a sentence is not a menu path
+            (
+                "Options",
+                "You set this when you open the document in the window of a program - Options tab",
+                None,
+            ),
+            // not ASCII: no panic, whatever case folding would do to lengths
+            ("İ", "Choose Ⱥ - İİ - İ tab", Some("Ⱥ - İİ")),
+        ] {
+            assert_eq!(dialog_of(title, path).as_deref(), dialog, "{title}: {path}");
+        }
     }
 
     #[test]
