@@ -221,24 +221,8 @@ fn main() {
                     });
                     let mut s = Score::default();
                     for c in &cases {
-                        let relevant: Vec<String> = c
-                            .relevant
-                            .iter()
-                            .map(|r| resolve(r, &lo_lang, &gimp_lang).display().to_string())
-                            .collect();
-                        let req = SearchRequest {
-                            text: c.request.clone(),
-                            app: Some(c.app.clone()),
-                            kinds: vec![KnowledgeKind::Docs],
-                            top: 10,
-                        };
-                        let found: Vec<String> = store
-                            .search(&req)
-                            .expect("search")
-                            .into_iter()
-                            .map(|h| h.location)
-                            .collect();
-                        s.add(first_relevant(&found, &relevant));
+                        let relevant = relevant_of(c, &lo_lang, &gimp_lang);
+                        s.add(first_relevant(&found(&store, c, 10), &relevant));
                     }
                     println!(
                         "weights title {t} headings {h} keywords {k}: hit@3 {:.2} MRR@10 {:.2}",
@@ -273,6 +257,15 @@ fn main() {
             store.set_ranking(*ranking);
             results.push((*ranking, evaluate(&store, cases, &lo_lang, &gimp_lang)));
         }
+        // UFO_BENCH_MISSES=1: where each ranking alone put a right page (in its top 50)
+        let mut deep: Vec<(Ranking, Vec<Option<usize>>)> = Vec::new();
+        if std::env::var_os("UFO_BENCH_MISSES").is_some() {
+            for ranking in rankings {
+                store.set_ranking(*ranking);
+                deep.push((*ranking, deep_ranks(&store, cases, &lo_lang, &gimp_lang)));
+            }
+        }
+        store.set_ranking(Ranking::Fused);
         println!("knowledge benchmark, {set} set ({} requests)", cases.len());
         println!(
             "index: {} pages ({} unreadable) in {:.1} s{}",
@@ -320,11 +313,26 @@ fn main() {
             store.set_ranking(Ranking::Fused);
             rerank_row(&spec.to_string_lossy(), &store, cases, &lo_lang, &gimp_lang);
         }
-        let misses = &results.last().expect("a ranking").1.misses;
+        // UFO_BENCH_MISSES=lexical (or dense): that ranking's misses instead of the fused one's
+        let of = std::env::var("UFO_BENCH_MISSES").unwrap_or_default();
+        let misses = &results
+            .iter()
+            .find(|(r, _)| format!("{r:?}").eq_ignore_ascii_case(&of))
+            .or(results.last())
+            .expect("a ranking")
+            .1
+            .misses;
         if !misses.is_empty() {
             println!("not in the top 3:");
-            for m in misses {
-                println!("{m}");
+            for (i, m) in misses {
+                let ranks: Vec<String> = deep
+                    .iter()
+                    .map(|(r, ranks)| format!("{r:?} {:?}", ranks[*i]))
+                    .collect();
+                match ranks.is_empty() {
+                    true => println!("{m}"),
+                    false => println!("{m}\n    top 50: {}", ranks.join(", ")),
+                }
             }
         }
     }
@@ -463,7 +471,8 @@ struct Evaluation {
     all: Score,
     per_app: HashMap<String, Score>,
     times: Vec<Duration>,
-    misses: Vec<String>,
+    /// The cases a right page was not in the top 3 of (index, what to print).
+    misses: Vec<(usize, String)>,
 }
 
 fn evaluate(store: &Store, cases: &[Case], lo_lang: &Path, gimp_lang: &Path) -> Evaluation {
@@ -473,7 +482,7 @@ fn evaluate(store: &Store, cases: &[Case], lo_lang: &Path, gimp_lang: &Path) -> 
         times: Vec::new(),
         misses: Vec::new(),
     };
-    for c in cases {
+    for (i, c) in cases.iter().enumerate() {
         let relevant = relevant_of(c, lo_lang, gimp_lang);
         let req = SearchRequest {
             text: c.request.clone(),
@@ -522,10 +531,39 @@ fn evaluate(store: &Store, cases: &[Case], lo_lang: &Path, gimp_lang: &Path) -> 
                         .collect::<Vec<_>>()
                 ));
             }
-            e.misses.push(m);
+            e.misses.push((i, m));
         }
     }
     e
+}
+
+/// The rank of the first right page of each case among the store's top 50.
+fn deep_ranks(
+    store: &Store,
+    cases: &[Case],
+    lo_lang: &Path,
+    gimp_lang: &Path,
+) -> Vec<Option<usize>> {
+    cases
+        .iter()
+        .map(|c| first_relevant(&found(store, c, 50), &relevant_of(c, lo_lang, gimp_lang)))
+        .collect()
+}
+
+/// The locations the store finds for a case, best first, at most `top`.
+fn found(store: &Store, c: &Case, top: usize) -> Vec<String> {
+    let req = SearchRequest {
+        text: c.request.clone(),
+        app: Some(c.app.clone()),
+        kinds: vec![KnowledgeKind::Docs],
+        top,
+    };
+    store
+        .search(&req)
+        .expect("search")
+        .into_iter()
+        .map(|h| h.location)
+        .collect()
 }
 
 /// A page's kind as its place in the help tells it (for reading the misses).

@@ -172,8 +172,14 @@ fn skipped_block(tag: &tl::HTMLTag<'_>) -> bool {
 enum Walk {
     /// Visit a node at a depth.
     Enter(tl::NodeHandle, usize),
-    /// Leave an element: close a heading or a title, separate words.
-    Leave { heading: bool, title: bool },
+    /// Leave an element: close a heading, a title or a "To access this command" block, or
+    /// the Mac-only text in it; separate words.
+    Leave {
+        heading: bool,
+        title: bool,
+        access: bool,
+        mac: bool,
+    },
 }
 
 /// Title, headings, index keywords and visible text of an HTML page.
@@ -197,7 +203,12 @@ pub fn html(text: &str) -> Page {
     };
     while let Some(step) = reader.stack.pop() {
         match step {
-            Walk::Leave { heading, title } => reader.leave(heading, title),
+            Walk::Leave {
+                heading,
+                title,
+                access,
+                mac,
+            } => reader.leave(heading, title, access, mac),
             Walk::Enter(handle, depth) => match handle.get(parser) {
                 Some(tl::Node::Raw(raw)) => reader.text(&raw.as_utf8_str()),
                 Some(tl::Node::Tag(tag)) => reader.enter(tag, depth),
@@ -252,6 +263,14 @@ struct HtmlReader {
     up: Option<String>,
     /// The title of the manual's first page (`<link rel="home" title=…>`).
     home: Option<String>,
+    /// The text of LibreOffice's "To access this command…" block (`howtogetbody`), its
+    /// paragraphs one a line, while and after it is read (the first one only).
+    access: Option<String>,
+    /// Whether the access block is being read.
+    in_access: bool,
+    /// How many Mac-only elements (`class="MAC"`: "LibreOffice - Preferences" beside
+    /// "Tools - Options") the walk is inside.
+    mac: usize,
 }
 
 impl HtmlReader {
@@ -265,6 +284,15 @@ impl HtmlReader {
         if let Some(h) = self.title.as_mut() {
             h.push_str(&t);
             return; // the <title> is not body text
+        }
+        if self.in_access && self.mac == 0 {
+            if let Some(a) = self
+                .access
+                .as_mut()
+                .filter(|a| a.len() < MAX_TITLE_CHARS * 4)
+            {
+                a.push_str(&t);
+            }
         }
         if self.page.body.len() < MAX_BODY_CHARS * 4 {
             self.page.body.push_str(&t);
@@ -296,6 +324,25 @@ impl HtmlReader {
         }
         let is_heading = matches!(name.as_str(), "h1" | "h2" | "h3" | "h4" | "h5" | "h6");
         let is_title = name == "title" && self.title.is_none();
+        let has_class = |c: &str| {
+            tag.attributes()
+                .class_iter()
+                .is_some_and(|mut it| it.any(|k| k == c))
+        };
+        let is_access = self.access.is_none() && has_class("howtogetbody");
+        if is_access {
+            self.access = Some(String::new());
+            self.in_access = true;
+        }
+        let is_mac = has_class("MAC");
+        if is_mac {
+            self.mac += 1;
+        }
+        if self.in_access && block_tag(&name) {
+            if let Some(a) = self.access.as_mut() {
+                a.push('\n');
+            }
+        }
         if is_heading && self.heading.is_none() {
             self.heading = Some(String::new());
         }
@@ -308,6 +355,8 @@ impl HtmlReader {
         self.stack.push(Walk::Leave {
             heading: is_heading,
             title: is_title,
+            access: is_access,
+            mac: is_mac,
         });
         for child in tag.children().top().as_slice().iter().rev() {
             self.stack.push(Walk::Enter(*child, depth + 1));
@@ -315,7 +364,18 @@ impl HtmlReader {
     }
 
     /// Leaving an element: a heading or the title it opened is complete; words are separated.
-    fn leave(&mut self, heading: bool, title: bool) {
+    fn leave(&mut self, heading: bool, title: bool, access: bool, mac: bool) {
+        if access {
+            self.in_access = false;
+        }
+        if mac {
+            self.mac = self.mac.saturating_sub(1);
+        }
+        if self.in_access {
+            if let Some(a) = self.access.as_mut() {
+                a.push(' ');
+            }
+        }
         if heading {
             if let Some(text) = self.heading.take() {
                 let text = strip_numbering(&collapse(&text));
@@ -335,7 +395,11 @@ impl HtmlReader {
     }
 
     /// The page, with its keywords and headings one per line; the section it is part of
-    /// (its `<link rel="up">`, unless that is the whole manual) is its first heading.
+    /// (its `<link rel="up">`, unless that is the whole manual) is its first heading. A
+    /// LibreOffice page titled by a tab of a dialog or an entry of a submenu ("General",
+    /// "Options", "Page", "Hide") gets the menu path of its dialog after its title ("Page
+    /// (Slide - Slide Properties)", [`dialog_of`]): 13 pages are titled "General" and 12
+    /// "Options", and neither the lexical nor the model's ranking could tell which is which.
     fn finish(mut self) -> Page {
         self.keywords.dedup();
         self.page.keywords = self.keywords.join("\n");
@@ -346,8 +410,85 @@ impl HtmlReader {
             }
         }
         self.page.headings = self.headings.join("\n");
+        if let Some(dialog) = self
+            .access
+            .as_deref()
+            .and_then(first_access_path)
+            .and_then(|path| dialog_of(&self.page.title, &path))
+        {
+            self.page.title = format!("{} ({dialog})", self.page.title.trim());
+        }
         self.page
     }
+}
+
+/// The first way to a LibreOffice command its "To access this command…" block gives
+/// ("Choose Format - Character - Font Effects tab"): its first line, to its first full stop.
+fn first_access_path(block: &str) -> Option<String> {
+    let line = block
+        .lines()
+        .map(collapse)
+        .find(|l| !l.is_empty() && l.contains(" - "))?;
+    let end = line.find(". ").unwrap_or(line.len());
+    let path = line[..end].trim_end_matches(['.', ' ']).to_string();
+    (!path.is_empty()).then(|| clip(&path, MAX_TITLE_CHARS))
+}
+
+/// The dialog (its menu path) a page titled by one of its tabs or sections belongs to:
+/// `title` "General" and `path` "Open a text document, choose Tools - Options - LibreOffice
+/// Writer - General" give "Tools - Options - LibreOffice Writer"; "Font Effects" and "Choose
+/// Format - Character - Font Effects tab" give "Format - Character"; "Page" and "Choose
+/// Slide - Slide Properties and then click the Page tab" give "Slide - Slide Properties".
+/// `None` when the path does not end at the title or has nothing before it: a command such
+/// as "Insert - Duplicate Slide" is named by its title already, so a path gets a qualifier
+/// only when it goes through a dialog (a tab, or two steps before the title).
+fn dialog_of(title: &str, path: &str) -> Option<String> {
+    let title = title.trim();
+    if title.is_empty() {
+        return None;
+    }
+    // ASCII case folding keeps every byte where it was
+    let lower = path.to_ascii_lowercase();
+    let t = title.to_ascii_lowercase();
+    // where the path names the title: at its end, before a word such as "tab"
+    let at = lower.rfind(&t)?;
+    let after = lower[at + t.len()..].trim();
+    let after = after.trim_start_matches(['.', ',', ' ']);
+    if !matches!(
+        after,
+        "" | "tab" | "tab page" | "page" | "label" | "section" | "area"
+    ) {
+        return None;
+    }
+    let mut before = path.get(..at)?;
+    // from the last "choose" on ("Open a text document, choose …")
+    if let Some(i) = before.to_ascii_lowercase().rfind("choose ") {
+        before = &before[i + "choose ".len()..];
+    }
+    let before = before.trim();
+    let before = [
+        "and then click the",
+        "then click the",
+        "and click the",
+        "click the",
+        "-",
+    ]
+    .iter()
+    .fold(before, |b, tail| b.strip_suffix(tail).unwrap_or(b).trim());
+    let steps: Vec<&str> = before
+        .split(" - ")
+        .map(|s| s.trim().trim_end_matches(',').trim())
+        .filter(|s| !s.is_empty())
+        .collect();
+    // one step is a menu (the title is its command); two are a menu and a dialog
+    let tabbed = after.starts_with("tab") || after == "label";
+    if steps.is_empty() || (steps.len() < 2 && !tabbed) {
+        return None;
+    }
+    if steps.iter().any(|s| s.chars().count() > 40) {
+        return None; // a sentence, not a menu path
+    }
+    Some(steps.join(" - "))
 }
 
 /// The index keywords a `<meta>` carries (`name="keywords"` or LibreOffice's
@@ -815,6 +956,114 @@ mod tests {
         ] {
             assert!(!p.body.contains(chrome), "{chrome} in {}", p.body);
             assert!(!p.headings.contains(chrome));
+        }
+    }
+
+    /// A LibreOffice page titled by its dialog's tab, with its "To access this command…"
+    /// block as the help writes it (`access`: the block's paragraphs).
+    fn tab_page(title: &str, access: &str) -> String {
+        format!(
+            "<!DOCTYPE html><html><head><title>{title}</title></head><body>\
+             <div id=\"DisplayArea\"><h1>{title}</h1><p>Defines the settings.</p>\
+             <a name=\"howtoget\"></a><div class=\"howtoget\"><div><p class=\"howtogetheader\">\
+             To access this command...</p></div><div class=\"howtogetbody\">{access}</div></div>\
+             <h2>Update</h2><p>Choose Edit - Other - Thing tab.</p></div></body></html>"
+        )
+    }
+
+    #[test]
+    fn a_page_titled_by_a_tab_is_named_with_its_dialog() {
+        let general = tab_page(
+            "General",
+            "<div class=\"embedded\"><p class=\"embedded\">Open a text document, choose \
+             <span class=\"switchinline\"><span hidden=\"true\" class=\"MAC\">\
+             <span class=\"emph\">LibreOffice - Preferences</span></span><span hidden=\"true\">\
+             <span class=\"emph\">Tools - Options</span></span></span>\
+             <span class=\"emph\"> - LibreOffice Writer - General</span>.</p></div>",
+        );
+        let p = extract(Format::Html, &general, "x");
+        assert_eq!(p.title, "General (Tools - Options - LibreOffice Writer)");
+        // the body is as before: the Mac's menu too
+        assert!(p.body.contains("LibreOffice - Preferences"), "{}", p.body);
+        let page = tab_page(
+            "Page",
+            "<div class=\"embedded\"><p class=\"embedded\">Choose <span class=\"menuitem\">\
+             Slide - Slide Properties</span> and then click the <span class=\"emph\">Page</span> \
+             tab\n</p></div>",
+        );
+        assert_eq!(
+            extract(Format::Html, &page, "x").title,
+            "Page (Slide - Slide Properties)"
+        );
+        // the first way in is the one named; others follow on their own lines
+        let font = tab_page(
+            "Font Effects",
+            "<p>Choose <span>Format - Character - Font Effects</span> tab.</p>\
+             <p>Choose View - Styles - Modify - Font Effects tab.</p>",
+        );
+        assert_eq!(
+            extract(Format::Html, &font, "x").title,
+            "Font Effects (Format - Character)"
+        );
+    }
+
+    #[test]
+    fn commands_and_pages_without_a_way_in_keep_their_title() {
+        for (title, access) in [
+            // a command is named by its title already
+            (
+                "Duplicate Slide",
+                "<p>Choose <span>Insert - Duplicate Slide</span></p>",
+            ),
+            // the path does not end at the title
+            ("Columns", "<p>Choose Format - Columns - Settings.</p>"),
+            (
+                "Options",
+                "<p>Right-click a form control and choose its properties.</p>",
+            ),
+            ("Export", ""),
+        ] {
+            let p = extract(Format::Html, &tab_page(title, access), "x");
+            assert_eq!(p.title, title, "{access}");
+        }
+        // a page without the block: nothing to name it by, a later path is no way in
+        let p = extract(
+            Format::Html,
+            "<html><title>Thing</title><body><p>Choose Edit - Other - Thing tab.</p></body></html>",
+            "x",
+        );
+        assert_eq!(p.title, "Thing");
+    }
+
+    #[test]
+    fn dialog_names_come_from_menu_paths_only() {
+        for (title, path, dialog) in [
+            (
+                "Alignment",
+                "Choose Format - Cells - Alignment tab",
+                Some("Format - Cells"),
+            ),
+            ("Hide", "Choose Format - Rows - Hide", Some("Format - Rows")),
+            (
+                "Options",
+                "Choose Data - Sort - Options tab",
+                Some("Data - Sort"),
+            ),
+            // a single menu before a tab is a dialog of its own; before a command, a menu
+            ("Fonts", "Choose Character - Fonts tab", Some("Character")),
+            ("Bold", "Choose Format - Bold", None),
+            ("Grid", "Choose View - Grid and Helplines - Display", None),
+            ("", "Choose View - Grid", None),
+            // a sentence is not a menu path
+            (
+                "Options",
+                "You set this when you open the document in the window of a program - Options tab",
+                None,
+            ),
+            // not ASCII: no panic, whatever case folding would do to lengths
+            ("İ", "Choose Ⱥ - İİ - İ tab", Some("Ⱥ - İİ")),
+        ] {
+            assert_eq!(dialog_of(title, path).as_deref(), dialog, "{title}: {path}");
         }
     }
 

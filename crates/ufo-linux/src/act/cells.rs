@@ -252,11 +252,7 @@ impl Actor<'_> {
                 .ok()
         };
         let (active, states, children) = tokio::join!(active, states, children);
-        let doc_now = match children {
-            Some(1) => DocNow::Sheet,
-            Some(_) => self.document_beside(&sheet.bus, &doc).await,
-            None => DocNow::Other,
-        };
+        let doc_now = self.document_now(&sheet.bus, &doc, children).await;
         reach_for(active == Some(xid), states, doc_now)
     }
 
@@ -285,16 +281,22 @@ impl Actor<'_> {
             let count = self
                 .bus
                 .prop::<i32>(&sheet.bus, &doc, ACC, "ChildCount")
-                .await;
-            let now = match count {
-                Ok(1) => DocNow::Sheet,
-                Ok(_) => self.document_beside(&sheet.bus, &doc).await,
-                Err(_) => DocNow::Other,
-            };
-            if now != DocNow::Editing {
+                .await
+                .ok();
+            if self.document_now(&sheet.bus, &doc, count).await != DocNow::Editing {
                 return;
             }
             tokio::time::sleep(SHOWN_POLL).await;
+        }
+    }
+
+    /// What a sheet's document `doc` holds, from its child count (`None`: unread): the
+    /// sheet alone when it has one child, else what [`Self::document_beside`] finds.
+    async fn document_now(&self, bus: &str, doc: &str, children: Option<i32>) -> DocNow {
+        match children {
+            Some(1) => DocNow::Sheet,
+            Some(_) => self.document_beside(bus, doc).await,
+            None => DocNow::Other,
         }
     }
 

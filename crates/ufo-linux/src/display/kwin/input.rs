@@ -35,7 +35,7 @@ use wayland_protocols_wlr::data_control::v1::client::{
 use super::layout::{code, Piece};
 use crate::display::choice::{compositor_of, Compositor};
 use crate::display::kwin_grant::{self, FAKE_INPUT};
-use crate::display::wl_client::{Common, KeepsOutputSize};
+use crate::display::wl_client::{self, wl_err, Common, KeepsOutputSize};
 use crate::error::cause;
 use crate::LinuxError;
 
@@ -104,13 +104,6 @@ pub(crate) struct Input {
     screencast: Option<ZkdeScreencastUnstableV1>,
     /// The windows' streams asked for, oldest first (KWin closes a window's when it closes).
     streams: VecDeque<ZkdeScreencastStreamUnstableV1>,
-}
-
-fn wl_err(what: &str) -> impl Fn(wayland_client::backend::WaylandError) -> LinuxError + '_ {
-    move |e| LinuxError::Wayland {
-        what: what.to_string(),
-        source: Box::new(e),
-    }
 }
 
 /// The error when KWin offers no fake input: the grant is missing.
@@ -313,13 +306,7 @@ impl Input {
     }
 
     fn dispatch(&mut self, what: &str) -> Result<(), LinuxError> {
-        self.queue
-            .dispatch_pending(&mut self.state)
-            .map(|_| ())
-            .map_err(|e| LinuxError::Wayland {
-                what: what.to_string(),
-                source: Box::new(e),
-            })
+        wl_client::dispatch(&mut self.queue, &mut self.state, what)
     }
 
     /// Handle events until `done` holds, waiting at most until `deadline`.
@@ -329,49 +316,14 @@ impl Input {
         deadline: Instant,
         done: impl Fn(&State) -> bool,
     ) -> Result<(), LinuxError> {
-        loop {
-            self.dispatch(what)?;
-            if done(&self.state) {
-                return Ok(());
-            }
-            self.conn.flush().map_err(wl_err(what))?;
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(LinuxError::Timeout {
-                    what: format!("KWin ({what})"),
-                    ms: EXCHANGE.as_millis() as u64,
-                });
-            }
-            let Some(guard) = self.queue.prepare_read() else {
-                continue;
-            };
-            let left = deadline - now;
-            let timeout = rustix::event::Timespec {
-                tv_sec: left.as_secs() as _,
-                tv_nsec: left.subsec_nanos() as _,
-            };
-            let fd = guard.connection_fd();
-            let mut fds = [rustix::event::PollFd::new(
-                &fd,
-                rustix::event::PollFlags::IN | rustix::event::PollFlags::ERR,
-            )];
-            match rustix::event::poll(&mut fds, Some(&timeout)) {
-                Ok(0) | Err(rustix::io::Errno::INTR) => continue,
-                Ok(_) => {}
-                Err(e) => {
-                    return Err(LinuxError::Wayland {
-                        what: what.to_string(),
-                        source: Box::new(std::io::Error::from(e)),
-                    })
-                }
-            }
-            match guard.read() {
-                Ok(_) => {}
-                Err(wayland_client::backend::WaylandError::Io(e))
-                    if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => return Err(wl_err(what)(e)),
-            }
-        }
+        wl_client::dispatch_until(
+            &self.conn,
+            &mut self.queue,
+            &mut self.state,
+            ("KWin", what),
+            deadline,
+            done,
+        )
     }
 
     /// A round trip: returns once KWin has handled every request sent so far.

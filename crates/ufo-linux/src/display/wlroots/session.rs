@@ -50,7 +50,7 @@ use super::sway::Ipc;
 use super::watch::{Damage, Watch, WatchFrame};
 use crate::display::choice::{compositor_of, Compositor};
 use crate::display::keys::KeyStep;
-use crate::display::wl_client::{Common, KeepsOutputSize};
+use crate::display::wl_client::{self, wl_err, Common, KeepsOutputSize};
 use crate::display::WinId;
 use crate::error::cause;
 use crate::LinuxError;
@@ -67,13 +67,6 @@ const KEYMAP_XKB_V1: u32 = 1;
 const BTN_LEFT: u32 = 0x110;
 const BTN_RIGHT: u32 = 0x111;
 const BTN_MIDDLE: u32 = 0x112;
-
-fn wl_err(what: &str) -> impl Fn(wayland_client::backend::WaylandError) -> LinuxError + '_ {
-    move |e| LinuxError::Wayland {
-        what: what.to_string(),
-        source: Box::new(e),
-    }
-}
 
 /// A toplevel as the compositor last described it.
 #[derive(Debug, Clone)]
@@ -289,13 +282,7 @@ impl Session {
 
     /// Handle the events already read.
     fn dispatch(&mut self, what: &str) -> Result<(), LinuxError> {
-        self.queue
-            .dispatch_pending(&mut self.state)
-            .map(|_| ())
-            .map_err(|e| LinuxError::Wayland {
-                what: what.to_string(),
-                source: Box::new(e),
-            })
+        wl_client::dispatch(&mut self.queue, &mut self.state, what)
     }
 
     /// Handle events until `done` holds, waiting at most until `deadline`.
@@ -305,44 +292,14 @@ impl Session {
         deadline: Instant,
         done: impl Fn(&State) -> bool,
     ) -> Result<(), LinuxError> {
-        loop {
-            self.dispatch(what)?;
-            if done(&self.state) {
-                return Ok(());
-            }
-            self.conn.flush().map_err(wl_err(what))?;
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(LinuxError::Timeout {
-                    what: format!("the Wayland compositor ({what})"),
-                    ms: EXCHANGE.as_millis() as u64,
-                });
-            }
-            let Some(guard) = self.queue.prepare_read() else {
-                continue;
-            };
-            let left = deadline - now;
-            let timeout = rustix::event::Timespec {
-                tv_sec: left.as_secs() as _,
-                tv_nsec: left.subsec_nanos() as _,
-            };
-            let fd = guard.connection_fd();
-            let mut fds = [rustix::event::PollFd::new(
-                &fd,
-                rustix::event::PollFlags::IN | rustix::event::PollFlags::ERR,
-            )];
-            match rustix::event::poll(&mut fds, Some(&timeout)) {
-                Ok(0) | Err(rustix::io::Errno::INTR) => continue,
-                Ok(_) => {}
-                Err(e) => return Err(io_err(what)(e.into())),
-            }
-            match guard.read() {
-                Ok(_) => {}
-                Err(wayland_client::backend::WaylandError::Io(e))
-                    if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => return Err(wl_err(what)(e)),
-            }
-        }
+        wl_client::dispatch_until(
+            &self.conn,
+            &mut self.queue,
+            &mut self.state,
+            ("the Wayland compositor", what),
+            deadline,
+            done,
+        )
     }
 
     /// Wait at most `timeout` for the compositor's events or for `wake` to become readable,
