@@ -146,6 +146,7 @@ pub async fn judge(
             messages: messages.clone(),
             json_mode: true,
             response_schema: Some(ufo_core::response::evaluation_schema()),
+            max_tokens: None,
         };
         let response = llm
             .complete(&request)

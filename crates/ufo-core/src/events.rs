@@ -32,6 +32,9 @@ pub enum Record {
     Handback(Handback),
     /// A model-written summary of a saved experience was asked for, after the session.
     ExperienceSummary(ExperienceSummary),
+    /// The session's model was asked to order a knowledge query's candidates (`[knowledge]
+    /// rerank = "model"`), before the step numbered `seq`.
+    KnowledgeRerank(KnowledgeRerank),
     /// A question to the person opened (a CONFIRM or a PENDING question), answerable from
     /// the terminal, an answers file or the control socket.
     Ask(Ask),
@@ -57,6 +60,7 @@ impl Record {
             Record::Takeover(r) => r.ts.as_deref(),
             Record::Handback(r) => r.ts.as_deref(),
             Record::ExperienceSummary(r) => r.ts.as_deref(),
+            Record::KnowledgeRerank(r) => r.ts.as_deref(),
             Record::Ask(r) => r.ts.as_deref(),
             Record::Answered(r) => r.ts.as_deref(),
             Record::Other => None,
@@ -149,6 +153,11 @@ pub struct Step {
     /// absent when none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub knowledge: Vec<UsedSnippet>,
+    /// Whether the order of the knowledge shown is the session's model's (`[knowledge]
+    /// rerank = "model"`; the call is the `knowledge_rerank` record of this or an earlier
+    /// step with the same query); absent when it is the fused order.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub knowledge_reranked: bool,
     /// In a session across several devices, the device this step is about (added by the
     /// recorder, which knows the devices); absent for a single desktop.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -233,6 +242,33 @@ pub struct ExperienceSummary {
     pub error: Option<String>,
 }
 
+/// `knowledge_rerank`: one call asking the session's model to order the candidates of a
+/// knowledge query (docs/knowledge.md, "Reranked by the session's model").
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KnowledgeRerank {
+    /// When it was written (added by the recorder).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ts: Option<String>,
+    /// The sequence number of the step whose prompt the order is for.
+    pub seq: u64,
+    /// The query (the subtask, or the request for the HostAgent).
+    pub query: String,
+    /// The model asked.
+    pub model: String,
+    /// The call's usage (counted in the session's totals).
+    pub llm: LlmStats,
+    /// The candidates' ids offered, in the fused order.
+    pub offered: Vec<String>,
+    /// Their ids in the order kept (the fused order when the call failed).
+    pub order: Vec<String>,
+    /// Why the fused order was kept, if it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// How long the call took, in milliseconds.
+    pub ms: u64,
+}
+
 /// `handback`: the pause ended.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -312,6 +348,8 @@ pub struct StepReport {
     pub window_change: Option<Value>,
     /// The knowledge snippets the step's prompt showed.
     pub knowledge: Vec<UsedSnippet>,
+    /// Whether their order is the session's model's.
+    pub knowledge_reranked: bool,
 }
 
 /// Model usage of one step (or, summed, of a session). Missing fields read as 0.
@@ -400,6 +438,7 @@ pub fn step(who: &StepWho<'_>, r: &StepReport) -> Record {
         terminal: who.terminal,
         window_change: r.window_change.clone(),
         knowledge: r.knowledge.clone(),
+        knowledge_reranked: r.knowledge_reranked,
         device: None,
         plan: Vec::new(),
         model_notes: Vec::new(),

@@ -51,6 +51,7 @@ pub fn summary_request(experience: &str) -> ChatRequest {
         ],
         json_mode: false,
         response_schema: Some(crate::response::summary_schema()),
+        max_tokens: None,
     }
 }
 

@@ -17,11 +17,13 @@ pub mod experience;
 pub mod inert;
 pub mod keys;
 pub mod knowledge;
+pub mod lookup;
 pub mod parse;
 pub mod ports;
 pub mod processor;
 pub mod prompt;
 pub mod redact;
+pub mod rerank;
 pub mod response;
 pub mod secrets;
 pub mod sensitive;
@@ -48,8 +50,9 @@ pub use ports::{
 pub use config::{Config, OnSubtaskFail, StructuredOutput};
 pub use inert::{inert, inert_exact};
 pub use knowledge::{
-    Knowledge, KnowledgeAccess, KnowledgeError, KnowledgeKind, KnowledgeLimits, KnowledgeQuery,
-    PromptCaps, Snippet, UsedSnippet,
+    Knowledge, KnowledgeError, KnowledgeKind, KnowledgeLimits, KnowledgeQuery, PromptCaps, Snippet,
+    UsedSnippet,
 };
+pub use lookup::KnowledgeAccess;
 pub use session::{Session, SessionOutcome};
 pub use status::{AppStatus, EndReason, HostStatus, RoundEnd, SessionStatus};

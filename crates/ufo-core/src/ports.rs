@@ -610,6 +610,9 @@ pub struct ChatRequest {
     /// a schema (`structured_output`, docs/configuration.md); `None`: JSON mode or free text,
     /// as `json_mode` says.
     pub response_schema: Option<ResponseSchema>,
+    /// Most completion tokens for this call, where it needs fewer than the model's own
+    /// setting (the knowledge rerank); `None`: the model's setting.
+    pub max_tokens: Option<u32>,
 }
 
 /// The schema of an agent's answer, as sent to a provider that constrains its output.

@@ -6,6 +6,15 @@
 //!
 //! `cargo bench -p ufo-knowledge --bench search`. Needs `libreoffice-help-en-us` and
 //! `gimp-help-en` (scripts/test-deps.sh installs them).
+//!
+//! `UFO_BENCH_RERANK=SPEC` (with `UFO_EMBED_MODEL_DIR`): the fused top 10 of each request is
+//! also ordered by the model SPEC (`openai:NAME` with `UFO_LLM_BASE_URL`, ...) as a session
+//! does with `[knowledge] rerank = "model"` (one call a request, bounded), and its hit@1/3,
+//! MRR and call times are reported; `UFO_BENCH_RERANK=llama` starts the tests' llama.cpp
+//! server with SmolLM2-135M (scripts/test-deps.sh install_llama) and asks it.
+//! `UFO_BENCH_RERANK_EVERY=K`: only every K-th request (a call takes 6-36 s with SmolLM2 on a
+//! loaded 2-core machine); `UFO_BENCH_RERANK_TIMEOUT_S`: the call's bound (default a session's,
+//! 20 s), so that a slow server's order is measured rather than its timeouts.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -18,7 +27,11 @@ use ufo_core::knowledge::KnowledgeKind;
 use ufo_knowledge::discover::{self, HelpRoots, Source};
 use ufo_knowledge::embed::Encoder;
 use ufo_knowledge::query;
-use ufo_knowledge::store::{Ranking, SearchRequest, Store};
+use ufo_knowledge::store::{Hit, Ranking, SearchRequest, Store};
+
+#[allow(clippy::unwrap_used)]
+#[path = "../../ufo/tests/common/llama.rs"]
+mod llama;
 
 #[derive(Debug, Deserialize)]
 struct Case {
@@ -296,6 +309,10 @@ fn main() {
             base.hit3(),
             base.mrr()
         );
+        if let (Some(spec), Some(_)) = (std::env::var_os("UFO_BENCH_RERANK"), &model) {
+            store.set_ranking(Ranking::Fused);
+            rerank_row(&spec.to_string_lossy(), &store, cases, &lo_lang, &gimp_lang);
+        }
         // UFO_BENCH_MISSES=lexical (or dense): that ranking's misses instead of the fused one's
         let of = std::env::var("UFO_BENCH_MISSES").unwrap_or_default();
         let misses = &results
@@ -319,6 +336,122 @@ fn main() {
             }
         }
     }
+}
+
+/// The fused top 10 of each case ordered by the model `spec` (or the tests' llama.cpp server
+/// with `llama`), one call each as a session makes it: the row of its scores and call times.
+fn rerank_row(spec: &str, store: &Store, cases: &[Case], lo_lang: &Path, gimp_lang: &Path) {
+    use ufo_core::knowledge::Snippet;
+    use ufo_core::lookup::{rerank_docs, Reranker};
+    use ufo_core::rerank::{query_key, RerankMemo, RERANK_TIMEOUT};
+    let mut server = None;
+    // the server's log, removed with the server
+    let logs = tempfile::tempdir().expect("temp dir");
+    let (spec, opts) = match spec {
+        "llama" => {
+            let inst = llama::installed().expect("install_llama (scripts/test-deps.sh) first");
+            let s = llama::LlamaServer::start(&inst, logs.path());
+            let base = s.base_url();
+            server = Some(s);
+            let opts = ufo_llm::LlmOptions {
+                base_url: Some(base),
+                ..Default::default()
+            };
+            (format!("openai:{}", llama::MODEL_NAME), opts)
+        }
+        other => (other.to_string(), ufo_llm::LlmOptions::default()),
+    };
+    let model = ufo_llm::from_spec(&spec, &opts).expect("the rerank model");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let every: usize = std::env::var("UFO_BENCH_RERANK_EVERY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let timeout = std::env::var("UFO_BENCH_RERANK_TIMEOUT_S")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(RERANK_TIMEOUT, Duration::from_secs);
+    let (mut score, mut fused) = (Score::default(), Score::default());
+    let mut times = Vec::new();
+    let (mut failed, mut moved, mut tokens) = (0, 0, 0u64);
+    let cases: Vec<&Case> = cases.iter().step_by(every).collect();
+    for c in &cases {
+        let relevant = relevant_of(c, lo_lang, gimp_lang);
+        let req = SearchRequest {
+            text: c.request.clone(),
+            app: Some(c.app.clone()),
+            kinds: vec![KnowledgeKind::Docs],
+            top: 10,
+        };
+        let hits: Vec<Hit> = store.search(&req).expect("search");
+        let snippets: Vec<Snippet> = hits
+            .iter()
+            .map(|h| Snippet {
+                kind: h.kind,
+                id: h.id.clone(),
+                title: h.title.clone(),
+                location: h.location.clone(),
+                text: h.text.clone(),
+                score: h.score,
+            })
+            .collect();
+        let memo = RerankMemo::new();
+        let r = Reranker {
+            model: model.as_ref(),
+            memo: &memo,
+        };
+        let key = query_key(&c.request, Some(&c.app));
+        let t = Instant::now();
+        let ordered = runtime.block_on(async {
+            tokio::time::timeout(timeout, rerank_docs(r, &key, &c.request, snippets.clone())).await
+        });
+        times.push(t.elapsed());
+        let ordered = match ordered {
+            Ok((ordered, done)) => {
+                if let Some(call) = &done.call {
+                    tokens += call.llm.prompt_tokens + call.llm.completion_tokens;
+                    failed += usize::from(call.error.is_some());
+                }
+                moved +=
+                    usize::from(ordered.first().map(|s| &s.id) != snippets.first().map(|s| &s.id));
+                ordered
+            }
+            Err(_) => {
+                failed += 1;
+                snippets
+            }
+        };
+        let found: Vec<String> = ordered.iter().map(|s| s.location.clone()).collect();
+        score.add(first_relevant(&found, &relevant));
+        let before: Vec<String> = hits.iter().map(|h| h.location.clone()).collect();
+        fused.add(first_relevant(&before, &relevant));
+    }
+    println!(
+        "| Fused, the same {} requests | {:.2} | {:.2} | {:.2} | | |",
+        cases.len(),
+        fused.hit1(),
+        fused.hit3(),
+        fused.mrr()
+    );
+    times.sort();
+    println!(
+        "| Fused + rerank by {spec} | {:.2} | {:.2} | {:.2} | {:.0} ms a call | {:.0} ms |",
+        score.hit1(),
+        score.hit3(),
+        score.mrr(),
+        percentile(&times, 0.5).as_secs_f64() * 1e3,
+        percentile(&times, 0.95).as_secs_f64() * 1e3
+    );
+    println!(
+        "rerank: {} calls, {failed} failed or unusable (fused order kept), first page changed for {moved}, {tokens} tokens",
+        cases.len()
+    );
+    drop(server);
+    drop(logs);
 }
 
 fn relevant_of(c: &Case, lo_lang: &Path, gimp_lang: &Path) -> Vec<String> {

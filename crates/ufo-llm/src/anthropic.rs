@@ -149,7 +149,8 @@ impl AnthropicClient {
                 .endpoint
                 .settings
                 .max_tokens
-                .unwrap_or(HttpSettings::ANTHROPIC_DEFAULT_MAX_TOKENS)),
+                .unwrap_or(HttpSettings::ANTHROPIC_DEFAULT_MAX_TOKENS)
+                .min(request.max_tokens.unwrap_or(u32::MAX))),
         );
         if !system.is_empty() {
             body.insert("system".into(), json!(system.join("\n\n")));

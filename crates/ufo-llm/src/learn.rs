@@ -446,6 +446,7 @@ mod tests {
             messages: vec![ChatMessage::text(MessageRole::User, "hi")],
             json_mode: json,
             response_schema: schema.then(ufo_core::response::host_schema),
+            max_tokens: None,
         }
     }
 

@@ -193,7 +193,12 @@ impl OpenAiClient {
         if let Some(t) = self.endpoint.settings.temperature {
             body.insert("temperature".into(), json!(t));
         }
-        if let Some(n) = self.endpoint.settings.max_tokens {
+        // a request's own bound (the knowledge rerank) only ever lowers the setting
+        let max_tokens = match (self.endpoint.settings.max_tokens, request.max_tokens) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(n) = max_tokens {
             body.insert("max_tokens".into(), json!(n));
         }
         if streamed {

@@ -38,6 +38,7 @@
 //!     messages: vec![ChatMessage::text(MessageRole::User, "hello world")],
 //!     json_mode: true,
 //!     response_schema: None,
+//!     max_tokens: None,
 //! };
 //! let answer = model.complete(&request).await.unwrap();
 //! assert_eq!(answer.text, r#"{"Status":"FINISH"}"#);
@@ -383,6 +384,7 @@ mod tests {
             ],
             json_mode: true,
             response_schema: None,
+            max_tokens: None,
         }
     }
 
@@ -544,6 +546,7 @@ mod tests {
             messages: vec![ChatMessage::text(MessageRole::User, "abcdefgh")],
             json_mode: false,
             response_schema: None,
+            max_tokens: None,
         };
         let a = m.complete(&req).await.unwrap();
         assert_eq!(a.usage.prompt_tokens, 2); // 8 chars

@@ -90,6 +90,7 @@ async fn roles_are_merged_and_alternate() {
         ],
         json_mode: true,
         response_schema: None,
+        max_tokens: None,
     };
     client(&server, Some("k")).complete(&req).await.unwrap();
     let body = &bodies(&server).await[0];

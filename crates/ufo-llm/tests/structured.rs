@@ -462,3 +462,46 @@ async fn anthropic_learns_that_images_are_refused_too() {
     assert_eq!(server.bodies().len(), 2);
     assert_eq!(client.take_notes()[0].about, "images");
 }
+
+/// A request's own `max_tokens` (the knowledge rerank's) goes on the wire, and only ever
+/// lowers the configured one; without it the configured one is sent as before.
+#[tokio::test]
+async fn a_requests_max_tokens_lowers_the_configured_one() {
+    let server = LocalServer::start(ok_server()).await;
+    let mut bounded = text_request("x");
+    bounded.max_tokens = Some(100);
+    let client = openai(&server.url, StructuredOutput::Off);
+    client.complete(&bounded).await.unwrap();
+    client.complete(&text_request("x")).await.unwrap();
+    let bodies = server.bodies();
+    assert_eq!(bodies[0]["max_tokens"], 100);
+    assert!(bodies[1].get("max_tokens").is_none(), "{}", bodies[1]);
+
+    let mut settings = quick_settings();
+    settings.max_tokens = Some(50);
+    settings.structured_output = StructuredOutput::Off;
+    let capped = OpenAiClient::new(OpenAiConfig {
+        model: "local-model".into(),
+        base_url: format!("{}/v1", server.url),
+        api_key: None,
+        key_hint: "UFO_LLM_API_KEY".into(),
+        settings,
+    })
+    .unwrap();
+    capped.complete(&bounded).await.unwrap();
+    assert_eq!(server.bodies()[2]["max_tokens"], 50);
+
+    let claude = LocalServer::start(|_| {
+        Reply::json(
+            200,
+            json!({"type": "message", "content": [{"type": "text", "text": ANSWER}],
+                   "usage": {"input_tokens": 1, "output_tokens": 1}}),
+        )
+    })
+    .await;
+    anthropic(&claude.url, StructuredOutput::Off)
+        .complete(&bounded)
+        .await
+        .unwrap();
+    assert_eq!(claude.bodies()[0]["max_tokens"], 100);
+}

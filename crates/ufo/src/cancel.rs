@@ -134,6 +134,7 @@ mod tests {
             messages: vec![],
             json_mode: true,
             response_schema: None,
+            max_tokens: None,
         }
     }
 

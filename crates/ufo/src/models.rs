@@ -105,6 +105,12 @@ fn summary_options(answers: &Answers) -> LlmOptions {
     opts
 }
 
+/// A model asked outside a session (`ufo knowledge search --rerank model --llm SPEC`):
+/// unpriced, its prompts redacted like a session's; `what` names its option in an error.
+pub fn plain_model(spec: &str, what: &str) -> Result<Box<dyn LlmClient>> {
+    side_model(spec, &HashMap::new(), Answers::default().options(), what)
+}
+
 /// The LLM evaluation agent's model (`ufo batch --eval-llm`): asked as `answers` say, priced
 /// by `prices`, its prompts redacted like the session's.
 pub fn eval_model(

@@ -8,9 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use ufo_core::lookup::Reranker;
+use ufo_core::rerank::{RerankMemo, RerankMode, RERANK_TIMEOUT};
 use ufo_core::{
-    Knowledge, KnowledgeAccess, KnowledgeError, KnowledgeKind, KnowledgeLimits, KnowledgeQuery,
-    Snippet,
+    ChatRequest, ChatResponse, Knowledge, KnowledgeAccess, KnowledgeError, KnowledgeKind,
+    KnowledgeLimits, KnowledgeQuery, LlmClient, LlmError, Snippet, Usage,
 };
 use ufo_knowledge::embed::EmbedLimits;
 use ufo_knowledge::store::{SearchRequest, Store};
@@ -36,6 +38,8 @@ pub struct SessionKnowledge {
     web_down: AtomicBool,
     budget: Duration,
     limits: KnowledgeLimits,
+    /// With `[knowledge] rerank = "model"`, what the session remembers of its rerank calls.
+    rerank: Option<RerankMemo>,
 }
 
 impl SessionKnowledge {
@@ -80,6 +84,8 @@ impl SessionKnowledge {
             top: KnowledgeKind::ALL.map(top),
             caps: s.caps,
         };
+        // only the store's docs are reranked
+        let rerank = (s.rerank == RerankMode::Model && store.is_some()).then(RerankMemo::new);
         Ok(Some(Self {
             store,
             web,
@@ -91,14 +97,17 @@ impl SessionKnowledge {
                 false => QUERY_BUDGET,
             },
             limits,
+            rerank,
         }))
     }
 
-    /// What the session's services carry.
-    pub fn access(&self) -> KnowledgeAccess<'_> {
+    /// What the session's services carry; with `[knowledge] rerank = "model"`, `model` (the
+    /// session's own, bounded by [`RerankModel`]) orders the docs found.
+    pub fn access<'a>(&'a self, model: &'a dyn LlmClient) -> KnowledgeAccess<'a> {
         KnowledgeAccess {
             store: self,
             limits: self.limits,
+            rerank: self.rerank.as_ref().map(|memo| Reranker { model, memo }),
         }
     }
 
@@ -209,5 +218,45 @@ impl Knowledge for SessionKnowledge {
             }
             (Err(e), _) | (_, Err(e)) => Err(e),
         }
+    }
+}
+
+/// The session's model as the knowledge reranker: each call bounded by [`RERANK_TIMEOUT`]
+/// (its completion tokens by the request's own bound), a call that fails logged.
+pub struct RerankModel<'a> {
+    inner: &'a dyn LlmClient,
+}
+
+impl<'a> RerankModel<'a> {
+    /// `inner`, bounded.
+    pub fn new(inner: &'a dyn LlmClient) -> Self {
+        Self { inner }
+    }
+}
+
+#[async_trait]
+impl LlmClient for RerankModel<'_> {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let answer = match tokio::time::timeout(RERANK_TIMEOUT, self.inner.complete(request)).await
+        {
+            Ok(a) => a,
+            Err(_) => Err(LlmError::Unavailable(format!(
+                "no answer within {} s",
+                RERANK_TIMEOUT.as_secs()
+            ))),
+        };
+        // once: a model that gave no answer is not asked again in the session
+        if let Err(e) = &answer {
+            tracing::warn!(error = %e, "the knowledge rerank call failed; the docs keep the store's order for the rest of the session");
+        }
+        answer
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    fn cost(&self, usage: &Usage) -> f64 {
+        self.inner.cost(usage)
     }
 }

@@ -758,3 +758,284 @@ fn a_summary_model_that_hangs_costs_at_most_its_timeout() {
     assert_eq!(recorded.len(), 1, "{recorded:?}");
     assert!(recorded[0].get("error").is_some(), "{}", recorded[0]);
 }
+
+/// Three calculator pages, each naming the task's words, so every query finds all three.
+fn three_calculator_pages(home: &Home) {
+    let dir = home.tmp.path().join("pages");
+    std::fs::create_dir_all(&dir).expect("dir");
+    for (file, text) in [
+        (
+            "a.md",
+            "# Multiplying numbers in Calculator\n\nTo multiply 12 by 7 in the calculator, type \
+             12, press the multiplication key and type 7.",
+        ),
+        (
+            "b.md",
+            "# Calculator keyboard shortcuts\n\nKeys of the calculator: * to multiply, / to \
+             divide, Enter for the result.",
+        ),
+        (
+            "c.md",
+            "# Calculator history\n\nThe calculator lists each calculation, e.g. multiply 12 \
+             by 7, in its history.",
+        ),
+    ] {
+        std::fs::write(dir.join(file), text).expect("page");
+    }
+    home.add_docs("gnome-calculator", &dir);
+}
+
+/// The `knowledge_docs` run's script (expectations cleared) with a `rerank` answer before the
+/// HostAgent's first call and before the AppAgent's (`None`: no line).
+fn script_with_reranks(home: &Home, host: Option<Value>, app: Option<Value>) -> PathBuf {
+    let plain = std::fs::read_to_string(plain_script(home, "FINISH")).expect("script");
+    let lines: Vec<&str> = plain.lines().collect();
+    let rerank = |answer: &Option<Value>, task: &str| match answer {
+        Some(a) => {
+            let line = serde_json::json!({"agent": "rerank", "response": a,
+                "expect": [format!("Task: {task}\n"), "[3] "]});
+            format!("{line}\n")
+        }
+        None => String::new(),
+    };
+    let mut script = rerank(&host, "Multiply 12 by 7 on the calculator");
+    script.push_str(&format!("{}\n", lines[0]));
+    script.push_str(&rerank(&app, "Multiply 12 by 7"));
+    for l in &lines[1..] {
+        script.push_str(&format!("{l}\n"));
+    }
+    let p = home.tmp.path().join("rerank.jsonl");
+    std::fs::write(&p, script).expect("script");
+    p
+}
+
+/// The titles of the docs a prompt's Reference section lists, in order.
+fn reference_titles(prompt: &str) -> Vec<String> {
+    prompt
+        .lines()
+        .filter_map(|l| l.strip_prefix("- [docs] "))
+        .map(|l| l.rsplit_once(" (").map_or(l, |(t, _)| t).to_string())
+        .collect()
+}
+
+/// Every store id's title, as `ufo knowledge list` gives them.
+fn titles_by_id(home: &Home) -> Vec<(String, String)> {
+    let out = home.ufo(
+        &["knowledge", "search", "--json", "--top", "10", "calculator"],
+        &[],
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("json"))
+        .map(|v| (s_of(&v["id"]), s_of(&v["title"])))
+        .collect()
+}
+
+/// `UFO_KNOWLEDGE_RERANK=model`: before each query's prompt the session's model (agent kind
+/// `rerank`) is shown the candidates and answers their order; the Reference section lists
+/// the docs in that order, the call is a `knowledge_rerank` record with its usage (counted in
+/// `ufo runs`), the step says its pages were reranked, the report shows it, and the
+/// HostAgent's second decision (the same query) reuses the order without a call.
+#[test]
+fn the_sessions_model_orders_the_reference_section_and_the_call_is_recorded() {
+    let home = Home::new();
+    three_calculator_pages(&home);
+    let reverse = serde_json::json!({"Order": [3, 2, 1]});
+    let script = script_with_reranks(&home, Some(reverse.clone()), Some(reverse));
+    let out_dir = home.out();
+    let out = home.run_script(&script, &out_dir, &[("UFO_KNOWLEDGE_RERANK", "model")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+
+    let calls = records(&out_dir, "knowledge_rerank");
+    assert_eq!(calls.len(), 2, "one per distinct query: {calls:?}");
+    let titles = titles_by_id(&home);
+    let title = |id: &Value| {
+        titles
+            .iter()
+            .find(|(i, _)| i == id.as_str().unwrap_or(""))
+            .map(|(_, t)| t.clone())
+            .unwrap_or_else(|| panic!("{id} in {titles:?}"))
+    };
+    let steps = home.steps();
+    for call in &calls {
+        assert_eq!(call["llm"]["calls"], 1, "{call}");
+        assert!(call["llm"]["prompt_tokens"].as_u64() > Some(0), "{call}");
+        assert!(call.get("error").is_none(), "{call}");
+        let offered = call["offered"].as_array().expect("offered");
+        let order = call["order"].as_array().expect("order");
+        assert!(offered.len() >= 3, "{call}");
+        // the model's three first, reversed, then the rest as the store ranked them
+        assert_eq!(
+            order[..3],
+            [offered[2].clone(), offered[1].clone(), offered[0].clone()]
+        );
+        assert_eq!(order[3..], offered[3..]);
+        // the step the call was for shows the docs in that order, in its record and prompt
+        let step = steps
+            .iter()
+            .find(|s| s["seq"] == call["seq"])
+            .expect("the call's step");
+        assert_eq!(step["knowledge_reranked"], true, "{step}");
+        let shown: Vec<&Value> = step["knowledge"]
+            .as_array()
+            .expect("knowledge")
+            .iter()
+            .map(|k| &k["id"])
+            .collect();
+        assert_eq!(shown, order.iter().take(shown.len()).collect::<Vec<_>>());
+        let prompt = std::fs::read_to_string(out_dir.join(s_of(&step["artifacts"]["prompt"])))
+            .expect("prompt");
+        let listed = reference_titles(&prompt);
+        let expected: Vec<String> = order.iter().take(listed.len()).map(title).collect();
+        assert_eq!(listed, expected, "{prompt}");
+        assert_eq!(listed[0], title(&offered[2]));
+    }
+    // the host's last decision asked the same query: the order remembered, no third call
+    let last_host = steps
+        .iter()
+        .rev()
+        .find(|s| s["role"] == "host" && s["llm"]["calls"].as_u64() > Some(0))
+        .expect("a host step");
+    assert!(calls.iter().all(|c| c["seq"] != last_host["seq"]));
+    assert_eq!(last_host["knowledge_reranked"], true, "{last_host}");
+
+    // counted in the session's totals, and shown in the report
+    let runs = home.ufo(
+        &["runs", "--dir", &home.tmp.path().display().to_string()],
+        &[],
+    );
+    let runs_text = String::from_utf8_lossy(&runs.stdout);
+    let step_calls: u64 = steps
+        .iter()
+        .filter_map(|s| s["llm"]["calls"].as_u64())
+        .sum();
+    // STATUS, STEPS, CALLS
+    let row: Vec<&str> = runs_text
+        .lines()
+        .find(|l| l.contains("FINISH"))
+        .expect("the run's row")
+        .split_whitespace()
+        .collect();
+    let at = row.iter().position(|c| *c == "FINISH").expect("status");
+    assert_eq!(row[at + 2], (step_calls + 2).to_string(), "{runs_text}");
+    let report = home.ufo(&["report", &out_dir.display().to_string()], &[]);
+    assert!(report.status.success());
+    let html = std::fs::read_to_string(out_dir.join("report.html")).expect("report");
+    assert!(html.contains("(reranked by the model)"), "the step says so");
+    assert!(
+        html.contains("reranked the 3 pages found for this step"),
+        "the call's note"
+    );
+}
+
+/// A rerank answer that is not an order, then a call the model does not answer (here: the
+/// script has no line for it, as a provider error): the session carries on with the fused
+/// order, each failure is recorded, and after the model gave no answer it is not asked again.
+#[test]
+fn a_bad_rerank_answer_or_a_failed_call_keeps_the_fused_order_and_the_session_goes_on() {
+    let home = Home::new();
+    three_calculator_pages(&home);
+    let script = script_with_reranks(&home, Some("I would rather not say.".into()), None);
+    let out_dir = home.out();
+    let out = home.run_script(&script, &out_dir, &[("UFO_KNOWLEDGE_RERANK", "model")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let calls = records(&out_dir, "knowledge_rerank");
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(
+        s_of(&calls[0]["error"]).contains("not usable"),
+        "{}",
+        calls[0]
+    );
+    assert!(
+        s_of(&calls[1]["error"]).starts_with("the model did not answer the rerank"),
+        "{}",
+        calls[1]
+    );
+    let steps = home.steps();
+    for call in &calls {
+        assert_eq!(
+            call["order"], call["offered"],
+            "the fused order kept: {call}"
+        );
+        let step = steps
+            .iter()
+            .find(|s| s["seq"] == call["seq"])
+            .expect("step");
+        assert!(step.get("knowledge_reranked").is_none(), "{step}");
+        let shown: Vec<&Value> = step["knowledge"]
+            .as_array()
+            .expect("knowledge")
+            .iter()
+            .map(|k| &k["id"])
+            .collect();
+        let offered = call["offered"].as_array().expect("offered");
+        assert_eq!(shown, offered.iter().take(shown.len()).collect::<Vec<_>>());
+        assert!(
+            s_of(&step["artifacts"]["knowledge_warning"]).contains("store's order"),
+            "{step}"
+        );
+    }
+}
+
+/// A rerank mode ufo does not know stops the run at the start, naming the setting and the
+/// values allowed; `ufo knowledge search --rerank model` without `--llm` says what it needs.
+#[test]
+fn a_bad_rerank_setting_is_named() {
+    let home = Home::new();
+    three_calculator_pages(&home);
+    let out = home.run_script(
+        &plain_script(&home, "FINISH"),
+        &home.out(),
+        &[("UFO_KNOWLEDGE_RERANK", "cross-encoder")],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("UFO_KNOWLEDGE_RERANK is \"cross-encoder\"; set it to off or model"),
+        "{stderr}"
+    );
+    let search = home.ufo(
+        &["knowledge", "search", "--rerank", "model", "multiply"],
+        &[],
+    );
+    assert_eq!(search.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&search.stderr).contains("add --llm SPEC"));
+}
+
+/// `ufo knowledge search --rerank model --llm script:FILE`: the model's order, one call.
+#[test]
+fn knowledge_search_reranks_with_the_model_it_is_given() {
+    let home = Home::new();
+    three_calculator_pages(&home);
+    let search = |top: &str, extra: &[&str]| {
+        let mut args = vec!["knowledge", "search", "--json", "--top", top];
+        args.extend_from_slice(extra);
+        args.push("multiply 12 by 7");
+        let out = home.ufo(&args, &[]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| s_of(&serde_json::from_str::<Value>(l).expect("json")["id"]))
+            .collect();
+        (ids, String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let (all, _) = search("3", &[]);
+    assert_eq!(all.len(), 3);
+    let script = home.tmp.path().join("cli.jsonl");
+    std::fs::write(
+        &script,
+        "{\"agent\": \"rerank\", \"response\": {\"Order\": [3]}, \"expect\": [\"Task: multiply 12 by 7\"]}\n",
+    )
+    .expect("script");
+    let llm = format!("script:{}", script.display());
+    let (reranked, stderr) = search("2", &["--rerank", "model", "--llm", &llm]);
+    assert!(stderr.contains("reranked 3 docs with script:"), "{stderr}");
+    // the third page first, then the fused order, two shown
+    assert_eq!(reranked, vec![all[2].clone(), all[0].clone()]);
+}

@@ -765,19 +765,14 @@ impl AppStep<'_, '_> {
         } else {
             &window.process
         };
-        let found = crate::knowledge::retrieve(
+        let found = crate::lookup::retrieve(
             svc.knowledge,
             &self.cx.request,
             Some(&self.agent.log.subtask),
             Some(application),
         )
         .await;
-        self.report.knowledge.clone_from(&found.used);
-        if let Some(w) = &found.warning {
-            self.report
-                .artifacts
-                .insert("knowledge_warning".into(), w.clone().into());
-        }
+        self.cx.note_knowledge(&found, &mut self.report);
         let ctx = json!({
             "subtask": self.agent.log.subtask,
             "messages": self.agent.log.messages,

@@ -4,7 +4,7 @@
 use crate::blackboard::Blackboard;
 use crate::config::Config;
 use crate::events::{Record, StepReport};
-use crate::knowledge::KnowledgeAccess;
+use crate::lookup::KnowledgeAccess;
 use crate::ports::{Desktop, DesktopError, LlmClient, Recorder, ToolProvider, UserIo};
 use crate::processor::{ProcessReport, StepError};
 use crate::prompt::Prompts;
@@ -73,6 +73,21 @@ impl Cx<'_> {
                 self.io_error.get_or_insert(e.to_string());
                 None
             }
+        }
+    }
+
+    /// Keep what the knowledge lookup gave a step in its `report`, and record the rerank call
+    /// it made (a `knowledge_rerank` record, before the step's own).
+    pub fn note_knowledge(&mut self, found: &crate::lookup::Retrieved, report: &mut StepReport) {
+        report.knowledge.clone_from(&found.used);
+        report.knowledge_reranked = found.reranked;
+        if let Some(w) = &found.warning {
+            report
+                .artifacts
+                .insert("knowledge_warning".into(), w.clone().into());
+        }
+        if let Some(call) = &found.rerank_call {
+            self.record(&call.record(self.seq));
         }
     }
 

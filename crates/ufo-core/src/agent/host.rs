@@ -816,8 +816,8 @@ impl HostStep<'_, '_> {
                 self.host.plan.len() - PLAN_ITEMS
             ));
         }
-        let found = crate::knowledge::retrieve(svc.knowledge, &self.cx.request, None, None).await;
-        self.note_knowledge(&found);
+        let found = crate::lookup::retrieve(svc.knowledge, &self.cx.request, None, None).await;
+        self.cx.note_knowledge(&found, &mut self.report);
         let history = &self.cx.previous_subtasks;
         let ctx = json!({
             "request": self.cx.request,
@@ -861,16 +861,6 @@ impl HostStep<'_, '_> {
         .await?;
         self.response = Some(response);
         Ok(())
-    }
-
-    /// Keep what the knowledge gave this step in its record.
-    fn note_knowledge(&mut self, found: &crate::knowledge::Retrieved) {
-        self.report.knowledge.clone_from(&found.used);
-        if let Some(w) = &found.warning {
-            self.report
-                .artifacts
-                .insert("knowledge_warning".into(), w.clone().into());
-        }
     }
 
     /// On ASSIGN, resolve the window (or third-party agent) the answer names; none found is

@@ -56,6 +56,7 @@ pub async fn ask_model<T>(
         messages: vec![ChatMessage::text(MessageRole::System, system), user_msg],
         json_mode: true,
         response_schema: schema,
+        max_tokens: None,
     };
     transcript.push_str(&request.prompt_text());
     let mut last_error = String::new();

@@ -43,6 +43,7 @@ pub fn text_request(prompt: &str) -> ChatRequest {
         ],
         json_mode: true,
         response_schema: None,
+        max_tokens: None,
     }
 }
 
@@ -66,6 +67,7 @@ pub fn image_request() -> ChatRequest {
         ],
         json_mode: true,
         response_schema: None,
+        max_tokens: None,
     }
 }
 

@@ -956,6 +956,7 @@ async fn run_session(
             None
         }
     };
+    let rerank_model = crate::session_knowledge::RerankModel::new(&host_llm);
     let services = Services {
         desktop,
         host_llm: &host_llm,
@@ -964,7 +965,7 @@ async fn run_session(
         config: &prepared.settings.config,
         prompts: &prepared.prompts,
         tools: None,
-        knowledge: knowledge.as_ref().map(|k| k.access()),
+        knowledge: knowledge.as_ref().map(|k| k.access(&rerank_model)),
     };
     let outcome = Session::new(services, Box::new(AppAgentFactory))
         .with_cancel(cancel)

@@ -46,6 +46,24 @@ impl From<KindArg> for KnowledgeKind {
     }
 }
 
+/// A rerank mode as typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RerankArg {
+    /// The fused order.
+    Off,
+    /// The model of `--llm` orders the first ten docs.
+    Model,
+}
+
+impl From<RerankArg> for ufo_core::rerank::RerankMode {
+    fn from(r: RerankArg) -> Self {
+        match r {
+            RerankArg::Off => Self::Off,
+            RerankArg::Model => Self::Model,
+        }
+    }
+}
+
 /// A help source as typed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SourceArg {
@@ -98,6 +116,15 @@ pub enum KnowledgeCommand {
         /// One JSON object per line: kind, id, title, location, source, score, text.
         #[arg(long)]
         json: bool,
+        /// A second stage over the first ten docs found: `model` asks the model of `--llm`
+        /// for their order (one call, as a session does with [knowledge] rerank = "model");
+        /// default: [knowledge] rerank.
+        #[arg(long, value_enum, value_name = "off|model")]
+        rerank: Option<RerankArg>,
+        /// The model `--rerank model` asks (a spec as `ufo run --llm` takes, e.g.
+        /// openai:gpt-4o-mini).
+        #[arg(long, value_name = "SPEC")]
+        llm: Option<String>,
         /// What to look for, in plain words.
         #[arg(required = true, num_args = 1.., value_name = "QUERY")]
         query: Vec<String>,

@@ -12,8 +12,12 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use ufo_core::inert;
 use ufo_core::knowledge::KnowledgeKind;
+use ufo_core::knowledge::Snippet;
+use ufo_core::lookup::{rerank_docs, Reranker};
+use ufo_core::rerank::{query_key, RerankMemo, RerankMode, RERANK_CANDIDATES};
+use ufo_core::LlmClient;
 use ufo_knowledge::discover::{self, HelpRoots, Source};
-use ufo_knowledge::store::{self, Forget, SearchRequest, Store};
+use ufo_knowledge::store::{self, Forget, Hit, SearchRequest, Store};
 
 use crate::cli::knowledge::{KnowledgeCommand, StoreArgs};
 use crate::config::knowledge::settings;
@@ -75,6 +79,8 @@ fn run(cmd: KnowledgeCommand) -> Result<ExitCode> {
             kind,
             top,
             json,
+            rerank,
+            llm,
             query,
             store,
         } => {
@@ -84,7 +90,25 @@ fn run(cmd: KnowledgeCommand) -> Result<ExitCode> {
                 kinds: kind.map(|k| vec![k.into()]).unwrap_or_default(),
                 top,
             };
-            search(&req, json, &store)
+            let rerank = match rerank {
+                Some(r) => r.into(),
+                None => {
+                    settings(store.config.as_deref())
+                        .map_err(|e| Usage(format!("{e:#}")))?
+                        .rerank
+                }
+            };
+            let model = match (rerank, llm) {
+                (RerankMode::Off, _) => None,
+                (RerankMode::Model, Some(spec)) => Some(
+                    crate::models::plain_model(&spec, "--llm")
+                        .map_err(|e| Usage(format!("{e:#}")))?,
+                ),
+                (RerankMode::Model, None) => bail!(Usage(
+                    "--rerank model needs the model to ask: add --llm SPEC (e.g. openai:gpt-4o-mini), or --rerank off".into()
+                )),
+            };
+            search(&req, json, &store, model.as_deref())
         }
         KnowledgeCommand::AddDocs { app, paths, store } => add_docs(&app, &paths, &store),
         KnowledgeCommand::AddDemo {
@@ -119,10 +143,40 @@ fn run(cmd: KnowledgeCommand) -> Result<ExitCode> {
     }
 }
 
-/// `ufo knowledge search`: the hits, best first.
-fn search(req: &SearchRequest, json: bool, store: &StoreArgs) -> Result<ExitCode> {
+/// `ufo knowledge search`: the hits, best first; with a `model`, the first docs in the order
+/// it gives (one bounded call).
+fn search(
+    req: &SearchRequest,
+    json: bool,
+    store: &StoreArgs,
+    model: Option<&dyn LlmClient>,
+) -> Result<ExitCode> {
     let st = open(store)?;
-    let hits = st.search(req)?;
+    let hits = match model {
+        Some(m) => {
+            // more candidates than are shown: the model chooses among the first ten
+            let wide = SearchRequest {
+                top: req.top.max(RERANK_CANDIDATES),
+                ..req.clone()
+            };
+            let hits = st.search(&wide)?;
+            let mut hits = rerank_hits(m, req, hits)?;
+            let mut per_kind: Vec<(KnowledgeKind, usize)> = Vec::new();
+            hits.retain(|h| {
+                let n = match per_kind.iter_mut().find(|(k, _)| *k == h.kind) {
+                    Some((_, n)) => n,
+                    None => {
+                        per_kind.push((h.kind, 0));
+                        &mut per_kind.last_mut().expect("just pushed").1
+                    }
+                };
+                *n += 1;
+                *n <= req.top
+            });
+            hits
+        }
+        None => st.search(req)?,
+    };
     tell_embed_warning(&st);
     for (i, h) in hits.iter().enumerate() {
         if json {
@@ -142,6 +196,58 @@ fn search(req: &SearchRequest, json: bool, store: &StoreArgs) -> Result<ExitCode
         eprintln!("nothing found; `ufo knowledge stats` shows what is stored, `ufo knowledge index` indexes the installed help");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `hits` with their docs in the order `model` gives for the query (one call, bounded as a
+/// session's; a failure keeps the order and says why on stderr); what the call did on stderr.
+fn rerank_hits(model: &dyn LlmClient, req: &SearchRequest, hits: Vec<Hit>) -> Result<Vec<Hit>> {
+    let snippets: Vec<Snippet> = hits
+        .iter()
+        .map(|h| Snippet {
+            kind: h.kind,
+            id: h.id.clone(),
+            title: h.title.clone(),
+            location: h.location.clone(),
+            text: h.text.clone(),
+            score: h.score,
+        })
+        .collect();
+    let bounded = crate::session_knowledge::RerankModel::new(model);
+    let memo = RerankMemo::new();
+    let r = Reranker {
+        model: &bounded,
+        memo: &memo,
+    };
+    let key = query_key(&req.text, req.app.as_deref());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (ordered, done) = runtime.block_on(rerank_docs(r, &key, &req.text, snippets));
+    if let Some(call) = &done.call {
+        let tokens = call.llm.prompt_tokens + call.llm.completion_tokens;
+        match &call.error {
+            None => eprintln!(
+                "reranked {} docs with {} in {} ms ({tokens} tokens)",
+                call.offered.len(),
+                inert(&call.model),
+                call.ms
+            ),
+            Some(e) => eprintln!(
+                "warning: {}; the docs keep the store's order ({} ms)",
+                inert(e),
+                call.ms
+            ),
+        }
+    }
+    let mut hits: Vec<Option<Hit>> = hits.into_iter().map(Some).collect();
+    Ok(ordered
+        .iter()
+        .filter_map(|s| {
+            hits.iter_mut()
+                .find(|h| h.as_ref().is_some_and(|h| h.id == s.id && h.kind == s.kind))
+                .and_then(Option::take)
+        })
+        .collect())
 }
 
 /// `ufo knowledge add-demo`: a recorded demonstration stored as the answer to `request`.

@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use ufo_core::knowledge::{KnowledgeKind, PromptCaps};
+use ufo_core::rerank::RerankMode;
 
 use ufo_knowledge::embed::{EmbedLimits, Embedder, Encoder};
 use ufo_knowledge::model::SentenceModel;
@@ -81,6 +82,9 @@ pub struct KnowledgeSection {
     /// The model that writes a short summary with tips for each saved experience (a model
     /// spec as `--llm` takes, e.g. `openai:gpt-4o-mini`); no summary without it.
     pub summary_model: Option<String>,
+    /// The second stage that orders the docs found for the agents: `off` (the default) or
+    /// `model` (the session's own model, one bounded call per query).
+    pub rerank: Option<String>,
 }
 
 /// Where documents and queries get their vectors.
@@ -143,13 +147,15 @@ pub struct KnowledgeSettings {
     pub embeddings_model_dir: Option<PathBuf>,
     /// The model spec that summarises saved experience, if one is configured.
     pub summary_model: Option<String>,
+    /// Whether the session's model orders the docs found (`rerank`).
+    pub rerank: RerankMode,
 }
 
 impl KnowledgeSettings {
     /// The section over the defaults, then `UFO_KNOWLEDGE` (switch), `UFO_KNOWLEDGE_STORE`,
     /// `UFO_KNOWLEDGE_TOP_DOCS`/`_EXPERIENCE`/`_DEMO`/`_WEB`, `UFO_KNOWLEDGE_TOTAL_CHARS`,
     /// `UFO_KNOWLEDGE_SNIPPET_CHARS`, `UFO_KNOWLEDGE_SUMMARY_MODEL` (an empty value turns the
-    /// summary off).
+    /// summary off), `UFO_KNOWLEDGE_RERANK`.
     pub fn resolve(
         section: &KnowledgeSection,
         env: &dyn Fn(&str) -> Option<String>,
@@ -185,6 +191,7 @@ impl KnowledgeSettings {
                 .or_else(|| section.summary_model.clone())
                 .map(|m| m.trim().to_string())
                 .filter(|m| !m.is_empty()),
+            rerank: rerank_of(section, env)?,
         };
         if let Some(v) = env("UFO_KNOWLEDGE_WEB_SEARCH_URL") {
             s.web_search_url = Some(v).filter(|u| !u.is_empty());
@@ -271,6 +278,30 @@ fn embeddings(
         bail!("the embeddings endpoint {url:?} is not an http(s) URL; set [knowledge] embeddings_url to one like http://127.0.0.1:11434/v1");
     }
     Ok(Some(EmbeddingsSettings { url, model, key }))
+}
+
+/// `UFO_KNOWLEDGE_RERANK`, else the section's `rerank`, else off.
+fn rerank_of(
+    section: &KnowledgeSection,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<RerankMode> {
+    match (
+        env("UFO_KNOWLEDGE_RERANK").filter(|v| !v.trim().is_empty()),
+        &section.rerank,
+    ) {
+        (Some(v), _) => rerank_mode("UFO_KNOWLEDGE_RERANK", &v),
+        (None, Some(v)) => rerank_mode("[knowledge] rerank", v),
+        (None, None) => Ok(RerankMode::Off),
+    }
+}
+
+/// The rerank mode `v` of the setting `name`; anything else is an error naming both and the
+/// values allowed.
+pub fn rerank_mode(name: &str, v: &str) -> Result<RerankMode> {
+    RerankMode::parse(v).with_context(|| {
+        let allowed: Vec<&str> = RerankMode::ALL.iter().map(|m| m.as_str()).collect();
+        format!("{name} is {v:?}; set it to {}", allowed.join(" or "))
+    })
 }
 
 fn count(name: &str, v: &str) -> Result<usize> {
@@ -459,5 +490,30 @@ mod tests {
         let empty = |k: &str| (k == "UFO_KNOWLEDGE_SUMMARY_MODEL").then(String::new);
         let s = KnowledgeSettings::resolve(&section, &empty).unwrap();
         assert_eq!(s.summary_model, None);
+    }
+
+    #[test]
+    fn the_rerank_mode_comes_from_the_section_or_the_environment_and_a_bad_one_is_named() {
+        let none = |_: &str| None;
+        let off = KnowledgeSettings::resolve(&KnowledgeSection::default(), &none).unwrap();
+        assert_eq!(off.rerank, RerankMode::Off);
+        let section: KnowledgeSection = toml::from_str("rerank = \"model\"").unwrap();
+        let s = KnowledgeSettings::resolve(&section, &none).unwrap();
+        assert_eq!(s.rerank, RerankMode::Model);
+        let env = |k: &str| (k == "UFO_KNOWLEDGE_RERANK").then(|| "OFF".into());
+        assert_eq!(
+            KnowledgeSettings::resolve(&section, &env).unwrap().rerank,
+            RerankMode::Off
+        );
+        let bad: KnowledgeSection = toml::from_str("rerank = \"llm\"").unwrap();
+        let err = format!("{:#}", KnowledgeSettings::resolve(&bad, &none).unwrap_err());
+        assert!(err.contains("[knowledge] rerank is \"llm\""), "{err}");
+        assert!(err.contains("off or model"), "{err}");
+        let env = |k: &str| (k == "UFO_KNOWLEDGE_RERANK").then(|| "cross-encoder".into());
+        let err = format!(
+            "{:#}",
+            KnowledgeSettings::resolve(&section, &env).unwrap_err()
+        );
+        assert!(err.contains("UFO_KNOWLEDGE_RERANK"), "{err}");
     }
 }

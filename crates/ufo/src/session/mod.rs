@@ -270,6 +270,7 @@ async fn run_session(args: &SessionPlan, start: Start, cancel: Arc<AtomicBool>) 
     let host_llm = cancel::CancellableLlm::new(llm.host(), cancel.clone());
     let app_llm = cancel::CancellableLlm::new(llm.app(), cancel.clone());
     let knowledge = open_knowledge(&settings);
+    let rerank_model = crate::session_knowledge::RerankModel::new(&host_llm);
     let services = Services {
         desktop: &wired.desktop,
         host_llm: &host_llm,
@@ -278,7 +279,7 @@ async fn run_session(args: &SessionPlan, start: Start, cancel: Arc<AtomicBool>) 
         config: &settings.config,
         prompts: &prompts,
         tools: mcp_tools.as_ref().map(|t| t as &dyn ufo_core::ToolProvider),
-        knowledge: knowledge.as_ref().map(|k| k.access()),
+        knowledge: knowledge.as_ref().map(|k| k.access(&rerank_model)),
     };
     record_start(args, &settings, &devices, &recorder)?;
     let mut session = Session::new(services, Box::new(factory)).with_cancel(cancel);

@@ -186,6 +186,8 @@ impl Trajectory {
             }
             // asked after the session's end, and paid for all the same
             Record::ExperienceSummary(e) => self.add_llm(&e.llm),
+            // the knowledge reranker's calls are made within steps, recorded apart
+            Record::KnowledgeRerank(k) => self.add_llm(&k.llm),
             Record::RoundEnd(_)
             | Record::Takeover(_)
             | Record::Handback(_)
@@ -223,7 +225,8 @@ impl Trajectory {
         self.starts.saturating_sub(1)
     }
 
-    /// Model use summed over every step and experience-summary record of the file: calls,
+    /// Model use summed over every step, experience-summary and knowledge-rerank record of
+    /// the file: calls,
     /// prompt + completion tokens, cost.
     pub fn llm_totals(&self) -> (u64, u64, f64) {
         self.llm
@@ -328,6 +331,23 @@ mod tests {
         let t = Trajectory::load(dir.path(), Keep::REPORT).expect("loads");
         assert_eq!(t.llm_totals(), (3, 155, 0.75));
         assert!(t.problems.is_empty(), "{:?}", t.problems);
+    }
+
+    /// The knowledge reranker's calls are records of their own, within the session.
+    #[test]
+    fn the_knowledge_rerank_calls_count_in_the_totals() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let lines = [
+            r#"{"type":"session_start","request":"x"}"#,
+            r#"{"type":"knowledge_rerank","seq":1,"query":"q","model":"m","llm":{"calls":1,"prompt_tokens":300,"completion_tokens":9,"cost":0.125},"offered":["docs:1","docs:2"],"order":["docs:2","docs:1"],"ms":800}"#,
+            r#"{"type":"step","seq":1,"knowledge_reranked":true,"llm":{"calls":1,"prompt_tokens":100,"completion_tokens":10,"cost":0.5}}"#,
+            r#"{"type":"session_end","status":"FINISH"}"#,
+        ];
+        std::fs::write(dir.path().join("events.jsonl"), lines.join("\n")).expect("write");
+        let t = Trajectory::load(dir.path(), Keep::REPORT).expect("loads");
+        assert_eq!(t.llm_totals(), (2, 419, 0.625));
+        assert!(t.problems.is_empty(), "{:?}", t.problems);
+        assert!(t.steps().all(|s| s.knowledge_reranked));
     }
 
     #[test]

@@ -127,6 +127,8 @@ struct StepView {
     notes: Vec<String>,
     /// The knowledge the step's prompt showed: kind, id, score.
     knowledge: Vec<(String, String, String)>,
+    /// Whether its order is the session's model's (`[knowledge] rerank = "model"`).
+    knowledge_reranked: bool,
 }
 
 #[derive(Serialize)]
@@ -244,6 +246,7 @@ fn step_view(t: &Trajectory, e: &Step, budget: &mut Budget) -> StepView {
                 )
             })
             .collect(),
+        knowledge_reranked: e.knowledge_reranked,
     }
 }
 
@@ -476,6 +479,7 @@ fn round_views(t: &Trajectory, budget: &mut Budget) -> (Vec<RoundView>, Vec<Subt
             // (its usage is in the session's totals; the hand-overs are notes, above)
             Record::SessionEnd(_)
             | Record::ExperienceSummary(_)
+            | Record::KnowledgeRerank(_)
             | Record::Other
             | Record::Takeover(_)
             | Record::Handback(_)
@@ -499,6 +503,7 @@ fn round_views(t: &Trajectory, budget: &mut Budget) -> (Vec<RoundView>, Vec<Subt
             | Record::Ask(_)
             | Record::Answered(_)
             | Record::ExperienceSummary(_)
+            | Record::KnowledgeRerank(_)
             | Record::Other => {}
         }
     }
@@ -543,6 +548,7 @@ fn hand_over_note(e: &Record) -> Option<String> {
         )),
         Record::Ask(a) => Some(question_note(a)),
         Record::Answered(a) => Some(answer_note(a)),
+        Record::KnowledgeRerank(k) => Some(rerank_note(k)),
         Record::SessionStart(_)
         | Record::Step(_)
         | Record::RoundEnd(_)
@@ -550,6 +556,30 @@ fn hand_over_note(e: &Record) -> Option<String> {
         | Record::ExperienceSummary(_)
         | Record::Other => None,
     }
+}
+
+/// The note of a `knowledge_rerank` record: the model's order of the pages, or why the fused
+/// order was kept, and what the call cost.
+fn rerank_note(k: &ufo_core::events::KnowledgeRerank) -> String {
+    let what = match &k.error {
+        None => format!(
+            "The model {} reranked the {} pages found for this step ({}).",
+            k.model,
+            k.offered.len(),
+            k.order.join(", ")
+        ),
+        Some(e) => format!(
+            "The model {} was asked to rerank the {} pages found for this step; the fused order was kept: {e}.",
+            k.model,
+            k.offered.len()
+        ),
+    };
+    format!(
+        "{what} {} call(s), {} tokens, {:.1} s.",
+        k.llm.calls,
+        k.llm.prompt_tokens + k.llm.completion_tokens,
+        k.ms as f64 / 1000.0
+    )
 }
 
 /// The note of an `ask` record: which question opened, from which agent.
