@@ -388,17 +388,7 @@ fn rerank_row(spec: &str, store: &Store, cases: &[Case], lo_lang: &Path, gimp_la
             top: 10,
         };
         let hits: Vec<Hit> = store.search(&req).expect("search");
-        let snippets: Vec<Snippet> = hits
-            .iter()
-            .map(|h| Snippet {
-                kind: h.kind,
-                id: h.id.clone(),
-                title: h.title.clone(),
-                location: h.location.clone(),
-                text: h.text.clone(),
-                score: h.score,
-            })
-            .collect();
+        let snippets: Vec<Snippet> = hits.iter().cloned().map(Snippet::from).collect();
         let memo = RerankMemo::new();
         let r = Reranker {
             model: model.as_ref(),

@@ -151,6 +151,19 @@ pub struct Hit {
     pub score: f64,
 }
 
+impl From<Hit> for Snippet {
+    fn from(h: Hit) -> Self {
+        Snippet {
+            kind: h.kind,
+            id: h.id,
+            title: h.title,
+            location: h.location,
+            text: h.text,
+            score: h.score,
+        }
+    }
+}
+
 /// One stored document as listed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Entry {
@@ -867,17 +880,7 @@ impl Knowledge for StoreKnowledge {
         let hits = store
             .search(&req)
             .map_err(|e| KnowledgeError::Store(e.to_string()))?;
-        Ok(hits
-            .into_iter()
-            .map(|h| Snippet {
-                kind: h.kind,
-                id: h.id,
-                title: h.title,
-                location: h.location,
-                text: h.text,
-                score: h.score,
-            })
-            .collect())
+        Ok(hits.into_iter().map(Snippet::from).collect())
     }
 }
 

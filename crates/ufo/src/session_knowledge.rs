@@ -149,17 +149,7 @@ impl SessionKnowledge {
                 )))
             }
         };
-        Ok(hits
-            .into_iter()
-            .map(|h| Snippet {
-                kind: h.kind,
-                id: h.id,
-                title: h.title,
-                location: h.location,
-                text: h.text,
-                score: h.score,
-            })
-            .collect())
+        Ok(hits.into_iter().map(Snippet::from).collect())
     }
 
     /// The web's answer, once per query text in a session, within [`WEB_BUDGET`].

@@ -201,17 +201,7 @@ fn search(
 /// `hits` with their docs in the order `model` gives for the query (one call, bounded as a
 /// session's; a failure keeps the order and says why on stderr); what the call did on stderr.
 fn rerank_hits(model: &dyn LlmClient, req: &SearchRequest, hits: Vec<Hit>) -> Result<Vec<Hit>> {
-    let snippets: Vec<Snippet> = hits
-        .iter()
-        .map(|h| Snippet {
-            kind: h.kind,
-            id: h.id.clone(),
-            title: h.title.clone(),
-            location: h.location.clone(),
-            text: h.text.clone(),
-            score: h.score,
-        })
-        .collect();
+    let snippets: Vec<Snippet> = hits.iter().cloned().map(Snippet::from).collect();
     let bounded = crate::session_knowledge::RerankModel::new(model);
     let memo = RerankMemo::new();
     let r = Reranker {
