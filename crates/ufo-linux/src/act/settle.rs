@@ -572,11 +572,25 @@ mod tests {
         // gnome-calculator's `=`: the result drawn 50 ms after the click, the ping sent
         // after it answered at 53 ms: settled a frame later, not 40 ms after the change
         assert_eq!(
-            decide(ms(60), Some(ms(50)), Some(ms(50)), Some(ms(53)), None, &framed()),
+            decide(
+                ms(60),
+                Some(ms(50)),
+                Some(ms(50)),
+                Some(ms(53)),
+                None,
+                &framed()
+            ),
             Decision::Wait(ms(13))
         );
         assert_eq!(
-            decide(ms(73), Some(ms(50)), Some(ms(50)), Some(ms(53)), None, &framed()),
+            decide(
+                ms(73),
+                Some(ms(50)),
+                Some(ms(50)),
+                Some(ms(53)),
+                None,
+                &framed()
+            ),
             Decision::Settled { changed: true }
         );
         // a frame after the change is not enough without the answer: the main loop may be
@@ -591,13 +605,27 @@ mod tests {
         );
         // an answer to a ping sent before the last change says nothing of it
         assert_eq!(
-            decide(ms(80), Some(ms(20)), Some(ms(60)), Some(ms(30)), None, &framed()),
+            decide(
+                ms(80),
+                Some(ms(20)),
+                Some(ms(60)),
+                Some(ms(30)),
+                None,
+                &framed()
+            ),
             Decision::Wait(ms(20))
         );
         // a late answer (a busy main loop) still needs its frame: a paint queued behind
         // the ping comes after the answer
         assert_eq!(
-            decide(ms(95), Some(ms(50)), Some(ms(50)), Some(ms(80)), None, &framed()),
+            decide(
+                ms(95),
+                Some(ms(50)),
+                Some(ms(50)),
+                Some(ms(80)),
+                None,
+                &framed()
+            ),
             Decision::Settled { changed: true },
             "the quiet time passed first"
         );
@@ -606,7 +634,14 @@ mod tests {
             ..framed()
         };
         assert_eq!(
-            decide(ms(95), Some(ms(50)), Some(ms(50)), Some(ms(80)), None, &slow),
+            decide(
+                ms(95),
+                Some(ms(50)),
+                Some(ms(50)),
+                Some(ms(80)),
+                None,
+                &slow
+            ),
             Decision::Wait(ms(5))
         );
     }
@@ -616,27 +651,67 @@ mod tests {
         // the result drawn at 50 ms, answered at 53, a frame of the clicked button's press
         // animation drawn at 58 and looked at with no change: settled then, not at 73
         assert_eq!(
-            decide(ms(64), Some(ms(50)), Some(ms(50)), Some(ms(53)), Some(ms(58)), &framed()),
+            decide(
+                ms(64),
+                Some(ms(50)),
+                Some(ms(50)),
+                Some(ms(53)),
+                Some(ms(58)),
+                &framed()
+            ),
             Decision::Settled { changed: true }
         );
-        assert!(ended_on_signal(ms(64), Some(ms(50)), Some(ms(50)), &framed()));
+        assert!(ended_on_signal(
+            ms(64),
+            Some(ms(50)),
+            Some(ms(50)),
+            &framed()
+        ));
         // a frame drawn before the answer may precede a paint queued behind the ping
         assert_eq!(
-            decide(ms(56), Some(ms(50)), Some(ms(50)), Some(ms(53)), Some(ms(52)), &framed()),
+            decide(
+                ms(56),
+                Some(ms(50)),
+                Some(ms(50)),
+                Some(ms(53)),
+                Some(ms(52)),
+                &framed()
+            ),
             Decision::Wait(ms(17))
         );
         // a frame that showed a change is the last change: the answer came before it
         assert_eq!(
-            decide(ms(64), Some(ms(50)), Some(ms(58)), Some(ms(53)), Some(ms(58)), &framed()),
+            decide(
+                ms(64),
+                Some(ms(50)),
+                Some(ms(58)),
+                Some(ms(53)),
+                Some(ms(58)),
+                &framed()
+            ),
             Decision::Wait(ms(34))
         );
         // no answer, or no end signal for this toolkit: a frame says nothing
         assert_eq!(
-            decide(ms(64), Some(ms(50)), Some(ms(50)), None, Some(ms(58)), &framed()),
+            decide(
+                ms(64),
+                Some(ms(50)),
+                Some(ms(50)),
+                None,
+                Some(ms(58)),
+                &framed()
+            ),
             Decision::Wait(ms(26))
         );
         assert_eq!(
-            decide(ms(64), Some(ms(50)), Some(ms(50)), Some(ms(53)), Some(ms(58)), &p()),
+            decide(
+                ms(64),
+                Some(ms(50)),
+                Some(ms(50)),
+                Some(ms(53)),
+                Some(ms(58)),
+                &p()
+            ),
             Decision::Wait(ms(26))
         );
     }

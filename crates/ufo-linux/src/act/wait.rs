@@ -342,7 +342,10 @@ impl Settler<'_> {
                     params,
                     // (with an end signal, its answer and the frame after it are what the
                     // step waits for: noticed within 2 ms rather than 5)
-                    poll: self.config.settle_poll.min(if frame { FRAME_POLL } else { POLL }),
+                    poll: self
+                        .config
+                        .settle_poll
+                        .min(if frame { FRAME_POLL } else { POLL }),
                     seen: 0,
                     look: before,
                     look_at: before_at,
@@ -934,7 +937,10 @@ mod tests {
         // a change after every ping: no answer yet
         assert_eq!(first_answer(&pings, ms(60), answers), None);
         // sent after it but not answered yet
-        assert_eq!(first_answer(&pings, ms(52), |n| (n == 1).then_some(ms(12))), None);
+        assert_eq!(
+            first_answer(&pings, ms(52), |n| (n == 1).then_some(ms(12))),
+            None
+        );
         let mut kept = Vec::new();
         for n in 0..10 {
             keep_ping(&mut kept, (n, ms(u64::from(n))));
