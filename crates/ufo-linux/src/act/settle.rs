@@ -20,7 +20,15 @@
 //! answer. That is 22-44 ms after the change (26 p50) instead of [`QUIET`] (41 p50): in one
 //! run of the steps bench at load 6.7, gnome-calculator's `=` step 123 -> 104 ms p50 (2.47 ->
 //! 2.08 times the calculator alone), a click 66 -> 51 ms (docs/desktop.md). The frame stays:
-//! GTK answers a ping from its event handling, before a paint already queued. No other
+//! GTK answers a ping from its event handling, before a paint already queued. A frame drawn
+//! after the answer ends the wait sooner: GTK's frame clock paints everything queued in one
+//! frame, so once a redraw reported after the answer (X Damage; the answer comes on the same
+//! connection, in the server's order) has been looked at and shows no change, with one window
+//! watched and no redraw since that look began, the update is drawn (`drawn` in [`decide`];
+//! a clicked button's press animation draws such frames at 60 Hz). ufo also pings behind
+//! every redraw before it looks at it, so the answer comes while the look runs. With both,
+//! the `=` settle after its first change went from 25.5 to 17.5 ms p50 (three runs of the steps
+//! bench, 26 sessions a side, 19 of 26 ended on a drawn frame). No other
 //! toolkit here gives one: LibreOffice (VCL) paints one update from idle handlers of its own up
 //! to 42 ms apart and answers pings in between (and redraws a Writer line 260-300 ms later);
 //! GTK 3 and 2, Qt, Chromium and Firefox were not measured (Chromium's page load has its own
