@@ -20,7 +20,15 @@
 //! answer. That is 22-44 ms after the change (26 p50) instead of [`QUIET`] (41 p50): in one
 //! run of the steps bench at load 6.7, gnome-calculator's `=` step 123 -> 104 ms p50 (2.47 ->
 //! 2.08 times the calculator alone), a click 66 -> 51 ms (docs/desktop.md). The frame stays:
-//! GTK answers a ping from its event handling, before a paint already queued. No other
+//! GTK answers a ping from its event handling, before a paint already queued. A frame drawn
+//! after the answer ends the wait sooner: GTK's frame clock paints everything queued in one
+//! frame, so once a redraw reported after the answer (X Damage; the answer comes on the same
+//! connection, in the server's order) has been looked at and shows no change, with one window
+//! watched and no redraw since that look began, the update is drawn (`drawn` in [`decide`];
+//! a clicked button's press animation draws such frames at 60 Hz). ufo also pings behind
+//! every redraw before it looks at it, so the answer comes while the look runs. With both,
+//! the `=` settle after its first change went from 25.5 to 17.5 ms p50 (three runs of the steps
+//! bench, 26 sessions a side, 19 of 26 ended on a drawn frame). No other
 //! toolkit here gives one: LibreOffice (VCL) paints one update from idle handlers of its own up
 //! to 42 ms apart and answers pings in between (and redraws a Writer line 260-300 ms later);
 //! GTK 3 and 2, Qt, Chromium and Firefox were not measured (Chromium's page load has its own
@@ -123,13 +131,16 @@ pub(crate) enum Decision {
 }
 
 /// Decide, `elapsed` after the action, given the times (since the action) of the first and
-/// the last change seen, and when the application answered a ping sent after the last change
-/// (`answered`; used with [`SettleParams::frame`] only).
+/// the last change seen, when the application answered a ping sent after the last change
+/// (`answered`) and when it drew the last frame that a look has seen since (`drawn`: the last
+/// redraw reported before a look began, when every redraw reported so far has been looked
+/// at; both used with [`SettleParams::frame`] only).
 pub(crate) fn decide(
     elapsed: Duration,
     first: Option<Duration>,
     last: Option<Duration>,
     answered: Option<Duration>,
+    drawn: Option<Duration>,
     p: &SettleParams,
 ) -> Decision {
     let changed = first.is_some();
@@ -142,8 +153,11 @@ pub(crate) fn decide(
             let quiet_for = elapsed.saturating_sub(t);
             let tail_left = first.map_or(left, |f| (f + p.tail).saturating_sub(elapsed));
             // the application read everything up to its last change and drew nothing for a
-            // frame after that answer: a frame it had queued is drawn by then
+            // frame after that answer: a frame it had queued is drawn by then; or it drew a
+            // frame after the answer (its frame clock paints everything queued at once) and
+            // that frame showed no change
             let signal_end = match (p.frame, answered) {
+                (Some(_), Some(a)) if a >= t && drawn.is_some_and(|d| d > a) => Some(elapsed),
                 (Some(frame), Some(a)) if a >= t => Some(a + frame),
                 _ => None,
             };
@@ -495,11 +509,11 @@ mod tests {
     fn settles_once_quiet_after_a_change() {
         // changed at 10 ms: at 30 ms wait 20 ms more, at 50 ms settled
         assert_eq!(
-            decide(ms(30), Some(ms(10)), Some(ms(10)), None, &p()),
+            decide(ms(30), Some(ms(10)), Some(ms(10)), None, None, &p()),
             Decision::Wait(ms(20))
         );
         assert_eq!(
-            decide(ms(50), Some(ms(10)), Some(ms(10)), None, &p()),
+            decide(ms(50), Some(ms(10)), Some(ms(10)), None, None, &p()),
             Decision::Settled { changed: true }
         );
     }
@@ -507,7 +521,7 @@ mod tests {
     #[test]
     fn a_later_change_restarts_the_quiet_time() {
         assert_eq!(
-            decide(ms(60), Some(ms(10)), Some(ms(45)), None, &p()),
+            decide(ms(60), Some(ms(10)), Some(ms(45)), None, None, &p()),
             Decision::Wait(ms(25))
         );
     }
@@ -515,11 +529,11 @@ mod tests {
     #[test]
     fn nothing_changed_ends_at_the_first_change_bound() {
         assert_eq!(
-            decide(ms(30), None, None, None, &p()),
+            decide(ms(30), None, None, None, None, &p()),
             Decision::Wait(ms(70))
         );
         assert_eq!(
-            decide(ms(100), None, None, None, &p()),
+            decide(ms(100), None, None, None, None, &p()),
             Decision::Settled { changed: false }
         );
     }
@@ -528,11 +542,11 @@ mod tests {
     fn a_transition_that_runs_on_ends_at_the_tail() {
         // first change at 30 ms, redraws every 16 ms: done at 30 + 300 ms
         assert_eq!(
-            decide(ms(320), Some(ms(30)), Some(ms(318)), None, &p()),
+            decide(ms(320), Some(ms(30)), Some(ms(318)), None, None, &p()),
             Decision::Wait(ms(10))
         );
         assert_eq!(
-            decide(ms(330), Some(ms(30)), Some(ms(318)), None, &p()),
+            decide(ms(330), Some(ms(30)), Some(ms(318)), None, None, &p()),
             Decision::Settled { changed: true }
         );
     }
@@ -544,12 +558,12 @@ mod tests {
             ..p()
         };
         assert_eq!(
-            decide(ms(800), Some(ms(5)), Some(ms(795)), None, &p),
+            decide(ms(800), Some(ms(5)), Some(ms(795)), None, None, &p),
             Decision::Settled { changed: true }
         );
         // a wait never runs past the max
         assert_eq!(
-            decide(ms(790), Some(ms(5)), Some(ms(789)), None, &p),
+            decide(ms(790), Some(ms(5)), Some(ms(789)), None, None, &p),
             Decision::Wait(ms(10))
         );
     }
@@ -566,32 +580,60 @@ mod tests {
         // gnome-calculator's `=`: the result drawn 50 ms after the click, the ping sent
         // after it answered at 53 ms: settled a frame later, not 40 ms after the change
         assert_eq!(
-            decide(ms(60), Some(ms(50)), Some(ms(50)), Some(ms(53)), &framed()),
+            decide(
+                ms(60),
+                Some(ms(50)),
+                Some(ms(50)),
+                Some(ms(53)),
+                None,
+                &framed()
+            ),
             Decision::Wait(ms(13))
         );
         assert_eq!(
-            decide(ms(73), Some(ms(50)), Some(ms(50)), Some(ms(53)), &framed()),
+            decide(
+                ms(73),
+                Some(ms(50)),
+                Some(ms(50)),
+                Some(ms(53)),
+                None,
+                &framed()
+            ),
             Decision::Settled { changed: true }
         );
         // a frame after the change is not enough without the answer: the main loop may be
         // busy with more of the update
         assert_eq!(
-            decide(ms(75), Some(ms(50)), Some(ms(50)), None, &framed()),
+            decide(ms(75), Some(ms(50)), Some(ms(50)), None, None, &framed()),
             Decision::Wait(ms(15))
         );
         assert_eq!(
-            decide(ms(90), Some(ms(50)), Some(ms(50)), None, &framed()),
+            decide(ms(90), Some(ms(50)), Some(ms(50)), None, None, &framed()),
             Decision::Settled { changed: true }
         );
         // an answer to a ping sent before the last change says nothing of it
         assert_eq!(
-            decide(ms(80), Some(ms(20)), Some(ms(60)), Some(ms(30)), &framed()),
+            decide(
+                ms(80),
+                Some(ms(20)),
+                Some(ms(60)),
+                Some(ms(30)),
+                None,
+                &framed()
+            ),
             Decision::Wait(ms(20))
         );
         // a late answer (a busy main loop) still needs its frame: a paint queued behind
         // the ping comes after the answer
         assert_eq!(
-            decide(ms(95), Some(ms(50)), Some(ms(50)), Some(ms(80)), &framed()),
+            decide(
+                ms(95),
+                Some(ms(50)),
+                Some(ms(50)),
+                Some(ms(80)),
+                None,
+                &framed()
+            ),
             Decision::Settled { changed: true },
             "the quiet time passed first"
         );
@@ -600,19 +642,96 @@ mod tests {
             ..framed()
         };
         assert_eq!(
-            decide(ms(95), Some(ms(50)), Some(ms(50)), Some(ms(80)), &slow),
+            decide(
+                ms(95),
+                Some(ms(50)),
+                Some(ms(50)),
+                Some(ms(80)),
+                None,
+                &slow
+            ),
             Decision::Wait(ms(5))
+        );
+    }
+
+    #[test]
+    fn a_frame_drawn_after_the_answer_and_seen_unchanged_ends_the_wait_at_once() {
+        // the result drawn at 50 ms, answered at 53, a frame of the clicked button's press
+        // animation drawn at 58 and looked at with no change: settled then, not at 73
+        assert_eq!(
+            decide(
+                ms(64),
+                Some(ms(50)),
+                Some(ms(50)),
+                Some(ms(53)),
+                Some(ms(58)),
+                &framed()
+            ),
+            Decision::Settled { changed: true }
+        );
+        assert!(ended_on_signal(
+            ms(64),
+            Some(ms(50)),
+            Some(ms(50)),
+            &framed()
+        ));
+        // a frame drawn before the answer may precede a paint queued behind the ping
+        assert_eq!(
+            decide(
+                ms(56),
+                Some(ms(50)),
+                Some(ms(50)),
+                Some(ms(53)),
+                Some(ms(52)),
+                &framed()
+            ),
+            Decision::Wait(ms(17))
+        );
+        // a frame that showed a change is the last change: the answer came before it
+        assert_eq!(
+            decide(
+                ms(64),
+                Some(ms(50)),
+                Some(ms(58)),
+                Some(ms(53)),
+                Some(ms(58)),
+                &framed()
+            ),
+            Decision::Wait(ms(34))
+        );
+        // no answer, or no end signal for this toolkit: a frame says nothing
+        assert_eq!(
+            decide(
+                ms(64),
+                Some(ms(50)),
+                Some(ms(50)),
+                None,
+                Some(ms(58)),
+                &framed()
+            ),
+            Decision::Wait(ms(26))
+        );
+        assert_eq!(
+            decide(
+                ms(64),
+                Some(ms(50)),
+                Some(ms(50)),
+                Some(ms(53)),
+                Some(ms(58)),
+                &p()
+            ),
+            Decision::Wait(ms(26))
         );
     }
 
     #[test]
     fn without_a_trusted_end_signal_an_answer_changes_nothing() {
         assert_eq!(
-            decide(ms(73), Some(ms(50)), Some(ms(50)), Some(ms(53)), &p()),
+            decide(ms(73), Some(ms(50)), Some(ms(50)), Some(ms(53)), None, &p()),
             Decision::Wait(ms(17))
         );
         assert_eq!(
-            decide(ms(20), None, None, Some(ms(3)), &framed()),
+            decide(ms(20), None, None, Some(ms(3)), None, &framed()),
             Decision::Wait(ms(80)),
             "nothing changed yet: the first-change bound"
         );

@@ -48,11 +48,23 @@ struct Run {
     structure_seen: Option<Duration>,
     /// a "nothing changed" was checked against the application's own answer
     late_checked: bool,
-    /// with an end signal ([`SettleParams::frame`]): the last ping sent to the application
-    /// (its number, and when it was sent after `since`), and when it was answered
-    ping: Option<(u32, Duration)>,
+    /// with an end signal ([`SettleParams::frame`]): the last pings sent to the application
+    /// (their numbers, and when they were sent after `since`; at most [`PINGS_KEPT`]), and
+    /// when the first of those sent after the last change was answered
+    pings: Vec<(u32, Duration)>,
     answered: Option<Duration>,
+    /// the last redraw reported before the last look began (after `since`): the last frame
+    /// a look has seen
+    drawn: Option<Duration>,
 }
+
+/// Longest wait between two looks at the log of changes while settling.
+const POLL: Duration = Duration::from_millis(5);
+/// The same with an end signal ([`SettleParams::frame`]).
+const FRAME_POLL: Duration = Duration::from_millis(2);
+
+/// Most pings one settle keeps asking about (one is sent behind each new redraw).
+const PINGS_KEPT: usize = 8;
 
 /// How long after the application's answer a window its handler made has surely been
 /// announced (its CreateNotify comes at once; its MapNotify waits for the window manager).
@@ -103,6 +115,29 @@ fn seen_at(
         .map_or(elapsed, |r| r.min(elapsed))
         .saturating_sub(late)
         .max(last.unwrap_or(Duration::ZERO))
+}
+
+/// Keep `ping` among the last [`PINGS_KEPT`] pings of a settle.
+fn keep_ping(pings: &mut Vec<(u32, Duration)>, ping: (u32, Duration)) {
+    pings.push(ping);
+    if pings.len() > PINGS_KEPT {
+        pings.remove(0);
+    }
+}
+
+/// When (after the action) the application first answered a ping sent after its last change
+/// (at `last`), given each ping's answer (`answer`, `None` before it came): a ping sent
+/// before the change says nothing of it.
+fn first_answer(
+    pings: &[(u32, Duration)],
+    last: Duration,
+    answer: impl Fn(u32) -> Option<Duration>,
+) -> Option<Duration> {
+    pings
+        .iter()
+        .filter(|(_, sent)| *sent >= last)
+        .filter_map(|(n, _)| answer(*n))
+        .min()
 }
 
 impl Settler<'_> {
@@ -305,7 +340,12 @@ impl Settler<'_> {
                     ids,
                     watched,
                     params,
-                    poll: self.config.settle_poll.min(Duration::from_millis(5)),
+                    // (with an end signal, its answer and the frame after it are what the
+                    // step waits for: noticed within 2 ms rather than 5)
+                    poll: self
+                        .config
+                        .settle_poll
+                        .min(if frame { FRAME_POLL } else { POLL }),
                     seen: 0,
                     look: before,
                     look_at: before_at,
@@ -317,8 +357,9 @@ impl Settler<'_> {
                     prefetched: None,
                     structure_seen: None,
                     late_checked: false,
-                    ping: None,
+                    pings: Vec::new(),
                     answered: None,
+                    drawn: None,
                 };
                 self.settle_on_events(xid, w, key, run, probe).await
             }
@@ -357,6 +398,8 @@ impl Settler<'_> {
             }
             if redraws > run.seen || moved {
                 run.seen = redraws;
+                // (asked before looking: the answer comes while the look runs)
+                self.ping_behind_redraw(xid, w, &mut run).await;
                 self.look_again(w.as_ref(), &mut run).await;
             }
             let f = match (run.first, s_first) {
@@ -368,7 +411,14 @@ impl Settler<'_> {
                 (a, b) => a.or(b),
             };
             self.ask_after_change(xid, w, &mut run, l).await;
-            match decide(since.elapsed(), f, l, run.answered, &run.params) {
+            // the last frame seen stands for every frame drawn when no redraw came since the
+            // look began, and for the window's frame clock when one window is watched (a
+            // dialog paints on a frame clock of its own)
+            let unseen = w.log().activity_since(since).0 > run.seen;
+            let drawn = run
+                .drawn
+                .filter(|_| !unseen && !moved && run.watched.ids.len() == 1);
+            match decide(since.elapsed(), f, l, run.answered, drawn, &run.params) {
                 Decision::Wait(d) => {
                     if self.prefetch(xid, &mut run, l).await {
                         continue;
@@ -416,8 +466,12 @@ impl Settler<'_> {
         if let Some(probe) = probe {
             // (a ping answered after the last change is the handler's round trip too: a
             // window the handler made was announced before the answer)
-            let pinged = run.ping.filter(|_| run.answered.is_some());
-            let answered = answered_after(&run, f, probe.0).or(pinged.map(|(_, t)| since + t));
+            // (the first ping sent after the last change, when one was answered)
+            let pinged = run.answered.and_then(|_| {
+                let sent = run.pings.iter().map(|(_, sent)| *sent);
+                sent.filter(|s| l.is_some_and(|l| *s >= l)).min()
+            });
+            let answered = answered_after(&run, f, probe.0).or(pinged.map(|t| since + t));
             self.wait_for_handler(w, probe, answered, since, max, run.poll)
                 .await;
         }
@@ -449,6 +503,8 @@ impl Settler<'_> {
             decided_ms = decided.as_millis() as u64,
             on_signal,
             answered_ms = run.answered.map(|a| a.as_millis() as u64),
+            drawn_ms = run.drawn.map(|d| d.as_millis() as u64),
+            pings = run.pings.len(),
             redraws,
             looks = run.looks,
             prefetches = run.prefetches,
@@ -490,8 +546,10 @@ impl Settler<'_> {
     async fn look_again(&self, w: &dyn ChangeWatch, run: &mut Run) {
         run.looks += 1;
         let began = Instant::now();
+        let shown = w.log().last_redraw_since(run.since);
         let now = self.look_at(run.watched.area).await;
         run.look_at = began;
+        run.drawn = shown.map(|(at, _)| at.saturating_duration_since(run.since));
         // the last redraw this look shows, and how late the display reported it (a
         // compositor's frame)
         let (redraw, late) = w
@@ -516,8 +574,9 @@ impl Settler<'_> {
     }
 
     /// A step of [`Self::settle_on_events`] with an end signal ([`SettleParams::frame`]): ask
-    /// the application whether it has read everything up to its last change (at `l`), once
-    /// per change (a ping, `ChangeWatch::ping`), and note when it answered.
+    /// the application whether it has read everything up to its last change (at `l`), unless
+    /// a ping was sent after it (a ping, `ChangeWatch::ping`), and note when the first ping
+    /// sent after the change was answered.
     async fn ask_after_change(
         &self,
         xid: WinId,
@@ -528,24 +587,42 @@ impl Settler<'_> {
         let Some(l) = l.filter(|_| run.params.frame.is_some()) else {
             return;
         };
-        match run.ping {
-            Some((n, sent)) if sent >= l => {
-                if run.answered.is_none() {
-                    run.answered = w
-                        .log()
-                        .pong(n)
-                        .map(|at| at.saturating_duration_since(run.since));
-                }
+        if !run.pings.iter().any(|(_, sent)| *sent >= l) {
+            let pinger = Arc::clone(w);
+            let sent = run.since.elapsed();
+            let n = tokio::task::spawn_blocking(move || pinger.ping(xid)).await;
+            // (no answer can come: the quiet time ends the settle)
+            run.params.frame = run.params.frame.filter(|_| matches!(n, Ok(Some(_))));
+            if let Ok(Some(n)) = n {
+                keep_ping(&mut run.pings, (n, sent));
             }
-            _ => {
-                let pinger = Arc::clone(w);
-                let sent = run.since.elapsed();
-                let n = tokio::task::spawn_blocking(move || pinger.ping(xid)).await;
-                // (no answer can come: the quiet time ends the settle)
-                run.params.frame = run.params.frame.filter(|_| matches!(n, Ok(Some(_))));
-                run.ping = n.ok().flatten().map(|n| (n, sent));
-                run.answered = None;
-            }
+        }
+        let log = w.log();
+        run.answered = first_answer(&run.pings, l, |n| {
+            log.pong(n)
+                .map(|at| at.saturating_duration_since(run.since))
+        });
+    }
+
+    /// A step of [`Self::settle_on_events`] with an end signal, on a redraw not looked at
+    /// yet: ask the application at once whether it has read everything (a ping sent after the
+    /// redraw, unless one was), so that, when the look finds a change there, the answer comes
+    /// while the look runs rather than after it.
+    async fn ping_behind_redraw(&self, xid: WinId, w: &Arc<dyn ChangeWatch>, run: &mut Run) {
+        if run.params.frame.is_none() {
+            return;
+        }
+        let Some((redraw, _)) = w.log().last_redraw_since(run.since) else {
+            return;
+        };
+        let redraw = redraw.saturating_duration_since(run.since);
+        if run.pings.iter().any(|(_, sent)| *sent >= redraw) {
+            return;
+        }
+        let pinger = Arc::clone(w);
+        let sent = run.since.elapsed();
+        if let Ok(Some(n)) = tokio::task::spawn_blocking(move || pinger.ping(xid)).await {
+            keep_ping(&mut run.pings, (n, sent));
         }
     }
 
@@ -841,6 +918,35 @@ mod tests {
         );
         assert_eq!(seen_at(ms(40), Some(ms(40)), ms(11), Some(ms(35))), ms(35));
         assert_eq!(seen_at(ms(5), Some(ms(5)), ms(11), None), zero);
+    }
+
+    #[test]
+    fn the_answer_that_counts_is_the_first_to_a_ping_sent_after_the_last_change() {
+        let ms = Duration::from_millis;
+        let pings = [(1, ms(10)), (2, ms(50)), (3, ms(56))];
+        let answers = |n: u32| match n {
+            1 => Some(ms(12)),
+            2 => Some(ms(58)),
+            3 => Some(ms(57)),
+            _ => None,
+        };
+        // the change at 50: pings 2 and 3 were sent after it, 3 answered first
+        assert_eq!(first_answer(&pings, ms(50), answers), Some(ms(57)));
+        // the change at 52: only ping 3 speaks of it
+        assert_eq!(first_answer(&pings, ms(52), answers), Some(ms(57)));
+        // a change after every ping: no answer yet
+        assert_eq!(first_answer(&pings, ms(60), answers), None);
+        // sent after it but not answered yet
+        assert_eq!(
+            first_answer(&pings, ms(52), |n| (n == 1).then_some(ms(12))),
+            None
+        );
+        let mut kept = Vec::new();
+        for n in 0..10 {
+            keep_ping(&mut kept, (n, ms(u64::from(n))));
+        }
+        assert_eq!(kept.len(), PINGS_KEPT);
+        assert_eq!(kept[0].0, 2, "the oldest let go");
     }
 
     /// Only an observation that began after the first change and read the clicked
