@@ -396,6 +396,11 @@ async fn a_kept_calc_observation_follows_what_sends_only_events_no_longer_asked_
         return;
     }
     let _serial = SERIAL.lock().await;
+    // RUST_LOG=ufo_linux=debug says whether each observation was kept, refreshed or read whole
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
     assert!(
         ufo_linux::libreoffice_gtk3_installed() && ufo_proc::which("libreoffice", None).is_some(),
         "LibreOffice with its GTK3 plugin is not installed: run scripts/test-deps.sh install_libreoffice (as root)"
