@@ -383,7 +383,6 @@ async fn kept_matches_a_whole_read(
     kept
 }
 
-
 /// Issue 48: ufo asks LibreOffice only for the kinds of events it reads (a11y/events.rs). The
 /// actions whose events are no longer asked for (a window resized: bounds; the sheet scrolled
 /// by the wheel: a scroll bar's value; a cell's text edited with the caret moved and text
@@ -391,8 +390,7 @@ async fn kept_matches_a_whole_read(
 /// Box and back: focus events) leave the kept observation as a whole read lists it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_kept_calc_observation_follows_what_sends_only_events_no_longer_asked_for() {
-    if !require_live("a_kept_calc_observation_follows_what_sends_only_events_no_longer_asked_for")
-    {
+    if !require_live("a_kept_calc_observation_follows_what_sends_only_events_no_longer_asked_for") {
         return;
     }
     let _serial = SERIAL.lock().await;
@@ -441,7 +439,10 @@ async fn a_kept_calc_observation_follows_what_sends_only_events_no_longer_asked_
         if let Some(w) = ws.into_iter().find(|w| w.title.contains("unasked.fods")) {
             break w;
         }
-        assert!(Instant::now() < deadline, "unasked.fods did not open in 90 s");
+        assert!(
+            Instant::now() < deadline,
+            "unasked.fods did not open in 90 s"
+        );
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
     let fill = Instant::now() + Duration::from_secs(30);
@@ -486,7 +487,12 @@ async fn a_kept_calc_observation_follows_what_sends_only_events_no_longer_asked_
     }
     settle().await;
     let down = kept_matches_a_whole_read(&d, &w.id, "a scroll down").await;
-    assert_eq!(cell(&down, "A1"), None, "A1 scrolled out: {:?}", listed(&down));
+    assert_eq!(
+        cell(&down, "A1"),
+        None,
+        "A1 scrolled out: {:?}",
+        listed(&down)
+    );
     for _ in 0..3 {
         xdo(&["click", "4"]);
     }
@@ -516,7 +522,11 @@ async fn a_kept_calc_observation_follows_what_sends_only_events_no_longer_asked_
     xdo(&["key", "Escape"]);
     settle().await;
     let last = d.observe(&w.id).await.expect("observe Calc");
-    assert_eq!(cell(&last, "A1").as_deref(), Some("1"), "the edit was cancelled");
+    assert_eq!(
+        cell(&last, "A1").as_deref(),
+        Some("1"),
+        "the edit was cancelled"
+    );
     assert_eq!(cell(&last, "A3").as_deref(), Some("3"));
     kept_matches_a_whole_read(&d, &w.id, "the focus back on the sheet").await;
 }

@@ -360,7 +360,10 @@ impl Changes {
                 let asks = ASKED
                     .iter()
                     .map(|event| register_event(&self.conn, self.timeout, event));
-                futures::future::join_all(asks).await.into_iter().all(|ok| ok)
+                futures::future::join_all(asks)
+                    .await
+                    .into_iter()
+                    .all(|ok| ok)
             })
             .await;
         ok && !first
@@ -462,10 +465,22 @@ mod tests {
     #[test]
     fn the_bridge_matches_a_registered_name_part_by_part() {
         assert!(sent(&["object:"], "object:bounds-changed"));
-        assert!(sent(&["object:state-changed"], "object:state-changed:focused"));
-        assert!(!sent(&["object:state-changed:showing"], "object:state-changed:focused"));
-        assert!(sent(&["object:text-changed"], "object:text-changed:insert:system"));
-        assert!(!sent(&["object:property-change:accessible-name"], "object:property-change"));
+        assert!(sent(
+            &["object:state-changed"],
+            "object:state-changed:focused"
+        ));
+        assert!(!sent(
+            &["object:state-changed:showing"],
+            "object:state-changed:focused"
+        ));
+        assert!(sent(
+            &["object:text-changed"],
+            "object:text-changed:insert:system"
+        ));
+        assert!(!sent(
+            &["object:property-change:accessible-name"],
+            "object:property-change"
+        ));
         assert!(!sent(&["window:create"], "window:activate"));
         assert!(sent(&["window:"], "window:activate"));
     }
