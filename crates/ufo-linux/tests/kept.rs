@@ -362,3 +362,171 @@ async fn a_cell_entered_by_ufo_is_read_again_with_the_formulas_it_feeds_not_the_
         "the observation refreshed cell by cell differs from a whole read"
     );
 }
+
+/// The observation kept by `d` (brought up to date from the events) lists what a whole read
+/// by a new connection lists, after `what`.
+async fn kept_matches_a_whole_read(
+    d: &LinuxDesktop,
+    w: &ufo_core::WindowId,
+    what: &str,
+) -> WindowObservation {
+    let whole = LinuxDesktop::connect(Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
+    let w_whole = whole.observe(w).await.expect("observe Calc whole");
+    let kept = d.observe(w).await.expect("observe Calc");
+    assert_eq!(
+        listed(&kept),
+        listed(&w_whole),
+        "after {what}, the observation refreshed from the events differs from a whole read"
+    );
+    kept
+}
+
+/// Issue 48: ufo asks LibreOffice only for the kinds of events it reads (a11y/events.rs). The
+/// actions whose events are no longer asked for (a window resized: bounds; the sheet scrolled
+/// by the wheel: a scroll bar's value; a cell's text edited with the caret moved and text
+/// selected, then the edit cancelled: caret and text selection; the focus moved to the Name
+/// Box and back: focus events) leave the kept observation as a whole read lists it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kept_calc_observation_follows_what_sends_only_events_no_longer_asked_for() {
+    if !require_live("a_kept_calc_observation_follows_what_sends_only_events_no_longer_asked_for") {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    // RUST_LOG=ufo_linux=debug says whether each observation was kept, refreshed or read whole
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    assert!(
+        ufo_linux::libreoffice_gtk3_installed() && ufo_proc::which("libreoffice", None).is_some(),
+        "LibreOffice with its GTK3 plugin is not installed: run scripts/test-deps.sh install_libreoffice (as root)"
+    );
+    assert!(
+        ufo_proc::which("xdotool", None).is_some(),
+        "xdotool is not installed: apt-get install xdotool"
+    );
+    let dir = tempfile::Builder::new()
+        .prefix("ufo-kept-unasked-")
+        .tempdir()
+        .unwrap();
+    let sheet = dir.path().join("unasked.fods");
+    std::fs::write(&sheet, FORMULAS).unwrap();
+    let profile_arg = format!(
+        "-env:UserInstallation=file://{}",
+        dir.path().join("profile").display()
+    );
+    let d = LinuxDesktop::connect(Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
+    let child = std::process::Command::new("libreoffice")
+        .args(["--norestore", "--nologo", &profile_arg])
+        .arg(&sheet)
+        .env("SAL_USE_VCLPLUGIN", "gtk3")
+        .env("HOME", dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("cannot start libreoffice");
+    let _guard = Guard {
+        profile_arg: profile_arg.clone(),
+        child,
+    };
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let w = loop {
+        let ws = d.windows().await.unwrap_or_default();
+        if let Some(w) = ws.into_iter().find(|w| w.title.contains("unasked.fods")) {
+            break w;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "unasked.fods did not open in 90 s"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    let fill = Instant::now() + Duration::from_secs(30);
+    loop {
+        let o = d.observe(&w.id).await.expect("observe Calc");
+        if cell(&o, "A3").as_deref() == Some("3") && o.controls.len() >= 20 {
+            break;
+        }
+        assert!(
+            Instant::now() < fill,
+            "Calc's cell A3 does not show 3 after 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let first = d.observe(&w.id).await.expect("observe Calc");
+    assert_eq!(cell(&first, "A1").as_deref(), Some("1"));
+    let wid = u64::from_str_radix(w.id.as_str().trim_start_matches("0x"), 16)
+        .unwrap()
+        .to_string();
+    let xdo = |args: &[&str]| {
+        let ok = std::process::Command::new("xdotool")
+            .args(args)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "xdotool {args:?} failed");
+    };
+    // (LibreOffice has handled each within the pause)
+    let settle = || tokio::time::sleep(Duration::from_millis(1500));
+    xdo(&["windowactivate", "--sync", &wid]);
+
+    // the window resized: every control's bounds change, and the sheet shows fewer cells
+    xdo(&["windowsize", "--sync", &wid, "900", "700"]);
+    settle().await;
+    kept_matches_a_whole_read(&d, &w.id, "a resize").await;
+
+    // the sheet scrolled down by the wheel, then back (the first rows shown again)
+    xdo(&["mousemove", "--window", &wid, "300", "350"]);
+    for _ in 0..3 {
+        xdo(&["click", "5"]);
+    }
+    settle().await;
+    let down = kept_matches_a_whole_read(&d, &w.id, "a scroll down").await;
+    assert_eq!(
+        cell(&down, "A1"),
+        None,
+        "A1 scrolled out: {:?}",
+        listed(&down)
+    );
+    for _ in 0..3 {
+        xdo(&["click", "4"]);
+    }
+    settle().await;
+    let up = kept_matches_a_whole_read(&d, &w.id, "a scroll back up").await;
+    assert_eq!(cell(&up, "A3").as_deref(), Some("3"), "A3 shown again");
+
+    // an edit of A1 with the caret moved and text selected, then cancelled
+    // (F2 edits in the cell, where the arrows move the caret; typed into a cell not being
+    // edited, they would enter the text: F2 comes once LibreOffice has taken ctrl+Home)
+    xdo(&["key", "--clearmodifiers", "ctrl+Home"]);
+    settle().await;
+    xdo(&["key", "F2"]);
+    settle().await;
+    xdo(&["type", "--delay", "30", "95"]);
+    xdo(&["key", "Left", "Left", "Home", "shift+End"]);
+    settle().await;
+    kept_matches_a_whole_read(&d, &w.id, "an edit with the caret moved").await;
+    xdo(&["key", "Escape"]);
+    settle().await;
+    kept_matches_a_whole_read(&d, &w.id, "an edit cancelled").await;
+
+    // the focus to the Name Box and back to the sheet
+    xdo(&["key", "--clearmodifiers", "ctrl+shift+F5"]);
+    settle().await;
+    kept_matches_a_whole_read(&d, &w.id, "the focus in the Name Box").await;
+    xdo(&["key", "Escape"]);
+    settle().await;
+    let last = d.observe(&w.id).await.expect("observe Calc");
+    assert_eq!(
+        cell(&last, "A1").as_deref(),
+        Some("1"),
+        "the edit was cancelled"
+    );
+    assert_eq!(cell(&last, "A3").as_deref(), Some("3"));
+    kept_matches_a_whole_read(&d, &w.id, "the focus back on the sheet").await;
+}

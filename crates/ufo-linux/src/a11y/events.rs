@@ -1,13 +1,58 @@
 //! Events of the observed applications: one task per application listens to that
 //! application's signals only (a match rule with `sender=` its bus name: other applications'
 //! events never reach this process) and logs them: which object, and whether its children
-//! changed or only its own properties. The applications are asked to send their object,
-//! window and focus events at the first count asked for. Before a count is trusted, the
-//! application is pinged through the bus: its earlier signals arrive before the answer, and
-//! the task takes every signal already received before it answers (a biased select).
+//! changed or only its own properties. The applications are asked to send the kinds of events
+//! in [`ASKED`] at the first count asked for. Before a count is trusted, the application is
+//! pinged through the bus: its earlier signals arrive before the answer, and the task takes
+//! every signal already received before it answers (a biased select).
 //!
 //! What the events are used for (keeping LibreOffice's tree between observations) is
 //! `observe::changes`.
+//!
+//! **Which kinds are asked for (issue 48).** An application's accessibility bridge sends an
+//! event only when some client registered a name that matches it, part by part (class, major,
+//! minor: `object:` matches every object event, `object:state-changed` every state), with one
+//! exception in at-spi2-atk (the bridge of GTK 3, LibreOffice's gtk3 plugin, Firefox and
+//! Chromium): for its cache's clients it always sends `ChildrenChanged` (but on a container
+//! that manages its descendants: a sheet), `StateChanged` (but on a transient object: a cell;
+//! `defunct` always), and the property changes of `accessible-name`, `-description`,
+//! `-parent` and `-role`. Every other event costs the application a D-Bus signal (and the
+//! export of its object) only because a client asked. ufo asked for every `object:`, `window:`
+//! and `focus:` event; it now asks for the kinds its readers need ([`ASKED`]):
+//!
+//! | kind asked | kept tree (`observe::changes`) | kept cells (`cells_verdict`) | other |
+//! |---|---|---|---|
+//! | `object:children-changed` | children listed again | the sheet's own (a) | search (b) |
+//! | `object:state-changed` | states (c) | | `shown.rs` |
+//! | `object:property-change:accessible-name`, `-description` | name, description | | |
+//! | `object:active-descendant-changed`, `selection-changed` | | the cursor (d) | |
+//! | `object:text-changed` | | a cell's editor (e) | |
+//! | `object:visible-data-changed` | | a scroll (f) | |
+//! | `object:model-changed` | | rows, columns (g) | |
+//! | `window:` | a window made or gone: read whole | | |
+//!
+//! (a) sent on a sheet only when asked: its cells moved or were rebuilt. (b) a search box's
+//! page answered (`act/search.rs`: children changed or removed). (c) a transient object's
+//! states are sent only when asked (a menu's items). (d) all a cell entered announces: the
+//! sheet's cursor moving on. (e) text that may sit in a cell (the in-place editor, the input
+//! line). (f) a wheel sends nothing else on the sheet. (g) LibreOffice sends it after
+//! `row-inserted`, `row-deleted`, ..., which are not asked.
+//!
+//! Not asked any more: `object:bounds-changed` and the other property changes (GTK 3's
+//! `widget`, `accessible-value`, a table's captions and headers: a node keeps no extents nor
+//! values, they are read at every observation), the caret and the text selection, attributes,
+//! `row-*` and `column-*`, `focus:` (`state-changed:focused` says it). `accessible-parent`
+//! and `-role` come anyway and are read by nobody: a move shows as the old and the new
+//! parent's children changing, and an object's role never changes. `bus.rs` asks for
+//! `window:create` (GTK 3 publishes its cache to event clients only) and `shown.rs` for
+//! `object:state-changed:showing` (Qt's popups), each for itself. Counted with `dbus-monitor`
+//! while six entries were typed into Calc, alternating: LibreOffice sent 3,132 events with
+//! everything asked, 2,404 and 2,539 with these kinds (its sidebar's rebuild at each entry:
+//! 420 `widget` property changes and 290 `BoundsChanged` gone); the rest is what at-spi2-atk
+//! sends whatever is asked. A whole `cells` session of the steps bench: 7,051 -> 6,195. In
+//! three runs of that bench, main and this alternating, a Calc entry's step p50 came 15, 2 and
+//! 46 ms lower (2.14, 1.87, 2.45 -> 1.93, 1.84, 1.79 times Calc alone): beyond the bench's
+//! spread in one run only (docs/desktop.md).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -23,6 +68,21 @@ const QUEUE: usize = 8192;
 /// Events logged per application (older ones are dropped: a refresh that needs them reads
 /// the whole tree).
 const MAX_LOG: usize = 4096;
+/// The kinds of events the applications are asked to send (the registry's names; the module
+/// doc says who reads each).
+pub(crate) const ASKED: [&str; 10] = [
+    "object:children-changed",
+    "object:state-changed",
+    "object:property-change:accessible-name",
+    "object:property-change:accessible-description",
+    "object:active-descendant-changed",
+    "object:selection-changed",
+    "object:text-changed",
+    "object:visible-data-changed",
+    "object:model-changed",
+    "window:",
+];
+
 /// What an event says changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Change {
@@ -292,20 +352,21 @@ impl Changes {
         Some(Watch { log, sync: tx })
     }
 
-    /// Ask the applications to send their object, window and focus events (once); whether
-    /// they were asked before this call.
+    /// Ask the applications to send the kinds of events in [`ASKED`] (once, all at once);
+    /// whether they were asked before this call.
     async fn register(&self) -> bool {
         let mut first = false;
         let ok = *self
             .registered
             .get_or_init(|| async {
                 first = true;
-                for event in ["object:", "window:", "focus:"] {
-                    if !register_event(&self.conn, self.timeout, event).await {
-                        return false;
-                    }
-                }
-                true
+                let asks = ASKED
+                    .iter()
+                    .map(|event| register_event(&self.conn, self.timeout, event));
+                futures::future::join_all(asks)
+                    .await
+                    .into_iter()
+                    .all(|ok| ok)
             })
             .await;
         ok && !first
@@ -386,6 +447,122 @@ mod tests {
             classify("org.a11y.atspi.Event.Document", "LoadComplete", "/d", None),
             Change::Whole
         );
+    }
+
+    /// Whether an application's bridge sends `event` (`object:state-changed:focused`) to a
+    /// client that registered `asked`, as at-spi2-atk matches them: part by part (class,
+    /// major, minor), a registered name's missing or empty part matching anything, the
+    /// event's minor compared up to its first `:`.
+    fn sent(asked: &[&str], event: &str) -> bool {
+        let parts: Vec<&str> = event.splitn(3, ':').collect();
+        let minor = parts.get(2).map(|m| m.split(':').next().unwrap_or(""));
+        let event = [parts.first().copied(), parts.get(1).copied(), minor];
+        asked.iter().any(|a| {
+            a.splitn(3, ':')
+                .zip(event)
+                .take_while(|(want, _)| !want.is_empty())
+                .all(|(want, got)| got == Some(want))
+        })
+    }
+
+    #[test]
+    fn the_bridge_matches_a_registered_name_part_by_part() {
+        assert!(sent(&["object:"], "object:bounds-changed"));
+        assert!(sent(
+            &["object:state-changed"],
+            "object:state-changed:focused"
+        ));
+        assert!(!sent(
+            &["object:state-changed:showing"],
+            "object:state-changed:focused"
+        ));
+        assert!(sent(
+            &["object:text-changed"],
+            "object:text-changed:insert:system"
+        ));
+        assert!(!sent(
+            &["object:property-change:accessible-name"],
+            "object:property-change"
+        ));
+        assert!(!sent(&["window:create"], "window:activate"));
+        assert!(sent(&["window:"], "window:activate"));
+    }
+
+    /// What each reader of the events needs is asked for; what none reads is not (the
+    /// module's table).
+    #[test]
+    fn the_kinds_asked_are_those_the_kept_tree_the_cells_and_the_search_read() {
+        let needed = [
+            // the kept tree
+            "object:children-changed:add",
+            "object:children-changed:remove",
+            "object:state-changed:focused",
+            "object:state-changed:showing",
+            "object:state-changed:checked",
+            "object:property-change:accessible-name",
+            "object:property-change:accessible-description",
+            "window:create",
+            "window:destroy",
+            "window:activate",
+            // the kept cells
+            "object:active-descendant-changed",
+            "object:selection-changed",
+            "object:text-changed:insert",
+            "object:text-changed:delete",
+            "object:visible-data-changed",
+            "object:model-changed",
+        ];
+        for e in needed {
+            assert!(sent(&ASKED, e), "{e} is not asked for");
+        }
+        let dropped = [
+            "object:bounds-changed",
+            "object:property-change:widget",
+            "object:property-change:accessible-value",
+            "object:property-change:accessible-table-caption-object",
+            "object:text-caret-moved",
+            "object:text-selection-changed",
+            "object:text-attributes-changed",
+            "object:attributes-changed",
+            "object:row-inserted",
+            "object:column-deleted",
+            "focus:",
+            "document:load-complete",
+        ];
+        for e in dropped {
+            assert!(!sent(&ASKED, e), "{e} is asked for though nothing reads it");
+        }
+        // no kind asked twice (one covering another)
+        for (i, a) in ASKED.iter().enumerate() {
+            for (j, b) in ASKED.iter().enumerate() {
+                assert!(i == j || !sent(&[a], b), "{b} is already asked by {a}");
+            }
+        }
+    }
+
+    /// Each kind asked is classified as what its readers take it for (no kind asked falls to
+    /// a whole read, but windows made or gone).
+    #[test]
+    fn every_kind_asked_is_classified_as_its_readers_take_it() {
+        let o = "org.a11y.atspi.Event.Object";
+        let w = "org.a11y.atspi.Event.Window";
+        let p = "/p";
+        let cases = [
+            (o, "ChildrenChanged", Change::Children(p.into())),
+            (o, "StateChanged", Change::State(p.into())),
+            (o, "PropertyChange", Change::Node(p.into())),
+            (o, "ActiveDescendantChanged", Change::Cursor(p.into())),
+            (o, "SelectionChanged", Change::Cursor(p.into())),
+            (o, "TextChanged", Change::Node(p.into())),
+            (o, "VisibleDataChanged", Change::Node(p.into())),
+            (o, "ModelChanged", Change::Node(p.into())),
+            (w, "Activate", Change::State(p.into())),
+            (w, "Create", Change::Whole),
+            (w, "Destroy", Change::Whole),
+        ];
+        for (iface, member, want) in cases {
+            assert_eq!(classify(iface, member, p, None), want, "{member}");
+        }
     }
 
     #[test]

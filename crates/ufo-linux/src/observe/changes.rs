@@ -18,8 +18,9 @@
 //!
 //! Only LibreOffice is observed this way ([`keeps_trees`]): its bridge sends an event for
 //! every change. GTK4 does not announce every change of its widgets (a label's text, a
-//! button shown), and asking every GTK application for all its object events makes them all
-//! work; their whole tree comes in one `GetItems` call of 5-15 ms anyway.
+//! button shown), and asking every GTK application for the object events ufo reads
+//! (`a11y::events::ASKED`) makes them all work; their whole tree comes in one `GetItems` call
+//! of 5-15 ms anyway.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
