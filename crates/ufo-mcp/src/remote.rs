@@ -209,18 +209,11 @@ impl RemoteDesktop {
             }
             Ok(Err(e)) => {
                 let reason = scrub(&format!("{e:#}"), &config.token);
-                return Err(
-                    if reason.contains("401")
-                        || reason.contains("Unauthorized")
-                        || reason.contains("Auth required")
-                    {
-                        RemoteError::Token(url)
-                    } else if reason.contains("429") {
-                        RemoteError::LockedOut(url)
-                    } else {
-                        connect_error(reason)
-                    },
-                );
+                return Err(match refusal(&reason, &url) {
+                    Some(Refusal::Token) => RemoteError::Token(url),
+                    Some(Refusal::LockedOut) => RemoteError::LockedOut(url),
+                    None => connect_error(reason),
+                });
             }
             Ok(Ok(s)) => s,
         };
@@ -389,6 +382,41 @@ fn hide_secrets(
 }
 
 /// Remove the token from a text, should a library have put it there.
+/// What a failed handshake's message says the server answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// 401: the token was refused.
+    Token,
+    /// 429: this client is locked out for a while.
+    LockedOut,
+}
+
+/// The refusal a failed handshake's `reason` names, if any. The server's address is taken
+/// out first and a status is a number of its own: a port such as 40151 holds "401", and a
+/// server that answers no HTTP at all must read as unreachable, not as a refused token.
+fn refusal(reason: &str, url: &str) -> Option<Refusal> {
+    let mut text = reason.replace(url, " ");
+    if let Ok(u) = reqwest::Url::parse(url) {
+        let authority = format!("{}:{}", u.host_str().unwrap_or(""), u.port().unwrap_or(0));
+        text = text.replace(&authority, " ");
+    }
+    let status = |code: &str| {
+        text.match_indices(code).any(|(i, _)| {
+            let before = text[..i].chars().next_back();
+            let after = text[i + code.len()..].chars().next();
+            !before.is_some_and(|c| c.is_ascii_digit())
+                && !after.is_some_and(|c| c.is_ascii_digit())
+        })
+    };
+    if status("401") || text.contains("Unauthorized") || text.contains("Auth required") {
+        Some(Refusal::Token)
+    } else if status("429") {
+        Some(Refusal::LockedOut)
+    } else {
+        None
+    }
+}
+
 fn scrub(text: &str, token: &str) -> String {
     if token.is_empty() {
         text.to_string()
@@ -593,6 +621,34 @@ fn action_args(action: &UiAction) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_is_read_from_the_status_not_from_the_servers_port() {
+        let url = "http://127.0.0.1:40151/mcp";
+        // a server that answers no HTTP: its port holds "401", yet it is unreachable
+        let garbage = "Transport [rmcp::transport::worker::WorkerTransport] error: Client \
+            error: error sending request for url (http://127.0.0.1:40151/mcp): connection to \
+            127.0.0.1:40151 closed before message completed";
+        assert_eq!(refusal(garbage, url), None);
+        assert_eq!(
+            refusal("invalid HTTP version parsed at 127.0.0.1:14290", url),
+            None
+        );
+        let refused = "Client error: HTTP status client error (401 Unauthorized) for url \
+            (http://127.0.0.1:40151/mcp)";
+        assert_eq!(refusal(refused, url), Some(Refusal::Token));
+        assert_eq!(refusal("Auth required", url), Some(Refusal::Token));
+        let locked = "HTTP status client error (429 Too Many Requests) for url (http://x/mcp)";
+        assert_eq!(refusal(locked, url), Some(Refusal::LockedOut));
+        // a port of exactly 401 is the address, not a status
+        assert_eq!(
+            refusal(
+                "connection refused (127.0.0.1:401)",
+                "http://127.0.0.1:401/mcp"
+            ),
+            None
+        );
+    }
 
     #[test]
     fn urls_get_mcp_and_plain_http_only_on_loopback() {
