@@ -149,12 +149,15 @@ fn is_remote(args: &BatchPlan) -> bool {
 /// cannot run, run the rest on the jobs (one worker process per task), and write the results.
 fn coordinate(args: &BatchPlan, cancel: &AtomicBool) -> Result<ExitCode> {
     let shard = shards::resolve(args.shard.as_deref(), &|k| std::env::var(k).ok())?;
+    let out = out_folder(args, shard);
+    // an earlier batch's results are refused before anything else is asked of the machine
+    refuse_kept_results(args, shard, &out)?;
     let jobs = job_envs(args)?;
     let files = ufo_batch::collect_task_files(&args.tasks)?;
     if files.is_empty() {
         return Err(anyhow!("no task files (*.json) in the given paths"));
     }
-    let (out, _lock) = batch_folder(args, shard)?;
+    let (out, _lock) = batch_folder(args, shard, out)?;
     // who may follow it from `ufo serve`'s web console (nobody unless --share names them)
     crate::sharing::write(&out, &args.share).with_context(|| {
         format!(
@@ -216,39 +219,55 @@ fn job_envs(args: &BatchPlan) -> Result<Vec<Job>> {
     Ok(jobs)
 }
 
-/// The batch folder (a shard's: `<out>/shard-K-of-N`), locked for the whole batch; an earlier
-/// batch's results are kept unless `--force` (a shard's are resumed from).
-fn batch_folder(
-    args: &BatchPlan,
-    shard: Option<ufo_batch::shard::Shard>,
-) -> Result<(PathBuf, crate::recorder::OutLock)> {
-    let mut out = args.out.clone().unwrap_or_else(|| {
+/// Where the batch writes: `--out`, else a new `runs/batch-<time>`; a shard's is
+/// `<out>/shard-K-of-N`.
+fn out_folder(args: &BatchPlan, shard: Option<ufo_batch::shard::Shard>) -> PathBuf {
+    let out = args.out.clone().unwrap_or_else(|| {
         PathBuf::from("runs").join(format!(
             "batch-{}",
             chrono::Local::now().format("%Y%m%d-%H%M%S")
         ))
     });
-    if let Some(shard) = shard {
-        out = out.join(shard.folder());
+    match shard {
+        Some(shard) => out.join(shard.folder()),
+        None => out,
     }
+}
+
+/// An earlier batch's results in `out` are kept unless `--force`; a shard run again resumes
+/// from its finished tasks.
+fn refuse_kept_results(
+    args: &BatchPlan,
+    shard: Option<ufo_batch::shard::Shard>,
+    out: &Path,
+) -> Result<()> {
+    if shard.is_none() && !args.force && out.join("results.jsonl").exists() {
+        return Err(anyhow!(
+            "{} already holds a batch's results (results.jsonl); choose another folder for \
+             --out, or pass --force to replace them",
+            out.display()
+        ));
+    }
+    Ok(())
+}
+
+/// The batch folder, locked for the whole batch; an earlier batch's results are kept unless
+/// `--force` (a shard's are resumed from).
+fn batch_folder(
+    args: &BatchPlan,
+    shard: Option<ufo_batch::shard::Shard>,
+    out: PathBuf,
+) -> Result<(PathBuf, crate::recorder::OutLock)> {
     let lock = crate::recorder::OutLock::open(&out, crate::recorder::OutMode::Append)?;
-    if out.join("results.jsonl").exists() || (shard.is_some() && args.force) {
-        if shard.is_some() && !args.force {
-            // a shard run again resumes: its finished tasks are kept
-        } else if !args.force {
-            return Err(anyhow!(
-                "{} already holds a batch's results (results.jsonl); choose another folder for \
-                 --out, or pass --force to replace them",
-                out.display()
-            ));
-        } else {
-            for name in ["results.jsonl", "summary.txt", ufo_batch::shard::SHARD_FILE] {
-                let _ = std::fs::remove_file(out.join(name));
-            }
-            if out.join("tasks").exists() {
-                std::fs::remove_dir_all(out.join("tasks"))
-                    .with_context(|| format!("cannot clear {}/tasks", out.display()))?;
-            }
+    // checked again under the lock: another batch may have finished in the meantime
+    refuse_kept_results(args, shard, &out)?;
+    if args.force && (shard.is_some() || out.join("results.jsonl").exists()) {
+        for name in ["results.jsonl", "summary.txt", ufo_batch::shard::SHARD_FILE] {
+            let _ = std::fs::remove_file(out.join(name));
+        }
+        if out.join("tasks").exists() {
+            std::fs::remove_dir_all(out.join("tasks"))
+                .with_context(|| format!("cannot clear {}/tasks", out.display()))?;
         }
     }
     std::fs::create_dir_all(out.join("tasks"))
