@@ -11,45 +11,18 @@
 //! started, pass or fail.
 #![allow(clippy::unwrap_used)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use ufo_desktop::testing::require_live;
+
+mod support;
+use support::observe_until;
+use support::office::{require_libreoffice_gtk3, OfficeGuard};
 
 use ufo_core::{Desktop, WindowObservation};
 use ufo_linux::LinuxDesktop;
 
 /// The tests run one at a time: they share the screen and the keyboard.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// Kills the LibreOffice this test started (its processes carry the profile argument).
-struct Guard {
-    profile_arg: String,
-    child: std::process::Child,
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let pids = ufo_proc::live_processes_with_arg(&self.profile_arg);
-            if pids.is_empty() {
-                break;
-            }
-            let signal = if Instant::now() > deadline {
-                "-KILL"
-            } else {
-                "-TERM"
-            };
-            for pid in pids {
-                let _ = std::process::Command::new("kill")
-                    .args([signal, &pid.to_string()])
-                    .status();
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn cell(o: &WindowObservation, address: &str) -> Option<String> {
     o.controls
@@ -74,67 +47,34 @@ async fn a_kept_calc_observation_follows_changes_made_outside_ufo() {
         return;
     }
     let _serial = SERIAL.lock().await;
-    assert!(
-        ufo_linux::libreoffice_gtk3_installed() && ufo_proc::which("libreoffice", None).is_some(),
-        "LibreOffice with its GTK3 plugin is not installed: run scripts/test-deps.sh install_libreoffice (as root)"
-    );
+    require_libreoffice_gtk3();
     assert!(
         ufo_proc::which("xdotool", None).is_some(),
         "xdotool is not installed: apt-get install xdotool"
     );
-    let dir = tempfile::Builder::new()
-        .prefix("ufo-kept-test-")
-        .tempdir()
-        .unwrap();
-    let sheet = dir.path().join("kept.fods");
+    let mut office = OfficeGuard::new("ufo-kept-test-");
+    let sheet = office.dir().join("kept.fods");
     std::fs::write(
         &sheet,
         r#"<?xml version="1.0" encoding="UTF-8"?>
 <office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:of="urn:oasis:names:tc:opendocument:xmlns:of:1.2" office:version="1.2" office:mimetype="application/vnd.oasis.opendocument.spreadsheet"><office:body><office:spreadsheet><table:table table:name="Sheet1"><table:table-row><table:table-cell office:value-type="float" office:value="1"><text:p>1</text:p></table:table-cell></table:table-row><table:table-row><table:table-cell office:value-type="float" office:value="2"><text:p>2</text:p></table:table-cell></table:table-row><table:table-row><table:table-cell table:formula="of:=[.A1]+[.A2]" office:value-type="float" office:value="3"><text:p>3</text:p></table:table-cell></table:table-row></table:table></office:spreadsheet></office:body></office:document>"#,
-    )
-    .unwrap();
-    let profile_arg = format!(
-        "-env:UserInstallation=file://{}",
-        dir.path().join("profile").display()
-    );
+    ).unwrap();
     let d = LinuxDesktop::connect(Default::default())
         .await
         .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
-    let child = std::process::Command::new("libreoffice")
-        .args(["--norestore", "--nologo", &profile_arg])
-        .arg(&sheet)
-        .env("SAL_USE_VCLPLUGIN", "gtk3")
-        .env("HOME", dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("cannot start libreoffice");
-    let _guard = Guard {
-        profile_arg: profile_arg.clone(),
-        child,
-    };
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let w = loop {
-        let ws = d.windows().await.unwrap_or_default();
-        if let Some(w) = ws.into_iter().find(|w| w.title.contains("kept.fods")) {
-            break w;
-        }
-        assert!(Instant::now() < deadline, "kept.fods did not open in 90 s");
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    };
+    office.start("gtk3", &[&sheet]);
+    let w = office
+        .window(&d, "kept.fods", Duration::from_secs(90))
+        .await;
     // LibreOffice finishes its window a few seconds after it shows it
-    let fill = Instant::now() + Duration::from_secs(30);
-    loop {
-        let o = d.observe(&w.id).await.expect("observe Calc");
-        if cell(&o, "A1").as_deref() == Some("1") && o.controls.len() >= 20 {
-            break;
-        }
-        assert!(
-            Instant::now() < fill,
-            "Calc's cell A1 does not show 1 after 30 s"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    observe_until(
+        &d,
+        &w.id,
+        "Calc's cell A1 showing 1",
+        Duration::from_secs(30),
+        |o| cell(o, "A1").as_deref() == Some("1") && o.controls.len() >= 20,
+    )
+    .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     // an observation right after another (kept when LibreOffice sent nothing) lists the same
     let first = d.observe(&w.id).await.expect("observe Calc");
@@ -247,57 +187,26 @@ async fn a_cell_entered_by_ufo_is_read_again_with_the_formulas_it_feeds_not_the_
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    assert!(
-        ufo_linux::libreoffice_gtk3_installed() && ufo_proc::which("libreoffice", None).is_some(),
-        "LibreOffice with its GTK3 plugin is not installed: run scripts/test-deps.sh install_libreoffice (as root)"
-    );
-    let dir = tempfile::Builder::new()
-        .prefix("ufo-kept-entry-")
-        .tempdir()
-        .unwrap();
-    let sheet = dir.path().join("entry.fods");
+    require_libreoffice_gtk3();
+    let mut office = OfficeGuard::new("ufo-kept-entry-");
+    let sheet = office.dir().join("entry.fods");
     std::fs::write(&sheet, FORMULAS).unwrap();
-    let profile_arg = format!(
-        "-env:UserInstallation=file://{}",
-        dir.path().join("profile").display()
-    );
     let d = LinuxDesktop::connect(Default::default())
         .await
         .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
-    let child = std::process::Command::new("libreoffice")
-        .args(["--norestore", "--nologo", &profile_arg])
-        .arg(&sheet)
-        .env("SAL_USE_VCLPLUGIN", "gtk3")
-        .env("HOME", dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("cannot start libreoffice");
-    let _guard = Guard {
-        profile_arg: profile_arg.clone(),
-        child,
-    };
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let w = loop {
-        let ws = d.windows().await.unwrap_or_default();
-        if let Some(w) = ws.into_iter().find(|w| w.title.contains("entry.fods")) {
-            break w;
-        }
-        assert!(Instant::now() < deadline, "entry.fods did not open in 90 s");
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    };
-    let fill = Instant::now() + Duration::from_secs(30);
-    loop {
-        let o = d.observe(&w.id).await.expect("observe Calc");
-        if cell(&o, "A3").as_deref() == Some("3") && o.controls.len() >= 20 {
-            break;
-        }
-        assert!(
-            Instant::now() < fill,
-            "Calc's cell A3 does not show 3 after 30 s"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    office.start("gtk3", &[&sheet]);
+    let w = office
+        .window(&d, "entry.fods", Duration::from_secs(90))
+        .await;
+    // LibreOffice finishes its window a few seconds after it shows it
+    observe_until(
+        &d,
+        &w.id,
+        "Calc's cell A3 showing 3",
+        Duration::from_secs(30),
+        |o| cell(o, "A3").as_deref() == Some("3") && o.controls.len() >= 20,
+    )
+    .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let mut o = d.observe(&w.id).await.expect("observe Calc");
     let visible = d.cells_read();
@@ -399,64 +308,30 @@ async fn a_kept_calc_observation_follows_what_sends_only_events_no_longer_asked_
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    assert!(
-        ufo_linux::libreoffice_gtk3_installed() && ufo_proc::which("libreoffice", None).is_some(),
-        "LibreOffice with its GTK3 plugin is not installed: run scripts/test-deps.sh install_libreoffice (as root)"
-    );
+    require_libreoffice_gtk3();
     assert!(
         ufo_proc::which("xdotool", None).is_some(),
         "xdotool is not installed: apt-get install xdotool"
     );
-    let dir = tempfile::Builder::new()
-        .prefix("ufo-kept-unasked-")
-        .tempdir()
-        .unwrap();
-    let sheet = dir.path().join("unasked.fods");
+    let mut office = OfficeGuard::new("ufo-kept-unasked-");
+    let sheet = office.dir().join("unasked.fods");
     std::fs::write(&sheet, FORMULAS).unwrap();
-    let profile_arg = format!(
-        "-env:UserInstallation=file://{}",
-        dir.path().join("profile").display()
-    );
     let d = LinuxDesktop::connect(Default::default())
         .await
         .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
-    let child = std::process::Command::new("libreoffice")
-        .args(["--norestore", "--nologo", &profile_arg])
-        .arg(&sheet)
-        .env("SAL_USE_VCLPLUGIN", "gtk3")
-        .env("HOME", dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("cannot start libreoffice");
-    let _guard = Guard {
-        profile_arg: profile_arg.clone(),
-        child,
-    };
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let w = loop {
-        let ws = d.windows().await.unwrap_or_default();
-        if let Some(w) = ws.into_iter().find(|w| w.title.contains("unasked.fods")) {
-            break w;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "unasked.fods did not open in 90 s"
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    };
-    let fill = Instant::now() + Duration::from_secs(30);
-    loop {
-        let o = d.observe(&w.id).await.expect("observe Calc");
-        if cell(&o, "A3").as_deref() == Some("3") && o.controls.len() >= 20 {
-            break;
-        }
-        assert!(
-            Instant::now() < fill,
-            "Calc's cell A3 does not show 3 after 30 s"
-        );
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    office.start("gtk3", &[&sheet]);
+    let w = office
+        .window(&d, "unasked.fods", Duration::from_secs(90))
+        .await;
+    // LibreOffice finishes its window a few seconds after it shows it
+    observe_until(
+        &d,
+        &w.id,
+        "Calc's cell A3 showing 3",
+        Duration::from_secs(30),
+        |o| cell(o, "A3").as_deref() == Some("3") && o.controls.len() >= 20,
+    )
+    .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let first = d.observe(&w.id).await.expect("observe Calc");
     assert_eq!(cell(&first, "A1").as_deref(), Some("1"));

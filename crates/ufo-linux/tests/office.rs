@@ -11,6 +11,7 @@
 use std::time::{Duration, Instant};
 mod support;
 
+use support::office::{require_libreoffice_gtk3, OfficeGuard};
 use support::*;
 use ufo_desktop::testing::require_live;
 use ufo_desktop::testing::script::{app_line, ufo_binary};
@@ -20,31 +21,6 @@ use ufo_linux::{LinuxConfig, LinuxDesktop};
 
 /// The tests take turns: they share the screen.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// Kills every process of the LibreOffice this test started (the `oosplash` launcher and the
-/// `soffice.bin` it starts carry the profile argument), pass or fail.
-struct OfficeGuard {
-    profile_arg: String,
-    _dir: tempfile::TempDir,
-    /// the launcher, when the test started LibreOffice itself (reaped at the end)
-    child: Option<std::process::Child>,
-}
-
-impl Drop for OfficeGuard {
-    fn drop(&mut self) {
-        self.kill_all();
-        if let Some(c) = self.child.as_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-impl OfficeGuard {
-    fn kill_all(&self) {
-        ufo_desktop::testing::end_processes_with_arg(&self.profile_arg);
-    }
-}
 
 /// CPU time (user + system, clock ticks) and resident memory (KiB) of a process.
 fn cpu_and_rss(pid: u32) -> (u64, u64) {
@@ -103,20 +79,9 @@ async fn calc_started_while_connected_stays_idle_when_observed() {
         .find(|(n, _)| n == "spreadsheet")
         .map(|(_, c)| c)
         .expect("the launch table knows spreadsheet");
-    assert!(
-        ufo_linux::libreoffice_gtk3_installed() && ufo_proc::which("libreoffice", None).is_some(),
-        "LibreOffice with its GTK3 plugin is not installed: run scripts/test-deps.sh install_libreoffice (as root)"
-    );
-    let dir = tempfile::Builder::new()
-        .prefix("ufo-office-test-")
-        .tempdir()
-        .expect("cannot create a temporary folder");
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let profile_arg = format!(
-        "-env:UserInstallation=file://{}",
-        dir.path().join("profile").display()
-    );
+    require_libreoffice_gtk3();
+    let guard = OfficeGuard::new("ufo-office-test-");
+    let (home, profile_arg) = (guard.home(), guard.profile_arg().to_string());
     // the process that is connected to the bus when Calc's window is created
     let d = LinuxDesktop::connect(LinuxConfig {
         launch: vec![(
@@ -129,11 +94,6 @@ async fn calc_started_while_connected_stays_idle_when_observed() {
     })
     .await
     .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
-    let _guard = OfficeGuard {
-        profile_arg: profile_arg.clone(),
-        _dir: dir,
-        child: None,
-    };
 
     let w = d
         .launch_app("calc")
@@ -246,56 +206,12 @@ async fn calc_without_its_accessible_plugin_is_diagnosed() {
         ufo_proc::which("libreoffice", None).is_some(),
         "LibreOffice is not installed: run scripts/test-deps.sh install_libreoffice (as root)"
     );
-    let dir = tempfile::Builder::new()
-        .prefix("ufo-office-test-")
-        .tempdir()
-        .expect("cannot create a temporary folder");
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let profile_arg = format!(
-        "-env:UserInstallation=file://{}",
-        dir.path().join("profile").display()
-    );
+    let mut guard = OfficeGuard::new("ufo-office-test-");
     let d = LinuxDesktop::connect(LinuxConfig::default())
         .await
         .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
-    let mut guard = OfficeGuard {
-        profile_arg: profile_arg.clone(),
-        _dir: dir,
-        child: None,
-    };
-    {
-        use std::os::unix::process::CommandExt;
-        let mut cmd = std::process::Command::new("libreoffice");
-        ufo_proc::scrub_env_std(&mut cmd);
-        let child = cmd
-            .args(["--calc", "--norestore", "--nologo", &profile_arg])
-            .env("SAL_USE_VCLPLUGIN", "gen")
-            .env("HOME", &home)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("cannot start libreoffice");
-        guard.child = Some(child);
-    }
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let w = loop {
-        let ours = ufo_proc::live_processes_with_arg(&profile_arg);
-        let windows = d.windows().await.expect("list windows");
-        if let Some(w) = windows
-            .into_iter()
-            .find(|w| w.pid.is_some_and(|p| ours.contains(&p)) && w.title.contains("Calc"))
-        {
-            break w;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "Calc's window (SAL_USE_VCLPLUGIN=gen) did not appear within 60 s"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    guard.start("gen", &["--calc"]);
+    let w = guard.window(&d, "Calc", Duration::from_secs(60)).await;
     let obs = tokio::time::timeout(Duration::from_secs(30), d.observe(&w.id))
         .await
         .expect("the observation did not answer within 30 s")
@@ -329,26 +245,10 @@ async fn office_with(entry: &str, flat_name: &str, flat: &str, to: &str) -> Offi
         .find(|(n, _)| n == entry)
         .map(|(_, c)| c)
         .unwrap_or_else(|| panic!("the launch table knows {entry}"));
-    assert!(
-        ufo_linux::libreoffice_gtk3_installed() && ufo_proc::which("libreoffice", None).is_some(),
-        "LibreOffice with its GTK3 plugin is not installed: run scripts/test-deps.sh install_libreoffice (as root)"
-    );
-    let dir = tempfile::Builder::new()
-        .prefix("ufo-office-test-")
-        .tempdir()
-        .expect("cannot create a temporary folder");
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let profile_arg = format!(
-        "-env:UserInstallation=file://{}",
-        dir.path().join("profile").display()
-    );
-    let guard = OfficeGuard {
-        profile_arg: profile_arg.clone(),
-        _dir: dir,
-        child: None,
-    };
-    let work = guard._dir.path().join("docs");
+    require_libreoffice_gtk3();
+    let guard = OfficeGuard::new("ufo-office-test-");
+    let (home, profile_arg) = (guard.home(), guard.profile_arg().to_string());
+    let work = guard.dir().join("docs");
     std::fs::create_dir_all(&work).unwrap();
     let flat_path = work.join(flat_name);
     std::fs::write(&flat_path, flat).unwrap();
@@ -673,7 +573,7 @@ async fn ufo_bolds_one_word_by_name_in_writer_and_saves_docx() {
         ],
     );
     let said = run_ufo_script(
-        o.guard._dir.path(),
+        o.guard.dir(),
         &lines,
         "In Writer add a paragraph \"Hello brave world\", make \"world\" bold and save as docx",
     )
@@ -784,7 +684,7 @@ async fn ufo_sets_the_title_of_slide_two_in_impress_and_saves_pptx() {
         ],
     );
     let said = run_ufo_script(
-        o.guard._dir.path(),
+        o.guard.dir(),
         &lines,
         "In Impress set the title of slide 2 to \"Quarterly results\" and save",
     )
@@ -811,82 +711,21 @@ async fn desktop_with_calc() -> (
     let d = LinuxDesktop::connect(LinuxConfig::default())
         .await
         .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
-    let dir = tempfile::Builder::new()
-        .prefix("ufo-office-test-")
-        .tempdir()
-        .expect("cannot create a temporary folder");
-    let work = dir.path().to_path_buf();
-    let (w, guard) = start_calc(&d, dir).await;
-    (d, w, guard, work)
-}
-
-/// Start LibreOffice Calc (GTK3 plugin, fresh profile under `dir`) and wait for its window
-/// with its sheet on the bus: (the window, the guard that kills it).
-async fn start_calc(
-    d: &LinuxDesktop,
-    dir: tempfile::TempDir,
-) -> (ufo_core::WindowInfo, OfficeGuard) {
-    assert!(
-        ufo_linux::libreoffice_gtk3_installed() && ufo_proc::which("libreoffice", None).is_some(),
-        "LibreOffice with its GTK3 plugin is not installed: run scripts/test-deps.sh install_libreoffice (as root)"
-    );
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let profile_arg = format!(
-        "-env:UserInstallation=file://{}",
-        dir.path().join("profile").display()
-    );
-    let mut guard = OfficeGuard {
-        profile_arg: profile_arg.clone(),
-        _dir: dir,
-        child: None,
-    };
-    {
-        use std::os::unix::process::CommandExt;
-        let mut cmd = std::process::Command::new("libreoffice");
-        ufo_proc::scrub_env_std(&mut cmd);
-        let child = cmd
-            .args(["--calc", "--norestore", "--nologo", &profile_arg])
-            .env("SAL_USE_VCLPLUGIN", "gtk3")
-            .env("HOME", &home)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("cannot start libreoffice");
-        guard.child = Some(child);
-    }
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let w = loop {
-        let ours = ufo_proc::live_processes_with_arg(&profile_arg);
-        let windows = d.windows().await.expect("list windows");
-        if let Some(w) = windows
-            .into_iter()
-            .find(|w| w.pid.is_some_and(|p| ours.contains(&p)) && w.title.contains("Calc"))
-        {
-            break w;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "Calc's window did not appear within 60 s"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    require_libreoffice_gtk3();
+    let mut guard = OfficeGuard::new("ufo-office-test-");
+    guard.start("gtk3", &["--calc"]);
+    let w = guard.window(&d, "Calc", Duration::from_secs(60)).await;
     // LibreOffice fills its window (toolbars, then the sheet) a few seconds after showing it
-    loop {
-        let obs = d.observe(&w.id).await.expect("observe Calc");
-        if obs.controls.iter().any(|c| c.role == "table") && obs.controls.len() >= 20 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "Calc's sheet is not on the bus after 60 s: {}",
-            describe(&obs)
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-    (w, guard)
+    observe_until(
+        &d,
+        &w.id,
+        "Calc's sheet on the bus",
+        Duration::from_secs(60),
+        |o| o.controls.iter().any(|c| c.role == "table") && o.controls.len() >= 20,
+    )
+    .await;
+    let work = guard.dir().to_path_buf();
+    (d, w, guard, work)
 }
 
 /// Issue 11, test 10(a) and item 2: a scripted `ufo run` fills A1:A5 with 1..5 and A6 with
@@ -1277,7 +1116,7 @@ async fn ufo_clicks_an_untitled_slide_and_a_placeholder_by_name_in_impress() {
         .await;
     let pid = w.pid.expect("Impress's window has a pid");
     let title = title_now(&o.d, &w.id).await;
-    let work = o.guard._dir.path();
+    let work = o.guard.dir();
     let lines = session(
         &title,
         vec![answer(
@@ -1515,7 +1354,7 @@ async fn an_impress_shape_and_its_paragraph_are_one_control_reached_by_either_na
         ],
     );
     let said = run_ufo_script(
-        o.guard._dir.path(),
+        o.guard.dir(),
         &lines,
         "In Impress set the title to \"Final results\" and save",
     )
@@ -1614,7 +1453,7 @@ async fn an_open_submenus_item_wins_over_a_sidebar_button_of_its_name_in_impress
         ],
     );
     let said = run_ufo_script(
-        o.guard._dir.path(),
+        o.guard.dir(),
         &lines,
         "In Impress align the title to the right with Format > Align Text and save",
     )
@@ -1760,7 +1599,7 @@ async fn ufo_types_into_a_placeholder_right_after_switching_slides_in_impress() 
         .concat(),
     );
     let said = run_ufo_script(
-        o.guard._dir.path(),
+        o.guard.dir(),
         &lines,
         "In Impress write \"Quarterly results\" into slide 2's content and save",
     )

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod office;
+
 use std::time::{Duration, Instant};
 
 use ufo_core::{Desktop, WindowId, WindowObservation};
