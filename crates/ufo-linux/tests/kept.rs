@@ -41,40 +41,51 @@ fn listed(o: &WindowObservation) -> Vec<(String, String, Option<String>)> {
     v
 }
 
+/// A1 = 1, A2 = 2, A3 = A1 + A2.
+const THREE: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:of="urn:oasis:names:tc:opendocument:xmlns:of:1.2" office:version="1.2" office:mimetype="application/vnd.oasis.opendocument.spreadsheet"><office:body><office:spreadsheet><table:table table:name="Sheet1"><table:table-row><table:table-cell office:value-type="float" office:value="1"><text:p>1</text:p></table:table-cell></table:table-row><table:table-row><table:table-cell office:value-type="float" office:value="2"><text:p>2</text:p></table:table-cell></table:table-row><table:table-row><table:table-cell table:formula="of:=[.A1]+[.A2]" office:value-type="float" office:value="3"><text:p>3</text:p></table:table-cell></table:table-row></table:table></office:spreadsheet></office:body></office:document>"#;
+
+/// The live desktop and a LibreOffice of the test's own showing a sheet written from
+/// `content` as `name`, once the cell `shows.0` shows `shows.1` (LibreOffice finishes its
+/// window a few seconds after it shows it).
+async fn open_sheet(
+    prefix: &str,
+    name: &str,
+    content: &str,
+    shows: (&str, &str),
+) -> (LinuxDesktop, ufo_core::WindowInfo, OfficeGuard) {
+    require_libreoffice_gtk3();
+    let mut office = OfficeGuard::new(prefix);
+    let sheet = office.dir().join(name);
+    std::fs::write(&sheet, content).unwrap();
+    let d = LinuxDesktop::connect(Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
+    office.start("gtk3", &[&sheet]);
+    let w = office.window(&d, name, Duration::from_secs(90)).await;
+    let (address, value) = shows;
+    observe_until(
+        &d,
+        &w.id,
+        &format!("Calc's cell {address} showing {value}"),
+        Duration::from_secs(30),
+        |o| cell(o, address).as_deref() == Some(value) && o.controls.len() >= 20,
+    )
+    .await;
+    (d, w, office)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_kept_calc_observation_follows_changes_made_outside_ufo() {
     if !require_live("a_kept_calc_observation_follows_changes_made_outside_ufo") {
         return;
     }
     let _serial = SERIAL.lock().await;
-    require_libreoffice_gtk3();
     assert!(
         ufo_proc::which("xdotool", None).is_some(),
         "xdotool is not installed: apt-get install xdotool"
     );
-    let mut office = OfficeGuard::new("ufo-kept-test-");
-    let sheet = office.dir().join("kept.fods");
-    std::fs::write(
-        &sheet,
-        r#"<?xml version="1.0" encoding="UTF-8"?>
-<office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:of="urn:oasis:names:tc:opendocument:xmlns:of:1.2" office:version="1.2" office:mimetype="application/vnd.oasis.opendocument.spreadsheet"><office:body><office:spreadsheet><table:table table:name="Sheet1"><table:table-row><table:table-cell office:value-type="float" office:value="1"><text:p>1</text:p></table:table-cell></table:table-row><table:table-row><table:table-cell office:value-type="float" office:value="2"><text:p>2</text:p></table:table-cell></table:table-row><table:table-row><table:table-cell table:formula="of:=[.A1]+[.A2]" office:value-type="float" office:value="3"><text:p>3</text:p></table:table-cell></table:table-row></table:table></office:spreadsheet></office:body></office:document>"#,
-    ).unwrap();
-    let d = LinuxDesktop::connect(Default::default())
-        .await
-        .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
-    office.start("gtk3", &[&sheet]);
-    let w = office
-        .window(&d, "kept.fods", Duration::from_secs(90))
-        .await;
-    // LibreOffice finishes its window a few seconds after it shows it
-    observe_until(
-        &d,
-        &w.id,
-        "Calc's cell A1 showing 1",
-        Duration::from_secs(30),
-        |o| cell(o, "A1").as_deref() == Some("1") && o.controls.len() >= 20,
-    )
-    .await;
+    let (d, w, _office) = open_sheet("ufo-kept-test-", "kept.fods", THREE, ("A1", "1")).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     // an observation right after another (kept when LibreOffice sent nothing) lists the same
     let first = d.observe(&w.id).await.expect("observe Calc");
@@ -187,26 +198,7 @@ async fn a_cell_entered_by_ufo_is_read_again_with_the_formulas_it_feeds_not_the_
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    require_libreoffice_gtk3();
-    let mut office = OfficeGuard::new("ufo-kept-entry-");
-    let sheet = office.dir().join("entry.fods");
-    std::fs::write(&sheet, FORMULAS).unwrap();
-    let d = LinuxDesktop::connect(Default::default())
-        .await
-        .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
-    office.start("gtk3", &[&sheet]);
-    let w = office
-        .window(&d, "entry.fods", Duration::from_secs(90))
-        .await;
-    // LibreOffice finishes its window a few seconds after it shows it
-    observe_until(
-        &d,
-        &w.id,
-        "Calc's cell A3 showing 3",
-        Duration::from_secs(30),
-        |o| cell(o, "A3").as_deref() == Some("3") && o.controls.len() >= 20,
-    )
-    .await;
+    let (d, w, _office) = open_sheet("ufo-kept-entry-", "entry.fods", FORMULAS, ("A3", "3")).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let mut o = d.observe(&w.id).await.expect("observe Calc");
     let visible = d.cells_read();
@@ -308,30 +300,12 @@ async fn a_kept_calc_observation_follows_what_sends_only_events_no_longer_asked_
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    require_libreoffice_gtk3();
     assert!(
         ufo_proc::which("xdotool", None).is_some(),
         "xdotool is not installed: apt-get install xdotool"
     );
-    let mut office = OfficeGuard::new("ufo-kept-unasked-");
-    let sheet = office.dir().join("unasked.fods");
-    std::fs::write(&sheet, FORMULAS).unwrap();
-    let d = LinuxDesktop::connect(Default::default())
-        .await
-        .unwrap_or_else(|e| panic!("the live desktop is unavailable: {e}"));
-    office.start("gtk3", &[&sheet]);
-    let w = office
-        .window(&d, "unasked.fods", Duration::from_secs(90))
-        .await;
-    // LibreOffice finishes its window a few seconds after it shows it
-    observe_until(
-        &d,
-        &w.id,
-        "Calc's cell A3 showing 3",
-        Duration::from_secs(30),
-        |o| cell(o, "A3").as_deref() == Some("3") && o.controls.len() >= 20,
-    )
-    .await;
+    let (d, w, _office) =
+        open_sheet("ufo-kept-unasked-", "unasked.fods", FORMULAS, ("A3", "3")).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let first = d.observe(&w.id).await.expect("observe Calc");
     assert_eq!(cell(&first, "A1").as_deref(), Some("1"));
