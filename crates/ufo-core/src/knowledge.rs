@@ -351,10 +351,11 @@ impl KnowledgeLimits {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn snip(kind: KnowledgeKind, title: &str, text: &str) -> Snippet {
+    /// A snippet titled `title` of `kind` (the other modules' tests use it too).
+    pub(crate) fn snip(kind: KnowledgeKind, title: &str, text: &str) -> Snippet {
         Snippet {
             kind,
             id: format!("{}:{title}", kind.as_str()),

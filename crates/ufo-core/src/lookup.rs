@@ -247,19 +247,9 @@ async fn ask(r: Reranker<'_>, text: &str, candidates: &[Snippet]) -> (Vec<usize>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::knowledge::tests::snip;
     use crate::knowledge::{KnowledgeError, PromptCaps};
     use async_trait::async_trait;
-
-    fn snip(kind: KnowledgeKind, title: &str, text: &str) -> Snippet {
-        Snippet {
-            kind,
-            id: format!("{}:{title}", kind.as_str()),
-            title: title.into(),
-            location: format!("/help/{title}.html"),
-            text: text.into(),
-            score: 1.0,
-        }
-    }
 
     struct Fixed(Result<Vec<Snippet>, String>);
 
