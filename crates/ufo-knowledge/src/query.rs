@@ -404,39 +404,7 @@ pub fn fast_match_expression(
     app_tag: Option<&str>,
     tag_word: &dyn Fn(&str) -> bool,
 ) -> Option<String> {
-    fast_expression_of(query_terms(text), app_tag, tag_word)
-}
-
-/// Other words for the request's words (`thesaurus` gives them for one word), each once and
-/// none already searched for, at most [`MAX_TERMS`].
-pub fn expansion_terms(text: &str, thesaurus: &dyn Fn(&str) -> Vec<String>) -> Vec<String> {
-    let searched = query_terms(text);
-    let mut out: Vec<String> = Vec::new();
-    for t in terms(text) {
-        for s in thesaurus(&t) {
-            let words = words_in_order(&s);
-            if words.is_empty() || words.len() > 2 {
-                continue;
-            }
-            let s = words.join(" ");
-            if !searched.contains(&s) && !out.contains(&s) && !STOP_WORDS.contains(&s.as_str()) {
-                out.push(s);
-            }
-        }
-        if out.len() >= MAX_TERMS {
-            break;
-        }
-    }
-    out.truncate(MAX_TERMS);
-    out
-}
-
-/// As [`fast_match_expression`], of the terms `all`.
-pub fn fast_expression_of(
-    all: Vec<String>,
-    app_tag: Option<&str>,
-    tag_word: &dyn Fn(&str) -> bool,
-) -> Option<String> {
+    let all = query_terms(text);
     let (tagged, plain): (Vec<String>, Vec<String>) =
         all.into_iter().partition(|t| t.split(' ').any(tag_word));
     let text = match (or_of(&plain), or_of(&tagged)) {

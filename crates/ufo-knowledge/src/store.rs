@@ -263,8 +263,6 @@ pub struct Store {
     /// the next write (reading 3,000 of them from SQLite took longer than the query's own
     /// embedding).
     vector_sets: Mutex<HashMap<VectorSet, Vectors>>,
-    /// WordNet, read on the first search that expands a request (`None`: not installed).
-    thesaurus: std::sync::OnceLock<Option<Arc<crate::wordnet::WordNet>>>,
 }
 
 #[path = "store_swap.rs"]
@@ -272,28 +270,6 @@ mod swap;
 
 #[path = "store_dense.rs"]
 mod dense;
-
-/// How much a synonym's BM25 counts against a word of the request's.
-fn expansion_weight() -> f64 {
-    std::env::var("UFO_WN_WEIGHT")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.3)
-}
-
-/// Senses of a word whose synonyms are taken, and most synonyms a word.
-fn expansion_bounds() -> (usize, usize) {
-    let get = |k: &str, d: usize| {
-        std::env::var(k)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(d)
-    };
-    (get("UFO_WN_SENSES", 1), get("UFO_WN_MAX", 3))
-}
-
-/// Candidates of each of the two lexical queries when a request is expanded.
-const EXPANSION_CANDIDATES: usize = 100;
 
 /// The store's default file: `$XDG_DATA_HOME/ufo/knowledge.sqlite`, else
 /// `~/.local/share/ufo/knowledge.sqlite`.
@@ -375,7 +351,6 @@ impl Store {
             embed_warning: Mutex::new(None),
             tag_words: Mutex::new(None),
             vector_sets: Mutex::new(HashMap::new()),
-            thesaurus: std::sync::OnceLock::new(),
         })
     }
 
@@ -399,12 +374,6 @@ impl Store {
     pub fn set_embedder(&mut self, embedder: Option<Encoder>) {
         self.embedder = embedder;
         self.embed_down.store(false, Ordering::Relaxed);
-    }
-
-    /// Expand requests with `thesaurus`'s synonyms (`None`: none), instead of the system's
-    /// WordNet read on the first search.
-    pub fn set_thesaurus(&mut self, thesaurus: Option<Arc<crate::wordnet::WordNet>>) {
-        self.thesaurus = std::sync::OnceLock::from(thesaurus);
     }
 
     /// Rank by `ranking` when an embedder is set.
@@ -493,13 +462,18 @@ impl Store {
         let lexical_top = top.max(FUSE_CANDIDATES);
         let mut hits = Vec::new();
         for kind in kinds {
+            let mut found = Vec::new();
             let mut scoped = app.clone();
             let Some(only) = self.kind_filter(kind)? else {
                 continue; // no document of this kind
             };
-            let mut found = self.lexical(&req.text, app.as_deref(), &tag, kind, only, lexical_top)?;
+            if let Some(expr) = query::fast_match_expression(&req.text, app.as_deref(), &tag) {
+                found = self.run(&expr, kind, only, lexical_top)?;
+            }
             if found.is_empty() && app.is_some() {
-                found = self.lexical(&req.text, None, &tag, kind, only, lexical_top)?;
+                if let Some(expr) = query::fast_match_expression(&req.text, None, &tag) {
+                    found = self.run(&expr, kind, only, lexical_top)?;
+                }
                 if query_vector.is_some()
                     && (!found.is_empty() || !self.has_app(kind, app.as_deref())?)
                 {
@@ -574,55 +548,6 @@ impl Store {
         if let Ok(mut v) = self.vector_sets.lock() {
             v.clear();
         }
-    }
-
-    /// The lexical ranking of `text`'s terms, and with WordNet its synonyms' ranking added at
-    /// a low weight ([`EXPANSION_WEIGHT`]): FTS5's BM25 is a sum over the query's terms, so
-    /// the two queries' scores add up to one BM25 with the synonyms weighed less.
-    fn lexical(
-        &self,
-        text: &str,
-        app: Option<&str>,
-        tag: &dyn Fn(&str) -> bool,
-        kind: KnowledgeKind,
-        only: bool,
-        top: usize,
-    ) -> Result<Vec<Hit>, StoreError> {
-        let Some(expr) = query::fast_match_expression(text, app, tag) else {
-            return Ok(vec![]);
-        };
-        let weight = expansion_weight();
-        let synonyms = match self.thesaurus() {
-            Some(wn) if weight > 0.0 => {
-                let (senses, most) = expansion_bounds();
-                query::expansion_terms(text, &|w| wn.synonyms(w, senses, most))
-            }
-            _ => vec![],
-        };
-        let Some(extra) = query::fast_expression_of(synonyms, app, tag) else {
-            return self.run(&expr, kind, only, top);
-        };
-        let deep = top.max(EXPANSION_CANDIDATES);
-        let mut found = self.run(&expr, kind, only, deep)?;
-        for h in self.run(&extra, kind, only, deep)? {
-            match found.iter_mut().find(|f| f.id == h.id) {
-                Some(f) => f.score += weight * h.score,
-                None => found.push(Hit {
-                    score: weight * h.score,
-                    ..h
-                }),
-            }
-        }
-        found.sort_by(|a, b| b.score.total_cmp(&a.score));
-        found.truncate(top);
-        Ok(found)
-    }
-
-    /// WordNet, read once (from `UFO_WORDNET_DIR` or the system's folder).
-    fn thesaurus(&self) -> Option<&crate::wordnet::WordNet> {
-        self.thesaurus
-            .get_or_init(|| crate::wordnet::WordNet::system().map(Arc::new))
-            .as_deref()
     }
 
     /// One FTS5 query for one kind: the kind is matched inside the index and the ranking is
