@@ -17,3 +17,4 @@ pub mod pages;
 pub mod query;
 pub mod store;
 pub mod web;
+pub mod wordnet;
