@@ -17,4 +17,3 @@ pub mod pages;
 pub mod query;
 pub mod store;
 pub mod web;
-pub mod wordnet;

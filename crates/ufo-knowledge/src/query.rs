@@ -395,28 +395,6 @@ fn query_terms(text: &str) -> Vec<String> {
     all
 }
 
-/// The terms of [`query_terms`], each with the place in the request of the word it comes from
-/// (a phrase: its first word's; a help word: the person's word's).
-pub fn placed_terms(text: &str) -> Vec<(String, usize)> {
-    let words = terms(text);
-    let place = |w: &str| words.iter().position(|t| t == w);
-    query_terms(text)
-        .into_iter()
-        .map(|t| {
-            let first = t.split(' ').next().unwrap_or(&t).to_string();
-            let at = place(&first)
-                .or_else(|| {
-                    SYNONYMS
-                        .iter()
-                        .filter(|(_, s)| s.contains(&t.as_str()))
-                        .find_map(|(w, _)| place(w))
-                })
-                .unwrap_or(0);
-            (t, at)
-        })
-        .collect()
-}
-
 /// As [`match_expression`] (the same documents, the same ranking), but only the terms with a
 /// word for which `tag_word` holds (a word that may be in the `apps` or `kind` columns) carry
 /// the column filter: a column filter makes FTS5 read the positions of every document its
@@ -426,62 +404,7 @@ pub fn fast_match_expression(
     app_tag: Option<&str>,
     tag_word: &dyn Fn(&str) -> bool,
 ) -> Option<String> {
-    fast_match_expression_without(text, app_tag, tag_word, &[])
-}
-
-/// As [`fast_match_expression`], without the single words `dropped`.
-pub fn fast_match_expression_without(
-    text: &str,
-    app_tag: Option<&str>,
-    tag_word: &dyn Fn(&str) -> bool,
-    dropped: &[String],
-) -> Option<String> {
-    let (n, r) = lead_knobs();
-    let verbs = std::env::var_os("UFO_X_VERB").is_some();
-    let wn = VERBS.get_or_init(crate::wordnet::WordNet::system);
-    let words = terms(text);
-    let mut all = Vec::new();
-    let first_verb = words
-        .iter()
-        .position(|x| wn.as_ref().is_some_and(|w| w.mostly_verb(x)));
-    let only_first = std::env::var_os("UFO_X_VERB_FIRST").is_some();
-    for (t, at) in placed_terms(text) {
-        if dropped.contains(&t) {
-            continue;
-        }
-        let verb = verbs
-            && (!only_first || Some(at) == first_verb || (std::env::var_os("UFO_X_VERB_OBJ").is_some() && first_verb.map(|v| v + 1) == Some(at)))
-            && wn.as_ref().is_some_and(|w| {
-                let first = t.split(' ').next().unwrap_or(&t);
-                words.get(at).is_some_and(|x| x == first) && w.mostly_verb(first)
-            });
-        let times = if at < n || verb { r } else { 1 };
-        for _ in 0..times {
-            all.push(t.clone());
-        }
-    }
-    fast_expression_of(all, app_tag, tag_word)
-}
-
-static VERBS: std::sync::OnceLock<Option<crate::wordnet::WordNet>> = std::sync::OnceLock::new();
-
-/// Experiment: the first N words of a request repeated R times.
-fn lead_knobs() -> (usize, usize) {
-    let get = |k: &str, d: usize| {
-        std::env::var(k)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(d)
-    };
-    (get("UFO_X_LEAD_N", 0), get("UFO_X_LEAD_R", 2))
-}
-
-/// As [`fast_match_expression`], of the terms `all`.
-pub fn fast_expression_of(
-    all: Vec<String>,
-    app_tag: Option<&str>,
-    tag_word: &dyn Fn(&str) -> bool,
-) -> Option<String> {
+    let all = query_terms(text);
     let (tagged, plain): (Vec<String>, Vec<String>) =
         all.into_iter().partition(|t| t.split(' ').any(tag_word));
     let text = match (or_of(&plain), or_of(&tagged)) {

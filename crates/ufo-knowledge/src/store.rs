@@ -271,28 +271,6 @@ mod swap;
 #[path = "store_dense.rs"]
 mod dense;
 
-/// The number of a hit's id (`docs:12` -> `12`).
-fn id_number(id: &str) -> &str {
-    id.rsplit(':').next().unwrap_or(id)
-}
-
-/// The experiment's knobs: rarest terms taken, their weight, fewest terms of a request,
-/// pairs of them (AND) rather than each.
-fn rare_knobs() -> (usize, f64, usize, bool) {
-    let get = |k: &str, d: f64| {
-        std::env::var(k)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(d)
-    };
-    (
-        get("UFO_X_RARE_K", 3.0) as usize,
-        get("UFO_X_RARE_W", 0.5),
-        get("UFO_X_RARE_MIN", 4.0) as usize,
-        std::env::var_os("UFO_X_RARE_PAIRS").is_some(),
-    )
-}
-
 /// The store's default file: `$XDG_DATA_HOME/ufo/knowledge.sqlite`, else
 /// `~/.local/share/ufo/knowledge.sqlite`.
 pub fn default_path() -> Result<PathBuf, StoreError> {
@@ -484,13 +462,18 @@ impl Store {
         let lexical_top = top.max(FUSE_CANDIDATES);
         let mut hits = Vec::new();
         for kind in kinds {
+            let mut found = Vec::new();
             let mut scoped = app.clone();
             let Some(only) = self.kind_filter(kind)? else {
                 continue; // no document of this kind
             };
-            let mut found = self.lexical(&req.text, app.as_deref(), &tag, kind, only, lexical_top)?;
+            if let Some(expr) = query::fast_match_expression(&req.text, app.as_deref(), &tag) {
+                found = self.run(&expr, kind, only, lexical_top)?;
+            }
             if found.is_empty() && app.is_some() {
-                found = self.lexical(&req.text, None, &tag, kind, only, lexical_top)?;
+                if let Some(expr) = query::fast_match_expression(&req.text, None, &tag) {
+                    found = self.run(&expr, kind, only, lexical_top)?;
+                }
                 if query_vector.is_some()
                     && (!found.is_empty() || !self.has_app(kind, app.as_deref())?)
                 {
@@ -567,190 +550,6 @@ impl Store {
         }
     }
 
-    /// The lexical ranking of `text`'s terms; for a long request, the BM25 of its rarest
-    /// terms added ([`RARE_TERMS`], [`RARE_WEIGHT`]).
-    fn lexical(
-        &self,
-        text: &str,
-        app: Option<&str>,
-        tag: &dyn Fn(&str) -> bool,
-        kind: KnowledgeKind,
-        only: bool,
-        top: usize,
-    ) -> Result<Vec<Hit>, StoreError> {
-        let common: f64 = std::env::var("UFO_X_COMMON")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0);
-        let mut dropped = Vec::new();
-        if common > 0.0 {
-            let scope = match app {
-                Some(a) => format!("apps : \"{a}\""),
-                None => format!("kind : \"{}\"", kind.as_str()),
-            };
-            let all = self.count(&scope, kind, only)?.max(1) as f64;
-            let words = query::terms(text);
-            for t in &words {
-                let Some(e) = query::fast_expression_of(vec![t.clone()], app, tag) else {
-                    continue;
-                };
-                if self.count(&e, kind, only)? as f64 / all > common {
-                    dropped.push(t.clone());
-                }
-            }
-            if dropped.len() == words.len() {
-                dropped.clear();
-            }
-        }
-        let Some(expr) = query::fast_match_expression_without(text, app, tag, &dropped) else {
-            return Ok(vec![]);
-        };
-        let decay = std::env::var("UFO_X_DECAY_L")
-            .ok()
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0);
-        if decay > 0.0 {
-            let floor = std::env::var("UFO_X_DECAY_FLOOR")
-                .ok()
-                .and_then(|v| v.parse::<f64>().ok())
-                .unwrap_or(0.0);
-            let mut found = self.run(&expr, kind, only, top.max(100))?;
-            let ids: Vec<String> = found.iter().map(|h| id_number(&h.id).to_string()).collect();
-            let mut scores: HashMap<String, f64> = HashMap::new();
-            for (t, at) in query::placed_terms(text) {
-                let w = (1.0 / (1.0 + at as f64 / decay)).max(floor);
-                let Some(e) = query::fast_expression_of(vec![t], app, tag) else {
-                    continue;
-                };
-                for (id, score) in self.scores_of(&e, kind, only, &ids)? {
-                    *scores.entry(id).or_default() += w * score;
-                }
-            }
-            for h in found.iter_mut() {
-                h.score = scores.get(&id_number(&h.id).to_string()).copied().unwrap_or(0.0);
-            }
-            found.sort_by(|a, b| b.score.total_cmp(&a.score));
-            found.truncate(top);
-            return Ok(found);
-        }
-        let (k, weight, min, pairs) = rare_knobs();
-        let terms = query::terms(text);
-        let listing: f64 = std::env::var("UFO_X_LISTING")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(1.0);
-        if listing < 1.0 {
-            let mut found = self.run(&expr, kind, only, top.max(100))?;
-            for h in found.iter_mut() {
-                let l = &h.location;
-                let mut seg = l.rsplit('/');
-                let file = seg.next().unwrap_or("");
-                let folder = seg.next().unwrap_or("");
-                let list = h.source == "libreoffice"
-                    && (folder == "04"
-                        || folder == "optionen"
-                        || (folder == "guide" && file == "main.html")
-                        || std::env::var_os("UFO_X_LISTING_MENUS").is_some() && file.starts_with("main01"));
-                if list {
-                    h.score *= listing;
-                }
-            }
-            found.sort_by(|a, b| b.score.total_cmp(&a.score));
-            found.truncate(top);
-            return Ok(found);
-        }
-        if k == 0 || terms.len() < min {
-            return self.run(&expr, kind, only, top);
-        }
-        let mut counted = Vec::new();
-        for t in &terms {
-            let Some(e) = query::fast_expression_of(vec![t.clone()], app, tag) else {
-                continue;
-            };
-            counted.push((self.count(&e, kind, only)?, t.clone()));
-        }
-        counted.retain(|(n, _)| *n > 0);
-        counted.sort();
-        let rare: Vec<String> = counted.into_iter().take(k).map(|(_, t)| t).collect();
-        let extra = match pairs {
-            false => query::fast_expression_of(rare, app, tag),
-            true if rare.len() >= 2 => {
-                let mut ors = Vec::new();
-                for i in 0..rare.len() {
-                    for j in i + 1..rare.len() {
-                        ors.push(format!("(\"{}\" AND \"{}\")", rare[i], rare[j]));
-                    }
-                }
-                let e = format!("({})", ors.join(" OR "));
-                Some(match app {
-                    Some(a) => format!("apps : \"{a}\" AND {e}"),
-                    None => e,
-                })
-            }
-            true => None,
-        };
-        let Some(extra) = extra else {
-            return self.run(&expr, kind, only, top);
-        };
-        let deep = top.max(100);
-        let mut found = self.run(&expr, kind, only, deep)?;
-        for h in self.run(&extra, kind, only, deep)? {
-            match found.iter_mut().find(|f| f.id == h.id) {
-                Some(f) => f.score += weight * h.score,
-                None => found.push(Hit {
-                    score: weight * h.score,
-                    ..h
-                }),
-            }
-        }
-        found.sort_by(|a, b| b.score.total_cmp(&a.score));
-        found.truncate(top);
-        Ok(found)
-    }
-
-    /// The BM25 score of each document among `ids` that matches `expr`.
-    fn scores_of(
-        &self,
-        expr: &str,
-        kind: KnowledgeKind,
-        filter_kind: bool,
-        ids: &[String],
-    ) -> Result<Vec<(String, f64)>, StoreError> {
-        let w = self.weights;
-        let rank = format!(
-            "bm25({}, {}, {}, {}, 0.0, 0.0)",
-            w.title, w.headings, w.keywords, w.body
-        );
-        let expr = match filter_kind {
-            true => format!("kind : \"{}\" AND {expr}", kind.as_str()),
-            false => expr.to_string(),
-        };
-        let sql = format!(
-            "SELECT rowid, rank FROM docs_fts WHERE docs_fts MATCH ?1 AND rank MATCH ?2 AND rowid IN ({})",
-            ids.join(",")
-        );
-        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map(params![expr, rank], |r| {
-                Ok((r.get::<_, i64>(0)?.to_string(), -r.get::<_, f64>(1)?))
-            })
-            .map_err(|e| self.err(e))?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
-    }
-
-    /// How many documents of `kind` match `expr`.
-    fn count(&self, expr: &str, kind: KnowledgeKind, filter_kind: bool) -> Result<usize, StoreError> {
-        let expr = match filter_kind {
-            true => format!("kind : \"{}\" AND {expr}", kind.as_str()),
-            false => expr.to_string(),
-        };
-        self.conn
-            .prepare_cached("SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?1")
-            .and_then(|mut s| s.query_row(params![expr], |r| r.get::<_, i64>(0)))
-            .map(|n| n as usize)
-            .map_err(|e| self.err(e))
-    }
-
     /// One FTS5 query for one kind: the kind is matched inside the index and the ranking is
     /// FTS5's own `rank` (so `ORDER BY rank LIMIT` stays inside FTS5), the rest joined after.
     /// `filter_kind`: other kinds are stored, so the kind is matched too.
@@ -770,19 +569,9 @@ impl Store {
             true => format!("kind : \"{}\" AND {expr}", kind.as_str()),
             false => expr.to_string(),
         };
-        let gamma: f64 = std::env::var("UFO_X_LEN_G")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0);
-        let scale: f64 = std::env::var("UFO_X_LEN_S")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(4000.0);
-        let want = top;
-        let top = if gamma > 0.0 { top.max(100) } else { top };
         let sql = format!(
-            "SELECT d.id, d.title, d.location, d.source, s.text, s.rank, s.len FROM
-               (SELECT rowid, substr(body, 1, {HIT_TEXT_CHARS}) AS text, rank, length(body) AS len FROM docs_fts
+            "SELECT d.id, d.title, d.location, d.source, s.text, s.rank FROM
+               (SELECT rowid, substr(body, 1, {HIT_TEXT_CHARS}) AS text, rank FROM docs_fts
                 WHERE docs_fts MATCH ?1 AND rank MATCH ?2 ORDER BY rank LIMIT ?3) s
              JOIN docs d ON d.id = s.rowid ORDER BY s.rank"
         );
@@ -796,15 +585,11 @@ impl Store {
                     location: r.get(2)?,
                     source: r.get(3)?,
                     text: clip(&r.get::<_, String>(4)?, HIT_TEXT_CHARS),
-                    score: -r.get::<_, f64>(5)?
-                        * (1.0 + r.get::<_, f64>(6)? / scale).powf(-gamma),
+                    score: -r.get::<_, f64>(5)?,
                 })
             })
             .map_err(|e| self.err(e))?;
-        let mut hits = rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))?;
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-        hits.truncate(want);
-        Ok(hits)
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
     }
 
     /// Stored documents, by kind and application, at most `limit`, in location order.

@@ -188,47 +188,6 @@ impl Store {
             *score = crate::pages::with_prior(kind, *score);
         }
         fused.sort_by(|a, b| b.1.total_cmp(&a.1));
-        let lambda: f64 = std::env::var("UFO_X_MMR")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0);
-        if lambda > 0.0 {
-            let tau: f64 = std::env::var("UFO_X_MMR_T")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0.8);
-            let dim = vector.len();
-            let names: HashMap<i64, &[f32]> = set
-                .iter()
-                .filter(|p| p.parts.len() >= dim)
-                .map(|p| (p.id, &p.parts[..dim]))
-                .collect();
-            let head = fused.len().min(15);
-            let mut rest: Vec<(i64, f64)> = fused.drain(..head).collect();
-            let mut chosen: Vec<(i64, f64)> = Vec::new();
-            while !rest.is_empty() {
-                let adjusted = |(id, score): &(i64, f64)| {
-                    let sim = chosen
-                        .iter()
-                        .filter_map(|(c, _)| Some(embed::cosine(names.get(c)?, names.get(id)?)))
-                        .fold(0.0f32, f32::max) as f64;
-                    score * (1.0 - lambda * (sim - tau).max(0.0) / (1.0 - tau))
-                };
-                let best = (0..rest.len())
-                    .max_by(|a, b| adjusted(&rest[*a]).total_cmp(&adjusted(&rest[*b])))
-                    .unwrap_or(0);
-                let (id, score) = rest.remove(best);
-                chosen.push((id, score));
-            }
-            // keep the scores descending for the callers
-            let mut prev = f64::INFINITY;
-            for c in chosen.iter_mut() {
-                c.1 = c.1.min(prev);
-                prev = c.1;
-            }
-            chosen.extend(fused);
-            fused = chosen;
-        }
         let mut out = Vec::new();
         let mut content = 0;
         for (id, score) in fused {
