@@ -64,6 +64,16 @@ pub(crate) const PREFETCH_AFTER: Duration = Duration::from_millis(20);
 /// every 16.7 ms), and a little: after the application answered a ping sent after its last
 /// change, this much quiet ends the settle (see [`SettleParams::frame`]).
 pub(crate) const FRAME: Duration = Duration::from_millis(20);
+/// The shortest quiet time learned from an application's own pauses ([`learned_waits`]).
+pub(crate) const QUIET_FLOOR: Duration = Duration::from_millis(20);
+/// The shortest quiet before observing while waiting, learned the same way.
+pub(crate) const PREFETCH_FLOOR: Duration = Duration::from_millis(10);
+/// Pauses within updates an application and input path must have shown before its quiet
+/// time is learned from them (until then: [`QUIET`] and [`PREFETCH_AFTER`]).
+pub(crate) const PAUSES_NEEDED: usize = 4;
+/// Most pauses kept per application and input path (the latest: a load that comes and goes
+/// is forgotten after as many).
+const PAUSES_KEPT: usize = 32;
 /// Most observations made while waiting in one settle.
 pub(crate) const PREFETCH_MAX: usize = 3;
 /// Longest time an observation made while settling is kept for the next step.
@@ -191,19 +201,87 @@ pub(crate) fn ended_on_signal(
         && last.is_some_and(|l| decided < l + p.quiet)
 }
 
-/// Whether the window changed after the last settle ended on its end signal, by the look
-/// before the next action on it: the settle ended on the signal (`on_signal`), the same
+/// Whether the settle that `decide` ended at `decided` ended before [`QUIET`] passed after
+/// the last change, not at the tail or the max: on the application's end signal or on a
+/// quiet time learned shorter ([`learned_waits`]). A change seen after such a settle is a
+/// late one ([`changed_after_signal`]).
+pub(crate) fn ended_early(
+    decided: Duration,
+    first: Option<Duration>,
+    last: Option<Duration>,
+    p: &SettleParams,
+) -> bool {
+    (p.frame.is_some() || p.quiet < QUIET)
+        && decided < p.max
+        && first.is_some_and(|f| decided < f + p.tail)
+        && last.is_some_and(|l| decided < l + QUIET)
+}
+
+/// How long a settle waits once the window changed: the quiet time after the last change
+/// that ends it ([`SettleParams::quiet`]), and the quiet after which it observes the window
+/// while waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Waits {
+    pub quiet: Duration,
+    pub prefetch_after: Duration,
+}
+
+/// The waits learned from the pauses an application made within its own updates
+/// (`pauses`, the latest [`PAUSES_KEPT`]: the time between two successive redraws of the
+/// windows watched, from the first change of a settle to its end). With fewer than
+/// [`PAUSES_NEEDED`]: [`QUIET`] and [`PREFETCH_AFTER`]. Else the longest pause kept, `m`:
+/// the quiet time is 1.5 `m` between [`QUIET_FLOOR`] and [`QUIET`], and the observation
+/// while waiting begins after `m` of quiet, between [`PREFETCH_FLOOR`] and
+/// [`PREFETCH_AFTER`]. A pause of two thirds of the quiet time or more widens it at once; a
+/// pause as long as the quiet time ends the settle, so it is seen only by the look before the
+/// next action ([`changed_after_signal`]), which sends that application and input path back
+/// to [`QUIET`] for good ([`Learned::note_late`]).
+pub(crate) fn learned_waits(pauses: &[Duration]) -> Waits {
+    let longest = pauses
+        .iter()
+        .max()
+        .filter(|_| pauses.len() >= PAUSES_NEEDED);
+    match longest {
+        Some(m) => Waits {
+            quiet: (*m * 3 / 2).clamp(QUIET_FLOOR, QUIET),
+            prefetch_after: (*m).clamp(PREFETCH_FLOOR, PREFETCH_AFTER),
+        },
+        None => Waits {
+            quiet: QUIET,
+            prefetch_after: PREFETCH_AFTER,
+        },
+    }
+}
+
+/// The pauses within one update: the times between successive redraws (`redraws`, after the
+/// action, oldest first) from the first change (`first`) up to when the settle ended
+/// (`until`).
+pub(crate) fn pauses_within(
+    redraws: &[Duration],
+    first: Duration,
+    until: Duration,
+) -> Vec<Duration> {
+    let within: Vec<Duration> = redraws
+        .iter()
+        .copied()
+        .filter(|t| *t >= first && *t <= until)
+        .collect();
+    within.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+/// Whether the window changed after the last settle ended early ([`ended_early`]), by the
+/// look before the next action on it: the settle ended early (`early`), the same
 /// windows are watched, something was redrawn since, and the pixels differ outside the
 /// clicks' animations, the transitions and the carets (`differs`). The application and input
 /// path of that settle then wait for [`QUIET`] ([`Learned::note_late`]).
 pub(crate) fn changed_after_signal(
-    on_signal: bool,
+    early: bool,
     last: &LastLook,
     watched: &Watched,
     redrawn: bool,
     differs: bool,
 ) -> bool {
-    on_signal && last.watched == *watched && redrawn && differs
+    early && last.watched == *watched && redrawn && differs
 }
 
 /// The wait for a first change after an action that took `acted` to send (a cell entry waits
@@ -215,12 +293,14 @@ pub(crate) fn first_change_bound(learned: Duration, acted: Duration, max: Durati
 }
 
 /// The longest time to a first change seen per application and input path, which bounds the
-/// wait for a first change next time; and the applications and input paths seen changing
-/// after a settle that ended on their end signal ([`SettleParams::frame`]), which wait for
-/// [`QUIET`] from then on.
+/// wait for a first change next time; the pauses seen within its updates, which set its
+/// quiet time ([`learned_waits`]); and the applications and input paths seen changing after
+/// a settle that ended early ([`ended_early`]: on their end signal, [`SettleParams::frame`],
+/// or on a quiet time learned shorter than [`QUIET`]), which wait for [`QUIET`] from then on.
 #[derive(Debug, Default)]
 pub(crate) struct Learned {
     first_change: HashMap<String, Duration>,
+    pauses: HashMap<String, VecDeque<Duration>>,
     late: HashSet<String>,
 }
 
@@ -234,14 +314,36 @@ impl Learned {
         }
     }
 
-    /// Note that `key` changed after a settle that ended on its end signal.
+    /// Note that `key` changed after a settle that ended early ([`ended_early`]).
     pub fn note_late(&mut self, key: &str) {
         self.late.insert(key.to_string());
     }
 
-    /// Whether `key` was seen changing after a settle that ended on its end signal.
+    /// Whether `key` was seen changing after a settle that ended early.
     pub fn late(&self, key: &str) -> bool {
         self.late.contains(key)
+    }
+
+    /// Note the pauses `key` made within one update ([`pauses_within`]).
+    pub fn note_pauses(&mut self, key: &str, pauses: &[Duration]) {
+        if pauses.is_empty() {
+            return;
+        }
+        let kept = self.pauses.entry(key.to_string()).or_default();
+        kept.extend(pauses.iter().copied());
+        while kept.len() > PAUSES_KEPT {
+            kept.pop_front();
+        }
+    }
+
+    /// The waits for `key` ([`learned_waits`] over its pauses); [`QUIET`] and
+    /// [`PREFETCH_AFTER`] once it was seen changing late.
+    pub fn waits(&self, key: &str) -> Waits {
+        let pauses: Vec<Duration> = match self.pauses.get(key) {
+            Some(p) if !self.late(key) => p.iter().copied().collect(),
+            _ => Vec::new(),
+        };
+        learned_waits(&pauses)
     }
 
     /// Note how long the first change took after an action.
@@ -350,9 +452,10 @@ pub(crate) struct SettleState {
     pub last_window: Option<WinId>,
     /// the last look of the last settle on events, for the next action's look before it
     pub last_look: Option<LastLook>,
-    /// the application and input path of the last settle, when it ended on the
-    /// application's end signal (a change seen after it is a late one: [`Learned::late`])
-    pub on_signal: Option<String>,
+    /// the application and input path of the last settle, when it ended early (on the
+    /// application's end signal or a learned quiet time: [`ended_early`]; a change seen after
+    /// it is a late one: [`Learned::late`])
+    pub early: Option<String>,
 }
 
 /// The last look of a settle on events: what it watched, when the settle ended, and the
@@ -881,6 +984,102 @@ mod tests {
         l.note("calc/atspi", ms(600));
         assert_eq!(l.bound("calc/atspi", ms(800)), ms(800));
         assert_eq!(l.bound("calc/xtest", ms(800)), ms(200));
+    }
+
+    #[test]
+    fn the_quiet_time_is_learned_from_the_longest_pause_within_updates() {
+        let w = |quiet, prefetch_after| Waits {
+            quiet: ms(quiet),
+            prefetch_after: ms(prefetch_after),
+        };
+        // too few pauses seen: today's waits
+        assert_eq!(learned_waits(&[]), w(40, 20));
+        assert_eq!(learned_waits(&[ms(2), ms(3), ms(2)]), w(40, 20));
+        // LibreOffice on a quiet machine: pauses up to 19 ms within an entry's update
+        assert_eq!(learned_waits(&[ms(16), ms(18), ms(12), ms(16)]), w(27, 18));
+        // a redraw in two parts a millisecond apart: the floors
+        assert_eq!(learned_waits(&[ms(1), ms(0), ms(2), ms(1)]), w(20, 10));
+        // a loaded machine: 42 ms pauses; never past today's
+        assert_eq!(learned_waits(&[ms(16), ms(42), ms(12), ms(16)]), w(40, 20));
+    }
+
+    #[test]
+    fn a_pause_near_the_quiet_time_widens_it_at_once() {
+        let mut seen = vec![ms(16), ms(18), ms(12), ms(16)];
+        let quiet = learned_waits(&seen).quiet;
+        assert_eq!(quiet, ms(27));
+        // a pause of two thirds of the quiet time or more, seen within a settle that waited
+        // 27 ms, raises it for the next one
+        seen.push(ms(20));
+        assert!(learned_waits(&seen).quiet > quiet);
+        seen.push(ms(26));
+        assert_eq!(learned_waits(&seen).quiet, ms(39));
+    }
+
+    #[test]
+    fn the_pauses_are_those_between_redraws_from_the_first_change_to_the_end() {
+        // a redraw before the first change (the entry's own text) and one after the settle
+        // ended (the next action's) are not of the update
+        assert_eq!(
+            pauses_within(&[ms(5), ms(50), ms(52), ms(68), ms(120)], ms(50), ms(100)),
+            vec![ms(2), ms(16)]
+        );
+        assert_eq!(pauses_within(&[ms(50)], ms(50), ms(100)), vec![]);
+        assert_eq!(pauses_within(&[], ms(50), ms(100)), vec![]);
+    }
+
+    #[test]
+    fn the_waits_are_learned_per_key_and_a_late_change_restores_today_s() {
+        let mut l = Learned::default();
+        let today = Waits {
+            quiet: QUIET,
+            prefetch_after: PREFETCH_AFTER,
+        };
+        assert_eq!(l.waits("calc/Xtest"), today);
+        l.note_pauses("calc/Xtest", &[ms(4), ms(6)]);
+        assert_eq!(l.waits("calc/Xtest"), today, "two pauses are not enough");
+        l.note_pauses("calc/Xtest", &[ms(8), ms(2)]);
+        assert_eq!(l.waits("calc/Xtest").quiet, QUIET_FLOOR);
+        assert_eq!(l.waits("calc/Xtest").prefetch_after, PREFETCH_FLOOR);
+        assert_eq!(l.waits("calc/Atspi"), today);
+        // a load that came and went is forgotten after as many pauses as are kept
+        l.note_pauses("calc/Xtest", &[ms(30)]);
+        assert_eq!(l.waits("calc/Xtest").quiet, QUIET);
+        l.note_pauses("calc/Xtest", &[ms(4); PAUSES_KEPT]);
+        assert_eq!(l.waits("calc/Xtest").quiet, QUIET_FLOOR);
+        l.note_late("calc/Xtest");
+        assert_eq!(l.waits("calc/Xtest"), today);
+    }
+
+    #[test]
+    fn a_settle_ended_before_the_full_quiet_time_ended_early() {
+        let learned = SettleParams {
+            quiet: ms(24),
+            ..p()
+        };
+        assert_eq!(
+            decide(ms(74), Some(ms(50)), Some(ms(50)), None, None, &learned),
+            Decision::Settled { changed: true }
+        );
+        assert!(ended_early(ms(74), Some(ms(50)), Some(ms(50)), &learned));
+        // the observation made while waiting took it past the full quiet time
+        assert!(!ended_early(ms(95), Some(ms(50)), Some(ms(50)), &learned));
+        // today's quiet time without an end signal never ends early
+        assert!(!ended_early(ms(74), Some(ms(50)), Some(ms(50)), &p()));
+        // the end signal
+        assert!(ended_early(ms(73), Some(ms(50)), Some(ms(50)), &framed()));
+        assert!(
+            !ended_early(ms(100), None, None, &learned),
+            "nothing changed"
+        );
+        let short = SettleParams {
+            tail: ms(20),
+            ..learned
+        };
+        assert!(
+            !ended_early(ms(74), Some(ms(50)), Some(ms(60)), &short),
+            "the tail"
+        );
     }
 
     #[test]

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use ufo_core::Rect;
 
 use super::settle::{
-    changed_after_signal, changed_box, changed_regions, decide, differs, ended_on_signal,
-    first_change_bound, grow, look_still_holds, Decision, Input, LastLook, Made, Prefetched,
-    SettleParams, SettleStart, Settled, Watched, FRAME, PREFETCH_AFTER, PREFETCH_KEPT,
+    changed_after_signal, changed_box, changed_regions, decide, differs, ended_early,
+    ended_on_signal, first_change_bound, grow, look_still_holds, pauses_within, Decision, Input,
+    LastLook, Made, Prefetched, SettleParams, SettleStart, Settled, Watched, FRAME, PREFETCH_KEPT,
     PREFETCH_MAX, QUIET,
 };
 use super::Settler;
@@ -30,6 +30,9 @@ struct Run {
     /// the windows watched (the window and the dialogs on it) and the area they cover
     watched: Watched,
     params: SettleParams,
+    /// the quiet after the last change before observing while waiting (learned with the
+    /// quiet time: `settle::learned_waits`)
+    prefetch_after: Duration,
     poll: Duration,
     /// the redraws counted at the last look, and that look
     seen: usize,
@@ -209,12 +212,13 @@ impl Settler<'_> {
     }
 
     /// A step of [`Self::settle_start`] when the window was redrawn since the last settle
-    /// ended (`now`: its look): if that settle ended on the application's end signal and the
-    /// window changed since, the settle missed a late change, and that application and input
-    /// path wait for the quiet time from now on ([`changed_after_signal`]).
+    /// ended (`now`: its look): if that settle ended early (on the application's end signal
+    /// or a learned quiet time, [`ended_early`]) and the window changed since, the settle
+    /// missed a late change, and that application and input path wait for the quiet time from
+    /// now on ([`changed_after_signal`]).
     fn note_late_change(&self, watched: &Watched, now: Option<&Look>, exempt: &[Rect]) {
         let mut g = self.settling.lock();
-        let Some(key) = g.on_signal.take() else {
+        let Some(key) = g.early.take() else {
             return;
         };
         let mut exempt = exempt.to_vec();
@@ -224,7 +228,7 @@ impl Settler<'_> {
             changed_after_signal(true, last, watched, true, differs)
         });
         if late {
-            tracing::debug!(key, "changed after a settle on the end signal");
+            tracing::debug!(key, "changed after a settle that ended early");
             g.learned.note_late(&key);
         }
     }
@@ -316,9 +320,10 @@ impl Settler<'_> {
                 let max = self.config.settle_time;
                 // (counted from when the action was sent: a slow one, a cell entry waiting
                 // for LibreOffice, must not use up the wait for the redraw after it)
-                let (learned, late) = {
+                let (learned, late, waits) = {
                     let g = self.settling.lock();
-                    (g.learned.bound(&key, max), g.learned.late(&key))
+                    let l = &g.learned;
+                    (l.bound(&key, max), l.late(&key), l.waits(&key))
                 };
                 // the application's end signal, where its toolkit gives one
                 let frame = match probe {
@@ -328,7 +333,7 @@ impl Settler<'_> {
                     _ => false,
                 };
                 let params = SettleParams {
-                    quiet: QUIET,
+                    quiet: waits.quiet,
                     first_change: first_change_bound(learned, since.elapsed(), max),
                     tail: self.config.settle_tail,
                     max,
@@ -340,6 +345,7 @@ impl Settler<'_> {
                     ids,
                     watched,
                     params,
+                    prefetch_after: waits.prefetch_after,
                     // (with an end signal, its answer and the frame after it are what the
                     // step waits for: noticed within 2 ms rather than 5)
                     poll: self
@@ -477,12 +483,25 @@ impl Settler<'_> {
         }
         self.wait_for_next_dialog(w, &run, max).await;
         let on_signal = ended_on_signal(decided, f, l, &run.params);
+        let early = ended_early(decided, f, l, &run.params);
+        // (the redraws from the first change to the decision: the application's pauses
+        // within its update, which its quiet time is learned from)
+        let pauses = f.map_or_else(Vec::new, |f| {
+            let redraws: Vec<Duration> = w
+                .log()
+                .redraws_since(since)
+                .into_iter()
+                .map(|t| t.saturating_duration_since(since))
+                .collect();
+            pauses_within(&redraws, f, decided)
+        });
         {
             let mut g = self.settling.lock();
             if let Some(f) = f {
                 g.learned.note(key, f);
             }
-            g.on_signal = on_signal.then(|| key.to_string());
+            g.learned.note_pauses(key, &pauses);
+            g.early = early.then(|| key.to_string());
         }
         let kept = self.still_prefetched(xid, w, &mut run, l).await;
         let kept_one = kept.is_some();
@@ -502,6 +521,10 @@ impl Settler<'_> {
             first_ms = f.map(|f| f.as_millis() as u64),
             decided_ms = decided.as_millis() as u64,
             on_signal,
+            early,
+            quiet_ms = run.params.quiet.as_millis() as u64,
+            prefetch_after_ms = run.prefetch_after.as_millis() as u64,
+            pauses = ?pauses.iter().map(|p| p.as_millis() as u64).collect::<Vec<_>>(),
             answered_ms = run.answered.map(|a| a.as_millis() as u64),
             drawn_ms = run.drawn.map(|d| d.as_millis() as u64),
             pings = run.pings.len(),
@@ -642,7 +665,7 @@ impl Settler<'_> {
         // observation overlaps the frame the settle still waits for
         let ready = match run.params.frame {
             Some(_) => run.answered.is_some_and(|a| a >= lc),
-            None => quiet_for >= PREFETCH_AFTER,
+            None => quiet_for >= run.prefetch_after,
         };
         if !(run.prefetches < PREFETCH_MAX
             && ready
