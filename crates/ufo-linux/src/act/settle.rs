@@ -37,6 +37,14 @@
 //! ended on the signal ([`changed_after_signal`], found by the look before the next action)
 //! waits the quiet time from then on ([`Learned::late`]).
 //!
+//! Without an end signal, the quiet time is learned per application and input path from its
+//! own pauses within an update (issue 48): the times between successive redraws from the
+//! action to the end of its settle ([`pauses_within`]). Once four were seen, the quiet time
+//! is 1.5 times the longest of the last 32, between 20 and 40 ms, and the observation while
+//! waiting begins after that longest pause, between 10 and 20 ms ([`learned_waits`]); a
+//! longer pause raises both at once, and a change seen after a settle that ended before 40 ms
+//! ([`ended_early`]) sends that application and input path back to 40 ms for good.
+//!
 //! This file holds what settling decides and keeps between actions ([`SettleState`], which
 //! the desktop holds) and what a settle gives ([`Settled`]: whether the window changed, and
 //! the observation made while waiting when it still holds); the waits themselves
@@ -228,7 +236,7 @@ pub(crate) struct Waits {
 
 /// The waits learned from the pauses an application made within its own updates
 /// (`pauses`, the latest [`PAUSES_KEPT`]: the time between two successive redraws of the
-/// windows watched, from the first change of a settle to its end). With fewer than
+/// windows watched, from an action to the end of its settle). With fewer than
 /// [`PAUSES_NEEDED`]: [`QUIET`] and [`PREFETCH_AFTER`]. Else the longest pause kept, `m`:
 /// the quiet time is 1.5 `m` between [`QUIET_FLOOR`] and [`QUIET`], and the observation
 /// while waiting begins after `m` of quiet, between [`PREFETCH_FLOOR`] and
@@ -254,18 +262,12 @@ pub(crate) fn learned_waits(pauses: &[Duration]) -> Waits {
 }
 
 /// The pauses within one update: the times between successive redraws (`redraws`, after the
-/// action, oldest first) from the first change (`first`) up to when the settle ended
-/// (`until`).
-pub(crate) fn pauses_within(
-    redraws: &[Duration],
-    first: Duration,
-    until: Duration,
-) -> Vec<Duration> {
-    let within: Vec<Duration> = redraws
-        .iter()
-        .copied()
-        .filter(|t| *t >= first && *t <= until)
-        .collect();
+/// action, oldest first) up to when the settle ended (`until`). They count from the action,
+/// not from the first change the settle saw: an application that has drawn most of its
+/// update by the time the action's own wait ends (a cell entry waits for the cell's content)
+/// would show none.
+pub(crate) fn pauses_within(redraws: &[Duration], until: Duration) -> Vec<Duration> {
+    let within: Vec<Duration> = redraws.iter().copied().filter(|t| *t <= until).collect();
     within.windows(2).map(|w| w[1] - w[0]).collect()
 }
 
@@ -1017,15 +1019,15 @@ mod tests {
     }
 
     #[test]
-    fn the_pauses_are_those_between_redraws_from_the_first_change_to_the_end() {
-        // a redraw before the first change (the entry's own text) and one after the settle
-        // ended (the next action's) are not of the update
+    fn the_pauses_are_those_between_redraws_from_the_action_to_the_end_of_its_settle() {
+        // the entry's text drawn at 5 ms, the cell after Enter at 50, the formula bar at 52
+        // and 68; a redraw after the settle ended (the next action's) is not of the update
         assert_eq!(
-            pauses_within(&[ms(5), ms(50), ms(52), ms(68), ms(120)], ms(50), ms(100)),
-            vec![ms(2), ms(16)]
+            pauses_within(&[ms(5), ms(50), ms(52), ms(68), ms(120)], ms(100)),
+            vec![ms(45), ms(2), ms(16)]
         );
-        assert_eq!(pauses_within(&[ms(50)], ms(50), ms(100)), vec![]);
-        assert_eq!(pauses_within(&[], ms(50), ms(100)), vec![]);
+        assert_eq!(pauses_within(&[ms(50)], ms(100)), vec![]);
+        assert_eq!(pauses_within(&[], ms(100)), vec![]);
     }
 
     #[test]

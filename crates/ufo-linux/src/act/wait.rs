@@ -484,16 +484,16 @@ impl Settler<'_> {
         self.wait_for_next_dialog(w, &run, max).await;
         let on_signal = ended_on_signal(decided, f, l, &run.params);
         let early = ended_early(decided, f, l, &run.params);
-        // (the redraws from the first change to the decision: the application's pauses
-        // within its update, which its quiet time is learned from)
-        let pauses = f.map_or_else(Vec::new, |f| {
+        // (the redraws from the action to the decision, when it changed the window: the
+        // application's pauses within its update, which its quiet time is learned from)
+        let pauses = f.map_or_else(Vec::new, |_| {
             let redraws: Vec<Duration> = w
                 .log()
                 .redraws_since(since)
                 .into_iter()
                 .map(|t| t.saturating_duration_since(since))
                 .collect();
-            pauses_within(&redraws, f, decided)
+            pauses_within(&redraws, decided)
         });
         {
             let mut g = self.settling.lock();
