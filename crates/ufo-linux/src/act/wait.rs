@@ -10,7 +10,7 @@ use ufo_core::Rect;
 
 use super::settle::{
     changed_after_signal, changed_box, changed_regions, decide, differs, ended_early,
-    ended_on_signal, first_change_bound, grow, look_still_holds, pauses_within, Decision, Input,
+    ended_on_signal, first_change_bound, grow, look_still_holds, update_pauses, Decision, Input,
     LastLook, Made, Prefetched, SettleParams, SettleStart, Settled, Watched, FRAME, PREFETCH_KEPT,
     PREFETCH_MAX, QUIET,
 };
@@ -485,22 +485,24 @@ impl Settler<'_> {
         let on_signal = ended_on_signal(decided, f, l, &run.params);
         let early = ended_early(decided, f, l, &run.params);
         // (the redraws from the action to the decision, when it changed the window: the
-        // application's pauses within its update, which its quiet time is learned from)
-        let pauses = f.map_or_else(Vec::new, |_| {
+        // application's pauses within its update, which its waits are learned from)
+        let pauses = f.map(|f| {
             let redraws: Vec<Duration> = w
                 .log()
                 .redraws_since(since)
                 .into_iter()
                 .map(|t| t.saturating_duration_since(since))
                 .collect();
-            pauses_within(&redraws, decided)
+            update_pauses(&redraws, f, decided)
         });
         {
             let mut g = self.settling.lock();
             if let Some(f) = f {
                 g.learned.note(key, f);
             }
-            g.learned.note_pauses(key, &pauses);
+            if let Some(p) = pauses {
+                g.learned.note_pauses(key, p);
+            }
             g.early = early.then(|| key.to_string());
         }
         let kept = self.still_prefetched(xid, w, &mut run, l).await;
@@ -524,7 +526,8 @@ impl Settler<'_> {
             early,
             quiet_ms = run.params.quiet.as_millis() as u64,
             prefetch_after_ms = run.prefetch_after.as_millis() as u64,
-            pauses = ?pauses.iter().map(|p| p.as_millis() as u64).collect::<Vec<_>>(),
+            longest_pause_ms = pauses.map(|p| p.longest.as_millis() as u64),
+            pause_after_change_ms = pauses.map(|p| p.after_change.as_millis() as u64),
             answered_ms = run.answered.map(|a| a.as_millis() as u64),
             drawn_ms = run.drawn.map(|d| d.as_millis() as u64),
             pings = run.pings.len(),
