@@ -38,13 +38,12 @@
 //! waits the quiet time from then on ([`Learned::late`]).
 //!
 //! Without an end signal, the waits after a change are learned per application and input
-//! path from its own pauses within an update (issue 48; [`update_pauses`]: the times between
-//! successive redraws from the action to the end of its settle). Once three settles were
-//! seen, the quiet time is 1.5 times the longest pause of the last 32, between 20 and 40 ms,
-//! and the observation while waiting begins after the longest pause seen after a first
-//! change, between 10 and 20 ms ([`learned_waits`]); a longer pause raises both at once, and a
-//! change seen after a settle that ended before 40 ms ([`ended_early`]) sends that
-//! application and input path back to 40 and 20 ms for good.
+//! path from its own pauses within an update (issue 48; [`update_pause`]: the longest time
+//! between two successive changes a settle saw). Once three settles were seen, the quiet time
+//! is 1.5 times the longest pause of the last 32, between 20 and 40 ms, and the observation
+//! while waiting begins after that pause, between 10 and 20 ms ([`learned_waits`]); a longer
+//! pause raises both at once, and a change seen after a settle that ended before 40 ms
+//! ([`ended_early`]) sends that application and input path back to 40 and 20 ms for good.
 //!
 //! This file holds what settling decides and keeps between actions ([`SettleState`], which
 //! the desktop holds) and what a settle gives ([`Settled`]: whether the window changed, and
@@ -235,70 +234,44 @@ pub(crate) struct Waits {
     pub prefetch_after: Duration,
 }
 
-/// The pauses an application made within its update after one action: the times between
-/// two successive redraws of the windows watched ([`update_pauses`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct UpdatePauses {
-    /// the longest from the action to the end of its settle
-    pub longest: Duration,
-    /// the longest from the first change the settle saw to its end (zero: no redraw came
-    /// after the first change)
-    pub after_change: Duration,
-}
-
 /// The waits learned from the pauses an application made within its own updates
-/// (`updates`, the latest [`UPDATES_KEPT`] settles with a change). With fewer than
-/// [`UPDATES_NEEDED`]: [`QUIET`] and [`PREFETCH_AFTER`]. Else the quiet time is 1.5 times
-/// the longest pause kept, between [`QUIET_FLOOR`] and [`QUIET`]: a pause of two thirds of
-/// the quiet time or more widens it at once; a pause as long as the quiet time ends the
-/// settle, so it is seen only by the look before the next action ([`changed_after_signal`]),
-/// which sends that application and input path back to [`QUIET`] for good
-/// ([`Learned::note_late`]). The observation while waiting begins after the longest pause
-/// seen after a first change, between [`PREFETCH_FLOOR`] and [`PREFETCH_AFTER`]: it is kept
-/// only if nothing changed after it began, so beginning it sooner risks an observation made
-/// twice, never a stale one.
-pub(crate) fn learned_waits(updates: &[UpdatePauses]) -> Waits {
-    if updates.len() < UPDATES_NEEDED {
-        return Waits {
+/// (`pauses`: for each of the latest [`UPDATES_KEPT`] settles with a change, the longest time
+/// between two successive changes it saw, [`update_pause`]; zero when it saw one). With fewer
+/// than [`UPDATES_NEEDED`]: [`QUIET`] and [`PREFETCH_AFTER`]. Else, with `m` the longest pause
+/// kept, the quiet time is 1.5 `m` between [`QUIET_FLOOR`] and [`QUIET`]: a pause of two
+/// thirds of the quiet time or more widens it at once; a pause as long as the quiet time ends
+/// the settle, so it is seen only by the look before the next action
+/// ([`changed_after_signal`]), which sends that application and input path back to [`QUIET`]
+/// for good ([`Learned::note_late`]). The observation while waiting begins after `m` of quiet,
+/// between [`PREFETCH_FLOOR`] and [`PREFETCH_AFTER`]: it is kept only if nothing changed
+/// after it began, so beginning it sooner risks an observation made twice, never a stale one.
+pub(crate) fn learned_waits(pauses: &[Duration]) -> Waits {
+    match pauses
+        .iter()
+        .max()
+        .filter(|_| pauses.len() >= UPDATES_NEEDED)
+    {
+        Some(m) => Waits {
+            quiet: (*m * 3 / 2).clamp(QUIET_FLOOR, QUIET),
+            prefetch_after: (*m).clamp(PREFETCH_FLOOR, PREFETCH_AFTER),
+        },
+        None => Waits {
             quiet: QUIET,
             prefetch_after: PREFETCH_AFTER,
-        };
-    }
-    let longest = updates.iter().map(|u| u.longest).max().unwrap_or_default();
-    let after = updates
-        .iter()
-        .map(|u| u.after_change)
-        .max()
-        .unwrap_or_default();
-    Waits {
-        quiet: (longest * 3 / 2).clamp(QUIET_FLOOR, QUIET),
-        prefetch_after: after.clamp(PREFETCH_FLOOR, PREFETCH_AFTER),
+        },
     }
 }
 
-/// The pauses of one update: between successive redraws (`redraws`, after the action,
-/// oldest first) up to when the settle ended (`until`), and of those the ones from the first
-/// change (`first`) on. They count from the action, not from the first change only: an
-/// application that has drawn most of its update by the time the action's own wait ends (a
-/// cell entry waits for the cell's content) shows none after it.
-pub(crate) fn update_pauses(
-    redraws: &[Duration],
-    first: Duration,
-    until: Duration,
-) -> UpdatePauses {
-    let within: Vec<Duration> = redraws.iter().copied().filter(|t| *t <= until).collect();
-    let longest = |from: Duration| {
-        within
-            .windows(2)
-            .filter(|w| w[0] >= from)
-            .map(|w| w[1] - w[0])
-            .max()
-            .unwrap_or_default()
-    };
-    UpdatePauses {
-        longest: longest(Duration::ZERO),
-        after_change: longest(first),
-    }
+/// The longest pause within one update: the longest time between two successive changes a
+/// settle saw (`changes`, their times after the action, in any order; zero with one). Changes,
+/// not redraws: the quiet time counts from the last change, and an application may redraw
+/// without changing anything in between (LibreOffice redraws 15-18 ms after a cell entry's
+/// change, the same pixels), so a pause between redraws can be shorter than one between
+/// changes.
+pub(crate) fn update_pause(changes: &[Duration]) -> Duration {
+    let mut at = changes.to_vec();
+    at.sort();
+    at.windows(2).map(|w| w[1] - w[0]).max().unwrap_or_default()
 }
 
 /// Whether the window changed after the last settle ended early ([`ended_early`]), by the
@@ -332,7 +305,7 @@ pub(crate) fn first_change_bound(learned: Duration, acted: Duration, max: Durati
 #[derive(Debug, Default)]
 pub(crate) struct Learned {
     first_change: HashMap<String, Duration>,
-    pauses: HashMap<String, VecDeque<UpdatePauses>>,
+    pauses: HashMap<String, VecDeque<Duration>>,
     late: HashSet<String>,
 }
 
@@ -356,8 +329,8 @@ impl Learned {
         self.late.contains(key)
     }
 
-    /// Note the pauses `key` made within one update ([`update_pauses`]).
-    pub fn note_pauses(&mut self, key: &str, pauses: UpdatePauses) {
+    /// Note the longest pause `key` made within one update ([`update_pause`]).
+    pub fn note_pause(&mut self, key: &str, pauses: Duration) {
         let kept = self.pauses.entry(key.to_string()).or_default();
         kept.push_back(pauses);
         while kept.len() > UPDATES_KEPT {
@@ -368,7 +341,7 @@ impl Learned {
     /// The waits for `key` ([`learned_waits`] over its pauses); [`QUIET`] and
     /// [`PREFETCH_AFTER`] once it was seen changing late.
     pub fn waits(&self, key: &str) -> Waits {
-        let pauses: Vec<UpdatePauses> = match self.pauses.get(key) {
+        let pauses: Vec<Duration> = match self.pauses.get(key) {
             Some(p) if !self.late(key) => p.iter().copied().collect(),
             _ => Vec::new(),
         };
@@ -1015,13 +988,6 @@ mod tests {
         assert_eq!(l.bound("calc/xtest", ms(800)), ms(200));
     }
 
-    fn u(longest: u64, after_change: u64) -> UpdatePauses {
-        UpdatePauses {
-            longest: ms(longest),
-            after_change: ms(after_change),
-        }
-    }
-
     #[test]
     fn the_waits_are_learned_from_the_longest_pauses_within_updates() {
         let w = |quiet, prefetch_after| Waits {
@@ -1030,41 +996,38 @@ mod tests {
         };
         // too few settles seen: today's waits
         assert_eq!(learned_waits(&[]), w(40, 20));
-        assert_eq!(learned_waits(&[u(2, 0), u(3, 0)]), w(40, 20));
-        // LibreOffice's cell entries on a quiet machine: 16-19 ms between the entry's text
-        // and the cell drawn after Enter, no redraw after that
-        assert_eq!(learned_waits(&[u(16, 0), u(18, 0), u(12, 0)]), w(27, 10));
-        // redraws after the first change: the observation waits the longest of them
-        assert_eq!(learned_waits(&[u(16, 0), u(18, 14), u(12, 3)]), w(27, 14));
-        // a redraw in two parts a millisecond apart: the floors
-        assert_eq!(learned_waits(&[u(1, 0), u(0, 0), u(2, 1)]), w(20, 10));
+        assert_eq!(learned_waits(&[ms(2), ms(3)]), w(40, 20));
+        // LibreOffice's cell entries: one change each
+        assert_eq!(learned_waits(&[ms(0), ms(0), ms(0)]), w(20, 10));
+        // an update in parts up to 18 ms apart
+        assert_eq!(learned_waits(&[ms(16), ms(18), ms(0)]), w(27, 18));
         // a loaded machine: 42 ms pauses; never past today's
-        assert_eq!(learned_waits(&[u(16, 0), u(42, 42), u(12, 0)]), w(40, 20));
+        assert_eq!(learned_waits(&[ms(16), ms(42), ms(12)]), w(40, 20));
     }
 
     #[test]
     fn a_pause_near_the_quiet_time_widens_it_at_once() {
-        let mut seen = vec![u(16, 0), u(18, 0), u(12, 0)];
+        let mut seen = vec![ms(16), ms(18), ms(12)];
         let quiet = learned_waits(&seen).quiet;
         assert_eq!(quiet, ms(27));
         // a pause of two thirds of the quiet time or more, seen within a settle that waited
         // 27 ms, raises it for the next one
-        seen.push(u(20, 20));
+        seen.push(ms(20));
         assert!(learned_waits(&seen).quiet > quiet);
-        seen.push(u(26, 0));
+        seen.push(ms(26));
         assert_eq!(learned_waits(&seen).quiet, ms(39));
     }
 
     #[test]
-    fn the_pauses_are_those_between_redraws_from_the_action_to_the_end_of_its_settle() {
-        // the entry's text drawn at 5 ms, the cell after Enter at 50 (the first change), the
-        // formula bar at 52 and 68; a redraw after the settle ended (the next action's) is
-        // not of the update
-        let redraws = [ms(5), ms(50), ms(52), ms(68), ms(120)];
-        assert_eq!(update_pauses(&redraws, ms(50), ms(100)), u(45, 16));
-        assert_eq!(update_pauses(&redraws, ms(68), ms(100)), u(45, 0));
-        assert_eq!(update_pauses(&[ms(50)], ms(50), ms(100)), u(0, 0));
-        assert_eq!(update_pauses(&[], ms(50), ms(100)), u(0, 0));
+    fn the_pause_of_an_update_is_the_longest_between_its_changes() {
+        assert_eq!(update_pause(&[ms(50), ms(68), ms(52)]), ms(16));
+        assert_eq!(
+            update_pause(&[ms(50), ms(50)]),
+            ms(0),
+            "first and last alike"
+        );
+        assert_eq!(update_pause(&[ms(50)]), ms(0));
+        assert_eq!(update_pause(&[]), ms(0));
     }
 
     #[test]
@@ -1075,18 +1038,18 @@ mod tests {
             prefetch_after: PREFETCH_AFTER,
         };
         assert_eq!(l.waits("calc/Xtest"), today);
-        l.note_pauses("calc/Xtest", u(4, 0));
-        l.note_pauses("calc/Xtest", u(6, 0));
+        l.note_pause("calc/Xtest", ms(4));
+        l.note_pause("calc/Xtest", ms(6));
         assert_eq!(l.waits("calc/Xtest"), today, "two settles are not enough");
-        l.note_pauses("calc/Xtest", u(8, 2));
+        l.note_pause("calc/Xtest", ms(0));
         assert_eq!(l.waits("calc/Xtest").quiet, QUIET_FLOOR);
         assert_eq!(l.waits("calc/Xtest").prefetch_after, PREFETCH_FLOOR);
         assert_eq!(l.waits("calc/Atspi"), today);
         // a load that came and went is forgotten after as many settles as are kept
-        l.note_pauses("calc/Xtest", u(30, 30));
+        l.note_pause("calc/Xtest", ms(30));
         assert_eq!(l.waits("calc/Xtest"), today);
         for _ in 0..UPDATES_KEPT {
-            l.note_pauses("calc/Xtest", u(4, 0));
+            l.note_pause("calc/Xtest", ms(4));
         }
         assert_eq!(l.waits("calc/Xtest").quiet, QUIET_FLOOR);
         l.note_late("calc/Xtest");

@@ -10,7 +10,7 @@ use ufo_core::Rect;
 
 use super::settle::{
     changed_after_signal, changed_box, changed_regions, decide, differs, ended_early,
-    ended_on_signal, first_change_bound, grow, look_still_holds, update_pauses, Decision, Input,
+    ended_on_signal, first_change_bound, grow, look_still_holds, update_pause, Decision, Input,
     LastLook, Made, Prefetched, SettleParams, SettleStart, Settled, Watched, FRAME, PREFETCH_KEPT,
     PREFETCH_MAX, QUIET,
 };
@@ -484,24 +484,26 @@ impl Settler<'_> {
         self.wait_for_next_dialog(w, &run, max).await;
         let on_signal = ended_on_signal(decided, f, l, &run.params);
         let early = ended_early(decided, f, l, &run.params);
-        // (the redraws from the action to the decision, when it changed the window: the
-        // application's pauses within its update, which its waits are learned from)
-        let pauses = f.map(|f| {
-            let redraws: Vec<Duration> = w
-                .log()
-                .redraws_since(since)
-                .into_iter()
-                .map(|t| t.saturating_duration_since(since))
+        // (the changes it saw, a window appearing or going included: the application's
+        // pauses within its update, which its waits are learned from)
+        let pause = f.map(|f| {
+            // (the log holds whole milliseconds)
+            let ms = |d: Duration| Duration::from_millis(d.as_millis() as u64);
+            let mut seen: Vec<Duration> = run
+                .changes
+                .iter()
+                .map(|c| Duration::from_millis(c.0))
                 .collect();
-            update_pauses(&redraws, f, decided)
+            seen.extend([f].into_iter().chain(l).map(ms));
+            update_pause(&seen)
         });
         {
             let mut g = self.settling.lock();
             if let Some(f) = f {
                 g.learned.note(key, f);
             }
-            if let Some(p) = pauses {
-                g.learned.note_pauses(key, p);
+            if let Some(p) = pause {
+                g.learned.note_pause(key, p);
             }
             g.early = early.then(|| key.to_string());
         }
@@ -526,8 +528,7 @@ impl Settler<'_> {
             early,
             quiet_ms = run.params.quiet.as_millis() as u64,
             prefetch_after_ms = run.prefetch_after.as_millis() as u64,
-            longest_pause_ms = pauses.map(|p| p.longest.as_millis() as u64),
-            pause_after_change_ms = pauses.map(|p| p.after_change.as_millis() as u64),
+            pause_ms = pause.map(|p| p.as_millis() as u64),
             answered_ms = run.answered.map(|a| a.as_millis() as u64),
             drawn_ms = run.drawn.map(|d| d.as_millis() as u64),
             pings = run.pings.len(),

@@ -113,22 +113,6 @@ impl ChangeLog {
             .map(|c| (c.at, c.late))
     }
 
-    /// When each redraw noted after `since` was noted, oldest first (the pauses within an
-    /// update, `act::settle::pauses_within`).
-    pub(crate) fn redraws_since(&self, since: Instant) -> Vec<Instant> {
-        let g = self.lock();
-        let mut at: Vec<Instant> = g
-            .changes
-            .iter()
-            .rev()
-            .take_while(|c| c.at >= since)
-            .filter(|c| c.damage)
-            .map(|c| c.at)
-            .collect();
-        at.reverse();
-        at
-    }
-
     /// When the last change of any kind was seen.
     pub(crate) fn last_change(&self) -> Option<Instant> {
         self.lock().changes.back().map(|c| c.at)
@@ -271,11 +255,6 @@ mod tests {
         assert_eq!(log.lateness_since(t0), ms(9), "the last redraw's");
         assert_eq!(log.last_redraw_since(t0), Some((t0 + ms(35), ms(9))));
         assert_eq!(log.last_redraw_since(t0 + ms(36)), None);
-        assert_eq!(
-            log.redraws_since(t0 + ms(6)),
-            vec![t0 + ms(20), t0 + ms(35)],
-            "the redraws only, oldest first"
-        );
         assert_eq!(
             log.lateness_since(t0 + ms(36)),
             Duration::ZERO,
