@@ -37,13 +37,16 @@
 //! ended on the signal ([`changed_after_signal`], found by the look before the next action)
 //! waits the quiet time from then on ([`Learned::late`]).
 //!
-//! Without an end signal, the waits after a change are learned per application and input
+//! The observation made while waiting begins after a quiet learned per application and input
 //! path from its own pauses within an update (issue 48; [`update_pause`]: the longest time
-//! between two successive changes a settle saw). Once three settles were seen, the quiet time
-//! is 1.5 times the longest pause of the last 32, between 20 and 40 ms, and the observation
-//! while waiting begins after that pause, between 10 and 20 ms ([`learned_waits`]); a longer
-//! pause raises both at once, and a change seen after a settle that ended before 40 ms
-//! ([`ended_early`]) sends that application and input path back to 40 and 20 ms for good.
+//! between two successive changes a settle saw). Once three settles were seen, it begins
+//! after the longest pause of the last 32, between 10 and 20 ms ([`learned_prefetch_after`]):
+//! a LibreOffice cell entry shows one change, and its observation begins 10 ms after it
+//! instead of 20. It is kept only if nothing changed after it began, so beginning it sooner
+//! risks an observation made twice, never a stale one. The quiet time that ends a settle
+//! stays [`QUIET`]: learned from the same pauses (1.5 times the longest, down to 20 ms) it
+//! ended none of 36 Calc entries sooner in a run of the steps bench, since the observation
+//! made while waiting (35-55 ms) outlasts it (docs/desktop.md, "Fast live steps").
 //!
 //! This file holds what settling decides and keeps between actions ([`SettleState`], which
 //! the desktop holds) and what a settle gives ([`Settled`]: whether the window changed, and
@@ -72,12 +75,11 @@ pub(crate) const PREFETCH_AFTER: Duration = Duration::from_millis(20);
 /// every 16.7 ms), and a little: after the application answered a ping sent after its last
 /// change, this much quiet ends the settle (see [`SettleParams::frame`]).
 pub(crate) const FRAME: Duration = Duration::from_millis(20);
-/// The shortest quiet time learned from an application's own pauses ([`learned_waits`]).
-pub(crate) const QUIET_FLOOR: Duration = Duration::from_millis(20);
-/// The shortest quiet before observing while waiting, learned the same way.
+/// The shortest quiet before observing while waiting, learned from an application's own
+/// pauses ([`learned_prefetch_after`]).
 pub(crate) const PREFETCH_FLOOR: Duration = Duration::from_millis(10);
-/// Settles with a change an application and input path must have shown before its waits
-/// are learned from their pauses (until then: [`QUIET`] and [`PREFETCH_AFTER`]).
+/// Settles with a change an application and input path must have shown before the quiet
+/// before observing is learned from their pauses (until then: [`PREFETCH_AFTER`]).
 pub(crate) const UPDATES_NEEDED: usize = 3;
 /// Most settles' pauses kept per application and input path (the latest: a load that comes
 /// and goes is forgotten after as many).
@@ -209,84 +211,43 @@ pub(crate) fn ended_on_signal(
         && last.is_some_and(|l| decided < l + p.quiet)
 }
 
-/// Whether the settle that `decide` ended at `decided` ended before [`QUIET`] passed after
-/// the last change, not at the tail or the max: on the application's end signal or on a
-/// quiet time learned shorter ([`learned_waits`]). A change seen after such a settle is a
-/// late one ([`changed_after_signal`]).
-pub(crate) fn ended_early(
-    decided: Duration,
-    first: Option<Duration>,
-    last: Option<Duration>,
-    p: &SettleParams,
-) -> bool {
-    (p.frame.is_some() || p.quiet < QUIET)
-        && decided < p.max
-        && first.is_some_and(|f| decided < f + p.tail)
-        && last.is_some_and(|l| decided < l + QUIET)
-}
-
-/// How long a settle waits once the window changed: the quiet time after the last change
-/// that ends it ([`SettleParams::quiet`]), and the quiet after which it observes the window
-/// while waiting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Waits {
-    pub quiet: Duration,
-    pub prefetch_after: Duration,
-}
-
-/// The waits learned from the pauses an application made within its own updates
-/// (`pauses`: for each of the latest [`UPDATES_KEPT`] settles with a change, the longest time
-/// between two successive changes it saw, [`update_pause`]; zero when it saw one). With fewer
-/// than [`UPDATES_NEEDED`]: [`QUIET`] and [`PREFETCH_AFTER`]. Else, with `m` the longest pause
-/// kept, the quiet time is 1.5 `m` between [`QUIET_FLOOR`] and [`QUIET`]: a pause of two
-/// thirds of the quiet time or more widens it at once; a pause as long as the quiet time ends
-/// the settle, so it is seen only by the look before the next action
-/// ([`changed_after_signal`]), which sends that application and input path back to [`QUIET`]
-/// for good ([`Learned::note_late`]). The observation while waiting begins after `m` of quiet,
-/// between [`PREFETCH_FLOOR`] and [`PREFETCH_AFTER`]: it is kept only if nothing changed
-/// after it began, so beginning it sooner risks an observation made twice, never a stale one.
-pub(crate) fn learned_waits(pauses: &[Duration]) -> Waits {
-    match pauses
-        .iter()
-        .max()
-        .filter(|_| pauses.len() >= UPDATES_NEEDED)
-    {
-        Some(m) => Waits {
-            quiet: (*m * 3 / 2).clamp(QUIET_FLOOR, QUIET),
-            prefetch_after: (*m).clamp(PREFETCH_FLOOR, PREFETCH_AFTER),
-        },
-        None => Waits {
-            quiet: QUIET,
-            prefetch_after: PREFETCH_AFTER,
-        },
-    }
-}
-
-/// The longest pause within one update: the longest time between two successive changes a
-/// settle saw (`changes`, their times after the action, in any order; zero with one). Changes,
-/// not redraws: the quiet time counts from the last change, and an application may redraw
-/// without changing anything in between (LibreOffice redraws 15-18 ms after a cell entry's
-/// change, the same pixels), so a pause between redraws can be shorter than one between
-/// changes.
-pub(crate) fn update_pause(changes: &[Duration]) -> Duration {
-    let mut at = changes.to_vec();
-    at.sort();
-    at.windows(2).map(|w| w[1] - w[0]).max().unwrap_or_default()
-}
-
-/// Whether the window changed after the last settle ended early ([`ended_early`]), by the
-/// look before the next action on it: the settle ended early (`early`), the same
+/// Whether the window changed after the last settle ended on its end signal, by the look
+/// before the next action on it: the settle ended on the signal (`on_signal`), the same
 /// windows are watched, something was redrawn since, and the pixels differ outside the
 /// clicks' animations, the transitions and the carets (`differs`). The application and input
 /// path of that settle then wait for [`QUIET`] ([`Learned::note_late`]).
 pub(crate) fn changed_after_signal(
-    early: bool,
+    on_signal: bool,
     last: &LastLook,
     watched: &Watched,
     redrawn: bool,
     differs: bool,
 ) -> bool {
-    early && last.watched == *watched && redrawn && differs
+    on_signal && last.watched == *watched && redrawn && differs
+}
+
+/// The quiet after the last change before observing while waiting, learned from the pauses
+/// an application made within its own updates (`pauses`: for each of the latest
+/// [`UPDATES_KEPT`] settles with a change, the longest time between two successive changes it
+/// saw, [`update_pause`]; zero when it saw one): the longest pause kept, between
+/// [`PREFETCH_FLOOR`] and [`PREFETCH_AFTER`] (a longer pause raises it at once);
+/// [`PREFETCH_AFTER`] with fewer than [`UPDATES_NEEDED`].
+pub(crate) fn learned_prefetch_after(pauses: &[Duration]) -> Duration {
+    match pauses.iter().max() {
+        Some(m) if pauses.len() >= UPDATES_NEEDED => (*m).clamp(PREFETCH_FLOOR, PREFETCH_AFTER),
+        _ => PREFETCH_AFTER,
+    }
+}
+
+/// The longest pause within one update: the longest time between two successive changes a
+/// settle saw (`changes`, their times after the action, in any order; zero with one).
+/// Changes, not redraws: an observation is discarded only when the window changed after it
+/// began, and an application may redraw without changing anything (LibreOffice redraws the
+/// same pixels 15-18 ms after a cell entry's change).
+pub(crate) fn update_pause(changes: &[Duration]) -> Duration {
+    let mut at = changes.to_vec();
+    at.sort();
+    at.windows(2).map(|w| w[1] - w[0]).max().unwrap_or_default()
 }
 
 /// The wait for a first change after an action that took `acted` to send (a cell entry waits
@@ -298,10 +259,10 @@ pub(crate) fn first_change_bound(learned: Duration, acted: Duration, max: Durati
 }
 
 /// The longest time to a first change seen per application and input path, which bounds the
-/// wait for a first change next time; the pauses seen within its updates, which set its
-/// quiet time ([`learned_waits`]); and the applications and input paths seen changing after
-/// a settle that ended early ([`ended_early`]: on their end signal, [`SettleParams::frame`],
-/// or on a quiet time learned shorter than [`QUIET`]), which wait for [`QUIET`] from then on.
+/// wait for a first change next time; the longest pauses within its updates, which set the
+/// quiet before observing while waiting ([`learned_prefetch_after`]); and the applications and input paths seen changing
+/// after a settle that ended on their end signal ([`SettleParams::frame`]), which wait for
+/// [`QUIET`] from then on.
 #[derive(Debug, Default)]
 pub(crate) struct Learned {
     first_change: HashMap<String, Duration>,
@@ -319,33 +280,33 @@ impl Learned {
         }
     }
 
-    /// Note that `key` changed after a settle that ended early ([`ended_early`]).
+    /// Note that `key` changed after a settle that ended on its end signal.
     pub fn note_late(&mut self, key: &str) {
         self.late.insert(key.to_string());
     }
 
-    /// Whether `key` was seen changing after a settle that ended early.
+    /// Whether `key` was seen changing after a settle that ended on its end signal.
     pub fn late(&self, key: &str) -> bool {
         self.late.contains(key)
     }
 
     /// Note the longest pause `key` made within one update ([`update_pause`]).
-    pub fn note_pause(&mut self, key: &str, pauses: Duration) {
+    pub fn note_pause(&mut self, key: &str, pause: Duration) {
         let kept = self.pauses.entry(key.to_string()).or_default();
-        kept.push_back(pauses);
+        kept.push_back(pause);
         while kept.len() > UPDATES_KEPT {
             kept.pop_front();
         }
     }
 
-    /// The waits for `key` ([`learned_waits`] over its pauses); [`QUIET`] and
-    /// [`PREFETCH_AFTER`] once it was seen changing late.
-    pub fn waits(&self, key: &str) -> Waits {
-        let pauses: Vec<Duration> = match self.pauses.get(key) {
-            Some(p) if !self.late(key) => p.iter().copied().collect(),
-            _ => Vec::new(),
-        };
-        learned_waits(&pauses)
+    /// The quiet before observing while waiting for `key` ([`learned_prefetch_after`]).
+    pub fn prefetch_after(&self, key: &str) -> Duration {
+        let pauses: Vec<Duration> = self
+            .pauses
+            .get(key)
+            .map(|p| p.iter().copied().collect())
+            .unwrap_or_default();
+        learned_prefetch_after(&pauses)
     }
 
     /// Note how long the first change took after an action.
@@ -454,10 +415,9 @@ pub(crate) struct SettleState {
     pub last_window: Option<WinId>,
     /// the last look of the last settle on events, for the next action's look before it
     pub last_look: Option<LastLook>,
-    /// the application and input path of the last settle, when it ended early (on the
-    /// application's end signal or a learned quiet time: [`ended_early`]; a change seen after
-    /// it is a late one: [`Learned::late`])
-    pub early: Option<String>,
+    /// the application and input path of the last settle, when it ended on the
+    /// application's end signal (a change seen after it is a late one: [`Learned::late`])
+    pub on_signal: Option<String>,
 }
 
 /// The last look of a settle on events: what it watched, when the settle ended, and the
@@ -989,33 +949,22 @@ mod tests {
     }
 
     #[test]
-    fn the_waits_are_learned_from_the_longest_pauses_within_updates() {
-        let w = |quiet, prefetch_after| Waits {
-            quiet: ms(quiet),
-            prefetch_after: ms(prefetch_after),
-        };
-        // too few settles seen: today's waits
-        assert_eq!(learned_waits(&[]), w(40, 20));
-        assert_eq!(learned_waits(&[ms(2), ms(3)]), w(40, 20));
+    fn the_quiet_before_observing_is_learned_from_the_longest_pause_within_updates() {
+        // too few settles seen: today's
+        assert_eq!(learned_prefetch_after(&[]), PREFETCH_AFTER);
+        assert_eq!(learned_prefetch_after(&[ms(0), ms(0)]), PREFETCH_AFTER);
         // LibreOffice's cell entries: one change each
-        assert_eq!(learned_waits(&[ms(0), ms(0), ms(0)]), w(20, 10));
-        // an update in parts up to 18 ms apart
-        assert_eq!(learned_waits(&[ms(16), ms(18), ms(0)]), w(27, 18));
-        // a loaded machine: 42 ms pauses; never past today's
-        assert_eq!(learned_waits(&[ms(16), ms(42), ms(12)]), w(40, 20));
-    }
-
-    #[test]
-    fn a_pause_near_the_quiet_time_widens_it_at_once() {
-        let mut seen = vec![ms(16), ms(18), ms(12)];
-        let quiet = learned_waits(&seen).quiet;
-        assert_eq!(quiet, ms(27));
-        // a pause of two thirds of the quiet time or more, seen within a settle that waited
-        // 27 ms, raises it for the next one
-        seen.push(ms(20));
-        assert!(learned_waits(&seen).quiet > quiet);
-        seen.push(ms(26));
-        assert_eq!(learned_waits(&seen).quiet, ms(39));
+        assert_eq!(
+            learned_prefetch_after(&[ms(0), ms(0), ms(0)]),
+            PREFETCH_FLOOR
+        );
+        // an update in parts up to 14 ms apart
+        assert_eq!(learned_prefetch_after(&[ms(12), ms(14), ms(0)]), ms(14));
+        // a loaded machine: never past today's
+        assert_eq!(
+            learned_prefetch_after(&[ms(16), ms(42), ms(12)]),
+            PREFETCH_AFTER
+        );
     }
 
     #[test]
@@ -1031,60 +980,26 @@ mod tests {
     }
 
     #[test]
-    fn the_waits_are_learned_per_key_and_a_late_change_restores_today_s() {
+    fn the_quiet_before_observing_is_learned_per_key_and_a_long_pause_raises_it_at_once() {
         let mut l = Learned::default();
-        let today = Waits {
-            quiet: QUIET,
-            prefetch_after: PREFETCH_AFTER,
-        };
-        assert_eq!(l.waits("calc/Xtest"), today);
+        assert_eq!(l.prefetch_after("calc/Xtest"), PREFETCH_AFTER);
         l.note_pause("calc/Xtest", ms(4));
-        l.note_pause("calc/Xtest", ms(6));
-        assert_eq!(l.waits("calc/Xtest"), today, "two settles are not enough");
         l.note_pause("calc/Xtest", ms(0));
-        assert_eq!(l.waits("calc/Xtest").quiet, QUIET_FLOOR);
-        assert_eq!(l.waits("calc/Xtest").prefetch_after, PREFETCH_FLOOR);
-        assert_eq!(l.waits("calc/Atspi"), today);
+        assert_eq!(
+            l.prefetch_after("calc/Xtest"),
+            PREFETCH_AFTER,
+            "two settles are not enough"
+        );
+        l.note_pause("calc/Xtest", ms(0));
+        assert_eq!(l.prefetch_after("calc/Xtest"), PREFETCH_FLOOR);
+        assert_eq!(l.prefetch_after("calc/Atspi"), PREFETCH_AFTER);
+        l.note_pause("calc/Xtest", ms(17));
+        assert_eq!(l.prefetch_after("calc/Xtest"), ms(17));
         // a load that came and went is forgotten after as many settles as are kept
-        l.note_pause("calc/Xtest", ms(30));
-        assert_eq!(l.waits("calc/Xtest"), today);
         for _ in 0..UPDATES_KEPT {
             l.note_pause("calc/Xtest", ms(4));
         }
-        assert_eq!(l.waits("calc/Xtest").quiet, QUIET_FLOOR);
-        l.note_late("calc/Xtest");
-        assert_eq!(l.waits("calc/Xtest"), today);
-    }
-
-    #[test]
-    fn a_settle_ended_before_the_full_quiet_time_ended_early() {
-        let learned = SettleParams {
-            quiet: ms(24),
-            ..p()
-        };
-        assert_eq!(
-            decide(ms(74), Some(ms(50)), Some(ms(50)), None, None, &learned),
-            Decision::Settled { changed: true }
-        );
-        assert!(ended_early(ms(74), Some(ms(50)), Some(ms(50)), &learned));
-        // the observation made while waiting took it past the full quiet time
-        assert!(!ended_early(ms(95), Some(ms(50)), Some(ms(50)), &learned));
-        // today's quiet time without an end signal never ends early
-        assert!(!ended_early(ms(74), Some(ms(50)), Some(ms(50)), &p()));
-        // the end signal
-        assert!(ended_early(ms(73), Some(ms(50)), Some(ms(50)), &framed()));
-        assert!(
-            !ended_early(ms(100), None, None, &learned),
-            "nothing changed"
-        );
-        let short = SettleParams {
-            tail: ms(20),
-            ..learned
-        };
-        assert!(
-            !ended_early(ms(74), Some(ms(50)), Some(ms(60)), &short),
-            "the tail"
-        );
+        assert_eq!(l.prefetch_after("calc/Xtest"), PREFETCH_FLOOR);
     }
 
     #[test]

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use ufo_core::Rect;
 
 use super::settle::{
-    changed_after_signal, changed_box, changed_regions, decide, differs, ended_early,
-    ended_on_signal, first_change_bound, grow, look_still_holds, update_pause, Decision, Input,
-    LastLook, Made, Prefetched, SettleParams, SettleStart, Settled, Watched, FRAME, PREFETCH_KEPT,
-    PREFETCH_MAX, QUIET,
+    changed_after_signal, changed_box, changed_regions, decide, differs, ended_on_signal,
+    first_change_bound, grow, look_still_holds, update_pause, Decision, Input, LastLook, Made,
+    Prefetched, SettleParams, SettleStart, Settled, Watched, FRAME, PREFETCH_KEPT, PREFETCH_MAX,
+    QUIET,
 };
 use super::Settler;
 use crate::display::pixels::Look;
@@ -30,8 +30,8 @@ struct Run {
     /// the windows watched (the window and the dialogs on it) and the area they cover
     watched: Watched,
     params: SettleParams,
-    /// the quiet after the last change before observing while waiting (learned with the
-    /// quiet time: `settle::learned_waits`)
+    /// the quiet after the last change before observing while waiting (learned:
+    /// `settle::learned_prefetch_after`)
     prefetch_after: Duration,
     poll: Duration,
     /// the redraws counted at the last look, and that look
@@ -212,13 +212,12 @@ impl Settler<'_> {
     }
 
     /// A step of [`Self::settle_start`] when the window was redrawn since the last settle
-    /// ended (`now`: its look): if that settle ended early (on the application's end signal
-    /// or a learned quiet time, [`ended_early`]) and the window changed since, the settle
-    /// missed a late change, and that application and input path wait for the quiet time from
-    /// now on ([`changed_after_signal`]).
+    /// ended (`now`: its look): if that settle ended on the application's end signal and the
+    /// window changed since, the settle missed a late change, and that application and input
+    /// path wait for the quiet time from now on ([`changed_after_signal`]).
     fn note_late_change(&self, watched: &Watched, now: Option<&Look>, exempt: &[Rect]) {
         let mut g = self.settling.lock();
-        let Some(key) = g.early.take() else {
+        let Some(key) = g.on_signal.take() else {
             return;
         };
         let mut exempt = exempt.to_vec();
@@ -228,7 +227,7 @@ impl Settler<'_> {
             changed_after_signal(true, last, watched, true, differs)
         });
         if late {
-            tracing::debug!(key, "changed after a settle that ended early");
+            tracing::debug!(key, "changed after a settle on the end signal");
             g.learned.note_late(&key);
         }
     }
@@ -320,10 +319,10 @@ impl Settler<'_> {
                 let max = self.config.settle_time;
                 // (counted from when the action was sent: a slow one, a cell entry waiting
                 // for LibreOffice, must not use up the wait for the redraw after it)
-                let (learned, late, waits) = {
+                let (learned, late, prefetch_after) = {
                     let g = self.settling.lock();
                     let l = &g.learned;
-                    (l.bound(&key, max), l.late(&key), l.waits(&key))
+                    (l.bound(&key, max), l.late(&key), l.prefetch_after(&key))
                 };
                 // the application's end signal, where its toolkit gives one
                 let frame = match probe {
@@ -333,7 +332,7 @@ impl Settler<'_> {
                     _ => false,
                 };
                 let params = SettleParams {
-                    quiet: waits.quiet,
+                    quiet: QUIET,
                     first_change: first_change_bound(learned, since.elapsed(), max),
                     tail: self.config.settle_tail,
                     max,
@@ -345,7 +344,7 @@ impl Settler<'_> {
                     ids,
                     watched,
                     params,
-                    prefetch_after: waits.prefetch_after,
+                    prefetch_after,
                     // (with an end signal, its answer and the frame after it are what the
                     // step waits for: noticed within 2 ms rather than 5)
                     poll: self
@@ -483,11 +482,9 @@ impl Settler<'_> {
         }
         self.wait_for_next_dialog(w, &run, max).await;
         let on_signal = ended_on_signal(decided, f, l, &run.params);
-        let early = ended_early(decided, f, l, &run.params);
         // (the changes it saw, a window appearing or going included: the application's
-        // pauses within its update, which its waits are learned from)
+        // pauses within its update; the log holds whole milliseconds)
         let pause = f.map(|f| {
-            // (the log holds whole milliseconds)
             let ms = |d: Duration| Duration::from_millis(d.as_millis() as u64);
             let mut seen: Vec<Duration> = run
                 .changes
@@ -505,7 +502,7 @@ impl Settler<'_> {
             if let Some(p) = pause {
                 g.learned.note_pause(key, p);
             }
-            g.early = early.then(|| key.to_string());
+            g.on_signal = on_signal.then(|| key.to_string());
         }
         let kept = self.still_prefetched(xid, w, &mut run, l).await;
         let kept_one = kept.is_some();
@@ -525,8 +522,6 @@ impl Settler<'_> {
             first_ms = f.map(|f| f.as_millis() as u64),
             decided_ms = decided.as_millis() as u64,
             on_signal,
-            early,
-            quiet_ms = run.params.quiet.as_millis() as u64,
             prefetch_after_ms = run.prefetch_after.as_millis() as u64,
             pause_ms = pause.map(|p| p.as_millis() as u64),
             answered_ms = run.answered.map(|a| a.as_millis() as u64),
