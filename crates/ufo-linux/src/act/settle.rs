@@ -44,9 +44,10 @@
 //! a LibreOffice cell entry shows one change, and its observation begins 10 ms after it
 //! instead of 20. It is kept only if nothing changed after it began, so beginning it sooner
 //! risks an observation made twice, never a stale one. The quiet time that ends a settle
-//! stays [`QUIET`]: learned from the same pauses (1.5 times the longest, down to 20 ms) it
-//! ended none of 36 Calc entries sooner in a run of the steps bench, since the observation
-//! made while waiting (35-55 ms) outlasts it (docs/desktop.md, "Fast live steps").
+//! stays [`QUIET`]: learned from the same pauses (1.5 times the longest, down to 20 ms), it
+//! ended none of 18 Calc entries that had learned it sooner on a quiet machine, the
+//! observation made while waiting (35-55 ms) outlasting it, and 3 of 18 under load: no gain
+//! the steps bench could see, and the risk of missing a late change (docs/desktop.md).
 //!
 //! This file holds what settling decides and keeps between actions ([`SettleState`], which
 //! the desktop holds) and what a settle gives ([`Settled`]: whether the window changed, and
