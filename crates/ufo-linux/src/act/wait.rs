@@ -120,6 +120,20 @@ fn seen_at(
         .max(last.unwrap_or(Duration::ZERO))
 }
 
+/// The longest pause between two changes a settle saw ([`update_pause`]): those its looks
+/// found, and the first and the last change (`first`, `last`; a window appearing or going
+/// included), in whole milliseconds as the looks note them.
+fn longest_pause(run: &Run, first: Duration, last: Option<Duration>) -> Duration {
+    let ms = |d: Duration| Duration::from_millis(d.as_millis() as u64);
+    let mut seen: Vec<Duration> = run
+        .changes
+        .iter()
+        .map(|c| Duration::from_millis(c.0))
+        .collect();
+    seen.extend([first].into_iter().chain(last).map(ms));
+    update_pause(&seen)
+}
+
 /// Keep `ping` among the last [`PINGS_KEPT`] pings of a settle.
 fn keep_ping(pings: &mut Vec<(u32, Duration)>, ping: (u32, Duration)) {
     pings.push(ping);
@@ -319,10 +333,9 @@ impl Settler<'_> {
                 let max = self.config.settle_time;
                 // (counted from when the action was sent: a slow one, a cell entry waiting
                 // for LibreOffice, must not use up the wait for the redraw after it)
-                let (learned, late, prefetch_after) = {
+                let (learned, late) = {
                     let g = self.settling.lock();
-                    let l = &g.learned;
-                    (l.bound(&key, max), l.late(&key), l.prefetch_after(&key))
+                    (g.learned.bound(&key, max), g.learned.late(&key))
                 };
                 // the application's end signal, where its toolkit gives one
                 let frame = match probe {
@@ -344,7 +357,7 @@ impl Settler<'_> {
                     ids,
                     watched,
                     params,
-                    prefetch_after,
+                    prefetch_after: self.settling.lock().learned.prefetch_after(&key),
                     // (with an end signal, its answer and the frame after it are what the
                     // step waits for: noticed within 2 ms rather than 5)
                     poll: self
@@ -482,18 +495,7 @@ impl Settler<'_> {
         }
         self.wait_for_next_dialog(w, &run, max).await;
         let on_signal = ended_on_signal(decided, f, l, &run.params);
-        // (the changes it saw, a window appearing or going included: the application's
-        // pauses within its update; the log holds whole milliseconds)
-        let pause = f.map(|f| {
-            let ms = |d: Duration| Duration::from_millis(d.as_millis() as u64);
-            let mut seen: Vec<Duration> = run
-                .changes
-                .iter()
-                .map(|c| Duration::from_millis(c.0))
-                .collect();
-            seen.extend([f].into_iter().chain(l).map(ms));
-            update_pause(&seen)
-        });
+        let pause = f.map(|f| longest_pause(&run, f, l));
         {
             let mut g = self.settling.lock();
             if let Some(f) = f {
