@@ -45,9 +45,9 @@
 //! instead of 20. It is kept only if nothing changed after it began, so beginning it sooner
 //! risks an observation made twice, never a stale one. The quiet time that ends a settle
 //! stays [`QUIET`]: learned from the same pauses (1.5 times the longest, down to 20 ms), it
-//! ended none of 18 Calc entries that had learned it sooner on a quiet machine, the
-//! observation made while waiting (35-55 ms) outlasting it, and 3 of 18 under load: no gain
-//! the steps bench could see, and the risk of missing a late change (docs/desktop.md).
+//! ended none of 18 Calc entries that had learned it sooner in one run of the steps bench,
+//! the observation made while waiting (35-55 ms) outlasting it, and 3 of 18 under load: no
+//! gain the bench could see, and the risk of missing a late change (docs/desktop.md).
 //!
 //! This file holds what settling decides and keeps between actions ([`SettleState`], which
 //! the desktop holds) and what a settle gives ([`Settled`]: whether the window changed, and
