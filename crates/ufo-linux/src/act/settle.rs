@@ -37,6 +37,18 @@
 //! ended on the signal ([`changed_after_signal`], found by the look before the next action)
 //! waits the quiet time from then on ([`Learned::late`]).
 //!
+//! The observation made while waiting begins after a quiet learned per application and input
+//! path from its own pauses within an update (issue 48; [`update_pause`]: the longest time
+//! between two successive changes a settle saw). Once three settles were seen, it begins
+//! after the longest pause of the last 32, between 10 and 20 ms ([`learned_prefetch_after`]):
+//! a LibreOffice cell entry shows one change, and its observation begins 10 ms after it
+//! instead of 20. It is kept only if nothing changed after it began, so beginning it sooner
+//! risks an observation made twice, never a stale one. The quiet time that ends a settle
+//! stays [`QUIET`]: learned from the same pauses (1.5 times the longest, down to 20 ms), it
+//! ended none of 18 Calc entries that had learned it sooner in one run of the steps bench,
+//! the observation made while waiting (35-55 ms) outlasting it, and 3 of 18 under load: no
+//! gain the bench could see, and the risk of missing a late change (docs/desktop.md).
+//!
 //! This file holds what settling decides and keeps between actions ([`SettleState`], which
 //! the desktop holds) and what a settle gives ([`Settled`]: whether the window changed, and
 //! the observation made while waiting when it still holds); the waits themselves
@@ -64,6 +76,15 @@ pub(crate) const PREFETCH_AFTER: Duration = Duration::from_millis(20);
 /// every 16.7 ms), and a little: after the application answered a ping sent after its last
 /// change, this much quiet ends the settle (see [`SettleParams::frame`]).
 pub(crate) const FRAME: Duration = Duration::from_millis(20);
+/// The shortest quiet before observing while waiting, learned from an application's own
+/// pauses ([`learned_prefetch_after`]).
+pub(crate) const PREFETCH_FLOOR: Duration = Duration::from_millis(10);
+/// Settles with a change an application and input path must have shown before the quiet
+/// before observing is learned from their pauses (until then: [`PREFETCH_AFTER`]).
+pub(crate) const UPDATES_NEEDED: usize = 3;
+/// Most settles' pauses kept per application and input path (the latest: a load that comes
+/// and goes is forgotten after as many).
+const UPDATES_KEPT: usize = 32;
 /// Most observations made while waiting in one settle.
 pub(crate) const PREFETCH_MAX: usize = 3;
 /// Longest time an observation made while settling is kept for the next step.
@@ -206,6 +227,30 @@ pub(crate) fn changed_after_signal(
     on_signal && last.watched == *watched && redrawn && differs
 }
 
+/// The quiet after the last change before observing while waiting, learned from the pauses
+/// an application made within its own updates (`pauses`: for each of the latest
+/// [`UPDATES_KEPT`] settles with a change, the longest time between two successive changes it
+/// saw, [`update_pause`]; zero when it saw one): the longest pause kept, between
+/// [`PREFETCH_FLOOR`] and [`PREFETCH_AFTER`] (a longer pause raises it at once);
+/// [`PREFETCH_AFTER`] with fewer than [`UPDATES_NEEDED`].
+pub(crate) fn learned_prefetch_after(pauses: &[Duration]) -> Duration {
+    match pauses.iter().max() {
+        Some(m) if pauses.len() >= UPDATES_NEEDED => (*m).clamp(PREFETCH_FLOOR, PREFETCH_AFTER),
+        _ => PREFETCH_AFTER,
+    }
+}
+
+/// The longest pause within one update: the longest time between two successive changes a
+/// settle saw (`changes`, their times after the action, in any order; zero with one).
+/// Changes, not redraws: an observation is discarded only when the window changed after it
+/// began, and an application may redraw without changing anything (LibreOffice redraws the
+/// same pixels 15-18 ms after a cell entry's change).
+pub(crate) fn update_pause(changes: &[Duration]) -> Duration {
+    let mut at = changes.to_vec();
+    at.sort();
+    at.windows(2).map(|w| w[1] - w[0]).max().unwrap_or_default()
+}
+
 /// The wait for a first change after an action that took `acted` to send (a cell entry waits
 /// for LibreOffice to show the content, 50-500 ms, before its settle looks): the bound learned
 /// (`learned`, counted from the moment the watch began) plus that time, at most `max`; a slow
@@ -215,12 +260,14 @@ pub(crate) fn first_change_bound(learned: Duration, acted: Duration, max: Durati
 }
 
 /// The longest time to a first change seen per application and input path, which bounds the
-/// wait for a first change next time; and the applications and input paths seen changing
+/// wait for a first change next time; the longest pauses within its updates, which set the
+/// quiet before observing while waiting ([`learned_prefetch_after`]); and the applications and input paths seen changing
 /// after a settle that ended on their end signal ([`SettleParams::frame`]), which wait for
 /// [`QUIET`] from then on.
 #[derive(Debug, Default)]
 pub(crate) struct Learned {
     first_change: HashMap<String, Duration>,
+    pauses: HashMap<String, VecDeque<Duration>>,
     late: HashSet<String>,
 }
 
@@ -242,6 +289,25 @@ impl Learned {
     /// Whether `key` was seen changing after a settle that ended on its end signal.
     pub fn late(&self, key: &str) -> bool {
         self.late.contains(key)
+    }
+
+    /// Note the longest pause `key` made within one update ([`update_pause`]).
+    pub fn note_pause(&mut self, key: &str, pause: Duration) {
+        let kept = self.pauses.entry(key.to_string()).or_default();
+        kept.push_back(pause);
+        while kept.len() > UPDATES_KEPT {
+            kept.pop_front();
+        }
+    }
+
+    /// The quiet before observing while waiting for `key` ([`learned_prefetch_after`]).
+    pub fn prefetch_after(&self, key: &str) -> Duration {
+        let pauses: Vec<Duration> = self
+            .pauses
+            .get(key)
+            .map(|p| p.iter().copied().collect())
+            .unwrap_or_default();
+        learned_prefetch_after(&pauses)
     }
 
     /// Note how long the first change took after an action.
@@ -881,6 +947,60 @@ mod tests {
         l.note("calc/atspi", ms(600));
         assert_eq!(l.bound("calc/atspi", ms(800)), ms(800));
         assert_eq!(l.bound("calc/xtest", ms(800)), ms(200));
+    }
+
+    #[test]
+    fn the_quiet_before_observing_is_learned_from_the_longest_pause_within_updates() {
+        // too few settles seen: today's
+        assert_eq!(learned_prefetch_after(&[]), PREFETCH_AFTER);
+        assert_eq!(learned_prefetch_after(&[ms(0), ms(0)]), PREFETCH_AFTER);
+        // LibreOffice's cell entries: one change each
+        assert_eq!(
+            learned_prefetch_after(&[ms(0), ms(0), ms(0)]),
+            PREFETCH_FLOOR
+        );
+        // an update in parts up to 14 ms apart
+        assert_eq!(learned_prefetch_after(&[ms(12), ms(14), ms(0)]), ms(14));
+        // a loaded machine: never past today's
+        assert_eq!(
+            learned_prefetch_after(&[ms(16), ms(42), ms(12)]),
+            PREFETCH_AFTER
+        );
+    }
+
+    #[test]
+    fn the_pause_of_an_update_is_the_longest_between_its_changes() {
+        assert_eq!(update_pause(&[ms(50), ms(68), ms(52)]), ms(16));
+        assert_eq!(
+            update_pause(&[ms(50), ms(50)]),
+            ms(0),
+            "first and last alike"
+        );
+        assert_eq!(update_pause(&[ms(50)]), ms(0));
+        assert_eq!(update_pause(&[]), ms(0));
+    }
+
+    #[test]
+    fn the_quiet_before_observing_is_learned_per_key_and_a_long_pause_raises_it_at_once() {
+        let mut l = Learned::default();
+        assert_eq!(l.prefetch_after("calc/Xtest"), PREFETCH_AFTER);
+        l.note_pause("calc/Xtest", ms(4));
+        l.note_pause("calc/Xtest", ms(0));
+        assert_eq!(
+            l.prefetch_after("calc/Xtest"),
+            PREFETCH_AFTER,
+            "two settles are not enough"
+        );
+        l.note_pause("calc/Xtest", ms(0));
+        assert_eq!(l.prefetch_after("calc/Xtest"), PREFETCH_FLOOR);
+        assert_eq!(l.prefetch_after("calc/Atspi"), PREFETCH_AFTER);
+        l.note_pause("calc/Xtest", ms(17));
+        assert_eq!(l.prefetch_after("calc/Xtest"), ms(17));
+        // a load that came and went is forgotten after as many settles as are kept
+        for _ in 0..UPDATES_KEPT {
+            l.note_pause("calc/Xtest", ms(4));
+        }
+        assert_eq!(l.prefetch_after("calc/Xtest"), PREFETCH_FLOOR);
     }
 
     #[test]

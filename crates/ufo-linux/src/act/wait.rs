@@ -10,9 +10,9 @@ use ufo_core::Rect;
 
 use super::settle::{
     changed_after_signal, changed_box, changed_regions, decide, differs, ended_on_signal,
-    first_change_bound, grow, look_still_holds, Decision, Input, LastLook, Made, Prefetched,
-    SettleParams, SettleStart, Settled, Watched, FRAME, PREFETCH_AFTER, PREFETCH_KEPT,
-    PREFETCH_MAX, QUIET,
+    first_change_bound, grow, look_still_holds, update_pause, Decision, Input, LastLook, Made,
+    Prefetched, SettleParams, SettleStart, Settled, Watched, FRAME, PREFETCH_KEPT, PREFETCH_MAX,
+    QUIET,
 };
 use super::Settler;
 use crate::display::pixels::Look;
@@ -30,6 +30,9 @@ struct Run {
     /// the windows watched (the window and the dialogs on it) and the area they cover
     watched: Watched,
     params: SettleParams,
+    /// the quiet after the last change before observing while waiting (learned:
+    /// `settle::learned_prefetch_after`)
+    prefetch_after: Duration,
     poll: Duration,
     /// the redraws counted at the last look, and that look
     seen: usize,
@@ -115,6 +118,20 @@ fn seen_at(
         .map_or(elapsed, |r| r.min(elapsed))
         .saturating_sub(late)
         .max(last.unwrap_or(Duration::ZERO))
+}
+
+/// The longest pause between two changes a settle saw ([`update_pause`]): those its looks
+/// found, and the first and the last change (`first`, `last`; a window appearing or going
+/// included), in whole milliseconds as the looks note them.
+fn longest_pause(run: &Run, first: Duration, last: Option<Duration>) -> Duration {
+    let ms = |d: Duration| Duration::from_millis(d.as_millis() as u64);
+    let mut seen: Vec<Duration> = run
+        .changes
+        .iter()
+        .map(|c| Duration::from_millis(c.0))
+        .collect();
+    seen.extend([first].into_iter().chain(last).map(ms));
+    update_pause(&seen)
 }
 
 /// Keep `ping` among the last [`PINGS_KEPT`] pings of a settle.
@@ -340,6 +357,7 @@ impl Settler<'_> {
                     ids,
                     watched,
                     params,
+                    prefetch_after: self.settling.lock().learned.prefetch_after(&key),
                     // (with an end signal, its answer and the frame after it are what the
                     // step waits for: noticed within 2 ms rather than 5)
                     poll: self
@@ -477,10 +495,14 @@ impl Settler<'_> {
         }
         self.wait_for_next_dialog(w, &run, max).await;
         let on_signal = ended_on_signal(decided, f, l, &run.params);
+        let pause = f.map(|f| longest_pause(&run, f, l));
         {
             let mut g = self.settling.lock();
             if let Some(f) = f {
                 g.learned.note(key, f);
+            }
+            if let Some(p) = pause {
+                g.learned.note_pause(key, p);
             }
             g.on_signal = on_signal.then(|| key.to_string());
         }
@@ -502,6 +524,8 @@ impl Settler<'_> {
             first_ms = f.map(|f| f.as_millis() as u64),
             decided_ms = decided.as_millis() as u64,
             on_signal,
+            prefetch_after_ms = run.prefetch_after.as_millis() as u64,
+            pause_ms = pause.map(|p| p.as_millis() as u64),
             answered_ms = run.answered.map(|a| a.as_millis() as u64),
             drawn_ms = run.drawn.map(|d| d.as_millis() as u64),
             pings = run.pings.len(),
@@ -642,7 +666,7 @@ impl Settler<'_> {
         // observation overlaps the frame the settle still waits for
         let ready = match run.params.frame {
             Some(_) => run.answered.is_some_and(|a| a >= lc),
-            None => quiet_for >= PREFETCH_AFTER,
+            None => quiet_for >= run.prefetch_after,
         };
         if !(run.prefetches < PREFETCH_MAX
             && ready
