@@ -43,9 +43,10 @@ ensure_packages() {
     fi
     log "installing missing packages: $missing"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q >&2 || die "apt-get update failed; check the network access to the Debian archive"
+    # (waiting up to 10 minutes for another install to release the package lock)
+    apt-get -o DPkg::Lock::Timeout=600 update -q >&2 || die "apt-get update failed; check the network access to the Debian archive"
     # shellcheck disable=SC2086
-    apt-get install -y -q --no-install-recommends $missing >&2 \
+    apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends $missing >&2 \
         || die "apt-get install failed for: $missing"
 }
 

@@ -88,8 +88,8 @@ install_chromium() {
     echo "install_chromium: /usr/bin/chromium is missing and this is not root; run as root: apt-get install chromium" >&2
     return 1
   fi
-  apt-get update
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
+  _apt update
+  DEBIAN_FRONTEND=noninteractive _apt install -y --no-install-recommends chromium
 }
 
 install_wayland() {
@@ -123,8 +123,15 @@ _apt_install_missing() {
     echo "$who: ${missing[*]} missing and this is not root; run as root: apt-get install --no-install-recommends ${missing[*]}" >&2
     return 1
   fi
-  apt-get update
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+  _apt update
+  DEBIAN_FRONTEND=noninteractive _apt install -y --no-install-recommends "${missing[@]}"
+}
+
+# apt-get that waits (up to 10 minutes) for another install to release Debian's package lock
+# instead of failing at once: a desktop session started beside a test run, or a fresh
+# machine's own first install, holds it for minutes.
+_apt() {
+  apt-get -o DPkg::Lock::Timeout=600 "$@"
 }
 
 install_sight() {
