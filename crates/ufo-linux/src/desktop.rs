@@ -97,6 +97,8 @@ pub struct LinuxDesktop {
     pub(crate) nodes: crate::a11y::nodecache::KnownNodes,
     /// trees kept from the last observation of each application (`observe::changes`)
     pub(crate) kept: crate::observe::changes::KeptTrees,
+    /// where LibreOffice's bar controls sat at the last observation (`observe::places`)
+    pub(crate) places: crate::observe::places::KeptPlaces,
     /// spreadsheet cells read before (`apps::sheets`)
     pub(crate) sheets: crate::apps::sheets::SheetCache,
     /// where each window's page or document is read before it is observed
@@ -144,6 +146,7 @@ impl LinuxDesktop {
             launched: Default::default(),
             nodes: Default::default(),
             kept: Default::default(),
+            places: Default::default(),
             sheets: Default::default(),
             loads: Part::default(),
             settling: Part::default(),
@@ -162,6 +165,7 @@ impl LinuxDesktop {
             apps: &self.apps,
             nodes: &self.nodes,
             kept: &self.kept,
+            places: &self.places,
             sheets: &self.sheets,
             loads: &self.loads,
             windows: &self.windows,

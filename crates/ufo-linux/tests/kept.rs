@@ -41,6 +41,22 @@ fn listed(o: &WindowObservation) -> Vec<(String, String, Option<String>)> {
     v
 }
 
+/// Where each control outside the sheet sits: role, name and box (the bars' buttons are
+/// placed from their bar when it sent no event: places.rs).
+fn placed(o: &WindowObservation) -> Vec<String> {
+    let mut v: Vec<_> = o
+        .controls
+        .iter()
+        .filter(|c| c.role != "table cell")
+        .map(|c| {
+            let r = c.rect;
+            format!("{} {:?} at {},{} {}x{}", c.role, c.name, r.x, r.y, r.w, r.h)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 /// A1 = 1, A2 = 2, A3 = A1 + A2.
 const THREE: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 <office:document xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:of="urn:oasis:names:tc:opendocument:xmlns:of:1.2" office:version="1.2" office:mimetype="application/vnd.oasis.opendocument.spreadsheet"><office:body><office:spreadsheet><table:table table:name="Sheet1"><table:table-row><table:table-cell office:value-type="float" office:value="1"><text:p>1</text:p></table:table-cell></table:table-row><table:table-row><table:table-cell office:value-type="float" office:value="2"><text:p>2</text:p></table:table-cell></table:table-row><table:table-row><table:table-cell table:formula="of:=[.A1]+[.A2]" office:value-type="float" office:value="3"><text:p>3</text:p></table:table-cell></table:table-row></table:table></office:spreadsheet></office:body></office:document>"#;
@@ -281,6 +297,12 @@ async fn kept_matches_a_whole_read(
         listed(&w_whole),
         "after {what}, the observation refreshed from the events differs from a whole read"
     );
+    assert_eq!(
+        placed(&kept),
+        placed(&w_whole),
+        "after {what}, the controls of the observation refreshed from the events sit elsewhere \
+         than a whole read places them"
+    );
     kept
 }
 
@@ -328,6 +350,12 @@ async fn a_kept_calc_observation_follows_what_sends_only_events_no_longer_asked_
     xdo(&["windowsize", "--sync", &wid, "900", "700"]);
     settle().await;
     kept_matches_a_whole_read(&d, &w.id, "a resize").await;
+
+    // the window moved: its bars keep their size, and their buttons, taken from where they
+    // sat in them, move with them
+    xdo(&["windowmove", "--sync", &wid, "60", "40"]);
+    settle().await;
+    kept_matches_a_whole_read(&d, &w.id, "a move").await;
 
     // the sheet scrolled down by the wheel, then back (the first rows shown again)
     xdo(&["mousemove", "--window", &wid, "300", "350"]);

@@ -273,24 +273,21 @@ impl Observer<'_> {
             }
         };
         let acts = async {
-            // a menu's actions tell a real menu from LibreOffice's shadow of it
-            if (with_actions || n.role == role::MENU) && n.ifaces & iface::ACTION != 0 {
+            if reads_actions(n, with_actions) {
                 self.bus.actions(bus, &n.path).await
             } else {
                 Ok(Vec::new())
             }
         };
         let text = async {
-            if n.ifaces & iface::TEXT != 0
-                && (TEXTUAL.contains(n.role) || office::is_text_part(n.role))
-            {
+            if reads_text(n) {
                 self.bus.text(bus, &n.path).await.map(Some)
             } else {
                 Ok(None)
             }
         };
         let value = async {
-            if n.ifaces & iface::VALUE != 0 && n.ifaces & iface::TEXT == 0 {
+            if reads_value(n) {
                 self.bus.value(bus, &n.path).await.ok()
             } else {
                 None
@@ -298,6 +295,30 @@ impl Observer<'_> {
         };
         tokio::join!(ext, acts, text, value)
     }
+}
+
+/// Whether [`Observer::read_details`] asks `n` for its action names: when asked for, and a
+/// menu's always (they tell a real menu from LibreOffice's shadow of it).
+fn reads_actions(n: &Node, with_actions: bool) -> bool {
+    (with_actions || n.role == role::MENU) && n.ifaces & iface::ACTION != 0
+}
+
+/// Whether [`Observer::read_details`] asks `n` for its text.
+fn reads_text(n: &Node) -> bool {
+    n.ifaces & iface::TEXT != 0 && (TEXTUAL.contains(n.role) || office::is_text_part(n.role))
+}
+
+/// Whether [`Observer::read_details`] asks `n` for its value (text, where it has both, says it).
+fn reads_value(n: &Node) -> bool {
+    n.ifaces & iface::VALUE != 0 && n.ifaces & iface::TEXT == 0
+}
+
+/// Whether what [`Observer::read_details`] reads of `n` may be kept between observations
+/// (`places.rs`): its extents, a menu's action names and a button's value (LibreOffice's
+/// toolbar buttons give their checked state as a value, and announce its change as a state
+/// change); never a text, nor every control's actions.
+pub(super) fn may_keep_details(n: &Node, with_actions: bool) -> bool {
+    n.ifaces & iface::COMPONENT != 0 && !with_actions && !reads_text(n)
 }
 
 /// The value a control shows: none for a password; its text (clipped to [`VALUE_MAX`]; a

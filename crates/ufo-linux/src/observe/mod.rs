@@ -16,6 +16,8 @@ mod look;
 pub(crate) mod modal;
 mod noise;
 mod observer;
+pub(crate) mod places;
+mod placing;
 mod popups;
 mod read;
 mod refresh;

@@ -11,6 +11,7 @@ use ufo_core::WindowObservation;
 use super::changes::KeptTrees;
 use super::loading::LoadFacts;
 pub(crate) use super::loading::Pace;
+use super::places::KeptPlaces;
 use crate::a11y::apps::KnownApps;
 use crate::a11y::bus::A11yBus;
 use crate::a11y::nodecache::KnownNodes;
@@ -190,6 +191,8 @@ pub(crate) struct Observer<'a> {
     pub nodes: &'a KnownNodes,
     /// LibreOffice's trees kept from the last observation (`changes`)
     pub kept: &'a KeptTrees,
+    /// where LibreOffice's bar controls sat at the last observation (`places`)
+    pub places: &'a KeptPlaces,
     /// the spreadsheet cells read before
     pub sheets: &'a SheetCache,
     /// where each window's page or document is read before it is observed (`loading`)

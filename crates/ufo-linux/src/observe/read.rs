@@ -82,6 +82,7 @@ impl Observer<'_> {
             route_pending: false,
             moved: HashMap::new(),
             pixels,
+            counts: HashMap::new(),
         };
         let mut frames: HashMap<WinId, String> = HashMap::new();
         let mut frame_missing = false;
@@ -501,11 +502,12 @@ impl Observer<'_> {
             route_pending,
             moved,
             pixels,
+            counts,
         } = reading;
         let w = sought.window;
         let t = Instant::now();
         let (frame, relative, open_menus, times) = self
-            .window_tree(bus, sought, trees, stats, warnings)
+            .window_tree(bus, sought, (trees, counts), stats, warnings)
             .await?;
         let tree = trees
             .get(bus)
@@ -530,7 +532,8 @@ impl Observer<'_> {
         stats.tree += t.elapsed();
 
         let t = Instant::now();
-        let place = (bus, tree, frame.as_str(), relative, w);
+        let count = counts.get(bus).copied();
+        let place = (bus, tree, frame.as_str(), relative, w, count);
         let (results, offset, win_rect, t_details) = self
             .placed(place, &candidates, moved, with_actions, warnings)
             .await;
@@ -639,7 +642,7 @@ impl Observer<'_> {
         &self,
         bus: &str,
         sought: &Sought<'_>,
-        trees: &mut HashMap<String, AppTree>,
+        (trees, counts): (&mut HashMap<String, AppTree>, &mut HashMap<String, u64>),
         stats: &mut ObservationStats,
         warnings: &mut Vec<String>,
     ) -> Result<
@@ -656,6 +659,9 @@ impl Observer<'_> {
         if !trees.contains_key(bus) {
             let (count, kept) = self.kept_tree(bus).await;
             kept_count = Some(count);
+            if let Some(c) = count {
+                counts.insert(bus.to_string(), c);
+            }
             let tree = match kept {
                 Some(t) => t,
                 None => self.bus.tree(bus).await?,
@@ -719,7 +725,14 @@ impl Observer<'_> {
     #[allow(clippy::type_complexity)]
     async fn placed(
         &self,
-        (bus, tree, frame, relative, w): (&str, &AppTree, &str, bool, &DisplayWindow),
+        (bus, tree, frame, relative, w, count): (
+            &str,
+            &AppTree,
+            &str,
+            bool,
+            &DisplayWindow,
+            Option<u64>,
+        ),
         candidates: &[Candidate],
         moved: &HashMap<String, Rect>,
         with_actions: bool,
@@ -741,11 +754,7 @@ impl Observer<'_> {
                 office.extent_corrections(bus, tree, frame, &nodes)
             )
         };
-        let details = futures::future::join_all(
-            candidates
-                .iter()
-                .map(|c| self.read_details(bus, &c.node, with_actions)),
-        );
+        let details = self.details_placed((bus, tree, frame), candidates, count, with_actions);
         let ((offset, fixes), details) = tokio::join!(placement, details);
         let offset = offset.unwrap_or_else(|e| {
             warnings.push(format!(
@@ -866,6 +875,9 @@ struct Reading {
     moved: HashMap<String, Rect>,
     /// The window's capture while it is taken, for the sheets' read (apps/inked.rs).
     pixels: Option<SheetPixels>,
+    /// Each application's event count when this observation began, where its events are
+    /// counted (the count its tree and its controls' places are kept at: places.rs).
+    counts: HashMap<String, u64>,
 }
 
 /// The warning for a window whose application is not on the accessibility bus.

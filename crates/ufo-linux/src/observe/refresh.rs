@@ -7,6 +7,7 @@ use super::changes::{
     cells_verdict, entries_only, incremental, keeps_trees, plan, remove_subtree, set_children, Plan,
 };
 use super::observer::Observer;
+use super::places::touched_bars;
 use crate::a11y::bus::{AppTree, Node};
 use crate::a11y::events::{Change, SYNC_WAIT};
 use crate::vocab::state;
@@ -17,6 +18,8 @@ impl Observer<'_> {
     /// events the application sent since, and its event count now (to keep what this
     /// observation reads). `None` for the tree: read it whole.
     pub(crate) async fn kept_tree(&self, bus: &str) -> (Option<u64>, Option<AppTree>) {
+        // (nothing of the controls' places kept is taken unless the tree comes from events)
+        self.places.note_since(bus, None);
         let Some(changes) = self.bus.changes.clone() else {
             return (None, None);
         };
@@ -44,6 +47,8 @@ impl Observer<'_> {
         };
         if then == now {
             tracing::debug!(bus, count, "kept tree: no event since");
+            self.places
+                .note_since(bus, Some((then, now, BTreeSet::new())));
             return (count, Some(tree));
         }
         if !incremental() {
@@ -62,7 +67,12 @@ impl Observer<'_> {
             return (count, None);
         };
         let t = std::time::Instant::now();
+        // (looked up before the refresh: a dropped object is still in the tree)
+        let touched = touched_bars(&tree, &p);
         let ok = self.refresh_tree(bus, &mut tree, &p).await;
+        if ok {
+            self.places.note_since(bus, Some((then, now, touched)));
+        }
         // judged on the refreshed tree: objects new since are in it now
         let quiet = ok && self.cells_hold(bus, &events, &tree).await;
         if ok && quiet {
