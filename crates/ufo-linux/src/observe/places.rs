@@ -15,10 +15,10 @@
 //! another size has its buttons read again. A control's value (a toolbar button's checked
 //! state) and a menu's action names are kept with its box; a control whose text is read is
 //! read every time (`fields.rs`, `may_keep_details`), and so is every control when all their
-//! actions are asked for (the reading itself: `placing.rs`). Only applications whose trees are kept (`changes`),
-//! whose events cover every change (a button checked announces its new state), and only from
-//! the places read at the event count the kept tree was brought up from: anything else reads
-//! every control.
+//! actions are asked for (the reading itself: `placing.rs`). Only applications whose trees are
+//! kept (`changes`), whose events cover every change (a button checked announces its new
+//! state), and only from the places read at the event count the kept tree was brought up from:
+//! anything else reads every control.
 //!
 //! Measured (docs/desktop.md, "The bars' buttons placed from their bar"): after a cell entry 86
 //! of Calc's 102 candidates are placed so; a Calc entry is 40-43 ms shorter at p50 on a busy
@@ -31,7 +31,7 @@ use crate::observe::changes::Plan;
 use crate::vocab::role;
 
 /// A box as AT-SPI gives it: x, y, width, height.
-pub(crate) type Ext = (i32, i32, i32, i32);
+pub(crate) use crate::names::Extents as Ext;
 
 /// How many levels above a control its bar is looked for (LibreOffice's toolbar buttons sit
 /// right under the bar, a font box's entry three levels down).
@@ -54,12 +54,17 @@ fn bar_within<'t>(tree: &'t AppTree, n: &Node, frame: &str, depth: usize) -> Opt
             return None;
         }
         let a = tree.nodes.get(p)?;
-        if matches!(a.role, role::TOOL_BAR | role::MENU_BAR | role::STATUS_BAR) {
+        if is_bar(a.role) {
             return Some(a.path.as_str());
         }
         p = a.parent.as_str();
     }
     None
+}
+
+/// Whether a role is one of the bars whose controls' places are kept.
+fn is_bar(r: u32) -> bool {
+    matches!(r, role::TOOL_BAR | role::MENU_BAR | role::STATUS_BAR)
 }
 
 /// The bars an event since the last observation touched: those holding (or being) an object
@@ -72,7 +77,7 @@ pub(crate) fn touched_bars(tree: &AppTree, p: &Plan) -> BTreeSet<String> {
         .chain(&p.removed)
         .filter_map(|path| tree.nodes.get(path))
         .filter_map(|n| {
-            if matches!(n.role, role::TOOL_BAR | role::MENU_BAR | role::STATUS_BAR) {
+            if is_bar(n.role) {
                 Some(n.path.clone())
             } else {
                 bar_within(tree, n, "", TOUCH_DEPTH).map(str::to_string)
