@@ -73,6 +73,13 @@ const PINGS_KEPT: usize = 8;
 /// announced (its CreateNotify comes at once; its MapNotify waits for the window manager).
 const HANDLER_WINDOW: Duration = Duration::from_millis(4);
 
+/// Longest wait, once the application answered, for a window made since the action to be
+/// shown: the application asks the window manager to map it, which takes a while more (GIMP's
+/// Preferences window: made 50 ms before GIMP's answer, in the window manager's list up to 20
+/// ms after it, on a 2-core machine running tests). A window made and never shown (a toolkit's
+/// hidden helper window) costs this much.
+const SHOW_WAIT: Duration = Duration::from_millis(500);
+
 /// Longest wait for an application to answer a ping ([`Settler::input_handled`]): one
 /// that does not answer (hung, or a toolkit that ignores pings) is taken to have read its
 /// input by then.
@@ -718,6 +725,7 @@ impl Settler<'_> {
                 asked
             }
         };
+        self.wait_for_showing(w, since, max, poll).await;
         // (a window appeared, went or moved: redraws of the watched
         // window alone are the transitions the tail cut short)
         if w.log().structure_since(asked) {
@@ -726,6 +734,31 @@ impl Settler<'_> {
             {
                 tokio::time::sleep(poll).await;
             }
+        }
+    }
+
+    /// A step of [`Self::wait_for_handler`] once the application answered: a window it made
+    /// since the action (at `since`) and has not shown yet is being mapped by the window
+    /// manager; wait for that, up to [`SHOW_WAIT`] and the settle's bound `max`, so that the
+    /// window list read after the step has it.
+    async fn wait_for_showing(
+        &self,
+        w: &dyn ChangeWatch,
+        since: Instant,
+        max: Duration,
+        poll: Duration,
+    ) {
+        let began = Instant::now();
+        let log = w.log();
+        while log.awaits_showing(since) && began.elapsed() < SHOW_WAIT && since.elapsed() < max {
+            tokio::time::sleep(poll).await;
+        }
+        if began.elapsed() >= poll {
+            tracing::debug!(
+                ms = began.elapsed().as_millis() as u64,
+                shown = !log.awaits_showing(since),
+                "waited for a window made to be shown"
+            );
         }
     }
 

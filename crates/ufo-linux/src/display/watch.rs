@@ -13,6 +13,8 @@ use super::window::WinId;
 const KEEP: usize = 512;
 /// Most answers to pings kept.
 const PONGS_KEPT: usize = 64;
+/// Most windows kept that were made and not yet shown.
+const UNSHOWN_KEPT: usize = 64;
 
 /// One change the display reported: when, and whether it is a redraw of a watched window
 /// (else a window mapped, unmapped, moved, created or destroyed anywhere).
@@ -36,6 +38,9 @@ struct Log {
     changes: VecDeque<Change>,
     /// the answers to pings (their numbers, when they came), oldest first
     pongs: VecDeque<(u32, Instant)>,
+    /// the top-level windows made (when) and not yet mapped, handed to the window manager
+    /// or destroyed, oldest first
+    unshown: VecDeque<(WinId, Instant)>,
 }
 
 /// The changes a watch has seen (the last [`KEEP`]) and the answers to its pings, for the
@@ -74,6 +79,30 @@ impl ChangeLog {
             .iter()
             .find(|(m, _)| *m == n)
             .map(|(_, at)| *at)
+    }
+
+    /// Note that top-level window `id`, one the window manager is to map, was made (the
+    /// listener's side; X11's CreateNotify of a window that does not redirect the window
+    /// manager).
+    pub(crate) fn note_made(&self, id: WinId, at: Instant) {
+        let mut g = self.lock();
+        g.unshown.push_back((id, at));
+        if g.unshown.len() > UNSHOWN_KEPT {
+            g.unshown.pop_front();
+        }
+    }
+
+    /// Note that window `id` was mapped, handed to the window manager (reparented into its
+    /// frame) or destroyed: it no longer awaits being shown.
+    pub(crate) fn note_shown(&self, id: WinId) {
+        self.lock().unshown.retain(|(w, _)| *w != id);
+    }
+
+    /// Whether a top-level window made after `since` has been neither shown nor destroyed
+    /// yet: its application asked for it to be mapped, and the window manager has not done
+    /// it yet (or the application has not asked, and may never: waits on it are bounded).
+    pub(crate) fn awaits_showing(&self, since: Instant) -> bool {
+        self.lock().unshown.iter().any(|(_, at)| *at >= since)
     }
 
     /// Since `since`: how many redraws of the watched windows were reported, and the times
@@ -263,6 +292,32 @@ mod tests {
         log.note_pong(3, t0 + ms(40));
         assert_eq!(log.pong(3), Some(t0 + ms(40)));
         assert_eq!(log.pong(4), None);
+    }
+
+    #[test]
+    fn a_window_made_awaits_showing_until_mapped_reparented_or_destroyed() {
+        let log = ChangeLog::default();
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        log.note_made(WinId(1), t0 + ms(5));
+        log.note_made(WinId(2), t0 + ms(10));
+        assert!(log.awaits_showing(t0));
+        assert!(log.awaits_showing(t0 + ms(10)));
+        assert!(
+            !log.awaits_showing(t0 + ms(11)),
+            "made before: not this action's"
+        );
+        log.note_shown(WinId(2));
+        assert!(!log.awaits_showing(t0 + ms(6)));
+        assert!(log.awaits_showing(t0));
+        log.note_shown(WinId(1));
+        log.note_shown(WinId(9));
+        assert!(!log.awaits_showing(t0));
+        for i in 0..(UNSHOWN_KEPT as u32 + 5) {
+            log.note_made(WinId(100 + i), t0 + ms(20));
+        }
+        log.note_shown(WinId(100));
+        assert!(log.awaits_showing(t0), "the latest are kept");
     }
 
     #[test]

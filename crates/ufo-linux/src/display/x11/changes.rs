@@ -154,10 +154,29 @@ fn listen(conn: &RustConnection, log: &ChangeLog, atoms: PingAtoms) {
                 let _ = conn.flush();
                 Some((true, false, None))
             }
-            Event::MapNotify(_) => Some((false, true, None)),
-            Event::CreateNotify(_) => Some((false, false, None)),
+            Event::MapNotify(e) => {
+                log.note_shown(WinId(e.window));
+                Some((false, true, None))
+            }
+            Event::CreateNotify(e) => {
+                // (a window the application maps itself, a menu or a helper that is never
+                // shown, is not waited for: only the window manager maps late)
+                if !e.override_redirect {
+                    log.note_made(WinId(e.window), at);
+                }
+                Some((false, false, None))
+            }
+            // (a managed window is reparented into the window manager's frame, and the
+            // frame, not the window, is mapped on the root)
+            Event::ReparentNotify(e) => {
+                log.note_shown(WinId(e.window));
+                None
+            }
             Event::UnmapNotify(e) => Some((false, false, Some(WinId(e.window)))),
-            Event::DestroyNotify(e) => Some((false, false, Some(WinId(e.window)))),
+            Event::DestroyNotify(e) => {
+                log.note_shown(WinId(e.window));
+                Some((false, false, Some(WinId(e.window))))
+            }
             Event::ConfigureNotify(_) => Some((false, false, None)),
             _ => None,
         };
@@ -197,5 +216,58 @@ mod tests {
         );
         assert_eq!(pong_of(atoms, 299, 32, answer), None);
         assert_eq!(pong_of(atoms, 300, 8, answer), None);
+    }
+
+    /// Live (a display with a window manager, `UFO_LIVE_TESTS=1`): a window the window manager
+    /// is to map awaits showing from its CreateNotify until the manager took it; a window
+    /// that maps itself (override-redirect: a menu, a toolkit's hidden helper) never does.
+    #[test]
+    fn a_window_made_awaits_the_window_manager_and_a_menu_does_not() {
+        use x11rb::protocol::xproto::{CreateWindowAux, WindowClass};
+        if std::env::var("UFO_LIVE_TESTS").as_deref() != Ok("1") {
+            return;
+        }
+        let watch = XChangeWatch::start().expect("the X change watch starts on DISPLAY");
+        let (conn, screen) = x11rb::connect(None).expect("a second connection");
+        let root = conn.setup().roots[screen].root;
+        let made = |override_redirect: bool| {
+            let id = conn.generate_id().expect("an id");
+            let aux = CreateWindowAux::new().override_redirect(u32::from(override_redirect));
+            let class = WindowClass::INPUT_OUTPUT;
+            conn.create_window(0, id, root, 10, 10, 50, 50, 0, class, 0, &aux)
+                .expect("create");
+            conn.flush().expect("flush");
+            id
+        };
+        let until = |what: &dyn Fn() -> bool| {
+            let t = Instant::now();
+            while !what() && t.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            what()
+        };
+        let t0 = Instant::now();
+        let menu = made(true);
+        assert!(
+            until(&|| watch.log().structure_since(t0)),
+            "its CreateNotify"
+        );
+        assert!(!watch.log().awaits_showing(t0), "a menu maps itself");
+        let window = made(false);
+        assert!(until(&|| watch.log().awaits_showing(t0)), "made, not shown");
+        conn.map_window(menu).expect("map");
+        conn.flush().expect("flush");
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(watch.log().awaits_showing(t0), "the window still waits");
+        conn.map_window(window).expect("map");
+        conn.flush().expect("flush");
+        assert!(
+            until(&|| !watch.log().awaits_showing(t0)),
+            "the window manager took it"
+        );
+        for id in [menu, window] {
+            let _ = conn.destroy_window(id);
+        }
+        let _ = conn.flush();
     }
 }
