@@ -245,7 +245,8 @@ impl PrivateDesktop {
             env: &mut desk.env,
             shared_env: Vec::new(),
         }
-        .run()?;
+        .run()
+        .map_err(|e| with_log_end(e, &desk.dir.join("compositor.log")))?;
         Ok(desk)
     }
 
@@ -502,6 +503,38 @@ impl Drop for PrivateDesktop {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Most lines of the compositor's log a failed start quotes, and most bytes read of its end.
+const LOG_END_LINES: usize = 20;
+const LOG_END_BYTES: u64 = 8 * 1024;
+
+/// A failed start's error with the end of the compositor's log at `log` (the desktop's folder,
+/// the log in it, is removed when the start fails): what the compositor said last is what
+/// tells why it did not come up.
+fn with_log_end(e: anyhow::Error, log: &Path) -> anyhow::Error {
+    match log_end(log) {
+        Some(end) => anyhow!(
+            "{e:#}\nthe end of {} (removed with the desktop that did not start):\n{end}",
+            log.display()
+        ),
+        None => e,
+    }
+}
+
+/// The last [`LOG_END_LINES`] lines of `path`'s last [`LOG_END_BYTES`] bytes, if it has any.
+fn log_end(path: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(LOG_END_BYTES)))
+        .ok()?;
+    let mut bytes = Vec::new();
+    f.take(LOG_END_BYTES).read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let end = lines[lines.len().saturating_sub(LOG_END_LINES)..].join("\n");
+    (!end.is_empty()).then_some(end)
 }
 
 /// The processes whose environment carries `MARK_VAR=mark`, this process excluded.
@@ -848,6 +881,35 @@ fn hand_on_signal(child: &Child) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_start_quotes_the_end_of_the_compositors_log() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("compositor.log");
+        let e = || anyhow!("GNOME Shell did not answer");
+        // no log, or an empty one: the error alone
+        assert_eq!(
+            format!("{:#}", with_log_end(e(), &log)),
+            "GNOME Shell did not answer"
+        );
+        std::fs::write(&log, "\n\n").expect("log");
+        assert_eq!(
+            format!("{:#}", with_log_end(e(), &log)),
+            "GNOME Shell did not answer"
+        );
+        // a long log: its last lines only, bounded
+        let text: String = (0..5000).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(&log, text).expect("log");
+        let said = format!("{:#}", with_log_end(e(), &log));
+        assert!(
+            said.starts_with("GNOME Shell did not answer\nthe end of "),
+            "{said}"
+        );
+        assert!(said.contains("line 4980\n"), "{said}");
+        assert!(said.ends_with("line 4999"), "{said}");
+        assert!(!said.contains("line 4979\n"), "{said}");
+        assert_eq!(said.lines().count(), 2 + LOG_END_LINES);
+    }
     use std::ffi::OsString;
 
     fn os(v: &[&str]) -> Vec<OsString> {
