@@ -43,6 +43,8 @@
 //! `UFO_BENCH_LOGS` (a folder) keeps each session's stderr there: its observations' phases,
 //! each sheet read (`sheet read`: the hit tests, the cells' texts, the grid's geometry) and
 //! each action's phases (`action phases`, `cell entry phases`, the settle's `settled`).
+//! `UFO_BENCH_TRACE` replaces that trace's filter (e.g. the default's with `,calls=trace`
+//! added: every accessibility call, with its time).
 //!
 //! `UFO_BENCH_BASE` (a second `ufo` binary, e.g. built from main) runs every session of a
 //! case twice, alternating the base and the binary under test, and reports both: before and
@@ -195,7 +197,10 @@ fn run(bin: &Path, dir: &Path, lines: &[String], task: &str, multi: bool, m: &mu
         .arg("--out")
         .arg(&out)
         .env_remove("UFO_LLM")
-        .env("UFO_LOG", TRACE);
+        .env(
+            "UFO_LOG",
+            std::env::var("UFO_BENCH_TRACE").unwrap_or_else(|_| TRACE.to_string()),
+        );
     if multi {
         let cfg = dir.join("config.toml");
         std::fs::write(&cfg, "multi_action = true\n").unwrap();

@@ -1,5 +1,6 @@
 //! The X11 display, through x11rb: top-level windows from the window manager
-//! (`_NET_CLIENT_LIST`, `_NET_WM_PID`, `WM_TRANSIENT_FOR`, ...), screenshots (`GetImage`),
+//! (`_NET_CLIENT_LIST`, `_NET_WM_PID`, `WM_TRANSIENT_FOR`, ...), screenshots (shared memory,
+//! `shm.rs`, else `GetImage`),
 //! input (XTEST), the change watch (X Damage, `changes.rs`), the person's take-over watch
 //! (XInput 2, `takeover.rs`), the display's published accessibility bus (`atspi_bus.rs`), the
 //! demonstration recorder (`demo.rs`) and what `ufo doctor` checks of the X server
@@ -10,6 +11,7 @@ pub(crate) mod changes;
 pub mod demo;
 pub(crate) mod doctor;
 mod error;
+mod shm;
 pub mod takeover;
 
 use std::sync::{Arc, Mutex};
@@ -83,6 +85,8 @@ pub(crate) struct X11 {
     /// Whether the server has the X-Resource extension, which names the process of a window
     /// that does not say it (no `_NET_WM_PID`: Tk's windows).
     xres: bool,
+    /// Screenshots and looks through shared memory; `None` without MIT-SHM 1.2
+    shm: Option<shm::ShmImages>,
     /// X damage and window events for settling; `None` without DAMAGE
     watch: Option<Arc<XChangeWatch>>,
     /// The person's input on a watched private desktop (takeover.rs); `None` elsewhere
@@ -158,6 +162,7 @@ impl X11 {
             .extension_information(x11rb::protocol::res::X11_EXTENSION_NAME)
             .map_err(xerr("query X-Resource"))?
             .is_some();
+        let shm = shm::ShmImages::new(&conn, screen_w, screen_h);
         Ok(X11 {
             conn,
             root,
@@ -165,6 +170,7 @@ impl X11 {
             screen_h,
             direct_rendering,
             xres,
+            shm,
             atoms,
             keymap: Mutex::new(None),
             watch: None,
@@ -180,6 +186,29 @@ impl X11 {
             .reply()
             .map_err(xerr("GetProperty"))?;
         Ok(r.value32().map(|v| v.collect()).unwrap_or_default())
+    }
+
+    /// The pixels of a rectangle of the screen as the server keeps them: through shared
+    /// memory when it serves (`shm.rs`), else `GetImage`.
+    fn image(&self, rect: (i16, i16, u16, u16)) -> Result<shm::Image, LinuxError> {
+        if let Some(image) = self
+            .shm
+            .as_ref()
+            .and_then(|s| s.get(&self.conn, self.root, rect))
+        {
+            return Ok(image);
+        }
+        let (x, y, w, h) = rect;
+        let reply = self
+            .conn
+            .get_image(ImageFormat::Z_PIXMAP, self.root, x, y, w, h, !0)
+            .map_err(xerr("GetImage"))?
+            .reply()
+            .map_err(xerr("GetImage"))?;
+        Ok(shm::Image {
+            depth: reply.depth,
+            data: reply.data,
+        })
     }
 
     fn client_windows(&self) -> Result<Vec<DisplayWindow>, LinuxError> {
@@ -517,35 +546,22 @@ impl Display for X11 {
                 source: cause(format!("the rectangle {x},{y} {w}x{h} is off screen")),
             });
         }
-        let reply = self
-            .conn
-            .get_image(
-                ImageFormat::Z_PIXMAP,
-                self.root,
-                x0 as i16,
-                y0 as i16,
-                cw as u16,
-                ch as u16,
-                !0,
-            )
-            .map_err(xerr("GetImage"))?
-            .reply()
-            .map_err(xerr("GetImage"))?;
-        let depth = reply.depth;
+        let image = self.image((x0 as i16, y0 as i16, cw as u16, ch as u16))?;
+        let depth = image.depth;
         let n = (cw * ch) as usize;
-        if depth != 24 && depth != 32 || reply.data.len() < n * 4 {
+        if depth != 24 && depth != 32 || image.data.len() < n * 4 {
             return Err(LinuxError::X11Request {
                 what: "GetImage".into(),
                 source: cause(format!(
                     "unsupported screen format (depth {depth}, {} bytes for {n} pixels); run the X server at 24-bit depth",
-                    reply.data.len()
+                    image.data.len()
                 )),
             });
         }
-        let mut data = Vec::with_capacity(n * 3);
-        for px in reply.data.chunks_exact(4).take(n) {
+        let mut data = vec![0u8; n * 3];
+        for (rgb, px) in data.chunks_exact_mut(3).zip(image.data.chunks_exact(4)) {
             // little-endian BGRX
-            data.extend_from_slice(&[px[2], px[1], px[0]]);
+            rgb.copy_from_slice(&[px[2], px[1], px[0]]);
         }
         Ok(RgbImage {
             width: cw,
@@ -565,32 +581,19 @@ impl Display for X11 {
         if cw == 0 || ch == 0 {
             return Ok(Look::default());
         }
-        let reply = self
-            .conn
-            .get_image(
-                ImageFormat::Z_PIXMAP,
-                self.root,
-                x0 as i16,
-                y0 as i16,
-                cw as u16,
-                ch as u16,
-                !0,
-            )
-            .map_err(xerr("GetImage"))?
-            .reply()
-            .map_err(xerr("GetImage"))?;
-        let stride = reply.data.len() / ch;
+        let image = self.image((x0 as i16, y0 as i16, cw as u16, ch as u16))?;
+        let stride = image.data.len() / ch;
         if stride < cw * 4 {
             return Err(LinuxError::X11Request {
                 what: "GetImage".into(),
                 source: cause(format!(
                     "unsupported screen format (depth {}, {} bytes for {cw}x{ch} pixels); run the X server at 24-bit depth",
-                    reply.depth,
-                    reply.data.len()
+                    image.depth,
+                    image.data.len()
                 )),
             });
         }
-        Ok(Look::new(x0, y0, cw, ch, stride, reply.data))
+        Ok(Look::new(x0, y0, cw, ch, stride, image.data))
     }
 
     // a software cursor (Xvfb's among them) is in the frame buffer GetImage reads
