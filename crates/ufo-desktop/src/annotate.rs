@@ -51,12 +51,15 @@ pub enum AnnotateError {
     Format(String),
 }
 
-/// An 8-bit RGBA image, row-major, 4 bytes per pixel.
+/// An 8-bit RGBA image, row-major, 4 bytes per pixel; or an opaque one kept as RGB, 3 bytes
+/// per pixel ([`RgbaImage::opaque`]), whose alpha is always 255.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RgbaImage {
     width: u32,
     height: u32,
     data: Vec<u8>,
+    /// Bytes per pixel: 4 (RGBA) or 3 (opaque RGB).
+    channels: usize,
 }
 
 impl RgbaImage {
@@ -71,46 +74,41 @@ impl RgbaImage {
             width,
             height,
             data,
+            channels: 4,
         }
     }
 
     /// Wrap an existing RGBA buffer (e.g. a capture from X11 converted to RGBA).
     pub fn from_raw(width: u32, height: u32, data: Vec<u8>) -> Result<Self, AnnotateError> {
-        let expected = width as usize * height as usize * 4;
-        if data.len() != expected {
-            return Err(AnnotateError::BadBuffer {
-                width,
-                height,
-                expected,
-                got: data.len(),
-            });
-        }
-        Ok(Self {
-            width,
-            height,
-            data,
-        })
+        Self::of(width, height, data, 4)
     }
 
     /// Convert a row-major RGB buffer (3 bytes a pixel, as an X11 capture gives) to RGBA.
     pub fn from_rgb(width: u32, height: u32, rgb: &[u8]) -> Result<Self, AnnotateError> {
-        let expected = width as usize * height as usize * 3;
-        if rgb.len() != expected {
-            return Err(AnnotateError::BadBuffer {
-                width,
-                height,
-                expected,
-                got: rgb.len(),
-            });
+        check_len(width, height, rgb.len(), 3)?;
+        let mut data = vec![255; rgb.len() / 3 * 4];
+        for (to, px) in data.chunks_exact_mut(4).zip(rgb.chunks_exact(3)) {
+            to[..3].copy_from_slice(px);
         }
-        let mut data = Vec::with_capacity(expected / 3 * 4);
-        for px in rgb.chunks_exact(3) {
-            data.extend_from_slice(&[px[0], px[1], px[2], 255]);
-        }
+        Self::of(width, height, data, 4)
+    }
+
+    /// Take a row-major RGB buffer (3 bytes a pixel) as an opaque image, kept as RGB: drawn on
+    /// and encoded without a copy to RGBA. A screenshot annotated at every observation is
+    /// one: converting a 1280x1024 capture to RGBA and encoding the extra channel cost about
+    /// 1 ms of the observation's 20 after a cell entry (docs/desktop.md).
+    pub fn opaque(width: u32, height: u32, rgb: Vec<u8>) -> Result<Self, AnnotateError> {
+        Self::of(width, height, rgb, 3)
+    }
+
+    /// An image of `channels` bytes a pixel over `data`, which must hold exactly its pixels.
+    fn of(width: u32, height: u32, data: Vec<u8>, channels: usize) -> Result<Self, AnnotateError> {
+        check_len(width, height, data.len(), channels)?;
         Ok(Self {
             width,
             height,
             data,
+            channels,
         })
     }
 
@@ -124,7 +122,7 @@ impl RgbaImage {
         self.height
     }
 
-    /// The raw RGBA bytes.
+    /// The raw bytes: RGBA, or RGB for an image made by [`RgbaImage::opaque`].
     pub fn as_raw(&self) -> &[u8] {
         &self.data
     }
@@ -134,9 +132,10 @@ impl RgbaImage {
         if x >= self.width || y >= self.height {
             return None;
         }
-        let i = (y as usize * self.width as usize + x as usize) * 4;
-        let p = self.data.get(i..i + 4)?;
-        Some([p[0], p[1], p[2], p[3]])
+        let n = self.channels;
+        let i = (y as usize * self.width as usize + x as usize) * n;
+        let p = self.data.get(i..i + n)?;
+        Some([p[0], p[1], p[2], if n == 4 { p[3] } else { 255 }])
     }
 
     /// Set one pixel; coordinates outside the image are ignored (clipping).
@@ -144,9 +143,10 @@ impl RgbaImage {
         if x < 0 || y < 0 || x >= i64::from(self.width) || y >= i64::from(self.height) {
             return;
         }
-        let i = (y as usize * self.width as usize + x as usize) * 4;
-        if let Some(p) = self.data.get_mut(i..i + 4) {
-            p.copy_from_slice(&c);
+        let n = self.channels;
+        let i = (y as usize * self.width as usize + x as usize) * n;
+        if let Some(p) = self.data.get_mut(i..i + n) {
+            p.copy_from_slice(&c[..n]);
         }
     }
 
@@ -240,6 +240,22 @@ impl RgbaImage {
         let x1 = (i64::from(r.x) + i64::from(r.w)).min(i64::from(self.width));
         let y1 = (i64::from(r.y) + i64::from(r.h)).min(i64::from(self.height));
         (x0, y0, x1.max(x0), y1.max(y0))
+    }
+}
+
+/// Whether a buffer of `len` bytes holds a `width` x `height` image of `channels` bytes a
+/// pixel.
+fn check_len(width: u32, height: u32, len: usize, channels: usize) -> Result<(), AnnotateError> {
+    let expected = width as usize * height as usize * channels;
+    if len == expected {
+        Ok(())
+    } else {
+        Err(AnnotateError::BadBuffer {
+            width,
+            height,
+            expected,
+            got: len,
+        })
     }
 }
 
@@ -350,7 +366,7 @@ pub fn annotate<L: AsRef<str>>(
     encode_png(&copy)
 }
 
-/// Encode an image as an RGBA PNG (fast compression: screenshots are taken every step).
+/// Encode an image as an RGBA PNG, or RGB for an opaque one (fast compression: screenshots are taken every step).
 pub fn encode_png(image: &RgbaImage) -> Result<Vec<u8>, AnnotateError> {
     let (width, height) = (image.width, image.height);
     if width == 0 || height == 0 {
@@ -363,7 +379,11 @@ pub fn encode_png(image: &RgbaImage) -> Result<Vec<u8>, AnnotateError> {
     let mut out = Vec::new();
     {
         let mut enc = png::Encoder::new(&mut out, width, height);
-        enc.set_color(png::ColorType::Rgba);
+        enc.set_color(if image.channels == 3 {
+            png::ColorType::Rgb
+        } else {
+            png::ColorType::Rgba
+        });
         enc.set_depth(png::BitDepth::Eight);
         enc.set_compression(png::Compression::Fast);
         let mut writer = enc.write_header()?;
@@ -477,6 +497,32 @@ mod tests {
         let e = encode_png(&RgbaImage::new(0, 5, [0; 4])).expect_err("empty");
         assert!(e.to_string().contains("no pixels"), "{e}");
         assert!(decode_png(b"not a png").is_err());
+    }
+
+    #[test]
+    fn an_opaque_rgb_image_draws_and_encodes_as_its_rgba_copy_does() {
+        let (w, h) = (40u32, 30u32);
+        let rgb: Vec<u8> = (0..w * h * 3).map(|i| (i * 7 % 251) as u8).collect();
+        let labels = [
+            ("1", Rect::new(2, 3, 20, 12)),
+            ("27", Rect::new(15, 10, 30, 25)),
+        ];
+        let mut rgba = RgbaImage::from_rgb(w, h, &rgb).expect("rgba");
+        let mut opaque = RgbaImage::opaque(w, h, rgb).expect("opaque");
+        draw_annotations(&mut rgba, &labels);
+        draw_annotations(&mut opaque, &labels);
+        assert_eq!(opaque.as_raw().len(), (w * h * 3) as usize, "kept as RGB");
+        for (x, y) in [(0, 0), (2, 3), (5, 5), (16, 11), (39, 29), (21, 14)] {
+            assert_eq!(opaque.pixel(x, y), rgba.pixel(x, y), "pixel ({x}, {y})");
+        }
+        let png = encode_png(&opaque).expect("encode");
+        assert_eq!(
+            decode_png(&png).expect("decode"),
+            rgba,
+            "the PNG holds what was drawn"
+        );
+        let e = RgbaImage::opaque(2, 2, vec![0; 11]).expect_err("short buffer");
+        assert!(e.to_string().contains("needs 12"), "{e}");
     }
 
     #[test]

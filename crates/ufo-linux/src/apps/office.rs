@@ -187,6 +187,22 @@ fn has_entry(tree: &AppTree, path: &str) -> bool {
         .any(|d| d.role == role::TEXT && d.ifaces & iface::EDITABLE_TEXT != 0)
 }
 
+/// What [`Office::extent_corrections`] worked out: the root pane's shift (`None`: the
+/// rectangles are right) and the correction of each candidate that has one.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct Corrections {
+    pub shift: Option<(i32, i32)>,
+    pub fixes: HashMap<String, (i32, i32)>,
+}
+
+/// A candidate's correction kept from an earlier observation, with the shift it was worked
+/// out under.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct KnownFix {
+    pub shift: (i32, i32),
+    pub fix: (i32, i32),
+}
+
 /// The correction of one node's rectangle in a LibreOffice window whose frame reports its
 /// contents shifted by `shift` (a fresh window: everything LibreOffice draws itself sits
 /// as if the GTK menu bar were not there, until the first click). `chain` holds the raw
@@ -540,16 +556,21 @@ impl Office<'_> {
     }
 
     /// Corrections of the candidates' rectangles when the window's root pane reports itself
-    /// away from where its GTK parent is (a fresh LibreOffice window); empty when the
+    /// away from where its GTK parent is (a fresh LibreOffice window); none when the
     /// rectangles are right (one extents call for the root pane and one for its parent).
+    /// A candidate in `known` whose correction was worked out under the same shift keeps it:
+    /// its ancestors are not read again (a bar control placed from its bar, `places.rs`; the
+    /// ~150 ancestors of Calc's controls were read at every observation, about 2 ms of
+    /// LibreOffice's answering after each cell entry).
     pub(crate) async fn extent_corrections(
         &self,
         bus: &str,
         tree: &AppTree,
         frame: &str,
         candidates: &[&Node],
-    ) -> HashMap<String, (i32, i32)> {
-        let mut out = HashMap::new();
+        known: &HashMap<String, KnownFix>,
+    ) -> Corrections {
+        let mut out = Corrections::default();
         let Some(root) =
             find_near(tree, frame, role::ROOT_PANE, 4).map(|n| (n.path.clone(), n.parent.clone()))
         else {
@@ -571,11 +592,27 @@ impl Office<'_> {
         let Some(shift) = root_pane_shift(rect(pe), rect(re)) else {
             return out;
         };
-        // the ancestors of each candidate up to the root pane
-        let (chains, mut wanted) = ancestor_chains(tree, &root.0, candidates);
+        out.shift = Some(shift);
+        let (known_now, unknown): (Vec<&Node>, Vec<&Node>) = candidates
+            .iter()
+            .partition(|c| known.get(&c.path).is_some_and(|k| k.shift == shift));
+        for c in &known_now {
+            if let Some(k) = known.get(&c.path).filter(|k| k.fix != (0, 0)) {
+                out.fixes.insert(c.path.clone(), k.fix);
+            }
+        }
+        // the ancestors of each other candidate up to the root pane
+        let (chains, mut wanted) = ancestor_chains(tree, &root.0, &unknown);
         wanted.sort();
         wanted.dedup();
         wanted.truncate(3000);
+        tracing::debug!(
+            ?shift,
+            kept = known_now.len(),
+            worked_out = unknown.len(),
+            ancestors = wanted.len(),
+            "rectangle corrections"
+        );
         let got = tokio::time::timeout(
             self.config.walk_budget,
             futures::future::join_all(wanted.iter().map(|p| self.bus.extents(bus, p))),
@@ -597,7 +634,7 @@ impl Office<'_> {
                 None => shift,
             };
             if corr != (0, 0) {
-                out.insert(path, corr);
+                out.fixes.insert(path, corr);
             }
         }
         out

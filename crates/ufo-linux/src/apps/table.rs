@@ -425,8 +425,9 @@ impl SheetReader<'_> {
         let refs: Vec<&Node> = sheets.iter().collect();
         let fixes = self
             .office
-            .extent_corrections(bus, tree, frame, &refs)
-            .await;
+            .extent_corrections(bus, tree, frame, &refs, &HashMap::new())
+            .await
+            .fixes;
         for sheet in &sheets {
             let (dx, dy) = fixes.get(&sheet.path).copied().unwrap_or((0, 0));
             let offset = (offset.0 + dx, offset.1 + dy);

@@ -28,7 +28,8 @@ pub(crate) struct Mark {
 
 /// The capture with numbered boxes drawn on it, as PNG.
 pub(crate) fn annotated_png(img: &RgbImage, marks: &[Mark]) -> Result<Vec<u8>, LinuxError> {
-    let mut rgba = RgbaImage::from_rgb(img.width, img.height, &img.data)?;
+    // (drawn on an RGB copy and encoded as RGB: no RGBA conversion, a quarter fewer bytes)
+    let mut rgba = RgbaImage::opaque(img.width, img.height, img.data.clone())?;
     let labels: Vec<(String, Rect)> = marks
         .iter()
         .map(|m| {

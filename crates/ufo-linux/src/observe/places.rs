@@ -18,7 +18,9 @@
 //! actions are asked for (the reading itself: `placing.rs`). Only applications whose trees are
 //! kept (`changes`), whose events cover every change (a button checked announces its new
 //! state), and only from the places read at the event count the kept tree was brought up from:
-//! anything else reads every control.
+//! anything else reads every control. In a fresh LibreOffice window, whose root pane reports
+//! itself shifted, the correction a control's box got is kept with it too, with that shift
+//! (`office::extent_corrections`): its ancestors' extents are not read again.
 //!
 //! Measured (docs/desktop.md, "The bars' buttons placed from their bar"): after a cell entry 86
 //! of Calc's 102 candidates are placed so; a Calc entry is 40-43 ms shorter at p50 on a busy
@@ -27,6 +29,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use crate::a11y::bus::{AppTree, Node};
+use crate::apps::office::{Corrections, KnownFix};
 use crate::observe::changes::Plan;
 use crate::vocab::role;
 
@@ -121,13 +124,29 @@ pub(crate) struct Places {
     pub controls: HashMap<String, KeptControl>,
 }
 
-/// What is kept of one control: its bar, its box, its action names (a menu's) and its value.
+/// What is kept of one control: its bar, its box, its action names (a menu's), its value and
+/// the correction of its box in a fresh LibreOffice window (`None`: none worked out).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct KeptControl {
     pub bar: String,
     pub ext: Ext,
     pub actions: Vec<String>,
     pub value: Option<f64>,
+    pub fix: Option<KnownFix>,
+}
+
+impl Places {
+    /// Note with each control the correction its box got in this observation
+    /// (`office::extent_corrections`): kept with the box, it is taken with it.
+    pub(crate) fn with_fixes(mut self, c: &Corrections) -> Places {
+        for (path, k) in &mut self.controls {
+            k.fix = c.shift.map(|shift| KnownFix {
+                shift,
+                fix: c.fixes.get(path).copied().unwrap_or((0, 0)),
+            });
+        }
+        self
+    }
 }
 
 /// What an observation may take: the places read at the event count its kept tree was
@@ -312,6 +331,7 @@ mod tests {
             ext,
             actions: Vec::new(),
             value: Some(0.0),
+            fix: None,
         }
     }
 
@@ -330,6 +350,36 @@ mod tests {
                 ),
             ]),
         }
+    }
+
+    #[test]
+    fn each_control_keeps_the_correction_of_its_box_with_the_shift_it_was_worked_out_under() {
+        let shifted = Corrections {
+            shift: Some((0, 27)),
+            fixes: HashMap::from([("/save".to_string(), (0, 27))]),
+        };
+        let p = places(7).with_fixes(&shifted);
+        let fix = |c: &str| p.controls[c].fix;
+        assert_eq!(
+            fix("/save"),
+            Some(KnownFix {
+                shift: (0, 27),
+                fix: (0, 27)
+            })
+        );
+        // (a control inside one of the GTK boxes that report their true place needs none)
+        assert_eq!(
+            fix("/status/sum"),
+            Some(KnownFix {
+                shift: (0, 27),
+                fix: (0, 0)
+            })
+        );
+        let right = places(7).with_fixes(&Corrections::default());
+        assert!(
+            right.controls.values().all(|k| k.fix.is_none()),
+            "no shift, nothing kept"
+        );
     }
 
     #[test]

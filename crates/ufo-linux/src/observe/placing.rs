@@ -8,32 +8,63 @@ use futures::future::join_all;
 use super::candidates::Candidate;
 use super::fields::{may_keep_details, Details};
 use super::observer::Observer;
-use super::places::{bar_of, is_placed, moved_with_bar, Ext, KeptControl, Places};
+use super::places::{bar_of, is_placed, moved_with_bar, Ext, KeptControl, Places, Reuse};
 use crate::a11y::bus::AppTree;
+use crate::apps::office::KnownFix;
 
 /// A candidate's details taken from what was kept, or read again (its bar changed size).
 type Placed = Option<(Details, bool)>;
 
+/// What [`Observer::details_placed`] read: each candidate's details, the places read now (to
+/// be kept for the next observation, [`places_read`]; `None`: nothing is kept) and the
+/// candidates that were kept but read again, their bar having changed size (their kept
+/// rectangle corrections do not hold either).
+pub(super) struct DetailsPlaced {
+    pub details: Vec<Details>,
+    pub read_now: Option<Places>,
+    pub read_again: Vec<usize>,
+}
+
+/// What an observation at event count `now` may take of its candidates' details: each
+/// candidate's bar (where its details may be kept) and what was kept of them.
+pub(super) struct Placing<'t> {
+    now: u64,
+    reuse: Option<Reuse>,
+    bars: Vec<Option<&'t str>>,
+}
+
+impl Placing<'_> {
+    /// What was kept of each candidate that may be taken, with its bar's box then.
+    fn kept(&self, candidates: &[Candidate]) -> Vec<Option<(&KeptControl, Ext)>> {
+        candidates
+            .iter()
+            .zip(&self.bars)
+            .map(|(c, b)| self.reuse.as_ref()?.kept(&c.node.path, (*b)?))
+            .collect()
+    }
+
+    /// The rectangle corrections kept with the candidates that may be taken
+    /// (`office::extent_corrections` does not read their ancestors again).
+    pub(super) fn known_fixes(&self, candidates: &[Candidate]) -> HashMap<String, KnownFix> {
+        candidates
+            .iter()
+            .zip(self.kept(candidates))
+            .filter_map(|(c, k)| Some((c.node.path.clone(), k?.0.fix?)))
+            .collect()
+    }
+}
+
 impl Observer<'_> {
-    /// Each candidate's details ([`Observer::read_details`]), in order, for an observation of
-    /// `bus` at event count `count` (`None`: its events are not counted, every control is
-    /// read). The steps: each candidate's bar where its details may be kept, what may be taken
-    /// of them ([`super::places::Reuse::kept`]), the bars' boxes read with the other
-    /// candidates' details, the kept ones moved with their bar ([`Self::moved_or_read`]), and
-    /// the places read now kept for the next observation ([`places_read`]).
-    pub(super) async fn details_placed<'c>(
+    /// What an observation of `bus` at event count `now` may take of the candidates'
+    /// details ([`Placing`]), before any of them is read.
+    pub(super) fn placing<'t>(
         &self,
-        (bus, tree, frame): (&str, &AppTree, &str),
-        candidates: &'c [Candidate],
-        count: Option<u64>,
+        (bus, tree, frame): (&str, &'t AppTree, &str),
+        candidates: &'t [Candidate],
+        now: u64,
         with_actions: bool,
-    ) -> Vec<Details> {
-        let read = |c: &'c Candidate| self.read_details(bus, &c.node, with_actions);
-        let Some(now) = count else {
-            return join_all(candidates.iter().map(read)).await;
-        };
-        let reuse = self.places.reuse(bus, now);
-        let bars: Vec<Option<&str>> = candidates
+    ) -> Placing<'t> {
+        let bars = candidates
             .iter()
             .map(|c| {
                 may_keep_details(&c.node, with_actions)
@@ -41,11 +72,35 @@ impl Observer<'_> {
                     .flatten()
             })
             .collect();
-        let kept: Vec<Option<(&KeptControl, Ext)>> = candidates
-            .iter()
-            .zip(&bars)
-            .map(|(c, b)| reuse.as_ref()?.kept(&c.node.path, (*b)?))
-            .collect();
+        Placing {
+            now,
+            reuse: self.places.reuse(bus, now),
+            bars,
+        }
+    }
+
+    /// Each candidate's details ([`Observer::read_details`]), in order, and what was read of
+    /// the kept ones ([`DetailsPlaced`]). The steps: what may be taken of each candidate
+    /// ([`Placing`]; none when `placing` is `None`: the application's events are not counted
+    /// and every control is read), the bars' boxes read with the other candidates' details,
+    /// the kept ones moved with their bar ([`Self::moved_or_read`]).
+    pub(super) async fn details_placed<'c>(
+        &self,
+        bus: &str,
+        candidates: &'c [Candidate],
+        placing: Option<&Placing<'_>>,
+        with_actions: bool,
+    ) -> DetailsPlaced {
+        let read = |c: &'c Candidate| self.read_details(bus, &c.node, with_actions);
+        let Some(placing) = placing else {
+            return DetailsPlaced {
+                details: join_all(candidates.iter().map(read)).await,
+                read_now: None,
+                read_again: Vec::new(),
+            };
+        };
+        let bars = &placing.bars;
+        let kept = placing.kept(candidates);
         let all_bars: BTreeSet<&str> = bars.iter().flatten().copied().collect();
         let (bars_now, fresh) = tokio::join!(
             join_all(all_bars.iter().map(|b| self.bus.extents(bus, b))),
@@ -62,17 +117,22 @@ impl Observer<'_> {
             .filter_map(|(b, e)| Some((*b, e.ok().filter(|e| is_placed(*e))?)))
             .collect();
         let placed = self
-            .moved_or_read(bus, candidates, (&kept, &bars, &bars_now), with_actions)
+            .moved_or_read(bus, candidates, (&kept, bars, &bars_now), with_actions)
             .await;
-        let taken = placed.iter().flatten().filter(|(_, again)| !again).count();
-        let again = placed.iter().flatten().filter(|(_, again)| *again).count();
+        let read_again: Vec<usize> = placed
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.as_ref().is_some_and(|(_, again)| *again))
+            .map(|(i, _)| i)
+            .collect();
+        let again = read_again.len();
+        let taken = placed.iter().flatten().count() - again;
         let details: Vec<Details> = fresh
             .into_iter()
             .zip(placed)
             .filter_map(|(f, p)| f.or(p.map(|(d, _)| d)))
             .collect();
-        let read_now = places_read(now, candidates, (&bars, &bars_now), &details);
-        self.places.keep(bus, read_now);
+        let read_now = places_read(placing.now, candidates, (bars, &bars_now), &details);
         tracing::debug!(
             bus,
             bars = all_bars.len(),
@@ -81,7 +141,11 @@ impl Observer<'_> {
             read = candidates.len() - taken,
             "bar controls placed"
         );
-        details
+        DetailsPlaced {
+            details,
+            read_now: Some(read_now),
+            read_again,
+        }
     }
 
     /// A step of [`Self::details_placed`]: each kept candidate moved as its bar moved, or
@@ -152,6 +216,7 @@ fn places_read(
             ext: *ext,
             actions: actions.clone(),
             value: *value,
+            fix: None,
         };
         places.controls.insert(c.node.path.clone(), kept);
     }

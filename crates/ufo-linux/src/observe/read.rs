@@ -748,14 +748,36 @@ impl Observer<'_> {
         let win_rect = w.area.unwrap_or_else(|| self.display.screen());
         let nodes: Vec<&Node> = candidates.iter().map(|c| &c.node).collect();
         let office = self.office();
+        let placing =
+            count.map(|now| self.placing((bus, tree, frame), candidates, now, with_actions));
+        let known = placing
+            .as_ref()
+            .map(|p| p.known_fixes(candidates))
+            .unwrap_or_default();
         let placement = async {
             tokio::join!(
                 self.frame_offset(bus, frame, relative, w),
-                office.extent_corrections(bus, tree, frame, &nodes)
+                office.extent_corrections(bus, tree, frame, &nodes, &known)
             )
         };
-        let details = self.details_placed((bus, tree, frame), candidates, count, with_actions);
-        let ((offset, fixes), details) = tokio::join!(placement, details);
+        let details = self.details_placed(bus, candidates, placing.as_ref(), with_actions);
+        let ((offset, mut corrections), read) = tokio::join!(placement, details);
+        // (a kept control whose bar changed size is placed anew: its correction too)
+        let again: Vec<&Node> = read.read_again.iter().map(|i| nodes[*i]).collect();
+        if !again.is_empty() && corrections.shift.is_some() {
+            let anew = office
+                .extent_corrections(bus, tree, frame, &again, &HashMap::new())
+                .await;
+            for n in &again {
+                corrections.fixes.remove(&n.path);
+            }
+            corrections.fixes.extend(anew.fixes);
+        }
+        if let Some(places) = read.read_now {
+            self.places.keep(bus, places.with_fixes(&corrections));
+        }
+        let details = read.details;
+        let fixes = corrections.fixes;
         let offset = offset.unwrap_or_else(|e| {
             warnings.push(format!(
                 "window extents unknown, rectangles may be off: {e}"
