@@ -213,7 +213,10 @@ impl PrivateDesktop {
         };
         // the reaper first: whatever starts after it is ended with ufo, even a failed start
         desk.start_reaper(exe)?;
-        desk.start_x_server(server, display, opts.watch)?;
+        // (a failed start removes the desktop's folder, the server's log with it: its end is
+        // quoted in the error)
+        desk.start_x_server(server, display, opts.watch)
+            .map_err(|e| with_log_end(e, &desk.dir.join("xserver.log")))?;
         desk.start_session_bus()?;
         desk.start_accessibility_bus()?;
         desk.start_window_manager()?;
@@ -288,13 +291,14 @@ impl PrivateDesktop {
             tried.push(display[1..].parse::<u32>().unwrap_or(0));
             if tried.len() >= DISPLAY_TRIES {
                 bail!(
-                    "the X server lost display after display to other X servers starting at                      the same time (tried :{}); see {}",
+                    "the X server exited as it started, on display after display (tried :{}): \
+                     other X servers starting at the same time took them (start fewer private \
+                     desktops at once), or it cannot start here (its log says why)",
                     tried
                         .iter()
                         .map(u32::to_string)
                         .collect::<Vec<_>>()
                         .join(", :"),
-                    self.dir.join("xserver.log").display()
                 );
             }
             display = format!(":{}", free_display(&tried)?);
@@ -331,8 +335,7 @@ impl PrivateDesktop {
                 return true;
             }
             socket.exists() && x_server_is(display, c.id())
-        })
-        .with_context(|| format!("see {}", self.dir.join("xserver.log").display()))?;
+        })?;
         if lost {
             // it has ended (reaped by try_wait): this returns at once
             let _ = self.children.remove(child).wait();

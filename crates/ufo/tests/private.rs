@@ -247,19 +247,24 @@ fn watch_without_a_private_desktop_is_a_usage_error() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("--desktop private"));
 }
 
+/// `ufo run --desktop private` with `path` as its `PATH` and its trajectory under `dir/out`.
+fn run_private_with_path(path: &str, dir: &Path) -> std::process::Output {
+    ufo()
+        .env("PATH", path)
+        .args(["run", "--desktop", "private", "--llm", "script:none.jsonl"])
+        .arg("--out")
+        .arg(dir.join("out"))
+        .arg("a request")
+        .output()
+        .expect("ufo runs")
+}
+
 /// Issue 15: a private desktop that cannot start (its programs missing) stops ufo before
 /// anything runs, with exit 2 and the packages to install.
 #[test]
 fn missing_programs_are_named_with_their_packages() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let output = ufo()
-        .env("PATH", tmp.path())
-        .args(["run", "--desktop", "private", "--llm", "script:none.jsonl"])
-        .arg("--out")
-        .arg(tmp.path().join("out"))
-        .arg("a request")
-        .output()
-        .expect("ufo runs");
+    let output = run_private_with_path(&tmp.path().display().to_string(), tmp.path());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(
@@ -267,6 +272,41 @@ fn missing_programs_are_named_with_their_packages() {
         "{stderr}"
     );
     assert!(!tmp.path().join("out").join("events.jsonl").exists());
+}
+
+/// A private desktop whose X server cannot start stops ufo with exit 2 and quotes the end of
+/// the server's log (the desktop's folder, the log in it, is removed with the failed start):
+/// here an `Xvfb` that says why and exits, ahead of the real one on `PATH`.
+#[test]
+fn an_x_server_that_cannot_start_is_quoted_from_its_log() {
+    if !require_live("an_x_server_that_cannot_start_is_quoted_from_its_log") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let fake = tmp.path().join("Xvfb");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'fake Xvfb: no screens found' >&2\nexit 1\n",
+    )
+    .expect("write the fake server");
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("make it runnable");
+    let path = format!(
+        "{}:{}",
+        tmp.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = run_private_with_path(&path, tmp.path());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("xserver.log (removed with the desktop that did not start)")
+            && stderr.contains("fake Xvfb: no screens found"),
+        "the error quotes the server's log: {stderr}"
+    );
+    assert!(!tmp.path().join("out").join("events.jsonl").exists());
+    assert_eq!(none_left(Duration::from_secs(10)), Vec::<String>::new());
 }
 
 /// The Xephyr window of a watched private desktop on the person's display, if one is shown.
