@@ -165,16 +165,20 @@ fn read(
             "the server wrote {len} bytes into a segment of {size}"
         ));
     }
-    let mut data = vec![0u8; len];
-    let mut at = 0;
-    while at < len {
-        match rustix::io::pread(&segment.file, &mut data[at..], at as u64) {
+    // (read into the buffer's spare capacity: a screen's 5 MB are not zeroed first)
+    let mut data: Vec<u8> = Vec::with_capacity(len);
+    while data.len() < len {
+        let at = data.len();
+        let spare = rustix::buffer::spare_capacity(&mut data);
+        match rustix::io::pread(&segment.file, spare, at as u64) {
             Ok(0) => return Err(format!("the memory file ended at {at} of {len} bytes")),
-            Ok(n) => at += n,
+            Ok(_) => {}
             Err(rustix::io::Errno::INTR) => {}
             Err(e) => return Err(format!("reading the memory file: {e}")),
         }
     }
+    // (the capacity may exceed `len`, and the file holds more than this image)
+    data.truncate(len);
     Ok(Image {
         depth: reply.depth,
         data,
