@@ -29,7 +29,7 @@ pub(crate) struct Mark {
 /// The capture with numbered boxes drawn on it, as PNG.
 pub(crate) fn annotated_png(img: &RgbImage, marks: &[Mark]) -> Result<Vec<u8>, LinuxError> {
     // (drawn on an RGB copy and encoded as RGB: no RGBA conversion, a quarter fewer bytes)
-    let mut rgba = RgbaImage::opaque(img.width, img.height, img.data.clone())?;
+    let mut drawn = RgbaImage::opaque(img.width, img.height, img.data.clone())?;
     let labels: Vec<(String, Rect)> = marks
         .iter()
         .map(|m| {
@@ -44,11 +44,11 @@ pub(crate) fn annotated_png(img: &RgbImage, marks: &[Mark]) -> Result<Vec<u8>, L
             )
         })
         .collect();
-    shared::draw_annotations(&mut rgba, &labels);
+    shared::draw_annotations(&mut drawn, &labels);
     for m in marks.iter().filter(|m| m.detected) {
-        dash_inside(&mut rgba, m);
+        dash_inside(&mut drawn, m);
     }
-    Ok(shared::encode_png(&rgba)?)
+    Ok(shared::encode_png(&drawn)?)
 }
 
 /// Dashes (4 on, 4 off, alternating black and white so they show on any background) two

@@ -762,8 +762,14 @@ impl Observer<'_> {
         };
         let details = self.details_placed(bus, candidates, placing.as_ref(), with_actions);
         let ((offset, mut corrections), read) = tokio::join!(placement, details);
-        // (a kept control whose bar changed size is placed anew: its correction too)
-        let again: Vec<&Node> = read.read_again.iter().map(|i| nodes[*i]).collect();
+        // (a kept control whose bar changed size is placed anew: its correction too, when it
+        // was taken from what was kept)
+        let again: Vec<&Node> = read
+            .read_again
+            .iter()
+            .map(|i| nodes[*i])
+            .filter(|n| known.contains_key(&n.path))
+            .collect();
         if !again.is_empty() && corrections.shift.is_some() {
             let anew = office
                 .extent_corrections(bus, tree, frame, &again, &HashMap::new())
