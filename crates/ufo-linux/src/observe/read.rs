@@ -19,6 +19,7 @@ use super::popups;
 use super::walk::FreshNodes;
 use crate::a11y::bus::{AppTree, Node};
 use crate::apps::inked::SheetPixels;
+use crate::apps::office::{Corrections, KnownFix};
 use crate::controls::Fetched;
 use crate::display::{extents_origin, extents_relative, position_unknown, DisplayWindow, WinId};
 use crate::vocab::{role, state};
@@ -762,23 +763,14 @@ impl Observer<'_> {
         };
         let details = self.details_placed(bus, candidates, placing.as_ref(), with_actions);
         let ((offset, mut corrections), read) = tokio::join!(placement, details);
-        // (a kept control whose bar changed size is placed anew: its correction too, when it
-        // was taken from what was kept)
-        let again: Vec<&Node> = read
-            .read_again
-            .iter()
-            .map(|i| nodes[*i])
-            .filter(|n| known.contains_key(&n.path))
-            .collect();
-        if !again.is_empty() && corrections.shift.is_some() {
-            let anew = office
-                .extent_corrections(bus, tree, frame, &again, &HashMap::new())
-                .await;
-            for n in &again {
-                corrections.fixes.remove(&n.path);
-            }
-            corrections.fixes.extend(anew.fixes);
-        }
+        self.correct_again(
+            (bus, tree, frame),
+            &nodes,
+            &read.read_again,
+            &known,
+            &mut corrections,
+        )
+        .await;
         if let Some(places) = read.read_now {
             self.places.keep(bus, places.with_fixes(&corrections));
         }
@@ -803,6 +795,34 @@ impl Observer<'_> {
         }))
         .await;
         (results, offset, win_rect, t_details)
+    }
+
+    /// A kept control whose bar changed size is placed anew: its rectangle correction too,
+    /// when it was taken from what was kept (the others' were just worked out).
+    async fn correct_again(
+        &self,
+        (bus, tree, frame): (&str, &AppTree, &str),
+        nodes: &[&Node],
+        read_again: &[usize],
+        known: &HashMap<String, KnownFix>,
+        corrections: &mut Corrections,
+    ) {
+        let again: Vec<&Node> = read_again
+            .iter()
+            .map(|i| nodes[*i])
+            .filter(|n| known.contains_key(&n.path))
+            .collect();
+        if again.is_empty() || corrections.shift.is_none() {
+            return;
+        }
+        let anew = self
+            .office()
+            .extent_corrections(bus, tree, frame, &again, &HashMap::new())
+            .await;
+        for n in &again {
+            corrections.fixes.remove(&n.path);
+        }
+        corrections.fixes.extend(anew.fixes);
     }
 
     /// GTK 4 keeps a closed popover (a drop-down's list) in its cache, VISIBLE, with its
