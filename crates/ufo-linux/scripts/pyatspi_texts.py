@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Print, as JSON, the text of every text node, label and frame name of one application, read through
-pyatspi: how the Wayland live tests check an application's state apart from ufo.
+pyatspi: how the live tests check an application's state apart from ufo.
 
 Usage: /usr/bin/python3 pyatspi_texts.py APP_NAME
 """

@@ -380,6 +380,84 @@ async fn mousepad_types_and_saves_a_file() {
     assert!(title.contains("note.txt"), "{title}");
 }
 
+/// Keys go to the control asked for even when the focus moved after the observation that
+/// listed it (a model thinks for seconds; meanwhile another program, a restored tab or a
+/// person can move the focus): another connection opens mousepad's search bar, which takes
+/// the focus, and the text typed into the document's text area by the first one lands in
+/// the document, not in the search field. Checked with pyatspi.
+#[tokio::test]
+async fn keys_reach_the_control_asked_for_after_the_focus_moved_elsewhere() {
+    if !require_live("keys_reach_the_control_asked_for_after_the_focus_moved_elsewhere") {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let d = connect().await;
+    let (w, _g) = launch(&d, "text editor").await;
+    let text_of = |o: &WindowObservation| {
+        o.controls
+            .iter()
+            .find(|c| c.role == "text")
+            .expect("text area")
+            .clone()
+    };
+    let keys = |k: &str| UiAction::TypeKeys { keys: k.into() };
+    let text = text_of(&d.observe(&w.id).await.expect("observe"));
+    d.act(&w.id, Some(&text.id), &keys("one "))
+        .await
+        .expect("type one");
+    // the observation the model would act on: the text area has the focus
+    let text = text_of(&d.observe(&w.id).await.expect("observe again"));
+    // another program moves the focus: the search bar opens with the focus in its field
+    let other = connect().await;
+    let other_text = text_of(&other.observe(&w.id).await.expect("observe by the other"));
+    other
+        .act(&w.id, Some(&other_text.id), &keys("{ctrl+f}"))
+        .await
+        .expect("ctrl+f by the other");
+    observe_until(
+        &other,
+        &w.id,
+        "the search bar",
+        Duration::from_secs(10),
+        |o| o.controls.iter().any(|c| c.name == "Match case"),
+    )
+    .await;
+    d.act(&w.id, Some(&text.id), &keys("two"))
+        .await
+        .expect("type two");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let texts = pyatspi_texts("mousepad");
+        if texts.iter().any(|t| t == "one two") {
+            assert!(
+                !texts.iter().any(|t| t.contains("two") && t != "one two"),
+                "two typed elsewhere too: {texts:?}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the document does not read \"one two\" (pyatspi): {texts:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The texts of an application's text nodes and labels, read with pyatspi (not ufo).
+fn pyatspi_texts(app: &str) -> Vec<String> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/pyatspi_texts.py");
+    let out = std::process::Command::new("/usr/bin/python3")
+        .args([script, app])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "pyatspi_texts.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("a JSON list of texts")
+}
+
 /// What the engine's scenario does through the port: an application launched because it was
 /// not running (through the host's shell command), a menu opened and a dialog opened, each
 /// re-observed after the UI settled (SCREENSHOT) with fresh labels.

@@ -91,12 +91,32 @@ async fn connect() -> LinuxDesktop {
         .unwrap_or_else(|e| panic!("the Wayland desktop is unavailable: {e}"))
 }
 
+/// Remove gnome-text-editor's saved session (the user's, kept across the tests of a session):
+/// a new editor would reopen the earlier tests' documents as tabs, their unsaved text with
+/// them, and which tab is in front when the test's keys come is a race (a CI run's 100
+/// typed lines once went into a reopened tab, and the test's file stayed empty).
+fn forget_editor_session() {
+    let status = Command::new(session_script())
+        .args([
+            "exec",
+            "/bin/sh",
+            "-c",
+            "rm -f \"$HOME/.local/share/org.gnome.TextEditor/session.gvariant\"",
+        ])
+        .status()
+        .expect("sh as the session's user");
+    assert!(status.success(), "cannot remove the editor's saved session");
+}
+
 /// An application run as the session's user (`wayland-session.sh exec`, which execs it: the
 /// child's pid is the application's); ended when the test ends, pass or fail.
 struct UserApp(Child);
 
 impl UserApp {
     fn start(args: &[&str]) -> UserApp {
+        if args.first() == Some(&"gnome-text-editor") {
+            forget_editor_session();
+        }
         let child = Command::new(session_script())
             .arg("exec")
             .args(args)

@@ -428,13 +428,32 @@ impl Actor<'_> {
         false
     }
 
+    /// Whether `c` has the focus now, asked of the application: the observation's states
+    /// may be old (a model thinks for seconds, meanwhile a restored tab, a dialog or a
+    /// person can take the focus, and keys sent then go there). The observation's when the
+    /// application does not answer.
+    async fn focused_now(&self, c: &CtlInfo) -> bool {
+        let words = self
+            .bus
+            .call::<_, Vec<u32>>(
+                &c.bus,
+                &c.path,
+                "org.a11y.atspi.Accessible",
+                "GetState",
+                &(),
+            )
+            .await;
+        let states = words.map_or(c.states, |w| crate::a11y::bus::state_bits(&w));
+        states & state::FOCUSED != 0
+    }
+
     /// Focus a control for typing: AT-SPI focus, else a click on it; when the focus moved,
     /// wait until the application has taken it, so the first key goes to the control.
     pub(super) async fn focus_for_typing(&self, c: &CtlInfo) -> Result<(), LinuxError> {
         // a control of a dialog attached to the window: the keys go to the dialog (raising
         // the main window would take the focus from a non-modal dialog)
         self.activate(c.window).await?;
-        if c.states & state::FOCUSED != 0 || self.focus_within(c).await {
+        if self.focused_now(c).await || self.focus_within(c).await {
             return Ok(());
         }
         if !self.grab_focus(c).await {
