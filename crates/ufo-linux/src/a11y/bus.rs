@@ -419,6 +419,15 @@ impl A11yBus {
         }
     }
 
+    /// The states of a node read live (`None`: it did not answer).
+    pub async fn live_states(&self, dest: &str, path: &str) -> Option<u64> {
+        let words: Vec<u32> = self
+            .call(dest, path, "org.a11y.atspi.Accessible", "GetState", &())
+            .await
+            .ok()?;
+        Some(state_bits(&words))
+    }
+
     /// Read a property.
     pub async fn prop<R>(
         &self,

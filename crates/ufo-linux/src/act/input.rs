@@ -346,16 +346,7 @@ impl Actor<'_> {
         before: Option<u64>,
     ) {
         if let Some(c) = ctl {
-            let _ = self
-                .bus
-                .call::<_, Vec<u32>>(
-                    &c.bus,
-                    &c.path,
-                    "org.a11y.atspi.Accessible",
-                    "GetState",
-                    &(),
-                )
-                .await;
+            let _ = self.bus.live_states(&c.bus, &c.path).await;
         }
         let Some(mut last) = before else {
             tokio::time::sleep(self.config.settle_poll * 2).await;
@@ -411,17 +402,8 @@ impl Actor<'_> {
             else {
                 return false;
             };
-            let words = self
-                .bus
-                .call::<_, Vec<u32>>(
-                    &bus,
-                    kid.as_str(),
-                    "org.a11y.atspi.Accessible",
-                    "GetState",
-                    &(),
-                )
-                .await;
-            if words.is_ok_and(|w| crate::a11y::bus::state_bits(&w) & state::FOCUSED != 0) {
+            let states = self.bus.live_states(&bus, kid.as_str()).await;
+            if states.is_some_and(|s| s & state::FOCUSED != 0) {
                 return true;
             }
         }
@@ -433,18 +415,8 @@ impl Actor<'_> {
     /// person can take the focus, and keys sent then go there). The observation's when the
     /// application does not answer.
     async fn focused_now(&self, c: &CtlInfo) -> bool {
-        let words = self
-            .bus
-            .call::<_, Vec<u32>>(
-                &c.bus,
-                &c.path,
-                "org.a11y.atspi.Accessible",
-                "GetState",
-                &(),
-            )
-            .await;
-        let states = words.map_or(c.states, |w| crate::a11y::bus::state_bits(&w));
-        states & state::FOCUSED != 0
+        let states = self.bus.live_states(&c.bus, &c.path).await;
+        states.unwrap_or(c.states) & state::FOCUSED != 0
     }
 
     /// Focus a control for typing: AT-SPI focus, else a click on it; when the focus moved,
@@ -460,16 +432,7 @@ impl Actor<'_> {
             let (x, y) = centre(c);
             self.run(move |d| d.click(x, y, 1, 1)).await?;
         }
-        let _ = self
-            .bus
-            .call::<_, Vec<u32>>(
-                &c.bus,
-                &c.path,
-                "org.a11y.atspi.Accessible",
-                "GetState",
-                &(),
-            )
-            .await;
+        let _ = self.bus.live_states(&c.bus, &c.path).await;
         Ok(())
     }
 }

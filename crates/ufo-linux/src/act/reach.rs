@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use ufo_core::{Place, Rect, UiAction};
 
 use super::Actor;
-use crate::apps::web;
 use crate::controls::CtlInfo;
 use crate::vocab::state;
 use crate::LinuxError;
@@ -62,7 +61,9 @@ impl Actor<'_> {
             Err(e) => return Err(not_reached(c, &format!("ScrollTo failed: {e}"))),
         };
         while start.elapsed() < REACH_BOUND {
-            let shown = web::live_states(self.bus, &c.bus, &c.path)
+            let shown = self
+                .bus
+                .live_states(&c.bus, &c.path)
                 .await
                 .is_some_and(|s| s & state::SHOWING != 0);
             if shown {

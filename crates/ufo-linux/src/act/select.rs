@@ -66,10 +66,7 @@ impl Actor<'_> {
                 )));
             }
         };
-        if web::chosen_already(
-            c.seen.role,
-            web::live_states(self.bus, &c.bus, &entry.path).await,
-        ) {
+        if web::chosen_already(c.seen.role, self.bus.live_states(&c.bus, &entry.path).await) {
             if let Some(i) = opened {
                 let _ = self.do_action(c, i).await;
             }

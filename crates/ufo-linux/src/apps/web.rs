@@ -319,15 +319,6 @@ pub(crate) fn chosen_already(control_role: u32, entry_states: Option<u64>) -> bo
     control_role == role::COMBO_BOX && entry_states.is_some_and(|s| s & state::SELECTED != 0)
 }
 
-/// The states of a node read live (`None`: it did not answer).
-pub(crate) async fn live_states(a11y: &A11yBus, bus: &str, path: &str) -> Option<u64> {
-    let states: Vec<u32> = a11y
-        .call(bus, path, "org.a11y.atspi.Accessible", "GetState", &())
-        .await
-        .ok()?;
-    Some(crate::a11y::bus::state_bits(&states))
-}
-
 /// Whether an option became selected within the settle time (a `<select>`'s option keeps
 /// its old state when the action only highlighted it).
 pub(crate) async fn wait_selected(
