@@ -112,19 +112,7 @@ fn file(items: &Mutex<HashMap<String, Node>>, node: Node) {
 mod tests {
     use super::*;
 
-    fn node(path: &str, name: &str) -> Node {
-        Node {
-            path: path.into(),
-            parent: "/p".into(),
-            index: 0,
-            child_count: 0,
-            ifaces: 0,
-            name: name.into(),
-            role: 0,
-            description: String::new(),
-            states: 0,
-        }
-    }
+    use crate::a11y::node::named as node;
 
     #[test]
     fn the_latest_announcement_wins_and_the_store_is_bounded() {

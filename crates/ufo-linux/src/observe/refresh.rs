@@ -222,6 +222,57 @@ impl Observer<'_> {
         Some(relist)
     }
 
+    /// The nodes a live listing named that the tree lacks (child, parent, index), in order,
+    /// and how many of them came from their announcements: a node the application
+    /// announced and no event named since is its cache item (`Changes::announced`; every
+    /// entry into a Calc cell rebuilds the sidebar's tab bar, 15 new objects of six calls
+    /// each, read in three rounds while LibreOffice is still busy with the entry), the
+    /// others are read live. A node whose children the item cannot be trusted on (a count
+    /// of -1, a container managing its descendants) is read live too.
+    pub(super) async fn new_nodes(
+        &self,
+        bus: &str,
+        fresh: &[(String, String, i32)],
+    ) -> (Vec<Result<Node, crate::LinuxError>>, usize) {
+        let mut announced = match &self.bus.changes {
+            Some(changes) => {
+                changes
+                    .announced(bus, fresh.iter().map(|(k, _, _)| k.as_str()))
+                    .await
+            }
+            None => Default::default(),
+        };
+        let read = futures::future::join_all(fresh.iter().map(|(k, p, i)| {
+            let known = announced.remove(k);
+            async move {
+                let live = || self.nodes.read(self.bus, bus, k, p, *i);
+                let Some((mut n, counted)) = known else {
+                    return (live().await, false);
+                };
+                if !counted {
+                    let count = self
+                        .bus
+                        .prop::<i32>(bus, k, "org.a11y.atspi.Accessible", "ChildCount")
+                        .await;
+                    match count {
+                        Ok(c) => n.child_count = c,
+                        Err(e) => return (Err(e), false),
+                    }
+                }
+                // (a count of -1 or a container managing its descendants: read it as before)
+                if n.child_count < 0 || n.has(state::MANAGES_DESCENDANTS) {
+                    return (live().await, false);
+                }
+                n.parent.clone_from(p);
+                n.index = *i;
+                (Ok(n), true)
+            }
+        }))
+        .await;
+        let taken = read.iter().filter(|(_, a)| *a).count();
+        (read.into_iter().map(|(n, _)| n).collect(), taken)
+    }
+
     /// Read again what `p` names; false when a read failed (then read the tree whole).
     async fn refresh_tree(&self, bus: &str, tree: &mut AppTree, p: &Plan) -> bool {
         if p.is_empty() {
@@ -248,16 +299,12 @@ impl Observer<'_> {
                 fresh.push((k, parent.clone(), i));
             }
         }
-        let nodes = tokio::time::timeout(
-            self.config.walk_budget,
-            futures::future::join_all(
-                fresh
-                    .iter()
-                    .map(|(k, p, i)| self.nodes.read(self.bus, bus, k, p, *i)),
-            ),
-        )
-        .await;
-        let Ok(nodes) = nodes else { return false };
+        let nodes =
+            tokio::time::timeout(self.config.walk_budget, self.new_nodes(bus, &fresh)).await;
+        let Ok((nodes, announced)) = nodes else {
+            return false;
+        };
+        tracing::debug!(bus, fresh = fresh.len(), announced, "kept tree: new nodes");
         for n in nodes {
             // a new child's own children are read by the walk that follows (its child count
             // is known, its children are not)

@@ -246,18 +246,11 @@ impl Observer<'_> {
             None => return false,
         };
         let remaining = w.deadline.saturating_duration_since(Instant::now());
-        let one_by_one = tokio::time::timeout(
-            remaining,
-            futures::future::join_all(
-                fresh
-                    .iter()
-                    .map(|(k, p, i)| self.nodes.read(self.bus, bus, k, p, *i)),
-            ),
-        )
-        .await;
-        let Ok(one_by_one) = one_by_one else {
+        let one_by_one = tokio::time::timeout(remaining, self.new_nodes(bus, &fresh)).await;
+        let Ok((one_by_one, announced)) = one_by_one else {
             return false;
         };
+        w.announced_nodes += announced;
         nodes.extend(one_by_one);
         let mut attached: Vec<String> = Vec::new();
         for n in nodes {
