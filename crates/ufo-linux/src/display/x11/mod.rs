@@ -563,6 +563,7 @@ impl Display for X11 {
             // little-endian BGRX
             rgb.copy_from_slice(&[px[2], px[1], px[0]]);
         }
+        crate::display::pixels::give_back(image.data);
         Ok(RgbImage {
             width: cw,
             height: ch,

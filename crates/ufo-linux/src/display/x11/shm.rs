@@ -165,8 +165,9 @@ fn read(
             "the server wrote {len} bytes into a segment of {size}"
         ));
     }
-    // (read into the buffer's spare capacity: a screen's 5 MB are not zeroed first)
-    let mut data: Vec<u8> = Vec::with_capacity(len);
+    // (read into the buffer's spare capacity: a screen's 5 MB are not zeroed first; a buffer
+    // used before has its pages mapped already, `pixels::pixel_buffer`)
+    let mut data: Vec<u8> = crate::display::pixels::pixel_buffer(len);
     while data.len() < len {
         let at = data.len();
         let spare = rustix::buffer::spare_capacity(&mut data);
