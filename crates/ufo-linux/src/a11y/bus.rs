@@ -354,6 +354,12 @@ impl A11yBus {
         Some(state_bits(&words))
     }
 
+    /// How many children a node says it has (`ChildCount`; -1: it does not know).
+    pub async fn child_count(&self, dest: &str, path: &str) -> Result<i32, LinuxError> {
+        self.prop(dest, path, "org.a11y.atspi.Accessible", "ChildCount")
+            .await
+    }
+
     /// Read a property.
     pub async fn prop<R>(
         &self,
@@ -465,7 +471,7 @@ impl A11yBus {
             self.prop::<String>(app, path, ACC, "Description"),
             self.call::<_, Vec<u32>>(app, path, ACC, "GetState", &()),
             self.call::<_, Vec<String>>(app, path, ACC, "GetInterfaces", &()),
-            self.prop::<i32>(app, path, ACC, "ChildCount"),
+            self.child_count(app, path),
         )?;
         Ok(Node {
             path: path.to_string(),

@@ -62,7 +62,7 @@ impl KnownNodes {
                 let (name, states, count) = futures::try_join!(
                     a11y.prop::<String>(bus, path, ACC, "Name"),
                     a11y.call::<_, Vec<u32>>(bus, path, ACC, "GetState", &()),
-                    a11y.prop::<i32>(bus, path, ACC, "ChildCount"),
+                    a11y.child_count(bus, path),
                 )?;
                 refreshed(old, name, &states, count, parent, index)
             }

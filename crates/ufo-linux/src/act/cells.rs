@@ -245,12 +245,7 @@ impl Actor<'_> {
                 .ok()
                 .map(|w| crate::a11y::bus::state_bits(&w))
         };
-        let children = async {
-            self.bus
-                .prop::<i32>(&sheet.bus, &doc, ACC, "ChildCount")
-                .await
-                .ok()
-        };
+        let children = async { self.bus.child_count(&sheet.bus, &doc).await.ok() };
         let (active, states, children) = tokio::join!(active, states, children);
         let doc_now = self.document_now(&sheet.bus, &doc, children).await;
         reach_for(active == Some(xid), states, doc_now)
@@ -278,11 +273,7 @@ impl Actor<'_> {
         };
         let deadline = Instant::now() + self.config.settle_time;
         while Instant::now() < deadline {
-            let count = self
-                .bus
-                .prop::<i32>(&sheet.bus, &doc, ACC, "ChildCount")
-                .await
-                .ok();
+            let count = self.bus.child_count(&sheet.bus, &doc).await.ok();
             if self.document_now(&sheet.bus, &doc, count).await != DocNow::Editing {
                 return;
             }

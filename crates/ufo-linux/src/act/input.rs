@@ -383,11 +383,7 @@ impl Actor<'_> {
         if c.seen.role != role::DOCUMENT_TEXT {
             return false;
         }
-        let count: i32 = self
-            .bus
-            .prop(&c.bus, &c.path, "org.a11y.atspi.Accessible", "ChildCount")
-            .await
-            .unwrap_or(0);
+        let count = self.bus.child_count(&c.bus, &c.path).await.unwrap_or(0);
         for i in 0..count.clamp(0, FOCUS_KIDS) {
             let Ok((bus, kid)) = self
                 .bus

@@ -470,10 +470,7 @@ impl Office<'_> {
         let remaining = r.deadline.saturating_duration_since(Instant::now());
         let counts = tokio::time::timeout(
             remaining,
-            futures::future::join_all(level.iter().map(|p| {
-                self.bus
-                    .prop::<i32>(bus, p, "org.a11y.atspi.Accessible", "ChildCount")
-            })),
+            futures::future::join_all(level.iter().map(|p| self.bus.child_count(bus, p))),
         )
         .await
         .unwrap_or_default();

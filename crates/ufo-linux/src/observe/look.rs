@@ -269,7 +269,7 @@ impl Observer<'_> {
         let Some(frame) = frame else {
             return read;
         };
-        let count = self.bus.prop::<i32>(bus, &frame, ACC, "ChildCount").await;
+        let count = self.bus.child_count(bus, &frame).await;
         let Ok(count) = count else {
             // the frame is gone (the window was rebuilt): look for it again next time
             probe.frame = None;
@@ -340,7 +340,7 @@ impl Observer<'_> {
             let (states, name, count) = futures::join!(
                 self.bus.call::<_, Vec<u32>>(bus, p, ACC, "GetState", &()),
                 self.bus.prop::<String>(bus, p, ACC, "Name"),
-                self.bus.prop::<i32>(bus, p, ACC, "ChildCount"),
+                self.bus.child_count(bus, p),
             );
             let states = crate::a11y::bus::state_bits(&states.ok()?);
             let name = name.unwrap_or_default();

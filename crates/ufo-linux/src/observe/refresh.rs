@@ -234,6 +234,9 @@ impl Observer<'_> {
         bus: &str,
         fresh: &[(String, String, i32)],
     ) -> (Vec<Result<Node, crate::LinuxError>>, usize) {
+        if fresh.is_empty() {
+            return (Vec::new(), 0);
+        }
         let mut announced = match &self.bus.changes {
             Some(changes) => {
                 changes
@@ -250,11 +253,7 @@ impl Observer<'_> {
                     return (live().await, false);
                 };
                 if !counted {
-                    let count = self
-                        .bus
-                        .prop::<i32>(bus, k, "org.a11y.atspi.Accessible", "ChildCount")
-                        .await;
-                    match count {
+                    match self.bus.child_count(bus, k).await {
                         Ok(c) => n.child_count = c,
                         Err(e) => return (Err(e), false),
                     }

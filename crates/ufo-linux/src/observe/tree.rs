@@ -136,10 +136,7 @@ impl Observer<'_> {
         let remaining = w.deadline.saturating_duration_since(Instant::now());
         let counts = tokio::time::timeout(
             remaining,
-            futures::future::join_all(w.probes.iter().map(|p| {
-                self.bus
-                    .prop::<i32>(bus, p, "org.a11y.atspi.Accessible", "ChildCount")
-            })),
+            futures::future::join_all(w.probes.iter().map(|p| self.bus.child_count(bus, p))),
         )
         .await;
         let Ok(counts) = counts else {
