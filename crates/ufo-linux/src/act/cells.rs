@@ -211,16 +211,9 @@ impl Actor<'_> {
         loop {
             let focused = self
                 .bus
-                .call::<_, Vec<u32>>(
-                    &sheet.bus,
-                    &sheet.path,
-                    "org.a11y.atspi.Accessible",
-                    "GetState",
-                    &(),
-                )
+                .live_states(&sheet.bus, &sheet.path)
                 .await
-                .map(|w| crate::a11y::bus::state_bits(&w) & state::FOCUSED != 0)
-                .unwrap_or(false);
+                .is_some_and(|s| s & state::FOCUSED != 0);
             if focused || Instant::now() >= deadline {
                 return Ok(());
             }
@@ -238,13 +231,7 @@ impl Actor<'_> {
             return Reach::Jump;
         };
         let active = async { self.run(|d| d.active_window()).await.ok().flatten() };
-        let states = async {
-            self.bus
-                .call::<_, Vec<u32>>(&sheet.bus, path, ACC, "GetState", &())
-                .await
-                .ok()
-                .map(|w| crate::a11y::bus::state_bits(&w))
-        };
+        let states = self.bus.live_states(&sheet.bus, path);
         let children = async { self.bus.child_count(&sheet.bus, &doc).await.ok() };
         let (active, states, children) = tokio::join!(active, states, children);
         let doc_now = self.document_now(&sheet.bus, &doc, children).await;

@@ -999,13 +999,9 @@ impl SheetReader<'_> {
     /// bar's nodes are stale (it can say "defunct" of a live one).
     async fn live_showing(&self, bus: &str, path: String) -> bool {
         self.bus
-            .call::<_, Vec<u32>>(bus, &path, "org.a11y.atspi.Accessible", "GetState", &())
+            .live_states(bus, &path)
             .await
-            .map(|w| {
-                let s = crate::a11y::bus::state_bits(&w);
-                s & state::SHOWING != 0 && s & state::VISIBLE != 0
-            })
-            .unwrap_or(false)
+            .is_some_and(|s| s & state::SHOWING != 0 && s & state::VISIBLE != 0)
     }
 
     /// Whether a node lies inside the window: one of its live parents is among the window's

@@ -281,17 +281,8 @@ pub(crate) async fn close_popup(a11y: &A11yBus, c: &CtlInfo) {
     if c.seen.role != role::COMBO_BOX || c.states & state::EXPANDED != 0 {
         return;
     }
-    let states: Option<Vec<u32>> = a11y
-        .call(
-            &c.bus,
-            &c.path,
-            "org.a11y.atspi.Accessible",
-            "GetState",
-            &(),
-        )
-        .await
-        .ok();
-    if states.is_none_or(|s| crate::a11y::bus::state_bits(&s) & state::EXPANDED == 0) {
+    let states = a11y.live_states(&c.bus, &c.path).await;
+    if states.is_none_or(|s| s & state::EXPANDED == 0) {
         return;
     }
     if let Some(i) = c
@@ -329,11 +320,8 @@ pub(crate) async fn wait_selected(
 ) -> bool {
     let start = Instant::now();
     loop {
-        let states: Option<Vec<u32>> = a11y
-            .call(bus, path, "org.a11y.atspi.Accessible", "GetState", &())
-            .await
-            .ok();
-        if states.is_some_and(|s| crate::a11y::bus::state_bits(&s) & state::SELECTED != 0) {
+        let states = a11y.live_states(bus, path).await;
+        if states.is_some_and(|s| s & state::SELECTED != 0) {
             return true;
         }
         if start.elapsed() >= config.settle_time {

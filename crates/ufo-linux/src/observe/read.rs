@@ -867,10 +867,9 @@ impl Observer<'_> {
         let paths: Vec<String> = marked.iter().map(|&i| out[i].info.path.clone()).collect();
         let live = futures::future::join_all(paths.iter().map(|p| async move {
             self.bus
-                .call::<_, Vec<u32>>(bus, p, "org.a11y.atspi.Accessible", "GetState", &())
+                .live_states(bus, p)
                 .await
-                .ok()
-                .map(|w| crate::a11y::bus::state_bits(&w) & state::FOCUSED != 0)
+                .map(|s| s & state::FOCUSED != 0)
         }))
         .await;
         let keep = noise::one_focused(&live).map(|k| marked[k]);
