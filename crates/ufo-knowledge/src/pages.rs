@@ -293,10 +293,12 @@ mod tests {
     fn only_guides_get_a_lead_and_it_reorders_only_close_pages() {
         assert!(with_prior(PageKind::Guide, 0.03) > with_prior(PageKind::Content, 0.03));
         assert_eq!(with_prior(PageKind::Navigation, 0.03), 0.03);
-        // reciprocal-rank scores of a page in both rankings: a guide third passes the
-        // second, a guide twentieth not the first
+        // reciprocal-rank scores of a page in both rankings: a tie-breaker between
+        // neighbours below the first places (a guide eighth passes the seventh, a guide third
+        // not the second), never a lift from far down (a guide twentieth not the first)
         let rrf = |rank: f64| 2.0 / (crate::embed::RRF_K + rank);
-        assert!(with_prior(PageKind::Guide, rrf(3.0)) > rrf(2.0));
+        assert!(with_prior(PageKind::Guide, rrf(8.0)) > rrf(7.0));
+        assert!(with_prior(PageKind::Guide, rrf(3.0)) < rrf(2.0));
         assert!(with_prior(PageKind::Guide, rrf(20.0)) < rrf(1.0));
     }
 }

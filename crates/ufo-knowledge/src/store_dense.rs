@@ -118,8 +118,9 @@ impl Store {
         if !stored || text.trim().is_empty() {
             return Ok(None);
         }
-        // the operation asked for, not the person's file names, cells and values
-        match e.embed_query(&query::operation_text(text)) {
+        // the operation asked for, not the person's file names, cells and values, asked as
+        // a person asks it
+        match e.embed_query(&query::asked(text)) {
             Ok(v) => Ok(Some((e.model(), v))),
             Err(err) => {
                 self.embed_failed(format!("{err}; searching lexically"));
