@@ -37,7 +37,12 @@ mod llama;
 struct Case {
     app: String,
     request: String,
+    /// The pages named with the request, found by reading the help.
     relevant: Vec<String>,
+    /// Pages judged right afterwards, among the first three of each ranking measured (pooled
+    /// judgments: docs/knowledge.md); right as the ones above are.
+    #[serde(default)]
+    pooled: Vec<String>,
 }
 
 /// Where a relevant page (`libreoffice:text/...`, `gimp:page.html`) is on this machine.
@@ -462,9 +467,15 @@ fn rerank_row(spec: &str, store: &Store, cases: &[Case], lo_lang: &Path, gimp_la
 }
 
 fn relevant_of(c: &Case, lo_lang: &Path, gimp_lang: &Path) -> Vec<String> {
+    // UFO_BENCH_LABELLED=1: the pages named with the requests only, without pooled judgments
+    let pooled: &[String] = match std::env::var_os("UFO_BENCH_LABELLED") {
+        Some(_) => &[],
+        None => &c.pooled,
+    };
     let relevant: Vec<String> = c
         .relevant
         .iter()
+        .chain(pooled)
         .map(|r| resolve(r, lo_lang, gimp_lang).display().to_string())
         .collect();
     for r in &relevant {
