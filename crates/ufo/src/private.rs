@@ -686,6 +686,12 @@ pub fn run_inside(plan: &Plan) -> ExitCode {
             return ExitCode::from(3);
         }
     };
+    // what starting the desktops warns of (a compositor unwedged, a capture path missing)
+    // reaches stderr (`UFO_LOG` sets the level); the command inside logs on its own
+    crate::logging::init(
+        &crate::console::Console::new(crate::console::Verbosity::Normal),
+        None,
+    );
     let signals = count_interrupts();
     let mut desktops = match start_desktops(&exe, plan) {
         Ok(d) => d,

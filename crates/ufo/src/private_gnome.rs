@@ -6,7 +6,15 @@
 //! it asks there is only logged when missing), so the desktop has a plain dbus-daemon of its own
 //! with an allow-all policy in its runtime folder: nothing but the desktop's processes is on it.
 //! Nothing is started there that pretends to be a system service.
+//!
+//! GNOME Shell 43 starts `ibus-daemon` at start-up with `GLib.spawn_async` and a JavaScript
+//! child-setup function. When another of the shell's threads holds a GLib type lock at the
+//! fork, the forked copy waits for that lock forever before it can exec, and the shell waits
+//! for the copy's exec report with it: the shell never answers (1 start in about 40 on a
+//! 2-core machine, quiet or loaded). The wait below ends such a copy ([`stuck_forks`]); the
+//! shell then reads the report as closed and goes on, as if ibus-daemon had started.
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -53,8 +61,14 @@ const SYSTEM_BUS_CONFIG: &str = r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//D
 /// Longest wait for the shell to show its start-up overview once it is on the bus (it shows
 /// it at the end of its start animation; a change made before is undone).
 const OVERVIEW_SHOWN_WAIT: Duration = Duration::from_secs(4);
+/// How long a copy of the shell may stay the shell's own program after its fork before it is
+/// taken for one stuck before its exec (a fork and exec takes milliseconds, even loaded).
+const STUCK_FORK: Duration = Duration::from_secs(2);
 /// Longest wait for one `dbus-send`.
 const SEND_WAIT: Duration = Duration::from_secs(3);
+/// Longest wait for one `dbus-send` while the shell has not answered yet: short, so that a
+/// copy stuck before its exec is seen again soon (a shell that answers does so in ms).
+const PROBE_WAIT: Duration = Duration::from_millis(500);
 /// The shell's object and interface.
 const SHELL: [&str; 3] = ["org.gnome.Shell", "/org/gnome/Shell", "org.gnome.Shell"];
 
@@ -63,15 +77,18 @@ pub(super) fn system_bus_config(socket: &Path) -> String {
     SYSTEM_BUS_CONFIG.replace("{listen}", &format!("unix:path={}", socket.display()))
 }
 
-/// Wait until GNOME Shell answers on the session bus at `bus` (bounded by `within`), then take
-/// it out of the Activities overview it starts in (an application started from outside would
-/// open as a thumbnail there, and no window would have the focus). `log` is the shell's log,
-/// named in errors.
-pub(super) fn shell_ready(bus: &str, log: &Path, within: Duration) -> Result<()> {
+/// Wait until GNOME Shell (process `shell`) answers on the session bus at `bus` (bounded by
+/// `within`), ending a copy of it stuck before its exec (module doc), then take it out of the
+/// Activities overview it starts in (an application started from outside would open as a
+/// thumbnail there, and no window would have the focus). `log` is the shell's log, named in
+/// errors.
+pub(super) fn shell_ready(bus: &str, shell: u32, log: &Path, within: Duration) -> Result<()> {
     let started = Instant::now();
     let deadline = started + within;
-    let mut overview = overview_active(bus);
+    let mut forks = HashMap::new();
+    let mut overview = overview_active(bus, PROBE_WAIT);
     while overview.is_none() {
+        end_stuck_forks(shell, &mut forks);
         if Instant::now() > deadline {
             bail!(
                 "GNOME Shell did not answer on its session bus (org.gnome.Shell) within {} s; \
@@ -81,13 +98,13 @@ pub(super) fn shell_ready(bus: &str, log: &Path, within: Duration) -> Result<()>
             );
         }
         std::thread::sleep(Duration::from_millis(50));
-        overview = overview_active(bus);
+        overview = overview_active(bus, PROBE_WAIT);
     }
     // the overview comes at the end of the start animation: wait for it before leaving it
     let shown_by = Instant::now() + OVERVIEW_SHOWN_WAIT;
     while overview != Some(true) && Instant::now() < shown_by {
         std::thread::sleep(Duration::from_millis(50));
-        overview = overview_active(bus);
+        overview = overview_active(bus, SEND_WAIT);
     }
     let left_by = Instant::now() + OVERVIEW_SHOWN_WAIT;
     while overview != Some(false) {
@@ -100,6 +117,7 @@ pub(super) fn shell_ready(bus: &str, log: &Path, within: Duration) -> Result<()>
         }
         dbus_send(
             bus,
+            SEND_WAIT,
             &[
                 &format!("--dest={}", SHELL[0]),
                 SHELL[1],
@@ -110,7 +128,7 @@ pub(super) fn shell_ready(bus: &str, log: &Path, within: Duration) -> Result<()>
             ],
         );
         std::thread::sleep(Duration::from_millis(100));
-        overview = overview_active(bus);
+        overview = overview_active(bus, SEND_WAIT);
     }
     tracing::info!(
         "GNOME Shell up, out of its overview, {} ms after its start",
@@ -119,10 +137,66 @@ pub(super) fn shell_ready(bus: &str, log: &Path, within: Duration) -> Result<()>
     Ok(())
 }
 
-/// Whether the shell shows its overview (`None`: it does not answer yet).
-fn overview_active(bus: &str) -> Option<bool> {
+/// End the copies of the shell `shell` that have stayed its own program for [`STUCK_FORK`];
+/// `first_seen` keeps when each copy was first seen, between calls.
+fn end_stuck_forks(shell: u32, first_seen: &mut HashMap<u32, Instant>) {
+    let Ok(program) = std::fs::read_link(format!("/proc/{shell}/exe")) else {
+        return;
+    };
+    let copies: Vec<u32> = children_of(shell)
+        .into_iter()
+        .filter(|c| std::fs::read_link(format!("/proc/{c}/exe")).is_ok_and(|p| p == program))
+        .collect();
+    for pid in stuck_forks(&copies, first_seen, Instant::now(), STUCK_FORK) {
+        tracing::warn!(
+            "GNOME Shell's copy {pid} stayed stuck before its exec for {} s (a GNOME Shell 43 \
+             lock taken at the fork): ended so that the shell goes on",
+            STUCK_FORK.as_secs()
+        );
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// Of the shell's copies `copies` (children still running the shell's program), those seen
+/// as such for at least `stuck` by `now`; `first_seen` is updated (copies gone are dropped).
+fn stuck_forks(
+    copies: &[u32],
+    first_seen: &mut HashMap<u32, Instant>,
+    now: Instant,
+    stuck: Duration,
+) -> Vec<u32> {
+    first_seen.retain(|pid, _| copies.contains(pid));
+    copies
+        .iter()
+        .filter(|pid| now.duration_since(*first_seen.entry(**pid).or_insert(now)) >= stuck)
+        .copied()
+        .collect()
+}
+
+/// The child processes of `pid` (of any of its threads), from `/proc`.
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|t| t.ok())
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|text| {
+            text.split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
+
+/// Whether the shell shows its overview (`None`: it does not answer within `wait`).
+fn overview_active(bus: &str, wait: Duration) -> Option<bool> {
     let out = dbus_send(
         bus,
+        wait,
         &[
             &format!("--dest={}", SHELL[0]),
             SHELL[1],
@@ -147,19 +221,20 @@ pub(super) fn parse_boolean_reply(out: &str) -> Option<bool> {
         })
 }
 
-/// `dbus-send --print-reply` on the bus at `address` (bounded); its output when it succeeded.
-fn dbus_send(address: &str, args: &[&str]) -> Option<String> {
+/// `dbus-send --print-reply` on the bus at `address`, its reply awaited up to `wait`; its output
+/// when it succeeded.
+fn dbus_send(address: &str, wait: Duration, args: &[&str]) -> Option<String> {
     let mut child = Command::new("dbus-send")
         .arg(format!("--bus={address}"))
         .arg("--print-reply")
-        .arg(format!("--reply-timeout={}", SEND_WAIT.as_millis()))
+        .arg(format!("--reply-timeout={}", wait.as_millis()))
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .ok()?;
-    let deadline = Instant::now() + SEND_WAIT + Duration::from_millis(500);
+    let deadline = Instant::now() + wait + Duration::from_millis(500);
     let status = loop {
         match child.try_wait() {
             Ok(Some(s)) => break s,
@@ -193,6 +268,35 @@ mod tests {
         // a system bus's default policy denies replies: every client hung without these
         assert!(text.contains(r#"<allow receive_sender="*"/>"#));
         assert!(text.contains(r#"<allow send_destination="*"/>"#));
+    }
+
+    #[test]
+    fn a_copy_of_the_shell_is_stuck_only_once_seen_as_one_for_the_whole_wait() {
+        let stuck = Duration::from_secs(2);
+        let mut seen = HashMap::new();
+        let t0 = Instant::now();
+        assert!(stuck_forks(&[7], &mut seen, t0, stuck).is_empty());
+        let later = t0 + Duration::from_millis(1500);
+        assert!(stuck_forks(&[7, 9], &mut seen, later, stuck).is_empty());
+        let end = t0 + Duration::from_secs(2);
+        assert_eq!(stuck_forks(&[7, 9], &mut seen, end, stuck), vec![7]);
+        // a copy that exec'd (gone from the list) starts over when seen again
+        assert!(stuck_forks(&[9], &mut seen, end, stuck).is_empty());
+        assert!(!seen.contains_key(&7));
+        assert!(stuck_forks(&[7, 9], &mut seen, end, stuck).is_empty());
+        assert_eq!(
+            stuck_forks(&[7, 9], &mut seen, t0 + Duration::from_secs(4), stuck),
+            vec![7, 9]
+        );
+    }
+
+    #[test]
+    fn the_children_of_this_process_include_one_it_started() {
+        let mut child = Command::new("sleep").arg("5").spawn().expect("sleep");
+        let children = children_of(std::process::id());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(children.contains(&child.id()), "{children:?}");
     }
 
     #[test]

@@ -223,7 +223,10 @@ impl Start<'_> {
         }
         let socket = self.compositor(&user, &runtime, &bus)?;
         if self.kind == PrivateKind::Gnome {
-            gnome::shell_ready(&bus, &self.dir.join("compositor.log"), START_TIMEOUT)?;
+            // `setpriv` execs the shell: the compositor's child is the shell
+            let shell = self.children.last().map_or(0, |c| c.id());
+            let log = self.dir.join("compositor.log");
+            gnome::shell_ready(&bus, shell, &log, START_TIMEOUT)?;
         }
         self.inside_env(&user, &runtime, &bus, &socket);
         Ok(())
