@@ -224,7 +224,11 @@ impl Start<'_> {
         let socket = self.compositor(&user, &runtime, &bus)?;
         if self.kind == PrivateKind::Gnome {
             // `setpriv` execs the shell: the compositor's child is the shell
-            let shell = self.children.last().map_or(0, |c| c.id());
+            let shell = self
+                .children
+                .last()
+                .map(|c| c.id())
+                .context("GNOME Shell was not started")?;
             let log = self.dir.join("compositor.log");
             gnome::shell_ready(&bus, shell, &log, START_TIMEOUT)?;
         }
