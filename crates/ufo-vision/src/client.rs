@@ -285,13 +285,22 @@ mod tests {
     /// worker be killed.
     #[tokio::test]
     async fn a_stuck_worker_is_abandoned_at_the_timeout() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = std::env::temp_dir().join(format!("ufo-sight-stuck-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a temporary directory");
         let script = dir.join("ufo-sight");
-        std::fs::write(&script, "#!/bin/sh\nexec sleep 30\n").expect("the stand-in worker");
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
-            .expect("executable");
+        // written by a shell of its own, not by this process: a test thread that forks while
+        // this process holds the file open for writing keeps it so until its exec, and the
+        // worker's exec then fails with "Text file busy" (it did once in CI)
+        let written = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "printf '#!/bin/sh\\nexec sleep 30\\n' > \"$1\" && chmod 755 \"$1\"",
+                "sh",
+            ])
+            .arg(&script)
+            .status()
+            .expect("sh runs");
+        assert!(written.success(), "the stand-in worker is written");
         let d = WorkerDetector::new(script, Duration::from_millis(300));
         let region = RegionImage::new((0, 0), 1, 1, ufo_core::vision::PixelFormat::Gray8, vec![0])
             .expect("one pixel");
