@@ -1466,3 +1466,95 @@ async fn kolourpaints_resize_fields_share_no_name() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// pyatspi (off ufo): the name of gnome-text-editor's window, once it starts with `argv[1]`
+/// (10 s at most; the editor's title starts with its current document's name).
+const EDITOR_TITLE: &str = r#"
+import sys, time, pyatspi
+want = sys.argv[1]
+names = []
+end = time.time() + 10
+while time.time() < end:
+    names = [w.name for app in pyatspi.Registry.getDesktop(0)
+             if app is not None and app.name == 'gnome-text-editor'
+             for w in app if w is not None and w.getRoleName() == 'frame']
+    if any(n.startswith(want) for n in names): break
+    time.sleep(0.3)
+print('|'.join(names))
+"#;
+
+/// The editor's window title as pyatspi reads it once it starts with `want`.
+fn editor_title(want: &str) -> String {
+    let out = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", EDITOR_TITLE, want])
+        .output()
+        .expect("python3 runs");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// libadwaita 1.2's tabs (gnome-text-editor with two documents): each tab is listed as a page
+/// tab named by its title (the tree gives an unnamed `AdwTab` filler with no action, and only
+/// the tabs' "Close Tab" buttons were listed), and a click on the other tab by that name
+/// makes its document the current one: pyatspi reads the window's title change to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adwaita_tabs_are_listed_by_their_titles_and_switched_by_a_click() {
+    if !require_live("adwaita_tabs_are_listed_by_their_titles_and_switched_by_a_click") {
+        return;
+    }
+    let _one = FOCUS.lock().await;
+    let dir = temp_dir("adwtabs");
+    for (file, text) in [("left-doc.txt", "left"), ("right-doc.txt", "right")] {
+        std::fs::write(dir.join(file), text).unwrap();
+    }
+    let (left, right) = (
+        dir.join("left-doc.txt").display().to_string(),
+        dir.join("right-doc.txt").display().to_string(),
+    );
+    let (_guard, _) = start(
+        "gnome-text-editor",
+        &["--standalone", &left, &right],
+        &dir,
+        &right,
+    );
+    let d = LinuxDesktop::connect(LinuxConfig::default()).await.unwrap();
+    let main = window(&d, "gnome-text-editor", |w| {
+        w.title.starts_with("right-doc.txt") && w.process.starts_with("gnome-text-edit")
+    })
+    .await;
+    let obs = support::observe_until(
+        &d,
+        &main.id,
+        "both documents' tabs",
+        Duration::from_secs(30),
+        |o| {
+            ["left-doc.txt", "right-doc.txt"].iter().all(|t| {
+                o.controls
+                    .iter()
+                    .any(|c| c.role == "page tab" && c.name == *t)
+            })
+        },
+    )
+    .await;
+    assert!(
+        !obs.controls.iter().any(|c| c.name.starts_with("Adw")),
+        "a type name shows: {}",
+        support::listing(&obs)
+    );
+    let before = editor_title("right-doc.txt");
+    assert!(
+        before.starts_with("right-doc.txt"),
+        "the last document opened is not the current one (pyatspi: {before:?})"
+    );
+    let tab = control(&obs, "page tab", "left-doc.txt").unwrap();
+    let click = UiAction::Click {
+        button: ufo_core::Button::Left,
+        double: false,
+    };
+    d.act(&main.id, Some(&tab), &click).await.unwrap();
+    let after = editor_title("left-doc.txt");
+    assert!(
+        after.split('|').any(|t| t.starts_with("left-doc.txt")),
+        "the click on the tab left-doc.txt did not make it current (pyatspi reads the title {after:?})"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -157,8 +157,8 @@ pub(super) fn silent_nodes<'t>(
 }
 
 /// A visible node as a candidate control, when it is one: interactive by its role, a
-/// focusable node with actions that is no container, a part of an office document, or a
-/// display; never a hidden part of a document, an empty wrapper of a web page's control, or
+/// focusable node with actions that is no container, a part of an office document, a
+/// libadwaita tab, or a display; never a hidden part of a document, an empty wrapper of a web page's control, or
 /// GTK4's drop-down button.
 fn candidate(tree: &AppTree, n: &Node, frame: &str) -> Option<Candidate> {
     let display = is_display(n, frame);
@@ -167,7 +167,8 @@ fn candidate(tree: &AppTree, n: &Node, frame: &str) -> Option<Candidate> {
         || (n.has(state::FOCUSABLE)
             && n.ifaces & iface::ACTION != 0
             && !CONTAINERS.contains(n.role))
-        || office::is_document_part(tree, n);
+        || office::is_document_part(tree, n)
+        || crate::apps::adwaita::is_tab(n);
     if !interactive || office::is_hidden_part(tree, n) {
         return None;
     }
@@ -225,7 +226,7 @@ pub(crate) fn is_entry(r: u32) -> bool {
 /// A node's name as the observation shows it.
 pub(crate) fn display_name(tree: &AppTree, n: &Node) -> String {
     let child_text = label_text(tree, &n.path);
-    if ITEMS.contains(n.role) && !child_text.is_empty() {
+    if ITEMS.contains(crate::apps::adwaita::listed_role(n)) && !child_text.is_empty() {
         clean_name(&n.name, &child_text, &n.description)
     } else {
         clean_name(&n.name, &n.description, &child_text)

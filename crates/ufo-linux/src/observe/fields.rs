@@ -385,13 +385,14 @@ fn value_kind(r: u32) -> ValueKind {
 /// named by its children's text first, else its own name (then description, children).
 fn shown_name(c: &Candidate, value: Option<&str>) -> String {
     let n = &c.node;
+    let listed = crate::apps::adwaita::listed_role(n);
     if office::is_text_part(n.role) && n.name.trim().is_empty() {
         // a paragraph: the start of its text (its table cell's name first)
         let cell = c.child_text.strip_prefix('\u{1}');
         office::paragraph_name(value.unwrap_or(""), cell)
-    } else if ITEMS.contains(n.role) && !c.child_text.is_empty() {
+    } else if ITEMS.contains(listed) && !c.child_text.is_empty() {
         clean_name(&n.name, &c.child_text, &n.description)
-    } else if LABELLED.contains(n.role) {
+    } else if LABELLED.contains(listed) {
         // a button's or menu item's label may carry its mnemonic mark ("_Add")
         names::without_mnemonic(&clean_name(&n.name, &n.description, &c.child_text))
     } else {
@@ -430,7 +431,7 @@ fn fetched(
     actions: Vec<String>,
     xid: WinId,
 ) -> Fetched {
-    let role = role_name(n.role);
+    let role = role_name(crate::apps::adwaita::listed_role(n));
     let enabled = n.has(state::SENSITIVE) || n.has(state::ENABLED);
     let mut states = Vec::new();
     for (bit, label) in STATE_LABELS {
