@@ -39,6 +39,16 @@ fn start(program: &str, args: &[&str], dir: &Path, marker: &str) -> (ProcessGuar
     (ProcessGuard::new(marker.to_string(), Some(child)), pid)
 }
 
+/// Remove gnome-text-editor's saved session (kept across the tests of a session in its HOME):
+/// a new editor reopens the earlier tests' documents as tabs, and which tab is in front (the
+/// window's title, what the tests wait for) is then a race.
+fn forget_editor_session() {
+    if let Some(home) = std::env::var_os("HOME") {
+        let saved = Path::new(&home).join(".local/share/org.gnome.TextEditor/session.gvariant");
+        let _ = std::fs::remove_file(saved);
+    }
+}
+
 /// The window whose title `fits`, once it is up (60 s at most).
 async fn window(d: &LinuxDesktop, what: &str, fits: impl Fn(&WindowInfo) -> bool) -> WindowInfo {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -677,6 +687,7 @@ async fn gtk4_dropdowns_are_named_by_their_label_with_their_option_as_value() {
     let file = dir.join("crlf.txt");
     let draft = dir.join("draft.txt").display().to_string();
     // (GTK's own file chooser, not the desktop portal's GTK3 one)
+    forget_editor_session();
     let child = std::process::Command::new("gnome-text-editor")
         .args(["--standalone", &draft])
         .env("GDK_DEBUG", "no-portals")
@@ -952,6 +963,7 @@ async fn gtk4_dropdown_options_are_chosen_by_click_and_select() {
     let dir = temp_dir("dropdown-select");
     let file = dir.join("crlf.txt");
     let draft = dir.join("draft-select.txt").display().to_string();
+    forget_editor_session();
     let child = std::process::Command::new("gnome-text-editor")
         .args(["--standalone", &draft])
         .env("GDK_DEBUG", "no-portals")
@@ -1510,6 +1522,7 @@ async fn adwaita_tabs_are_listed_by_their_titles_and_switched_by_a_click() {
         dir.join("left-doc.txt").display().to_string(),
         dir.join("right-doc.txt").display().to_string(),
     );
+    forget_editor_session();
     let (_guard, _) = start(
         "gnome-text-editor",
         &["--standalone", &left, &right],
