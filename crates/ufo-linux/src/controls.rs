@@ -29,6 +29,10 @@ pub(crate) struct CtlInfo {
     /// The part of a composite listed as this one line that takes text (a combo box's entry:
     /// observe/composite.rs).
     pub part: Option<Box<CtlInfo>>,
+    /// Shown only while the pointer rests on it (a libadwaita tab's close button, on a tab
+    /// not in front): clicked through its AT-SPI action, as an XTEST click that moves there
+    /// at once lands on what lies under it.
+    pub shown_on_hover: bool,
 }
 
 impl CtlInfo {

@@ -1495,6 +1495,28 @@ while time.time() < end:
 print('|'.join(names))
 "#;
 
+/// pyatspi (off ufo): the labels of gnome-text-editor that name a `.txt` file, once none is
+/// `argv[1]` (10 s at most).
+const EDITOR_LABELS_WITHOUT: &str = r#"
+import sys, time, pyatspi
+gone = sys.argv[1]
+def labels(n, out, depth=0):
+    if depth > 40 or len(out) > 200: return
+    if n.getRoleName() == 'label' and n.name.endswith('.txt'): out.append(n.name)
+    for i in range(min(n.childCount, 200)):
+        c = n.getChildAtIndex(i)
+        if c is not None: labels(c, out, depth + 1)
+names = []
+end = time.time() + 10
+while time.time() < end:
+    names = []
+    for app in pyatspi.Registry.getDesktop(0):
+        if app is not None and app.name == 'gnome-text-editor': labels(app, names)
+    if gone not in names: break
+    time.sleep(0.3)
+print('|'.join(names))
+"#;
+
 /// The editor's window title as pyatspi reads it once it starts with `want`.
 fn editor_title(want: &str) -> String {
     let out = std::process::Command::new("/usr/bin/python3")
@@ -1507,7 +1529,10 @@ fn editor_title(want: &str) -> String {
 /// libadwaita 1.2's tabs (gnome-text-editor with two documents): each tab is listed as a page
 /// tab named by its title (the tree gives an unnamed `AdwTab` filler with no action, and only
 /// the tabs' "Close Tab" buttons were listed), and a click on the other tab by that name
-/// makes its document the current one: pyatspi reads the window's title change to it.
+/// makes its document the current one: pyatspi reads the window's title change to it. Each
+/// close button is named after its tab, and the one of the tab now behind (shown only under
+/// the pointer) closes that tab: pyatspi reads no label of its document after the click. The
+/// one tab left, its bar hidden, is not listed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn adwaita_tabs_are_listed_by_their_titles_and_switched_by_a_click() {
     if !require_live("adwaita_tabs_are_listed_by_their_titles_and_switched_by_a_click") {
@@ -1568,6 +1593,38 @@ async fn adwaita_tabs_are_listed_by_their_titles_and_switched_by_a_click() {
     assert!(
         after.split('|').any(|t| t.starts_with("left-doc.txt")),
         "the click on the tab left-doc.txt did not make it current (pyatspi reads the title {after:?})"
+    );
+    let close = control(&obs, "button", "Close Tab right-doc.txt").unwrap_or_else(|| {
+        panic!(
+            "no close button named after its tab: {}",
+            support::listing(&obs)
+        )
+    });
+    d.act(&main.id, Some(&close), &click).await.unwrap();
+    let left = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", EDITOR_LABELS_WITHOUT, "right-doc.txt"])
+        .output()
+        .expect("python3 runs");
+    let left = String::from_utf8_lossy(&left.stdout).trim().to_string();
+    assert!(
+        !left.split('|').any(|l| l == "right-doc.txt") && left.split('|').any(|l| l == "left-doc.txt"),
+        "the click on Close Tab right-doc.txt did not close that tab alone (pyatspi reads the labels {left:?})"
+    );
+    let obs = support::observe_until(
+        &d,
+        &main.id,
+        "the document's text, with no tab",
+        Duration::from_secs(30),
+        |o| {
+            o.controls.iter().any(|c| c.role == "text")
+                && !o.controls.iter().any(|c| c.role == "page tab")
+        },
+    )
+    .await;
+    assert!(
+        !obs.controls.iter().any(|c| c.name.starts_with("Close Tab")),
+        "a hidden tab's close button is listed: {}",
+        support::listing(&obs)
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -119,6 +119,7 @@ impl Actor<'_> {
             window: w.id,
             seen: Seen::default(),
             part: None,
+            shown_on_hover: false,
         }))
     }
 

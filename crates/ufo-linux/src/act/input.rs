@@ -109,7 +109,8 @@ impl Actor<'_> {
     /// and visible with a sensible size, its centre is on the screen and inside its window,
     /// and the X hit test at that point finds its window on top (no other window, dialog or
     /// menu covers it). `None` sends the click through the control's AT-SPI action, as for
-    /// every control of a dialog (`in_dialog`, see `perform`).
+    /// every control of a dialog (`in_dialog`, see `perform`) and a control shown only under
+    /// the pointer.
     pub(crate) async fn uncovered_centre(
         &self,
         c: &crate::controls::CtlInfo,
@@ -118,6 +119,8 @@ impl Actor<'_> {
         use crate::vocab::{iface, state};
         if !self.config.xtest_clicks
             || in_dialog
+            // (shown only under the pointer: its AT-SPI action, controls.rs)
+            || c.shown_on_hover
             || c.ifaces & iface::COMPONENT == 0
             // (the application's cache leaves SHOWING out; the hit test below stands for it)
             || c.states & state::VISIBLE == 0

@@ -337,6 +337,7 @@ fn cell_controls(
                     label: 0,
                 },
                 part: None,
+                shown_on_hover: false,
             },
         ));
     }
@@ -376,6 +377,7 @@ fn sheet_control(
                 label: 0,
             },
             part: None,
+            shown_on_hover: false,
         },
     )
 }
@@ -1078,6 +1080,7 @@ fn info(bus: &str, n: &Node, name: &str, rect: Rect, xid: WinId) -> CtlInfo {
             label: 0,
         },
         part: None,
+        shown_on_hover: false,
     }
 }
 

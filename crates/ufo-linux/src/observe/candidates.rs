@@ -31,6 +31,10 @@ pub(super) struct Candidate {
     /// Out of view in a web page: visible but not showing (Chromium and Gecko drop SHOWING
     /// from what lies outside the page's visible part): listed with its place (fields.rs).
     pub(super) beyond: bool,
+    /// A libadwaita tab's close button: the tab's title, which its name ends with.
+    pub(super) closes_tab: Option<String>,
+    /// A libadwaita tab or its close button: its tab bar, whose box clips it.
+    pub(super) tab_bar: Option<String>,
 }
 
 /// What the tree tells of a field's name (the labels that may point at it are asked by
@@ -194,6 +198,8 @@ fn candidate(tree: &AppTree, n: &Node, frame: &str) -> Option<Candidate> {
         field,
         display,
         beyond: false,
+        closes_tab: crate::apps::adwaita::closed_tab(tree, n),
+        tab_bar: crate::apps::adwaita::bar_of(tree, n).map(|b| b.path.clone()),
         table: (n.role == role::TABLE_CELL)
             .then(|| table_of(tree, n))
             .flatten(),

@@ -68,6 +68,9 @@ impl Observer<'_> {
         let Some((rect, place)) = placed(c, raw, win) else {
             return Ok(None);
         };
+        let Some(rect) = self.in_tab_bar(bus, c, rect, offset).await else {
+            return Ok(None);
+        };
         let mut value = shown_value(c, text.unwrap_or(None), value);
         if c.display {
             let shown = names::display(&n.name, &n.description);
@@ -84,15 +87,9 @@ impl Observer<'_> {
         let mut by_container = None;
         let name = match &c.field {
             Some(seed) if !FIELDS.contains(n.role) => {
-                // a bare button: only a label pointing at it names it
-                let label = match self.labelled_by(bus, n, seed).await {
-                    Some(label) => Some(label),
-                    None => self.label_left_of(bus, seed, (x, y, ew, eh)).await,
-                };
-                match label {
-                    Some(label) => names::label_as_name(&label),
-                    None => shown_name(c, value.as_deref()),
-                }
+                let at = (x, y, ew, eh);
+                self.bare_button_name(bus, c, seed, at, value.as_deref())
+                    .await
             }
             Some(seed) => {
                 let e = self.field_evidence(bus, c, seed, value.as_deref()).await;
@@ -110,9 +107,57 @@ impl Observer<'_> {
             }
             None => shown_name(c, value.as_deref()),
         };
+        let name = match &c.closes_tab {
+            Some(tab) => format!("{name} {tab}"),
+            None => name,
+        };
         let mut f = fetched(bus, n, name, value, rect, actions, xid);
+        f.info.shown_on_hover = c.closes_tab.is_some();
         f.by_container = by_container;
         Ok(Some(with_place(f, place)))
+    }
+
+    /// A step of [`Self::fetch_control`]: a bare button's name. Only a label pointing at it
+    /// names it, else the label just left of it on its line, else what it shows.
+    async fn bare_button_name(
+        &self,
+        bus: &str,
+        c: &Candidate,
+        seed: &FieldSeed,
+        at: (i32, i32, i32, i32),
+        value: Option<&str>,
+    ) -> String {
+        let label = match self.labelled_by(bus, &c.node, seed).await {
+            Some(label) => Some(label),
+            None => self.label_left_of(bus, seed, at).await,
+        };
+        match label {
+            Some(label) => names::label_as_name(&label),
+            None => shown_name(c, value),
+        }
+    }
+
+    /// A step of [`Self::fetch_control`]: what is shown of a libadwaita tab or its close
+    /// button, its box clipped by its tab bar's (`None`: the bar is hidden, or it lies outside;
+    /// apps/adwaita.rs). Any other control's box as it is.
+    async fn in_tab_bar(
+        &self,
+        bus: &str,
+        c: &Candidate,
+        rect: Rect,
+        offset: (i32, i32),
+    ) -> Option<Rect> {
+        let Some(bar) = &c.tab_bar else {
+            return Some(rect);
+        };
+        let (x, y, w, h) = self.bus.extents(bus, bar).await.ok()?;
+        let bar = Rect {
+            x: x.saturating_add(offset.0),
+            y: y.saturating_add(offset.1),
+            w: u32::try_from(w).ok()?,
+            h: u32::try_from(h).ok()?,
+        };
+        intersect(rect, bar).filter(|r| r.w >= 2 && r.h >= 2)
     }
 
     /// A step of [`Self::fetch_control`]: the name of a field named by its container, for
@@ -460,6 +505,7 @@ fn fetched(
                 label: 0,
             },
             part: None,
+            shown_on_hover: false,
         },
         detail: ControlDetail {
             control: Control {

@@ -278,6 +278,7 @@ fn detected_fetched(control: Control, window: WinId) -> Fetched {
             label: 0,
         },
         part: None,
+        shown_on_hover: false,
     };
     Fetched {
         detail: ControlDetail {
