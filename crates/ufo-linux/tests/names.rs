@@ -1532,7 +1532,8 @@ fn editor_title(want: &str) -> String {
 /// makes its document the current one: pyatspi reads the window's title change to it. Each
 /// close button is named after its tab, and the one of the tab now behind (shown only under
 /// the pointer) closes that tab: pyatspi reads no label of its document after the click. The
-/// one tab left, its bar hidden, is not listed.
+/// one tab left, its bar hidden, is not listed. Of the two documents' text views, on one box,
+/// only the one in front is listed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn adwaita_tabs_are_listed_by_their_titles_and_switched_by_a_click() {
     if !require_live("adwaita_tabs_are_listed_by_their_titles_and_switched_by_a_click") {
@@ -1593,6 +1594,27 @@ async fn adwaita_tabs_are_listed_by_their_titles_and_switched_by_a_click() {
     assert!(
         after.split('|').any(|t| t.starts_with("left-doc.txt")),
         "the click on the tab left-doc.txt did not make it current (pyatspi reads the title {after:?})"
+    );
+    // both documents' pages lie on one box (GTK 4 marks neither hidden): only the one in
+    // front is listed, with its text
+    let shown = support::observe_until(
+        &d,
+        &main.id,
+        "the text of the document in front",
+        Duration::from_secs(30),
+        |o| {
+            o.controls
+                .iter()
+                .any(|c| c.role == "text" && c.value.as_deref() == Some("left"))
+        },
+    )
+    .await;
+    let texts: Vec<_> = shown.controls.iter().filter(|c| c.role == "text").collect();
+    assert_eq!(
+        texts.len(),
+        1,
+        "the page behind is listed too: {}",
+        support::listing(&shown)
     );
     let close = control(&obs, "button", "Close Tab right-doc.txt").unwrap_or_else(|| {
         panic!(

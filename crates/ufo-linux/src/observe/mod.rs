@@ -23,6 +23,7 @@ mod read;
 mod refresh;
 mod route;
 mod sight;
+mod stacked;
 mod take;
 mod tree;
 mod walk;

@@ -593,8 +593,9 @@ impl Observer<'_> {
 
     /// A step of [`Self::window_controls`]: the controls that answered on screen as the agent
     /// sees them: alike unnamed items grouped, table rows folded, one focus, the sheets'
-    /// visible cells read by range (never enumerated), arrows named after their field; the
-    /// ones that did not answer are counted in a warning.
+    /// visible cells read by range (never enumerated), arrows named after their field, only
+    /// the shown one of controls stacked on one box (stacked.rs); the ones that did not
+    /// answer are counted in a warning.
     #[allow(clippy::too_many_arguments)]
     async fn as_seen(
         &self,
@@ -622,6 +623,7 @@ impl Observer<'_> {
             )
             .await;
         let out = name_field_arrows(out);
+        let out = self.without_stacked(bus, frame, placed.0, out).await;
         if answered.failed > 0 {
             warnings.push(format!(
                 "{} of {} controls did not answer and are left out (first error: {})",
