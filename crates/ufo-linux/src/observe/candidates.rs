@@ -162,8 +162,8 @@ pub(super) fn silent_nodes<'t>(
 
 /// A visible node as a candidate control, when it is one: interactive by its role, a
 /// focusable node with actions that is no container, a part of an office document, a
-/// libadwaita tab, or a display; never a hidden part of a document, an empty wrapper of a web page's control, or
-/// GTK4's drop-down button.
+/// libadwaita tab, or a display; never a hidden part of a document, an empty wrapper of a web
+/// page's control, or GTK4's drop-down button.
 fn candidate(tree: &AppTree, n: &Node, frame: &str) -> Option<Candidate> {
     let display = is_display(n, frame);
     let interactive = display

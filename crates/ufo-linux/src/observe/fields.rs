@@ -139,7 +139,8 @@ impl Observer<'_> {
 
     /// A step of [`Self::fetch_control`]: what is shown of a libadwaita tab or its close
     /// button, its box clipped by its tab bar's (`None`: the bar is hidden, or it lies outside;
-    /// apps/adwaita.rs). Any other control's box as it is.
+    /// apps/adwaita.rs). Any other control's box as it is, and so a tab's when its bar's box
+    /// cannot be read.
     async fn in_tab_bar(
         &self,
         bus: &str,
@@ -150,7 +151,9 @@ impl Observer<'_> {
         let Some(bar) = &c.tab_bar else {
             return Some(rect);
         };
-        let (x, y, w, h) = self.bus.extents(bus, bar).await.ok()?;
+        let Ok((x, y, w, h)) = self.bus.extents(bus, bar).await else {
+            return Some(rect);
+        };
         let bar = Rect {
             x: x.saturating_add(offset.0),
             y: y.saturating_add(offset.1),
